@@ -1,0 +1,329 @@
+"""Checks that a captured tensor is what its page claims, recomputed independently.
+
+Each check takes the run (tensors, modules, inputs) and named arguments from the
+catalogue, recomputes the claim in float64 from other captured tensors or the
+module's weights, and returns whether it holds with the evidence in words.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+
+from generator.tensors import fmt
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+from generator.indexing import parse_index
+
+if TYPE_CHECKING:  # pragma: no cover
+    from generator.run import ModelRun
+
+# float32 forward passes against float64 recomputation: differences are rounding.
+TOLERANCE = 1e-4
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    detail: str
+
+
+CHECKS: dict[str, Callable[..., CheckResult]] = {}
+
+
+def check(fn: Callable[..., tuple[str, bool, str]]) -> Callable[..., CheckResult]:
+    def run(run: ModelRun, **kwargs) -> CheckResult:
+        name, passed, detail = fn(run, **kwargs)
+        return CheckResult(name=name, passed=bool(passed), detail=detail)
+
+    CHECKS[fn.__name__] = run
+    return run
+
+
+def _close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[bool, str]:
+    if actual.shape != expected.shape:
+        return False, f"{what}: shape {tuple(actual.shape)} differs from {tuple(expected.shape)}"
+    both_inf = torch.isinf(actual) & torch.isinf(expected) & (torch.sign(actual) == torch.sign(expected))
+    diff = (actual - expected).abs().masked_fill(both_inf, 0.0)
+    worst = float(diff.max()) if diff.numel() else 0.0
+    scale = max(1.0, float(expected[torch.isfinite(expected)].abs().max()) if expected.numel() else 1.0)
+    passed = math.isfinite(worst) and worst <= TOLERANCE * scale
+    return passed, f"{what}: largest difference {worst:.1e} over {actual.numel():,} values (tolerance {TOLERANCE * scale:.0e})"
+
+
+def _linear(run: ModelRun, module: str, x: torch.Tensor) -> torch.Tensor:
+    layer = run.module(module)
+    weight = layer.weight.detach().double().cpu()
+    bias = layer.bias.detach().double().cpu() if layer.bias is not None else None
+    return F.linear(x, weight, bias)
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+@check
+def token_ids(run: ModelRun, ids: str, sentence: str) -> tuple[str, bool, str]:
+    words = run.inputs[sentence].split()
+    vocab = run.inputs[f"{sentence}_vocab"]
+    got = [int(i) for i in run.t(ids).flatten().tolist()]
+    decoded = [run.inputs[f"{sentence}_words"][i] for i in got]
+    passed = decoded == words and len(got) == len(words) and all(0 <= i < len(vocab) for i in got)
+    return "IDs decode back to the sentence", passed, (
+        f"{len(got)} IDs, each below the vocabulary size {len(vocab)}, look up to the {len(words)} words of the sentence in order"
+        if passed else f"decoded {decoded!r}, expected {words!r}"
+    )
+
+
+@check
+def embedding_table_rows(run: ModelRun, table: str, sentence: str, slice_rows: int, slice_cols: int) -> tuple[str, bool, str]:
+    full = run.t(table)
+    vocab_size = len(run.inputs[f"{sentence}_vocab"])
+    shown = run.t(table)[:slice_rows, :slice_cols]
+    passed = full.shape[0] == vocab_size and shown.shape == (min(slice_rows, vocab_size), min(slice_cols, full.shape[1]))
+    return "one table row per vocabulary word", passed, (
+        f"the table is {tuple(full.shape)}: {full.shape[0]} rows for {vocab_size} distinct words, "
+        f"{full.shape[1]} features each; the slice is its top-left {tuple(shown.shape)} corner"
+    )
+
+
+@check
+def embedding_lookup(run: ModelRun, out: str, ids: str, table: str) -> tuple[str, bool, str]:
+    expected = run.t(table)[run.t(ids).long()]  # (B, L) ids -> (B, L, C) rows
+    passed, detail = _close(run.t(out), expected, "each position equals its ID's table row")
+    return "lookup returns the table rows of the IDs", passed, detail
+
+
+@check
+def sinusoidal_positions(run: ModelRun, out: str, before: str) -> tuple[str, bool, str]:
+    added = run.t(out) - run.t(before)  # (B, L, C)
+    L, C = added.shape[-2:]
+    pos = torch.arange(L, dtype=torch.float64)[:, None]
+    i = torch.arange(C, dtype=torch.float64)[None, :]
+    angle = pos / torch.pow(10000.0, (2 * torch.div(i, 2, rounding_mode="floor")) / C)
+    expected = torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle)).expand_as(added)
+    passed, detail = _close(added, expected, "added term vs sin/cos formula")
+    return "the added term is the sinusoidal encoding", passed, detail
+
+
+# ---------------------------------------------------------------------------- generic algebra
+
+
+@check
+def same_tensor(run: ModelRun, out: str, source: str, claim: str) -> tuple[str, bool, str]:
+    passed, detail = _close(run.t(out), run.t(source), claim)
+    return claim, passed, detail
+
+
+@check
+def linear_of(run: ModelRun, out: str, x: str, module: str, activation: str | None = None, index: str | None = None) -> tuple[str, bool, str]:
+    inp = run.t(x)
+    if activation == "relu":
+        inp = F.relu(inp)
+    expected, actual = _linear(run, module, inp), run.t(out)
+    if index:
+        expected, actual = expected[parse_index(index)], actual[parse_index(index)]
+    passed, detail = _close(actual, expected, f"recomputed x·Wᵀ + b with {run.shown_name(module)}'s weights")
+    return f"equals {run.shown_name(module)} applied to its input", passed, detail
+
+
+@check
+def sum_of(run: ModelRun, out: str, operands: list[str]) -> tuple[str, bool, str]:
+    expected = sum(run.t(name) for name in operands)
+    passed, detail = _close(run.t(out), expected, "operand sum vs the tensor LayerNorm received")
+    return "the operands add up to the residual sum", passed, detail
+
+
+@check
+def layer_norm_of(run: ModelRun, out: str, x: str, module: str) -> tuple[str, bool, str]:
+    ln = run.module(module)
+    inp = run.t(x)
+    expected = F.layer_norm(inp, ln.normalized_shape, ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu(), ln.eps)
+    passed, detail = _close(run.t(out), expected, f"recomputed LayerNorm of the residual sum")
+    normalised = F.layer_norm(inp, ln.normalized_shape, eps=ln.eps)
+    detail += f"; before the affine step every position has mean {fmt(float(normalised.mean(-1).abs().max()), 6)} (max |mean|) and std {fmt(float(normalised.std(-1, unbiased=False).mean()), 4)}"
+    return "equals LayerNorm(residual sum)", passed, detail
+
+
+@check
+def residual_layer_norm(run: ModelRun, out: str, operands: list[str], module: str) -> tuple[str, bool, str]:
+    ln = run.module(module)
+    total = sum(run.t(name) for name in operands)
+    expected = F.layer_norm(total, ln.normalized_shape, ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu(), ln.eps)
+    passed, detail = _close(run.t(out), expected, "recomputed LayerNorm(input + sublayer output)")
+    return "equals LayerNorm(input + sublayer output)", passed, detail
+
+
+@check
+def heads_rejoin(run: ModelRun, heads: list[str], full: list[str]) -> tuple[str, bool, str]:
+    details, passed = [], True
+    for h_name, f_name in zip(heads, full):
+        h = run.t(h_name)  # (B, h, L, hs)
+        B, H, L, hs = h.shape
+        ok, _ = _close(h.transpose(1, 2).reshape(B, L, H * hs), run.t(f_name), "")  # (B, h, L, hs) -> (B, L, C)
+        passed &= ok
+        details.append(f"{run.shown_name(h_name)} {'re-joins' if ok else 'does NOT re-join'} to {run.shown_name(f_name)}")
+    return "heads re-join to the full projections", passed, "; ".join(details) + " (transpose heads back, then merge h·hs)"
+
+
+@check
+def scaled_scores(run: ModelRun, out: str, q_heads: str, k_heads: str) -> tuple[str, bool, str]:
+    q, k = run.t(q_heads), run.t(k_heads)
+    expected = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    passed, detail = _close(run.t(out), expected, f"recomputed Q·Kᵀ/√{q.shape[-1]}")
+    return "equals Q·Kᵀ / √hs", passed, detail
+
+
+@check
+def softmax_rows(run: ModelRun, out: str, scores: str, causal: bool = False) -> tuple[str, bool, str]:
+    weights = run.t(out)
+    row_sums = weights.sum(-1)
+    worst_sum = float((row_sums - 1).abs().max())
+    passed, detail = _close(weights, torch.softmax(run.t(scores), dim=-1), "recomputed softmax of the scores")
+    passed &= worst_sum <= TOLERANCE and bool((weights >= 0).all())
+    detail = f"all {row_sums.numel():,} rows sum to 1 (largest deviation {worst_sum:.1e}), no weight is negative; " + detail
+    if causal:
+        T = weights.shape[-1]
+        above = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        future = float(weights[..., above].abs().max()) if above.any() else 0.0
+        passed &= future == 0.0
+        detail += f"; weight on future positions: {future:g}"
+    return "rows are probability distributions", passed, detail
+
+
+@check
+def causal_mask(run: ModelRun, out: str) -> tuple[str, bool, str]:
+    mask = run.t(out)
+    T = mask.shape[-1]
+    above = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1).expand_as(mask)
+    zeros_below = bool((mask[~above] == 0).all())
+    inf_above = bool(torch.isneginf(mask[above]).all())
+    return "0 on and below the diagonal, −inf above", zeros_below and inf_above, (
+        f"{int((~above).sum())} allowed entries are exactly 0: {zeros_below}; "
+        f"{int(above.sum())} future entries are −inf: {inf_above}"
+    )
+
+
+@check
+def context_concat(run: ModelRun, out: str, weights: str, v_heads: str) -> tuple[str, bool, str]:
+    ctx = run.t(weights) @ run.t(v_heads)  # (B, h, T, hs)
+    B, H, T, hs = ctx.shape
+    passed, detail = _close(run.t(out), ctx.transpose(1, 2).reshape(B, T, H * hs), "recomputed (weights·V) per head, heads concatenated")  # -> (B, T, C)
+    return "equals the heads' weights·V, concatenated", passed, detail
+
+
+@check
+def context_heads(run: ModelRun, out: str, weights: str, v_heads: str) -> tuple[str, bool, str]:
+    passed, detail = _close(run.t(out), run.t(weights) @ run.t(v_heads), "recomputed attention probabilities @ V")
+    return "equals probabilities @ V", passed, detail
+
+
+# ---------------------------------------------------------------------------- ViT
+
+
+@check
+def patches_reassemble(run: ModelRun, out: str, image: str, patch: int) -> tuple[str, bool, str]:
+    p = run.t(out)  # (B, N, 3, P, P)
+    B, N, Ch, P, _ = p.shape
+    img = run.t(image)
+    side = img.shape[-1] // P
+    rebuilt = p.view(B, side, side, Ch, P, P).permute(0, 3, 1, 4, 2, 5).reshape(B, Ch, side * P, side * P)  # -> (B, 3, H, W)
+    passed, detail = _close(rebuilt, img, f"{N} patches of {P}×{P} put back on a {side}×{side} grid vs the input image")
+    return "patches re-assemble into the input image", passed, detail
+
+
+@check
+def flattened(run: ModelRun, out: str, source: str) -> tuple[str, bool, str]:
+    src = run.t(source)
+    passed, detail = _close(run.t(out), src.reshape(*src.shape[:2], -1), f"{run.shown_name(source)} flattened over (3, P, P)")
+    return "is the patches flattened (channel, row, column order)", passed, detail
+
+
+@check
+def row_equals(run: ModelRun, out: str, source: str, row: int, claim: str) -> tuple[str, bool, str]:
+    passed, detail = _close(run.t(out)[:, row], run.t(source).reshape(run.t(out)[:, row].shape), claim)
+    return claim, passed, detail
+
+
+@check
+def tokens_concat(run: ModelRun, out: str, cls: str, patches: str) -> tuple[str, bool, str]:
+    expected = torch.cat([run.t(cls), run.t(patches)], dim=1)
+    passed, detail = _close(run.t(out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
+    return "row 0 is the class token, the rest are the patch embeddings", passed, detail
+
+
+@check
+def plus_parameter(run: ModelRun, out: str, x: str, parameter: str) -> tuple[str, bool, str]:
+    param = run.parameter(parameter)
+    passed, detail = _close(run.t(out), run.t(x) + param, f"input + {parameter}")
+    return "equals its input plus the learned position embeddings", passed, detail
+
+
+@check
+def probabilities(run: ModelRun, out: str, logits: str) -> tuple[str, bool, str]:
+    probs = run.t(out)
+    total = float(probs.sum(-1).max())
+    passed, detail = _close(probs, torch.softmax(run.t(logits), dim=-1), "recomputed softmax of the logits")
+    passed &= abs(total - 1) <= TOLERANCE
+    return "probabilities sum to 1", passed, f"sum = {total:.6f}; " + detail
+
+
+@check
+def normalised_image(run: ModelRun, out: str) -> tuple[str, bool, str]:
+    image = run.t(out)  # (B, 3, H, W)
+    mean = torch.tensor(IMAGENET_MEAN, dtype=torch.float64).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD, dtype=torch.float64).view(1, 3, 1, 1)
+    pixels = image * std + mean  # undo the normalisation: back to [0, 1] intensities
+    low, high = float(pixels.min()), float(pixels.max())
+    passed = low >= -1e-5 and high <= 1 + 1e-5 and image.shape[1] == 3
+    return "undoing the ImageNet normalisation gives valid pixels", passed, (
+        f"(x · std + mean) spans [{fmt(low)}, {fmt(high)}] ⊆ [0, 1] in all 3 channels; "
+        f"channel means after normalisation: {', '.join(fmt(float(m)) for m in image.mean(dim=(0, 2, 3)))}"
+    )
+
+
+@check
+def equals_parameter(run: ModelRun, out: str, parameter: str) -> tuple[str, bool, str]:
+    value = run.t(out)
+    passed, detail = _close(value, run.parameter(parameter).expand_as(value), f"vs the learned parameter {parameter}")
+    return f"is the learned parameter {parameter}, repeated per image", passed, detail
+
+
+@check
+def linear_heads(run: ModelRun, out: str, x: str, module: str, part: int) -> tuple[str, bool, str]:
+    fused = _linear(run, module, run.t(x))  # (B, N, 3C): q, k, v side by side
+    B, N, C3 = fused.shape
+    C = C3 // 3
+    got = run.t(out)  # (B, h, N, hs)
+    H = got.shape[1]
+    expected = fused[..., part * C:(part + 1) * C].reshape(B, N, H, C // H).transpose(1, 2)  # (B, N, C) -> (B, h, N, hs)
+    passed, detail = _close(got, expected, f"recomputed {'qkv'[part]} = LN(x)·W{'qkv'[part]}ᵀ + b, split into {H} heads")
+    return f"equals the {'QKV'[part]} part of the fused projection, split into heads", passed, detail
+
+
+@check
+def gelu_of_linear(run: ModelRun, out: str, x: str, module: str) -> tuple[str, bool, str]:
+    expected = F.gelu(_linear(run, module, run.t(x)))
+    passed, detail = _close(run.t(out), expected, "recomputed GELU(x·W₁ᵀ + b₁)")
+    return "equals GELU(fc1(input))", passed, detail
+
+
+@check
+def residual_block(run: ModelRun, out: str, block: str) -> tuple[str, bool, str]:
+    module = copy.deepcopy(run.module(block)).double().cpu()
+    with torch.no_grad():
+        expected = module(run.t(f"{block}.input"))
+    passed, detail = _close(run.t(out), expected, f"the block re-run in float64 on its recorded input")
+    return "equals the block applied to its input", passed, detail
+
+
+def run_check(run: ModelRun, name: str, args: dict) -> CheckResult:
+    return CHECKS[name](run, **args)

@@ -1,0 +1,64 @@
+"""MkDocs hooks (mkdocs.yml: hooks): navigation from the generated reports, math as MathML.
+
+- on_config builds the navigation from each generated report's snapshots.json, so the
+  nav always lists exactly the pages that exist, in catalogue order, grouped by stage.
+- on_page_content turns arithmatex's TeX spans into MathML at build time: math renders
+  offline, without a CDN or script, and survives instant navigation.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from latex2mathml.converter import convert
+
+REPORT_ORDER = ("encoder-decoder", "vit")
+TAB_TITLES = {"encoder-decoder": "Encoder–decoder", "vit": "ViT"}
+
+
+def report_nav(docs: Path, key: str) -> list[Any] | None:
+    try:
+        data = json.loads((docs / key / "snapshots.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    by_page = {s["page"]: s for s in data["snapshots"]}
+    nav: list[Any] = [{"Overview": f"{key}/index.md"}]
+    for stage in data["stages"]:
+        entries: list[Any] = [f"{key}/{stage['index']}"]
+        for page in stage["pages"]:
+            snap = by_page[page]
+            entries.append({f"{snap['label']} {snap['title']}": f"{key}/{page}"})
+        nav.append({stage["title"]: entries})
+    nav.append({"Guiding questions": f"{key}/questions.md"})
+    return nav
+
+
+def on_config(config, **_):
+    docs = Path(config["docs_dir"])
+    nav: list[Any] = [{"Home": "index.md"}]
+    for key in REPORT_ORDER:
+        section = report_nav(docs, key)
+        if section:
+            nav.append({TAB_TITLES[key]: section})
+    extra = config.get("extra", {}).get("handwritten_nav", [])
+    nav.extend(entry for entry in extra if (docs / next(iter(entry.values()))).exists())
+    config["nav"] = nav
+    return config
+
+
+_MATH = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.S)
+
+
+def _to_mathml(match: re.Match) -> str:
+    tag, body = match.group(1), html.unescape(match.group(2)).strip()
+    display = "block" if tag == "div" else "inline"
+    tex = body[2:-2] if body[:2] in ("\\(", "\\[") else body
+    return f'<{tag} class="arithmatex">{convert(tex.strip(), display=display)}</{tag}>'
+
+
+def on_page_content(content: str, **_) -> str:
+    return _MATH.sub(_to_mathml, content)

@@ -1,0 +1,37 @@
+"""Progress on stderr: a bar on a terminal, nothing when piped or with --quiet."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from typing import TextIO, TypeVar
+
+T = TypeVar("T")
+
+
+class Progress:
+    def __init__(self, enabled: bool | None = None, stream: TextIO = sys.stderr) -> None:
+        self.stream = stream
+        self.enabled = stream.isatty() if enabled is None else enabled
+
+    def status(self, text: str) -> None:
+        if self.enabled:
+            self.stream.write(f"\r\033[K{text} …")
+            self.stream.flush()
+
+    def iterate(self, items: Iterable[T], label: str) -> Iterator[T]:
+        items = list(items)
+        for done, item in enumerate(items):
+            self._bar(label, done, len(items))
+            yield item
+        self._bar(label, len(items), len(items))
+        if self.enabled:
+            self.stream.write("\n")
+
+    def _bar(self, label: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        width = 24
+        filled = width * done // max(total, 1)
+        self.stream.write(f"\r\033[K{label:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        self.stream.flush()

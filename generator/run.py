@@ -1,0 +1,103 @@
+"""Run a model once with recording on, and hold what the report needs of that run."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from generator.errors import UserError
+from generator.indexing import parse_index
+from generator.tensors import TensorView
+from models.recording import Recording
+
+
+def resolve_device(requested: str) -> torch.device:
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda was asked for, but PyTorch sees no CUDA GPU here; use --device cpu or --device auto")
+    if requested not in ("cpu", "cuda"):
+        raise UserError(f"unknown device {requested!r}; choose auto, cpu or cuda")
+    return torch.device(requested)
+
+
+@dataclass
+class ModelRun:
+    """One recorded forward pass: tensors (moved to the CPU), the model, its inputs and sizes."""
+
+    report: str  # catalogue key, e.g. "encoder-decoder"
+    model: nn.Module
+    recording: Recording
+    inputs: dict[str, Any]  # sentences, vocabularies, image facts: everything a page may cite
+    dims: dict[str, int]  # named dimensions, e.g. {"B": 1, "S": 6, ...}
+    places: dict[str, str]  # placeholders in record names, e.g. {"enc": "encoder.layers.0"}
+    seed: int
+    device: str
+    weights: str = "random"
+    _cpu: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------------ names
+
+    def name(self, template: str) -> str:
+        return template.format(**self.places)
+
+    def shown_name(self, template: str) -> str:
+        return self.name(template)
+
+    # ------------------------------------------------------------------ tensors
+
+    def cpu(self, template: str) -> torch.Tensor:
+        """The captured tensor, on the CPU, in its own dtype."""
+        name = self.name(template)
+        if name not in self._cpu:
+            self._cpu[name] = self.recording.tensor(name).cpu()
+        return self._cpu[name]
+
+    def t(self, template: str) -> torch.Tensor:
+        """The captured tensor in float64 on the CPU, for checks."""
+        return self.cpu(template).double()
+
+    def view(self, template: str, index: str | None = None) -> torch.Tensor:
+        tensor = self.cpu(template)
+        return tensor[parse_index(index)] if index else tensor
+
+    def tensor_view(self, template: str, index: str | None = None) -> TensorView:
+        return TensorView(self.name(template), self.view(template, index))
+
+    def source(self, template: str) -> tuple[str, int]:
+        entry = self.recording[self.name(template)]
+        return str(entry.file), entry.line
+
+    def module(self, template: str) -> nn.Module:
+        return self.model.get_submodule(self.name(template))
+
+    def parameter(self, template: str) -> torch.Tensor:
+        return self.model.get_parameter(self.name(template)).detach().double().cpu()
+
+    # ------------------------------------------------------------------ facts
+
+    def stamp(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "device": self.device,
+            "device_name": torch.cuda.get_device_name(0) if self.device == "cuda" else platform.processor() or platform.machine(),
+            "dtype": "float32",
+            "torch": torch.__version__,
+            "weights": self.weights,
+        }
+
+    def parameter_counts(self) -> list[tuple[str, int]]:
+        """Parameters per top-level component, in definition order."""
+        counts = []
+        for name, child in self.model.named_children():
+            n = sum(p.numel() for p in child.parameters())
+            if n:
+                counts.append((name, n))
+        own = sum(p.numel() for p in self.model.parameters(recurse=False))
+        if own:
+            counts.append(("(model)", own))
+        return counts

@@ -1,0 +1,133 @@
+"""Read-only views of captured tensors for pages: statistics, value slices, numbers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import torch
+
+
+def fmt(value: float, digits: int = 4) -> str:
+    """A number as a page prints it: fixed decimals, or 'inf'/'-inf'/'nan'."""
+    value = float(value)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "-inf" if value < 0 else "inf"
+    text = f"{value:.{digits}f}"
+    return "0." + "0" * digits if text == "-0." + "0" * digits else text
+
+
+def json_number(value: float) -> float | str:
+    """JSON has no inf/nan: those become the strings 'inf', '-inf', 'nan'."""
+    value = float(value)
+    return value if math.isfinite(value) else fmt(value)
+
+
+@dataclass
+class TensorView:
+    """A captured tensor (on the CPU) with what a snapshot page shows of it."""
+
+    name: str
+    tensor: torch.Tensor
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.tensor.shape)
+
+    @property
+    def dtype(self) -> str:
+        return str(self.tensor.dtype).removeprefix("torch.")
+
+    @property
+    def numel(self) -> int:
+        return self.tensor.numel()
+
+    @cached_property
+    def stats(self) -> dict[str, float | int]:
+        t = self.tensor.detach().double()
+        finite = t[torch.isfinite(t)] if t.is_floating_point() else t
+        nan = int(torch.isnan(t).sum()) if t.is_floating_point() else 0
+        inf = int(torch.isinf(t).sum()) if t.is_floating_point() else 0
+        if finite.numel() == 0:
+            return {"min": math.nan, "max": math.nan, "mean": math.nan, "std": math.nan, "nan": nan, "inf": inf}
+        return {
+            "min": float(finite.min()),
+            "max": float(finite.max()),
+            "mean": float(finite.mean()),
+            "std": float(finite.std(unbiased=False)) if finite.numel() > 1 else 0.0,
+            "nan": nan,
+            "inf": inf,
+        }
+
+    def first(self, n: int = 16) -> list[float]:
+        return [float(x) for x in self.tensor.flatten()[:n].tolist()]
+
+    def at(self, *index: int) -> float:
+        return float(self.tensor[index])
+
+    def row(self, *index: int) -> list[float]:
+        return [float(x) for x in self.tensor[index].flatten().tolist()]
+
+    def argmax(self, *index: int) -> int:
+        return int(self.tensor[index].argmax())
+
+    def max_index(self) -> list[int]:
+        """Index of the largest finite entry, one int per dimension."""
+        t = self.tensor.double().nan_to_num(nan=-math.inf, posinf=-math.inf, neginf=-math.inf)
+        flat = int(t.flatten().argmax())
+        return [int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(t.shape))]
+
+    def mean_norm(self) -> float:
+        """Average length of the vectors along the last dimension."""
+        return float(self.tensor.double().norm(dim=-1).mean())
+
+    def count(self, predicate: str) -> int:
+        """How many entries are zero / positive / negative."""
+        t = self.tensor
+        return int({"zero": t == 0, "positive": t > 0, "negative": t < 0}[predicate].sum())
+
+    def norm(self, *index: int) -> float:
+        return float(self.tensor[index].double().norm())
+
+    # -------------------------------------------------------------- debugger-style slice
+
+    def slice_text(self, rows: int = 6, cols: int = 8) -> tuple[str, str]:
+        """(index expression, text grid) of the leading block of the tensor.
+
+        Leading dimensions are fixed at 0; the last two show up to rows x cols values,
+        with an ellipsis where the tensor continues, like a debugger's array view.
+        """
+        t = self.tensor
+        if t.dim() == 0:
+            return "", fmt(float(t))
+        lead = [0] * max(0, t.dim() - 2)
+        block = t[tuple(lead)] if lead else t
+        if block.dim() == 1:
+            shown = block[:cols * 2]
+            index = f"[{', '.join(map(str, lead + [f':{len(shown)}']))}]"
+            cells = [self._cell(v) for v in shown.tolist()]
+            more = " ..." if block.numel() > len(shown) else ""
+            return index, "[" + ", ".join(cells) + more + "]"
+        r, c = min(rows, block.shape[0]), min(cols, block.shape[1])
+        shown = block[:r, :c].tolist()
+        index = "[" + ", ".join([*map(str, lead), f":{r}", f":{c}"]) + "]"
+        cells = [[self._cell(v) for v in row] for row in shown]
+        width = max(len(x) for row in cells for x in row)
+        lines = []
+        for i, row in enumerate(cells):
+            line = "  ".join(x.rjust(width) for x in row)
+            if block.shape[1] > c:
+                line += "  ..."
+            lines.append(("[[" if i == 0 else " [") + line + "]")
+        if block.shape[0] > r:
+            lines.append(" ...")
+        lines[-1] += "]"
+        return index, "\n".join(lines)
+
+    def _cell(self, value: float | int | bool) -> str:
+        if isinstance(value, bool) or not self.tensor.is_floating_point():
+            return str(int(value))
+        return fmt(value)

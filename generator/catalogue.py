@@ -75,7 +75,7 @@ class Report:
         for snap in self.snapshots:
             collect(snap.tensors)
             for key, value in snap.check_args.items():
-                if key not in ("module", "claim", "sentence", "index", "activation", "parameter"):
+                if key not in ("module", "claim", "sentence", "index", "activation", "parameter", "part", "patch", "row", "causal"):
                     collect(value)
         collect(self.also_record)
         for fig in self.figures:
@@ -117,7 +117,7 @@ ENCODER_DECODER = Report(
     snapshots=(
         Snapshot(1, "Raw input tokens (IDs)", "src_ids", "input", ("src_ids",), ("S",), "token_ids", {"ids": "src_ids", "sentence": "src"}, index="[0]", figures=("tokens",)),
         Snapshot(2, "Target tokens (IDs)", "tgt_ids", "input", ("tgt_ids",), ("T",), "token_ids", {"ids": "tgt_ids", "sentence": "tgt"}, index="[0]", figures=("tokens",)),
-        Snapshot(3, "Embedding weight matrix (slice)", "emb_weight_slice", "input", ("src_emb_weight",), ("min(V_src, 5)", "min(C, 5)"), "embedding_table_rows", {"table": "src_emb_weight", "sentence": "src", "slice_rows": 5, "slice_cols": 5}, index="[:5, :5]"),
+        Snapshot(3, "Embedding weight matrix (slice)", "emb_weight_slice", "input", ("src_emb_weight",), ("min(V_src, 5)", "min(C, 5)"), "embedding_table_rows", {"table": "src_emb_weight", "parameter": "src_emb.weight", "sentence": "src"}, index="[:5, :5]"),
         Snapshot(4, "Input embeddings after lookup", "src_embed", "input", ("src_embed",), ("B", "S", "C"), "embedding_lookup", {"out": "src_embed", "ids": "src_ids", "table": "src_emb_weight"}, figures=("src_embedding",)),
         Snapshot(5, "Embeddings after adding positional encoding", "src_with_pos", "input", ("src_with_pos",), ("B", "S", "C"), "sinusoidal_positions", {"out": "src_with_pos", "before": "src_embed"}, figures=("positional",)),
         Snapshot(6, "Encoder block input tensor", "enc_in", "encoder", ("{enc}.input",), ("B", "S", "C"), "same_tensor", {"out": "{enc}.input", "source": "{enc_prev}", "claim": "is what the previous stage handed over"}),
@@ -204,7 +204,7 @@ VIT = Report(
     ),
     snapshots=(
         Snapshot(1, "Raw input tensor (after preprocessing)", "img_tensor", "input", ("image",), ("B", "Ch", "H", "W"), "normalised_image", {"out": "image"}, figures=("input_image",)),
-        Snapshot(2, "Patches (4D view)", "patches_4d", "input", ("patch_embed.patches",), ("B", "N", "Ch", "P", "P"), "patches_reassemble", {"out": "patch_embed.patches", "image": "image", "patch": 16}, figures=("patch_mosaic",)),
+        Snapshot(2, "Patches (4D view)", "patches_4d", "input", ("patch_embed.patches",), ("B", "N", "Ch", "P", "P"), "patches_reassemble", {"out": "patch_embed.patches", "image": "image"}, figures=("patch_mosaic",)),
         Snapshot(3, "Flattened patches", "patches_flat", "input", ("patch_embed.flat",), ("B", "N", "Ch·P·P"), "flattened", {"out": "patch_embed.flat", "source": "patch_embed.patches"}),
         Snapshot(4, "Patch embeddings", "x_embed", "input", ("patch_embed.embed",), ("B", "N", "C"), "linear_of", {"out": "patch_embed.embed", "x": "patch_embed.flat", "module": "patch_embed.proj"}, figures=("patch_embedding",)),
         Snapshot(5, "Class token (before concatenation)", "cls_tok", "input", ("cls_token",), ("B", "1", "C"), "equals_parameter", {"out": "cls_token", "parameter": "class_token"}),
@@ -244,6 +244,7 @@ VIT = Report(
         Figure("top5", "top5", "The five most probable classes.", {"tensor": "probs"}),
     ),
     overview_figures=("input_image", "cls_attention", "top5"),
+    also_record=("{block2}.input", "{block_last}.input", "{block}.residual1"),
 )
 
 REPORTS: dict[str, Report] = {r.key: r for r in (ENCODER_DECODER, VIT)}

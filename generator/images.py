@@ -1,0 +1,70 @@
+"""Load any common image as RGB and preprocess it as the seed report did."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image, ImageOps, UnidentifiedImageError
+from torchvision import transforms
+
+from generator.checks import IMAGENET_MEAN, IMAGENET_STD
+from generator.errors import UserError
+
+DEFAULT_IMAGE = Path(__file__).resolve().parent / "assets" / "default-image.jpg"
+MAX_PIXELS = 40_000_000  # ~ a 7700 x 5200 photo; larger files are refused, not decoded
+
+
+def load_rgb(path: Path) -> tuple[Image.Image, str]:
+    """The first frame of ``path`` as an 8-bit RGB image (EXIF rotation applied), and its original mode."""
+    if not path.exists():
+        raise UserError(f"image not found: {path}; check the path given to --image")
+    if path.is_dir():
+        raise UserError(f"{path} is a folder; --image needs an image file")
+    if path.stat().st_size == 0:
+        raise UserError(f"{path} is empty (0 bytes); give a JPEG, PNG, WebP or GIF image")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            previous, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, MAX_PIXELS
+            try:
+                with Image.open(path) as im:
+                    mode = im.mode
+                    im.seek(0)  # animated GIF/WebP: the first frame
+                    im.load()
+                    im = ImageOps.exif_transpose(im)
+                    return _to_rgb(im), mode
+            finally:
+                Image.MAX_IMAGE_PIXELS = previous
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise UserError(f"{path} is too large to decode safely (over {MAX_PIXELS:,} pixels); resize it first") from None
+    except UnidentifiedImageError:
+        raise UserError(f"{path} is not an image PIL can read; give a JPEG, PNG, WebP or GIF file") from None
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise UserError(f"{path} could not be decoded ({exc}); the file may be truncated or corrupt") from None
+
+
+def _to_rgb(im: Image.Image) -> Image.Image:
+    if im.mode in ("I;16", "I;16B", "I;16L", "I"):
+        # 16/32-bit grey: scale to 8 bits by the file's own range, not by clipping.
+        values = np.asarray(im, dtype=np.float64)
+        top = values.max() or 1.0
+        im = Image.fromarray((values / top * 255).round().astype(np.uint8), mode="L")
+    if im.mode == "P":
+        im = im.convert("RGBA")
+    if im.mode in ("RGBA", "LA", "PA"):
+        background = Image.new("RGBA", im.size, (255, 255, 255, 255))  # transparency shown over white
+        return Image.alpha_composite(background, im.convert("RGBA")).convert("RGB")
+    return im.convert("RGB")
+
+
+def preprocess(image: Image.Image, size: int) -> torch.Tensor:
+    """RGB -> resize to size x size -> [0, 1] -> ImageNet mean/std: (1, 3, size, size)."""
+    pipeline = transforms.Compose([
+        transforms.Resize((size, size), antialias=True),
+        transforms.ToTensor(),
+        transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+    ])
+    return pipeline(image).unsqueeze(0)  # (3, H, W) -> (1, 3, H, W)

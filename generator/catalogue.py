@@ -230,7 +230,7 @@ VIT = Report(
         Snapshot(22, "Encoder block N (last) output", "x_last", "output", ("{block_last}.output",), ("B", "N1", "C"), "residual_block", {"out": "{block_last}.output", "block": "{block_last}"}),
         Snapshot(23, "Final sequence (incl. [CLS])", "final_seq", "output", ("final_seq",), ("B", "N1", "C"), "layer_norm_of", {"out": "final_seq", "x": "{block_last}.output", "module": "ln"},
                  differs="The seed's model had no final LayerNorm after the last block; ViT-B/16 (paper and torchvision) applies one (`ln`) before the head, so S23 is `ln(S22)`."),
-        Snapshot(24, "Class token (final representation)", "cls_rep", "output", ("cls_rep",), ("B", "C"), "row_equals", {"out": "final_seq", "source": "cls_rep", "row": 0, "claim": "is row 0 ([CLS]) of the final sequence"}),
+        Snapshot(24, "Class token (final representation)", "cls_rep", "output", ("cls_rep",), ("B", "C"), "row_equals", {"out": "cls_rep", "source": "final_seq", "row": 0, "claim": "is row 0 ([CLS]) of the final sequence"}),
         Snapshot(25, "Logits", "logits", "output", ("logits",), ("B", "K"), "linear_of", {"out": "logits", "x": "cls_rep", "module": "head"}, figures=("top5",)),
         Snapshot(26, "Softmax probabilities", "probs", "output", ("probs",), ("B", "K"), "probabilities", {"out": "probs", "logits": "logits"}, figures=("top5",)),
     ),

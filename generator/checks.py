@@ -248,7 +248,7 @@ def flattened(run: ModelRun, out: str, source: str) -> tuple[str, bool, str]:
 
 @check
 def row_equals(run: ModelRun, out: str, source: str, row: int, claim: str) -> tuple[str, bool, str]:
-    passed, detail = _close(run.t(out)[:, row], run.t(source).reshape(run.t(out)[:, row].shape), claim)
+    passed, detail = _close(run.t(out), run.t(source)[:, row], claim)
     return claim, passed, detail
 
 
@@ -277,15 +277,20 @@ def probabilities(run: ModelRun, out: str, logits: str) -> tuple[str, bool, str]
 
 @check
 def normalised_image(run: ModelRun, out: str) -> tuple[str, bool, str]:
+    import numpy as np
+    from PIL import Image
+
     image = run.t(out)  # (B, 3, H, W)
+    H, W = image.shape[-2:]
     mean = torch.tensor(IMAGENET_MEAN, dtype=torch.float64).view(1, 3, 1, 1)
     std = torch.tensor(IMAGENET_STD, dtype=torch.float64).view(1, 3, 1, 1)
-    pixels = image * std + mean  # undo the normalisation: back to [0, 1] intensities
-    low, high = float(pixels.min()), float(pixels.max())
-    passed = low >= -1e-5 and high <= 1 + 1e-5 and image.shape[1] == 3
-    return "undoing the ImageNet normalisation gives valid pixels", passed, (
-        f"(x · std + mean) spans [{fmt(low)}, {fmt(high)}] ⊆ [0, 1] in all 3 channels; "
-        f"channel means after normalisation: {', '.join(fmt(float(m)) for m in image.mean(dim=(0, 2, 3)))}"
+    # Redo the preprocessing by hand: bilinear resize of the loaded RGB image, /255, per-channel normalisation.
+    resized = np.asarray(run.inputs["original_image"].resize((W, H), Image.BILINEAR), dtype=np.float64) / 255.0
+    expected = (torch.from_numpy(resized).permute(2, 0, 1)[None] - mean) / std  # (H, W, 3) -> (1, 3, H, W)
+    passed, detail = _close(image, expected, "vs resize + /255 + ImageNet normalisation redone by hand")
+    pixels = image * std + mean
+    return "is the loaded image, resized and normalised", passed, (
+        detail + f"; undoing the normalisation gives pixels in [{fmt(float(pixels.min()))}, {fmt(float(pixels.max()))}]"
     )
 
 

@@ -121,8 +121,8 @@ def positional(run: ModelRun, args: dict[str, Any], path: Path) -> None:
 def attention_heads(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     weights = _np(run, args["tensor"])[0]  # (h, rows, cols)
     heads, n_rows, n_cols = weights.shape
-    grid_rows, grid_cols = _grid(heads, 4)
-    cell = 3.2 if n_cols <= 16 else 2.6
+    grid_rows, grid_cols = _grid(heads, 2 if heads <= 4 else 4)
+    cell = 3.4 if n_cols <= 16 else 2.6
     fig, axes = plt.subplots(grid_rows, grid_cols, figsize=(cell * grid_cols + 1, cell * grid_rows + 0.4), squeeze=False)
     finite = weights[np.isfinite(weights)]
     diverging = finite.min() < 0
@@ -142,9 +142,9 @@ def attention_heads(run: ModelRun, args: dict[str, Any], path: Path) -> None:
                     if np.isfinite(value):
                         ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6.5,
                                 color="white" if (value - vmin) < 0.6 * (vmax - vmin) else "black")
-        else:
-            ax.set_xlabel("key token")
-            ax.set_ylabel("query token")
+    if not labelled:
+        fig.supxlabel("key token")
+        fig.supylabel("query token")
     fig.colorbar(im, ax=axes, fraction=0.02)
     _save(fig, path)
 

@@ -30,3 +30,11 @@ def built_docs(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def reports():
     return REPORTS
+
+
+@pytest.fixture(scope="session")
+def vit_run():
+    from generator.catalogue import VIT
+    from generator.runners import VitInputs, run_vit
+
+    return run_vit(VIT, VitInputs(device="cpu"))

@@ -1,0 +1,136 @@
+"""Generated reports: every snapshot page, its check, its source lines, snapshots.json, and the MkDocs build."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.catalogue import REPORTS
+from tests.conftest import ROOT, SPEC
+
+ALL_SNAPSHOTS = [(key, snap.number) for key, report in REPORTS.items() for snap in report.snapshots]
+
+
+def spec_tables() -> dict[str, list[tuple[str, str]]]:
+    """(number, title) rows of the two catalogue tables in shared/spec/snapshots.md."""
+    text = SPEC.read_text(encoding="utf-8")
+    ed, vit = text.split("## Vision Transformer")
+    row = re.compile(r"^\| (S?\d+) \| ([^|]+?) \|", re.M)
+    return {"encoder-decoder": row.findall(ed), "vit": row.findall(vit)}
+
+
+@pytest.mark.skipif(not SPEC.exists(), reason="shared/spec is not beside this checkout")
+@pytest.mark.parametrize("key", REPORTS)
+def test_catalogue_keeps_the_seed_numbering_and_titles(key):
+    report = REPORTS[key]
+    assert [(report.label(s.number).lstrip("#"), s.title) for s in report.snapshots] == spec_tables()[key]
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_snapshots_json_has_the_documented_schema(built_docs, key):
+    data = json.loads((built_docs / key / "snapshots.json").read_text(encoding="utf-8"))
+    assert data["model"] == key and data["seed"] == 7 and data["device"] == "cpu"
+    assert [s["number"] for s in data["snapshots"]] == [s.number for s in REPORTS[key].snapshots]
+    for snap in data["snapshots"]:
+        assert isinstance(snap["number"], int) and snap["title"] and snap["variable"]
+        assert all(isinstance(n, int) for n in snap["shape"])
+        assert snap["dtype"] in ("float32", "int64")
+        assert 1 <= len(snap["first"]) <= 16 and all(isinstance(v, (int, float)) or v in ("inf", "-inf", "nan") for v in snap["first"])
+        assert set(snap["stats"]) == {"min", "max", "mean", "std", "nan", "inf"}
+        assert (ROOT / snap["source"]["path"]).is_file() and snap["source"]["line"] > 0
+        assert set(snap["check"]) == {"name", "passed", "detail"}
+
+
+@pytest.mark.parametrize("key, number", ALL_SNAPSHOTS)
+def test_every_check_passes_on_the_default_run(built_docs, key, number):
+    data = json.loads((built_docs / key / "snapshots.json").read_text(encoding="utf-8"))
+    snap = next(s for s in data["snapshots"] if s["number"] == number)
+    assert snap["check"]["passed"], snap["check"]["detail"]
+
+
+@pytest.mark.parametrize("key, number", ALL_SNAPSHOTS)
+def test_snapshot_page_shows_what_the_issue_lists(built_docs, key, number):
+    data = json.loads((built_docs / key / "snapshots.json").read_text(encoding="utf-8"))
+    snap = next(s for s in data["snapshots"] if s["number"] == number)
+    page = (built_docs / key / snap["page"]).read_text(encoding="utf-8")
+    shape = "(" + ", ".join(map(str, snap["shape"])) + ("," if len(snap["shape"]) == 1 else "") + ")"
+    assert page.startswith(f"# {snap['label']} · {snap['title']}")
+    assert f"`{snap['variable']}`" in page and f"`{shape}`" in page and "matches" in page
+    assert f"`{snap['dtype']}` · `cpu`" in page
+    assert "| min | max | mean | std | NaN | ±Inf | elements |" in page
+    assert "passed" in page and snap["check"]["detail"] in page
+    # The source excerpt quotes the model file with its real line numbers, the recording line highlighted.
+    for block in re.finditer(r'```python linenums="(\d+)" hl_lines="(\d+)" title="([^"]+)"\n(.*?)\n```', page, re.S):
+        start, highlight, path, body = int(block[1]), int(block[2]), block[3], block[4]
+        lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
+        assert body.splitlines() == lines[start - 1 : start - 1 + len(body.splitlines())]
+        assert "record(" in lines[start + highlight - 2]
+    assert re.search(r"```python linenums=", page)
+
+
+@pytest.mark.parametrize("key, number", ALL_SNAPSHOTS)
+def test_each_check_detects_a_corrupted_tensor(key, number, ed_run, vit_run):
+    """Change one captured value inside what the page shows: the snapshot's check must fail."""
+    import dataclasses
+
+    import torch
+
+    from generator.checks import run_check
+    from generator.indexing import parse_index
+    from generator.render import _place
+
+    run = ed_run if key == "encoder-decoder" else vit_run
+    snap = next(s for s in REPORTS[key].snapshots if s.number == number)
+    args = {k: _place(run, v) for k, v in snap.check_args.items()}
+    target = args.get("out") or args.get("ids") or args.get("table") or args["heads"][0]
+    original = run.recording[target]
+    corrupted = original.tensor.clone()
+    shown = torch.zeros_like(corrupted, dtype=torch.bool)
+    shown[parse_index(snap.index) if snap.index and target == run.name(snap.tensors[0]) else ...] = True
+    if corrupted.is_floating_point():
+        shown &= torch.isfinite(corrupted)
+    where = tuple(shown.nonzero()[-1].tolist())  # the last shown, finite entry
+    corrupted[where] = (corrupted[where] + 1) % 3 if corrupted.dtype == torch.long else corrupted[where] + 0.05
+    run.recording[target] = dataclasses.replace(original, tensor=corrupted)
+    run._cpu.clear()
+    try:
+        assert not run_check(run, snap.check, args).passed
+    finally:
+        run.recording[target] = original
+        run._cpu.clear()
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_report_has_overview_questions_stage_indexes_and_figures(built_docs, key):
+    report = REPORTS[key]
+    folder = built_docs / key
+    assert (folder / "index.md").read_text(encoding="utf-8").count("| [") >= len(report.snapshots)
+    questions = (folder / "questions.md").read_text(encoding="utf-8")
+    assert len(re.findall(r"^## \d\. ", questions, re.M)) == (7 if key == "encoder-decoder" else 6)
+    for stage in report.stages:
+        assert (folder / stage.key / "index.md").exists()
+    for fig in report.figures:
+        png = folder / "figures" / f"{fig.id}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_site_builds_strictly_with_both_reports(built_docs, tmp_path):
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(
+        f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {built_docs}\nsite_dir: {tmp_path / 'site'}\n"
+        f"hooks:\n  - {ROOT / 'generator' / 'mkdocs_hooks.py'}\n",
+        encoding="utf-8",
+    )
+    for name in ("stylesheets", "how-it-works.md"):
+        target = built_docs / name
+        if not target.exists():
+            target.symlink_to(ROOT / "docs" / name)
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "site" / "encoder-decoder" / "encoder" / "07-self-attention-queries-q" / "index.html").exists()
+    assert (tmp_path / "site" / "vit" / "block" / "13-attention-probabilities" / "index.html").exists()

@@ -37,6 +37,7 @@ def build(docs: Path, runners: dict[str, Callable[[Report], ModelRun]], progress
         progress.status(f"running the {REPORTS[key].short_title} forward pass")
         runs[key] = runner(REPORTS[key])
         result.timings[f"{key}: forward pass"] = time.perf_counter() - started
+        log.info("%s: forward pass on %s recorded %d tensors in %.2f s", key, runs[key].device, len(runs[key].recording), result.timings[f"{key}: forward pass"])
 
     with staged_output(docs, entries=[*runs, "index.md"]) as staging:
         for key, run in runs.items():
@@ -46,12 +47,15 @@ def build(docs: Path, runners: dict[str, Callable[[Report], ModelRun]], progress
             started = time.perf_counter()
             pages = render_report(report, run, out)
             result.timings[f"{key}: pages"] = time.perf_counter() - started
+            log.info("%s: %d pages, %d checks passed, in %.2f s", key, len(pages), sum(p.check.passed for p in pages), result.timings[f"{key}: pages"])
             result.failed_checks += [f"{key} {p.label}: {p.check.name}" for p in pages if not p.check.passed]
             started = time.perf_counter()
             for fig in progress.iterate(report.figures, f"{report.short_title} figures"):
                 draw(run, fig.kind, {k: run.name(v) if isinstance(v, str) else v for k, v in fig.args.items()}, out / "figures" / f"{fig.id}.png")
             result.timings[f"{key}: figures"] = time.perf_counter() - started
+            log.info("%s: %d figures in %.2f s", key, len(report.figures), result.timings[f"{key}: figures"])
         render_landing(staging, landing_entries(docs, staging, runs))
+        log.info("swapping the new output into %s", docs)
     for failure in result.failed_checks:
         log.warning("check failed: %s", failure)
     return result

@@ -57,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("generator").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
+    logging.getLogger("generator").setLevel(logging.INFO if args.verbose else logging.WARNING)
     try:
         if args.command == "build":
             return _build(args)

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import arabic_reshaper
 import matplotlib
+from bidi import get_display
 
 matplotlib.use("Agg")
 
@@ -25,11 +27,10 @@ from generator.run import ModelRun  # noqa: E402
 
 DPI = 110
 PNG_METADATA = {"Software": None}  # no version stamp: byte-identical output across runs
-FONT_FALLBACK = ["DejaVu Sans", "Noto Sans CJK JP", "Noto Sans", "Noto Sans Arabic", "Noto Sans Hebrew", "Noto Color Emoji"]
+FONT_FALLBACK = ["DejaVu Sans", "Noto Sans CJK JP", "Symbola"]  # Latin/Greek/Hebrew/Arabic, CJK, emoji
 
 plt.rcParams.update({
-    "font.family": "sans-serif",
-    "font.sans-serif": FONT_FALLBACK,
+    "font.family": FONT_FALLBACK,  # a list: matplotlib falls back glyph by glyph
     "font.size": 9,
     "axes.titlesize": 10,
     "figure.dpi": DPI,
@@ -50,11 +51,22 @@ def _save(fig: plt.Figure, path: Path) -> None:
     plt.close(fig)
 
 
+def plain(text: str) -> str:
+    """User text as literal figure text.
+
+    matplotlib would read $...$ as math, and it lays glyphs out left to right only, so
+    right-to-left words (Hebrew, Arabic) are shaped and put in visual order first.
+    """
+    text = str(text)
+    if any("\u0590" <= ch <= "\u08ff" or "\ufb1d" <= ch <= "\ufefc" for ch in text):
+        text = get_display(arabic_reshaper.reshape(text))
+    return text.replace("$", r"\$")
+
+
 def _labels(run: ModelRun, key: str | None, n: int) -> list[str]:
     if key is None:
         return [str(i) for i in range(n)]
-    words = run.inputs[key]
-    return [f"{w}" for w in words][:n]
+    return [plain(w) for w in run.inputs[key]][:n]
 
 
 def _np(run: ModelRun, name: str) -> np.ndarray:
@@ -73,11 +85,14 @@ def _grid(n: int, max_cols: int = 4) -> tuple[int, int]:
 def token_table(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     sides = [("source", run.inputs["src_tokens"], run.inputs["src_vocab"]), ("target", run.inputs["tgt_tokens"], run.inputs["tgt_vocab"])]
     width = max(len(sides[0][1]), len(sides[1][1]))
-    fig, axes = plt.subplots(2, 1, figsize=(min(2 + 1.1 * width, 16), 2.6))
+    fig, axes = plt.subplots(2, 1, figsize=(min(2 + 1.1 * width, 18), 2.6))
     for ax, (title, tokens, vocab) in zip(axes, sides):
         ax.axis("off")
-        cells = [tokens, [str(vocab[t]) for t in tokens]]
+        cells = [[plain(t) for t in tokens], [str(vocab[t]) for t in tokens]]
         table = ax.table(cellText=cells, rowLabels=["word", "ID"], colLabels=[str(i) for i in range(len(tokens))], loc="center", cellLoc="center")
+        table.auto_set_font_size(False)
+        table.set_fontsize(9)
+        table.auto_set_column_width(list(range(len(tokens))))
         table.scale(1, 1.3)
         ax.set_title(f"{title} sentence (position → word → ID)", loc="left")
     _save(fig, path)
@@ -181,10 +196,10 @@ def predictions(run: ModelRun, args: dict[str, Any], path: Path) -> None:
         order = np.argsort(-probs[t], kind="stable")[:20]
         colors = ["#3949ab" if k == order[0] else "#9fa8da" for k in order]
         ax.barh(range(len(order)), probs[t][order], color=colors)
-        ax.set_yticks(range(len(order)), [vocab[k] for k in order])
+        ax.set_yticks(range(len(order)), [plain(vocab[k]) for k in order])
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
-        ax.set_title(f"position {t} (input “{positions[t]}”) → “{vocab[order[0]]}”", fontsize=8.5)
+        ax.set_title(f"position {t} (input “{positions[t]}”) → “{plain(vocab[order[0]])}”", fontsize=8.5)
     _save(fig, path)
 
 
@@ -204,7 +219,7 @@ def input_image(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     P = run.dims["P"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 5))
     axes[0].imshow(original)
-    axes[0].set_title(f"as loaded: {original.width}×{original.height} {run.inputs['image_mode']}")
+    axes[0].set_title(f"as loaded: {original.width}×{original.height} {plain(run.inputs['image_mode'])}")
     axes[1].imshow(shown)
     H, W = shown.shape[:2]
     for x in range(0, W + 1, P):
@@ -286,7 +301,7 @@ def top5(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     names = [run.inputs["class_names"][int(i)] for i in indices]
     fig, ax = plt.subplots(figsize=(7, 2.4))
     ax.barh(range(5), values.numpy(), color=["#3949ab"] + ["#9fa8da"] * 4)
-    ax.set_yticks(range(5), [f"{n} (class {int(i)})" for n, i in zip(names, indices)])
+    ax.set_yticks(range(5), [f"{plain(n)} (class {int(i)})" for n, i in zip(names, indices)])
     ax.invert_yaxis()
     for k, v in enumerate(values.tolist()):
         ax.text(v, k, f" {v:.4f}", va="center", fontsize=8)

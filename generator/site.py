@@ -43,7 +43,9 @@ def check_writable(docs: Path) -> None:
     if docs_abs.exists() and not docs_abs.is_dir():
         raise UserError(f"output {docs} is a file, not a folder; choose another --out")
     if not parent.exists():
-        raise UserError(f"cannot write to {docs}: its parent folder does not exist")
+        raise UserError(f"cannot write to {docs}: its parent folder {parent} does not exist; create it or choose another --out")
+    if not parent.is_dir():
+        raise UserError(f"cannot write to {docs}: {parent} is not a folder; choose another --out")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UserError(f"cannot write to {docs}: permission denied; choose another --out or fix its permissions")
 
@@ -68,7 +70,10 @@ def _swap(docs: Path, staging: Path, trash: Path, entries: list[str]) -> None:
 def staged_output(docs: Path, entries: list[str]) -> Iterator[Path]:
     """Yield a staging folder; on success move ``entries`` from it into ``docs``."""
     check_writable(docs)
-    docs.mkdir(parents=True, exist_ok=True)
+    try:
+        docs.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot write to {docs}: {exc.strerror or exc}; choose another --out") from None
     owned = read_manifest(docs)
     for entry in entries:
         if (docs / entry).exists() and entry not in owned:

@@ -5,11 +5,11 @@ if command -v chromium >/dev/null 2>&1; then exit 0; fi
 SUDO=""
 if [ "$(id -u)" != 0 ]; then
   if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
-    echo "chromium is missing and this user cannot install it: run 'apt-get install chromium fonts-noto-cjk' as root" >&2
+    echo "chromium is missing and this user cannot install it: run 'apt-get install chromium fonts-noto-cjk fonts-symbola' as root" >&2
     exit 1
   fi
 fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends chromium fonts-noto-cjk >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends chromium fonts-noto-cjk fonts-symbola >/dev/null
 echo "installed $(chromium --version)"

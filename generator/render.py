@@ -135,6 +135,11 @@ def source_excerpt(file: str, line: int) -> SourceExcerpt:
     lines = _source_lines(file)
     start = max(1, line - SOURCE_CONTEXT_BEFORE)
     stop = min(len(lines), line + SOURCE_CONTEXT_AFTER)
+    # Markdown drops blank lines at the edges of a code block, which would shift the numbering.
+    while start < line and not lines[start - 1].strip():
+        start += 1
+    while stop > line and not lines[stop - 1].strip():
+        stop -= 1
     try:
         shown = str(Path(file).resolve().relative_to(REPO_ROOT))
     except ValueError:

@@ -38,3 +38,27 @@ def vit_run():
     from generator.runners import VitInputs, run_vit
 
     return run_vit(VIT, VitInputs(device="cpu"))
+
+
+def mkdocs_build(docs: Path, site: Path, strict: bool = True) -> "subprocess.CompletedProcess":
+    """Build ``docs`` (generated reports) plus the project's hand-written pages into ``site``."""
+    import subprocess
+    import sys
+
+    for name in ("stylesheets", "how-it-works.md", "notebooks"):
+        if not (docs / name).exists():
+            (docs / name).symlink_to(ROOT / "docs" / name)
+    config = site.parent / f"{site.name}-mkdocs.yml"
+    config.write_text(
+        f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\nhooks:\n  - {ROOT / 'generator' / 'mkdocs_hooks.py'}\n",
+        encoding="utf-8",
+    )
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", str(config), *(["--strict"] if strict else [])], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def built_site(built_docs, tmp_path_factory) -> Path:
+    site = tmp_path_factory.mktemp("html") / "site"
+    result = mkdocs_build(built_docs, site)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return site

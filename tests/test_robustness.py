@@ -16,7 +16,7 @@ from PIL import Image
 import generator.build
 from generator.cli import main
 from generator.progress import Progress
-from tests.conftest import ROOT
+from tests.conftest import ROOT, mkdocs_build
 from tests.test_cli import run_cli, snapshot_of
 
 HOSTILE_SRC = "<script>alert(1)</script> <img src=x onerror=alert(2)> {{ 7*7 }} a|b `code` $x$ **bold** 日本語 🙂 שלום"
@@ -50,9 +50,7 @@ class _Elements(html.parser.HTMLParser):
 
 
 def test_hostile_text_builds_and_injects_no_markup(hostile_docs, tmp_path):
-    config = tmp_path / "mkdocs.yml"
-    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {hostile_docs}\nsite_dir: {tmp_path / 'site'}\nhooks:\n  - {ROOT / 'generator' / 'mkdocs_hooks.py'}\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", str(config)], capture_output=True, text=True)
+    result = mkdocs_build(hostile_docs, tmp_path / "site")
     assert result.returncode == 0, result.stderr[-2000:]
     for page in ("encoder-decoder/index.html", "encoder-decoder/input/01-raw-input-tokens-ids/index.html", "index.html", "encoder-decoder/questions/index.html"):
         parser = _Elements()

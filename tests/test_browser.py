@@ -1,0 +1,147 @@
+"""The site in a real browser: Debian's Chromium driven by Playwright, over HTTP, with no network beyond it.
+
+Every generated page loads without console errors or failed requests, every image decodes, math is
+rendered (no raw TeX), and the highlighted source lines carry the model file's real line numbers.
+Screenshots land in test-artifacts/ for a person to look at.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI"):
+        raise RuntimeError("CI needs Debian's chromium for the browser tests: make test installs it (scripts/install-chromium.sh)")
+    pytest.skip("Debian's chromium is not installed (run scripts/install-chromium.sh)", allow_module_level=True)
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(built_site):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(built_site)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--disable-quic"],
+        )
+        yield chromium
+        chromium.close()
+
+
+def _generated_pages(site: Path) -> list[str]:
+    pages = ["", "how-it-works/", "notebooks/record-a-forward-pass/"]
+    for key in ("encoder-decoder", "vit"):
+        data = json.loads((site / key / "snapshots.json").read_text(encoding="utf-8"))
+        pages += [f"{key}/", f"{key}/questions/"] + [f"{key}/{stage['key']}/" for stage in data["stages"]]
+        pages += [f"{key}/{s['page'].removesuffix('.md')}/" for s in data["snapshots"]]
+    return pages
+
+
+def test_every_page_loads_cleanly_with_images_math_and_real_line_numbers(built_site, built_docs, server, browser):
+    sources = {}
+    for key in ("encoder-decoder", "vit"):
+        for s in json.loads((built_docs / key / "snapshots.json").read_text(encoding="utf-8"))["snapshots"]:
+            sources[f"{key}/{s['page'].removesuffix('.md')}/"] = s["tensors"]
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    # A fetch cut off because the test navigates on (net::ERR_ABORTED) is not a site fault; any other failure is.
+    page.on("requestfailed", lambda r: problems.append(f"request failed ({r.failure}): {r.url}") if r.failure != "net::ERR_ABORTED" else None)
+    page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+    math_pages = 0
+    for path in _generated_pages(built_site):
+        page.goto(f"{server}/{path}", wait_until="load")
+        broken = page.evaluate("""async () => {
+            await Promise.all(Array.from(document.images).map(img => {
+                img.loading = 'eager';
+                return img.complete ? null : new Promise(done => { img.onload = img.onerror = done; });
+            }));
+            return Array.from(document.images).filter(img => img.naturalWidth === 0).map(img => img.src);
+        }""")
+        assert not broken, f"{path}: images failed to load: {broken}"
+        math = page.evaluate("""() => Array.from(document.querySelectorAll('.arithmatex')).map(el => [el.querySelector('math') !== null, el.innerText])""")
+        assert all(has_mathml and "\\\\" not in text and "$$" not in text for has_mathml, text in math), f"{path}: raw TeX {math}"
+        math_pages += bool(math)
+        if path in sources:
+            lines = page.evaluate("""() => Array.from(document.querySelectorAll('span.hll')).map(hll => {
+                const span = hll.closest('span[id^="__span-"]');
+                return [span.id, hll.innerText.replace(/\\n$/, '')];
+            })""")
+            assert len(lines) == len(sources[path]), f"{path}: expected one highlighted line per tensor"
+            for (span_id, text), tensor in zip(lines, sources[path]):
+                line = int(span_id.rsplit("-", 1)[1])
+                assert line == tensor["source"]["line"], path
+                assert text == (ROOT / tensor["source"]["path"]).read_text(encoding="utf-8").splitlines()[line - 1], path
+    assert not problems, "\n".join(problems[:20])
+    assert math_pages >= 5
+    page.close()
+
+
+def test_navigation_and_search_find_a_snapshot(built_site, server, browser):
+    page = browser.new_page()
+    page.goto(f"{server}/", wait_until="load")
+    page.get_by_role("link", name="Encoder–decoder").first.click()
+    page.wait_for_url("**/encoder-decoder/")
+    page.get_by_role("link", name="#7 Self-attention queries (Q)").first.click()
+    page.wait_for_url("**/07-self-attention-queries-q/")
+    assert page.locator("h1").inner_text().startswith("#7")
+    page.locator("a.md-footer__link--next").click()  # footer: next snapshot
+    page.wait_for_url("**/08-self-attention-keys-k/")
+    for query, expected in (("attn_probs", "13-attention-probabilities"), ("Cross-attention keys", "31-cross-attention-keys-from-encoder")):
+        page.locator("label.md-search__icon, .md-search__input").first.click()
+        page.locator("input.md-search__input").fill(query)
+        result = page.locator(f"li.md-search-result__item a[href*='{expected}']").first
+        result.wait_for(timeout=10_000)
+        result.click()
+        page.wait_for_url(f"**/{expected}/**")
+    page.close()
+
+
+@pytest.mark.parametrize("scheme", ["default", "slate"])
+def test_screenshots_of_landing_and_one_snapshot_per_report(built_site, server, browser, scheme):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 900}, color_scheme="dark" if scheme == "slate" else "light")
+    for name, path in (("landing", ""), ("encoder-decoder-11", "encoder-decoder/encoder/11-attention-scores-after-softmax/"),
+                       ("vit-13", "vit/block/13-attention-probabilities/")):
+        page.goto(f"{server}/{path}", wait_until="load")
+        assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == scheme
+        page.screenshot(path=str(ARTIFACTS / f"{name}-{'dark' if scheme == 'slate' else 'light'}.png"))
+    page.close()
+
+
+def test_lightbox_opens_a_figure(built_site, server, browser):
+    page = browser.new_page()
+    page.goto(f"{server}/encoder-decoder/encoder/11-attention-scores-after-softmax/", wait_until="load")
+    page.locator("a.glightbox").first.click()
+    page.locator(".glightbox-container").wait_for(timeout=5_000)
+    page.close()

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
+import os
+import shutil
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from generator.catalogue import REPORTS, Report
-from generator.figures import draw
+from generator.figures import content_key, draw
 from generator.progress import Progress
 from generator.render import render_landing, render_report
 from generator.run import ModelRun
@@ -26,6 +30,7 @@ class BuildResult:
     reports: list[str]
     failed_checks: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    figures_drawn: dict[str, int] = field(default_factory=dict)
 
 
 def build(docs: Path, runners: dict[str, Callable[[Report], ModelRun]], progress: Progress) -> BuildResult:
@@ -50,15 +55,68 @@ def build(docs: Path, runners: dict[str, Callable[[Report], ModelRun]], progress
             log.info("%s: %d pages, %d checks passed, in %.2f s", key, len(pages), sum(p.check.passed for p in pages), result.timings[f"{key}: pages"])
             result.failed_checks += [f"{key} {p.label}: {p.check.name}" for p in pages if not p.check.passed]
             started = time.perf_counter()
-            for fig in progress.iterate(report.figures, f"{report.short_title} figures"):
-                draw(run, fig.kind, {k: run.name(v) if isinstance(v, str) else v for k, v in fig.args.items()}, out / "figures" / f"{fig.id}.png")
+            drawn = render_figures(report, run, out / "figures", docs / key / "figures", progress)
             result.timings[f"{key}: figures"] = time.perf_counter() - started
-            log.info("%s: %d figures in %.2f s", key, len(report.figures), result.timings[f"{key}: figures"])
+            result.figures_drawn[key] = drawn
+            log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures), result.timings[f"{key}: figures"])
         render_landing(staging, landing_entries(docs, staging, runs))
         log.info("swapping the new output into %s", docs)
     for failure in result.failed_checks:
         log.warning("check failed: %s", failure)
     return result
+
+
+FIGURE_INDEX = "index.json"  # figure id -> content key, to skip unchanged figures next time
+_JOBS: list[tuple[ModelRun, str, dict[str, Any], Path]] = []  # read by forked workers
+
+
+def _draw_job(index: int) -> BaseException | None:
+    run, kind, args, path = _JOBS[index]
+    try:
+        draw(run, kind, args, path)
+    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which re-raises it (Ctrl-C included)
+        return exc
+    return None
+
+
+def _worker_init() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # one figure per core; no oversubscription
+
+
+def render_figures(report: Report, run: ModelRun, out: Path, previous: Path, progress: Progress) -> int:
+    """Draw the report's figures into ``out``, in parallel; copy the ones whose content key is unchanged."""
+    try:
+        old_keys = json.loads((previous / FIGURE_INDEX).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old_keys = {}
+    keys, jobs = {}, []
+    for fig in report.figures:
+        args = {k: run.name(v) if isinstance(v, str) else v for k, v in fig.args.items()}
+        keys[fig.id] = content_key(run, fig.kind, args)
+        target = out / f"{fig.id}.png"
+        if old_keys.get(fig.id) == keys[fig.id] and (previous / target.name).is_file():
+            shutil.copyfile(previous / target.name, target)
+        else:
+            jobs.append((run, fig.kind, args, target))
+    workers = min(len(jobs), os.cpu_count() or 1)
+    if workers <= 1:
+        for job in progress.iterate(jobs, f"{report.short_title} figures"):
+            draw(*job)
+    else:
+        _JOBS[:] = jobs
+        try:
+            context = multiprocessing.get_context("fork")  # workers inherit the run: nothing is pickled
+            with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init) as pool:
+                futures = [pool.submit(_draw_job, i) for i in range(len(jobs))]
+                for future in progress.iterate(as_completed(futures), f"{report.short_title} figures", total=len(futures)):
+                    if (error := future.result()) is not None:
+                        raise error
+        finally:
+            _JOBS.clear()
+    (out / FIGURE_INDEX).write_text(json.dumps(keys, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return len(jobs)
 
 
 def landing_entries(docs: Path, staging: Path, runs: dict[str, ModelRun]) -> list[dict[str, Any]]:

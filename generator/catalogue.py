@@ -75,7 +75,7 @@ class Report:
         for snap in self.snapshots:
             collect(snap.tensors)
             for key, value in snap.check_args.items():
-                if key not in ("module", "claim", "sentence", "index", "activation", "parameter", "part", "patch", "row", "causal"):
+                if key not in ("module", "block", "claim", "sentence", "index", "activation", "parameter", "part", "row", "causal"):
                     collect(value)
         collect(self.also_record)
         for fig in self.figures:

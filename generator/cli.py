@@ -44,6 +44,10 @@ def parser() -> argparse.ArgumentParser:
     ed = b.add_argument_group("encoder-decoder")
     ed.add_argument("--src", help="source sentence (default: the seed report's)")
     ed.add_argument("--tgt", help="target sentence (default: the seed report's)")
+    ed.add_argument("--layers", type=int, default=2, help="encoder and decoder layers (default 2)")
+    ed.add_argument("--d-model", type=int, default=128, help="model width (default 128)")
+    ed.add_argument("--heads", type=int, default=4, help="attention heads (default 4; must divide --d-model)")
+    ed.add_argument("--d-ff", type=int, default=256, help="feed-forward width (default 256)")
     vit = b.add_argument_group("vit")
     vit.add_argument("--image", type=Path, help="image file (JPEG, PNG, WebP, GIF, ...; default: the bundled image)")
     vit.add_argument("--weights", default="random", help="random (seeded, default) or imagenet (torchvision IMAGENET1K_V1)")
@@ -84,7 +88,8 @@ def _build(args: argparse.Namespace) -> int:
     wanted = MODELS if args.model == "all" else (args.model,)
     runners = {}
     if "encoder-decoder" in wanted:
-        opts = EncoderDecoderInputs(seed=args.seed, device=args.device, layer=args.layer)
+        opts = EncoderDecoderInputs(seed=args.seed, device=args.device, layer=args.layer, n_layers=args.layers,
+                                    d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff)
         if args.src is not None:
             opts = EncoderDecoderInputs(**{**opts.__dict__, "src": args.src})
         if args.tgt is not None:

@@ -6,6 +6,9 @@ path; files are PNG without timestamps, so the same tensors give the same bytes.
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from generator.checks import IMAGENET_MEAN, IMAGENET_STD  # noqa: E402
 from generator.run import ModelRun  # noqa: E402
@@ -39,16 +43,26 @@ plt.rcParams.update({
 })
 
 DRAWERS: dict[str, Callable[[ModelRun, dict[str, Any], Path], None]] = {}
+# Run inputs (besides the tensors named in a figure's arguments) that each kind of figure draws on.
+INPUTS_USED: dict[str, tuple[str, ...]] = {}
 
 
-def drawer(fn: Callable[[ModelRun, dict[str, Any], Path], None]):
-    DRAWERS[fn.__name__] = fn
-    return fn
+def drawer(*inputs: str):
+    def register(fn: Callable[[ModelRun, dict[str, Any], Path], None]):
+        DRAWERS[fn.__name__] = fn
+        INPUTS_USED[fn.__name__] = inputs
+        return fn
+
+    return register
 
 
 def _save(fig: plt.Figure, path: Path) -> None:
-    fig.savefig(path, dpi=DPI, metadata=PNG_METADATA)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=DPI, format="png", metadata=PNG_METADATA)
     plt.close(fig)
+    # 256-colour palette PNG: about a third of the bytes, indistinguishable for plots and heat maps.
+    image = Image.open(buffer).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    image.save(path, format="PNG", optimize=True)
 
 
 def plain(text: str) -> str:
@@ -81,7 +95,7 @@ def _grid(n: int, max_cols: int = 4) -> tuple[int, int]:
 # ----------------------------------------------------------------------------- both models
 
 
-@drawer
+@drawer("src_tokens", "tgt_tokens", "src_vocab", "tgt_vocab")
 def token_table(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     sides = [("source", run.inputs["src_tokens"], run.inputs["src_vocab"]), ("target", run.inputs["tgt_tokens"], run.inputs["tgt_vocab"])]
     width = max(len(sides[0][1]), len(sides[1][1]))
@@ -98,7 +112,7 @@ def token_table(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     _save(fig, path)
 
 
-@drawer
+@drawer()
 def matrix(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     data = _np(run, args["tensor"])
     data = data.reshape(-1, data.shape[-1])  # (rows, features)
@@ -117,7 +131,7 @@ def matrix(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     _save(fig, path)
 
 
-@drawer
+@drawer()
 def positional(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     before, after = (_np(run, name)[0] for name in args["tensors"])
     added = after - before
@@ -132,7 +146,7 @@ def positional(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     _save(fig, path)
 
 
-@drawer
+@drawer()
 def attention_heads(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     weights = _np(run, args["tensor"])[0]  # (h, rows, cols)
     heads, n_rows, n_cols = weights.shape
@@ -164,7 +178,7 @@ def attention_heads(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     _save(fig, path)
 
 
-@drawer
+@drawer()
 def mask(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     m = _np(run, args["tensor"])[0, 0]
     T = m.shape[0]
@@ -180,7 +194,7 @@ def mask(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     _save(fig, path)
 
 
-@drawer
+@drawer("tgt_words")
 def predictions(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     logits = run.cpu(args["tensor"])[0].float()  # (T, V)
     probs = torch.softmax(logits, dim=-1).numpy()
@@ -212,7 +226,7 @@ def _unnormalise(image: torch.Tensor) -> np.ndarray:
     return (image.float() * std + mean).clamp(0, 1).permute(1, 2, 0).numpy()  # (3, H, W) -> (H, W, 3)
 
 
-@drawer
+@drawer("original_image", "image_mode")
 def input_image(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     original = run.inputs["original_image"]
     shown = _unnormalise(run.cpu(args["tensor"])[0])
@@ -232,23 +246,29 @@ def input_image(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     _save(fig, path)
 
 
-@drawer
+@drawer()
 def patch_mosaic(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     patches = run.cpu(args["tensor"])[0]  # (N, 3, P, P)
-    N = patches.shape[0]
+    N, _, P, _ = patches.shape
     side = int(math.isqrt(N))
-    fig, axes = plt.subplots(side, side, figsize=(7.5, 7.5))
-    for n, ax in enumerate(axes.flat):
-        ax.imshow(_unnormalise(patches[n]))
-        ax.set_xticks([])
-        ax.set_yticks([])
-        if side <= 16:
-            ax.set_title(str(n), fontsize=5, pad=1)
-    fig.subplots_adjust(wspace=0.08, hspace=0.25)
+    gap = max(1, P // 8)
+    # One image with white gaps between patches: a single imshow instead of N subplots.
+    mosaic = np.ones((side * (P + gap) - gap, side * (P + gap) - gap, 3))
+    for n in range(N):
+        row, col = divmod(n, side)
+        mosaic[row * (P + gap): row * (P + gap) + P, col * (P + gap): col * (P + gap) + P] = _unnormalise(patches[n])
+    fig, ax = plt.subplots(figsize=(7.5, 7.5))
+    ax.imshow(mosaic, interpolation="nearest")
+    ticks = [i * (P + gap) + P / 2 for i in range(side)]
+    step = max(1, side // 14)
+    ax.set_xticks(ticks[::step], [str(i) for i in range(side)][::step])
+    ax.set_yticks(ticks[::step], [str(i * side) for i in range(side)][::step])
+    ax.set_xlabel("column in the patch grid")
+    ax.set_ylabel("index of the first patch in the row")
     _save(fig, path)
 
 
-@drawer
+@drawer()
 def pos_similarity(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     pos = run.parameter(args["parameter"])[0, 1:].float()  # (N, C): patch positions, [CLS] left out
     unit = pos / pos.norm(dim=-1, keepdim=True).clamp_min(1e-12)
@@ -272,7 +292,7 @@ def pos_similarity(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     _save(fig, path)
 
 
-@drawer
+@drawer()
 def cls_attention(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     probs = run.cpu(args["tensor"])[0].float()  # (h, N1, N1)
     cls_to_patches = probs[:, 0, 1:]  # (h, N): [CLS] query over patch keys
@@ -294,7 +314,7 @@ def cls_attention(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     _save(fig, path)
 
 
-@drawer
+@drawer("class_names")
 def top5(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     probs = run.cpu(args["tensor"])[0].float()
     values, indices = probs.topk(5)
@@ -312,3 +332,25 @@ def top5(run: ModelRun, args: dict[str, Any], path: Path) -> None:
 
 def draw(run: ModelRun, kind: str, args: dict[str, Any], path: Path) -> None:
     DRAWERS[kind](run, args, path)
+
+
+_SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def content_key(run: ModelRun, kind: str, args: dict[str, Any]) -> str:
+    """A digest of everything the figure is drawn from: same key, same picture."""
+    digest = hashlib.sha256(_SOURCE_DIGEST.encode())
+    digest.update(json.dumps([kind, args], sort_keys=True, ensure_ascii=False).encode())
+    for key, value in sorted(args.items()):
+        names = [value] if key.endswith("tensor") else value if key.endswith("tensors") else []
+        for name in names:
+            tensor = run.cpu(name)
+            digest.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode() + tensor.contiguous().numpy().tobytes())
+        if key == "parameter":
+            digest.update(run.parameter(value).numpy().tobytes())
+        if key in ("rows", "cols"):
+            digest.update(json.dumps(run.inputs[value], ensure_ascii=False).encode())
+    for name in INPUTS_USED[kind]:
+        value = run.inputs[name]
+        digest.update(value.tobytes() if hasattr(value, "tobytes") else json.dumps(value, sort_keys=True, ensure_ascii=False).encode())
+    return digest.hexdigest()

@@ -19,12 +19,16 @@ class Progress:
             self.stream.write(f"\r\033[K{text} …")
             self.stream.flush()
 
-    def iterate(self, items: Iterable[T], label: str) -> Iterator[T]:
-        items = list(items)
-        for done, item in enumerate(items):
-            self._bar(label, done, len(items))
+    def iterate(self, items: Iterable[T], label: str, total: int | None = None) -> Iterator[T]:
+        if total is None:
+            items = list(items)
+            total = len(items)
+        done = 0
+        self._bar(label, 0, total)
+        for item in items:
             yield item
-        self._bar(label, len(items), len(items))
+            done += 1
+            self._bar(label, done, total)
         if self.enabled:
             self.stream.write("\n")
 

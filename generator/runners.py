@@ -45,6 +45,8 @@ def run_encoder_decoder(report: Report, opts: EncoderDecoderInputs) -> ModelRun:
     tgt = _check_sentence(opts.tgt, "tgt", max_len)
     if not 1 <= opts.layer <= opts.n_layers:
         raise UserError(f"--layer {opts.layer} is out of range; this model has layers 1 to {opts.n_layers}")
+    if min(opts.n_layers, opts.d_model, opts.n_heads, opts.d_ff) < 1 or opts.d_model % opts.n_heads:
+        raise UserError(f"--d-model {opts.d_model} must be a positive multiple of --heads {opts.n_heads} (and sizes positive)")
     device = resolve_device(opts.device)
     src_vocab, tgt_vocab = build_vocab(src), build_vocab(tgt)
     cfg = EncoderDecoderConfig(

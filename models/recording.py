@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-__all__ = ["Recorded", "Recording", "record", "recording", "name_modules"]
+__all__ = ["Recorded", "Recording", "is_recording", "record", "recording", "name_modules"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,11 @@ def name_modules(model: nn.Module) -> None:
     """Give every submodule its dotted path, the prefix of the names it records."""
     for path, module in model.named_modules():
         module.record_path = path
+
+
+def is_recording() -> bool:
+    """True inside a ``recording(...)`` block (on this thread)."""
+    return _active.recording is not None
 
 
 def record(module: nn.Module, name: str, tensor: torch.Tensor) -> torch.Tensor:

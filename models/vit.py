@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.recording import name_modules, record
+from models.recording import is_recording, name_modules, record
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,11 @@ class SelfAttention(nn.Module):
         h = self.n_heads
         qkv = self.qkv(x).view(B, N1, 3, h, C // h).permute(2, 0, 3, 1, 4)  # (B, N1, 3C) -> (3, B, h, N1, hs)
         q, k, v = qkv.unbind(0)  # each (B, h, N1, hs)
+        if not is_recording():
+            # Same function as the explicit steps below, fused into one kernel (as torchvision's
+            # nn.MultiheadAttention does); nothing asks for the intermediate scores here.
+            context = F.scaled_dot_product_attention(q, k, v)  # (B, h, N1, hs)
+            return self.proj(context.transpose(1, 2).reshape(B, N1, C))  # (B, h, N1, hs) -> (B, N1, C) -> (B, N1, C)
         q = record(self, "q", q)
         k = record(self, "k", k)
         v = record(self, "v", v)

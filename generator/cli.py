@@ -52,9 +52,17 @@ def parser() -> argparse.ArgumentParser:
     vit.add_argument("--image", type=Path, help="image file (JPEG, PNG, WebP, GIF, ...; default: the bundled image)")
     vit.add_argument("--weights", default="random", help="random (seeded, default) or imagenet (torchvision IMAGENET1K_V1)")
     vit.add_argument("--vit-size", default="b16", help="ViT preset: b16 (default), tiny, l16, b16-384")
+    b.add_argument("--pdf", action="store_true", help="also build the site and export one PDF per report (needs chromium)")
     out = b.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     out.add_argument("-v", "--verbose", action="store_true", help="log each step, with tracebacks on errors")
+    pdf = sub.add_parser("pdf", help="build the site and print each report to docs/pdf/<report>.pdf",
+                         description="Build the site with MkDocs, print every generated report's print view to PDF through a "
+                         "headless Chromium, and link the PDFs from the landing page.")
+    pdf.add_argument("--out", type=Path, default=DEFAULT_DOCS, help="docs folder holding the generated reports (default: docs/)")
+    pdf.add_argument("--config", type=Path, default=DEFAULT_DOCS.parent / "mkdocs.yml", help="mkdocs.yml to build with")
+    pdf.add_argument("-q", "--quiet", action="store_true")
+    pdf.add_argument("-v", "--verbose", action="store_true")
     return p
 
 
@@ -65,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "build":
             return _build(args)
+        if args.command == "pdf":
+            from generator.pdf import export
+
+            export(args.out, args.config, quiet=args.quiet)
+            return 0
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -101,6 +114,10 @@ def _build(args: argparse.Namespace) -> int:
         vit_opts = VitInputs(image=args.image, weights=args.weights, seed=args.seed, device=args.device, layer=args.layer, size=args.vit_size)
         runners["vit"] = lambda report, opts=vit_opts: run_vit(report, opts)
     result = build(args.out, runners, Progress(enabled=False if args.quiet else None))
+    if args.pdf:
+        from generator.pdf import export
+
+        export(args.out, DEFAULT_DOCS.parent / "mkdocs.yml", quiet=args.quiet)
     if not args.quiet:
         print(f"wrote {', '.join(result.reports)} into {args.out} in {time.perf_counter() - started:.1f} s; browse with: mkdocs serve")
         for failure in result.failed_checks:

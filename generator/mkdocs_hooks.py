@@ -34,6 +34,8 @@ def report_nav(docs: Path, key: str) -> list[Any] | None:
             entries.append({f"{snap['label']} {snap['title']}": f"{key}/{page}"})
         nav.append({stage["title"]: entries})
     nav.append({"Guiding questions": f"{key}/questions.md"})
+    if (docs / key / "print.md").exists():
+        nav.append({"Full report (print / PDF)": f"{key}/print.md"})
     return nav
 
 

@@ -203,9 +203,21 @@ def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[Snapshot
     for stage in report.stages:
         write(f"{stage.key}/index.md", "stage.md.j2", stage=stage, pages=by_stage[stage.key])
     write("index.md", "overview.md.j2", pages=pages, by_stage=by_stage)
-    write("questions.md", f"questions/{report.key}.md.j2", pages={p.snap.number: p for p in pages})
+    questions = env.get_template(f"questions/{report.key}.md.j2").render(**common, pages={p.snap.number: p for p in pages})
+    (out_dir / "questions.md").write_text(questions, encoding="utf-8")
+    write("print.md", "print.md.j2", pages=pages, questions=shift_headings(questions, 1))
     (out_dir / "snapshots.json").write_text(json.dumps(snapshots_json(report, run, pages), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return pages
+
+
+def shift_headings(markdown: str, levels: int) -> str:
+    """Demote every ATX heading outside code blocks by ``levels`` (# -> ##)."""
+    lines, fenced = [], False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        lines.append("#" * levels + line if line.startswith("#") and not fenced else line)
+    return "\n".join(lines) + "\n"
 
 
 def snapshots_json(report: Report, run: ModelRun, pages: list[SnapshotPage]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import platform
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,13 @@ from generator.errors import UserError
 from generator.indexing import parse_index
 from generator.tensors import TensorView
 from models.recording import Recording
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
 
 
 def resolve_device(requested: str) -> torch.device:
@@ -87,6 +95,8 @@ class ModelRun:
             "device_name": torch.cuda.get_device_name(0) if self.device == "cuda" else platform.processor() or platform.machine(),
             "dtype": "float32",
             "torch": torch.__version__,
+            "torchvision": _version("torchvision"),
+            "python": platform.python_version(),
             "weights": self.weights,
         }
 

@@ -37,6 +37,11 @@ def _write_manifest(docs: Path, entries: set[str]) -> None:
     os.replace(tmp, docs / MANIFEST)
 
 
+def claim(docs: Path, entry: str) -> None:
+    """Record that ``docs/entry`` is generated output (for outputs written outside a staged build)."""
+    _write_manifest(docs, read_manifest(docs) | {entry})
+
+
 def check_writable(docs: Path) -> None:
     docs_abs = docs.resolve()
     parent = docs_abs if docs_abs.exists() else docs_abs.parent

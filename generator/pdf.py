@@ -1,0 +1,119 @@
+"""PDF export of each report's print view, through a headless Chromium (print to PDF).
+
+`python -m generator pdf` builds the site, prints every report's print view to
+docs/pdf/<report>.pdf (and site/pdf/), and links the PDFs from the landing page.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from generator.errors import UserError
+
+CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+FOOTER = ('<div style="font-size:8px;width:100%;text-align:center;color:#666;">'
+          '{title} · page <span class="pageNumber"></span> of <span class="totalPages"></span></div>')
+
+
+def find_chromium() -> str:
+    for name in CHROMIUM_CANDIDATES:
+        if path := shutil.which(name):
+            return path
+    raise UserError("PDF export needs a Chromium browser and none was found: install Debian's chromium "
+                    "(sudo apt-get install chromium, or make browser), then run this again")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+
+
+def print_reports(site: Path, out_dir: Path, reports: list[str]) -> list[Path]:
+    """Print ``<site>/<report>/print/`` of each report to ``<out_dir>/<report>.pdf``."""
+    executable = find_chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        raise UserError("PDF export needs the playwright package: .venv/bin/pip install playwright (no browser download needed)") from None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    with serve(site) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            for key in reports:
+                if not (site / key / "print" / "index.html").exists():
+                    raise UserError(f"{site / key / 'print'} is missing; generate the report first (python -m generator build)")
+                page.goto(f"{url}/{key}/print/", wait_until="load")
+                page.evaluate("""async () => {
+                    await Promise.all(Array.from(document.images).map(img => img.complete ? null :
+                        new Promise(done => { img.onload = img.onerror = done; })));
+                }""")
+                title = page.locator("h1").first.inner_text().split(":")[0]
+                target = out_dir / f"{key}.pdf"
+                page.emulate_media(media="print")
+                page.pdf(path=str(target), format="A4", print_background=True, display_header_footer=True,
+                         header_template="<span></span>", footer_template=FOOTER.format(title=title),
+                         margin={"top": "14mm", "bottom": "16mm", "left": "12mm", "right": "12mm"})
+                written.append(target)
+        finally:
+            browser.close()
+    return written
+
+
+def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
+    """Build the site, print each generated report to PDF, and rebuild with the PDFs linked."""
+    from generator.build import landing_entries
+    from generator.render import render_landing
+    from generator.site import claim
+
+    reports = [key for key in ("encoder-decoder", "vit") if (docs / key / "snapshots.json").exists()]
+    if not reports:
+        raise UserError(f"no generated report in {docs}; run python -m generator build first")
+    find_chromium()
+    site = _site_dir(config)
+    _mkdocs_build(config)
+    written = print_reports(site, docs / "pdf", reports)
+    claim(docs, "pdf")
+    render_landing(docs, landing_entries(docs, docs, {}))
+    _mkdocs_build(config)  # the landing page now links the PDFs, and site/pdf/ holds them
+    if not quiet:
+        for path in written:
+            print(f"wrote {path}")
+    return written
+
+
+def _site_dir(config: Path) -> Path:
+    from mkdocs.config import load_config
+
+    return Path(load_config(str(config))["site_dir"])
+
+
+def _mkdocs_build(config: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)], capture_output=True, text=True,
+                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    if result.returncode:
+        raise UserError(f"mkdocs build failed: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}")
+

@@ -1,0 +1,75 @@
+"""The report a student hands in: a print view per report, printed to PDF by headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from pypdf import PdfReader
+
+from generator.catalogue import REPORTS
+from generator.errors import UserError
+
+pytestmark = pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
+
+
+@pytest.fixture(scope="module")
+def pdfs(built_site, tmp_path_factory) -> dict[str, Path]:
+    from generator.pdf import print_reports
+
+    out = tmp_path_factory.mktemp("pdf")
+    return {path.stem: path for path in print_reports(built_site, out, list(REPORTS))}
+
+
+def _text(pdf: Path) -> str:
+    return "\n".join(page.extract_text() for page in PdfReader(pdf).pages)
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_pdf_has_every_snapshot_section_in_order(pdfs, key):
+    text = re.sub(r"\s+", " ", _text(pdfs[key]))
+    position = 0
+    for snap in REPORTS[key].snapshots:
+        heading = f"{REPORTS[key].label(snap.number)} · {snap.title}"
+        found = text.find(heading, position)
+        assert found >= 0, f"{heading!r} missing or out of order"
+        position = found + len(heading)
+    assert "Guiding questions" in text[position:] and "Run stamp" in text[position:]
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_every_figure_of_the_print_view_is_in_the_pdf(pdfs, built_site, key):
+    html = (built_site / key / "print" / "index.html").read_text(encoding="utf-8")
+    figures = re.findall(r'<img[^>]+src="(?:\.\./)*figures/([\w-]+)\.png"', html)
+    reader = PdfReader(pdfs[key])
+    images = sum(len(page.images) for page in reader.pages)
+    assert len(figures) >= len(REPORTS[key].figures) - 1  # overview-only figures are not on snapshot pages
+    assert images >= len(figures)
+    text = _text(pdfs[key])
+    for caption in {REPORTS[key].figure(f).caption[:40] for f in figures}:
+        assert re.sub(r"\s+", " ", caption) in re.sub(r"\s+", " ", text)
+
+
+def test_pages_are_numbered(pdfs):
+    reader = PdfReader(pdfs["vit"])
+    total = len(reader.pages)
+    assert f"page 1 of {total}" in reader.pages[0].extract_text()
+    assert f"page {total} of {total}" in reader.pages[-1].extract_text()
+
+
+def test_print_view_is_part_of_the_site_and_in_the_navigation(built_site):
+    for key in REPORTS:
+        assert (built_site / key / "print" / "index.html").exists()
+    landing = (built_site / "encoder-decoder" / "index.html").read_text(encoding="utf-8")
+    assert "Full report (print / PDF)" in landing
+
+
+def test_a_missing_renderer_is_reported_in_one_line(monkeypatch):
+    import generator.pdf
+
+    monkeypatch.setattr(generator.pdf.shutil, "which", lambda name: None)
+    with pytest.raises(UserError, match="PDF export needs a Chromium browser .* apt-get install chromium"):
+        generator.pdf.find_chromium()

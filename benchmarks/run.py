@@ -30,21 +30,6 @@ from models.recording import recording  # noqa: E402
 from models.vit import from_torchvision  # noqa: E402
 
 
-def median_time(fn, repeats: int, warmup: int = 2, sync=None) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        if sync:
-            sync()
-        start = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def interleaved(fns: dict, repeats: int, sync=None) -> dict[str, float]:
     """Median per function, calls interleaved so drift in machine speed hits all alike."""
     for fn in fns.values():

@@ -130,8 +130,8 @@ def linear_of(run: ModelRun, out: str, x: str, module: str, activation: str | No
     expected, actual = _linear(run, module, inp), run.t(out)
     if index:
         expected, actual = expected[parse_index(index)], actual[parse_index(index)]
-    passed, detail = _close(actual, expected, f"recomputed x·Wᵀ + b with {run.shown_name(module)}'s weights")
-    return f"equals {run.shown_name(module)} applied to its input", passed, detail
+    passed, detail = _close(actual, expected, f"recomputed x·Wᵀ + b with {run.name(module)}'s weights")
+    return f"equals {run.name(module)} applied to its input", passed, detail
 
 
 @check
@@ -169,7 +169,7 @@ def heads_rejoin(run: ModelRun, heads: list[str], full: list[str]) -> tuple[str,
         B, H, L, hs = h.shape
         ok, _ = _close(h.transpose(1, 2).reshape(B, L, H * hs), run.t(f_name), "")  # (B, h, L, hs) -> (B, L, C)
         passed &= ok
-        details.append(f"{run.shown_name(h_name)} {'re-joins' if ok else 'does NOT re-join'} to {run.shown_name(f_name)}")
+        details.append(f"{run.name(h_name)} {'re-joins' if ok else 'does NOT re-join'} to {run.name(f_name)}")
     return "heads re-join to the full projections", passed, "; ".join(details) + " (transpose heads back, then merge h·hs)"
 
 
@@ -242,7 +242,7 @@ def patches_reassemble(run: ModelRun, out: str, image: str) -> tuple[str, bool, 
 @check
 def flattened(run: ModelRun, out: str, source: str) -> tuple[str, bool, str]:
     src = run.t(source)
-    passed, detail = _close(run.t(out), src.reshape(*src.shape[:2], -1), f"{run.shown_name(source)} flattened over (3, P, P)")
+    passed, detail = _close(run.t(out), src.reshape(*src.shape[:2], -1), f"{run.name(source)} flattened over (3, P, P)")
     return "is the patches flattened (channel, row, column order)", passed, detail
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import torch
 
 from generator.catalogue import Report, Snapshot
 from generator.checks import CheckResult, run_check
@@ -265,6 +264,3 @@ def render_landing(out_dir: Path, reports: list[dict[str, Any]]) -> None:
     text = environment().get_template("landing.md.j2").render(reports=reports)
     (out_dir / "index.md").write_text(text, encoding="utf-8")
 
-
-def as_tensor_list(value: torch.Tensor) -> list[float]:
-    return [float(x) for x in value.flatten().tolist()]

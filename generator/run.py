@@ -53,9 +53,6 @@ class ModelRun:
     def name(self, template: str) -> str:
         return template.format(**self.places)
 
-    def shown_name(self, template: str) -> str:
-        return self.name(template)
-
     # ------------------------------------------------------------------ tensors
 
     def cpu(self, template: str) -> torch.Tensor:

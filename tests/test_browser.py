@@ -7,12 +7,9 @@ Screenshots land in test-artifacts/ for a person to look at.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
@@ -29,30 +26,19 @@ if not Path(CHROMIUM).exists():
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+from generator.pdf import CHROMIUM_ARGS, serve  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def server(built_site):
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(built_site)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve(built_site) as url:  # the same local server the PDF export uses
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
     with sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"],
-        )
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
 

@@ -166,14 +166,15 @@ def attention_heads(run: ModelRun, args: dict[str, Any], path: Path) -> None:
         if labelled:
             ax.set_xticks(range(n_cols), _labels(run, args.get("cols"), n_cols), rotation=60, ha="right")
             ax.set_yticks(range(n_rows), _labels(run, args.get("rows"), n_rows))
+            # Every panel has the same words: label rows once per grid row, columns under the lowest panel.
+            ax.tick_params(labelleft=index % grid_cols == 0, labelbottom=index + grid_cols >= heads)
             if args.get("annotate") and n_rows * n_cols <= 100:
                 for (i, j), value in np.ndenumerate(weights[index]):
                     if np.isfinite(value):
                         ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6.5,
                                 color="white" if (value - vmin) < 0.6 * (vmax - vmin) else "black")
-    if not labelled:
-        fig.supxlabel("key token")
-        fig.supylabel("query token")
+    fig.supxlabel("key: the token attended to")
+    fig.supylabel("query: the token attending")
     fig.colorbar(im, ax=axes, fraction=0.02)
     _save(fig, path)
 

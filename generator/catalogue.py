@@ -239,7 +239,7 @@ VIT = Report(
         Figure("patch_mosaic", "patch_mosaic", "Every patch of the preprocessed image, in the order the model reads them (row by row).", {"tensor": "patch_embed.patches"}),
         Figure("patch_embedding", "matrix", "Patch-embedding matrix: one row per patch, one column per feature (first 96 of C shown).", {"tensor": "patch_embed.embed", "max_cols": 96, "xlabel": "feature", "ylabel": "patch", "cmap": "RdBu_r"}),
         Figure("pos_similarity", "pos_similarity", "Cosine similarity between position embeddings: the full matrix (left) and, for a few patches, the similarity to every other patch as a grid.", {"parameter": "pos_embedding"}),
-        Figure("attention_heads", "attention_heads", "Attention probabilities of every head of the traced block (all tokens; row = query, column = key).", {"tensor": f"{_VIT_BLOCK}.attn.probs"}),
+        Figure("attention_heads", "attention_heads", "Attention probabilities of every head of the traced block (all tokens; row = query, column = key; with many tokens the colour scale stops at the 99.5th percentile).", {"tensor": f"{_VIT_BLOCK}.attn.probs"}),
         Figure("cls_attention", "cls_attention", "Where the [CLS] token looks: its attention over the patches, per head, laid over the image.", {"tensor": f"{_VIT_BLOCK}.attn.probs", "image_tensor": "image"}),
         Figure("top5", "top5", "The five most probable classes.", {"tensor": "probs"}),
     ),

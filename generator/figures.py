@@ -151,17 +151,21 @@ def attention_heads(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     weights = _np(run, args["tensor"])[0]  # (h, rows, cols)
     heads, n_rows, n_cols = weights.shape
     grid_rows, grid_cols = _grid(heads, 2 if heads <= 4 else 4)
-    cell = 3.4 if n_cols <= 16 else 2.6
+    cell = 3.4 if n_cols <= 16 else 3.0
     fig, axes = plt.subplots(grid_rows, grid_cols, figsize=(cell * grid_cols + 1, cell * grid_rows + 0.4), squeeze=False)
     finite = weights[np.isfinite(weights)]
     diverging = finite.min() < 0
-    vmin, vmax = (-np.abs(finite).max(), np.abs(finite).max()) if diverging else (0.0, max(float(finite.max()), 1e-9))
+    many = n_cols > 64
+    # With hundreds of tokens a few large weights would wash everything else out: clip the scale at the 99.5th percentile.
+    top = float(np.percentile(np.abs(finite), 99.5)) if many else float(np.abs(finite).max())
+    vmin, vmax = (-top, top) if diverging else (0.0, max(top, 1e-9))
     labelled = n_rows <= 24 and n_cols <= 24
     for index, ax in enumerate(axes.flat):
         if index >= heads:
             ax.axis("off")
             continue
-        im = ax.imshow(weights[index], cmap=args.get("cmap", "viridis"), vmin=vmin, vmax=vmax, interpolation="nearest")
+        im = ax.imshow(weights[index], cmap=args.get("cmap", "viridis"), vmin=vmin, vmax=vmax,
+                       interpolation="antialiased" if many else "nearest")  # many tokens: average, don't skip, when shrinking
         ax.set_title(f"head {index + 1}")
         if labelled:
             ax.set_xticks(range(n_cols), _labels(run, args.get("cols"), n_cols), rotation=60, ha="right")

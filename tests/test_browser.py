@@ -103,7 +103,10 @@ def test_navigation_and_search_find_a_snapshot(built_site, server, browser):
     assert page.locator("h1").inner_text().startswith("#7")
     page.locator("a.md-footer__link--next").click()  # footer: next snapshot
     page.wait_for_url("**/08-self-attention-keys-k/")
-    for query, expected in (("attn_probs", "13-attention-probabilities"), ("Cross-attention keys", "31-cross-attention-keys-from-encoder")):
+    for query, expected in (("attn_probs", "13-attention-probabilities"),                      # variable name
+                            ("Cross-attention keys", "31-cross-attention-keys-from-encoder"),  # title
+                            ("S21", "21-encoder-block-2-output"),                             # ViT number
+                            ("#26", "26-masked-attention-scores-after-mask-softmax")):        # encoder-decoder number
         page.locator("label.md-search__icon, .md-search__input").first.click()
         page.locator("input.md-search__input").fill(query)
         result = page.locator(f"li.md-search-result__item a[href*='{expected}']").first

@@ -66,17 +66,18 @@ class Report:
         names: set[str] = set()
 
         def collect(value: Any) -> None:
-            if isinstance(value, str) and not value.startswith("["):
+            if isinstance(value, str):
                 names.add(value)
             elif isinstance(value, (list, tuple)):
                 for item in value:
                     collect(item)
 
+        from generator.checks import TENSOR_ARGUMENTS
+
         for snap in self.snapshots:
             collect(snap.tensors)
-            for key, value in snap.check_args.items():
-                if key not in ("module", "block", "claim", "sentence", "index", "activation", "parameter", "part", "row", "causal"):
-                    collect(value)
+            for key in TENSOR_ARGUMENTS[snap.check]:
+                collect(snap.check_args.get(key))
         collect(self.also_record)
         for fig in self.figures:
             for key, value in fig.args.items():
@@ -226,8 +227,8 @@ VIT = Report(
                  differs="The seed added the MLP output to the *normalised* `ff_in` and normalised again (`norm3`). In the standard pre-norm ViT the MLP output is added to the un-normalised residual stream `x + attn_out`, and no LayerNorm follows inside the block: the next block's `ln_1` (or the final `ln`, S23) normalises it."),
         Snapshot(20, "Encoder block output", "block_out", "block", (f"{_VIT_BLOCK}.output",), ("B", "N1", "C"), "same_tensor", {"out": f"{_VIT_BLOCK}.output", "source": f"{_VIT_BLOCK}.residual2", "claim": "is the post-MLP residual sum (no norm inside a pre-norm block)"},
                  differs="In the seed this was the output of an extra LayerNorm; in the standard ViT the block ends with the residual sum of S19."),
-        Snapshot(21, "Encoder block 2 output", "x_block2_out", "output", ("{block2}.output",), ("B", "N1", "C"), "residual_block", {"out": "{block2}.output", "block": "{block2}"}),
-        Snapshot(22, "Encoder block N (last) output", "x_last", "output", ("{block_last}.output",), ("B", "N1", "C"), "residual_block", {"out": "{block_last}.output", "block": "{block_last}"}),
+        Snapshot(21, "Encoder block 2 output", "x_block2_out", "output", ("{block2}.output",), ("B", "N1", "C"), "residual_block", {"out": "{block2}.output", "x": "{block2}.input", "block": "{block2}"}),
+        Snapshot(22, "Encoder block N (last) output", "x_last", "output", ("{block_last}.output",), ("B", "N1", "C"), "residual_block", {"out": "{block_last}.output", "x": "{block_last}.input", "block": "{block_last}"}),
         Snapshot(23, "Final sequence (incl. [CLS])", "final_seq", "output", ("final_seq",), ("B", "N1", "C"), "layer_norm_of", {"out": "final_seq", "x": "{block_last}.output", "module": "ln"},
                  differs="The seed's model had no final LayerNorm after the last block; ViT-B/16 (paper and torchvision) applies one (`ln`) before the head, so S23 is `ln(S22)`."),
         Snapshot(24, "Class token (final representation)", "cls_rep", "output", ("cls_rep",), ("B", "C"), "row_equals", {"out": "cls_rep", "source": "final_seq", "row": 0, "claim": "is row 0 ([CLS]) of the final sequence"}),
@@ -244,7 +245,7 @@ VIT = Report(
         Figure("top5", "top5", "The five most probable classes.", {"tensor": "probs"}),
     ),
     overview_figures=("input_image", "cls_attention", "top5"),
-    also_record=("{block2}.input", "{block_last}.input", "{block}.residual1"),
+    also_record=("{block}.residual1",),
 )
 
 REPORTS: dict[str, Report] = {r.key: r for r in (ENCODER_DECODER, VIT)}

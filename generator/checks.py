@@ -8,6 +8,7 @@ module's weights, and returns whether it holds with the evidence in words.
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +38,9 @@ class CheckResult:
     detail: str
 
 
+TensorName = str  # a record name (placeholders allowed): what a check reads from the run
 CHECKS: dict[str, Callable[..., CheckResult]] = {}
+TENSOR_ARGUMENTS: dict[str, tuple[str, ...]] = {}  # check -> its arguments that name tensors
 
 
 def check(fn: Callable[..., tuple[str, bool, str]]) -> Callable[..., CheckResult]:
@@ -46,6 +49,9 @@ def check(fn: Callable[..., tuple[str, bool, str]]) -> Callable[..., CheckResult
         return CheckResult(name=name, passed=bool(passed), detail=detail)
 
     CHECKS[fn.__name__] = run
+    TENSOR_ARGUMENTS[fn.__name__] = tuple(
+        name for name, parameter in inspect.signature(fn).parameters.items() if "TensorName" in str(parameter.annotation)
+    )
     return run
 
 
@@ -71,7 +77,7 @@ def _linear(run: ModelRun, module: str, x: torch.Tensor) -> torch.Tensor:
 
 
 @check
-def token_ids(run: ModelRun, ids: str, sentence: str) -> tuple[str, bool, str]:
+def token_ids(run: ModelRun, ids: TensorName, sentence: str) -> tuple[str, bool, str]:
     words = run.inputs[sentence].split()
     vocab = run.inputs[f"{sentence}_vocab"]
     got = [int(i) for i in run.t(ids).flatten().tolist()]
@@ -84,7 +90,7 @@ def token_ids(run: ModelRun, ids: str, sentence: str) -> tuple[str, bool, str]:
 
 
 @check
-def embedding_table_rows(run: ModelRun, table: str, parameter: str, sentence: str) -> tuple[str, bool, str]:
+def embedding_table_rows(run: ModelRun, table: TensorName, parameter: str, sentence: str) -> tuple[str, bool, str]:
     captured = run.t(table)
     vocab_size = len(run.inputs[f"{sentence}_vocab"])
     same, detail = _close(captured, run.parameter(parameter), f"captured table vs the model's {parameter}")
@@ -95,14 +101,14 @@ def embedding_table_rows(run: ModelRun, table: str, parameter: str, sentence: st
 
 
 @check
-def embedding_lookup(run: ModelRun, out: str, ids: str, table: str) -> tuple[str, bool, str]:
+def embedding_lookup(run: ModelRun, out: TensorName, ids: TensorName, table: TensorName) -> tuple[str, bool, str]:
     expected = run.t(table)[run.t(ids).long()]  # (B, L) ids -> (B, L, C) rows
     passed, detail = _close(run.t(out), expected, "each position equals its ID's table row")
     return "lookup returns the table rows of the IDs", passed, detail
 
 
 @check
-def sinusoidal_positions(run: ModelRun, out: str, before: str) -> tuple[str, bool, str]:
+def sinusoidal_positions(run: ModelRun, out: TensorName, before: TensorName) -> tuple[str, bool, str]:
     added = run.t(out) - run.t(before)  # (B, L, C)
     L, C = added.shape[-2:]
     pos = torch.arange(L, dtype=torch.float64)[:, None]
@@ -117,13 +123,13 @@ def sinusoidal_positions(run: ModelRun, out: str, before: str) -> tuple[str, boo
 
 
 @check
-def same_tensor(run: ModelRun, out: str, source: str, claim: str) -> tuple[str, bool, str]:
+def same_tensor(run: ModelRun, out: TensorName, source: TensorName, claim: str) -> tuple[str, bool, str]:
     passed, detail = _close(run.t(out), run.t(source), claim)
     return claim, passed, detail
 
 
 @check
-def linear_of(run: ModelRun, out: str, x: str, module: str, activation: str | None = None, index: str | None = None) -> tuple[str, bool, str]:
+def linear_of(run: ModelRun, out: TensorName, x: TensorName, module: str, activation: str | None = None, index: str | None = None) -> tuple[str, bool, str]:
     inp = run.t(x)
     if activation == "relu":
         inp = F.relu(inp)
@@ -135,14 +141,14 @@ def linear_of(run: ModelRun, out: str, x: str, module: str, activation: str | No
 
 
 @check
-def sum_of(run: ModelRun, out: str, operands: list[str]) -> tuple[str, bool, str]:
+def sum_of(run: ModelRun, out: TensorName, operands: list[TensorName]) -> tuple[str, bool, str]:
     expected = sum(run.t(name) for name in operands)
     passed, detail = _close(run.t(out), expected, "operands added up vs the recorded sum")
     return "the operands add up to the residual sum", passed, detail
 
 
 @check
-def layer_norm_of(run: ModelRun, out: str, x: str, module: str) -> tuple[str, bool, str]:
+def layer_norm_of(run: ModelRun, out: TensorName, x: TensorName, module: str) -> tuple[str, bool, str]:
     ln = run.module(module)
     inp = run.t(x)
     expected = F.layer_norm(inp, ln.normalized_shape, ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu(), ln.eps)
@@ -153,7 +159,7 @@ def layer_norm_of(run: ModelRun, out: str, x: str, module: str) -> tuple[str, bo
 
 
 @check
-def residual_layer_norm(run: ModelRun, out: str, operands: list[str], module: str) -> tuple[str, bool, str]:
+def residual_layer_norm(run: ModelRun, out: TensorName, operands: list[TensorName], module: str) -> tuple[str, bool, str]:
     ln = run.module(module)
     total = sum(run.t(name) for name in operands)
     expected = F.layer_norm(total, ln.normalized_shape, ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu(), ln.eps)
@@ -162,7 +168,7 @@ def residual_layer_norm(run: ModelRun, out: str, operands: list[str], module: st
 
 
 @check
-def heads_rejoin(run: ModelRun, heads: list[str], full: list[str]) -> tuple[str, bool, str]:
+def heads_rejoin(run: ModelRun, heads: list[TensorName], full: list[TensorName]) -> tuple[str, bool, str]:
     details, passed = [], True
     for h_name, f_name in zip(heads, full):
         h = run.t(h_name)  # (B, h, L, hs)
@@ -174,7 +180,7 @@ def heads_rejoin(run: ModelRun, heads: list[str], full: list[str]) -> tuple[str,
 
 
 @check
-def scaled_scores(run: ModelRun, out: str, q_heads: str, k_heads: str) -> tuple[str, bool, str]:
+def scaled_scores(run: ModelRun, out: TensorName, q_heads: TensorName, k_heads: TensorName) -> tuple[str, bool, str]:
     q, k = run.t(q_heads), run.t(k_heads)
     expected = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     passed, detail = _close(run.t(out), expected, f"recomputed Q·Kᵀ/√{q.shape[-1]}")
@@ -182,7 +188,7 @@ def scaled_scores(run: ModelRun, out: str, q_heads: str, k_heads: str) -> tuple[
 
 
 @check
-def softmax_rows(run: ModelRun, out: str, scores: str, causal: bool = False) -> tuple[str, bool, str]:
+def softmax_rows(run: ModelRun, out: TensorName, scores: TensorName, causal: bool = False) -> tuple[str, bool, str]:
     weights = run.t(out)
     row_sums = weights.sum(-1)
     worst_sum = float((row_sums - 1).abs().max())
@@ -199,7 +205,7 @@ def softmax_rows(run: ModelRun, out: str, scores: str, causal: bool = False) -> 
 
 
 @check
-def causal_mask(run: ModelRun, out: str) -> tuple[str, bool, str]:
+def causal_mask(run: ModelRun, out: TensorName) -> tuple[str, bool, str]:
     mask = run.t(out)
     T = mask.shape[-1]
     above = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1).expand_as(mask)
@@ -212,7 +218,7 @@ def causal_mask(run: ModelRun, out: str) -> tuple[str, bool, str]:
 
 
 @check
-def context_concat(run: ModelRun, out: str, weights: str, v_heads: str) -> tuple[str, bool, str]:
+def context_concat(run: ModelRun, out: TensorName, weights: TensorName, v_heads: TensorName) -> tuple[str, bool, str]:
     ctx = run.t(weights) @ run.t(v_heads)  # (B, h, T, hs)
     B, H, T, hs = ctx.shape
     passed, detail = _close(run.t(out), ctx.transpose(1, 2).reshape(B, T, H * hs), "recomputed (weights·V) per head, heads concatenated")  # -> (B, T, C)
@@ -220,7 +226,7 @@ def context_concat(run: ModelRun, out: str, weights: str, v_heads: str) -> tuple
 
 
 @check
-def context_heads(run: ModelRun, out: str, weights: str, v_heads: str) -> tuple[str, bool, str]:
+def context_heads(run: ModelRun, out: TensorName, weights: TensorName, v_heads: TensorName) -> tuple[str, bool, str]:
     passed, detail = _close(run.t(out), run.t(weights) @ run.t(v_heads), "recomputed attention probabilities @ V")
     return "equals probabilities @ V", passed, detail
 
@@ -229,7 +235,7 @@ def context_heads(run: ModelRun, out: str, weights: str, v_heads: str) -> tuple[
 
 
 @check
-def patches_reassemble(run: ModelRun, out: str, image: str) -> tuple[str, bool, str]:
+def patches_reassemble(run: ModelRun, out: TensorName, image: TensorName) -> tuple[str, bool, str]:
     p = run.t(out)  # (B, N, 3, P, P)
     B, N, Ch, P, _ = p.shape
     img = run.t(image)
@@ -240,34 +246,34 @@ def patches_reassemble(run: ModelRun, out: str, image: str) -> tuple[str, bool, 
 
 
 @check
-def flattened(run: ModelRun, out: str, source: str) -> tuple[str, bool, str]:
+def flattened(run: ModelRun, out: TensorName, source: TensorName) -> tuple[str, bool, str]:
     src = run.t(source)
     passed, detail = _close(run.t(out), src.reshape(*src.shape[:2], -1), f"{run.name(source)} flattened over (3, P, P)")
     return "is the patches flattened (channel, row, column order)", passed, detail
 
 
 @check
-def row_equals(run: ModelRun, out: str, source: str, row: int, claim: str) -> tuple[str, bool, str]:
+def row_equals(run: ModelRun, out: TensorName, source: TensorName, row: int, claim: str) -> tuple[str, bool, str]:
     passed, detail = _close(run.t(out), run.t(source)[:, row], claim)
     return claim, passed, detail
 
 
 @check
-def tokens_concat(run: ModelRun, out: str, cls: str, patches: str) -> tuple[str, bool, str]:
+def tokens_concat(run: ModelRun, out: TensorName, cls: TensorName, patches: TensorName) -> tuple[str, bool, str]:
     expected = torch.cat([run.t(cls), run.t(patches)], dim=1)
     passed, detail = _close(run.t(out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
     return "row 0 is the class token, the rest are the patch embeddings", passed, detail
 
 
 @check
-def plus_parameter(run: ModelRun, out: str, x: str, parameter: str) -> tuple[str, bool, str]:
+def plus_parameter(run: ModelRun, out: TensorName, x: TensorName, parameter: str) -> tuple[str, bool, str]:
     param = run.parameter(parameter)
     passed, detail = _close(run.t(out), run.t(x) + param, f"input + {parameter}")
     return "equals its input plus the learned position embeddings", passed, detail
 
 
 @check
-def probabilities(run: ModelRun, out: str, logits: str) -> tuple[str, bool, str]:
+def probabilities(run: ModelRun, out: TensorName, logits: TensorName) -> tuple[str, bool, str]:
     probs = run.t(out)
     total = float(probs.sum(-1).max())
     passed, detail = _close(probs, torch.softmax(run.t(logits), dim=-1), "recomputed softmax of the logits")
@@ -276,7 +282,7 @@ def probabilities(run: ModelRun, out: str, logits: str) -> tuple[str, bool, str]
 
 
 @check
-def normalised_image(run: ModelRun, out: str) -> tuple[str, bool, str]:
+def normalised_image(run: ModelRun, out: TensorName) -> tuple[str, bool, str]:
     import numpy as np
     from PIL import Image
 
@@ -295,14 +301,14 @@ def normalised_image(run: ModelRun, out: str) -> tuple[str, bool, str]:
 
 
 @check
-def equals_parameter(run: ModelRun, out: str, parameter: str) -> tuple[str, bool, str]:
+def equals_parameter(run: ModelRun, out: TensorName, parameter: str) -> tuple[str, bool, str]:
     value = run.t(out)
     passed, detail = _close(value, run.parameter(parameter).expand_as(value), f"vs the learned parameter {parameter}")
     return f"is the learned parameter {parameter}, repeated per image", passed, detail
 
 
 @check
-def linear_heads(run: ModelRun, out: str, x: str, module: str, part: int) -> tuple[str, bool, str]:
+def linear_heads(run: ModelRun, out: TensorName, x: TensorName, module: str, part: int) -> tuple[str, bool, str]:
     fused = _linear(run, module, run.t(x))  # (B, N, 3C): q, k, v side by side
     B, N, C3 = fused.shape
     C = C3 // 3
@@ -314,17 +320,17 @@ def linear_heads(run: ModelRun, out: str, x: str, module: str, part: int) -> tup
 
 
 @check
-def gelu_of_linear(run: ModelRun, out: str, x: str, module: str) -> tuple[str, bool, str]:
+def gelu_of_linear(run: ModelRun, out: TensorName, x: TensorName, module: str) -> tuple[str, bool, str]:
     expected = F.gelu(_linear(run, module, run.t(x)))
     passed, detail = _close(run.t(out), expected, "recomputed GELU(x·W₁ᵀ + b₁)")
     return "equals GELU(fc1(input))", passed, detail
 
 
 @check
-def residual_block(run: ModelRun, out: str, block: str) -> tuple[str, bool, str]:
+def residual_block(run: ModelRun, out: TensorName, x: TensorName, block: str) -> tuple[str, bool, str]:
     module = copy.deepcopy(run.module(block)).double().cpu()
     with torch.no_grad():
-        expected = module(run.t(f"{block}.input"))
+        expected = module(run.t(x))
     passed, detail = _close(run.t(out), expected, f"the block re-run in float64 on its recorded input")
     return "equals the block applied to its input", passed, detail
 

@@ -80,14 +80,15 @@ def test_each_check_detects_a_corrupted_tensor(key, number, ed_run, vit_run):
 
     import torch
 
-    from generator.checks import run_check
+    from generator.checks import TENSOR_ARGUMENTS, run_check
     from generator.indexing import parse_index
     from generator.render import _place
 
     run = ed_run if key == "encoder-decoder" else vit_run
     snap = next(s for s in REPORTS[key].snapshots if s.number == number)
     args = {k: _place(run, v) for k, v in snap.check_args.items()}
-    target = args.get("out") or args.get("ids") or args.get("table") or args["heads"][0]
+    first = args[TENSOR_ARGUMENTS[snap.check][0]]  # the tensor the check is about
+    target = first if isinstance(first, str) else first[0]
     original = run.recording[target]
     corrupted = original.tensor.clone()
     shown = torch.zeros_like(corrupted, dtype=torch.bool)

@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from matplotlib import font_manager  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 from PIL import Image  # noqa: E402
 
@@ -31,7 +32,10 @@ from generator.run import ModelRun  # noqa: E402
 
 DPI = 110
 PNG_METADATA = {"Software": None}  # no version stamp: byte-identical output across runs
-FONT_FALLBACK = ["DejaVu Sans", "Noto Sans CJK JP", "Symbola"]  # Latin/Greek/Hebrew/Arabic, CJK, emoji
+# Latin/Greek/Hebrew/Arabic, CJK, emoji; only those installed (scripts/install-chromium.sh adds the last two),
+# so a machine without them gets boxes for those glyphs rather than a warning per figure.
+_INSTALLED = {font.name for font in font_manager.fontManager.ttflist}
+FONT_FALLBACK = [name for name in ("DejaVu Sans", "Noto Sans CJK JP", "Symbola") if name in _INSTALLED] or ["DejaVu Sans"]
 
 plt.rcParams.update({
     "font.family": FONT_FALLBACK,  # a list: matplotlib falls back glyph by glyph
@@ -39,7 +43,6 @@ plt.rcParams.update({
     "axes.titlesize": 10,
     "figure.dpi": DPI,
     "savefig.bbox": "tight",
-    "svg.hashsalt": "transformer-trace",
 })
 
 DRAWERS: dict[str, Callable[[ModelRun, dict[str, Any], Path], None]] = {}

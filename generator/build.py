@@ -59,7 +59,7 @@ def build(docs: Path, runners: dict[str, Callable[[Report], ModelRun]], progress
             result.timings[f"{key}: figures"] = time.perf_counter() - started
             result.figures_drawn[key] = drawn
             log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures), result.timings[f"{key}: figures"])
-        render_landing(staging, landing_entries(docs, staging, runs, stale_pdfs=set(runs)))
+        render_landing(staging, landing_entries(docs, staging, runs))
         log.info("swapping the new output into %s", docs)
     for key in runs:  # a regenerated report's PDF no longer matches it
         (docs / "pdf" / f"{key}.pdf").unlink(missing_ok=True)
@@ -121,7 +121,7 @@ def render_figures(report: Report, run: ModelRun, out: Path, previous: Path, pro
     return len(jobs)
 
 
-def landing_entries(docs: Path, staging: Path, runs: dict[str, ModelRun], stale_pdfs: set[str] = frozenset()) -> list[dict[str, Any]]:
+def landing_entries(docs: Path, staging: Path, runs: dict[str, ModelRun]) -> list[dict[str, Any]]:
     """Both reports for the landing page: fresh ones from staging, the others as they are in docs/."""
     entries = []
     for key, report in REPORTS.items():
@@ -137,6 +137,7 @@ def landing_entries(docs: Path, staging: Path, runs: dict[str, ModelRun], stale_
             "facts": data.get("facts", []),
             "count": len(data["snapshots"]),
             "passed": sum(1 for s in data["snapshots"] if s["check"]["passed"]),
-            "pdf": f"pdf/{key}.pdf" if key not in stale_pdfs and (docs / "pdf" / f"{key}.pdf").exists() else None,
+            # A report regenerated in this run has no PDF yet: the old one (removed after the swap) no longer matches it.
+            "pdf": f"pdf/{key}.pdf" if key not in runs and (docs / "pdf" / f"{key}.pdf").exists() else None,
         })
     return entries

@@ -101,12 +101,9 @@ def _build(args: argparse.Namespace) -> int:
     wanted = MODELS if args.model == "all" else (args.model,)
     runners = {}
     if "encoder-decoder" in wanted:
+        sentences = {k: v for k, v in (("src", args.src), ("tgt", args.tgt)) if v is not None}  # else the seed's
         opts = EncoderDecoderInputs(seed=args.seed, device=args.device, layer=args.layer, n_layers=args.layers,
-                                    d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff)
-        if args.src is not None:
-            opts = EncoderDecoderInputs(**{**opts.__dict__, "src": args.src})
-        if args.tgt is not None:
-            opts = EncoderDecoderInputs(**{**opts.__dict__, "tgt": args.tgt})
+                                    d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff, **sentences)
         runners["encoder-decoder"] = lambda report, opts=opts: run_encoder_decoder(report, opts)
     if "vit" in wanted:
         from generator.runners import VitInputs, run_vit

@@ -116,7 +116,7 @@ def slugify(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def page_path(report: Report, snap: Snapshot) -> str:
+def page_path(snap: Snapshot) -> str:
     return f"{snap.stage}/{snap.number:02d}-{slugify(snap.title)}.md"
 
 
@@ -160,7 +160,7 @@ def build_pages(report: Report, run: ModelRun) -> list[SnapshotPage]:
                 source=source_excerpt(file, line), slice_index=slice_index, slice_text=slice_text,
             ))
         pages.append(SnapshotPage(
-            report=report, snap=snap, path=page_path(report, snap), tensors=sections,
+            report=report, snap=snap, path=page_path(snap), tensors=sections,
             expected_shape=expected_shape(run, snap.shape),
             check=run_check(run, snap.check, {k: _place(run, v) for k, v in snap.check_args.items()}),
             figures=[{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in snap.figures],

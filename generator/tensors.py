@@ -89,9 +89,6 @@ class TensorView:
         t = self.tensor
         return int({"zero": t == 0, "positive": t > 0, "negative": t < 0}[predicate].sum())
 
-    def norm(self, *index: int) -> float:
-        return float(self.tensor[index].double().norm())
-
     # -------------------------------------------------------------- debugger-style slice
 
     def slice_text(self, rows: int = 6, cols: int = 8) -> tuple[str, str]:

@@ -93,8 +93,10 @@ def test_cuda_without_a_gpu_is_refused(site):
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
+    before = snapshot_of(site)
     result = run_cli("build", "--model", "encoder-decoder", "--device", "cuda", "--out", str(site))
-    assert result.returncode == 2 and "sees no CUDA GPU" in result.stderr
+    assert result.returncode == 2 and "sees no CUDA GPU" in result.stderr and result.stderr.count("\n") == 1
+    assert snapshot_of(site) == before
 
 
 def test_help_lists_the_options():

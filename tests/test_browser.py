@@ -108,9 +108,13 @@ def test_navigation_and_search_find_a_snapshot(built_site, server, browser):
                             ("S21", "21-encoder-block-2-output"),                             # ViT number
                             ("#26", "26-masked-attention-scores-after-mask-softmax")):        # encoder-decoder number
         page.locator("label.md-search__icon, .md-search__input").first.click()
-        page.locator("input.md-search__input").fill(query)
+        # The index is built in a web worker; on a loaded 2-core machine that takes a while. Wait until it is ready.
+        page.wait_for_function("() => !/Initializing/i.test(document.querySelector('.md-search-result__meta')?.textContent || '')", timeout=60_000)
+        box = page.locator("input.md-search__input")
+        box.fill("")
+        box.type(query, delay=30)  # real keystrokes, as a user types: Material's search reacts to key events
         result = page.locator(f"li.md-search-result__item a[href*='{expected}']").first
-        result.wait_for(timeout=10_000)
+        result.wait_for(timeout=30_000)
         result.click()
         page.wait_for_url(f"**/{expected}/**")
     page.close()

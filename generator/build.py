@@ -16,6 +16,7 @@ from typing import Any
 
 from generator.catalogue import REPORTS, Report
 from generator.figures import content_key, draw
+from generator.pdf import pdf_is_current
 from generator.progress import Progress
 from generator.render import render_landing, render_report
 from generator.run import ModelRun
@@ -61,8 +62,9 @@ def build(docs: Path, runners: dict[str, Callable[[Report], ModelRun]], progress
             log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures), result.timings[f"{key}: figures"])
         render_landing(staging, landing_entries(docs, staging, runs))
         log.info("swapping the new output into %s", docs)
-    for key in runs:  # a regenerated report's PDF no longer matches it
-        (docs / "pdf" / f"{key}.pdf").unlink(missing_ok=True)
+    for key in runs:  # a PDF printed from a different report no longer matches it (same inputs: same report, kept)
+        if not pdf_is_current(docs, key, docs / key):
+            (docs / "pdf" / f"{key}.pdf").unlink(missing_ok=True)
     for failure in result.failed_checks:
         log.warning("check failed: %s", failure)
     return result
@@ -137,7 +139,6 @@ def landing_entries(docs: Path, staging: Path, runs: dict[str, ModelRun]) -> lis
             "facts": data.get("facts", []),
             "count": len(data["snapshots"]),
             "passed": sum(1 for s in data["snapshots"] if s["check"]["passed"]),
-            # A report regenerated in this run has no PDF yet: the old one (removed after the swap) no longer matches it.
-            "pdf": f"pdf/{key}.pdf" if key not in runs and (docs / "pdf" / f"{key}.pdf").exists() else None,
+            "pdf": f"pdf/{key}.pdf" if pdf_is_current(docs, key, folder / key) else None,
         })
     return entries

@@ -73,3 +73,21 @@ def test_a_missing_renderer_is_reported_in_one_line(monkeypatch):
     monkeypatch.setattr(generator.pdf.shutil, "which", lambda name: None)
     with pytest.raises(UserError, match="PDF export needs a Chromium browser .* apt-get install chromium"):
         generator.pdf.find_chromium()
+
+
+def test_a_pdf_stays_linked_while_its_report_is_unchanged_and_goes_when_it_changes(tmp_path):
+    """Regenerating with the same inputs keeps the PDF (the report is byte-identical); new inputs drop it."""
+    from generator.cli import main
+    from generator.pdf import PDF_INDEX, report_digest
+
+    docs = tmp_path / "docs"
+    assert main(["build", "--model", "encoder-decoder", "--out", str(docs), "-q"]) == 0
+    (docs / "pdf").mkdir()
+    (docs / "pdf" / "encoder-decoder.pdf").write_bytes(b"%PDF-1.7 stand-in")
+    (docs / "pdf" / PDF_INDEX).write_text(json.dumps({"encoder-decoder": report_digest(docs / "encoder-decoder")}))
+    assert main(["build", "--model", "encoder-decoder", "--out", str(docs), "-q"]) == 0
+    assert (docs / "pdf" / "encoder-decoder.pdf").exists()
+    assert "pdf/encoder-decoder.pdf" in (docs / "index.md").read_text(encoding="utf-8")
+    assert main(["build", "--model", "encoder-decoder", "--src", "another sentence", "--out", str(docs), "-q"]) == 0
+    assert not (docs / "pdf" / "encoder-decoder.pdf").exists()
+    assert "pdf/encoder-decoder.pdf" not in (docs / "index.md").read_text(encoding="utf-8")

@@ -22,9 +22,10 @@ site: $(STAMP)
 	$(PY) -m generator build
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-# Debian's Chromium for the real-browser tests and the PDF export (never a downloaded browser build).
+# Debian's Chromium and the print fonts for the real-browser tests and the PDF export (never a downloaded
+# browser build). The script installs only the packages that are missing.
 browser:
-	@command -v chromium >/dev/null 2>&1 || scripts/install-chromium.sh
+	@scripts/install-chromium.sh
 
 test: $(STAMP) browser
 	NO_MKDOCS_2_WARNING=1 $(PY) -m pytest

@@ -40,7 +40,14 @@ def pdf_is_current(docs: Path, key: str, report_dir: Path) -> bool:
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
-FOOTER = ('<div style="font-size:8px;width:100%;text-align:center;color:#666;">'
+# The print view names these fonts (docs/stylesheets/extra.css) and scripts/install-chromium.sh installs their
+# Debian packages, so a PDF embeds the same fonts, and so holds the same text, on every machine.
+PRINT_FONTS = {
+    "DejaVuSans": "fonts-dejavu-core", "DejaVuSansMono": "fonts-dejavu-core",
+    "DejaVuMathTeXGyre": "fonts-dejavu-extra", "NotoSansCJK": "fonts-noto-cjk", "Symbola": "fonts-symbola",
+}
+FOOTER = ('<div style="font-size:8px;width:100%;text-align:center;color:#666;'
+          'font-family:\'DejaVu Sans\',sans-serif;font-variant-ligatures:none;">'
           '{title} · page <span class="pageNumber"></span> of <span class="totalPages"></span></div>')
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -13,6 +14,8 @@ from pypdf import PdfReader
 from generator.catalogue import REPORTS
 from generator.errors import UserError
 
+if shutil.which("chromium") is None and os.environ.get("CI"):
+    raise RuntimeError("CI needs Debian's chromium for the PDF tests: make test installs it (scripts/install-chromium.sh)")
 pytestmark = pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
 
 
@@ -25,12 +28,47 @@ def pdfs(built_site, tmp_path_factory) -> dict[str, Path]:
 
 
 def _text(pdf: Path) -> str:
-    return "\n".join(page.extract_text() for page in PdfReader(pdf).pages)
+    """The PDF's text as a viewer's copy or search sees it: no Unicode normalisation, only whitespace folded."""
+    return re.sub(r"\s+", " ", "\n".join(page.extract_text() for page in PdfReader(pdf).pages))
+
+
+LIGATURES = re.compile("[\ufb00-\ufb06]")  # ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_pdf_text_is_plain_without_ligature_characters(pdfs, key):
+    text = _text(pdfs[key])
+    found = sorted(set(LIGATURES.findall(text)))
+    assert not found, f"the PDF text holds ligature characters {found}: a copied 'first' would read 'ﬁrst'"
+    assert "first" in text or "five" in text
+
+
+def _embedded_fonts(pdf: Path) -> set[str]:
+    """Family names of the fonts the PDF embeds (subset prefixes like 'ABCDEF+' removed)."""
+    families = set()
+    for page in PdfReader(pdf).pages:
+        fonts = page.get("/Resources", {}).get_object().get("/Font", {})
+        for font in fonts.values():
+            base = str(font.get_object().get("/BaseFont", "")).lstrip("/").split("+")[-1]
+            families.add(base.split("-")[0].split(",")[0])
+    return families
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_pdf_embeds_only_the_fonts_the_print_view_names(pdfs, key):
+    from generator.pdf import PRINT_FONTS
+
+    embedded = _embedded_fonts(pdfs[key])
+    unexpected = {f for f in embedded if not any(f.startswith(name) for name in PRINT_FONTS)}
+    packages = " ".join(sorted(set(PRINT_FONTS.values())))
+    assert not unexpected, (f"the PDF embeds {sorted(unexpected)}, a fallback for a print font this machine lacks: "
+                            f"install them with scripts/install-chromium.sh (apt-get install {packages})")
+    assert {"DejaVuSans", "DejaVuSansMono"} <= embedded, f"the text and code fonts are missing from {sorted(embedded)}"
 
 
 @pytest.mark.parametrize("key", REPORTS)
 def test_pdf_has_every_snapshot_section_in_order(pdfs, key):
-    text = re.sub(r"\s+", " ", _text(pdfs[key]))
+    text = _text(pdfs[key])
     position = 0
     for snap in REPORTS[key].snapshots:
         heading = f"{REPORTS[key].label(snap.number)} · {snap.title}"
@@ -50,7 +88,7 @@ def test_every_figure_of_the_print_view_is_in_the_pdf(pdfs, built_site, key):
     assert images >= len(figures)
     text = _text(pdfs[key])
     for caption in {REPORTS[key].figure(f).caption[:40] for f in figures}:
-        assert re.sub(r"\s+", " ", caption) in re.sub(r"\s+", " ", text)
+        assert re.sub(r"\s+", " ", caption) in text
 
 
 def test_pages_are_numbered(pdfs):

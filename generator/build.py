@@ -9,16 +9,17 @@ import os
 import shutil
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.catalogue import REPORTS, Report
+from generator.catalogue import Report
 from generator.figures import content_key, draw
-from generator.pdf import pdf_is_current
+from generator.landing import landing_entries, pdf_is_current, write_landing
+from generator.options import RunOptions
 from generator.progress import Progress
-from generator.render import render_landing, render_report
+from generator.render import render_report
+from generator.reports import REPORTS
 from generator.run import ModelRun
 from generator.site import staged_output
 
@@ -34,14 +35,17 @@ class BuildResult:
     figures_drawn: dict[str, int] = field(default_factory=dict)
 
 
-def build(docs: Path, runners: dict[str, Callable[[Report], ModelRun]], progress: Progress) -> BuildResult:
-    """Run every requested model first (bad input fails before anything is written), then write."""
-    result = BuildResult(docs=docs, reports=list(runners))
+def build(docs: Path, requests: dict[str, RunOptions], progress: Progress) -> BuildResult:
+    """Run every requested report's model first (bad input fails before anything is written), then write.
+
+    ``requests`` maps report keys (see generator.reports) to their options.
+    """
+    result = BuildResult(docs=docs, reports=list(requests))
     runs: dict[str, ModelRun] = {}
-    for key, runner in runners.items():
+    for key, opts in requests.items():
         started = time.perf_counter()
         progress.status(f"running the {REPORTS[key].short_title} forward pass")
-        runs[key] = runner(REPORTS[key])
+        runs[key] = REPORTS[key].run(opts)
         result.timings[f"{key}: forward pass"] = time.perf_counter() - started
         log.info("%s: forward pass on %s recorded %d tensors in %.2f s", key, runs[key].device, len(runs[key].recording), result.timings[f"{key}: forward pass"])
 
@@ -60,7 +64,7 @@ def build(docs: Path, runners: dict[str, Callable[[Report], ModelRun]], progress
             result.timings[f"{key}: figures"] = time.perf_counter() - started
             result.figures_drawn[key] = drawn
             log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures), result.timings[f"{key}: figures"])
-        render_landing(staging, landing_entries(docs, staging, runs))
+        write_landing(staging, landing_entries(docs, staging, set(runs)))
         log.info("swapping the new output into %s", docs)
     for key in runs:  # a PDF printed from a different report no longer matches it (same inputs: same report, kept)
         if not pdf_is_current(docs, key, docs / key):
@@ -121,24 +125,3 @@ def render_figures(report: Report, run: ModelRun, out: Path, previous: Path, pro
             _JOBS.clear()
     (out / FIGURE_INDEX).write_text(json.dumps(keys, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return len(jobs)
-
-
-def landing_entries(docs: Path, staging: Path, runs: dict[str, ModelRun]) -> list[dict[str, Any]]:
-    """Both reports for the landing page: fresh ones from staging, the others as they are in docs/."""
-    entries = []
-    for key, report in REPORTS.items():
-        folder = staging if key in runs else docs
-        try:
-            data = json.loads((folder / key / "snapshots.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        entries.append({
-            "key": key,
-            "title": report.title,
-            "summary": data.get("summary", ""),
-            "facts": data.get("facts", []),
-            "count": len(data["snapshots"]),
-            "passed": sum(1 for s in data["snapshots"] if s["check"]["passed"]),
-            "pdf": f"pdf/{key}.pdf" if pdf_is_current(docs, key, folder / key) else None,
-        })
-    return entries

@@ -19,9 +19,6 @@ import torch.nn.functional as F
 
 from generator.tensors import fmt
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
-
 from generator.indexing import parse_index
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,7 +52,7 @@ def check(fn: Callable[..., tuple[str, bool, str]]) -> Callable[..., CheckResult
     return run
 
 
-def _close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[bool, str]:
+def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[bool, str]:
     if actual.shape != expected.shape:
         return False, f"{what}: shape {tuple(actual.shape)} differs from {tuple(expected.shape)}"
     both_inf = torch.isinf(actual) & torch.isinf(expected) & (torch.sign(actual) == torch.sign(expected))
@@ -66,57 +63,24 @@ def _close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[boo
     return passed, f"{what}: largest difference {worst:.1e} over {actual.numel():,} values (tolerance {TOLERANCE * scale:.0e})"
 
 
-def _linear(run: ModelRun, module: str, x: torch.Tensor) -> torch.Tensor:
+def linear(run: ModelRun, module: str, x: torch.Tensor) -> torch.Tensor:
     layer = run.module(module)
     weight = layer.weight.detach().double().cpu()
     bias = layer.bias.detach().double().cpu() if layer.bias is not None else None
     return F.linear(x, weight, bias)
 
 
-# ---------------------------------------------------------------------------- inputs
 
 
-@check
-def token_ids(run: ModelRun, ids: TensorName, sentence: str) -> tuple[str, bool, str]:
-    words = run.inputs[sentence].split()
-    vocab = run.inputs[f"{sentence}_vocab"]
-    got = [int(i) for i in run.t(ids).flatten().tolist()]
-    decoded = [run.inputs[f"{sentence}_words"][i] for i in got]
-    passed = decoded == words and len(got) == len(words) and all(0 <= i < len(vocab) for i in got)
-    return "IDs decode back to the sentence", passed, (
-        f"{len(got)} IDs, each below the vocabulary size {len(vocab)}, look up to the {len(words)} words of the sentence in order"
-        if passed else f"decoded {decoded!r}, expected {words!r}"
-    )
-
-
-@check
-def embedding_table_rows(run: ModelRun, table: TensorName, parameter: str, sentence: str) -> tuple[str, bool, str]:
-    captured = run.t(table)
-    vocab_size = len(run.inputs[f"{sentence}_vocab"])
-    same, detail = _close(captured, run.parameter(parameter), f"captured table vs the model's {parameter}")
-    passed = same and captured.shape[0] == vocab_size
-    return "the model's own table, one row per vocabulary word", passed, (
-        f"{captured.shape[0]} rows for {vocab_size} distinct words, {captured.shape[1]} features each; " + detail
-    )
 
 
 @check
 def embedding_lookup(run: ModelRun, out: TensorName, ids: TensorName, table: TensorName) -> tuple[str, bool, str]:
     expected = run.t(table)[run.t(ids).long()]  # (B, L) ids -> (B, L, C) rows
-    passed, detail = _close(run.t(out), expected, "each position equals its ID's table row")
+    passed, detail = close(run.t(out), expected, "each position equals its ID's table row")
     return "lookup returns the table rows of the IDs", passed, detail
 
 
-@check
-def sinusoidal_positions(run: ModelRun, out: TensorName, before: TensorName) -> tuple[str, bool, str]:
-    added = run.t(out) - run.t(before)  # (B, L, C)
-    L, C = added.shape[-2:]
-    pos = torch.arange(L, dtype=torch.float64)[:, None]
-    i = torch.arange(C, dtype=torch.float64)[None, :]
-    angle = pos / torch.pow(10000.0, (2 * torch.div(i, 2, rounding_mode="floor")) / C)
-    expected = torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle)).expand_as(added)
-    passed, detail = _close(added, expected, "added term vs sin/cos formula")
-    return "the added term is the sinusoidal encoding", passed, detail
 
 
 # ---------------------------------------------------------------------------- generic algebra
@@ -124,7 +88,7 @@ def sinusoidal_positions(run: ModelRun, out: TensorName, before: TensorName) -> 
 
 @check
 def same_tensor(run: ModelRun, out: TensorName, source: TensorName, claim: str) -> tuple[str, bool, str]:
-    passed, detail = _close(run.t(out), run.t(source), claim)
+    passed, detail = close(run.t(out), run.t(source), claim)
     return claim, passed, detail
 
 
@@ -133,17 +97,17 @@ def linear_of(run: ModelRun, out: TensorName, x: TensorName, module: str, activa
     inp = run.t(x)
     if activation == "relu":
         inp = F.relu(inp)
-    expected, actual = _linear(run, module, inp), run.t(out)
+    expected, actual = linear(run, module, inp), run.t(out)
     if index:
         expected, actual = expected[parse_index(index)], actual[parse_index(index)]
-    passed, detail = _close(actual, expected, f"recomputed x·Wᵀ + b with {run.name(module)}'s weights")
+    passed, detail = close(actual, expected, f"recomputed x·Wᵀ + b with {run.name(module)}'s weights")
     return f"equals {run.name(module)} applied to its input", passed, detail
 
 
 @check
 def sum_of(run: ModelRun, out: TensorName, operands: list[TensorName]) -> tuple[str, bool, str]:
     expected = sum(run.t(name) for name in operands)
-    passed, detail = _close(run.t(out), expected, "operands added up vs the recorded sum")
+    passed, detail = close(run.t(out), expected, "operands added up vs the recorded sum")
     return "the operands add up to the residual sum", passed, detail
 
 
@@ -152,7 +116,7 @@ def layer_norm_of(run: ModelRun, out: TensorName, x: TensorName, module: str) ->
     ln = run.module(module)
     inp = run.t(x)
     expected = F.layer_norm(inp, ln.normalized_shape, ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu(), ln.eps)
-    passed, detail = _close(run.t(out), expected, "recomputed LayerNorm of its input")
+    passed, detail = close(run.t(out), expected, "recomputed LayerNorm of its input")
     normalised = F.layer_norm(inp, ln.normalized_shape, eps=ln.eps)
     detail += f"; before the affine step every position has mean {fmt(float(normalised.mean(-1).abs().max()), 6)} (max |mean|) and std {fmt(float(normalised.std(-1, unbiased=False).mean()), 4)}"
     return "equals LayerNorm(residual sum)", passed, detail
@@ -163,7 +127,7 @@ def residual_layer_norm(run: ModelRun, out: TensorName, operands: list[TensorNam
     ln = run.module(module)
     total = sum(run.t(name) for name in operands)
     expected = F.layer_norm(total, ln.normalized_shape, ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu(), ln.eps)
-    passed, detail = _close(run.t(out), expected, "recomputed LayerNorm(input + sublayer output)")
+    passed, detail = close(run.t(out), expected, "recomputed LayerNorm(input + sublayer output)")
     return "equals LayerNorm(input + sublayer output)", passed, detail
 
 
@@ -173,7 +137,7 @@ def heads_rejoin(run: ModelRun, heads: list[TensorName], full: list[TensorName])
     for h_name, f_name in zip(heads, full):
         h = run.t(h_name)  # (B, h, L, hs)
         B, H, L, hs = h.shape
-        ok, _ = _close(h.transpose(1, 2).reshape(B, L, H * hs), run.t(f_name), "")  # (B, h, L, hs) -> (B, L, C)
+        ok, _ = close(h.transpose(1, 2).reshape(B, L, H * hs), run.t(f_name), "")  # (B, h, L, hs) -> (B, L, C)
         passed &= ok
         details.append(f"{run.name(h_name)} {'re-joins' if ok else 'does NOT re-join'} to {run.name(f_name)}")
     return "heads re-join to the full projections", passed, "; ".join(details) + " (transpose heads back, then merge h·hs)"
@@ -183,7 +147,7 @@ def heads_rejoin(run: ModelRun, heads: list[TensorName], full: list[TensorName])
 def scaled_scores(run: ModelRun, out: TensorName, q_heads: TensorName, k_heads: TensorName) -> tuple[str, bool, str]:
     q, k = run.t(q_heads), run.t(k_heads)
     expected = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    passed, detail = _close(run.t(out), expected, f"recomputed Q·Kᵀ/√{q.shape[-1]}")
+    passed, detail = close(run.t(out), expected, f"recomputed Q·Kᵀ/√{q.shape[-1]}")
     return "equals Q·Kᵀ / √hs", passed, detail
 
 
@@ -192,7 +156,7 @@ def softmax_rows(run: ModelRun, out: TensorName, scores: TensorName, causal: boo
     weights = run.t(out)
     row_sums = weights.sum(-1)
     worst_sum = float((row_sums - 1).abs().max())
-    passed, detail = _close(weights, torch.softmax(run.t(scores), dim=-1), "recomputed softmax of the scores")
+    passed, detail = close(weights, torch.softmax(run.t(scores), dim=-1), "recomputed softmax of the scores")
     passed &= worst_sum <= TOLERANCE and bool((weights >= 0).all())
     detail = f"all {row_sums.numel():,} rows sum to 1 (largest deviation {worst_sum:.1e}), no weight is negative; " + detail
     if causal:
@@ -218,57 +182,43 @@ def causal_mask(run: ModelRun, out: TensorName) -> tuple[str, bool, str]:
 
 
 @check
-def context_concat(run: ModelRun, out: TensorName, weights: TensorName, v_heads: TensorName) -> tuple[str, bool, str]:
-    ctx = run.t(weights) @ run.t(v_heads)  # (B, h, T, hs)
+def context_concat(run: ModelRun, out: TensorName, probs: TensorName, v_heads: TensorName) -> tuple[str, bool, str]:
+    ctx = run.t(probs) @ run.t(v_heads)  # (B, h, T, hs)
     B, H, T, hs = ctx.shape
-    passed, detail = _close(run.t(out), ctx.transpose(1, 2).reshape(B, T, H * hs), "recomputed (weights·V) per head, heads concatenated")  # -> (B, T, C)
+    passed, detail = close(run.t(out), ctx.transpose(1, 2).reshape(B, T, H * hs), "recomputed (weights·V) per head, heads concatenated")  # -> (B, T, C)
     return "equals the heads' weights·V, concatenated", passed, detail
 
 
 @check
-def context_heads(run: ModelRun, out: TensorName, weights: TensorName, v_heads: TensorName) -> tuple[str, bool, str]:
-    passed, detail = _close(run.t(out), run.t(weights) @ run.t(v_heads), "recomputed attention probabilities @ V")
+def context_heads(run: ModelRun, out: TensorName, probs: TensorName, v_heads: TensorName) -> tuple[str, bool, str]:
+    passed, detail = close(run.t(out), run.t(probs) @ run.t(v_heads), "recomputed attention probabilities @ V")
     return "equals probabilities @ V", passed, detail
 
 
 # ---------------------------------------------------------------------------- ViT
 
 
-@check
-def patches_reassemble(run: ModelRun, out: TensorName, image: TensorName) -> tuple[str, bool, str]:
-    p = run.t(out)  # (B, N, 3, P, P)
-    B, N, Ch, P, _ = p.shape
-    img = run.t(image)
-    side = img.shape[-1] // P
-    rebuilt = p.view(B, side, side, Ch, P, P).permute(0, 3, 1, 4, 2, 5).reshape(B, Ch, side * P, side * P)  # -> (B, 3, H, W)
-    passed, detail = _close(rebuilt, img, f"{N} patches of {P}×{P} put back on a {side}×{side} grid vs the input image")
-    return "patches re-assemble into the input image", passed, detail
 
 
 @check
 def flattened(run: ModelRun, out: TensorName, source: TensorName) -> tuple[str, bool, str]:
     src = run.t(source)
-    passed, detail = _close(run.t(out), src.reshape(*src.shape[:2], -1), f"{run.name(source)} flattened over (3, P, P)")
+    passed, detail = close(run.t(out), src.reshape(*src.shape[:2], -1), f"{run.name(source)} flattened over (3, P, P)")
     return "is the patches flattened (channel, row, column order)", passed, detail
 
 
 @check
 def row_equals(run: ModelRun, out: TensorName, source: TensorName, row: int, claim: str) -> tuple[str, bool, str]:
-    passed, detail = _close(run.t(out), run.t(source)[:, row], claim)
+    passed, detail = close(run.t(out), run.t(source)[:, row], claim)
     return claim, passed, detail
 
 
-@check
-def tokens_concat(run: ModelRun, out: TensorName, cls: TensorName, patches: TensorName) -> tuple[str, bool, str]:
-    expected = torch.cat([run.t(cls), run.t(patches)], dim=1)
-    passed, detail = _close(run.t(out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
-    return "row 0 is the class token, the rest are the patch embeddings", passed, detail
 
 
 @check
 def plus_parameter(run: ModelRun, out: TensorName, x: TensorName, parameter: str) -> tuple[str, bool, str]:
     param = run.parameter(parameter)
-    passed, detail = _close(run.t(out), run.t(x) + param, f"input + {parameter}")
+    passed, detail = close(run.t(out), run.t(x) + param, f"input + {parameter}")
     return "equals its input plus the learned position embeddings", passed, detail
 
 
@@ -276,53 +226,36 @@ def plus_parameter(run: ModelRun, out: TensorName, x: TensorName, parameter: str
 def probabilities(run: ModelRun, out: TensorName, logits: TensorName) -> tuple[str, bool, str]:
     probs = run.t(out)
     total = float(probs.sum(-1).max())
-    passed, detail = _close(probs, torch.softmax(run.t(logits), dim=-1), "recomputed softmax of the logits")
+    passed, detail = close(probs, torch.softmax(run.t(logits), dim=-1), "recomputed softmax of the logits")
     passed &= abs(total - 1) <= TOLERANCE
     return "probabilities sum to 1", passed, f"sum = {total:.6f}; " + detail
 
 
-@check
-def normalised_image(run: ModelRun, out: TensorName) -> tuple[str, bool, str]:
-    import numpy as np
-    from PIL import Image
-
-    image = run.t(out)  # (B, 3, H, W)
-    H, W = image.shape[-2:]
-    mean = torch.tensor(IMAGENET_MEAN, dtype=torch.float64).view(1, 3, 1, 1)
-    std = torch.tensor(IMAGENET_STD, dtype=torch.float64).view(1, 3, 1, 1)
-    # Redo the preprocessing by hand: bilinear resize of the loaded RGB image, /255, per-channel normalisation.
-    resized = np.asarray(run.inputs["original_image"].resize((W, H), Image.BILINEAR), dtype=np.float64) / 255.0
-    expected = (torch.from_numpy(resized).permute(2, 0, 1)[None] - mean) / std  # (H, W, 3) -> (1, 3, H, W)
-    passed, detail = _close(image, expected, "vs resize + /255 + ImageNet normalisation redone by hand")
-    pixels = image * std + mean
-    return "is the loaded image, resized and normalised", passed, (
-        detail + f"; undoing the normalisation gives pixels in [{fmt(float(pixels.min()))}, {fmt(float(pixels.max()))}]"
-    )
 
 
 @check
 def equals_parameter(run: ModelRun, out: TensorName, parameter: str) -> tuple[str, bool, str]:
     value = run.t(out)
-    passed, detail = _close(value, run.parameter(parameter).expand_as(value), f"vs the learned parameter {parameter}")
+    passed, detail = close(value, run.parameter(parameter).expand_as(value), f"vs the learned parameter {parameter}")
     return f"is the learned parameter {parameter}, repeated per image", passed, detail
 
 
 @check
 def linear_heads(run: ModelRun, out: TensorName, x: TensorName, module: str, part: int) -> tuple[str, bool, str]:
-    fused = _linear(run, module, run.t(x))  # (B, N, 3C): q, k, v side by side
+    fused = linear(run, module, run.t(x))  # (B, N, 3C): q, k, v side by side
     B, N, C3 = fused.shape
     C = C3 // 3
     got = run.t(out)  # (B, h, N, hs)
     H = got.shape[1]
     expected = fused[..., part * C:(part + 1) * C].reshape(B, N, H, C // H).transpose(1, 2)  # (B, N, C) -> (B, h, N, hs)
-    passed, detail = _close(got, expected, f"recomputed {'qkv'[part]} = LN(x)·W{'qkv'[part]}ᵀ + b, split into {H} heads")
+    passed, detail = close(got, expected, f"recomputed {'qkv'[part]} = LN(x)·W{'qkv'[part]}ᵀ + b, split into {H} heads")
     return f"equals the {'QKV'[part]} part of the fused projection, split into heads", passed, detail
 
 
 @check
 def gelu_of_linear(run: ModelRun, out: TensorName, x: TensorName, module: str) -> tuple[str, bool, str]:
-    expected = F.gelu(_linear(run, module, run.t(x)))
-    passed, detail = _close(run.t(out), expected, "recomputed GELU(x·W₁ᵀ + b₁)")
+    expected = F.gelu(linear(run, module, run.t(x)))
+    passed, detail = close(run.t(out), expected, "recomputed GELU(x·W₁ᵀ + b₁)")
     return "equals GELU(fc1(input))", passed, detail
 
 
@@ -331,7 +264,7 @@ def residual_block(run: ModelRun, out: TensorName, x: TensorName, block: str) ->
     module = copy.deepcopy(run.module(block)).double().cpu()
     with torch.no_grad():
         expected = module(run.t(x))
-    passed, detail = _close(run.t(out), expected, f"the block re-run in float64 on its recorded input")
+    passed, detail = close(run.t(out), expected, f"the block re-run in float64 on its recorded input")
     return "equals the block applied to its input", passed, detail
 
 

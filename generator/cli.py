@@ -1,4 +1,8 @@
-"""Command line: `python -m generator build ...` (see --help)."""
+"""Command line: `python -m generator build ...` (see --help).
+
+The build command's options come from the reports' option dataclasses (generator/options.py and
+generator/reports/<report>/options.py): one flag per field, with its type, choices and default.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,17 @@ import argparse
 import logging
 import sys
 import time
+from dataclasses import MISSING, Field, fields
 from pathlib import Path
+from typing import Any
 
 from generator.errors import UserError
+from generator.options import PARSERS, RunOptions
+from generator.reports import REPORTS
 
-DEFAULT_DOCS = Path(__file__).resolve().parent.parent / "docs"
-MODELS = ("encoder-decoder", "vit")
+PROJECT = Path(__file__).resolve().parent.parent
+DEFAULT_DOCS = PROJECT / "docs"
+COMMON = {f.name for f in fields(RunOptions)}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -19,10 +28,28 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
+def _flag(f: Field) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def _add_option(group: argparse._ArgumentGroup, f: Field, defaults: str) -> None:
+    meta = f.metadata
+    kind = meta.get("kind") or ("int" if f.type in (int, "int") else None)
+    group.add_argument(
+        _flag(f), dest=f.name, default=None, type=PARSERS[kind], choices=meta.get("choices"),
+        metavar=None if meta.get("choices") else f.name.upper(), help=f"{meta['help']} (default: {defaults})",
+    )
+
+
+def _default_text(f: Field) -> str:
+    default = f.default if f.default is not MISSING else None
+    return "the bundled input" if default is None else str(default)
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m generator", description="Generate the traced-Transformer report site from real forward passes.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
+    keys = ", ".join(REPORTS)
     b = sub.add_parser(
         "build",
         help="run the models and write the report pages into docs/",
@@ -36,22 +63,29 @@ def parser() -> argparse.ArgumentParser:
         "then: mkdocs serve",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    b.add_argument("--model", choices=("all", *MODELS), default="all", help="which report to (re)generate (default: all)")
-    b.add_argument("--seed", type=int, default=7, help="torch.manual_seed for random weights (default: 7, as the seed report)")
-    b.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto = CUDA when available, else CPU")
-    b.add_argument("--layer", type=int, default=1, help="which encoder/decoder layer or ViT block the detailed pages trace (1-based, default 1)")
+    b.add_argument("--model", choices=("all", *REPORTS), default="all", help=f"which report to (re)generate: {keys} or all (default: all)")
+    for f in fields(RunOptions):
+        _add_option(b, f, _default_text(f))
     b.add_argument("--out", type=Path, default=DEFAULT_DOCS, help="docs folder to write into (default: the project's docs/)")
-    ed = b.add_argument_group("encoder-decoder")
-    ed.add_argument("--src", help="source sentence (default: the seed report's)")
-    ed.add_argument("--tgt", help="target sentence (default: the seed report's)")
-    ed.add_argument("--layers", type=int, default=2, help="encoder and decoder layers (default 2)")
-    ed.add_argument("--d-model", type=int, default=128, help="model width (default 128)")
-    ed.add_argument("--heads", type=int, default=4, help="attention heads (default 4; must divide --d-model)")
-    ed.add_argument("--d-ff", type=int, default=256, help="feed-forward width (default 256)")
-    vit = b.add_argument_group("vit")
-    vit.add_argument("--image", type=Path, help="image file (JPEG, PNG, WebP, GIF, ...; default: the bundled image)")
-    vit.add_argument("--weights", default="random", help="random (seeded, default) or imagenet (torchvision IMAGENET1K_V1)")
-    vit.add_argument("--vit-size", default="b16", help="ViT preset: b16 (default), tiny, l16, b16-384")
+    seen: dict[str, list[str]] = {}  # flag -> reports that take it (a flag shared by several reports is added once)
+    for key, report in REPORTS.items():
+        own = [f for f in fields(report.options) if f.name not in COMMON]
+        for f in own:
+            seen.setdefault(_flag(f), []).append(key)
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    added: set[str] = set()
+    for key, report in REPORTS.items():
+        for f in fields(report.options):
+            flag = _flag(f)
+            if f.name in COMMON or flag in added:
+                continue
+            owners = seen[flag]
+            title = " and ".join(owners)
+            group = groups.setdefault(title, b.add_argument_group(title))
+            defaults = ", ".join(f"{_default_text(next(g for g in fields(REPORTS[o].options) if _flag(g) == flag))} for {o}" for o in owners) \
+                if len(owners) > 1 else _default_text(f)
+            _add_option(group, f, defaults)
+            added.add(flag)
     b.add_argument("--pdf", action="store_true", help="also build the site and export one PDF per report (needs chromium)")
     out = b.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
@@ -60,10 +94,21 @@ def parser() -> argparse.ArgumentParser:
                          description="Build the site with MkDocs, print every generated report's print view to PDF through a "
                          "headless Chromium, and link the PDFs from the landing page.")
     pdf.add_argument("--out", type=Path, default=DEFAULT_DOCS, help="docs folder holding the generated reports (default: docs/)")
-    pdf.add_argument("--config", type=Path, default=DEFAULT_DOCS.parent / "mkdocs.yml", help="mkdocs.yml to build with")
+    pdf.add_argument("--config", type=Path, default=PROJECT / "mkdocs.yml", help="mkdocs.yml to build with")
     pdf.add_argument("-q", "--quiet", action="store_true")
     pdf.add_argument("-v", "--verbose", action="store_true")
     return p
+
+
+def report_options(args: argparse.Namespace) -> dict[str, RunOptions]:
+    """The options of every report ``args.model`` asks for: given flags, else each report's own defaults."""
+    wanted = list(REPORTS) if args.model == "all" else [args.model]
+    requests = {}
+    for key in wanted:
+        options_type = REPORTS[key].options
+        given: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(options_type) if getattr(args, f.name, None) is not None}
+        requests[key] = options_type(**given)  # validates: a UserError names the bad option
+    return requests
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,28 +140,21 @@ def main(argv: list[str] | None = None) -> int:
 def _build(args: argparse.Namespace) -> int:
     from generator.build import build
     from generator.progress import Progress
-    from generator.runners import EncoderDecoderInputs, run_encoder_decoder
 
     started = time.perf_counter()
-    wanted = MODELS if args.model == "all" else (args.model,)
-    runners = {}
-    if "encoder-decoder" in wanted:
-        sentences = {k: v for k, v in (("src", args.src), ("tgt", args.tgt)) if v is not None}  # else the seed's
-        opts = EncoderDecoderInputs(seed=args.seed, device=args.device, layer=args.layer, n_layers=args.layers,
-                                    d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff, **sentences)
-        runners["encoder-decoder"] = lambda report, opts=opts: run_encoder_decoder(report, opts)
-    if "vit" in wanted:
-        from generator.runners import VitInputs, run_vit
+    requests = report_options(args)
+    if args.pdf:  # refuse before anything is written, not after the new site is in place
+        from generator.pdf import find_chromium
 
-        vit_opts = VitInputs(image=args.image, weights=args.weights, seed=args.seed, device=args.device, layer=args.layer, size=args.vit_size)
-        runners["vit"] = lambda report, opts=vit_opts: run_vit(report, opts)
-    result = build(args.out, runners, Progress(enabled=False if args.quiet else None))
+        find_chromium()
+    result = build(args.out, requests, Progress(enabled=False if args.quiet else None))
     if args.pdf:
         from generator.pdf import export
 
-        export(args.out, DEFAULT_DOCS.parent / "mkdocs.yml", quiet=args.quiet)
+        export(args.out, PROJECT / "mkdocs.yml", quiet=args.quiet)
     if not args.quiet:
         print(f"wrote {', '.join(result.reports)} into {args.out} in {time.perf_counter() - started:.1f} s; browse with: mkdocs serve")
         for failure in result.failed_checks:
             print(f"warning: check failed: {failure}", file=sys.stderr)
     return 0
+

@@ -1,7 +1,8 @@
 """MkDocs hooks (mkdocs.yml: hooks): navigation from the generated reports, math as MathML.
 
 - on_config builds the navigation from each generated report's snapshots.json, so the
-  nav always lists exactly the pages that exist, in catalogue order, grouped by stage.
+  nav always lists exactly the pages that exist, in catalogue order, grouped by stage, and
+  the reports in registry order (snapshots.json carries it: MkDocs need not import torch).
 - on_page_content turns arithmatex's TeX spans into MathML at build time: math renders
   offline, without a CDN or script, and survives instant navigation.
 """
@@ -16,15 +17,19 @@ from typing import Any
 
 from latex2mathml.converter import convert
 
-REPORT_ORDER = ("encoder-decoder", "vit")
-TAB_TITLES = {"encoder-decoder": "Encoder–decoder", "vit": "ViT"}
+def generated_reports(docs: Path) -> list[dict[str, Any]]:
+    """snapshots.json of every generated report in docs/, in registry order."""
+    found = []
+    for path in sorted(docs.glob("*/snapshots.json")):
+        try:
+            found.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return sorted(found, key=lambda data: (data.get("order", 0), data["model"]))
 
 
-def report_nav(docs: Path, key: str) -> list[Any] | None:
-    try:
-        data = json.loads((docs / key / "snapshots.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+def report_nav(docs: Path, data: dict[str, Any]) -> list[Any]:
+    key = data["model"]
     by_page = {s["page"]: s for s in data["snapshots"]}
     nav: list[Any] = [{"Overview": f"{key}/index.md"}]
     for stage in data["stages"]:
@@ -42,10 +47,8 @@ def report_nav(docs: Path, key: str) -> list[Any] | None:
 def on_config(config, **_):
     docs = Path(config["docs_dir"])
     nav: list[Any] = [{"Home": "index.md"}]
-    for key in REPORT_ORDER:
-        section = report_nav(docs, key)
-        if section:
-            nav.append({TAB_TITLES[key]: section})
+    for data in generated_reports(docs):
+        nav.append({data.get("short_title", data["title"]): report_nav(docs, data)})
     extra = config.get("extra", {}).get("handwritten_nav", [])
     nav.extend(entry for entry in extra if (docs / next(iter(entry.values()))).exists())
     config["nav"] = nav

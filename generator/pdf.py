@@ -7,7 +7,6 @@ docs/pdf/<report>.pdf (and site/pdf/), and links the PDFs from the landing page.
 from __future__ import annotations
 
 import functools
-import hashlib
 import http.server
 import json
 import os
@@ -20,22 +19,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from generator.errors import UserError
-
-PDF_INDEX = "index.json"  # report -> digest of the snapshots.json its PDF was printed from
-
-
-def report_digest(report_dir: Path) -> str:
-    return hashlib.sha256((report_dir / "snapshots.json").read_bytes()).hexdigest()
-
-
-def pdf_is_current(docs: Path, key: str, report_dir: Path) -> bool:
-    """Whether docs/pdf/<key>.pdf was printed from exactly the report now in ``report_dir``."""
-    try:
-        printed_from = json.loads((docs / "pdf" / PDF_INDEX).read_text(encoding="utf-8")).get(key)
-    except (OSError, ValueError):
-        return False
-    return (docs / "pdf" / f"{key}.pdf").is_file() and (report_dir / "snapshots.json").is_file() and printed_from == report_digest(report_dir)
-
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -110,11 +93,11 @@ def print_reports(site: Path, out_dir: Path, reports: list[str]) -> list[Path]:
 
 def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
     """Build the site, print each generated report to PDF, and rebuild with the PDFs linked."""
-    from generator.build import landing_entries
-    from generator.render import render_landing
+    from generator.landing import PDF_INDEX, landing_entries, report_digest, write_landing
+    from generator.reports import REPORTS
     from generator.site import claim
 
-    reports = [key for key in ("encoder-decoder", "vit") if (docs / key / "snapshots.json").exists()]
+    reports = [key for key in REPORTS if (docs / key / "snapshots.json").exists()]
     if not reports:
         raise UserError(f"no generated report in {docs}; run python -m generator build first")
     find_chromium()
@@ -123,7 +106,7 @@ def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
     written = print_reports(site, docs / "pdf", reports)
     (docs / "pdf" / PDF_INDEX).write_text(json.dumps({key: report_digest(docs / key) for key in reports}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     claim(docs, "pdf")
-    render_landing(docs, landing_entries(docs, docs, {}))
+    write_landing(docs, landing_entries(docs, docs, set()))
     _mkdocs_build(config)  # the landing page now links the PDFs, and site/pdf/ holds them
     if not quiet:
         for path in written:

@@ -11,7 +11,8 @@ from typing import Any
 
 import jinja2
 
-from generator.catalogue import Report, Snapshot
+from generator.catalogue import Report, Snapshot, parse_dimension
+from generator.reports import REPORTS
 from generator.checks import CheckResult, run_check
 from generator.run import ModelRun
 from generator.tensors import TensorView, fmt, json_number
@@ -37,8 +38,12 @@ def format_shape(shape: tuple | list) -> str:
 
 @cache
 def environment() -> jinja2.Environment:
+    """Generic templates by name; a report's own as "<report key>/<name>" (from its folder's templates/)."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        loader=jinja2.ChoiceLoader([
+            jinja2.FileSystemLoader(TEMPLATES),
+            jinja2.PrefixLoader({key: jinja2.FileSystemLoader(report.templates) for key, report in REPORTS.items()}),
+        ]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # output is Markdown; user text goes through the `text` filter
         keep_trailing_newline=True,
@@ -91,6 +96,7 @@ class SnapshotPage:
     check: CheckResult
     figures: list[dict[str, str]] = field(default_factory=list)
     explanation: str = ""
+    questions: list[dict[str, Any]] = field(default_factory=list)  # the guiding questions it informs, with short answers
     prev: SnapshotPage | None = None
     next: SnapshotPage | None = None
 
@@ -121,8 +127,7 @@ def page_path(snap: Snapshot) -> str:
 
 
 def expected_shape(run: ModelRun, named: tuple[str, ...]) -> tuple[int, ...]:
-    namespace = {"min": min, **run.dims}
-    return tuple(int(eval(expr.replace("·", "*"), {"__builtins__": {}}, namespace)) for expr in named)  # noqa: S307 (catalogue data)
+    return tuple(parse_dimension(expression, run.dims) for expression in named)
 
 
 @cache
@@ -181,30 +186,60 @@ def _place(run: ModelRun, value: Any) -> Any:
 # ----------------------------------------------------------------------------- rendering
 
 
+def report_template(report: Report, name: str) -> jinja2.Template | None:
+    """The report's own template ``name`` (explain/inputs/questions.md.j2), or None while it has none."""
+    try:
+        return environment().get_template(f"{report.key}/{name}")
+    except jinja2.TemplateNotFound:
+        return None
+
+
+def render_block(template: jinja2.Template | None, block: str, context: dict[str, Any]) -> str | None:
+    """One block of a report template that extends _select.md.j2, or None when the template or block is missing."""
+    if template is None or block not in template.blocks:
+        return None
+    return template.render(block=block, **context).strip()
+
+
 def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[SnapshotPage]:
-    """Write the report's pages and snapshots.json under ``out_dir`` (figures are separate)."""
+    """Write the report's pages and snapshots.json under ``out_dir`` (figures are separate).
+
+    A report without its own explanation or question templates still renders: generic text
+    stands in (_fallback_explain.md.j2), so a new report shows its pages at once.
+    """
     env = environment()
     pages = build_pages(report, run)
-    explanations = env.get_template(f"explain/{report.key}.md.j2")
     common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp()}
+    by_number = {p.snap.number: p for p in pages}
+    explanations, questions = report_template(report, "explain.md.j2"), report_template(report, "questions.md.j2")
+    fallback = env.get_template("_fallback_explain.md.j2")
     for page in pages:
-        page.explanation = explanations.render(x=page.main.view, page=page, **common).strip()
+        context = {"x": page.main.view, "page": page, "pages": by_number, **common}
+        page.explanation = render_block(explanations, f"s{page.snap.number}", context) or fallback.render(**context).strip()
+        page.questions = [
+            {"question": report.question(n), "short": render_block(questions, f"q{n}_short", {"pages": by_number, **common}) or ""}
+            for n in page.snap.questions
+        ]
+    answers = {q.number: render_block(questions, f"q{q.number}", {"pages": by_number, **common}) or "" for q in report.questions}
+    intro = render_block(questions, "intro", {"pages": by_number, **common}) or ""
     by_stage = {stage.key: [p for p in pages if p.snap.stage == stage.key] for stage in report.stages}
 
-    def write(rel: str, template: str, **context: Any) -> None:
-        target = out_dir / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
+    def write(rel: str, template: str, **context: Any) -> str:
         text = env.get_template(template).render(**common, **context)
-        target.write_text(text, encoding="utf-8")
+        if rel:
+            target = out_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        return text
 
     for page in pages:
         write(page.path, "snapshot.md.j2", page=page)
     for stage in report.stages:
         write(f"{stage.key}/index.md", "stage.md.j2", stage=stage, pages=by_stage[stage.key])
-    write("index.md", "overview.md.j2", pages=pages, by_stage=by_stage)
-    questions = env.get_template(f"questions/{report.key}.md.j2").render(**common, pages={p.snap.number: p for p in pages})
-    (out_dir / "questions.md").write_text(questions, encoding="utf-8")
-    write("print.md", "print.md.j2", pages=pages, questions=shift_headings(questions, 1))
+    inputs = report_template(report, "inputs.md.j2")
+    write("index.md", "overview.md.j2", pages=pages, by_stage=by_stage, inputs_section=inputs.render(**common) if inputs else "")
+    questions_page = write("questions.md", "questions.md.j2", pages=pages, intro=intro, answers=answers)
+    write("print.md", "print.md.j2", pages=pages, questions=shift_headings(questions_page, 1))
     (out_dir / "snapshots.json").write_text(json.dumps(snapshots_json(report, run, pages), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return pages
 
@@ -224,6 +259,8 @@ def snapshots_json(report: Report, run: ModelRun, pages: list[SnapshotPage]) -> 
     return {
         "model": report.key,
         "title": report.title,
+        "short_title": report.short_title,
+        "order": list(REPORTS).index(report.key),  # the site's report order, for the MkDocs hooks
         "seed": run.seed,
         "device": run.device,
         "dtype": stamp["dtype"],
@@ -258,9 +295,3 @@ def snapshots_json(report: Report, run: ModelRun, pages: list[SnapshotPage]) -> 
             for p in pages
         ],
     }
-
-
-def render_landing(out_dir: Path, reports: list[dict[str, Any]]) -> None:
-    text = environment().get_template("landing.md.j2").render(reports=reports)
-    (out_dir / "index.md").write_text(text, encoding="utf-8")
-

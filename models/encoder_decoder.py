@@ -15,6 +15,8 @@ Shape legend, used in every comment of this file:
     h   number of attention heads
     hs  head size, C // h
     V   target vocabulary size
+    V_src source vocabulary size
+    L   S or T, in modules the encoder and decoder share
 """
 
 from __future__ import annotations
@@ -50,6 +52,58 @@ class EncoderDecoderConfig:
         return self.d_model // self.n_heads
 
 
+# ----------------------------------------------------------------------------- record points
+
+
+def _attention_points(prefix: str, q_len: str, kv_len: str, masked: bool) -> dict[str, tuple[str, ...]]:
+    points = {
+        f"{prefix}.q": ("B", q_len, "C"), f"{prefix}.k": ("B", kv_len, "C"), f"{prefix}.v": ("B", kv_len, "C"),
+        f"{prefix}.q_heads": ("B", "h", q_len, "hs"), f"{prefix}.k_heads": ("B", "h", kv_len, "hs"),
+        f"{prefix}.v_heads": ("B", "h", kv_len, "hs"), f"{prefix}.scores": ("B", "h", q_len, kv_len),
+    }
+    if masked:
+        points[f"{prefix}.masked_scores"] = ("B", "h", q_len, kv_len)
+    points |= {f"{prefix}.probs": ("B", "h", q_len, kv_len), f"{prefix}.context": ("B", "h", q_len, "hs"),
+               f"{prefix}.concat": ("B", q_len, "C"), f"{prefix}.out": ("B", q_len, "C")}
+    return points
+
+
+def _mlp_points(prefix: str, length: str) -> dict[str, tuple[str, ...]]:
+    return {f"{prefix}.input": ("B", length, "C"), f"{prefix}.fc1": ("B", length, "F"),
+            f"{prefix}.hidden": ("B", length, "F"), f"{prefix}.out": ("B", length, "C")}
+
+
+def record_points(cfg: EncoderDecoderConfig) -> dict[str, tuple[str, ...]]:
+    """Every name a recorded forward pass stores, with its shape in the legend's letters, in computation order.
+
+    Declared up front (as TransformerLens declares its hook points), so a report's catalogue
+    can be checked against the model without running it.
+    """
+    points: dict[str, tuple[str, ...]] = {
+        "src_ids": ("B", "S"), "src_emb_weight": ("V_src", "C"), "src_embed": ("B", "S", "C"), "src_with_pos": ("B", "S", "C"),
+    }
+    for i in range(cfg.n_encoder_layers):
+        layer = f"encoder.layers.{i}"
+        points[f"{layer}.input"] = ("B", "S", "C")
+        points |= _attention_points(f"{layer}.self_attn", "S", "S", masked=False)
+        points |= {f"{layer}.residual_1": ("B", "S", "C"), f"{layer}.ln_1": ("B", "S", "C")}
+        points |= _mlp_points(f"{layer}.mlp", "S")
+        points |= {f"{layer}.residual_2": ("B", "S", "C"), f"{layer}.output": ("B", "S", "C")}
+    points |= {"memory": ("B", "S", "C"), "tgt_ids": ("B", "T"), "tgt_embed": ("B", "T", "C"),
+               "tgt_with_pos": ("B", "T", "C"), "tgt_mask": ("1", "1", "T", "T")}
+    for i in range(cfg.n_decoder_layers):
+        layer = f"decoder.layers.{i}"
+        points[f"{layer}.input"] = ("B", "T", "C")
+        points |= _attention_points(f"{layer}.self_attn", "T", "T", masked=True)
+        points |= {f"{layer}.residual_1": ("B", "T", "C"), f"{layer}.ln_1": ("B", "T", "C")}
+        points |= _attention_points(f"{layer}.cross_attn", "T", "S", masked=False)
+        points |= {f"{layer}.residual_2": ("B", "T", "C"), f"{layer}.ln_2": ("B", "T", "C")}
+        points |= _mlp_points(f"{layer}.mlp", "T")
+        points |= {f"{layer}.residual_3": ("B", "T", "C"), f"{layer}.output": ("B", "T", "C")}
+    points |= {"dec_final": ("B", "T", "C"), "logits": ("B", "T", "V")}
+    return points
+
+
 # ----------------------------------------------------------------------------- vocabulary
 
 
@@ -79,7 +133,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: (B, L, C); the table row for each position is broadcast over the batch
-        encoding = record(self, "encoding", self.table[: x.size(1)])  # (L, C)
+        encoding = self.table[: x.size(1)]  # (L, C)
         return x + encoding
 
 
@@ -112,13 +166,13 @@ class MultiHeadAttention(nn.Module):
         if mask is not None:
             # mask: (B or 1, 1, T, S), 0 where allowed and -inf where blocked
             scores = record(self, "masked_scores", scores + mask)  # (B, h, T, S)
-        weights = record(self, "weights", F.softmax(scores, dim=-1))  # (B, h, T, S), rows sum to 1
-        context = record(self, "context", weights @ v_heads)  # (B, h, T, hs)
+        probs = record(self, "probs", F.softmax(scores, dim=-1))  # (B, h, T, S), rows sum to 1
+        context = record(self, "context", probs @ v_heads)  # (B, h, T, hs)
         concat = record(self, "concat", context.transpose(1, 2).reshape(B, T, C))  # (B, h, T, hs) -> (B, T, C)
         return record(self, "out", self.W_o(concat))  # (B, T, C)
 
 
-class FeedForward(nn.Module):
+class MLP(nn.Module):
     """Position-wise two-layer network: Linear(C->F), ReLU, Linear(F->C)."""
 
     def __init__(self, d_model: int, d_ff: int) -> None:
@@ -130,31 +184,31 @@ class FeedForward(nn.Module):
         x = record(self, "input", x)  # (B, L, C)
         pre_activation = record(self, "fc1", self.fc1(x))  # (B, L, F)
         hidden = record(self, "hidden", F.relu(pre_activation))  # (B, L, F)
-        return record(self, "fc2", self.fc2(hidden))  # (B, L, C)
+        return record(self, "out", self.fc2(hidden))  # (B, L, C)
 
 
 # ----------------------------------------------------------------------------- blocks
 
 
 class EncoderLayer(nn.Module):
-    """x -> LayerNorm(x + SelfAttention(x)) -> LayerNorm(. + FeedForward(.)) (post-norm)."""
+    """x -> LayerNorm(x + SelfAttention(x)) -> LayerNorm(. + MLP(.)) (post-norm)."""
 
     def __init__(self, cfg: EncoderDecoderConfig) -> None:
         super().__init__()
         # Creation order fixes which random numbers each weight draws (seed report 001).
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
-        self.ln1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
-        self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.ln_1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.mlp = MLP(cfg.d_model, cfg.d_ff)
+        self.ln_2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = record(self, "input", x)  # (B, S, C)
         attn_out = self.self_attn(x, x)  # (B, S, C)
-        residual1 = record(self, "residual1", x + attn_out)  # (B, S, C)
-        x = record(self, "ln1", self.ln1(residual1))  # (B, S, C)
-        ffn_out = self.ffn(x)  # (B, S, C)
-        residual2 = record(self, "residual2", x + ffn_out)  # (B, S, C)
-        return record(self, "output", self.ln2(residual2))  # (B, S, C)
+        residual1 = record(self, "residual_1", x + attn_out)  # (B, S, C)
+        x = record(self, "ln_1", self.ln_1(residual1))  # (B, S, C)
+        mlp_out = self.mlp(x)  # (B, S, C)
+        residual2 = record(self, "residual_2", x + mlp_out)  # (B, S, C)
+        return record(self, "output", self.ln_2(residual2))  # (B, S, C)
 
 
 class DecoderLayer(nn.Module):
@@ -163,24 +217,24 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: EncoderDecoderConfig) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
-        self.ln1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.ln_1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
-        self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
-        self.ln3 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.ln_2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.mlp = MLP(cfg.d_model, cfg.d_ff)
+        self.ln_3 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
 
     def forward(self, y: torch.Tensor, memory: torch.Tensor, causal_mask: torch.Tensor) -> torch.Tensor:
         # y: (B, T, C) target states; memory: (B, S, C) last encoder layer's output
         y = record(self, "input", y)  # (B, T, C)
         self_out = self.self_attn(y, y, mask=causal_mask)  # (B, T, C)
-        residual1 = record(self, "residual1", y + self_out)  # (B, T, C)
-        y = record(self, "ln1", self.ln1(residual1))  # (B, T, C)
+        residual1 = record(self, "residual_1", y + self_out)  # (B, T, C)
+        y = record(self, "ln_1", self.ln_1(residual1))  # (B, T, C)
         cross_out = self.cross_attn(y, memory)  # (B, T, C)
-        residual2 = record(self, "residual2", y + cross_out)  # (B, T, C)
-        y = record(self, "ln2", self.ln2(residual2))  # (B, T, C)
-        ffn_out = self.ffn(y)  # (B, T, C)
-        residual3 = record(self, "residual3", y + ffn_out)  # (B, T, C)
-        return record(self, "output", self.ln3(residual3))  # (B, T, C)
+        residual2 = record(self, "residual_2", y + cross_out)  # (B, T, C)
+        y = record(self, "ln_2", self.ln_2(residual2))  # (B, T, C)
+        mlp_out = self.mlp(y)  # (B, T, C)
+        residual3 = record(self, "residual_3", y + mlp_out)  # (B, T, C)
+        return record(self, "output", self.ln_3(residual3))  # (B, T, C)
 
 
 # ----------------------------------------------------------------------------- model

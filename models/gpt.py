@@ -28,16 +28,13 @@ Shape legend, used in every comment of this file:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models import recording as _recording
-from models.recording import is_recording, name_modules, record
+from models.recording import is_recording, name_modules, paused, record
 
 
 @dataclass(frozen=True)
@@ -269,21 +266,6 @@ class Block(nn.Module):
 # ----------------------------------------------------------------------------- model
 
 
-@contextmanager
-def _unrecorded() -> Iterator[None]:
-    """Run forward passes without recording them, inside a ``recording()`` block or not.
-
-    Generation's many passes record the same names; left on, each would overwrite the last.
-    """
-    active = _recording._active  # this thread's recorder
-    saved = active.recording, active.keep
-    active.recording, active.keep = None, None
-    try:
-        yield
-    finally:
-        active.recording, active.keep = saved
-
-
 class GPT(nn.Module):
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
@@ -354,7 +336,7 @@ class GPT(nn.Module):
         logits = self(ids, cache)[:, -1]  # (B, V): the prompt's last position predicts the first new byte
         cached, recomputed, new = [], [], []
         seq = ids  # (B, T + step)
-        with _unrecorded():
+        with paused():  # generation's passes would overwrite the prompt pass's names
             for step in range(n_new):
                 if step:
                     logits = self(new[-1], cache)[:, -1]  # (B, 1) -> (B, V), over the cache of T + step - 1 positions

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-__all__ = ["Recorded", "Recording", "is_recording", "record", "recording", "name_modules"]
+__all__ = ["Recorded", "Recording", "is_recording", "name_modules", "paused", "record", "recording"]
 
 
 @dataclass(frozen=True)
@@ -104,3 +104,14 @@ def recording(keep: Iterable[str] | Callable[[str], bool] | None = None) -> Iter
         yield rec
     finally:
         _active.recording, _active.keep = None, None
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """Run the forward passes inside the block unrecorded, even within a ``recording(...)`` block."""
+    saved = _active.recording, _active.keep
+    _active.recording, _active.keep = None, None
+    try:
+        yield
+    finally:
+        _active.recording, _active.keep = saved

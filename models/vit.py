@@ -70,6 +70,34 @@ PRESETS: dict[str, ViTConfig] = {
 }
 
 
+# ----------------------------------------------------------------------------- record points
+
+
+def record_points(cfg: ViTConfig) -> dict[str, tuple[str, ...]]:
+    """Every name a recorded forward pass stores, with its shape in the legend's letters, in computation order.
+
+    Declared up front (as TransformerLens declares its hook points), so a report's catalogue
+    can be checked against the model without running it. Ch = 3 colour channels, H = W = image size.
+    """
+    points: dict[str, tuple[str, ...]] = {
+        "image": ("B", "Ch", "H", "W"), "patch_embed.patches": ("B", "N", "Ch", "P", "P"),
+        "patch_embed.flat": ("B", "N", "Ch·P·P"), "patch_embed.embed": ("B", "N", "C"),
+        "cls_token": ("B", "1", "C"), "tokens": ("B", "N1", "C"), "tokens_pos": ("B", "N1", "C"),
+    }
+    for i in range(cfg.n_layers):
+        block = f"blocks.{i}"
+        points |= {f"{block}.input": ("B", "N1", "C"), f"{block}.ln_1": ("B", "N1", "C")}
+        points |= {f"{block}.attn.{name}": ("B", "h", "N1", "hs") for name in ("q", "k", "v")}
+        points |= {f"{block}.attn.scores": ("B", "h", "N1", "N1"), f"{block}.attn.probs": ("B", "h", "N1", "N1"),
+                   f"{block}.attn.context": ("B", "h", "N1", "hs"), f"{block}.attn.concat": ("B", "N1", "C"),
+                   f"{block}.attn.out": ("B", "N1", "C"), f"{block}.residual_1": ("B", "N1", "C"),
+                   f"{block}.ln_2": ("B", "N1", "C"), f"{block}.mlp.fc1": ("B", "N1", "M"),
+                   f"{block}.mlp.hidden": ("B", "N1", "M"), f"{block}.mlp.out": ("B", "N1", "C"),
+                   f"{block}.residual_2": ("B", "N1", "C"), f"{block}.output": ("B", "N1", "C")}
+    points |= {"final_seq": ("B", "N1", "C"), "cls_rep": ("B", "C"), "logits": ("B", "K"), "probs": ("B", "K")}
+    return points
+
+
 # ----------------------------------------------------------------------------- leaf modules
 
 
@@ -127,7 +155,8 @@ class MLP(nn.Module):
         self.fc2 = nn.Linear(cfg.mlp_dim, cfg.d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        hidden = record(self, "hidden", F.gelu(self.fc1(x)))  # (B, N1, M)
+        pre_activation = record(self, "fc1", self.fc1(x))  # (B, N1, M)
+        hidden = record(self, "hidden", F.gelu(pre_activation))  # (B, N1, M)
         return record(self, "out", self.fc2(hidden))  # (B, N1, C)
 
 
@@ -147,9 +176,9 @@ class EncoderBlock(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = record(self, "input", x)  # (B, N1, C)
         attn_in = record(self, "ln_1", self.ln_1(x))  # (B, N1, C)
-        residual1 = record(self, "residual1", x + self.attn(attn_in))  # (B, N1, C)
+        residual1 = record(self, "residual_1", x + self.attn(attn_in))  # (B, N1, C)
         mlp_in = record(self, "ln_2", self.ln_2(residual1))  # (B, N1, C)
-        residual2 = record(self, "residual2", residual1 + self.mlp(mlp_in))  # (B, N1, C)
+        residual2 = record(self, "residual_2", residual1 + self.mlp(mlp_in))  # (B, N1, C)
         return record(self, "output", residual2)  # (B, N1, C)
 
 

@@ -1,4 +1,4 @@
-"""Load any common image as RGB and preprocess it as the seed report did."""
+"""Load any common image as RGB and preprocess it for the ViT: resize, scale to [0, 1], normalise."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
 from torchvision import transforms
 
-from generator.checks import IMAGENET_MEAN, IMAGENET_STD
 from generator.errors import UserError
 
 DEFAULT_IMAGE = Path(__file__).resolve().parent / "assets" / "default-image.jpg"
@@ -60,11 +59,11 @@ def _to_rgb(im: Image.Image) -> Image.Image:
     return im.convert("RGB")
 
 
-def preprocess(image: Image.Image, size: int) -> torch.Tensor:
-    """RGB -> resize to size x size -> [0, 1] -> ImageNet mean/std: (1, 3, size, size)."""
+def preprocess(image: Image.Image, size: int, mean: tuple[float, ...], std: tuple[float, ...]) -> torch.Tensor:
+    """RGB -> resize to size x size -> [0, 1] -> per-channel (x - mean) / std: (1, 3, size, size)."""
     pipeline = transforms.Compose([
         transforms.Resize((size, size), antialias=True),
         transforms.ToTensor(),
-        transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+        transforms.Normalize(mean, std),
     ])
     return pipeline(image).unsqueeze(0)  # (3, H, W) -> (1, 3, H, W)

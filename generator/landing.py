@@ -1,0 +1,56 @@
+"""The landing page (one card per generated report) and which report PDFs are still current.
+
+Both the build and the PDF export rewrite the landing page; they share this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from generator.reports import REPORTS
+
+PDF_INDEX = "index.json"  # report -> digest of the snapshots.json its PDF was printed from
+
+
+def report_digest(report_dir: Path) -> str:
+    return hashlib.sha256((report_dir / "snapshots.json").read_bytes()).hexdigest()
+
+
+def pdf_is_current(docs: Path, key: str, report_dir: Path) -> bool:
+    """Whether docs/pdf/<key>.pdf was printed from exactly the report now in ``report_dir``."""
+    try:
+        printed_from = json.loads((docs / "pdf" / PDF_INDEX).read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError):
+        return False
+    return (docs / "pdf" / f"{key}.pdf").is_file() and (report_dir / "snapshots.json").is_file() and printed_from == report_digest(report_dir)
+
+
+def landing_entries(docs: Path, staging: Path, fresh: set[str] | dict) -> list[dict[str, Any]]:
+    """Every generated report for the landing page: the ``fresh`` ones from staging, the others as they are in docs/."""
+    entries = []
+    for key, report in REPORTS.items():
+        folder = staging if key in fresh else docs
+        try:
+            data = json.loads((folder / key / "snapshots.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        entries.append({
+            "key": key,
+            "title": report.title,
+            "summary": data.get("summary", ""),
+            "facts": data.get("facts", []),
+            "count": len(data["snapshots"]),
+            "passed": sum(1 for s in data["snapshots"] if s["check"]["passed"]),
+            "pdf": f"pdf/{key}.pdf" if pdf_is_current(docs, key, folder / key) else None,
+        })
+    return entries
+
+
+def write_landing(out_dir: Path, entries: list[dict[str, Any]]) -> None:
+    from generator.render import environment
+
+    text = environment().get_template("landing.md.j2").render(reports=entries)
+    (out_dir / "index.md").write_text(text, encoding="utf-8")

@@ -1,0 +1,127 @@
+"""Run options: what every report takes (seed, device, layer) and how a report declares its own.
+
+A report's options are a frozen dataclass derived from ``RunOptions``. Each field carries its
+command-line help in its metadata (``option(...)``); the CLI adds one flag per field, with the
+field's type, default and choices, so a report's defaults live in one place: its dataclass,
+which takes them from the model's config dataclass and preset tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from generator.errors import UserError
+
+SEED_LIMIT = 2**63  # torch.manual_seed takes a signed 64-bit integer
+
+
+def option(help: str, *, flag: str | None = None, choices: tuple[str, ...] | None = None, kind: str | None = None) -> dict[str, Any]:
+    """Field metadata that makes a dataclass field a command-line option.
+
+    ``kind`` picks the parser: "int" (any integer), "positive" (an integer >= 1), "seed", "path", "text".
+    """
+    return {"help": help, "flag": flag, "choices": choices, "kind": kind}
+
+
+# ----------------------------------------------------------------------------- argument types
+
+
+def positive_int(text: str) -> int:
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def seed_int(text: str) -> int:
+    value = _integer(text)
+    if not 0 <= value < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range: a seed is a whole number from 0 to 2**63 - 1")
+    return value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+PARSERS = {"int": _integer, "positive": positive_int, "seed": seed_int, "path": Path, "text": str, None: str}
+
+
+# ----------------------------------------------------------------------------- options
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What every report takes. Subclasses add their inputs and model sizes, and know their model's layout."""
+
+    seed: int = field(default=7, metadata=option("torch.manual_seed for the random weights (default: 7, as the seed reports)", kind="seed"))
+    device: str = field(default="auto", metadata=option("auto = CUDA when PyTorch sees a GPU, else CPU", choices=("auto", "cpu", "cuda")))
+    layer: int = field(default=1, metadata=option("which layer/block the detailed pages trace (1-based, default 1)", kind="positive"))
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.seed < SEED_LIMIT:
+            raise UserError(f"--seed {self.seed} is out of range: a seed is a whole number from 0 to 2**63 - 1")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise UserError(f"unknown device {self.device!r}; choose auto, cpu or cuda")
+
+    # A report's options know its model's layout, so catalogues can be checked without running a model.
+
+    def n_layers(self) -> int:
+        """How many layers/blocks --layer may choose from."""
+        raise NotImplementedError
+
+    def places(self) -> dict[str, str]:
+        """Values of the catalogue's record-name placeholders for the traced layer."""
+        raise NotImplementedError
+
+    def record_points(self) -> dict[str, tuple[str, ...]]:
+        """The model's declared record points for these options: name -> named shape."""
+        raise NotImplementedError
+
+    def check_layer(self, what: str = "layers") -> None:
+        n = self.n_layers()
+        if not 1 <= self.layer <= n:
+            span = "only layer 1" if n == 1 else f"{what} 1 to {n}"
+            raise UserError(f"--layer {self.layer} is out of range; this model has {span}")
+
+
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    """'1 word', '2 words'."""
+    return f"{count} {singular if count == 1 else plural_form or singular + 's'}"
+
+
+def config_default(config: type, name: str) -> Any:
+    """The default of field ``name`` of a config dataclass: option defaults come from the model's config."""
+    from dataclasses import fields
+
+    return next(f.default for f in fields(config) if f.name == name)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux: MemAvailable), or None when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def check_memory(n_bytes: int, what: str) -> None:
+    """Refuse, before allocating, a model whose weights and activations would not fit in memory."""
+    available = available_memory()
+    if available is not None and n_bytes > 0.8 * available:
+        raise UserError(f"{what} would need about {_gigabytes(n_bytes)} of memory, and this machine has "
+                        f"{_gigabytes(available)} available; choose smaller sizes")
+
+
+def _gigabytes(n_bytes: int) -> str:
+    return f"{n_bytes / 2**30:,.1f} GB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:,.0f} MB"

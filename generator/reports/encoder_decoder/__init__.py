@@ -1,0 +1,26 @@
+"""The encoder–decoder report (seed report 001): everything specific to it lives in this folder.
+
+catalogue.py  snapshots, stages, figures, questions     options.py  command-line options and validation
+runner.py     builds the model and records a pass      checks.py, figures.py  report-specific checks and drawings
+templates/    explain.md.j2, inputs.md.j2, questions.md.j2
+"""
+
+from generator.catalogue import Report
+from generator.reports.encoder_decoder import catalogue
+from generator.reports.encoder_decoder.options import EncoderDecoderOptions
+
+REPORT = Report(
+    key="encoder-decoder",
+    title="Encoder–decoder Transformer",
+    short_title="Encoder–decoder",
+    label_format="#{n}",
+    stages=catalogue.STAGES,
+    snapshots=catalogue.SNAPSHOTS,
+    figures=catalogue.FIGURES,
+    overview_figures=catalogue.OVERVIEW_FIGURES,
+    dims_legend=catalogue.DIMS_LEGEND,
+    questions=catalogue.QUESTIONS,
+    options=EncoderDecoderOptions,
+    package=__name__,
+    also_record=catalogue.ALSO_RECORD,
+)

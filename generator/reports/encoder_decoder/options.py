@@ -1,0 +1,69 @@
+"""The encoder–decoder report's options: two sentences and the model's sizes (defaults from its config)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from generator.errors import UserError
+from generator.options import RunOptions, check_memory, config_default, option, plural
+from generator.text import clean_text
+from models.encoder_decoder import EncoderDecoderConfig, build_vocab, record_points
+
+DEFAULT_SRC = "hello from cairo egypt team project"  # the seed report's sentences
+DEFAULT_TGT = "we are debugging transformer today"
+MAX_WORDS = config_default(EncoderDecoderConfig, "max_len")
+
+
+@dataclass(frozen=True)
+class EncoderDecoderOptions(RunOptions):
+    src: str = field(default=DEFAULT_SRC, metadata=option("source sentence (default: the seed report's)", kind="text"))
+    tgt: str = field(default=DEFAULT_TGT, metadata=option("target sentence (default: the seed report's)", kind="text"))
+    layers: int = field(default=config_default(EncoderDecoderConfig, "n_encoder_layers"), metadata=option("encoder and decoder layers", kind="positive"))
+    d_model: int = field(default=config_default(EncoderDecoderConfig, "d_model"), metadata=option("model width", kind="positive"))
+    heads: int = field(default=config_default(EncoderDecoderConfig, "n_heads"), metadata=option("attention heads (must divide --d-model)", kind="positive"))
+    d_ff: int = field(default=config_default(EncoderDecoderConfig, "d_ff"), metadata=option("feed-forward width", kind="positive"))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "src", _sentence(self.src, "src"))
+        object.__setattr__(self, "tgt", _sentence(self.tgt, "tgt"))
+        for flag, value in (("--layers", self.layers), ("--d-model", self.d_model), ("--heads", self.heads), ("--d-ff", self.d_ff)):
+            if value < 1:
+                raise UserError(f"{flag} {value} must be a positive whole number")
+        if self.d_model % self.heads:
+            raise UserError(f"--heads {self.heads} must divide --d-model {self.d_model} (each head gets d_model / heads features)")
+        self.check_layer("layers")
+        C, F, L = self.d_model, self.d_ff, self.layers
+        n_params = L * (4 * C * C + 2 * C * F) + L * (8 * C * C + 2 * C * F) + C * (len(self.src.split()) + 2 * len(self.tgt.split()))
+        check_memory(4 * (n_params + MAX_WORDS * C), f"--d-model {C} with --d-ff {F} and --layers {L}")
+
+    def config(self) -> EncoderDecoderConfig:
+        return EncoderDecoderConfig(
+            src_vocab_size=len(build_vocab(self.src)), tgt_vocab_size=len(build_vocab(self.tgt)), d_model=self.d_model,
+            n_heads=self.heads, d_ff=self.d_ff, n_encoder_layers=self.layers, n_decoder_layers=self.layers,
+        )
+
+    def n_layers(self) -> int:
+        return self.layers
+
+    def places(self) -> dict[str, str]:
+        layer = self.layer - 1
+        return {
+            "enc": f"encoder.layers.{layer}",
+            "dec": f"decoder.layers.{layer}",
+            "enc_prev": "src_with_pos" if layer == 0 else f"encoder.layers.{layer - 1}.output",
+            "dec_prev": "tgt_with_pos" if layer == 0 else f"decoder.layers.{layer - 1}.output",
+            "dec_last": f"decoder.layers.{self.layers - 1}.output",
+        }
+
+    def record_points(self) -> dict[str, tuple[str, ...]]:
+        return record_points(self.config())
+
+
+def _sentence(text: str, which: str) -> str:
+    words = clean_text(text).split()
+    if not words:
+        raise UserError(f"the {which} sentence is empty; give at least one word, e.g. --{which} \"hello world\"")
+    if len(words) > MAX_WORDS:
+        raise UserError(f"the {which} sentence has {plural(len(words), 'word')}, more than the {MAX_WORDS} this model supports; shorten it")
+    return " ".join(words)

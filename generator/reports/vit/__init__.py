@@ -1,0 +1,27 @@
+"""The Vision Transformer report (seed report 000, ViT-B/16): everything specific to it lives in this folder.
+
+catalogue.py  snapshots, stages, figures, questions     options.py  command-line options and validation
+runner.py     loads the image and records a pass        weights.py  weights presets (preprocessing, class names)
+images.py     image loading and preprocessing           checks.py, figures.py  report-specific checks and drawings
+templates/    explain.md.j2, inputs.md.j2, questions.md.j2; assets/ the bundled image
+"""
+
+from generator.catalogue import Report
+from generator.reports.vit import catalogue
+from generator.reports.vit.options import VitOptions
+
+REPORT = Report(
+    key="vit",
+    title="Vision Transformer (ViT-B/16)",
+    short_title="ViT",
+    label_format="S{n:02d}",
+    stages=catalogue.STAGES,
+    snapshots=catalogue.SNAPSHOTS,
+    figures=catalogue.FIGURES,
+    overview_figures=catalogue.OVERVIEW_FIGURES,
+    dims_legend=catalogue.DIMS_LEGEND,
+    questions=catalogue.QUESTIONS,
+    options=VitOptions,
+    package=__name__,
+    also_record=catalogue.ALSO_RECORD,
+)

@@ -1,0 +1,43 @@
+"""The ViT report's options: image, weights and size preset, with defaults from models/vit.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from generator.options import RunOptions, check_memory, option
+from models.vit import PRESETS, ViTConfig, record_points
+
+
+@dataclass(frozen=True)
+class VitOptions(RunOptions):
+    image: Path | None = field(default=None, metadata=option("image file: JPEG, PNG, WebP, GIF, ... (default: the bundled photo)", kind="path"))
+    weights: str = field(default="random", metadata=option(
+        "random (seeded, default), imagenet (torchvision IMAGENET1K_V1, downloads once) or PATH to a torchvision ViT state dict"))
+    size: str = field(default="b16", metadata=option("ViT size preset", flag="--vit-size", choices=tuple(PRESETS)))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.check_layer("blocks")
+        cfg = self.config()
+        n_params = cfg.n_layers * (4 * cfg.d_model**2 + 2 * cfg.d_model * cfg.mlp_dim) + cfg.d_model * (3 * cfg.patch_size**2 + cfg.n_classes)
+        n_tokens = cfg.n_patches + 1
+        check_memory(4 * (n_params + cfg.n_layers * cfg.n_heads * n_tokens**2 * 3), f"the ViT preset {self.size}")
+
+    def config(self) -> ViTConfig:
+        return PRESETS[self.size]
+
+    def n_layers(self) -> int:
+        return PRESETS[self.size].n_layers
+
+    def places(self) -> dict[str, str]:
+        block, last = self.layer - 1, self.n_layers() - 1
+        return {
+            "block": f"blocks.{block}",
+            "block_prev": "tokens_pos" if block == 0 else f"blocks.{block - 1}.output",
+            "block2": f"blocks.{min(1, last)}",
+            "block_last": f"blocks.{last}",
+        }
+
+    def record_points(self) -> dict[str, tuple[str, ...]]:
+        return record_points(self.config())

@@ -1,0 +1,62 @@
+"""Run the ViT on one image with recording on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from generator.catalogue import Report
+from generator.reports.vit.images import DEFAULT_IMAGE, load_rgb, preprocess
+from generator.reports.vit.options import VitOptions
+from generator.reports.vit.weights import resolve
+from generator.run import ModelRun, resolve_device
+from models.recording import recording
+
+BUNDLED_IMAGE_NAME = "the bundled image (Grace Hopper, U.S. Navy photo, public domain)"
+
+
+def run(report: Report, opts: VitOptions) -> ModelRun:
+    cfg = opts.config()
+    device = resolve_device(opts.device)
+    preset = resolve(opts.weights)
+    path = opts.image or DEFAULT_IMAGE
+    original, mode = load_rgb(Path(path))
+    image = preprocess(original, cfg.image_size, preset.mean, preset.std)  # (1, 3, H, W)
+    model, weights_text = preset.load(opts.size, cfg, opts.seed)
+    model = model.eval().to(device)
+    places = opts.places()
+    keep = {name.format(**places) for name in report.record_names()}
+    with torch.no_grad(), recording(keep=keep) as rec:
+        model(image.to(device))
+    model.cpu()
+    shown_name = BUNDLED_IMAGE_NAME if opts.image is None else Path(path).name
+    n_params = sum(p.numel() for p in model.parameters())
+    return ModelRun(
+        report=report.key,
+        model=model,
+        recording=rec,
+        inputs={
+            "image_name": shown_name,
+            "image_mode": mode,
+            "original_size": f"{original.width}×{original.height}",
+            "original_image": original,
+            "mean": preset.mean,
+            "std": preset.std,
+            "class_names": preset.categories(cfg),
+            "preset": opts.size,
+            "layer": opts.layer,
+            "config": cfg,
+            "summary": f"ViT preset {opts.size}: {cfg.image_size}×{cfg.image_size} input, {cfg.patch_size}×{cfg.patch_size} patches, "
+                       f"{cfg.d_model} dims, {cfg.n_heads} heads, {cfg.n_layers} blocks, {cfg.n_classes} classes ({n_params / 1e6:.1f} M parameters).",
+            "facts": [["image", shown_name], ["weights", weights_text], ["seed", str(opts.seed)], ["device", device.type]],
+        },
+        dims={
+            "B": 1, "Ch": 3, "H": cfg.image_size, "W": cfg.image_size, "P": cfg.patch_size, "N": cfg.n_patches,
+            "N1": cfg.n_patches + 1, "C": cfg.d_model, "h": cfg.n_heads, "hs": cfg.head_size, "M": cfg.mlp_dim, "K": cfg.n_classes,
+        },
+        places=places,
+        seed=opts.seed,
+        device=device.type,
+        weights=weights_text,
+    )

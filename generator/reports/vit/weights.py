@@ -1,0 +1,121 @@
+"""Weights for the ViT report, as data (the way torchvision's ``Weights`` carry their transforms and meta).
+
+A preset says how to get the weights, how to preprocess an image for them, and what the
+classes are called. ``--weights PATH`` loads a torchvision-format state dict from a local file
+(for example the one torchvision caches after an online run) after checking its keys and shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from generator.errors import UserError
+from models.vit import ViTConfig, VisionTransformer, from_torchvision
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+
+
+def class_names(n_classes: int) -> list[str]:
+    """ImageNet-1k's names (shipped with torchvision, no download), CIFAR-10's, or numbers."""
+    if n_classes == 1000:
+        from torchvision.models import ViT_B_16_Weights
+
+        return list(ViT_B_16_Weights.IMAGENET1K_V1.meta["categories"])
+    if n_classes == 10:
+        return list(CIFAR10_CLASSES)
+    return [f"class {i}" for i in range(n_classes)]
+
+
+@dataclass(frozen=True)
+class WeightsPreset:
+    name: str  # the --weights value
+    load: Callable[[str, ViTConfig, int], tuple[VisionTransformer, str]]  # (size, config, seed) -> model, description
+    mean: tuple[float, float, float] = IMAGENET_MEAN  # per-channel normalisation the weights expect
+    std: tuple[float, float, float] = IMAGENET_STD
+
+    def categories(self, cfg: ViTConfig) -> list[str]:
+        return class_names(cfg.n_classes)
+
+
+def _random(size: str, cfg: ViTConfig, seed: int) -> tuple[VisionTransformer, str]:
+    torch.manual_seed(seed)
+    return VisionTransformer(cfg), f"random (seeded with {seed}; not trained, so the classes are not predictions)"
+
+
+_TORCHVISION_BUILDERS = {"b16": ("vit_b_16", "ViT_B_16_Weights"), "l16": ("vit_l_16", "ViT_L_16_Weights")}
+
+
+def _imagenet(size: str, cfg: ViTConfig, seed: int) -> tuple[VisionTransformer, str]:
+    """torchvision's pretrained model through its weights API (downloads once, then cached)."""
+    import torchvision.models as tvm
+
+    if size not in _TORCHVISION_BUILDERS:
+        raise UserError(f"--weights imagenet exists for the {' and '.join(_TORCHVISION_BUILDERS)} presets, not {size!r}")
+    builder, weights_enum = (getattr(tvm, name) for name in _TORCHVISION_BUILDERS[size])
+    weights = weights_enum.IMAGENET1K_V1
+    try:
+        tv_model = builder(weights=weights)
+    except (OSError, RuntimeError) as exc:  # URLError is an OSError
+        raise UserError(
+            f"could not download torchvision's {weights} weights ({type(exc).__name__}: {exc}); connect to the internet "
+            "once (they are cached in ~/.cache/torch), pass that cached file with --weights PATH, or use --weights random"
+        ) from None
+    return from_torchvision(tv_model.eval()), f"torchvision {weights} (pretrained on ImageNet-1k)"
+
+
+PRESETS: dict[str, WeightsPreset] = {
+    "random": WeightsPreset("random", _random),
+    "imagenet": WeightsPreset("imagenet", _imagenet),
+}
+
+
+def resolve(weights: str) -> WeightsPreset:
+    """The preset named ``weights``, or one that loads the state dict at path ``weights``."""
+    if weights in PRESETS:
+        return PRESETS[weights]
+    path = Path(weights)
+    if not path.is_file():
+        raise UserError(f"--weights {weights!r} is neither a preset ({', '.join(PRESETS)}) nor a file; "
+                        "give a torchvision ViT state dict (.pth) or one of the presets")
+    return WeightsPreset(str(path), lambda size, cfg, seed: _from_file(path, size, cfg))
+
+
+def _torchvision_model(size: str) -> nn.Module:
+    import torchvision.models as tvm
+
+    if size not in _TORCHVISION_BUILDERS:
+        raise UserError(f"--weights PATH loads torchvision's {' or '.join(_TORCHVISION_BUILDERS)} layout, not the {size!r} preset")
+    return getattr(tvm, _TORCHVISION_BUILDERS[size][0])(weights=None)
+
+
+def _from_file(path: Path, size: str, cfg: ViTConfig) -> tuple[VisionTransformer, str]:
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's to fix, in one line
+        raise UserError(f"{path} is not a PyTorch state dict torch.load can read ({type(exc).__name__}); "
+                        "save one with torch.save(model.state_dict(), path)") from None
+    if isinstance(state, dict) and "model" in state and isinstance(state["model"], dict):
+        state = state["model"]  # training checkpoints often wrap the state dict
+    if not isinstance(state, dict):
+        raise UserError(f"{path} holds a {type(state).__name__}, not a state dict (a mapping of parameter names to tensors)")
+    tv_model = _torchvision_model(size)
+    expected = tv_model.state_dict()
+    for key, tensor in expected.items():
+        if key not in state:
+            raise UserError(f"{path} does not fit torchvision's ViT {size}: key {key!r} is missing")
+        if not isinstance(state[key], torch.Tensor) or tuple(state[key].shape) != tuple(tensor.shape):
+            got = tuple(state[key].shape) if isinstance(state[key], torch.Tensor) else type(state[key]).__name__
+            raise UserError(f"{path} does not fit torchvision's ViT {size}: key {key!r} has shape {got}, expected {tuple(tensor.shape)}")
+    extra = sorted(set(state) - set(expected))
+    if extra:
+        raise UserError(f"{path} does not fit torchvision's ViT {size}: unexpected key {extra[0]!r}"
+                        + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
+    tv_model.load_state_dict(state)
+    return from_torchvision(tv_model.eval()), f"loaded from {path.name} (torchvision ViT {size} state dict)"

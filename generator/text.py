@@ -1,0 +1,24 @@
+"""User text as data: what the generator keeps of a sentence, prompt or file name before anything shows it.
+
+Control characters (C0, DEL, C1) would be written raw into Markdown, HTML and figures, and
+bidirectional overrides (U+202A-U+202E, U+2066-U+2069) could visually reverse the rest of a table
+cell. Both are removed; tabs and newlines become spaces. Pages say so where they show user text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_REMOVED = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with control and bidirectional-override characters removed, tabs and line breaks as spaces."""
+    text = unicodedata.normalize("NFC", str(text)).replace("\t", " ").replace("\r", " ").replace("\n", " ")
+    return _REMOVED.sub("", text)
+
+
+def removed_characters(text: str) -> list[str]:
+    """The code points ``clean_text`` drops from ``text``, as U+XXXX, for messages and pages."""
+    return sorted({f"U+{ord(ch):04X}" for ch in _REMOVED.findall(str(text))})

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from generator.errors import UserError
+from generator.site import interrupted_message, site_written
 
 DEFAULT_DOCS = Path(__file__).resolve().parent.parent / "docs"
 MODELS = ("encoder-decoder", "vit")
@@ -52,6 +53,8 @@ def parser() -> argparse.ArgumentParser:
     vit.add_argument("--image", type=Path, help="image file (JPEG, PNG, WebP, GIF, ...; default: the bundled image)")
     vit.add_argument("--weights", default="random", help="random (seeded, default) or imagenet (torchvision IMAGENET1K_V1)")
     vit.add_argument("--vit-size", default="b16", help="ViT preset: b16 (default), tiny, l16, b16-384")
+    b.add_argument("--force", action="store_true", help="overwrite generated files that were edited by hand (the edits are lost; "
+                   "without --force the build refuses and names them). Files you added to a report folder are always kept")
     b.add_argument("--pdf", action="store_true", help="also build the site and export one PDF per report (needs chromium)")
     out = b.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
@@ -81,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted: nothing was changed, the previous site is as it was", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(interrupted_message(exc), file=sys.stderr)
         return 130
     except Exception as exc:  # a bug, not bad input: still one line unless asked for details
         if args.verbose:
@@ -110,11 +113,12 @@ def _build(args: argparse.Namespace) -> int:
 
         vit_opts = VitInputs(image=args.image, weights=args.weights, seed=args.seed, device=args.device, layer=args.layer, size=args.vit_size)
         runners["vit"] = lambda report, opts=vit_opts: run_vit(report, opts)
-    result = build(args.out, runners, Progress(enabled=False if args.quiet else None))
+    result = build(args.out, runners, Progress(enabled=False if args.quiet else None), force=args.force)
     if args.pdf:
         from generator.pdf import export
 
-        export(args.out, DEFAULT_DOCS.parent / "mkdocs.yml", quiet=args.quiet)
+        with site_written(args.out):  # a Ctrl-C while printing comes after the new reports went live
+            export(args.out, DEFAULT_DOCS.parent / "mkdocs.yml", quiet=args.quiet)
     if not args.quiet:
         print(f"wrote {', '.join(result.reports)} into {args.out} in {time.perf_counter() - started:.1f} s; browse with: mkdocs serve")
         for failure in result.failed_checks:

@@ -105,19 +105,21 @@ def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
     """Build the site, print each generated report to PDF, and rebuild with the PDFs linked."""
     from generator.build import landing_entries
     from generator.render import render_landing
-    from generator.site import claim
+    from generator.site import build_lock, claim
 
     reports = [key for key in ("encoder-decoder", "vit") if (docs / key / "snapshots.json").exists()]
     if not reports:
         raise UserError(f"no generated report in {docs}; run python -m generator build first")
     find_chromium()
     site = _site_dir(config)
-    _mkdocs_build(config)
-    written = print_reports(site, docs / "pdf", reports)
-    (docs / "pdf" / PDF_INDEX).write_text(json.dumps({key: report_digest(docs / key) for key in reports}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    claim(docs, "pdf")
-    render_landing(docs, landing_entries(docs, docs, {}))
-    _mkdocs_build(config)  # the landing page now links the PDFs, and site/pdf/ holds them
+    with build_lock(docs):  # it writes docs/pdf/ and docs/index.md: not while a build writes docs
+        _mkdocs_build(config)
+        written = print_reports(site, docs / "pdf", reports)
+        (docs / "pdf" / PDF_INDEX).write_text(json.dumps({key: report_digest(docs / key) for key in reports}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        claim(docs, "pdf", [*(path.name for path in written), PDF_INDEX])
+        render_landing(docs, landing_entries(docs, docs, {}))
+        claim(docs, "index.md")  # rewritten here, outside a build: record it, or the next build takes it for a hand edit
+        _mkdocs_build(config)  # the landing page now links the PDFs, and site/pdf/ holds them
     if not quiet:
         for path in written:
             print(f"wrote {path}")

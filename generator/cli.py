@@ -70,7 +70,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--out", type=Path, default=DEFAULT_DOCS, help="docs folder to write into (default: the project's docs/)")
     seen: dict[str, list[str]] = {}  # flag -> reports that take it (a flag shared by several reports is added once)
     for key, report in REPORTS.items():
-        own = [f for f in fields(report.options) if f.name not in COMMON]
+        own = [f for f in fields(report.options) if f.name not in COMMON and f.init]
         for f in own:
             seen.setdefault(_flag(f), []).append(key)
     groups: dict[str, argparse._ArgumentGroup] = {}
@@ -78,7 +78,7 @@ def parser() -> argparse.ArgumentParser:
     for key, report in REPORTS.items():
         for f in fields(report.options):
             flag = _flag(f)
-            if f.name in COMMON or flag in added:
+            if f.name in COMMON or flag in added or not f.init:
                 continue
             owners = seen[flag]
             title = " and ".join(owners)
@@ -109,7 +109,7 @@ def report_options(args: argparse.Namespace) -> dict[str, RunOptions]:
     requests = {}
     for key in wanted:
         options_type = REPORTS[key].options
-        given: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(options_type) if getattr(args, f.name, None) is not None}
+        given: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(options_type) if f.init and getattr(args, f.name, None) is not None}
         requests[key] = options_type(**given)  # validates: a UserError names the bad option
     return requests
 

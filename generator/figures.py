@@ -11,6 +11,7 @@ import inspect
 import io
 import json
 import math
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ import matplotlib
 from bidi import get_display
 
 matplotlib.use("Agg")
+# A glyph no installed font has is drawn as a box; matplotlib's warning per glyph would echo user text to the terminal.
+warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from (current )?font", category=UserWarning)
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -124,13 +127,16 @@ def positional(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     before, after = (as_numpy(run, name)[0] for name in args["tensors"])
     added = after - before
     labels = axis_labels(run, args["rows"], added.shape[0])
-    fig, axes = plt.subplots(1, 2, figsize=(12, 1.6 + 0.3 * added.shape[0]), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, min(1.6 + 0.3 * added.shape[0], 9)), sharey=True)
     for ax, data, title in zip(axes, (added, after), ("added positional encoding", "embedding + position")):
         im = ax.imshow(data, aspect="auto", cmap="RdBu_r", vmin=-np.abs(data).max(), vmax=np.abs(data).max(), interpolation="nearest")
         ax.set_title(title)
         ax.set_xlabel("feature")
         fig.colorbar(im, ax=ax, fraction=0.03)
-    axes[0].set_yticks(range(len(labels)), [f"{i}: {w}" for i, w in enumerate(labels)])
+    if len(labels) <= 40:
+        axes[0].set_yticks(range(len(labels)), [f"{i}: {w}" for i, w in enumerate(labels)])
+    else:
+        sparse_ticks(axes[0], labels, "y", most=30)
     save(fig, path)
 
 
@@ -147,7 +153,7 @@ def attention_heads(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     # With hundreds of tokens a few large weights would wash everything else out: clip the scale at the 99.5th percentile.
     top = float(np.percentile(np.abs(finite), 99.5)) if many else float(np.abs(finite).max())
     vmin, vmax = (-top, top) if diverging else (0.0, max(top, 1e-9))
-    labelled = n_rows <= 24 and n_cols <= 24
+    labelled = n_rows <= LABELLED_CELLS and n_cols <= LABELLED_CELLS
     for index, ax in enumerate(axes.flat):
         if index >= heads:
             ax.axis("off")
@@ -171,35 +177,41 @@ def attention_heads(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     save(fig, path)
 
 
+LABELLED_CELLS = 24  # up to this many positions per axis, every cell is labelled; beyond, the figure keeps its size
+
+
+def sparse_ticks(ax: plt.Axes, labels: list[str], axis: str, most: int = 16) -> None:
+    """Label at most ``most`` evenly spaced positions (their index and word), so long sequences stay legible."""
+    n = len(labels)
+    step = max(1, math.ceil(n / most))
+    positions = list(range(0, n, step))
+    texts = [f"{i}: {labels[i]}" for i in positions]
+    if axis == "x":
+        ax.set_xticks(positions, texts, rotation=60, ha="right")
+    else:
+        ax.set_yticks(positions, texts)
+
+
 @drawer()
 def mask(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     m = as_numpy(run, args["tensor"])[0, 0]
     T = m.shape[0]
     labels = axis_labels(run, args["rows"], T)
-    fig, ax = plt.subplots(figsize=(1.5 + 0.55 * T, 1.2 + 0.5 * T))
-    ax.imshow(np.isinf(m), cmap=ListedColormap(["white", "#9e9e9e"]), vmin=0, vmax=1)
-    for (i, j), value in np.ndenumerate(m):
-        ax.text(j, i, "0" if value == 0 else "−∞", ha="center", va="center")
-    ax.set_xticks(range(T), labels, rotation=60, ha="right")
-    ax.set_yticks(range(T), labels)
+    side = min(T, LABELLED_CELLS)
+    fig, ax = plt.subplots(figsize=(1.5 + 0.55 * side, 1.2 + 0.5 * side))
+    ax.imshow(np.isinf(m), cmap=ListedColormap(["white", "#9e9e9e"]), vmin=0, vmax=1, interpolation="nearest")
+    if T <= LABELLED_CELLS:
+        for (i, j), value in np.ndenumerate(m):
+            ax.text(j, i, "0" if value == 0 else "−∞", ha="center", va="center")
+        ax.set_xticks(range(T), labels, rotation=60, ha="right")
+        ax.set_yticks(range(T), labels)
+    else:  # hundreds of positions: the triangle itself is the message
+        sparse_ticks(ax, labels, "x")
+        sparse_ticks(ax, labels, "y")
+        ax.set_title(f"{T} positions: white = 0 (may be read), grey = −∞ (blocked)")
     ax.set_xlabel("key position (may be read?)")
     ax.set_ylabel("query position")
     save(fig, path)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def draw(run: ModelRun, kind: str, args: dict[str, Any], path: Path) -> None:

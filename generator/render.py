@@ -14,6 +14,7 @@ import jinja2
 from generator.catalogue import Report, Snapshot, parse_dimension
 from generator.reports import REPORTS
 from generator.checks import CheckResult, run_check
+from generator.options import plural
 from generator.run import ModelRun
 from generator.tensors import TensorView, fmt, json_number
 
@@ -53,6 +54,7 @@ def environment() -> jinja2.Environment:
     env.filters.update(
         f=lambda v, d=4: fmt(v, d),
         text=escape_text,
+        plural=lambda n, word, many=None: plural(int(n), word, many),
         shape=format_shape,
         pct=lambda v, d=1: f"{100 * float(v):.{d}f}%",
         thousands=lambda v: f"{int(v):,}",

@@ -48,9 +48,10 @@ class TensorView:
     @cached_property
     def stats(self) -> dict[str, float | int]:
         t = self.tensor.detach().double()
-        finite = t[torch.isfinite(t)] if t.is_floating_point() else t
-        nan = int(torch.isnan(t).sum()) if t.is_floating_point() else 0
-        inf = int(torch.isinf(t).sum()) if t.is_floating_point() else 0
+        finite, nan, inf = t, 0, 0
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):  # masks only when something is not finite
+            finite = t[torch.isfinite(t)]
+            nan, inf = int(torch.isnan(t).sum()), int(torch.isinf(t).sum())
         if finite.numel() == 0:
             return {"min": math.nan, "max": math.nan, "mean": math.nan, "std": math.nan, "nan": nan, "inf": inf}
         return {

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from generator.errors import UserError
 from generator.options import RunOptions, check_memory, config_default, option, plural
-from generator.text import clean_text
+from generator.text import clean_text, removed_characters
 from models.encoder_decoder import EncoderDecoderConfig, build_vocab, record_points
 
 DEFAULT_SRC = "hello from cairo egypt team project"  # the seed report's sentences
@@ -22,9 +22,12 @@ class EncoderDecoderOptions(RunOptions):
     d_model: int = field(default=config_default(EncoderDecoderConfig, "d_model"), metadata=option("model width", kind="positive"))
     heads: int = field(default=config_default(EncoderDecoderConfig, "n_heads"), metadata=option("attention heads (must divide --d-model)", kind="positive"))
     d_ff: int = field(default=config_default(EncoderDecoderConfig, "d_ff"), metadata=option("feed-forward width", kind="positive"))
+    # Control and bidirectional-override characters dropped from the sentences (see generator/text.py), for the pages.
+    removed: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        object.__setattr__(self, "removed", tuple(removed_characters(self.src + self.tgt)))
         object.__setattr__(self, "src", _sentence(self.src, "src"))
         object.__setattr__(self, "tgt", _sentence(self.tgt, "tgt"))
         for flag, value in (("--layers", self.layers), ("--d-model", self.d_model), ("--heads", self.heads), ("--d-ff", self.d_ff)):

@@ -41,6 +41,7 @@ def run(report: Report, opts: EncoderDecoderOptions) -> ModelRun:
             "src_words": _words(src_vocab), "tgt_words": _words(tgt_vocab),
             "src_tokens": src.split(), "tgt_tokens": tgt.split(),
             "layer": opts.layer, "config": cfg,
+            "removed_characters": list(opts.removed),
             "summary": f"{cfg.n_encoder_layers} encoder + {cfg.n_decoder_layers} decoder layers, {cfg.n_heads} heads, "
                        f"d_model {cfg.d_model}, d_ff {cfg.d_ff}, post-norm, sinusoidal positions.",
             "facts": [["source", src], ["target", tgt], ["seed", str(opts.seed)], ["device", device.type], ["weights", "random (seeded)"]],

@@ -22,6 +22,8 @@ def load_rgb(path: Path) -> tuple[Image.Image, str]:
         raise UserError(f"image not found: {path}; check the path given to --image")
     if path.is_dir():
         raise UserError(f"{path} is a folder; --image needs an image file")
+    if not path.is_file():  # a FIFO, a device such as /dev/zero, a socket: nothing PIL should read from
+        raise UserError(f"{path} is not a regular file; --image needs an image file (JPEG, PNG, WebP, GIF, ...)")
     if path.stat().st_size == 0:
         raise UserError(f"{path} is empty (0 bytes); give a JPEG, PNG, WebP or GIF image")
     try:

@@ -11,6 +11,7 @@ from generator.reports.vit.images import DEFAULT_IMAGE, load_rgb, preprocess
 from generator.reports.vit.options import VitOptions
 from generator.reports.vit.weights import resolve
 from generator.run import ModelRun, resolve_device
+from generator.text import clean_text
 from models.recording import recording
 
 BUNDLED_IMAGE_NAME = "the bundled image (Grace Hopper, U.S. Navy photo, public domain)"
@@ -30,7 +31,7 @@ def run(report: Report, opts: VitOptions) -> ModelRun:
     with torch.no_grad(), recording(keep=keep) as rec:
         model(image.to(device))
     model.cpu()
-    shown_name = BUNDLED_IMAGE_NAME if opts.image is None else Path(path).name
+    shown_name = BUNDLED_IMAGE_NAME if opts.image is None else clean_text(Path(path).name)  # a file name is user text too
     n_params = sum(p.numel() for p in model.parameters())
     return ModelRun(
         report=report.key,

@@ -21,7 +21,7 @@ from generator.progress import Progress
 from generator.render import render_report
 from generator.reports import REPORTS
 from generator.run import ModelRun
-from generator.site import staged_output
+from generator.site import edited_by_hand, staged_output
 
 log = logging.getLogger("generator")
 
@@ -35,10 +35,11 @@ class BuildResult:
     figures_drawn: dict[str, int] = field(default_factory=dict)
 
 
-def build(docs: Path, requests: dict[str, RunOptions], progress: Progress) -> BuildResult:
+def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force: bool = False) -> BuildResult:
     """Run every requested report's model first (bad input fails before anything is written), then write.
 
-    ``requests`` maps report keys (see generator.reports) to their options.
+    ``requests`` maps report keys (see generator.reports) to their options; ``force`` overwrites
+    generated files edited by hand (without it the build refuses and names them).
     """
     result = BuildResult(docs=docs, reports=list(requests))
     runs: dict[str, ModelRun] = {}
@@ -49,7 +50,7 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress) -> Bu
         result.timings[f"{key}: forward pass"] = time.perf_counter() - started
         log.info("%s: forward pass on %s recorded %d tensors in %.2f s", key, runs[key].device, len(runs[key].recording), result.timings[f"{key}: forward pass"])
 
-    with staged_output(docs, entries=[*runs, "index.md"]) as staging:
+    with staged_output(docs, entries=[*runs, "index.md"], force=force) as staging:
         for key, run in runs.items():
             report = REPORTS[key]
             out = staging / key
@@ -104,7 +105,7 @@ def render_figures(report: Report, run: ModelRun, out: Path, previous: Path, pro
         args = {k: run.name(v) if isinstance(v, str) else v for k, v in fig.args.items()}
         keys[fig.id] = content_key(run, fig.kind, args)
         target = out / f"{fig.id}.png"
-        if old_keys.get(fig.id) == keys[fig.id] and (previous / target.name).is_file():
+        if old_keys.get(fig.id) == keys[fig.id] and (previous / target.name).is_file() and not edited_by_hand(previous / target.name, previous / FIGURE_INDEX):
             shutil.copyfile(previous / target.name, target)
         else:
             jobs.append((run, fig.kind, args, target))

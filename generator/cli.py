@@ -17,6 +17,7 @@ from typing import Any
 from generator.errors import UserError
 from generator.options import PARSERS, RunOptions
 from generator.reports import REPORTS
+from generator.site import interrupted_message, site_written
 
 PROJECT = Path(__file__).resolve().parent.parent
 DEFAULT_DOCS = PROJECT / "docs"
@@ -86,6 +87,8 @@ def parser() -> argparse.ArgumentParser:
                 if len(owners) > 1 else _default_text(f)
             _add_option(group, f, defaults)
             added.add(flag)
+    b.add_argument("--force", action="store_true", help="overwrite generated files that were edited by hand (the edits are lost; "
+                   "without --force the build refuses and names them). Files you added to a report folder are always kept")
     b.add_argument("--pdf", action="store_true", help="also build the site and export one PDF per report (needs chromium)")
     out = b.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
@@ -126,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted: nothing was changed, the previous site is as it was", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(interrupted_message(exc), file=sys.stderr)
         return 130
     except Exception as exc:  # a bug, not bad input: still one line unless asked for details
         if args.verbose:
@@ -147,11 +150,12 @@ def _build(args: argparse.Namespace) -> int:
         from generator.pdf import find_chromium
 
         find_chromium()
-    result = build(args.out, requests, Progress(enabled=False if args.quiet else None))
+    result = build(args.out, requests, Progress(enabled=False if args.quiet else None), force=args.force)
     if args.pdf:
         from generator.pdf import export
 
-        export(args.out, PROJECT / "mkdocs.yml", quiet=args.quiet)
+        with site_written(args.out):  # a Ctrl-C while printing comes after the new reports went live
+            export(args.out, PROJECT / "mkdocs.yml", quiet=args.quiet)
     if not args.quiet:
         print(f"wrote {', '.join(result.reports)} into {args.out} in {time.perf_counter() - started:.1f} s; browse with: mkdocs serve")
         for failure in result.failed_checks:

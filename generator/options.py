@@ -84,6 +84,11 @@ class RunOptions:
         """The model's declared record points for these options: name -> named shape."""
         raise NotImplementedError
 
+    @classmethod
+    def example_change(cls) -> list[str]:
+        """Command-line flags for a new input of this report (benchmarks and tests regenerate with them)."""
+        return []
+
     def check_layer(self, what: str = "layers") -> None:
         n = self.n_layers()
         if not 1 <= self.layer <= n:

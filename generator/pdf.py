@@ -95,19 +95,21 @@ def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
     """Build the site, print each generated report to PDF, and rebuild with the PDFs linked."""
     from generator.landing import PDF_INDEX, landing_entries, report_digest, write_landing
     from generator.reports import REPORTS
-    from generator.site import claim
+    from generator.site import build_lock, claim
 
     reports = [key for key in REPORTS if (docs / key / "snapshots.json").exists()]
     if not reports:
         raise UserError(f"no generated report in {docs}; run python -m generator build first")
     find_chromium()
     site = _site_dir(config)
-    _mkdocs_build(config)
-    written = print_reports(site, docs / "pdf", reports)
-    (docs / "pdf" / PDF_INDEX).write_text(json.dumps({key: report_digest(docs / key) for key in reports}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    claim(docs, "pdf")
-    write_landing(docs, landing_entries(docs, docs, set()))
-    _mkdocs_build(config)  # the landing page now links the PDFs, and site/pdf/ holds them
+    with build_lock(docs):  # it writes docs/pdf/ and docs/index.md: not while a build writes docs
+        _mkdocs_build(config)
+        written = print_reports(site, docs / "pdf", reports)
+        (docs / "pdf" / PDF_INDEX).write_text(json.dumps({key: report_digest(docs / key) for key in reports}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        claim(docs, "pdf", [*(path.name for path in written), PDF_INDEX])
+        write_landing(docs, landing_entries(docs, docs, set()))
+        claim(docs, "index.md")  # rewritten here, outside a build: record it, or the next build takes it for a hand edit
+        _mkdocs_build(config)  # the landing page now links the PDFs, and site/pdf/ holds them
     if not quiet:
         for path in written:
             print(f"wrote {path}")

@@ -37,7 +37,7 @@ def resolve_device(requested: str) -> torch.device:
 class ModelRun:
     """One recorded forward pass: tensors (moved to the CPU), the model, its inputs and sizes."""
 
-    report: str  # catalogue key, e.g. "encoder-decoder"
+    report: str  # the report's key in generator.reports.REPORTS
     model: nn.Module
     recording: Recording
     inputs: dict[str, Any]  # sentences, vocabularies, image facts: everything a page may cite

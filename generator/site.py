@@ -1,46 +1,344 @@
 """Safe replacement of generated output inside docs/.
 
 Generation writes into a staging folder next to the output; only when every page,
-figure and JSON file was written are the old generated entries swapped for the new
-ones. A failure or Ctrl-C before that leaves the previous site exactly as it was.
-The manifest (docs/.generated.json) lists what the generator owns; anything else in
-docs/ (hand-written pages, styles) is never touched.
+figure and JSON file was written are the old generated entries (report folders,
+index.md) swapped for the new ones. A failure or Ctrl-C before that leaves the
+previous site exactly as it was.
+
+Nothing of the user's is ever deleted. The manifest (docs/.generated.json) records,
+for each generated entry, every file the generator wrote and its sha256. Files
+outside the generated entries (hand-written pages, styles) are never touched. Files
+the user adds inside a report folder are carried over into the new folder at the
+same path (the build refuses if the new output writes that very path). A generated
+file edited by hand makes the build refuse before anything is swapped in, unless
+--force, which overwrites it. Generated files that a build no longer writes go.
+
+One build at a time: a lock file (docs/.build.lock: pid, host, start time) is held
+for the whole build, and a lock left by a dead process is taken over. Holding it is
+what makes it safe to clear what killed builds left behind (.staging-*, .trash-*).
+
+The swap, the manifest write and the removal of the old output run with Ctrl-C held
+back, so an interrupted build either changed nothing or wrote the whole new site. A
+build killed outright during the swap (SIGKILL, power loss) is finished by the next
+one: a staging folder holding a manifest is complete (the manifest is written last).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import signal
+import socket
+import stat
 import tempfile
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from contextvars import ContextVar
+from datetime import datetime
+from pathlib import Path, PurePosixPath
 
 from generator.errors import UserError
 
 MANIFEST = ".generated.json"
+LOCK = ".build.lock"
+STAGING, TRASH = ".staging-", ".trash-"
+SHOWN = 3  # files named in a refusal; the others are counted
+LOCK_BEING_WRITTEN_S = 10  # an unreadable lock younger than this belongs to a build that is still writing it
+
+Digests = dict[str, str]  # path relative to the entry ("" when the entry is a file) -> sha256
+Manifest = dict[str, Digests | None]  # entry -> what the generator wrote there; None: owned, digests unknown (version 1)
 
 
-def read_manifest(docs: Path) -> set[str]:
+# --- the manifest: what the generator wrote --------------------------------------------------------------------
+
+def read_manifest(docs: Path) -> Manifest:
+    path = docs / MANIFEST
     try:
-        return set(json.loads((docs / MANIFEST).read_text(encoding="utf-8"))["generated"])
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return _parse_manifest(data)
     except FileNotFoundError:
-        return set()
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UserError(f"{docs / MANIFEST} is unreadable ({exc}); delete it and the generated folders it listed, then build again") from None
+        return {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UserError(f"{path} is unreadable ({exc}); delete it and the generated folders it listed, then build again") from None
 
 
-def _write_manifest(docs: Path, entries: set[str]) -> None:
-    tmp = docs / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps({"generated": sorted(entries)}, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, docs / MANIFEST)
+def _parse_manifest(data: dict) -> Manifest:
+    if data.get("version") != 2:  # version 1, {"generated": [names]}: owned entries, digests unknown
+        names = data["generated"]
+        if not all(isinstance(name, str) for name in names):
+            raise ValueError("generated must list entry names")
+        return dict.fromkeys(names)
+    manifest = data["generated"]
+    if not all(files is None or all(isinstance(d, str) for d in files.values()) for files in manifest.values()):
+        raise ValueError("generated must map entries to {path: sha256}")
+    return manifest
 
 
-def claim(docs: Path, entry: str) -> None:
-    """Record that ``docs/entry`` is generated output (for outputs written outside a staged build)."""
-    _write_manifest(docs, read_manifest(docs) | {entry})
+def _write_manifest(path: Path, manifest: Manifest) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"version": 2, "generated": manifest}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
+
+def claim(docs: Path, entry: str, written: Iterable[str] = ("",)) -> None:
+    """Record files the generator wrote outside a staged build (paths relative to ``docs/entry``, "" for the entry itself).
+
+    Files recorded earlier stay recorded while they exist; anything else in ``docs/entry`` stays the user's.
+    """
+    manifest = read_manifest(docs)
+    present = _files(docs / entry)
+    earlier = {rel: digest for rel, digest in (manifest.get(entry) or {}).items() if rel in present}
+    manifest[entry] = earlier | {rel: _digest(present[rel]) for rel in written if rel in present}
+    _write_manifest(docs / MANIFEST, manifest)
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()  # a dangling link is still something of the user's
+
+
+def _files(path: Path) -> dict[str, Path]:
+    """Every file under ``path`` by relative POSIX path ("" when ``path`` is a file). Linked folders are not entered."""
+    if not path.is_dir() or path.is_symlink():
+        return {"": path} if _exists(path) else {}
+    found = {}
+    for folder, subfolders, names in os.walk(path):
+        base = Path(folder)
+        for name in [*names, *(d for d in subfolders if (base / d).is_symlink())]:
+            found[(base / name).relative_to(path).as_posix()] = base / name
+    return dict(sorted(found.items()))
+
+
+def _digest(path: Path) -> str:
+    if path.is_symlink():  # the generator writes no links: a link where a file was is an edit
+        return "link:" + os.readlink(path)
+    sha = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def _user_files(folder: Path, written: Digests | None) -> list[str]:
+    if written is None:  # recorded before digests were: all of it is the generator's
+        return []
+    return [rel for rel in _files(folder) if rel not in written]
+
+
+def _edited_files(docs: Path, entries: list[str], manifest: Manifest) -> list[Path]:
+    edited = []
+    for entry in entries:
+        written = manifest.get(entry) or {}
+        edited += [path for rel, path in _files(docs / entry).items() if rel in written and _digest(path) != written[rel]]
+    return edited
+
+
+def _names(paths: list[Path]) -> str:
+    shown = ", ".join(str(p) for p in paths[:SHOWN])
+    return shown + (f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else "")
+
+
+def _refuse_foreign_entries(docs: Path, entries: list[str], manifest: Manifest) -> None:
+    for entry in entries:
+        if _exists(docs / entry) and entry not in manifest:
+            raise UserError(f"{docs / entry} exists but was not made by the generator; move it away, or build into another --out")
+
+
+def _refuse_hand_edits(edited: list[Path]) -> None:
+    if edited:
+        count = f"{len(edited)} generated file{'s' if len(edited) > 1 else ''}"
+        raise UserError(f"{count} edited by hand since the last build ({_names(edited)}); "
+                        "move your edits elsewhere, or pass --force to overwrite them")
+
+
+def _to_carry(old: Path, new: Path, written: Digests | None) -> list[str]:
+    """The user's files in ``old`` (read now: files added during the build count too) not yet in ``new``.
+
+    A build killed during its swap may have carried some already (hard links, or copies with the same bytes).
+    """
+    return [rel for rel in _user_files(old, written) if not _same_file(old / rel, new / rel)]
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        sa, sb = os.lstat(a), os.lstat(b)
+    except OSError:
+        return False
+    if (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino):
+        return True
+    return stat.S_ISREG(sa.st_mode) and stat.S_ISREG(sb.st_mode) and _digest(a) == _digest(b)
+
+
+def _clashes(new_folder: Path, rels: list[str]) -> list[str]:
+    """The user's files that cannot be carried into ``new_folder``: the new output writes that path (or a parent of it)."""
+    def taken(rel: str) -> bool:
+        target = new_folder / rel
+        parents = [new_folder / p for p in PurePosixPath(rel).parents if str(p) != "."]
+        return _exists(target) or any(p.is_file() or p.is_symlink() for p in parents)
+    return [rel for rel in rels if taken(rel)]
+
+
+def _refuse_clashes(docs: Path, entry: str, rels: list[str]) -> None:
+    if rels:
+        paths = [docs / entry / rel for rel in rels]
+        it = "it" if len(paths) == 1 else "them"
+        raise UserError(f"{_names(paths)}: yours, but the new output writes the same path; rename {it} and build again")
+
+
+# --- edits made by hand, as seen by the build in progress ------------------------------------------------------
+
+_EDITED: ContextVar[frozenset[str]] = ContextVar("edited_by_hand", default=frozenset())
+
+
+def edited_by_hand(*paths: Path) -> bool:
+    """Whether the build in progress found any of ``paths`` edited by hand (with --force: not to be reused)."""
+    return any(os.path.abspath(p) in _EDITED.get() for p in paths)
+
+
+# --- the lock: one build at a time -----------------------------------------------------------------------------
+
+@contextmanager
+def build_lock(docs: Path) -> Iterator[None]:
+    """Hold ``docs/.build.lock`` for the duration; refuse while a live process holds it, take it over from a dead one."""
+    lock = docs / LOCK
+    mine = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": datetime.now().isoformat(timespec="seconds")})
+    for _attempt in range(5):
+        if _create_exclusively(lock, mine):
+            break
+        holder = _read_lock(lock)
+        if holder is None:  # released meanwhile
+            continue
+        text, info = holder
+        if _holder_alive(lock, info):
+            raise UserError(_held_message(docs, lock, info))
+        _remove_if_unchanged(lock, text)  # a dead build's lock: take it over
+    else:
+        raise UserError(f"cannot take the lock {lock}; delete it if no build is running, then build again")
+    try:
+        yield
+    finally:
+        _remove_if_unchanged(lock, mine)
+
+
+def _create_exclusively(lock: Path, content: str) -> bool:
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise UserError(f"cannot write to {lock.parent}: {exc.strerror or exc}; choose another --out") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(content + "\n")
+    return True
+
+
+def _read_lock(lock: Path) -> tuple[str, dict] | None:
+    try:
+        text = lock.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        info = json.loads(text)
+        info = info if isinstance(info, dict) and isinstance(info.get("pid"), int) else {}
+    except ValueError:
+        info = {}
+    return text, info
+
+
+def _holder_alive(lock: Path, info: dict) -> bool:
+    if not info:  # no content yet: a build that just created it, unless it is old garbage
+        try:
+            return time.time() - lock.stat().st_mtime < LOCK_BEING_WRITTEN_S
+        except FileNotFoundError:
+            return False
+    if info.get("host") != socket.gethostname():
+        return True  # its processes are not ours to see: assume it runs
+    return _pid_alive(info["pid"])
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    try:  # a zombie (exited, not yet reaped by its parent) builds nothing
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _held_message(docs: Path, lock: Path, info: dict) -> str:
+    if not info:
+        return f"another build is starting to write {docs}; wait for it to finish"
+    try:
+        started = datetime.fromisoformat(info.get("started", ""))
+        when = started.strftime("%H:%M:%S" if started.date() == datetime.now().date() else "%Y-%m-%d %H:%M:%S")
+    except (TypeError, ValueError):
+        when = "at an unknown time"
+    if info.get("host") != socket.gethostname():
+        return (f"another build (pid {info['pid']} on {info.get('host')}, started {when}) is writing {docs}; "
+                f"wait for it to finish, or delete {lock} if that build is gone")
+    return f"another build (pid {info['pid']}, started {when}) is writing {docs}; wait for it to finish"
+
+
+def _remove_if_unchanged(lock: Path, text: str) -> None:
+    # Compare first so as not to remove a lock another build has just taken (the window left is tiny).
+    try:
+        if lock.read_text(encoding="utf-8").rstrip("\n") == text.rstrip("\n"):
+            lock.unlink()
+    except OSError:  # gone already, or not ours to remove: taking it then fails with a clear message
+        pass
+
+
+# --- Ctrl-C held back during the swap --------------------------------------------------------------------------
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[list[int]]:
+    """Record SIGINT instead of raising it inside the block; the caller raises afterwards if the list is not empty."""
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, None):
+        yield caught  # only the main thread receives signals; an ignored Ctrl-C stays ignored
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class SiteWritten(KeyboardInterrupt):
+    """Ctrl-C that came after the new site went live."""
+
+    def __init__(self, docs: Path) -> None:
+        super().__init__(str(docs))
+        self.docs = docs
+
+
+def interrupted_message(exc: KeyboardInterrupt) -> str:
+    if isinstance(exc, SiteWritten):
+        return f"interrupted after the new site was written: {exc.docs} holds the new reports"
+    return "interrupted: nothing was changed, the previous site is as it was"
+
+
+@contextmanager
+def site_written(docs: Path) -> Iterator[None]:
+    """Report a Ctrl-C inside the block as coming after the new site went live (it did)."""
+    try:
+        yield
+    except SiteWritten:
+        raise
+    except KeyboardInterrupt:
+        raise SiteWritten(docs) from None
+
+
+# --- the staged build ------------------------------------------------------------------------------------------
 
 def check_writable(docs: Path) -> None:
     docs_abs = docs.resolve()
@@ -55,45 +353,120 @@ def check_writable(docs: Path) -> None:
         raise UserError(f"cannot write to {docs}: permission denied; choose another --out or fix its permissions")
 
 
-def _swap(docs: Path, staging: Path, trash: Path, entries: list[str]) -> None:
-    """Move old entries to trash and new ones in; undo the moves done so far on failure."""
+def _create_docs(docs: Path) -> None:
+    check_writable(docs)
+    try:
+        docs.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot write to {docs}: {exc.strerror or exc}; choose another --out") from None
+
+
+def _trash_for(staging: Path) -> Path:
+    return staging.with_name(TRASH + staging.name[len(STAGING):])
+
+
+def _discard(staging: Path) -> None:
+    (staging / MANIFEST).unlink(missing_ok=True)  # first: a staging folder with a manifest would be finished, not discarded
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(_trash_for(staging), ignore_errors=True)
+
+
+def _carry_user_files(old: Path, new: Path, rels: list[str]) -> None:
+    """Put the user's files from the old output into the new one: hard links, so the old ones stay until the swap is done."""
+    for rel in rels:
+        source, target = old / rel, new / rel
+        if not _exists(source):  # deleted by its owner meanwhile
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target, follow_symlinks=False)
+        except OSError:
+            shutil.copy2(source, target, follow_symlinks=False)
+
+
+def _swap(docs: Path, staging: Path, entries: list[str], manifest: Manifest) -> None:
+    """Move old entries to trash and new ones in, carrying the user's files; undo the moves done so far on failure.
+
+    Resumable: an entry already swapped is skipped, one half-swapped (old in trash, new still staged) is completed.
+    """
+    trash = _trash_for(staging)
+    trash.mkdir(exist_ok=True)
     done: list[tuple[Path, Path]] = []
     try:
         for entry in entries:
-            if (docs / entry).exists():
-                os.replace(docs / entry, trash / entry)
-                done.append((trash / entry, docs / entry))
-            os.replace(staging / entry, docs / entry)
-            done.append((docs / entry, staging / entry))
+            live, new, old = docs / entry, staging / entry, trash / entry
+            if not _exists(new):
+                continue
+            current = live if _exists(live) else old  # old: a killed build moved it away but not the new one in
+            users = _to_carry(current, new, manifest.get(entry, {}))
+            _refuse_clashes(docs, entry, _clashes(new, users))
+            _carry_user_files(current, new, users)
+            if _exists(live):
+                os.replace(live, old)
+                done.append((old, live))
+            os.replace(new, live)
+            done.append((live, new))
     except BaseException:
         for moved_to, came_from in reversed(done):
             os.replace(moved_to, came_from)
         raise
 
 
+def _commit(docs: Path, staging: Path, entries: list[str], manifest: Manifest) -> None:
+    """Swap the complete new output in and record it; Ctrl-C meanwhile takes effect once the new site is live."""
+    for entry in entries:  # refuse before anything moves; the swap checks again for files added since
+        _refuse_clashes(docs, entry, _clashes(staging / entry, _to_carry(docs / entry, staging / entry, manifest.get(entry, {}))))
+    kept = {entry: files for entry, files in manifest.items() if entry not in entries and _exists(docs / entry)}
+    new = kept | {entry: {rel: _digest(path) for rel, path in _files(staging / entry).items()} for entry in entries}
+    _write_manifest(staging / MANIFEST, new)  # the output is complete: a build killed from here on is finished by the next
+    with _ctrl_c_held() as caught:
+        _swap(docs, staging, entries, manifest)
+        os.replace(staging / MANIFEST, docs / MANIFEST)
+        _discard(staging)
+    if caught:
+        raise SiteWritten(docs)
+
+
+def _finish_or_discard_leftovers(docs: Path, manifest: Manifest) -> Manifest:
+    """Clear what killed builds left (safe: we hold the lock). A complete staging folder is swapped in, others go."""
+    for staging in sorted(docs.glob(STAGING + "*")):
+        if (staging / MANIFEST).is_file():
+            entries = sorted(p.name for p in staging.iterdir() if not p.name.startswith("."))
+            _swap(docs, staging, entries, manifest)
+            os.replace(staging / MANIFEST, docs / MANIFEST)
+            manifest = read_manifest(docs)
+        _discard(staging)
+    for leftover in docs.glob(TRASH + "*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    (docs / (MANIFEST + ".tmp")).unlink(missing_ok=True)
+    return manifest
+
+
 @contextmanager
-def staged_output(docs: Path, entries: list[str]) -> Iterator[Path]:
-    """Yield a staging folder; on success move ``entries`` from it into ``docs``."""
-    check_writable(docs)
-    try:
-        docs.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"cannot write to {docs}: {exc.strerror or exc}; choose another --out") from None
-    owned = read_manifest(docs)
-    for entry in entries:
-        if (docs / entry).exists() and entry not in owned:
-            raise UserError(f"{docs / entry} exists but was not made by the generator; move it away, or build into another --out")
-    try:
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=docs))
-    except OSError as exc:
-        raise UserError(f"cannot write to {docs}: {exc.strerror or exc}") from None
-    trash = None
-    try:
-        yield staging
-        trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=docs))
-        _swap(docs, staging, trash, entries)
-        _write_manifest(docs, owned | set(entries))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        if trash is not None:
-            shutil.rmtree(trash, ignore_errors=True)
+def staged_output(docs: Path, entries: list[str], force: bool = False) -> Iterator[Path]:
+    """Yield a staging folder; on success move ``entries`` from it into ``docs``, keeping the user's files there.
+
+    Refuses (UserError) while another build writes ``docs``, when an entry exists that the generator did not
+    make, when a user's file sits where the new output writes, and, unless ``force``, when a generated file
+    was edited by hand.
+    """
+    _create_docs(docs)
+    with build_lock(docs):
+        manifest = _finish_or_discard_leftovers(docs, read_manifest(docs))
+        _refuse_foreign_entries(docs, entries, manifest)
+        edited = _edited_files(docs, entries, manifest)
+        if not force:
+            _refuse_hand_edits(edited)
+        try:
+            staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=docs))
+        except OSError as exc:
+            raise UserError(f"cannot write to {docs}: {exc.strerror or exc}") from None
+        seen_by_build = _EDITED.set(frozenset(os.path.abspath(p) for p in edited))
+        try:
+            yield staging
+            if not force:  # edited while we worked
+                _refuse_hand_edits(_edited_files(docs, entries, manifest))
+            _commit(docs, staging, entries, manifest)
+        finally:
+            _EDITED.reset(seen_by_build)
+            _discard(staging)

@@ -8,8 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from generator.catalogue import ENCODER_DECODER
-from generator.runners import EncoderDecoderInputs, run_encoder_decoder
+from tests.conftest import run_report
 from models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, build_vocab, causal_mask, encode
 from models.recording import recording
 
@@ -39,7 +38,7 @@ def test_seed_7_reproduces_every_value_the_seed_report_printed():
         "Q position 0": (rec.tensor(f"{layer}.q")[0, 0, :5], [0.4812, 0.4072, 0.2930, 0.2615, 0.1780]),
         "K position 0": (rec.tensor(f"{layer}.k")[0, 0, :5], [0.9222, -0.3941, 0.1355, -0.0960, 0.0649]),
         "V position 0": (rec.tensor(f"{layer}.v")[0, 0, :5], [0.6484, 0.8031, 1.2474, 0.1291, -0.9287]),
-        "weights head 1 query 1": (rec.tensor(f"{layer}.weights")[0, 0, 0], [0.2210, 0.1557, 0.1620, 0.1860, 0.1135, 0.1618]),
+        "weights head 1 query 1": (rec.tensor(f"{layer}.probs")[0, 0, 0], [0.2210, 0.1557, 0.1620, 0.1860, 0.1135, 0.1618]),
         "logits position 0": (logits[0, 0, :3], [-0.1160, 0.8900, -0.3211]),
     }
     for what, (actual, printed) in expected.items():
@@ -60,18 +59,18 @@ def _torch_layers(model: EncoderDecoderTransformer) -> tuple[list[nn.Transformer
         for ours in model.encoder["layers"]:
             ref = nn.TransformerEncoderLayer(**kwargs).eval()
             copy_attention(ours.self_attn, ref.self_attn)
-            ref.linear1.load_state_dict(ours.ffn.fc1.state_dict())
-            ref.linear2.load_state_dict(ours.ffn.fc2.state_dict())
-            ref.norm1.load_state_dict(ours.ln1.state_dict())
-            ref.norm2.load_state_dict(ours.ln2.state_dict())
+            ref.linear1.load_state_dict(ours.mlp.fc1.state_dict())
+            ref.linear2.load_state_dict(ours.mlp.fc2.state_dict())
+            ref.norm1.load_state_dict(ours.ln_1.state_dict())
+            ref.norm2.load_state_dict(ours.ln_2.state_dict())
             encoders.append(ref)
         for ours in model.decoder["layers"]:
             ref = nn.TransformerDecoderLayer(**kwargs).eval()
             copy_attention(ours.self_attn, ref.self_attn)
             copy_attention(ours.cross_attn, ref.multihead_attn)
-            ref.linear1.load_state_dict(ours.ffn.fc1.state_dict())
-            ref.linear2.load_state_dict(ours.ffn.fc2.state_dict())
-            for mine, theirs in ((ours.ln1, ref.norm1), (ours.ln2, ref.norm2), (ours.ln3, ref.norm3)):
+            ref.linear1.load_state_dict(ours.mlp.fc1.state_dict())
+            ref.linear2.load_state_dict(ours.mlp.fc2.state_dict())
+            for mine, theirs in ((ours.ln_1, ref.norm1), (ours.ln_2, ref.norm2), (ours.ln_3, ref.norm3)):
                 theirs.load_state_dict(mine.state_dict())
             decoders.append(ref)
     return encoders, decoders
@@ -126,14 +125,14 @@ def test_recording_keeps_only_the_requested_names():
 
 
 def test_shapes_follow_a_seven_word_source():
-    run = run_encoder_decoder(ENCODER_DECODER, EncoderDecoderInputs(src="one two three four five six seven", tgt="a b c d", device="cpu"))
+    run = run_report("encoder-decoder", src="one two three four five six seven", tgt="a b c d")
     assert run.t("src_embed").shape == (1, 7, 128)
-    assert run.t("{enc}.self_attn.weights").shape == (1, 4, 7, 7)
-    assert run.t("{dec}.cross_attn.weights").shape == (1, 4, 4, 7)
+    assert run.t("{enc}.self_attn.probs").shape == (1, 4, 7, 7)
+    assert run.t("{dec}.cross_attn.probs").shape == (1, 4, 4, 7)
     assert run.t("logits").shape == (1, 4, 4)
 
 
 def test_any_layer_can_be_traced():
-    run = run_encoder_decoder(ENCODER_DECODER, EncoderDecoderInputs(layer=2, device="cpu"))
+    run = run_report("encoder-decoder", layer=2)
     assert run.name("{enc}.input") == "encoder.layers.1.input"
     assert torch.equal(run.t("{enc}.input"), run.t("encoder.layers.0.output"))

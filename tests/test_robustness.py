@@ -3,6 +3,7 @@ user text is shown literally everywhere."""
 
 from __future__ import annotations
 
+import hashlib
 import html.parser
 import io
 import json
@@ -160,7 +161,10 @@ def test_an_interrupted_or_crashed_run_leaves_the_old_site(tmp_path, monkeypatch
 def test_stale_generated_files_go_and_hand_written_ones_stay(tmp_path):
     docs = tmp_path / "docs"
     assert main(["build", "--model", "encoder-decoder", "--out", str(docs), "-q"]) == 0
-    (docs / "encoder-decoder" / "encoder" / "99-old-snapshot.md").write_text("stale")
+    (docs / "encoder-decoder" / "encoder" / "99-old-snapshot.md").write_text("stale")  # as if an earlier build wrote it:
+    manifest = json.loads((docs / ".generated.json").read_text())  # recorded as generated (a file the user adds is kept)
+    manifest["generated"]["encoder-decoder"]["encoder/99-old-snapshot.md"] = hashlib.sha256(b"stale").hexdigest()
+    (docs / ".generated.json").write_text(json.dumps(manifest))
     (docs / "my-notes.md").write_text("mine")
     assert main(["build", "--model", "encoder-decoder", "--out", str(docs), "-q"]) == 0
     assert not (docs / "encoder-decoder" / "encoder" / "99-old-snapshot.md").exists()

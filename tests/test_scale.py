@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from generator.catalogue import ENCODER_DECODER, VIT
 from generator.cli import main
-from generator.runners import EncoderDecoderInputs, VitInputs, run_encoder_decoder, run_vit
+from generator.reports import REPORTS
+from tests.conftest import run_report
 
 
 def build_and_load(tmp_path, *args: str) -> dict:
@@ -46,14 +46,14 @@ def test_a_deeper_encoder_decoder_and_a_long_sentence(tmp_path):
 
 
 def test_only_what_pages_and_figures_need_is_kept():
-    run = run_vit(VIT, VitInputs(device="cpu", size="l16"))
+    run = run_report("vit", size="l16")
     names = set(run.recording)
-    assert len(names) == len({n.format(**run.places) for n in VIT.record_names()})
+    assert len(names) == len({n.format(**run.places) for n in REPORTS["vit"].record_names()})
     assert not any(n.startswith("blocks.5.") for n in names)  # untraced blocks leave nothing behind
     kept = sum(r.tensor.numel() * r.tensor.element_size() for r in run.recording.values())
     assert kept < 60e6  # bytes; recording every block of ViT-L/16 would keep over 1 GB
 
 
 def test_any_width_that_heads_divide_works():
-    run = run_encoder_decoder(ENCODER_DECODER, EncoderDecoderInputs(d_model=96, n_heads=6, d_ff=64, device="cpu"))
+    run = run_report("encoder-decoder", d_model=96, heads=6, d_ff=64)
     assert run.t("{enc}.self_attn.q_heads").shape == (1, 6, 6, 16)

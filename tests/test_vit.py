@@ -11,10 +11,10 @@ import torch
 import torchvision
 from PIL import Image
 
-from generator.catalogue import VIT
 from generator.errors import UserError
-from generator.images import DEFAULT_IMAGE, load_rgb, preprocess
-from generator.runners import VitInputs, _imagenet_vit, run_vit
+from generator.reports.vit.images import DEFAULT_IMAGE, load_rgb, preprocess
+from generator.reports.vit.weights import IMAGENET_MEAN, IMAGENET_STD, PRESETS as WEIGHTS, resolve
+from tests.conftest import run_report
 from models.recording import recording
 from models.vit import PRESETS, VisionTransformer, from_torchvision
 
@@ -59,7 +59,7 @@ def test_imagenet_weights_offline_fail_with_a_clear_message(monkeypatch):
 
     monkeypatch.setattr(torch.hub, "load_state_dict_from_url", no_network)
     with pytest.raises(UserError, match="could not download torchvision's .*--weights random"):
-        _imagenet_vit("b16")
+        WEIGHTS["imagenet"].load("b16", PRESETS["b16"], 7)
 
 
 def test_class_names_come_from_torchvision_metadata(vit_run):
@@ -114,13 +114,13 @@ def test_common_image_kinds_load_as_rgb_and_preprocess_to_224(tmp_path, name):
         assert image.size == (60, 90)  # EXIF orientation applied
     if name == "sixteen-bit.png":
         assert np.asarray(image).max() == 255  # scaled, not clipped to white
-    assert preprocess(image, 224).shape == (1, 3, 224, 224)
+    assert preprocess(image, 224, IMAGENET_MEAN, IMAGENET_STD).shape == (1, 3, 224, 224)
 
 
 def test_a_new_image_gives_26_passing_pages_data(tmp_path):
     path = tmp_path / "photo.png"
     path.write_bytes(IMAGES["photo.png"]())
-    run = run_vit(VIT, VitInputs(image=path, device="cpu", size="tiny"))
+    run = run_report("vit", image=path, size="tiny")
     assert run.t("image").shape == (1, 3, 32, 32)
     assert run.t("{block}.attn.probs").shape == (1, 3, 65, 65)
 
@@ -132,3 +132,52 @@ def test_size_presets_are_configuration(size, tokens):
     model = VisionTransformer(cfg).eval()
     with torch.no_grad():
         assert model(torch.randn(1, 3, cfg.image_size, cfg.image_size)).shape == (1, cfg.n_classes)
+
+
+# ----------------------------------------------------------------------------- --weights PATH
+
+
+@pytest.fixture(scope="module")
+def saved_state_dict(torchvision_vit, tmp_path_factory) -> Path:
+    """A torchvision-format state dict saved here, as torchvision caches one after an online run."""
+    path = tmp_path_factory.mktemp("weights") / "vit_b_16-local.pth"
+    torch.save(torchvision_vit.state_dict(), path)
+    return path
+
+
+def test_weights_path_loads_a_torchvision_state_dict(saved_state_dict, torchvision_vit):
+    run = run_report("vit", weights=str(saved_state_dict))
+    image = run.cpu("image")
+    with torch.no_grad():
+        expected = torchvision_vit(image)
+    assert torch.allclose(run.cpu("logits"), expected, atol=1e-4)
+    assert "vit_b_16-local.pth" in run.weights
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda state: state.pop("heads.head.weight"), "key 'heads.head.weight' is missing"),
+    (lambda state: state.__setitem__("class_token", torch.zeros(1, 1, 10)), "key 'class_token' has shape (1, 1, 10), expected (1, 1, 768)"),
+    (lambda state: state.__setitem__("extra.bias", torch.zeros(3)), "unexpected key 'extra.bias'"),
+])
+def test_a_mismatched_state_dict_is_refused_naming_the_first_wrong_key(saved_state_dict, tmp_path, damage, message):
+    state = torch.load(saved_state_dict)
+    damage(state)
+    path = tmp_path / "damaged.pth"
+    torch.save(state, path)
+    with pytest.raises(UserError) as error:
+        resolve(str(path)).load("b16", PRESETS["b16"], 7)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_weights_value_that_is_neither_preset_nor_file_is_refused(tmp_path):
+    with pytest.raises(UserError, match="neither a preset .* nor a file"):
+        resolve(str(tmp_path / "missing.pth"))
+    (tmp_path / "garbage.pth").write_bytes(b"not a checkpoint")
+    with pytest.raises(UserError, match="not a PyTorch state dict"):
+        resolve(str(tmp_path / "garbage.pth")).load("b16", PRESETS["b16"], 7)
+
+
+def test_a_weights_preset_carries_its_preprocessing_and_class_names():
+    preset = WEIGHTS["random"]
+    assert preset.mean == IMAGENET_MEAN and preset.std == IMAGENET_STD
+    assert preset.categories(PRESETS["b16"])[0] == "tench" and preset.categories(PRESETS["tiny"])[3] == "cat"

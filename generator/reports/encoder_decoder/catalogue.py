@@ -45,6 +45,7 @@ SNAPSHOTS = (
         shape=('S',),
         check='token_ids',
         check_args={'ids': 'src_ids', 'sentence': 'src', 'vocab': 'src_vocab', 'words': 'src_words'},
+        questions=(1,),
         index='[0]',
         figures=('tokens',),
     ),
@@ -57,6 +58,7 @@ SNAPSHOTS = (
         shape=('T',),
         check='token_ids',
         check_args={'ids': 'tgt_ids', 'sentence': 'tgt', 'vocab': 'tgt_vocab', 'words': 'tgt_words'},
+        questions=(1, 4),
         index='[0]',
         figures=('tokens',),
     ),
@@ -69,6 +71,7 @@ SNAPSHOTS = (
         shape=('min(V_src, 5)', 'min(C, 5)'),
         check='embedding_table_rows',
         check_args={'table': 'src_emb_weight', 'parameter': 'src_emb.weight', 'vocab': 'src_vocab'},
+        questions=(1, 6),
         index='[:5, :5]',
     ),
     Snapshot(
@@ -219,6 +222,7 @@ SNAPSHOTS = (
         shape=('B', 'S', 'C'),
         check='same_tensor',
         check_args={'out': '{enc}.mlp.input', 'source': '{enc}.ln_1', 'claim': 'is the LayerNorm output of #15'},
+        questions=(5, 6),
     ),
     Snapshot(
         number=17,
@@ -263,6 +267,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'C'),
         check='same_tensor',
         check_args={'out': '{dec}.input', 'source': '{dec_prev}', 'claim': 'is what the previous stage handed over'},
+        questions=(5,),
     ),
     Snapshot(
         number=21,
@@ -284,6 +289,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'C'),
         check='linear_of',
         check_args={'out': '{dec}.self_attn.k', 'x': '{dec}.input', 'module': '{dec}.self_attn.W_k'},
+        questions=(2,),
     ),
     Snapshot(
         number=23,
@@ -294,6 +300,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'C'),
         check='linear_of',
         check_args={'out': '{dec}.self_attn.v', 'x': '{dec}.input', 'module': '{dec}.self_attn.W_v'},
+        questions=(2,),
     ),
     Snapshot(
         number=24,
@@ -350,6 +357,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'C'),
         check='context_concat',
         check_args={'out': '{dec}.self_attn.concat', 'probs': '{dec}.self_attn.probs', 'v_heads': '{dec}.self_attn.v_heads'},
+        questions=(2,),
     ),
     Snapshot(
         number=29,
@@ -371,6 +379,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'C'),
         check='linear_of',
         check_args={'out': '{dec}.cross_attn.q', 'x': '{dec}.ln_1', 'module': '{dec}.cross_attn.W_q'},
+        questions=(2, 3),
     ),
     Snapshot(
         number=31,
@@ -381,6 +390,7 @@ SNAPSHOTS = (
         shape=('B', 'S', 'C'),
         check='linear_of',
         check_args={'out': '{dec}.cross_attn.k', 'x': 'memory', 'module': '{dec}.cross_attn.W_k'},
+        questions=(3, 6),
     ),
     Snapshot(
         number=32,
@@ -391,6 +401,7 @@ SNAPSHOTS = (
         shape=('B', 'S', 'C'),
         check='linear_of',
         check_args={'out': '{dec}.cross_attn.v', 'x': 'memory', 'module': '{dec}.cross_attn.W_v'},
+        questions=(3,),
     ),
     Snapshot(
         number=33,
@@ -424,6 +435,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'C'),
         check='context_concat',
         check_args={'out': '{dec}.cross_attn.concat', 'probs': '{dec}.cross_attn.probs', 'v_heads': '{dec}.cross_attn.v_heads'},
+        questions=(2,),
     ),
     Snapshot(
         number=36,
@@ -445,6 +457,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'C'),
         check='same_tensor',
         check_args={'out': '{dec}.mlp.input', 'source': '{dec}.ln_2', 'claim': 'is the normalised output of #36'},
+        questions=(6,),
     ),
     Snapshot(
         number=38,
@@ -455,6 +468,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'F'),
         check='linear_of',
         check_args={'out': '{dec}.mlp.fc1', 'x': '{dec}.mlp.input', 'module': '{dec}.mlp.fc1'},
+        questions=(1,),
     ),
     Snapshot(
         number=39,
@@ -465,6 +479,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'C'),
         check='linear_of',
         check_args={'out': '{dec}.mlp.out', 'x': '{dec}.mlp.fc1', 'module': '{dec}.mlp.fc2', 'activation': 'relu'},
+        questions=(6,),
     ),
     Snapshot(
         number=40,

@@ -37,6 +37,10 @@ class EncoderDecoderOptions(RunOptions):
         n_params = L * (4 * C * C + 2 * C * F) + L * (8 * C * C + 2 * C * F) + C * (len(self.src.split()) + 2 * len(self.tgt.split()))
         check_memory(4 * (n_params + MAX_WORDS * C), f"--d-model {C} with --d-ff {F} and --layers {L}")
 
+    @classmethod
+    def example_change(cls) -> list[str]:
+        return ["--src", "a brand new source sentence"]
+
     def config(self) -> EncoderDecoderConfig:
         return EncoderDecoderConfig(
             src_vocab_size=len(build_vocab(self.src)), tgt_vocab_size=len(build_vocab(self.tgt)), d_model=self.d_model,

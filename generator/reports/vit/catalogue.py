@@ -46,6 +46,7 @@ SNAPSHOTS = (
         shape=('B', 'Ch', 'H', 'W'),
         check='normalised_image',
         check_args={'out': 'image'},
+        questions=(1,),
         figures=('input_image',),
     ),
     Snapshot(
@@ -229,6 +230,7 @@ SNAPSHOTS = (
         shape=('B', 'N1', 'M'),
         check='gelu_of_linear',
         check_args={'out': '{block}.mlp.hidden', 'x': '{block}.ln_2', 'module': '{block}.mlp.fc1'},
+        questions=(5,),
     ),
     Snapshot(
         number=18,
@@ -239,6 +241,7 @@ SNAPSHOTS = (
         shape=('B', 'N1', 'C'),
         check='linear_of',
         check_args={'out': '{block}.mlp.out', 'x': '{block}.mlp.hidden', 'module': '{block}.mlp.fc2'},
+        questions=(5,),
     ),
     Snapshot(
         number=19,

@@ -24,6 +24,10 @@ class VitOptions(RunOptions):
         n_tokens = cfg.n_patches + 1
         check_memory(4 * (n_params + cfg.n_layers * cfg.n_heads * n_tokens**2 * 3), f"the ViT preset {self.size}")
 
+    @classmethod
+    def example_change(cls) -> list[str]:
+        return ["--seed", "8"]
+
     def config(self) -> ViTConfig:
         return PRESETS[self.size]
 

@@ -1,0 +1,117 @@
+"""A report is one folder plus one model file: the registry, declared record points, options, fallbacks."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import fields
+
+import pytest
+
+from generator.cli import main, parser
+from generator.reports import REPORTS
+from tests.conftest import ROOT
+
+REPORT_NAME = re.compile(r"""["'](%s)["']""" % "|".join(re.escape(key) for key in REPORTS))
+
+
+def test_outside_the_reports_folder_no_generator_file_names_a_report():
+    """The CLI, build, landing page, PDF export, MkDocs hooks and benchmarks iterate over the registry."""
+    reports_folder = ROOT / "generator" / "reports"
+    places = [*(ROOT / "generator").rglob("*.py"), *(ROOT / "generator").rglob("*.j2"), *(ROOT / "benchmarks").rglob("*.py")]
+    naming = sorted(str(path.relative_to(ROOT)) for path in places
+                    if not path.is_relative_to(reports_folder) and REPORT_NAME.search(path.read_text(encoding="utf-8")))
+    assert naming == [], f"these files name reports by key instead of using generator.reports.REPORTS: {naming}"
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_the_catalogue_names_only_declared_record_points_for_every_layer(key):
+    """Checked without running a model: the model declares its record points up front."""
+    report = REPORTS[key]
+    defaults = report.options(device="cpu")
+    for layer in range(1, defaults.n_layers() + 1):
+        opts = dataclasses.replace(defaults, layer=layer)
+        declared = opts.record_points()
+        names = {name.format(**opts.places()) for name in report.record_names()}
+        assert names <= set(declared), f"layer {layer}: not declared by the model: {sorted(names - set(declared))}"
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_a_recorded_pass_records_exactly_the_declared_points(key, runs):
+    run = runs[key]
+    declared = REPORTS[key].options(device="cpu").record_points()
+    assert set(run.recording) <= set(declared)
+    for name, entry in run.recording.items():
+        assert entry.tensor.dim() == len(declared[name]), name
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_every_snapshot_shape_uses_the_report_dimensions(key, runs):
+    from generator.catalogue import parse_dimension
+
+    run = runs[key]
+    for snap in REPORTS[key].snapshots:
+        assert all(parse_dimension(d, run.dims) >= 1 for d in snap.shape), snap.number
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_option_defaults_come_from_the_options_dataclass(key):
+    args = parser().parse_args(["build", "--model", key])
+    from generator.cli import report_options
+
+    opts = report_options(args)[key]
+    assert opts == REPORTS[key].options()
+    for f in fields(opts):
+        assert getattr(opts, f.name) == f.default
+
+
+def test_a_preset_choice_is_refused_by_the_parser_with_the_list_of_choices(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parser().parse_args(["build", "--vit-size", "bogus"])
+    assert exit_info.value.code == 2
+    message = capsys.readouterr().err.strip()
+    assert "invalid choice: 'bogus'" in message and "b16" in message and "tiny" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seed", "99999999999999999999999"], "out of range: a seed is a whole number from 0 to 2**63 - 1"),
+    (["--seed", "-1"], "out of range"),
+    (["--layers", "0"], "is not a positive whole number"),
+    (["--d-ff", "-5"], "is not a positive whole number"),
+    (["--layer", "x"], "is not a whole number"),
+])
+def test_numbers_out_of_range_are_user_errors(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", "--out", str(tmp_path / "docs"), *argv])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "docs").exists()
+
+
+def test_every_snapshot_page_links_its_guiding_questions_and_every_question_is_linked(built_docs):
+    for key, report in REPORTS.items():
+        linked = set()
+        for snap in report.snapshots:
+            assert snap.questions, f"{key} {report.label(snap.number)} informs no guiding question"
+            page = next((built_docs / key).glob(f"*/{snap.number:02d}-*.md")).read_text(encoding="utf-8")
+            for number in snap.questions:
+                assert f"(../questions.md#q{number})" in page, f"{key} {report.label(snap.number)}: no link to question {number}"
+                linked.add(number)
+        assert linked == {q.number for q in report.questions}, f"{key}: questions no snapshot links to"
+        questions_page = (built_docs / key / "questions.md").read_text(encoding="utf-8")
+        for question in report.questions:
+            assert f"{{ #{question.anchor} }}" in questions_page
+
+
+def test_a_report_without_its_own_templates_still_renders(tmp_path, runs):
+    """A contributor adding a report sees pages at once: generic text stands in for missing explanations."""
+    from generator.render import render_report
+
+    base = REPORTS["encoder-decoder"]
+    bare = dataclasses.replace(base, key="new-report", title="A new report")
+    pages = render_report(bare, runs["encoder-decoder"], tmp_path)
+    assert len(pages) == len(base.snapshots) and all(p.check.passed for p in pages)
+    first = (tmp_path / pages[0].path).read_text(encoding="utf-8")
+    assert "holds" in first and "The check below recomputes it" in first
+    assert "has no written answer to this question yet" in (tmp_path / "questions.md").read_text(encoding="utf-8")

@@ -114,6 +114,7 @@ SNAPSHOTS = (
         shape=('B', 'T', '3·C'),
         check='linear_of',
         check_args={'out': '{block}.attn.qkv', 'x': '{block}.ln_1', 'module': '{block}.attn.qkv'},
+        questions=(5,),
     ),
     Snapshot(
         number=8,
@@ -215,6 +216,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'C'),
         check='context_concat',
         check_args={'out': '{block}.attn.concat', 'probs': '{block}.attn.probs', 'v_heads': '{block}.attn.v'},
+        questions=(1,),
     ),
     Snapshot(
         number=17,
@@ -225,6 +227,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'C'),
         check='linear_of',
         check_args={'out': '{block}.attn.out', 'x': '{block}.attn.concat', 'module': '{block}.attn.proj'},
+        questions=(2,),
     ),
     Snapshot(
         number=18,
@@ -257,6 +260,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'M'),
         check='linear_of',
         check_args={'out': '{block}.mlp.fc1', 'x': '{block}.ln_2', 'module': '{block}.mlp.fc1'},
+        questions=(2,),
         figures=('mlp',),
     ),
     Snapshot(
@@ -268,6 +272,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'M'),
         check='gelu_of_linear',
         check_args={'out': '{block}.mlp.hidden', 'x': '{block}.ln_2', 'module': '{block}.mlp.fc1'},
+        questions=(2,),
     ),
     Snapshot(
         number=22,
@@ -278,6 +283,7 @@ SNAPSHOTS = (
         shape=('B', 'T', 'C'),
         check='linear_of',
         check_args={'out': '{block}.mlp.out', 'x': '{block}.mlp.hidden', 'module': '{block}.mlp.fc2'},
+        questions=(2,),
     ),
     Snapshot(
         number=23,

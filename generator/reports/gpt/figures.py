@@ -98,7 +98,7 @@ def next_byte_topk(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     k, n = args.get("k", 10), min(args.get("positions", 3), T)
     labels = axis_labels(run, args["rows"], T)
     positions = list(range(T - n, T))
-    fig, axes = plt.subplots(1, n, figsize=(3.9 * n, 0.6 + 0.3 * k), squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=(4.3 * n, 0.8 + 0.3 * k), squeeze=False)
     top = float(probs[positions].max())
     for ax, t in zip(axes.flat, positions):
         order = np.argsort(-probs[t], kind="stable")[:k]
@@ -110,7 +110,7 @@ def next_byte_topk(run: ModelRun, args: dict[str, Any], path: Path) -> None:
         ax.set_xlim(0, max(top * 1.15, 2.5 / V))
         for i, b in enumerate(order):
             ax.text(probs[t][b], i, f" {probs[t][b]:.4f}", va="center", fontsize=7)
-        ax.set_title(f"position {t}{' (last)' if t == T - 1 else ''}, after: {_context(labels, t)}", fontsize=8.5)
+        ax.set_title(f"position {t}{' (last)' if t == T - 1 else ''}, after\n{_context(labels, t, 6)}", fontsize=8.5)
         ax.set_xlabel("probability of the next byte")
     save(fig, path)
 

@@ -98,10 +98,12 @@ class ModelRun:
         }
 
     def parameter_counts(self) -> list[tuple[str, int]]:
-        """Parameters per top-level component, in definition order."""
-        counts = []
+        """Parameters per top-level component, in definition order; a shared (tied) parameter counts once, where it first appears."""
+        counts, seen = [], set()
         for name, child in self.model.named_children():
-            n = sum(p.numel() for p in child.parameters())
+            fresh = [p for p in child.parameters() if id(p) not in seen]
+            seen.update(id(p) for p in fresh)
+            n = sum(p.numel() for p in fresh)
             if n:
                 counts.append((name, n))
         own = sum(p.numel() for p in self.model.parameters(recurse=False))

@@ -42,7 +42,7 @@ def test_snapshots_json_has_the_documented_schema(built_docs, key):
     for snap in data["snapshots"]:
         assert isinstance(snap["number"], int) and snap["title"] and snap["variable"]
         assert all(isinstance(n, int) for n in snap["shape"])
-        assert snap["dtype"] in ("float32", "int64")
+        assert snap["dtype"] in ("float32", "int64", "bool")  # bool: the GPT's causal mask
         assert 1 <= len(snap["first"]) <= 16 and all(isinstance(v, (int, float)) or v in ("inf", "-inf", "nan") for v in snap["first"])
         assert set(snap["stats"]) == {"min", "max", "mean", "std", "nan", "inf"}
         assert (ROOT / snap["source"]["path"]).is_file() and snap["source"]["line"] > 0

@@ -1,0 +1,27 @@
+"""The decoder-only GPT report (byte level): everything specific to it lives in this folder.
+
+catalogue.py  snapshots, stages, figures, questions     options.py  command-line options and validation
+runner.py     builds the model, records a pass and a greedy generation, and re-runs the prompt with its last byte changed
+checks.py, figures.py  report-specific checks and drawings
+templates/    explain.md.j2, inputs.md.j2, questions.md.j2
+"""
+
+from generator.catalogue import Report
+from generator.reports.gpt import catalogue
+from generator.reports.gpt.options import GPTOptions
+
+REPORT = Report(
+    key="gpt",
+    title="Decoder-only GPT (byte level)",
+    short_title="GPT",
+    label_format="G{n:02d}",
+    stages=catalogue.STAGES,
+    snapshots=catalogue.SNAPSHOTS,
+    figures=catalogue.FIGURES,
+    overview_figures=catalogue.OVERVIEW_FIGURES,
+    dims_legend=catalogue.DIMS_LEGEND,
+    questions=catalogue.QUESTIONS,
+    options=GPTOptions,
+    package=__name__,
+    also_record=catalogue.ALSO_RECORD,
+)

@@ -1,0 +1,146 @@
+"""The GPT report: builds from any prompt with every check passing, shows bytes honestly, proves prefix invariance."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from generator.cli import main
+from generator.reports import REPORTS
+from models.gpt import encode
+from tests.conftest import run_report
+
+GPT = REPORTS["gpt"]
+NON_ASCII = "Ça coûte 5€ <b>*ok*</b> 中 🙂"  # 2-, 3- and 4-byte characters, and Markdown/HTML specials
+BUILDS = {
+    "non-ascii": ["--prompt", NON_ASCII],
+    "sizes": ["--prompt", "The cat sat.", "--layers", "3", "--d-model", "64", "--heads", "2", "--layer", "3", "--generate", "5"],
+}
+
+
+def build(tmp_path_factory, name: str) -> Path:
+    docs = tmp_path_factory.mktemp(f"gpt-{name}") / "docs"
+    assert main(["build", "--model", "gpt", "--out", str(docs), "--device", "cpu", "-q", *BUILDS[name]]) == 0
+    return docs / "gpt"
+
+
+@pytest.fixture(scope="module")
+def non_ascii(tmp_path_factory) -> Path:
+    return build(tmp_path_factory, "non-ascii")
+
+
+@pytest.fixture(scope="module")
+def sized(tmp_path_factory) -> Path:
+    return build(tmp_path_factory, "sizes")
+
+
+def snapshots(folder: Path) -> dict:
+    return json.loads((folder / "snapshots.json").read_text(encoding="utf-8"))
+
+
+def page(folder: Path, number: int) -> str:
+    return next(folder.glob(f"*/{number:02d}-*.md")).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("fixture", ["non_ascii", "sized"])
+def test_every_check_passes_and_every_shape_matches(fixture, request):
+    folder = request.getfixturevalue(fixture)
+    data = snapshots(folder)
+    assert len(data["snapshots"]) == len(GPT.snapshots) >= 30
+    failed = [(s["label"], s["check"]["detail"]) for s in data["snapshots"] if not s["check"]["passed"]]
+    assert failed == []
+    dims = data["dims"]
+    assert dims["S"] == dims["T"] + dims["N"] - 1
+    for snap in GPT.snapshots:
+        assert "matches" in page(folder, snap.number), snap.number
+
+
+def test_options_reach_the_model(sized):
+    data = snapshots(sized)
+    assert data["dims"] | {"C": 64, "h": 2, "L": 3, "N": 5, "T": 12} == data["dims"]
+    tensors = {t["name"] for s in data["snapshots"] for t in s["tensors"]}
+    assert "blocks.2.attn.q" in tensors and "generate.blocks.2.cache_k" in tensors  # --layer 3 traces the third block
+    assert next(s for s in data["snapshots"] if s["number"] == 29)["shape"] == [1, 2, 16, 32]
+
+
+def test_non_ascii_prompt_shows_every_byte(non_ascii):
+    data = snapshots(non_ascii)
+    assert data["inputs"]["prompt"] == NON_ASCII
+    assert data["dims"]["T"] == len(encode(NON_ASCII)) > len(NON_ASCII)
+    first = page(non_ascii, 1)
+    for labels in ("0xC3 0x87", "0xE2 0x82 0xAC", "0xE4 0xB8 0xAD", "0xF0 0x9F 0x99 0x82"):  # Ç € 中 🙂
+        assert labels in first
+    assert "0xC3 → **195**" in first
+    overview = (non_ascii / "index.md").read_text(encoding="utf-8")
+    assert "0xF0 0x9F 0x99 0x82" in overview and "“🙂” = 0xF0 0x9F 0x99 0x82" in overview
+    assert (non_ascii / "figures" / "bytes.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_user_text_is_escaped_on_every_page(non_ascii):
+    for path in non_ascii.rglob("*.md"):
+        text = path.read_text(encoding="utf-8")
+        assert "<b>" not in text and "*ok*" not in text, path
+    assert "&#60;b&#62;&#42;ok&#42;&#60;/b&#62;" in (non_ascii / "index.md").read_text(encoding="utf-8")
+
+
+def test_the_mask_page_shows_that_earlier_positions_ignore_the_last_byte(non_ascii):
+    mask_page = page(non_ascii, 12)
+    found = re.search(r"maximum absolute difference of \*\*([-+.e\d]+)\*\*", mask_page)
+    assert found, "the mask page does not state the prefix-invariance difference"
+    assert float(found[1]) <= 1e-6
+    inputs = snapshots(non_ascii)["inputs"]
+    assert inputs["prefix_change"] <= 1e-6 and inputs["last_change"] > 1e-3  # the change did reach the last position
+    check = next(s for s in snapshots(non_ascii)["snapshots"] if s["number"] == 12)["check"]
+    assert check["passed"] and "last byte changed" in check["detail"]
+
+
+def test_cached_and_recomputed_logits_agree():
+    import torch
+
+    run = run_report("gpt", prompt="Hello, world", generate=6)
+    cached, recomputed = (run.recording.tensor(f"generate.{n}_logits") for n in ("cached", "recomputed"))
+    assert cached.shape == recomputed.shape == (1, 6, 256)
+    torch.testing.assert_close(cached, recomputed, rtol=0, atol=1e-5)
+    from generator.checks import run_check
+
+    result = run_check(run, "cache_matches_recomputation", {"out": "generate.cached_logits", "recomputed": "generate.recomputed_logits",
+                                                           "ids": "ids", "new_ids": "generate.new_ids"})
+    assert result.passed, result.detail
+
+
+def test_parameter_table_counts_the_tied_matrix_once(non_ascii):
+    overview = (non_ascii / "index.md").read_text(encoding="utf-8")
+    total = int(re.search(r"\| \*\*total\*\* \| \*\*([\d,]+)\*\* \|", overview)[1].replace(",", ""))
+    assert total == snapshots(non_ascii)["inputs"]["n_params"]
+    assert snapshots(non_ascii)["inputs"]["n_params_untied"] - total == 256 * 128
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--prompt", ""], "the prompt is empty"),
+    (["--prompt", "é" * 125], "the prompt has 250 bytes in UTF-8, more than the 249 that fit"),
+    (["--prompt", "abc", "--generate", "255"], "the prompt has 3 bytes in UTF-8, more than the 2 that fit"),
+    (["--heads", "3"], "--heads 3 must divide --d-model 128"),
+])
+def test_bad_prompts_and_sizes_exit_2_with_one_line(argv, message, capsys, tmp_path):
+    assert main(["build", "--model", "gpt", "--out", str(tmp_path / "docs"), "-q", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "docs").exists()
+
+
+def test_figures_stay_readable_at_the_longest_prompt(tmp_path):
+    from generator.figures import draw
+
+    longest = ("The quick brown fox jumps over the lazy dog. " * 6)[:249]
+    run = run_report("gpt", prompt=longest)
+    assert run.dims["T"] == 249 and run.dims["S"] == 256
+    for fig in GPT.figures:
+        args = {k: run.name(v) if isinstance(v, str) else v for k, v in fig.args.items()}
+        path = tmp_path / f"{fig.id}.png"
+        draw(run, fig.kind, args, path)
+        width, height = Image.open(path).size
+        assert width <= 2000 and height <= 2000, (fig.id, width, height)

@@ -33,12 +33,12 @@ def _flag(f: Field) -> str:
     return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
 
 
-def _add_option(group: argparse._ArgumentGroup, f: Field, defaults: str) -> None:
+def _add_option(group: argparse._ArgumentGroup, f: Field, defaults: str, help_text: str | None = None) -> None:
     meta = f.metadata
     kind = meta.get("kind") or ("int" if f.type in (int, "int") else None)
     group.add_argument(
         _flag(f), dest=f.name, default=None, type=PARSERS[kind], choices=meta.get("choices"),
-        metavar=None if meta.get("choices") else f.name.upper(), help=f"{meta['help']} (default: {defaults})",
+        metavar=None if meta.get("choices") else f.name.upper(), help=f"{help_text or meta['help']} (default: {defaults})",
     )
 
 
@@ -80,12 +80,15 @@ def parser() -> argparse.ArgumentParser:
             flag = _flag(f)
             if f.name in COMMON or flag in added or not f.init:
                 continue
-            owners = seen[flag]
-            title = " and ".join(owners)
-            group = groups.setdefault(title, b.add_argument_group(title))
-            defaults = ", ".join(f"{_default_text(next(g for g in fields(REPORTS[o].options) if _flag(g) == flag))} for {o}" for o in owners) \
-                if len(owners) > 1 else _default_text(f)
-            _add_option(group, f, defaults)
+            owners = {o: next(g for g in fields(REPORTS[o].options) if _flag(g) == flag) for o in seen[flag]}
+            group = groups.setdefault(" and ".join(owners), b.add_argument_group(" and ".join(owners)))
+            if len(owners) == 1:
+                _add_option(group, f, _default_text(f))
+            else:  # one flag, several reports: each report's own meaning and default
+                helps = {g.metadata["help"] for g in owners.values()}
+                shared_help = helps.pop() if len(helps) == 1 else "; ".join(f"{o}: {g.metadata['help']}" for o, g in owners.items())
+                defaults = ", ".join(f"{_default_text(g)} for {o}" for o, g in owners.items())
+                _add_option(group, f, defaults, shared_help)
             added.add(flag)
     b.add_argument("--force", action="store_true", help="overwrite generated files that were edited by hand (the edits are lost; "
                    "without --force the build refuses and names them). Files you added to a report folder are always kept")

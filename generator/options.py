@@ -60,9 +60,9 @@ PARSERS = {"int": _integer, "positive": positive_int, "seed": seed_int, "path": 
 class RunOptions:
     """What every report takes. Subclasses add their inputs and model sizes, and know their model's layout."""
 
-    seed: int = field(default=7, metadata=option("torch.manual_seed for the random weights (default: 7, as the seed reports)", kind="seed"))
+    seed: int = field(default=7, metadata=option("torch.manual_seed for the random weights; 7 reproduces the seed reports", kind="seed"))
     device: str = field(default="auto", metadata=option("auto = CUDA when PyTorch sees a GPU, else CPU", choices=("auto", "cpu", "cuda")))
-    layer: int = field(default=1, metadata=option("which layer/block the detailed pages trace (1-based, default 1)", kind="positive"))
+    layer: int = field(default=1, metadata=option("which layer/block the detailed pages trace, 1-based", kind="positive"))
 
     def __post_init__(self) -> None:
         if not 0 <= self.seed < SEED_LIMIT:

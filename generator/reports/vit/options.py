@@ -11,9 +11,9 @@ from models.vit import PRESETS, ViTConfig, record_points
 
 @dataclass(frozen=True)
 class VitOptions(RunOptions):
-    image: Path | None = field(default=None, metadata=option("image file: JPEG, PNG, WebP, GIF, ... (default: the bundled photo)", kind="path"))
+    image: Path | None = field(default=None, metadata=option("image file: JPEG, PNG, WebP, GIF, ...", kind="path"))
     weights: str = field(default="random", metadata=option(
-        "random (seeded, default), imagenet (torchvision IMAGENET1K_V1, downloads once) or PATH to a torchvision ViT state dict"))
+        "random (seeded), imagenet (torchvision IMAGENET1K_V1, downloads once) or PATH to a torchvision ViT state dict"))
     size: str = field(default="b16", metadata=option("ViT size preset", flag="--vit-size", choices=tuple(PRESETS)))
 
     def __post_init__(self) -> None:

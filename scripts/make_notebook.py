@@ -37,21 +37,21 @@ cells = [
     code("q = rec.tensor('encoder.layers.0.self_attn.q')  # (B, S, C)\n"
          "q.shape, q[0, 0, :5]"),
     md("## Snapshot #11: attention weights\n\nEvery row is a probability distribution over the source words."),
-    code("weights = rec.tensor('encoder.layers.0.self_attn.weights')  # (B, h, S, S)\n"
-         "print(weights.shape, 'row sums:', weights.sum(-1)[0, 0])\n"
-         "weights[0, 0]"),
+    code("probs = rec.tensor('encoder.layers.0.self_attn.probs')  # (B, h, S, S)\n"
+         "print(probs.shape, 'row sums:', probs.sum(-1)[0, 0])\n"
+         "probs[0, 0]"),
     code("import matplotlib.pyplot as plt\n"
          "words = src.split()\n"
          "fig, axes = plt.subplots(1, 4, figsize=(13, 3.4))\n"
          "for head, ax in enumerate(axes):\n"
-         "    ax.imshow(weights[0, head], vmin=0)\n"
+         "    ax.imshow(probs[0, head], vmin=0)\n"
          "    ax.set_title(f'head {head + 1}')\n"
          "    ax.set_xticks(range(6), words, rotation=60)\n"
          "    ax.set_yticks(range(6), words)\n"
          "fig.tight_layout()"),
     md("## Snapshot #25: the causal mask, and what it does to the decoder's attention"),
     code("mask = rec.tensor('tgt_mask')[0, 0]  # (T, T)\n"
-         "masked = rec.tensor('decoder.layers.0.self_attn.weights')[0, 0]  # head 1\n"
+         "masked = rec.tensor('decoder.layers.0.self_attn.probs')[0, 0]  # head 1\n"
          "print(mask)\n"
          "print(masked)"),
     md("## Snapshot #42: logits\n\nOne score per target-vocabulary word at each target position."),

@@ -60,6 +60,18 @@ class Question:
 
 
 @dataclass(frozen=True)
+class ExtraPage:
+    """A page beyond the seed's snapshots (e.g. the ViT's attention rollout), with its own check and figures."""
+
+    slug: str  # file name in the report folder, without .md
+    title: str
+    template: str  # the report's template that renders it, e.g. "rollout.md.j2"
+    check: str
+    check_args: dict[str, Any]
+    figures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Report:
     key: str  # URL folder and --model name
     title: str
@@ -74,6 +86,7 @@ class Report:
     options: type[RunOptions]  # the report's command-line options, defaults and validation
     package: str  # e.g. "generator.reports.vit": holds runner.py, checks.py, figures.py and templates/
     also_record: tuple[str, ...] = ()  # tensors only the explanations read
+    extra_pages: tuple[ExtraPage, ...] = ()
 
     def label(self, number: int) -> str:
         return self.label_format.format(n=number)
@@ -121,6 +134,9 @@ class Report:
             collect(snap.tensors)
             for key in TENSOR_ARGUMENTS[snap.check]:
                 collect(snap.check_args.get(key))
+        for page in self.extra_pages:
+            for key in TENSOR_ARGUMENTS[page.check]:
+                collect(page.check_args.get(key))
         collect(self.also_record)
         for fig in self.figures:
             for key, value in fig.args.items():

@@ -239,5 +239,7 @@ def content_key(run: ModelRun, kind: str, args: dict[str, Any]) -> str:
             digest.update(json.dumps(run.inputs[value], ensure_ascii=False).encode())
     for name in INPUTS_USED[kind]:
         value = run.inputs[name]
+        if isinstance(value, torch.Tensor):
+            value = value.contiguous().numpy()
         digest.update(value.tobytes() if hasattr(value, "tobytes") else json.dumps(value, sort_keys=True, ensure_ascii=False).encode())
     return digest.hexdigest()

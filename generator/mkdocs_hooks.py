@@ -39,6 +39,8 @@ def report_nav(docs: Path, data: dict[str, Any]) -> list[Any]:
             entries.append({f"{snap['label']} {snap['title']}": f"{key}/{page}"})
         nav.append({stage["title"]: entries})
     nav.append({"Guiding questions": f"{key}/questions.md"})
+    for extra in data.get("extra_pages", []):
+        nav.append({extra["title"]: f"{key}/{extra['page']}"})
     if (docs / key / "print.md").exists():
         nav.append({"Full report (print / PDF)": f"{key}/print.md"})
     return nav

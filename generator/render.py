@@ -240,9 +240,16 @@ def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[Snapshot
         write(f"{stage.key}/index.md", "stage.md.j2", stage=stage, pages=by_stage[stage.key])
     inputs = report_template(report, "inputs.md.j2")
     write("index.md", "overview.md.j2", pages=pages, by_stage=by_stage, inputs_section=inputs.render(**common) if inputs else "")
+    extra = []
+    for extra_page in report.extra_pages:
+        check = run_check(run, extra_page.check, {k: _place(run, v) for k, v in extra_page.check_args.items()})
+        figures = [{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in extra_page.figures]
+        body = env.get_template(f"{report.key}/{extra_page.template}").render(check=check, figures=figures, pages=by_number, **common)
+        write(f"{extra_page.slug}.md", "extra_page.md.j2", extra=extra_page, body=body, check=check, figures=figures)
+        extra.append({"title": extra_page.title, "page": f"{extra_page.slug}.md", "check": {"name": check.name, "passed": check.passed, "detail": check.detail}})
     questions_page = write("questions.md", "questions.md.j2", pages=pages, intro=intro, answers=answers)
     write("print.md", "print.md.j2", pages=pages, questions=shift_headings(questions_page, 1))
-    (out_dir / "snapshots.json").write_text(json.dumps(snapshots_json(report, run, pages), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out_dir / "snapshots.json").write_text(json.dumps({**snapshots_json(report, run, pages), "extra_pages": extra}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return pages
 
 

@@ -27,6 +27,7 @@ if not Path(CHROMIUM).exists():
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from generator.pdf import CHROMIUM_ARGS, serve  # noqa: E402
+from generator.reports import REPORTS  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ def browser():
 
 def _generated_pages(site: Path) -> list[str]:
     pages = ["", "how-it-works/", "notebooks/record-a-forward-pass/"]
-    for key in ("encoder-decoder", "vit"):
+    for key in REPORTS:
         data = json.loads((site / key / "snapshots.json").read_text(encoding="utf-8"))
         pages += [f"{key}/", f"{key}/questions/"] + [f"{key}/{stage['key']}/" for stage in data["stages"]]
         pages += [f"{key}/{s['page'].removesuffix('.md')}/" for s in data["snapshots"]]
@@ -54,7 +55,7 @@ def _generated_pages(site: Path) -> list[str]:
 
 def test_every_page_loads_cleanly_with_images_math_and_real_line_numbers(built_site, built_docs, server, browser):
     sources = {}
-    for key in ("encoder-decoder", "vit"):
+    for key in REPORTS:
         for s in json.loads((built_docs / key / "snapshots.json").read_text(encoding="utf-8"))["snapshots"]:
             sources[f"{key}/{s['page'].removesuffix('.md')}/"] = s["tensors"]
     page = browser.new_page()

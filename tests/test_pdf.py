@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from generator.catalogue import REPORTS
+from generator.reports import REPORTS
 from generator.errors import UserError
 
 if shutil.which("chromium") is None and os.environ.get("CI"):

@@ -24,4 +24,5 @@ REPORT = Report(
     options=VitOptions,
     package=__name__,
     also_record=catalogue.ALSO_RECORD,
+    extra_pages=catalogue.EXTRA_PAGES,
 )

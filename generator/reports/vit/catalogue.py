@@ -4,7 +4,7 @@ Placeholders: {block} is the traced block, {block_prev} what feeds it, {block2} 
 {block_last} the last one (see VitOptions.places).
 """
 
-from generator.catalogue import Figure, Question, Snapshot, Stage
+from generator.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
 
 DIMS_LEGEND = {
     "B": "batch size",
@@ -352,6 +352,18 @@ FIGURES = (
     Figure(id='attention_heads', kind='attention_heads', caption='Attention probabilities of every head of the traced block (all tokens; row = query, column = key; with many tokens the colour scale stops at the 99.5th percentile).', args={'tensor': '{block}.attn.probs'}),
     Figure(id='cls_attention', kind='cls_attention', caption='Where the [CLS] token looks: its attention over the patches, per head, laid over the image.', args={'tensor': '{block}.attn.probs', 'image_tensor': 'image'}),
     Figure(id='top5', kind='top5', caption='The five most probable classes.', args={'tensor': 'probs'}),
+    Figure(id='rollout', kind='rollout', caption="Where [CLS] draws from: the last block's raw attention (middle) and the rollout through every block (right), over the input.", args={'tensor': '{block_last}.attn.probs', 'image_tensor': 'image'}),
+)
+
+EXTRA_PAGES = (
+    ExtraPage(
+        slug='rollout',
+        title='Attention rollout',
+        template='rollout.md.j2',
+        check='rollout_rows',
+        check_args={'block_probs': 'blocks.{{i}}.attn.probs'},  # {i}: every block, filled in by the check
+        figures=('rollout',),
+    ),
 )
 
 OVERVIEW_FIGURES = ('input_image', 'cls_attention', 'top5')

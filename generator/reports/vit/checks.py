@@ -44,3 +44,21 @@ def tokens_concat(run: ModelRun, out: TensorName, cls: TensorName, patches: Tens
     expected = torch.cat([run.t(cls), run.t(patches)], dim=1)
     passed, detail = close(run.t(out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
     return "row 0 is the class token, the rest are the patch embeddings", passed, detail
+
+
+@check
+def rollout_rows(run: ModelRun, block_probs: str) -> tuple[str, bool, str]:
+    """``block_probs`` names every block's attention probabilities, with {i} for the block index."""
+    blocks = run.inputs["config"].n_layers
+    shown = run.inputs["rollout"].double()  # (B, N1, N1), computed in float32 by the runner
+    expected = torch.eye(shown.size(-1), dtype=torch.float64).expand_as(shown)
+    for i in range(blocks):  # the recursion written out again, in float64, from the recorded probabilities
+        mean = run.t(block_probs.format(i=i)).mean(dim=1)  # (B, N1, N1)
+        mixed = 0.5 * mean + 0.5 * torch.eye(mean.size(-1), dtype=torch.float64)
+        expected = (mixed / mixed.sum(dim=-1, keepdim=True)) @ expected
+    same, detail = close(shown, expected, f"rollout through {blocks} blocks vs a float64 recomputation")
+    rows = shown.sum(dim=-1)
+    row_error = float((rows - 1).abs().max())
+    return "rows sum to 1 and equal a float64 recomputation", same and row_error <= 1e-4, (
+        f"{detail}; every one of the {rows.numel()} rows sums to 1 within {row_error:.1e}"
+    )

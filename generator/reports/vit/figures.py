@@ -122,3 +122,26 @@ def top5(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     ax.set_xlim(0, max(float(values[0]) * 1.25, 1e-3))
     ax.set_xlabel("probability")
     save(fig, path)
+
+
+@drawer("rollout")
+def rollout(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    """[CLS] rollout over the image beside the last block's raw [CLS] attention (mean over heads)."""
+    image = _unnormalise(run, run.cpu(args["image_tensor"])[0])
+    H, W = image.shape[:2]
+    raw = run.cpu(args["tensor"])[0].float().mean(dim=0)[0, 1:]  # (h, N1, N1) -> [CLS] row over the N patches
+    rolled = run.inputs["rollout"][0, 0, 1:].float()  # (N,)
+    side = int(math.isqrt(raw.numel()))
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4.3))
+    axes[0].imshow(image)
+    axes[0].set_title("model input")
+    for ax, values, title in ((axes[1], raw, "last block's raw [CLS] attention\n(mean over heads)"),
+                              (axes[2], rolled, "[CLS] attention rollout\nthrough every block")):
+        heat = torch.nn.functional.interpolate(values.reshape(1, 1, side, side), size=(H, W), mode="nearest")[0, 0].numpy()
+        ax.imshow(image)
+        shown = ax.imshow(heat, cmap="inferno", alpha=0.6)
+        ax.set_title(title)
+        fig.colorbar(shown, ax=ax, fraction=0.046)
+    for ax in axes:
+        ax.axis("off")
+    save(fig, path)

@@ -9,11 +9,13 @@ import torch
 from generator.catalogue import Report
 from generator.reports.vit.images import DEFAULT_IMAGE, load_rgb, preprocess
 from generator.reports.vit.options import VitOptions
+from generator.reports.vit.rollout import attention_rollout
 from generator.reports.vit.weights import resolve
 from generator.run import ModelRun, resolve_device
 from generator.text import clean_text
 from models.recording import recording
 
+ROLLOUT_PROBS = "blocks.{i}.attn.probs"
 BUNDLED_IMAGE_NAME = "the bundled image (Grace Hopper, U.S. Navy photo, public domain)"
 
 
@@ -27,10 +29,12 @@ def run(report: Report, opts: VitOptions) -> ModelRun:
     model, weights_text = preset.load(opts.size, cfg, opts.seed)
     model = model.eval().to(device)
     places = opts.places()
-    keep = {name.format(**places) for name in report.record_names()}
+    every_block = [ROLLOUT_PROBS.format(i=i) for i in range(cfg.n_layers)]  # the rollout reads them all
+    keep = {name.format(**places) for name in report.record_names()} | set(every_block)
     with torch.no_grad(), recording(keep=keep) as rec:
         model(image.to(device))
     model.cpu()
+    rollout = attention_rollout([rec.tensor(name).float().cpu() for name in every_block])  # (B, N1, N1)
     shown_name = BUNDLED_IMAGE_NAME if opts.image is None else clean_text(Path(path).name)  # a file name is user text too
     n_params = sum(p.numel() for p in model.parameters())
     return ModelRun(
@@ -46,6 +50,7 @@ def run(report: Report, opts: VitOptions) -> ModelRun:
             "std": preset.std,
             "class_names": preset.categories(cfg),
             "preset": opts.size,
+            "rollout": rollout,
             "layer": opts.layer,
             "config": cfg,
             "summary": f"ViT preset {opts.size}: {cfg.image_size}×{cfg.image_size} input, {cfg.patch_size}×{cfg.patch_size} patches, "

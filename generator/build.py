@@ -21,6 +21,7 @@ from generator.progress import Progress
 from generator.render import render_landing, render_report
 from generator.run import ModelRun
 from generator.site import staged_output
+from generator.tensor_data import write_run_data  # explorer data
 
 log = logging.getLogger("generator")
 
@@ -52,6 +53,7 @@ def build(docs: Path, runners: dict[str, Callable[[Report], ModelRun]], progress
             (out / "figures").mkdir(parents=True)
             started = time.perf_counter()
             pages = render_report(report, run, out)
+            write_run_data(report, run, pages, out)  # explorer data: out/data/*.npy + index.json
             result.timings[f"{key}: pages"] = time.perf_counter() - started
             log.info("%s: %d pages, %d checks passed, in %.2f s", key, len(pages), sum(p.check.passed for p in pages), result.timings[f"{key}: pages"])
             result.failed_checks += [f"{key} {p.label}: {p.check.name}" for p in pages if not p.check.passed]

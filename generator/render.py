@@ -14,6 +14,7 @@ import jinja2
 from generator.catalogue import Report, Snapshot
 from generator.checks import CheckResult, run_check
 from generator.run import ModelRun
+from generator.tensor_data import explore_info  # explorer
 from generator.tensors import TensorView, fmt, json_number
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -52,6 +53,7 @@ def environment() -> jinja2.Environment:
         pct=lambda v, d=1: f"{100 * float(v):.{d}f}%",
         thousands=lambda v: f"{int(v):,}",
     )
+    env.globals["explore"] = explore_info  # explorer: used by _explore.md.j2
     return env
 
 

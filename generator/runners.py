@@ -10,6 +10,7 @@ import torch
 from generator.catalogue import Report
 from generator.errors import UserError
 from generator.run import ModelRun, resolve_device
+from generator.tensor_data import exploration_names  # explorer: every layer's attention and output
 from models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, build_vocab, encode
 from models.recording import recording
 
@@ -68,6 +69,7 @@ def run_encoder_decoder(report: Report, opts: EncoderDecoderInputs) -> ModelRun:
         "dec_last": f"decoder.layers.{opts.n_layers - 1}.output",
     }
     keep = {name.format(**places) for name in report.record_names()}
+    keep |= set(exploration_names(report.key, cfg))  # explorer: every layer's attention and output
     with torch.no_grad(), recording(keep=keep) as rec:
         model(src_ids, tgt_ids)
     model.cpu()
@@ -171,6 +173,7 @@ def run_vit(report: Report, opts: VitInputs) -> ModelRun:
         "block_last": f"blocks.{cfg.n_layers - 1}",
     }
     keep = {name.format(**places) for name in report.record_names()}
+    keep |= set(exploration_names(report.key, cfg))  # explorer: every block's attention and output
     with torch.no_grad(), recording(keep=keep) as rec:
         model(image.to(device))
     model.cpu()

@@ -22,6 +22,7 @@ from generator.render import render_report
 from generator.reports import REPORTS
 from generator.run import ModelRun
 from generator.site import edited_by_hand, staged_output
+from generator.tensor_data import write_run_data
 
 log = logging.getLogger("generator")
 
@@ -57,6 +58,7 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
             (out / "figures").mkdir(parents=True)
             started = time.perf_counter()
             pages = render_report(report, run, out)
+            write_run_data(report, run, pages, out)  # out/data/*.npy + index.json: every number, for the explorer and numpy
             result.timings[f"{key}: pages"] = time.perf_counter() - started
             log.info("%s: %d pages, %d checks passed, in %.2f s", key, len(pages), sum(p.check.passed for p in pages), result.timings[f"{key}: pages"])
             result.failed_checks += [f"{key} {p.label}: {p.check.name}" for p in pages if not p.check.passed]

@@ -87,6 +87,7 @@ class Report:
     package: str  # e.g. "generator.reports.vit": holds runner.py, checks.py, figures.py and templates/
     also_record: tuple[str, ...] = ()  # tensors only the explanations read
     extra_pages: tuple[ExtraPage, ...] = ()
+    exploration: Any = None  # generator.tensor_data.Exploration: what the report ships as data for the explorer
 
     def label(self, number: int) -> str:
         return self.label_format.format(n=number)

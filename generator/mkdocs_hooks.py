@@ -69,3 +69,13 @@ def _to_mathml(match: re.Match) -> str:
 
 def on_page_content(content: str, **_) -> str:
     return _MATH.sub(_to_mathml, content)
+
+
+# Accessibility: Material escapes page titles that MkDocs already escaped, so the footer's aria-label
+# reads "Next: Input &amp; embedding" while the visible text is "Input & embedding" (WCAG 2.5.3).
+_ARIA_LABEL = re.compile(r'aria-label="([^"]*)"')
+_DOUBLE_ESCAPED = re.compile(r"&amp;(amp|lt|gt|quot|#\d+|#x[0-9a-fA-F]+);")
+
+
+def on_post_page(output: str, **_) -> str:
+    return _ARIA_LABEL.sub(lambda m: 'aria-label="' + _DOUBLE_ESCAPED.sub(r"&\1;", m.group(1)) + '"', output)

@@ -16,6 +16,7 @@ from generator.reports import REPORTS
 from generator.checks import CheckResult, run_check
 from generator.options import plural
 from generator.run import ModelRun
+from generator.tensor_data import explore_info  # explorer
 from generator.tensors import TensorView, fmt, json_number
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -59,6 +60,7 @@ def environment() -> jinja2.Environment:
         pct=lambda v, d=1: f"{100 * float(v):.{d}f}%",
         thousands=lambda v: f"{int(v):,}",
     )
+    env.globals["explore"] = explore_info  # explorer: used by _explore.md.j2
     return env
 
 

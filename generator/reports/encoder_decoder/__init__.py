@@ -7,6 +7,7 @@ templates/    explain.md.j2, inputs.md.j2, questions.md.j2
 
 from generator.catalogue import Report
 from generator.reports.encoder_decoder import catalogue
+from generator.reports.encoder_decoder.explore import EXPLORATION
 from generator.reports.encoder_decoder.options import EncoderDecoderOptions
 
 REPORT = Report(
@@ -22,5 +23,6 @@ REPORT = Report(
     questions=catalogue.QUESTIONS,
     options=EncoderDecoderOptions,
     package=__name__,
+    exploration=EXPLORATION,
     also_record=catalogue.ALSO_RECORD,
 )

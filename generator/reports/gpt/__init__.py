@@ -8,6 +8,7 @@ templates/    explain.md.j2, inputs.md.j2, questions.md.j2
 
 from generator.catalogue import Report
 from generator.reports.gpt import catalogue
+from generator.reports.gpt.explore import EXPLORATION
 from generator.reports.gpt.options import GPTOptions
 
 REPORT = Report(
@@ -23,5 +24,6 @@ REPORT = Report(
     questions=catalogue.QUESTIONS,
     options=GPTOptions,
     package=__name__,
+    exploration=EXPLORATION,
     also_record=catalogue.ALSO_RECORD,
 )

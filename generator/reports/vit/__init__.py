@@ -8,6 +8,7 @@ templates/    explain.md.j2, inputs.md.j2, questions.md.j2; assets/ the bundled 
 
 from generator.catalogue import Report
 from generator.reports.vit import catalogue
+from generator.reports.vit.explore import EXPLORATION
 from generator.reports.vit.options import VitOptions
 
 REPORT = Report(
@@ -23,6 +24,7 @@ REPORT = Report(
     questions=catalogue.QUESTIONS,
     options=VitOptions,
     package=__name__,
+    exploration=EXPLORATION,
     also_record=catalogue.ALSO_RECORD,
     extra_pages=catalogue.EXTRA_PAGES,
 )

@@ -1,0 +1,33 @@
+"""What the GPT report ships as data for the explorer: every block's causal attention and output, byte-labelled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator.tensor_data import AttentionGroup, Exploration
+
+
+def _names(config: Any) -> list[str]:
+    return [name for i in range(config.n_layers) for name in (f"blocks.{i}.attn.probs", f"blocks.{i}.output")]
+
+
+def _labels(run: Any) -> dict[str, list[str]]:
+    from models.gpt import byte_label
+
+    return {"bytes": list(run.inputs["prompt_bytes"]), "vocabulary": [byte_label(b) for b in range(run.dims["V"])]}
+
+
+EXPLORATION = Exploration(
+    names=_names,
+    groups=(AttentionGroup("blocks", "Causal self-attention over the prompt's bytes", "block", r"blocks\.(\d+)\.attn\.probs", "bytes", "bytes"),),
+    axes=(
+        (r"ids", (None, "bytes")),
+        (r"mask", (None, None, "bytes", "bytes")),
+        (r"pos_emb", ("bytes", None)),
+        (r"blocks\.\d+\.attn\.(scores|masked_scores|probs)", (None, "heads", "bytes", "bytes")),
+        (r"blocks\.\d+\.attn\.(q|k|v|context)", (None, "heads", "bytes", None)),
+        (r"logits|probs", (None, "bytes", "vocabulary")),
+        (r"tok_emb|embed|ln_f|blocks\..*", (None, "bytes", None)),
+    ),
+    labels=_labels,
+)

@@ -1,0 +1,41 @@
+"""What the ViT report ships as data for the explorer: every block's attention and output, and the input image."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator.tensor_data import AttentionGroup, Exploration, image_png
+
+
+def _names(config: Any) -> list[str]:
+    return [name for i in range(config.n_layers) for name in (f"blocks.{i}.attn.probs", f"blocks.{i}.output")]
+
+
+def _labels(run: Any) -> dict[str, list[str]]:
+    side = run.dims["H"] // run.dims["P"]
+    patches = [f"r{r}c{c}" for r in range(side) for c in range(side)]
+    return {"patches": patches, "tokens": ["[CLS]", *patches], "channels": ["R", "G", "B"],
+            "classes": [str(c) for c in run.inputs["class_names"]]}
+
+
+def _image(run: Any) -> tuple[bytes, int] | None:
+    """The preprocessed image, for laying one query's attention over it."""
+    return image_png(run.cpu("image"), run.inputs["mean"], run.inputs["std"]), run.dims["H"] // run.dims["P"]
+
+
+EXPLORATION = Exploration(
+    names=_names,
+    groups=(AttentionGroup("blocks", "Self-attention over [CLS] and the patches", "block", r"blocks\.(\d+)\.attn\.probs", "tokens", "tokens"),),
+    axes=(
+        (r"image", (None, "channels", None, None)),
+        (r"patch_embed\.patches", (None, "patches", "channels", None, None)),
+        (r"patch_embed\..*", (None, "patches", None)),
+        (r"cls_token", (None, None, None)),
+        (r"blocks\.\d+\.attn\.(scores|probs)", (None, "heads", "tokens", "tokens")),
+        (r"blocks\.\d+\.attn\.(q|k|v|context)", (None, "heads", "tokens", None)),
+        (r"blocks\..*|tokens|tokens_pos|final_seq", (None, "tokens", None)),
+        (r"logits|probs", (None, "classes")),
+    ),
+    labels=_labels,
+    image=_image,
+)

@@ -1,0 +1,187 @@
+"""The recorded tensors as data: ``<report>/data/<name>.npy`` plus ``data/index.json``.
+
+The snapshot pages show a few numbers of each tensor; the files written here hold all of them,
+for the attention explorer and the value browser (docs/javascripts/tt-explorer.js), and for
+anyone who wants to load them with ``numpy.load``.
+
+index.json (every path relative to the report folder, lists sorted, output byte-stable)::
+
+    {"tensors":   [{"name", "file", "shape", "dtype", "labels": [label key or null per axis]}, ...],
+     "labels":    {"src_tokens": ["hello", ...], "heads": ["head 1", ...], ...},
+     "attention": [{"key", "title", "unit", "layers": [tensor name per layer/block], "rows": label key,
+                    "cols": label key, "image": null | {"file": "data/input.png", "grid": 14, "cls": true}}],
+     ...extra keys (report, dims)}
+
+Floating-point tensors are stored as float32, integers and booleans as they are; every file is
+little-endian, C order, .npy format 1.0, so the same run writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+DATA_DIR = "data"
+INDEX = "index.json"
+IMAGE_FILE = "input.png"
+
+# ----------------------------------------------------------------------------- what is explored
+
+
+@dataclass(frozen=True)
+class AttentionGroup:
+    """Attention probabilities of one kind, one tensor per layer: what one explorer shows."""
+
+    key: str
+    title: str
+    unit: str  # "layer" or "block"
+    pattern: str  # regular expression over record names; group 1 is the 0-based layer
+    rows: str  # label keys of the query and key axes
+    cols: str
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """What a report ships as data beyond its pages' tensors; defined in generator/reports/<report>/explore.py."""
+
+    names: Callable[[Any], list[str]]  # config -> extra record names: every layer's attention and output
+    groups: tuple[AttentionGroup, ...]
+    axes: tuple[tuple[str, tuple[str | None, ...]], ...]  # (record-name pattern, label key per axis); first match wins
+    labels: Callable[[Any], dict[str, list[str]]]  # run -> label lists by key
+    image: Callable[[Any], tuple[bytes, int] | None] = lambda run: None  # run -> (PNG of the model input, grid side)
+
+
+def exploration_names(report: Any, config: Any) -> list[str]:
+    """Record names the explorer needs beyond the pages' own; the runners add them to what they keep."""
+    return report.exploration.names(config) if report.exploration else []
+
+
+def axis_labels(exploration: Exploration, name: str, shape: tuple[int, ...], labels: dict[str, list[str]]) -> tuple[str | None, ...]:
+    """Label key (or None) per axis of ``name``; a key whose list does not fit the axis is dropped."""
+    for pattern, keys in exploration.axes:
+        if re.fullmatch(pattern, name) and len(keys) == len(shape):
+            return tuple(k if k is not None and len(labels.get(k, ())) == n else None for k, n in zip(keys, shape))
+    return (None,) * len(shape)
+
+
+def attention_group_of(exploration: Exploration | None, name: str) -> tuple[str, int] | None:
+    """(group key, 0-based layer) when ``name`` is an attention-probability tensor the explorer shows."""
+    for group in exploration.groups if exploration else ():
+        if match := re.fullmatch(group.pattern, name):
+            return group.key, int(match.group(1))
+    return None
+
+
+def attention_groups(exploration: Exploration, names: list[str], image: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    groups = []
+    for group in exploration.groups:
+        layers = sorted((int(m.group(1)), n) for n in names if (m := re.fullmatch(group.pattern, n)))
+        if layers:
+            groups.append({"key": group.key, "title": group.title, "unit": group.unit, "layers": [n for _, n in layers],
+                           "rows": group.rows, "cols": group.cols, "image": image})
+    return groups
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def npy_bytes(tensor: torch.Tensor) -> bytes:
+    """The tensor as .npy (format 1.0, little-endian, C order): float as float32, int and bool unchanged."""
+    t = tensor.detach().cpu()
+    if t.is_floating_point():
+        t = t.to(torch.float32)
+    array = np.ascontiguousarray(t.numpy())
+    if array.dtype.byteorder == ">":
+        array = array.astype(array.dtype.newbyteorder("<"))
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, array, version=(1, 0), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def write_tensor_data(report_dir: Path, tensors: dict[str, torch.Tensor], *, labels: dict[str, list[str]],
+                      axes: dict[str, tuple[str | None, ...]], attention: list[dict], extra: dict | None = None) -> dict:
+    """Write ``report_dir/data/<name>.npy`` for every tensor and ``data/index.json``; return the index."""
+    data = report_dir / DATA_DIR
+    data.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for name in sorted(tensors):
+        if "/" in name or name.startswith("."):
+            raise ValueError(f"record name {name!r} cannot be a file name")
+        blob = npy_bytes(tensors[name])
+        file = f"{DATA_DIR}/{name}.npy"
+        (report_dir / file).write_bytes(blob)
+        array = np.load(io.BytesIO(blob), mmap_mode=None, allow_pickle=False)
+        keys = list(axes.get(name, (None,) * array.ndim))
+        if len(keys) != array.ndim:
+            raise ValueError(f"{name}: {len(keys)} axis labels for {array.ndim} axes")
+        entries.append({"name": name, "file": file, "shape": list(array.shape), "dtype": array.dtype.str, "labels": keys})
+    used = sorted({k for e in entries for k in e["labels"] if k} | {g[k] for g in attention for k in ("rows", "cols")})
+    missing = [k for k in used if k not in labels]
+    if missing:
+        raise ValueError(f"label lists missing: {missing}")
+    for group in attention:
+        unknown = [n for n in group["layers"] if n not in tensors]
+        if unknown:
+            raise ValueError(f"attention group {group['key']}: tensors not written: {unknown}")
+    index = {"tensors": entries, "labels": {k: [str(v) for v in labels[k]] for k in used}, "attention": attention, **(extra or {})}
+    (data / INDEX).write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return index
+
+
+# ----------------------------------------------------------------------------- from a run
+
+
+def image_png(image: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ...]) -> bytes:
+    """A normalised image (1, 3, H, W) as the model saw it, back in 8-bit RGB (no metadata, no timestamp)."""
+    from PIL import Image
+
+    rgb = (image[0].float().cpu() * torch.tensor(std).view(3, 1, 1) + torch.tensor(mean).view(3, 1, 1))
+    rgb = rgb.clamp(0, 1).mul(255).round().to(torch.uint8).permute(1, 2, 0).numpy()  # (3, H, W) -> (H, W, 3)
+    buffer = io.BytesIO()
+    Image.fromarray(rgb, mode="RGB").save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
+
+
+def write_run_data(report: Any, run: Any, pages: list, out: Path) -> dict:
+    """Every tensor the pages show plus each layer's attention and output, for the explorer."""
+    exploration = report.exploration or Exploration(names=lambda config: [], groups=(), axes=(), labels=lambda run: {})
+    extra = [n for n in exploration.names(run.inputs["config"]) if n in run.recording]
+    names = sorted({t.name for p in pages for t in p.tensors} | set(extra))
+    tensors = {n: run.cpu(n) for n in names}
+    labels = {"heads": [f"head {i + 1}" for i in range(run.dims["h"])]} if "h" in run.dims else {}
+    labels |= exploration.labels(run)
+    axes = {n: axis_labels(exploration, n, tuple(t.shape), labels) for n, t in tensors.items()}
+    image = None
+    if picture := exploration.image(run):
+        png, grid = picture
+        (out / DATA_DIR).mkdir(parents=True, exist_ok=True)
+        (out / DATA_DIR / IMAGE_FILE).write_bytes(png)
+        image = {"file": f"{DATA_DIR}/{IMAGE_FILE}", "grid": grid, "cls": True}
+    return write_tensor_data(out, tensors, labels=labels, axes=axes, attention=attention_groups(exploration, names, image),
+                             extra={"report": report.key, "dims": dict(run.dims)})
+
+
+# ----------------------------------------------------------------------------- for the templates
+
+
+def explore_info(page: Any) -> dict[str, Any]:
+    """What _explore.md.j2 needs for a snapshot page: its tensors' files and its explorer group."""
+    depth = page.path.count("/")
+    names = list(dict.fromkeys(t.name for t in page.tensors))
+    group = attention_group_of(page.report.exploration, page.main.name)
+    return {
+        "tensors": names,
+        "files": {n: "../" * depth + f"{DATA_DIR}/{n}.npy" for n in names},  # Markdown links: relative to the .md file
+        # Raw HTML is not rewritten by MkDocs: relative to the page's URL (directory URLs: one level deeper).
+        "index": "../" * (depth + 1) + f"{DATA_DIR}/{INDEX}",
+        "group": group[0] if group else None,
+        "layer": group[1] if group else None,
+    }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,6 +89,15 @@ class Report:
     also_record: tuple[str, ...] = ()  # tensors only the explanations read
     extra_pages: tuple[ExtraPage, ...] = ()
     exploration: Any = None  # generator.tensor_data.Exploration: what the report ships as data for the explorer
+
+    @classmethod
+    def from_catalogue(cls, catalogue: ModuleType, **identity: Any) -> Report:
+        """A report from its catalogue module (STAGES, SNAPSHOTS, FIGURES, ...) and its identity (key, title, options ...)."""
+        return cls(
+            stages=catalogue.STAGES, snapshots=catalogue.SNAPSHOTS, figures=catalogue.FIGURES,
+            overview_figures=catalogue.OVERVIEW_FIGURES, dims_legend=catalogue.DIMS_LEGEND, questions=catalogue.QUESTIONS,
+            also_record=getattr(catalogue, "ALSO_RECORD", ()), extra_pages=getattr(catalogue, "EXTRA_PAGES", ()), **identity,
+        )
 
     def label(self, number: int) -> str:
         return self.label_format.format(n=number)

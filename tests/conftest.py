@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,38 @@ def built_site(built_docs, tmp_path_factory) -> Path:
     result = mkdocs_build(built_docs, site)
     assert result.returncode == 0, result.stderr[-3000:]
     return site
+
+
+# ----------------------------------------------------------------------------- the real browser
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def require_chromium() -> None:
+    """Skip the calling test module without Debian's chromium; on CI, where make test installs it, fail instead."""
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            raise RuntimeError("CI needs Debian's chromium for the browser tests: make test installs it (scripts/install-chromium.sh)")
+        pytest.skip("Debian's chromium is not installed (run scripts/install-chromium.sh)", allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def server(built_site):
+    """The built site over HTTP, from the same local server the PDF export uses."""
+    from generator.pdf import serve
+
+    with serve(built_site) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Debian chromium driven by Playwright (never a downloaded browser build)."""
+    from playwright.sync_api import sync_playwright
+
+    from generator.pdf import CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

@@ -6,14 +6,12 @@ a heat map's table shown, so the interactive parts are audited too. Serious and 
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, require_chromium
 
 AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
@@ -33,29 +31,7 @@ PAGES = [
     "vit/output/26-softmax-probabilities/",
 ]
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI"):
-        raise RuntimeError("CI needs Debian's chromium for the browser tests: make test installs it (scripts/install-chromium.sh)")
-    pytest.skip("Debian's chromium is not installed (run scripts/install-chromium.sh)", allow_module_level=True)
-
-from playwright.sync_api import sync_playwright  # noqa: E402
-
-from generator.pdf import CHROMIUM_ARGS, serve  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def server(built_site):
-    with serve(built_site) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+require_chromium()
 
 
 def test_the_vendored_axe_core_is_the_version_its_readme_names():

@@ -8,40 +8,17 @@ Screenshots land in test-artifacts/ for a person to look at.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, require_chromium
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = ROOT / "test-artifacts"
+require_chromium()
 
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI"):
-        raise RuntimeError("CI needs Debian's chromium for the browser tests: make test installs it (scripts/install-chromium.sh)")
-    pytest.skip("Debian's chromium is not installed (run scripts/install-chromium.sh)", allow_module_level=True)
-
-from playwright.sync_api import sync_playwright  # noqa: E402
-
-from generator.pdf import CHROMIUM_ARGS, serve  # noqa: E402
 from generator.reports import REPORTS  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def server(built_site):
-    with serve(built_site) as url:  # the same local server the PDF export uses
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+ARTIFACTS = ROOT / "test-artifacts"
 
 
 def _generated_pages(site: Path) -> list[str]:

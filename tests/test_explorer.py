@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +20,7 @@ from generator.reports import REPORTS
 from generator.render import build_pages
 from generator.tensor_data import exploration_names, write_run_data
 from models.recording import recording
-from tests.conftest import ROOT
+from tests.conftest import ROOT, require_chromium
 
 SITE_LIMIT = 80 * 1024 * 1024  # bytes, the whole built site with the default inputs
 ED_11 = "encoder-decoder/encoder/11-attention-scores-after-softmax/"
@@ -132,29 +130,9 @@ def test_the_built_site_with_default_inputs_is_under_80_mb(built_site):
 
 # ----------------------------------------------------------------------------- in the browser
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI"):
-        raise RuntimeError("CI needs Debian's chromium for the browser tests: make test installs it (scripts/install-chromium.sh)")
-    pytest.skip("Debian's chromium is not installed (run scripts/install-chromium.sh)", allow_module_level=True)
+require_chromium()
 
-from playwright.sync_api import sync_playwright  # noqa: E402
-
-from generator.pdf import CHROMIUM_ARGS, serve  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def server(built_site):
-    with serve(built_site) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+from generator.pdf import serve  # noqa: E402
 
 
 @pytest.fixture

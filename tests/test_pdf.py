@@ -43,23 +43,35 @@ def test_pdf_text_is_plain_without_ligature_characters(pdfs, key):
     assert "first" in text or "five" in text
 
 
-def _embedded_fonts(pdf: Path) -> set[str]:
-    """Family names of the fonts the PDF embeds (subset prefixes like 'ABCDEF+' removed)."""
-    families = set()
+def _embedded_fonts(pdf: Path) -> tuple[set[str], set[str]]:
+    """Family names of the fonts the PDF embeds (subset prefixes like 'ABCDEF+' removed), and the characters
+    drawn with unnamed Type 3 fonts (Chromium draws CJK glyphs of an OpenType collection that way)."""
+    families, type3_text = set(), set()
     for page in PdfReader(pdf).pages:
         fonts = page.get("/Resources", {}).get_object().get("/Font", {})
         for font in fonts.values():
-            base = str(font.get_object().get("/BaseFont", "")).lstrip("/").split("+")[-1]
-            families.add(base.split("-")[0].split(",")[0])
-    return families
+            font = font.get_object()
+            base = str(font.get("/BaseFont", "")).lstrip("/").split("+")[-1]
+            if base:
+                families.add(base.split("-")[0].split(",")[0])
+            elif "/ToUnicode" in font:
+                cmap = font["/ToUnicode"].get_object().get_data().decode("latin-1")
+                type3_text |= {chr(int(code, 16)) for code in re.findall(r"<[0-9A-F]{2}> <([0-9A-F]{4,})>", cmap)}
+    return families, type3_text
+
+
+def _is_cjk_or_symbol(ch: str) -> bool:
+    """Glyphs the print view's fallback fonts (Noto CJK, Symbola) draw, never the text font's."""
+    return ord(ch) >= 0x2E80 or 0x2000 <= ord(ch) < 0x2C00
 
 
 @pytest.mark.parametrize("key", REPORTS)
 def test_pdf_embeds_only_the_fonts_the_print_view_names(pdfs, key):
     from generator.pdf import PRINT_FONTS
 
-    embedded = _embedded_fonts(pdfs[key])
+    embedded, type3_text = _embedded_fonts(pdfs[key])
     unexpected = {f for f in embedded if not any(f.startswith(name) for name in PRINT_FONTS)}
+    unexpected |= {f"Type 3 glyph {ch!r}" for ch in type3_text if not _is_cjk_or_symbol(ch)}
     packages = " ".join(sorted(set(PRINT_FONTS.values())))
     assert not unexpected, (f"the PDF embeds {sorted(unexpected)}, a fallback for a print font this machine lacks: "
                             f"install them with scripts/install-chromium.sh (apt-get install {packages})")
@@ -116,7 +128,7 @@ def test_a_missing_renderer_is_reported_in_one_line(monkeypatch):
 def test_a_pdf_stays_linked_while_its_report_is_unchanged_and_goes_when_it_changes(tmp_path):
     """Regenerating with the same inputs keeps the PDF (the report is byte-identical); new inputs drop it."""
     from generator.cli import main
-    from generator.pdf import PDF_INDEX, report_digest
+    from generator.landing import PDF_INDEX, report_digest
 
     docs = tmp_path / "docs"
     assert main(["build", "--model", "encoder-decoder", "--out", str(docs), "-q"]) == 0

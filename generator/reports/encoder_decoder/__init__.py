@@ -10,19 +10,13 @@ from generator.reports.encoder_decoder import catalogue
 from generator.reports.encoder_decoder.explore import EXPLORATION
 from generator.reports.encoder_decoder.options import EncoderDecoderOptions
 
-REPORT = Report(
+REPORT = Report.from_catalogue(
+    catalogue,
     key="encoder-decoder",
     title="Encoder–decoder Transformer",
     short_title="Encoder–decoder",
     label_format="#{n}",
-    stages=catalogue.STAGES,
-    snapshots=catalogue.SNAPSHOTS,
-    figures=catalogue.FIGURES,
-    overview_figures=catalogue.OVERVIEW_FIGURES,
-    dims_legend=catalogue.DIMS_LEGEND,
-    questions=catalogue.QUESTIONS,
     options=EncoderDecoderOptions,
     package=__name__,
     exploration=EXPLORATION,
-    also_record=catalogue.ALSO_RECORD,
 )

@@ -11,19 +11,13 @@ from generator.reports.gpt import catalogue
 from generator.reports.gpt.explore import EXPLORATION
 from generator.reports.gpt.options import GPTOptions
 
-REPORT = Report(
+REPORT = Report.from_catalogue(
+    catalogue,
     key="gpt",
     title="Decoder-only GPT (byte level)",
     short_title="GPT",
     label_format="G{n:02d}",
-    stages=catalogue.STAGES,
-    snapshots=catalogue.SNAPSHOTS,
-    figures=catalogue.FIGURES,
-    overview_figures=catalogue.OVERVIEW_FIGURES,
-    dims_legend=catalogue.DIMS_LEGEND,
-    questions=catalogue.QUESTIONS,
     options=GPTOptions,
     package=__name__,
     exploration=EXPLORATION,
-    also_record=catalogue.ALSO_RECORD,
 )

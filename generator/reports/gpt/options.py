@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from generator.errors import UserError
 from generator.options import RunOptions, check_memory, config_default, option, plural
-from generator.text import clean_text
+from generator.text import clean_text, removed_characters
 from models.gpt import GPTConfig, encode, generation_record_points, record_points
 
 DEFAULT_PROMPT = "The cat sat on the mat."
@@ -21,6 +21,8 @@ class GPTOptions(RunOptions):
     layers: int = field(default=config_default(GPTConfig, "n_layers"), metadata=option("transformer blocks", kind="positive"))
     d_model: int = field(default=config_default(GPTConfig, "d_model"), metadata=option("model width", kind="positive"))
     heads: int = field(default=config_default(GPTConfig, "n_heads"), metadata=option("attention heads (must divide --d-model)", kind="positive"))
+    # Control and bidirectional-override characters dropped from the prompt (see generator/text.py), for the pages.
+    removed: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -31,6 +33,7 @@ class GPTOptions(RunOptions):
             raise UserError(f"--heads {self.heads} must divide --d-model {self.d_model} (each head gets d_model / heads features)")
         if self.generate > CONTEXT:
             raise UserError(f"--generate {self.generate} is more than the {CONTEXT}-byte context holds; generate at most {CONTEXT}")
+        object.__setattr__(self, "removed", tuple(removed_characters(self.prompt)))
         object.__setattr__(self, "prompt", _prompt(self.prompt, self.generate))
         self.check_layer("layers")
         C, L = self.d_model, self.layers

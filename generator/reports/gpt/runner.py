@@ -51,6 +51,7 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
         recording=rec,
         inputs={
             "prompt": prompt,
+            "removed_characters": list(opts.removed),
             "prompt_ids": prompt_ids,
             "prompt_bytes": [byte_label(b) for b in prompt_ids],
             "n_bytes": T,

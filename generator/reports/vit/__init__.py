@@ -11,20 +11,13 @@ from generator.reports.vit import catalogue
 from generator.reports.vit.explore import EXPLORATION
 from generator.reports.vit.options import VitOptions
 
-REPORT = Report(
+REPORT = Report.from_catalogue(
+    catalogue,
     key="vit",
     title="Vision Transformer (ViT-B/16)",
     short_title="ViT",
     label_format="S{n:02d}",
-    stages=catalogue.STAGES,
-    snapshots=catalogue.SNAPSHOTS,
-    figures=catalogue.FIGURES,
-    overview_figures=catalogue.OVERVIEW_FIGURES,
-    dims_legend=catalogue.DIMS_LEGEND,
-    questions=catalogue.QUESTIONS,
     options=VitOptions,
     package=__name__,
     exploration=EXPLORATION,
-    also_record=catalogue.ALSO_RECORD,
-    extra_pages=catalogue.EXTRA_PAGES,
 )

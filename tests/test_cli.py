@@ -64,7 +64,7 @@ def test_regenerating_for_a_seven_word_source_changes_the_shapes(site):
     (["--tgt", ""], "the tgt sentence is empty"),
     (["--src", " ".join(["w"] * 600)], "more than the 512 this model supports"),
     (["--layer", "3"], "--layer 3 is out of range"),
-    (["--model", "gpt"], "invalid choice: 'gpt'"),
+    (["--model", "bert"], "invalid choice: 'bert'"),
     (["--device", "tpu"], "invalid choice: 'tpu'"),
 ])
 def test_bad_input_gets_one_line_exit_2_and_the_site_untouched(site, args, message):

@@ -63,6 +63,8 @@ def parser() -> argparse.ArgumentParser:
     pdf.add_argument("--config", type=Path, default=DEFAULT_DOCS.parent / "mkdocs.yml", help="mkdocs.yml to build with")
     pdf.add_argument("-q", "--quiet", action="store_true")
     pdf.add_argument("-v", "--verbose", action="store_true")
+    from generator.serve import add_parser as add_serve_parser  # `serve`: regenerate from the browser (generator/serve.py)
+    add_serve_parser(sub)
     return p
 
 
@@ -73,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "build":
             return _build(args)
+        if args.command == "serve":  # generator/serve.py
+            from generator.serve import serve
+
+            return serve(args)
         if args.command == "pdf":
             from generator.pdf import export
 
@@ -92,12 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _build(args: argparse.Namespace) -> int:
+def build_from_args(args: argparse.Namespace, progress=None):
+    """The BuildResult of `build` with parsed arguments; UserError for bad input (generator/serve.py calls it too)."""
     from generator.build import build
     from generator.progress import Progress
     from generator.runners import EncoderDecoderInputs, run_encoder_decoder
 
-    started = time.perf_counter()
     wanted = MODELS if args.model == "all" else (args.model,)
     runners = {}
     if "encoder-decoder" in wanted:
@@ -110,7 +116,12 @@ def _build(args: argparse.Namespace) -> int:
 
         vit_opts = VitInputs(image=args.image, weights=args.weights, seed=args.seed, device=args.device, layer=args.layer, size=args.vit_size)
         runners["vit"] = lambda report, opts=vit_opts: run_vit(report, opts)
-    result = build(args.out, runners, Progress(enabled=False if args.quiet else None))
+    return build(args.out, runners, progress or Progress(enabled=False if args.quiet else None))
+
+
+def _build(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    result = build_from_args(args)
     if args.pdf:
         from generator.pdf import export
 

@@ -45,7 +45,7 @@ def mkdocs_build(docs: Path, site: Path, strict: bool = True) -> "subprocess.Com
     import subprocess
     import sys
 
-    for name in ("stylesheets", "how-it-works.md", "notebooks"):
+    for name in ("stylesheets", "javascripts", "how-it-works.md", "notebooks"):
         if not (docs / name).exists():
             (docs / name).symlink_to(ROOT / "docs" / name)
     config = site.parent / f"{site.name}-mkdocs.yml"

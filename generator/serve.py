@@ -308,13 +308,21 @@ class ReadWriteLock:
                 self._cond.notify_all()
 
 
-def _event_progress(publish: Callable[[str, dict], None]):
-    """A generator Progress whose steps and bars become "progress" events."""
+def _event_progress(publish: Callable[[str, dict], None], while_drawing: Callable[[], None] = lambda: None):
+    """A generator Progress whose steps and bars become "progress" events.
+
+    The build asks it to iterate over the figures once their worker processes are drawing; this
+    process then has nothing to do but wait, so ``while_drawing`` runs first (pages are rendered ahead).
+    """
     from generator.progress import Progress
 
     class EventProgress(Progress):
         def __init__(self) -> None:
             super().__init__(enabled=False)
+
+        def iterate(self, items, label, total=None):
+            while_drawing()
+            return super().iterate(items, label, total)
 
         def status(self, text: str) -> None:
             publish("progress", {"step": text})
@@ -421,8 +429,12 @@ class WarmServer:
                 paths[name].write_bytes(upload.data)
             args = parse_build_argv(build_argv(fields, self.docs, paths))
             try:
-                result = build_from_args(args, _event_progress(publish))
-            except UserError as exc:
+                result = build_from_args(args, _event_progress(publish, self._render_ahead))
+            except BaseException as exc:
+                if self.site is not None:
+                    self.site.abandon_ahead()
+                if not isinstance(exc, UserError):
+                    raise
                 message = str(exc)
                 for name, path in paths.items():  # the file as the user named it, not the server's copy
                     message = message.replace(str(path), files[name].filename)
@@ -444,6 +456,18 @@ class WarmServer:
             "pages_rebuilt": len(update.pages),
             "failed_checks": list(result.failed_checks),
         }
+
+    def _render_ahead(self) -> None:
+        """Render the changed pages from the generator's staging folder while its figures are drawn."""
+        stagings = sorted(self.docs.glob(".staging-*"), key=lambda p: p.stat().st_mtime_ns if p.exists() else 0)
+        if self.site is None or not stagings:
+            return
+        self.events.publish("progress", {"step": "rendering the new pages while the figures are drawn"})
+        try:
+            count = self.site.prerender(stagings[-1])
+            log.info("site: %d pages rendered ahead", count)
+        except Exception as exc:  # noqa: BLE001 - only a head start: update() renders whatever is missing
+            log.info("site: rendering ahead stopped (%s: %s)", type(exc).__name__, exc)
 
     def _update_site(self):
         with self.site_lock.write():

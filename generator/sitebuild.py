@@ -10,17 +10,22 @@ rewrote docs/, :meth:`WarmSite.update` compares file digests with the last build
   loaded) when files appeared or disappeared or the navigation changed.
 
 Material's search index (search/search_index.json) is always rewritten complete: the entries
-of the rebuilt pages replace theirs, the others are kept.
+of the rebuilt pages replace theirs, the others are kept. A partial build writes the same HTML
+and index as a full one (tests/test_serve.py compares them).
+
+:meth:`WarmSite.prerender` renders the changed pages of the generator's staging folder while the
+figures are still being drawn in worker processes; :meth:`update` then only moves them in, for
+each page whose Markdown in docs/ is byte-identical to the one rendered ahead.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import multiprocessing
 import os
+import shutil
+import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +33,15 @@ from typing import Any
 from generator.errors import UserError
 
 log = logging.getLogger("generator")
-PAGES_PER_WORKER = 12  # below this many pages per core, forking costs more than it saves
+
+
+@dataclass
+class _Ahead:
+    digest: str  # of the Markdown it was rendered from
+    html: Path
+    title: str | None
+    old_title: str | None
+    entries: list[dict]
 
 
 @dataclass
@@ -92,8 +105,11 @@ class WarmSite:
         self.config.plugins.on_startup(command="build", dirty=False)
         self.built: dict[str, str] | None = None  # digests of docs/ at the last build
         self.nav_config: Any = None
+        self._ahead: dict[str, _Ahead] = {}  # pages rendered ahead from a staging folder (see prerender)
+        self._ahead_dir: Path | None = None
 
     def close(self) -> None:
+        self._drop_ahead()
         self.config.plugins.on_shutdown()
 
     # ------------------------------------------------------------------ builds
@@ -103,11 +119,12 @@ class WarmSite:
         from mkdocs.exceptions import Abort, BuildError
 
         started = time.perf_counter()
+        self._drop_ahead()
         digests = _digests(self.docs)
+        self.built = None  # until this build succeeds, the next update is a full build
         try:
             build(self.config)
         except (Abort, BuildError) as exc:
-            self.built = None
             raise UserError(f"mkdocs build failed: {exc}") from None
         self.built = digests
         self.nav_config = self._nav_config()
@@ -137,31 +154,35 @@ class WarmSite:
             (pages if file.is_documentation_page() else static).append(file)
         if any(f.page is None for f in pages):
             return self.full_build("a changed page is not in the last build")
-        retitled = self._rebuild_pages(pages)
+        self.built = None  # a failure below leaves the next update a full build
+        ahead = {f.src_uri: self._ahead[f.src_uri] for f in pages if f.src_uri in self._ahead and self._ahead[f.src_uri].digest == now[f.src_uri]}
+        try:
+            retitled = self._rebuild_pages(pages, ahead)
+        finally:
+            self._drop_ahead()
         if retitled:  # a page title shows in every page's navigation
             return self.full_build(f"the title of {retitled[0]} changed")
         for file in static:
             file.copy_file(dirty=False)
         self.built = now
-        return SiteUpdate("pages", [f.src_uri for f in pages], [f.src_uri for f in static], time.perf_counter() - started)
+        return SiteUpdate("pages", [f.src_uri for f in pages], [f.src_uri for f in static], time.perf_counter() - started,
+                          reason=f"{len(ahead)} rendered ahead" if ahead else "")
 
-    def _rebuild_pages(self, files: list) -> list[str]:
-        """Render ``files`` again (Markdown, template, search entries); the paths whose title changed."""
+    def _rebuild_pages(self, files: list, ahead: dict[str, _Ahead]) -> list[str]:
+        """Render ``files`` again (Markdown, template, search entries), or move in their pages rendered ahead;
+        the paths whose title changed."""
         search = self._search_plugin()
-        titles = {f.src_uri: f.page.title for f in files}
+        titles = {f.src_uri: ahead[f.src_uri].old_title if f.src_uri in ahead else f.page.title for f in files}
         urls = {f.page.url for f in files}
         previous = list(search.search_index.entries) if search is not None else []
-        workers = min(os.cpu_count() or 1, len(files) // PAGES_PER_WORKER)
-        if workers <= 1:
-            results = _render_pages(self, files)
-        else:  # forked workers inherit the loaded configuration, theme and plugins: nothing is pickled but results
-            _JOBS[:] = [(self, files[i::workers]) for i in range(workers)]
-            try:
-                context = multiprocessing.get_context("fork")
-                with ProcessPoolExecutor(workers, mp_context=context) as pool:
-                    results = [item for share in pool.map(_render_job, range(workers)) for item in share]
-            finally:
-                _JOBS.clear()
+        results = []
+        for file in files:
+            if file.src_uri in ahead:
+                done = ahead[file.src_uri]
+                os.makedirs(os.path.dirname(file.abs_dest_path), exist_ok=True)
+                shutil.move(done.html, file.abs_dest_path)
+                results.append((file.src_uri, done.title, done.entries))
+        results += _render_pages(self, [f for f in files if f.src_uri not in ahead])
         new_titles = {}
         entries = []
         for src_uri, title, page_entries in results:
@@ -172,6 +193,66 @@ class WarmSite:
             search.search_index.entries = kept + entries
             search.on_post_build(config=self.config)  # writes search/search_index.json, complete
         return [path for path, title in new_titles.items() if title != titles[path]]
+
+    def prerender(self, staging: Path) -> int:
+        """Render, ahead of the swap, the pages of a generator staging folder that differ from the last build.
+
+        Called while the figures are drawn in worker processes (which leaves this process idle). The
+        HTML goes to a temporary folder; :meth:`update` moves a page in only if the Markdown then in
+        docs/ is byte-identical to what was rendered, and renders the others as usual.
+        """
+        from mkdocs.commands.build import _build_page, _populate_page
+
+        if self.built is None or self._capture.files is None:
+            return 0
+        files, search = self._capture.files, self._search_plugin()
+        doc_files = files.documentation_pages()
+        if self._ahead_dir is None:
+            self._ahead_dir = Path(tempfile.mkdtemp(prefix="tt-ahead-"))
+        count = 0
+        for path in sorted(staging.rglob("*.md")):
+            src_uri = path.relative_to(staging).as_posix()
+            file = files.get_file_from_path(src_uri)
+            if file is None or file.page is None or src_uri in self._ahead:
+                continue
+            try:
+                source = path.read_bytes()
+            except OSError:
+                continue
+            digest = hashlib.blake2b(source, digest_size=16).hexdigest()
+            if digest == self.built.get(src_uri):
+                continue
+            old_title = file.page.title
+            real_src, real_dest = file.abs_src_path, file.abs_dest_path
+            html = self._ahead_dir / file.dest_uri
+            entries: list[dict] = []
+            saved = search.search_index.entries if search is not None else None
+            try:  # cached properties: overriding them on the instance points MkDocs at the staged copy and the temporary folder
+                file.__dict__["abs_src_path"], file.__dict__["abs_dest_path"] = str(path), str(html)
+                if search is not None:
+                    search.search_index.entries = entries
+                _populate_page(file.page, self.config, files)
+                _build_page(file.page, self.config, doc_files, self._capture.nav, self._capture.env)
+            finally:
+                file.__dict__["abs_src_path"], file.__dict__["abs_dest_path"] = real_src, real_dest
+                if search is not None:
+                    search.search_index.entries = saved
+            self._ahead[src_uri] = _Ahead(digest, html, file.page.title, old_title, entries)
+            count += 1
+        return count
+
+    def abandon_ahead(self) -> None:
+        """The generator failed after pages were rendered ahead: their page objects hold Markdown that never
+        reached docs/, so the next update is a full build."""
+        if self._ahead:
+            self.built = None
+        self._drop_ahead()
+
+    def _drop_ahead(self) -> None:
+        self._ahead = {}
+        if self._ahead_dir is not None:
+            shutil.rmtree(self._ahead_dir, ignore_errors=True)
+            self._ahead_dir = None
 
     def _search_plugin(self):
         for plugin in self.config.plugins.values():
@@ -190,14 +271,6 @@ class WarmSite:
         except Exception:  # noqa: BLE001 - a hook that needs the real config: then always build fully
             return None
         return probe.get("nav")
-
-
-_JOBS: list[tuple[WarmSite, list]] = []  # read by forked workers
-
-
-def _render_job(index: int) -> list[tuple[str, str | None, list[dict]]]:
-    site, files = _JOBS[index]
-    return _render_pages(site, files)
 
 
 def _render_pages(site: WarmSite, files: list) -> list[tuple[str, str | None, list[dict]]]:

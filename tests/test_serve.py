@@ -337,6 +337,23 @@ def test_the_form_regenerates_and_reloads_every_open_page(served, browser):
     other.close()
 
 
+def test_partial_builds_give_the_site_a_full_build_gives(served, tmp_path):
+    """After the regenerations above (pages rendered ahead, pages rebuilt, one full build), every page and the
+    search index are what `mkdocs build` makes of the same docs folder."""
+    config = tmp_path / "mkdocs.yml"
+    config.write_text((served.docs.parent / "mkdocs.yml").read_text(encoding="utf-8").replace(f"site_dir: {served.site}", f"site_dir: {tmp_path / 'site'}"), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)], capture_output=True, text=True,
+                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    full, partial = tmp_path / "site", served.site
+    pages = sorted(str(p.relative_to(full)) for p in full.rglob("*.html"))
+    assert pages == sorted(str(p.relative_to(partial)) for p in partial.rglob("*.html"))
+    assert [p for p in pages if (full / p).read_bytes() != (partial / p).read_bytes()] == []
+    index = [json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8")) for site in (full, partial)]
+    assert index[0]["config"] == index[1]["config"]
+    assert sorted(map(json.dumps, index[0]["docs"])) == sorted(map(json.dumps, index[1]["docs"]))
+
+
 # ----------------------------------------------------------------------------- Ctrl-C
 
 

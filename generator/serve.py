@@ -776,9 +776,10 @@ def serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         state.stop()
         if running and not state.interrupted:
-            print("stopped", file=sys.stderr, flush=True)
+            print(f"stopped serving http://127.0.0.1:{state.port}/", file=sys.stderr, flush=True)
             return 0
-        print("interrupted: stopped; generated output is as it was before the interrupted step", file=sys.stderr, flush=True)
+        when = "during a regeneration" if running else "before serving"
+        print(f"interrupted: stopped {when}; no half-written report is left in {args.docs}", file=sys.stderr, flush=True)
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)

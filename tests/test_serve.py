@@ -7,6 +7,7 @@ in the middle of a regeneration.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
 import http.client
@@ -332,6 +333,24 @@ def test_the_form_regenerates_and_reloads_every_open_page(served, browser):
     assert page.get_by_label("Report").count() == 1
     page.get_by_label("Report").select_option("vit")
     assert page.get_by_label("Image").get_attribute("type") == "file"
+    # Drag and drop an image onto the upload field, then regenerate the ViT from the landing page.
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (48, 32), (20, 120, 220)).save(buffer, format="PNG")
+    page.evaluate("""(b64) => {
+        const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
+        const data = new DataTransfer();
+        data.items.add(new File([bytes], "dropped photo.png", {type: "image/png"}));
+        const zone = document.querySelector(".tt-drop");
+        zone.dispatchEvent(new DragEvent("dragover", {dataTransfer: data, bubbles: true, cancelable: true}));
+        zone.dispatchEvent(new DragEvent("drop", {dataTransfer: data, bubbles: true, cancelable: true}));
+    }""", base64.b64encode(buffer.getvalue()).decode())
+    assert page.locator(".tt-chosen").inner_text() == "Chosen: dropped photo.png"
+    page.evaluate("() => { window.__before_reload = true; }")
+    page.get_by_role("button", name="Regenerate").click()
+    page.wait_for_function("() => window.__before_reload === undefined", timeout=180_000, polling=100)
+    assert "dropped photo.png" in html_text((served.site / "vit" / "index.html").read_text(encoding="utf-8"))
     assert not problems, problems
     page.close()
     other.close()

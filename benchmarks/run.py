@@ -219,7 +219,7 @@ def warm_section(w: dict) -> list[str]:
 
 def write_warm_only(out: Path, repeats: int) -> None:
     """Measure only the warm regeneration and put its section into the existing page (the rest kept as measured)."""
-    section = "\n".join(warm_section(bench_warm_regeneration(repeats)))
+    section = "\n".join(warm_section(bench_warm_regeneration(repeats))) + "\n"
     text = out.read_text(encoding="utf-8") if out.exists() else "# Benchmarks\n\n"
     start = text.find("## Warm regeneration")
     if start >= 0:
@@ -228,7 +228,7 @@ def write_warm_only(out: Path, repeats: int) -> None:
     else:
         anchor = text.find("## GPU")
         text = text[:anchor] + section + text[anchor:] if anchor >= 0 else text.rstrip("\n") + "\n\n" + section
-    out.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
+    out.write_text(text, encoding="utf-8")
     print(section)
 
 

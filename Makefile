@@ -14,9 +14,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-# Generate both reports from the bundled inputs, build the site strictly, and serve it on http://127.0.0.1:8000
-serve: site
-	$(VENV)/bin/mkdocs serve --dirtyreload
+# Serve on http://127.0.0.1:8000 with live reload and a form that regenerates a report in the warm process
+# (generates both reports from the bundled inputs and builds the site first when they are missing)
+serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m generator serve
 
 site: $(STAMP)
 	$(PY) -m generator build

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import UserError
-from generator.options import PARSERS, RunOptions
+from generator.options import PARSERS, RunOptions, flag_of
 from generator.reports import REPORTS
 from generator.site import interrupted_message, site_written
 
@@ -29,15 +29,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
-def _flag(f: Field) -> str:
-    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
-
-
 def _add_option(group: argparse._ArgumentGroup, f: Field, defaults: str, help_text: str | None = None) -> None:
     meta = f.metadata
     kind = meta.get("kind") or ("int" if f.type in (int, "int") else None)
     group.add_argument(
-        _flag(f), dest=f.name, default=None, type=PARSERS[kind], choices=meta.get("choices"),
+        flag_of(f), dest=f.name, default=None, type=PARSERS[kind], choices=meta.get("choices"),
         metavar=None if meta.get("choices") else f.name.upper(), help=f"{help_text or meta['help']} (default: {defaults})",
     )
 
@@ -72,15 +68,15 @@ def parser() -> argparse.ArgumentParser:
     for key, report in REPORTS.items():
         own = [f for f in fields(report.options) if f.name not in COMMON and f.init]
         for f in own:
-            seen.setdefault(_flag(f), []).append(key)
+            seen.setdefault(flag_of(f), []).append(key)
     groups: dict[str, argparse._ArgumentGroup] = {}
     added: set[str] = set()
     for key, report in REPORTS.items():
         for f in fields(report.options):
-            flag = _flag(f)
+            flag = flag_of(f)
             if f.name in COMMON or flag in added or not f.init:
                 continue
-            owners = {o: next(g for g in fields(REPORTS[o].options) if _flag(g) == flag) for o in seen[flag]}
+            owners = {o: next(g for g in fields(REPORTS[o].options) if flag_of(g) == flag) for o in seen[flag]}
             group = groups.setdefault(" and ".join(owners), b.add_argument_group(" and ".join(owners)))
             if len(owners) == 1:
                 _add_option(group, f, _default_text(f))
@@ -103,6 +99,9 @@ def parser() -> argparse.ArgumentParser:
     pdf.add_argument("--config", type=Path, default=PROJECT / "mkdocs.yml", help="mkdocs.yml to build with")
     pdf.add_argument("-q", "--quiet", action="store_true")
     pdf.add_argument("-v", "--verbose", action="store_true")
+    from generator.serve import add_parser as add_serve_parser
+
+    add_serve_parser(sub)
     return p
 
 
@@ -124,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "build":
             return _build(args)
+        if args.command == "serve":  # generator/serve.py
+            from generator.serve import serve
+
+            return serve(args)
         if args.command == "pdf":
             from generator.pdf import export
 
@@ -143,17 +146,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _build(args: argparse.Namespace) -> int:
+def build_from_args(args: argparse.Namespace, progress=None):
+    """The BuildResult of `build` with parsed arguments; UserError for bad input (generator/serve.py calls it too)."""
     from generator.build import build
     from generator.progress import Progress
 
-    started = time.perf_counter()
     requests = report_options(args)
-    if args.pdf:  # refuse before anything is written, not after the new site is in place
+    if getattr(args, "pdf", False):  # refuse before anything is written, not after the new site is in place
         from generator.pdf import find_chromium
 
         find_chromium()
-    result = build(args.out, requests, Progress(enabled=False if args.quiet else None), force=args.force)
+    return build(args.out, requests, progress or Progress(enabled=False if args.quiet else None), force=getattr(args, "force", False))
+
+
+def _build(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    result = build_from_args(args)
     if args.pdf:
         from generator.pdf import export
 
@@ -164,4 +172,3 @@ def _build(args: argparse.Namespace) -> int:
         for failure in result.failed_checks:
             print(f"warning: check failed: {failure}", file=sys.stderr)
     return 0
-

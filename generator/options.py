@@ -18,12 +18,21 @@ from generator.errors import UserError
 SEED_LIMIT = 2**63  # torch.manual_seed takes a signed 64-bit integer
 
 
-def option(help: str, *, flag: str | None = None, choices: tuple[str, ...] | None = None, kind: str | None = None) -> dict[str, Any]:
+def option(help: str, *, flag: str | None = None, choices: tuple[str, ...] | None = None, kind: str | None = None,
+           form: dict[str, Any] | None = None) -> dict[str, Any]:
     """Field metadata that makes a dataclass field a command-line option.
 
     ``kind`` picks the parser: "int" (any integer), "positive" (an integer >= 1), "seed", "path", "text".
+    ``form`` puts the option on the regenerate form of `python -m generator serve`: its "label", "type"
+    (text, number, file), "hint", and optionally "accept", "min" and "current" (the snapshots.json input
+    the form starts from, when it is not the field's own name).
     """
-    return {"help": help, "flag": flag, "choices": choices, "kind": kind}
+    return {"help": help, "flag": flag, "choices": choices, "kind": kind, "form": form}
+
+
+def flag_of(f: Any) -> str:
+    """The command-line flag of an options field: its metadata's, else --<name with dashes>."""
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
 
 
 # ----------------------------------------------------------------------------- argument types
@@ -60,9 +69,12 @@ PARSERS = {"int": _integer, "positive": positive_int, "seed": seed_int, "path": 
 class RunOptions:
     """What every report takes. Subclasses add their inputs and model sizes, and know their model's layout."""
 
-    seed: int = field(default=7, metadata=option("torch.manual_seed for the random weights; 7 reproduces the seed reports", kind="seed"))
+    seed: int = field(default=7, metadata=option("torch.manual_seed for the random weights; 7 reproduces the seed reports", kind="seed",
+                                                 form={"label": "Seed", "type": "number", "hint": "torch.manual_seed for the random weights"}))
     device: str = field(default="auto", metadata=option("auto = CUDA when PyTorch sees a GPU, else CPU", choices=("auto", "cpu", "cuda")))
-    layer: int = field(default=1, metadata=option("which layer/block the detailed pages trace, 1-based", kind="positive"))
+    layer: int = field(default=1, metadata=option("which layer/block the detailed pages trace, 1-based", kind="positive",
+                                                  form={"label": "Layer traced", "type": "number", "min": 1,
+                                                        "hint": "which layer or block the detailed pages follow (1 = first)"}))
 
     def __post_init__(self) -> None:
         if not 0 <= self.seed < SEED_LIMIT:

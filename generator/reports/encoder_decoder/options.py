@@ -16,8 +16,10 @@ MAX_WORDS = config_default(EncoderDecoderConfig, "max_len")
 
 @dataclass(frozen=True)
 class EncoderDecoderOptions(RunOptions):
-    src: str = field(default=DEFAULT_SRC, metadata=option("source sentence", kind="text"))
-    tgt: str = field(default=DEFAULT_TGT, metadata=option("target sentence", kind="text"))
+    src: str = field(default=DEFAULT_SRC, metadata=option("source sentence", kind="text", form={
+        "label": "Source sentence", "type": "text", "hint": "the encoder's input, words separated by spaces"}))
+    tgt: str = field(default=DEFAULT_TGT, metadata=option("target sentence", kind="text", form={
+        "label": "Target sentence", "type": "text", "hint": "the decoder's input (teacher forcing)"}))
     layers: int = field(default=config_default(EncoderDecoderConfig, "n_encoder_layers"), metadata=option("encoder and decoder layers", kind="positive"))
     d_model: int = field(default=config_default(EncoderDecoderConfig, "d_model"), metadata=option("model width", kind="positive"))
     heads: int = field(default=config_default(EncoderDecoderConfig, "n_heads"), metadata=option("attention heads (must divide --d-model)", kind="positive"))

@@ -1,0 +1,401 @@
+"""`python -m generator serve`: the regenerate API, the form in a real browser, live reload, Ctrl-C.
+
+One server runs in a subprocess (as `make serve` runs it) on a free port, over a docs folder the CLI
+generated into a temporary folder; the tests talk to it over HTTP. The last test stops it with SIGINT
+in the middle of a regeneration.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import http.client
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from generator.cli import main
+from tests.conftest import ROOT
+
+ED = "encoder-decoder"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def tree_digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink() and "/." not in f"/{p.relative_to(folder)}"}
+
+
+def html_text(markup: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
+def request(url: str, path: str, body: bytes | None = None, headers: dict | None = None, method: str | None = None) -> tuple[int, dict | str]:
+    req = urllib.request.Request(url.rstrip("/") + path, data=body, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=180) as response:
+            status, raw, kind = response.status, response.read(), response.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as exc:
+        status, raw, kind = exc.code, exc.read(), exc.headers.get("Content-Type", "")
+    return status, json.loads(raw) if kind.startswith("application/json") else raw.decode("utf-8", "replace")
+
+
+def post_json(url: str, fields: dict, **headers) -> tuple[int, dict]:
+    return request(url, "/api/regenerate", json.dumps(fields).encode(), {"Content-Type": "application/json", **headers})
+
+
+def multipart(fields: dict, files: dict[str, tuple[str, bytes]]) -> tuple[bytes, str]:
+    boundary = "tt-test-boundary-7f3a"
+    out = io.BytesIO()
+    for name, value in fields.items():
+        out.write(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode())
+    for name, (filename, data) in files.items():
+        out.write(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
+                  f"Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
+    out.write(f"--{boundary}--\r\n".encode())
+    return out.getvalue(), f"multipart/form-data; boundary={boundary}"
+
+
+def cli_message(argv: list[str], capsys) -> str:
+    """The one line the CLI prints for ``argv`` (without its "error: " prefix)."""
+    capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse
+        code = exc.code
+    assert code == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("error: ") and "\n" not in line
+    return line[len("error: "):]
+
+
+def wait_until_busy(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if request(url, "/api/status")[1]["busy"]:
+            return
+        time.sleep(0.02)
+    raise AssertionError("the server never reported a regeneration in progress")
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+
+class Server:
+    def __init__(self, proc: subprocess.Popen, url: str, docs: Path, site: Path, stderr: Path) -> None:
+        self.proc, self.url, self.docs, self.site, self.stderr = proc, url, docs, site, stderr
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> Server:
+    work = tmp_path_factory.mktemp("serve")
+    docs, site = work / "docs", work / "site"
+    assert main(["build", "--model", ED, "--out", str(docs), "--device", "cpu", "-q"]) == 0  # the CLI, as a user would
+    for name in ("stylesheets", "javascripts"):
+        (docs / name).symlink_to(ROOT / "docs" / name)
+    config = work / "mkdocs.yml"
+    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\nhooks:\n  - {ROOT / 'generator' / 'mkdocs_hooks.py'}\n", encoding="utf-8")
+    stderr = work / "stderr.txt"
+    proc = subprocess.Popen([sys.executable, "-m", "generator", "serve", "--port", "0", "--docs", str(docs), "--config", str(config), "-q"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr.open("wb"), text=True,
+                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    line = proc.stdout.readline()  # "serving http://127.0.0.1:PORT/ (Ctrl-C stops)" once the site is built
+    assert line.startswith("serving http://127.0.0.1:"), line + stderr.read_text()
+    server = Server(proc, line.split()[1], docs, site, stderr)
+    yield server
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (run scripts/install-chromium.sh)")
+    from playwright.sync_api import sync_playwright
+
+    from generator.pdf import CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+# ----------------------------------------------------------------------------- static site
+
+
+def test_static_site_shows_the_cli_command_and_no_form(served, browser):
+    html = (served.site / ED / "index.html").read_text(encoding="utf-8")
+    assert 'class="tt-regenerate"' in html and "tt-form" not in html
+    assert "python -m generator build --model encoder-decoder --src 'hello from cairo egypt team project'" in html_text(html)
+    from generator.pdf import serve as static_server
+
+    with static_server(served.site) as url:  # a plain static host, as GitHub Pages would be
+        page = browser.new_page()
+        requests: list[str] = []
+        problems: list[str] = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+        for path in ("/", f"/{ED}/"):
+            page.goto(url + path, wait_until="load")
+            page.wait_for_timeout(300)
+            assert page.locator(".tt-regenerate").is_visible()
+            assert page.locator("form.tt-form").count() == 0
+        assert "python -m generator build --model encoder-decoder" in page.locator(".tt-regenerate").inner_text()
+        assert not [r for r in requests if "/api/" in r], "a static page must not call the API"
+        assert not problems, problems
+        page.close()
+
+
+# ----------------------------------------------------------------------------- API
+
+
+def test_status_lists_each_reports_fields_with_the_current_values(served):
+    status, data = request(served.url, "/api/status")
+    assert status == 200 and data["app"] == "transformer-trace" and data["busy"] is False
+    models = {m["key"]: m for m in data["models"]}
+    fields = {f["name"]: f for f in models[ED]["fields"]}
+    assert list(fields) == ["src", "tgt", "seed", "layer"]
+    assert fields["src"]["value"] == "hello from cairo egypt team project" and fields["seed"]["value"] == 7
+    assert [f["name"] for f in models["vit"]["fields"]] == ["image", "seed", "layer"]
+    assert models["vit"]["fields"][0]["type"] == "file"
+
+
+def test_regenerate_rebuilds_the_changed_pages_with_the_new_words(served):
+    index_before = json.loads((served.site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    status, data = post_json(served.url, {"model": ED, "src": "zebra quantum lantern", "tgt": "la lanterne", "seed": 7, "layer": 1, "device": "cpu"})
+    assert status == 200, data
+    assert data["seconds"] > 0 and data["site_build"] == "pages" and data["pages_rebuilt"] > 40
+    overview = (served.site / ED / "index.html").read_text(encoding="utf-8")
+    assert "zebra" in overview and "lanterne" in overview
+    assert any("zebra" in p.read_text(encoding="utf-8") for p in (served.site / ED / "encoder").rglob("index.html"))
+    # The search index stays complete: the same pages and sections, the rebuilt ones with their new text.
+    index_after = json.loads((served.site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    assert sorted(e["location"] for e in index_after["docs"]) == sorted(e["location"] for e in index_before["docs"])
+    assert any("zebra" in e["text"] for e in index_after["docs"] if e["location"].startswith(f"{ED}/"))
+    assert index_after["config"] == index_before["config"]
+
+
+@pytest.mark.parametrize("fields, argv", [
+    ({"seed": "abc"}, ["--seed", "abc"]),                    # argparse: not an integer
+    ({"layer": 9}, ["--layer", "9"]),                         # the runner: out of range
+    ({"src": "   "}, ["--src", "   "]),                       # the runner: empty sentence
+    ({"heads": 3}, ["--heads", "3"]),                         # the runner: d_model not a multiple of heads
+    ({"device": "tpu"}, ["--device", "tpu"]),                 # argparse: not a choice
+], ids=["seed-not-int", "layer-out-of-range", "empty-sentence", "heads", "device"])
+def test_bad_input_is_refused_with_the_clis_message_and_nothing_changes(served, capsys, tmp_path, fields, argv):
+    docs_before, site_before = tree_digest(served.docs), tree_digest(served.site)
+    status, data = post_json(served.url, {"model": ED, **fields})
+    assert status == 400
+    assert data == {"error": cli_message(["build", "--model", ED, *argv, "--out", str(tmp_path / "scratch"), "-q"], capsys)}
+    assert tree_digest(served.docs) == docs_before and tree_digest(served.site) == site_before
+
+
+def test_unknown_model_fields_and_bodies_are_refused(served, capsys, tmp_path):
+    docs_before = tree_digest(served.docs)
+    status, data = post_json(served.url, {"model": "gpt-9"})
+    assert status == 400 and data["error"] == cli_message(["build", "--model", "gpt-9", "--out", str(tmp_path)], capsys)
+    status, data = post_json(served.url, {"model": ED, "colour": "blue"})
+    assert status == 400 and data["error"].startswith("unknown field 'colour' for encoder-decoder")
+    status, data = post_json(served.url, {"model": "vit", "src": "a"})
+    assert status == 400 and "unknown field 'src' for vit" in data["error"]
+    status, data = post_json(served.url, {"model": "vit", "image": "/etc/passwd"})  # never a server-side path
+    assert status == 400 and "multipart" in data["error"]
+    status, data = post_json(served.url, {"model": ED, "out": "/tmp/elsewhere"})
+    assert status == 400 and "unknown field 'out'" in data["error"]
+    status, data = request(served.url, "/api/regenerate", b"{not json", {"Content-Type": "application/json"})
+    assert status == 400 and "not valid JSON" in data["error"]
+    status, data = request(served.url, "/api/regenerate", b"model=vit", {"Content-Type": "text/plain"})
+    assert status == 415
+    assert tree_digest(served.docs) == docs_before
+
+
+def test_a_foreign_origin_is_refused(served):
+    docs_before = tree_digest(served.docs)
+    status, data = post_json(served.url, {"model": ED, "src": "from elsewhere"}, Origin="http://evil.example")
+    assert status == 403 and "evil.example" in data["error"]
+    port = served.url.rsplit(":", 1)[1].rstrip("/")
+    status, data = post_json(served.url, {"model": ED, "layer": 9}, Origin=f"http://localhost:{port}")
+    assert status == 400  # the server's own origin (either name) passes on to validation
+    assert tree_digest(served.docs) == docs_before
+
+
+def test_an_oversized_upload_is_refused_before_its_body_is_read(served):
+    host, port = served.url.split("//")[1].rstrip("/").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.putrequest("POST", "/api/regenerate")
+    conn.putheader("Content-Type", "multipart/form-data; boundary=x")
+    conn.putheader("Content-Length", str(21 * 1024 * 1024))
+    conn.endheaders()  # no body is sent: the answer must come from the header alone
+    response = conn.getresponse()
+    assert response.status == 413
+    assert "20 MB" in json.loads(response.read())["error"]
+    conn.close()
+
+
+def test_a_second_concurrent_regeneration_gets_409(served):
+    results: list[tuple[int, dict]] = []
+    first = threading.Thread(target=lambda: results.append(post_json(served.url, {"model": ED, "src": "first of two", "device": "cpu"})))
+    first.start()
+    wait_until_busy(served.url)
+    second = post_json(served.url, {"model": ED, "src": "second of two", "device": "cpu"})
+    first.join(180)
+    assert second == (409, {"error": "a regeneration is already running"})
+    assert results[0][0] == 200, results
+    assert "first" in (served.site / ED / "index.html").read_text(encoding="utf-8")
+
+
+def test_unknown_routes_are_404(served):
+    assert request(served.url, "/api/nothing")[0] == 404
+    assert request(served.url, "/api/nothing", b"{}", {"Content-Type": "application/json"})[0] == 404
+    status, body = request(served.url, "/no/such/page/")
+    assert status == 404 and "404" in body
+    assert request(served.url, "/api/regenerate")[0] == 405
+
+
+def test_an_uploaded_image_regenerates_the_vit_report(served):
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 30), (200, 30, 30)).save(buffer, format="PNG")
+    body, kind = multipart({"model": "vit", "vit_size": "tiny", "seed": "3", "device": "cpu"}, {"image": ("red <box>.png", buffer.getvalue())})
+    status, data = request(served.url, "/api/regenerate", body, {"Content-Type": kind})
+    assert status == 200, data
+    assert data["site_build"] == "full"  # a new report: new pages and navigation
+    overview = (served.site / "vit" / "index.html").read_text(encoding="utf-8")
+    assert "red <box>.png" in html.unescape(overview) and "<box>" not in overview  # the user's file name, literal
+    bad, kind = multipart({"model": "vit"}, {"image": ("notes.png", b"not an image at all")})
+    status, data = request(served.url, "/api/regenerate", bad, {"Content-Type": kind})
+    assert status == 400 and data["error"].startswith("notes.png is not an image")  # the CLI's words, the user's file name
+
+
+# ----------------------------------------------------------------------------- the form in a real browser
+
+
+def test_the_form_regenerates_and_reloads_every_open_page(served, browser):
+    page, other = browser.new_page(), browser.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    other.goto(served.url + f"{ED}/questions/", wait_until="load")
+    other.evaluate("() => { window.__before_reload = true; }")
+    page.goto(served.url + f"{ED}/", wait_until="load")
+    form = page.locator("form.tt-form")
+    form.wait_for(timeout=15_000)
+    assert page.locator(".tt-regenerate").count() == 0  # the CLI block was replaced
+    src = page.get_by_label("Source sentence")
+    current = {f["name"]: f["value"] for f in request(served.url, "/api/status")[1]["models"][0]["fields"]}
+    assert src.input_value() == current["src"]
+    # A bad layer: the CLI's message in the alert region, the field marked invalid, the page untouched.
+    layer = page.get_by_label("Layer traced")
+    layer.fill("")
+    layer.type("9")
+    layer.press("Enter")  # keyboard submit
+    alert = page.get_by_role("alert")
+    alert.filter(has_text="out of range").wait_for(timeout=60_000)
+    assert "--layer 9 is out of range" in alert.inner_text()
+    assert layer.get_attribute("aria-invalid") == "true"
+    layer.fill("1")
+    src.fill("")
+    src.type("violet harbour sings", delay=10)
+    page.evaluate("() => { window.__before_reload = true; }")
+    page.get_by_role("button", name="Regenerate").click()
+    page.locator(".tt-status").filter(has_text="Working").wait_for(timeout=5_000)  # progress is shown
+    assert page.get_by_role("button", name="Regenerate").is_disabled()
+    page.wait_for_function("() => window.__before_reload === undefined", timeout=120_000, polling=100)  # reloaded
+    page.wait_for_load_state("load")
+    inputs = page.locator("table").filter(has_text="Source").first
+    assert "violet" in inputs.inner_text() and "harbour" in inputs.inner_text()
+    page.locator("form.tt-form").wait_for(timeout=15_000)
+    assert page.get_by_label("Source sentence").input_value() == "violet harbour sings"
+    # The other open page reloaded by itself (live reload).
+    other.wait_for_function("() => window.__before_reload === undefined", timeout=30_000)
+    # The landing page has the form too, with a choice of report.
+    page.goto(served.url, wait_until="load")
+    page.locator("form.tt-form").wait_for(timeout=15_000)
+    assert page.get_by_label("Report").count() == 1
+    page.get_by_label("Report").select_option("vit")
+    assert page.get_by_label("Image").get_attribute("type") == "file"
+    # Drag and drop an image onto the upload field, then regenerate the ViT from the landing page.
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (48, 32), (20, 120, 220)).save(buffer, format="PNG")
+    page.evaluate("""(b64) => {
+        const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
+        const data = new DataTransfer();
+        data.items.add(new File([bytes], "dropped photo.png", {type: "image/png"}));
+        const zone = document.querySelector(".tt-drop");
+        zone.dispatchEvent(new DragEvent("dragover", {dataTransfer: data, bubbles: true, cancelable: true}));
+        zone.dispatchEvent(new DragEvent("drop", {dataTransfer: data, bubbles: true, cancelable: true}));
+    }""", base64.b64encode(buffer.getvalue()).decode())
+    assert page.locator(".tt-chosen").inner_text() == "Chosen: dropped photo.png"
+    page.evaluate("() => { window.__before_reload = true; }")
+    page.get_by_role("button", name="Regenerate").click()
+    page.wait_for_function("() => window.__before_reload === undefined", timeout=180_000, polling=100)
+    assert "dropped photo.png" in html_text((served.site / "vit" / "index.html").read_text(encoding="utf-8"))
+    assert not problems, problems
+    page.close()
+    other.close()
+
+
+def test_partial_builds_give_the_site_a_full_build_gives(served, tmp_path):
+    """After the regenerations above (pages rendered ahead, pages rebuilt, one full build), every page and the
+    search index are what `mkdocs build` makes of the same docs folder."""
+    config = tmp_path / "mkdocs.yml"
+    config.write_text((served.docs.parent / "mkdocs.yml").read_text(encoding="utf-8").replace(f"site_dir: {served.site}", f"site_dir: {tmp_path / 'site'}"), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)], capture_output=True, text=True,
+                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    full, partial = tmp_path / "site", served.site
+    pages = sorted(str(p.relative_to(full)) for p in full.rglob("*.html"))
+    assert pages == sorted(str(p.relative_to(partial)) for p in partial.rglob("*.html"))
+    assert [p for p in pages if (full / p).read_bytes() != (partial / p).read_bytes()] == []
+    index = [json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8")) for site in (full, partial)]
+    assert index[0]["config"] == index[1]["config"]
+    assert sorted(map(json.dumps, index[0]["docs"])) == sorted(map(json.dumps, index[1]["docs"]))
+
+
+# ----------------------------------------------------------------------------- Ctrl-C
+
+
+def test_ctrl_c_during_a_regeneration_stops_cleanly(served):
+    answers: list = []
+
+    def regenerate():
+        try:
+            answers.append(post_json(served.url, {"model": ED, "src": "interrupted mid way", "device": "cpu"}))
+        except OSError as exc:
+            answers.append(exc)
+
+    client = threading.Thread(target=regenerate)
+    client.start()
+    wait_until_busy(served.url)
+    time.sleep(0.3)  # inside the build
+    served.proc.send_signal(signal.SIGINT)
+    code = served.proc.wait(60)
+    client.join(30)
+    err = served.stderr.read_text(encoding="utf-8", errors="replace")
+    assert code in (0, 130), err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len([line for line in lines if line.startswith(("stopped", "interrupted"))]) == 1, err
+    assert lines[-1].startswith(("stopped", "interrupted"))
+    assert not [p.name for p in served.docs.iterdir() if p.name.startswith((".staging-", ".trash-"))]

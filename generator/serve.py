@@ -79,8 +79,8 @@ def _forms() -> dict[str, dict[str, Any]]:
                 entries.append({"name": name, "option": flag, **form})
             elif name != "device":
                 options[name] = flag
-        layer = next(e for e in entries if e["name"] == "layer")  # the traced layer comes last on the form
-        forms[key] = {"fields": [e for e in entries if e is not layer] + [layer], "options": options}
+        common = [e for e in entries if e["name"] in ("seed", "layer")]  # the report's own inputs first, then seed and layer
+        forms[key] = {"fields": [e for e in entries if e not in common] + common, "options": options}
     return forms
 
 

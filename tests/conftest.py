@@ -107,6 +107,7 @@ def server(built_site):
 @pytest.fixture(scope="session")
 def browser():
     """Headless Debian chromium driven by Playwright (never a downloaded browser build)."""
+    require_chromium()
     from playwright.sync_api import sync_playwright
 
     from generator.pdf import CHROMIUM_ARGS

@@ -31,7 +31,6 @@ from generator.cli import main
 from tests.conftest import ROOT
 
 ED = "encoder-decoder"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -124,18 +123,6 @@ def served(tmp_path_factory) -> Server:
         proc.wait(60)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed (run scripts/install-chromium.sh)")
-    from playwright.sync_api import sync_playwright
-
-    from generator.pdf import CHROMIUM_ARGS
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 # ----------------------------------------------------------------------------- static site

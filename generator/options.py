@@ -97,6 +97,11 @@ class RunOptions:
         raise NotImplementedError
 
     @classmethod
+    def limit_example(cls) -> tuple[str, list[str]] | None:
+        """(what, flags) of an input at this report's documented limit, for the benchmark page."""
+        return None
+
+    @classmethod
     def example_change(cls) -> list[str]:
         """Command-line flags for a new input of this report (benchmarks and tests regenerate with them)."""
         return []

@@ -43,6 +43,11 @@ class EncoderDecoderOptions(RunOptions):
         check_memory(4 * (n_params + MAX_WORDS * C), f"--d-model {C} with --d-ff {F} and --layers {L}")
 
     @classmethod
+    def limit_example(cls) -> tuple[str, list[str]]:
+        words = lambda prefix: " ".join(f"{prefix}{i}" for i in range(MAX_WORDS))  # noqa: E731
+        return f"{MAX_WORDS}-word source and target sentences", ["--src", words("s"), "--tgt", words("t")]
+
+    @classmethod
     def example_change(cls) -> list[str]:
         return ["--src", "a brand new source sentence"]
 

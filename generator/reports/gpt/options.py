@@ -42,6 +42,11 @@ class GPTOptions(RunOptions):
         # weights, a float64 copy for the checks, and the recorded activations of two prompt passes
         check_memory(4 * 3 * n_params + 4 * 2 * L * (16 * CONTEXT * C + 3 * self.heads * CONTEXT**2), f"--d-model {C} with --layers {L}")
 
+    @classmethod
+    def limit_example(cls) -> tuple[str, list[str]]:
+        limit = max_prompt_bytes(config_default(cls, "generate"))
+        return f"a {limit}-byte prompt", ["--prompt", ("The cat sat on the mat. " * 20)[:limit]]
+
     def config(self) -> GPTConfig:
         return GPTConfig(d_model=self.d_model, n_heads=self.heads, n_layers=self.layers)
 

@@ -181,3 +181,28 @@ def test_a_weights_preset_carries_its_preprocessing_and_class_names():
     preset = WEIGHTS["random"]
     assert preset.mean == IMAGENET_MEAN and preset.std == IMAGENET_STD
     assert preset.categories(PRESETS["b16"])[0] == "tench" and preset.categories(PRESETS["tiny"])[3] == "cat"
+
+
+# ----------------------------------------------------------------------------- attention rollout
+
+
+def test_attention_rollout_rows_sum_to_1_and_a_corrupted_rollout_fails_its_check():
+    from generator.checks import run_check
+
+    run = run_report("vit", size="tiny")
+    rollout = run.inputs["rollout"]  # (B, N1, N1)
+    assert rollout.shape == (1, 65, 65)
+    assert torch.allclose(rollout.sum(-1), torch.ones(1, 65), atol=1e-5)
+    check = run_check(run, "rollout_rows", {"block_probs": "blocks.{i}.attn.probs"})
+    assert check.passed, check.detail
+    run.inputs["rollout"] = rollout.clone()
+    run.inputs["rollout"][0, 0, 5] += 0.01
+    assert not run_check(run, "rollout_rows", {"block_probs": "blocks.{i}.attn.probs"}).passed
+
+
+def test_rollout_of_one_uniform_block_mixes_it_evenly_with_the_identity():
+    from generator.reports.vit.rollout import attention_rollout
+
+    uniform = torch.full((1, 2, 4, 4), 0.25)  # (B, h, N1, N1): every head attends evenly
+    expected = 0.5 * torch.full((4, 4), 0.25) + 0.5 * torch.eye(4)
+    assert torch.allclose(attention_rollout([uniform])[0], expected)

@@ -182,6 +182,7 @@ def explore_info(page: Any) -> dict[str, Any]:
         "files": {n: "../" * depth + f"{DATA_DIR}/{n}.npy" for n in names},  # Markdown links: relative to the .md file
         # Raw HTML is not rewritten by MkDocs: relative to the page's URL (directory URLs: one level deeper).
         "index": "../" * (depth + 1) + f"{DATA_DIR}/{INDEX}",
+        "index_link": "../" * depth + f"{DATA_DIR}/{INDEX}",  # the same file, as a Markdown link
         "group": group[0] if group else None,
         "layer": group[1] if group else None,
     }

@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Serve on http://127.0.0.1:8000 with live reload and a form that regenerates a report in the warm process
-# (generates both reports from the bundled inputs and builds the site first when they are missing)
+# (generates every report from the bundled inputs and builds the site first when they are missing)
 serve: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m generator serve
 
@@ -28,7 +28,10 @@ site: $(STAMP)
 browser:
 	@scripts/install-chromium.sh
 
-test: $(STAMP) browser
+# Outside CI a machine that cannot install chromium still runs the suite (browser and PDF tests skip);
+# on CI (CI set) a failed install stops here, since those tests must run.
+test: $(STAMP)
+	@scripts/install-chromium.sh || { test -z "$$CI" && echo "warning: chromium is missing: the browser and PDF tests will be skipped" >&2; }
 	NO_MKDOCS_2_WARNING=1 $(PY) -m pytest
 
 pdf: site browser

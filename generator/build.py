@@ -21,7 +21,7 @@ from generator.progress import Progress
 from generator.render import render_report
 from generator.reports import REPORTS
 from generator.run import ModelRun
-from generator.site import edited_by_hand, staged_output
+from generator.site import build_lock, edited_by_hand, staged_output
 from generator.tensor_data import write_run_data
 
 log = logging.getLogger("generator")
@@ -69,9 +69,10 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
             log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures), result.timings[f"{key}: figures"])
         write_landing(staging, landing_entries(docs, staging, set(runs)))
         log.info("swapping the new output into %s", docs)
-    for key in runs:  # a PDF printed from a different report no longer matches it (same inputs: same report, kept)
-        if not pdf_is_current(docs, key, docs / key):
-            (docs / "pdf" / f"{key}.pdf").unlink(missing_ok=True)
+    with build_lock(docs):  # not while a PDF export writes docs/pdf/
+        for key in runs:  # a PDF printed from a different report no longer matches it (same inputs: same report, kept)
+            if not pdf_is_current(docs, key, docs / key):
+                (docs / "pdf" / f"{key}.pdf").unlink(missing_ok=True)
     for failure in result.failed_checks:
         log.warning("check failed: %s", failure)
     return result

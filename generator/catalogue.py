@@ -125,7 +125,9 @@ class Report:
     def run(self, opts: RunOptions) -> ModelRun:
         """Build the model, feed it the inputs of ``opts`` and record one forward pass."""
         self.load()
-        return importlib.import_module(f"{self.package}.runner").run(self, opts)
+        run = importlib.import_module(f"{self.package}.runner").run(self, opts)
+        run.options = opts
+        return run
 
     def record_names(self) -> set[str]:
         """Every record name (with placeholders) the pages, checks and figures read."""
@@ -155,11 +157,6 @@ class Report:
                     collect(value)
         return names
 
-
-def attention_names(prefix: str) -> dict[str, str]:
-    """Record names of one attention module's steps, by step: {"q": "<prefix>.q", ...}."""
-    steps = ("q", "k", "v", "q_heads", "k_heads", "v_heads", "scores", "masked_scores", "probs", "context", "concat", "out")
-    return {step: f"{prefix}.{step}" for step in steps}
 
 
 def parse_dimension(expression: str, dims: dict[str, int]) -> int:

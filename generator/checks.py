@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
-from generator.tensors import fmt
-
 from generator.indexing import parse_index
+from generator.tensors import fmt
 
 if TYPE_CHECKING:  # pragma: no cover
     from generator.run import ModelRun
@@ -76,17 +75,11 @@ def linear(run: ModelRun, module: str, x: torch.Tensor) -> torch.Tensor:
     return F.linear(x, weight, bias)
 
 
-
-
-
-
 @check
 def embedding_lookup(run: ModelRun, out: TensorName, ids: TensorName, table: TensorName) -> tuple[str, bool, str]:
     expected = run.t(table)[run.t(ids).long()]  # (B, L) ids -> (B, L, C) rows
     passed, detail = close(run.t(out), expected, "each position equals its ID's table row")
     return "lookup returns the table rows of the IDs", passed, detail
-
-
 
 
 # ---------------------------------------------------------------------------- generic algebra
@@ -201,24 +194,13 @@ def context_heads(run: ModelRun, out: TensorName, probs: TensorName, v_heads: Te
     return "equals probabilities @ V", passed, detail
 
 
-# ---------------------------------------------------------------------------- ViT
-
-
-
-
-@check
-def flattened(run: ModelRun, out: TensorName, source: TensorName) -> tuple[str, bool, str]:
-    src = run.t(source)
-    passed, detail = close(run.t(out), src.reshape(*src.shape[:2], -1), f"{run.name(source)} flattened over (3, P, P)")
-    return "is the patches flattened (channel, row, column order)", passed, detail
+# ---------------------------------------------------------------------------- rows, parameters, blocks
 
 
 @check
 def row_equals(run: ModelRun, out: TensorName, source: TensorName, row: int, claim: str) -> tuple[str, bool, str]:
     passed, detail = close(run.t(out), run.t(source)[:, row], claim)
     return claim, passed, detail
-
-
 
 
 @check
@@ -235,8 +217,6 @@ def probabilities(run: ModelRun, out: TensorName, logits: TensorName) -> tuple[s
     passed, detail = close(probs, torch.softmax(run.t(logits), dim=-1), "recomputed softmax of the logits")
     passed &= abs(total - 1) <= TOLERANCE
     return "probabilities sum to 1", passed, f"sum = {total:.6f}; " + detail
-
-
 
 
 @check
@@ -270,7 +250,7 @@ def residual_block(run: ModelRun, out: TensorName, x: TensorName, block: str) ->
     module = copy.deepcopy(run.module(block)).double().cpu()
     with torch.no_grad():
         expected = module(run.t(x))
-    passed, detail = close(run.t(out), expected, f"the block re-run in float64 on its recorded input")
+    passed, detail = close(run.t(out), expected, "the block re-run in float64 on its recorded input")
     return "equals the block applied to its input", passed, detail
 
 

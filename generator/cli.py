@@ -108,6 +108,12 @@ def parser() -> argparse.ArgumentParser:
 def report_options(args: argparse.Namespace) -> dict[str, RunOptions]:
     """The options of every report ``args.model`` asks for: given flags, else each report's own defaults."""
     wanted = list(REPORTS) if args.model == "all" else [args.model]
+    taken = {f.name for key in wanted for f in fields(REPORTS[key].options)}
+    for key, report in REPORTS.items():  # a flag only another report takes would be silently ignored: refuse it
+        for f in fields(report.options):
+            if f.init and f.name not in taken and getattr(args, f.name, None) is not None:
+                owners = [k for k, r in REPORTS.items() if f.name in {g.name for g in fields(r.options)}]
+                raise UserError(f"{flag_of(f)} is an option of the {' and '.join(owners)} report, not of --model {args.model}")
     requests = {}
     for key in wanted:
         options_type = REPORTS[key].options
@@ -153,9 +159,10 @@ def build_from_args(args: argparse.Namespace, progress=None):
 
     requests = report_options(args)
     if getattr(args, "pdf", False):  # refuse before anything is written, not after the new site is in place
-        from generator.pdf import find_chromium
+        from generator.pdf import find_chromium, site_dir
 
         find_chromium()
+        site_dir(PROJECT / "mkdocs.yml", args.out)
     return build(args.out, requests, progress or Progress(enabled=False if args.quiet else None), force=getattr(args, "force", False))
 
 

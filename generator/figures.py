@@ -38,7 +38,7 @@ PNG_METADATA = {"Software": None}  # no version stamp: byte-identical output acr
 # Latin/Greek/Hebrew/Arabic, CJK, emoji; only those installed (scripts/install-chromium.sh adds the last two),
 # so a machine without them gets boxes for those glyphs rather than a warning per figure.
 _INSTALLED = {font.name for font in font_manager.fontManager.ttflist}
-FONT_FALLBACK = [name for name in ("DejaVu Sans", "Noto Sans CJK JP", "Symbola") if name in _INSTALLED] or ["DejaVu Sans"]
+FONT_FALLBACK = [name for name in ("DejaVu Sans", "Noto Sans CJK SC", "Symbola") if name in _INSTALLED] or ["DejaVu Sans"]
 
 plt.rcParams.update({
     "font.family": FONT_FALLBACK,  # a list: matplotlib falls back glyph by glyph
@@ -99,8 +99,6 @@ def grid(n: int, max_cols: int = 4) -> tuple[int, int]:
 
 
 # ----------------------------------------------------------------------------- drawings any report can use
-
-
 
 
 @drawer()

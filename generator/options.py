@@ -147,3 +147,16 @@ def check_memory(n_bytes: int, what: str) -> None:
 
 def _gigabytes(n_bytes: int) -> str:
     return f"{n_bytes / 2**30:,.1f} GB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:,.0f} MB"
+
+
+def command_line(key: str, opts: RunOptions) -> str:
+    """The `build` command that reproduces ``opts``: every option that differs from its default, shell-quoted."""
+    import shlex
+    from dataclasses import fields
+
+    words = ["python", "-m", "generator", "build", "--model", key]
+    for f in fields(opts):
+        value = getattr(opts, f.name)
+        if f.init and f.name != "device" and (value != f.default or f.name in ("seed", "layer")) and value is not None:
+            words += [flag_of(f), shlex.quote(str(value))]
+    return " ".join(words)

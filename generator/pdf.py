@@ -101,7 +101,7 @@ def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
     if not reports:
         raise UserError(f"no generated report in {docs}; run python -m generator build first")
     find_chromium()
-    site = _site_dir(config)
+    site = site_dir(config, docs)
     with build_lock(docs):  # it writes docs/pdf/ and docs/index.md: not while a build writes docs
         _mkdocs_build(config)
         written = print_reports(site, docs / "pdf", reports)
@@ -116,10 +116,21 @@ def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
     return written
 
 
-def _site_dir(config: Path) -> Path:
+def site_dir(config: Path, docs: Path) -> Path:
+    """The site folder ``config`` builds into, after checking that it builds ``docs`` (not some other docs folder)."""
     from mkdocs.config import load_config
+    from mkdocs.exceptions import ConfigurationError
 
-    return Path(load_config(str(config))["site_dir"])
+    if not config.is_file():
+        raise UserError(f"MkDocs configuration not found: {config}; give one with --config")
+    try:
+        loaded = load_config(str(config))
+    except ConfigurationError as exc:
+        raise UserError(f"{config} is not a usable MkDocs configuration: {' '.join(str(exc).split())}") from None
+    if Path(loaded["docs_dir"]).resolve() != docs.resolve():
+        raise UserError(f"{config} builds {loaded['docs_dir']}, not {docs}: the PDFs would print another site; "
+                        f"pass --config with a mkdocs.yml whose docs_dir is {docs}")
+    return Path(loaded["site_dir"])
 
 
 def _mkdocs_build(config: Path) -> None:

@@ -14,9 +14,9 @@ import jinja2
 from generator.catalogue import Report, Snapshot, parse_dimension
 from generator.reports import REPORTS
 from generator.checks import CheckResult, run_check
-from generator.options import plural
+from generator.options import command_line, plural
 from generator.run import ModelRun
-from generator.tensor_data import explore_info  # explorer
+from generator.tensor_data import explore_info
 from generator.tensors import TensorView, fmt, json_number
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -60,7 +60,7 @@ def environment() -> jinja2.Environment:
         pct=lambda v, d=1: f"{100 * float(v):.{d}f}%",
         thousands=lambda v: f"{int(v):,}",
     )
-    env.globals["explore"] = explore_info  # explorer: used by _explore.md.j2
+    env.globals["explore"] = explore_info  # _explore.md.j2: data files, explorer and value browser of a page
     return env
 
 
@@ -213,7 +213,8 @@ def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[Snapshot
     """
     env = environment()
     pages = build_pages(report, run)
-    common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp()}
+    command = command_line(report.key, run.options) if run.options is not None else f"python -m generator build --model {report.key}"
+    common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(), "command": command}
     by_number = {p.snap.number: p for p in pages}
     explanations, questions = report_template(report, "explain.md.j2"), report_template(report, "questions.md.j2")
     fallback = env.get_template("_fallback_explain.md.j2")

@@ -46,6 +46,7 @@ class ModelRun:
     seed: int
     device: str
     weights: str = "random"
+    options: Any = None  # the RunOptions the run was made with (set by Report.run)
     _cpu: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ names
@@ -90,7 +91,7 @@ class ModelRun:
             "seed": self.seed,
             "device": self.device,
             "device_name": torch.cuda.get_device_name(0) if self.device == "cuda" else platform.processor() or platform.machine(),
-            "dtype": "float32",
+            "dtype": str(next(self.model.parameters()).dtype).removeprefix("torch."),
             "torch": torch.__version__,
             "torchvision": _version("torchvision"),
             "python": platform.python_version(),

@@ -151,7 +151,7 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, L, C = x.shape
-        return x.view(B, L, self.n_heads, self.head_size).transpose(1, 2)  # (B, L, C) -> (B, h, L, hs)
+        return x.view(B, L, self.n_heads, self.head_size).transpose(1, 2)  # (B, L, C) -> (B, L, h, hs) -> (B, h, L, hs)
 
     def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         # x_q: (B, T, C) asks; x_kv: (B, S, C) answers (S = T in self-attention)
@@ -168,7 +168,7 @@ class MultiHeadAttention(nn.Module):
             scores = record(self, "masked_scores", scores + mask)  # (B, h, T, S)
         probs = record(self, "probs", F.softmax(scores, dim=-1))  # (B, h, T, S), rows sum to 1
         context = record(self, "context", probs @ v_heads)  # (B, h, T, hs)
-        concat = record(self, "concat", context.transpose(1, 2).reshape(B, T, C))  # (B, h, T, hs) -> (B, T, C)
+        concat = record(self, "concat", context.transpose(1, 2).reshape(B, T, C))  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
         return record(self, "out", self.W_o(concat))  # (B, T, C)
 
 

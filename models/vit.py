@@ -9,6 +9,7 @@ q/k/v per head, scores, probabilities and context.
 
 Shape legend, used in every comment of this file:
     B   batch size
+    Ch  colour channels (3); H, W image height and width
     P   patch size (pixels per side)
     N   number of patches, (H / P) * (W / P); N1 = N + 1 tokens with [CLS]
     C   model width (hidden_dim)
@@ -77,7 +78,7 @@ def record_points(cfg: ViTConfig) -> dict[str, tuple[str, ...]]:
     """Every name a recorded forward pass stores, with its shape in the legend's letters, in computation order.
 
     Declared up front (as TransformerLens declares its hook points), so a report's catalogue
-    can be checked against the model without running it. Ch = 3 colour channels, H = W = image size.
+    can be checked against the model without running it.
     """
     points: dict[str, tuple[str, ...]] = {
         "image": ("B", "Ch", "H", "W"), "patch_embed.patches": ("B", "N", "Ch", "P", "P"),
@@ -137,14 +138,14 @@ class SelfAttention(nn.Module):
             # Same function as the explicit steps below, fused into one kernel (as torchvision's
             # nn.MultiheadAttention does); nothing asks for the intermediate scores here.
             context = F.scaled_dot_product_attention(q, k, v)  # (B, h, N1, hs)
-            return self.proj(context.transpose(1, 2).reshape(B, N1, C))  # (B, h, N1, hs) -> (B, N1, C) -> (B, N1, C)
+            return self.proj(context.transpose(1, 2).reshape(B, N1, C))  # (B, h, N1, hs) -> (B, N1, h, hs) -> (B, N1, C)
         q = record(self, "q", q)
         k = record(self, "k", k)
         v = record(self, "v", v)
         scores = record(self, "scores", q @ k.transpose(-2, -1) / math.sqrt(C // h))  # (B, h, N1, N1)
         probs = record(self, "probs", scores.softmax(dim=-1))  # (B, h, N1, N1), rows sum to 1
         context = record(self, "context", probs @ v)  # (B, h, N1, hs)
-        concat = record(self, "concat", context.transpose(1, 2).reshape(B, N1, C))  # (B, h, N1, hs) -> (B, N1, C)
+        concat = record(self, "concat", context.transpose(1, 2).reshape(B, N1, C))  # (B, h, N1, hs) -> (B, N1, h, hs) -> (B, N1, C)
         return record(self, "out", self.proj(concat))  # (B, N1, C)
 
 

@@ -108,3 +108,22 @@ def test_one_word_sentences_read_in_the_singular(tmp_path):
 def test_the_last_snapshot_keeps_its_sentences_apart(ed_docs):
     page = next((ed_docs / "encoder-decoder" / "output").glob("43-*.md")).read_text(encoding="utf-8")
     assert ").The" not in page and "The largest" in page
+
+
+def test_pdf_for_another_docs_folder_is_refused_before_anything_is_written(ed_docs):
+    before = snapshot_of(ed_docs)
+    result = run_cli("build", "--model", "encoder-decoder", "--src", "other words", "--pdf", "--out", str(ed_docs))
+    assert result.returncode == 2 and "the PDFs would print another site" in result.stderr and result.stderr.count("\n") == 1
+    assert snapshot_of(ed_docs) == before
+
+
+def test_an_option_of_another_report_is_refused_not_ignored(ed_docs):
+    result = run_cli("build", "--model", "vit", "--prompt", "hello", "--out", str(ed_docs))
+    assert result.returncode == 2 and "--prompt is an option of the gpt report, not of --model vit" in result.stderr
+
+
+def test_every_report_folder_is_ignored_by_git():
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    from generator.reports import REPORTS
+
+    assert all(f"docs/{key}/" in ignored for key in REPORTS)

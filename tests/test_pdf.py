@@ -61,8 +61,8 @@ def _embedded_fonts(pdf: Path) -> tuple[set[str], set[str]]:
 
 
 def _is_cjk_or_symbol(ch: str) -> bool:
-    """Glyphs the print view's fallback fonts (Noto CJK, Symbola) draw, never the text font's."""
-    return ord(ch) >= 0x2E80 or 0x2000 <= ord(ch) < 0x2C00
+    """Glyphs only the print view's CJK fallback font (Noto CJK) draws, never the text font's."""
+    return ord(ch) >= 0x2E80
 
 
 @pytest.mark.parametrize("key", REPORTS)

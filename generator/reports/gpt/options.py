@@ -43,6 +43,10 @@ class GPTOptions(RunOptions):
         check_memory(4 * 3 * n_params + 4 * 2 * L * (16 * CONTEXT * C + 3 * self.heads * CONTEXT**2), f"--d-model {C} with --layers {L}")
 
     @classmethod
+    def example_change(cls) -> list[str]:
+        return ["--prompt", "A brand new prompt."]
+
+    @classmethod
     def limit_example(cls) -> tuple[str, list[str]]:
         limit = max_prompt_bytes(config_default(cls, "generate"))
         return f"a {limit}-byte prompt", ["--prompt", ("The cat sat on the mat. " * 20)[:limit]]

@@ -38,6 +38,7 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
     S = T + N - 1
     V, C, L = cfg.vocab_size, cfg.d_model, cfg.n_layers
     n_params = sum(p.numel() for p in model.parameters())  # counts the tied matrix once
+    element = next(model.parameters()).element_size()  # bytes per number the cache holds
     cached_probs = torch.softmax(info.cached_logits[0].double().cpu(), dim=-1)  # (N, V)
     chosen_probs = [float(cached_probs[i, b]) for i, b in enumerate(new)]
     cache_diff = float((info.cached_logits - info.recomputed_logits).abs().max())
@@ -73,8 +74,8 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
             "positions_uncached": N * T + N * (N - 1) // 2,  # ... and recomputing every step from scratch
             "repeat_pair": repeat_pair(prompt_ids),
             "cache_bytes": [byte_label(b) for b in fed],
-            "kv_bytes": 2 * L * S * C * 4,  # keys and values, every block, float32
-            "kv_bytes_per_position": 2 * L * C * 4,
+            "kv_bytes": 2 * L * S * C * element,  # keys and values, every block
+            "kv_bytes_per_position": 2 * L * C * element,
             "n_params": n_params,
             "n_params_untied": n_params + V * C,
             "tied_saved": V * C,

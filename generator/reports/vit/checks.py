@@ -62,3 +62,10 @@ def rollout_rows(run: ModelRun, block_probs: str) -> tuple[str, bool, str]:
     return "rows sum to 1 and equal a float64 recomputation", same and row_error <= 1e-4, (
         f"{detail}; every one of the {rows.numel()} rows sums to 1 within {row_error:.1e}"
     )
+
+
+@check
+def flattened(run: ModelRun, out: TensorName, source: TensorName) -> tuple[str, bool, str]:
+    src = run.t(source)
+    passed, detail = close(run.t(out), src.reshape(*src.shape[:2], -1), f"{run.name(source)} flattened over (3, P, P)")
+    return "is the patches flattened (channel, row, column order)", passed, detail

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -52,5 +53,6 @@ def landing_entries(docs: Path, staging: Path, fresh: set[str] | dict) -> list[d
 def write_landing(out_dir: Path, entries: list[dict[str, Any]]) -> None:
     from generator.render import environment
 
-    text = environment().get_template("landing.md.j2").render(reports=entries)
+    examples = [shlex.join(["--model", key, *report.options.example_change()]) for key, report in REPORTS.items()]
+    text = environment().get_template("landing.md.j2").render(reports=entries, examples=examples)
     (out_dir / "index.md").write_text(text, encoding="utf-8")

@@ -56,7 +56,8 @@ class Exploration:
     groups: tuple[AttentionGroup, ...]
     axes: tuple[tuple[str, tuple[str | None, ...]], ...]  # (record-name pattern, label key per axis); first match wins
     labels: Callable[[Any], dict[str, list[str]]]  # run -> label lists by key
-    image: Callable[[Any], tuple[bytes, int] | None] = lambda run: None  # run -> (PNG of the model input, grid side)
+    # run -> (PNG of the model input, patch-grid side, whether a token without a patch, e.g. [CLS], comes first)
+    image: Callable[[Any], tuple[bytes, int, bool] | None] = lambda run: None
 
 
 def exploration_names(report: Any, config: Any) -> list[str]:
@@ -161,10 +162,10 @@ def write_run_data(report: Any, run: Any, pages: list, out: Path) -> dict:
     axes = {n: axis_labels(exploration, n, tuple(t.shape), labels) for n, t in tensors.items()}
     image = None
     if picture := exploration.image(run):
-        png, grid = picture
+        png, grid, leading_token = picture
         (out / DATA_DIR).mkdir(parents=True, exist_ok=True)
         (out / DATA_DIR / IMAGE_FILE).write_bytes(png)
-        image = {"file": f"{DATA_DIR}/{IMAGE_FILE}", "grid": grid, "cls": True}
+        image = {"file": f"{DATA_DIR}/{IMAGE_FILE}", "grid": grid, "cls": leading_token}
     return write_tensor_data(out, tensors, labels=labels, axes=axes, attention=attention_groups(exploration, names, image),
                              extra={"report": report.key, "dims": dict(run.dims)})
 

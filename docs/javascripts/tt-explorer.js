@@ -534,7 +534,7 @@
 
   function cap(s) { return s.charAt(0).toUpperCase() + s.slice(1); }
 
-  /** ViT: one query's attention over the patch grid, laid over the input image. */
+  /** A report with an input image: one query's attention over the patch grid, laid over the image. */
   function buildOverlay(el, data, group, tokenLabels, readout) {
     var grid = group.image.grid, skip = group.image.cls ? 1 : 0;
     var querySelect = select(tokenLabels.map(function (label, i) { return [i, label]; }), 0);
@@ -545,7 +545,9 @@
     image.alt = "";
     image.src = data.url(group.image.file);
     var box = h("div", { className: "tt-overlay" }, [
-      h("p", { className: "tt-title", text: "One query over the image: where the chosen token looks (patch keys only; the [CLS] key is left out). Choose the query below, or click a row of the heat map." }),
+      h("p", { className: "tt-title", text: "One query over the image: where the chosen token looks" +
+        (skip ? " (patch keys only; the leading " + tokenLabels[0] + " key has no patch and is left out)" : "") +
+        ". Choose the query below, or click a row of the heat map." }),
       h("div", { className: "tt-controls" }, [labelled("Query token", querySelect)]),
       legendSlot, slot,
     ]);

@@ -18,9 +18,9 @@ def _labels(run: Any) -> dict[str, list[str]]:
             "classes": [str(c) for c in run.inputs["class_names"]]}
 
 
-def _image(run: Any) -> tuple[bytes, int] | None:
-    """The preprocessed image, for laying one query's attention over it."""
-    return image_png(run.cpu("image"), run.inputs["mean"], run.inputs["std"]), run.dims["H"] // run.dims["P"]
+def _image(run: Any) -> tuple[bytes, int, bool] | None:
+    """The preprocessed image, for laying one query's attention over it; [CLS] comes before the patches."""
+    return image_png(run.cpu("image"), run.inputs["mean"], run.inputs["std"]), run.dims["H"] // run.dims["P"], True
 
 
 EXPLORATION = Exploration(

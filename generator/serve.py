@@ -12,21 +12,28 @@ HTTP API (127.0.0.1 only):
 GET  /api/status      200 {"app": "transformer-trace", "busy": bool, "max_upload": bytes, "models": [...]}:
                       each model with its form fields (FORMS below) and the current values.
 GET  /api/events      Server-Sent Events: "progress" {"step", "done", "total"} while a regeneration
-                      runs, "reload" when the served site changed.
+                      runs, "reload" when the served site changed; 503 beyond MAX_EVENT_STREAMS open streams.
 POST /api/regenerate  JSON {"model": <report key>, "seed": 7, "layer": 1, ...}: the report's options by their
                       CLI names (e.g. src and tgt for the encoder-decoder, prompt for the GPT; see
                       FORMS), or multipart/form-data with the same fields and a file part for a file
-                      option (the ViT's image). Answers
+                      option (the ViT's image). The API never makes the server read a file of its own or
+                      download anything: a path option is taken only as an upload, and an option whose
+                      free-text value could name a file or a download takes only the values in API_VALUES
+                      (the ViT's weights: random; a weights file or imagenet is for the CLI). Answers
                       200 {"seconds": ..., ...} once the new pages are served;
                       400 {"error": "<the one line the CLI prints>"} for input the CLI refuses, for
-                          unknown fields and for a malformed body (nothing is changed);
+                          unknown fields, for a value outside API_VALUES and for a malformed body
+                          (nothing is changed);
                       403 when an Origin header is present and is not this server's origin
-                          (http://127.0.0.1:PORT or http://localhost:PORT), or the Host is not one of those;
+                          (http://127.0.0.1:PORT or http://localhost:PORT);
                       409 {"error": "a regeneration is already running"}: one regeneration at a time,
-                          a request arriving while one runs is refused, not queued;
+                          a request arriving while one runs is refused, not queued, from its headers alone
+                          (its body is never held in memory);
                       411 without Content-Length; 413 when Content-Length exceeds MAX_UPLOAD (20 MB),
                           checked before the body is read; 415 for another content type.
 Anything else under /api/ is 404; other paths are the built site (404 page for missing files).
+Every request, static files included, needs Host 127.0.0.1:PORT or localhost:PORT (403 otherwise): a page
+on another site cannot reach this one through a DNS name rebound to 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -38,7 +45,9 @@ import os
 import queue
 import re
 import shutil
+import select
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -57,35 +66,59 @@ log = logging.getLogger("generator")
 ROOT = Path(__file__).resolve().parent.parent
 MAX_UPLOAD = 20 * 1024 * 1024  # bytes of request body (an image upload), checked before reading
 BUSY = "a regeneration is already running"
+MAX_EVENT_STREAMS = 32  # open /api/events connections, each holding a thread: a few tabs need a handful
+BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive: the one-at-a-time lock is held while it does
 
-def _forms() -> dict[str, dict[str, Any]]:
+# The values the API accepts for an option whose value is free text of no declared kind (not "text", a
+# number, a choice or a "path"): such a value may name a file on the server or a download (the ViT's
+# --weights PATH or imagenet), which only the CLI may do. An option of that sort missing here takes no value
+# through the API at all, so a new one stays closed until someone decides what is safe.
+API_VALUES: dict[str, tuple[str, ...]] = {"weights": ("random",)}
+SAFE_KINDS = ("int", "positive", "seed", "text")  # option kinds whose values cannot name a file or a download
+
+
+def _forms(reports: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Each report's form, derived from its options dataclass: the fields whose metadata has a ``form``
     (shown by tt-regenerate.js, which reads them from /api/status), in field order, and its other
-    options (API only). A field's API name is its CLI flag without the dashes (``--vit-size``: vit_size)."""
+    options (API only). A field's API name is its CLI flag without the dashes (``--vit-size``: vit_size).
+
+    ``uploads`` names the options taken only as an uploaded file (kind "path": never a server-side path), and
+    ``values`` the options restricted to a few values (API_VALUES; an empty tuple: not settable here).
+    """
     from dataclasses import fields
 
     from generator.options import flag_of
-    from generator.reports import REPORTS
+
+    if reports is None:
+        from generator.reports import REPORTS as reports
 
     forms = {}
-    for key, report in REPORTS.items():
-        entries, options = [], {"device": "--device"}
+    for key, report in reports.items():
+        entries, options, uploads, values = [], {"device": "--device"}, set(), {}
         for f in fields(report.options):
             if not f.init:
                 continue
             flag = flag_of(f)
             name = flag.removeprefix("--").replace("-", "_")
-            if form := f.metadata.get("form"):
+            meta = f.metadata
+            kind = meta.get("kind") or ("int" if f.type in (int, "int") else None)  # as generator/cli.py parses it
+            form = meta.get("form")
+            if kind == "path" or (form or {}).get("type") == "file":
+                uploads.add(name)
+            elif not (meta.get("choices") or kind in SAFE_KINDS):
+                values[name] = API_VALUES.get(name, ())
+            if form:
                 entries.append({"name": name, "option": flag, **form})
             elif name != "device":
                 options[name] = flag
         common = [e for e in entries if e["name"] in ("seed", "layer")]  # the report's own inputs first, then seed and layer
-        forms[key] = {"fields": [e for e in entries if e not in common] + common, "options": options}
+        forms[key] = {"fields": [e for e in entries if e not in common] + common, "options": options,
+                      "uploads": uploads, "values": values}
     return forms
 
 
 FORMS: dict[str, dict[str, Any]] = _forms()
-FILE_FIELDS = {f["name"] for form in FORMS.values() for f in form["fields"] if f["type"] == "file"}
+FILE_FIELDS = set().union(*(form["uploads"] for form in FORMS.values()))
 
 
 def options_for(model: str) -> dict[str, str]:
@@ -98,16 +131,35 @@ def options_for(model: str) -> dict[str, str]:
     return out
 
 
+def restricted_values(model: str) -> dict[str, tuple[str, ...]]:
+    """API field -> the only values the API takes for it, for ``model`` ("all": every report's)."""
+    forms = FORMS.values() if model == "all" else [FORMS[model]]
+    out: dict[str, tuple[str, ...]] = {}
+    for form in forms:
+        out.update(form["values"])
+    return out
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: choose 1 to 65535, or 0 for any free port")
+    return port
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser(
         "serve",
         help="serve the site on 127.0.0.1 with live reload and a form that regenerates a report",
-        description="Build the site if needed (both reports from the default inputs when docs/ has none), serve it on "
+        description="Build the site if needed (every report from the default inputs when docs/ has none), serve it on "
         "127.0.0.1 with live reload, and regenerate a report from a form on the landing and overview pages "
         "(or POST /api/regenerate) in this warm process: PyTorch, the models and MkDocs stay loaded and only "
         "the changed pages are rebuilt. One regeneration at a time; Ctrl-C stops.",
     )
-    s.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000; 0 = any free port)")
+    s.add_argument("--port", type=_port, default=8000, help="port on 127.0.0.1 (default 8000; 0 = any free port)")
     s.add_argument("--docs", type=Path, default=ROOT / "docs", help="docs folder holding the reports (default: the project's docs/)")
     s.add_argument("--config", type=Path, default=ROOT / "mkdocs.yml", help="mkdocs.yml to build with (default: the project's)")
     out = s.add_mutually_exclusive_group()
@@ -172,7 +224,7 @@ def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str,
     argv = ["build", f"--model={model}", f"--out={docs}", "--quiet"]
     if model not in FORMS and model != "all":
         return argv  # the CLI refuses it, with its list of models
-    allowed = options_for(model)
+    allowed, restricted = options_for(model), restricted_values(model)
     for name, value in fields.items():
         if name == "model":
             continue
@@ -184,12 +236,21 @@ def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str,
             continue
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise ApiError(400, f"the field {name!r} must be text or a number")
+        if name in restricted and str(value) not in restricted[name]:  # the same answer whether or not a file of that name exists
+            raise ApiError(400, _refused_value(name, allowed[name], restricted[name]))
         argv.append(f"{allowed[name]}={value}")
     for name, path in (upload_paths or {}).items():
         if name not in allowed or name not in FILE_FIELDS:
             raise ApiError(400, f"unknown file field {name!r} for {model}")
         argv.append(f"{allowed[name]}={path}")
     return argv
+
+
+def _refused_value(name: str, flag: str, values: tuple[str, ...]) -> str:
+    """One line for a value outside API_VALUES; it never says whether a file of that name exists."""
+    here = f"{name} can only be {' or '.join(values)} here" if values else f"{name} cannot be set here"
+    return (f"the API cannot name server-side files or download weights, so {here}; "
+            f"the CLI can: python -m generator build {flag} ...")
 
 
 def _safe_filename(name: str | None) -> str:
@@ -242,16 +303,20 @@ def parse_body(content_type: str, body: bytes) -> tuple[dict[str, Any], dict[str
 
 
 class Events:
-    """Fan-out of server-sent events to every connected page."""
+    """Fan-out of server-sent events to every connected page, at most ``limit`` at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_EVENT_STREAMS) -> None:
         self._subscribers: set[queue.SimpleQueue] = set()
         self._lock = threading.Lock()
+        self.limit = limit
         self.closed = threading.Event()
 
-    def subscribe(self) -> queue.SimpleQueue:
+    def subscribe(self) -> queue.SimpleQueue | None:
+        """A queue of the events to come, or None when ``limit`` pages are already subscribed."""
         q: queue.SimpleQueue = queue.SimpleQueue()
         with self._lock:
+            if len(self._subscribers) >= self.limit:
+                return None
             self._subscribers.add(q)
         return q
 
@@ -625,11 +690,11 @@ def _handler_class():
             return path if path == "/api" or path.startswith("/api/") else None
 
         def do_GET(self) -> None:  # noqa: N802
+            if not self._host_ok():
+                return self._refuse_host()
             path = self._api_path()
             if path is None:
                 return self._static(head=False)
-            if not self._host_ok():
-                return self._json(403, {"error": "this server answers only for 127.0.0.1 and localhost"})
             if path == "/api/status":
                 return self._json(200, self.server_state.status())
             if path == "/api/events":
@@ -639,11 +704,15 @@ def _handler_class():
             return self._json(404, {"error": f"no such API endpoint: {path}"})
 
         def do_HEAD(self) -> None:  # noqa: N802
+            if not self._host_ok():
+                return self._refuse_host()
             if self._api_path() is None:
                 return self._static(head=True)
             return self._json(405, {"error": "use GET or POST"})
 
         def do_POST(self) -> None:  # noqa: N802
+            if not self._host_ok():
+                return self._refuse_host()
             path = self._api_path()
             if path != "/api/regenerate":
                 known = path in ("/api/status", "/api/events")
@@ -652,8 +721,6 @@ def _handler_class():
             origin = self.headers.get("Origin")
             if origin is not None and origin not in state.origins():
                 return self._json(403, {"error": f"requests from {origin} are refused; use the page served at http://127.0.0.1:{state.port}/"})
-            if not self._host_ok():
-                return self._json(403, {"error": "this server answers only for 127.0.0.1 and localhost"})
             length = self.headers.get("Content-Length")
             if length is None:
                 return self._json(411, {"error": "Content-Length is required"})
@@ -662,13 +729,15 @@ def _handler_class():
             except ValueError:
                 return self._json(400, {"error": "Content-Length is not a number"})
             if size > MAX_UPLOAD:
-                return self._json(413, {"error": f"the request is {size / 1e6:.1f} MB, more than the {MAX_UPLOAD // (1024 * 1024)} MB limit; use a smaller image"})
+                return self._refuse_unread(size, 413, {"error": f"the request is {size / 1e6:.1f} MB, more than the {MAX_UPLOAD // (1024 * 1024)} MB limit; use a smaller image"})
             if size < 0:
                 return self._json(400, {"error": "Content-Length is negative"})
-            body = self.rfile.read(size)
-            if not state.busy.acquire(blocking=False):  # refused, not queued
-                return self._json(409, {"error": BUSY})
+            # Refused, not queued, and before the body is read: requests arriving during a regeneration
+            # never hold their uploads in memory.
+            if not state.busy.acquire(blocking=False):
+                return self._refuse_unread(size, 409, {"error": BUSY})
             try:
+                body = self._read_body(size)
                 fields, files = parse_body(self.headers.get("Content-Type", ""), body)
                 answer = state.submit(lambda: state._regenerate(fields, files))
             except ApiError as exc:
@@ -681,8 +750,45 @@ def _handler_class():
             return self._json(200, answer)
 
         def _host_ok(self) -> bool:
-            host = self.headers.get("Host")
-            return host is None or f"http://{host}" in self.server_state.origins()
+            """Host names this server, as every browser sends it: a page whose DNS name was rebound to
+            127.0.0.1 sends its own name and gets nothing, static files included."""
+            host = self.headers.get("Host", "")
+            return f"http://{host.lower()}" in self.server_state.origins()
+
+        def _refuse_host(self) -> None:
+            self._json(403, {"error": f"this server answers only for 127.0.0.1:{self.server_state.port} and localhost:{self.server_state.port}"})
+
+        def _read_body(self, size: int) -> bytes:
+            """The request body, in full within BODY_TIMEOUT (a client that stalls must not hold the lock)."""
+            self.connection.settimeout(BODY_TIMEOUT)
+            try:
+                body = self.rfile.read(size)
+            except OSError:
+                body = b""
+            finally:
+                self.connection.settimeout(None)
+            if len(body) < size:
+                self.close_connection = True
+                raise ApiError(400, f"the request body ended after {len(body)} of its {size} bytes")
+            return body
+
+        def _refuse_unread(self, size: int, status: int, data: dict[str, Any]) -> None:
+            """Answer without reading the body, then read and throw away what the client still sends of it, a
+            chunk at a time for at most 2 s: closing a socket with unread data resets the connection, and the
+            client could lose the answer with it."""
+            self._json(status, data)
+            self.close_connection = True
+            self.wfile.flush()
+            deadline = time.monotonic() + 2.0
+            try:
+                while size > 0 and time.monotonic() < deadline:
+                    self.connection.settimeout(max(0.05, deadline - time.monotonic()))
+                    chunk = self.connection.recv(min(size, 65536))
+                    if not chunk:
+                        break
+                    size -= len(chunk)
+            except OSError:
+                pass
 
         # ---------------------------------------------------------------- answers
 
@@ -699,27 +805,45 @@ def _handler_class():
 
         def _events(self) -> None:
             state = self.server_state
+            q = state.events.subscribe()
+            if q is None:  # each stream holds a thread: a page opened in too many tabs must not exhaust them
+                return self._json(503, {"error": f"more than {state.events.limit} pages are following this server; close some"},
+                                  {"Retry-After": "10"})
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream; charset=utf-8")
             self.end_headers()
-            q = state.events.subscribe()
             try:
                 self.wfile.write(b"retry: 2000\n\n")
                 self.wfile.flush()
+                quiet_since = time.monotonic()
                 while not state.events.closed.is_set():
                     try:
-                        message = q.get(timeout=15)
+                        message = q.get(timeout=1)
                     except queue.Empty:
+                        if self._client_gone():  # free its place under the cap now, not at the next failed write
+                            break
+                        if time.monotonic() - quiet_since < 15:
+                            continue
                         message = b": keep-alive\n\n"
                     if message is None:
                         break
                     self.wfile.write(message)
                     self.wfile.flush()
+                    quiet_since = time.monotonic()
             except OSError:  # the page went away
                 pass
             finally:
                 state.events.unsubscribe(q)
                 self.close_connection = True
+
+        def _client_gone(self) -> bool:
+            """Whether the page closed its event stream: it sends nothing after its request, so a readable
+            socket means end of stream (or a reset)."""
+            try:
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+            except OSError:
+                return True
 
         def _static(self, head: bool) -> None:
             """A file of the built site, read whole under the site's read lock (never half of a rebuild)."""

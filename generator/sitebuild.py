@@ -13,6 +13,11 @@ Material's search index (search/search_index.json) is always rewritten complete:
 of the rebuilt pages replace theirs, the others are kept. A partial build writes the same HTML
 and index as a full one (tests/test_serve.py compares them).
 
+MkDocs has no public API for building one page: the partial build calls two private functions of
+mkdocs.commands.build and overrides two cached properties of a File. pyproject allows any MkDocs
+1.x, so when a release changes those, :meth:`WarmSite.update` logs it and builds fully from then on
+(and nothing is rendered ahead): slower, never broken.
+
 :meth:`WarmSite.prerender` renders the changed pages of the generator's staging folder while the
 figures are still being drawn in worker processes; :meth:`update` then only moves them in, for
 each page whose Markdown in docs/ is byte-identical to the one rendered ahead.
@@ -33,6 +38,21 @@ from typing import Any
 from generator.errors import UserError
 
 log = logging.getLogger("generator")
+
+# What calling MkDocs internals raises once a release renamed, removed or changed them.
+INTERNALS_CHANGED = (ImportError, AttributeError, TypeError)
+
+
+class MkDocsInternalsChanged(Exception):
+    """MkDocs no longer has the internals a partial build uses (see the module docstring)."""
+
+
+def _page_builders():
+    """MkDocs' private ``_populate_page`` and ``_build_page``, the steps `mkdocs build` runs for one page
+    (AttributeError when this MkDocs has them no more)."""
+    from mkdocs.commands import build as mkdocs_build
+
+    return mkdocs_build._populate_page, mkdocs_build._build_page
 
 
 @dataclass
@@ -107,6 +127,7 @@ class WarmSite:
         self.nav_config: Any = None
         self._ahead: dict[str, _Ahead] = {}  # pages rendered ahead from a staging folder (see prerender)
         self._ahead_dir: Path | None = None
+        self.partial_unavailable: str | None = None  # why pages cannot be built one by one with this MkDocs
 
     def close(self) -> None:
         self._drop_ahead()
@@ -154,10 +175,14 @@ class WarmSite:
             (pages if file.is_documentation_page() else static).append(file)
         if any(f.page is None for f in pages):
             return self.full_build("a changed page is not in the last build")
+        if self.partial_unavailable is not None:
+            return self.full_build(self.partial_unavailable)
         self.built = None  # a failure below leaves the next update a full build
         ahead = {f.src_uri: self._ahead[f.src_uri] for f in pages if f.src_uri in self._ahead and self._ahead[f.src_uri].digest == now[f.src_uri]}
         try:
             retitled = self._rebuild_pages(pages, ahead)
+        except (MkDocsInternalsChanged, *INTERNALS_CHANGED) as exc:
+            return self.full_build(self._give_up_partial(exc))
         finally:
             self._drop_ahead()
         if retitled:  # a page title shows in every page's navigation
@@ -194,6 +219,12 @@ class WarmSite:
             search.on_post_build(config=self.config)  # writes search/search_index.json, complete
         return [path for path, title in new_titles.items() if title != titles[path]]
 
+    def _give_up_partial(self, exc: BaseException) -> str:
+        """Remember (and log once) that this MkDocs cannot build page by page; the reason, for a full build."""
+        self.partial_unavailable = f"partial builds need MkDocs internals this version changed ({type(exc).__name__}: {exc})"
+        log.warning("site: %s; every update is a full build from now on", self.partial_unavailable)
+        return self.partial_unavailable
+
     def prerender(self, staging: Path) -> int:
         """Render, ahead of the swap, the pages of a generator staging folder that differ from the last build.
 
@@ -201,10 +232,18 @@ class WarmSite:
         HTML goes to a temporary folder; :meth:`update` moves a page in only if the Markdown then in
         docs/ is byte-identical to what was rendered, and renders the others as usual.
         """
-        from mkdocs.commands.build import _build_page, _populate_page
-
-        if self.built is None or self._capture.files is None:
+        if self.built is None or self._capture.files is None or self.partial_unavailable is not None:
             return 0
+        try:
+            return self._prerender(staging)
+        except (MkDocsInternalsChanged, *INTERNALS_CHANGED) as exc:
+            # What was rendered ahead so far is dropped too: the next update builds fully anyway.
+            self._give_up_partial(exc)
+            self._drop_ahead()
+            return 0
+
+    def _prerender(self, staging: Path) -> int:
+        populate_page, build_page = _page_builders()
         files, search = self._capture.files, self._search_plugin()
         doc_files = files.documentation_pages()
         if self._ahead_dir is None:
@@ -229,10 +268,12 @@ class WarmSite:
             saved = search.search_index.entries if search is not None else None
             try:  # cached properties: overriding them on the instance points MkDocs at the staged copy and the temporary folder
                 file.__dict__["abs_src_path"], file.__dict__["abs_dest_path"] = str(path), str(html)
+                if (file.abs_src_path, file.abs_dest_path) != (str(path), str(html)):  # plain properties now: it would render docs/ over the site
+                    raise MkDocsInternalsChanged("File.abs_src_path and abs_dest_path are no longer cached properties")
                 if search is not None:
                     search.search_index.entries = entries
-                _populate_page(file.page, self.config, files)
-                _build_page(file.page, self.config, doc_files, self._capture.nav, self._capture.env)
+                populate_page(file.page, self.config, files)
+                build_page(file.page, self.config, doc_files, self._capture.nav, self._capture.env)
             finally:
                 file.__dict__["abs_src_path"], file.__dict__["abs_dest_path"] = real_src, real_dest
                 if search is not None:
@@ -275,17 +316,16 @@ class WarmSite:
 
 def _render_pages(site: WarmSite, files: list) -> list[tuple[str, str | None, list[dict]]]:
     """Populate and write each page as `mkdocs build` does; (path, title, search entries) per page."""
-    from mkdocs.commands.build import _build_page, _populate_page
-
+    populate_page, build_page = _page_builders()
     config, capture = site.config, site._capture
     search = site._search_plugin()
     doc_files = capture.files.documentation_pages()
     out = []
     for file in files:
-        _populate_page(file.page, config, capture.files)
+        populate_page(file.page, config, capture.files)
         if search is not None:
             search.search_index.entries = []
-        _build_page(file.page, config, doc_files, capture.nav, capture.env)
+        build_page(file.page, config, doc_files, capture.nav, capture.env)
         out.append((file.src_uri, file.page.title, list(search.search_index.entries) if search is not None else []))
     if search is not None:
         search.search_index.entries = []  # the caller merges them back

@@ -1,8 +1,9 @@
 """`python -m generator serve`: the regenerate API, the form in a real browser, live reload, Ctrl-C.
 
 One server runs in a subprocess (as `make serve` runs it) on a free port, over a docs folder the CLI
-generated into a temporary folder; the tests talk to it over HTTP. The last test stops it with SIGINT
-in the middle of a regeneration.
+generated into a temporary folder (the encoder-decoder and GPT reports); the tests talk to it over HTTP.
+The last test stops it with SIGINT in the middle of a regeneration. The API's input rules, the port
+option and the fallback of partial builds are checked in this process, without the server.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import html
 import http.client
 import io
 import json
+import logging
 import os
 import re
 import shutil
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -28,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
+from generator.serve import MAX_EVENT_STREAMS, ApiError, build_argv
 from tests.conftest import ROOT
 
 ED = "encoder-decoder"
@@ -52,7 +56,7 @@ def request(url: str, path: str, body: bytes | None = None, headers: dict | None
             status, raw, kind = response.status, response.read(), response.headers.get("Content-Type", "")
     except urllib.error.HTTPError as exc:
         status, raw, kind = exc.code, exc.read(), exc.headers.get("Content-Type", "")
-    return status, json.loads(raw) if kind.startswith("application/json") else raw.decode("utf-8", "replace")
+    return status, json.loads(raw) if kind.startswith("application/json") and raw else raw.decode("utf-8", "replace")  # HEAD: no body
 
 
 def post_json(url: str, fields: dict, **headers) -> tuple[int, dict]:
@@ -105,7 +109,8 @@ class Server:
 def served(tmp_path_factory) -> Server:
     work = tmp_path_factory.mktemp("serve")
     docs, site = work / "docs", work / "site"
-    assert main(["build", "--model", ED, "--out", str(docs), "--device", "cpu", "-q"]) == 0  # the CLI, as a user would
+    for model in (ED, "gpt"):  # the CLI, as a user would
+        assert main(["build", "--model", model, "--out", str(docs), "--device", "cpu", "-q"]) == 0
     for name in ("stylesheets", "javascripts"):
         (docs / name).symlink_to(ROOT / "docs" / name)
     config = work / "mkdocs.yml"
@@ -131,7 +136,7 @@ def served(tmp_path_factory) -> Server:
 def test_static_site_shows_the_cli_command_and_no_form(served, browser):
     html = (served.site / ED / "index.html").read_text(encoding="utf-8")
     assert 'class="tt-regenerate"' in html and "tt-form" not in html
-    assert "python -m generator build --model encoder-decoder --src 'hello from cairo egypt team project'" in html_text(html)
+    assert "python -m generator build --model encoder-decoder --seed 7 --layer 1" in html_text(html)  # the default inputs
     from generator.pdf import serve as static_server
 
     with static_server(served.site) as url:  # a plain static host, as GitHub Pages would be
@@ -243,6 +248,16 @@ def test_a_second_concurrent_regeneration_gets_409(served):
     first = threading.Thread(target=lambda: results.append(post_json(served.url, {"model": ED, "src": "first of two", "device": "cpu"})))
     first.start()
     wait_until_busy(served.url)
+    # Refused from the headers alone: an upload arriving during a regeneration is not read into memory.
+    host, port = served.url.split("//")[1].rstrip("/").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.putrequest("POST", "/api/regenerate")
+    conn.putheader("Content-Type", "multipart/form-data; boundary=x")
+    conn.putheader("Content-Length", str(15 * 1024 * 1024))
+    conn.endheaders()  # no body is sent: reading it first would leave this waiting
+    response = conn.getresponse()
+    assert (response.status, json.loads(response.read())) == (409, {"error": "a regeneration is already running"})
+    conn.close()
     second = post_json(served.url, {"model": ED, "src": "second of two", "device": "cpu"})
     first.join(180)
     assert second == (409, {"error": "a regeneration is already running"})
@@ -258,12 +273,111 @@ def test_unknown_routes_are_404(served):
     assert request(served.url, "/api/regenerate")[0] == 405
 
 
+def test_every_request_needs_this_servers_host(served):
+    """DNS rebinding: a page on another site whose name now points at 127.0.0.1 sends its own Host."""
+    port = served.url.rsplit(":", 1)[1].rstrip("/")
+    for path in ("/", f"/{ED}/", "/search/search_index.json", "/api/status"):
+        status, data = request(served.url, path, headers={"Host": f"rebound.example:{port}"})
+        assert status == 403 and data["error"] == f"this server answers only for 127.0.0.1:{port} and localhost:{port}", path
+    assert request(served.url, "/", headers={"Host": f"rebound.example:{port}"}, method="HEAD")[0] == 403
+    status, data = post_json(served.url, {"model": ED, "layer": 9}, Host=f"127.0.0.1:{int(port) + 1}")
+    assert status == 403
+    host, _ = served.url.split("//")[1].rstrip("/").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.putrequest("GET", "/", skip_host=True)  # no Host at all
+    conn.endheaders()
+    assert conn.getresponse().status == 403
+    conn.close()
+    assert request(served.url, "/", headers={"Host": f"localhost:{port}"})[0] == 200
+    assert request(served.url, "/")[0] == 200
+
+
+def test_the_api_never_names_a_server_side_file_or_a_download(served, tmp_path):
+    """Only the CLI may load weights from a path or download them: the API takes --weights random only,
+    and answers the same whether or not a file of the given name exists."""
+    docs_before = tree_digest(served.docs)
+    refused = ("the API cannot name server-side files or download weights, so weights can only be random here; "
+               "the CLI can: python -m generator build --weights ...")
+    for weights in ("/etc/passwd", str(tmp_path / "no such file.pt"), "imagenet", "Random"):
+        status, data = post_json(served.url, {"model": "vit", "weights": weights})
+        assert (status, data) == (400, {"error": refused}), weights
+    body, kind = multipart({"model": "vit", "weights": "/etc/passwd"}, {})
+    assert request(served.url, "/api/regenerate", body, {"Content-Type": kind}) == (400, {"error": refused})
+    assert tree_digest(served.docs) == docs_before
+    assert "--weights=random" in build_argv({"model": "vit", "weights": "random"}, tmp_path)
+    with pytest.raises(ApiError, match="weights can only be random"):
+        build_argv({"model": "all", "weights": "imagenet"}, tmp_path)
+
+
+def test_path_options_are_uploads_and_free_text_options_need_an_allow_list():
+    """Generic rules, on options no report has yet: kind "path" is an upload, a free-text option of no
+    declared kind takes only its API_VALUES (none when it has no entry there)."""
+    from dataclasses import dataclass, field
+    from pathlib import Path as PathType
+    from types import SimpleNamespace
+
+    from generator.options import RunOptions, option
+    from generator.serve import FORMS, _forms
+
+    @dataclass(frozen=True)
+    class FutureOptions(RunOptions):
+        vocabulary: PathType | None = field(default=None, metadata=option("vocabulary file", kind="path"))
+        tokenizer: str = field(default="bytes", metadata=option("bytes, or PATH to a tokenizer"))
+        weights: str = field(default="random", metadata=option("random, imagenet or PATH"))
+        width: int = field(default=8, metadata=option("model width", kind="positive"))
+        size: str = field(default="s", metadata=option("size", choices=("s", "m")))
+        note: str = field(default="", metadata=option("free text", kind="text"))
+
+    form = _forms({"future": SimpleNamespace(options=FutureOptions)})["future"]
+    assert form["uploads"] == {"vocabulary"}
+    assert form["values"] == {"tokenizer": (), "weights": ("random",)}
+    assert set(form["options"]) == {"device", "vocabulary", "tokenizer", "weights", "width", "size", "note"}
+    assert {key: (f["uploads"], f["values"]) for key, f in FORMS.items()} == {
+        ED: (set(), {}), "vit": ({"image"}, {"weights": ("random",)}), "gpt": (set(), {})}
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "http"])
+def test_serve_refuses_a_port_out_of_range(capsys, port):
+    message = cli_message(["serve", "--port", port], capsys)
+    assert message.startswith("argument --port: ") and "port" in message[len("argument --port: "):]
+
+
+def test_event_streams_are_capped(served):
+    host, port = served.url.split("//")[1].rstrip("/").split(":")
+
+    def open_stream() -> http.client.HTTPResponse:
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        conn.request("GET", "/api/events")
+        response = conn.getresponse()
+        conn.close()  # the response keeps the socket open until it is closed itself
+        return response
+
+    streams = [open_stream() for _ in range(MAX_EVENT_STREAMS)]
+    try:
+        assert [response.status for response in streams] == [200] * MAX_EVENT_STREAMS
+        refused = open_stream()
+        assert refused.status == 503 and "pages are following this server" in json.loads(refused.read())["error"]
+        refused.close()
+    finally:
+        for response in streams:
+            response.close()
+    deadline = time.monotonic() + 10  # a closed stream gives its place back within about a second
+    while True:
+        response = open_stream()
+        response.close()
+        if response.status == 200 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert response.status == 200
+
+
 def test_an_uploaded_image_regenerates_the_vit_report(served):
     from PIL import Image
 
     buffer = io.BytesIO()
     Image.new("RGB", (40, 30), (200, 30, 30)).save(buffer, format="PNG")
-    body, kind = multipart({"model": "vit", "vit_size": "tiny", "seed": "3", "device": "cpu"}, {"image": ("red <box>.png", buffer.getvalue())})
+    body, kind = multipart({"model": "vit", "vit_size": "tiny", "seed": "3", "device": "cpu", "weights": "random"},
+                           {"image": ("red <box>.png", buffer.getvalue())})
     status, data = request(served.url, "/api/regenerate", body, {"Content-Type": kind})
     assert status == 200, data
     assert data["site_build"] == "full"  # a new report: new pages and navigation
@@ -272,6 +386,74 @@ def test_an_uploaded_image_regenerates_the_vit_report(served):
     bad, kind = multipart({"model": "vit"}, {"image": ("notes.png", b"not an image at all")})
     status, data = request(served.url, "/api/regenerate", bad, {"Content-Type": kind})
     assert status == 400 and data["error"].startswith("notes.png is not an image")  # the CLI's words, the user's file name
+
+
+def test_a_new_prompt_regenerates_the_gpt_report(served):
+    status, data = post_json(served.url, {"model": "gpt", "prompt": "hi there", "device": "cpu"})
+    assert status == 200, data
+    assert data["reports"] == ["gpt"] and data["site_build"] == "pages" and data["pages_rebuilt"] > 10
+    assert "hi there" in html_text((served.site / "gpt" / "index.html").read_text(encoding="utf-8"))
+    gpt = next(m for m in request(served.url, "/api/status")[1]["models"] if m["key"] == "gpt")
+    assert {f["name"]: f["value"] for f in gpt["fields"]}["prompt"] == "hi there"
+
+
+# ----------------------------------------------------------------------------- partial builds on another MkDocs
+
+
+def _break_build_page(monkeypatch):
+    """A MkDocs whose mkdocs.commands.build has no _build_page, as generator/sitebuild.py sees it. Only the
+    package's attribute is swapped: MkDocs's own build keeps its functions, as a later release has its own."""
+    import mkdocs.commands
+    import mkdocs.commands.build as real
+
+    later = types.ModuleType(real.__name__)
+    later.__dict__.update({name: value for name, value in vars(real).items() if name != "_build_page"})
+    monkeypatch.setattr(mkdocs.commands, "build", later)
+
+
+def _make_cached_paths_plain(monkeypatch):
+    from mkdocs.structure.files import File
+
+    for name in ("abs_src_path", "abs_dest_path"):
+        computed = File.__dict__[name].func
+        monkeypatch.setattr(File, name, property(computed))
+
+
+@pytest.mark.parametrize("breakage, render_ahead", [
+    (_break_build_page, False),
+    (_break_build_page, True),
+    (_make_cached_paths_plain, True),
+], ids=["no-_build_page", "no-_build_page-ahead", "plain-properties-ahead"])
+def test_a_mkdocs_without_the_internals_gets_full_builds(tmp_path, monkeypatch, caplog, breakage, render_ahead):
+    """Partial builds use MkDocs internals; a MkDocs 1.x without them must still update the site, fully."""
+    from generator.sitebuild import WarmSite
+
+    docs, site_dir = tmp_path / "docs", tmp_path / "site"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n\nfirst words\n", encoding="utf-8")
+    (docs / "other.md").write_text("# Other\n\nunchanged\n", encoding="utf-8")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(f"site_name: t\ndocs_dir: {docs}\nsite_dir: {site_dir}\nnav: [index.md, other.md]\ntheme: material\n", encoding="utf-8")
+    site = WarmSite(config)
+    try:
+        assert site.update().kind == "full"
+        (docs / "index.md").write_text("# Home\n\nsecond words\n", encoding="utf-8")
+        assert site.update().kind == "pages"  # this MkDocs has them: page by page
+        breakage(monkeypatch)
+        with caplog.at_level(logging.WARNING, logger="generator"):
+            if render_ahead:
+                staging = tmp_path / "staging"
+                staging.mkdir()
+                (staging / "index.md").write_text("# Home\n\nthird words\n", encoding="utf-8")
+                assert site.prerender(staging) == 0
+                assert "second words" in (site_dir / "index.html").read_text(encoding="utf-8")  # the site untouched
+            (docs / "index.md").write_text("# Home\n\nthird words\n", encoding="utf-8")
+            update = site.update()
+        assert update.kind == "full" and update.reason.startswith("partial builds need MkDocs internals this version changed")
+        assert "third words" in (site_dir / "index.html").read_text(encoding="utf-8")
+        assert [r.getMessage() for r in caplog.records if "full build" in r.getMessage()] == [f"site: {update.reason}; every update is a full build from now on"]
+    finally:
+        site.close()
 
 
 # ----------------------------------------------------------------------------- the form in a real browser

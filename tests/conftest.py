@@ -104,7 +104,7 @@ def server(built_site):
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # per module: the PDF export starts Playwright of its own, never inside a running one
 def browser():
     """Headless Debian chromium driven by Playwright (never a downloaded browser build)."""
     require_chromium()

@@ -297,7 +297,7 @@ def test_files_pdf_export_writes_are_recorded_so_the_next_build_goes_ahead(docs,
         return [out_dir / "encoder-decoder.pdf"]
 
     monkeypatch.setattr(generator.pdf, "find_chromium", lambda: "chromium")
-    monkeypatch.setattr(generator.pdf, "_site_dir", lambda config: tmp_path / "site")
+    monkeypatch.setattr(generator.pdf, "site_dir", lambda config, docs: tmp_path / "site")
     monkeypatch.setattr(generator.pdf, "_mkdocs_build", lambda config: None)
     monkeypatch.setattr(generator.pdf, "print_reports", print_reports)
     generator.pdf.export(docs, tmp_path / "mkdocs.yml", quiet=True)  # rewrites docs/index.md to link the PDF

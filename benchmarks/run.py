@@ -105,15 +105,21 @@ def run_timed(cmd: list[str], env=None) -> tuple[float, str]:
     return time.perf_counter() - start, result.stderr
 
 
-def bench_regeneration() -> dict:
-    py = sys.executable
-    work = Path(tempfile.mkdtemp(prefix="bench-"))
+def scratch_site(work: Path) -> tuple[Path, Path, Path]:
+    """A docs folder in ``work`` with the project's hand-written pages, and a mkdocs.yml that builds it into work/site."""
     docs, site = work / "docs", work / "site"
     for name in ("stylesheets", "javascripts", "how-it-works.md", "notebooks"):
         (docs / name).parent.mkdir(parents=True, exist_ok=True)
         (docs / name).symlink_to(ROOT / "docs" / name)
     config = work / "mkdocs.yml"
     config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\nhooks:\n  - {ROOT / 'generator' / 'mkdocs_hooks.py'}\n")
+    return docs, site, config
+
+
+def bench_regeneration() -> dict:
+    py = sys.executable
+    work = Path(tempfile.mkdtemp(prefix="bench-"))
+    docs, site, config = scratch_site(work)
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     out = {}
     imports = [py, "-c", "import generator.build, generator.reports"]
@@ -162,12 +168,7 @@ def bench_warm_regeneration(repeats: int) -> dict:
 
     py = sys.executable
     work = Path(tempfile.mkdtemp(prefix="bench-warm-"))
-    docs, site = work / "docs", work / "site"
-    for name in ("stylesheets", "javascripts", "how-it-works.md", "notebooks"):
-        (docs / name).parent.mkdir(parents=True, exist_ok=True)
-        (docs / name).symlink_to(ROOT / "docs" / name)
-    config = work / "mkdocs.yml"
-    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\nhooks:\n  - {ROOT / 'generator' / 'mkdocs_hooks.py'}\n")
+    docs, site, config = scratch_site(work)
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     os.environ["NO_MKDOCS_2_WARNING"] = "1"
     run_timed([py, "-m", "generator", "build", "--out", str(docs), "--device", "cpu", "-q"], env)  # every report, as a real site

@@ -89,6 +89,7 @@ class Report:
     also_record: tuple[str, ...] = ()  # tensors only the explanations read
     extra_pages: tuple[ExtraPage, ...] = ()
     exploration: Any = None  # generator.tensor_data.Exploration: what the report ships as data for the explorer
+    variables_from: str = "seed report"  # where the snapshots' variable names come from (the page's header table says)
 
     @classmethod
     def from_catalogue(cls, catalogue: ModuleType, **identity: Any) -> Report:

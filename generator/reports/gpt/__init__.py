@@ -20,4 +20,5 @@ REPORT = Report.from_catalogue(
     options=GPTOptions,
     package=__name__,
     exploration=EXPLORATION,
+    variables_from="forward-pass code",  # no seed report: the names a nanoGPT-style forward pass uses
 )

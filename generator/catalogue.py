@@ -130,6 +130,14 @@ class Report:
         run.options = opts
         return run
 
+    def names_to_record(self, opts: RunOptions) -> set[str]:
+        """What a run with ``opts`` keeps: every name the pages, checks and figures read, for the traced layer,
+        and what the explorer ships (every layer's attention and output)."""
+        from generator.tensor_data import exploration_names
+
+        places = opts.places()
+        return {name.format(**places) for name in self.record_names()} | set(exploration_names(self, opts.config()))
+
     def record_names(self) -> set[str]:
         """Every record name (with placeholders) the pages, checks and figures read."""
         from generator.checks import TENSOR_ARGUMENTS

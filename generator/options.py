@@ -81,6 +81,11 @@ class RunOptions:
             raise UserError(f"--seed {self.seed} is out of range: a seed is a whole number from 0 to 2**63 - 1")
         if self.device not in ("auto", "cpu", "cuda"):
             raise UserError(f"unknown device {self.device!r}; choose auto, cpu or cuda")
+        from dataclasses import fields
+
+        for f in fields(self):  # sizes and counts the parser takes as positive, also when the options are built in code
+            if f.metadata.get("kind") == "positive" and getattr(self, f.name) < 1:
+                raise UserError(f"{flag_of(f)} {getattr(self, f.name)} must be a positive whole number")
 
     # A report's options know its model's layout, so catalogues can be checked without running a model.
 
@@ -111,6 +116,12 @@ class RunOptions:
         if not 1 <= self.layer <= n:
             span = "only layer 1" if n == 1 else f"{what} 1 to {n}"
             raise UserError(f"--layer {self.layer} is out of range; this model has {span}")
+
+
+def check_heads_divide(d_model: int, heads: int) -> None:
+    """Multi-head attention splits d_model features into equal heads."""
+    if d_model % heads:
+        raise UserError(f"--heads {heads} must divide --d-model {d_model} (each head gets d_model / heads features)")
 
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:

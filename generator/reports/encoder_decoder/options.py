@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from generator.errors import UserError
-from generator.options import RunOptions, check_memory, config_default, option, plural
+from generator.options import RunOptions, check_heads_divide, check_memory, config_default, option, plural
 from generator.text import clean_text, removed_characters
 from models.encoder_decoder import EncoderDecoderConfig, build_vocab, record_points
 
@@ -32,11 +32,7 @@ class EncoderDecoderOptions(RunOptions):
         object.__setattr__(self, "removed", tuple(removed_characters(self.src + self.tgt)))
         object.__setattr__(self, "src", _sentence(self.src, "src"))
         object.__setattr__(self, "tgt", _sentence(self.tgt, "tgt"))
-        for flag, value in (("--layers", self.layers), ("--d-model", self.d_model), ("--heads", self.heads), ("--d-ff", self.d_ff)):
-            if value < 1:
-                raise UserError(f"{flag} {value} must be a positive whole number")
-        if self.d_model % self.heads:
-            raise UserError(f"--heads {self.heads} must divide --d-model {self.d_model} (each head gets d_model / heads features)")
+        check_heads_divide(self.d_model, self.heads)
         self.check_layer("layers")
         C, F, L = self.d_model, self.d_ff, self.layers
         n_params = L * (4 * C * C + 2 * C * F) + L * (8 * C * C + 2 * C * F) + C * (len(self.src.split()) + 2 * len(self.tgt.split()))

@@ -7,7 +7,6 @@ import torch
 from generator.catalogue import Report
 from generator.reports.encoder_decoder.options import EncoderDecoderOptions
 from generator.run import ModelRun, resolve_device
-from generator.tensor_data import exploration_names
 from models.encoder_decoder import EncoderDecoderTransformer, build_vocab, encode
 from models.recording import recording
 
@@ -28,8 +27,7 @@ def run(report: Report, opts: EncoderDecoderOptions) -> ModelRun:
     src_ids = torch.tensor([encode(src, src_vocab)], device=device)  # (1, S)
     tgt_ids = torch.tensor([encode(tgt, tgt_vocab)], device=device)  # (1, T)
     places = opts.places()
-    keep = {name.format(**places) for name in report.record_names()}
-    keep |= set(exploration_names(report, cfg))  # every layer's attention and output, for the explorer
+    keep = report.names_to_record(opts)
     with torch.no_grad(), recording(keep=keep) as rec:
         model(src_ids, tgt_ids)
     model.cpu()

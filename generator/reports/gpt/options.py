@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from generator.errors import UserError
-from generator.options import RunOptions, check_memory, config_default, option, plural
+from generator.options import RunOptions, check_heads_divide, check_memory, config_default, option, plural
 from generator.text import clean_text, removed_characters
 from models.gpt import GPTConfig, encode, generation_record_points, record_points
 
@@ -27,11 +27,7 @@ class GPTOptions(RunOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for flag, value in (("--layers", self.layers), ("--d-model", self.d_model), ("--heads", self.heads), ("--generate", self.generate)):
-            if value < 1:
-                raise UserError(f"{flag} {value} must be a positive whole number")
-        if self.d_model % self.heads:
-            raise UserError(f"--heads {self.heads} must divide --d-model {self.d_model} (each head gets d_model / heads features)")
+        check_heads_divide(self.d_model, self.heads)
         if self.generate > CONTEXT:
             raise UserError(f"--generate {self.generate} is more than the {CONTEXT}-byte context holds; generate at most {CONTEXT}")
         object.__setattr__(self, "removed", tuple(removed_characters(self.prompt)))

@@ -10,7 +10,6 @@ import torch
 from generator.catalogue import Report
 from generator.reports.gpt.options import GPTOptions, max_prompt_bytes
 from generator.run import ModelRun, resolve_device
-from generator.tensor_data import exploration_names
 from models.gpt import GPT, GPTConfig, byte_label, decode, encode, record_points
 from models.recording import Recording, recording
 
@@ -26,8 +25,7 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
     prompt_ids = encode(prompt)
     ids = torch.tensor([prompt_ids], device=device)  # (1, T)
     places = opts.places()
-    keep = {name.format(**places) for name in report.record_names()}
-    keep |= set(exploration_names(report, cfg))  # every layer's attention and output, for the explorer
+    keep = report.names_to_record(opts)
     with torch.no_grad(), recording(keep=keep) as rec:
         new_ids, info = model.generate(ids, opts.generate)  # its first pass, over the prompt, is the one the pages trace
     new = [int(i) for i in new_ids[0].tolist()]

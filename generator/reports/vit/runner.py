@@ -12,7 +12,6 @@ from generator.reports.vit.options import VitOptions
 from generator.reports.vit.rollout import attention_rollout
 from generator.reports.vit.weights import resolve
 from generator.run import ModelRun, resolve_device
-from generator.tensor_data import exploration_names
 from generator.text import clean_text
 from models.recording import recording
 
@@ -31,8 +30,7 @@ def run(report: Report, opts: VitOptions) -> ModelRun:
     model = model.eval().to(device)
     places = opts.places()
     every_block = [ROLLOUT_PROBS.format(i=i) for i in range(cfg.n_layers)]  # the rollout reads them all
-    keep = {name.format(**places) for name in report.record_names()} | set(every_block)
-    keep |= set(exploration_names(report, cfg))  # every layer's attention and output, for the explorer
+    keep = report.names_to_record(opts) | set(every_block)
     with torch.no_grad(), recording(keep=keep) as rec:
         model(image.to(device))
     model.cpu()

@@ -192,22 +192,26 @@ def sparse_ticks(ax: plt.Axes, labels: list[str], axis: str, most: int = 16) -> 
 
 @drawer()
 def mask(run: ModelRun, args: dict[str, Any], path: Path) -> None:
-    m = as_numpy(run, args["tensor"])[0, 0]
-    T = m.shape[0]
+    """A causal mask in either convention: additive (0 allowed, −inf blocked) or boolean (True allowed)."""
+    m = run.cpu(args["tensor"])[0, 0]  # (T, T)
+    boolean = m.dtype == torch.bool
+    blocked = ~m.numpy() if boolean else np.isinf(m.float().numpy())
+    T = blocked.shape[0]
     labels = axis_labels(run, args["rows"], T)
     side = min(T, LABELLED_CELLS)
     fig, ax = plt.subplots(figsize=(1.5 + 0.55 * side, 1.2 + 0.5 * side))
-    ax.imshow(np.isinf(m), cmap=ListedColormap(["white", "#9e9e9e"]), vmin=0, vmax=1, interpolation="nearest")
+    ax.imshow(blocked, cmap=ListedColormap(["white", "#9e9e9e"]), vmin=0, vmax=1, interpolation="nearest")
+    allowed_text, blocked_text = ("✓", "") if boolean else ("0", "−∞")
     if T <= LABELLED_CELLS:
-        for (i, j), value in np.ndenumerate(m):
-            ax.text(j, i, "0" if value == 0 else "−∞", ha="center", va="center")
-        ax.set_xticks(range(T), labels, rotation=60, ha="right")
-        ax.set_yticks(range(T), labels)
+        for (i, j), is_blocked in np.ndenumerate(blocked):
+            ax.text(j, i, blocked_text if is_blocked else allowed_text, ha="center", va="center")
+        ax.set_xticks(range(T), [f"{i}: {w}" for i, w in enumerate(labels)], rotation=60, ha="right")
+        ax.set_yticks(range(T), [f"{i}: {w}" for i, w in enumerate(labels)])
     else:  # hundreds of positions: the triangle itself is the message
         sparse_ticks(ax, labels, "x")
         sparse_ticks(ax, labels, "y")
-        ax.set_title(f"{T} positions: white = 0 (may be read), grey = −∞ (blocked)")
-    ax.set_xlabel("key position (may be read?)")
+    ax.set_title(f"{int((~blocked).sum())} allowed (white), {int(blocked.sum())} blocked (grey) of {T}×{T}")
+    ax.set_xlabel("key position: may it be read?")
     ax.set_ylabel("query position")
     save(fig, path)
 

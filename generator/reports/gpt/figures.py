@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from matplotlib.colors import ListedColormap
 from matplotlib.patches import Rectangle
 
 from generator.figures import as_numpy, axis_labels, drawer, grid, plain, plt, save
@@ -61,29 +60,6 @@ def byte_table(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     ax.set_aspect("equal")
     save(fig, path)
 
-
-@drawer()
-def bool_mask(run: ModelRun, args: dict[str, Any], path: Path) -> None:
-    m = run.cpu(args["tensor"])[0, 0].bool().numpy()  # (T, T): True where the query may read the key
-    T = m.shape[0]
-    side = min(1.6 + 0.42 * T, 8.5)
-    fig, ax = plt.subplots(figsize=(side + 0.6, side))
-    ax.imshow(~m, cmap=ListedColormap(["white", "#9e9e9e"]), vmin=0, vmax=1, interpolation="nearest" if T <= 64 else "antialiased")
-    if T <= 24:
-        labels = axis_labels(run, args["rows"], T)
-        labels = [f"{i}: {w}" for i, w in enumerate(labels)]
-        ax.set_xticks(range(T), labels, rotation=60, ha="right")
-        ax.set_yticks(range(T), labels)
-        for (i, j), allowed in np.ndenumerate(m):
-            ax.text(j, i, "✓" if allowed else "", ha="center", va="center", fontsize=8, color="#2e7d32")
-        ax.set_xticks(np.arange(-0.5, T), minor=True)
-        ax.set_yticks(np.arange(-0.5, T), minor=True)
-        ax.grid(which="minor", color="#bdbdbd", linewidth=0.5)
-        ax.tick_params(which="minor", length=0)
-    ax.set_xlabel("key position: the byte that may be read")
-    ax.set_ylabel("query position: the byte reading")
-    ax.set_title(f"{int(m.sum())} allowed, {int((~m).sum())} blocked of {T}×{T}")
-    save(fig, path)
 
 
 def _context(labels: list[str], t: int, width: int = 8) -> str:

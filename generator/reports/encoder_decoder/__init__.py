@@ -2,6 +2,7 @@
 
 catalogue.py  snapshots, stages, figures, questions     options.py  command-line options and validation
 runner.py     builds the model and records a pass      checks.py, figures.py  report-specific checks and drawings
+explore.py    what the explorer ships as data (every layer's attention and output, axis labels)
 templates/    explain.md.j2, inputs.md.j2, questions.md.j2
 """
 

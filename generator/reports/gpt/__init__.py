@@ -3,6 +3,7 @@
 catalogue.py  snapshots, stages, figures, questions     options.py  command-line options and validation
 runner.py     builds the model, records a pass and a greedy generation, and re-runs the prompt with its last byte changed
 checks.py, figures.py  report-specific checks and drawings
+explore.py    what the explorer ships as data (every layer's attention and output, axis labels)
 templates/    explain.md.j2, inputs.md.j2, questions.md.j2
 """
 

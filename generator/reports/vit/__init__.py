@@ -3,7 +3,8 @@
 catalogue.py  snapshots, stages, figures, questions     options.py  command-line options and validation
 runner.py     loads the image and records a pass        weights.py  weights presets (preprocessing, class names)
 images.py     image loading and preprocessing           checks.py, figures.py  report-specific checks and drawings
-templates/    explain.md.j2, inputs.md.j2, questions.md.j2; assets/ the bundled image
+rollout.py    attention rollout (its own page)          explore.py  what the explorer ships as data
+templates/    explain.md.j2, inputs.md.j2, questions.md.j2, rollout.md.j2; assets/ the bundled image
 """
 
 from generator.catalogue import Report

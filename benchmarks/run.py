@@ -108,11 +108,11 @@ def run_timed(cmd: list[str], env=None) -> tuple[float, str]:
 def scratch_site(work: Path) -> tuple[Path, Path, Path]:
     """A docs folder in ``work`` with the project's hand-written pages, and a mkdocs.yml that builds it into work/site."""
     docs, site = work / "docs", work / "site"
-    for name in ("stylesheets", "javascripts", "how-it-works.md", "notebooks"):
+    for name in ("stylesheets", "how-it-works.md", "notebooks", "benchmarks.md"):
         (docs / name).parent.mkdir(parents=True, exist_ok=True)
         (docs / name).symlink_to(ROOT / "docs" / name)
     config = work / "mkdocs.yml"
-    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\nhooks:\n  - {ROOT / 'generator' / 'mkdocs_hooks.py'}\n")
+    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\n")
     return docs, site, config
 
 

@@ -214,14 +214,14 @@ def _one_line(message: str) -> str:
     return line[len("error: "):] if line.startswith("error: ") else line
 
 
-def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str, Path] | None = None) -> list[str]:
+def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str, Path] | None = None, config: Path | None = None) -> list[str]:
     """The `build` command line for API fields (values bound with '=' so none can read as an option)."""
     if "model" not in fields or fields["model"] in (None, ""):
         raise ApiError(400, f"the field 'model' is required: {' or '.join(FORMS)}")
     model = fields["model"]
     if not isinstance(model, str):
         raise ApiError(400, "the field 'model' must be text")
-    argv = ["build", f"--model={model}", f"--out={docs}", "--quiet"]
+    argv = ["build", f"--model={model}", f"--out={docs}", "--quiet", *([f"--config={config}"] if config else [])]
     if model not in FORMS and model != "all":
         return argv  # the CLI refuses it, with its list of models
     allowed, restricted = options_for(model), restricted_values(model)
@@ -444,7 +444,7 @@ class WarmServer:
             say(f"no report in {self.docs}: generating every report from the default inputs")
             from generator.cli import build_from_args
 
-            build_from_args(parse_build_argv(["build", f"--out={self.docs}", *(["--quiet"] if self.quiet else [])]))
+            build_from_args(parse_build_argv(["build", f"--out={self.docs}", f"--config={self.config}", *(["--quiet"] if self.quiet else [])]))
         import generator.build  # noqa: F401 - torch, matplotlib and the models' modules, loaded once
         from generator.reports import REPORTS
 
@@ -496,7 +496,7 @@ class WarmServer:
                     raise ApiError(400, f"unknown file field {name!r}")
                 paths[name] = tmp / upload.filename
                 paths[name].write_bytes(upload.data)
-            args = parse_build_argv(build_argv(fields, self.docs, paths))
+            args = parse_build_argv(build_argv(fields, self.docs, paths, self.config))
             try:
                 result = build_from_args(args, _event_progress(publish, self._render_ahead))
             except BaseException as exc:

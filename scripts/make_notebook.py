@@ -48,7 +48,10 @@ cells = [
          "    ax.set_title(f'head {head + 1}')\n"
          "    ax.set_xticks(range(6), words, rotation=60)\n"
          "    ax.set_yticks(range(6), words)\n"
-         "fig.tight_layout()"),
+         "fig.tight_layout()",
+         # the figure's alternative text (nbconvert reads a cell's "alt"; without it mkdocs-jupyter warns on every build)
+         metadata={"alt": "Four heatmaps, one per attention head of encoder layer 1: how much each of the six source words "
+                          "attends to every other word"}),
     md("## Snapshot #25: the causal mask, and what it does to the decoder's attention"),
     code("mask = rec.tensor('tgt_mask')[0, 0]  # (T, T)\n"
          "masked = rec.tensor('decoder.layers.0.self_attn.probs')[0, 0]  # head 1\n"

@@ -402,7 +402,7 @@ def test_npy_parser_reads_every_supported_dtype_and_header_version(browser, tmp_
     page = browser.new_page()
     with serve(tmp_path) as url:
         page.goto(f"{url}/index.html")
-        page.add_script_tag(path=str(ROOT / "docs" / "javascripts" / "tt-explorer.js"))
+        page.add_script_tag(path=str(ROOT / "generator" / "assets" / "tt-explorer.js"))
         for name, array in arrays.items():
             for version in (1, 2, 3):
                 got = page.evaluate("""async file => {

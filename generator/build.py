@@ -21,7 +21,7 @@ from generator.progress import Progress
 from generator.render import render_report
 from generator.reports import REPORTS
 from generator.run import ModelRun
-from generator.site import build_lock, edited_by_hand, staged_output
+from generator.site import build_lock, edited_by_hand, read_manifest, staged_output
 from generator.tensor_data import write_run_data
 
 log = logging.getLogger("generator")
@@ -37,12 +37,13 @@ class BuildResult:
 
 
 def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force: bool = False,
-          records: dict[str, dict[str, Any]] | None = None, landing: bool = True) -> BuildResult:
+          records: dict[str, dict[str, Any]] | None = None) -> BuildResult:
     """Run every requested report's model first (bad input fails before anything is written), then write.
 
     ``requests`` maps report keys (see generator.reports) to their options; ``force`` overwrites
     generated files edited by hand (without it the build refuses and names them); ``records`` is what the
-    manifest keeps about each report (generator/configured.py); ``landing`` writes the landing page (index.md).
+    manifest keeps about each report (generator/configured.py). The landing page (index.md) is written unless the
+    docs folder has an index.md of its own (a MkDocs site that adds the reports to its own pages).
     """
     result = BuildResult(docs=docs, reports=list(requests))
     runs: dict[str, ModelRun] = {}
@@ -53,6 +54,7 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
         result.timings[f"{key}: forward pass"] = time.perf_counter() - started
         log.info("%s: forward pass on %s recorded %d tensors in %.2f s", key, runs[key].device, len(runs[key].recording), result.timings[f"{key}: forward pass"])
 
+    landing = not (docs / "index.md").exists() or "index.md" in read_manifest(docs)
     with staged_output(docs, entries=[*runs, *(["index.md"] if landing else [])], force=force, records=records) as staging:
         for key, run in runs.items():
             report = REPORTS[key]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 import time
 from dataclasses import MISSING, Field, fields
@@ -136,7 +137,8 @@ def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = N
         except UserError as exc:
             if not from_config:
                 raise
-            named = [name for name, f in _config_names(options_type).items() if f.name in from_config and f.name not in given and flag_of(f) in str(exc)]
+            named = [name for name, f in _config_names(options_type).items()
+                     if f.name in from_config and f.name not in given and re.search(re.escape(flag_of(f)) + r"(?![\w-])", str(exc))]
             raise UserError(f"{where}{'.' + named[0] if named else ''}: {exc}") from None
     return requests
 

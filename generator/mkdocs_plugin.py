@@ -161,15 +161,12 @@ def _generate(docs: Path, todo: dict[str, Any], declared: dict[str, Any], config
     from generator.build import build
     from generator.cli import report_options, run_records
     from generator.progress import Progress
-    from generator.site import read_manifest
 
     config_path = Path(config_file) if config_file else None
     requests = {}
     for key in todo:  # validated as the CLI validates mkdocs.yml's options: one line naming the key
         requests |= report_options(argparse.Namespace(model=key), {key: todo[key] or {}}, config_path)
-    # The landing page is ours to write unless the site has its own index.md.
-    landing = not (docs / "index.md").exists() or "index.md" in read_manifest(docs)
-    return build(docs, requests, Progress(enabled=False), records=run_records(requests, declared, config_path), landing=landing)
+    return build(docs, requests, Progress(enabled=False), records=run_records(requests, declared, config_path))
 
 
 # ---------------------------------------------------------------------- navigation from snapshots.json

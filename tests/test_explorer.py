@@ -1,7 +1,7 @@
 """Explore the run: every layer, every head, every number, offline.
 
 The data files (<report>/data/*.npy + index.json) are checked with NumPy; the attention explorer
-and the value browser (docs/javascripts/tt-explorer.js) are driven in Debian's Chromium and the
+and the value browser (generator/assets/tt-explorer.js) are driven in Debian's Chromium and the
 numbers they show are compared with a fresh forward pass that records every layer.
 """
 

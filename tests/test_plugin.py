@@ -256,3 +256,17 @@ def test_path_options_known_without_torch_match_the_report_options():
     assert path_fields <= set(PATH_OPTIONS)
     takes = {f.name for report in REPORTS.values() for f in fields(report.options)}
     assert set(PATH_OPTIONS) <= takes
+
+
+def test_mkdocs_yml_reads_the_vit_weights_from_the_environment_and_paths_are_relative_to_it(tmp_path, monkeypatch):
+    from generator.configured import declaration, plugin_reports
+
+    monkeypatch.delenv("TT_VIT_WEIGHTS", raising=False)
+    assert plugin_reports(ROOT / "mkdocs.yml")["vit"]["weights"] == "random"
+    monkeypatch.setenv("TT_VIT_WEIGHTS", "imagenet")
+    assert plugin_reports(ROOT / "mkdocs.yml")["vit"]["weights"] == "imagenet"
+    (tmp_path / "ckpt.pth").write_bytes(b"12345")
+    declared = declaration({"weights": "ckpt.pth", "image": "missing.jpg", "seed": 3}, tmp_path)
+    assert declared["options"] == {"weights": str(tmp_path / "ckpt.pth"), "image": str(tmp_path / "missing.jpg"), "seed": 3}
+    assert declared["files"]["weights"][0] == 5 and declared["files"]["image"] is None
+    assert declaration({"weights": "random"}, tmp_path) == {"options": {"weights": "random"}, "files": {}}

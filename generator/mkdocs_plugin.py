@@ -91,18 +91,17 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
         todo = stale(docs, declared)
         if not todo:
             return []
-        for key, reason in todo.items():
-            log.info("generating the %s report (%s)", key, reason)
-        started = time.perf_counter()
-        try:
-            result = _generate(docs, {key: self.config.reports[key] for key in todo}, dict(self.config.reports), config_file)
-        except PluginError:
-            raise
-        except Exception as exc:  # UserError: the CLI's one line; anything else: a bug, still one line
-            from generator.errors import UserError
+        from generator.errors import UserError  # from here on PyTorch is imported: there is work to do
 
-            if isinstance(exc, UserError):
-                raise PluginError(str(exc)) from None
+        try:
+            requests = _requests({key: self.config.reports[key] for key in todo}, config_file)  # refuses bad options
+            for key, reason in todo.items():
+                log.info("generating the %s report (%s)", key, reason)
+            started = time.perf_counter()
+            result = _generate(docs, requests, dict(self.config.reports), config_file)
+        except UserError as exc:  # the CLI's one line
+            raise PluginError(str(exc)) from None
+        except Exception as exc:  # a bug, not bad input: still one line
             raise PluginError(f"{PLUGIN}: internal error: {type(exc).__name__}: {exc}") from exc
         log.info("generated %s in %.1f s", ", ".join(todo), time.perf_counter() - started)
         for failure in result.failed_checks:
@@ -154,18 +153,26 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
         return server
 
 
-def _generate(docs: Path, todo: dict[str, Any], declared: dict[str, Any], config_file: str | None):
-    """Run the generator (imports PyTorch) for the reports in ``todo``, with their options from mkdocs.yml."""
+def _requests(todo: dict[str, Any], config_file: str | None) -> dict[str, Any]:
+    """Each report's options from mkdocs.yml, validated as the CLI validates them (imports PyTorch)."""
     import argparse
 
-    from generator.build import build
-    from generator.cli import report_options, run_records
-    from generator.progress import Progress
+    from generator.cli import report_options
 
     config_path = Path(config_file) if config_file else None
     requests = {}
-    for key in todo:  # validated as the CLI validates mkdocs.yml's options: one line naming the key
-        requests |= report_options(argparse.Namespace(model=key), {key: todo[key] or {}}, config_path)
+    for key, options in todo.items():  # one line naming the mkdocs.yml key for a bad one
+        requests |= report_options(argparse.Namespace(model=key), {key: options or {}}, config_path)
+    return requests
+
+
+def _generate(docs: Path, requests: dict[str, Any], declared: dict[str, Any], config_file: str | None):
+    """Run the generator for ``requests``, recording in the manifest what each report was generated from."""
+    from generator.build import build
+    from generator.cli import run_records
+    from generator.progress import Progress
+
+    config_path = Path(config_file) if config_file else None
     return build(docs, requests, Progress(enabled=False), records=run_records(requests, declared, config_path))
 
 

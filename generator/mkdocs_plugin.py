@@ -123,8 +123,9 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
 
     def navigation(self, docs: Path, user_nav: Any, pages: list[str] | None = None) -> list[Any] | None:
         """The site's navigation with one section per generated report, after the home page."""
-        reports = [{data.get("short_title", data["title"]): report_nav(docs, data)} for data in generated_reports(docs)]
-        keys = {data["model"] for data in generated_reports(docs)}
+        generated = generated_reports(docs)
+        reports = [{data.get("short_title", data["title"]): report_nav(docs, data)} for data in generated]
+        keys = {data["model"] for data in generated}
         if user_nav is None:
             if pages is None:
                 return None

@@ -15,12 +15,12 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Serve on http://127.0.0.1:8000 with live reload and a form that regenerates a report in the warm process
-# (generates every report from the bundled inputs and builds the site first when they are missing)
+# (generates every report from mkdocs.yml's inputs and builds the site first when they are missing)
 serve: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m generator serve
 
+# The transformer-trace plugin (mkdocs.yml) generates the reports that are missing or whose options changed
 site: $(STAMP)
-	$(PY) -m generator build
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # Debian's Chromium and the print fonts for the real-browser tests and the PDF export (never a downloaded

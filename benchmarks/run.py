@@ -108,11 +108,11 @@ def run_timed(cmd: list[str], env=None) -> tuple[float, str]:
 def scratch_site(work: Path) -> tuple[Path, Path, Path]:
     """A docs folder in ``work`` with the project's hand-written pages, and a mkdocs.yml that builds it into work/site."""
     docs, site = work / "docs", work / "site"
-    for name in ("stylesheets", "javascripts", "how-it-works.md", "notebooks"):
+    for name in ("stylesheets", "how-it-works.md", "notebooks", "benchmarks.md"):
         (docs / name).parent.mkdir(parents=True, exist_ok=True)
         (docs / name).symlink_to(ROOT / "docs" / name)
     config = work / "mkdocs.yml"
-    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\nhooks:\n  - {ROOT / 'generator' / 'mkdocs_hooks.py'}\n")
+    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\n")
     return docs, site, config
 
 
@@ -148,6 +148,51 @@ def bench_regeneration() -> dict:
     out["data uris"] = sum(p.read_text(errors="ignore").count("data:image/") for p in reports)
     shutil.rmtree(work, ignore_errors=True)
     return out
+
+
+# ----------------------------------------------------------------------------- the MkDocs plugin
+
+
+def bench_plugin(repeats: int) -> dict:
+    """`mkdocs build` on a fresh clone (the plugin generates every report), then with every report up to date against a
+    build that generates nothing (`generate: false`: navigation, math and assets only, what the MkDocs hooks did before
+    the plugin), interleaved."""
+    py = sys.executable
+    work = Path(tempfile.mkdtemp(prefix="bench-plugin-"))
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "mkdocs.yml", "docs"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.splitlines()
+    for rel in tracked:  # what a fresh clone has: no generated report
+        if (ROOT / rel).is_file():
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, work / rel)
+    build_only = work / "build-only.yml"
+    build_only.write_text("INHERIT: mkdocs.yml\nsite_dir: site-build-only\nplugins:\n  transformer-trace:\n    generate: false\n")
+
+    def mkdocs(*args: str) -> float:
+        start = time.perf_counter()
+        result = subprocess.run([py, "-m", "mkdocs", "build", "-q", *args], cwd=work, capture_output=True, text=True, env=env)
+        if result.returncode:
+            raise RuntimeError(f"mkdocs build {' '.join(args)} failed: {result.stderr[-2000:]}")
+        return time.perf_counter() - start
+
+    out = {"fresh clone": mkdocs()}
+    t = interleaved({"up to date": lambda: mkdocs(), "no generation": lambda: mkdocs("-f", str(build_only))}, repeats)
+    out.update(t)
+    shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def plugin_section(p: dict) -> list[str]:
+    ratio = p["up to date"] / p["no generation"]
+    return ["## `mkdocs build` with the plugin", "",
+            "The `transformer-trace` plugin generates the reports `mkdocs.yml` declares when they are missing or their "
+            "options changed; otherwise it only compares them with `docs/.generated.json` (no PyTorch import).", "",
+            "| build | time | ratio |", "| --- | ---: | ---: |",
+            f"| `mkdocs build` on a fresh clone (generates every report, then builds) | {p['fresh clone']:.1f} s | |",
+            f"| `mkdocs build` without generation (`generate: false`, as the hooks built before the plugin) | {p['no generation']:.2f} s | 1.00× |",
+            f"| `mkdocs build`, every report up to date | {p['up to date']:.2f} s | {ratio:.2f}× |", "",
+            f"Up-to-date build within 1.05× of a build that generates nothing: {'yes' if ratio <= 1.05 else 'no'}.", ""]
 
 
 # ----------------------------------------------------------------------------- warm regeneration (serve)
@@ -314,6 +359,8 @@ def page(results: dict) -> str:
               f"The built site is {r['site bytes'] / 1e6:.1f} MB, of which {r['figures']} figures take {r['figure bytes'] / 1e6:.1f} MB "
               f"(256-colour PNG at 110 dpi). Report pages inline {r['data uris']} images as data URIs: every figure is a file, "
               "loaded lazily. (The notebook page embeds its one plot, as notebook outputs are stored inside the .ipynb.)", ""]
+    if "plugin" in results:
+        lines += plugin_section(results["plugin"])
     if "warm" in results:
         lines += warm_section(results["warm"])
     if "limits" in results:
@@ -327,8 +374,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
-    parser.add_argument("--only", choices=("warm", "limits"), help="measure only this part and replace its section of --out")
+    parser.add_argument("--only", choices=("warm", "limits", "plugin"), help="measure only this part and replace its section of --out")
     args = parser.parse_args()
+    if args.only == "plugin":
+        return replace_section(args.out, "\n".join(plugin_section(bench_plugin(3 if args.quick else 5))) + "\n")
     if args.only == "warm":
         return replace_section(args.out, "\n".join(warm_section(bench_warm_regeneration(3 if args.quick else 5))) + "\n")
     if args.only == "limits":
@@ -361,6 +410,7 @@ def main() -> None:
         "above are measured interleaved and are stable."
     )
     results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "model tables": tables, "regeneration": regeneration, "gpu": gpu, "analysis": analysis,
+               "plugin": bench_plugin(3 if args.quick else 5),
                "warm": bench_warm_regeneration(repeats=3 if args.quick else 5), "limits": bench_limits(1 if args.quick else 2)}
     args.out.write_text(page(results) + "\n", encoding="utf-8")
     print(args.out.read_text(encoding="utf-8"))

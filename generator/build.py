@@ -21,7 +21,7 @@ from generator.progress import Progress
 from generator.render import render_report
 from generator.reports import REPORTS
 from generator.run import ModelRun
-from generator.site import build_lock, edited_by_hand, staged_output
+from generator.site import build_lock, edited_by_hand, read_manifest, staged_output
 from generator.tensor_data import write_run_data
 
 log = logging.getLogger("generator")
@@ -36,11 +36,14 @@ class BuildResult:
     figures_drawn: dict[str, int] = field(default_factory=dict)
 
 
-def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force: bool = False) -> BuildResult:
+def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force: bool = False,
+          records: dict[str, dict[str, Any]] | None = None) -> BuildResult:
     """Run every requested report's model first (bad input fails before anything is written), then write.
 
     ``requests`` maps report keys (see generator.reports) to their options; ``force`` overwrites
-    generated files edited by hand (without it the build refuses and names them).
+    generated files edited by hand (without it the build refuses and names them); ``records`` is what the
+    manifest keeps about each report (generator/configured.py). The landing page (index.md) is written unless the
+    docs folder has an index.md of its own (a MkDocs site that adds the reports to its own pages).
     """
     result = BuildResult(docs=docs, reports=list(requests))
     runs: dict[str, ModelRun] = {}
@@ -51,7 +54,8 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
         result.timings[f"{key}: forward pass"] = time.perf_counter() - started
         log.info("%s: forward pass on %s recorded %d tensors in %.2f s", key, runs[key].device, len(runs[key].recording), result.timings[f"{key}: forward pass"])
 
-    with staged_output(docs, entries=[*runs, "index.md"], force=force) as staging:
+    landing = not (docs / "index.md").exists() or "index.md" in read_manifest(docs)
+    with staged_output(docs, entries=[*runs, *(["index.md"] if landing else [])], force=force, records=records) as staging:
         for key, run in runs.items():
             report = REPORTS[key]
             out = staging / key
@@ -67,7 +71,8 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
             result.timings[f"{key}: figures"] = time.perf_counter() - started
             result.figures_drawn[key] = drawn
             log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures), result.timings[f"{key}: figures"])
-        write_landing(staging, landing_entries(docs, staging, set(runs)))
+        if landing:
+            write_landing(staging, landing_entries(docs, staging, set(runs)))
         log.info("swapping the new output into %s", docs)
     with build_lock(docs):  # not while a PDF export writes docs/pdf/
         for key in runs:  # a PDF printed from a different report no longer matches it (same inputs: same report, kept)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 import time
 from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import Any
 
+from generator.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
 from generator.errors import UserError
 from generator.options import PARSERS, RunOptions, flag_of
 from generator.reports import REPORTS
@@ -21,6 +23,7 @@ from generator.site import interrupted_message, site_written
 
 PROJECT = Path(__file__).resolve().parent.parent
 DEFAULT_DOCS = PROJECT / "docs"
+DEFAULT_CONFIG = PROJECT / "mkdocs.yml"
 COMMON = {f.name for f in fields(RunOptions)}
 
 
@@ -64,6 +67,8 @@ def parser() -> argparse.ArgumentParser:
     for f in fields(RunOptions):
         _add_option(b, f, _default_text(f))
     b.add_argument("--out", type=Path, default=DEFAULT_DOCS, help="docs folder to write into (default: the project's docs/)")
+    b.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mkdocs.yml whose transformer-trace plugin declares the reports and "
+                   "their options: they are this command's defaults, flags override them (default: the project's mkdocs.yml)")
     seen: dict[str, list[str]] = {}  # flag -> reports that take it (a flag shared by several reports is added once)
     for key, report in REPORTS.items():
         own = [f for f in fields(report.options) if f.name not in COMMON and f.init]
@@ -105,9 +110,16 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def report_options(args: argparse.Namespace) -> dict[str, RunOptions]:
-    """The options of every report ``args.model`` asks for: given flags, else each report's own defaults."""
-    wanted = list(REPORTS) if args.model == "all" else [args.model]
+def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = None, config_file: Path | None = None) -> dict[str, RunOptions]:
+    """The options of every report ``args.model`` asks for: given flags, else mkdocs.yml's (``declared``, the plugin's
+    `reports:`), else each report's own defaults. With a declaration, `--model all` means the reports it lists."""
+    for key in declared or {}:
+        if key not in REPORTS:
+            raise UserError(f"{_where(config_file, key)}: unknown report; the reports are: {', '.join(REPORTS)}")
+    if args.model != "all":
+        wanted = [args.model]
+    else:
+        wanted = [key for key in REPORTS if key in declared] if declared else list(REPORTS)
     taken = {f.name for key in wanted for f in fields(REPORTS[key].options)}
     for key, report in REPORTS.items():  # a flag only another report takes would be silently ignored: refuse it
         for f in fields(report.options):
@@ -118,8 +130,62 @@ def report_options(args: argparse.Namespace) -> dict[str, RunOptions]:
     for key in wanted:
         options_type = REPORTS[key].options
         given: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(options_type) if f.init and getattr(args, f.name, None) is not None}
-        requests[key] = options_type(**given)  # validates: a UserError names the bad option
+        from_config = declared_options(key, (declared or {}).get(key) or {}, config_file)
+        where = _where(config_file, key)
+        try:
+            requests[key] = options_type(**{**from_config, **given})  # validates: a UserError names the bad option
+        except UserError as exc:
+            if not from_config:
+                raise
+            named = [name for name, f in _config_names(options_type).items()
+                     if f.name in from_config and f.name not in given and re.search(re.escape(flag_of(f)) + r"(?![\w-])", str(exc))]
+            raise UserError(f"{where}{'.' + named[0] if named else ''}: {exc}") from None
     return requests
+
+
+def _where(config_file: Path | None, key: str) -> str:
+    return f"{config_file.name if config_file else 'mkdocs.yml'}: plugins.{PLUGIN}.reports.{key}"
+
+
+def _config_names(options_type: type) -> dict[str, Field]:
+    """A report's options by their mkdocs.yml names: the CLI flag without dashes, with underscores (--vit-size: vit_size)."""
+    return {flag_of(f)[2:].replace("-", "_"): f for f in fields(options_type) if f.init}
+
+
+def declared_options(key: str, options: dict[str, Any], config_file: Path | None) -> dict[str, Any]:
+    """mkdocs.yml's options of report ``key``, parsed by the CLI's own parser (paths relative to mkdocs.yml's folder);
+    a bad one is refused in the CLI's words, naming its mkdocs.yml key."""
+    from generator.serve import ApiError, parse_build_argv
+
+    where = _where(config_file, key)
+    if key not in REPORTS:
+        raise UserError(f"{where}: unknown report; the reports are: {', '.join(REPORTS)}")
+    if not isinstance(options, dict):
+        raise UserError(f"{where}: expected the report's options as a mapping (name: value)")
+    names = _config_names(REPORTS[key].options)
+    base = config_file.resolve().parent if config_file else Path.cwd()
+    values: dict[str, Any] = {}
+    for name, value in resolve(options, base).items():
+        if name not in names:
+            raise UserError(f"{where}.{name}: unknown option; the {key} report takes {', '.join(names)}")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise UserError(f"{where}.{name}: expected text or a number, not {value!r}")
+        f = names[name]
+        try:
+            parsed = parse_build_argv(["build", f"--model={key}", f"{flag_of(f)}={value}"])
+        except ApiError as exc:
+            message = exc.message.removeprefix(f"argument {flag_of(f)}: ").removesuffix(" (see --help)")
+            raise UserError(f"{where}.{name}: {message}") from None
+        values[f.name] = getattr(parsed, f.name)
+    return values
+
+
+def run_records(requests: dict[str, RunOptions], declared: dict[str, Any] | None, config_file: Path | None) -> dict[str, dict[str, Any]]:
+    """What the manifest records of each generated report: the mkdocs.yml declaration it was made under, the generator
+    version, and its options (generator/configured.py decides from the first two whether it is up to date)."""
+    declarations_now = declarations({key: (declared or {}).get(key) for key in requests if key in (declared or {})}, config_file)
+    return {key: {"declared": declarations_now.get(key), "version": generator_version(),
+                  "options": {f.name: str(getattr(opts, f.name)) for f in fields(opts) if f.init}} for key, opts in requests.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,13 +223,16 @@ def build_from_args(args: argparse.Namespace, progress=None):
     from generator.build import build
     from generator.progress import Progress
 
-    requests = report_options(args)
+    config_file = getattr(args, "config", None)
+    declared = plugin_reports(config_file) if config_file is not None else None
+    requests = report_options(args, declared, config_file)
     if getattr(args, "pdf", False):  # refuse before anything is written, not after the new site is in place
         from generator.pdf import find_chromium, site_dir
 
         find_chromium()
-        site_dir(PROJECT / "mkdocs.yml", args.out)
-    return build(args.out, requests, progress or Progress(enabled=False if args.quiet else None), force=getattr(args, "force", False))
+        site_dir(config_file or DEFAULT_CONFIG, args.out)
+    return build(args.out, requests, progress or Progress(enabled=False if args.quiet else None), force=getattr(args, "force", False),
+                 records=run_records(requests, declared, config_file))
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -173,7 +242,7 @@ def _build(args: argparse.Namespace) -> int:
         from generator.pdf import export
 
         with site_written(args.out):  # a Ctrl-C while printing comes after the new reports went live
-            export(args.out, PROJECT / "mkdocs.yml", quiet=args.quiet)
+            export(args.out, args.config, quiet=args.quiet)
     if not args.quiet:
         print(f"wrote {', '.join(result.reports)} into {args.out} in {time.perf_counter() - started:.1f} s; browse with: mkdocs serve")
         for failure in result.failed_checks:

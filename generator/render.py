@@ -272,7 +272,7 @@ def snapshots_json(report: Report, run: ModelRun, pages: list[SnapshotPage]) -> 
         "model": report.key,
         "title": report.title,
         "short_title": report.short_title,
-        "order": list(REPORTS).index(report.key) if report.key in REPORTS else len(REPORTS),  # site order, for the MkDocs hooks
+        "order": list(REPORTS).index(report.key) if report.key in REPORTS else len(REPORTS),  # site order, for the MkDocs plugin
         "seed": run.seed,
         "device": run.device,
         "dtype": stamp["dtype"],

@@ -41,6 +41,7 @@ from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
+from generator.configured import RUNS, read_runs
 from generator.errors import UserError
 
 MANIFEST = ".generated.json"
@@ -78,9 +79,14 @@ def _parse_manifest(data: dict) -> Manifest:
     return manifest
 
 
-def _write_manifest(path: Path, manifest: Manifest) -> None:
+def _write_manifest(path: Path, manifest: Manifest, runs: dict | None = None) -> None:
+    """Write the manifest; ``runs`` (generator/configured.py: what each report was generated from) defaults to the
+    records already in ``path``, for the entries that stay."""
+    if runs is None:
+        runs = read_runs(path.parent)
+    runs = {key: record for key, record in runs.items() if key in manifest}
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"version": 2, "generated": manifest}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps({"version": 2, "generated": manifest, RUNS: runs}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -412,13 +418,14 @@ def _swap(docs: Path, staging: Path, entries: list[str], manifest: Manifest) -> 
         raise
 
 
-def _commit(docs: Path, staging: Path, entries: list[str], manifest: Manifest) -> None:
+def _commit(docs: Path, staging: Path, entries: list[str], manifest: Manifest, records: dict | None = None) -> None:
     """Swap the complete new output in and record it; Ctrl-C meanwhile takes effect once the new site is live."""
     for entry in entries:  # refuse before anything moves; the swap checks again for files added since
         _refuse_clashes(docs, entry, _clashes(staging / entry, _to_carry(docs / entry, staging / entry, manifest.get(entry, {}))))
     kept = {entry: files for entry, files in manifest.items() if entry not in entries and _exists(docs / entry)}
     new = kept | {entry: {rel: _digest(path) for rel, path in _files(staging / entry).items()} for entry in entries}
-    _write_manifest(staging / MANIFEST, new)  # the output is complete: a build killed from here on is finished by the next
+    runs = {key: record for key, record in read_runs(docs).items() if key not in entries} | (records or {})
+    _write_manifest(staging / MANIFEST, new, runs)  # the output is complete: a build killed from here on is finished by the next
     with _ctrl_c_held() as caught:
         _swap(docs, staging, entries, manifest)
         os.replace(staging / MANIFEST, docs / MANIFEST)
@@ -443,8 +450,9 @@ def _finish_or_discard_leftovers(docs: Path, manifest: Manifest) -> Manifest:
 
 
 @contextmanager
-def staged_output(docs: Path, entries: list[str], force: bool = False) -> Iterator[Path]:
-    """Yield a staging folder; on success move ``entries`` from it into ``docs``, keeping the user's files there.
+def staged_output(docs: Path, entries: list[str], force: bool = False, records: dict | None = None) -> Iterator[Path]:
+    """Yield a staging folder; on success move ``entries`` from it into ``docs``, keeping the user's files there,
+    and record in the manifest ``records`` (what each entry was generated from).
 
     Refuses (UserError) while another build writes ``docs``, when an entry exists that the generator did not
     make, when a user's file sits where the new output writes, and, unless ``force``, when a generated file
@@ -466,7 +474,7 @@ def staged_output(docs: Path, entries: list[str], force: bool = False) -> Iterat
             yield staging
             if not force:  # edited while we worked
                 _refuse_hand_edits(_edited_files(docs, entries, manifest))
-            _commit(docs, staging, entries, manifest)
+            _commit(docs, staging, entries, manifest, records)
         finally:
             _EDITED.reset(seen_by_build)
             _discard(staging)

@@ -302,16 +302,15 @@ class WarmSite:
         return None
 
     def _nav_config(self) -> Any:
-        """The navigation the config's hooks would set now (None when that cannot be told)."""
-        hooks = self.config.get("hooks") or {}
-        probe: dict[str, Any] = {"docs_dir": self.config.docs_dir, "extra": self.config.extra, "nav": self.config.nav}
+        """The navigation the transformer-trace plugin would set now (None when that cannot be told)."""
+        plugin = self.config.plugins.get("transformer-trace")
+        if plugin is None:
+            return self.config.nav
+        files = self._capture.files
         try:
-            for module in hooks.values():
-                if hasattr(module, "on_config"):
-                    probe = module.on_config(probe) or probe
-        except Exception:  # noqa: BLE001 - a hook that needs the real config: then always build fully
+            return plugin.site_nav(self.config, [f.src_uri for f in files.documentation_pages()] if files is not None else None)
+        except Exception:  # noqa: BLE001 - then always build fully
             return None
-        return probe.get("nav")
 
 
 def _render_pages(site: WarmSite, files: list) -> list[tuple[str, str | None, list[dict]]]:

@@ -1,7 +1,7 @@
 """The recorded tensors as data: ``<report>/data/<name>.npy`` plus ``data/index.json``.
 
 The snapshot pages show a few numbers of each tensor; the files written here hold all of them,
-for the attention explorer and the value browser (docs/javascripts/tt-explorer.js), and for
+for the attention explorer and the value browser (generator/assets/tt-explorer.js), and for
 anyone who wants to load them with ``numpy.load``.
 
 index.json (every path relative to the report folder, lists sorted, output byte-stable)::

@@ -40,7 +40,9 @@ cells = [
     code("probs = rec.tensor('encoder.layers.0.self_attn.probs')  # (B, h, S, S)\n"
          "print(probs.shape, 'row sums:', probs.sum(-1)[0, 0])\n"
          "probs[0, 0]"),
-    code("import matplotlib.pyplot as plt\n"
+    code("import base64, io\n"
+         "import matplotlib.pyplot as plt\n"
+         "from IPython.display import HTML\n"
          "words = src.split()\n"
          "fig, axes = plt.subplots(1, 4, figsize=(13, 3.4))\n"
          "for head, ax in enumerate(axes):\n"
@@ -48,7 +50,13 @@ cells = [
          "    ax.set_title(f'head {head + 1}')\n"
          "    ax.set_xticks(range(6), words, rotation=60)\n"
          "    ax.set_yticks(range(6), words)\n"
-         "fig.tight_layout()"),
+         "fig.tight_layout()\n"
+         "# Shown as an <img> with alternative text, so that the figure has a description on the site too\n"
+         "png = io.BytesIO()\n"
+         "fig.savefig(png, format='png')\n"
+         "plt.close(fig)\n"
+         "HTML('<img alt=\"Four heatmaps, one per attention head of encoder layer 1: how strongly each source word '\n"
+         "     'attends to every other word\" src=\"data:image/png;base64,' + base64.b64encode(png.getvalue()).decode() + '\">')"),
     md("## Snapshot #25: the causal mask, and what it does to the decoder's attention"),
     code("mask = rec.tensor('tgt_mask')[0, 0]  # (T, T)\n"
          "masked = rec.tensor('decoder.layers.0.self_attn.probs')[0, 0]  # head 1\n"

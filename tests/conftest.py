@@ -58,17 +58,22 @@ def vit_run(runs):
     return runs["vit"]
 
 
+# A configuration that INHERITs the project's builds the docs folder a test generated, as it is: the plugin
+# (navigation, math, assets) without generating the reports mkdocs.yml declares (tests/test_plugin.py does that).
+BUILD_ONLY = "plugins:\n  transformer-trace:\n    generate: false\n"
+
+
 def mkdocs_build(docs: Path, site: Path, strict: bool = True) -> "subprocess.CompletedProcess":
     """Build ``docs`` (generated reports) plus the project's hand-written pages into ``site``."""
     import subprocess
     import sys
 
-    for name in ("stylesheets", "javascripts", "how-it-works.md", "notebooks"):
+    for name in ("stylesheets", "how-it-works.md", "notebooks", "benchmarks.md"):
         if not (docs / name).exists():
             (docs / name).symlink_to(ROOT / "docs" / name)
     config = site.parent / f"{site.name}-mkdocs.yml"
     config.write_text(
-        f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\nhooks:\n  - {ROOT / 'generator' / 'mkdocs_hooks.py'}\n",
+        f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\n{BUILD_ONLY}",
         encoding="utf-8",
     )
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", str(config), *(["--strict"] if strict else [])], capture_output=True, text=True)

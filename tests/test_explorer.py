@@ -1,7 +1,7 @@
 """Explore the run: every layer, every head, every number, offline.
 
 The data files (<report>/data/*.npy + index.json) are checked with NumPy; the attention explorer
-and the value browser (docs/javascripts/tt-explorer.js) are driven in Debian's Chromium and the
+and the value browser (generator/assets/tt-explorer.js) are driven in Debian's Chromium and the
 numbers they show are compared with a fresh forward pass that records every layer.
 """
 
@@ -402,7 +402,7 @@ def test_npy_parser_reads_every_supported_dtype_and_header_version(browser, tmp_
     page = browser.new_page()
     with serve(tmp_path) as url:
         page.goto(f"{url}/index.html")
-        page.add_script_tag(path=str(ROOT / "docs" / "javascripts" / "tt-explorer.js"))
+        page.add_script_tag(path=str(ROOT / "generator" / "assets" / "tt-explorer.js"))
         for name, array in arrays.items():
             for version in (1, 2, 3):
                 got = page.evaluate("""async file => {

@@ -16,7 +16,7 @@ REPORT_NAME = re.compile(r"""["'](%s)["']""" % "|".join(re.escape(key) for key i
 
 
 def test_outside_the_reports_folder_no_generator_file_names_a_report():
-    """The CLI, build, landing page, PDF export, MkDocs hooks and benchmarks iterate over the registry."""
+    """The CLI, build, landing page, PDF export, MkDocs plugin and benchmarks iterate over the registry."""
     reports_folder = ROOT / "generator" / "reports"
     places = [*(ROOT / "generator").rglob("*.py"), *(ROOT / "generator").rglob("*.j2"), *(ROOT / "benchmarks").rglob("*.py")]
     naming = sorted(str(path.relative_to(ROOT)) for path in places

@@ -32,7 +32,7 @@ import pytest
 
 from generator.cli import main
 from generator.serve import MAX_EVENT_STREAMS, ApiError, build_argv
-from tests.conftest import ROOT
+from tests.conftest import BUILD_ONLY, ROOT
 
 ED = "encoder-decoder"
 
@@ -111,10 +111,10 @@ def served(tmp_path_factory) -> Server:
     docs, site = work / "docs", work / "site"
     for model in (ED, "gpt"):  # the CLI, as a user would
         assert main(["build", "--model", model, "--out", str(docs), "--device", "cpu", "-q"]) == 0
-    for name in ("stylesheets", "javascripts"):
+    for name in ("stylesheets", "how-it-works.md", "notebooks", "benchmarks.md"):
         (docs / name).symlink_to(ROOT / "docs" / name)
     config = work / "mkdocs.yml"
-    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\nhooks:\n  - {ROOT / 'generator' / 'mkdocs_hooks.py'}\n", encoding="utf-8")
+    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\n{BUILD_ONLY}", encoding="utf-8")
     stderr = work / "stderr.txt"
     proc = subprocess.Popen([sys.executable, "-m", "generator", "serve", "--port", "0", "--docs", str(docs), "--config", str(config), "-q"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr.open("wb"), text=True,

@@ -1,7 +1,7 @@
 """The registry: the one place outside a report's own folder that names the reports.
 
 A report is one folder here (see encoder_decoder/ for the layout) plus one model file in models/.
-The CLI, the build, the landing page, the PDF export, the MkDocs hooks, the benchmarks and the tests
+The CLI, the build, the landing page, the PDF export, the MkDocs plugin, the benchmarks and the tests
 all iterate over ``REPORTS``, in this order.
 """
 

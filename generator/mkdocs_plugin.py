@@ -1,0 +1,257 @@
+"""The `transformer-trace` MkDocs plugin: the reports mkdocs.yml declares, generated during the build.
+
+```yaml
+plugins:
+  - transformer-trace:
+      reports:
+        gpt: {prompt: "The cat sat on the mat."}   # options: the CLI's, with underscores; paths relative to mkdocs.yml
+```
+
+- on_config generates each declared report that is missing, or whose options in mkdocs.yml or whose generator
+  version changed since it was generated (generator/configured.py; recorded in docs/.generated.json). It writes
+  into docs/<report>/ through the CLI's own staged, user-file-safe build (generator/site.py). An up-to-date build
+  imports nothing of PyTorch and writes nothing, so `mkdocs serve` does not rebuild in a loop. A bad option stops
+  the build with the CLI's one-line message naming its mkdocs.yml key; docs/ is left as it was.
+- It sets the navigation: the site's own `nav` (or, without one, its pages in MkDocs' default order) with one
+  section per generated report, from each report's snapshots.json, after the home page.
+- It serves the explorer's and the regenerate form's JavaScript and CSS from the package, and adds the Markdown
+  extensions the report pages need (math, admonitions, tabs, highlighting) when the site lacks them.
+- on_page_content turns arithmatex's TeX spans into MathML at build time: math renders offline, without a CDN or
+  script, and survives instant navigation. on_post_page un-escapes Material's double-escaped aria-labels.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config import config_options as c
+from mkdocs.config.base import Config
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin
+from mkdocs.structure.files import File, Files
+
+from generator.configured import PLUGIN, declarations, stale
+
+log = logging.getLogger(f"mkdocs.plugins.{PLUGIN}")
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+ASSET_DIR = "assets/transformer-trace"  # where the site serves them
+CSS = ("tt-report.css", "tt-regenerate.css")
+JS = ("tt-explorer.js", "tt-regenerate.js")
+
+# Markdown extensions the generated pages use, with the options they rely on (added when the site lacks them).
+EXTENSIONS: dict[str, dict[str, Any]] = {
+    "admonition": {}, "attr_list": {}, "md_in_html": {}, "tables": {}, "toc": {"permalink": True},
+    "pymdownx.details": {}, "pymdownx.superfences": {}, "pymdownx.inlinehilite": {},
+    "pymdownx.highlight": {"line_spans": "__span", "pygments_lang_class": True},
+    "pymdownx.arithmatex": {"generic": True}, "pymdownx.tabbed": {"alternate_style": True},
+}
+
+
+class TransformerTraceConfig(Config):
+    reports = c.Type(dict, default={})  # report key -> its options (the CLI's option names with underscores)
+    generate = c.Type(bool, default=True)  # false: build with the reports docs/ holds, never run a model
+
+
+class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
+    supports_multiple_instances = False
+
+    def __init__(self) -> None:
+        self._user_nav: dict[int, Any] = {}  # id(config) -> the site's own nav (on_config may run again on one config)
+
+    # ------------------------------------------------------------------ generation
+
+    def on_config(self, config):
+        docs = Path(config.docs_dir)
+        if self.config.generate:
+            self.generate(docs, config.config_file_path)
+        if id(config) not in self._user_nav:
+            self._user_nav = {id(config): config.nav}
+        for name, options in EXTENSIONS.items():
+            if name not in config.markdown_extensions:
+                config.markdown_extensions.append(name)
+                config.mdx_configs[name] = dict(options)
+        for name in CSS:
+            if f"{ASSET_DIR}/{name}" not in [str(s) for s in config.extra_css]:
+                config.extra_css.append(f"{ASSET_DIR}/{name}")
+        for name in JS:
+            if f"{ASSET_DIR}/{name}" not in [str(s) for s in config.extra_javascript]:
+                config.extra_javascript.append(f"{ASSET_DIR}/{name}")
+        return config
+
+    def generate(self, docs: Path, config_file: str | None) -> list[str]:
+        """Generate the declared reports that are missing or stale; the keys generated."""
+        declared = declarations(self.config.reports, config_file)
+        todo = stale(docs, declared)
+        if not todo:
+            return []
+        from generator.errors import UserError  # from here on PyTorch is imported: there is work to do
+
+        try:
+            requests = _requests({key: self.config.reports[key] for key in todo}, config_file)  # refuses bad options
+            for key, reason in todo.items():
+                log.info("generating the %s report (%s)", key, reason)
+            started = time.perf_counter()
+            result = _generate(docs, requests, dict(self.config.reports), config_file)
+        except UserError as exc:  # the CLI's one line
+            raise PluginError(str(exc)) from None
+        except Exception as exc:  # a bug, not bad input: still one line
+            raise PluginError(f"{PLUGIN}: internal error: {type(exc).__name__}: {exc}") from exc
+        log.info("generated %s in %.1f s", ", ".join(todo), time.perf_counter() - started)
+        for failure in result.failed_checks:
+            log.warning("check failed: %s", failure)
+        return list(todo)
+
+    # ------------------------------------------------------------------ files and navigation
+
+    def on_files(self, files: Files, *, config) -> Files:
+        for name in (*CSS, *JS):
+            if files.get_file_from_path(f"{ASSET_DIR}/{name}") is None:
+                files.append(File.generated(config, f"{ASSET_DIR}/{name}", abs_src_path=str(ASSETS / name)))
+        config.nav = self.site_nav(config, [f.src_uri for f in files.documentation_pages()])
+        return files
+
+    def site_nav(self, config, pages: list[str] | None = None) -> list[Any] | None:
+        """The navigation this plugin sets for ``config`` now (generator/sitebuild.py asks, to tell a changed one)."""
+        return self.navigation(Path(config.docs_dir), self._user_nav.get(id(config), config.nav), pages)
+
+    def navigation(self, docs: Path, user_nav: Any, pages: list[str] | None = None) -> list[Any] | None:
+        """The site's navigation with one section per generated report, after the home page."""
+        generated = generated_reports(docs)
+        reports = [{data.get("short_title", data["title"]): report_nav(docs, data)} for data in generated]
+        keys = {data["model"] for data in generated}
+        if user_nav is None:
+            if pages is None:
+                return None
+            user_nav = default_nav([p for p in pages if p.split("/", 1)[0] not in keys and p != "index.md"])
+            home = [{"Home": "index.md"}] if "index.md" in pages else []
+            return home + reports + user_nav
+        nav = list(user_nav)
+        at = 1 if nav and _target(nav[0]) == "index.md" else 0
+        return nav[:at] + reports + nav[at:]
+
+    # ------------------------------------------------------------------ pages
+
+    def on_page_content(self, html_text: str, **_) -> str:
+        return _MATH.sub(_to_mathml, html_text)
+
+    def on_post_page(self, output: str, **_) -> str:
+        return _ARIA_LABEL.sub(lambda m: 'aria-label="' + _DOUBLE_ESCAPED.sub(r"&\1;", m.group(1)) + '"', output)
+
+    def on_serve(self, server, *, config, builder):
+        """Rebuild (and regenerate) when a file a report's options name changes, as for mkdocs.yml itself."""
+        for declared in declarations(self.config.reports, config.config_file_path).values():
+            for name in declared["files"]:
+                path = Path(declared["options"][name])
+                if path.exists():
+                    server.watch(str(path))
+        return server
+
+
+def _requests(todo: dict[str, Any], config_file: str | None) -> dict[str, Any]:
+    """Each report's options from mkdocs.yml, validated as the CLI validates them (imports PyTorch)."""
+    import argparse
+
+    from generator.cli import report_options
+
+    config_path = Path(config_file) if config_file else None
+    requests = {}
+    for key, options in todo.items():  # one line naming the mkdocs.yml key for a bad one
+        requests |= report_options(argparse.Namespace(model=key), {key: options or {}}, config_path)
+    return requests
+
+
+def _generate(docs: Path, requests: dict[str, Any], declared: dict[str, Any], config_file: str | None):
+    """Run the generator for ``requests``, recording in the manifest what each report was generated from."""
+    from generator.build import build
+    from generator.cli import run_records
+    from generator.progress import Progress
+
+    config_path = Path(config_file) if config_file else None
+    return build(docs, requests, Progress(enabled=False), records=run_records(requests, declared, config_path))
+
+
+# ---------------------------------------------------------------------- navigation from snapshots.json
+
+
+def generated_reports(docs: Path) -> list[dict[str, Any]]:
+    """snapshots.json of every generated report in docs/, in registry order (snapshots.json carries it)."""
+    found = []
+    for path in sorted(docs.glob("*/snapshots.json")):
+        try:
+            found.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return sorted(found, key=lambda data: (data.get("order", 0), data["model"]))
+
+
+def report_nav(docs: Path, data: dict[str, Any]) -> list[Any]:
+    key = data["model"]
+    by_page = {s["page"]: s for s in data["snapshots"]}
+    nav: list[Any] = [{"Overview": f"{key}/index.md"}]
+    for stage in data["stages"]:
+        entries: list[Any] = [f"{key}/{stage['index']}"]
+        for page in stage["pages"]:
+            snap = by_page[page]
+            entries.append({f"{snap['label']} {snap['title']}": f"{key}/{page}"})
+        nav.append({stage["title"]: entries})
+    nav.append({"Guiding questions": f"{key}/questions.md"})
+    for extra in data.get("extra_pages", []):
+        nav.append({extra["title"]: f"{key}/{extra['page']}"})
+    if (docs / key / "print.md").exists():
+        nav.append({"Full report (print / PDF)": f"{key}/print.md"})
+    return nav
+
+
+def default_nav(pages: list[str]) -> list[Any]:
+    """Pages as MkDocs lays them out without a `nav`: files before folders, a folder's index first, one section per
+    folder (titles are left to MkDocs)."""
+    tree: dict[str, Any] = {}
+    for page in pages:
+        node = tree
+        *folders, _name = page.split("/")
+        for folder in folders:
+            node = node.setdefault(folder + "/", {})
+        node[page] = page
+
+    def entries(node: dict[str, Any]) -> list[Any]:
+        files = sorted((k for k in node if not k.endswith("/")), key=lambda p: (Path(p).stem not in ("index", "README"), p))
+        folders = sorted(k for k in node if k.endswith("/"))
+        return [*files, *({_title(folder): entries(node[folder])} for folder in folders)]
+
+    return entries(tree)
+
+
+def _title(folder: str) -> str:
+    name = folder.rstrip("/").rsplit("/", 1)[-1]
+    return name.replace("-", " ").replace("_", " ").capitalize()
+
+
+def _target(entry: Any) -> Any:
+    return next(iter(entry.values())) if isinstance(entry, dict) and len(entry) == 1 else entry
+
+
+# ---------------------------------------------------------------------- math and accessibility
+
+_MATH = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.S)
+
+
+def _to_mathml(match: re.Match) -> str:
+    from latex2mathml.converter import convert
+
+    tag, body = match.group(1), html.unescape(match.group(2)).strip()
+    display = "block" if tag == "div" else "inline"
+    tex = body[2:-2] if body[:2] in ("\\(", "\\[") else body
+    return f'<{tag} class="arithmatex">{convert(tex.strip(), display=display)}</{tag}>'
+
+
+# Accessibility: Material escapes page titles that MkDocs already escaped, so the footer's aria-label
+# reads "Next: Input &amp; embedding" while the visible text is "Input & embedding" (WCAG 2.5.3).
+_ARIA_LABEL = re.compile(r'aria-label="([^"]*)"')
+_DOUBLE_ESCAPED = re.compile(r"&amp;(amp|lt|gt|quot|#\d+|#x[0-9a-fA-F]+);")

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from generator.figures import LABELLED_CELLS, axis_labels, drawer, grid, plain, plt, save
+from generator.figures import LABELLED_CELLS, axis_labels, drawer, grid, plain, pyplot, save
 
 MOST_PANELS = 12  # prediction panels drawn; longer targets show evenly spaced positions
 from generator.run import ModelRun
@@ -16,6 +16,7 @@ from generator.run import ModelRun
 
 @drawer("src_tokens", "tgt_tokens", "src_vocab", "tgt_vocab")
 def token_table(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
     sides = [("source", run.inputs["src_tokens"], run.inputs["src_vocab"]), ("target", run.inputs["tgt_tokens"], run.inputs["tgt_vocab"])]
     width = min(max(len(sides[0][1]), len(sides[1][1])), LABELLED_CELLS)
     fig, axes = plt.subplots(2, 1, figsize=(min(2 + 1.1 * width, 18), 2.6))
@@ -35,6 +36,7 @@ def token_table(run: ModelRun, args: dict[str, Any], path: Path) -> None:
 
 @drawer("tgt_words")
 def predictions(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
     logits = run.cpu(args["tensor"])[0].float()  # (T, V)
     probs = torch.softmax(logits, dim=-1).numpy()
     T, V = probs.shape

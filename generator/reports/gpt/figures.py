@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from matplotlib.patches import Rectangle
 
-from generator.figures import as_numpy, axis_labels, drawer, grid, plain, plt, save
+from generator.figures import as_numpy, axis_labels, drawer, grid, plain, pyplot, save
 from generator.run import ModelRun
 from models.gpt import byte_label
 
@@ -28,6 +27,9 @@ def _char_text(ch: str) -> str:
 
 @drawer("characters")
 def byte_table(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
+    from matplotlib.patches import Rectangle
+
     cells = []  # (byte value, character or "", character length, first byte of its character?)
     for ch, values, _ in run.inputs["characters"]:
         for i, value in enumerate(values):
@@ -69,6 +71,7 @@ def _context(labels: list[str], t: int, width: int = 8) -> str:
 
 @drawer()
 def next_byte_topk(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
     probs = as_numpy(run, args["tensor"])[0]  # (T, V)
     T, V = probs.shape
     k, n = args.get("k", 10), min(args.get("positions", 3), T)
@@ -93,6 +96,7 @@ def next_byte_topk(run: ModelRun, args: dict[str, Any], path: Path) -> None:
 
 @drawer("cache_bytes", "n_bytes")
 def kv_cache(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
     cache = as_numpy(run, args["tensor"])[0, 0]  # (S, hs), head 1
     S, hs = cache.shape
     T = run.inputs["n_bytes"]
@@ -113,6 +117,7 @@ def kv_cache(run: ModelRun, args: dict[str, Any], path: Path) -> None:
 
 @drawer("generated_bytes")
 def generation(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
     cached = run.cpu(args["tensor"])[0].double()  # (N, V)
     recomputed = run.cpu(args["recomputed_tensor"])[0].double()
     probs = torch.softmax(cached, dim=-1).numpy()

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from generator.figures import axis_labels, drawer, grid, plain, plt, save  # noqa: F401
+from generator.figures import axis_labels, drawer, grid, plain, pyplot, save  # noqa: F401
 from generator.run import ModelRun
 
 
@@ -22,6 +22,7 @@ def _unnormalise(run: ModelRun, image: torch.Tensor) -> np.ndarray:
 
 @drawer("original_image", "image_mode")
 def input_image(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
     original = run.inputs["original_image"]
     shown = _unnormalise(run, run.cpu(args["tensor"])[0])
     P = run.dims["P"]
@@ -42,6 +43,7 @@ def input_image(run: ModelRun, args: dict[str, Any], path: Path) -> None:
 
 @drawer()
 def patch_mosaic(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
     patches = run.cpu(args["tensor"])[0]  # (N, 3, P, P)
     N, _, P, _ = patches.shape
     side = int(math.isqrt(N))
@@ -64,6 +66,7 @@ def patch_mosaic(run: ModelRun, args: dict[str, Any], path: Path) -> None:
 
 @drawer()
 def pos_similarity(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
     pos = run.parameter(args["parameter"])[0, 1:].float()  # (N, C): patch positions, [CLS] left out
     unit = pos / pos.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     sim = (unit @ unit.T).numpy()  # (N, N) cosine similarities
@@ -88,6 +91,7 @@ def pos_similarity(run: ModelRun, args: dict[str, Any], path: Path) -> None:
 
 @drawer()
 def cls_attention(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
     probs = run.cpu(args["tensor"])[0].float()  # (h, N1, N1)
     cls_to_patches = probs[:, 0, 1:]  # (h, N): [CLS] query over patch keys
     heads, N = cls_to_patches.shape
@@ -110,6 +114,7 @@ def cls_attention(run: ModelRun, args: dict[str, Any], path: Path) -> None:
 
 @drawer("class_names")
 def top5(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
     probs = run.cpu(args["tensor"])[0].float()
     values, indices = probs.topk(5)
     names = [run.inputs["class_names"][int(i)] for i in indices]
@@ -127,6 +132,7 @@ def top5(run: ModelRun, args: dict[str, Any], path: Path) -> None:
 @drawer("rollout")
 def rollout(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     """[CLS] rollout over the image beside the last block's raw [CLS] attention (mean over heads)."""
+    plt = pyplot()
     image = _unnormalise(run, run.cpu(args["image_tensor"])[0])
     H, W = image.shape[:2]
     raw = run.cpu(args["tensor"])[0].float().mean(dim=0)[0, 1:]  # (h, N1, N1) -> [CLS] row over the N patches

@@ -99,6 +99,19 @@ def text_mask(text: str, size_pt: float) -> Image.Image:
     return mask
 
 
+def multiline_mask(text: str, size_pt: float) -> Image.Image:
+    """Lines stacked, each centred (matplotlib's multi-line titles)."""
+    lines = [text_mask(line, size_pt) for line in text.split("\n")]
+    if len(lines) == 1:
+        return lines[0]
+    mask = Image.new("L", (max(line.width for line in lines), sum(line.height for line in lines)))
+    y = 0
+    for line in lines:
+        mask.paste(line, ((mask.width - line.width) // 2, y))
+        y += line.height
+    return mask
+
+
 def text_width(text: str, size_pt: float) -> int:
     return text_mask(text, size_pt).width
 
@@ -185,7 +198,7 @@ class Canvas:
     def text(self, x: float, y: float, text: str, size: float = 9, ha: str = "left", va: str = "top",
              rotation: float = 0, color=TEXT) -> tuple[int, int, int, int]:
         """``text`` at (x, y): ``ha``/``va`` align the (rotated) text's box to that point, as matplotlib's default rotation mode."""
-        mask = text_mask(text, size)
+        mask = multiline_mask(text, size)
         if rotation:
             mask = mask.rotate(rotation, resample=Image.Resampling.BICUBIC, expand=True)
         left = round(x - {"left": 0, "center": mask.width / 2, "right": mask.width}[ha])
@@ -216,10 +229,14 @@ def write_png(picture: Image.Image, path: Path) -> None:
 # ----------------------------------------------------------------------------- heat-map axes
 
 
-def colorbar(canvas: Canvas, x: int, y: int, height: int, cmap: str, vmin: float, vmax: float, width: int = 14) -> None:
-    """A vertical colour bar, low at the bottom, its ticks and labels on the right."""
+def colorbar(canvas: Canvas, x: int, y: int, height: int, cmap: str, vmin: float, vmax: float, width: int = 14,
+             alpha: float = 1.0) -> None:
+    """A vertical colour bar, low at the bottom, its ticks and labels on the right (``alpha``: its colours over white)."""
     values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)  # (height, width), top = vmax
-    canvas.image(x, y, colorize(values, cmap, vmin, vmax))
+    colours = colorize(values, cmap, vmin, vmax)
+    if alpha < 1:
+        colours = (alpha * colours + (1 - alpha) * 255).round().astype(np.uint8)
+    canvas.image(x, y, colours)
     canvas.rect(x, y, x + width, y + height, width=1)
     ticks = nice_ticks(vmin, vmax, most=max(2, min(8, height // 30)))
     for value, label in zip(ticks, tick_labels(ticks)):
@@ -262,3 +279,20 @@ def ticks_below(canvas: Canvas, y: int, centres: Sequence[float], labels: Sequen
             box = canvas.text(cx, y + 7, labels[i], size=size, ha="right" if rotation else "center", rotation=rotation)
             bottom = max(bottom, box[3])
     return bottom
+
+
+def overlay(image: np.ndarray, heat: np.ndarray, cmap: str, alpha: float, size: int) -> Image.Image:
+    """``heat`` (same height and width as the RGB ``image`` in [0, 1]) colour-mapped over its own range and laid over
+    the image with opacity ``alpha`` (matplotlib's imshow(image); imshow(heat, alpha=...)), scaled to ``size`` pixels wide."""
+    low, high = float(np.nanmin(heat)), float(np.nanmax(heat))
+    mixed = alpha * colorize(heat, cmap, low, high) + (1 - alpha) * 255 * image
+    return fit(mixed.round().astype(np.uint8), size)
+
+
+def fit(pixels: np.ndarray, width: int) -> Image.Image:
+    """An RGB array (uint8 or floats in [0, 1]) scaled to ``width`` pixels wide, the aspect kept (averaged when shrinking)."""
+    if pixels.dtype != np.uint8:
+        pixels = (np.clip(pixels, 0, 1) * 255).round().astype(np.uint8)
+    picture = Image.fromarray(np.ascontiguousarray(pixels), mode="RGB")
+    height = max(1, round(picture.height * width / picture.width))
+    return picture.resize((width, height), Image.Resampling.BILINEAR if width > picture.width else Image.Resampling.BOX)

@@ -222,7 +222,7 @@ def write_png(picture: Image.Image, path: Path) -> None:
     """A 256-colour palette PNG without metadata, as generator.figures.save writes: the same bytes for the same picture."""
     picture = picture.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
     buffer = io.BytesIO()
-    picture.save(buffer, format="PNG", optimize=True)
+    picture.save(buffer, format="PNG", compress_level=6)  # zlib 6: a tenth more bytes than 9, five times faster
     Path(path).write_bytes(buffer.getvalue())
 
 
@@ -296,3 +296,42 @@ def fit(pixels: np.ndarray, width: int) -> Image.Image:
     picture = Image.fromarray(np.ascontiguousarray(pixels), mode="RGB")
     height = max(1, round(picture.height * width / picture.width))
     return picture.resize((width, height), Image.Resampling.BILINEAR if width > picture.width else Image.Resampling.BOX)
+
+
+# ----------------------------------------------------------------------------- tables and bars
+
+
+def table(canvas: Canvas, x: int, y: int, header: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]], size: float = 9,
+          pad: int = 6, row_height: int = 26) -> tuple[int, int, int, int]:
+    """A ruled table: ``header`` over the columns, each row a label and its cells, text centred; returns its box."""
+    columns = [header[j:j + 1] + [cells[j] for _, cells in rows] for j in range(len(header))]
+    widths = [max(text_width(text, size) for text in column) + 2 * pad for column in columns]
+    label_width = max(text_width(label, size) for label, _ in rows) + 2 * pad
+    right = x + label_width + sum(widths)
+    for r, (label, cells) in enumerate([("", list(header)), *rows]):
+        top = y + r * row_height
+        if r:
+            canvas.rect(x, top, x + label_width, top + row_height)
+            canvas.text(x + pad, top + row_height / 2, label, size=size, va="center")
+        left = x + label_width
+        for width, text in zip(widths, cells):
+            canvas.rect(left, top, left + width, top + row_height)
+            canvas.text(left + width / 2, top + row_height / 2, text, size=size, ha="center", va="center")
+            left += width
+    return x, y, right, y + (len(rows) + 1) * row_height
+
+
+def hbars(canvas: Canvas, x: int, y: int, width: int, values: Sequence[float], labels: Sequence[str], colours: Sequence,
+          xmax: float, pitch: int = 30, size: float = 9) -> tuple[int, int, int, int]:
+    """Horizontal bars, the first on top, in a framed plot ``width`` wide from 0 to ``xmax``, with value ticks below."""
+    height = pitch * len(values)
+    for i, (value, colour) in enumerate(zip(values, colours)):
+        top = y + round((i + 0.1) * pitch)
+        length = round(min(max(value, 0.0), xmax) / xmax * width)
+        if length > 0:
+            canvas.rect(x, top, x + length - 1, top + round(0.8 * pitch) - 1, outline=colour, fill=colour)
+    canvas.rect(x - 1, y - 1, x + width, y + height)
+    ticks_left(canvas, x, [y + (i + 0.5) * pitch for i in range(len(values))], labels, size=size)
+    ticks = nice_ticks(0, xmax, 6)
+    bottom = ticks_below(canvas, y + height, [x + t / xmax * width for t in ticks], tick_labels(ticks), size=size)
+    return x, y, x + width, bottom

@@ -1,6 +1,7 @@
 """Figures specific to the ViT report; they register with the generic drawers in generator.figures.
 
-The image, its patches and the attention overlays are pixels, drawn with Pillow (generator.raster); top5 is a bar chart.
+The image, its patches, the attention overlays and the five bars of top5 are drawn with Pillow (generator.raster): the
+report needs no matplotlib.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch
 from PIL import Image
 
 from generator import raster
-from generator.figures import drawer, grid, plain, pyplot, save, visual_order
+from generator.figures import drawer, grid, visual_order
 from generator.run import ModelRun
 
 
@@ -24,6 +25,12 @@ def _unnormalise(run: ModelRun, image: torch.Tensor) -> np.ndarray:
     mean = torch.tensor(run.inputs["mean"]).view(3, 1, 1)
     std = torch.tensor(run.inputs["std"]).view(3, 1, 1)
     return (image.float() * std + mean).clamp(0, 1).permute(1, 2, 0).numpy()  # (3, H, W) -> (H, W, 3)
+
+
+def _patch_heat(values: torch.Tensor, side: int, H: int, W: int) -> np.ndarray:
+    """One value per patch, (N,), spread over the patch's pixels: (H, W), each patch a flat block (nearest upsampling)."""
+    grid_values = values.reshape(side, side).numpy()  # (N,) -> (side, side), row-major like the patches
+    return grid_values.repeat(H // side, axis=0).repeat(W // side, axis=1)
 
 
 @drawer("original_image", "image_mode")
@@ -62,9 +69,10 @@ def patch_mosaic(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     gap = max(1, P // 8)
     # One image with white gaps between patches.
     mosaic = np.ones((side * (P + gap) - gap, side * (P + gap) - gap, 3))
+    pixels = _unnormalise(run, patches.permute(1, 0, 2, 3).reshape(3, N * P, P))  # (N, 3, P, P) -> (3, N·P, P): one call
     for n in range(N):
         row, col = divmod(n, side)
-        mosaic[row * (P + gap): row * (P + gap) + P, col * (P + gap): col * (P + gap) + P] = _unnormalise(run, patches[n])
+        mosaic[row * (P + gap): row * (P + gap) + P, col * (P + gap): col * (P + gap) + P] = pixels[n * P:(n + 1) * P]
     scale = max(1, 600 // mosaic.shape[0])  # whole pixels per mosaic pixel: every patch stays sharp
     pixels = (mosaic * 255).round().astype(np.uint8).repeat(scale, axis=0).repeat(scale, axis=1)
     canvas = raster.Canvas()
@@ -120,8 +128,7 @@ def cls_attention(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     for index in range(heads):
         r, c = divmod(index, grid_cols)
         x, y = c * (size + 34), r * (size + 60)
-        heat = cls_to_patches[index].reshape(1, 1, side, side)  # (N,) -> patch grid
-        heat = torch.nn.functional.interpolate(heat, size=(H, W), mode="nearest")[0, 0].numpy()
+        heat = _patch_heat(cls_to_patches[index], side, H, W)
         canvas.image(x, y, raster.overlay(image, heat, "inferno", 0.6, size))
         canvas.text(x + size / 2, y - 6, f"head {index + 1}: max {float(cls_to_patches[index].max()):.3f}", size=7.5,
                     ha="center", va="bottom")
@@ -129,19 +136,18 @@ def cls_attention(run: ModelRun, args: dict[str, Any], path: Path) -> None:
 
 @drawer("class_names")
 def top5(run: ModelRun, args: dict[str, Any], path: Path) -> None:
-    plt = pyplot()
     probs = run.cpu(args["tensor"])[0].float()
     values, indices = probs.topk(5)
     names = [run.inputs["class_names"][int(i)] for i in indices]
-    fig, ax = plt.subplots(figsize=(7, 2.4))
-    ax.barh(range(5), values.numpy(), color=["#3949ab"] + ["#9fa8da"] * 4)
-    ax.set_yticks(range(5), [f"{plain(n)} (class {int(i)})" for n, i in zip(names, indices)])
-    ax.invert_yaxis()
+    xmax = max(float(values[0]) * 1.25, 1e-3)
+    width, pitch = 560, 30
+    canvas = raster.Canvas()
+    _, _, _, bottom = raster.hbars(canvas, 0, 0, width, values.tolist(), [f"{visual_order(n)} (class {int(i)})" for n, i in zip(names, indices)],
+                                   [(0x39, 0x49, 0xAB)] + [(0x9F, 0xA8, 0xDA)] * 4, xmax, pitch)
     for k, v in enumerate(values.tolist()):
-        ax.text(v, k, f" {v:.4f}", va="center", fontsize=8)
-    ax.set_xlim(0, max(float(values[0]) * 1.25, 1e-3))
-    ax.set_xlabel("probability")
-    save(fig, path)
+        canvas.text(v / xmax * width + 3, (k + 0.5) * pitch, f" {v:.4f}", size=8, va="center")
+    canvas.text(width / 2, bottom + 3, "probability", ha="center")
+    canvas.save(path)
 
 
 @drawer("rollout")
@@ -159,7 +165,7 @@ def rollout(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     x = size + 30
     for values, title in ((raw, "last block's raw [CLS] attention\n(mean over heads)"),
                           (rolled, "[CLS] attention rollout\nthrough every block")):
-        heat = torch.nn.functional.interpolate(values.reshape(1, 1, side, side), size=(H, W), mode="nearest")[0, 0].numpy()
+        heat = _patch_heat(values, side, H, W)
         canvas.image(x, 0, raster.overlay(image, heat, "inferno", 0.6, size))
         canvas.text(x + size / 2, -6, title, size=10, ha="center", va="bottom")
         raster.colorbar(canvas, x + size + 12, 0, size, "inferno", float(heat.min()), float(heat.max()), alpha=0.6)

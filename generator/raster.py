@@ -332,6 +332,6 @@ def hbars(canvas: Canvas, x: int, y: int, width: int, values: Sequence[float], l
             canvas.rect(x, top, x + length - 1, top + round(0.8 * pitch) - 1, outline=colour, fill=colour)
     canvas.rect(x - 1, y - 1, x + width, y + height)
     ticks_left(canvas, x, [y + (i + 0.5) * pitch for i in range(len(values))], labels, size=size)
-    ticks = nice_ticks(0, xmax, 6)
+    ticks = nice_ticks(0, xmax, max(3, min(8, width // 45)))
     bottom = ticks_below(canvas, y + height, [x + t / xmax * width for t in ticks], tick_labels(ticks), size=size)
     return x, y, x + width, bottom

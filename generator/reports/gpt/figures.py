@@ -72,27 +72,31 @@ def _context(labels: list[str], t: int, width: int = 8) -> str:
 
 @drawer()
 def next_byte_topk(run: ModelRun, args: dict[str, Any], path: Path) -> None:
-    plt = pyplot()
     probs = as_numpy(run, args["tensor"])[0]  # (T, V)
     T, V = probs.shape
     k, n = args.get("k", 10), min(args.get("positions", 3), T)
-    labels = axis_labels(run, args["rows"], T)
+    labels = [visual_order(w) for w in run.inputs[args["rows"]]][:T]
     positions = list(range(T - n, T))
-    fig, axes = plt.subplots(1, n, figsize=(4.3 * n, 0.8 + 0.3 * k), squeeze=False)
     top = float(probs[positions].max())
-    for ax, t in zip(axes.flat, positions):
+    xmax = max(top * 1.15, 2.5 / V)
+    width, pitch, x = 330, 26, 0
+    canvas = raster.Canvas()
+    for t in positions:
         order = np.argsort(-probs[t], kind="stable")[:k]
-        colors = ["#3949ab" if i == 0 else "#9fa8da" for i in range(len(order))]
-        ax.barh(range(len(order)), probs[t][order], color=colors)
-        ax.set_yticks(range(len(order)), [f"{plain(byte_label(int(b)))}  ({int(b)})" for b in order])
-        ax.invert_yaxis()
-        ax.axvline(1 / V, color="#e53935", linestyle="--", linewidth=1)
-        ax.set_xlim(0, max(top * 1.15, 2.5 / V))
+        names = [f"{visual_order(byte_label(int(b)))}  ({int(b)})" for b in order]
+        x += max(raster.text_width(name, 9) for name in names) + 14
+        colours = [(0x39, 0x49, 0xAB) if i == 0 else (0x9F, 0xA8, 0xDA) for i in range(len(order))]
+        _, _, _, bottom = raster.hbars(canvas, x, 0, width, [float(probs[t][b]) for b in order], names, colours, xmax, pitch)
+        uniform = x + round(width / V / xmax)
+        for y in range(0, pitch * len(order), 8):  # the uniform 1/256, dashed
+            canvas.line(uniform, y, uniform, min(y + 4, pitch * len(order) - 1), fill=(0xE5, 0x39, 0x35))
         for i, b in enumerate(order):
-            ax.text(probs[t][b], i, f" {probs[t][b]:.4f}", va="center", fontsize=7)
-        ax.set_title(f"position {t}{' (last)' if t == T - 1 else ''}, after\n{_context(labels, t, 6)}", fontsize=8.5)
-        ax.set_xlabel("probability of the next byte")
-    save(fig, path)
+            canvas.text(x + probs[t][b] / xmax * width + 2, (i + 0.5) * pitch, f" {probs[t][b]:.4f}", size=7, va="center")
+        canvas.text(x + width / 2, -6, f"position {t}{' (last)' if t == T - 1 else ''}, after\n{_context(labels, t, 6)}", size=8.5,
+                    ha="center", va="bottom")
+        canvas.text(x + width / 2, bottom + 3, "probability of the next byte", ha="center")
+        x += width + 24
+    canvas.save(path)
 
 
 @drawer("cache_bytes", "n_bytes")

@@ -44,7 +44,7 @@ def predictions(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     grid_rows, grid_cols = grid(len(shown), 3)
     bars = min(V, 20)
     label_width = max(raster.text_width(visual_order(vocab[k]), 9) for k in range(V)) + 14
-    width, pitch = 300, 30
+    width, pitch = 300, 30 if bars <= 8 else 24  # twenty bars a panel, twelve panels: the figure stays under ~2,600 px
     canvas = raster.Canvas()
     if len(shown) < T:
         canvas.text(0, -40, f"{len(shown)} of the {T} target positions, evenly spaced", size=10.8)

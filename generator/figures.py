@@ -93,12 +93,6 @@ def plain(text: str) -> str:
     return visual_order(text).replace("$", r"\$")
 
 
-def axis_labels(run: ModelRun, key: str | None, n: int) -> list[str]:
-    if key is None:
-        return [str(i) for i in range(n)]
-    return [plain(w) for w in run.inputs[key]][:n]
-
-
 def as_numpy(run: ModelRun, name: str) -> np.ndarray:
     return run.cpu(name).float().numpy()
 

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from generator import raster
-from generator.figures import as_numpy, axis_labels, drawer, grid, integer_ticks, plain, pyplot, save, visual_order
+from generator.figures import as_numpy, drawer, grid, integer_ticks, plain, pyplot, save, visual_order
 from generator.run import ModelRun
 from models.gpt import byte_label
 

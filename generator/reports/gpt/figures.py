@@ -23,14 +23,11 @@ SHADES = {1: "#ffffff", 2: "#fff3e0", 3: "#e3f2fd", 4: "#f3e5f5"}  # by the char
 
 
 def _char_text(ch: str) -> str:
-    return "space" if ch == " " else plain(ch)
+    return "space" if ch == " " else visual_order(ch)
 
 
 @drawer("characters")
 def byte_table(run: ModelRun, args: dict[str, Any], path: Path) -> None:
-    plt = pyplot()
-    from matplotlib.patches import Rectangle
-
     cells = []  # (byte value, character or "", character length, first byte of its character?)
     for ch, values, _ in run.inputs["characters"]:
         for i, value in enumerate(values):
@@ -38,31 +35,32 @@ def byte_table(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     n = len(cells)
     cols = min(n, ROW)
     rows = math.ceil(n / cols)
-    fig, ax = plt.subplots(figsize=(0.78 * cols + 0.9, 0.82 * rows + 0.5))
+    side, edge = 71, (0x9E, 0x9E, 0x9E)
+    canvas = raster.Canvas()
     for index, (value, ch, length, first) in enumerate(cells):
         r, c = divmod(index, cols)
-        ax.add_patch(Rectangle((c, r), 1, 1, facecolor=SHADES.get(length, "#eeeeee"), edgecolor="#9e9e9e", linewidth=0.6))
-        if first:
-            ax.text(c + 0.5, r + 0.22, _char_text(ch) if length > 1 else "", ha="center", va="center", fontsize=7, color="#6d4c41")
-        ax.text(c + 0.5, r + 0.52, plain(byte_label(value)), ha="center", va="center", fontsize=10 if len(byte_label(value)) == 1 else 8)
-        ax.text(c + 0.5, r + 0.82, str(value), ha="center", va="center", fontsize=6.5, color="#616161")
-    ax.set_xlim(0, cols)
-    ax.set_ylim(rows, 0)
-    ax.set_xticks([c + 0.5 for c in range(cols)], [str(c) for c in range(cols)], fontsize=7)
-    ax.set_yticks([r + 0.5 for r in range(rows)], [str(r * cols) for r in range(rows)], fontsize=7)
-    ax.tick_params(length=0)
-    for side in ax.spines.values():
-        side.set_visible(False)
-    ax.set_xlabel("position within the row" if rows > 1 else "position")
+        x, y = c * side, r * side
+        canvas.rect(x, y, x + side, y + side, outline=edge, fill=SHADES.get(length, "#eeeeee"))
+        if first and length > 1:
+            canvas.text(x + side / 2, y + 0.22 * side, _char_text(ch), size=7, ha="center", va="center", color=(0x6D, 0x4C, 0x41))
+        label = byte_label(value)
+        canvas.text(x + side / 2, y + 0.52 * side, visual_order(label), size=10 if len(label) == 1 else 8, ha="center", va="center")
+        canvas.text(x + side / 2, y + 0.82 * side, str(value), size=6.5, ha="center", va="center", color=(0x61, 0x61, 0x61))
+    bottom = 0
+    for c in range(cols):
+        bottom = max(bottom, canvas.text(c * side + side / 2, rows * side + 6, str(c), size=7, ha="center")[3])
+    left = 0
+    for r in range(rows):
+        left = min(left, canvas.text(-6, r * side + side / 2, str(r * cols), size=7, ha="right", va="center")[0])
+    canvas.text(cols * side / 2, bottom + 4, "position within the row" if rows > 1 else "position", ha="center")
     if rows > 1:
-        ax.set_ylabel("first position")
-    lengths = sorted({length for _, _, length, _ in cells})
+        canvas.text(left - 6, rows * side / 2, "first position", ha="right", va="center", rotation=90)
     key = {1: "1-byte (ASCII)", 2: "2-byte", 3: "3-byte", 4: "4-byte"}
-    handles = [Rectangle((0, 0), 1, 1, facecolor=SHADES[k], edgecolor="#9e9e9e") for k in lengths]
-    ax.legend(handles, [key[k] + " characters" for k in lengths], loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(lengths), fontsize=7, frameon=False)
-    ax.set_aspect("equal")
-    save(fig, path)
-
+    x = 8
+    for length in sorted({length for _, _, length, _ in cells}):  # the legend, above the table
+        canvas.rect(x, -22, x + 20, -14, outline=edge, fill=SHADES[length])
+        x = canvas.text(x + 28, -18, key[length] + " characters", size=7, va="center")[2] + 20
+    canvas.save(path)
 
 
 def _context(labels: list[str], t: int, width: int = 8) -> str:

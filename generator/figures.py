@@ -1,11 +1,14 @@
-"""Figures for the report pages, drawn with matplotlib from the captured tensors.
+"""Figures for the report pages, drawn from the captured tensors.
 
-Each drawing function takes the run, the catalogue's figure arguments and a target
-path; files are PNG without timestamps, so the same tensors give the same bytes.
+Each drawing function takes the run, the catalogue's figure arguments and a target path; files are
+PNG without timestamps, so the same tensors give the same bytes. Pixel figures (heat maps, attention
+grids, masks, image overlays) are drawn with Pillow (generator.raster); charts with axes of numbers
+(bars, lines, tables) with matplotlib, imported on the first such figure (``pyplot()``).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import io
@@ -16,41 +19,44 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import arabic_reshaper
-import matplotlib
-from bidi import get_display
+import numpy as np
+import torch
+from PIL import Image
 
-matplotlib.use("Agg")
-# A glyph no installed font has is drawn as a box; matplotlib's warning per glyph would echo user text to the terminal.
-warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from (current )?font", category=UserWarning)
+from generator import raster
+from generator.run import ModelRun
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from matplotlib import font_manager  # noqa: E402
-from matplotlib.colors import ListedColormap  # noqa: E402
-from PIL import Image  # noqa: E402
-
-from generator.run import ModelRun  # noqa: E402
-
-DPI = 110
+DPI = raster.DPI
 PNG_METADATA = {"Software": None}  # no version stamp: byte-identical output across runs
-# Latin/Greek/Hebrew/Arabic, CJK, emoji; only those installed (scripts/install-chromium.sh adds the last two),
-# so a machine without them gets boxes for those glyphs rather than a warning per figure.
-_INSTALLED = {font.name for font in font_manager.fontManager.ttflist}
-FONT_FALLBACK = [name for name in ("DejaVu Sans", "Noto Sans CJK SC", "Symbola") if name in _INSTALLED] or ["DejaVu Sans"]
-
-plt.rcParams.update({
-    "font.family": FONT_FALLBACK,  # a list: matplotlib falls back glyph by glyph
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "figure.dpi": DPI,
-    "savefig.bbox": "tight",
-})
 
 DRAWERS: dict[str, Callable[[ModelRun, dict[str, Any], Path], None]] = {}
 # Run inputs (besides the tensors named in a figure's arguments) that each kind of figure draws on.
 INPUTS_USED: dict[str, tuple[str, ...]] = {}
+
+
+@functools.cache
+def pyplot():
+    """matplotlib's pyplot, imported and configured on first use (a second of imports a pixel figure does not need)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    # A glyph no installed font has is drawn as a box; matplotlib's warning per glyph would echo user text to the terminal.
+    warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from (current )?font", category=UserWarning)
+    import matplotlib.pyplot as plt
+    from matplotlib import font_manager
+
+    # Latin/Greek/Hebrew/Arabic, CJK, emoji; only those installed (scripts/install-chromium.sh adds the last two),
+    # so a machine without them gets boxes for those glyphs rather than a warning per figure.
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    fallback = [name for name in ("DejaVu Sans", "Noto Sans CJK SC", "Symbola") if name in installed] or ["DejaVu Sans"]
+    plt.rcParams.update({
+        "font.family": fallback,  # a list: matplotlib falls back glyph by glyph
+        "font.size": 9,
+        "axes.titlesize": 10,
+        "figure.dpi": DPI,
+        "savefig.bbox": "tight",
+    })
+    return plt
 
 
 def drawer(*inputs: str):
@@ -62,31 +68,29 @@ def drawer(*inputs: str):
     return register
 
 
-def save(fig: plt.Figure, path: Path) -> None:
+def save(fig, path: Path) -> None:
     buffer = io.BytesIO()
     fig.savefig(buffer, dpi=DPI, format="png", metadata=PNG_METADATA)
-    plt.close(fig)
+    pyplot().close(fig)
     # 256-colour palette PNG: about a third of the bytes, indistinguishable for plots and heat maps.
     image = Image.open(buffer).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
     image.save(path, format="PNG", optimize=True)
 
 
-def plain(text: str) -> str:
-    """User text as literal figure text.
-
-    matplotlib would read $...$ as math, and it lays glyphs out left to right only, so
-    right-to-left words (Hebrew, Arabic) are shaped and put in visual order first.
-    """
+def visual_order(text: str) -> str:
+    """Right-to-left words (Hebrew, Arabic) shaped and put in visual order: both renderers lay glyphs out left to right."""
     text = str(text)
     if any("\u0590" <= ch <= "\u08ff" or "\ufb1d" <= ch <= "\ufefc" for ch in text):
+        import arabic_reshaper
+        from bidi import get_display
+
         text = get_display(arabic_reshaper.reshape(text))
-    return text.replace("$", r"\$")
+    return text
 
 
-def axis_labels(run: ModelRun, key: str | None, n: int) -> list[str]:
-    if key is None:
-        return [str(i) for i in range(n)]
-    return [plain(w) for w in run.inputs[key]][:n]
+def plain(text: str) -> str:
+    """User text as literal matplotlib text: in visual order, and $...$ not read as math."""
+    return visual_order(text).replace("$", r"\$")
 
 
 def as_numpy(run: ModelRun, name: str) -> np.ndarray:
@@ -99,6 +103,30 @@ def grid(n: int, max_cols: int = 4) -> tuple[int, int]:
 
 
 # ----------------------------------------------------------------------------- drawings any report can use
+# Heat maps, attention grids and masks are pixels: drawn with Pillow (generator.raster), milliseconds each.
+
+LABELLED_CELLS = 24  # up to this many positions per axis, every cell is labelled; beyond, the figure keeps its size
+
+
+def literal_labels(run: ModelRun, key: str | None, n: int) -> list[str]:
+    """Axis labels as raster text: the words in visual order (no matplotlib escaping)."""
+    if key is None:
+        return [str(i) for i in range(n)]
+    return [visual_order(w) for w in run.inputs[key]][:n]
+
+
+def sparse_positions(n: int, most: int = 16) -> list[int]:
+    """At most ``most`` evenly spaced positions of ``n``, so long sequences stay legible."""
+    return list(range(0, n, max(1, math.ceil(n / most))))
+
+
+def integer_ticks(n: int, most: int = 8) -> list[int]:
+    """matplotlib's default ticks on an axis of ``n`` cells: round integers from 0 to n - 1."""
+    return [int(t) for t in raster.nice_ticks(0, max(n - 1, 1), most) if t == int(t) and t <= n - 1]
+
+
+def _fig_px(inches: float) -> int:
+    return round(inches * raster.DPI)
 
 
 @drawer()
@@ -108,34 +136,48 @@ def matrix(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     cols = min(args.get("max_cols", 64), data.shape[1])
     data = data[:, :cols]
     rows = data.shape[0]
-    fig, ax = plt.subplots(figsize=(min(2 + cols * 0.09, 14), min(1.2 + rows * 0.32, 9)))
+    # The plot area of the matplotlib figure this replaces: figure size less its margins.
+    width, height = _fig_px(min(2 + cols * 0.09, 14) * 0.78 - 0.35), _fig_px(min(1.2 + rows * 0.32, 9) * 0.77 - 0.1)
     limit = float(np.abs(data).max()) or 1.0
-    im = ax.imshow(data, aspect="auto", cmap=args.get("cmap", "viridis"), vmin=-limit, vmax=limit, interpolation="nearest")
+    canvas = raster.Canvas()
+    cmap = args.get("cmap", "viridis")
+    raster.heatmap(canvas, 0, 0, data, width, height, cmap, -limit, limit, smooth=rows > height or cols > width)
+    left = 0
     if "rows" in args and rows <= 40:
-        ax.set_yticks(range(rows), axis_labels(run, args["rows"], rows))
-    ax.set_xlabel(args.get("xlabel", "feature") + f" (0–{cols - 1})")
+        left = raster.ticks_left(canvas, 0, raster.cell_centres(0, height, rows), literal_labels(run, args["rows"], rows))
+    else:
+        ticks = integer_ticks(rows)
+        left = raster.ticks_left(canvas, 0, [(t + 0.5) * height / rows for t in ticks], [str(t) for t in ticks])
+    ticks = integer_ticks(cols, most=max(2, min(10, width // 60)))
+    bottom = raster.ticks_below(canvas, height, [(t + 0.5) * width / cols for t in ticks], [str(t) for t in ticks])
+    canvas.text(width / 2, bottom + 3, args.get("xlabel", "feature") + f" (0–{cols - 1})", ha="center")
     if "ylabel" in args:
-        ax.set_ylabel(args["ylabel"])
-    fig.colorbar(im, ax=ax, fraction=0.025)
-    save(fig, path)
+        canvas.text(left - 6, height / 2, args["ylabel"], ha="right", va="center", rotation=90)
+    raster.colorbar(canvas, width + 30, 0, height, cmap, -limit, limit)
+    canvas.save(path)
 
 
 @drawer()
 def positional(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     before, after = (as_numpy(run, name)[0] for name in args["tensors"])
     added = after - before
-    labels = axis_labels(run, args["rows"], added.shape[0])
-    fig, axes = plt.subplots(1, 2, figsize=(12, min(1.6 + 0.3 * added.shape[0], 9)), sharey=True)
-    for ax, data, title in zip(axes, (added, after), ("added positional encoding", "embedding + position")):
-        im = ax.imshow(data, aspect="auto", cmap="RdBu_r", vmin=-np.abs(data).max(), vmax=np.abs(data).max(), interpolation="nearest")
-        ax.set_title(title)
-        ax.set_xlabel("feature")
-        fig.colorbar(im, ax=ax, fraction=0.03)
-    if len(labels) <= 40:
-        axes[0].set_yticks(range(len(labels)), [f"{i}: {w}" for i, w in enumerate(labels)])
-    else:
-        sparse_ticks(axes[0], labels, "y", most=30)
-    save(fig, path)
+    labels = literal_labels(run, args["rows"], added.shape[0])
+    T, C = added.shape
+    width, height = 400, _fig_px(min(1.6 + 0.3 * T, 9) * 0.77 - 0.2)
+    canvas = raster.Canvas()
+    x = 0
+    for data, title in ((added, "added positional encoding"), (after, "embedding + position")):
+        limit = float(np.abs(data).max()) or 1.0
+        raster.heatmap(canvas, x, 0, data, width, height, "RdBu_r", -limit, limit, smooth=C > width or T > height)
+        canvas.text(x + width / 2, -6, title, size=10, ha="center", va="bottom")
+        ticks = integer_ticks(C, most=6)
+        bottom = raster.ticks_below(canvas, height, [x + (t + 0.5) * width / C for t in ticks], [str(t) for t in ticks])
+        canvas.text(x + width / 2, bottom + 3, "feature", ha="center")
+        raster.colorbar(canvas, x + width + 16, 0, height, "RdBu_r", -limit, limit)
+        x += width + 110
+    shown = range(T) if T <= 40 else sparse_positions(T, most=30)
+    raster.ticks_left(canvas, 0, [(i + 0.5) * height / T for i in shown], [f"{i}: {labels[i]}" for i in shown])
+    canvas.save(path)
 
 
 @drawer()
@@ -143,8 +185,6 @@ def attention_heads(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     weights = as_numpy(run, args["tensor"])[0]  # (h, rows, cols)
     heads, n_rows, n_cols = weights.shape
     grid_rows, grid_cols = grid(heads, 2 if heads <= 4 else 4)
-    cell = 3.4 if n_cols <= 16 else 3.0
-    fig, axes = plt.subplots(grid_rows, grid_cols, figsize=(cell * grid_cols + 1, cell * grid_rows + 0.4), squeeze=False)
     finite = weights[np.isfinite(weights)]
     diverging = finite.min() < 0
     many = n_cols > 64
@@ -152,42 +192,55 @@ def attention_heads(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     top = float(np.percentile(np.abs(finite), 99.5)) if many else float(np.abs(finite).max())
     vmin, vmax = (-top, top) if diverging else (0.0, max(top, 1e-9))
     labelled = n_rows <= LABELLED_CELLS and n_cols <= LABELLED_CELLS
-    for index, ax in enumerate(axes.flat):
-        if index >= heads:
-            ax.axis("off")
-            continue
-        im = ax.imshow(weights[index], cmap=args.get("cmap", "viridis"), vmin=vmin, vmax=vmax,
-                       interpolation="antialiased" if many else "nearest")  # many tokens: average, don't skip, when shrinking
-        ax.set_title(f"head {index + 1}")
-        if labelled:
-            ax.set_xticks(range(n_cols), axis_labels(run, args.get("cols"), n_cols), rotation=60, ha="right")
-            ax.set_yticks(range(n_rows), axis_labels(run, args.get("rows"), n_rows))
-            # Every panel has the same words: label rows once per grid row, columns under the lowest panel.
-            ax.tick_params(labelleft=index % grid_cols == 0, labelbottom=index + grid_cols >= heads)
-            if args.get("annotate") and n_rows * n_cols <= 100:
-                for (i, j), value in np.ndenumerate(weights[index]):
-                    if np.isfinite(value):
-                        ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6.5,
-                                color="white" if (value - vmin) < 0.6 * (vmax - vmin) else "black")
-    fig.supxlabel("key: the token attended to")
-    fig.supylabel("query: the token attending")
-    fig.colorbar(im, ax=axes, fraction=0.02)
-    save(fig, path)
-
-
-LABELLED_CELLS = 24  # up to this many positions per axis, every cell is labelled; beyond, the figure keeps its size
-
-
-def sparse_ticks(ax: plt.Axes, labels: list[str], axis: str, most: int = 16) -> None:
-    """Label at most ``most`` evenly spaced positions (their index and word), so long sequences stay legible."""
-    n = len(labels)
-    step = max(1, math.ceil(n / most))
-    positions = list(range(0, n, step))
-    texts = [f"{i}: {labels[i]}" for i in positions]
-    if axis == "x":
-        ax.set_xticks(positions, texts, rotation=60, ha="right")
-    else:
-        ax.set_yticks(positions, texts)
+    cmap = args.get("cmap", "viridis")
+    # Square cells, the longer side of a panel about as long as in the matplotlib grid this replaces.
+    side = _fig_px((3.4 if n_cols <= 16 else 3.0) * 0.72)
+    cell = side / max(n_rows, n_cols)
+    if not many:
+        cell = max(1, round(cell))
+    width, height = round(cell * n_cols), round(cell * n_rows)
+    row_labels = literal_labels(run, args.get("rows"), n_rows) if labelled else None
+    col_labels = literal_labels(run, args.get("cols"), n_cols) if labelled else None
+    x_ticks = range(n_cols) if labelled else integer_ticks(n_cols, most=5)
+    y_ticks = range(n_rows) if labelled else integer_ticks(n_rows, most=5)
+    label_below = [index + grid_cols >= heads for index in range(heads)]  # the lowest panel of each column
+    probe = raster.Canvas()  # how far the x labels reach below a panel
+    reach = raster.ticks_below(probe, 0, [0.0] * len(x_ticks), [col_labels[i] for i in x_ticks] if labelled else [str(t) for t in x_ticks],
+                               rotation=60 if labelled else 0) if x_ticks else 4
+    gap_x, title_h = 34 if labelled else 44, 24
+    row_gap = [title_h + (reach if any(label_below[r * grid_cols:(r + 1) * grid_cols]) else 16) for r in range(grid_rows)]
+    canvas = raster.Canvas()
+    y = 0
+    for r in range(grid_rows):
+        for c in range(grid_cols):
+            index = r * grid_cols + c
+            if index >= heads:
+                continue
+            x = c * (width + gap_x)
+            raster.heatmap(canvas, x, y, weights[index], width, height, cmap, vmin, vmax, smooth=many)
+            canvas.text(x + width / 2, y - 6, f"head {index + 1}", size=10, ha="center", va="bottom")
+            xs = [x + (i + 0.5) * cell for i in x_ticks]
+            ys = [y + (i + 0.5) * cell for i in y_ticks]
+            if labelled:
+                raster.ticks_below(canvas, y + height, xs, [col_labels[i] for i in x_ticks] if label_below[index] else None, rotation=60)
+                raster.ticks_left(canvas, x, ys, [row_labels[i] for i in y_ticks] if c == 0 else [""] * len(ys))
+                if args.get("annotate") and n_rows * n_cols <= 100:
+                    for (i, j), value in np.ndenumerate(weights[index]):
+                        if np.isfinite(value):
+                            white = (value - vmin) < 0.6 * (vmax - vmin)
+                            canvas.text(x + (j + 0.5) * cell, y + (i + 0.5) * cell, f"{value:.2f}", size=6.5, ha="center", va="center",
+                                        color=(255, 255, 255) if white else (0, 0, 0))
+            else:
+                raster.ticks_below(canvas, y + height, xs, [str(t) for t in x_ticks] if label_below[index] else None)
+                raster.ticks_left(canvas, x, ys, [str(t) for t in y_ticks] if c == 0 else [""] * len(ys))
+        y += height + row_gap[r]
+    left, _, right, bottom = canvas.bounds()
+    total_h = y - row_gap[-1]
+    canvas.text((left + right) / 2, bottom + 6, "key: the token attended to", size=10.8, ha="center")
+    canvas.text(left - 10, total_h / 2, "query: the token attending", size=10.8, ha="right", va="center", rotation=90)
+    bar_h = max(150, min(round(total_h * 0.6), 520))
+    raster.colorbar(canvas, right + 30, round((total_h - bar_h) / 2), bar_h, cmap, vmin, vmax)
+    canvas.save(path)
 
 
 @drawer()
@@ -197,23 +250,30 @@ def mask(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     boolean = m.dtype == torch.bool
     blocked = ~m.numpy() if boolean else np.isinf(m.float().numpy())
     T = blocked.shape[0]
-    labels = axis_labels(run, args["rows"], T)
-    side = min(T, LABELLED_CELLS)
-    fig, ax = plt.subplots(figsize=(1.5 + 0.55 * side, 1.2 + 0.5 * side))
-    ax.imshow(blocked, cmap=ListedColormap(["white", "#9e9e9e"]), vmin=0, vmax=1, interpolation="nearest")
+    labels = literal_labels(run, args["rows"], T)
+    side = _fig_px(min(1.5 + 0.55 * min(T, LABELLED_CELLS), 1.2 + 0.5 * min(T, LABELLED_CELLS)) * 0.8 - 0.4)
+    cell = max(1, round(side / T)) if T <= LABELLED_CELLS else side / T
+    size = round(cell * T)
+    canvas = raster.Canvas()
+    grey = np.array([[255, 255, 255], [0x9E, 0x9E, 0x9E]], dtype=np.uint8)
+    canvas.image(0, 0, grey[raster.resample(blocked.astype(np.intp), size, size, smooth=False)])
+    canvas.rect(-1, -1, size, size)
     allowed_text, blocked_text = ("✓", "") if boolean else ("0", "−∞")
     if T <= LABELLED_CELLS:
         for (i, j), is_blocked in np.ndenumerate(blocked):
-            ax.text(j, i, blocked_text if is_blocked else allowed_text, ha="center", va="center")
-        ax.set_xticks(range(T), [f"{i}: {w}" for i, w in enumerate(labels)], rotation=60, ha="right")
-        ax.set_yticks(range(T), [f"{i}: {w}" for i, w in enumerate(labels)])
+            canvas.text((j + 0.5) * cell, (i + 0.5) * cell, blocked_text if is_blocked else allowed_text, ha="center", va="center")
+        shown = list(range(T))
     else:  # hundreds of positions: the triangle itself is the message
-        sparse_ticks(ax, labels, "x")
-        sparse_ticks(ax, labels, "y")
-    ax.set_title(f"{int((~blocked).sum())} allowed (white), {int(blocked.sum())} blocked (grey) of {T}×{T}")
-    ax.set_xlabel("key position: may it be read?")
-    ax.set_ylabel("query position")
-    save(fig, path)
+        shown = sparse_positions(T)
+    centres = [(i + 0.5) * cell for i in shown]
+    texts = [f"{i}: {labels[i]}" for i in shown]
+    bottom = raster.ticks_below(canvas, size, centres, texts, rotation=60)
+    left = raster.ticks_left(canvas, 0, centres, texts)
+    canvas.text(size / 2, -6, f"{int((~blocked).sum())} allowed (white), {int(blocked.sum())} blocked (grey) of {T}×{T}",
+                size=10, ha="center", va="bottom")
+    canvas.text(size / 2, bottom + 3, "key position: may it be read?", ha="center")
+    canvas.text(left - 6, size / 2, "query position", ha="right", va="center", rotation=90)
+    canvas.save(path)
 
 
 def draw(run: ModelRun, kind: str, args: dict[str, Any], path: Path) -> None:

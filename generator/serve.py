@@ -445,11 +445,13 @@ class WarmServer:
             from generator.cli import build_from_args
 
             build_from_args(parse_build_argv(["build", f"--out={self.docs}", f"--config={self.config}", *(["--quiet"] if self.quiet else [])]))
-        import generator.build  # noqa: F401 - torch, matplotlib and the models' modules, loaded once
+        import generator.build  # noqa: F401 - torch and the models' modules, loaded once
+        from generator.figures import pyplot
         from generator.reports import REPORTS
 
         for report in REPORTS.values():
             report.load()
+        pyplot()  # matplotlib too (a build imports it on its first chart): forked figure workers inherit it
         from generator.sitebuild import WarmSite
 
         self._warm_templates()

@@ -64,7 +64,34 @@ def test_imagenet_weights_offline_fail_with_a_clear_message(monkeypatch):
 
 def test_class_names_come_from_torchvision_metadata(vit_run):
     names = vit_run.inputs["class_names"]
-    assert len(names) == 1000 and names[0] == "tench"
+    assert names == list(torchvision.models.ViT_B_16_Weights.IMAGENET1K_V1.meta["categories"])  # the copied list, name for name
+
+
+def test_the_default_report_runs_without_importing_torchvision():
+    """torchvision's import costs seconds (its ops pull in torch._dynamo): only ImageNet weights need it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from generator.reports import REPORTS; from generator.reports.vit.options import VitOptions; "
+            "run = REPORTS['vit'].run(VitOptions(size='tiny', device='cpu')); "
+            "assert len(run.inputs['class_names']) == 10; print('torchvision' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parent.parent)
+    assert result.stdout.strip() == "False"
+
+
+def test_random_weights_are_made_once_per_seed_and_equal_a_fresh_seeded_initialisation():
+    from generator.reports.vit import weights
+
+    cfg = PRESETS["tiny"]
+    first, _ = WEIGHTS["random"].load("tiny", cfg, 11)
+    again, _ = WEIGHTS["random"].load("tiny", cfg, 11)  # from the kept tensors
+    torch.manual_seed(11)
+    fresh = VisionTransformer(cfg)
+    assert again is not first and (cfg, 11) in weights._RANDOM_STATE
+    for name, tensor in fresh.state_dict().items():
+        assert torch.equal(again.state_dict()[name], tensor) and torch.equal(first.state_dict()[name], tensor), name
+    other, _ = WEIGHTS["random"].load("tiny", cfg, 12)
+    assert not torch.equal(other.pos_embedding, fresh.pos_embedding)
 
 
 def _encode(image: Image.Image, fmt: str, **kwargs) -> bytes:
@@ -114,7 +141,11 @@ def test_common_image_kinds_load_as_rgb_and_preprocess_to_224(tmp_path, name):
         assert image.size == (60, 90)  # EXIF orientation applied
     if name == "sixteen-bit.png":
         assert np.asarray(image).max() == 255  # scaled, not clipped to white
-    assert preprocess(image, 224, IMAGENET_MEAN, IMAGENET_STD).shape == (1, 3, 224, 224)
+    ours = preprocess(image, 224, IMAGENET_MEAN, IMAGENET_STD)
+    transforms = torchvision.transforms
+    reference = transforms.Compose([transforms.Resize((224, 224), antialias=True), transforms.ToTensor(),
+                                    transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)])(image).unsqueeze(0)
+    assert ours.shape == (1, 3, 224, 224) and torch.equal(ours, reference)  # bit-identical to torchvision's pipeline
 
 
 def test_a_new_image_gives_26_passing_pages_data(tmp_path):

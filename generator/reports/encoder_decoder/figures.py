@@ -1,4 +1,7 @@
-"""Figures specific to the encoder–decoder report; they register with the generic drawers in generator.figures."""
+"""Figures specific to the encoder–decoder report; they register with the generic drawers in generator.figures.
+
+A table and small bar panels: drawn with Pillow (generator.raster) like the heat maps, so the report needs no matplotlib.
+"""
 
 from __future__ import annotations
 
@@ -8,29 +11,26 @@ from typing import Any
 import numpy as np
 import torch
 
-from generator.figures import LABELLED_CELLS, axis_labels, drawer, grid, plain, plt, save
+from generator import raster
+from generator.figures import LABELLED_CELLS, drawer, grid, literal_labels, visual_order
+from generator.run import ModelRun
 
 MOST_PANELS = 12  # prediction panels drawn; longer targets show evenly spaced positions
-from generator.run import ModelRun
 
 
 @drawer("src_tokens", "tgt_tokens", "src_vocab", "tgt_vocab")
 def token_table(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     sides = [("source", run.inputs["src_tokens"], run.inputs["src_vocab"]), ("target", run.inputs["tgt_tokens"], run.inputs["tgt_vocab"])]
-    width = min(max(len(sides[0][1]), len(sides[1][1])), LABELLED_CELLS)
-    fig, axes = plt.subplots(2, 1, figsize=(min(2 + 1.1 * width, 18), 2.6))
-    for ax, (title, tokens, vocab) in zip(axes, sides):
-        ax.axis("off")
+    canvas = raster.Canvas()
+    y = 0
+    for title, tokens, vocab in sides:
         shown = tokens[:LABELLED_CELLS]  # a long sentence: its first words (the pages list them all)
-        cells = [[plain(t) for t in shown], [str(vocab[t]) for t in shown]]
-        table = ax.table(cellText=cells, rowLabels=["word", "ID"], colLabels=[str(i) for i in range(len(shown))], loc="center", cellLoc="center")
-        table.auto_set_font_size(False)
-        table.set_fontsize(9)
-        table.auto_set_column_width(list(range(len(shown))))
-        table.scale(1, 1.3)
         more = f", first {len(shown)} of {len(tokens)} words" if len(shown) < len(tokens) else ""
-        ax.set_title(f"{title} sentence (position → word → ID{more})", loc="left")
-    save(fig, path)
+        canvas.text(0, y, f"{title} sentence (position → word → ID{more})", size=10)
+        box = raster.table(canvas, 20, y + 30, [str(i) for i in range(len(shown))],
+                           [("word", [visual_order(t) for t in shown]), ("ID", [str(vocab[t]) for t in shown])])
+        y = box[3] + 24
+    canvas.save(path)
 
 
 @drawer("tgt_words")
@@ -39,22 +39,21 @@ def predictions(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     probs = torch.softmax(logits, dim=-1).numpy()
     T, V = probs.shape
     vocab = run.inputs["tgt_words"]
-    positions = axis_labels(run, args["rows"], T)
+    positions = literal_labels(run, args["rows"], T)
     shown = sorted({round(k * (T - 1) / (MOST_PANELS - 1)) for k in range(MOST_PANELS)}) if T > MOST_PANELS else list(range(T))
     grid_rows, grid_cols = grid(len(shown), 3)
-    fig, axes = plt.subplots(grid_rows, grid_cols, figsize=(4.2 * grid_cols, (0.9 + 0.24 * min(V, 20)) * grid_rows), squeeze=False)
+    bars = min(V, 20)
+    label_width = max(raster.text_width(visual_order(vocab[k]), 9) for k in range(V)) + 14
+    width, pitch = 300, 30 if bars <= 8 else 24  # twenty bars a panel, twelve panels: the figure stays under ~2,600 px
+    canvas = raster.Canvas()
     if len(shown) < T:
-        fig.suptitle(f"{len(shown)} of the {T} target positions, evenly spaced")
-    for index, ax in enumerate(axes.flat):
-        if index >= len(shown):
-            ax.axis("off")
-            continue
-        t = shown[index]
+        canvas.text(0, -40, f"{len(shown)} of the {T} target positions, evenly spaced", size=10.8)
+    for index, t in enumerate(shown):
+        r, c = divmod(index, grid_cols)
+        x, y = label_width + c * (label_width + width + 24), r * (pitch * bars + 70)
         order = np.argsort(-probs[t], kind="stable")[:20]
-        colors = ["#3949ab" if k == order[0] else "#9fa8da" for k in order]
-        ax.barh(range(len(order)), probs[t][order], color=colors)
-        ax.set_yticks(range(len(order)), [plain(vocab[k]) for k in order])
-        ax.invert_yaxis()
-        ax.set_xlim(0, 1)
-        ax.set_title(f"position {t} (input “{positions[t]}”) → “{plain(vocab[order[0]])}”", fontsize=8.5)
-    save(fig, path)
+        colours = [(0x39, 0x49, 0xAB) if k == order[0] else (0x9F, 0xA8, 0xDA) for k in order]
+        raster.hbars(canvas, x, y, width, [float(probs[t][k]) for k in order], [visual_order(vocab[k]) for k in order], colours, 1.0, pitch)
+        canvas.text(x + width / 2, y - 6, f"position {t} (input “{positions[t]}”) → “{visual_order(vocab[order[0]])}”", size=8.5,
+                    ha="center", va="bottom")
+    canvas.save(path)

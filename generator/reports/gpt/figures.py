@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from matplotlib.patches import Rectangle
 
-from generator.figures import as_numpy, axis_labels, drawer, grid, plain, plt, save
+from generator import raster
+from generator.figures import as_numpy, drawer, grid, integer_ticks, plain, pyplot, save, visual_order
 from generator.run import ModelRun
 from models.gpt import byte_label
 
@@ -23,7 +23,7 @@ SHADES = {1: "#ffffff", 2: "#fff3e0", 3: "#e3f2fd", 4: "#f3e5f5"}  # by the char
 
 
 def _char_text(ch: str) -> str:
-    return "space" if ch == " " else plain(ch)
+    return "space" if ch == " " else visual_order(ch)
 
 
 @drawer("characters")
@@ -35,31 +35,32 @@ def byte_table(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     n = len(cells)
     cols = min(n, ROW)
     rows = math.ceil(n / cols)
-    fig, ax = plt.subplots(figsize=(0.78 * cols + 0.9, 0.82 * rows + 0.5))
+    side, edge = 71, (0x9E, 0x9E, 0x9E)
+    canvas = raster.Canvas()
     for index, (value, ch, length, first) in enumerate(cells):
         r, c = divmod(index, cols)
-        ax.add_patch(Rectangle((c, r), 1, 1, facecolor=SHADES.get(length, "#eeeeee"), edgecolor="#9e9e9e", linewidth=0.6))
-        if first:
-            ax.text(c + 0.5, r + 0.22, _char_text(ch) if length > 1 else "", ha="center", va="center", fontsize=7, color="#6d4c41")
-        ax.text(c + 0.5, r + 0.52, plain(byte_label(value)), ha="center", va="center", fontsize=10 if len(byte_label(value)) == 1 else 8)
-        ax.text(c + 0.5, r + 0.82, str(value), ha="center", va="center", fontsize=6.5, color="#616161")
-    ax.set_xlim(0, cols)
-    ax.set_ylim(rows, 0)
-    ax.set_xticks([c + 0.5 for c in range(cols)], [str(c) for c in range(cols)], fontsize=7)
-    ax.set_yticks([r + 0.5 for r in range(rows)], [str(r * cols) for r in range(rows)], fontsize=7)
-    ax.tick_params(length=0)
-    for side in ax.spines.values():
-        side.set_visible(False)
-    ax.set_xlabel("position within the row" if rows > 1 else "position")
+        x, y = c * side, r * side
+        canvas.rect(x, y, x + side, y + side, outline=edge, fill=SHADES.get(length, "#eeeeee"))
+        if first and length > 1:
+            canvas.text(x + side / 2, y + 0.22 * side, _char_text(ch), size=7, ha="center", va="center", color=(0x6D, 0x4C, 0x41))
+        label = byte_label(value)
+        canvas.text(x + side / 2, y + 0.52 * side, visual_order(label), size=10 if len(label) == 1 else 8, ha="center", va="center")
+        canvas.text(x + side / 2, y + 0.82 * side, str(value), size=6.5, ha="center", va="center", color=(0x61, 0x61, 0x61))
+    bottom = 0
+    for c in range(cols):
+        bottom = max(bottom, canvas.text(c * side + side / 2, rows * side + 6, str(c), size=7, ha="center")[3])
+    left = 0
+    for r in range(rows):
+        left = min(left, canvas.text(-6, r * side + side / 2, str(r * cols), size=7, ha="right", va="center")[0])
+    canvas.text(cols * side / 2, bottom + 4, "position within the row" if rows > 1 else "position", ha="center")
     if rows > 1:
-        ax.set_ylabel("first position")
-    lengths = sorted({length for _, _, length, _ in cells})
+        canvas.text(left - 6, rows * side / 2, "first position", ha="right", va="center", rotation=90)
     key = {1: "1-byte (ASCII)", 2: "2-byte", 3: "3-byte", 4: "4-byte"}
-    handles = [Rectangle((0, 0), 1, 1, facecolor=SHADES[k], edgecolor="#9e9e9e") for k in lengths]
-    ax.legend(handles, [key[k] + " characters" for k in lengths], loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(lengths), fontsize=7, frameon=False)
-    ax.set_aspect("equal")
-    save(fig, path)
-
+    x = 8
+    for length in sorted({length for _, _, length, _ in cells}):  # the legend, above the table
+        canvas.rect(x, -22, x + 20, -14, outline=edge, fill=SHADES[length])
+        x = canvas.text(x + 28, -18, key[length] + " characters", size=7, va="center")[2] + 20
+    canvas.save(path)
 
 
 def _context(labels: list[str], t: int, width: int = 8) -> str:
@@ -72,23 +73,28 @@ def next_byte_topk(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     probs = as_numpy(run, args["tensor"])[0]  # (T, V)
     T, V = probs.shape
     k, n = args.get("k", 10), min(args.get("positions", 3), T)
-    labels = axis_labels(run, args["rows"], T)
+    labels = [visual_order(w) for w in run.inputs[args["rows"]]][:T]
     positions = list(range(T - n, T))
-    fig, axes = plt.subplots(1, n, figsize=(4.3 * n, 0.8 + 0.3 * k), squeeze=False)
     top = float(probs[positions].max())
-    for ax, t in zip(axes.flat, positions):
+    xmax = max(top * 1.15, 2.5 / V)
+    width, pitch, x = 330, 26, 0
+    canvas = raster.Canvas()
+    for t in positions:
         order = np.argsort(-probs[t], kind="stable")[:k]
-        colors = ["#3949ab" if i == 0 else "#9fa8da" for i in range(len(order))]
-        ax.barh(range(len(order)), probs[t][order], color=colors)
-        ax.set_yticks(range(len(order)), [f"{plain(byte_label(int(b)))}  ({int(b)})" for b in order])
-        ax.invert_yaxis()
-        ax.axvline(1 / V, color="#e53935", linestyle="--", linewidth=1)
-        ax.set_xlim(0, max(top * 1.15, 2.5 / V))
+        names = [f"{visual_order(byte_label(int(b)))}  ({int(b)})" for b in order]
+        x += max(raster.text_width(name, 9) for name in names) + 14
+        colours = [(0x39, 0x49, 0xAB) if i == 0 else (0x9F, 0xA8, 0xDA) for i in range(len(order))]
+        _, _, _, bottom = raster.hbars(canvas, x, 0, width, [float(probs[t][b]) for b in order], names, colours, xmax, pitch)
+        uniform = x + round(width / V / xmax)
+        for y in range(0, pitch * len(order), 8):  # the uniform 1/256, dashed
+            canvas.line(uniform, y, uniform, min(y + 4, pitch * len(order) - 1), fill=(0xE5, 0x39, 0x35))
         for i, b in enumerate(order):
-            ax.text(probs[t][b], i, f" {probs[t][b]:.4f}", va="center", fontsize=7)
-        ax.set_title(f"position {t}{' (last)' if t == T - 1 else ''}, after\n{_context(labels, t, 6)}", fontsize=8.5)
-        ax.set_xlabel("probability of the next byte")
-    save(fig, path)
+            canvas.text(x + probs[t][b] / xmax * width + 2, (i + 0.5) * pitch, f" {probs[t][b]:.4f}", size=7, va="center")
+        canvas.text(x + width / 2, -6, f"position {t}{' (last)' if t == T - 1 else ''}, after\n{_context(labels, t, 6)}", size=8.5,
+                    ha="center", va="bottom")
+        canvas.text(x + width / 2, bottom + 3, "probability of the next byte", ha="center")
+        x += width + 24
+    canvas.save(path)
 
 
 @drawer("cache_bytes", "n_bytes")
@@ -96,23 +102,31 @@ def kv_cache(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     cache = as_numpy(run, args["tensor"])[0, 0]  # (S, hs), head 1
     S, hs = cache.shape
     T = run.inputs["n_bytes"]
-    fig, ax = plt.subplots(figsize=(min(2.5 + 0.12 * hs, 10), min(1.4 + 0.26 * S, 9)))
+    width, height = round((min(2.5 + 0.12 * hs, 10) - 1.6) * raster.DPI), round((min(1.4 + 0.26 * S, 9) - 0.75) * raster.DPI)
     limit = float(np.abs(cache).max()) or 1.0
-    im = ax.imshow(cache, aspect="auto", cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest" if S <= 64 else "antialiased")
-    ax.axhline(T - 0.5, color="black", linewidth=1.5)
+    canvas = raster.Canvas()
+    raster.heatmap(canvas, 0, 0, cache, width, height, "RdBu_r", -limit, limit, smooth=S > 64)
+    line_y = round(T * height / S)
+    canvas.line(0, line_y, width - 1, line_y, width=2)  # prompt above, generated bytes below
     if S <= 40:
-        labels = [plain(b) for b in run.inputs["cache_bytes"]]
-        ax.set_yticks(range(S), [f"{i}: {w}" for i, w in enumerate(labels)], fontsize=7)
-    ax.set_title(f"head 1 keys: positions 0–{T - 1} from the prompt pass" + (f", {T}–{S - 1} (below the line) from generated bytes fed back" if S > T else ""),
-                 fontsize=8.5)
-    ax.set_xlabel(f"feature of head 1 (0–{hs - 1})")
-    ax.set_ylabel("cached position")
-    fig.colorbar(im, ax=ax, fraction=0.03)
-    save(fig, path)
+        labels = [visual_order(b) for b in run.inputs["cache_bytes"]]
+        left = raster.ticks_left(canvas, 0, raster.cell_centres(0, height, S), [f"{i}: {w}" for i, w in enumerate(labels)], size=7)
+    else:
+        ticks = integer_ticks(S)
+        left = raster.ticks_left(canvas, 0, [(t + 0.5) * height / S for t in ticks], [str(t) for t in ticks])
+    ticks = integer_ticks(hs, most=6)
+    bottom = raster.ticks_below(canvas, height, [(t + 0.5) * width / hs for t in ticks], [str(t) for t in ticks])
+    canvas.text(width / 2, bottom + 3, f"feature of head 1 (0–{hs - 1})", ha="center")
+    canvas.text(left - 6, height / 2, "cached position", ha="right", va="center", rotation=90)
+    canvas.text(width / 2, -6, f"head 1 keys: positions 0–{T - 1} from the prompt pass"
+                + (f", {T}–{S - 1} (below the line) from generated bytes fed back" if S > T else ""), size=8.5, ha="center", va="bottom")
+    raster.colorbar(canvas, width + 24, 0, height, "RdBu_r", -limit, limit)
+    canvas.save(path)
 
 
 @drawer("generated_bytes")
 def generation(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
     cached = run.cpu(args["tensor"])[0].double()  # (N, V)
     recomputed = run.cpu(args["recomputed_tensor"])[0].double()
     probs = torch.softmax(cached, dim=-1).numpy()

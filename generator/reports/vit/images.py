@@ -8,8 +8,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
-from torchvision import transforms
-
 from generator.errors import UserError
 
 DEFAULT_IMAGE = Path(__file__).resolve().parent / "assets" / "default-image.jpg"
@@ -62,10 +60,16 @@ def _to_rgb(im: Image.Image) -> Image.Image:
 
 
 def preprocess(image: Image.Image, size: int, mean: tuple[float, ...], std: tuple[float, ...]) -> torch.Tensor:
-    """RGB -> resize to size x size -> [0, 1] -> per-channel (x - mean) / std: (1, 3, size, size)."""
-    pipeline = transforms.Compose([
-        transforms.Resize((size, size), antialias=True),
-        transforms.ToTensor(),
-        transforms.Normalize(mean, std),
-    ])
-    return pipeline(image).unsqueeze(0)  # (3, H, W) -> (1, 3, H, W)
+    """RGB -> resize to size x size -> [0, 1] -> per-channel (x - mean) / std: (1, 3, size, size).
+
+    The same operations, in the same order and dtype, as torchvision's Resize((size, size)) (PIL bilinear,
+    antialiased), ToTensor and Normalize, so the tensor is bit-identical; written out because importing
+    torchvision costs seconds (tests/test_vit.py compares the two).
+    """
+    if image.size != (size, size):
+        image = image.resize((size, size), Image.Resampling.BILINEAR)
+    pixels = torch.from_numpy(np.array(image, dtype=np.uint8))  # (H, W, 3)
+    tensor = pixels.permute(2, 0, 1).contiguous().to(torch.float32).div(255)  # (H, W, 3) -> (3, H, W) in [0, 1]
+    mean_t = torch.as_tensor(mean, dtype=torch.float32).view(-1, 1, 1)
+    std_t = torch.as_tensor(std, dtype=torch.float32).view(-1, 1, 1)
+    return tensor.sub(mean_t).div(std_t).unsqueeze(0)  # (3, H, W) -> (1, 3, H, W)

@@ -22,12 +22,13 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
 
-def class_names(n_classes: int) -> list[str]:
-    """ImageNet-1k's names (shipped with torchvision, no download), CIFAR-10's, or numbers."""
-    if n_classes == 1000:
-        from torchvision.models import ViT_B_16_Weights
+IMAGENET_CLASSES = Path(__file__).resolve().parent / "assets" / "imagenet-classes.txt"  # torchvision's meta["categories"]
 
-        return list(ViT_B_16_Weights.IMAGENET1K_V1.meta["categories"])
+
+def class_names(n_classes: int) -> list[str]:
+    """ImageNet-1k's names (torchvision's list, copied so that naming classes does not import torchvision), CIFAR-10's, or numbers."""
+    if n_classes == 1000:
+        return IMAGENET_CLASSES.read_text(encoding="utf-8").splitlines()
     if n_classes == 10:
         return list(CIFAR10_CLASSES)
     return [f"class {i}" for i in range(n_classes)]
@@ -44,9 +45,27 @@ class WeightsPreset:
         return class_names(cfg.n_classes)
 
 
+_RANDOM_STATE: dict[tuple[ViTConfig, int], dict[str, torch.Tensor]] = {}  # the last seeded initialisation, for the warm server
+
+
 def _random(size: str, cfg: ViTConfig, seed: int) -> tuple[VisionTransformer, str]:
+    """Seeded random weights; drawing ViT-B/16's 86 M numbers takes seconds, so the last (config, seed) is kept.
+
+    A repeat builds the module on the meta device (no initialisation) and takes the kept tensors, which no run
+    changes: the same numbers, bit for bit, as a fresh seeded initialisation (tests/test_vit.py).
+    """
+    description = f"random (seeded with {seed}; not trained, so the classes are not predictions)"
     torch.manual_seed(seed)
-    return VisionTransformer(cfg), f"random (seeded with {seed}; not trained, so the classes are not predictions)"
+    state = _RANDOM_STATE.get((cfg, seed))
+    if state is None:
+        model = VisionTransformer(cfg)
+        _RANDOM_STATE.clear()  # one model's worth of memory at most
+        _RANDOM_STATE[(cfg, seed)] = {name: tensor.detach() for name, tensor in model.state_dict().items()}
+        return model, description
+    with torch.device("meta"):
+        model = VisionTransformer(cfg)
+    model.load_state_dict(state, assign=True)
+    return model, description
 
 
 _TORCHVISION_BUILDERS = {"b16": ("vit_b_16", "ViT_B_16_Weights"), "l16": ("vit_l_16", "ViT_L_16_Weights")}

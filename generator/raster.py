@@ -1,0 +1,337 @@
+"""Pixel figures (heat maps, attention grids, masks) drawn straight with Pillow.
+
+A heat map is a colour-mapped array: looking each value up in the colour map's table and writing
+the pixels costs milliseconds, where a matplotlib figure costs a few hundred (and its import a
+second). The look follows the matplotlib figures of generator.figures: the same colour maps
+(their 256-entry tables copied to generator/colormaps/, tests/test_figures.py compares them with
+matplotlib's), the same value-to-colour mapping, DejaVu Sans (the font matplotlib ships, loaded
+from its folder without importing it), the same 110 dpi, so a figure reads the same on screen,
+in print and in the PDF.
+
+Coordinates are pixels, y down. A :class:`Canvas` collects what is drawn at any coordinates,
+negative included, and writes the picture cropped to its content with a margin (matplotlib's
+``bbox_inches="tight"``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import io
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+DPI = 110
+PX_PER_PT = DPI / 72
+MARGIN = 11  # pixels around the content, as savefig's pad_inches=0.1 at 110 dpi
+TEXT = (0, 0, 0)
+MINUS = "\u2212"  # matplotlib's axis labels write negative numbers with a real minus sign
+COLORMAPS = Path(__file__).resolve().parent / "colormaps"  # <name>.rgb: 256 × (r, g, b) bytes
+
+
+# ----------------------------------------------------------------------------- fonts
+
+
+@functools.cache
+def _font_files() -> tuple[Path, ...]:
+    """DejaVu Sans from matplotlib's own folder (always there), then installed CJK and emoji fonts as fallbacks."""
+    spec = importlib.util.find_spec("matplotlib")  # finds the folder without running matplotlib's import
+    files = [Path(spec.submodule_search_locations[0]) / "mpl-data" / "fonts" / "ttf" / "DejaVuSans.ttf"]
+    for pattern in ("**/NotoSansCJK-Regular.ttc", "**/Symbola*.ttf"):  # the fallbacks generator.figures uses
+        files += sorted(Path("/usr/share/fonts").glob(pattern))[:1]
+    return tuple(files)
+
+
+@functools.cache
+def _font(index: int, pixels: int) -> ImageFont.FreeTypeFont:
+    path = _font_files()[index]
+    face = 2 if path.suffix == ".ttc" else 0  # Noto Sans CJK's collection: face 2 is SC, matplotlib's choice
+    return ImageFont.truetype(str(path), pixels, index=face, layout_engine=ImageFont.Layout.BASIC)
+
+
+@functools.cache
+def _covers(index: int, char: str) -> bool:
+    if index == 0 and ord(char) < 0x250:  # DejaVu has every Latin letter; beyond, its character map is read
+        return True
+    return ord(char) in _cmap(index)
+
+
+@functools.cache
+def _cmap(index: int) -> frozenset[int]:
+    from fontTools.ttLib import TTCollection, TTFont  # matplotlib's own dependency; read only for rare glyphs
+
+    path = _font_files()[index]
+    font = TTCollection(str(path), lazy=True).fonts[2] if path.suffix == ".ttc" else TTFont(str(path), lazy=True)
+    return frozenset(font.getBestCmap())
+
+
+def _runs(text: str) -> list[tuple[int, str]]:
+    """``text`` cut into runs of one font each: the first font, in fallback order, that has the glyph."""
+    if all(ord(char) < 0x250 for char in text):  # Latin: DejaVu, without looking at the fallbacks
+        return [(0, text)] if text else []
+    runs: list[tuple[int, str]] = []
+    for char in text:
+        index = next((i for i in range(len(_font_files())) if _covers(i, char)), 0)  # none: DejaVu's box
+        if runs and runs[-1][0] == index:
+            runs[-1] = (index, runs[-1][1] + char)
+        else:
+            runs.append((index, char))
+    return runs
+
+
+def text_mask(text: str, size_pt: float) -> Image.Image:
+    """``text`` (already in visual order, see generator.figures.plain) as an 8-bit coverage mask, baseline shared by every font."""
+    pixels = round(size_pt * PX_PER_PT)
+    runs = [(_font(i, pixels), part) for i, part in _runs(text)] or [(_font(0, pixels), "")]
+    ascent = max(font.getmetrics()[0] for font, _ in runs)
+    descent = max(font.getmetrics()[1] for font, _ in runs)
+    width = math.ceil(sum(font.getlength(part) for font, part in runs))
+    mask = Image.new("L", (max(width, 1), ascent + descent))
+    draw = ImageDraw.Draw(mask)
+    x = 0.0
+    for font, part in runs:
+        draw.text((x, ascent), part, font=font, fill=255, anchor="ls")
+        x += font.getlength(part)
+    return mask
+
+
+def multiline_mask(text: str, size_pt: float) -> Image.Image:
+    """Lines stacked, each centred (matplotlib's multi-line titles)."""
+    lines = [text_mask(line, size_pt) for line in text.split("\n")]
+    if len(lines) == 1:
+        return lines[0]
+    mask = Image.new("L", (max(line.width for line in lines), sum(line.height for line in lines)))
+    y = 0
+    for line in lines:
+        mask.paste(line, ((mask.width - line.width) // 2, y))
+        y += line.height
+    return mask
+
+
+def text_width(text: str, size_pt: float) -> int:
+    return text_mask(text, size_pt).width
+
+
+# ----------------------------------------------------------------------------- colour
+
+
+@functools.cache
+def colormap(name: str) -> np.ndarray:
+    """The colour map's 256 colours, (256, 3) uint8, read from its copied table."""
+    return np.frombuffer((COLORMAPS / f"{name}.rgb").read_bytes(), dtype=np.uint8).reshape(256, 3)
+
+
+def colorize(data: np.ndarray, cmap: str, vmin: float, vmax: float) -> np.ndarray:
+    """Values -> (..., 3) uint8 colours exactly as matplotlib's Normalize and Colormap (256 bins, clipped ends)."""
+    span = vmax - vmin
+    scaled = (np.asarray(data, dtype=np.float64) - vmin) / (span if span else 1.0)
+    index = np.clip(np.nan_to_num(scaled * 256, nan=0.0, posinf=255, neginf=0), 0, 255).astype(np.intp)
+    colours = colormap(cmap)[index]
+    colours[np.isnan(data)] = 255  # matplotlib's "bad" colour is transparent: the white background shows
+    return colours
+
+
+def resample(data: np.ndarray, height: int, width: int, smooth: bool) -> np.ndarray:
+    """Scale a 2-D array to ``height`` × ``width``: nearest cell, or (``smooth``, shrinking) the mean over each pixel."""
+    if smooth:
+        image = Image.fromarray(np.asarray(data, dtype=np.float32), mode="F")
+        return np.asarray(image.resize((width, height), Image.Resampling.BOX))
+    rows = np.minimum((np.arange(height) + 0.5) * data.shape[0] // height, data.shape[0] - 1).astype(np.intp)
+    cols = np.minimum((np.arange(width) + 0.5) * data.shape[1] // width, data.shape[1] - 1).astype(np.intp)
+    return data[rows][:, cols]
+
+
+# ----------------------------------------------------------------------------- ticks
+
+
+def nice_ticks(low: float, high: float, most: int = 8) -> list[float]:
+    """Round tick values inside [low, high], at most ``most``, on steps of 1, 2, 2.5 or 5 × 10^k (as matplotlib's)."""
+    if not high > low:
+        return [low]
+    raw = (high - low) / max(most - 1, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(s * power for s in (1, 2, 2.5, 5, 10) if s * power >= raw * (1 - 1e-9))
+    first = math.ceil(low / step - 1e-9)
+    ticks = [k * step for k in range(first, math.floor(high / step + 1e-9) + 1)]
+    return [0.0 if abs(t) < step * 1e-9 else t for t in ticks]
+
+
+def tick_labels(ticks: Sequence[float]) -> list[str]:
+    """Same number of decimals for every tick, enough to tell them apart; a minus sign, not a hyphen."""
+    step = min((abs(b - a) for a, b in zip(ticks, ticks[1:])), default=1.0) or 1.0
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    if any(abs(round(t * 10**decimals) - t * 10**decimals) > 1e-6 for t in ticks):
+        decimals += 1  # steps of 2.5 × 10^k
+    return [f"{t:.{decimals}f}".replace("-", MINUS) for t in ticks]
+
+
+# ----------------------------------------------------------------------------- canvas
+
+
+class Canvas:
+    """Draw at any pixel coordinates; ``save`` crops to what was drawn plus a margin."""
+
+    def __init__(self) -> None:
+        self._ops: list[tuple[tuple[int, int, int, int], object]] = []
+
+    def _add(self, box: tuple[int, int, int, int], op) -> tuple[int, int, int, int]:
+        self._ops.append((box, op))
+        return box
+
+    def image(self, x: int, y: int, pixels: np.ndarray | Image.Image) -> tuple[int, int, int, int]:
+        picture = pixels if isinstance(pixels, Image.Image) else Image.fromarray(np.ascontiguousarray(pixels), mode="RGB")
+        return self._add((x, y, x + picture.width, y + picture.height), lambda im, dx, dy: im.paste(picture, (x + dx, y + dy)))
+
+    def rect(self, x0: int, y0: int, x1: int, y1: int, outline=TEXT, fill=None, width: int = 1) -> tuple[int, int, int, int]:
+        """The box with corners (x0, y0) and (x1, y1), both included."""
+        return self._add((x0, y0, x1 + 1, y1 + 1), lambda im, dx, dy: ImageDraw.Draw(im).rectangle(
+            (x0 + dx, y0 + dy, x1 + dx, y1 + dy), outline=outline, fill=fill, width=width))
+
+    def line(self, x0: int, y0: int, x1: int, y1: int, fill=TEXT, width: int = 1) -> tuple[int, int, int, int]:
+        return self._add((min(x0, x1), min(y0, y1), max(x0, x1) + 1, max(y0, y1) + 1), lambda im, dx, dy: ImageDraw.Draw(im).line(
+            (x0 + dx, y0 + dy, x1 + dx, y1 + dy), fill=fill, width=width))
+
+    def text(self, x: float, y: float, text: str, size: float = 9, ha: str = "left", va: str = "top",
+             rotation: float = 0, color=TEXT) -> tuple[int, int, int, int]:
+        """``text`` at (x, y): ``ha``/``va`` align the (rotated) text's box to that point, as matplotlib's default rotation mode."""
+        mask = multiline_mask(text, size)
+        if rotation:
+            mask = mask.rotate(rotation, resample=Image.Resampling.BICUBIC, expand=True)
+        left = round(x - {"left": 0, "center": mask.width / 2, "right": mask.width}[ha])
+        top = round(y - {"top": 0, "center": mask.height / 2, "bottom": mask.height}[va])
+        return self._add((left, top, left + mask.width, top + mask.height),
+                         lambda im, dx, dy: im.paste(color, (left + dx, top + dy, left + dx + mask.width, top + dy + mask.height), mask))
+
+    def bounds(self) -> tuple[int, int, int, int]:
+        boxes = [box for box, _ in self._ops]
+        return min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes)
+
+    def save(self, path: Path) -> None:
+        x0, y0, x1, y1 = self.bounds()
+        picture = Image.new("RGB", (x1 - x0 + 2 * MARGIN, y1 - y0 + 2 * MARGIN), (255, 255, 255))
+        for _, op in self._ops:
+            op(picture, MARGIN - x0, MARGIN - y0)
+        write_png(picture, path)
+
+
+def write_png(picture: Image.Image, path: Path) -> None:
+    """A 256-colour palette PNG without metadata, as generator.figures.save writes: the same bytes for the same picture."""
+    picture = picture.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG", compress_level=6)  # zlib 6: a tenth more bytes than 9, five times faster
+    Path(path).write_bytes(buffer.getvalue())
+
+
+# ----------------------------------------------------------------------------- heat-map axes
+
+
+def colorbar(canvas: Canvas, x: int, y: int, height: int, cmap: str, vmin: float, vmax: float, width: int = 14,
+             alpha: float = 1.0) -> None:
+    """A vertical colour bar, low at the bottom, its ticks and labels on the right (``alpha``: its colours over white)."""
+    values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)  # (height, width), top = vmax
+    colours = colorize(values, cmap, vmin, vmax)
+    if alpha < 1:
+        colours = (alpha * colours + (1 - alpha) * 255).round().astype(np.uint8)
+    canvas.image(x, y, colours)
+    canvas.rect(x, y, x + width, y + height, width=1)
+    ticks = nice_ticks(vmin, vmax, most=max(2, min(8, height // 30)))
+    for value, label in zip(ticks, tick_labels(ticks)):
+        ty = round(y + (vmax - value) / ((vmax - vmin) or 1.0) * height)
+        canvas.line(x + width, ty, x + width + 4, ty)
+        canvas.text(x + width + 7, ty, label, size=9, va="center")
+
+
+def heatmap(canvas: Canvas, x: int, y: int, data: np.ndarray, width: int, height: int, cmap: str, vmin: float, vmax: float,
+            smooth: bool = False) -> tuple[int, int, int, int]:
+    """``data`` (rows, cols) drawn into the box at (x, y) of ``width`` × ``height`` pixels, framed; returns the box."""
+    pixels = resample(data, height, width, smooth and (data.shape[0] > height or data.shape[1] > width))
+    canvas.image(x, y, colorize(pixels, cmap, vmin, vmax))
+    canvas.rect(x - 1, y - 1, x + width, y + height)
+    return x, y, x + width, y + height
+
+
+def cell_centres(start: int, length: int, n: int) -> list[float]:
+    """Pixel centres of ``n`` equal cells across ``length`` pixels from ``start``."""
+    return [start + (i + 0.5) * length / n for i in range(n)]
+
+
+def ticks_left(canvas: Canvas, x: int, centres: Sequence[float], labels: Sequence[str], size: float = 9) -> int:
+    """Tick marks left of x and their labels, right-aligned; returns the left edge of the widest label."""
+    left = x
+    for cy, label in zip(centres, labels):
+        canvas.line(x - 4, round(cy), x - 1, round(cy))
+        box = canvas.text(x - 7, cy, label, size=size, ha="right", va="center")
+        left = min(left, box[0])
+    return left
+
+
+def ticks_below(canvas: Canvas, y: int, centres: Sequence[float], labels: Sequence[str] | None, size: float = 9,
+                rotation: float = 0) -> int:
+    """Tick marks below y and (unless ``labels`` is None) their labels; rotated labels end at their tick. Returns the bottom."""
+    bottom = y + 4
+    for i, cx in enumerate(centres):
+        canvas.line(round(cx), y + 1, round(cx), y + 4)
+        if labels is not None:
+            box = canvas.text(cx, y + 7, labels[i], size=size, ha="right" if rotation else "center", rotation=rotation)
+            bottom = max(bottom, box[3])
+    return bottom
+
+
+def overlay(image: np.ndarray, heat: np.ndarray, cmap: str, alpha: float, size: int) -> Image.Image:
+    """``heat`` (same height and width as the RGB ``image`` in [0, 1]) colour-mapped over its own range and laid over
+    the image with opacity ``alpha`` (matplotlib's imshow(image); imshow(heat, alpha=...)), scaled to ``size`` pixels wide."""
+    low, high = float(np.nanmin(heat)), float(np.nanmax(heat))
+    mixed = alpha * colorize(heat, cmap, low, high) + (1 - alpha) * 255 * image
+    return fit(mixed.round().astype(np.uint8), size)
+
+
+def fit(pixels: np.ndarray, width: int) -> Image.Image:
+    """An RGB array (uint8 or floats in [0, 1]) scaled to ``width`` pixels wide, the aspect kept (averaged when shrinking)."""
+    if pixels.dtype != np.uint8:
+        pixels = (np.clip(pixels, 0, 1) * 255).round().astype(np.uint8)
+    picture = Image.fromarray(np.ascontiguousarray(pixels), mode="RGB")
+    height = max(1, round(picture.height * width / picture.width))
+    return picture.resize((width, height), Image.Resampling.BILINEAR if width > picture.width else Image.Resampling.BOX)
+
+
+# ----------------------------------------------------------------------------- tables and bars
+
+
+def table(canvas: Canvas, x: int, y: int, header: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]], size: float = 9,
+          pad: int = 6, row_height: int = 26) -> tuple[int, int, int, int]:
+    """A ruled table: ``header`` over the columns, each row a label and its cells, text centred; returns its box."""
+    columns = [header[j:j + 1] + [cells[j] for _, cells in rows] for j in range(len(header))]
+    widths = [max(text_width(text, size) for text in column) + 2 * pad for column in columns]
+    label_width = max(text_width(label, size) for label, _ in rows) + 2 * pad
+    right = x + label_width + sum(widths)
+    for r, (label, cells) in enumerate([("", list(header)), *rows]):
+        top = y + r * row_height
+        if r:
+            canvas.rect(x, top, x + label_width, top + row_height)
+            canvas.text(x + pad, top + row_height / 2, label, size=size, va="center")
+        left = x + label_width
+        for width, text in zip(widths, cells):
+            canvas.rect(left, top, left + width, top + row_height)
+            canvas.text(left + width / 2, top + row_height / 2, text, size=size, ha="center", va="center")
+            left += width
+    return x, y, right, y + (len(rows) + 1) * row_height
+
+
+def hbars(canvas: Canvas, x: int, y: int, width: int, values: Sequence[float], labels: Sequence[str], colours: Sequence,
+          xmax: float, pitch: int = 30, size: float = 9) -> tuple[int, int, int, int]:
+    """Horizontal bars, the first on top, in a framed plot ``width`` wide from 0 to ``xmax``, with value ticks below."""
+    height = pitch * len(values)
+    for i, (value, colour) in enumerate(zip(values, colours)):
+        top = y + round((i + 0.1) * pitch)
+        length = round(min(max(value, 0.0), xmax) / xmax * width)
+        if length > 0:
+            canvas.rect(x, top, x + length - 1, top + round(0.8 * pitch) - 1, outline=colour, fill=colour)
+    canvas.rect(x - 1, y - 1, x + width, y + height)
+    ticks_left(canvas, x, [y + (i + 0.5) * pitch for i in range(len(values))], labels, size=size)
+    ticks = nice_ticks(0, xmax, max(3, min(8, width // 45)))
+    bottom = ticks_below(canvas, y + height, [x + t / xmax * width for t in ticks], tick_labels(ticks), size=size)
+    return x, y, x + width, bottom

@@ -20,7 +20,7 @@ def _unnormalise(run: ModelRun, image: torch.Tensor) -> np.ndarray:
     return (image.float() * std + mean).clamp(0, 1).permute(1, 2, 0).numpy()  # (3, H, W) -> (H, W, 3)
 
 
-@drawer("original_image", "image_mode")
+@drawer("original_image", "image_mode", "crop_box")
 def input_image(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     original = run.inputs["original_image"]
     shown = _unnormalise(run, run.cpu(args["tensor"])[0])
@@ -28,6 +28,10 @@ def input_image(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(10, 5))
     axes[0].imshow(original)
     axes[0].set_title(f"as loaded: {original.width}×{original.height} {plain(run.inputs['image_mode'])}")
+    if run.inputs["crop_box"]:  # the part the model sees: the centre crop after resizing the shorter side
+        x0, y0, x1, y1 = run.inputs["crop_box"]
+        axes[0].add_patch(plt.Rectangle((x0 - 0.5, y0 - 0.5), x1 - x0, y1 - y0, fill=False, edgecolor="#ffeb3b", linewidth=2))
+        axes[0].set_title(f"as loaded: {original.width}×{original.height} {plain(run.inputs['image_mode'])}; centre crop outlined")
     axes[1].imshow(shown)
     H, W = shown.shape[:2]
     for x in range(0, W + 1, P):

@@ -53,7 +53,7 @@ class TrainingConfig:
     grad_clip: float = 1.0
     seed: int = 0
     threads: int = 2
-    eval_every: int = 100  # held-out loss every this many steps (and at the last)
+    eval_every: int = 100  # held-out loss every this many steps and at the last (0: never, for short reproductions)
 
     def learning_rate(self, step: int) -> float:
         """Linear warm-up over ``warmup`` steps, then cosine decay to ``final_lr_fraction`` of the peak at the last step."""
@@ -165,7 +165,7 @@ def train(cfg: TrainingConfig, model_cfg: GPTConfig | None = None,
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             optimizer.step()
             losses.append(float(loss.detach()))
-            if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+            if cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
                 evaluations.append([step + 1, held_out_bits_per_byte(model, held_out, cfg.context)])
             if progress:
                 progress(step, losses[-1])

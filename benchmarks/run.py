@@ -290,22 +290,25 @@ def limits_section(rows: list[tuple[str, float, float]]) -> list[str]:
 
 def bench_training() -> dict:
     """`python -m generator train gpt` from scratch (the full default recipe), timed; its record against the bundled one."""
-    from generator.reports.gpt.training import CHECKPOINT, load_record, record_path
+    from generator.reports import trainable, training
 
+    key = trainable()[0]
+    recipe = training(key)
+    CHECKPOINT, load_record, record_path = recipe.CHECKPOINT, recipe.load_record, recipe.record_path
     work = Path(tempfile.mkdtemp(prefix="bench-train-"))
-    out = work / "gpt.pt"
-    seconds, _ = run_timed([sys.executable, "-m", "generator", "train", "gpt", "--out", str(out), "-q"])
+    out = work / "model.pt"
+    seconds, _ = run_timed([sys.executable, "-m", "generator", "train", key, "--out", str(out), "-q"])
     record = json.loads(record_path(out).read_text(encoding="utf-8"))
     bundled = load_record(CHECKPOINT) or {}
     shutil.rmtree(work, ignore_errors=True)
-    return {"wall": seconds, "record": record, "same curve": record["loss_curve"] == bundled.get("loss_curve"),
+    return {"key": key, "wall": seconds, "record": record, "same curve": record["loss_curve"] == bundled.get("loss_curve"),
             "same checkpoint": record["checkpoint_sha256"] == bundled.get("checkpoint_sha256")}
 
 
 def training_section(t: dict) -> list[str]:
     r = t["record"]
     c, cfg = r["corpus"], r["training"]
-    lines = ["## GPT training (`python -m generator train gpt`)", "",
+    lines = [f"## GPT training (`python -m generator train {t['key']}`)", "",
              f"The default recipe from scratch: {cfg['steps']:,} steps of {cfg['batch']} × {cfg['context']} bytes on {cfg['threads']} threads, "
              f"{t['wall']:.0f} s wall-clock for the whole command ({r['seconds']:.0f} s of training and held-out evaluation, the record's own "
              f"measure). Held-out bits per byte: **{r['held_out_bits_per_byte']:.3f}**, against {c['bigram_bits_per_byte']:.3f} for the bigram "
@@ -324,12 +327,15 @@ def training_section(t: dict) -> list[str]:
 
 def bench_gpt_weights(repeats: int) -> list[tuple[str, float]]:
     """The GPT report generated with the trained checkpoint and with random weights, alternately, medians."""
+    from generator.reports import trainable
+
+    key = trainable()[0]
     work = Path(tempfile.mkdtemp(prefix="bench-gpt-weights-"))
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     times: dict[str, list[float]] = {"trained": [], "random": []}
     for _ in range(repeats):
         for weights in times:
-            cmd = [sys.executable, "-m", "generator", "build", "--model", "gpt", "--weights", weights, "--out", str(work / weights), "-q"]
+            cmd = [sys.executable, "-m", "generator", "build", "--model", key, "--weights", weights, "--out", str(work / weights), "-q"]
             times[weights].append(run_timed(cmd, env)[0])
     shutil.rmtree(work, ignore_errors=True)
     return [(weights, statistics.median(values)) for weights, values in times.items()]

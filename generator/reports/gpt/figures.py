@@ -208,5 +208,5 @@ def head_roles(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     right.set_ylabel("bits")
     lines, labels = ax.get_legend_handles_labels()
     more, more_labels = right.get_legend_handles_labels()
-    ax.legend(lines + more, labels + more_labels, fontsize=7, loc="upper left", ncol=2)
+    ax.legend(lines + more, labels + more_labels, fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=4, frameon=False)
     save(fig, path)

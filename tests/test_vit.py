@@ -233,8 +233,9 @@ def test_random_weights_squash_the_whole_image_and_imagenet_weights_crop_its_cen
     assert squashed.inputs["crop_box"] is None and "aspect ratio is not kept" in squashed.inputs["preprocessing"]
     cropped = run_report("vit", weights=str(saved_state_dict))  # a torchvision-layout file is prepared like IMAGENET1K_V1
     x0, y0, x1, y1 = cropped.inputs["crop_box"]
-    width, height = load_rgb(DEFAULT_IMAGE)[0].size  # 512×600: the crop keeps the full width, the middle of the height
-    assert (x0, x1) == (0, width) and 0 < y0 < y1 < height and (x1 - x0) == pytest.approx(y1 - y0)
+    width, height = load_rgb(DEFAULT_IMAGE)[0].size  # 512×600: the shorter side, 512, becomes 256, of which the middle 224 stay
+    assert x1 - x0 == pytest.approx(width * 224 / 256) and x0 + x1 == pytest.approx(width)
+    assert y1 - y0 == pytest.approx(x1 - x0, abs=1) and y0 + y1 == pytest.approx(height, abs=2)  # centred, to a resized pixel
     for run in (squashed, cropped):
         check = run_check(run, "normalised_image", {"out": "image"})
         assert check.passed, check.detail

@@ -127,7 +127,7 @@ def test_cached_and_recomputed_logits_agree():
     run = run_report("gpt", prompt="Hello, world", generate=6)
     cached, recomputed = (run.recording.tensor(f"generate.{n}_logits") for n in ("cached", "recomputed"))
     assert cached.shape == recomputed.shape == (1, 6, 256)
-    torch.testing.assert_close(cached, recomputed, rtol=0, atol=1e-5)
+    torch.testing.assert_close(cached, recomputed, rtol=1e-5, atol=1e-5)  # float32 rounding grows with the trained logits
     from generator.checks import run_check
 
     result = run_check(run, "cache_matches_recomputation", {"out": "generate.cached_logits", "recomputed": "generate.recomputed_logits",

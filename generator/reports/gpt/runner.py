@@ -224,8 +224,17 @@ def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GP
     }
 
 
-def held_out_sample(held_out: torch.Tensor, prompt: int = 64, truth: int = CONTINUATION) -> dict:
-    """A fixed held-out passage: the first line that starts a paragraph after the split, as a prompt, and the bytes that follow it."""
+def held_out_sample(held_out: torch.Tensor, prompt: int = 48, truth: int = 48) -> dict:
+    """A fixed held-out passage: the first ``prompt`` bytes of the first line of prose (a letter first, at least ``prompt``
+    + 16 bytes long) after the split, and the ``truth`` bytes that follow them in the corpus."""
     data = bytes(held_out.tolist())
-    start = data.find(b"\n\n") + 2  # the start of the first whole paragraph
+    start = 0
+    for line in data.split(b"\n"):
+        text = line.lstrip(b" ")
+        if len(text) >= prompt + 16 and text[:1].isalpha():
+            start += len(line) - len(text)
+            break
+        start += len(line) + 1
+    else:
+        start = 0
     return {"offset": start, "prompt": list(data[start:start + prompt]), "truth": list(data[start + prompt:start + prompt + truth])}

@@ -296,7 +296,7 @@ def bench_training() -> dict:
     recipe = training(key)
     CHECKPOINT, load_record, record_path = recipe.CHECKPOINT, recipe.load_record, recipe.record_path
     work = Path(tempfile.mkdtemp(prefix="bench-train-"))
-    out = work / "model.pt"
+    out = work / CHECKPOINT.name  # torch.save names its archive after the file: same name, same bytes
     seconds, _ = run_timed([sys.executable, "-m", "generator", "train", key, "--out", str(out), "-q"])
     record = json.loads(record_path(out).read_text(encoding="utf-8"))
     bundled = load_record(CHECKPOINT) or {}

@@ -311,7 +311,7 @@ def training_section(t: dict) -> list[str]:
     lines = [f"## GPT training (`python -m generator train {t['key']}`)", "",
              f"The default recipe from scratch: {cfg['steps']:,} steps of {cfg['batch']} × {cfg['context']} bytes on {cfg['threads']} threads, "
              f"{t['wall']:.0f} s wall-clock for the whole command ({r['seconds']:.0f} s of training and held-out evaluation, the record's own "
-             f"measure). Held-out bits per byte: **{r['held_out_bits_per_byte']:.3f}**, against {c['bigram_bits_per_byte']:.3f} for the bigram "
+             f"measure, and {r.get('cpu_seconds', float('nan')):.0f} s of CPU time over all threads). Held-out bits per byte: **{r['held_out_bits_per_byte']:.3f}**, against {c['bigram_bits_per_byte']:.3f} for the bigram "
              f"baseline and 8 for a uniform guess. Loss curve identical to the bundled checkpoint's record: "
              f"{'yes' if t['same curve'] else 'no'}; checkpoint byte-identical: {'yes' if t['same checkpoint'] else 'no'}.", "",
              "| target | measured | met? |", "| --- | --- | --- |",

@@ -18,7 +18,7 @@ from typing import Any
 from generator.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
 from generator.errors import UserError
 from generator.options import PARSERS, RunOptions, flag_of
-from generator.reports import REPORTS
+from generator.reports import REPORTS, trainable, training
 from generator.site import interrupted_message, site_written
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -104,6 +104,16 @@ def parser() -> argparse.ArgumentParser:
     pdf.add_argument("--config", type=Path, default=PROJECT / "mkdocs.yml", help="mkdocs.yml to build with")
     pdf.add_argument("-q", "--quiet", action="store_true")
     pdf.add_argument("-v", "--verbose", action="store_true")
+    train = sub.add_parser("train", help="train a report's model on its bundled corpus and write a checkpoint and its record",
+                           description="Train a report's default-size model on its bundled corpus (the byte GPT: CPython's pydoc topics, "
+                           "PSF licence) on the CPU, deterministically: the same seed gives the same loss curve. Writes the state dict "
+                           "and a training record (PATH with .json: corpus sha256, schedule, loss curve, held-out bits per byte, seconds).")
+    train.add_argument("model", choices=trainable(), help="which report's model to train (the reports with a training recipe)")
+    train.add_argument("--steps", type=PARSERS["positive"], default=None, help="optimiser steps (default: the recipe's, see generator/reports/<report>/training.py)")
+    train.add_argument("--seed", type=PARSERS["seed"], default=None, help="seed of the initial weights and the batches (default: the recipe's)")
+    train.add_argument("--out", type=Path, default=None, help="checkpoint file to write (default: the report's bundled checkpoint in its assets/)")
+    train.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    train.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     from generator.serve import add_parser as add_serve_parser
 
     add_serve_parser(sub)
@@ -199,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
             from generator.serve import serve
 
             return serve(args)
+        if args.command == "train":
+            training(args.model).main(args.steps, args.out, seed=args.seed, quiet=args.quiet)
+            return 0
         if args.command == "pdf":
             from generator.pdf import export
 

@@ -33,6 +33,16 @@ def escape_text(value: Any) -> str:
     return _SPECIAL.sub(lambda m: f"&#{ord(m.group())};", str(value))
 
 
+def literal_block(value: Any) -> str:
+    """Text (model output, user text) as a fenced code block that shows it exactly: Markdown and HTML are not parsed
+    inside, the fence is longer than any run of backticks in the text, and control characters other than the line
+    break show as their Unicode control pictures (U+2400 + code)."""
+    text = "".join(ch if ch == "\n" or ch.isprintable() or ch == " " else (chr(0x2400 + ord(ch)) if ord(ch) < 0x20 else "\ufffd")
+                   for ch in str(value))
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return f"{fence}text\n{text}\n{fence}"
+
+
 def format_shape(shape: tuple | list) -> str:
     items = [str(x) for x in shape]
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
@@ -58,6 +68,7 @@ def environment() -> jinja2.Environment:
         plural=lambda n, word, many=None: plural(int(n), word, many),
         shape=format_shape,
         pct=lambda v, d=1: f"{100 * float(v):.{d}f}%",
+        literal_block=literal_block,
         thousands=lambda v: f"{int(v):,}",
     )
     env.globals["explore"] = explore_info  # _explore.md.j2: data files, explorer and value browser of a page

@@ -27,6 +27,7 @@ ED_11 = "encoder-decoder/encoder/11-attention-scores-after-softmax/"
 ED_26 = "encoder-decoder/decoder/26-masked-attention-scores-after-mask-softmax/"
 ED_07 = "encoder-decoder/encoder/07-self-attention-queries-q/"
 VIT_13 = "vit/block/13-attention-probabilities/"
+GPT_14 = "gpt/block/14-attention-probabilities-causal-softmax/"
 VIT_17 = "vit/block/17-ffn-hidden-after-fc1-gelu/"
 
 
@@ -445,3 +446,14 @@ def test_user_words_are_shown_literally_in_the_explorer(browser, tmp_path):
         assert page.locator(".tt-explorer script, .tt-explorer img").count() == 0
     page.close()
     assert not dialogs
+
+
+def test_the_gpt_explorer_opens_on_the_previous_token_head_the_page_names(server, page, runs):
+    block, head = runs["gpt"].inputs["training"]["best_head"]  # 0-based, measured on the default run
+    page.goto(f"{server}/{GPT_14}", wait_until="load")
+    assert f"**block {block + 1}, head {head + 1}**" not in page.content()  # rendered, not raw Markdown
+    assert f"block {block + 1}, head {head + 1}" in page.locator("article").inner_text()
+    explorer = _explorer(page)
+    assert explorer.locator("select.tt-layer").input_value() == str(block)
+    assert explorer.locator("select.tt-head").input_value() == str(head)
+    assert page.problems == []

@@ -333,7 +333,7 @@ def test_path_options_are_uploads_and_free_text_options_need_an_allow_list():
     assert form["values"] == {"tokenizer": (), "weights": ("random",)}
     assert set(form["options"]) == {"device", "vocabulary", "tokenizer", "weights", "width", "size", "note"}
     assert {key: (f["uploads"], f["values"]) for key, f in FORMS.items()} == {
-        ED: (set(), {}), "vit": ({"image"}, {"weights": ("random",)}), "gpt": (set(), {})}
+        ED: (set(), {}), "vit": ({"image"}, {"weights": ("random",)}), "gpt": (set(), {"weights": ("random",)})}
 
 
 @pytest.mark.parametrize("port", ["70000", "-1", "http"])

@@ -237,3 +237,36 @@ def test_rollout_of_one_uniform_block_mixes_it_evenly_with_the_identity():
     uniform = torch.full((1, 2, 4, 4), 0.25)  # (B, h, N1, N1): every head attends evenly
     expected = 0.5 * torch.full((4, 4), 0.25) + 0.5 * torch.eye(4)
     assert torch.allclose(attention_rollout([uniform])[0], expected)
+
+
+# ----------------------------------------------------------------------------- preprocessing per weights
+
+
+@pytest.mark.parametrize("size, weights_enum", [("b16", "ViT_B_16_Weights"), ("l16", "ViT_L_16_Weights")])
+@pytest.mark.parametrize("width, height", [(640, 480), (480, 640), (300, 300), (20, 300), (1001, 257)])
+def test_imagenet_preprocessing_equals_torchvisions_transforms(size, weights_enum, width, height):
+    """Our PIL/torch code gives exactly what IMAGENET1K_V1.transforms() gives (the transforms need no download)."""
+    import torchvision.models as tvm
+
+    rng = np.random.default_rng(width * height)
+    image = Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
+    expected = getattr(tvm, weights_enum).IMAGENET1K_V1.transforms()(image).unsqueeze(0)
+    preset = WEIGHTS["imagenet"]
+    ours = preprocess(image, 224, preset.mean, preset.std, preset.resize(size))
+    assert torch.equal(ours, expected)
+
+
+def test_random_weights_squash_the_whole_image_and_imagenet_weights_crop_its_centre(saved_state_dict):
+    from generator.checks import run_check
+
+    assert WEIGHTS["random"].resize("b16") is None and WEIGHTS["imagenet"].resize("b16") == 256
+    squashed = run_report("vit", size="tiny")
+    assert squashed.inputs["crop_box"] is None and "aspect ratio is not kept" in squashed.inputs["preprocessing"]
+    cropped = run_report("vit", weights=str(saved_state_dict))  # a torchvision-layout file is prepared like IMAGENET1K_V1
+    x0, y0, x1, y1 = cropped.inputs["crop_box"]
+    width, height = load_rgb(DEFAULT_IMAGE)[0].size  # 512×600: the shorter side, 512, becomes 256, of which the middle 224 stay
+    assert x1 - x0 == pytest.approx(width * 224 / 256) and x0 + x1 == pytest.approx(width)
+    assert y1 - y0 == pytest.approx(x1 - x0, abs=1) and y0 + y1 == pytest.approx(height, abs=2)  # centred, to a resized pixel
+    for run in (squashed, cropped):
+        check = run_check(run, "normalised_image", {"out": "image"})
+        assert check.passed, check.detail

@@ -4,7 +4,7 @@
  * Offline and dependency-free: reads <report>/data/index.json and the .npy files next to it
  * (written by generator/tensor_data.py) and draws them on <canvas>, with a table alternative.
  *
- *   <div class="tt-explorer" data-index="../../data/index.json" data-group="encoder-self" data-layer="0"></div>
+ *   <div class="tt-explorer" data-index="../../data/index.json" data-group="encoder-self" data-layer="0" [data-head="2"]></div>
  *   <div class="tt-values" data-index="../../data/index.json" data-tensor="encoder.layers.0.output"></div>
  *
  * data-index is relative to the page, so the site works under any sub-path. Material's instant
@@ -471,7 +471,8 @@
     var layerSelect = select(group.layers.map(function (_, i) { return [i, unit + " " + (i + 1)]; }), startLayer);
     var headOptions = [["all", "all heads"]];
     for (var k = 0; k < nHeads; k++) headOptions.push([k, "head " + (k + 1)]);
-    var headSelect = select(headOptions, "all");
+    var startHead = parseInt(el.getAttribute("data-head") || "", 10);  // a head the page names, else all heads
+    var headSelect = select(headOptions, startHead >= 0 && startHead < nHeads ? startHead : "all");
     layerSelect.classList.add("tt-layer");
     headSelect.classList.add("tt-head");
     var readout = readoutElement();

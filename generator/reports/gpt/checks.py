@@ -183,3 +183,40 @@ def greedy_bytes(run: ModelRun, out: TensorName, logits: TensorName) -> tuple[st
         f"all {len(got)} bytes are the argmax of their step's logits: {' '.join(f'0x{i:02X}' for i in got)}"
         if passed else f"bytes {got} differ from the argmaxes {chosen}"
     )
+
+
+# ----------------------------------------------------------------------------- what training did
+
+RECORD_BITS_TOLERANCE = 1e-3  # held-out bits per byte measured now vs at the end of training (float32 sums in another order)
+
+
+@check
+def training_effect(run: ModelRun, block_probs: str) -> tuple[str, bool, str]:
+    """``block_probs`` names every block's attention probabilities, with {i} for the block index."""
+    facts = run.inputs["training"]
+    shown = facts["heads"]
+    worst, n_rows = 0.0, 0
+    for i, block in enumerate(shown):  # every statistic recomputed row by row, in float64, from the recorded weights
+        probs = run.t(block_probs.format(i=i))[0]  # (h, T, T)
+        T = probs.size(-1)
+        n_rows = T - 1
+        for h, stats in enumerate(block):
+            rows = [probs[h, t, :t + 1] for t in range(1, T)]
+            previous = sum(float(row[-2]) for row in rows) / n_rows
+            same = sum(float(row[-1]) for row in rows) / n_rows
+            entropy = sum(float(-(row[row > 0] * row[row > 0].log2()).sum()) for row in rows) / n_rows
+            worst = max(worst, abs(previous - stats["previous"]), abs(same - stats["same"]), abs(entropy - stats["entropy"]))
+    best = facts["best_head"]
+    pairs = [(i, h) for i, block in enumerate(shown) for h in range(len(block))]
+    best_ok = best is None if not pairs else list(max(pairs, key=lambda ih: shown[ih[0]][ih[1]]["previous"])) == best
+    passed = worst <= TOLERANCE and best_ok
+    detail = (f"{len(pairs)} heads' shares and entropies recomputed over {n_rows} query rows differ by at most {worst:.1e}; "
+              f"the most previous-token-like head is the largest share: {best_ok}") if pairs else "a one-byte prompt has no previous byte to measure"
+    record, checkpoint = facts["record"], facts["checkpoint"]
+    if record:
+        same_file = checkpoint["sha256"] == record.get("checkpoint_sha256")
+        gap = abs(facts["held_out_bits"] - record["held_out_bits_per_byte"])
+        passed = passed and same_file and gap <= RECORD_BITS_TOLERANCE
+        detail += (f"; the checkpoint's sha256 equals the training record's: {same_file}; held-out bits per byte measured now "
+                   f"{facts['held_out_bits']:.4f} vs {record['held_out_bits_per_byte']:.4f} at the end of training (tolerance {RECORD_BITS_TOLERANCE:g})")
+    return "per-head statistics recomputed from the recorded attention" + ("; the checkpoint is the one trained" if record else ""), passed, detail

@@ -161,3 +161,68 @@ def generation(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     right.set_ylabel("max |cached − recomputed| logit")
     right.set_title("key/value cache vs recomputation")
     save(fig, path)
+
+
+@drawer("training")
+def training_curve(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    facts = run.inputs["training"]
+    record, corpus = facts["record"], facts["corpus"]
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    if record:
+        bits = np.asarray(record["loss_curve"]) / math.log(2)  # nats -> bits per byte
+        steps = np.arange(1, len(bits) + 1)
+        window = max(1, len(bits) // 40)
+        smooth = np.convolve(bits, np.ones(window) / window, mode="valid")
+        ax.plot(steps, bits, color="#9fa8da", linewidth=0.6, label="training batch")
+        ax.plot(steps[window - 1:], smooth, color="#3949ab", linewidth=1.8, label=f"running mean of {window} steps")
+        if record["held_out_curve"]:
+            held = np.asarray(record["held_out_curve"])
+            ax.plot(held[:, 0], held[:, 1], "o", color="#e65100", markersize=4, label="held out")
+        last = len(bits)
+        ax.set_xlabel("optimiser step")
+        ax.set_title(f"{len(bits):,} steps of {record['training']['batch']} × {record['training']['context']} bytes", fontsize=9)
+    else:
+        last = 1
+        ax.set_xticks([])
+        ax.set_title("random weights: no training (only the measured held-out bits per byte)", fontsize=9)
+    ax.axhline(8, color="#e53935", linestyle="--", linewidth=1, label="uniform guess, 8 bits")
+    ax.axhline(corpus["bigram_bits_per_byte"], color="#00897b", linestyle=":", linewidth=1.5,
+               label=f"bigram baseline, {corpus['bigram_bits_per_byte']:.2f} bits")
+    ax.plot([last], [facts["held_out_bits"]], "*", color="black", markersize=12, label=f"this run, held out: {facts['held_out_bits']:.2f} bits")
+    ax.set_ylabel("bits per byte")
+    ax.set_ylim(0, max(9.0, facts["held_out_bits"] + 0.5))
+    ax.legend(fontsize=7, loc="upper right", ncol=2)
+    save(fig, path)
+
+
+@drawer("training")
+def head_roles(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+    facts = run.inputs["training"]
+    heads = [(i, h, stats) for i, block in enumerate(facts["heads"]) for h, stats in enumerate(block)]
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(max(4.5, 0.75 * len(heads) + 2), 3.4))
+    if not heads:
+        ax.text(0.5, 0.5, "a one-byte prompt: no previous byte to attend to", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        save(fig, path)
+        return
+    x = np.arange(len(heads))
+    previous = [s["previous"] for _, _, s in heads]
+    same = [s["same"] for _, _, s in heads]
+    best = facts["best_head"]
+    edges = ["black" if [i, h] == best else "none" for i, h, _ in heads]
+    ax.bar(x - 0.2, previous, 0.4, color="#3949ab", edgecolor=edges, linewidth=1.5, label="on the previous byte")
+    ax.bar(x + 0.2, same, 0.4, color="#9fa8da", label="on itself")
+    ax.set_xticks(x, [f"block {i + 1}\nhead {h + 1}" for i, h, _ in heads], fontsize=7)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("mean attention share")
+    right = ax.twinx()
+    right.plot(x, [s["entropy"] for _, _, s in heads], "o", color="#e65100", label="mean row entropy")
+    right.axhline(facts["uniform_row_entropy"], color="#e65100", linestyle=":", linewidth=1, label="uniform rows")
+    right.set_ylim(0, max(1.0, facts["uniform_row_entropy"] * 1.15))
+    right.set_ylabel("bits")
+    lines, labels = ax.get_legend_handles_labels()
+    more, more_labels = right.get_legend_handles_labels()
+    ax.legend(lines + more, labels + more_labels, fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=4, frameon=False)
+    save(fig, path)

@@ -22,12 +22,17 @@ class GPTOptions(RunOptions):
     layers: int = field(default=config_default(GPTConfig, "n_layers"), metadata=option("transformer blocks", kind="positive"))
     d_model: int = field(default=config_default(GPTConfig, "d_model"), metadata=option("model width", kind="positive"))
     heads: int = field(default=config_default(GPTConfig, "n_heads"), metadata=option("attention heads (must divide --d-model)", kind="positive"))
+    weights: str = field(default="trained", metadata=option(
+        "trained (the bundled checkpoint of `python -m generator train gpt`, default sizes only), random (seeded) or PATH to a GPT state dict"))
     # Control and bidirectional-override characters dropped from the prompt (see generator/text.py), for the pages.
     removed: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_heads_divide(self.d_model, self.heads)
+        if self.weights == "trained" and self.config() != GPTConfig():
+            raise UserError(f"--weights trained is a checkpoint of the default-size GPT ({GPTConfig().n_layers} blocks, d_model {GPTConfig().d_model}, "
+                            f"{GPTConfig().n_heads} heads); add --weights random for other sizes, or train your own and pass its file")
         if self.generate > CONTEXT:
             raise UserError(f"--generate {self.generate} is more than the {CONTEXT}-byte context holds; generate at most {CONTEXT}")
         object.__setattr__(self, "removed", tuple(removed_characters(self.prompt)))

@@ -3,14 +3,19 @@ and a second pass on the prompt with its last byte changed (to show that earlier
 
 from __future__ import annotations
 
+import hashlib
+import math
 import unicodedata
+from pathlib import Path
 
 import torch
 
 from generator.catalogue import Report
 from generator.reports.gpt.options import GPTOptions, max_prompt_bytes
+from generator.reports.gpt.training import CHECKPOINT, corpus_bytes, corpus_facts, held_out_bits_per_byte, load_record, load_state, split
 from generator.run import ModelRun, resolve_device
 from models.gpt import GPT, GPTConfig, byte_label, decode, encode, record_points
+from generator.text import clean_text
 from models.recording import Recording, recording
 
 
@@ -20,6 +25,7 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
     # Weights are drawn on the CPU so a seed gives the same model on every device.
     torch.manual_seed(opts.seed)
     model = GPT(cfg).eval()
+    weights_text, training = load_weights(model, opts)
     model.to(device)
     prompt = opts.prompt
     prompt_ids = encode(prompt)
@@ -30,6 +36,7 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
         new_ids, info = model.generate(ids, opts.generate)  # its first pass, over the prompt, is the one the pages trace
     new = [int(i) for i in new_ids[0].tolist()]
     prefix = prefix_invariance(model, prompt_ids, cfg, device)
+    training |= what_training_did(model, rec, prompt_ids, cfg, device)
     model.cpu()
 
     T, N = len(prompt_ids), opts.generate
@@ -84,12 +91,15 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
             "summary": f"{L} pre-norm blocks, {cfg.n_heads} heads, d_model {C}, MLP {cfg.mlp_dim}, byte vocabulary of {V}, "
                        f"learned positions for a {cfg.context}-byte context, tied embedding and output ({n_params / 1e6:.2f} M parameters).",
             "facts": [["prompt", prompt], ["bytes", str(T)], ["generated", f"{N} bytes, greedy"], ["seed", str(opts.seed)],
-                      ["device", device.type], ["weights", "random (seeded)"]],
+                      ["device", device.type], ["weights", weights_text]],
+            "training": training,
+            "explore_start": {"group": "blocks", "layer": training["best_head"][0], "head": training["best_head"][1]} if training["best_head"] else None,
         },
         dims={"B": 1, "T": T, "N": N, "S": S, "C": C, "h": cfg.n_heads, "hs": cfg.head_size, "M": cfg.mlp_dim, "V": V, "L": L},
         places=places,
         seed=opts.seed,
         device=device.type,
+        weights=weights_text,
     )
 
 
@@ -141,3 +151,90 @@ def prefix_invariance(model: GPT, prompt_ids: list[int], cfg: GPTConfig, device:
         "changed_bytes": [byte_label(prompt_ids[-1]), byte_label(changed[-1])],
         "last_change": float(last.abs().max()),
     }
+
+
+# ----------------------------------------------------------------------------- weights and what training did
+
+CONTINUATION = 64  # bytes of the longer greedy continuation the training page shows
+
+
+def load_weights(model: GPT, opts: GPTOptions) -> tuple[str, dict]:
+    """Load ``opts.weights`` into ``model`` (random: keep the seeded initialisation); (run-stamp text, facts for the pages)."""
+    if opts.weights == "random":
+        return f"random (seeded with {opts.seed}; not trained)", {"kind": "random", "record": None, "checkpoint": None}
+    path = CHECKPOINT if opts.weights == "trained" else Path(opts.weights).expanduser()
+    state = load_state(path, model.cfg)
+    model.load_state_dict(state)
+    sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    record = load_record(path)
+    kind = "trained" if opts.weights == "trained" else "file"
+    name = "the bundled checkpoint gpt-trained.pt" if kind == "trained" else clean_text(path.name)  # a file name is user text
+    if record:
+        text = (f"trained: {name}, {record['training']['steps']:,} steps on {record['corpus']['name']} "
+                f"(sha256 {sha256[:12]}…)")
+    else:
+        text = f"loaded from {name} (sha256 {sha256[:12]}…; no training record beside it)"
+    return text, {"kind": kind, "record": record, "checkpoint": {"name": name, "sha256": sha256}}
+
+
+def head_statistics(probs: torch.Tensor) -> list[dict]:
+    """Per head of one block's causal attention (B, h, T, T), over the query rows t >= 1 (row 0 can only read itself):
+    the mean weight on the previous byte, on the same position, and the mean row entropy in bits."""
+    p = probs[0].double().cpu()  # (h, T, T)
+    T = p.size(-1)
+    rows = torch.arange(1, T)
+    previous = p[:, rows, rows - 1]  # (h, T - 1)
+    same = p[:, rows, rows]  # (h, T - 1)
+    entropy = -(p[:, 1:] * p[:, 1:].clamp_min(1e-300).log2()).sum(-1)  # (h, T - 1)
+    return [{"previous": float(previous[h].mean()), "same": float(same[h].mean()), "entropy": float(entropy[h].mean())}
+            for h in range(p.size(0))]
+
+
+def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GPTConfig, device: torch.device) -> dict:
+    """Measured on this run: held-out bits per byte of these weights, the corpus baselines, every head's habits, a longer continuation."""
+    T = len(prompt_ids)
+    heads = [head_statistics(rec.tensor(f"blocks.{i}.attn.probs")) for i in range(cfg.n_layers)] if T > 1 else []
+    best = max(((i, h) for i in range(len(heads)) for h in range(cfg.n_heads)), key=lambda ih: heads[ih[0]][ih[1]]["previous"], default=None)
+    uniform_entropy = sum(math.log2(t + 1) for t in range(1, T)) / (T - 1) if T > 1 else 0.0
+    _, held_out = split(corpus_bytes())
+    context = min(cfg.context, 256)
+    with torch.no_grad():
+        bits = held_out_bits_per_byte(model, held_out.to(device), context)
+        n_new = min(CONTINUATION, cfg.context - T + 1)
+        more = model.generate(torch.tensor([prompt_ids], device=device), n_new)[0][0].tolist() if n_new >= 1 else []
+        sample = held_out_sample(held_out)
+        sample_new = model.generate(torch.tensor([sample["prompt"]], device=device), len(sample["truth"]))[0][0].tolist()
+    model.eval()
+    return {
+        "corpus": corpus_facts(),
+        "held_out_bits": bits,
+        "held_out_context": context,
+        "heads": heads,
+        "best_head": list(best) if best else None,  # [block, head], 0-based
+        "uniform_row_entropy": uniform_entropy,
+        "uniform_share": sum(1 / (t + 1) for t in range(1, T)) / (T - 1) if T > 1 else 0.0,
+        "continuation": decode([int(b) for b in more]),
+        "continuation_bytes": len(more),
+        "sample_prompt": decode(sample["prompt"]),
+        "sample_truth": decode(sample["truth"]),
+        "sample_continuation": decode([int(b) for b in sample_new]),
+        "sample_agree": sum(int(a) == b for a, b in zip(sample_new, sample["truth"])),
+        "sample_bytes": len(sample["truth"]),
+        "sample_offset": sample["offset"],
+    }
+
+
+def held_out_sample(held_out: torch.Tensor, prompt: int = 48, truth: int = 48) -> dict:
+    """A fixed held-out passage: the first ``prompt`` bytes of the first line of prose (a letter first, at least ``prompt``
+    + 16 bytes long) after the split, and the ``truth`` bytes that follow them in the corpus."""
+    data = bytes(held_out.tolist())
+    start = 0
+    for line in data.split(b"\n"):
+        text = line.lstrip(b" ")
+        if len(text) >= prompt + 16 and text[:1].isalpha():
+            start += len(line) - len(text)
+            break
+        start += len(line) + 1
+    else:
+        start = 0
+    return {"offset": start, "prompt": list(data[start:start + prompt]), "truth": list(data[start + prompt:start + prompt + truth])}

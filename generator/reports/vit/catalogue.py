@@ -345,7 +345,7 @@ SNAPSHOTS = (
 )
 
 FIGURES = (
-    Figure(id='input_image', kind='input_image', caption='The input image as loaded (left) and after resizing and normalisation (right), with the patch grid.', args={'tensor': 'image'}),
+    Figure(id='input_image', kind='input_image', caption='The input image as loaded (left; outlined: the centre crop, when the weights need one) and as the model sees it after resizing and normalisation (right), with the patch grid.', args={'tensor': 'image'}),
     Figure(id='patch_mosaic', kind='patch_mosaic', caption='Every patch of the preprocessed image, in the order the model reads them (row by row).', args={'tensor': 'patch_embed.patches'}),
     Figure(id='patch_embedding', kind='matrix', caption='Patch-embedding matrix: one row per patch, one column per feature (first 96 of C shown).', args={'tensor': 'patch_embed.embed', 'max_cols': 96, 'xlabel': 'feature', 'ylabel': 'patch', 'cmap': 'RdBu_r'}),
     Figure(id='pos_similarity', kind='pos_similarity', caption='Cosine similarity between position embeddings: the full matrix (left) and, for a few patches, the similarity to every other patch as a grid.', args={'parameter': 'pos_embedding'}),

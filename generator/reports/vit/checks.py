@@ -18,12 +18,23 @@ def normalised_image(run: ModelRun, out: TensorName) -> tuple[str, bool, str]:
     H, W = image.shape[-2:]
     mean = torch.tensor(run.inputs["mean"], dtype=torch.float64).view(1, 3, 1, 1)  # the weights preset's normalisation
     std = torch.tensor(run.inputs["std"], dtype=torch.float64).view(1, 3, 1, 1)
-    # Redo the preprocessing by hand: bilinear resize of the loaded RGB image, /255, per-channel normalisation.
-    resized = np.asarray(run.inputs["original_image"].resize((W, H), Image.BILINEAR), dtype=np.float64) / 255.0
+    # Redo the preprocessing by hand: bilinear resize of the loaded RGB image (the whole image to W×H, or the shorter
+    # side to `resize` and the centre W×H cropped), /255, per-channel normalisation.
+    original, resize = run.inputs["original_image"], run.inputs["resize"]
+    if resize is None:
+        prepared = original.resize((W, H), Image.BILINEAR)
+        how = "resize"
+    else:
+        w, h = original.size
+        new = (resize, int(resize * h / w)) if w <= h else (int(resize * w / h), resize)
+        left, top = round((new[0] - W) / 2), round((new[1] - H) / 2)
+        prepared = original.resize(new, Image.BILINEAR).crop((left, top, left + W, top + H))
+        how = f"shorter side to {resize} + centre crop"
+    resized = np.asarray(prepared, dtype=np.float64) / 255.0
     expected = (torch.from_numpy(resized).permute(2, 0, 1)[None] - mean) / std  # (H, W, 3) -> (1, 3, H, W)
-    passed, detail = close(image, expected, "vs resize + /255 + the weights' normalisation redone by hand")
+    passed, detail = close(image, expected, f"vs {how} + /255 + the weights' normalisation redone by hand")
     pixels = image * std + mean
-    return "is the loaded image, resized and normalised", passed, (
+    return "is the loaded image, " + ("resized" if resize is None else "resized and centre-cropped") + " and normalised", passed, (
         detail + f"; undoing the normalisation gives pixels in [{fmt(float(pixels.min()))}, {fmt(float(pixels.max()))}]"
     )
 

@@ -33,7 +33,7 @@ def _patch_heat(values: torch.Tensor, side: int, H: int, W: int) -> np.ndarray:
     return grid_values.repeat(H // side, axis=0).repeat(W // side, axis=1)
 
 
-@drawer("original_image", "image_mode")
+@drawer("original_image", "image_mode", "crop_box")
 def input_image(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     original = run.inputs["original_image"]
     shown = _unnormalise(run, run.cpu(args["tensor"])[0])
@@ -45,10 +45,14 @@ def input_image(run: ModelRun, args: dict[str, Any], path: Path) -> None:
     scale = side / max(loaded.width, loaded.height)
     loaded = loaded.resize((max(1, round(loaded.width * scale)), max(1, round(loaded.height * scale))),
                            Image.Resampling.BILINEAR if scale > 1 else Image.Resampling.BOX)
-    top = (side - loaded.height) // 2
-    canvas.image((side - loaded.width) // 2, top, loaded)
-    canvas.text(side / 2, top - 6, f"as loaded: {original.width}×{original.height} {visual_order(run.inputs['image_mode'])}",
-                size=10, ha="center", va="bottom")
+    top, left = (side - loaded.height) // 2, (side - loaded.width) // 2
+    canvas.image(left, top, loaded)
+    title = f"as loaded: {original.width}×{original.height} {visual_order(run.inputs['image_mode'])}"
+    if run.inputs["crop_box"]:  # the part the model sees: the centre crop after resizing the shorter side
+        x0, y0, x1, y1 = (round(v * scale) for v in run.inputs["crop_box"])
+        canvas.rect(left + x0, top + y0, left + x1 - 1, top + y1 - 1, outline=(255, 235, 59), width=2)
+        title += "; centre crop outlined"
+    canvas.text(side / 2, top - 6, title, size=10, ha="center", va="bottom")
     x = side + 40
     model_input = raster.fit(shown, side)
     canvas.image(x, 0, model_input)

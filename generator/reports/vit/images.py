@@ -1,4 +1,9 @@
-"""Load any common image as RGB and preprocess it for the ViT: resize, scale to [0, 1], normalise."""
+"""Load any common image as RGB and preprocess it for the ViT: resize (or resize and centre-crop), scale to [0, 1], normalise.
+
+The preprocessing is written here with PIL and torch, the same steps torchvision's transforms take on a PIL image
+(bilinear PIL resize, crop offsets rounded as ``torchvision.transforms.functional.center_crop`` rounds them), so a
+report does not import torchvision to prepare its input; tests compare the two.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
+
 from generator.errors import UserError
 
 DEFAULT_IMAGE = Path(__file__).resolve().parent / "assets" / "default-image.jpg"
@@ -59,17 +65,42 @@ def _to_rgb(im: Image.Image) -> Image.Image:
     return im.convert("RGB")
 
 
-def preprocess(image: Image.Image, size: int, mean: tuple[float, ...], std: tuple[float, ...]) -> torch.Tensor:
-    """RGB -> resize to size x size -> [0, 1] -> per-channel (x - mean) / std: (1, 3, size, size).
+def resized_shorter_side(width: int, height: int, shorter: int) -> tuple[int, int]:
+    """(width, height) with the shorter side scaled to ``shorter`` and the aspect kept (the longer side truncated, as torchvision does)."""
+    if width <= height:
+        return shorter, int(shorter * height / width)
+    return int(shorter * width / height), shorter
 
-    The same operations, in the same order and dtype, as torchvision's Resize((size, size)) (PIL bilinear,
-    antialiased), ToTensor and Normalize, so the tensor is bit-identical; written out because importing
-    torchvision costs seconds (tests/test_vit.py compares the two).
+
+def crop_box(width: int, height: int, resize: int, crop: int) -> tuple[float, float, float, float]:
+    """The centre crop of ``crop``×``crop`` after resizing the shorter side to ``resize``, in the original image's pixels."""
+    new_w, new_h = resized_shorter_side(width, height, resize)
+    left, top = int(round((new_w - crop) / 2.0)), int(round((new_h - crop) / 2.0))
+    sx, sy = width / new_w, height / new_h
+    return left * sx, top * sy, (left + crop) * sx, (top + crop) * sy
+
+
+def model_input(image: Image.Image, size: int, resize: int | None = None) -> Image.Image:
+    """The ``size``×``size`` RGB image the model sees: squashed to size×size (``resize`` None), or the shorter side
+    resized to ``resize`` (bilinear) and the centre ``size``×``size`` cropped, as ImageNet-trained weights expect."""
+    if resize is None:
+        return image.resize((size, size), Image.BILINEAR)
+    if resize < size:
+        raise ValueError(f"resizing the shorter side to {resize} leaves nothing to crop {size}×{size} from")
+    resized = image.resize(resized_shorter_side(image.width, image.height, resize), Image.BILINEAR)
+    left, top = int(round((resized.width - size) / 2.0)), int(round((resized.height - size) / 2.0))
+    return resized.crop((left, top, left + size, top + size))
+
+
+def preprocess(image: Image.Image, size: int, mean: tuple[float, ...], std: tuple[float, ...], resize: int | None = None) -> torch.Tensor:
+    """RGB -> ``model_input`` -> [0, 1] -> per-channel (x - mean) / std: (1, 3, size, size).
+
+    The same operations, in the same order and dtype, as torchvision's Resize (PIL bilinear, antialiased), CenterCrop,
+    ToTensor and Normalize, so the tensor is bit-identical; written out because importing torchvision costs seconds
+    (tests/test_vit.py compares the two).
     """
-    if image.size != (size, size):
-        image = image.resize((size, size), Image.Resampling.BILINEAR)
-    pixels = torch.from_numpy(np.array(image, dtype=np.uint8))  # (H, W, 3)
-    tensor = pixels.permute(2, 0, 1).contiguous().to(torch.float32).div(255)  # (H, W, 3) -> (3, H, W) in [0, 1]
-    mean_t = torch.as_tensor(mean, dtype=torch.float32).view(-1, 1, 1)
-    std_t = torch.as_tensor(std, dtype=torch.float32).view(-1, 1, 1)
-    return tensor.sub(mean_t).div(std_t).unsqueeze(0)  # (3, H, W) -> (1, 3, H, W)
+    pixels = torch.from_numpy(np.asarray(model_input(image, size, resize), dtype=np.uint8).copy())  # (H, W, 3)
+    x = pixels.permute(2, 0, 1).float().div(255)  # (H, W, 3) -> (3, H, W), in [0, 1]
+    mean_t = torch.tensor(mean, dtype=torch.float32).view(3, 1, 1)
+    std_t = torch.tensor(std, dtype=torch.float32).view(3, 1, 1)
+    return ((x - mean_t) / std_t).unsqueeze(0)  # (3, H, W) -> (1, 3, H, W)

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from generator.catalogue import Report
-from generator.reports.vit.images import DEFAULT_IMAGE, load_rgb, preprocess
+from generator.reports.vit.images import DEFAULT_IMAGE, crop_box, load_rgb, preprocess
 from generator.reports.vit.options import VitOptions
 from generator.reports.vit.rollout import attention_rollout
 from generator.reports.vit.weights import resolve
@@ -25,7 +25,8 @@ def run(report: Report, opts: VitOptions) -> ModelRun:
     preset = resolve(opts.weights)
     path = opts.image or DEFAULT_IMAGE
     original, mode = load_rgb(Path(path))
-    image = preprocess(original, cfg.image_size, preset.mean, preset.std)  # (1, 3, H, W)
+    resize = preset.resize(opts.size)  # None: squash to the input size; else shorter side, then centre crop
+    image = preprocess(original, cfg.image_size, preset.mean, preset.std, resize)  # (1, 3, H, W)
     model, weights_text = preset.load(opts.size, cfg, opts.seed)
     model = model.eval().to(device)
     places = opts.places()
@@ -47,6 +48,9 @@ def run(report: Report, opts: VitOptions) -> ModelRun:
             "original_size": f"{original.width}×{original.height}",
             "original_image": original,
             "mean": preset.mean,
+            "resize": resize,
+            "crop_box": list(crop_box(original.width, original.height, resize, cfg.image_size)) if resize else None,
+            "preprocessing": preset.preprocessing(opts.size, cfg.image_size),
             "std": preset.std,
             "class_names": preset.categories(cfg),
             "preset": opts.size,

@@ -19,6 +19,9 @@ from models.vit import ViTConfig, VisionTransformer, from_torchvision
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+# IMAGENET1K_V1's transforms per size preset: the shorter side is resized to this (bilinear), then the centre
+# 224×224 is cropped (torchvision's ViT_B_16_Weights / ViT_L_16_Weights .IMAGENET1K_V1.transforms(); tests compare).
+IMAGENET_RESIZE = {"b16": 256, "l16": 242}
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
 
@@ -40,6 +43,19 @@ class WeightsPreset:
     load: Callable[[str, ViTConfig, int], tuple[VisionTransformer, str]]  # (size, config, seed) -> model, description
     mean: tuple[float, float, float] = IMAGENET_MEAN  # per-channel normalisation the weights expect
     std: tuple[float, float, float] = IMAGENET_STD
+    crops: bool = False  # True: resize the shorter side (IMAGENET_RESIZE) and centre-crop; False: squash to the input size
+
+    def resize(self, size: str) -> int | None:
+        """The shorter side the image is resized to before the centre crop, or None for a plain resize to the input size."""
+        return IMAGENET_RESIZE.get(size) if self.crops else None
+
+    def preprocessing(self, size: str, image_size: int) -> str:
+        """How an image is prepared for these weights, in words."""
+        resize = self.resize(size)
+        if resize is None:
+            return f"resized to {image_size}×{image_size} (bilinear; the aspect ratio is not kept)"
+        return (f"shorter side resized to {resize} (bilinear, aspect ratio kept), centre {image_size}×{image_size} cropped, "
+                "as torchvision's IMAGENET1K_V1 transforms")
 
     def categories(self, cfg: ViTConfig) -> list[str]:
         return class_names(cfg.n_classes)
@@ -91,7 +107,7 @@ def _imagenet(size: str, cfg: ViTConfig, seed: int) -> tuple[VisionTransformer, 
 
 PRESETS: dict[str, WeightsPreset] = {
     "random": WeightsPreset("random", _random),
-    "imagenet": WeightsPreset("imagenet", _imagenet),
+    "imagenet": WeightsPreset("imagenet", _imagenet, crops=True),
 }
 
 
@@ -103,7 +119,8 @@ def resolve(weights: str) -> WeightsPreset:
     if not path.is_file():
         raise UserError(f"--weights {weights!r} is neither a preset ({', '.join(PRESETS)}) nor a file; "
                         "give a torchvision ViT state dict (.pth) or one of the presets")
-    return WeightsPreset(str(path), lambda size, cfg, seed: _from_file(path, size, cfg))
+    # A torchvision-layout file is prepared like torchvision's ImageNet weights, the usual source of such a file.
+    return WeightsPreset(str(path), lambda size, cfg, seed: _from_file(path, size, cfg), crops=True)
 
 
 def _torchvision_model(size: str) -> nn.Module:

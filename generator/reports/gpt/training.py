@@ -1,0 +1,266 @@
+"""Train the report's byte GPT on the bundled corpus, reproducibly, on the CPU: `python -m generator train gpt`.
+
+The corpus is CPython 3.11.7's ``pydoc_data.topics`` (the help texts of ``help("topics")``), every topic in
+sorted order, joined by blank lines, stored gzipped in assets/ (PSF licence, see assets/README.md). Its first
+90% of bytes train, the last 10% are held out. One seed fixes the initial weights and the batches; the
+thread count is pinned (a CPU matrix product sums in an order that depends on it), and deterministic
+algorithms are asked for, so the same seed gives the same loss curve, step by step, on the same machine.
+
+The record written beside the checkpoint (same name, .json) holds everything the report states about
+training: corpus sha256, steps, batch, context, the learning-rate schedule, the loss curve, held-out bits
+per byte (model, uniform, bigram baseline), versions and seconds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from generator.errors import UserError
+from models.gpt import GPT, GPTConfig
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+CORPUS = ASSETS / "corpus.txt.gz"
+CHECKPOINT = ASSETS / "gpt-trained.pt"
+HELD_OUT_FRACTION = 0.1
+
+
+def record_path(checkpoint: Path) -> Path:
+    return checkpoint.with_suffix(".json")
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    steps: int = 1000
+    batch: int = 16  # sequences per step
+    context: int = 256  # bytes per sequence: every position of the model's table is trained
+    lr: float = 3e-3  # peak learning rate (AdamW)
+    warmup: int = 50  # linear warm-up steps, independent of `steps` so a short run follows the same first steps
+    final_lr_fraction: float = 0.1  # cosine decay from lr to lr * this at the last step
+    weight_decay: float = 0.1  # on matrices only, not on biases, LayerNorms or position rows
+    betas: tuple[float, float] = (0.9, 0.95)
+    grad_clip: float = 1.0
+    seed: int = 0
+    threads: int = 2
+    eval_every: int = 100  # held-out loss every this many steps and at the last (0: never, for short reproductions)
+
+    def learning_rate(self, step: int) -> float:
+        """Linear warm-up over ``warmup`` steps, then cosine decay to ``final_lr_fraction`` of the peak at the last step."""
+        if step < self.warmup:
+            return self.lr * (step + 1) / self.warmup
+        span = max(1, self.steps - 1 - self.warmup)
+        progress = min(1.0, (step - self.warmup) / span)
+        low = self.lr * self.final_lr_fraction
+        return low + 0.5 * (self.lr - low) * (1 + math.cos(math.pi * progress))
+
+
+# ----------------------------------------------------------------------------- corpus
+
+
+@lru_cache(maxsize=1)
+def corpus_bytes() -> bytes:
+    return gzip.decompress(CORPUS.read_bytes())
+
+
+def split(data: bytes) -> tuple[torch.Tensor, torch.Tensor]:
+    """(train, held_out) byte tensors: the first 90% and the last 10%, a fixed split."""
+    cut = int(len(data) * (1 - HELD_OUT_FRACTION))
+    ids = torch.frombuffer(bytearray(data), dtype=torch.uint8).long()
+    return ids[:cut], ids[cut:]
+
+
+def bigram_bits_per_byte(train: torch.Tensor, held_out: torch.Tensor) -> float:
+    """Held-out bits per byte of the bigram model P(b | a) counted on the training bytes, add-one smoothed."""
+    counts = torch.ones(256, 256, dtype=torch.float64)  # add-one: an unseen pair keeps a little probability
+    counts.index_put_((train[:-1], train[1:]), torch.ones(len(train) - 1, dtype=torch.float64), accumulate=True)
+    log_p = (counts / counts.sum(1, keepdim=True)).log2()
+    return float(-log_p[held_out[:-1], held_out[1:]].mean())
+
+
+def corpus_facts() -> dict:
+    data = corpus_bytes()
+    train, held_out = split(data)
+    return {
+        "name": "CPython 3.11.7 pydoc_data.topics (PSF licence)",
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "train_bytes": len(train),
+        "held_out_bytes": len(held_out),
+        "distinct_bytes": len(set(data)),
+        "bigram_bits_per_byte": bigram_bits_per_byte(train, held_out),
+        "unigram_bits_per_byte": _unigram_bits(train, held_out),
+    }
+
+
+def _unigram_bits(train: torch.Tensor, held_out: torch.Tensor) -> float:
+    counts = torch.bincount(train, minlength=256).double() + 1
+    return float(-(counts / counts.sum()).log2()[held_out].mean())
+
+
+# ----------------------------------------------------------------------------- training
+
+
+@torch.no_grad()
+def held_out_bits_per_byte(model: GPT, held_out: torch.Tensor, context: int) -> float:
+    """Mean next-byte cross-entropy over the held-out bytes, in bits, in consecutive windows of ``context`` bytes."""
+    model.eval()
+    n = (len(held_out) - 1) // context * context
+    x = held_out[:n].view(-1, context)  # (windows, context)
+    y = held_out[1:n + 1].view(-1, context)
+    total = 0.0
+    for start in range(0, len(x), 64):
+        logits = model(x[start:start + 64])  # (b, context, V)
+        total += float(F.cross_entropy(logits.reshape(-1, logits.size(-1)), y[start:start + 64].reshape(-1), reduction="sum"))
+    model.train()
+    return total / n / math.log(2)
+
+
+def _optimizer(model: GPT, cfg: TrainingConfig) -> torch.optim.Optimizer:
+    params = dict(model.named_parameters())  # the tied matrix appears once
+    decay = [p for name, p in params.items() if p.dim() == 2 and name != "pos_emb.weight"]
+    rest = [p for name, p in params.items() if not (p.dim() == 2 and name != "pos_emb.weight")]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, foreach=False)
+
+
+def train(cfg: TrainingConfig, model_cfg: GPTConfig | None = None,
+          progress: Callable[[int, float], None] | None = None) -> tuple[GPT, dict]:
+    """Train a GPT from seed ``cfg.seed``; returns the model and the training record (without the checkpoint's hash)."""
+    model_cfg = model_cfg or GPTConfig()
+    if cfg.context > model_cfg.context:
+        raise UserError(f"--context {cfg.context} is longer than the model's {model_cfg.context}-position table")
+    started, cpu_started = time.perf_counter(), time.process_time()
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(cfg.threads)
+    torch.use_deterministic_algorithms(True)
+    try:
+        data = corpus_bytes()
+        train_ids, held_out = split(data)
+        torch.manual_seed(cfg.seed)
+        model = GPT(model_cfg).train()
+        batches = torch.Generator().manual_seed(cfg.seed)
+        optimizer = _optimizer(model, cfg)
+        losses: list[float] = []
+        evaluations: list[list[float]] = []
+        for step in range(cfg.steps):
+            for group in optimizer.param_groups:
+                group["lr"] = cfg.learning_rate(step)
+            starts = torch.randint(0, len(train_ids) - cfg.context - 1, (cfg.batch,), generator=batches)
+            window = torch.stack([train_ids[s:s + cfg.context + 1] for s in starts.tolist()])  # (batch, context + 1)
+            logits = model(window[:, :-1])  # (batch, context, V)
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), window[:, 1:].reshape(-1))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            optimizer.step()
+            losses.append(float(loss.detach()))
+            if cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
+                evaluations.append([step + 1, held_out_bits_per_byte(model, held_out, cfg.context)])
+            if progress:
+                progress(step, losses[-1])
+        model.eval()
+        seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic)
+    record = {
+        "corpus": corpus_facts(),
+        "training": asdict(cfg),
+        "model": asdict(model_cfg),
+        "n_params": sum(p.numel() for p in model.parameters()),
+        "lr_schedule": f"linear warm-up to {cfg.lr:g} over {cfg.warmup} steps, then cosine decay to {cfg.lr * cfg.final_lr_fraction:g} at step {cfg.steps}",
+        "loss_curve": losses,  # mean cross-entropy of each step's batch, in nats
+        "held_out_curve": evaluations,  # [step, held-out bits per byte]
+        "held_out_bits_per_byte": evaluations[-1][1] if evaluations else None,
+        "uniform_bits_per_byte": 8.0,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "seconds": seconds,  # wall-clock, training and held-out evaluations
+        "cpu_seconds": cpu_seconds,  # CPU time of all threads: what the run cost, however busy the machine was
+    }
+    return model, record
+
+
+def save(model: GPT, record: dict, out: Path) -> dict:
+    """Write the state dict to ``out`` and the record, with the checkpoint's sha256, to ``out`` with .json."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), out)
+    record = {**record, "checkpoint": out.name, "checkpoint_sha256": hashlib.sha256(out.read_bytes()).hexdigest()}
+    record_path(out).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return record
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def load_record(checkpoint: Path) -> dict | None:
+    path = record_path(checkpoint)
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def load_state(path: Path, cfg: GPTConfig) -> dict[str, torch.Tensor]:
+    """The state dict at ``path``, checked key by key and shape by shape against a GPT of ``cfg``; UserError otherwise."""
+    if not path.is_file():
+        raise UserError(f"--weights {str(path)!r} is neither trained, random nor a file; give a GPT state dict saved by `python -m generator train gpt`")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's to fix, in one line
+        raise UserError(f"{path} is not a PyTorch state dict torch.load can read ({type(exc).__name__}); "
+                        "save one with `python -m generator train gpt --out PATH`") from None
+    if not isinstance(state, dict):
+        raise UserError(f"{path} holds a {type(state).__name__}, not a state dict (a mapping of parameter names to tensors)")
+    expected = GPT(cfg).state_dict()
+    for key, tensor in expected.items():
+        if key not in state:
+            raise UserError(f"{path} does not fit this GPT (--layers {cfg.n_layers}, --d-model {cfg.d_model}): key {key!r} is missing")
+        got = state[key]
+        if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(tensor.shape):
+            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+            raise UserError(f"{path} does not fit this GPT (--layers {cfg.n_layers}, --d-model {cfg.d_model}, --heads {cfg.n_heads}): "
+                            f"key {key!r} has shape {shape}, expected {tuple(tensor.shape)}")
+    extra = sorted(set(state) - set(expected))
+    if extra:
+        raise UserError(f"{path} does not fit this GPT: unexpected key {extra[0]!r}" + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
+    return state
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def main(steps: int | None, out: Path | None, seed: int | None = None, quiet: bool = False) -> dict:
+    defaults = TrainingConfig()
+    cfg = TrainingConfig(steps=steps or defaults.steps, seed=defaults.seed if seed is None else seed)
+    out = out or CHECKPOINT
+    if out.exists() and out.is_dir():
+        raise UserError(f"--out {out} is a folder; give the checkpoint's file name, e.g. {out / 'gpt-trained.pt'}")
+    last = [time.perf_counter()]
+
+    def report(step: int, loss: float) -> None:
+        if (step + 1) % 50 == 0 or step + 1 == cfg.steps:
+            now = time.perf_counter()
+            print(f"step {step + 1}/{cfg.steps}  loss {loss:.4f}  ({now - last[0]:.1f} s)", flush=True)
+            last[0] = now
+
+    model, record = train(cfg, progress=None if quiet else report)
+    record = save(model, record, out)
+    if not quiet:
+        print(f"wrote {out} and {record_path(out).name}: held-out {record['held_out_bits_per_byte']:.3f} bits per byte "
+              f"(bigram {record['corpus']['bigram_bits_per_byte']:.3f}, uniform 8) in {record['seconds']:.0f} s")
+    return record

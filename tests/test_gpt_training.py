@@ -1,0 +1,107 @@
+"""The GPT's bundled checkpoint: trained by `python -m generator train gpt`, reproducibly; loaded by --weights trained|random|PATH."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, fields
+
+import pytest
+import torch
+
+from generator.cli import main
+from generator.errors import UserError
+from generator.reports.gpt.training import (CHECKPOINT, TrainingConfig, bigram_bits_per_byte, corpus_bytes, load_record,
+                                            load_state, record_path, split)
+from models.gpt import GPT, GPTConfig
+from tests.conftest import run_report
+
+RECORD = load_record(CHECKPOINT)
+
+
+def test_the_bundled_checkpoint_is_the_one_its_record_describes():
+    assert RECORD is not None, f"{record_path(CHECKPOINT)} is missing"
+    assert hashlib.sha256(CHECKPOINT.read_bytes()).hexdigest() == RECORD["checkpoint_sha256"]
+    assert hashlib.sha256(corpus_bytes()).hexdigest() == RECORD["corpus"]["sha256"]
+    assert RECORD["model"] == asdict(GPTConfig())
+    # The record was made by the command's default recipe, so `python -m generator train gpt` remakes it.
+    assert {**RECORD["training"], "betas": tuple(RECORD["training"]["betas"])} == asdict(TrainingConfig())
+    assert len(RECORD["loss_curve"]) == RECORD["training"]["steps"]
+    assert RECORD["held_out_bits_per_byte"] < RECORD["corpus"]["bigram_bits_per_byte"] < 8
+    assert CHECKPOINT.stat().st_size < 4 * 2**20  # a few MB at most
+
+
+def test_a_short_training_run_reproduces_the_recorded_first_steps_exactly(tmp_path):
+    out = tmp_path / "short.pt"
+    assert main(["train", "gpt", "--steps", "3", "--out", str(out), "-q"]) == 0
+    short = json.loads(record_path(out).read_text(encoding="utf-8"))
+    assert short["loss_curve"] == RECORD["loss_curve"][:3]  # same seed, same first steps, bit for bit
+    assert short["checkpoint_sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
+    for key in ("corpus", "training", "lr_schedule", "loss_curve", "held_out_bits_per_byte", "torch", "seconds"):
+        assert key in short, key
+    load_state(out, GPTConfig())  # the command writes what --weights PATH loads
+
+
+def test_the_learning_rate_warms_up_independently_of_the_number_of_steps():
+    short, full = TrainingConfig(steps=3), TrainingConfig()
+    assert [short.learning_rate(s) for s in range(3)] == [full.learning_rate(s) for s in range(3)]
+    assert full.learning_rate(full.warmup - 1) == full.lr
+    assert full.learning_rate(full.steps - 1) == pytest.approx(full.lr * full.final_lr_fraction)
+
+
+def test_the_bigram_baseline_is_counted_on_the_training_bytes_only():
+    train, held_out = split(corpus_bytes())
+    assert len(train) + len(held_out) == len(corpus_bytes()) and len(held_out) == pytest.approx(0.1 * len(corpus_bytes()), abs=1)
+    assert 2 < bigram_bits_per_byte(train, held_out) < 5
+    # By hand: after "a", the training bytes "abab" show "b" twice; add-one smoothing gives it 3 of 2 + 256 counts.
+    tiny = torch.tensor(list(b"abab"))
+    assert bigram_bits_per_byte(tiny, torch.tensor(list(b"ab"))) == pytest.approx(-math.log2(3 / 258))
+
+
+def test_trained_weights_load_by_default_and_beat_the_bigram_baseline():
+    run = run_report("gpt")
+    training = run.inputs["training"]
+    assert training["kind"] == "trained" and "trained" in run.weights and "gpt-trained.pt" in run.weights
+    assert training["held_out_bits"] == pytest.approx(RECORD["held_out_bits_per_byte"], abs=1e-3)
+    assert training["held_out_bits"] < training["corpus"]["bigram_bits_per_byte"]
+    state = torch.load(CHECKPOINT, weights_only=True)
+    assert torch.equal(run.model.tok_emb.weight.detach().cpu(), state["tok_emb.weight"])
+    block, head = training["best_head"]
+    assert training["heads"][block][head]["previous"] == max(s["previous"] for b in training["heads"] for s in b)
+
+
+def test_random_weights_are_named_and_near_uniform():
+    run = run_report("gpt", weights="random")
+    assert run.weights.startswith("random") and run.inputs["training"]["record"] is None
+    assert abs(run.inputs["training"]["held_out_bits"] - 8) < 0.5
+
+
+def _other_size_state(tmp_path):
+    path = tmp_path / "small.pt"
+    torch.save(GPT(GPTConfig(d_model=64, n_heads=2)).state_dict(), path)
+    return path
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda tmp: tmp / "missing.pt", "is neither trained, random nor a file"),
+    (lambda tmp: (tmp / "garbage.pt").write_bytes(b"not a checkpoint") and tmp / "garbage.pt", "is not a PyTorch state dict torch.load can read"),
+    (_other_size_state, "key 'tok_emb.weight' has shape (256, 64), expected (256, 128)"),
+])
+def test_a_bad_weights_path_is_refused_in_one_line(make, message, tmp_path, capsys):
+    path = make(tmp_path)
+    assert main(["build", "--model", "gpt", "--weights", str(path), "--out", str(tmp_path / "docs"), "-q", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "docs").exists()
+
+
+def test_trained_weights_need_the_default_sizes(capsys, tmp_path):
+    assert main(["build", "--model", "gpt", "--layers", "3", "--out", str(tmp_path / "docs"), "-q"]) == 2
+    assert "--weights trained is a checkpoint of the default-size GPT" in capsys.readouterr().err
+    with pytest.raises(UserError):
+        load_state(tmp_path / "nothing.pt", GPTConfig())
+
+
+def test_the_training_options_are_all_recorded():
+    assert set(RECORD["training"]) == {f.name for f in fields(TrainingConfig)}

@@ -77,6 +77,23 @@ API_VALUES: dict[str, tuple[str, ...]] = {"weights": ("random",)}
 SAFE_KINDS = ("int", "positive", "seed", "text")  # option kinds whose values cannot name a file or a download
 
 
+# The listening sockets of this process: a process forked from it (the figure workers) closes its copies at once, so
+# that it never holds this server's port, whatever becomes of it or of this process.
+_LISTENING: set[socket.socket] = set()
+
+
+def _close_listening_sockets() -> None:
+    for sock in list(_LISTENING):
+        try:
+            sock.close()  # the child's copy only: the server's socket stays open
+        except OSError:
+            pass
+    _LISTENING.clear()
+
+
+os.register_at_fork(after_in_child=_close_listening_sockets)
+
+
 def _forms(reports: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Each report's form, derived from its options dataclass: the fields whose metadata has a ``form``
     (shown by tt-regenerate.js, which reads them from /api/status), in field order, and its other
@@ -579,6 +596,7 @@ class WarmServer:
         except OSError as exc:
             raise UserError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}); choose another --port") from None
         self._httpd.daemon_threads = True
+        _LISTENING.add(self._httpd.socket)
         self.port = self._httpd.server_address[1]
         threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True, name="http").start()
         return f"http://127.0.0.1:{self.port}/"
@@ -648,6 +666,7 @@ class WarmServer:
         self.events.close()
         if self._httpd is not None:
             self._httpd.shutdown()
+            _LISTENING.discard(self._httpd.socket)
             self._httpd.server_close()
         if self.site is not None:
             self.site.close()

@@ -7,9 +7,11 @@ generator/reports/<report>/options.py): one flag per field, with its type, choic
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 import time
+import warnings
 from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import Any
@@ -126,6 +128,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("generator").setLevel(logging.INFO if args.verbose else logging.WARNING)
+    held = _held_warnings() if args.command != "serve" else contextlib.nullcontext([])
+    with held as caught:
+        code = _run(args)
+    if code == 0 or args.verbose:  # a refusal is one line: warnings the libraries printed on the way are not shown
+        for w in caught:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return code
+
+
+@contextlib.contextmanager
+def _held_warnings():
+    with warnings.catch_warnings(record=True) as caught:  # the filters in force decide what is shown, as without this
+        yield caught
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "build":
             return _build(args)

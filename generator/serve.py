@@ -241,9 +241,15 @@ def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str,
     argv = ["build", f"--model={model}", f"--out={docs}", "--quiet"]
     if model not in FORMS and model != "all":
         return argv  # the CLI refuses it, with its list of models
-    allowed, restricted = options_for(model), restricted_values(model)
+    allowed, restricted = {**options_for(model), "force": "--force"}, restricted_values(model)
     for name, value in fields.items():
         if name == "model":
+            continue
+        if name == "force":  # overwrite generated files edited by hand, as the CLI's --force
+            if value not in (True, False, None, "true", "false", "on", ""):
+                raise ApiError(400, "the field 'force' must be true or false")
+            if value in (True, "true", "on"):
+                argv.append("--force")
             continue
         if name not in allowed:
             raise ApiError(400, f"unknown field {name!r} for {model}; the fields are: {', '.join(allowed)}")
@@ -263,6 +269,16 @@ def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str,
     return argv
 
 
+def _api_message(exc: UserError) -> str:
+    """The CLI's message, with what to do said for the API (which has no --force flag, but a force field)."""
+    from generator.site import HandEdits
+
+    if isinstance(exc, HandEdits):
+        return (f"{exc.summary}; move your edits out of the report folder and regenerate, or send \"force\": true "
+                "(a force field) to overwrite them")
+    return str(exc)
+
+
 def _refused_value(name: str, flag: str, values: tuple[str, ...]) -> str:
     """One line for a value outside API_VALUES; it never says whether a file of that name exists."""
     here = f"{name} can only be {' or '.join(values)} here" if values else f"{name} cannot be set here"
@@ -270,10 +286,30 @@ def _refused_value(name: str, flag: str, values: tuple[str, ...]) -> str:
             f"the CLI can: python -m generator build {flag} ...")
 
 
+MAX_NAME_BYTES = 120  # of an upload's file name as stored (file systems allow 255)
+
+
 def _safe_filename(name: str | None) -> str:
+    """The base name of an upload, printable and whole characters only, at most MAX_NAME_BYTES of UTF-8 (the end
+    of a long name is kept: it holds the extension)."""
     base = re.split(r"[\\/]", name or "")[-1]
-    base = "".join(ch for ch in base if ch.isprintable()).strip()[:120]
+    base = "".join(ch for ch in base if ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF).strip()
+    base = base.encode("utf-8")[-MAX_NAME_BYTES:].decode("utf-8", "ignore").strip()  # a cut character is dropped
     return base if base not in ("", ".", "..") else "upload"
+
+
+class _RepeatedField(Exception):
+    pass
+
+
+def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different (json.loads would keep the last of a repeated key silently)."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _RepeatedField(key)
+        data[key] = value
+    return data
 
 
 def parse_body(content_type: str, body: bytes) -> tuple[dict[str, Any], dict[str, Upload]]:
@@ -281,7 +317,11 @@ def parse_body(content_type: str, body: bytes) -> tuple[dict[str, Any], dict[str
     kind = content_type.split(";", 1)[0].strip().lower()
     if kind == "application/json":
         try:
-            data = json.loads(body.decode("utf-8"))
+            data = json.loads(body.decode("utf-8"), object_pairs_hook=_object_without_repeats)
+        except _RepeatedField as exc:
+            raise ApiError(400, f"the field {exc.args[0]!r} is given twice") from None
+        except RecursionError:
+            raise ApiError(400, "the request body is nested too deeply; send a flat JSON object of fields") from None
         except (UnicodeDecodeError, ValueError) as exc:
             raise ApiError(400, f"the request body is not valid JSON ({exc})") from None
         if not isinstance(data, dict):
@@ -302,12 +342,12 @@ def parse_body(content_type: str, body: bytes) -> tuple[dict[str, Any], dict[str
             if not name:
                 continue
             payload = part.get_payload(decode=True) or b""
+            if name in fields or name in files:  # one value per field, as in JSON: never "the last one wins"
+                raise ApiError(400, f"the field {name!r} is given twice")
             if part.get_filename() is not None or name in FILE_FIELDS:
                 if payload or part.get_filename():  # an empty file input sends an empty part: no file chosen
                     files[name] = Upload(_safe_filename(part.get_filename()), payload)
                 continue
-            if name in fields:
-                raise ApiError(400, f"the field {name!r} is given twice")
             try:
                 fields[name] = payload.decode("utf-8")
             except UnicodeDecodeError:
@@ -342,7 +382,7 @@ class Events:
             self._subscribers.discard(q)
 
     def publish(self, event: str, data: dict[str, Any]) -> None:
-        message = f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+        message = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
         with self._lock:
             for q in self._subscribers:
                 q.put(message)
@@ -472,6 +512,7 @@ class WarmServer:
         self._warm_templates()
         self.site = WarmSite(self.config, self.docs)
         say("building the site")
+        self._refuse_links_outside()
         with self.site_lock.write():
             self.site.full_build("start")
         self._signature = self._docs_signature()
@@ -505,15 +546,23 @@ class WarmServer:
         started = time.perf_counter()
         publish = self.events.publish
         publish("progress", {"step": "checking the input"})
+        from generator.options import UPLOADED
+
         tmp = Path(tempfile.mkdtemp(prefix="tt-upload-")) if files else None
+        uploaded = None
         try:
             paths = {}
             for name, upload in files.items():
                 if name not in FILE_FIELDS:
                     raise ApiError(400, f"unknown file field {name!r}")
-                paths[name] = tmp / upload.filename
-                paths[name].write_bytes(upload.data)
+                paths[name] = tmp / name / upload.filename  # one folder per field: two names never collide
+                try:
+                    paths[name].parent.mkdir()
+                    paths[name].write_bytes(upload.data)
+                except OSError as exc:  # the server's disk, not the user's input: say so without its paths
+                    raise ApiError(500, f"the server could not store the upload ({exc.strerror or type(exc).__name__})") from None
             args = parse_build_argv(build_argv(fields, self.docs, paths))
+            uploaded = UPLOADED.set({str(path): files[name].filename for name, path in paths.items()})
             try:
                 result = build_from_args(args, _event_progress(publish, self._render_ahead))
             except BaseException as exc:
@@ -521,16 +570,21 @@ class WarmServer:
                     self.site.abandon_ahead()
                 if not isinstance(exc, UserError):
                     raise
-                message = str(exc)
+                message = _api_message(exc)
                 for name, path in paths.items():  # the file as the user named it, not the server's copy
                     message = message.replace(str(path), files[name].filename)
                 raise ApiError(400, _one_line(message)) from None
         finally:
+            if uploaded is not None:
+                UPLOADED.reset(uploaded)
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
         generated = time.perf_counter()
         publish("progress", {"step": "building the site"})
-        update = self._update_site()
+        try:
+            update = self._update_site()
+        except UserError as exc:
+            raise ApiError(400, f"the report was regenerated but the site was not rebuilt: {_one_line(str(exc))}") from None
         seconds = time.perf_counter() - started
         publish("progress", {"step": "live", "seconds": round(seconds, 2)})
         return {
@@ -555,7 +609,24 @@ class WarmServer:
         except Exception as exc:  # noqa: BLE001 - only a head start: update() renders whatever is missing
             log.info("site: rendering ahead stopped (%s: %s)", type(exc).__name__, exc)
 
+    def _refuse_links_outside(self) -> None:
+        """Refuse to build while docs/ holds a symbolic link to a place outside the project (the folder of the
+        MkDocs configuration): MkDocs would copy what it points at into the served site."""
+        project, outside = self.config.parent, []
+        for root, dirs, names in os.walk(self.docs):
+            for name in [*dirs, *names]:
+                path = Path(root) / name
+                if path.is_symlink():
+                    target = Path(os.path.realpath(path))
+                    if not (target.is_relative_to(project) or target.is_relative_to(self.docs)):
+                        outside.append(path)
+        if outside:
+            shown = ", ".join(str(p) for p in sorted(outside)[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
+            raise UserError(f"{shown}: a symbolic link to a place outside the project ({project}); the server does not "
+                            "publish files from outside it: replace the link by a copy, or remove it")
+
     def _update_site(self):
+        self._refuse_links_outside()
         with self.site_lock.write():
             update = self.site.update()
         self._signature = self._docs_signature()
@@ -711,6 +782,8 @@ def _handler_class():
         def do_GET(self) -> None:  # noqa: N802
             if not self._host_ok():
                 return self._refuse_host()
+            if not self._origin_ok():
+                return self._refuse_origin()
             path = self._api_path()
             if path is None:
                 return self._static(head=False)
@@ -725,6 +798,8 @@ def _handler_class():
         def do_HEAD(self) -> None:  # noqa: N802
             if not self._host_ok():
                 return self._refuse_host()
+            if not self._origin_ok():
+                return self._refuse_origin()
             if self._api_path() is None:
                 return self._static(head=True)
             return self._json(405, {"error": "use GET or POST"})
@@ -732,14 +807,13 @@ def _handler_class():
         def do_POST(self) -> None:  # noqa: N802
             if not self._host_ok():
                 return self._refuse_host()
+            if not self._origin_ok():
+                return self._refuse_origin()
             path = self._api_path()
             if path != "/api/regenerate":
                 known = path in ("/api/status", "/api/events")
                 return self._json(405 if known else 404, {"error": "use GET" if known else f"no such endpoint: {urlsplit(self.path).path}"})
             state = self.server_state
-            origin = self.headers.get("Origin")
-            if origin is not None and origin not in state.origins():
-                return self._json(403, {"error": f"requests from {origin} are refused; use the page served at http://127.0.0.1:{state.port}/"})
             length = self.headers.get("Content-Length")
             if length is None:
                 return self._json(411, {"error": "Content-Length is required"})
@@ -753,10 +827,15 @@ def _handler_class():
                 return self._json(400, {"error": "Content-Length is negative"})
             # Refused, not queued, and before the body is read: requests arriving during a regeneration
             # never hold their uploads in memory.
-            if not state.busy.acquire(blocking=False):
+            if state.busy.locked():
                 return self._refuse_unread(size, 409, {"error": BUSY})
             try:
-                body = self._read_body(size)
+                body = self._read_body(size)  # within BODY_TIMEOUT, without the lock: a slow client holds up no one
+            except ApiError as exc:
+                return self._json(exc.status, {"error": exc.message})
+            if not state.busy.acquire(blocking=False):  # another regeneration started while this body arrived
+                return self._json(409, {"error": BUSY})
+            try:
                 fields, files = parse_body(self.headers.get("Content-Type", ""), body)
                 answer = state.submit(lambda: state._regenerate(fields, files))
             except ApiError as exc:
@@ -774,22 +853,44 @@ def _handler_class():
             host = self.headers.get("Host", "")
             return f"http://{host.lower()}" in self.server_state.origins()
 
+        def _origin_ok(self) -> bool:
+            """Origin, when a browser sends one, is this server: a page of another site gets nothing, pages included."""
+            origin = self.headers.get("Origin")
+            return origin is None or origin.lower() in self.server_state.origins()
+
+        def _refuse_origin(self) -> None:
+            self._json(403, {"error": f"requests from {self.headers.get('Origin')} are refused; use the page served at "
+                                      f"http://127.0.0.1:{self.server_state.port}/"})
+
         def _refuse_host(self) -> None:
             self._json(403, {"error": f"this server answers only for 127.0.0.1:{self.server_state.port} and localhost:{self.server_state.port}"})
 
         def _read_body(self, size: int) -> bytes:
-            """The request body, in full within BODY_TIMEOUT (a client that stalls must not hold the lock)."""
-            self.connection.settimeout(BODY_TIMEOUT)
+            """The request body, all of it within BODY_TIMEOUT in total (not per read: a client that sends a byte
+            now and then must not keep a connection, and its memory, for ever)."""
+            deadline = time.monotonic() + BODY_TIMEOUT
+            chunks, received = [], 0
             try:
-                body = self.rfile.read(size)
-            except OSError:
-                body = b""
+                while received < size:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self.connection.settimeout(left)
+                    chunk = self.rfile.read1(min(size - received, 1 << 16))
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    received += len(chunk)
+            except OSError:  # a timeout or a reset: what arrived is counted below
+                pass
             finally:
                 self.connection.settimeout(None)
-            if len(body) < size:
+            if received < size:
                 self.close_connection = True
-                raise ApiError(400, f"the request body ended after {len(body)} of its {size} bytes")
-            return body
+                late = " in time" if time.monotonic() >= deadline else ""
+                raise ApiError(400, f"the request body ended after {received} of its {size} bytes"
+                                    + (f" (it must arrive within {BODY_TIMEOUT:g} s)" if late else ""))
+            return b"".join(chunks)
 
         def _refuse_unread(self, size: int, status: int, data: dict[str, Any]) -> None:
             """Answer without reading the body, then read and throw away what the client still sends of it, a
@@ -812,7 +913,7 @@ def _handler_class():
         # ---------------------------------------------------------------- answers
 
         def _json(self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-            body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+            body = json.dumps(data).encode("ascii")  # \u escapes: any text, lone surrogates included, is valid JSON
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))

@@ -168,11 +168,18 @@ def _refuse_foreign_entries(docs: Path, entries: list[str], manifest: Manifest) 
             raise UserError(f"{docs / entry} exists but was not made by the generator; move it away, or build into another --out")
 
 
+class HandEdits(UserError):
+    """Generated files edited by hand; ``summary`` names them, the message adds what to do on the command line."""
+
+    def __init__(self, edited: list[Path]) -> None:
+        count = f"{len(edited)} generated file{'s' if len(edited) > 1 else ''}"
+        self.summary = f"{count} edited by hand since the last build ({_names(edited)})"
+        super().__init__(f"{self.summary}; move your edits elsewhere, or pass --force to overwrite them")
+
+
 def _refuse_hand_edits(edited: list[Path]) -> None:
     if edited:
-        count = f"{len(edited)} generated file{'s' if len(edited) > 1 else ''}"
-        raise UserError(f"{count} edited by hand since the last build ({_names(edited)}); "
-                        "move your edits elsewhere, or pass --force to overwrite them")
+        raise HandEdits(edited)
 
 
 def _to_carry(old: Path, new: Path, written: Digests | None) -> list[str]:

@@ -194,6 +194,12 @@ class ApiError(Exception):
         self.message = message
 
 
+class _IncompleteBody(ApiError):
+    def __init__(self, message: str, missing: int) -> None:
+        super().__init__(400, message)
+        self.missing = missing
+
+
 class _ArgumentError(Exception):
     pass
 
@@ -831,8 +837,8 @@ def _handler_class():
                 return self._refuse_unread(size, 409, {"error": BUSY})
             try:
                 body = self._read_body(size)  # within BODY_TIMEOUT, without the lock: a slow client holds up no one
-            except ApiError as exc:
-                return self._json(exc.status, {"error": exc.message})
+            except _IncompleteBody as exc:
+                return self._refuse_unread(exc.missing, 400, {"error": exc.message})
             if not state.busy.acquire(blocking=False):  # another regeneration started while this body arrived
                 return self._json(409, {"error": BUSY})
             try:
@@ -886,10 +892,9 @@ def _handler_class():
             finally:
                 self.connection.settimeout(None)
             if received < size:
-                self.close_connection = True
-                late = " in time" if time.monotonic() >= deadline else ""
-                raise ApiError(400, f"the request body ended after {received} of its {size} bytes"
-                                    + (f" (it must arrive within {BODY_TIMEOUT:g} s)" if late else ""))
+                late = time.monotonic() >= deadline
+                raise _IncompleteBody(f"the request body ended after {received} of its {size} bytes"
+                                      + (f" (it must arrive within {BODY_TIMEOUT:g} s)" if late else ""), size - received)
             return b"".join(chunks)
 
         def _refuse_unread(self, size: int, status: int, data: dict[str, Any]) -> None:

@@ -21,19 +21,22 @@ POST /api/regenerate  JSON {"model": <report key>, "seed": 7, "layer": 1, ...}: 
                       free-text value could name a file or a download takes only the values in API_VALUES
                       (the ViT's weights: random; a weights file or imagenet is for the CLI). Answers
                       200 {"seconds": ..., ...} once the new pages are served;
+                      A "force" field (true/false) overwrites generated files edited by hand, as --force.
                       400 {"error": "<the one line the CLI prints>"} for input the CLI refuses, for
-                          unknown fields, for a value outside API_VALUES and for a malformed body
-                          (nothing is changed);
-                      403 when an Origin header is present and is not this server's origin
-                          (http://127.0.0.1:PORT or http://localhost:PORT);
+                          unknown or repeated fields (JSON keys and file parts included), for a value
+                          outside API_VALUES, for a malformed body and for a body that has not arrived
+                          whole within BODY_TIMEOUT (one deadline for all of it) (nothing is changed);
                       409 {"error": "a regeneration is already running"}: one regeneration at a time,
                           a request arriving while one runs is refused, not queued, from its headers alone
-                          (its body is never held in memory);
+                          (its body is never held in memory); the lock is taken once the body is complete,
+                          so a slow client holds up no one;
                       411 without Content-Length; 413 when Content-Length exceeds MAX_UPLOAD (20 MB),
                           checked before the body is read; 415 for another content type.
 Anything else under /api/ is 404; other paths are the built site (404 page for missing files).
-Every request, static files included, needs Host 127.0.0.1:PORT or localhost:PORT (403 otherwise): a page
-on another site cannot reach this one through a DNS name rebound to 127.0.0.1.
+Every request, static files included, needs Host 127.0.0.1:PORT or localhost:PORT, and an Origin, when one is
+sent, of http://127.0.0.1:PORT or http://localhost:PORT (403 otherwise): a page on another site cannot reach this
+one, not even through a DNS name rebound to 127.0.0.1. The site is not built while the docs folder holds a symbolic
+link to a place outside the project (the folder of the MkDocs configuration): nothing from outside it is published.
 """
 
 from __future__ import annotations

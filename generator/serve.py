@@ -485,8 +485,10 @@ class WarmServer:
     """
 
     def __init__(self, docs: Path, config: Path, *, quiet: bool = True) -> None:
-        self.docs = docs.resolve()
-        self.config = config.resolve()
+        from generator.site import resolved
+
+        self.docs = resolved(docs)  # a link loop: one line, not a traceback
+        self.config = resolved(config)
         self.quiet = quiet
         self.events = Events()
         self.site_lock = ReadWriteLock()
@@ -608,12 +610,14 @@ class WarmServer:
 
     def _render_ahead(self) -> None:
         """Render the changed pages from the generator's staging folder while its figures are drawn."""
-        stagings = sorted(self.docs.glob(".staging-*"), key=lambda p: p.stat().st_mtime_ns if p.exists() else 0)
-        if self.site is None or not stagings:
+        from generator.site import current_staging
+
+        staging = current_staging()  # this build's own folder, never another .staging-* found in docs/
+        if self.site is None or staging is None:
             return
         self.events.publish("progress", {"step": "rendering the new pages while the figures are drawn"})
         try:
-            count = self.site.prerender(stagings[-1])
+            count = self.site.prerender(staging)
             log.info("site: %d pages rendered ahead", count)
         except Exception as exc:  # noqa: BLE001 - only a head start: update() renders whatever is missing
             log.info("site: rendering ahead stopped (%s: %s)", type(exc).__name__, exc)

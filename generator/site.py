@@ -375,7 +375,7 @@ def resolved(docs: Path) -> Path:
     try:
         return docs.resolve()
     except (RuntimeError, OSError) as exc:  # RuntimeError: "Symlink loop" (Python < 3.13)
-        raise UserError(f"cannot write to {docs}: it is a symbolic link that leads back to itself ({exc}); choose another --out") from None
+        raise UserError(f"{docs} is a symbolic link that leads back to itself ({exc}); give another path") from None
 
 
 def check_writable(docs: Path) -> None:

@@ -31,7 +31,8 @@ POST /api/regenerate  JSON {"model": <report key>, "seed": 7, "layer": 1, ...}: 
                           (its body is never held in memory); the lock is taken once the body is complete,
                           so a slow client holds up no one;
                       411 without Content-Length; 413 when Content-Length exceeds MAX_UPLOAD (20 MB),
-                          checked before the body is read; 415 for another content type.
+                          checked before the body is read; 415 for another content type;
+                      503 while MAX_BODIES (4) other request bodies are still arriving.
 Anything else under /api/ is 404; other paths are the built site (404 page for missing files).
 Every request, static files included, needs Host 127.0.0.1:PORT or localhost:PORT, and an Origin, when one is
 sent, of http://127.0.0.1:PORT or http://localhost:PORT (403 otherwise): a page on another site cannot reach this
@@ -70,7 +71,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_UPLOAD = 20 * 1024 * 1024  # bytes of request body (an image upload), checked before reading
 BUSY = "a regeneration is already running"
 MAX_EVENT_STREAMS = 32  # open /api/events connections, each holding a thread: a few tabs need a handful
-BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive: the one-at-a-time lock is held while it does
+BODY_TIMEOUT = 30.0  # seconds the whole of a request body may take to arrive (one deadline, not per read)
+MAX_BODIES = 4  # request bodies arriving at once (read before the regeneration lock is taken): at most 4 x 20 MB held
 
 # The values the API accepts for an option whose value is free text of no declared kind (not "text", a
 # number, a choice or a "path"): such a value may name a file on the server or a download (the ViT's
@@ -493,6 +495,7 @@ class WarmServer:
         self.events = Events()
         self.site_lock = ReadWriteLock()
         self.busy = threading.Lock()
+        self.bodies = threading.BoundedSemaphore(MAX_BODIES)
         self.site = None  # generator.sitebuild.WarmSite
         self.port = 0
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
@@ -842,10 +845,18 @@ def _handler_class():
             # never hold their uploads in memory.
             if state.busy.locked():
                 return self._refuse_unread(size, 409, {"error": BUSY})
+            if not state.bodies.acquire(blocking=False):
+                return self._refuse_unread(size, 503, {"error": f"{MAX_BODIES} requests are already sending their bodies; try again"})
             try:
                 body = self._read_body(size)  # within BODY_TIMEOUT, without the lock: a slow client holds up no one
             except _IncompleteBody as exc:
-                return self._refuse_unread(exc.missing, 400, {"error": exc.message})
+                body, incomplete = b"", exc
+            else:
+                incomplete = None
+            finally:
+                state.bodies.release()
+            if incomplete is not None:
+                return self._refuse_unread(incomplete.missing, 400, {"error": incomplete.message})
             if not state.busy.acquire(blocking=False):  # another regeneration started while this body arrived
                 return self._json(409, {"error": BUSY})
             try:

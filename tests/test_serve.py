@@ -692,6 +692,29 @@ def test_a_slow_client_is_cut_off_by_one_deadline_and_holds_no_lock(quick_server
     assert 3 <= received <= 10
 
 
+def test_at_most_four_bodies_arrive_at_once(quick_server):
+    """Bodies are read before the lock is taken, so how many are held in memory at once is bounded."""
+    import socket
+
+    state, url = quick_server
+    port = int(url.rsplit(":", 1)[1].rstrip("/"))
+    slow = []
+    for _ in range(4):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        sock.sendall(f"POST /api/regenerate HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: 100\r\n\r\n{{".encode())
+        slow.append(sock)
+    time.sleep(0.3)
+    try:
+        status, data = post_json(url, {"model": "gpt"})
+        assert status == 503 and "4 requests are already sending their bodies" in data["error"]
+        time.sleep(1.5)  # their deadline passes: room again
+        assert post_json(url, {"model": "gpt"})[0] == 200
+    finally:
+        for sock in slow:
+            sock.close()
+
+
 def test_the_bytes_received_are_counted_when_a_body_stops(quick_server):
     state, url = quick_server
     port = int(url.rsplit(":", 1)[1].rstrip("/"))

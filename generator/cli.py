@@ -16,7 +16,7 @@ from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import Any
 
-from generator.errors import UserError
+from generator.errors import UserError, file_error
 from generator.options import PARSERS, RunOptions, flag_of
 from generator.reports import REPORTS
 from generator.site import interrupted_message, site_written
@@ -163,6 +163,9 @@ def _run(args: argparse.Namespace) -> int:
         print(interrupted_message(exc), file=sys.stderr)
         return 130
     except Exception as exc:  # a bug, not bad input: still one line unless asked for details
+        if isinstance(exc, OSError) and (problem := file_error(exc)) is not None:  # a path the user gave
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         if args.verbose:
             raise
         print(f"internal error: {type(exc).__name__}: {exc} (run again with --verbose for the traceback)", file=sys.stderr)

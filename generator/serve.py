@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from generator.errors import UserError
+from generator.errors import UserError, file_error
 
 log = logging.getLogger("generator")
 
@@ -582,6 +582,8 @@ class WarmServer:
             except BaseException as exc:
                 if self.site is not None:
                     self.site.abandon_ahead()
+                if isinstance(exc, OSError) and file_error(exc) is not None:
+                    exc = file_error(exc)
                 if not isinstance(exc, UserError):
                     raise
                 message = _api_message(exc)

@@ -25,6 +25,7 @@ one: a staging folder holding a manifest is complete (the manifest is written la
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -42,7 +43,7 @@ from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from generator.errors import UserError
+from generator.errors import UserError, file_error
 
 log = logging.getLogger("generator")
 
@@ -374,8 +375,12 @@ def resolved(docs: Path) -> Path:
     """``docs`` as an absolute path with links resolved; a link loop is the user's to fix, in one line."""
     try:
         return docs.resolve()
-    except (RuntimeError, OSError) as exc:  # RuntimeError: "Symlink loop" (Python < 3.13)
+    except RuntimeError as exc:  # "Symlink loop" (Python < 3.13; 3.13 raises OSError ELOOP)
         raise UserError(f"{docs} is a symbolic link that leads back to itself ({exc}); give another path") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UserError(f"{docs} is a symbolic link that leads back to itself; give another path") from None
+        raise file_error(exc) or UserError(f"cannot use {docs}: {exc}") from None
 
 
 def check_writable(docs: Path) -> None:

@@ -150,6 +150,15 @@ def test_text_that_is_not_utf8_is_refused_in_one_line(tmp_path, flags):
     assert not (tmp_path / "docs").exists()
 
 
+@pytest.mark.parametrize("flag", ["--image", "--weights", "--out"])
+def test_a_path_too_long_for_the_file_system_is_refused_in_one_line(tmp_path, flag):
+    long = str(tmp_path / ("n" * 5000))
+    args = ["--model", "vit", flag, long] + (["--out", str(tmp_path / "docs")] if flag != "--out" else [])
+    result = run_cli("build", *args)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "File name too long" in result.stderr, result.stderr
+    assert len(result.stderr) < 400  # the path is shortened
+
+
 def test_unwritable_output_is_refused_in_one_line(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")

@@ -632,7 +632,10 @@ class WarmServer:
         MkDocs configuration): MkDocs would copy what it points at into the served site."""
         project, outside = self.config.parent, []
         for root, dirs, names in os.walk(self.docs):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]  # MkDocs publishes no dot folder or file
             for name in [*dirs, *names]:
+                if name.startswith("."):
+                    continue
                 path = Path(root) / name
                 if path.is_symlink():
                     target = Path(os.path.realpath(path))

@@ -11,11 +11,16 @@ outside the generated entries (hand-written pages, styles) are never touched. Fi
 the user adds inside a report folder are carried over into the new folder at the
 same path (the build refuses if the new output writes that very path). A generated
 file edited by hand makes the build refuse before anything is swapped in, unless
---force, which overwrites it. Generated files that a build no longer writes go.
+--force, which overwrites it. Generated files that a build no longer writes go. Empty
+folders are the user's (the generator writes none) and are carried over too. A manifest
+of the older format (entry names only, no digests) is migrated without deleting anything
+the user could have written: see _keep_before_upgrade.
 
 One build at a time: a lock file (docs/.build.lock: pid, host, start time) is held
 for the whole build, and a lock left by a dead process is taken over. Holding it is
-what makes it safe to clear what killed builds left behind (.staging-*, .trash-*).
+what makes it safe to clear what killed builds left behind (.staging-*, .trash-*): only
+folders holding the mark a build puts in them (.build-owner); anything else of that name
+is the user's, left alone with a warning.
 
 The swap, the manifest write and the removal of the old output run with Ctrl-C held
 back, so an interrupted build either changed nothing or wrote the whole new site. A
@@ -144,7 +149,7 @@ def _digest(path: Path) -> str:
 def _user_files(folder: Path, new: Path, written: Digests | None) -> list[str]:
     """What in ``folder`` (an entry of the old output) is the user's: files the manifest does not record, and empty
     folders. Under a version-1 manifest (``written`` None: digests unknown) the generator's files cannot be told
-    from the user's, so every file is kept except those the new output ``new`` writes again (see _upgrade_backup)."""
+    from the user's, so every file is kept except those the new output ``new`` writes again (see _keep_before_upgrade)."""
     if written is None:
         return [rel for rel in _files(folder) if not _exists(new / rel)] + _empty_folders(folder)
     return [rel for rel in _files(folder) if rel not in written] + _empty_folders(folder)

@@ -866,15 +866,15 @@ def _handler_class():
                 return self._json(409, {"error": BUSY})
             try:
                 fields, files = parse_body(self.headers.get("Content-Type", ""), body)
-                answer = state.submit(lambda: state._regenerate(fields, files))
+                status, answer = 200, state.submit(lambda: state._regenerate(fields, files))
             except ApiError as exc:
-                return self._json(exc.status, {"error": exc.message})
+                status, answer = exc.status, {"error": exc.message}
             except Exception as exc:  # noqa: BLE001 - a bug: one line for the page, the traceback in the log
                 log.exception("regeneration failed")
-                return self._json(500, {"error": f"internal error: {type(exc).__name__}: {exc}"})
+                status, answer = 500, {"error": f"internal error: {type(exc).__name__}: {exc}"}
             finally:
-                state.busy.release()
-            return self._json(200, answer)
+                state.busy.release()  # before answering: a request sent on receipt of this answer is not refused
+            return self._json(status, answer)
 
         def _host_ok(self) -> bool:
             """Host names this server, as every browser sends it: a page whose DNS name was rebound to

@@ -96,10 +96,29 @@ def _draw_job(index: int) -> BaseException | None:
     return None
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int) -> None:
+    """A figure worker dies with the process that forked it, however that one ends (SIGKILL included)."""
+    _die_with_parent(parent)
     import torch
 
     torch.set_num_threads(1)  # one figure per core; no oversubscription
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent ends; if the parent already ended, exit now."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
+        pass
+    if os.getppid() != parent:  # the parent died between the fork and the prctl
+        os._exit(1)
 
 
 def render_figures(report: Report, run: ModelRun, out: Path, previous: Path, progress: Progress) -> int:
@@ -125,7 +144,7 @@ def render_figures(report: Report, run: ModelRun, out: Path, previous: Path, pro
         _JOBS[:] = jobs
         try:
             context = multiprocessing.get_context("fork")  # workers inherit the run: nothing is pickled
-            with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init) as pool:
+            with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
                 futures = [pool.submit(_draw_job, i) for i in range(len(jobs))]
                 for future in progress.iterate(as_completed(futures), f"{report.short_title} figures", total=len(futures)):
                     if (error := future.result()) is not None:

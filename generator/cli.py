@@ -7,16 +7,18 @@ generator/reports/<report>/options.py): one flag per field, with its type, choic
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import re
 import sys
 import time
+import warnings
 from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import Any
 
 from generator.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
-from generator.errors import UserError
+from generator.errors import UserError, file_error
 from generator.options import PARSERS, RunOptions, flag_of
 from generator.reports import REPORTS, trainable, training
 from generator.site import interrupted_message, site_written
@@ -202,6 +204,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("generator").setLevel(logging.INFO if args.verbose else logging.WARNING)
+    held = _held_warnings() if args.command != "serve" else contextlib.nullcontext([])
+    with held as caught:
+        code = _run(args)
+    if code == 0 or args.verbose:  # a refusal is one line: warnings the libraries printed on the way are not shown
+        for w in caught:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return code
+
+
+@contextlib.contextmanager
+def _held_warnings():
+    with warnings.catch_warnings(record=True) as caught:  # the filters in force decide what is shown, as without this
+        yield caught
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "build":
             return _build(args)
@@ -224,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         print(interrupted_message(exc), file=sys.stderr)
         return 130
     except Exception as exc:  # a bug, not bad input: still one line unless asked for details
+        if isinstance(exc, OSError) and (problem := file_error(exc)) is not None:  # a path the user gave
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         if args.verbose:
             raise
         print(f"internal error: {type(exc).__name__}: {exc} (run again with --verbose for the traceback)", file=sys.stderr)

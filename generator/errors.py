@@ -3,3 +3,14 @@
 
 class UserError(Exception):
     """A problem with the input or the environment, phrased as what to do about it."""
+
+
+def file_error(exc: OSError) -> UserError | None:
+    """A failed file operation on a path the user gave (too long a name, a link loop, no permission): their problem to
+    fix, in one line with the path shortened; None for an OSError naming no file (a bug or the machine's)."""
+    if exc.filename is None:
+        return None
+    name = str(exc.filename)
+    if len(name) > 100:
+        name = f"{name[:48]}...{name[-48:]} ({len(name)} characters)"
+    return UserError(f"cannot use {name}: {exc.strerror or type(exc).__name__}")

@@ -9,6 +9,7 @@ which takes them from the model's config dataclass and preset tables.
 from __future__ import annotations
 
 import argparse
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,22 @@ def _integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
-PARSERS = {"int": _integer, "positive": positive_int, "seed": seed_int, "path": Path, "text": str, None: str}
+def text(value: str) -> str:
+    """User text: any Unicode, but whole characters only. Undecodable bytes in argv (Python keeps them as lone
+    surrogates) and lone surrogates sent through the API cannot be written to a page, so they are refused here."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise argparse.ArgumentTypeError(f"is not valid UTF-8 text (character {exc.start + 1} is an undecodable byte "
+                                         "or a lone surrogate)") from None
+    return value
+
+
+def path(value: str) -> Path:
+    return Path(text(value))
+
+
+PARSERS = {"int": _integer, "positive": positive_int, "seed": seed_int, "path": path, "text": text, None: text}
 
 
 # ----------------------------------------------------------------------------- options
@@ -160,14 +176,23 @@ def _gigabytes(n_bytes: int) -> str:
     return f"{n_bytes / 2**30:,.1f} GB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:,.0f} MB"
 
 
+# Files uploaded to `python -m generator serve`: the server's temporary copy -> the name the user gave it. The
+# command a page shows names the user's file, not the server's copy (deleted once the build is done).
+UPLOADED: ContextVar[dict[str, str]] = ContextVar("uploaded", default={})
+
+
 def command_line(key: str, opts: RunOptions) -> str:
     """The `build` command that reproduces ``opts``: every option that differs from its default, shell-quoted."""
     import shlex
     from dataclasses import fields
 
-    words = ["python", "-m", "generator", "build", "--model", key]
+    words, uploaded = ["python", "-m", "generator", "build", "--model", key], []
     for f in fields(opts):
         value = getattr(opts, f.name)
         if f.init and f.name != "device" and (value != f.default or f.name in ("seed", "layer")) and value is not None:
+            if str(value) in UPLOADED.get():
+                value = UPLOADED.get()[str(value)]
+                uploaded.append(value)
             words += [flag_of(f), shlex.quote(str(value))]
-    return " ".join(words)
+    note = f"  # {', '.join(map(shlex.quote, uploaded))}: uploaded to the server; give the path of your copy" if uploaded else ""
+    return " ".join(words) + note

@@ -21,19 +21,23 @@ POST /api/regenerate  JSON {"model": <report key>, "seed": 7, "layer": 1, ...}: 
                       free-text value could name a file or a download takes only the values in API_VALUES
                       (the ViT's weights: random; a weights file or imagenet is for the CLI). Answers
                       200 {"seconds": ..., ...} once the new pages are served;
+                      A "force" field (true/false) overwrites generated files edited by hand, as --force.
                       400 {"error": "<the one line the CLI prints>"} for input the CLI refuses, for
-                          unknown fields, for a value outside API_VALUES and for a malformed body
-                          (nothing is changed);
-                      403 when an Origin header is present and is not this server's origin
-                          (http://127.0.0.1:PORT or http://localhost:PORT);
+                          unknown or repeated fields (JSON keys and file parts included), for a value
+                          outside API_VALUES, for a malformed body and for a body that has not arrived
+                          whole within BODY_TIMEOUT (one deadline for all of it) (nothing is changed);
                       409 {"error": "a regeneration is already running"}: one regeneration at a time,
                           a request arriving while one runs is refused, not queued, from its headers alone
-                          (its body is never held in memory);
+                          (its body is never held in memory); the lock is taken once the body is complete,
+                          so a slow client holds up no one;
                       411 without Content-Length; 413 when Content-Length exceeds MAX_UPLOAD (20 MB),
-                          checked before the body is read; 415 for another content type.
+                          checked before the body is read; 415 for another content type;
+                      503 while MAX_BODIES (4) other request bodies are still arriving.
 Anything else under /api/ is 404; other paths are the built site (404 page for missing files).
-Every request, static files included, needs Host 127.0.0.1:PORT or localhost:PORT (403 otherwise): a page
-on another site cannot reach this one through a DNS name rebound to 127.0.0.1.
+Every request, static files included, needs Host 127.0.0.1:PORT or localhost:PORT, and an Origin, when one is
+sent, of http://127.0.0.1:PORT or http://localhost:PORT (403 otherwise): a page on another site cannot reach this
+one, not even through a DNS name rebound to 127.0.0.1. The site is not built while the docs folder holds a symbolic
+link to a place outside the project (the folder of the MkDocs configuration): nothing from outside it is published.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from generator.errors import UserError
+from generator.errors import UserError, file_error
 
 log = logging.getLogger("generator")
 
@@ -67,7 +71,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_UPLOAD = 20 * 1024 * 1024  # bytes of request body (an image upload), checked before reading
 BUSY = "a regeneration is already running"
 MAX_EVENT_STREAMS = 32  # open /api/events connections, each holding a thread: a few tabs need a handful
-BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive: the one-at-a-time lock is held while it does
+BODY_TIMEOUT = 30.0  # seconds the whole of a request body may take to arrive (one deadline, not per read)
+MAX_BODIES = 4  # request bodies arriving at once (read before the regeneration lock is taken): at most 4 x 20 MB held
 
 # The values the API accepts for an option whose value is free text of no declared kind (not "text", a
 # number, a choice or a "path"): such a value may name a file on the server or a download (the ViT's
@@ -75,6 +80,23 @@ BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive: the one-at-a-t
 # through the API at all, so a new one stays closed until someone decides what is safe.
 API_VALUES: dict[str, tuple[str, ...]] = {"weights": ("random",)}
 SAFE_KINDS = ("int", "positive", "seed", "text")  # option kinds whose values cannot name a file or a download
+
+
+# The listening sockets of this process: a process forked from it (the figure workers) closes its copies at once, so
+# that it never holds this server's port, whatever becomes of it or of this process.
+_LISTENING: set[socket.socket] = set()
+
+
+def _close_listening_sockets() -> None:
+    for sock in list(_LISTENING):
+        try:
+            sock.close()  # the child's copy only: the server's socket stays open
+        except OSError:
+            pass
+    _LISTENING.clear()
+
+
+os.register_at_fork(after_in_child=_close_listening_sockets)
 
 
 def _forms(reports: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
@@ -177,6 +199,12 @@ class ApiError(Exception):
         self.message = message
 
 
+class _IncompleteBody(ApiError):
+    def __init__(self, message: str, missing: int) -> None:
+        super().__init__(400, message)
+        self.missing = missing
+
+
 class _ArgumentError(Exception):
     pass
 
@@ -224,9 +252,15 @@ def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str,
     argv = ["build", f"--model={model}", f"--out={docs}", "--quiet", *([f"--config={config}"] if config else [])]
     if model not in FORMS and model != "all":
         return argv  # the CLI refuses it, with its list of models
-    allowed, restricted = options_for(model), restricted_values(model)
+    allowed, restricted = {**options_for(model), "force": "--force"}, restricted_values(model)
     for name, value in fields.items():
         if name == "model":
+            continue
+        if name == "force":  # overwrite generated files edited by hand, as the CLI's --force
+            if value not in (True, False, None, "true", "false", "on", ""):
+                raise ApiError(400, "the field 'force' must be true or false")
+            if value in (True, "true", "on"):
+                argv.append("--force")
             continue
         if name not in allowed:
             raise ApiError(400, f"unknown field {name!r} for {model}; the fields are: {', '.join(allowed)}")
@@ -246,6 +280,16 @@ def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str,
     return argv
 
 
+def _api_message(exc: UserError) -> str:
+    """The CLI's message, with what to do said for the API (which has no --force flag, but a force field)."""
+    from generator.site import HandEdits
+
+    if isinstance(exc, HandEdits):
+        return (f"{exc.summary}; move your edits out of the report folder and regenerate, or send \"force\": true "
+                "(a force field) to overwrite them")
+    return str(exc)
+
+
 def _refused_value(name: str, flag: str, values: tuple[str, ...]) -> str:
     """One line for a value outside API_VALUES; it never says whether a file of that name exists."""
     here = f"{name} can only be {' or '.join(values)} here" if values else f"{name} cannot be set here"
@@ -253,10 +297,30 @@ def _refused_value(name: str, flag: str, values: tuple[str, ...]) -> str:
             f"the CLI can: python -m generator build {flag} ...")
 
 
+MAX_NAME_BYTES = 120  # of an upload's file name as stored (file systems allow 255)
+
+
 def _safe_filename(name: str | None) -> str:
+    """The base name of an upload, printable and whole characters only, at most MAX_NAME_BYTES of UTF-8 (the end
+    of a long name is kept: it holds the extension)."""
     base = re.split(r"[\\/]", name or "")[-1]
-    base = "".join(ch for ch in base if ch.isprintable()).strip()[:120]
+    base = "".join(ch for ch in base if ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF).strip()
+    base = base.encode("utf-8")[-MAX_NAME_BYTES:].decode("utf-8", "ignore").strip()  # a cut character is dropped
     return base if base not in ("", ".", "..") else "upload"
+
+
+class _RepeatedField(Exception):
+    pass
+
+
+def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different (json.loads would keep the last of a repeated key silently)."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _RepeatedField(key)
+        data[key] = value
+    return data
 
 
 def parse_body(content_type: str, body: bytes) -> tuple[dict[str, Any], dict[str, Upload]]:
@@ -264,7 +328,11 @@ def parse_body(content_type: str, body: bytes) -> tuple[dict[str, Any], dict[str
     kind = content_type.split(";", 1)[0].strip().lower()
     if kind == "application/json":
         try:
-            data = json.loads(body.decode("utf-8"))
+            data = json.loads(body.decode("utf-8"), object_pairs_hook=_object_without_repeats)
+        except _RepeatedField as exc:
+            raise ApiError(400, f"the field {exc.args[0]!r} is given twice") from None
+        except RecursionError:
+            raise ApiError(400, "the request body is nested too deeply; send a flat JSON object of fields") from None
         except (UnicodeDecodeError, ValueError) as exc:
             raise ApiError(400, f"the request body is not valid JSON ({exc})") from None
         if not isinstance(data, dict):
@@ -285,12 +353,12 @@ def parse_body(content_type: str, body: bytes) -> tuple[dict[str, Any], dict[str
             if not name:
                 continue
             payload = part.get_payload(decode=True) or b""
+            if name in fields or name in files:  # one value per field, as in JSON: never "the last one wins"
+                raise ApiError(400, f"the field {name!r} is given twice")
             if part.get_filename() is not None or name in FILE_FIELDS:
                 if payload or part.get_filename():  # an empty file input sends an empty part: no file chosen
                     files[name] = Upload(_safe_filename(part.get_filename()), payload)
                 continue
-            if name in fields:
-                raise ApiError(400, f"the field {name!r} is given twice")
             try:
                 fields[name] = payload.decode("utf-8")
             except UnicodeDecodeError:
@@ -325,7 +393,7 @@ class Events:
             self._subscribers.discard(q)
 
     def publish(self, event: str, data: dict[str, Any]) -> None:
-        message = f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+        message = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
         with self._lock:
             for q in self._subscribers:
                 q.put(message)
@@ -419,12 +487,15 @@ class WarmServer:
     """
 
     def __init__(self, docs: Path, config: Path, *, quiet: bool = True) -> None:
-        self.docs = docs.resolve()
-        self.config = config.resolve()
+        from generator.site import resolved
+
+        self.docs = resolved(docs)  # a link loop: one line, not a traceback
+        self.config = resolved(config)
         self.quiet = quiet
         self.events = Events()
         self.site_lock = ReadWriteLock()
         self.busy = threading.Lock()
+        self.bodies = threading.BoundedSemaphore(MAX_BODIES)
         self.site = None  # generator.sitebuild.WarmSite
         self.port = 0
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
@@ -457,6 +528,7 @@ class WarmServer:
         self._warm_templates()
         self.site = WarmSite(self.config, self.docs)
         say("building the site")
+        self._refuse_links_outside()
         with self.site_lock.write():
             self.site.full_build("start")
         self._signature = self._docs_signature()
@@ -490,32 +562,47 @@ class WarmServer:
         started = time.perf_counter()
         publish = self.events.publish
         publish("progress", {"step": "checking the input"})
+        from generator.options import UPLOADED
+
         tmp = Path(tempfile.mkdtemp(prefix="tt-upload-")) if files else None
+        uploaded = None
         try:
             paths = {}
             for name, upload in files.items():
                 if name not in FILE_FIELDS:
                     raise ApiError(400, f"unknown file field {name!r}")
-                paths[name] = tmp / upload.filename
-                paths[name].write_bytes(upload.data)
+                paths[name] = tmp / name / upload.filename  # one folder per field: two names never collide
+                try:
+                    paths[name].parent.mkdir()
+                    paths[name].write_bytes(upload.data)
+                except OSError as exc:  # the server's disk, not the user's input: say so without its paths
+                    raise ApiError(500, f"the server could not store the upload ({exc.strerror or type(exc).__name__})") from None
             args = parse_build_argv(build_argv(fields, self.docs, paths, self.config))
+            uploaded = UPLOADED.set({str(path): files[name].filename for name, path in paths.items()})
             try:
                 result = build_from_args(args, _event_progress(publish, self._render_ahead))
             except BaseException as exc:
                 if self.site is not None:
                     self.site.abandon_ahead()
+                if isinstance(exc, OSError) and file_error(exc) is not None:
+                    exc = file_error(exc)
                 if not isinstance(exc, UserError):
                     raise
-                message = str(exc)
+                message = _api_message(exc)
                 for name, path in paths.items():  # the file as the user named it, not the server's copy
                     message = message.replace(str(path), files[name].filename)
                 raise ApiError(400, _one_line(message)) from None
         finally:
+            if uploaded is not None:
+                UPLOADED.reset(uploaded)
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
         generated = time.perf_counter()
         publish("progress", {"step": "building the site"})
-        update = self._update_site()
+        try:
+            update = self._update_site()
+        except UserError as exc:
+            raise ApiError(400, f"the report was regenerated but the site was not rebuilt: {_one_line(str(exc))}") from None
         seconds = time.perf_counter() - started
         publish("progress", {"step": "live", "seconds": round(seconds, 2)})
         return {
@@ -530,17 +617,39 @@ class WarmServer:
 
     def _render_ahead(self) -> None:
         """Render the changed pages from the generator's staging folder while its figures are drawn."""
-        stagings = sorted(self.docs.glob(".staging-*"), key=lambda p: p.stat().st_mtime_ns if p.exists() else 0)
-        if self.site is None or not stagings:
+        from generator.site import current_staging
+
+        staging = current_staging()  # this build's own folder, never another .staging-* found in docs/
+        if self.site is None or staging is None:
             return
         self.events.publish("progress", {"step": "rendering the new pages while the figures are drawn"})
         try:
-            count = self.site.prerender(stagings[-1])
+            count = self.site.prerender(staging)
             log.info("site: %d pages rendered ahead", count)
         except Exception as exc:  # noqa: BLE001 - only a head start: update() renders whatever is missing
             log.info("site: rendering ahead stopped (%s: %s)", type(exc).__name__, exc)
 
+    def _refuse_links_outside(self) -> None:
+        """Refuse to build while docs/ holds a symbolic link to a place outside the project (the folder of the
+        MkDocs configuration): MkDocs would copy what it points at into the served site."""
+        project, outside = self.config.parent, []
+        for root, dirs, names in os.walk(self.docs):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]  # MkDocs publishes no dot folder or file
+            for name in [*dirs, *names]:
+                if name.startswith("."):
+                    continue
+                path = Path(root) / name
+                if path.is_symlink():
+                    target = Path(os.path.realpath(path))
+                    if not (target.is_relative_to(project) or target.is_relative_to(self.docs)):
+                        outside.append(path)
+        if outside:
+            shown = ", ".join(str(p) for p in sorted(outside)[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
+            raise UserError(f"{shown}: a symbolic link to a place outside the project ({project}); the server does not "
+                            "publish files from outside it: replace the link by a copy, or remove it")
+
     def _update_site(self):
+        self._refuse_links_outside()
         with self.site_lock.write():
             update = self.site.update()
         self._signature = self._docs_signature()
@@ -581,6 +690,7 @@ class WarmServer:
         except OSError as exc:
             raise UserError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}); choose another --port") from None
         self._httpd.daemon_threads = True
+        _LISTENING.add(self._httpd.socket)
         self.port = self._httpd.server_address[1]
         threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True, name="http").start()
         return f"http://127.0.0.1:{self.port}/"
@@ -650,6 +760,7 @@ class WarmServer:
         self.events.close()
         if self._httpd is not None:
             self._httpd.shutdown()
+            _LISTENING.discard(self._httpd.socket)
             self._httpd.server_close()
         if self.site is not None:
             self.site.close()
@@ -694,6 +805,8 @@ def _handler_class():
         def do_GET(self) -> None:  # noqa: N802
             if not self._host_ok():
                 return self._refuse_host()
+            if not self._origin_ok():
+                return self._refuse_origin()
             path = self._api_path()
             if path is None:
                 return self._static(head=False)
@@ -708,6 +821,8 @@ def _handler_class():
         def do_HEAD(self) -> None:  # noqa: N802
             if not self._host_ok():
                 return self._refuse_host()
+            if not self._origin_ok():
+                return self._refuse_origin()
             if self._api_path() is None:
                 return self._static(head=True)
             return self._json(405, {"error": "use GET or POST"})
@@ -715,14 +830,13 @@ def _handler_class():
         def do_POST(self) -> None:  # noqa: N802
             if not self._host_ok():
                 return self._refuse_host()
+            if not self._origin_ok():
+                return self._refuse_origin()
             path = self._api_path()
             if path != "/api/regenerate":
                 known = path in ("/api/status", "/api/events")
                 return self._json(405 if known else 404, {"error": "use GET" if known else f"no such endpoint: {urlsplit(self.path).path}"})
             state = self.server_state
-            origin = self.headers.get("Origin")
-            if origin is not None and origin not in state.origins():
-                return self._json(403, {"error": f"requests from {origin} are refused; use the page served at http://127.0.0.1:{state.port}/"})
             length = self.headers.get("Content-Length")
             if length is None:
                 return self._json(411, {"error": "Content-Length is required"})
@@ -736,20 +850,33 @@ def _handler_class():
                 return self._json(400, {"error": "Content-Length is negative"})
             # Refused, not queued, and before the body is read: requests arriving during a regeneration
             # never hold their uploads in memory.
-            if not state.busy.acquire(blocking=False):
+            if state.busy.locked():
                 return self._refuse_unread(size, 409, {"error": BUSY})
+            if not state.bodies.acquire(blocking=False):
+                return self._refuse_unread(size, 503, {"error": f"{MAX_BODIES} requests are already sending their bodies; try again"})
             try:
-                body = self._read_body(size)
+                body = self._read_body(size)  # within BODY_TIMEOUT, without the lock: a slow client holds up no one
+            except _IncompleteBody as exc:
+                body, incomplete = b"", exc
+            else:
+                incomplete = None
+            finally:
+                state.bodies.release()
+            if incomplete is not None:
+                return self._refuse_unread(incomplete.missing, 400, {"error": incomplete.message})
+            if not state.busy.acquire(blocking=False):  # another regeneration started while this body arrived
+                return self._json(409, {"error": BUSY})
+            try:
                 fields, files = parse_body(self.headers.get("Content-Type", ""), body)
-                answer = state.submit(lambda: state._regenerate(fields, files))
+                status, answer = 200, state.submit(lambda: state._regenerate(fields, files))
             except ApiError as exc:
-                return self._json(exc.status, {"error": exc.message})
+                status, answer = exc.status, {"error": exc.message}
             except Exception as exc:  # noqa: BLE001 - a bug: one line for the page, the traceback in the log
                 log.exception("regeneration failed")
-                return self._json(500, {"error": f"internal error: {type(exc).__name__}: {exc}"})
+                status, answer = 500, {"error": f"internal error: {type(exc).__name__}: {exc}"}
             finally:
-                state.busy.release()
-            return self._json(200, answer)
+                state.busy.release()  # before answering: a request sent on receipt of this answer is not refused
+            return self._json(status, answer)
 
         def _host_ok(self) -> bool:
             """Host names this server, as every browser sends it: a page whose DNS name was rebound to
@@ -757,22 +884,43 @@ def _handler_class():
             host = self.headers.get("Host", "")
             return f"http://{host.lower()}" in self.server_state.origins()
 
+        def _origin_ok(self) -> bool:
+            """Origin, when a browser sends one, is this server: a page of another site gets nothing, pages included."""
+            origin = self.headers.get("Origin")
+            return origin is None or origin.lower() in self.server_state.origins()
+
+        def _refuse_origin(self) -> None:
+            self._json(403, {"error": f"requests from {self.headers.get('Origin')} are refused; use the page served at "
+                                      f"http://127.0.0.1:{self.server_state.port}/"})
+
         def _refuse_host(self) -> None:
             self._json(403, {"error": f"this server answers only for 127.0.0.1:{self.server_state.port} and localhost:{self.server_state.port}"})
 
         def _read_body(self, size: int) -> bytes:
-            """The request body, in full within BODY_TIMEOUT (a client that stalls must not hold the lock)."""
-            self.connection.settimeout(BODY_TIMEOUT)
+            """The request body, all of it within BODY_TIMEOUT in total (not per read: a client that sends a byte
+            now and then must not keep a connection, and its memory, for ever)."""
+            deadline = time.monotonic() + BODY_TIMEOUT
+            chunks, received = [], 0
             try:
-                body = self.rfile.read(size)
-            except OSError:
-                body = b""
+                while received < size:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self.connection.settimeout(left)
+                    chunk = self.rfile.read1(min(size - received, 1 << 16))
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    received += len(chunk)
+            except OSError:  # a timeout or a reset: what arrived is counted below
+                pass
             finally:
                 self.connection.settimeout(None)
-            if len(body) < size:
-                self.close_connection = True
-                raise ApiError(400, f"the request body ended after {len(body)} of its {size} bytes")
-            return body
+            if received < size:
+                late = time.monotonic() >= deadline
+                raise _IncompleteBody(f"the request body ended after {received} of its {size} bytes"
+                                      + (f" (it must arrive within {BODY_TIMEOUT:g} s)" if late else ""), size - received)
+            return b"".join(chunks)
 
         def _refuse_unread(self, size: int, status: int, data: dict[str, Any]) -> None:
             """Answer without reading the body, then read and throw away what the client still sends of it, a
@@ -795,7 +943,7 @@ def _handler_class():
         # ---------------------------------------------------------------- answers
 
         def _json(self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-            body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+            body = json.dumps(data).encode("ascii")  # \u escapes: any text, lone surrogates included, is valid JSON
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))

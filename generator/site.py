@@ -11,11 +11,16 @@ outside the generated entries (hand-written pages, styles) are never touched. Fi
 the user adds inside a report folder are carried over into the new folder at the
 same path (the build refuses if the new output writes that very path). A generated
 file edited by hand makes the build refuse before anything is swapped in, unless
---force, which overwrites it. Generated files that a build no longer writes go.
+--force, which overwrites it. Generated files that a build no longer writes go. Empty
+folders are the user's (the generator writes none) and are carried over too. A manifest
+of the older format (entry names only, no digests) is migrated without deleting anything
+the user could have written: see _keep_before_upgrade.
 
 One build at a time: a lock file (docs/.build.lock: pid, host, start time) is held
 for the whole build, and a lock left by a dead process is taken over. Holding it is
-what makes it safe to clear what killed builds left behind (.staging-*, .trash-*).
+what makes it safe to clear what killed builds left behind (.staging-*, .trash-*): only
+folders holding the mark a build puts in them (.build-owner); anything else of that name
+is the user's, left alone with a warning.
 
 The swap, the manifest write and the removal of the old output run with Ctrl-C held
 back, so an interrupted build either changed nothing or wrote the whole new site. A
@@ -25,8 +30,10 @@ one: a staging folder holding a manifest is complete (the manifest is written la
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -42,11 +49,15 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from generator.configured import RUNS, read_runs
-from generator.errors import UserError
+from generator.errors import UserError, file_error
+
+log = logging.getLogger("generator")
 
 MANIFEST = ".generated.json"
 LOCK = ".build.lock"
 STAGING, TRASH = ".staging-", ".trash-"
+OWNER = ".build-owner"  # in every staging and trash folder a build makes: what is not marked so is not ours to touch
+BEFORE_UPGRADE = ".before-upgrade"  # under a version-1 manifest, the old files a build writes again are kept here
 SHOWN = 3  # files named in a refusal; the others are counted
 LOCK_BEING_WRITTEN_S = 10  # an unreadable lock younger than this belongs to a build that is still writing it
 
@@ -67,12 +78,17 @@ def read_manifest(docs: Path) -> Manifest:
         raise UserError(f"{path} is unreadable ({exc}); delete it and the generated folders it listed, then build again") from None
 
 
-def _parse_manifest(data: dict) -> Manifest:
-    if data.get("version") != 2:  # version 1, {"generated": [names]}: owned entries, digests unknown
-        names = data["generated"]
-        if not all(isinstance(name, str) for name in names):
+def _parse_manifest(data: dict | list) -> Manifest:
+    """Version 2 maps entries to their files' digests. Version 1 (``{"generated": [names]}``, or a bare list, written
+    before digests existed) only names the entries: None, digests unknown, so nothing in them counts as generated
+    unless the new output writes that very path (see _user_files)."""
+    if isinstance(data, list) or not isinstance(data.get("generated"), dict):
+        names = data if isinstance(data, list) else data["generated"]
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
             raise ValueError("generated must list entry names")
         return dict.fromkeys(names)
+    if data.get("version") != 2:
+        raise ValueError(f"unknown version {data.get('version')!r}")
     manifest = data["generated"]
     if not all(files is None or all(isinstance(d, str) for d in files.values()) for files in manifest.values()):
         raise ValueError("generated must map entries to {path: sha256}")
@@ -118,6 +134,14 @@ def _files(path: Path) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
+def _empty_folders(path: Path) -> list[str]:
+    """Every empty folder under ``path`` by relative POSIX path (the generator writes none: they are the user's)."""
+    if not path.is_dir() or path.is_symlink():
+        return []
+    return sorted((Path(folder).relative_to(path).as_posix() for folder, subfolders, names in os.walk(path)
+                   if not subfolders and not names and Path(folder) != path))
+
+
 def _digest(path: Path) -> str:
     if path.is_symlink():  # the generator writes no links: a link where a file was is an edit
         return "link:" + os.readlink(path)
@@ -128,10 +152,13 @@ def _digest(path: Path) -> str:
     return sha.hexdigest()
 
 
-def _user_files(folder: Path, written: Digests | None) -> list[str]:
-    if written is None:  # recorded before digests were: all of it is the generator's
-        return []
-    return [rel for rel in _files(folder) if rel not in written]
+def _user_files(folder: Path, new: Path, written: Digests | None) -> list[str]:
+    """What in ``folder`` (an entry of the old output) is the user's: files the manifest does not record, and empty
+    folders. Under a version-1 manifest (``written`` None: digests unknown) the generator's files cannot be told
+    from the user's, so every file is kept except those the new output ``new`` writes again (see _keep_before_upgrade)."""
+    if written is None:
+        return [rel for rel in _files(folder) if not _exists(new / rel)] + _empty_folders(folder)
+    return [rel for rel in _files(folder) if rel not in written] + _empty_folders(folder)
 
 
 def _edited_files(docs: Path, entries: list[str], manifest: Manifest) -> list[Path]:
@@ -153,11 +180,18 @@ def _refuse_foreign_entries(docs: Path, entries: list[str], manifest: Manifest) 
             raise UserError(f"{docs / entry} exists but was not made by the generator; move it away, or build into another --out")
 
 
+class HandEdits(UserError):
+    """Generated files edited by hand; ``summary`` names them, the message adds what to do on the command line."""
+
+    def __init__(self, edited: list[Path]) -> None:
+        count = f"{len(edited)} generated file{'s' if len(edited) > 1 else ''}"
+        self.summary = f"{count} edited by hand since the last build ({_names(edited)})"
+        super().__init__(f"{self.summary}; move your edits elsewhere, or pass --force to overwrite them")
+
+
 def _refuse_hand_edits(edited: list[Path]) -> None:
     if edited:
-        count = f"{len(edited)} generated file{'s' if len(edited) > 1 else ''}"
-        raise UserError(f"{count} edited by hand since the last build ({_names(edited)}); "
-                        "move your edits elsewhere, or pass --force to overwrite them")
+        raise HandEdits(edited)
 
 
 def _to_carry(old: Path, new: Path, written: Digests | None) -> list[str]:
@@ -165,10 +199,12 @@ def _to_carry(old: Path, new: Path, written: Digests | None) -> list[str]:
 
     A build killed during its swap may have carried some already (hard links, or copies with the same bytes).
     """
-    return [rel for rel in _user_files(old, written) if not _same_file(old / rel, new / rel)]
+    return [rel for rel in _user_files(old, new, written) if not _same_file(old / rel, new / rel)]
 
 
 def _same_file(a: Path, b: Path) -> bool:
+    if a.is_dir() and not a.is_symlink():  # an empty folder of the user's: there already when the new output has it
+        return b.is_dir() and not b.is_symlink()
     try:
         sa, sb = os.lstat(a), os.lstat(b)
     except OSError:
@@ -346,8 +382,20 @@ def site_written(docs: Path) -> Iterator[None]:
 
 # --- the staged build ------------------------------------------------------------------------------------------
 
+def resolved(docs: Path) -> Path:
+    """``docs`` as an absolute path with links resolved; a link loop is the user's to fix, in one line."""
+    try:
+        return docs.resolve()
+    except RuntimeError as exc:  # "Symlink loop" (Python < 3.13; 3.13 raises OSError ELOOP)
+        raise UserError(f"{docs} is a symbolic link that leads back to itself ({exc}); give another path") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UserError(f"{docs} is a symbolic link that leads back to itself; give another path") from None
+        raise file_error(exc) or UserError(f"cannot use {docs}: {exc}") from None
+
+
 def check_writable(docs: Path) -> None:
-    docs_abs = docs.resolve()
+    docs_abs = resolved(docs)
     parent = docs_abs if docs_abs.exists() else docs_abs.parent
     if docs_abs.exists() and not docs_abs.is_dir():
         raise UserError(f"output {docs} is a file, not a folder; choose another --out")
@@ -374,7 +422,8 @@ def _trash_for(staging: Path) -> Path:
 def _discard(staging: Path) -> None:
     (staging / MANIFEST).unlink(missing_ok=True)  # first: a staging folder with a manifest would be finished, not discarded
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.rmtree(_trash_for(staging), ignore_errors=True)
+    if _ours(_trash_for(staging)):
+        shutil.rmtree(_trash_for(staging), ignore_errors=True)
 
 
 def _carry_user_files(old: Path, new: Path, rels: list[str]) -> None:
@@ -384,6 +433,9 @@ def _carry_user_files(old: Path, new: Path, rels: list[str]) -> None:
         if not _exists(source):  # deleted by its owner meanwhile
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir() and not source.is_symlink():  # an empty folder
+            target.mkdir(exist_ok=True)
+            continue
         try:
             os.link(source, target, follow_symlinks=False)
         except OSError:
@@ -397,6 +449,7 @@ def _swap(docs: Path, staging: Path, entries: list[str], manifest: Manifest) -> 
     """
     trash = _trash_for(staging)
     trash.mkdir(exist_ok=True)
+    _mark_ours(trash)
     done: list[tuple[Path, Path]] = []
     try:
         for entry in entries:
@@ -418,6 +471,32 @@ def _swap(docs: Path, staging: Path, entries: list[str], manifest: Manifest) -> 
         raise
 
 
+def _keep_before_upgrade(docs: Path, staging: Path, entries: list[str]) -> None:
+    """Entries recorded by a version-1 manifest (no digests): the generator cannot tell its old files from the
+    user's. Files the new output does not write are carried over as the user's (_user_files); the old versions of
+    those it writes again are kept in docs/.before-upgrade/ (hard links), in case the user had edited them."""
+    backup = docs / BEFORE_UPGRADE
+    saved, kept = [], []
+    for entry in entries:
+        old, new = docs / entry, staging / entry
+        kept += [old / rel for rel in _user_files(old, new, None)]
+        for rel, path in _files(old).items():
+            if _exists(new / rel) and not _same_file(path, new / rel):
+                target = backup / entry / rel if rel else backup / entry
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.unlink(missing_ok=True)
+                try:
+                    os.link(path, target, follow_symlinks=False)
+                except OSError:
+                    shutil.copy2(path, target, follow_symlinks=False)
+                saved.append(path)
+    if saved or kept:
+        log.warning("%s was written by an older version, without digests, so the generator cannot tell its files from "
+                    "yours: %d files it writes again were saved to %s first%s; delete what you do not need",
+                    docs / MANIFEST, len(saved), backup,
+                    f", and {len(kept)} others were kept where they are as yours ({_names(kept)})" if kept else "")
+
+
 def _commit(docs: Path, staging: Path, entries: list[str], manifest: Manifest, records: dict | None = None) -> None:
     """Swap the complete new output in and record it; Ctrl-C meanwhile takes effect once the new site is live."""
     for entry in entries:  # refuse before anything moves; the swap checks again for files added since
@@ -425,6 +504,7 @@ def _commit(docs: Path, staging: Path, entries: list[str], manifest: Manifest, r
     kept = {entry: files for entry, files in manifest.items() if entry not in entries and _exists(docs / entry)}
     new = kept | {entry: {rel: _digest(path) for rel, path in _files(staging / entry).items()} for entry in entries}
     runs = {key: record for key, record in read_runs(docs).items() if key not in entries} | (records or {})
+    _keep_before_upgrade(docs, staging, [entry for entry in entries if entry in manifest and manifest[entry] is None])
     _write_manifest(staging / MANIFEST, new, runs)  # the output is complete: a build killed from here on is finished by the next
     with _ctrl_c_held() as caught:
         _swap(docs, staging, entries, manifest)
@@ -434,19 +514,61 @@ def _commit(docs: Path, staging: Path, entries: list[str], manifest: Manifest, r
         raise SiteWritten(docs)
 
 
+def _mark_ours(folder: Path) -> None:
+    (folder / OWNER).write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}) + "\n", encoding="utf-8")
+
+
+def _ours(folder: Path) -> bool:
+    """Whether ``folder`` is a staging or trash folder a build made: a real folder holding the build's mark.
+
+    Anything else named .staging-* or .trash-* (planted, copied in, a link) is the user's: never finished, never deleted.
+    """
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    try:
+        info = json.loads((folder / OWNER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(info, dict) and isinstance(info.get("pid"), int)
+
+
 def _finish_or_discard_leftovers(docs: Path, manifest: Manifest) -> Manifest:
-    """Clear what killed builds left (safe: we hold the lock). A complete staging folder is swapped in, others go."""
+    """Clear what killed builds left (safe: we hold the lock). A complete staging folder is swapped in, others go.
+
+    Only folders marked as a build's (_ours) are touched; others are named in a warning and left as they are.
+    """
+    foreign = []
     for staging in sorted(docs.glob(STAGING + "*")):
+        if not _ours(staging):
+            foreign.append(staging)
+            continue
         if (staging / MANIFEST).is_file():
             entries = sorted(p.name for p in staging.iterdir() if not p.name.startswith("."))
-            _swap(docs, staging, entries, manifest)
+            try:
+                _swap(docs, staging, entries, manifest)
+            except UserError as exc:
+                raise UserError(f"a build killed earlier left {staging} to finish, but {exc}; or delete {staging} "
+                                f"and {_trash_for(staging)} to drop that build") from None
             os.replace(staging / MANIFEST, docs / MANIFEST)
             manifest = read_manifest(docs)
         _discard(staging)
-    for leftover in docs.glob(TRASH + "*"):
-        shutil.rmtree(leftover, ignore_errors=True)
+    for leftover in sorted(docs.glob(TRASH + "*")):
+        if _ours(leftover):
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            foreign.append(leftover)
+    if foreign:
+        log.warning("left as they are, not made by the generator: %s", _names(foreign))
     (docs / (MANIFEST + ".tmp")).unlink(missing_ok=True)
     return manifest
+
+
+_STAGING: ContextVar[Path | None] = ContextVar("staging", default=None)
+
+
+def current_staging() -> Path | None:
+    """The staging folder of the build in progress in this thread (None outside a build)."""
+    return _STAGING.get()
 
 
 @contextmanager
@@ -467,9 +589,11 @@ def staged_output(docs: Path, entries: list[str], force: bool = False, records: 
             _refuse_hand_edits(edited)
         try:
             staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=docs))
+            _mark_ours(staging)
         except OSError as exc:
             raise UserError(f"cannot write to {docs}: {exc.strerror or exc}") from None
         seen_by_build = _EDITED.set(frozenset(os.path.abspath(p) for p in edited))
+        building = _STAGING.set(staging)
         try:
             yield staging
             if not force:  # edited while we worked
@@ -477,4 +601,5 @@ def staged_output(docs: Path, entries: list[str], force: bool = False, records: 
             _commit(docs, staging, entries, manifest, records)
         finally:
             _EDITED.reset(seen_by_build)
+            _STAGING.reset(building)
             _discard(staging)

@@ -79,7 +79,7 @@ def test_bad_input_gets_one_line_exit_2_and_the_site_untouched(site, args, messa
     (lambda d: d / "missing.jpg", "image not found"),
     (lambda d: d, "is a folder"),
     (lambda d: (d / "empty.jpg").write_bytes(b"") and d / "empty.jpg" or d / "empty.jpg", "is empty (0 bytes)"),
-    (lambda d: (d / "notes.txt").write_text("not an image") and d / "notes.txt" or d / "notes.txt", "is not an image"),
+    (lambda d: (d / "notes.txt").write_text("not an image") and d / "notes.txt" or d / "notes.txt", "is not a JPEG, PNG, WebP, GIF or BMP image"),
 ])
 def test_bad_images_are_refused_in_one_line(site, tmp_path, make, message):
     before = snapshot_of(site)

@@ -103,6 +103,12 @@ def _truncated(path: Path) -> Path:
     return path
 
 
+def _postscript(path: Path) -> Path:
+    """PostScript, which Pillow would hand to Ghostscript, under a photo's name."""
+    path.write_bytes(b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\nshowpage\n")
+    return path
+
+
 @pytest.fixture(scope="module")
 def vit_site(tmp_path_factory) -> Path:
     docs = tmp_path_factory.mktemp("vit") / "docs"
@@ -113,6 +119,7 @@ def vit_site(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("make, message", [
     (lambda d: _bomb(d / "bomb.png"), "too large to decode safely"),
     (lambda d: _truncated(d / "cut.jpg"), "may be truncated or corrupt"),
+    (lambda d: _postscript(d / "photo.jpg"), "is not a JPEG, PNG, WebP, GIF or BMP image (told from its content"),
 ])
 def test_hostile_images_are_refused_and_the_site_is_untouched(vit_site, tmp_path, make, message):
     before = snapshot_of(vit_site)
@@ -130,6 +137,26 @@ def test_unknown_names_are_refused(vit_site, args, message):
     result = run_cli("build", "--model", "vit", "--out", str(vit_site), *args)
     assert result.returncode == 2 and message in result.stderr and result.stderr.count("\n") == 1
     assert snapshot_of(vit_site) == before
+
+
+@pytest.mark.parametrize("flags", [[b"--model", b"gpt", b"--prompt", b"caf\xe9 in Latin-1"],
+                                   [b"--model", b"encoder-decoder", b"--src", b"ok", b"--tgt", b"\xff\xfe"]], ids=["prompt", "tgt"])
+def test_text_that_is_not_utf8_is_refused_in_one_line(tmp_path, flags):
+    """Bytes that are not UTF-8 in argv (Python keeps them as lone surrogates) cannot be written to a page."""
+    result = subprocess.run([sys.executable.encode(), b"-m", b"generator", b"build", *flags, b"--out", str(tmp_path / "docs").encode()],
+                            cwd=ROOT, capture_output=True, timeout=300)
+    err = result.stderr.decode("utf-8", "replace")
+    assert result.returncode == 2 and err.count("\n") == 1 and "is not valid UTF-8 text" in err, err
+    assert not (tmp_path / "docs").exists()
+
+
+@pytest.mark.parametrize("flag", ["--image", "--weights", "--out"])
+def test_a_path_too_long_for_the_file_system_is_refused_in_one_line(tmp_path, flag):
+    long = str(tmp_path / ("n" * 5000))
+    args = ["--model", "vit", flag, long] + (["--out", str(tmp_path / "docs")] if flag != "--out" else [])
+    result = run_cli("build", *args)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "File name too long" in result.stderr, result.stderr
+    assert len(result.stderr) < 400  # the path is shortened
 
 
 def test_unwritable_output_is_refused_in_one_line(tmp_path):

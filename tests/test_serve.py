@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -111,8 +112,10 @@ def served(tmp_path_factory) -> Server:
     docs, site = work / "docs", work / "site"
     for model in (ED, "gpt"):  # the CLI, as a user would
         assert main(["build", "--model", model, "--out", str(docs), "--device", "cpu", "-q"]) == 0
-    for name in ("stylesheets", "how-it-works.md", "notebooks", "benchmarks.md"):
-        (docs / name).symlink_to(ROOT / "docs" / name)
+    for name in ("stylesheets", "notebooks"):  # copies: the server publishes no link to outside its project
+        shutil.copytree(ROOT / "docs" / name, docs / name)
+    for name in ("how-it-works.md", "benchmarks.md"):
+        shutil.copyfile(ROOT / "docs" / name, docs / name)
     config = work / "mkdocs.yml"
     config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\n{BUILD_ONLY}", encoding="utf-8")
     stderr = work / "stderr.txt"
@@ -383,9 +386,12 @@ def test_an_uploaded_image_regenerates_the_vit_report(served):
     assert data["site_build"] == "full"  # a new report: new pages and navigation
     overview = (served.site / "vit" / "index.html").read_text(encoding="utf-8")
     assert "red <box>.png" in html.unescape(overview) and "<box>" not in overview  # the user's file name, literal
+    command = html_text(overview.split("this command reproduces this run", 1)[1]).split("Run `make serve`", 1)[0]
+    assert "--image 'red <box>.png'" in command and "uploaded" in command  # not the server's deleted copy
+    assert "tt-upload" not in html.unescape(overview) and tempfile.gettempdir() not in command
     bad, kind = multipart({"model": "vit"}, {"image": ("notes.png", b"not an image at all")})
     status, data = request(served.url, "/api/regenerate", bad, {"Content-Type": kind})
-    assert status == 400 and data["error"].startswith("notes.png is not an image")  # the CLI's words, the user's file name
+    assert status == 400 and data["error"].startswith("notes.png is not a JPEG, PNG, WebP, GIF or BMP image")  # the CLI's words, the user's file name
 
 
 def test_a_new_prompt_regenerates_the_gpt_report(served):
@@ -540,6 +546,182 @@ def test_partial_builds_give_the_site_a_full_build_gives(served, tmp_path):
     index = [json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8")) for site in (full, partial)]
     assert index[0]["config"] == index[1]["config"]
     assert sorted(map(json.dumps, index[0]["docs"])) == sorted(map(json.dumps, index[1]["docs"]))
+
+
+# ----------------------------------------------------------------------------- hostile requests, one line each
+
+
+def test_a_foreign_origin_is_refused_on_every_request_pages_included(served):
+    port = served.url.rsplit(":", 1)[1].rstrip("/")
+    for path in ("/", f"/{ED}/", "/api/status", "/search/search_index.json"):
+        status, data = request(served.url, path, headers={"Origin": "http://evil.example"})
+        assert status == 403 and "evil.example" in data["error"], path
+    assert request(served.url, "/", headers={"Origin": "null"}, method="HEAD")[0] == 403
+    assert request(served.url, "/", headers={"Origin": f"http://localhost:{port}"})[0] == 200
+    assert request(served.url, "/api/status", headers={"Origin": f"http://127.0.0.1:{port}"})[0] == 200
+
+
+@pytest.mark.parametrize("body, message", [
+    (b'{"model": "encoder-decoder", "src": "a", "src": "b"}', "the field 'src' is given twice"),
+    (b'{"model": "encoder-decoder", "model": "gpt"}', "the field 'model' is given twice"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    (b'{"model": "encoder-decoder", "src": "lone \\ud800 surrogate"}', "argument --src: is not valid UTF-8 text"),
+    (b'{"model": "gpt", "prompt": "\\udfff"}', "argument --prompt: is not valid UTF-8 text"),
+], ids=["repeated field", "repeated model", "deep nesting", "lone surrogate src", "lone surrogate prompt"])
+def test_malformed_json_is_refused_in_one_line(served, body, message):
+    docs_before = tree_digest(served.docs)
+    status, data = request(served.url, "/api/regenerate", body, {"Content-Type": "application/json"})
+    assert status == 400 and message in data["error"] and "\n" not in data["error"], data
+    assert tree_digest(served.docs) == docs_before
+
+
+def test_uploads_are_refused_consistently_in_one_line(served):
+    from PIL import Image
+
+    png = io.BytesIO()
+    Image.new("RGB", (40, 30), (200, 30, 30)).save(png, format="PNG")
+    docs_before = tree_digest(served.docs)
+    two = b"".join(multipart({"model": "vit"}, {"image": ("a.png", png.getvalue())})[0].rsplit(b"--tt-test-boundary-7f3a--", 1)[0:1])
+    two += (b'--tt-test-boundary-7f3a\r\nContent-Disposition: form-data; name="image"; filename="b.png"\r\n\r\n'
+            + png.getvalue() + b"\r\n--tt-test-boundary-7f3a--\r\n")
+    status, data = request(served.url, "/api/regenerate", two, {"Content-Type": "multipart/form-data; boundary=tt-test-boundary-7f3a"})
+    assert (status, data) == (400, {"error": "the field 'image' is given twice"})
+    eps = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\nshowpage\n"
+    long_name = "é" * 300 + ".eps"
+    body, kind = multipart({"model": "vit", "vit_size": "tiny"}, {"image": (long_name, eps)})
+    status, data = request(served.url, "/api/regenerate", body, {"Content-Type": kind})
+    assert status == 400 and "is not a JPEG, PNG, WebP, GIF or BMP image" in data["error"], data
+    assert data["error"].split(" is not")[0].endswith("éé.eps") and "tt-upload" not in data["error"]
+    assert tempfile.gettempdir() not in data["error"]
+    assert tree_digest(served.docs) == docs_before
+
+
+def test_a_hand_edited_page_gets_an_answer_the_browser_can_act_on(served):
+    page = served.docs / ED / "questions.md"
+    original = page.read_bytes()
+    page.write_text("my answers", encoding="utf-8")
+    try:
+        status, data = post_json(served.url, {"model": ED, "src": "after a hand edit", "device": "cpu"})
+        assert status == 400 and "edited by hand" in data["error"] and str(page) in data["error"]
+        assert '"force": true' in data["error"] and "--force" not in data["error"]
+        assert page.read_text(encoding="utf-8") == "my answers"
+        status, data = post_json(served.url, {"model": ED, "src": "after a hand edit", "device": "cpu", "force": True})
+        assert status == 200, data
+        assert page.read_bytes() != b"my answers"
+    finally:
+        if page.read_bytes() == b"my answers":
+            page.write_bytes(original)
+
+
+def test_a_link_to_outside_the_project_is_not_published(tmp_path):
+    from generator.errors import UserError
+    from generator.serve import WarmServer
+
+    docs = tmp_path / "project" / "docs"
+    (docs / "notes").mkdir(parents=True)
+    config = tmp_path / "project" / "mkdocs.yml"
+    config.write_text("site_name: x\n", encoding="utf-8")
+    (tmp_path / "secret.md").write_text("not for the web", encoding="utf-8")
+    (docs / "notes" / "inside.md").symlink_to(config)  # inside the project: fine
+    state = WarmServer(docs, config)
+    state._refuse_links_outside()
+    (docs / "notes" / "leak.md").symlink_to(tmp_path / "secret.md")
+    with pytest.raises(UserError, match=r"leak.md: a symbolic link to a place outside the project"):
+        state._refuse_links_outside()
+    result = subprocess.run([sys.executable, "-m", "generator", "serve", "--port", "0", "--docs", str(docs), "--config", str(config), "-q"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "outside the project" in result.stderr, result.stderr
+
+
+# ----------------------------------------------------------------------------- a slow client (in this process)
+
+
+@pytest.fixture()
+def quick_server(tmp_path, monkeypatch):
+    """The HTTP layer of `serve` in this process, with a 1.5 s body deadline and a regeneration that takes 0.2 s."""
+    import generator.serve as serve_module
+
+    monkeypatch.setattr(serve_module, "BODY_TIMEOUT", 1.5)
+    (tmp_path / "site").mkdir()
+    state = serve_module.WarmServer(tmp_path / "docs", tmp_path / "mkdocs.yml")
+    state.site = types.SimpleNamespace(site=tmp_path / "site", close=lambda: None)
+    state._regenerate = lambda fields, files: time.sleep(0.2) or {"seconds": 0.2, "fields": dict(fields)}
+    state._watch = lambda: None  # no docs folder to follow
+    url = state.start_http(0)
+    worker = threading.Thread(target=state.run_forever, daemon=True)
+    worker.start()
+    yield state, url
+    state._jobs.put(None)
+    state.stop()
+
+
+def _slow_post(port: int, body: bytes, declared: int, pause: float) -> tuple[str, float]:
+    """POST ``declared`` bytes of JSON, sending ``body`` a byte every ``pause`` s until an answer comes; the answer
+    and the seconds it took to come."""
+    import select
+    import socket
+
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(f"POST /api/regenerate HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {declared}\r\n\r\n".encode())
+        for i in range(len(body)):
+            if select.select([sock], [], [], 0)[0]:  # answered
+                break
+            sock.sendall(body[i:i + 1])
+            time.sleep(pause)
+        select.select([sock], [], [], 30)
+        seconds = time.monotonic() - started
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer.decode(), seconds
+
+
+def test_a_slow_client_is_cut_off_by_one_deadline_and_holds_no_lock(quick_server):
+    state, url = quick_server
+    port = int(url.rsplit(":", 1)[1].rstrip("/"))
+    answers = []
+    trickle = threading.Thread(target=lambda: answers.append(_slow_post(port, b'{"model": "gpt"}' + b" " * 23, 40, 0.25)))
+    trickle.start()
+    time.sleep(0.3)
+    status, data = post_json(url, {"model": "gpt"})  # not held up by the slow body: no lock is taken while it arrives
+    assert status == 200, data
+    trickle.join(30)
+    answer, seconds = answers[0]
+    assert " 400 " in answer.splitlines()[0] and seconds < 5, answer  # one deadline for the whole body, not per read
+    received = int(re.search(r"ended after (\d+) of its 40 bytes", answer).group(1))
+    assert 3 <= received <= 10
+
+
+def test_at_most_four_bodies_arrive_at_once(quick_server):
+    """Bodies are read before the lock is taken, so how many are held in memory at once is bounded."""
+    import socket
+
+    state, url = quick_server
+    port = int(url.rsplit(":", 1)[1].rstrip("/"))
+    slow = []
+    for _ in range(4):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        sock.sendall(f"POST /api/regenerate HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: 100\r\n\r\n{{".encode())
+        slow.append(sock)
+    time.sleep(0.3)
+    try:
+        status, data = post_json(url, {"model": "gpt"})
+        assert status == 503 and "4 requests are already sending their bodies" in data["error"]
+        time.sleep(1.5)  # their deadline passes: room again
+        assert post_json(url, {"model": "gpt"})[0] == 200
+    finally:
+        for sock in slow:
+            sock.close()
+
+
+def test_the_bytes_received_are_counted_when_a_body_stops(quick_server):
+    state, url = quick_server
+    port = int(url.rsplit(":", 1)[1].rstrip("/"))
+    answer, _ = _slow_post(port, b'{"model": "gpt"', 20, 0)  # 15 of 20 bytes, then silence
+    assert "the request body ended after 15 of its 20 bytes" in answer, answer
 
 
 # ----------------------------------------------------------------------------- Ctrl-C

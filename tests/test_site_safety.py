@@ -142,12 +142,70 @@ def test_a_user_file_where_the_new_output_writes_is_refused(docs):
     assert digests(docs) == before and leftovers(docs) == []
 
 
-def test_a_manifest_of_the_old_format_still_means_owned(docs):
-    (docs / MANIFEST).write_text(json.dumps({"generated": ["encoder-decoder", "index.md"]}), encoding="utf-8")
-    (docs / "encoder-decoder" / "encoder" / "99-old-snapshot.md").write_text("stale", encoding="utf-8")
-    assert main(["build", "--model", "encoder-decoder", "--out", str(docs), "-q"]) == 0
-    assert not (docs / "encoder-decoder" / "encoder" / "99-old-snapshot.md").exists()
-    assert json.loads((docs / MANIFEST).read_text(encoding="utf-8"))["version"] == 2
+@pytest.mark.parametrize("old_manifest", [{"generated": ["encoder-decoder", "index.md"]}, ["encoder-decoder", "index.md"]],
+                         ids=["version-1", "bare-list"])
+def test_a_manifest_of_the_old_format_is_migrated_and_nothing_the_user_could_have_written_is_lost(docs, old_manifest, caplog):
+    """Before digests, the manifest only named the report folders: a file in them may be the user's. Files the new
+    output does not write are kept where they are; the old versions of those it writes again are kept aside."""
+    (docs / MANIFEST).write_text(json.dumps(old_manifest), encoding="utf-8")
+    report = docs / "encoder-decoder"
+    (report / "my-notes.md").write_text("my notes", encoding="utf-8")
+    (report / "mine" / "deeper").mkdir(parents=True)
+    (report / "mine" / "deeper" / "sketch.txt").write_text("nested", encoding="utf-8")
+    (report / "my-link").symlink_to("index.md")
+    (report / "index.md").write_text("an overview I edited by hand", encoding="utf-8")
+    users = {rel: sha for rel, sha in digests(docs).items() if rel.startswith(("encoder-decoder/my", "encoder-decoder/mine/"))}
+    assert len(users) == 3
+
+    result = run_cli("build", "--model", "encoder-decoder", "--src", "a different sentence", "--out", str(docs))
+
+    assert result.returncode == 0, result.stderr
+    after = digests(docs)
+    assert {rel: after.get(rel) for rel in users} == users
+    assert (docs / ".before-upgrade" / "encoder-decoder" / "index.md").read_text(encoding="utf-8") == "an overview I edited by hand"
+    assert "a different sentence" in (report / "index.md").read_text(encoding="utf-8")
+    assert "older version" in caplog.text and ".before-upgrade" in caplog.text and "my-notes.md" in caplog.text
+    manifest = json.loads((docs / MANIFEST).read_text(encoding="utf-8"))
+    assert manifest["version"] == 2 and not any(rel.startswith("my") for rel in manifest["generated"]["encoder-decoder"])
+    assert leftovers(docs) == []
+
+
+def test_empty_folders_the_user_makes_in_a_report_folder_survive_builds(docs):
+    for folder in ("drafts", "figures/mine", "mine/a/b"):
+        (docs / "encoder-decoder" / folder).mkdir(parents=True)
+    for sentence in ("a different sentence", "and another one"):
+        assert main(["build", "--model", "encoder-decoder", "--src", sentence, "--out", str(docs), "-q"]) == 0
+        assert all((docs / "encoder-decoder" / folder).is_dir() for folder in ("drafts", "figures/mine", "mine/a/b"))
+
+
+@pytest.mark.parametrize("name", [".staging-x", ".staging-abcd1234", ".trash-x"])
+def test_a_staging_or_trash_folder_the_generator_did_not_make_is_neither_used_nor_deleted(docs, name, caplog):
+    """A folder named like a build's leftover but not marked as one is the user's: the build neither finishes it
+    (blaming the user's file it would overwrite) nor deletes it; its own leftovers it still clears."""
+    (docs / "encoder-decoder" / "my-notes.md").write_text("my notes", encoding="utf-8")
+    planted = docs / name
+    (planted / "encoder-decoder").mkdir(parents=True)
+    (planted / "encoder-decoder" / "my-notes.md").write_text("planted", encoding="utf-8")
+    (planted / MANIFEST).write_text(json.dumps({"version": 2, "generated": {"encoder-decoder": {}}}), encoding="utf-8")
+    before = digests(planted)
+    ours = docs / ".trash-left-by-a-killed-build"
+    ours.mkdir()
+    generator.site._mark_ours(ours)
+
+    result = run_cli("build", "--model", "encoder-decoder", "--src", "a different sentence", "--out", str(docs))
+
+    assert result.returncode == 0, result.stderr
+    assert (docs / "encoder-decoder" / "my-notes.md").read_text(encoding="utf-8") == "my notes"
+    assert digests(planted) == before and not ours.exists()
+    assert name in caplog.text and "not made by the generator" in caplog.text
+
+
+def test_a_symlink_loop_as_out_is_refused_in_one_line(tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    result = run_cli("build", "--model", "encoder-decoder", "--out", str(loop))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "leads back to itself" in result.stderr
 
 
 # --- one build at a time ---------------------------------------------------------------------------------------

@@ -200,6 +200,61 @@ def test_a_mismatched_state_dict_is_refused_naming_the_first_wrong_key(saved_sta
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
+def _nan(state):
+    state["encoder.layers.encoder_layer_0.mlp.0.weight"] = torch.full_like(state["encoder.layers.encoder_layer_0.mlp.0.weight"], float("nan"))
+
+
+def _meta(state):
+    state["conv_proj.weight"] = torch.empty(state["conv_proj.weight"].shape, device="meta")
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda state: state.__setitem__(7, torch.zeros(3)), "its keys must be parameter names"),
+    (_meta, "key 'conv_proj.weight'"),
+    (_nan, "key 'encoder.layers.encoder_layer_0.mlp.0.weight' holds 2359296 non-finite values"),
+    (lambda state: state.__setitem__("class_token", state["class_token"].to(torch.int64)), "holds torch.int64 values"),
+], ids=["non-string key", "meta tensor", "all NaN", "integers"])
+def test_a_state_dict_without_usable_values_is_refused_before_the_run(saved_state_dict, tmp_path, capsys, damage, message):
+    """Refused in one line while loading (not when figures are drawn), with no warning printed before it."""
+    from generator.cli import main
+
+    state = torch.load(saved_state_dict)
+    damage(state)
+    path = tmp_path / "damaged.pth"
+    torch.save(state, path)
+    with pytest.raises(UserError) as error:
+        resolve(str(path)).load("b16", PRESETS["b16"], 7)
+    assert "\n" not in str(error.value) and ("meta" in str(error.value) or message in str(error.value))
+    capsys.readouterr()
+    assert main(["build", "--model", "vit", "--weights", str(path), "--out", str(tmp_path / "docs"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+
+
+@pytest.mark.parametrize("name, make", [
+    ("drawing.eps", lambda: b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\nshowpage\n"),
+    ("icon.ico", lambda: _encode(_sample(), "ICO")),
+    ("scan.tiff", lambda: _encode(_sample(), "TIFF")),
+    ("picture.pcx", lambda: _encode(_sample(), "PCX")),
+    ("photo.jpg", lambda: _encode(_sample(), "TGA")),  # a misleading name: the content decides
+])
+def test_only_the_accepted_formats_reach_a_decoder(tmp_path, monkeypatch, name, make):
+    """Anything but JPEG, PNG, WebP, GIF or BMP is refused in one line from its first bytes, before any decoder runs."""
+    path = tmp_path / name
+    path.write_bytes(make())
+    opened = []
+    monkeypatch.setattr(Image, "open", lambda *args, **kwargs: opened.append(args))
+    with pytest.raises(UserError, match=r"is not a JPEG, PNG, WebP, GIF or BMP image \(told from its content"):
+        load_rgb(path)
+    assert opened == []
+
+
+def test_a_bmp_is_accepted(tmp_path):
+    path = tmp_path / "photo.bmp"
+    path.write_bytes(_encode(_sample(), "BMP"))
+    assert load_rgb(path)[0].mode == "RGB"
+
+
 def test_a_weights_value_that_is_neither_preset_nor_file_is_refused(tmp_path):
     with pytest.raises(UserError, match="neither a preset .* nor a file"):
         resolve(str(tmp_path / "missing.pth"))

@@ -19,6 +19,21 @@ from generator.errors import UserError
 DEFAULT_IMAGE = Path(__file__).resolve().parent / "assets" / "default-image.jpg"
 MAX_PIXELS = 40_000_000  # ~ a 7700 x 5200 photo; larger files are refused, not decoded
 
+# The formats an image may be in, told from the file's first bytes (never from its name): only these decoders of
+# Pillow ever see a user's file. Others (PostScript, which Pillow hands to Ghostscript, and the many formats Pillow
+# reads only in part) are refused before decoding.
+ACCEPTED = "JPEG, PNG, WebP, GIF or BMP"
+_SIGNATURES = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"GIF87a", "GIF"), (b"GIF89a", "GIF"), (b"BM", "BMP"))
+
+
+def image_format(path: Path) -> str | None:
+    """The accepted format ``path`` is in, by its content; None for anything else."""
+    with path.open("rb") as f:
+        head = f.read(16)
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WEBP"
+    return next((name for magic, name in _SIGNATURES if head.startswith(magic)), None)
+
 
 def load_rgb(path: Path) -> tuple[Image.Image, str]:
     """The first frame of ``path`` as an 8-bit RGB image (EXIF rotation applied), and its original mode."""
@@ -27,15 +42,21 @@ def load_rgb(path: Path) -> tuple[Image.Image, str]:
     if path.is_dir():
         raise UserError(f"{path} is a folder; --image needs an image file")
     if not path.is_file():  # a FIFO, a device such as /dev/zero, a socket: nothing PIL should read from
-        raise UserError(f"{path} is not a regular file; --image needs an image file (JPEG, PNG, WebP, GIF, ...)")
+        raise UserError(f"{path} is not a regular file; --image needs an image file ({ACCEPTED})")
     if path.stat().st_size == 0:
-        raise UserError(f"{path} is empty (0 bytes); give a JPEG, PNG, WebP or GIF image")
+        raise UserError(f"{path} is empty (0 bytes); give a {ACCEPTED} image")
+    try:
+        fmt = image_format(path)
+    except OSError as exc:
+        raise UserError(f"{path} could not be read ({exc.strerror or exc}); check its permissions") from None
+    if fmt is None:
+        raise UserError(f"{path} is not a {ACCEPTED} image (told from its content, not its name); convert it to one of these")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             previous, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, MAX_PIXELS
             try:
-                with Image.open(path) as im:
+                with Image.open(path, formats=[fmt]) as im:  # that format's decoder only
                     mode = im.mode
                     im.seek(0)  # animated GIF/WebP: the first frame
                     im.load()
@@ -46,7 +67,7 @@ def load_rgb(path: Path) -> tuple[Image.Image, str]:
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise UserError(f"{path} is too large to decode safely (over {MAX_PIXELS:,} pixels); resize it first") from None
     except UnidentifiedImageError:
-        raise UserError(f"{path} is not an image PIL can read; give a JPEG, PNG, WebP or GIF file") from None
+        raise UserError(f"{path} is not an image PIL can read; give a {ACCEPTED} file") from None
     except (OSError, SyntaxError, ValueError) as exc:
         raise UserError(f"{path} could not be decoded ({exc}); the file may be truncated or corrupt") from None
 

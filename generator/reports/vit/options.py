@@ -11,9 +11,9 @@ from models.vit import PRESETS, ViTConfig, record_points
 
 @dataclass(frozen=True)
 class VitOptions(RunOptions):
-    image: Path | None = field(default=None, metadata=option("image file: JPEG, PNG, WebP, GIF, ...", kind="path", form={
-        "label": "Image", "type": "file", "accept": "image/*", "current": "image_name",
-        "hint": "JPEG, PNG, WebP or GIF up to 20 MB: choose a file or drop it here; none: the bundled image"}))
+    image: Path | None = field(default=None, metadata=option("image file: JPEG, PNG, WebP, GIF or BMP (told from its content)", kind="path", form={
+        "label": "Image", "type": "file", "accept": "image/jpeg,image/png,image/webp,image/gif,image/bmp", "current": "image_name",
+        "hint": "JPEG, PNG, WebP, GIF or BMP up to 20 MB: choose a file or drop it here; none: the bundled image"}))
     weights: str = field(default="random", metadata=option(
         "random (seeded), imagenet (torchvision IMAGENET1K_V1, downloads once) or PATH to a torchvision ViT state dict"))
     size: str = field(default="b16", metadata=option("ViT size preset", flag="--vit-size", choices=tuple(PRESETS)))

@@ -141,6 +141,9 @@ def _from_file(path: Path, size: str, cfg: ViTConfig) -> tuple[VisionTransformer
         state = state["model"]  # training checkpoints often wrap the state dict
     if not isinstance(state, dict):
         raise UserError(f"{path} holds a {type(state).__name__}, not a state dict (a mapping of parameter names to tensors)")
+    if not all(isinstance(key, str) for key in state):
+        odd = next(key for key in state if not isinstance(key, str))
+        raise UserError(f"{path} is not a state dict: its keys must be parameter names (text), and {odd!r:.40} is of type {type(odd).__name__}")
     tv_model = _torchvision_model(size)
     expected = tv_model.state_dict()
     for key, tensor in expected.items():
@@ -153,5 +156,14 @@ def _from_file(path: Path, size: str, cfg: ViTConfig) -> tuple[VisionTransformer
     if extra:
         raise UserError(f"{path} does not fit torchvision's ViT {size}: unexpected key {extra[0]!r}"
                         + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
+    for key in expected:  # values the model can compute with, checked now rather than when figures are drawn
+        tensor = state[key]
+        if tensor.is_meta:
+            raise UserError(f"{path} holds no values for key {key!r} (a meta tensor: shape only); save the state dict of a real model")
+        if not tensor.is_floating_point():
+            raise UserError(f"{path}: key {key!r} holds {tensor.dtype} values; a ViT's weights are floating point")
+        if not torch.isfinite(tensor).all():
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise UserError(f"{path}: key {key!r} holds {bad} non-finite values (NaN or infinity); the weights are corrupt")
     tv_model.load_state_dict(state)
     return from_torchvision(tv_model.eval()), f"loaded from {path.name} (torchvision ViT {size} state dict)"

@@ -522,9 +522,11 @@ def main() -> None:
                "runs every report's forward pass on the GPU when one is present; run this benchmark there to add its timings.")
     regeneration = bench_regeneration(2 if args.quick else 3)
     r = regeneration
+    own = r["import"] - r["import torch"]  # two separately timed processes: the difference can fall below zero
+    own_imports = f"{own:.1f} s" if own >= 0.05 else "nothing measurable"
     analysis = (
         f"What remains of a build from scratch is mostly fixed cost: importing PyTorch ({r['import torch']:.1f} s here; the generator's "
-        f"own imports add {r['import'] - r['import torch']:.1f} s) and MkDocs, which renders the {r['pages']} Material pages in "
+        f"own imports add {own_imports}) and MkDocs, which renders the {r['pages']} Material pages in "
         f"{r['mkdocs build']:.1f} s in a new process ({r['import mkdocs']:.1f} s of it imports, {r['import mkdocs-jupyter']:.1f} s of those "
         "for mkdocs-jupyter, used by one notebook page; the rest is Markdown conversion, above all highlighted code blocks, the theme "
         "templates and the search index). The default reports import neither torchvision (its package initialisation alone imports "

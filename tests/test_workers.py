@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
-from tests.conftest import ROOT
+from tests.conftest import BUILD_ONLY, ROOT
 
 ED = "encoder-decoder"
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists() or (os.cpu_count() or 1) < 2,
@@ -82,8 +82,7 @@ def test_a_sigkilled_serve_leaves_no_workers_and_restarts_on_the_same_port(tmp_p
     docs = tmp_path / "docs"
     assert main(["build", "--model", ED, "--out", str(docs), "--device", "cpu", "-q"]) == 0
     config = tmp_path / "mkdocs.yml"
-    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {tmp_path / 'site'}\n"
-                      f"hooks:\n  - {ROOT / 'generator' / 'mkdocs_hooks.py'}\n", encoding="utf-8")
+    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {tmp_path / 'site'}\n{BUILD_ONLY}", encoding="utf-8")
     port = free_port()
     proc, line = start_serve(docs, config, port, tmp_path / "first.txt")
     try:

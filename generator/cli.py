@@ -147,12 +147,20 @@ def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = N
         try:
             requests[key] = options_type(**{**from_config, **given})  # validates: a UserError names the bad option
         except UserError as exc:
-            if not from_config:
-                raise
+            if not from_config or (given and _valid(options_type, from_config)):
+                raise  # mkdocs.yml's options alone are fine: the flags the user typed are what is refused
             named = [name for name, f in _config_names(options_type).items()
                      if f.name in from_config and f.name not in given and re.search(re.escape(flag_of(f)) + r"(?![\w-])", str(exc))]
             raise UserError(f"{where}{'.' + named[0] if named else ''}: {exc}") from None
     return requests
+
+
+def _valid(options_type: type, values: dict[str, Any]) -> bool:
+    try:
+        options_type(**values)
+    except UserError:
+        return False
+    return True
 
 
 def _where(config_file: Path | None, key: str) -> str:
@@ -200,9 +208,31 @@ def run_records(requests: dict[str, RunOptions], declared: dict[str, Any] | None
                   "options": {f.name: str(getattr(opts, f.name)) for f in fields(opts) if f.init}} for key, opts in requests.items()}
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is when a record is logged (basicConfig would keep the stream of the first call)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+def _log_to_stderr() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(h, _StderrHandler) for h in root.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+        if root.level == logging.NOTSET or root.level > logging.WARNING:
+            root.setLevel(logging.WARNING)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _log_to_stderr()
     logging.getLogger("generator").setLevel(logging.INFO if args.verbose else logging.WARNING)
     held = _held_warnings() if args.command != "serve" else contextlib.nullcontext([])
     with held as caught:
@@ -258,6 +288,8 @@ def build_from_args(args: argparse.Namespace, progress=None):
     from generator.progress import Progress
 
     config_file = getattr(args, "config", None)
+    if config_file is not None and config_file != DEFAULT_CONFIG and not config_file.is_file():  # a typo must not go unnoticed
+        raise UserError(f"--config {config_file}: {'is a folder, not' if config_file.is_dir() else 'there is no such'} MkDocs configuration file")
     declared = plugin_reports(config_file) if config_file is not None else None
     requests = report_options(args, declared, config_file)
     if getattr(args, "pdf", False):  # refuse before anything is written, not after the new site is in place

@@ -90,7 +90,13 @@ def declaration(options: dict[str, Any], base: Path) -> dict[str, Any]:
 
 def declarations(reports: dict[str, Any] | None, config_file: Path | str | None) -> dict[str, dict[str, Any]]:
     """Each declared report's declaration (``reports`` as the plugin's configuration holds it)."""
+    from generator.errors import UserError  # torch-free
+
     base = Path(config_file).resolve().parent if config_file else Path.cwd()
+    for key, options in (reports or {}).items():  # the CLI's own words (generator/cli.py declared_options)
+        if options is not None and not isinstance(options, dict):
+            where = f"{Path(config_file).name if config_file else 'mkdocs.yml'}: plugins.{PLUGIN}.reports.{key}"
+            raise UserError(f"{where}: expected the report's options as a mapping (name: value)")
     return {key: declaration(dict(options or {}), base) for key, options in (reports or {}).items()}
 
 

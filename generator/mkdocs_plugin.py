@@ -87,13 +87,16 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
 
     def generate(self, docs: Path, config_file: str | None) -> list[str]:
         """Generate the declared reports that are missing or stale; the keys generated."""
-        declared = declarations(self.config.reports, config_file)
+        from generator.errors import UserError  # torch-free
+
+        try:
+            declared = declarations(self.config.reports, config_file)
+        except UserError as exc:
+            raise PluginError(str(exc)) from None
         todo = stale(docs, declared)
         if not todo:
             return []
-        from generator.errors import UserError  # from here on PyTorch is imported: there is work to do
-
-        try:
+        try:  # from here on PyTorch is imported: there is work to do
             requests = _requests({key: self.config.reports[key] for key in todo}, config_file)  # refuses bad options
             for key, reason in todo.items():
                 log.info("generating the %s report (%s)", key, reason)
@@ -146,7 +149,11 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
 
     def on_serve(self, server, *, config, builder):
         """Rebuild (and regenerate) when a file a report's options name changes, as for mkdocs.yml itself."""
-        for declared in declarations(self.config.reports, config.config_file_path).values():
+        try:
+            declared_reports = declarations(self.config.reports, config.config_file_path)
+        except Exception:  # noqa: BLE001 - the build says what is wrong; nothing more to watch
+            return server
+        for declared in declared_reports.values():
             for name in declared["files"]:
                 path = Path(declared["options"][name])
                 if path.exists():

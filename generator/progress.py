@@ -10,9 +10,9 @@ T = TypeVar("T")
 
 
 class Progress:
-    def __init__(self, enabled: bool | None = None, stream: TextIO = sys.stderr) -> None:
-        self.stream = stream
-        self.enabled = stream.isatty() if enabled is None else enabled
+    def __init__(self, enabled: bool | None = None, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr  # the stderr of now, not of the first import
+        self.enabled = self.stream.isatty() if enabled is None else enabled
 
     def status(self, text: str) -> None:
         if self.enabled:

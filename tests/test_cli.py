@@ -103,3 +103,19 @@ def test_help_lists_the_options():
     result = subprocess.run([sys.executable, "-m", "generator", "build", "--help"], capture_output=True, text=True, cwd=ROOT)
     for option in ("--model", "--src", "--tgt", "--image", "--weights", "--seed", "--device", "--quiet", "--verbose"):
         assert option in result.stdout
+
+
+def test_a_bad_flag_is_blamed_on_the_flag_and_not_on_mkdocs_yml(tmp_path, capsys):
+    """mkdocs.yml's GPT options are valid; the prompt typed on the command line is what does not fit."""
+    assert main(["build", "--model", "gpt", "--prompt", "x" * 300, "--out", str(tmp_path / "docs"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "the prompt has 300 bytes" in err and "mkdocs.yml" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("make", [lambda tmp: tmp / "no-such.yml", lambda tmp: tmp])
+def test_a_config_that_is_not_a_file_is_refused_in_one_line(tmp_path, capsys, make):
+    config = make(tmp_path)
+    assert main(["build", "--model", "gpt", "--config", str(config), "--out", str(tmp_path / "docs"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"--config {config}" in err and err.count("\n") == 1
+    assert not (tmp_path / "docs").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from dataclasses import asdict, fields
 
 import pytest
@@ -13,7 +14,7 @@ import torch
 from generator.cli import main
 from generator.errors import UserError
 from generator.reports.gpt.training import (CHECKPOINT, TrainingConfig, bigram_bits_per_byte, corpus_bytes, load_record,
-                                            load_state, record_path, split)
+                                            load_state, record_path, schedule_text, split)
 from models.gpt import GPT, GPTConfig
 from tests.conftest import run_report
 
@@ -83,8 +84,19 @@ def _other_size_state(tmp_path):
     return path
 
 
+def _state_with(tmp_path, change):
+    state = GPT(GPTConfig()).state_dict()
+    state["tok_emb.weight"] = change(state["tok_emb.weight"])
+    path = tmp_path / "changed.pt"
+    torch.save(state, path)
+    return path
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda tmp: tmp / "missing.pt", "is neither trained, random nor a file"),
+    (lambda tmp: _state_with(tmp, lambda w: torch.full_like(w, float("nan"))), "key 'tok_emb.weight' holds 32768 non-finite values"),
+    (lambda tmp: _state_with(tmp, lambda w: torch.full_like(w, float("inf"))), "key 'tok_emb.weight' holds 32768 non-finite values"),
+    (lambda tmp: _state_with(tmp, lambda w: w.to(torch.int64)), "key 'tok_emb.weight' holds torch.int64 values"),
     (lambda tmp: (tmp / "garbage.pt").write_bytes(b"not a checkpoint") and tmp / "garbage.pt", "is not a PyTorch state dict torch.load can read"),
     (_other_size_state, "key 'tok_emb.weight' has shape (256, 64), expected (256, 128)"),
 ])
@@ -105,3 +117,30 @@ def test_trained_weights_need_the_default_sizes(capsys, tmp_path):
 
 def test_the_training_options_are_all_recorded():
     assert set(RECORD["training"]) == {f.name for f in fields(TrainingConfig)}
+
+
+def test_a_file_beside_a_checkpoint_that_is_not_a_training_record_is_not_read_as_one(tmp_path):
+    path = tmp_path / "weights.pt"
+    torch.save(GPT(GPTConfig()).state_dict(), path)
+    record_path(path).write_text('{"bad": 1}', encoding="utf-8")
+    assert load_record(path) is None
+    assert load_record(CHECKPOINT) is not None
+
+
+@pytest.mark.parametrize("out, message", [
+    ("w.json", "would be overwritten by its own training record"),
+    ("a-file/w.pt", "cannot create its folder"),
+])
+def test_train_refuses_an_unusable_out_before_training(tmp_path, capsys, out, message):
+    (tmp_path / "a-file").write_text("not a folder", encoding="utf-8")
+    started = time.perf_counter()
+    assert main(["train", "gpt", "--steps", "50", "--out", str(tmp_path / out), "-q"]) == 2
+    assert message in capsys.readouterr().err
+    assert time.perf_counter() - started < 5  # refused at once, not after training
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_a_run_shorter_than_the_warm_up_says_it_never_reached_the_peak():
+    short = TrainingConfig(steps=2)
+    assert "stopped after 2" in schedule_text(short) and "no decay" in schedule_text(short)
+    assert "cosine decay" in schedule_text(TrainingConfig())

@@ -270,3 +270,21 @@ def test_mkdocs_yml_reads_the_vit_weights_from_the_environment_and_paths_are_rel
     assert declared["options"] == {"weights": str(tmp_path / "ckpt.pth"), "image": str(tmp_path / "missing.jpg"), "seed": 3}
     assert declared["files"]["weights"][0] == 5 and declared["files"]["image"] is None
     assert declaration({"weights": "random"}, tmp_path) == {"options": {"weights": "random"}, "files": {}}
+
+
+@pytest.mark.parametrize("entry", ['[prompt, "x"]', "5", '"ab"'])
+def test_report_options_that_are_not_a_mapping_stop_the_build_in_one_line(clone, entry):
+    work, _ = clone
+    config = work / "mkdocs.yml"
+    text = config.read_text(encoding="utf-8")
+    before_docs = state(work / "docs")
+    line = next(line for line in text.splitlines() if line.strip().startswith("gpt: {"))
+    config.write_text(text.replace(line, line.split("gpt:")[0] + "gpt: " + entry), encoding="utf-8")
+    try:
+        result = mkdocs(work, "build", "--strict")
+    finally:
+        config.write_text(text, encoding="utf-8")
+    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if PLUGIN_KEY in line]
+    assert len(errors) == 1 and f"mkdocs.yml: {PLUGIN_KEY}.gpt: expected the report's options as a mapping" in errors[0], result.stderr
+    assert state(work / "docs") == before_docs

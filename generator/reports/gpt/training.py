@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import json
 import math
+import os
 import platform
 import time
 from collections.abc import Callable
@@ -179,7 +180,7 @@ def train(cfg: TrainingConfig, model_cfg: GPTConfig | None = None,
         "training": asdict(cfg),
         "model": asdict(model_cfg),
         "n_params": sum(p.numel() for p in model.parameters()),
-        "lr_schedule": f"linear warm-up to {cfg.lr:g} over {cfg.warmup} steps, then cosine decay to {cfg.lr * cfg.final_lr_fraction:g} at step {cfg.steps}",
+        "lr_schedule": schedule_text(cfg),
         "loss_curve": losses,  # mean cross-entropy of each step's batch, in nats
         "held_out_curve": evaluations,  # [step, held-out bits per byte]
         "held_out_bits_per_byte": evaluations[-1][1] if evaluations else None,
@@ -191,6 +192,14 @@ def train(cfg: TrainingConfig, model_cfg: GPTConfig | None = None,
         "cpu_seconds": cpu_seconds,  # CPU time of all threads: what the run cost, however busy the machine was
     }
     return model, record
+
+
+def schedule_text(cfg: TrainingConfig) -> str:
+    """The learning-rate schedule as it ran (a run no longer than the warm-up never reaches the peak nor decays)."""
+    if cfg.steps <= cfg.warmup:
+        return (f"linear warm-up towards {cfg.lr:g} over {cfg.warmup} steps, stopped after {cfg.steps} "
+                f"(learning rate {cfg.learning_rate(cfg.steps - 1):g} at the last step; no decay)")
+    return f"linear warm-up to {cfg.lr:g} over {cfg.warmup} steps, then cosine decay to {cfg.lr * cfg.final_lr_fraction:g} at step {cfg.steps}"
 
 
 def save(model: GPT, record: dict, out: Path) -> dict:
@@ -210,9 +219,24 @@ def load_record(checkpoint: Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return record if _has_record_shape(record) else None  # a file of another kind beside the checkpoint: no record
+
+
+RECORD_KEYS = {"corpus": ("name", "sha256"), "training": ("steps", "batch", "context", "seed", "threads", "weight_decay", "grad_clip"),
+               "loss_curve": (), "held_out_curve": (), "held_out_bits_per_byte": (), "lr_schedule": (), "seconds": (), "torch": ()}
+
+
+def _has_record_shape(record: object) -> bool:
+    """Whether ``record`` has what the pages read of a training record (written by `train`)."""
+    if not isinstance(record, dict) or any(key not in record for key in RECORD_KEYS):
+        return False
+    if not all(isinstance(record[key], dict) and all(k in record[key] for k in inner) for key, inner in RECORD_KEYS.items() if inner):
+        return False
+    curve = record["loss_curve"]
+    return isinstance(curve, list) and bool(curve) and all(isinstance(v, (int, float)) for v in curve)
 
 
 def load_state(path: Path, cfg: GPTConfig) -> dict[str, torch.Tensor]:
@@ -238,6 +262,15 @@ def load_state(path: Path, cfg: GPTConfig) -> dict[str, torch.Tensor]:
     extra = sorted(set(state) - set(expected))
     if extra:
         raise UserError(f"{path} does not fit this GPT: unexpected key {extra[0]!r}" + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
+    for key in expected:  # values the model can compute with, checked now rather than when pages and figures are made
+        tensor = state[key]
+        if tensor.is_meta:
+            raise UserError(f"{path} holds no values for key {key!r} (a meta tensor: shape only); save the state dict of a real model")
+        if not tensor.is_floating_point():
+            raise UserError(f"{path}: key {key!r} holds {tensor.dtype} values; a GPT's weights are floating point")
+        if not torch.isfinite(tensor).all():
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise UserError(f"{path}: key {key!r} holds {bad} non-finite values (NaN or infinity); the weights are corrupt")
     return state
 
 
@@ -250,6 +283,14 @@ def main(steps: int | None, out: Path | None, seed: int | None = None, quiet: bo
     out = out or CHECKPOINT
     if out.exists() and out.is_dir():
         raise UserError(f"--out {out} is a folder; give the checkpoint's file name, e.g. {out / 'gpt-trained.pt'}")
+    if record_path(out) == out:
+        raise UserError(f"--out {out} would be overwritten by its own training record (.json); give the checkpoint another name, e.g. {out.with_suffix('.pt')}")
+    try:  # before training, not after minutes of it
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--out {out}: cannot create its folder ({exc.strerror or type(exc).__name__})") from None
+    if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise UserError(f"--out {out}: cannot write there")
     last = [time.perf_counter()]
 
     def report(step: int, loss: float) -> None:

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from generator.errors import UserError
+from generator.state_dicts import refuse_unusable_values
 from models.gpt import GPT, GPTConfig
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -262,15 +263,7 @@ def load_state(path: Path, cfg: GPTConfig) -> dict[str, torch.Tensor]:
     extra = sorted(set(state) - set(expected))
     if extra:
         raise UserError(f"{path} does not fit this GPT: unexpected key {extra[0]!r}" + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
-    for key in expected:  # values the model can compute with, checked now rather than when pages and figures are made
-        tensor = state[key]
-        if tensor.is_meta:
-            raise UserError(f"{path} holds no values for key {key!r} (a meta tensor: shape only); save the state dict of a real model")
-        if not tensor.is_floating_point():
-            raise UserError(f"{path}: key {key!r} holds {tensor.dtype} values; a GPT's weights are floating point")
-        if not torch.isfinite(tensor).all():
-            bad = int((~torch.isfinite(tensor)).sum())
-            raise UserError(f"{path}: key {key!r} holds {bad} non-finite values (NaN or infinity); the weights are corrupt")
+    refuse_unusable_values(path, state, expected, "GPT")
     return state
 
 

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from generator.errors import UserError
+from generator.state_dicts import refuse_unusable_values
 from models.vit import ViTConfig, VisionTransformer, from_torchvision
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -156,14 +157,6 @@ def _from_file(path: Path, size: str, cfg: ViTConfig) -> tuple[VisionTransformer
     if extra:
         raise UserError(f"{path} does not fit torchvision's ViT {size}: unexpected key {extra[0]!r}"
                         + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
-    for key in expected:  # values the model can compute with, checked now rather than when figures are drawn
-        tensor = state[key]
-        if tensor.is_meta:
-            raise UserError(f"{path} holds no values for key {key!r} (a meta tensor: shape only); save the state dict of a real model")
-        if not tensor.is_floating_point():
-            raise UserError(f"{path}: key {key!r} holds {tensor.dtype} values; a ViT's weights are floating point")
-        if not torch.isfinite(tensor).all():
-            bad = int((~torch.isfinite(tensor)).sum())
-            raise UserError(f"{path}: key {key!r} holds {bad} non-finite values (NaN or infinity); the weights are corrupt")
+    refuse_unusable_values(path, state, expected, "ViT")
     tv_model.load_state_dict(state)
     return from_torchvision(tv_model.eval()), f"loaded from {path.name} (torchvision ViT {size} state dict)"

@@ -61,10 +61,14 @@ def clone(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     return work, mkdocs(work, "build", "--strict")
 
 
-def test_a_fresh_clone_builds_the_landing_page_and_every_report_without_a_warning(clone):
-    work, result = clone
+def assert_built_without_warning(result: subprocess.CompletedProcess) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert not warnings_in(result.stderr), result.stderr
+
+
+def test_a_fresh_clone_builds_the_landing_page_and_every_report_without_a_warning(clone):
+    work, result = clone
+    assert_built_without_warning(result)
     site = work / "site"
     assert (site / "index.html").is_file()
     for key in REPORTS:
@@ -160,8 +164,7 @@ def foreign(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
 
 def test_a_foreign_project_keeps_its_pages_and_nav_and_gains_the_report(foreign):
     work, result = foreign
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert not warnings_in(result.stderr), result.stderr
+    assert_built_without_warning(result)
     site = work / "site"
     home = (site / "index.html").read_text(encoding="utf-8")
     assert "My tutorial." in home and (site / "guide" / "chapter-1" / "index.html").is_file()

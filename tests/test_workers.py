@@ -78,6 +78,20 @@ def start_serve(docs: Path, config: Path, port: int, stderr: Path) -> tuple[subp
     return proc, proc.stdout.readline()
 
 
+def sigkill_leaves_no_workers(proc: subprocess.Popen, what: str) -> None:
+    """SIGKILL ``proc`` once it has figure workers, and assert that none of them outlives it."""
+    try:
+        workers = wait_for_workers(proc.pid)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        assert wait_gone(workers) == set(), f"figure workers outlived {what}"
+    finally:
+        _kill(locals().get("workers", set()))
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
 def test_a_sigkilled_serve_leaves_no_workers_and_restarts_on_the_same_port(tmp_path):
     docs = tmp_path / "docs"
     assert main(["build", "--model", ED, "--out", str(docs), "--device", "cpu", "-q"]) == 0
@@ -90,12 +104,8 @@ def test_a_sigkilled_serve_leaves_no_workers_and_restarts_on_the_same_port(tmp_p
         body = json.dumps({"model": ED, "src": "the workers must die with their parent", "device": "cpu"}).encode()
         post = urllib.request.Request(f"http://127.0.0.1:{port}/api/regenerate", data=body, headers={"Content-Type": "application/json"})
         threading.Thread(target=lambda: _ignore_errors(lambda: urllib.request.urlopen(post, timeout=120).read()), daemon=True).start()
-        workers = wait_for_workers(proc.pid)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-        assert wait_gone(workers) == set(), "figure workers outlived the server"
+        sigkill_leaves_no_workers(proc, "the server")
     finally:
-        _kill(locals().get("workers", set()))
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
@@ -113,16 +123,7 @@ def test_a_sigkilled_serve_leaves_no_workers_and_restarts_on_the_same_port(tmp_p
 def test_a_sigkilled_cli_build_leaves_no_workers(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "generator", "build", "--model", ED, "--out", str(tmp_path / "docs"), "--device", "cpu", "-q"],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        workers = wait_for_workers(proc.pid)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-        assert wait_gone(workers) == set(), "figure workers outlived the build"
-    finally:
-        _kill(locals().get("workers", set()))
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+    sigkill_leaves_no_workers(proc, "the build")
 
 
 def _ignore_errors(call) -> None:

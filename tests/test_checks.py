@@ -154,3 +154,11 @@ def test_a_snapshot_with_several_checks_shows_each_and_lists_them_in_snapshots_j
     data = json.loads((tmp_path / "snapshots.json").read_text(encoding="utf-8"))
     entry = next(s for s in data["snapshots"] if s["number"] == snap.number)
     assert [c["status"] for c in entry["checks"]] == ["passed", "passed", "not checkable"] and not entry["check"]["passed"]
+
+
+def test_a_tensor_a_check_reads_by_name_but_the_source_lacks_makes_it_not_checkable():
+    from generator.reports.vit.checks import RolloutRows
+
+    result = RolloutRows(block_probs="blocks.{i}.attn.probs").run(TensorDict({}, inputs={"config": type("C", (), {"n_layers": 1}),
+                                                                                         "rollout": torch.eye(3)[None]}))
+    assert result.status == "not checkable" and result.missing == ("blocks.0.attn.probs",)

@@ -212,10 +212,11 @@ def bench_warm_regeneration(repeats: int) -> dict:
     """New sentences for the site's first report (the encoder–decoder): a cold CLI build + `mkdocs build` (new
     processes) against a regeneration in the warm `python -m generator serve` process (its Python API), interleaved
     in one run, medians."""
-    from generator.serve import FORMS, WarmServer
+    from generator.site.forms import forms
+    from generator.site.server import WarmServer
 
     report = next(iter(REPORTS))
-    sentence = FORMS[report]["fields"][0]["name"]  # its first form field: the source sentence
+    sentence = forms()[report]["fields"][0]["name"]  # its first form field: the source sentence
 
     py = sys.executable
     work = Path(tempfile.mkdtemp(prefix="bench-warm-"))

@@ -21,7 +21,7 @@ from generator.progress import Progress
 from generator.render import render_report
 from generator.reports import REPORTS
 from generator.run import ModelRun
-from generator.site import build_lock, edited_by_hand, read_manifest, staged_output
+from generator.site.staging import build_lock, edited_by_hand, read_manifest, staged_output
 from generator.tensor_data import write_run_data
 
 log = logging.getLogger("generator")
@@ -42,7 +42,7 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
 
     ``requests`` maps report keys (see generator.reports) to their options; ``force`` overwrites
     generated files edited by hand (without it the build refuses and names them); ``records`` is what the
-    manifest keeps about each report (generator/configured.py). The landing page (index.md) is written unless the
+    manifest keeps about each report (generator/site/configured.py). The landing page (index.md) is written unless the
     docs folder has an index.md of its own (a MkDocs site that adds the reports to its own pages).
     """
     result = BuildResult(docs=docs, reports=list(requests))

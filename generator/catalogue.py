@@ -173,9 +173,6 @@ class Report:
         """The report's own templates: explain.md.j2, inputs.md.j2, questions.md.j2 (each optional)."""
         return Path(importlib.import_module(self.package).__file__).parent / "templates"
 
-    def load(self) -> None:
-        """Nothing left to load: a report's checks and drawings are in its registries when it is built (kept for callers)."""
-
     def run(self, opts: RunOptions) -> ModelRun:
         """Build the model, feed it the inputs of ``opts`` and record one forward pass."""
         run = importlib.import_module(f"{self.package}.runner").run(self, opts)

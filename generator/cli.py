@@ -1,7 +1,7 @@
-"""Command line: `python -m generator build ...` (see --help).
+"""Command line: `python -m generator build ...` (see --help): runs the command the arguments name.
 
-The build command's options come from the reports' option dataclasses (generator/options.py and
-generator/reports/<report>/options.py): one flag per field, with its type, choices and default.
+The parser and what a build request means are in generator/arguments.py; the site machinery (staging, the
+MkDocs plugin, `serve`) is in generator/site/, which never imports this module.
 """
 
 from __future__ import annotations
@@ -9,203 +9,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import re
 import sys
 import time
 import warnings
-from dataclasses import MISSING, Field, fields
-from pathlib import Path
-from typing import Any
 
-from generator.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
+from generator.arguments import build_from_args, parser
 from generator.errors import UserError, file_error
-from generator.options import PARSERS, RunOptions, flag_of
-from generator.reports import REPORTS, trainable, training
-from generator.site import interrupted_message, site_written
-
-PROJECT = Path(__file__).resolve().parent.parent
-DEFAULT_DOCS = PROJECT / "docs"
-DEFAULT_CONFIG = PROJECT / "mkdocs.yml"
-COMMON = {f.name for f in fields(RunOptions)}
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line and exit code 2, like every other input error
-        self.exit(2, f"error: {message} (see --help)\n")
-
-
-def _add_option(group: argparse._ArgumentGroup, f: Field, defaults: str, help_text: str | None = None) -> None:
-    meta = f.metadata
-    kind = meta.get("kind") or ("int" if f.type in (int, "int") else None)
-    group.add_argument(
-        flag_of(f), dest=f.name, default=None, type=PARSERS[kind], choices=meta.get("choices"),
-        metavar=None if meta.get("choices") else f.name.upper(), help=f"{help_text or meta['help']} (default: {defaults})",
-    )
-
-
-def _default_text(f: Field) -> str:
-    default = f.default if f.default is not MISSING else None
-    return "the bundled input" if default is None else str(default)
-
-
-def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m generator", description="Generate the traced-Transformer report site from real forward passes.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    keys = ", ".join(REPORTS)
-    b = sub.add_parser(
-        "build",
-        help="run the models and write the report pages into docs/",
-        description="Run the model(s) once with recording on and write one page per snapshot, figures, "
-        "guiding-question answers and snapshots.json into the docs folder. The previous output is "
-        "replaced only when everything succeeded.",
-        epilog="examples:\n"
-        "  python -m generator build\n"
-        "  python -m generator build --model encoder-decoder --src \"the cat sat\" --tgt \"le chat\"\n"
-        "  python -m generator build --model vit --image photo.jpg --weights imagenet\n"
-        "then: mkdocs serve",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    b.add_argument("--model", choices=("all", *REPORTS), default="all", help=f"which report to (re)generate: {keys} or all (default: all)")
-    for f in fields(RunOptions):
-        _add_option(b, f, _default_text(f))
-    b.add_argument("--out", type=Path, default=DEFAULT_DOCS, help="docs folder to write into (default: the project's docs/)")
-    b.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mkdocs.yml whose transformer-trace plugin declares the reports and "
-                   "their options: they are this command's defaults, flags override them (default: the project's mkdocs.yml)")
-    seen: dict[str, list[str]] = {}  # flag -> reports that take it (a flag shared by several reports is added once)
-    for key, report in REPORTS.items():
-        own = [f for f in fields(report.options) if f.name not in COMMON and f.init]
-        for f in own:
-            seen.setdefault(flag_of(f), []).append(key)
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    added: set[str] = set()
-    for key, report in REPORTS.items():
-        for f in fields(report.options):
-            flag = flag_of(f)
-            if f.name in COMMON or flag in added or not f.init:
-                continue
-            owners = {o: next(g for g in fields(REPORTS[o].options) if flag_of(g) == flag) for o in seen[flag]}
-            group = groups.setdefault(" and ".join(owners), b.add_argument_group(" and ".join(owners)))
-            if len(owners) == 1:
-                _add_option(group, f, _default_text(f))
-            else:  # one flag, several reports: each report's own meaning and default
-                helps = {g.metadata["help"] for g in owners.values()}
-                shared_help = helps.pop() if len(helps) == 1 else "; ".join(f"{o}: {g.metadata['help']}" for o, g in owners.items())
-                defaults = ", ".join(f"{_default_text(g)} for {o}" for o, g in owners.items())
-                _add_option(group, f, defaults, shared_help)
-            added.add(flag)
-    b.add_argument("--force", action="store_true", help="overwrite generated files that were edited by hand (the edits are lost; "
-                   "without --force the build refuses and names them). Files you added to a report folder are always kept")
-    b.add_argument("--pdf", action="store_true", help="also build the site and export one PDF per report (needs chromium)")
-    out = b.add_mutually_exclusive_group()
-    out.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
-    out.add_argument("-v", "--verbose", action="store_true", help="log each step, with tracebacks on errors")
-    pdf = sub.add_parser("pdf", help="build the site and print each report to docs/pdf/<report>.pdf",
-                         description="Build the site with MkDocs, print every generated report's print view to PDF through a "
-                         "headless Chromium, and link the PDFs from the landing page.")
-    pdf.add_argument("--out", type=Path, default=DEFAULT_DOCS, help="docs folder holding the generated reports (default: docs/)")
-    pdf.add_argument("--config", type=Path, default=PROJECT / "mkdocs.yml", help="mkdocs.yml to build with")
-    pdf.add_argument("-q", "--quiet", action="store_true")
-    pdf.add_argument("-v", "--verbose", action="store_true")
-    train = sub.add_parser("train", help="train a report's model on its bundled corpus and write a checkpoint and its record",
-                           description="Train a report's default-size model on its bundled corpus (the byte GPT: CPython's pydoc topics, "
-                           "PSF licence) on the CPU, deterministically: the same seed gives the same loss curve. Writes the state dict "
-                           "and a training record (PATH with .json: corpus sha256, schedule, loss curve, held-out bits per byte, seconds).")
-    train.add_argument("model", choices=trainable(), help="which report's model to train (the reports with a training recipe)")
-    train.add_argument("--steps", type=PARSERS["positive"], default=None, help="optimiser steps (default: the recipe's, see generator/reports/<report>/training.py)")
-    train.add_argument("--seed", type=PARSERS["seed"], default=None, help="seed of the initial weights and the batches (default: the recipe's)")
-    train.add_argument("--out", type=Path, default=None, help="checkpoint file to write (default: the report's bundled checkpoint in its assets/)")
-    train.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    train.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
-    from generator.serve import add_parser as add_serve_parser
-
-    add_serve_parser(sub)
-    return p
-
-
-def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = None, config_file: Path | None = None) -> dict[str, RunOptions]:
-    """The options of every report ``args.model`` asks for: given flags, else mkdocs.yml's (``declared``, the plugin's
-    `reports:`), else each report's own defaults. With a declaration, `--model all` means the reports it lists."""
-    for key in declared or {}:
-        if key not in REPORTS:
-            raise UserError(f"{_where(config_file, key)}: unknown report; the reports are: {', '.join(REPORTS)}")
-    if args.model != "all":
-        wanted = [args.model]
-    else:
-        wanted = [key for key in REPORTS if key in declared] if declared else list(REPORTS)
-    taken = {f.name for key in wanted for f in fields(REPORTS[key].options)}
-    for key, report in REPORTS.items():  # a flag only another report takes would be silently ignored: refuse it
-        for f in fields(report.options):
-            if f.init and f.name not in taken and getattr(args, f.name, None) is not None:
-                owners = [k for k, r in REPORTS.items() if f.name in {g.name for g in fields(r.options)}]
-                raise UserError(f"{flag_of(f)} is an option of the {' and '.join(owners)} report, not of --model {args.model}")
-    requests = {}
-    for key in wanted:
-        options_type = REPORTS[key].options
-        given: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(options_type) if f.init and getattr(args, f.name, None) is not None}
-        from_config = declared_options(key, (declared or {}).get(key) or {}, config_file)
-        where = _where(config_file, key)
-        try:
-            requests[key] = options_type(**{**from_config, **given})  # validates: a UserError names the bad option
-        except UserError as exc:
-            if not from_config or (given and _valid(options_type, from_config)):
-                raise  # mkdocs.yml's options alone are fine: the flags the user typed are what is refused
-            named = [name for name, f in _config_names(options_type).items()
-                     if f.name in from_config and f.name not in given and re.search(re.escape(flag_of(f)) + r"(?![\w-])", str(exc))]
-            raise UserError(f"{where}{'.' + named[0] if named else ''}: {exc}") from None
-    return requests
-
-
-def _valid(options_type: type, values: dict[str, Any]) -> bool:
-    try:
-        options_type(**values)
-    except UserError:
-        return False
-    return True
-
-
-def _where(config_file: Path | None, key: str) -> str:
-    return f"{config_file.name if config_file else 'mkdocs.yml'}: plugins.{PLUGIN}.reports.{key}"
-
-
-def _config_names(options_type: type) -> dict[str, Field]:
-    """A report's options by their mkdocs.yml names: the CLI flag without dashes, with underscores (--vit-size: vit_size)."""
-    return {flag_of(f)[2:].replace("-", "_"): f for f in fields(options_type) if f.init}
-
-
-def declared_options(key: str, options: dict[str, Any], config_file: Path | None) -> dict[str, Any]:
-    """mkdocs.yml's options of report ``key``, parsed by the CLI's own parser (paths relative to mkdocs.yml's folder);
-    a bad one is refused in the CLI's words, naming its mkdocs.yml key."""
-    from generator.serve import ApiError, parse_build_argv
-
-    where = _where(config_file, key)
-    if key not in REPORTS:
-        raise UserError(f"{where}: unknown report; the reports are: {', '.join(REPORTS)}")
-    if not isinstance(options, dict):
-        raise UserError(f"{where}: expected the report's options as a mapping (name: value)")
-    names = _config_names(REPORTS[key].options)
-    base = config_file.resolve().parent if config_file else Path.cwd()
-    values: dict[str, Any] = {}
-    for name, value in resolve(options, base).items():
-        if name not in names:
-            raise UserError(f"{where}.{name}: unknown option; the {key} report takes {', '.join(names)}")
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise UserError(f"{where}.{name}: expected text or a number, not {value!r}")
-        f = names[name]
-        try:
-            parsed = parse_build_argv(["build", f"--model={key}", f"{flag_of(f)}={value}"])
-        except ApiError as exc:
-            message = exc.message.removeprefix(f"argument {flag_of(f)}: ").removesuffix(" (see --help)")
-            raise UserError(f"{where}.{name}: {message}") from None
-        values[f.name] = getattr(parsed, f.name)
-    return values
-
-
-def run_records(requests: dict[str, RunOptions], declared: dict[str, Any] | None, config_file: Path | None) -> dict[str, dict[str, Any]]:
-    """What the manifest records of each generated report: the mkdocs.yml declaration it was made under, the generator
-    version, and its options (generator/configured.py decides from the first two whether it is up to date)."""
-    declarations_now = declarations({key: (declared or {}).get(key) for key in requests if key in (declared or {})}, config_file)
-    return {key: {"declared": declarations_now.get(key), "version": generator_version(),
-                  "options": {f.name: str(getattr(opts, f.name)) for f in fields(opts) if f.init}} for key, opts in requests.items()}
+from generator.reports import training
+from generator.site.staging import interrupted_message, site_written
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -253,8 +64,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "build":
             return _build(args)
-        if args.command == "serve":  # generator/serve.py
-            from generator.serve import serve
+        if args.command == "serve":
+            from generator.site.server import serve
 
             return serve(args)
         if args.command == "train":
@@ -280,25 +91,6 @@ def _run(args: argparse.Namespace) -> int:
         print(f"internal error: {type(exc).__name__}: {exc} (run again with --verbose for the traceback)", file=sys.stderr)
         return 1
     return 0
-
-
-def build_from_args(args: argparse.Namespace, progress=None):
-    """The BuildResult of `build` with parsed arguments; UserError for bad input (generator/serve.py calls it too)."""
-    from generator.build import build
-    from generator.progress import Progress
-
-    config_file = getattr(args, "config", None)
-    if config_file is not None and config_file != DEFAULT_CONFIG and not config_file.is_file():  # a typo must not go unnoticed
-        raise UserError(f"--config {config_file}: {'is a folder, not' if config_file.is_dir() else 'there is no such'} MkDocs configuration file")
-    declared = plugin_reports(config_file) if config_file is not None else None
-    requests = report_options(args, declared, config_file)
-    if getattr(args, "pdf", False):  # refuse before anything is written, not after the new site is in place
-        from generator.pdf import find_chromium, site_dir
-
-        find_chromium()
-        site_dir(config_file or DEFAULT_CONFIG, args.out)
-    return build(args.out, requests, progress or Progress(enabled=False if args.quiet else None), force=getattr(args, "force", False),
-                 records=run_records(requests, declared, config_file))
 
 
 def _build(args: argparse.Namespace) -> int:

@@ -14,3 +14,9 @@ def file_error(exc: OSError) -> UserError | None:
     if len(name) > 100:
         name = f"{name[:48]}...{name[-48:]} ({len(name)} characters)"
     return UserError(f"cannot use {name}: {exc.strerror or type(exc).__name__}")
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line, without the "error: " the command line puts before it."""
+    line = " ".join(message.split())
+    return line[len("error: "):] if line.startswith("error: ") else line

@@ -20,15 +20,17 @@ SEED_LIMIT = 2**63  # torch.manual_seed takes a signed 64-bit integer
 
 
 def option(help: str, *, flag: str | None = None, choices: tuple[str, ...] | None = None, kind: str | None = None,
-           form: dict[str, Any] | None = None) -> dict[str, Any]:
+           form: dict[str, Any] | None = None, api_values: tuple[str, ...] = ()) -> dict[str, Any]:
     """Field metadata that makes a dataclass field a command-line option.
 
     ``kind`` picks the parser: "int" (any integer), "positive" (an integer >= 1), "seed", "path", "text".
     ``form`` puts the option on the regenerate form of `python -m generator serve`: its "label", "type"
     (text, number, file), "hint", and optionally "accept", "min" and "current" (the snapshots.json input
     the form starts from, when it is not the field's own name).
+    ``api_values``: for free text of no kind (a value that could name a file or a download), the only values the
+    server's regenerate API takes (generator/site/forms.py); none by default, so the API cannot set it.
     """
-    return {"help": help, "flag": flag, "choices": choices, "kind": kind, "form": form}
+    return {"help": help, "flag": flag, "choices": choices, "kind": kind, "form": form, "api_values": api_values}
 
 
 def flag_of(f: Any) -> str:

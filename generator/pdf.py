@@ -95,7 +95,7 @@ def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
     """Build the site, print each generated report to PDF, and rebuild with the PDFs linked."""
     from generator.landing import PDF_INDEX, landing_entries, report_digest, write_landing
     from generator.reports import REPORTS
-    from generator.site import build_lock, claim
+    from generator.site.staging import build_lock, claim
 
     reports = [key for key in REPORTS if (docs / key / "snapshots.json").exists()]
     if not reports:

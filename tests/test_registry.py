@@ -128,7 +128,7 @@ def test_every_snapshot_shape_uses_the_report_dimensions(key, runs):
 @pytest.mark.parametrize("key", REPORTS)
 def test_option_defaults_come_from_the_options_dataclass(key):
     args = parser().parse_args(["build", "--model", key])
-    from generator.cli import report_options
+    from generator.arguments import report_options
 
     opts = report_options(args)[key]
     assert opts == REPORTS[key].options()

@@ -32,7 +32,8 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
-from generator.serve import MAX_EVENT_STREAMS, ApiError, build_argv
+from generator.site.api import ApiError, build_argv
+from generator.site.events import MAX_EVENT_STREAMS
 from tests.conftest import BUILD_ONLY, ROOT
 
 ED = "encoder-decoder"
@@ -314,28 +315,28 @@ def test_the_api_never_names_a_server_side_file_or_a_download(served, tmp_path):
 
 def test_path_options_are_uploads_and_free_text_options_need_an_allow_list():
     """Generic rules, on options no report has yet: kind "path" is an upload, a free-text option of no
-    declared kind takes only its API_VALUES (none when it has no entry there)."""
+    declared kind takes only the api_values its declaration lists (none without)."""
     from dataclasses import dataclass, field
     from pathlib import Path as PathType
     from types import SimpleNamespace
 
     from generator.options import RunOptions, option
-    from generator.serve import FORMS, _forms
+    from generator.site.forms import forms, forms_of
 
     @dataclass(frozen=True)
     class FutureOptions(RunOptions):
         vocabulary: PathType | None = field(default=None, metadata=option("vocabulary file", kind="path"))
         tokenizer: str = field(default="bytes", metadata=option("bytes, or PATH to a tokenizer"))
-        weights: str = field(default="random", metadata=option("random, imagenet or PATH"))
+        weights: str = field(default="random", metadata=option("random, imagenet or PATH", api_values=("random",)))
         width: int = field(default=8, metadata=option("model width", kind="positive"))
         size: str = field(default="s", metadata=option("size", choices=("s", "m")))
         note: str = field(default="", metadata=option("free text", kind="text"))
 
-    form = _forms({"future": SimpleNamespace(options=FutureOptions)})["future"]
+    form = forms_of({"future": SimpleNamespace(options=FutureOptions)})["future"]
     assert form["uploads"] == {"vocabulary"}
     assert form["values"] == {"tokenizer": (), "weights": ("random",)}
     assert set(form["options"]) == {"device", "vocabulary", "tokenizer", "weights", "width", "size", "note"}
-    assert {key: (f["uploads"], f["values"]) for key, f in FORMS.items()} == {
+    assert {key: (f["uploads"], f["values"]) for key, f in forms().items()} == {
         ED: (set(), {}), "vit": ({"image"}, {"weights": ("random",)}), "gpt": (set(), {"weights": ("random",)})}
 
 
@@ -406,33 +407,21 @@ def test_a_new_prompt_regenerates_the_gpt_report(served):
 # ----------------------------------------------------------------------------- partial builds on another MkDocs
 
 
-def _break_build_page(monkeypatch):
-    """A MkDocs whose mkdocs.commands.build has no _build_page, as generator/sitebuild.py sees it. Only the
+def _break_get_context(monkeypatch):
+    """A MkDocs whose mkdocs.commands.build has no get_context, as generator/site/warm_site.py sees it. Only the
     package's attribute is swapped: MkDocs's own build keeps its functions, as a later release has its own."""
     import mkdocs.commands
     import mkdocs.commands.build as real
 
     later = types.ModuleType(real.__name__)
-    later.__dict__.update({name: value for name, value in vars(real).items() if name != "_build_page"})
+    later.__dict__.update({name: value for name, value in vars(real).items() if name != "get_context"})
     monkeypatch.setattr(mkdocs.commands, "build", later)
 
 
-def _make_cached_paths_plain(monkeypatch):
-    from mkdocs.structure.files import File
-
-    for name in ("abs_src_path", "abs_dest_path"):
-        computed = File.__dict__[name].func
-        monkeypatch.setattr(File, name, property(computed))
-
-
-@pytest.mark.parametrize("breakage, render_ahead", [
-    (_break_build_page, False),
-    (_break_build_page, True),
-    (_make_cached_paths_plain, True),
-], ids=["no-_build_page", "no-_build_page-ahead", "plain-properties-ahead"])
-def test_a_mkdocs_without_the_internals_gets_full_builds(tmp_path, monkeypatch, caplog, breakage, render_ahead):
-    """Partial builds use MkDocs internals; a MkDocs 1.x without them must still update the site, fully."""
-    from generator.sitebuild import WarmSite
+@pytest.mark.parametrize("render_ahead", [False, True], ids=["no-get_context", "no-get_context-ahead"])
+def test_a_mkdocs_without_the_internals_gets_full_builds(tmp_path, monkeypatch, caplog, render_ahead):
+    """Partial builds run MkDocs' steps for one page; a MkDocs 1.x whose page API changed must still update the site, fully."""
+    from generator.site.warm_site import WarmSite
 
     docs, site_dir = tmp_path / "docs", tmp_path / "site"
     docs.mkdir()
@@ -445,7 +434,7 @@ def test_a_mkdocs_without_the_internals_gets_full_builds(tmp_path, monkeypatch, 
         assert site.update().kind == "full"
         (docs / "index.md").write_text("# Home\n\nsecond words\n", encoding="utf-8")
         assert site.update().kind == "pages"  # this MkDocs has them: page by page
-        breakage(monkeypatch)
+        _break_get_context(monkeypatch)
         with caplog.at_level(logging.WARNING, logger="generator"):
             if render_ahead:
                 staging = tmp_path / "staging"
@@ -615,7 +604,7 @@ def test_a_hand_edited_page_gets_an_answer_the_browser_can_act_on(served):
 
 def test_a_link_to_outside_the_project_is_not_published(tmp_path):
     from generator.errors import UserError
-    from generator.serve import WarmServer
+    from generator.site.server import WarmServer, refuse_links_outside
 
     docs = tmp_path / "project" / "docs"
     (docs / "notes").mkdir(parents=True)
@@ -624,10 +613,10 @@ def test_a_link_to_outside_the_project_is_not_published(tmp_path):
     (tmp_path / "secret.md").write_text("not for the web", encoding="utf-8")
     (docs / "notes" / "inside.md").symlink_to(config)  # inside the project: fine
     state = WarmServer(docs, config)
-    state._refuse_links_outside()
+    refuse_links_outside(state.docs, state.config.parent)
     (docs / "notes" / "leak.md").symlink_to(tmp_path / "secret.md")
     with pytest.raises(UserError, match=r"leak.md: a symbolic link to a place outside the project"):
-        state._refuse_links_outside()
+        refuse_links_outside(state.docs, state.config.parent)
     result = subprocess.run([sys.executable, "-m", "generator", "serve", "--port", "0", "--docs", str(docs), "--config", str(config), "-q"],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "outside the project" in result.stderr, result.stderr
@@ -639,19 +628,20 @@ def test_a_link_to_outside_the_project_is_not_published(tmp_path):
 @pytest.fixture()
 def quick_server(tmp_path, monkeypatch):
     """The HTTP layer of `serve` in this process, with a 1.5 s body deadline and a regeneration that takes 0.2 s."""
-    import generator.serve as serve_module
+    import generator.site.http_handler
+    import generator.site.server as serve_module
 
-    monkeypatch.setattr(serve_module, "BODY_TIMEOUT", 1.5)
+    monkeypatch.setattr(generator.site.http_handler, "BODY_TIMEOUT", 1.5)
     (tmp_path / "site").mkdir()
     state = serve_module.WarmServer(tmp_path / "docs", tmp_path / "mkdocs.yml")
     state.site = types.SimpleNamespace(site=tmp_path / "site", close=lambda: None)
     state._regenerate = lambda fields, files: time.sleep(0.2) or {"seconds": 0.2, "fields": dict(fields)}
     state._watch = lambda: None  # no docs folder to follow
     url = state.start_http(0)
-    worker = threading.Thread(target=state.run_forever, daemon=True)
+    worker = threading.Thread(target=lambda: state.jobs.run_forever(idle=state._watch), daemon=True)
     worker.start()
     yield state, url
-    state._jobs.put(None)
+    state.jobs.stop()
     state.stop()
 
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-import generator.site
+import generator.site.staging
 from generator.cli import main
-from generator.site import LOCK, MANIFEST, staged_output
+from generator.site.staging import LOCK, MANIFEST, staged_output
 from tests.conftest import ROOT
 from tests.test_cli import run_cli
 
@@ -190,7 +190,7 @@ def test_a_staging_or_trash_folder_the_generator_did_not_make_is_neither_used_no
     before = digests(planted)
     ours = docs / ".trash-left-by-a-killed-build"
     ours.mkdir()
-    generator.site._mark_ours(ours)
+    generator.site.staging._mark_ours(ours)
 
     result = run_cli("build", "--model", "encoder-decoder", "--src", "a different sentence", "--out", str(docs))
 
@@ -301,13 +301,13 @@ def test_ctrl_c_during_a_build_changes_nothing_and_leaves_nothing(docs):
 
 
 def test_ctrl_c_during_the_swap_waits_until_the_new_site_is_live(docs, monkeypatch):
-    swap = generator.site._swap
+    swap = generator.site.staging._swap
 
     def ctrl_c_then_swap(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGINT)  # delivered at once to this (main) thread, unless held back
         return swap(*args, **kwargs)
 
-    monkeypatch.setattr(generator.site, "_swap", ctrl_c_then_swap)
+    monkeypatch.setattr(generator.site.staging, "_swap", ctrl_c_then_swap)
     result = run_cli("build", "--model", "encoder-decoder", "--src", "a different sentence", "--out", str(docs))
     assert result.returncode == 130
     assert result.stderr == f"interrupted after the new site was written: {docs} holds the new reports\n"
@@ -320,7 +320,7 @@ def test_ctrl_c_during_the_swap_waits_until_the_new_site_is_live(docs, monkeypat
 KILL_DURING_SWAP = """
 import os, sys
 from pathlib import Path
-import generator.site
+import generator.site.staging
 from generator.cli import main
 
 real_replace = os.replace
@@ -328,7 +328,7 @@ def replace(src, dst):
     if Path(src).parent.name.startswith(".staging-") and not Path(src).name.startswith("."):
         os._exit(9)  # the old report is in the trash, the new one not yet in place: as if killed right here
     real_replace(src, dst)
-generator.site.os.replace = replace
+generator.site.staging.os.replace = replace
 main(["build", "--model", "encoder-decoder", "--src", "a different sentence", "--out", sys.argv[1], "-q"])
 """
 

@@ -3,7 +3,7 @@
  * Static pages carry a ".tt-regenerate" block showing the equivalent CLI command. When the page came from
  * the serve process (which adds window.ttServe and a live-reload connection to every page it serves), this
  * script asks <site root>/api/status and, if it answers, replaces the block with a form built from the
- * fields the server lists for each report (FORMS in generator/serve.py). Submitting posts to
+ * fields the server lists for each report (generator/site/forms.py). Submitting posts to
  * <site root>/api/regenerate, shows the server's progress, and reloads the page once the new site is live.
  * On a static host nothing is requested and the command stays.
  */

@@ -15,7 +15,8 @@ class VitOptions(RunOptions):
         "label": "Image", "type": "file", "accept": "image/jpeg,image/png,image/webp,image/gif,image/bmp", "current": "image_name",
         "hint": "JPEG, PNG, WebP, GIF or BMP up to 20 MB: choose a file or drop it here; none: the bundled image"}))
     weights: str = field(default="random", metadata=option(
-        "random (seeded), imagenet (torchvision IMAGENET1K_V1, downloads once) or PATH to a torchvision ViT state dict"))
+        "random (seeded), imagenet (torchvision IMAGENET1K_V1, downloads once) or PATH to a torchvision ViT state dict",
+        api_values=("random",)))  # through the regenerate API: seeded weights, never a file or a download
     size: str = field(default="b16", metadata=option("ViT size preset", flag="--vit-size", choices=tuple(PRESETS)))
 
     def __post_init__(self) -> None:

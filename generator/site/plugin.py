@@ -8,8 +8,8 @@ plugins:
 ```
 
 - on_config generates each declared report that is missing, or whose options in mkdocs.yml or whose generator
-  version changed since it was generated (generator/configured.py; recorded in docs/.generated.json). It writes
-  into docs/<report>/ through the CLI's own staged, user-file-safe build (generator/site.py). An up-to-date build
+  version changed since it was generated (generator/site/configured.py; recorded in docs/.generated.json). It writes
+  into docs/<report>/ through the CLI's own staged, user-file-safe build (generator/site/staging.py). An up-to-date build
   imports nothing of PyTorch and writes nothing, so `mkdocs serve` does not rebuild in a loop. A bad option stops
   the build with the CLI's one-line message naming its mkdocs.yml key; docs/ is left as it was.
 - It sets the navigation: the site's own `nav` (or, without one, its pages in MkDocs' default order) with one
@@ -30,17 +30,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mkdocs.config import config_options as c
-from mkdocs.config.base import Config
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import File, Files
 
-from generator.configured import PLUGIN, declarations, stale
+from generator.site.configured import PLUGIN, declarations, stale
+from generator.site.plugin_options import TransformerTraceConfig
 
 log = logging.getLogger(f"mkdocs.plugins.{PLUGIN}")
 
-ASSETS = Path(__file__).resolve().parent / "assets"
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
 ASSET_DIR = "assets/transformer-trace"  # where the site serves them
 CSS = ("tt-report.css", "tt-regenerate.css")
 JS = ("tt-explorer.js", "tt-regenerate.js")
@@ -52,11 +51,6 @@ EXTENSIONS: dict[str, dict[str, Any]] = {
     "pymdownx.highlight": {"line_spans": "__span", "pygments_lang_class": True},
     "pymdownx.arithmatex": {"generic": True}, "pymdownx.tabbed": {"alternate_style": True},
 }
-
-
-class TransformerTraceConfig(Config):
-    reports = c.Type(dict, default={})  # report key -> its options (the CLI's option names with underscores)
-    generate = c.Type(bool, default=True)  # false: build with the reports docs/ holds, never run a model
 
 
 class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
@@ -121,7 +115,7 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
         return files
 
     def site_nav(self, config, pages: list[str] | None = None) -> list[Any] | None:
-        """The navigation this plugin sets for ``config`` now (generator/sitebuild.py asks, to tell a changed one)."""
+        """The navigation this plugin sets for ``config`` now (generator/site/warm_site.py asks, to tell a changed one)."""
         return self.navigation(Path(config.docs_dir), self._user_nav.get(id(config), config.nav), pages)
 
     def navigation(self, docs: Path, user_nav: Any, pages: list[str] | None = None) -> list[Any] | None:
@@ -165,7 +159,7 @@ def _requests(todo: dict[str, Any], config_file: str | None) -> dict[str, Any]:
     """Each report's options from mkdocs.yml, validated as the CLI validates them (imports PyTorch)."""
     import argparse
 
-    from generator.cli import report_options
+    from generator.arguments import report_options
 
     config_path = Path(config_file) if config_file else None
     requests = {}
@@ -177,7 +171,7 @@ def _requests(todo: dict[str, Any], config_file: str | None) -> dict[str, Any]:
 def _generate(docs: Path, requests: dict[str, Any], declared: dict[str, Any], config_file: str | None):
     """Run the generator for ``requests``, recording in the manifest what each report was generated from."""
     from generator.build import build
-    from generator.cli import run_records
+    from generator.arguments import run_records
     from generator.progress import Progress
 
     config_path = Path(config_file) if config_file else None

@@ -13,14 +13,15 @@ Material's search index (search/search_index.json) is always rewritten complete:
 of the rebuilt pages replace theirs, the others are kept. A partial build writes the same HTML
 and index as a full one (tests/test_serve.py compares them).
 
-MkDocs has no public API for building one page: the partial build calls two private functions of
-mkdocs.commands.build and overrides two cached properties of a File. pyproject allows any MkDocs
-1.x, so when a release changes those, :meth:`WarmSite.update` logs it and builds fully from then on
-(and nothing is rendered ahead): slower, never broken.
+MkDocs has no function that builds one page: :func:`render_page` runs the steps `mkdocs build` runs for a page,
+through MkDocs' public API (the plugin events, ``Page.read_source`` and ``render``, ``get_context``, the theme's
+Jinja environment). pyproject allows any MkDocs 1.x, so when a release changes those, :meth:`WarmSite.update`
+logs it and builds fully from then on (and nothing is rendered ahead): slower, never broken.
 
 :meth:`WarmSite.prerender` renders the changed pages of the generator's staging folder while the
-figures are still being drawn in worker processes; :meth:`update` then only moves them in, for
-each page whose Markdown in docs/ is byte-identical to the one rendered ahead.
+figures are still being drawn in worker processes (each page read from a ``File`` of the staging folder and
+written into a temporary folder); :meth:`update` then only moves them in, for each page whose Markdown in docs/
+is byte-identical to the one rendered ahead.
 """
 
 from __future__ import annotations
@@ -39,20 +40,8 @@ from generator.errors import UserError
 
 log = logging.getLogger("generator")
 
-# What calling MkDocs internals raises once a release renamed, removed or changed them.
-INTERNALS_CHANGED = (ImportError, AttributeError, TypeError)
-
-
-class MkDocsInternalsChanged(Exception):
-    """MkDocs no longer has the internals a partial build uses (see the module docstring)."""
-
-
-def _page_builders():
-    """MkDocs' private ``_populate_page`` and ``_build_page``, the steps `mkdocs build` runs for one page
-    (AttributeError when this MkDocs has them no more)."""
-    from mkdocs.commands import build as mkdocs_build
-
-    return mkdocs_build._populate_page, mkdocs_build._build_page
+# What calling MkDocs' page API raises once a release renamed, removed or changed it.
+API_CHANGED = (ImportError, AttributeError, TypeError)
 
 
 @dataclass
@@ -105,6 +94,58 @@ class _Capture:
         return env
 
 
+mkdocs_log = logging.getLogger("mkdocs.commands.build")  # where `mkdocs build` reports a page it cannot build
+
+
+def render_page(page, config, capture: _Capture) -> None:
+    """Read, convert and write one page as `mkdocs build` does (its steps for a page, in MkDocs' public API): the
+    Markdown from ``page.file``, the HTML to its ``abs_dest_path``."""
+    from mkdocs.commands import build as mkdocs_build
+    from mkdocs.utils import write_file
+
+    get_context = mkdocs_build.get_context
+    files, nav, plugins = capture.files, capture.nav, config.plugins
+    config._current_page = page  # as `mkdocs build` sets it: the !relative YAML tag reads it
+    try:
+        page = plugins.on_pre_page(page, config=config, files=files)
+        page.read_source(config)
+        page.markdown = plugins.on_page_markdown(page.markdown, page=page, config=config, files=files)
+        page.render(config, files)
+        page.content = plugins.on_page_content(page.content, page=page, config=config, files=files)
+        page.active = True  # the page the theme shows as the current one
+        context = get_context(nav, files.documentation_pages(), config, page)
+        template = capture.env.get_template(page.meta.get("template", "main.html"))
+        context = plugins.on_page_context(context, page=page, config=config, nav=nav)
+        output = plugins.on_post_page(template.render(context), page=page, config=config)
+        if output.strip():
+            write_file(output.encode("utf-8", errors="xmlcharrefreplace"), page.file.abs_dest_path)
+    except Exception as exc:
+        mkdocs_log.error(f"Error building page '{page.file.src_uri}': {exc}")
+        raise
+    finally:
+        page.active = False
+        config._current_page = None
+
+
+def _search_plugin(config):
+    """The search plugin (MkDocs' or Material's), whose index a partial build updates; None without one."""
+    for plugin in config.plugins.values():
+        if hasattr(plugin, "search_index") and hasattr(plugin, "on_post_build"):
+            return plugin
+    return None
+
+
+def _nav_config(config, files) -> Any:
+    """The navigation the transformer-trace plugin would set now (None when that cannot be told)."""
+    plugin = config.plugins.get("transformer-trace")
+    if plugin is None:
+        return config.nav
+    try:
+        return plugin.site_nav(config, [f.src_uri for f in files.documentation_pages()] if files is not None else None)
+    except Exception:  # noqa: BLE001 - then always build fully
+        return None
+
+
 class WarmSite:
     """One MkDocs configuration, loaded once, built fully or page by page."""
 
@@ -125,22 +166,19 @@ class WarmSite:
         self.config.plugins.on_startup(command="build", dirty=False)
         self.built: dict[str, str] | None = None  # digests of docs/ at the last build
         self.nav_config: Any = None
-        self._ahead: dict[str, _Ahead] = {}  # pages rendered ahead from a staging folder (see prerender)
-        self._ahead_dir: Path | None = None
+        self.ahead = PagesAhead(self)  # pages rendered ahead from a staging folder (see prerender)
         self.partial_unavailable: str | None = None  # why pages cannot be built one by one with this MkDocs
 
     def close(self) -> None:
-        self._drop_ahead()
+        self.ahead.drop()
         self.config.plugins.on_shutdown()
-
-    # ------------------------------------------------------------------ builds
 
     def full_build(self, reason: str = "") -> SiteUpdate:
         from mkdocs.commands.build import build
         from mkdocs.exceptions import Abort, BuildError
 
         started = time.perf_counter()
-        self._drop_ahead()
+        self.ahead.drop()
         digests = _digests(self.docs)
         self.built = None  # until this build succeeds, the next update is a full build
         try:
@@ -148,7 +186,7 @@ class WarmSite:
         except (Abort, BuildError) as exc:
             raise UserError(f"mkdocs build failed: {exc}") from None
         self.built = digests
-        self.nav_config = self._nav_config()
+        self.nav_config = _nav_config(self.config, self._capture.files)
         return SiteUpdate("full", seconds=time.perf_counter() - started, reason=reason)
 
     def update(self) -> SiteUpdate:
@@ -163,7 +201,7 @@ class WarmSite:
         changed = sorted(path for path, digest in now.items() if self.built[path] != digest)
         if not changed:
             return SiteUpdate("none", seconds=time.perf_counter() - started)
-        nav = self._nav_config()
+        nav = _nav_config(self.config, self._capture.files)
         if nav is None or nav != self.nav_config:
             return self.full_build("the navigation changed")
         files = self._capture.files
@@ -178,13 +216,13 @@ class WarmSite:
         if self.partial_unavailable is not None:
             return self.full_build(self.partial_unavailable)
         self.built = None  # a failure below leaves the next update a full build
-        ahead = {f.src_uri: self._ahead[f.src_uri] for f in pages if f.src_uri in self._ahead and self._ahead[f.src_uri].digest == now[f.src_uri]}
+        ahead = self.ahead.matching(pages, now)
         try:
             retitled = self._rebuild_pages(pages, ahead)
-        except (MkDocsInternalsChanged, *INTERNALS_CHANGED) as exc:
-            return self.full_build(self._give_up_partial(exc))
+        except API_CHANGED as exc:
+            return self.full_build(self.give_up_partial(exc))
         finally:
-            self._drop_ahead()
+            self.ahead.drop()
         if retitled:  # a page title shows in every page's navigation
             return self.full_build(f"the title of {retitled[0]} changed")
         for file in static:
@@ -196,136 +234,121 @@ class WarmSite:
     def _rebuild_pages(self, files: list, ahead: dict[str, _Ahead]) -> list[str]:
         """Render ``files`` again (Markdown, template, search entries), or move in their pages rendered ahead;
         the paths whose title changed."""
-        search = self._search_plugin()
+        search = _search_plugin(self.config)
         titles = {f.src_uri: ahead[f.src_uri].old_title if f.src_uri in ahead else f.page.title for f in files}
         urls = {f.page.url for f in files}
         previous = list(search.search_index.entries) if search is not None else []
-        results = []
+        results = []  # (path, title, search entries): the pages rendered ahead first, then the others
         for file in files:
             if file.src_uri in ahead:
                 done = ahead[file.src_uri]
                 os.makedirs(os.path.dirname(file.abs_dest_path), exist_ok=True)
                 shutil.move(done.html, file.abs_dest_path)
                 results.append((file.src_uri, done.title, done.entries))
-        results += _render_pages(self, [f for f in files if f.src_uri not in ahead])
-        new_titles = {}
-        entries = []
-        for src_uri, title, page_entries in results:
-            new_titles[src_uri] = title
-            entries += page_entries
+        for file in files:
+            if file.src_uri not in ahead:
+                page_entries = self.render_with_entries(file.page, search)
+                results.append((file.src_uri, file.page.title, page_entries))
+        new_titles = {src_uri: title for src_uri, title, _ in results}
+        entries = [entry for _, _, page_entries in results for entry in page_entries]
         if search is not None:
             kept = [e for e in previous if e["location"].split("#", 1)[0] not in urls]
             search.search_index.entries = kept + entries
             search.on_post_build(config=self.config)  # writes search/search_index.json, complete
         return [path for path, title in new_titles.items() if title != titles[path]]
 
-    def _give_up_partial(self, exc: BaseException) -> str:
+    def render_with_entries(self, page, search) -> list[dict]:
+        """Render ``page`` (see render_page); the search entries it added (the index's other entries kept aside)."""
+        saved = search.search_index.entries if search is not None else None
+        entries: list[dict] = []
+        if search is not None:
+            search.search_index.entries = entries
+        try:
+            render_page(page, self.config, self._capture)
+        finally:
+            if search is not None:
+                search.search_index.entries = saved
+        return entries
+
+    def give_up_partial(self, exc: BaseException) -> str:
         """Remember (and log once) that this MkDocs cannot build page by page; the reason, for a full build."""
         self.partial_unavailable = f"partial builds need MkDocs internals this version changed ({type(exc).__name__}: {exc})"
         log.warning("site: %s; every update is a full build from now on", self.partial_unavailable)
         return self.partial_unavailable
 
     def prerender(self, staging: Path) -> int:
-        """Render, ahead of the swap, the pages of a generator staging folder that differ from the last build.
-
-        Called while the figures are drawn in worker processes (which leaves this process idle). The
-        HTML goes to a temporary folder; :meth:`update` moves a page in only if the Markdown then in
-        docs/ is byte-identical to what was rendered, and renders the others as usual.
-        """
+        """Render, ahead of the swap, the pages of a generator staging folder that differ from the last build
+        (see PagesAhead); how many."""
         if self.built is None or self._capture.files is None or self.partial_unavailable is not None:
             return 0
-        try:
-            return self._prerender(staging)
-        except (MkDocsInternalsChanged, *INTERNALS_CHANGED) as exc:
-            # What was rendered ahead so far is dropped too: the next update builds fully anyway.
-            self._give_up_partial(exc)
-            self._drop_ahead()
-            return 0
-
-    def _prerender(self, staging: Path) -> int:
-        populate_page, build_page = _page_builders()
-        files, search = self._capture.files, self._search_plugin()
-        doc_files = files.documentation_pages()
-        if self._ahead_dir is None:
-            self._ahead_dir = Path(tempfile.mkdtemp(prefix="tt-ahead-"))
-        count = 0
-        for path in sorted(staging.rglob("*.md")):
-            src_uri = path.relative_to(staging).as_posix()
-            file = files.get_file_from_path(src_uri)
-            if file is None or file.page is None or src_uri in self._ahead:
-                continue
-            try:
-                source = path.read_bytes()
-            except OSError:
-                continue
-            digest = hashlib.blake2b(source, digest_size=16).hexdigest()
-            if digest == self.built.get(src_uri):
-                continue
-            old_title = file.page.title
-            real_src, real_dest = file.abs_src_path, file.abs_dest_path
-            html = self._ahead_dir / file.dest_uri
-            entries: list[dict] = []
-            saved = search.search_index.entries if search is not None else None
-            try:  # cached properties: overriding them on the instance points MkDocs at the staged copy and the temporary folder
-                file.__dict__["abs_src_path"], file.__dict__["abs_dest_path"] = str(path), str(html)
-                if (file.abs_src_path, file.abs_dest_path) != (str(path), str(html)):  # plain properties now: it would render docs/ over the site
-                    raise MkDocsInternalsChanged("File.abs_src_path and abs_dest_path are no longer cached properties")
-                if search is not None:
-                    search.search_index.entries = entries
-                populate_page(file.page, self.config, files)
-                build_page(file.page, self.config, doc_files, self._capture.nav, self._capture.env)
-            finally:
-                file.__dict__["abs_src_path"], file.__dict__["abs_dest_path"] = real_src, real_dest
-                if search is not None:
-                    search.search_index.entries = saved
-            self._ahead[src_uri] = _Ahead(digest, html, file.page.title, old_title, entries)
-            count += 1
-        return count
+        return self.ahead.render(staging)
 
     def abandon_ahead(self) -> None:
         """The generator failed after pages were rendered ahead: their page objects hold Markdown that never
         reached docs/, so the next update is a full build."""
-        if self._ahead:
+        if self.ahead.pages:
             self.built = None
-        self._drop_ahead()
+        self.ahead.drop()
 
-    def _drop_ahead(self) -> None:
-        self._ahead = {}
-        if self._ahead_dir is not None:
-            shutil.rmtree(self._ahead_dir, ignore_errors=True)
-            self._ahead_dir = None
 
-    def _search_plugin(self):
-        for plugin in self.config.plugins.values():
-            if hasattr(plugin, "search_index") and hasattr(plugin, "on_post_build"):
-                return plugin
-        return None
 
-    def _nav_config(self) -> Any:
-        """The navigation the transformer-trace plugin would set now (None when that cannot be told)."""
-        plugin = self.config.plugins.get("transformer-trace")
-        if plugin is None:
-            return self.config.nav
-        files = self._capture.files
+class PagesAhead:
+    """Pages of a generator staging folder rendered before the swap, while the figures are drawn in worker processes
+    (which leaves this process idle). Each is read from a ``File`` of the staging folder and written into a
+    temporary folder; :meth:`WarmSite.update` moves one in only if the Markdown then in docs/ is byte-identical to
+    what was rendered, and renders the others as usual."""
+
+    def __init__(self, site: WarmSite) -> None:
+        self.site = site
+        self.pages: dict[str, _Ahead] = {}
+        self._dir: Path | None = None
+
+    def render(self, staging: Path) -> int:
         try:
-            return plugin.site_nav(self.config, [f.src_uri for f in files.documentation_pages()] if files is not None else None)
-        except Exception:  # noqa: BLE001 - then always build fully
-            return None
+            return self._render(staging)
+        except API_CHANGED as exc:
+            # What was rendered ahead so far is dropped too: the next update builds fully anyway.
+            self.site.give_up_partial(exc)
+            self.drop()
+            return 0
 
+    def _render(self, staging: Path) -> int:
+        from mkdocs.structure.files import File
 
-def _render_pages(site: WarmSite, files: list) -> list[tuple[str, str | None, list[dict]]]:
-    """Populate and write each page as `mkdocs build` does; (path, title, search entries) per page."""
-    populate_page, build_page = _page_builders()
-    config, capture = site.config, site._capture
-    search = site._search_plugin()
-    doc_files = capture.files.documentation_pages()
-    out = []
-    for file in files:
-        populate_page(file.page, config, capture.files)
-        if search is not None:
-            search.search_index.entries = []
-        build_page(file.page, config, doc_files, capture.nav, capture.env)
-        out.append((file.src_uri, file.page.title, list(search.search_index.entries) if search is not None else []))
-    if search is not None:
-        search.search_index.entries = []  # the caller merges them back
-    return out
+        site = self.site
+        files, search = site._capture.files, _search_plugin(site.config)
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="tt-ahead-"))
+        count = 0
+        for path in sorted(staging.rglob("*.md")):
+            src_uri = path.relative_to(staging).as_posix()
+            file = files.get_file_from_path(src_uri)
+            if file is None or file.page is None or src_uri in self.pages:
+                continue
+            try:
+                digest = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+            except OSError:
+                continue
+            if digest == site.built.get(src_uri):
+                continue
+            page, old_title = file.page, file.page.title
+            staged = File(src_uri, str(staging), str(self._dir), file.use_directory_urls, dest_uri=file.dest_uri, inclusion=file.inclusion)
+            staged.page = page
+            page.file = staged  # the page reads the staged Markdown and writes into the temporary folder
+            try:
+                entries = site.render_with_entries(page, search)
+            finally:
+                page.file = file
+            self.pages[src_uri] = _Ahead(digest, Path(staged.abs_dest_path), page.title, old_title, entries)
+            count += 1
+        return count
+
+    def matching(self, files: list, digests: dict[str, str]) -> dict[str, _Ahead]:
+        """The pages rendered ahead from the very Markdown ``files`` now hold (``digests``: docs/ now)."""
+        return {f.src_uri: self.pages[f.src_uri] for f in files if f.src_uri in self.pages and self.pages[f.src_uri].digest == digests[f.src_uri]}
+
+    def drop(self) -> None:
+        self.pages = {}
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None

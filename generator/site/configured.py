@@ -23,10 +23,11 @@ from typing import Any
 PLUGIN = "transformer-trace"
 RUNS = "runs"  # the manifest's record of each generated report: {"declared": ..., "version": ..., "options": ...}
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent  # generator/
 _MODELS = _PACKAGE.parent / "models"
-# Modules that never change what a report's files contain: editing them does not make reports stale.
-_NOT_CONTENT = {"mkdocs_plugin.py", "serve.py", "sitebuild.py", "pdf.py", "configured.py", "__main__.py", "assets"}
+# Modules that never change what a report's files contain: editing them does not make reports stale (site/: the
+# staging, the MkDocs plugin and build, the server).
+_NOT_CONTENT = {"site", "pdf.py", "__main__.py", "assets"}
 _version: str | None = None
 
 
@@ -93,7 +94,7 @@ def declarations(reports: dict[str, Any] | None, config_file: Path | str | None)
     from generator.errors import UserError  # torch-free
 
     base = Path(config_file).resolve().parent if config_file else Path.cwd()
-    for key, options in (reports or {}).items():  # the CLI's own words (generator/cli.py declared_options)
+    for key, options in (reports or {}).items():  # the CLI's own words (generator/arguments.py declared_options)
         if options is not None and not isinstance(options, dict):
             where = f"{Path(config_file).name if config_file else 'mkdocs.yml'}: plugins.{PLUGIN}.reports.{key}"
             raise UserError(f"{where}: expected the report's options as a mapping (name: value)")
@@ -147,7 +148,7 @@ def plugin_reports(config_file: Path) -> dict[str, Any] | None:
     options = next((value for name, value in entries if name == PLUGIN), False)
     if options is False:
         return None
-    from generator.mkdocs_plugin import TransformerTraceConfig
+    from generator.site.plugin_options import TransformerTraceConfig
 
     schema = TransformerTraceConfig(config_file_path=str(config_file))
     schema.load_dict(options or {})

@@ -48,7 +48,7 @@ from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from generator.configured import RUNS, read_runs
+from generator.site.configured import RUNS, read_runs
 from generator.errors import UserError, file_error
 
 log = logging.getLogger("generator")
@@ -96,7 +96,7 @@ def _parse_manifest(data: dict | list) -> Manifest:
 
 
 def _write_manifest(path: Path, manifest: Manifest, runs: dict | None = None) -> None:
-    """Write the manifest; ``runs`` (generator/configured.py: what each report was generated from) defaults to the
+    """Write the manifest; ``runs`` (generator/site/configured.py: what each report was generated from) defaults to the
     records already in ``path``, for the entries that stay."""
     if runs is None:
         runs = read_runs(path.parent)

@@ -1,0 +1,279 @@
+"""The command line's arguments: the parser of `python -m generator` and what a `build` request means.
+
+The build command's options come from the reports' option dataclasses (generator/options.py and
+generator/reports/<report>/options.py): one flag per field, with its type, choices and default. A report's
+options are the flags given, else mkdocs.yml's declaration (the transformer-trace plugin's `reports:`), else its
+defaults. The CLI (generator/cli.py), the MkDocs plugin and the warm server (generator/site/) all read requests
+here, so the same input gets the same answer, in the same words, whichever way it came.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import MISSING, Field, fields
+from pathlib import Path
+from typing import Any
+
+from generator.errors import UserError, one_line
+from generator.options import PARSERS, RunOptions, flag_of
+from generator.reports import REPORTS, trainable
+from generator.site.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
+
+PROJECT = Path(__file__).resolve().parent.parent
+DEFAULT_DOCS = PROJECT / "docs"
+DEFAULT_CONFIG = PROJECT / "mkdocs.yml"
+COMMON = {f.name for f in fields(RunOptions)}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line and exit code 2, like every other input error
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+def _add_option(group: argparse._ArgumentGroup, f: Field, defaults: str, help_text: str | None = None) -> None:
+    meta = f.metadata
+    kind = meta.get("kind") or ("int" if f.type in (int, "int") else None)
+    group.add_argument(
+        flag_of(f), dest=f.name, default=None, type=PARSERS[kind], choices=meta.get("choices"),
+        metavar=None if meta.get("choices") else f.name.upper(), help=f"{help_text or meta['help']} (default: {defaults})",
+    )
+
+
+def _default_text(f: Field) -> str:
+    default = f.default if f.default is not MISSING else None
+    return "the bundled input" if default is None else str(default)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m generator", description="Generate the traced-Transformer report site from real forward passes.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    keys = ", ".join(REPORTS)
+    b = sub.add_parser(
+        "build",
+        help="run the models and write the report pages into docs/",
+        description="Run the model(s) once with recording on and write one page per snapshot, figures, "
+        "guiding-question answers and snapshots.json into the docs folder. The previous output is "
+        "replaced only when everything succeeded.",
+        epilog="examples:\n"
+        "  python -m generator build\n"
+        "  python -m generator build --model encoder-decoder --src \"the cat sat\" --tgt \"le chat\"\n"
+        "  python -m generator build --model vit --image photo.jpg --weights imagenet\n"
+        "then: mkdocs serve",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    b.add_argument("--model", choices=("all", *REPORTS), default="all", help=f"which report to (re)generate: {keys} or all (default: all)")
+    for f in fields(RunOptions):
+        _add_option(b, f, _default_text(f))
+    b.add_argument("--out", type=Path, default=DEFAULT_DOCS, help="docs folder to write into (default: the project's docs/)")
+    b.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mkdocs.yml whose transformer-trace plugin declares the reports and "
+                   "their options: they are this command's defaults, flags override them (default: the project's mkdocs.yml)")
+    seen: dict[str, list[str]] = {}  # flag -> reports that take it (a flag shared by several reports is added once)
+    for key, report in REPORTS.items():
+        own = [f for f in fields(report.options) if f.name not in COMMON and f.init]
+        for f in own:
+            seen.setdefault(flag_of(f), []).append(key)
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    added: set[str] = set()
+    for key, report in REPORTS.items():
+        for f in fields(report.options):
+            flag = flag_of(f)
+            if f.name in COMMON or flag in added or not f.init:
+                continue
+            owners = {o: next(g for g in fields(REPORTS[o].options) if flag_of(g) == flag) for o in seen[flag]}
+            group = groups.setdefault(" and ".join(owners), b.add_argument_group(" and ".join(owners)))
+            if len(owners) == 1:
+                _add_option(group, f, _default_text(f))
+            else:  # one flag, several reports: each report's own meaning and default
+                helps = {g.metadata["help"] for g in owners.values()}
+                shared_help = helps.pop() if len(helps) == 1 else "; ".join(f"{o}: {g.metadata['help']}" for o, g in owners.items())
+                defaults = ", ".join(f"{_default_text(g)} for {o}" for o, g in owners.items())
+                _add_option(group, f, defaults, shared_help)
+            added.add(flag)
+    b.add_argument("--force", action="store_true", help="overwrite generated files that were edited by hand (the edits are lost; "
+                   "without --force the build refuses and names them). Files you added to a report folder are always kept")
+    b.add_argument("--pdf", action="store_true", help="also build the site and export one PDF per report (needs chromium)")
+    out = b.add_mutually_exclusive_group()
+    out.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
+    out.add_argument("-v", "--verbose", action="store_true", help="log each step, with tracebacks on errors")
+    pdf = sub.add_parser("pdf", help="build the site and print each report to docs/pdf/<report>.pdf",
+                         description="Build the site with MkDocs, print every generated report's print view to PDF through a "
+                         "headless Chromium, and link the PDFs from the landing page.")
+    pdf.add_argument("--out", type=Path, default=DEFAULT_DOCS, help="docs folder holding the generated reports (default: docs/)")
+    pdf.add_argument("--config", type=Path, default=PROJECT / "mkdocs.yml", help="mkdocs.yml to build with")
+    pdf.add_argument("-q", "--quiet", action="store_true")
+    pdf.add_argument("-v", "--verbose", action="store_true")
+    train = sub.add_parser("train", help="train a report's model on its bundled corpus and write a checkpoint and its record",
+                           description="Train a report's default-size model on its bundled corpus (the byte GPT: CPython's pydoc topics, "
+                           "PSF licence) on the CPU, deterministically: the same seed gives the same loss curve. Writes the state dict "
+                           "and a training record (PATH with .json: corpus sha256, schedule, loss curve, held-out bits per byte, seconds).")
+    train.add_argument("model", choices=trainable(), help="which report's model to train (the reports with a training recipe)")
+    train.add_argument("--steps", type=PARSERS["positive"], default=None, help="optimiser steps (default: the recipe's, see generator/reports/<report>/training.py)")
+    train.add_argument("--seed", type=PARSERS["seed"], default=None, help="seed of the initial weights and the batches (default: the recipe's)")
+    train.add_argument("--out", type=Path, default=None, help="checkpoint file to write (default: the report's bundled checkpoint in its assets/)")
+    train.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    train.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
+    _add_serve_parser(sub)
+    return p
+
+
+def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = None, config_file: Path | None = None) -> dict[str, RunOptions]:
+    """The options of every report ``args.model`` asks for: given flags, else mkdocs.yml's (``declared``, the plugin's
+    `reports:`), else each report's own defaults. With a declaration, `--model all` means the reports it lists."""
+    for key in declared or {}:
+        if key not in REPORTS:
+            raise UserError(f"{_where(config_file, key)}: unknown report; the reports are: {', '.join(REPORTS)}")
+    if args.model != "all":
+        wanted = [args.model]
+    else:
+        wanted = [key for key in REPORTS if key in declared] if declared else list(REPORTS)
+    taken = {f.name for key in wanted for f in fields(REPORTS[key].options)}
+    for key, report in REPORTS.items():  # a flag only another report takes would be silently ignored: refuse it
+        for f in fields(report.options):
+            if f.init and f.name not in taken and getattr(args, f.name, None) is not None:
+                owners = [k for k, r in REPORTS.items() if f.name in {g.name for g in fields(r.options)}]
+                raise UserError(f"{flag_of(f)} is an option of the {' and '.join(owners)} report, not of --model {args.model}")
+    requests = {}
+    for key in wanted:
+        options_type = REPORTS[key].options
+        given: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(options_type) if f.init and getattr(args, f.name, None) is not None}
+        from_config = declared_options(key, (declared or {}).get(key) or {}, config_file)
+        where = _where(config_file, key)
+        try:
+            requests[key] = options_type(**{**from_config, **given})  # validates: a UserError names the bad option
+        except UserError as exc:
+            if not from_config or (given and _valid(options_type, from_config)):
+                raise  # mkdocs.yml's options alone are fine: the flags the user typed are what is refused
+            named = [name for name, f in _config_names(options_type).items()
+                     if f.name in from_config and f.name not in given and re.search(re.escape(flag_of(f)) + r"(?![\w-])", str(exc))]
+            raise UserError(f"{where}{'.' + named[0] if named else ''}: {exc}") from None
+    return requests
+
+
+def _valid(options_type: type, values: dict[str, Any]) -> bool:
+    try:
+        options_type(**values)
+    except UserError:
+        return False
+    return True
+
+
+def _where(config_file: Path | None, key: str) -> str:
+    return f"{config_file.name if config_file else 'mkdocs.yml'}: plugins.{PLUGIN}.reports.{key}"
+
+
+def _config_names(options_type: type) -> dict[str, Field]:
+    """A report's options by their mkdocs.yml names: the CLI flag without dashes, with underscores (--vit-size: vit_size)."""
+    return {flag_of(f)[2:].replace("-", "_"): f for f in fields(options_type) if f.init}
+
+
+def declared_options(key: str, options: dict[str, Any], config_file: Path | None) -> dict[str, Any]:
+    """mkdocs.yml's options of report ``key``, parsed by the CLI's own parser (paths relative to mkdocs.yml's folder);
+    a bad one is refused in the CLI's words, naming its mkdocs.yml key."""
+    where = _where(config_file, key)
+    if key not in REPORTS:
+        raise UserError(f"{where}: unknown report; the reports are: {', '.join(REPORTS)}")
+    if not isinstance(options, dict):
+        raise UserError(f"{where}: expected the report's options as a mapping (name: value)")
+    names = _config_names(REPORTS[key].options)
+    base = config_file.resolve().parent if config_file else Path.cwd()
+    values: dict[str, Any] = {}
+    for name, value in resolve(options, base).items():
+        if name not in names:
+            raise UserError(f"{where}.{name}: unknown option; the {key} report takes {', '.join(names)}")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise UserError(f"{where}.{name}: expected text or a number, not {value!r}")
+        f = names[name]
+        try:
+            parsed = parse_build_argv(["build", f"--model={key}", f"{flag_of(f)}={value}"])
+        except ArgumentsRefused as exc:
+            message = exc.message.removeprefix(f"argument {flag_of(f)}: ").removesuffix(" (see --help)")
+            raise UserError(f"{where}.{name}: {message}") from None
+        values[f.name] = getattr(parsed, f.name)
+    return values
+
+
+def run_records(requests: dict[str, RunOptions], declared: dict[str, Any] | None, config_file: Path | None) -> dict[str, dict[str, Any]]:
+    """What the manifest records of each generated report: the mkdocs.yml declaration it was made under, the generator
+    version, and its options (generator/site/configured.py decides from the first two whether it is up to date)."""
+    declarations_now = declarations({key: (declared or {}).get(key) for key in requests if key in (declared or {})}, config_file)
+    return {key: {"declared": declarations_now.get(key), "version": generator_version(),
+                  "options": {f.name: str(getattr(opts, f.name)) for f in fields(opts) if f.init}} for key, opts in requests.items()}
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: choose 1 to 65535, or 0 for any free port")
+    return port
+
+
+def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser(
+        "serve",
+        help="serve the site on 127.0.0.1 with live reload and a form that regenerates a report",
+        description="Build the site if needed (every report from the default inputs when docs/ has none), serve it on "
+        "127.0.0.1 with live reload, and regenerate a report from a form on the landing and overview pages "
+        "(or POST /api/regenerate) in this warm process: PyTorch, the models and MkDocs stay loaded and only "
+        "the changed pages are rebuilt. One regeneration at a time; Ctrl-C stops.",
+    )
+    s.add_argument("--port", type=_port, default=8000, help="port on 127.0.0.1 (default 8000; 0 = any free port)")
+    s.add_argument("--docs", type=Path, default=DEFAULT_DOCS, help="docs folder holding the reports (default: the project's docs/)")
+    s.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mkdocs.yml to build with (default: the project's)")
+    out = s.add_mutually_exclusive_group()
+    out.add_argument("-q", "--quiet", action="store_true", help="only the address and errors")
+    out.add_argument("-v", "--verbose", action="store_true", help="log each request and step")
+
+
+class ArgumentsRefused(Exception):
+    """What the parser says of arguments it refuses, in one line (without "error: ")."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class _ArgumentError(Exception):
+    pass
+
+
+def _raise_instead_of_exit(status: int = 0, message: str | None = None) -> None:
+    raise _ArgumentError((message or "").strip())
+
+
+def parse_build_argv(argv: list[str]) -> argparse.Namespace:
+    """Parse ``build`` arguments with the CLI's own parser, raising ArgumentsRefused instead of exiting."""
+    p = parser()
+    stack = [p]
+    while stack:  # the parser and its subparsers report errors through exit(): raise instead of exiting
+        current = stack.pop()
+        current.exit = _raise_instead_of_exit
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+    try:
+        return p.parse_args(argv)
+    except _ArgumentError as exc:
+        raise ArgumentsRefused(one_line(str(exc))) from None
+
+
+def build_from_args(args: argparse.Namespace, progress=None):
+    """The BuildResult of `build` with parsed arguments; UserError for bad input (the warm server calls it too)."""
+    from generator.build import build
+    from generator.progress import Progress
+
+    config_file = getattr(args, "config", None)
+    if config_file is not None and config_file != DEFAULT_CONFIG and not config_file.is_file():  # a typo must not go unnoticed
+        raise UserError(f"--config {config_file}: {'is a folder, not' if config_file.is_dir() else 'there is no such'} MkDocs configuration file")
+    declared = plugin_reports(config_file) if config_file is not None else None
+    requests = report_options(args, declared, config_file)
+    if getattr(args, "pdf", False):  # refuse before anything is written, not after the new site is in place
+        from generator.pdf import find_chromium, site_dir
+
+        find_chromium()
+        site_dir(config_file or DEFAULT_CONFIG, args.out)
+    return build(args.out, requests, progress or Progress(enabled=False if args.quiet else None), force=getattr(args, "force", False),
+                 records=run_records(requests, declared, config_file))

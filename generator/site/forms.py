@@ -1,0 +1,84 @@
+"""Each report's regenerate form and API fields, derived from its options dataclass (read when first asked for,
+not at import).
+
+A field's API name is its CLI flag without the dashes (``--vit-size``: vit_size). The fields whose metadata has a
+``form`` are shown by generator/assets/tt-regenerate.js, which reads them from /api/status, in field order; the
+report's other options are API only. The API never makes the server read a file of its own or download anything:
+an option of kind "path" (or a file form field) is taken only as an upload, and an option whose value is free text
+of no safe kind (not "text", a number, a choice or a path) takes only the values its declaration lists in
+``api_values`` (generator/options.py option()); without such a list it takes no value through the API at all, so
+a new option of that sort stays closed until someone decides what is safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from functools import cache
+from typing import Any
+
+from generator.options import flag_of
+
+SAFE_KINDS = ("int", "positive", "seed", "text")  # option kinds whose values cannot name a file or a download
+
+
+def report_form(options_type: type) -> dict[str, Any]:
+    """One report's form: ``fields`` (shown), ``options`` (API only: name -> flag), ``uploads`` (the options taken
+    only as an uploaded file) and ``values`` (the options restricted to a few values; an empty tuple: not settable
+    here)."""
+    entries, options, uploads, values = [], {"device": "--device"}, set(), {}
+    for f in fields(options_type):
+        if not f.init:
+            continue
+        flag = flag_of(f)
+        name = flag.removeprefix("--").replace("-", "_")
+        meta = f.metadata
+        kind = meta.get("kind") or ("int" if f.type in (int, "int") else None)  # as generator/arguments.py parses it
+        form = meta.get("form")
+        if kind == "path" or (form or {}).get("type") == "file":
+            uploads.add(name)
+        elif not (meta.get("choices") or kind in SAFE_KINDS):
+            values[name] = tuple(meta.get("api_values") or ())
+        if form:
+            entries.append({"name": name, "option": flag, **form})
+        elif name != "device":
+            options[name] = flag
+    common = [e for e in entries if e["name"] in ("seed", "layer")]  # the report's own inputs first, then seed and layer
+    return {"fields": [e for e in entries if e not in common] + common, "options": options, "uploads": uploads, "values": values}
+
+
+def forms_of(reports: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The form of each report in ``reports`` (key -> an object with ``options``, as the registry holds them)."""
+    return {key: report_form(report.options) for key, report in reports.items()}
+
+
+@cache
+def forms() -> dict[str, dict[str, Any]]:
+    """The form of every report of the registry, by report key, in registry order."""
+    from generator.reports import REPORTS
+
+    return forms_of(REPORTS)
+
+
+def file_fields() -> set[str]:
+    """The API fields of every report that are uploads."""
+    return set().union(*(form["uploads"] for form in forms().values()))
+
+
+def options_for(model: str) -> dict[str, str]:
+    """API field -> CLI option for ``model`` ("all": every report's)."""
+    chosen = forms().values() if model == "all" else [forms()[model]]
+    out: dict[str, str] = {}
+    for form in chosen:
+        out.update({f["name"]: f["option"] for f in form["fields"]})
+        out.update(form["options"])
+    return out
+
+
+def restricted_values(model: str) -> dict[str, tuple[str, ...]]:
+    """API field -> the only values the API takes for it, for ``model`` ("all": every report's)."""
+    chosen = forms().values() if model == "all" else [forms()[model]]
+    out: dict[str, tuple[str, ...]] = {}
+    for form in chosen:
+        out.update(form["values"])
+    return out

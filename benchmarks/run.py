@@ -78,12 +78,18 @@ def run_timed(cmd: list[str], env=None) -> tuple[float, str]:
     return time.perf_counter() - start, result.stderr
 
 
-def scratch_site(work: Path) -> tuple[Path, Path, Path]:
-    """A docs folder in ``work`` with the project's hand-written pages, and a mkdocs.yml that builds it into work/site."""
+def scratch_site(work: Path, copy: bool = False) -> tuple[Path, Path, Path]:
+    """A docs folder in ``work`` with the project's hand-written pages (links to them, or copies: the serve process
+    publishes no link to outside its project), and a mkdocs.yml that builds it into work/site."""
     docs, site = work / "docs", work / "site"
     for name in ("stylesheets", "how-it-works.md", "notebooks", "benchmarks.md"):
         (docs / name).parent.mkdir(parents=True, exist_ok=True)
-        (docs / name).symlink_to(ROOT / "docs" / name)
+        if not copy:
+            (docs / name).symlink_to(ROOT / "docs" / name)
+        elif (ROOT / "docs" / name).is_dir():
+            shutil.copytree(ROOT / "docs" / name, docs / name)
+        else:
+            shutil.copyfile(ROOT / "docs" / name, docs / name)
     config = work / "mkdocs.yml"
     config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\n")
     return docs, site, config
@@ -220,7 +226,7 @@ def bench_warm_regeneration(repeats: int) -> dict:
 
     py = sys.executable
     work = Path(tempfile.mkdtemp(prefix="bench-warm-"))
-    docs, site, config = scratch_site(work)
+    docs, site, config = scratch_site(work, copy=True)
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     os.environ["NO_MKDOCS_2_WARNING"] = "1"
     run_timed([py, "-m", "generator", "build", "--out", str(docs), "--device", "cpu", "-q"], env)  # every report, as a real site

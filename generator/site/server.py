@@ -59,7 +59,8 @@ from typing import Any
 
 from generator.errors import UserError, one_line
 from generator.site import http_handler
-from generator.site.api import BUSY, MAX_BODIES, ApiError, Upload, generate, parse_build_argv, status
+from generator.site.api import BUSY, MAX_BODIES, ApiError, Upload, generate, parse_build_argv
+from generator.site.api import status as api_status
 from generator.site.events import EventProgress, Events
 from generator.site.staging import current_staging, resolved
 
@@ -310,7 +311,7 @@ class WarmServer:
         return update
 
     def status(self) -> dict[str, Any]:
-        return status(self.docs, self.busy.locked())
+        return api_status(self.docs, self.busy.locked())
 
     def start_http(self, port: int) -> str:
         self._httpd = http_handler.listen(self, port)

@@ -1,9 +1,10 @@
 """Figures for the report pages, drawn from the captured tensors.
 
 Each drawing function takes the run, the catalogue's figure arguments and a target path; files are
-PNG without timestamps, so the same tensors give the same bytes. Pixel figures (heat maps, attention
-grids, masks, image overlays) are drawn with Pillow (generator.raster); charts with axes of numbers
-(bars, lines, tables) with matplotlib, imported on the first such figure (``pyplot()``).
+PNG without timestamps, so the same tensors give the same bytes. Every report's figures are drawn with
+Pillow (generator.raster): heat maps, attention grids, masks and image overlays as colour-mapped pixels,
+charts with axes of numbers (bars, lines, markers, legends) as antialiased shapes in matplotlib's look.
+``pyplot()`` and ``save()`` remain for matplotlib figures (none of the reports' drawers uses them).
 """
 
 from __future__ import annotations

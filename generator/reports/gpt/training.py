@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import logging
 import math
 import os
 import platform
@@ -35,6 +36,7 @@ from models.gpt import GPT, GPTConfig
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 PROJECT = Path(__file__).resolve().parents[3]
+log = logging.getLogger("generator")
 CORPUS = ASSETS / "corpus.txt.gz"
 CHECKPOINT = ASSETS / "gpt-trained.pt"
 HELD_OUT_FRACTION = 0.1
@@ -155,15 +157,18 @@ def measured_held_out_bits(model: GPT, held_out: torch.Tensor, context: int) -> 
     """held_out_bits_per_byte(model, held_out, context), remembered per weights: the score is a property of the weights (not
     of the prompt), and the same weights, bytes, window, device and threads give the same float. A report of weights scored
     before reads it back (about half a second saved on 2 cores); an unreadable or unwritable cache only means measuring."""
+    started = time.perf_counter()
     path = cache_dir() / "held-out" / f"{_evaluation_key(model, held_out, context)}.json"
     try:
         bits = json.loads(path.read_text(encoding="utf-8"))["bits"]
         if isinstance(bits, float) and math.isfinite(bits):
+            log.info("gpt: held-out score read back (measured before for these weights) in %.2f s", time.perf_counter() - started)
             return bits
     except (OSError, ValueError, KeyError, TypeError):
         pass
     bits = held_out_bits_per_byte(model, held_out, context)
     model.eval()
+    log.info("gpt: held-out score measured in %.2f s", time.perf_counter() - started)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.stem}.{os.getpid()}.tmp")

@@ -404,11 +404,14 @@ class Layer:
         """matplotlib's "o" (a disc) or "*" (a five-pointed star), ``size_pt`` across, with its 1-point edge in the same colour."""
         self._shapes.append(("marker", (x, y), shape, size_pt * PX_PER_PT / 2, _rgba(colour)))
 
-    def _render(self) -> Image.Image:
+    def _render(self, below: Image.Image) -> Image.Image:
+        """The shapes drawn over ``below`` (what the canvas holds under the box): at SUPERSAMPLE × the size over its
+        enlarged pixels, then averaged down, so edges blend with what is really beneath and untouched pixels come back
+        unchanged."""
         s = SUPERSAMPLE
         width, height = self.x1 - self.x0, self.y1 - self.y0
-        big = Image.new("RGBA", (width * s, height * s), (255, 255, 255, 0))
-        draw = ImageDraw.Draw(big)
+        big = below.resize((width * s, height * s), Image.Resampling.NEAREST)
+        draw = ImageDraw.Draw(big, "RGBA")  # colours with alpha (the legend's box) blend with what is beneath
 
         def at(x: float, y: float) -> tuple[float, float]:
             return (x - self.x0) * s, (y - self.y0) * s
@@ -446,11 +449,11 @@ class Layer:
                     points = [(cx + (r if k % 2 == 0 else inner) * math.sin(math.pi * k / 5),
                                cy - (r if k % 2 == 0 else inner) * math.cos(math.pi * k / 5)) for k in range(10)]
                     draw.polygon(points, fill=colour)
-        return big.resize((width, height), Image.Resampling.BOX)
+        return big.reduce(s)
 
     def _paste(self, im: Image.Image, dx: int, dy: int) -> None:
-        layer = self._render()
-        im.paste(layer, (self.x0 + dx, self.y0 + dy), layer)
+        x, y = self.x0 + dx, self.y0 + dy
+        im.paste(self._render(im.crop((x, y, x + self.x1 - self.x0, y + self.y1 - self.y0))), (x, y))
 
 
 def axis_ticks(low: float, high: float, length_px: float, vertical: bool, size: float = 9) -> list[float]:

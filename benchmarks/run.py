@@ -161,25 +161,26 @@ def bench_regeneration(repeats: int = 3) -> dict:
     # What every build pays before any work, and what remains of it: PyTorch, then the generator's own imports.
     out["import torch"] = import_seconds(py, "import torch")
     out["import"] = import_seconds(py, "import generator.build, generator.reports")
-    out["import pyplot"] = import_seconds(py, "import matplotlib.pyplot")  # only for the charts that still use it
+    out["import pyplot"] = import_seconds(py, "import matplotlib.pyplot")  # what the charts cost before they were drawn with Pillow
     out["import torchvision"] = import_seconds(py, "import torchvision")  # only for --weights imagenet or PATH
     out["import mkdocs"] = import_seconds(py, "import mkdocs.commands.build, material.plugins.search.plugin, mkdocs_jupyter.plugin")
     out["import mkdocs-jupyter"] = import_seconds(py, "import mkdocs_jupyter.plugin")
-    # A fresh clone: nothing remembered yet, so the GPT's held-out score is measured (once per weights; later builds read it).
-    fresh_cache = Path(tempfile.mkdtemp(prefix="bench-cache-"))
-    work = Path(tempfile.mkdtemp(prefix="bench-"))
-    docs, site, config = scratch_site(work)
-    out["fresh build"], _, log = run_timed_cpu([py, "-m", "generator", "build", "--out", str(docs), "--verbose"],
-                                               {**env, "TT_CACHE_DIR": str(fresh_cache)})
-    fresh_steps: dict[str, list[float]] = {}
-    build_steps(log, fresh_steps)
-    out["fresh steps"] = {name: values[0] for name, values in fresh_steps.items()}
-    shutil.rmtree(work, ignore_errors=True)
-    env = {**env, "TT_CACHE_DIR": str(fresh_cache)}  # from here on the score is remembered, whatever the sources' state
-    samples: dict[str, list[float]] = {"cold build": [], "cold build cpu": [], "mkdocs build": [], "mkdocs build cpu": [],
-                                       "warm build": [], "warm total": []}
+    samples: dict[str, list[float]] = {"fresh build": [], "cold build": [], "cold build cpu": [], "mkdocs build": [],
+                                       "mkdocs build cpu": [], "warm build": [], "warm total": []}
     steps: dict[str, list[float]] = {}
+    fresh_steps: dict[str, list[float]] = {}
+    caches: list[Path] = []
     for _ in range(repeats):
+        # A fresh clone first: nothing remembered, so the GPT's held-out score is measured (once per weights) into an empty
+        # cache; the build from scratch that follows (a new docs folder) reads it back, whatever the sources' state.
+        caches.append(Path(tempfile.mkdtemp(prefix="bench-cache-")))
+        env = {**env, "TT_CACHE_DIR": str(caches[-1])}
+        work = Path(tempfile.mkdtemp(prefix="bench-"))
+        docs, site, config = scratch_site(work)
+        fresh, _, log = run_timed_cpu([py, "-m", "generator", "build", "--out", str(docs), "--verbose"], env)
+        samples["fresh build"].append(fresh)
+        build_steps(log, fresh_steps)
+        shutil.rmtree(work, ignore_errors=True)
         work = Path(tempfile.mkdtemp(prefix="bench-"))
         docs, site, config = scratch_site(work)
         cold, cold_cpu, log = run_timed_cpu([py, "-m", "generator", "build", "--out", str(docs), "--verbose"], env)
@@ -197,6 +198,7 @@ def bench_regeneration(repeats: int = 3) -> dict:
             shutil.rmtree(work, ignore_errors=True)
     out.update({name: statistics.median(values) for name, values in samples.items()})
     out["steps"] = {name: statistics.median(values) for name, values in steps.items()}
+    out["fresh steps"] = {name: statistics.median(values) for name, values in fresh_steps.items()}
     out["cold total"] = out["cold build"] + out["mkdocs build"]
     out["fresh total"] = out["fresh build"] + out["mkdocs build"]
     out["changed steps"] = []
@@ -215,7 +217,8 @@ def bench_regeneration(repeats: int = 3) -> dict:
     reports = [p for p in files if p.suffix == ".html" and p.relative_to(site).parts[0] in REPORTS]
     out["data uris"] = sum(p.read_text(errors="ignore").count("data:image/") for p in reports)
     shutil.rmtree(work, ignore_errors=True)
-    shutil.rmtree(fresh_cache, ignore_errors=True)
+    for cache in caches:
+        shutil.rmtree(cache, ignore_errors=True)
     out["load"].append(os.getloadavg()[0])
     return out
 

@@ -139,7 +139,8 @@ def colorize(data: np.ndarray, cmap: str, vmin: float, vmax: float) -> np.ndarra
 
 
 def resample(data: np.ndarray, height: int, width: int, smooth: bool) -> np.ndarray:
-    """Scale a 2-D array to ``height`` × ``width``: nearest cell, or (``smooth``, shrinking) the mean over each pixel."""
+    """Scale a 2-D array (or an array of colours, nearest only) to ``height`` × ``width``: nearest cell, or (``smooth``,
+    shrinking) the mean over each pixel."""
     if smooth:
         image = Image.fromarray(np.asarray(data, dtype=np.float32), mode="F")
         return np.asarray(image.resize((width, height), Image.Resampling.BOX))
@@ -251,8 +252,11 @@ def colorbar(canvas: Canvas, x: int, y: int, height: int, cmap: str, vmin: float
 def heatmap(canvas: Canvas, x: int, y: int, data: np.ndarray, width: int, height: int, cmap: str, vmin: float, vmax: float,
             smooth: bool = False) -> tuple[int, int, int, int]:
     """``data`` (rows, cols) drawn into the box at (x, y) of ``width`` × ``height`` pixels, framed; returns the box."""
-    pixels = resample(data, height, width, smooth and (data.shape[0] > height or data.shape[1] > width))
-    canvas.image(x, y, colorize(pixels, cmap, vmin, vmax))
+    if smooth and (data.shape[0] > height or data.shape[1] > width):
+        colours = colorize(resample(data, height, width, True), cmap, vmin, vmax)
+    else:  # the nearest cell's colour: colouring the cells first gives the same pixels from far fewer values
+        colours = resample(colorize(data, cmap, vmin, vmax), height, width, False)
+    canvas.image(x, y, colours)
     canvas.rect(x - 1, y - 1, x + width, y + height)
     return x, y, x + width, y + height
 

@@ -149,7 +149,7 @@ def _evaluation_key(model: GPT, held_out: torch.Tensor, context: int) -> str:
     digest.update(held_out.cpu().numpy().tobytes())
     for name, tensor in sorted(model.state_dict().items()):
         tensor = tensor.detach().cpu().contiguous()
-        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}\0".encode() + tensor.view(torch.uint8).numpy().tobytes())
+        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}\0".encode() + tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
 
 

@@ -143,7 +143,8 @@ def _evaluation_key(model: GPT, held_out: torch.Tensor, context: int) -> str:
     the device, PyTorch's version and thread count (a CPU sum's order) and the code that computes it."""
     digest = hashlib.sha256(b"held-out bits per byte, v1\0")
     device = next(model.parameters()).device
-    digest.update(f"{torch.__version__} {device.type} {torch.get_num_threads()} {context}\0".encode())
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type  # another GPU sums otherwise
+    digest.update(f"{torch.__version__} {where} {torch.get_num_threads()} {context}\0".encode())
     for source in (Path(__file__), Path(sys.modules[GPT.__module__].__file__)):
         digest.update(source.read_bytes())
     digest.update(held_out.cpu().numpy().tobytes())

@@ -6,27 +6,23 @@ as axis labels, ``ParamRef`` fields model parameters, and ``uses`` names the oth
 reads. ``draw(run, path)`` writes the figure; ``content_key(run)`` digests exactly those declared
 inputs, so an unchanged figure is copied instead of redrawn. Files are PNG without timestamps, so
 the same tensors give the same bytes. ``DRAWINGS`` lists the generic drawings; a report's figures.py
-lists its own in its ``DRAWINGS``. Pixel figures (heat maps, attention
-grids, masks, image overlays) are drawn with Pillow (generator.raster); charts with axes of numbers
-(bars, lines, tables) with matplotlib, imported on the first such figure (``pyplot()``).
+lists its own in its ``DRAWINGS``. Every figure is drawn with Pillow (generator.raster): heat maps,
+attention grids, masks and image overlays as colour-mapped pixels, charts with axes of numbers (bars,
+lines, markers, legends) as antialiased shapes in matplotlib's look; no report imports matplotlib.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
-import io
 import json
 import math
-import warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from PIL import Image
 
 from generator import raster
 from generator.checks import INPUT, MODULE, PARAMETER, TENSOR, TENSORS, Typed
@@ -35,33 +31,7 @@ from generator.run import ModelRun
 from generator.sources import InputRef, Ref
 
 DPI = raster.DPI
-PNG_METADATA = {"Software": None}  # no version stamp: byte-identical output across runs
 
-
-
-@functools.cache
-def pyplot():
-    """matplotlib's pyplot, imported and configured on first use (a second of imports a pixel figure does not need)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    # A glyph no installed font has is drawn as a box; matplotlib's warning per glyph would echo user text to the terminal.
-    warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from (current )?font", category=UserWarning)
-    import matplotlib.pyplot as plt
-    from matplotlib import font_manager
-
-    # Latin/Greek/Hebrew/Arabic, CJK, emoji; only those installed (scripts/install-chromium.sh adds the last two),
-    # so a machine without them gets boxes for those glyphs rather than a warning per figure.
-    installed = {font.name for font in font_manager.fontManager.ttflist}
-    fallback = [name for name in ("DejaVu Sans", "Noto Sans CJK SC", "Symbola") if name in installed] or ["DejaVu Sans"]
-    plt.rcParams.update({
-        "font.family": fallback,  # a list: matplotlib falls back glyph by glyph
-        "font.size": 9,
-        "axes.titlesize": 10,
-        "figure.dpi": DPI,
-        "savefig.bbox": "tight",
-    })
-    return plt
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,15 +103,6 @@ def _described(run: ModelRun, value: Any, kind: str) -> Any:
     return str(value) if kind == INPUT and value is not None else value
 
 
-def save(fig, path: Path) -> None:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, dpi=DPI, format="png", metadata=PNG_METADATA)
-    pyplot().close(fig)
-    # 256-colour palette PNG: about a third of the bytes, indistinguishable for plots and heat maps.
-    image = Image.open(buffer).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
-    image.save(path, format="PNG", optimize=True)
-
-
 def visual_order(text: str) -> str:
     """Right-to-left words (Hebrew, Arabic) shaped and put in visual order: both renderers lay glyphs out left to right."""
     text = str(text)
@@ -151,11 +112,6 @@ def visual_order(text: str) -> str:
 
         text = get_display(arabic_reshaper.reshape(text))
     return text
-
-
-def plain(text: str) -> str:
-    """User text as literal matplotlib text: in visual order, and $...$ not read as math."""
-    return visual_order(text).replace("$", r"\$")
 
 
 def as_numpy(run: ModelRun, name: str) -> np.ndarray:

@@ -83,8 +83,11 @@ def _runs(text: str) -> list[tuple[int, str]]:
     return runs
 
 
+@functools.lru_cache(maxsize=4096)
 def text_mask(text: str, size_pt: float) -> Image.Image:
-    """``text`` (already in visual order, see generator.figures.plain) as an 8-bit coverage mask, baseline shared by every font."""
+    """``text`` (already in visual order, see generator.figures.plain) as an 8-bit coverage mask, baseline shared by every font.
+
+    Kept per (text, size): tick labels, mask cells and annotations repeat; a mask is only ever read, never drawn on."""
     pixels = round(size_pt * PX_PER_PT)
     runs = [(_font(i, pixels), part) for i, part in _runs(text)] or [(_font(0, pixels), "")]
     ascent = max(font.getmetrics()[0] for font, _ in runs)
@@ -136,7 +139,8 @@ def colorize(data: np.ndarray, cmap: str, vmin: float, vmax: float) -> np.ndarra
 
 
 def resample(data: np.ndarray, height: int, width: int, smooth: bool) -> np.ndarray:
-    """Scale a 2-D array to ``height`` × ``width``: nearest cell, or (``smooth``, shrinking) the mean over each pixel."""
+    """Scale a 2-D array (or an array of colours, nearest only) to ``height`` × ``width``: nearest cell, or (``smooth``,
+    shrinking) the mean over each pixel."""
     if smooth:
         image = Image.fromarray(np.asarray(data, dtype=np.float32), mode="F")
         return np.asarray(image.resize((width, height), Image.Resampling.BOX))
@@ -248,8 +252,11 @@ def colorbar(canvas: Canvas, x: int, y: int, height: int, cmap: str, vmin: float
 def heatmap(canvas: Canvas, x: int, y: int, data: np.ndarray, width: int, height: int, cmap: str, vmin: float, vmax: float,
             smooth: bool = False) -> tuple[int, int, int, int]:
     """``data`` (rows, cols) drawn into the box at (x, y) of ``width`` × ``height`` pixels, framed; returns the box."""
-    pixels = resample(data, height, width, smooth and (data.shape[0] > height or data.shape[1] > width))
-    canvas.image(x, y, colorize(pixels, cmap, vmin, vmax))
+    if smooth and (data.shape[0] > height or data.shape[1] > width):
+        colours = colorize(resample(data, height, width, True), cmap, vmin, vmax)
+    else:  # the nearest cell's colour: colouring the cells first gives the same pixels from far fewer values
+        colours = resample(colorize(data, cmap, vmin, vmax), height, width, False)
+    canvas.image(x, y, colours)
     canvas.rect(x - 1, y - 1, x + width, y + height)
     return x, y, x + width, y + height
 
@@ -335,3 +342,215 @@ def hbars(canvas: Canvas, x: int, y: int, width: int, values: Sequence[float], l
     ticks = nice_ticks(0, xmax, max(3, min(8, width // 45)))
     bottom = ticks_below(canvas, y + height, [x + t / xmax * width for t in ticks], tick_labels(ticks), size=size)
     return x, y, x + width, bottom
+
+
+# ----------------------------------------------------------------------------- charts: axes of numbers, lines, markers, legends
+# The look of matplotlib's defaults at 110 dpi, as the GPT's charts had it: line widths and marker sizes in points,
+# dashes and dots in matplotlib's patterns, ticks on round numbers, legends with their paddings in units of the font size.
+
+SUPERSAMPLE = 4  # vector shapes are drawn this many times larger and averaged down: antialiased edges, as matplotlib's Agg
+DASHED = (3.7, 1.6)  # matplotlib's dash patterns, in multiples of the line width
+DOTTED = (1.0, 1.65)
+
+
+def _rgba(colour) -> tuple[int, int, int, int]:
+    if isinstance(colour, str):
+        colour = colour.lstrip("#")
+        return int(colour[0:2], 16), int(colour[2:4], 16), int(colour[4:6], 16), 255
+    return (*colour[:3], colour[3] if len(colour) > 3 else 255)
+
+
+def _dashes(points: Sequence[tuple[float, float]], pattern: Sequence[float]) -> list[list[tuple[float, float]]]:
+    """The polyline cut into its visible pieces (``pattern``: on, off lengths in pixels), as a dashed line is drawn."""
+    pieces, current, on, left, phase = [], [points[0]], True, pattern[0], 0
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        length, done = math.hypot(x1 - x0, y1 - y0), 0.0
+        while length - done > left:
+            done += left
+            cut = (x0 + (x1 - x0) * done / length, y0 + (y1 - y0) * done / length)
+            if on:
+                pieces.append(current + [cut])
+            current, on = [cut], not on
+            phase = (phase + 1) % len(pattern)
+            left = pattern[phase]
+        left -= length - done
+        current.append((x1, y1))
+    if on and len(current) > 1:
+        pieces.append(current)
+    return pieces
+
+
+class Layer:
+    """Antialiased shapes over the box (x0, y0)–(x1, y1) of a canvas, clipped to it; coordinates are canvas pixels (floats).
+
+    The layer takes its place among the canvas's drawings when it is created: what is drawn on the canvas afterwards
+    (text, a frame) lies on top of it."""
+
+    def __init__(self, canvas: Canvas, x0: int, y0: int, x1: int, y1: int) -> None:
+        self.x0, self.y0, self.x1, self.y1 = x0, y0, x1, y1
+        self._shapes: list = []
+        canvas._add((x0, y0, x1, y1), self._paste)
+
+    def line(self, points: Sequence[tuple[float, float]], colour, width_pt: float = 1.5, pattern: Sequence[float] | None = None) -> None:
+        """A polyline ``width_pt`` points wide; ``pattern`` (e.g. DASHED) in multiples of the width."""
+        width = width_pt * PX_PER_PT
+        pieces = _dashes(points, [p * width for p in pattern]) if pattern else [list(points)]
+        self._shapes += [("line", piece, _rgba(colour), width) for piece in pieces]
+
+    def rect(self, x0: float, y0: float, x1: float, y1: float, fill, edge=None, edge_pt: float = 0.0) -> None:
+        self._shapes.append(("rect", (x0, y0, x1, y1), _rgba(fill) if fill is not None else None,
+                             _rgba(edge) if edge is not None else None, edge_pt * PX_PER_PT))
+
+    def rounded(self, x0: float, y0: float, x1: float, y1: float, radius: float, fill, edge) -> None:
+        self._shapes.append(("rounded", (x0, y0, x1, y1), radius, _rgba(fill), _rgba(edge)))
+
+    def marker(self, x: float, y: float, shape: str, size_pt: float, colour) -> None:
+        """matplotlib's "o" (a disc) or "*" (a five-pointed star), ``size_pt`` across, with its 1-point edge in the same colour."""
+        self._shapes.append(("marker", (x, y), shape, size_pt * PX_PER_PT / 2, _rgba(colour)))
+
+    def _render(self, below: Image.Image) -> Image.Image:
+        """The shapes drawn over ``below`` (what the canvas holds under the box): at SUPERSAMPLE × the size over its
+        enlarged pixels, then averaged down, so edges blend with what is really beneath and untouched pixels come back
+        unchanged."""
+        s = SUPERSAMPLE
+        width, height = self.x1 - self.x0, self.y1 - self.y0
+        big = below.resize((width * s, height * s), Image.Resampling.NEAREST)
+        draw = ImageDraw.Draw(big, "RGBA")  # colours with alpha (the legend's box) blend with what is beneath
+
+        def at(x: float, y: float) -> tuple[float, float]:
+            return (x - self.x0) * s, (y - self.y0) * s
+
+        edge_px = PX_PER_PT * s  # the 1-point edge of markers
+        for shape in self._shapes:
+            kind = shape[0]
+            if kind == "line":
+                _, points, colour, width_px = shape
+                draw.line([at(*p) for p in points], fill=colour, width=max(1, round(width_px * s)), joint="curve" if len(points) > 2 else None)
+            elif kind == "rect":
+                _, (x0, y0, x1, y1), fill, edge, edge_w = shape
+                (a, b), (c, d) = at(x0, y0), at(x1, y1)
+                box = (round(min(a, c)), round(min(b, d)), round(max(a, c)) - 1, round(max(b, d)) - 1)
+                if box[2] < box[0] or box[3] < box[1]:
+                    continue
+                if fill is not None:
+                    draw.rectangle(box, fill=fill)
+                if edge is not None and edge_w > 0:  # centred on the outline, as matplotlib strokes it
+                    half = edge_w * s / 2
+                    draw.rectangle((round(box[0] - half), round(box[1] - half), round(box[2] + half), round(box[3] + half)),
+                                   outline=edge, width=max(1, round(edge_w * s)))
+            elif kind == "rounded":
+                _, (x0, y0, x1, y1), radius, fill, edge = shape
+                (a, b), (c, d) = at(x0, y0), at(x1, y1)
+                draw.rounded_rectangle((a, b, c, d), radius=radius * s, fill=fill, outline=edge, width=s)
+            else:
+                _, (x, y), form, radius, colour = shape
+                cx, cy = at(x, y)
+                r = radius * s + edge_px / 2
+                if form == "o":
+                    draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=colour)
+                else:  # matplotlib's star: inner radius 0.381966 of the outer, a point upwards
+                    inner = r * 0.381966
+                    points = [(cx + (r if k % 2 == 0 else inner) * math.sin(math.pi * k / 5),
+                               cy - (r if k % 2 == 0 else inner) * math.cos(math.pi * k / 5)) for k in range(10)]
+                    draw.polygon(points, fill=colour)
+        return big.reduce(s)
+
+    def _paste(self, im: Image.Image, dx: int, dy: int) -> None:
+        x, y = self.x0 + dx, self.y0 + dy
+        im.paste(self._render(im.crop((x, y, x + self.x1 - self.x0, y + self.y1 - self.y0))), (x, y))
+
+
+def axis_ticks(low: float, high: float, length_px: float, vertical: bool, size: float = 9) -> list[float]:
+    """Round ticks inside [low, high], as many as matplotlib's AutoLocator puts on an axis this long (at most 10)."""
+    space = length_px / PX_PER_PT / (size * (2 if vertical else 3))  # matplotlib's tick space: label size × 2 (y) or × 3 (x)
+    return nice_ticks(low, high, max(1, min(9, int(space))) + 1)
+
+
+class Axes:
+    """A framed plot at (x, y), ``width`` × ``height`` pixels, showing ``xlim`` × ``ylim`` (y up); its shapes are clipped to the frame."""
+
+    def __init__(self, canvas: Canvas, x: int, y: int, width: int, height: int, xlim: tuple[float, float], ylim: tuple[float, float]) -> None:
+        self.canvas, self.x, self.y, self.width, self.height = canvas, x, y, width, height
+        self.xlim, self.ylim = xlim, ylim
+        self.layer = Layer(canvas, x, y, x + width, y + height)
+        canvas.rect(x - 1, y - 1, x + width, y + height)  # the frame, over the data
+
+    def px(self, value: float) -> float:
+        low, high = self.xlim
+        return self.x + (value - low) / ((high - low) or 1.0) * self.width
+
+    def py(self, value: float, ylim: tuple[float, float] | None = None) -> float:
+        low, high = ylim or self.ylim
+        return self.y + self.height - (value - low) / ((high - low) or 1.0) * self.height
+
+    def bar(self, centre: float, value: float, width: float, colour, edge=None, edge_pt: float = 0.0) -> None:
+        self.layer.rect(self.px(centre - width / 2), self.py(value), self.px(centre + width / 2), self.py(0.0), colour, edge, edge_pt)
+
+    def line(self, xs: Sequence[float], ys: Sequence[float], colour, width_pt: float = 1.5, pattern=None, ylim=None) -> None:
+        self.layer.line([(self.px(x), self.py(y, ylim)) for x, y in zip(xs, ys)], colour, width_pt, pattern)
+
+    def hline(self, value: float, colour, width_pt: float = 1.0, pattern=None, ylim=None) -> None:
+        y = self.py(value, ylim)
+        self.layer.line([(self.x - 2, y), (self.x + self.width + 2, y)], colour, width_pt, pattern)
+
+    def markers(self, xs: Sequence[float], ys: Sequence[float], shape: str, size_pt: float, colour, ylim=None) -> None:
+        for x, y in zip(xs, ys):
+            self.layer.marker(self.px(x), self.py(y, ylim), shape, size_pt, colour)
+
+    def xticks(self, values: Sequence[float], labels: Sequence[str], size: float = 9) -> int:
+        """Ticks and labels below; returns the bottom of the labels."""
+        return ticks_below(self.canvas, self.y + self.height, [self.px(v) for v in values], labels, size=size)
+
+    def yticks(self, values: Sequence[float], labels: Sequence[str], ylim=None) -> int:
+        """Ticks and labels on the left; returns the left edge of the labels."""
+        return ticks_left(self.canvas, self.x, [self.py(v, ylim) for v in values], labels)
+
+    def yticks_right(self, values: Sequence[float], labels: Sequence[str], ylim=None) -> int:
+        """Ticks and labels on the right (a second y axis); returns the right edge of the labels."""
+        right, edge = self.x + self.width, self.x + self.width
+        for value, label in zip(values, labels):
+            cy = round(self.py(value, ylim))
+            self.canvas.line(edge + 1, cy, edge + 4, cy)
+            right = max(right, self.canvas.text(edge + 7, cy, label, va="center")[2])
+        return right
+
+    def title(self, text: str, size: float = 10) -> None:
+        self.canvas.text(self.x + self.width / 2, self.y - 9, text, size=size, ha="center", va="bottom")  # 6 points above
+
+
+def legend(canvas: Canvas, entries: Sequence[tuple], x: float, y: float, corner: str = "upper right", size: float = 7,
+           ncol: int = 1, frame: bool = True) -> tuple[int, int, int, int]:
+    """matplotlib's legend with its corner ``corner`` at (x, y): entries ("line", colour, width_pt, pattern, label),
+    ("marker", shape, size_pt, colour, label) or ("patch", colour, label), filled column by column."""
+    em = size * PX_PER_PT
+    rows = math.ceil(len(entries) / ncol)
+    columns = [entries[c * rows:(c + 1) * rows] for c in range(ncol)]
+    columns = [column for column in columns if column]
+    text_h = text_mask("Hg", size).height
+    pitch = text_h + 0.5 * em  # labelspacing
+    handle, pad, gap, border = 2.0 * em, 0.8 * em, 2.0 * em, 0.4 * em
+    widths = [handle + pad + max(text_width(entry[-1], size) for entry in column) for column in columns]
+    box_w = sum(widths) + gap * (len(columns) - 1) + 2 * border
+    box_h = rows * text_h + (rows - 1) * 0.5 * em + 2 * border
+    left = x - box_w if corner.endswith("right") else x
+    top = y if corner.startswith("upper") else y - box_h
+    x0, y0, x1, y1 = math.floor(left), math.floor(top), math.ceil(left + box_w) + 1, math.ceil(top + box_h) + 1
+    layer = Layer(canvas, x0, y0, x1, y1)
+    if frame:  # white at 80% opacity over the data, a light grey edge, rounded corners
+        layer.rounded(left, top, left + box_w, top + box_h, 0.2 * em, (255, 255, 255, 204), (0xCC, 0xCC, 0xCC))
+    cx = left + border
+    for column, width in zip(columns, widths):
+        for r, entry in enumerate(column):
+            mid = top + border + r * pitch + text_h / 2
+            kind = entry[0]
+            if kind == "line":
+                _, colour, width_pt, pattern, _ = entry
+                layer.line([(cx, mid), (cx + handle, mid)], colour, width_pt, pattern)
+            elif kind == "marker":
+                _, shape, size_pt, colour, _ = entry
+                layer.marker(cx + handle / 2, mid, shape, size_pt, colour)
+            else:
+                layer.rect(cx, mid - 0.35 * em, cx + handle, mid + 0.35 * em, entry[1])
+            canvas.text(cx + handle + pad, mid, entry[-1], size=size, va="center")
+        cx += width + gap
+    return x0, y0, x1, y1

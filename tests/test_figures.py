@@ -70,13 +70,13 @@ def test_every_figure_is_the_same_png_when_drawn_twice(runs, key, tmp_path):
             assert image.mode == "P" and 200 <= max(image.size) <= 2600, (fig.id, image.size)
 
 
-def test_pixel_reports_draw_without_importing_matplotlib_or_torchvision(tmp_path):
-    """A heat map costs milliseconds; importing matplotlib (or torchvision) would cost more than every figure together."""
+def test_every_report_draws_without_importing_matplotlib_or_torchvision(tmp_path):
+    """A figure costs milliseconds; importing matplotlib (or torchvision) would cost more than every figure together."""
     code = f"""
 import sys
 from pathlib import Path
 from generator.reports import REPORTS
-for key, options in (("encoder-decoder", {{}}), ("vit", {{"size": "tiny"}})):
+for key, options in (("encoder-decoder", {{}}), ("vit", {{"size": "tiny"}}), ("gpt", {{}})):
     report = REPORTS[key]
     run = report.run(report.options(device="cpu", **options))
     for fig in report.figures:
@@ -85,7 +85,7 @@ print(sorted(name for name in ("matplotlib", "torchvision") if name in sys.modul
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert result.stdout.strip() == "[]"
-    assert len(list(tmp_path.glob("*.png"))) == len(REPORTS["encoder-decoder"].figures) + len(REPORTS["vit"].figures)
+    assert len(list(tmp_path.glob("*.png"))) == sum(len(report.figures) for report in REPORTS.values())
 
 
 def test_every_figure_is_drawn_by_a_registered_drawing():
@@ -131,3 +131,30 @@ def test_a_figure_key_changes_with_its_declared_tensors_and_only_with_them(runs,
             run._cpu.clear()
         expected = {f.id for f in report.figures if name in {run.name(ref) for ref in f.drawing.inputs()}}
         assert changed == expected, (name, changed, expected)
+
+
+def test_a_bar_reaches_its_value_on_the_axis_in_its_colour(tmp_path):
+    canvas = raster.Canvas()
+    axes = raster.Axes(canvas, 0, 0, 100, 200, (-1.0, 1.0), (0.0, 1.0))
+    axes.bar(0.0, 0.5, 0.8, "#3949ab")
+    canvas.save(tmp_path / "bar.png")
+    picture = np.asarray(Image.open(tmp_path / "bar.png").convert("RGB")).astype(int)
+    m = raster.MARGIN + 1  # the frame is one pixel outside the plot area
+    assert np.abs(picture[m + 150, m + 50] - [0x39, 0x49, 0xAB]).max() <= 8  # inside the bar (value 0.25)
+    assert (picture[m + 90, m + 50] == 255).all()  # above it (value 0.55): background
+    assert (picture[m + 150, m + 5] == 255).all()  # beside it
+
+
+def test_a_dashed_line_has_gaps_where_a_solid_line_has_none(tmp_path):
+    rows = {}
+    for name, pattern in (("solid", None), ("dashed", raster.DASHED), ("dotted", raster.DOTTED)):
+        canvas = raster.Canvas()
+        axes = raster.Axes(canvas, 0, 0, 200, 40, (0.0, 1.0), (0.0, 1.0))
+        axes.hline(0.5, "#e53935", 1.5, pattern)
+        canvas.save(tmp_path / f"{name}.png")
+        picture = np.asarray(Image.open(tmp_path / f"{name}.png").convert("RGB")).astype(int)
+        rows[name] = picture[raster.MARGIN + 1 + 20, raster.MARGIN + 1:raster.MARGIN + 201]
+    red = lambda row: (row[:, 1] < 128).mean()  # noqa: E731 - share of the row that is (mostly) red
+    assert red(rows["solid"]) == 1.0
+    assert 0.6 < red(rows["dashed"]) < 0.8  # 3.7 on, 1.6 off
+    assert 0.2 < red(rows["dotted"]) < 0.5  # 1 on, 1.65 off

@@ -144,3 +144,31 @@ def test_a_run_shorter_than_the_warm_up_says_it_never_reached_the_peak():
     short = TrainingConfig(steps=2)
     assert "stopped after 2" in schedule_text(short) and "no decay" in schedule_text(short)
     assert "cosine decay" in schedule_text(TrainingConfig())
+
+
+def test_the_held_out_score_is_measured_once_per_weights_and_read_back_identical(tmp_path, monkeypatch):
+    from generator.reports.gpt import training
+
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path))
+    _, held_out = split(corpus_bytes())
+    held_out = held_out[:4 * 64 + 1]  # four windows: the rule, not the corpus, is under test
+    torch.manual_seed(0)
+    model = GPT(GPTConfig()).eval()
+    measured = training.measured_held_out_bits(model, held_out, 64)
+    assert measured == training.held_out_bits_per_byte(model, held_out, 64)
+    assert len(list((tmp_path / "held-out").glob("*.json"))) == 1
+    calls = []
+    monkeypatch.setattr(training, "held_out_bits_per_byte", lambda *args: calls.append(args) or 0.0)
+    assert training.measured_held_out_bits(model, held_out, 64) == measured and calls == []  # read back, not measured
+    with torch.no_grad():
+        model.lm_head.weight[0, 0] += 1e-3  # other weights: another score, measured
+    training.measured_held_out_bits(model, held_out, 64)
+    assert len(calls) == 1
+    training.measured_held_out_bits(model, held_out, 32)  # another window: measured too
+    assert len(calls) == 2
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("TT_CACHE_DIR", str(blocked))  # a cache that cannot be written only means measuring every time
+    training.measured_held_out_bits(model, held_out, 64)
+    training.measured_held_out_bits(model, held_out, 64)
+    assert len(calls) == 4

@@ -144,13 +144,11 @@ def docs_signature(docs: Path) -> tuple:
 
 
 def load_everything() -> None:
-    """Import and load, once, what a regeneration needs: torch, the models, the reports, matplotlib (forked figure
-    workers inherit it) and the compiled report templates."""
+    """Import and load, once, what a regeneration needs: torch, the models, the reports and the compiled report
+    templates (forked figure workers inherit them)."""
     import generator.build  # noqa: F401 - torch and the models' modules, loaded once
-    from generator.figures import pyplot
     import generator.reports  # noqa: F401 - every report's catalogue, checks and drawings
 
-    pyplot()  # matplotlib too (a build imports it on its first chart)
     try:  # the report templates, compiled now rather than in the first regeneration
         from generator.render import environment
 

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from generator import raster
-from generator.figures import Drawing, as_numpy, integer_ticks, literal_labels, plain, pyplot, save, visual_order
+from generator.figures import Drawing, as_numpy, integer_ticks, literal_labels, visual_order
 from generator.registry import Registry
 from generator.run import ModelRun
 from generator.sources import InputRef, Ref
@@ -139,6 +139,33 @@ class KvCache(Drawing):
         canvas.save(path)
 
 
+def _axes_px(fig_inches: float, fraction: float) -> int:
+    """A matplotlib subplot's extent in pixels: the figure's size times the share its default margins leave."""
+    return round(fig_inches * fraction * raster.DPI)
+
+
+def _sci(ticks: list[float]) -> tuple[list[str], str]:
+    """Tick labels in units of 10^k with k from the largest tick, and the offset text (matplotlib's sci style, scilimits (0, 0))."""
+    top = max(abs(t) for t in ticks) or 1.0
+    exponent = math.floor(math.log10(top))
+    labels = raster.tick_labels([t / 10**exponent for t in ticks])
+    return labels, f"1e{exponent}".replace("-", raster.MINUS)
+
+
+def _bar_xlim(n: int) -> tuple[float, float]:
+    """x range of ``n`` bars of width 0.8 at 0 … n − 1, with matplotlib's 5% margins."""
+    low, high = -0.4, n - 0.6
+    return low - 0.05 * (high - low), high + 0.05 * (high - low)
+
+
+def _step_ticks(n: int) -> tuple[list[int], list[str]]:
+    """Bar positions and step labels: every step up to 32, beyond that round step numbers."""
+    if n <= 32:
+        return list(range(n)), [str(i + 1) for i in range(n)]
+    steps = [int(t) for t in raster.nice_ticks(1, n, 8) if t == int(t) and t >= 1]
+    return [s - 1 for s in steps], [str(s) for s in steps]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Generation(Drawing):
     uses = ("generated_bytes",)
@@ -146,41 +173,55 @@ class Generation(Drawing):
     recomputed_tensor: Ref
 
     def draw(self, run: ModelRun, path: Path) -> None:
-        plt = pyplot()
         cached = run.cpu(self.tensor)[0].double()  # (N, V)
         recomputed = run.cpu(self.recomputed_tensor)[0].double()
         probs = torch.softmax(cached, dim=-1).numpy()
         N, V = probs.shape
         chosen = probs.argmax(-1)
-        labels = [plain(b) for b in run.inputs["generated_bytes"]]
+        labels = [visual_order(b) for b in run.inputs["generated_bytes"]]
         diffs = (cached - recomputed).abs().amax(-1).numpy()
-        width = min(max(4.5, 3 + 0.45 * N), 16)
-        fig, (left, right) = plt.subplots(1, 2, figsize=(2 * width if N <= 16 else width, 3.2), squeeze=True,
-                                          gridspec_kw={"width_ratios": [1, 1]})
+        fig_w = min(max(4.5, 3 + 0.45 * N), 16) * (2 if N <= 16 else 1)
+        width, height = _axes_px(fig_w / 2.2, 0.775), _axes_px(3.2, 0.77)  # two panels, 0.2 of a panel apart
+        gap = round(0.2 * fig_w / 2.2 * 0.775 * raster.DPI)
+        canvas = raster.Canvas()
+        xlim = _bar_xlim(N)
+        positions, step_labels = _step_ticks(N)
+
         p = probs[np.arange(N), chosen]
-        left.bar(range(N), p, color="#3949ab")
-        left.axhline(1 / V, color="#e53935", linestyle="--", linewidth=1, label="uniform 1/256")
-        step_labels = N <= 32
-        if step_labels:
-            left.set_xticks(range(N), [str(i + 1) for i in range(N)])
+        ylim = (0.0, max(float(p.max()) * 1.3, 2.5 / V))
+        left = raster.Axes(canvas, 0, 0, width, height, xlim, ylim)
+        for i, value in enumerate(p):
+            left.bar(i, float(value), 0.8, "#3949ab")
+        left.hline(1 / V, "#e53935", 1.0, raster.DASHED)
+        bottom = left.xticks(positions, step_labels)
+        if N <= 32:
             for i, (w, value) in enumerate(zip(labels, p)):
-                left.text(i, value, w, ha="center", va="bottom", fontsize=12 if N <= 16 else 8)
-        left.set_ylim(0, max(float(p.max()) * 1.3, 2.5 / V))
-        left.set_xlabel("step (the byte it chose above its bar)")
-        left.set_ylabel("probability of the chosen byte")
-        left.legend(fontsize=7, loc="upper right")
-        left.set_title("greedy continuation")
-        right.bar(range(N), diffs, color="#00897b")
-        if step_labels:
-            right.set_xticks(range(N), [str(i + 1) for i in range(N)])
-        right.ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
-        if float(diffs.max()) == 0.0:
-            right.set_ylim(0, 1e-7)
-            right.text(0.5, 0.5, "identical at every step (difference 0)", transform=right.transAxes, ha="center", va="center")
-        right.set_xlabel("step")
-        right.set_ylabel("max |cached − recomputed| logit")
-        right.set_title("key/value cache vs recomputation")
-        save(fig, path)
+                canvas.text(left.px(i), left.py(float(value)), w, size=12 if N <= 16 else 8, ha="center", va="bottom")
+        ticks = raster.axis_ticks(*ylim, height, vertical=True)
+        edge = left.yticks(ticks, raster.tick_labels(ticks))
+        canvas.text(width / 2, bottom + 3, "step (the byte it chose above its bar)", ha="center")
+        canvas.text(edge - 6, height / 2, "probability of the chosen byte", ha="right", va="center", rotation=90)
+        left.title("greedy continuation")
+        em = 7 * raster.PX_PER_PT
+        raster.legend(canvas, [("line", "#e53935", 1.0, raster.DASHED, "uniform 1/256")], width - 0.5 * em, 0.5 * em)
+
+        x = width + gap
+        top = float(diffs.max())
+        ylim = (0.0, 1e-7) if top == 0.0 else (0.0, top * 1.05)
+        right = raster.Axes(canvas, x, 0, width, height, xlim, ylim)
+        for i, value in enumerate(diffs):
+            right.bar(i, float(value), 0.8, "#00897b")
+        if top == 0.0:
+            canvas.text(x + width / 2, height / 2, "identical at every step (difference 0)", ha="center", va="center")
+        bottom = right.xticks(positions, step_labels)
+        ticks = raster.axis_ticks(*ylim, height, vertical=True)
+        tick_text, offset = _sci(ticks)
+        edge = right.yticks(ticks, tick_text)
+        canvas.text(x, -3, offset, va="bottom")
+        canvas.text(x + width / 2, bottom + 3, "step", ha="center")
+        canvas.text(edge - 6, height / 2, "max |cached − recomputed| logit", ha="right", va="center", rotation=90)
+        right.title("key/value cache vs recomputation")
+        canvas.save(path)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,33 +231,51 @@ class TrainingCurve(Drawing):
     def draw(self, run: ModelRun, path: Path) -> None:
         facts = run.inputs["training"]
         record, corpus = facts["record"], facts["corpus"]
-        plt = pyplot()
-        fig, ax = plt.subplots(figsize=(7.5, 3.6))
+        width, height = _axes_px(7.5, 0.775), _axes_px(3.6, 0.77)
+        ylim = (0.0, max(9.0, facts["held_out_bits"] + 0.5))
+        bigram = corpus["bigram_bits_per_byte"]
         if record:
             bits = np.asarray(record["loss_curve"]) / math.log(2)  # nats -> bits per byte
             steps = np.arange(1, len(bits) + 1)
             window = max(1, len(bits) // 40)
             smooth = np.convolve(bits, np.ones(window) / window, mode="valid")
-            ax.plot(steps, bits, color="#9fa8da", linewidth=0.6, label="training batch")
-            ax.plot(steps[window - 1:], smooth, color="#3949ab", linewidth=1.8, label=f"running mean of {window} steps")
+            last = len(bits)
+            span = max(last - 1, 1)
+            xlim = (1 - 0.05 * span, last + 0.05 * span)
+        else:
+            last, xlim = 1, (0.0, 2.0)
+        canvas = raster.Canvas()
+        ax = raster.Axes(canvas, 0, 0, width, height, xlim, ylim)
+        entries = []
+        if record:
+            ax.line(steps, bits, "#9fa8da", 0.6)
+            ax.line(steps[window - 1:], smooth, "#3949ab", 1.8)
+            entries += [("line", "#9fa8da", 0.6, None, "training batch"), ("line", "#3949ab", 1.8, None, f"running mean of {window} steps")]
             if record["held_out_curve"]:
                 held = np.asarray(record["held_out_curve"])
-                ax.plot(held[:, 0], held[:, 1], "o", color="#e65100", markersize=4, label="held out")
-            last = len(bits)
-            ax.set_xlabel("optimiser step")
-            ax.set_title(f"{len(bits):,} steps of {record['training']['batch']} × {record['training']['context']} bytes", fontsize=9)
+                ax.markers(held[:, 0], held[:, 1], "o", 4, "#e65100")
+                entries.append(("marker", "o", 4, "#e65100", "held out"))
+            ticks = [t for t in raster.axis_ticks(*xlim, width, vertical=False) if xlim[0] <= t <= xlim[1]]
+            bottom = ax.xticks(ticks, raster.tick_labels(ticks))
+            canvas.text(width / 2, bottom + 3, "optimiser step", ha="center")
+            ax.title(f"{len(bits):,} steps of {record['training']['batch']} × {record['training']['context']} bytes", size=9)
         else:
-            last = 1
-            ax.set_xticks([])
-            ax.set_title("random weights: no training (only the measured held-out bits per byte)", fontsize=9)
-        ax.axhline(8, color="#e53935", linestyle="--", linewidth=1, label="uniform guess, 8 bits")
-        ax.axhline(corpus["bigram_bits_per_byte"], color="#00897b", linestyle=":", linewidth=1.5,
-                   label=f"bigram baseline, {corpus['bigram_bits_per_byte']:.2f} bits")
-        ax.plot([last], [facts["held_out_bits"]], "*", color="black", markersize=12, label=f"this run, held out: {facts['held_out_bits']:.2f} bits")
-        ax.set_ylabel("bits per byte")
-        ax.set_ylim(0, max(9.0, facts["held_out_bits"] + 0.5))
-        ax.legend(fontsize=7, loc="upper right", ncol=2)
-        save(fig, path)
+            ax.title("random weights: no training (only the measured held-out bits per byte)", size=9)
+        ax.hline(8, "#e53935", 1.0, raster.DASHED)
+        ax.hline(bigram, "#00897b", 1.5, raster.DOTTED)
+        ax.markers([last], [facts["held_out_bits"]], "*", 12, (0, 0, 0))
+        entries += [("line", "#e53935", 1.0, raster.DASHED, "uniform guess, 8 bits"),
+                    ("line", "#00897b", 1.5, raster.DOTTED, f"bigram baseline, {bigram:.2f} bits"),
+                    ("marker", "*", 12, (0, 0, 0), f"this run, held out: {facts['held_out_bits']:.2f} bits")]
+        ticks = raster.axis_ticks(*ylim, height, vertical=True)
+        edge = ax.yticks(ticks, raster.tick_labels(ticks))
+        canvas.text(edge - 6, height / 2, "bits per byte", ha="right", va="center", rotation=90)
+        em = 7 * raster.PX_PER_PT
+        if record:
+            raster.legend(canvas, entries, width - 0.5 * em, 0.5 * em, ncol=2)
+        else:  # lower right, clear of the star (near 8 bits for random weights) and of the bigram line
+            raster.legend(canvas, entries, width - 0.5 * em, height - 0.5 * em, corner="lower right", ncol=2)
+        canvas.save(path)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -226,32 +285,38 @@ class HeadRoles(Drawing):
     def draw(self, run: ModelRun, path: Path) -> None:
         facts = run.inputs["training"]
         heads = [(i, h, stats) for i, block in enumerate(facts["heads"]) for h, stats in enumerate(block)]
-        plt = pyplot()
-        fig, ax = plt.subplots(figsize=(max(4.5, 0.75 * len(heads) + 2), 3.4))
+        canvas = raster.Canvas()
         if not heads:
-            ax.text(0.5, 0.5, "a one-byte prompt: no previous byte to attend to", ha="center", va="center", transform=ax.transAxes)
-            ax.set_axis_off()
-            save(fig, path)
+            width, height = _axes_px(4.5, 0.9), _axes_px(3.4, 0.82)  # the size of the chart it stands for, blank
+            canvas.rect(0, 0, width, height, outline=(255, 255, 255))
+            canvas.text(width / 2, height / 2, "a one-byte prompt: no previous byte to attend to", ha="center", va="center")
+            canvas.save(path)
             return
-        x = np.arange(len(heads))
-        previous = [s["previous"] for _, _, s in heads]
-        same = [s["same"] for _, _, s in heads]
+        n = len(heads)
+        width, height = _axes_px(max(4.5, 0.75 * n + 2), 0.775), _axes_px(3.4, 0.77)
+        low, high = -0.4, n - 0.6
+        xlim = (low - 0.05 * (high - low), high + 0.05 * (high - low))
+        entropy_lim = (0.0, max(1.0, facts["uniform_row_entropy"] * 1.15))
+        ax = raster.Axes(canvas, 0, 0, width, height, xlim, (0.0, 1.0))
         best = facts["best_head"]
-        edges = ["black" if [i, h] == best else "none" for i, h, _ in heads]
-        ax.bar(x - 0.2, previous, 0.4, color="#3949ab", edgecolor=edges, linewidth=1.5, label="on the previous byte")
-        ax.bar(x + 0.2, same, 0.4, color="#9fa8da", label="on itself")
-        ax.set_xticks(x, [f"block {i + 1}\nhead {h + 1}" for i, h, _ in heads], fontsize=7)
-        ax.set_ylim(0, 1)
-        ax.set_ylabel("mean attention share")
-        right = ax.twinx()
-        right.plot(x, [s["entropy"] for _, _, s in heads], "o", color="#e65100", label="mean row entropy")
-        right.axhline(facts["uniform_row_entropy"], color="#e65100", linestyle=":", linewidth=1, label="uniform rows")
-        right.set_ylim(0, max(1.0, facts["uniform_row_entropy"] * 1.15))
-        right.set_ylabel("bits")
-        lines, labels = ax.get_legend_handles_labels()
-        more, more_labels = right.get_legend_handles_labels()
-        ax.legend(lines + more, labels + more_labels, fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=4, frameon=False)
-        save(fig, path)
+        for x, (i, h, stats) in enumerate(heads):
+            outlined = [i, h] == best
+            ax.bar(x - 0.2, stats["previous"], 0.4, "#3949ab", edge=(0, 0, 0) if outlined else None, edge_pt=1.5)
+            ax.bar(x + 0.2, stats["same"], 0.4, "#9fa8da")
+        ax.markers(range(n), [s["entropy"] for _, _, s in heads], "o", 6, "#e65100", ylim=entropy_lim)
+        ax.hline(facts["uniform_row_entropy"], "#e65100", 1.0, raster.DOTTED, ylim=entropy_lim)
+        ax.xticks(range(n), [f"block {i + 1}\nhead {h + 1}" for i, h, _ in heads], size=7)
+        ticks = raster.axis_ticks(0.0, 1.0, height, vertical=True)
+        edge = ax.yticks(ticks, raster.tick_labels(ticks))
+        canvas.text(edge - 6, height / 2, "mean attention share", ha="right", va="center", rotation=90)
+        ticks = raster.axis_ticks(*entropy_lim, height, vertical=True)
+        edge = ax.yticks_right(ticks, raster.tick_labels(ticks), ylim=entropy_lim)
+        canvas.text(edge + 6, height / 2, "bits", va="center", rotation=90)
+        em = 7 * raster.PX_PER_PT
+        raster.legend(canvas, [("patch", "#3949ab", "on the previous byte"), ("patch", "#9fa8da", "on itself"),
+                               ("marker", "o", 6, "#e65100", "mean row entropy"), ("line", "#e65100", 1.0, raster.DOTTED, "uniform rows")],
+                      0, -0.5 * em, corner="lower left", ncol=4, frame=False)
+        canvas.save(path)
 
 
 DRAWINGS: Registry[type[Drawing]] = Registry("drawing", [(cls.key(), cls) for cls in (ByteTable, NextByteTopk, KvCache, Generation, TrainingCurve, HeadRoles)])

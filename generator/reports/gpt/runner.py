@@ -12,7 +12,7 @@ import torch
 
 from generator.catalogue import Report
 from generator.reports.gpt.options import GPTOptions, max_prompt_bytes
-from generator.reports.gpt.training import CHECKPOINT, corpus_bytes, corpus_facts, held_out_bits_per_byte, load_record, load_state, split
+from generator.reports.gpt.training import CHECKPOINT, corpus_bytes, corpus_facts, load_record, load_state, measured_held_out_bits, split
 from generator.run import ModelRun, resolve_device
 from models.gpt import GPT, GPTConfig, byte_label, decode, encode
 from generator.text import clean_text
@@ -200,7 +200,7 @@ def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GP
     _, held_out = split(corpus_bytes())
     context = min(cfg.context, 256)
     with torch.no_grad():
-        bits = held_out_bits_per_byte(model, held_out.to(device), context)
+        bits = measured_held_out_bits(model, held_out.to(device), context)
         n_new = min(CONTINUATION, cfg.context - T + 1)
         more = model.generate(torch.tensor([prompt_ids], device=device), n_new)[0][0].tolist() if n_new >= 1 else []
         sample = held_out_sample(held_out)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-import generator.build
 from generator.cli import main
 from generator.progress import Progress
+from generator.reports import REPORTS
 from tests.conftest import ROOT, mkdocs_build
 from tests.test_cli import run_cli, snapshot_of
 
@@ -178,7 +178,8 @@ def test_an_interrupted_or_crashed_run_leaves_the_old_site(tmp_path, monkeypatch
         if len(calls) == 3:
             raise error
 
-    monkeypatch.setattr(generator.build, "draw", fail_on_third_figure)
+    for drawing in {type(fig.drawing) for fig in REPORTS["encoder-decoder"].figures}:
+        monkeypatch.setattr(drawing, "draw", fail_on_third_figure)
     result = run_cli("build", "--model", "encoder-decoder", "--src", "a different sentence", "--out", str(docs))
     assert result.returncode == code and message in result.stderr
     assert snapshot_of(docs) == before

@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import shlex
 import sys
 import time
+from pathlib import Path
 import warnings
 
-from generator.arguments import build_from_args, parser
+from generator.arguments import DEFAULT_DOCS, build_from_args, parser
 from generator.errors import UserError, file_error
 from generator.reports import training
 from generator.site.staging import interrupted_message, site_written
@@ -93,6 +95,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _browse_command(out: Path) -> str:
+    """`mkdocs serve` shows the project's docs/; another folder is served by our own server."""
+    if out.resolve() == DEFAULT_DOCS.resolve():
+        return "mkdocs serve"
+    return f"python -m generator serve --docs {shlex.quote(str(out))}"
+
+
 def _build(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     result = build_from_args(args)
@@ -102,7 +111,7 @@ def _build(args: argparse.Namespace) -> int:
         with site_written(args.out):  # a Ctrl-C while printing comes after the new reports went live
             export(args.out, args.config, quiet=args.quiet)
     if not args.quiet:
-        print(f"wrote {', '.join(result.reports)} into {args.out} in {time.perf_counter() - started:.1f} s; browse with: mkdocs serve")
+        print(f"wrote {', '.join(result.reports)} into {args.out} in {time.perf_counter() - started:.1f} s; browse with: {_browse_command(args.out)}")
         for failure in result.failed_checks:
             print(f"warning: check failed: {failure}", file=sys.stderr)
     return 0

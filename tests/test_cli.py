@@ -119,3 +119,11 @@ def test_a_config_that_is_not_a_file_is_refused_in_one_line(tmp_path, capsys, ma
     err = capsys.readouterr().err
     assert f"--config {config}" in err and err.count("\n") == 1
     assert not (tmp_path / "docs").exists()
+
+
+def test_a_build_into_another_folder_says_how_to_serve_that_folder(tmp_path):
+    out = tmp_path / "my docs"
+    result = run_cli("build", "--model", "encoder-decoder", "--out", str(out))
+    assert result.returncode == 0
+    assert f"browse with: python -m generator serve --docs '{out}'" in result.stdout
+    assert "mkdocs serve" not in result.stdout  # plain MkDocs would show the project's docs/, not this folder

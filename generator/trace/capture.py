@@ -1,0 +1,244 @@
+"""Run a user's script as ``python SCRIPT.py`` would, and capture the marked values like a debugger stepping over them.
+
+Only frames of the files that hold markers are traced line by line (the global trace function returns None for
+every other frame, so library code runs untraced); a marked statement's value is read from the frame's locals at
+the frame's next line or return event, i.e. once the statement has executed. Every hit is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import runpy
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from generator.errors import UserError
+from generator.trace.markers import Marker
+
+# Past this many bytes of captured copies, later hits keep their shape and statistics only (the pages stay bounded).
+CAPTURE_BUDGET_BYTES = 512 * 2**20
+_SKIPPED_FOLDERS = {".venv", "venv", "site-packages", "__pycache__", "node_modules", ".git"}
+
+
+class TraceTimeout(BaseException):
+    """Raised inside the user's script when --timeout runs out (a BaseException: `except Exception` does not stop it)."""
+
+
+@dataclass
+class Value:
+    """One variable at one hit: a CPU copy (tensor or dict of tensors) or why there is none."""
+
+    name: str
+    kind: str  # "tensor", "ints", "scalar", "dict", "other"
+    tensor: Any = None  # torch.Tensor (CPU copy) or dict[str, torch.Tensor]
+    device: str = "cpu"
+    note: str = ""  # why no copy was kept, or what it was converted from
+
+
+@dataclass
+class Hit:
+    order: int  # global capture order: the pipeline order of the run
+    values: list[Value]
+
+
+@dataclass
+class Capture:
+    script: Path
+    markers: list[Marker]
+    hits: dict[Marker, list[Hit]] = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str | None = None  # the exception that ended the script, with its line
+    error_at: tuple[str, int] | None = None
+    timed_out: bool = False
+    seeds: list[int] = field(default_factory=list)
+    sha256: str = ""
+    kept_bytes: int = 0
+    stdout_note: str = ""
+
+    @property
+    def finished(self) -> bool:
+        return self.error is None and not self.timed_out
+
+
+def user_files(script: Path) -> list[Path]:
+    """The script and the Python files beside it (its folder, recursively, without environments and caches)."""
+    folder = script.parent
+    found = [script]
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS and not d.startswith("."))
+        for name in sorted(files):
+            path = Path(root, name).resolve()
+            if name.endswith(".py") and path != script:
+                found.append(path)
+        if len(found) > 500:
+            break
+    return found
+
+
+def to_value(name: str, value: Any, budget_left: int) -> Value:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        size = value.numel() * value.element_size()
+        if size > budget_left:
+            return Value(name, "tensor", None, value.device.type, f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}, "
+                         f"not copied: the captures already hold {CAPTURE_BUDGET_BYTES // 2**20} MiB")
+        return Value(name, "tensor", value.detach().to("cpu", copy=True), value.device.type)
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        return Value(name, "scalar", torch.tensor(value), "cpu", type(value).__name__)
+    if isinstance(value, (list, tuple)) and value and _all_ints(value):
+        try:
+            return Value(name, "ints", torch.tensor(value, dtype=torch.long), "cpu", f"a {type(value).__name__} of ints")
+        except (ValueError, TypeError):
+            pass
+    if isinstance(value, dict) and value and all(isinstance(v, torch.Tensor) for v in value.values()):
+        return Value(name, "dict", {str(k): v.detach().to("cpu", copy=True) for k, v in value.items()},
+                     next(iter(value.values())).device.type, "a dict of tensors")
+    try:
+        import numpy as np
+
+        if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+            return Value(name, "tensor", torch.from_numpy(value.copy()), "cpu", "a NumPy array")
+    except ImportError:  # pragma: no cover
+        pass
+    return Value(name, "other", None, "cpu", f"a {type(value).__name__}, which a page cannot show")
+
+
+def _all_ints(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_all_ints(v) for v in value)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _read(frame: Any, name: str) -> Any:
+    head, *attributes = name.split(".")
+    scope = frame.f_locals
+    if head not in scope:
+        scope = frame.f_globals
+    if head not in scope:
+        raise KeyError(head)
+    value = scope[head]
+    for attribute in attributes:
+        value = getattr(value, attribute)
+    return value
+
+
+class _Tracer:
+    def __init__(self, capture: Capture) -> None:
+        self.capture = capture
+        self.by_file: dict[str, dict[int, list[Marker]]] = {}  # file -> statement line -> markers
+        for marker in capture.markers:
+            for line in range(marker.first, marker.last + 1):
+                self.by_file.setdefault(marker.file, {}).setdefault(line, []).append(marker)
+        self.codes: dict[Any, Any] = {}
+        self.pending: dict[Any, tuple[int, int, list[Marker]]] = {}  # frame -> (first, last, markers)
+        self.order = 0
+        self.missing: list[str] = []
+
+    def global_trace(self, frame, event, arg):
+        code = frame.f_code
+        local = self.codes.get(code, 0)
+        if local == 0:
+            lines = self.by_file.get(code.co_filename)
+            local = None
+            if lines:
+                spans = [line for _, _, line in code.co_lines() if line is not None]
+                if spans and any(min(spans) <= line <= max(spans) for line in lines):
+                    local = self.local_trace
+            self.codes[code] = local
+        return local
+
+    def local_trace(self, frame, event, arg):
+        if event == "line" or event == "return":
+            line = frame.f_lineno
+            pending = self.pending.get(frame)
+            if pending is not None and (event == "return" or not pending[0] <= line <= pending[1]):
+                del self.pending[frame]
+                self._take(frame, pending[2])
+            if event == "line" and frame not in self.pending:
+                markers = self.by_file[frame.f_code.co_filename].get(line)
+                if markers and line == markers[0].first:
+                    self.pending[frame] = (markers[0].first, markers[0].last, markers)
+        elif event == "exception":
+            self.pending.pop(frame, None)  # the statement did not complete: nothing was assigned
+        return self.local_trace
+
+    def _take(self, frame, markers: list[Marker]) -> None:
+        for marker in markers:
+            values = []
+            for name in marker.names:
+                try:
+                    value = _read(frame, name)
+                except (KeyError, AttributeError):
+                    self.missing.append(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: there is no variable {name!r} "
+                                        f"once line {marker.first} has run")
+                    raise UserError(self.missing[-1]) from None
+                captured = to_value(name, value, CAPTURE_BUDGET_BYTES - self.capture.kept_bytes)
+                if captured.kind in ("tensor", "ints", "scalar") and captured.tensor is not None:
+                    self.capture.kept_bytes += captured.tensor.numel() * captured.tensor.element_size()
+                values.append(captured)
+            self.order += 1
+            self.capture.hits.setdefault(marker, []).append(Hit(self.order, values))
+
+
+def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: float | None) -> Capture:
+    """Run ``script`` as ``__main__`` with ``argv`` and the markers traced; never raises for the script's own errors."""
+    import torch
+
+    capture = Capture(script=script, markers=markers, sha256=hashlib.sha256(script.read_bytes()).hexdigest())
+    tracer = _Tracer(capture)
+    saved_argv, saved_path, saved_seed = sys.argv[:], sys.path[:], (torch.manual_seed, torch.random.manual_seed)
+
+    def recording_seed(seed):
+        capture.seeds.append(int(seed))
+        return saved_seed[1](seed)
+
+    def on_alarm(signum, frame):
+        raise TraceTimeout()
+
+    previous_handler = None
+    sys.argv = [str(script), *argv]
+    sys.path.insert(0, str(script.parent))
+    torch.manual_seed = torch.random.manual_seed = recording_seed
+    if timeout:
+        previous_handler = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    started = time.perf_counter()
+    sys.settrace(tracer.global_trace)
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except TraceTimeout:
+        capture.timed_out = True
+    except UserError:
+        raise
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            capture.error = f"the script exited with status {exc.code}"
+    except BaseException as exc:  # the user's code: report it, with its line, and keep what was captured
+        capture.error, capture.error_at = _describe(exc, script)
+    finally:
+        sys.settrace(None)
+        capture.seconds = time.perf_counter() - started
+        if timeout:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous_handler)
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        torch.manual_seed, torch.random.manual_seed = saved_seed
+    return capture
+
+
+def _describe(exc: BaseException, script: Path) -> tuple[str, tuple[str, int] | None]:
+    frames = traceback.extract_tb(exc.__traceback__)
+    folder = str(script.parent)
+    ours = [f for f in frames if f.filename.startswith(folder)]
+    where = ours[-1] if ours else (frames[-1] if frames else None)
+    text = f"{type(exc).__name__}: {exc}".strip()
+    if where is None:
+        return text, None
+    return f"{text} (at {Path(where.filename).name}:{where.lineno}: {(where.line or '').strip()})", (where.filename, where.lineno)

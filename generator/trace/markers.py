@@ -1,0 +1,169 @@
+"""Find the breakpoint comments in a user's script and the statement each one marks.
+
+The forms students write (see the seed reports):
+
+- ``# BREAKPOINT S13`` — ViT numbering (S01–S26),
+- ``# Snapshot #13`` / ``# Snapshot 13`` / ``# SNAPSHOT #13`` — encoder–decoder numbering (#1–#43),
+- ``# BREAKPOINT G05`` — GPT numbering (G01–G32),
+- ``# trace: any_name`` — a point of the user's own, outside any catalogue.
+
+A marker on a statement's line (multi-line statements included) marks that statement; a marker alone on a comment
+line marks the statement just before it, as a debugger breakpoint there stops once that statement has run. The
+captured variable is the one the statement assigns, or the name written right after the marker
+(``# BREAKPOINT S14 attn_ctx``, ``# Snapshot #14: res1_a, res1_b``).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.errors import UserError
+
+NUMBERING = {"S": "vit", "G": "gpt", "#": "encoder-decoder"}
+MARKER_FORMS = "# BREAKPOINT S13 (ViT), # Snapshot #13 or # Snapshot 13 (encoder–decoder), # BREAKPOINT G05 (GPT), # trace: name"
+
+_NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_NAMES = rf"(?P<names>{_NAME}(?:\s*,\s*{_NAME})*)"
+# A name list only counts when nothing but a title separator or the end follows it ("- Raw input" is a title).
+_AFTER = rf"(?:\s*[:=]?\s*{_NAMES}(?=\s*(?:$|[-–—;#(])))?"
+_BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[SG])\s*(?P<number>\d+){_AFTER}", re.I)
+_SNAPSHOT = re.compile(rf"\bSNAPSHOT\s*#?\s*(?P<number>\d+)(?P<alternatives>(?:\s*(?:or|/|,)\s*#?\s*\d+)*){_AFTER}", re.I)
+_CUSTOM = re.compile(rf"^\s*#\s*trace\s*:\s*(?P<point>[A-Za-z_]\w*)(?:\s+(?P<names>{_NAME}(?:\s*,\s*{_NAME})*))?\s*$")
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One marked value: ``numbering`` "vit"/"gpt"/"encoder-decoder" (``number`` set) or "custom" (``point`` set)."""
+
+    file: str
+    line: int  # the marker comment's line
+    numbering: str
+    number: int | None
+    point: str | None
+    names: tuple[str, ...]  # variables to read once the statement ran; names[0] is the main one
+    first: int  # the marked statement's lines
+    last: int
+    text: str  # the marker as written, for messages
+
+    @property
+    def key(self) -> str:
+        return self.point if self.point else f"{self.numbering}:{self.number}"
+
+
+def _comments(source: str) -> list[tuple[int, str, bool]]:
+    """(line, comment text, alone on its line) for every comment of the file."""
+    found = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                found.append((tok.start[0], tok.string, not tok.line[: tok.start[1]].strip()))
+    except (tokenize.TokenError, SyntaxError):  # reported by ast.parse with a line number
+        pass
+    return found
+
+
+def _simple_statements(tree: ast.AST) -> list[ast.stmt]:
+    compound = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While, ast.If,
+                ast.With, ast.AsyncWith, ast.Try, ast.Match)
+    return [node for node in ast.walk(tree) if isinstance(node, ast.stmt) and not isinstance(node, compound)]
+
+
+def _target_names(target: ast.expr) -> list[str] | None:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Attribute):
+        inner = _target_names(target.value)
+        return [f"{inner[0]}.{target.attr}"] if inner and len(inner) == 1 else None
+    if isinstance(target, (ast.Tuple, ast.List)):
+        names = []
+        for element in target.elts:
+            part = _target_names(element.value if isinstance(element, ast.Starred) else element)
+            if part is None:
+                return None
+            names += part
+        return names
+    return None  # a subscript: nothing to name
+
+
+def assigned_names(statement: ast.stmt) -> list[str]:
+    if isinstance(statement, ast.Assign):
+        names: list[str] = []
+        for target in statement.targets:
+            names += _target_names(target) or []
+        return names
+    if isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        return _target_names(statement.target) or []
+    return []
+
+
+def parse_script(path: Path) -> tuple[str, ast.Module]:
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a UTF-8 text file") from None
+    try:
+        return source, ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise UserError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+
+
+def find_markers(path: Path) -> list[Marker]:
+    """Every marker of the file, in line order, with the statement it marks and the names to read."""
+    source, tree = parse_script(path)
+    statements = _simple_statements(tree)
+    markers = []
+    for line, comment, alone in _comments(source):
+        found = _parse_comment(comment)
+        if not found:
+            continue
+        if alone:
+            before = [s for s in statements if s.end_lineno < line]
+            statement = max(before, key=lambda s: (s.end_lineno, -s.lineno), default=None)
+        else:
+            spanning = [s for s in statements if s.lineno <= line <= s.end_lineno]
+            statement = min(spanning, key=lambda s: s.end_lineno - s.lineno, default=None)
+        if statement is None:
+            raise UserError(f"{path}:{line}: {found[0][3]!r} marks no statement (put it on, or right after, the line that computes the value)")
+        assigned = assigned_names(statement)
+        for numbering, number, point, text, names in found:
+            if names:
+                chosen = names
+            elif len(found) > 1 and len(assigned) == len(found):  # "a, b, c = f(x)  # S02, S03, S04": one name each
+                chosen = (assigned[[f[1] for f in found].index(number)],)
+            elif assigned:
+                chosen = tuple(assigned)
+            else:
+                raise UserError(f"{path}:{line}: {text!r}: line {statement.lineno} assigns no variable; write the name after the "
+                                f"marker, e.g. '{text} x'")
+            markers.append(Marker(str(path), line, numbering, number, point, chosen, statement.lineno, statement.end_lineno, text))
+    return markers
+
+
+def _parse_comment(comment: str) -> list[tuple[str, int | None, str | None, str, tuple[str, ...]]]:
+    """(numbering, number, point, marker text, names) for each marker in one comment."""
+    if custom := _CUSTOM.match(comment):
+        names = tuple(n.strip() for n in (custom.group("names") or custom.group("point")).split(","))
+        return [("custom", None, custom.group("point"), comment.strip(), names)]
+    found = []
+    for match in _BREAKPOINT.finditer(comment):
+        names = tuple(n.strip() for n in match.group("names").split(",")) if match.group("names") else ()
+        found.append((NUMBERING[match.group("letter").upper()], int(match.group("number")), None, match.group(0).strip(), names))
+    for match in _SNAPSHOT.finditer(comment):
+        if match.group("alternatives"):
+            raise UserError(f"{match.group(0).strip()!r}: one line shared by several snapshots cannot tell them apart; put one "
+                            "marker on the line of each caller (e.g. '# Snapshot #7 q' where the encoder computes q)")
+        names = tuple(n.strip() for n in match.group("names").split(",")) if match.group("names") else ()
+        found.append(("encoder-decoder", int(match.group("number")), None, match.group(0).strip(), names))
+    return found
+
+
+def scan(paths: list[Path]) -> list[Marker]:
+    markers = []
+    for path in paths:
+        markers += find_markers(path)
+    return markers

@@ -30,6 +30,10 @@ class TraceTimeout(BaseException):
     """Raised inside the user's script when --timeout runs out (a BaseException: `except Exception` does not stop it)."""
 
 
+class MissingVariable(BaseException):
+    """Raised inside the user's script when a marked variable does not exist (bad input, reported in one line)."""
+
+
 @dataclass
 class Value:
     """One variable at one hit: a CPU copy (tensor or dict of tensors) or why there is none."""
@@ -139,7 +143,6 @@ class _Tracer:
         self.codes: dict[Any, Any] = {}
         self.pending: dict[Any, tuple[int, int, list[Marker]]] = {}  # frame -> (first, last, markers)
         self.order = 0
-        self.missing: list[str] = []
 
     def global_trace(self, frame, event, arg):
         code = frame.f_code
@@ -163,7 +166,7 @@ class _Tracer:
                 self._take(frame, pending[2])
             if event == "line" and frame not in self.pending:
                 markers = self.by_file[frame.f_code.co_filename].get(line)
-                if markers and line == markers[0].first:
+                if markers:
                     self.pending[frame] = (markers[0].first, markers[0].last, markers)
         elif event == "exception":
             self.pending.pop(frame, None)  # the statement did not complete: nothing was assigned
@@ -176,9 +179,8 @@ class _Tracer:
                 try:
                     value = _read(frame, name)
                 except (KeyError, AttributeError):
-                    self.missing.append(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: there is no variable {name!r} "
-                                        f"once line {marker.first} has run")
-                    raise UserError(self.missing[-1]) from None
+                    raise MissingVariable(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: there is no variable {name!r} "
+                                          f"once line {marker.first} has run") from None
                 captured = to_value(name, value, CAPTURE_BUDGET_BYTES - self.capture.kept_bytes)
                 if captured.kind in ("tensor", "ints", "scalar") and captured.tensor is not None:
                     self.capture.kept_bytes += captured.tensor.numel() * captured.tensor.element_size()
@@ -215,8 +217,8 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
         runpy.run_path(str(script), run_name="__main__")
     except TraceTimeout:
         capture.timed_out = True
-    except UserError:
-        raise
+    except MissingVariable as exc:
+        raise UserError(str(exc)) from None
     except SystemExit as exc:
         if exc.code not in (None, 0):
             capture.error = f"the script exited with status {exc.code}"

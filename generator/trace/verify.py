@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -79,7 +80,8 @@ def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, i
     try:
         expected = tuple(parse_dimension(e, dims) for e in expressions)
     except ValueError:
-        return Layout("unbound", None, "some named dimensions were bound by no captured tensor", tensor)
+        unbound = sorted({name for e in expressions for name in re.findall(r"[A-Za-z_]+", e) if name != "min" and name not in dims})
+        return Layout("unbound", None, f"{', '.join(unbound)} bound by no captured tensor: the shape cannot be compared", tensor)
     shape = tuple(tensor.shape)
     if shape == expected:
         return Layout("match", expected, "", tensor)
@@ -156,13 +158,24 @@ def same_as(other: int, claim: str) -> TraceCheck:
     return TraceCheck(claim, (other,), lambda get, n, dims: close(get(n), get(other), claim))
 
 
-def scores_of(q: int, k: int, heads: bool) -> TraceCheck:
+Ref = int | tuple[int, int]  # a snapshot, or (snapshot, which of its tensors)
+
+
+def _ref(get: Get, ref: Ref) -> torch.Tensor:
+    return get(*ref) if isinstance(ref, tuple) else get(ref)
+
+
+def _number(ref: Ref) -> int:
+    return ref[0] if isinstance(ref, tuple) else ref
+
+
+def scores_of(q: Ref, k: Ref, heads: bool) -> TraceCheck:
     def run(get, n, dims):
         scores = get(n)
         if heads:
-            qh, kh = get(q), get(k)
+            qh, kh = _ref(get, q), _ref(get, k)
         else:
-            qh, kh = _split(get(q), scores.shape[1]), _split(get(k), scores.shape[1])
+            qh, kh = _split(_ref(get, q), scores.shape[1]), _split(_ref(get, k), scores.shape[1])
         hs = qh.shape[-1]
         ok, detail = close(scores, qh @ kh.transpose(-2, -1) / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head")
         if not ok:
@@ -170,7 +183,7 @@ def scores_of(q: int, k: int, heads: bool) -> TraceCheck:
             if unscaled:
                 detail += f"; the scores equal Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) scaling"
         return ok, detail
-    return TraceCheck("equals Q·Kᵀ / √hs, head by head", (q, k), run)
+    return TraceCheck("equals Q·Kᵀ / √hs, head by head", (_number(q), _number(k)), run)
 
 
 def probabilities_of(scores: int | None, mask: int | None = None, causal: bool = False) -> TraceCheck:
@@ -193,7 +206,7 @@ def probabilities_of(scores: int | None, mask: int | None = None, causal: bool =
             detail += "; " + more
         if causal:
             T = weights.shape[-1]
-            above = torch.triu(torch.ones(T, weights.shape[-2] if weights.dim() > 1 else T, dtype=torch.bool), diagonal=1).T.T
+            above = torch.triu(torch.ones(weights.shape[-2], T, dtype=torch.bool), diagonal=1)  # keys after the query
             future = float(weights[..., above].abs().max()) if above.any() else 0.0
             ok &= future == 0.0
             detail += f"; largest weight on a future position: {future:g}"
@@ -363,7 +376,7 @@ TRACE_CHECKS: dict[str, dict[int, TraceCheck]] = {
         4: embedding_rows(3, 1),
         5: sinusoidal_added(4),
         6: same_as(5, "is what the embedding stage handed over (#5)"),
-        10: scores_of(12, 12, heads=True),
+        10: scores_of((12, 0), (12, 1), heads=True),
         11: probabilities_of(10),
         12: heads_rejoin((7, 8, 9)),
         13: context_of(11, 12, v_index=2),
@@ -371,7 +384,7 @@ TRACE_CHECKS: dict[str, dict[int, TraceCheck]] = {
         15: layer_norm_of((14, 0), (14, 1)),
         16: same_as(15, "is the LayerNorm output (#15)"),
         19: layer_norm_of(16, 18),
-        24: scores_of(27, 27, heads=True),
+        24: scores_of((27, 0), (27, 1), heads=True),
         25: causal_mask(),
         26: probabilities_of(24, mask=25, causal=True),
         27: heads_rejoin((21, 22, 23)),

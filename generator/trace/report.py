@@ -1,0 +1,317 @@
+"""Write the report of a traced script: one page per snapshot of the chosen catalogue (captured or not), the
+overview, the stages, the guiding questions, the print view, snapshots.json and data/ — with the bundled reports'
+Jinja environment, page layout, explorer data format and site navigation (generator/mkdocs_plugin.py reads it)."""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from generator.catalogue import Question, Report, Snapshot, Stage
+from generator.render import environment, page_path, shift_headings  # noqa: F401  (one page layout for every report)
+from generator.tensor_data import write_tensor_data
+from generator.tensors import TensorView, fmt, json_number
+from generator.trace.capture import Capture, Hit, Value
+from generator.trace.markers import Marker
+from generator.trace.verify import TRACE_CHECKS, Layout, Missing, bind_dims, layout
+
+DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
+MARKER_EXAMPLE = {"vit": "# BREAKPOINT S{n:02d}", "gpt": "# BREAKPOINT G{n:02d}", "encoder-decoder": "# Snapshot #{n}"}
+
+
+@dataclass
+class Source:
+    path: str
+    first: int
+    last: int
+    block: str  # fenced, highlighted Markdown code block
+
+
+@dataclass
+class TracedTensor:
+    name: str  # record name in data/ (unique per report)
+    variable: str  # the user's name
+    view: TensorView
+    device: str
+    source: Source
+    marker_line: int
+    slice_index: str
+    slice_text: str
+    note: str = ""
+
+
+@dataclass
+class CheckOutcome:
+    name: str
+    passed: bool | None  # None: not checkable
+    detail: str
+
+
+@dataclass
+class TracedPage:
+    snap: Snapshot
+    label: str
+    path: str
+    captured: bool
+    marker_example: str
+    tensors: list[TracedTensor] = field(default_factory=list)
+    layout: Layout | None = None
+    check: CheckOutcome = field(default_factory=lambda: CheckOutcome("", None, ""))
+    order: int = 0  # capture order of the shown hit: the pipeline order of the user's run
+    hit_note: str = ""
+    explanation: str = ""
+    questions: list[Question] = field(default_factory=list)
+    data_written: bool = False
+    report: Any = field(default_factory=lambda: SimpleNamespace(exploration=None))
+    prev: TracedPage | None = None
+    next: TracedPage | None = None
+
+    @property
+    def main(self) -> TracedTensor:
+        return self.tensors[0]
+
+    @property
+    def variables(self) -> str:
+        return ", ".join(t.variable for t in self.tensors)
+
+    @property
+    def status_cell(self) -> str:
+        if self.check.passed is None:
+            return "not checkable" if self.captured or not self.check.name else "needs " + self.check.detail.split("needs ", 1)[-1].rstrip(".")
+        return ":material-check-circle:{ .tt-ok } " + self.check.name if self.check.passed else ":material-close-circle:{ .tt-bad } FAILED: " + self.check.name
+
+    def link_from(self, other_path: str) -> str:
+        return "../" * other_path.count("/") + self.path
+
+
+def _code_block(file: str, first: int, last: int, shown: str) -> str:
+    lines = Path(file).read_text(encoding="utf-8").splitlines()
+    start, stop = max(1, first - 6), min(len(lines), last + 3)
+    while start < first and not lines[start - 1].strip():
+        start += 1
+    while stop > last and not lines[stop - 1].strip():
+        stop -= 1
+    text = "\n".join(lines[start - 1:stop])
+    fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", text)), default=0))
+    highlight = f"{first - start + 1}" + (f"-{last - start + 1}" if last > first else "")
+    title = re.sub(r'["\\]', "_", shown)
+    return f'{fence}python linenums="{start}" hl_lines="{highlight}" title="{title}"\n{text}\n{fence}'
+
+
+def _hit(hits: list[Hit], wanted: int) -> tuple[Hit, str]:
+    if wanted <= len(hits):
+        return hits[wanted - 1], f"hit {wanted} of {len(hits)}"
+    return hits[-1], f"hit {len(hits)} of {len(hits)} (the line ran fewer than the {wanted} times --hit asked for)"
+
+
+def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
+    if value.kind == "dict":
+        key, tensor = next(iter(value.tensor.items()))
+        return tensor, f"a dict of {len(value.tensor)} tensors; the page shows its first entry {key!r} (all are in data/)"
+    if value.tensor is None:
+        return None, value.note
+    return value.tensor, value.note if value.kind != "tensor" else ""
+
+
+def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -> tuple[list[TracedPage], dict[str, int]]:
+    folder = capture.script.parent
+    by_number: dict[int, list[tuple[Marker, list[Hit]]]] = {}
+    for marker in sorted(capture.markers, key=lambda m: (m.file, m.line)):
+        if marker.numbering == numbering and marker in capture.hits:
+            by_number.setdefault(marker.number, []).append((marker, capture.hits[marker]))
+    pages = []
+    for snap in catalogue.snapshots:
+        page = TracedPage(snap=snap, label=catalogue.label(snap.number), path=page_path(snap), captured=snap.number in by_number,
+                          marker_example=MARKER_EXAMPLE[numbering].format(n=snap.number),
+                          questions=[catalogue.question(n) for n in snap.questions])
+        notes = []
+        for marker, hits in by_number.get(snap.number, []):
+            chosen, note = _hit(hits, hit)
+            notes.append(note)
+            page.order = min(page.order or chosen.order, chosen.order)
+            try:
+                shown = str(Path(marker.file).relative_to(folder))
+            except ValueError:
+                shown = Path(marker.file).name
+            source = Source(shown, marker.first, marker.last, _code_block(marker.file, marker.first, marker.last, shown))
+            for value in chosen.values:
+                tensor, note_text = _tensor_of(value)
+                if tensor is None:
+                    tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
+                view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
+                index, text = view.slice_text()
+                page.tensors.append(TracedTensor(view.name, value.name, view, value.device, source, marker.line, index, text, note_text))
+        page.captured = bool(page.tensors)
+        page.hit_note = "; ".join(dict.fromkeys(notes))
+        pages.append(page)
+    dims = bind_dims([(p.snap.shape, p.main.view.shape) for p in pages if p.captured], catalogue.dims_legend)
+    for page in pages:
+        if page.captured:
+            page.layout = layout(page.main.view.tensor, page.snap.shape, dims, catalogue.dims_legend)
+    _run_checks(pages, numbering, dims)
+    for before, after in zip(pages, pages[1:]):
+        before.next, after.prev = after, before
+    return pages, dims
+
+
+def _run_checks(pages: list[TracedPage], numbering: str, dims: dict[str, int]) -> None:
+    by_number = {p.snap.number: p for p in pages}
+    checks = TRACE_CHECKS.get(numbering, {})
+
+    def get(number: int, i: int = 0) -> torch.Tensor:
+        page = by_number.get(number)
+        label = page.label if page else str(number)
+        if page is None or not page.captured or i >= len(page.tensors):
+            raise Missing(label)
+        tensor = page.tensors[i].view.tensor
+        if i == 0:
+            found = page.layout
+        else:
+            found = layout(tensor, page.snap.shape, dims, {})
+        if found.canonical is None:
+            raise Missing(label, f"{label}'s shape {tuple(tensor.shape)} cannot be read as ({', '.join(page.snap.shape)})")
+        return found.canonical.double()
+
+    for page in pages:
+        check = checks.get(page.snap.number)
+        if check is None:
+            page.check = CheckOutcome("", None, "a trace has no weights, and this step's claim needs them (or the step has no "
+                                      "claim of its own); the snapshots computed from it check it indirectly")
+            continue
+        if not page.captured:
+            page.check = CheckOutcome(check.name, None, "needs this snapshot captured")
+            continue
+        lacking = [by_number[n].label for n in check.needs if n in by_number and not by_number[n].captured]
+        if lacking:
+            page.check = CheckOutcome(check.name, None, f"needs snapshot {', '.join(dict.fromkeys(lacking))}")
+            continue
+        try:
+            passed, detail = check.run(get, page.snap.number, dims)
+            page.check = CheckOutcome(check.name, bool(passed), detail)
+        except Missing as exc:
+            page.check = CheckOutcome(check.name, None, exc.why or f"needs snapshot {exc.label}")
+        except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
+            page.check = CheckOutcome(check.name, False, f"the captured tensors do not fit the claim: {exc}")
+
+
+def explanation(page: TracedPage, catalogue: Report, dims: dict[str, int]) -> str:
+    """What the snapshot holds, in the user's numbers: the named shape bound from their tensors, and the values."""
+    x = page.main.view
+    named = []
+    for expression, size in zip(page.snap.shape, (page.layout.expected or x.shape) if page.layout else x.shape):
+        meaning = catalogue.dims_legend.get(expression)
+        named.append(f"{expression} = {size}" + (f" ({meaning})" if meaning else ""))
+    stats = x.stats
+    text = (f"`{page.main.variable}` is the *{page.snap.title.lower()}* step of the {catalogue.short_title.lower()} pipeline. "
+            f"In your run it holds {x.numel:,} values of shape `{tuple(x.shape)}`; the catalogue names this shape "
+            f"({', '.join(page.snap.shape)}), here {'; '.join(named)}. ")
+    if x.numel:
+        text += (f"The values range from {fmt(stats['min'])} to {fmt(stats['max'])} (mean {fmt(stats['mean'])}, standard "
+                 f"deviation {fmt(stats['std'])}).")
+    if page.snap.differs:
+        text += f"\n\nHow the bundled model differs from the seed at this step: {page.snap.differs}"
+    return text
+
+
+def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pages: list[TracedPage], stamp: dict[str, Any],
+                   dims: dict[str, int], outcome: dict[str, Any]) -> dict[str, Any]:
+    def entry(p: TracedPage) -> dict[str, Any]:
+        base = {"number": p.snap.number, "label": p.label, "title": p.snap.title, "variable": p.variables if p.captured else p.snap.variable,
+                "stage": p.snap.stage, "page": p.path, "captured": p.captured, "expected_shape": list(p.snap.shape),
+                "check": {"name": p.check.name, "passed": p.check.passed, "detail": p.check.detail}, "figures": []}
+        if not p.captured:
+            return {**base, "shape": None, "dtype": None, "first": [], "stats": {}, "source": None, "tensors": []}
+        view = p.main.view
+        return {**base, "shape": list(view.shape), "dtype": view.dtype, "first": [json_number(v) for v in view.first(16)],
+                "stats": {k: json_number(v) for k, v in view.stats.items()}, "layout": {"status": p.layout.status, "note": p.layout.note},
+                "source": {"path": p.main.source.path, "line": p.main.source.first, "marker_line": p.main.marker_line},
+                "tensors": [{"name": t.name, "variable": t.variable, "shape": list(t.view.shape),
+                             "source": {"path": t.source.path, "line": t.source.first}} for t in p.tensors]}
+
+    return {
+        "model": name, "title": title, "short_title": name, "order": 100, "traced": True, "catalogue": numbering,
+        "seed": stamp["seeds"][0] if stamp["seeds"] else None, "device": ", ".join(stamp["devices"]), "dtype": None,
+        "torch": stamp["torch"], "weights": "the script's own", "inputs": {"script": stamp["script"], "sha256": stamp["sha256"]},
+        "summary": f"{title}: {sum(p.captured for p in pages)} of {len(pages)} snapshots captured", "facts": [], "dims": dims,
+        "outcome": outcome,
+        "stages": [{"key": s.key, "title": s.title, "index": f"{s.key}/index.md", "pages": [p.path for p in pages if p.snap.stage == s.key]}
+                   for s in catalogue.stages],
+        "snapshots": [entry(p) for p in pages],
+        "extra_pages": [],
+    }
+
+
+def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Capture, hit: int, command: str,
+           timeout: float | None) -> dict[str, Any]:
+    """Write the report into ``out`` (a staging folder); return its summary (counts, first failure)."""
+    pages, dims = build_pages(catalogue, numbering, capture, hit)
+    for page in pages:
+        if page.captured:
+            page.explanation = explanation(page, catalogue, dims)
+    stamp = {
+        "script": capture.script.name, "sha256": capture.sha256, "argv": capture_argv(command), "seeds": list(dict.fromkeys(capture.seeds)),
+        "devices": sorted({t.device for p in pages for t in p.tensors}) or ["cpu"], "torch": torch.__version__,
+        "python": platform.python_version(), "seconds": capture.seconds, "command": command,
+    }
+    captured = [p for p in pages if p.captured]
+    failed = sorted((p for p in pages if p.check.passed is False), key=lambda p: (p.order, p.snap.number))
+    counts = {"captured": len(captured), "total": len(pages), "passed": sum(p.check.passed is True for p in pages),
+              "failed": len(failed), "unchecked": sum(p.check.passed is None for p in captured)}
+    outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished}
+    title = f"Trace of {capture.script.name}"
+    by_stage = {s.key: [p for p in pages if p.snap.stage == s.key] for s in catalogue.stages}
+    env = environment()
+    common = {"title": title, "catalogue": catalogue, "stamp": stamp, "counts": counts, "first_failure": failed[0] if failed else None,
+              "outcome": outcome, "dims": dims, "stages": catalogue.stages, "by_stage": by_stage, "pages": pages,
+              "questions": catalogue.questions, "inputs": {}}
+
+    tensors = {}
+    for page in captured:
+        names = [t.name for t in page.tensors if 0 < t.view.numel <= DATA_LIMIT]
+        page.data_written = len(names) == len(page.tensors)
+        tensors |= {t.name: t.view.tensor for t in page.tensors if t.name in names}
+    tensors |= _all_hits(capture, numbering)
+    write_tensor_data(out, tensors, labels={}, axes={}, attention=[], extra={"report": name, "dims": dims})
+
+    def write(rel: str, template: str, **context: Any) -> str:
+        text = env.get_template(f"trace/{template}").render(**common, **context)
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        return text
+
+    for page in pages:
+        write(page.path, "snapshot.md.j2", page=page)
+    for stage in catalogue.stages:
+        write(f"{stage.key}/index.md", "stage.md.j2", stage=stage, stage_pages=by_stage[stage.key])
+    write("index.md", "overview.md.j2")
+    write("questions.md", "questions.md.j2")
+    write("print.md", "print.md.j2")
+    data = snapshots_json(name, title, catalogue, numbering, pages, stamp, dims, outcome)
+    (out / "snapshots.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return {"counts": counts, "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None,
+            "pages": pages}
+
+
+def capture_argv(command: str) -> list[str]:
+    return command.split(" -- ", 1)[1].split() if " -- " in command else []
+
+
+def _all_hits(capture: Capture, numbering: str) -> dict[str, torch.Tensor]:
+    """Every hit of every marked tensor (data/hits/...), so a later layer or loop iteration is there to load."""
+    found = {}
+    for marker, hits in capture.hits.items():
+        prefix = f"{marker.number:02d}" if marker.numbering == numbering else (marker.point or f"{marker.numbering}-{marker.number}")
+        for i, hit in enumerate(hits, 1):
+            for value in hit.values:
+                tensor, _ = _tensor_of(value)
+                if tensor is not None and 0 < tensor.numel() <= DATA_LIMIT:
+                    found[f"hit{i}_{prefix}_{value.name}"] = tensor
+    return found

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from generator.catalogue import Question, Report, Snapshot, Stage
-from generator.render import environment, page_path, shift_headings  # noqa: F401  (one page layout for every report)
+from generator.render import environment, escape_text, page_path, shift_headings  # noqa: F401  (one page layout for every report)
 from generator.tensor_data import write_tensor_data
 from generator.tensors import TensorView, fmt, json_number
 from generator.trace.capture import Capture, Hit, Value
@@ -270,7 +270,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     env = environment()
     common = {"title": title, "catalogue": catalogue, "stamp": stamp, "counts": counts, "first_failure": failed[0] if failed else None,
               "outcome": outcome, "dims": dims, "stages": catalogue.stages, "by_stage": by_stage, "pages": pages,
-              "questions": catalogue.questions, "inputs": {}}
+              "questions": catalogue.questions, "inputs": {}, "code": code}
 
     tensors = {}
     for page in captured:
@@ -298,6 +298,11 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     (out / "snapshots.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return {"counts": counts, "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None,
             "pages": pages}
+
+
+def code(value: Any) -> str:
+    """User text as inline code: every character Markdown, HTML or a table could read is a character reference."""
+    return f"<code>{escape_text(value)}</code>"
 
 
 def capture_argv(command: str) -> list[str]:

@@ -8,7 +8,6 @@ the frame's next line or return event, i.e. once the statement has executed. Eve
 from __future__ import annotations
 
 import hashlib
-import os
 import runpy
 import signal
 import sys
@@ -23,7 +22,6 @@ from generator.trace.markers import Marker
 
 # Past this many bytes of captured copies, later hits keep their shape and statistics only (the pages stay bounded).
 CAPTURE_BUDGET_BYTES = 512 * 2**20
-_SKIPPED_FOLDERS = {".venv", "venv", "site-packages", "__pycache__", "node_modules", ".git"}
 
 
 class TraceTimeout(BaseException):
@@ -71,17 +69,39 @@ class Capture:
 
 
 def user_files(script: Path) -> list[Path]:
-    """The script and the Python files beside it (its folder, recursively, without environments and caches)."""
-    folder = script.parent
-    found = [script]
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS and not d.startswith("."))
-        for name in sorted(files):
-            path = Path(root, name).resolve()
-            if name.endswith(".py") and path != script:
-                found.append(path)
-        if len(found) > 500:
-            break
+    """The script and the modules of its own folder it imports, directly or through each other (found with ast, not
+    by running anything): the files whose markers count and whose frames are traced."""
+    import ast
+
+    root = script.parent
+    found: list[Path] = []
+    todo = [script]
+    while todo and len(found) < 500:
+        path = todo.pop()
+        if path in found:
+            continue
+        found.append(path)
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except (SyntaxError, UnicodeDecodeError, OSError):
+            continue  # reported when its markers are read (the script) or when Python imports it
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+                base = root
+            elif isinstance(node, ast.ImportFrom):
+                base = root if not node.level else path.parent.joinpath(*[".."] * (node.level - 1)).resolve()
+                prefix = node.module or ""
+                modules = [prefix] + [f"{prefix}.{alias.name}".lstrip(".") for alias in node.names]
+            else:
+                continue
+            for module in modules:
+                if not module:
+                    continue
+                parts = module.split(".")
+                for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
+                    if candidate.is_file() and candidate.resolve() not in found:
+                        todo.append(candidate.resolve())
     return found
 
 

@@ -31,8 +31,8 @@ _NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 _NAMES = rf"(?P<names>{_NAME}(?:\s*,\s*{_NAME})*)"
 # A name list only counts when nothing but a title separator or the end follows it ("- Raw input" is a title).
 _AFTER = rf"(?:\s*[:=]?\s*{_NAMES}(?=\s*(?:$|[-–—;#(])))?"
-_BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[SG])\s*(?P<number>\d+){_AFTER}", re.I)
-_SNAPSHOT = re.compile(rf"\bSNAPSHOT\s*#?\s*(?P<number>\d+)(?P<alternatives>(?:\s*(?:or|/|,)\s*#?\s*\d+)*){_AFTER}", re.I)
+_BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[SG])\s*(?P<number>\d+)(?P<more>(?:\s*(?:,|and|&)\s*(?:BREAKPOINT\s+)?[SG]\s*\d+)*){_AFTER}", re.I)
+_SNAPSHOT = re.compile(rf"\bSNAPSHOT\s*#?\s*(?P<number>\d+)(?P<more>(?:\s*(?:or|/|,|and|&)\s*#?\s*\d+)*){_AFTER}", re.I)
 _CUSTOM = re.compile(rf"^\s*#\s*trace\s*:\s*(?P<point>[A-Za-z_]\w*)(?:\s+(?P<names>{_NAME}(?:\s*,\s*{_NAME})*))?\s*$")
 
 
@@ -135,6 +135,9 @@ def find_markers(path: Path) -> list[Marker]:
                 chosen = names
             elif len(found) > 1 and len(assigned) == len(found):  # "a, b, c = f(x)  # S02, S03, S04": one name each
                 chosen = (assigned[[f[1] for f in found].index(number)],)
+            elif len(found) > 1 and len(assigned) > 1:
+                raise UserError(f"{path}:{line}: {len(found)} markers on a line that assigns {len(assigned)} names "
+                                f"({', '.join(assigned)}); write the name after each marker")
             elif assigned:
                 chosen = tuple(assigned)
             else:
@@ -145,20 +148,24 @@ def find_markers(path: Path) -> list[Marker]:
 
 
 def _parse_comment(comment: str) -> list[tuple[str, int | None, str | None, str, tuple[str, ...]]]:
-    """(numbering, number, point, marker text, names) for each marker in one comment."""
+    """(numbering, number, point, marker text, names) for each marker in one comment; "S09, S10, S11" is three."""
     if custom := _CUSTOM.match(comment):
         names = tuple(n.strip() for n in (custom.group("names") or custom.group("point")).split(","))
         return [("custom", None, custom.group("point"), comment.strip(), names)]
     found = []
-    for match in _BREAKPOINT.finditer(comment):
-        names = tuple(n.strip() for n in match.group("names").split(",")) if match.group("names") else ()
-        found.append((NUMBERING[match.group("letter").upper()], int(match.group("number")), None, match.group(0).strip(), names))
-    for match in _SNAPSHOT.finditer(comment):
-        if match.group("alternatives"):
-            raise UserError(f"{match.group(0).strip()!r}: one line shared by several snapshots cannot tell them apart; put one "
-                            "marker on the line of each caller (e.g. '# Snapshot #7 q' where the encoder computes q)")
-        names = tuple(n.strip() for n in match.group("names").split(",")) if match.group("names") else ()
-        found.append(("encoder-decoder", int(match.group("number")), None, match.group(0).strip(), names))
+    for pattern in (_BREAKPOINT, _SNAPSHOT):
+        for match in pattern.finditer(comment):
+            numbering = NUMBERING[match.group("letter").upper()] if pattern is _BREAKPOINT else "encoder-decoder"
+            if re.search(r"\bor\b|/", match.group("more")):
+                raise UserError(f"{match.group(0).strip()!r}: one line shared by several snapshots cannot tell them apart; put one "
+                                "marker on the line of each caller (e.g. '# Snapshot #7 q' where the encoder computes q)")
+            numbers = [int(match.group("number"))] + [int(n) for n in re.findall(r"\d+", match.group("more"))]
+            names = tuple(n.strip() for n in match.group("names").split(",")) if match.group("names") else ()
+            if names and len(numbers) > 1 and len(names) != len(numbers):
+                raise UserError(f"{match.group(0).strip()!r}: {len(numbers)} snapshots but {len(names)} names; give one name each")
+            for i, number in enumerate(numbers):
+                chosen = (names[i],) if names and len(numbers) > 1 else names
+                found.append((numbering, number, None, match.group(0).strip(), chosen))
     return found
 
 

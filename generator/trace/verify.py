@@ -256,7 +256,8 @@ def layer_norm_of(*operands: int | tuple[int, int]) -> TraceCheck:
         ok, detail = close(out, normed * gain + bias, f"LayerNorm of the sum, gain and bias fitted per feature (gain {float(gain.mean()):.3f} on average)")
         return ok, detail
     needs = tuple(op[0] if isinstance(op, tuple) else op for op in operands)
-    return TraceCheck("equals LayerNorm(input + sublayer output)", needs, run)
+    name = "equals LayerNorm(input + sublayer output)" if len(operands) > 1 else "equals LayerNorm of its input"
+    return TraceCheck(name, needs, run)
 
 
 def sum_of(*operands: int | tuple[int, int]) -> TraceCheck:
@@ -408,6 +409,7 @@ TRACE_CHECKS: dict[str, dict[int, TraceCheck]] = {
         17: gelu_range(),
         19: sum_of(8, 15, 18),
         20: same_as(19, "is the residual sum after the MLP (S19): pre-norm blocks normalise in the next block"),
+        23: layer_norm_of(22),
         24: row_of(23, 0),
         26: softmax_of(25),
     },

@@ -5,7 +5,7 @@ The forms students write (see the seed reports):
 - ``# BREAKPOINT S13`` — ViT numbering (S01–S26),
 - ``# Snapshot #13`` / ``# Snapshot 13`` / ``# SNAPSHOT #13`` — encoder–decoder numbering (#1–#43),
 - ``# BREAKPOINT G05`` — GPT numbering (G01–G32),
-- ``# trace: any_name`` — a point of the user's own, outside any catalogue.
+- ``# trace: any_name`` — a point of the user's own, outside any catalogue (its values are in the report's data/).
 
 A marker on a statement's line (multi-line statements included) marks that statement; a marker alone on a comment
 line marks the statement just before it, as a debugger breakpoint there stops once that statement has run. The
@@ -140,6 +140,8 @@ def find_markers(path: Path) -> list[Marker]:
                                 f"({', '.join(assigned)}); write the name after each marker")
             elif assigned:
                 chosen = tuple(assigned)
+            elif numbering == "custom":  # "print(x)  # trace: x": the point's name is the variable
+                chosen = (point,)
             else:
                 raise UserError(f"{path}:{line}: {text!r}: line {statement.lineno} assigns no variable; write the name after the "
                                 f"marker, e.g. '{text} x'")
@@ -150,7 +152,7 @@ def find_markers(path: Path) -> list[Marker]:
 def _parse_comment(comment: str) -> list[tuple[str, int | None, str | None, str, tuple[str, ...]]]:
     """(numbering, number, point, marker text, names) for each marker in one comment; "S09, S10, S11" is three."""
     if custom := _CUSTOM.match(comment):
-        names = tuple(n.strip() for n in (custom.group("names") or custom.group("point")).split(","))
+        names = tuple(n.strip() for n in custom.group("names").split(",")) if custom.group("names") else ()
         return [("custom", None, custom.group("point"), comment.strip(), names)]
     found = []
     for pattern in (_BREAKPOINT, _SNAPSHOT):

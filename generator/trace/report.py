@@ -264,7 +264,8 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     failed = sorted((p for p in pages if p.check.passed is False), key=lambda p: (p.order, p.snap.number))
     counts = {"captured": len(captured), "total": len(pages), "passed": sum(p.check.passed is True for p in pages),
               "failed": len(failed), "unchecked": sum(p.check.passed is None for p in captured)}
-    outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished}
+    outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished,
+               "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None, "counts": counts}
     title = f"Trace of {capture.script.name}"
     by_stage = {s.key: [p for p in pages if p.snap.stage == s.key] for s in catalogue.stages}
     env = environment()
@@ -296,8 +297,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     write("print.md", "print.md.j2")
     data = snapshots_json(name, title, catalogue, numbering, pages, stamp, dims, outcome)
     (out / "snapshots.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return {"counts": counts, "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None,
-            "pages": pages}
+    return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
 
 
 def code(value: Any) -> str:

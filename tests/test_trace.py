@@ -1,0 +1,295 @@
+"""`python -m generator trace`: breakpoint comments in a user's own script become a verified report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from generator.cli import main
+from generator.errors import UserError
+from generator.render import escape_text
+from generator.trace.markers import find_markers
+from generator.trace.verify import bind_dims, layout
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+ENCODER_DECODER = EXAMPLES / "encoder_decoder_trace.py"
+VIT = EXAMPLES / "vit_trace.py"
+
+
+def trace(script: Path, out: Path, *extra: str) -> tuple[int, dict]:
+    code = main(["trace", str(script), "--out", str(out), "--name", "t", "-q", *extra])
+    data = out / "t" / "snapshots.json"
+    return code, json.loads(data.read_text(encoding="utf-8")) if data.exists() else {}
+
+
+def variant(tmp_path: Path, example: Path, old: str, new: str) -> Path:
+    source = example.read_text(encoding="utf-8")
+    assert source.count(old) == 1, old
+    script = tmp_path / example.name
+    script.write_text(source.replace(old, new), encoding="utf-8")
+    return script
+
+
+def first_failure(data: dict) -> str | None:
+    return data["outcome"]["first_failure"]
+
+
+# ----------------------------------------------------------------------------- the examples
+
+
+@pytest.mark.parametrize("example, total", [(ENCODER_DECODER, 43), (VIT, 26)])
+def test_every_snapshot_of_an_example_is_captured_and_no_check_fails(tmp_path, example, total):
+    code, data = trace(example, tmp_path)
+    assert code == 0
+    snaps = data["snapshots"]
+    assert len(snaps) == total and all(s["captured"] for s in snaps)
+    assert [s["label"] for s in snaps if s["check"]["passed"] is False] == []
+    assert sum(s["check"]["passed"] is True for s in snaps) >= total // 3  # the checks really ran
+    assert all(s["check"]["passed"] in (True, False, None) for s in snaps)
+    for s in snaps:
+        assert (tmp_path / "t" / s["page"]).is_file()
+        assert s["layout"]["status"] in ("match", "layout", "unbound")
+    for page in ("index.md", "questions.md", "print.md", "data/index.json"):
+        assert (tmp_path / "t" / page).is_file()
+
+
+def test_the_overview_states_the_counts_the_first_failure_and_the_run_stamp(tmp_path):
+    trace(ENCODER_DECODER, tmp_path)
+    overview = (tmp_path / "t" / "index.md").read_text(encoding="utf-8")
+    assert "**43 of 43**" in overview
+    assert "0 failed" in overview
+    assert "| First failing snapshot (pipeline order) | none |" in overview
+    sha = __import__("hashlib").sha256(ENCODER_DECODER.read_bytes()).hexdigest()
+    assert sha in overview and "`7` (`torch.manual_seed`)" in overview and torch.__version__ in overview
+
+
+def test_dimensions_are_bound_from_the_users_tensors(tmp_path):
+    _, data = trace(ENCODER_DECODER, tmp_path)
+    assert data["dims"] == {"B": 1, "S": 7, "T": 6, "C": 32, "h": 4, "hs": 8, "F": 64, "V": 5}
+    page = (tmp_path / "t" / "encoder" / "10-attention-scores-before-softmax.md").read_text(encoding="utf-8")
+    assert "`(1, 4, 7, 7)` against `(B, h, S, S)` = `(1, 4, 7, 7)`" in page
+    assert 'hl_lines="' in page and "# Snapshot #10" in page  # the user's code with the marked line highlighted
+
+
+# ----------------------------------------------------------------------------- bugs, and where they first show
+
+ED_BUGS = {
+    "softmax over the wrong axis": ("torch.softmax(scores_pre_mask, dim=-1)", "torch.softmax(scores_pre_mask, dim=-2)", "#11"),
+    "missing 1/√d": ("q_heads @ k_heads.transpose(-2, -1) / math.sqrt(d_head)", "q_heads @ k_heads.transpose(-2, -1)", "#10"),
+    "mask lets a position see the future": ('float("-inf")), diagonal=1)', 'float("-inf")), diagonal=2)', "#25"),
+    "residual dropped": ("layer_norm(res1_a + res1_b,", "layer_norm(res1_b,", "#15"),
+    "wrong head split": ("x.view(B, L, n_heads, C // n_heads).transpose(1, 2)", "x.view(B, n_heads, L, C // n_heads)", "#12"),
+}
+VIT_BUGS = {
+    "softmax over the wrong axis": ("attn_probs = attn_scores.softmax(dim=-1)", "attn_probs = attn_scores.softmax(dim=-2)", "S13"),
+    "missing 1/√d": ("k.transpose(-2, -1) / math.sqrt(C // HEADS)", "k.transpose(-2, -1)", "S12"),
+    "residual dropped": ("x_after_attn = x_in + attn_out", "x_after_attn = attn_out", "S16"),
+    "MLP residual dropped": ("x_after_mlp = x_after_attn + ff_out", "x_after_mlp = ff_out", "S19"),
+}
+
+
+@pytest.mark.parametrize("example, old, new, label", [
+    *[pytest.param(ENCODER_DECODER, *bug, id=f"encoder-decoder: {name}") for name, bug in ED_BUGS.items()],
+    *[pytest.param(VIT, *bug, id=f"vit: {name}") for name, bug in VIT_BUGS.items()],
+])
+def test_a_bug_is_caught_by_the_right_snapshot_and_named_as_the_first_failure(tmp_path, example, old, new, label):
+    code, data = trace(variant(tmp_path, example, old, new), tmp_path / "out")
+    assert code == 0
+    assert first_failure(data).startswith(label + " ")
+    failed = next(s for s in data["snapshots"] if s["label"] == label)
+    assert failed["check"]["passed"] is False
+    overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+    assert f"| First failing snapshot (pipeline order) | [{label} " in overview
+
+
+def test_a_check_whose_input_was_not_captured_says_which_snapshot_it_needs(tmp_path):
+    script = variant(tmp_path, ENCODER_DECODER, "    d_head = q_heads.shape[-1]\n", "    d_head = q_heads.shape[-1]\n")
+    source = script.read_text(encoding="utf-8").replace("split_heads(k, N_HEADS)  # Snapshot #12", "split_heads(k, N_HEADS)")
+    source = source.replace("split_heads(q, N_HEADS)  # Snapshot #12", "split_heads(q, N_HEADS)")
+    source = source.replace("split_heads(v, N_HEADS)  # Snapshot #12", "split_heads(v, N_HEADS)")
+    script.write_text(source, encoding="utf-8")
+    _, data = trace(script, tmp_path / "out")
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["#12"]["captured"] is False
+    assert by_label["#10"]["check"]["passed"] is None and "needs snapshot #12" in by_label["#10"]["check"]["detail"]
+    assert "42 of 43" in (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------- hits, values, layouts
+
+
+def test_hit_chooses_which_pass_of_a_line_the_pages_show_and_data_keeps_every_hit(tmp_path):
+    _, first = trace(ENCODER_DECODER, tmp_path / "a")
+    _, second = trace(ENCODER_DECODER, tmp_path / "b", "--hit", "2")
+    q1 = next(s for s in first["snapshots"] if s["label"] == "#7")
+    q2 = next(s for s in second["snapshots"] if s["label"] == "#7")
+    assert q1["first"] != q2["first"]  # the second encoder layer
+    index = json.loads((tmp_path / "a" / "t" / "data" / "index.json").read_text(encoding="utf-8"))
+    names = {t["name"] for t in index["tensors"]}
+    assert {"hit1_07_q", "hit2_07_q"} <= names
+    page = (tmp_path / "b" / "t" / "encoder" / "07-self-attention-queries-q.md").read_text(encoding="utf-8")
+    assert "hit 2 of 2" in page
+    src = next(s for s in second["snapshots"] if s["label"] == "#1")  # ran once: its only hit, said so
+    assert src["captured"]
+
+
+def test_lists_of_ints_scalars_and_dicts_of_tensors_are_captured(tmp_path):
+    script = tmp_path / "values.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        ids = [3, 1, 2]  # Snapshot #1
+        n = 7  # trace: count
+        parts = {"a": torch.ones(2, 3), "b": torch.zeros(1)}  # Snapshot #2
+    """), encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["#1"]["first"] == [3, 1, 2] and by_label["#1"]["dtype"] == "int64"
+    assert by_label["#2"]["shape"] == [2, 3]
+    assert "a dict of 2 tensors" in (tmp_path / "out" / "t" / "input" / "02-target-tokens-ids.md").read_text(encoding="utf-8")
+
+
+def test_heads_after_positions_is_recognised_as_a_layout_not_refused():
+    dims = {"B": 1, "h": 4, "S": 6, "hs": 8, "C": 32}
+    heads_first = torch.randn(1, 4, 6, 8)
+    found = layout(heads_first.transpose(1, 2), ("B", "h", "S", "hs"), dims, {})
+    assert found.status == "layout" and torch.equal(found.canonical, heads_first)
+    joined = layout(heads_first, ("B", "S", "C"), dims, {})  # (B, h, S, hs) where (B, S, C) is named
+    assert joined.status == "layout" and joined.canonical.shape == (1, 6, 32)
+    assert layout(torch.randn(1, 6, 31), ("B", "S", "C"), dims, {}).status == "mismatch"
+
+
+def test_an_odd_layout_does_not_mislabel_a_dimension():
+    legend = {"B": "", "S": "", "h": "", "hs": "", "C": ""}
+    dims = bind_dims([(("B", "S", "C"), (1, 6, 32)), (("B", "h", "S", "hs"), (1, 6, 4, 8)), (("B", "h", "S", "S"), (1, 4, 6, 6))], legend)
+    assert dims["h"] == 4 and dims["hs"] == 8
+
+
+def test_a_huge_tensor_is_bounded_on_its_page_and_left_out_of_data(tmp_path):
+    script = tmp_path / "huge.py"
+    script.write_text("import torch\nsrc_ids = torch.arange(4_100_000)  # Snapshot #1\n", encoding="utf-8")
+    code, _ = trace(script, tmp_path / "out")
+    assert code == 0
+    page = tmp_path / "out" / "t" / "input" / "01-raw-input-tokens-ids.md"
+    assert page.stat().st_size < 20_000
+    assert not list((tmp_path / "out" / "t" / "data").glob("01_*"))
+
+
+# ----------------------------------------------------------------------------- markers
+
+
+def test_marker_forms_and_what_each_one_marks(tmp_path):
+    script = tmp_path / "forms.py"
+    script.write_text(textwrap.dedent("""\
+        a = 1  # BREAKPOINT S13
+        b = 2  # Snapshot #13
+        c = 3  # Snapshot 14
+        d = 4  # BREAKPOINT G05
+        e = 5  # trace: mine
+        f = (1,
+             2)  # Snapshot #15
+        g = 6
+        # BREAKPOINT S14 - the statement above
+        h, i, j = 1, 2, 3  # BREAKPOINT S09, S10, S11
+        k = 7  # Snapshot #16 - Feed-forward input: b
+        x = 0  # Snapshot #17: a, b
+    """), encoding="utf-8")
+    found = [(m.numbering, m.number, m.point, m.names, m.first, m.last) for m in find_markers(script)]
+    assert found == [
+        ("vit", 13, None, ("a",), 1, 1), ("encoder-decoder", 13, None, ("b",), 2, 2), ("encoder-decoder", 14, None, ("c",), 3, 3),
+        ("gpt", 5, None, ("d",), 4, 4), ("custom", None, "mine", ("e",), 5, 5), ("encoder-decoder", 15, None, ("f",), 6, 7),
+        ("vit", 14, None, ("g",), 8, 8), ("vit", 9, None, ("h",), 10, 10), ("vit", 10, None, ("i",), 10, 10),
+        ("vit", 11, None, ("j",), 10, 10), ("encoder-decoder", 16, None, ("k",), 11, 11), ("encoder-decoder", 17, None, ("a", "b"), 12, 12),
+    ]
+
+
+def test_a_line_shared_by_several_callers_is_refused_with_what_to_do(tmp_path):
+    script = tmp_path / "shared.py"
+    script.write_text("q = 1  # SNAPSHOT #7 or #21 or #30 - Q (depending on caller)\n", encoding="utf-8")
+    with pytest.raises(UserError, match="put one marker on the line of each caller"):
+        find_markers(script)
+
+
+# ----------------------------------------------------------------------------- bad input: one line, exit 2
+
+
+def _error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) >= 1 and "Traceback" not in "\n".join(err)
+    return err[-1]
+
+
+@pytest.mark.parametrize("source, message", [
+    ("x = (1,\n", "bad.py:1: syntax error"),
+    ("x = 1\n", "no breakpoint comment found"),
+    ("x = 1  # BREAKPOINT S27\n", "no S27"),
+    ("x = 1  # Snapshot #44\n", "no #44"),
+    ("x = 1  # Snapshot #3 missing_name\n", "there is no variable 'missing_name'"),
+    ("print('hi')  # Snapshot #3\n", "assigns no variable"),
+])
+def test_bad_scripts_are_refused_in_one_line(tmp_path, capsys, source, message):
+    script = tmp_path / "bad.py"
+    script.write_text(source, encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "out")]) == 2
+    line = _error(capsys)
+    assert line.startswith("error: ") and message in line
+    if "no breakpoint" in message:
+        assert "# BREAKPOINT S13" in line and "# Snapshot #13" in line and "# trace: name" in line
+
+
+def test_a_missing_script_is_refused_in_one_line(tmp_path, capsys):
+    assert main(["trace", str(tmp_path / "nope.py"), "--out", str(tmp_path / "out")]) == 2
+    assert "there is no such script" in _error(capsys)
+
+
+def test_a_script_that_raises_gets_the_report_of_what_was_captured_and_exit_2(tmp_path, capsys):
+    script = variant(tmp_path, ENCODER_DECODER, "    logits = dec_final @ out_proj  # Snapshot #42",
+                     "    raise ValueError('boom')\n    logits = dec_final @ out_proj  # Snapshot #42")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 2
+    assert "ValueError: boom" in _error(capsys)
+    assert sum(s["captured"] for s in data["snapshots"]) == 41
+    overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+    line = script.read_text(encoding="utf-8").splitlines().index("    raise ValueError('boom')") + 1
+    assert "The script stopped with an error" in overview and escape_text(f"encoder_decoder_trace.py:{line}") in overview
+
+
+def test_timeout_keeps_what_was_captured(tmp_path, capsys):
+    script = tmp_path / "slow.py"
+    script.write_text("import time\nsrc_ids = [1, 2]  # Snapshot #1\nwhile True:\n    time.sleep(0.01)\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out", "--timeout", "0.5")
+    assert code == 2 and "--timeout" in _error(capsys)
+    assert data["snapshots"][0]["captured"] and data["outcome"]["timed_out"]
+
+
+def test_the_script_gets_its_own_arguments_and_folder(tmp_path):
+    (tmp_path / "helper.py").write_text("def width():\n    return 3\n", encoding="utf-8")
+    script = tmp_path / "args.py"
+    script.write_text("import sys\nimport helper\nsrc_ids = [len(sys.argv[1:]), helper.width(), int(__name__ == '__main__')]  # Snapshot #1\n",
+                      encoding="utf-8")
+    code, data = trace(script, tmp_path / "out", "--", "--out", "x")
+    assert code == 0 and data["snapshots"][0]["first"] == [2, 3, 1]
+
+
+def test_user_text_is_escaped_on_the_pages(tmp_path):
+    folder = tmp_path / "a<b>`c"
+    folder.mkdir()
+    script = folder / "x.py"
+    shutil.copy(ENCODER_DECODER, script)
+    trace(script, tmp_path / "out")
+    page = (tmp_path / "out" / "t" / "input" / "01-raw-input-tokens-ids.md").read_text(encoding="utf-8")
+    assert "<b>" not in page
+
+
+def test_the_warm_server_and_its_api_never_offer_trace(tmp_path):
+    from generator.serve import ApiError, build_argv, parse_build_argv
+
+    argv = build_argv({"model": "trace"}, tmp_path)
+    assert argv[0] == "build"  # every API request is a build; nothing reaches the trace command
+    with pytest.raises(ApiError):
+        parse_build_argv(argv)

@@ -2,7 +2,7 @@
 
 Trace it:  python -m generator trace examples/vit_trace.py
 A `# BREAKPOINT Sxx` comment on its own line marks the statement just above it, as a debugger breakpoint there
-stops once that statement has run. Sizes are small (32×32 image, 8×8 patches, width 48, 4 heads, 3 blocks).
+stops once that statement has run. Sizes are ViT-Tiny's for 32×32 images (4×4 patches, width 192, 3 heads, 6 blocks).
 """
 
 import math
@@ -10,7 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-IMAGE_SIZE, PATCH, WIDTH, HEADS, MLP, BLOCKS, CLASSES = 32, 8, 48, 4, 96, 3, 10
+IMAGE_SIZE, PATCH, WIDTH, HEADS, MLP, BLOCKS, CLASSES = 32, 4, 192, 3, 768, 6, 10  # ViT-Tiny on CIFAR-10 sizes
 
 
 def linear_params(n_in, n_out):

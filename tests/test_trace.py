@@ -70,7 +70,7 @@ def test_the_overview_states_the_counts_the_first_failure_and_the_run_stamp(tmp_
 
 def test_dimensions_are_bound_from_the_users_tensors(tmp_path):
     _, data = trace(ENCODER_DECODER, tmp_path)
-    assert data["dims"] == {"B": 1, "S": 7, "T": 6, "C": 32, "h": 4, "hs": 8, "F": 64, "V": 5}
+    assert data["dims"] == {"B": 1, "S": 7, "T": 6, "C": 128, "h": 4, "hs": 32, "F": 256, "V": 5}
     page = (tmp_path / "t" / "encoder" / "10-attention-scores-before-softmax.md").read_text(encoding="utf-8")
     assert "`(1, 4, 7, 7)` against `(B, h, S, S)` = `(1, 4, 7, 7)`" in page
     assert 'hl_lines="' in page and "# Snapshot #10" in page  # the user's code with the marked line highlighted

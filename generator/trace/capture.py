@@ -153,44 +153,65 @@ def _read(frame: Any, name: str) -> Any:
     return value
 
 
+_UNSEEN = object()
+
+
 class _Tracer:
+    """sys.settrace's global function (``global_trace``) and, for frames whose code holds a marked line, one small local
+    function per frame: a marked statement becomes pending on its line event and is read at the frame's next line
+    outside it or at its return. Everything else returns None at once, so other code runs untraced."""
+
     def __init__(self, capture: Capture) -> None:
         self.capture = capture
         self.by_file: dict[str, dict[int, list[Marker]]] = {}  # file -> statement line -> markers
         for marker in capture.markers:
             for line in range(marker.first, marker.last + 1):
                 self.by_file.setdefault(marker.file, {}).setdefault(line, []).append(marker)
-        self.codes: dict[Any, Any] = {}
-        self.pending: dict[Any, tuple[int, int, list[Marker]]] = {}  # frame -> (first, last, markers)
+        self.codes: dict[Any, dict[int, list[Marker]] | None] = {}  # code object -> its marked lines, or None
         self.order = 0
+
+    def _marked_lines(self, code: Any) -> dict[int, list[Marker]] | None:
+        lines = self.by_file.get(code.co_filename)
+        if not lines:
+            return None
+        spans = [line for _, _, line in code.co_lines() if line is not None]
+        if not spans:
+            return None
+        low, high = min(spans), max(spans)
+        own = {line: markers for line, markers in lines.items() if low <= line <= high}
+        return own or None
 
     def global_trace(self, frame, event, arg):
         code = frame.f_code
-        local = self.codes.get(code, 0)
-        if local == 0:
-            lines = self.by_file.get(code.co_filename)
-            local = None
-            if lines:
-                spans = [line for _, _, line in code.co_lines() if line is not None]
-                if spans and any(min(spans) <= line <= max(spans) for line in lines):
-                    local = self.local_trace
-            self.codes[code] = local
-        return local
+        lines = self.codes.get(code, _UNSEEN)
+        if lines is _UNSEEN:
+            lines = self.codes[code] = self._marked_lines(code)
+        if lines is None:
+            return None
+        take = self._take
+        pending = None  # (first line, last line, markers) of the statement that is running
 
-    def local_trace(self, frame, event, arg):
-        if event == "line" or event == "return":
-            line = frame.f_lineno
-            pending = self.pending.get(frame)
-            if pending is not None and (event == "return" or not pending[0] <= line <= pending[1]):
-                del self.pending[frame]
-                self._take(frame, pending[2])
-            if event == "line" and frame not in self.pending:
-                markers = self.by_file[frame.f_code.co_filename].get(line)
-                if markers:
-                    self.pending[frame] = (markers[0].first, markers[0].last, markers)
-        elif event == "exception":
-            self.pending.pop(frame, None)  # the statement did not complete: nothing was assigned
-        return self.local_trace
+        def local_trace(frame, event, arg):
+            nonlocal pending
+            if event == "line":
+                line = frame.f_lineno
+                if pending is not None:
+                    if pending[0] <= line <= pending[1]:
+                        return local_trace
+                    markers, pending = pending[2], None
+                    take(frame, markers)
+                markers = lines.get(line)
+                if markers is not None:
+                    pending = (markers[0].first, markers[0].last, markers)
+            elif event == "return":
+                if pending is not None:
+                    markers, pending = pending[2], None
+                    take(frame, markers)
+            elif event == "exception":
+                pending = None  # the statement did not complete: nothing was assigned
+            return local_trace
+
+        return local_trace
 
     def _take(self, frame, markers: list[Marker]) -> None:
         for marker in markers:

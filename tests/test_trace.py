@@ -164,6 +164,27 @@ def test_heads_after_positions_is_recognised_as_a_layout_not_refused():
     assert layout(torch.randn(1, 6, 31), ("B", "S", "C"), dims, {}).status == "mismatch"
 
 
+def test_a_legitimate_layout_in_a_script_is_read_in_the_catalogues_layout_and_checked(tmp_path):
+    script = variant(tmp_path, ENCODER_DECODER, "attn_concat = merge_heads(attn_weights @ v_heads)  # Snapshot #13",
+                     "attn_concat = attn_weights @ v_heads  # Snapshot #13\n    attn_concat = merge_heads(attn_concat)")
+    _, data = trace(script, tmp_path / "out")
+    concat = next(s for s in data["snapshots"] if s["label"] == "#13")
+    assert concat["shape"] == [1, 4, 7, 32] and concat["layout"]["status"] == "layout"
+    assert "already split into 4 heads" in concat["layout"]["note"] and concat["check"]["passed"] is True
+
+
+def test_a_shape_that_does_not_fit_is_shown_explained_and_fails_its_check(tmp_path):
+    script = variant(tmp_path, ENCODER_DECODER, "    ff_in = ln1_out  # Snapshot #16", "    ff_in = ln1_out[..., :64]  # Snapshot #16")
+    script.write_text(script.read_text(encoding="utf-8").replace("ff1 = ff_in @ p[\"W_1\"]", "ff1 = ln1_out @ p[\"W_1\"]")
+                      .replace("layer_norm(ff_in + ff2, p[\"ln2_g\"]", "layer_norm(ln1_out + ff2, p[\"ln2_g\"]"), encoding="utf-8")
+    _, data = trace(script, tmp_path / "out")
+    ff_in = next(s for s in data["snapshots"] if s["label"] == "#16")
+    assert ff_in["layout"]["status"] == "mismatch" and "axis 2 is 64, C = 128" in ff_in["layout"]["note"]
+    assert ff_in["check"]["passed"] is False
+    page = (tmp_path / "out" / "t" / "encoder" / "16-feed-forward-input.md").read_text(encoding="utf-8")
+    assert "DOES NOT MATCH" in page
+
+
 def test_an_odd_layout_does_not_mislabel_a_dimension():
     legend = {"B": "", "S": "", "h": "", "hs": "", "C": ""}
     dims = bind_dims([(("B", "S", "C"), (1, 6, 32)), (("B", "h", "S", "hs"), (1, 6, 4, 8)), (("B", "h", "S", "S"), (1, 4, 6, 6))], legend)

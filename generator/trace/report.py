@@ -83,8 +83,10 @@ class TracedPage:
 
     @property
     def status_cell(self) -> str:
+        if not self.captured:
+            return "—"
         if self.check.passed is None:
-            return "not checkable" if self.captured or not self.check.name else "needs " + self.check.detail.split("needs ", 1)[-1].rstrip(".")
+            return "not checkable"
         return ":material-check-circle:{ .tt-ok } " + self.check.name if self.check.passed else ":material-close-circle:{ .tt-bad } FAILED: " + self.check.name
 
     def link_from(self, other_path: str) -> str:
@@ -188,6 +190,10 @@ def _run_checks(pages: list[TracedPage], numbering: str, dims: dict[str, int]) -
         if not page.captured:
             page.check = CheckOutcome(check.name, None, "needs this snapshot captured")
             continue
+        if page.layout.status == "mismatch":
+            page.check = CheckOutcome(check.name, False, f"the shape {page.main.view.shape} cannot be read as ({', '.join(page.snap.shape)}): "
+                                      f"{page.layout.note}")
+            continue
         lacking = [by_number[n].label for n in check.needs if n in by_number and not by_number[n].captured]
         if lacking:
             page.check = CheckOutcome(check.name, None, f"needs snapshot {', '.join(dict.fromkeys(lacking))}")
@@ -207,7 +213,9 @@ def explanation(page: TracedPage, catalogue: Report, dims: dict[str, int]) -> st
     named = []
     for expression, size in zip(page.snap.shape, (page.layout.expected or x.shape) if page.layout else x.shape):
         meaning = catalogue.dims_legend.get(expression)
-        named.append(f"{expression} = {size}" + (f" ({meaning})" if meaning else ""))
+        text = f"{expression} = {size}" + (f" ({meaning})" if meaning else "")
+        if text not in named:
+            named.append(text)
     stats = x.stats
     text = (f"`{page.main.variable}` is the *{page.snap.title.lower()}* step of the {catalogue.short_title.lower()} pipeline. "
             f"In your run it holds {x.numel:,} values of shape `{tuple(x.shape)}`; the catalogue names this shape "

@@ -145,12 +145,15 @@ def test_lists_of_ints_scalars_and_dicts_of_tensors_are_captured(tmp_path):
         ids = [3, 1, 2]  # Snapshot #1
         n = 7  # trace: count
         parts = {"a": torch.ones(2, 3), "b": torch.zeros(1)}  # Snapshot #2
+        import numpy
+        table = numpy.arange(12.0).reshape(3, 4)  # Snapshot #3
     """), encoding="utf-8")
     code, data = trace(script, tmp_path / "out")
     assert code == 0
     by_label = {s["label"]: s for s in data["snapshots"]}
     assert by_label["#1"]["first"] == [3, 1, 2] and by_label["#1"]["dtype"] == "int64"
     assert by_label["#2"]["shape"] == [2, 3]
+    assert by_label["#3"]["shape"] == [3, 4] and by_label["#3"]["first"][:3] == [0.0, 1.0, 2.0]
     assert "a dict of 2 tensors" in (tmp_path / "out" / "t" / "input" / "02-target-tokens-ids.md").read_text(encoding="utf-8")
 
 
@@ -263,6 +266,47 @@ def test_bad_scripts_are_refused_in_one_line(tmp_path, capsys, source, message):
         assert "# BREAKPOINT S13" in line and "# Snapshot #13" in line and "# trace: name" in line
 
 
+def test_markers_of_two_numberings_need_report_to_choose(tmp_path, capsys):
+    script = tmp_path / "mixed.py"
+    script.write_text("a = 1  # BREAKPOINT S01\nb = 2  # Snapshot #1\n", encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "out")]) == 2
+    assert "choose one with --report" in _error(capsys)
+    assert main(["trace", str(script), "--out", str(tmp_path / "out"), "--report", "vit", "-q"]) == 0
+
+
+def test_a_refused_trace_leaves_the_previous_report_as_it_was(tmp_path):
+    trace(ENCODER_DECODER, tmp_path)
+    before = (tmp_path / "t" / "index.md").read_text(encoding="utf-8")
+    broken = tmp_path / "broken" / "encoder_decoder_trace.py"
+    broken.parent.mkdir()
+    broken.write_text("x = (\n", encoding="utf-8")
+    assert main(["trace", str(broken), "--out", str(tmp_path), "--name", "t", "-q"]) == 2
+    assert (tmp_path / "t" / "index.md").read_text(encoding="utf-8") == before
+
+
+def test_gpt_numbering_is_read_and_checked(tmp_path):
+    script = tmp_path / "gpt.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        torch.manual_seed(0)
+        idx = torch.tensor([[72, 105, 33]])  # BREAKPOINT G01
+        tok = torch.randn(256, 16)[idx]  # BREAKPOINT G02
+        pos = torch.randn(3, 16)  # BREAKPOINT G03
+        x = tok + pos  # BREAKPOINT G04
+    """), encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0 and data["catalogue"] == "gpt" and len(data["snapshots"]) == 32
+    g04 = next(s for s in data["snapshots"] if s["label"] == "G04")
+    assert g04["check"]["passed"] is True
+
+
+def test_the_summary_line_states_what_was_captured_and_checked(tmp_path, capsys):
+    assert main(["trace", str(ENCODER_DECODER), "--out", str(tmp_path)]) == 0
+    assert ("traced encoder_decoder_trace.py: captured 43 of 43 Encoder–decoder snapshots; checks: 24 passed, 0 failed, "
+            "19 not checkable") in capsys.readouterr().out
+    assert (tmp_path / "encoder-decoder-trace" / "snapshots.json").is_file()  # the default name: the script's
+
+
 def test_a_missing_script_is_refused_in_one_line(tmp_path, capsys):
     assert main(["trace", str(tmp_path / "nope.py"), "--out", str(tmp_path / "out")]) == 2
     assert "there is no such script" in _error(capsys)
@@ -282,7 +326,8 @@ def test_a_script_that_raises_gets_the_report_of_what_was_captured_and_exit_2(tm
 
 def test_timeout_keeps_what_was_captured(tmp_path, capsys):
     script = tmp_path / "slow.py"
-    script.write_text("import time\nsrc_ids = [1, 2]  # Snapshot #1\nwhile True:\n    time.sleep(0.01)\n", encoding="utf-8")
+    script.write_text("import time\nsrc_ids = [1, 2]  # Snapshot #1\nwhile True:\n    try:\n        time.sleep(0.01)\n"
+                      "    except Exception:\n        pass\n", encoding="utf-8")  # the script's own except cannot stop the timeout
     code, data = trace(script, tmp_path / "out", "--timeout", "0.5")
     assert code == 2 and "--timeout" in _error(capsys)
     assert data["snapshots"][0]["captured"] and data["outcome"]["timed_out"]

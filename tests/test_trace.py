@@ -194,6 +194,15 @@ def test_an_odd_layout_does_not_mislabel_a_dimension():
     assert dims["h"] == 4 and dims["hs"] == 8
 
 
+def test_report_none_makes_a_report_of_the_scripts_own_points(tmp_path):
+    script = tmp_path / "own.py"
+    script.write_text("import torch\nx = torch.ones(2, 3)  # trace: inputs\nfor i in range(3):\n    y = x * i  # trace: scaled\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out", "--report", "none", "--hit", "3")
+    assert code == 0 and [s["title"] for s in data["snapshots"]] == ["inputs", "scaled"]
+    assert data["snapshots"][1]["first"][:2] == [2.0, 2.0]  # the third pass: i = 2
+    assert "--report none --hit 3" in (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8").replace("&#45;", "-")
+
+
 def test_a_huge_tensor_is_bounded_on_its_page_and_left_out_of_data(tmp_path):
     script = tmp_path / "huge.py"
     script.write_text("import torch\nsrc_ids = torch.arange(4_100_000)  # Snapshot #1\n", encoding="utf-8")

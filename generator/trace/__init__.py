@@ -100,15 +100,20 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
                 label = LABEL[numbering]
                 raise UserError(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: the {catalogue.short_title} catalogue has "
                                 f"{label.format(n=min(known))}–{label.format(n=max(known))}, no {label.format(n=marker.number)}")
-    else:
-        raise UserError("--report none: a report of # trace: points alone is not built yet; mark catalogue snapshots "
-                        f"({MARKER_FORMS})")
+    elif not any(m.point for m in markers):
+        raise UserError(f"{args.script}: --report none reports the # trace: points, and the script has none ({MARKER_FORMS})")
     name = args.name or re.sub(r"[^a-z0-9]+", "-", script.stem.lower()).strip("-") or "trace"
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in REPORTS:
         raise UserError(f"--name {name!r}: use lowercase letters, digits, '.', '_' or '-', and not a bundled report's name ({', '.join(REPORTS)})")
     script_args = list(args.script_args)
-    command = command or "python -m generator trace " + shlex.join([str(args.script), *(["--", *script_args] if script_args else [])])
+    options = [*(["--report", args.report] if args.report != "auto" else []), *(["--hit", str(args.hit)] if args.hit != 1 else []),
+               *(["--timeout", f"{args.timeout:g}"] if args.timeout else [])]
+    command = command or "python -m generator trace " + shlex.join([str(args.script), *options, *(["--", *script_args] if script_args else [])])
     capture = run_script(script, script_args, markers, args.timeout)
+    if numbering == "none":
+        from generator.trace.report import own_catalogue
+
+        catalogue = own_catalogue(capture)
     with staged_output(args.out, entries=[name]) as staging:
         summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)
     counts = summary["counts"]

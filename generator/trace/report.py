@@ -23,7 +23,31 @@ from generator.trace.markers import Marker
 from generator.trace.verify import TRACE_CHECKS, Layout, Missing, bind_dims, layout
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
-MARKER_EXAMPLE = {"vit": "# BREAKPOINT S{n:02d}", "gpt": "# BREAKPOINT G{n:02d}", "encoder-decoder": "# Snapshot #{n}"}
+MARKER_EXAMPLE = {"vit": "# BREAKPOINT S{n:02d}", "gpt": "# BREAKPOINT G{n:02d}", "encoder-decoder": "# Snapshot #{n}", "none": "# trace: name"}
+
+
+def own_points(capture: Capture) -> dict[str, int]:
+    """`# trace: name` points numbered in the order the script first reached them."""
+    first = {}
+    for marker, hits in capture.hits.items():
+        if marker.point:
+            first[marker.point] = min(first.get(marker.point, hits[0].order), hits[0].order)
+    return {point: i for i, point in enumerate(sorted(first, key=first.get), 1)}
+
+
+def own_catalogue(capture: Capture) -> Report:
+    """A catalogue of the script's own `# trace:` points, for `--report none`: one stage, no named shapes, no checks."""
+    points = own_points(capture)
+    shapes = {}
+    for marker, hits in capture.hits.items():
+        if marker.point and marker.point not in shapes:
+            tensor, _ = _tensor_of(hits[0].values[0])
+            shapes[marker.point] = tuple(str(n) for n in (tensor.shape if tensor is not None else ()))
+    snapshots = tuple(Snapshot(number=n, title=point, variable=point, stage="points", tensors=(), shape=shapes[point], check="",
+                               check_args={}) for point, n in points.items())
+    return Report(key="trace", title="Your own trace points", short_title="Trace", label_format="T{n:02d}",
+                  stages=(Stage("points", "Your points", "The values marked with # trace: comments, in the order the script reached them."),),
+                  snapshots=snapshots, figures=(), overview_figures=(), dims_legend={}, questions=(), options=None, package=__name__)
 
 
 @dataclass
@@ -125,8 +149,11 @@ def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
 def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -> tuple[list[TracedPage], dict[str, int]]:
     folder = capture.script.parent
     by_number: dict[int, list[tuple[Marker, list[Hit]]]] = {}
+    points = own_points(capture) if numbering == "none" else {}
     for marker in sorted(capture.markers, key=lambda m: (m.file, m.line)):
-        if marker.numbering == numbering and marker in capture.hits:
+        if marker in capture.hits and numbering == "none" and marker.point:
+            by_number.setdefault(points[marker.point], []).append((marker, capture.hits[marker]))
+        elif marker in capture.hits and marker.numbering == numbering:
             by_number.setdefault(marker.number, []).append((marker, capture.hits[marker]))
     pages = []
     for snap in catalogue.snapshots:

@@ -138,6 +138,18 @@ def test_hit_chooses_which_pass_of_a_line_the_pages_show_and_data_keeps_every_hi
     assert src["captured"]
 
 
+def test_each_attention_snapshot_gets_the_explorer_with_one_entry_per_hit(tmp_path):
+    trace(ENCODER_DECODER, tmp_path, "--hit", "2")
+    index = json.loads((tmp_path / "t" / "data" / "index.json").read_text(encoding="utf-8"))
+    groups = {g["key"]: g for g in index["attention"]}
+    assert set(groups) == {"snapshot-11", "snapshot-26", "snapshot-34"}
+    assert groups["snapshot-34"]["layers"] == ["attention_34_hit1", "attention_34_hit2"]
+    shapes = {t["name"]: t["shape"] for t in index["tensors"]}
+    assert shapes["attention_34_hit1"] == [1, 4, 6, 7]  # (B, h, T, S): target queries, source keys
+    page = (tmp_path / "t" / "decoder" / "34-cross-attention-score-matrix-after-softmax.md").read_text(encoding="utf-8")
+    assert 'data-group="snapshot-34" data-layer="1"' in page  # opens on the hit the pages show
+
+
 def test_lists_of_ints_scalars_and_dicts_of_tensors_are_captured(tmp_path):
     script = tmp_path / "values.py"
     script.write_text(textwrap.dedent("""\

@@ -16,13 +16,15 @@ import torch
 
 from generator.catalogue import Question, Report, Snapshot, Stage
 from generator.render import environment, escape_text, page_path, shift_headings  # noqa: F401  (one page layout for every report)
-from generator.tensor_data import write_tensor_data
+from generator.tensor_data import explore_info, write_tensor_data
 from generator.tensors import TensorView, fmt, json_number
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
 from generator.trace.verify import TRACE_CHECKS, Layout, Missing, bind_dims, layout
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
+# Attention-probability snapshots (number -> named query and key axes): every hit of one becomes an explorer "layer".
+ATTENTION = {"encoder-decoder": {11: ("S", "S"), 26: ("T", "T"), 34: ("T", "S")}, "vit": {13: ("N1", "N1")}, "gpt": {14: ("T", "T")}}
 MARKER_EXAMPLE = {"vit": "# BREAKPOINT S{n:02d}", "gpt": "# BREAKPOINT G{n:02d}", "encoder-decoder": "# Snapshot #{n}", "none": "# trace: name"}
 
 
@@ -314,7 +316,10 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
         page.data_written = len(names) == len(page.tensors)
         tensors |= {t.name: t.view.tensor for t in page.tensors if t.name in names}
     tensors |= _all_hits(capture, numbering)
-    write_tensor_data(out, tensors, labels={}, axes={}, attention=[], extra={"report": name, "dims": dims})
+    explorers, labels, axes, groups = _attention(pages, numbering, dims, capture)
+    tensors |= explorers
+    write_tensor_data(out, tensors, labels=labels, axes=axes, attention=groups, extra={"report": name, "dims": dims})
+    common["explore"] = lambda page: _explore_info(page, {g["key"] for g in groups}, hit)
 
     def write(rel: str, template: str, **context: Any) -> str:
         text = env.get_template(f"trace/{template}").render(**common, **context)
@@ -338,6 +343,44 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
 def code(value: Any) -> str:
     """User text as inline code: every character Markdown, HTML or a table could read is a character reference."""
     return f"<code>{escape_text(value)}</code>"
+
+
+def _attention(pages: list[TracedPage], numbering: str, dims: dict[str, int], capture: Capture):
+    """For the explorer: every hit of each captured attention-probability snapshot, in the catalogue's layout
+    (B, h, queries, keys), as one group whose "layers" are the hits (a loop over layers gives one hit per layer)."""
+    tensors, labels, axes, groups = {}, {}, {}, []
+    by_number = {p.snap.number: p for p in pages}
+    for number, (rows, cols) in ATTENTION.get(numbering, {}).items():
+        page = by_number.get(number)
+        if page is None or not page.captured or rows not in dims or cols not in dims or "h" not in dims:
+            continue
+        marker = next(m for m in capture.markers if m.numbering == numbering and m.number == number and m in capture.hits)
+        names = []
+        for i, hit in enumerate(capture.hits[marker], 1):
+            tensor, _ = _tensor_of(hit.values[0])
+            found = layout(tensor, page.snap.shape, dims, {}) if tensor is not None else None
+            if found is None or found.canonical is None or found.canonical.dim() != 4 or found.canonical.numel() > DATA_LIMIT:
+                break
+            name = f"attention_{number:02d}_hit{i}"
+            tensors[name] = found.canonical
+            axes[name] = (None, "heads", f"positions_{rows}", f"positions_{cols}")
+            names.append(name)
+        if names:
+            for dim in (rows, cols):
+                labels[f"positions_{dim}"] = [f"position {j}" for j in range(dims[dim])]
+            labels["heads"] = [f"head {j + 1}" for j in range(dims["h"])]
+            groups.append({"key": f"snapshot-{number}", "title": f"{page.label} {page.snap.title}", "unit": "hit", "layers": names,
+                           "rows": f"positions_{rows}", "cols": f"positions_{cols}", "image": None})
+    return tensors, labels, axes, groups
+
+
+def _explore_info(page: TracedPage, groups: set[str], hit: int) -> dict[str, Any]:
+    """_explore.md.j2's data for a traced page: the bundled reports' layout, with this snapshot's explorer if it has one."""
+    info = explore_info(page)
+    key = f"snapshot-{page.snap.number}"
+    if key in groups:
+        info["group"], info["layer"] = key, hit - 1
+    return info
 
 
 def capture_argv(command: str) -> list[str]:

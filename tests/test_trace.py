@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 
@@ -357,10 +359,12 @@ def test_timeout_keeps_what_was_captured(tmp_path, capsys):
 def test_the_script_gets_its_own_arguments_and_folder(tmp_path):
     (tmp_path / "helper.py").write_text("def width():\n    return 3\n", encoding="utf-8")
     script = tmp_path / "args.py"
-    script.write_text("import sys\nimport helper\nsrc_ids = [len(sys.argv[1:]), helper.width(), int(__name__ == '__main__')]  # Snapshot #1\n",
-                      encoding="utf-8")
+    script.write_text("import os, sys\nimport helper\nsrc_ids = [len(sys.argv[1:]), helper.width(), int(__name__ == '__main__')]  # Snapshot #1\n"
+                      "os.chdir('/')\n", encoding="utf-8")
+    cwd, path = os.getcwd(), sys.path[:]
     code, data = trace(script, tmp_path / "out", "--", "--out", "x")
     assert code == 0 and data["snapshots"][0]["first"] == [2, 3, 1]
+    assert os.getcwd() == cwd and sys.path == path  # the generator's own state is restored afterwards
 
 
 def test_user_text_is_escaped_on_the_pages(tmp_path):

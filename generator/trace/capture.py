@@ -8,6 +8,8 @@ the frame's next line or return event, i.e. once the statement has executed. Eve
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 import runpy
 import signal
 import sys
@@ -237,6 +239,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture = Capture(script=script, markers=markers, sha256=hashlib.sha256(script.read_bytes()).hexdigest())
     tracer = _Tracer(capture)
     saved_argv, saved_path, saved_seed = sys.argv[:], sys.path[:], (torch.manual_seed, torch.random.manual_seed)
+    saved_cwd = os.getcwd()
 
     def recording_seed(seed):
         capture.seeds.append(int(seed))
@@ -253,6 +256,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
         previous_handler = signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, timeout)
     started = time.perf_counter()
+    threading.settrace(tracer.global_trace)  # threads the script starts are traced too
     sys.settrace(tracer.global_trace)
     try:
         runpy.run_path(str(script), run_name="__main__")
@@ -267,6 +271,8 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
         capture.error, capture.error_at = _describe(exc, script)
     finally:
         sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+        os.chdir(saved_cwd)
         capture.seconds = time.perf_counter() - started
         if timeout:
             signal.setitimer(signal.ITIMER_REAL, 0)

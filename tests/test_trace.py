@@ -109,6 +109,16 @@ def test_a_bug_is_caught_by_the_right_snapshot_and_named_as_the_first_failure(tm
     assert f"| First failing snapshot (pipeline order) | [{label} " in overview
 
 
+def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_passs_input(tmp_path):
+    script = variant(tmp_path, VIT, "x_block2_out = encoder_block(x_block1_out, blocks[1])", "x_block2_out = encoder_block(x_pos, blocks[1])")
+    _, first_pass = trace(script, tmp_path / "a")
+    assert first_failure(first_pass) is None  # the first block is right
+    _, second_pass = trace(script, tmp_path / "b", "--hit", "2")
+    assert first_failure(second_pass).startswith("S08 ")
+    s08 = next(s for s in second_pass["snapshots"] if s["label"] == "S08")
+    assert "pass 2's input vs the block output of pass 1" in s08["check"]["detail"]
+
+
 def test_a_check_whose_input_was_not_captured_says_which_snapshot_it_needs(tmp_path):
     script = variant(tmp_path, ENCODER_DECODER, "    d_head = q_heads.shape[-1]\n", "    d_head = q_heads.shape[-1]\n")
     source = script.read_text(encoding="utf-8").replace("split_heads(k, N_HEADS)  # Snapshot #12", "split_heads(k, N_HEADS)")
@@ -325,8 +335,8 @@ def test_gpt_numbering_is_read_and_checked(tmp_path):
 
 def test_the_summary_line_states_what_was_captured_and_checked(tmp_path, capsys):
     assert main(["trace", str(ENCODER_DECODER), "--out", str(tmp_path)]) == 0
-    assert ("traced encoder_decoder_trace.py: captured 43 of 43 Encoder–decoder snapshots; checks: 24 passed, 0 failed, "
-            "19 not checkable") in capsys.readouterr().out
+    assert ("traced encoder_decoder_trace.py: captured 43 of 43 Encoder–decoder snapshots; checks: 25 passed, 0 failed, "
+            "18 not checkable") in capsys.readouterr().out
     assert (tmp_path / "encoder-decoder-trace" / "snapshots.json").is_file()  # the default name: the script's
 
 

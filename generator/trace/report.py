@@ -91,6 +91,8 @@ class TracedPage:
     layout: Layout | None = None
     check: CheckOutcome = field(default_factory=lambda: CheckOutcome("", None, ""))
     order: int = 0  # capture order of the shown hit: the pipeline order of the user's run
+    shown_hit: int = 1  # which hit of its (first) marker the page shows
+    hit_values: list[list[torch.Tensor | None]] = field(default_factory=list)  # per tensor of the page: its value at every hit
     hit_note: str = ""
     explanation: str = ""
     questions: list[Question] = field(default_factory=list)
@@ -163,9 +165,13 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
                           marker_example=MARKER_EXAMPLE[numbering].format(n=snap.number),
                           questions=[catalogue.question(n) for n in snap.questions])
         notes = []
-        for marker, hits in by_number.get(snap.number, []):
+        for j, (marker, hits) in enumerate(by_number.get(snap.number, [])):
             chosen, note = _hit(hits, hit)
             notes.append(note)
+            if j == 0:
+                page.shown_hit = min(hit, len(hits))
+            for k in range(len(chosen.values)):
+                page.hit_values.append([_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits])
             page.order = min(page.order or chosen.order, chosen.order)
             try:
                 shown = str(Path(marker.file).relative_to(folder))
@@ -196,19 +202,28 @@ def _run_checks(pages: list[TracedPage], numbering: str, dims: dict[str, int]) -
     by_number = {p.snap.number: p for p in pages}
     checks = TRACE_CHECKS.get(numbering, {})
 
-    def get(number: int, i: int = 0) -> torch.Tensor:
+    def get(number: int, i: int = 0, hit: int | None = None) -> torch.Tensor:
+        """Snapshot ``number``'s ``i``-th tensor in the catalogue's layout, float64: the hit the pages show, or ``hit``
+        (1-based; negative counts from the last), for checks that follow a loop from one pass to the next."""
         page = by_number.get(number)
         label = page.label if page else str(number)
         if page is None or not page.captured or i >= len(page.tensors):
             raise Missing(label)
-        tensor = page.tensors[i].view.tensor
-        if i == 0:
-            found = page.layout
+        if hit is None:
+            tensor = page.tensors[i].view.tensor
+            found = page.layout if i == 0 else layout(tensor, page.snap.shape, dims, {})
         else:
+            values = page.hit_values[i]
+            index = hit - 1 if hit > 0 else len(values) + hit
+            if not 0 <= index < len(values) or values[index] is None:
+                raise Missing(label, f"needs hit {hit} of {label}, which ran {len(values)} time{'s' if len(values) != 1 else ''}")
+            tensor = values[index]
             found = layout(tensor, page.snap.shape, dims, {})
         if found.canonical is None:
             raise Missing(label, f"{label}'s shape {tuple(tensor.shape)} cannot be read as ({', '.join(page.snap.shape)})")
         return found.canonical.double()
+
+    get.shown = lambda number: by_number[number].shown_hit  # type: ignore[attr-defined]
 
     for page in pages:
         check = checks.get(page.snap.number)

@@ -154,6 +154,20 @@ def _join(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2).reshape(B, L, h * hs)  # (B, h, L, hs) -> (B, L, C)
 
 
+def block_input(first: int, previous_output: int, stage: str) -> TraceCheck:
+    """A block's input: at its first pass what the stage before hands over, at pass k the block's own output at pass k − 1."""
+    def run(get, n, dims):
+        shown = get.shown(n)
+        if shown == 1:
+            return close(get(n), get(first), f"the first pass's input vs {stage}")
+        return close(get(n), get(previous_output, hit=shown - 1), f"pass {shown}'s input vs the block output of pass {shown - 1}")
+    return TraceCheck(f"is what the previous step handed over ({stage}, or the previous pass's block output)", (first, previous_output), run)
+
+
+def hit_of(source: int, hit: int, claim: str) -> TraceCheck:
+    return TraceCheck(claim, (source,), lambda get, n, dims: close(get(n), get(source, hit=hit), claim))
+
+
 def same_as(other: int, claim: str) -> TraceCheck:
     return TraceCheck(claim, (other,), lambda get, n, dims: close(get(n), get(other), claim))
 
@@ -376,7 +390,7 @@ TRACE_CHECKS: dict[str, dict[int, TraceCheck]] = {
         1: ids(), 2: ids(),
         4: embedding_rows(3, 1),
         5: sinusoidal_added(4),
-        6: same_as(5, "is what the embedding stage handed over (#5)"),
+        6: block_input(5, 19, "the embeddings, #5"),
         10: scores_of((12, 0), (12, 1), heads=True),
         11: probabilities_of(10),
         12: heads_rejoin((7, 8, 9)),
@@ -395,13 +409,14 @@ TRACE_CHECKS: dict[str, dict[int, TraceCheck]] = {
         35: context_of(34, 32, v_full=True),
         37: same_as(36, "is the output of the cross-attention sublayer (#36)"),
         40: layer_norm_of(37, 39),
+        41: hit_of(40, -1, "is the last decoder layer's output (#40 at its last pass)"),
         43: slice_of(42, (0, 0)),
     },
     "vit": {
         2: patches_of(1),
         3: flattened(2),
         6: cls_concat(5, 4),
-        8: same_as(7, "is the embedding stage's output (S07)"),
+        8: block_input(7, 20, "the embeddings, S07"),
         12: scores_of(9, 10, heads=True),
         13: probabilities_of(12),
         14: context_of(13, 11, concat=False),
@@ -409,6 +424,8 @@ TRACE_CHECKS: dict[str, dict[int, TraceCheck]] = {
         17: gelu_range(),
         19: sum_of(8, 15, 18),
         20: same_as(19, "is the residual sum after the MLP (S19): pre-norm blocks normalise in the next block"),
+        21: hit_of(20, 2, "is the second block's output (S20 at its second pass)"),
+        22: hit_of(20, -1, "is the last block's output (S20 at its last pass)"),
         23: layer_norm_of(22),
         24: row_of(23, 0),
         26: softmax_of(25),

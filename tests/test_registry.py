@@ -3,25 +3,58 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
+import tokenize
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
 from generator.cli import main, parser
-from generator.reports import REPORTS
+from generator.reports import PACKAGES, REPORTS
 from tests.conftest import ROOT
 
 REPORT_NAME = re.compile(r"""["'](%s)["']""" % "|".join(re.escape(key) for key in REPORTS))
+# What names a report in code: its key, its folder under generator/reports/, its model module under models/.
+REPORT_WORDS = {*REPORTS, *PACKAGES, *(path.stem for path in (ROOT / "models").glob("*.py") if path.stem not in ("__init__", "recording"))}
+DOTTED = re.compile(r"\b(?:generator\.reports|models)\.(%s)\b" % "|".join(re.escape(word) for word in sorted(REPORT_WORDS)))
+
+
+def names_a_report(path: Path) -> list[str]:
+    """Where a generic file names a report: a quoted key, an import of (or a dotted path into) a report's folder or model
+    module, or a Python name that is a report's folder or model module (``vit = ...``, ``from models import gpt``).
+    Comments and prose in strings (help texts, docstrings) may mention reports."""
+    text = path.read_text(encoding="utf-8")
+    found = [f"{path.name}: {m[0]}" for m in REPORT_NAME.finditer(text)]
+    if path.suffix == ".j2":
+        for expression in re.findall(r"\{\{.*?\}\}|\{%.*?%\}", text, re.S):
+            found += [f"{path.name}: {word}" for word in re.findall(r"[A-Za-z_][\w-]*", expression) if word in REPORT_WORDS]
+        return found
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.NAME and token.string in REPORT_WORDS:
+            found.append(f"{path.name}:{token.start[0]}: the name {token.string}")
+        elif token.type == tokenize.STRING and (m := DOTTED.search(token.string)):
+            found.append(f"{path.name}:{token.start[0]}: {m[0]}")
+    return found
 
 
 def test_outside_the_reports_folder_no_generator_file_names_a_report():
     """The CLI, build, landing page, PDF export, MkDocs plugin and benchmarks iterate over the registry."""
     reports_folder = ROOT / "generator" / "reports"
     places = [*(ROOT / "generator").rglob("*.py"), *(ROOT / "generator").rglob("*.j2"), *(ROOT / "benchmarks").rglob("*.py")]
-    naming = sorted(str(path.relative_to(ROOT)) for path in places
-                    if not path.is_relative_to(reports_folder) and REPORT_NAME.search(path.read_text(encoding="utf-8")))
-    assert naming == [], f"these files name reports by key instead of using generator.reports.REPORTS: {naming}"
+    naming = sorted(hit for path in places if not path.is_relative_to(reports_folder) for hit in names_a_report(path))
+    assert naming == [], f"these files name reports instead of using generator.reports.REPORTS: {naming}"
+
+
+@pytest.mark.parametrize("line", [
+    'key = "vit"', "from models.vit import VisionTransformer", "import models.gpt", "from generator.reports import gpt",
+    "vit = dict(rows)", 'importlib.import_module("generator.reports.encoder_decoder.runner")',
+])
+def test_the_guard_catches_keys_imports_and_names(line, tmp_path):
+    path = tmp_path / "generic.py"
+    path.write_text(line + "\n", encoding="utf-8")
+    assert names_a_report(path)
 
 
 @pytest.mark.parametrize("key", REPORTS)
@@ -32,26 +65,64 @@ def test_the_catalogue_names_only_declared_record_points_for_every_layer(key):
     for layer in range(1, defaults.n_layers() + 1):
         opts = dataclasses.replace(defaults, layer=layer)
         declared = opts.record_points()
-        names = {name.format(**opts.places()) for name in report.record_names()}
+        names = {ref.name(opts.places()) for ref in report.inputs()}
         assert names <= set(declared), f"layer {layer}: not declared by the model: {sorted(names - set(declared))}"
 
 
-@pytest.mark.parametrize("key", REPORTS)
-def test_a_recorded_pass_records_exactly_the_declared_points(key, runs):
-    run = runs[key]
-    declared = REPORTS[key].options(device="cpu").record_points()
-    assert set(run.recording) <= set(declared)
+def shape_mismatches(run, declared) -> list[str]:
+    """Recorded tensors whose shape is not their declared named shape in the run's sizes (or that are not declared)."""
+    from generator.catalogue import parse_dimension
+
+    wrong = []
     for name, entry in run.recording.items():
-        assert entry.tensor.dim() == len(declared[name]), name
+        if name not in declared:
+            wrong.append(f"{name}: not declared")
+            continue
+        expected = tuple(parse_dimension(axis, run.dims) for axis in declared[name].shape)
+        if tuple(entry.tensor.shape) != expected:
+            wrong.append(f"{name}: recorded {tuple(entry.tensor.shape)}, declared {declared[name].shape} = {expected}")
+    return wrong
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_a_recorded_pass_records_exactly_the_declared_points_with_their_declared_shapes(key, runs):
+    run = runs[key]
+    assert shape_mismatches(run, REPORTS[key].options(device="cpu").record_points()) == []
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_a_changed_declared_shape_is_caught(key, runs, monkeypatch):
+    """Declarations are the one source of shapes: change one (two axes swapped) and the recorded pass, the page's
+    expected shape and the registry check all disagree with it."""
+    from generator.render import build_pages
+
+    run, report = runs[key], REPORTS[key]
+    snap = next(s for s in report.snapshots if s.shape is None and len(set(run.declared[run.name(s.main)].shape)) > 1)
+    declared = run.declared[run.name(snap.main)]
+    owner = next(cls for cls in type(run.model.get_submodule(declared.name.rsplit(".", 1)[0] if "." in declared.name else "")).__mro__
+                 for attr, value in vars(cls).items() if value is declared.point)
+    attribute = next(attr for attr, value in vars(owner).items() if value is declared.point)
+    swapped = (declared.point.shape[-1], *declared.point.shape[1:-1], declared.point.shape[0])
+    monkeypatch.setattr(owner, attribute, dataclasses.replace(declared.point, shape=swapped))
+
+    mismatches = shape_mismatches(run, report.options(device="cpu").record_points())
+    assert any(m.startswith(f"{declared.name}:") for m in mismatches), mismatches
+    run.__dict__.pop("declared", None)  # the run's cached declarations, read again from the changed class
+    try:
+        page = next(p for p in build_pages(report, run) if p.snap is snap)
+        assert not page.shape_ok
+    finally:
+        run.__dict__.pop("declared", None)
 
 
 @pytest.mark.parametrize("key", REPORTS)
 def test_every_snapshot_shape_uses_the_report_dimensions(key, runs):
     from generator.catalogue import parse_dimension
+    from generator.render import named_shape
 
     run = runs[key]
     for snap in REPORTS[key].snapshots:
-        assert all(parse_dimension(d, run.dims) >= 1 for d in snap.shape), snap.number
+        assert all(parse_dimension(d, run.dims) >= 1 for d in named_shape(run, snap)), snap.number
 
 
 @pytest.mark.parametrize("key", REPORTS)
@@ -115,3 +186,44 @@ def test_a_report_without_its_own_templates_still_renders(tmp_path, runs):
     first = (tmp_path / pages[0].path).read_text(encoding="utf-8")
     assert "holds" in first and "The check below recomputes it" in first
     assert "has no written answer to this question yet" in (tmp_path / "questions.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_every_snapshot_and_question_has_its_own_explanation_and_answers(key):
+    """Generic text is a stand-in for a report being written, not for a finished one: remove a block and this fails."""
+    from generator.render import missing_blocks
+
+    assert missing_blocks(REPORTS[key]) == []
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_the_build_names_the_snapshot_whose_explanation_falls_back(key, runs, tmp_path, monkeypatch, caplog):
+    import logging
+    import re
+    import shutil
+
+    from generator import render
+    from generator.catalogue import Report
+
+    report = REPORTS[key]
+    snap = report.snapshots[len(report.snapshots) // 2]
+    templates = tmp_path / "templates"
+    shutil.copytree(report.templates, templates)
+    explain = templates / "explain.md.j2"
+    text = explain.read_text(encoding="utf-8")
+    removed = re.sub(r"\{%% block s%d %%\}.*?\{%% endblock %%\}\n" % snap.number, "", text, flags=re.S)
+    assert removed != text
+    explain.write_text(removed, encoding="utf-8")
+    own = Report.templates.fget
+    monkeypatch.setattr(Report, "templates", property(lambda self: templates if self.key == key else own(self)))
+    render.environment.cache_clear()
+    try:
+        assert render.missing_blocks(report) == [f"{report.label(snap.number)} (no block s{snap.number} in explain.md.j2)"]
+        with caplog.at_level(logging.WARNING, logger="generator"):
+            pages = render.render_report(report, runs[key], tmp_path / "out")
+    finally:
+        monkeypatch.undo()
+        render.environment.cache_clear()
+    assert f"{key}: generic text stands in for 1 explanations or answers: {report.label(snap.number)}" in caplog.text
+    page = next(p for p in pages if p.snap is snap)
+    assert "The check below recomputes it" in page.explanation

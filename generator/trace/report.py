@@ -37,19 +37,48 @@ def own_points(capture: Capture) -> dict[str, int]:
     return {point: i for i, point in enumerate(sorted(first, key=first.get), 1)}
 
 
-def own_catalogue(capture: Capture) -> Report:
-    """A catalogue of the script's own `# trace:` points, for `--report none`: one stage, no named shapes, no checks."""
+@dataclass(frozen=True)
+class OwnPoint:
+    """A `# trace:` point as a page: what the templates read of a catalogue snapshot (no record point, no check)."""
+
+    number: int
+    title: str
+    variable: str
+    shape: tuple[str, ...]
+    stage: str = "points"
+    questions: tuple[int, ...] = ()
+    differs: str = ""
+    tensors: tuple = ()
+
+
+@dataclass(frozen=True)
+class OwnCatalogue:
+    """The script's own `# trace:` points, for `--report none`: one stage, the observed shapes, no checks."""
+
+    snapshots: tuple[OwnPoint, ...]
+    key: str = "trace"
+    title: str = "Your own trace points"
+    short_title: str = "Trace"
+    stages: tuple[Stage, ...] = (Stage("points", "Your points", "The values marked with # trace: comments, in the order the script reached them."),)
+    dims_legend: Any = field(default_factory=dict)
+    questions: tuple[Question, ...] = ()
+    options: Any = None
+
+    def label(self, number: int) -> str:
+        return f"T{number:02d}"
+
+    def question(self, number: int) -> Question:
+        raise KeyError(number)
+
+
+def own_catalogue(capture: Capture) -> OwnCatalogue:
     points = own_points(capture)
     shapes = {}
     for marker, hits in capture.hits.items():
         if marker.point and marker.point not in shapes:
             tensor, _ = _tensor_of(hits[0].values[0])
             shapes[marker.point] = tuple(str(n) for n in (tensor.shape if tensor is not None else ()))
-    snapshots = tuple(Snapshot(number=n, title=point, variable=point, stage="points", tensors=(), shape=shapes[point], check="",
-                               check_args={}) for point, n in points.items())
-    return Report(key="trace", title="Your own trace points", short_title="Trace", label_format="T{n:02d}",
-                  stages=(Stage("points", "Your points", "The values marked with # trace: comments, in the order the script reached them."),),
-                  snapshots=snapshots, figures=(), overview_figures=(), dims_legend={}, questions=(), options=None, package=__name__)
+    return OwnCatalogue(tuple(OwnPoint(n, point, point, shapes[point]) for point, n in points.items()))
 
 
 @dataclass
@@ -91,6 +120,7 @@ class TracedPage:
     layout: Layout | None = None
     check: CheckOutcome = field(default_factory=lambda: CheckOutcome("", None, ""))
     order: int = 0  # capture order of the shown hit: the pipeline order of the user's run
+    named: tuple[tuple[str, ...] | None, ...] = ()  # the named shape of each of the snapshot's tensors (catalogue or declaration)
     shown_hit: int = 1  # which hit of its (first) marker the page shows
     hit_values: list[list[torch.Tensor | None]] = field(default_factory=list)  # per tensor of the page: its value at every hit
     hit_note: str = ""
@@ -104,6 +134,14 @@ class TracedPage:
     @property
     def main(self) -> TracedTensor:
         return self.tensors[0]
+
+    @property
+    def shape(self) -> tuple[str, ...]:
+        """The named shape the page expects of its first tensor."""
+        return self.named[0] if self.named and self.named[0] else ()
+
+    def shape_of(self, i: int) -> tuple[str, ...]:
+        return self.named[i] if i < len(self.named) and self.named[i] else self.shape
 
     @property
     def variables(self) -> str:
@@ -150,8 +188,44 @@ def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
     return value.tensor, value.note if value.kind != "tensor" else ""
 
 
+def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
+    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the report's
+    options cannot describe it (our own points have no catalogue)."""
+    from dataclasses import fields
+
+    from generator.errors import UserError
+
+    if catalogue.options is None:
+        return None
+    names = {f.name for f in fields(catalogue.options)}
+    try:
+        return catalogue.options(layer=layer, **({"layers": max(layer, 2)} if "layers" in names else {})).places()
+    except (UserError, TypeError, ValueError):
+        return None
+
+
+def named_shapes(catalogue: Any, places: dict[str, str], declared: dict[str, Any]) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
+    """Snapshot number -> the named shape of each of its tensors: the catalogue's own (a slice), else the model's declared
+    record point (issue 19: shapes are declared once, in the model file)."""
+    shapes = {}
+    for snap in catalogue.snapshots:
+        tensors = getattr(snap, "tensors", ())
+        found = []
+        for k, ref in enumerate(tensors or (None,)):
+            if k == 0 and getattr(snap, "shape", None):
+                found.append(tuple(snap.shape))
+            elif ref is not None and (entry := declared.get(ref.name(places))) is not None:
+                found.append(tuple(entry.shape))
+            else:
+                found.append(None)
+        shapes[snap.number] = tuple(found)
+    return shapes
+
+
 def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -> tuple[list[TracedPage], dict[str, int]]:
     folder = capture.script.parent
+    places = places_for(catalogue, 1)
+    shapes = named_shapes(catalogue, places or {}, catalogue.options().record_points() if places is not None else {})
     by_number: dict[int, list[tuple[Marker, list[Hit]]]] = {}
     points = own_points(capture) if numbering == "none" else {}
     for marker in sorted(capture.markers, key=lambda m: (m.file, m.line)):
@@ -162,7 +236,7 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
     pages = []
     for snap in catalogue.snapshots:
         page = TracedPage(snap=snap, label=catalogue.label(snap.number), path=page_path(snap), captured=snap.number in by_number,
-                          marker_example=MARKER_EXAMPLE[numbering].format(n=snap.number),
+                          marker_example=MARKER_EXAMPLE[numbering].format(n=snap.number), named=shapes[snap.number],
                           questions=[catalogue.question(n) for n in snap.questions])
         notes = []
         for j, (marker, hits) in enumerate(by_number.get(snap.number, [])):
@@ -188,17 +262,18 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
         page.captured = bool(page.tensors)
         page.hit_note = "; ".join(dict.fromkeys(notes))
         pages.append(page)
-    dims = bind_dims([(p.snap.shape, p.main.view.shape) for p in pages if p.captured], catalogue.dims_legend)
+    dims = bind_dims([(p.shape_of(i), t.view.shape) for p in pages if p.captured for i, t in enumerate(p.tensors)],
+                     catalogue.dims_legend)
     for page in pages:
         if page.captured:
-            page.layout = layout(page.main.view.tensor, page.snap.shape, dims, catalogue.dims_legend)
-    _run_checks(pages, numbering, dims)
+            page.layout = layout(page.main.view.tensor, page.shape, dims, catalogue.dims_legend)
+    _run_checks(pages, numbering, dims, catalogue, hit)
     for before, after in zip(pages, pages[1:]):
         before.next, after.prev = after, before
     return pages, dims
 
 
-def _run_checks(pages: list[TracedPage], numbering: str, dims: dict[str, int]) -> None:
+def _run_checks(pages: list[TracedPage], numbering: str, dims: dict[str, int], catalogue: Any = None, hit: int = 1) -> None:
     by_number = {p.snap.number: p for p in pages}
     checks = TRACE_CHECKS.get(numbering, {})
 
@@ -211,51 +286,131 @@ def _run_checks(pages: list[TracedPage], numbering: str, dims: dict[str, int]) -
             raise Missing(label)
         if hit is None:
             tensor = page.tensors[i].view.tensor
-            found = page.layout if i == 0 else layout(tensor, page.snap.shape, dims, {})
+            found = page.layout if i == 0 else layout(tensor, page.shape_of(i), dims, {})
         else:
             values = page.hit_values[i]
             index = hit - 1 if hit > 0 else len(values) + hit
             if not 0 <= index < len(values) or values[index] is None:
                 raise Missing(label, f"needs hit {hit} of {label}, which ran {len(values)} time{'s' if len(values) != 1 else ''}")
             tensor = values[index]
-            found = layout(tensor, page.snap.shape, dims, {})
+            found = layout(tensor, page.shape_of(i), dims, {})
         if found.canonical is None:
-            raise Missing(label, f"{label}'s shape {tuple(tensor.shape)} cannot be read as ({', '.join(page.snap.shape)})")
+            raise Missing(label, f"{label}'s shape {tuple(tensor.shape)} cannot be read as ({', '.join(page.shape_of(i))})")
         return found.canonical.double()
 
     get.shown = lambda number: by_number[number].shown_hit  # type: ignore[attr-defined]
 
+    source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue is not None else (None, {})
     for page in pages:
-        check = checks.get(page.snap.number)
-        if check is None:
-            page.check = CheckOutcome("", None, "a trace has no weights, and this step's claim needs them (or the step has no "
-                                      "claim of its own); the snapshots computed from it check it indirectly")
-            continue
-        if not page.captured:
-            page.check = CheckOutcome(check.name, None, "needs this snapshot captured")
-            continue
-        if page.layout.status == "mismatch":
-            page.check = CheckOutcome(check.name, False, f"the shape {page.main.view.shape} cannot be read as ({', '.join(page.snap.shape)}): "
-                                      f"{page.layout.note}")
-            continue
+        page.check = _page_check(page, checks.get(page.snap.number), get, dims, by_number, source, labels)
+
+
+REPLACED = {"causal_mask"}  # catalogue checks a trace check replaces: it also accepts −1e9 and boolean masks
+
+
+def _page_check(page: TracedPage, check: Any, get: Any, dims: dict[str, int], by_number: dict[int, TracedPage], source: Any,
+                labels: dict[str, str]) -> CheckOutcome:
+    """The snapshot's verdict: the catalogue's own checks run on a source of the captured tensors (issue 19's
+    TensorDict: checks that need weights are not checkable) and the trace's checks (verify.py: what tensors alone can
+    show, e.g. LayerNorm with a fitted gain, a loop's wiring); failed if one failed, passed if one passed, else not
+    checkable, with what each would need."""
+    catalogue_checks = [c for c in getattr(page.snap, "checks", ()) if c.key() not in (REPLACED if check is not None else ())]
+    claims = [c.name for c in (check,) if c is not None] + [c.key().replace("_", " ") for c in catalogue_checks]
+    if not page.captured:
+        return CheckOutcome("; ".join(claims), None, "needs this snapshot captured" if claims else "")
+    if page.layout.status == "mismatch":
+        return CheckOutcome("; ".join(claims) or "shape", False, f"the shape {page.main.view.shape} cannot be read as "
+                            f"({', '.join(page.shape)}): {page.layout.note}")
+    results: list[CheckOutcome] = []
+    if check is not None:
         lacking = [by_number[n].label for n in check.needs if n in by_number and not by_number[n].captured]
         if lacking:
-            page.check = CheckOutcome(check.name, None, f"needs snapshot {', '.join(dict.fromkeys(lacking))}")
-            continue
+            results.append(CheckOutcome(check.name, None, f"needs snapshot {', '.join(dict.fromkeys(lacking))}"))
+        else:
+            try:
+                passed, detail = check.run(get, page.snap.number, dims)
+                results.append(CheckOutcome(check.name, bool(passed), detail))
+            except Missing as exc:
+                results.append(CheckOutcome(check.name, None, exc.why or f"needs snapshot {exc.label}"))
+            except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
+                results.append(CheckOutcome(check.name, False, f"the captured tensors do not fit the claim: {exc}"))
+    for typed in catalogue_checks if source is not None else ():
         try:
-            passed, detail = check.run(get, page.snap.number, dims)
-            page.check = CheckOutcome(check.name, bool(passed), detail)
-        except Missing as exc:
-            page.check = CheckOutcome(check.name, None, exc.why or f"needs snapshot {exc.label}")
-        except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
-            page.check = CheckOutcome(check.name, False, f"the captured tensors do not fit the claim: {exc}")
+            result = typed.run(source)
+        except (RuntimeError, ValueError, IndexError) as exc:
+            results.append(CheckOutcome(typed.key().replace("_", " "), False, f"the captured tensors do not fit the claim: {exc}"))
+            continue
+        if result.checkable:
+            results.append(CheckOutcome(result.name, result.passed, result.detail))
+        else:
+            needs = [labels.get(m, m) for m in result.missing]
+            what = ", ".join(n if n.startswith("the whole") else f"snapshot {n}" if n in labels.values() else _missing_words(n)
+                             for n in dict.fromkeys(needs))
+            results.append(CheckOutcome(result.name.replace("_", " "), None, f"needs {what}"))
+    if not results:
+        return CheckOutcome("", None, "the catalogue makes no claim here that captured tensors could test")
+    verdicts = [r.passed for r in results]
+    passed = False if False in verdicts else True if True in verdicts else None
+    ran = [r for r in results if r.passed is not None] or results
+    detail = " — ".join(f"{r.name}: {r.detail}" if len(results) > 1 else r.detail for r in ran)
+    unchecked = [r for r in results if r.passed is None and r not in ran]
+    if unchecked:
+        detail += " — not checkable from captured tensors: " + "; ".join(f"{r.name} ({r.detail})" for r in unchecked)
+    return CheckOutcome("; ".join(r.name for r in ran), passed, detail)
+
+
+def _missing_words(name: str) -> str:
+    if name.startswith(("module ", "parameter ")):
+        return f"the model's weights ({name}), which a trace does not capture"
+    if name.startswith("input "):
+        return f"the run's {name}, which a trace does not know"
+    return f"{name}, which no snapshot of the catalogue shows"
+
+
+def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int):
+    """The captured tensors as a ``generator.sources.TensorDict`` under the catalogue's record names (pass k of a loop
+    under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
+    from generator.sources import TensorDict
+
+    shown_places = places_for(catalogue, hit) or places_for(catalogue, 1)
+    if shown_places is None:
+        return None, {}
+    tensors: dict[str, torch.Tensor] = {}
+    labels: dict[str, str] = {}
+
+    def put(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str]) -> None:
+        refs = getattr(page.snap, "tensors", ())
+        if tensor is None or k >= len(refs):
+            return
+        found = layout(tensor, page.shape_of(k), dims, {})
+        if found.canonical is None:
+            return
+        index = getattr(page.snap, "index", None) if k == 0 else None
+        if index is None:
+            tensors[refs[k].name(places)] = found.canonical
+        elif index == "[0]":  # the page shows the first batch item: the recorded tensor is it with its batch axis
+            tensors[refs[k].name(places)] = found.canonical.unsqueeze(0)
+        # any other slice (the embedding table's corner) is not the recorded tensor: checks needing it are not checkable
+
+    for page in pages:
+        for k, ref in enumerate(getattr(page.snap, "tensors", ())):
+            sliced = k == 0 and getattr(page.snap, "index", None) not in (None, "[0]")
+            labels.setdefault(ref.name(shown_places), f"the whole of what {page.label} shows a slice of" if sliced else page.label)
+        for k, values in enumerate(page.hit_values):
+            for h, tensor in enumerate(values, 1):
+                if (places := places_for(catalogue, h)) is not None:
+                    put(page, k, tensor, places)
+    for page in pages:  # the hits the pages show, under the shown layer's names, last: they win
+        for k, t in enumerate(page.tensors):
+            put(page, k, t.view.tensor, shown_places)
+    return TensorDict(tensors, places=shown_places), labels
 
 
 def explanation(page: TracedPage, catalogue: Report, dims: dict[str, int]) -> str:
     """What the snapshot holds, in the user's numbers: the named shape bound from their tensors, and the values."""
     x = page.main.view
     named = []
-    for expression, size in zip(page.snap.shape, (page.layout.expected or x.shape) if page.layout else x.shape):
+    for expression, size in zip(page.shape, (page.layout.expected or x.shape) if page.layout else x.shape):
         meaning = catalogue.dims_legend.get(expression)
         text = f"{expression} = {size}" + (f" ({meaning})" if meaning else "")
         if text not in named:
@@ -263,7 +418,7 @@ def explanation(page: TracedPage, catalogue: Report, dims: dict[str, int]) -> st
     stats = x.stats
     text = (f"`{page.main.variable}` is the *{page.snap.title.lower()}* step of the {catalogue.short_title.lower()} pipeline. "
             f"In your run it holds {x.numel:,} values of shape `{tuple(x.shape)}`; the catalogue names this shape "
-            f"({', '.join(page.snap.shape)}), here {'; '.join(named)}. ")
+            f"({', '.join(page.shape)}), here {'; '.join(named)}. ")
     if x.numel:
         text += (f"The values range from {fmt(stats['min'])} to {fmt(stats['max'])} (mean {fmt(stats['mean'])}, standard "
                  f"deviation {fmt(stats['std'])}).")
@@ -276,7 +431,7 @@ def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pag
                    dims: dict[str, int], outcome: dict[str, Any]) -> dict[str, Any]:
     def entry(p: TracedPage) -> dict[str, Any]:
         base = {"number": p.snap.number, "label": p.label, "title": p.snap.title, "variable": p.variables if p.captured else p.snap.variable,
-                "stage": p.snap.stage, "page": p.path, "captured": p.captured, "expected_shape": list(p.snap.shape),
+                "stage": p.snap.stage, "page": p.path, "captured": p.captured, "expected_shape": list(p.shape),
                 "check": {"name": p.check.name, "passed": p.check.passed, "detail": p.check.detail}, "figures": []}
         if not p.captured:
             return {**base, "shape": None, "dtype": None, "first": [], "stats": {}, "source": None, "tensors": []}
@@ -373,7 +528,7 @@ def _attention(pages: list[TracedPage], numbering: str, dims: dict[str, int], ca
         names = []
         for i, hit in enumerate(capture.hits[marker], 1):
             tensor, _ = _tensor_of(hit.values[0])
-            found = layout(tensor, page.snap.shape, dims, {}) if tensor is not None else None
+            found = layout(tensor, page.shape, dims, {}) if tensor is not None else None
             if found is None or found.canonical is None or found.canonical.dim() != 4 or found.canonical.numel() > DATA_LIMIT:
                 break
             name = f"attention_{number:02d}_hit{i}"

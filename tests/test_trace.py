@@ -119,6 +119,19 @@ def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_passs_
     assert "pass 2's input vs the block output of pass 1" in s08["check"]["detail"]
 
 
+def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks_are_not_checkable(tmp_path):
+    _, data = trace(ENCODER_DECODER, tmp_path)
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert "equals Q·Kᵀ / √hs" in by_label["#10"]["check"]["name"].split("; ")  # generator.checks.ScaledScores on a TensorDict
+    assert by_label["#7"]["check"]["passed"] is None
+    assert "needs the model's weights (module encoder.layers.0.self_attn.W_q)" in by_label["#7"]["check"]["detail"]
+    script = variant(tmp_path, ENCODER_DECODER, "q_heads @ k_heads.transpose(-2, -1) / math.sqrt(d_head)", "q_heads @ k_heads.transpose(-2, -1)")
+    _, buggy = trace(script, tmp_path / "out")
+    scores = next(s for s in buggy["snapshots"] if s["label"] == "#10")["check"]
+    assert scores["passed"] is False and scores["detail"].count("largest difference") == 2  # both checks ran, both failed
+    assert "without the 1/√32" in scores["detail"]
+
+
 def test_a_check_whose_input_was_not_captured_says_which_snapshot_it_needs(tmp_path):
     script = variant(tmp_path, ENCODER_DECODER, "    d_head = q_heads.shape[-1]\n", "    d_head = q_heads.shape[-1]\n")
     source = script.read_text(encoding="utf-8").replace("split_heads(k, N_HEADS)  # Snapshot #12", "split_heads(k, N_HEADS)")

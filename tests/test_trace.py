@@ -407,3 +407,26 @@ def test_the_warm_server_and_its_api_never_offer_trace(tmp_path):
     assert argv[0] == "build"  # every API request is a build; nothing reaches the trace command
     with pytest.raises(ApiError):
         parse_build_argv(argv)
+
+
+def test_the_trace_builds_into_a_site_with_the_plugins_navigation(tmp_path):
+    import subprocess
+
+    docs = tmp_path / "docs"
+    trace(ENCODER_DECODER, docs)
+    (docs / "index.md").write_text("# Home\n", encoding="utf-8")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(textwrap.dedent(f"""\
+        site_name: traced
+        docs_dir: {docs}
+        site_dir: {tmp_path / "site"}
+        theme: {{name: material}}
+        plugins: {{transformer-trace: {{generate: false}}}}
+        markdown_extensions: [admonition, attr_list, md_in_html, tables, pymdownx.details, pymdownx.superfences, pymdownx.highlight]
+    """), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(config)], capture_output=True, text=True,
+                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "t/encoder/10-attention-scores-before-softmax/" in home  # the report's navigation, from its snapshots.json
+    assert (tmp_path / "site" / "t" / "print" / "index.html").is_file()

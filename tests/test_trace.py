@@ -175,6 +175,16 @@ def test_each_attention_snapshot_gets_the_explorer_with_one_entry_per_hit(tmp_pa
     assert 'data-group="snapshot-34" data-layer="1"' in page  # opens on the hit the pages show
 
 
+def test_the_bundled_drawings_draw_the_users_tensors_with_captions_that_claim_nothing(tmp_path):
+    _, data = trace(ENCODER_DECODER, tmp_path)
+    figures = {f for s in data["snapshots"] for f in s["figures"]}
+    assert {"figures/enc_attention.png", "figures/mask.png", "figures/cross_attention.png"} <= figures
+    assert all((tmp_path / "t" / f).read_bytes().startswith(b"\x89PNG") for f in figures)
+    assert "figures/predictions.png" not in figures  # needs the target words, which a trace does not know
+    page = (tmp_path / "t" / "decoder" / "26-masked-attention-scores-after-mask-softmax.md").read_text(encoding="utf-8")
+    assert "../figures/dec_attention.png" in page and "exactly 0" not in page
+
+
 def test_lists_of_ints_scalars_and_dicts_of_tensors_are_captured(tmp_path):
     script = tmp_path / "values.py"
     script.write_text(textwrap.dedent("""\

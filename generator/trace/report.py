@@ -127,6 +127,7 @@ class TracedPage:
     explanation: str = ""
     questions: list[Question] = field(default_factory=list)
     data_written: bool = False
+    figures: list[dict[str, str]] = field(default_factory=list)
     report: Any = field(default_factory=lambda: SimpleNamespace(exploration=None))
     prev: TracedPage | None = None
     next: TracedPage | None = None
@@ -432,7 +433,7 @@ def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pag
     def entry(p: TracedPage) -> dict[str, Any]:
         base = {"number": p.snap.number, "label": p.label, "title": p.snap.title, "variable": p.variables if p.captured else p.snap.variable,
                 "stage": p.snap.stage, "page": p.path, "captured": p.captured, "expected_shape": list(p.shape),
-                "check": {"name": p.check.name, "passed": p.check.passed, "detail": p.check.detail}, "figures": []}
+                "check": {"name": p.check.name, "passed": p.check.passed, "detail": p.check.detail}, "figures": [f["file"] for f in p.figures]}
         if not p.captured:
             return {**base, "shape": None, "dtype": None, "first": [], "stats": {}, "source": None, "tensors": []}
         view = p.main.view
@@ -485,6 +486,8 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
         names = [t.name for t in page.tensors if 0 < t.view.numel <= DATA_LIMIT]
         page.data_written = len(names) == len(page.tensors)
         tensors |= {t.name: t.view.tensor for t in page.tensors if t.name in names}
+    source, _ = catalogue_source(catalogue, pages, dims, hit) if catalogue.options is not None else (None, {})
+    draw_figures(catalogue, pages, source, out)
     tensors |= _all_hits(capture, numbering)
     explorers, labels, axes, groups = _attention(pages, numbering, dims, capture)
     tensors |= explorers
@@ -551,6 +554,64 @@ def _explore_info(page: TracedPage, groups: set[str], hit: int) -> dict[str, Any
     if key in groups:
         info["group"], info["layer"] = key, hit - 1
     return info
+
+
+class _PositionLabels(dict):
+    """Axis labels for drawings: a trace knows no words, so every axis is labelled with positions."""
+
+    def __missing__(self, key: str) -> list[str]:
+        return [str(i) for i in range(8192)]
+
+
+class _DrawingSource:
+    """What a generic drawing (generator/figures.py) reads of a run, over the captured tensors."""
+
+    def __init__(self, source: Any) -> None:
+        self.source, self.inputs = source, _PositionLabels()
+
+    def cpu(self, ref: Any) -> torch.Tensor:
+        return self.source.cpu(ref)
+
+    def name(self, ref: Any) -> str:
+        return self.source.name(ref)
+
+
+NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's figures say only what is drawn
+    "attention_heads": "one panel per head: row = query position, column = key position",
+    "matrix": "one row per position, one column per feature",
+    "positional": "what was added to each position (left), and the sum (right)",
+    "mask": "allowed (0) in white, blocked (−inf) in grey",
+}
+
+
+def draw_figures(catalogue: Any, pages: list[TracedPage], source: Any, out: Path) -> int:
+    """The catalogue's figures whose drawing needs only tensors and axis labels (heat maps, attention grids, the mask),
+    drawn from the captured tensors with the bundled drawings; figures that need the run's words, image or weights are
+    left out. Returns how many were drawn."""
+    from generator.figures import AttentionHeads, Mask, Matrix, Positional
+
+    if source is None:
+        return 0
+    by_id = {fig.id: fig for fig in getattr(catalogue, "figures", ())}
+    drawn = 0
+    for page in pages:
+        for fid in getattr(page.snap, "figures", ()) if page.captured else ():
+            fig = by_id.get(fid)
+            if fig is None or not isinstance(fig.drawing, (AttentionHeads, Mask, Matrix, Positional)):
+                continue
+            if not all(source.has(ref) for ref in fig.drawing.inputs()):
+                continue
+            target = out / "figures" / f"{fid}.png"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fig.drawing.draw(_DrawingSource(source), target)
+            except (RuntimeError, ValueError, IndexError):  # a tensor the drawing cannot read (an odd rank): no figure
+                target.unlink(missing_ok=True)
+                continue
+            caption = f"{page.label} {page.snap.title}, your {page.variables}: {NEUTRAL_CAPTIONS[fig.drawing.key()]}."
+            page.figures.append({"file": f"figures/{fid}.png", "caption": caption})
+            drawn += 1
+    return drawn
 
 
 def capture_argv(command: str) -> list[str]:

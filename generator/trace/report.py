@@ -566,6 +566,9 @@ class _PositionLabels(dict):
 class _DrawingSource:
     """What a generic drawing (generator/figures.py) reads of a run, over the captured tensors."""
 
+    report = "trace"  # no report's exploration: axes are numbered
+    declared: dict[str, Any] = {}
+
     def __init__(self, source: Any) -> None:
         self.source, self.inputs = source, _PositionLabels()
 
@@ -603,8 +606,13 @@ def draw_figures(catalogue: Any, pages: list[TracedPage], source: Any, out: Path
                 continue
             target = out / "figures" / f"{fid}.png"
             target.parent.mkdir(parents=True, exist_ok=True)
+            from dataclasses import replace
+
+            from generator.checks import INPUT
+
+            unlabelled = replace(fig.drawing, **{name: None for name, kind in fig.drawing.parameters().items() if kind == INPUT})
             try:
-                fig.drawing.draw(_DrawingSource(source), target)
+                unlabelled.draw(_DrawingSource(source), target)
             except (RuntimeError, ValueError, IndexError):  # a tensor the drawing cannot read (an odd rank): no figure
                 target.unlink(missing_ok=True)
                 continue

@@ -363,6 +363,21 @@ def test_the_summary_line_states_what_was_captured_and_checked(tmp_path, capsys)
     assert (tmp_path / "encoder-decoder-trace" / "snapshots.json").is_file()  # the default name: the script's
 
 
+@pytest.mark.parametrize("name", ["../up", "Has Space", "vit"])
+def test_a_report_name_that_is_not_a_plain_folder_name_or_is_a_bundled_reports_is_refused(tmp_path, capsys, name):
+    assert main(["trace", str(ENCODER_DECODER), "--out", str(tmp_path), "--name", name]) == 2
+    assert "--name" in _error(capsys)
+    assert not any(tmp_path.iterdir())  # refused before the script runs or anything is written
+
+
+@pytest.mark.parametrize("flags", [["--hit", "0"], ["--timeout", "-1"], ["--report", "bert"]])
+def test_bad_flags_are_refused_in_one_line(tmp_path, capsys, flags):
+    with pytest.raises(SystemExit) as exited:
+        main(["trace", str(ENCODER_DECODER), "--out", str(tmp_path), *flags])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 def test_a_missing_script_is_refused_in_one_line(tmp_path, capsys):
     assert main(["trace", str(tmp_path / "nope.py"), "--out", str(tmp_path / "out")]) == 2
     assert "there is no such script" in _error(capsys)

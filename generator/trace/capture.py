@@ -267,6 +267,8 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     except SystemExit as exc:
         if exc.code not in (None, 0):
             capture.error = f"the script exited with status {exc.code}"
+    except KeyboardInterrupt:
+        raise  # the user stopped the trace: no report (--timeout is the way to keep a partial one)
     except BaseException as exc:  # the user's code: report it, with its line, and keep what was captured
         capture.error, capture.error_at = _describe(exc, script)
     finally:

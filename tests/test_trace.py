@@ -415,6 +415,18 @@ def test_the_script_gets_its_own_arguments_and_folder(tmp_path):
     assert os.getcwd() == cwd and sys.path == path  # the generator's own state is restored afterwards
 
 
+def test_markers_count_in_the_modules_the_script_imports_not_in_other_scripts_beside_it(tmp_path):
+    (tmp_path / "model.py").write_text("def embed(ids):\n    src_embed = [i * 2 for i in ids]  # Snapshot #4\n    return src_embed\n",
+                                       encoding="utf-8")
+    (tmp_path / "other_script.py").write_text("x = 1  # BREAKPOINT S01\n", encoding="utf-8")
+    script = tmp_path / "main.py"
+    script.write_text("from model import embed\nsrc_ids = [1, 2, 3]  # Snapshot #1\nout = embed(src_ids)\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0 and data["catalogue"] == "encoder-decoder"  # the ViT marker of the script beside it is not read
+    embed = next(s for s in data["snapshots"] if s["label"] == "#4")
+    assert embed["first"] == [2, 4, 6] and embed["source"]["path"] == "model.py"
+
+
 def test_user_text_is_escaped_on_the_pages(tmp_path):
     folder = tmp_path / "a<b>`c"
     folder.mkdir()

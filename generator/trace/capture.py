@@ -174,8 +174,8 @@ class _Tracer:
 
     def _marked_lines(self, code: Any) -> dict[int, list[Marker]] | None:
         lines = self.by_file.get(code.co_filename)
-        if not lines:
-            return None
+        if not lines or (code.co_name.startswith("<") and code.co_name != "<module>"):
+            return None  # a comprehension or lambda inside a marked line is part of the statement, not where it assigns
         spans = [line for _, _, line in code.co_lines() if line is not None]
         if not spans:
             return None

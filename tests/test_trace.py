@@ -416,15 +416,18 @@ def test_the_script_gets_its_own_arguments_and_folder(tmp_path):
 
 
 def test_markers_count_in_the_modules_the_script_imports_not_in_other_scripts_beside_it(tmp_path):
-    (tmp_path / "model.py").write_text("def embed(ids):\n    src_embed = [i * 2 for i in ids]  # Snapshot #4\n    return src_embed\n",
-                                       encoding="utf-8")
+    (tmp_path / "model.py").write_text("def embed(ids):\n    src_embed = [i * 2 for i in ids]  # Snapshot #4\n    return src_embed\n\n\n"
+                                       "def positions(x):\n    return [v + 1 for v in x]  # Snapshot #5\n", encoding="utf-8")
     (tmp_path / "other_script.py").write_text("x = 1  # BREAKPOINT S01\n", encoding="utf-8")
     script = tmp_path / "main.py"
-    script.write_text("from model import embed\nsrc_ids = [1, 2, 3]  # Snapshot #1\nout = embed(src_ids)\n", encoding="utf-8")
+    script.write_text("from model import embed, positions\nsrc_ids = [1, 2, 3]  # Snapshot #1\nout = positions(embed(src_ids))\n",
+                      encoding="utf-8")
     code, data = trace(script, tmp_path / "out")
     assert code == 0 and data["catalogue"] == "encoder-decoder"  # the ViT marker of the script beside it is not read
     embed = next(s for s in data["snapshots"] if s["label"] == "#4")
     assert embed["first"] == [2, 4, 6] and embed["source"]["path"] == "model.py"
+    returned = next(s for s in data["snapshots"] if s["label"] == "#5")  # a marked return: the value it returns
+    assert returned["first"] == [3, 5, 7] and returned["variable"] == "return_value"
 
 
 def test_user_text_is_escaped_on_the_pages(tmp_path):

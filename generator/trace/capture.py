@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import UserError
-from generator.trace.markers import Marker
+from generator.trace.markers import RETURN_VALUE, Marker
 
 # Past this many bytes of captured copies, later hits keep their shape and statistics only (the pages stay bounded).
 CAPTURE_BUDGET_BYTES = 512 * 2**20
@@ -208,19 +208,19 @@ class _Tracer:
             elif event == "return":
                 if pending is not None:
                     markers, pending = pending[2], None
-                    take(frame, markers)
+                    take(frame, markers, arg)
             elif event == "exception":
                 pending = None  # the statement did not complete: nothing was assigned
             return local_trace
 
         return local_trace
 
-    def _take(self, frame, markers: list[Marker]) -> None:
+    def _take(self, frame, markers: list[Marker], returned: Any = None) -> None:
         for marker in markers:
             values = []
             for name in marker.names:
                 try:
-                    value = _read(frame, name)
+                    value = returned if name == RETURN_VALUE else _read(frame, name)
                 except (KeyError, AttributeError):
                     raise MissingVariable(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: there is no variable {name!r} "
                                           f"once line {marker.first} has run") from None

@@ -9,8 +9,8 @@ The forms students write (see the seed reports):
 
 A marker on a statement's line (multi-line statements included) marks that statement; a marker alone on a comment
 line marks the statement just before it, as a debugger breakpoint there stops once that statement has run. The
-captured variable is the one the statement assigns, or the name written right after the marker
-(``# BREAKPOINT S14 attn_ctx``, ``# Snapshot #14: res1_a, res1_b``).
+captured variable is the one the statement assigns (a ``return`` statement: the value it returns), or the name written
+right after the marker (``# BREAKPOINT S14 attn_ctx``, ``# Snapshot #14: res1_a, res1_b``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 from generator.errors import UserError
 
 NUMBERING = {"S": "vit", "G": "gpt", "#": "encoder-decoder"}
+RETURN_VALUE = "return_value"  # the name a marked `return` statement's value is captured under
 MARKER_FORMS = "# BREAKPOINT S13 (ViT), # Snapshot #13 or # Snapshot 13 (encoder–decoder), # BREAKPOINT G05 (GPT), # trace: name"
 
 _NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
@@ -140,6 +141,8 @@ def find_markers(path: Path) -> list[Marker]:
                                 f"({', '.join(assigned)}); write the name after each marker")
             elif assigned:
                 chosen = tuple(assigned)
+            elif isinstance(statement, ast.Return) and statement.value is not None:  # "return x @ w  # Snapshot #7"
+                chosen = (RETURN_VALUE,)
             elif numbering == "custom":  # "print(x)  # trace: x": the point's name is the variable
                 chosen = (point,)
             else:

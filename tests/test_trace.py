@@ -288,11 +288,41 @@ def test_marker_forms_and_what_each_one_marks(tmp_path):
     ]
 
 
-def test_a_line_shared_by_several_callers_is_refused_with_what_to_do(tmp_path):
+def test_a_line_shared_by_several_callers_gives_each_caller_its_snapshot(tmp_path):
     script = tmp_path / "shared.py"
-    script.write_text("q = 1  # SNAPSHOT #7 or #21 or #30 - Q (depending on caller)\n", encoding="utf-8")
-    with pytest.raises(UserError, match="put one marker on the line of each caller"):
-        find_markers(script)
+    script.write_text(textwrap.dedent("""\
+        import torch
+
+        def project(x):
+            q = x * 2  # SNAPSHOT #7 or #21 or #30 - Q (depending on caller)
+            return q
+
+        def encoder_layer(x):
+            return project(x)
+
+        def decoder_layer(y):
+            masked = project(y)
+            return project(masked + 1)
+
+        x = torch.ones(1, 3, 4)
+        for _ in range(2):
+            x = encoder_layer(x)
+        decoder_layer(torch.ones(1, 2, 4))
+    """), encoding="utf-8")
+    code, data = trace(script, tmp_path / "out", "--hit", "2")
+    assert code == 0
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["#7"]["shape"] == [1, 3, 4] and by_label["#7"]["first"][0] == 4.0  # the encoder's second call
+    assert by_label["#21"]["shape"] == [1, 2, 4] and by_label["#21"]["first"][0] == 2.0  # the decoder's first caller
+    assert by_label["#30"]["first"][0] == 6.0  # its second caller
+
+
+def test_a_shared_line_with_another_number_of_callers_is_not_assigned_and_says_so(tmp_path):
+    script = tmp_path / "shared.py"
+    script.write_text("def project(x):\n    q = x * 2  # SNAPSHOT #7 or #21\n    return q\n\nproject(1)\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0 and not any(s["captured"] for s in data["snapshots"])
+    assert "called from 1 line of your code for 2 snapshots" in data["outcome"]["warnings"][0]
 
 
 # ----------------------------------------------------------------------------- bad input: one line, exit 2

@@ -96,10 +96,11 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
         catalogue = REPORTS[numbering]
         known = {s.number for s in catalogue.snapshots}
         for marker in markers:
-            if marker.numbering == numbering and marker.number not in known:
-                label = LABEL[numbering]
-                raise UserError(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: the {catalogue.short_title} catalogue has "
-                                f"{label.format(n=min(known))}–{label.format(n=max(known))}, no {label.format(n=marker.number)}")
+            for number in (marker.alternatives or (marker.number,)) if marker.numbering == numbering else ():
+                if number not in known:
+                    label = LABEL[numbering]
+                    raise UserError(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: the {catalogue.short_title} catalogue has "
+                                    f"{label.format(n=min(known))}–{label.format(n=max(known))}, no {label.format(n=number)}")
     elif not any(m.point for m in markers):
         raise UserError(f"{args.script}: --report none reports the # trace: points, and the script has none ({MARKER_FORMS})")
     name = args.name or re.sub(r"[^a-z0-9]+", "-", script.stem.lower()).strip("-") or "trace"

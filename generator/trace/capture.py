@@ -49,6 +49,7 @@ class Value:
 class Hit:
     order: int  # global capture order: the pipeline order of the run
     values: list[Value]
+    site: tuple[str, int] | None = None  # for a line shared by several snapshots: the user's line that called it
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Capture:
     seeds: list[int] = field(default_factory=list)
     sha256: str = ""
     kept_bytes: int = 0
+    warnings: list[str] = field(default_factory=list)  # what the report could not use, said on the overview
     stdout_note: str = ""
 
     @property
@@ -170,6 +172,7 @@ class _Tracer:
             for line in range(marker.first, marker.last + 1):
                 self.by_file.setdefault(marker.file, {}).setdefault(line, []).append(marker)
         self.codes: dict[Any, dict[int, list[Marker]] | None] = {}  # code object -> its marked lines, or None
+        self.user_files = {str(capture.script), *self.by_file}
         self.order = 0
 
     def _marked_lines(self, code: Any) -> dict[int, list[Marker]] | None:
@@ -229,7 +232,15 @@ class _Tracer:
                     self.capture.kept_bytes += captured.tensor.numel() * captured.tensor.element_size()
                 values.append(captured)
             self.order += 1
-            self.capture.hits.setdefault(marker, []).append(Hit(self.order, values))
+            site = self._call_site(frame) if marker.alternatives else None
+            self.capture.hits.setdefault(marker, []).append(Hit(self.order, values, site))
+
+    def _call_site(self, frame) -> tuple[str, int] | None:
+        """The line of the user's files that called this frame (through library frames such as nn.Module.__call__)."""
+        caller = frame.f_back
+        while caller is not None and caller.f_code.co_filename not in self.user_files:
+            caller = caller.f_back
+        return (caller.f_code.co_filename, caller.f_lineno) if caller is not None else None
 
 
 def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: float | None) -> Capture:

@@ -5,7 +5,10 @@ The forms students write (see the seed reports):
 - ``# BREAKPOINT S13`` — ViT numbering (S01–S26),
 - ``# Snapshot #13`` / ``# Snapshot 13`` / ``# SNAPSHOT #13`` — encoder–decoder numbering (#1–#43),
 - ``# BREAKPOINT G05`` — GPT numbering (G01–G32),
-- ``# trace: any_name`` — a point of the user's own, outside any catalogue (its values are in the report's data/).
+- ``# trace: any_name`` — a point of the user's own, outside any catalogue (its values are in the report's data/);
+- ``# SNAPSHOT #7 or #21 or #30`` — a line shared by several steps (one attention function for the encoder, the masked
+  and the cross-attention): its hits are told apart by the line of the user's code that called it, the callers taken
+  in the order they first call.
 
 A marker on a statement's line (multi-line statements included) marks that statement; a marker alone on a comment
 line marks the statement just before it, as a debugger breakpoint there stops once that statement has run. The
@@ -50,6 +53,7 @@ class Marker:
     first: int  # the marked statement's lines
     last: int
     text: str  # the marker as written, for messages
+    alternatives: tuple[int, ...] = ()  # "#7 or #21 or #30": one line, a snapshot per caller, in the order they first call
 
     @property
     def key(self) -> str:
@@ -131,7 +135,7 @@ def find_markers(path: Path) -> list[Marker]:
         if statement is None:
             raise UserError(f"{path}:{line}: {found[0][3]!r} marks no statement (put it on, or right after, the line that computes the value)")
         assigned = assigned_names(statement)
-        for numbering, number, point, text, names in found:
+        for numbering, number, point, text, names, alternatives in found:
             if names:
                 chosen = names
             elif len(found) > 1 and len(assigned) == len(found):  # "a, b, c = f(x)  # S02, S03, S04": one name each
@@ -148,29 +152,31 @@ def find_markers(path: Path) -> list[Marker]:
             else:
                 raise UserError(f"{path}:{line}: {text!r}: line {statement.lineno} assigns no variable; write the name after the "
                                 f"marker, e.g. '{text} x'")
-            markers.append(Marker(str(path), line, numbering, number, point, chosen, statement.lineno, statement.end_lineno, text))
+            markers.append(Marker(str(path), line, numbering, number, point, chosen, statement.lineno, statement.end_lineno, text,
+                                  alternatives))
     return markers
 
 
-def _parse_comment(comment: str) -> list[tuple[str, int | None, str | None, str, tuple[str, ...]]]:
-    """(numbering, number, point, marker text, names) for each marker in one comment; "S09, S10, S11" is three."""
+def _parse_comment(comment: str) -> list[tuple[str, int | None, str | None, str, tuple[str, ...], tuple[int, ...]]]:
+    """(numbering, number, point, marker text, names, alternatives) for each marker in one comment; "S09, S10, S11" is
+    three markers, "#7 or #21 or #30" one marker whose snapshot depends on the caller."""
     if custom := _CUSTOM.match(comment):
         names = tuple(n.strip() for n in custom.group("names").split(",")) if custom.group("names") else ()
-        return [("custom", None, custom.group("point"), comment.strip(), names)]
+        return [("custom", None, custom.group("point"), comment.strip(), names, ())]
     found = []
     for pattern in (_BREAKPOINT, _SNAPSHOT):
         for match in pattern.finditer(comment):
             numbering = NUMBERING[match.group("letter").upper()] if pattern is _BREAKPOINT else "encoder-decoder"
-            if re.search(r"\bor\b|/", match.group("more")):
-                raise UserError(f"{match.group(0).strip()!r}: one line shared by several snapshots cannot tell them apart; put one "
-                                "marker on the line of each caller (e.g. '# Snapshot #7 q' where the encoder computes q)")
             numbers = [int(match.group("number"))] + [int(n) for n in re.findall(r"\d+", match.group("more"))]
             names = tuple(n.strip() for n in match.group("names").split(",")) if match.group("names") else ()
+            if re.search(r"\bor\b|/", match.group("more")):  # the seed's "#7 or #21 or #30 (depending on caller)"
+                found.append((numbering, numbers[0], None, match.group(0).strip(), names, tuple(numbers)))
+                continue
             if names and len(numbers) > 1 and len(names) != len(numbers):
                 raise UserError(f"{match.group(0).strip()!r}: {len(numbers)} snapshots but {len(names)} names; give one name each")
             for i, number in enumerate(numbers):
                 chosen = (names[i],) if names and len(numbers) > 1 else names
-                found.append((numbering, number, None, match.group(0).strip(), chosen))
+                found.append((numbering, number, None, match.group(0).strip(), chosen, ()))
     return found
 
 

@@ -205,6 +205,22 @@ def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
         return None
 
 
+def by_caller(marker: Marker, hits: list[Hit], warnings: list[str]) -> list[tuple[Marker, list[Hit]]]:
+    """A line shared by several snapshots ("#7 or #21 or #30"): its hits split by the user's line that called it, the
+    callers in the order they first called, one snapshot each; with another number of callers, none is assigned."""
+    from dataclasses import replace
+
+    sites: dict[Any, list[Hit]] = {}
+    for hit in hits:
+        sites.setdefault(hit.site, []).append(hit)
+    if len(sites) != len(marker.alternatives):
+        warnings.append(f"{Path(marker.file).name}:{marker.line}: {marker.text!r} was called from {len(sites)} "
+                        f"line{'s' if len(sites) != 1 else ''} of your code for {len(marker.alternatives)} snapshots, so its hits "
+                        "were not assigned; mark each caller's line instead")
+        return []
+    return [(replace(marker, number=number, alternatives=()), group) for number, group in zip(marker.alternatives, sites.values())]
+
+
 def named_shapes(catalogue: Any, places: dict[str, str], declared: dict[str, Any]) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
     """Snapshot number -> the named shape of each of its tensors: the catalogue's own (a slice), else the model's declared
     record point (issue 19: shapes are declared once, in the model file)."""
@@ -232,6 +248,9 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
     for marker in sorted(capture.markers, key=lambda m: (m.file, m.line)):
         if marker in capture.hits and numbering == "none" and marker.point:
             by_number.setdefault(points[marker.point], []).append((marker, capture.hits[marker]))
+        elif marker in capture.hits and marker.numbering == numbering and marker.alternatives:
+            for alternative, hits in by_caller(marker, capture.hits[marker], capture.warnings):
+                by_number.setdefault(alternative.number, []).append((alternative, hits))
         elif marker in capture.hits and marker.numbering == numbering:
             by_number.setdefault(marker.number, []).append((marker, capture.hits[marker]))
     pages = []
@@ -473,6 +492,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     counts = {"captured": len(captured), "total": len(pages), "passed": sum(p.check.passed is True for p in pages),
               "failed": len(failed), "unchecked": sum(p.check.passed is None for p in captured)}
     outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished,
+               "warnings": capture.warnings,
                "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None, "counts": counts}
     title = f"Trace of {capture.script.name}"
     by_stage = {s.key: [p for p in pages if p.snap.stage == s.key] for s in catalogue.stages}
@@ -489,7 +509,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     source, _ = catalogue_source(catalogue, pages, dims, hit) if catalogue.options is not None else (None, {})
     draw_figures(catalogue, pages, source, out)
     tensors |= _all_hits(capture, numbering)
-    explorers, labels, axes, groups = _attention(pages, numbering, dims, capture)
+    explorers, labels, axes, groups = _attention(pages, numbering, dims)
     tensors |= explorers
     write_tensor_data(out, tensors, labels=labels, axes=axes, attention=groups, extra={"report": name, "dims": dims})
     common["explore"] = lambda page: _explore_info(page, {g["key"] for g in groups}, hit)
@@ -518,7 +538,7 @@ def code(value: Any) -> str:
     return f"<code>{escape_text(value)}</code>"
 
 
-def _attention(pages: list[TracedPage], numbering: str, dims: dict[str, int], capture: Capture):
+def _attention(pages: list[TracedPage], numbering: str, dims: dict[str, int]):
     """For the explorer: every hit of each captured attention-probability snapshot, in the catalogue's layout
     (B, h, queries, keys), as one group whose "layers" are the hits (a loop over layers gives one hit per layer)."""
     tensors, labels, axes, groups = {}, {}, {}, []
@@ -527,10 +547,8 @@ def _attention(pages: list[TracedPage], numbering: str, dims: dict[str, int], ca
         page = by_number.get(number)
         if page is None or not page.captured or rows not in dims or cols not in dims or "h" not in dims:
             continue
-        marker = next(m for m in capture.markers if m.numbering == numbering and m.number == number and m in capture.hits)
         names = []
-        for i, hit in enumerate(capture.hits[marker], 1):
-            tensor, _ = _tensor_of(hit.values[0])
+        for i, tensor in enumerate(page.hit_values[0] if page.hit_values else [], 1):
             found = layout(tensor, page.shape, dims, {}) if tensor is not None else None
             if found is None or found.canonical is None or found.canonical.dim() != 4 or found.canonical.numel() > DATA_LIMIT:
                 break

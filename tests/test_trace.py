@@ -317,6 +317,19 @@ def test_a_line_shared_by_several_callers_gives_each_caller_its_snapshot(tmp_pat
     assert by_label["#30"]["first"][0] == 6.0  # its second caller
 
 
+def test_two_markers_on_a_line_that_assigns_one_name_read_the_catalogues_variables_where_they_exist(tmp_path):
+    script = tmp_path / "seed_style.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        res1_a, res1_b = torch.ones(1, 3, 4), torch.arange(12.0).reshape(1, 3, 4)
+        x = torch.nn.functional.layer_norm(res1_a + res1_b, (4,))  # SNAPSHOT #14 - Residual connection tensors; SNAPSHOT #15 - Layer norm output
+    """), encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert code == 0 and by_label["#14"]["variable"] == "res1_a, res1_b" and by_label["#15"]["variable"] == "x"
+    assert by_label["#15"]["check"]["passed"] is True  # LayerNorm of the two operands of #14
+
+
 def test_a_shared_line_with_another_number_of_callers_is_not_assigned_and_says_so(tmp_path):
     script = tmp_path / "shared.py"
     script.write_text("def project(x):\n    q = x * 2  # SNAPSHOT #7 or #21\n    return q\n\nproject(1)\n", encoding="utf-8")

@@ -103,6 +103,10 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
                                     f"{label.format(n=min(known))}–{label.format(n=max(known))}, no {label.format(n=number)}")
     elif not any(m.point for m in markers):
         raise UserError(f"{args.script}: --report none reports the # trace: points, and the script has none ({MARKER_FORMS})")
+    if numbering in REPORTS:
+        from generator.trace.markers import with_catalogue_names
+
+        markers = with_catalogue_names(markers, {snap.number: snap.variable for snap in REPORTS[numbering].snapshots})
     name = args.name or re.sub(r"[^a-z0-9]+", "-", script.stem.lower()).strip("-") or "trace"
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in REPORTS:
         raise UserError(f"--name {name!r}: use lowercase letters, digits, '.', '_' or '-', and not a bundled report's name ({', '.join(REPORTS)})")

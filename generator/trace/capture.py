@@ -160,6 +160,14 @@ def _read(frame: Any, name: str) -> Any:
 _UNSEEN = object()
 
 
+def _exists(frame: Any, name: str) -> bool:
+    try:
+        _read(frame, name)
+    except (KeyError, AttributeError):
+        return False
+    return True
+
+
 class _Tracer:
     """sys.settrace's global function (``global_trace``) and, for frames whose code holds a marked line, one small local
     function per frame: a marked statement becomes pending on its line event and is read at the frame's next line
@@ -221,7 +229,10 @@ class _Tracer:
     def _take(self, frame, markers: list[Marker], returned: Any = None) -> None:
         for marker in markers:
             values = []
-            for name in marker.names:
+            names = marker.names
+            if marker.fallback and not all(_exists(frame, name) for name in names):
+                names = marker.fallback
+            for name in names:
                 try:
                     value = returned if name == RETURN_VALUE else _read(frame, name)
                 except (KeyError, AttributeError):

@@ -54,6 +54,8 @@ class Marker:
     last: int
     text: str  # the marker as written, for messages
     alternatives: tuple[int, ...] = ()  # "#7 or #21 or #30": one line, a snapshot per caller, in the order they first call
+    fallback: tuple[str, ...] = ()  # read instead of ``names`` when one of those does not exist (see with_catalogue_names)
+    shared: bool = False  # one of several markers on a line that assigns fewer names than it has markers
 
     @property
     def key(self) -> str:
@@ -143,6 +145,10 @@ def find_markers(path: Path) -> list[Marker]:
             elif len(found) > 1 and len(assigned) > 1:
                 raise UserError(f"{path}:{line}: {len(found)} markers on a line that assigns {len(assigned)} names "
                                 f"({', '.join(assigned)}); write the name after each marker")
+            elif assigned and len(found) > 1:  # the seed's "x = ln1(res1_a + res1_b)  # SNAPSHOT #14 ...; SNAPSHOT #15"
+                markers.append(Marker(str(path), line, numbering, number, point, tuple(assigned), statement.lineno, statement.end_lineno,
+                                      text, alternatives, shared=True))
+                continue
             elif assigned:
                 chosen = tuple(assigned)
             elif isinstance(statement, ast.Return) and statement.value is not None:  # "return x @ w  # Snapshot #7"
@@ -178,6 +184,21 @@ def _parse_comment(comment: str) -> list[tuple[str, int | None, str | None, str,
                 chosen = (names[i],) if names and len(numbers) > 1 else names
                 found.append((numbering, number, None, match.group(0).strip(), chosen, ()))
     return found
+
+
+def with_catalogue_names(markers: list[Marker], variables: dict[int, str]) -> list[Marker]:
+    """Markers sharing a line that assigns one name ("x = ln1(res1_a + res1_b)  # SNAPSHOT #14 ...; SNAPSHOT #15"): each
+    reads the catalogue's variable names for its snapshot ("res1_a, res1_b") when they all exist once the line has run,
+    else what the line assigns."""
+    from dataclasses import replace
+
+    out = []
+    for marker in markers:
+        names = tuple(n.strip() for n in variables.get(marker.number, "").split(","))
+        if marker.shared and names and all(re.fullmatch(r"[A-Za-z_]\w*", n) for n in names):
+            marker = replace(marker, names=names, fallback=marker.names)
+        out.append(marker)
+    return out
 
 
 def scan(paths: list[Path]) -> list[Marker]:

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from generator.catalogue import Question, Report, Snapshot, Stage
-from generator.render import environment, escape_text, page_path, shift_headings  # noqa: F401  (one page layout for every report)
+from generator.render import environment, escape_text, page_path  # one page layout for every report
 from generator.tensor_data import explore_info, write_tensor_data
 from generator.tensors import TensorView, fmt, json_number
 from generator.trace.capture import Capture, Hit, Value

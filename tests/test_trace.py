@@ -105,6 +105,8 @@ def test_a_bug_is_caught_by_the_right_snapshot_and_named_as_the_first_failure(tm
     assert first_failure(data).startswith(label + " ")
     failed = next(s for s in data["snapshots"] if s["label"] == label)
     assert failed["check"]["passed"] is False
+    if "softmax" in old:
+        assert "the columns (the query axis) that sum to 1: the softmax ran over the wrong axis" in failed["check"]["detail"]
     overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
     assert f"| First failing snapshot (pipeline order) | [{label} " in overview
 

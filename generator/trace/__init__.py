@@ -5,15 +5,39 @@ verify.py for the shapes and checks, report.py for the pages)."""
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
+import importlib.util
 import re
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from generator.errors import UserError
 
-NUMBERINGS = ("encoder-decoder", "vit", "gpt")
-LABEL = {"vit": "S{n:02d}", "gpt": "G{n:02d}", "encoder-decoder": "#{n}"}
+
+
+@functools.cache
+def specs() -> dict[str, Any]:
+    """Report key -> its ``TraceSpec`` (generator/reports/<report>/trace.py), for the reports that have one, in the
+    registry's order: the numberings `trace` knows."""
+    from generator.reports import REPORTS
+
+    found = {}
+    for key, report in REPORTS.items():
+        name = f"{report.package}.trace"
+        if importlib.util.find_spec(name) is not None:
+            found[key] = importlib.import_module(name).TRACE
+    return found
+
+
+def marker_forms() -> str:
+    """The marker forms, for messages: one per report that can be traced, and the user's own."""
+    from generator.reports import REPORTS
+
+    forms = [f"{spec.marker(13, REPORTS[key].label(13))} ({REPORTS[key].short_title})" for key, spec in specs().items()]
+    return ", ".join([*forms, "# trace: name"])
 
 
 def add_parser(sub: argparse._SubParsersAction, default_out: Path) -> None:
@@ -22,13 +46,13 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path) -> None:
         description="Run SCRIPT.py as `python SCRIPT.py` would, capture the value of every line marked with a breakpoint "
         "comment (# BREAKPOINT S13, # Snapshot #13, # BREAKPOINT G05, # trace: name) once the line has run, and write a "
         "report with the catalogue's shapes and checks applied to your tensors. It runs your code: only trace scripts you trust.",
-        epilog="example:\n  python -m generator trace examples/encoder_decoder_trace.py\n  python -m generator trace my_vit.py --hit 2 -- --image cat.jpg",
+        epilog="examples:\n  python -m generator trace examples/encoder_decoder_trace.py\n  python -m generator trace my_model.py --hit 2 -- --image cat.jpg",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="python -m generator trace SCRIPT.py [options] [-- SCRIPT_ARGS ...]",
     )
     t.set_defaults(script_args=[])
     t.add_argument("script", type=Path, help="the Python script to run (its folder goes first on sys.path)")
-    t.add_argument("--report", choices=("auto", *NUMBERINGS, "none"), default="auto",
+    t.add_argument("--report", choices=("auto", *specs(), "none"), default="auto",
                    help="the numbering of the markers: auto picks it from the markers found (default: auto); none: only # trace: points")
     t.add_argument("--out", type=Path, default=default_out, help="docs folder to write into (default: the project's docs/)")
     t.add_argument("--name", default=None, help="the report's folder under --out (default: from the script's file name)")
@@ -59,8 +83,6 @@ def _seconds(text: str) -> float:
 
 
 def choose_numbering(requested: str, markers: list, script: Path) -> str:
-    from generator.trace.markers import MARKER_FORMS
-
     numbered = sorted({m.numbering for m in markers if m.numbering != "custom"})
     if requested == "none":
         return "none"
@@ -69,7 +91,7 @@ def choose_numbering(requested: str, markers: list, script: Path) -> str:
     if not numbered:
         if any(m.numbering == "custom" for m in markers):
             return "none"
-        raise UserError(f"{script}: no breakpoint comment found in it or beside it; mark a line with one of: {MARKER_FORMS}")
+        raise UserError(f"{script}: no breakpoint comment found in it or beside it; mark a line with one of: {marker_forms()}")
     if len(numbered) > 1:
         raise UserError(f"{script}: markers of several numberings ({', '.join(numbered)}); choose one with --report")
     return numbered[0]
@@ -79,7 +101,7 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
     from generator.reports import REPORTS
     from generator.site import staged_output
     from generator.trace.capture import run_script, user_files
-    from generator.trace.markers import MARKER_FORMS, scan
+    from generator.trace.markers import scan
     from generator.trace.report import render
 
     script = args.script
@@ -90,7 +112,7 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
     script = script.resolve()
     markers = scan(user_files(script))
     if not markers:
-        raise UserError(f"{args.script}: no breakpoint comment found in it or beside it; mark a line with one of: {MARKER_FORMS}")
+        raise UserError(f"{args.script}: no breakpoint comment found in it or beside it; mark a line with one of: {marker_forms()}")
     numbering = choose_numbering(args.report, markers, args.script)
     if numbering != "none":
         catalogue = REPORTS[numbering]
@@ -98,11 +120,11 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
         for marker in markers:
             for number in (marker.alternatives or (marker.number,)) if marker.numbering == numbering else ():
                 if number not in known:
-                    label = LABEL[numbering]
+                    label = catalogue.label
                     raise UserError(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: the {catalogue.short_title} catalogue has "
-                                    f"{label.format(n=min(known))}–{label.format(n=max(known))}, no {label.format(n=number)}")
+                                    f"{label(min(known))}–{label(max(known))}, no {label(number)}")
     elif not any(m.point for m in markers):
-        raise UserError(f"{args.script}: --report none reports the # trace: points, and the script has none ({MARKER_FORMS})")
+        raise UserError(f"{args.script}: --report none reports the # trace: points, and the script has none ({marker_forms()})")
     if numbering in REPORTS:
         from generator.trace.markers import with_catalogue_names
 

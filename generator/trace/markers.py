@@ -27,22 +27,20 @@ from pathlib import Path
 
 from generator.errors import UserError
 
-NUMBERING = {"S": "vit", "G": "gpt", "#": "encoder-decoder"}
 RETURN_VALUE = "return_value"  # the name a marked `return` statement's value is captured under
-MARKER_FORMS = "# BREAKPOINT S13 (ViT), # Snapshot #13 or # Snapshot 13 (encoder–decoder), # BREAKPOINT G05 (GPT), # trace: name"
 
 _NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 _NAMES = rf"(?P<names>{_NAME}(?:\s*,\s*{_NAME})*)"
 # A name list only counts when nothing but a title separator or the end follows it ("- Raw input" is a title).
 _AFTER = rf"(?:\s*[:=]?\s*{_NAMES}(?=\s*(?:$|[-–—;#(])))?"
-_BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[SG])\s*(?P<number>\d+)(?P<more>(?:\s*(?:,|and|&)\s*(?:BREAKPOINT\s+)?[SG]\s*\d+)*){_AFTER}", re.I)
+_BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[A-Z])\s*(?P<number>\d+)(?P<more>(?:\s*(?:,|and|&)\s*(?:BREAKPOINT\s+)?[A-Z]\s*\d+)*){_AFTER}", re.I)
 _SNAPSHOT = re.compile(rf"\bSNAPSHOT\s*#?\s*(?P<number>\d+)(?P<more>(?:\s*(?:or|/|,|and|&)\s*#?\s*\d+)*){_AFTER}", re.I)
 _CUSTOM = re.compile(rf"^\s*#\s*trace\s*:\s*(?P<point>[A-Za-z_]\w*)(?:\s+(?P<names>{_NAME}(?:\s*,\s*{_NAME})*))?\s*$")
 
 
 @dataclass(frozen=True)
 class Marker:
-    """One marked value: ``numbering`` "vit"/"gpt"/"encoder-decoder" (``number`` set) or "custom" (``point`` set)."""
+    """One marked value: ``numbering`` a report's key (``number`` set) or "custom" (``point`` set)."""
 
     file: str
     line: int  # the marker comment's line
@@ -170,9 +168,15 @@ def _parse_comment(comment: str) -> list[tuple[str, int | None, str | None, str,
         names = tuple(n.strip() for n in custom.group("names").split(",")) if custom.group("names") else ()
         return [("custom", None, custom.group("point"), comment.strip(), names, ())]
     found = []
+    from generator.trace import specs
+
+    numberings = {(spec.keyword, spec.letter): key for key, spec in specs().items()}
     for pattern in (_BREAKPOINT, _SNAPSHOT):
         for match in pattern.finditer(comment):
-            numbering = NUMBERING[match.group("letter").upper()] if pattern is _BREAKPOINT else "encoder-decoder"
+            letter = match.group("letter").upper() if pattern is _BREAKPOINT else "#"
+            numbering = numberings.get(("BREAKPOINT" if pattern is _BREAKPOINT else "SNAPSHOT", letter))
+            if numbering is None:
+                continue  # a letter no report numbers with
             numbers = [int(match.group("number"))] + [int(n) for n in re.findall(r"\d+", match.group("more"))]
             names = tuple(n.strip() for n in match.group("names").split(",")) if match.group("names") else ()
             if re.search(r"\bor\b|/", match.group("more")):  # the seed's "#7 or #21 or #30 (depending on caller)"

@@ -20,12 +20,20 @@ from generator.tensor_data import explore_info, write_tensor_data
 from generator.tensors import TensorView, fmt, json_number
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
-from generator.trace.verify import TRACE_CHECKS, Layout, Missing, bind_dims, layout
+from generator.trace.verify import Layout, Missing, bind_dims, layout
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
-# Attention-probability snapshots (number -> named query and key axes): every hit of one becomes an explorer "layer".
-ATTENTION = {"encoder-decoder": {11: ("S", "S"), 26: ("T", "T"), 34: ("T", "S")}, "vit": {13: ("N1", "N1")}, "gpt": {14: ("T", "T")}}
-MARKER_EXAMPLE = {"vit": "# BREAKPOINT S{n:02d}", "gpt": "# BREAKPOINT G{n:02d}", "encoder-decoder": "# Snapshot #{n}", "none": "# trace: name"}
+
+
+def _spec(numbering: str) -> Any:
+    from generator.trace import specs
+
+    return specs().get(numbering)
+
+
+def marker_example(catalogue: Any, numbering: str, number: int) -> str:
+    spec = _spec(numbering)
+    return spec.marker(number, catalogue.label(number)) if spec is not None else "# trace: name"
 
 
 def own_points(capture: Capture) -> dict[str, int]:
@@ -256,7 +264,7 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
     pages = []
     for snap in catalogue.snapshots:
         page = TracedPage(snap=snap, label=catalogue.label(snap.number), path=page_path(snap), captured=snap.number in by_number,
-                          marker_example=MARKER_EXAMPLE[numbering].format(n=snap.number), named=shapes[snap.number],
+                          marker_example=marker_example(catalogue, numbering, snap.number), named=shapes[snap.number],
                           questions=[catalogue.question(n) for n in snap.questions])
         notes = []
         for j, (marker, hits) in enumerate(by_number.get(snap.number, [])):
@@ -295,7 +303,7 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
 
 def _run_checks(pages: list[TracedPage], numbering: str, dims: dict[str, int], catalogue: Any = None, hit: int = 1) -> None:
     by_number = {p.snap.number: p for p in pages}
-    checks = TRACE_CHECKS.get(numbering, {})
+    checks = _spec(numbering).checks if _spec(numbering) is not None else {}
 
     def get(number: int, i: int = 0, hit: int | None = None) -> torch.Tensor:
         """Snapshot ``number``'s ``i``-th tensor in the catalogue's layout, float64: the hit the pages show, or ``hit``
@@ -543,7 +551,7 @@ def _attention(pages: list[TracedPage], numbering: str, dims: dict[str, int]):
     (B, h, queries, keys), as one group whose "layers" are the hits (a loop over layers gives one hit per layer)."""
     tensors, labels, axes, groups = {}, {}, {}, []
     by_number = {p.snap.number: p for p in pages}
-    for number, (rows, cols) in ATTENTION.get(numbering, {}).items():
+    for number, (rows, cols) in (_spec(numbering).attention if _spec(numbering) is not None else {}).items():
         page = by_number.get(number)
         if page is None or not page.captured or rows not in dims or cols not in dims or "h" not in dims:
             continue

@@ -334,47 +334,22 @@ def gelu_range() -> TraceCheck:
     return TraceCheck("values lie in GELU's range", (), run)
 
 
-# What a trace verifies beyond the catalogue's own checks (which also run, on the captured tensors; generator/checks.py):
-# claims the catalogue checks with the model's weights or with tensors no snapshot shows, a loop's wiring from pass to
-# pass, and diagnoses of the usual bugs (columns that sum to 1, scores without 1/√hs). Snapshot number -> check.
-TRACE_CHECKS: dict[str, dict[int, TraceCheck]] = {
-    "encoder-decoder": {
-        1: ids(), 2: ids(),
-        4: embedding_rows(3, 1),
-        5: sinusoidal_added(4),
-        6: block_input(5, 19, "the embeddings, #5"),
-        10: scores_of((12, 0), (12, 1), heads=True),
-        11: probabilities_of(10),
-        14: same_as(6, "its first operand is the block input (#6), the residual path"),
-        15: layer_norm_of((14, 0), (14, 1)),
-        16: same_as(15, "is the LayerNorm output (#15)"),
-        19: layer_norm_of(16, 18),
-        24: scores_of((27, 0), (27, 1), heads=True),
-        25: causal_mask(),
-        26: probabilities_of(24, mask=25, causal=True),
-        33: scores_of(30, 31, heads=False),
-        34: probabilities_of(33),
-        35: context_of(34, 32, v_full=True),
-        37: same_as(36, "is the output of the cross-attention sublayer (#36)"),
-        40: layer_norm_of(37, 39),
-        41: hit_of(40, -1, "is the last decoder layer's output (#40 at its last pass)"),
-        43: slice_of(42, (0, 0)),
-    },
-    "vit": {
-        8: block_input(7, 20, "the embeddings, S07"),
-        12: scores_of(9, 10, heads=True),
-        13: probabilities_of(12),
-        16: layer_norm_of(8, 15),
-        17: gelu_range(),
-        19: sum_of(8, 15, 18),
-        20: same_as(19, "is the residual sum after the MLP (S19): pre-norm blocks normalise in the next block"),
-        21: hit_of(20, 2, "is the second block's output (S20 at its second pass)"),
-        22: hit_of(20, -1, "is the last block's output (S20 at its last pass)"),
-        23: layer_norm_of(22),
-    },
-    "gpt": {
-        11: scores_of(8, 9, heads=True),
-        12: causal_mask(),
-        14: probabilities_of(None, causal=True),
-    },
-}
+@dataclass(frozen=True)
+class TraceSpec:
+    """What a report adds for tracing someone else's code (generator/reports/<report>/trace.py defines ``TRACE``).
+
+    ``keyword`` and ``letter`` are how students mark its snapshots: ``# BREAKPOINT S13`` (keyword "BREAKPOINT", letter
+    "S") or ``# Snapshot #13`` (keyword "SNAPSHOT", letter "#"). ``checks``: what a trace verifies beyond the catalogue's
+    own checks (which also run, on the captured tensors): claims the catalogue checks with the model's weights or with
+    tensors no snapshot shows, a loop's wiring from pass to pass, and diagnoses of the usual bugs. ``attention``: the
+    attention-probability snapshots and the named dimensions of their query and key axes, for the explorer.
+    """
+
+    keyword: str
+    letter: str
+    checks: dict[int, TraceCheck]
+    attention: dict[int, tuple[str, str]]
+
+    def marker(self, number: int, label: str) -> str:
+        """How to mark snapshot ``number`` (``label`` is the report's own, e.g. "S13" or "#13")."""
+        return f"# {self.keyword.capitalize() if self.letter == '#' else self.keyword} {label}"

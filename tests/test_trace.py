@@ -280,6 +280,9 @@ def test_marker_forms_and_what_each_one_marks(tmp_path):
         h, i, j = 1, 2, 3  # BREAKPOINT S09, S10, S11
         k = 7  # Snapshot #16 - Feed-forward input: b
         x = 0  # Snapshot #17: a, b
+
+        # SNAPSHOT #18 - a heading over the statement below
+        y = 8
     """), encoding="utf-8")
     found = [(m.numbering, m.number, m.point, m.names, m.first, m.last) for m in find_markers(script)]
     assert found == [
@@ -287,6 +290,7 @@ def test_marker_forms_and_what_each_one_marks(tmp_path):
         ("gpt", 5, None, ("d",), 4, 4), ("custom", None, "mine", ("e",), 5, 5), ("encoder-decoder", 15, None, ("f",), 6, 7),
         ("vit", 14, None, ("g",), 8, 8), ("vit", 9, None, ("h",), 10, 10), ("vit", 10, None, ("i",), 10, 10),
         ("vit", 11, None, ("j",), 10, 10), ("encoder-decoder", 16, None, ("k",), 11, 11), ("encoder-decoder", 17, None, ("a", "b"), 12, 12),
+        ("encoder-decoder", 18, None, ("y",), 15, 15),
     ]
 
 

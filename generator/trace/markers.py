@@ -11,7 +11,8 @@ The forms students write (see the seed reports):
   in the order they first call.
 
 A marker on a statement's line (multi-line statements included) marks that statement; a marker alone on a comment
-line marks the statement just before it, as a debugger breakpoint there stops once that statement has run. The
+line marks the statement just before it, as a debugger breakpoint there stops once that statement has run, unless a
+blank line separates them and a statement follows the comment directly (a comment used as a heading marks that one). The
 captured variable is the one the statement assigns (a ``return`` statement: the value it returns), or the name written
 right after the marker (``# BREAKPOINT S14 attn_ctx``, ``# Snapshot #14: res1_a, res1_b``).
 """
@@ -117,6 +118,32 @@ def parse_script(path: Path) -> tuple[str, ast.Module]:
         raise UserError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
 
 
+def _statement_for_comment_line(statements: list[ast.stmt], lines: list[str], line: int) -> ast.stmt | None:
+    """The statement a marker alone on its line marks: the one just above it, as a debugger breakpoint there stops once
+    that statement has run (the ViT seed's style); but when a blank line separates it from that one and the next
+    statement follows it directly, that next one (the encoder–decoder seed's comment-as-heading style). Other comment
+    lines in between count as part of the marker's block."""
+    def adjacent(step: int) -> int | None:  # the first code line above (-1) or below (+1), if no blank line comes first
+        i = line + step
+        while 1 <= i <= len(lines):
+            text = lines[i - 1].strip()
+            if not text:
+                return None
+            if not text.startswith("#"):
+                return i
+            i += step
+        return None
+
+    above = [s for s in statements if s.end_lineno < line]
+    nearest_above = max(above, key=lambda s: (s.end_lineno, -s.lineno), default=None)
+    below_line = adjacent(+1)
+    if adjacent(-1) is None and below_line is not None:
+        below = [s for s in statements if s.lineno == below_line]
+        if below:
+            return min(below, key=lambda s: s.end_lineno - s.lineno)
+    return nearest_above
+
+
 def find_markers(path: Path) -> list[Marker]:
     """Every marker of the file, in line order, with the statement it marks and the names to read."""
     source, tree = parse_script(path)
@@ -127,8 +154,7 @@ def find_markers(path: Path) -> list[Marker]:
         if not found:
             continue
         if alone:
-            before = [s for s in statements if s.end_lineno < line]
-            statement = max(before, key=lambda s: (s.end_lineno, -s.lineno), default=None)
+            statement = _statement_for_comment_line(statements, source.splitlines(), line)
         else:
             spanning = [s for s in statements if s.lineno <= line <= s.end_lineno]
             statement = min(spanning, key=lambda s: s.end_lineno - s.lineno, default=None)

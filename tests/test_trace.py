@@ -336,6 +336,20 @@ def test_two_markers_on_a_line_that_assigns_one_name_read_the_catalogues_variabl
     assert by_label["#15"]["check"]["passed"] is True  # LayerNorm of the two operands of #14
 
 
+def test_code_marked_the_way_the_seed_report_marked_it_is_traced(tmp_path):
+    """nn.Module classes, one attention module for the encoder, the masked and the cross-attention ("#7 or #21 or #30"),
+    a comment used as a heading (#10), two markers on a line that assigns one name (#14, #15)."""
+    code, data = trace(Path(__file__).parent / "trace_fixtures" / "seed_style.py", tmp_path)
+    assert code == 0
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["#7"]["shape"] == [1, 6, 128] and by_label["#21"]["shape"] == [1, 5, 128] and by_label["#30"]["shape"] == [1, 5, 128]
+    assert by_label["#31"]["shape"] == [1, 6, 128]  # cross-attention keys: from the encoder's 6 positions
+    assert by_label["#10"]["variable"] == "scores" and by_label["#10"]["check"]["passed"] is True
+    assert by_label["#14"]["variable"] == "res1_a, res1_b" and by_label["#15"]["check"]["passed"] is True
+    assert by_label["#27"]["captured"] and "seed_style.py:68" in data["outcome"]["warnings"][0]  # the cross-attention's heads
+    assert first_failure(data) is None
+
+
 def test_a_shared_line_with_another_number_of_callers_is_not_assigned_and_says_so(tmp_path):
     script = tmp_path / "shared.py"
     script.write_text("def project(x):\n    q = x * 2  # SNAPSHOT #7 or #21\n    return q\n\nproject(1)\n", encoding="utf-8")

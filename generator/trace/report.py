@@ -215,17 +215,23 @@ def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
 
 def by_caller(marker: Marker, hits: list[Hit], warnings: list[str]) -> list[tuple[Marker, list[Hit]]]:
     """A line shared by several snapshots ("#7 or #21 or #30"): its hits split by the user's line that called it, the
-    callers in the order they first called, one snapshot each; with another number of callers, none is assigned."""
+    callers in the order they first called, one snapshot each. Callers beyond the listed snapshots are left out (the
+    seed's "#12 or #27" names the encoder's and the masked attention's heads, not the cross-attention's); with fewer
+    callers than snapshots none is assigned. The overview says which."""
     from dataclasses import replace
 
     sites: dict[Any, list[Hit]] = {}
     for hit in hits:
         sites.setdefault(hit.site, []).append(hit)
-    if len(sites) != len(marker.alternatives):
-        warnings.append(f"{Path(marker.file).name}:{marker.line}: {marker.text!r} was called from {len(sites)} "
-                        f"line{'s' if len(sites) != 1 else ''} of your code for {len(marker.alternatives)} snapshots, so its hits "
-                        "were not assigned; mark each caller's line instead")
+    where = f"{Path(marker.file).name}:{marker.line}: {marker.text!r}"
+    if len(sites) < len(marker.alternatives):
+        warnings.append(f"{where} was called from {len(sites)} line{'s' if len(sites) != 1 else ''} of your code for "
+                        f"{len(marker.alternatives)} snapshots, so its hits were not assigned; mark each caller's line instead")
         return []
+    if len(sites) > len(marker.alternatives):
+        extra = [f"{Path(site[0]).name}:{site[1]}" for site in list(sites)[len(marker.alternatives):] if site]
+        warnings.append(f"{where} was also called from {', '.join(extra)}: those hits belong to none of its "
+                        f"{len(marker.alternatives)} snapshots and are not shown")
     return [(replace(marker, number=number, alternatives=()), group) for number, group in zip(marker.alternatives, sites.values())]
 
 

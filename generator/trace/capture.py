@@ -65,7 +65,6 @@ class Capture:
     sha256: str = ""
     kept_bytes: int = 0
     warnings: list[str] = field(default_factory=list)  # what the report could not use, said on the overview
-    stdout_note: str = ""
 
     @property
     def finished(self) -> bool:

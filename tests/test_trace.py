@@ -252,6 +252,17 @@ def test_report_none_makes_a_report_of_the_scripts_own_points(tmp_path):
     assert "--report none --hit 3" in (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8").replace("&#45;", "-")
 
 
+def test_past_the_capture_budget_values_keep_their_shape_only_and_are_not_checkable(tmp_path, monkeypatch):
+    import generator.trace.capture as capture
+
+    monkeypatch.setattr(capture, "CAPTURE_BUDGET_BYTES", 1000)
+    script = tmp_path / "big.py"
+    script.write_text("import torch\nsrc_ids = [1, 2]  # Snapshot #1\nsrc_embed = torch.zeros(1, 2, 400)  # Snapshot #4\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    embed = next(s for s in data["snapshots"] if s["label"] == "#4")
+    assert code == 0 and embed["check"]["passed"] is None and "not copied" in embed["check"]["detail"]
+
+
 def test_a_huge_tensor_is_bounded_on_its_page_and_left_out_of_data(tmp_path):
     script = tmp_path / "huge.py"
     script.write_text("import torch\nsrc_ids = torch.arange(4_100_000)  # Snapshot #1\n", encoding="utf-8")

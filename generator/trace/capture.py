@@ -125,6 +125,9 @@ def to_value(name: str, value: Any, budget_left: int) -> Value:
         except (ValueError, TypeError):
             pass
     if isinstance(value, dict) and value and all(isinstance(v, torch.Tensor) for v in value.values()):
+        if sum(v.numel() * v.element_size() for v in value.values()) > budget_left:
+            return Value(name, "dict", None, "cpu", f"a dict of {len(value)} tensors, not copied: the captures already hold "
+                         f"{CAPTURE_BUDGET_BYTES // 2**20} MiB")
         return Value(name, "dict", {str(k): v.detach().to("cpu", copy=True) for k, v in value.items()},
                      next(iter(value.values())).device.type, "a dict of tensors")
     try:
@@ -238,8 +241,8 @@ class _Tracer:
                     raise MissingVariable(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: there is no variable {name!r} "
                                           f"once line {marker.first} has run") from None
                 captured = to_value(name, value, CAPTURE_BUDGET_BYTES - self.capture.kept_bytes)
-                if captured.kind in ("tensor", "ints", "scalar") and captured.tensor is not None:
-                    self.capture.kept_bytes += captured.tensor.numel() * captured.tensor.element_size()
+                for tensor in (captured.tensor.values() if captured.kind == "dict" else [captured.tensor]) if captured.tensor is not None else ():
+                    self.capture.kept_bytes += tensor.numel() * tensor.element_size()
                 values.append(captured)
             self.order += 1
             site = self._call_site(frame) if marker.alternatives else None

@@ -352,6 +352,8 @@ def _page_check(page: TracedPage, check: Any, get: Any, dims: dict[str, int], by
     claims = [c.name for c in (check,) if c is not None] + [c.key().replace("_", " ") for c in catalogue_checks]
     if not page.captured:
         return CheckOutcome("; ".join(claims), None, "needs this snapshot captured" if claims else "")
+    if any(t.view.numel == 0 and t.note for t in page.tensors):
+        return CheckOutcome("; ".join(claims), None, "; ".join(t.note for t in page.tensors if t.note))
     if page.layout.status == "mismatch":
         return CheckOutcome("; ".join(claims) or "shape", False, f"the shape {page.main.view.shape} cannot be read as "
                             f"({', '.join(page.shape)}): {page.layout.note}")

@@ -404,20 +404,24 @@ def gpt_weights_section(rows: list[tuple[str, float]]) -> list[str]:
 # ----------------------------------------------------------------------------- tracing a user's script
 
 
-def bench_trace(repeats: int) -> list[tuple[str, float, float, float]]:
-    """Each bundled example script (examples/*_trace.py) run plainly and under the tracer, interleaved, medians; and the
-    whole `python -m generator trace` command (run, checks, pages, data; no MkDocs) in a new process."""
+def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
+    """Each bundled example script (examples/*_trace.py) run plainly and under the tracer, interleaved, medians; the whole
+    `python -m generator trace` command (run, checks, pages, figures, data; no MkDocs) in a new process; and the bundled
+    report of the same numbering at the example's size (`build`, no MkDocs), alternately with it."""
     import contextlib
     import io
     import runpy
 
+    from generator.trace import choose_numbering, specs
     from generator.trace.capture import run_script, user_files
     from generator.trace.markers import scan
 
     rows = []
     work = Path(tempfile.mkdtemp(prefix="bench-trace-"))
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     for script in sorted((ROOT / "examples").glob("*_trace.py")):
         markers = scan(user_files(script))
+        key = choose_numbering("auto", markers, script)
 
         def plain(script=script):
             saved = sys.argv[:]
@@ -432,22 +436,29 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float]]:
 
         with contextlib.redirect_stdout(io.StringIO()):
             t = interleaved({"plain": plain, "traced": traced}, repeats * 4)
-        command = [sys.executable, "-m", "generator", "trace", str(script), "--out", str(work), "-q"]
-        whole = statistics.median(run_timed(command)[0] for _ in range(max(1, repeats // 3)))
-        rows.append((script.name, t["plain"], t["traced"], whole))
+        command = [sys.executable, "-m", "generator", "trace", str(script), "--out", str(work / "trace"), "-q"]
+        bundled = [sys.executable, "-m", "generator", "build", "--model", key, *specs()[key].example_size, "--out", str(work / "build"), "-q"]
+        times: dict[str, list[float]] = {"trace": [], "build": []}
+        for _ in range(max(1, repeats // 3)):
+            times["trace"].append(run_timed(command, env)[0])
+            times["build"].append(run_timed(bundled, env)[0])
+        rows.append((script.name, t["plain"], t["traced"], statistics.median(times["trace"]), statistics.median(times["build"])))
     shutil.rmtree(work, ignore_errors=True)
     return rows
 
 
-def trace_section(rows: list[tuple[str, float, float, float]]) -> list[str]:
+def trace_section(rows: list[tuple[str, float, float, float, float]]) -> list[str]:
     lines = ["## Tracing your own script (`python -m generator trace`)", "",
              "Each bundled example run as `python SCRIPT.py` would run it (in-process, `runpy`) and under the tracer, interleaved, "
-             "medians. Only frames of the files holding markers are traced line by line, and only marked values are copied. The "
-             "last column is the whole command in a new process: imports, the run, the checks, the pages and data/.", "",
-             "| script | plain run | traced run | overhead | ≤ 1.5×? | whole `trace` command |", "| --- | ---: | ---: | ---: | --- | ---: |"]
-    for name, plain, traced, whole in rows:
+             "medians. Only frames of the files holding markers are traced line by line, and only marked values are copied. "
+             "Then the whole command in a new process (imports, the run, the checks, the pages, figures and data/), alternately "
+             "with `python -m generator build` of the bundled report of the same numbering at the example's size.", "",
+             "| script | plain run | traced run | overhead | ≤ 1.5×? | whole `trace` command | bundled report, same size |",
+             "| --- | ---: | ---: | ---: | --- | ---: | ---: |"]
+    for name, plain, traced, whole, bundled in rows:
         ratio = traced / plain
-        lines.append(f"| `{name}` | {plain * 1000:.1f} ms | {traced * 1000:.1f} ms | {ratio:.2f}× | {'yes' if ratio <= 1.5 else 'no'} | {whole:.1f} s |")
+        lines.append(f"| `{name}` | {plain * 1000:.1f} ms | {traced * 1000:.1f} ms | {ratio:.2f}× | {'yes' if ratio <= 1.5 else 'no'} | "
+                     f"{whole:.1f} s | {bundled:.1f} s |")
     return lines + [""]
 
 

@@ -349,6 +349,7 @@ class TraceSpec:
     letter: str
     checks: dict[int, TraceCheck]
     attention: dict[int, tuple[str, str]]
+    example_size: tuple[str, ...] = ()  # `build` flags that give the bundled report the size of examples/ (benchmarks)
 
     def marker(self, number: int, label: str) -> str:
         """How to mark snapshot ``number`` (``label`` is the report's own, e.g. "S13" or "#13")."""

@@ -19,4 +19,5 @@ TRACE = TraceSpec(
         23: layer_norm_of(22),
     },
     attention={13: ("N1", "N1")},
+    example_size=("--vit-size", "tiny"),  # examples/vit_trace.py is ViT-Tiny
 )

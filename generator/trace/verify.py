@@ -205,8 +205,10 @@ def probabilities_of(scores: int | None, mask: int | None = None, causal: bool =
         weights = get(n)
         sums = weights.sum(-1)
         worst = float((sums - 1).abs().max())
-        ok = worst <= TOLERANCE and bool((weights >= 0).all())
-        detail = f"{sums.numel():,} rows over the keys (last axis) sum to 1 within {worst:.1e}, no weight negative: {ok}"
+        negative = int((weights < 0).sum())
+        ok = worst <= TOLERANCE and negative == 0
+        detail = (f"{sums.numel():,} rows over the keys (last axis): a row sum is at most {worst:.1e} away from 1"
+                  f"{'' if worst <= TOLERANCE else ' (NOT probability distributions)'}; {negative} negative weights")
         if not ok and weights.dim() >= 2:
             other = float((weights.sum(-2) - 1).abs().max())
             if other <= TOLERANCE:

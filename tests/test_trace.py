@@ -124,7 +124,7 @@ def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_passs_
 def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks_are_not_checkable(tmp_path):
     _, data = trace(ENCODER_DECODER, tmp_path)
     by_label = {s["label"]: s for s in data["snapshots"]}
-    assert "equals Q·Kᵀ / √hs" in by_label["#10"]["check"]["name"].split("; ")  # generator.checks.ScaledScores on a TensorDict
+    assert "equals Q·Kᵀ / √hs: recomputed Q·Kᵀ/√32:" in by_label["#10"]["check"]["detail"]  # generator.checks.ScaledScores
     assert by_label["#7"]["check"]["passed"] is None
     assert "needs the model's weights (module encoder.layers.0.self_attn.W_q)" in by_label["#7"]["check"]["detail"]
     script = variant(tmp_path, ENCODER_DECODER, "q_heads @ k_heads.transpose(-2, -1) / math.sqrt(d_head)", "q_heads @ k_heads.transpose(-2, -1)")

@@ -392,7 +392,9 @@ def _page_check(page: TracedPage, check: Any, get: Any, dims: dict[str, int], by
     unchecked = [r for r in results if r.passed is None and r not in ran]
     if unchecked:
         detail += " — not checkable from captured tensors: " + "; ".join(f"{r.name} ({r.detail})" for r in unchecked)
-    return CheckOutcome("; ".join(r.name for r in ran), passed, detail)
+    names = list(dict.fromkeys(r.name for r in ran))
+    names = [n for n in names if not any(other != n and other.startswith(n) for other in names)]  # "claim" within "claim, head by head"
+    return CheckOutcome("; ".join(names), passed, detail)
 
 
 def _missing_words(name: str) -> str:

@@ -240,7 +240,10 @@ class _Tracer:
                 except (KeyError, AttributeError):
                     raise MissingVariable(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: there is no variable {name!r} "
                                           f"once line {marker.first} has run") from None
-                captured = to_value(name, value, CAPTURE_BUDGET_BYTES - self.capture.kept_bytes)
+                try:
+                    captured = to_value(name, value, CAPTURE_BUDGET_BYTES - self.capture.kept_bytes)
+                except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error
+                    captured = Value(name, "other", None, "cpu", f"a {type(value).__name__} that could not be copied ({type(exc).__name__})")
                 for tensor in (captured.tensor.values() if captured.kind == "dict" else [captured.tensor]) if captured.tensor is not None else ():
                     self.capture.kept_bytes += tensor.numel() * tensor.element_size()
                 values.append(captured)

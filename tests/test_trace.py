@@ -131,6 +131,8 @@ def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks
     _, buggy = trace(script, tmp_path / "out")
     scores = next(s for s in buggy["snapshots"] if s["label"] == "#10")["check"]
     assert scores["passed"] is False and scores["detail"].count("largest difference") == 2  # both checks ran, both failed
+    statuses = {part["name"]: part["status"] for part in next(s for s in buggy["snapshots"] if s["label"] == "#10")["checks"]}
+    assert statuses == {"equals Q·Kᵀ / √hs, head by head": "failed", "equals Q·Kᵀ / √hs": "failed"}  # the bundled schema's "checks"
     assert "without the 1/√32" in scores["detail"]
 
 

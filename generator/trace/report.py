@@ -115,6 +115,14 @@ class CheckOutcome:
     name: str
     passed: bool | None  # None: not checkable
     detail: str
+    parts: list[CheckOutcome] = field(default_factory=list)  # the checks it combines (catalogue and trace), when several
+
+    @property
+    def status(self) -> str:
+        return "not checkable" if self.passed is None else "passed" if self.passed else "failed"
+
+    def json(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail, "status": self.status}
 
 
 @dataclass
@@ -394,7 +402,7 @@ def _page_check(page: TracedPage, check: Any, get: Any, dims: dict[str, int], by
         detail += " — not checkable from captured tensors: " + "; ".join(f"{r.name} ({r.detail})" for r in unchecked)
     names = list(dict.fromkeys(r.name for r in ran))
     names = [n for n in names if not any(other != n and other.startswith(n) for other in names)]  # "claim" within "claim, head by head"
-    return CheckOutcome("; ".join(names), passed, detail)
+    return CheckOutcome("; ".join(names), passed, detail, results if len(results) > 1 else [])
 
 
 def _missing_words(name: str) -> str:
@@ -470,7 +478,8 @@ def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pag
     def entry(p: TracedPage) -> dict[str, Any]:
         base = {"number": p.snap.number, "label": p.label, "title": p.snap.title, "variable": p.variables if p.captured else p.snap.variable,
                 "stage": p.snap.stage, "page": p.path, "captured": p.captured, "expected_shape": list(p.shape),
-                "check": {"name": p.check.name, "passed": p.check.passed, "detail": p.check.detail}, "figures": [f["file"] for f in p.figures]}
+                "check": {"name": p.check.name, "passed": p.check.passed, "detail": p.check.detail},
+                **({"checks": [part.json() for part in p.check.parts]} if p.check.parts else {}), "figures": [f["file"] for f in p.figures]}
         if not p.captured:
             return {**base, "shape": None, "dtype": None, "first": [], "stats": {}, "source": None, "tensors": []}
         view = p.main.view

@@ -416,6 +416,14 @@ def test_a_refused_trace_leaves_the_previous_report_as_it_was(tmp_path):
     assert (tmp_path / "t" / "index.md").read_text(encoding="utf-8") == before
 
 
+@pytest.mark.parametrize("hit", ["1", "2"])
+def test_a_nanogpt_style_script_traced_with_the_gpt_numbering_passes_every_checkable_claim(tmp_path, hit):
+    code, data = trace(Path(__file__).parent / "trace_fixtures" / "nano_gpt_style.py", tmp_path, "--hit", hit)
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert code == 0 and sum(s["captured"] for s in data["snapshots"]) == 27 and first_failure(data) is None
+    assert all(by_label[label]["check"]["passed"] is True for label in ("G05", "G11", "G12", "G13", "G14", "G15", "G16", "G19", "G25"))
+
+
 def test_gpt_numbering_is_read_and_checked(tmp_path):
     script = tmp_path / "gpt.py"
     script.write_text(textwrap.dedent("""\

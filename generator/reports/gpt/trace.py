@@ -16,7 +16,7 @@ TRACE = TraceSpec(
         19: layer_norm_of(18),
         21: gelu_range(),
         24: same_as(23, "is the second residual sum (G23): pre-norm blocks normalise in the next block"),
-        25: layer_norm_of((24, 0)),
+        25: layer_norm_of((24, 0, -1)),  # the last block's output
     },
     attention={14: ("T", "T")},
 )

@@ -1,6 +1,7 @@
 """`python -m generator trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced, and
-write a verified report of what it computed (see markers.py for the marker forms, capture.py for the run,
-verify.py for the shapes and checks, report.py for the pages)."""
+write a verified report of what it computed (markers.py: the marker forms; capture.py: the run; verify.py: shapes, layouts
+and the trace's checks; pages.py: the pages and their verdicts; report.py: writing them). What a report adds for tracing
+lives in its own folder, generator/reports/<report>/trace.py."""
 
 from __future__ import annotations
 
@@ -138,7 +139,7 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
     command = command or "python -m generator trace " + shlex.join([str(args.script), *options, *(["--", *script_args] if script_args else [])])
     capture = run_script(script, script_args, markers, args.timeout)
     if numbering == "none":
-        from generator.trace.report import own_catalogue
+        from generator.trace.pages import own_catalogue
 
         catalogue = own_catalogue(capture)
     with staged_output(args.out, entries=[name]) as staging:

@@ -497,6 +497,7 @@ def test_the_script_gets_its_own_arguments_and_folder(tmp_path):
     code, data = trace(script, tmp_path / "out", "--", "--out", "x")
     assert code == 0 and data["snapshots"][0]["first"] == [2, 3, 1]
     assert os.getcwd() == cwd and sys.path == path  # the generator's own state is restored afterwards
+    assert "helper" not in sys.modules  # a later trace of another folder's helper.py imports that one
 
 
 def test_markers_count_in_the_modules_the_script_imports_not_in_other_scripts_beside_it(tmp_path):

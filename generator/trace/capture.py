@@ -266,7 +266,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture = Capture(script=script, markers=markers, sha256=hashlib.sha256(script.read_bytes()).hexdigest())
     tracer = _Tracer(capture)
     saved_argv, saved_path, saved_seed = sys.argv[:], sys.path[:], (torch.manual_seed, torch.random.manual_seed)
-    saved_cwd = os.getcwd()
+    saved_cwd, saved_modules = os.getcwd(), set(sys.modules)
 
     def recording_seed(seed):
         capture.seeds.append(int(seed))
@@ -302,6 +302,9 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
         sys.settrace(None)
         threading.settrace(None)  # type: ignore[arg-type]
         os.chdir(saved_cwd)
+        for name in set(sys.modules) - saved_modules:  # the script's own modules: the next trace imports its own again
+            if str(getattr(sys.modules[name], "__file__", "") or "").startswith(str(script.parent)):
+                del sys.modules[name]
         capture.seconds = time.perf_counter() - started
         if timeout:
             signal.setitimer(signal.ITIMER_REAL, 0)

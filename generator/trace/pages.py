@@ -135,6 +135,7 @@ class TracedPage:
     shown_hit: int = 1  # which hit of its (first) marker the page shows
     hit_values: list[list[torch.Tensor | None]] = field(default_factory=list)  # per tensor of the page: its value at every hit
     hit_note: str = ""
+    doc: str = ""  # what the catalogue's model declares the step's tensor to be
     explanation: str = ""
     questions: list[Question] = field(default_factory=list)
     data_written: bool = False
@@ -256,10 +257,18 @@ def named_shapes(catalogue: Any, places: dict[str, str], declared: dict[str, Any
     return shapes
 
 
+def _declared_doc(snap: Any, places: dict[str, str], declared: dict[str, Any]) -> str:
+    """What the catalogue's model declares its first tensor to be (models/*.py ``Point.doc``), for the explanation."""
+    refs = getattr(snap, "tensors", ())
+    entry = declared.get(refs[0].name(places)) if refs else None
+    return getattr(getattr(entry, "point", None), "doc", "") or ""
+
+
 def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -> tuple[list[TracedPage], dict[str, int]]:
     folder = capture.script.parent
     places = places_for(catalogue, 1)
-    shapes = named_shapes(catalogue, places or {}, catalogue.options().record_points() if places is not None else {})
+    declared = catalogue.options().record_points() if places is not None else {}
+    shapes = named_shapes(catalogue, places or {}, declared)
     by_number: dict[int, list[tuple[Marker, list[Hit]]]] = {}
     points = own_points(capture) if numbering == "none" else {}
     for marker in sorted(capture.markers, key=lambda m: (m.file, m.line)):
@@ -274,6 +283,7 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
     for snap in catalogue.snapshots:
         page = TracedPage(snap=snap, label=catalogue.label(snap.number), path=page_path(snap), captured=snap.number in by_number,
                           marker_example=marker_example(catalogue, numbering, snap.number), named=shapes[snap.number],
+                          doc=_declared_doc(snap, places or {}, declared),
                           questions=[catalogue.question(n) for n in snap.questions])
         notes = []
         for j, (marker, hits) in enumerate(by_number.get(snap.number, [])):

@@ -38,6 +38,9 @@ def explanation(page: TracedPage, catalogue: Report, dims: dict[str, int]) -> st
     if x.numel:
         text += (f"The values range from {fmt(stats['min'])} to {fmt(stats['max'])} (mean {fmt(stats['mean'])}, standard "
                  f"deviation {fmt(stats['std'])}).")
+    if page.doc:
+        text += (f"\n\nIn the catalogue's own model this tensor is declared as: *{escape_text(page.doc)}*. Your code may compute it "
+                 "differently; the check below says whether what you captured has the property the step needs.")
     if page.snap.differs:
         text += f"\n\nHow the bundled model differs from the seed at this step: {page.snap.differs}"
     return text

@@ -32,7 +32,7 @@ def explanation(page: TracedPage, catalogue: Report, dims: dict[str, int]) -> st
         if text not in named:
             named.append(text)
     stats = x.stats
-    text = (f"`{page.main.variable}` is the step *{page.snap.title}* of the {catalogue.title} pipeline. "
+    text = (f"`{page.main.variable}` is the step *{page.snap.title}* ({page.label}) of the {catalogue.short_title} report's catalogue. "
             f"In your run it holds {x.numel:,} values of shape `{tuple(x.shape)}`; the catalogue names this shape "
             f"({', '.join(page.shape)}), here {'; '.join(named)}. ")
     if x.numel:

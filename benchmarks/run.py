@@ -448,6 +448,67 @@ def gpt_weights_section(rows: list[tuple[str, float]]) -> list[str]:
     return lines + [""]
 
 
+# ----------------------------------------------------------------------------- tracing a user's script
+
+
+def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
+    """Each bundled example script (examples/*_trace.py) run plainly and under the tracer, interleaved, medians; the whole
+    `python -m generator trace` command (run, checks, pages, figures, data; no MkDocs) in a new process; and the bundled
+    report of the same numbering at the example's size (`build`, no MkDocs), alternately with it."""
+    import contextlib
+    import io
+    import runpy
+
+    from generator.trace import choose_numbering, specs
+    from generator.trace.capture import run_script, user_files
+    from generator.trace.markers import scan
+
+    rows = []
+    work = Path(tempfile.mkdtemp(prefix="bench-trace-"))
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    for script in sorted((ROOT / "examples").glob("*_trace.py")):
+        markers = scan(user_files(script))
+        key = choose_numbering("auto", markers, script)
+
+        def plain(script=script):
+            saved = sys.argv[:]
+            sys.argv = [str(script)]
+            try:
+                runpy.run_path(str(script), run_name="__main__")
+            finally:
+                sys.argv = saved
+
+        def traced(script=script, markers=markers):
+            run_script(script, [], markers, None)
+
+        with contextlib.redirect_stdout(io.StringIO()):
+            t = interleaved({"plain": plain, "traced": traced}, repeats * 4)
+        command = [sys.executable, "-m", "generator", "trace", str(script), "--out", str(work / "trace"), "-q"]
+        bundled = [sys.executable, "-m", "generator", "build", "--model", key, *specs()[key].example_size, "--out", str(work / "build"), "-q"]
+        times: dict[str, list[float]] = {"trace": [], "build": []}
+        for _ in range(max(1, repeats // 3)):
+            times["trace"].append(run_timed(command, env)[0])
+            times["build"].append(run_timed(bundled, env)[0])
+        rows.append((script.name, t["plain"], t["traced"], statistics.median(times["trace"]), statistics.median(times["build"])))
+    shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
+def trace_section(rows: list[tuple[str, float, float, float, float]]) -> list[str]:
+    lines = ["## Tracing your own script (`python -m generator trace`)", "",
+             "Each bundled example run as `python SCRIPT.py` would run it (in-process, `runpy`) and under the tracer, interleaved, "
+             "medians. Only frames of the files holding markers are traced line by line, and only marked values are copied. "
+             "Then the whole command in a new process (imports, the run, the checks, the pages, figures and data/), alternately "
+             "with `python -m generator build` of the bundled report of the same numbering at the example's size.", "",
+             "| script | plain run | traced run | overhead | ≤ 1.5×? | whole `trace` command | bundled report, same size |",
+             "| --- | ---: | ---: | ---: | --- | ---: | ---: |"]
+    for name, plain, traced, whole, bundled in rows:
+        ratio = traced / plain
+        lines.append(f"| `{name}` | {plain * 1000:.1f} ms | {traced * 1000:.1f} ms | {ratio:.2f}× | {'yes' if ratio <= 1.5 else 'no'} | "
+                     f"{whole:.1f} s | {bundled:.1f} s |")
+    return lines + [""]
+
+
 def page(results: dict) -> str:
     def ms(s: float) -> str:
         return f"{s * 1000:.1f} ms"
@@ -516,6 +577,8 @@ def page(results: dict) -> str:
         lines += training_section(results["training"])
     if "gpt weights" in results:
         lines += gpt_weights_section(results["gpt weights"])
+    if "trace" in results:
+        lines += trace_section(results["trace"])
     lines += ["## GPU", "", results["gpu"], ""]
     lines += ["## Where the time goes", "", results["analysis"], ""]
     return "\n".join(lines)
@@ -525,7 +588,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
-    parser.add_argument("--only", choices=("warm", "limits", "plugin", "training", "gpt-weights"), help="measure only this part and replace its section of --out")
+    parser.add_argument("--only", choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace"), help="measure only this part and replace its section of --out")
     args = parser.parse_args()
     if args.only == "plugin":
         return replace_section(args.out, "\n".join(plugin_section(bench_plugin(3 if args.quick else 5))) + "\n")
@@ -535,6 +598,8 @@ def main() -> None:
         return replace_section(args.out, "\n".join(limits_section(bench_limits(1 if args.quick else 2))) + "\n")
     if args.only == "training":
         return replace_section(args.out, "\n".join(training_section(bench_training())) + "\n")
+    if args.only == "trace":
+        return replace_section(args.out, "\n".join(trace_section(bench_trace(3 if args.quick else 9))) + "\n")
     if args.only == "gpt-weights":
         return replace_section(args.out, "\n".join(gpt_weights_section(bench_gpt_weights(1 if args.quick else 3))) + "\n")
     repeats = 5 if args.quick else 15
@@ -571,7 +636,8 @@ def main() -> None:
     results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "model tables": tables, "targets": targets, "regeneration": regeneration, "gpu": gpu, "analysis": analysis,
                "plugin": bench_plugin(3 if args.quick else 5),
                "warm": bench_warm_regeneration(repeats=3 if args.quick else 5), "limits": bench_limits(1 if args.quick else 2),
-               "gpt weights": bench_gpt_weights(1 if args.quick else 3), "training": bench_training()}
+               "gpt weights": bench_gpt_weights(1 if args.quick else 3), "training": bench_training(),
+               "trace": bench_trace(3 if args.quick else 9)}
     args.out.write_text(page(results) + "\n", encoding="utf-8")
     print(args.out.read_text(encoding="utf-8"))
 

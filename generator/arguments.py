@@ -114,6 +114,9 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     train.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     _add_serve_parser(sub)
+    from generator.trace import add_parser as add_trace_parser
+
+    add_trace_parser(sub, DEFAULT_DOCS)
     return p
 
 

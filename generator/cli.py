@@ -44,7 +44,12 @@ def _log_to_stderr() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from generator.trace import split_script_args
+
+    argv, script_args = split_script_args(sys.argv[1:] if argv is None else list(argv))
     args = parser().parse_args(argv)
+    if script_args is not None:
+        args.script_args = script_args
     _log_to_stderr()
     logging.getLogger("generator").setLevel(logging.INFO if args.verbose else logging.WARNING)
     held = _held_warnings() if args.command != "serve" else contextlib.nullcontext([])
@@ -73,6 +78,10 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "train":
             training(args.model).main(args.steps, args.out, seed=args.seed, quiet=args.quiet)
             return 0
+        if args.command == "trace":  # generator/trace/: runs the user's own script
+            from generator.trace import trace
+
+            return trace(args)
         if args.command == "pdf":
             from generator.pdf import export
 

@@ -1,0 +1,238 @@
+"""Find the breakpoint comments in a user's script and the statement each one marks.
+
+The forms students write (see the seed reports):
+
+- ``# BREAKPOINT S13`` — ViT numbering (S01–S26),
+- ``# Snapshot #13`` / ``# Snapshot 13`` / ``# SNAPSHOT #13`` — encoder–decoder numbering (#1–#43),
+- ``# BREAKPOINT G05`` — GPT numbering (G01–G32),
+- ``# trace: any_name`` — a point of the user's own, outside any catalogue (its values are in the report's data/);
+- ``# SNAPSHOT #7 or #21 or #30`` — a line shared by several steps (one attention function for the encoder, the masked
+  and the cross-attention): its hits are told apart by the line of the user's code that called it, the callers taken
+  in the order they first call.
+
+A marker on a statement's line (multi-line statements included) marks that statement; a marker alone on a comment
+line marks the statement just before it, as a debugger breakpoint there stops once that statement has run, unless a
+blank line separates them and a statement follows the comment directly (a comment used as a heading marks that one). The
+captured variable is the one the statement assigns (a ``return`` statement: the value it returns), or the name written
+right after the marker (``# BREAKPOINT S14 attn_ctx``, ``# Snapshot #14: res1_a, res1_b``).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.errors import UserError
+
+RETURN_VALUE = "return_value"  # the name a marked `return` statement's value is captured under
+
+_NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_NAMES = rf"(?P<names>{_NAME}(?:\s*,\s*{_NAME})*)"
+# A name list only counts when nothing but a title separator or the end follows it ("- Raw input" is a title).
+_AFTER = rf"(?:\s*[:=]?\s*{_NAMES}(?=\s*(?:$|[-–—;#(])))?"
+_BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[A-Z])\s*(?P<number>\d+)(?P<more>(?:\s*(?:,|and|&)\s*(?:BREAKPOINT\s+)?[A-Z]\s*\d+)*){_AFTER}", re.I)
+_SNAPSHOT = re.compile(rf"\bSNAPSHOT\s*#?\s*(?P<number>\d+)(?P<more>(?:\s*(?:or|/|,|and|&)\s*#?\s*\d+)*){_AFTER}", re.I)
+_CUSTOM = re.compile(rf"^\s*#\s*trace\s*:\s*(?P<point>[A-Za-z_]\w*)(?:\s+(?P<names>{_NAME}(?:\s*,\s*{_NAME})*))?\s*$")
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One marked value: ``numbering`` a report's key (``number`` set) or "custom" (``point`` set)."""
+
+    file: str
+    line: int  # the marker comment's line
+    numbering: str
+    number: int | None
+    point: str | None
+    names: tuple[str, ...]  # variables to read once the statement ran; names[0] is the main one
+    first: int  # the marked statement's lines
+    last: int
+    text: str  # the marker as written, for messages
+    alternatives: tuple[int, ...] = ()  # "#7 or #21 or #30": one line, a snapshot per caller, in the order they first call
+    fallback: tuple[str, ...] = ()  # read instead of ``names`` when one of those does not exist (see with_catalogue_names)
+    shared: bool = False  # one of several markers on a line that assigns fewer names than it has markers
+
+    @property
+    def key(self) -> str:
+        return self.point if self.point else f"{self.numbering}:{self.number}"
+
+
+def _comments(source: str) -> list[tuple[int, str, bool]]:
+    """(line, comment text, alone on its line) for every comment of the file."""
+    found = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                found.append((tok.start[0], tok.string, not tok.line[: tok.start[1]].strip()))
+    except (tokenize.TokenError, SyntaxError):  # reported by ast.parse with a line number
+        pass
+    return found
+
+
+def _simple_statements(tree: ast.AST) -> list[ast.stmt]:
+    compound = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While, ast.If,
+                ast.With, ast.AsyncWith, ast.Try, ast.Match)
+    return [node for node in ast.walk(tree) if isinstance(node, ast.stmt) and not isinstance(node, compound)]
+
+
+def _target_names(target: ast.expr) -> list[str] | None:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Attribute):
+        inner = _target_names(target.value)
+        return [f"{inner[0]}.{target.attr}"] if inner and len(inner) == 1 else None
+    if isinstance(target, (ast.Tuple, ast.List)):
+        names = []
+        for element in target.elts:
+            part = _target_names(element.value if isinstance(element, ast.Starred) else element)
+            if part is None:
+                return None
+            names += part
+        return names
+    return None  # a subscript: nothing to name
+
+
+def assigned_names(statement: ast.stmt) -> list[str]:
+    if isinstance(statement, ast.Assign):
+        names: list[str] = []
+        for target in statement.targets:
+            names += _target_names(target) or []
+        return names
+    if isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        return _target_names(statement.target) or []
+    return []
+
+
+def parse_script(path: Path) -> tuple[str, ast.Module]:
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a UTF-8 text file") from None
+    try:
+        return source, ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise UserError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+
+
+def _statement_for_comment_line(statements: list[ast.stmt], lines: list[str], line: int) -> ast.stmt | None:
+    """The statement a marker alone on its line marks: the one just above it, as a debugger breakpoint there stops once
+    that statement has run (the ViT seed's style); but when a blank line separates it from that one and the next
+    statement follows it directly, that next one (the encoder–decoder seed's comment-as-heading style). Other comment
+    lines in between count as part of the marker's block."""
+    def adjacent(step: int) -> int | None:  # the first code line above (-1) or below (+1), if no blank line comes first
+        i = line + step
+        while 1 <= i <= len(lines):
+            text = lines[i - 1].strip()
+            if not text:
+                return None
+            if not text.startswith("#"):
+                return i
+            i += step
+        return None
+
+    above = [s for s in statements if s.end_lineno < line]
+    nearest_above = max(above, key=lambda s: (s.end_lineno, -s.lineno), default=None)
+    below_line = adjacent(+1)
+    if adjacent(-1) is None and below_line is not None:
+        below = [s for s in statements if s.lineno == below_line]
+        if below:
+            return min(below, key=lambda s: s.end_lineno - s.lineno)
+    return nearest_above
+
+
+def find_markers(path: Path) -> list[Marker]:
+    """Every marker of the file, in line order, with the statement it marks and the names to read."""
+    source, tree = parse_script(path)
+    statements = _simple_statements(tree)
+    markers = []
+    for line, comment, alone in _comments(source):
+        found = _parse_comment(comment)
+        if not found:
+            continue
+        if alone:
+            statement = _statement_for_comment_line(statements, source.splitlines(), line)
+        else:
+            spanning = [s for s in statements if s.lineno <= line <= s.end_lineno]
+            statement = min(spanning, key=lambda s: s.end_lineno - s.lineno, default=None)
+        if statement is None:
+            raise UserError(f"{path}:{line}: {found[0][3]!r} marks no statement (put it on, or right after, the line that computes the value)")
+        assigned = assigned_names(statement)
+        for numbering, number, point, text, names, alternatives in found:
+            if names:
+                chosen = names
+            elif len(found) > 1 and len(assigned) == len(found):  # "a, b, c = f(x)  # S02, S03, S04": one name each
+                chosen = (assigned[[f[1] for f in found].index(number)],)
+            elif len(found) > 1 and len(assigned) > 1:
+                raise UserError(f"{path}:{line}: {len(found)} markers on a line that assigns {len(assigned)} names "
+                                f"({', '.join(assigned)}); write the name after each marker")
+            elif assigned and len(found) > 1:  # the seed's "x = ln1(res1_a + res1_b)  # SNAPSHOT #14 ...; SNAPSHOT #15"
+                markers.append(Marker(str(path), line, numbering, number, point, tuple(assigned), statement.lineno, statement.end_lineno,
+                                      text, alternatives, shared=True))
+                continue
+            elif assigned:
+                chosen = tuple(assigned)
+            elif isinstance(statement, ast.Return) and statement.value is not None:  # "return x @ w  # Snapshot #7"
+                chosen = (RETURN_VALUE,)
+            elif numbering == "custom":  # "print(x)  # trace: x": the point's name is the variable
+                chosen = (point,)
+            else:
+                raise UserError(f"{path}:{line}: {text!r}: line {statement.lineno} assigns no variable; write the name after the "
+                                f"marker, e.g. '{text} x'")
+            markers.append(Marker(str(path), line, numbering, number, point, chosen, statement.lineno, statement.end_lineno, text,
+                                  alternatives))
+    return markers
+
+
+def _parse_comment(comment: str) -> list[tuple[str, int | None, str | None, str, tuple[str, ...], tuple[int, ...]]]:
+    """(numbering, number, point, marker text, names, alternatives) for each marker in one comment; "S09, S10, S11" is
+    three markers, "#7 or #21 or #30" one marker whose snapshot depends on the caller."""
+    if custom := _CUSTOM.match(comment):
+        names = tuple(n.strip() for n in custom.group("names").split(",")) if custom.group("names") else ()
+        return [("custom", None, custom.group("point"), comment.strip(), names, ())]
+    found = []
+    from generator.trace import specs
+
+    numberings = {(spec.keyword, spec.letter): key for key, spec in specs().items()}
+    for pattern in (_BREAKPOINT, _SNAPSHOT):
+        for match in pattern.finditer(comment):
+            letter = match.group("letter").upper() if pattern is _BREAKPOINT else "#"
+            numbering = numberings.get(("BREAKPOINT" if pattern is _BREAKPOINT else "SNAPSHOT", letter))
+            if numbering is None:
+                continue  # a letter no report numbers with
+            numbers = [int(match.group("number"))] + [int(n) for n in re.findall(r"\d+", match.group("more"))]
+            names = tuple(n.strip() for n in match.group("names").split(",")) if match.group("names") else ()
+            if re.search(r"\bor\b|/", match.group("more")):  # the seed's "#7 or #21 or #30 (depending on caller)"
+                found.append((numbering, numbers[0], None, match.group(0).strip(), names, tuple(numbers)))
+                continue
+            if names and len(numbers) > 1 and len(names) != len(numbers):
+                raise UserError(f"{match.group(0).strip()!r}: {len(numbers)} snapshots but {len(names)} names; give one name each")
+            for i, number in enumerate(numbers):
+                chosen = (names[i],) if names and len(numbers) > 1 else names
+                found.append((numbering, number, None, match.group(0).strip(), chosen, ()))
+    return found
+
+
+def with_catalogue_names(markers: list[Marker], variables: dict[int, str]) -> list[Marker]:
+    """Markers sharing a line that assigns one name ("x = ln1(res1_a + res1_b)  # SNAPSHOT #14 ...; SNAPSHOT #15"): each
+    reads the catalogue's variable names for its snapshot ("res1_a, res1_b") when they all exist once the line has run,
+    else what the line assigns."""
+    from dataclasses import replace
+
+    out = []
+    for marker in markers:
+        names = tuple(n.strip() for n in variables.get(marker.number, "").split(","))
+        if marker.shared and names and all(re.fullmatch(r"[A-Za-z_]\w*", n) for n in names):
+            marker = replace(marker, names=names, fallback=marker.names)
+        out.append(marker)
+    return out
+
+
+def scan(paths: list[Path]) -> list[Marker]:
+    markers = []
+    for path in paths:
+        markers += find_markers(path)
+    return markers

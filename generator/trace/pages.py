@@ -1,0 +1,457 @@
+"""The pages of a traced script, before they are written: one per snapshot of the chosen catalogue (captured or not),
+with the user's tensors at the hit the pages show (and every other hit), their named shapes and layouts, and each
+snapshot's verdict from the catalogue's own checks (on a TensorDict of the captured tensors) and the trace's."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from generator.catalogue import Question, Report, Snapshot, Stage
+from generator.render import page_path  # one page layout for every report
+from generator.tensors import TensorView
+from generator.trace.capture import Capture, Hit, Value
+from generator.trace.markers import Marker
+from generator.trace.verify import Layout, Missing, bind_dims, layout
+
+
+def _spec(numbering: str) -> Any:
+    from generator.trace import specs
+
+    return specs().get(numbering)
+
+
+def marker_example(catalogue: Any, numbering: str, number: int) -> str:
+    spec = _spec(numbering)
+    return spec.marker(number, catalogue.label(number)) if spec is not None else "# trace: name"
+
+
+def own_points(capture: Capture) -> dict[str, int]:
+    """`# trace: name` points numbered in the order the script first reached them."""
+    first = {}
+    for marker, hits in capture.hits.items():
+        if marker.point:
+            first[marker.point] = min(first.get(marker.point, hits[0].order), hits[0].order)
+    return {point: i for i, point in enumerate(sorted(first, key=first.get), 1)}
+
+
+@dataclass(frozen=True)
+class OwnPoint:
+    """A `# trace:` point as a page: what the templates read of a catalogue snapshot (no record point, no check)."""
+
+    number: int
+    title: str
+    variable: str
+    shape: tuple[str, ...]
+    stage: str = "points"
+    questions: tuple[int, ...] = ()
+    differs: str = ""
+    tensors: tuple = ()
+
+
+@dataclass(frozen=True)
+class OwnCatalogue:
+    """The script's own `# trace:` points, for `--report none`: one stage, the observed shapes, no checks."""
+
+    snapshots: tuple[OwnPoint, ...]
+    key: str = "trace"
+    title: str = "Your own trace points"
+    short_title: str = "Trace"
+    stages: tuple[Stage, ...] = (Stage("points", "Your points", "The values marked with # trace: comments, in the order the script reached them."),)
+    dims_legend: Any = field(default_factory=dict)
+    questions: tuple[Question, ...] = ()
+    options: Any = None
+
+    def label(self, number: int) -> str:
+        return f"T{number:02d}"
+
+    def question(self, number: int) -> Question:
+        raise KeyError(number)
+
+
+def own_catalogue(capture: Capture) -> OwnCatalogue:
+    points = own_points(capture)
+    shapes = {}
+    for marker, hits in capture.hits.items():
+        if marker.point and marker.point not in shapes:
+            tensor, _ = _tensor_of(hits[0].values[0])
+            shapes[marker.point] = tuple(str(n) for n in (tensor.shape if tensor is not None else ()))
+    return OwnCatalogue(tuple(OwnPoint(n, point, point, shapes[point]) for point, n in points.items()))
+
+
+@dataclass
+class Source:
+    path: str
+    first: int
+    last: int
+    block: str  # fenced, highlighted Markdown code block
+
+
+@dataclass
+class TracedTensor:
+    name: str  # record name in data/ (unique per report)
+    variable: str  # the user's name
+    view: TensorView
+    device: str
+    source: Source
+    marker_line: int
+    slice_index: str
+    slice_text: str
+    note: str = ""
+
+
+@dataclass
+class CheckOutcome:
+    name: str
+    passed: bool | None  # None: not checkable
+    detail: str
+    parts: list[CheckOutcome] = field(default_factory=list)  # the checks it combines (catalogue and trace), when several
+
+    @property
+    def status(self) -> str:
+        return "not checkable" if self.passed is None else "passed" if self.passed else "failed"
+
+    def json(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail, "status": self.status}
+
+
+@dataclass
+class TracedPage:
+    snap: Snapshot
+    label: str
+    path: str
+    captured: bool
+    marker_example: str
+    tensors: list[TracedTensor] = field(default_factory=list)
+    layout: Layout | None = None
+    check: CheckOutcome = field(default_factory=lambda: CheckOutcome("", None, ""))
+    order: int = 0  # capture order of the shown hit: the pipeline order of the user's run
+    named: tuple[tuple[str, ...] | None, ...] = ()  # the named shape of each of the snapshot's tensors (catalogue or declaration)
+    shown_hit: int = 1  # which hit of its (first) marker the page shows
+    hit_values: list[list[torch.Tensor | None]] = field(default_factory=list)  # per tensor of the page: its value at every hit
+    hit_note: str = ""
+    doc: str = ""  # what the catalogue's model declares the step's tensor to be
+    explanation: str = ""
+    questions: list[Question] = field(default_factory=list)
+    data_written: bool = False
+    figures: list[dict[str, str]] = field(default_factory=list)
+    report: Any = field(default_factory=lambda: SimpleNamespace(exploration=None))
+    prev: TracedPage | None = None
+    next: TracedPage | None = None
+
+    @property
+    def main(self) -> TracedTensor:
+        return self.tensors[0]
+
+    @property
+    def shape(self) -> tuple[str, ...]:
+        """The named shape the page expects of its first tensor."""
+        return self.named[0] if self.named and self.named[0] else ()
+
+    def shape_of(self, i: int) -> tuple[str, ...]:
+        return self.named[i] if i < len(self.named) and self.named[i] else self.shape
+
+    @property
+    def variables(self) -> str:
+        return ", ".join(t.variable for t in self.tensors)
+
+    @property
+    def status_cell(self) -> str:
+        if not self.captured:
+            return "—"
+        if self.check.passed is None:
+            return "not checkable"
+        return ":material-check-circle:{ .tt-ok } " + self.check.name if self.check.passed else ":material-close-circle:{ .tt-bad } FAILED: " + self.check.name
+
+    def link_from(self, other_path: str) -> str:
+        return "../" * other_path.count("/") + self.path
+
+
+def _code_block(file: str, first: int, last: int, shown: str) -> str:
+    lines = Path(file).read_text(encoding="utf-8").splitlines()
+    start, stop = max(1, first - 6), min(len(lines), last + 3)
+    while start < first and not lines[start - 1].strip():
+        start += 1
+    while stop > last and not lines[stop - 1].strip():
+        stop -= 1
+    text = "\n".join(lines[start - 1:stop])
+    fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", text)), default=0))
+    highlight = f"{first - start + 1}" + (f"-{last - start + 1}" if last > first else "")
+    title = re.sub(r'["\\]', "_", shown)
+    return f'{fence}python linenums="{start}" hl_lines="{highlight}" title="{title}"\n{text}\n{fence}'
+
+
+def _hit(hits: list[Hit], wanted: int) -> tuple[Hit, str]:
+    if wanted <= len(hits):
+        return hits[wanted - 1], f"hit {wanted} of {len(hits)}"
+    return hits[-1], f"hit {len(hits)} of {len(hits)} (the line ran fewer than the {wanted} times --hit asked for)"
+
+
+def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
+    if value.kind == "dict":
+        key, tensor = next(iter(value.tensor.items()))
+        return tensor, f"a dict of {len(value.tensor)} tensors; the page shows its first entry {key!r} (all are in data/)"
+    if value.tensor is None:
+        return None, value.note
+    return value.tensor, value.note if value.kind != "tensor" else ""
+
+
+def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
+    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the report's
+    options cannot describe it (our own points have no catalogue)."""
+    from dataclasses import fields
+
+    from generator.errors import UserError
+
+    if catalogue.options is None:
+        return None
+    names = {f.name for f in fields(catalogue.options)}
+    try:
+        return catalogue.options(layer=layer, **({"layers": max(layer, 2)} if "layers" in names else {})).places()
+    except (UserError, TypeError, ValueError):
+        return None
+
+
+def by_caller(marker: Marker, hits: list[Hit], warnings: list[str]) -> list[tuple[Marker, list[Hit]]]:
+    """A line shared by several snapshots ("#7 or #21 or #30"): its hits split by the user's line that called it, the
+    callers in the order they first called, one snapshot each. Callers beyond the listed snapshots are left out (the
+    seed's "#12 or #27" names the encoder's and the masked attention's heads, not the cross-attention's); with fewer
+    callers than snapshots none is assigned. The overview says which."""
+    from dataclasses import replace
+
+    sites: dict[Any, list[Hit]] = {}
+    for hit in hits:
+        sites.setdefault(hit.site, []).append(hit)
+    where = f"{Path(marker.file).name}:{marker.line}: {marker.text!r}"
+    if len(sites) < len(marker.alternatives):
+        warnings.append(f"{where} was called from {len(sites)} line{'s' if len(sites) != 1 else ''} of your code for "
+                        f"{len(marker.alternatives)} snapshots, so its hits were not assigned; mark each caller's line instead")
+        return []
+    if len(sites) > len(marker.alternatives):
+        extra = [f"{Path(site[0]).name}:{site[1]}" for site in list(sites)[len(marker.alternatives):] if site]
+        warnings.append(f"{where} was also called from {', '.join(extra)}: those hits belong to none of its "
+                        f"{len(marker.alternatives)} snapshots and are not shown")
+    return [(replace(marker, number=number, alternatives=()), group) for number, group in zip(marker.alternatives, sites.values())]
+
+
+def named_shapes(catalogue: Any, places: dict[str, str], declared: dict[str, Any]) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
+    """Snapshot number -> the named shape of each of its tensors: the catalogue's own (a slice), else the model's declared
+    record point (issue 19: shapes are declared once, in the model file)."""
+    shapes = {}
+    for snap in catalogue.snapshots:
+        tensors = getattr(snap, "tensors", ())
+        found = []
+        for k, ref in enumerate(tensors or (None,)):
+            if k == 0 and getattr(snap, "shape", None):
+                found.append(tuple(snap.shape))
+            elif ref is not None and (entry := declared.get(ref.name(places))) is not None:
+                found.append(tuple(entry.shape))
+            else:
+                found.append(None)
+        shapes[snap.number] = tuple(found)
+    return shapes
+
+
+def _declared_doc(snap: Any, places: dict[str, str], declared: dict[str, Any]) -> str:
+    """What the catalogue's model declares its first tensor to be (models/*.py ``Point.doc``), for the explanation."""
+    refs = getattr(snap, "tensors", ())
+    entry = declared.get(refs[0].name(places)) if refs else None
+    return getattr(getattr(entry, "point", None), "doc", "") or ""
+
+
+def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -> tuple[list[TracedPage], dict[str, int]]:
+    folder = capture.script.parent
+    places = places_for(catalogue, 1)
+    declared = catalogue.options().record_points() if places is not None else {}
+    shapes = named_shapes(catalogue, places or {}, declared)
+    by_number: dict[int, list[tuple[Marker, list[Hit]]]] = {}
+    points = own_points(capture) if numbering == "none" else {}
+    for marker in sorted(capture.markers, key=lambda m: (m.file, m.line)):
+        if marker in capture.hits and numbering == "none" and marker.point:
+            by_number.setdefault(points[marker.point], []).append((marker, capture.hits[marker]))
+        elif marker in capture.hits and marker.numbering == numbering and marker.alternatives:
+            for alternative, hits in by_caller(marker, capture.hits[marker], capture.warnings):
+                by_number.setdefault(alternative.number, []).append((alternative, hits))
+        elif marker in capture.hits and marker.numbering == numbering:
+            by_number.setdefault(marker.number, []).append((marker, capture.hits[marker]))
+    pages = []
+    for snap in catalogue.snapshots:
+        page = TracedPage(snap=snap, label=catalogue.label(snap.number), path=page_path(snap), captured=snap.number in by_number,
+                          marker_example=marker_example(catalogue, numbering, snap.number), named=shapes[snap.number],
+                          doc=_declared_doc(snap, places or {}, declared),
+                          questions=[catalogue.question(n) for n in snap.questions])
+        notes = []
+        for j, (marker, hits) in enumerate(by_number.get(snap.number, [])):
+            chosen, note = _hit(hits, hit)
+            notes.append(note)
+            if j == 0:
+                page.shown_hit = min(hit, len(hits))
+            for k in range(len(chosen.values)):
+                page.hit_values.append([_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits])
+            page.order = min(page.order or chosen.order, chosen.order)
+            try:
+                shown = str(Path(marker.file).relative_to(folder))
+            except ValueError:
+                shown = Path(marker.file).name
+            source = Source(shown, marker.first, marker.last, _code_block(marker.file, marker.first, marker.last, shown))
+            for value in chosen.values:
+                tensor, note_text = _tensor_of(value)
+                if tensor is None:
+                    tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
+                view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
+                index, text = view.slice_text()
+                page.tensors.append(TracedTensor(view.name, value.name, view, value.device, source, marker.line, index, text, note_text))
+        page.captured = bool(page.tensors)
+        page.hit_note = "; ".join(dict.fromkeys(notes))
+        pages.append(page)
+    dims = bind_dims([(p.shape_of(i), t.view.shape) for p in pages if p.captured for i, t in enumerate(p.tensors)],
+                     catalogue.dims_legend)
+    for page in pages:
+        if page.captured:
+            page.layout = layout(page.main.view.tensor, page.shape, dims, catalogue.dims_legend)
+    _run_checks(pages, numbering, dims, catalogue, hit)
+    for before, after in zip(pages, pages[1:]):
+        before.next, after.prev = after, before
+    return pages, dims
+
+
+def _run_checks(pages: list[TracedPage], numbering: str, dims: dict[str, int], catalogue: Any = None, hit: int = 1) -> None:
+    by_number = {p.snap.number: p for p in pages}
+    checks = _spec(numbering).checks if _spec(numbering) is not None else {}
+
+    def get(number: int, i: int = 0, hit: int | None = None) -> torch.Tensor:
+        """Snapshot ``number``'s ``i``-th tensor in the catalogue's layout, float64: the hit the pages show, or ``hit``
+        (1-based; negative counts from the last), for checks that follow a loop from one pass to the next."""
+        page = by_number.get(number)
+        label = page.label if page else str(number)
+        if page is None or not page.captured or i >= len(page.tensors):
+            raise Missing(label)
+        if hit is None:
+            tensor = page.tensors[i].view.tensor
+            found = page.layout if i == 0 else layout(tensor, page.shape_of(i), dims, {})
+        else:
+            values = page.hit_values[i]
+            index = hit - 1 if hit > 0 else len(values) + hit
+            if not 0 <= index < len(values) or values[index] is None:
+                raise Missing(label, f"needs hit {hit} of {label}, which ran {len(values)} time{'s' if len(values) != 1 else ''}")
+            tensor = values[index]
+            found = layout(tensor, page.shape_of(i), dims, {})
+        if found.canonical is None:
+            raise Missing(label, f"{label}'s shape {tuple(tensor.shape)} cannot be read as ({', '.join(page.shape_of(i))})")
+        return found.canonical.double()
+
+    get.shown = lambda number: by_number[number].shown_hit  # type: ignore[attr-defined]
+
+    source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue is not None else (None, {})
+    for page in pages:
+        page.check = _page_check(page, checks.get(page.snap.number), get, dims, by_number, source, labels)
+
+
+REPLACED = {"causal_mask"}  # catalogue checks a trace check replaces: it also accepts −1e9 and boolean masks
+
+
+def _page_check(page: TracedPage, check: Any, get: Any, dims: dict[str, int], by_number: dict[int, TracedPage], source: Any,
+                labels: dict[str, str]) -> CheckOutcome:
+    """The snapshot's verdict: the catalogue's own checks run on a source of the captured tensors (issue 19's
+    TensorDict: checks that need weights are not checkable) and the trace's checks (verify.py: what tensors alone can
+    show, e.g. LayerNorm with a fitted gain, a loop's wiring); failed if one failed, passed if one passed, else not
+    checkable, with what each would need."""
+    catalogue_checks = [c for c in getattr(page.snap, "checks", ()) if c.key() not in (REPLACED if check is not None else ())]
+    claims = [c.name for c in (check,) if c is not None] + [c.key().replace("_", " ") for c in catalogue_checks]
+    if not page.captured:
+        return CheckOutcome("; ".join(claims), None, "needs this snapshot captured" if claims else "")
+    if any(t.view.numel == 0 and t.note for t in page.tensors):
+        return CheckOutcome("; ".join(claims), None, "; ".join(t.note for t in page.tensors if t.note))
+    if page.layout.status == "mismatch":
+        return CheckOutcome("; ".join(claims) or "shape", False, f"the shape {page.main.view.shape} cannot be read as "
+                            f"({', '.join(page.shape)}): {page.layout.note}")
+    results: list[CheckOutcome] = []
+    if check is not None:
+        lacking = [by_number[n].label for n in check.needs if n in by_number and not by_number[n].captured]
+        if lacking:
+            results.append(CheckOutcome(check.name, None, f"needs snapshot {', '.join(dict.fromkeys(lacking))}"))
+        else:
+            try:
+                passed, detail = check.run(get, page.snap.number, dims)
+                results.append(CheckOutcome(check.name, bool(passed), detail))
+            except Missing as exc:
+                results.append(CheckOutcome(check.name, None, exc.why or f"needs snapshot {exc.label}"))
+            except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
+                results.append(CheckOutcome(check.name, False, f"the captured tensors do not fit the claim: {exc}"))
+    for typed in catalogue_checks if source is not None else ():
+        try:
+            result = typed.run(source)
+        except (RuntimeError, ValueError, IndexError) as exc:
+            results.append(CheckOutcome(typed.key().replace("_", " "), False, f"the captured tensors do not fit the claim: {exc}"))
+            continue
+        if result.checkable:
+            results.append(CheckOutcome(result.name, result.passed, result.detail))
+        else:
+            needs = [labels.get(m, m) for m in result.missing]
+            what = ", ".join(n if n.startswith("the whole") else f"snapshot {n}" if n in labels.values() else _missing_words(n)
+                             for n in dict.fromkeys(needs))
+            results.append(CheckOutcome(result.name.replace("_", " "), None, f"needs {what}"))
+    if not results:
+        return CheckOutcome("", None, "the catalogue makes no claim here that captured tensors could test")
+    verdicts = [r.passed for r in results]
+    passed = False if False in verdicts else True if True in verdicts else None
+    ran = [r for r in results if r.passed is not None] or results
+    detail = " — ".join(f"{r.name}: {r.detail}" if len(results) > 1 else r.detail for r in ran)
+    unchecked = [r for r in results if r.passed is None and r not in ran]
+    if unchecked:
+        detail += " — not checkable from captured tensors: " + "; ".join(f"{r.name} ({r.detail})" for r in unchecked)
+    names = list(dict.fromkeys(r.name for r in ran))
+    names = [n for n in names if not any(other != n and other.startswith(n) for other in names)]  # "claim" within "claim, head by head"
+    return CheckOutcome("; ".join(names), passed, detail, results if len(results) > 1 else [])
+
+
+def _missing_words(name: str) -> str:
+    if name.startswith(("module ", "parameter ")):
+        return f"the model's weights ({name}), which a trace does not capture"
+    if name.startswith("input "):
+        return f"the run's {name}, which a trace does not know"
+    return f"{name}, which no snapshot of the catalogue shows"
+
+
+def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int):
+    """The captured tensors as a ``generator.sources.TensorDict`` under the catalogue's record names (pass k of a loop
+    under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
+    from generator.sources import TensorDict
+
+    shown_places = places_for(catalogue, hit) or places_for(catalogue, 1)
+    if shown_places is None:
+        return None, {}
+    tensors: dict[str, torch.Tensor] = {}
+    labels: dict[str, str] = {}
+
+    def put(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str]) -> None:
+        refs = getattr(page.snap, "tensors", ())
+        if tensor is None or k >= len(refs):
+            return
+        found = layout(tensor, page.shape_of(k), dims, {})
+        if found.canonical is None:
+            return
+        index = getattr(page.snap, "index", None) if k == 0 else None
+        if index is None:
+            tensors[refs[k].name(places)] = found.canonical
+        elif index == "[0]":  # the page shows the first batch item: the recorded tensor is it with its batch axis
+            tensors[refs[k].name(places)] = found.canonical.unsqueeze(0)
+        # any other slice (the embedding table's corner) is not the recorded tensor: checks needing it are not checkable
+
+    for page in pages:
+        for k, ref in enumerate(getattr(page.snap, "tensors", ())):
+            sliced = k == 0 and getattr(page.snap, "index", None) not in (None, "[0]")
+            labels.setdefault(ref.name(shown_places), f"the whole of what {page.label} shows a slice of" if sliced else page.label)
+        for k, values in enumerate(page.hit_values):
+            for h, tensor in enumerate(values, 1):
+                if (places := places_for(catalogue, h)) is not None:
+                    put(page, k, tensor, places)
+    for page in pages:  # the hits the pages show, under the shown layer's names, last: they win
+        for k, t in enumerate(page.tensors):
+            put(page, k, t.view.tensor, shown_places)
+    return TensorDict(tensors, places=shown_places), labels

@@ -1,0 +1,557 @@
+"""`python -m generator trace`: breakpoint comments in a user's own script become a verified report."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from generator.cli import main
+from generator.errors import UserError
+from generator.render import escape_text
+from generator.trace.markers import find_markers
+from generator.trace.verify import bind_dims, layout
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+ENCODER_DECODER = EXAMPLES / "encoder_decoder_trace.py"
+VIT = EXAMPLES / "vit_trace.py"
+
+
+def trace(script: Path, out: Path, *extra: str) -> tuple[int, dict]:
+    code = main(["trace", str(script), "--out", str(out), "--name", "t", "-q", *extra])
+    data = out / "t" / "snapshots.json"
+    return code, json.loads(data.read_text(encoding="utf-8")) if data.exists() else {}
+
+
+def variant(tmp_path: Path, example: Path, old: str, new: str) -> Path:
+    source = example.read_text(encoding="utf-8")
+    assert source.count(old) == 1, old
+    script = tmp_path / example.name
+    script.write_text(source.replace(old, new), encoding="utf-8")
+    return script
+
+
+def first_failure(data: dict) -> str | None:
+    return data["outcome"]["first_failure"]
+
+
+# ----------------------------------------------------------------------------- the examples
+
+
+@pytest.mark.parametrize("example, total", [(ENCODER_DECODER, 43), (VIT, 26)])
+def test_every_snapshot_of_an_example_is_captured_and_no_check_fails(tmp_path, example, total):
+    code, data = trace(example, tmp_path)
+    assert code == 0
+    snaps = data["snapshots"]
+    assert len(snaps) == total and all(s["captured"] for s in snaps)
+    assert [s["label"] for s in snaps if s["check"]["passed"] is False] == []
+    assert sum(s["check"]["passed"] is True for s in snaps) >= total // 3  # the checks really ran
+    assert all(s["check"]["passed"] in (True, False, None) for s in snaps)
+    for s in snaps:
+        assert (tmp_path / "t" / s["page"]).is_file()
+        assert s["layout"]["status"] in ("match", "layout", "unbound")
+    for page in ("index.md", "questions.md", "print.md", "data/index.json"):
+        assert (tmp_path / "t" / page).is_file()
+
+
+def test_the_overview_states_the_counts_the_first_failure_and_the_run_stamp(tmp_path):
+    trace(ENCODER_DECODER, tmp_path)
+    overview = (tmp_path / "t" / "index.md").read_text(encoding="utf-8")
+    assert "**43 of 43**" in overview
+    assert "0 failed" in overview
+    assert "| First failing snapshot (pipeline order) | none |" in overview
+    sha = __import__("hashlib").sha256(ENCODER_DECODER.read_bytes()).hexdigest()
+    assert sha in overview and "`7` (`torch.manual_seed`)" in overview and torch.__version__ in overview
+
+
+def test_dimensions_are_bound_from_the_users_tensors(tmp_path):
+    _, data = trace(ENCODER_DECODER, tmp_path)
+    assert data["dims"] == {"B": 1, "S": 7, "T": 6, "C": 128, "h": 4, "hs": 32, "F": 256, "V": 5}
+    page = (tmp_path / "t" / "encoder" / "10-attention-scores-before-softmax.md").read_text(encoding="utf-8")
+    assert "`(1, 4, 7, 7)` against `(B, h, S, S)` = `(1, 4, 7, 7)`" in page
+    assert 'hl_lines="' in page and "# Snapshot #10" in page  # the user's code with the marked line highlighted
+
+
+# ----------------------------------------------------------------------------- bugs, and where they first show
+
+ED_BUGS = {
+    "softmax over the wrong axis": ("torch.softmax(scores_pre_mask, dim=-1)", "torch.softmax(scores_pre_mask, dim=-2)", "#11"),
+    "missing 1/√d": ("q_heads @ k_heads.transpose(-2, -1) / math.sqrt(d_head)", "q_heads @ k_heads.transpose(-2, -1)", "#10"),
+    "mask lets a position see the future": ('float("-inf")), diagonal=1)', 'float("-inf")), diagonal=2)', "#25"),
+    "residual dropped": ("layer_norm(res1_a + res1_b,", "layer_norm(res1_b,", "#15"),
+    "wrong head split": ("x.view(B, L, n_heads, C // n_heads).transpose(1, 2)", "x.view(B, n_heads, L, C // n_heads)", "#12"),
+}
+VIT_BUGS = {
+    "softmax over the wrong axis": ("attn_probs = attn_scores.softmax(dim=-1)", "attn_probs = attn_scores.softmax(dim=-2)", "S13"),
+    "missing 1/√d": ("k.transpose(-2, -1) / math.sqrt(C // HEADS)", "k.transpose(-2, -1)", "S12"),
+    "residual dropped": ("x_after_attn = x_in + attn_out", "x_after_attn = attn_out", "S16"),
+    "MLP residual dropped": ("x_after_mlp = x_after_attn + ff_out", "x_after_mlp = ff_out", "S19"),
+}
+
+
+@pytest.mark.parametrize("example, old, new, label", [
+    *[pytest.param(ENCODER_DECODER, *bug, id=f"encoder-decoder: {name}") for name, bug in ED_BUGS.items()],
+    *[pytest.param(VIT, *bug, id=f"vit: {name}") for name, bug in VIT_BUGS.items()],
+])
+def test_a_bug_is_caught_by_the_right_snapshot_and_named_as_the_first_failure(tmp_path, example, old, new, label):
+    code, data = trace(variant(tmp_path, example, old, new), tmp_path / "out")
+    assert code == 0
+    assert first_failure(data).startswith(label + " ")
+    failed = next(s for s in data["snapshots"] if s["label"] == label)
+    assert failed["check"]["passed"] is False
+    if "softmax" in old:
+        assert "the columns (the query axis) that sum to 1: the softmax ran over the wrong axis" in failed["check"]["detail"]
+    overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+    assert f"| First failing snapshot (pipeline order) | [{label} " in overview
+
+
+def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_passs_input(tmp_path):
+    script = variant(tmp_path, VIT, "x_block2_out = encoder_block(x_block1_out, blocks[1])", "x_block2_out = encoder_block(x_pos, blocks[1])")
+    _, first_pass = trace(script, tmp_path / "a")
+    assert first_failure(first_pass) is None  # the first block is right
+    _, second_pass = trace(script, tmp_path / "b", "--hit", "2")
+    assert first_failure(second_pass).startswith("S08 ")
+    s08 = next(s for s in second_pass["snapshots"] if s["label"] == "S08")
+    assert "pass 2's input vs the block output of pass 1" in s08["check"]["detail"]
+
+
+def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks_are_not_checkable(tmp_path):
+    _, data = trace(ENCODER_DECODER, tmp_path)
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert "equals Q·Kᵀ / √hs: recomputed Q·Kᵀ/√32:" in by_label["#10"]["check"]["detail"]  # generator.checks.ScaledScores
+    assert by_label["#7"]["check"]["passed"] is None
+    assert "needs the model's weights (module encoder.layers.0.self_attn.W_q)" in by_label["#7"]["check"]["detail"]
+    script = variant(tmp_path, ENCODER_DECODER, "q_heads @ k_heads.transpose(-2, -1) / math.sqrt(d_head)", "q_heads @ k_heads.transpose(-2, -1)")
+    _, buggy = trace(script, tmp_path / "out")
+    scores = next(s for s in buggy["snapshots"] if s["label"] == "#10")["check"]
+    assert scores["passed"] is False and scores["detail"].count("largest difference") == 2  # both checks ran, both failed
+    statuses = {part["name"]: part["status"] for part in next(s for s in buggy["snapshots"] if s["label"] == "#10")["checks"]}
+    assert statuses == {"equals Q·Kᵀ / √hs, head by head": "failed", "equals Q·Kᵀ / √hs": "failed"}  # the bundled schema's "checks"
+    assert "without the 1/√32" in scores["detail"]
+
+
+def test_a_check_whose_input_was_not_captured_says_which_snapshot_it_needs(tmp_path):
+    script = variant(tmp_path, ENCODER_DECODER, "    d_head = q_heads.shape[-1]\n", "    d_head = q_heads.shape[-1]\n")
+    source = script.read_text(encoding="utf-8").replace("split_heads(k, N_HEADS)  # Snapshot #12", "split_heads(k, N_HEADS)")
+    source = source.replace("split_heads(q, N_HEADS)  # Snapshot #12", "split_heads(q, N_HEADS)")
+    source = source.replace("split_heads(v, N_HEADS)  # Snapshot #12", "split_heads(v, N_HEADS)")
+    script.write_text(source, encoding="utf-8")
+    _, data = trace(script, tmp_path / "out")
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["#12"]["captured"] is False
+    assert by_label["#10"]["check"]["passed"] is None and "needs snapshot #12" in by_label["#10"]["check"]["detail"]
+    assert "42 of 43" in (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------- hits, values, layouts
+
+
+def test_hit_chooses_which_pass_of_a_line_the_pages_show_and_data_keeps_every_hit(tmp_path):
+    _, first = trace(ENCODER_DECODER, tmp_path / "a")
+    _, second = trace(ENCODER_DECODER, tmp_path / "b", "--hit", "2")
+    q1 = next(s for s in first["snapshots"] if s["label"] == "#7")
+    q2 = next(s for s in second["snapshots"] if s["label"] == "#7")
+    assert q1["first"] != q2["first"]  # the second encoder layer
+    index = json.loads((tmp_path / "a" / "t" / "data" / "index.json").read_text(encoding="utf-8"))
+    names = {t["name"] for t in index["tensors"]}
+    assert {"hit1_07_q", "hit2_07_q"} <= names
+    page = (tmp_path / "b" / "t" / "encoder" / "07-self-attention-queries-q.md").read_text(encoding="utf-8")
+    assert "hit 2 of 2" in page
+    src = next(s for s in second["snapshots"] if s["label"] == "#1")  # ran once: its only hit, said so
+    assert src["captured"]
+
+
+def test_each_attention_snapshot_gets_the_explorer_with_one_entry_per_hit(tmp_path):
+    trace(ENCODER_DECODER, tmp_path, "--hit", "2")
+    index = json.loads((tmp_path / "t" / "data" / "index.json").read_text(encoding="utf-8"))
+    groups = {g["key"]: g for g in index["attention"]}
+    assert set(groups) == {"snapshot-11", "snapshot-26", "snapshot-34"}
+    assert groups["snapshot-34"]["layers"] == ["attention_34_hit1", "attention_34_hit2"]
+    shapes = {t["name"]: t["shape"] for t in index["tensors"]}
+    assert shapes["attention_34_hit1"] == [1, 4, 6, 7]  # (B, h, T, S): target queries, source keys
+    page = (tmp_path / "t" / "decoder" / "34-cross-attention-score-matrix-after-softmax.md").read_text(encoding="utf-8")
+    assert 'data-group="snapshot-34" data-layer="1"' in page  # opens on the hit the pages show
+
+
+def test_the_bundled_drawings_draw_the_users_tensors_with_captions_that_claim_nothing(tmp_path):
+    _, data = trace(ENCODER_DECODER, tmp_path)
+    figures = {f for s in data["snapshots"] for f in s["figures"]}
+    assert {"figures/enc_attention.png", "figures/mask.png", "figures/cross_attention.png"} <= figures
+    assert all((tmp_path / "t" / f).read_bytes().startswith(b"\x89PNG") for f in figures)
+    assert "figures/predictions.png" not in figures  # needs the target words, which a trace does not know
+    page = (tmp_path / "t" / "decoder" / "26-masked-attention-scores-after-mask-softmax.md").read_text(encoding="utf-8")
+    assert "../figures/dec_attention.png" in page and "exactly 0" not in page
+
+
+def test_lists_of_ints_scalars_and_dicts_of_tensors_are_captured(tmp_path):
+    script = tmp_path / "values.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        ids = [3, 1, 2]  # Snapshot #1
+        n = 7  # trace: count
+        parts = {"a": torch.ones(2, 3), "b": torch.zeros(1)}  # Snapshot #2
+        import numpy
+        table = numpy.arange(12.0).reshape(3, 4)  # Snapshot #3
+    """), encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["#1"]["first"] == [3, 1, 2] and by_label["#1"]["dtype"] == "int64"
+    assert by_label["#2"]["shape"] == [2, 3]
+    assert by_label["#3"]["shape"] == [3, 4] and by_label["#3"]["first"][:3] == [0.0, 1.0, 2.0]
+    assert "a dict of 2 tensors" in (tmp_path / "out" / "t" / "input" / "02-target-tokens-ids.md").read_text(encoding="utf-8")
+
+
+def test_heads_after_positions_is_recognised_as_a_layout_not_refused():
+    dims = {"B": 1, "h": 4, "S": 6, "hs": 8, "C": 32}
+    heads_first = torch.randn(1, 4, 6, 8)
+    found = layout(heads_first.transpose(1, 2), ("B", "h", "S", "hs"), dims, {})
+    assert found.status == "layout" and torch.equal(found.canonical, heads_first)
+    joined = layout(heads_first, ("B", "S", "C"), dims, {})  # (B, h, S, hs) where (B, S, C) is named
+    assert joined.status == "layout" and joined.canonical.shape == (1, 6, 32)
+    assert layout(torch.randn(1, 6, 31), ("B", "S", "C"), dims, {}).status == "mismatch"
+
+
+def test_a_legitimate_layout_in_a_script_is_read_in_the_catalogues_layout_and_checked(tmp_path):
+    script = variant(tmp_path, ENCODER_DECODER, "attn_concat = merge_heads(attn_weights @ v_heads)  # Snapshot #13",
+                     "attn_concat = attn_weights @ v_heads  # Snapshot #13\n    attn_concat = merge_heads(attn_concat)")
+    _, data = trace(script, tmp_path / "out")
+    concat = next(s for s in data["snapshots"] if s["label"] == "#13")
+    assert concat["shape"] == [1, 4, 7, 32] and concat["layout"]["status"] == "layout"
+    assert "already split into 4 heads" in concat["layout"]["note"] and concat["check"]["passed"] is True
+
+
+def test_a_shape_that_does_not_fit_is_shown_explained_and_fails_its_check(tmp_path):
+    script = variant(tmp_path, ENCODER_DECODER, "    ff_in = ln1_out  # Snapshot #16", "    ff_in = ln1_out[..., :64]  # Snapshot #16")
+    script.write_text(script.read_text(encoding="utf-8").replace("ff1 = ff_in @ p[\"W_1\"]", "ff1 = ln1_out @ p[\"W_1\"]")
+                      .replace("layer_norm(ff_in + ff2, p[\"ln2_g\"]", "layer_norm(ln1_out + ff2, p[\"ln2_g\"]"), encoding="utf-8")
+    _, data = trace(script, tmp_path / "out")
+    ff_in = next(s for s in data["snapshots"] if s["label"] == "#16")
+    assert ff_in["layout"]["status"] == "mismatch" and "axis 2 is 64, C = 128" in ff_in["layout"]["note"]
+    assert ff_in["check"]["passed"] is False
+    page = (tmp_path / "out" / "t" / "encoder" / "16-feed-forward-input.md").read_text(encoding="utf-8")
+    assert "DOES NOT MATCH" in page
+
+
+def test_an_odd_layout_does_not_mislabel_a_dimension():
+    legend = {"B": "", "S": "", "h": "", "hs": "", "C": ""}
+    dims = bind_dims([(("B", "S", "C"), (1, 6, 32)), (("B", "h", "S", "hs"), (1, 6, 4, 8)), (("B", "h", "S", "S"), (1, 4, 6, 6))], legend)
+    assert dims["h"] == 4 and dims["hs"] == 8
+
+
+def test_report_none_makes_a_report_of_the_scripts_own_points(tmp_path):
+    script = tmp_path / "own.py"
+    script.write_text("import torch\nx = torch.ones(2, 3)  # trace: inputs\nfor i in range(3):\n    y = x * i  # trace: scaled\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out", "--report", "none", "--hit", "3")
+    assert code == 0 and [s["title"] for s in data["snapshots"]] == ["inputs", "scaled"]
+    assert data["snapshots"][1]["first"][:2] == [2.0, 2.0]  # the third pass: i = 2
+    assert "--report none --hit 3" in (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8").replace("&#45;", "-")
+
+
+def test_past_the_capture_budget_values_keep_their_shape_only_and_are_not_checkable(tmp_path, monkeypatch):
+    import generator.trace.capture as capture
+
+    monkeypatch.setattr(capture, "CAPTURE_BUDGET_BYTES", 1000)
+    script = tmp_path / "big.py"
+    script.write_text("import torch\nsrc_ids = [1, 2]  # Snapshot #1\nsrc_embed = torch.zeros(1, 2, 400)  # Snapshot #4\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    embed = next(s for s in data["snapshots"] if s["label"] == "#4")
+    assert code == 0 and embed["check"]["passed"] is None and "not copied" in embed["check"]["detail"]
+
+
+def test_a_huge_tensor_is_bounded_on_its_page_and_left_out_of_data(tmp_path):
+    script = tmp_path / "huge.py"
+    script.write_text("import torch\nsrc_ids = torch.arange(4_100_000)  # Snapshot #1\n", encoding="utf-8")
+    code, _ = trace(script, tmp_path / "out")
+    assert code == 0
+    page = tmp_path / "out" / "t" / "input" / "01-raw-input-tokens-ids.md"
+    assert page.stat().st_size < 20_000
+    assert not list((tmp_path / "out" / "t" / "data").glob("01_*"))
+
+
+# ----------------------------------------------------------------------------- markers
+
+
+def test_marker_forms_and_what_each_one_marks(tmp_path):
+    script = tmp_path / "forms.py"
+    script.write_text(textwrap.dedent("""\
+        a = 1  # BREAKPOINT S13
+        b = 2  # Snapshot #13
+        c = 3  # Snapshot 14
+        d = 4  # BREAKPOINT G05
+        e = 5  # trace: mine
+        f = (1,
+             2)  # Snapshot #15
+        g = 6
+        # BREAKPOINT S14 - the statement above
+        h, i, j = 1, 2, 3  # BREAKPOINT S09, S10, S11
+        k = 7  # Snapshot #16 - Feed-forward input: b
+        x = 0  # Snapshot #17: a, b
+
+        # SNAPSHOT #18 - a heading over the statement below
+        y = 8
+    """), encoding="utf-8")
+    found = [(m.numbering, m.number, m.point, m.names, m.first, m.last) for m in find_markers(script)]
+    assert found == [
+        ("vit", 13, None, ("a",), 1, 1), ("encoder-decoder", 13, None, ("b",), 2, 2), ("encoder-decoder", 14, None, ("c",), 3, 3),
+        ("gpt", 5, None, ("d",), 4, 4), ("custom", None, "mine", ("e",), 5, 5), ("encoder-decoder", 15, None, ("f",), 6, 7),
+        ("vit", 14, None, ("g",), 8, 8), ("vit", 9, None, ("h",), 10, 10), ("vit", 10, None, ("i",), 10, 10),
+        ("vit", 11, None, ("j",), 10, 10), ("encoder-decoder", 16, None, ("k",), 11, 11), ("encoder-decoder", 17, None, ("a", "b"), 12, 12),
+        ("encoder-decoder", 18, None, ("y",), 15, 15),
+    ]
+
+
+def test_a_line_shared_by_several_callers_gives_each_caller_its_snapshot(tmp_path):
+    script = tmp_path / "shared.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+
+        def project(x):
+            q = x * 2  # SNAPSHOT #7 or #21 or #30 - Q (depending on caller)
+            return q
+
+        def encoder_layer(x):
+            return project(x)
+
+        def decoder_layer(y):
+            masked = project(y)
+            return project(masked + 1)
+
+        x = torch.ones(1, 3, 4)
+        for _ in range(2):
+            x = encoder_layer(x)
+        decoder_layer(torch.ones(1, 2, 4))
+    """), encoding="utf-8")
+    code, data = trace(script, tmp_path / "out", "--hit", "2")
+    assert code == 0
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["#7"]["shape"] == [1, 3, 4] and by_label["#7"]["first"][0] == 4.0  # the encoder's second call
+    assert by_label["#21"]["shape"] == [1, 2, 4] and by_label["#21"]["first"][0] == 2.0  # the decoder's first caller
+    assert by_label["#30"]["first"][0] == 6.0  # its second caller
+
+
+def test_two_markers_on_a_line_that_assigns_one_name_read_the_catalogues_variables_where_they_exist(tmp_path):
+    script = tmp_path / "seed_style.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        res1_a, res1_b = torch.ones(1, 3, 4), torch.arange(12.0).reshape(1, 3, 4)
+        x = torch.nn.functional.layer_norm(res1_a + res1_b, (4,))  # SNAPSHOT #14 - Residual connection tensors; SNAPSHOT #15 - Layer norm output
+    """), encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert code == 0 and by_label["#14"]["variable"] == "res1_a, res1_b" and by_label["#15"]["variable"] == "x"
+    assert by_label["#15"]["check"]["passed"] is True  # LayerNorm of the two operands of #14
+
+
+def test_code_marked_the_way_the_seed_report_marked_it_is_traced(tmp_path):
+    """nn.Module classes, one attention module for the encoder, the masked and the cross-attention ("#7 or #21 or #30"),
+    a comment used as a heading (#10), two markers on a line that assigns one name (#14, #15)."""
+    code, data = trace(Path(__file__).parent / "trace_fixtures" / "seed_style.py", tmp_path)
+    assert code == 0
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["#7"]["shape"] == [1, 6, 128] and by_label["#21"]["shape"] == [1, 5, 128] and by_label["#30"]["shape"] == [1, 5, 128]
+    assert by_label["#31"]["shape"] == [1, 6, 128]  # cross-attention keys: from the encoder's 6 positions
+    assert by_label["#10"]["variable"] == "scores" and by_label["#10"]["check"]["passed"] is True
+    assert by_label["#14"]["variable"] == "res1_a, res1_b" and by_label["#15"]["check"]["passed"] is True
+    assert by_label["#27"]["captured"] and "seed_style.py:68" in data["outcome"]["warnings"][0]  # the cross-attention's heads
+    assert first_failure(data) is None
+
+
+def test_a_shared_line_with_another_number_of_callers_is_not_assigned_and_says_so(tmp_path):
+    script = tmp_path / "shared.py"
+    script.write_text("def project(x):\n    q = x * 2  # SNAPSHOT #7 or #21\n    return q\n\nproject(1)\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0 and not any(s["captured"] for s in data["snapshots"])
+    assert "called from 1 line of your code for 2 snapshots" in data["outcome"]["warnings"][0]
+
+
+# ----------------------------------------------------------------------------- bad input: one line, exit 2
+
+
+def _error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) >= 1 and "Traceback" not in "\n".join(err)
+    return err[-1]
+
+
+@pytest.mark.parametrize("source, message", [
+    ("x = (1,\n", "bad.py:1: syntax error"),
+    ("x = 1\n", "no breakpoint comment found"),
+    ("x = 1  # BREAKPOINT S27\n", "no S27"),
+    ("x = 1  # Snapshot #44\n", "no #44"),
+    ("x = 1  # Snapshot #3 missing_name\n", "there is no variable 'missing_name'"),
+    ("print('hi')  # Snapshot #3\n", "assigns no variable"),
+])
+def test_bad_scripts_are_refused_in_one_line(tmp_path, capsys, source, message):
+    script = tmp_path / "bad.py"
+    script.write_text(source, encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "out")]) == 2
+    line = _error(capsys)
+    assert line.startswith("error: ") and message in line
+    if "no breakpoint" in message:
+        assert "# BREAKPOINT S13" in line and "# Snapshot #13" in line and "# trace: name" in line
+
+
+def test_markers_of_two_numberings_need_report_to_choose(tmp_path, capsys):
+    script = tmp_path / "mixed.py"
+    script.write_text("a = 1  # BREAKPOINT S01\nb = 2  # Snapshot #1\n", encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "out")]) == 2
+    assert "choose one with --report" in _error(capsys)
+    assert main(["trace", str(script), "--out", str(tmp_path / "out"), "--report", "vit", "-q"]) == 0
+
+
+def test_a_refused_trace_leaves_the_previous_report_as_it_was(tmp_path):
+    trace(ENCODER_DECODER, tmp_path)
+    before = (tmp_path / "t" / "index.md").read_text(encoding="utf-8")
+    broken = tmp_path / "broken" / "encoder_decoder_trace.py"
+    broken.parent.mkdir()
+    broken.write_text("x = (\n", encoding="utf-8")
+    assert main(["trace", str(broken), "--out", str(tmp_path), "--name", "t", "-q"]) == 2
+    assert (tmp_path / "t" / "index.md").read_text(encoding="utf-8") == before
+
+
+@pytest.mark.parametrize("hit", ["1", "2"])
+def test_a_nanogpt_style_script_traced_with_the_gpt_numbering_passes_every_checkable_claim(tmp_path, hit):
+    code, data = trace(Path(__file__).parent / "trace_fixtures" / "nano_gpt_style.py", tmp_path, "--hit", hit)
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert code == 0 and sum(s["captured"] for s in data["snapshots"]) == 27 and first_failure(data) is None
+    assert all(by_label[label]["check"]["passed"] is True for label in ("G05", "G11", "G12", "G13", "G14", "G15", "G16", "G19", "G25"))
+
+
+def test_gpt_numbering_is_read_and_checked(tmp_path):
+    script = tmp_path / "gpt.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        torch.manual_seed(0)
+        idx = torch.tensor([[72, 105, 33]])  # BREAKPOINT G01
+        tok = torch.randn(256, 16)[idx]  # BREAKPOINT G02
+        pos = torch.randn(3, 16)  # BREAKPOINT G03
+        x = tok + pos  # BREAKPOINT G04
+    """), encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0 and data["catalogue"] == "gpt" and len(data["snapshots"]) == 32
+    g04 = next(s for s in data["snapshots"] if s["label"] == "G04")
+    assert g04["check"]["passed"] is True
+
+
+def test_the_summary_line_states_what_was_captured_and_checked(tmp_path, capsys):
+    assert main(["trace", str(ENCODER_DECODER), "--out", str(tmp_path)]) == 0
+    assert ("traced encoder_decoder_trace.py: captured 43 of 43 Encoder–decoder snapshots; checks: 25 passed, 0 failed, "
+            "18 not checkable") in capsys.readouterr().out
+    assert (tmp_path / "encoder-decoder-trace" / "snapshots.json").is_file()  # the default name: the script's
+
+
+@pytest.mark.parametrize("name", ["../up", "Has Space", "vit"])
+def test_a_report_name_that_is_not_a_plain_folder_name_or_is_a_bundled_reports_is_refused(tmp_path, capsys, name):
+    assert main(["trace", str(ENCODER_DECODER), "--out", str(tmp_path), "--name", name]) == 2
+    assert "--name" in _error(capsys)
+    assert not any(tmp_path.iterdir())  # refused before the script runs or anything is written
+
+
+@pytest.mark.parametrize("flags", [["--hit", "0"], ["--timeout", "-1"], ["--report", "bert"]])
+def test_bad_flags_are_refused_in_one_line(tmp_path, capsys, flags):
+    with pytest.raises(SystemExit) as exited:
+        main(["trace", str(ENCODER_DECODER), "--out", str(tmp_path), *flags])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_missing_script_is_refused_in_one_line(tmp_path, capsys):
+    assert main(["trace", str(tmp_path / "nope.py"), "--out", str(tmp_path / "out")]) == 2
+    assert "there is no such script" in _error(capsys)
+
+
+def test_a_script_that_raises_gets_the_report_of_what_was_captured_and_exit_2(tmp_path, capsys):
+    script = variant(tmp_path, ENCODER_DECODER, "    logits = dec_final @ out_proj  # Snapshot #42",
+                     "    raise ValueError('boom')\n    logits = dec_final @ out_proj  # Snapshot #42")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 2
+    assert "ValueError: boom" in _error(capsys)
+    assert sum(s["captured"] for s in data["snapshots"]) == 41
+    overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+    line = script.read_text(encoding="utf-8").splitlines().index("    raise ValueError('boom')") + 1
+    assert "The script stopped with an error" in overview and escape_text(f"encoder_decoder_trace.py:{line}") in overview
+
+
+def test_timeout_keeps_what_was_captured(tmp_path, capsys):
+    script = tmp_path / "slow.py"
+    script.write_text("import time\nsrc_ids = [1, 2]  # Snapshot #1\nwhile True:\n    try:\n        time.sleep(0.01)\n"
+                      "    except Exception:\n        pass\n", encoding="utf-8")  # the script's own except cannot stop the timeout
+    code, data = trace(script, tmp_path / "out", "--timeout", "0.5")
+    assert code == 2 and "--timeout" in _error(capsys)
+    assert data["snapshots"][0]["captured"] and data["outcome"]["timed_out"]
+
+
+def test_the_script_gets_its_own_arguments_and_folder(tmp_path):
+    (tmp_path / "helper.py").write_text("def width():\n    return 3\n", encoding="utf-8")
+    script = tmp_path / "args.py"
+    script.write_text("import os, sys\nimport helper\nsrc_ids = [len(sys.argv[1:]), helper.width(), int(__name__ == '__main__')]  # Snapshot #1\n"
+                      "os.chdir('/')\n", encoding="utf-8")
+    cwd, path = os.getcwd(), sys.path[:]
+    code, data = trace(script, tmp_path / "out", "--", "--out", "x")
+    assert code == 0 and data["snapshots"][0]["first"] == [2, 3, 1]
+    assert os.getcwd() == cwd and sys.path == path  # the generator's own state is restored afterwards
+    assert "helper" not in sys.modules  # a later trace of another folder's helper.py imports that one
+
+
+def test_markers_count_in_the_modules_the_script_imports_not_in_other_scripts_beside_it(tmp_path):
+    (tmp_path / "model.py").write_text("def embed(ids):\n    src_embed = [i * 2 for i in ids]  # Snapshot #4\n    return src_embed\n\n\n"
+                                       "def positions(x):\n    return [v + 1 for v in x]  # Snapshot #5\n", encoding="utf-8")
+    (tmp_path / "other_script.py").write_text("x = 1  # BREAKPOINT S01\n", encoding="utf-8")
+    script = tmp_path / "main.py"
+    script.write_text("from model import embed, positions\nsrc_ids = [1, 2, 3]  # Snapshot #1\nout = positions(embed(src_ids))\n",
+                      encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0 and data["catalogue"] == "encoder-decoder"  # the ViT marker of the script beside it is not read
+    embed = next(s for s in data["snapshots"] if s["label"] == "#4")
+    assert embed["first"] == [2, 4, 6] and embed["source"]["path"] == "model.py"
+    returned = next(s for s in data["snapshots"] if s["label"] == "#5")  # a marked return: the value it returns
+    assert returned["first"] == [3, 5, 7] and returned["variable"] == "return_value"
+
+
+def test_user_text_is_escaped_on_the_pages(tmp_path):
+    folder = tmp_path / "a<b>`c"
+    folder.mkdir()
+    script = folder / "x.py"
+    shutil.copy(ENCODER_DECODER, script)
+    trace(script, tmp_path / "out")
+    page = (tmp_path / "out" / "t" / "input" / "01-raw-input-tokens-ids.md").read_text(encoding="utf-8")
+    assert "<b>" not in page
+
+
+def test_the_warm_server_and_its_api_never_offer_trace(tmp_path):
+    from generator.site.api import ApiError, build_argv, parse_build_argv
+
+    argv = build_argv({"model": "trace"}, tmp_path)
+    assert argv[0] == "build"  # every API request is a build; nothing reaches the trace command
+    with pytest.raises(ApiError):
+        parse_build_argv(argv)
+
+
+def test_the_trace_builds_into_a_site_with_the_plugins_navigation(tmp_path):
+    import subprocess
+
+    docs = tmp_path / "docs"
+    trace(ENCODER_DECODER, docs)
+    (docs / "index.md").write_text("# Home\n", encoding="utf-8")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(textwrap.dedent(f"""\
+        site_name: traced
+        docs_dir: {docs}
+        site_dir: {tmp_path / "site"}
+        theme: {{name: material}}
+        plugins: {{transformer-trace: {{generate: false}}}}
+        markdown_extensions: [admonition, attr_list, md_in_html, tables, pymdownx.details, pymdownx.superfences, pymdownx.highlight]
+    """), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(config)], capture_output=True, text=True,
+                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "t/encoder/10-attention-scores-before-softmax/" in home  # the report's navigation, from its snapshots.json
+    assert (tmp_path / "site" / "t" / "print" / "index.html").is_file()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.catalogue import Report
-from generator.figures import content_key, draw
+from generator.figures import Drawing
 from generator.landing import landing_entries, pdf_is_current, write_landing
 from generator.options import RunOptions
 from generator.progress import Progress
@@ -84,13 +84,13 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
 
 
 FIGURE_INDEX = "index.json"  # figure id -> content key, to skip unchanged figures next time
-_JOBS: list[tuple[ModelRun, str, dict[str, Any], Path]] = []  # read by forked workers
+_JOBS: list[tuple[ModelRun, Drawing, Path]] = []  # read by forked workers
 
 
 def _draw_job(index: int) -> BaseException | None:
-    run, kind, args, path = _JOBS[index]
+    run, drawing, path = _JOBS[index]
     try:
-        draw(run, kind, args, path)
+        drawing.draw(run, path)
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which re-raises it (Ctrl-C included)
         return exc
     return None
@@ -129,17 +129,16 @@ def render_figures(report: Report, run: ModelRun, out: Path, previous: Path, pro
         old_keys = {}
     keys, jobs = {}, []
     for fig in report.figures:
-        args = {k: run.name(v) if isinstance(v, str) else v for k, v in fig.args.items()}
-        keys[fig.id] = content_key(run, fig.kind, args)
+        keys[fig.id] = fig.drawing.content_key(run)
         target = out / f"{fig.id}.png"
         if old_keys.get(fig.id) == keys[fig.id] and (previous / target.name).is_file() and not edited_by_hand(previous / target.name, previous / FIGURE_INDEX):
             shutil.copyfile(previous / target.name, target)
         else:
-            jobs.append((run, fig.kind, args, target))
+            jobs.append((run, fig.drawing, target))
     workers = min(len(jobs), os.cpu_count() or 1)
     if workers <= 1:
-        for job in progress.iterate(jobs, f"{report.short_title} figures"):
-            draw(*job)
+        for run, drawing, target in progress.iterate(jobs, f"{report.short_title} figures"):
+            drawing.draw(run, target)
     else:
         _JOBS[:] = jobs
         try:

@@ -1,18 +1,25 @@
 """The snapshot schema every report fills in: stages, snapshots, figures, guiding questions.
 
-A report's own catalogue (generator/reports/<report>/catalogue.py) is data in this schema.
-Record names may hold placeholders for the traced layer, filled from the run's options
-(``RunOptions.places()``): e.g. ``{enc}`` for the traced encoder layer, ``{block}`` for the
-traced ViT block, and the tensors feeding them (``{enc_prev}``, ``{block_prev}``, ...).
+A report's own catalogue (generator/reports/<report>/catalogue.py) is data in this schema. A snapshot
+points at recorded tensors with ``Ref`` (generator/sources.py): record names whose placeholders stand
+for the traced layer, filled from the run's options (``RunOptions.places()``): e.g. ``{enc}`` for the
+traced encoder layer, ``{block}`` for the traced ViT block, and the tensors feeding them
+(``{enc_prev}``, ``{block_prev}``, ...). Its checks are typed objects (generator/checks.py), its
+figures typed drawings (generator/figures.py); shapes come from the model's declared record points.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+from generator.checks import CHECKS, Check
+from generator.figures import DRAWINGS, Drawing
+from generator.registry import Registry
+from generator.sources import Ref
 
 if TYPE_CHECKING:  # pragma: no cover
     from generator.options import RunOptions
@@ -21,27 +28,56 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass(frozen=True)
 class Figure:
-    id: str  # file stem under figures/
-    kind: str  # drawing function registered with generator.figures.drawer
+    """A figure: ``id`` is its file stem under figures/, ``drawing`` what is drawn and from which tensors."""
+
+    id: str
     caption: str
-    args: dict[str, Any] = field(default_factory=dict)
+    drawing: Drawing
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.drawing, Drawing):
+            raise TypeError(f"figure {self.id!r}: drawing must be a Drawing, got {self.drawing!r}")
+
+
+def _bound_checks(owner: str, checks: tuple[Check, ...], main: Ref | None) -> tuple[Check, ...]:
+    if not isinstance(checks, tuple) or not checks or not all(isinstance(c, Check) for c in checks):
+        raise TypeError(f"{owner}: checks must be a non-empty tuple of Check objects, got {checks!r}")
+    return tuple(c.bound(main) if main is not None else c for c in checks)
 
 
 @dataclass(frozen=True)
 class Snapshot:
+    """One page: a variable of the seed report, the recorded tensors it shows, and the checks of its claim.
+
+    ``tensors``: the first is the one the page centres on; a check field left as ``THIS`` means it.
+    ``shape``: the named shape the page expects of the first tensor; by default its declared shape
+    (the model's ``Point``), given only where the page shows a slice (``index``).
+    """
+
     number: int
     title: str
     variable: str  # as the seed report names it
     stage: str
-    tensors: tuple[str, ...]  # record names; the first is the one the page centres on
-    shape: tuple[str, ...]  # expected shape of the first tensor, in named dimensions (see parse_dimension)
-    check: str
-    check_args: dict[str, Any]
+    tensors: tuple[Ref, ...]
+    checks: tuple[Check, ...]
+    shape: tuple[str, ...] | None = None
     index: str | None = None  # the variable is this slice of the first tensor
     figures: tuple[str, ...] = ()
     differs: str = ""  # how this snapshot differs from the seed report's model, if it does
     questions: tuple[int, ...] = ()  # the guiding questions this snapshot informs
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.tensors, tuple) or not self.tensors or not all(isinstance(t, Ref) for t in self.tensors):
+            raise TypeError(f"snapshot {self.number}: tensors must be a non-empty tuple of Ref, got {self.tensors!r}")
+        object.__setattr__(self, "checks", _bound_checks(f"snapshot {self.number}", self.checks, self.tensors[0]))
+
+    @property
+    def main(self) -> Ref:
+        return self.tensors[0]
+
+    def inputs(self) -> tuple[Ref, ...]:
+        """Every recorded tensor the page and its checks read."""
+        return (*self.tensors, *(ref for check in self.checks for ref in check.inputs()))
 
 @dataclass(frozen=True)
 class Stage:
@@ -62,14 +98,16 @@ class Question:
 
 @dataclass(frozen=True)
 class ExtraPage:
-    """A page beyond the seed's snapshots (e.g. the ViT's attention rollout), with its own check and figures."""
+    """A page beyond the seed's snapshots (e.g. the ViT's attention rollout), with its own checks and figures."""
 
     slug: str  # file name in the report folder, without .md
     title: str
     template: str  # the report's template that renders it, e.g. "rollout.md.j2"
-    check: str
-    check_args: dict[str, Any]
+    checks: tuple[Check, ...]
     figures: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "checks", _bound_checks(f"page {self.slug}", self.checks, None))
 
 
 @dataclass(frozen=True)
@@ -86,18 +124,39 @@ class Report:
     questions: tuple[Question, ...]
     options: type[RunOptions]  # the report's command-line options, defaults and validation
     package: str  # e.g. "generator.reports.vit": holds runner.py, checks.py, figures.py and templates/
-    also_record: tuple[str, ...] = ()  # tensors only the explanations read
+    also_record: tuple[Ref, ...] = ()  # tensors only the explanations read
     extra_pages: tuple[ExtraPage, ...] = ()
     exploration: Any = None  # generator.tensor_data.Exploration: what the report ships as data for the explorer
     variables_from: str = "seed report"  # where the snapshots' variable names come from (the page's header table says)
+    checks: Registry = field(default_factory=lambda: CHECKS)  # the check classes the catalogue may use: generic + the report's own
+    drawings: Registry = field(default_factory=lambda: DRAWINGS)  # likewise the drawing classes of its figures
+
+    def __post_init__(self) -> None:
+        """Refuse a catalogue that uses a check or drawing its registries do not list, or names a figure it does not define."""
+        for owner, checks in [*((f"{self.key} snapshot {s.number}", s.checks) for s in self.snapshots),
+                              *((f"{self.key} page {p.slug}", p.checks) for p in self.extra_pages)]:
+            for check in checks:
+                if self.checks.get(check.key()) is not type(check):
+                    raise ValueError(f"{owner}: check {type(check).__name__} is not in the report's check registry")
+        for fig in self.figures:
+            if self.drawings.get(fig.drawing.key()) is not type(fig.drawing):
+                raise ValueError(f"{self.key} figure {fig.id}: drawing {type(fig.drawing).__name__} is not in the report's drawing registry")
+        known = {fig.id for fig in self.figures}
+        for owner, ids in [*((f"snapshot {s.number}", s.figures) for s in self.snapshots), *((f"page {p.slug}", p.figures) for p in self.extra_pages),
+                           ("the overview", self.overview_figures)]:
+            if unknown := [i for i in ids if i not in known]:
+                raise ValueError(f"{self.key} {owner}: no figure {', '.join(unknown)}")
 
     @classmethod
-    def from_catalogue(cls, catalogue: ModuleType, **identity: Any) -> Report:
-        """A report from its catalogue module (STAGES, SNAPSHOTS, FIGURES, ...) and its identity (key, title, options ...)."""
+    def from_catalogue(cls, catalogue: ModuleType, *, checks: Registry | None = None, drawings: Registry | None = None,
+                       **identity: Any) -> Report:
+        """A report from its catalogue module (STAGES, SNAPSHOTS, FIGURES, ...), the registries of its own checks and
+        drawings (merged with the generic ones; a name in both is refused) and its identity (key, title, options ...)."""
         return cls(
             stages=catalogue.STAGES, snapshots=catalogue.SNAPSHOTS, figures=catalogue.FIGURES,
             overview_figures=catalogue.OVERVIEW_FIGURES, dims_legend=catalogue.DIMS_LEGEND, questions=catalogue.QUESTIONS,
-            also_record=getattr(catalogue, "ALSO_RECORD", ()), extra_pages=getattr(catalogue, "EXTRA_PAGES", ()), **identity,
+            also_record=getattr(catalogue, "ALSO_RECORD", ()), extra_pages=getattr(catalogue, "EXTRA_PAGES", ()),
+            checks=CHECKS.merged(checks) if checks else CHECKS, drawings=DRAWINGS.merged(drawings) if drawings else DRAWINGS, **identity,
         )
 
     def label(self, number: int) -> str:
@@ -115,17 +174,10 @@ class Report:
         return Path(importlib.import_module(self.package).__file__).parent / "templates"
 
     def load(self) -> None:
-        """Import the report's checks and figures, which register themselves with the generic pipeline."""
-        for module in ("checks", "figures"):
-            try:
-                importlib.import_module(f"{self.package}.{module}")
-            except ModuleNotFoundError as exc:
-                if exc.name != f"{self.package}.{module}":
-                    raise
+        """Nothing left to load: a report's checks and drawings are in its registries when it is built (kept for callers)."""
 
     def run(self, opts: RunOptions) -> ModelRun:
         """Build the model, feed it the inputs of ``opts`` and record one forward pass."""
-        self.load()
         run = importlib.import_module(f"{self.package}.runner").run(self, opts)
         run.options = opts
         return run
@@ -136,36 +188,18 @@ class Report:
         from generator.tensor_data import exploration_names
 
         places = opts.places()
-        return {name.format(**places) for name in self.record_names()} | set(exploration_names(self, opts.config()))
+        return {ref.name(places) for ref in self.inputs()} | set(exploration_names(self, opts.config()))
+
+    def inputs(self) -> tuple[Ref, ...]:
+        """Every recorded tensor (placeholders unfilled) the pages, checks and figures read, each once, in catalogue order."""
+        refs = [*(ref for snap in self.snapshots for ref in snap.inputs()),
+                *(ref for page in self.extra_pages for check in page.checks for ref in check.inputs()),
+                *self.also_record, *(ref for fig in self.figures for ref in fig.drawing.inputs())]
+        return tuple(dict.fromkeys(refs))
 
     def record_names(self) -> set[str]:
         """Every record name (with placeholders) the pages, checks and figures read."""
-        from generator.checks import TENSOR_ARGUMENTS
-
-        self.load()
-        names: set[str] = set()
-
-        def collect(value: Any) -> None:
-            if isinstance(value, str):
-                names.add(value)
-            elif isinstance(value, (list, tuple)):
-                for item in value:
-                    collect(item)
-
-        for snap in self.snapshots:
-            collect(snap.tensors)
-            for key in TENSOR_ARGUMENTS[snap.check]:
-                collect(snap.check_args.get(key))
-        for page in self.extra_pages:
-            for key in TENSOR_ARGUMENTS[page.check]:
-                collect(page.check_args.get(key))
-        collect(self.also_record)
-        for fig in self.figures:
-            for key, value in fig.args.items():
-                if key.endswith("tensor") or key.endswith("tensors"):
-                    collect(value)
-        return names
-
+        return {ref.template for ref in self.inputs()}
 
 
 def parse_dimension(expression: str, dims: dict[str, int]) -> int:

@@ -1,7 +1,12 @@
 """Figures for the report pages, drawn from the captured tensors.
 
-Each drawing function takes the run, the catalogue's figure arguments and a target path; files are
-PNG without timestamps, so the same tensors give the same bytes. Pixel figures (heat maps, attention
+A drawing is a typed object (a frozen dataclass, like a check): its fields are its parameters,
+``Ref`` fields the recorded tensors it draws (its ``inputs()``), ``InputRef`` fields run inputs such
+as axis labels, ``ParamRef`` fields model parameters, and ``uses`` names the other run inputs it
+reads. ``draw(run, path)`` writes the figure; ``content_key(run)`` digests exactly those declared
+inputs, so an unchanged figure is copied instead of redrawn. Files are PNG without timestamps, so
+the same tensors give the same bytes. ``DRAWINGS`` lists the generic drawings; a report's figures.py
+lists its own in its ``DRAWINGS``. Pixel figures (heat maps, attention
 grids, masks, image overlays) are drawn with Pillow (generator.raster); charts with axes of numbers
 (bars, lines, tables) with matplotlib, imported on the first such figure (``pyplot()``).
 """
@@ -15,23 +20,23 @@ import io
 import json
 import math
 import warnings
-from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from PIL import Image
 
 from generator import raster
+from generator.checks import INPUT, MODULE, PARAMETER, TENSOR, TENSORS, Typed
+from generator.registry import Registry
 from generator.run import ModelRun
+from generator.sources import InputRef, Ref
 
 DPI = raster.DPI
 PNG_METADATA = {"Software": None}  # no version stamp: byte-identical output across runs
 
-DRAWERS: dict[str, Callable[[ModelRun, dict[str, Any], Path], None]] = {}
-# Run inputs (besides the tensors named in a figure's arguments) that each kind of figure draws on.
-INPUTS_USED: dict[str, tuple[str, ...]] = {}
 
 
 @functools.cache
@@ -59,13 +64,46 @@ def pyplot():
     return plt
 
 
-def drawer(*inputs: str):
-    def register(fn: Callable[[ModelRun, dict[str, Any], Path], None]):
-        DRAWERS[fn.__name__] = fn
-        INPUTS_USED[fn.__name__] = inputs
-        return fn
+@dataclass(frozen=True, kw_only=True)
+class Drawing(Typed):
+    """Base of every drawing: a frozen, keyword-only dataclass that implements ``draw``."""
 
-    return register
+    uses: ClassVar[tuple[str, ...]] = ()  # run inputs it draws on besides its InputRef fields (e.g. the sentence's words)
+
+    def draw(self, run: ModelRun, path: Path) -> None:
+        raise NotImplementedError
+
+    def content_key(self, run: ModelRun) -> str:
+        """A digest of everything the figure is drawn from, read from its declared inputs: same key, same picture.
+
+        The code of this module and of the drawing's, the drawing's parameters (placeholders filled), the
+        bytes of its tensors and parameters, and the values of the run inputs it reads.
+        """
+        files = {Path(__file__), Path(inspect.getsourcefile(type(self)))}
+        digest = hashlib.sha256(b"".join(hashlib.sha256(path.read_bytes()).digest() for path in sorted(files)))
+        kinds = self.parameters()
+        described = {f.name: _described(run, getattr(self, f.name), kinds[f.name]) for f in fields(self)}
+        digest.update(json.dumps([self.key(), described], sort_keys=True, ensure_ascii=False).encode())
+        for ref in self.inputs():
+            tensor = run.cpu(ref)
+            digest.update(f"{run.name(ref)}{tuple(tensor.shape)}{tensor.dtype}".encode() + tensor.contiguous().numpy().tobytes())
+        for ref in self.refs_of(PARAMETER):
+            digest.update(run.parameter(ref).numpy().tobytes())
+        for key in [*(str(ref) for ref in self.refs_of(INPUT)), *self.uses]:
+            value = run.inputs[key]
+            if isinstance(value, torch.Tensor):
+                value = value.contiguous().numpy()
+            digest.update(value.tobytes() if hasattr(value, "tobytes") else json.dumps(value, sort_keys=True, ensure_ascii=False).encode())
+        return digest.hexdigest()
+
+
+def _described(run: ModelRun, value: Any, kind: str) -> Any:
+    """A parameter as JSON: references by the name they resolve to in this run."""
+    if kind == TENSORS:
+        return [run.name(ref) for ref in value]
+    if value is not None and kind in (TENSOR, MODULE, PARAMETER):
+        return run.name(value)
+    return str(value) if kind == INPUT and value is not None else value
 
 
 def save(fig, path: Path) -> None:
@@ -108,11 +146,11 @@ def grid(n: int, max_cols: int = 4) -> tuple[int, int]:
 LABELLED_CELLS = 24  # up to this many positions per axis, every cell is labelled; beyond, the figure keeps its size
 
 
-def literal_labels(run: ModelRun, key: str | None, n: int) -> list[str]:
-    """Axis labels as raster text: the words in visual order (no matplotlib escaping)."""
+def literal_labels(run: ModelRun, key: InputRef | str | None, n: int) -> list[str]:
+    """Axis labels as raster text: the words of run input ``key`` in visual order (no matplotlib escaping)."""
     if key is None:
         return [str(i) for i in range(n)]
-    return [visual_order(w) for w in run.inputs[key]][:n]
+    return [visual_order(w) for w in run.inputs[str(key)]][:n]
 
 
 def sparse_positions(n: int, most: int = 16) -> list[int]:
@@ -129,179 +167,176 @@ def _fig_px(inches: float) -> int:
     return round(inches * raster.DPI)
 
 
-@drawer()
-def matrix(run: ModelRun, args: dict[str, Any], path: Path) -> None:
-    data = as_numpy(run, args["tensor"])
-    data = data.reshape(-1, data.shape[-1])  # (rows, features)
-    cols = min(args.get("max_cols", 64), data.shape[1])
-    data = data[:, :cols]
-    rows = data.shape[0]
-    # The plot area of the matplotlib figure this replaces: figure size less its margins.
-    width, height = _fig_px(min(2 + cols * 0.09, 14) * 0.78 - 0.35), _fig_px(min(1.2 + rows * 0.32, 9) * 0.77 - 0.1)
-    limit = float(np.abs(data).max()) or 1.0
-    canvas = raster.Canvas()
-    cmap = args.get("cmap", "viridis")
-    raster.heatmap(canvas, 0, 0, data, width, height, cmap, -limit, limit, smooth=rows > height or cols > width)
-    left = 0
-    if "rows" in args and rows <= 40:
-        left = raster.ticks_left(canvas, 0, raster.cell_centres(0, height, rows), literal_labels(run, args["rows"], rows))
-    else:
-        ticks = integer_ticks(rows)
-        left = raster.ticks_left(canvas, 0, [(t + 0.5) * height / rows for t in ticks], [str(t) for t in ticks])
-    ticks = integer_ticks(cols, most=max(2, min(10, width // 60)))
-    bottom = raster.ticks_below(canvas, height, [(t + 0.5) * width / cols for t in ticks], [str(t) for t in ticks])
-    canvas.text(width / 2, bottom + 3, args.get("xlabel", "feature") + f" (0–{cols - 1})", ha="center")
-    if "ylabel" in args:
-        canvas.text(left - 6, height / 2, args["ylabel"], ha="right", va="center", rotation=90)
-    raster.colorbar(canvas, width + 30, 0, height, cmap, -limit, limit)
-    canvas.save(path)
+@dataclass(frozen=True, kw_only=True)
+class Matrix(Drawing):
+    tensor: Ref
+    rows: InputRef | None = None
+    ylabel: str | None = None
+    max_cols: int = 64
+    cmap: str = "viridis"
+    xlabel: str = "feature"
 
-
-@drawer()
-def positional(run: ModelRun, args: dict[str, Any], path: Path) -> None:
-    before, after = (as_numpy(run, name)[0] for name in args["tensors"])
-    added = after - before
-    labels = literal_labels(run, args["rows"], added.shape[0])
-    T, C = added.shape
-    width, height = 400, _fig_px(min(1.6 + 0.3 * T, 9) * 0.77 - 0.2)
-    canvas = raster.Canvas()
-    x = 0
-    for data, title in ((added, "added positional encoding"), (after, "embedding + position")):
+    def draw(self, run: ModelRun, path: Path) -> None:
+        data = as_numpy(run, self.tensor)
+        data = data.reshape(-1, data.shape[-1])  # (rows, features)
+        cols = min(self.max_cols, data.shape[1])
+        data = data[:, :cols]
+        rows = data.shape[0]
+        # The plot area of the matplotlib figure this replaces: figure size less its margins.
+        width, height = _fig_px(min(2 + cols * 0.09, 14) * 0.78 - 0.35), _fig_px(min(1.2 + rows * 0.32, 9) * 0.77 - 0.1)
         limit = float(np.abs(data).max()) or 1.0
-        raster.heatmap(canvas, x, 0, data, width, height, "RdBu_r", -limit, limit, smooth=C > width or T > height)
-        canvas.text(x + width / 2, -6, title, size=10, ha="center", va="bottom")
-        ticks = integer_ticks(C, most=6)
-        bottom = raster.ticks_below(canvas, height, [x + (t + 0.5) * width / C for t in ticks], [str(t) for t in ticks])
-        canvas.text(x + width / 2, bottom + 3, "feature", ha="center")
-        raster.colorbar(canvas, x + width + 16, 0, height, "RdBu_r", -limit, limit)
-        x += width + 110
-    shown = range(T) if T <= 40 else sparse_positions(T, most=30)
-    raster.ticks_left(canvas, 0, [(i + 0.5) * height / T for i in shown], [f"{i}: {labels[i]}" for i in shown])
-    canvas.save(path)
+        canvas = raster.Canvas()
+        cmap = self.cmap
+        raster.heatmap(canvas, 0, 0, data, width, height, cmap, -limit, limit, smooth=rows > height or cols > width)
+        left = 0
+        if self.rows is not None and rows <= 40:
+            left = raster.ticks_left(canvas, 0, raster.cell_centres(0, height, rows), literal_labels(run, self.rows, rows))
+        else:
+            ticks = integer_ticks(rows)
+            left = raster.ticks_left(canvas, 0, [(t + 0.5) * height / rows for t in ticks], [str(t) for t in ticks])
+        ticks = integer_ticks(cols, most=max(2, min(10, width // 60)))
+        bottom = raster.ticks_below(canvas, height, [(t + 0.5) * width / cols for t in ticks], [str(t) for t in ticks])
+        canvas.text(width / 2, bottom + 3, self.xlabel + f" (0–{cols - 1})", ha="center")
+        if self.ylabel is not None:
+            canvas.text(left - 6, height / 2, self.ylabel, ha="right", va="center", rotation=90)
+        raster.colorbar(canvas, width + 30, 0, height, cmap, -limit, limit)
+        canvas.save(path)
 
 
-@drawer()
-def attention_heads(run: ModelRun, args: dict[str, Any], path: Path) -> None:
-    weights = as_numpy(run, args["tensor"])[0]  # (h, rows, cols)
-    heads, n_rows, n_cols = weights.shape
-    grid_rows, grid_cols = grid(heads, 2 if heads <= 4 else 4)
-    finite = weights[np.isfinite(weights)]
-    diverging = finite.min() < 0
-    many = n_cols > 64
-    # With hundreds of tokens a few large weights would wash everything else out: clip the scale at the 99.5th percentile.
-    top = float(np.percentile(np.abs(finite), 99.5)) if many else float(np.abs(finite).max())
-    vmin, vmax = (-top, top) if diverging else (0.0, max(top, 1e-9))
-    labelled = n_rows <= LABELLED_CELLS and n_cols <= LABELLED_CELLS
-    cmap = args.get("cmap", "viridis")
-    # Square cells, the longer side of a panel about as long as in the matplotlib grid this replaces.
-    side = _fig_px((3.4 if n_cols <= 16 else 3.0) * 0.72)
-    cell = side / max(n_rows, n_cols)
-    if not many:
-        cell = max(1, round(cell))
-    width, height = round(cell * n_cols), round(cell * n_rows)
-    row_labels = literal_labels(run, args.get("rows"), n_rows) if labelled else None
-    col_labels = literal_labels(run, args.get("cols"), n_cols) if labelled else None
-    x_ticks = range(n_cols) if labelled else integer_ticks(n_cols, most=5)
-    y_ticks = range(n_rows) if labelled else integer_ticks(n_rows, most=5)
-    label_below = [index + grid_cols >= heads for index in range(heads)]  # the lowest panel of each column
-    probe = raster.Canvas()  # how far the x labels reach below a panel
-    reach = raster.ticks_below(probe, 0, [0.0] * len(x_ticks), [col_labels[i] for i in x_ticks] if labelled else [str(t) for t in x_ticks],
-                               rotation=60 if labelled else 0) if x_ticks else 4
-    gap_x, title_h = 34 if labelled else 44, 24
-    row_gap = [title_h + (reach if any(label_below[r * grid_cols:(r + 1) * grid_cols]) else 16) for r in range(grid_rows)]
-    canvas = raster.Canvas()
-    y = 0
-    for r in range(grid_rows):
-        for c in range(grid_cols):
-            index = r * grid_cols + c
-            if index >= heads:
-                continue
-            x = c * (width + gap_x)
-            raster.heatmap(canvas, x, y, weights[index], width, height, cmap, vmin, vmax, smooth=many)
-            canvas.text(x + width / 2, y - 6, f"head {index + 1}", size=10, ha="center", va="bottom")
-            xs = [x + (i + 0.5) * cell for i in x_ticks]
-            ys = [y + (i + 0.5) * cell for i in y_ticks]
-            if labelled:
-                raster.ticks_below(canvas, y + height, xs, [col_labels[i] for i in x_ticks] if label_below[index] else None, rotation=60)
-                raster.ticks_left(canvas, x, ys, [row_labels[i] for i in y_ticks] if c == 0 else [""] * len(ys))
-                if args.get("annotate") and n_rows * n_cols <= 100:
-                    for (i, j), value in np.ndenumerate(weights[index]):
-                        if np.isfinite(value):
-                            white = (value - vmin) < 0.6 * (vmax - vmin)
-                            canvas.text(x + (j + 0.5) * cell, y + (i + 0.5) * cell, f"{value:.2f}", size=6.5, ha="center", va="center",
-                                        color=(255, 255, 255) if white else (0, 0, 0))
-            else:
-                raster.ticks_below(canvas, y + height, xs, [str(t) for t in x_ticks] if label_below[index] else None)
-                raster.ticks_left(canvas, x, ys, [str(t) for t in y_ticks] if c == 0 else [""] * len(ys))
-        y += height + row_gap[r]
-    left, _, right, bottom = canvas.bounds()
-    total_h = y - row_gap[-1]
-    canvas.text((left + right) / 2, bottom + 6, "key: the token attended to", size=10.8, ha="center")
-    canvas.text(left - 10, total_h / 2, "query: the token attending", size=10.8, ha="right", va="center", rotation=90)
-    bar_h = max(150, min(round(total_h * 0.6), 520))
-    raster.colorbar(canvas, right + 30, round((total_h - bar_h) / 2), bar_h, cmap, vmin, vmax)
-    canvas.save(path)
+@dataclass(frozen=True, kw_only=True)
+class Positional(Drawing):
+    tensors: tuple[Ref, ...]
+    rows: InputRef
+
+    def draw(self, run: ModelRun, path: Path) -> None:
+        before, after = (as_numpy(run, name)[0] for name in self.tensors)
+        added = after - before
+        labels = literal_labels(run, self.rows, added.shape[0])
+        T, C = added.shape
+        width, height = 400, _fig_px(min(1.6 + 0.3 * T, 9) * 0.77 - 0.2)
+        canvas = raster.Canvas()
+        x = 0
+        for data, title in ((added, "added positional encoding"), (after, "embedding + position")):
+            limit = float(np.abs(data).max()) or 1.0
+            raster.heatmap(canvas, x, 0, data, width, height, "RdBu_r", -limit, limit, smooth=C > width or T > height)
+            canvas.text(x + width / 2, -6, title, size=10, ha="center", va="bottom")
+            ticks = integer_ticks(C, most=6)
+            bottom = raster.ticks_below(canvas, height, [x + (t + 0.5) * width / C for t in ticks], [str(t) for t in ticks])
+            canvas.text(x + width / 2, bottom + 3, "feature", ha="center")
+            raster.colorbar(canvas, x + width + 16, 0, height, "RdBu_r", -limit, limit)
+            x += width + 110
+        shown = range(T) if T <= 40 else sparse_positions(T, most=30)
+        raster.ticks_left(canvas, 0, [(i + 0.5) * height / T for i in shown], [f"{i}: {labels[i]}" for i in shown])
+        canvas.save(path)
 
 
-@drawer()
-def mask(run: ModelRun, args: dict[str, Any], path: Path) -> None:
+@dataclass(frozen=True, kw_only=True)
+class AttentionHeads(Drawing):
+    tensor: Ref
+    cmap: str = "viridis"
+    rows: InputRef | None = None
+    cols: InputRef | None = None
+    annotate: bool = False
+
+    def draw(self, run: ModelRun, path: Path) -> None:
+        weights = as_numpy(run, self.tensor)[0]  # (h, rows, cols)
+        heads, n_rows, n_cols = weights.shape
+        grid_rows, grid_cols = grid(heads, 2 if heads <= 4 else 4)
+        finite = weights[np.isfinite(weights)]
+        diverging = finite.min() < 0
+        many = n_cols > 64
+        # With hundreds of tokens a few large weights would wash everything else out: clip the scale at the 99.5th percentile.
+        top = float(np.percentile(np.abs(finite), 99.5)) if many else float(np.abs(finite).max())
+        vmin, vmax = (-top, top) if diverging else (0.0, max(top, 1e-9))
+        labelled = n_rows <= LABELLED_CELLS and n_cols <= LABELLED_CELLS
+        cmap = self.cmap
+        # Square cells, the longer side of a panel about as long as in the matplotlib grid this replaces.
+        side = _fig_px((3.4 if n_cols <= 16 else 3.0) * 0.72)
+        cell = side / max(n_rows, n_cols)
+        if not many:
+            cell = max(1, round(cell))
+        width, height = round(cell * n_cols), round(cell * n_rows)
+        row_labels = literal_labels(run, self.rows, n_rows) if labelled else None
+        col_labels = literal_labels(run, self.cols, n_cols) if labelled else None
+        x_ticks = range(n_cols) if labelled else integer_ticks(n_cols, most=5)
+        y_ticks = range(n_rows) if labelled else integer_ticks(n_rows, most=5)
+        label_below = [index + grid_cols >= heads for index in range(heads)]  # the lowest panel of each column
+        probe = raster.Canvas()  # how far the x labels reach below a panel
+        reach = raster.ticks_below(probe, 0, [0.0] * len(x_ticks), [col_labels[i] for i in x_ticks] if labelled else [str(t) for t in x_ticks],
+                                   rotation=60 if labelled else 0) if x_ticks else 4
+        gap_x, title_h = 34 if labelled else 44, 24
+        row_gap = [title_h + (reach if any(label_below[r * grid_cols:(r + 1) * grid_cols]) else 16) for r in range(grid_rows)]
+        canvas = raster.Canvas()
+        y = 0
+        for r in range(grid_rows):
+            for c in range(grid_cols):
+                index = r * grid_cols + c
+                if index >= heads:
+                    continue
+                x = c * (width + gap_x)
+                raster.heatmap(canvas, x, y, weights[index], width, height, cmap, vmin, vmax, smooth=many)
+                canvas.text(x + width / 2, y - 6, f"head {index + 1}", size=10, ha="center", va="bottom")
+                xs = [x + (i + 0.5) * cell for i in x_ticks]
+                ys = [y + (i + 0.5) * cell for i in y_ticks]
+                if labelled:
+                    raster.ticks_below(canvas, y + height, xs, [col_labels[i] for i in x_ticks] if label_below[index] else None, rotation=60)
+                    raster.ticks_left(canvas, x, ys, [row_labels[i] for i in y_ticks] if c == 0 else [""] * len(ys))
+                    if self.annotate and n_rows * n_cols <= 100:
+                        for (i, j), value in np.ndenumerate(weights[index]):
+                            if np.isfinite(value):
+                                white = (value - vmin) < 0.6 * (vmax - vmin)
+                                canvas.text(x + (j + 0.5) * cell, y + (i + 0.5) * cell, f"{value:.2f}", size=6.5, ha="center", va="center",
+                                            color=(255, 255, 255) if white else (0, 0, 0))
+                else:
+                    raster.ticks_below(canvas, y + height, xs, [str(t) for t in x_ticks] if label_below[index] else None)
+                    raster.ticks_left(canvas, x, ys, [str(t) for t in y_ticks] if c == 0 else [""] * len(ys))
+            y += height + row_gap[r]
+        left, _, right, bottom = canvas.bounds()
+        total_h = y - row_gap[-1]
+        canvas.text((left + right) / 2, bottom + 6, "key: the token attended to", size=10.8, ha="center")
+        canvas.text(left - 10, total_h / 2, "query: the token attending", size=10.8, ha="right", va="center", rotation=90)
+        bar_h = max(150, min(round(total_h * 0.6), 520))
+        raster.colorbar(canvas, right + 30, round((total_h - bar_h) / 2), bar_h, cmap, vmin, vmax)
+        canvas.save(path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mask(Drawing):
     """A causal mask in either convention: additive (0 allowed, −inf blocked) or boolean (True allowed)."""
-    m = run.cpu(args["tensor"])[0, 0]  # (T, T)
-    boolean = m.dtype == torch.bool
-    blocked = ~m.numpy() if boolean else np.isinf(m.float().numpy())
-    T = blocked.shape[0]
-    labels = literal_labels(run, args["rows"], T)
-    side = _fig_px(min(1.5 + 0.55 * min(T, LABELLED_CELLS), 1.2 + 0.5 * min(T, LABELLED_CELLS)) * 0.8 - 0.4)
-    cell = max(1, round(side / T)) if T <= LABELLED_CELLS else side / T
-    size = round(cell * T)
-    canvas = raster.Canvas()
-    grey = np.array([[255, 255, 255], [0x9E, 0x9E, 0x9E]], dtype=np.uint8)
-    canvas.image(0, 0, grey[raster.resample(blocked.astype(np.intp), size, size, smooth=False)])
-    canvas.rect(-1, -1, size, size)
-    allowed_text, blocked_text = ("✓", "") if boolean else ("0", "−∞")
-    if T <= LABELLED_CELLS:
-        for (i, j), is_blocked in np.ndenumerate(blocked):
-            canvas.text((j + 0.5) * cell, (i + 0.5) * cell, blocked_text if is_blocked else allowed_text, ha="center", va="center")
-        shown = list(range(T))
-    else:  # hundreds of positions: the triangle itself is the message
-        shown = sparse_positions(T)
-    centres = [(i + 0.5) * cell for i in shown]
-    texts = [f"{i}: {labels[i]}" for i in shown]
-    bottom = raster.ticks_below(canvas, size, centres, texts, rotation=60)
-    left = raster.ticks_left(canvas, 0, centres, texts)
-    canvas.text(size / 2, -6, f"{int((~blocked).sum())} allowed (white), {int(blocked.sum())} blocked (grey) of {T}×{T}",
-                size=10, ha="center", va="bottom")
-    canvas.text(size / 2, bottom + 3, "key position: may it be read?", ha="center")
-    canvas.text(left - 6, size / 2, "query position", ha="right", va="center", rotation=90)
-    canvas.save(path)
+
+    tensor: Ref
+    rows: InputRef
+
+    def draw(self, run: ModelRun, path: Path) -> None:
+        m = run.cpu(self.tensor)[0, 0]  # (T, T)
+        boolean = m.dtype == torch.bool
+        blocked = ~m.numpy() if boolean else np.isinf(m.float().numpy())
+        T = blocked.shape[0]
+        labels = literal_labels(run, self.rows, T)
+        side = _fig_px(min(1.5 + 0.55 * min(T, LABELLED_CELLS), 1.2 + 0.5 * min(T, LABELLED_CELLS)) * 0.8 - 0.4)
+        cell = max(1, round(side / T)) if T <= LABELLED_CELLS else side / T
+        size = round(cell * T)
+        canvas = raster.Canvas()
+        grey = np.array([[255, 255, 255], [0x9E, 0x9E, 0x9E]], dtype=np.uint8)
+        canvas.image(0, 0, grey[raster.resample(blocked.astype(np.intp), size, size, smooth=False)])
+        canvas.rect(-1, -1, size, size)
+        allowed_text, blocked_text = ("✓", "") if boolean else ("0", "−∞")
+        if T <= LABELLED_CELLS:
+            for (i, j), is_blocked in np.ndenumerate(blocked):
+                canvas.text((j + 0.5) * cell, (i + 0.5) * cell, blocked_text if is_blocked else allowed_text, ha="center", va="center")
+            shown = list(range(T))
+        else:  # hundreds of positions: the triangle itself is the message
+            shown = sparse_positions(T)
+        centres = [(i + 0.5) * cell for i in shown]
+        texts = [f"{i}: {labels[i]}" for i in shown]
+        bottom = raster.ticks_below(canvas, size, centres, texts, rotation=60)
+        left = raster.ticks_left(canvas, 0, centres, texts)
+        canvas.text(size / 2, -6, f"{int((~blocked).sum())} allowed (white), {int(blocked.sum())} blocked (grey) of {T}×{T}",
+                    size=10, ha="center", va="bottom")
+        canvas.text(size / 2, bottom + 3, "key position: may it be read?", ha="center")
+        canvas.text(left - 6, size / 2, "query position", ha="right", va="center", rotation=90)
+        canvas.save(path)
 
 
-def draw(run: ModelRun, kind: str, args: dict[str, Any], path: Path) -> None:
-    DRAWERS[kind](run, args, path)
-
-
-def _source_digest(kind: str) -> bytes:
-    """This module's code and the code of the module that defines the drawer: a change to either redraws."""
-    files = {Path(__file__), Path(inspect.getsourcefile(DRAWERS[kind]))}
-    return b"".join(hashlib.sha256(path.read_bytes()).digest() for path in sorted(files))
-
-
-def content_key(run: ModelRun, kind: str, args: dict[str, Any]) -> str:
-    """A digest of everything the figure is drawn from: same key, same picture."""
-    digest = hashlib.sha256(_source_digest(kind))
-    digest.update(json.dumps([kind, args], sort_keys=True, ensure_ascii=False).encode())
-    for key, value in sorted(args.items()):
-        names = [value] if key.endswith("tensor") else value if key.endswith("tensors") else []
-        for name in names:
-            tensor = run.cpu(name)
-            digest.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode() + tensor.contiguous().numpy().tobytes())
-        if key == "parameter":
-            digest.update(run.parameter(value).numpy().tobytes())
-        if key in ("rows", "cols"):
-            digest.update(json.dumps(run.inputs[value], ensure_ascii=False).encode())
-    for name in INPUTS_USED[kind]:
-        value = run.inputs[name]
-        if isinstance(value, torch.Tensor):
-            value = value.contiguous().numpy()
-        digest.update(value.tobytes() if hasattr(value, "tobytes") else json.dumps(value, sort_keys=True, ensure_ascii=False).encode())
-    return digest.hexdigest()
+DRAWINGS: Registry[type[Drawing]] = Registry("drawing", [(cls.key(), cls) for cls in (Matrix, Positional, AttentionHeads, Mask)])
+"""The generic drawings, any report may use them; a report's own are in its figures.py ``DRAWINGS``."""

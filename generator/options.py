@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import UserError
+from models.recording import Declared, declared_points
 
 SEED_LIMIT = 2**63  # torch.manual_seed takes a signed 64-bit integer
 
@@ -113,9 +114,21 @@ class RunOptions:
         """Values of the catalogue's record-name placeholders for the traced layer."""
         raise NotImplementedError
 
-    def record_points(self) -> dict[str, tuple[str, ...]]:
-        """The model's declared record points for these options: name -> named shape."""
+    def build_model(self) -> Any:
+        """The report's model for these options, with untrained weights (``record_points`` builds it on the meta device)."""
         raise NotImplementedError
+
+    def record_points(self) -> dict[str, Declared]:
+        """The model's declared record points for these options: full record name -> point and named shape.
+
+        Read from the model's ``Point`` declarations (models/recording.py) on a model built on the meta
+        device: no weights are allocated and nothing is run.
+        """
+        import torch
+
+        with torch.device("meta"):
+            model = self.build_model()
+        return declared_points(model)
 
     @classmethod
     def limit_example(cls) -> tuple[str, list[str]] | None:

@@ -13,7 +13,7 @@ import jinja2
 
 from generator.catalogue import Report, Snapshot, parse_dimension
 from generator.reports import REPORTS
-from generator.checks import CheckResult, run_check
+from generator.checks import CheckResult
 from generator.options import command_line, plural
 from generator.run import ModelRun
 from generator.tensor_data import explore_info
@@ -107,8 +107,9 @@ class SnapshotPage:
     snap: Snapshot
     path: str  # page path within the report folder, e.g. "encoder/07-self-attention-queries-q.md"
     tensors: list[TensorSection]
-    expected_shape: tuple[int, ...]
-    check: CheckResult
+    named_shape: tuple[str, ...]  # the expected shape in the legend's symbols: the snapshot's, or the first tensor's declared one
+    expected_shape: tuple[int, ...]  # the same in this run's sizes
+    checks: list[CheckResult]
     figures: list[dict[str, str]] = field(default_factory=list)
     explanation: str = ""
     questions: list[dict[str, Any]] = field(default_factory=list)  # the guiding questions it informs, with short answers
@@ -118,6 +119,11 @@ class SnapshotPage:
     @property
     def label(self) -> str:
         return self.report.label(self.snap.number)
+
+    @property
+    def check(self) -> CheckResult:
+        """The snapshot's checks as one result (the only one, when it has one)."""
+        return CheckResult.combined(self.checks)
 
     @property
     def main(self) -> TensorSection:
@@ -143,6 +149,16 @@ def page_path(snap: Snapshot) -> str:
 
 def expected_shape(run: ModelRun, named: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(parse_dimension(expression, run.dims) for expression in named)
+
+
+def named_shape(run: ModelRun, snap: Snapshot) -> tuple[str, ...]:
+    """What the page expects of its first tensor: the snapshot's own shape (a slice), else the model's declaration."""
+    if snap.shape is not None:
+        return snap.shape
+    name = run.name(snap.main)
+    if name not in run.declared:
+        raise ValueError(f"snapshot {snap.number}: {name} is not a declared record point of the model, and the snapshot gives no shape")
+    return run.declared[name].shape
 
 
 @cache
@@ -179,23 +195,16 @@ def build_pages(report: Report, run: ModelRun) -> list[SnapshotPage]:
                 name=run.name(name), view=view, index=index, device=run.device,
                 source=source_excerpt(file, line), slice_index=slice_index, slice_text=slice_text,
             ))
+        named = named_shape(run, snap)
         pages.append(SnapshotPage(
             report=report, snap=snap, path=page_path(snap), tensors=sections,
-            expected_shape=expected_shape(run, snap.shape),
-            check=run_check(run, snap.check, {k: _place(run, v) for k, v in snap.check_args.items()}),
+            named_shape=named, expected_shape=expected_shape(run, named),
+            checks=[check.run(run) for check in snap.checks],
             figures=[{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in snap.figures],
         ))
     for before, after in zip(pages, pages[1:]):
         before.next, after.prev = after, before
     return pages
-
-
-def _place(run: ModelRun, value: Any) -> Any:
-    if isinstance(value, str):
-        return run.name(value)
-    if isinstance(value, list):
-        return [_place(run, v) for v in value]
-    return value
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -256,10 +265,11 @@ def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[Snapshot
     write("index.md", "overview.md.j2", pages=pages, by_stage=by_stage, inputs_section=inputs.render(**common) if inputs else "")
     extra = []
     for extra_page in report.extra_pages:
-        check = run_check(run, extra_page.check, {k: _place(run, v) for k, v in extra_page.check_args.items()})
+        checks = [check.run(run) for check in extra_page.checks]
+        check = CheckResult.combined(checks)
         figures = [{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in extra_page.figures]
         body = env.get_template(f"{report.key}/{extra_page.template}").render(check=check, figures=figures, pages=by_number, **common)
-        write(f"{extra_page.slug}.md", "extra_page.md.j2", extra=extra_page, body=body, check=check, figures=figures)
+        write(f"{extra_page.slug}.md", "extra_page.md.j2", extra=extra_page, body=body, checks=checks, figures=figures)
         extra.append({"title": extra_page.title, "page": f"{extra_page.slug}.md", "check": {"name": check.name, "passed": check.passed, "detail": check.detail}})
     questions_page = write("questions.md", "questions.md.j2", pages=pages, intro=intro, answers=answers)
     write("print.md", "print.md.j2", pages=pages, questions=shift_headings(questions_page, 1))
@@ -275,6 +285,10 @@ def shift_headings(markdown: str, levels: int) -> str:
             fenced = not fenced
         lines.append("#" * levels + line if line.startswith("#") and not fenced else line)
     return "\n".join(lines) + "\n"
+
+
+def _check_json(check: CheckResult) -> dict[str, Any]:
+    return {"name": check.name, "passed": check.passed, "detail": check.detail, "status": check.status}
 
 
 def snapshots_json(report: Report, run: ModelRun, pages: list[SnapshotPage]) -> dict[str, Any]:
@@ -306,12 +320,13 @@ def snapshots_json(report: Report, run: ModelRun, pages: list[SnapshotPage]) -> 
                 "stage": p.snap.stage,
                 "page": p.path,
                 "shape": list(p.main.view.shape),
-                "expected_shape": list(p.snap.shape),
+                "expected_shape": list(p.named_shape),
                 "dtype": p.main.view.dtype,
                 "first": [json_number(v) for v in p.main.view.first(16)],
                 "stats": {k: json_number(v) for k, v in p.main.view.stats.items()},
                 "source": {"path": p.main.source.path, "line": p.main.source.line},
                 "check": {"name": p.check.name, "passed": p.check.passed, "detail": p.check.detail},
+                **({"checks": [_check_json(c) for c in p.checks]} if len(p.checks) > 1 else {}),
                 "tensors": [{"name": t.name, "shape": list(t.view.shape), "source": {"path": t.source.path, "line": t.source.line}} for t in p.tensors],
                 "figures": [f["file"] for f in p.figures],
             }

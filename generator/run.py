@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import platform
 from dataclasses import dataclass, field
@@ -12,8 +13,9 @@ from torch import nn
 
 from generator.errors import UserError
 from generator.indexing import parse_index
+from generator.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, fill
 from generator.tensors import TensorView
-from models.recording import Recording
+from models.recording import Declared, Recording, declared_points
 
 
 def _version(package: str) -> str:
@@ -35,7 +37,12 @@ def resolve_device(requested: str) -> torch.device:
 
 @dataclass
 class ModelRun:
-    """One recorded forward pass: tensors (moved to the CPU), the model, its inputs and sizes."""
+    """One recorded forward pass: tensors (moved to the CPU), the model, its inputs and sizes.
+
+    The ``TensorSource`` (generator/sources.py) of our own models: it has every tensor recorded, and
+    the modules, parameters and inputs, so every check can run on it. Methods take a ``Ref`` (or
+    the record-name template it holds) and fill its placeholders from ``places``.
+    """
 
     report: str  # the report's key in generator.reports.REPORTS
     model: nn.Module
@@ -51,37 +58,51 @@ class ModelRun:
 
     # ------------------------------------------------------------------ names
 
-    def name(self, template: str) -> str:
-        return template.format(**self.places)
+    def name(self, template: Ref | ModuleRef | ParamRef | str) -> str:
+        return fill(str(template), self.places)
+
+    @functools.cached_property
+    def declared(self) -> dict[str, Declared]:
+        """The model's declared record points: full record name -> point and named shape."""
+        return declared_points(self.model)
 
     # ------------------------------------------------------------------ tensors
 
-    def cpu(self, template: str) -> torch.Tensor:
+    def has(self, template: Ref | str) -> bool:
+        return self.name(template) in self.recording
+
+    def input(self, key: InputRef | str) -> Any:
+        try:
+            return self.inputs[str(key)]
+        except KeyError:
+            raise NotCheckable(f"input {key}", "this run does not have it") from None
+
+    def cpu(self, template: Ref | str) -> torch.Tensor:
         """The captured tensor, on the CPU, in its own dtype."""
         name = self.name(template)
         if name not in self._cpu:
             self._cpu[name] = self.recording.tensor(name).cpu()
         return self._cpu[name]
 
-    def t(self, template: str) -> torch.Tensor:
+    def t(self, template: Ref | str) -> torch.Tensor:
         """The captured tensor in float64 on the CPU, for checks."""
         return self.cpu(template).double()
 
-    def view(self, template: str, index: str | None = None) -> torch.Tensor:
+    def view(self, template: Ref | str, index: str | None = None) -> torch.Tensor:
         tensor = self.cpu(template)
         return tensor[parse_index(index)] if index else tensor
 
-    def tensor_view(self, template: str, index: str | None = None) -> TensorView:
+    def tensor_view(self, template: Ref | str, index: str | None = None) -> TensorView:
         return TensorView(self.name(template), self.view(template, index))
 
-    def source(self, template: str) -> tuple[str, int]:
+    def source(self, template: Ref | str) -> tuple[str, int]:
         entry = self.recording[self.name(template)]
         return str(entry.file), entry.line
 
-    def module(self, template: str) -> nn.Module:
+    def module(self, template: ModuleRef | str) -> nn.Module:
         return self.model.get_submodule(self.name(template))
 
-    def parameter(self, template: str) -> torch.Tensor:
+    def parameter(self, template: ParamRef | str) -> torch.Tensor:
         return self.model.get_parameter(self.name(template)).detach().double().cpu()
 
     # ------------------------------------------------------------------ facts

@@ -17,6 +17,10 @@ Shape legend, used in every comment of this file:
     V   target vocabulary size
     V_src source vocabulary size
     L   S or T, in modules the encoder and decoder share
+    Lq, Lk  query and key lengths of an attention module: S, S in the encoder; T, T and T, S in the decoder
+
+Each module declares the tensors it records as ``Point`` class attributes, with their shapes in
+these symbols; ``declared_points(model)`` lists them all (see models/recording.py).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.recording import name_modules, record
+from models.recording import Point, name_modules, record
 
 
 @dataclass(frozen=True)
@@ -50,58 +54,6 @@ class EncoderDecoderConfig:
     @property
     def head_size(self) -> int:
         return self.d_model // self.n_heads
-
-
-# ----------------------------------------------------------------------------- record points
-
-
-def _attention_points(prefix: str, q_len: str, kv_len: str, masked: bool) -> dict[str, tuple[str, ...]]:
-    points = {
-        f"{prefix}.q": ("B", q_len, "C"), f"{prefix}.k": ("B", kv_len, "C"), f"{prefix}.v": ("B", kv_len, "C"),
-        f"{prefix}.q_heads": ("B", "h", q_len, "hs"), f"{prefix}.k_heads": ("B", "h", kv_len, "hs"),
-        f"{prefix}.v_heads": ("B", "h", kv_len, "hs"), f"{prefix}.scores": ("B", "h", q_len, kv_len),
-    }
-    if masked:
-        points[f"{prefix}.masked_scores"] = ("B", "h", q_len, kv_len)
-    points |= {f"{prefix}.probs": ("B", "h", q_len, kv_len), f"{prefix}.context": ("B", "h", q_len, "hs"),
-               f"{prefix}.concat": ("B", q_len, "C"), f"{prefix}.out": ("B", q_len, "C")}
-    return points
-
-
-def _mlp_points(prefix: str, length: str) -> dict[str, tuple[str, ...]]:
-    return {f"{prefix}.input": ("B", length, "C"), f"{prefix}.fc1": ("B", length, "F"),
-            f"{prefix}.hidden": ("B", length, "F"), f"{prefix}.out": ("B", length, "C")}
-
-
-def record_points(cfg: EncoderDecoderConfig) -> dict[str, tuple[str, ...]]:
-    """Every name a recorded forward pass stores, with its shape in the legend's letters, in computation order.
-
-    Declared up front (as TransformerLens declares its hook points), so a report's catalogue
-    can be checked against the model without running it.
-    """
-    points: dict[str, tuple[str, ...]] = {
-        "src_ids": ("B", "S"), "src_emb_weight": ("V_src", "C"), "src_embed": ("B", "S", "C"), "src_with_pos": ("B", "S", "C"),
-    }
-    for i in range(cfg.n_encoder_layers):
-        layer = f"encoder.layers.{i}"
-        points[f"{layer}.input"] = ("B", "S", "C")
-        points |= _attention_points(f"{layer}.self_attn", "S", "S", masked=False)
-        points |= {f"{layer}.residual_1": ("B", "S", "C"), f"{layer}.ln_1": ("B", "S", "C")}
-        points |= _mlp_points(f"{layer}.mlp", "S")
-        points |= {f"{layer}.residual_2": ("B", "S", "C"), f"{layer}.output": ("B", "S", "C")}
-    points |= {"memory": ("B", "S", "C"), "tgt_ids": ("B", "T"), "tgt_embed": ("B", "T", "C"),
-               "tgt_with_pos": ("B", "T", "C"), "tgt_mask": ("1", "1", "T", "T")}
-    for i in range(cfg.n_decoder_layers):
-        layer = f"decoder.layers.{i}"
-        points[f"{layer}.input"] = ("B", "T", "C")
-        points |= _attention_points(f"{layer}.self_attn", "T", "T", masked=True)
-        points |= {f"{layer}.residual_1": ("B", "T", "C"), f"{layer}.ln_1": ("B", "T", "C")}
-        points |= _attention_points(f"{layer}.cross_attn", "T", "S", masked=False)
-        points |= {f"{layer}.residual_2": ("B", "T", "C"), f"{layer}.ln_2": ("B", "T", "C")}
-        points |= _mlp_points(f"{layer}.mlp", "T")
-        points |= {f"{layer}.residual_3": ("B", "T", "C"), f"{layer}.output": ("B", "T", "C")}
-    points |= {"dec_final": ("B", "T", "C"), "logits": ("B", "T", "V")}
-    return points
 
 
 # ----------------------------------------------------------------------------- vocabulary
@@ -137,11 +89,29 @@ class SinusoidalPositionalEncoding(nn.Module):
         return x + encoding
 
 
+_SPLIT_NOTE = "the seed report names the projection before the head split q; the GPT and the ViT record only the per-head tensor, which they call q (here q_heads)"
+
+
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over h heads; queries from x_q, keys and values from x_kv."""
 
-    def __init__(self, d_model: int, n_heads: int) -> None:
+    Q = Point("q", ("B", "Lq", "C"), "queries x_q·W_qᵀ + b_q, all heads side by side", note=_SPLIT_NOTE)
+    K = Point("k", ("B", "Lk", "C"), "keys x_kv·W_kᵀ + b_k, all heads side by side", note=_SPLIT_NOTE)
+    V = Point("v", ("B", "Lk", "C"), "values x_kv·W_vᵀ + b_v, all heads side by side", note=_SPLIT_NOTE)
+    Q_HEADS = Point("q_heads", ("B", "h", "Lq", "hs"), "queries split into h heads of hs features (the GPT's and ViT's attn.q)")
+    K_HEADS = Point("k_heads", ("B", "h", "Lk", "hs"), "keys split into h heads (the GPT's and ViT's attn.k)")
+    V_HEADS = Point("v_heads", ("B", "h", "Lk", "hs"), "values split into h heads (the GPT's and ViT's attn.v)")
+    SCORES = Point("scores", ("B", "h", "Lq", "Lk"), "attention scores Q·Kᵀ/√hs, per head")
+    MASKED_SCORES = Point("masked_scores", ("B", "h", "Lq", "Lk"), "scores plus the mask: −inf where a query may not look (masked attention only)")
+    PROBS = Point("probs", ("B", "h", "Lq", "Lk"), "attention weights: softmax of the scores over the keys, rows sum to 1")
+    CONTEXT = Point("context", ("B", "h", "Lq", "hs"), "each head's weighted sum of values, probs·V")
+    CONCAT = Point("concat", ("B", "Lq", "C"), "the heads' contexts side by side")
+    OUT = Point("out", ("B", "Lq", "C"), "the output projection concat·W_oᵀ + b_o")
+
+    def __init__(self, d_model: int, n_heads: int, queries: str = "L", keys: str = "L", masked: bool = False) -> None:
         super().__init__()
+        self.record_axes = {"Lq": queries, "Lk": keys}  # this instance's lengths in the legend's symbols (S or T)
+        self.unrecorded = () if masked else ("masked_scores",)  # recorded only when forward is given a mask
         self.n_heads = n_heads
         self.head_size = d_model // n_heads
         self.W_q = nn.Linear(d_model, d_model)
@@ -156,35 +126,41 @@ class MultiHeadAttention(nn.Module):
     def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         # x_q: (B, T, C) asks; x_kv: (B, S, C) answers (S = T in self-attention)
         B, T, C = x_q.shape
-        q = record(self, "q", self.W_q(x_q))  # (B, T, C)
-        k = record(self, "k", self.W_k(x_kv))  # (B, S, C)
-        v = record(self, "v", self.W_v(x_kv))  # (B, S, C)
-        q_heads = record(self, "q_heads", self.split_heads(q))  # (B, h, T, hs)
-        k_heads = record(self, "k_heads", self.split_heads(k))  # (B, h, S, hs)
-        v_heads = record(self, "v_heads", self.split_heads(v))  # (B, h, S, hs)
-        scores = record(self, "scores", q_heads @ k_heads.transpose(-2, -1) / math.sqrt(self.head_size))  # (B, h, T, S)
+        q = record(self, self.Q, self.W_q(x_q))  # (B, T, C)
+        k = record(self, self.K, self.W_k(x_kv))  # (B, S, C)
+        v = record(self, self.V, self.W_v(x_kv))  # (B, S, C)
+        q_heads = record(self, self.Q_HEADS, self.split_heads(q))  # (B, h, T, hs)
+        k_heads = record(self, self.K_HEADS, self.split_heads(k))  # (B, h, S, hs)
+        v_heads = record(self, self.V_HEADS, self.split_heads(v))  # (B, h, S, hs)
+        scores = record(self, self.SCORES, q_heads @ k_heads.transpose(-2, -1) / math.sqrt(self.head_size))  # (B, h, T, S)
         if mask is not None:
             # mask: (B or 1, 1, T, S), 0 where allowed and -inf where blocked
-            scores = record(self, "masked_scores", scores + mask)  # (B, h, T, S)
-        probs = record(self, "probs", F.softmax(scores, dim=-1))  # (B, h, T, S), rows sum to 1
-        context = record(self, "context", probs @ v_heads)  # (B, h, T, hs)
-        concat = record(self, "concat", context.transpose(1, 2).reshape(B, T, C))  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
-        return record(self, "out", self.W_o(concat))  # (B, T, C)
+            scores = record(self, self.MASKED_SCORES, scores + mask)  # (B, h, T, S)
+        probs = record(self, self.PROBS, F.softmax(scores, dim=-1))  # (B, h, T, S), rows sum to 1
+        context = record(self, self.CONTEXT, probs @ v_heads)  # (B, h, T, hs)
+        concat = record(self, self.CONCAT, context.transpose(1, 2).reshape(B, T, C))  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
+        return record(self, self.OUT, self.W_o(concat))  # (B, T, C)
 
 
 class MLP(nn.Module):
     """Position-wise two-layer network: Linear(C->F), ReLU, Linear(F->C)."""
 
-    def __init__(self, d_model: int, d_ff: int) -> None:
+    INPUT = Point("input", ("B", "L", "C"), "what the feed-forward network reads: the LayerNorm output before it")
+    FC1 = Point("fc1", ("B", "L", "F"), "first linear layer x·W₁ᵀ + b₁, before the activation")
+    HIDDEN = Point("hidden", ("B", "L", "F"), "ReLU of fc1")
+    OUT = Point("out", ("B", "L", "C"), "second linear layer hidden·W₂ᵀ + b₂")
+
+    def __init__(self, d_model: int, d_ff: int, length: str = "L") -> None:
         super().__init__()
+        self.record_axes = {"L": length}  # S in the encoder, T in the decoder
         self.fc1 = nn.Linear(d_model, d_ff)
         self.fc2 = nn.Linear(d_ff, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = record(self, "input", x)  # (B, L, C)
-        pre_activation = record(self, "fc1", self.fc1(x))  # (B, L, F)
-        hidden = record(self, "hidden", F.relu(pre_activation))  # (B, L, F)
-        return record(self, "out", self.fc2(hidden))  # (B, L, C)
+        x = record(self, self.INPUT, x)  # (B, L, C)
+        pre_activation = record(self, self.FC1, self.fc1(x))  # (B, L, F)
+        hidden = record(self, self.HIDDEN, F.relu(pre_activation))  # (B, L, F)
+        return record(self, self.OUT, self.fc2(hidden))  # (B, L, C)
 
 
 # ----------------------------------------------------------------------------- blocks
@@ -193,48 +169,62 @@ class MLP(nn.Module):
 class EncoderLayer(nn.Module):
     """x -> LayerNorm(x + SelfAttention(x)) -> LayerNorm(. + MLP(.)) (post-norm)."""
 
+    INPUT = Point("input", ("B", "S", "C"), "what the layer reads: the position-encoded embeddings or the previous layer's output")
+    RESIDUAL_1 = Point("residual_1", ("B", "S", "C"), "input + self-attention output")
+    LN_1 = Point("ln_1", ("B", "S", "C"), "LayerNorm of residual_1 (post-norm)")
+    RESIDUAL_2 = Point("residual_2", ("B", "S", "C"), "ln_1 + feed-forward output")
+    OUTPUT = Point("output", ("B", "S", "C"), "LayerNorm of residual_2: the layer's output")
+
     def __init__(self, cfg: EncoderDecoderConfig) -> None:
         super().__init__()
         # Creation order fixes which random numbers each weight draws (seed report 001).
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, queries="S", keys="S")
         self.ln_1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.mlp = MLP(cfg.d_model, cfg.d_ff)
+        self.mlp = MLP(cfg.d_model, cfg.d_ff, length="S")
         self.ln_2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = record(self, "input", x)  # (B, S, C)
+        x = record(self, self.INPUT, x)  # (B, S, C)
         attn_out = self.self_attn(x, x)  # (B, S, C)
-        residual1 = record(self, "residual_1", x + attn_out)  # (B, S, C)
-        x = record(self, "ln_1", self.ln_1(residual1))  # (B, S, C)
+        residual1 = record(self, self.RESIDUAL_1, x + attn_out)  # (B, S, C)
+        x = record(self, self.LN_1, self.ln_1(residual1))  # (B, S, C)
         mlp_out = self.mlp(x)  # (B, S, C)
-        residual2 = record(self, "residual_2", x + mlp_out)  # (B, S, C)
-        return record(self, "output", self.ln_2(residual2))  # (B, S, C)
+        residual2 = record(self, self.RESIDUAL_2, x + mlp_out)  # (B, S, C)
+        return record(self, self.OUTPUT, self.ln_2(residual2))  # (B, S, C)
 
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder output, feed-forward; each post-norm."""
 
+    INPUT = Point("input", ("B", "T", "C"), "what the layer reads: the position-encoded target embeddings or the previous layer's output")
+    RESIDUAL_1 = Point("residual_1", ("B", "T", "C"), "input + masked self-attention output")
+    LN_1 = Point("ln_1", ("B", "T", "C"), "LayerNorm of residual_1")
+    RESIDUAL_2 = Point("residual_2", ("B", "T", "C"), "ln_1 + cross-attention output")
+    LN_2 = Point("ln_2", ("B", "T", "C"), "LayerNorm of residual_2")
+    RESIDUAL_3 = Point("residual_3", ("B", "T", "C"), "ln_2 + feed-forward output")
+    OUTPUT = Point("output", ("B", "T", "C"), "LayerNorm of residual_3: the layer's output")
+
     def __init__(self, cfg: EncoderDecoderConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, queries="T", keys="T", masked=True)
         self.ln_1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, queries="T", keys="S")
         self.ln_2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.mlp = MLP(cfg.d_model, cfg.d_ff)
+        self.mlp = MLP(cfg.d_model, cfg.d_ff, length="T")
         self.ln_3 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
 
     def forward(self, y: torch.Tensor, memory: torch.Tensor, causal_mask: torch.Tensor) -> torch.Tensor:
         # y: (B, T, C) target states; memory: (B, S, C) last encoder layer's output
-        y = record(self, "input", y)  # (B, T, C)
+        y = record(self, self.INPUT, y)  # (B, T, C)
         self_out = self.self_attn(y, y, mask=causal_mask)  # (B, T, C)
-        residual1 = record(self, "residual_1", y + self_out)  # (B, T, C)
-        y = record(self, "ln_1", self.ln_1(residual1))  # (B, T, C)
+        residual1 = record(self, self.RESIDUAL_1, y + self_out)  # (B, T, C)
+        y = record(self, self.LN_1, self.ln_1(residual1))  # (B, T, C)
         cross_out = self.cross_attn(y, memory)  # (B, T, C)
-        residual2 = record(self, "residual_2", y + cross_out)  # (B, T, C)
-        y = record(self, "ln_2", self.ln_2(residual2))  # (B, T, C)
+        residual2 = record(self, self.RESIDUAL_2, y + cross_out)  # (B, T, C)
+        y = record(self, self.LN_2, self.ln_2(residual2))  # (B, T, C)
         mlp_out = self.mlp(y)  # (B, T, C)
-        residual3 = record(self, "residual_3", y + mlp_out)  # (B, T, C)
-        return record(self, "output", self.ln_3(residual3))  # (B, T, C)
+        residual3 = record(self, self.RESIDUAL_3, y + mlp_out)  # (B, T, C)
+        return record(self, self.OUTPUT, self.ln_3(residual3))  # (B, T, C)
 
 
 # ----------------------------------------------------------------------------- model
@@ -248,6 +238,19 @@ def causal_mask(T: int, device: torch.device | None = None) -> torch.Tensor:
 
 
 class EncoderDecoderTransformer(nn.Module):
+    SRC_IDS = Point("src_ids", ("B", "S"), "source token IDs, one per word")
+    SRC_EMB_WEIGHT = Point("src_emb_weight", ("V_src", "C"), "the source embedding table, one row per vocabulary word")
+    SRC_EMBED = Point("src_embed", ("B", "S", "C"), "source embeddings: the table rows of the IDs")
+    SRC_WITH_POS = Point("src_with_pos", ("B", "S", "C"), "source embeddings plus sinusoidal positions")
+    MEMORY = Point("memory", ("B", "S", "C"), "the last encoder layer's output, read by every cross-attention")
+    TGT_IDS = Point("tgt_ids", ("B", "T"), "target token IDs, one per word")
+    TGT_EMBED = Point("tgt_embed", ("B", "T", "C"), "target embeddings: the table rows of the IDs")
+    TGT_WITH_POS = Point("tgt_with_pos", ("B", "T", "C"), "target embeddings plus sinusoidal positions")
+    TGT_MASK = Point("tgt_mask", ("1", "1", "T", "T"), "additive causal mask: 0 on and below the diagonal, −inf above",
+                     note="additive (0 / −inf) where the GPT's mask is boolean (True where allowed)")
+    DEC_FINAL = Point("dec_final", ("B", "T", "C"), "the last decoder layer's output")
+    LOGITS = Point("logits", ("B", "T", "V"), "scores over the target vocabulary at each position")
+
     def __init__(self, cfg: EncoderDecoderConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -262,23 +265,23 @@ class EncoderDecoderTransformer(nn.Module):
         name_modules(self)
 
     def encode(self, src_ids: torch.Tensor) -> torch.Tensor:
-        src_ids = record(self, "src_ids", src_ids)  # (B, S)
-        record(self, "src_emb_weight", self.src_emb.weight)  # (V_src, C)
-        x = record(self, "src_embed", self.src_emb(src_ids))  # (B, S, C)
-        x = record(self, "src_with_pos", self.pos(x))  # (B, S, C)
+        src_ids = record(self, self.SRC_IDS, src_ids)  # (B, S)
+        record(self, self.SRC_EMB_WEIGHT, self.src_emb.weight)  # (V_src, C)
+        x = record(self, self.SRC_EMBED, self.src_emb(src_ids))  # (B, S, C)
+        x = record(self, self.SRC_WITH_POS, self.pos(x))  # (B, S, C)
         for layer in self.encoder["layers"]:
             x = layer(x)  # (B, S, C)
-        return record(self, "memory", x)  # (B, S, C)
+        return record(self, self.MEMORY, x)  # (B, S, C)
 
     def decode(self, tgt_ids: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
-        tgt_ids = record(self, "tgt_ids", tgt_ids)  # (B, T)
-        y = record(self, "tgt_embed", self.tgt_emb(tgt_ids))  # (B, T, C)
-        y = record(self, "tgt_with_pos", self.pos(y))  # (B, T, C)
-        mask = record(self, "tgt_mask", causal_mask(tgt_ids.size(1), tgt_ids.device))  # (1, 1, T, T)
+        tgt_ids = record(self, self.TGT_IDS, tgt_ids)  # (B, T)
+        y = record(self, self.TGT_EMBED, self.tgt_emb(tgt_ids))  # (B, T, C)
+        y = record(self, self.TGT_WITH_POS, self.pos(y))  # (B, T, C)
+        mask = record(self, self.TGT_MASK, causal_mask(tgt_ids.size(1), tgt_ids.device))  # (1, 1, T, T)
         for layer in self.decoder["layers"]:
             y = layer(y, memory, mask)  # (B, T, C)
-        y = record(self, "dec_final", y)  # (B, T, C)
-        return record(self, "logits", self.out_proj(y))  # (B, T, V)
+        y = record(self, self.DEC_FINAL, y)  # (B, T, C)
+        return record(self, self.LOGITS, self.out_proj(y))  # (B, T, V)
 
     def forward(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor) -> torch.Tensor:
         # src_ids: (B, S), tgt_ids: (B, T) -> logits (B, T, V); teacher forcing on the whole target

@@ -7,9 +7,11 @@ a fused q/k/v projection, an exact-GELU MLP, a final LayerNorm and a language-mo
 head whose weight is the token embedding (weight tying). No dropout: the report
 traces deterministic forward passes.
 
-Every name a forward pass records is declared up front by ``record_points(cfg)``
-(and ``generation_record_points(cfg)`` for ``GPT.generate``), each with its named
-shape in the symbols below.
+Every tensor a forward pass records is declared once, as a ``Point`` class attribute of the
+module that computes it, with its named shape in the symbols below (``declared_points(model)``
+in models/recording.py lists them; ``GPT.generate``'s points have the scope "generate").
+Shapes are those of a plain pass: a pass given a key/value cache records the same names
+with S in place of T along the key axes (k, v, scores, masked_scores, probs, mask).
 
 Shape legend, used in every comment of this file:
     B   batch size
@@ -34,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.recording import is_recording, name_modules, paused, record
+from models.recording import Point, is_recording, name_modules, paused, record
 
 
 @dataclass(frozen=True)
@@ -82,70 +84,6 @@ def byte_label(i: int) -> str:
     return f"0x{i:02X}"
 
 
-# ----------------------------------------------------------------------------- record points
-
-
-def record_points(cfg: GPTConfig) -> dict[str, tuple[str, ...]]:
-    """Every name a plain forward pass records, in the order computed, with its named shape.
-
-    Shapes are written in the symbols of the module's legend; "3C" is three times C and
-    "1" a literal size of one. A pass given a key/value cache records the same names, with
-    S in place of T along the key axes (k, v, scores, masked_scores, probs, mask).
-    """
-    points: dict[str, tuple[str, ...]] = {
-        "ids": ("B", "T"),
-        "tok_emb": ("B", "T", "C"),
-        "pos_emb": ("T", "C"),
-        "embed": ("B", "T", "C"),
-        "mask": ("1", "1", "T", "T"),
-    }
-    for i in range(cfg.n_layers):
-        block = f"blocks.{i}"
-        points |= {
-            f"{block}.input": ("B", "T", "C"),
-            f"{block}.ln_1": ("B", "T", "C"),
-            f"{block}.attn.qkv": ("B", "T", "3C"),
-            f"{block}.attn.q": ("B", "h", "T", "hs"),
-            f"{block}.attn.k": ("B", "h", "T", "hs"),
-            f"{block}.attn.v": ("B", "h", "T", "hs"),
-            f"{block}.attn.scores": ("B", "h", "T", "T"),
-            f"{block}.attn.masked_scores": ("B", "h", "T", "T"),
-            f"{block}.attn.probs": ("B", "h", "T", "T"),
-            f"{block}.attn.context": ("B", "h", "T", "hs"),
-            f"{block}.attn.concat": ("B", "T", "C"),
-            f"{block}.attn.out": ("B", "T", "C"),
-            f"{block}.residual_1": ("B", "T", "C"),
-            f"{block}.ln_2": ("B", "T", "C"),
-            f"{block}.mlp.fc1": ("B", "T", "M"),
-            f"{block}.mlp.hidden": ("B", "T", "M"),
-            f"{block}.mlp.out": ("B", "T", "C"),
-            f"{block}.residual_2": ("B", "T", "C"),
-            f"{block}.output": ("B", "T", "C"),
-        }
-    points |= {
-        "ln_f": ("B", "T", "C"),
-        "logits": ("B", "T", "V"),
-        "probs": ("B", "T", "V"),
-    }
-    return points
-
-
-def generation_record_points(cfg: GPTConfig) -> dict[str, tuple[str, ...]]:
-    """The names ``GPT.generate`` adds to a recording, with their named shapes.
-
-    Its first pass, over the prompt, also records every name of ``record_points(cfg)``.
-    """
-    points: dict[str, tuple[str, ...]] = {
-        "generate.new_ids": ("B", "N"),
-        "generate.cached_logits": ("B", "N", "V"),
-        "generate.recomputed_logits": ("B", "N", "V"),
-    }
-    for i in range(cfg.n_layers):
-        points[f"generate.blocks.{i}.cache_k"] = ("B", "h", "S", "hs")
-        points[f"generate.blocks.{i}.cache_v"] = ("B", "h", "S", "hs")
-    return points
-
-
 # ----------------------------------------------------------------------------- key/value cache
 
 
@@ -186,6 +124,18 @@ def causal_mask(T: int, start: int = 0, device: torch.device | None = None) -> t
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention with one fused q/k/v projection, optionally over cached keys and values."""
 
+    _HEADS_NOTE = "per head, as the encoder–decoder's q_heads/k_heads/v_heads: the fused projection before the split is qkv"
+    QKV = Point("qkv", ("B", "T", "3·C"), "the fused projection x·W_qkvᵀ + b: q, k and v side by side")
+    Q = Point("q", ("B", "h", "T", "hs"), "queries, the first third of qkv split into h heads", note=_HEADS_NOTE)
+    K = Point("k", ("B", "h", "T", "hs"), "keys, the second third of qkv split into heads (S positions with a cache)", note=_HEADS_NOTE)
+    V = Point("v", ("B", "h", "T", "hs"), "values, the last third of qkv split into heads (S positions with a cache)", note=_HEADS_NOTE)
+    SCORES = Point("scores", ("B", "h", "T", "T"), "attention scores Q·Kᵀ/√hs, per head")
+    MASKED_SCORES = Point("masked_scores", ("B", "h", "T", "T"), "scores with −inf where the mask blocks a later position")
+    PROBS = Point("probs", ("B", "h", "T", "T"), "attention weights: softmax of the masked scores over the keys, rows sum to 1")
+    CONTEXT = Point("context", ("B", "h", "T", "hs"), "each head's weighted sum of values, probs·V")
+    CONCAT = Point("concat", ("B", "T", "C"), "the heads' contexts side by side")
+    OUT = Point("out", ("B", "T", "C"), "the output projection concat·W_projᵀ + b")
+
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
         self.n_heads = cfg.n_heads
@@ -199,7 +149,7 @@ class CausalSelfAttention(nn.Module):
         # Returns the output (B, T, C) and the keys and values of all S positions, the block's new cache.
         B, T, C = x.shape
         h = self.n_heads
-        qkv = record(self, "qkv", self.qkv(x))  # (B, T, 3C)
+        qkv = record(self, self.QKV, self.qkv(x))  # (B, T, 3C)
         q, k, v = qkv.view(B, T, 3, h, C // h).permute(2, 0, 3, 1, 4).unbind(0)  # (B, T, 3C) -> (3, B, h, T, hs) -> each (B, h, T, hs)
         if past is not None:
             k = torch.cat([past[0], k], dim=2)  # (B, h, S, hs)
@@ -212,19 +162,23 @@ class CausalSelfAttention(nn.Module):
             else:
                 context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, h, T, hs)
             return self.proj(context.transpose(1, 2).reshape(B, T, C)), (k, v)  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
-        q = record(self, "q", q)
-        k = record(self, "k", k)
-        v = record(self, "v", v)
-        scores = record(self, "scores", q @ k.transpose(-2, -1) / math.sqrt(C // h))  # (B, h, T, hs) @ (B, h, hs, S) -> (B, h, T, S)
-        masked = record(self, "masked_scores", scores.masked_fill(~mask, float("-inf")))  # (B, h, T, S), -inf on later positions
-        probs = record(self, "probs", masked.softmax(dim=-1))  # (B, h, T, S), rows sum to 1
-        context = record(self, "context", probs @ v)  # (B, h, T, hs)
-        concat = record(self, "concat", context.transpose(1, 2).reshape(B, T, C))  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
-        return record(self, "out", self.proj(concat)), (k, v)  # (B, T, C)
+        q = record(self, self.Q, q)
+        k = record(self, self.K, k)
+        v = record(self, self.V, v)
+        scores = record(self, self.SCORES, q @ k.transpose(-2, -1) / math.sqrt(C // h))  # (B, h, T, hs) @ (B, h, hs, S) -> (B, h, T, S)
+        masked = record(self, self.MASKED_SCORES, scores.masked_fill(~mask, float("-inf")))  # (B, h, T, S), -inf on later positions
+        probs = record(self, self.PROBS, masked.softmax(dim=-1))  # (B, h, T, S), rows sum to 1
+        context = record(self, self.CONTEXT, probs @ v)  # (B, h, T, hs)
+        concat = record(self, self.CONCAT, context.transpose(1, 2).reshape(B, T, C))  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
+        return record(self, self.OUT, self.proj(concat)), (k, v)  # (B, T, C)
 
 
 class MLP(nn.Module):
     """Position-wise Linear(C->M), exact GELU, Linear(M->C)."""
+
+    FC1 = Point("fc1", ("B", "T", "M"), "first linear layer x·W₁ᵀ + b₁, before the activation")
+    HIDDEN = Point("hidden", ("B", "T", "M"), "exact GELU of fc1")
+    OUT = Point("out", ("B", "T", "C"), "second linear layer hidden·W₂ᵀ + b₂")
 
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
@@ -233,9 +187,9 @@ class MLP(nn.Module):
         self.fc2 = nn.Linear(cfg.mlp_dim, cfg.d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        pre_activation = record(self, "fc1", self.fc1(x))  # (B, T, M)
-        hidden = record(self, "hidden", self.gelu(pre_activation))  # (B, T, M)
-        return record(self, "out", self.fc2(hidden))  # (B, T, C)
+        pre_activation = record(self, self.FC1, self.fc1(x))  # (B, T, M)
+        hidden = record(self, self.HIDDEN, self.gelu(pre_activation))  # (B, T, M)
+        return record(self, self.OUT, self.fc2(hidden))  # (B, T, C)
 
 
 # ----------------------------------------------------------------------------- block
@@ -243,6 +197,15 @@ class MLP(nn.Module):
 
 class Block(nn.Module):
     """Pre-norm: x + Attention(LN(x)), then + MLP(LN(.)); no LayerNorm on the residual stream itself."""
+
+    INPUT = Point("input", ("B", "T", "C"), "the residual stream entering the block")
+    LN_1 = Point("ln_1", ("B", "T", "C"), "LayerNorm of the input: what attention reads (pre-norm)")
+    RESIDUAL_1 = Point("residual_1", ("B", "T", "C"), "input + attention output")
+    LN_2 = Point("ln_2", ("B", "T", "C"), "LayerNorm of residual_1: what the MLP reads")
+    RESIDUAL_2 = Point("residual_2", ("B", "T", "C"), "residual_1 + MLP output")
+    OUTPUT = Point("output", ("B", "T", "C"), "the residual stream leaving the block (residual_2; no LayerNorm after it)")
+    CACHE_K = Point("cache_k", ("B", "h", "S", "hs"), "the keys the key/value cache holds after generation", scope="generate")
+    CACHE_V = Point("cache_v", ("B", "h", "S", "hs"), "the values the key/value cache holds after generation", scope="generate")
 
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
@@ -254,19 +217,33 @@ class Block(nn.Module):
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None = None
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-        x = record(self, "input", x)  # (B, T, C)
-        attn_in = record(self, "ln_1", self.ln_1(x))  # (B, T, C)
+        x = record(self, self.INPUT, x)  # (B, T, C)
+        attn_in = record(self, self.LN_1, self.ln_1(x))  # (B, T, C)
         attn_out, present = self.attn(attn_in, mask, past)  # (B, T, C); keys and values, each (B, h, S, hs)
-        residual_1 = record(self, "residual_1", x + attn_out)  # (B, T, C)
-        mlp_in = record(self, "ln_2", self.ln_2(residual_1))  # (B, T, C)
-        residual_2 = record(self, "residual_2", residual_1 + self.mlp(mlp_in))  # (B, T, C)
-        return record(self, "output", residual_2), present  # (B, T, C)
+        residual_1 = record(self, self.RESIDUAL_1, x + attn_out)  # (B, T, C)
+        mlp_in = record(self, self.LN_2, self.ln_2(residual_1))  # (B, T, C)
+        residual_2 = record(self, self.RESIDUAL_2, residual_1 + self.mlp(mlp_in))  # (B, T, C)
+        return record(self, self.OUTPUT, residual_2), present  # (B, T, C)
 
 
 # ----------------------------------------------------------------------------- model
 
 
 class GPT(nn.Module):
+    IDS = Point("ids", ("B", "T"), "the prompt's bytes, one token each")
+    TOK_EMB = Point("tok_emb", ("B", "T", "C"), "token embeddings: the table rows of the bytes")
+    POS_EMB = Point("pos_emb", ("T", "C"), "the learned position embeddings of the positions fed",
+                    note="the rows used, without a batch axis (broadcast when added); the encoder–decoder's positions are a fixed sinusoidal table")
+    EMBED = Point("embed", ("B", "T", "C"), "token + position embeddings: the residual stream entering block 1")
+    MASK = Point("mask", ("1", "1", "T", "T"), "boolean causal mask: True where a query may attend to a key",
+                 note="boolean (True where allowed) where the encoder–decoder's tgt_mask is additive (0 / −inf)")
+    LN_F = Point("ln_f", ("B", "T", "C"), "the final LayerNorm of the residual stream")
+    LOGITS = Point("logits", ("B", "T", "V"), "scores for the next byte at each position")
+    PROBS = Point("probs", ("B", "T", "V"), "softmax of the logits: the next-byte distribution at each position")
+    NEW_IDS = Point("new_ids", ("B", "N"), "the bytes generated greedily", scope="generate")
+    CACHED_LOGITS = Point("cached_logits", ("B", "N", "V"), "the logits that chose each new byte, computed with the key/value cache", scope="generate")
+    RECOMPUTED_LOGITS = Point("recomputed_logits", ("B", "N", "V"), "the same logits recomputed from scratch without a cache", scope="generate")
+
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -299,20 +276,20 @@ class GPT(nn.Module):
                 f"{start + T} bytes do not fit the context of {self.cfg.context} positions; shorten the prompt"
                 + (f" or generate at most {self.cfg.context - start} more" if start else "")
             )
-        ids = record(self, "ids", ids)  # (B, T)
-        tok = record(self, "tok_emb", self.tok_emb(ids))  # (B, T, C)
-        pos = record(self, "pos_emb", self.pos_emb(torch.arange(start, start + T, device=ids.device)))  # (T, C), the rows used
-        x = record(self, "embed", tok + pos)  # (B, T, C), positions broadcast over the batch
-        mask = record(self, "mask", causal_mask(T, start, ids.device))  # (1, 1, T, S)
+        ids = record(self, self.IDS, ids)  # (B, T)
+        tok = record(self, self.TOK_EMB, self.tok_emb(ids))  # (B, T, C)
+        pos = record(self, self.POS_EMB, self.pos_emb(torch.arange(start, start + T, device=ids.device)))  # (T, C), the rows used
+        x = record(self, self.EMBED, tok + pos)  # (B, T, C), positions broadcast over the batch
+        mask = record(self, self.MASK, causal_mask(T, start, ids.device))  # (1, 1, T, S)
         presents = []
         for i, block in enumerate(self.blocks):
             x, present = block(x, mask, cache.layers[i] if cache is not None and cache.layers else None)  # (B, T, C)
             presents.append(present)
         if cache is not None:
             cache.layers = presents
-        x = record(self, "ln_f", self.ln_f(x))  # (B, T, C)
-        logits = record(self, "logits", self.lm_head(x))  # (B, T, V)
-        record(self, "probs", logits.softmax(dim=-1))  # (B, T, V)
+        x = record(self, self.LN_F, self.ln_f(x))  # (B, T, C)
+        logits = record(self, self.LOGITS, self.lm_head(x))  # (B, T, V)
+        record(self, self.PROBS, logits.softmax(dim=-1))  # (B, T, V)
         return logits
 
     @torch.no_grad()
@@ -321,8 +298,8 @@ class GPT(nn.Module):
 
         Returns the new bytes (B, N) and, per step, the logits that chose each byte (with the
         cache) beside the same logits recomputed from scratch over the whole sequence. Inside
-        ``recording()``, the first pass (over the prompt) records ``record_points(cfg)`` and
-        generation then records ``generation_record_points(cfg)``; its later passes are not recorded.
+        ``recording()``, the first pass (over the prompt) records the plain pass's points and
+        generation then records the points of scope "generate"; its later passes are not recorded.
         """
         T = ids.size(1)
         if n_new < 1:
@@ -344,13 +321,13 @@ class GPT(nn.Module):
                 recomputed.append(self(seq)[:, -1])  # (B, V), no cache
                 new.append(logits.argmax(dim=-1, keepdim=True))  # (B, 1)
                 seq = torch.cat([seq, new[-1]], dim=1)  # (B, T + step + 1)
-        new_ids = record(self, "generate.new_ids", torch.cat(new, dim=1))  # (B, N)
+        new_ids = record(self, self.NEW_IDS, torch.cat(new, dim=1))  # (B, N)
         info = Generation(
-            cached_logits=record(self, "generate.cached_logits", torch.stack(cached, dim=1)),  # (B, N, V)
-            recomputed_logits=record(self, "generate.recomputed_logits", torch.stack(recomputed, dim=1)),  # (B, N, V)
+            cached_logits=record(self, self.CACHED_LOGITS, torch.stack(cached, dim=1)),  # (B, N, V)
+            recomputed_logits=record(self, self.RECOMPUTED_LOGITS, torch.stack(recomputed, dim=1)),  # (B, N, V)
             cache=cache,
         )
-        for i, (k, v) in enumerate(cache.layers):
-            record(self, f"generate.blocks.{i}.cache_k", k)  # (B, h, S, hs)
-            record(self, f"generate.blocks.{i}.cache_v", v)  # (B, h, S, hs)
+        for block, (k, v) in zip(self.blocks, cache.layers):
+            record(block, Block.CACHE_K, k)  # (B, h, S, hs), as generate.blocks.<i>.cache_k
+            record(block, Block.CACHE_V, v)  # (B, h, S, hs)
         return new_ids, info

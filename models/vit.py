@@ -17,6 +17,9 @@ Shape legend, used in every comment of this file:
     hs  head size, C // h
     M   MLP width
     K   number of classes
+
+Each module declares the tensors it records as ``Point`` class attributes, with their shapes in
+these symbols; ``declared_points(model)`` lists them all (see models/recording.py).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.recording import is_recording, name_modules, record
+from models.recording import Point, is_recording, name_modules, record
 
 
 @dataclass(frozen=True)
@@ -71,39 +74,15 @@ PRESETS: dict[str, ViTConfig] = {
 }
 
 
-# ----------------------------------------------------------------------------- record points
-
-
-def record_points(cfg: ViTConfig) -> dict[str, tuple[str, ...]]:
-    """Every name a recorded forward pass stores, with its shape in the legend's letters, in computation order.
-
-    Declared up front (as TransformerLens declares its hook points), so a report's catalogue
-    can be checked against the model without running it.
-    """
-    points: dict[str, tuple[str, ...]] = {
-        "image": ("B", "Ch", "H", "W"), "patch_embed.patches": ("B", "N", "Ch", "P", "P"),
-        "patch_embed.flat": ("B", "N", "Ch·P·P"), "patch_embed.embed": ("B", "N", "C"),
-        "cls_token": ("B", "1", "C"), "tokens": ("B", "N1", "C"), "tokens_pos": ("B", "N1", "C"),
-    }
-    for i in range(cfg.n_layers):
-        block = f"blocks.{i}"
-        points |= {f"{block}.input": ("B", "N1", "C"), f"{block}.ln_1": ("B", "N1", "C")}
-        points |= {f"{block}.attn.{name}": ("B", "h", "N1", "hs") for name in ("q", "k", "v")}
-        points |= {f"{block}.attn.scores": ("B", "h", "N1", "N1"), f"{block}.attn.probs": ("B", "h", "N1", "N1"),
-                   f"{block}.attn.context": ("B", "h", "N1", "hs"), f"{block}.attn.concat": ("B", "N1", "C"),
-                   f"{block}.attn.out": ("B", "N1", "C"), f"{block}.residual_1": ("B", "N1", "C"),
-                   f"{block}.ln_2": ("B", "N1", "C"), f"{block}.mlp.fc1": ("B", "N1", "M"),
-                   f"{block}.mlp.hidden": ("B", "N1", "M"), f"{block}.mlp.out": ("B", "N1", "C"),
-                   f"{block}.residual_2": ("B", "N1", "C"), f"{block}.output": ("B", "N1", "C")}
-    points |= {"final_seq": ("B", "N1", "C"), "cls_rep": ("B", "C"), "logits": ("B", "K"), "probs": ("B", "K")}
-    return points
-
-
 # ----------------------------------------------------------------------------- leaf modules
 
 
 class PatchEmbedding(nn.Module):
     """Cut the image into P x P patches, flatten each, and project it to C features."""
+
+    PATCHES = Point("patches", ("B", "N", "Ch", "P", "P"), "the image cut into P×P patches, row-major over the grid")
+    FLAT = Point("flat", ("B", "N", "Ch·P·P"), "each patch flattened channel-major, like a convolution kernel")
+    EMBED = Point("embed", ("B", "N", "C"), "patch embeddings flat·Wᵀ + b (torchvision's stride-P convolution)")
 
     def __init__(self, cfg: ViTConfig) -> None:
         super().__init__()
@@ -115,13 +94,23 @@ class PatchEmbedding(nn.Module):
         P = self.patch_size
         grid = image.unfold(2, P, P).unfold(3, P, P)  # (B, Ch, H/P, W/P, P, P)
         patches = grid.permute(0, 2, 3, 1, 4, 5).reshape(B, -1, Ch, P, P)  # (B, N, Ch, P, P), row-major over the grid
-        patches = record(self, "patches", patches)
-        flat = record(self, "flat", patches.flatten(2))  # (B, N, Ch*P*P), channel-major like a conv kernel
-        return record(self, "embed", self.proj(flat))  # (B, N, C)
+        patches = record(self, self.PATCHES, patches)
+        flat = record(self, self.FLAT, patches.flatten(2))  # (B, N, Ch*P*P), channel-major like a conv kernel
+        return record(self, self.EMBED, self.proj(flat))  # (B, N, C)
 
 
 class SelfAttention(nn.Module):
     """Multi-head self-attention with one fused q/k/v projection (as nn.MultiheadAttention)."""
+
+    _HEADS_NOTE = "per head, as the encoder–decoder's q_heads/k_heads/v_heads (its q is the projection before the split)"
+    Q = Point("q", ("B", "h", "N1", "hs"), "queries, the first third of the fused projection split into h heads", note=_HEADS_NOTE)
+    K = Point("k", ("B", "h", "N1", "hs"), "keys, the second third of the fused projection split into heads", note=_HEADS_NOTE)
+    V = Point("v", ("B", "h", "N1", "hs"), "values, the last third of the fused projection split into heads", note=_HEADS_NOTE)
+    SCORES = Point("scores", ("B", "h", "N1", "N1"), "attention scores Q·Kᵀ/√hs, per head")
+    PROBS = Point("probs", ("B", "h", "N1", "N1"), "attention weights: softmax of the scores over the keys, rows sum to 1")
+    CONTEXT = Point("context", ("B", "h", "N1", "hs"), "each head's weighted sum of values, probs·V")
+    CONCAT = Point("concat", ("B", "N1", "C"), "the heads' contexts side by side")
+    OUT = Point("out", ("B", "N1", "C"), "the output projection concat·W_projᵀ + b")
 
     def __init__(self, cfg: ViTConfig) -> None:
         super().__init__()
@@ -139,26 +128,32 @@ class SelfAttention(nn.Module):
             # nn.MultiheadAttention does); nothing asks for the intermediate scores here.
             context = F.scaled_dot_product_attention(q, k, v)  # (B, h, N1, hs)
             return self.proj(context.transpose(1, 2).reshape(B, N1, C))  # (B, h, N1, hs) -> (B, N1, h, hs) -> (B, N1, C)
-        q = record(self, "q", q)
-        k = record(self, "k", k)
-        v = record(self, "v", v)
-        scores = record(self, "scores", q @ k.transpose(-2, -1) / math.sqrt(C // h))  # (B, h, N1, N1)
-        probs = record(self, "probs", scores.softmax(dim=-1))  # (B, h, N1, N1), rows sum to 1
-        context = record(self, "context", probs @ v)  # (B, h, N1, hs)
-        concat = record(self, "concat", context.transpose(1, 2).reshape(B, N1, C))  # (B, h, N1, hs) -> (B, N1, h, hs) -> (B, N1, C)
-        return record(self, "out", self.proj(concat))  # (B, N1, C)
+        q = record(self, self.Q, q)
+        k = record(self, self.K, k)
+        v = record(self, self.V, v)
+        scores = record(self, self.SCORES, q @ k.transpose(-2, -1) / math.sqrt(C // h))  # (B, h, N1, N1)
+        probs = record(self, self.PROBS, scores.softmax(dim=-1))  # (B, h, N1, N1), rows sum to 1
+        context = record(self, self.CONTEXT, probs @ v)  # (B, h, N1, hs)
+        concat = record(self, self.CONCAT, context.transpose(1, 2).reshape(B, N1, C))  # (B, h, N1, hs) -> (B, N1, h, hs) -> (B, N1, C)
+        return record(self, self.OUT, self.proj(concat))  # (B, N1, C)
 
 
 class MLP(nn.Module):
+    """Position-wise Linear(C->M), exact GELU, Linear(M->C)."""
+
+    FC1 = Point("fc1", ("B", "N1", "M"), "first linear layer x·W₁ᵀ + b₁, before the activation")
+    HIDDEN = Point("hidden", ("B", "N1", "M"), "exact GELU of fc1")
+    OUT = Point("out", ("B", "N1", "C"), "second linear layer hidden·W₂ᵀ + b₂")
+
     def __init__(self, cfg: ViTConfig) -> None:
         super().__init__()
         self.fc1 = nn.Linear(cfg.d_model, cfg.mlp_dim)
         self.fc2 = nn.Linear(cfg.mlp_dim, cfg.d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        pre_activation = record(self, "fc1", self.fc1(x))  # (B, N1, M)
-        hidden = record(self, "hidden", F.gelu(pre_activation))  # (B, N1, M)
-        return record(self, "out", self.fc2(hidden))  # (B, N1, C)
+        pre_activation = record(self, self.FC1, self.fc1(x))  # (B, N1, M)
+        hidden = record(self, self.HIDDEN, F.gelu(pre_activation))  # (B, N1, M)
+        return record(self, self.OUT, self.fc2(hidden))  # (B, N1, C)
 
 
 # ----------------------------------------------------------------------------- block
@@ -166,6 +161,13 @@ class MLP(nn.Module):
 
 class EncoderBlock(nn.Module):
     """Pre-norm: x + Attention(LN(x)), then + MLP(LN(.)); no LayerNorm on the residual stream itself."""
+
+    INPUT = Point("input", ("B", "N1", "C"), "the residual stream entering the block")
+    LN_1 = Point("ln_1", ("B", "N1", "C"), "LayerNorm of the input: what attention reads (pre-norm)")
+    RESIDUAL_1 = Point("residual_1", ("B", "N1", "C"), "input + attention output")
+    LN_2 = Point("ln_2", ("B", "N1", "C"), "LayerNorm of residual_1: what the MLP reads")
+    RESIDUAL_2 = Point("residual_2", ("B", "N1", "C"), "residual_1 + MLP output")
+    OUTPUT = Point("output", ("B", "N1", "C"), "the residual stream leaving the block (residual_2; no LayerNorm after it)")
 
     def __init__(self, cfg: ViTConfig) -> None:
         super().__init__()
@@ -175,18 +177,27 @@ class EncoderBlock(nn.Module):
         self.mlp = MLP(cfg)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = record(self, "input", x)  # (B, N1, C)
-        attn_in = record(self, "ln_1", self.ln_1(x))  # (B, N1, C)
-        residual1 = record(self, "residual_1", x + self.attn(attn_in))  # (B, N1, C)
-        mlp_in = record(self, "ln_2", self.ln_2(residual1))  # (B, N1, C)
-        residual2 = record(self, "residual_2", residual1 + self.mlp(mlp_in))  # (B, N1, C)
-        return record(self, "output", residual2)  # (B, N1, C)
+        x = record(self, self.INPUT, x)  # (B, N1, C)
+        attn_in = record(self, self.LN_1, self.ln_1(x))  # (B, N1, C)
+        residual1 = record(self, self.RESIDUAL_1, x + self.attn(attn_in))  # (B, N1, C)
+        mlp_in = record(self, self.LN_2, self.ln_2(residual1))  # (B, N1, C)
+        residual2 = record(self, self.RESIDUAL_2, residual1 + self.mlp(mlp_in))  # (B, N1, C)
+        return record(self, self.OUTPUT, residual2)  # (B, N1, C)
 
 
 # ----------------------------------------------------------------------------- model
 
 
 class VisionTransformer(nn.Module):
+    IMAGE = Point("image", ("B", "Ch", "H", "W"), "the input image, resized and normalised")
+    CLS_TOKEN = Point("cls_token", ("B", "1", "C"), "the learned [CLS] token, one per image")
+    TOKENS = Point("tokens", ("B", "N1", "C"), "[CLS] followed by the patch embeddings")
+    TOKENS_POS = Point("tokens_pos", ("B", "N1", "C"), "tokens plus learned position embeddings: the residual stream entering block 1")
+    FINAL_SEQ = Point("final_seq", ("B", "N1", "C"), "the final LayerNorm of the residual stream")
+    CLS_REP = Point("cls_rep", ("B", "C"), "the [CLS] row of final_seq: the image's representation")
+    LOGITS = Point("logits", ("B", "K"), "class scores")
+    PROBS = Point("probs", ("B", "K"), "softmax of the logits: the class distribution")
+
     def __init__(self, cfg: ViTConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -201,18 +212,18 @@ class VisionTransformer(nn.Module):
         name_modules(self)
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:
-        image = record(self, "image", image)  # (B, 3, H, W), normalised
+        image = record(self, self.IMAGE, image)  # (B, 3, H, W), normalised
         B = image.size(0)
         x = self.patch_embed(image)  # (B, N, C)
-        cls = record(self, "cls_token", self.class_token.expand(B, -1, -1))  # (1, 1, C) -> (B, 1, C)
-        x = record(self, "tokens", torch.cat([cls, x], dim=1))  # (B, N1, C)
-        x = record(self, "tokens_pos", x + self.pos_embedding)  # (B, N1, C)
+        cls = record(self, self.CLS_TOKEN, self.class_token.expand(B, -1, -1))  # (1, 1, C) -> (B, 1, C)
+        x = record(self, self.TOKENS, torch.cat([cls, x], dim=1))  # (B, N1, C)
+        x = record(self, self.TOKENS_POS, x + self.pos_embedding)  # (B, N1, C)
         for block in self.blocks:
             x = block(x)  # (B, N1, C)
-        x = record(self, "final_seq", self.ln(x))  # (B, N1, C)
-        cls_rep = record(self, "cls_rep", x[:, 0])  # (B, C): only [CLS] feeds the head
-        logits = record(self, "logits", self.head(cls_rep))  # (B, K)
-        record(self, "probs", logits.softmax(dim=-1))  # (B, K)
+        x = record(self, self.FINAL_SEQ, self.ln(x))  # (B, N1, C)
+        cls_rep = record(self, self.CLS_REP, x[:, 0])  # (B, C): only [CLS] feeds the head
+        logits = record(self, self.LOGITS, self.head(cls_rep))  # (B, K)
+        record(self, self.PROBS, logits.softmax(dim=-1))  # (B, K)
         return logits
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from generator.errors import UserError
 from generator.options import RunOptions, check_heads_divide, check_memory, config_default, option, plural
 from generator.text import clean_text, removed_characters
-from models.encoder_decoder import EncoderDecoderConfig, build_vocab, record_points
+from models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, build_vocab
 
 DEFAULT_SRC = "hello from cairo egypt team project"  # the seed report's sentences
 DEFAULT_TGT = "we are debugging transformer today"
@@ -66,8 +66,8 @@ class EncoderDecoderOptions(RunOptions):
             "dec_last": f"decoder.layers.{self.layers - 1}.output",
         }
 
-    def record_points(self) -> dict[str, tuple[str, ...]]:
-        return record_points(self.config())
+    def build_model(self) -> EncoderDecoderTransformer:
+        return EncoderDecoderTransformer(self.config())
 
 
 def _sentence(text: str, which: str) -> str:

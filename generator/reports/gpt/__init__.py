@@ -8,12 +8,14 @@ templates/    explain.md.j2, inputs.md.j2, questions.md.j2
 """
 
 from generator.catalogue import Report
-from generator.reports.gpt import catalogue
+from generator.reports.gpt import catalogue, checks, figures
 from generator.reports.gpt.explore import EXPLORATION
 from generator.reports.gpt.options import GPTOptions
 
 REPORT = Report.from_catalogue(
     catalogue,
+    checks=checks.CHECKS,  # the report's own checks and drawings, beside the generic ones
+    drawings=figures.DRAWINGS,
     key="gpt",
     title="Decoder-only GPT (byte level)",
     short_title="GPT",

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from generator.errors import UserError
 from generator.options import RunOptions, check_heads_divide, check_memory, config_default, option, plural
 from generator.text import clean_text, removed_characters
-from models.gpt import GPTConfig, encode, generation_record_points, record_points
+from models.gpt import GPT, GPTConfig, encode
 
 DEFAULT_PROMPT = "The cat sat on the mat."
 CONTEXT = config_default(GPTConfig, "context")
@@ -67,9 +67,8 @@ class GPTOptions(RunOptions):
             "cache": f"generate.blocks.{layer}",
         }
 
-    def record_points(self) -> dict[str, tuple[str, ...]]:
-        cfg = self.config()
-        return record_points(cfg) | generation_record_points(cfg)
+    def build_model(self) -> GPT:
+        return GPT(self.config())
 
 
 def max_prompt_bytes(generate: int) -> int:

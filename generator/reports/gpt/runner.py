@@ -14,9 +14,9 @@ from generator.catalogue import Report
 from generator.reports.gpt.options import GPTOptions, max_prompt_bytes
 from generator.reports.gpt.training import CHECKPOINT, corpus_bytes, corpus_facts, held_out_bits_per_byte, load_record, load_state, split
 from generator.run import ModelRun, resolve_device
-from models.gpt import GPT, GPTConfig, byte_label, decode, encode, record_points
+from models.gpt import GPT, GPTConfig, byte_label, decode, encode
 from generator.text import clean_text
-from models.recording import Recording, recording
+from models.recording import Recording, declared_points, recording
 
 
 def run(report: Report, opts: GPTOptions) -> ModelRun:
@@ -133,7 +133,8 @@ def prefix_invariance(model: GPT, prompt_ids: list[int], cfg: GPTConfig, device:
         recordings.append(rec)
     T = len(prompt_ids)
     worst, worst_name = 0.0, ""
-    for name, shape in record_points(cfg).items():
+    plain_pass = {name: d.shape for name, d in declared_points(model).items() if not d.point.scope}  # generation's are not recorded here
+    for name, shape in plain_pass.items():
         a, b = (r.tensor(name).detach().cpu() for r in recordings)
         index = tuple(slice(0, T - 1) if axis == "T" else slice(None) for axis in shape)
         a, b = a[index].double(), b[index].double()
@@ -146,7 +147,7 @@ def prefix_invariance(model: GPT, prompt_ids: list[int], cfg: GPTConfig, device:
     return {
         "prefix_change": worst if T > 1 else None,
         "prefix_worst": worst_name,
-        "prefix_names": len(record_points(cfg)),
+        "prefix_names": len(plain_pass),
         "changed_ids": [prompt_ids[-1], changed[-1]],
         "changed_bytes": [byte_label(prompt_ids[-1]), byte_label(changed[-1])],
         "last_change": float(last.abs().max()),

@@ -8,12 +8,14 @@ templates/    explain.md.j2, inputs.md.j2, questions.md.j2, rollout.md.j2; asset
 """
 
 from generator.catalogue import Report
-from generator.reports.vit import catalogue
+from generator.reports.vit import catalogue, checks, figures
 from generator.reports.vit.explore import EXPLORATION
 from generator.reports.vit.options import VitOptions
 
 REPORT = Report.from_catalogue(
     catalogue,
+    checks=checks.CHECKS,  # the report's own checks and drawings, beside the generic ones
+    drawings=figures.DRAWINGS,
     key="vit",
     title="Vision Transformer (ViT-B/16)",
     short_title="ViT",

@@ -1,26 +1,38 @@
-"""Checks specific to the ViT report; they register with the generic ones in generator.checks."""
+"""Checks specific to the ViT report, listed in ``CHECKS`` (the report merges them with generator.checks.CHECKS)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from generator.checks import TensorName, check, close
-from generator.run import ModelRun
+from generator.checks import THIS, Check, close
+from generator.registry import Registry
+from generator.sources import Ref, TensorSource
 from generator.tensors import fmt
 
 
-@check
-def normalised_image(run: ModelRun, out: TensorName) -> tuple[str, bool, str]:
+@dataclass(frozen=True, kw_only=True)
+class NormalisedImage(Check):
+    """``out`` is the loaded image resized (and centre-cropped) and normalised, redone by hand from the run's inputs."""
+
+    out: Ref = THIS
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        return _normalised_image(s, self.out)
+
+
+def _normalised_image(s: TensorSource, out: Ref) -> tuple[str, bool, str]:
     import numpy as np
     from PIL import Image
 
-    image = run.t(out)  # (B, 3, H, W)
+    image = s.t(out)  # (B, 3, H, W)
     H, W = image.shape[-2:]
-    mean = torch.tensor(run.inputs["mean"], dtype=torch.float64).view(1, 3, 1, 1)  # the weights preset's normalisation
-    std = torch.tensor(run.inputs["std"], dtype=torch.float64).view(1, 3, 1, 1)
+    mean = torch.tensor(s.input("mean"), dtype=torch.float64).view(1, 3, 1, 1)  # the weights preset's normalisation
+    std = torch.tensor(s.input("std"), dtype=torch.float64).view(1, 3, 1, 1)
     # Redo the preprocessing by hand: bilinear resize of the loaded RGB image (the whole image to W×H, or the shorter
     # side to `resize` and the centre W×H cropped), /255, per-channel normalisation.
-    original, resize = run.inputs["original_image"], run.inputs["resize"]
+    original, resize = s.input("original_image"), s.input("resize")
     if resize is None:
         prepared = original.resize((W, H), Image.BILINEAR)
         how = "resize"
@@ -39,32 +51,56 @@ def normalised_image(run: ModelRun, out: TensorName) -> tuple[str, bool, str]:
     )
 
 
-@check
-def patches_reassemble(run: ModelRun, out: TensorName, image: TensorName) -> tuple[str, bool, str]:
-    p = run.t(out)  # (B, N, 3, P, P)
-    B, N, Ch, P, _ = p.shape
-    img = run.t(image)
-    side = img.shape[-1] // P
-    rebuilt = p.view(B, side, side, Ch, P, P).permute(0, 3, 1, 4, 2, 5).reshape(B, Ch, side * P, side * P)  # -> (B, 3, H, W)
-    passed, detail = close(rebuilt, img, f"{N} patches of {P}×{P} put back on a {side}×{side} grid vs the input image")
-    return "patches re-assemble into the input image", passed, detail
+@dataclass(frozen=True, kw_only=True)
+class PatchesReassemble(Check):
+    """Tensors only: the patches ``out`` (B, N, 3, P, P) put back on the grid are the ``image``."""
+
+    out: Ref = THIS
+    image: Ref
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        p = s.t(self.out)  # (B, N, 3, P, P)
+        B, N, Ch, P, _ = p.shape
+        img = s.t(self.image)
+        side = img.shape[-1] // P
+        rebuilt = p.view(B, side, side, Ch, P, P).permute(0, 3, 1, 4, 2, 5).reshape(B, Ch, side * P, side * P)  # -> (B, 3, H, W)
+        passed, detail = close(rebuilt, img, f"{N} patches of {P}×{P} put back on a {side}×{side} grid vs the input image")
+        return "patches re-assemble into the input image", passed, detail
 
 
-@check
-def tokens_concat(run: ModelRun, out: TensorName, cls: TensorName, patches: TensorName) -> tuple[str, bool, str]:
-    expected = torch.cat([run.t(cls), run.t(patches)], dim=1)
-    passed, detail = close(run.t(out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
-    return "row 0 is the class token, the rest are the patch embeddings", passed, detail
+@dataclass(frozen=True, kw_only=True)
+class TokensConcat(Check):
+    """Tensors only: row 0 of ``out`` is the class token ``cls``, the rest the ``patches``."""
+
+    out: Ref = THIS
+    cls: Ref
+    patches: Ref
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        expected = torch.cat([s.t(self.cls), s.t(self.patches)], dim=1)
+        passed, detail = close(s.t(self.out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
+        return "row 0 is the class token, the rest are the patch embeddings", passed, detail
 
 
-@check
-def rollout_rows(run: ModelRun, block_probs: str) -> tuple[str, bool, str]:
-    """``block_probs`` names every block's attention probabilities, with {i} for the block index."""
-    blocks = run.inputs["config"].n_layers
-    shown = run.inputs["rollout"].double()  # (B, N1, N1), computed in float32 by the runner
+@dataclass(frozen=True, kw_only=True)
+class RolloutRows(Check):
+    """The run's rollout (input "rollout") equals a float64 recomputation from every block's probabilities and its rows sum to 1.
+
+    ``block_probs`` is the record name of a block's attention probabilities with ``{i}`` for the block index.
+    """
+
+    block_probs: str
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        return _rollout_rows(s, self.block_probs)
+
+
+def _rollout_rows(s: TensorSource, block_probs: str) -> tuple[str, bool, str]:
+    blocks = s.input("config").n_layers
+    shown = s.input("rollout").double()  # (B, N1, N1), computed in float32 by the runner
     expected = torch.eye(shown.size(-1), dtype=torch.float64).expand_as(shown)
     for i in range(blocks):  # the recursion written out again, in float64, from the recorded probabilities
-        mean = run.t(block_probs.format(i=i)).mean(dim=1)  # (B, N1, N1)
+        mean = s.t(block_probs.replace("{i}", str(i))).mean(dim=1)  # (B, N1, N1)
         mixed = 0.5 * mean + 0.5 * torch.eye(mean.size(-1), dtype=torch.float64)
         expected = (mixed / mixed.sum(dim=-1, keepdim=True)) @ expected
     same, detail = close(shown, expected, f"rollout through {blocks} blocks vs a float64 recomputation")
@@ -75,8 +111,19 @@ def rollout_rows(run: ModelRun, block_probs: str) -> tuple[str, bool, str]:
     )
 
 
-@check
-def flattened(run: ModelRun, out: TensorName, source: TensorName) -> tuple[str, bool, str]:
-    src = run.t(source)
-    passed, detail = close(run.t(out), src.reshape(*src.shape[:2], -1), f"{run.name(source)} flattened over (3, P, P)")
-    return "is the patches flattened (channel, row, column order)", passed, detail
+@dataclass(frozen=True, kw_only=True)
+class Flattened(Check):
+    """Tensors only: ``out`` is ``source`` flattened over its axes after the second."""
+
+    out: Ref = THIS
+    source: Ref
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        src = s.t(self.source)
+        passed, detail = close(s.t(self.out), src.reshape(*src.shape[:2], -1), f"{s.name(self.source)} flattened over (3, P, P)")
+        return "is the patches flattened (channel, row, column order)", passed, detail
+
+
+CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (
+    NormalisedImage, PatchesReassemble, TokensConcat, RolloutRows, Flattened,
+)])

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from generator.options import RunOptions, check_memory, option
-from models.vit import PRESETS, ViTConfig, record_points
+from models.vit import PRESETS, ViTConfig, VisionTransformer
 
 
 @dataclass(frozen=True)
@@ -45,5 +45,5 @@ class VitOptions(RunOptions):
             "block_last": f"blocks.{last}",
         }
 
-    def record_points(self) -> dict[str, tuple[str, ...]]:
-        return record_points(self.config())
+    def build_model(self) -> VisionTransformer:
+        return VisionTransformer(self.config())

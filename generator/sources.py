@@ -1,0 +1,167 @@
+"""What checks and figures read: typed references, and the tensor sources that resolve them.
+
+A catalogue points at a recorded tensor with a ``Ref``: a record name at a place, such as
+``Ref("{enc}.self_attn.q")``, whose placeholders (``{enc}``, ``{block}`` ...) are the traced
+layer's paths (``RunOptions.places()``). A ``Ref`` names a record point; it does not hold it, so
+the same catalogue row can be resolved against our models' recordings or against tensors captured
+from someone else's code (issue 20: trace your own Transformer).
+
+Checks and figures never see a model directly: they read a ``TensorSource``. Every source has
+tensors (``t``, ``cpu``, ``has``); a model run also has modules, parameters and inputs. A source
+without them raises ``NotCheckable`` naming what is missing, and the check reports itself as not
+checkable rather than failed. ``TensorDict`` is the source for captured tensors alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+from torch import nn
+
+__all__ = ["InputRef", "ModuleRef", "NotCheckable", "ParamRef", "Ref", "TensorDict", "TensorSource", "fill"]
+
+
+def fill(template: str, places: Mapping[str, str]) -> str:
+    """``template`` with its placeholders filled from ``places`` (the one place they are filled)."""
+    try:
+        return template.format_map(places)
+    except KeyError as exc:
+        raise KeyError(f"{template!r}: no value for the placeholder {exc.args[0]!r}; known: {', '.join(sorted(places)) or 'none'}") from None
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A recorded tensor: a record name at a place, e.g. ``Ref("{enc}.self_attn.q")`` or ``Ref("logits")``.
+
+    The name is ``<module path>.<point name>`` as ``models.recording.record`` stores it; placeholders
+    stand for the traced layer. ``Ref.at("{enc}.self_attn", MultiHeadAttention.Q)`` builds one from a
+    declared point.
+    """
+
+    template: str
+
+    @classmethod
+    def at(cls, place: str, point: Any) -> Ref:
+        """The reference to ``point`` (a ``models.recording.Point``) on the module at ``place``."""
+        return cls(point.full_name(place))
+
+    def name(self, places: Mapping[str, str]) -> str:
+        return fill(self.template, places)
+
+    def __str__(self) -> str:
+        return self.template
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    """A module of the model at a place, e.g. ``ModuleRef("{enc}.self_attn.W_q")``: only a model run has it."""
+
+    template: str
+
+    def name(self, places: Mapping[str, str]) -> str:
+        return fill(self.template, places)
+
+    def __str__(self) -> str:
+        return self.template
+
+
+@dataclass(frozen=True)
+class ParamRef:
+    """A parameter of the model, e.g. ``ParamRef("src_emb.weight")``: only a model run has it."""
+
+    template: str
+
+    def name(self, places: Mapping[str, str]) -> str:
+        return fill(self.template, places)
+
+    def __str__(self) -> str:
+        return self.template
+
+
+@dataclass(frozen=True)
+class InputRef:
+    """A fact of the run's input, e.g. ``InputRef("src")`` (the source sentence): what the run was fed."""
+
+    key: str
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class NotCheckable(Exception):
+    """The source lacks what a check needs (a tensor, the model's weights, an input); ``missing`` names it."""
+
+    def __init__(self, missing: str, why: str = "") -> None:
+        super().__init__(f"{missing}: {why}" if why else missing)
+        self.missing = missing
+        self.why = why
+
+
+@runtime_checkable
+class TensorSource(Protocol):
+    """What a check or a figure reads. ``ModelRun`` is one; ``TensorDict`` (tensors alone) another."""
+
+    def name(self, ref: Ref | str) -> str:
+        """The record name ``ref`` stands for in this source (placeholders filled)."""
+
+    def has(self, ref: Ref | str) -> bool:
+        """Whether the source holds the tensor."""
+
+    def cpu(self, ref: Ref | str) -> torch.Tensor:
+        """The tensor on the CPU in its own dtype; KeyError when absent."""
+
+    def t(self, ref: Ref | str) -> torch.Tensor:
+        """The tensor in float64 on the CPU, for checks."""
+
+    def module(self, ref: ModuleRef | str) -> nn.Module:
+        """The model's module; raises NotCheckable without a model."""
+
+    def parameter(self, ref: ParamRef | str) -> torch.Tensor:
+        """A parameter in float64 on the CPU; raises NotCheckable without a model."""
+
+    def input(self, ref: InputRef | str) -> Any:
+        """A fact of the run's input; raises NotCheckable when the source does not know it."""
+
+
+@dataclass
+class TensorDict:
+    """A tensor source from captured tensors alone (e.g. a student's script): no model, maybe some inputs.
+
+    ``tensors`` maps record names to tensors; ``places`` fills placeholders; ``inputs`` holds whatever
+    facts of the input are known. Weight-based checks on it are not checkable.
+    """
+
+    tensors: Mapping[str, torch.Tensor]
+    places: Mapping[str, str] = field(default_factory=dict)
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+
+    def name(self, ref: Ref | str) -> str:
+        return fill(str(ref), self.places)
+
+    def has(self, ref: Ref | str) -> bool:
+        return self.name(ref) in self.tensors
+
+    def cpu(self, ref: Ref | str) -> torch.Tensor:
+        name = self.name(ref)
+        try:
+            return self.tensors[name].detach().cpu()
+        except KeyError:
+            raise KeyError(f"no tensor {name!r}; captured: {', '.join(sorted(self.tensors)) or 'nothing'}") from None
+
+    def t(self, ref: Ref | str) -> torch.Tensor:
+        return self.cpu(ref).double()
+
+    def module(self, ref: ModuleRef | str) -> nn.Module:
+        raise NotCheckable(f"module {self.name(ref)}", "the tensors were captured without the model's weights")
+
+    def parameter(self, ref: ParamRef | str) -> torch.Tensor:
+        raise NotCheckable(f"parameter {self.name(ref)}", "the tensors were captured without the model's weights")
+
+    def input(self, ref: InputRef | str) -> Any:
+        try:
+            return self.inputs[str(ref)]
+        except KeyError:
+            raise NotCheckable(f"input {ref}", "the capture does not record it") from None

@@ -132,7 +132,7 @@ class Step:
 
 
 def _t(run: Any, name: str) -> torch.Tensor:
-    return run.t(name.format(block="blocks.0"))
+    return run.t(name)  # the run fills the placeholder of the traced layer
 
 
 STEPS: tuple[Step, ...] = (
@@ -293,3 +293,11 @@ def compare(run: Any) -> dict[str, Comparison]:
                             differing_inputs))
         done[step.entry] = Comparison(step, tuple(rows))
     return done
+
+
+def table(comparisons: dict[str, Comparison]) -> dict[str, dict[str, Any]]:
+    """The comparison as plain data (for figures and their cache keys): entry -> what, and per printed row its item, line,
+    printed text, the run's value and the verdict."""
+    return {entry: {"what": c.step.what, "rows": [{"item": r.printed.item, "line": r.printed.line, "printed": list(r.printed.text),
+                                                    "ours": list(r.ours), "verdict": r.verdict} for r in c.rows]}
+            for entry, c in comparisons.items()}

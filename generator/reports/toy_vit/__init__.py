@@ -24,4 +24,5 @@ REPORT = Report.from_catalogue(
     package=__name__,
     exploration=EXPLORATION,
     variables_from="seed 004",
+    whole_values=True,  # every tensor is small enough to print whole, as the seed's tables do
 )

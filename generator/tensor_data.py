@@ -54,7 +54,7 @@ class Exploration:
 
     names: Callable[[Any], list[str]]  # config -> extra record names: every layer's attention and output
     groups: tuple[AttentionGroup, ...]
-    axes: tuple[tuple[str, tuple[str | None, ...]], ...]  # (record-name pattern, label key per axis); first match wins
+    axis_labels: dict[str, str]  # shape symbol of the model's legend -> label key, e.g. {"S": "src_tokens", "h": "heads"}
     labels: Callable[[Any], dict[str, list[str]]]  # run -> label lists by key
     # run -> (PNG of the model input, patch-grid side, whether a token without a patch, e.g. [CLS], comes first)
     image: Callable[[Any], tuple[bytes, int, bool] | None] = lambda run: None
@@ -65,12 +65,14 @@ def exploration_names(report: Any, config: Any) -> list[str]:
     return report.exploration.names(config) if report.exploration else []
 
 
-def axis_labels(exploration: Exploration, name: str, shape: tuple[int, ...], labels: dict[str, list[str]]) -> tuple[str | None, ...]:
-    """Label key (or None) per axis of ``name``; a key whose list does not fit the axis is dropped."""
-    for pattern, keys in exploration.axes:
-        if re.fullmatch(pattern, name) and len(keys) == len(shape):
-            return tuple(k if k is not None and len(labels.get(k, ())) == n else None for k, n in zip(keys, shape))
-    return (None,) * len(shape)
+def axis_labels(exploration: Exploration, named: tuple[str, ...] | None, shape: tuple[int, ...],
+                labels: dict[str, list[str]]) -> tuple[str | None, ...]:
+    """Label key (or None) per axis, read from the tensor's declared named shape (``named``, None when undeclared):
+    the exploration's key for the axis's symbol; a key whose list does not fit the axis is dropped."""
+    if named is None or len(named) != len(shape):
+        return (None,) * len(shape)
+    keys = (exploration.axis_labels.get(symbol) for symbol in named)
+    return tuple(k if k is not None and len(labels.get(k, ())) == n else None for k, n in zip(keys, shape))
 
 
 def attention_group_of(exploration: Exploration | None, name: str) -> tuple[str, int] | None:
@@ -153,13 +155,14 @@ def image_png(image: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ..
 
 def write_run_data(report: Any, run: Any, pages: list, out: Path) -> dict:
     """Every tensor the pages show plus each layer's attention and output, for the explorer."""
-    exploration = report.exploration or Exploration(names=lambda config: [], groups=(), axes=(), labels=lambda run: {})
+    exploration = report.exploration or Exploration(names=lambda config: [], groups=(), axis_labels={}, labels=lambda run: {})
     extra = [n for n in exploration.names(run.inputs["config"]) if n in run.recording]
     names = sorted({t.name for p in pages for t in p.tensors} | set(extra))
     tensors = {n: run.cpu(n) for n in names}
     labels = {"heads": [f"head {i + 1}" for i in range(run.dims["h"])]} if "h" in run.dims else {}
     labels |= exploration.labels(run)
-    axes = {n: axis_labels(exploration, n, tuple(t.shape), labels) for n, t in tensors.items()}
+    declared = run.declared
+    axes = {n: axis_labels(exploration, declared[n].shape if n in declared else None, tuple(t.shape), labels) for n, t in tensors.items()}
     image = None
     if picture := exploration.image(run):
         png, grid, leading_token = picture

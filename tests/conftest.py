@@ -12,7 +12,6 @@ from generator.cli import main
 from generator.reports import REPORTS
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT.parent / "shared" / "spec" / "snapshots.md"
 
 
 def run_report(key: str, **options):

@@ -113,8 +113,8 @@ def test_recorded_source_lines_point_at_the_statement_that_computed_the_tensor()
         model(src, tgt)
     for name, entry in rec.items():
         line = entry.file.read_text().splitlines()[entry.line - 1]
-        short = name.rsplit(".", 1)[-1]
-        assert re.search(rf'record\((self|module), "{short}"', line), (name, line)
+        point = name.rsplit(".", 1)[-1]
+        assert re.search(rf"record\(self, self\.{point.upper()}, ", line), (name, line)  # its declared Point, e.g. self.Q
 
 
 def test_recording_keeps_only_the_requested_names():

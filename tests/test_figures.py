@@ -13,7 +13,6 @@ from matplotlib.colors import Normalize
 from PIL import Image
 
 from generator import raster
-from generator.figures import DRAWERS, draw
 from generator.reports import REPORTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,10 +62,9 @@ def test_text_in_any_script_is_drawn_and_latin_needs_no_fallback_font():
 def test_every_figure_is_the_same_png_when_drawn_twice(runs, key, tmp_path):
     run = runs[key]
     for fig in REPORTS[key].figures:
-        args = {k: run.name(v) if isinstance(v, str) else v for k, v in fig.args.items()}
         first, second = tmp_path / f"{fig.id}-1.png", tmp_path / f"{fig.id}-2.png"
-        draw(run, fig.kind, args, first)
-        draw(run, fig.kind, args, second)
+        fig.drawing.draw(run, first)
+        fig.drawing.draw(run, second)
         assert first.read_bytes() == second.read_bytes(), fig.id
         with Image.open(first) as image:
             assert image.mode == "P" and 200 <= max(image.size) <= 2600, (fig.id, image.size)
@@ -77,14 +75,12 @@ def test_pixel_reports_draw_without_importing_matplotlib_or_torchvision(tmp_path
     code = f"""
 import sys
 from pathlib import Path
-from generator.figures import draw
 from generator.reports import REPORTS
 for key, options in (("encoder-decoder", {{}}), ("vit", {{"size": "tiny"}})):
     report = REPORTS[key]
     run = report.run(report.options(device="cpu", **options))
     for fig in report.figures:
-        args = {{k: run.name(v) if isinstance(v, str) else v for k, v in fig.args.items()}}
-        draw(run, fig.kind, args, Path({str(tmp_path)!r}) / f"{{key}}-{{fig.id}}.png")
+        fig.drawing.draw(run, Path({str(tmp_path)!r}) / f"{{key}}-{{fig.id}}.png")
 print(sorted(name for name in ("matplotlib", "torchvision") if name in sys.modules))
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
@@ -92,8 +88,46 @@ print(sorted(name for name in ("matplotlib", "torchvision") if name in sys.modul
     assert len(list(tmp_path.glob("*.png"))) == len(REPORTS["encoder-decoder"].figures) + len(REPORTS["vit"].figures)
 
 
-def test_every_drawer_is_registered_once_per_kind_in_the_catalogues():
-    kinds = {fig.kind for report in REPORTS.values() for fig in report.figures}
+def test_every_figure_is_drawn_by_a_registered_drawing():
     for report in REPORTS.values():
-        report.load()
-    assert kinds <= set(DRAWERS)
+        for fig in report.figures:
+            assert report.drawings[fig.drawing.key()] is type(fig.drawing), fig.id
+
+
+def test_a_second_drawing_under_a_taken_name_is_refused():
+    from dataclasses import dataclass
+
+    from generator.figures import DRAWINGS, Drawing
+    from generator.registry import Registry
+
+    @dataclass(frozen=True, kw_only=True)
+    class Matrix(Drawing):  # the generic drawing's name
+        pass
+
+    with pytest.raises(ValueError, match="two drawings are named 'matrix'"):
+        DRAWINGS.merged(Registry("drawing", [(Matrix.key(), Matrix)]))
+
+
+@pytest.mark.parametrize("key", list(REPORTS))
+def test_a_figure_key_changes_with_its_declared_tensors_and_only_with_them(runs, key):
+    """The cache key is derived from what the drawing declares it reads: change one of its tensors and the key changes;
+    change a tensor no drawing reads and no key changes."""
+    import dataclasses
+
+    run, report = runs[key], REPORTS[key]
+    keys = {fig.id: fig.drawing.content_key(run) for fig in report.figures}
+    fig = next(f for f in report.figures if f.drawing.inputs())
+    target = run.name(fig.drawing.inputs()[0])
+    read = {run.name(ref) for f in report.figures for ref in f.drawing.inputs()}
+    unread = next(name for name in run.recording if name not in read)
+    for name in (target, unread):
+        original = run.recording[name]
+        run.recording[name] = dataclasses.replace(original, tensor=original.tensor + 1)
+        run._cpu.clear()
+        try:
+            changed = {f.id for f in report.figures if f.drawing.content_key(run) != keys[f.id]}
+        finally:
+            run.recording[name] = original
+            run._cpu.clear()
+        expected = {f.id for f in report.figures if name in {run.name(ref) for ref in f.drawing.inputs()}}
+        assert changed == expected, (name, changed, expected)

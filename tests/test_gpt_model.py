@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from models.gpt import GPT, GPTConfig, KVCache, byte_label, decode, encode, generation_record_points, record_points
-from models.recording import recording
+from models.gpt import GPT, GPTConfig, KVCache, byte_label, decode, encode
+from models.recording import declared_points, recording
 
 PROMPTS = ["Hello, world!", "café 中文 🙂"]
 
@@ -23,10 +23,15 @@ def as_ids(*texts: str) -> torch.Tensor:
     return torch.tensor([encode(t) for t in texts])  # (B, T); texts of equal byte length
 
 
+def plain_pass_points(model: GPT) -> dict[str, tuple[str, ...]]:
+    """The declared points of a plain forward pass (generation's have the scope "generate"), with their named shapes."""
+    return {name: d.shape for name, d in declared_points(model).items() if not d.point.scope}
+
+
 def sizes(cfg: GPTConfig, **extra: int) -> dict[str, int]:
     """The number each shape symbol stands for."""
     return {
-        "1": 1, "C": cfg.d_model, "3C": 3 * cfg.d_model, "h": cfg.n_heads, "hs": cfg.head_size,
+        "1": 1, "C": cfg.d_model, "3·C": 3 * cfg.d_model, "h": cfg.n_heads, "hs": cfg.head_size,
         "M": cfg.mlp_dim, "V": cfg.vocab_size, **extra,
     }
 
@@ -82,8 +87,8 @@ def test_a_forward_pass_records_exactly_the_declared_points_with_their_shapes(cf
     ids = as_ids("abcdefg", "hijklmn")
     with torch.no_grad(), recording() as rec:
         model(ids)
-    points = record_points(cfg)
-    assert list(rec) == list(points)  # same names, in the order computed
+    points = plain_pass_points(model)
+    assert set(rec) == set(points)
     n = sizes(cfg, B=2, T=7)
     for name, shape in points.items():
         assert tuple(rec.tensor(name).shape) == tuple(n[s] for s in shape), name
@@ -95,14 +100,14 @@ def test_generation_records_the_prompt_pass_and_its_declared_points():
     ids = as_ids("Once upon")
     with torch.no_grad(), recording() as rec:
         model.generate(ids, 5)
-    points = record_points(model.cfg) | generation_record_points(model.cfg)
-    assert set(rec) == set(points)
+    points = {name: d.shape for name, d in declared_points(model).items()}
+    assert set(rec) == set(points) and set(points) - set(plain_pass_points(model)) == {name for name in points if name.startswith("generate.")}
     n = sizes(model.cfg, B=1, T=9, N=5, S=9 + 5 - 1)
     for name, shape in points.items():
         assert tuple(rec.tensor(name).shape) == tuple(n[s] for s in shape), name
     with torch.no_grad(), recording() as plain:
         model(ids)
-    for name in record_points(model.cfg):
+    for name in plain_pass_points(model):
         assert torch.equal(rec.tensor(name), plain.tensor(name)), name  # the prompt's pass, not a later step's
 
 
@@ -112,8 +117,8 @@ def test_recorded_source_lines_point_at_the_statement_that_computed_the_tensor()
         model.generate(as_ids("hi"), 2)
     for name, entry in rec.items():
         line = entry.file.read_text().splitlines()[entry.line - 1]
-        short = name.rsplit(".", 1)[-1]
-        assert re.search(rf'record\(self, f?"[^"]*\b{short}"', line), (name, line)
+        point = name.rsplit(".", 1)[-1]
+        assert re.search(rf"record\(\w+, \w+\.{point.upper()}, ", line), (name, line)  # its declared Point, e.g. self.QKV
 
 
 def test_attention_masks_later_positions_and_probabilities_are_rows_summing_to_one():
@@ -139,7 +144,7 @@ def test_changing_the_last_byte_leaves_every_earlier_position_unchanged(prompt, 
             model(as_ids(text))
         runs.append(rec)
     T = len(encode(prompt))
-    points = record_points(cfg)
+    points = plain_pass_points(model)
     for name, shape in points.items():
         # Keep the first T - 1 positions along every T axis (a (B, h, T, T) tensor: rows and columns).
         index = tuple(slice(0, T - 1) if s == "T" else slice(None) for s in shape)

@@ -128,10 +128,12 @@ def test_cached_and_recomputed_logits_agree():
     cached, recomputed = (run.recording.tensor(f"generate.{n}_logits") for n in ("cached", "recomputed"))
     assert cached.shape == recomputed.shape == (1, 6, 256)
     torch.testing.assert_close(cached, recomputed, rtol=1e-5, atol=1e-5)  # float32 rounding grows with the trained logits
-    from generator.checks import run_check
+    from generator.reports.gpt.checks import CacheMatchesRecomputation
+    from generator.sources import Ref
 
-    result = run_check(run, "cache_matches_recomputation", {"out": "generate.cached_logits", "recomputed": "generate.recomputed_logits",
-                                                           "ids": "ids", "new_ids": "generate.new_ids"})
+    check = CacheMatchesRecomputation(out=Ref("generate.cached_logits"), recomputed=Ref("generate.recomputed_logits"),
+                                      ids=Ref("ids"), new_ids=Ref("generate.new_ids"))
+    result = check.run(run)
     assert result.passed, result.detail
 
 
@@ -156,14 +158,11 @@ def test_bad_prompts_and_sizes_exit_2_with_one_line(argv, message, capsys, tmp_p
 
 
 def test_figures_stay_readable_at_the_longest_prompt(tmp_path):
-    from generator.figures import draw
-
     longest = ("The quick brown fox jumps over the lazy dog. " * 6)[:249]
     run = run_report("gpt", prompt=longest)
     assert run.dims["T"] == 249 and run.dims["S"] == 256
     for fig in GPT.figures:
-        args = {k: run.name(v) if isinstance(v, str) else v for k, v in fig.args.items()}
         path = tmp_path / f"{fig.id}.png"
-        draw(run, fig.kind, args, path)
+        fig.drawing.draw(run, path)
         width, height = Image.open(path).size
         assert width <= 2000 and height <= 2000, (fig.id, width, height)

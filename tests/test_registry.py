@@ -32,26 +32,64 @@ def test_the_catalogue_names_only_declared_record_points_for_every_layer(key):
     for layer in range(1, defaults.n_layers() + 1):
         opts = dataclasses.replace(defaults, layer=layer)
         declared = opts.record_points()
-        names = {name.format(**opts.places()) for name in report.record_names()}
+        names = {ref.name(opts.places()) for ref in report.inputs()}
         assert names <= set(declared), f"layer {layer}: not declared by the model: {sorted(names - set(declared))}"
 
 
-@pytest.mark.parametrize("key", REPORTS)
-def test_a_recorded_pass_records_exactly_the_declared_points(key, runs):
-    run = runs[key]
-    declared = REPORTS[key].options(device="cpu").record_points()
-    assert set(run.recording) <= set(declared)
+def shape_mismatches(run, declared) -> list[str]:
+    """Recorded tensors whose shape is not their declared named shape in the run's sizes (or that are not declared)."""
+    from generator.catalogue import parse_dimension
+
+    wrong = []
     for name, entry in run.recording.items():
-        assert entry.tensor.dim() == len(declared[name]), name
+        if name not in declared:
+            wrong.append(f"{name}: not declared")
+            continue
+        expected = tuple(parse_dimension(axis, run.dims) for axis in declared[name].shape)
+        if tuple(entry.tensor.shape) != expected:
+            wrong.append(f"{name}: recorded {tuple(entry.tensor.shape)}, declared {declared[name].shape} = {expected}")
+    return wrong
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_a_recorded_pass_records_exactly_the_declared_points_with_their_declared_shapes(key, runs):
+    run = runs[key]
+    assert shape_mismatches(run, REPORTS[key].options(device="cpu").record_points()) == []
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_a_changed_declared_shape_is_caught(key, runs, monkeypatch):
+    """Declarations are the one source of shapes: change one (two axes swapped) and the recorded pass, the page's
+    expected shape and the registry check all disagree with it."""
+    from generator.render import build_pages
+
+    run, report = runs[key], REPORTS[key]
+    snap = next(s for s in report.snapshots if s.shape is None and len(set(run.declared[run.name(s.main)].shape)) > 1)
+    declared = run.declared[run.name(snap.main)]
+    owner = next(cls for cls in type(run.model.get_submodule(declared.name.rsplit(".", 1)[0] if "." in declared.name else "")).__mro__
+                 for attr, value in vars(cls).items() if value is declared.point)
+    attribute = next(attr for attr, value in vars(owner).items() if value is declared.point)
+    swapped = (declared.point.shape[-1], *declared.point.shape[1:-1], declared.point.shape[0])
+    monkeypatch.setattr(owner, attribute, dataclasses.replace(declared.point, shape=swapped))
+
+    mismatches = shape_mismatches(run, report.options(device="cpu").record_points())
+    assert any(m.startswith(f"{declared.name}:") for m in mismatches), mismatches
+    run.__dict__.pop("declared", None)  # the run's cached declarations, read again from the changed class
+    try:
+        page = next(p for p in build_pages(report, run) if p.snap is snap)
+        assert not page.shape_ok
+    finally:
+        run.__dict__.pop("declared", None)
 
 
 @pytest.mark.parametrize("key", REPORTS)
 def test_every_snapshot_shape_uses_the_report_dimensions(key, runs):
     from generator.catalogue import parse_dimension
+    from generator.render import named_shape
 
     run = runs[key]
     for snap in REPORTS[key].snapshots:
-        assert all(parse_dimension(d, run.dims) >= 1 for d in snap.shape), snap.number
+        assert all(parse_dimension(d, run.dims) >= 1 for d in named_shape(run, snap)), snap.number
 
 
 @pytest.mark.parametrize("key", REPORTS)

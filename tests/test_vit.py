@@ -273,17 +273,17 @@ def test_a_weights_preset_carries_its_preprocessing_and_class_names():
 
 
 def test_attention_rollout_rows_sum_to_1_and_a_corrupted_rollout_fails_its_check():
-    from generator.checks import run_check
+    from generator.reports.vit.checks import RolloutRows
 
     run = run_report("vit", size="tiny")
     rollout = run.inputs["rollout"]  # (B, N1, N1)
     assert rollout.shape == (1, 65, 65)
     assert torch.allclose(rollout.sum(-1), torch.ones(1, 65), atol=1e-5)
-    check = run_check(run, "rollout_rows", {"block_probs": "blocks.{i}.attn.probs"})
+    check = RolloutRows(block_probs="blocks.{i}.attn.probs").run(run)
     assert check.passed, check.detail
     run.inputs["rollout"] = rollout.clone()
     run.inputs["rollout"][0, 0, 5] += 0.01
-    assert not run_check(run, "rollout_rows", {"block_probs": "blocks.{i}.attn.probs"}).passed
+    assert not RolloutRows(block_probs="blocks.{i}.attn.probs").run(run).passed
 
 
 def test_rollout_of_one_uniform_block_mixes_it_evenly_with_the_identity():
@@ -312,7 +312,8 @@ def test_imagenet_preprocessing_equals_torchvisions_transforms(size, weights_enu
 
 
 def test_random_weights_squash_the_whole_image_and_imagenet_weights_crop_its_centre(saved_state_dict):
-    from generator.checks import run_check
+    from generator.reports.vit.checks import NormalisedImage
+    from generator.sources import Ref
 
     assert WEIGHTS["random"].resize("b16") is None and WEIGHTS["imagenet"].resize("b16") == 256
     squashed = run_report("vit", size="tiny")
@@ -323,5 +324,5 @@ def test_random_weights_squash_the_whole_image_and_imagenet_weights_crop_its_cen
     assert x1 - x0 == pytest.approx(width * 224 / 256) and x0 + x1 == pytest.approx(width)
     assert y1 - y0 == pytest.approx(x1 - x0, abs=1) and y0 + y1 == pytest.approx(height, abs=2)  # centred, to a resized pixel
     for run in (squashed, cropped):
-        check = run_check(run, "normalised_image", {"out": "image"})
+        check = NormalisedImage(out=Ref("image")).run(run)
         assert check.passed, check.detail

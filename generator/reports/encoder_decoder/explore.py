@@ -6,8 +6,6 @@ from typing import Any
 
 from generator.tensor_data import AttentionGroup, Exploration
 
-ATTENTION = r"(scores|masked_scores|probs)"
-
 
 def _names(config: Any) -> list[str]:
     names: list[str] = []
@@ -29,23 +27,6 @@ EXPLORATION = Exploration(
         AttentionGroup("decoder-self", "Decoder masked self-attention", "layer", r"decoder\.layers\.(\d+)\.self_attn\.probs", "tgt_tokens", "tgt_tokens"),
         AttentionGroup("cross", "Cross-attention (target queries, source keys)", "layer", r"decoder\.layers\.(\d+)\.cross_attn\.probs", "tgt_tokens", "src_tokens"),
     ),
-    axes=(
-        (r"src_ids", (None, "src_tokens")),
-        (r"tgt_ids", (None, "tgt_tokens")),
-        (r"src_emb_weight", ("src_words", None)),
-        (r"src_embed|src_with_pos|memory", (None, "src_tokens", None)),
-        (r"tgt_embed|tgt_with_pos|dec_final", (None, "tgt_tokens", None)),
-        (r"tgt_mask", (None, None, "tgt_tokens", "tgt_tokens")),
-        (r"logits", (None, "tgt_tokens", "tgt_words")),
-        (rf"encoder\.layers\.\d+\.self_attn\.{ATTENTION}", (None, "heads", "src_tokens", "src_tokens")),
-        (r"encoder\.layers\.\d+\.self_attn\.(q_heads|k_heads|v_heads|context)", (None, "heads", "src_tokens", None)),
-        (r"encoder\..*", (None, "src_tokens", None)),
-        (rf"decoder\.layers\.\d+\.self_attn\.{ATTENTION}", (None, "heads", "tgt_tokens", "tgt_tokens")),
-        (rf"decoder\.layers\.\d+\.cross_attn\.{ATTENTION}", (None, "heads", "tgt_tokens", "src_tokens")),
-        (r"decoder\.layers\.\d+\.cross_attn\.(k_heads|v_heads)", (None, "heads", "src_tokens", None)),
-        (r"decoder\.layers\.\d+\.cross_attn\.(k|v)", (None, "src_tokens", None)),
-        (r"decoder\.layers\.\d+\.(self_attn|cross_attn)\.(q_heads|k_heads|v_heads|context)", (None, "heads", "tgt_tokens", None)),
-        (r"decoder\..*", (None, "tgt_tokens", None)),
-    ),
+    axis_labels={"S": "src_tokens", "T": "tgt_tokens", "V_src": "src_words", "V": "tgt_words", "h": "heads"},  # label keys by the model's shape symbols (its declared record points)
     labels=_labels,
 )

@@ -20,14 +20,6 @@ def _labels(run: Any) -> dict[str, list[str]]:
 EXPLORATION = Exploration(
     names=_names,
     groups=(AttentionGroup("blocks", "Causal self-attention over the prompt's bytes", "block", r"blocks\.(\d+)\.attn\.probs", "bytes", "bytes"),),
-    axes=(
-        (r"ids", (None, "bytes")),
-        (r"mask", (None, None, "bytes", "bytes")),
-        (r"pos_emb", ("bytes", None)),
-        (r"blocks\.\d+\.attn\.(scores|masked_scores|probs)", (None, "heads", "bytes", "bytes")),
-        (r"blocks\.\d+\.attn\.(q|k|v|context)", (None, "heads", "bytes", None)),
-        (r"logits|probs", (None, "bytes", "vocabulary")),
-        (r"tok_emb|embed|ln_f|blocks\..*", (None, "bytes", None)),
-    ),
+    axis_labels={"T": "bytes", "h": "heads", "V": "vocabulary"},  # label keys by the model's shape symbols (its declared record points)
     labels=_labels,
 )

@@ -26,16 +26,7 @@ def _image(run: Any) -> tuple[bytes, int, bool] | None:
 EXPLORATION = Exploration(
     names=_names,
     groups=(AttentionGroup("blocks", "Self-attention over [CLS] and the patches", "block", r"blocks\.(\d+)\.attn\.probs", "tokens", "tokens"),),
-    axes=(
-        (r"image", (None, "channels", None, None)),
-        (r"patch_embed\.patches", (None, "patches", "channels", None, None)),
-        (r"patch_embed\..*", (None, "patches", None)),
-        (r"cls_token", (None, None, None)),
-        (r"blocks\.\d+\.attn\.(scores|probs)", (None, "heads", "tokens", "tokens")),
-        (r"blocks\.\d+\.attn\.(q|k|v|context)", (None, "heads", "tokens", None)),
-        (r"blocks\..*|tokens|tokens_pos|final_seq", (None, "tokens", None)),
-        (r"logits|probs", (None, "classes")),
-    ),
+    axis_labels={"Ch": "channels", "N": "patches", "N1": "tokens", "h": "heads", "K": "classes"},  # label keys by the model's shape symbols (its declared record points)
     labels=_labels,
     image=_image,
 )

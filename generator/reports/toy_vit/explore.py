@@ -30,14 +30,7 @@ def _image(run: Any) -> tuple[bytes, int, bool]:
 EXPLORATION = Exploration(
     names=_names,
     groups=(AttentionGroup("layers", "Self-attention over [CLS] and the patches A–I", "layer", r"blocks\.(\d+)\.attn\.probs", "tokens", "tokens"),),
-    axes=(
-        (r"patch_embed\.patches", (None, "patches", None, None, None)),
-        (r"patch_embed\..*", (None, "patches", None)),
-        (r"blocks\.\d+\.attn\.(dots|scores|probs)", (None, "heads", "tokens", "tokens")),
-        (r"blocks\.\d+\.attn\.(q|k|v|context)", (None, "heads", "tokens", None)),
-        (r"blocks\..*|tokens|tokens_pos", (None, "tokens", None)),
-        (r"logits|probs", (None, "classes")),
-    ),
+    axis_labels={"N": "patches", "N1": "tokens", "h": "heads", "K": "classes"},  # label keys by the model's shape symbols
     labels=_labels,
     image=_image,
 )

@@ -24,6 +24,15 @@ def _weights(opts: ToyVitOptions) -> tuple[ToyVisionTransformer, str]:
     return model, "seed 004's E, [CLS], positions, W₁, b₁, W₂, b₂, W_cls, b_cls; identity Q/K/V/O and LayerNorm"
 
 
+def _pages(report: Report, comparison: dict[str, seed.Comparison]) -> dict[str, dict[str, str]]:
+    """Seed entry -> the label and path (within the report) of the snapshot page that shows it, for the overview's links."""
+    from generator.render import page_path
+
+    by_tensor = {snap.main.template: snap for snap in report.snapshots}
+    return {entry: {"label": report.label(by_tensor[c.step.page].number), "path": page_path(by_tensor[c.step.page])}
+            for entry, c in comparison.items()}
+
+
 def run(report: Report, opts: ToyVitOptions) -> ModelRun:
     cfg = opts.config()
     device = resolve_device(opts.device)
@@ -67,5 +76,7 @@ def run(report: Report, opts: ToyVitOptions) -> ModelRun:
         weights=weights_text,
     )
     comparison = seed.compare(result)  # every printed result beside this run's value
-    result.inputs |= {"seed_comparison": comparison, "seed_table": seed.table(comparison)}
+    result.inputs |= {"seed_comparison": comparison, "seed_table": seed.table(comparison), "seed_pages": _pages(report, comparison),
+                      "seed_inputs": {entry: [{"item": p.item, "line": p.line, "text": list(p.text)} for p in seed.printed()[entry]]
+                                      for entry in seed.INPUTS}}
     return result

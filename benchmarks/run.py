@@ -23,15 +23,11 @@ import time
 from pathlib import Path
 
 import torch
-from torch import nn
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.reports import REPORTS  # noqa: E402
-from models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, causal_mask  # noqa: E402
-from models.recording import recording  # noqa: E402
-from models.vit import from_torchvision  # noqa: E402
 
 
 def interleaved(fns: dict, repeats: int, sync=None) -> dict[str, float]:
@@ -51,53 +47,27 @@ def interleaved(fns: dict, repeats: int, sync=None) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def vit_models(device: torch.device):
-    import torchvision
+def report_benchmarks() -> dict:
+    """Each report's benchmark.py (generator/reports/<report>/benchmark.py), by report key, for those that have one."""
+    import importlib.util
 
-    torch.manual_seed(0)
-    tv = torchvision.models.vit_b_16().eval()
-    with torch.no_grad():
-        for p in tv.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
-    ours = from_torchvision(tv).eval()
-    return tv.to(device), ours.to(device)
-
-
-def bench_vit(device: torch.device, repeats: int) -> list[tuple[str, float]]:
-    tv, ours = vit_models(device)
-    x = torch.randn(1, 3, 224, 224, device=device)
-    sync = torch.cuda.synchronize if device.type == "cuda" else None
-
-    def recorded():
-        with recording(keep=lambda name: name.startswith("blocks.0.") or "." not in name):
-            ours(x)
-
-    with torch.no_grad():
-        t = interleaved({"torchvision": lambda: tv(x), "off": lambda: ours(x), "on": recorded}, repeats, sync)
-    return [("torchvision vit_b_16 forward", t["torchvision"]), ("ours, recording off", t["off"]), ("ours, recording on (report's tensors)", t["on"])]
+    modules = {}
+    for key, report in REPORTS.items():
+        name = f"{report.package}.benchmark"
+        if importlib.util.find_spec(name):
+            modules[key] = importlib.import_module(name)
+    return modules
 
 
-def bench_encoder_decoder(repeats: int) -> list[tuple[str, float]]:
-    torch.manual_seed(7)
-    model = EncoderDecoderTransformer(EncoderDecoderConfig(src_vocab_size=6, tgt_vocab_size=5)).eval()
-    src, tgt = torch.tensor([[3, 2, 0, 1, 5, 4]]), torch.tensor([[4, 0, 1, 3, 2]])
-    kw = dict(d_model=128, nhead=4, dim_feedforward=256, dropout=0.0, batch_first=True)
-    enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(**kw), 2, enable_nested_tensor=False).eval()
-    dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(**kw), 2).eval()
-    mask = causal_mask(5)[0, 0]
-
-    def reference():
-        x = model.pos(model.src_emb(src))
-        y = model.pos(model.tgt_emb(tgt))
-        return model.out_proj(dec(y, enc(x), tgt_mask=mask))
-
-    def recorded():
-        with recording():
-            model(src, tgt)
-
-    with torch.no_grad():
-        t = interleaved({"torch": reference, "off": lambda: model(src, tgt), "on": recorded}, repeats * 5)
-    return [("torch.nn Transformer layers", t["torch"]), ("ours, recording off", t["off"]), ("ours, recording on (all tensors)", t["on"])]
+def model_tables(device: torch.device, repeats: int) -> tuple[list, list]:
+    """Every report's model tables on ``device`` and, on the CPU, the targets they meet or miss."""
+    tables, targets = [], []
+    for module in report_benchmarks().values():
+        own = module.model_tables(device, repeats, interleaved)
+        tables += own
+        if device.type == "cpu" and own:
+            targets += module.targets(own)
+    return tables, targets
 
 
 def run_timed(cmd: list[str], env=None) -> tuple[float, str]:
@@ -443,10 +413,8 @@ def page(results: dict) -> str:
         for name, t in rows:
             lines.append(f"| {name} | {ms(t)} | {t / base:.2f}× |")
         lines.append("")
-    vit = dict(results["model tables"][0][1])
-    off_ratio = vit["ours, recording off"] / vit["torchvision vit_b_16 forward"]
-    lines += ["## Targets", "", "| target | measured | met? |", "| --- | --- | --- |",
-              f"| ViT recording off ≤ 1.10× torchvision's forward | {off_ratio:.2f}× | {'yes' if off_ratio <= 1.10 else 'no'} |"]
+    lines += ["## Targets", "", "| target | measured | met? |", "| --- | --- | --- |"]
+    lines += [f"| {target} | {measured} | {'yes' if met else 'no'} |" for target, measured, met in results["targets"]]
     r = results["regeneration"]
     lines.append(f"| every report + `mkdocs build` ≤ 10 s, from scratch | {r['cold total']:.1f} s | {'yes' if r['cold total'] <= 10 else 'no'} |")
     lines.append(f"| every report + `mkdocs build` ≤ 10 s, regenerating the same inputs | {r['warm total']:.1f} s | {'yes' if r['warm total'] <= 10 else 'no'} |")
@@ -508,14 +476,9 @@ def main() -> None:
     if args.only == "gpt-weights":
         return replace_section(args.out, "\n".join(gpt_weights_section(bench_gpt_weights(1 if args.quick else 3))) + "\n")
     repeats = 5 if args.quick else 15
-    cpu = torch.device("cpu")
-    vit_rows = bench_vit(cpu, repeats)
-    ed_rows = bench_encoder_decoder(repeats)
-    tables = [("ViT-B/16 forward, batch 1, 224×224, CPU", vit_rows, vit_rows[0][1]),
-              ("Encoder–decoder forward (seed sentences), CPU", ed_rows, ed_rows[0][1])]
+    tables, targets = model_tables(torch.device("cpu"), repeats)
     if torch.cuda.is_available():
-        gpu_rows = bench_vit(torch.device("cuda"), repeats * 4)
-        tables.append((f"ViT-B/16 forward on {torch.cuda.get_device_name(0)}", gpu_rows, gpu_rows[0][1]))
+        tables += model_tables(torch.device("cuda"), repeats)[0]
         gpu = f"Measured on {torch.cuda.get_device_name(0)}: see the CUDA table above."
     else:
         gpu = ("No CUDA GPU was visible to this run, so there is no CUDA table. `python -m generator build --device cuda` "
@@ -541,7 +504,7 @@ def main() -> None:
         "the ViT report untouched. Absolute times on this shared 2-core machine drift by up to 2× between runs; the load averages "
         "stated with each section say how busy it was."
     )
-    results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "model tables": tables, "regeneration": regeneration, "gpu": gpu, "analysis": analysis,
+    results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "model tables": tables, "targets": targets, "regeneration": regeneration, "gpu": gpu, "analysis": analysis,
                "plugin": bench_plugin(3 if args.quick else 5),
                "warm": bench_warm_regeneration(repeats=3 if args.quick else 5), "limits": bench_limits(1 if args.quick else 2),
                "gpt weights": bench_gpt_weights(1 if args.quick else 3), "training": bench_training()}

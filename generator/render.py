@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -18,6 +19,8 @@ from generator.options import command_line, plural
 from generator.run import ModelRun
 from generator.tensor_data import explore_info
 from generator.tensors import TensorView, fmt, json_number
+
+log = logging.getLogger("generator")
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -225,12 +228,26 @@ def render_block(template: jinja2.Template | None, block: str, context: dict[str
     return template.render(block=block, **context).strip()
 
 
+def missing_blocks(report: Report) -> list[str]:
+    """What falls back to generic text: each snapshot without its block s<n> in explain.md.j2, each question without
+    q<n> (its answer) or q<n>_short (its one-line answer on the snapshot pages) in questions.md.j2."""
+    explanations, questions = report_template(report, "explain.md.j2"), report_template(report, "questions.md.j2")
+    explained = set(explanations.blocks) if explanations else set()
+    answered = set(questions.blocks) if questions else set()
+    return ([f"{report.label(s.number)} (no block s{s.number} in explain.md.j2)" for s in report.snapshots if f"s{s.number}" not in explained]
+            + [f"question {q.number} (no block {block} in questions.md.j2)" for q in report.questions
+               for block in (f"q{q.number}", f"q{q.number}_short") if block not in answered])
+
+
 def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[SnapshotPage]:
     """Write the report's pages and snapshots.json under ``out_dir`` (figures are separate).
 
     A report without its own explanation or question templates still renders: generic text
-    stands in (_fallback_explain.md.j2), so a new report shows its pages at once.
+    stands in (_fallback_explain.md.j2), so a new report shows its pages at once; the build warns,
+    naming each snapshot and question that falls back.
     """
+    if missing := missing_blocks(report):
+        log.warning("%s: generic text stands in for %d explanations or answers: %s", report.key, len(missing), "; ".join(missing))
     env = environment()
     pages = build_pages(report, run)
     command = command_line(report.key, run.options) if run.options is not None else f"python -m generator build --model {report.key}"

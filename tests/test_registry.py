@@ -3,25 +3,58 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
+import tokenize
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
 from generator.cli import main, parser
-from generator.reports import REPORTS
+from generator.reports import PACKAGES, REPORTS
 from tests.conftest import ROOT
 
 REPORT_NAME = re.compile(r"""["'](%s)["']""" % "|".join(re.escape(key) for key in REPORTS))
+# What names a report in code: its key, its folder under generator/reports/, its model module under models/.
+REPORT_WORDS = {*REPORTS, *PACKAGES, *(path.stem for path in (ROOT / "models").glob("*.py") if path.stem not in ("__init__", "recording"))}
+DOTTED = re.compile(r"\b(?:generator\.reports|models)\.(%s)\b" % "|".join(re.escape(word) for word in sorted(REPORT_WORDS)))
+
+
+def names_a_report(path: Path) -> list[str]:
+    """Where a generic file names a report: a quoted key, an import of (or a dotted path into) a report's folder or model
+    module, or a Python name that is a report's folder or model module (``vit = ...``, ``from models import gpt``).
+    Comments and prose in strings (help texts, docstrings) may mention reports."""
+    text = path.read_text(encoding="utf-8")
+    found = [f"{path.name}: {m[0]}" for m in REPORT_NAME.finditer(text)]
+    if path.suffix == ".j2":
+        for expression in re.findall(r"\{\{.*?\}\}|\{%.*?%\}", text, re.S):
+            found += [f"{path.name}: {word}" for word in re.findall(r"[A-Za-z_][\w-]*", expression) if word in REPORT_WORDS]
+        return found
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.NAME and token.string in REPORT_WORDS:
+            found.append(f"{path.name}:{token.start[0]}: the name {token.string}")
+        elif token.type == tokenize.STRING and (m := DOTTED.search(token.string)):
+            found.append(f"{path.name}:{token.start[0]}: {m[0]}")
+    return found
 
 
 def test_outside_the_reports_folder_no_generator_file_names_a_report():
     """The CLI, build, landing page, PDF export, MkDocs plugin and benchmarks iterate over the registry."""
     reports_folder = ROOT / "generator" / "reports"
     places = [*(ROOT / "generator").rglob("*.py"), *(ROOT / "generator").rglob("*.j2"), *(ROOT / "benchmarks").rglob("*.py")]
-    naming = sorted(str(path.relative_to(ROOT)) for path in places
-                    if not path.is_relative_to(reports_folder) and REPORT_NAME.search(path.read_text(encoding="utf-8")))
-    assert naming == [], f"these files name reports by key instead of using generator.reports.REPORTS: {naming}"
+    naming = sorted(hit for path in places if not path.is_relative_to(reports_folder) for hit in names_a_report(path))
+    assert naming == [], f"these files name reports instead of using generator.reports.REPORTS: {naming}"
+
+
+@pytest.mark.parametrize("line", [
+    'key = "vit"', "from models.vit import VisionTransformer", "import models.gpt", "from generator.reports import gpt",
+    "vit = dict(rows)", 'importlib.import_module("generator.reports.encoder_decoder.runner")',
+])
+def test_the_guard_catches_keys_imports_and_names(line, tmp_path):
+    path = tmp_path / "generic.py"
+    path.write_text(line + "\n", encoding="utf-8")
+    assert names_a_report(path)
 
 
 @pytest.mark.parametrize("key", REPORTS)
@@ -153,3 +186,44 @@ def test_a_report_without_its_own_templates_still_renders(tmp_path, runs):
     first = (tmp_path / pages[0].path).read_text(encoding="utf-8")
     assert "holds" in first and "The check below recomputes it" in first
     assert "has no written answer to this question yet" in (tmp_path / "questions.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_every_snapshot_and_question_has_its_own_explanation_and_answers(key):
+    """Generic text is a stand-in for a report being written, not for a finished one: remove a block and this fails."""
+    from generator.render import missing_blocks
+
+    assert missing_blocks(REPORTS[key]) == []
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_the_build_names_the_snapshot_whose_explanation_falls_back(key, runs, tmp_path, monkeypatch, caplog):
+    import logging
+    import re
+    import shutil
+
+    from generator import render
+    from generator.catalogue import Report
+
+    report = REPORTS[key]
+    snap = report.snapshots[len(report.snapshots) // 2]
+    templates = tmp_path / "templates"
+    shutil.copytree(report.templates, templates)
+    explain = templates / "explain.md.j2"
+    text = explain.read_text(encoding="utf-8")
+    removed = re.sub(r"\{%% block s%d %%\}.*?\{%% endblock %%\}\n" % snap.number, "", text, flags=re.S)
+    assert removed != text
+    explain.write_text(removed, encoding="utf-8")
+    own = Report.templates.fget
+    monkeypatch.setattr(Report, "templates", property(lambda self: templates if self.key == key else own(self)))
+    render.environment.cache_clear()
+    try:
+        assert render.missing_blocks(report) == [f"{report.label(snap.number)} (no block s{snap.number} in explain.md.j2)"]
+        with caplog.at_level(logging.WARNING, logger="generator"):
+            pages = render.render_report(report, runs[key], tmp_path / "out")
+    finally:
+        monkeypatch.undo()
+        render.environment.cache_clear()
+    assert f"{key}: generic text stands in for 1 explanations or answers: {report.label(snap.number)}" in caplog.text
+    page = next(p for p in pages if p.snap is snap)
+    assert "The check below recomputes it" in page.explanation

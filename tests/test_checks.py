@@ -1,0 +1,134 @@
+"""Checks are typed objects that run against any tensor source: a model run, or tensors captured without a model."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from generator.checks import (
+    CHECKS, THIS, CausalMask, Check, CheckResult, ContextConcat, ContextHeads, HeadsRejoin, LayerNormStatistics, LinearHeads,
+    LinearOf, ScaledScores, SoftmaxRows, SumOf,
+)
+from generator.registry import Registry
+from generator.reports import REPORTS
+from generator.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
+
+
+def attention_tensors(masked: bool) -> dict[str, torch.Tensor]:
+    """One attention layer's tensors as a student's script might capture them: no model, only tensors."""
+    torch.manual_seed(0)
+    B, h, T, hs = 1, 2, 5, 4
+    q, k, v = (torch.randn(B, h, T, hs) for _ in range(3))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(hs)
+    mask = torch.zeros(T, T).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf")).view(1, 1, T, T)
+    if masked:
+        scores = scores + mask
+    probs = scores.softmax(-1)
+    context = probs @ v
+    x = torch.randn(B, T, h * hs)
+    out = torch.randn(B, T, h * hs)
+    return {"q": q, "k": k, "v": v, "q_full": q.transpose(1, 2).reshape(B, T, h * hs), "scores": scores, "probs": probs,
+            "context": context, "concat": context.transpose(1, 2).reshape(B, T, h * hs), "mask": mask, "x": x, "out": out,
+            "residual": x + out, "ln": torch.nn.functional.layer_norm(x + out, (h * hs,))}
+
+
+WEIGHT_FREE = [
+    SoftmaxRows(out=Ref("probs"), scores=Ref("scores"), causal=True),
+    CausalMask(out=Ref("mask")),
+    ScaledScores(out=Ref("scores"), q_heads=Ref("q"), k_heads=Ref("k")),
+    ContextHeads(out=Ref("context"), probs=Ref("probs"), v_heads=Ref("v")),
+    ContextConcat(out=Ref("concat"), probs=Ref("probs"), v_heads=Ref("v")),
+    HeadsRejoin(heads=(Ref("q"),), full=(Ref("q_full"),)),
+    SumOf(out=Ref("residual"), operands=(Ref("x"), Ref("out"))),
+    LayerNormStatistics(out=Ref("ln"), x=Ref("residual")),
+]
+
+
+@pytest.mark.parametrize("check", WEIGHT_FREE, ids=lambda c: type(c).__name__)
+def test_a_weight_free_check_runs_on_captured_tensors_alone(check):
+    masked = not isinstance(check, ScaledScores)  # scores = Q·Kᵀ/√hs holds before the mask is added
+    tensors = attention_tensors(masked=masked)
+    result = check.run(TensorDict(tensors))
+    assert result.status == "passed", result.detail
+    first = check.inputs()[0].template
+    broken = dict(tensors, **{first: tensors[first].clone().index_put_((torch.tensor([0]),), torch.tensor(0.5), accumulate=True)})
+    assert check.run(TensorDict(broken)).status == "failed"
+
+
+def test_a_check_that_needs_weights_is_not_checkable_without_a_model_and_says_what_is_missing():
+    check = LinearOf(out=Ref("out"), x=Ref("x"), module=ModuleRef("{block}.attn.proj"))
+    result = check.run(TensorDict(attention_tensors(masked=True), places={"block": "blocks.0"}))
+    assert result.status == "not checkable" and not result.passed and not result.checkable
+    assert result.missing == ("module blocks.0.attn.proj",) and "without the model's weights" in result.detail
+
+
+def test_a_missing_tensor_makes_a_check_not_checkable_naming_it():
+    result = SoftmaxRows(out=Ref("{layer}.probs"), scores=Ref("{layer}.scores")).run(TensorDict({}, places={"layer": "blocks.3.attn"}))
+    assert result.status == "not checkable" and result.missing == ("blocks.3.attn.probs", "blocks.3.attn.scores")
+
+
+def test_inputs_are_read_from_the_field_types():
+    check = LinearHeads(out=Ref("q"), x=Ref("ln_1"), module=ModuleRef("attn.qkv"), part=0)
+    assert check.inputs() == (Ref("q"), Ref("ln_1"))
+    assert LinearHeads.parameters() == {"out": "tensor", "x": "tensor", "module": "module", "part": "value"}
+    assert SumOf.parameters()["operands"] == "tensors"
+    with pytest.raises(TypeError, match="takes a Ref"):
+        LinearHeads(out="q", x=Ref("ln_1"), module=ModuleRef("attn.qkv"), part=0)
+
+
+def test_this_is_bound_to_the_snapshot_tensor():
+    from generator.catalogue import Snapshot
+
+    snap = Snapshot(number=1, title="t", variable="v", stage="s", tensors=(Ref("{block}.attn.probs"),),
+                    checks=(SoftmaxRows(scores=Ref("{block}.attn.scores")), CausalMask(out=Ref("mask"))))
+    assert SoftmaxRows(scores=Ref("s")).out is THIS
+    assert snap.checks[0].out == Ref("{block}.attn.probs") and snap.checks[1].out == Ref("mask")
+
+
+def test_several_checks_combine_into_one_result():
+    passed, failed = CheckResult("a", True, "fine"), CheckResult("b", False, "broken")
+    unknown = CheckResult("c", False, "not checkable: x", status="not checkable", missing=("x",))
+    assert CheckResult.combined([passed]) is passed
+    assert CheckResult.combined([passed, failed]).status == "failed"
+    assert CheckResult.combined([passed, unknown]).status == "not checkable"
+    assert CheckResult.combined([passed, passed]).passed
+
+
+def test_a_second_check_under_a_taken_name_is_refused():
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class SoftmaxRows(Check):  # noqa: F811 - the generic check's name, on purpose
+        out: Ref = THIS
+
+    with pytest.raises(ValueError, match="two checks are named 'softmax_rows'"):
+        CHECKS.merged(Registry("check", [(SoftmaxRows.key(), SoftmaxRows)]))
+
+
+def test_a_catalogue_check_missing_from_the_report_registry_is_refused():
+    report = REPORTS["encoder-decoder"]
+    with pytest.raises(ValueError, match="not in the report's check registry"):
+        dataclasses.replace(report, checks=Registry("check"))
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_every_check_in_a_catalogue_is_registered_and_typed(key):
+    report = REPORTS[key]
+    for snap in report.snapshots:
+        for check in snap.checks:
+            assert report.checks[check.key()] is type(check)
+            assert all(isinstance(ref, Ref) and ref is not THIS for ref in check.inputs()), (snap.number, check)
+            for kind, typ in (("module", ModuleRef), ("parameter", ParamRef), ("input", InputRef)):
+                assert all(isinstance(ref, typ) for ref in check.refs_of(kind))
+
+
+def test_a_model_run_is_a_tensor_source_with_weights_and_inputs(runs):
+    from generator.sources import TensorSource
+
+    run = runs["encoder-decoder"]
+    assert isinstance(run, TensorSource) and isinstance(TensorDict({}), TensorSource)
+    assert run.has(Ref("{enc}.self_attn.q")) and not run.has(Ref("nothing"))
+    assert run.input(InputRef("src")) == run.inputs["src"]
+    with pytest.raises(NotCheckable):
+        run.input(InputRef("no such input"))

@@ -120,8 +120,8 @@ class VerdictMap(Drawing):
                 x, y = j * (square + gap), i * pitch
                 colour = VERDICT_COLOURS[row["verdict"]]
                 canvas.rect(x, y, x + square - 1, y + square - 1, outline=colour, fill=colour)
-                canvas.text(x + square / 2, y + square / 2, row["item"][-5:] if len(row["item"]) <= 5 else row["item"].split("·")[-1].split("→")[-1],
-                            size=6, ha="center", va="center", color=(255, 255, 255))
+                key = row["item"].split("·")[-1].split("→")[-1].strip("[]")[:3]  # "E·A" -> "A", "[CLS]" -> "CLS"
+                canvas.text(x + square / 2, y + square / 2, key, size=6, ha="center", va="center", color=(255, 255, 255))
         raster.ticks_left(canvas, -4, [i * pitch + square / 2 for i in range(len(labels))], labels, size=8.5)
         y = len(labels) * pitch + 8
         for verdict, colour in VERDICT_COLOURS.items():

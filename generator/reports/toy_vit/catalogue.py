@@ -5,7 +5,7 @@ Placeholder: {block} is the traced layer (the model has one; see ToyVitOptions.p
 
 from generator.catalogue import Figure, Question, Snapshot, Stage
 from generator.checks import (ContextHeads, EqualsParameter, LayerNormOf, LinearOf, PlusParameter, Probabilities, ResidualBlock, RowEquals,
-                              SameTensor, ScaledScores, SoftmaxRows, SumOf)
+                              ScaledScores, SoftmaxRows, SumOf)
 from generator.figures import AttentionHeads, Positional
 from generator.reports.toy_vit.figures import ClassBars, PatchGrid, QueryOverGrid, VerdictMap
 from generator.reports.toy_vit.checks import DotProducts, IsImage, PatchesTile, ProjectedHeads, ReadRowByRow, ReluOf, TokensConcat
@@ -62,12 +62,11 @@ SNAPSHOTS = (
     Snapshot(number=7, title="Input x⁰ (embedding + position)", variable="x⁰", stage="embedding", tensors=(Ref("tokens_pos"),),
              checks=(PlusParameter(x=Ref("tokens"), parameter=ParamRef("pos_embedding")),), questions=(3,), figures=("positions",)),
     Snapshot(number=8, title="Queries Q", variable="Q", stage="attention", tensors=(Ref(f"{_B}.attn.q"),),
-             checks=(ProjectedHeads(x=Ref(f"{_B}.input"), module=ModuleRef(f"{_B}.attn.query")),
-                     SameTensor(out=Ref(f"{_B}.input"), source=Ref("tokens_pos"), claim="the layer reads x⁰")), questions=(4,)),
+             checks=(ProjectedHeads(x=Ref("tokens_pos"), module=ModuleRef(f"{_B}.attn.query")),), questions=(4,)),
     Snapshot(number=9, title="Keys K", variable="K", stage="attention", tensors=(Ref(f"{_B}.attn.k"),),
-             checks=(ProjectedHeads(x=Ref(f"{_B}.input"), module=ModuleRef(f"{_B}.attn.key")),), questions=(4,)),
+             checks=(ProjectedHeads(x=Ref("tokens_pos"), module=ModuleRef(f"{_B}.attn.key")),), questions=(4,)),
     Snapshot(number=10, title="Values V", variable="V", stage="attention", tensors=(Ref(f"{_B}.attn.v"),),
-             checks=(ProjectedHeads(x=Ref(f"{_B}.input"), module=ModuleRef(f"{_B}.attn.value")),), questions=(4,)),
+             checks=(ProjectedHeads(x=Ref("tokens_pos"), module=ModuleRef(f"{_B}.attn.value")),), questions=(4,)),
     Snapshot(number=11, title="Raw attention scores Q·Kᵀ", variable="score", stage="attention", tensors=(Ref(f"{_B}.attn.dots"),),
              checks=(DotProducts(q_heads=Ref(f"{_B}.attn.q"), k_heads=Ref(f"{_B}.attn.k")),), questions=(4, 6), figures=("query_scores",)),
     Snapshot(number=12, title="Scaled scores Q·Kᵀ/√hs", variable="score / √d", stage="attention", tensors=(Ref(f"{_B}.attn.scores"),),
@@ -99,8 +98,7 @@ SNAPSHOTS = (
     Snapshot(number=22, title="Second Add & Norm", variable="normalized", stage="mlp", tensors=(Ref(f"{_B}.ln_2"),),
              checks=(LayerNormOf(x=Ref(f"{_B}.residual_2"), module=ModuleRef(f"{_B}.ln_2")),), questions=(5, 6)),
     Snapshot(number=23, title="Layer output x¹", variable="x¹", stage="mlp", tensors=(Ref(f"{_B}.output"),),
-             checks=(SameTensor(source=Ref(f"{_B}.ln_2"), claim="is the second Add & Norm"),
-                     ResidualBlock(x=Ref(f"{_B}.input"), block=ModuleRef(_B))), questions=(2, 5, 6)),
+             checks=(ResidualBlock(x=Ref(f"{_B}.input"), block=ModuleRef(_B)),), questions=(2, 5, 6)),
     Snapshot(number=24, title="[CLS] representation", variable="final_CLS", stage="head", tensors=(Ref("cls_rep"),),
              checks=(RowEquals(source=Ref(f"{_B}.output"), row=0, claim="is row 0 ([CLS]) of x¹"),), questions=(2,)),
     Snapshot(number=25, title="Logits", variable="logits", stage="head", tensors=(Ref("logits"),),

@@ -7,10 +7,10 @@ encoder layer with one attention head, an MLP of width 8, three classes (cat, do
 Where this model follows the seed rather than the paper, it says so here and on the report's pages:
     * the encoder layer is post-norm (Add & Norm after each sub-layer), as the seed draws it; the paper's
       ViT normalises before each sub-layer and once more at the end;
-    * the MLP's non-linearity is ReLU, as in the seed's arithmetic; the paper uses GELU;
-    * the patch projection E has no bias, as in the paper's equation (1) and the seed.
-Attention is scaled dot-product attention as in the paper (scores divided by √hs); the seed skips the
-scaling, so its "raw scores" are recorded too (``attn.dots``, before the division).
+    * the MLP's non-linearity is ReLU, as in the seed's arithmetic; the paper uses GELU.
+Where the seed departs from the paper, this model keeps the paper: attention is scaled dot-product attention
+(scores divided by √hs), which the seed skips, so its "raw scores" are recorded too (``attn.dots``, before the
+division). The patch projection E has no bias in both (the paper's equation 1).
 
 Shape legend, used in every comment and record point of this file:
     B   batch size

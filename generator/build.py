@@ -65,7 +65,8 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
             write_run_data(report, run, pages, out)  # out/data/*.npy + index.json: every number, for the explorer and numpy
             result.timings[f"{key}: pages"] = time.perf_counter() - started
             log.info("%s: %d pages, %d checks passed, in %.2f s", key, len(pages), sum(p.check.passed for p in pages), result.timings[f"{key}: pages"])
-            result.failed_checks += [f"{key} {p.label}: {p.check.name}" for p in pages if not p.check.passed]
+            result.failed_checks += [f"{key} {p.label}: {p.check.name}" + ("" if p.check.checkable else " (not checkable)")
+                                     for p in pages if not p.check.passed]
             started = time.perf_counter()
             drawn = render_figures(report, run, out / "figures", docs / key / "figures", progress)
             result.timings[f"{key}: figures"] = time.perf_counter() - started

@@ -11,7 +11,7 @@ figures typed drawings (generator/figures.py); shapes come from the model's decl
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any

@@ -30,7 +30,7 @@ import math
 import re
 import typing
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -149,9 +149,8 @@ class Typed:
 
 @dataclass(frozen=True, kw_only=True)
 class Check(Typed):
-    """Base of every check. Subclasses are frozen, keyword-only dataclasses that implement ``verify``."""
-
-    needs_model: ClassVar[bool] = False  # documentation: True when the check reads weights (ModuleRef/ParamRef fields say so too)
+    """Base of every check. Subclasses are frozen, keyword-only dataclasses that implement ``verify``; a check that
+    reads weights says so by its ModuleRef/ParamRef fields, and is not checkable on a source without a model."""
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         """(the claim, whether it holds, the evidence in words), recomputed in float64 from ``s``."""

@@ -89,12 +89,39 @@ class Drawing(Typed):
             digest.update(f"{run.name(ref)}{tuple(tensor.shape)}{tensor.dtype}".encode() + tensor.contiguous().numpy().tobytes())
         for ref in self.refs_of(PARAMETER):
             digest.update(run.parameter(ref).numpy().tobytes())
+        for ref in self.inputs():  # the label lists its tensors' declared axes take (see axis_words)
+            named = run.declared[run.name(ref)].shape if run.name(ref) in run.declared else ()
+            digest.update(json.dumps([_declared_words(run, symbol) for symbol in named], ensure_ascii=False).encode())
         for key in [*(str(ref) for ref in self.refs_of(INPUT)), *self.uses]:
             value = run.inputs[key]
             if isinstance(value, torch.Tensor):
                 value = value.contiguous().numpy()
             digest.update(value.tobytes() if hasattr(value, "tobytes") else json.dumps(value, sort_keys=True, ensure_ascii=False).encode())
         return digest.hexdigest()
+
+
+    def axis_words(self, run: ModelRun, explicit: InputRef | None, ref: Ref, axis: int) -> list[str] | None:
+        """The words that label one axis of a tensor the figure draws: the run input ``explicit`` names when given, else
+        the list the tensor's declared shape symbol for that axis takes in the report's exploration (e.g. S: the source
+        words), else None (the axis is numbered). A list that does not fit the axis is not used."""
+        if explicit is not None:
+            return list(run.inputs[str(explicit)])
+        name = run.name(ref)
+        if name not in run.declared:
+            return None
+        words = _declared_words(run, run.declared[name].shape[axis])
+        return words if words is not None and len(words) == run.cpu(ref).shape[axis] else None
+
+
+def _declared_words(run: ModelRun, symbol: str) -> list[str] | None:
+    """The label list a shape symbol takes in the run's report (its exploration's axis_labels), or None."""
+    from generator.reports import REPORTS  # here: the registry imports this module
+
+    report = REPORTS.get(run.report)
+    exploration = report.exploration if report is not None else None
+    if exploration is None or symbol not in exploration.axis_labels:
+        return None
+    return exploration.labels(run).get(exploration.axis_labels[symbol])
 
 
 def _described(run: ModelRun, value: Any, kind: str) -> Any:
@@ -146,11 +173,11 @@ def grid(n: int, max_cols: int = 4) -> tuple[int, int]:
 LABELLED_CELLS = 24  # up to this many positions per axis, every cell is labelled; beyond, the figure keeps its size
 
 
-def literal_labels(run: ModelRun, key: InputRef | str | None, n: int) -> list[str]:
-    """Axis labels as raster text: the words of run input ``key`` in visual order (no matplotlib escaping)."""
-    if key is None:
+def literal_labels(words: list[str] | None, n: int) -> list[str]:
+    """Axis labels as raster text: ``words`` in visual order (no matplotlib escaping), or the positions 0…n−1 without words."""
+    if words is None:
         return [str(i) for i in range(n)]
-    return [visual_order(w) for w in run.inputs[str(key)]][:n]
+    return [visual_order(w) for w in words][:n]
 
 
 def sparse_positions(n: int, most: int = 16) -> list[int]:
@@ -189,8 +216,9 @@ class Matrix(Drawing):
         cmap = self.cmap
         raster.heatmap(canvas, 0, 0, data, width, height, cmap, -limit, limit, smooth=rows > height or cols > width)
         left = 0
-        if self.rows is not None and rows <= 40:
-            left = raster.ticks_left(canvas, 0, raster.cell_centres(0, height, rows), literal_labels(run, self.rows, rows))
+        words = self.axis_words(run, self.rows, self.tensor, -2)
+        if words is not None and rows <= 40:
+            left = raster.ticks_left(canvas, 0, raster.cell_centres(0, height, rows), literal_labels(words, rows))
         else:
             ticks = integer_ticks(rows)
             left = raster.ticks_left(canvas, 0, [(t + 0.5) * height / rows for t in ticks], [str(t) for t in ticks])
@@ -206,12 +234,12 @@ class Matrix(Drawing):
 @dataclass(frozen=True, kw_only=True)
 class Positional(Drawing):
     tensors: tuple[Ref, ...]
-    rows: InputRef
+    rows: InputRef | None = None  # the run input that labels the rows; None: the list the declared shape gives
 
     def draw(self, run: ModelRun, path: Path) -> None:
         before, after = (as_numpy(run, name)[0] for name in self.tensors)
         added = after - before
-        labels = literal_labels(run, self.rows, added.shape[0])
+        labels = literal_labels(self.axis_words(run, self.rows, self.tensors[0], -2), added.shape[0])
         T, C = added.shape
         width, height = 400, _fig_px(min(1.6 + 0.3 * T, 9) * 0.77 - 0.2)
         canvas = raster.Canvas()
@@ -256,8 +284,8 @@ class AttentionHeads(Drawing):
         if not many:
             cell = max(1, round(cell))
         width, height = round(cell * n_cols), round(cell * n_rows)
-        row_labels = literal_labels(run, self.rows, n_rows) if labelled else None
-        col_labels = literal_labels(run, self.cols, n_cols) if labelled else None
+        row_labels = literal_labels(self.axis_words(run, self.rows, self.tensor, -2), n_rows) if labelled else None
+        col_labels = literal_labels(self.axis_words(run, self.cols, self.tensor, -1), n_cols) if labelled else None
         x_ticks = range(n_cols) if labelled else integer_ticks(n_cols, most=5)
         y_ticks = range(n_rows) if labelled else integer_ticks(n_rows, most=5)
         label_below = [index + grid_cols >= heads for index in range(heads)]  # the lowest panel of each column
@@ -305,14 +333,14 @@ class Mask(Drawing):
     """A causal mask in either convention: additive (0 allowed, −inf blocked) or boolean (True allowed)."""
 
     tensor: Ref
-    rows: InputRef
+    rows: InputRef | None = None  # the run input that labels the rows; None: the list the declared shape gives
 
     def draw(self, run: ModelRun, path: Path) -> None:
         m = run.cpu(self.tensor)[0, 0]  # (T, T)
         boolean = m.dtype == torch.bool
         blocked = ~m.numpy() if boolean else np.isinf(m.float().numpy())
         T = blocked.shape[0]
-        labels = literal_labels(run, self.rows, T)
+        labels = literal_labels(self.axis_words(run, self.rows, self.tensor, -2), T)
         side = _fig_px(min(1.5 + 0.55 * min(T, LABELLED_CELLS), 1.2 + 0.5 * min(T, LABELLED_CELLS)) * 0.8 - 0.4)
         cell = max(1, round(side / T)) if T <= LABELLED_CELLS else side / T
         size = round(cell * T)

@@ -13,7 +13,7 @@ from torch import nn
 
 from generator.errors import UserError
 from generator.indexing import parse_index
-from generator.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, fill
+from generator.sources import InputRef, MissingTensor, ModuleRef, NotCheckable, ParamRef, Ref, fill
 from generator.tensors import TensorView
 from models.recording import Declared, Recording, declared_points
 
@@ -81,6 +81,8 @@ class ModelRun:
         """The captured tensor, on the CPU, in its own dtype."""
         name = self.name(template)
         if name not in self._cpu:
+            if name not in self.recording:
+                raise MissingTensor(name, "not recorded in this run (the runner keeps only what the report reads)")
             self._cpu[name] = self.recording.tensor(name).cpu()
         return self._cpu[name]
 

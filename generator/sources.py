@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
-__all__ = ["InputRef", "ModuleRef", "NotCheckable", "ParamRef", "Ref", "TensorDict", "TensorSource", "fill"]
+__all__ = ["InputRef", "MissingTensor", "ModuleRef", "NotCheckable", "ParamRef", "Ref", "TensorDict", "TensorSource", "fill"]
 
 
 def fill(template: str, places: Mapping[str, str]) -> str:
@@ -100,6 +100,13 @@ class NotCheckable(Exception):
         self.why = why
 
 
+class MissingTensor(NotCheckable, KeyError):
+    """A tensor the source does not hold (also a KeyError, for callers that look tensors up)."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
+
+
 @runtime_checkable
 class TensorSource(Protocol):
     """What a check or a figure reads. ``ModelRun`` is one; ``TensorDict`` (tensors alone) another."""
@@ -111,7 +118,7 @@ class TensorSource(Protocol):
         """Whether the source holds the tensor."""
 
     def cpu(self, ref: Ref | str) -> torch.Tensor:
-        """The tensor on the CPU in its own dtype; KeyError when absent."""
+        """The tensor on the CPU in its own dtype; MissingTensor (a KeyError) when absent."""
 
     def t(self, ref: Ref | str) -> torch.Tensor:
         """The tensor in float64 on the CPU, for checks."""
@@ -131,12 +138,14 @@ class TensorDict:
     """A tensor source from captured tensors alone (e.g. a student's script): no model, maybe some inputs.
 
     ``tensors`` maps record names to tensors; ``places`` fills placeholders; ``inputs`` holds whatever
-    facts of the input are known. Weight-based checks on it are not checkable.
+    facts of the input are known; ``declared`` the record points' declarations where known (record name ->
+    ``models.recording.Declared``: named shapes for pages and axis labels). Weight-based checks on it are not checkable.
     """
 
     tensors: Mapping[str, torch.Tensor]
     places: Mapping[str, str] = field(default_factory=dict)
     inputs: Mapping[str, Any] = field(default_factory=dict)
+    declared: Mapping[str, Any] = field(default_factory=dict)
 
     def name(self, ref: Ref | str) -> str:
         return fill(str(ref), self.places)
@@ -149,7 +158,7 @@ class TensorDict:
         try:
             return self.tensors[name].detach().cpu()
         except KeyError:
-            raise KeyError(f"no tensor {name!r}; captured: {', '.join(sorted(self.tensors)) or 'nothing'}") from None
+            raise MissingTensor(name, f"not captured; captured: {', '.join(sorted(self.tensors)) or 'nothing'}") from None
 
     def t(self, ref: Ref | str) -> torch.Tensor:
         return self.cpu(ref).double()

@@ -89,6 +89,8 @@ class SinusoidalPositionalEncoding(nn.Module):
         return x + encoding
 
 
+_POST_NORM_NOTE = ("post-norm: LayerNorm after the residual sum, so the layer's output is normalised; in the pre-norm GPT and ViT, "
+                   "ln_1/ln_2 normalise what attention and the MLP read and output is the residual sum itself")
 _SPLIT_NOTE = "the seed report names the projection before the head split q; the GPT and the ViT record only the per-head tensor, which they call q (here q_heads)"
 
 
@@ -145,7 +147,8 @@ class MultiHeadAttention(nn.Module):
 class MLP(nn.Module):
     """Position-wise two-layer network: Linear(C->F), ReLU, Linear(F->C)."""
 
-    INPUT = Point("input", ("B", "L", "C"), "what the feed-forward network reads: the LayerNorm output before it")
+    INPUT = Point("input", ("B", "L", "C"), "what the feed-forward network reads: the LayerNorm output before it",
+                  note="the seed report's FFN input; the GPT and the ViT record the same tensor only as their block's ln_2")
     FC1 = Point("fc1", ("B", "L", "F"), "first linear layer x·W₁ᵀ + b₁, before the activation")
     HIDDEN = Point("hidden", ("B", "L", "F"), "ReLU of fc1")
     OUT = Point("out", ("B", "L", "C"), "second linear layer hidden·W₂ᵀ + b₂")
@@ -171,9 +174,9 @@ class EncoderLayer(nn.Module):
 
     INPUT = Point("input", ("B", "S", "C"), "what the layer reads: the position-encoded embeddings or the previous layer's output")
     RESIDUAL_1 = Point("residual_1", ("B", "S", "C"), "input + self-attention output")
-    LN_1 = Point("ln_1", ("B", "S", "C"), "LayerNorm of residual_1 (post-norm)")
+    LN_1 = Point("ln_1", ("B", "S", "C"), "LayerNorm of residual_1 (post-norm)", note=_POST_NORM_NOTE)
     RESIDUAL_2 = Point("residual_2", ("B", "S", "C"), "ln_1 + feed-forward output")
-    OUTPUT = Point("output", ("B", "S", "C"), "LayerNorm of residual_2: the layer's output")
+    OUTPUT = Point("output", ("B", "S", "C"), "LayerNorm of residual_2: the layer's output", note=_POST_NORM_NOTE)
 
     def __init__(self, cfg: EncoderDecoderConfig) -> None:
         super().__init__()
@@ -198,11 +201,11 @@ class DecoderLayer(nn.Module):
 
     INPUT = Point("input", ("B", "T", "C"), "what the layer reads: the position-encoded target embeddings or the previous layer's output")
     RESIDUAL_1 = Point("residual_1", ("B", "T", "C"), "input + masked self-attention output")
-    LN_1 = Point("ln_1", ("B", "T", "C"), "LayerNorm of residual_1")
+    LN_1 = Point("ln_1", ("B", "T", "C"), "LayerNorm of residual_1", note=_POST_NORM_NOTE)
     RESIDUAL_2 = Point("residual_2", ("B", "T", "C"), "ln_1 + cross-attention output")
     LN_2 = Point("ln_2", ("B", "T", "C"), "LayerNorm of residual_2")
     RESIDUAL_3 = Point("residual_3", ("B", "T", "C"), "ln_2 + feed-forward output")
-    OUTPUT = Point("output", ("B", "T", "C"), "LayerNorm of residual_3: the layer's output")
+    OUTPUT = Point("output", ("B", "T", "C"), "LayerNorm of residual_3: the layer's output", note=_POST_NORM_NOTE)
 
     def __init__(self, cfg: EncoderDecoderConfig) -> None:
         super().__init__()
@@ -241,7 +244,8 @@ class EncoderDecoderTransformer(nn.Module):
     SRC_IDS = Point("src_ids", ("B", "S"), "source token IDs, one per word")
     SRC_EMB_WEIGHT = Point("src_emb_weight", ("V_src", "C"), "the source embedding table, one row per vocabulary word")
     SRC_EMBED = Point("src_embed", ("B", "S", "C"), "source embeddings: the table rows of the IDs")
-    SRC_WITH_POS = Point("src_with_pos", ("B", "S", "C"), "source embeddings plus sinusoidal positions")
+    SRC_WITH_POS = Point("src_with_pos", ("B", "S", "C"), "source embeddings plus sinusoidal positions",
+                         note="the seed report's name; the GPT calls token + position embedding embed, the ViT tokens_pos")
     MEMORY = Point("memory", ("B", "S", "C"), "the last encoder layer's output, read by every cross-attention")
     TGT_IDS = Point("tgt_ids", ("B", "T"), "target token IDs, one per word")
     TGT_EMBED = Point("tgt_embed", ("B", "T", "C"), "target embeddings: the table rows of the IDs")

@@ -193,7 +193,8 @@ class VisionTransformer(nn.Module):
     CLS_TOKEN = Point("cls_token", ("B", "1", "C"), "the learned [CLS] token, one per image")
     TOKENS = Point("tokens", ("B", "N1", "C"), "[CLS] followed by the patch embeddings")
     TOKENS_POS = Point("tokens_pos", ("B", "N1", "C"), "tokens plus learned position embeddings: the residual stream entering block 1")
-    FINAL_SEQ = Point("final_seq", ("B", "N1", "C"), "the final LayerNorm of the residual stream")
+    FINAL_SEQ = Point("final_seq", ("B", "N1", "C"), "the final LayerNorm of the residual stream",
+                      note="the seed report's name for what the GPT calls ln_f")
     CLS_REP = Point("cls_rep", ("B", "C"), "the [CLS] row of final_seq: the image's representation")
     LOGITS = Point("logits", ("B", "K"), "class scores")
     PROBS = Point("probs", ("B", "K"), "softmax of the logits: the class distribution")

@@ -132,3 +132,33 @@ def test_a_model_run_is_a_tensor_source_with_weights_and_inputs(runs):
     assert run.input(InputRef("src")) == run.inputs["src"]
     with pytest.raises(NotCheckable):
         run.input(InputRef("no such input"))
+
+
+def test_a_snapshot_with_several_checks_shows_each_and_lists_them_in_snapshots_json(runs, tmp_path):
+    import json
+
+    from generator.render import render_report
+
+    report = REPORTS["encoder-decoder"]
+    snap = next(s for s in report.snapshots if s.main == Ref("{enc}.self_attn.probs"))
+    scores = ScaledScores(out=Ref("{enc}.self_attn.scores"), q_heads=Ref("{enc}.self_attn.q_heads"), k_heads=Ref("{enc}.self_attn.k_heads"))
+    context = ContextHeads(out=Ref("{enc}.self_attn.context"), probs=THIS, v_heads=Ref("{enc}.self_attn.v_heads"))  # not recorded
+    several = dataclasses.replace(snap, checks=(*snap.checks, scores, context))
+    assert several.checks[2].probs == snap.main
+    variant = dataclasses.replace(report, snapshots=tuple(several if s is snap else s for s in report.snapshots))
+    pages = render_report(variant, runs["encoder-decoder"], tmp_path)
+    page = next(p for p in pages if p.snap is several)
+    text = (tmp_path / page.path).read_text(encoding="utf-8")
+    assert text.count('!!! success "Passed: ') == 2 and "equals Q·Kᵀ / √hs" in text
+    assert '!!! warning "Not checkable: context_heads"' in text and "the source has no encoder.layers.0.self_attn.context" in text
+    data = json.loads((tmp_path / "snapshots.json").read_text(encoding="utf-8"))
+    entry = next(s for s in data["snapshots"] if s["number"] == snap.number)
+    assert [c["status"] for c in entry["checks"]] == ["passed", "passed", "not checkable"] and not entry["check"]["passed"]
+
+
+def test_a_tensor_a_check_reads_by_name_but_the_source_lacks_makes_it_not_checkable():
+    from generator.reports.vit.checks import RolloutRows
+
+    result = RolloutRows(block_probs="blocks.{i}.attn.probs").run(TensorDict({}, inputs={"config": type("C", (), {"n_layers": 1}),
+                                                                                         "rollout": torch.eye(3)[None]}))
+    assert result.status == "not checkable" and result.missing == ("blocks.0.attn.probs",)

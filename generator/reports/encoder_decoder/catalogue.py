@@ -5,7 +5,10 @@ them, {dec_last} the last decoder layer (see EncoderDecoderOptions.places).
 """
 
 from generator.catalogue import Figure, Question, Snapshot, Stage
-from generator.checks import CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LayerNormOf, LinearOf, ResidualLayerNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf
+from generator.checks import (
+    CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LayerNormOf, LinearOf, ResidualLayerNorm, SameTensor,
+    ScaledScores, SoftmaxRows, SumOf,
+)
 from generator.figures import AttentionHeads, Mask, Matrix, Positional
 from generator.reports.encoder_decoder.checks import EmbeddingTableRows, SinusoidalPositions, TokenIds
 from generator.reports.encoder_decoder.figures import Predictions, TokenTable
@@ -455,23 +458,23 @@ FIGURES = (
     Figure(id='tokens', caption='Words of both sentences with their vocabulary IDs.',
            drawing=TokenTable()),
     Figure(id='src_embedding', caption='Source embeddings: one row per token, one column per feature (first 64 of C shown).',
-           drawing=Matrix(tensor=Ref('src_embed'), rows=InputRef('src_tokens'), max_cols=64, xlabel='feature', cmap='RdBu_r')),
+           drawing=Matrix(tensor=Ref('src_embed'), max_cols=64, xlabel='feature', cmap='RdBu_r')),
     Figure(id='positional', caption='What the sinusoidal encoding adds to each position (left), and the sum the encoder reads (right).',
-           drawing=Positional(tensors=(Ref('src_embed'), Ref('src_with_pos')), rows=InputRef('src_tokens'))),
+           drawing=Positional(tensors=(Ref('src_embed'), Ref('src_with_pos')))),
     Figure(id='enc_scores', caption='Encoder self-attention scores before softmax, one panel per head.',
-           drawing=AttentionHeads(tensor=Ref('{enc}.self_attn.scores'), rows=InputRef('src_tokens'), cols=InputRef('src_tokens'), cmap='RdBu_r', annotate=True)),
+           drawing=AttentionHeads(tensor=Ref('{enc}.self_attn.scores'), cmap='RdBu_r', annotate=True)),
     Figure(id='enc_attention', caption='Encoder self-attention weights, one panel per head: row = query token, column = key token.',
-           drawing=AttentionHeads(tensor=Ref('{enc}.self_attn.probs'), rows=InputRef('src_tokens'), cols=InputRef('src_tokens'), annotate=True)),
+           drawing=AttentionHeads(tensor=Ref('{enc}.self_attn.probs'), annotate=True)),
     Figure(id='enc_ffn', caption='Feed-forward pre-activations of the encoder layer; ReLU zeroes every negative (blue) entry.',
-           drawing=Matrix(tensor=Ref('{enc}.mlp.fc1'), rows=InputRef('src_tokens'), max_cols=256, xlabel='hidden unit', cmap='RdBu_r')),
+           drawing=Matrix(tensor=Ref('{enc}.mlp.fc1'), max_cols=256, xlabel='hidden unit', cmap='RdBu_r')),
     Figure(id='mask', caption='The causal mask: allowed (0) in white, blocked (−inf) in grey.',
-           drawing=Mask(tensor=Ref('tgt_mask'), rows=InputRef('tgt_tokens'))),
+           drawing=Mask(tensor=Ref('tgt_mask'))),
     Figure(id='dec_attention', caption='Masked self-attention weights, one panel per head; everything above the diagonal is exactly 0.',
-           drawing=AttentionHeads(tensor=Ref('{dec}.self_attn.probs'), rows=InputRef('tgt_tokens'), cols=InputRef('tgt_tokens'), annotate=True)),
+           drawing=AttentionHeads(tensor=Ref('{dec}.self_attn.probs'), annotate=True)),
     Figure(id='cross_attention', caption='Cross-attention weights: each target token (row) distributes its attention over the source tokens (columns).',
-           drawing=AttentionHeads(tensor=Ref('{dec}.cross_attn.probs'), rows=InputRef('tgt_tokens'), cols=InputRef('src_tokens'), annotate=True)),
+           drawing=AttentionHeads(tensor=Ref('{dec}.cross_attn.probs'), annotate=True)),
     Figure(id='predictions', caption='Probabilities over the target vocabulary at each target position; the bar of the predicted word is dark.',
-           drawing=Predictions(tensor=Ref('logits'), rows=InputRef('tgt_tokens'))),
+           drawing=Predictions(tensor=Ref('logits'))),
 )
 
 OVERVIEW_FIGURES = ('tokens', 'enc_attention', 'cross_attention', 'predictions')

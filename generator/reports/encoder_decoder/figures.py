@@ -15,7 +15,7 @@ from generator import raster
 from generator.figures import LABELLED_CELLS, Drawing, grid, literal_labels, visual_order
 from generator.registry import Registry
 from generator.run import ModelRun
-from generator.sources import InputRef, ParamRef, Ref
+from generator.sources import InputRef, Ref
 
 MOST_PANELS = 12  # prediction panels drawn; longer targets show evenly spaced positions
 
@@ -42,14 +42,14 @@ class TokenTable(Drawing):
 class Predictions(Drawing):
     uses = ("tgt_words",)
     tensor: Ref
-    rows: InputRef
+    rows: InputRef | None = None  # the run input that labels the rows; None: the list the declared shape gives
 
     def draw(self, run: ModelRun, path: Path) -> None:
         logits = run.cpu(self.tensor)[0].float()  # (T, V)
         probs = torch.softmax(logits, dim=-1).numpy()
         T, V = probs.shape
         vocab = run.inputs["tgt_words"]
-        positions = literal_labels(run, self.rows, T)
+        positions = literal_labels(self.axis_words(run, self.rows, self.tensor, -2), T)
         shown = sorted({round(k * (T - 1) / (MOST_PANELS - 1)) for k in range(MOST_PANELS)}) if T > MOST_PANELS else list(range(T))
         grid_rows, grid_cols = grid(len(shown), 3)
         bars = min(V, 20)

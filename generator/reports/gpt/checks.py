@@ -318,5 +318,6 @@ class TrainingEffect(Check):
 
 
 CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (
-    PromptBytes, EmbeddingRows, PositionRows, CausalMaskBool, MaskedFillOf, GptBlockRerun, TiedHead, NextByte, CacheMatchesFullPass, CacheMatchesRecomputation, GreedyBytes, TrainingEffect,
+    PromptBytes, EmbeddingRows, PositionRows, CausalMaskBool, MaskedFillOf, GptBlockRerun, TiedHead, NextByte,
+    CacheMatchesFullPass, CacheMatchesRecomputation, GreedyBytes, TrainingEffect,
 )])

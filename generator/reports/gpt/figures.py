@@ -14,10 +14,10 @@ import numpy as np
 import torch
 
 from generator import raster
-from generator.figures import as_numpy, Drawing, grid, integer_ticks, plain, pyplot, save, visual_order
+from generator.figures import Drawing, as_numpy, integer_ticks, literal_labels, plain, pyplot, save, visual_order
 from generator.registry import Registry
 from generator.run import ModelRun
-from generator.sources import InputRef, ParamRef, Ref
+from generator.sources import InputRef, Ref
 from models.gpt import byte_label
 
 ROW = 16  # bytes per row of the byte table, as a hex dump
@@ -76,7 +76,7 @@ def _context(labels: list[str], t: int, width: int = 8) -> str:
 @dataclass(frozen=True, kw_only=True)
 class NextByteTopk(Drawing):
     tensor: Ref
-    rows: InputRef
+    rows: InputRef | None = None  # the run input that labels the rows; None: the list the declared shape gives
     k: int = 10
     positions: int = 3
 
@@ -84,7 +84,7 @@ class NextByteTopk(Drawing):
         probs = as_numpy(run, self.tensor)[0]  # (T, V)
         T, V = probs.shape
         k, n = self.k, min(self.positions, T)
-        labels = [visual_order(w) for w in run.inputs[str(self.rows)]][:T]
+        labels = literal_labels(self.axis_words(run, self.rows, self.tensor, -2), T)
         positions = list(range(T - n, T))
         top = float(probs[positions].max())
         xmax = max(top * 1.15, 2.5 / V)

@@ -19,7 +19,7 @@ from generator import raster
 from generator.figures import Drawing, grid, visual_order
 from generator.registry import Registry
 from generator.run import ModelRun
-from generator.sources import InputRef, ParamRef, Ref
+from generator.sources import ParamRef, Ref
 
 
 def _unnormalise(run: ModelRun, image: torch.Tensor) -> np.ndarray:

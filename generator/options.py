@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import UserError
-from models.recording import Declared, declared_points
 
 SEED_LIMIT = 2**63  # torch.manual_seed takes a signed 64-bit integer
 
@@ -118,13 +117,15 @@ class RunOptions:
         """The report's model for these options, with untrained weights (``record_points`` builds it on the meta device)."""
         raise NotImplementedError
 
-    def record_points(self) -> dict[str, Declared]:
-        """The model's declared record points for these options: full record name -> point and named shape.
+    def record_points(self) -> dict[str, Any]:
+        """The model's declared record points for these options: full record name -> ``models.recording.Declared``.
 
         Read from the model's ``Point`` declarations (models/recording.py) on a model built on the meta
         device: no weights are allocated and nothing is run.
         """
         import torch
+
+        from models.recording import declared_points
 
         with torch.device("meta"):
             model = self.build_model()

@@ -127,4 +127,3 @@ FIGURES = (
            drawing=ClassBars(tensor=Ref("probs"))),
 )
 OVERVIEW_FIGURES = ("patch_grid", "verdicts", "query_weights")
-ALSO_RECORD = (Ref(f"{_B}.attn.concat"),)

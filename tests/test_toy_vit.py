@@ -120,6 +120,15 @@ def test_a_slip_is_told_apart_from_a_carried_difference_and_a_different_method(r
     assert sum(float(r.printed.text[0]) for r in comparison["probs"].rows) == pytest.approx(0.90)
 
 
+def test_the_seeds_inputs_are_loaded_as_printed(run, built):
+    given = run.inputs["seed_given"]
+    assert set(given) == {"image", "E_matrix", "cls_token", "pos", "W1", "b1", "W2", "b2", "W_cls", "b_cls"}
+    assert all(g.same for g in given.values())
+    for g in given.values():
+        page = next(built.glob(f"*/{next(s.number for s in REPORTS[KEY].snapshots if run.name(s.main) == run.name(g.page)):02d}-*.md"))
+        assert f": {g.what}** — loaded as printed." in page.read_text(encoding="utf-8"), g.entry
+
+
 def test_a_changed_printed_value_is_detected(run, tmp_path, monkeypatch):
     """The comparison reads the table: corrupt one printed digit of a row that agrees and it no longer agrees."""
     table = seed.TABLE.read_text(encoding="utf-8").replace("flat,A,193,0.1 0.2 0.6 0.5", "flat,A,193,0.1 0.2 0.6 0.6")
@@ -186,6 +195,8 @@ def test_other_pixels_and_random_weights_build_and_still_compare(tmp_path):
                  "--weights", "random"]) == 0
     overview = (tmp_path / "docs" / KEY / "index.md").read_text(encoding="utf-8")
     assert "a 6×6 image given with &#45;&#45;pixels" in overview and "Every weight the seed prints" not in overview
+    cls_page = next((tmp_path / "docs" / KEY).glob("*/05-*.md")).read_text(encoding="utf-8")
+    assert "**The seed's input, line 280: the [CLS] token** — this run holds other values" in cls_page
 
 
 @pytest.mark.parametrize("pixels, message", [

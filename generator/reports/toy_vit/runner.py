@@ -76,7 +76,7 @@ def run(report: Report, opts: ToyVitOptions) -> ModelRun:
         weights=weights_text,
     )
     comparison = seed.compare(result)  # every printed result beside this run's value
-    result.inputs |= {"seed_comparison": comparison, "seed_table": seed.table(comparison), "seed_pages": _pages(report, comparison),
+    result.inputs |= {"seed_comparison": comparison, "seed_given": seed.given(result), "seed_table": seed.table(comparison), "seed_pages": _pages(report, comparison),
                       "seed_inputs": {entry: [{"item": p.item, "line": p.line, "text": list(p.text)} for p in seed.printed()[entry]]
                                       for entry in seed.INPUTS}}
     return result

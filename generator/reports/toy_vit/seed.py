@@ -301,3 +301,42 @@ def table(comparisons: dict[str, Comparison]) -> dict[str, dict[str, Any]]:
     return {entry: {"what": c.step.what, "rows": [{"item": r.printed.item, "line": r.printed.line, "printed": list(r.printed.text),
                                                     "ours": list(r.ours), "verdict": r.verdict} for r in c.rows]}
             for entry, c in comparisons.items()}
+
+
+# ----------------------------------------------------------------------------- the seed's inputs, as this run holds them
+
+
+@dataclass(frozen=True)
+class Given:
+    """One of the seed's inputs (image, weights) beside what this run holds: the same, unless other pixels or weights were chosen."""
+
+    entry: str
+    what: str
+    page: str  # record name of the snapshot page that shows it
+    rows: tuple[Printed, ...]
+    held: tuple[tuple[float, ...], ...]  # this run's values, one row per printed row
+
+    @property
+    def same(self) -> bool:
+        return all(_within(torch.tensor(h, dtype=torch.float64), p.values, p.decimals).all() for p, h in zip(self.rows, self.held))
+
+
+# entry -> (what, the page that shows it, run -> this run's values as printed rows)
+GIVEN: dict[str, tuple[str, str, Callable[[Any], torch.Tensor]]] = {
+    "image": ("the image", "image", lambda run: run.t("image")[0, 0]),
+    "E_matrix": ("the projection matrix E", "patch_embed.embed", lambda run: run.parameter("patch_embed.proj.weight").T),
+    "cls_token": ("the [CLS] token", "cls_token", lambda run: run.parameter("class_token")[0]),
+    "pos": ("the positional table", "tokens_pos", lambda run: run.parameter("pos_embedding")[0]),
+    "W1": ("W₁", "{block}.mlp.fc1", lambda run: run.parameter("{block}.mlp.fc1.weight").T),
+    "b1": ("b₁", "{block}.mlp.fc1", lambda run: run.parameter("{block}.mlp.fc1.bias").unsqueeze(0)),
+    "W2": ("W₂", "{block}.mlp.out", lambda run: run.parameter("{block}.mlp.fc2.weight").T),
+    "b2": ("b₂", "{block}.mlp.out", lambda run: run.parameter("{block}.mlp.fc2.bias").unsqueeze(0)),
+    "W_cls": ("W_cls", "logits", lambda run: run.parameter("head.weight").T),
+    "b_cls": ("b_cls", "logits", lambda run: run.parameter("head.bias").unsqueeze(0)),
+}
+
+
+def given(run: Any) -> dict[str, Given]:
+    """Each of the seed's printed inputs beside this run's (the model's parameters, the recorded image)."""
+    return {entry: Given(entry, what, page, printed()[entry], tuple(tuple(row) for row in held(run).double().tolist()))
+            for entry, (what, page, held) in GIVEN.items()}

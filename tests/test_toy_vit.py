@@ -209,3 +209,9 @@ def test_bad_pixels_are_a_one_line_error(pixels, message, tmp_path, capsys):
     assert main(["build", "--model", KEY, "--out", str(tmp_path / "docs"), "--pixels", pixels]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and not (tmp_path / "docs").exists()
+
+
+def test_weights_of_another_report_are_refused(tmp_path, capsys):
+    assert main(["build", "--model", KEY, "--out", str(tmp_path / "docs"), "--weights", "imagenet"]) == 2
+    err = capsys.readouterr().err
+    assert "is not one of the toy ViT's: seed, random" in err and err.count("\n") == 1 and not (tmp_path / "docs").exists()

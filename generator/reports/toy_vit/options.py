@@ -9,6 +9,7 @@ from generator.options import RunOptions, option
 from models.toy_vit import ToyViTConfig, ToyVisionTransformer
 
 PIXELS = 36  # a 6×6 image, row by row
+WEIGHTS = ("seed", "random")
 
 
 @dataclass(frozen=True)
@@ -19,11 +20,13 @@ class ToyVitOptions(RunOptions):
               "hint": "36 numbers in [0, 1], row by row; empty: the seed's image"}))
     weights: str = field(default="seed", metadata=option(
         "seed (E, [CLS], positions, MLP and head as the seed prints them; identity attention and LayerNorm) "
-        "or random (every weight drawn with --seed)", choices=("seed", "random")))
+        "or random (every weight drawn with --seed)", choices=WEIGHTS))
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.check_layer("layers")
+        if self.weights not in WEIGHTS:  # --weights is shared with other reports, so the parser cannot hold it to these
+            raise UserError(f"--weights {self.weights!r} is not one of the toy ViT's: {', '.join(WEIGHTS)}")
         self.image_rows()  # refuse a bad --pixels before anything runs
 
     @classmethod

@@ -77,7 +77,7 @@ def state_dict(cfg: Any) -> dict[str, torch.Tensor]:
     eye, zeros, ones = torch.eye(C), torch.zeros(C), torch.ones(C)
     state = {
         "patch_embed.proj.weight": matrix("E_matrix").T,  # x @ E: nn.Linear keeps Eᵀ, (C, Ch·P·P)
-        "class_token": matrix("cls_token").view(1, 1, C),
+        "class_token": matrix("cls_token").view(1, 1, C),  # (1, C) -> (1, 1, C)
         "pos_embedding": matrix("pos").view(1, N1, C),  # (N1, C) -> (1, N1, C)
         "head.weight": matrix("W_cls").T,  # (C, K) -> (K, C)
         "head.bias": matrix("b_cls")[0],

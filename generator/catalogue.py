@@ -128,6 +128,7 @@ class Report:
     extra_pages: tuple[ExtraPage, ...] = ()
     exploration: Any = None  # generator.tensor_data.Exploration: what the report ships as data for the explorer
     variables_from: str = "seed report"  # where the snapshots' variable names come from (the page's header table says)
+    whole_values: bool = False  # pages print every value of a tensor instead of a debugger's leading slice (small models)
     checks: Registry = field(default_factory=lambda: CHECKS)  # the check classes the catalogue may use: generic + the report's own
     drawings: Registry = field(default_factory=lambda: DRAWINGS)  # likewise the drawing classes of its figures
 

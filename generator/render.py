@@ -193,7 +193,7 @@ def build_pages(report: Report, run: ModelRun) -> list[SnapshotPage]:
             index = snap.index if i == 0 else None
             view = run.tensor_view(name, index)
             file, line = run.source(name)
-            slice_index, slice_text = view.slice_text()
+            slice_index, slice_text = view.slice_text(whole=report.whole_values)
             sections.append(TensorSection(
                 name=run.name(name), view=view, index=index, device=run.device,
                 source=source_excerpt(file, line), slice_index=slice_index, slice_text=slice_text,

@@ -93,13 +93,16 @@ class TensorView:
 
     # -------------------------------------------------------------- debugger-style slice
 
-    def slice_text(self, rows: int = 6, cols: int = 8) -> tuple[str, str]:
+    def slice_text(self, rows: int = 6, cols: int = 8, whole: bool = False) -> tuple[str, str]:
         """(index expression, text grid) of the leading block of the tensor.
 
         Leading dimensions are fixed at 0; the last two show up to rows x cols values,
         with an ellipsis where the tensor continues, like a debugger's array view.
+        ``whole``: every value, nested brackets over every dimension (for a report of small tensors).
         """
         t = self.tensor
+        if whole and t.dim() > 0:
+            return "", self._nested(t.tolist(), 0)
         if t.dim() == 0:
             return "", fmt(float(t))
         lead = [0] * max(0, t.dim() - 2)
@@ -125,6 +128,15 @@ class TensorView:
             lines.append(" ...")
         lines[-1] += "]"
         return index, "\n".join(lines)
+
+    def _nested(self, values: list, depth: int, width: int = 0) -> str:
+        """Every value, one innermost row per line, right-aligned; a blank line between blocks of rows."""
+        if depth == 0:
+            width = max(len(self._cell(v)) for v in self.tensor.flatten().tolist())
+        if not isinstance(values[0], list):
+            return "[" + "  ".join(self._cell(v).rjust(width) for v in values) + "]"
+        inner = [self._nested(v, depth + 1, width) for v in values]
+        return "[" + ("\n" * min(2, self.tensor.dim() - depth - 1) + " " * (depth + 1)).join(inner) + "]"
 
     def _cell(self, value: float | int | bool) -> str:
         if isinstance(value, bool) or not self.tensor.is_floating_point():

@@ -11,7 +11,7 @@ import importlib
 
 from generator.catalogue import Report
 
-PACKAGES = ("encoder_decoder", "vit", "gpt")  # folder names under generator/reports/, in site order
+PACKAGES = ("encoder_decoder", "vit", "gpt", "toy_vit")  # folder names under generator/reports/, in site order
 
 REPORTS: dict[str, Report] = {}
 for _package in PACKAGES:

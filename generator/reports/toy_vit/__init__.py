@@ -1,0 +1,28 @@
+"""The toy ViT report (seed 004's 6×6 walkthrough, computed for real): everything specific to it lives in this folder.
+
+catalogue.py  snapshots in the seed's order, stages, figures, questions     options.py  --pixels, --weights
+runner.py     records a pass and sets the seed's numbers beside it          checks.py, figures.py  its own checks and drawings
+seed.py       the seed's weights, and every printed result compared         seed_004.csv  the seed's printed numbers, with their lines
+explore.py    what the explorer ships as data (the attention over the 3×3 patch grid)
+templates/    explain.md.j2, inputs.md.j2, questions.md.j2
+"""
+
+from generator.catalogue import Report
+from generator.reports.toy_vit import catalogue, checks, figures
+from generator.reports.toy_vit.explore import EXPLORATION
+from generator.reports.toy_vit.options import ToyVitOptions
+
+REPORT = Report.from_catalogue(
+    catalogue,
+    checks=checks.CHECKS,  # the report's own checks and drawings, beside the generic ones
+    drawings=figures.DRAWINGS,
+    key="toy-vit",
+    title="Toy ViT by hand (seed 004, 6×6 image)",
+    short_title="Toy ViT",
+    label_format="T{n:02d}",
+    options=ToyVitOptions,
+    package=__name__,
+    exploration=EXPLORATION,
+    variables_from="seed 004",
+    whole_values=True,  # every tensor is small enough to print whole, as the seed's tables do
+)

@@ -337,7 +337,8 @@ def test_path_options_are_uploads_and_free_text_options_need_an_allow_list():
     assert form["values"] == {"tokenizer": (), "weights": ("random",)}
     assert set(form["options"]) == {"device", "vocabulary", "tokenizer", "weights", "width", "size", "note"}
     assert {key: (f["uploads"], f["values"]) for key, f in forms().items()} == {
-        ED: (set(), {}), "vit": ({"image"}, {"weights": ("random",)}), "gpt": (set(), {"weights": ("random",)})}
+        ED: (set(), {}), "vit": ({"image"}, {"weights": ("random",)}), "gpt": (set(), {"weights": ("random",)}),
+        "toy-vit": (set(), {})}  # its --weights has choices (seed, random) and --pixels is text: neither is a path
 
 
 @pytest.mark.parametrize("port", ["70000", "-1", "http"])

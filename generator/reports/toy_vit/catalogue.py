@@ -5,7 +5,7 @@ Placeholder: {block} is the traced layer (the model has one; see ToyVitOptions.p
 
 from generator.catalogue import Figure, Question, Snapshot, Stage
 from generator.checks import (ContextHeads, EqualsParameter, LayerNormOf, LinearOf, PlusParameter, Probabilities, ResidualBlock, RowEquals,
-                              ScaledScores, SoftmaxRows, SumOf)
+                              SameTensor, ScaledScores, SoftmaxRows, SumOf)
 from generator.figures import AttentionHeads, Positional
 from generator.reports.toy_vit.figures import ClassBars, PatchGrid, QueryOverGrid, VerdictMap
 from generator.reports.toy_vit.checks import DotProducts, IsImage, PatchesTile, ProjectedHeads, ReadRowByRow, ReluOf, TokensConcat
@@ -98,7 +98,8 @@ SNAPSHOTS = (
     Snapshot(number=22, title="Second Add & Norm", variable="normalized", stage="mlp", tensors=(Ref(f"{_B}.ln_2"),),
              checks=(LayerNormOf(x=Ref(f"{_B}.residual_2"), module=ModuleRef(f"{_B}.ln_2")),), questions=(5, 6)),
     Snapshot(number=23, title="Layer output x¹", variable="x¹", stage="mlp", tensors=(Ref(f"{_B}.output"),),
-             checks=(ResidualBlock(x=Ref(f"{_B}.input"), block=ModuleRef(_B)),), questions=(2, 5, 6)),
+             checks=(SameTensor(source=Ref(f"{_B}.ln_2"), claim="is the second Add & Norm"),
+                     ResidualBlock(x=Ref(f"{_B}.input"), block=ModuleRef(_B))), questions=(2, 5, 6)),
     Snapshot(number=24, title="[CLS] representation", variable="final_CLS", stage="head", tensors=(Ref("cls_rep"),),
              checks=(RowEquals(source=Ref(f"{_B}.output"), row=0, claim="is row 0 ([CLS]) of x¹"),), questions=(2,)),
     Snapshot(number=25, title="Logits", variable="logits", stage="head", tensors=(Ref("logits"),),

@@ -555,3 +555,21 @@ def test_the_trace_builds_into_a_site_with_the_plugins_navigation(tmp_path):
     home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
     assert "t/encoder/10-attention-scores-before-softmax/" in home  # the report's navigation, from its snapshots.json
     assert (tmp_path / "site" / "t" / "print" / "index.html").is_file()
+
+
+@pytest.mark.parametrize("value, note", [
+    ("torch.tensor([1 + 2j, 3j])", "complex tensor"),
+    ("torch.empty(0, 3)", "empty tensor"),
+    ("torch.eye(3).to_sparse()", "sparse tensor, shown dense"),
+    ("torch.tensor([float('nan'), float('inf'), 1.0])", ""),
+    ("torch.tensor(3.0)", ""),
+    ("torch.tensor([True, False])", ""),
+    ("torch.ones(3, requires_grad=True) * 2", ""),
+])
+def test_unusual_tensors_are_captured_or_said_to_be_unshowable_never_an_internal_error(tmp_path, value, note):
+    script = tmp_path / "odd.py"
+    script.write_text(f"import torch\nx = {value}  # trace: x\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0 and len(data["snapshots"]) == 1
+    page = (tmp_path / "out" / "t" / data["snapshots"][0]["page"]).read_text(encoding="utf-8")
+    assert note in page

@@ -112,6 +112,16 @@ def to_value(name: str, value: Any, budget_left: int) -> Value:
     import torch
 
     if isinstance(value, torch.Tensor):
+        described = f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
+        if value.is_complex() or value.is_quantized or value.numel() == 0:
+            kind = "complex" if value.is_complex() else "quantized" if value.is_quantized else "empty"
+            return Value(name, "other", None, value.device.type, f"a {kind} tensor {described}, which a page cannot show")
+        if value.layout != torch.strided:  # sparse: its values, as the dense tensor they stand for
+            if value.numel() * value.element_size() > budget_left:
+                return Value(name, "other", None, value.device.type, f"a sparse tensor {described}, not copied: too big to make dense")
+            dense = to_value(name, value.detach().to_dense(), budget_left)
+            dense.note = "a sparse tensor, shown dense"
+            return dense
         size = value.numel() * value.element_size()
         if size > budget_left:
             return Value(name, "tensor", None, value.device.type, f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}, "

@@ -198,7 +198,7 @@ def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
         return tensor, f"a dict of {len(value.tensor)} tensors; the page shows its first entry {key!r} (all are in data/)"
     if value.tensor is None:
         return None, value.note
-    return value.tensor, value.note if value.kind != "tensor" else ""
+    return value.tensor, value.note  # what it was converted from (a NumPy array, a sparse tensor), if anything
 
 
 def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:

@@ -573,3 +573,12 @@ def test_unusual_tensors_are_captured_or_said_to_be_unshowable_never_an_internal
     assert code == 0 and len(data["snapshots"]) == 1
     page = (tmp_path / "out" / "t" / data["snapshots"][0]["page"]).read_text(encoding="utf-8")
     assert note in page
+
+
+@pytest.mark.parametrize("ending, code", [("sys.exit(0)", 0), ("os._exit(0)", 0), ("sys.exit(3)", 2), ("os._exit(3)", 2)])
+def test_a_script_that_exits_still_gets_its_report_and_exit_0_only_for_status_0(tmp_path, ending, code):
+    script = tmp_path / "ends.py"
+    script.write_text(f"import os, sys, torch\nx = torch.ones(3)  # trace: x\n{ending}\ny = 1\n", encoding="utf-8")
+    status, data = trace(script, tmp_path / "out")
+    assert status == code and data["snapshots"][0]["captured"]
+    assert os._exit.__module__ == "posix"  # given back after the run

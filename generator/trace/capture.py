@@ -30,6 +30,15 @@ class TraceTimeout(BaseException):
     """Raised inside the user's script when --timeout runs out (a BaseException: `except Exception` does not stop it)."""
 
 
+class ScriptExit(SystemExit):
+    """What ``os._exit`` raises while a script is traced: ending the process there would skip the report (and leave
+    the output half-written), so it ends the script like ``sys.exit`` instead."""
+
+
+def _script_exit(status: int) -> None:
+    raise ScriptExit(status)
+
+
 class MissingVariable(BaseException):
     """Raised inside the user's script when a marked variable does not exist (bad input, reported in one line)."""
 
@@ -289,6 +298,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     sys.argv = [str(script), *argv]
     sys.path.insert(0, str(script.parent))
     torch.manual_seed = torch.random.manual_seed = recording_seed
+    saved_exit, os._exit = os._exit, _script_exit
     if timeout:
         previous_handler = signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -321,6 +331,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
             signal.signal(signal.SIGALRM, previous_handler)
         sys.argv, sys.path[:] = saved_argv, saved_path
         torch.manual_seed, torch.random.manual_seed = saved_seed
+        os._exit = saved_exit
     return capture
 
 

@@ -582,3 +582,17 @@ def test_a_script_that_exits_still_gets_its_report_and_exit_0_only_for_status_0(
     status, data = trace(script, tmp_path / "out")
     assert status == code and data["snapshots"][0]["captured"]
     assert os._exit.__module__ == "posix"  # given back after the run
+
+
+def test_a_process_the_script_starts_and_leaves_running_does_not_outlive_the_trace(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    script = tmp_path / "spawns.py"
+    script.write_text("import subprocess, sys, torch\n"
+                      "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+                      f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+                      "x = torch.ones(3)  # trace: x\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0 and data["snapshots"][0]["captured"]
+    pid = int(pid_file.read_text())
+    state = Path(f"/proc/{pid}/stat")
+    assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] == "Z"

@@ -302,6 +302,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     if timeout:
         previous_handler = signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, timeout)
+    children_before = _children(os.getpid())
     started = time.perf_counter()
     threading.settrace(tracer.global_trace)  # threads the script starts are traced too
     sys.settrace(tracer.global_trace)
@@ -321,6 +322,10 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     finally:
         sys.settrace(None)
         threading.settrace(None)  # type: ignore[arg-type]
+        left = _children(os.getpid()) - children_before
+        if left:
+            _end_processes(left)
+            capture.warnings.append(f"the script left {len(left)} process(es) running; the trace stopped them")
         os.chdir(saved_cwd)
         for name in set(sys.modules) - saved_modules:  # the script's own modules: the next trace imports its own again
             if str(getattr(sys.modules[name], "__file__", "") or "").startswith(str(script.parent)):
@@ -333,6 +338,49 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
         torch.manual_seed, torch.random.manual_seed = saved_seed
         os._exit = saved_exit
     return capture
+
+
+def _children(pid: int) -> set[int]:
+    """The live processes descended from ``pid`` (Linux /proc; none found elsewhere)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _end_processes(pids: set[int]) -> int:
+    """Stop the processes the script started and left running (no process outlives the trace); how many there were."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = set()
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+                alive.add(pid)
+            except ProcessLookupError:
+                continue
+        deadline = time.monotonic() + 2
+        while alive and time.monotonic() < deadline:
+            for pid in list(alive):
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0]:
+                        alive.discard(pid)
+                except ChildProcessError:  # not our direct child: gone once /proc no longer lists it
+                    if not Path(f"/proc/{pid}").exists():
+                        alive.discard(pid)
+            time.sleep(0.02)
+        pids = alive
+    return len(pids)
 
 
 def _describe(exc: BaseException, script: Path) -> tuple[str, tuple[str, int] | None]:

@@ -596,3 +596,12 @@ def test_a_process_the_script_starts_and_leaves_running_does_not_outlive_the_tra
     pid = int(pid_file.read_text())
     state = Path(f"/proc/{pid}/stat")
     assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_a_trace_point_the_script_never_reaches_is_listed_as_not_captured(tmp_path):
+    script = tmp_path / "unreached.py"
+    script.write_text("import torch\ndef never_called():\n    z = torch.ones(2)  # trace: z\nx = torch.ones(3)  # trace: x\n",
+                      encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0
+    assert [(s["variable"], s["captured"]) for s in data["snapshots"]] == [("x", True), ("z", False)]

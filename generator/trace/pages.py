@@ -32,12 +32,14 @@ def marker_example(catalogue: Any, numbering: str, number: int) -> str:
 
 
 def own_points(capture: Capture) -> dict[str, int]:
-    """`# trace: name` points numbered in the order the script first reached them."""
+    """`# trace: name` points numbered in the order the script first reached them, then the ones it never reached (in
+    the order they are written: a page that says so, not a point that silently vanishes)."""
     first = {}
     for marker, hits in capture.hits.items():
         if marker.point:
             first[marker.point] = min(first.get(marker.point, hits[0].order), hits[0].order)
-    return {point: i for i, point in enumerate(sorted(first, key=first.get), 1)}
+    never = [m.point for m in sorted(capture.markers, key=lambda m: (m.file, m.line)) if m.point and m.point not in first]
+    return {point: i for i, point in enumerate([*sorted(first, key=first.get), *dict.fromkeys(never)], 1)}
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def own_catalogue(capture: Capture) -> OwnCatalogue:
         if marker.point and marker.point not in shapes:
             tensor, _ = _tensor_of(hits[0].values[0])
             shapes[marker.point] = tuple(str(n) for n in (tensor.shape if tensor is not None else ()))
-    return OwnCatalogue(tuple(OwnPoint(n, point, point, shapes[point]) for point, n in points.items()))
+    return OwnCatalogue(tuple(OwnPoint(n, point, point, shapes.get(point, ())) for point, n in points.items()))
 
 
 @dataclass

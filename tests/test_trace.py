@@ -447,7 +447,7 @@ def test_the_summary_line_states_what_was_captured_and_checked(tmp_path, capsys)
     assert (tmp_path / "encoder-decoder-trace" / "snapshots.json").is_file()  # the default name: the script's
 
 
-@pytest.mark.parametrize("name", ["../up", "Has Space", "vit"])
+@pytest.mark.parametrize("name", ["../up", "Has Space", "vit", "<b>x</b>", "index.md", "notes.md"])
 def test_a_report_name_that_is_not_a_plain_folder_name_or_is_a_bundled_reports_is_refused(tmp_path, capsys, name):
     assert main(["trace", str(ENCODER_DECODER), "--out", str(tmp_path), "--name", name]) == 2
     assert "--name" in _error(capsys)

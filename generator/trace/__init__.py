@@ -131,8 +131,10 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
 
         markers = with_catalogue_names(markers, {snap.number: snap.variable for snap in REPORTS[numbering].snapshots})
     name = args.name or re.sub(r"[^a-z0-9]+", "-", script.stem.lower()).strip("-") or "trace"
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in REPORTS:
-        raise UserError(f"--name {name!r}: use lowercase letters, digits, '.', '_' or '-', and not a bundled report's name ({', '.join(REPORTS)})")
+    # A folder named like a page (x.md) would sit where the site's own pages go (docs/index.md) and confuse MkDocs.
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in REPORTS or name.endswith(".md"):
+        raise UserError(f"--name {name!r}: use lowercase letters, digits, '.', '_' or '-', not ending in .md, and not a bundled "
+                        f"report's name ({', '.join(REPORTS)})")
     script_args = list(args.script_args)
     options = [*(["--report", args.report] if args.report != "auto" else []), *(["--hit", str(args.hit)] if args.hit != 1 else []),
                *(["--timeout", f"{args.timeout:g}"] if args.timeout else [])]

@@ -605,3 +605,12 @@ def test_a_trace_point_the_script_never_reaches_is_listed_as_not_captured(tmp_pa
     code, data = trace(script, tmp_path / "out")
     assert code == 0
     assert [(s["variable"], s["captured"]) for s in data["snapshots"]] == [("x", True), ("z", False)]
+
+
+@pytest.mark.parametrize("ending", ["os.remove(__file__)", "open(__file__, 'w').write('')"])
+def test_a_script_that_deletes_or_rewrites_itself_gets_the_report_of_the_code_that_ran(tmp_path, ending):
+    script = tmp_path / "vanishes.py"
+    script.write_text(f"import os, torch\nx = torch.ones(3)  # trace: x\n{ending}\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0 and data["snapshots"][0]["captured"]
+    assert "x = torch.ones(3)" in (tmp_path / "out" / "t" / data["snapshots"][0]["page"]).read_text(encoding="utf-8")

@@ -74,6 +74,7 @@ class Capture:
     sha256: str = ""
     kept_bytes: int = 0
     warnings: list[str] = field(default_factory=list)  # what the report could not use, said on the overview
+    sources: dict[str, str] = field(default_factory=dict)  # each marked file as it was when the run began
 
     @property
     def finished(self) -> bool:
@@ -284,6 +285,8 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
 
     capture = Capture(script=script, markers=markers, sha256=hashlib.sha256(script.read_bytes()).hexdigest())
     tracer = _Tracer(capture)
+    # The pages quote the code that ran, even if the script rewrites or deletes its own files.
+    capture.sources = {file: Path(file).read_text(encoding="utf-8") for file in sorted({m.file for m in markers})}
     saved_argv, saved_path, saved_seed = sys.argv[:], sys.path[:], (torch.manual_seed, torch.random.manual_seed)
     saved_cwd, saved_modules = os.getcwd(), set(sys.modules)
 

@@ -174,8 +174,8 @@ class TracedPage:
         return "../" * other_path.count("/") + self.path
 
 
-def _code_block(file: str, first: int, last: int, shown: str) -> str:
-    lines = Path(file).read_text(encoding="utf-8").splitlines()
+def _code_block(source: str, first: int, last: int, shown: str) -> str:
+    lines = source.splitlines()
     start, stop = max(1, first - 6), min(len(lines), last + 3)
     while start < first and not lines[start - 1].strip():
         start += 1
@@ -300,7 +300,7 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
                 shown = str(Path(marker.file).relative_to(folder))
             except ValueError:
                 shown = Path(marker.file).name
-            source = Source(shown, marker.first, marker.last, _code_block(marker.file, marker.first, marker.last, shown))
+            source = Source(shown, marker.first, marker.last, _code_block(capture.sources[marker.file], marker.first, marker.last, shown))
             for value in chosen.values:
                 tensor, note_text = _tensor_of(value)
                 if tensor is None:

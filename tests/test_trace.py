@@ -614,3 +614,24 @@ def test_a_script_that_deletes_or_rewrites_itself_gets_the_report_of_the_code_th
     code, data = trace(script, tmp_path / "out")
     assert code == 0 and data["snapshots"][0]["captured"]
     assert "x = torch.ones(3)" in (tmp_path / "out" / "t" / data["snapshots"][0]["page"]).read_text(encoding="utf-8")
+
+
+def test_a_keyboardinterrupt_the_script_raises_itself_is_a_script_failure_with_its_report(tmp_path, capsys):
+    script = tmp_path / "interrupts.py"
+    script.write_text("import torch\nx = torch.ones(3)  # trace: x\nraise KeyboardInterrupt\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 2 and data["snapshots"][0]["captured"]
+    assert "KeyboardInterrupt" in capsys.readouterr().err and "interrupts.py:3" in data["outcome"]["error"]
+
+
+def test_ctrl_c_during_the_trace_still_stops_it_without_a_report(tmp_path):
+    import subprocess
+
+    script = tmp_path / "waits.py"
+    script.write_text("import time, torch\nx = torch.ones(3)  # trace: x\nprint('ready', flush=True)\ntime.sleep(30)\n", encoding="utf-8")
+    child = subprocess.Popen([sys.executable, "-m", "generator", "trace", str(script), "--out", str(tmp_path / "out"), "-q"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+    assert child.stdout.readline().strip() == "ready"
+    child.send_signal(2)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130 and "Traceback" not in err and not (tmp_path / "out" / "waits").exists()

@@ -298,6 +298,13 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
         raise TraceTimeout()
 
     previous_handler = None
+    interrupted = []  # a real Ctrl-C, told apart from a KeyboardInterrupt the script raises itself
+
+    def on_interrupt(signum, frame):
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    previous_interrupt = signal.signal(signal.SIGINT, on_interrupt)
     sys.argv = [str(script), *argv]
     sys.path.insert(0, str(script.parent))
     torch.manual_seed = torch.random.manual_seed = recording_seed
@@ -318,8 +325,10 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     except SystemExit as exc:
         if exc.code not in (None, 0):
             capture.error = f"the script exited with status {exc.code}"
-    except KeyboardInterrupt:
-        raise  # the user stopped the trace: no report (--timeout is the way to keep a partial one)
+    except KeyboardInterrupt as exc:
+        if interrupted:
+            raise  # the user stopped the trace: no report (--timeout is the way to keep a partial one)
+        capture.error, capture.error_at = _describe(exc, script)  # the script raised it: a failure like any other
     except BaseException as exc:  # the user's code: report it, with its line, and keep what was captured
         capture.error, capture.error_at = _describe(exc, script)
     finally:
@@ -340,6 +349,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
         sys.argv, sys.path[:] = saved_argv, saved_path
         torch.manual_seed, torch.random.manual_seed = saved_seed
         os._exit = saved_exit
+        signal.signal(signal.SIGINT, previous_interrupt)
     return capture
 
 

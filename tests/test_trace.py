@@ -635,3 +635,19 @@ def test_ctrl_c_during_the_trace_still_stops_it_without_a_report(tmp_path):
     child.send_signal(2)
     _, err = child.communicate(timeout=60)
     assert child.returncode == 130 and "Traceback" not in err and not (tmp_path / "out" / "waits").exists()
+
+
+def test_a_thread_the_script_leaves_running_is_waited_for_only_until_timeout(tmp_path):
+    import subprocess
+
+    script = tmp_path / "threads.py"
+    script.write_text("import threading, time, torch\n"
+                      "def work():\n    y = torch.zeros(2)  # trace: y\n    time.sleep(120)\n"
+                      "threading.Thread(target=work).start()\nx = torch.ones(3)  # trace: x\n", encoding="utf-8")
+    started = __import__("time").monotonic()
+    done = subprocess.run([sys.executable, "-m", "generator", "trace", str(script), "--out", str(tmp_path / "out"), "-q",
+                           "--timeout", "2"], capture_output=True, text=True, timeout=90, cwd=Path(__file__).parent.parent)
+    assert done.returncode == 2 and "--timeout" in done.stderr and "Traceback" not in done.stderr
+    assert __import__("time").monotonic() - started < 60
+    data = json.loads((tmp_path / "out" / "threads" / "snapshots.json").read_text(encoding="utf-8"))
+    assert all(s["captured"] for s in data["snapshots"])

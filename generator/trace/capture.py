@@ -317,7 +317,11 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     threading.settrace(tracer.global_trace)  # threads the script starts are traced too
     sys.settrace(tracer.global_trace)
     try:
+        threads_before = set(threading.enumerate())
         runpy.run_path(str(script), run_name="__main__")
+        for thread in set(threading.enumerate()) - threads_before:  # as `python SCRIPT.py` waits for them (within --timeout)
+            if not thread.daemon:
+                thread.join()
     except TraceTimeout:
         capture.timed_out = True
     except MissingVariable as exc:

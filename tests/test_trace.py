@@ -651,3 +651,18 @@ def test_a_thread_the_script_leaves_running_is_waited_for_only_until_timeout(tmp
     assert __import__("time").monotonic() - started < 60
     data = json.loads((tmp_path / "out" / "threads" / "snapshots.json").read_text(encoding="utf-8"))
     assert all(s["captured"] for s in data["snapshots"])
+
+
+def test_timeout_holds_even_when_the_script_ignores_sigalrm(tmp_path, capsys):
+    script = tmp_path / "stubborn.py"
+    script.write_text("import signal, torch\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nx = torch.ones(3)  # trace: x\n"
+                      "while True:\n    pass\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out", "--timeout", "1")
+    assert code == 2 and data["outcome"]["timed_out"] and data["snapshots"][0]["captured"]
+
+
+def test_a_script_that_exits_with_a_message_says_the_message(tmp_path, capsys):
+    script = tmp_path / "says.py"
+    script.write_text("import sys, torch\nx = torch.ones(3)  # trace: x\nsys.exit('no data')\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 2 and data["outcome"]["error"] == "the script exited: no data"

@@ -309,9 +309,14 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     sys.path.insert(0, str(script.parent))
     torch.manual_seed = torch.random.manual_seed = recording_seed
     saved_exit, os._exit = os._exit, _script_exit
+    watchdog = None
     if timeout:
         previous_handler = signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, timeout)
+        # A script may ignore or replace SIGALRM: a second later, raise the timeout into the main thread directly.
+        watchdog = threading.Timer(timeout + 1, _raise_in, (threading.main_thread().ident, TraceTimeout))
+        watchdog.daemon = True
+        watchdog.start()
     children_before = _children(os.getpid())
     started = time.perf_counter()
     threading.settrace(tracer.global_trace)  # threads the script starts are traced too
@@ -328,7 +333,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
         raise UserError(str(exc)) from None
     except SystemExit as exc:
         if exc.code not in (None, 0):
-            capture.error = f"the script exited with status {exc.code}"
+            capture.error = f"the script exited with status {exc.code}" if isinstance(exc.code, int) else f"the script exited: {exc.code}"
     except KeyboardInterrupt as exc:
         if interrupted:
             raise  # the user stopped the trace: no report (--timeout is the way to keep a partial one)
@@ -347,6 +352,8 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
             if str(getattr(sys.modules[name], "__file__", "") or "").startswith(str(script.parent)):
                 del sys.modules[name]
         capture.seconds = time.perf_counter() - started
+        if watchdog is not None:
+            watchdog.cancel()
         if timeout:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous_handler)
@@ -355,6 +362,12 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
         os._exit = saved_exit
         signal.signal(signal.SIGINT, previous_interrupt)
     return capture
+
+
+def _raise_in(thread_id: int, exception: type[BaseException]) -> None:
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exception))
 
 
 def _children(pid: int) -> set[int]:

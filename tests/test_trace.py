@@ -666,3 +666,10 @@ def test_a_script_that_exits_with_a_message_says_the_message(tmp_path, capsys):
     script.write_text("import sys, torch\nx = torch.ones(3)  # trace: x\nsys.exit('no data')\n", encoding="utf-8")
     code, data = trace(script, tmp_path / "out")
     assert code == 2 and data["outcome"]["error"] == "the script exited: no data"
+
+
+@pytest.mark.parametrize("path, message", [("folder.py", "is a folder"), ("/dev/null", "is not a regular file")])
+def test_a_script_that_is_not_a_file_is_refused_saying_what_it_is(tmp_path, capsys, path, message):
+    (tmp_path / "folder.py").mkdir()
+    assert main(["trace", str(tmp_path / path), "--out", str(tmp_path / "out")]) == 2
+    assert message in _error(capsys) and not (tmp_path / "out").exists()

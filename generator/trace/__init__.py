@@ -109,7 +109,7 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
     if not script.exists():
         raise UserError(f"{script}: there is no such script")
     if not script.is_file():
-        raise UserError(f"{script}: is a folder, not a Python script")
+        raise UserError(f"{script}: is {'a folder' if script.is_dir() else 'not a regular file'}, not a Python script")
     script = script.resolve()
     markers = scan(user_files(script))
     if not markers:

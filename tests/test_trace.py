@@ -673,3 +673,12 @@ def test_a_script_that_is_not_a_file_is_refused_saying_what_it_is(tmp_path, caps
     (tmp_path / "folder.py").mkdir()
     assert main(["trace", str(tmp_path / path), "--out", str(tmp_path / "out")]) == 2
     assert message in _error(capsys) and not (tmp_path / "out").exists()
+
+
+def test_a_script_that_turns_tracing_off_is_told_why_its_later_lines_were_not_captured(tmp_path):
+    script = tmp_path / "untraced.py"
+    script.write_text("import sys, torch\nsys.settrace(None)\nx = torch.ones(3)  # trace: x\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert not data["snapshots"][0]["captured"]
+    assert any("sys.settrace" in warning for warning in data["outcome"]["warnings"])
+    assert "the script replaced the trace function" in (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")

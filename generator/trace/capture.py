@@ -341,6 +341,9 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     except BaseException as exc:  # the user's code: report it, with its line, and keep what was captured
         capture.error, capture.error_at = _describe(exc, script)
     finally:
+        if sys.gettrace() != tracer.global_trace:  # a debugger, coverage or the script itself took the trace hook
+            capture.warnings.append("the script replaced the trace function (sys.settrace), so lines it ran after that "
+                                    "were not captured")
         sys.settrace(None)
         threading.settrace(None)  # type: ignore[arg-type]
         left = _children(os.getpid()) - children_before

@@ -419,6 +419,20 @@ class ContextHeads(Check):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TokensConcat(Check):
+    """Tensors only: row 0 of ``out`` is the class token ``cls``, the rest the ``patches``."""
+
+    out: Ref = THIS
+    cls: Ref
+    patches: Ref
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        expected = torch.cat([s.t(self.cls), s.t(self.patches)], dim=1)
+        passed, detail = close(s.t(self.out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
+        return "row 0 is the class token, the rest are the patch embeddings", passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
 class RowEquals(Check):
     """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
 
@@ -526,7 +540,7 @@ class ResidualBlock(Check):
 
 CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (
     EmbeddingLookup, SameTensor, LinearOf, SumOf, LayerNormOf, LayerNormStatistics, ResidualLayerNorm, HeadsRejoin, ScaledScores,
-    SoftmaxRows, CausalMask, ContextConcat, ContextHeads, RowEquals, PlusParameter, Probabilities, EqualsParameter, LinearHeads,
+    SoftmaxRows, CausalMask, ContextConcat, ContextHeads, TokensConcat, RowEquals, PlusParameter, Probabilities, EqualsParameter, LinearHeads,
     GeluOfLinear, ResidualBlock,
 )])
 """The generic checks, any report may use them; a report's own are in its checks.py ``CHECKS``."""

@@ -33,7 +33,20 @@ def fill(template: str, places: Mapping[str, str]) -> str:
 
 
 @dataclass(frozen=True)
-class Ref:
+class _Placed:
+    """A name in the model with placeholders for the traced layer (the shared part of Ref, ModuleRef and ParamRef)."""
+
+    template: str
+
+    def name(self, places: Mapping[str, str]) -> str:
+        return fill(self.template, places)
+
+    def __str__(self) -> str:
+        return self.template
+
+
+@dataclass(frozen=True)
+class Ref(_Placed):
     """A recorded tensor: a record name at a place, e.g. ``Ref("{enc}.self_attn.q")`` or ``Ref("logits")``.
 
     The name is ``<module path>.<point name>`` as ``models.recording.record`` stores it; placeholders
@@ -41,44 +54,20 @@ class Ref:
     declared point.
     """
 
-    template: str
-
     @classmethod
     def at(cls, place: str, point: Any) -> Ref:
         """The reference to ``point`` (a ``models.recording.Point``) on the module at ``place``."""
         return cls(point.full_name(place))
 
-    def name(self, places: Mapping[str, str]) -> str:
-        return fill(self.template, places)
-
-    def __str__(self) -> str:
-        return self.template
-
 
 @dataclass(frozen=True)
-class ModuleRef:
+class ModuleRef(_Placed):
     """A module of the model at a place, e.g. ``ModuleRef("{enc}.self_attn.W_q")``: only a model run has it."""
 
-    template: str
-
-    def name(self, places: Mapping[str, str]) -> str:
-        return fill(self.template, places)
-
-    def __str__(self) -> str:
-        return self.template
-
 
 @dataclass(frozen=True)
-class ParamRef:
+class ParamRef(_Placed):
     """A parameter of the model, e.g. ``ParamRef("src_emb.weight")``: only a model run has it."""
-
-    template: str
-
-    def name(self, places: Mapping[str, str]) -> str:
-        return fill(self.template, places)
-
-    def __str__(self) -> str:
-        return self.template
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ Placeholder: {block} is the traced layer (the model has one; see ToyVitOptions.p
 
 from generator.catalogue import Figure, Question, Snapshot, Stage
 from generator.checks import (ContextHeads, EqualsParameter, LayerNormOf, LinearOf, PlusParameter, Probabilities, ResidualBlock, RowEquals,
-                              SameTensor, ScaledScores, SoftmaxRows, SumOf)
+                              SameTensor, ScaledScores, SoftmaxRows, SumOf, TokensConcat)
 from generator.figures import AttentionHeads, Positional
 from generator.reports.toy_vit.figures import ClassBars, PatchGrid, QueryOverGrid, VerdictMap
-from generator.reports.toy_vit.checks import DotProducts, IsImage, PatchesTile, ProjectedHeads, ReadRowByRow, ReluOf, TokensConcat
+from generator.reports.toy_vit.checks import DotProducts, IsImage, PatchesTile, ProjectedHeads, ReadRowByRow, ReluOf
 from generator.sources import InputRef, ModuleRef, ParamRef, Ref
 
 DIMS_LEGEND = {

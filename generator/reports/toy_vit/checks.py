@@ -60,20 +60,6 @@ class ReadRowByRow(Check):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TokensConcat(Check):
-    """Tensors only: row 0 of ``out`` is the class token ``cls``, the rest the ``patches``."""
-
-    out: Ref = THIS
-    cls: Ref
-    patches: Ref
-
-    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        expected = torch.cat([s.t(self.cls), s.t(self.patches)], dim=1)
-        passed, detail = close(s.t(self.out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
-        return "row 0 is [CLS], the rest are the patch embeddings", passed, detail
-
-
-@dataclass(frozen=True, kw_only=True)
 class ProjectedHeads(Check):
     """``out`` (B, h, N1, hs) is the Linear ``module`` applied to ``x``, split into heads."""
 
@@ -118,5 +104,5 @@ class ReluOf(Check):
 
 
 CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (
-    IsImage, PatchesTile, ReadRowByRow, TokensConcat, ProjectedHeads, DotProducts, ReluOf,
+    IsImage, PatchesTile, ReadRowByRow, ProjectedHeads, DotProducts, ReluOf,
 )])

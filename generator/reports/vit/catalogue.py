@@ -7,10 +7,10 @@ Placeholders: {block} is the traced block, {block_prev} what feeds it, {block2} 
 from generator.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
 from generator.checks import (
     ContextHeads, EqualsParameter, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, PlusParameter, Probabilities,
-    ResidualBlock, ResidualLayerNorm, RowEquals, SameTensor, ScaledScores, SoftmaxRows, SumOf,
+    ResidualBlock, ResidualLayerNorm, RowEquals, SameTensor, ScaledScores, SoftmaxRows, SumOf, TokensConcat,
 )
 from generator.figures import AttentionHeads, Matrix
-from generator.reports.vit.checks import Flattened, NormalisedImage, PatchesReassemble, RolloutRows, TokensConcat
+from generator.reports.vit.checks import Flattened, NormalisedImage, PatchesReassemble, RolloutRows
 from generator.reports.vit.figures import ClsAttention, InputImage, PatchMosaic, PosSimilarity, Rollout, Top5
 from generator.sources import ModuleRef, ParamRef, Ref
 

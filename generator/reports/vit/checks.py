@@ -69,20 +69,6 @@ class PatchesReassemble(Check):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TokensConcat(Check):
-    """Tensors only: row 0 of ``out`` is the class token ``cls``, the rest the ``patches``."""
-
-    out: Ref = THIS
-    cls: Ref
-    patches: Ref
-
-    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        expected = torch.cat([s.t(self.cls), s.t(self.patches)], dim=1)
-        passed, detail = close(s.t(self.out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
-        return "row 0 is the class token, the rest are the patch embeddings", passed, detail
-
-
-@dataclass(frozen=True, kw_only=True)
 class RolloutRows(Check):
     """The run's rollout (input "rollout") equals a float64 recomputation from every block's probabilities and its rows sum to 1.
 
@@ -125,5 +111,5 @@ class Flattened(Check):
 
 
 CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (
-    NormalisedImage, PatchesReassemble, TokensConcat, RolloutRows, Flattened,
+    NormalisedImage, PatchesReassemble, RolloutRows, Flattened,
 )])

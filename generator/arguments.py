@@ -125,7 +125,7 @@ def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = N
     `reports:`), else each report's own defaults. With a declaration, `--model all` means the reports it lists."""
     for key in declared or {}:
         if key not in REPORTS:
-            raise UserError(f"{_where(config_file, key)}: unknown report; the reports are: {', '.join(REPORTS)}")
+            raise UserError(f"{config_key(config_file, key)}: unknown report; the reports are: {', '.join(REPORTS)}")
     if args.model != "all":
         wanted = [args.model]
     else:
@@ -141,7 +141,7 @@ def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = N
         options_type = REPORTS[key].options
         given: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(options_type) if f.init and getattr(args, f.name, None) is not None}
         from_config = declared_options(key, (declared or {}).get(key) or {}, config_file)
-        where = _where(config_file, key)
+        where = config_key(config_file, key)
         try:
             requests[key] = options_type(**{**from_config, **given})  # validates: a UserError names the bad option
         except UserError as exc:
@@ -161,8 +161,9 @@ def _valid(options_type: type, values: dict[str, Any]) -> bool:
     return True
 
 
-def _where(config_file: Path | None, key: str) -> str:
-    return f"{config_file.name if config_file else 'mkdocs.yml'}: plugins.{PLUGIN}.reports.{key}"
+def config_key(config_file: Path | None, key: str | None = None) -> str:
+    """Where report ``key``'s options are in mkdocs.yml, as refusals name it (without a key: the plugin's reports)."""
+    return f"{config_file.name if config_file else 'mkdocs.yml'}: plugins.{PLUGIN}.reports{'.' + key if key else ''}"
 
 
 def _config_names(options_type: type) -> dict[str, Field]:
@@ -173,7 +174,7 @@ def _config_names(options_type: type) -> dict[str, Field]:
 def declared_options(key: str, options: dict[str, Any], config_file: Path | None) -> dict[str, Any]:
     """mkdocs.yml's options of report ``key``, parsed by the CLI's own parser (paths relative to mkdocs.yml's folder);
     a bad one is refused in the CLI's words, naming its mkdocs.yml key."""
-    where = _where(config_file, key)
+    where = config_key(config_file, key)
     if key not in REPORTS:
         raise UserError(f"{where}: unknown report; the reports are: {', '.join(REPORTS)}")
     if not isinstance(options, dict):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.catalogue import Report
+from generator.errors import about_report
 from generator.figures import Drawing
 from generator.landing import landing_entries, pdf_is_current, write_landing
 from generator.options import RunOptions
@@ -50,7 +51,8 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
     for key, opts in requests.items():
         started = time.perf_counter()
         progress.status(f"running the {REPORTS[key].short_title} forward pass")
-        runs[key] = REPORTS[key].run(opts)
+        with about_report(key):  # an input found bad only now (an image, a weights file) names its report
+            runs[key] = REPORTS[key].run(opts)
         result.timings[f"{key}: forward pass"] = time.perf_counter() - started
         log.info("%s: forward pass on %s recorded %d tensors in %.2f s", key, runs[key].device, len(runs[key].recording), result.timings[f"{key}: forward pass"])
 
@@ -61,14 +63,16 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
             out = staging / key
             (out / "figures").mkdir(parents=True)
             started = time.perf_counter()
-            pages = render_report(report, run, out)
-            write_run_data(report, run, pages, out)  # out/data/*.npy + index.json: every number, for the explorer and numpy
+            with about_report(key):
+                pages = render_report(report, run, out)
+                write_run_data(report, run, pages, out)  # out/data/*.npy + index.json: every number, for the explorer and numpy
             result.timings[f"{key}: pages"] = time.perf_counter() - started
             log.info("%s: %d pages, %d checks passed, in %.2f s", key, len(pages), sum(p.check.passed for p in pages), result.timings[f"{key}: pages"])
             result.failed_checks += [f"{key} {p.label}: {p.check.name}" + ("" if p.check.checkable else " (not checkable)")
                                      for p in pages if not p.check.passed]
             started = time.perf_counter()
-            drawn = render_figures(report, run, out / "figures", docs / key / "figures", progress)
+            with about_report(key):
+                drawn = render_figures(report, run, out / "figures", docs / key / "figures", progress)
             result.timings[f"{key}: figures"] = time.perf_counter() - started
             result.figures_drawn[key] = drawn
             log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures), result.timings[f"{key}: figures"])

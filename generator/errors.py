@@ -1,8 +1,25 @@
 """Errors that are the user's to fix: reported in one line, exit code 2, no traceback."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class UserError(Exception):
     """A problem with the input or the environment, phrased as what to do about it."""
+
+    report: str | None = None  # the report whose input it is, when one report's work raised it (set by ``about_report``)
+
+
+@contextmanager
+def about_report(key: str) -> Iterator[None]:
+    """A UserError raised inside names report ``key`` as its cause, so that the MkDocs plugin can say which report's
+    options in mkdocs.yml to fix (the CLI's message is unchanged)."""
+    try:
+        yield
+    except UserError as exc:
+        if exc.report is None:
+            exc.report = key
+        raise
 
 
 def file_error(exc: OSError) -> UserError | None:

@@ -81,7 +81,7 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
 
     def generate(self, docs: Path, config_file: str | None) -> list[str]:
         """Generate the declared reports that are missing or stale; the keys generated."""
-        from generator.errors import UserError  # torch-free
+        from generator.errors import UserError, file_error  # torch-free
 
         try:
             declared = declarations(self.config.reports, config_file)
@@ -96,9 +96,11 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
                 log.info("generating the %s report (%s)", key, reason)
             started = time.perf_counter()
             result = _generate(docs, requests, dict(self.config.reports), config_file)
-        except UserError as exc:  # the CLI's one line
-            raise PluginError(str(exc)) from None
+        except UserError as exc:  # the CLI's one line, naming the report whose options in mkdocs.yml caused it
+            raise PluginError(_naming_its_report(exc, list(todo), config_file)) from None
         except Exception as exc:  # a bug, not bad input: still one line
+            if isinstance(exc, OSError) and (problem := file_error(exc)) is not None:  # a path the options gave
+                raise PluginError(_naming_its_report(problem, list(todo), config_file)) from None
             raise PluginError(f"{PLUGIN}: internal error: {type(exc).__name__}: {exc}") from exc
         log.info("generated %s in %.1f s", ", ".join(todo), time.perf_counter() - started)
         for failure in result.failed_checks:
@@ -160,12 +162,28 @@ def _requests(todo: dict[str, Any], config_file: str | None) -> dict[str, Any]:
     import argparse
 
     from generator.arguments import report_options
+    from generator.errors import about_report
 
     config_path = Path(config_file) if config_file else None
     requests = {}
     for key, options in todo.items():  # one line naming the mkdocs.yml key for a bad one
-        requests |= report_options(argparse.Namespace(model=key), {key: options or {}}, config_path)
+        with about_report(key):
+            requests |= report_options(argparse.Namespace(model=key), {key: options or {}}, config_path)
     return requests
+
+
+def _naming_its_report(exc, generating: list[str], config_file: str | None) -> str:
+    """``exc``'s one line, after the mkdocs.yml key of the report that caused it (the one being generated, or the reports
+    being generated when no single one did), unless the message already names it."""
+    from generator.arguments import config_key
+
+    config_path = Path(config_file) if config_file else None
+    message = str(exc)
+    if message.startswith(config_key(config_path)):
+        return message
+    if exc.report is not None or len(generating) == 1:
+        return f"{config_key(config_path, exc.report or generating[0])}: {message}"
+    return f"{config_key(config_path)} (generating {' and '.join(generating)}): {message}"
 
 
 def _generate(docs: Path, requests: dict[str, Any], declared: dict[str, Any], config_file: str | None):

@@ -1,0 +1,66 @@
+"""The MkDocs plugin's refusals during `mkdocs build`: an input found bad only while a report is generated names the
+mkdocs.yml key of that report's options, in one line, and the docs and site folders stay as they were."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_plugin import PLUGIN_KEY, mkdocs, state
+
+CONFIG = """site_name: A tutorial
+plugins:
+  - transformer-trace:
+      reports:
+REPORTS
+"""
+
+
+def project(folder: Path, reports: str) -> Path:
+    """A small MkDocs project with its own home page, a site built before, and the plugin declaring ``reports``."""
+    (folder / "docs").mkdir()
+    (folder / "docs" / "index.md").write_text("# Welcome\n", encoding="utf-8")
+    (folder / "site").mkdir()
+    (folder / "site" / "index.html").write_text("<p>the site built before</p>\n", encoding="utf-8")
+    (folder / "mkdocs.yml").write_text(CONFIG.replace("REPORTS", reports), encoding="utf-8")
+    return folder
+
+
+def refused(work: Path) -> str:
+    """The one line a failed `mkdocs build` in ``work`` reports; the docs and site folders are unchanged."""
+    before_docs, before_site = state(work / "docs"), state(work / "site")
+    result = mkdocs(work, "build")
+    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1, result.stderr
+    assert state(work / "docs") == before_docs and state(work / "site") == before_site
+    return errors[0]
+
+
+@pytest.mark.parametrize("reports, key, message", [
+    ('        gpt: {prompt: "Hi", generate: 2, weights: weights.pt}', "gpt",
+     "weights.pt is not a PyTorch state dict torch.load can read"),
+    ("        vit: {image: photo.jpg, vit_size: tiny}", "vit", "photo.jpg is not a JPEG, PNG, WebP, GIF or BMP image"),
+    # the GPT's forward pass runs (its input is good) before the ViT's image is found bad: the ViT is named
+    ('        gpt: {prompt: "Hi", generate: 2}\n        vit: {image: photo.jpg, vit_size: tiny}', "vit",
+     "photo.jpg is not a JPEG, PNG, WebP, GIF or BMP image"),
+], ids=["gpt-weights-file", "vit-image-file", "vit-image-after-a-good-gpt"])
+def test_an_input_found_bad_while_generating_names_the_reports_mkdocs_yml_key(tmp_path, reports, key, message):
+    work = project(tmp_path, reports)
+    (work / "weights.pt").write_bytes(b"not a state dict\n")
+    (work / "photo.jpg").write_bytes(b"not an image\n")
+    line = refused(work)
+    assert f"mkdocs.yml: {PLUGIN_KEY}.{key}: " in line and message in line, line
+
+
+def test_a_refusal_no_single_report_caused_names_the_reports_being_generated(tmp_path):
+    from generator.errors import UserError
+    from generator.site.plugin import _naming_its_report
+
+    config = str(tmp_path / "mkdocs.yml")
+    assert _naming_its_report(UserError("docs is a file"), ["gpt", "vit"], config) == (
+        f"mkdocs.yml: {PLUGIN_KEY} (generating gpt and vit): docs is a file")
+    assert _naming_its_report(UserError("docs is a file"), ["gpt"], config) == f"mkdocs.yml: {PLUGIN_KEY}.gpt: docs is a file"
+    named = UserError(f"mkdocs.yml: {PLUGIN_KEY}.gpt.generate: '0' is not a positive whole number")
+    assert _naming_its_report(named, ["gpt", "vit"], config) == str(named)  # named once, not twice

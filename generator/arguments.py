@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import UserError, one_line
-from generator.options import PARSERS, RunOptions, flag_of
+from generator.options import PARSERS, RunOptions, bounded_int, flag_of, shown
 from generator.reports import REPORTS, trainable
 from generator.site.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
 
@@ -24,6 +24,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 DEFAULT_DOCS = PROJECT / "docs"
 DEFAULT_CONFIG = PROJECT / "mkdocs.yml"
 COMMON = {f.name for f in fields(RunOptions)}
+MAX_STEPS = 100_000  # `train --steps`: about ten hours of the GPT's recipe on two CPU cores (0.35 s a step)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -108,7 +109,8 @@ def parser() -> argparse.ArgumentParser:
                            "PSF licence) on the CPU, deterministically: the same seed gives the same loss curve. Writes the state dict "
                            "and a training record (PATH with .json: corpus sha256, schedule, loss curve, held-out bits per byte, seconds).")
     train.add_argument("model", choices=trainable(), help="which report's model to train (the reports with a training recipe)")
-    train.add_argument("--steps", type=PARSERS["positive"], default=None, help="optimiser steps (default: the recipe's, see generator/reports/<report>/training.py)")
+    train.add_argument("--steps", type=_steps, default=None, metavar="N", help=f"optimiser steps, 1 to {MAX_STEPS:,} "
+                       "(default: the recipe's, see generator/reports/<report>/training.py)")
     train.add_argument("--seed", type=PARSERS["seed"], default=None, help="seed of the initial weights and the batches (default: the recipe's)")
     train.add_argument("--out", type=Path, default=None, help="checkpoint file to write (default: the report's bundled checkpoint in its assets/)")
     train.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
@@ -205,11 +207,15 @@ def run_records(requests: dict[str, RunOptions], declared: dict[str, Any] | None
                   "options": {f.name: str(getattr(opts, f.name)) for f in fields(opts) if f.init}} for key, opts in requests.items()}
 
 
+def _steps(text: str) -> int:
+    return bounded_int(text, 1, MAX_STEPS)
+
+
 def _port(text: str) -> int:
     try:
         port = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a port number") from None
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not a port: choose 1 to 65535, or 0 for any free port")
     return port

@@ -9,6 +9,7 @@ which takes them from the model's config dataclass and preset tables.
 from __future__ import annotations
 
 import argparse
+import math
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,9 @@ from typing import Any
 from generator.errors import UserError
 
 SEED_LIMIT = 2**63  # torch.manual_seed takes a signed 64-bit integer
+# The most a whole-number option ("positive": sizes, counts, layer numbers) takes: every sensible value is far below it,
+# so a typo's extra digits are refused at once, in a short line (sizes are refused well before by the memory check).
+POSITIVE_LIMIT = 1_000_000
 
 
 def option(help: str, *, flag: str | None = None, choices: tuple[str, ...] | None = None, kind: str | None = None,
@@ -42,24 +46,42 @@ def flag_of(f: Any) -> str:
 
 
 def positive_int(text: str) -> int:
-    value = _integer(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return bounded_int(text, 1, POSITIVE_LIMIT)
+
+
+def bounded_int(text: str, low: int, high: int) -> int:
+    """``text`` as a whole number from ``low`` to ``high``; refused naming the limit it is beyond."""
+    span = f"choose a whole number from {low:,} to {high:,}"
+    value = _integer(text, span)
+    if value < 1 <= low:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a positive whole number")
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is out of range: {span}")
     return value
 
 
 def seed_int(text: str) -> int:
-    value = _integer(text)
+    span = "a seed is a whole number from 0 to 2**63 - 1"
+    value = _integer(text, span)
     if not 0 <= value < SEED_LIMIT:
-        raise argparse.ArgumentTypeError(f"{text!r} is out of range: a seed is a whole number from 0 to 2**63 - 1")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is out of range: {span}")
     return value
 
 
-def _integer(text: str) -> int:
+def _integer(text: str, span: str = "far too large a number") -> int:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if text.strip().lstrip("+-").isdigit():  # more digits than int() reads (sys.get_int_max_str_digits): out of any range
+            raise argparse.ArgumentTypeError(f"{shown(text)} is out of range: {span}") from None
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number") from None
+
+
+def shown(text: str, most: int = 24) -> str:
+    """``text`` quoted for a message, its middle cut when it is long: a typed value never makes a message unreadable."""
+    if len(text) <= most:
+        return repr(text)
+    return f"{text[:most // 2]!r}…{text[-most // 2:]!r} ({len(text):,} characters)"
 
 
 def text(value: str) -> str:
@@ -102,8 +124,9 @@ class RunOptions:
         from dataclasses import fields
 
         for f in fields(self):  # sizes and counts the parser takes as positive, also when the options are built in code
-            if f.metadata.get("kind") == "positive" and getattr(self, f.name) < 1:
-                raise UserError(f"{flag_of(f)} {getattr(self, f.name)} must be a positive whole number")
+            if f.metadata.get("kind") == "positive" and not 1 <= getattr(self, f.name) <= POSITIVE_LIMIT:
+                raise UserError(f"{flag_of(f)} {shown(str(getattr(self, f.name)))} is out of range: "
+                                f"choose a whole number from 1 to {POSITIVE_LIMIT:,}")
 
     # A report's options know its model's layout, so catalogues can be checked without running a model.
 
@@ -184,12 +207,23 @@ def check_memory(n_bytes: int, what: str) -> None:
     """Refuse, before allocating, a model whose weights and activations would not fit in memory."""
     available = available_memory()
     if available is not None and n_bytes > 0.8 * available:
-        raise UserError(f"{what} would need about {_gigabytes(n_bytes)} of memory, and this machine has "
-                        f"{_gigabytes(available)} available; choose smaller sizes")
+        raise UserError(f"{what} would need about {readable_size(n_bytes)} of memory, and this machine has "
+                        f"{readable_size(available)} available; choose smaller sizes")
 
 
-def _gigabytes(n_bytes: int) -> str:
-    return f"{n_bytes / 2**30:,.1f} GB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:,.0f} MB"
+def readable_size(n_bytes: int) -> str:
+    """A size in a few characters, however large the integer: '512 MB', '3.2 TB', and beyond a thousand exabytes a
+    power of ten ('2.7 × 10^44 bytes'). KB, MB... are powers of 1024, as the machine counts its memory."""
+    for power, unit in enumerate(("MB", "GB", "TB", "PB", "EB"), start=2):
+        if n_bytes < 1000 * 1024**power:
+            return f"{n_bytes / 1024**power:.{0 if unit == 'MB' else 1}f} {unit}"
+    exponent = int(math.log10(n_bytes))  # math.log10 takes an integer of any size; int / int below too
+    mantissa = round(n_bytes / 10**exponent, 1)
+    while mantissa >= 10:  # log10 rounded up, or 9.96 rounded to 10.0
+        exponent, mantissa = exponent + 1, round(n_bytes / 10 ** (exponent + 1), 1)
+    while mantissa < 1:  # log10 rounded down past a power of ten
+        exponent, mantissa = exponent - 1, round(n_bytes / 10 ** (exponent - 1), 1)
+    return f"{mantissa} × 10^{exponent} bytes"
 
 
 # Files uploaded to `python -m generator serve`: the server's temporary copy -> the name the user gave it. The

@@ -91,6 +91,10 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
         if not todo:
             return []
         try:  # from here on PyTorch is imported: there is work to do
+            if config_file:  # nothing is written through a link to outside the project (serve's own check)
+                from generator.site.server import refuse_links_outside
+
+                refuse_links_outside(docs, Path(config_file).parent)
             requests = _requests({key: self.config.reports[key] for key in todo}, config_file)  # refuses bad options
             for key, reason in todo.items():
                 log.info("generating the %s report (%s)", key, reason)
@@ -173,16 +177,16 @@ def _requests(todo: dict[str, Any], config_file: str | None) -> dict[str, Any]:
 
 
 def _naming_its_report(exc, generating: list[str], config_file: str | None) -> str:
-    """``exc``'s one line, after the mkdocs.yml key of the report that caused it (the one being generated, or the reports
-    being generated when no single one did), unless the message already names it."""
+    """``exc``'s one line, after the mkdocs.yml key of the report whose input caused it, or of the plugin's reports with
+    those being generated when no report's input did (a link, a folder), unless the message already names it."""
     from generator.arguments import config_key
 
     config_path = Path(config_file) if config_file else None
     message = str(exc)
     if message.startswith(config_key(config_path)):
         return message
-    if exc.report is not None or len(generating) == 1:
-        return f"{config_key(config_path, exc.report or generating[0])}: {message}"
+    if exc.report is not None:
+        return f"{config_key(config_path, exc.report)}: {message}"
     return f"{config_key(config_path)} (generating {' and '.join(generating)}): {message}"
 
 

@@ -110,8 +110,10 @@ class ReadWriteLock:
 
 def refuse_links_outside(docs: Path, project: Path) -> None:
     """Refuse to build while ``docs`` holds a symbolic link to a place outside ``project`` (the folder of the
-    MkDocs configuration): MkDocs would copy what it points at into the served site."""
-    outside = []
+    MkDocs configuration), or is one (a folder inside the project that leads out): MkDocs would copy what it points at
+    into the served site, and a generated report would be written there (the MkDocs plugin asks too)."""
+    real_project = Path(os.path.realpath(project))
+    outside = [docs] if docs.is_relative_to(project) and not Path(os.path.realpath(docs)).is_relative_to(real_project) else []
     for root, dirs, names in os.walk(docs):
         dirs[:] = [d for d in dirs if not d.startswith(".")]  # MkDocs publishes no dot folder or file
         for name in [*dirs, *names]:
@@ -120,12 +122,12 @@ def refuse_links_outside(docs: Path, project: Path) -> None:
             path = Path(root) / name
             if path.is_symlink():
                 target = Path(os.path.realpath(path))
-                if not (target.is_relative_to(project) or target.is_relative_to(docs)):
+                if not (target.is_relative_to(real_project) or target.is_relative_to(os.path.realpath(docs))):
                     outside.append(path)
     if outside:
         shown = ", ".join(str(p) for p in sorted(outside)[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
-        raise UserError(f"{shown}: a symbolic link to a place outside the project ({project}); the server does not "
-                        "publish files from outside it: replace the link by a copy, or remove it")
+        raise UserError(f"{shown}: a symbolic link to a place outside the project ({project}); the site neither "
+                        "publishes nor writes files outside it: replace the link by a copy, or remove it")
 
 
 def docs_signature(docs: Path) -> tuple:

@@ -27,6 +27,7 @@ ED_11 = "encoder-decoder/encoder/11-attention-scores-after-softmax/"
 ED_26 = "encoder-decoder/decoder/26-masked-attention-scores-after-mask-softmax/"
 ED_07 = "encoder-decoder/encoder/07-self-attention-queries-q/"
 VIT_13 = "vit/block/13-attention-probabilities/"
+TOY_VIT_13 = "toy-vit/attention/13-attention-weights/"
 GPT_14 = "gpt/block/14-attention-probabilities-causal-softmax/"
 VIT_17 = "vit/block/17-ffn-hidden-after-fc1-gelu/"
 
@@ -241,6 +242,23 @@ def test_vit_block_12_head_5_shows_the_recomputed_probabilities_and_the_image_ov
     _arrow_to(page, canvas, 20, 0)
     page.keyboard.press("Enter")
     assert overlay.locator("select.tt-query").input_value() == "20"
+    assert not page.problems, page.problems
+
+
+@pytest.mark.parametrize("path, grid", [(VIT_13, 14), (TOY_VIT_13, 3)], ids=["vit", "toy-vit"])
+def test_the_image_overlay_spans_the_same_box_whatever_its_patch_grid(server, page, path, grid):
+    """ViT-B/16's 14 x 14 patches and the toy ViT's 3 x 3 both span about 350 px: the toy's cells are large enough to be
+    outlined and to carry their value, the ViT's stay about 25 px, as before."""
+    page.goto(f"{server}/{path}", wait_until="load")
+    explorer = _explorer(page)
+    overlay = explorer.locator(".tt-overlay canvas.tt-canvas")
+    overlay.wait_for(timeout=30_000)
+    rows, cols, cell_width, cell_height = overlay.evaluate("c => [c._tt.o.rows, c._tt.o.cols, c._tt.cw, c._tt.ch]")
+    assert rows == cols == grid and cell_width == cell_height
+    assert 340 <= grid * cell_width <= 380, grid * cell_width
+    assert (cell_width >= 100) if grid == 3 else (20 <= cell_width < 32)
+    _arrow_to(page, overlay, 1, 2)
+    assert _readout(explorer)[1] == "r1c2"
     assert not page.problems, page.problems
 
 

@@ -241,6 +241,7 @@
   // ------------------------------------------------------------------ heat map on a canvas
 
   var FONT = "12px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
+  var OVERLAY_CELL_TEXT = 48; // px: cells over an image at least this large are outlined and show their value
 
   /**
    * A matrix drawn on a canvas. Hover, or focus and arrow keys, read one cell into `readout`.
@@ -325,14 +326,25 @@
       for (var c = 0; c < o.cols; c += colStride) ctx.fillText(clip(ctx, o.colLabels[c], 90), 0, (c + 0.5) * this.cw);
       ctx.restore();
     }
-    if (this.cw >= 30 && this.ch >= 18 && !o.background) { // numbers inside large cells
+    var overImage = o.background && this.cw >= OVERLAY_CELL_TEXT && this.ch >= OVERLAY_CELL_TEXT;
+    if (overImage) { // cells over an image, large enough to outline: the patches read apart from the image's own pixels
+      ctx.lineWidth = 1; ctx.strokeStyle = "rgba(255, 255, 255, 0.8)";
+      for (var gr = 0; gr <= o.rows; gr++) ctx.strokeRect(this.left, this.top + gr * this.ch, plotW, 0);
+      for (var gc = 0; gc <= o.cols; gc++) ctx.strokeRect(this.left + gc * this.cw, this.top, 0, plotH);
+    }
+    if (this.cw >= 30 && this.ch >= 18 && (!o.background || overImage)) { // numbers inside large cells
       ctx.textAlign = "center"; ctx.textBaseline = "middle";
-      ctx.font = "11px system-ui, sans-serif";
+      ctx.font = (overImage ? "bold 13px" : "11px") + " system-ui, sans-serif";
       var span = o.max - o.min || 1;
       for (var rr = 0; rr < o.rows; rr++) for (var cc = 0; cc < o.cols; cc++) {
-        var v = o.get(rr, cc), t = (v - o.min) / span;
+        var v = o.get(rr, cc), t = (v - o.min) / span, x0 = this.left + (cc + 0.5) * this.cw, y0 = this.top + (rr + 0.5) * this.ch;
+        if (overImage) { // over the image's pixels: white text with a dark outline reads on any of them
+          ctx.lineWidth = 3; ctx.strokeStyle = "#000"; ctx.strokeText(fmt(v, 3), x0, y0);
+          ctx.fillStyle = "#fff"; ctx.fillText(fmt(v, 3), x0, y0);
+          continue;
+        }
         ctx.fillStyle = Number.isFinite(v) && t > 0.55 ? "#000" : "#fff";
-        ctx.fillText(fmt(v, 2), this.left + (cc + 0.5) * this.cw, this.top + (rr + 0.5) * this.ch);
+        ctx.fillText(fmt(v, 2), x0, y0);
       }
     }
     if (this.cur) {
@@ -573,7 +585,8 @@
       var title = "Attention of " + tokenLabels[q] + " over the image patches, " + group.unit + " " + (state.layer + 1) + ", " + what;
       var map = new Heatmap({
         rows: grid, cols: grid, get: get, rowLabels: rows, colLabels: cols, min: 0, max: ext[1], title: title, readout: readout,
-        table: true, background: image, maxWidth: 380, maxHeight: 380, cellMax: 32, corner: "patch row \\ column",
+        // The grid fills the same box whatever its size: ViT-B/16's 14 x 14 patches get about 25 px each, the toy ViT's 3 x 3 over 100
+        table: true, background: image, maxWidth: 380, maxHeight: 380, cellMax: 128, corner: "patch row \\ column",
         describe: function (r, c, v) {
           return [tokenLabels[q] + " → r" + r + "c" + c + ": " + fmt(v), " (" + group.unit + " " + (state.layer + 1) + ", " + what + ")"];
         },

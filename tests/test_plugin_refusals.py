@@ -61,7 +61,7 @@ def test_a_refusal_no_reports_input_caused_names_the_reports_being_generated(tmp
 
     config = str(tmp_path / "mkdocs.yml")
     assert _naming_its_report(UserError("docs is a file"), ["gpt", "vit"], config) == (
-        f"mkdocs.yml: {PLUGIN_KEY} (generating gpt and vit): docs is a file")
+        f"mkdocs.yml: {PLUGIN_KEY} (generating gpt, vit): docs is a file")
     assert _naming_its_report(UserError("docs is a file"), ["gpt"], config) == f"mkdocs.yml: {PLUGIN_KEY} (generating gpt): docs is a file"
     bad_input = UserError("photo.jpg is not an image")
     bad_input.report = "vit"

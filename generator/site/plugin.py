@@ -187,7 +187,7 @@ def _naming_its_report(exc, generating: list[str], config_file: str | None) -> s
         return message
     if exc.report is not None:
         return f"{config_key(config_path, exc.report)}: {message}"
-    return f"{config_key(config_path)} (generating {' and '.join(generating)}): {message}"
+    return f"{config_key(config_path)} (generating {', '.join(generating)}): {message}"
 
 
 def _generate(docs: Path, requests: dict[str, Any], declared: dict[str, Any], config_file: str | None):

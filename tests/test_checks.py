@@ -38,9 +38,9 @@ def attention_tensors(masked: bool) -> dict[str, torch.Tensor]:
 WEIGHT_FREE = [
     SoftmaxRows(out=Ref("probs"), scores=Ref("scores"), causal=True),
     CausalMask(out=Ref("mask")),
-    ScaledScores(out=Ref("scores"), q_heads=Ref("q"), k_heads=Ref("k")),
+    ScaledScores(out=Ref("scores"), q=Ref("q"), k=Ref("k")),
     ContextHeads(out=Ref("context"), probs=Ref("probs"), v_heads=Ref("v")),
-    ContextConcat(out=Ref("concat"), probs=Ref("probs"), v_heads=Ref("v")),
+    ContextConcat(out=Ref("concat"), probs=Ref("probs"), v=Ref("v")),
     HeadsRejoin(heads=(Ref("q"),), full=(Ref("q_full"),)),
     SumOf(out=Ref("residual"), operands=(Ref("x"), Ref("out"))),
     LayerNormStatistics(out=Ref("ln"), x=Ref("residual")),
@@ -141,7 +141,7 @@ def test_a_snapshot_with_several_checks_shows_each_and_lists_them_in_snapshots_j
 
     report = REPORTS["encoder-decoder"]
     snap = next(s for s in report.snapshots if s.main == Ref("{enc}.self_attn.probs"))
-    scores = ScaledScores(out=Ref("{enc}.self_attn.scores"), q_heads=Ref("{enc}.self_attn.q_heads"), k_heads=Ref("{enc}.self_attn.k_heads"))
+    scores = ScaledScores(out=Ref("{enc}.self_attn.scores"), q=Ref("{enc}.self_attn.q_heads"), k=Ref("{enc}.self_attn.k_heads"))
     context = ContextHeads(out=Ref("{enc}.self_attn.context"), probs=THIS, v_heads=Ref("{enc}.self_attn.v_heads"))  # not recorded
     several = dataclasses.replace(snap, checks=(*snap.checks, scores, context))
     assert several.checks[2].probs == snap.main

@@ -6,7 +6,7 @@ Placeholders (see GPTOptions.places): {block} is the traced block, {block_prev} 
 
 from generator.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
 from generator.checks import (
-    ContextConcat, ContextHeads, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, Probabilities, SameTensor,
+    CausalMask, ContextConcat, ContextHeads, GeluOfLinear, GeluRange, LayerNormOf, LinearHeads, LinearOf, Probabilities, SameTensor,
     ScaledScores, SoftmaxRows, SumOf,
 )
 from generator.figures import AttentionHeads, Mask, Matrix
@@ -146,7 +146,7 @@ SNAPSHOTS = (
         variable='scores',
         stage='block',
         tensors=(Ref('{block}.attn.scores'),),
-        checks=(ScaledScores(q_heads=Ref('{block}.attn.q'), k_heads=Ref('{block}.attn.k')),),
+        checks=(ScaledScores(q=Ref('{block}.attn.q'), k=Ref('{block}.attn.k')),),
         figures=('scores',),
         questions=(1,),
     ),
@@ -156,7 +156,7 @@ SNAPSHOTS = (
         variable='mask',
         stage='block',
         tensors=(Ref('mask'),),
-        checks=(CausalMaskBool(masked=Ref('{block}.attn.masked_scores'), scores=Ref('{block}.attn.scores'), mask=Ref('mask')),),
+        checks=(CausalMask(), CausalMaskBool(masked=Ref('{block}.attn.masked_scores'), scores=Ref('{block}.attn.scores'), mask=Ref('mask'))),
         figures=('mask',),
         questions=(1,),
     ),
@@ -194,7 +194,7 @@ SNAPSHOTS = (
         variable='concat',
         stage='block',
         tensors=(Ref('{block}.attn.concat'),),
-        checks=(ContextConcat(probs=Ref('{block}.attn.probs'), v_heads=Ref('{block}.attn.v')),),
+        checks=(ContextConcat(probs=Ref('{block}.attn.probs'), v=Ref('{block}.attn.v')),),
         questions=(1,),
     ),
     Snapshot(
@@ -240,7 +240,7 @@ SNAPSHOTS = (
         variable='hidden',
         stage='block',
         tensors=(Ref('{block}.mlp.hidden'),),
-        checks=(GeluOfLinear(x=Ref('{block}.ln_2'), module=ModuleRef('{block}.mlp.fc1')),),
+        checks=(GeluOfLinear(x=Ref('{block}.ln_2'), module=ModuleRef('{block}.mlp.fc1')), GeluRange()),
         questions=(2,),
     ),
     Snapshot(
@@ -267,7 +267,8 @@ SNAPSHOTS = (
         variable='x',
         stage='block',
         tensors=(Ref('{block}.output'),),
-        checks=(GptBlockRerun(x=Ref('{block}.input'), block=ModuleRef('{block}'), mask=Ref('mask')),),
+        checks=(GptBlockRerun(x=Ref('{block}.input'), block=ModuleRef('{block}'), mask=Ref('mask')),
+                SameTensor(source=Ref('{block}.residual_2'), claim='is the second residual sum: a pre-norm block ends without a norm')),
         questions=(2,),
     ),
     Snapshot(

@@ -121,6 +121,16 @@ def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_passs_
     assert "blocks.1.input vs blocks.0.output" in s08["check"]["detail"]  # pass 2's input vs pass 1's output, as record points
 
 
+def test_the_placeholders_that_name_one_pass_are_filled_from_the_passes_the_script_ran(tmp_path):
+    _, data = trace(VIT, tmp_path)  # six blocks, where the bundled ViT presets have twelve
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["S22"]["check"]["passed"] is True and "blocks.5.output vs blocks.5.residual_2" in by_label["S22"]["check"]["detail"]
+    assert by_label["S21"]["check"]["passed"] is True and "blocks.1.output vs blocks.1.residual_2" in by_label["S21"]["check"]["detail"]
+    script = variant(tmp_path, VIT, "x_block2_out = encoder_block(x_block1_out, blocks[1])", "x_block2_out = encoder_block(x_block1_out, blocks[1]) * 2")
+    _, doubled = trace(script, tmp_path / "out")
+    assert first_failure(doubled).startswith("S21 ")  # the block's own output at its second pass is not what S21 holds
+
+
 def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks_are_not_checkable(tmp_path):
     _, data = trace(ENCODER_DECODER, tmp_path)
     by_label = {s["label"]: s for s in data["snapshots"]}

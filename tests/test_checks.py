@@ -240,19 +240,22 @@ def test_an_embedding_lookup_is_checked_against_the_corner_of_the_table_a_debugg
 
 
 @pytest.mark.parametrize("values, status", [([0, 3, 7], "passed"), ([0, -1, 7], "failed"), ([0.0, 2.5, 7.0], "failed")])
-def test_token_ids_are_whole_and_not_negative(values, status):
-    from generator.checks import TokenIdsValid
+def test_without_the_runs_text_token_ids_are_checked_to_be_whole_and_not_negative(values, status):
+    from generator.reports.encoder_decoder.checks import TokenIds
 
-    assert TokenIdsValid(out=Ref("ids")).run(TensorDict({"ids": torch.tensor([values])})).status == status
+    check = TokenIds(ids=Ref("ids"), sentence=InputRef("src"), vocab=InputRef("src_vocab"), words=InputRef("src_words"))
+    result = check.run(TensorDict({"ids": torch.tensor([values])}))
+    assert result.status == status and result.name == "token IDs are whole numbers ≥ 0"
 
 
-def test_values_below_gelus_minimum_cannot_come_from_a_gelu():
-    from generator.checks import GeluRange
+def test_without_the_weights_a_gelu_output_is_checked_to_lie_in_gelus_range():
+    from generator.checks import GeluOfLinear
 
+    check = GeluOfLinear(out=Ref("h"), x=Ref("x"), module=ModuleRef("{block}.mlp.fc1"))
     x = torch.linspace(-4, 4, 101)
-    assert GeluRange(out=Ref("h")).run(TensorDict({"h": torch.nn.functional.gelu(x)})).status == "passed"
-    assert GeluRange(out=Ref("h")).run(TensorDict({"h": torch.nn.functional.gelu(x, approximate="tanh")})).status == "passed"
-    assert GeluRange(out=Ref("h")).run(TensorDict({"h": x})).status == "failed"  # no activation at all
+    for h, status in ((torch.nn.functional.gelu(x), "passed"), (torch.nn.functional.gelu(x, approximate="tanh"), "passed"), (x, "failed")):
+        result = check.run(TensorDict({"h": h, "x": x}, places={"block": "blocks.0"}))
+        assert result.status == status and "without the weights of blocks.0.mlp.fc1" in result.detail
 
 
 def test_a_trace_judges_a_snapshot_by_the_checks_that_could_run():

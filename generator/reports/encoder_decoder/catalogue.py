@@ -7,7 +7,7 @@ them, {dec_last} the last decoder layer (see EncoderDecoderOptions.places).
 from generator.catalogue import Figure, Question, Snapshot, Stage
 from generator.checks import (
     CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LinearOf, ResidualLayerNorm, SameTensor, ScaledScores,
-    SoftmaxRows, SumOf, TokenIdsValid,
+    SoftmaxRows, SumOf,
 )
 from generator.figures import AttentionHeads, Mask, Matrix, Positional
 from generator.reports.encoder_decoder.checks import EmbeddingTableRows, SinusoidalPositions, TokenIds
@@ -50,7 +50,7 @@ SNAPSHOTS = (
         variable='src_ids',
         stage='input',
         tensors=(Ref('src_ids'),),
-        checks=(TokenIdsValid(), TokenIds(sentence=InputRef('src'), vocab=InputRef('src_vocab'), words=InputRef('src_words')),),
+        checks=(TokenIds(sentence=InputRef('src'), vocab=InputRef('src_vocab'), words=InputRef('src_words')),),
         shape=('S',),
         index='[0]',
         figures=('tokens',),
@@ -62,7 +62,7 @@ SNAPSHOTS = (
         variable='tgt_ids',
         stage='input',
         tensors=(Ref('tgt_ids'),),
-        checks=(TokenIdsValid(), TokenIds(sentence=InputRef('tgt'), vocab=InputRef('tgt_vocab'), words=InputRef('tgt_words')),),
+        checks=(TokenIds(sentence=InputRef('tgt'), vocab=InputRef('tgt_vocab'), words=InputRef('tgt_words')),),
         shape=('T',),
         index='[0]',
         figures=('tokens',),

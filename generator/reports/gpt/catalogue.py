@@ -6,7 +6,7 @@ Placeholders (see GPTOptions.places): {block} is the traced block, {block_prev} 
 
 from generator.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
 from generator.checks import (
-    CausalMask, ContextConcat, ContextHeads, GeluOfLinear, GeluRange, LayerNormOf, LinearHeads, LinearOf, Probabilities, SameTensor,
+    ContextConcat, ContextHeads, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, Probabilities, SameTensor,
     ScaledScores, SoftmaxRows, SumOf,
 )
 from generator.figures import AttentionHeads, Mask, Matrix
@@ -156,7 +156,7 @@ SNAPSHOTS = (
         variable='mask',
         stage='block',
         tensors=(Ref('mask'),),
-        checks=(CausalMask(), CausalMaskBool(masked=Ref('{block}.attn.masked_scores'), scores=Ref('{block}.attn.scores'), mask=Ref('mask'))),
+        checks=(CausalMaskBool(masked=Ref('{block}.attn.masked_scores'), scores=Ref('{block}.attn.scores'), mask=Ref('mask')),),
         figures=('mask',),
         questions=(1,),
     ),
@@ -240,7 +240,7 @@ SNAPSHOTS = (
         variable='hidden',
         stage='block',
         tensors=(Ref('{block}.mlp.hidden'),),
-        checks=(GeluOfLinear(x=Ref('{block}.ln_2'), module=ModuleRef('{block}.mlp.fc1')), GeluRange()),
+        checks=(GeluOfLinear(x=Ref('{block}.ln_2'), module=ModuleRef('{block}.mlp.fc1')),),
         questions=(2,),
     ),
     Snapshot(

@@ -6,7 +6,7 @@ Placeholders: {block} is the traced block, {block_prev} what feeds it, {block2} 
 
 from generator.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
 from generator.checks import (
-    ContextHeads, EqualsParameter, GeluOfLinear, GeluRange, LayerNormOf, LinearHeads, LinearOf, PlusParameter, Probabilities,
+    ContextHeads, EqualsParameter, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, PlusParameter, Probabilities,
     ResidualBlock, ResidualLayerNorm, RowEquals, SameTensor, ScaledScores, SoftmaxRows, SumOf, TokensConcat,
 )
 from generator.figures import AttentionHeads, Matrix
@@ -201,7 +201,7 @@ SNAPSHOTS = (
         variable='ff_hidden',
         stage='block',
         tensors=(Ref('{block}.mlp.hidden'),),
-        checks=(GeluOfLinear(x=Ref('{block}.ln_2'), module=ModuleRef('{block}.mlp.fc1')), GeluRange()),
+        checks=(GeluOfLinear(x=Ref('{block}.ln_2'), module=ModuleRef('{block}.mlp.fc1')),),
         questions=(5,),
     ),
     Snapshot(

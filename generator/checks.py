@@ -417,7 +417,7 @@ class ScaledScores(Check):
 def _allowed(mask: torch.Tensor) -> tuple[torch.Tensor, str]:
     """Where a mask lets a query see a key (True), and how it says so: additive (0 allowed, −inf or ≤ −1e9 blocked) or
     boolean (True allowed, or True blocked: the diagonal, always allowed, tells which)."""
-    if mask.dtype == torch.bool or set(mask.unique().tolist()) <= {0.0, 1.0} and bool(mask.bool().any()):
+    if mask.dtype == torch.bool or (set(mask.unique().tolist()) <= {0.0, 1.0} and bool(mask.bool().any())):
         m = mask.bool()
         if bool(m.diagonal(dim1=-2, dim2=-1).all()):
             return m, "boolean, True = allowed"

@@ -1,6 +1,6 @@
 """The pages of a traced script, before they are written: one per snapshot of the chosen catalogue (captured or not),
 with the user's tensors at the hit the pages show (and every other hit), their named shapes and layouts, and each
-snapshot's verdict from the catalogue's own checks (on a TensorDict of the captured tensors) and the trace's."""
+snapshot's verdict from the checks it declares, run on a TensorDict of the captured tensors (checking.py)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from typing import Any
 import torch
 
 from generator.catalogue import Question, Report, Snapshot, Stage
+from generator.checks import CheckResult
 from generator.render import page_path  # one page layout for every report
 from generator.tensors import TensorView
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
-from generator.checks import CheckResult
 from generator.trace.checking import catalogue_source, run_checks  # noqa: F401 - catalogue_source: report.py reads it here
 from generator.trace.verify import Layout, bind_dims, layout
 

@@ -119,6 +119,7 @@ def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_passs_
     assert first_failure(second_pass).startswith("S08 ")
     s08 = next(s for s in second_pass["snapshots"] if s["label"] == "S08")
     assert "blocks.1.input vs blocks.0.output" in s08["check"]["detail"]  # pass 2's input vs pass 1's output, as record points
+    assert "(read: S08, S20 at pass 1)" in s08["check"]["detail"]  # and as the snapshots they were captured at
 
 
 def test_the_placeholders_that_name_one_pass_are_filled_from_the_passes_the_script_ran(tmp_path):

@@ -8,6 +8,7 @@ by the checks that could run."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -60,6 +61,9 @@ def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, s
         except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
             results.append(CheckResult(name=claim, passed=False, detail=f"the captured tensors do not fit the claim: {exc}"))
             continue
+        reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in check.inputs()) if name in labels]
+        if result.checkable and any(" at pass " in label for label in reads):  # a loop's wiring: say which passes it compared
+            result = replace(result, detail=f"{result.detail} (read: {', '.join(reads)})")
         if not result.checkable:
             needs = [labels.get(m, m) for m in result.missing]
             what = ", ".join(n if n.startswith("the whole") else f"snapshot {n}" if n in labels.values() else _missing_words(n)
@@ -115,9 +119,9 @@ def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, in
     if shown_places is None:
         return None, {}
     tensors: dict[str, torch.Tensor] = {}
-    labels: dict[str, str] = {}
+    labels: dict[str, str] = {}  # record name -> the snapshot (and pass) its tensor came from, or would come from
 
-    def put(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str]) -> None:
+    def put(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str], label: str) -> None:
         refs = getattr(page.snap, "tensors", ())
         if tensor is None or k >= len(refs):
             return
@@ -125,10 +129,11 @@ def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, in
         if found.canonical is None:
             return
         index = getattr(page.snap, "index", None) if k == 0 else None
+        name = refs[k].name(places)
         if index is None or CORNER.fullmatch(index):
-            tensors[refs[k].name(places)] = found.canonical
+            tensors[name], labels[name] = found.canonical, label
         elif index == "[0]":  # the page shows the first batch item: the recorded tensor is it with its batch axis
-            tensors[refs[k].name(places)] = found.canonical.unsqueeze(0)
+            tensors[name], labels[name] = found.canonical.unsqueeze(0), label
         # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
 
     for page in pages:
@@ -139,8 +144,8 @@ def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, in
         for k, values in enumerate(page.hit_values):
             for h, tensor in enumerate(values, 1):
                 if (places := pass_places(catalogue, h, passes)) is not None:
-                    put(page, k, tensor, places)
+                    put(page, k, tensor, places, f"{page.label} at pass {h}" if len(values) > 1 else page.label)
     for page in pages:  # the hits the pages show, under the shown layer's names, last: they win
         for k, t in enumerate(page.tensors):
-            put(page, k, t.view.tensor, shown_places)
+            put(page, k, t.view.tensor, shown_places, page.label)
     return TensorDict(tensors, places=shown_places), labels

@@ -151,6 +151,16 @@ def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks
     assert scores["passed"] is False and "without the 1/√32" in scores["detail"]
 
 
+def test_a_snapshot_is_judged_on_its_own_capture_where_a_later_one_shows_the_same_record_point(tmp_path):
+    script = variant(tmp_path, ENCODER_DECODER, "res1_a, res1_b = enc_in, attn_out  # Snapshot #14",
+                     "res1_a, res1_b = enc_in * 2, attn_out  # Snapshot #14")  # #14 and #6 both show the block input
+    _, data = trace(script, tmp_path / "out")
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["#6"]["check"]["passed"] is True  # #6's verdict is about enc_in, not about #14's res1_a
+    assert by_label["#15"]["check"]["passed"] is False  # LayerNorm(block input + attention output) is not what #15 holds
+    assert first_failure(data).startswith("#15 ")
+
+
 def test_a_check_whose_input_was_not_captured_says_which_snapshot_it_needs(tmp_path):
     script = variant(tmp_path, ENCODER_DECODER, "    d_head = q_heads.shape[-1]\n", "    d_head = q_heads.shape[-1]\n")
     source = script.read_text(encoding="utf-8").replace("split_heads(k, N_HEADS)  # Snapshot #12", "split_heads(k, N_HEADS)")

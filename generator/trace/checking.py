@@ -31,7 +31,11 @@ def run_checks(pages: list[TracedPage], catalogue: Any, dims: dict[str, int], hi
 
     source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue is not None else (None, {})
     for page in pages:
-        page.checks = page_checks(page, source, labels)
+        if source is not None and page.captured:  # a snapshot is judged on its own capture, even where an earlier one shows the same record point
+            own = own_tensors(page, source.places, dims)
+            page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=source.places), {**labels, **dict.fromkeys(own, page.label)})
+        else:
+            page.checks = page_checks(page, source, labels)
         verdict = CheckResult.combined(page.checks, judge_checkable=True)
         page.check = CheckOutcome.of(verdict)
 
@@ -108,6 +112,27 @@ def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str,
     return places
 
 
+def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str], dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
+    """The record name and the catalogue-layout value of the page's ``k``-th tensor, or None where it is no recorded tensor."""
+    refs = getattr(page.snap, "tensors", ())
+    if tensor is None or k >= len(refs):
+        return None
+    found = layout(tensor, page.shape_of(k), dims, {})
+    if found.canonical is None:
+        return None
+    index = getattr(page.snap, "index", None) if k == 0 else None
+    if index is None or CORNER.fullmatch(index):
+        return refs[k].name(places), found.canonical
+    if index == "[0]":  # the page shows the first batch item: the recorded tensor is it with its batch axis
+        return refs[k].name(places), found.canonical.unsqueeze(0)
+    return None  # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
+
+
+def own_tensors(page: TracedPage, places: dict[str, str], dims: dict[str, int]) -> dict[str, torch.Tensor]:
+    """The page's own captured tensors (the hit it shows) under their record names."""
+    return dict(filed for k, t in enumerate(page.tensors) if (filed := _filed(page, k, t.view.tensor, places, dims)))
+
+
 def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, str]]:
     """The captured tensors as a ``generator.sources.TensorDict`` under the catalogue's record names (pass k of a loop
     under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
@@ -120,22 +145,6 @@ def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, in
         return None, {}
     tensors: dict[str, torch.Tensor] = {}
     labels: dict[str, str] = {}  # record name -> the snapshot (and pass) its tensor came from, or would come from
-
-    def put(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str], label: str) -> None:
-        refs = getattr(page.snap, "tensors", ())
-        if tensor is None or k >= len(refs):
-            return
-        found = layout(tensor, page.shape_of(k), dims, {})
-        if found.canonical is None:
-            return
-        index = getattr(page.snap, "index", None) if k == 0 else None
-        name = refs[k].name(places)
-        if index is None or CORNER.fullmatch(index):
-            tensors[name], labels[name] = found.canonical, label
-        elif index == "[0]":  # the page shows the first batch item: the recorded tensor is it with its batch axis
-            tensors[name], labels[name] = found.canonical.unsqueeze(0), label
-        # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
-
     for page in pages:
         for k, ref in enumerate(getattr(page.snap, "tensors", ())):
             index = getattr(page.snap, "index", None)
@@ -143,9 +152,12 @@ def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, in
             labels.setdefault(ref.name(shown_places), f"the whole of what {page.label} shows a slice of" if sliced else page.label)
         for k, values in enumerate(page.hit_values):
             for h, tensor in enumerate(values, 1):
-                if (places := pass_places(catalogue, h, passes)) is not None:
-                    put(page, k, tensor, places, f"{page.label} at pass {h}" if len(values) > 1 else page.label)
-    for page in pages:  # the hits the pages show, under the shown layer's names, last: they win
-        for k, t in enumerate(page.tensors):
-            put(page, k, t.view.tensor, shown_places, page.label)
+                if (places := pass_places(catalogue, h, passes)) is not None and (filed := _filed(page, k, tensor, places, dims)):
+                    tensors[filed[0]], labels[filed[0]] = filed[1], f"{page.label} at pass {h}" if len(values) > 1 else page.label
+    shown: set[str] = set()
+    for page in pages:  # the hits the pages show, under the shown layer's names, win; the first snapshot showing a record point owns it
+        for name, tensor in own_tensors(page, shown_places, dims).items():
+            if name not in shown:
+                tensors[name], labels[name] = tensor, page.label
+                shown.add(name)
     return TensorDict(tensors, places=shown_places), labels

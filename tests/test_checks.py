@@ -38,9 +38,9 @@ def attention_tensors(masked: bool) -> dict[str, torch.Tensor]:
 WEIGHT_FREE = [
     SoftmaxRows(out=Ref("probs"), scores=Ref("scores"), causal=True),
     CausalMask(out=Ref("mask")),
-    ScaledScores(out=Ref("scores"), q_heads=Ref("q"), k_heads=Ref("k")),
+    ScaledScores(out=Ref("scores"), q=Ref("q"), k=Ref("k")),
     ContextHeads(out=Ref("context"), probs=Ref("probs"), v_heads=Ref("v")),
-    ContextConcat(out=Ref("concat"), probs=Ref("probs"), v_heads=Ref("v")),
+    ContextConcat(out=Ref("concat"), probs=Ref("probs"), v=Ref("v")),
     HeadsRejoin(heads=(Ref("q"),), full=(Ref("q_full"),)),
     SumOf(out=Ref("residual"), operands=(Ref("x"), Ref("out"))),
     LayerNormStatistics(out=Ref("ln"), x=Ref("residual")),
@@ -141,7 +141,7 @@ def test_a_snapshot_with_several_checks_shows_each_and_lists_them_in_snapshots_j
 
     report = REPORTS["encoder-decoder"]
     snap = next(s for s in report.snapshots if s.main == Ref("{enc}.self_attn.probs"))
-    scores = ScaledScores(out=Ref("{enc}.self_attn.scores"), q_heads=Ref("{enc}.self_attn.q_heads"), k_heads=Ref("{enc}.self_attn.k_heads"))
+    scores = ScaledScores(out=Ref("{enc}.self_attn.scores"), q=Ref("{enc}.self_attn.q_heads"), k=Ref("{enc}.self_attn.k_heads"))
     context = ContextHeads(out=Ref("{enc}.self_attn.context"), probs=THIS, v_heads=Ref("{enc}.self_attn.v_heads"))  # not recorded
     several = dataclasses.replace(snap, checks=(*snap.checks, scores, context))
     assert several.checks[2].probs == snap.main
@@ -162,3 +162,107 @@ def test_a_tensor_a_check_reads_by_name_but_the_source_lacks_makes_it_not_checka
     result = RolloutRows(block_probs="blocks.{i}.attn.probs").run(TensorDict({}, inputs={"config": type("C", (), {"n_layers": 1}),
                                                                                          "rollout": torch.eye(3)[None]}))
     assert result.status == "not checkable" and result.missing == ("blocks.0.attn.probs",)
+
+
+# ----------------------------------------------------------------------------- the claims a trace checks without weights
+
+
+def layer_norm_case(positions: int = 6, C: int = 8) -> dict[str, torch.Tensor]:
+    torch.manual_seed(1)
+    x, sub = torch.randn(1, positions, C), torch.randn(1, positions, C)
+    gain, bias = torch.rand(C) + 0.5, torch.randn(C)
+    ln = torch.nn.functional.layer_norm(x + sub, (C,)) * gain + bias
+    return {"x": x, "sub": sub, "ln": ln, "ln_x": torch.nn.functional.layer_norm(x, (C,)) * gain + bias}
+
+
+def test_without_weights_a_layer_norm_is_checked_with_its_gain_and_bias_fitted():
+    from generator.checks import LayerNormOf, ResidualLayerNorm
+
+    tensors = layer_norm_case()
+    residual = ResidualLayerNorm(out=Ref("ln"), operands=(Ref("x"), Ref("sub")), module=ModuleRef("ln_1"))
+    passed = residual.run(TensorDict(tensors))
+    assert passed.status == "passed" and "fitted per feature" in passed.detail
+    dropped = ResidualLayerNorm(out=Ref("ln"), operands=(Ref("sub"),), module=ModuleRef("ln_1"))  # the residual left out
+    assert dropped.run(TensorDict(tensors)).status == "failed"
+    assert LayerNormOf(out=Ref("ln_x"), x=Ref("x"), module=ModuleRef("ln")).run(TensorDict(tensors)).status == "passed"
+    assert LayerNormOf(out=Ref("ln_x"), x=Ref("sub"), module=ModuleRef("ln")).run(TensorDict(tensors)).status == "failed"
+    short = layer_norm_case(positions=2)  # two positions: any gain and bias fit, so nothing is proven
+    assert LayerNormOf(out=Ref("ln_x"), x=Ref("x"), module=ModuleRef("ln")).run(TensorDict(short)).status == "not checkable"
+
+
+def test_scores_without_the_scaling_fail_and_say_so_and_whole_projections_are_split_into_the_scores_heads():
+    tensors = attention_tensors(masked=False)
+    unscaled = dict(tensors, scores=tensors["q"] @ tensors["k"].transpose(-2, -1))
+    result = ScaledScores(out=Ref("scores"), q=Ref("q"), k=Ref("k")).run(TensorDict(unscaled))
+    assert result.status == "failed" and "without the 1/√4" in result.detail
+    whole = ScaledScores(out=Ref("scores"), q=Ref("q_full"), k=Ref("q_full"))
+    assert whole.run(TensorDict(dict(tensors, scores=tensors["q"] @ tensors["q"].transpose(-2, -1) / 2))).status == "passed"
+    assert whole.run(TensorDict(tensors)).status == "failed"
+
+
+def test_a_softmax_over_the_wrong_axis_fails_and_is_diagnosed():
+    tensors = attention_tensors(masked=False)
+    wrong = dict(tensors, probs=tensors["scores"].softmax(-2))
+    result = SoftmaxRows(out=Ref("probs"), scores=Ref("scores")).run(TensorDict(wrong))
+    assert result.status == "failed" and "the softmax ran over the wrong axis" in result.detail
+
+
+@pytest.mark.parametrize("mask", ["additive", "-1e9", "bool allowed", "bool blocked"])
+def test_a_causal_mask_in_any_usual_form_is_recognised_and_one_that_shows_the_future_fails(mask):
+    T = 5
+    future = torch.ones(T, T, dtype=torch.bool).triu(1)
+    forms = {"additive": lambda f: torch.zeros(T, T).masked_fill(f, float("-inf")), "-1e9": lambda f: torch.zeros(T, T).masked_fill(f, -1e9),
+             "bool allowed": lambda f: ~f, "bool blocked": lambda f: f}
+    tensors = attention_tensors(masked=True)
+    good, leaky = forms[mask](future), forms[mask](torch.ones(T, T, dtype=torch.bool).triu(2))
+    assert CausalMask(out=Ref("m")).run(TensorDict({"m": good})).status == "passed"
+    result = CausalMask(out=Ref("m")).run(TensorDict({"m": leaky}))
+    assert result.status == "failed" and "4 future entries stay visible" in result.detail
+    unmasked = dict(tensors, m=good, raw=attention_tensors(masked=False)["scores"])
+    softmax = SoftmaxRows(out=Ref("probs"), scores=Ref("raw"), mask=Ref("m"), causal=True)
+    assert softmax.run(TensorDict(unmasked)).status == "passed"
+    assert softmax.run(TensorDict(dict(unmasked, probs=unmasked["raw"].softmax(-1)))).status == "failed"  # the mask never applied
+
+
+def test_an_embedding_lookup_is_checked_against_the_corner_of_the_table_a_debugger_shows():
+    from generator.checks import EmbeddingLookup
+
+    torch.manual_seed(2)
+    table, ids = torch.randn(50, 16), torch.tensor([[3, 1, 40, 4]])
+    tensors = {"ids": ids, "corner": table[:5, :5], "emb": table[ids], "scaled": table[ids] * 4.0}
+    lookup = EmbeddingLookup(out=Ref("emb"), ids=Ref("ids"), table=Ref("corner"))
+    result = lookup.run(TensorDict(tensors))
+    assert result.status == "passed" and "3 of 4 positions" in result.detail
+    assert lookup.run(TensorDict(dict(tensors, emb=table[ids.flip(-1)]))).status == "failed"
+    scaled = EmbeddingLookup(out=Ref("scaled"), ids=Ref("ids"), table=Ref("corner"), sqrt_scaled=True)
+    assert scaled.run(TensorDict(tensors)).status == "passed" and "× √16" in scaled.run(TensorDict(tensors)).detail
+    assert EmbeddingLookup(out=Ref("scaled"), ids=Ref("ids"), table=Ref("corner")).run(TensorDict(tensors)).status == "failed"
+
+
+@pytest.mark.parametrize("values, status", [([0, 3, 7], "passed"), ([0, -1, 7], "failed"), ([0.0, 2.5, 7.0], "failed")])
+def test_without_the_runs_text_token_ids_are_checked_to_be_whole_and_not_negative(values, status):
+    from generator.reports.encoder_decoder.checks import TokenIds
+
+    check = TokenIds(ids=Ref("ids"), sentence=InputRef("src"), vocab=InputRef("src_vocab"), words=InputRef("src_words"))
+    result = check.run(TensorDict({"ids": torch.tensor([values])}))
+    assert result.status == status and result.name == "token IDs are whole numbers ≥ 0"
+
+
+def test_without_the_weights_a_gelu_output_is_checked_to_lie_in_gelus_range():
+    from generator.checks import GeluOfLinear
+
+    check = GeluOfLinear(out=Ref("h"), x=Ref("x"), module=ModuleRef("{block}.mlp.fc1"))
+    x = torch.linspace(-4, 4, 101)
+    for h, status in ((torch.nn.functional.gelu(x), "passed"), (torch.nn.functional.gelu(x, approximate="tanh"), "passed"), (x, "failed")):
+        result = check.run(TensorDict({"h": h, "x": x}, places={"block": "blocks.0"}))
+        assert result.status == status and "without the weights of blocks.0.mlp.fc1" in result.detail
+
+
+def test_a_trace_judges_a_snapshot_by_the_checks_that_could_run():
+    passed = CheckResult("a", True, "fine")
+    unknown = CheckResult("b", False, "needs the weights", status="not checkable", missing=("module m",))
+    strict, lenient = CheckResult.combined([passed, unknown]), CheckResult.combined([passed, unknown], judge_checkable=True)
+    assert strict.status == "not checkable" and lenient.status == "passed" and lenient.missing == ("module m",)
+    assert lenient.parts == (passed, unknown) and [p.json()["passed"] for p in lenient.parts] == [True, None]
+    assert CheckResult.combined([CheckResult("c", False, "broken"), unknown], judge_checkable=True).status == "failed"
+    assert CheckResult.combined([unknown, unknown], judge_checkable=True).status == "not checkable"

@@ -1,6 +1,6 @@
 """`python -m generator trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced, and
-write a verified report of what it computed (markers.py: the marker forms; capture.py: the run; verify.py: shapes, layouts
-and the trace's checks; pages.py: the pages and their verdicts; report.py: writing them). What a report adds for tracing
+write a verified report of what it computed (markers.py: the marker forms; capture.py: the run; verify.py: shapes, layouts;
+checking.py: the catalogue's checks on the captured tensors; pages.py: the pages and their verdicts; report.py: writing them). What a report adds for tracing
 lives in its own folder, generator/reports/<report>/trace.py."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The pages of a traced script, before they are written: one per snapshot of the chosen catalogue (captured or not),
 with the user's tensors at the hit the pages show (and every other hit), their named shapes and layouts, and each
-snapshot's verdict from the catalogue's own checks (on a TensorDict of the captured tensors) and the trace's."""
+snapshot's verdict from the checks it declares, run on a TensorDict of the captured tensors (checking.py)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from typing import Any
 import torch
 
 from generator.catalogue import Question, Report, Snapshot, Stage
+from generator.checks import CheckResult
 from generator.render import page_path  # one page layout for every report
 from generator.tensors import TensorView
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
-from generator.trace.verify import Layout, Missing, bind_dims, layout
+from generator.trace.checking import catalogue_source, run_checks  # noqa: F401 - catalogue_source: report.py reads it here
+from generator.trace.verify import Layout, bind_dims, layout
 
 
 def _spec(numbering: str) -> Any:
@@ -109,14 +111,26 @@ class TracedTensor:
 
 @dataclass
 class CheckOutcome:
+    """A page's verdict as the trace's templates and snapshots.json read it (``passed`` None: not checkable): a view of
+    the ``generator.checks.CheckResult`` in ``result``, which bundled pages use directly."""
+
     name: str
     passed: bool | None  # None: not checkable
     detail: str
-    parts: list[CheckOutcome] = field(default_factory=list)  # the checks it combines (catalogue and trace), when several
+    parts: list[CheckOutcome] = field(default_factory=list)  # the checks it combines, when several
+    result: CheckResult | None = None
+
+    @classmethod
+    def of(cls, result: CheckResult) -> CheckOutcome:
+        return cls(result.name, result.passed if result.checkable else None, result.detail, [cls.of(p) for p in result.parts], result)
 
     @property
     def status(self) -> str:
         return "not checkable" if self.passed is None else "passed" if self.passed else "failed"
+
+    @property
+    def checkable(self) -> bool:
+        return self.passed is not None
 
     def json(self) -> dict[str, Any]:
         return {"name": self.name, "passed": self.passed, "detail": self.detail, "status": self.status}
@@ -132,6 +146,7 @@ class TracedPage:
     tensors: list[TracedTensor] = field(default_factory=list)
     layout: Layout | None = None
     check: CheckOutcome = field(default_factory=lambda: CheckOutcome("", None, ""))
+    checks: list[CheckResult] = field(default_factory=list)  # one per check the snapshot declares (generator/trace/checking.py)
     order: int = 0  # capture order of the shown hit: the pipeline order of the user's run
     named: tuple[tuple[str, ...] | None, ...] = ()  # the named shape of each of the snapshot's tensors (catalogue or declaration)
     shown_hit: int = 1  # which hit of its (first) marker the page shows
@@ -323,137 +338,4 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
 
 
 def _run_checks(pages: list[TracedPage], numbering: str, dims: dict[str, int], catalogue: Any = None, hit: int = 1) -> None:
-    by_number = {p.snap.number: p for p in pages}
-    checks = _spec(numbering).checks if _spec(numbering) is not None else {}
-
-    def get(number: int, i: int = 0, hit: int | None = None) -> torch.Tensor:
-        """Snapshot ``number``'s ``i``-th tensor in the catalogue's layout, float64: the hit the pages show, or ``hit``
-        (1-based; negative counts from the last), for checks that follow a loop from one pass to the next."""
-        page = by_number.get(number)
-        label = page.label if page else str(number)
-        if page is None or not page.captured or i >= len(page.tensors):
-            raise Missing(label)
-        if hit is None:
-            tensor = page.tensors[i].view.tensor
-            found = page.layout if i == 0 else layout(tensor, page.shape_of(i), dims, {})
-        else:
-            values = page.hit_values[i]
-            index = hit - 1 if hit > 0 else len(values) + hit
-            if not 0 <= index < len(values) or values[index] is None:
-                raise Missing(label, f"needs hit {hit} of {label}, which ran {len(values)} time{'s' if len(values) != 1 else ''}")
-            tensor = values[index]
-            found = layout(tensor, page.shape_of(i), dims, {})
-        if found.canonical is None:
-            raise Missing(label, f"{label}'s shape {tuple(tensor.shape)} cannot be read as ({', '.join(page.shape_of(i))})")
-        return found.canonical.double()
-
-    get.shown = lambda number: by_number[number].shown_hit  # type: ignore[attr-defined]
-
-    source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue is not None else (None, {})
-    for page in pages:
-        page.check = _page_check(page, checks.get(page.snap.number), get, dims, by_number, source, labels)
-
-
-REPLACED = {"causal_mask"}  # catalogue checks a trace check replaces: it also accepts −1e9 and boolean masks
-
-
-def _page_check(page: TracedPage, check: Any, get: Any, dims: dict[str, int], by_number: dict[int, TracedPage], source: Any,
-                labels: dict[str, str]) -> CheckOutcome:
-    """The snapshot's verdict: the catalogue's own checks run on a source of the captured tensors (issue 19's
-    TensorDict: checks that need weights are not checkable) and the trace's checks (verify.py: what tensors alone can
-    show, e.g. LayerNorm with a fitted gain, a loop's wiring); failed if one failed, passed if one passed, else not
-    checkable, with what each would need."""
-    catalogue_checks = [c for c in getattr(page.snap, "checks", ()) if c.key() not in (REPLACED if check is not None else ())]
-    claims = [c.name for c in (check,) if c is not None] + [c.key().replace("_", " ") for c in catalogue_checks]
-    if not page.captured:
-        return CheckOutcome("; ".join(claims), None, "needs this snapshot captured" if claims else "")
-    if any(t.view.numel == 0 and t.note for t in page.tensors):
-        return CheckOutcome("; ".join(claims), None, "; ".join(t.note for t in page.tensors if t.note))
-    if page.layout.status == "mismatch":
-        return CheckOutcome("; ".join(claims) or "shape", False, f"the shape {page.main.view.shape} cannot be read as "
-                            f"({', '.join(page.shape)}): {page.layout.note}")
-    results: list[CheckOutcome] = []
-    if check is not None:
-        lacking = [by_number[n].label for n in check.needs if n in by_number and not by_number[n].captured]
-        if lacking:
-            results.append(CheckOutcome(check.name, None, f"needs snapshot {', '.join(dict.fromkeys(lacking))}"))
-        else:
-            try:
-                passed, detail = check.run(get, page.snap.number, dims)
-                results.append(CheckOutcome(check.name, bool(passed), detail))
-            except Missing as exc:
-                results.append(CheckOutcome(check.name, None, exc.why or f"needs snapshot {exc.label}"))
-            except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
-                results.append(CheckOutcome(check.name, False, f"the captured tensors do not fit the claim: {exc}"))
-    for typed in catalogue_checks if source is not None else ():
-        try:
-            result = typed.run(source)
-        except (RuntimeError, ValueError, IndexError) as exc:
-            results.append(CheckOutcome(typed.key().replace("_", " "), False, f"the captured tensors do not fit the claim: {exc}"))
-            continue
-        if result.checkable:
-            results.append(CheckOutcome(result.name, result.passed, result.detail))
-        else:
-            needs = [labels.get(m, m) for m in result.missing]
-            what = ", ".join(n if n.startswith("the whole") else f"snapshot {n}" if n in labels.values() else _missing_words(n)
-                             for n in dict.fromkeys(needs))
-            results.append(CheckOutcome(result.name.replace("_", " "), None, f"needs {what}"))
-    if not results:
-        return CheckOutcome("", None, "the catalogue makes no claim here that captured tensors could test")
-    verdicts = [r.passed for r in results]
-    passed = False if False in verdicts else True if True in verdicts else None
-    ran = [r for r in results if r.passed is not None] or results
-    detail = " — ".join(f"{r.name}: {r.detail}" if len(results) > 1 else r.detail for r in ran)
-    unchecked = [r for r in results if r.passed is None and r not in ran]
-    if unchecked:
-        detail += " — not checkable from captured tensors: " + "; ".join(f"{r.name} ({r.detail})" for r in unchecked)
-    names = list(dict.fromkeys(r.name for r in ran))
-    names = [n for n in names if not any(other != n and other.startswith(n) for other in names)]  # "claim" within "claim, head by head"
-    return CheckOutcome("; ".join(names), passed, detail, results if len(results) > 1 else [])
-
-
-def _missing_words(name: str) -> str:
-    if name.startswith(("module ", "parameter ")):
-        return f"the model's weights ({name}), which a trace does not capture"
-    if name.startswith("input "):
-        return f"the run's {name}, which a trace does not know"
-    return f"{name}, which no snapshot of the catalogue shows"
-
-
-def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int):
-    """The captured tensors as a ``generator.sources.TensorDict`` under the catalogue's record names (pass k of a loop
-    under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
-    from generator.sources import TensorDict
-
-    shown_places = places_for(catalogue, hit) or places_for(catalogue, 1)
-    if shown_places is None:
-        return None, {}
-    tensors: dict[str, torch.Tensor] = {}
-    labels: dict[str, str] = {}
-
-    def put(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str]) -> None:
-        refs = getattr(page.snap, "tensors", ())
-        if tensor is None or k >= len(refs):
-            return
-        found = layout(tensor, page.shape_of(k), dims, {})
-        if found.canonical is None:
-            return
-        index = getattr(page.snap, "index", None) if k == 0 else None
-        if index is None:
-            tensors[refs[k].name(places)] = found.canonical
-        elif index == "[0]":  # the page shows the first batch item: the recorded tensor is it with its batch axis
-            tensors[refs[k].name(places)] = found.canonical.unsqueeze(0)
-        # any other slice (the embedding table's corner) is not the recorded tensor: checks needing it are not checkable
-
-    for page in pages:
-        for k, ref in enumerate(getattr(page.snap, "tensors", ())):
-            sliced = k == 0 and getattr(page.snap, "index", None) not in (None, "[0]")
-            labels.setdefault(ref.name(shown_places), f"the whole of what {page.label} shows a slice of" if sliced else page.label)
-        for k, values in enumerate(page.hit_values):
-            for h, tensor in enumerate(values, 1):
-                if (places := places_for(catalogue, h)) is not None:
-                    put(page, k, tensor, places)
-    for page in pages:  # the hits the pages show, under the shown layer's names, last: they win
-        for k, t in enumerate(page.tensors):
-            put(page, k, t.view.tensor, shown_places)
-    return TensorDict(tensors, places=shown_places), labels
+    run_checks(pages, catalogue, dims, hit)  # generator/trace/checking.py: the catalogue's typed checks on the captured tensors

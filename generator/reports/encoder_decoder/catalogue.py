@@ -6,8 +6,8 @@ them, {dec_last} the last decoder layer (see EncoderDecoderOptions.places).
 
 from generator.catalogue import Figure, Question, Snapshot, Stage
 from generator.checks import (
-    CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LayerNormOf, LinearOf, ResidualLayerNorm, SameTensor,
-    ScaledScores, SoftmaxRows, SumOf,
+    CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LinearOf, ResidualLayerNorm, SameTensor, ScaledScores,
+    SoftmaxRows, SumOf,
 )
 from generator.figures import AttentionHeads, Mask, Matrix, Positional
 from generator.reports.encoder_decoder.checks import EmbeddingTableRows, SinusoidalPositions, TokenIds
@@ -85,7 +85,7 @@ SNAPSHOTS = (
         variable='src_embed',
         stage='input',
         tensors=(Ref('src_embed'),),
-        checks=(EmbeddingLookup(ids=Ref('src_ids'), table=Ref('src_emb_weight')),),
+        checks=(EmbeddingLookup(ids=Ref('src_ids'), table=Ref('src_emb_weight'), sqrt_scaled=True),),
         figures=('src_embedding',),
         questions=(1, 6),
     ),
@@ -141,7 +141,7 @@ SNAPSHOTS = (
         variable='scores_pre_mask',
         stage='encoder',
         tensors=(Ref('{enc}.self_attn.scores'),),
-        checks=(ScaledScores(q_heads=Ref('{enc}.self_attn.q_heads'), k_heads=Ref('{enc}.self_attn.k_heads')),),
+        checks=(ScaledScores(q=Ref('{enc}.self_attn.q_heads'), k=Ref('{enc}.self_attn.k_heads')),),
         figures=('enc_scores',),
         questions=(3,),
     ),
@@ -170,7 +170,7 @@ SNAPSHOTS = (
         variable='attn_concat',
         stage='encoder',
         tensors=(Ref('{enc}.self_attn.concat'),),
-        checks=(ContextConcat(probs=Ref('{enc}.self_attn.probs'), v_heads=Ref('{enc}.self_attn.v_heads')),),
+        checks=(ContextConcat(probs=Ref('{enc}.self_attn.probs'), v=Ref('{enc}.self_attn.v_heads')),),
         questions=(6,),
     ),
     Snapshot(
@@ -189,7 +189,7 @@ SNAPSHOTS = (
         variable='ln1_out',
         stage='encoder',
         tensors=(Ref('{enc}.ln_1'),),
-        checks=(LayerNormOf(x=Ref('{enc}.residual_1'), module=ModuleRef('{enc}.ln_1')),),
+        checks=(ResidualLayerNorm(operands=(Ref('{enc}.input'), Ref('{enc}.self_attn.out')), module=ModuleRef('{enc}.ln_1')),),
         questions=(5,),
     ),
     Snapshot(
@@ -271,7 +271,7 @@ SNAPSHOTS = (
         variable='scores_pre_mask_m',
         stage='decoder',
         tensors=(Ref('{dec}.self_attn.scores'),),
-        checks=(ScaledScores(q_heads=Ref('{dec}.self_attn.q_heads'), k_heads=Ref('{dec}.self_attn.k_heads')),),
+        checks=(ScaledScores(q=Ref('{dec}.self_attn.q_heads'), k=Ref('{dec}.self_attn.k_heads')),),
         questions=(3, 4),
     ),
     Snapshot(
@@ -290,7 +290,7 @@ SNAPSHOTS = (
         variable='attn_weights_m',
         stage='decoder',
         tensors=(Ref('{dec}.self_attn.probs'),),
-        checks=(SoftmaxRows(scores=Ref('{dec}.self_attn.masked_scores'), causal=True),),
+        checks=(SoftmaxRows(scores=Ref('{dec}.self_attn.scores'), mask=Ref('tgt_mask'), causal=True),),
         figures=('dec_attention',),
         questions=(4,),
     ),
@@ -309,7 +309,7 @@ SNAPSHOTS = (
         variable='attn_concat_m',
         stage='decoder',
         tensors=(Ref('{dec}.self_attn.concat'),),
-        checks=(ContextConcat(probs=Ref('{dec}.self_attn.probs'), v_heads=Ref('{dec}.self_attn.v_heads')),),
+        checks=(ContextConcat(probs=Ref('{dec}.self_attn.probs'), v=Ref('{dec}.self_attn.v_heads')),),
         questions=(2,),
     ),
     Snapshot(
@@ -354,7 +354,7 @@ SNAPSHOTS = (
         variable='scores_pre_mask_c',
         stage='decoder',
         tensors=(Ref('{dec}.cross_attn.scores'),),
-        checks=(ScaledScores(q_heads=Ref('{dec}.cross_attn.q_heads'), k_heads=Ref('{dec}.cross_attn.k_heads')),),
+        checks=(ScaledScores(q=Ref('{dec}.cross_attn.q'), k=Ref('{dec}.cross_attn.k')),),
         questions=(3,),
     ),
     Snapshot(
@@ -373,7 +373,7 @@ SNAPSHOTS = (
         variable='attn_concat_c',
         stage='decoder',
         tensors=(Ref('{dec}.cross_attn.concat'),),
-        checks=(ContextConcat(probs=Ref('{dec}.cross_attn.probs'), v_heads=Ref('{dec}.cross_attn.v_heads')),),
+        checks=(ContextConcat(probs=Ref('{dec}.cross_attn.probs'), v=Ref('{dec}.cross_attn.v')),),
         questions=(2,),
     ),
     Snapshot(

@@ -146,7 +146,7 @@ SNAPSHOTS = (
         variable='scores',
         stage='block',
         tensors=(Ref('{block}.attn.scores'),),
-        checks=(ScaledScores(q_heads=Ref('{block}.attn.q'), k_heads=Ref('{block}.attn.k')),),
+        checks=(ScaledScores(q=Ref('{block}.attn.q'), k=Ref('{block}.attn.k')),),
         figures=('scores',),
         questions=(1,),
     ),
@@ -194,7 +194,7 @@ SNAPSHOTS = (
         variable='concat',
         stage='block',
         tensors=(Ref('{block}.attn.concat'),),
-        checks=(ContextConcat(probs=Ref('{block}.attn.probs'), v_heads=Ref('{block}.attn.v')),),
+        checks=(ContextConcat(probs=Ref('{block}.attn.probs'), v=Ref('{block}.attn.v')),),
         questions=(1,),
     ),
     Snapshot(
@@ -267,7 +267,8 @@ SNAPSHOTS = (
         variable='x',
         stage='block',
         tensors=(Ref('{block}.output'),),
-        checks=(GptBlockRerun(x=Ref('{block}.input'), block=ModuleRef('{block}'), mask=Ref('mask')),),
+        checks=(GptBlockRerun(x=Ref('{block}.input'), block=ModuleRef('{block}'), mask=Ref('mask')),
+                SameTensor(source=Ref('{block}.residual_2'), claim='is the second residual sum: a pre-norm block ends without a norm')),
         questions=(2,),
     ),
     Snapshot(

@@ -1,22 +1,12 @@
-"""Tracing someone else's GPT (`python -m generator trace`): how students mark its snapshots, what a trace checks beyond
-the catalogue's own checks, and which snapshots are attention probabilities (generator/trace/)."""
+"""Tracing someone else's GPT (`python -m generator trace`): how students mark its snapshots, which of the catalogue's
+placeholders name one pass of the block loop, and which snapshots are attention probabilities (generator/trace/).
+What a trace checks is the catalogue's own checks."""
 
-from generator.trace.verify import (TraceSpec, block_input, causal_mask, gelu_range, hit_of, layer_norm_of, probabilities_of, same_as,
-                                    scores_of)
+from generator.trace.verify import TraceSpec
 
 TRACE = TraceSpec(
     keyword="BREAKPOINT",
     letter="G",
-    checks={
-        5: block_input(4, 24, "the embeddings, G04"),
-        6: layer_norm_of(5),
-        11: scores_of(8, 9, heads=True),
-        12: causal_mask(),
-        14: probabilities_of(None, causal=True),
-        19: layer_norm_of(18),
-        21: gelu_range(),
-        24: same_as(23, "is the second residual sum (G23): pre-norm blocks normalise in the next block"),
-        25: layer_norm_of((24, 0, -1)),  # the last block's output
-    },
+    passes={"block_last": (-1, "{block}")},
     attention={14: ("T", "T")},
 )

@@ -70,7 +70,7 @@ SNAPSHOTS = (
     Snapshot(number=11, title="Raw attention scores Q·Kᵀ", variable="score", stage="attention", tensors=(Ref(f"{_B}.attn.dots"),),
              checks=(DotProducts(q_heads=Ref(f"{_B}.attn.q"), k_heads=Ref(f"{_B}.attn.k")),), questions=(4, 6), figures=("query_scores",)),
     Snapshot(number=12, title="Scaled scores Q·Kᵀ/√hs", variable="score / √d", stage="attention", tensors=(Ref(f"{_B}.attn.scores"),),
-             checks=(ScaledScores(q_heads=Ref(f"{_B}.attn.q"), k_heads=Ref(f"{_B}.attn.k")),), questions=(4,),
+             checks=(ScaledScores(q=Ref(f"{_B}.attn.q"), k=Ref(f"{_B}.attn.k")),), questions=(4,),
              differs="The seed takes the softmax of the raw dot products; the model divides them by √hs first, as scaled dot-product "
                      "attention does, so this page has no number of the seed's."),
     Snapshot(number=13, title="Attention weights", variable="attention_weights", stage="attention", tensors=(Ref(f"{_B}.attn.probs"),),

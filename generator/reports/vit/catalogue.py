@@ -154,7 +154,7 @@ SNAPSHOTS = (
         variable='attn_scores',
         stage='block',
         tensors=(Ref('{block}.attn.scores'),),
-        checks=(ScaledScores(q_heads=Ref('{block}.attn.q'), k_heads=Ref('{block}.attn.k')),),
+        checks=(ScaledScores(q=Ref('{block}.attn.q'), k=Ref('{block}.attn.k')),),
         questions=(4,),
     ),
     Snapshot(
@@ -219,7 +219,7 @@ SNAPSHOTS = (
         variable='x_after_mlp',
         stage='block',
         tensors=(Ref('{block}.residual_2'),),
-        checks=(SumOf(operands=(Ref('{block}.residual_1'), Ref('{block}.mlp.out'))),),
+        checks=(SumOf(operands=(Ref('{block}.input'), Ref('{block}.attn.out'), Ref('{block}.mlp.out'))),),
         differs="The seed added the MLP output to the *normalised* `ff_in` and normalised again (`norm3`). In the standard pre-norm ViT the MLP output is added to the un-normalised residual stream `x + attn_out`, and no LayerNorm follows inside the block: the next block's `ln_1` (or the final `ln`, S23) normalises it.",
         questions=(5,),
     ),
@@ -239,7 +239,8 @@ SNAPSHOTS = (
         variable='x_block2_out',
         stage='output',
         tensors=(Ref('{block2}.output'),),
-        checks=(ResidualBlock(x=Ref('{block2}.input'), block=ModuleRef('{block2}')),),
+        checks=(ResidualBlock(x=Ref('{block2}.input'), block=ModuleRef('{block2}')),
+                SameTensor(source=Ref('{block2}.residual_2'), claim="is the second block's last residual sum")),
         questions=(5,),
     ),
     Snapshot(
@@ -248,7 +249,8 @@ SNAPSHOTS = (
         variable='x_last',
         stage='output',
         tensors=(Ref('{block_last}.output'),),
-        checks=(ResidualBlock(x=Ref('{block_last}.input'), block=ModuleRef('{block_last}')),),
+        checks=(ResidualBlock(x=Ref('{block_last}.input'), block=ModuleRef('{block_last}')),
+                SameTensor(source=Ref('{block_last}.residual_2'), claim="is the last block's last residual sum")),
         questions=(5,),
     ),
     Snapshot(

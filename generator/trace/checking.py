@@ -1,0 +1,163 @@
+"""A traced script's verdicts: the catalogue's own typed checks (generator/checks.py), the ones its snapshots declare,
+run on a ``TensorDict`` of the captured tensors under the catalogue's record names. Pass k of a loop is filed under
+layer k's names, so a check that reads ``{block_prev}`` (the previous layer's output) compares pass k's input with
+pass k − 1's output; placeholders that name one pass (``{block_last}``) are filled from the passes the script ran
+(``TraceSpec.passes``). Checks that need the model's weights or the run's inputs are not checkable; a page is judged
+by the checks that could run."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from generator.checks import FAILED, NOT_CHECKABLE, CheckResult
+from generator.sources import TensorDict, fill
+from generator.trace.verify import layout
+
+if TYPE_CHECKING:  # pragma: no cover
+    from generator.trace.pages import TracedPage
+
+# A leading corner of a big tensor (``[:5, :5]``, what a debugger shows of an embedding table): kept under the record
+# name, and the checks that read it compare what it covers.
+CORNER = re.compile(r"\[\s*:\s*\d+(\s*,\s*:\s*\d+)*\s*\]")
+
+
+def run_checks(pages: list[TracedPage], catalogue: Any, dims: dict[str, int], hit: int) -> None:
+    """Give every page its results (``page.checks``, one per declared check) and its verdict (``page.check``)."""
+    from generator.trace.pages import CheckOutcome
+
+    source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue is not None else (None, {})
+    for page in pages:
+        if source is not None and page.captured:  # a snapshot is judged on its own capture, even where an earlier one shows the same record point
+            own = own_tensors(page, source.places, dims)
+            page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=source.places), {**labels, **dict.fromkeys(own, page.label)})
+        else:
+            page.checks = page_checks(page, source, labels)
+        verdict = CheckResult.combined(page.checks, judge_checkable=True)
+        page.check = CheckOutcome.of(verdict)
+
+
+def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = ()) -> CheckResult:
+    return CheckResult(name=name, passed=False, detail=detail, status=NOT_CHECKABLE, missing=missing)
+
+
+def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, str]) -> list[CheckResult]:
+    """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said in
+    the user's terms (a snapshot to capture, the weights a trace does not have)."""
+    checks = tuple(getattr(page.snap, "checks", ()))
+    claims = [c.key().replace("_", " ") for c in checks]
+    if not page.captured:
+        return [_not_checkable(claim, "needs this snapshot captured") for claim in claims] or [_not_checkable("", "")]
+    if any(t.view.numel == 0 and t.note for t in page.tensors):
+        return [_not_checkable("; ".join(claims), "; ".join(t.note for t in page.tensors if t.note))]
+    if page.layout.status == "mismatch":
+        return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
+                            detail=f"the shape {page.main.view.shape} cannot be read as ({', '.join(page.shape)}): {page.layout.note}")]
+    if source is None or not checks:
+        return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
+    results = []
+    for check, claim in zip(checks, claims):
+        try:
+            result = check.run(source)
+        except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
+            results.append(CheckResult(name=claim, passed=False, detail=f"the captured tensors do not fit the claim: {exc}"))
+            continue
+        reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in check.inputs()) if name in labels]
+        if result.checkable and any(" at pass " in label for label in reads):  # a loop's wiring: say which passes it compared
+            result = replace(result, detail=f"{result.detail} (read: {', '.join(reads)})")
+        if not result.checkable:
+            needs = [labels.get(m, m) for m in result.missing]
+            what = ", ".join(n if n.startswith("the whole") else f"snapshot {n}" if n in labels.values() else _missing_words(n)
+                             for n in dict.fromkeys(needs))
+            result = _not_checkable(claim, f"needs {what}", result.missing)
+        results.append(result)
+    return results
+
+
+def _missing_words(name: str) -> str:
+    if name.startswith(("module ", "parameter ")):
+        return f"the model's weights ({name}), which a trace does not capture"
+    if name.startswith("input "):
+        return f"the run's {name}, which a trace does not know"
+    if name.startswith("the LayerNorm's weights"):
+        return "the LayerNorm's weights (with fewer than 3 positions a fitted gain and bias prove nothing)"
+    return f"{name}, which no snapshot of the catalogue shows"
+
+
+def _pass_count(pages: list[TracedPage], template: str) -> int:
+    """How many passes the script ran of the loop whose pages use the placeholders of ``template`` (0: none captured)."""
+    names = set(re.findall(r"{(\w+)}", template))
+    return max((len(page.hit_values[0]) for page in pages if page.captured and page.hit_values
+                for ref in getattr(page.snap, "tensors", ())[:1] if names & set(re.findall(r"{(\w+)}", ref.template))), default=0)
+
+
+def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str, str] | None:
+    """The catalogue's placeholders for pass ``layer`` of the script's loop, with the ones that name one pass (the last,
+    the second) filled from ``passes``, the passes the script ran; None where the report's options cannot describe it."""
+    from generator.trace import specs
+    from generator.trace.pages import places_for
+
+    places = places_for(catalogue, layer)
+    if places is None:
+        return None
+    spec = specs().get(catalogue.key)
+    for name, (which, template) in (spec.passes.items() if spec is not None else ()):
+        ran = passes.get(name, 0)
+        chosen = which if which > 0 else ran + 1 + which
+        if 1 <= chosen <= ran and (at := places_for(catalogue, chosen)) is not None:
+            places[name] = fill(template, at)
+    return places
+
+
+def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str], dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
+    """The record name and the catalogue-layout value of the page's ``k``-th tensor, or None where it is no recorded tensor."""
+    refs = getattr(page.snap, "tensors", ())
+    if tensor is None or k >= len(refs):
+        return None
+    found = layout(tensor, page.shape_of(k), dims, {})
+    if found.canonical is None:
+        return None
+    index = getattr(page.snap, "index", None) if k == 0 else None
+    if index is None or CORNER.fullmatch(index):
+        return refs[k].name(places), found.canonical
+    if index == "[0]":  # the page shows the first batch item: the recorded tensor is it with its batch axis
+        return refs[k].name(places), found.canonical.unsqueeze(0)
+    return None  # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
+
+
+def own_tensors(page: TracedPage, places: dict[str, str], dims: dict[str, int]) -> dict[str, torch.Tensor]:
+    """The page's own captured tensors (the hit it shows) under their record names."""
+    return dict(filed for k, t in enumerate(page.tensors) if (filed := _filed(page, k, t.view.tensor, places, dims)))
+
+
+def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, str]]:
+    """The captured tensors as a ``generator.sources.TensorDict`` under the catalogue's record names (pass k of a loop
+    under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
+    from generator.trace import specs
+
+    spec = specs().get(getattr(catalogue, "key", ""))
+    passes = {name: _pass_count(pages, template) for name, (_, template) in (spec.passes.items() if spec is not None else ())}
+    shown_places = pass_places(catalogue, hit, passes) or pass_places(catalogue, 1, passes)
+    if shown_places is None:
+        return None, {}
+    tensors: dict[str, torch.Tensor] = {}
+    labels: dict[str, str] = {}  # record name -> the snapshot (and pass) its tensor came from, or would come from
+    for page in pages:
+        for k, ref in enumerate(getattr(page.snap, "tensors", ())):
+            index = getattr(page.snap, "index", None)
+            sliced = k == 0 and index not in (None, "[0]") and not CORNER.fullmatch(index)
+            labels.setdefault(ref.name(shown_places), f"the whole of what {page.label} shows a slice of" if sliced else page.label)
+        for k, values in enumerate(page.hit_values):
+            for h, tensor in enumerate(values, 1):
+                if (places := pass_places(catalogue, h, passes)) is not None and (filed := _filed(page, k, tensor, places, dims)):
+                    tensors[filed[0]], labels[filed[0]] = filed[1], f"{page.label} at pass {h}" if len(values) > 1 else page.label
+    shown: set[str] = set()
+    for page in pages:  # the hits the pages show, under the shown layer's names, win; the first snapshot showing a record point owns it
+        for name, tensor in own_tensors(page, shown_places, dims).items():
+            if name not in shown:
+                tensors[name], labels[name] = tensor, page.label
+                shown.add(name)
+    return TensorDict(tensors, places=shown_places), labels

@@ -68,6 +68,8 @@ class OwnCatalogue:
     dims_legend: Any = field(default_factory=dict)
     questions: tuple[Question, ...] = ()
     options: Any = None
+    extra_pages: tuple = ()
+    figures: tuple = ()
 
     def label(self, number: int) -> str:
         return f"T{number:02d}"
@@ -131,7 +133,9 @@ class TracedPage:
     marker_example: str
     tensors: list[TracedTensor] = field(default_factory=list)
     layout: Layout | None = None
-    check: CheckOutcome = field(default_factory=lambda: CheckOutcome("", None, ""))
+    check: Any = field(default_factory=lambda: CheckOutcome("", None, ""))  # the combined verdict (run.adopt_verdicts: a CheckResult)
+    checks: list[Any] = field(default_factory=list)  # its parts, as CheckResults (run.adopt_verdicts)
+    not_drawn: list[str] = field(default_factory=list)  # the snapshot's figures a trace could not draw: "caption — needs ..."
     order: int = 0  # capture order of the shown hit: the pipeline order of the user's run
     named: tuple[tuple[str, ...] | None, ...] = ()  # the named shape of each of the snapshot's tensors (catalogue or declaration)
     shown_hit: int = 1  # which hit of its (first) marker the page shows
@@ -163,10 +167,14 @@ class TracedPage:
         return ", ".join(t.variable for t in self.tensors)
 
     @property
+    def named_shape(self) -> tuple[str, ...]:
+        return self.shape
+
+    @property
     def status_cell(self) -> str:
         if not self.captured:
             return "—"
-        if self.check.passed is None:
+        if not self.check.checkable:
             return "not checkable"
         return ":material-check-circle:{ .tt-ok } " + self.check.name if self.check.passed else ":material-close-circle:{ .tt-bad } FAILED: " + self.check.name
 

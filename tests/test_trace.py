@@ -535,11 +535,12 @@ def test_the_warm_server_and_its_api_never_offer_trace(tmp_path):
         parse_build_argv(argv)
 
 
-def test_the_trace_builds_into_a_site_with_the_plugins_navigation(tmp_path):
+def traced_site(tmp_path: Path, script: Path = ENCODER_DECODER) -> Path:
+    """The trace of ``script`` in a docs folder of its own, built by MkDocs with the project's plugin into tmp_path/site."""
     import subprocess
 
     docs = tmp_path / "docs"
-    trace(ENCODER_DECODER, docs)
+    trace(script, docs)
     (docs / "index.md").write_text("# Home\n", encoding="utf-8")
     config = tmp_path / "mkdocs.yml"
     config.write_text(textwrap.dedent(f"""\
@@ -553,6 +554,11 @@ def test_the_trace_builds_into_a_site_with_the_plugins_navigation(tmp_path):
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(config)], capture_output=True, text=True,
                             env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
     assert result.returncode == 0, result.stderr
+    return tmp_path / "site"
+
+
+def test_the_trace_builds_into_a_site_with_the_plugins_navigation(tmp_path):
+    traced_site(tmp_path)
     home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
     assert "t/encoder/10-attention-scores-before-softmax/" in home  # the report's navigation, from its snapshots.json
     assert (tmp_path / "site" / "t" / "print" / "index.html").is_file()
@@ -683,3 +689,19 @@ def test_a_script_that_turns_tracing_off_is_told_why_its_later_lines_were_not_ca
     assert not data["snapshots"][0]["captured"]
     assert any("sys.settrace" in warning for warning in data["outcome"]["warnings"])
     assert "the script replaced the trace function" in (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
+def test_a_traced_scripts_print_view_is_printed_to_pdf_by_the_bundled_reports_export(tmp_path):
+    import re
+
+    from pypdf import PdfReader
+
+    from generator.pdf import print_reports, traced_reports
+
+    site = traced_site(tmp_path)
+    assert traced_reports(tmp_path / "docs") == ["t"]  # what `python -m generator pdf` (and trace --pdf) prints
+    [pdf] = print_reports(site, tmp_path / "pdf", ["t"])
+    text = re.sub(r"\s+", " ", "\n".join(page.extract_text() for page in PdfReader(pdf).pages))
+    assert "Trace of encoder_decoder_trace.py: the full report" in text
+    assert "#10 · Attention scores before softmax" in text and "Guiding questions" in text and "Script SHA-256" in text

@@ -705,3 +705,83 @@ def test_a_traced_scripts_print_view_is_printed_to_pdf_by_the_bundled_reports_ex
     text = re.sub(r"\s+", " ", "\n".join(page.extract_text() for page in PdfReader(pdf).pages))
     assert "Trace of encoder_decoder_trace.py: the full report" in text
     assert "#10 · Attention scores before softmax" in text and "Guiding questions" in text and "Script SHA-256" in text
+
+
+# ----------------------------------------------------------------------------- the bundled reports' words, the user's numbers
+
+
+def explanation_of(page: str) -> str:
+    return page.split("## What it is", 1)[1].split("\n## ", 1)[0]
+
+
+def test_a_snapshot_page_carries_the_bundled_explanation_written_with_the_users_numbers(tmp_path):
+    import numpy
+
+    from generator.tensors import fmt
+
+    trace(ENCODER_DECODER, tmp_path)
+    page = (tmp_path / "t" / "decoder" / "26-masked-attention-scores-after-mask-softmax.md").read_text(encoding="utf-8")
+    text = explanation_of(page)
+    assert "each row is a distribution over the allowed keys only" in text  # encoder_decoder/templates/explain.md.j2, block s26
+    probs = numpy.load(tmp_path / "t" / "data" / "26_attn_weights_m.npy")  # what the script computed
+    last_row = ", ".join(fmt(float(v)) for v in probs[0, 0, -1])
+    assert f"The last row spreads over all {probs.shape[-1]}: {last_row}." in text
+    assert "report's own explanation" not in text  # not the fallback
+
+
+def test_a_question_page_carries_the_written_answers_with_the_users_numbers(tmp_path):
+    _, data = trace(ENCODER_DECODER, tmp_path)
+    questions = (tmp_path / "t" / "questions.md").read_text(encoding="utf-8")
+    dims = data["dims"]
+    assert f"Entry (i, j) of a head's matrix is how well query i matches key j, scaled by 1/√{dims['hs']}" in questions
+    assert f"S × S = {dims['S']} × {dims['S']}" in questions and f"T × S = {dims['T']} × {dims['S']}" in questions
+    blocked = next(s for s in data["snapshots"] if s["label"] == "#25")["stats"]["inf"]
+    assert f"({int(blocked)} blocked entries)" in questions  # read from the user's mask
+    assert "has no written answer" not in questions
+
+
+def test_a_block_that_needs_what_the_trace_lacks_falls_back_and_names_it(tmp_path):
+    trace(ENCODER_DECODER, tmp_path)
+    page = (tmp_path / "t" / "encoder" / "07-self-attention-queries-q.md").read_text(encoding="utf-8")
+    text = explanation_of(page)
+    assert f"needs {escape_text('input src_tokens')}" in text  # the block names the source words: a trace has token IDs only
+    assert "of shape `(1, 7, 128)`" in text and "The values range from" in text  # generic text, with the user's numbers
+
+
+def test_an_answer_that_needs_a_snapshot_not_captured_says_which_and_how_to_mark_it(tmp_path):
+    script = variant(tmp_path, ENCODER_DECODER, "# Snapshot #25", "")
+    _, data = trace(script, tmp_path / "out")
+    assert next(s for s in data["snapshots"] if s["label"] == "#25")["captured"] is False
+    questions = (tmp_path / "out" / "t" / "questions.md").read_text(encoding="utf-8")
+    q4 = questions.split("{ #q4 }", 1)[1].split("\n## ", 1)[0]
+    assert f"needs {escape_text('snapshot #25 (not captured; mark it with # Snapshot #25)')}" in q4
+    assert "(1, 4, 6, 6)" in q4  # what the run shows instead: #26's shape
+    page = (tmp_path / "out" / "t" / "decoder" / "25-mask-tensor.md").read_text(encoding="utf-8")
+    assert "Not captured" in page and "# Snapshot #25" in page
+
+
+def test_a_failing_snapshot_does_not_get_the_explanation_of_a_correct_one(tmp_path):
+    old, new, _ = ED_BUGS["mask lets a position see the future"]
+    trace(variant(tmp_path, ENCODER_DECODER, old, new), tmp_path / "out")
+    page = (tmp_path / "out" / "t" / "decoder" / "26-masked-attention-scores-after-mask-softmax.md").read_text(encoding="utf-8")
+    text = explanation_of(page)
+    assert "Every entry above the diagonal is exactly 0" not in text and "failed its check" in text
+
+
+def test_bundled_and_traced_pages_come_from_one_set_of_templates_without_the_others_sections(tmp_path, ed_run):
+    from generator.reports import REPORTS
+    from generator.render import render_report
+
+    bundled = tmp_path / "bundled"
+    render_report(REPORTS["encoder-decoder"], ed_run, bundled)
+    trace(ENCODER_DECODER, tmp_path / "traced")
+    traced = tmp_path / "traced" / "t"
+    trace_only = ["Your variable", "Marked at", "Hit shown", "Not captured", "bound from your tensors", "Script SHA-256", "this trace"]
+    bundled_only = ["| Weights |", "## Configuration", "## Parameters", "Recorded as", "How this differs from the seed report"]
+    for name in ("index.md", "questions.md", "print.md", "encoder/10-attention-scores-before-softmax.md", "encoder/index.md"):
+        ours, theirs = (bundled / name).read_text(encoding="utf-8"), (traced / name).read_text(encoding="utf-8")
+        assert not [s for s in trace_only if s in ours], name
+        assert not [s for s in bundled_only if s in theirs], name
+    assert "Marked at" in (traced / "encoder/10-attention-scores-before-softmax.md").read_text(encoding="utf-8")
+    assert "Recorded as" in (bundled / "encoder/10-attention-scores-before-softmax.md").read_text(encoding="utf-8")
+    assert not (Path(__import__("generator").__file__).parent / "templates" / "trace").exists()  # no templates of its own

@@ -742,10 +742,18 @@ def test_a_question_page_carries_the_written_answers_with_the_users_numbers(tmp_
 
 def test_a_block_that_needs_what_the_trace_lacks_falls_back_and_names_it(tmp_path):
     trace(ENCODER_DECODER, tmp_path)
-    page = (tmp_path / "t" / "encoder" / "07-self-attention-queries-q.md").read_text(encoding="utf-8")
+    page = (tmp_path / "t" / "input" / "01-raw-input-tokens-ids.md").read_text(encoding="utf-8")
     text = explanation_of(page)
-    assert f"needs {escape_text('input src_tokens')}" in text  # the block names the source words: a trace has token IDs only
-    assert "of shape `(1, 7, 128)`" in text and "The values range from" in text  # generic text, with the user's numbers
+    assert f"needs {escape_text('input src')}" in text  # block s1 quotes the source sentence: a trace has its token IDs only
+    assert "holds 7 values of shape `(7,)`" in text and "The values range from" in text  # generic text, with the user's numbers
+
+
+def test_blocks_that_name_the_words_read_the_users_token_ids_instead(tmp_path):
+    _, data = trace(ENCODER_DECODER, tmp_path)
+    first_id = int(next(s for s in data["snapshots"] if s["label"] == "#1")["first"][0])
+    page = (tmp_path / "t" / "encoder" / "07-self-attention-queries-q.md").read_text(encoding="utf-8")
+    assert f"Position 0 (“ID {first_id}”) gets" in explanation_of(page)  # block s7, the word replaced by the user's ID
+    assert "untrained" not in (tmp_path / "t" / "encoder" / "11-attention-scores-after-softmax.md").read_text(encoding="utf-8")
 
 
 def test_an_answer_that_needs_a_snapshot_not_captured_says_which_and_how_to_mark_it(tmp_path):

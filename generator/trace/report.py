@@ -18,7 +18,7 @@ from generator.tensor_data import explore_info, write_tensor_data
 from generator.tensors import json_number
 from generator.trace.capture import Capture
 from generator.trace.pages import TracedPage, _spec, _tensor_of, build_pages, catalogue_source
-from generator.trace.run import INPUTS_WHY, Known, TracedRun, TraceReport, adopt_verdicts, verdict
+from generator.trace.run import INPUTS_WHY, Known, TracedRun, TraceReport, adopt_verdicts, id_labels, verdict
 from generator.trace.verify import layout
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
@@ -89,7 +89,8 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
 
     facts = [("Script", capture.script.name), ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
              ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable")]
-    known_inputs = {"facts": facts, "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit}
+    known_inputs = {"facts": facts, "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
+                    **id_labels(catalogue.key, pages, dims)}
     by_label = {p.label: p for p in pages}
     run = TracedRun(
         report=catalogue.key, tensors=source, labels=labels, captured={p.label for p in captured},

@@ -184,7 +184,10 @@ def test_the_bundled_drawings_draw_the_users_tensors_with_captions_that_claim_no
     figures = {f for s in data["snapshots"] for f in s["figures"]}
     assert {"figures/enc_attention.png", "figures/mask.png", "figures/cross_attention.png"} <= figures
     assert all((tmp_path / "t" / f).read_bytes().startswith(b"\x89PNG") for f in figures)
-    assert "figures/predictions.png" not in figures  # needs the target words, which a trace does not know
+    assert "figures/predictions.png" in figures  # the target vocabulary's words, stood in for by the user's IDs
+    assert "figures/tokens.png" not in figures  # the vocabularies' words: a trace does not know them, and the page says so
+    ids = (tmp_path / "t" / "input" / "01-raw-input-tokens-ids.md").read_text(encoding="utf-8")
+    assert "not drawn" in ids and f"Words of both sentences with their vocabulary IDs{escape_text('.')} — needs input" in ids
     page = (tmp_path / "t" / "decoder" / "26-masked-attention-scores-after-mask-softmax.md").read_text(encoding="utf-8")
     captions = [line for line in page.splitlines() if "<figcaption>" in line]
     assert "../figures/dec_attention.png" in page and captions and not any("exactly 0" in c for c in captions)

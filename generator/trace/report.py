@@ -172,8 +172,9 @@ def draw_figures(catalogue: Any, pages: list[TracedPage], run: TracedRun, out: P
             if fig is None:
                 continue
             kinds = fig.drawing.parameters()
-            numbered = {f.name: None for f in fields(fig.drawing) if kinds.get(f.name) == INPUT and f.default is None}
-            drawing = replace(fig.drawing, **numbered)  # optional word labels: the axes are numbered
+            numbered = {f.name: None for f in fields(fig.drawing) if kinds.get(f.name) == INPUT and f.default is None
+                        and getattr(fig.drawing, f.name) is not None and str(getattr(fig.drawing, f.name)) not in run.inputs}
+            drawing = replace(fig.drawing, **numbered)  # optional word labels the trace does not know: the axes are numbered
             target = out / "figures" / f"{fid}.png"
             target.parent.mkdir(parents=True, exist_ok=True)
             try:

@@ -64,13 +64,14 @@ def trace_environment() -> jinja2.Environment:
 
 
 # The run inputs that name tokens and classes, which a trace can stand in for with labels read from the user's own tensors:
-# catalogue key -> input -> ("ids", snapshot number): "ID n" for each ID the snapshot captured, or ("vocabulary" | "classes",
+# catalogue key -> input -> ("ids" | "values", snapshot number): "ID n" (or n) for each ID the snapshot captured, or ("vocabulary" | "classes",
 # dimension): "ID k" / "class k" for k below the bound dimension. So the report's blocks still read "position 0 (“ID 3”)".
 # (Report-specific: the integrator may move each report's entry into its TraceSpec, generator/reports/<report>/trace.py.)
 ID_LABELS = {
     "encoder-decoder": {"src_tokens": ("ids", 1), "tgt_tokens": ("ids", 2), "src_words": ("vocabulary", "V_src"),
                         "tgt_words": ("vocabulary", "V")},
     "vit": {"class_names": ("classes", "K")},
+    "gpt": {"prompt_ids": ("values", 1), "prompt_bytes": ("ids", 1), "byte_labels": ("vocabulary", "V")},  # IDs, not bytes: the user's tokenizer is unknown
 }
 
 
@@ -79,10 +80,11 @@ def id_labels(catalogue_key: str, pages: list[Any], dims: dict[str, int]) -> dic
     by_number = {p.snap.number: p for p in pages}
     found = {}
     for key, (kind, where) in ID_LABELS.get(catalogue_key, {}).items():
-        if kind == "ids":
+        if kind in ("ids", "values"):
             page = by_number.get(where)
             if page is not None and page.captured and not page.main.view.tensor.is_floating_point() and page.main.view.numel:
-                found[key] = [f"ID {int(v)}" for v in page.main.view.tensor.flatten().tolist()]
+                ids = [int(v) for v in page.main.view.tensor.flatten().tolist()]
+                found[key] = [f"ID {i}" for i in ids] if kind == "ids" else ids
         elif where in dims:
             found[key] = [f"{'class' if kind == 'classes' else 'ID'} {k}" for k in range(dims[where])]
     return found

@@ -796,3 +796,25 @@ def test_bundled_and_traced_pages_come_from_one_set_of_templates_without_the_oth
     assert "Marked at" in (traced / "encoder/10-attention-scores-before-softmax.md").read_text(encoding="utf-8")
     assert "Recorded as" in (bundled / "encoder/10-attention-scores-before-softmax.md").read_text(encoding="utf-8")
     assert not (Path(__import__("generator").__file__).parent / "templates" / "trace").exists()  # no templates of its own
+
+
+def test_the_traced_run_answers_like_a_model_run_and_names_what_a_trace_lacks(tmp_path, monkeypatch):
+    import generator.trace.report as report
+    from generator.sources import MissingTensor, NotCheckable
+
+    seen = {}
+    write_pages = report.write_pages
+    monkeypatch.setattr(report, "write_pages", lambda catalogue, run, pages, out, trace=None: (
+        seen.update(run=run), write_pages(catalogue, run, pages, out, trace=trace))[1])
+    trace(ENCODER_DECODER, tmp_path)
+    run = seen["run"]
+    assert run.tensor_view("src_ids").shape == (1, 7)  # (B, S): the catalogue's layout, as a model run records it
+    assert run.source("{enc}.self_attn.scores") == ("encoder_decoder_trace.py", 83)  # the user's marked line
+    assert run.stamp()["sha256"] == __import__("hashlib").sha256(ENCODER_DECODER.read_bytes()).hexdigest() and run.seed == 7
+    with pytest.raises(MissingTensor, match="no snapshot of the catalogue shows it"):
+        run.cpu("{enc}.residual_1")
+    with pytest.raises(NotCheckable, match="not the model's weights"):
+        run.parameter("src_emb.weight")
+    with pytest.raises(NotCheckable, match="input src"):
+        run.input("src")
+    assert run.inputs["src_tokens"][0] == f"ID {int(run.cpu('src_ids')[0, 0])}"

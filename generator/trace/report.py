@@ -1,6 +1,7 @@
 """Write the report of a traced script (pages.py builds its pages): the snapshot pages, the overview, the stages, the
-guiding questions, the print view, snapshots.json, figures and data/ — with the bundled reports' Jinja environment, page
-layout, drawings, explorer data format and site navigation (generator/site/plugin.py reads snapshots.json)."""
+guiding questions and the print view by the bundled reports' own templates and writer (generator.render.write_pages, over
+a TracedRun: run.py), and snapshots.json, figures (the bundled drawings) and data/ in the bundled formats, so the site
+machinery, the explorer and the PDF export read a trace as they read a bundled report."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 from generator.catalogue import Report
 from generator.checks import FAILED, PASSED
 from generator.render import escape_text, write_pages
+from generator.sources import fill
 from generator.tensor_data import explore_info, write_tensor_data
 from generator.tensors import json_number
 from generator.trace.capture import Capture
@@ -91,13 +93,13 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
              ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable")]
     known_inputs = {"facts": facts, "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
                     **id_labels(catalogue.key, pages, dims)}
-    by_label = {p.label: p for p in pages}
     run = TracedRun(
         report=catalogue.key, tensors=source, labels=labels, captured={p.label for p in captured},
-        marker=lambda label: by_label[label].marker_example if label in by_label else "a marker",
+        markers={p.label: p.marker_example for p in pages},
         inputs=Known(known_inputs, "input", INPUTS_WHY), dims=Known(dims, "dimension", "not bound from your tensors"),
         facts=stamp, device=", ".join(stamp["devices"]),
-        sources={t.name: (t.source.path, t.marker_line) for p in captured for t in p.tensors},
+        sources={fill(str(ref), source.places): (t.source.path, t.marker_line) for p in captured
+                 for ref, t in zip(getattr(p.snap, "tensors", ()) or (), p.tensors)} if source is not None else {},
     )
     trace = TraceReport(title=title, catalogue=catalogue, numbering=numbering, command=command, counts=counts, outcome=outcome,
                         first_failure=failed[0] if failed else None, run=run, own=numbering == "none",

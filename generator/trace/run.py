@@ -103,7 +103,7 @@ class TracedRun:
     tensors: TensorDict | None
     labels: dict[str, str]  # record name -> the snapshot label that shows it
     captured: set[str]  # the labels of the snapshots captured
-    marker: Any  # label -> the marker comment that would capture it
+    markers: dict[str, str]  # snapshot label -> the marker comment that captures it
     inputs: Known
     dims: Known
     facts: dict[str, Any]  # the run stamp
@@ -133,7 +133,7 @@ class TracedRun:
                 raise MissingTensor(f"snapshot {label} in the catalogue's layout", "its shape cannot be read as the catalogue's")
             if label.startswith("the whole"):
                 raise MissingTensor(label, "a page shows a slice of it, so a trace captures only that slice")
-            raise MissingTensor(f"snapshot {label}", f"not captured; mark it with {self.marker(label)}")
+            raise MissingTensor(f"snapshot {label}", f"not captured; mark it with {self.markers.get(label, 'its marker')}")
         return self.tensors.cpu(name)
 
     def t(self, template: Any) -> torch.Tensor:
@@ -149,10 +149,11 @@ class TracedRun:
         return TensorView(self.name(template), self.view(template, index))
 
     def source(self, template: Any) -> tuple[str, int]:
+        """The user's file and marked line that captured the tensor."""
         name = self.name(template)
         if name not in self.sources:
-            self.cpu(name)  # says why
-            raise MissingTensor(name, "no line of the script captured it")
+            self.cpu(name)  # raises, saying why, where the trace lacks the tensor
+            raise MissingTensor(f"the line that computes {name}", "no marker of the script captured it")
         return self.sources[name]
 
     def module(self, template: Any) -> Any:

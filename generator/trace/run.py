@@ -63,23 +63,28 @@ def trace_environment() -> jinja2.Environment:
     return environment().overlay(undefined=TraceUndefined, cache_size=400)
 
 
-# The run inputs that name tokens and classes, which a trace can stand in for with labels read from the user's own tensors:
-# catalogue key -> input -> ("ids" | "values", snapshot number): "ID n" (or n) for each ID the snapshot captured, or ("vocabulary" | "classes",
-# dimension): "ID k" / "class k" for k below the bound dimension. So the report's blocks still read "position 0 (“ID 3”)".
-# (Report-specific: the integrator may move each report's entry into its TraceSpec, generator/reports/<report>/trace.py.)
-ID_LABELS = {
-    "encoder-decoder": {"src_tokens": ("ids", 1), "tgt_tokens": ("ids", 2), "src_words": ("vocabulary", "V_src"),
-                        "tgt_words": ("vocabulary", "V")},
-    "vit": {"class_names": ("classes", "K")},
-    "gpt": {"prompt_ids": ("values", 1), "prompt_bytes": ("ids", 1), "byte_labels": ("vocabulary", "V")},  # IDs, not bytes: the user's tokenizer is unknown
-}
+@functools.cache
+def trace_inputs(catalogue_key: str) -> dict[str, tuple[str, Any]]:
+    """The run inputs a report lets a trace stand in for with labels read from the user's own tensors
+    (generator/reports/<report>/trace_inputs.py, ``TRACE_INPUTS``): input -> ("ids" | "values", snapshot number): "ID n"
+    (or n) for each ID the snapshot captured; or ("vocabulary" | "classes", dimension): "ID k" / "class k" for k below
+    the bound dimension. So the report's blocks still read "position 0 (“ID 3”)". Empty for a report without one."""
+    import importlib
+    import importlib.util
+
+    from generator.reports import REPORTS
+
+    report = REPORTS.get(catalogue_key)
+    if report is None or importlib.util.find_spec(f"{report.package}.trace_inputs") is None:
+        return {}
+    return dict(importlib.import_module(f"{report.package}.trace_inputs").TRACE_INPUTS)
 
 
 def id_labels(catalogue_key: str, pages: list[Any], dims: dict[str, int]) -> dict[str, list[str]]:
-    """The inputs of ID_LABELS a trace can offer: those whose snapshot was captured, or whose dimension was bound."""
+    """The inputs of trace_inputs() this trace can offer: those whose snapshot was captured, or whose dimension was bound."""
     by_number = {p.snap.number: p for p in pages}
     found = {}
-    for key, (kind, where) in ID_LABELS.get(catalogue_key, {}).items():
+    for key, (kind, where) in trace_inputs(catalogue_key).items():
         if kind in ("ids", "values"):
             page = by_number.get(where)
             if page is not None and page.captured and not page.main.view.tensor.is_floating_point() and page.main.view.numel:

@@ -107,6 +107,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     not_drawn = draw_figures(catalogue, pages, run, out) if source is not None else {}
     for page in pages:
         page.not_drawn = not_drawn.get(page.snap.number, [])
+        trace.drawn.update({Path(f["file"]).stem: f["caption"] for f in page.figures})
     write_pages(catalogue, run, pages, out, trace=trace)
     data = snapshots_json(name, title, catalogue, numbering, pages, stamp, dims, outcome)
     (out / "snapshots.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -159,37 +160,48 @@ NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's 
 
 def draw_figures(catalogue: Any, pages: list[TracedPage], run: TracedRun, out: Path) -> dict[int, list[str]]:
     """Every figure of a captured snapshot drawn with the catalogue's own drawing from the user's tensors, where the
-    tensors it declares were captured: axes a drawing would label with the run's words are numbered instead. A figure
-    that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot not captured) is not drawn;
-    returns snapshot number -> "caption: what it needs" for each, read from what stopped it."""
+    tensors it declares were captured: axes a drawing would label with words the trace lacks are numbered instead. A
+    figure that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot not captured) is not
+    drawn; returns snapshot number -> "caption — needs ..." for each, read from what stopped it."""
     from dataclasses import fields, replace
 
     from generator.checks import INPUT
 
     by_id = {fig.id: fig for fig in getattr(catalogue, "figures", ())}
+    by_label = {p.label: p for p in pages}
+    outcome: dict[str, tuple[bool, str]] = {}  # figure id -> (drawn, caption or what it needs): each drawn once
     not_drawn: dict[int, list[str]] = {}
     for page in pages:
         for fid in getattr(page.snap, "figures", ()) if page.captured else ():
             fig = by_id.get(fid)
             if fig is None:
                 continue
-            kinds = fig.drawing.parameters()
-            numbered = {f.name: None for f in fields(fig.drawing) if kinds.get(f.name) == INPUT and f.default is None
-                        and getattr(fig.drawing, f.name) is not None and str(getattr(fig.drawing, f.name)) not in run.inputs}
-            drawing = replace(fig.drawing, **numbered)  # optional word labels the trace does not know: the axes are numbered
-            target = out / "figures" / f"{fid}.png"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                for ref in drawing.inputs():
-                    run.cpu(ref)  # a tensor it declares and the trace lacks: says which snapshot
-                drawing.draw(run, target)
-            except TraceReport.LACKS as exc:
-                target.unlink(missing_ok=True)
-                not_drawn.setdefault(page.snap.number, []).append(f"{fig.caption} — needs {TraceReport.needs(exc)}")
-                continue
-            what = NEUTRAL_CAPTIONS.get(drawing.key(), f"drawn with the {catalogue.short_title} report's {drawing.key().replace('_', ' ')} drawing")
-            caption = f"{page.label} {page.snap.title}, your {page.variables}: {what}."
-            page.figures.append({"file": f"figures/{fid}.png", "caption": escape_text(caption)})
+            if fid not in outcome:
+                kinds = fig.drawing.parameters()
+                numbered = {f.name: None for f in fields(fig.drawing) if kinds.get(f.name) == INPUT and f.default is None
+                            and getattr(fig.drawing, f.name) is not None and str(getattr(fig.drawing, f.name)) not in run.inputs}
+                drawing = replace(fig.drawing, **numbered)  # optional word labels the trace does not know: the axes are numbered
+                target = out / "figures" / f"{fid}.png"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    for ref in drawing.inputs():
+                        run.cpu(ref)  # a tensor it declares and the trace lacks: says which snapshot
+                    drawing.draw(run, target)
+                except TraceReport.LACKS as exc:
+                    target.unlink(missing_ok=True)
+                    outcome[fid] = (False, f"{fig.caption} — needs {TraceReport.needs(exc)}")
+                else:
+                    sources = [by_label[label] for label in dict.fromkeys(run.labels.get(run.name(ref)) for ref in drawing.inputs())
+                               if label in by_label] or [page]
+                    what = NEUTRAL_CAPTIONS.get(drawing.key(), f"drawn with the {catalogue.short_title} report's "
+                                                               f"{drawing.key().replace('_', ' ')} drawing")
+                    whose = ", ".join(f"{p.variables} ({p.label})" for p in sources)
+                    outcome[fid] = (True, escape_text(f"{sources[0].snap.title}, from your {whose}: {what}."))
+            drawn, text = outcome[fid]
+            if drawn:
+                page.figures.append({"file": f"figures/{fid}.png", "caption": text})
+            else:
+                not_drawn.setdefault(page.snap.number, []).append(text)
     return not_drawn
 
 

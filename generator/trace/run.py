@@ -262,6 +262,7 @@ class TraceReport:
     run: TracedRun
     explore: Any  # page -> _explore.md.j2's data
     own: bool = False  # --report none: the script's own # trace: points
+    drawn: dict[str, str] = field(default_factory=dict)  # figure id -> its caption, for each figure drawn from the user's tensors
 
     LACKS = (NotCheckable, jinja2.UndefinedError, LookupError, ValueError, TypeError, RuntimeError, ArithmeticError, AttributeError)
 

@@ -138,13 +138,13 @@ def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
 def site_dir(config: Path, docs: Path) -> Path:
     """The site folder ``config`` builds into, after checking that it builds ``docs`` (not some other docs folder)."""
     from mkdocs.config import load_config
-    from mkdocs.exceptions import ConfigurationError
+    from mkdocs.exceptions import Abort, ConfigurationError
 
     if not config.is_file():
         raise UserError(f"MkDocs configuration not found: {config}; give one with --config")
     try:
         loaded = load_config(str(config))
-    except ConfigurationError as exc:
+    except (ConfigurationError, Abort) as exc:  # Abort: a value MkDocs refuses, e.g. a docs_dir that does not exist
         raise UserError(f"{config} is not a usable MkDocs configuration: {' '.join(str(exc).split())}") from None
     if Path(loaded["docs_dir"]).resolve() != docs.resolve():
         raise UserError(f"{config} builds {loaded['docs_dir']}, not {docs}: the PDFs would print another site; "

@@ -818,3 +818,16 @@ def test_the_traced_run_answers_like_a_model_run_and_names_what_a_trace_lacks(tm
     with pytest.raises(NotCheckable, match="input src"):
         run.input("src")
     assert run.inputs["src_tokens"][0] == f"ID {int(run.cpu('src_ids')[0, 0])}"
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
+def test_pdf_with_a_configuration_for_another_docs_folder_is_refused_before_the_script_runs(tmp_path, capsys):
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(f"site_name: other\ndocs_dir: {tmp_path / 'elsewhere'}\n", encoding="utf-8")
+    code, data = trace(ENCODER_DECODER, tmp_path / "out", "--pdf", "--config", str(config))
+    assert code == 2 and data == {} and not (tmp_path / "out").exists()
+    assert "is not a usable MkDocs configuration" in capsys.readouterr().err  # its docs_dir does not exist: one line, no traceback
+    (tmp_path / "elsewhere").mkdir()
+    code, data = trace(ENCODER_DECODER, tmp_path / "out", "--pdf", "--config", str(config))
+    assert code == 2 and data == {} and not (tmp_path / "out").exists()
+    assert "the PDFs would print another site" in capsys.readouterr().err

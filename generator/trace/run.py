@@ -254,7 +254,6 @@ class TraceReport:
 
     title: str
     catalogue: Any
-    numbering: str
     command: str
     counts: dict[str, int]
     outcome: dict[str, Any]

@@ -1,7 +1,8 @@
 """PDF export of each report's print view, through a headless Chromium (print to PDF).
 
 `python -m generator pdf` builds the site, prints every report's print view to
-docs/pdf/<report>.pdf (and site/pdf/), and links the PDFs from the landing page.
+docs/pdf/<report>.pdf (and site/pdf/), and links the PDFs from the landing page. A traced script's report in the
+docs folder (`python -m generator trace`) is printed the same way, to docs/pdf/<name>.pdf.
 """
 
 from __future__ import annotations
@@ -91,13 +92,31 @@ def print_reports(site: Path, out_dir: Path, reports: list[str]) -> list[Path]:
     return written
 
 
+def traced_reports(docs: Path) -> list[str]:
+    """The folders of ``docs`` that hold a traced script's report (`python -m generator trace`), by name: their print
+    view is made by the same templates as a bundled report's, and printed the same way."""
+    from generator.reports import REPORTS
+
+    found = []
+    for path in sorted(docs.glob("*/snapshots.json")):
+        if path.parent.name in REPORTS:
+            continue
+        try:
+            traced = json.loads(path.read_text(encoding="utf-8")).get("traced") is True
+        except (OSError, ValueError, AttributeError):
+            traced = False
+        if traced:
+            found.append(path.parent.name)
+    return found
+
+
 def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
-    """Build the site, print each generated report to PDF, and rebuild with the PDFs linked."""
+    """Build the site, print each generated report (bundled or traced) to PDF, and rebuild with the PDFs linked."""
     from generator.landing import PDF_INDEX, landing_entries, report_digest, write_landing
     from generator.reports import REPORTS
     from generator.site.staging import build_lock, claim
 
-    reports = [key for key in REPORTS if (docs / key / "snapshots.json").exists()]
+    reports = [*(key for key in REPORTS if (docs / key / "snapshots.json").exists()), *traced_reports(docs)]
     if not reports:
         raise UserError(f"no generated report in {docs}; run python -m generator build first")
     find_chromium()
@@ -119,13 +138,13 @@ def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
 def site_dir(config: Path, docs: Path) -> Path:
     """The site folder ``config`` builds into, after checking that it builds ``docs`` (not some other docs folder)."""
     from mkdocs.config import load_config
-    from mkdocs.exceptions import ConfigurationError
+    from mkdocs.exceptions import Abort, ConfigurationError
 
     if not config.is_file():
         raise UserError(f"MkDocs configuration not found: {config}; give one with --config")
     try:
         loaded = load_config(str(config))
-    except ConfigurationError as exc:
+    except (ConfigurationError, Abort) as exc:  # Abort: a value MkDocs refuses, e.g. a docs_dir that does not exist
         raise UserError(f"{config} is not a usable MkDocs configuration: {' '.join(str(exc).split())}") from None
     if Path(loaded["docs_dir"]).resolve() != docs.resolve():
         raise UserError(f"{config} builds {loaded['docs_dir']}, not {docs}: the PDFs would print another site; "

@@ -73,6 +73,7 @@ def environment() -> jinja2.Environment:
         pct=lambda v, d=1: f"{100 * float(v):.{d}f}%",
         literal_block=literal_block,
         thousands=lambda v: f"{int(v):,}",
+        code=lambda v: f"<code>{escape_text(v)}</code>",  # user text as inline code (a traced script's names and paths)
     )
     env.globals["explore"] = explore_info  # _explore.md.j2: data files, explorer and value browser of a page
     return env
@@ -213,10 +214,10 @@ def build_pages(report: Report, run: ModelRun) -> list[SnapshotPage]:
 # ----------------------------------------------------------------------------- rendering
 
 
-def report_template(report: Report, name: str) -> jinja2.Template | None:
+def report_template(report: Report, name: str, env: jinja2.Environment | None = None) -> jinja2.Template | None:
     """The report's own template ``name`` (explain/inputs/questions.md.j2), or None while it has none."""
     try:
-        return environment().get_template(f"{report.key}/{name}")
+        return (env or environment()).get_template(f"{report.key}/{name}")
     except jinja2.TemplateNotFound:
         return None
 
@@ -248,22 +249,83 @@ def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[Snapshot
     """
     if missing := missing_blocks(report):
         log.warning("%s: generic text stands in for %d explanations or answers: %s", report.key, len(missing), "; ".join(missing))
-    env = environment()
     pages = build_pages(report, run)
-    command = command_line(report.key, run.options) if run.options is not None else f"python -m generator build --model {report.key}"
-    common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(), "command": command}
+    extra = write_pages(report, run, pages, out_dir)
+    (out_dir / "snapshots.json").write_text(json.dumps({**snapshots_json(report, run, pages), "extra_pages": extra}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return pages
+
+
+def _written(template: jinja2.Template | None, block: str, context: Any, fallback: Any, trace: Any) -> str:
+    """Block ``block`` of the report's ``template`` rendered with ``context()``, else ``fallback(needs)``: needs is None
+    where the report has no such block, and, in a trace, what the block needed that the trace lacks (trace.needs reads
+    it from the exception: a tensor not captured, an input a trace does not know, a value the user's tensor does not have)."""
+    if trace is None:
+        return render_block(template, block, context()) or fallback(None)
+    try:
+        return render_block(template, block, context()) or fallback(None)
+    except trace.LACKS as exc:
+        return fallback(trace.needs(exc))
+
+
+def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, trace: Any = None) -> list[dict[str, Any]]:
+    """Write the snapshot pages, stage pages, overview, extra pages, guiding questions and print view of ``pages``
+    (returns the extra pages' entries for snapshots.json).
+
+    One set of templates for every report: a bundled run (``run`` a ModelRun, ``trace`` None) and a traced script
+    (generator/trace/report.py: ``run`` a TracedRun over the captured tensors, ``trace`` its TraceReport, whose parts —
+    captured or not, the user's code, layouts, the outcome — are the templates' ``{% if trace %}`` sections). The
+    report's own explanation and answer blocks render against either; in a trace a block that needs what the trace
+    lacks falls back, for that block alone, to generic text with the user's numbers saying what it would need.
+    """
+    env = environment() if trace is None else trace.environment()
+    if trace is not None:
+        command = trace.command
+    else:
+        command = command_line(report.key, run.options) if run.options is not None else f"python -m generator build --model {report.key}"
+    common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(), "command": command, "trace": trace}
+    if trace is not None:
+        common["explore"] = trace.explore
     by_number = {p.snap.number: p for p in pages}
-    explanations, questions = report_template(report, "explain.md.j2"), report_template(report, "questions.md.j2")
+    block_pages = trace.block_pages(pages) if trace is not None else by_number  # what the report's blocks read of each page
+    explanations, questions = report_template(report, "explain.md.j2", env), report_template(report, "questions.md.j2", env)
     fallback = env.get_template("_fallback_explain.md.j2")
+    answered = env.get_template("_fallback_answer.md.j2") if trace is not None else None
+    blocks = {"pages": block_pages, **common}
     for page in pages:
-        context = {"x": page.main.view, "page": page, "pages": by_number, **common}
-        page.explanation = render_block(explanations, f"s{page.snap.number}", context) or fallback.render(**context).strip()
-        page.questions = [
-            {"question": report.question(n), "short": render_block(questions, f"q{n}_short", {"pages": by_number, **common}) or ""}
-            for n in page.snap.questions
-        ]
-    answers = {q.number: render_block(questions, f"q{q.number}", {"pages": by_number, **common}) or "" for q in report.questions}
-    intro = render_block(questions, "intro", {"pages": by_number, **common}) or ""
+        if trace is not None and not page.captured:
+            continue
+
+        def explain_context(page: Any = page) -> dict[str, Any]:
+            shown = block_pages[page.snap.number]
+            return {"x": shown.main.view, "page": shown, "pages": block_pages, **common}
+
+        def explain_fallback(needs: str | None, page: Any = page, failed: bool = False) -> str:
+            extra = {"needs": needs, "failed": failed} if trace is not None else {}
+            return fallback.render(**{"x": page.main.view, "page": page, "pages": by_number, **common, **extra}).strip()
+
+        if trace is not None and not page.check.passed and page.check.checkable:  # its words describe the step done right
+            page.explanation = explain_fallback(None, failed=True)
+        else:
+            page.explanation = _written(explanations, f"s{page.snap.number}", explain_context, explain_fallback, trace)
+
+    def answer_fallback(q: Any, short: bool, failed: list[Any] = ()) -> Any:
+        if trace is None:
+            return lambda needs: ""
+        return lambda needs: answered.render(question=q, short=short, needs=needs, failed=failed, pages=pages, **common).strip()
+
+    def answer(q: Any, short: bool) -> str:
+        block = f"q{q.number}_short" if short else f"q{q.number}"
+        # In a trace, a written answer describes the steps done right: not where a snapshot informing it failed its check.
+        failed = [p for p in pages if q.number in p.snap.questions and not p.check.passed and p.check.checkable] if trace is not None else []
+        if failed:
+            return answer_fallback(q, short, failed)(None)
+        return _written(questions, block, lambda: blocks, answer_fallback(q, short), trace)
+
+    shorts = {q.number: answer(q, short=True) for q in report.questions}
+    for page in pages:
+        page.questions = [{"question": report.question(n), "short": shorts[n]} for n in page.snap.questions]
+    answers = {q.number: answer(q, short=False) for q in report.questions}
+    intro = _written(questions, "intro", lambda: blocks, lambda needs: "", trace)
     by_stage = {stage.key: [p for p in pages if p.snap.stage == stage.key] for stage in report.stages}
 
     def write(rel: str, template: str, **context: Any) -> str:
@@ -278,10 +340,10 @@ def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[Snapshot
         write(page.path, "snapshot.md.j2", page=page)
     for stage in report.stages:
         write(f"{stage.key}/index.md", "stage.md.j2", stage=stage, pages=by_stage[stage.key])
-    inputs = report_template(report, "inputs.md.j2")
+    inputs = report_template(report, "inputs.md.j2") if trace is None else None  # a trace knows its tensors, not its inputs
     write("index.md", "overview.md.j2", pages=pages, by_stage=by_stage, inputs_section=inputs.render(**common) if inputs else "")
     extra = []
-    for extra_page in report.extra_pages:
+    for extra_page in report.extra_pages if trace is None else ():  # the rollout, training: they read the model
         checks = [check.run(run) for check in extra_page.checks]
         check = CheckResult.combined(checks)
         figures = [{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in extra_page.figures]
@@ -290,8 +352,7 @@ def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[Snapshot
         extra.append({"title": extra_page.title, "page": f"{extra_page.slug}.md", "check": {"name": check.name, "passed": check.passed, "detail": check.detail}})
     questions_page = write("questions.md", "questions.md.j2", pages=pages, intro=intro, answers=answers)
     write("print.md", "print.md.j2", pages=pages, questions=shift_headings(questions_page, 1))
-    (out_dir / "snapshots.json").write_text(json.dumps({**snapshots_json(report, run, pages), "extra_pages": extra}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return pages
+    return extra
 
 
 def shift_headings(markdown: str, levels: int) -> str:

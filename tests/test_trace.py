@@ -209,9 +209,13 @@ def test_the_bundled_drawings_draw_the_users_tensors_with_captions_that_claim_no
     figures = {f for s in data["snapshots"] for f in s["figures"]}
     assert {"figures/enc_attention.png", "figures/mask.png", "figures/cross_attention.png"} <= figures
     assert all((tmp_path / "t" / f).read_bytes().startswith(b"\x89PNG") for f in figures)
-    assert "figures/predictions.png" not in figures  # needs the target words, which a trace does not know
+    assert "figures/predictions.png" in figures  # the target vocabulary's words, stood in for by the user's IDs
+    assert "figures/tokens.png" not in figures  # the vocabularies' words: a trace does not know them, and the page says so
+    ids = (tmp_path / "t" / "input" / "01-raw-input-tokens-ids.md").read_text(encoding="utf-8")
+    assert "not drawn" in ids and f"Words of both sentences with their vocabulary IDs{escape_text('.')} — needs input" in ids
     page = (tmp_path / "t" / "decoder" / "26-masked-attention-scores-after-mask-softmax.md").read_text(encoding="utf-8")
-    assert "../figures/dec_attention.png" in page and "exactly 0" not in page
+    captions = [line for line in page.splitlines() if "<figcaption>" in line]
+    assert "../figures/dec_attention.png" in page and captions and not any("exactly 0" in c for c in captions)
 
 
 def test_lists_of_ints_scalars_and_dicts_of_tensors_are_captured(tmp_path):
@@ -559,11 +563,12 @@ def test_the_warm_server_and_its_api_never_offer_trace(tmp_path):
         parse_build_argv(argv)
 
 
-def test_the_trace_builds_into_a_site_with_the_plugins_navigation(tmp_path):
+def traced_site(tmp_path: Path, script: Path = ENCODER_DECODER) -> Path:
+    """The trace of ``script`` in a docs folder of its own, built by MkDocs with the project's plugin into tmp_path/site."""
     import subprocess
 
     docs = tmp_path / "docs"
-    trace(ENCODER_DECODER, docs)
+    trace(script, docs)
     (docs / "index.md").write_text("# Home\n", encoding="utf-8")
     config = tmp_path / "mkdocs.yml"
     config.write_text(textwrap.dedent(f"""\
@@ -577,6 +582,11 @@ def test_the_trace_builds_into_a_site_with_the_plugins_navigation(tmp_path):
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(config)], capture_output=True, text=True,
                             env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
     assert result.returncode == 0, result.stderr
+    return tmp_path / "site"
+
+
+def test_the_trace_builds_into_a_site_with_the_plugins_navigation(tmp_path):
+    traced_site(tmp_path)
     home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
     assert "t/encoder/10-attention-scores-before-softmax/" in home  # the report's navigation, from its snapshots.json
     assert (tmp_path / "site" / "t" / "print" / "index.html").is_file()
@@ -707,3 +717,142 @@ def test_a_script_that_turns_tracing_off_is_told_why_its_later_lines_were_not_ca
     assert not data["snapshots"][0]["captured"]
     assert any("sys.settrace" in warning for warning in data["outcome"]["warnings"])
     assert "the script replaced the trace function" in (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
+def test_a_traced_scripts_print_view_is_printed_to_pdf_by_the_bundled_reports_export(tmp_path):
+    import re
+
+    from pypdf import PdfReader
+
+    from generator.pdf import print_reports, traced_reports
+
+    site = traced_site(tmp_path)
+    assert traced_reports(tmp_path / "docs") == ["t"]  # what `python -m generator pdf` (and trace --pdf) prints
+    [pdf] = print_reports(site, tmp_path / "pdf", ["t"])
+    text = re.sub(r"\s+", " ", "\n".join(page.extract_text() for page in PdfReader(pdf).pages))
+    assert "Trace of encoder_decoder_trace.py: the full report" in text
+    assert "#10 · Attention scores before softmax" in text and "Guiding questions" in text and "Script SHA-256" in text
+
+
+# ----------------------------------------------------------------------------- the bundled reports' words, the user's numbers
+
+
+def explanation_of(page: str) -> str:
+    return page.split("## What it is", 1)[1].split("\n## ", 1)[0]
+
+
+def test_a_snapshot_page_carries_the_bundled_explanation_written_with_the_users_numbers(tmp_path):
+    import numpy
+
+    from generator.tensors import fmt
+
+    trace(ENCODER_DECODER, tmp_path)
+    page = (tmp_path / "t" / "decoder" / "26-masked-attention-scores-after-mask-softmax.md").read_text(encoding="utf-8")
+    text = explanation_of(page)
+    assert "each row is a distribution over the allowed keys only" in text  # encoder_decoder/templates/explain.md.j2, block s26
+    probs = numpy.load(tmp_path / "t" / "data" / "26_attn_weights_m.npy")  # what the script computed
+    last_row = ", ".join(fmt(float(v)) for v in probs[0, 0, -1])
+    assert f"The last row spreads over all {probs.shape[-1]}: {last_row}." in text
+    assert "report's own explanation" not in text  # not the fallback
+
+
+def test_a_question_page_carries_the_written_answers_with_the_users_numbers(tmp_path):
+    _, data = trace(ENCODER_DECODER, tmp_path)
+    questions = (tmp_path / "t" / "questions.md").read_text(encoding="utf-8")
+    dims = data["dims"]
+    assert f"Entry (i, j) of a head's matrix is how well query i matches key j, scaled by 1/√{dims['hs']}" in questions
+    assert f"S × S = {dims['S']} × {dims['S']}" in questions and f"T × S = {dims['T']} × {dims['S']}" in questions
+    blocked = next(s for s in data["snapshots"] if s["label"] == "#25")["stats"]["inf"]
+    assert f"({int(blocked)} blocked entries)" in questions  # read from the user's mask
+    assert "has no written answer" not in questions
+
+
+def test_a_block_that_needs_what_the_trace_lacks_falls_back_and_names_it(tmp_path):
+    trace(ENCODER_DECODER, tmp_path)
+    page = (tmp_path / "t" / "input" / "01-raw-input-tokens-ids.md").read_text(encoding="utf-8")
+    text = explanation_of(page)
+    assert f"needs {escape_text('input src')}" in text  # block s1 quotes the source sentence: a trace has its token IDs only
+    assert "holds 7 values of shape `(7,)`" in text and "The values range from" in text  # generic text, with the user's numbers
+
+
+def test_blocks_that_name_the_words_read_the_users_token_ids_instead(tmp_path):
+    _, data = trace(ENCODER_DECODER, tmp_path)
+    first_id = int(next(s for s in data["snapshots"] if s["label"] == "#1")["first"][0])
+    page = (tmp_path / "t" / "encoder" / "07-self-attention-queries-q.md").read_text(encoding="utf-8")
+    assert f"Position 0 (“ID {first_id}”) gets" in explanation_of(page)  # block s7, the word replaced by the user's ID
+    assert "untrained" not in (tmp_path / "t" / "encoder" / "11-attention-scores-after-softmax.md").read_text(encoding="utf-8")
+
+
+def test_an_answer_that_needs_a_snapshot_not_captured_says_which_and_how_to_mark_it(tmp_path):
+    script = variant(tmp_path, ENCODER_DECODER, "# Snapshot #25", "")
+    _, data = trace(script, tmp_path / "out")
+    assert next(s for s in data["snapshots"] if s["label"] == "#25")["captured"] is False
+    questions = (tmp_path / "out" / "t" / "questions.md").read_text(encoding="utf-8")
+    q4 = questions.split("{ #q4 }", 1)[1].split("\n## ", 1)[0]
+    assert f"needs {escape_text('snapshot #25 (not captured; mark it with # Snapshot #25)')}" in q4
+    assert "(1, 4, 6, 6)" in q4  # what the run shows instead: #26's shape
+    page = (tmp_path / "out" / "t" / "decoder" / "25-mask-tensor.md").read_text(encoding="utf-8")
+    assert "Not captured" in page and "# Snapshot #25" in page
+
+
+def test_a_failing_snapshot_does_not_get_the_explanation_of_a_correct_one(tmp_path):
+    old, new, _ = ED_BUGS["mask lets a position see the future"]
+    trace(variant(tmp_path, ENCODER_DECODER, old, new), tmp_path / "out")
+    page = (tmp_path / "out" / "t" / "decoder" / "26-masked-attention-scores-after-mask-softmax.md").read_text(encoding="utf-8")
+    text = explanation_of(page)
+    assert "Every entry above the diagonal is exactly 0" not in text and "failed its check" in text
+
+
+def test_bundled_and_traced_pages_come_from_one_set_of_templates_without_the_others_sections(tmp_path, ed_run):
+    from generator.reports import REPORTS
+    from generator.render import render_report
+
+    bundled = tmp_path / "bundled"
+    render_report(REPORTS["encoder-decoder"], ed_run, bundled)
+    trace(ENCODER_DECODER, tmp_path / "traced")
+    traced = tmp_path / "traced" / "t"
+    trace_only = ["Your variable", "Marked at", "Hit shown", "Not captured", "bound from your tensors", "Script SHA-256", "this trace"]
+    bundled_only = ["| Weights |", "## Configuration", "## Parameters", "Recorded as", "How this differs from the seed report"]
+    for name in ("index.md", "questions.md", "print.md", "encoder/10-attention-scores-before-softmax.md", "encoder/index.md"):
+        ours, theirs = (bundled / name).read_text(encoding="utf-8"), (traced / name).read_text(encoding="utf-8")
+        assert not [s for s in trace_only if s in ours], name
+        assert not [s for s in bundled_only if s in theirs], name
+    assert "Marked at" in (traced / "encoder/10-attention-scores-before-softmax.md").read_text(encoding="utf-8")
+    assert "Recorded as" in (bundled / "encoder/10-attention-scores-before-softmax.md").read_text(encoding="utf-8")
+    assert not (Path(__import__("generator").__file__).parent / "templates" / "trace").exists()  # no templates of its own
+
+
+def test_the_traced_run_answers_like_a_model_run_and_names_what_a_trace_lacks(tmp_path, monkeypatch):
+    import generator.trace.report as report
+    from generator.sources import MissingTensor, NotCheckable
+
+    seen = {}
+    write_pages = report.write_pages
+    monkeypatch.setattr(report, "write_pages", lambda catalogue, run, pages, out, trace=None: (
+        seen.update(run=run), write_pages(catalogue, run, pages, out, trace=trace))[1])
+    trace(ENCODER_DECODER, tmp_path)
+    run = seen["run"]
+    assert run.tensor_view("src_ids").shape == (1, 7)  # (B, S): the catalogue's layout, as a model run records it
+    assert run.source("{enc}.self_attn.scores") == ("encoder_decoder_trace.py", 83)  # the user's marked line
+    assert run.stamp()["sha256"] == __import__("hashlib").sha256(ENCODER_DECODER.read_bytes()).hexdigest() and run.seed == 7
+    with pytest.raises(MissingTensor, match="no snapshot of the catalogue shows it"):
+        run.cpu("{enc}.residual_1")
+    with pytest.raises(NotCheckable, match="not the model's weights"):
+        run.parameter("src_emb.weight")
+    with pytest.raises(NotCheckable, match="input src"):
+        run.input("src")
+    assert run.inputs["src_tokens"][0] == f"ID {int(run.cpu('src_ids')[0, 0])}"
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
+def test_pdf_with_a_configuration_for_another_docs_folder_is_refused_before_the_script_runs(tmp_path, capsys):
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(f"site_name: other\ndocs_dir: {tmp_path / 'elsewhere'}\n", encoding="utf-8")
+    code, data = trace(ENCODER_DECODER, tmp_path / "out", "--pdf", "--config", str(config))
+    assert code == 2 and data == {} and not (tmp_path / "out").exists()
+    assert "is not a usable MkDocs configuration" in capsys.readouterr().err  # its docs_dir does not exist: one line, no traceback
+    (tmp_path / "elsewhere").mkdir()
+    code, data = trace(ENCODER_DECODER, tmp_path / "out", "--pdf", "--config", str(config))
+    assert code == 2 and data == {} and not (tmp_path / "out").exists()
+    assert "the PDFs would print another site" in capsys.readouterr().err

@@ -59,6 +59,10 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path) -> None:
     t.add_argument("--name", default=None, help="the report's folder under --out (default: from the script's file name)")
     t.add_argument("--hit", type=_positive, default=1, help="which hit of a line run many times the pages show (default: 1; data/ keeps all)")
     t.add_argument("--timeout", type=_seconds, default=None, help="stop the script after this many seconds and report what was captured")
+    t.add_argument("--pdf", action="store_true", help="also build the site and print the report's print view to DIR/pdf/NAME.pdf, "
+                   "as `python -m generator pdf` prints the bundled reports (needs chromium)")
+    t.add_argument("--config", type=Path, default=default_out.parent / "mkdocs.yml",
+                   help="with --pdf: the mkdocs.yml that builds --out (default: the project's)")
     t.add_argument("-q", "--quiet", action="store_true", help="no summary")
     t.add_argument("-v", "--verbose", action="store_true", help="tracebacks on internal errors")
 
@@ -135,6 +139,11 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in REPORTS or name.endswith(".md"):
         raise UserError(f"--name {name!r}: use lowercase letters, digits, '.', '_' or '-', not ending in .md, and not a bundled "
                         f"report's name ({', '.join(REPORTS)})")
+    if getattr(args, "pdf", False):  # refuse before the script runs and anything is written
+        from generator.pdf import find_chromium, site_dir
+
+        find_chromium()
+        site_dir(args.config, args.out)
     script_args = list(args.script_args)
     options = [*(["--report", args.report] if args.report != "auto" else []), *(["--hit", str(args.hit)] if args.hit != 1 else []),
                *(["--timeout", f"{args.timeout:g}"] if args.timeout else [])]
@@ -152,6 +161,10 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
               f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable; wrote {args.out / name}")
         if summary["first_failure"]:
             print(f"first failing snapshot: {summary['first_failure']}", file=sys.stderr)
+    if getattr(args, "pdf", False):
+        from generator.pdf import export
+
+        export(args.out, args.config, quiet=args.quiet)
     if capture.error:
         print(f"error: the script failed: {capture.error}; the report shows what was captured before it", file=sys.stderr)
         return 2

@@ -27,8 +27,6 @@ CORNER = re.compile(r"\[\s*:\s*\d+(\s*,\s*:\s*\d+)*\s*\]")
 
 def run_checks(pages: list[TracedPage], catalogue: Any, dims: dict[str, int], hit: int) -> None:
     """Give every page its results (``page.checks``, one per declared check) and its verdict (``page.check``)."""
-    from generator.trace.pages import CheckOutcome
-
     source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue is not None else (None, {})
     for page in pages:
         if source is not None and page.captured:  # a snapshot is judged on its own capture, even where an earlier one shows the same record point
@@ -36,8 +34,7 @@ def run_checks(pages: list[TracedPage], catalogue: Any, dims: dict[str, int], hi
             page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=source.places), {**labels, **dict.fromkeys(own, page.label)})
         else:
             page.checks = page_checks(page, source, labels)
-        verdict = CheckResult.combined(page.checks, judge_checkable=True)
-        page.check = CheckOutcome.of(verdict)
+        page.check = CheckResult.combined(page.checks, judge_checkable=True)
 
 
 def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = ()) -> CheckResult:

@@ -13,12 +13,12 @@ from typing import Any
 import torch
 
 from generator.catalogue import Question, Report, Snapshot, Stage
-from generator.checks import CheckResult
+from generator.checks import NOT_CHECKABLE, CheckResult
 from generator.render import page_path  # one page layout for every report
 from generator.tensors import TensorView
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
-from generator.trace.checking import catalogue_source, run_checks  # noqa: F401 - catalogue_source: report.py reads it here
+from generator.trace.checking import run_checks
 from generator.trace.verify import Layout, bind_dims, layout
 
 
@@ -70,6 +70,8 @@ class OwnCatalogue:
     dims_legend: Any = field(default_factory=dict)
     questions: tuple[Question, ...] = ()
     options: Any = None
+    extra_pages: tuple = ()
+    figures: tuple = ()
 
     def label(self, number: int) -> str:
         return f"T{number:02d}"
@@ -110,33 +112,6 @@ class TracedTensor:
 
 
 @dataclass
-class CheckOutcome:
-    """A page's verdict as the trace's templates and snapshots.json read it (``passed`` None: not checkable): a view of
-    the ``generator.checks.CheckResult`` in ``result``, which bundled pages use directly."""
-
-    name: str
-    passed: bool | None  # None: not checkable
-    detail: str
-    parts: list[CheckOutcome] = field(default_factory=list)  # the checks it combines, when several
-    result: CheckResult | None = None
-
-    @classmethod
-    def of(cls, result: CheckResult) -> CheckOutcome:
-        return cls(result.name, result.passed if result.checkable else None, result.detail, [cls.of(p) for p in result.parts], result)
-
-    @property
-    def status(self) -> str:
-        return "not checkable" if self.passed is None else "passed" if self.passed else "failed"
-
-    @property
-    def checkable(self) -> bool:
-        return self.passed is not None
-
-    def json(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "detail": self.detail, "status": self.status}
-
-
-@dataclass
 class TracedPage:
     snap: Snapshot
     label: str
@@ -145,8 +120,9 @@ class TracedPage:
     marker_example: str
     tensors: list[TracedTensor] = field(default_factory=list)
     layout: Layout | None = None
-    check: CheckOutcome = field(default_factory=lambda: CheckOutcome("", None, ""))
-    checks: list[CheckResult] = field(default_factory=list)  # one per check the snapshot declares (generator/trace/checking.py)
+    check: CheckResult = field(default_factory=lambda: CheckResult("", False, "", status=NOT_CHECKABLE))  # the combined verdict (checking.run_checks)
+    checks: list[CheckResult] = field(default_factory=list)  # one per check the snapshot declares (checking.run_checks)
+    not_drawn: list[str] = field(default_factory=list)  # the snapshot's figures a trace could not draw: "caption — needs ..."
     order: int = 0  # capture order of the shown hit: the pipeline order of the user's run
     named: tuple[tuple[str, ...] | None, ...] = ()  # the named shape of each of the snapshot's tensors (catalogue or declaration)
     shown_hit: int = 1  # which hit of its (first) marker the page shows
@@ -178,10 +154,14 @@ class TracedPage:
         return ", ".join(t.variable for t in self.tensors)
 
     @property
+    def named_shape(self) -> tuple[str, ...]:
+        return self.shape
+
+    @property
     def status_cell(self) -> str:
         if not self.captured:
             return "—"
-        if self.check.passed is None:
+        if not self.check.checkable:
             return "not checkable"
         return ":material-check-circle:{ .tt-ok } " + self.check.name if self.check.passed else ":material-close-circle:{ .tt-bad } FAILED: " + self.check.name
 

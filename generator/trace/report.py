@@ -1,6 +1,7 @@
 """Write the report of a traced script (pages.py builds its pages): the snapshot pages, the overview, the stages, the
-guiding questions, the print view, snapshots.json, figures and data/ — with the bundled reports' Jinja environment, page
-layout, drawings, explorer data format and site navigation (generator/site/plugin.py reads snapshots.json)."""
+guiding questions and the print view by the bundled reports' own templates and writer (generator.render.write_pages, over
+a TracedRun: run.py), and snapshots.json, figures (the bundled drawings) and data/ in the bundled formats, so the site
+machinery, the explorer and the PDF export read a trace as they read a bundled report."""
 
 from __future__ import annotations
 
@@ -12,38 +13,18 @@ from typing import Any
 import torch
 
 from generator.catalogue import Report
-from generator.render import environment, escape_text
+from generator.checks import FAILED, PASSED
+from generator.render import escape_text, write_pages
+from generator.sources import fill
 from generator.tensor_data import explore_info, write_tensor_data
-from generator.tensors import fmt, json_number
+from generator.tensors import json_number
 from generator.trace.capture import Capture
-from generator.trace.pages import TracedPage, _spec, _tensor_of, build_pages, catalogue_source
+from generator.trace.checking import catalogue_source
+from generator.trace.pages import TracedPage, _spec, _tensor_of, build_pages
+from generator.trace.run import INPUTS_WHY, Known, TracedRun, TraceReport, adopt_verdicts, id_labels, verdict
 from generator.trace.verify import layout
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
-
-
-def explanation(page: TracedPage, catalogue: Report, dims: dict[str, int]) -> str:
-    """What the snapshot holds, in the user's numbers: the named shape bound from their tensors, and the values."""
-    x = page.main.view
-    named = []
-    for expression, size in zip(page.shape, (page.layout.expected or x.shape) if page.layout else x.shape):
-        meaning = catalogue.dims_legend.get(expression)
-        text = f"{expression} = {size}" + (f" ({meaning})" if meaning else "")
-        if text not in named:
-            named.append(text)
-    stats = x.stats
-    text = (f"`{page.main.variable}` is the step *{page.snap.title}* ({page.label}) of the {catalogue.short_title} report's catalogue. "
-            f"In your run it holds {x.numel:,} values of shape `{tuple(x.shape)}`; the catalogue names this shape "
-            f"({', '.join(page.shape)}), here {'; '.join(named)}. ")
-    if x.numel:
-        text += (f"The values range from {fmt(stats['min'])} to {fmt(stats['max'])} (mean {fmt(stats['mean'])}, standard "
-                 f"deviation {fmt(stats['std'])}).")
-    if page.doc:
-        text += (f"\n\nIn the catalogue's own model this tensor is declared as: *{escape_text(page.doc)}*. Your code may compute it "
-                 "differently; the check below says whether what you captured has the property the step needs.")
-    if page.snap.differs:
-        text += f"\n\nHow the bundled model differs from the seed at this step: {page.snap.differs}"
-    return text
 
 
 def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pages: list[TracedPage], stamp: dict[str, Any],
@@ -51,8 +32,10 @@ def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pag
     def entry(p: TracedPage) -> dict[str, Any]:
         base = {"number": p.snap.number, "label": p.label, "title": p.snap.title, "variable": p.variables if p.captured else p.snap.variable,
                 "stage": p.snap.stage, "page": p.path, "captured": p.captured, "expected_shape": list(p.shape),
-                "check": {"name": p.check.name, "passed": p.check.passed, "detail": p.check.detail},
-                **({"checks": [part.json() for part in p.check.parts]} if p.check.parts else {}), "figures": [f["file"] for f in p.figures]}
+                "check": {"name": p.check.name, "passed": verdict(p.check), "detail": p.check.detail},
+                **({"checks": [{"name": c.name, "passed": verdict(c), "detail": c.detail, "status": c.status} for c in p.checks]}
+                   if len(p.checks) > 1 else {}),
+                "figures": [f["file"] for f in p.figures]}
         if not p.captured:
             return {**base, "shape": None, "dtype": None, "first": [], "stats": {}, "source": None, "tensors": []}
         view = p.main.view
@@ -79,63 +62,57 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
            timeout: float | None) -> dict[str, Any]:
     """Write the report into ``out`` (a staging folder); return its summary (counts, first failure)."""
     pages, dims = build_pages(catalogue, numbering, capture, hit)
-    for page in pages:
-        if page.captured:
-            page.explanation = explanation(page, catalogue, dims)
+    adopt_verdicts(pages)
+    seeds = list(dict.fromkeys(capture.seeds))
     stamp = {
-        "script": capture.script.name, "sha256": capture.sha256, "argv": capture_argv(command), "seeds": list(dict.fromkeys(capture.seeds)),
+        "script": capture.script.name, "sha256": capture.sha256, "argv": capture_argv(command), "seeds": seeds,
         "devices": sorted({t.device for p in pages for t in p.tensors}) or ["cpu"], "torch": torch.__version__,
-        "python": platform.python_version(), "seconds": capture.seconds, "command": command,
+        "python": platform.python_version(), "seconds": capture.seconds, "command": command, "weights": "the script's own",
+        **({"seed": seeds[0]} if seeds else {}),
     }
     captured = [p for p in pages if p.captured]
-    failed = sorted((p for p in pages if p.check.passed is False), key=lambda p: (p.order, p.snap.number))
-    counts = {"captured": len(captured), "total": len(pages), "passed": sum(p.check.passed is True for p in pages),
-              "failed": len(failed), "unchecked": sum(p.check.passed is None for p in captured)}
+    failed = sorted((p for p in pages if p.check.status == FAILED), key=lambda p: (p.order, p.snap.number))
+    counts = {"captured": len(captured), "total": len(pages), "passed": sum(p.check.status == PASSED for p in pages),
+              "failed": len(failed), "unchecked": sum(not p.check.checkable for p in captured)}
     outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished,
                "warnings": capture.warnings,
                "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None, "counts": counts}
     title = f"Trace of {capture.script.name}"
-    by_stage = {s.key: [p for p in pages if p.snap.stage == s.key] for s in catalogue.stages}
-    env = environment()
-    common = {"title": title, "catalogue": catalogue, "stamp": stamp, "counts": counts, "first_failure": failed[0] if failed else None,
-              "outcome": outcome, "dims": dims, "stages": catalogue.stages, "by_stage": by_stage, "pages": pages,
-              "questions": catalogue.questions, "inputs": {}, "code": code}
 
     tensors = {}
     for page in captured:
         names = [t.name for t in page.tensors if 0 < t.view.numel <= DATA_LIMIT]
         page.data_written = len(names) == len(page.tensors)
         tensors |= {t.name: t.view.tensor for t in page.tensors if t.name in names}
-    source, _ = catalogue_source(catalogue, pages, dims, hit) if catalogue.options is not None else (None, {})
-    draw_figures(catalogue, pages, source, out)
+    source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue.options is not None else (None, {})
     tensors |= _all_hits(capture, numbering)
-    explorers, labels, axes, groups = _attention(pages, numbering, dims)
+    explorers, axis_labels, axes, groups = _attention(pages, numbering, dims)
     tensors |= explorers
-    write_tensor_data(out, tensors, labels=labels, axes=axes, attention=groups, extra={"report": name, "dims": dims})
-    common["explore"] = lambda page: _explore_info(page, {g["key"] for g in groups}, hit)
+    write_tensor_data(out, tensors, labels=axis_labels, axes=axes, attention=groups, extra={"report": name, "dims": dims})
 
-    def write(rel: str, template: str, **context: Any) -> str:
-        text = env.get_template(f"trace/{template}").render(**common, **context)
-        target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-        return text
-
+    facts = [("Script", capture.script.name), ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
+             ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable")]
+    known_inputs = {"facts": facts, "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
+                    **id_labels(catalogue.key, pages, dims)}
+    run = TracedRun(
+        report=catalogue.key, tensors=source, labels=labels, captured={p.label for p in captured},
+        markers={p.label: p.marker_example for p in pages},
+        inputs=Known(known_inputs, "input", INPUTS_WHY), dims=Known(dims, "dimension", "not bound from your tensors"),
+        facts=stamp, device=", ".join(stamp["devices"]),
+        sources={fill(str(ref), source.places): (t.source.path, t.marker_line) for p in captured
+                 for ref, t in zip(getattr(p.snap, "tensors", ()) or (), p.tensors)} if source is not None else {},
+    )
+    trace = TraceReport(title=title, catalogue=catalogue, command=command, counts=counts, outcome=outcome,
+                        first_failure=failed[0] if failed else None, run=run, own=numbering == "none",
+                        explore=lambda page: _explore_info(page, {g["key"] for g in groups}, hit))
+    not_drawn = draw_figures(catalogue, pages, run, out) if source is not None else {}
     for page in pages:
-        write(page.path, "snapshot.md.j2", page=page)
-    for stage in catalogue.stages:
-        write(f"{stage.key}/index.md", "stage.md.j2", stage=stage, stage_pages=by_stage[stage.key])
-    write("index.md", "overview.md.j2")
-    write("questions.md", "questions.md.j2")
-    write("print.md", "print.md.j2")
+        page.not_drawn = not_drawn.get(page.snap.number, [])
+        trace.drawn.update({Path(f["file"]).stem: f["caption"] for f in page.figures})
+    write_pages(catalogue, run, pages, out, trace=trace)
     data = snapshots_json(name, title, catalogue, numbering, pages, stamp, dims, outcome)
     (out / "snapshots.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
-
-
-def code(value: Any) -> str:
-    """User text as inline code: every character Markdown, HTML or a table could read is a character reference."""
-    return f"<code>{escape_text(value)}</code>"
 
 
 def _attention(pages: list[TracedPage], numbering: str, dims: dict[str, int]):
@@ -174,29 +151,6 @@ def _explore_info(page: TracedPage, groups: set[str], hit: int) -> dict[str, Any
     return info
 
 
-class _PositionLabels(dict):
-    """Axis labels for drawings: a trace knows no words, so every axis is labelled with positions."""
-
-    def __missing__(self, key: str) -> list[str]:
-        return [str(i) for i in range(8192)]
-
-
-class _DrawingSource:
-    """What a generic drawing (generator/figures.py) reads of a run, over the captured tensors."""
-
-    report = "trace"  # no report's exploration: axes are numbered
-    declared: dict[str, Any] = {}
-
-    def __init__(self, source: Any) -> None:
-        self.source, self.inputs = source, _PositionLabels()
-
-    def cpu(self, ref: Any) -> torch.Tensor:
-        return self.source.cpu(ref)
-
-    def name(self, ref: Any) -> str:
-        return self.source.name(ref)
-
-
 NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's figures say only what is drawn
     "attention_heads": "one panel per head: row = query position, column = key position",
     "matrix": "one row per position, one column per feature",
@@ -205,39 +159,51 @@ NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's 
 }
 
 
-def draw_figures(catalogue: Any, pages: list[TracedPage], source: Any, out: Path) -> int:
-    """The catalogue's figures whose drawing needs only tensors and axis labels (heat maps, attention grids, the mask),
-    drawn from the captured tensors with the bundled drawings; figures that need the run's words, image or weights are
-    left out. Returns how many were drawn."""
-    from generator.figures import AttentionHeads, Mask, Matrix, Positional
+def draw_figures(catalogue: Any, pages: list[TracedPage], run: TracedRun, out: Path) -> dict[int, list[str]]:
+    """Every figure of a captured snapshot drawn with the catalogue's own drawing from the user's tensors, where the
+    tensors it declares were captured: axes a drawing would label with words the trace lacks are numbered instead. A
+    figure that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot not captured) is not
+    drawn; returns snapshot number -> "caption — needs ..." for each, read from what stopped it."""
+    from dataclasses import fields, replace
 
-    if source is None:
-        return 0
+    from generator.checks import INPUT
+
     by_id = {fig.id: fig for fig in getattr(catalogue, "figures", ())}
-    drawn = 0
+    by_label = {p.label: p for p in pages}
+    outcome: dict[str, tuple[bool, str]] = {}  # figure id -> (drawn, caption or what it needs): each drawn once
+    not_drawn: dict[int, list[str]] = {}
     for page in pages:
         for fid in getattr(page.snap, "figures", ()) if page.captured else ():
             fig = by_id.get(fid)
-            if fig is None or not isinstance(fig.drawing, (AttentionHeads, Mask, Matrix, Positional)):
+            if fig is None:
                 continue
-            if not all(source.has(ref) for ref in fig.drawing.inputs()):
-                continue
-            target = out / "figures" / f"{fid}.png"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            from dataclasses import replace
-
-            from generator.checks import INPUT
-
-            unlabelled = replace(fig.drawing, **{name: None for name, kind in fig.drawing.parameters().items() if kind == INPUT})
-            try:
-                unlabelled.draw(_DrawingSource(source), target)
-            except (RuntimeError, ValueError, IndexError):  # a tensor the drawing cannot read (an odd rank): no figure
-                target.unlink(missing_ok=True)
-                continue
-            caption = f"{page.label} {page.snap.title}, your {page.variables}: {NEUTRAL_CAPTIONS[fig.drawing.key()]}."
-            page.figures.append({"file": f"figures/{fid}.png", "caption": caption})
-            drawn += 1
-    return drawn
+            if fid not in outcome:
+                kinds = fig.drawing.parameters()
+                numbered = {f.name: None for f in fields(fig.drawing) if kinds.get(f.name) == INPUT and f.default is None
+                            and getattr(fig.drawing, f.name) is not None and str(getattr(fig.drawing, f.name)) not in run.inputs}
+                drawing = replace(fig.drawing, **numbered)  # optional word labels the trace does not know: the axes are numbered
+                target = out / "figures" / f"{fid}.png"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    for ref in drawing.inputs():
+                        run.cpu(ref)  # a tensor it declares and the trace lacks: says which snapshot
+                    drawing.draw(run, target)
+                except TraceReport.LACKS as exc:
+                    target.unlink(missing_ok=True)
+                    outcome[fid] = (False, f"{fig.caption} — needs {TraceReport.needs(exc)}")
+                else:
+                    sources = [by_label[label] for label in dict.fromkeys(run.labels.get(run.name(ref)) for ref in drawing.inputs())
+                               if label in by_label] or [page]
+                    what = NEUTRAL_CAPTIONS.get(drawing.key(), f"drawn with the {catalogue.short_title} report's "
+                                                               f"{drawing.key().replace('_', ' ')} drawing")
+                    whose = ", ".join(f"{p.variables} ({p.label})" for p in sources)
+                    outcome[fid] = (True, escape_text(f"{sources[0].snap.title}, from your {whose}: {what}."))
+            drawn, text = outcome[fid]
+            if drawn:
+                page.figures.append({"file": f"figures/{fid}.png", "caption": text})
+            else:
+                not_drawn.setdefault(page.snap.number, []).append(text)
+    return not_drawn
 
 
 def capture_argv(command: str) -> list[str]:

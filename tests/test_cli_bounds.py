@@ -38,6 +38,9 @@ def refusal(argv: list[str], capsys) -> str:
     (["build", "--model", "gpt", "--generate", HUGE], f"choose a whole number from 1 to {POSITIVE_LIMIT:,}"),
     (["build", "--model", "encoder-decoder", "--layer", "0"], "is not a positive whole number"),
     (["build", "--model", "encoder-decoder", "--d-ff", "-1"], "is not a positive whole number"),
+    (["trace", "script.py", "--hit", "0"], "is not a positive whole number"),
+    (["trace", "script.py", "--hit", HUGE], f"choose a whole number from 1 to {POSITIVE_LIMIT:,}"),
+    (["trace", "script.py", "--timeout", HUGE], "expected seconds between 0 and 86400"),
     (["serve", "--port", "70000"], "choose 1 to 65535, or 0 for any free port"),
     (["serve", "--port", HUGE], "is not a port number"),
 ], ids=lambda v: " ".join(v)[:40] if isinstance(v, list) else None)

@@ -68,22 +68,20 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path) -> None:
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, not {text!r}")
-    return value
+    from generator.options import POSITIVE_LIMIT, bounded_int  # the build options' own bounds and wording
+
+    return bounded_int(text, 1, POSITIVE_LIMIT)
 
 
 def _seconds(text: str) -> float:
+    from generator.options import shown
+
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected seconds, not {shown(text)}") from None
     if not value > 0 or value > 86400:
-        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 86400, not {text!r}")
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 86400, not {shown(text)}")
     return value
 
 

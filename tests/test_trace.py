@@ -268,6 +268,30 @@ def test_a_shape_that_does_not_fit_is_shown_explained_and_fails_its_check(tmp_pa
     assert "DOES NOT MATCH" in page
 
 
+def test_a_script_without_any_batch_axis_is_read_as_a_batch_of_one_and_checked(tmp_path):
+    script = tmp_path / "no_batch.py"
+    script.write_text(textwrap.dedent("""\
+        import math
+        import torch
+        torch.manual_seed(0)
+        S, C, h = 5, 32, 4
+        x = torch.randn(S, C)  # Snapshot #6
+        q, k, v = x @ torch.randn(C, C), x @ torch.randn(C, C), x @ torch.randn(C, C)  # Snapshot #7, #8, #9
+        q_heads = q.view(S, h, C // h).transpose(0, 1)  # Snapshot #12
+        k_heads = k.view(S, h, C // h).transpose(0, 1)  # Snapshot #12
+        v_heads = v.view(S, h, C // h).transpose(0, 1)  # Snapshot #12
+        scores = q_heads @ k_heads.transpose(-2, -1) / math.sqrt(C // h)  # Snapshot #10
+        weights = scores.softmax(-1)  # Snapshot #11
+        concat = (weights @ v_heads).transpose(0, 1).reshape(S, C)  # Snapshot #13
+        """), encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    by_label = {s["label"]: s for s in data["snapshots"] if s["captured"]}
+    assert code == 0 and data["dims"]["B"] == 1
+    for label in ("#10", "#11", "#12", "#13"):
+        assert by_label[label]["check"]["passed"] is True, (label, by_label[label]["check"]["detail"])
+        assert "batch axis (B = 1) is left out" in by_label[label]["layout"]["note"]
+
+
 def test_an_odd_layout_does_not_mislabel_a_dimension():
     legend = {"B": "", "S": "", "h": "", "hs": "", "C": ""}
     dims = bind_dims([(("B", "S", "C"), (1, 6, 32)), (("B", "h", "S", "hs"), (1, 6, 4, 8)), (("B", "h", "S", "S"), (1, 4, 6, 6))], legend)

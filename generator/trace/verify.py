@@ -28,7 +28,18 @@ class Layout:
 
 def bind_dims(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict[str, str]) -> dict[str, int]:
     """Named dimensions from observed shapes, in catalogue order: a tensor binds its unbound names only when its
-    already-bound axes agree (so one odd layout cannot mislabel a dimension); repeated until nothing changes."""
+    already-bound axes agree (so one odd layout cannot mislabel a dimension); repeated until nothing changes. Where no
+    tensor shows the batch axis B and some leave it out, the script works on one example without a batch axis: B = 1
+    and those tensors bind the other names as a batch of one."""
+    dims = _bind(named, legend)
+    if "B" in legend and "B" not in dims:
+        batchless = [(e, (1, *shape)) if e[:1] == ("B",) and len(shape) == len(e) - 1 else (e, shape) for e, shape in named]
+        if batchless != named:
+            dims = _bind(batchless, legend)
+    return dims
+
+
+def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict[str, str]) -> dict[str, int]:
     dims: dict[str, int] = {}
     changed = True
     while changed:

@@ -414,7 +414,7 @@ class ScaledScores(Check):
         return "equals Q·Kᵀ / √hs", passed, detail
 
 
-def _allowed(mask: torch.Tensor) -> tuple[torch.Tensor, str]:
+def mask_allows(mask: torch.Tensor) -> tuple[torch.Tensor, str]:
     """Where a mask lets a query see a key (True), and how it says so: additive (0 allowed, −inf or ≤ −1e9 blocked) or
     boolean (True allowed, or True blocked: the diagonal, always allowed, tells which)."""
     if mask.dtype == torch.bool or (set(mask.unique().tolist()) <= {0.0, 1.0} and bool(mask.bool().any())):
@@ -448,7 +448,7 @@ class SoftmaxRows(Check):
             detail += "; it is the columns (the query axis) that sum to 1: the softmax ran over the wrong axis"
         logits = s.t(self.scores)
         if self.mask is not None:
-            allowed, _ = _allowed(s.cpu(self.mask))
+            allowed, _ = mask_allows(s.cpu(self.mask))
             logits = logits.masked_fill(~allowed, float("-inf"))
         same, more = close(weights, torch.softmax(logits, dim=-1), "recomputed softmax over the keys" + (" of the masked scores" if self.mask else ""))
         passed &= same
@@ -470,7 +470,7 @@ class CausalMask(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         mask = s.cpu(self.out)
-        allowed, kind = _allowed(mask)
+        allowed, kind = mask_allows(mask)
         above = torch.triu(torch.ones(mask.shape[-2], mask.shape[-1], dtype=torch.bool), diagonal=1)
         seen = int(allowed[..., above].sum())
         hidden = int((~allowed[..., ~above]).sum())

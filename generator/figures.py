@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from generator import raster
-from generator.checks import INPUT, MODULE, PARAMETER, TENSOR, TENSORS, Typed
+from generator.checks import INPUT, MODULE, PARAMETER, TENSOR, TENSORS, Typed, mask_allows
 from generator.registry import Registry
 from generator.run import ModelRun
 from generator.sources import InputRef, Ref
@@ -286,7 +286,8 @@ class AttentionHeads(Drawing):
 
 @dataclass(frozen=True, kw_only=True)
 class Mask(Drawing):
-    """A causal mask in either convention: additive (0 allowed, −inf blocked) or boolean (True allowed)."""
+    """A causal mask in any convention the causal-mask check reads (``mask_allows``): additive (0 allowed, −inf or
+    ≤ −1e9 blocked) or boolean (True allowed, or True blocked)."""
 
     tensor: Ref
     rows: InputRef | None = None  # the run input that labels the rows; None: the list the declared shape gives
@@ -294,7 +295,7 @@ class Mask(Drawing):
     def draw(self, run: ModelRun, path: Path) -> None:
         m = run.cpu(self.tensor)[0, 0]  # (T, T)
         boolean = m.dtype == torch.bool
-        blocked = ~m.numpy() if boolean else np.isinf(m.float().numpy())
+        blocked = ~mask_allows(m)[0].numpy()
         T = blocked.shape[0]
         labels = literal_labels(self.axis_words(run, self.rows, self.tensor, -2), T)
         side = _fig_px(min(1.5 + 0.55 * min(T, LABELLED_CELLS), 1.2 + 0.5 * min(T, LABELLED_CELLS)) * 0.8 - 0.4)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import torch
 
 from generator.catalogue import Report, Snapshot, parse_dimension
 from generator.reports import REPORTS
@@ -74,9 +75,26 @@ def environment() -> jinja2.Environment:
         literal_block=literal_block,
         thousands=lambda v: f"{int(v):,}",
         code=lambda v: f"<code>{escape_text(v)}</code>",  # user text as inline code (a traced script's names and paths)
+        infinities_blocked=infinities_blocked,
     )
     env.globals["explore"] = explore_info  # _explore.md.j2: data files, explorer and value browser of a page
     return env
+
+
+def infinities_blocked(view: TensorView) -> int:
+    """How many entries an additive mask of 0 (allowed) and −∞ (blocked) blocks, for text that describes that form. A
+    traced mask in another form (boolean, −1e9) passes its check but is not what such text says: NotCheckable, so the
+    block falls back naming the form it needs."""
+    from generator.sources import NotCheckable
+
+    t = view.tensor
+    needed = "a mask of 0 and −∞ (the form the catalogue's model adds to the scores)"
+    if t.dtype == torch.bool:
+        raise NotCheckable(needed, "yours is boolean")
+    blocked = int(torch.isneginf(t).sum())
+    if blocked + int((t == 0).sum()) != t.numel():
+        raise NotCheckable(needed, f"yours holds other values, from {fmt(float(t.min()))} to {fmt(float(t.max()))}")
+    return blocked
 
 
 # ----------------------------------------------------------------------------- page data

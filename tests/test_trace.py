@@ -792,6 +792,39 @@ def test_a_question_page_carries_the_written_answers_with_the_users_numbers(tmp_
     assert "has no written answer" not in questions
 
 
+@pytest.mark.parametrize("mask, apply", [
+    ("torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)[None, None]", "scores_pre_mask_m.masked_fill(tgt_mask, float(\"-inf\"))"),
+    ("torch.triu(torch.full((T, T), -1e9), diagonal=1)[None, None]", "scores_pre_mask_m + tgt_mask"),
+])
+def test_a_mask_in_another_form_passes_its_check_and_gets_no_text_that_describes_zeros_and_infinities(tmp_path, mask, apply):
+    script = variant(tmp_path, ENCODER_DECODER, 'torch.triu(torch.full((T, T), float("-inf")), diagonal=1)[None, None]', mask)
+    script.write_text(script.read_text(encoding="utf-8").replace("scores_pre_mask_m + tgt_mask", apply), encoding="utf-8")
+    _, data = trace(script, tmp_path / "out")
+    assert next(s for s in data["snapshots"] if s["label"] == "#25")["check"]["passed"] is True
+    text = explanation_of((tmp_path / "out" / "t" / "decoder" / "25-mask-tensor.md").read_text(encoding="utf-8"))
+    assert "0 blocked entries" not in text and "−∞ where it may not" not in text
+    assert "needs a mask of 0 and −∞" in text.replace("&#45;", "-")
+    questions = (tmp_path / "out" / "t" / "questions.md").read_text(encoding="utf-8")
+    assert "(0 blocked entries)" not in questions and "(0 entries in this run)" not in questions
+
+
+@pytest.mark.parametrize("mask", ["torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)[None, None]",  # True = blocked
+                                  "torch.tril(torch.ones(T, T, dtype=torch.bool))[None, None]",  # True = allowed
+                                  "torch.triu(torch.full((T, T), -1e9), diagonal=1)[None, None]"])
+def test_the_mask_figure_draws_what_the_users_mask_allows_in_any_form(tmp_path, monkeypatch, mask):
+    import generator.raster as raster
+
+    drawn: list[str] = []
+    text = raster.Canvas.text
+    monkeypatch.setattr(raster.Canvas, "text", lambda self, x, y, s, *a, **k: (drawn.append(s), text(self, x, y, s, *a, **k))[1])
+    script = variant(tmp_path, ENCODER_DECODER, 'torch.triu(torch.full((T, T), float("-inf")), diagonal=1)[None, None]', mask)
+    script.write_text(script.read_text(encoding="utf-8").replace(
+        "scores_pre_mask_m + tgt_mask", "scores_pre_mask_m.masked_fill(~tgt_mask, float('-inf'))" if "tril" in mask else
+        "scores_pre_mask_m.masked_fill(tgt_mask, float('-inf'))" if "bool" in mask else "scores_pre_mask_m + tgt_mask"), encoding="utf-8")
+    trace(script, tmp_path / "out")
+    assert "21 allowed (white), 15 blocked (grey) of 6×6" in drawn  # the target has 6 words: 21 on and below the diagonal
+
+
 def test_a_block_that_needs_what_the_trace_lacks_falls_back_and_names_it(tmp_path):
     trace(ENCODER_DECODER, tmp_path)
     page = (tmp_path / "t" / "input" / "01-raw-input-tokens-ids.md").read_text(encoding="utf-8")

@@ -804,6 +804,7 @@ def test_a_mask_in_another_form_passes_its_check_and_gets_no_text_that_describes
     text = explanation_of((tmp_path / "out" / "t" / "decoder" / "25-mask-tensor.md").read_text(encoding="utf-8"))
     assert "0 blocked entries" not in text and "−∞ where it may not" not in text
     assert "needs a mask of 0 and −∞" in text.replace("&#45;", "-")
+    assert "here T = 6 (target length (tokens))." in text  # the bound names only: no "1 = 1" for the broadcast axes
     questions = (tmp_path / "out" / "t" / "questions.md").read_text(encoding="utf-8")
     assert "(0 blocked entries)" not in questions and "(0 entries in this run)" not in questions
 

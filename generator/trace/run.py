@@ -274,6 +274,8 @@ class TraceReport:
         sizes = page.layout.expected if page.layout is not None and page.layout.expected else x.shape
         named = []
         for expression, size in zip(page.shape, sizes):
+            if expression.isdigit():  # a literal size (the mask's broadcast axes) names nothing
+                continue
             meaning = self.catalogue.dims_legend.get(expression)
             text = f"{expression} = {size}" + (f" ({meaning})" if meaning else "")
             if text not in named:

@@ -854,6 +854,14 @@ def test_an_answer_that_needs_a_snapshot_not_captured_says_which_and_how_to_mark
     assert "Not captured" in page and "# Snapshot #25" in page
 
 
+def test_a_comparison_the_explanation_makes_follows_the_users_numbers(tmp_path):
+    script = variant(tmp_path, VIT, '    ff_out = linear(ff_hidden, p["fc2"])', "    ff_out = -0.9 * x_after_attn  # a sublayer that shrinks the stream")
+    _, data = trace(script, tmp_path / "out")
+    assert next(s for s in data["snapshots"] if s["label"] == "S19")["check"]["passed"] is True  # still the residual sum
+    text = explanation_of((tmp_path / "out" / "t" / "block" / "19-residual-norm-post-mlp.md").read_text(encoding="utf-8"))
+    assert "down from" in text and "up from" not in text and "each block adds to the stream" not in text
+
+
 def test_a_failing_snapshot_does_not_get_the_explanation_of_a_correct_one(tmp_path):
     old, new, _ = ED_BUGS["mask lets a position see the future"]
     trace(variant(tmp_path, ENCODER_DECODER, old, new), tmp_path / "out")

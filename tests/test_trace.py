@@ -292,6 +292,23 @@ def test_a_script_without_any_batch_axis_is_read_as_a_batch_of_one_and_checked(t
         assert "batch axis (B = 1) is left out" in by_label[label]["layout"]["note"]
 
 
+def test_token_ids_of_a_batch_of_several_sentences_are_read_as_the_catalogues_first_item_and_checked(tmp_path):
+    script = tmp_path / "batch.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        torch.manual_seed(0)
+        src_ids = [[1, 2, 3, 4], [4, 3, 2, 1]]  # Snapshot #1
+        table = torch.randn(5, 8)
+        emb_weight_slice = table[:5, :5]  # Snapshot #3
+        src_embed = table[torch.tensor(src_ids)]  # Snapshot #4
+        """), encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    by_label = {s["label"]: s for s in data["snapshots"] if s["captured"]}
+    assert code == 0 and data["dims"]["B"] == 2
+    assert by_label["#1"]["check"]["passed"] is True and "first item" in by_label["#1"]["layout"]["note"]
+    assert by_label["#4"]["check"]["passed"] is True, by_label["#4"]["check"]["detail"]  # the lookup reads every sentence's IDs
+
+
 def test_an_odd_layout_does_not_mislabel_a_dimension():
     legend = {"B": "", "S": "", "h": "", "hs": "", "C": ""}
     dims = bind_dims([(("B", "S", "C"), (1, 6, 32)), (("B", "h", "S", "hs"), (1, 6, 4, 8)), (("B", "h", "S", "S"), (1, 4, 6, 6))], legend)

@@ -114,14 +114,14 @@ def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[s
     refs = getattr(page.snap, "tensors", ())
     if tensor is None or k >= len(refs):
         return None
-    found = layout(tensor, page.shape_of(k), dims, {})
+    index = getattr(page.snap, "index", None) if k == 0 else None
+    found = layout(tensor, page.shape_of(k), dims, {}, first_item=index == "[0]")
     if found.canonical is None:
         return None
-    index = getattr(page.snap, "index", None) if k == 0 else None
     if index is None or CORNER.fullmatch(index):
         return refs[k].name(places), found.canonical
-    if index == "[0]":  # the page shows the first batch item: the recorded tensor is it with its batch axis
-        return refs[k].name(places), found.canonical.unsqueeze(0)
+    if index == "[0]":  # the page shows the first batch item: the recorded tensor is the batch (its first item with a batch axis)
+        return refs[k].name(places), tensor if tensor.dim() == found.canonical.dim() + 1 else found.canonical.unsqueeze(0)
     return None  # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
 
 

@@ -310,7 +310,7 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
                      catalogue.dims_legend)
     for page in pages:
         if page.captured:
-            page.layout = layout(page.main.view.tensor, page.shape, dims, catalogue.dims_legend)
+            page.layout = layout(page.main.view.tensor, page.shape, dims, catalogue.dims_legend, first_item=getattr(page.snap, "index", None) == "[0]")
     _run_checks(pages, numbering, dims, catalogue, hit)
     for before, after in zip(pages, pages[1:]):
         before.next, after.prev = after, before

@@ -71,7 +71,15 @@ def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict[str
     return dims
 
 
-def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, int], legend: dict[str, str]) -> Layout:
+def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, int], legend: dict[str, str],
+           first_item: bool = False) -> Layout:
+    """How ``tensor`` relates to the named shape ``expressions``; ``first_item``: the step shows the first batch item of
+    its tensor (a snapshot indexed ``[0]``), so a whole batch of several is read as its first item."""
+    if first_item and tensor.dim() == len(expressions) + 1 and tensor.shape[0] > 1:
+        item = layout(tensor[0], expressions, dims, legend)
+        if item.canonical is not None:
+            return Layout("layout", item.expected, f"a batch of {tensor.shape[0]}; the step shows its first item [0], as the "
+                          "catalogue's page does", item.canonical)
     try:
         expected = tuple(parse_dimension(e, dims) for e in expressions)
     except ValueError:

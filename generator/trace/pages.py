@@ -311,11 +311,7 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
     for page in pages:
         if page.captured:
             page.layout = layout(page.main.view.tensor, page.shape, dims, catalogue.dims_legend, first_item=getattr(page.snap, "index", None) == "[0]")
-    _run_checks(pages, numbering, dims, catalogue, hit)
+    run_checks(pages, catalogue, dims, hit)  # generator/trace/checking.py: the catalogue's typed checks on the captured tensors
     for before, after in zip(pages, pages[1:]):
         before.next, after.prev = after, before
     return pages, dims
-
-
-def _run_checks(pages: list[TracedPage], numbering: str, dims: dict[str, int], catalogue: Any = None, hit: int = 1) -> None:
-    run_checks(pages, catalogue, dims, hit)  # generator/trace/checking.py: the catalogue's typed checks on the captured tensors

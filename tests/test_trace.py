@@ -192,6 +192,15 @@ def test_hit_chooses_which_pass_of_a_line_the_pages_show_and_data_keeps_every_hi
     assert src["captured"]
 
 
+def test_a_hit_past_the_last_pass_shows_and_checks_the_last_pass(tmp_path):
+    _, last = trace(VIT, tmp_path / "a", "--hit", "6")  # the example has 6 blocks
+    _, past = trace(VIT, tmp_path / "b", "--hit", "99")
+    checks = lambda data: {s["label"]: (s["check"]["passed"], s["check"]["detail"]) for s in data["snapshots"]}
+    assert checks(past) == checks(last)  # not layer 99's record names, which no pass filled
+    assert explanation_of((tmp_path / "b" / "t" / "block" / "08-block-input.md").read_text(encoding="utf-8")) == \
+        explanation_of((tmp_path / "a" / "t" / "block" / "08-block-input.md").read_text(encoding="utf-8"))
+
+
 def test_each_attention_snapshot_gets_the_explorer_with_one_entry_per_hit(tmp_path):
     trace(ENCODER_DECODER, tmp_path, "--hit", "2")
     index = json.loads((tmp_path / "t" / "data" / "index.json").read_text(encoding="utf-8"))

@@ -311,7 +311,12 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
     for page in pages:
         if page.captured:
             page.layout = layout(page.main.view.tensor, page.shape, dims, catalogue.dims_legend, first_item=getattr(page.snap, "index", None) == "[0]")
-    run_checks(pages, catalogue, dims, hit)  # generator/trace/checking.py: the catalogue's typed checks on the captured tensors
+    run_checks(pages, catalogue, dims, shown_pass(pages))  # generator/trace/checking.py: the catalogue's typed checks on the captured tensors
     for before, after in zip(pages, pages[1:]):
         before.next, after.prev = after, before
     return pages, dims
+
+
+def shown_pass(pages: list[TracedPage]) -> int:
+    """The pass of the script's loop the pages show: --hit, or the last pass where the loop ran fewer times."""
+    return max((page.shown_hit for page in pages if page.captured), default=1)

@@ -20,7 +20,7 @@ from generator.tensor_data import explore_info, write_tensor_data
 from generator.tensors import json_number
 from generator.trace.capture import Capture
 from generator.trace.checking import catalogue_source
-from generator.trace.pages import TracedPage, _spec, _tensor_of, build_pages
+from generator.trace.pages import TracedPage, _spec, _tensor_of, build_pages, shown_pass
 from generator.trace.run import INPUTS_WHY, Known, TracedRun, TraceReport, adopt_verdicts, id_labels, verdict
 from generator.trace.verify import layout
 
@@ -62,6 +62,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
            timeout: float | None) -> dict[str, Any]:
     """Write the report into ``out`` (a staging folder); return its summary (counts, first failure)."""
     pages, dims = build_pages(catalogue, numbering, capture, hit)
+    hit = shown_pass(pages)  # a --hit past the last pass shows the last one, and the checks and texts name it
     adopt_verdicts(pages)
     seeds = list(dict.fromkeys(capture.seeds))
     stamp = {

@@ -352,6 +352,7 @@ def test_a_huge_tensor_is_bounded_on_its_page_and_left_out_of_data(tmp_path):
     page = tmp_path / "out" / "t" / "input" / "01-raw-input-tokens-ids.md"
     assert page.stat().st_size < 20_000
     assert not list((tmp_path / "out" / "t" / "data").glob("01_*"))
+    assert "over 4,000,000 values, is left out of the report's data/" in page.read_text(encoding="utf-8")  # said, not silent
 
 
 # ----------------------------------------------------------------------------- markers

@@ -104,7 +104,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
                  for ref, t in zip(getattr(p.snap, "tensors", ()) or (), p.tensors)} if source is not None else {},
     )
     trace = TraceReport(title=title, catalogue=catalogue, command=command, counts=counts, outcome=outcome,
-                        first_failure=failed[0] if failed else None, run=run, own=numbering == "none",
+                        first_failure=failed[0] if failed else None, run=run, own=numbering == "none", data_limit=DATA_LIMIT,
                         explore=lambda page: _explore_info(page, {g["key"] for g in groups}, hit))
     not_drawn = draw_figures(catalogue, pages, run, out) if source is not None else {}
     for page in pages:

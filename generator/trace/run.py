@@ -249,6 +249,7 @@ class TraceReport:
     explore: Any  # page -> _explore.md.j2's data
     own: bool = False  # --report none: the script's own # trace: points
     drawn: dict[str, str] = field(default_factory=dict)  # figure id -> its caption, for each figure drawn from the user's tensors
+    data_limit: int = 0  # values: a larger tensor is shown on its page but left out of data/
 
     LACKS = (NotCheckable, jinja2.UndefinedError, LookupError, ValueError, TypeError, RuntimeError, ArithmeticError, AttributeError)
 

@@ -538,7 +538,13 @@ def whole_ids(ids: torch.Tensor) -> tuple[str, bool, str]:
     """What tensors alone say of token IDs (without the run's vocabulary): whole numbers, none negative."""
     fractional, negative = int((ids != ids.round()).sum()), int((ids < 0).sum())
     return "token IDs are whole numbers ≥ 0", fractional == negative == 0, (
-        f"{ids.numel()} IDs, from {fmt(float(ids.min()))} to {fmt(float(ids.max()))}: {fractional} not whole, {negative} negative")
+        f"{ids.numel()} IDs, from {_number(ids.min())} to {_number(ids.max())}: {fractional} not whole, {negative} negative")
+
+
+def _number(value: torch.Tensor) -> str:
+    """A whole number as the integer it is (an ID), anything else to 4 decimals."""
+    number = float(value)
+    return str(int(number)) if number.is_integer() else fmt(number)
 
 
 @dataclass(frozen=True, kw_only=True)

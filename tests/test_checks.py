@@ -246,6 +246,8 @@ def test_without_the_runs_text_token_ids_are_checked_to_be_whole_and_not_negativ
     check = TokenIds(ids=Ref("ids"), sentence=InputRef("src"), vocab=InputRef("src_vocab"), words=InputRef("src_words"))
     result = check.run(TensorDict({"ids": torch.tensor([values])}))
     assert result.status == status and result.name == "token IDs are whole numbers ≥ 0"
+    if status == "passed":
+        assert result.detail.startswith("3 IDs, from 0 to 7:")  # IDs written as the integers they are, not 0.0000
 
 
 def test_without_the_weights_a_gelu_output_is_checked_to_lie_in_gelus_range():

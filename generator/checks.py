@@ -77,7 +77,7 @@ class CheckResult:
     @classmethod
     def combined(cls, results: list[CheckResult], *, judge_checkable: bool = False) -> CheckResult:
         """One result for several checks of a snapshot, in ``parts``: failed when one failed; passed when all passed;
-        else not checkable. ``judge_checkable``: judged by the checks that could run, passed when one did and none
+        else not checkable. Its name is the claims that decided it (the failed ones, the passed ones; all when not checkable). ``judge_checkable``: judged by the checks that could run, passed when one did and none
         failed (a trace, whose source never has the weights); the others stay in ``parts`` and ``missing``."""
         if len(results) == 1:
             return results[0]
@@ -88,7 +88,8 @@ class CheckResult:
             status = PASSED
         else:
             status = NOT_CHECKABLE
-        return cls(name="; ".join(dict.fromkeys(r.name for r in results)), passed=status == PASSED,
+        deciding = results if status == NOT_CHECKABLE else [r for r in results if r.status == status]  # what the verdict names
+        return cls(name="; ".join(dict.fromkeys(r.name for r in deciding)), passed=status == PASSED,
                    detail=" — ".join(f"{r.name}: {r.detail}" for r in results), status=status,
                    missing=tuple(dict.fromkeys(m for r in results for m in r.missing)), parts=tuple(results))
 

@@ -268,3 +268,12 @@ def test_a_trace_judges_a_snapshot_by_the_checks_that_could_run():
     assert lenient.parts == (passed, unknown) and [p.json()["passed"] for p in lenient.parts] == [True, None]
     assert CheckResult.combined([CheckResult("c", False, "broken"), unknown], judge_checkable=True).status == "failed"
     assert CheckResult.combined([unknown, unknown], judge_checkable=True).status == "not checkable"
+
+
+def test_a_combined_result_is_named_by_the_checks_that_decided_it():
+    passed, failed = CheckResult("a", True, "fine"), CheckResult("c", False, "broken")
+    unknown = CheckResult("b", False, "needs the weights", status="not checkable", missing=("module m",))
+    assert CheckResult.combined([unknown, passed], judge_checkable=True).name == "a"  # "passed: b; a" would claim b ran
+    assert CheckResult.combined([passed, failed, unknown]).name == "c"
+    assert CheckResult.combined([passed, unknown]).name == "a; b"  # not checkable: every claim it could not decide
+    assert CheckResult.combined([passed, passed]).name == "a"

@@ -804,7 +804,7 @@ def test_a_snapshot_page_carries_the_bundled_explanation_written_with_the_users_
     assert "each row is a distribution over the allowed keys only" in text  # encoder_decoder/templates/explain.md.j2, block s26
     probs = numpy.load(tmp_path / "t" / "data" / "26_attn_weights_m.npy")  # what the script computed
     last_row = ", ".join(fmt(float(v)) for v in probs[0, 0, -1])
-    assert f"The last row spreads over all {probs.shape[-1]}: {last_row}." in text
+    assert f"The last row may attend to all {probs.shape[-1]}: {last_row}." in text
     assert "report's own explanation" not in text  # not the fallback
 
 
@@ -887,6 +887,20 @@ def test_a_comparison_the_explanation_makes_follows_the_users_numbers(tmp_path):
     assert next(s for s in data["snapshots"] if s["label"] == "S19")["check"]["passed"] is True  # still the residual sum
     text = explanation_of((tmp_path / "out" / "t" / "block" / "19-residual-norm-post-mlp.md").read_text(encoding="utf-8"))
     assert "down from" in text and "up from" not in text and "each block adds to the stream" not in text
+
+
+def test_texts_of_a_run_whose_softmax_saturates_claim_nothing_its_numbers_contradict(tmp_path):
+    script = variant(tmp_path, ENCODER_DECODER, '    q = enc_in @ p["sa_W_q"]  # Snapshot #7', '    q = 20 * enc_in @ p["sa_W_q"]  # Snapshot #7')
+    script.write_text(script.read_text(encoding="utf-8").replace('q_m = x @ p["sa_W_q"]', 'q_m = 20 * x @ p["sa_W_q"]'), encoding="utf-8")
+    _, data = trace(script, tmp_path / "out")
+    assert all(s["check"]["passed"] is not False for s in data["snapshots"])  # a sharp softmax is no bug
+    out = tmp_path / "out" / "t"
+    scores = explanation_of((out / "encoder" / "10-attention-scores-before-softmax.md").read_text(encoding="utf-8"))
+    assert "does not saturate" not in scores
+    weights = explanation_of((out / "decoder" / "26-masked-attention-scores-after-mask-softmax.md").read_text(encoding="utf-8"))
+    assert "spreads over all" not in weights
+    block_input = explanation_of((out / "encoder" / "06-encoder-block-input-tensor.md").read_text(encoding="utf-8"))
+    assert "#5.Every" not in block_input and "For layer 1 this is exactly the position-encoded embedding of #5." in block_input
 
 
 def test_a_failing_snapshot_does_not_get_the_explanation_of_a_correct_one(tmp_path):

@@ -318,6 +318,24 @@ def test_token_ids_of_a_batch_of_several_sentences_are_read_as_the_catalogues_fi
     assert by_label["#4"]["check"]["passed"] is True, by_label["#4"]["check"]["detail"]  # the lookup reads every sentence's IDs
 
 
+def test_a_legitimate_layout_captured_first_does_not_bind_the_dimensions_wrong(tmp_path):
+    script = tmp_path / "heads_after_positions.py"
+    script.write_text(textwrap.dedent("""\
+        import math
+        import torch
+        torch.manual_seed(0)
+        q = torch.randn(1, 5, 2, 4)  # BREAKPOINT S09
+        k = torch.randn(1, 5, 2, 4)  # BREAKPOINT S10
+        scores = torch.einsum("bnhd,bmhd->bhnm", q, k) / math.sqrt(4)  # BREAKPOINT S12
+        probs = scores.softmax(-1)  # BREAKPOINT S13
+        """), encoding="utf-8")
+    _, data = trace(script, tmp_path / "out")
+    by_label = {s["label"]: s for s in data["snapshots"] if s["captured"]}
+    assert data["dims"]["h"] == 2 and data["dims"]["N1"] == 5  # (B, N1, h, hs) read as heads after positions, not h = 5
+    assert by_label["S09"]["layout"]["status"] == "layout"
+    assert by_label["S12"]["check"]["passed"] is True and by_label["S13"]["check"]["passed"] is True
+
+
 def test_an_odd_layout_does_not_mislabel_a_dimension():
     legend = {"B": "", "S": "", "h": "", "hs": "", "C": ""}
     dims = bind_dims([(("B", "S", "C"), (1, 6, 32)), (("B", "h", "S", "hs"), (1, 6, 4, 8)), (("B", "h", "S", "S"), (1, 4, 6, 6))], legend)

@@ -30,7 +30,24 @@ def bind_dims(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict
     """Named dimensions from observed shapes, in catalogue order: a tensor binds its unbound names only when its
     already-bound axes agree (so one odd layout cannot mislabel a dimension); repeated until nothing changes. Where no
     tensor shows the batch axis B and some leave it out, the script works on one example without a batch axis: B = 1
-    and those tensors bind the other names as a batch of one."""
+    and those tensors bind the other names as a batch of one. Where some tensor then fits no layout, the binding started
+    from each other tensor is tried too, and the one that leaves the fewest tensors unreadable wins (a legitimate layout
+    captured first, heads after positions, must not bind h from the positions axis and fail the tensors after it)."""
+    dims = _bind_batch(named, legend)
+    misfits = _misfits(named, dims, legend)
+    for first in dict.fromkeys(named) if misfits else ():
+        candidate = _bind_batch([first, *(n for n in named if n != first)], legend)
+        if (fewer := _misfits(named, candidate, legend)) < misfits:
+            dims, misfits = candidate, fewer
+    return dims
+
+
+def _misfits(named: list[tuple[tuple[str, ...], tuple[int, ...]]], dims: dict[str, int], legend: dict[str, str]) -> int:
+    """How many of the shapes fit no layout under ``dims`` (shapes only: meta tensors, no values)."""
+    return sum(layout(torch.empty(shape, device="meta"), expressions, dims, legend).status == "mismatch" for expressions, shape in named)
+
+
+def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict[str, str]) -> dict[str, int]:
     dims = _bind(named, legend)
     if "B" in legend and "B" not in dims:
         batchless = [(e, (1, *shape)) if e[:1] == ("B",) and len(shape) == len(e) - 1 else (e, shape) for e, shape in named]
@@ -61,6 +78,9 @@ def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict[str
             if fits and fresh:
                 dims.update(fresh)
                 changed = True
+            elif not fits and (last := _left_over(expressions, shape, dims, legend)):
+                dims.update(last)
+                changed = True
         for name, rule in DERIVED.items():
             if name in legend and name not in dims:
                 try:
@@ -69,6 +89,26 @@ def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict[str
                 except (KeyError, ZeroDivisionError):
                     pass
     return dims
+
+
+def _left_over(expressions: tuple[str, ...], shape: tuple[int, ...], dims: dict[str, int], legend: dict[str, str]) -> dict[str, int]:
+    """A tensor whose axes are in another order (heads after positions) binds its one unbound name to the one axis its
+    bound names leave over: (B, h, N1, hs) seen as (1, 5, 2, 4) with B, h, N1 = 1, 2, 5 gives hs = 4. Else nothing."""
+    unbound = [e for e in expressions if e in legend and e not in dims]
+    if len(unbound) != 1:
+        return {}
+    sizes = list(shape)
+    for expression in expressions:
+        if expression == unbound[0]:
+            continue
+        try:
+            size = parse_dimension(expression, dims)
+        except ValueError:
+            return {}
+        if size not in sizes:
+            return {}
+        sizes.remove(size)
+    return {unbound[0]: sizes[0]}
 
 
 def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, int], legend: dict[str, str],

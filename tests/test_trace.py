@@ -174,6 +174,16 @@ def test_a_check_whose_input_was_not_captured_says_which_snapshot_it_needs(tmp_p
     assert "42 of 43" in (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
 
 
+def test_a_snapshot_of_several_tensors_captured_in_part_names_the_tensors_it_lacks(tmp_path):
+    script = variant(tmp_path, ENCODER_DECODER, "split_heads(k, N_HEADS)  # Snapshot #12", "split_heads(k, N_HEADS)")
+    script.write_text(script.read_text(encoding="utf-8").replace("split_heads(v, N_HEADS)  # Snapshot #12", "split_heads(v, N_HEADS)"),
+                      encoding="utf-8")
+    _, data = trace(script, tmp_path / "out")
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["#12"]["captured"] is True and by_label["#12"]["check"]["passed"] is None
+    assert "needs snapshot #12 (k_heads), snapshot #12 (v_heads)" in by_label["#12"]["check"]["detail"]  # not "needs #12" on #12
+
+
 # ----------------------------------------------------------------------------- hits, values, layouts
 
 

@@ -143,10 +143,13 @@ def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, in
     tensors: dict[str, torch.Tensor] = {}
     labels: dict[str, str] = {}  # record name -> the snapshot (and pass) its tensor came from, or would come from
     for page in pages:
-        for k, ref in enumerate(getattr(page.snap, "tensors", ())):
+        refs = getattr(page.snap, "tensors", ())
+        variables = page.snap.variable.split(", ") if len(refs) > 1 else []
+        for k, ref in enumerate(refs):
             index = getattr(page.snap, "index", None)
             sliced = k == 0 and index not in (None, "[0]") and not CORNER.fullmatch(index)
-            labels.setdefault(ref.name(shown_places), f"the whole of what {page.label} shows a slice of" if sliced else page.label)
+            which = f" ({variables[k]})" if len(variables) == len(refs) else ""  # one of a snapshot's several tensors
+            labels.setdefault(ref.name(shown_places), f"the whole of what {page.label} shows a slice of" if sliced else page.label + which)
         for k, values in enumerate(page.hit_values):
             for h, tensor in enumerate(values, 1):
                 if (places := pass_places(catalogue, h, passes)) is not None and (filed := _filed(page, k, tensor, places, dims)):

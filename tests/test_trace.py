@@ -514,6 +514,15 @@ def test_markers_of_two_numberings_need_report_to_choose(tmp_path, capsys):
     assert main(["trace", str(script), "--out", str(tmp_path / "out"), "--report", "vit", "-q"]) == 0
 
 
+def test_a_report_chosen_that_none_of_the_markers_number_is_refused_before_the_script_runs(tmp_path, capsys):
+    script = tmp_path / "ed.py"
+    script.write_text("print('ran')\nsrc_ids = [1, 2]  # Snapshot #1\n", encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "out"), "--report", "vit"]) == 2
+    error = _error(capsys)
+    assert "no ViT marker" in error and "# BREAKPOINT S13" in error and "--report encoder-decoder" in error
+    assert "ran" not in capsys.readouterr().out and not (tmp_path / "out").exists()
+
+
 def test_a_refused_trace_leaves_the_previous_report_as_it_was(tmp_path):
     trace(ENCODER_DECODER, tmp_path)
     before = (tmp_path / "t" / "index.md").read_text(encoding="utf-8")

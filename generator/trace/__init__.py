@@ -90,6 +90,13 @@ def choose_numbering(requested: str, markers: list, script: Path) -> str:
     if requested == "none":
         return "none"
     if requested != "auto":
+        if not any(m.numbering == requested for m in markers):  # a report of nothing captured helps no one: say what is there
+            from generator.reports import REPORTS
+
+            report = REPORTS[requested]
+            there = f"; its markers are numbered for {' and '.join(numbered)}: use --report {numbered[0]}" if numbered else ""
+            raise UserError(f"{script}: --report {requested}: no {report.short_title} marker "
+                            f"({specs()[requested].marker(13, report.label(13))}) in it or beside it{there}")
         return requested
     if not numbered:
         if any(m.numbering == "custom" for m in markers):

@@ -888,6 +888,8 @@ def test_the_mask_figure_draws_what_the_users_mask_allows_in_any_form(tmp_path, 
         "scores_pre_mask_m.masked_fill(tgt_mask, float('-inf'))" if "bool" in mask else "scores_pre_mask_m + tgt_mask"), encoding="utf-8")
     trace(script, tmp_path / "out")
     assert "21 allowed (white), 15 blocked (grey) of 6×6" in drawn  # the target has 6 words: 21 on and below the diagonal
+    page = (tmp_path / "out" / "t" / "decoder" / "25-mask-tensor.md").read_text(encoding="utf-8")
+    assert escape_text("allowed in white, blocked in grey") in page and "(0)" not in page  # the caption names no form
 
 
 def test_a_block_that_needs_what_the_trace_lacks_falls_back_and_names_it(tmp_path):

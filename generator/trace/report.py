@@ -156,7 +156,7 @@ NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's 
     "attention_heads": "one panel per head: row = query position, column = key position",
     "matrix": "one row per position, one column per feature",
     "positional": "what was added to each position (left), and the sum (right)",
-    "mask": "allowed (0) in white, blocked (−inf) in grey",
+    "mask": "allowed in white, blocked in grey",  # the cells say how (0 / −∞, or ✓ for a boolean mask)
 }
 
 

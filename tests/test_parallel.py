@@ -145,6 +145,19 @@ def test_the_parent_does_what_the_helper_did_not_send():
     assert not Path(helper.dir).exists()
 
 
+def test_a_stalled_helper_is_stopped_and_the_parent_does_its_work(monkeypatch):
+    from tests.test_workers import alive
+
+    monkeypatch.setattr(parallel, "STALLED_S", 0.2)
+    helper = parallel.Helper(lambda send: time.sleep(60))  # as if it waited for a lock another thread held at the fork
+    pid = helper.pid
+    try:
+        assert helper.get("page") is None
+        assert helper.pid is None and alive({pid}) == set()
+    finally:
+        helper.close()
+
+
 def test_the_helper_dies_with_its_parent(tmp_path):
     from tests.test_workers import alive, wait_gone
 

@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import pickle
+import select
 import shutil
 import signal
 import tempfile
@@ -39,6 +40,7 @@ from typing import Any
 log = logging.getLogger("generator")
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+STALLED_S = 30.0  # a helper that sends nothing for this long is stopped (a lock a thread held at the fork, say)
 
 
 def enabled() -> bool:
@@ -124,7 +126,8 @@ class Helper:
                 os._exit(code)
         os.close(write_end)
         self.pid: int | None = pid
-        self._pipe = os.fdopen(read_end, "r", encoding="utf-8")
+        self._fd: int | None = read_end
+        self._buffer = b""
         self._ready: dict[str, str] = {}
         self._ended = False
 
@@ -144,14 +147,22 @@ class Helper:
         work(send)
 
     def get(self, key: str) -> Any:
-        """The child's result for ``key``, waiting for it; None when the child ended without sending one."""
+        """The child's result for ``key``, waiting for it; None when the child ended without sending one, or sent
+        nothing for STALLED_S (it is then stopped: the caller does the work)."""
         while key not in self._ready and not self._ended:
-            line = self._pipe.readline()
-            if not line:
-                self._ended = True
+            if b"\n" in self._buffer:
+                line, self._buffer = self._buffer.split(b"\n", 1)
+                index, name = line.decode("utf-8").split("\t", 1)
+                self._ready[json.loads(name)] = os.path.join(self.dir, f"{index}.pickle")
+                continue
+            if not select.select([self._fd], [], [], STALLED_S)[0]:
+                log.info("site: the pages helper sent nothing for %.0f s; this process does its pages", STALLED_S)
+                self._stop()
                 break
-            index, name = line.rstrip("\n").split("\t", 1)
-            self._ready[json.loads(name)] = os.path.join(self.dir, f"{index}.pickle")
+            chunk = os.read(self._fd, 1 << 16)
+            if not chunk:
+                self._ended = True
+            self._buffer += chunk
         path = self._ready.pop(key, None)
         if path is None:
             return None
@@ -161,7 +172,8 @@ class Helper:
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
             return None
 
-    def close(self) -> None:
+    def _stop(self) -> None:
+        self._ended = True
         if self.pid is not None:
             try:
                 os.kill(self.pid, signal.SIGKILL)
@@ -172,7 +184,12 @@ class Helper:
             except ChildProcessError:
                 pass
             self.pid = None
-        self._pipe.close()
+
+    def close(self) -> None:
+        self._stop()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -245,13 +262,13 @@ def _search_key(page) -> tuple:
 class HelperBuild:
     """One `mkdocs build` with a share of its Markdown pages read, converted and indexed for search in a child.
 
-    The plugin calls :meth:`start` once the navigation is set (every page object exists), :meth:`on_pre_page` for
+    The plugin makes one once the navigation is set (every page object exists), calls :meth:`on_pre_page` for
     every page, and :meth:`close` when the build ends. For the child's pages, the parent still reads the source and
     runs every plugin event; only ``Page.render`` (the Markdown conversion) and the search index's
     ``add_entry_from_context`` take the child's result, each when its input is identical to the child's.
     """
 
-    SHARE = 0.55  # of the Markdown bytes: the parent also renders every page's template
+    SHARE = 0.5  # of the Markdown bytes (the child sends its pages' HTML first, their search entries after)
 
     def __init__(self, config, files) -> None:
         self.config, self.files = config, files

@@ -131,6 +131,16 @@ def test_warnings_of_pages_converted_by_the_helper_still_fail_a_strict_build(tmp
     assert all(f"'missing-{i}.md'" in result.stderr for i in range(10))
 
 
+def test_pages_are_shared_by_cost_each_share_in_the_sites_order():
+    pages = [f"p{i}" for i in range(10)] + ["print"]  # one page as costly as the ten others, last, as print.md is
+    cost = {**{f"p{i}": 10 for i in range(10)}, "print": 100}
+    mine, theirs = parallel.split(pages, cost.__getitem__, 0.5)
+    assert sorted([mine, theirs]) == [pages[:10], ["print"]]
+    mine, theirs = parallel.split(pages[:10], cost.__getitem__, 0.3)
+    assert len(theirs) == 3 and sorted(mine + theirs) == pages[:10]
+    assert theirs == sorted(theirs) and mine == sorted(mine)
+
+
 def test_the_parent_does_what_the_helper_did_not_send():
     def work(send):
         send("first", {"value": 1})

@@ -193,25 +193,30 @@ class Helper:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def split(items: list, size: Callable[[Any], int], share: float) -> tuple[list, list]:
-    """``items`` in two interleaved lists, the second holding about ``share`` of the total ``size``."""
-    mine, theirs, done, given = [], [], 0, 0
-    for item in items:
-        weight = max(1, size(item))
-        if given + weight / 2 <= share * (done + weight):
-            theirs.append(item)
-            given += weight
+def split(items: list, cost: Callable[[Any], float], share: float) -> tuple[list, list]:
+    """``items`` in two lists (each in the original order), the second holding about ``share`` of the total ``cost``:
+    the costliest first, each to the list further below its part."""
+    theirs, load = set(), [0.0, 0.0]  # the parent's, the child's
+    for index in sorted(range(len(items)), key=lambda i: -cost(items[i])):
+        if load[1] / share <= load[0] / (1 - share):
+            theirs.add(index)
+            load[1] += cost(items[index])
         else:
-            mine.append(item)
-        done += weight
-    return mine, theirs
+            load[0] += cost(items[index])
+    return ([item for i, item in enumerate(items) if i not in theirs], [item for i, item in enumerate(items) if i in theirs])
 
 
-def _file_size(file) -> int:
+# What a page costs, in bytes of Markdown: its size, plus the fixed work of any page. Measured on the reports' pages:
+# converting and indexing one costs about what 2 kB more of Markdown cost; a whole page (its template and navigation
+# too, as the serve process renders them) about 11 kB.
+PAGE_BYTES_CONVERTED, PAGE_BYTES_RENDERED = 2_000, 11_000
+
+
+def _markdown_cost(file) -> int:
     try:
-        return os.path.getsize(file.abs_src_path)
+        return os.path.getsize(file.abs_src_path) + PAGE_BYTES_CONVERTED
     except (OSError, TypeError):
-        return 0
+        return PAGE_BYTES_CONVERTED
 
 
 # ----------------------------------------------------------------------------- page state
@@ -273,7 +278,7 @@ class HelperBuild:
     def __init__(self, config, files) -> None:
         self.config, self.files = config, files
         pages = [f for f in files.documentation_pages() if f.page is not None and f.src_uri.endswith(".md")]
-        _, theirs = split(pages, _file_size, self.SHARE)
+        _, theirs = split(pages, _markdown_cost, self.SHARE)
         self.share = {f.src_uri for f in theirs}
         self.search = search_plugin(config)
         self.used: dict[str, Any] = {}  # src_uri -> the table of contents of a render taken from the child

@@ -371,7 +371,7 @@ class PagesAhead:
                 todo.append((src_uri, file, digest, len(source)))
         mine, theirs = todo, []
         if len(todo) >= PARALLEL_FROM and parallel.enabled():  # half of them in a second process
-            mine, theirs = parallel.split(todo, lambda item: item[3], 0.5)
+            mine, theirs = parallel.split(todo, lambda item: item[3] + parallel.PAGE_BYTES_RENDERED, 0.5)
         helper = parallel.Helper(lambda send: self._render_in_child(theirs, staging, send)) if theirs else None
         try:
             for src_uri, file, digest, _ in mine:

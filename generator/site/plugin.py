@@ -138,7 +138,7 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
     # ------------------------------------------------------------------ a second core for the pages (parallel.py)
 
     def on_startup(self, *, command, dirty):
-        self._pages_helper_allowed = command == "build" and not dirty
+        self._pages_helper_allowed = command in ("build", "gh-deploy") and not dirty
 
     def on_nav(self, nav, *, config, files):
         from generator.site import parallel

@@ -362,7 +362,7 @@ class HelperBuild:
         original(page)
 
     def close(self) -> None:
-        log.debug("pages helper: %d of %d pages' renders and %d their search entries taken", self.taken["renders"],
+        log.debug("pages helper: the HTML of %d of its %d pages taken, and the search entries of %d", self.taken["renders"],
                   len(self.share), self.taken["search entries"])
         if self._wrapped is not None:
             vars(self._wrapped).pop("add_entry_from_context", None)

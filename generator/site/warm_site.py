@@ -20,8 +20,10 @@ logs it and builds fully from then on (and nothing is rendered ahead): slower, n
 
 :meth:`WarmSite.prerender` renders the changed pages of the generator's staging folder while the
 figures are still being drawn in worker processes (each page read from a ``File`` of the staging folder and
-written into a temporary folder); :meth:`update` then only moves them in, for each page whose Markdown in docs/
-is byte-identical to the one rendered ahead.
+written into a temporary folder), half of them (by cost) in a helper process forked for it (generator/site/parallel.py),
+which sends back each page's state; :meth:`update` then only moves them in, for each page whose Markdown in docs/
+is byte-identical to the one rendered ahead. Pages rendered side by side see each other's navigation entries as they
+were before; a page whose title or metadata changed therefore gives a full build, as it always did.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ reach `--strict`, the parent must do whatever the child did not, and the child m
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
 import os
@@ -114,6 +115,7 @@ def test_a_build_with_the_helper_writes_what_mkdocs_alone_writes(tmp_path, monke
     assert len(taken) == 1 and not taken[0].startswith("pages helper: the HTML of 0 ") and not taken[0].endswith(" of 0"), taken
     assert site_files(helped) == site_files(alone)
     assert "purple" in (helped / "search" / "search_index.json").read_text(encoding="utf-8")
+    assert gc.get_freeze_count() == 0  # what the build left out of garbage collection is handed back
 
 
 @pytest.mark.parametrize("helper", ["0", "1"])
@@ -139,6 +141,17 @@ def test_pages_are_shared_by_cost_each_share_in_the_sites_order():
     mine, theirs = parallel.split(pages[:10], cost.__getitem__, 0.3)
     assert len(theirs) == 3 and sorted(mine + theirs) == pages[:10]
     assert theirs == sorted(theirs) and mine == sorted(mine)
+
+
+def test_objects_frozen_for_a_build_are_handed_back_to_the_collector_however_deep():
+    with parallel.heap_frozen():
+        frozen = gc.get_freeze_count()
+        with parallel.heap_frozen():
+            pass
+        garbage = [[]]
+        garbage[0].append(garbage)  # made inside: still collected meanwhile
+        assert frozen > 0 and gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() == 0
 
 
 def test_the_parent_does_what_the_helper_did_not_send():

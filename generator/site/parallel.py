@@ -23,6 +23,7 @@ handlers. ``TT_PAGE_HELPER=0`` turns the helper off.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -98,6 +99,38 @@ def replay(records: list[logging.LogRecord]) -> None:
     """Log, in the parent, what the child logged while doing the parent's work."""
     for record in records:
         logging.getLogger(record.name).handle(record)
+
+
+# ----------------------------------------------------------------------------- the collector
+
+_frozen = 0  # nesting depth of freeze_heap()
+
+
+def freeze_heap() -> None:
+    """Leave the objects that exist now (the models, MkDocs' configuration, theme and pages) out of garbage collection
+    until the matching thaw_heap(): the collector then walks only what is created meanwhile, and a forked helper does
+    not copy memory pages for the collector's bookkeeping of them (gc.freeze)."""
+    global _frozen
+    if _frozen == 0:
+        gc.freeze()
+    _frozen += 1
+
+
+def thaw_heap() -> None:
+    """Hand the objects frozen by the outermost freeze_heap() back to the collector (gc.unfreeze): nothing leaks."""
+    global _frozen
+    _frozen -= 1
+    if _frozen == 0:
+        gc.unfreeze()
+
+
+@contextmanager
+def heap_frozen() -> Iterator[None]:
+    freeze_heap()
+    try:
+        yield
+    finally:
+        thaw_heap()
 
 
 # ----------------------------------------------------------------------------- the child process
@@ -285,7 +318,13 @@ class HelperBuild:
         self.taken = {"renders": 0, "search entries": 0}
         self.in_child = False
         self._installed: dict[str, tuple] = {}  # src_uri -> (page, its own render or None) while ours is set
-        self.helper = Helper(lambda send: self._child(theirs, send))
+        self._closed = False
+        freeze_heap()
+        try:
+            self.helper = Helper(lambda send: self._child(theirs, send))
+        except BaseException:
+            thaw_heap()
+            raise
         self._wrapped = None
         if self.search is not None and getattr(self.search, "search_index", None) is not None:
             index = self.search.search_index
@@ -361,7 +400,19 @@ class HelperBuild:
                 return
         original(page)
 
+    @classmethod
+    def start(cls, config, files) -> HelperBuild | None:
+        """A HelperBuild, or None when no process can be forked now (MkDocs then does every page, as always)."""
+        try:
+            return cls(config, files)
+        except OSError as exc:
+            log.info("site: no pages helper (%s); MkDocs does every page", exc)
+            return None
+
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         log.debug("pages helper: the HTML of %d of its %d pages taken, and the search entries of %d", self.taken["renders"],
                   len(self.share), self.taken["search entries"])
         if self._wrapped is not None:
@@ -370,3 +421,4 @@ class HelperBuild:
         for src_uri in list(self._installed):  # a render the build never called: the page's own again
             self._restore(src_uri)
         self.helper.close()
+        thaw_heap()

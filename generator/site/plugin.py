@@ -145,7 +145,7 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
 
         self._close_pages_helper()
         if self._pages_helper_allowed and parallel.enabled():
-            self._pages_helper = parallel.HelperBuild(config, files)
+            self._pages_helper = parallel.HelperBuild.start(config, files)
         return nav
 
     def on_pre_page(self, page, *, config, files):

@@ -374,7 +374,13 @@ class PagesAhead:
         mine, theirs = todo, []
         if len(todo) >= PARALLEL_FROM and parallel.enabled():  # half of them in a second process
             mine, theirs = parallel.split(todo, lambda item: item[3] + parallel.PAGE_BYTES_RENDERED, 0.5)
-        helper = parallel.Helper(lambda send: self._render_in_child(theirs, staging, send)) if theirs else None
+        helper = None
+        if theirs:
+            try:
+                helper = parallel.Helper(lambda send: self._render_in_child(theirs, staging, send))
+            except OSError as exc:  # no process can be forked now: every page here
+                log.info("site: no pages helper (%s)", exc)
+                mine, theirs = todo, []
         try:
             for src_uri, file, digest, _ in mine:
                 self._render_one(src_uri, file, digest, staging)

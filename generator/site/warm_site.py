@@ -56,7 +56,8 @@ class _Ahead:
     entries: list[dict]
 
 
-PARALLEL_FROM = 4  # changed pages from which half of them are rendered in a second process (generator/site/parallel.py)
+PARALLEL_FROM = 4  # changed pages from which about half of them are rendered in a second process (generator/site/parallel.py)
+HELPER_SHARE = 0.45  # of their cost: the helper starts late (forked) and shares the cores with the figure workers
 
 
 def _nav_entry(page) -> tuple:
@@ -373,7 +374,7 @@ class PagesAhead:
                 todo.append((src_uri, file, digest, len(source)))
         mine, theirs = todo, []
         if len(todo) >= PARALLEL_FROM and parallel.enabled():  # half of them in a second process
-            mine, theirs = parallel.split(todo, lambda item: item[3] + parallel.PAGE_BYTES_RENDERED, 0.5)
+            mine, theirs = parallel.split(todo, lambda item: item[3] + parallel.PAGE_BYTES_RENDERED, HELPER_SHARE)
         helper = None
         if theirs:
             try:

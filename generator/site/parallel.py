@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from generator.site import highlight_cache
+
 log = logging.getLogger("generator")
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -151,6 +153,7 @@ class Helper:
                 os.close(read_end)
                 _die_with_parent(parent)
                 logging.Logger.callHandlers = _child_call_handlers  # nothing is printed from here
+                highlight_cache.start_recording()  # what it highlights goes back to the parent
                 self._run(work, os.fdopen(write_end, "w", encoding="utf-8"))
                 code = 0
             except BaseException:  # noqa: BLE001 - the parent does whatever was not sent
@@ -348,7 +351,7 @@ class HelperBuild:
             rendered: list = []
             with records_of(rendered):
                 page.render(config, self.files)
-            send("render:" + file.src_uri, (source, page_state(page), rendered))
+            send("render:" + file.src_uri, (source, page_state(page), rendered, highlight_cache.taken()))
             with records_of(None):
                 page.content = plugins.on_page_content(page.content, page=page, config=config, files=self.files)
             config._current_page = None
@@ -372,7 +375,8 @@ class HelperBuild:
             result = self.helper.get("render:" + page.file.src_uri)
             if result is None or result[0] != digest(page.markdown):
                 return page.render(config, files)
-            _source, state, rendered = result
+            _source, state, rendered, highlighted = result
+            highlight_cache.merge(highlighted)
             set_page_state(page, state, files)
             replay(rendered)
             self.used[page.file.src_uri] = page.toc

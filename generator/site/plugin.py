@@ -138,7 +138,10 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
     # ------------------------------------------------------------------ a second core for the pages (parallel.py)
 
     def on_startup(self, *, command, dirty):
+        from generator.site import highlight_cache
+
         self._pages_helper_allowed = command in ("build", "gh-deploy") and not dirty
+        highlight_cache.install()  # the same code highlighted once per process (highlight_cache.py)
 
     def on_nav(self, nav, *, config, files):
         from generator.site import parallel

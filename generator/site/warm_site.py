@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import UserError
+from generator.site import highlight_cache
 from generator.site.parallel import search_plugin as _search_plugin
 
 log = logging.getLogger("generator")
@@ -390,7 +391,8 @@ class PagesAhead:
                 if result is None:  # the helper could not: here, as the others
                     self._render_one(src_uri, file, digest, staging)
                     continue
-                ahead, state, records = result
+                ahead, state, records, highlighted = result
+                highlight_cache.merge(highlighted)
                 _set_rendered_state(file.page, state, files)
                 parallel.replay(records)
                 self.pages[src_uri] = ahead
@@ -423,7 +425,7 @@ class PagesAhead:
             records: list = []
             with parallel.records_of(records):
                 ahead = self._render_one(src_uri, file, digest, staging)
-            send(src_uri, (ahead, _rendered_state(file.page), records))
+            send(src_uri, (ahead, _rendered_state(file.page), records, highlight_cache.taken()))
 
     def matching(self, files: list, digests: dict[str, str]) -> dict[str, _Ahead]:
         """The pages rendered ahead from the very Markdown ``files`` now hold (``digests``: docs/ now)."""

@@ -18,6 +18,7 @@ from generator.reports import REPORTS
 from generator.checks import CheckResult
 from generator.options import command_line, plural
 from generator.run import ModelRun
+from generator.template_cache import use_template_cache
 from generator.tensor_data import explore_info
 from generator.tensors import TensorView, fmt, json_number
 
@@ -78,7 +79,7 @@ def environment() -> jinja2.Environment:
         infinities_blocked=infinities_blocked,
     )
     env.globals["explore"] = explore_info  # _explore.md.j2: data files, explorer and value browser of a page
-    return env
+    return use_template_cache(env)  # compiled once, not in every process (generator/template_cache.py)
 
 
 def infinities_blocked(view: TensorView) -> int:

@@ -522,12 +522,13 @@ def test_the_form_regenerates_and_reloads_every_open_page(served, browser):
 
 
 def test_partial_builds_give_the_site_a_full_build_gives(served, tmp_path):
-    """After the regenerations above (pages rendered ahead, pages rebuilt, one full build), every page and the
-    search index are what `mkdocs build` makes of the same docs folder."""
+    """After the regenerations above (pages rendered ahead, half of them in a helper process, pages rebuilt, one full
+    build), every page and the search index are what `mkdocs build` makes of the same docs folder, on its own (no
+    helper process: MkDocs alone)."""
     config = tmp_path / "mkdocs.yml"
     config.write_text((served.docs.parent / "mkdocs.yml").read_text(encoding="utf-8").replace(f"site_dir: {served.site}", f"site_dir: {tmp_path / 'site'}"), encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)], capture_output=True, text=True,
-                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "TT_PAGE_HELPER": "0"})
     assert result.returncode == 0, result.stderr[-2000:]
     full, partial = tmp_path / "site", served.site
     pages = sorted(str(p.relative_to(full)) for p in full.rglob("*.html"))

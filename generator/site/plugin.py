@@ -58,6 +58,8 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
 
     def __init__(self) -> None:
         self._user_nav: dict[int, Any] = {}  # id(config) -> the site's own nav (on_config may run again on one config)
+        self._pages_helper_allowed = False  # `mkdocs build` (not serve, not --dirty): see generator/site/parallel.py
+        self._pages_helper = None  # the HelperBuild of the build in progress
 
     # ------------------------------------------------------------------ generation
 
@@ -138,6 +140,38 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
         nav = list(user_nav)
         at = 1 if nav and _target(nav[0]) == "index.md" else 0
         return nav[:at] + reports + nav[at:]
+
+    # ------------------------------------------------------------------ a second core for the pages (parallel.py)
+
+    def on_startup(self, *, command, dirty):
+        from generator.site import highlight_cache
+
+        self._pages_helper_allowed = command in ("build", "gh-deploy") and not dirty
+        highlight_cache.install()  # the same code highlighted once per process (highlight_cache.py)
+
+    def on_nav(self, nav, *, config, files):
+        from generator.site import parallel
+
+        self._close_pages_helper()
+        if self._pages_helper_allowed and parallel.enabled():
+            self._pages_helper = parallel.HelperBuild.start(config, files)
+        return nav
+
+    def on_pre_page(self, page, *, config, files):
+        if self._pages_helper is not None:
+            self._pages_helper.on_pre_page(page)
+        return page
+
+    def on_post_build(self, *, config):
+        self._close_pages_helper()
+
+    def on_build_error(self, *, error):
+        self._close_pages_helper()
+
+    def _close_pages_helper(self) -> None:
+        helper, self._pages_helper = self._pages_helper, None
+        if helper is not None:
+            helper.close()
 
     # ------------------------------------------------------------------ pages
 

@@ -267,6 +267,12 @@ class WarmServer:
             self.busy.release()
 
     def _regenerate(self, fields: Mapping[str, Any], files: Mapping[str, Upload]) -> dict[str, Any]:
+        from generator.site.parallel import heap_frozen
+
+        with heap_frozen():  # the loaded models and site are not walked by the collector meanwhile
+            return self._regenerate_now(fields, files)
+
+    def _regenerate_now(self, fields: Mapping[str, Any], files: Mapping[str, Upload]) -> dict[str, Any]:
         started = time.perf_counter()
         publish = self.events.publish
         publish("progress", {"step": "checking the input"})

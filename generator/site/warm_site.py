@@ -20,8 +20,10 @@ logs it and builds fully from then on (and nothing is rendered ahead): slower, n
 
 :meth:`WarmSite.prerender` renders the changed pages of the generator's staging folder while the
 figures are still being drawn in worker processes (each page read from a ``File`` of the staging folder and
-written into a temporary folder); :meth:`update` then only moves them in, for each page whose Markdown in docs/
-is byte-identical to the one rendered ahead.
+written into a temporary folder), half of them (by cost) in a helper process forked for it (generator/site/parallel.py),
+which sends back each page's state; :meth:`update` then only moves them in, for each page whose Markdown in docs/
+is byte-identical to the one rendered ahead. Pages rendered side by side see each other's navigation entries as they
+were before; a page whose title or metadata changed therefore gives a full build, as it always did.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import UserError
+from generator.site import highlight_cache
+from generator.site.parallel import search_plugin as _search_plugin
 
 log = logging.getLogger("generator")
 
@@ -48,9 +52,33 @@ API_CHANGED = (ImportError, AttributeError, TypeError)
 class _Ahead:
     digest: str  # of the Markdown it was rendered from
     html: Path
-    title: str | None
-    old_title: str | None
+    nav: tuple  # the page's navigation entry (_nav_entry) after rendering, and before
+    old_nav: tuple
     entries: list[dict]
+
+
+PARALLEL_FROM = 4  # changed pages from which about half of them are rendered in a second process (generator/site/parallel.py)
+HELPER_SHARE = 0.45  # of their cost: the helper starts late (forked) and shares the cores with the figure workers
+
+
+def _nav_entry(page) -> tuple:
+    """What of a page every page's navigation shows, besides its URL: its title and metadata (Material's icons,
+    status and subtitle)."""
+    return page.title, repr(sorted(page.meta.items(), key=str))
+
+
+def _rendered_state(page) -> dict[str, Any]:
+    """A page's state after render_page (its Markdown and metadata, then what rendering set), picklable."""
+    from generator.site.parallel import page_state
+
+    return {"markdown": page.markdown, "meta": page.meta, **page_state(page)}
+
+
+def _set_rendered_state(page, state: dict[str, Any], files) -> None:
+    from generator.site.parallel import set_page_state
+
+    page.markdown, page.meta = state["markdown"], state["meta"]
+    set_page_state(page, state, files)
 
 
 @dataclass
@@ -62,9 +90,18 @@ class SiteUpdate:
     reason: str = ""
 
 
-def _digests(docs: Path) -> dict[str, str]:
-    """Content digest of every file MkDocs reads from docs/ (dot files and folders are ignored, as MkDocs does)."""
+RACY_S = 2.0  # a file changed this recently may change again within its timestamps' resolution: hashed every time
+
+
+def _digests(docs: Path, known: dict[str, tuple] | None = None) -> dict[str, str]:
+    """Content digest of every file MkDocs reads from docs/ (dot files and folders are ignored, as MkDocs does).
+
+    ``known`` (path -> (stat, digest)), kept by the caller and updated here, spares reading a file whose size, inode,
+    modification and change times are those it had when it was hashed (as git's index does; the change time cannot
+    be set back by any tool). A file changed within RACY_S of its hashing is hashed again next time."""
     out: dict[str, str] = {}
+    seen: dict[str, tuple] = {}
+    now = time.time_ns()
     for root, dirs, names in os.walk(docs, followlinks=True):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         rel_root = Path(root).relative_to(docs)
@@ -72,10 +109,21 @@ def _digests(docs: Path) -> dict[str, str]:
             if name.startswith("."):
                 continue
             path = Path(root) / name
+            rel = (rel_root / name).as_posix()
             try:
-                out[(rel_root / name).as_posix()] = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+                st = os.stat(path)
+                stamp = (st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns)
+                if known is not None and rel in known and known[rel][0] == stamp:
+                    out[rel] = known[rel][1]
+                else:
+                    out[rel] = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
             except OSError:
                 continue
+            if now - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_S * 1e9:
+                seen[rel] = (stamp, out[rel])
+    if known is not None:
+        known.clear()
+        known.update(seen)
     return out
 
 
@@ -127,14 +175,6 @@ def render_page(page, config, capture: _Capture) -> None:
         config._current_page = None
 
 
-def _search_plugin(config):
-    """The search plugin (MkDocs' or Material's), whose index a partial build updates; None without one."""
-    for plugin in config.plugins.values():
-        if hasattr(plugin, "search_index") and hasattr(plugin, "on_post_build"):
-            return plugin
-    return None
-
-
 def _nav_config(config, files) -> Any:
     """The navigation the transformer-trace plugin would set now (None when that cannot be told)."""
     plugin = config.plugins.get("transformer-trace")
@@ -165,6 +205,7 @@ class WarmSite:
         self.config.plugins["tt-warm-site"] = self._capture
         self.config.plugins.on_startup(command="build", dirty=False)
         self.built: dict[str, str] | None = None  # digests of docs/ at the last build
+        self._stamps: dict[str, tuple] = {}  # what _digests knows of each file
         self.nav_config: Any = None
         self.ahead = PagesAhead(self)  # pages rendered ahead from a staging folder (see prerender)
         self.partial_unavailable: str | None = None  # why pages cannot be built one by one with this MkDocs
@@ -179,7 +220,7 @@ class WarmSite:
 
         started = time.perf_counter()
         self.ahead.drop()
-        digests = _digests(self.docs)
+        digests = _digests(self.docs, self._stamps)
         self.built = None  # until this build succeeds, the next update is a full build
         try:
             build(self.config)
@@ -194,7 +235,7 @@ class WarmSite:
         if self.built is None or self._capture.files is None:
             return self.full_build("first build")
         started = time.perf_counter()
-        now = _digests(self.docs)
+        now = _digests(self.docs, self._stamps)
         if now.keys() != self.built.keys():
             added, removed = sorted(now.keys() - self.built.keys()), sorted(self.built.keys() - now.keys())
             return self.full_build(f"files added ({len(added)}) or removed ({len(removed)})")
@@ -224,7 +265,7 @@ class WarmSite:
         finally:
             self.ahead.drop()
         if retitled:  # a page title shows in every page's navigation
-            return self.full_build(f"the title of {retitled[0]} changed")
+            return self.full_build(f"the title or metadata of {retitled[0]} changed")
         for file in static:
             file.copy_file(dirty=False)
         self.built = now
@@ -233,29 +274,29 @@ class WarmSite:
 
     def _rebuild_pages(self, files: list, ahead: dict[str, _Ahead]) -> list[str]:
         """Render ``files`` again (Markdown, template, search entries), or move in their pages rendered ahead;
-        the paths whose title changed."""
+        the paths whose navigation entry (title or metadata) changed."""
         search = _search_plugin(self.config)
-        titles = {f.src_uri: ahead[f.src_uri].old_title if f.src_uri in ahead else f.page.title for f in files}
+        before = {f.src_uri: ahead[f.src_uri].old_nav if f.src_uri in ahead else _nav_entry(f.page) for f in files}
         urls = {f.page.url for f in files}
         previous = list(search.search_index.entries) if search is not None else []
-        results = []  # (path, title, search entries): the pages rendered ahead first, then the others
+        results = []  # (path, navigation entry, search entries): the pages rendered ahead first, then the others
         for file in files:
             if file.src_uri in ahead:
                 done = ahead[file.src_uri]
                 os.makedirs(os.path.dirname(file.abs_dest_path), exist_ok=True)
                 shutil.move(done.html, file.abs_dest_path)
-                results.append((file.src_uri, done.title, done.entries))
+                results.append((file.src_uri, done.nav, done.entries))
         for file in files:
             if file.src_uri not in ahead:
                 page_entries = self.render_with_entries(file.page, search)
-                results.append((file.src_uri, file.page.title, page_entries))
-        new_titles = {src_uri: title for src_uri, title, _ in results}
+                results.append((file.src_uri, _nav_entry(file.page), page_entries))
+        after = {src_uri: nav for src_uri, nav, _ in results}
         entries = [entry for _, _, page_entries in results for entry in page_entries]
         if search is not None:
             kept = [e for e in previous if e["location"].split("#", 1)[0] not in urls]
             search.search_index.entries = kept + entries
             search.on_post_build(config=self.config)  # writes search/search_index.json, complete
-        return [path for path, title in new_titles.items() if title != titles[path]]
+        return [path for path, nav in after.items() if nav != before[path]]
 
     def render_with_entries(self, page, search) -> list[dict]:
         """Render ``page`` (see render_page); the search entries it added (the index's other entries kept aside)."""
@@ -313,35 +354,78 @@ class PagesAhead:
             return 0
 
     def _render(self, staging: Path) -> int:
-        from mkdocs.structure.files import File
+        from generator.site import parallel
 
         site = self.site
-        files, search = site._capture.files, _search_plugin(site.config)
+        files = site._capture.files
         if self._dir is None:
             self._dir = Path(tempfile.mkdtemp(prefix="tt-ahead-"))
-        count = 0
+        todo = []  # (src_uri, File, digest, size) of each changed page
         for path in sorted(staging.rglob("*.md")):
             src_uri = path.relative_to(staging).as_posix()
             file = files.get_file_from_path(src_uri)
             if file is None or file.page is None or src_uri in self.pages:
                 continue
             try:
-                digest = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+                source = path.read_bytes()
             except OSError:
                 continue
-            if digest == site.built.get(src_uri):
-                continue
-            page, old_title = file.page, file.page.title
-            staged = File(src_uri, str(staging), str(self._dir), file.use_directory_urls, dest_uri=file.dest_uri, inclusion=file.inclusion)
-            staged.page = page
-            page.file = staged  # the page reads the staged Markdown and writes into the temporary folder
+            digest = hashlib.blake2b(source, digest_size=16).hexdigest()
+            if digest != site.built.get(src_uri):
+                todo.append((src_uri, file, digest, len(source)))
+        mine, theirs = todo, []
+        if len(todo) >= PARALLEL_FROM and parallel.enabled():  # half of them in a second process
+            mine, theirs = parallel.split(todo, lambda item: item[3] + parallel.PAGE_BYTES_RENDERED, HELPER_SHARE)
+        helper = None
+        if theirs:
             try:
-                entries = site.render_with_entries(page, search)
-            finally:
-                page.file = file
-            self.pages[src_uri] = _Ahead(digest, Path(staged.abs_dest_path), page.title, old_title, entries)
-            count += 1
-        return count
+                helper = parallel.Helper(lambda send: self._render_in_child(theirs, staging, send))
+            except OSError as exc:  # no process can be forked now: every page here
+                log.info("site: no pages helper (%s)", exc)
+                mine, theirs = todo, []
+        try:
+            for src_uri, file, digest, _ in mine:
+                self._render_one(src_uri, file, digest, staging)
+            for src_uri, file, digest, _ in theirs:
+                result = helper.get(src_uri)
+                if result is None:  # the helper could not: here, as the others
+                    self._render_one(src_uri, file, digest, staging)
+                    continue
+                ahead, state, records, highlighted = result
+                highlight_cache.merge(highlighted)
+                _set_rendered_state(file.page, state, files)
+                parallel.replay(records)
+                self.pages[src_uri] = ahead
+        finally:
+            if helper is not None:
+                helper.close()
+        return len(todo)
+
+    def _render_one(self, src_uri: str, file, digest: str, staging: Path) -> _Ahead:
+        """Render the page of ``file`` from its Markdown in ``staging`` into the temporary folder."""
+        from mkdocs.structure.files import File
+
+        site = self.site
+        page, old_nav = file.page, _nav_entry(file.page)
+        staged = File(src_uri, str(staging), str(self._dir), file.use_directory_urls, dest_uri=file.dest_uri, inclusion=file.inclusion)
+        staged.page = page
+        page.file = staged  # the page reads the staged Markdown and writes into the temporary folder
+        try:
+            entries = site.render_with_entries(page, _search_plugin(site.config))
+        finally:
+            page.file = file
+        self.pages[src_uri] = _Ahead(digest, Path(staged.abs_dest_path), _nav_entry(page), old_nav, entries)
+        return self.pages[src_uri]
+
+    def _render_in_child(self, items: list, staging: Path, send) -> None:
+        """In the helper process: render ``items`` as the parent would, and send each page's result and state."""
+        from generator.site import parallel
+
+        for src_uri, file, digest, _ in items:
+            records: list = []
+            with parallel.records_of(records):
+                ahead = self._render_one(src_uri, file, digest, staging)
+            send(src_uri, (ahead, _rendered_state(file.page), records, highlight_cache.taken()))
 
     def matching(self, files: list, digests: dict[str, str]) -> dict[str, _Ahead]:
         """The pages rendered ahead from the very Markdown ``files`` now hold (``digests``: docs/ now)."""

@@ -234,16 +234,18 @@ def test_a_foreign_origin_is_refused(served):
     assert tree_digest(served.docs) == docs_before
 
 
-def test_an_oversized_upload_is_refused_before_its_body_is_read(served):
+@pytest.mark.parametrize("declared, said", [(21 * 1024 * 1024, "21 MB"), (10**40, "× 10^40 bytes")])
+def test_an_oversized_upload_is_refused_before_its_body_is_read(served, declared, said):
     host, port = served.url.split("//")[1].rstrip("/").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
     conn.putrequest("POST", "/api/regenerate")
     conn.putheader("Content-Type", "multipart/form-data; boundary=x")
-    conn.putheader("Content-Length", str(21 * 1024 * 1024))
+    conn.putheader("Content-Length", str(declared))
     conn.endheaders()  # no body is sent: the answer must come from the header alone
     response = conn.getresponse()
     assert response.status == 413
-    assert "20 MB" in json.loads(response.read())["error"]
+    error = json.loads(response.read())["error"]
+    assert said in error and "more than the 20 MB limit" in error, error
     conn.close()
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from generator.errors import UserError
+from generator.options import readable_size  # torch-free
 from generator.site.api import BUSY, MAX_BODIES, MAX_UPLOAD, ApiError, IncompleteBody, parse_body
 from generator.site.events import EventStream
 
@@ -230,7 +231,7 @@ class Handler(_Bodies, _SiteFiles, EventStream, http.server.SimpleHTTPRequestHan
         except ValueError:
             return self._json(400, {"error": "Content-Length is not a number"})
         if size > MAX_UPLOAD:
-            return self._refuse_unread(size, 413, {"error": f"the request is {size / 1e6:.1f} MB, more than the {MAX_UPLOAD // (1024 * 1024)} MB limit; use a smaller image"})
+            return self._refuse_unread(size, 413, {"error": f"the request is {readable_size(size)}, more than the {readable_size(MAX_UPLOAD)} limit; use a smaller image"})
         if size < 0:
             return self._json(400, {"error": "Content-Length is negative"})
         # Refused, not queued, and before the body is read: requests arriving during a regeneration

@@ -43,7 +43,8 @@ from generator.site import highlight_cache
 log = logging.getLogger("generator")
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-STALLED_S = 30.0  # a helper that sends nothing for this long is stopped (a lock a thread held at the fork, say)
+STALLED_S = 5.0  # a helper that sends nothing for this long is stopped (a lock a thread held at the fork, say): the
+# parent then does its pages, so the worst case costs seconds, not a stuck regeneration; a page takes well under 1 s
 
 
 def enabled() -> bool:

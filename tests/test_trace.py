@@ -16,7 +16,7 @@ from generator.cli import main
 from generator.errors import UserError
 from generator.render import escape_text
 from generator.trace.markers import find_markers
-from generator.trace.verify import bind_dims, layout
+from generator.trace.verify import LayoutStatus, bind_dims, layout
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ENCODER_DECODER = EXAMPLES / "encoder_decoder_trace.py"
@@ -151,6 +151,52 @@ def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks
     assert scores["passed"] is False and "without the 1/√32" in scores["detail"]
 
 
+@pytest.mark.parametrize("label", ["#31", "#32"])
+def test_a_not_checkable_check_names_everything_it_lacks_not_only_the_missing_tensor(tmp_path, label):
+    _, data = trace(ENCODER_DECODER, tmp_path)  # cross-attention K and V: LinearOf(memory, W_k / W_v)
+    detail = next(s for s in data["snapshots"] if s["label"] == label)["check"]["detail"]
+    assert detail.startswith("needs memory, which no snapshot of the catalogue shows; the model's weights (module decoder.layers.0.cross_attn.W_")
+
+
+def test_a_check_missing_tensors_lists_the_weights_it_also_lacks_but_not_weights_it_can_do_without():
+    from generator.checks import GeluOfLinear, LinearOf
+    from generator.sources import MissingTensor, ModuleRef, NoWeights, Ref, TensorDict
+
+    source = TensorDict({"out": torch.zeros(2, 3)})
+    lacking = LinearOf(out=Ref("out"), x=Ref("x"), module=ModuleRef("fc")).run(source)
+    assert lacking.missing == ("x", "module fc") and [type(lack) for lack in lacking.lacks] == [MissingTensor, NoWeights]
+    optional = GeluOfLinear(out=Ref("out"), x=Ref("x"), module=ModuleRef("fc")).run(source)  # GELU's range needs no weights
+    assert optional.missing == ("x",)
+
+
+def test_what_a_trace_lacks_is_typed_not_read_from_words():
+    from generator.checks import UnfittableWeights
+    from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable
+    from generator.trace.checking import TensorLabel, needed
+
+    labels = {"blocks.0.input": TensorLabel("S08", at_pass=2), "patches": TensorLabel("S03", sliced=True), "q": TensorLabel("S10", "q")}
+    assert str(labels["blocks.0.input"]) == "S08 at pass 2" and labels["blocks.0.input"].at_pass == 2
+    assert needed(MissingTensor("blocks.0.input"), labels) == "snapshot S08 at pass 2"
+    assert needed(MissingTensor("patches"), labels) == "the whole of what S03 shows a slice of"
+    assert needed(MissingTensor("q"), labels) == "snapshot S10 (q)"
+    assert needed(MissingTensor("memory"), labels) == "memory, which no snapshot of the catalogue shows"
+    # a name that reads like another kind is judged by what raised it, not by its words
+    assert needed(MissingTensor("module the whole"), labels) == "module the whole, which no snapshot of the catalogue shows"
+    assert needed(NoWeights("module fc"), labels) == "the model's weights (module fc), which a trace does not capture"
+    assert needed(NoInput("input src"), labels) == "the run's input src, which a trace does not know"
+    assert needed(UnfittableWeights("the LayerNorm's weights", "2 positions"), labels).startswith("the LayerNorm's weights (with fewer than 3")
+    assert needed(NotCheckable("the table", "it holds rows 0…4 only"), labels) == "the table (it holds rows 0…4 only)"
+
+
+def test_a_layouts_status_is_an_enum_and_snapshots_json_writes_its_value(tmp_path):
+    dims = {"B": 1, "S": 6, "C": 32}
+    assert layout(torch.randn(1, 6, 32), ("B", "S", "C"), dims, {}).status is LayoutStatus.MATCH
+    unbound = layout(torch.randn(1, 6, 32), ("B", "S", "D"), dims, {})
+    assert unbound.status is LayoutStatus.UNBOUND and unbound.unbound == ("D",)
+    _, data = trace(VIT, tmp_path)
+    assert {s["layout"]["status"] for s in data["snapshots"]} <= {status.value for status in LayoutStatus}
+
+
 def test_a_snapshot_is_judged_on_its_own_capture_where_a_later_one_shows_the_same_record_point(tmp_path):
     script = variant(tmp_path, ENCODER_DECODER, "res1_a, res1_b = enc_in, attn_out  # Snapshot #14",
                      "res1_a, res1_b = enc_in * 2, attn_out  # Snapshot #14")  # #14 and #6 both show the block input
@@ -260,10 +306,10 @@ def test_heads_after_positions_is_recognised_as_a_layout_not_refused():
     dims = {"B": 1, "h": 4, "S": 6, "hs": 8, "C": 32}
     heads_first = torch.randn(1, 4, 6, 8)
     found = layout(heads_first.transpose(1, 2), ("B", "h", "S", "hs"), dims, {})
-    assert found.status == "layout" and torch.equal(found.canonical, heads_first)
+    assert found.status is LayoutStatus.LAYOUT and torch.equal(found.canonical, heads_first)
     joined = layout(heads_first, ("B", "S", "C"), dims, {})  # (B, h, S, hs) where (B, S, C) is named
-    assert joined.status == "layout" and joined.canonical.shape == (1, 6, 32)
-    assert layout(torch.randn(1, 6, 31), ("B", "S", "C"), dims, {}).status == "mismatch"
+    assert joined.status is LayoutStatus.LAYOUT and joined.canonical.shape == (1, 6, 32)
+    assert layout(torch.randn(1, 6, 31), ("B", "S", "C"), dims, {}).status is LayoutStatus.MISMATCH
 
 
 def test_a_legitimate_layout_in_a_script_is_read_in_the_catalogues_layout_and_checked(tmp_path):

@@ -8,13 +8,13 @@ by the checks that could run."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from generator.checks import FAILED, NOT_CHECKABLE, CheckResult
-from generator.sources import TensorDict, fill
+from generator.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights
+from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
 from generator.trace.verify import layout
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,23 +25,59 @@ if TYPE_CHECKING:  # pragma: no cover
 CORNER = re.compile(r"\[\s*:\s*\d+(\s*,\s*:\s*\d+)*\s*\]")
 
 
+@dataclass(frozen=True)
+class TensorLabel:
+    """Where a record name's tensor comes from in a trace (or would): ``snapshot`` (its label, "S08"), which of the
+    snapshot's several tensors (``variable``), which pass of a loop that ran more than once (``at_pass``); or, ``sliced``,
+    the whole tensor of which the snapshot's page shows a slice (a trace captures only the slice)."""
+
+    snapshot: str
+    variable: str = ""
+    at_pass: int | None = None
+    sliced: bool = False
+
+    def __str__(self) -> str:
+        if self.sliced:
+            return f"the whole of what {self.snapshot} shows a slice of"
+        return self.snapshot + (f" ({self.variable})" if self.variable else "") + (f" at pass {self.at_pass}" if self.at_pass else "")
+
+    @property
+    def needed(self) -> str:
+        """As a not checkable check names it: "snapshot S08", or the whole of a sliced one."""
+        return str(self) if self.sliced else f"snapshot {self}"
+
+
+def needed(lack: NotCheckable, labels: dict[str, TensorLabel]) -> str:
+    """What a not checkable check lacked, in the user's terms: a snapshot to capture, the weights a trace does not have."""
+    if isinstance(lack, MissingTensor):
+        label = labels.get(lack.missing)
+        return label.needed if label is not None else f"{lack.missing}, which no snapshot of the catalogue shows"
+    if isinstance(lack, NoWeights):
+        return f"the model's weights ({lack.missing}), which a trace does not capture"
+    if isinstance(lack, NoInput):
+        return f"the run's {lack.missing}, which a trace does not know"
+    if isinstance(lack, UnfittableWeights):
+        return "the LayerNorm's weights (with fewer than 3 positions a fitted gain and bias prove nothing)"
+    return f"{lack.missing} ({lack.why})" if lack.why else lack.missing
+
+
 def run_checks(pages: list[TracedPage], catalogue: Any, dims: dict[str, int], hit: int) -> None:
     """Give every page its results (``page.checks``, one per declared check) and its verdict (``page.check``)."""
     source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue is not None else (None, {})
     for page in pages:
         if source is not None and page.captured:  # a snapshot is judged on its own capture, even where an earlier one shows the same record point
             own = own_tensors(page, source.places, dims)
-            page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=source.places), {**labels, **dict.fromkeys(own, page.label)})
+            page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=source.places), {**labels, **dict.fromkeys(own, TensorLabel(page.label))})
         else:
             page.checks = page_checks(page, source, labels)
         page.check = CheckResult.combined(page.checks, judge_checkable=True)
 
 
-def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = ()) -> CheckResult:
-    return CheckResult(name=name, passed=False, detail=detail, status=NOT_CHECKABLE, missing=missing)
+def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (), lacks: tuple[NotCheckable, ...] = ()) -> CheckResult:
+    return CheckResult(name=name, passed=False, detail=detail, status=NOT_CHECKABLE, missing=missing, lacks=lacks)
 
 
-def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, str]) -> list[CheckResult]:
+def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, TensorLabel]) -> list[CheckResult]:
     """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said in
     the user's terms (a snapshot to capture, the weights a trace does not have)."""
     checks = tuple(getattr(page.snap, "checks", ()))
@@ -50,7 +86,7 @@ def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, s
         return [_not_checkable(claim, "needs this snapshot captured") for claim in claims] or [_not_checkable("", "")]
     if any(t.view.numel == 0 and t.note for t in page.tensors):
         return [_not_checkable("; ".join(claims), "; ".join(t.note for t in page.tensors if t.note))]
-    if page.layout.status == "mismatch":
+    if page.layout.mismatch:
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
                             detail=f"the shape {page.main.view.shape} cannot be read as ({', '.join(page.shape)}): {page.layout.note}")]
     if source is None or not checks:
@@ -63,25 +99,15 @@ def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, s
             results.append(CheckResult(name=claim, passed=False, detail=f"the captured tensors do not fit the claim: {exc}"))
             continue
         reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in check.inputs()) if name in labels]
-        if result.checkable and any(" at pass " in label for label in reads):  # a loop's wiring: say which passes it compared
-            result = replace(result, detail=f"{result.detail} (read: {', '.join(reads)})")
+        if result.checkable and any(label.at_pass for label in reads):  # a loop's wiring: say which passes it compared
+            result = replace(result, detail=f"{result.detail} (read: {', '.join(map(str, reads))})")
         if not result.checkable:
-            needs = [labels.get(m, m) for m in result.missing]
-            what = ", ".join(n if n.startswith("the whole") else f"snapshot {n}" if n in labels.values() else _missing_words(n)
-                             for n in dict.fromkeys(needs))
-            result = _not_checkable(claim, f"needs {what}", result.missing)
+            lacks = result.lacks or tuple(MissingTensor(m) for m in result.missing)
+            needs = list(dict.fromkeys(needed(lack, labels) for lack in lacks))
+            what = ("; " if any(", " in n for n in needs) else ", ").join(needs)  # phrases with commas of their own: semicolons
+            result = _not_checkable(claim, f"needs {what}", result.missing, lacks)
         results.append(result)
     return results
-
-
-def _missing_words(name: str) -> str:
-    if name.startswith(("module ", "parameter ")):
-        return f"the model's weights ({name}), which a trace does not capture"
-    if name.startswith("input "):
-        return f"the run's {name}, which a trace does not know"
-    if name.startswith("the LayerNorm's weights"):
-        return "the LayerNorm's weights (with fewer than 3 positions a fitted gain and bias prove nothing)"
-    return f"{name}, which no snapshot of the catalogue shows"
 
 
 def _pass_count(pages: list[TracedPage], template: str) -> int:
@@ -130,7 +156,7 @@ def own_tensors(page: TracedPage, places: dict[str, str], dims: dict[str, int]) 
     return dict(filed for k, t in enumerate(page.tensors) if (filed := _filed(page, k, t.view.tensor, places, dims)))
 
 
-def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, str]]:
+def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
     """The captured tensors as a ``generator.sources.TensorDict`` under the catalogue's record names (pass k of a loop
     under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
     from generator.trace import specs
@@ -141,23 +167,23 @@ def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, in
     if shown_places is None:
         return None, {}
     tensors: dict[str, torch.Tensor] = {}
-    labels: dict[str, str] = {}  # record name -> the snapshot (and pass) its tensor came from, or would come from
+    labels: dict[str, TensorLabel] = {}  # record name -> the snapshot (and pass) its tensor came from, or would come from
     for page in pages:
         refs = getattr(page.snap, "tensors", ())
         variables = page.snap.variable.split(", ") if len(refs) > 1 else []
         for k, ref in enumerate(refs):
             index = getattr(page.snap, "index", None)
             sliced = k == 0 and index not in (None, "[0]") and not CORNER.fullmatch(index)
-            which = f" ({variables[k]})" if len(variables) == len(refs) else ""  # one of a snapshot's several tensors
-            labels.setdefault(ref.name(shown_places), f"the whole of what {page.label} shows a slice of" if sliced else page.label + which)
+            which = variables[k] if len(variables) == len(refs) else ""  # one of a snapshot's several tensors
+            labels.setdefault(ref.name(shown_places), TensorLabel(page.label, sliced=True) if sliced else TensorLabel(page.label, which))
         for k, values in enumerate(page.hit_values):
             for h, tensor in enumerate(values, 1):
                 if (places := pass_places(catalogue, h, passes)) is not None and (filed := _filed(page, k, tensor, places, dims)):
-                    tensors[filed[0]], labels[filed[0]] = filed[1], f"{page.label} at pass {h}" if len(values) > 1 else page.label
+                    tensors[filed[0]], labels[filed[0]] = filed[1], TensorLabel(page.label, at_pass=h if len(values) > 1 else None)
     shown: set[str] = set()
     for page in pages:  # the hits the pages show, under the shown layer's names, win; the first snapshot showing a record point owns it
         for name, tensor in own_tensors(page, shown_places, dims).items():
             if name not in shown:
-                tensors[name], labels[name] = tensor, page.label
+                tensors[name], labels[name] = tensor, TensorLabel(page.label)
                 shown.add(name)
     return TensorDict(tensors, places=shown_places), labels

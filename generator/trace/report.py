@@ -40,7 +40,7 @@ def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pag
             return {**base, "shape": None, "dtype": None, "first": [], "stats": {}, "source": None, "tensors": []}
         view = p.main.view
         return {**base, "shape": list(view.shape), "dtype": view.dtype, "first": [json_number(v) for v in view.first(16)],
-                "stats": {k: json_number(v) for k, v in view.stats.items()}, "layout": {"status": p.layout.status, "note": p.layout.note},
+                "stats": {k: json_number(v) for k, v in view.stats.items()}, "layout": {"status": p.layout.status.value, "note": p.layout.note},
                 "source": {"path": p.main.source.path, "line": p.main.source.first, "marker_line": p.main.marker_line},
                 "tensors": [{"name": t.name, "variable": t.variable, "shape": list(t.view.shape),
                              "source": {"path": t.source.path, "line": t.source.first}} for t in p.tensors]}
@@ -193,8 +193,8 @@ def draw_figures(catalogue: Any, pages: list[TracedPage], run: TracedRun, out: P
                     target.unlink(missing_ok=True)
                     outcome[fid] = (False, f"{fig.caption} — needs {TraceReport.needs(exc)}")
                 else:
-                    sources = [by_label[label] for label in dict.fromkeys(run.labels.get(run.name(ref)) for ref in drawing.inputs())
-                               if label in by_label] or [page]
+                    sources = [by_label[label.snapshot] for label in dict.fromkeys(run.labels.get(run.name(ref)) for ref in drawing.inputs())
+                               if label is not None and label.snapshot in by_label] or [page]
                     what = NEUTRAL_CAPTIONS.get(drawing.key(), f"drawn with the {catalogue.short_title} report's "
                                                                f"{drawing.key().replace('_', ' ')} drawing")
                     whose = ", ".join(f"{p.variables} ({p.label})" for p in sources)

@@ -17,8 +17,9 @@ import jinja2
 import torch
 
 from generator.checks import CheckResult
-from generator.sources import MissingTensor, NotCheckable, TensorDict, fill
+from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
 from generator.tensors import TensorView
+from generator.trace.checking import TensorLabel
 from generator.trace.verify import layout
 
 
@@ -106,7 +107,7 @@ class TracedRun:
 
     report: str  # the catalogue's key
     tensors: TensorDict | None
-    labels: dict[str, str]  # record name -> the snapshot label that shows it
+    labels: dict[str, TensorLabel]  # record name -> the snapshot that shows it
     captured: set[str]  # the labels of the snapshots captured
     markers: dict[str, str]  # snapshot label -> the marker comment that captures it
     inputs: Known
@@ -134,11 +135,11 @@ class TracedRun:
             label = self.labels.get(name)
             if label is None:
                 raise MissingTensor(f"the tensor {name}", "no snapshot of the catalogue shows it, so a trace cannot capture it")
-            if label in self.captured:
+            if label.sliced:
+                raise MissingTensor(str(label), "a page shows a slice of it, so a trace captures only that slice")
+            if label.snapshot in self.captured:
                 raise MissingTensor(f"snapshot {label} in the catalogue's layout", "its shape cannot be read as the catalogue's")
-            if label.startswith("the whole"):
-                raise MissingTensor(label, "a page shows a slice of it, so a trace captures only that slice")
-            raise MissingTensor(f"snapshot {label}", f"not captured; mark it with {self.markers.get(label, 'its marker')}")
+            raise MissingTensor(f"snapshot {label}", f"not captured; mark it with {self.markers.get(label.snapshot, 'its marker')}")
         return self.tensors.cpu(name)
 
     def t(self, template: Any) -> torch.Tensor:
@@ -162,16 +163,16 @@ class TracedRun:
         return self.sources[name]
 
     def module(self, template: Any) -> Any:
-        raise NotCheckable(f"module {self.name(template)}", "a trace captures tensors, not the model's weights")
+        raise NoWeights(f"module {self.name(template)}", "a trace captures tensors, not the model's weights")
 
     def parameter(self, template: Any) -> torch.Tensor:
-        raise NotCheckable(f"parameter {self.name(template)}", "a trace captures tensors, not the model's weights")
+        raise NoWeights(f"parameter {self.name(template)}", "a trace captures tensors, not the model's weights")
 
     def input(self, key: Any) -> Any:
         try:
             return self.inputs[str(key)]
         except KeyError:
-            raise NotCheckable(f"input {key}", INPUTS_WHY) from None
+            raise NoInput(f"input {key}", INPUTS_WHY) from None
 
     def stamp(self) -> Known:
         return Known(self.facts, "run fact", "a traced script's run stamp does not record it")

@@ -197,6 +197,68 @@ def test_a_layouts_status_is_an_enum_and_snapshots_json_writes_its_value(tmp_pat
     assert {s["layout"]["status"] for s in data["snapshots"]} <= {status.value for status in LayoutStatus}
 
 
+def test_a_tensor_with_unbound_dimensions_is_not_checkable_naming_them_not_failed(tmp_path):
+    script = tmp_path / "unbound.py"
+    script.write_text("import torch\nsrc_ids = [1, 2, 3]  # Snapshot #1\nsrc_embed = torch.randn(3)  # Snapshot #4\n"
+                      "src_with_pos = src_embed + 1  # Snapshot #5\n", encoding="utf-8")  # no tensor shows B or C
+    code, data = trace(script, tmp_path / "out")
+    positions = next(s for s in data["snapshots"] if s["label"] == "#5")
+    assert code == 0 and positions["layout"]["status"] == "unbound"
+    assert positions["check"]["passed"] is None  # it read "FAILED: the captured tensors do not fit the claim"
+    assert positions["check"]["detail"].startswith("needs the dimensions B, C bound (no captured tensor shows their sizes, so your shape (3,)")
+    assert data["outcome"]["first_failure"] is None
+
+
+def test_a_corner_of_a_tensor_no_capture_shows_whole_is_still_read_as_what_it_shows():
+    corner = layout(torch.randn(5, 5), ("min(V_src, 5)", "min(C, 5)"), {"C": 32}, {})  # src_emb[:5, :5]: V_src unbound
+    assert corner.status is LayoutStatus.UNBOUND and corner.canonical is not None
+    assert layout(torch.randn(6, 5), ("min(V_src, 5)", "min(C, 5)"), {"C": 32}, {}).canonical is None  # more rows than the corner has
+
+
+@pytest.mark.parametrize("script", [ENCODER_DECODER, VIT, Path(__file__).parent / "trace_fixtures" / "nano_gpt_style.py"], ids=lambda p: p.stem)
+def test_every_block_of_a_traced_report_renders_or_falls_back_naming_what_the_trace_lacks(tmp_path, monkeypatch, script):
+    import generator.render as render
+    from generator.sources import NotCheckable
+
+    rendered, lacked = [], []
+    original = render.render_block
+
+    def recording(template, block, context):
+        try:
+            text = original(template, block, context)
+        except NotCheckable as exc:  # anything else (a template bug) propagates and fails the trace
+            lacked.append(exc)
+            raise
+        rendered.append(block)
+        return text
+
+    monkeypatch.setattr(render, "render_block", recording)
+    code, _ = trace(script, tmp_path)
+    assert code == 0 and rendered and lacked
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in (tmp_path / "t").rglob("*.md"))
+    for exc in lacked:  # each fallback says what its block needed
+        assert f"needs {escape_text(exc.missing)}" in pages, exc.missing
+
+
+def test_a_template_bug_in_a_trace_is_raised_not_turned_into_a_fallback():
+    from generator.render import _written
+    from generator.trace.run import TraceReport, trace_environment
+
+    template = trace_environment().from_string('{% block s1 %}{{ 1 + "a" }}{% endblock %}')
+    with pytest.raises(TypeError):
+        _written(template, "s1", dict, lambda needs: f"fallback: {needs}", TraceReport)
+
+
+def test_an_entry_a_users_smaller_tensor_lacks_is_not_checkable_naming_it():
+    from generator.sources import NotCheckable
+    from generator.trace.run import TracedView
+
+    view = TracedView("07_q", torch.zeros(1, 3, 4))
+    assert view.at(0, 2, 3) == 0.0
+    with pytest.raises(NotCheckable, match=r"entry \[0, 5, 0\] of 07_q: your tensor has shape \(1, 3, 4\)"):
+        view.at(0, 5, 0)
+
+
 def test_a_snapshot_is_judged_on_its_own_capture_where_a_later_one_shows_the_same_record_point(tmp_path):
     script = variant(tmp_path, ENCODER_DECODER, "res1_a, res1_b = enc_in, attn_out  # Snapshot #14",
                      "res1_a, res1_b = enc_in * 2, attn_out  # Snapshot #14")  # #14 and #6 both show the block input

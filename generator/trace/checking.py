@@ -15,7 +15,7 @@ import torch
 
 from generator.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights
 from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
-from generator.trace.verify import layout
+from generator.trace.verify import LayoutStatus, layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from generator.trace.pages import TracedPage
@@ -35,6 +35,7 @@ class TensorLabel:
     variable: str = ""
     at_pass: int | None = None
     sliced: bool = False
+    unreadable: str = ""  # captured, but not readable in the catalogue's layout: why (dimensions unbound, values not copied)
 
     def __str__(self) -> str:
         if self.sliced:
@@ -44,7 +45,20 @@ class TensorLabel:
     @property
     def needed(self) -> str:
         """As a not checkable check names it: "snapshot S08", or the whole of a sliced one."""
+        if self.unreadable:
+            return f"snapshot {self} in the catalogue's layout ({self.unreadable})"
         return str(self) if self.sliced else f"snapshot {self}"
+
+
+class UnboundDimensions(NotCheckable):
+    """A captured tensor whose named shape uses dimensions no captured tensor bound: it cannot be read in the
+    catalogue's layout, so no check can be trusted on it (a shape error would read as a failure)."""
+
+    def __init__(self, dims: tuple[str, ...], shape: tuple[int, ...], named: tuple[str, ...]) -> None:
+        super().__init__(f"the dimension{'s' if len(dims) > 1 else ''} {', '.join(dims)} bound",
+                         f"no captured tensor shows {'their sizes' if len(dims) > 1 else 'its size'}, so your shape "
+                         f"{shape} cannot be read as ({', '.join(named)})")
+        self.dims = dims
 
 
 def needed(lack: NotCheckable, labels: dict[str, TensorLabel]) -> str:
@@ -89,6 +103,9 @@ def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, T
     if page.layout.mismatch:
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
                             detail=f"the shape {page.main.view.shape} cannot be read as ({', '.join(page.shape)}): {page.layout.note}")]
+    if page.layout.status is LayoutStatus.UNBOUND and page.layout.canonical is None and checks:
+        lack = UnboundDimensions(page.layout.unbound, page.main.view.shape, tuple(page.shape))
+        return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]
     if source is None or not checks:
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
     results = []
@@ -138,8 +155,8 @@ def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str,
 def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str], dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
     """The record name and the catalogue-layout value of the page's ``k``-th tensor, or None where it is no recorded tensor."""
     refs = getattr(page.snap, "tensors", ())
-    if tensor is None or k >= len(refs):
-        return None
+    if tensor is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].view.numel == 0 and page.tensors[k].note):
+        return None  # no recorded tensor, or a value past the capture budget (its shape only)
     index = getattr(page.snap, "index", None) if k == 0 else None
     found = layout(tensor, page.shape_of(k), dims, {}, first_item=index == "[0]")
     if found.canonical is None:
@@ -149,6 +166,14 @@ def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[s
     if index == "[0]":  # the page shows the first batch item: the recorded tensor is the batch (its first item with a batch axis)
         return refs[k].name(places), tensor if tensor.dim() == found.canonical.dim() + 1 else found.canonical.unsqueeze(0)
     return None  # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
+
+
+def _unreadable(page: TracedPage, k: int, places: dict[str, str], dims: dict[str, int]) -> str:
+    """Why the page's captured ``k``-th tensor cannot be read in the catalogue's layout ("" when it can, or is not captured)."""
+    if not page.captured or k >= len(page.tensors) or _filed(page, k, page.tensors[k].view.tensor, places, dims) is not None:
+        return ""
+    t = page.tensors[k]
+    return t.note if t.view.numel == 0 and t.note else layout(t.view.tensor, page.shape_of(k), dims, {}).note or "its shape cannot be read as the catalogue's"
 
 
 def own_tensors(page: TracedPage, places: dict[str, str], dims: dict[str, int]) -> dict[str, torch.Tensor]:
@@ -175,7 +200,8 @@ def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, in
             index = getattr(page.snap, "index", None)
             sliced = k == 0 and index not in (None, "[0]") and not CORNER.fullmatch(index)
             which = variables[k] if len(variables) == len(refs) else ""  # one of a snapshot's several tensors
-            labels.setdefault(ref.name(shown_places), TensorLabel(page.label, sliced=True) if sliced else TensorLabel(page.label, which))
+            labels.setdefault(ref.name(shown_places), TensorLabel(page.label, sliced=True) if sliced
+                              else TensorLabel(page.label, which, unreadable=_unreadable(page, k, shown_places, dims)))
         for k, values in enumerate(page.hit_values):
             for h, tensor in enumerate(values, 1):
                 if (places := pass_places(catalogue, h, passes)) is not None and (filed := _filed(page, k, tensor, places, dims)):

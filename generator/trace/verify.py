@@ -148,8 +148,11 @@ def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, i
         expected = tuple(parse_dimension(e, dims) for e in expressions)
     except ValueError:
         unbound = sorted({name for e in expressions for name in re.findall(r"[A-Za-z_]+", e) if name != "min" and name not in dims})
+        # not in the catalogue's layout either (checks and drawings on it are not checkable, naming the dimensions), unless
+        # the unbound names only cap a corner's axes (min(V, 5)) and the tensor fits the caps: a corner is what it shows
+        corner = tensor if _fits_corner(tensor, expressions, dims) else None
         return Layout(LayoutStatus.UNBOUND, None, f"{', '.join(unbound)} bound by no captured tensor: the shape cannot be compared",
-                      tensor, tuple(unbound))
+                      corner, tuple(unbound))
     shape = tuple(tensor.shape)
     if shape == expected:
         return Layout(LayoutStatus.MATCH, expected, "", tensor)
@@ -157,6 +160,25 @@ def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, i
         if arrangement is not None:
             return arrangement
     return Layout(LayoutStatus.MISMATCH, expected, _mismatch(shape, expressions, expected, dims), None)
+
+
+CAP = re.compile(r"min\(\s*[A-Za-z_]\w*\s*,\s*(\d+)\s*\)")
+
+
+def _fits_corner(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, int]) -> bool:
+    """Whether every axis of ``tensor`` fits its expression, an axis whose expression names an unbound dimension only as
+    ``min(name, k)`` fitting when it is at most k (a leading corner of a tensor no other capture shows whole)."""
+    if tensor.dim() != len(expressions):
+        return False
+    for expression, size in zip(expressions, tensor.shape):
+        try:
+            if parse_dimension(expression, dims) != size:
+                return False
+        except ValueError:
+            cap = CAP.fullmatch(expression.strip())
+            if cap is None or size > int(cap.group(1)):
+                return False
+    return True
 
 
 def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: tuple[int, ...], dims: dict[str, int]):

@@ -111,6 +111,27 @@ def test_a_bug_is_caught_by_the_right_snapshot_and_named_as_the_first_failure(tm
     assert f"| First failing snapshot (pipeline order) | [{label} " in overview
 
 
+@pytest.mark.parametrize("example, old, new, label", [
+    pytest.param(ENCODER_DECODER, *ED_BUGS["softmax over the wrong axis"], id="encoder-decoder: softmax over the wrong axis"),
+    pytest.param(ENCODER_DECODER, *ED_BUGS["mask lets a position see the future"], id="encoder-decoder: mask"),
+    pytest.param(VIT, *VIT_BUGS["softmax over the wrong axis"], id="vit: softmax over the wrong axis"),
+])
+def test_a_figure_of_a_failed_snapshot_says_the_check_failed_and_claims_nothing_it_refuted(tmp_path, example, old, new, label):
+    from generator.reports import REPORTS
+
+    _, data = trace(variant(tmp_path, example, old, new), tmp_path / "out")
+    catalogue = REPORTS[data["catalogue"]]
+    page = next(s for s in data["snapshots"] if s["label"] == label)
+    text = (tmp_path / "out" / "t" / page["page"]).read_text(encoding="utf-8")
+    snap = next(s for s in catalogue.snapshots if catalogue.label(s.number) == label)
+    assert snap.figures and page["figures"]
+    for fid in snap.figures:  # drawn or not, the catalogue's caption (the step computed right) is not on the page
+        assert escape_text(catalogue.figure(fid).caption) not in text and catalogue.figure(fid).caption not in text
+    assert escape_text(f"The check failed on {label} (") in text
+    _, clean = trace(example, tmp_path / "clean")
+    assert "check failed" not in (tmp_path / "clean" / "t" / page["page"]).read_text(encoding="utf-8")
+
+
 def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_passs_input(tmp_path):
     script = variant(tmp_path, VIT, "x_block2_out = encoder_block(x_block1_out, blocks[1])", "x_block2_out = encoder_block(x_pos, blocks[1])")
     _, first_pass = trace(script, tmp_path / "a")

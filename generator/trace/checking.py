@@ -54,11 +54,11 @@ class UnboundDimensions(NotCheckable):
     """A captured tensor whose named shape uses dimensions no captured tensor bound: it cannot be read in the
     catalogue's layout, so no check can be trusted on it (a shape error would read as a failure)."""
 
-    def __init__(self, dims: tuple[str, ...], shape: tuple[int, ...], named: tuple[str, ...]) -> None:
-        super().__init__(f"the dimension{'s' if len(dims) > 1 else ''} {', '.join(dims)} bound",
-                         f"no captured tensor shows {'their sizes' if len(dims) > 1 else 'its size'}, so your shape "
-                         f"{shape} cannot be read as ({', '.join(named)})")
-        self.dims = dims
+    @classmethod
+    def of(cls, dims: tuple[str, ...], shape: tuple[int, ...], named: tuple[str, ...]) -> UnboundDimensions:
+        return cls(f"the dimension{'s' if len(dims) > 1 else ''} {', '.join(dims)} bound",
+                   f"no captured tensor shows {'their sizes' if len(dims) > 1 else 'its size'}, so your shape {shape} cannot be read "
+                   f"as ({', '.join(named)})")
 
 
 def needed(lack: NotCheckable, labels: dict[str, TensorLabel]) -> str:
@@ -104,7 +104,7 @@ def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, T
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
                             detail=f"the shape {page.main.view.shape} cannot be read as ({', '.join(page.shape)}): {page.layout.note}")]
     if page.layout.status is LayoutStatus.UNBOUND and page.layout.canonical is None and checks:
-        lack = UnboundDimensions(page.layout.unbound, page.main.view.shape, tuple(page.shape))
+        lack = UnboundDimensions.of(page.layout.unbound, page.main.view.shape, tuple(page.shape))
         return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]
     if source is None or not checks:
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 
 from generator.indexing import parse_index
 from generator.registry import Registry
-from generator.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
+from generator.sources import InputRef, MissingTensor, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from generator.tensors import fmt
 
 # float32 forward passes against float64 recomputation: differences are rounding.
@@ -63,6 +63,7 @@ class CheckResult:
     status: str = ""
     missing: tuple[str, ...] = ()
     parts: tuple[CheckResult, ...] = ()  # the results it combines (``combined``), when several
+    lacks: tuple[NotCheckable, ...] = dataclasses.field(default=(), compare=False, repr=False)  # ``missing``, typed: what stopped it
 
     def __post_init__(self) -> None:
         if not self.status:
@@ -91,7 +92,8 @@ class CheckResult:
         deciding = results if status == NOT_CHECKABLE else [r for r in results if r.status == status]  # what the verdict names
         return cls(name="; ".join(dict.fromkeys(r.name for r in deciding)), passed=status == PASSED,
                    detail=" — ".join(f"{r.name}: {r.detail}" for r in results), status=status,
-                   missing=tuple(dict.fromkeys(m for r in results for m in r.missing)), parts=tuple(results))
+                   missing=tuple(dict.fromkeys(m for r in results for m in r.missing)), parts=tuple(results),
+                   lacks=tuple(lack for r in results for lack in r.lacks))
 
     def json(self) -> dict[str, Any]:
         """As snapshots.json lists it: ``passed`` is true, false, or null when not checkable."""
@@ -174,18 +176,42 @@ class Check(Typed):
         """(the claim, whether it holds, the evidence in words), recomputed in float64 from ``s``."""
         raise NotImplementedError
 
+    # True where the claim has a form that tensors alone decide (its verify catches the weights' NotCheckable)
+    WEIGHTS_OPTIONAL: typing.ClassVar[bool] = False
+
     def run(self, s: TensorSource) -> CheckResult:
-        """Verify against ``s``: passed or failed, or not checkable when a tensor, the weights or an input is missing."""
-        missing = tuple(s.name(ref) for ref in self.inputs() if not s.has(ref))
-        if missing:
-            return CheckResult(name=self.key(), passed=False, status=NOT_CHECKABLE, missing=missing,
-                               detail=f"not checkable: the source has no {', '.join(missing)}")
+        """Verify against ``s``: passed or failed, or not checkable when a tensor, the weights or an input is missing;
+        a check missing tensors names the weights it would also need and ``s`` lacks, so all of what it needs is said."""
+        lacks: tuple[NotCheckable, ...] = tuple(MissingTensor(s.name(ref), "not in the source") for ref in self.inputs() if not s.has(ref))
+        if lacks:
+            missing = tuple(lack.missing for lack in lacks)
+            lacks += self._lacking_weights(s)
+            return CheckResult(name=self.key(), passed=False, status=NOT_CHECKABLE, missing=tuple(lack.missing for lack in lacks),
+                               detail=f"not checkable: the source has no {', '.join(missing)}", lacks=lacks)
         try:
             name, passed, detail = self.verify(s)
         except NotCheckable as exc:
             return CheckResult(name=self.key(), passed=False, status=NOT_CHECKABLE, missing=(exc.missing,),
-                               detail=f"not checkable: {exc}")
+                               detail=f"not checkable: {exc}", lacks=(exc,))
         return CheckResult(name=name, passed=bool(passed), detail=detail)
+
+
+    def _lacking_weights(self, s: TensorSource) -> tuple[NotCheckable, ...]:
+        """The modules and parameters this reads that ``s`` does not have (none when the claim can do without them)."""
+        if self.WEIGHTS_OPTIONAL:
+            return ()
+        lacks = []
+        for kind, get in ((MODULE, s.module), (PARAMETER, s.parameter)):
+            for ref in self.refs_of(kind):
+                try:
+                    get(ref)
+                except NotCheckable as exc:
+                    lacks.append(exc)
+        return tuple(lacks)
+
+
+class UnfittableWeights(NotCheckable):
+    """Without the weights, too few positions for a fitted gain and bias to prove anything."""
 
 
 def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[bool, str]:
@@ -318,7 +344,7 @@ def _fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple
         return f"equals LayerNorm({of})", False, f"shape {tuple(got.shape)} differs from {tuple(normed.shape)}"
     x, y = normed.reshape(-1, normed.shape[-1]), got.reshape(-1, got.shape[-1])  # (positions, C)
     if x.shape[0] < 3:
-        raise NotCheckable("the LayerNorm's weights", f"{x.shape[0]} position{'s' if x.shape[0] != 1 else ''}: a gain and a bias per "
+        raise UnfittableWeights("the LayerNorm's weights", f"{x.shape[0]} position{'s' if x.shape[0] != 1 else ''}: a gain and a bias per "
                            "feature fit anything, and the tensors were captured without the weights")
     xm, ym = x.mean(0), y.mean(0)
     gain = ((x - xm) * (y - ym)).mean(0) / ((x - xm) ** 2).mean(0).clamp_min(1e-12)
@@ -331,6 +357,8 @@ def _fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple
 @dataclass(frozen=True, kw_only=True)
 class LayerNormOf(Check):
     """``out`` is the LayerNorm ``module`` applied to ``x`` (without the weights: some LayerNorm of ``x``, gain and bias fitted)."""
+
+    WEIGHTS_OPTIONAL = True
 
     out: Ref = THIS
     x: Ref
@@ -360,6 +388,8 @@ class LayerNormStatistics(Check):
 @dataclass(frozen=True, kw_only=True)
 class ResidualLayerNorm(Check):
     """Post-norm: ``out`` is LayerNorm ``module`` of the sum of ``operands`` (without the weights: gain and bias fitted)."""
+
+    WEIGHTS_OPTIONAL = True
 
     out: Ref = THIS
     operands: tuple[Ref, ...]
@@ -627,6 +657,8 @@ class LinearHeads(Check):
 @dataclass(frozen=True, kw_only=True)
 class GeluOfLinear(Check):
     """``out`` is GELU of the Linear ``module`` applied to ``x``; without the weights, every value lies in GELU's range."""
+
+    WEIGHTS_OPTIONAL = True
 
     out: Ref = THIS
     x: Ref

@@ -139,6 +139,8 @@ class SnapshotPage:
     prev: SnapshotPage | None = None
     next: SnapshotPage | None = None
 
+    captured = True  # a bundled run records every snapshot (a trace's pages may not have captured theirs)
+
     @property
     def label(self) -> str:
         return self.report.label(self.snap.number)

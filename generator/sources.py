@@ -89,6 +89,14 @@ class NotCheckable(Exception):
         self.why = why
 
 
+class NoWeights(NotCheckable):
+    """The source has no model: ``missing`` names the module or parameter (``module x``, ``parameter y``)."""
+
+
+class NoInput(NotCheckable):
+    """The source does not know a fact of the run's input: ``missing`` names it (``input src``)."""
+
+
 class MissingTensor(NotCheckable, KeyError):
     """A tensor the source does not hold (also a KeyError, for callers that look tensors up)."""
 
@@ -153,13 +161,13 @@ class TensorDict:
         return self.cpu(ref).double()
 
     def module(self, ref: ModuleRef | str) -> nn.Module:
-        raise NotCheckable(f"module {self.name(ref)}", "the tensors were captured without the model's weights")
+        raise NoWeights(f"module {self.name(ref)}", "the tensors were captured without the model's weights")
 
     def parameter(self, ref: ParamRef | str) -> torch.Tensor:
-        raise NotCheckable(f"parameter {self.name(ref)}", "the tensors were captured without the model's weights")
+        raise NoWeights(f"parameter {self.name(ref)}", "the tensors were captured without the model's weights")
 
     def input(self, ref: InputRef | str) -> Any:
         try:
             return self.inputs[str(ref)]
         except KeyError:
-            raise NotCheckable(f"input {ref}", "the capture does not record it") from None
+            raise NoInput(f"input {ref}", "the capture does not record it") from None

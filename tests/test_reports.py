@@ -119,3 +119,24 @@ def test_site_builds_strictly_with_both_reports(built_site):
     assert (built_site / "encoder-decoder" / "encoder" / "07-self-attention-queries-q" / "index.html").exists()
     assert (built_site / "vit" / "block" / "13-attention-probabilities" / "index.html").exists()
     assert (built_site / "notebooks" / "record-a-forward-pass" / "index.html").exists()
+
+
+@pytest.mark.parametrize("status, cell", [("passed", ":material-check-circle:{ .tt-ok } rows sum to 1"),
+                                          ("failed", ":material-close-circle:{ .tt-bad } FAILED: rows sum to 1"),
+                                          ("not checkable", ":material-help-circle:{ .tt-bad } not checkable")])
+def test_a_stage_pages_check_column_says_what_the_checks_status_is(status, cell):
+    from types import SimpleNamespace
+
+    import torch
+
+    from generator.checks import CheckResult
+    from generator.render import environment
+    from generator.tensors import TensorView
+
+    check = CheckResult("rows sum to 1", status == "passed", "", status=status)
+    page = SimpleNamespace(label="S13", path="attention/13-probs.md", snap=SimpleNamespace(title="Attention", variable="attn"),
+                           main=SimpleNamespace(view=TensorView("p", torch.zeros(1, 2))), captured=True, check=check)
+    stage = SimpleNamespace(title="Attention", summary="")
+    text = environment().get_template("stage.md.j2").render(stage=stage, pages=[page], trace=None)
+    row = text.strip().splitlines()[-1]
+    assert row == f"| [S13](13-probs.md) | [Attention](13-probs.md) | `attn` | `(1, 2)` | {cell} |"

@@ -16,7 +16,7 @@ from generator.cli import main
 from generator.errors import UserError
 from generator.render import escape_text
 from generator.trace.markers import find_markers
-from generator.trace.verify import bind_dims, layout
+from generator.trace.verify import LayoutStatus, bind_dims, layout
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ENCODER_DECODER = EXAMPLES / "encoder_decoder_trace.py"
@@ -111,6 +111,27 @@ def test_a_bug_is_caught_by_the_right_snapshot_and_named_as_the_first_failure(tm
     assert f"| First failing snapshot (pipeline order) | [{label} " in overview
 
 
+@pytest.mark.parametrize("example, old, new, label", [
+    pytest.param(ENCODER_DECODER, *ED_BUGS["softmax over the wrong axis"], id="encoder-decoder: softmax over the wrong axis"),
+    pytest.param(ENCODER_DECODER, *ED_BUGS["mask lets a position see the future"], id="encoder-decoder: mask"),
+    pytest.param(VIT, *VIT_BUGS["softmax over the wrong axis"], id="vit: softmax over the wrong axis"),
+])
+def test_a_figure_of_a_failed_snapshot_says_the_check_failed_and_claims_nothing_it_refuted(tmp_path, example, old, new, label):
+    from generator.reports import REPORTS
+
+    _, data = trace(variant(tmp_path, example, old, new), tmp_path / "out")
+    catalogue = REPORTS[data["catalogue"]]
+    page = next(s for s in data["snapshots"] if s["label"] == label)
+    text = (tmp_path / "out" / "t" / page["page"]).read_text(encoding="utf-8")
+    snap = next(s for s in catalogue.snapshots if catalogue.label(s.number) == label)
+    assert snap.figures and page["figures"]
+    for fid in snap.figures:  # drawn or not, the catalogue's caption (the step computed right) is not on the page
+        assert escape_text(catalogue.figure(fid).caption) not in text and catalogue.figure(fid).caption not in text
+    assert escape_text(f"The check failed on {label} (") in text
+    _, clean = trace(example, tmp_path / "clean")
+    assert "check failed" not in (tmp_path / "clean" / "t" / page["page"]).read_text(encoding="utf-8")
+
+
 def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_passs_input(tmp_path):
     script = variant(tmp_path, VIT, "x_block2_out = encoder_block(x_block1_out, blocks[1])", "x_block2_out = encoder_block(x_pos, blocks[1])")
     _, first_pass = trace(script, tmp_path / "a")
@@ -149,6 +170,114 @@ def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks
     _, buggy = trace(script, tmp_path / "out")
     scores = next(s for s in buggy["snapshots"] if s["label"] == "#10")["check"]
     assert scores["passed"] is False and "without the 1/√32" in scores["detail"]
+
+
+@pytest.mark.parametrize("label", ["#31", "#32"])
+def test_a_not_checkable_check_names_everything_it_lacks_not_only_the_missing_tensor(tmp_path, label):
+    _, data = trace(ENCODER_DECODER, tmp_path)  # cross-attention K and V: LinearOf(memory, W_k / W_v)
+    detail = next(s for s in data["snapshots"] if s["label"] == label)["check"]["detail"]
+    assert detail.startswith("needs memory, which no snapshot of the catalogue shows; the model's weights (module decoder.layers.0.cross_attn.W_")
+
+
+def test_a_check_missing_tensors_lists_the_weights_it_also_lacks_but_not_weights_it_can_do_without():
+    from generator.checks import GeluOfLinear, LinearOf
+    from generator.sources import MissingTensor, ModuleRef, NoWeights, Ref, TensorDict
+
+    source = TensorDict({"out": torch.zeros(2, 3)})
+    lacking = LinearOf(out=Ref("out"), x=Ref("x"), module=ModuleRef("fc")).run(source)
+    assert lacking.missing == ("x", "module fc") and [type(lack) for lack in lacking.lacks] == [MissingTensor, NoWeights]
+    optional = GeluOfLinear(out=Ref("out"), x=Ref("x"), module=ModuleRef("fc")).run(source)  # GELU's range needs no weights
+    assert optional.missing == ("x",)
+
+
+def test_what_a_trace_lacks_is_typed_not_read_from_words():
+    from generator.checks import UnfittableWeights
+    from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable
+    from generator.trace.checking import TensorLabel, needed
+
+    labels = {"blocks.0.input": TensorLabel("S08", at_pass=2), "patches": TensorLabel("S03", sliced=True), "q": TensorLabel("S10", "q")}
+    assert str(labels["blocks.0.input"]) == "S08 at pass 2" and labels["blocks.0.input"].at_pass == 2
+    assert needed(MissingTensor("blocks.0.input"), labels) == "snapshot S08 at pass 2"
+    assert needed(MissingTensor("patches"), labels) == "the whole of what S03 shows a slice of"
+    assert needed(MissingTensor("q"), labels) == "snapshot S10 (q)"
+    assert needed(MissingTensor("memory"), labels) == "memory, which no snapshot of the catalogue shows"
+    # a name that reads like another kind is judged by what raised it, not by its words
+    assert needed(MissingTensor("module the whole"), labels) == "module the whole, which no snapshot of the catalogue shows"
+    assert needed(NoWeights("module fc"), labels) == "the model's weights (module fc), which a trace does not capture"
+    assert needed(NoInput("input src"), labels) == "the run's input src, which a trace does not know"
+    assert needed(UnfittableWeights("the LayerNorm's weights", "2 positions"), labels).startswith("the LayerNorm's weights (with fewer than 3")
+    assert needed(NotCheckable("the table", "it holds rows 0…4 only"), labels) == "the table (it holds rows 0…4 only)"
+
+
+def test_a_layouts_status_is_an_enum_and_snapshots_json_writes_its_value(tmp_path):
+    dims = {"B": 1, "S": 6, "C": 32}
+    assert layout(torch.randn(1, 6, 32), ("B", "S", "C"), dims, {}).status is LayoutStatus.MATCH
+    unbound = layout(torch.randn(1, 6, 32), ("B", "S", "D"), dims, {})
+    assert unbound.status is LayoutStatus.UNBOUND and unbound.unbound == ("D",)
+    _, data = trace(VIT, tmp_path)
+    assert {s["layout"]["status"] for s in data["snapshots"]} <= {status.value for status in LayoutStatus}
+
+
+def test_a_tensor_with_unbound_dimensions_is_not_checkable_naming_them_not_failed(tmp_path):
+    script = tmp_path / "unbound.py"
+    script.write_text("import torch\nsrc_ids = [1, 2, 3]  # Snapshot #1\nsrc_embed = torch.randn(3)  # Snapshot #4\n"
+                      "src_with_pos = src_embed + 1  # Snapshot #5\n", encoding="utf-8")  # no tensor shows B or C
+    code, data = trace(script, tmp_path / "out")
+    positions = next(s for s in data["snapshots"] if s["label"] == "#5")
+    assert code == 0 and positions["layout"]["status"] == "unbound"
+    assert positions["check"]["passed"] is None  # it read "FAILED: the captured tensors do not fit the claim"
+    assert positions["check"]["detail"].startswith("needs the dimensions B, C bound (no captured tensor shows their sizes, so your shape (3,)")
+    assert data["outcome"]["first_failure"] is None
+
+
+def test_a_corner_of_a_tensor_no_capture_shows_whole_is_still_read_as_what_it_shows():
+    corner = layout(torch.randn(5, 5), ("min(V_src, 5)", "min(C, 5)"), {"C": 32}, {})  # src_emb[:5, :5]: V_src unbound
+    assert corner.status is LayoutStatus.UNBOUND and corner.canonical is not None
+    assert layout(torch.randn(6, 5), ("min(V_src, 5)", "min(C, 5)"), {"C": 32}, {}).canonical is None  # more rows than the corner has
+
+
+@pytest.mark.parametrize("script", [ENCODER_DECODER, VIT, Path(__file__).parent / "trace_fixtures" / "nano_gpt_style.py"], ids=lambda p: p.stem)
+def test_every_block_of_a_traced_report_renders_or_falls_back_naming_what_the_trace_lacks(tmp_path, monkeypatch, script):
+    import generator.render as render
+    from generator.sources import NotCheckable
+
+    rendered, lacked = [], []
+    original = render.render_block
+
+    def recording(template, block, context):
+        try:
+            text = original(template, block, context)
+        except NotCheckable as exc:  # anything else (a template bug) propagates and fails the trace
+            lacked.append(exc)
+            raise
+        rendered.append(block)
+        return text
+
+    monkeypatch.setattr(render, "render_block", recording)
+    code, _ = trace(script, tmp_path)
+    assert code == 0 and rendered and lacked
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in (tmp_path / "t").rglob("*.md"))
+    for exc in lacked:  # each fallback says what its block needed
+        assert f"needs {escape_text(exc.missing)}" in pages, exc.missing
+
+
+def test_a_template_bug_in_a_trace_is_raised_not_turned_into_a_fallback():
+    from generator.render import _written
+    from generator.trace.run import TraceReport, trace_environment
+
+    template = trace_environment().from_string('{% block s1 %}{{ 1 + "a" }}{% endblock %}')
+    with pytest.raises(TypeError):
+        _written(template, "s1", dict, lambda needs: f"fallback: {needs}", TraceReport)
+
+
+def test_an_entry_a_users_smaller_tensor_lacks_is_not_checkable_naming_it():
+    from generator.sources import NotCheckable
+    from generator.trace.run import TracedView
+
+    view = TracedView("07_q", torch.zeros(1, 3, 4))
+    assert view.at(0, 2, 3) == 0.0
+    with pytest.raises(NotCheckable, match=r"entry \[0, 5, 0\] of 07_q: your tensor has shape \(1, 3, 4\)"):
+        view.at(0, 5, 0)
 
 
 def test_a_snapshot_is_judged_on_its_own_capture_where_a_later_one_shows_the_same_record_point(tmp_path):
@@ -260,10 +389,10 @@ def test_heads_after_positions_is_recognised_as_a_layout_not_refused():
     dims = {"B": 1, "h": 4, "S": 6, "hs": 8, "C": 32}
     heads_first = torch.randn(1, 4, 6, 8)
     found = layout(heads_first.transpose(1, 2), ("B", "h", "S", "hs"), dims, {})
-    assert found.status == "layout" and torch.equal(found.canonical, heads_first)
+    assert found.status is LayoutStatus.LAYOUT and torch.equal(found.canonical, heads_first)
     joined = layout(heads_first, ("B", "S", "C"), dims, {})  # (B, h, S, hs) where (B, S, C) is named
-    assert joined.status == "layout" and joined.canonical.shape == (1, 6, 32)
-    assert layout(torch.randn(1, 6, 31), ("B", "S", "C"), dims, {}).status == "mismatch"
+    assert joined.status is LayoutStatus.LAYOUT and joined.canonical.shape == (1, 6, 32)
+    assert layout(torch.randn(1, 6, 31), ("B", "S", "C"), dims, {}).status is LayoutStatus.MISMATCH
 
 
 def test_a_legitimate_layout_in_a_script_is_read_in_the_catalogues_layout_and_checked(tmp_path):

@@ -8,14 +8,14 @@ by the checks that could run."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from generator.checks import FAILED, NOT_CHECKABLE, CheckResult
-from generator.sources import TensorDict, fill
-from generator.trace.verify import layout
+from generator.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights
+from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
+from generator.trace.verify import LayoutStatus, layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from generator.trace.pages import TracedPage
@@ -25,23 +25,73 @@ if TYPE_CHECKING:  # pragma: no cover
 CORNER = re.compile(r"\[\s*:\s*\d+(\s*,\s*:\s*\d+)*\s*\]")
 
 
+@dataclass(frozen=True)
+class TensorLabel:
+    """Where a record name's tensor comes from in a trace (or would): ``snapshot`` (its label, "S08"), which of the
+    snapshot's several tensors (``variable``), which pass of a loop that ran more than once (``at_pass``); or, ``sliced``,
+    the whole tensor of which the snapshot's page shows a slice (a trace captures only the slice)."""
+
+    snapshot: str
+    variable: str = ""
+    at_pass: int | None = None
+    sliced: bool = False
+    unreadable: str = ""  # captured, but not readable in the catalogue's layout: why (dimensions unbound, values not copied)
+
+    def __str__(self) -> str:
+        if self.sliced:
+            return f"the whole of what {self.snapshot} shows a slice of"
+        return self.snapshot + (f" ({self.variable})" if self.variable else "") + (f" at pass {self.at_pass}" if self.at_pass else "")
+
+    @property
+    def needed(self) -> str:
+        """As a not checkable check names it: "snapshot S08", or the whole of a sliced one."""
+        if self.unreadable:
+            return f"snapshot {self} in the catalogue's layout ({self.unreadable})"
+        return str(self) if self.sliced else f"snapshot {self}"
+
+
+class UnboundDimensions(NotCheckable):
+    """A captured tensor whose named shape uses dimensions no captured tensor bound: it cannot be read in the
+    catalogue's layout, so no check can be trusted on it (a shape error would read as a failure)."""
+
+    @classmethod
+    def of(cls, dims: tuple[str, ...], shape: tuple[int, ...], named: tuple[str, ...]) -> UnboundDimensions:
+        return cls(f"the dimension{'s' if len(dims) > 1 else ''} {', '.join(dims)} bound",
+                   f"no captured tensor shows {'their sizes' if len(dims) > 1 else 'its size'}, so your shape {shape} cannot be read "
+                   f"as ({', '.join(named)})")
+
+
+def needed(lack: NotCheckable, labels: dict[str, TensorLabel]) -> str:
+    """What a not checkable check lacked, in the user's terms: a snapshot to capture, the weights a trace does not have."""
+    if isinstance(lack, MissingTensor):
+        label = labels.get(lack.missing)
+        return label.needed if label is not None else f"{lack.missing}, which no snapshot of the catalogue shows"
+    if isinstance(lack, NoWeights):
+        return f"the model's weights ({lack.missing}), which a trace does not capture"
+    if isinstance(lack, NoInput):
+        return f"the run's {lack.missing}, which a trace does not know"
+    if isinstance(lack, UnfittableWeights):
+        return "the LayerNorm's weights (with fewer than 3 positions a fitted gain and bias prove nothing)"
+    return f"{lack.missing} ({lack.why})" if lack.why else lack.missing
+
+
 def run_checks(pages: list[TracedPage], catalogue: Any, dims: dict[str, int], hit: int) -> None:
     """Give every page its results (``page.checks``, one per declared check) and its verdict (``page.check``)."""
     source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue is not None else (None, {})
     for page in pages:
         if source is not None and page.captured:  # a snapshot is judged on its own capture, even where an earlier one shows the same record point
             own = own_tensors(page, source.places, dims)
-            page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=source.places), {**labels, **dict.fromkeys(own, page.label)})
+            page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=source.places), {**labels, **dict.fromkeys(own, TensorLabel(page.label))})
         else:
             page.checks = page_checks(page, source, labels)
         page.check = CheckResult.combined(page.checks, judge_checkable=True)
 
 
-def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = ()) -> CheckResult:
-    return CheckResult(name=name, passed=False, detail=detail, status=NOT_CHECKABLE, missing=missing)
+def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (), lacks: tuple[NotCheckable, ...] = ()) -> CheckResult:
+    return CheckResult(name=name, passed=False, detail=detail, status=NOT_CHECKABLE, missing=missing, lacks=lacks)
 
 
-def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, str]) -> list[CheckResult]:
+def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, TensorLabel]) -> list[CheckResult]:
     """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said in
     the user's terms (a snapshot to capture, the weights a trace does not have)."""
     checks = tuple(getattr(page.snap, "checks", ()))
@@ -50,9 +100,12 @@ def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, s
         return [_not_checkable(claim, "needs this snapshot captured") for claim in claims] or [_not_checkable("", "")]
     if any(t.view.numel == 0 and t.note for t in page.tensors):
         return [_not_checkable("; ".join(claims), "; ".join(t.note for t in page.tensors if t.note))]
-    if page.layout.status == "mismatch":
+    if page.layout.mismatch:
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
                             detail=f"the shape {page.main.view.shape} cannot be read as ({', '.join(page.shape)}): {page.layout.note}")]
+    if page.layout.status is LayoutStatus.UNBOUND and page.layout.canonical is None and checks:
+        lack = UnboundDimensions.of(page.layout.unbound, page.main.view.shape, tuple(page.shape))
+        return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]
     if source is None or not checks:
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
     results = []
@@ -63,25 +116,15 @@ def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, s
             results.append(CheckResult(name=claim, passed=False, detail=f"the captured tensors do not fit the claim: {exc}"))
             continue
         reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in check.inputs()) if name in labels]
-        if result.checkable and any(" at pass " in label for label in reads):  # a loop's wiring: say which passes it compared
-            result = replace(result, detail=f"{result.detail} (read: {', '.join(reads)})")
+        if result.checkable and any(label.at_pass for label in reads):  # a loop's wiring: say which passes it compared
+            result = replace(result, detail=f"{result.detail} (read: {', '.join(map(str, reads))})")
         if not result.checkable:
-            needs = [labels.get(m, m) for m in result.missing]
-            what = ", ".join(n if n.startswith("the whole") else f"snapshot {n}" if n in labels.values() else _missing_words(n)
-                             for n in dict.fromkeys(needs))
-            result = _not_checkable(claim, f"needs {what}", result.missing)
+            lacks = result.lacks or tuple(MissingTensor(m) for m in result.missing)
+            needs = list(dict.fromkeys(needed(lack, labels) for lack in lacks))
+            what = ("; " if any(", " in n for n in needs) else ", ").join(needs)  # phrases with commas of their own: semicolons
+            result = _not_checkable(claim, f"needs {what}", result.missing, lacks)
         results.append(result)
     return results
-
-
-def _missing_words(name: str) -> str:
-    if name.startswith(("module ", "parameter ")):
-        return f"the model's weights ({name}), which a trace does not capture"
-    if name.startswith("input "):
-        return f"the run's {name}, which a trace does not know"
-    if name.startswith("the LayerNorm's weights"):
-        return "the LayerNorm's weights (with fewer than 3 positions a fitted gain and bias prove nothing)"
-    return f"{name}, which no snapshot of the catalogue shows"
 
 
 def _pass_count(pages: list[TracedPage], template: str) -> int:
@@ -112,8 +155,8 @@ def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str,
 def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str], dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
     """The record name and the catalogue-layout value of the page's ``k``-th tensor, or None where it is no recorded tensor."""
     refs = getattr(page.snap, "tensors", ())
-    if tensor is None or k >= len(refs):
-        return None
+    if tensor is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].view.numel == 0 and page.tensors[k].note):
+        return None  # no recorded tensor, or a value past the capture budget (its shape only)
     index = getattr(page.snap, "index", None) if k == 0 else None
     found = layout(tensor, page.shape_of(k), dims, {}, first_item=index == "[0]")
     if found.canonical is None:
@@ -125,12 +168,20 @@ def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[s
     return None  # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
 
 
+def _unreadable(page: TracedPage, k: int, places: dict[str, str], dims: dict[str, int]) -> str:
+    """Why the page's captured ``k``-th tensor cannot be read in the catalogue's layout ("" when it can, or is not captured)."""
+    if not page.captured or k >= len(page.tensors) or _filed(page, k, page.tensors[k].view.tensor, places, dims) is not None:
+        return ""
+    t = page.tensors[k]
+    return t.note if t.view.numel == 0 and t.note else layout(t.view.tensor, page.shape_of(k), dims, {}).note or "its shape cannot be read as the catalogue's"
+
+
 def own_tensors(page: TracedPage, places: dict[str, str], dims: dict[str, int]) -> dict[str, torch.Tensor]:
     """The page's own captured tensors (the hit it shows) under their record names."""
     return dict(filed for k, t in enumerate(page.tensors) if (filed := _filed(page, k, t.view.tensor, places, dims)))
 
 
-def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, str]]:
+def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
     """The captured tensors as a ``generator.sources.TensorDict`` under the catalogue's record names (pass k of a loop
     under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
     from generator.trace import specs
@@ -141,23 +192,24 @@ def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, in
     if shown_places is None:
         return None, {}
     tensors: dict[str, torch.Tensor] = {}
-    labels: dict[str, str] = {}  # record name -> the snapshot (and pass) its tensor came from, or would come from
+    labels: dict[str, TensorLabel] = {}  # record name -> the snapshot (and pass) its tensor came from, or would come from
     for page in pages:
         refs = getattr(page.snap, "tensors", ())
         variables = page.snap.variable.split(", ") if len(refs) > 1 else []
         for k, ref in enumerate(refs):
             index = getattr(page.snap, "index", None)
             sliced = k == 0 and index not in (None, "[0]") and not CORNER.fullmatch(index)
-            which = f" ({variables[k]})" if len(variables) == len(refs) else ""  # one of a snapshot's several tensors
-            labels.setdefault(ref.name(shown_places), f"the whole of what {page.label} shows a slice of" if sliced else page.label + which)
+            which = variables[k] if len(variables) == len(refs) else ""  # one of a snapshot's several tensors
+            labels.setdefault(ref.name(shown_places), TensorLabel(page.label, sliced=True) if sliced
+                              else TensorLabel(page.label, which, unreadable=_unreadable(page, k, shown_places, dims)))
         for k, values in enumerate(page.hit_values):
             for h, tensor in enumerate(values, 1):
                 if (places := pass_places(catalogue, h, passes)) is not None and (filed := _filed(page, k, tensor, places, dims)):
-                    tensors[filed[0]], labels[filed[0]] = filed[1], f"{page.label} at pass {h}" if len(values) > 1 else page.label
+                    tensors[filed[0]], labels[filed[0]] = filed[1], TensorLabel(page.label, at_pass=h if len(values) > 1 else None)
     shown: set[str] = set()
     for page in pages:  # the hits the pages show, under the shown layer's names, win; the first snapshot showing a record point owns it
         for name, tensor in own_tensors(page, shown_places, dims).items():
             if name not in shown:
-                tensors[name], labels[name] = tensor, page.label
+                tensors[name], labels[name] = tensor, TensorLabel(page.label)
                 shown.add(name)
     return TensorDict(tensors, places=shown_places), labels

@@ -157,14 +157,6 @@ class TracedPage:
     def named_shape(self) -> tuple[str, ...]:
         return self.shape
 
-    @property
-    def status_cell(self) -> str:
-        if not self.captured:
-            return "—"
-        if not self.check.checkable:
-            return "not checkable"
-        return ":material-check-circle:{ .tt-ok } " + self.check.name if self.check.passed else ":material-close-circle:{ .tt-bad } FAILED: " + self.check.name
-
     def link_from(self, other_path: str) -> str:
         return "../" * other_path.count("/") + self.path
 

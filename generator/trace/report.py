@@ -40,7 +40,7 @@ def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pag
             return {**base, "shape": None, "dtype": None, "first": [], "stats": {}, "source": None, "tensors": []}
         view = p.main.view
         return {**base, "shape": list(view.shape), "dtype": view.dtype, "first": [json_number(v) for v in view.first(16)],
-                "stats": {k: json_number(v) for k, v in view.stats.items()}, "layout": {"status": p.layout.status, "note": p.layout.note},
+                "stats": {k: json_number(v) for k, v in view.stats.items()}, "layout": {"status": p.layout.status.value, "note": p.layout.note},
                 "source": {"path": p.main.source.path, "line": p.main.source.first, "marker_line": p.main.marker_line},
                 "tensors": [{"name": t.name, "variable": t.variable, "shape": list(t.view.shape),
                              "source": {"path": t.source.path, "line": t.source.first}} for t in p.tensors]}
@@ -164,7 +164,9 @@ def draw_figures(catalogue: Any, pages: list[TracedPage], run: TracedRun, out: P
     """Every figure of a captured snapshot drawn with the catalogue's own drawing from the user's tensors, where the
     tensors it declares were captured: axes a drawing would label with words the trace lacks are numbered instead. A
     figure that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot not captured) is not
-    drawn; returns snapshot number -> "caption — needs ..." for each, read from what stopped it."""
+    drawn; returns snapshot number -> "caption — needs ..." for each, read from what stopped it. A figure drawn from a
+    snapshot whose check failed says so (its caption says only what is drawn); a figure not drawn on a failed page is
+    not named by the catalogue's caption, which describes the step computed right."""
     from dataclasses import fields, replace
 
     from generator.checks import INPUT
@@ -178,6 +180,8 @@ def draw_figures(catalogue: Any, pages: list[TracedPage], run: TracedRun, out: P
             fig = by_id.get(fid)
             if fig is None:
                 continue
+            what = NEUTRAL_CAPTIONS.get(fig.drawing.key(), f"drawn with the {catalogue.short_title} report's "
+                                                           f"{fig.drawing.key().replace('_', ' ')} drawing")
             if fid not in outcome:
                 kinds = fig.drawing.parameters()
                 numbered = {f.name: None for f in fields(fig.drawing) if kinds.get(f.name) == INPUT and f.default is None
@@ -191,19 +195,22 @@ def draw_figures(catalogue: Any, pages: list[TracedPage], run: TracedRun, out: P
                     drawing.draw(run, target)
                 except TraceReport.LACKS as exc:
                     target.unlink(missing_ok=True)
-                    outcome[fid] = (False, f"{fig.caption} — needs {TraceReport.needs(exc)}")
+                    outcome[fid] = (False, f"needs {TraceReport.needs(exc)}")
                 else:
-                    sources = [by_label[label] for label in dict.fromkeys(run.labels.get(run.name(ref)) for ref in drawing.inputs())
-                               if label in by_label] or [page]
-                    what = NEUTRAL_CAPTIONS.get(drawing.key(), f"drawn with the {catalogue.short_title} report's "
-                                                               f"{drawing.key().replace('_', ' ')} drawing")
+                    sources = [by_label[label.snapshot] for label in dict.fromkeys(run.labels.get(run.name(ref)) for ref in drawing.inputs())
+                               if label is not None and label.snapshot in by_label] or [page]
                     whose = ", ".join(f"{p.variables} ({p.label})" for p in sources)
-                    outcome[fid] = (True, escape_text(f"{sources[0].snap.title}, from your {whose}: {what}."))
+                    failed = list({p.label: p for p in [page, *sources] if p.check.status == FAILED}.values())
+                    refuted = (f" The check failed on {', '.join(f'{p.label} ({p.check.name})' for p in failed)}: the figure shows "
+                               "what your tensors hold, not the step computed right." if failed else "")
+                    outcome[fid] = (True, escape_text(f"{sources[0].snap.title}, from your {whose}: {what}.{refuted}"))
             drawn, text = outcome[fid]
             if drawn:
                 page.figures.append({"file": f"figures/{fid}.png", "caption": text})
-            else:
-                not_drawn.setdefault(page.snap.number, []).append(text)
+            else:  # the catalogue's caption describes the step computed right: not where this page's check refuted it
+                caption = (f"{page.snap.title}: the {catalogue.short_title} report's {fig.drawing.key().replace('_', ' ')} figure (its "
+                           "caption describes the step computed right, and the check failed)" if page.check.status == FAILED else fig.caption)
+                not_drawn.setdefault(page.snap.number, []).append(f"{caption} — {text}")
     return not_drawn
 
 

@@ -17,8 +17,9 @@ import jinja2
 import torch
 
 from generator.checks import CheckResult
-from generator.sources import MissingTensor, NotCheckable, TensorDict, fill
+from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
 from generator.tensors import TensorView
+from generator.trace.checking import TensorLabel
 from generator.trace.verify import layout
 
 
@@ -95,6 +96,26 @@ def id_labels(catalogue_key: str, pages: list[Any], dims: dict[str, int]) -> dic
     return found
 
 
+class TracedView(TensorView):
+    """A TensorView of a user's tensor: an entry a report's block asks for that the user's (smaller) tensor does not
+    have is a ``NotCheckable`` naming it, not an IndexError (the block falls back, saying what it needed)."""
+
+    def _entry(self, index: tuple[int, ...]) -> torch.Tensor:
+        try:
+            return self.tensor[index]
+        except IndexError:
+            raise NotCheckable(f"entry {list(index)} of {self.name}", f"your tensor has shape {self.shape}") from None
+
+    def at(self, *index: int) -> float:
+        return float(self._entry(index))
+
+    def row(self, *index: int) -> list[float]:
+        return [float(x) for x in self._entry(index).flatten().tolist()]
+
+    def argmax(self, *index: int) -> int:
+        return int(self._entry(index).argmax())
+
+
 INPUTS_WHY = "a trace captures your tensors, not the facts of your run's input (its sentences, words, image, vocabulary)"
 
 
@@ -106,7 +127,7 @@ class TracedRun:
 
     report: str  # the catalogue's key
     tensors: TensorDict | None
-    labels: dict[str, str]  # record name -> the snapshot label that shows it
+    labels: dict[str, TensorLabel]  # record name -> the snapshot that shows it
     captured: set[str]  # the labels of the snapshots captured
     markers: dict[str, str]  # snapshot label -> the marker comment that captures it
     inputs: Known
@@ -134,11 +155,11 @@ class TracedRun:
             label = self.labels.get(name)
             if label is None:
                 raise MissingTensor(f"the tensor {name}", "no snapshot of the catalogue shows it, so a trace cannot capture it")
-            if label in self.captured:
+            if label.sliced:
+                raise MissingTensor(str(label), "a page shows a slice of it, so a trace captures only that slice")
+            if label.snapshot in self.captured:
                 raise MissingTensor(f"snapshot {label} in the catalogue's layout", "its shape cannot be read as the catalogue's")
-            if label.startswith("the whole"):
-                raise MissingTensor(label, "a page shows a slice of it, so a trace captures only that slice")
-            raise MissingTensor(f"snapshot {label}", f"not captured; mark it with {self.markers.get(label, 'its marker')}")
+            raise MissingTensor(f"snapshot {label}", f"not captured; mark it with {self.markers.get(label.snapshot, 'its marker')}")
         return self.tensors.cpu(name)
 
     def t(self, template: Any) -> torch.Tensor:
@@ -151,7 +172,7 @@ class TracedRun:
         return tensor[parse_index(index)] if index else tensor
 
     def tensor_view(self, template: Any, index: str | None = None) -> TensorView:
-        return TensorView(self.name(template), self.view(template, index))
+        return TracedView(self.name(template), self.view(template, index))
 
     def source(self, template: Any) -> tuple[str, int]:
         """The user's file and marked line that captured the tensor."""
@@ -162,16 +183,16 @@ class TracedRun:
         return self.sources[name]
 
     def module(self, template: Any) -> Any:
-        raise NotCheckable(f"module {self.name(template)}", "a trace captures tensors, not the model's weights")
+        raise NoWeights(f"module {self.name(template)}", "a trace captures tensors, not the model's weights")
 
     def parameter(self, template: Any) -> torch.Tensor:
-        raise NotCheckable(f"parameter {self.name(template)}", "a trace captures tensors, not the model's weights")
+        raise NoWeights(f"parameter {self.name(template)}", "a trace captures tensors, not the model's weights")
 
     def input(self, key: Any) -> Any:
         try:
             return self.inputs[str(key)]
         except KeyError:
-            raise NotCheckable(f"input {key}", INPUTS_WHY) from None
+            raise NoInput(f"input {key}", INPUTS_WHY) from None
 
     def stamp(self) -> Known:
         return Known(self.facts, "run fact", "a traced script's run stamp does not record it")
@@ -192,7 +213,7 @@ def canonical_view(page: Any, i: int, dims: dict[str, int], name: str) -> Tensor
         why = found.note if found is not None and found.note else "its dimensions are not all bound"
         raise NotCheckable(f"snapshot {page.label} in the catalogue's layout ({', '.join(page.shape_of(i))})",
                            f"your shape {tuple(tensor.shape)} cannot be read as it: {why}")
-    return TensorView(name, found.canonical)
+    return TracedView(name, found.canonical)
 
 
 class BlockTensor:
@@ -251,7 +272,9 @@ class TraceReport:
     drawn: dict[str, str] = field(default_factory=dict)  # figure id -> its caption, for each figure drawn from the user's tensors
     data_limit: int = 0  # values: a larger tensor is shown on its page but left out of data/
 
-    LACKS = (NotCheckable, jinja2.UndefinedError, LookupError, ValueError, TypeError, RuntimeError, ArithmeticError, AttributeError)
+    # What a block or a figure may lack in a trace: only the project's own "not here" (a tensor not captured, the weights,
+    # an input or a fact the trace does not know). Anything else is a template or drawing bug and is raised.
+    LACKS = (NotCheckable,)
 
     @staticmethod
     def environment() -> jinja2.Environment:
@@ -261,13 +284,9 @@ class TraceReport:
         return {p.snap.number: BlockPage(p, self.run.dims, self.run) for p in pages}
 
     @staticmethod
-    def needs(exc: BaseException) -> str:
+    def needs(exc: NotCheckable) -> str:
         """What a block needed, read from what stopped it."""
-        if isinstance(exc, NotCheckable):
-            return f"{exc.missing} ({exc.why})" if exc.why else exc.missing
-        if isinstance(exc, jinja2.UndefinedError):
-            return f"a value this trace does not have ({exc.message})"
-        return f"values your tensors do not have where the catalogue's model has them ({type(exc).__name__}: {exc})"
+        return f"{exc.missing} ({exc.why})" if exc.why else exc.missing
 
     def bound(self, page: Any) -> list[str]:
         """The page's named dimensions bound from the user's tensors: "h = 4 (attention heads)"."""

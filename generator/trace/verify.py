@@ -4,6 +4,7 @@ recognised (the checks themselves are the catalogue's, generator/checks.py, run 
 
 from __future__ import annotations
 
+import enum
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -16,14 +17,37 @@ from generator.catalogue import parse_dimension
 DERIVED = {"hs": lambda d: d["C"] // d["h"], "h": lambda d: d["C"] // d["hs"], "N1": lambda d: d["N"] + 1, "N": lambda d: d["N1"] - 1}
 
 
+class LayoutStatus(enum.Enum):
+    """How an observed shape relates to the catalogue's named one; the value is what snapshots.json writes."""
+
+    MATCH = "match"
+    LAYOUT = "layout"  # same values, another legitimate arrangement
+    MISMATCH = "mismatch"
+    UNBOUND = "unbound"  # some named dimension bound by no captured tensor
+
+    @property
+    def cell(self) -> str:
+        """The page's shape row says so."""
+        return {LayoutStatus.MATCH: ":material-check-circle:{ .tt-ok } matches",
+                LayoutStatus.LAYOUT: ":material-check-circle:{ .tt-ok } same values, another layout",
+                LayoutStatus.MISMATCH: ":material-close-circle:{ .tt-bad } DOES NOT MATCH",
+                LayoutStatus.UNBOUND: "not all dimensions bound"}[self]
+
+
 @dataclass
 class Layout:
-    """How an observed tensor relates to the catalogue's named shape."""
+    """How an observed tensor relates to the catalogue's named shape; ``unbound``: the named dimensions no captured
+    tensor bound (an UNBOUND layout's)."""
 
-    status: str  # "match", "layout" (same values, another legitimate arrangement), "mismatch", "unbound"
+    status: LayoutStatus
     expected: tuple[int, ...] | None
     note: str
     canonical: torch.Tensor | None  # the tensor in the catalogue's layout, for checks
+    unbound: tuple[str, ...] = ()
+
+    @property
+    def mismatch(self) -> bool:
+        return self.status is LayoutStatus.MISMATCH
 
 
 def bind_dims(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict[str, str]) -> dict[str, int]:
@@ -44,7 +68,7 @@ def bind_dims(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict
 
 def _misfits(named: list[tuple[tuple[str, ...], tuple[int, ...]]], dims: dict[str, int], legend: dict[str, str]) -> int:
     """How many of the shapes fit no layout under ``dims`` (shapes only: meta tensors, no values)."""
-    return sum(layout(torch.empty(shape, device="meta"), expressions, dims, legend).status == "mismatch" for expressions, shape in named)
+    return sum(layout(torch.empty(shape, device="meta"), expressions, dims, legend).mismatch for expressions, shape in named)
 
 
 def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict[str, str]) -> dict[str, int]:
@@ -118,20 +142,43 @@ def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, i
     if first_item and tensor.dim() == len(expressions) + 1 and tensor.shape[0] > 1:
         item = layout(tensor[0], expressions, dims, legend)
         if item.canonical is not None:
-            return Layout("layout", item.expected, f"a batch of {tensor.shape[0]}; the step shows its first item [0], as the "
+            return Layout(LayoutStatus.LAYOUT, item.expected, f"a batch of {tensor.shape[0]}; the step shows its first item [0], as the "
                           "catalogue's page does", item.canonical)
     try:
         expected = tuple(parse_dimension(e, dims) for e in expressions)
     except ValueError:
         unbound = sorted({name for e in expressions for name in re.findall(r"[A-Za-z_]+", e) if name != "min" and name not in dims})
-        return Layout("unbound", None, f"{', '.join(unbound)} bound by no captured tensor: the shape cannot be compared", tensor)
+        # not in the catalogue's layout either (checks and drawings on it are not checkable, naming the dimensions), unless
+        # the unbound names only cap a corner's axes (min(V, 5)) and the tensor fits the caps: a corner is what it shows
+        corner = tensor if _fits_corner(tensor, expressions, dims) else None
+        return Layout(LayoutStatus.UNBOUND, None, f"{', '.join(unbound)} bound by no captured tensor: the shape cannot be compared",
+                      corner, tuple(unbound))
     shape = tuple(tensor.shape)
     if shape == expected:
-        return Layout("match", expected, "", tensor)
+        return Layout(LayoutStatus.MATCH, expected, "", tensor)
     for arrangement in _arrangements(tensor, expressions, expected, dims):
         if arrangement is not None:
             return arrangement
-    return Layout("mismatch", expected, _mismatch(shape, expressions, expected, dims), None)
+    return Layout(LayoutStatus.MISMATCH, expected, _mismatch(shape, expressions, expected, dims), None)
+
+
+CAP = re.compile(r"min\(\s*[A-Za-z_]\w*\s*,\s*(\d+)\s*\)")
+
+
+def _fits_corner(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, int]) -> bool:
+    """Whether every axis of ``tensor`` fits its expression, an axis whose expression names an unbound dimension only as
+    ``min(name, k)`` fitting when it is at most k (a leading corner of a tensor no other capture shows whole)."""
+    if tensor.dim() != len(expressions):
+        return False
+    for expression, size in zip(expressions, tensor.shape):
+        try:
+            if parse_dimension(expression, dims) != size:
+                return False
+        except ValueError:
+            cap = CAP.fullmatch(expression.strip())
+            if cap is None or size > int(cap.group(1)):
+                return False
+    return True
 
 
 def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: tuple[int, ...], dims: dict[str, int]):
@@ -139,33 +186,33 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
     names = ", ".join(expressions)
     # a batch of one written without its batch axis, or with an extra one
     if expressions and expressions[0] == "B" and dims.get("B") == 1 and shape == expected[1:]:
-        yield Layout("layout", expected, "the batch axis (B = 1) is left out; read as one batch", tensor.unsqueeze(0))
+        yield Layout(LayoutStatus.LAYOUT, expected, "the batch axis (B = 1) is left out; read as one batch", tensor.unsqueeze(0))
     if len(shape) == len(expected) + 1 and shape[0] == 1 and shape[1:] == expected:
-        yield Layout("layout", expected, "an extra leading axis of size 1; read without it", tensor.squeeze(0))
+        yield Layout(LayoutStatus.LAYOUT, expected, "an extra leading axis of size 1; read without it", tensor.squeeze(0))
     # the same axes in another order (heads after positions, ...)
     if len(shape) == len(expected) and sorted(shape) == sorted(expected):
         for order in itertools.permutations(range(len(shape))):
             if tuple(shape[i] for i in order) == expected:
                 moved = [f"{expressions[j]}" for j, i in enumerate(order) if i != j]
                 return_note = f"the same dimensions in another order (axes {', '.join(moved)} placed differently); read as ({names})"
-                yield Layout("layout", expected, return_note, tensor.permute(*order))
+                yield Layout(LayoutStatus.LAYOUT, expected, return_note, tensor.permute(*order))
                 break
     # (B, L, C) written as heads (B, h, L, hs) or (B, L, h, hs), and the other way round
     h, hs = dims.get("h"), dims.get("hs")
     if h and hs and len(expected) == 3 and expected[2] == h * hs and len(shape) == 4:
         B, L = expected[:2]
         if shape == (B, h, L, hs):
-            yield Layout("layout", expected, f"already split into {h} heads (B, h, L, hs); read with the heads joined", tensor.transpose(1, 2).reshape(B, L, h * hs))
+            yield Layout(LayoutStatus.LAYOUT, expected, f"already split into {h} heads (B, h, L, hs); read with the heads joined", tensor.transpose(1, 2).reshape(B, L, h * hs))
         if shape == (B, L, h, hs):
-            yield Layout("layout", expected, f"split into {h} heads after the positions (B, L, h, hs); read with the heads joined", tensor.reshape(B, L, h * hs))
+            yield Layout(LayoutStatus.LAYOUT, expected, f"split into {h} heads after the positions (B, L, h, hs); read with the heads joined", tensor.reshape(B, L, h * hs))
     if h and hs and len(expected) == 4 and expected[1] == h and expected[3] == hs and len(shape) == 3:
         B, _, L, _ = expected
         if shape == (B, L, h * hs):
-            yield Layout("layout", expected, f"heads not split yet (B, L, C); read as {h} heads of {hs}", tensor.reshape(B, L, h, hs).transpose(1, 2))
+            yield Layout(LayoutStatus.LAYOUT, expected, f"heads not split yet (B, L, C); read as {h} heads of {hs}", tensor.reshape(B, L, h, hs).transpose(1, 2))
         if shape == (B * h, L, hs):
-            yield Layout("layout", expected, "batch and heads merged in one axis (B·h, L, hs); read as (B, h, L, hs)", tensor.reshape(B, h, L, hs))
+            yield Layout(LayoutStatus.LAYOUT, expected, "batch and heads merged in one axis (B·h, L, hs); read as (B, h, L, hs)", tensor.reshape(B, h, L, hs))
     if len(expected) == 4 and expected[:2] == (1, 1) and shape == expected[2:]:
-        yield Layout("layout", expected, "a (T, T) mask without its broadcast axes; read as (1, 1, T, T)", tensor[None, None])
+        yield Layout(LayoutStatus.LAYOUT, expected, "a (T, T) mask without its broadcast axes; read as (1, 1, T, T)", tensor[None, None])
 
 
 def _mismatch(shape: tuple[int, ...], expressions: tuple[str, ...], expected: tuple[int, ...], dims: dict[str, int]) -> str:

@@ -7,7 +7,6 @@ a heat map's table shown, so the interactive parts are audited too. Serious and 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 

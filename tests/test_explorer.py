@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from generator.cli import main
-from generator.errors import UserError
 from generator.render import escape_text
 from generator.trace.markers import find_markers
 from generator.trace.verify import LayoutStatus, bind_dims, layout

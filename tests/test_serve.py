@@ -190,6 +190,19 @@ def test_regenerate_rebuilds_the_changed_pages_with_the_new_words(served):
     assert index_after["config"] == index_before["config"]
 
 
+def test_the_print_view_requested_at_once_after_a_regeneration_is_the_new_one(served):
+    """The print view (every snapshot again) is rendered after the answer; a request for it sent on receipt of the
+    answer waits until it is written, and never gets the last run's."""
+    status, data = post_json(served.url, {"model": ED, "src": "walrus origami beacon", "tgt": "le phare", "device": "cpu"})
+    assert status == 200, data
+    status, page = request(served.url, f"/{ED}/print/")
+    assert status == 200
+    assert "walrus origami beacon" in html_text(page) and "zebra quantum lantern" not in html_text(page)
+    assert page.count("tt-print-snapshot") == (served.site / ED / "print" / "index.html").read_text(encoding="utf-8").count("tt-print-snapshot") > 10
+    status, index = request(served.url, "/search/search_index.json")
+    assert status == 200 and any("walrus" in e["text"] for e in index["docs"] if e["location"].startswith(f"{ED}/"))
+
+
 @pytest.mark.parametrize("fields, argv", [
     ({"seed": "abc"}, ["--seed", "abc"]),                    # argparse: not an integer
     ({"layer": 9}, ["--layer", "9"]),                         # the runner: out of range
@@ -527,6 +540,8 @@ def test_partial_builds_give_the_site_a_full_build_gives(served, tmp_path):
     """After the regenerations above (pages rendered ahead, half of them in a helper process, pages rebuilt, one full
     build), every page and the search index are what `mkdocs build` makes of the same docs folder, on its own (no
     helper process: MkDocs alone)."""
+    for report in (ED, "gpt"):  # held until the print views rendered after the last answers are written
+        assert request(served.url, f"/{report}/print/")[0] == 200
     config = tmp_path / "mkdocs.yml"
     config.write_text((served.docs.parent / "mkdocs.yml").read_text(encoding="utf-8").replace(f"site_dir: {served.site}", f"site_dir: {tmp_path / 'site'}"), encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)], capture_output=True, text=True,

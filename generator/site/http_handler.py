@@ -130,25 +130,32 @@ class _SiteFiles:
     """The built site's files, live reload added to every HTML page."""
 
     def _static(self, head: bool) -> None:
-        """A file of the built site, read whole under the site's read lock (never half of a rebuild)."""
+        """A file of the built site, read whole under the site's read lock (never half of a rebuild), and current: a page
+        the site is still finishing after a regeneration's answer (WarmSite.update) is read once it is written."""
         path = urlsplit(self.path).path
-        with self.server_state.site_lock.read():
-            target = Path(self.translate_path(self.path))
-            if target.is_dir():
-                if not path.endswith("/"):
-                    self.send_response(301)
-                    self.send_header("Location", path + "/")
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                target = target / "index.html"
-            status = 200
-            if not target.is_file():
-                status, target = 404, Path(self.directory) / "404.html"
-            try:
-                body = target.read_bytes()
-            except OSError:
-                body, target = b"not found", Path("404.txt")
+        state = self.server_state
+        while True:
+            with state.site_lock.read():
+                target = Path(self.translate_path(self.path))
+                held = state.site.held(target)
+                if held is None:
+                    if target.is_dir():
+                        if not path.endswith("/"):
+                            self.send_response(301)
+                            self.send_header("Location", path + "/")
+                            self.send_header("Content-Length", "0")
+                            self.end_headers()
+                            return
+                        target = target / "index.html"
+                    status = 200
+                    if not target.is_file():
+                        status, target = 404, Path(self.directory) / "404.html"
+                    try:
+                        body = target.read_bytes()
+                    except OSError:
+                        body, target = b"not found", Path("404.txt")
+                    break
+            held.wait()  # outside the lock: finishing may need to build fully, under the write lock
         content_type = self.guess_type(str(target))
         if target.suffix == ".html":
             body = _inject(body)

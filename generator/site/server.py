@@ -251,6 +251,7 @@ class WarmServer:
         from generator.site.warm_site import WarmSite
 
         self.site = WarmSite(self.config, self.docs)
+        self.site.write_lock = self.site_lock.write  # a full build after the answer (see WarmSite.update) is one as well
         say("building the site")
         refuse_links_outside(self.docs, self.config.parent)
         with self.site_lock.write():
@@ -274,6 +275,8 @@ class WarmServer:
 
     def _regenerate_now(self, fields: Mapping[str, Any], files: Mapping[str, Upload]) -> dict[str, Any]:
         started = time.perf_counter()
+        if self.site is not None:  # the print views of the last regeneration written (no thread runs while figure workers fork)
+            self.site.settle()
         publish = self.events.publish
         publish("progress", {"step": "checking the input"})
         try:
@@ -292,6 +295,7 @@ class WarmServer:
         publish("progress", {"step": "live", "seconds": round(seconds, 2)})
         return {"seconds": round(seconds, 3), "reports": list(result.reports), "generate_seconds": round(generated - started, 3),
                 "site_seconds": round(update.seconds, 3), "site_build": update.kind, "pages_rebuilt": len(update.pages),
+                "pages_later": len(update.later),
                 "failed_checks": list(result.failed_checks)}
 
     def _render_ahead(self) -> None:

@@ -24,6 +24,11 @@ written into a temporary folder), half of them (by cost) in a helper process for
 which sends back each page's state; :meth:`update` then only moves them in, for each page whose Markdown in docs/
 is byte-identical to the one rendered ahead. Pages rendered side by side see each other's navigation entries as they
 were before; a page whose title or metadata changed therefore gives a full build, as it always did.
+
+The print views (print.md: every snapshot's body again, about a quarter of a report's page work) are not rendered ahead:
+:meth:`WarmSite.update` returns once the other pages are in place (the regeneration answers), and renders them in a
+thread right after; until they are written, :meth:`WarmSite.held` tells the server to hold any request for them or for
+the search index, so no page of the last run is ever served. Every other call waits for that thread first (settle).
 """
 
 from __future__ import annotations
@@ -33,7 +38,10 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,13 +89,32 @@ def _set_rendered_state(page, state: dict[str, Any], files) -> None:
     set_page_state(page, state, files)
 
 
+AFTER_ANSWER = "print.md"  # pages rendered after a regeneration's answer (the print views: every snapshot's body again,
+# a quarter of a report's page work, opened from the navigation, never the page a form is on); held until current
+
+
+def after_answer(src_uri: str) -> bool:
+    """Whether the page at ``src_uri`` may be finished after the regeneration answered (see WarmSite.update)."""
+    return src_uri.rsplit("/", 1)[-1] == AFTER_ANSWER
+
+
+class _Finishing:
+    """Pages an update finishes after it returned, in a thread: the site paths held until they are current."""
+
+    def __init__(self, paths: set[str]) -> None:
+        self.paths = paths  # normalised absolute paths of the files not yet current (pages, the search index)
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+
+
 @dataclass
 class SiteUpdate:
     kind: str  # "none", "pages" or "full"
-    pages: list[str] = field(default_factory=list)  # Markdown pages rebuilt (src paths)
+    pages: list[str] = field(default_factory=list)  # Markdown pages rebuilt (src paths), those finished later included
     static: list[str] = field(default_factory=list)  # other files copied
     seconds: float = 0.0
     reason: str = ""
+    later: list[str] = field(default_factory=list)  # of the pages, those rendered after update() returned (settle() waits)
 
 
 RACY_S = 2.0  # a file changed this recently may change again within its timestamps' resolution: hashed every time
@@ -209,12 +236,42 @@ class WarmSite:
         self.nav_config: Any = None
         self.ahead = PagesAhead(self)  # pages rendered ahead from a staging folder (see prerender)
         self.partial_unavailable: str | None = None  # why pages cannot be built one by one with this MkDocs
+        # What update() takes to replace the site's files while they are served (the server's write lock): the pages
+        # finished after an update take it for a full build, should one be needed.
+        self.write_lock: Callable[[], AbstractContextManager] = nullcontext
+        self._finishing: _Finishing | None = None
 
     def close(self) -> None:
+        self.settle()
         self.ahead.drop()
         self.config.plugins.on_shutdown()
 
+    def settle(self) -> None:
+        """Wait until the pages the last update left to finish are written (every other call waits too)."""
+        finishing, self._finishing = self._finishing, None
+        if finishing is not None and finishing.thread is not None:
+            finishing.thread.join()
+
+    def held(self, path: Path | str) -> threading.Event | None:
+        """None when the site's file at ``path`` (a folder: its index.html) is current; otherwise the event set once it
+        is: a page the last update is still finishing, or the search index meanwhile. Asked under the server's read
+        lock, which update() holds as a writer (so a page it leaves to finish is never read before it says so)."""
+        finishing = self._finishing
+        if finishing is None or finishing.done.is_set():
+            return None
+        path = os.path.normpath(path)
+        return finishing.done if path in finishing.paths or os.path.join(path, "index.html") in finishing.paths else None
+
+    def wait_current(self, path: Path | str) -> None:
+        """Return once the site's file at ``path`` is current (see held)."""
+        if (done := self.held(path)) is not None:
+            done.wait()
+
     def full_build(self, reason: str = "") -> SiteUpdate:
+        self.settle()
+        return self._full_build(reason)
+
+    def _full_build(self, reason: str = "") -> SiteUpdate:
         from mkdocs.commands.build import build
         from mkdocs.exceptions import Abort, BuildError
 
@@ -231,20 +288,24 @@ class WarmSite:
         return SiteUpdate("full", seconds=time.perf_counter() - started, reason=reason)
 
     def update(self) -> SiteUpdate:
-        """Bring the site in line with docs/: nothing, the changed pages only, or a full build."""
+        """Bring the site in line with docs/: nothing, the changed pages only, or a full build.
+
+        Of the changed pages, the print views (after_answer) are rendered after this returns, in a thread, while
+        :meth:`wait_current` holds any reader of them, and of the search index, until they are written."""
+        self.settle()
         if self.built is None or self._capture.files is None:
-            return self.full_build("first build")
+            return self._full_build("first build")
         started = time.perf_counter()
         now = _digests(self.docs, self._stamps)
         if now.keys() != self.built.keys():
             added, removed = sorted(now.keys() - self.built.keys()), sorted(self.built.keys() - now.keys())
-            return self.full_build(f"files added ({len(added)}) or removed ({len(removed)})")
+            return self._full_build(f"files added ({len(added)}) or removed ({len(removed)})")
         changed = sorted(path for path, digest in now.items() if self.built[path] != digest)
         if not changed:
             return SiteUpdate("none", seconds=time.perf_counter() - started)
         nav = _nav_config(self.config, self._capture.files)
         if nav is None or nav != self.nav_config:
-            return self.full_build("the navigation changed")
+            return self._full_build("the navigation changed")
         files = self._capture.files
         pages, static = [], []
         for path in changed:
@@ -253,24 +314,74 @@ class WarmSite:
                 continue
             (pages if file.is_documentation_page() else static).append(file)
         if any(f.page is None for f in pages):
-            return self.full_build("a changed page is not in the last build")
+            return self._full_build("a changed page is not in the last build")
         if self.partial_unavailable is not None:
-            return self.full_build(self.partial_unavailable)
+            return self._full_build(self.partial_unavailable)
         self.built = None  # a failure below leaves the next update a full build
         ahead = self.ahead.matching(pages, now)
+        later = [f for f in pages if after_answer(f.src_uri) and f.src_uri not in ahead]
         try:
-            retitled = self._rebuild_pages(pages, ahead)
+            retitled = self._rebuild_pages([f for f in pages if f not in later], ahead)
         except API_CHANGED as exc:
-            return self.full_build(self.give_up_partial(exc))
+            return self._full_build(self.give_up_partial(exc))
         finally:
             self.ahead.drop()
         if retitled:  # a page title shows in every page's navigation
-            return self.full_build(f"the title or metadata of {retitled[0]} changed")
+            return self._full_build(f"the title or metadata of {retitled[0]} changed")
         for file in static:
             file.copy_file(dirty=False)
         self.built = now
+        if later:
+            self._finish_later(later)
+        reasons = [f"{len(ahead)} rendered ahead" if ahead else "", f"{len(later)} finished after it" if later else ""]
         return SiteUpdate("pages", [f.src_uri for f in pages], [f.src_uri for f in static], time.perf_counter() - started,
-                          reason=f"{len(ahead)} rendered ahead" if ahead else "")
+                          reason=", ".join(r for r in reasons if r), later=[f.src_uri for f in later])
+
+    def _finish_later(self, files: list) -> None:
+        """Render ``files`` in a thread, holding their pages and the search index (see wait_current) meanwhile."""
+        search = _search_plugin(self.config)
+        held = {os.path.normpath(f.abs_dest_path) for f in files}
+        if search is not None:
+            held.add(os.path.normpath(os.path.join(self.config.site_dir, "search", "search_index.json")))
+        finishing = _Finishing(held)
+        finishing.thread = threading.Thread(target=self._finish, args=(files, search, finishing), name="tt-finish-pages")
+        self._finishing = finishing
+        finishing.thread.start()
+
+    def _finish(self, files: list, search, finishing: _Finishing) -> None:
+        """The thread of _finish_later: render each page as update() would have; a changed title or metadata, or any
+        failure, gives a full build (the site is never left with a stale page)."""
+        try:
+            urls = {f.page.url for f in files}
+            old = [e for e in search.search_index.entries if e["location"].split("#", 1)[0] in urls] if search is not None else []
+            entries, retitled = [], []
+            for file in files:
+                before = _nav_entry(file.page)
+                entries += self.render_with_entries(file.page, search)
+                if _nav_entry(file.page) != before:
+                    retitled.append(file.src_uri)
+            if retitled:
+                self._full_build_after(f"the title or metadata of {retitled[0]} changed")
+            elif search is not None and entries != old:  # a print view is excluded from search: none, as before
+                kept = [e for e in search.search_index.entries if e["location"].split("#", 1)[0] not in urls]
+                search.search_index.entries = kept + entries
+                search.on_post_build(config=self.config)
+        except API_CHANGED as exc:
+            self._full_build_after(self.give_up_partial(exc))
+        except Exception as exc:  # noqa: BLE001 - MkDocs logged the page's error; build fully, as update() would
+            log.warning("site: finishing %s failed (%s: %s); building fully", ", ".join(f.src_uri for f in files), type(exc).__name__, exc)
+            self._full_build_after("a page finished after the answer failed")
+        finally:
+            finishing.done.set()
+
+    def _full_build_after(self, reason: str) -> None:
+        self.built = None
+        try:
+            with self.write_lock():
+                update = self._full_build(reason)
+            log.info("site: full build, %.2f s (%s)", update.seconds, reason)
+        except UserError as exc:
+            log.warning("site not rebuilt: %s", exc)
 
     def _rebuild_pages(self, files: list, ahead: dict[str, _Ahead]) -> list[str]:
         """Render ``files`` again (Markdown, template, search entries), or move in their pages rendered ahead;
@@ -320,6 +431,7 @@ class WarmSite:
     def prerender(self, staging: Path) -> int:
         """Render, ahead of the swap, the pages of a generator staging folder that differ from the last build
         (see PagesAhead); how many."""
+        self.settle()
         if self.built is None or self._capture.files is None or self.partial_unavailable is not None:
             return 0
         return self.ahead.render(staging)
@@ -327,6 +439,7 @@ class WarmSite:
     def abandon_ahead(self) -> None:
         """The generator failed after pages were rendered ahead: their page objects hold Markdown that never
         reached docs/, so the next update is a full build."""
+        self.settle()
         if self.ahead.pages:
             self.built = None
         self.ahead.drop()
@@ -364,7 +477,7 @@ class PagesAhead:
         for path in sorted(staging.rglob("*.md")):
             src_uri = path.relative_to(staging).as_posix()
             file = files.get_file_from_path(src_uri)
-            if file is None or file.page is None or src_uri in self.pages:
+            if file is None or file.page is None or src_uri in self.pages or after_answer(src_uri):
                 continue
             try:
                 source = path.read_bytes()

@@ -11,6 +11,7 @@ figures typed drawings (generator/figures.py); shapes come from the model's decl
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -173,6 +174,12 @@ class Report:
     def templates(self) -> Path:
         """The report's own templates: explain.md.j2, inputs.md.j2, questions.md.j2 (each optional)."""
         return Path(importlib.import_module(self.package).__file__).parent / "templates"
+
+    def start(self, opts: RunOptions) -> Callable[[], None]:
+        """Begin what a run with ``opts`` can have measured beside the other reports' runs (the runner's optional
+        ``start``: the GPT's held-out score); a function that waits until that work has ended."""
+        start = getattr(importlib.import_module(f"{self.package}.runner"), "start", None)
+        return start(self, opts) if start is not None else (lambda: None)
 
     def run(self, opts: RunOptions) -> ModelRun:
         """Build the model, feed it the inputs of ``opts`` and record one forward pass."""

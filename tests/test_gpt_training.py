@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 import time
 from dataclasses import asdict, fields
 
@@ -172,3 +173,40 @@ def test_the_held_out_score_is_measured_once_per_weights_and_read_back_identical
     training.measured_held_out_bits(model, held_out, 64)
     training.measured_held_out_bits(model, held_out, 64)
     assert len(calls) == 4
+
+
+def test_a_held_out_score_begun_ahead_in_a_thread_is_the_one_measured_in_place(tmp_path, monkeypatch):
+    """The GPT's held-out score is begun in a thread before the reports run (generator/build.py); the run takes that
+    very float, measures nothing itself, and the thread has ended before the build forks its figure workers."""
+    from generator.reports.gpt import training
+
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path))
+    _, held_out = split(corpus_bytes())
+    held_out = held_out[:3 * 64 + 1]
+    torch.manual_seed(1)
+    model = GPT(GPTConfig()).eval()
+    in_place = training.held_out_bits_per_byte(model, held_out, 64)
+    copy = GPT(GPTConfig()).eval()
+    copy.load_state_dict(model.state_dict())
+    wait = training.measure_ahead(copy, held_out, 64)
+    calls = []
+    real = training.held_out_bits_per_byte
+    monkeypatch.setattr(training, "held_out_bits_per_byte", lambda *args: calls.append(args) or real(*args))
+    assert training.measured_held_out_bits(model, held_out, 64) == in_place and calls == []  # the thread's, bit for bit
+    wait()
+    assert training._AHEAD == {} and not any(t.name == "tt-held-out" for t in threading.enumerate())
+    assert training.measure_ahead(copy, held_out, 64)() is None and training._AHEAD == {}  # remembered: nothing begun
+
+
+def test_beginning_the_gpts_score_ahead_leaves_every_seeded_weight_as_it_was(tmp_path, monkeypatch):
+    from generator.reports import REPORTS
+
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path))
+    gpt = REPORTS["gpt"]
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    wait = gpt.start(gpt.options(device="cpu", weights="random"))
+    assert torch.equal(torch.get_rng_state(), state)  # the reports run after it draw the weights they drew without it
+    wait()
+    assert len(list((tmp_path / "held-out").glob("*.json"))) == 1
+    assert gpt.start(gpt.options(device="cpu", weights="/no/such/file.pt"))() is None  # bad options: left to the run

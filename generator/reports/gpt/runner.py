@@ -6,26 +6,53 @@ from __future__ import annotations
 import hashlib
 import math
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from generator.catalogue import Report
 from generator.reports.gpt.options import GPTOptions, max_prompt_bytes
-from generator.reports.gpt.training import CHECKPOINT, corpus_bytes, corpus_facts, load_record, load_state, measured_held_out_bits, split
+from generator.reports.gpt.training import (CHECKPOINT, corpus_bytes, corpus_facts, load_record, load_state, measure_ahead,
+                                            measured_held_out_bits, split)
 from generator.run import ModelRun, resolve_device
 from models.gpt import GPT, GPTConfig, byte_label, decode, encode
 from generator.text import clean_text
 from models.recording import Recording, declared_points, recording
 
 
-def run(report: Report, opts: GPTOptions) -> ModelRun:
-    device = resolve_device(opts.device)
+def weighted_model(opts: GPTOptions) -> tuple[GPT, str, dict]:
+    """The run's model with its weights (on the CPU), the run-stamp text and the facts about its weights."""
     cfg = opts.config()
     # Weights are drawn on the CPU so a seed gives the same model on every device.
     torch.manual_seed(opts.seed)
     model = GPT(cfg).eval()
     weights_text, training = load_weights(model, opts)
+    return model, weights_text, training
+
+
+def held_out_window(cfg: GPTConfig) -> int:
+    return min(cfg.context, 256)
+
+
+def start(report: Report, opts: GPTOptions) -> Callable[[], None]:
+    """Begin, before the reports run, the held-out score of this run's weights (a thread, with a copy of them): it does not
+    depend on the prompt, and is the one long step of this run that nothing else waits on until the training page. A
+    function that waits for it. Bad options are left to run(), which says what is wrong with them."""
+    try:
+        device = resolve_device(opts.device)
+        with torch.random.fork_rng(devices=[]):  # the other reports' seeded weights are drawn as without this
+            model, _, _ = weighted_model(opts)
+        _, held_out = split(corpus_bytes())
+        return measure_ahead(model.to(device), held_out.to(device), held_out_window(opts.config()))
+    except Exception:  # noqa: BLE001 - run() meets the same error and reports it
+        return lambda: None
+
+
+def run(report: Report, opts: GPTOptions) -> ModelRun:
+    device = resolve_device(opts.device)
+    cfg = opts.config()
+    model, weights_text, training = weighted_model(opts)
     model.to(device)
     prompt = opts.prompt
     prompt_ids = encode(prompt)
@@ -198,7 +225,7 @@ def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GP
     best = max(((i, h) for i in range(len(heads)) for h in range(cfg.n_heads)), key=lambda ih: heads[ih[0]][ih[1]]["previous"], default=None)
     uniform_entropy = sum(math.log2(t + 1) for t in range(1, T)) / (T - 1) if T > 1 else 0.0
     _, held_out = split(corpus_bytes())
-    context = min(cfg.context, 256)
+    context = held_out_window(cfg)
     with torch.no_grad():
         bits = measured_held_out_bits(model, held_out.to(device), context)
         n_new = min(CONTINUATION, cfg.context - T + 1)

@@ -21,6 +21,7 @@ import math
 import os
 import platform
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -154,29 +155,81 @@ def _evaluation_key(model: GPT, held_out: torch.Tensor, context: int) -> str:
     return digest.hexdigest()
 
 
-def measured_held_out_bits(model: GPT, held_out: torch.Tensor, context: int) -> float:
-    """held_out_bits_per_byte(model, held_out, context), remembered per weights: the score is a property of the weights (not
-    of the prompt), and the same weights, bytes, window, device and threads give the same float. A report of weights scored
-    before reads it back (about half a second saved on 2 cores); an unreadable or unwritable cache only means measuring."""
-    started = time.perf_counter()
-    path = cache_dir() / "held-out" / f"{_evaluation_key(model, held_out, context)}.json"
+def _cached_bits(path: Path) -> float | None:
     try:
         bits = json.loads(path.read_text(encoding="utf-8"))["bits"]
-        if isinstance(bits, float) and math.isfinite(bits):
-            log.info("gpt: held-out score read back (measured before for these weights) in %.2f s", time.perf_counter() - started)
-            return bits
     except (OSError, ValueError, KeyError, TypeError):
-        pass
-    bits = held_out_bits_per_byte(model, held_out, context)
-    model.eval()
-    log.info("gpt: held-out score measured in %.2f s", time.perf_counter() - started)
+        return None
+    return bits if isinstance(bits, float) and math.isfinite(bits) else None
+
+
+def _remember_bits(path: Path, bits: float) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
+        partial = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
         partial.write_text(json.dumps({"bits": bits}) + "\n", encoding="utf-8")
         os.replace(partial, path)  # whole or absent, whoever else writes the same entry
     except OSError:
         pass
+
+
+class _Ahead:
+    """A held-out score being measured in a thread (measure_ahead), for the run that asks for it."""
+
+    def __init__(self, model: GPT, held_out: torch.Tensor, context: int, path: Path) -> None:
+        self.bits: float | None = None
+        self.seconds = 0.0
+        self.thread = threading.Thread(target=self._measure, args=(model, held_out, context, path), name="tt-held-out")
+        self.thread.start()
+
+    def _measure(self, model: GPT, held_out: torch.Tensor, context: int, path: Path) -> None:
+        started = time.perf_counter()
+        try:
+            bits = held_out_bits_per_byte(model, held_out, context)
+        except Exception:  # noqa: BLE001 - the run measures it itself, and meets the error there
+            return
+        self.seconds = time.perf_counter() - started
+        self.bits = bits
+        _remember_bits(path, bits)
+
+
+_AHEAD: dict[Path, _Ahead] = {}  # cache entry -> its score being measured ahead
+
+
+def measure_ahead(model: GPT, held_out: torch.Tensor, context: int) -> Callable[[], None]:
+    """Begin measured_held_out_bits(model, held_out, context) in a thread, unless it is remembered: a run of the same weights
+    then takes its result (the other reports' forward passes and PyTorch's single-threaded work leave a core to it). ``model``
+    is the thread's alone (a copy of the run's weights), and it runs under this process's thread count: the very float a
+    measurement in place gives (the cache's key says so). A function that waits for the thread (call it before forking)."""
+    path = cache_dir() / "held-out" / f"{_evaluation_key(model, held_out, context)}.json"
+    if path in _AHEAD or _cached_bits(path) is not None:
+        return lambda: None
+    ahead = _AHEAD[path] = _Ahead(model, held_out, context, path)
+    return ahead.thread.join
+
+
+def measured_held_out_bits(model: GPT, held_out: torch.Tensor, context: int) -> float:
+    """held_out_bits_per_byte(model, held_out, context), remembered per weights: the score is a property of the weights (not
+    of the prompt), and the same weights, bytes, window, device and threads give the same float. A report of weights scored
+    before reads it back (about half a second saved on 2 cores); an unreadable or unwritable cache only means measuring.
+    A score begun by measure_ahead is waited for and taken."""
+    started = time.perf_counter()
+    path = cache_dir() / "held-out" / f"{_evaluation_key(model, held_out, context)}.json"
+    ahead = _AHEAD.pop(path, None)
+    if ahead is not None:
+        ahead.thread.join()
+        if ahead.bits is not None:
+            log.info("gpt: held-out score measured ahead (%.2f s in a thread, beside the other work), waited for in %.2f s",
+                     ahead.seconds, time.perf_counter() - started)
+            return ahead.bits
+    bits = _cached_bits(path)
+    if bits is not None:
+        log.info("gpt: held-out score read back (measured before for these weights) in %.2f s", time.perf_counter() - started)
+        return bits
+    bits = held_out_bits_per_byte(model, held_out, context)
+    model.eval()
+    log.info("gpt: held-out score measured in %.2f s", time.perf_counter() - started)
+    _remember_bits(path, bits)
     return bits
 
 

@@ -19,9 +19,10 @@ from generator.figures import Drawing
 from generator.landing import landing_entries, pdf_is_current, write_landing
 from generator.options import RunOptions
 from generator.progress import Progress
-from generator.render import render_report
+from generator.render import environment, render_report
 from generator.reports import REPORTS
 from generator.run import ModelRun
+from generator.template_cache import compile_ahead
 from generator.site.staging import build_lock, edited_by_hand, read_manifest, staged_output
 from generator.tensor_data import write_run_data
 
@@ -46,6 +47,15 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
     manifest keeps about each report (generator/site/configured.py). The landing page (index.md) is written unless the
     docs folder has an index.md of its own (a MkDocs site that adds the reports to its own pages).
     """
+    end_compiling = compile_ahead(environment())  # on a fresh clone, the report templates are compiled beside the runs
+    try:
+        return _build(docs, requests, progress, force, records)
+    finally:
+        end_compiling()
+
+
+def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force: bool,
+           records: dict[str, dict[str, Any]] | None) -> BuildResult:
     result = BuildResult(docs=docs, reports=list(requests))
     runs: dict[str, ModelRun] = {}
     begun = [REPORTS[key].start(opts) for key, opts in requests.items()]  # measured beside the runs (the GPT's held-out score)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
@@ -32,7 +34,7 @@ class TemplateCache(jinja2.FileSystemBytecodeCache):
             bucket.reset()
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
+        try:  # Jinja writes beside, then renames: whole or absent, whoever else writes it (compile_ahead's child)
             os.makedirs(self.directory, exist_ok=True)
             super().dump_bytecode(bucket)
         except OSError:
@@ -46,3 +48,62 @@ def use_template_cache(env: jinja2.Environment) -> jinja2.Environment:
     root = Path(os.environ.get("TT_CACHE_DIR") or PROJECT / ".cache" / "transformer-trace")  # as generator/reports/gpt/training.py
     env.bytecode_cache = TemplateCache(str(root / "templates" / key))
     return env
+
+
+def missing(env: jinja2.Environment) -> list[str]:
+    """The templates of ``env`` whose compiled code its cache lacks (or holds for another source)."""
+    cache = env.bytecode_cache
+    if cache is None:
+        return []
+    out = []
+    for name in env.list_templates(extensions=["j2"]):
+        try:
+            source, filename, _ = env.loader.get_source(env, name)
+            if cache.get_bucket(env, name, filename, source).code is None:
+                out.append(name)
+        except (OSError, jinja2.TemplateError):
+            continue
+    return out
+
+
+_checked: set[int] = set()  # the environments compile_ahead has looked at (environment() makes one per process)
+
+
+def compile_ahead(env: jinja2.Environment) -> Callable[[], None]:
+    """On a fresh clone (templates missing from the cache), compile them in a child process forked now, while this one
+    runs the models: the pages then load them compiled (one not written yet is compiled here, as without the child).
+    A function that ends the child (it dies with this process too) and collects it; call it once the pages are written."""
+    if id(env) in _checked or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        return lambda: None
+    _checked.add(id(env))  # once per process: then its own memory holds the templates it compiled
+    names = missing(env)
+    if not names:
+        return lambda: None
+    parent = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError:
+        return lambda: None
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            from generator.site.parallel import _die_with_parent
+
+            _die_with_parent(parent)
+            for name in names:
+                env.get_template(name)
+            code = 0
+        except BaseException:  # noqa: BLE001 - the parent compiles whatever is missing
+            pass
+        finally:
+            os._exit(code)
+
+    def end() -> None:
+        try:
+            if os.waitpid(pid, os.WNOHANG) == (0, 0):  # still compiling: what it has not written, the parent compiled
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+        except (ChildProcessError, ProcessLookupError):
+            pass
+
+    return end

@@ -30,3 +30,42 @@ def test_an_unwritable_cache_only_costs_the_compilation(tmp_path, monkeypatch):
     templates = tmp_path / "templates"
     templates.mkdir()
     assert render(templates, "hello {{ word }}") == "hello otters"
+
+
+def test_a_fresh_cache_is_filled_by_a_child_and_the_templates_render_the_same(tmp_path, monkeypatch):
+    """On a fresh clone the build forks a child that compiles the templates the cache lacks (generator/build.py); what
+    renders from them is what renders from templates compiled in place, and an up-to-date cache forks nothing."""
+    import os
+
+    import pytest
+
+    from generator import template_cache
+
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        pytest.skip("the child is forked only with fork and two cores or more")
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "cache"))
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    for i in range(3):
+        (templates / f"t{i}.md.j2").write_text(f"{{% for w in words %}}{i}: {{{{ w }}}}\n{{% endfor %}}", encoding="utf-8")
+
+    def fresh_env() -> jinja2.Environment:
+        return use_template_cache(jinja2.Environment(loader=jinja2.FileSystemLoader(templates)))
+
+    env = fresh_env()
+    assert template_cache.missing(env) == ["t0.md.j2", "t1.md.j2", "t2.md.j2"]
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    end = template_cache.compile_ahead(env)
+    assert forks == [1]
+    expected = {f"t{i}.md.j2": jinja2.Environment(loader=jinja2.FileSystemLoader(templates)).get_template(f"t{i}.md.j2").render(words=["a", "b"])
+                for i in range(3)}
+    here = [env.get_template(name).render(words=["a", "b"]) for name in expected]  # loaded if the child wrote it, else compiled
+    assert here == list(expected.values())
+    end()  # the child collected (or stopped): no process of it is left
+    assert template_cache.compile_ahead(env)() is None and forks == [1]  # once per environment
+    other = fresh_env()
+    assert template_cache.missing(other) == []  # the child or this process wrote every one
+    assert template_cache.compile_ahead(other)() is None and forks == [1]  # nothing missing: nothing forked
+    assert [other.get_template(name).render(words=["a", "b"]) for name in expected] == list(expected.values())

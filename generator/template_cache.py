@@ -90,6 +90,7 @@ def compile_ahead(env: jinja2.Environment) -> Callable[[], None]:
             from generator.site.parallel import _die_with_parent
 
             _die_with_parent(parent)
+            os.nice(19)  # it takes the cores the runs leave idle
             for name in names:
                 env.get_template(name)
             code = 0

@@ -64,36 +64,44 @@ def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, forc
             started = time.perf_counter()
             progress.status(f"running the {REPORTS[key].short_title} forward pass")
             with about_report(key):  # an input found bad only now (an image, a weights file) names its report
-                runs[key] = REPORTS[key].run(opts)
+                runs[key] = REPORTS[key].run(opts, finish=False)
             result.timings[f"{key}: forward pass"] = time.perf_counter() - started
             log.info("%s: forward pass on %s recorded %d tensors in %.2f s", key, runs[key].device, len(runs[key].recording), result.timings[f"{key}: forward pass"])
-    finally:
-        for wait in begun:  # no thread of theirs runs on while figure workers are forked
-            wait()
 
-    landing = not (docs / "index.md").exists() or "index.md" in read_manifest(docs)
-    with staged_output(docs, entries=[*runs, *(["index.md"] if landing else [])], force=force, records=records) as staging:
-        for key, run in runs.items():
-            report = REPORTS[key]
-            out = staging / key
-            (out / "figures").mkdir(parents=True)
-            started = time.perf_counter()
-            with about_report(key):
-                pages = render_report(report, run, out)
-                write_run_data(report, run, pages, out)  # out/data/*.npy + index.json: every number, for the explorer and numpy
-            result.timings[f"{key}: pages"] = time.perf_counter() - started
-            log.info("%s: %d pages, %d checks passed, in %.2f s", key, len(pages), sum(p.check.passed for p in pages), result.timings[f"{key}: pages"])
-            result.failed_checks += [f"{key} {p.label}: {p.check.name}" + ("" if p.check.checkable else " (not checkable)")
-                                     for p in pages if not p.check.passed]
-            started = time.perf_counter()
-            with about_report(key):
-                drawn = render_figures(report, run, out / "figures", docs / key / "figures", progress)
-            result.timings[f"{key}: figures"] = time.perf_counter() - started
-            result.figures_drawn[key] = drawn
-            log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures), result.timings[f"{key}: figures"])
-        if landing:
-            write_landing(staging, landing_entries(docs, staging, set(runs)))
-        log.info("swapping the new output into %s", docs)
+        landing = not (docs / "index.md").exists() or "index.md" in read_manifest(docs)
+        with staged_output(docs, entries=[*runs, *(["index.md"] if landing else [])], force=force, records=records) as staging:
+            failed: dict[str, list[str]] = {}
+            # Every report's pages, then every report's figures: a run still finishing work begun ahead (the GPT's held-out
+            # score, in a thread) writes its pages last, and no figure worker is forked while that thread runs.
+            for key in sorted(runs, key=lambda k: bool(runs[k].unfinished)):
+                run, report = runs[key].finish(), REPORTS[key]
+                out = staging / key
+                (out / "figures").mkdir(parents=True)
+                started = time.perf_counter()
+                with about_report(key):
+                    pages = render_report(report, run, out)
+                    write_run_data(report, run, pages, out)  # out/data/*.npy + index.json: every number, for the explorer and numpy
+                result.timings[f"{key}: pages"] = time.perf_counter() - started
+                log.info("%s: %d pages, %d checks passed, in %.2f s", key, len(pages), sum(p.check.passed for p in pages), result.timings[f"{key}: pages"])
+                failed[key] = [f"{key} {p.label}: {p.check.name}" + ("" if p.check.checkable else " (not checkable)")
+                               for p in pages if not p.check.passed]
+            for wait in begun:
+                wait()
+            for key, run in runs.items():
+                report = REPORTS[key]
+                result.failed_checks += failed[key]
+                started = time.perf_counter()
+                with about_report(key):
+                    drawn = render_figures(report, run, staging / key / "figures", docs / key / "figures", progress)
+                result.timings[f"{key}: figures"] = time.perf_counter() - started
+                result.figures_drawn[key] = drawn
+                log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures), result.timings[f"{key}: figures"])
+            if landing:
+                write_landing(staging, landing_entries(docs, staging, set(runs)))
+            log.info("swapping the new output into %s", docs)
+    finally:
+        for wait in begun:  # nothing begun ahead runs on once the build has ended
+            wait()
     with build_lock(docs):  # not while a PDF export writes docs/pdf/
         for key in runs:  # a PDF printed from a different report no longer matches it (same inputs: same report, kept)
             if not pdf_is_current(docs, key, docs / key):

@@ -181,11 +181,12 @@ class Report:
         start = getattr(importlib.import_module(f"{self.package}.runner"), "start", None)
         return start(self, opts) if start is not None else (lambda: None)
 
-    def run(self, opts: RunOptions) -> ModelRun:
-        """Build the model, feed it the inputs of ``opts`` and record one forward pass."""
+    def run(self, opts: RunOptions, finish: bool = True) -> ModelRun:
+        """Build the model, feed it the inputs of ``opts`` and record one forward pass. ``finish=False`` (the build) may
+        leave work begun ahead unfinished: the run's ``finish()`` completes it."""
         run = importlib.import_module(f"{self.package}.runner").run(self, opts)
         run.options = opts
-        return run
+        return run.finish() if finish else run
 
     def names_to_record(self, opts: RunOptions) -> set[str]:
         """What a run with ``opts`` keeps: every name the pages, checks and figures read, for the traced layer,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,14 @@ class ModelRun:
     weights: str = "random"
     options: Any = None  # the RunOptions the run was made with (set by Report.run)
     _cpu: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
+    # Work the run left to finish (a measurement begun ahead, still running in a thread: the GPT's held-out score); see finish()
+    unfinished: list[Callable[[], None]] = field(default_factory=list, repr=False)
+
+    def finish(self) -> ModelRun:
+        """Complete what the run left to finish (Report.run does; the build, before this run's pages); the run."""
+        while self.unfinished:
+            self.unfinished.pop(0)()
+        return self
 
     # ------------------------------------------------------------------ names
 

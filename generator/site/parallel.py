@@ -33,6 +33,7 @@ import select
 import shutil
 import signal
 import tempfile
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -107,6 +108,7 @@ def replay(records: list[logging.LogRecord]) -> None:
 # ----------------------------------------------------------------------------- the collector
 
 _frozen = 0  # nesting depth of freeze_heap()
+_frozen_lock = threading.Lock()  # the serve process's thread finishing pages after an answer freezes and thaws too
 
 
 def freeze_heap() -> None:
@@ -114,17 +116,19 @@ def freeze_heap() -> None:
     until the matching thaw_heap(): the collector then walks only what is created meanwhile, and a forked helper does
     not copy memory pages for the collector's bookkeeping of them (gc.freeze)."""
     global _frozen
-    if _frozen == 0:
-        gc.freeze()
-    _frozen += 1
+    with _frozen_lock:
+        if _frozen == 0:
+            gc.freeze()
+        _frozen += 1
 
 
 def thaw_heap() -> None:
     """Hand the objects frozen by the outermost freeze_heap() back to the collector (gc.unfreeze): nothing leaks."""
     global _frozen
-    _frozen -= 1
-    if _frozen == 0:
-        gc.unfreeze()
+    with _frozen_lock:
+        _frozen -= 1
+        if _frozen == 0:
+            gc.unfreeze()
 
 
 @contextmanager

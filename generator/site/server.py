@@ -312,9 +312,13 @@ class WarmServer:
 
     def _update_site(self):
         refuse_links_outside(self.docs, self.config.parent)
+        # Taken first (update() leaves docs/ as it is): once update() returns, a thread may be finishing the print views,
+        # and thousands of stat calls would each wait for the interpreter lock behind it. An edit made meanwhile only
+        # means one more update.
+        signature = docs_signature(self.docs)
         with self.site_lock.write():
             update = self.site.update()
-        self._signature = docs_signature(self.docs)
+        self._signature = signature
         if update.kind != "none":
             log.info("site: %s build, %d pages, %.2f s %s", update.kind, len(update.pages), update.seconds, update.reason)
             self.events.publish("reload", {"kind": update.kind})

@@ -48,6 +48,7 @@ from typing import Any
 
 from generator.errors import UserError
 from generator.site import highlight_cache
+from generator.site.parallel import freeze_heap, thaw_heap
 from generator.site.parallel import search_plugin as _search_plugin
 
 log = logging.getLogger("generator")
@@ -346,7 +347,12 @@ class WarmSite:
         finishing = _Finishing(held)
         finishing.thread = threading.Thread(target=self._finish, args=(files, search, finishing), name="tt-finish-pages")
         self._finishing = finishing
-        finishing.thread.start()
+        freeze_heap()  # thawed by the thread: the collector does not walk the loaded site and models meanwhile
+        try:
+            finishing.thread.start()
+        except BaseException:
+            thaw_heap()
+            raise
 
     def _finish(self, files: list, search, finishing: _Finishing) -> None:
         """The thread of _finish_later: render each page as update() would have; a changed title or metadata, or any
@@ -373,6 +379,7 @@ class WarmSite:
             self._full_build_after("a page finished after the answer failed")
         finally:
             finishing.done.set()
+            thaw_heap()
 
     def _full_build_after(self, reason: str) -> None:
         self.built = None

@@ -13,8 +13,8 @@ import torch
 
 from generator.catalogue import Report
 from generator.reports.gpt.options import GPTOptions, max_prompt_bytes
-from generator.reports.gpt.training import (CHECKPOINT, corpus_bytes, corpus_facts, load_record, load_state, measure_ahead,
-                                            measured_held_out_bits, split)
+from generator.reports.gpt.training import (CHECKPOINT, corpus_bytes, corpus_facts, held_out_bits_later, load_record, load_state,
+                                            measure_ahead, measured_held_out_bits, split)
 from generator.run import ModelRun, resolve_device
 from models.gpt import GPT, GPTConfig, byte_label, decode, encode
 from generator.text import clean_text
@@ -63,7 +63,8 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
         new_ids, info = model.generate(ids, opts.generate)  # its first pass, over the prompt, is the one the pages trace
     new = [int(i) for i in new_ids[0].tolist()]
     prefix = prefix_invariance(model, prompt_ids, cfg, device)
-    training |= what_training_did(model, rec, prompt_ids, cfg, device)
+    facts, held_out_later = what_training_did(model, rec, prompt_ids, cfg, device)
+    training |= facts
     model.cpu()
 
     T, N = len(prompt_ids), opts.generate
@@ -78,7 +79,7 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
     last_probs = rec.tensor("probs")[0, -1].double().cpu()  # (V,): the distribution the first new byte is drawn from
     entropy = float(-(last_probs * last_probs.clamp_min(1e-300).log2()).sum())
     before = (prompt_ids + new)[T - 1:T - 1 + N]  # the byte fed at each step: what each new byte follows
-    return ModelRun(
+    run = ModelRun(
         report=report.key,
         model=model,
         recording=rec,
@@ -128,6 +129,9 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
         device=device.type,
         weights=weights_text,
     )
+    if held_out_later is not None:  # the pages need it, the run did not: waited for when the build writes them
+        run.unfinished.append(lambda: training.__setitem__("held_out_bits", held_out_later()))
+    return run
 
 
 def repeat_pair(ids: list[int]) -> list[int] | None:
@@ -218,8 +222,11 @@ def head_statistics(probs: torch.Tensor) -> list[dict]:
             for h in range(p.size(0))]
 
 
-def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GPTConfig, device: torch.device) -> dict:
-    """Measured on this run: held-out bits per byte of these weights, the corpus baselines, every head's habits, a longer continuation."""
+def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GPTConfig,
+                      device: torch.device) -> tuple[dict, Callable[[], float] | None]:
+    """Measured on this run: held-out bits per byte of these weights, the corpus baselines, every head's habits, a longer
+    continuation. The held-out score is None, and the function that waits for it is returned, while a thread begun ahead
+    (start) still measures it; else that function is None."""
     T = len(prompt_ids)
     heads = [head_statistics(rec.tensor(f"blocks.{i}.attn.probs")) for i in range(cfg.n_layers)] if T > 1 else []
     best = max(((i, h) for i in range(len(heads)) for h in range(cfg.n_heads)), key=lambda ih: heads[ih[0]][ih[1]]["previous"], default=None)
@@ -227,7 +234,8 @@ def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GP
     _, held_out = split(corpus_bytes())
     context = held_out_window(cfg)
     with torch.no_grad():
-        bits = measured_held_out_bits(model, held_out.to(device), context)
+        later = held_out_bits_later(model, held_out.to(device), context)
+        bits = measured_held_out_bits(model, held_out.to(device), context) if later is None else None
         n_new = min(CONTINUATION, cfg.context - T + 1)
         more = model.generate(torch.tensor([prompt_ids], device=device), n_new)[0][0].tolist() if n_new >= 1 else []
         sample = held_out_sample(held_out)
@@ -249,7 +257,7 @@ def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GP
         "sample_agree": sum(int(a) == b for a, b in zip(sample_new, sample["truth"])),
         "sample_bytes": len(sample["truth"]),
         "sample_offset": sample["offset"],
-    }
+    }, later
 
 
 def held_out_sample(held_out: torch.Tensor, prompt: int = 48, truth: int = 48) -> dict:

@@ -179,6 +179,7 @@ class _Ahead:
     def __init__(self, model: GPT, held_out: torch.Tensor, context: int, path: Path) -> None:
         self.bits: float | None = None
         self.seconds = 0.0
+        self.measured = (model, held_out, context)  # should the thread fail, what to measure in place
         self.thread = threading.Thread(target=self._measure, args=(model, held_out, context, path), name="tt-held-out")
         self.thread.start()
 
@@ -210,6 +211,20 @@ def measure_ahead(model: GPT, held_out: torch.Tensor, context: int) -> Callable[
         return lambda: None
     ahead = _AHEAD[path] = _Ahead(model, held_out, context, path)
     return ahead.thread.join
+
+
+def held_out_bits_later(model: GPT, held_out: torch.Tensor, context: int) -> Callable[[], float] | None:
+    """When the score of these weights is being measured ahead (measure_ahead), a function that waits for it (the run need
+    not: its pages do); None otherwise."""
+    path = cache_dir() / "held-out" / f"{_evaluation_key(model, held_out, context)}.json"
+    ahead = _AHEAD.get(path)
+    if ahead is None:
+        return None
+
+    def wait() -> float:
+        return measured_held_out_bits(*ahead.measured)  # the thread's result (its copy of the weights is the key's too)
+
+    return wait
 
 
 def measured_held_out_bits(model: GPT, held_out: torch.Tensor, context: int) -> float:

@@ -337,7 +337,7 @@ def warm_section(w: dict) -> list[str]:
         f"| warm: regenerate in the serve process, until the new pages are served | {w['warm']:.2f} s | {ratio:.2f}× |",
         f"| &nbsp;&nbsp;of which the generator (forward pass, pages, figures; meanwhile the changed site pages are rendered) | {w['warm generate']:.2f} s | |",
         f"| &nbsp;&nbsp;of which the site update after the swap ({w['pages']:.0f} pages moved in or rebuilt, search index rewritten; {', '.join(w['site builds'])} build) | {w['warm site']:.2f} s | |",
-        f"| &nbsp;&nbsp;then, after the answer, the print view ({w['later']:.0f} page: every snapshot again; a request for it waits until it is written), until done | {w['warm settled']:.2f} s | |",
+        f"| warm, until the print view is written too ({w['later']:.0f} page, every snapshot again, rendered after the answer; a request for it waits until then) | {w['warm settled']:.2f} s | |",
         f"| warm, without the helper process (`TT_PAGE_HELPER=0`: every changed page rendered in the serve process) | {w['warm alone']:.2f} s | {w['warm alone'] / w['cold']:.2f}× |",
         "", "| target | measured | met? |", "| --- | --- | --- |",
         f"| warm regeneration ≤ 0.3× cold build + `mkdocs build` | {ratio:.2f}× | {'yes' if ratio <= 0.3 else 'no'} |",

@@ -12,6 +12,7 @@ import base64
 import hashlib
 import html
 import http.client
+import http.server
 import io
 import json
 import logging
@@ -759,3 +760,24 @@ def test_ctrl_c_during_a_regeneration_stops_cleanly(served):
     assert len([line for line in lines if line.startswith(("stopped", "interrupted"))]) == 1, err
     assert lines[-1].startswith(("stopped", "interrupted"))
     assert not [p.name for p in served.docs.iterdir() if p.name.startswith((".staging-", ".trash-"))]
+
+
+def test_a_client_gone_before_its_answer_is_not_reported_and_another_failure_is_one_log_line(capsys, caplog):
+    from generator.site.http_handler import QuietServer
+
+    server = QuietServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    try:
+        for gone in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "Connection reset by peer")):
+            try:
+                raise gone
+            except ConnectionError:
+                server.handle_error(None, ("127.0.0.1", 50000))
+        assert capsys.readouterr().err == "" and not caplog.records
+        try:
+            raise ValueError("bad state")
+        except ValueError:
+            server.handle_error(None, ("127.0.0.1", 50000))
+        assert "Traceback" not in capsys.readouterr().err
+        assert [r.getMessage() for r in caplog.records] == ["site: a request from 127.0.0.1 failed: ValueError: bad state"]
+    finally:
+        server.server_close()

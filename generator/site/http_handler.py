@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from functools import cache
@@ -58,12 +59,24 @@ def _close_listening_sockets_in_forked_children() -> None:
     os.register_at_fork(after_in_child=_close_listening_sockets)  # once per process
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    """socketserver prints a traceback for any error in a request thread. A client that went away (a browser tab
+    closed, a poll that timed out) before its answer was written is normal for a local server: nothing to say. Any
+    other failure is one log line, as everything else this server reports."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError):  # BrokenPipeError, ConnectionResetError, ConnectionAbortedError
+            return
+        log.warning("site: a request from %s failed: %s: %s", client_address[0], type(exc).__name__, exc)
+
+
 def listen(state: WarmServer, port: int) -> http.server.ThreadingHTTPServer:
     """Serve ``state``'s site and API on 127.0.0.1:``port`` from a daemon thread."""
     _close_listening_sockets_in_forked_children()
     handler = type("Handler", (Handler,), {"server_state": state})
     try:
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        httpd = QuietServer(("127.0.0.1", port), handler)
     except OSError as exc:
         raise UserError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}); choose another --port") from None
     httpd.daemon_threads = True

@@ -506,7 +506,7 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
             run_script(script, [], markers, None)
 
         with contextlib.redirect_stdout(io.StringIO()):
-            t = interleaved({"plain": plain, "traced": traced}, repeats * 4)
+            t = interleaved({"plain": plain, "traced": traced}, max(40, repeats * 4))  # milliseconds each: many pairs, a steady median
         command = [sys.executable, "-m", "generator", "trace", str(script), "--out", str(work / "trace"), "-q"]
         bundled = [sys.executable, "-m", "generator", "build", "--model", key, *specs()[key].example_size, "--out", str(work / "build"), "-q"]
         times: dict[str, list[float]] = {"trace": [], "build": []}

@@ -122,6 +122,10 @@ def to_value(name: str, value: Any, budget_left: int) -> Value:
     import torch
 
     if isinstance(value, torch.Tensor):
+        size = value.numel() * value.element_size()
+        if value.layout == torch.strided and 0 < size <= budget_left and not (value.is_complex() or value.is_quantized):
+            # the usual case first, and cheaply: a marked line may run thousands of times
+            return Value(name, "tensor", value.detach().clone() if value.device.type == "cpu" else value.detach().to("cpu", copy=True), value.device.type)
         described = f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
         if value.is_complex() or value.is_quantized or value.numel() == 0:
             kind = "complex" if value.is_complex() else "quantized" if value.is_quantized else "empty"
@@ -132,11 +136,8 @@ def to_value(name: str, value: Any, budget_left: int) -> Value:
             dense = to_value(name, value.detach().to_dense(), budget_left)
             dense.note = "a sparse tensor, shown dense"
             return dense
-        size = value.numel() * value.element_size()
-        if size > budget_left:
-            return Value(name, "tensor", None, value.device.type, f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}, "
-                         f"not copied: the captures already hold {CAPTURE_BUDGET_BYTES // 2**20} MiB")
-        return Value(name, "tensor", value.detach().to("cpu", copy=True), value.device.type)
+        return Value(name, "tensor", None, value.device.type, f"{described}, "  # the only case left: over the budget
+                     f"not copied: the captures already hold {CAPTURE_BUDGET_BYTES // 2**20} MiB")
     if isinstance(value, bool) or isinstance(value, (int, float)):
         return Value(name, "scalar", torch.tensor(value), "cpu", type(value).__name__)
     if isinstance(value, (list, tuple)) and value and _all_ints(value):
@@ -374,7 +375,24 @@ def _raise_in(thread_id: int, exception: type[BaseException]) -> None:
 
 
 def _children(pid: int) -> set[int]:
-    """The live processes descended from ``pid`` (Linux /proc; none found elsewhere)."""
+    """The live processes descended from ``pid`` (Linux /proc; none found elsewhere). Read from each thread's list of
+    the children it started (/proc/PID/task/TID/children), a few files, where the kernel has them; else from every
+    process's parent in /proc/*/stat (a file per process on the machine: milliseconds on a busy one)."""
+    if not Path(f"/proc/{pid}/task/{pid}/children").exists():
+        return _children_from_stat(pid)
+    found, todo = set(), [pid]
+    while todo:
+        for listing in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
+            try:
+                children = {int(child) for child in listing.read_text().split()}
+            except (OSError, ValueError):
+                continue  # the thread or the process ended meanwhile
+            todo += children - found
+            found |= children
+    return found
+
+
+def _children_from_stat(pid: int) -> set[int]:
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

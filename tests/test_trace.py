@@ -1130,3 +1130,21 @@ def test_pdf_with_a_configuration_for_another_docs_folder_is_refused_before_the_
     code, data = trace(ENCODER_DECODER, tmp_path / "out", "--pdf", "--config", str(config))
     assert code == 2 and data == {} and not (tmp_path / "out").exists()
     assert "the PDFs would print another site" in capsys.readouterr().err
+
+
+def test_the_encoder_decoders_record_points_listed_on_the_cpu_equal_the_meta_device_ones_and_leave_the_random_state():
+    """A trace lists the catalogue's record points; the default encoder–decoder is built on the CPU for that (on the meta
+    device PyTorch's first operation would import torch._dynamo), which must change neither the list nor torch's RNG."""
+    import torch
+
+    from generator.options import RunOptions
+    from generator.reports import REPORTS
+
+    options = REPORTS["encoder-decoder"].options()
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    on_cpu = options.record_points()
+    assert torch.equal(torch.random.get_rng_state(), state)
+    on_meta = RunOptions.record_points(options)
+    assert list(on_cpu) == list(on_meta)
+    assert [d.shape for d in on_cpu.values()] == [d.shape for d in on_meta.values()]

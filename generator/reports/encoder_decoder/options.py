@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from generator.errors import UserError
 from generator.options import RunOptions, check_heads_divide, check_memory, config_default, option, plural
@@ -12,6 +13,7 @@ from models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransform
 DEFAULT_SRC = "hello from cairo egypt team project"  # the seed report's sentences
 DEFAULT_TGT = "we are debugging transformer today"
 MAX_WORDS = config_default(EncoderDecoderConfig, "max_len")
+SMALL_MODEL_PARAMETERS = 10_000_000  # built on the CPU in well under a second, 40 MB: listing its record points (see record_points)
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,12 @@ class EncoderDecoderOptions(RunOptions):
         check_heads_divide(self.d_model, self.heads)
         self.check_layer("layers")
         C, F, L = self.d_model, self.d_ff, self.layers
-        n_params = L * (4 * C * C + 2 * C * F) + L * (8 * C * C + 2 * C * F) + C * (len(self.src.split()) + 2 * len(self.tgt.split()))
-        check_memory(4 * (n_params + MAX_WORDS * C), f"--d-model {C} with --d-ff {F} and --layers {L}")
+        check_memory(4 * (self.n_parameters() + MAX_WORDS * C), f"--d-model {C} with --d-ff {F} and --layers {L}")
+
+    def n_parameters(self) -> int:
+        """About how many weights the model has (attention and feed-forward layers, embeddings)."""
+        C, F, L = self.d_model, self.d_ff, self.layers
+        return L * (4 * C * C + 2 * C * F) + L * (8 * C * C + 2 * C * F) + C * (len(self.src.split()) + 2 * len(self.tgt.split()))
 
     @classmethod
     def limit_example(cls) -> tuple[str, list[str]]:
@@ -68,6 +74,19 @@ class EncoderDecoderOptions(RunOptions):
 
     def build_model(self) -> EncoderDecoderTransformer:
         return EncoderDecoderTransformer(self.config())
+
+    def record_points(self) -> dict[str, Any]:
+        """Declared on a model built on the CPU when it is small (the default one takes milliseconds), with PyTorch's
+        random state left as it was: on the meta device its positional table's first operation imports torch._dynamo,
+        about 1.5 s of a trace's page time. A large one is built on the meta device, as every report's is."""
+        if self.n_parameters() > SMALL_MODEL_PARAMETERS:
+            return super().record_points()
+        import torch
+
+        from models.recording import declared_points
+
+        with torch.random.fork_rng(devices=[]):
+            return declared_points(self.build_model())
 
 
 def _sentence(text: str, which: str) -> str:

@@ -240,7 +240,7 @@ class WarmSite:
         # What update() takes to replace the site's files while they are served (the server's write lock): the pages
         # finished after an update take it for a full build, should one be needed.
         self.write_lock: Callable[[], AbstractContextManager] = nullcontext
-        self._finishing: _Finishing | None = None
+        self.later = PagesFinishedLater(self)  # the print views an update renders after it returned
 
     def close(self) -> None:
         self.settle()
@@ -249,19 +249,11 @@ class WarmSite:
 
     def settle(self) -> None:
         """Wait until the pages the last update left to finish are written (every other call waits too)."""
-        finishing, self._finishing = self._finishing, None
-        if finishing is not None and finishing.thread is not None:
-            finishing.thread.join()
+        self.later.settle()
 
     def held(self, path: Path | str) -> threading.Event | None:
-        """None when the site's file at ``path`` (a folder: its index.html) is current; otherwise the event set once it
-        is: a page the last update is still finishing, or the search index meanwhile. Asked under the server's read
-        lock, which update() holds as a writer (so a page it leaves to finish is never read before it says so)."""
-        finishing = self._finishing
-        if finishing is None or finishing.done.is_set():
-            return None
-        path = os.path.normpath(path)
-        return finishing.done if path in finishing.paths or os.path.join(path, "index.html") in finishing.paths else None
+        """None when the site's file at ``path`` is current, else the event set once it is (PagesFinishedLater.held)."""
+        return self.later.held(path)
 
     def wait_current(self, path: Path | str) -> None:
         """Return once the site's file at ``path`` is current (see held)."""
@@ -322,7 +314,7 @@ class WarmSite:
         ahead = self.ahead.matching(pages, now)
         later = [f for f in pages if after_answer(f.src_uri) and f.src_uri not in ahead]
         try:
-            retitled = self._rebuild_pages([f for f in pages if f not in later], ahead)
+            retitled = rebuild_pages(self, [f for f in pages if f not in later], ahead)
         except API_CHANGED as exc:
             return self._full_build(self.give_up_partial(exc))
         finally:
@@ -333,101 +325,10 @@ class WarmSite:
             file.copy_file(dirty=False)
         self.built = now
         if later:
-            self._finish_later(later)
+            self.later.start(later)
         reasons = [f"{len(ahead)} rendered ahead" if ahead else "", f"{len(later)} finished after it" if later else ""]
         return SiteUpdate("pages", [f.src_uri for f in pages], [f.src_uri for f in static], time.perf_counter() - started,
                           reason=", ".join(r for r in reasons if r), later=[f.src_uri for f in later])
-
-    def _finish_later(self, files: list) -> None:
-        """Render ``files`` in a thread, holding their pages and the search index (see wait_current) meanwhile."""
-        search = _search_plugin(self.config)
-        held = {os.path.normpath(f.abs_dest_path) for f in files}
-        if search is not None:
-            held.add(os.path.normpath(os.path.join(self.config.site_dir, "search", "search_index.json")))
-        finishing = _Finishing(held)
-        finishing.thread = threading.Thread(target=self._finish, args=(files, search, finishing), name="tt-finish-pages")
-        self._finishing = finishing
-        freeze_heap()  # thawed by the thread: the collector does not walk the loaded site and models meanwhile
-        try:
-            finishing.thread.start()
-        except BaseException:
-            thaw_heap()
-            raise
-
-    def _finish(self, files: list, search, finishing: _Finishing) -> None:
-        """The thread of _finish_later: render each page as update() would have; a changed title or metadata, or any
-        failure, gives a full build (the site is never left with a stale page)."""
-        try:
-            urls = {f.page.url for f in files}
-            old = [e for e in search.search_index.entries if e["location"].split("#", 1)[0] in urls] if search is not None else []
-            entries, retitled = [], []
-            for file in files:
-                before = _nav_entry(file.page)
-                entries += self.render_with_entries(file.page, search)
-                if _nav_entry(file.page) != before:
-                    retitled.append(file.src_uri)
-            if retitled:
-                self._full_build_after(f"the title or metadata of {retitled[0]} changed")
-            elif search is not None and entries != old:  # a print view is excluded from search: none, as before
-                kept = [e for e in search.search_index.entries if e["location"].split("#", 1)[0] not in urls]
-                search.search_index.entries = kept + entries
-                search.on_post_build(config=self.config)
-        except API_CHANGED as exc:
-            self._full_build_after(self.give_up_partial(exc))
-        except Exception as exc:  # noqa: BLE001 - MkDocs logged the page's error; build fully, as update() would
-            log.warning("site: finishing %s failed (%s: %s); building fully", ", ".join(f.src_uri for f in files), type(exc).__name__, exc)
-            self._full_build_after("a page finished after the answer failed")
-        finally:
-            finishing.done.set()
-            thaw_heap()
-
-    def _full_build_after(self, reason: str) -> None:
-        self.built = None
-        try:
-            with self.write_lock():
-                update = self._full_build(reason)
-            log.info("site: full build, %.2f s (%s)", update.seconds, reason)
-        except UserError as exc:
-            log.warning("site not rebuilt: %s", exc)
-
-    def _rebuild_pages(self, files: list, ahead: dict[str, _Ahead]) -> list[str]:
-        """Render ``files`` again (Markdown, template, search entries), or move in their pages rendered ahead;
-        the paths whose navigation entry (title or metadata) changed."""
-        search = _search_plugin(self.config)
-        before = {f.src_uri: ahead[f.src_uri].old_nav if f.src_uri in ahead else _nav_entry(f.page) for f in files}
-        urls = {f.page.url for f in files}
-        previous = list(search.search_index.entries) if search is not None else []
-        results = []  # (path, navigation entry, search entries): the pages rendered ahead first, then the others
-        for file in files:
-            if file.src_uri in ahead:
-                done = ahead[file.src_uri]
-                os.makedirs(os.path.dirname(file.abs_dest_path), exist_ok=True)
-                shutil.move(done.html, file.abs_dest_path)
-                results.append((file.src_uri, done.nav, done.entries))
-        for file in files:
-            if file.src_uri not in ahead:
-                page_entries = self.render_with_entries(file.page, search)
-                results.append((file.src_uri, _nav_entry(file.page), page_entries))
-        after = {src_uri: nav for src_uri, nav, _ in results}
-        entries = [entry for _, _, page_entries in results for entry in page_entries]
-        if search is not None:
-            kept = [e for e in previous if e["location"].split("#", 1)[0] not in urls]
-            search.search_index.entries = kept + entries
-            search.on_post_build(config=self.config)  # writes search/search_index.json, complete
-        return [path for path, nav in after.items() if nav != before[path]]
-
-    def render_with_entries(self, page, search) -> list[dict]:
-        """Render ``page`` (see render_page); the search entries it added (the index's other entries kept aside)."""
-        saved = search.search_index.entries if search is not None else None
-        entries: list[dict] = []
-        if search is not None:
-            search.search_index.entries = entries
-        try:
-            render_page(page, self.config, self._capture)
-        finally:
-            if search is not None:
-                search.search_index.entries = saved
-        return entries
 
     def give_up_partial(self, exc: BaseException) -> str:
         """Remember (and log once) that this MkDocs cannot build page by page; the reason, for a full build."""
@@ -451,6 +352,124 @@ class WarmSite:
             self.built = None
         self.ahead.drop()
 
+
+
+def rebuild_pages(site: WarmSite, files: list, ahead: dict[str, _Ahead]) -> list[str]:
+    """Render ``files`` again (Markdown, template, search entries), or move in their pages rendered ahead;
+    the paths whose navigation entry (title or metadata) changed."""
+    search = _search_plugin(site.config)
+    before = {f.src_uri: ahead[f.src_uri].old_nav if f.src_uri in ahead else _nav_entry(f.page) for f in files}
+    urls = {f.page.url for f in files}
+    previous = list(search.search_index.entries) if search is not None else []
+    results = []  # (path, navigation entry, search entries): the pages rendered ahead first, then the others
+    for file in files:
+        if file.src_uri in ahead:
+            done = ahead[file.src_uri]
+            os.makedirs(os.path.dirname(file.abs_dest_path), exist_ok=True)
+            shutil.move(done.html, file.abs_dest_path)
+            results.append((file.src_uri, done.nav, done.entries))
+    for file in files:
+        if file.src_uri not in ahead:
+            page_entries = render_with_entries(site, file.page, search)
+            results.append((file.src_uri, _nav_entry(file.page), page_entries))
+    after = {src_uri: nav for src_uri, nav, _ in results}
+    entries = [entry for _, _, page_entries in results for entry in page_entries]
+    if search is not None:
+        kept = [e for e in previous if e["location"].split("#", 1)[0] not in urls]
+        search.search_index.entries = kept + entries
+        search.on_post_build(config=site.config)  # writes search/search_index.json, complete
+    return [path for path, nav in after.items() if nav != before[path]]
+
+def render_with_entries(site: WarmSite, page, search) -> list[dict]:
+    """Render ``page`` (see render_page); the search entries it added (the index's other entries kept aside)."""
+    saved = search.search_index.entries if search is not None else None
+    entries: list[dict] = []
+    if search is not None:
+        search.search_index.entries = entries
+    try:
+        render_page(page, site.config, site._capture)
+    finally:
+        if search is not None:
+            search.search_index.entries = saved
+    return entries
+
+
+class PagesFinishedLater:
+    """The pages an update renders after it returned (the print views: a quarter of a regeneration's page work, and no
+    reader needs them at once), in a thread; until they are written, :meth:`held` holds any reader of them and of the
+    search index, so the server never sends a page of the last run."""
+
+    def __init__(self, site: WarmSite) -> None:
+        self.site = site
+        self.current: _Finishing | None = None
+
+    def settle(self) -> None:
+        """Wait until the pages the last update left to finish are written (every other call waits too)."""
+        finishing, self.current = self.current, None
+        if finishing is not None and finishing.thread is not None:
+            finishing.thread.join()
+
+    def held(self, path: Path | str) -> threading.Event | None:
+        """None when the site's file at ``path`` (a folder: its index.html) is current; otherwise the event set once it
+        is: a page the last update is still finishing, or the search index meanwhile. Asked under the server's read
+        lock, which update() holds as a writer (so a page it leaves to finish is never read before it says so)."""
+        finishing = self.current
+        if finishing is None or finishing.done.is_set():
+            return None
+        path = os.path.normpath(path)
+        return finishing.done if path in finishing.paths or os.path.join(path, "index.html") in finishing.paths else None
+
+    def start(self, files: list) -> None:
+        """Render ``files`` in a thread, holding their pages and the search index (see held) meanwhile."""
+        search = _search_plugin(self.site.config)
+        held = {os.path.normpath(f.abs_dest_path) for f in files}
+        if search is not None:
+            held.add(os.path.normpath(os.path.join(self.site.config.site_dir, "search", "search_index.json")))
+        finishing = _Finishing(held)
+        finishing.thread = threading.Thread(target=self._finish, args=(files, search, finishing), name="tt-finish-pages")
+        self.current = finishing
+        freeze_heap()  # thawed by the thread: the collector does not walk the loaded site and models meanwhile
+        try:
+            finishing.thread.start()
+        except BaseException:
+            thaw_heap()
+            raise
+
+    def _finish(self, files: list, search, finishing: _Finishing) -> None:
+        """The thread of start: render each page as update() would have; a changed title or metadata, or any
+        failure, gives a full build (the site is never left with a stale page)."""
+        try:
+            urls = {f.page.url for f in files}
+            old = [e for e in search.search_index.entries if e["location"].split("#", 1)[0] in urls] if search is not None else []
+            entries, retitled = [], []
+            for file in files:
+                before = _nav_entry(file.page)
+                entries += render_with_entries(self.site, file.page, search)
+                if _nav_entry(file.page) != before:
+                    retitled.append(file.src_uri)
+            if retitled:
+                self._full_build_after(f"the title or metadata of {retitled[0]} changed")
+            elif search is not None and entries != old:  # a print view is excluded from search: none, as before
+                kept = [e for e in search.search_index.entries if e["location"].split("#", 1)[0] not in urls]
+                search.search_index.entries = kept + entries
+                search.on_post_build(config=self.site.config)
+        except API_CHANGED as exc:
+            self._full_build_after(self.site.give_up_partial(exc))
+        except Exception as exc:  # noqa: BLE001 - MkDocs logged the page's error; build fully, as update() would
+            log.warning("site: finishing %s failed (%s: %s); building fully", ", ".join(f.src_uri for f in files), type(exc).__name__, exc)
+            self._full_build_after("a page finished after the answer failed")
+        finally:
+            finishing.done.set()
+            thaw_heap()
+
+    def _full_build_after(self, reason: str) -> None:
+        self.site.built = None
+        try:
+            with self.site.write_lock():
+                update = self.site._full_build(reason)
+            log.info("site: full build, %.2f s (%s)", update.seconds, reason)
+        except UserError as exc:
+            log.warning("site not rebuilt: %s", exc)
 
 
 class PagesAhead:
@@ -531,7 +550,7 @@ class PagesAhead:
         staged.page = page
         page.file = staged  # the page reads the staged Markdown and writes into the temporary folder
         try:
-            entries = site.render_with_entries(page, _search_plugin(site.config))
+            entries = render_with_entries(site, page, _search_plugin(site.config))
         finally:
             page.file = file
         self.pages[src_uri] = _Ahead(digest, Path(staged.abs_dest_path), _nav_entry(page), old_nav, entries)

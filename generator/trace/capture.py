@@ -125,7 +125,8 @@ def to_value(name: str, value: Any, budget_left: int) -> Value:
         size = value.numel() * value.element_size()
         if value.layout == torch.strided and 0 < size <= budget_left and not (value.is_complex() or value.is_quantized):
             # the usual case first, and cheaply: a marked line may run thousands of times
-            return Value(name, "tensor", value.detach().clone() if value.device.type == "cpu" else value.detach().to("cpu", copy=True), value.device.type)
+            device = value.device.type
+            return Value(name, "tensor", value.detach().clone() if device == "cpu" else value.detach().to("cpu", copy=True), device)
         described = f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
         if value.is_complex() or value.is_quantized or value.numel() == 0:
             kind = "complex" if value.is_complex() else "quantized" if value.is_quantized else "empty"
@@ -205,6 +206,7 @@ class _Tracer:
         self.codes: dict[Any, dict[int, list[Marker]] | None] = {}  # code object -> its marked lines, or None
         self.user_files = {str(capture.script), *self.by_file}
         self.order = 0
+        self.hit_lists: dict[int, list[Hit]] = {}  # id(marker) -> capture.hits[marker] (the markers live as long as the capture)
 
     def _marked_lines(self, code: Any) -> dict[int, list[Marker]] | None:
         lines = self.by_file.get(code.co_filename)
@@ -270,7 +272,10 @@ class _Tracer:
                 values.append(captured)
             self.order += 1
             site = self._call_site(frame) if marker.alternatives else None
-            self.capture.hits.setdefault(marker, []).append(Hit(self.order, values, site))
+            hits = self.hit_lists.get(id(marker))  # a Marker hashes all its fields: look it up once
+            if hits is None:
+                hits = self.hit_lists[id(marker)] = self.capture.hits.setdefault(marker, [])
+            hits.append(Hit(self.order, values, site))
 
     def _call_site(self, frame) -> tuple[str, int] | None:
         """The line of the user's files that called this frame (through library frames such as nn.Module.__call__)."""

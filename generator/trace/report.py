@@ -21,7 +21,7 @@ from generator.tensors import json_number
 from generator.trace.capture import Capture
 from generator.trace.checking import catalogue_source
 from generator.trace.pages import TracedPage, _spec, _tensor_of, build_pages, shown_pass
-from generator.trace.run import INPUTS_WHY, Known, TracedRun, TraceReport, adopt_verdicts, id_labels, verdict
+from generator.trace.run import INPUTS_WHY, Known, TracedRun, TraceReport, adopt_verdicts, id_labels
 from generator.trace.verify import layout
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
@@ -32,8 +32,8 @@ def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pag
     def entry(p: TracedPage) -> dict[str, Any]:
         base = {"number": p.snap.number, "label": p.label, "title": p.snap.title, "variable": p.variables if p.captured else p.snap.variable,
                 "stage": p.snap.stage, "page": p.path, "captured": p.captured, "expected_shape": list(p.shape),
-                "check": {"name": p.check.name, "passed": verdict(p.check), "detail": p.check.detail},
-                **({"checks": [{"name": c.name, "passed": verdict(c), "detail": c.detail, "status": c.status} for c in p.checks]}
+                "check": {key: value for key, value in p.check.json().items() if key != "status"},
+                **({"checks": [c.json() for c in p.checks]}
                    if len(p.checks) > 1 else {}),
                 "figures": [f["file"] for f in p.figures]}
         if not p.captured:

@@ -16,7 +16,6 @@ from typing import Any
 import jinja2
 import torch
 
-from generator.checks import CheckResult
 from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
 from generator.tensors import TensorView
 from generator.trace.checking import TensorLabel
@@ -248,11 +247,6 @@ def adopt_verdicts(pages: list[Any]) -> None:
     """Every page's ``checks`` as the shared templates list them: its declared checks' results, or its one verdict."""
     for page in pages:
         page.checks = list(page.checks) or [page.check]
-
-
-def verdict(check: CheckResult) -> bool | None:
-    """snapshots.json's ``passed`` of a trace: true, false, or null when not checkable."""
-    return None if not check.checkable else check.passed
 
 
 @dataclass

@@ -49,25 +49,19 @@ def interleaved(fns: dict, repeats: int, sync=None) -> dict[str, float]:
 
 
 def report_benchmarks() -> dict:
-    """Each report's benchmark.py (generator/reports/<report>/benchmark.py), by report key, for those that have one."""
-    import importlib.util
-
-    modules = {}
-    for key, report in REPORTS.items():
-        name = f"{report.package}.benchmark"
-        if importlib.util.find_spec(name):
-            modules[key] = importlib.import_module(name)
-    return modules
+    """Each report's ``benchmark`` (a Benchmark, from generator/reports/<report>/benchmark.py), by report key, for
+    those that have one."""
+    return {key: report.benchmark for key, report in REPORTS.items() if report.benchmark is not None}
 
 
 def model_tables(device: torch.device, repeats: int) -> tuple[list, list]:
     """Every report's model tables on ``device`` and, on the CPU, the targets they meet or miss."""
     tables, targets = [], []
-    for module in report_benchmarks().values():
-        own = module.model_tables(device, repeats, interleaved)
+    for key, benchmark in report_benchmarks().items():
+        own = benchmark.model_tables(REPORTS[key], device, repeats, interleaved)
         tables += own
         if device.type == "cpu" and own:
-            targets += module.targets(own)
+            targets += benchmark.targets(own)
     return tables, targets
 
 
@@ -411,11 +405,11 @@ def limits_section(rows: list[tuple[str, float, float]]) -> list[str]:
 
 def bench_training() -> dict:
     """`python -m generator train gpt` from scratch (the full default recipe), timed; its record against the bundled one."""
-    from generator.reports import trainable, training
+    from generator.reports import trainable
 
     key = trainable()[0]
-    recipe = training(key)
-    CHECKPOINT, load_record, record_path = recipe.CHECKPOINT, recipe.load_record, recipe.record_path
+    recipe = REPORTS[key].training
+    CHECKPOINT, load_record, record_path = recipe.checkpoint, recipe.load_record, recipe.record_path
     work = Path(tempfile.mkdtemp(prefix="bench-train-"))
     out = work / CHECKPOINT.name  # torch.save names its archive after the file: same name, same bytes
     seconds, _ = run_timed([sys.executable, "-m", "generator", "train", key, "--out", str(out), "-q"])
@@ -483,7 +477,7 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
     import io
     import runpy
 
-    from generator.trace import choose_numbering, specs
+    from generator.trace import choose_numbering, numberings
     from generator.trace.capture import run_script, user_files
     from generator.trace.markers import scan
 
@@ -491,8 +485,8 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
     work = Path(tempfile.mkdtemp(prefix="bench-trace-"))
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     for script in sorted((ROOT / "examples").glob("*_trace.py")):
-        markers = scan(user_files(script))
-        key = choose_numbering("auto", markers, script)
+        markers = scan(user_files(script), numberings(REPORTS))
+        key = choose_numbering("auto", markers, script, REPORTS)
 
         def plain(script=script):
             saved = sys.argv[:]
@@ -508,7 +502,7 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
         with contextlib.redirect_stdout(io.StringIO()):
             t = interleaved({"plain": plain, "traced": traced}, max(40, repeats * 4))  # milliseconds each: many pairs, a steady median
         command = [sys.executable, "-m", "generator", "trace", str(script), "--out", str(work / "trace"), "-q"]
-        bundled = [sys.executable, "-m", "generator", "build", "--model", key, *specs()[key].example_size, "--out", str(work / "build"), "-q"]
+        bundled = [sys.executable, "-m", "generator", "build", "--model", key, *REPORTS[key].trace.example_size, "--out", str(work / "build"), "-q"]
         times: dict[str, list[float]] = {"trace": [], "build": []}
         for _ in range(max(1, repeats // 3)):
             times["trace"].append(run_timed(command, env)[0])

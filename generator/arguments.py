@@ -118,7 +118,7 @@ def parser() -> argparse.ArgumentParser:
     _add_serve_parser(sub)
     from generator.trace import add_parser as add_trace_parser
 
-    add_trace_parser(sub, DEFAULT_DOCS)
+    add_trace_parser(sub, DEFAULT_DOCS, REPORTS)
     return p
 
 
@@ -286,4 +286,4 @@ def build_from_args(args: argparse.Namespace, progress=None):
         find_chromium()
         site_dir(config_file or DEFAULT_CONFIG, args.out)
     return build(args.out, requests, progress or Progress(enabled=False if args.quiet else None), force=getattr(args, "force", False),
-                 records=run_records(requests, declared, config_file))
+                 records=run_records(requests, declared, config_file), reports=REPORTS)

@@ -11,6 +11,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from generator.catalogue import Report
@@ -20,7 +21,6 @@ from generator.landing import landing_entries, pdf_is_current, write_landing
 from generator.options import RunOptions
 from generator.progress import Progress
 from generator.render import environment, render_report
-from generator.reports import REPORTS
 from generator.run import ModelRun
 from generator.template_cache import compile_ahead
 from generator.site.staging import build_lock, edited_by_hand, read_manifest, staged_output
@@ -39,32 +39,37 @@ class BuildResult:
 
 
 def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force: bool = False,
-          records: dict[str, dict[str, Any]] | None = None) -> BuildResult:
+          records: dict[str, dict[str, Any]] | None = None, *, reports: Mapping[str, Report]) -> BuildResult:
     """Run every requested report's model first (bad input fails before anything is written), then write.
 
-    ``requests`` maps report keys (see generator.reports) to their options; ``force`` overwrites
+    ``requests`` maps report keys to their options; ``reports`` holds the Report of each key (the registry's, from the
+    CLI or the MkDocs plugin), in site order; ``force`` overwrites
     generated files edited by hand (without it the build refuses and names them); ``records`` is what the
     manifest keeps about each report (generator/site/configured.py). The landing page (index.md) is written unless the
     docs folder has an index.md of its own (a MkDocs site that adds the reports to its own pages).
     """
-    end_compiling = compile_ahead(environment())  # on a fresh clone, the report templates are compiled beside the runs
+    missing = [key for key in requests if key not in reports]
+    if missing:
+        raise KeyError(f"no report named {', '.join(missing)}; known: {', '.join(reports) or 'none'}")
+    requested = {key: reports[key] for key in requests}
+    end_compiling = compile_ahead(environment(*requested.values()))  # on a fresh clone, compiled beside the runs
     try:
-        return _build(docs, requests, progress, force, records)
+        return _build(docs, requests, progress, force, records, reports)
     finally:
         end_compiling()
 
 
 def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force: bool,
-           records: dict[str, dict[str, Any]] | None) -> BuildResult:
+           records: dict[str, dict[str, Any]] | None, reports: Mapping[str, Report]) -> BuildResult:
     result = BuildResult(docs=docs, reports=list(requests))
     runs: dict[str, ModelRun] = {}
-    begun = [REPORTS[key].start(opts) for key, opts in requests.items()]  # measured beside the runs (the GPT's held-out score)
+    begun = [reports[key].start(opts) for key, opts in requests.items()]  # measured beside the runs (the GPT's held-out score)
     try:
         for key, opts in requests.items():
             started = time.perf_counter()
-            progress.status(f"running the {REPORTS[key].short_title} forward pass")
+            progress.status(f"running the {reports[key].short_title} forward pass")
             with about_report(key):  # an input found bad only now (an image, a weights file) names its report
-                runs[key] = REPORTS[key].run(opts, finish=False)
+                runs[key] = reports[key].run(opts, finish=False)
             result.timings[f"{key}: forward pass"] = time.perf_counter() - started
             log.info("%s: forward pass on %s recorded %d tensors in %.2f s", key, runs[key].device, len(runs[key].recording), result.timings[f"{key}: forward pass"])
 
@@ -74,12 +79,12 @@ def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, forc
             # Every report's pages, then every report's figures: a run still finishing work begun ahead (the GPT's held-out
             # score, in a thread) writes its pages last, and no figure worker is forked while that thread runs.
             for key in sorted(runs, key=lambda k: bool(runs[k].unfinished)):
-                run, report = runs[key].finish(), REPORTS[key]
+                run, report = runs[key].finish(), reports[key]
                 out = staging / key
                 (out / "figures").mkdir(parents=True)
                 started = time.perf_counter()
                 with about_report(key):
-                    pages = render_report(report, run, out)
+                    pages = render_report(report, run, out, order=list(reports).index(key))
                     write_run_data(report, run, pages, out)  # out/data/*.npy + index.json: every number, for the explorer and numpy
                 result.timings[f"{key}: pages"] = time.perf_counter() - started
                 log.info("%s: %d pages, %d checks passed, in %.2f s", key, len(pages), sum(p.check.passed for p in pages), result.timings[f"{key}: pages"])
@@ -88,7 +93,7 @@ def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, forc
             for wait in begun:
                 wait()
             for key, run in runs.items():
-                report = REPORTS[key]
+                report = reports[key]
                 result.failed_checks += failed[key]
                 started = time.perf_counter()
                 with about_report(key):
@@ -97,7 +102,7 @@ def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, forc
                 result.figures_drawn[key] = drawn
                 log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures), result.timings[f"{key}: figures"])
             if landing:
-                write_landing(staging, landing_entries(docs, staging, set(runs)))
+                write_landing(staging, landing_entries(docs, staging, set(runs), reports), reports)
             log.info("swapping the new output into %s", docs)
     finally:
         for wait in begun:  # nothing begun ahead runs on once the build has ended

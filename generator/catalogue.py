@@ -10,9 +10,8 @@ figures typed drawings (generator/figures.py); shapes come from the model's decl
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from generator.checks import CHECKS, Check
 from generator.figures import DRAWINGS, Drawing
 from generator.registry import Registry
+from generator.report_parts import Benchmark, Training, TraceSpecLike, catalogue_parts, check_names, check_parts
 from generator.sources import Ref
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -111,8 +111,13 @@ class ExtraPage:
         object.__setattr__(self, "checks", _bound_checks(f"page {self.slug}", self.checks, None))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True, eq=False)  # eq=False: a report is itself (hashable, a dict key), not its value
 class Report:
+    """One report, complete: its identity, its catalogue (what the pages show and check), its options and the run that
+    fills them, and what it optionally adds (a measurement begun ahead, tracing, training, benchmarks). Declared in its
+    folder's ``__init__.py`` from explicit imports of its own modules, and every part checked here, when it is made
+    (generator/report_parts.py): a missing or misnamed part is a ``ReportError`` naming it."""
+
     key: str  # URL folder and --model name
     title: str
     short_title: str
@@ -124,7 +129,13 @@ class Report:
     dims_legend: dict[str, str]
     questions: tuple[Question, ...]
     options: type[RunOptions]  # the report's command-line options, defaults and validation
-    package: str  # e.g. "generator.reports.vit": holds runner.py, checks.py, figures.py and templates/
+    runner: Callable[[Report, RunOptions], ModelRun]  # run(report, opts): builds the model and records one forward pass
+    templates: Path | None = None  # its own templates: explain.md.j2, inputs.md.j2, questions.md.j2 (each optional)
+    starter: Callable[[Report, RunOptions], Callable[[], None]] | None = None  # work begun ahead of the runs (see start)
+    trace: TraceSpecLike | None = None  # how `python -m generator trace` reads a script marked with its numbering
+    trace_inputs: Mapping[str, tuple[str, Any]] = field(default_factory=dict)  # inputs a trace labels from its tensors
+    training: Training | None = None  # `python -m generator train <key>`
+    benchmark: Benchmark | None = None  # its timing tables on the Benchmarks page (benchmarks/run.py)
     also_record: tuple[Ref, ...] = ()  # tensors only the explanations read
     extra_pages: tuple[ExtraPage, ...] = ()
     exploration: Any = None  # generator.tensor_data.Exploration: what the report ships as data for the explorer
@@ -134,7 +145,9 @@ class Report:
     drawings: Registry = field(default_factory=lambda: DRAWINGS)  # likewise the drawing classes of its figures
 
     def __post_init__(self) -> None:
-        """Refuse a catalogue that uses a check or drawing its registries do not list, or names a figure it does not define."""
+        """Refuse a part that is not what it must be, a catalogue that uses a check or drawing its registries do not
+        list, or one that names a figure it does not define."""
+        check_parts(self.key, {f.name: getattr(self, f.name) for f in fields(self)})
         for owner, checks in [*((f"{self.key} snapshot {s.number}", s.checks) for s in self.snapshots),
                               *((f"{self.key} page {p.slug}", p.checks) for p in self.extra_pages)]:
             for check in checks:
@@ -151,15 +164,16 @@ class Report:
 
     @classmethod
     def from_catalogue(cls, catalogue: ModuleType, *, checks: Registry | None = None, drawings: Registry | None = None,
-                       **identity: Any) -> Report:
+                       **parts: Any) -> Report:
         """A report from its catalogue module (STAGES, SNAPSHOTS, FIGURES, ...), the registries of its own checks and
-        drawings (merged with the generic ones; a name in both is refused) and its identity (key, title, options ...)."""
-        return cls(
-            stages=catalogue.STAGES, snapshots=catalogue.SNAPSHOTS, figures=catalogue.FIGURES,
-            overview_figures=catalogue.OVERVIEW_FIGURES, dims_legend=catalogue.DIMS_LEGEND, questions=catalogue.QUESTIONS,
-            also_record=getattr(catalogue, "ALSO_RECORD", ()), extra_pages=getattr(catalogue, "EXTRA_PAGES", ()),
-            checks=CHECKS.merged(checks) if checks else CHECKS, drawings=DRAWINGS.merged(drawings) if drawings else DRAWINGS, **identity,
-        )
+        drawings (merged with the generic ones; a name in both is refused) and its other parts (key, title, options,
+        runner, ...: the attributes above). A part name the report does not have, or a required one left out, is refused."""
+        key = parts.get("key", catalogue.__name__)
+        from_module = catalogue_parts(key, catalogue)
+        known = {f.name for f in fields(cls)} - set(from_module) - {"checks", "drawings"}
+        check_names(key, set(parts), known, {f.name for f in fields(cls) if f.name in known and f.default is f.default_factory is MISSING})
+        return cls(**from_module, checks=CHECKS.merged(checks) if checks else CHECKS,
+                   drawings=DRAWINGS.merged(drawings) if drawings else DRAWINGS, **parts)
 
     def label(self, number: int) -> str:
         return self.label_format.format(n=number)
@@ -170,21 +184,15 @@ class Report:
     def question(self, number: int) -> Question:
         return next(q for q in self.questions if q.number == number)
 
-    @property
-    def templates(self) -> Path:
-        """The report's own templates: explain.md.j2, inputs.md.j2, questions.md.j2 (each optional)."""
-        return Path(importlib.import_module(self.package).__file__).parent / "templates"
-
     def start(self, opts: RunOptions) -> Callable[[], None]:
-        """Begin what a run with ``opts`` can have measured beside the other reports' runs (the runner's optional
-        ``start``: the GPT's held-out score); a function that waits until that work has ended."""
-        start = getattr(importlib.import_module(f"{self.package}.runner"), "start", None)
-        return start(self, opts) if start is not None else (lambda: None)
+        """Begin what a run with ``opts`` can have measured beside the other reports' runs (its ``starter``: the GPT's
+        held-out score); a function that waits until that work has ended."""
+        return self.starter(self, opts) if self.starter is not None else (lambda: None)
 
     def run(self, opts: RunOptions, finish: bool = True) -> ModelRun:
         """Build the model, feed it the inputs of ``opts`` and record one forward pass. ``finish=False`` (the build) may
         leave work begun ahead unfinished: the run's ``finish()`` completes it."""
-        run = importlib.import_module(f"{self.package}.runner").run(self, opts)
+        run = self.runner(self, opts)
         run.options = opts
         return run.finish() if finish else run
 

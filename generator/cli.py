@@ -17,7 +17,7 @@ import warnings
 
 from generator.arguments import DEFAULT_DOCS, build_from_args, parser
 from generator.errors import UserError, file_error
-from generator.reports import training
+from generator.reports import REPORTS
 from generator.site.staging import interrupted_message, site_written
 
 
@@ -76,16 +76,16 @@ def _run(args: argparse.Namespace) -> int:
 
             return serve(args)
         if args.command == "train":
-            training(args.model).main(args.steps, args.out, seed=args.seed, quiet=args.quiet)
+            REPORTS[args.model].training.main(args.steps, args.out, seed=args.seed, quiet=args.quiet)
             return 0
         if args.command == "trace":  # generator/trace/: runs the user's own script
             from generator.trace import trace
 
-            return trace(args)
+            return trace(args, REPORTS)
         if args.command == "pdf":
             from generator.pdf import export
 
-            export(args.out, args.config, quiet=args.quiet)
+            export(args.out, args.config, REPORTS, quiet=args.quiet)
             return 0
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -118,7 +118,7 @@ def _build(args: argparse.Namespace) -> int:
         from generator.pdf import export
 
         with site_written(args.out):  # a Ctrl-C while printing comes after the new reports went live
-            export(args.out, args.config, quiet=args.quiet)
+            export(args.out, args.config, REPORTS, quiet=args.quiet)
     if not args.quiet:
         print(f"wrote {', '.join(result.reports)} into {args.out} in {time.perf_counter() - started:.1f} s; browse with: {_browse_command(args.out)}")
         for failure in result.failed_checks:

@@ -85,10 +85,7 @@ class Drawing(Typed):
 
 def _declared_words(run: ModelRun, symbol: str) -> list[str] | None:
     """The label list a shape symbol takes in the run's report (its exploration's axis_labels), or None."""
-    from generator.reports import REPORTS  # here: the registry imports this module
-
-    report = REPORTS.get(run.report)
-    exploration = report.exploration if report is not None else None
+    exploration = run.report.exploration
     if exploration is None or symbol not in exploration.axis_labels:
         return None
     return exploration.labels(run).get(exploration.axis_labels[symbol])

@@ -8,10 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from generator.reports import REPORTS
+if TYPE_CHECKING:  # pragma: no cover
+    from generator.catalogue import Report
 
 PDF_INDEX = "index.json"  # report -> digest of the snapshots.json its PDF was printed from
 
@@ -29,10 +31,12 @@ def pdf_is_current(docs: Path, key: str, report_dir: Path) -> bool:
     return (docs / "pdf" / f"{key}.pdf").is_file() and (report_dir / "snapshots.json").is_file() and printed_from == report_digest(report_dir)
 
 
-def landing_entries(docs: Path, staging: Path, fresh: set[str] | dict) -> list[dict[str, Any]]:
-    """Every generated report for the landing page: the ``fresh`` ones from staging, the others as they are in docs/."""
+def landing_entries(docs: Path, staging: Path, fresh: set[str] | dict,
+                    reports: Mapping[str, Report]) -> list[dict[str, Any]]:
+    """Every generated report of ``reports`` for the landing page: the ``fresh`` ones from staging, the others as they
+    are in docs/."""
     entries = []
-    for key, report in REPORTS.items():
+    for key, report in reports.items():
         folder = staging if key in fresh else docs
         try:
             data = json.loads((folder / key / "snapshots.json").read_text(encoding="utf-8"))
@@ -50,9 +54,9 @@ def landing_entries(docs: Path, staging: Path, fresh: set[str] | dict) -> list[d
     return entries
 
 
-def write_landing(out_dir: Path, entries: list[dict[str, Any]]) -> None:
+def write_landing(out_dir: Path, entries: list[dict[str, Any]], reports: Mapping[str, Report]) -> None:
     from generator.render import environment
 
-    examples = [shlex.join(["--model", key, *report.options.example_change()]) for key, report in REPORTS.items()]
+    examples = [shlex.join(["--model", key, *report.options.example_change()]) for key, report in reports.items()]
     text = environment().get_template("landing.md.j2").render(reports=entries, examples=examples)
     (out_dir / "index.md").write_text(text, encoding="utf-8")

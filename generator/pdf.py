@@ -15,11 +15,15 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generator.errors import UserError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from generator.catalogue import Report
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -95,12 +99,8 @@ def print_reports(site: Path, out_dir: Path, reports: list[str]) -> list[Path]:
 def traced_reports(docs: Path) -> list[str]:
     """The folders of ``docs`` that hold a traced script's report (`python -m generator trace`), by name: their print
     view is made by the same templates as a bundled report's, and printed the same way."""
-    from generator.reports import REPORTS
-
     found = []
     for path in sorted(docs.glob("*/snapshots.json")):
-        if path.parent.name in REPORTS:
-            continue
         try:
             traced = json.loads(path.read_text(encoding="utf-8")).get("traced") is True
         except (OSError, ValueError, AttributeError):
@@ -110,13 +110,13 @@ def traced_reports(docs: Path) -> list[str]:
     return found
 
 
-def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
-    """Build the site, print each generated report (bundled or traced) to PDF, and rebuild with the PDFs linked."""
+def export(docs: Path, config: Path, bundled: Mapping[str, Report], quiet: bool = False) -> list[Path]:
+    """Build the site, print each generated report (of ``bundled``, the registry's reports, or traced) to PDF, and
+    rebuild with the PDFs linked."""
     from generator.landing import PDF_INDEX, landing_entries, report_digest, write_landing
-    from generator.reports import REPORTS
     from generator.site.staging import build_lock, claim
 
-    reports = [*(key for key in REPORTS if (docs / key / "snapshots.json").exists()), *traced_reports(docs)]
+    reports = [*(key for key in bundled if (docs / key / "snapshots.json").exists()), *traced_reports(docs)]
     if not reports:
         raise UserError(f"no generated report in {docs}; run python -m generator build first")
     find_chromium()
@@ -126,7 +126,7 @@ def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
         written = print_reports(site, docs / "pdf", reports)
         (docs / "pdf" / PDF_INDEX).write_text(json.dumps({key: report_digest(docs / key) for key in reports}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         claim(docs, "pdf", [*(path.name for path in written), PDF_INDEX])
-        write_landing(docs, landing_entries(docs, docs, set()))
+        write_landing(docs, landing_entries(docs, docs, set(), bundled), bundled)
         claim(docs, "index.md")  # rewritten here, outside a build: record it, or the next build takes it for a hand edit
         _mkdocs_build(config)  # the landing page now links the PDFs, and site/pdf/ holds them
     if not quiet:

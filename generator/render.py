@@ -14,7 +14,6 @@ import jinja2
 import torch
 
 from generator.catalogue import Report, Snapshot, parse_dimension
-from generator.reports import REPORTS
 from generator.checks import CheckResult
 from generator.options import command_line, plural
 from generator.run import ModelRun
@@ -53,13 +52,17 @@ def format_shape(shape: tuple | list) -> str:
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
+def environment(*reports: Report) -> jinja2.Environment:
+    """Generic templates by name; each of ``reports``' own as "<report key>/<name>" (from its ``templates`` folder)."""
+    return _environment(tuple((report.key, report.templates) for report in reports if report.templates is not None))
+
+
 @cache
-def environment() -> jinja2.Environment:
-    """Generic templates by name; a report's own as "<report key>/<name>" (from its folder's templates/)."""
+def _environment(folders: tuple[tuple[str, Path], ...]) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.ChoiceLoader([
             jinja2.FileSystemLoader(TEMPLATES),
-            jinja2.PrefixLoader({key: jinja2.FileSystemLoader(report.templates) for key, report in REPORTS.items()}),
+            jinja2.PrefixLoader({key: jinja2.FileSystemLoader(folder) for key, folder in folders}),
         ]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # output is Markdown; user text goes through the `text` filter
@@ -238,7 +241,7 @@ def build_pages(report: Report, run: ModelRun) -> list[SnapshotPage]:
 def report_template(report: Report, name: str, env: jinja2.Environment | None = None) -> jinja2.Template | None:
     """The report's own template ``name`` (explain/inputs/questions.md.j2), or None while it has none."""
     try:
-        return (env or environment()).get_template(f"{report.key}/{name}")
+        return (env or environment(report)).get_template(f"{report.key}/{name}")
     except jinja2.TemplateNotFound:
         return None
 
@@ -261,8 +264,9 @@ def missing_blocks(report: Report) -> list[str]:
                for block in (f"q{q.number}", f"q{q.number}_short") if block not in answered])
 
 
-def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[SnapshotPage]:
-    """Write the report's pages and snapshots.json under ``out_dir`` (figures are separate).
+def render_report(report: Report, run: ModelRun, out_dir: Path, order: int = 0) -> list[SnapshotPage]:
+    """Write the report's pages and snapshots.json under ``out_dir`` (figures are separate); ``order``: its place
+    among the site's reports (the MkDocs plugin's navigation follows it).
 
     A report without its own explanation or question templates still renders: generic text
     stands in (_fallback_explain.md.j2), so a new report shows its pages at once; the build warns,
@@ -272,7 +276,7 @@ def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[Snapshot
         log.warning("%s: generic text stands in for %d explanations or answers: %s", report.key, len(missing), "; ".join(missing))
     pages = build_pages(report, run)
     extra = write_pages(report, run, pages, out_dir)
-    (out_dir / "snapshots.json").write_text(json.dumps({**snapshots_json(report, run, pages), "extra_pages": extra}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out_dir / "snapshots.json").write_text(json.dumps({**snapshots_json(report, run, pages, order), "extra_pages": extra}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return pages
 
 
@@ -298,7 +302,7 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, trace
     report's own explanation and answer blocks render against either; in a trace a block that needs what the trace
     lacks falls back, for that block alone, to generic text with the user's numbers saying what it would need.
     """
-    env = environment() if trace is None else trace.environment()
+    env = environment(report) if trace is None else trace.environment()
     if trace is not None:
         command = trace.command
     else:
@@ -390,13 +394,13 @@ def _check_json(check: CheckResult) -> dict[str, Any]:
     return {"name": check.name, "passed": check.passed, "detail": check.detail, "status": check.status}
 
 
-def snapshots_json(report: Report, run: ModelRun, pages: list[SnapshotPage]) -> dict[str, Any]:
+def snapshots_json(report: Report, run: ModelRun, pages: list[SnapshotPage], order: int = 0) -> dict[str, Any]:
     stamp = run.stamp()
     return {
         "model": report.key,
         "title": report.title,
         "short_title": report.short_title,
-        "order": list(REPORTS).index(report.key) if report.key in REPORTS else len(REPORTS),  # site order, for the MkDocs plugin
+        "order": order,  # site order, for the MkDocs plugin
         "seed": run.seed,
         "device": run.device,
         "dtype": stamp["dtype"],

@@ -7,7 +7,7 @@ import importlib.metadata
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -17,6 +17,9 @@ from generator.indexing import parse_index
 from generator.sources import InputRef, MissingTensor, ModuleRef, NotCheckable, ParamRef, Ref, fill
 from generator.tensors import TensorView
 from models.recording import Declared, Recording, declared_points
+
+if TYPE_CHECKING:  # pragma: no cover
+    from generator.catalogue import Report
 
 
 def _version(package: str) -> str:
@@ -45,7 +48,7 @@ class ModelRun:
     the record-name template it holds) and fill its placeholders from ``places``.
     """
 
-    report: str  # the report's key in generator.reports.REPORTS
+    report: Report = field(repr=False)  # the report whose run this is: its catalogue, templates, exploration
     model: nn.Module
     recording: Recording
     inputs: dict[str, Any]  # sentences, vocabularies, image facts: everything a page may cite

@@ -23,6 +23,7 @@ import pytest
 
 import generator.site.staging
 from generator.cli import main
+from generator.reports import REPORTS
 from generator.site.staging import LOCK, MANIFEST, staged_output
 from tests.conftest import ROOT
 from tests.test_cli import run_cli
@@ -358,7 +359,7 @@ def test_files_pdf_export_writes_are_recorded_so_the_next_build_goes_ahead(docs,
     monkeypatch.setattr(generator.pdf, "site_dir", lambda config, docs: tmp_path / "site")
     monkeypatch.setattr(generator.pdf, "_mkdocs_build", lambda config: None)
     monkeypatch.setattr(generator.pdf, "print_reports", print_reports)
-    generator.pdf.export(docs, tmp_path / "mkdocs.yml", quiet=True)  # rewrites docs/index.md to link the PDF
+    generator.pdf.export(docs, tmp_path / "mkdocs.yml", REPORTS, quiet=True)  # rewrites docs/index.md to link the PDF
     recorded = json.loads((docs / MANIFEST).read_text(encoding="utf-8"))["generated"]
     assert set(recorded["pdf"]) == {"encoder-decoder.pdf", "index.json"}
     assert "pdf/encoder-decoder.pdf" in (docs / "index.md").read_text(encoding="utf-8")

@@ -14,6 +14,8 @@ import torch
 
 from generator.cli import main
 from generator.render import escape_text
+from generator.reports import REPORTS
+from generator.trace import numberings
 from generator.trace.markers import find_markers
 from generator.trace.verify import LayoutStatus, bind_dims, layout
 
@@ -533,7 +535,7 @@ def test_marker_forms_and_what_each_one_marks(tmp_path):
         # SNAPSHOT #18 - a heading over the statement below
         y = 8
     """), encoding="utf-8")
-    found = [(m.numbering, m.number, m.point, m.names, m.first, m.last) for m in find_markers(script)]
+    found = [(m.numbering, m.number, m.point, m.names, m.first, m.last) for m in find_markers(script, numberings(REPORTS))]
     assert found == [
         ("vit", 13, None, ("a",), 1, 1), ("encoder-decoder", 13, None, ("b",), 2, 2), ("encoder-decoder", 14, None, ("c",), 3, 3),
         ("gpt", 5, None, ("d",), 4, 4), ("custom", None, "mine", ("e",), 5, 5), ("encoder-decoder", 15, None, ("f",), 6, 7),

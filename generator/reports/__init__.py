@@ -1,33 +1,35 @@
 """The registry: the one place outside a report's own folder that names the reports.
 
-A report is one folder here (see encoder_decoder/ for the layout) plus one model file in models/.
-The CLI, the build, the landing page, the PDF export, the MkDocs plugin, the benchmarks and the tests
-all iterate over ``REPORTS``, in this order.
+A report is one model file in models/ and one ``Report`` object (generator/catalogue.py), declared in its folder's
+``__init__.py`` (see encoder_decoder/), registered here with one line. Only the entry points read ``REPORTS``: the CLI
+(generator/cli.py, arguments.py), the MkDocs plugin (generator/site/plugin.py, configured.py), the benchmarks and the
+tests; they hand the Report objects to the generic code (a run carries its own). Site order is registration order.
 """
 
 from __future__ import annotations
 
-import importlib
-
 from generator.catalogue import Report
+from generator.registry import Registry
+from generator.report_parts import ReportError
+from generator.reports import encoder_decoder, gpt, toy_vit, vit
 
-PACKAGES = ("encoder_decoder", "vit", "gpt", "toy_vit")  # folder names under generator/reports/, in site order
-
-REPORTS: dict[str, Report] = {}
-for _package in PACKAGES:
-    _report = importlib.import_module(f"{__name__}.{_package}").REPORT
-    REPORTS[_report.key] = _report
+REPORTS: Registry[Report] = Registry("report")
 
 
-def training(key: str):
-    """The report's training module (``generator/reports/<report>/training.py``: ``main(steps, out, seed, quiet)``
-    trains its model and writes a checkpoint and its record), or None when the report has no training recipe."""
-    import importlib.util
+def register(report: Report, registry: Registry[Report] = REPORTS) -> Report:
+    """Add ``report`` (a Report object from any importable package, checked when it was made) after the reports
+    registered before it; a second report under a taken key is refused."""
+    if not isinstance(report, Report):
+        raise ReportError(f"register: a report must be a generator.catalogue.Report, got {report!r}")
+    return registry.add(report.key, report)
 
-    name = f"{REPORTS[key].package}.training"
-    return importlib.import_module(name) if importlib.util.find_spec(name) else None
+
+register(encoder_decoder.REPORT)
+register(vit.REPORT)
+register(gpt.REPORT)
+register(toy_vit.REPORT)
 
 
-def trainable() -> list[str]:
+def trainable(reports: Registry[Report] = REPORTS) -> list[str]:
     """Keys of the reports whose model can be trained with `python -m generator train <report>`."""
-    return [key for key in REPORTS if training(key)]
+    return [key for key, report in reports.items() if report.training is not None]

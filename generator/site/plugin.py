@@ -229,9 +229,10 @@ def _generate(docs: Path, requests: dict[str, Any], declared: dict[str, Any], co
     from generator.build import build
     from generator.arguments import run_records
     from generator.progress import Progress
+    from generator.reports import REPORTS
 
     config_path = Path(config_file) if config_file else None
-    return build(docs, requests, Progress(enabled=False), records=run_records(requests, declared, config_path))
+    return build(docs, requests, Progress(enabled=False), records=run_records(requests, declared, config_path), reports=REPORTS)
 
 
 # ---------------------------------------------------------------------- navigation from snapshots.json

@@ -1,47 +1,41 @@
 """`python -m generator trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced, and
 write a verified report of what it computed (markers.py: the marker forms; capture.py: the run; verify.py: shapes, layouts;
 checking.py: the catalogue's checks on the captured tensors; pages.py: the pages and their verdicts; report.py: writing them). What a report adds for tracing
-lives in its own folder, generator/reports/<report>/trace.py."""
+is its ``trace`` (a TraceSpec, generator/reports/<report>/trace.py); the CLI hands this package the registry's reports."""
 
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib
-import importlib.util
 import re
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from generator.errors import UserError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from generator.catalogue import Report
 
 
-@functools.cache
-def specs() -> dict[str, Any]:
-    """Report key -> its ``TraceSpec`` (generator/reports/<report>/trace.py), for the reports that have one, in the
-    registry's order: the numberings `trace` knows."""
-    from generator.reports import REPORTS
-
-    found = {}
-    for key, report in REPORTS.items():
-        name = f"{report.package}.trace"
-        if importlib.util.find_spec(name) is not None:
-            found[key] = importlib.import_module(name).TRACE
-    return found
+def traceable(reports: Mapping[str, Report]) -> dict[str, Report]:
+    """The reports a script's markers can be numbered for (those with a ``trace`` spec), in the given order."""
+    return {key: report for key, report in reports.items() if report.trace is not None}
 
 
-def marker_forms() -> str:
+def numberings(reports: Mapping[str, Report]) -> dict[tuple[str, str], str]:
+    """(marker keyword, letter) -> the key of the report that numbers its snapshots so: what markers.scan reads."""
+    return {(report.trace.keyword, report.trace.letter): key for key, report in traceable(reports).items()}
+
+
+def marker_forms(reports: Mapping[str, Report]) -> str:
     """The marker forms, for messages: one per report that can be traced, and the user's own."""
-    from generator.reports import REPORTS
-
-    forms = [f"{spec.marker(13, REPORTS[key].label(13))} ({REPORTS[key].short_title})" for key, spec in specs().items()]
+    forms = [f"{report.trace.marker(13, report.label(13))} ({report.short_title})" for report in traceable(reports).values()]
     return ", ".join([*forms, "# trace: name"])
 
 
-def add_parser(sub: argparse._SubParsersAction, default_out: Path) -> None:
+def add_parser(sub: argparse._SubParsersAction, default_out: Path, reports: Mapping[str, Report]) -> None:
     t = sub.add_parser(
         "trace", help="run your own PyTorch script with breakpoint comments and write a verified report of it",
         description="Run SCRIPT.py as `python SCRIPT.py` would, capture the value of every line marked with a breakpoint "
@@ -53,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path) -> None:
     )
     t.set_defaults(script_args=[])
     t.add_argument("script", type=Path, help="the Python script to run (its folder goes first on sys.path)")
-    t.add_argument("--report", choices=("auto", *specs(), "none"), default="auto",
+    t.add_argument("--report", choices=("auto", *traceable(reports), "none"), default="auto",
                    help="the numbering of the markers: auto picks it from the markers found (default: auto); none: only # trace: points")
     t.add_argument("--out", type=Path, default=default_out, help="docs folder to write into (default: the project's docs/)")
     t.add_argument("--name", default=None, help="the report's folder under --out (default: from the script's file name)")
@@ -85,30 +79,28 @@ def _seconds(text: str) -> float:
     return value
 
 
-def choose_numbering(requested: str, markers: list, script: Path) -> str:
+def choose_numbering(requested: str, markers: list, script: Path, reports: Mapping[str, Report]) -> str:
     numbered = sorted({m.numbering for m in markers if m.numbering != "custom"})
     if requested == "none":
         return "none"
     if requested != "auto":
         if not any(m.numbering == requested for m in markers):  # a report of nothing captured helps no one: say what is there
-            from generator.reports import REPORTS
-
-            report = REPORTS[requested]
+            report = reports[requested]
             there = f"; its markers are numbered for {' and '.join(numbered)}: use --report {numbered[0]}" if numbered else ""
             raise UserError(f"{script}: --report {requested}: no {report.short_title} marker "
-                            f"({specs()[requested].marker(13, report.label(13))}) in it or beside it{there}")
+                            f"({report.trace.marker(13, report.label(13))}) in it or beside it{there}")
         return requested
     if not numbered:
         if any(m.numbering == "custom" for m in markers):
             return "none"
-        raise UserError(f"{script}: no breakpoint comment found in it or beside it; mark a line with one of: {marker_forms()}")
+        raise UserError(f"{script}: no breakpoint comment found in it or beside it; mark a line with one of: {marker_forms(reports)}")
     if len(numbered) > 1:
         raise UserError(f"{script}: markers of several numberings ({', '.join(numbered)}); choose one with --report")
     return numbered[0]
 
 
-def trace(args: argparse.Namespace, command: str | None = None) -> int:
-    from generator.reports import REPORTS
+def trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None = None) -> int:
+    """The trace command, numbering markers for ``reports`` (the registry's, from the CLI)."""
     from generator.site.staging import staged_output
     from generator.trace.capture import run_script, user_files
     from generator.trace.markers import scan
@@ -120,12 +112,12 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
     if not script.is_file():
         raise UserError(f"{script}: is {'a folder' if script.is_dir() else 'not a regular file'}, not a Python script")
     script = script.resolve()
-    markers = scan(user_files(script))
+    markers = scan(user_files(script), numberings(reports))
     if not markers:
-        raise UserError(f"{args.script}: no breakpoint comment found in it or beside it; mark a line with one of: {marker_forms()}")
-    numbering = choose_numbering(args.report, markers, args.script)
+        raise UserError(f"{args.script}: no breakpoint comment found in it or beside it; mark a line with one of: {marker_forms(reports)}")
+    numbering = choose_numbering(args.report, markers, args.script, reports)
     if numbering != "none":
-        catalogue = REPORTS[numbering]
+        catalogue = reports[numbering]
         known = {s.number for s in catalogue.snapshots}
         for marker in markers:
             for number in (marker.alternatives or (marker.number,)) if marker.numbering == numbering else ():
@@ -134,16 +126,16 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
                     raise UserError(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: the {catalogue.short_title} catalogue has "
                                     f"{label(min(known))}–{label(max(known))}, no {label(number)}")
     elif not any(m.point for m in markers):
-        raise UserError(f"{args.script}: --report none reports the # trace: points, and the script has none ({marker_forms()})")
-    if numbering in REPORTS:
+        raise UserError(f"{args.script}: --report none reports the # trace: points, and the script has none ({marker_forms(reports)})")
+    if numbering in reports:
         from generator.trace.markers import with_catalogue_names
 
-        markers = with_catalogue_names(markers, {snap.number: snap.variable for snap in REPORTS[numbering].snapshots})
+        markers = with_catalogue_names(markers, {snap.number: snap.variable for snap in reports[numbering].snapshots})
     name = args.name or re.sub(r"[^a-z0-9]+", "-", script.stem.lower()).strip("-") or "trace"
     # A folder named like a page (x.md) would sit where the site's own pages go (docs/index.md) and confuse MkDocs.
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in REPORTS or name.endswith(".md"):
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in reports or name.endswith(".md"):
         raise UserError(f"--name {name!r}: use lowercase letters, digits, '.', '_' or '-', not ending in .md, and not a bundled "
-                        f"report's name ({', '.join(REPORTS)})")
+                        f"report's name ({', '.join(reports)})")
     if getattr(args, "pdf", False):  # refuse before the script runs and anything is written
         from generator.pdf import find_chromium, site_dir
 
@@ -169,7 +161,7 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
     if getattr(args, "pdf", False):
         from generator.pdf import export
 
-        export(args.out, args.config, quiet=args.quiet)
+        export(args.out, args.config, reports, quiet=args.quiet)
     if capture.error:
         print(f"error: the script failed: {capture.error}; the report shows what was captured before it", file=sys.stderr)
         return 2

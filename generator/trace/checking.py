@@ -134,16 +134,29 @@ def _pass_count(pages: list[TracedPage], template: str) -> int:
                 for ref in getattr(page.snap, "tensors", ())[:1] if names & set(re.findall(r"{(\w+)}", ref.template))), default=0)
 
 
+def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
+    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the report's
+    options cannot describe it (our own points have no catalogue)."""
+    from dataclasses import fields
+
+    from generator.errors import UserError
+
+    if catalogue.options is None:
+        return None
+    names = {f.name for f in fields(catalogue.options)}
+    try:
+        return catalogue.options(layer=layer, **({"layers": max(layer, 2)} if "layers" in names else {})).places()
+    except (UserError, TypeError, ValueError):
+        return None
+
+
 def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str, str] | None:
     """The catalogue's placeholders for pass ``layer`` of the script's loop, with the ones that name one pass (the last,
     the second) filled from ``passes``, the passes the script ran; None where the report's options cannot describe it."""
-    from generator.trace import specs
-    from generator.trace.pages import places_for
-
     places = places_for(catalogue, layer)
     if places is None:
         return None
-    spec = specs().get(catalogue.key)
+    spec = catalogue.trace
     for name, (which, template) in (spec.passes.items() if spec is not None else ()):
         ran = passes.get(name, 0)
         chosen = which if which > 0 else ran + 1 + which
@@ -184,9 +197,7 @@ def own_tensors(page: TracedPage, places: dict[str, str], dims: dict[str, int]) 
 def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
     """The captured tensors as a ``generator.sources.TensorDict`` under the catalogue's record names (pass k of a loop
     under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
-    from generator.trace import specs
-
-    spec = specs().get(getattr(catalogue, "key", ""))
+    spec = catalogue.trace
     passes = {name: _pass_count(pages, template) for name, (_, template) in (spec.passes.items() if spec is not None else ())}
     shown_places = pass_places(catalogue, hit, passes) or pass_places(catalogue, 1, passes)
     if shown_places is None:

@@ -23,6 +23,7 @@ import ast
 import io
 import re
 import tokenize
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,13 +145,14 @@ def _statement_for_comment_line(statements: list[ast.stmt], lines: list[str], li
     return nearest_above
 
 
-def find_markers(path: Path) -> list[Marker]:
-    """Every marker of the file, in line order, with the statement it marks and the names to read."""
+def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[Marker]:
+    """Every marker of the file, in line order, with the statement it marks and the names to read; ``numberings``:
+    (keyword, letter) -> the report key a numbered marker of that form belongs to (generator.trace.numberings)."""
     source, tree = parse_script(path)
     statements = _simple_statements(tree)
     markers = []
     for line, comment, alone in _comments(source):
-        found = _parse_comment(comment)
+        found = _parse_comment(comment, numberings)
         if not found:
             continue
         if alone:
@@ -187,16 +189,14 @@ def find_markers(path: Path) -> list[Marker]:
     return markers
 
 
-def _parse_comment(comment: str) -> list[tuple[str, int | None, str | None, str, tuple[str, ...], tuple[int, ...]]]:
+def _parse_comment(comment: str, numberings: Mapping[tuple[str, str], str]
+                   ) -> list[tuple[str, int | None, str | None, str, tuple[str, ...], tuple[int, ...]]]:
     """(numbering, number, point, marker text, names, alternatives) for each marker in one comment; "S09, S10, S11" is
     three markers, "#7 or #21 or #30" one marker whose snapshot depends on the caller."""
     if custom := _CUSTOM.match(comment):
         names = tuple(n.strip() for n in custom.group("names").split(",")) if custom.group("names") else ()
         return [("custom", None, custom.group("point"), comment.strip(), names, ())]
     found = []
-    from generator.trace import specs
-
-    numberings = {(spec.keyword, spec.letter): key for key, spec in specs().items()}
     for pattern in (_BREAKPOINT, _SNAPSHOT):
         for match in pattern.finditer(comment):
             letter = match.group("letter").upper() if pattern is _BREAKPOINT else "#"
@@ -231,8 +231,8 @@ def with_catalogue_names(markers: list[Marker], variables: dict[int, str]) -> li
     return out
 
 
-def scan(paths: list[Path]) -> list[Marker]:
+def scan(paths: list[Path], numberings: Mapping[tuple[str, str], str]) -> list[Marker]:
     markers = []
     for path in paths:
-        markers += find_markers(path)
+        markers += find_markers(path, numberings)
     return markers

@@ -18,18 +18,12 @@ from generator.render import page_path  # one page layout for every report
 from generator.tensors import TensorView
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
-from generator.trace.checking import run_checks
+from generator.trace.checking import places_for, run_checks
 from generator.trace.verify import Layout, bind_dims, layout
 
 
-def _spec(numbering: str) -> Any:
-    from generator.trace import specs
-
-    return specs().get(numbering)
-
-
 def marker_example(catalogue: Any, numbering: str, number: int) -> str:
-    spec = _spec(numbering)
+    spec = catalogue.trace
     return spec.marker(number, catalogue.label(number)) if spec is not None else "# trace: name"
 
 
@@ -72,6 +66,11 @@ class OwnCatalogue:
     options: Any = None
     extra_pages: tuple = ()
     figures: tuple = ()
+    # What a report declares beyond its catalogue (generator.catalogue.Report), none of which the script's own points have
+    templates: None = None
+    trace: None = None
+    trace_inputs: Any = field(default_factory=dict)
+    exploration: None = None
 
     def label(self, number: int) -> str:
         return f"T{number:02d}"
@@ -188,22 +187,6 @@ def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
     if value.tensor is None:
         return None, value.note
     return value.tensor, value.note  # what it was converted from (a NumPy array, a sparse tensor), if anything
-
-
-def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
-    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the report's
-    options cannot describe it (our own points have no catalogue)."""
-    from dataclasses import fields
-
-    from generator.errors import UserError
-
-    if catalogue.options is None:
-        return None
-    names = {f.name for f in fields(catalogue.options)}
-    try:
-        return catalogue.options(layer=layer, **({"layers": max(layer, 2)} if "layers" in names else {})).places()
-    except (UserError, TypeError, ValueError):
-        return None
 
 
 def by_caller(marker: Marker, hits: list[Hit], warnings: list[str]) -> list[tuple[Marker, list[Hit]]]:

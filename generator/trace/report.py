@@ -20,7 +20,7 @@ from generator.tensor_data import explore_info, write_tensor_data
 from generator.tensors import json_number
 from generator.trace.capture import Capture
 from generator.trace.checking import catalogue_source
-from generator.trace.pages import TracedPage, _spec, _tensor_of, build_pages, shown_pass
+from generator.trace.pages import TracedPage, _tensor_of, build_pages, shown_pass
 from generator.trace.run import INPUTS_WHY, Known, TracedRun, TraceReport, adopt_verdicts, id_labels
 from generator.trace.verify import layout
 
@@ -87,16 +87,16 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
         tensors |= {t.name: t.view.tensor for t in page.tensors if t.name in names}
     source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue.options is not None else (None, {})
     tensors |= _all_hits(capture, numbering)
-    explorers, axis_labels, axes, groups = _attention(pages, numbering, dims)
+    explorers, axis_labels, axes, groups = _attention(pages, catalogue, dims)
     tensors |= explorers
     write_tensor_data(out, tensors, labels=axis_labels, axes=axes, attention=groups, extra={"report": name, "dims": dims})
 
     facts = [("Script", capture.script.name), ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
              ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable")]
     known_inputs = {"facts": facts, "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
-                    **id_labels(catalogue.key, pages, dims)}
+                    **id_labels(catalogue, pages, dims)}
     run = TracedRun(
-        report=catalogue.key, tensors=source, labels=labels, captured={p.label for p in captured},
+        report=catalogue, tensors=source, labels=labels, captured={p.label for p in captured},
         markers={p.label: p.marker_example for p in pages},
         inputs=Known(known_inputs, "input", INPUTS_WHY), dims=Known(dims, "dimension", "not bound from your tensors"),
         facts=stamp, device=", ".join(stamp["devices"]),
@@ -116,12 +116,12 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
 
 
-def _attention(pages: list[TracedPage], numbering: str, dims: dict[str, int]):
+def _attention(pages: list[TracedPage], catalogue: Report, dims: dict[str, int]):
     """For the explorer: every hit of each captured attention-probability snapshot, in the catalogue's layout
     (B, h, queries, keys), as one group whose "layers" are the hits (a loop over layers gives one hit per layer)."""
     tensors, labels, axes, groups = {}, {}, {}, []
     by_number = {p.snap.number: p for p in pages}
-    for number, (rows, cols) in (_spec(numbering).attention if _spec(numbering) is not None else {}).items():
+    for number, (rows, cols) in (catalogue.trace.attention if catalogue.trace is not None else {}).items():
         page = by_number.get(number)
         if page is None or not page.captured or rows not in dims or cols not in dims or "h" not in dims:
             continue

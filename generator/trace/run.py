@@ -10,6 +10,7 @@ failure, the trace's Jinja environment), and what tells a block's fallback which
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,37 +55,32 @@ class TraceUndefined(jinja2.StrictUndefined):
         super().__init__(hint, obj, name, exc)
 
 
-@functools.cache
-def trace_environment() -> jinja2.Environment:
-    """The bundled reports' environment (same loaders, filters, templates), with TraceUndefined, and its own template
-    cache (templates compiled for the bundled environment keep its Undefined)."""
+def trace_environment(*reports: Any) -> jinja2.Environment:
+    """The bundled reports' environment (same loaders, filters, templates; ``reports``' own), with TraceUndefined, and
+    its own template cache (templates compiled for the bundled environment keep its Undefined)."""
     from generator.render import environment
 
-    return environment().overlay(undefined=TraceUndefined, cache_size=400)
+    return _traced(environment(*reports))
 
 
 @functools.cache
-def trace_inputs(catalogue_key: str) -> dict[str, tuple[str, Any]]:
+def _traced(env: jinja2.Environment) -> jinja2.Environment:
+    return env.overlay(undefined=TraceUndefined, cache_size=400)
+
+
+def trace_inputs(catalogue: Any) -> Mapping[str, tuple[str, Any]]:
     """The run inputs a report lets a trace stand in for with labels read from the user's own tensors
-    (generator/reports/<report>/trace_inputs.py, ``TRACE_INPUTS``): input -> ("ids" | "values", snapshot number): "ID n"
+    (the report's ``trace_inputs``, from generator/reports/<report>/trace_inputs.py): input -> ("ids" | "values", snapshot number): "ID n"
     (or n) for each ID the snapshot captured; or ("vocabulary" | "classes", dimension): "ID k" / "class k" for k below
     the bound dimension. So the report's blocks still read "position 0 (“ID 3”)". Empty for a report without one."""
-    import importlib
-    import importlib.util
-
-    from generator.reports import REPORTS
-
-    report = REPORTS.get(catalogue_key)
-    if report is None or importlib.util.find_spec(f"{report.package}.trace_inputs") is None:
-        return {}
-    return dict(importlib.import_module(f"{report.package}.trace_inputs").TRACE_INPUTS)
+    return catalogue.trace_inputs
 
 
-def id_labels(catalogue_key: str, pages: list[Any], dims: dict[str, int]) -> dict[str, list[str]]:
+def id_labels(catalogue: Any, pages: list[Any], dims: dict[str, int]) -> dict[str, list[str]]:
     """The inputs of trace_inputs() this trace can offer: those whose snapshot was captured, or whose dimension was bound."""
     by_number = {p.snap.number: p for p in pages}
     found = {}
-    for key, (kind, where) in trace_inputs(catalogue_key).items():
+    for key, (kind, where) in trace_inputs(catalogue).items():
         if kind in ("ids", "values"):
             page = by_number.get(where)
             if page is not None and page.captured and not page.main.view.tensor.is_floating_point() and page.main.view.numel:
@@ -124,7 +120,7 @@ class TracedRun:
     (``tensors``: generator.trace.pages.catalogue_source), with what a run knows besides: the dimensions bound from the
     user's tensors, the layer (hit) shown, the run stamp. No model: modules and parameters are not checkable."""
 
-    report: str  # the catalogue's key
+    report: Any  # the catalogue (a generator.catalogue.Report, or the script's own points: OwnCatalogue)
     tensors: TensorDict | None
     labels: dict[str, TensorLabel]  # record name -> the snapshot that shows it
     captured: set[str]  # the labels of the snapshots captured
@@ -270,9 +266,8 @@ class TraceReport:
     # an input or a fact the trace does not know). Anything else is a template or drawing bug and is raised.
     LACKS = (NotCheckable,)
 
-    @staticmethod
-    def environment() -> jinja2.Environment:
-        return trace_environment()
+    def environment(self) -> jinja2.Environment:
+        return trace_environment(self.catalogue)
 
     def block_pages(self, pages: list[Any]) -> dict[int, BlockPage]:
         return {p.snap.number: BlockPage(p, self.run.dims, self.run) for p in pages}

@@ -6,8 +6,11 @@ explore.py    what the explorer ships as data (every layer's attention and outpu
 templates/    explain.md.j2, inputs.md.j2, questions.md.j2
 """
 
+from pathlib import Path
+
 from generator.catalogue import Report
-from generator.reports.encoder_decoder import catalogue, checks, figures
+from generator.report_parts import Benchmark
+from generator.reports.encoder_decoder import benchmark, catalogue, checks, figures, runner, trace, trace_inputs
 from generator.reports.encoder_decoder.explore import EXPLORATION
 from generator.reports.encoder_decoder.options import EncoderDecoderOptions
 
@@ -20,6 +23,10 @@ REPORT = Report.from_catalogue(
     short_title="Encoder–decoder",
     label_format="#{n}",
     options=EncoderDecoderOptions,
-    package=__name__,
+    runner=runner.run,
+    templates=Path(__file__).parent / "templates",
+    trace=trace.TRACE,
+    trace_inputs=trace_inputs.TRACE_INPUTS,
+    benchmark=Benchmark(model_tables=benchmark.model_tables, targets=benchmark.targets),
     exploration=EXPLORATION,
 )

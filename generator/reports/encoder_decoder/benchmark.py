@@ -3,14 +3,20 @@ benchmark.py; see generator/reports/vit/benchmark.py for the functions it calls)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 
 from models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, causal_mask
 from models.recording import recording
 
+if TYPE_CHECKING:  # pragma: no cover
+    from generator.catalogue import Report
 
-def model_tables(device: torch.device, repeats: int, interleaved) -> list[tuple[str, list[tuple[str, float]], float]]:
+
+def model_tables(report: Report, device: torch.device, repeats: int,
+                 interleaved) -> list[tuple[str, list[tuple[str, float]], float]]:
     if device.type != "cpu":  # seed-sized: a GPU would time its launch overhead
         return []
     torch.manual_seed(7)

@@ -32,7 +32,7 @@ def run(report: Report, opts: EncoderDecoderOptions) -> ModelRun:
         model(src_ids, tgt_ids)
     model.cpu()
     return ModelRun(
-        report=report.key,
+        report=report,
         model=model,
         recording=rec,
         inputs={

@@ -7,8 +7,11 @@ explore.py    what the explorer ships as data (every layer's attention and outpu
 templates/    explain.md.j2, inputs.md.j2, questions.md.j2
 """
 
+from pathlib import Path
+
 from generator.catalogue import Report
-from generator.reports.gpt import catalogue, checks, figures
+from generator.report_parts import Training
+from generator.reports.gpt import catalogue, checks, figures, runner, trace, trace_inputs, training
 from generator.reports.gpt.explore import EXPLORATION
 from generator.reports.gpt.options import GPTOptions
 
@@ -21,7 +24,13 @@ REPORT = Report.from_catalogue(
     short_title="GPT",
     label_format="G{n:02d}",
     options=GPTOptions,
-    package=__name__,
+    runner=runner.run,
+    starter=runner.start,  # the held-out score, measured beside the other reports' runs
+    templates=Path(__file__).parent / "templates",
+    trace=trace.TRACE,
+    trace_inputs=trace_inputs.TRACE_INPUTS,
+    training=Training(main=training.main, checkpoint=training.CHECKPOINT, load_record=training.load_record,
+                      record_path=training.record_path),
     exploration=EXPLORATION,
     variables_from="forward-pass code",  # no seed report: the names a nanoGPT-style forward pass uses
 )

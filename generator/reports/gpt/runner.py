@@ -80,7 +80,7 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
     entropy = float(-(last_probs * last_probs.clamp_min(1e-300).log2()).sum())
     before = (prompt_ids + new)[T - 1:T - 1 + N]  # the byte fed at each step: what each new byte follows
     run = ModelRun(
-        report=report.key,
+        report=report,
         model=model,
         recording=rec,
         inputs={

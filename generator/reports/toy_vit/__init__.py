@@ -7,8 +7,11 @@ explore.py    what the explorer ships as data (the attention over the 3×3 patch
 templates/    explain.md.j2, inputs.md.j2, questions.md.j2
 """
 
+from pathlib import Path
+
 from generator.catalogue import Report
-from generator.reports.toy_vit import catalogue, checks, figures
+from generator.report_parts import Benchmark
+from generator.reports.toy_vit import benchmark, catalogue, checks, figures, runner
 from generator.reports.toy_vit.explore import EXPLORATION
 from generator.reports.toy_vit.options import ToyVitOptions
 
@@ -21,7 +24,9 @@ REPORT = Report.from_catalogue(
     short_title="Toy ViT",
     label_format="T{n:02d}",
     options=ToyVitOptions,
-    package=__name__,
+    runner=runner.run,
+    templates=Path(__file__).parent / "templates",
+    benchmark=Benchmark(model_tables=benchmark.model_tables, targets=benchmark.targets),
     exploration=EXPLORATION,
     variables_from="seed 004",
     whole_values=True,  # every tensor is small enough to print whole, as the seed's tables do

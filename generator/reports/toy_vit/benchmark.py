@@ -11,31 +11,34 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from models.recording import recording
 
+if TYPE_CHECKING:  # pragma: no cover
+    from generator.catalogue import Report
+
 BUILD = "generator build of the report (forward, pages, data, figures)"
 
 
-def _build_seconds() -> float:
+def _build_seconds(report: Report) -> float:
     from generator.build import build
     from generator.progress import Progress
-    from generator.reports import REPORTS
 
     work = Path(tempfile.mkdtemp(prefix="bench-toy-"))
     try:
-        report = next(r for r in REPORTS.values() if r.package == __package__)
         started = time.perf_counter()
-        build(work / "docs", {report.key: report.options(device="cpu")}, Progress(enabled=False))
+        build(work / "docs", {report.key: report.options(device="cpu")}, Progress(enabled=False), reports={report.key: report})
         return time.perf_counter() - started
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def model_tables(device: torch.device, repeats: int, interleaved) -> list[tuple[str, list[tuple[str, float]], float]]:
+def model_tables(report: Report, device: torch.device, repeats: int,
+                 interleaved) -> list[tuple[str, list[tuple[str, float]], float]]:
     if device.type != "cpu":  # four numbers wide: a GPU would time its launch overhead
         return []
     from generator.reports.toy_vit import seed
@@ -58,7 +61,7 @@ def model_tables(device: torch.device, repeats: int, interleaved) -> list[tuple[
     with torch.no_grad():
         t = interleaved({"torch": reference, "off": lambda: model(image), "on": recorded}, repeats * 5)
     rows = [("torch.nn encoder layer", t["torch"]), ("ours, recording off", t["off"]), ("ours, recording on (all tensors)", t["on"])]
-    builds = sorted(_build_seconds() for _ in range(max(1, repeats)))
+    builds = sorted(_build_seconds(report) for _ in range(max(1, repeats)))
     return [("Toy ViT forward (seed 004's 6×6 image), CPU", rows, rows[0][1]),
             ("Toy ViT report, CPU", [(BUILD, builds[len(builds) // 2])], builds[len(builds) // 2])]
 

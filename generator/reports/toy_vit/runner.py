@@ -47,7 +47,7 @@ def run(report: Report, opts: ToyVitOptions) -> ModelRun:
     image_text = "the seed's 6×6 image" if rows is None else "a 6×6 image given with --pixels"
     n_params = sum(p.numel() for p in model.parameters())
     result = ModelRun(
-        report=report.key,
+        report=report,
         model=model,
         recording=rec,
         inputs={

@@ -7,8 +7,11 @@ rollout.py    attention rollout (its own page)          explore.py  what the exp
 templates/    explain.md.j2, inputs.md.j2, questions.md.j2, rollout.md.j2; assets/ the bundled image
 """
 
+from pathlib import Path
+
 from generator.catalogue import Report
-from generator.reports.vit import catalogue, checks, figures
+from generator.report_parts import Benchmark
+from generator.reports.vit import benchmark, catalogue, checks, figures, runner, trace, trace_inputs
 from generator.reports.vit.explore import EXPLORATION
 from generator.reports.vit.options import VitOptions
 
@@ -21,6 +24,10 @@ REPORT = Report.from_catalogue(
     short_title="ViT",
     label_format="S{n:02d}",
     options=VitOptions,
-    package=__name__,
+    runner=runner.run,
+    templates=Path(__file__).parent / "templates",
+    trace=trace.TRACE,
+    trace_inputs=trace_inputs.TRACE_INPUTS,
+    benchmark=Benchmark(model_tables=benchmark.model_tables, targets=benchmark.targets),
     exploration=EXPLORATION,
 )

@@ -1,15 +1,20 @@
 """The ViT's forward pass against torchvision's vit_b_16 (benchmarks/run.py runs every report's benchmark.py).
 
-``model_tables(device, repeats, interleaved)`` -> [(title, [(row, seconds)], the seconds ratios are taken against)];
+``model_tables(report, device, repeats, interleaved)`` -> [(title, [(row, seconds)], the seconds ratios are taken against)];
 ``targets(tables)`` -> [(target, measured, met)] for the benchmark page's targets table.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from models.recording import recording
 from models.vit import from_torchvision
+
+if TYPE_CHECKING:  # pragma: no cover
+    from generator.catalogue import Report
 
 TORCHVISION, OFF = "torchvision vit_b_16 forward", "ours, recording off"
 
@@ -27,7 +32,8 @@ def vit_models(device: torch.device):
     return tv.to(device), ours.to(device)
 
 
-def model_tables(device: torch.device, repeats: int, interleaved) -> list[tuple[str, list[tuple[str, float]], float]]:
+def model_tables(report: Report, device: torch.device, repeats: int,
+                 interleaved) -> list[tuple[str, list[tuple[str, float]], float]]:
     tv, ours = vit_models(device)
     x = torch.randn(1, 3, 224, 224, device=device)
     sync = torch.cuda.synchronize if device.type == "cuda" else None

@@ -39,7 +39,7 @@ def run(report: Report, opts: VitOptions) -> ModelRun:
     shown_name = BUNDLED_IMAGE_NAME if opts.image is None else clean_text(Path(path).name)  # a file name is user text too
     n_params = sum(p.numel() for p in model.parameters())
     return ModelRun(
-        report=report.key,
+        report=report,
         model=model,
         recording=rec,
         inputs={

@@ -163,17 +163,23 @@ class Report:
                 raise ValueError(f"{self.key} {owner}: no figure {', '.join(unknown)}")
 
     @classmethod
+    def declare(cls, **parts: Any) -> Report:
+        """A report from its parts (the attributes above) by name: a name the report has no part of (a misspelling is
+        told the part it is close to), or a required part left out, is a ReportError naming the report."""
+        names = {f.name for f in fields(cls)}
+        required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+        check_names(parts.get("key", "?"), set(parts), names, required)
+        return cls(**parts)
+
+    @classmethod
     def from_catalogue(cls, catalogue: ModuleType, *, checks: Registry | None = None, drawings: Registry | None = None,
                        **parts: Any) -> Report:
         """A report from its catalogue module (STAGES, SNAPSHOTS, FIGURES, ...), the registries of its own checks and
         drawings (merged with the generic ones; a name in both is refused) and its other parts (key, title, options,
-        runner, ...: the attributes above). A part name the report does not have, or a required one left out, is refused."""
-        key = parts.get("key", catalogue.__name__)
-        from_module = catalogue_parts(key, catalogue)
-        known = {f.name for f in fields(cls)} - set(from_module) - {"checks", "drawings"}
-        check_names(key, set(parts), known, {f.name for f in fields(cls) if f.name in known and f.default is f.default_factory is MISSING})
-        return cls(**from_module, checks=CHECKS.merged(checks) if checks else CHECKS,
-                   drawings=DRAWINGS.merged(drawings) if drawings else DRAWINGS, **parts)
+        runner, ...), as ``declare`` takes them."""
+        from_module = catalogue_parts(parts.get("key", catalogue.__name__), catalogue)
+        return cls.declare(**from_module, checks=CHECKS.merged(checks) if checks else CHECKS,
+                           drawings=DRAWINGS.merged(drawings) if drawings else DRAWINGS, **parts)
 
     def label(self, number: int) -> str:
         return self.label_format.format(n=number)

@@ -221,3 +221,114 @@ def test_the_build_names_the_snapshot_whose_explanation_falls_back(key, runs, tm
     assert f"{key}: generic text stands in for 1 explanations or answers: {report.label(snap.number)}" in caplog.text
     page = next(p for p in pages if p.snap is snap)
     assert "The check below recomputes it" in page.explanation
+
+
+# ----------------------------------------------------------------------------- a report is one checked object
+
+
+def parts_of(report) -> dict:
+    """Every part of ``report`` by name, as ``Report.declare`` takes them."""
+    from generator.catalogue import Report
+
+    return {f.name: getattr(report, f.name) for f in fields(Report)}
+
+
+@pytest.mark.parametrize("key", REPORTS)
+@pytest.mark.parametrize("wrong, message", [
+    ("runer", "no part named 'runer'; did you mean 'runner'?"),
+    ("trace_input", "no part named 'trace_input'; did you mean 'trace_inputs'?"),
+    ("start", "no part named 'start'"),
+])
+def test_a_misnamed_part_is_an_error_naming_the_report_and_the_part(key, wrong, message):
+    from generator.catalogue import Report
+    from generator.report_parts import ReportError
+
+    parts = parts_of(REPORTS[key]) | {wrong: None}
+    with pytest.raises(ReportError, match=re.escape(f"report {key!r}: {message}")):
+        Report.declare(**parts)
+
+
+@pytest.mark.parametrize("key", REPORTS)
+@pytest.mark.parametrize("required", ["runner", "options", "snapshots"])
+def test_a_missing_required_part_is_an_error_naming_it(key, required):
+    from generator.catalogue import Report
+    from generator.report_parts import ReportError
+
+    parts = parts_of(REPORTS[key])
+    del parts[required]
+    with pytest.raises(ReportError, match=re.escape(f"report {key!r}: required part {required} missing")):
+        Report.declare(**parts)
+
+
+def _main_without_seed(steps, out):
+    return {}
+
+
+@pytest.mark.parametrize("part, value, message", [
+    ("runner", lambda report: None, "runner must be a callable run(report, opts)"),
+    ("starter", "later", "starter must be None or a callable start(report, opts)"),
+    ("templates", Path("/no/such/folder"), "templates must be None or the Path of an existing folder"),
+    ("trace", {"keyword": "BREAKPOINT"}, "trace must be None or a generator.trace.verify.TraceSpec"),
+    ("trace_inputs", {"prompt_ids": "values"}, "trace_inputs must be a mapping"),
+    ("training", _main_without_seed, "training must be None or a Training"),
+    ("benchmark", object(), "benchmark must be None or a Benchmark"),
+])
+def test_an_optional_or_required_part_of_the_wrong_kind_is_refused_when_the_report_is_made(part, value, message):
+    from generator.report_parts import ReportError
+
+    with pytest.raises(ReportError, match=re.escape(f"report 'gpt': {part} must be")) as refused:
+        dataclasses.replace(REPORTS["gpt"], **{part: value})
+    assert message in str(refused.value)
+
+
+def test_a_training_whose_main_does_not_take_the_command_s_arguments_is_refused():
+    from generator.report_parts import ReportError, Training
+
+    training = dataclasses.replace(REPORTS["gpt"].training, main=_main_without_seed)
+    with pytest.raises(ReportError, match=r"report 'gpt': training must be None or a Training whose main is a callable "
+                                          r"main\(steps, out, seed, quiet\), got Training\(main=<function _main_without_seed"):
+        dataclasses.replace(REPORTS["gpt"], training=training)
+    assert isinstance(REPORTS["gpt"].training, Training) and callable(REPORTS["gpt"].training.main)
+
+
+def test_a_misspelt_catalogue_name_is_refused_not_ignored(tmp_path):
+    import types
+
+    from generator.catalogue import Report
+    from generator.report_parts import ReportError
+
+    report = REPORTS["encoder-decoder"]
+    catalogue = types.ModuleType("misspelt.catalogue")
+    catalogue.__dict__.update(STAGES=report.stages, SNAPSHOTS=report.snapshots, FIGURES=report.figures, QUESTIONS=report.questions,
+                              OVERVIEW_FIGURES=report.overview_figures, DIMS_LEGEND=report.dims_legend, ALSO_RECORDS=report.also_record)
+    identity = {k: v for k, v in parts_of(report).items() if k not in {"stages", "snapshots", "figures", "questions",
+                "overview_figures", "dims_legend", "also_record", "extra_pages", "checks", "drawings"}}
+    with pytest.raises(ReportError, match=r"misspelt.catalogue.ALSO_RECORDS is no catalogue part; did you mean ALSO_RECORD\?"):
+        Report.from_catalogue(catalogue, checks=None, **identity)
+    del catalogue.ALSO_RECORDS, catalogue.QUESTIONS
+    with pytest.raises(ReportError, match=r"misspelt.catalogue has no QUESTIONS"):
+        Report.from_catalogue(catalogue, **identity)
+
+
+def test_register_takes_only_report_objects_and_refuses_a_taken_key():
+    from generator.registry import Registry
+    from generator.report_parts import ReportError
+    from generator.reports import register
+
+    registry = Registry("report", REPORTS.items())
+    with pytest.raises(ReportError, match="register: a report must be a generator.catalogue.Report"):
+        register(parts_of(REPORTS["vit"]), registry)
+    with pytest.raises(ValueError, match="two reports are named 'vit'"):
+        register(REPORTS["vit"], registry)
+    renamed = register(dataclasses.replace(REPORTS["vit"], key="vit-copy"), registry)
+    assert list(registry) == [*REPORTS, "vit-copy"] and registry["vit-copy"] is renamed
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_every_registered_report_declares_its_optional_parts_explicitly(key):
+    """What a report adds is on the object, not found by file names: its folder's files and its parts agree."""
+    report = REPORTS[key]
+    folder = ROOT / "generator" / "reports" / next(p for p in PACKAGES if f"generator.reports.{p}." in report.runner.__module__ + ".")
+    for part, file in [("trace", "trace.py"), ("training", "training.py"), ("benchmark", "benchmark.py")]:
+        assert (getattr(report, part) is not None) == (folder / file).is_file(), f"{key}: {file} and its {part} part disagree"
+    assert report.templates == folder / "templates"

@@ -1,0 +1,146 @@
+"""The code's shape: no import circles, and generic code never reaches for a report.
+
+A report is one object (generator.catalogue.Report); only the entry points read the registry (generator.reports) and
+hand Report objects to the generic code, which gets the rest from the run (``ModelRun.report``).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from generator.reports import REPORTS
+from tests.conftest import ROOT
+
+# The only modules that may read the registry: the command line, the MkDocs plugin and its configuration (they turn
+# what the user asked for into Report objects). benchmarks/ and tests/ may too; they are not under generator/.
+ENTRY_POINTS = {"generator.cli", "generator.arguments", "generator.__main__", "generator.site.plugin", "generator.site.configured"}
+REGISTRY = "generator.reports"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for folder in ("generator", "models") for path in sorted((ROOT / folder).rglob("*.py"))}
+GENERIC = sorted(name for name in MODULES if not name.startswith(REGISTRY) and name not in ENTRY_POINTS)
+
+
+def _runtime_nodes(tree: ast.Module) -> list[ast.AST]:
+    """Every node of the module but those under ``if TYPE_CHECKING:`` (imports for annotations only, never run)."""
+    typing_only = {id(node) for branch in ast.walk(tree) if isinstance(branch, ast.If) and "TYPE_CHECKING" in ast.unparse(branch.test)
+                   for statement in branch.body for node in ast.walk(statement)}
+    return [node for node in ast.walk(tree) if id(node) not in typing_only]
+
+
+def _known(name: str) -> str | None:
+    """The project module ``name`` is, or is inside of (``generator.render.environment`` -> generator.render)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(name: str) -> set[str]:
+    """The project modules ``name`` imports when it runs, at its top or inside its functions."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {_known(alias.name) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from its package, one level up per dot after the first
+                base = ".".join([*package.split(".")[:len(package.split(".")) - node.level + 1], *([base] if base else [])])
+            found |= {f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else _known(base) for alias in node.names}
+    return found - {None, name}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: each strongly connected group of more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph.get(module, ())):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while (top := stack.pop()) != module:
+                group.append(top)
+            if group:
+                cycles.append(sorted([module, *group]))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_no_module_of_the_generator_or_the_models_imports_in_a_circle():
+    graph = {name: imports_of(name) for name in MODULES}
+    cycles = import_cycles(graph)
+    assert cycles == [], "import circles: " + "; ".join(" <-> ".join(cycle) for cycle in cycles)
+
+
+@pytest.mark.parametrize("graph, expected", [
+    ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
+    ({"a": {"b"}, "b": set()}, []),
+])
+def test_the_circle_finder_finds_circles_and_only_them(graph, expected):
+    assert import_cycles(graph) == expected
+
+
+def test_the_import_reader_sees_imports_inside_functions_but_not_those_for_annotations_only():
+    assert "generator.render" in imports_of("generator.trace.run")  # inside trace_environment()
+    assert "generator.catalogue" not in imports_of("generator.run")  # under TYPE_CHECKING: for annotations only
+    assert "generator.figures" in imports_of("generator.catalogue")  # at the top
+
+
+# What names a report in code: its key, its folder under generator/reports/, its model module under models/.
+REPORT_FOLDERS = {path.parent.name for path in (ROOT / "generator" / "reports").glob("*/__init__.py")}
+REPORT_NAMES = {*REPORTS, *REPORT_FOLDERS}
+
+
+def report_names_in(name: str) -> list[str]:
+    """Where module ``name`` imports the registry or writes a report's key or folder name as a string."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    found = [f"line {node.lineno}: imports {REGISTRY}" for node in ast.walk(tree)
+             if isinstance(node, (ast.Import, ast.ImportFrom))
+             and any(m == REGISTRY or m.startswith(REGISTRY + ".") for m in
+                     ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]))]
+    found += [f"line {node.lineno}: {node.value!r}" for node in ast.walk(tree)
+              if isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and (node.value in REPORT_NAMES or any(f"{REGISTRY}.{folder}" in node.value for folder in REPORT_FOLDERS))]
+    return found
+
+
+@pytest.mark.parametrize("name", GENERIC)
+def test_generic_code_neither_imports_the_registry_nor_names_a_report(name):
+    """Checks, figures, pages, the build, the trace and the site get Report objects: from the run, or as an argument."""
+    assert report_names_in(name) == [], f"{name} reaches for a report instead of being handed one"
+
+
+def test_the_generic_modules_include_those_the_issue_names():
+    named = {"generator.checks", "generator.figures", "generator.render", "generator.sources", "generator.tensor_data",
+             "generator.build", "generator.trace", "generator.trace.report", "generator.site.server", "generator.site.forms"}
+    assert named <= set(GENERIC)
+
+
+def test_the_guard_catches_an_import_of_the_registry_and_a_key(tmp_path, monkeypatch):
+    key = next(iter(REPORTS))
+    path = tmp_path / "generic.py"
+    path.write_text(f"def f():\n    from generator.reports import REPORTS\n    return REPORTS[{key!r}]\n", encoding="utf-8")
+    monkeypatch.setitem(MODULES, "generator.generic", path)
+    assert report_names_in("generator.generic") == ["line 2: imports generator.reports", f"line 3: {key!r}"]

@@ -332,3 +332,120 @@ def test_every_registered_report_declares_its_optional_parts_explicitly(key):
     for part, file in [("trace", "trace.py"), ("training", "training.py"), ("benchmark", "benchmark.py")]:
         assert (getattr(report, part) is not None) == (folder / file).is_file(), f"{key}: {file} and its {part} part disagree"
     assert report.templates == folder / "templates"
+
+
+# ----------------------------------------------------------------------------- adding a report: the How-it-works recipe
+
+FIFTH_MODEL = '''
+"""Two layers: hidden = fc(x), out = fc2(ReLU(hidden)). D: the width."""
+
+import torch
+from torch import nn
+
+from models.recording import Point, name_modules, record
+
+
+class Tiny(nn.Module):
+    X = Point("x", ("B", "D"), "the input")
+    HIDDEN = Point("hidden", ("B", "D"), "fc(x), before the ReLU")
+    OUT = Point("out", ("B", "D"), "fc2 of the ReLU of hidden")
+
+    def __init__(self, width: int = 4) -> None:
+        super().__init__()
+        self.fc, self.fc2 = nn.Linear(width, width), nn.Linear(width, width)
+        name_modules(self)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = record(self, self.HIDDEN, self.fc(record(self, self.X, x)))
+        return record(self, self.OUT, self.fc2(torch.relu(hidden)))
+'''
+
+FIFTH_REPORT = '''
+"""The tiny report: one object, declared from this folder's own modules."""
+
+from dataclasses import dataclass
+
+import torch
+
+from generator.catalogue import Question, Report, Snapshot, Stage
+from generator.checks import LinearOf
+from generator.options import RunOptions
+from generator.run import ModelRun
+from generator.sources import ModuleRef, Ref
+from tiny_model import Tiny
+
+
+@dataclass(frozen=True)
+class TinyConfig:
+    width: int = 4
+
+
+@dataclass(frozen=True)
+class TinyOptions(RunOptions):
+    def config(self) -> TinyConfig:
+        return TinyConfig()
+
+    def n_layers(self) -> int:
+        return 1
+
+    def places(self) -> dict[str, str]:
+        return {}
+
+    def build_model(self) -> Tiny:
+        return Tiny()
+
+
+def run(report: Report, opts: TinyOptions) -> ModelRun:
+    from models.recording import recording
+
+    torch.manual_seed(opts.seed)
+    model, x = Tiny().eval(), torch.arange(4.0).view(1, 4)
+    with torch.no_grad(), recording(keep=report.names_to_record(opts)) as rec:
+        model(x)
+    return ModelRun(report=report, model=model, recording=rec, inputs={"x": x, "config": opts.config(), "facts": [],
+                                                                       "summary": "x = (0, 1, 2, 3) through two layers"},
+                    dims={"B": 1, "D": 4}, places={}, seed=opts.seed, device="cpu")
+
+
+REPORT = Report.declare(
+    key="tiny", title="A tiny report", short_title="Tiny", label_format="#{n}", options=TinyOptions, runner=run,
+    stages=(Stage("all", "Everything", "fc(x), then fc2 of its ReLU."),),
+    snapshots=(
+        Snapshot(number=1, title="Hidden", variable="h", stage="all", tensors=(Ref("hidden"),),
+                 checks=(LinearOf(x=Ref("x"), module=ModuleRef("fc")),), questions=(1,)),
+        Snapshot(number=2, title="Output", variable="y", stage="all", tensors=(Ref("out"),),
+                 checks=(LinearOf(x=Ref("hidden"), module=ModuleRef("fc2"), activation="relu"),), questions=(1,)),
+    ),
+    figures=(), overview_figures=(), dims_legend={"B": "batch", "D": "width"}, questions=(Question(1, "What does fc do?"),),
+)
+'''
+
+
+def test_a_fifth_report_from_a_temporary_folder_is_one_model_file_one_object_and_one_registry_line(tmp_path, monkeypatch):
+    """How-it-works' recipe, followed outside the project: a model file, a report package whose __init__ declares one
+    Report, one line registering it; the project's own build then writes its pages and snapshots.json."""
+    import json
+
+    from generator.build import build
+    from generator.progress import Progress
+    from generator.registry import Registry
+    from generator.reports import register
+
+    (tmp_path / "tiny_model.py").write_text(FIFTH_MODEL, encoding="utf-8")
+    (tmp_path / "tiny_report").mkdir()
+    (tmp_path / "tiny_report" / "__init__.py").write_text(FIFTH_REPORT, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import tiny_report
+
+    reports = Registry("report", REPORTS.items())  # the project's registry, copied so the test leaves it as it was
+    register(tiny_report.REPORT, reports)  # the one registry line
+
+    result = build(tmp_path / "docs", {"tiny": tiny_report.REPORT.options(device="cpu")}, Progress(enabled=False),
+                   reports=reports)
+    data = json.loads((tmp_path / "docs" / "tiny" / "snapshots.json").read_text(encoding="utf-8"))
+    assert result.reports == ["tiny"] and result.failed_checks == []
+    assert data["model"] == "tiny" and data["order"] == len(REPORTS)  # after the bundled reports, in registration order
+    assert [(s["number"], s["check"]["passed"]) for s in data["snapshots"]] == [(1, True), (2, True)]
+    page = (tmp_path / "docs" / "tiny" / data["snapshots"][1]["page"]).read_text(encoding="utf-8")
+    assert "Output" in page and "fc2" in page
+    assert "tiny" in (tmp_path / "docs" / "index.md").read_text(encoding="utf-8")

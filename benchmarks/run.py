@@ -258,11 +258,11 @@ def bench_warm_regeneration(repeats: int) -> dict:
     """New sentences for the site's first report (the encoder–decoder): a cold CLI build + `mkdocs build` (new
     processes) against a regeneration in the warm `python -m generator serve` process (its Python API), interleaved
     in one run, medians."""
-    from generator.site.forms import forms
+    from generator.site.forms import SiteForms
     from generator.site.server import WarmServer
 
     report = next(iter(REPORTS))
-    sentence = forms()[report]["fields"][0]["name"]  # its first form field: the source sentence
+    sentence = SiteForms.of(REPORTS).by_report[report]["fields"][0]["name"]  # its first form field: the source sentence
 
     py = sys.executable
     work = Path(tempfile.mkdtemp(prefix="bench-warm-"))
@@ -272,7 +272,7 @@ def bench_warm_regeneration(repeats: int) -> dict:
     run_timed([py, "-m", "generator", "build", "--out", str(docs), "--device", "cpu", "-q"], env)  # every report, as a real site
     out: dict = {"repeats": repeats, "load": [os.getloadavg()[0]]}
     started = time.perf_counter()
-    server = WarmServer(docs, config)
+    server = WarmServer(docs, config, reports=REPORTS)
     server.prepare()
     out["start"] = time.perf_counter() - started
     started = time.perf_counter()

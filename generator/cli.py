@@ -74,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "serve":
             from generator.site.server import serve
 
-            return serve(args)
+            return serve(args, REPORTS)
         if args.command == "train":
             REPORTS[args.model].training.main(args.steps, args.out, seed=args.seed, quiet=args.quiet)
             return 0

@@ -33,7 +33,9 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
+from generator.reports import REPORTS
 from generator.site.api import ApiError, build_argv
+from generator.site.forms import SiteForms
 from generator.site.events import MAX_EVENT_STREAMS
 from tests.conftest import BUILD_ONLY, ROOT
 
@@ -324,9 +326,10 @@ def test_the_api_never_names_a_server_side_file_or_a_download(served, tmp_path):
     body, kind = multipart({"model": "vit", "weights": "/etc/passwd"}, {})
     assert request(served.url, "/api/regenerate", body, {"Content-Type": kind}) == (400, {"error": refused})
     assert tree_digest(served.docs) == docs_before
-    assert "--weights=random" in build_argv({"model": "vit", "weights": "random"}, tmp_path)
+    forms = SiteForms.of(REPORTS)
+    assert "--weights=random" in build_argv({"model": "vit", "weights": "random"}, tmp_path, forms=forms)
     with pytest.raises(ApiError, match="weights can only be random"):
-        build_argv({"model": "all", "weights": "imagenet"}, tmp_path)
+        build_argv({"model": "all", "weights": "imagenet"}, tmp_path, forms=forms)
 
 
 def test_path_options_are_uploads_and_free_text_options_need_an_allow_list():
@@ -337,7 +340,7 @@ def test_path_options_are_uploads_and_free_text_options_need_an_allow_list():
     from types import SimpleNamespace
 
     from generator.options import RunOptions, option
-    from generator.site.forms import forms, forms_of
+    from generator.site.forms import forms_of
 
     @dataclass(frozen=True)
     class FutureOptions(RunOptions):
@@ -352,7 +355,7 @@ def test_path_options_are_uploads_and_free_text_options_need_an_allow_list():
     assert form["uploads"] == {"vocabulary"}
     assert form["values"] == {"tokenizer": (), "weights": ("random",)}
     assert set(form["options"]) == {"device", "vocabulary", "tokenizer", "weights", "width", "size", "note"}
-    assert {key: (f["uploads"], f["values"]) for key, f in forms().items()} == {
+    assert {key: (f["uploads"], f["values"]) for key, f in SiteForms.of(REPORTS).by_report.items()} == {
         ED: (set(), {}), "vit": ({"image"}, {"weights": ("random",)}), "gpt": (set(), {"weights": ("random",)}),
         "toy-vit": (set(), {})}  # its --weights has choices (seed, random) and --pixels is text: neither is a path
 
@@ -632,7 +635,7 @@ def test_a_link_to_outside_the_project_is_not_published(tmp_path):
     config.write_text("site_name: x\n", encoding="utf-8")
     (tmp_path / "secret.md").write_text("not for the web", encoding="utf-8")
     (docs / "notes" / "inside.md").symlink_to(config)  # inside the project: fine
-    state = WarmServer(docs, config)
+    state = WarmServer(docs, config, reports=REPORTS)
     refuse_links_outside(state.docs, state.config.parent)
     (docs / "notes" / "leak.md").symlink_to(tmp_path / "secret.md")
     with pytest.raises(UserError, match=r"leak.md: a symbolic link to a place outside the project"):
@@ -653,7 +656,7 @@ def quick_server(tmp_path, monkeypatch):
 
     monkeypatch.setattr(generator.site.http_handler, "BODY_TIMEOUT", 1.5)
     (tmp_path / "site").mkdir()
-    state = serve_module.WarmServer(tmp_path / "docs", tmp_path / "mkdocs.yml")
+    state = serve_module.WarmServer(tmp_path / "docs", tmp_path / "mkdocs.yml", reports=REPORTS)
     state.site = types.SimpleNamespace(site=tmp_path / "site", close=lambda: None)
     state._regenerate = lambda fields, files: time.sleep(0.2) or {"seconds": 0.2, "fields": dict(fields)}
     state._watch = lambda: None  # no docs folder to follow

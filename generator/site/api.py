@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import UserError, file_error, one_line
-from generator.site.forms import file_fields, forms, options_for, restricted_values
+from generator.site.forms import SiteForms
 
 MAX_UPLOAD = 20 * 1024 * 1024  # bytes of request body (an image upload), checked before reading
 MAX_BODIES = 4  # request bodies arriving at once (read before the regeneration lock is taken): at most 4 x 20 MB held
@@ -57,17 +57,18 @@ def parse_build_argv(argv: list[str]):
         raise ApiError(400, exc.message) from None
 
 
-def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str, Path] | None = None, config: Path | None = None) -> list[str]:
+def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str, Path] | None = None, config: Path | None = None,
+               *, forms: SiteForms) -> list[str]:
     """The `build` command line for API fields (values bound with '=' so none can read as an option)."""
     if "model" not in fields or fields["model"] in (None, ""):
-        raise ApiError(400, f"the field 'model' is required: {' or '.join(forms())}")
+        raise ApiError(400, f"the field 'model' is required: {' or '.join(forms.by_report)}")
     model = fields["model"]
     if not isinstance(model, str):
         raise ApiError(400, "the field 'model' must be text")
     argv = ["build", f"--model={model}", f"--out={docs}", "--quiet", *([f"--config={config}"] if config else [])]
-    if model not in forms() and model != "all":
+    if model not in forms.by_report and model != "all":
         return argv  # the CLI refuses it, with its list of models
-    allowed, restricted, uploads = {**options_for(model), "force": "--force"}, restricted_values(model), file_fields()
+    allowed, restricted, uploads = {**forms.options_for(model), "force": "--force"}, forms.restricted_values(model), forms.file_fields()
     for name, value in fields.items():
         if name == "model":
             continue
@@ -138,8 +139,8 @@ def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return data
 
 
-def parse_body(content_type: str, body: bytes) -> tuple[dict[str, Any], dict[str, Upload]]:
-    """JSON object, or multipart/form-data fields and files."""
+def parse_body(content_type: str, body: bytes, forms: SiteForms) -> tuple[dict[str, Any], dict[str, Upload]]:
+    """JSON object, or multipart/form-data fields and files (the upload fields of ``forms``)."""
     kind = content_type.split(";", 1)[0].strip().lower()
     if kind == "application/json":
         try:
@@ -154,11 +155,11 @@ def parse_body(content_type: str, body: bytes) -> tuple[dict[str, Any], dict[str
             raise ApiError(400, "the request body must be a JSON object of fields")
         return data, {}
     if kind == "multipart/form-data":
-        return _parse_multipart(content_type, body)
+        return _parse_multipart(content_type, body, forms)
     raise ApiError(415, "send application/json or multipart/form-data")
 
 
-def _parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, Any], dict[str, Upload]]:
+def _parse_multipart(content_type: str, body: bytes, forms: SiteForms) -> tuple[dict[str, Any], dict[str, Upload]]:
     import email.parser
     import email.policy
 
@@ -168,7 +169,7 @@ def _parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, Any], di
         raise ApiError(400, "the multipart body could not be read")
     fields: dict[str, Any] = {}
     files: dict[str, Upload] = {}
-    uploads = file_fields()
+    uploads = forms.file_fields()
     for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
         if not name:
@@ -190,7 +191,7 @@ def _parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, Any], di
 # ----------------------------------------------------------------------------- the build and the status
 
 
-def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path, config: Path, progress):
+def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path, config: Path, progress, forms: SiteForms):
     """Regenerate the report(s) ``fields`` ask for by the CLI's own code path (uploads stored in a temporary folder
     meanwhile); its BuildResult, or ApiError(400) with the CLI's one line for input it refuses."""
     from generator.arguments import build_from_args
@@ -201,7 +202,7 @@ def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path,
     try:
         paths = {}
         for name, upload in files.items():
-            if name not in file_fields():
+            if name not in forms.file_fields():
                 raise ApiError(400, f"unknown file field {name!r}")
             paths[name] = tmp / name / upload.filename  # one folder per field: two names never collide
             try:
@@ -209,7 +210,7 @@ def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path,
                 paths[name].write_bytes(upload.data)
             except OSError as exc:  # the server's disk, not the user's input: say so without its paths
                 raise ApiError(500, f"the server could not store the upload ({exc.strerror or type(exc).__name__})") from None
-        args = parse_build_argv(build_argv(fields, docs, paths, config))
+        args = parse_build_argv(build_argv(fields, docs, paths, config, forms=forms))
         uploaded = UPLOADED.set({str(path): files[name].filename for name, path in paths.items()})
         try:
             return build_from_args(args, progress)
@@ -229,10 +230,10 @@ def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path,
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def status(docs: Path, busy: bool) -> dict[str, Any]:
-    """The /api/status answer: each report with its form fields and the values of its current run."""
+def status(docs: Path, busy: bool, forms: SiteForms) -> dict[str, Any]:
+    """The /api/status answer: each report of ``forms`` with its form fields and the values of its current run."""
     models = []
-    for key, form in forms().items():
+    for key, form in forms.by_report.items():
         try:
             data = json.loads((docs / key / "snapshots.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):

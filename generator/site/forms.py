@@ -1,5 +1,5 @@
-"""Each report's regenerate form and API fields, derived from its options dataclass (read when first asked for,
-not at import).
+"""Each report's regenerate form and API fields, derived from its options dataclass (``SiteForms.of(reports)``: the
+server is handed the reports it regenerates by the command line).
 
 A field's API name is its CLI flag without the dashes (``--vit-size``: vit_size). The fields whose metadata has a
 ``form`` are shown by generator/assets/tt-regenerate.js, which reads them from /api/status, in field order; the
@@ -13,8 +13,7 @@ a new option of that sort stays closed until someone decides what is safe.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
-from functools import cache
+from dataclasses import dataclass, fields
 from typing import Any
 
 from generator.options import flag_of
@@ -52,33 +51,34 @@ def forms_of(reports: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {key: report_form(report.options) for key, report in reports.items()}
 
 
-@cache
-def forms() -> dict[str, dict[str, Any]]:
-    """The form of every report of the registry, by report key, in registry order."""
-    from generator.reports import REPORTS
+@dataclass(frozen=True)
+class SiteForms:
+    """The forms of the reports a site regenerates: ``by_report`` is report key -> form, in site order."""
 
-    return forms_of(REPORTS)
+    by_report: dict[str, dict[str, Any]]
 
+    @classmethod
+    def of(cls, reports: Mapping[str, Any]) -> SiteForms:
+        return cls(forms_of(reports))
 
-def file_fields() -> set[str]:
-    """The API fields of every report that are uploads."""
-    return set().union(*(form["uploads"] for form in forms().values()))
+    def file_fields(self) -> set[str]:
+        """The API fields of every report that are uploads."""
+        return set().union(*(form["uploads"] for form in self.by_report.values()))
 
+    def options_for(self, model: str) -> dict[str, str]:
+        """API field -> CLI option for ``model`` ("all": every report's)."""
+        out: dict[str, str] = {}
+        for form in self._chosen(model):
+            out.update({f["name"]: f["option"] for f in form["fields"]})
+            out.update(form["options"])
+        return out
 
-def options_for(model: str) -> dict[str, str]:
-    """API field -> CLI option for ``model`` ("all": every report's)."""
-    chosen = forms().values() if model == "all" else [forms()[model]]
-    out: dict[str, str] = {}
-    for form in chosen:
-        out.update({f["name"]: f["option"] for f in form["fields"]})
-        out.update(form["options"])
-    return out
+    def restricted_values(self, model: str) -> dict[str, tuple[str, ...]]:
+        """API field -> the only values the API takes for it, for ``model`` ("all": every report's)."""
+        out: dict[str, tuple[str, ...]] = {}
+        for form in self._chosen(model):
+            out.update(form["values"])
+        return out
 
-
-def restricted_values(model: str) -> dict[str, tuple[str, ...]]:
-    """API field -> the only values the API takes for it, for ``model`` ("all": every report's)."""
-    chosen = forms().values() if model == "all" else [forms()[model]]
-    out: dict[str, tuple[str, ...]] = {}
-    for form in chosen:
-        out.update(form["values"])
-    return out
+    def _chosen(self, model: str) -> list[dict[str, Any]]:
+        return list(self.by_report.values()) if model == "all" else [self.by_report[model]]

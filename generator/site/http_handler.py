@@ -277,7 +277,7 @@ class Handler(_Bodies, _SiteFiles, EventStream, http.server.SimpleHTTPRequestHan
         if not state.busy.acquire(blocking=False):  # another regeneration started while this body arrived
             return self._json(409, {"error": BUSY})
         try:
-            fields, files = parse_body(self.headers.get("Content-Type", ""), body)
+            fields, files = parse_body(self.headers.get("Content-Type", ""), body, state.forms)
             status, answer = 200, state.jobs.submit(lambda: state._regenerate(fields, files), stopping=state.events.closed)
         except ApiError as exc:
             status, answer = exc.status, {"error": exc.message}

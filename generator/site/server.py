@@ -62,6 +62,7 @@ from generator.site import http_handler
 from generator.site.api import BUSY, MAX_BODIES, ApiError, Upload, generate, parse_build_argv
 from generator.site.api import status as api_status
 from generator.site.events import EventProgress, Events
+from generator.site.forms import SiteForms
 from generator.site.staging import current_staging, resolved
 
 log = logging.getLogger("generator")
@@ -145,18 +146,18 @@ def docs_signature(docs: Path) -> tuple:
     return tuple(items)
 
 
-def load_everything() -> None:
-    """Import and load, once, what a regeneration needs: torch, the models, the reports and the compiled report
-    templates (forked figure workers inherit them)."""
+def load_everything(reports: Mapping[str, Any]) -> None:
+    """Import and load, once, what a regeneration needs: torch, the models, and the compiled templates of ``reports``
+    (forked figure workers inherit them; the reports' catalogues, checks and drawings came with the Report objects)."""
     import generator.build  # noqa: F401 - torch and the models' modules, loaded once
-    import generator.reports  # noqa: F401 - every report's catalogue, checks and drawings
 
     try:  # the report templates, compiled now rather than in the first regeneration
         from generator.render import environment
 
-        env = environment()
-        for name in env.list_templates(extensions=["j2"]):
-            env.get_template(name)
+        for report in reports.values():
+            env = environment(report)
+            for name in env.list_templates(extensions=["j2"]):
+                env.get_template(name)
     except Exception as exc:  # noqa: BLE001 - only a head start; the regeneration reports real errors
         log.info("template warm-up skipped: %s", exc)
 
@@ -218,13 +219,15 @@ class MainThreadJobs:
 class WarmServer:
     """The docs folder, its MkDocs site kept warm, and one regeneration at a time.
 
-    Python API (used by benchmarks/run.py): ``WarmServer(docs, config).prepare()``, then
+    Python API (used by benchmarks/run.py): ``WarmServer(docs, config, reports=REPORTS).prepare()``, then
     ``regenerate({"model": ..., ...})`` returns the same dict as a 200 answer, or raises ApiError.
     """
 
-    def __init__(self, docs: Path, config: Path, *, quiet: bool = True) -> None:
+    def __init__(self, docs: Path, config: Path, *, reports: Mapping[str, Any], quiet: bool = True) -> None:
         self.docs = resolved(docs)  # a link loop: one line, not a traceback
         self.config = resolved(config)
+        self.reports = reports  # the Report objects it regenerates, by key (the registry's, from the command line)
+        self.forms = SiteForms.of(reports)
         self.quiet = quiet
         self.events = Events()
         self.site_lock = ReadWriteLock()
@@ -240,14 +243,12 @@ class WarmServer:
         """Load everything a regeneration needs, generate the reports if docs/ has none, build the site."""
         if not self.config.is_file():
             raise UserError(f"MkDocs configuration not found: {self.config}; give one with --config")
-        from generator.reports import REPORTS
-
-        if not any((self.docs / key / "snapshots.json").is_file() for key in REPORTS):
+        if not any((self.docs / key / "snapshots.json").is_file() for key in self.reports):
             say(f"no report in {self.docs}: generating every report from the default inputs")
             from generator.arguments import build_from_args
 
             build_from_args(parse_build_argv(["build", f"--out={self.docs}", f"--config={self.config}", *(["--quiet"] if self.quiet else [])]))
-        load_everything()
+        load_everything(self.reports)
         from generator.site.warm_site import WarmSite
 
         self.site = WarmSite(self.config, self.docs)
@@ -280,7 +281,7 @@ class WarmServer:
         publish = self.events.publish
         publish("progress", {"step": "checking the input"})
         try:
-            result = generate(fields, files, self.docs, self.config, EventProgress(publish, self._render_ahead))
+            result = generate(fields, files, self.docs, self.config, EventProgress(publish, self._render_ahead), self.forms)
         except BaseException:
             if self.site is not None:
                 self.site.abandon_ahead()
@@ -325,7 +326,7 @@ class WarmServer:
         return update
 
     def status(self) -> dict[str, Any]:
-        return api_status(self.docs, self.busy.locked())
+        return api_status(self.docs, self.busy.locked(), self.forms)
 
     def start_http(self, port: int) -> str:
         self._httpd = http_handler.listen(self, port)
@@ -359,9 +360,10 @@ class WarmServer:
 # ----------------------------------------------------------------------------- command
 
 
-def serve(args: argparse.Namespace) -> int:
+def serve(args: argparse.Namespace, reports: Mapping[str, Any]) -> int:
+    """`python -m generator serve`, regenerating ``reports`` (the registry's, from the command line)."""
     say = (lambda _: None) if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
-    state = WarmServer(args.docs, args.config, quiet=args.quiet)
+    state = WarmServer(args.docs, args.config, reports=reports, quiet=args.quiet)
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops as cleanly as Ctrl-C
     running = False
     try:

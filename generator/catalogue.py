@@ -131,7 +131,7 @@ class Report:
     options: type[RunOptions]  # the report's command-line options, defaults and validation
     runner: Callable[[Report, RunOptions], ModelRun]  # run(report, opts): builds the model and records one forward pass
     templates: Path | None = None  # its own templates: explain.md.j2, inputs.md.j2, questions.md.j2 (each optional)
-    starter: Callable[[Report, RunOptions], Callable[[], None]] | None = None  # work begun ahead of the runs (see start)
+    starter: Callable[[Report, RunOptions], Callable[[], None]] | None = None  # work begun ahead (see start)
     trace: TraceSpecLike | None = None  # how `python -m generator trace` reads a script marked with its numbering
     trace_inputs: Mapping[str, tuple[str, Any]] = field(default_factory=dict)  # inputs a trace labels from its tensors
     training: Training | None = None  # `python -m generator train <key>`

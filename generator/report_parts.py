@@ -72,16 +72,17 @@ _PARTS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "runner": (lambda v: _takes(v, "report", "opts"), "a callable run(report, opts) that returns the ModelRun"),
     "starter": (lambda v: v is None or _takes(v, "report", "opts"),
                 "None or a callable start(report, opts) that returns a function waiting for the work begun"),
-    "templates": (lambda v: v is None or (isinstance(v, Path) and v.is_dir()), "None or the Path of an existing folder"),
+    "templates": (lambda v: v is None or (isinstance(v, Path) and v.is_dir()),
+                  "None or the Path of an existing folder"),
     "trace": (lambda v: v is None or isinstance(v, TraceSpecLike), "None or a generator.trace.verify.TraceSpec"),
-    "trace_inputs": (lambda v: isinstance(v, Mapping) and all(isinstance(k, str) and isinstance(t, tuple) and len(t) == 2
-                                                              for k, t in v.items()),
+    "trace_inputs": (lambda v: isinstance(v, Mapping)
+                     and all(isinstance(k, str) and isinstance(t, tuple) and len(t) == 2 for k, t in v.items()),
                      "a mapping of run input -> (kind, snapshot number or dimension)"),
     "training": (lambda v: v is None or (isinstance(v, Training) and _takes(v.main, 1, None, seed=0, quiet=True)
                                          and all(callable(f) for f in (v.load_record, v.record_path))),
                  "None or a Training whose main is a callable main(steps, out, seed, quiet)"),
-    "benchmark": (lambda v: v is None or (isinstance(v, Benchmark) and _takes(v.model_tables, "report", "device", 1, "interleaved")
-                                          and _takes(v.targets, [])),
+    "benchmark": (lambda v: v is None or (isinstance(v, Benchmark) and _takes(v.targets, [])
+                                          and _takes(v.model_tables, "report", "device", 1, "interleaved")),
                   "None or a Benchmark of model_tables(report, device, repeats, interleaved) and targets(tables)"),
 }
 
@@ -101,24 +102,27 @@ def check_names(key: str, given: set[str], known: set[str], required: set[str]) 
         hint = f"; did you mean {close[0]!r}?" if close else f"; the parts are: {', '.join(sorted(known))}"
         raise ReportError(f"report {key!r}: no part named {name!r}{hint}")
     if missing := sorted(required - given):
-        raise ReportError(f"report {key!r}: required part{'s' if len(missing) > 1 else ''} {', '.join(missing)} missing")
+        parts = f"part{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+        raise ReportError(f"report {key!r}: required {parts} missing")
 
 
 # The catalogue module's names (generator/reports/<report>/catalogue.py) -> the report's attribute; None: optional
-CATALOGUE_NAMES = {"STAGES": "stages", "SNAPSHOTS": "snapshots", "FIGURES": "figures", "OVERVIEW_FIGURES": "overview_figures",
-                   "DIMS_LEGEND": "dims_legend", "QUESTIONS": "questions", "ALSO_RECORD": "also_record", "EXTRA_PAGES": "extra_pages"}
+CATALOGUE_NAMES = {"STAGES": "stages", "SNAPSHOTS": "snapshots", "FIGURES": "figures",
+                   "OVERVIEW_FIGURES": "overview_figures", "DIMS_LEGEND": "dims_legend", "QUESTIONS": "questions",
+                   "ALSO_RECORD": "also_record", "EXTRA_PAGES": "extra_pages"}
 OPTIONAL_CATALOGUE_NAMES = {"ALSO_RECORD", "EXTRA_PAGES"}
 
 
 def catalogue_parts(key: str, catalogue: ModuleType) -> dict[str, Any]:
     """The report attributes a catalogue module declares; a required name missing, or a public upper-case name that is
-    none of the catalogue's (a misspelt ``ALSO_RECORDS`` would otherwise leave the tensors silently unrecorded), refused."""
+    none of the catalogue's (a misspelt ``ALSO_RECORDS`` would leave its tensors silently unrecorded), refused."""
     declared = {name for name in vars(catalogue) if name.isupper() and not name.startswith("_")}
     where = f"{catalogue.__name__}"
     for name in sorted(declared - set(CATALOGUE_NAMES)):
         close = difflib.get_close_matches(name, sorted(CATALOGUE_NAMES), n=1)
         hint = f"did you mean {close[0]}?" if close else f"a catalogue declares {', '.join(CATALOGUE_NAMES)}"
-        raise ReportError(f"report {key!r}: {where}.{name} is no catalogue part; {hint} (a private constant starts with _)")
+        raise ReportError(f"report {key!r}: {where}.{name} is no catalogue part; {hint} "
+                          "(a private constant starts with _)")
     if missing := sorted(set(CATALOGUE_NAMES) - OPTIONAL_CATALOGUE_NAMES - declared):
         raise ReportError(f"report {key!r}: {where} has no {', '.join(missing)}")
     return {attribute: getattr(catalogue, name) for name, attribute in CATALOGUE_NAMES.items() if name in declared}

@@ -16,7 +16,8 @@ from tests.conftest import ROOT
 
 # The only modules that may read the registry: the command line, the MkDocs plugin and its configuration (they turn
 # what the user asked for into Report objects). benchmarks/ and tests/ may too; they are not under generator/.
-ENTRY_POINTS = {"generator.cli", "generator.arguments", "generator.__main__", "generator.site.plugin", "generator.site.configured"}
+ENTRY_POINTS = {"generator.cli", "generator.arguments", "generator.__main__", "generator.site.plugin",
+                "generator.site.configured"}
 REGISTRY = "generator.reports"
 
 
@@ -25,13 +26,15 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {module_name(path): path for folder in ("generator", "models") for path in sorted((ROOT / folder).rglob("*.py"))}
+MODULES = {module_name(path): path for folder in ("generator", "models")
+           for path in sorted((ROOT / folder).rglob("*.py"))}
 GENERIC = sorted(name for name in MODULES if not name.startswith(REGISTRY) and name not in ENTRY_POINTS)
 
 
 def _runtime_nodes(tree: ast.Module) -> list[ast.AST]:
     """Every node of the module but those under ``if TYPE_CHECKING:`` (imports for annotations only, never run)."""
-    typing_only = {id(node) for branch in ast.walk(tree) if isinstance(branch, ast.If) and "TYPE_CHECKING" in ast.unparse(branch.test)
+    typing_only = {id(node) for branch in ast.walk(tree)
+                   if isinstance(branch, ast.If) and "TYPE_CHECKING" in ast.unparse(branch.test)
                    for statement in branch.body for node in ast.walk(statement)}
     return [node for node in ast.walk(tree) if id(node) not in typing_only]
 
@@ -54,8 +57,10 @@ def imports_of(name: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: from its package, one level up per dot after the first
-                base = ".".join([*package.split(".")[:len(package.split(".")) - node.level + 1], *([base] if base else [])])
-            found |= {f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else _known(base) for alias in node.names}
+                parent = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, *([base] if base else [])])
+            found |= {f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else _known(base)
+                      for alias in node.names}
     return found - {None, name}
 
 
@@ -122,7 +127,8 @@ def report_names_in(name: str) -> list[str]:
                      ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]))]
     found += [f"line {node.lineno}: {node.value!r}" for node in ast.walk(tree)
               if isinstance(node, ast.Constant) and isinstance(node.value, str)
-              and (node.value in REPORT_NAMES or any(f"{REGISTRY}.{folder}" in node.value for folder in REPORT_FOLDERS))]
+              and (node.value in REPORT_NAMES
+                   or any(f"{REGISTRY}.{folder}" in node.value for folder in REPORT_FOLDERS))]
     return found
 
 
@@ -134,13 +140,15 @@ def test_generic_code_neither_imports_the_registry_nor_names_a_report(name):
 
 def test_the_generic_modules_include_those_the_issue_names():
     named = {"generator.checks", "generator.figures", "generator.render", "generator.sources", "generator.tensor_data",
-             "generator.build", "generator.trace", "generator.trace.report", "generator.site.server", "generator.site.forms"}
+             "generator.build", "generator.trace", "generator.trace.report", "generator.site.server",
+             "generator.site.forms"}
     assert named <= set(GENERIC)
 
 
 def test_the_guard_catches_an_import_of_the_registry_and_a_key(tmp_path, monkeypatch):
     key = next(iter(REPORTS))
     path = tmp_path / "generic.py"
-    path.write_text(f"def f():\n    from generator.reports import REPORTS\n    return REPORTS[{key!r}]\n", encoding="utf-8")
+    path.write_text(f"def f():\n    from generator.reports import REPORTS\n    return REPORTS[{key!r}]\n",
+                    encoding="utf-8")
     monkeypatch.setitem(MODULES, "generator.generic", path)
     assert report_names_in("generator.generic") == ["line 2: imports generator.reports", f"line 3: {key!r}"]

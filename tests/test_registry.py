@@ -18,19 +18,22 @@ from tests.conftest import ROOT
 REPORT_NAME = re.compile(r"""["'](%s)["']""" % "|".join(re.escape(key) for key in REPORTS))
 # What names a report in code: its key, its folder under generator/reports/, its model module under models/.
 PACKAGES = sorted(path.parent.name for path in (ROOT / "generator" / "reports").glob("*/__init__.py"))  # report folders
-REPORT_WORDS = {*REPORTS, *PACKAGES, *(path.stem for path in (ROOT / "models").glob("*.py") if path.stem not in ("__init__", "recording"))}
-DOTTED = re.compile(r"\b(?:generator\.reports|models)\.(%s)\b" % "|".join(re.escape(word) for word in sorted(REPORT_WORDS)))
+MODEL_FILES = {path.stem for path in (ROOT / "models").glob("*.py") if path.stem not in ("__init__", "recording")}
+REPORT_WORDS = {*REPORTS, *PACKAGES, *MODEL_FILES}
+DOTTED = re.compile(r"\b(?:generator\.reports|models)\.(%s)\b"
+                    % "|".join(re.escape(word) for word in sorted(REPORT_WORDS)))
 
 
 def names_a_report(path: Path) -> list[str]:
-    """Where a generic file names a report: a quoted key, an import of (or a dotted path into) a report's folder or model
-    module, or a Python name that is a report's folder or model module (``vit = ...``, ``from models import gpt``).
-    Comments and prose in strings (help texts, docstrings) may mention reports."""
+    """Where a generic file names a report: a quoted key, an import of (or a dotted path into) a report's folder or
+    model module, or a Python name that is a report's folder or model module (``vit = ...``,
+    ``from models import gpt``). Comments and prose in strings (help texts, docstrings) may mention reports."""
     text = path.read_text(encoding="utf-8")
     found = [f"{path.name}: {m[0]}" for m in REPORT_NAME.finditer(text)]
     if path.suffix == ".j2":
         for expression in re.findall(r"\{\{.*?\}\}|\{%.*?%\}", text, re.S):
-            found += [f"{path.name}: {word}" for word in re.findall(r"[A-Za-z_][\w-]*", expression) if word in REPORT_WORDS]
+            found += [f"{path.name}: {word}" for word in re.findall(r"[A-Za-z_][\w-]*", expression)
+                      if word in REPORT_WORDS]
         return found
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         if token.type == tokenize.NAME and token.string in REPORT_WORDS:
@@ -43,7 +46,8 @@ def names_a_report(path: Path) -> list[str]:
 def test_outside_the_reports_folder_no_generator_file_names_a_report():
     """The CLI, build, landing page, PDF export, MkDocs plugin and benchmarks iterate over the registry."""
     reports_folder = ROOT / "generator" / "reports"
-    places = [*(ROOT / "generator").rglob("*.py"), *(ROOT / "generator").rglob("*.j2"), *(ROOT / "benchmarks").rglob("*.py")]
+    places = [*(ROOT / "generator").rglob("*.py"), *(ROOT / "generator").rglob("*.j2"),
+              *(ROOT / "benchmarks").rglob("*.py")]
     naming = sorted(hit for path in places if not path.is_relative_to(reports_folder) for hit in names_a_report(path))
     assert naming == [], f"these files name reports instead of using generator.reports.REPORTS: {naming}"
 
@@ -100,7 +104,8 @@ def test_a_changed_declared_shape_is_caught(key, runs, monkeypatch):
     run, report = runs[key], REPORTS[key]
     snap = next(s for s in report.snapshots if s.shape is None and len(set(run.declared[run.name(s.main)].shape)) > 1)
     declared = run.declared[run.name(snap.main)]
-    owner = next(cls for cls in type(run.model.get_submodule(declared.name.rsplit(".", 1)[0] if "." in declared.name else "")).__mro__
+    module = run.model.get_submodule(declared.name.rsplit(".", 1)[0] if "." in declared.name else "")
+    owner = next(cls for cls in type(module).__mro__
                  for attr, value in vars(cls).items() if value is declared.point)
     attribute = next(attr for attr, value in vars(owner).items() if value is declared.point)
     swapped = (declared.point.shape[-1], *declared.point.shape[1:-1], declared.point.shape[0])
@@ -168,7 +173,8 @@ def test_every_snapshot_page_links_its_guiding_questions_and_every_question_is_l
             assert snap.questions, f"{key} {report.label(snap.number)} informs no guiding question"
             page = next((built_docs / key).glob(f"*/{snap.number:02d}-*.md")).read_text(encoding="utf-8")
             for number in snap.questions:
-                assert f"(../questions.md#q{number})" in page, f"{key} {report.label(snap.number)}: no link to question {number}"
+                assert f"(../questions.md#q{number})" in page, \
+                    f"{key} {report.label(snap.number)}: no link to question {number}"
                 linked.add(number)
         assert linked == {q.number for q in report.questions}, f"{key}: questions no snapshot links to"
         questions_page = (built_docs / key / "questions.md").read_text(encoding="utf-8")
@@ -285,8 +291,9 @@ def test_a_training_whose_main_does_not_take_the_command_s_arguments_is_refused(
     from generator.report_parts import ReportError, Training
 
     training = dataclasses.replace(REPORTS["gpt"].training, main=_main_without_seed)
-    with pytest.raises(ReportError, match=r"report 'gpt': training must be None or a Training whose main is a callable "
-                                          r"main\(steps, out, seed, quiet\), got Training\(main=<function _main_without_seed"):
+    with pytest.raises(ReportError, match=r"report 'gpt': training must be None or a Training whose main is a "
+                                          r"callable main\(steps, out, seed, quiet\), "
+                                          r"got Training\(main=<function _main_without_seed"):
         dataclasses.replace(REPORTS["gpt"], training=training)
     assert isinstance(REPORTS["gpt"].training, Training) and callable(REPORTS["gpt"].training.main)
 
@@ -299,11 +306,13 @@ def test_a_misspelt_catalogue_name_is_refused_not_ignored(tmp_path):
 
     report = REPORTS["encoder-decoder"]
     catalogue = types.ModuleType("misspelt.catalogue")
-    catalogue.__dict__.update(STAGES=report.stages, SNAPSHOTS=report.snapshots, FIGURES=report.figures, QUESTIONS=report.questions,
-                              OVERVIEW_FIGURES=report.overview_figures, DIMS_LEGEND=report.dims_legend, ALSO_RECORDS=report.also_record)
+    catalogue.__dict__.update(STAGES=report.stages, SNAPSHOTS=report.snapshots, FIGURES=report.figures,
+                              QUESTIONS=report.questions, OVERVIEW_FIGURES=report.overview_figures,
+                              DIMS_LEGEND=report.dims_legend, ALSO_RECORDS=report.also_record)
     identity = {k: v for k, v in parts_of(report).items() if k not in {"stages", "snapshots", "figures", "questions",
                 "overview_figures", "dims_legend", "also_record", "extra_pages", "checks", "drawings"}}
-    with pytest.raises(ReportError, match=r"misspelt.catalogue.ALSO_RECORDS is no catalogue part; did you mean ALSO_RECORD\?"):
+    with pytest.raises(ReportError, match=r"misspelt.catalogue.ALSO_RECORDS is no catalogue part; "
+                                          r"did you mean ALSO_RECORD\?"):
         Report.from_catalogue(catalogue, checks=None, **identity)
     del catalogue.ALSO_RECORDS, catalogue.QUESTIONS
     with pytest.raises(ReportError, match=r"misspelt.catalogue has no QUESTIONS"):
@@ -328,9 +337,11 @@ def test_register_takes_only_report_objects_and_refuses_a_taken_key():
 def test_every_registered_report_declares_its_optional_parts_explicitly(key):
     """What a report adds is on the object, not found by file names: its folder's files and its parts agree."""
     report = REPORTS[key]
-    folder = ROOT / "generator" / "reports" / next(p for p in PACKAGES if f"generator.reports.{p}." in report.runner.__module__ + ".")
+    package = next(p for p in PACKAGES if f"generator.reports.{p}." in report.runner.__module__ + ".")
+    folder = ROOT / "generator" / "reports" / package
     for part, file in [("trace", "trace.py"), ("training", "training.py"), ("benchmark", "benchmark.py")]:
-        assert (getattr(report, part) is not None) == (folder / file).is_file(), f"{key}: {file} and its {part} part disagree"
+        assert (getattr(report, part) is not None) == (folder / file).is_file(), \
+            f"{key}: {file} and its {part} part disagree"
     assert report.templates == folder / "templates"
 
 
@@ -402,8 +413,8 @@ def run(report: Report, opts: TinyOptions) -> ModelRun:
     model, x = Tiny().eval(), torch.arange(4.0).view(1, 4)
     with torch.no_grad(), recording(keep=report.names_to_record(opts)) as rec:
         model(x)
-    return ModelRun(report=report, model=model, recording=rec, inputs={"x": x, "config": opts.config(), "facts": [],
-                                                                       "summary": "x = (0, 1, 2, 3) through two layers"},
+    inputs = {"x": x, "config": opts.config(), "facts": [], "summary": "x = (0, 1, 2, 3) through two layers"}
+    return ModelRun(report=report, model=model, recording=rec, inputs=inputs,
                     dims={"B": 1, "D": 4}, places={}, seed=opts.seed, device="cpu")
 
 
@@ -416,12 +427,13 @@ REPORT = Report.declare(
         Snapshot(number=2, title="Output", variable="y", stage="all", tensors=(Ref("out"),),
                  checks=(LinearOf(x=Ref("hidden"), module=ModuleRef("fc2"), activation="relu"),), questions=(1,)),
     ),
-    figures=(), overview_figures=(), dims_legend={"B": "batch", "D": "width"}, questions=(Question(1, "What does fc do?"),),
+    figures=(), overview_figures=(), dims_legend={"B": "batch", "D": "width"},
+    questions=(Question(1, "What does fc do?"),),
 )
 '''
 
 
-def test_a_fifth_report_from_a_temporary_folder_is_one_model_file_one_object_and_one_registry_line(tmp_path, monkeypatch):
+def test_a_fifth_report_in_a_temporary_folder_is_a_model_file_one_object_and_one_registry_line(tmp_path, monkeypatch):
     """How-it-works' recipe, followed outside the project: a model file, a report package whose __init__ declares one
     Report, one line registering it; the project's own build then writes its pages and snapshots.json."""
     import json

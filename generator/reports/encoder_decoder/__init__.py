@@ -1,9 +1,11 @@
-"""The encoder–decoder report (seed report 001): everything specific to it lives in this folder.
+"""The encoder–decoder report (seed report 001): everything specific to it lives in this folder, and ``REPORT``
+below is the report, one object whose parts come from these modules by name (generator.catalogue.Report checks them):
 
-catalogue.py  snapshots, stages, figures, questions     options.py  command-line options and validation
-runner.py     builds the model and records a pass      checks.py, figures.py  report-specific checks and drawings (CHECKS, DRAWINGS)
-explore.py    what the explorer ships as data (every layer's attention and output, axis labels)
-templates/    explain.md.j2, inputs.md.j2, questions.md.j2
+catalogue.py     snapshots, stages, figures, questions        options.py   command-line options and validation
+runner.py        builds the model and records a pass          checks.py, figures.py  its own checks and drawings
+explore.py       what the explorer ships as data (every layer's attention and output, axis labels)
+trace.py, trace_inputs.py  how a traced script marks its snapshots and which inputs its tensors label
+benchmark.py     its model's speed against torch.nn's         templates/   explain.md.j2, inputs.md.j2, questions.md.j2
 """
 
 from pathlib import Path

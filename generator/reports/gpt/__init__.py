@@ -1,10 +1,13 @@
-"""The decoder-only GPT report (byte level): everything specific to it lives in this folder.
+"""The decoder-only GPT report (byte level): everything specific to it lives in this folder, and ``REPORT`` below is
+the report, one object whose parts come from these modules by name (generator.catalogue.Report checks them):
 
-catalogue.py  snapshots, stages, figures, questions     options.py  command-line options and validation
-runner.py     builds the model, records a pass and a greedy generation, and re-runs the prompt with its last byte changed
-checks.py, figures.py  report-specific checks and drawings
-explore.py    what the explorer ships as data (every layer's attention and output, axis labels)
-templates/    explain.md.j2, inputs.md.j2, questions.md.j2
+catalogue.py     snapshots, stages, figures, questions        options.py   command-line options and validation
+runner.py        records a pass, a greedy generation and the prompt with its last byte changed (and begins the
+                 held-out score ahead: its starter)
+checks.py, figures.py  its own checks and drawings            training.py  the training recipe (`generator train gpt`)
+explore.py       what the explorer ships as data (every layer's attention and output, axis labels)
+trace.py, trace_inputs.py  how a traced script marks its snapshots and which inputs its tensors label
+templates/       explain.md.j2, inputs.md.j2, questions.md.j2
 """
 
 from pathlib import Path

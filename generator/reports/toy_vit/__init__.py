@@ -1,10 +1,13 @@
-"""The toy ViT report (seed 004's 6×6 walkthrough, computed for real): everything specific to it lives in this folder.
+"""The toy ViT report (seed 004's 6×6 walkthrough, computed for real): everything specific to it lives in this folder,
+and ``REPORT`` below is the report, one object whose parts come from these modules by name:
 
-catalogue.py  snapshots in the seed's order, stages, figures, questions     options.py  --pixels, --weights
-runner.py     records a pass and sets the seed's numbers beside it          checks.py, figures.py  its own checks and drawings
-seed.py       the seed's weights, and every printed result compared         seed_004.csv  the seed's printed numbers, with their lines
-explore.py    what the explorer ships as data (the attention over the 3×3 patch grid)
-templates/    explain.md.j2, inputs.md.j2, questions.md.j2
+catalogue.py     snapshots in the seed's order, stages, figures, questions     options.py  --pixels, --weights
+runner.py        records a pass and sets the seed's numbers beside it
+checks.py, figures.py  its own checks and drawings
+seed.py          the seed's weights, and every printed result compared (seed_004.csv: the printed numbers, by line)
+explore.py       what the explorer ships as data (the attention over the 3×3 patch grid)
+benchmark.py     its forward pass against torch.nn's, and its whole build, timed
+templates/       explain.md.j2, inputs.md.j2, questions.md.j2
 """
 
 from pathlib import Path

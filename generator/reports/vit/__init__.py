@@ -1,10 +1,13 @@
-"""The Vision Transformer report (seed report 000, ViT-B/16): everything specific to it lives in this folder.
+"""The Vision Transformer report (seed report 000, ViT-B/16): everything specific to it lives in this folder, and
+``REPORT`` below is the report, one object whose parts come from these modules by name:
 
-catalogue.py  snapshots, stages, figures, questions     options.py  command-line options and validation
-runner.py     loads the image and records a pass        weights.py  weights presets (preprocessing, class names)
-images.py     image loading and preprocessing           checks.py, figures.py  report-specific checks and drawings
-rollout.py    attention rollout (its own page)          explore.py  what the explorer ships as data
-templates/    explain.md.j2, inputs.md.j2, questions.md.j2, rollout.md.j2; assets/ the bundled image
+catalogue.py     snapshots, stages, figures, questions        options.py   command-line options and validation
+runner.py        loads the image and records a pass          weights.py   weights presets (preprocessing, class names)
+images.py        image loading and preprocessing             checks.py, figures.py  its own checks and drawings
+rollout.py       attention rollout (its own page)            explore.py   what the explorer ships as data
+trace.py, trace_inputs.py  how a traced script marks its snapshots and which inputs its tensors label
+benchmark.py     its forward pass against torchvision's vit_b_16
+templates/       explain.md.j2, inputs.md.j2, questions.md.j2, rollout.md.j2; assets/ the bundled image
 """
 
 from pathlib import Path

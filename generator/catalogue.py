@@ -140,8 +140,8 @@ class Report:
     extra_pages: tuple[ExtraPage, ...] = ()
     exploration: Any = None  # generator.tensor_data.Exploration: what the report ships as data for the explorer
     variables_from: str = "seed report"  # where the snapshots' variable names come from (the page's header table says)
-    whole_values: bool = False  # pages print every value of a tensor instead of a debugger's leading slice (small models)
-    checks: Registry = field(default_factory=lambda: CHECKS)  # the check classes the catalogue may use: generic + the report's own
+    whole_values: bool = False  # pages print every value of a tensor, not a debugger's leading slice (small models)
+    checks: Registry = field(default_factory=lambda: CHECKS)  # the check classes its catalogue uses: generic + its own
     drawings: Registry = field(default_factory=lambda: DRAWINGS)  # likewise the drawing classes of its figures
 
     def __post_init__(self) -> None:
@@ -155,9 +155,11 @@ class Report:
                     raise ValueError(f"{owner}: check {type(check).__name__} is not in the report's check registry")
         for fig in self.figures:
             if self.drawings.get(fig.drawing.key()) is not type(fig.drawing):
-                raise ValueError(f"{self.key} figure {fig.id}: drawing {type(fig.drawing).__name__} is not in the report's drawing registry")
+                raise ValueError(f"{self.key} figure {fig.id}: drawing {type(fig.drawing).__name__} is not in the "
+                                 "report's drawing registry")
         known = {fig.id for fig in self.figures}
-        for owner, ids in [*((f"snapshot {s.number}", s.figures) for s in self.snapshots), *((f"page {p.slug}", p.figures) for p in self.extra_pages),
+        for owner, ids in [*((f"snapshot {s.number}", s.figures) for s in self.snapshots),
+                           *((f"page {p.slug}", p.figures) for p in self.extra_pages),
                            ("the overview", self.overview_figures)]:
             if unknown := [i for i in ids if i not in known]:
                 raise ValueError(f"{self.key} {owner}: no figure {', '.join(unknown)}")
@@ -211,7 +213,8 @@ class Report:
         return {ref.name(places) for ref in self.inputs()} | set(exploration_names(self, opts.config()))
 
     def inputs(self) -> tuple[Ref, ...]:
-        """Every recorded tensor (placeholders unfilled) the pages, checks and figures read, each once, in catalogue order."""
+        """Every recorded tensor (placeholders unfilled) the pages, checks and figures read, each once, in catalogue
+        order."""
         refs = [*(ref for snap in self.snapshots for ref in snap.inputs()),
                 *(ref for page in self.extra_pages for check in page.checks for ref in check.inputs()),
                 *self.also_record, *(ref for fig in self.figures for ref in fig.drawing.inputs())]

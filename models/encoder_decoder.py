@@ -6,7 +6,7 @@ sum), ReLU feed-forward, sinusoidal positions added to the token embeddings, and
 a linear projection to the target vocabulary. No dropout: the report traces one
 deterministic forward pass.
 
-Shape legend, used in every comment of this file:
+Shape legend, used in every comment of this file (as data: ``LEGEND``, at the end):
     B   batch size
     S   source length (tokens)
     T   target length (tokens)
@@ -292,3 +292,29 @@ class EncoderDecoderTransformer(nn.Module):
         if src_ids.size(1) > self.cfg.max_len or tgt_ids.size(1) > self.cfg.max_len:
             raise ValueError(f"sentences are limited to {self.cfg.max_len} tokens")
         return self.decode(tgt_ids, self.encode(src_ids))
+
+
+# ----------------------------------------------------------------------------- shape legend
+# Below the code, so that adding it moved no line the report pages quote; the symbols the comments above use.
+
+from models.legend import Legend, Quotient  # noqa: E402
+
+LEGEND = Legend(
+    {
+        "B": "batch size",
+        "S": "source length (tokens)",
+        "T": "target length (tokens)",
+        "C": "model width d_model",
+        "h": "attention heads",
+        "hs": "head size d_model / h",
+        "F": "feed-forward width d_ff",
+        "V_src": "source vocabulary size",
+        "V": "target vocabulary size",
+    },
+    relations=(Quotient("hs", "C", "h"),),
+    local={  # a shared module's own axes, bound per instance by its record_axes
+        "L": "S or T, in modules the encoder and decoder share",
+        "Lq": "query length of an attention module: S in the encoder, T in the decoder",
+        "Lk": "key length of an attention module: S in the encoder and in cross-attention, T in masked self-attention",
+    },
+)

@@ -13,7 +13,7 @@ in models/recording.py lists them; ``GPT.generate``'s points have the scope "gen
 Shapes are those of a plain pass: a pass given a key/value cache records the same names
 with S in place of T along the key axes (k, v, scores, masked_scores, probs, mask).
 
-Shape legend, used in every comment of this file:
+Shape legend, used in every comment of this file (as data: ``LEGEND``, at the end):
     B   batch size
     T   positions fed to a forward pass (the prompt's bytes on a plain pass)
     S   positions attended to: T on a plain pass; with a key/value cache, the cached
@@ -331,3 +331,25 @@ class GPT(nn.Module):
             record(block, Block.CACHE_K, k)  # (B, h, S, hs), as generate.blocks.<i>.cache_k
             record(block, Block.CACHE_V, v)  # (B, h, S, hs)
         return new_ids, info
+
+
+# ----------------------------------------------------------------------------- shape legend
+# Below the code, so that adding it moved no line the report pages quote; the symbols the comments above use.
+
+from models.legend import Legend, Quotient  # noqa: E402
+
+LEGEND = Legend(
+    {
+        "B": "batch size",
+        "T": "prompt length in bytes (one token per byte)",
+        "N": "bytes generated",
+        "S": "positions in the key/value cache after generation, T + N − 1",
+        "C": "model width d_model",
+        "h": "attention heads",
+        "hs": "head size C / h",
+        "M": "MLP width, 4·C",
+        "V": "vocabulary: the 256 byte values",
+        "L": "blocks",
+    },
+    relations=(Quotient("hs", "C", "h"),),  # S = T + N − 1 holds after generation only: no relation of every pass
+)

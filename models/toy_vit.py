@@ -12,7 +12,7 @@ Where the seed departs from the paper, this model keeps the paper: attention is 
 (scores divided by √hs), which the seed skips, so its "raw scores" are recorded too (``attn.dots``, before the
 division). The patch projection E has no bias in both (the paper's equation 1).
 
-Shape legend, used in every comment and record point of this file:
+Shape legend, used in every comment and record point of this file (as data: ``LEGEND``, at the end):
     B   batch size
     Ch  colour channels (1: grayscale); H, W image height and width
     P   patch size (pixels per side)
@@ -212,3 +212,27 @@ class ToyVisionTransformer(nn.Module):
         logits = record(self, self.LOGITS, self.head(cls_rep))  # (B, K)
         record(self, self.PROBS, logits.softmax(dim=-1))  # (B, K)
         return logits
+
+
+# ----------------------------------------------------------------------------- shape legend
+# Below the code, so that adding it moved no line the report pages quote; the symbols the comments above use.
+
+from models.legend import Legend, Offset, Quotient  # noqa: E402
+
+LEGEND = Legend(
+    {
+        "B": "batch size (1 image)",
+        "Ch": "colour channels (1: grayscale)",
+        "H": "image height",
+        "W": "image width",
+        "P": "patch size",
+        "N": "patches A–I, (H/P)·(W/P)",
+        "N1": "tokens, [CLS] + N",
+        "C": "model width",
+        "h": "attention heads",
+        "hs": "head size C / h",
+        "M": "MLP width",
+        "K": "classes (cat, dog, bird)",
+    },
+    relations=(Quotient("hs", "C", "h"), Offset("N1", "N", 1)),
+)

@@ -7,7 +7,7 @@ patches are cut with ``unfold`` and projected by a linear layer (torchvision's
 16x16 stride-16 convolution is the same map), and attention is written out as
 q/k/v per head, scores, probabilities and context.
 
-Shape legend, used in every comment of this file:
+Shape legend, used in every comment of this file (as data: ``LEGEND``, at the end):
     B   batch size
     Ch  colour channels (3); H, W image height and width
     P   patch size (pixels per side)
@@ -275,3 +275,27 @@ def from_torchvision(tv_model: nn.Module) -> VisionTransformer:
         state[f"{ours}.attn.qkv.bias"] = src[f"{theirs}.self_attention.in_proj_bias"]
     model.load_state_dict(state)
     return model
+
+
+# ----------------------------------------------------------------------------- shape legend
+# Below the code, so that adding it moved no line the report pages quote; the symbols the comments above use.
+
+from models.legend import Legend, Offset, Quotient  # noqa: E402
+
+LEGEND = Legend(
+    {
+        "B": "batch size",
+        "Ch": "colour channels (3)",
+        "H": "image height",
+        "W": "image width",
+        "P": "patch size",
+        "N": "patches, (H/P)·(W/P)",
+        "N1": "tokens, N + 1 with [CLS]",
+        "C": "model width",
+        "h": "attention heads",
+        "hs": "head size C / h",
+        "M": "MLP width",
+        "K": "classes",
+    },
+    relations=(Quotient("hs", "C", "h"), Offset("N1", "N", 1)),
+)

@@ -17,7 +17,7 @@ from tests.conftest import ROOT
 
 REPORT_NAME = re.compile(r"""["'](%s)["']""" % "|".join(re.escape(key) for key in REPORTS))
 # What names a report in code: its key, its folder under generator/reports/, its model module under models/.
-REPORT_WORDS = {*REPORTS, *PACKAGES, *(path.stem for path in (ROOT / "models").glob("*.py") if path.stem not in ("__init__", "recording"))}
+REPORT_WORDS = {*REPORTS, *PACKAGES, *(path.stem for path in (ROOT / "models").glob("*.py") if path.stem not in ("__init__", "recording", "legend"))}
 DOTTED = re.compile(r"\b(?:generator\.reports|models)\.(%s)\b" % "|".join(re.escape(word) for word in sorted(REPORT_WORDS)))
 
 

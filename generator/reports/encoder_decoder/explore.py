@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.tensor_data import AttentionGroup, Exploration
+from models.encoder_decoder import LEGEND
 
 
 def _names(config: Any) -> list[str]:
@@ -27,6 +28,6 @@ EXPLORATION = Exploration(
         AttentionGroup("decoder-self", "Decoder masked self-attention", "layer", r"decoder\.layers\.(\d+)\.self_attn\.probs", "tgt_tokens", "tgt_tokens"),
         AttentionGroup("cross", "Cross-attention (target queries, source keys)", "layer", r"decoder\.layers\.(\d+)\.cross_attn\.probs", "tgt_tokens", "src_tokens"),
     ),
-    axis_labels={"S": "src_tokens", "T": "tgt_tokens", "V_src": "src_words", "V": "tgt_words", "h": "heads"},  # label keys by the model's shape symbols (its declared record points)
+    axis_labels=LEGEND.axis_labels(S="src_tokens", T="tgt_tokens", V_src="src_words", V="tgt_words", h="heads"),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
     labels=_labels,
 )

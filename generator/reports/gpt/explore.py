@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.tensor_data import AttentionGroup, Exploration
+from models.gpt import LEGEND
 
 
 def _names(config: Any) -> list[str]:
@@ -20,6 +21,6 @@ def _labels(run: Any) -> dict[str, list[str]]:
 EXPLORATION = Exploration(
     names=_names,
     groups=(AttentionGroup("blocks", "Causal self-attention over the prompt's bytes", "block", r"blocks\.(\d+)\.attn\.probs", "bytes", "bytes"),),
-    axis_labels={"T": "bytes", "h": "heads", "V": "vocabulary"},  # label keys by the model's shape symbols (its declared record points)
+    axis_labels=LEGEND.axis_labels(T="bytes", h="heads", V="vocabulary"),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
     labels=_labels,
 )

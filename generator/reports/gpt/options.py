@@ -65,7 +65,6 @@ class GPTOptions(RunOptions):
             "block": f"blocks.{layer}",
             "block_prev": "embed" if layer == 0 else f"blocks.{layer - 1}.output",
             "block_last": f"blocks.{self.layers - 1}",
-            "cache": f"generate.blocks.{layer}",
         }
 
     def build_model(self) -> GPT:

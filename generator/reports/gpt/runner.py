@@ -16,7 +16,7 @@ from generator.reports.gpt.options import GPTOptions, max_prompt_bytes
 from generator.reports.gpt.training import (CHECKPOINT, corpus_bytes, corpus_facts, held_out_bits_later, load_record, load_state,
                                             measure_ahead, measured_held_out_bits, split)
 from generator.run import ModelRun, resolve_device
-from models.gpt import GPT, GPTConfig, byte_label, decode, encode
+from models.gpt import GPT, LEGEND, GPTConfig, byte_label, decode, encode
 from generator.text import clean_text
 from models.recording import Recording, declared_points, recording
 
@@ -123,7 +123,7 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
             "training": training,
             "explore_start": {"group": "blocks", "layer": training["best_head"][0], "head": training["best_head"][1]} if training["best_head"] else None,
         },
-        dims={"B": 1, "T": T, "N": N, "S": S, "C": C, "h": cfg.n_heads, "hs": cfg.head_size, "M": cfg.mlp_dim, "V": V, "L": L},
+        dims=LEGEND.sizes(B=1, T=T, N=N, S=S, C=C, h=cfg.n_heads, M=cfg.mlp_dim, V=V, L=L),
         places=places,
         seed=opts.seed,
         device=device.type,

@@ -6,6 +6,7 @@ import io
 from typing import Any
 
 from generator.tensor_data import AttentionGroup, Exploration
+from models.toy_vit import LEGEND
 
 
 def _names(config: Any) -> list[str]:
@@ -30,7 +31,7 @@ def _image(run: Any) -> tuple[bytes, int, bool]:
 EXPLORATION = Exploration(
     names=_names,
     groups=(AttentionGroup("layers", "Self-attention over [CLS] and the patches A–I", "layer", r"blocks\.(\d+)\.attn\.probs", "tokens", "tokens"),),
-    axis_labels={"N": "patches", "N1": "tokens", "h": "heads", "K": "classes"},  # label keys by the model's shape symbols
+    axis_labels=LEGEND.axis_labels(N="patches", N1="tokens", h="heads", K="classes"),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
     labels=_labels,
     image=_image,
 )

@@ -9,7 +9,7 @@ from generator.reports.toy_vit import seed
 from generator.reports.toy_vit.options import ToyVitOptions
 from generator.run import ModelRun, resolve_device
 from models.recording import recording
-from models.toy_vit import ToyVisionTransformer
+from models.toy_vit import LEGEND, ToyVisionTransformer
 
 
 def _weights(opts: ToyVitOptions) -> tuple[ToyVisionTransformer, str]:
@@ -66,10 +66,8 @@ def run(report: Report, opts: ToyVitOptions) -> ModelRun:
                        f"{cfg.n_classes} classes ({n_params} parameters).",
             "facts": [["image", image_text], ["weights", weights_text], ["seed", str(opts.seed)], ["device", device.type]],
         },
-        dims={
-            "B": 1, "Ch": cfg.in_channels, "H": cfg.image_size, "W": cfg.image_size, "P": cfg.patch_size, "N": cfg.n_patches,
-            "N1": cfg.n_patches + 1, "C": cfg.d_model, "h": cfg.n_heads, "hs": cfg.head_size, "M": cfg.mlp_dim, "K": cfg.n_classes,
-        },
+        dims=LEGEND.sizes(B=1, Ch=cfg.in_channels, H=cfg.image_size, W=cfg.image_size, P=cfg.patch_size,
+                          N=cfg.n_patches, C=cfg.d_model, h=cfg.n_heads, M=cfg.mlp_dim, K=cfg.n_classes),
         places=opts.places(),
         seed=opts.seed,
         device=device.type,

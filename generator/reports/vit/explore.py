@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.tensor_data import AttentionGroup, Exploration, image_png
+from models.vit import LEGEND
 
 
 def _names(config: Any) -> list[str]:
@@ -26,7 +27,7 @@ def _image(run: Any) -> tuple[bytes, int, bool] | None:
 EXPLORATION = Exploration(
     names=_names,
     groups=(AttentionGroup("blocks", "Self-attention over [CLS] and the patches", "block", r"blocks\.(\d+)\.attn\.probs", "tokens", "tokens"),),
-    axis_labels={"Ch": "channels", "N": "patches", "N1": "tokens", "h": "heads", "K": "classes"},  # label keys by the model's shape symbols (its declared record points)
+    axis_labels=LEGEND.axis_labels(Ch="channels", N="patches", N1="tokens", h="heads", K="classes"),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
     labels=_labels,
     image=_image,
 )

@@ -14,6 +14,7 @@ from generator.reports.vit.weights import resolve
 from generator.run import ModelRun, resolve_device
 from generator.text import clean_text
 from models.recording import recording
+from models.vit import LEGEND
 
 ROLLOUT_PROBS = "blocks.{i}.attn.probs"
 BUNDLED_IMAGE_NAME = "the bundled image (Grace Hopper, U.S. Navy photo, public domain)"
@@ -61,10 +62,8 @@ def run(report: Report, opts: VitOptions) -> ModelRun:
                        f"{cfg.d_model} dims, {cfg.n_heads} heads, {cfg.n_layers} blocks, {cfg.n_classes} classes ({n_params / 1e6:.1f} M parameters).",
             "facts": [["image", shown_name], ["weights", weights_text], ["seed", str(opts.seed)], ["device", device.type]],
         },
-        dims={
-            "B": 1, "Ch": 3, "H": cfg.image_size, "W": cfg.image_size, "P": cfg.patch_size, "N": cfg.n_patches,
-            "N1": cfg.n_patches + 1, "C": cfg.d_model, "h": cfg.n_heads, "hs": cfg.head_size, "M": cfg.mlp_dim, "K": cfg.n_classes,
-        },
+        dims=LEGEND.sizes(B=1, Ch=3, H=cfg.image_size, W=cfg.image_size, P=cfg.patch_size, N=cfg.n_patches,
+                          C=cfg.d_model, h=cfg.n_heads, M=cfg.mlp_dim, K=cfg.n_classes),
         places=places,
         seed=opts.seed,
         device=device.type,

@@ -1,0 +1,200 @@
+"""Record names and shape legends come from the model's declarations: nothing in a catalogue spells them again.
+
+A catalogue names a tensor through ``Place(path, ModuleClass).POINT`` (generator/places.py), and a report's legend,
+run sizes, trace binding and explorer axis labels read the model file's one ``LEGEND`` (models/legend.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import sys
+
+import pytest
+import torch
+
+from generator.places import Place
+from generator.reports import REPORTS
+from generator.sources import Ref
+from models.legend import Legend, Offset, Quotient
+from models.recording import Point, declared_points
+
+CATALOGUES = {key: importlib.import_module(type(report.options()).__module__.rsplit(".", 1)[0] + ".catalogue")
+              for key, report in REPORTS.items()}
+
+
+def refs_in(value, seen=None) -> list[Ref]:
+    """Every ``Ref`` reachable from a catalogue value: snapshots, their checks, figures and their drawings."""
+    if isinstance(value, Ref):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [ref for item in value for ref in refs_in(item)]
+    if isinstance(value, dict):
+        return [ref for item in value.values() for ref in refs_in(item)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [ref for f in dataclasses.fields(value) for ref in refs_in(getattr(value, f.name))]
+    return []
+
+
+def catalogue_refs(catalogue) -> list[Ref]:
+    return refs_in([catalogue.SNAPSHOTS, catalogue.FIGURES, getattr(catalogue, "ALSO_RECORD", ())])
+
+
+def places_of(catalogue) -> dict[str, Place]:
+    return {name: value for name, value in vars(catalogue).items() if isinstance(value, Place)}
+
+
+def meta_model(opts):
+    with torch.device("meta"):
+        return opts.build_model()
+
+
+def fresh_catalogue(key: str):
+    """The report's catalogue module executed again from its file, beside the imported one (the registry keeps its own)."""
+    module = CATALOGUES[key]
+    spec = importlib.util.spec_from_file_location(f"{module.__name__}_again", module.__file__)
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
+    return fresh
+
+
+def a_used_point(key: str) -> tuple[type, str, Point]:
+    """A point the report's catalogue refers to through a place: (module class, attribute, point)."""
+    catalogue = CATALOGUES[key]
+    used = {ref.template for ref in catalogue_refs(catalogue)}
+    for place in places_of(catalogue).values():
+        for attribute, value in vars(place.module).items():
+            if isinstance(value, Point) and getattr(place, attribute).template in used:
+                return place.module, attribute, value
+    raise AssertionError(f"{key}: no catalogue reference made through a place")
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_every_ref_of_the_catalogue_resolves_to_a_declared_point_at_every_layer(key):
+    catalogue, defaults = CATALOGUES[key], REPORTS[key].options(device="cpu")
+    refs = catalogue_refs(catalogue)
+    assert len(refs) > 10
+    for layer in range(1, defaults.n_layers() + 1):
+        opts = dataclasses.replace(defaults, layer=layer)
+        declared = declared_points(meta_model(opts))
+        unknown = sorted({ref.name(opts.places()) for ref in refs} - set(declared))
+        assert unknown == [], f"layer {layer}: not declared by the model: {unknown}"
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_each_place_of_the_catalogue_holds_the_module_class_it_names(key):
+    defaults = REPORTS[key].options(device="cpu")
+    for layer in range(1, defaults.n_layers() + 1):
+        opts = dataclasses.replace(defaults, layer=layer)
+        model = meta_model(opts)
+        for name, place in places_of(CATALOGUES[key]).items():
+            path = place.path.format_map(opts.places())
+            found = type(model.get_submodule(path)) if path else type(model)
+            assert found is place.module, f"{name} = {place}: the model has a {found.__name__} at {path!r}"
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_the_catalogue_spells_no_record_name_that_a_place_could_build(key):
+    """Refs written as strings are left only for whole names by placeholder ({enc_prev}: what feeds the traced layer)."""
+    spelled = [ref.template for ref in catalogue_refs(CATALOGUES[key]) if not ref.template.startswith("{")
+               or not ref.template.endswith("}") or ref.template.count("{") != 1]
+    built = {getattr(place, attribute).template for place in places_of(CATALOGUES[key]).values()
+             for cls in place.module.__mro__ for attribute, value in vars(cls).items() if isinstance(value, Point)}
+    assert set(spelled) <= built
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_a_point_removed_from_the_model_fails_the_catalogue_at_import_naming_it(key, monkeypatch):
+    module_class, attribute, _ = a_used_point(key)
+    monkeypatch.delattr(module_class, attribute)
+    with pytest.raises(AttributeError, match=rf"{module_class.__name__} declares no record point {attribute}\b"):
+        fresh_catalogue(key)
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_a_point_renamed_in_the_model_renames_every_reference_to_it(key, monkeypatch):
+    module_class, attribute, point = a_used_point(key)
+    renamed = dataclasses.replace(point, name=f"{point.name}_renamed")
+    places = [place for place in places_of(CATALOGUES[key]).values() if issubclass(place.module, module_class)]
+    before = {ref.template for ref in catalogue_refs(CATALOGUES[key])}
+    monkeypatch.setattr(module_class, attribute, renamed)
+    after = {ref.template for ref in catalogue_refs(fresh_catalogue(key))}
+    old_names = {Ref.at(place.path, point).template for place in places} & before
+    assert old_names and not old_names & after
+    assert {Ref.at(place.path, renamed).template for place in places} & after
+    opts = REPORTS[key].options(device="cpu")
+    declared = declared_points(meta_model(opts))  # the model, read again, declares the new name: all still resolve
+    assert {Ref(name).name(opts.places()) for name in after} <= set(declared)
+
+
+def test_a_place_refuses_a_point_its_class_does_not_declare():
+    from models.encoder_decoder import MLP
+
+    with pytest.raises(AttributeError, match="MLP declares no record point Q .*its points: INPUT, FC1, HIDDEN, OUT"):
+        Place("{enc}.mlp", MLP).Q
+    assert Place("{enc}.mlp", MLP).FC1 == Ref("{enc}.mlp.fc1")
+
+
+# ----------------------------------------------------------------------------- legends
+
+
+def legend_of(key: str) -> Legend:
+    return sys.modules[type(meta_model(REPORTS[key].options(device="cpu"))).__module__].LEGEND
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_the_report_reads_the_model_files_one_legend(key):
+    legend = legend_of(key)
+    assert REPORTS[key].dims_legend is legend
+    assert set(REPORTS[key].exploration.axis_labels) <= set(legend)
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_every_declared_shape_uses_only_the_legends_symbols(key):
+    legend = legend_of(key)
+    declared = declared_points(meta_model(REPORTS[key].options(device="cpu")))
+    unknown = {f"{name}: {factor}" for name, d in declared.items() for axis in d.point.shape for factor in axis.split("·")
+               if not factor.isdigit() and factor not in legend and factor not in legend.local}
+    assert unknown == set()
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_a_runs_sizes_are_every_symbol_of_the_legend_and_keep_its_relations(key, runs):
+    legend, dims = legend_of(key), runs[key].dims
+    assert set(dims) == set(legend)
+    for symbol, rule in legend.derivations():
+        assert dims[symbol] == rule(dims), symbol
+
+
+def test_sizes_derive_what_follows_and_refuse_what_is_unknown_or_missing():
+    legend = Legend({"B": "", "N": "", "N1": "", "C": "", "h": "", "hs": ""},
+                    relations=(Quotient("hs", "C", "h"), Offset("N1", "N", 1)))
+    assert legend.sizes(B=1, N=9, C=8, h=2) == {"B": 1, "N": 9, "N1": 10, "C": 8, "h": 2, "hs": 4}
+    assert list(legend.sizes(B=1, N=9, C=8, h=2)) == ["B", "N", "N1", "C", "h", "hs"]  # each after its sources
+    with pytest.raises(ValueError, match="no such symbol"):
+        legend.sizes(B=1, N=9, C=8, h=2, X=3)
+    with pytest.raises(ValueError, match="no size for B"):
+        legend.sizes(N=9, C=8, h=2)
+    with pytest.raises(ValueError, match="follows from hs = C / h"):
+        legend.sizes(B=1, N=9, C=8, h=2, hs=4)
+    with pytest.raises(ValueError, match="no such symbol"):
+        legend.axis_labels(Q="heads")
+    with pytest.raises(ValueError, match="not in the legend"):
+        Legend({"C": ""}, relations=(Quotient("hs", "C", "h"),))
+
+
+def test_the_trace_binds_derived_sizes_from_the_models_relations_only():
+    from generator.trace.verify import bind_dims
+
+    named = [(("B", "N1", "C"), (1, 5, 8)), (("B", "h", "N1", "hs"), (1, 2, 5, 4))]
+    with_relations = Legend({"B": "", "N": "", "N1": "", "C": "", "h": "", "hs": ""},
+                            relations=(Quotient("hs", "C", "h"), Offset("N1", "N", 1)))
+    assert bind_dims(named, with_relations)["N"] == 4
+    without = Legend(dict(with_relations))
+    assert "N" not in bind_dims(named, without)
+
+
+def test_the_legend_reads_as_a_table():
+    text = Legend({"B": "batch size", "hs": "head size"}, relations=(), local={"L": "S or T"}).text()
+    assert text.splitlines() == ["B   batch size", "hs  head size", "L   S or T"]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -120,3 +123,50 @@ def browser():
         chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+# ----------------------------------------------------------------------------- markers: browser, slow
+# pytest -m "not browser and not slow" runs the in-process tests (about a minute); make test runs everything.
+# A test is marked by what it does, found from its code, so a new test is marked without anyone remembering to:
+# it starts a browser when the browser fixture (Playwright's chromium) is among its fixtures or its module drives
+# chromium itself; it is slow when it, a fixture it uses, or a helper of its module that it calls, runs a
+# subprocess, builds or serves a site, or runs a command of the CLI that builds, serves or traces.
+
+BROWSER_MODULES = {"test_browser", "test_accessibility", "test_explorer", "test_pdf"}  # they drive chromium themselves
+SLOW_CODE = re.compile(r"\bsubprocess\.|\bsys\.executable\b|\bmkdocs_build\(|\bmain\(\s*\[\s*[\"'](?:build|serve|trace|pdf)[\"']"
+                       r"|\bserve\(|\bPopen\(")
+
+
+@functools.cache
+def _source(function) -> str:
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""
+
+
+@functools.cache
+def _slow_helpers(module) -> frozenset[str]:
+    """Names of the module's own functions whose code is slow by SLOW_CODE (what its tests call to run a command)."""
+    return frozenset(name for name, value in vars(module).items() if inspect.isfunction(value) and not name.startswith("test_")
+                     and value.__module__ == module.__name__ and SLOW_CODE.search(_source(value)))
+
+
+def _is_slow(item: pytest.Function) -> bool:
+    functions = [item.function, *(d.func for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs)]
+    helpers = _slow_helpers(item.module)
+    for function in functions:
+        code = _source(function)
+        if SLOW_CODE.search(code) or any(re.search(rf"\b{name}\(", code) for name in helpers):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if not isinstance(item, pytest.Function):
+            continue
+        if "browser" in item.fixturenames or item.module.__name__.rsplit(".", 1)[-1] in BROWSER_MODULES:
+            item.add_marker(pytest.mark.browser)
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)

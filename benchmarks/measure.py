@@ -36,7 +36,8 @@ def run_timed(cmd: list[str], env=None) -> tuple[float, str]:
 
 
 def run_timed_cpu(cmd: list[str], env=None) -> tuple[float, float, str]:
-    """Wall-clock seconds, CPU seconds (user + system, the process and its children: figure workers included) and stderr.
+    """Wall-clock seconds, CPU seconds (user + system, the process and its children: figure workers included) and
+    stderr.
     On a shared machine the CPU time says what the command cost, whatever else competed for the cores."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -65,7 +66,8 @@ def scratch_site(work: Path, copy: bool = False) -> tuple[Path, Path, Path]:
     return docs, site, config
 
 
-FIGURE_STEP = re.compile(r"^(?P<report>[\w-]+): (?P<drawn>\d+) of (?P<total>\d+) figures drawn .* in (?P<seconds>[\d.]+) s$")
+FIGURE_STEP = re.compile(r"^(?P<report>[\w-]+): (?P<drawn>\d+) of (?P<total>\d+) figures drawn .* in "
+                         r"(?P<seconds>[\d.]+) s$")
 
 
 STEP = re.compile(r"^(?P<report>[\w-]+): (?P<what>forward pass|\d+ pages).* in (?P<seconds>[\d.]+) s")
@@ -86,10 +88,12 @@ def build_steps(log: str, steps: dict[str, list[float]]) -> None:
             steps.setdefault(f"{match['report']}: {what}", []).append(float(match["seconds"]))
         elif match := HELD_OUT.match(message):
             steps.setdefault(f"{match['report']}: held-out score {match['how']}", []).append(float(match["seconds"]))
-            if match["ahead"] is not None:  # measured in a thread begun before the runs: its own time, beside the wait above
+            # measured in a thread begun before the runs: its own time, beside the wait above
+            if match["ahead"] is not None:
                 steps.setdefault(f"{match['report']}: held-out score in its thread", []).append(float(match["ahead"]))
 
 
 def import_seconds(py: str, code: str, repeats: int = 3) -> float:
-    run_timed([py, "-c", code])  # warm the file cache and bytecode first: the first import of a fresh venv is much slower
+    # warm the file cache and bytecode first: the first import of a fresh venv is much slower
+    run_timed([py, "-c", code])
     return statistics.median(run_timed([py, "-c", code])[0] for _ in range(repeats))

@@ -26,7 +26,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.measure import build_steps, import_seconds, interleaved, run_timed, run_timed_cpu, scratch_site  # noqa: E402
+# noqa: E402
+from benchmarks.measure import build_steps, import_seconds, interleaved, run_timed, run_timed_cpu, scratch_site
 from benchmarks.page import (  # noqa: E402
     analysis_text, gpt_weights_section, limits_section, page, plugin_section, replace_section, trace_section,
     training_section, warm_section,
@@ -66,17 +67,29 @@ def bench_regeneration(repeats: int = 3) -> dict:
     # What every build pays before any work, and what remains of it: PyTorch, then the generator's own imports.
     out["import torch"] = import_seconds(py, "import torch")
     out["import"] = import_seconds(py, "import generator.build, generator.reports")
-    out["import pyplot"] = import_seconds(py, "import matplotlib.pyplot")  # what the charts cost before they were drawn with Pillow
+    # what the charts cost before they were drawn with Pillow
+    out["import pyplot"] = import_seconds(py, "import matplotlib.pyplot")
     out["import torchvision"] = import_seconds(py, "import torchvision")  # only for --weights imagenet or PATH
-    out["import mkdocs"] = import_seconds(py, "import mkdocs.commands.build, material.plugins.search.plugin, mkdocs_jupyter.plugin")
+    out["import mkdocs"] = import_seconds(py, "import mkdocs.commands.build, material.plugins.search.plugin, "
+                                              "mkdocs_jupyter.plugin")
     out["import mkdocs-jupyter"] = import_seconds(py, "import mkdocs_jupyter.plugin")
-    samples: dict[str, list[float]] = {"fresh build": [], "cold build": [], "cold build cpu": [], "mkdocs build": [],
-                                       "mkdocs build cpu": [], "mkdocs alone": [], "mkdocs alone cpu": [], "warm build": [], "warm total": []}
+    samples: dict[str, list[float]] = {
+        "fresh build": [],
+        "cold build": [],
+        "cold build cpu": [],
+        "mkdocs build": [],
+        "mkdocs build cpu": [],
+        "mkdocs alone": [],
+        "mkdocs alone cpu": [],
+        "warm build": [],
+        "warm total": [],
+    }
     steps: dict[str, list[float]] = {}
     fresh_steps: dict[str, list[float]] = {}
     caches: list[Path] = []
     for _ in range(repeats):
-        # A fresh clone first: nothing remembered, so the GPT's held-out score is measured (once per weights) into an empty
+        # A fresh clone first: nothing remembered, so the GPT's held-out score is measured (once per weights)
+        # into an empty
         # cache; the build from scratch that follows (a new docs folder) reads it back, whatever the sources' state.
         caches.append(Path(tempfile.mkdtemp(prefix="bench-cache-")))
         env = {**env, "TT_CACHE_DIR": str(caches[-1])}
@@ -90,7 +103,9 @@ def bench_regeneration(repeats: int = 3) -> dict:
         docs, site, config = scratch_site(work)
         cold, cold_cpu, log = run_timed_cpu([py, "-m", "generator", "build", "--out", str(docs), "--verbose"], env)
         mkdocs_s, mkdocs_cpu, _ = run_timed_cpu([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
-        alone_s, alone_cpu, _ = run_timed_cpu([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], {**env, "TT_PAGE_HELPER": "0"})
+        alone_s, alone_cpu, _ = run_timed_cpu(
+            [py, "-m", "mkdocs", "build", "-q", "-f", str(config)], {**env, "TT_PAGE_HELPER": "0"}
+        )
         warm, _ = run_timed([py, "-m", "generator", "build", "--out", str(docs)], env)
         warm_mkdocs, _ = run_timed([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
         samples["cold build"].append(cold)
@@ -113,8 +128,12 @@ def bench_regeneration(repeats: int = 3) -> dict:
     for key, report in REPORTS.items():  # each report regenerated for a new input of its own
         changed = report.options.example_change()
         if changed:
-            _, log = run_timed([py, "-m", "generator", "build", "--model", key, *changed, "--out", str(docs), "--verbose"], env)
-            out["changed steps"] += [line.split("generator: ", 1)[1] for line in log.splitlines() if "figures drawn" in line]
+            _, log = run_timed(
+                [py, "-m", "generator", "build", "--model", key, *changed, "--out", str(docs), "--verbose"], env
+            )
+            out["changed steps"] += [
+                line.split("generator: ", 1)[1] for line in log.splitlines() if "figures drawn" in line
+            ]
     run_timed([py, "-m", "generator", "build", "--out", str(docs)], env)
     run_timed([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
     files = [p for p in site.rglob("*") if p.is_file()]
@@ -148,7 +167,8 @@ def bench_plugin(repeats: int) -> dict:
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, work / rel)
     build_only = work / "build-only.yml"
-    build_only.write_text("INHERIT: mkdocs.yml\nsite_dir: site-build-only\nplugins:\n  transformer-trace:\n    generate: false\n")
+    build_only.write_text("INHERIT: mkdocs.yml\nsite_dir: site-build-only\nplugins:\n  transformer-trace:\n    "
+                          "generate: false\n")
 
     def mkdocs(*args: str, extra_env: dict[str, str] | None = None) -> float:
         start = time.perf_counter()
@@ -189,7 +209,8 @@ def bench_warm_regeneration(repeats: int) -> dict:
     docs, site, config = scratch_site(work, copy=True)
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     os.environ["NO_MKDOCS_2_WARNING"] = "1"
-    run_timed([py, "-m", "generator", "build", "--out", str(docs), "--device", "cpu", "-q"], env)  # every report, as a real site
+    # every report, as a real site
+    run_timed([py, "-m", "generator", "build", "--out", str(docs), "--device", "cpu", "-q"], env)
     out: dict = {"repeats": repeats, "load": [os.getloadavg()[0]]}
     started = time.perf_counter()
     server = WarmServer(docs, config)
@@ -202,17 +223,35 @@ def bench_warm_regeneration(repeats: int) -> dict:
     cold, cold_build, warm, settled, alone, answers = [], [], [], [], [], []
     for i in range(repeats):
         words = WARM_SENTENCES[i % len(WARM_SENTENCES)].split()
-        build_s, _ = run_timed([py, "-m", "generator", "build", "--model", report, f"--{sentence}", " ".join(words[::-1]),
-                                "--out", str(docs), "--device", "cpu", "-q"], env)
+        build_s, _ = run_timed(
+            [
+                py,
+                "-m",
+                "generator",
+                "build",
+                "--model",
+                report,
+                f"--{sentence}",
+                " ".join(words[::-1]),
+                "--out",
+                str(docs),
+                "--device",
+                "cpu",
+                "-q",
+            ],
+            env,
+        )
         mkdocs_s, _ = run_timed([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
         cold.append(build_s + mkdocs_s)
         cold_build.append(build_s)
         started = time.perf_counter()
         answers.append(server.regenerate({"model": report, sentence: " ".join(words), "device": "cpu"}))
         warm.append(time.perf_counter() - started)
-        server.site.settle()  # the print view, rendered after the answer (held until then): nothing overlaps what follows
+        # the print view, rendered after the answer (held until then): nothing overlaps what follows
+        server.site.settle()
         settled.append(time.perf_counter() - started)
-        saved, os.environ["TT_PAGE_HELPER"] = os.environ.get("TT_PAGE_HELPER"), "0"  # the same without the helper process
+        # the same without the helper process
+        saved, os.environ["TT_PAGE_HELPER"] = os.environ.get("TT_PAGE_HELPER"), "0"
         try:
             started = time.perf_counter()
             server.regenerate({"model": report, sentence: " ".join(words[1:] + words[:1]), "device": "cpu"})
@@ -258,7 +297,9 @@ def bench_limits(repeats: int) -> list[tuple[str, float, float]]:
         for _ in range(repeats):
             times["default"].append(run_timed(default, env)[0])
             times["limit"].append(run_timed(at_limit, env)[0])
-        rows.append((f"{report.short_title}: {label}", statistics.median(times["default"]), statistics.median(times["limit"])))
+        rows.append(
+            (f"{report.short_title}: {label}", statistics.median(times["default"]), statistics.median(times["limit"]))
+        )
     shutil.rmtree(work, ignore_errors=True)
     return rows
 
@@ -267,7 +308,8 @@ def bench_limits(repeats: int) -> list[tuple[str, float, float]]:
 
 
 def bench_training() -> dict:
-    """`python -m generator train gpt` from scratch (the full default recipe), timed; its record against the bundled one."""
+    """`python -m generator train gpt` from scratch (the full default recipe), timed; its record against the bundled
+    one."""
     from generator.reports import trainable, training
 
     key = trainable()[0]
@@ -279,8 +321,13 @@ def bench_training() -> dict:
     record = json.loads(record_path(out).read_text(encoding="utf-8"))
     bundled = load_record(CHECKPOINT) or {}
     shutil.rmtree(work, ignore_errors=True)
-    return {"key": key, "wall": seconds, "record": record, "same curve": record["loss_curve"] == bundled.get("loss_curve"),
-            "same checkpoint": record["checkpoint_sha256"] == bundled.get("checkpoint_sha256")}
+    return {
+        "key": key,
+        "wall": seconds,
+        "record": record,
+        "same curve": record["loss_curve"] == bundled.get("loss_curve"),
+        "same checkpoint": record["checkpoint_sha256"] == bundled.get("checkpoint_sha256"),
+    }
 
 
 def bench_gpt_weights(repeats: int) -> list[tuple[str, float]]:
@@ -293,7 +340,19 @@ def bench_gpt_weights(repeats: int) -> list[tuple[str, float]]:
     times: dict[str, list[float]] = {"trained": [], "random": []}
     for _ in range(repeats):
         for weights in times:
-            cmd = [sys.executable, "-m", "generator", "build", "--model", key, "--weights", weights, "--out", str(work / weights), "-q"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "generator",
+                "build",
+                "--model",
+                key,
+                "--weights",
+                weights,
+                "--out",
+                str(work / weights),
+                "-q",
+            ]
             times[weights].append(run_timed(cmd, env)[0])
     shutil.rmtree(work, ignore_errors=True)
     return [(weights, statistics.median(values)) for weights, values in times.items()]
@@ -303,7 +362,8 @@ def bench_gpt_weights(repeats: int) -> list[tuple[str, float]]:
 
 
 def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
-    """Each bundled example script (examples/*_trace.py) run plainly and under the tracer, interleaved, medians; the whole
+    """Each bundled example script (examples/*_trace.py) run plainly and under the tracer, interleaved, medians; the
+    whole
     `python -m generator trace` command (run, checks, pages, figures, data; no MkDocs) in a new process; and the bundled
     report of the same numbering at the example's size (`build`, no MkDocs), alternately with it."""
     import contextlib
@@ -333,14 +393,28 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
             run_script(script, [], markers, None)
 
         with contextlib.redirect_stdout(io.StringIO()):
-            t = interleaved({"plain": plain, "traced": traced}, max(40, repeats * 4))  # milliseconds each: many pairs, a steady median
+            # milliseconds each: many pairs, a steady median
+            t = interleaved({"plain": plain, "traced": traced}, max(40, repeats * 4))
         command = [sys.executable, "-m", "generator", "trace", str(script), "--out", str(work / "trace"), "-q"]
-        bundled = [sys.executable, "-m", "generator", "build", "--model", key, *specs()[key].example_size, "--out", str(work / "build"), "-q"]
+        bundled = [
+            sys.executable,
+            "-m",
+            "generator",
+            "build",
+            "--model",
+            key,
+            *specs()[key].example_size,
+            "--out",
+            str(work / "build"),
+            "-q",
+        ]
         times: dict[str, list[float]] = {"trace": [], "build": []}
         for _ in range(max(1, repeats // 3)):
             times["trace"].append(run_timed(command, env)[0])
             times["build"].append(run_timed(bundled, env)[0])
-        rows.append((script.name, t["plain"], t["traced"], statistics.median(times["trace"]), statistics.median(times["build"])))
+        rows.append(
+            (script.name, t["plain"], t["traced"], statistics.median(times["trace"]), statistics.median(times["build"]))
+        )
     shutil.rmtree(work, ignore_errors=True)
     return rows
 
@@ -349,12 +423,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
-    parser.add_argument("--only", choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace"), help="measure only this part and replace its section of --out")
+    parser.add_argument(
+        "--only",
+        choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace"),
+        help="measure only this part and replace its section of --out",
+    )
     args = parser.parse_args()
     if args.only == "plugin":
         return replace_section(args.out, "\n".join(plugin_section(bench_plugin(3 if args.quick else 5))) + "\n")
     if args.only == "warm":
-        return replace_section(args.out, "\n".join(warm_section(bench_warm_regeneration(3 if args.quick else 5))) + "\n")
+        return replace_section(
+            args.out, "\n".join(warm_section(bench_warm_regeneration(3 if args.quick else 5))) + "\n"
+        )
     if args.only == "limits":
         return replace_section(args.out, "\n".join(limits_section(bench_limits(1 if args.quick else 2))) + "\n")
     if args.only == "training":
@@ -362,22 +442,35 @@ def main() -> None:
     if args.only == "trace":
         return replace_section(args.out, "\n".join(trace_section(bench_trace(3 if args.quick else 9))) + "\n")
     if args.only == "gpt-weights":
-        return replace_section(args.out, "\n".join(gpt_weights_section(bench_gpt_weights(1 if args.quick else 3))) + "\n")
+        return replace_section(
+            args.out, "\n".join(gpt_weights_section(bench_gpt_weights(1 if args.quick else 3))) + "\n"
+        )
     repeats = 5 if args.quick else 15
     tables, targets = model_tables(torch.device("cpu"), repeats)
     if torch.cuda.is_available():
         tables += model_tables(torch.device("cuda"), repeats)[0]
         gpu = f"Measured on {torch.cuda.get_device_name(0)}: see the CUDA table above."
     else:
-        gpu = ("No CUDA GPU was visible to this run, so there is no CUDA table. `python -m generator build --device cuda` "
-               "runs every report's forward pass on the GPU when one is present; run this benchmark there to add its timings.")
+        gpu = ("No CUDA GPU was visible to this run, so there is no CUDA table. `python -m generator build --device "
+               "cuda` "
+               "runs every report's forward pass on the GPU when one is present; run this benchmark there to add its "
+               "timings.")
     regeneration = bench_regeneration(2 if args.quick else 3)
     analysis = analysis_text(regeneration)
-    results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "model tables": tables, "targets": targets, "regeneration": regeneration, "gpu": gpu, "analysis": analysis,
-               "plugin": bench_plugin(3 if args.quick else 5),
-               "warm": bench_warm_regeneration(repeats=3 if args.quick else 5), "limits": bench_limits(1 if args.quick else 2),
-               "gpt weights": bench_gpt_weights(1 if args.quick else 3), "training": bench_training(),
-               "trace": bench_trace(3 if args.quick else 9)}
+    results = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "model tables": tables,
+        "targets": targets,
+        "regeneration": regeneration,
+        "gpu": gpu,
+        "analysis": analysis,
+        "plugin": bench_plugin(3 if args.quick else 5),
+        "warm": bench_warm_regeneration(repeats=3 if args.quick else 5),
+        "limits": bench_limits(1 if args.quick else 2),
+        "gpt weights": bench_gpt_weights(1 if args.quick else 3),
+        "training": bench_training(),
+        "trace": bench_trace(3 if args.quick else 9),
+    }
     args.out.write_text(page(results) + "\n", encoding="utf-8")
     print(args.out.read_text(encoding="utf-8"))
 

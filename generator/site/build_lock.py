@@ -1,4 +1,5 @@
-"""One build at a time: a lock file in the docs folder (docs/.build.lock: pid, host, start time) held for the whole build.
+"""One build at a time: a lock file in the docs folder (docs/.build.lock: pid, host, start time) held for the whole
+build.
 
 A lock left by a dead process (gone, a zombie, or an unreadable lock older than a few seconds) is taken over; one held
 by a live process, or by a process on another host (whose processes we cannot see), makes the build refuse, in one
@@ -25,9 +26,12 @@ LOCK_BEING_WRITTEN_S = 10  # an unreadable lock younger than this belongs to a b
 
 @contextmanager
 def build_lock(docs: Path) -> Iterator[None]:
-    """Hold ``docs/.build.lock`` for the duration; refuse while a live process holds it, take it over from a dead one."""
+    """Hold ``docs/.build.lock`` for the duration; refuse while a live process holds it, take it over from a dead
+    one."""
     lock = docs / LOCK
-    mine = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": datetime.now().isoformat(timespec="seconds")})
+    mine = json.dumps(
+        {"pid": os.getpid(), "host": socket.gethostname(), "started": datetime.now().isoformat(timespec="seconds")}
+    )
     for _attempt in range(5):
         if _create_exclusively(lock, mine):
             break

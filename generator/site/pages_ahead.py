@@ -42,7 +42,8 @@ class PageAhead:
     entries: list[dict]
 
 
-PARALLEL_FROM = 4  # changed pages from which about half of them are rendered in a second process (generator/site/parallel.py)
+# changed pages from which about half of them are rendered in a second process (generator/site/parallel.py)
+PARALLEL_FROM = 4
 HELPER_SHARE = 0.45  # of their cost: the helper starts late (forked) and shares the cores with the figure workers
 
 
@@ -120,7 +121,14 @@ class PagesAhead:
 
         site = self.site
         page, old_nav = file.page, nav_entry(file.page)
-        staged = File(src_uri, str(staging), str(self._dir), file.use_directory_urls, dest_uri=file.dest_uri, inclusion=file.inclusion)
+        staged = File(
+            src_uri,
+            str(staging),
+            str(self._dir),
+            file.use_directory_urls,
+            dest_uri=file.dest_uri,
+            inclusion=file.inclusion,
+        )
         staged.page = page
         page.file = staged  # the page reads the staged Markdown and writes into the temporary folder
         try:
@@ -142,7 +150,11 @@ class PagesAhead:
 
     def matching(self, files: list, digests: dict[str, str]) -> dict[str, PageAhead]:
         """The pages rendered ahead from the very Markdown ``files`` now hold (``digests``: docs/ now)."""
-        return {f.src_uri: self.pages[f.src_uri] for f in files if f.src_uri in self.pages and self.pages[f.src_uri].digest == digests[f.src_uri]}
+        return {
+            f.src_uri: self.pages[f.src_uri]
+            for f in files
+            if f.src_uri in self.pages and self.pages[f.src_uri].digest == digests[f.src_uri]
+        }
 
     def drop(self) -> None:
         self.pages = {}

@@ -58,7 +58,8 @@ BEFORE_UPGRADE = ".before-upgrade"  # under a version-1 manifest, the old files 
 SHOWN = 3  # files named in a refusal; the others are counted
 
 Digests = dict[str, str]  # path relative to the entry ("" when the entry is a file) -> sha256
-Manifest = dict[str, Digests | None]  # entry -> what the generator wrote there; None: owned, digests unknown (version 1)
+# entry -> what the generator wrote there; None: owned, digests unknown (version 1)
+Manifest = dict[str, Digests | None]
 
 
 # --- the manifest: what the generator wrote --------------------------------------------------------------------
@@ -71,7 +72,8 @@ def read_manifest(docs: Path) -> Manifest:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UserError(f"{path} is unreadable ({exc}); delete it and the generated folders it listed, then build again") from None
+        raise UserError(f"{path} is unreadable ({exc}); delete it and the generated folders it listed, then build "
+                        "again") from None
 
 
 def _parse_manifest(data: dict | list) -> Manifest:
@@ -98,12 +100,15 @@ def _write_manifest(path: Path, manifest: Manifest, runs: dict | None = None) ->
         runs = read_runs(path.parent)
     runs = {key: record for key, record in runs.items() if key in manifest}
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"version": 2, "generated": manifest, RUNS: runs}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.write_text(
+        json.dumps({"version": 2, "generated": manifest, RUNS: runs}, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
     os.replace(tmp, path)
 
 
 def claim(docs: Path, entry: str, written: Iterable[str] = ("",)) -> None:
-    """Record files the generator wrote outside a staged build (paths relative to ``docs/entry``, "" for the entry itself).
+    """Record files the generator wrote outside a staged build (paths relative to ``docs/entry``, "" for the entry
+    itself).
 
     Files recorded earlier stay recorded while they exist; anything else in ``docs/entry`` stays the user's.
     """
@@ -151,7 +156,8 @@ def _digest(path: Path) -> str:
 def _user_files(folder: Path, new: Path, written: Digests | None) -> list[str]:
     """What in ``folder`` (an entry of the old output) is the user's: files the manifest does not record, and empty
     folders. Under a version-1 manifest (``written`` None: digests unknown) the generator's files cannot be told
-    from the user's, so every file is kept except those the new output ``new`` writes again (see _keep_before_upgrade)."""
+    from the user's, so every file is kept except those the new output ``new`` writes again
+    (see _keep_before_upgrade)."""
     if written is None:
         return [rel for rel in _files(folder) if not _exists(new / rel)] + _empty_folders(folder)
     return [rel for rel in _files(folder) if rel not in written] + _empty_folders(folder)
@@ -161,7 +167,9 @@ def _edited_files(docs: Path, entries: list[str], manifest: Manifest) -> list[Pa
     edited = []
     for entry in entries:
         written = manifest.get(entry) or {}
-        edited += [path for rel, path in _files(docs / entry).items() if rel in written and _digest(path) != written[rel]]
+        edited += [
+            path for rel, path in _files(docs / entry).items() if rel in written and _digest(path) != written[rel]
+        ]
     return edited
 
 
@@ -173,7 +181,8 @@ def _names(paths: list[Path]) -> str:
 def _refuse_foreign_entries(docs: Path, entries: list[str], manifest: Manifest) -> None:
     for entry in entries:
         if _exists(docs / entry) and entry not in manifest:
-            raise UserError(f"{docs / entry} exists but was not made by the generator; move it away, or build into another --out")
+            raise UserError(f"{docs / entry} exists but was not made by the generator; move it away, or build into "
+                            "another --out")
 
 
 class HandEdits(UserError):
@@ -211,7 +220,8 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _clashes(new_folder: Path, rels: list[str]) -> list[str]:
-    """The user's files that cannot be carried into ``new_folder``: the new output writes that path (or a parent of it)."""
+    """The user's files that cannot be carried into ``new_folder``: the new output writes that path (or a parent of
+    it)."""
     def taken(rel: str) -> bool:
         target = new_folder / rel
         parents = [new_folder / p for p in PurePosixPath(rel).parents if str(p) != "."]
@@ -256,7 +266,8 @@ def check_writable(docs: Path) -> None:
     if docs_abs.exists() and not docs_abs.is_dir():
         raise UserError(f"output {docs} is a file, not a folder; choose another --out")
     if not parent.exists():
-        raise UserError(f"cannot write to {docs}: its parent folder {parent} does not exist; create it or choose another --out")
+        raise UserError(f"cannot write to {docs}: its parent folder {parent} does not exist; create it or choose "
+                        "another --out")
     if not parent.is_dir():
         raise UserError(f"cannot write to {docs}: {parent} is not a folder; choose another --out")
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -276,14 +287,16 @@ def _trash_for(staging: Path) -> Path:
 
 
 def _discard(staging: Path) -> None:
-    (staging / MANIFEST).unlink(missing_ok=True)  # first: a staging folder with a manifest would be finished, not discarded
+    # first: a staging folder with a manifest would be finished, not discarded
+    (staging / MANIFEST).unlink(missing_ok=True)
     shutil.rmtree(staging, ignore_errors=True)
     if _ours(_trash_for(staging)):
         shutil.rmtree(_trash_for(staging), ignore_errors=True)
 
 
 def _carry_user_files(old: Path, new: Path, rels: list[str]) -> None:
-    """Put the user's files from the old output into the new one: hard links, so the old ones stay until the swap is done."""
+    """Put the user's files from the old output into the new one: hard links, so the old ones stay until the swap is
+    done."""
     for rel in rels:
         source, target = old / rel, new / rel
         if not _exists(source):  # deleted by its owner meanwhile
@@ -356,12 +369,15 @@ def _keep_before_upgrade(docs: Path, staging: Path, entries: list[str]) -> None:
 def _commit(docs: Path, staging: Path, entries: list[str], manifest: Manifest, records: dict | None = None) -> None:
     """Swap the complete new output in and record it; Ctrl-C meanwhile takes effect once the new site is live."""
     for entry in entries:  # refuse before anything moves; the swap checks again for files added since
-        _refuse_clashes(docs, entry, _clashes(staging / entry, _to_carry(docs / entry, staging / entry, manifest.get(entry, {}))))
+        _refuse_clashes(
+            docs, entry, _clashes(staging / entry, _to_carry(docs / entry, staging / entry, manifest.get(entry, {})))
+        )
     kept = {entry: files for entry, files in manifest.items() if entry not in entries and _exists(docs / entry)}
     new = kept | {entry: {rel: _digest(path) for rel, path in _files(staging / entry).items()} for entry in entries}
     runs = {key: record for key, record in read_runs(docs).items() if key not in entries} | (records or {})
     _keep_before_upgrade(docs, staging, [entry for entry in entries if entry in manifest and manifest[entry] is None])
-    _write_manifest(staging / MANIFEST, new, runs)  # the output is complete: a build killed from here on is finished by the next
+    # the output is complete: a build killed from here on is finished by the next
+    _write_manifest(staging / MANIFEST, new, runs)
     with ctrl_c_held() as caught:
         _swap(docs, staging, entries, manifest)
         os.replace(staging / MANIFEST, docs / MANIFEST)
@@ -377,7 +393,8 @@ def _mark_ours(folder: Path) -> None:
 def _ours(folder: Path) -> bool:
     """Whether ``folder`` is a staging or trash folder a build made: a real folder holding the build's mark.
 
-    Anything else named .staging-* or .trash-* (planted, copied in, a link) is the user's: never finished, never deleted.
+    Anything else named .staging-* or .trash-* (planted, copied in, a link) is the user's: never finished, never
+    deleted.
     """
     if folder.is_symlink() or not folder.is_dir():
         return False

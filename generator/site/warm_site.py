@@ -13,12 +13,14 @@ Material's search index (search/search_index.json) is always rewritten complete:
 of the rebuilt pages replace theirs, the others are kept. A partial build writes the same HTML
 and index as a full one (tests/test_serve.py compares them).
 
-MkDocs has no function that builds one page: :func:`render_page` (generator/site/page_render.py) runs the steps `mkdocs build` runs for a page,
+MkDocs has no function that builds one page: :func:`render_page` (generator/site/page_render.py) runs the steps `mkdocs
+build` runs for a page,
 through MkDocs' public API (the plugin events, ``Page.read_source`` and ``render``, ``get_context``, the theme's
 Jinja environment). pyproject allows any MkDocs 1.x, so when a release changes those, :meth:`WarmSite.update`
 logs it and builds fully from then on (and nothing is rendered ahead): slower, never broken.
 
-(generator/site/pages_ahead.py) :meth:`WarmSite.prerender` renders the changed pages of the generator's staging folder while the
+(generator/site/pages_ahead.py) :meth:`WarmSite.prerender` renders the changed pages of the generator's staging folder
+while the
 figures are still being drawn in worker processes (each page read from a ``File`` of the staging folder and
 written into a temporary folder), half of them (by cost) in a helper process forked for it (generator/site/parallel.py),
 which sends back each page's state; :meth:`update` then only moves them in, for each page whose Markdown in docs/
@@ -69,7 +71,8 @@ class SiteUpdate:
     static: list[str] = field(default_factory=list)  # other files copied
     seconds: float = 0.0
     reason: str = ""
-    later: list[str] = field(default_factory=list)  # of the pages, those rendered after update() returned (settle() waits)
+    # of the pages, those rendered after update() returned (settle() waits)
+    later: list[str] = field(default_factory=list)
 
 
 RACY_S = 2.0  # a file changed this recently may change again within its timestamps' resolution: hashed every time
@@ -233,12 +236,20 @@ class WarmSite:
         if later:
             self.later.start(later)
         reasons = [f"{len(ahead)} rendered ahead" if ahead else "", f"{len(later)} finished after it" if later else ""]
-        return SiteUpdate("pages", [f.src_uri for f in pages], [f.src_uri for f in static], time.perf_counter() - started,
-                          reason=", ".join(r for r in reasons if r), later=[f.src_uri for f in later])
+        return SiteUpdate(
+            "pages",
+            [f.src_uri for f in pages],
+            [f.src_uri for f in static],
+            time.perf_counter() - started,
+            reason=", ".join(r for r in reasons if r),
+            later=[f.src_uri for f in later],
+        )
 
     def give_up_partial(self, exc: BaseException) -> str:
         """Remember (and log once) that this MkDocs cannot build page by page; the reason, for a full build."""
-        self.partial_unavailable = f"partial builds need MkDocs internals this version changed ({type(exc).__name__}: {exc})"
+        self.partial_unavailable = (
+            f"partial builds need MkDocs internals this version changed ({type(exc).__name__}: {exc})"
+        )
         log.warning("site: %s; every update is a full build from now on", self.partial_unavailable)
         return self.partial_unavailable
 
@@ -309,7 +320,9 @@ class PagesFinishedLater:
         if finishing is None or finishing.done.is_set():
             return None
         path = os.path.normpath(path)
-        return finishing.done if path in finishing.paths or os.path.join(path, "index.html") in finishing.paths else None
+        return (
+            finishing.done if path in finishing.paths or os.path.join(path, "index.html") in finishing.paths else None
+        )
 
     def start(self, files: list) -> None:
         """Render ``files`` in a thread, holding their pages and the search index (see held) meanwhile."""
@@ -318,7 +331,9 @@ class PagesFinishedLater:
         if search is not None:
             held.add(os.path.normpath(os.path.join(self.site.config.site_dir, "search", "search_index.json")))
         finishing = _Finishing(held)
-        finishing.thread = threading.Thread(target=self._finish, args=(files, search, finishing), name="tt-finish-pages")
+        finishing.thread = threading.Thread(
+            target=self._finish, args=(files, search, finishing), name="tt-finish-pages"
+        )
         self.current = finishing
         freeze_heap()  # thawed by the thread: the collector does not walk the loaded site and models meanwhile
         try:
@@ -332,7 +347,11 @@ class PagesFinishedLater:
         failure, gives a full build (the site is never left with a stale page)."""
         try:
             urls = {f.page.url for f in files}
-            old = [e for e in search.search_index.entries if e["location"].split("#", 1)[0] in urls] if search is not None else []
+            old = (
+                [e for e in search.search_index.entries if e["location"].split("#", 1)[0] in urls]
+                if search is not None
+                else []
+            )
             entries, retitled = [], []
             for file in files:
                 before = nav_entry(file.page)
@@ -348,7 +367,12 @@ class PagesFinishedLater:
         except API_CHANGED as exc:
             self._full_build_after(self.site.give_up_partial(exc))
         except Exception as exc:  # noqa: BLE001 - MkDocs logged the page's error; build fully, as update() would
-            log.warning("site: finishing %s failed (%s: %s); building fully", ", ".join(f.src_uri for f in files), type(exc).__name__, exc)
+            log.warning(
+                "site: finishing %s failed (%s: %s); building fully",
+                ", ".join(f.src_uri for f in files),
+                type(exc).__name__,
+                exc,
+            )
             self._full_build_after("a page finished after the answer failed")
         finally:
             finishing.done.set()

@@ -14,7 +14,9 @@ from generator.places import Place
 from generator.reports.encoder_decoder.checks import EmbeddingTableRows, SinusoidalPositions, TokenIds
 from generator.reports.encoder_decoder.figures import Predictions, TokenTable
 from generator.sources import InputRef, ModuleRef, ParamRef, Ref
-from models.encoder_decoder import LEGEND, DecoderLayer, EncoderDecoderTransformer, EncoderLayer, MLP, MultiHeadAttention
+from models.encoder_decoder import (
+    LEGEND, MLP, DecoderLayer, EncoderDecoderTransformer, EncoderLayer, MultiHeadAttention,
+)
 
 # Where the tensors are recorded: a place in the model (placeholders: the traced layer) and the module class there.
 # ``place.POINT`` is the record name that class's declared point has at that place (generator/places.py).
@@ -32,7 +34,8 @@ DIMS_LEGEND = LEGEND  # declared once, in the model file
 STAGES = (
     Stage("input", "Input & embedding", "From words to IDs to vectors with position information."),
     Stage("encoder", "Encoder", "One encoder layer, traced operation by operation."),
-    Stage("decoder", "Decoder", "One decoder layer: masked self-attention, cross-attention over the encoder, feed-forward."),
+    Stage("decoder", "Decoder", "One decoder layer: masked self-attention, cross-attention over the encoder, "
+                                "feed-forward."),
     Stage("output", "Output", "From the decoder's last states to scores over the target vocabulary."),
 )
 
@@ -164,7 +167,8 @@ SNAPSHOTS = (
         variable='q_heads, k_heads, v_heads',
         stage='encoder',
         tensors=(enc_self_attn.Q_HEADS, enc_self_attn.K_HEADS, enc_self_attn.V_HEADS),
-        checks=(HeadsRejoin(heads=(enc_self_attn.Q_HEADS, enc_self_attn.K_HEADS, enc_self_attn.V_HEADS), full=(enc_self_attn.Q, enc_self_attn.K, enc_self_attn.V)),),
+        checks=(HeadsRejoin(heads=(enc_self_attn.Q_HEADS, enc_self_attn.K_HEADS, enc_self_attn.V_HEADS),
+                            full=(enc_self_attn.Q, enc_self_attn.K, enc_self_attn.V)),),
         questions=(1, 2),
     ),
     Snapshot(
@@ -183,7 +187,9 @@ SNAPSHOTS = (
         stage='encoder',
         tensors=(enc.INPUT, enc_self_attn.OUT),
         checks=(SumOf(out=enc.RESIDUAL_1, operands=(enc.INPUT, enc_self_attn.OUT)),),
-        differs='The seed computed `res1_a = enc_in + attn_out`, `res1_b = attn_out` and normalised `res1_a + res1_b`, which adds the attention output twice. Here the two operands are the layer input and the attention output (after W_o), as in the paper and in `torch.nn.TransformerEncoderLayer`.',
+        differs='The seed computed `res1_a = enc_in + attn_out`, `res1_b = attn_out` and normalised `res1_a + res1_b`, '
+                'which adds the attention output twice. Here the two operands are the layer input and the attention '
+                'output (after W_o), as in the paper and in `torch.nn.TransformerEncoderLayer`.',
         questions=(5,),
     ),
     Snapshot(
@@ -303,7 +309,8 @@ SNAPSHOTS = (
         variable='q_heads_m, k_heads_m, v_heads_m',
         stage='decoder',
         tensors=(dec_self_attn.Q_HEADS, dec_self_attn.K_HEADS, dec_self_attn.V_HEADS),
-        checks=(HeadsRejoin(heads=(dec_self_attn.Q_HEADS, dec_self_attn.K_HEADS, dec_self_attn.V_HEADS), full=(dec_self_attn.Q, dec_self_attn.K, dec_self_attn.V)),),
+        checks=(HeadsRejoin(heads=(dec_self_attn.Q_HEADS, dec_self_attn.K_HEADS, dec_self_attn.V_HEADS),
+                            full=(dec_self_attn.Q, dec_self_attn.K, dec_self_attn.V)),),
         questions=(2,),
     ),
     Snapshot(
@@ -460,23 +467,30 @@ SNAPSHOTS = (
 FIGURES = (
     Figure(id='tokens', caption='Words of both sentences with their vocabulary IDs.',
            drawing=TokenTable()),
-    Figure(id='src_embedding', caption='Source embeddings: one row per token, one column per feature (first 64 of C shown).',
+    Figure(id='src_embedding', caption='Source embeddings: one row per token, one column per feature (first 64 of C '
+                                       'shown).',
            drawing=Matrix(tensor=model.SRC_EMBED, max_cols=64, xlabel='feature', cmap='RdBu_r')),
-    Figure(id='positional', caption='What the sinusoidal encoding adds to each position (left), and the sum the encoder reads (right).',
+    Figure(id='positional', caption='What the sinusoidal encoding adds to each position (left), and the sum the '
+                                    'encoder reads (right).',
            drawing=Positional(tensors=(model.SRC_EMBED, model.SRC_WITH_POS))),
     Figure(id='enc_scores', caption='Encoder self-attention scores before softmax, one panel per head.',
            drawing=AttentionHeads(tensor=enc_self_attn.SCORES, cmap='RdBu_r', annotate=True)),
-    Figure(id='enc_attention', caption='Encoder self-attention weights, one panel per head: row = query token, column = key token.',
+    Figure(id='enc_attention', caption='Encoder self-attention weights, one panel per head: row = query token, column '
+                                       '= key token.',
            drawing=AttentionHeads(tensor=enc_self_attn.PROBS, annotate=True)),
-    Figure(id='enc_ffn', caption='Feed-forward pre-activations of the encoder layer; ReLU zeroes every negative (blue) entry.',
+    Figure(id='enc_ffn', caption='Feed-forward pre-activations of the encoder layer; ReLU zeroes every negative (blue) '
+                                 'entry.',
            drawing=Matrix(tensor=enc_mlp.FC1, max_cols=256, xlabel='hidden unit', cmap='RdBu_r')),
     Figure(id='mask', caption='The causal mask: allowed (0) in white, blocked (−inf) in grey.',
            drawing=Mask(tensor=model.TGT_MASK)),
-    Figure(id='dec_attention', caption='Masked self-attention weights, one panel per head; everything above the diagonal is exactly 0.',
+    Figure(id='dec_attention', caption='Masked self-attention weights, one panel per head; everything above the '
+                                       'diagonal is exactly 0.',
            drawing=AttentionHeads(tensor=dec_self_attn.PROBS, annotate=True)),
-    Figure(id='cross_attention', caption='Cross-attention weights: each target token (row) distributes its attention over the source tokens (columns).',
+    Figure(id='cross_attention', caption='Cross-attention weights: each target token (row) distributes its attention '
+                                         'over the source tokens (columns).',
            drawing=AttentionHeads(tensor=dec_cross_attn.PROBS, annotate=True)),
-    Figure(id='predictions', caption='Probabilities over the target vocabulary at each target position; the bar of the predicted word is dark.',
+    Figure(id='predictions', caption='Probabilities over the target vocabulary at each target position; the bar of the '
+                                     'predicted word is dark.',
            drawing=Predictions(tensor=model.LOGITS)),
 )
 

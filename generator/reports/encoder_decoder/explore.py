@@ -13,7 +13,11 @@ def _names(config: Any) -> list[str]:
     for i in range(config.n_encoder_layers):
         names += [f"encoder.layers.{i}.self_attn.probs", f"encoder.layers.{i}.output"]
     for i in range(config.n_decoder_layers):
-        names += [f"decoder.layers.{i}.self_attn.probs", f"decoder.layers.{i}.cross_attn.probs", f"decoder.layers.{i}.output"]
+        names += [
+            f"decoder.layers.{i}.self_attn.probs",
+            f"decoder.layers.{i}.cross_attn.probs",
+            f"decoder.layers.{i}.output",
+        ]
     return names
 
 
@@ -24,10 +28,33 @@ def _labels(run: Any) -> dict[str, list[str]]:
 EXPLORATION = Exploration(
     names=_names,
     groups=(
-        AttentionGroup("encoder-self", "Encoder self-attention", "layer", r"encoder\.layers\.(\d+)\.self_attn\.probs", "src_tokens", "src_tokens"),
-        AttentionGroup("decoder-self", "Decoder masked self-attention", "layer", r"decoder\.layers\.(\d+)\.self_attn\.probs", "tgt_tokens", "tgt_tokens"),
-        AttentionGroup("cross", "Cross-attention (target queries, source keys)", "layer", r"decoder\.layers\.(\d+)\.cross_attn\.probs", "tgt_tokens", "src_tokens"),
+        AttentionGroup(
+            "encoder-self",
+            "Encoder self-attention",
+            "layer",
+            r"encoder\.layers\.(\d+)\.self_attn\.probs",
+            "src_tokens",
+            "src_tokens",
+        ),
+        AttentionGroup(
+            "decoder-self",
+            "Decoder masked self-attention",
+            "layer",
+            r"decoder\.layers\.(\d+)\.self_attn\.probs",
+            "tgt_tokens",
+            "tgt_tokens",
+        ),
+        AttentionGroup(
+            "cross",
+            "Cross-attention (target queries, source keys)",
+            "layer",
+            r"decoder\.layers\.(\d+)\.cross_attn\.probs",
+            "tgt_tokens",
+            "src_tokens",
+        ),
     ),
-    axis_labels=LEGEND.axis_labels(S="src_tokens", T="tgt_tokens", V_src="src_words", V="tgt_words", h="heads"),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
+    axis_labels=LEGEND.axis_labels(
+        S="src_tokens", T="tgt_tokens", V_src="src_words", V="tgt_words", h="heads"
+    ),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
     labels=_labels,
 )

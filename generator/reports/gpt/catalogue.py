@@ -1,7 +1,8 @@
 """The GPT report's catalogue: 32 snapshots from the prompt's bytes to the generated continuation.
 
 Placeholders (see GPTOptions.places): {block} is the traced block, {block_prev} what feeds it,
-{block_last} the last block; the traced block's key/value cache after generation is ``block.CACHE_K`` (scope "generate").
+{block_last} the last block; the traced block's key/value cache after generation is ``block.CACHE_K`` (scope
+"generate").
 """
 
 from generator.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
@@ -30,10 +31,13 @@ block_mlp = Place("{block}.mlp", MLP)
 DIMS_LEGEND = LEGEND  # declared once, in the model file
 
 STAGES = (
-    Stage("bytes", "Bytes & embeddings", "From the prompt's UTF-8 bytes to one vector per byte, with its position added."),
-    Stage("block", "Block (traced layer)", "One pre-norm block, operation by operation: causal self-attention, then the MLP."),
+    Stage("bytes", "Bytes & embeddings", "From the prompt's UTF-8 bytes to one vector per byte, with its position "
+                                         "added."),
+    Stage("block", "Block (traced layer)", "One pre-norm block, operation by operation: causal self-attention, then "
+                                           "the MLP."),
     Stage("output", "Output", "The final LayerNorm, the tied language-model head, and next-byte probabilities."),
-    Stage("generation", "Generation", "Greedy continuation over a key/value cache, checked against recomputation from scratch."),
+    Stage("generation", "Generation", "Greedy continuation over a key/value cache, checked against recomputation from "
+                                      "scratch."),
 )
 
 QUESTIONS = (
@@ -266,8 +270,12 @@ SNAPSHOTS = (
         variable='x',
         stage='block',
         tensors=(block.OUTPUT,),
-        checks=(GptBlockRerun(x=block.INPUT, block=ModuleRef('{block}'), mask=model.MASK),
-                SameTensor(source=block.RESIDUAL_2, claim='is the second residual sum: a pre-norm block ends without a norm')),
+        checks=(
+            GptBlockRerun(x=block.INPUT, block=ModuleRef('{block}'), mask=model.MASK),
+            SameTensor(
+                source=block.RESIDUAL_2, claim='is the second residual sum: a pre-norm block ends without a norm'
+            ),
+        ),
         questions=(2,),
     ),
     Snapshot(
@@ -316,7 +324,11 @@ SNAPSHOTS = (
         variable='cache_k',
         stage='generation',
         tensors=(block.CACHE_K,),
-        checks=(CacheMatchesFullPass(prompt_part=block_attn.K, ids=model.IDS, new_ids=model.NEW_IDS, block=ModuleRef('{block}'), part='k'),),
+        checks=(
+            CacheMatchesFullPass(
+                prompt_part=block_attn.K, ids=model.IDS, new_ids=model.NEW_IDS, block=ModuleRef('{block}'), part='k'
+            ),
+        ),
         figures=('kv_cache',),
         questions=(5,),
     ),
@@ -326,7 +338,11 @@ SNAPSHOTS = (
         variable='cache_v',
         stage='generation',
         tensors=(block.CACHE_V,),
-        checks=(CacheMatchesFullPass(prompt_part=block_attn.V, ids=model.IDS, new_ids=model.NEW_IDS, block=ModuleRef('{block}'), part='v'),),
+        checks=(
+            CacheMatchesFullPass(
+                prompt_part=block_attn.V, ids=model.IDS, new_ids=model.NEW_IDS, block=ModuleRef('{block}'), part='v'
+            ),
+        ),
         questions=(5,),
     ),
     Snapshot(
@@ -352,29 +368,44 @@ SNAPSHOTS = (
 )
 
 FIGURES = (
-    Figure(id='bytes', caption='The prompt as the model reads it: one cell per UTF-8 byte (16 per row), the character it belongs to above, its value below; multi-byte characters are shaded.',
+    Figure(id='bytes', caption='The prompt as the model reads it: one cell per UTF-8 byte (16 per row), the character '
+                               'it belongs to above, its value below; multi-byte characters are shaded.',
            drawing=ByteTable()),
-    Figure(id='tok_embedding', caption='Token embeddings: one row per prompt byte, one column per feature (first 64 of C shown).',
+    Figure(id='tok_embedding', caption='Token embeddings: one row per prompt byte, one column per feature (first 64 of '
+                                       'C shown).',
            drawing=Matrix(tensor=model.TOK_EMB, max_cols=64, xlabel='feature', cmap='RdBu_r')),
     Figure(id='embedding', caption='Token + position embedding, the input of block 1 (first 64 of C shown).',
            drawing=Matrix(tensor=model.EMBED, max_cols=64, xlabel='feature', cmap='RdBu_r')),
-    Figure(id='scores', caption='Scaled scores Q·Kᵀ/√hs of the traced block, one panel per head, before the mask: every pair is computed, even the ones the mask will hide.',
+    Figure(id='scores', caption='Scaled scores Q·Kᵀ/√hs of the traced block, one panel per head, before the mask: '
+                                'every pair is computed, even the ones the mask will hide.',
            drawing=AttentionHeads(tensor=block_attn.SCORES, cmap='RdBu_r')),
-    Figure(id='mask', caption='The causal mask: a query (row) may read a key (column) where the cell is white; grey cells, the future, are blocked.',
+    Figure(id='mask', caption='The causal mask: a query (row) may read a key (column) where the cell is white; grey '
+                              'cells, the future, are blocked.',
            drawing=Mask(tensor=model.MASK)),
-    Figure(id='attention', caption='Causal attention weights of the traced block, one panel per head: row = the byte attending, column = the byte attended to; everything above the diagonal is exactly 0.',
+    Figure(id='attention', caption='Causal attention weights of the traced block, one panel per head: row = the byte '
+                                   'attending, column = the byte attended to; everything above the diagonal is exactly '
+                                   '0.',
            drawing=AttentionHeads(tensor=block_attn.PROBS, annotate=True)),
-    Figure(id='mlp', caption='MLP pre-activations of the traced block (first 256 hidden units); GELU keeps positive entries (red) and squashes negative ones (blue) towards 0.',
+    Figure(id='mlp', caption='MLP pre-activations of the traced block (first 256 hidden units); GELU keeps positive '
+                             'entries (red) and squashes negative ones (blue) towards 0.',
            drawing=Matrix(tensor=block_mlp.FC1, max_cols=256, xlabel='hidden unit', cmap='RdBu_r')),
-    Figure(id='next_byte', caption='The ten most probable next bytes after the last prompt positions; the dashed line is the uniform 1/256.',
+    Figure(id='next_byte', caption='The ten most probable next bytes after the last prompt positions; the dashed line '
+                                   'is the uniform 1/256.',
            drawing=NextByteTopk(tensor=model.PROBS, positions=3, k=10)),
-    Figure(id='kv_cache', caption='Keys cached by the traced block after generation, head 1: one row per position, the prompt above the line, fed-back generated bytes below.',
+    Figure(id='kv_cache', caption='Keys cached by the traced block after generation, head 1: one row per position, the '
+                                  'prompt above the line, fed-back generated bytes below.',
            drawing=KvCache(tensor=block.CACHE_K)),
-    Figure(id='training_curve', caption='Training: the loss of every step in bits per byte (thin), its running mean (thick) and the held-out bits per byte (dots), against the bigram baseline of the same corpus and 8 bits for a uniform guess; the star is the held-out bits per byte of these weights.',
+    Figure(id='training_curve', caption='Training: the loss of every step in bits per byte (thin), its running mean '
+                                        '(thick) and the held-out bits per byte (dots), against the bigram baseline of '
+                                        'the same corpus and 8 bits for a uniform guess; the star is the held-out bits '
+                                        'per byte of these weights.',
            drawing=TrainingCurve()),
-    Figure(id='head_roles', caption='Every head on this prompt: the share of attention each query puts on the previous byte and on itself (bars), and its mean row entropy against a uniform spread (dots, right axis); the most previous-token-like head is outlined.',
+    Figure(id='head_roles', caption='Every head on this prompt: the share of attention each query puts on the previous '
+                                    'byte and on itself (bars), and its mean row entropy against a uniform spread '
+                                    '(dots, right axis); the most previous-token-like head is outlined.',
            drawing=HeadRoles()),
-    Figure(id='generation', caption='The greedy continuation: each generated byte with its probability (left), and how far the cached logits are from a full recomputation at each step (right).',
+    Figure(id='generation', caption='The greedy continuation: each generated byte with its probability (left), and how '
+                                    'far the cached logits are from a full recomputation at each step (right).',
            drawing=Generation(tensor=model.CACHED_LOGITS, recomputed_tensor=model.RECOMPUTED_LOGITS)),
 )
 

@@ -20,7 +20,18 @@ def _labels(run: Any) -> dict[str, list[str]]:
 
 EXPLORATION = Exploration(
     names=_names,
-    groups=(AttentionGroup("blocks", "Causal self-attention over the prompt's bytes", "block", r"blocks\.(\d+)\.attn\.probs", "bytes", "bytes"),),
-    axis_labels=LEGEND.axis_labels(T="bytes", h="heads", V="vocabulary"),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
+    groups=(
+        AttentionGroup(
+            "blocks",
+            "Causal self-attention over the prompt's bytes",
+            "block",
+            r"blocks\.(\d+)\.attn\.probs",
+            "bytes",
+            "bytes",
+        ),
+    ),
+    axis_labels=LEGEND.axis_labels(
+        T="bytes", h="heads", V="vocabulary"
+    ),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
     labels=_labels,
 )

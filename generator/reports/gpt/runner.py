@@ -13,8 +13,17 @@ import torch
 
 from generator.catalogue import Report
 from generator.reports.gpt.options import GPTOptions, max_prompt_bytes
-from generator.reports.gpt.training import (CHECKPOINT, corpus_bytes, corpus_facts, held_out_bits_later, load_record, load_state,
-                                            measure_ahead, measured_held_out_bits, split)
+from generator.reports.gpt.training import (
+    CHECKPOINT,
+    corpus_bytes,
+    corpus_facts,
+    held_out_bits_later,
+    load_record,
+    load_state,
+    measure_ahead,
+    measured_held_out_bits,
+    split,
+)
 from generator.run import ModelRun, resolve_device
 from models.gpt import GPT, LEGEND, GPTConfig, byte_label, decode, encode
 from generator.text import clean_text
@@ -36,7 +45,8 @@ def held_out_window(cfg: GPTConfig) -> int:
 
 
 def start(report: Report, opts: GPTOptions) -> Callable[[], None]:
-    """Begin, before the reports run, the held-out score of this run's weights (a thread, with a copy of them): it does not
+    """Begin, before the reports run, the held-out score of this run's weights (a thread, with a copy of them): it
+    does not
     depend on the prompt, and is the one long step of this run that nothing else waits on until the training page. A
     function that waits for it. Bad options are left to run(), which says what is wrong with them."""
     try:
@@ -60,7 +70,8 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
     places = opts.places()
     keep = report.names_to_record(opts)
     with torch.no_grad(), recording(keep=keep) as rec:
-        new_ids, info = model.generate(ids, opts.generate)  # its first pass, over the prompt, is the one the pages trace
+        # its first pass, over the prompt, is the one the pages trace
+        new_ids, info = model.generate(ids, opts.generate)
     new = [int(i) for i in new_ids[0].tolist()]
     prefix = prefix_invariance(model, prompt_ids, cfg, device)
     facts, held_out_later = what_training_did(model, rec, prompt_ids, cfg, device)
@@ -116,12 +127,22 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
             "byte_labels": [byte_label(b) for b in range(V)],
             "layer": opts.layer,
             "config": cfg,
-            "summary": f"{L} pre-norm blocks, {cfg.n_heads} heads, d_model {C}, MLP {cfg.mlp_dim}, byte vocabulary of {V}, "
-                       f"learned positions for a {cfg.context}-byte context, tied embedding and output ({n_params / 1e6:.2f} M parameters).",
-            "facts": [["prompt", prompt], ["bytes", str(T)], ["generated", f"{N} bytes, greedy"], ["seed", str(opts.seed)],
-                      ["device", device.type], ["weights", weights_text]],
+            "summary": f"{L} pre-norm blocks, {cfg.n_heads} heads, d_model {C}, MLP {cfg.mlp_dim}, byte vocabulary of "
+            f"{V}, "
+            f"learned positions for a {cfg.context}-byte context, tied embedding and output "
+            f"({n_params / 1e6:.2f} M parameters).",
+            "facts": [
+                ["prompt", prompt],
+                ["bytes", str(T)],
+                ["generated", f"{N} bytes, greedy"],
+                ["seed", str(opts.seed)],
+                ["device", device.type],
+                ["weights", weights_text],
+            ],
             "training": training,
-            "explore_start": {"group": "blocks", "layer": training["best_head"][0], "head": training["best_head"][1]} if training["best_head"] else None,
+            "explore_start": {"group": "blocks", "layer": training["best_head"][0], "head": training["best_head"][1]}
+            if training["best_head"]
+            else None,
         },
         dims=LEGEND.sizes(B=1, T=T, N=N, S=S, C=C, h=cfg.n_heads, M=cfg.mlp_dim, V=V, L=L),
         places=places,
@@ -164,7 +185,9 @@ def prefix_invariance(model: GPT, prompt_ids: list[int], cfg: GPTConfig, device:
         recordings.append(rec)
     T = len(prompt_ids)
     worst, worst_name = 0.0, ""
-    plain_pass = {name: d.shape for name, d in declared_points(model).items() if not d.point.scope}  # generation's are not recorded here
+    plain_pass = {
+        name: d.shape for name, d in declared_points(model).items() if not d.point.scope
+    }  # generation's are not recorded here
     for name, shape in plain_pass.items():
         a, b = (r.tensor(name).detach().cpu() for r in recordings)
         index = tuple(slice(0, T - 1) if axis == "T" else slice(None) for axis in shape)
@@ -191,7 +214,8 @@ CONTINUATION = 64  # bytes of the longer greedy continuation the training page s
 
 
 def load_weights(model: GPT, opts: GPTOptions) -> tuple[str, dict]:
-    """Load ``opts.weights`` into ``model`` (random: keep the seeded initialisation); (run-stamp text, facts for the pages)."""
+    """Load ``opts.weights`` into ``model`` (random: keep the seeded initialisation); (run-stamp text, facts for the
+    pages)."""
     if opts.weights == "random":
         return f"random (seeded with {opts.seed}; not trained)", {"kind": "random", "record": None, "checkpoint": None}
     path = CHECKPOINT if opts.weights == "trained" else Path(opts.weights).expanduser()
@@ -200,7 +224,8 @@ def load_weights(model: GPT, opts: GPTOptions) -> tuple[str, dict]:
     sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
     record = load_record(path)
     kind = "trained" if opts.weights == "trained" else "file"
-    name = "the bundled checkpoint gpt-trained.pt" if kind == "trained" else clean_text(path.name)  # a file name is user text
+    # a file name is user text
+    name = "the bundled checkpoint gpt-trained.pt" if kind == "trained" else clean_text(path.name)
     if record:
         text = (f"trained: {name}, {record['training']['steps']:,} steps on {record['corpus']['name']} "
                 f"(sha256 {sha256[:12]}…)")
@@ -224,12 +249,17 @@ def head_statistics(probs: torch.Tensor) -> list[dict]:
 
 def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GPTConfig,
                       device: torch.device) -> tuple[dict, Callable[[], float] | None]:
-    """Measured on this run: held-out bits per byte of these weights, the corpus baselines, every head's habits, a longer
+    """Measured on this run: held-out bits per byte of these weights, the corpus baselines, every head's habits, a
+    longer
     continuation. The held-out score is None, and the function that waits for it is returned, while a thread begun ahead
     (start) still measures it; else that function is None."""
     T = len(prompt_ids)
     heads = [head_statistics(rec.tensor(f"blocks.{i}.attn.probs")) for i in range(cfg.n_layers)] if T > 1 else []
-    best = max(((i, h) for i in range(len(heads)) for h in range(cfg.n_heads)), key=lambda ih: heads[ih[0]][ih[1]]["previous"], default=None)
+    best = max(
+        ((i, h) for i in range(len(heads)) for h in range(cfg.n_heads)),
+        key=lambda ih: heads[ih[0]][ih[1]]["previous"],
+        default=None,
+    )
     uniform_entropy = sum(math.log2(t + 1) for t in range(1, T)) / (T - 1) if T > 1 else 0.0
     _, held_out = split(corpus_bytes())
     context = held_out_window(cfg)
@@ -239,7 +269,9 @@ def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GP
         n_new = min(CONTINUATION, cfg.context - T + 1)
         more = model.generate(torch.tensor([prompt_ids], device=device), n_new)[0][0].tolist() if n_new >= 1 else []
         sample = held_out_sample(held_out)
-        sample_new = model.generate(torch.tensor([sample["prompt"]], device=device), len(sample["truth"]))[0][0].tolist()
+        sample_new = model.generate(torch.tensor([sample["prompt"]], device=device), len(sample["truth"]))[0][
+            0
+        ].tolist()
     model.eval()
     return {
         "corpus": corpus_facts(),
@@ -261,7 +293,8 @@ def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GP
 
 
 def held_out_sample(held_out: torch.Tensor, prompt: int = 48, truth: int = 48) -> dict:
-    """A fixed held-out passage: the first ``prompt`` bytes of the first line of prose (a letter first, at least ``prompt``
+    """A fixed held-out passage: the first ``prompt`` bytes of the first line of prose (a letter first, at least
+    ``prompt``
     + 16 bytes long) after the split, and the ``truth`` bytes that follow them in the corpus."""
     data = bytes(held_out.tolist())
     start = 0
@@ -273,4 +306,8 @@ def held_out_sample(held_out: torch.Tensor, prompt: int = 48, truth: int = 48) -
         start += len(line) + 1
     else:
         start = 0
-    return {"offset": start, "prompt": list(data[start:start + prompt]), "truth": list(data[start + prompt:start + prompt + truth])}
+    return {
+        "offset": start,
+        "prompt": list(data[start : start + prompt]),
+        "truth": list(data[start + prompt : start + prompt + truth]),
+    }

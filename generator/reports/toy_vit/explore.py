@@ -19,7 +19,8 @@ def _labels(run: Any) -> dict[str, list[str]]:
 
 
 def _image(run: Any) -> tuple[bytes, int, bool]:
-    """The grayscale image as the model saw it, for laying one query's attention over the 3×3 patch grid ([CLS] first)."""
+    """The grayscale image as the model saw it, for laying one query's attention over the 3×3 patch grid ([CLS]
+    first)."""
     from PIL import Image
 
     gray = run.cpu("image")[0, 0].clamp(0, 1).mul(255).round().byte().numpy()  # (1, 1, H, W) -> (H, W), 0-255
@@ -30,8 +31,19 @@ def _image(run: Any) -> tuple[bytes, int, bool]:
 
 EXPLORATION = Exploration(
     names=_names,
-    groups=(AttentionGroup("layers", "Self-attention over [CLS] and the patches A–I", "layer", r"blocks\.(\d+)\.attn\.probs", "tokens", "tokens"),),
-    axis_labels=LEGEND.axis_labels(N="patches", N1="tokens", h="heads", K="classes"),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
+    groups=(
+        AttentionGroup(
+            "layers",
+            "Self-attention over [CLS] and the patches A–I",
+            "layer",
+            r"blocks\.(\d+)\.attn\.probs",
+            "tokens",
+            "tokens",
+        ),
+    ),
+    axis_labels=LEGEND.axis_labels(
+        N="patches", N1="tokens", h="heads", K="classes"
+    ),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
     labels=_labels,
     image=_image,
 )

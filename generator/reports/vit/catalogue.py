@@ -192,7 +192,9 @@ SNAPSHOTS = (
         stage='block',
         tensors=(block.LN_2,),
         checks=(ResidualLayerNorm(operands=(block.INPUT, block_attn.OUT), module=ModuleRef('{block}.ln_2')),),
-        differs="The seed normalised `x + attn_out` with a LayerNorm and then also used the un-normalised sum nowhere; in the standard pre-norm ViT this LayerNorm (`ln_2`) only feeds the MLP, while the residual stream keeps the raw sum `x + attn_out`. The page shows `ln_2(x + attn_out)`, the MLP's input.",
+        differs="The seed normalised `x + attn_out` with a LayerNorm and then also used the un-normalised sum nowhere; "
+                "in the standard pre-norm ViT this LayerNorm (`ln_2`) only feeds the MLP, while the residual stream "
+                "keeps the raw sum `x + attn_out`. The page shows `ln_2(x + attn_out)`, the MLP's input.",
         questions=(5,),
     ),
     Snapshot(
@@ -220,7 +222,10 @@ SNAPSHOTS = (
         stage='block',
         tensors=(block.RESIDUAL_2,),
         checks=(SumOf(operands=(block.INPUT, block_attn.OUT, block_mlp.OUT)),),
-        differs="The seed added the MLP output to the *normalised* `ff_in` and normalised again (`norm3`). In the standard pre-norm ViT the MLP output is added to the un-normalised residual stream `x + attn_out`, and no LayerNorm follows inside the block: the next block's `ln_1` (or the final `ln`, S23) normalises it.",
+        differs="The seed added the MLP output to the *normalised* `ff_in` and normalised again (`norm3`). In the "
+                "standard pre-norm ViT the MLP output is added to the un-normalised residual stream `x + attn_out`, "
+                "and no LayerNorm follows inside the block: the next block's `ln_1` (or the final `ln`, S23) "
+                "normalises it.",
         questions=(5,),
     ),
     Snapshot(
@@ -229,8 +234,10 @@ SNAPSHOTS = (
         variable='block_out',
         stage='block',
         tensors=(block.OUTPUT,),
-        checks=(SameTensor(source=block.RESIDUAL_2, claim='is the post-MLP residual sum (no norm inside a pre-norm block)'),),
-        differs='In the seed this was the output of an extra LayerNorm; in the standard ViT the block ends with the residual sum of S19.',
+        checks=(SameTensor(source=block.RESIDUAL_2, claim='is the post-MLP residual sum (no norm inside a pre-norm '
+                                                          'block)'),),
+        differs='In the seed this was the output of an extra LayerNorm; in the standard ViT the block ends with the '
+                'residual sum of S19.',
         questions=(5,),
     ),
     Snapshot(
@@ -260,7 +267,8 @@ SNAPSHOTS = (
         stage='output',
         tensors=(model.FINAL_SEQ,),
         checks=(LayerNormOf(x=block_last.OUTPUT, module=ModuleRef('ln')),),
-        differs="The seed's model had no final LayerNorm after the last block; ViT-B/16 (paper and torchvision) applies one (`ln`) before the head, so S23 is `ln(S22)`.",
+        differs="The seed's model had no final LayerNorm after the last block; ViT-B/16 (paper and torchvision) "
+                "applies one (`ln`) before the head, so S23 is `ln(S22)`.",
         questions=(6,),
     ),
     Snapshot(
@@ -295,21 +303,30 @@ SNAPSHOTS = (
 )
 
 FIGURES = (
-    Figure(id='input_image', caption='The input image as loaded (left; outlined: the centre crop, when the weights need one) and as the model sees it after resizing and normalisation (right), with the patch grid.',
+    Figure(id='input_image', caption='The input image as loaded (left; outlined: the centre crop, when the weights '
+                                     'need one) and as the model sees it after resizing and normalisation (right), '
+                                     'with the patch grid.',
            drawing=InputImage(tensor=model.IMAGE)),
-    Figure(id='patch_mosaic', caption='Every patch of the preprocessed image, in the order the model reads them (row by row).',
+    Figure(id='patch_mosaic', caption='Every patch of the preprocessed image, in the order the model reads them (row '
+                                      'by row).',
            drawing=PatchMosaic(tensor=patch_embed.PATCHES)),
-    Figure(id='patch_embedding', caption='Patch-embedding matrix: one row per patch, one column per feature (first 96 of C shown).',
+    Figure(id='patch_embedding', caption='Patch-embedding matrix: one row per patch, one column per feature (first 96 '
+                                         'of C shown).',
            drawing=Matrix(tensor=patch_embed.EMBED, max_cols=96, xlabel='feature', ylabel='patch', cmap='RdBu_r')),
-    Figure(id='pos_similarity', caption='Cosine similarity between position embeddings: the full matrix (left) and, for a few patches, the similarity to every other patch as a grid.',
+    Figure(id='pos_similarity', caption='Cosine similarity between position embeddings: the full matrix (left) and, '
+                                        'for a few patches, the similarity to every other patch as a grid.',
            drawing=PosSimilarity(parameter=ParamRef('pos_embedding'))),
-    Figure(id='attention_heads', caption='Attention probabilities of every head of the traced block (all tokens; row = query, column = key; with many tokens the colour scale stops at the 99.5th percentile).',
+    Figure(id='attention_heads', caption='Attention probabilities of every head of the traced block (all tokens; row = '
+                                         'query, column = key; with many tokens the colour scale stops at the 99.5th '
+                                         'percentile).',
            drawing=AttentionHeads(tensor=block_attn.PROBS)),
-    Figure(id='cls_attention', caption='Where the [CLS] token looks: its attention over the patches, per head, laid over the image.',
+    Figure(id='cls_attention', caption='Where the [CLS] token looks: its attention over the patches, per head, laid '
+                                       'over the image.',
            drawing=ClsAttention(tensor=block_attn.PROBS, image_tensor=model.IMAGE)),
     Figure(id='top5', caption='The five most probable classes.',
            drawing=Top5(tensor=model.PROBS)),
-    Figure(id='rollout', caption="Where [CLS] draws from: the last block's raw attention (middle) and the rollout through every block (right), over the input.",
+    Figure(id='rollout', caption="Where [CLS] draws from: the last block's raw attention (middle) and the rollout "
+                                 "through every block (right), over the input.",
            drawing=Rollout(tensor=block_last_attn.PROBS, image_tensor=model.IMAGE)),
 )
 

@@ -26,8 +26,19 @@ def _image(run: Any) -> tuple[bytes, int, bool] | None:
 
 EXPLORATION = Exploration(
     names=_names,
-    groups=(AttentionGroup("blocks", "Self-attention over [CLS] and the patches", "block", r"blocks\.(\d+)\.attn\.probs", "tokens", "tokens"),),
-    axis_labels=LEGEND.axis_labels(Ch="channels", N="patches", N1="tokens", h="heads", K="classes"),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
+    groups=(
+        AttentionGroup(
+            "blocks",
+            "Self-attention over [CLS] and the patches",
+            "block",
+            r"blocks\.(\d+)\.attn\.probs",
+            "tokens",
+            "tokens",
+        ),
+    ),
+    axis_labels=LEGEND.axis_labels(
+        Ch="channels", N="patches", N1="tokens", h="heads", K="classes"
+    ),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
     labels=_labels,
     image=_image,
 )

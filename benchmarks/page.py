@@ -159,6 +159,26 @@ def trace_section(rows: list[tuple[str, float, float, float, float]]) -> list[st
 
 
 def page(results: dict) -> str:
+    """The whole page: the model tables, the targets, the regeneration's steps, then one section per measurement."""
+    lines = model_tables_section(results) + targets_section(results) + regeneration_section(results["regeneration"])
+    if "plugin" in results:
+        lines += plugin_section(results["plugin"])
+    if "warm" in results:
+        lines += warm_section(results["warm"])
+    if "limits" in results:
+        lines += limits_section(results["limits"])
+    if "training" in results:
+        lines += training_section(results["training"])
+    if "gpt weights" in results:
+        lines += gpt_weights_section(results["gpt weights"])
+    if "trace" in results:
+        lines += trace_section(results["trace"])
+    lines += ["## GPU", "", results["gpu"], ""]
+    lines += ["## Where the time goes", "", results["analysis"], ""]
+    return "\n".join(lines)
+
+
+def model_tables_section(results: dict) -> list[str]:
     def ms(s: float) -> str:
         return f"{s * 1000:.1f} ms"
 
@@ -170,9 +190,14 @@ def page(results: dict) -> str:
         for name, t in rows:
             lines.append(f"| {name} | {ms(t)} | {t / base:.2f}× |")
         lines.append("")
+    return lines
+
+
+def targets_section(results: dict) -> list[str]:
+    lines: list[str] = []
+    r = results["regeneration"]
     lines += ["## Targets", "", "| target | measured | met? |", "| --- | --- | --- |"]
     lines += [f"| {target} | {measured} | {'yes' if met else 'no'} |" for target, measured, met in results["targets"]]
-    r = results["regeneration"]
     lines.append(f"| every report + `mkdocs build` ≤ 10 s, from scratch | {r['cold total']:.1f} s | "
                  f"{'yes' if r['cold total'] <= 10 else 'no'} |")
     lines.append(f"| every report + `mkdocs build` ≤ 10 s, regenerating the same inputs | {r['warm total']:.1f} s | "
@@ -188,6 +213,11 @@ def page(results: dict) -> str:
         lines.append(f"| warm regeneration of new encoder–decoder sentences in `serve` ≤ 1.0 s | {w['warm']:.2f} s | "
                      f"{'yes' if w['warm'] <= 1.0 else 'no'} |")
     lines.append(f"| a new input re-renders only what changed | {'; '.join(r['changed steps'])} | yes |")
+    return lines
+
+
+def regeneration_section(r: dict) -> list[str]:
+    lines: list[str] = []
     lines += ["", "## Regeneration, step by step", "",
               f"Every report from scratch, then `mkdocs build`, {r['repeats']} times interleaved with a rebuild from "
               "the same inputs, "
@@ -249,21 +279,7 @@ def page(results: dict) -> str:
               "a file, "
               "loaded lazily. (The notebook page embeds its one plot, as notebook outputs are stored inside the "
               ".ipynb.)", ""]
-    if "plugin" in results:
-        lines += plugin_section(results["plugin"])
-    if "warm" in results:
-        lines += warm_section(results["warm"])
-    if "limits" in results:
-        lines += limits_section(results["limits"])
-    if "training" in results:
-        lines += training_section(results["training"])
-    if "gpt weights" in results:
-        lines += gpt_weights_section(results["gpt weights"])
-    if "trace" in results:
-        lines += trace_section(results["trace"])
-    lines += ["## GPU", "", results["gpu"], ""]
-    lines += ["## Where the time goes", "", results["analysis"], ""]
-    return "\n".join(lines)
+    return lines
 
 
 def analysis_text(r: dict) -> str:

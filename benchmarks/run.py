@@ -58,32 +58,40 @@ def model_tables(device: torch.device, repeats: int) -> tuple[list, list]:
     return tables, targets
 
 
+def import_costs(py: str) -> dict[str, float]:
+    """What every build pays before any work, and what remains of it: PyTorch, then the generator's own imports;
+    what the charts cost before they were drawn with Pillow; MkDocs and its plugins."""
+    return {
+        "import torch": import_seconds(py, "import torch"),
+        "import": import_seconds(py, "import generator.build, generator.reports"),
+        "import pyplot": import_seconds(py, "import matplotlib.pyplot"),
+        "import torchvision": import_seconds(py, "import torchvision"),  # only for --weights imagenet or PATH
+        "import mkdocs": import_seconds(py, "import mkdocs.commands.build, material.plugins.search.plugin, "
+                                            "mkdocs_jupyter.plugin"),
+        "import mkdocs-jupyter": import_seconds(py, "import mkdocs_jupyter.plugin"),
+    }
+
+
+def site_size(site: Path) -> dict[str, int]:
+    """The built site's bytes, its figures' count and bytes, its pages, and the images its report pages inline."""
+    files = [p for p in site.rglob("*") if p.is_file()]
+    figures = [p for p in files if p.suffix == ".png" and "/figures/" in str(p)]
+    reports = [p for p in files if p.suffix == ".html" and p.relative_to(site).parts[0] in REPORTS]
+    return {"site bytes": sum(p.stat().st_size for p in files), "figure bytes": sum(p.stat().st_size for p in figures),
+            "figures": len(figures), "pages": sum(1 for p in files if p.name == "index.html"),
+            "data uris": sum(p.read_text(errors="ignore").count("data:image/") for p in reports)}
+
+
 def bench_regeneration(repeats: int = 3) -> dict:
     """Every report from scratch + `mkdocs build`, and the same again with unchanged inputs, ``repeats`` times
     interleaved (each from-scratch build in a fresh folder), medians; the steps of each build from its log."""
     py = sys.executable
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     out: dict = {"repeats": repeats, "load": [os.getloadavg()[0]]}
-    # What every build pays before any work, and what remains of it: PyTorch, then the generator's own imports.
-    out["import torch"] = import_seconds(py, "import torch")
-    out["import"] = import_seconds(py, "import generator.build, generator.reports")
-    # what the charts cost before they were drawn with Pillow
-    out["import pyplot"] = import_seconds(py, "import matplotlib.pyplot")
-    out["import torchvision"] = import_seconds(py, "import torchvision")  # only for --weights imagenet or PATH
-    out["import mkdocs"] = import_seconds(py, "import mkdocs.commands.build, material.plugins.search.plugin, "
-                                              "mkdocs_jupyter.plugin")
-    out["import mkdocs-jupyter"] = import_seconds(py, "import mkdocs_jupyter.plugin")
-    samples: dict[str, list[float]] = {
-        "fresh build": [],
-        "cold build": [],
-        "cold build cpu": [],
-        "mkdocs build": [],
-        "mkdocs build cpu": [],
-        "mkdocs alone": [],
-        "mkdocs alone cpu": [],
-        "warm build": [],
-        "warm total": [],
-    }
+    out |= import_costs(py)
+    samples: dict[str, list[float]] = {name: [] for name in (
+        "fresh build", "cold build", "cold build cpu", "mkdocs build", "mkdocs build cpu", "mkdocs alone",
+        "mkdocs alone cpu", "warm build", "warm total")}
     steps: dict[str, list[float]] = {}
     fresh_steps: dict[str, list[float]] = {}
     caches: list[Path] = []
@@ -136,13 +144,7 @@ def bench_regeneration(repeats: int = 3) -> dict:
             ]
     run_timed([py, "-m", "generator", "build", "--out", str(docs)], env)
     run_timed([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
-    files = [p for p in site.rglob("*") if p.is_file()]
-    out["site bytes"] = sum(p.stat().st_size for p in files)
-    out["figure bytes"] = sum(p.stat().st_size for p in files if p.suffix == ".png" and "/figures/" in str(p))
-    out["figures"] = sum(1 for p in files if p.suffix == ".png" and "/figures/" in str(p))
-    out["pages"] = sum(1 for p in files if p.name == "index.html")
-    reports = [p for p in files if p.suffix == ".html" and p.relative_to(site).parts[0] in REPORTS]
-    out["data uris"] = sum(p.read_text(errors="ignore").count("data:image/") for p in reports)
+    out |= site_size(site)
     shutil.rmtree(work, ignore_errors=True)
     for cache in caches:
         shutil.rmtree(cache, ignore_errors=True)

@@ -115,23 +115,14 @@ class RunOptions:
                                                  form={"label": "Seed", "type": "number", "hint": "torch.manual_seed "
                                                                                                   "for the random "
                                                                                                   "weights"}))
-    device: str = field(
-        default="auto",
-        metadata=option("auto = CUDA when PyTorch sees a GPU, else CPU", choices=("auto", "cpu", "cuda")),
-    )
-    layer: int = field(
-        default=1,
-        metadata=option(
-            "which layer/block the detailed pages trace, 1-based",
-            kind="positive",
-            form={
-                "label": "Layer traced",
-                "type": "number",
-                "min": 1,
-                "hint": "which layer or block the detailed pages follow (1 = first)",
-            },
-        ),
-    )
+    device: str = field(default="auto",
+                        metadata=option("auto = CUDA when PyTorch sees a GPU, else CPU",
+                                        choices=("auto", "cpu", "cuda")))
+    layer: int = field(default=1,
+                       metadata=option("which layer/block the detailed pages trace, 1-based", kind="positive",
+                                                  form={"label": "Layer traced", "type": "number", "min": 1,
+                                                        "hint": "which layer or block the detailed pages follow (1 = "
+                                                                "first)"}))
 
     def __post_init__(self) -> None:
         if not 0 <= self.seed < SEED_LIMIT:

@@ -126,10 +126,8 @@ def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
     with build_lock(docs):  # it writes docs/pdf/ and docs/index.md: not while a build writes docs
         _mkdocs_build(config)
         written = print_reports(site, docs / "pdf", reports)
-        (docs / "pdf" / PDF_INDEX).write_text(
-            json.dumps({key: report_digest(docs / key) for key in reports}, indent=1, sort_keys=True) + "\n",
-            encoding="utf-8",
-        )
+        (docs / "pdf" / PDF_INDEX).write_text(json.dumps({key: report_digest(docs / key) for key in reports}, indent=1,
+                                                         sort_keys=True) + "\n", encoding="utf-8")
         claim(docs, "pdf", [*(path.name for path in written), PDF_INDEX])
         write_landing(docs, landing_entries(docs, docs, set()))
         # rewritten here, outside a build: record it, or the next build takes it for a hand edit
@@ -159,12 +157,9 @@ def site_dir(config: Path, docs: Path) -> Path:
 
 
 def _mkdocs_build(config: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)], capture_output=True,
+                            text=True,
+                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     if result.returncode:
         raise UserError("mkdocs build failed: "
                         f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}")

@@ -33,23 +33,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
-__all__ = [
-    "Declared",
-    "Point",
-    "Recorded",
-    "Recording",
-    "declared_points",
-    "is_recording",
-    "name_modules",
-    "paused",
-    "record",
-    "recording",
-]
+__all__ = ["Declared", "Point", "Recorded", "Recording", "declared_points", "is_recording", "name_modules", "paused",
+           "record",
+           "recording"]
 
 
-NamedShape = tuple[
-    str, ...
-]  # one symbol of the model file's shape legend per axis: "B", "3·C", "Ch·P·P", or a literal "1"
+NamedShape = tuple[str,
+                   ...]  # one symbol of the model file's shape legend per axis: "B", "3·C", "Ch·P·P", or a literal "1"
 
 
 @dataclass(frozen=True)

@@ -68,9 +68,9 @@ cells = [
     code("inverse = {i: w for w, i in tgt_vocab.items()}\n"
          "[inverse[int(i)] for i in logits[0].argmax(-1)]"),
 ]
-notebook = nbformat.v4.new_notebook(
-    cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
-)
+notebook = nbformat.v4.new_notebook(cells=cells,
+                                    metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                             "language": "python"}})
 NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
 target = ROOT / "docs" / "notebooks" / "record-a-forward-pass.ipynb"
 nbformat.write(notebook, target)

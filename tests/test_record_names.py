@@ -51,7 +51,8 @@ def meta_model(opts):
 
 
 def fresh_catalogue(key: str):
-    """The report's catalogue module executed again from its file, beside the imported one (the registry keeps its own)."""
+    """The report's catalogue module executed again from its file, beside the imported one (the registry keeps its
+    own)."""
     module = CATALOGUES[key]
     spec = importlib.util.spec_from_file_location(f"{module.__name__}_again", module.__file__)
     fresh = importlib.util.module_from_spec(spec)
@@ -96,7 +97,8 @@ def test_each_place_of_the_catalogue_holds_the_module_class_it_names(key):
 
 @pytest.mark.parametrize("key", REPORTS)
 def test_the_catalogue_spells_no_record_name_that_a_place_could_build(key):
-    """Refs written as strings are left only for whole names by placeholder ({enc_prev}: what feeds the traced layer)."""
+    """Refs written as strings are left only for whole names by placeholder ({enc_prev}: what feeds the traced
+    layer)."""
     spelled = [ref.template for ref in catalogue_refs(CATALOGUES[key]) if not ref.template.startswith("{")
                or not ref.template.endswith("}") or ref.template.count("{") != 1]
     built = {getattr(place, attribute).template for place in places_of(CATALOGUES[key]).values()
@@ -154,7 +156,8 @@ def test_the_report_reads_the_model_files_one_legend(key):
 def test_every_declared_shape_uses_only_the_legends_symbols(key):
     legend = legend_of(key)
     declared = declared_points(meta_model(REPORTS[key].options(device="cpu")))
-    unknown = {f"{name}: {factor}" for name, d in declared.items() for axis in d.point.shape for factor in axis.split("·")
+    unknown = {f"{name}: {factor}" for name, d in declared.items()
+               for axis in d.point.shape for factor in axis.split("·")
                if not factor.isdigit() and factor not in legend and factor not in legend.local}
     assert unknown == set()
 

@@ -57,9 +57,8 @@ def parse_build_argv(argv: list[str]):
         raise ApiError(400, exc.message) from None
 
 
-def build_argv(
-    fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str, Path] | None = None, config: Path | None = None
-) -> list[str]:
+def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str, Path] | None = None,
+               config: Path | None = None) -> list[str]:
     """The `build` command line for API fields (values bound with '=' so none can read as an option)."""
     if "model" not in fields or fields["model"] in (None, ""):
         raise ApiError(400, f"the field 'model' is required: {' or '.join(forms())}")
@@ -246,8 +245,7 @@ def status(docs: Path, busy: bool) -> dict[str, Any]:
         fields = []
         for f in form["fields"]:
             source = f.get("current", f["name"])
-            fields.append(
-                {**{k: v for k, v in f.items() if k != "current"}, "value": inputs.get(source, data.get(source))}
-            )
+            fields.append({**{k: v for k, v in f.items() if k != "current"},
+                           "value": inputs.get(source, data.get(source))})
         models.append({"key": key, "title": data.get("title", key), "generated": bool(data), "fields": fields})
     return {"app": "transformer-trace", "busy": busy, "max_upload": MAX_UPLOAD, "models": models}

@@ -29,9 +29,8 @@ def build_lock(docs: Path) -> Iterator[None]:
     """Hold ``docs/.build.lock`` for the duration; refuse while a live process holds it, take it over from a dead
     one."""
     lock = docs / LOCK
-    mine = json.dumps(
-        {"pid": os.getpid(), "host": socket.gethostname(), "started": datetime.now().isoformat(timespec="seconds")}
-    )
+    mine = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                       "started": datetime.now().isoformat(timespec="seconds")})
     for _attempt in range(5):
         if _create_exclusively(lock, mine):
             break

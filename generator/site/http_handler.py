@@ -283,10 +283,8 @@ class Handler(_Bodies, _SiteFiles, EventStream, http.server.SimpleHTTPRequestHan
             return self._json(409, {"error": BUSY})
         try:
             fields, files = parse_body(self.headers.get("Content-Type", ""), body)
-            status, answer = (
-                200,
-                state.jobs.submit(lambda: state._regenerate(fields, files), stopping=state.events.closed),
-            )
+            status, answer = 200, state.jobs.submit(lambda: state._regenerate(fields, files),
+                                                    stopping=state.events.closed)
         except ApiError as exc:
             status, answer = exc.status, {"error": exc.message}
         except Exception as exc:  # noqa: BLE001 - a bug: one line for the page, the traceback in the log

@@ -16,10 +16,8 @@ from pathlib import Path
 def ctrl_c_held() -> Iterator[list[int]]:
     """Record SIGINT instead of raising it inside the block; the caller raises afterwards if the list is not empty."""
     caught: list[int] = []
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) in (
-        signal.SIG_IGN,
-        None,
-    ):
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) in (signal.SIG_IGN,
+                                                                                                        None):
         yield caught  # only the main thread receives signals; an ignored Ctrl-C stays ignored
         return
     previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))

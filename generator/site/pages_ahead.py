@@ -121,14 +121,8 @@ class PagesAhead:
 
         site = self.site
         page, old_nav = file.page, nav_entry(file.page)
-        staged = File(
-            src_uri,
-            str(staging),
-            str(self._dir),
-            file.use_directory_urls,
-            dest_uri=file.dest_uri,
-            inclusion=file.inclusion,
-        )
+        staged = File(src_uri, str(staging), str(self._dir), file.use_directory_urls, dest_uri=file.dest_uri,
+                      inclusion=file.inclusion)
         staged.page = page
         page.file = staged  # the page reads the staged Markdown and writes into the temporary folder
         try:

@@ -244,10 +244,8 @@ def split(items: list, cost: Callable[[Any], float], share: float) -> tuple[list
             load[1] += cost(items[index])
         else:
             load[0] += cost(items[index])
-    return (
-        [item for i, item in enumerate(items) if i not in theirs],
-        [item for i, item in enumerate(items) if i in theirs],
-    )
+    return ([item for i, item in enumerate(items) if i not in theirs],
+            [item for i, item in enumerate(items) if i in theirs])
 
 
 # What a page costs, in bytes of Markdown: its size, plus the fixed work of any page. Measured on the reports' pages:
@@ -425,12 +423,9 @@ class HelperBuild:
         if self._closed:
             return
         self._closed = True
-        log.debug(
-            "pages helper: the HTML of %d of its %d pages taken, and the search entries of %d",
-            self.taken["renders"],
-            len(self.share),
-            self.taken["search entries"],
-        )
+        log.debug("pages helper: the HTML of %d of its %d pages taken, and the search entries of %d",
+                  self.taken["renders"],
+                  len(self.share), self.taken["search entries"])
         if self._wrapped is not None:
             vars(self._wrapped).pop("add_entry_from_context", None)
             self._wrapped = None

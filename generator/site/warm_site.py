@@ -236,14 +236,9 @@ class WarmSite:
         if later:
             self.later.start(later)
         reasons = [f"{len(ahead)} rendered ahead" if ahead else "", f"{len(later)} finished after it" if later else ""]
-        return SiteUpdate(
-            "pages",
-            [f.src_uri for f in pages],
-            [f.src_uri for f in static],
-            time.perf_counter() - started,
-            reason=", ".join(r for r in reasons if r),
-            later=[f.src_uri for f in later],
-        )
+        return SiteUpdate("pages", [f.src_uri for f in pages], [f.src_uri for f in static],
+                          time.perf_counter() - started,
+                          reason=", ".join(r for r in reasons if r), later=[f.src_uri for f in later])
 
     def give_up_partial(self, exc: BaseException) -> str:
         """Remember (and log once) that this MkDocs cannot build page by page; the reason, for a full build."""
@@ -320,9 +315,8 @@ class PagesFinishedLater:
         if finishing is None or finishing.done.is_set():
             return None
         path = os.path.normpath(path)
-        return (
-            finishing.done if path in finishing.paths or os.path.join(path, "index.html") in finishing.paths else None
-        )
+        return finishing.done if path in finishing.paths or os.path.join(path,
+                                                                         "index.html") in finishing.paths else None
 
     def start(self, files: list) -> None:
         """Render ``files`` in a thread, holding their pages and the search index (see held) meanwhile."""
@@ -331,9 +325,8 @@ class PagesFinishedLater:
         if search is not None:
             held.add(os.path.normpath(os.path.join(self.site.config.site_dir, "search", "search_index.json")))
         finishing = _Finishing(held)
-        finishing.thread = threading.Thread(
-            target=self._finish, args=(files, search, finishing), name="tt-finish-pages"
-        )
+        finishing.thread = threading.Thread(target=self._finish, args=(files, search, finishing),
+                                            name="tt-finish-pages")
         self.current = finishing
         freeze_heap()  # thawed by the thread: the collector does not walk the loaded site and models meanwhile
         try:
@@ -367,12 +360,8 @@ class PagesFinishedLater:
         except API_CHANGED as exc:
             self._full_build_after(self.site.give_up_partial(exc))
         except Exception as exc:  # noqa: BLE001 - MkDocs logged the page's error; build fully, as update() would
-            log.warning(
-                "site: finishing %s failed (%s: %s); building fully",
-                ", ".join(f.src_uri for f in files),
-                type(exc).__name__,
-                exc,
-            )
+            log.warning("site: finishing %s failed (%s: %s); building fully", ", ".join(f.src_uri for f in files),
+                        type(exc).__name__, exc)
             self._full_build_after("a page finished after the answer failed")
         finally:
             finishing.done.set()

@@ -74,6 +74,6 @@ class SinusoidalPositions(Check):
         return "the added term is the sinusoidal encoding", passed, detail
 
 
-CHECKS: Registry[type[Check]] = Registry(
-    "check", [(cls.key(), cls) for cls in (TokenIds, EmbeddingTableRows, SinusoidalPositions)]
-)
+CHECKS: Registry[type[Check]] = Registry("check",
+                                         [(cls.key(), cls) for cls in (TokenIds, EmbeddingTableRows,
+                                                                       SinusoidalPositions)])

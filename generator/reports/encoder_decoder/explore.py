@@ -13,11 +13,8 @@ def _names(config: Any) -> list[str]:
     for i in range(config.n_encoder_layers):
         names += [f"encoder.layers.{i}.self_attn.probs", f"encoder.layers.{i}.output"]
     for i in range(config.n_decoder_layers):
-        names += [
-            f"decoder.layers.{i}.self_attn.probs",
-            f"decoder.layers.{i}.cross_attn.probs",
-            f"decoder.layers.{i}.output",
-        ]
+        names += [f"decoder.layers.{i}.self_attn.probs", f"decoder.layers.{i}.cross_attn.probs",
+                  f"decoder.layers.{i}.output"]
     return names
 
 

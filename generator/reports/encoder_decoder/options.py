@@ -27,16 +27,13 @@ class EncoderDecoderOptions(RunOptions):
         default=config_default(EncoderDecoderConfig, "n_encoder_layers"),
         metadata=option("encoder and decoder layers", kind="positive"),
     )
-    d_model: int = field(
-        default=config_default(EncoderDecoderConfig, "d_model"), metadata=option("model width", kind="positive")
-    )
-    heads: int = field(
-        default=config_default(EncoderDecoderConfig, "n_heads"),
-        metadata=option("attention heads (must divide --d-model)", kind="positive"),
-    )
-    d_ff: int = field(
-        default=config_default(EncoderDecoderConfig, "d_ff"), metadata=option("feed-forward width", kind="positive")
-    )
+    d_model: int = field(default=config_default(EncoderDecoderConfig, "d_model"),
+                         metadata=option("model width", kind="positive"))
+    heads: int = field(default=config_default(EncoderDecoderConfig, "n_heads"), metadata=option("attention heads (must "
+                                                                                                "divide --d-model)",
+                                                                                                kind="positive"))
+    d_ff: int = field(default=config_default(EncoderDecoderConfig, "d_ff"),
+                      metadata=option("feed-forward width", kind="positive"))
     # Control and bidirectional-override characters dropped from the sentences (see generator/text.py), for the pages.
     removed: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)
 

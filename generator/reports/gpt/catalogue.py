@@ -270,12 +270,9 @@ SNAPSHOTS = (
         variable='x',
         stage='block',
         tensors=(block.OUTPUT,),
-        checks=(
-            GptBlockRerun(x=block.INPUT, block=ModuleRef('{block}'), mask=model.MASK),
-            SameTensor(
-                source=block.RESIDUAL_2, claim='is the second residual sum: a pre-norm block ends without a norm'
-            ),
-        ),
+        checks=(GptBlockRerun(x=block.INPUT, block=ModuleRef('{block}'), mask=model.MASK),
+                SameTensor(source=block.RESIDUAL_2, claim='is the second residual sum: a pre-norm block ends without a '
+                                                          'norm')),
         questions=(2,),
     ),
     Snapshot(
@@ -324,11 +321,8 @@ SNAPSHOTS = (
         variable='cache_k',
         stage='generation',
         tensors=(block.CACHE_K,),
-        checks=(
-            CacheMatchesFullPass(
-                prompt_part=block_attn.K, ids=model.IDS, new_ids=model.NEW_IDS, block=ModuleRef('{block}'), part='k'
-            ),
-        ),
+        checks=(CacheMatchesFullPass(prompt_part=block_attn.K, ids=model.IDS, new_ids=model.NEW_IDS,
+                                     block=ModuleRef('{block}'), part='k'),),
         figures=('kv_cache',),
         questions=(5,),
     ),
@@ -338,11 +332,8 @@ SNAPSHOTS = (
         variable='cache_v',
         stage='generation',
         tensors=(block.CACHE_V,),
-        checks=(
-            CacheMatchesFullPass(
-                prompt_part=block_attn.V, ids=model.IDS, new_ids=model.NEW_IDS, block=ModuleRef('{block}'), part='v'
-            ),
-        ),
+        checks=(CacheMatchesFullPass(prompt_part=block_attn.V, ids=model.IDS, new_ids=model.NEW_IDS,
+                                     block=ModuleRef('{block}'), part='v'),),
         questions=(5,),
     ),
     Snapshot(

@@ -97,11 +97,8 @@ class CausalMaskBool(Check):
         T = allowed.shape[-1]
         expected = _lower_triangle(T).view(1, 1, T, T)
         structure = torch.equal(allowed, expected)
-        applied, detail = close(
-            s.t(self.masked),
-            s.t(self.scores).masked_fill(~allowed, float("-inf")),
-            "masked scores vs scores with −inf where the mask is False",
-        )
+        applied, detail = close(s.t(self.masked), s.t(self.scores).masked_fill(~allowed, float("-inf")),
+                                "masked scores vs scores with −inf where the mask is False")
         change = _optional_input(s, "prefix_change")
         invariant = change is None or change <= PREFIX_TOLERANCE
         text = (f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "
@@ -132,9 +129,8 @@ class MaskedFillOf(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         allowed = s.cpu(self.mask).bool()
         got = s.t(self.out)
-        passed, detail = close(
-            got, s.t(self.scores).masked_fill(~allowed, float("-inf")), "recomputed scores.masked_fill(~mask, −inf)"
-        )
+        passed, detail = close(got, s.t(self.scores).masked_fill(~allowed, float("-inf")),
+                               "recomputed scores.masked_fill(~mask, −inf)")
         blocked = torch.isneginf(got)
         exact = torch.equal(blocked, (~allowed).expand_as(got))
         return "the scores where the mask allows, −inf where it blocks", passed and exact, (
@@ -335,14 +331,12 @@ class TrainingEffect(Check):
                 previous = sum(float(row[-2]) for row in rows) / n_rows
                 same = sum(float(row[-1]) for row in rows) / n_rows
                 entropy = sum(float(-(row[row > 0] * row[row > 0].log2()).sum()) for row in rows) / n_rows
-                worst = max(
-                    worst, abs(previous - stats["previous"]), abs(same - stats["same"]), abs(entropy - stats["entropy"])
-                )
+                worst = max(worst, abs(previous - stats["previous"]), abs(same - stats["same"]),
+                            abs(entropy - stats["entropy"]))
         best = facts["best_head"]
         pairs = [(i, h) for i, block in enumerate(shown) for h in range(len(block))]
-        best_ok = (
-            best is None if not pairs else list(max(pairs, key=lambda ih: shown[ih[0]][ih[1]]["previous"])) == best
-        )
+        best_ok = best is None if not pairs else list(max(pairs,
+                                                          key=lambda ih: shown[ih[0]][ih[1]]["previous"])) == best
         passed = worst <= TOLERANCE and best_ok
         detail = (
             (

@@ -16,19 +16,13 @@ VOCAB = config_default(GPTConfig, "vocab_size")
 
 @dataclass(frozen=True)
 class GPTOptions(RunOptions):
-    prompt: str = field(
-        default=DEFAULT_PROMPT,
-        metadata=option(
-            "prompt text; every UTF-8 byte is one token",
-            kind="text",
-            form={"label": "Prompt", "type": "text", "hint": "any UTF-8 text; every byte is one token"},
-        ),
-    )
+    prompt: str = field(default=DEFAULT_PROMPT,
+                        metadata=option("prompt text; every UTF-8 byte is one token", kind="text", form={
+        "label": "Prompt", "type": "text", "hint": "any UTF-8 text; every byte is one token"}))
     generate: int = field(default=8, metadata=option("bytes of greedy continuation to generate with the key/value "
                                                      "cache", kind="positive"))
-    layers: int = field(
-        default=config_default(GPTConfig, "n_layers"), metadata=option("transformer blocks", kind="positive")
-    )
+    layers: int = field(default=config_default(GPTConfig, "n_layers"),
+                        metadata=option("transformer blocks", kind="positive"))
     d_model: int = field(default=config_default(GPTConfig, "d_model"), metadata=option("model width", kind="positive"))
     heads: int = field(default=config_default(GPTConfig, "n_heads"), metadata=option("attention heads (must divide "
                                                                                      "--d-model)", kind="positive"))

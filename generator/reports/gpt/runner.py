@@ -79,72 +79,28 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
     model.cpu()
 
     T, N = len(prompt_ids), opts.generate
-    S = T + N - 1
     V, C, L = cfg.vocab_size, cfg.d_model, cfg.n_layers
     n_params = sum(p.numel() for p in model.parameters())  # counts the tied matrix once
-    element = next(model.parameters()).element_size()  # bytes per number the cache holds
-    cached_probs = torch.softmax(info.cached_logits[0].double().cpu(), dim=-1)  # (N, V)
-    chosen_probs = [float(cached_probs[i, b]) for i, b in enumerate(new)]
-    cache_diff = float((info.cached_logits - info.recomputed_logits).abs().max())
-    fed = prompt_ids + new[:-1]
-    last_probs = rec.tensor("probs")[0, -1].double().cpu()  # (V,): the distribution the first new byte is drawn from
-    entropy = float(-(last_probs * last_probs.clamp_min(1e-300).log2()).sum())
-    before = (prompt_ids + new)[T - 1:T - 1 + N]  # the byte fed at each step: what each new byte follows
     run = ModelRun(
         report=report.key,
         model=model,
         recording=rec,
         inputs={
-            "prompt": prompt,
-            "removed_characters": list(opts.removed),
-            "prompt_ids": prompt_ids,
-            "prompt_bytes": [byte_label(b) for b in prompt_ids],
-            "n_bytes": T,
-            "n_chars": len(prompt),
-            "max_prompt_bytes": max_prompt_bytes(N),
-            "characters": characters(prompt),
-            "multibyte": [c for c in characters(prompt) if len(c[1]) > 1],
+            **_prompt_facts(prompt, prompt_ids, N, opts),
             **prefix,
-            "generated_ids": new,
-            "generated_bytes": [byte_label(b) for b in new],
-            "generated_text": decode(new),
-            "generated_probs": chosen_probs,
-            "cache_logit_diff": cache_diff,
-            "repeats": sum(a == b for a, b in zip(new, before)),  # new bytes equal to the byte just read
-            "next_entropy": entropy,  # bits; 8 for a uniform choice among 256 bytes
-            "next_top": int(last_probs.argmax()),
-            "next_top_prob": float(last_probs.max()),
-            "positions_cached": T + N - 1,  # positions the model processes with the cache
-            "positions_uncached": N * T + N * (N - 1) // 2,  # ... and recomputing every step from scratch
-            "repeat_pair": repeat_pair(prompt_ids),
-            "cache_bytes": [byte_label(b) for b in fed],
-            "kv_bytes": 2 * L * S * C * element,  # keys and values, every block
-            "kv_bytes_per_position": 2 * L * C * element,
-            "n_params": n_params,
-            "n_params_untied": n_params + V * C,
-            "tied_saved": V * C,
-            "uniform": 1 / V,
-            "byte_labels": [byte_label(b) for b in range(V)],
+            **_generation_facts(model, rec, info, prompt_ids, new, cfg, n_params),
             "layer": opts.layer,
             "config": cfg,
-            "summary": f"{L} pre-norm blocks, {cfg.n_heads} heads, d_model {C}, MLP {cfg.mlp_dim}, byte vocabulary of "
-            f"{V}, "
-            f"learned positions for a {cfg.context}-byte context, tied embedding and output "
-            f"({n_params / 1e6:.2f} M parameters).",
-            "facts": [
-                ["prompt", prompt],
-                ["bytes", str(T)],
-                ["generated", f"{N} bytes, greedy"],
-                ["seed", str(opts.seed)],
-                ["device", device.type],
-                ["weights", weights_text],
-            ],
+            "summary": f"{L} pre-norm blocks, {cfg.n_heads} heads, d_model {C}, MLP {cfg.mlp_dim}, byte vocabulary "
+                       f"of {V}, learned positions for a {cfg.context}-byte context, tied embedding and output "
+                       f"({n_params / 1e6:.2f} M parameters).",
+            "facts": [["prompt", prompt], ["bytes", str(T)], ["generated", f"{N} bytes, greedy"],
+                      ["seed", str(opts.seed)], ["device", device.type], ["weights", weights_text]],
             "training": training,
-            "explore_start": {"group": "blocks", "layer": training["best_head"][0], "head": training["best_head"][1]}
-            if training["best_head"]
-            else None,
+            "explore_start": ({"group": "blocks", "layer": training["best_head"][0], "head": training["best_head"][1]}
+                              if training["best_head"] else None),
         },
-        dims=LEGEND.sizes(B=1, T=T, N=N, S=S, C=C, h=cfg.n_heads, M=cfg.mlp_dim, V=V, L=L),
+        dims=LEGEND.sizes(B=1, T=T, N=N, S=T + N - 1, C=C, h=cfg.n_heads, M=cfg.mlp_dim, V=V, L=L),
         places=places,
         seed=opts.seed,
         device=device.type,
@@ -154,6 +110,54 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
         run.unfinished.append(lambda: training.__setitem__("held_out_bits", held_out_later()))
     return run
 
+
+
+def _prompt_facts(prompt: str, prompt_ids: list[int], N: int, opts: GPTOptions) -> dict:
+    """What the pages say of the prompt: its bytes and characters."""
+    return {
+        "prompt": prompt,
+        "removed_characters": list(opts.removed),
+        "prompt_ids": prompt_ids,
+        "prompt_bytes": [byte_label(b) for b in prompt_ids],
+        "n_bytes": len(prompt_ids),
+        "n_chars": len(prompt),
+        "max_prompt_bytes": max_prompt_bytes(N),
+        "characters": characters(prompt),
+        "multibyte": [c for c in characters(prompt) if len(c[1]) > 1],
+    }
+
+
+def _generation_facts(model: GPT, rec: Recording, info, prompt_ids: list[int], new: list[int], cfg: GPTConfig,
+                      n_params: int) -> dict:
+    """What the pages say of the generation: the bytes chosen, the key/value cache and its cost, the model's size."""
+    T, N = len(prompt_ids), len(new)
+    S, V, C, L = T + N - 1, cfg.vocab_size, cfg.d_model, cfg.n_layers
+    element = next(model.parameters()).element_size()  # bytes per number the cache holds
+    cached_probs = torch.softmax(info.cached_logits[0].double().cpu(), dim=-1)  # (N, V)
+    last_probs = rec.tensor("probs")[0, -1].double().cpu()  # (V,): the distribution the first new byte is drawn from
+    before = (prompt_ids + new)[T - 1:T - 1 + N]  # the byte fed at each step: what each new byte follows
+    return {
+        "generated_ids": new,
+        "generated_bytes": [byte_label(b) for b in new],
+        "generated_text": decode(new),
+        "generated_probs": [float(cached_probs[i, b]) for i, b in enumerate(new)],
+        "cache_logit_diff": float((info.cached_logits - info.recomputed_logits).abs().max()),
+        "repeats": sum(a == b for a, b in zip(new, before)),  # new bytes equal to the byte just read
+        "next_entropy": float(-(last_probs * last_probs.clamp_min(1e-300).log2()).sum()),  # bits; 8: uniform
+        "next_top": int(last_probs.argmax()),
+        "next_top_prob": float(last_probs.max()),
+        "positions_cached": T + N - 1,  # positions the model processes with the cache
+        "positions_uncached": N * T + N * (N - 1) // 2,  # ... and recomputing every step from scratch
+        "repeat_pair": repeat_pair(prompt_ids),
+        "cache_bytes": [byte_label(b) for b in prompt_ids + new[:-1]],
+        "kv_bytes": 2 * L * S * C * element,  # keys and values, every block
+        "kv_bytes_per_position": 2 * L * C * element,
+        "n_params": n_params,
+        "n_params_untied": n_params + V * C,
+        "tied_saved": V * C,
+        "uniform": 1 / V,
+        "byte_labels": [byte_label(b) for b in range(V)],
+    }
 
 def repeat_pair(ids: list[int]) -> list[int] | None:
     """The first two positions holding the same byte, or None."""

@@ -45,9 +45,8 @@ def model_tables(device: torch.device, repeats: int, interleaved) -> list[tuple[
     model = ToyVisionTransformer(cfg).eval()
     model.load_state_dict(seed.state_dict(cfg))
     image = seed.image()
-    layer = nn.TransformerEncoderLayer(
-        cfg.d_model, cfg.n_heads, cfg.mlp_dim, dropout=0.0, activation="relu", batch_first=True
-    ).eval()
+    layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.mlp_dim, dropout=0.0, activation="relu",
+                                       batch_first=True).eval()
 
     def reference():
         x = torch.cat([model.class_token, model.patch_embed(image)], dim=1) + model.pos_embedding

@@ -63,43 +63,24 @@ def run(report: Report, opts: ToyVitOptions) -> ModelRun:
             "query": seed.QUERY,
             "config": cfg,
             "summary": f"Seed 004's toy ViT: a {cfg.image_size}×{cfg.image_size} grayscale image, "
-            f"{cfg.patch_size}×{cfg.patch_size} patches "
-            f"(A–I), width {cfg.d_model}, {cfg.n_layers} post-norm encoder layer with {cfg.n_heads} head, "
-            f"MLP width {cfg.mlp_dim}, "
-            f"{cfg.n_classes} classes ({n_params} parameters).",
-            "facts": [
-                ["image", image_text],
-                ["weights", weights_text],
-                ["seed", str(opts.seed)],
-                ["device", device.type],
-            ],
+                       f"{cfg.patch_size}×{cfg.patch_size} patches "
+                       f"(A–I), width {cfg.d_model}, {cfg.n_layers} post-norm encoder layer with {cfg.n_heads} head, "
+                       f"MLP width {cfg.mlp_dim}, "
+                       f"{cfg.n_classes} classes ({n_params} parameters).",
+            "facts": [["image", image_text], ["weights", weights_text], ["seed", str(opts.seed)],
+                      ["device", device.type]],
         },
-        dims=LEGEND.sizes(
-            B=1,
-            Ch=cfg.in_channels,
-            H=cfg.image_size,
-            W=cfg.image_size,
-            P=cfg.patch_size,
-            N=cfg.n_patches,
-            C=cfg.d_model,
-            h=cfg.n_heads,
-            M=cfg.mlp_dim,
-            K=cfg.n_classes,
-        ),
+        dims=LEGEND.sizes(B=1, Ch=cfg.in_channels, H=cfg.image_size, W=cfg.image_size, P=cfg.patch_size,
+                          N=cfg.n_patches, C=cfg.d_model, h=cfg.n_heads, M=cfg.mlp_dim, K=cfg.n_classes),
         places=opts.places(),
         seed=opts.seed,
         device=device.type,
         weights=weights_text,
     )
     comparison = seed.compare(result)  # every printed result beside this run's value
-    result.inputs |= {
-        "seed_comparison": comparison,
-        "seed_given": seed.given(result),
-        "seed_table": seed.table(comparison),
-        "seed_pages": _pages(report, comparison),
-        "seed_inputs": {
-            entry: [{"item": p.item, "line": p.line, "text": list(p.text)} for p in seed.printed()[entry]]
-            for entry in seed.INPUTS
-        },
-    }
+    result.inputs |= {"seed_comparison": comparison, "seed_given": seed.given(result),
+                      "seed_table": seed.table(comparison), "seed_pages": _pages(report, comparison),
+                      "seed_inputs": {entry: [{"item": p.item, "line": p.line,
+                                               "text": list(p.text)} for p in seed.printed()[entry]]
+                                      for entry in seed.INPUTS}}
     return result

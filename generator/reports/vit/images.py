@@ -24,13 +24,8 @@ MAX_PIXELS = 40_000_000  # ~ a 7700 x 5200 photo; larger files are refused, not 
 # Pillow ever see a user's file. Others (PostScript, which Pillow hands to Ghostscript, and the many formats Pillow
 # reads only in part) are refused before decoding.
 ACCEPTED = "JPEG, PNG, WebP, GIF or BMP"
-_SIGNATURES = (
-    (b"\xff\xd8\xff", "JPEG"),
-    (b"\x89PNG\r\n\x1a\n", "PNG"),
-    (b"GIF87a", "GIF"),
-    (b"GIF89a", "GIF"),
-    (b"BM", "BMP"),
-)
+_SIGNATURES = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"GIF87a", "GIF"), (b"GIF89a", "GIF"),
+               (b"BM", "BMP"))
 
 
 def image_format(path: Path) -> str | None:
@@ -123,9 +118,8 @@ def model_input(image: Image.Image, size: int, resize: int | None = None) -> Ima
     return resized.crop((left, top, left + size, top + size))
 
 
-def preprocess(
-    image: Image.Image, size: int, mean: tuple[float, ...], std: tuple[float, ...], resize: int | None = None
-) -> torch.Tensor:
+def preprocess(image: Image.Image, size: int, mean: tuple[float, ...], std: tuple[float, ...],
+               resize: int | None = None) -> torch.Tensor:
     """RGB -> ``model_input`` -> [0, 1] -> per-channel (x - mean) / std: (1, 3, size, size).
 
     The same operations, in the same order and dtype, as torchvision's Resize (PIL bilinear, antialiased), CenterCrop,

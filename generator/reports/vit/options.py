@@ -11,21 +11,11 @@ from models.vit import PRESETS, ViTConfig, VisionTransformer
 
 @dataclass(frozen=True)
 class VitOptions(RunOptions):
-    image: Path | None = field(
-        default=None,
-        metadata=option(
-            "image file: JPEG, PNG, WebP, GIF or BMP (told from its content)",
-            kind="path",
-            form={
-                "label": "Image",
-                "type": "file",
-                "accept": "image/jpeg,image/png,image/webp,image/gif,image/bmp",
-                "current": "image_name",
-                "hint": "JPEG, PNG, WebP, GIF or BMP up to 20 MB: choose a file or drop it here; "
-                        "none: the bundled image",
-            },
-        ),
-    )
+    image: Path | None = field(default=None, metadata=option("image file: JPEG, PNG, WebP, GIF or BMP (told from its "
+                                                             "content)", kind="path", form={
+        "label": "Image", "type": "file", "accept": "image/jpeg,image/png,image/webp,image/gif,image/bmp",
+                                                                                            "current": "image_name",
+        "hint": "JPEG, PNG, WebP, GIF or BMP up to 20 MB: choose a file or drop it here; none: the bundled image"}))
     weights: str = field(default="random", metadata=option(
         "random (seeded), imagenet (torchvision IMAGENET1K_V1, downloads once) or PATH to a torchvision ViT state dict",
         api_values=("random",)))  # through the regenerate API: seeded weights, never a file or a download

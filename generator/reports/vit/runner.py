@@ -60,28 +60,14 @@ def run(report: Report, opts: VitOptions) -> ModelRun:
             "layer": opts.layer,
             "config": cfg,
             "summary": f"ViT preset {opts.size}: {cfg.image_size}×{cfg.image_size} input, "
-            f"{cfg.patch_size}×{cfg.patch_size} patches, "
-            f"{cfg.d_model} dims, {cfg.n_heads} heads, {cfg.n_layers} blocks, {cfg.n_classes} classes "
-            f"({n_params / 1e6:.1f} M parameters).",
-            "facts": [
-                ["image", shown_name],
-                ["weights", weights_text],
-                ["seed", str(opts.seed)],
-                ["device", device.type],
-            ],
+                       f"{cfg.patch_size}×{cfg.patch_size} patches, "
+                       f"{cfg.d_model} dims, {cfg.n_heads} heads, {cfg.n_layers} blocks, {cfg.n_classes} classes "
+                       f"({n_params / 1e6:.1f} M parameters).",
+            "facts": [["image", shown_name], ["weights", weights_text], ["seed", str(opts.seed)],
+                      ["device", device.type]],
         },
-        dims=LEGEND.sizes(
-            B=1,
-            Ch=3,
-            H=cfg.image_size,
-            W=cfg.image_size,
-            P=cfg.patch_size,
-            N=cfg.n_patches,
-            C=cfg.d_model,
-            h=cfg.n_heads,
-            M=cfg.mlp_dim,
-            K=cfg.n_classes,
-        ),
+        dims=LEGEND.sizes(B=1, Ch=3, H=cfg.image_size, W=cfg.image_size, P=cfg.patch_size, N=cfg.n_patches,
+                          C=cfg.d_model, h=cfg.n_heads, M=cfg.mlp_dim, K=cfg.n_classes),
         places=places,
         seed=opts.seed,
         device=device.type,

@@ -1,14 +1,19 @@
 """A model's shape legend, declared once, as data: its symbols, what each means, and how some follow from others.
 
-Each model file declares one ``Legend`` at its top (nanoGPT writes the same table as a comment); its record points'
-shapes and its comments use these symbols, and everything else reads the object: the report's overview page (the
-legend table), the run's sizes (``Legend.sizes``: the relations fill in what follows), the trace's binding of sizes
-from a student's tensors (``Legend.derivations``) and the explorer's axis labels (``Legend.axis_labels``).
+Each model file writes its one shape legend as a table in its docstring, as nanoGPT writes it in a comment, and reads
+it into ``LEGEND = Legend.parse(__doc__, relations=...)``; its record points' shapes and its comments use these
+symbols, and everything else reads the object: the report's overview page (the legend table), the run's sizes
+(``Legend.sizes``: the relations fill in what follows), the trace's binding of sizes from a student's tensors
+(``Legend.derivations``) and the explorer's axis labels (``Legend.axis_labels``).
 
-    LEGEND = Legend(
-        {"B": "batch size", "C": "model width", "h": "attention heads", "hs": "head size C / h"},
-        relations=(Quotient("hs", "C", "h"),),
-    )
+    '''...
+    Shape legend:
+        B   batch size
+        C   model width
+        h   attention heads
+        hs  head size C / h
+    '''
+    LEGEND = Legend.parse(__doc__, relations=(Quotient("hs", "C", "h"),))
     LEGEND.sizes(B=1, C=128, h=4)  # {"B": 1, "C": 128, "h": 4, "hs": 32}
 
 A ``Legend`` is the mapping symbol -> meaning that the pages show. ``local`` symbols are a module's own axis names,
@@ -17,6 +22,7 @@ bound per instance (``record_axes``): they are explained in the file but are no 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -81,6 +87,26 @@ class Legend(dict[str, str]):
                 raise ValueError(f"relation {relation}: {', '.join(unknown)} not in the legend ({', '.join(self)})")
         if clash := sorted(set(self.local) & set(self)):
             raise ValueError(f"local symbols {clash} are also sizes of the run")
+
+    @classmethod
+    def parse(cls, docstring: str, *, relations: Iterable[Relation] = ()) -> Legend:
+        """The legend a model file writes in its docstring, nanoGPT style: under a line that begins "Shape legend",
+        one indented line per symbol (``B   batch size``); under a line that begins "Module axes", a shared module's
+        own symbols (``Lq, Lk   query and key lengths``: several symbols, one meaning). A blank or unindented line
+        ends a block."""
+        blocks: dict[str, dict[str, str]] = {"Shape legend": {}, "Module axes": {}}
+        current = None
+        for line in docstring.splitlines():
+            if not line.startswith(" ") or not line.strip():
+                current = next((blocks[name] for name in blocks if line.startswith(name)), None)
+                continue
+            if current is not None:
+                symbols, meaning = re.split(r"\s{2,}", line.strip(), maxsplit=1)
+                current.update({symbol: meaning for symbol in symbols.split(", ")})
+        if not blocks["Shape legend"]:
+            raise ValueError("the docstring has no shape legend: a line beginning 'Shape legend', then one indented "
+                             "line per symbol")
+        return cls(blocks["Shape legend"], relations=relations, local=blocks["Module axes"])
 
     def derivations(self) -> tuple[tuple[str, Rule], ...]:
         """(symbol, rule) for every way a relation gives one size from the others, relation by relation."""

@@ -201,3 +201,13 @@ def test_the_trace_binds_derived_sizes_from_the_models_relations_only():
 def test_the_legend_reads_as_a_table():
     text = Legend({"B": "batch size", "hs": "head size"}, relations=(), local={"L": "S or T"}).text()
     assert text.splitlines() == ["B   batch size", "hs  head size", "L   S or T"]
+
+
+def test_a_legend_is_read_from_the_model_files_docstring_table():
+    doc = ("The model.\n\nShape legend, used in every comment:\n    B   batch size\n    hs  head size C / h\n"
+           "    C   model width\n    h   attention heads\nModule axes:\n    Lq, Lk  query and key lengths\n\nMore prose.\n")
+    legend = Legend.parse(doc, relations=(Quotient("hs", "C", "h"),))
+    assert dict(legend) == {"B": "batch size", "hs": "head size C / h", "C": "model width", "h": "attention heads"}
+    assert legend.local == {"Lq": "query and key lengths", "Lk": "query and key lengths"}
+    with pytest.raises(ValueError, match="no shape legend"):
+        Legend.parse("A model without a legend.")

@@ -6,10 +6,13 @@ run sizes, trace binding and explorer axis labels read the model file's one ``LE
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import importlib.util
+import re
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -95,15 +98,25 @@ def test_each_place_of_the_catalogue_holds_the_module_class_it_names(key):
             assert found is place.module, f"{name} = {place}: the model has a {found.__name__} at {path!r}"
 
 
+def spelled_refs(path: Path) -> list[str]:
+    """The record names a module's source spells in ``Ref(...)`` calls, as written (f-strings unparsed)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [ast.unparse(call.args[0]) for call in ast.walk(tree)
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "Ref" and call.args]
+
+
 @pytest.mark.parametrize("key", REPORTS)
-def test_the_catalogue_spells_no_record_name_that_a_place_could_build(key):
-    """Refs written as strings are left only for whole names by placeholder ({enc_prev}: what feeds the traced
-    layer)."""
-    spelled = [ref.template for ref in catalogue_refs(CATALOGUES[key]) if not ref.template.startswith("{")
-               or not ref.template.endswith("}") or ref.template.count("{") != 1]
-    built = {getattr(place, attribute).template for place in places_of(CATALOGUES[key]).values()
-             for cls in place.module.__mro__ for attribute, value in vars(cls).items() if isinstance(value, Point)}
-    assert set(spelled) <= built
+def test_the_catalogue_spells_no_record_name_but_whole_names_by_placeholder(key):
+    """A point's name is never written out: only ``Ref("{enc_prev}")`` (what feeds the traced layer: another point
+    per layer) names a tensor by a placeholder alone."""
+    spelled = spelled_refs(Path(CATALOGUES[key].__file__))
+    assert [name for name in spelled if not re.fullmatch(r"'\{\w+\}'", name)] == []
+
+
+def test_the_source_check_catches_a_spelled_record_name(tmp_path):
+    path = tmp_path / "catalogue.py"
+    path.write_text("Ref('{enc}.self_attn.q')\nRef(f'{_B}.attn.q')\nRef('{enc_prev}')\n", encoding="utf-8")
+    assert spelled_refs(path) == ["'{enc}.self_attn.q'", "f'{_B}.attn.q'", "'{enc_prev}'"]
 
 
 @pytest.mark.parametrize("key", REPORTS)

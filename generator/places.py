@@ -13,12 +13,13 @@ that names it. The place keeps the catalogue's placeholders for the traced layer
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from generator.sources import Ref
 from models.recording import Point, points_of
 
-__all__ = ["Place"]
+__all__ = ["Place", "layer_pattern"]
 
 
 @dataclass(frozen=True)
@@ -43,3 +44,13 @@ class Place:
     def points(self) -> tuple[Point, ...]:
         """Every point the module class declares."""
         return points_of(self.module)
+
+
+def layer_pattern(ref: Ref, placeholder: str) -> str:
+    """A regular expression matching ``ref``'s record name at every layer, the layer's number as group 1:
+    ``blocks\\.(\\d+)\\.attn\\.probs`` for ``Place("blocks.{layer}.attn", SelfAttention).PROBS`` and "layer"."""
+    escaped = re.escape(ref.template)
+    hole = re.escape("{" + placeholder + "}")
+    if hole not in escaped:
+        raise ValueError(f"{ref.template!r} has no placeholder {{{placeholder}}}")
+    return escaped.replace(hole, r"(\d+)")

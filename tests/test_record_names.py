@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from generator.places import Place
+from generator.places import Place, layer_pattern
 from generator.reports import REPORTS
 from generator.sources import Ref
 from models.legend import Legend, Offset, Quotient
@@ -46,6 +46,13 @@ def catalogue_refs(catalogue) -> list[Ref]:
 
 def places_of(catalogue) -> dict[str, Place]:
     return {name: value for name, value in vars(catalogue).items() if isinstance(value, Place)}
+
+
+class EveryBlockFirst(dict):
+    """Places with any other placeholder ({i}: every block, filled in by a check) at the first layer."""
+
+    def __missing__(self, key: str) -> str:
+        return "0"
 
 
 def meta_model(opts):
@@ -93,7 +100,7 @@ def test_each_place_of_the_catalogue_holds_the_module_class_it_names(key):
         opts = dataclasses.replace(defaults, layer=layer)
         model = meta_model(opts)
         for name, place in places_of(CATALOGUES[key]).items():
-            path = place.path.format_map(opts.places())
+            path = place.path.format_map(EveryBlockFirst(opts.places()))
             found = type(model.get_submodule(path)) if path else type(model)
             assert found is place.module, f"{name} = {place}: the model has a {found.__name__} at {path!r}"
 
@@ -224,3 +231,25 @@ def test_a_legend_is_read_from_the_model_files_docstring_table():
     assert legend.local == {"Lq": "query and key lengths", "Lk": "query and key lengths"}
     with pytest.raises(ValueError, match="no shape legend"):
         Legend.parse("A model without a legend.")
+
+
+def test_a_layer_pattern_matches_the_point_at_every_layer_and_captures_the_layer():
+    from models.vit import SelfAttention
+
+    ref = Place("blocks.{layer}.attn", SelfAttention).PROBS
+    pattern = layer_pattern(ref, "layer")
+    assert re.fullmatch(pattern, "blocks.11.attn.probs")[1] == "11"
+    assert not re.fullmatch(pattern, "blocks.1.attn.scores") and not re.fullmatch(pattern, "blocksX1.attn.probs")
+    with pytest.raises(ValueError, match="no placeholder"):
+        layer_pattern(ref, "block")
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_each_explorer_group_finds_one_tensor_per_layer_among_the_names_it_ships(key):
+    exploration, opts = REPORTS[key].exploration, REPORTS[key].options(device="cpu")
+    names = exploration.names(opts.config())
+    declared = declared_points(meta_model(opts))
+    assert set(names) <= set(declared)
+    for group in exploration.groups:
+        layers = [int(match[1]) for n in names if (match := re.fullmatch(group.pattern, n))]
+        assert layers == list(range(opts.n_layers())), group.key

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from generator.places import Place, layer_pattern
 from generator.tensor_data import AttentionGroup, Exploration
-from models.encoder_decoder import LEGEND
+from models.encoder_decoder import LEGEND, DecoderLayer, EncoderLayer, MultiHeadAttention
+
+
+# Every layer's, the layer its placeholder.
+ENCODER, DECODER = Place("encoder.layers.{layer}", EncoderLayer), Place("decoder.layers.{layer}", DecoderLayer)
+ENCODER_SELF = Place("encoder.layers.{layer}.self_attn", MultiHeadAttention)
+DECODER_SELF = Place("decoder.layers.{layer}.self_attn", MultiHeadAttention)
+DECODER_CROSS = Place("decoder.layers.{layer}.cross_attn", MultiHeadAttention)
 
 
 def _names(config: Any) -> list[str]:
     names: list[str] = []
     for i in range(config.n_encoder_layers):
-        names += [f"encoder.layers.{i}.self_attn.probs", f"encoder.layers.{i}.output"]
+        names += [ref.name({"layer": str(i)}) for ref in (ENCODER_SELF.PROBS, ENCODER.OUTPUT)]
     for i in range(config.n_decoder_layers):
-        names += [f"decoder.layers.{i}.self_attn.probs", f"decoder.layers.{i}.cross_attn.probs",
-                  f"decoder.layers.{i}.output"]
+        names += [ref.name({"layer": str(i)}) for ref in (DECODER_SELF.PROBS, DECODER_CROSS.PROBS, DECODER.OUTPUT)]
     return names
 
 
@@ -29,7 +36,7 @@ EXPLORATION = Exploration(
             "encoder-self",
             "Encoder self-attention",
             "layer",
-            r"encoder\.layers\.(\d+)\.self_attn\.probs",
+            layer_pattern(ENCODER_SELF.PROBS, "layer"),
             "src_tokens",
             "src_tokens",
         ),
@@ -37,7 +44,7 @@ EXPLORATION = Exploration(
             "decoder-self",
             "Decoder masked self-attention",
             "layer",
-            r"decoder\.layers\.(\d+)\.self_attn\.probs",
+            layer_pattern(DECODER_SELF.PROBS, "layer"),
             "tgt_tokens",
             "tgt_tokens",
         ),
@@ -45,7 +52,7 @@ EXPLORATION = Exploration(
             "cross",
             "Cross-attention (target queries, source keys)",
             "layer",
-            r"decoder\.layers\.(\d+)\.cross_attn\.probs",
+            layer_pattern(DECODER_CROSS.PROBS, "layer"),
             "tgt_tokens",
             "src_tokens",
         ),

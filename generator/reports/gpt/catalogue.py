@@ -27,6 +27,7 @@ block_last = Place("{block_last}", Block)
 block = Place("{block}", Block)
 block_attn = Place("{block}.attn", CausalSelfAttention)
 block_mlp = Place("{block}.mlp", MLP)
+every_block_attn = Place("blocks.{i}.attn", CausalSelfAttention)  # {i}: every block, filled in by a check
 
 DIMS_LEGEND = LEGEND  # declared once, in the model file
 
@@ -405,7 +406,7 @@ EXTRA_PAGES = (
         slug='training',
         title='What training did',
         template='training.md.j2',
-        checks=(TrainingEffect(block_probs='blocks.{i}.attn.probs'),),  # {i}: every block, filled in by the check
+        checks=(TrainingEffect(block_probs=every_block_attn.PROBS.template),),  # {i}: filled in by the check
         figures=('training_curve', 'head_roles'),
     ),
 )

@@ -24,11 +24,14 @@ from generator.reports.gpt.training import (
     measured_held_out_bits,
     split,
 )
+from generator.places import Place
 from generator.run import ModelRun, resolve_device
-from models.gpt import GPT, LEGEND, GPTConfig, byte_label, decode, encode
+from models.gpt import GPT, LEGEND, CausalSelfAttention, GPTConfig, byte_label, decode, encode
 from generator.text import clean_text
 from models.recording import Recording, declared_points, recording
 
+
+EVERY_BLOCK = Place("blocks.{i}.attn", CausalSelfAttention)  # {i}: each block in turn
 
 def weighted_model(opts: GPTOptions) -> tuple[GPT, str, dict]:
     """The run's model with its weights (on the CPU), the run-stamp text and the facts about its weights."""
@@ -254,11 +257,11 @@ def head_statistics(probs: torch.Tensor) -> list[dict]:
 def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GPTConfig,
                       device: torch.device) -> tuple[dict, Callable[[], float] | None]:
     """Measured on this run: held-out bits per byte of these weights, the corpus baselines, every head's habits, a
-    longer
-    continuation. The held-out score is None, and the function that waits for it is returned, while a thread begun ahead
-    (start) still measures it; else that function is None."""
+    longer continuation. The held-out score is None, and the function that waits for it is returned, while a thread
+    begun ahead (start) still measures it; else that function is None."""
     T = len(prompt_ids)
-    heads = [head_statistics(rec.tensor(f"blocks.{i}.attn.probs")) for i in range(cfg.n_layers)] if T > 1 else []
+    names = [EVERY_BLOCK.PROBS.name({"i": str(i)}) for i in range(cfg.n_layers)]
+    heads = [head_statistics(rec.tensor(name)) for name in names] if T > 1 else []
     best = max(
         ((i, h) for i in range(len(heads)) for h in range(cfg.n_heads)),
         key=lambda ih: heads[ih[0]][ih[1]]["previous"],

@@ -5,12 +5,17 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from generator.places import Place, layer_pattern
 from generator.tensor_data import AttentionGroup, Exploration
-from models.toy_vit import LEGEND
+from models.toy_vit import LEGEND, EncoderBlock, SelfAttention
+
+
+ATTENTION = Place("blocks.{layer}.attn", SelfAttention)  # every block's, the layer its placeholder
+BLOCK = Place("blocks.{layer}", EncoderBlock)
 
 
 def _names(config: Any) -> list[str]:
-    return [name for i in range(config.n_layers) for name in (f"blocks.{i}.attn.probs", f"blocks.{i}.output")]
+    return [ref.name({"layer": str(i)}) for i in range(config.n_layers) for ref in (ATTENTION.PROBS, BLOCK.OUTPUT)]
 
 
 def _labels(run: Any) -> dict[str, list[str]]:
@@ -36,7 +41,7 @@ EXPLORATION = Exploration(
             "layers",
             "Self-attention over [CLS] and the patches A–I",
             "layer",
-            r"blocks\.(\d+)\.attn\.probs",
+            layer_pattern(ATTENTION.PROBS, "layer"),
             "tokens",
             "tokens",
         ),

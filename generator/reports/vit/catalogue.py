@@ -26,6 +26,7 @@ block_last_attn = Place("{block_last}.attn", SelfAttention)
 block = Place("{block}", EncoderBlock)
 block_attn = Place("{block}.attn", SelfAttention)
 block_mlp = Place("{block}.mlp", MLP)
+every_block_attn = Place("blocks.{i}.attn", SelfAttention)  # {i}: every block, filled in by a check
 
 DIMS_LEGEND = LEGEND  # declared once, in the model file
 
@@ -335,7 +336,7 @@ EXTRA_PAGES = (
         slug='rollout',
         title='Attention rollout',
         template='rollout.md.j2',
-        checks=(RolloutRows(block_probs='blocks.{i}.attn.probs'),),  # {i}: every block, filled in by the check
+        checks=(RolloutRows(block_probs=every_block_attn.PROBS.template),),  # {i}: filled in by the check
         figures=('rollout',),
     ),
 )

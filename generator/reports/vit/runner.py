@@ -11,12 +11,13 @@ from generator.reports.vit.images import DEFAULT_IMAGE, crop_box, load_rgb, prep
 from generator.reports.vit.options import VitOptions
 from generator.reports.vit.rollout import attention_rollout
 from generator.reports.vit.weights import resolve
+from generator.places import Place
 from generator.run import ModelRun, resolve_device
 from generator.text import clean_text
 from models.recording import recording
-from models.vit import LEGEND
+from models.vit import LEGEND, SelfAttention
 
-ROLLOUT_PROBS = "blocks.{i}.attn.probs"
+EVERY_BLOCK = Place("blocks.{i}.attn", SelfAttention)  # {i}: each block in turn
 BUNDLED_IMAGE_NAME = "the bundled image (Grace Hopper, U.S. Navy photo, public domain)"
 
 
@@ -31,7 +32,7 @@ def run(report: Report, opts: VitOptions) -> ModelRun:
     model, weights_text = preset.load(opts.size, cfg, opts.seed)
     model = model.eval().to(device)
     places = opts.places()
-    every_block = [ROLLOUT_PROBS.format(i=i) for i in range(cfg.n_layers)]  # the rollout reads them all
+    every_block = [EVERY_BLOCK.PROBS.name({"i": str(i)}) for i in range(cfg.n_layers)]  # the rollout reads them all
     keep = report.names_to_record(opts) | set(every_block)
     with torch.no_grad(), recording(keep=keep) as rec:
         model(image.to(device))

@@ -7,7 +7,8 @@ from contextlib import contextmanager
 class UserError(Exception):
     """A problem with the input or the environment, phrased as what to do about it."""
 
-    report: str | None = None  # the report whose input it is, when one report's work raised it (set by ``about_report``)
+    # the report whose input it is, when one report's work raised it (set by ``about_report``)
+    report: str | None = None
 
 
 @contextmanager

@@ -28,7 +28,8 @@ def pdf_is_current(docs: Path, key: str, report_dir: Path) -> bool:
         printed_from = json.loads((docs / "pdf" / PDF_INDEX).read_text(encoding="utf-8")).get(key)
     except (OSError, ValueError):
         return False
-    return (docs / "pdf" / f"{key}.pdf").is_file() and (report_dir / "snapshots.json").is_file() and printed_from == report_digest(report_dir)
+    return ((docs / "pdf" / f"{key}.pdf").is_file() and (report_dir / "snapshots.json").is_file()
+            and printed_from == report_digest(report_dir))
 
 
 def landing_entries(docs: Path, staging: Path, fresh: set[str] | dict,

@@ -72,7 +72,8 @@ def _integer(text: str, span: str = "far too large a number") -> int:
     try:
         return int(text)
     except ValueError:
-        if text.strip().lstrip("+-").isdigit():  # more digits than int() reads (sys.get_int_max_str_digits): out of any range
+        # more digits than int() reads (sys.get_int_max_str_digits): out of any range
+        if text.strip().lstrip("+-").isdigit():
             raise argparse.ArgumentTypeError(f"{shown(text)} is out of range: {span}") from None
         raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number") from None
 
@@ -109,12 +110,19 @@ PARSERS = {"int": _integer, "positive": positive_int, "seed": seed_int, "path": 
 class RunOptions:
     """What every report takes. Subclasses add their inputs and model sizes, and know their model's layout."""
 
-    seed: int = field(default=7, metadata=option("torch.manual_seed for the random weights; 7 reproduces the seed reports", kind="seed",
-                                                 form={"label": "Seed", "type": "number", "hint": "torch.manual_seed for the random weights"}))
-    device: str = field(default="auto", metadata=option("auto = CUDA when PyTorch sees a GPU, else CPU", choices=("auto", "cpu", "cuda")))
-    layer: int = field(default=1, metadata=option("which layer/block the detailed pages trace, 1-based", kind="positive",
+    seed: int = field(default=7, metadata=option("torch.manual_seed for the random weights; 7 reproduces the seed "
+                                                 "reports", kind="seed",
+                                                 form={"label": "Seed", "type": "number", "hint": "torch.manual_seed "
+                                                                                                  "for the random "
+                                                                                                  "weights"}))
+    device: str = field(default="auto",
+                        metadata=option("auto = CUDA when PyTorch sees a GPU, else CPU",
+                                        choices=("auto", "cpu", "cuda")))
+    layer: int = field(default=1,
+                       metadata=option("which layer/block the detailed pages trace, 1-based", kind="positive",
                                                   form={"label": "Layer traced", "type": "number", "min": 1,
-                                                        "hint": "which layer or block the detailed pages follow (1 = first)"}))
+                                                        "hint": "which layer or block the detailed pages follow (1 = "
+                                                                "first)"}))
 
     def __post_init__(self) -> None:
         if not 0 <= self.seed < SEED_LIMIT:
@@ -139,7 +147,8 @@ class RunOptions:
         raise NotImplementedError
 
     def build_model(self) -> Any:
-        """The report's model for these options, with untrained weights (``record_points`` builds it on the meta device)."""
+        """The report's model for these options, with untrained weights (``record_points`` builds it on the meta
+        device)."""
         raise NotImplementedError
 
     def record_points(self) -> dict[str, Any]:
@@ -244,5 +253,9 @@ def command_line(key: str, opts: RunOptions) -> str:
                 value = UPLOADED.get()[str(value)]
                 uploaded.append(value)
             words += [flag_of(f), shlex.quote(str(value))]
-    note = f"  # {', '.join(map(shlex.quote, uploaded))}: uploaded to the server; give the path of your copy" if uploaded else ""
+    note = (
+        f"  # {', '.join(map(shlex.quote, uploaded))}: uploaded to the server; give the path of your copy"
+        if uploaded
+        else ""
+    )
     return " ".join(words) + note

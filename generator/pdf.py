@@ -69,7 +69,8 @@ def print_reports(site: Path, out_dir: Path, reports: list[str]) -> list[Path]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        raise UserError("PDF export needs the playwright package: .venv/bin/pip install playwright (no browser download needed)") from None
+        raise UserError("PDF export needs the playwright package: .venv/bin/pip install playwright (no browser "
+                        "download needed)") from None
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     with serve(site) as url, sync_playwright() as p:
@@ -78,7 +79,8 @@ def print_reports(site: Path, out_dir: Path, reports: list[str]) -> list[Path]:
             page = browser.new_page()
             for key in reports:
                 if not (site / key / "print" / "index.html").exists():
-                    raise UserError(f"{site / key / 'print'} is missing; generate the report first (python -m generator build)")
+                    raise UserError(f"{site / key / 'print'} is missing; generate the report first (python -m "
+                                    "generator build)")
                 page.goto(f"{url}/{key}/print/", wait_until="load")
                 page.evaluate("""async () => {
                     await Promise.all(Array.from(document.images).map(img => img.complete ? null :
@@ -124,10 +126,12 @@ def export(docs: Path, config: Path, bundled: Mapping[str, Report], quiet: bool 
     with build_lock(docs):  # it writes docs/pdf/ and docs/index.md: not while a build writes docs
         _mkdocs_build(config)
         written = print_reports(site, docs / "pdf", reports)
-        (docs / "pdf" / PDF_INDEX).write_text(json.dumps({key: report_digest(docs / key) for key in reports}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        (docs / "pdf" / PDF_INDEX).write_text(json.dumps({key: report_digest(docs / key) for key in reports}, indent=1,
+                                                         sort_keys=True) + "\n", encoding="utf-8")
         claim(docs, "pdf", [*(path.name for path in written), PDF_INDEX])
         write_landing(docs, landing_entries(docs, docs, set(), bundled), bundled)
-        claim(docs, "index.md")  # rewritten here, outside a build: record it, or the next build takes it for a hand edit
+        # rewritten here, outside a build: record it, or the next build takes it for a hand edit
+        claim(docs, "index.md")
         _mkdocs_build(config)  # the landing page now links the PDFs, and site/pdf/ holds them
     if not quiet:
         for path in written:
@@ -153,8 +157,10 @@ def site_dir(config: Path, docs: Path) -> Path:
 
 
 def _mkdocs_build(config: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)], capture_output=True,
+                            text=True,
                             env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     if result.returncode:
-        raise UserError(f"mkdocs build failed: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}")
+        raise UserError("mkdocs build failed: "
+                        f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}")
 

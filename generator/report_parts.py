@@ -116,7 +116,8 @@ OPTIONAL_CATALOGUE_NAMES = {"ALSO_RECORD", "EXTRA_PAGES"}
 def catalogue_parts(key: str, catalogue: ModuleType) -> dict[str, Any]:
     """The report attributes a catalogue module declares; a required name missing, or a public upper-case name that is
     none of the catalogue's (a misspelt ``ALSO_RECORDS`` would leave its tensors silently unrecorded), refused."""
-    declared = {name for name in vars(catalogue) if name.isupper() and not name.startswith("_")}
+    declared = {name for name, value in vars(catalogue).items()
+                if name.isupper() and not name.startswith("_") and not isinstance(value, (type, ModuleType))}
     where = f"{catalogue.__name__}"
     for name in sorted(declared - set(CATALOGUE_NAMES)):
         close = difflib.get_close_matches(name, sorted(CATALOGUE_NAMES), n=1)

@@ -16,9 +16,11 @@ def refuse_unusable_values(path: Path, state: Mapping[str, torch.Tensor], keys: 
     for key in keys:
         tensor = state[key]
         if tensor.is_meta:
-            raise UserError(f"{path} holds no values for key {key!r} (a meta tensor: shape only); save the state dict of a real model")
+            raise UserError(f"{path} holds no values for key {key!r} (a meta tensor: shape only); save the state dict "
+                            "of a real model")
         if not tensor.is_floating_point():
             raise UserError(f"{path}: key {key!r} holds {tensor.dtype} values; a {model}'s weights are floating point")
         if not torch.isfinite(tensor).all():
             bad = int((~torch.isfinite(tensor)).sum())
-            raise UserError(f"{path}: key {key!r} holds {bad} non-finite values (NaN or infinity); the weights are corrupt")
+            raise UserError(f"{path}: key {key!r} holds {bad} non-finite values (NaN or infinity); the weights are "
+                            "corrupt")

@@ -45,7 +45,8 @@ def use_template_cache(env: jinja2.Environment) -> jinja2.Environment:
     """Give ``env`` a compiled-template cache for its syntax options and extensions; ``env``."""
     options = repr([(name, getattr(env, name)) for name in SYNTAX] + sorted(env.extensions))
     key = hashlib.sha256(f"{jinja2.__version__}\0{options}".encode()).hexdigest()[:16]
-    root = Path(os.environ.get("TT_CACHE_DIR") or PROJECT / ".cache" / "transformer-trace")  # as generator/reports/gpt/training.py
+    # as generator/reports/gpt/training.py
+    root = Path(os.environ.get("TT_CACHE_DIR") or PROJECT / ".cache" / "transformer-trace")
     env.bytecode_cache = TemplateCache(str(root / "templates" / key))
     return env
 
@@ -72,7 +73,8 @@ _checked: set[int] = set()  # the environments compile_ahead has looked at (envi
 def compile_ahead(env: jinja2.Environment) -> Callable[[], None]:
     """On a fresh clone (templates missing from the cache), compile them in a child process forked now, while this one
     runs the models: the pages then load them compiled (one not written yet is compiled here, as without the child).
-    A function that ends the child (it dies with this process too) and collects it; call it once the pages are written."""
+    A function that ends the child (it dies with this process too) and collects it; call it once the pages are
+    written."""
     if id(env) in _checked or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
         return lambda: None
     _checked.add(id(env))  # once per process: then its own memory holds the templates it compiled

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_REMOVED = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+_REMOVED = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f"
+                      "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 
 
 def clean_text(text: str) -> str:

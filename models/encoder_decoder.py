@@ -1,22 +1,22 @@
 """The encoder–decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017).
 
-Sizes default to the traced model of seed report 001: 2 encoder and 2 decoder
-layers, 4 heads, d_model 128, d_ff 256, post-norm (LayerNorm after each residual
-sum), ReLU feed-forward, sinusoidal positions added to the token embeddings, and
-a linear projection to the target vocabulary. No dropout: the report traces one
+Sizes default to the traced model of seed report 001: 2 encoder and 2 decoder layers, 4 heads, d_model 128,
+d_ff 256, post-norm (LayerNorm after each residual sum), ReLU feed-forward, sinusoidal positions added to the
+token embeddings, and a linear projection to the target vocabulary. No dropout: the report traces one
 deterministic forward pass.
 
-Shape legend, used in every comment of this file:
-    B   batch size
-    S   source length (tokens)
-    T   target length (tokens)
-    C   model width, d_model
-    F   feed-forward width, d_ff
-    h   number of attention heads
-    hs  head size, C // h
-    V   target vocabulary size
-    V_src source vocabulary size
-    L   S or T, in modules the encoder and decoder share
+Shape legend, used in every comment of this file (``LEGEND`` at the end reads it; the report's pages show it):
+    B      batch size
+    S      source length (tokens)
+    T      target length (tokens)
+    C      model width d_model
+    h      attention heads
+    hs     head size d_model / h
+    F      feed-forward width d_ff
+    V_src  source vocabulary size
+    V      target vocabulary size
+Module axes, a shared module's own symbols (bound per instance by its ``record_axes``):
+    L       S or T, in modules the encoder and decoder share
     Lq, Lk  query and key lengths of an attention module: S, S in the encoder; T, T and T, S in the decoder
 
 Each module declares the tensors it records as ``Point`` class attributes, with their shapes in
@@ -292,3 +292,11 @@ class EncoderDecoderTransformer(nn.Module):
         if src_ids.size(1) > self.cfg.max_len or tgt_ids.size(1) > self.cfg.max_len:
             raise ValueError(f"sentences are limited to {self.cfg.max_len} tokens")
         return self.decode(tgt_ids, self.encode(src_ids))
+
+
+# ----------------------------------------------------------------------------- shape legend
+# Read from the docstring's table; below the code, so that declaring it moved no line the report pages quote.
+
+from models.legend import Legend, Quotient  # noqa: E402
+
+LEGEND = Legend.parse(__doc__, relations=(Quotient("hs", "C", "h"),))

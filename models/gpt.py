@@ -1,11 +1,10 @@
 """A decoder-only GPT over bytes, in the style of GPT-2 and nanoGPT.
 
-Every token is one UTF-8 byte (vocabulary of 256), so any text is a prompt and no
-tokenizer is trained. Pre-norm blocks: x + Attention(LN(x)), then + MLP(LN(.)),
-with causal self-attention (a position sees itself and the positions before it),
-a fused q/k/v projection, an exact-GELU MLP, a final LayerNorm and a language-model
-head whose weight is the token embedding (weight tying). No dropout: the report
-traces deterministic forward passes.
+Every token is one UTF-8 byte (vocabulary of 256), so any text is a prompt and no tokenizer is trained.
+Pre-norm blocks: x + Attention(LN(x)), then + MLP(LN(.)), with causal self-attention (a position sees itself
+and the positions before it), a fused q/k/v projection, an exact-GELU MLP, a final LayerNorm and a
+language-model head whose weight is the token embedding (weight tying). No dropout: the report traces
+deterministic forward passes.
 
 Every tensor a forward pass records is declared once, as a ``Point`` class attribute of the
 module that computes it, with its named shape in the symbols below (``declared_points(model)``
@@ -13,18 +12,19 @@ in models/recording.py lists them; ``GPT.generate``'s points have the scope "gen
 Shapes are those of a plain pass: a pass given a key/value cache records the same names
 with S in place of T along the key axes (k, v, scores, masked_scores, probs, mask).
 
-Shape legend, used in every comment of this file:
+Shape legend, used in every comment of this file (``LEGEND`` at the end reads it; the report's pages show it):
     B   batch size
-    T   positions fed to a forward pass (the prompt's bytes on a plain pass)
-    S   positions attended to: T on a plain pass; with a key/value cache, the cached
-        positions plus T; after generating N bytes from a T-byte prompt, T + N - 1
+    T   prompt length in bytes (one token per byte)
     N   bytes generated
-    C   model width, d_model
-    h   number of attention heads
-    hs  head size, C // h
-    M   MLP width
-    V   vocabulary size, the 256 byte values
-    L   number of blocks
+    S   positions in the key/value cache after generation, T + N − 1
+    C   model width d_model
+    h   attention heads
+    hs  head size C / h
+    M   MLP width, 4·C
+    V   vocabulary: the 256 byte values
+    L   blocks
+In a forward pass T is the positions fed (the prompt's bytes on a plain pass) and S the positions attended to: T on a
+plain pass, the cached positions plus T with a key/value cache.
 """
 
 from __future__ import annotations
@@ -331,3 +331,12 @@ class GPT(nn.Module):
             record(block, Block.CACHE_K, k)  # (B, h, S, hs), as generate.blocks.<i>.cache_k
             record(block, Block.CACHE_V, v)  # (B, h, S, hs)
         return new_ids, info
+
+
+# ----------------------------------------------------------------------------- shape legend
+# Read from the docstring's table; below the code, so that declaring it moved no line the report pages quote.
+
+from models.legend import Legend, Quotient  # noqa: E402
+
+# S = T + N − 1 holds after generation only: no relation of every pass
+LEGEND = Legend.parse(__doc__, relations=(Quotient("hs", "C", "h"),))

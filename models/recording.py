@@ -33,11 +33,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
-__all__ = ["Declared", "Point", "Recorded", "Recording", "declared_points", "is_recording", "name_modules", "paused", "record",
+__all__ = ["Declared", "Point", "Recorded", "Recording", "declared_points", "is_recording", "name_modules", "paused",
+           "record",
            "recording"]
 
 
-NamedShape = tuple[str, ...]  # one symbol of the model file's shape legend per axis: "B", "3·C", "Ch·P·P", or a literal "1"
+NamedShape = tuple[str,
+                   ...]  # one symbol of the model file's shape legend per axis: "B", "3·C", "Ch·P·P", or a literal "1"
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,8 @@ class Point:
 
     def __post_init__(self) -> None:
         if not self.name or any(ch in self.name for ch in "/{} "):
-            raise ValueError(f"record point name {self.name!r} must be a non-empty name without '/', '{{', '}}' or spaces")
+            raise ValueError(f"record point name {self.name!r} must be a non-empty name without '/', '{{', '}}' or "
+                             "spaces")
         if not isinstance(self.shape, tuple) or not all(isinstance(axis, str) and axis for axis in self.shape):
             raise ValueError(f"record point {self.name!r}: shape must be a tuple of axis symbols, got {self.shape!r}")
 
@@ -101,7 +104,8 @@ def declared_points(model: nn.Module) -> dict[str, Declared]:
     """Every record point of ``model``: full record name -> ``Declared``, module by module in ``named_modules`` order.
 
     Shapes are bound to each module's ``record_axes``; a module's ``unrecorded`` names points that
-    instance never records (the encoder's attention has no mask, so no masked scores). Nothing is run: build the model under
+    instance never records (the encoder's attention has no mask, so no masked scores). Nothing is run: build the
+    model under
     ``torch.device("meta")`` to list the points of a configuration without allocating its weights.
     """
     declared: dict[str, Declared] = {}

@@ -4,24 +4,24 @@ The architecture of "An Image is Worth 16x16 Words" (Dosovitskiy et al., 2021) a
 worked example: a 6×6 grayscale image, 2×2 patches (nine of them, A to I, row by row), model width 4, one
 encoder layer with one attention head, an MLP of width 8, three classes (cat, dog, bird).
 
-Where this model follows the seed rather than the paper, it says so here and on the report's pages:
-    * the encoder layer is post-norm (Add & Norm after each sub-layer), as the seed draws it; the paper's
-      ViT normalises before each sub-layer and once more at the end;
-    * the MLP's non-linearity is ReLU, as in the seed's arithmetic; the paper uses GELU.
-Where the seed departs from the paper, this model keeps the paper: attention is scaled dot-product attention
-(scores divided by √hs), which the seed skips, so its "raw scores" are recorded too (``attn.dots``, before the
-division). The patch projection E has no bias in both (the paper's equation 1).
-
-Shape legend, used in every comment and record point of this file:
-    B   batch size
-    Ch  colour channels (1: grayscale); H, W image height and width
-    P   patch size (pixels per side)
-    N   number of patches, (H / P) * (W / P); N1 = N + 1 tokens with [CLS]
+Where this model follows the seed rather than the paper, it says so here and on the report's pages: its encoder layer
+is post-norm (Add & Norm after each sub-layer), as the seed draws it (the paper's ViT normalises before each sub-layer
+and at the end), and its MLP uses ReLU, as the seed's arithmetic does (the paper: GELU). Where the seed departs from
+the paper, this model keeps the paper: attention divides the scores by √hs, which the seed skips, so its "raw scores"
+are recorded too (``attn.dots``). The patch projection E has no bias in both (the paper's equation 1).
+Shape legend, used in every comment and record point of this file (``LEGEND`` at the end reads it; the pages show it):
+    B   batch size (1 image)
+    Ch  colour channels (1: grayscale)
+    H   image height
+    W   image width
+    P   patch size
+    N   patches A–I, (H/P)·(W/P)
+    N1  tokens, [CLS] + N
     C   model width
-    h   number of attention heads
-    hs  head size, C // h
+    h   attention heads
+    hs  head size C / h
     M   MLP width
-    K   number of classes
+    K   classes (cat, dog, bird)
 """
 
 from __future__ import annotations
@@ -212,3 +212,11 @@ class ToyVisionTransformer(nn.Module):
         logits = record(self, self.LOGITS, self.head(cls_rep))  # (B, K)
         record(self, self.PROBS, logits.softmax(dim=-1))  # (B, K)
         return logits
+
+
+# ----------------------------------------------------------------------------- shape legend
+# Read from the docstring's table; below the code, so that declaring it moved no line the report pages quote.
+
+from models.legend import Legend, Offset, Quotient  # noqa: E402
+
+LEGEND = Legend.parse(__doc__, relations=(Quotient("hs", "C", "h"), Offset("N1", "N", 1)))

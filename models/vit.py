@@ -1,25 +1,25 @@
 """The Vision Transformer of "An Image is Worth 16x16 Words" (Dosovitskiy et al., 2021).
 
-Standard pre-norm ViT with the module layout of torchvision's VisionTransformer, so its
-weights (e.g. vit_b_16 IMAGENET1K_V1) load unchanged through ``from_torchvision``.
-Every intermediate of the seed report's snapshots S01-S26 is a real tensor here:
-patches are cut with ``unfold`` and projected by a linear layer (torchvision's
-16x16 stride-16 convolution is the same map), and attention is written out as
-q/k/v per head, scores, probabilities and context.
+Standard pre-norm ViT with the module layout of torchvision's VisionTransformer, so its weights (e.g. vit_b_16
+IMAGENET1K_V1) load unchanged through ``from_torchvision``. Every intermediate of the seed report's snapshots S01-S26
+is a real tensor here: patches are cut with ``unfold`` and projected by a linear layer (torchvision's 16x16 stride-16
+convolution is the same map), and attention is written out as q/k/v per head, scores, probabilities and context.
 
-Shape legend, used in every comment of this file:
+Shape legend, used in every comment of this file (``LEGEND`` at the end reads it; the report's pages show it):
     B   batch size
-    Ch  colour channels (3); H, W image height and width
-    P   patch size (pixels per side)
-    N   number of patches, (H / P) * (W / P); N1 = N + 1 tokens with [CLS]
-    C   model width (hidden_dim)
-    h   number of attention heads
-    hs  head size, C // h
+    Ch  colour channels (3)
+    H   image height
+    W   image width
+    P   patch size
+    N   patches, (H/P)·(W/P)
+    N1  tokens, N + 1 with [CLS]
+    C   model width
+    h   attention heads
+    hs  head size C / h
     M   MLP width
-    K   number of classes
+    K   classes
 
-Each module declares the tensors it records as ``Point`` class attributes, with their shapes in
-these symbols; ``declared_points(model)`` lists them all (see models/recording.py).
+Each module declares the tensors it records as ``Point`` class attributes, with their shapes in these symbols.
 """
 
 from __future__ import annotations
@@ -275,3 +275,11 @@ def from_torchvision(tv_model: nn.Module) -> VisionTransformer:
         state[f"{ours}.attn.qkv.bias"] = src[f"{theirs}.self_attention.in_proj_bias"]
     model.load_state_dict(state)
     return model
+
+
+# ----------------------------------------------------------------------------- shape legend
+# Read from the docstring's table; below the code, so that declaring it moved no line the report pages quote.
+
+from models.legend import Legend, Offset, Quotient  # noqa: E402
+
+LEGEND = Legend.parse(__doc__, relations=(Quotient("hs", "C", "h"), Offset("N1", "N", 1)))

@@ -33,7 +33,8 @@ cells = [
          "for name in list(rec)[:8]:\n"
          "    entry = rec[name]\n"
          "    print(f'{name:40s} {tuple(entry.tensor.shape)!s:18s} {entry.file.name}:{entry.line}')"),
-    md("## Snapshot #7: the queries of encoder layer 1\n\nThe first five features at position 0 are the values the seed report printed."),
+    md("## Snapshot #7: the queries of encoder layer 1\n\nThe first five features at position 0 are the values the "
+       "seed report printed."),
     code("q = rec.tensor('encoder.layers.0.self_attn.q')  # (B, S, C)\n"
          "q.shape, q[0, 0, :5]"),
     md("## Snapshot #11: attention weights\n\nEvery row is a probability distribution over the source words."),
@@ -56,7 +57,8 @@ cells = [
          "fig.savefig(png, format='png')\n"
          "plt.close(fig)\n"
          "HTML('<img alt=\"Four heatmaps, one per attention head of encoder layer 1: how strongly each source word '\n"
-         "     'attends to every other word\" src=\"data:image/png;base64,' + base64.b64encode(png.getvalue()).decode() + '\">')"),
+         "     'attends to every other word\" src=\"data:image/png;base64,' + "
+         "base64.b64encode(png.getvalue()).decode() + '\">')"),
     md("## Snapshot #25: the causal mask, and what it does to the decoder's attention"),
     code("mask = rec.tensor('tgt_mask')[0, 0]  # (T, T)\n"
          "masked = rec.tensor('decoder.layers.0.self_attn.probs')[0, 0]  # head 1\n"
@@ -66,7 +68,9 @@ cells = [
     code("inverse = {i: w for w, i in tgt_vocab.items()}\n"
          "[inverse[int(i)] for i in logits[0].argmax(-1)]"),
 ]
-notebook = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+notebook = nbformat.v4.new_notebook(cells=cells,
+                                    metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                             "language": "python"}})
 NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
 target = ROOT / "docs" / "notebooks" / "record-a-forward-pass.ipynb"
 nbformat.write(notebook, target)

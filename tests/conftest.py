@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -120,3 +123,88 @@ def browser():
         chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+# ----------------------------------------------------------------------------- markers: browser, slow
+# pytest -m "not browser and not slow" runs the in-process tests (about a minute); make test runs everything.
+# A test is marked by what it does, found from its code, so a new test is marked without anyone remembering to:
+# it starts a browser when the browser fixture (Playwright's chromium) is among its fixtures or its module drives
+# chromium itself; it is slow when it, a fixture it uses, or a helper of its module that it calls, runs a
+# subprocess, builds or serves a site, or runs a command of the CLI that builds, serves or traces; or when it was
+# measured slow in process (MEASURED_SLOW).
+
+BROWSER_MODULES = {"test_browser", "test_accessibility", "test_explorer", "test_pdf"}  # they drive chromium themselves
+# In-process tests measured over 3.5 s each (pytest --durations on the shared 2-core machine): a big model built,
+# trained or loaded, every report built in process, a mkdocs build through the plugin. module::test, any parameters.
+MEASURED_SLOW = {
+    "test_figures::test_every_figure_is_the_same_png_when_drawn_twice",
+    "test_gpt_report::test_every_check_passes_and_every_shape_matches",
+    "test_gpt_training::test_a_short_training_run_reproduces_the_recorded_first_steps_exactly",
+    "test_gpt_training::test_beginning_the_gpts_score_ahead_leaves_every_seeded_weight_as_it_was",
+    "test_gpt_training::test_random_weights_are_named_and_near_uniform",
+    "test_gpt_training::test_trained_weights_load_by_default_and_beat_the_bigram_baseline",
+    "test_limits::test_one_more_word_than_the_limit_is_refused_in_one_line",
+    "test_limits::test_one_word_sentences_read_in_the_singular",
+    "test_limits::test_pdf_for_another_docs_folder_is_refused_before_anything_is_written",
+    "test_limits::test_sentences_at_the_512_word_limit_build_with_every_check_passing_and_figures_of_bounded_size",
+    "test_parallel::test_a_build_with_the_helper_writes_what_mkdocs_alone_writes",
+    "test_parallel::test_pages_rendered_ahead_in_the_helper_give_what_a_full_build_gives",
+    "test_plugin_refusals::test_a_docs_folder_linked_inside_the_project_is_generated_into",
+    "test_plugin_refusals::test_an_input_found_bad_while_generating_names_the_reports_mkdocs_yml_key",
+    "test_plugin_refusals::test_mkdocs_build_writes_nothing_through_a_link_to_outside_the_project",
+    "test_record_names::test_every_declared_shape_uses_only_the_legends_symbols",
+    "test_registry::test_a_changed_declared_shape_is_caught",
+    "test_registry::test_the_build_names_the_snapshot_whose_explanation_falls_back",
+    "test_robustness::test_a_path_too_long_for_the_file_system_is_refused_in_one_line",
+    "test_scale::test_only_what_pages_figures_and_the_explorer_need_is_kept",
+    "test_serve::test_a_mkdocs_without_the_internals_gets_full_builds",
+    "test_serve::test_a_slow_client_is_cut_off_by_one_deadline_and_holds_no_lock",
+    "test_serve::test_the_bytes_received_are_counted_when_a_body_stops",
+    "test_site::test_notebook_runs_without_errors_and_is_committed_with_outputs",
+    "test_vit::test_a_mismatched_state_dict_is_refused_naming_the_first_wrong_key",
+    "test_vit::test_from_torchvision_gives_the_same_logits_on_random_inputs",
+    "test_vit::test_random_weights_squash_the_whole_image_and_imagenet_weights_crop_its_centre",
+    "test_vit::test_size_presets_are_configuration",
+    "test_vit::test_weights_path_loads_a_torchvision_state_dict",
+    "test_warm_site::test_a_print_view_is_finished_after_the_update_and_held_until_then",
+}
+SLOW_CODE = re.compile(r"\bsubprocess\.|\bsys\.executable\b|\bmkdocs_build\(|\bserve\(|\bPopen\("
+                       r"|\bmain\(\s*\[\s*[\"'](?:build|serve|trace|pdf)[\"']")
+
+
+@functools.cache
+def _source(function) -> str:
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""
+
+
+@functools.cache
+def _slow_helpers(module) -> frozenset[str]:
+    """Names of the module's own functions whose code is slow by SLOW_CODE (what its tests call to run a command)."""
+    return frozenset(name for name, value in vars(module).items()
+                     if inspect.isfunction(value) and not name.startswith("test_")
+                     and value.__module__ == module.__name__ and SLOW_CODE.search(_source(value)))
+
+
+def _is_slow(item: pytest.Function) -> bool:
+    if f"{item.module.__name__.rsplit('.', 1)[-1]}::{item.originalname}" in MEASURED_SLOW:
+        return True
+    functions = [item.function, *(d.func for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs)]
+    helpers = _slow_helpers(item.module)
+    for function in functions:
+        code = _source(function)
+        if SLOW_CODE.search(code) or any(re.search(rf"\b{name}\(", code) for name in helpers):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if not isinstance(item, pytest.Function):
+            continue
+        if "browser" in item.fixturenames or item.module.__name__.rsplit(".", 1)[-1] in BROWSER_MODULES:
+            item.add_marker(pytest.mark.browser)
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)

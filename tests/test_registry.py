@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 REPORT_NAME = re.compile(r"""["'](%s)["']""" % "|".join(re.escape(key) for key in REPORTS))
 # What names a report in code: its key, its folder under generator/reports/, its model module under models/.
 PACKAGES = sorted(path.parent.name for path in (ROOT / "generator" / "reports").glob("*/__init__.py"))  # report folders
-MODEL_FILES = {path.stem for path in (ROOT / "models").glob("*.py") if path.stem not in ("__init__", "recording")}
+MODEL_FILES = {path.stem for path in (ROOT / "models").glob("*.py") if path.stem not in ("__init__", "recording", "legend")}
 REPORT_WORDS = {*REPORTS, *PACKAGES, *MODEL_FILES}
 DOTTED = re.compile(r"\b(?:generator\.reports|models)\.(%s)\b"
                     % "|".join(re.escape(word) for word in sorted(REPORT_WORDS)))

@@ -18,6 +18,7 @@ from generator.reports import REPORTS
 from generator.trace import numberings
 from generator.trace.markers import find_markers
 from generator.trace.verify import LayoutStatus, bind_dims, layout
+from models.legend import Legend, Quotient
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ENCODER_DECODER = EXAMPLES / "encoder_decoder_trace.py"
@@ -477,7 +478,7 @@ def test_a_legitimate_layout_captured_first_does_not_bind_the_dimensions_wrong(t
 
 
 def test_an_odd_layout_does_not_mislabel_a_dimension():
-    legend = {"B": "", "S": "", "h": "", "hs": "", "C": ""}
+    legend = Legend({"B": "", "S": "", "h": "", "hs": "", "C": ""}, relations=(Quotient("hs", "C", "h"),))
     dims = bind_dims([(("B", "S", "C"), (1, 6, 32)), (("B", "h", "S", "hs"), (1, 6, 4, 8)), (("B", "h", "S", "S"), (1, 4, 6, 6))], legend)
     assert dims["h"] == 4 and dims["hs"] == 8
 

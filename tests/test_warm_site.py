@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from generator.site import warm_site
+from generator.site import page_render, warm_site
 
 
 def test_unchanged_files_are_not_read_again_and_every_edit_is_seen(tmp_path, monkeypatch):
@@ -79,7 +79,7 @@ def test_a_print_view_is_finished_after_the_update_and_held_until_then(tmp_path,
     docs, site_dir, config = _small_site(tmp_path, "first words")
     site = warm_site.WarmSite(config)
     gate = threading.Event()  # the print view's rendering waits on it: the test decides when it ends
-    real_render = warm_site.render_page
+    real_render = page_render.render_page
 
     def render(page, *args):
         if page.file.src_uri == "report/print.md":
@@ -89,7 +89,7 @@ def test_a_print_view_is_finished_after_the_update_and_held_until_then(tmp_path,
     try:
         assert site.update().kind == "full"
         _small_site(tmp_path, "second words")
-        monkeypatch.setattr(warm_site, "render_page", render)
+        monkeypatch.setattr(page_render, "render_page", render)
         update = site.update()
         assert update.kind == "pages" and update.later == ["report/print.md"]
         assert sorted(update.pages) == ["index.md", "report/print.md"]

@@ -57,8 +57,8 @@ def parse_build_argv(argv: list[str]):
         raise ApiError(400, exc.message) from None
 
 
-def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str, Path] | None = None, config: Path | None = None,
-               *, forms: SiteForms) -> list[str]:
+def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str, Path] | None = None,
+               config: Path | None = None, *, forms: SiteForms) -> list[str]:
     """The `build` command line for API fields (values bound with '=' so none can read as an option)."""
     if "model" not in fields or fields["model"] in (None, ""):
         raise ApiError(400, f"the field 'model' is required: {' or '.join(forms.by_report)}")
@@ -86,7 +86,8 @@ def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str,
             continue
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise ApiError(400, f"the field {name!r} must be text or a number")
-        if name in restricted and str(value) not in restricted[name]:  # the same answer whether or not a file of that name exists
+        # the same answer whether or not a file of that name exists
+        if name in restricted and str(value) not in restricted[name]:
             raise ApiError(400, _refused_value(name, allowed[name], restricted[name]))
         argv.append(f"{allowed[name]}={value}")
     for name, path in (upload_paths or {}).items():
@@ -209,7 +210,9 @@ def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path,
                 paths[name].parent.mkdir()
                 paths[name].write_bytes(upload.data)
             except OSError as exc:  # the server's disk, not the user's input: say so without its paths
-                raise ApiError(500, f"the server could not store the upload ({exc.strerror or type(exc).__name__})") from None
+                raise ApiError(
+                    500, f"the server could not store the upload ({exc.strerror or type(exc).__name__})"
+                ) from None
         args = parse_build_argv(build_argv(fields, docs, paths, config, forms=forms))
         uploaded = UPLOADED.set({str(path): files[name].filename for name, path in paths.items()})
         try:
@@ -242,6 +245,7 @@ def status(docs: Path, busy: bool, forms: SiteForms) -> dict[str, Any]:
         fields = []
         for f in form["fields"]:
             source = f.get("current", f["name"])
-            fields.append({**{k: v for k, v in f.items() if k != "current"}, "value": inputs.get(source, data.get(source))})
+            fields.append({**{k: v for k, v in f.items() if k != "current"},
+                           "value": inputs.get(source, data.get(source))})
         models.append({"key": key, "title": data.get("title", key), "generated": bool(data), "fields": fields})
     return {"app": "transformer-trace", "busy": busy, "max_upload": MAX_UPLOAD, "models": models}

@@ -62,7 +62,8 @@ class EventStream:
         state = self.server_state
         q = state.events.subscribe()
         if q is None:  # each stream holds a thread: a page opened in too many tabs must not exhaust them
-            return self._json(503, {"error": f"more than {state.events.limit} pages are following this server; close some"},
+            return self._json(503, {"error": f"more than {state.events.limit} pages are following this server; close "
+                                             "some"},
                               {"Retry-After": "10"})
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")

@@ -42,8 +42,10 @@ def report_form(options_type: type) -> dict[str, Any]:
             entries.append({"name": name, "option": flag, **form})
         elif name != "device":
             options[name] = flag
-    common = [e for e in entries if e["name"] in ("seed", "layer")]  # the report's own inputs first, then seed and layer
-    return {"fields": [e for e in entries if e not in common] + common, "options": options, "uploads": uploads, "values": values}
+    common = [e for e in entries if e["name"] in ("seed",
+                                                  "layer")]  # the report's own inputs first, then seed and layer
+    return {"fields": [e for e in entries if e not in common] + common, "options": options, "uploads": uploads,
+            "values": values}
 
 
 def forms_of(reports: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

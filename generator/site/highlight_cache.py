@@ -50,8 +50,10 @@ def install() -> None:
         given = {name: value for name, value in bound.arguments.items() if name != "self"}
         if given.get("inline") or given.get("title") not in (None, "") or getattr(self, "auto_title", True):
             return original(self, *args, **kwargs)
-        options = sorted(((name, value) for name, value in vars(self).items() if name != "md"), key=lambda item: item[0])
-        key = hashlib.blake2b(repr((type(self).__qualname__, sorted(given.items()), options)).encode("utf-8", "surrogatepass"),
+        options = sorted(((name, value) for name, value in vars(self).items() if name != "md"),
+                         key=lambda item: item[0])
+        key = hashlib.blake2b(repr((type(self).__qualname__, sorted(given.items()), options)).encode("utf-8",
+                                                                                                     "surrogatepass"),
                               digest_size=20).hexdigest()
         html = _cache.get(key)
         if html is not None:

@@ -143,7 +143,8 @@ class _SiteFiles:
     """The built site's files, live reload added to every HTML page."""
 
     def _static(self, head: bool) -> None:
-        """A file of the built site, read whole under the site's read lock (never half of a rebuild), and current: a page
+        """A file of the built site, read whole under the site's read lock (never half of a rebuild), and
+        current: a page
         the site is still finishing after a regeneration's answer (WarmSite.update) is read once it is written."""
         path = urlsplit(self.path).path
         state = self.server_state
@@ -206,7 +207,8 @@ class Handler(_Bodies, _SiteFiles, EventStream, http.server.SimpleHTTPRequestHan
     def _refused(self) -> bool:
         """Answered 403 already: the Host or the Origin is not this server."""
         if not self._host_ok():
-            self._json(403, {"error": f"this server answers only for 127.0.0.1:{self.server_state.port} and localhost:{self.server_state.port}"})
+            self._json(403, {"error": f"this server answers only for 127.0.0.1:{self.server_state.port} and "
+                                      f"localhost:{self.server_state.port}"})
             return True
         if not self._origin_ok():
             self._json(403, {"error": f"requests from {self.headers.get('Origin')} are refused; use the page served at "
@@ -241,7 +243,8 @@ class Handler(_Bodies, _SiteFiles, EventStream, http.server.SimpleHTTPRequestHan
         path = self._api_path()
         if path != "/api/regenerate":
             known = path in ("/api/status", "/api/events")
-            return self._json(405 if known else 404, {"error": "use GET" if known else f"no such endpoint: {urlsplit(self.path).path}"})
+            return self._json(405 if known else 404, {"error": "use GET" if known else "no such endpoint: "
+                                                                                       f"{urlsplit(self.path).path}"})
         state = self.server_state
         length = self.headers.get("Content-Length")
         if length is None:
@@ -251,7 +254,8 @@ class Handler(_Bodies, _SiteFiles, EventStream, http.server.SimpleHTTPRequestHan
         except ValueError:
             return self._json(400, {"error": "Content-Length is not a number"})
         if size > MAX_UPLOAD:
-            return self._refuse_unread(size, 413, {"error": f"the request is {readable_size(size)}, more than the {readable_size(MAX_UPLOAD)} limit; use a smaller image"})
+            return self._refuse_unread(size, 413, {"error": f"the request is {readable_size(size)}, more than the "
+                                                            f"{readable_size(MAX_UPLOAD)} limit; use a smaller image"})
         if size < 0:
             return self._json(400, {"error": "Content-Length is negative"})
         # Refused, not queued, and before the body is read: requests arriving during a regeneration
@@ -259,7 +263,8 @@ class Handler(_Bodies, _SiteFiles, EventStream, http.server.SimpleHTTPRequestHan
         if state.busy.locked():
             return self._refuse_unread(size, 409, {"error": BUSY})
         if not state.bodies.acquire(blocking=False):
-            return self._refuse_unread(size, 503, {"error": f"{MAX_BODIES} requests are already sending their bodies; try again"})
+            return self._refuse_unread(size, 503, {"error": f"{MAX_BODIES} requests are already sending their bodies; "
+                                                            "try again"})
         try:
             body = self._read_body(size)  # within BODY_TIMEOUT, without the lock: a slow client holds up no one
         except IncompleteBody as exc:
@@ -278,7 +283,8 @@ class Handler(_Bodies, _SiteFiles, EventStream, http.server.SimpleHTTPRequestHan
             return self._json(409, {"error": BUSY})
         try:
             fields, files = parse_body(self.headers.get("Content-Type", ""), body, state.forms)
-            status, answer = 200, state.jobs.submit(lambda: state._regenerate(fields, files), stopping=state.events.closed)
+            status, answer = 200, state.jobs.submit(lambda: state._regenerate(fields, files),
+                                                    stopping=state.events.closed)
         except ApiError as exc:
             status, answer = exc.status, {"error": exc.message}
         except Exception as exc:  # noqa: BLE001 - a bug: one line for the page, the traceback in the log

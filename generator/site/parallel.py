@@ -244,7 +244,8 @@ def split(items: list, cost: Callable[[Any], float], share: float) -> tuple[list
             load[1] += cost(items[index])
         else:
             load[0] += cost(items[index])
-    return ([item for i, item in enumerate(items) if i not in theirs], [item for i, item in enumerate(items) if i in theirs])
+    return ([item for i, item in enumerate(items) if i not in theirs],
+            [item for i, item in enumerate(items) if i in theirs])
 
 
 # What a page costs, in bytes of Markdown: its size, plus the fixed work of any page. Measured on the reports' pages:
@@ -422,7 +423,8 @@ class HelperBuild:
         if self._closed:
             return
         self._closed = True
-        log.debug("pages helper: the HTML of %d of its %d pages taken, and the search entries of %d", self.taken["renders"],
+        log.debug("pages helper: the HTML of %d of its %d pages taken, and the search entries of %d",
+                  self.taken["renders"],
                   len(self.share), self.taken["search entries"])
         if self._wrapped is not None:
             vars(self._wrapped).pop("add_entry_from_context", None)

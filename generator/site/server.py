@@ -114,7 +114,9 @@ def refuse_links_outside(docs: Path, project: Path) -> None:
     MkDocs configuration), or is one (a folder inside the project that leads out): MkDocs would copy what it points at
     into the served site, and a generated report would be written there (the MkDocs plugin asks too)."""
     real_project = Path(os.path.realpath(project))
-    outside = [docs] if docs.is_relative_to(project) and not Path(os.path.realpath(docs)).is_relative_to(real_project) else []
+    outside = (
+        [docs] if docs.is_relative_to(project) and not Path(os.path.realpath(docs)).is_relative_to(real_project) else []
+    )
     for root, dirs, names in os.walk(docs):
         dirs[:] = [d for d in dirs if not d.startswith(".")]  # MkDocs publishes no dot folder or file
         for name in [*dirs, *names]:
@@ -126,7 +128,9 @@ def refuse_links_outside(docs: Path, project: Path) -> None:
                 if not (target.is_relative_to(real_project) or target.is_relative_to(os.path.realpath(docs))):
                     outside.append(path)
     if outside:
-        shown = ", ".join(str(p) for p in sorted(outside)[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
+        shown = ", ".join(str(p) for p in sorted(outside)[:3]) + (
+            f" and {len(outside) - 3} more" if len(outside) > 3 else ""
+        )
         raise UserError(f"{shown}: a symbolic link to a place outside the project ({project}); the site neither "
                         "publishes nor writes files outside it: replace the link by a copy, or remove it")
 
@@ -247,12 +251,17 @@ class WarmServer:
             say(f"no report in {self.docs}: generating every report from the default inputs")
             from generator.arguments import build_from_args
 
-            build_from_args(parse_build_argv(["build", f"--out={self.docs}", f"--config={self.config}", *(["--quiet"] if self.quiet else [])]))
+            build_from_args(
+                parse_build_argv(
+                    ["build", f"--out={self.docs}", f"--config={self.config}", *(["--quiet"] if self.quiet else [])]
+                )
+            )
         load_everything(self.reports)
         from generator.site.warm_site import WarmSite
 
         self.site = WarmSite(self.config, self.docs)
-        self.site.write_lock = self.site_lock.write  # a full build after the answer (see WarmSite.update) is one as well
+        # a full build after the answer (see WarmSite.update) is one as well
+        self.site.write_lock = self.site_lock.write
         say("building the site")
         refuse_links_outside(self.docs, self.config.parent)
         with self.site_lock.write():
@@ -276,7 +285,8 @@ class WarmServer:
 
     def _regenerate_now(self, fields: Mapping[str, Any], files: Mapping[str, Upload]) -> dict[str, Any]:
         started = time.perf_counter()
-        if self.site is not None:  # the print views of the last regeneration written (no thread runs while figure workers fork)
+        # the print views of the last regeneration written (no thread runs while figure workers fork)
+        if self.site is not None:
             self.site.settle()
         publish = self.events.publish
         publish("progress", {"step": "checking the input"})
@@ -291,12 +301,14 @@ class WarmServer:
         try:
             update = self._update_site()
         except UserError as exc:
-            raise ApiError(400, f"the report was regenerated but the site was not rebuilt: {one_line(str(exc))}") from None
+            raise ApiError(
+                400, f"the report was regenerated but the site was not rebuilt: {one_line(str(exc))}"
+            ) from None
         seconds = time.perf_counter() - started
         publish("progress", {"step": "live", "seconds": round(seconds, 2)})
-        return {"seconds": round(seconds, 3), "reports": list(result.reports), "generate_seconds": round(generated - started, 3),
-                "site_seconds": round(update.seconds, 3), "site_build": update.kind, "pages_rebuilt": len(update.pages),
-                "pages_later": len(update.later),
+        return {"seconds": round(seconds, 3), "reports": list(result.reports),
+                "generate_seconds": round(generated - started, 3), "site_seconds": round(update.seconds, 3),
+                "site_build": update.kind, "pages_rebuilt": len(update.pages), "pages_later": len(update.later),
                 "failed_checks": list(result.failed_checks)}
 
     def _render_ahead(self) -> None:
@@ -313,7 +325,8 @@ class WarmServer:
 
     def _update_site(self):
         refuse_links_outside(self.docs, self.config.parent)
-        # Taken first (update() leaves docs/ as it is): once update() returns, a thread may be finishing the print views,
+        # Taken first (update() leaves docs/ as it is): once update() returns, a thread may be finishing the
+        # print views,
         # and thousands of stat calls would each wait for the interpreter lock behind it. An edit made meanwhile only
         # means one more update.
         signature = docs_signature(self.docs)
@@ -321,7 +334,9 @@ class WarmServer:
             update = self.site.update()
         self._signature = signature
         if update.kind != "none":
-            log.info("site: %s build, %d pages, %.2f s %s", update.kind, len(update.pages), update.seconds, update.reason)
+            log.info(
+                "site: %s build, %d pages, %.2f s %s", update.kind, len(update.pages), update.seconds, update.reason
+            )
             self.events.publish("reload", {"kind": update.kind})
         return update
 
@@ -379,7 +394,9 @@ def serve(args: argparse.Namespace, reports: Mapping[str, Any]) -> int:
             print(f"stopped serving http://127.0.0.1:{state.port}/", file=sys.stderr, flush=True)
             return 0
         when = "during a regeneration" if running else "before serving"
-        print(f"interrupted: stopped {when}; no half-written report is left in {args.docs}", file=sys.stderr, flush=True)
+        print(
+            f"interrupted: stopped {when}; no half-written report is left in {args.docs}", file=sys.stderr, flush=True
+        )
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)

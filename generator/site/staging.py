@@ -16,14 +16,14 @@ folders are the user's (the generator writes none) and are carried over too. A m
 of the older format (entry names only, no digests) is migrated without deleting anything
 the user could have written: see _keep_before_upgrade.
 
-One build at a time: a lock file (docs/.build.lock: pid, host, start time) is held
-for the whole build, and a lock left by a dead process is taken over. Holding it is
+One build at a time: a lock file (docs/.build.lock: pid, host, start time; generator/site/build_lock.py)
+is held for the whole build, and a lock left by a dead process is taken over. Holding it is
 what makes it safe to clear what killed builds left behind (.staging-*, .trash-*): only
 folders holding the mark a build puts in them (.build-owner); anything else of that name
 is the user's, left alone with a warning.
 
 The swap, the manifest write and the removal of the old output run with Ctrl-C held
-back, so an interrupted build either changed nothing or wrote the whole new site. A
+back (generator/site/interrupts.py), so an interrupted build either changed nothing or wrote the whole new site. A
 build killed outright during the swap (SIGKILL, power loss) is finished by the next
 one: a staging folder holding a manifest is complete (the manifest is written last).
 """
@@ -36,33 +36,30 @@ import json
 import logging
 import os
 import shutil
-import signal
 import socket
 import stat
 import tempfile
-import threading
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from generator.site.configured import RUNS, read_runs
 from generator.errors import UserError, file_error
+from generator.site.build_lock import LOCK, build_lock  # noqa: F401 (callers take the lock from here)
+from generator.site.configured import RUNS, read_runs
+from generator.site.interrupts import SiteWritten, ctrl_c_held, interrupted_message, site_written  # noqa: F401
 
 log = logging.getLogger("generator")
 
 MANIFEST = ".generated.json"
-LOCK = ".build.lock"
 STAGING, TRASH = ".staging-", ".trash-"
 OWNER = ".build-owner"  # in every staging and trash folder a build makes: what is not marked so is not ours to touch
 BEFORE_UPGRADE = ".before-upgrade"  # under a version-1 manifest, the old files a build writes again are kept here
 SHOWN = 3  # files named in a refusal; the others are counted
-LOCK_BEING_WRITTEN_S = 10  # an unreadable lock younger than this belongs to a build that is still writing it
 
 Digests = dict[str, str]  # path relative to the entry ("" when the entry is a file) -> sha256
-Manifest = dict[str, Digests | None]  # entry -> what the generator wrote there; None: owned, digests unknown (version 1)
+# entry -> what the generator wrote there; None: owned, digests unknown (version 1)
+Manifest = dict[str, Digests | None]
 
 
 # --- the manifest: what the generator wrote --------------------------------------------------------------------
@@ -75,7 +72,8 @@ def read_manifest(docs: Path) -> Manifest:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UserError(f"{path} is unreadable ({exc}); delete it and the generated folders it listed, then build again") from None
+        raise UserError(f"{path} is unreadable ({exc}); delete it and the generated folders it listed, then build "
+                        "again") from None
 
 
 def _parse_manifest(data: dict | list) -> Manifest:
@@ -102,12 +100,15 @@ def _write_manifest(path: Path, manifest: Manifest, runs: dict | None = None) ->
         runs = read_runs(path.parent)
     runs = {key: record for key, record in runs.items() if key in manifest}
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"version": 2, "generated": manifest, RUNS: runs}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.write_text(
+        json.dumps({"version": 2, "generated": manifest, RUNS: runs}, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
     os.replace(tmp, path)
 
 
 def claim(docs: Path, entry: str, written: Iterable[str] = ("",)) -> None:
-    """Record files the generator wrote outside a staged build (paths relative to ``docs/entry``, "" for the entry itself).
+    """Record files the generator wrote outside a staged build (paths relative to ``docs/entry``, "" for the entry
+    itself).
 
     Files recorded earlier stay recorded while they exist; anything else in ``docs/entry`` stays the user's.
     """
@@ -155,7 +156,8 @@ def _digest(path: Path) -> str:
 def _user_files(folder: Path, new: Path, written: Digests | None) -> list[str]:
     """What in ``folder`` (an entry of the old output) is the user's: files the manifest does not record, and empty
     folders. Under a version-1 manifest (``written`` None: digests unknown) the generator's files cannot be told
-    from the user's, so every file is kept except those the new output ``new`` writes again (see _keep_before_upgrade)."""
+    from the user's, so every file is kept except those the new output ``new`` writes again
+    (see _keep_before_upgrade)."""
     if written is None:
         return [rel for rel in _files(folder) if not _exists(new / rel)] + _empty_folders(folder)
     return [rel for rel in _files(folder) if rel not in written] + _empty_folders(folder)
@@ -165,7 +167,9 @@ def _edited_files(docs: Path, entries: list[str], manifest: Manifest) -> list[Pa
     edited = []
     for entry in entries:
         written = manifest.get(entry) or {}
-        edited += [path for rel, path in _files(docs / entry).items() if rel in written and _digest(path) != written[rel]]
+        edited += [
+            path for rel, path in _files(docs / entry).items() if rel in written and _digest(path) != written[rel]
+        ]
     return edited
 
 
@@ -177,7 +181,8 @@ def _names(paths: list[Path]) -> str:
 def _refuse_foreign_entries(docs: Path, entries: list[str], manifest: Manifest) -> None:
     for entry in entries:
         if _exists(docs / entry) and entry not in manifest:
-            raise UserError(f"{docs / entry} exists but was not made by the generator; move it away, or build into another --out")
+            raise UserError(f"{docs / entry} exists but was not made by the generator; move it away, or build into "
+                            "another --out")
 
 
 class HandEdits(UserError):
@@ -215,7 +220,8 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _clashes(new_folder: Path, rels: list[str]) -> list[str]:
-    """The user's files that cannot be carried into ``new_folder``: the new output writes that path (or a parent of it)."""
+    """The user's files that cannot be carried into ``new_folder``: the new output writes that path (or a parent of
+    it)."""
     def taken(rel: str) -> bool:
         target = new_folder / rel
         parents = [new_folder / p for p in PurePosixPath(rel).parents if str(p) != "."]
@@ -240,146 +246,6 @@ def edited_by_hand(*paths: Path) -> bool:
     return any(os.path.abspath(p) in _EDITED.get() for p in paths)
 
 
-# --- the lock: one build at a time -----------------------------------------------------------------------------
-
-@contextmanager
-def build_lock(docs: Path) -> Iterator[None]:
-    """Hold ``docs/.build.lock`` for the duration; refuse while a live process holds it, take it over from a dead one."""
-    lock = docs / LOCK
-    mine = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": datetime.now().isoformat(timespec="seconds")})
-    for _attempt in range(5):
-        if _create_exclusively(lock, mine):
-            break
-        holder = _read_lock(lock)
-        if holder is None:  # released meanwhile
-            continue
-        text, info = holder
-        if _holder_alive(lock, info):
-            raise UserError(_held_message(docs, lock, info))
-        _remove_if_unchanged(lock, text)  # a dead build's lock: take it over
-    else:
-        raise UserError(f"cannot take the lock {lock}; delete it if no build is running, then build again")
-    try:
-        yield
-    finally:
-        _remove_if_unchanged(lock, mine)
-
-
-def _create_exclusively(lock: Path, content: str) -> bool:
-    try:
-        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        return False
-    except OSError as exc:
-        raise UserError(f"cannot write to {lock.parent}: {exc.strerror or exc}; choose another --out") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(content + "\n")
-    return True
-
-
-def _read_lock(lock: Path) -> tuple[str, dict] | None:
-    try:
-        text = lock.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    try:
-        info = json.loads(text)
-        info = info if isinstance(info, dict) and isinstance(info.get("pid"), int) else {}
-    except ValueError:
-        info = {}
-    return text, info
-
-
-def _holder_alive(lock: Path, info: dict) -> bool:
-    if not info:  # no content yet: a build that just created it, unless it is old garbage
-        try:
-            return time.time() - lock.stat().st_mtime < LOCK_BEING_WRITTEN_S
-        except FileNotFoundError:
-            return False
-    if info.get("host") != socket.gethostname():
-        return True  # its processes are not ours to see: assume it runs
-    return _pid_alive(info["pid"])
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    try:  # a zombie (exited, not yet reaped by its parent) builds nothing
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _held_message(docs: Path, lock: Path, info: dict) -> str:
-    if not info:
-        return f"another build is starting to write {docs}; wait for it to finish"
-    try:
-        started = datetime.fromisoformat(info.get("started", ""))
-        when = started.strftime("%H:%M:%S" if started.date() == datetime.now().date() else "%Y-%m-%d %H:%M:%S")
-    except (TypeError, ValueError):
-        when = "at an unknown time"
-    if info.get("host") != socket.gethostname():
-        return (f"another build (pid {info['pid']} on {info.get('host')}, started {when}) is writing {docs}; "
-                f"wait for it to finish, or delete {lock} if that build is gone")
-    return f"another build (pid {info['pid']}, started {when}) is writing {docs}; wait for it to finish"
-
-
-def _remove_if_unchanged(lock: Path, text: str) -> None:
-    # Compare first so as not to remove a lock another build has just taken (the window left is tiny).
-    try:
-        if lock.read_text(encoding="utf-8").rstrip("\n") == text.rstrip("\n"):
-            lock.unlink()
-    except OSError:  # gone already, or not ours to remove: taking it then fails with a clear message
-        pass
-
-
-# --- Ctrl-C held back during the swap --------------------------------------------------------------------------
-
-@contextmanager
-def _ctrl_c_held() -> Iterator[list[int]]:
-    """Record SIGINT instead of raising it inside the block; the caller raises afterwards if the list is not empty."""
-    caught: list[int] = []
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, None):
-        yield caught  # only the main thread receives signals; an ignored Ctrl-C stays ignored
-        return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield caught
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-class SiteWritten(KeyboardInterrupt):
-    """Ctrl-C that came after the new site went live."""
-
-    def __init__(self, docs: Path) -> None:
-        super().__init__(str(docs))
-        self.docs = docs
-
-
-def interrupted_message(exc: KeyboardInterrupt) -> str:
-    if isinstance(exc, SiteWritten):
-        return f"interrupted after the new site was written: {exc.docs} holds the new reports"
-    return "interrupted: nothing was changed, the previous site is as it was"
-
-
-@contextmanager
-def site_written(docs: Path) -> Iterator[None]:
-    """Report a Ctrl-C inside the block as coming after the new site went live (it did)."""
-    try:
-        yield
-    except SiteWritten:
-        raise
-    except KeyboardInterrupt:
-        raise SiteWritten(docs) from None
-
-
 # --- the staged build ------------------------------------------------------------------------------------------
 
 def resolved(docs: Path) -> Path:
@@ -400,7 +266,8 @@ def check_writable(docs: Path) -> None:
     if docs_abs.exists() and not docs_abs.is_dir():
         raise UserError(f"output {docs} is a file, not a folder; choose another --out")
     if not parent.exists():
-        raise UserError(f"cannot write to {docs}: its parent folder {parent} does not exist; create it or choose another --out")
+        raise UserError(f"cannot write to {docs}: its parent folder {parent} does not exist; create it or choose "
+                        "another --out")
     if not parent.is_dir():
         raise UserError(f"cannot write to {docs}: {parent} is not a folder; choose another --out")
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -420,14 +287,16 @@ def _trash_for(staging: Path) -> Path:
 
 
 def _discard(staging: Path) -> None:
-    (staging / MANIFEST).unlink(missing_ok=True)  # first: a staging folder with a manifest would be finished, not discarded
+    # first: a staging folder with a manifest would be finished, not discarded
+    (staging / MANIFEST).unlink(missing_ok=True)
     shutil.rmtree(staging, ignore_errors=True)
     if _ours(_trash_for(staging)):
         shutil.rmtree(_trash_for(staging), ignore_errors=True)
 
 
 def _carry_user_files(old: Path, new: Path, rels: list[str]) -> None:
-    """Put the user's files from the old output into the new one: hard links, so the old ones stay until the swap is done."""
+    """Put the user's files from the old output into the new one: hard links, so the old ones stay until the swap is
+    done."""
     for rel in rels:
         source, target = old / rel, new / rel
         if not _exists(source):  # deleted by its owner meanwhile
@@ -500,13 +369,16 @@ def _keep_before_upgrade(docs: Path, staging: Path, entries: list[str]) -> None:
 def _commit(docs: Path, staging: Path, entries: list[str], manifest: Manifest, records: dict | None = None) -> None:
     """Swap the complete new output in and record it; Ctrl-C meanwhile takes effect once the new site is live."""
     for entry in entries:  # refuse before anything moves; the swap checks again for files added since
-        _refuse_clashes(docs, entry, _clashes(staging / entry, _to_carry(docs / entry, staging / entry, manifest.get(entry, {}))))
+        _refuse_clashes(
+            docs, entry, _clashes(staging / entry, _to_carry(docs / entry, staging / entry, manifest.get(entry, {})))
+        )
     kept = {entry: files for entry, files in manifest.items() if entry not in entries and _exists(docs / entry)}
     new = kept | {entry: {rel: _digest(path) for rel, path in _files(staging / entry).items()} for entry in entries}
     runs = {key: record for key, record in read_runs(docs).items() if key not in entries} | (records or {})
     _keep_before_upgrade(docs, staging, [entry for entry in entries if entry in manifest and manifest[entry] is None])
-    _write_manifest(staging / MANIFEST, new, runs)  # the output is complete: a build killed from here on is finished by the next
-    with _ctrl_c_held() as caught:
+    # the output is complete: a build killed from here on is finished by the next
+    _write_manifest(staging / MANIFEST, new, runs)
+    with ctrl_c_held() as caught:
         _swap(docs, staging, entries, manifest)
         os.replace(staging / MANIFEST, docs / MANIFEST)
         _discard(staging)
@@ -521,7 +393,8 @@ def _mark_ours(folder: Path) -> None:
 def _ours(folder: Path) -> bool:
     """Whether ``folder`` is a staging or trash folder a build made: a real folder holding the build's mark.
 
-    Anything else named .staging-* or .trash-* (planted, copied in, a link) is the user's: never finished, never deleted.
+    Anything else named .staging-* or .trash-* (planted, copied in, a link) is the user's: never finished, never
+    deleted.
     """
     if folder.is_symlink() or not folder.is_dir():
         return False

@@ -13,12 +13,14 @@ Material's search index (search/search_index.json) is always rewritten complete:
 of the rebuilt pages replace theirs, the others are kept. A partial build writes the same HTML
 and index as a full one (tests/test_serve.py compares them).
 
-MkDocs has no function that builds one page: :func:`render_page` runs the steps `mkdocs build` runs for a page,
+MkDocs has no function that builds one page: :func:`render_page` (generator/site/page_render.py) runs the steps `mkdocs
+build` runs for a page,
 through MkDocs' public API (the plugin events, ``Page.read_source`` and ``render``, ``get_context``, the theme's
 Jinja environment). pyproject allows any MkDocs 1.x, so when a release changes those, :meth:`WarmSite.update`
 logs it and builds fully from then on (and nothing is rendered ahead): slower, never broken.
 
-:meth:`WarmSite.prerender` renders the changed pages of the generator's staging folder while the
+(generator/site/pages_ahead.py) :meth:`WarmSite.prerender` renders the changed pages of the generator's staging folder
+while the
 figures are still being drawn in worker processes (each page read from a ``File`` of the staging folder and
 written into a temporary folder), half of them (by cost) in a helper process forked for it (generator/site/parallel.py),
 which sends back each page's state; :meth:`update` then only moves them in, for each page whose Markdown in docs/
@@ -37,7 +39,6 @@ import hashlib
 import logging
 import os
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -47,57 +48,12 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import UserError
-from generator.site import highlight_cache
+from generator.site.page_render import API_CHANGED, Capture, nav_entry, render_with_entries
+from generator.site.pages_ahead import PageAhead, PagesAhead, after_answer
 from generator.site.parallel import freeze_heap, thaw_heap
 from generator.site.parallel import search_plugin as _search_plugin
 
 log = logging.getLogger("generator")
-
-# What calling MkDocs' page API raises once a release renamed, removed or changed it.
-API_CHANGED = (ImportError, AttributeError, TypeError)
-
-
-@dataclass
-class _Ahead:
-    digest: str  # of the Markdown it was rendered from
-    html: Path
-    nav: tuple  # the page's navigation entry (_nav_entry) after rendering, and before
-    old_nav: tuple
-    entries: list[dict]
-
-
-PARALLEL_FROM = 4  # changed pages from which about half of them are rendered in a second process (generator/site/parallel.py)
-HELPER_SHARE = 0.45  # of their cost: the helper starts late (forked) and shares the cores with the figure workers
-
-
-def _nav_entry(page) -> tuple:
-    """What of a page every page's navigation shows, besides its URL: its title and metadata (Material's icons,
-    status and subtitle)."""
-    return page.title, repr(sorted(page.meta.items(), key=str))
-
-
-def _rendered_state(page) -> dict[str, Any]:
-    """A page's state after render_page (its Markdown and metadata, then what rendering set), picklable."""
-    from generator.site.parallel import page_state
-
-    return {"markdown": page.markdown, "meta": page.meta, **page_state(page)}
-
-
-def _set_rendered_state(page, state: dict[str, Any], files) -> None:
-    from generator.site.parallel import set_page_state
-
-    page.markdown, page.meta = state["markdown"], state["meta"]
-    set_page_state(page, state, files)
-
-
-AFTER_ANSWER = "print.md"  # pages rendered after a regeneration's answer (the print views: every snapshot's body again,
-# a quarter of a report's page work, opened from the navigation, never the page a form is on); held until current
-
-
-def after_answer(src_uri: str) -> bool:
-    """Whether the page at ``src_uri`` may be finished after the regeneration answered (see WarmSite.update)."""
-    return src_uri.rsplit("/", 1)[-1] == AFTER_ANSWER
-
 
 class _Finishing:
     """Pages an update finishes after it returned, in a thread: the site paths held until they are current."""
@@ -115,7 +71,8 @@ class SiteUpdate:
     static: list[str] = field(default_factory=list)  # other files copied
     seconds: float = 0.0
     reason: str = ""
-    later: list[str] = field(default_factory=list)  # of the pages, those rendered after update() returned (settle() waits)
+    # of the pages, those rendered after update() returned (settle() waits)
+    later: list[str] = field(default_factory=list)
 
 
 RACY_S = 2.0  # a file changed this recently may change again within its timestamps' resolution: hashed every time
@@ -155,54 +112,6 @@ def _digests(docs: Path, known: dict[str, tuple] | None = None) -> dict[str, str
     return out
 
 
-class _Capture:
-    """A plugin that keeps the build's files, navigation and Jinja environment for later partial builds."""
-
-    def __init__(self) -> None:
-        self.files = self.nav = self.env = None
-
-    def on_nav(self, nav, *, config, files):
-        self.files, self.nav = files, nav
-        return nav
-
-    def on_env(self, env, *, config, files):
-        self.env = env
-        return env
-
-
-mkdocs_log = logging.getLogger("mkdocs.commands.build")  # where `mkdocs build` reports a page it cannot build
-
-
-def render_page(page, config, capture: _Capture) -> None:
-    """Read, convert and write one page as `mkdocs build` does (its steps for a page, in MkDocs' public API): the
-    Markdown from ``page.file``, the HTML to its ``abs_dest_path``."""
-    from mkdocs.commands import build as mkdocs_build
-    from mkdocs.utils import write_file
-
-    get_context = mkdocs_build.get_context
-    files, nav, plugins = capture.files, capture.nav, config.plugins
-    config._current_page = page  # as `mkdocs build` sets it: the !relative YAML tag reads it
-    try:
-        page = plugins.on_pre_page(page, config=config, files=files)
-        page.read_source(config)
-        page.markdown = plugins.on_page_markdown(page.markdown, page=page, config=config, files=files)
-        page.render(config, files)
-        page.content = plugins.on_page_content(page.content, page=page, config=config, files=files)
-        page.active = True  # the page the theme shows as the current one
-        context = get_context(nav, files.documentation_pages(), config, page)
-        template = capture.env.get_template(page.meta.get("template", "main.html"))
-        context = plugins.on_page_context(context, page=page, config=config, nav=nav)
-        output = plugins.on_post_page(template.render(context), page=page, config=config)
-        if output.strip():
-            write_file(output.encode("utf-8", errors="xmlcharrefreplace"), page.file.abs_dest_path)
-    except Exception as exc:
-        mkdocs_log.error(f"Error building page '{page.file.src_uri}': {exc}")
-        raise
-    finally:
-        page.active = False
-        config._current_page = None
-
-
 def _nav_config(config, files) -> Any:
     """The navigation the transformer-trace plugin would set now (None when that cannot be told)."""
     plugin = config.plugins.get("transformer-trace")
@@ -229,7 +138,7 @@ class WarmSite:
         self.config_file = config_file
         self.docs = Path(self.config.docs_dir)
         self.site = Path(self.config.site_dir)
-        self._capture = _Capture()
+        self._capture = Capture()
         self.config.plugins["tt-warm-site"] = self._capture
         self.config.plugins.on_startup(command="build", dirty=False)
         self.built: dict[str, str] | None = None  # digests of docs/ at the last build
@@ -327,12 +236,15 @@ class WarmSite:
         if later:
             self.later.start(later)
         reasons = [f"{len(ahead)} rendered ahead" if ahead else "", f"{len(later)} finished after it" if later else ""]
-        return SiteUpdate("pages", [f.src_uri for f in pages], [f.src_uri for f in static], time.perf_counter() - started,
+        return SiteUpdate("pages", [f.src_uri for f in pages], [f.src_uri for f in static],
+                          time.perf_counter() - started,
                           reason=", ".join(r for r in reasons if r), later=[f.src_uri for f in later])
 
     def give_up_partial(self, exc: BaseException) -> str:
         """Remember (and log once) that this MkDocs cannot build page by page; the reason, for a full build."""
-        self.partial_unavailable = f"partial builds need MkDocs internals this version changed ({type(exc).__name__}: {exc})"
+        self.partial_unavailable = (
+            f"partial builds need MkDocs internals this version changed ({type(exc).__name__}: {exc})"
+        )
         log.warning("site: %s; every update is a full build from now on", self.partial_unavailable)
         return self.partial_unavailable
 
@@ -354,11 +266,11 @@ class WarmSite:
 
 
 
-def rebuild_pages(site: WarmSite, files: list, ahead: dict[str, _Ahead]) -> list[str]:
+def rebuild_pages(site: WarmSite, files: list, ahead: dict[str, PageAhead]) -> list[str]:
     """Render ``files`` again (Markdown, template, search entries), or move in their pages rendered ahead;
     the paths whose navigation entry (title or metadata) changed."""
     search = _search_plugin(site.config)
-    before = {f.src_uri: ahead[f.src_uri].old_nav if f.src_uri in ahead else _nav_entry(f.page) for f in files}
+    before = {f.src_uri: ahead[f.src_uri].old_nav if f.src_uri in ahead else nav_entry(f.page) for f in files}
     urls = {f.page.url for f in files}
     previous = list(search.search_index.entries) if search is not None else []
     results = []  # (path, navigation entry, search entries): the pages rendered ahead first, then the others
@@ -371,7 +283,7 @@ def rebuild_pages(site: WarmSite, files: list, ahead: dict[str, _Ahead]) -> list
     for file in files:
         if file.src_uri not in ahead:
             page_entries = render_with_entries(site, file.page, search)
-            results.append((file.src_uri, _nav_entry(file.page), page_entries))
+            results.append((file.src_uri, nav_entry(file.page), page_entries))
     after = {src_uri: nav for src_uri, nav, _ in results}
     entries = [entry for _, _, page_entries in results for entry in page_entries]
     if search is not None:
@@ -379,20 +291,6 @@ def rebuild_pages(site: WarmSite, files: list, ahead: dict[str, _Ahead]) -> list
         search.search_index.entries = kept + entries
         search.on_post_build(config=site.config)  # writes search/search_index.json, complete
     return [path for path, nav in after.items() if nav != before[path]]
-
-def render_with_entries(site: WarmSite, page, search) -> list[dict]:
-    """Render ``page`` (see render_page); the search entries it added (the index's other entries kept aside)."""
-    saved = search.search_index.entries if search is not None else None
-    entries: list[dict] = []
-    if search is not None:
-        search.search_index.entries = entries
-    try:
-        render_page(page, site.config, site._capture)
-    finally:
-        if search is not None:
-            search.search_index.entries = saved
-    return entries
-
 
 class PagesFinishedLater:
     """The pages an update renders after it returned (the print views: a quarter of a regeneration's page work, and no
@@ -417,7 +315,8 @@ class PagesFinishedLater:
         if finishing is None or finishing.done.is_set():
             return None
         path = os.path.normpath(path)
-        return finishing.done if path in finishing.paths or os.path.join(path, "index.html") in finishing.paths else None
+        return finishing.done if path in finishing.paths or os.path.join(path,
+                                                                         "index.html") in finishing.paths else None
 
     def start(self, files: list) -> None:
         """Render ``files`` in a thread, holding their pages and the search index (see held) meanwhile."""
@@ -426,7 +325,8 @@ class PagesFinishedLater:
         if search is not None:
             held.add(os.path.normpath(os.path.join(self.site.config.site_dir, "search", "search_index.json")))
         finishing = _Finishing(held)
-        finishing.thread = threading.Thread(target=self._finish, args=(files, search, finishing), name="tt-finish-pages")
+        finishing.thread = threading.Thread(target=self._finish, args=(files, search, finishing),
+                                            name="tt-finish-pages")
         self.current = finishing
         freeze_heap()  # thawed by the thread: the collector does not walk the loaded site and models meanwhile
         try:
@@ -440,12 +340,16 @@ class PagesFinishedLater:
         failure, gives a full build (the site is never left with a stale page)."""
         try:
             urls = {f.page.url for f in files}
-            old = [e for e in search.search_index.entries if e["location"].split("#", 1)[0] in urls] if search is not None else []
+            old = (
+                [e for e in search.search_index.entries if e["location"].split("#", 1)[0] in urls]
+                if search is not None
+                else []
+            )
             entries, retitled = [], []
             for file in files:
-                before = _nav_entry(file.page)
+                before = nav_entry(file.page)
                 entries += render_with_entries(self.site, file.page, search)
-                if _nav_entry(file.page) != before:
+                if nav_entry(file.page) != before:
                     retitled.append(file.src_uri)
             if retitled:
                 self._full_build_after(f"the title or metadata of {retitled[0]} changed")
@@ -456,7 +360,8 @@ class PagesFinishedLater:
         except API_CHANGED as exc:
             self._full_build_after(self.site.give_up_partial(exc))
         except Exception as exc:  # noqa: BLE001 - MkDocs logged the page's error; build fully, as update() would
-            log.warning("site: finishing %s failed (%s: %s); building fully", ", ".join(f.src_uri for f in files), type(exc).__name__, exc)
+            log.warning("site: finishing %s failed (%s: %s); building fully", ", ".join(f.src_uri for f in files),
+                        type(exc).__name__, exc)
             self._full_build_after("a page finished after the answer failed")
         finally:
             finishing.done.set()
@@ -470,108 +375,3 @@ class PagesFinishedLater:
             log.info("site: full build, %.2f s (%s)", update.seconds, reason)
         except UserError as exc:
             log.warning("site not rebuilt: %s", exc)
-
-
-class PagesAhead:
-    """Pages of a generator staging folder rendered before the swap, while the figures are drawn in worker processes
-    (which leaves this process idle). Each is read from a ``File`` of the staging folder and written into a
-    temporary folder; :meth:`WarmSite.update` moves one in only if the Markdown then in docs/ is byte-identical to
-    what was rendered, and renders the others as usual."""
-
-    def __init__(self, site: WarmSite) -> None:
-        self.site = site
-        self.pages: dict[str, _Ahead] = {}
-        self._dir: Path | None = None
-
-    def render(self, staging: Path) -> int:
-        try:
-            return self._render(staging)
-        except API_CHANGED as exc:
-            # What was rendered ahead so far is dropped too: the next update builds fully anyway.
-            self.site.give_up_partial(exc)
-            self.drop()
-            return 0
-
-    def _render(self, staging: Path) -> int:
-        from generator.site import parallel
-
-        site = self.site
-        files = site._capture.files
-        if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="tt-ahead-"))
-        todo = []  # (src_uri, File, digest, size) of each changed page
-        for path in sorted(staging.rglob("*.md")):
-            src_uri = path.relative_to(staging).as_posix()
-            file = files.get_file_from_path(src_uri)
-            if file is None or file.page is None or src_uri in self.pages or after_answer(src_uri):
-                continue
-            try:
-                source = path.read_bytes()
-            except OSError:
-                continue
-            digest = hashlib.blake2b(source, digest_size=16).hexdigest()
-            if digest != site.built.get(src_uri):
-                todo.append((src_uri, file, digest, len(source)))
-        mine, theirs = todo, []
-        if len(todo) >= PARALLEL_FROM and parallel.enabled():  # half of them in a second process
-            mine, theirs = parallel.split(todo, lambda item: item[3] + parallel.PAGE_BYTES_RENDERED, HELPER_SHARE)
-        helper = None
-        if theirs:
-            try:
-                helper = parallel.Helper(lambda send: self._render_in_child(theirs, staging, send))
-            except OSError as exc:  # no process can be forked now: every page here
-                log.info("site: no pages helper (%s)", exc)
-                mine, theirs = todo, []
-        try:
-            for src_uri, file, digest, _ in mine:
-                self._render_one(src_uri, file, digest, staging)
-            for src_uri, file, digest, _ in theirs:
-                result = helper.get(src_uri)
-                if result is None:  # the helper could not: here, as the others
-                    self._render_one(src_uri, file, digest, staging)
-                    continue
-                ahead, state, records, highlighted = result
-                highlight_cache.merge(highlighted)
-                _set_rendered_state(file.page, state, files)
-                parallel.replay(records)
-                self.pages[src_uri] = ahead
-        finally:
-            if helper is not None:
-                helper.close()
-        return len(todo)
-
-    def _render_one(self, src_uri: str, file, digest: str, staging: Path) -> _Ahead:
-        """Render the page of ``file`` from its Markdown in ``staging`` into the temporary folder."""
-        from mkdocs.structure.files import File
-
-        site = self.site
-        page, old_nav = file.page, _nav_entry(file.page)
-        staged = File(src_uri, str(staging), str(self._dir), file.use_directory_urls, dest_uri=file.dest_uri, inclusion=file.inclusion)
-        staged.page = page
-        page.file = staged  # the page reads the staged Markdown and writes into the temporary folder
-        try:
-            entries = render_with_entries(site, page, _search_plugin(site.config))
-        finally:
-            page.file = file
-        self.pages[src_uri] = _Ahead(digest, Path(staged.abs_dest_path), _nav_entry(page), old_nav, entries)
-        return self.pages[src_uri]
-
-    def _render_in_child(self, items: list, staging: Path, send) -> None:
-        """In the helper process: render ``items`` as the parent would, and send each page's result and state."""
-        from generator.site import parallel
-
-        for src_uri, file, digest, _ in items:
-            records: list = []
-            with parallel.records_of(records):
-                ahead = self._render_one(src_uri, file, digest, staging)
-            send(src_uri, (ahead, _rendered_state(file.page), records, highlight_cache.taken()))
-
-    def matching(self, files: list, digests: dict[str, str]) -> dict[str, _Ahead]:
-        """The pages rendered ahead from the very Markdown ``files`` now hold (``digests``: docs/ now)."""
-        return {f.src_uri: self.pages[f.src_uri] for f in files if f.src_uri in self.pages and self.pages[f.src_uri].digest == digests[f.src_uri]}
-
-    def drop(self) -> None:
-        self.pages = {}
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None

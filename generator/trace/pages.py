@@ -20,6 +20,7 @@ from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
 from generator.trace.checking import places_for, run_checks
 from generator.trace.verify import Layout, bind_dims, layout
+from models.legend import Legend
 
 
 def marker_example(catalogue: Any, numbering: str, number: int) -> str:
@@ -61,7 +62,7 @@ class OwnCatalogue:
     title: str = "Your own trace points"
     short_title: str = "Trace"
     stages: tuple[Stage, ...] = (Stage("points", "Your points", "The values marked with # trace: comments, in the order the script reached them."),)
-    dims_legend: Any = field(default_factory=dict)
+    dims_legend: Legend = field(default_factory=Legend)
     questions: tuple[Question, ...] = ()
     options: Any = None
     extra_pages: tuple = ()

@@ -12,9 +12,7 @@ from dataclasses import dataclass, field
 import torch
 
 from generator.catalogue import parse_dimension
-
-# Dimensions that follow from others when a tensor did not show them directly.
-DERIVED = {"hs": lambda d: d["C"] // d["h"], "h": lambda d: d["C"] // d["hs"], "N1": lambda d: d["N"] + 1, "N": lambda d: d["N1"] - 1}
+from models.legend import Legend
 
 
 class LayoutStatus(enum.Enum):
@@ -50,7 +48,7 @@ class Layout:
         return self.status is LayoutStatus.MISMATCH
 
 
-def bind_dims(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict[str, str]) -> dict[str, int]:
+def bind_dims(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) -> dict[str, int]:
     """Named dimensions from observed shapes, in catalogue order: a tensor binds its unbound names only when its
     already-bound axes agree (so one odd layout cannot mislabel a dimension); repeated until nothing changes. Where no
     tensor shows the batch axis B and some leave it out, the script works on one example without a batch axis: B = 1
@@ -71,7 +69,7 @@ def _misfits(named: list[tuple[tuple[str, ...], tuple[int, ...]]], dims: dict[st
     return sum(layout(torch.empty(shape, device="meta"), expressions, dims, legend).mismatch for expressions, shape in named)
 
 
-def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict[str, str]) -> dict[str, int]:
+def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) -> dict[str, int]:
     dims = _bind(named, legend)
     if "B" in legend and "B" not in dims:
         batchless = [(e, (1, *shape)) if e[:1] == ("B",) and len(shape) == len(e) - 1 else (e, shape) for e, shape in named]
@@ -80,7 +78,7 @@ def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: di
     return dims
 
 
-def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict[str, str]) -> dict[str, int]:
+def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) -> dict[str, int]:
     dims: dict[str, int] = {}
     changed = True
     while changed:
@@ -105,8 +103,8 @@ def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: dict[str
             elif not fits and (last := _left_over(expressions, shape, dims, legend)):
                 dims.update(last)
                 changed = True
-        for name, rule in DERIVED.items():
-            if name in legend and name not in dims:
+        for name, rule in legend.derivations():  # sizes that follow from others (the model's relations)
+            if name not in dims:
                 try:
                     dims[name] = rule(dims)
                     changed = True

@@ -38,7 +38,8 @@ def model_tables(report: Report, device: torch.device, repeats: int,
 
     with torch.no_grad():
         t = interleaved({"torch": reference, "off": lambda: model(src, tgt), "on": recorded}, repeats * 5)
-    rows = [("torch.nn Transformer layers", t["torch"]), ("ours, recording off", t["off"]), ("ours, recording on (all tensors)", t["on"])]
+    rows = [("torch.nn Transformer layers", t["torch"]), ("ours, recording off", t["off"]), ("ours, recording on (all "
+                                                                                             "tensors)", t["on"])]
     return [("Encoder–decoder forward (seed sentences), CPU", rows, rows[0][1])]
 
 

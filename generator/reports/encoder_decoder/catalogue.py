@@ -10,26 +10,33 @@ from generator.checks import (
     SoftmaxRows, SumOf,
 )
 from generator.figures import AttentionHeads, Mask, Matrix, Positional
+from generator.places import Place
 from generator.reports.encoder_decoder.checks import EmbeddingTableRows, SinusoidalPositions, TokenIds
 from generator.reports.encoder_decoder.figures import Predictions, TokenTable
 from generator.sources import InputRef, ModuleRef, ParamRef, Ref
+import models.encoder_decoder as _model
+from models.encoder_decoder import (
+    MLP, DecoderLayer, EncoderDecoderTransformer, EncoderLayer, MultiHeadAttention,
+)
 
-DIMS_LEGEND = {
-    "B": "batch size",
-    "S": "source length (tokens)",
-    "T": "target length (tokens)",
-    "C": "model width d_model",
-    "h": "attention heads",
-    "hs": "head size d_model / h",
-    "F": "feed-forward width d_ff",
-    "V_src": "source vocabulary size",
-    "V": "target vocabulary size",
-}
+# Where the tensors are recorded: a place in the model (placeholders: the traced layer) and the module class there.
+# ``place.POINT`` is the record name that class's declared point has at that place (generator/places.py).
+model = Place("", EncoderDecoderTransformer)
+dec = Place("{dec}", DecoderLayer)
+dec_cross_attn = Place("{dec}.cross_attn", MultiHeadAttention)
+dec_mlp = Place("{dec}.mlp", MLP)
+dec_self_attn = Place("{dec}.self_attn", MultiHeadAttention)
+enc = Place("{enc}", EncoderLayer)
+enc_mlp = Place("{enc}.mlp", MLP)
+enc_self_attn = Place("{enc}.self_attn", MultiHeadAttention)
+
+DIMS_LEGEND = _model.LEGEND  # declared once, in the model file
 
 STAGES = (
     Stage("input", "Input & embedding", "From words to IDs to vectors with position information."),
     Stage("encoder", "Encoder", "One encoder layer, traced operation by operation."),
-    Stage("decoder", "Decoder", "One decoder layer: masked self-attention, cross-attention over the encoder, feed-forward."),
+    Stage("decoder", "Decoder", "One decoder layer: masked self-attention, cross-attention over the encoder, "
+                                "feed-forward."),
     Stage("output", "Output", "From the decoder's last states to scores over the target vocabulary."),
 )
 
@@ -49,7 +56,7 @@ SNAPSHOTS = (
         title='Raw input tokens (IDs)',
         variable='src_ids',
         stage='input',
-        tensors=(Ref('src_ids'),),
+        tensors=(model.SRC_IDS,),
         checks=(TokenIds(sentence=InputRef('src'), vocab=InputRef('src_vocab'), words=InputRef('src_words')),),
         shape=('S',),
         index='[0]',
@@ -61,7 +68,7 @@ SNAPSHOTS = (
         title='Target tokens (IDs)',
         variable='tgt_ids',
         stage='input',
-        tensors=(Ref('tgt_ids'),),
+        tensors=(model.TGT_IDS,),
         checks=(TokenIds(sentence=InputRef('tgt'), vocab=InputRef('tgt_vocab'), words=InputRef('tgt_words')),),
         shape=('T',),
         index='[0]',
@@ -73,7 +80,7 @@ SNAPSHOTS = (
         title='Embedding weight matrix (slice)',
         variable='emb_weight_slice',
         stage='input',
-        tensors=(Ref('src_emb_weight'),),
+        tensors=(model.SRC_EMB_WEIGHT,),
         checks=(EmbeddingTableRows(parameter=ParamRef('src_emb.weight'), vocab=InputRef('src_vocab')),),
         shape=('min(V_src, 5)', 'min(C, 5)'),
         index='[:5, :5]',
@@ -84,8 +91,8 @@ SNAPSHOTS = (
         title='Input embeddings after lookup',
         variable='src_embed',
         stage='input',
-        tensors=(Ref('src_embed'),),
-        checks=(EmbeddingLookup(ids=Ref('src_ids'), table=Ref('src_emb_weight'), sqrt_scaled=True),),
+        tensors=(model.SRC_EMBED,),
+        checks=(EmbeddingLookup(ids=model.SRC_IDS, table=model.SRC_EMB_WEIGHT, sqrt_scaled=True),),
         figures=('src_embedding',),
         questions=(1, 6),
     ),
@@ -94,8 +101,8 @@ SNAPSHOTS = (
         title='Embeddings after adding positional encoding',
         variable='src_with_pos',
         stage='input',
-        tensors=(Ref('src_with_pos'),),
-        checks=(SinusoidalPositions(before=Ref('src_embed')),),
+        tensors=(model.SRC_WITH_POS,),
+        checks=(SinusoidalPositions(before=model.SRC_EMBED),),
         figures=('positional',),
         questions=(6,),
     ),
@@ -104,7 +111,7 @@ SNAPSHOTS = (
         title='Encoder block input tensor',
         variable='enc_in',
         stage='encoder',
-        tensors=(Ref('{enc}.input'),),
+        tensors=(enc.INPUT,),
         checks=(SameTensor(source=Ref('{enc_prev}'), claim='is what the previous stage handed over'),),
         questions=(6,),
     ),
@@ -113,8 +120,8 @@ SNAPSHOTS = (
         title='Self-attention queries (Q)',
         variable='q',
         stage='encoder',
-        tensors=(Ref('{enc}.self_attn.q'),),
-        checks=(LinearOf(x=Ref('{enc}.input'), module=ModuleRef('{enc}.self_attn.W_q')),),
+        tensors=(enc_self_attn.Q,),
+        checks=(LinearOf(x=enc.INPUT, module=ModuleRef('{enc}.self_attn.W_q')),),
         questions=(2,),
     ),
     Snapshot(
@@ -122,8 +129,8 @@ SNAPSHOTS = (
         title='Self-attention keys (K)',
         variable='k',
         stage='encoder',
-        tensors=(Ref('{enc}.self_attn.k'),),
-        checks=(LinearOf(x=Ref('{enc}.input'), module=ModuleRef('{enc}.self_attn.W_k')),),
+        tensors=(enc_self_attn.K,),
+        checks=(LinearOf(x=enc.INPUT, module=ModuleRef('{enc}.self_attn.W_k')),),
         questions=(2,),
     ),
     Snapshot(
@@ -131,8 +138,8 @@ SNAPSHOTS = (
         title='Self-attention values (V)',
         variable='v',
         stage='encoder',
-        tensors=(Ref('{enc}.self_attn.v'),),
-        checks=(LinearOf(x=Ref('{enc}.input'), module=ModuleRef('{enc}.self_attn.W_v')),),
+        tensors=(enc_self_attn.V,),
+        checks=(LinearOf(x=enc.INPUT, module=ModuleRef('{enc}.self_attn.W_v')),),
         questions=(2,),
     ),
     Snapshot(
@@ -140,8 +147,8 @@ SNAPSHOTS = (
         title='Attention scores before softmax',
         variable='scores_pre_mask',
         stage='encoder',
-        tensors=(Ref('{enc}.self_attn.scores'),),
-        checks=(ScaledScores(q=Ref('{enc}.self_attn.q_heads'), k=Ref('{enc}.self_attn.k_heads')),),
+        tensors=(enc_self_attn.SCORES,),
+        checks=(ScaledScores(q=enc_self_attn.Q_HEADS, k=enc_self_attn.K_HEADS),),
         figures=('enc_scores',),
         questions=(3,),
     ),
@@ -150,8 +157,8 @@ SNAPSHOTS = (
         title='Attention scores after softmax',
         variable='attn_weights',
         stage='encoder',
-        tensors=(Ref('{enc}.self_attn.probs'),),
-        checks=(SoftmaxRows(scores=Ref('{enc}.self_attn.scores')),),
+        tensors=(enc_self_attn.PROBS,),
+        checks=(SoftmaxRows(scores=enc_self_attn.SCORES),),
         figures=('enc_attention',),
         questions=(1, 3),
     ),
@@ -160,8 +167,9 @@ SNAPSHOTS = (
         title='Multi-head split (Q/K/V)',
         variable='q_heads, k_heads, v_heads',
         stage='encoder',
-        tensors=(Ref('{enc}.self_attn.q_heads'), Ref('{enc}.self_attn.k_heads'), Ref('{enc}.self_attn.v_heads')),
-        checks=(HeadsRejoin(heads=(Ref('{enc}.self_attn.q_heads'), Ref('{enc}.self_attn.k_heads'), Ref('{enc}.self_attn.v_heads')), full=(Ref('{enc}.self_attn.q'), Ref('{enc}.self_attn.k'), Ref('{enc}.self_attn.v'))),),
+        tensors=(enc_self_attn.Q_HEADS, enc_self_attn.K_HEADS, enc_self_attn.V_HEADS),
+        checks=(HeadsRejoin(heads=(enc_self_attn.Q_HEADS, enc_self_attn.K_HEADS, enc_self_attn.V_HEADS),
+                            full=(enc_self_attn.Q, enc_self_attn.K, enc_self_attn.V)),),
         questions=(1, 2),
     ),
     Snapshot(
@@ -169,8 +177,8 @@ SNAPSHOTS = (
         title='Multi-head attention output after concatenation',
         variable='attn_concat',
         stage='encoder',
-        tensors=(Ref('{enc}.self_attn.concat'),),
-        checks=(ContextConcat(probs=Ref('{enc}.self_attn.probs'), v=Ref('{enc}.self_attn.v_heads')),),
+        tensors=(enc_self_attn.CONCAT,),
+        checks=(ContextConcat(probs=enc_self_attn.PROBS, v=enc_self_attn.V_HEADS),),
         questions=(6,),
     ),
     Snapshot(
@@ -178,9 +186,11 @@ SNAPSHOTS = (
         title='Residual connection tensors',
         variable='res1_a, res1_b',
         stage='encoder',
-        tensors=(Ref('{enc}.input'), Ref('{enc}.self_attn.out')),
-        checks=(SumOf(out=Ref('{enc}.residual_1'), operands=(Ref('{enc}.input'), Ref('{enc}.self_attn.out'))),),
-        differs='The seed computed `res1_a = enc_in + attn_out`, `res1_b = attn_out` and normalised `res1_a + res1_b`, which adds the attention output twice. Here the two operands are the layer input and the attention output (after W_o), as in the paper and in `torch.nn.TransformerEncoderLayer`.',
+        tensors=(enc.INPUT, enc_self_attn.OUT),
+        checks=(SumOf(out=enc.RESIDUAL_1, operands=(enc.INPUT, enc_self_attn.OUT)),),
+        differs='The seed computed `res1_a = enc_in + attn_out`, `res1_b = attn_out` and normalised `res1_a + res1_b`, '
+                'which adds the attention output twice. Here the two operands are the layer input and the attention '
+                'output (after W_o), as in the paper and in `torch.nn.TransformerEncoderLayer`.',
         questions=(5,),
     ),
     Snapshot(
@@ -188,8 +198,8 @@ SNAPSHOTS = (
         title='Layer normalization output',
         variable='ln1_out',
         stage='encoder',
-        tensors=(Ref('{enc}.ln_1'),),
-        checks=(ResidualLayerNorm(operands=(Ref('{enc}.input'), Ref('{enc}.self_attn.out')), module=ModuleRef('{enc}.ln_1')),),
+        tensors=(enc.LN_1,),
+        checks=(ResidualLayerNorm(operands=(enc.INPUT, enc_self_attn.OUT), module=ModuleRef('{enc}.ln_1')),),
         questions=(5,),
     ),
     Snapshot(
@@ -197,8 +207,8 @@ SNAPSHOTS = (
         title='Feed-forward input',
         variable='ff_in',
         stage='encoder',
-        tensors=(Ref('{enc}.mlp.input'),),
-        checks=(SameTensor(source=Ref('{enc}.ln_1'), claim='is the LayerNorm output of #15'),),
+        tensors=(enc_mlp.INPUT,),
+        checks=(SameTensor(source=enc.LN_1, claim='is the LayerNorm output of #15'),),
         questions=(5, 6),
     ),
     Snapshot(
@@ -206,8 +216,8 @@ SNAPSHOTS = (
         title='Feed-forward first linear layer output',
         variable='ff1',
         stage='encoder',
-        tensors=(Ref('{enc}.mlp.fc1'),),
-        checks=(LinearOf(x=Ref('{enc}.mlp.input'), module=ModuleRef('{enc}.mlp.fc1')),),
+        tensors=(enc_mlp.FC1,),
+        checks=(LinearOf(x=enc_mlp.INPUT, module=ModuleRef('{enc}.mlp.fc1')),),
         figures=('enc_ffn',),
         questions=(1,),
     ),
@@ -216,8 +226,8 @@ SNAPSHOTS = (
         title='Feed-forward second linear layer output',
         variable='ff2',
         stage='encoder',
-        tensors=(Ref('{enc}.mlp.out'),),
-        checks=(LinearOf(x=Ref('{enc}.mlp.fc1'), module=ModuleRef('{enc}.mlp.fc2'), activation='relu'),),
+        tensors=(enc_mlp.OUT,),
+        checks=(LinearOf(x=enc_mlp.FC1, module=ModuleRef('{enc}.mlp.fc2'), activation='relu'),),
         questions=(6,),
     ),
     Snapshot(
@@ -225,8 +235,8 @@ SNAPSHOTS = (
         title='Encoder block final output tensor',
         variable='enc_out',
         stage='encoder',
-        tensors=(Ref('{enc}.output'),),
-        checks=(ResidualLayerNorm(operands=(Ref('{enc}.ln_1'), Ref('{enc}.mlp.out')), module=ModuleRef('{enc}.ln_2')),),
+        tensors=(enc.OUTPUT,),
+        checks=(ResidualLayerNorm(operands=(enc.LN_1, enc_mlp.OUT), module=ModuleRef('{enc}.ln_2')),),
         questions=(5, 6),
     ),
     Snapshot(
@@ -234,7 +244,7 @@ SNAPSHOTS = (
         title='Decoder block input tensor',
         variable='tgt_with_pos',
         stage='decoder',
-        tensors=(Ref('{dec}.input'),),
+        tensors=(dec.INPUT,),
         checks=(SameTensor(source=Ref('{dec_prev}'), claim='is what the previous stage handed over'),),
         questions=(5,),
     ),
@@ -243,8 +253,8 @@ SNAPSHOTS = (
         title='Masked self-attention queries (Q)',
         variable='q_m',
         stage='decoder',
-        tensors=(Ref('{dec}.self_attn.q'),),
-        checks=(LinearOf(x=Ref('{dec}.input'), module=ModuleRef('{dec}.self_attn.W_q')),),
+        tensors=(dec_self_attn.Q,),
+        checks=(LinearOf(x=dec.INPUT, module=ModuleRef('{dec}.self_attn.W_q')),),
         questions=(2,),
     ),
     Snapshot(
@@ -252,8 +262,8 @@ SNAPSHOTS = (
         title='Masked self-attention keys (K)',
         variable='k_m',
         stage='decoder',
-        tensors=(Ref('{dec}.self_attn.k'),),
-        checks=(LinearOf(x=Ref('{dec}.input'), module=ModuleRef('{dec}.self_attn.W_k')),),
+        tensors=(dec_self_attn.K,),
+        checks=(LinearOf(x=dec.INPUT, module=ModuleRef('{dec}.self_attn.W_k')),),
         questions=(2,),
     ),
     Snapshot(
@@ -261,8 +271,8 @@ SNAPSHOTS = (
         title='Masked self-attention values (V)',
         variable='v_m',
         stage='decoder',
-        tensors=(Ref('{dec}.self_attn.v'),),
-        checks=(LinearOf(x=Ref('{dec}.input'), module=ModuleRef('{dec}.self_attn.W_v')),),
+        tensors=(dec_self_attn.V,),
+        checks=(LinearOf(x=dec.INPUT, module=ModuleRef('{dec}.self_attn.W_v')),),
         questions=(2,),
     ),
     Snapshot(
@@ -270,8 +280,8 @@ SNAPSHOTS = (
         title='Masked attention scores before mask',
         variable='scores_pre_mask_m',
         stage='decoder',
-        tensors=(Ref('{dec}.self_attn.scores'),),
-        checks=(ScaledScores(q=Ref('{dec}.self_attn.q_heads'), k=Ref('{dec}.self_attn.k_heads')),),
+        tensors=(dec_self_attn.SCORES,),
+        checks=(ScaledScores(q=dec_self_attn.Q_HEADS, k=dec_self_attn.K_HEADS),),
         questions=(3, 4),
     ),
     Snapshot(
@@ -279,7 +289,7 @@ SNAPSHOTS = (
         title='Mask tensor',
         variable='tgt_mask',
         stage='decoder',
-        tensors=(Ref('tgt_mask'),),
+        tensors=(model.TGT_MASK,),
         checks=(CausalMask(),),
         figures=('mask',),
         questions=(4,),
@@ -289,8 +299,8 @@ SNAPSHOTS = (
         title='Masked attention scores after mask + softmax',
         variable='attn_weights_m',
         stage='decoder',
-        tensors=(Ref('{dec}.self_attn.probs'),),
-        checks=(SoftmaxRows(scores=Ref('{dec}.self_attn.scores'), mask=Ref('tgt_mask'), causal=True),),
+        tensors=(dec_self_attn.PROBS,),
+        checks=(SoftmaxRows(scores=dec_self_attn.SCORES, mask=model.TGT_MASK, causal=True),),
         figures=('dec_attention',),
         questions=(4,),
     ),
@@ -299,8 +309,9 @@ SNAPSHOTS = (
         title='Masked self-attention multi-head split',
         variable='q_heads_m, k_heads_m, v_heads_m',
         stage='decoder',
-        tensors=(Ref('{dec}.self_attn.q_heads'), Ref('{dec}.self_attn.k_heads'), Ref('{dec}.self_attn.v_heads')),
-        checks=(HeadsRejoin(heads=(Ref('{dec}.self_attn.q_heads'), Ref('{dec}.self_attn.k_heads'), Ref('{dec}.self_attn.v_heads')), full=(Ref('{dec}.self_attn.q'), Ref('{dec}.self_attn.k'), Ref('{dec}.self_attn.v'))),),
+        tensors=(dec_self_attn.Q_HEADS, dec_self_attn.K_HEADS, dec_self_attn.V_HEADS),
+        checks=(HeadsRejoin(heads=(dec_self_attn.Q_HEADS, dec_self_attn.K_HEADS, dec_self_attn.V_HEADS),
+                            full=(dec_self_attn.Q, dec_self_attn.K, dec_self_attn.V)),),
         questions=(2,),
     ),
     Snapshot(
@@ -308,8 +319,8 @@ SNAPSHOTS = (
         title='Masked self-attention output after concatenation',
         variable='attn_concat_m',
         stage='decoder',
-        tensors=(Ref('{dec}.self_attn.concat'),),
-        checks=(ContextConcat(probs=Ref('{dec}.self_attn.probs'), v=Ref('{dec}.self_attn.v_heads')),),
+        tensors=(dec_self_attn.CONCAT,),
+        checks=(ContextConcat(probs=dec_self_attn.PROBS, v=dec_self_attn.V_HEADS),),
         questions=(2,),
     ),
     Snapshot(
@@ -317,8 +328,8 @@ SNAPSHOTS = (
         title='Residual + normalization after masked self-attention',
         variable='after_msa_norm',
         stage='decoder',
-        tensors=(Ref('{dec}.ln_1'),),
-        checks=(ResidualLayerNorm(operands=(Ref('{dec}.input'), Ref('{dec}.self_attn.out')), module=ModuleRef('{dec}.ln_1')),),
+        tensors=(dec.LN_1,),
+        checks=(ResidualLayerNorm(operands=(dec.INPUT, dec_self_attn.OUT), module=ModuleRef('{dec}.ln_1')),),
         questions=(5,),
     ),
     Snapshot(
@@ -326,8 +337,8 @@ SNAPSHOTS = (
         title='Cross-attention queries (from decoder)',
         variable='q_c',
         stage='decoder',
-        tensors=(Ref('{dec}.cross_attn.q'),),
-        checks=(LinearOf(x=Ref('{dec}.ln_1'), module=ModuleRef('{dec}.cross_attn.W_q')),),
+        tensors=(dec_cross_attn.Q,),
+        checks=(LinearOf(x=dec.LN_1, module=ModuleRef('{dec}.cross_attn.W_q')),),
         questions=(2, 3),
     ),
     Snapshot(
@@ -335,8 +346,8 @@ SNAPSHOTS = (
         title='Cross-attention keys (from encoder)',
         variable='k_c',
         stage='decoder',
-        tensors=(Ref('{dec}.cross_attn.k'),),
-        checks=(LinearOf(x=Ref('memory'), module=ModuleRef('{dec}.cross_attn.W_k')),),
+        tensors=(dec_cross_attn.K,),
+        checks=(LinearOf(x=model.MEMORY, module=ModuleRef('{dec}.cross_attn.W_k')),),
         questions=(3, 6),
     ),
     Snapshot(
@@ -344,8 +355,8 @@ SNAPSHOTS = (
         title='Cross-attention values (from encoder)',
         variable='v_c',
         stage='decoder',
-        tensors=(Ref('{dec}.cross_attn.v'),),
-        checks=(LinearOf(x=Ref('memory'), module=ModuleRef('{dec}.cross_attn.W_v')),),
+        tensors=(dec_cross_attn.V,),
+        checks=(LinearOf(x=model.MEMORY, module=ModuleRef('{dec}.cross_attn.W_v')),),
         questions=(3,),
     ),
     Snapshot(
@@ -353,8 +364,8 @@ SNAPSHOTS = (
         title='Cross-attention score matrix before softmax',
         variable='scores_pre_mask_c',
         stage='decoder',
-        tensors=(Ref('{dec}.cross_attn.scores'),),
-        checks=(ScaledScores(q=Ref('{dec}.cross_attn.q'), k=Ref('{dec}.cross_attn.k')),),
+        tensors=(dec_cross_attn.SCORES,),
+        checks=(ScaledScores(q=dec_cross_attn.Q, k=dec_cross_attn.K),),
         questions=(3,),
     ),
     Snapshot(
@@ -362,8 +373,8 @@ SNAPSHOTS = (
         title='Cross-attention score matrix after softmax',
         variable='attn_weights_c',
         stage='decoder',
-        tensors=(Ref('{dec}.cross_attn.probs'),),
-        checks=(SoftmaxRows(scores=Ref('{dec}.cross_attn.scores')),),
+        tensors=(dec_cross_attn.PROBS,),
+        checks=(SoftmaxRows(scores=dec_cross_attn.SCORES),),
         figures=('cross_attention',),
         questions=(1, 3),
     ),
@@ -372,8 +383,8 @@ SNAPSHOTS = (
         title='Cross-attention output after concatenation',
         variable='attn_concat_c',
         stage='decoder',
-        tensors=(Ref('{dec}.cross_attn.concat'),),
-        checks=(ContextConcat(probs=Ref('{dec}.cross_attn.probs'), v=Ref('{dec}.cross_attn.v')),),
+        tensors=(dec_cross_attn.CONCAT,),
+        checks=(ContextConcat(probs=dec_cross_attn.PROBS, v=dec_cross_attn.V),),
         questions=(2,),
     ),
     Snapshot(
@@ -381,8 +392,8 @@ SNAPSHOTS = (
         title='Residual + normalization after cross-attention',
         variable='after_ca_norm',
         stage='decoder',
-        tensors=(Ref('{dec}.ln_2'),),
-        checks=(ResidualLayerNorm(operands=(Ref('{dec}.ln_1'), Ref('{dec}.cross_attn.out')), module=ModuleRef('{dec}.ln_2')),),
+        tensors=(dec.LN_2,),
+        checks=(ResidualLayerNorm(operands=(dec.LN_1, dec_cross_attn.OUT), module=ModuleRef('{dec}.ln_2')),),
         questions=(5,),
     ),
     Snapshot(
@@ -390,8 +401,8 @@ SNAPSHOTS = (
         title='Decoder feed-forward input',
         variable='ff_in',
         stage='decoder',
-        tensors=(Ref('{dec}.mlp.input'),),
-        checks=(SameTensor(source=Ref('{dec}.ln_2'), claim='is the normalised output of #36'),),
+        tensors=(dec_mlp.INPUT,),
+        checks=(SameTensor(source=dec.LN_2, claim='is the normalised output of #36'),),
         questions=(6,),
     ),
     Snapshot(
@@ -399,8 +410,8 @@ SNAPSHOTS = (
         title='Feed-forward first linear layer output',
         variable='ff1',
         stage='decoder',
-        tensors=(Ref('{dec}.mlp.fc1'),),
-        checks=(LinearOf(x=Ref('{dec}.mlp.input'), module=ModuleRef('{dec}.mlp.fc1')),),
+        tensors=(dec_mlp.FC1,),
+        checks=(LinearOf(x=dec_mlp.INPUT, module=ModuleRef('{dec}.mlp.fc1')),),
         questions=(1,),
     ),
     Snapshot(
@@ -408,8 +419,8 @@ SNAPSHOTS = (
         title='Feed-forward second linear layer output',
         variable='ff2',
         stage='decoder',
-        tensors=(Ref('{dec}.mlp.out'),),
-        checks=(LinearOf(x=Ref('{dec}.mlp.fc1'), module=ModuleRef('{dec}.mlp.fc2'), activation='relu'),),
+        tensors=(dec_mlp.OUT,),
+        checks=(LinearOf(x=dec_mlp.FC1, module=ModuleRef('{dec}.mlp.fc2'), activation='relu'),),
         questions=(6,),
     ),
     Snapshot(
@@ -417,8 +428,8 @@ SNAPSHOTS = (
         title='Decoder block final output tensor',
         variable='dec_out',
         stage='decoder',
-        tensors=(Ref('{dec}.output'),),
-        checks=(ResidualLayerNorm(operands=(Ref('{dec}.ln_2'), Ref('{dec}.mlp.out')), module=ModuleRef('{dec}.ln_3')),),
+        tensors=(dec.OUTPUT,),
+        checks=(ResidualLayerNorm(operands=(dec.LN_2, dec_mlp.OUT), module=ModuleRef('{dec}.ln_3')),),
         questions=(5,),
     ),
     Snapshot(
@@ -426,7 +437,7 @@ SNAPSHOTS = (
         title='Decoder final sequence output (before projection)',
         variable='dec_final',
         stage='output',
-        tensors=(Ref('dec_final'),),
+        tensors=(model.DEC_FINAL,),
         checks=(SameTensor(source=Ref('{dec_last}'), claim="is the last decoder layer's output"),),
         questions=(6, 7),
     ),
@@ -435,8 +446,8 @@ SNAPSHOTS = (
         title='Logits after final linear projection',
         variable='logits',
         stage='output',
-        tensors=(Ref('logits'),),
-        checks=(LinearOf(x=Ref('dec_final'), module=ModuleRef('out_proj')),),
+        tensors=(model.LOGITS,),
+        checks=(LinearOf(x=model.DEC_FINAL, module=ModuleRef('out_proj')),),
         figures=('predictions',),
         questions=(1, 7),
     ),
@@ -445,8 +456,8 @@ SNAPSHOTS = (
         title='Logits slice (first few values for one token)',
         variable='logits_slice',
         stage='output',
-        tensors=(Ref('logits'),),
-        checks=(LinearOf(x=Ref('dec_final'), module=ModuleRef('out_proj'), index='[0, 0, :10]'),),
+        tensors=(model.LOGITS,),
+        checks=(LinearOf(x=model.DEC_FINAL, module=ModuleRef('out_proj'), index='[0, 0, :10]'),),
         shape=('min(V, 10)',),
         index='[0, 0, :10]',
         figures=('predictions',),
@@ -457,25 +468,32 @@ SNAPSHOTS = (
 FIGURES = (
     Figure(id='tokens', caption='Words of both sentences with their vocabulary IDs.',
            drawing=TokenTable()),
-    Figure(id='src_embedding', caption='Source embeddings: one row per token, one column per feature (first 64 of C shown).',
-           drawing=Matrix(tensor=Ref('src_embed'), max_cols=64, xlabel='feature', cmap='RdBu_r')),
-    Figure(id='positional', caption='What the sinusoidal encoding adds to each position (left), and the sum the encoder reads (right).',
-           drawing=Positional(tensors=(Ref('src_embed'), Ref('src_with_pos')))),
+    Figure(id='src_embedding', caption='Source embeddings: one row per token, one column per feature (first 64 of C '
+                                       'shown).',
+           drawing=Matrix(tensor=model.SRC_EMBED, max_cols=64, xlabel='feature', cmap='RdBu_r')),
+    Figure(id='positional', caption='What the sinusoidal encoding adds to each position (left), and the sum the '
+                                    'encoder reads (right).',
+           drawing=Positional(tensors=(model.SRC_EMBED, model.SRC_WITH_POS))),
     Figure(id='enc_scores', caption='Encoder self-attention scores before softmax, one panel per head.',
-           drawing=AttentionHeads(tensor=Ref('{enc}.self_attn.scores'), cmap='RdBu_r', annotate=True)),
-    Figure(id='enc_attention', caption='Encoder self-attention weights, one panel per head: row = query token, column = key token.',
-           drawing=AttentionHeads(tensor=Ref('{enc}.self_attn.probs'), annotate=True)),
-    Figure(id='enc_ffn', caption='Feed-forward pre-activations of the encoder layer; ReLU zeroes every negative (blue) entry.',
-           drawing=Matrix(tensor=Ref('{enc}.mlp.fc1'), max_cols=256, xlabel='hidden unit', cmap='RdBu_r')),
+           drawing=AttentionHeads(tensor=enc_self_attn.SCORES, cmap='RdBu_r', annotate=True)),
+    Figure(id='enc_attention', caption='Encoder self-attention weights, one panel per head: row = query token, column '
+                                       '= key token.',
+           drawing=AttentionHeads(tensor=enc_self_attn.PROBS, annotate=True)),
+    Figure(id='enc_ffn', caption='Feed-forward pre-activations of the encoder layer; ReLU zeroes every negative (blue) '
+                                 'entry.',
+           drawing=Matrix(tensor=enc_mlp.FC1, max_cols=256, xlabel='hidden unit', cmap='RdBu_r')),
     Figure(id='mask', caption='The causal mask: allowed (0) in white, blocked (−inf) in grey.',
-           drawing=Mask(tensor=Ref('tgt_mask'))),
-    Figure(id='dec_attention', caption='Masked self-attention weights, one panel per head; everything above the diagonal is exactly 0.',
-           drawing=AttentionHeads(tensor=Ref('{dec}.self_attn.probs'), annotate=True)),
-    Figure(id='cross_attention', caption='Cross-attention weights: each target token (row) distributes its attention over the source tokens (columns).',
-           drawing=AttentionHeads(tensor=Ref('{dec}.cross_attn.probs'), annotate=True)),
-    Figure(id='predictions', caption='Probabilities over the target vocabulary at each target position; the bar of the predicted word is dark.',
-           drawing=Predictions(tensor=Ref('logits'))),
+           drawing=Mask(tensor=model.TGT_MASK)),
+    Figure(id='dec_attention', caption='Masked self-attention weights, one panel per head; everything above the '
+                                       'diagonal is exactly 0.',
+           drawing=AttentionHeads(tensor=dec_self_attn.PROBS, annotate=True)),
+    Figure(id='cross_attention', caption='Cross-attention weights: each target token (row) distributes its attention '
+                                         'over the source tokens (columns).',
+           drawing=AttentionHeads(tensor=dec_cross_attn.PROBS, annotate=True)),
+    Figure(id='predictions', caption='Probabilities over the target vocabulary at each target position; the bar of the '
+                                     'predicted word is dark.',
+           drawing=Predictions(tensor=model.LOGITS)),
 )
 
 OVERVIEW_FIGURES = ('tokens', 'enc_attention', 'cross_attention', 'predictions')
-ALSO_RECORD = (Ref('{dec}.residual_1'), Ref('{dec}.residual_2'))  # read by the explanations only
+ALSO_RECORD = (dec.RESIDUAL_1, dec.RESIDUAL_2)  # read by the explanations only

@@ -1,4 +1,5 @@
-"""Checks specific to the encoder–decoder report, listed in ``CHECKS`` (the report merges them with generator.checks.CHECKS)."""
+"""Checks specific to the encoder–decoder report, listed in ``CHECKS`` (the report merges them with
+generator.checks.CHECKS)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from generator.sources import InputRef, NotCheckable, ParamRef, Ref, TensorSourc
 
 @dataclass(frozen=True, kw_only=True)
 class TokenIds(Check):
-    """The IDs decode back to the sentence: ``sentence``, ``vocab`` and ``words`` are the run's text, its word -> ID table
+    """The IDs decode back to the sentence: ``sentence``, ``vocab`` and ``words`` are the run's text, its word -> ID
+    table
     and ID -> word list; without them (captured tensors alone), the IDs are whole numbers ≥ 0."""
 
     ids: Ref = THIS
@@ -30,7 +32,8 @@ class TokenIds(Check):
         decoded = [words[i] for i in got]
         passed = decoded == tokens and len(got) == len(tokens) and all(0 <= i < len(table) for i in got)
         return "IDs decode back to the sentence", passed, (
-            f"{len(got)} IDs, each below the vocabulary size {len(table)}, look up to the {len(tokens)} words of the sentence in order"
+            f"{len(got)} IDs, each below the vocabulary size {len(table)}, look up to the {len(tokens)} words of the "
+            "sentence in order"
             if passed else f"decoded {decoded!r}, expected {tokens!r}"
         )
 
@@ -71,4 +74,6 @@ class SinusoidalPositions(Check):
         return "the added term is the sinusoidal encoding", passed, detail
 
 
-CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (TokenIds, EmbeddingTableRows, SinusoidalPositions)])
+CHECKS: Registry[type[Check]] = Registry("check",
+                                         [(cls.key(), cls) for cls in (TokenIds, EmbeddingTableRows,
+                                                                       SinusoidalPositions)])

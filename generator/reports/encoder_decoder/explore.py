@@ -4,15 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from generator.places import Place, layer_pattern
 from generator.tensor_data import AttentionGroup, Exploration
+from models.encoder_decoder import LEGEND, DecoderLayer, EncoderLayer, MultiHeadAttention
+
+
+# Every layer's, the layer its placeholder.
+ENCODER, DECODER = Place("encoder.layers.{layer}", EncoderLayer), Place("decoder.layers.{layer}", DecoderLayer)
+ENCODER_SELF = Place("encoder.layers.{layer}.self_attn", MultiHeadAttention)
+DECODER_SELF = Place("decoder.layers.{layer}.self_attn", MultiHeadAttention)
+DECODER_CROSS = Place("decoder.layers.{layer}.cross_attn", MultiHeadAttention)
 
 
 def _names(config: Any) -> list[str]:
     names: list[str] = []
     for i in range(config.n_encoder_layers):
-        names += [f"encoder.layers.{i}.self_attn.probs", f"encoder.layers.{i}.output"]
+        names += [ref.name({"layer": str(i)}) for ref in (ENCODER_SELF.PROBS, ENCODER.OUTPUT)]
     for i in range(config.n_decoder_layers):
-        names += [f"decoder.layers.{i}.self_attn.probs", f"decoder.layers.{i}.cross_attn.probs", f"decoder.layers.{i}.output"]
+        names += [ref.name({"layer": str(i)}) for ref in (DECODER_SELF.PROBS, DECODER_CROSS.PROBS, DECODER.OUTPUT)]
     return names
 
 
@@ -23,10 +32,33 @@ def _labels(run: Any) -> dict[str, list[str]]:
 EXPLORATION = Exploration(
     names=_names,
     groups=(
-        AttentionGroup("encoder-self", "Encoder self-attention", "layer", r"encoder\.layers\.(\d+)\.self_attn\.probs", "src_tokens", "src_tokens"),
-        AttentionGroup("decoder-self", "Decoder masked self-attention", "layer", r"decoder\.layers\.(\d+)\.self_attn\.probs", "tgt_tokens", "tgt_tokens"),
-        AttentionGroup("cross", "Cross-attention (target queries, source keys)", "layer", r"decoder\.layers\.(\d+)\.cross_attn\.probs", "tgt_tokens", "src_tokens"),
+        AttentionGroup(
+            "encoder-self",
+            "Encoder self-attention",
+            "layer",
+            layer_pattern(ENCODER_SELF.PROBS, "layer"),
+            "src_tokens",
+            "src_tokens",
+        ),
+        AttentionGroup(
+            "decoder-self",
+            "Decoder masked self-attention",
+            "layer",
+            layer_pattern(DECODER_SELF.PROBS, "layer"),
+            "tgt_tokens",
+            "tgt_tokens",
+        ),
+        AttentionGroup(
+            "cross",
+            "Cross-attention (target queries, source keys)",
+            "layer",
+            layer_pattern(DECODER_CROSS.PROBS, "layer"),
+            "tgt_tokens",
+            "src_tokens",
+        ),
     ),
-    axis_labels={"S": "src_tokens", "T": "tgt_tokens", "V_src": "src_words", "V": "tgt_words", "h": "heads"},  # label keys by the model's shape symbols (its declared record points)
+    axis_labels=LEGEND.axis_labels(
+        S="src_tokens", T="tgt_tokens", V_src="src_words", V="tgt_words", h="heads"
+    ),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
     labels=_labels,
 )

@@ -13,7 +13,8 @@ from models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransform
 DEFAULT_SRC = "hello from cairo egypt team project"  # the seed report's sentences
 DEFAULT_TGT = "we are debugging transformer today"
 MAX_WORDS = config_default(EncoderDecoderConfig, "max_len")
-SMALL_MODEL_PARAMETERS = 10_000_000  # built on the CPU in well under a second, 40 MB: listing its record points (see record_points)
+# built on the CPU in well under a second, 40 MB: listing its record points (see record_points)
+SMALL_MODEL_PARAMETERS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -22,10 +23,17 @@ class EncoderDecoderOptions(RunOptions):
         "label": "Source sentence", "type": "text", "hint": "the encoder's input, words separated by spaces"}))
     tgt: str = field(default=DEFAULT_TGT, metadata=option("target sentence", kind="text", form={
         "label": "Target sentence", "type": "text", "hint": "the decoder's input (teacher forcing)"}))
-    layers: int = field(default=config_default(EncoderDecoderConfig, "n_encoder_layers"), metadata=option("encoder and decoder layers", kind="positive"))
-    d_model: int = field(default=config_default(EncoderDecoderConfig, "d_model"), metadata=option("model width", kind="positive"))
-    heads: int = field(default=config_default(EncoderDecoderConfig, "n_heads"), metadata=option("attention heads (must divide --d-model)", kind="positive"))
-    d_ff: int = field(default=config_default(EncoderDecoderConfig, "d_ff"), metadata=option("feed-forward width", kind="positive"))
+    layers: int = field(
+        default=config_default(EncoderDecoderConfig, "n_encoder_layers"),
+        metadata=option("encoder and decoder layers", kind="positive"),
+    )
+    d_model: int = field(default=config_default(EncoderDecoderConfig, "d_model"),
+                         metadata=option("model width", kind="positive"))
+    heads: int = field(default=config_default(EncoderDecoderConfig, "n_heads"), metadata=option("attention heads (must "
+                                                                                                "divide --d-model)",
+                                                                                                kind="positive"))
+    d_ff: int = field(default=config_default(EncoderDecoderConfig, "d_ff"),
+                      metadata=option("feed-forward width", kind="positive"))
     # Control and bidirectional-override characters dropped from the sentences (see generator/text.py), for the pages.
     removed: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)
 
@@ -42,7 +50,11 @@ class EncoderDecoderOptions(RunOptions):
     def n_parameters(self) -> int:
         """About how many weights the model has (attention and feed-forward layers, embeddings)."""
         C, F, L = self.d_model, self.d_ff, self.layers
-        return L * (4 * C * C + 2 * C * F) + L * (8 * C * C + 2 * C * F) + C * (len(self.src.split()) + 2 * len(self.tgt.split()))
+        return (
+            L * (4 * C * C + 2 * C * F)
+            + L * (8 * C * C + 2 * C * F)
+            + C * (len(self.src.split()) + 2 * len(self.tgt.split()))
+        )
 
     @classmethod
     def limit_example(cls) -> tuple[str, list[str]]:
@@ -94,5 +106,6 @@ def _sentence(text: str, which: str) -> str:
     if not words:
         raise UserError(f"the {which} sentence is empty; give at least one word, e.g. --{which} \"hello world\"")
     if len(words) > MAX_WORDS:
-        raise UserError(f"the {which} sentence has {plural(len(words), 'word')}, more than the {MAX_WORDS} this model supports; shorten it")
+        raise UserError(f"the {which} sentence has {plural(len(words), 'word')}, more than the {MAX_WORDS} this model "
+                        "supports; shorten it")
     return " ".join(words)

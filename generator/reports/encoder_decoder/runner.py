@@ -7,7 +7,7 @@ import torch
 from generator.catalogue import Report
 from generator.reports.encoder_decoder.options import EncoderDecoderOptions
 from generator.run import ModelRun, resolve_device
-from models.encoder_decoder import EncoderDecoderTransformer, build_vocab, encode
+from models.encoder_decoder import LEGEND, EncoderDecoderTransformer, build_vocab, encode
 from models.recording import recording
 
 
@@ -44,12 +44,11 @@ def run(report: Report, opts: EncoderDecoderOptions) -> ModelRun:
             "removed_characters": list(opts.removed),
             "summary": f"{cfg.n_encoder_layers} encoder + {cfg.n_decoder_layers} decoder layers, {cfg.n_heads} heads, "
                        f"d_model {cfg.d_model}, d_ff {cfg.d_ff}, post-norm, sinusoidal positions.",
-            "facts": [["source", src], ["target", tgt], ["seed", str(opts.seed)], ["device", device.type], ["weights", "random (seeded)"]],
+            "facts": [["source", src], ["target", tgt], ["seed", str(opts.seed)], ["device", device.type],
+                      ["weights", "random (seeded)"]],
         },
-        dims={
-            "B": 1, "S": len(src.split()), "T": len(tgt.split()), "C": cfg.d_model, "h": cfg.n_heads,
-            "hs": cfg.head_size, "F": cfg.d_ff, "V": len(tgt_vocab), "V_src": len(src_vocab),
-        },
+        dims=LEGEND.sizes(B=1, S=len(src.split()), T=len(tgt.split()), C=cfg.d_model, h=cfg.n_heads, F=cfg.d_ff,
+                          V=len(tgt_vocab), V_src=len(src_vocab)),
         places=places,
         seed=opts.seed,
         device=device.type,

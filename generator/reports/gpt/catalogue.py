@@ -1,7 +1,8 @@
 """The GPT report's catalogue: 32 snapshots from the prompt's bytes to the generated continuation.
 
 Placeholders (see GPTOptions.places): {block} is the traced block, {block_prev} what feeds it,
-{block_last} the last block, {cache} the traced block's key/value cache after generation.
+{block_last} the last block; the traced block's key/value cache after generation is ``block.CACHE_K`` (scope
+"generate").
 """
 
 from generator.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
@@ -10,31 +11,35 @@ from generator.checks import (
     ScaledScores, SoftmaxRows, SumOf,
 )
 from generator.figures import AttentionHeads, Mask, Matrix
+from generator.places import Place
 from generator.reports.gpt.checks import (
     CacheMatchesFullPass, CacheMatchesRecomputation, CausalMaskBool, EmbeddingRows, GptBlockRerun, GreedyBytes,
     MaskedFillOf, NextByte, PositionRows, PromptBytes, TiedHead, TrainingEffect,
 )
 from generator.reports.gpt.figures import ByteTable, Generation, HeadRoles, KvCache, NextByteTopk, TrainingCurve
 from generator.sources import InputRef, ModuleRef, ParamRef, Ref
+import models.gpt as _model
+from models.gpt import Block, CausalSelfAttention, GPT, MLP
 
-DIMS_LEGEND = {
-    "B": "batch size",
-    "T": "prompt length in bytes (one token per byte)",
-    "N": "bytes generated",
-    "S": "positions in the key/value cache after generation, T + N − 1",
-    "C": "model width d_model",
-    "h": "attention heads",
-    "hs": "head size C / h",
-    "M": "MLP width, 4·C",
-    "V": "vocabulary: the 256 byte values",
-    "L": "blocks",
-}
+# Where the tensors are recorded: a place in the model (placeholders: the traced layer) and the module class there.
+# ``place.POINT`` is the record name that class's declared point has at that place (generator/places.py).
+model = Place("", GPT)
+block_last = Place("{block_last}", Block)
+block = Place("{block}", Block)
+block_attn = Place("{block}.attn", CausalSelfAttention)
+block_mlp = Place("{block}.mlp", MLP)
+every_block_attn = Place("blocks.{i}.attn", CausalSelfAttention)  # {i}: every block, filled in by a check
+
+DIMS_LEGEND = _model.LEGEND  # declared once, in the model file
 
 STAGES = (
-    Stage("bytes", "Bytes & embeddings", "From the prompt's UTF-8 bytes to one vector per byte, with its position added."),
-    Stage("block", "Block (traced layer)", "One pre-norm block, operation by operation: causal self-attention, then the MLP."),
+    Stage("bytes", "Bytes & embeddings", "From the prompt's UTF-8 bytes to one vector per byte, with its position "
+                                         "added."),
+    Stage("block", "Block (traced layer)", "One pre-norm block, operation by operation: causal self-attention, then "
+                                           "the MLP."),
     Stage("output", "Output", "The final LayerNorm, the tied language-model head, and next-byte probabilities."),
-    Stage("generation", "Generation", "Greedy continuation over a key/value cache, checked against recomputation from scratch."),
+    Stage("generation", "Generation", "Greedy continuation over a key/value cache, checked against recomputation from "
+                                      "scratch."),
 )
 
 QUESTIONS = (
@@ -52,7 +57,7 @@ SNAPSHOTS = (
         title='Prompt bytes (token IDs)',
         variable='ids',
         stage='bytes',
-        tensors=(Ref('ids'),),
+        tensors=(model.IDS,),
         checks=(PromptBytes(prompt=InputRef('prompt')),),
         figures=('bytes',),
         questions=(3,),
@@ -62,8 +67,8 @@ SNAPSHOTS = (
         title='Token embeddings',
         variable='tok',
         stage='bytes',
-        tensors=(Ref('tok_emb'),),
-        checks=(EmbeddingRows(ids=Ref('ids'), parameter=ParamRef('tok_emb.weight')),),
+        tensors=(model.TOK_EMB,),
+        checks=(EmbeddingRows(ids=model.IDS, parameter=ParamRef('tok_emb.weight')),),
         figures=('tok_embedding',),
         questions=(3, 4),
     ),
@@ -72,7 +77,7 @@ SNAPSHOTS = (
         title='Position embeddings',
         variable='pos',
         stage='bytes',
-        tensors=(Ref('pos_emb'),),
+        tensors=(model.POS_EMB,),
         checks=(PositionRows(parameter=ParamRef('pos_emb.weight')),),
         questions=(3,),
     ),
@@ -81,8 +86,8 @@ SNAPSHOTS = (
         title='Embedding = token + position',
         variable='x',
         stage='bytes',
-        tensors=(Ref('embed'),),
-        checks=(SumOf(operands=(Ref('tok_emb'), Ref('pos_emb'))),),
+        tensors=(model.EMBED,),
+        checks=(SumOf(operands=(model.TOK_EMB, model.POS_EMB)),),
         figures=('embedding',),
         questions=(1,),
     ),
@@ -91,7 +96,7 @@ SNAPSHOTS = (
         title='Block input',
         variable='x',
         stage='block',
-        tensors=(Ref('{block}.input'),),
+        tensors=(block.INPUT,),
         checks=(SameTensor(source=Ref('{block_prev}'), claim='is what the previous stage handed over'),),
         questions=(2,),
     ),
@@ -100,8 +105,8 @@ SNAPSHOTS = (
         title='LayerNorm before attention (ln_1)',
         variable='attn_in',
         stage='block',
-        tensors=(Ref('{block}.ln_1'),),
-        checks=(LayerNormOf(x=Ref('{block}.input'), module=ModuleRef('{block}.ln_1')),),
+        tensors=(block.LN_1,),
+        checks=(LayerNormOf(x=block.INPUT, module=ModuleRef('{block}.ln_1')),),
         questions=(2,),
     ),
     Snapshot(
@@ -109,8 +114,8 @@ SNAPSHOTS = (
         title='Fused q/k/v projection',
         variable='qkv',
         stage='block',
-        tensors=(Ref('{block}.attn.qkv'),),
-        checks=(LinearOf(x=Ref('{block}.ln_1'), module=ModuleRef('{block}.attn.qkv')),),
+        tensors=(block_attn.QKV,),
+        checks=(LinearOf(x=block.LN_1, module=ModuleRef('{block}.attn.qkv')),),
         questions=(5,),
     ),
     Snapshot(
@@ -118,8 +123,8 @@ SNAPSHOTS = (
         title='Queries per head (Q)',
         variable='q',
         stage='block',
-        tensors=(Ref('{block}.attn.q'),),
-        checks=(LinearHeads(x=Ref('{block}.ln_1'), module=ModuleRef('{block}.attn.qkv'), part=0),),
+        tensors=(block_attn.Q,),
+        checks=(LinearHeads(x=block.LN_1, module=ModuleRef('{block}.attn.qkv'), part=0),),
         questions=(1,),
     ),
     Snapshot(
@@ -127,8 +132,8 @@ SNAPSHOTS = (
         title='Keys per head (K)',
         variable='k',
         stage='block',
-        tensors=(Ref('{block}.attn.k'),),
-        checks=(LinearHeads(x=Ref('{block}.ln_1'), module=ModuleRef('{block}.attn.qkv'), part=1),),
+        tensors=(block_attn.K,),
+        checks=(LinearHeads(x=block.LN_1, module=ModuleRef('{block}.attn.qkv'), part=1),),
         questions=(5,),
     ),
     Snapshot(
@@ -136,8 +141,8 @@ SNAPSHOTS = (
         title='Values per head (V)',
         variable='v',
         stage='block',
-        tensors=(Ref('{block}.attn.v'),),
-        checks=(LinearHeads(x=Ref('{block}.ln_1'), module=ModuleRef('{block}.attn.qkv'), part=2),),
+        tensors=(block_attn.V,),
+        checks=(LinearHeads(x=block.LN_1, module=ModuleRef('{block}.attn.qkv'), part=2),),
         questions=(5,),
     ),
     Snapshot(
@@ -145,8 +150,8 @@ SNAPSHOTS = (
         title='Attention scores before the mask',
         variable='scores',
         stage='block',
-        tensors=(Ref('{block}.attn.scores'),),
-        checks=(ScaledScores(q=Ref('{block}.attn.q'), k=Ref('{block}.attn.k')),),
+        tensors=(block_attn.SCORES,),
+        checks=(ScaledScores(q=block_attn.Q, k=block_attn.K),),
         figures=('scores',),
         questions=(1,),
     ),
@@ -155,8 +160,8 @@ SNAPSHOTS = (
         title='Causal mask',
         variable='mask',
         stage='block',
-        tensors=(Ref('mask'),),
-        checks=(CausalMaskBool(masked=Ref('{block}.attn.masked_scores'), scores=Ref('{block}.attn.scores'), mask=Ref('mask')),),
+        tensors=(model.MASK,),
+        checks=(CausalMaskBool(masked=block_attn.MASKED_SCORES, scores=block_attn.SCORES, mask=model.MASK),),
         figures=('mask',),
         questions=(1,),
     ),
@@ -165,8 +170,8 @@ SNAPSHOTS = (
         title='Masked scores',
         variable='masked',
         stage='block',
-        tensors=(Ref('{block}.attn.masked_scores'),),
-        checks=(MaskedFillOf(scores=Ref('{block}.attn.scores'), mask=Ref('mask')),),
+        tensors=(block_attn.MASKED_SCORES,),
+        checks=(MaskedFillOf(scores=block_attn.SCORES, mask=model.MASK),),
         questions=(1,),
     ),
     Snapshot(
@@ -174,8 +179,8 @@ SNAPSHOTS = (
         title='Attention probabilities (causal softmax)',
         variable='probs',
         stage='block',
-        tensors=(Ref('{block}.attn.probs'),),
-        checks=(SoftmaxRows(scores=Ref('{block}.attn.masked_scores'), causal=True),),
+        tensors=(block_attn.PROBS,),
+        checks=(SoftmaxRows(scores=block_attn.MASKED_SCORES, causal=True),),
         figures=('attention',),
         questions=(1, 6),
     ),
@@ -184,8 +189,8 @@ SNAPSHOTS = (
         title='Attention context per head',
         variable='context',
         stage='block',
-        tensors=(Ref('{block}.attn.context'),),
-        checks=(ContextHeads(probs=Ref('{block}.attn.probs'), v_heads=Ref('{block}.attn.v')),),
+        tensors=(block_attn.CONTEXT,),
+        checks=(ContextHeads(probs=block_attn.PROBS, v_heads=block_attn.V),),
         questions=(1,),
     ),
     Snapshot(
@@ -193,8 +198,8 @@ SNAPSHOTS = (
         title='Heads concatenated',
         variable='concat',
         stage='block',
-        tensors=(Ref('{block}.attn.concat'),),
-        checks=(ContextConcat(probs=Ref('{block}.attn.probs'), v=Ref('{block}.attn.v')),),
+        tensors=(block_attn.CONCAT,),
+        checks=(ContextConcat(probs=block_attn.PROBS, v=block_attn.V),),
         questions=(1,),
     ),
     Snapshot(
@@ -202,8 +207,8 @@ SNAPSHOTS = (
         title='Attention output projection',
         variable='attn_out',
         stage='block',
-        tensors=(Ref('{block}.attn.out'),),
-        checks=(LinearOf(x=Ref('{block}.attn.concat'), module=ModuleRef('{block}.attn.proj')),),
+        tensors=(block_attn.OUT,),
+        checks=(LinearOf(x=block_attn.CONCAT, module=ModuleRef('{block}.attn.proj')),),
         questions=(2,),
     ),
     Snapshot(
@@ -211,8 +216,8 @@ SNAPSHOTS = (
         title='First residual sum',
         variable='residual_1',
         stage='block',
-        tensors=(Ref('{block}.residual_1'),),
-        checks=(SumOf(operands=(Ref('{block}.input'), Ref('{block}.attn.out'))),),
+        tensors=(block.RESIDUAL_1,),
+        checks=(SumOf(operands=(block.INPUT, block_attn.OUT)),),
         questions=(2,),
     ),
     Snapshot(
@@ -220,8 +225,8 @@ SNAPSHOTS = (
         title='LayerNorm before the MLP (ln_2)',
         variable='mlp_in',
         stage='block',
-        tensors=(Ref('{block}.ln_2'),),
-        checks=(LayerNormOf(x=Ref('{block}.residual_1'), module=ModuleRef('{block}.ln_2')),),
+        tensors=(block.LN_2,),
+        checks=(LayerNormOf(x=block.RESIDUAL_1, module=ModuleRef('{block}.ln_2')),),
         questions=(2,),
     ),
     Snapshot(
@@ -229,8 +234,8 @@ SNAPSHOTS = (
         title='MLP first linear layer (fc1)',
         variable='pre_activation',
         stage='block',
-        tensors=(Ref('{block}.mlp.fc1'),),
-        checks=(LinearOf(x=Ref('{block}.ln_2'), module=ModuleRef('{block}.mlp.fc1')),),
+        tensors=(block_mlp.FC1,),
+        checks=(LinearOf(x=block.LN_2, module=ModuleRef('{block}.mlp.fc1')),),
         figures=('mlp',),
         questions=(2,),
     ),
@@ -239,8 +244,8 @@ SNAPSHOTS = (
         title='MLP hidden layer (GELU)',
         variable='hidden',
         stage='block',
-        tensors=(Ref('{block}.mlp.hidden'),),
-        checks=(GeluOfLinear(x=Ref('{block}.ln_2'), module=ModuleRef('{block}.mlp.fc1')),),
+        tensors=(block_mlp.HIDDEN,),
+        checks=(GeluOfLinear(x=block.LN_2, module=ModuleRef('{block}.mlp.fc1')),),
         questions=(2,),
     ),
     Snapshot(
@@ -248,8 +253,8 @@ SNAPSHOTS = (
         title='MLP output (fc2)',
         variable='mlp_out',
         stage='block',
-        tensors=(Ref('{block}.mlp.out'),),
-        checks=(LinearOf(x=Ref('{block}.mlp.hidden'), module=ModuleRef('{block}.mlp.fc2')),),
+        tensors=(block_mlp.OUT,),
+        checks=(LinearOf(x=block_mlp.HIDDEN, module=ModuleRef('{block}.mlp.fc2')),),
         questions=(2,),
     ),
     Snapshot(
@@ -257,8 +262,8 @@ SNAPSHOTS = (
         title='Second residual sum',
         variable='residual_2',
         stage='block',
-        tensors=(Ref('{block}.residual_2'),),
-        checks=(SumOf(operands=(Ref('{block}.residual_1'), Ref('{block}.mlp.out'))),),
+        tensors=(block.RESIDUAL_2,),
+        checks=(SumOf(operands=(block.RESIDUAL_1, block_mlp.OUT)),),
         questions=(2,),
     ),
     Snapshot(
@@ -266,9 +271,10 @@ SNAPSHOTS = (
         title='Block output',
         variable='x',
         stage='block',
-        tensors=(Ref('{block}.output'),),
-        checks=(GptBlockRerun(x=Ref('{block}.input'), block=ModuleRef('{block}'), mask=Ref('mask')),
-                SameTensor(source=Ref('{block}.residual_2'), claim='is the second residual sum: a pre-norm block ends without a norm')),
+        tensors=(block.OUTPUT,),
+        checks=(GptBlockRerun(x=block.INPUT, block=ModuleRef('{block}'), mask=model.MASK),
+                SameTensor(source=block.RESIDUAL_2, claim='is the second residual sum: a pre-norm block ends without a '
+                                                          'norm')),
         questions=(2,),
     ),
     Snapshot(
@@ -276,8 +282,8 @@ SNAPSHOTS = (
         title='Final LayerNorm (ln_f)',
         variable='ln_f',
         stage='output',
-        tensors=(Ref('ln_f'),),
-        checks=(LayerNormOf(x=Ref('{block_last}.output'), module=ModuleRef('ln_f')),),
+        tensors=(model.LN_F,),
+        checks=(LayerNormOf(x=block_last.OUTPUT, module=ModuleRef('ln_f')),),
         questions=(2,),
     ),
     Snapshot(
@@ -285,8 +291,8 @@ SNAPSHOTS = (
         title='Logits (tied language-model head)',
         variable='logits',
         stage='output',
-        tensors=(Ref('logits'),),
-        checks=(TiedHead(x=Ref('ln_f'), head=ModuleRef('lm_head'), embedding=ModuleRef('tok_emb')),),
+        tensors=(model.LOGITS,),
+        checks=(TiedHead(x=model.LN_F, head=ModuleRef('lm_head'), embedding=ModuleRef('tok_emb')),),
         questions=(4,),
     ),
     Snapshot(
@@ -294,8 +300,8 @@ SNAPSHOTS = (
         title='Next-byte probabilities at every position',
         variable='probs',
         stage='output',
-        tensors=(Ref('probs'),),
-        checks=(Probabilities(logits=Ref('logits')),),
+        tensors=(model.PROBS,),
+        checks=(Probabilities(logits=model.LOGITS),),
         figures=('next_byte',),
         questions=(6,),
     ),
@@ -304,8 +310,8 @@ SNAPSHOTS = (
         title='Next-byte distribution after the prompt',
         variable='probs[0, -1]',
         stage='output',
-        tensors=(Ref('probs'),),
-        checks=(NextByte(logits=Ref('logits'), new_ids=Ref('generate.new_ids')),),
+        tensors=(model.PROBS,),
+        checks=(NextByte(logits=model.LOGITS, new_ids=model.NEW_IDS),),
         shape=('V',),
         index='[0, -1]',
         figures=('next_byte',),
@@ -316,8 +322,9 @@ SNAPSHOTS = (
         title='Key cache of the traced block',
         variable='cache_k',
         stage='generation',
-        tensors=(Ref('{cache}.cache_k'),),
-        checks=(CacheMatchesFullPass(prompt_part=Ref('{block}.attn.k'), ids=Ref('ids'), new_ids=Ref('generate.new_ids'), block=ModuleRef('{block}'), part='k'),),
+        tensors=(block.CACHE_K,),
+        checks=(CacheMatchesFullPass(prompt_part=block_attn.K, ids=model.IDS, new_ids=model.NEW_IDS,
+                                     block=ModuleRef('{block}'), part='k'),),
         figures=('kv_cache',),
         questions=(5,),
     ),
@@ -326,8 +333,9 @@ SNAPSHOTS = (
         title='Value cache of the traced block',
         variable='cache_v',
         stage='generation',
-        tensors=(Ref('{cache}.cache_v'),),
-        checks=(CacheMatchesFullPass(prompt_part=Ref('{block}.attn.v'), ids=Ref('ids'), new_ids=Ref('generate.new_ids'), block=ModuleRef('{block}'), part='v'),),
+        tensors=(block.CACHE_V,),
+        checks=(CacheMatchesFullPass(prompt_part=block_attn.V, ids=model.IDS, new_ids=model.NEW_IDS,
+                                     block=ModuleRef('{block}'), part='v'),),
         questions=(5,),
     ),
     Snapshot(
@@ -335,8 +343,8 @@ SNAPSHOTS = (
         title='Cached vs recomputed logits',
         variable='cached_logits, recomputed_logits',
         stage='generation',
-        tensors=(Ref('generate.cached_logits'), Ref('generate.recomputed_logits')),
-        checks=(CacheMatchesRecomputation(recomputed=Ref('generate.recomputed_logits'), ids=Ref('ids'), new_ids=Ref('generate.new_ids')),),
+        tensors=(model.CACHED_LOGITS, model.RECOMPUTED_LOGITS),
+        checks=(CacheMatchesRecomputation(recomputed=model.RECOMPUTED_LOGITS, ids=model.IDS, new_ids=model.NEW_IDS),),
         figures=('generation',),
         questions=(5,),
     ),
@@ -345,38 +353,53 @@ SNAPSHOTS = (
         title='Generated bytes (greedy)',
         variable='new_ids',
         stage='generation',
-        tensors=(Ref('generate.new_ids'),),
-        checks=(GreedyBytes(logits=Ref('generate.cached_logits')),),
+        tensors=(model.NEW_IDS,),
+        checks=(GreedyBytes(logits=model.CACHED_LOGITS),),
         figures=('generation',),
         questions=(3, 6),
     ),
 )
 
 FIGURES = (
-    Figure(id='bytes', caption='The prompt as the model reads it: one cell per UTF-8 byte (16 per row), the character it belongs to above, its value below; multi-byte characters are shaded.',
+    Figure(id='bytes', caption='The prompt as the model reads it: one cell per UTF-8 byte (16 per row), the character '
+                               'it belongs to above, its value below; multi-byte characters are shaded.',
            drawing=ByteTable()),
-    Figure(id='tok_embedding', caption='Token embeddings: one row per prompt byte, one column per feature (first 64 of C shown).',
-           drawing=Matrix(tensor=Ref('tok_emb'), max_cols=64, xlabel='feature', cmap='RdBu_r')),
+    Figure(id='tok_embedding', caption='Token embeddings: one row per prompt byte, one column per feature (first 64 of '
+                                       'C shown).',
+           drawing=Matrix(tensor=model.TOK_EMB, max_cols=64, xlabel='feature', cmap='RdBu_r')),
     Figure(id='embedding', caption='Token + position embedding, the input of block 1 (first 64 of C shown).',
-           drawing=Matrix(tensor=Ref('embed'), max_cols=64, xlabel='feature', cmap='RdBu_r')),
-    Figure(id='scores', caption='Scaled scores Q·Kᵀ/√hs of the traced block, one panel per head, before the mask: every pair is computed, even the ones the mask will hide.',
-           drawing=AttentionHeads(tensor=Ref('{block}.attn.scores'), cmap='RdBu_r')),
-    Figure(id='mask', caption='The causal mask: a query (row) may read a key (column) where the cell is white; grey cells, the future, are blocked.',
-           drawing=Mask(tensor=Ref('mask'))),
-    Figure(id='attention', caption='Causal attention weights of the traced block, one panel per head: row = the byte attending, column = the byte attended to; everything above the diagonal is exactly 0.',
-           drawing=AttentionHeads(tensor=Ref('{block}.attn.probs'), annotate=True)),
-    Figure(id='mlp', caption='MLP pre-activations of the traced block (first 256 hidden units); GELU keeps positive entries (red) and squashes negative ones (blue) towards 0.',
-           drawing=Matrix(tensor=Ref('{block}.mlp.fc1'), max_cols=256, xlabel='hidden unit', cmap='RdBu_r')),
-    Figure(id='next_byte', caption='The ten most probable next bytes after the last prompt positions; the dashed line is the uniform 1/256.',
-           drawing=NextByteTopk(tensor=Ref('probs'), positions=3, k=10)),
-    Figure(id='kv_cache', caption='Keys cached by the traced block after generation, head 1: one row per position, the prompt above the line, fed-back generated bytes below.',
-           drawing=KvCache(tensor=Ref('{cache}.cache_k'))),
-    Figure(id='training_curve', caption='Training: the loss of every step in bits per byte (thin), its running mean (thick) and the held-out bits per byte (dots), against the bigram baseline of the same corpus and 8 bits for a uniform guess; the star is the held-out bits per byte of these weights.',
+           drawing=Matrix(tensor=model.EMBED, max_cols=64, xlabel='feature', cmap='RdBu_r')),
+    Figure(id='scores', caption='Scaled scores Q·Kᵀ/√hs of the traced block, one panel per head, before the mask: '
+                                'every pair is computed, even the ones the mask will hide.',
+           drawing=AttentionHeads(tensor=block_attn.SCORES, cmap='RdBu_r')),
+    Figure(id='mask', caption='The causal mask: a query (row) may read a key (column) where the cell is white; grey '
+                              'cells, the future, are blocked.',
+           drawing=Mask(tensor=model.MASK)),
+    Figure(id='attention', caption='Causal attention weights of the traced block, one panel per head: row = the byte '
+                                   'attending, column = the byte attended to; everything above the diagonal is exactly '
+                                   '0.',
+           drawing=AttentionHeads(tensor=block_attn.PROBS, annotate=True)),
+    Figure(id='mlp', caption='MLP pre-activations of the traced block (first 256 hidden units); GELU keeps positive '
+                             'entries (red) and squashes negative ones (blue) towards 0.',
+           drawing=Matrix(tensor=block_mlp.FC1, max_cols=256, xlabel='hidden unit', cmap='RdBu_r')),
+    Figure(id='next_byte', caption='The ten most probable next bytes after the last prompt positions; the dashed line '
+                                   'is the uniform 1/256.',
+           drawing=NextByteTopk(tensor=model.PROBS, positions=3, k=10)),
+    Figure(id='kv_cache', caption='Keys cached by the traced block after generation, head 1: one row per position, the '
+                                  'prompt above the line, fed-back generated bytes below.',
+           drawing=KvCache(tensor=block.CACHE_K)),
+    Figure(id='training_curve', caption='Training: the loss of every step in bits per byte (thin), its running mean '
+                                        '(thick) and the held-out bits per byte (dots), against the bigram baseline of '
+                                        'the same corpus and 8 bits for a uniform guess; the star is the held-out bits '
+                                        'per byte of these weights.',
            drawing=TrainingCurve()),
-    Figure(id='head_roles', caption='Every head on this prompt: the share of attention each query puts on the previous byte and on itself (bars), and its mean row entropy against a uniform spread (dots, right axis); the most previous-token-like head is outlined.',
+    Figure(id='head_roles', caption='Every head on this prompt: the share of attention each query puts on the previous '
+                                    'byte and on itself (bars), and its mean row entropy against a uniform spread '
+                                    '(dots, right axis); the most previous-token-like head is outlined.',
            drawing=HeadRoles()),
-    Figure(id='generation', caption='The greedy continuation: each generated byte with its probability (left), and how far the cached logits are from a full recomputation at each step (right).',
-           drawing=Generation(tensor=Ref('generate.cached_logits'), recomputed_tensor=Ref('generate.recomputed_logits'))),
+    Figure(id='generation', caption='The greedy continuation: each generated byte with its probability (left), and how '
+                                    'far the cached logits are from a full recomputation at each step (right).',
+           drawing=Generation(tensor=model.CACHED_LOGITS, recomputed_tensor=model.RECOMPUTED_LOGITS)),
 )
 
 EXTRA_PAGES = (
@@ -384,7 +407,7 @@ EXTRA_PAGES = (
         slug='training',
         title='What training did',
         template='training.md.j2',
-        checks=(TrainingEffect(block_probs='blocks.{i}.attn.probs'),),  # {i}: every block, filled in by the check
+        checks=(TrainingEffect(block_probs=every_block_attn.PROBS.template),),  # {i}: filled in by the check
         figures=('training_curve', 'head_roles'),
     ),
 )

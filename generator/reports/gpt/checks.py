@@ -37,7 +37,8 @@ class PromptBytes(Check):
         passed = got == expected and all(0 <= i < 256 for i in got) and decode(got) == text
         n_chars = len(text)
         return "the IDs are the prompt's UTF-8 bytes", passed, (
-            f"{len(got)} IDs, each a byte value 0–255, equal the UTF-8 encoding of the {n_chars}-character prompt and decode back to it"
+            f"{len(got)} IDs, each a byte value 0–255, equal the UTF-8 encoding of the {n_chars}-character prompt and "
+            "decode back to it"
             if passed else f"IDs {got[:12]}… differ from the UTF-8 bytes {expected[:12]}…"
         )
 
@@ -52,7 +53,8 @@ class EmbeddingRows(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         table = s.parameter(self.parameter)  # (V, C)
-        passed, detail = close(s.t(self.out), table[s.t(self.ids).long()], f"each position vs row ID of {self.parameter}")
+        passed, detail = close(s.t(self.out), table[s.t(self.ids).long()], "each position vs row ID of "
+                                                                           f"{self.parameter}")
         return f"each position is its byte's row of {self.parameter}", passed, detail
 
 
@@ -66,8 +68,13 @@ class PositionRows(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         got = s.t(self.out)  # (T, C)
         table = s.parameter(self.parameter)  # (context, C)
-        passed, detail = close(got, table[: got.shape[0]], f"row t vs row t of {self.parameter}, t = 0…{got.shape[0] - 1}")
-        return f"rows 0…T−1 of {self.parameter}", passed, detail + f"; {table.shape[0] - got.shape[0]} of its {table.shape[0]} rows are unused by this prompt"
+        passed, detail = close(got, table[: got.shape[0]], f"row t vs row t of {self.parameter}, t = "
+                                                           f"0…{got.shape[0] - 1}")
+        return (
+            f"rows 0…T−1 of {self.parameter}",
+            passed,
+            detail + f"; {table.shape[0] - got.shape[0]} of its {table.shape[0]} rows are unused by this prompt",
+        )
 
 
 def _lower_triangle(T: int, S: int | None = None) -> torch.Tensor:
@@ -77,7 +84,8 @@ def _lower_triangle(T: int, S: int | None = None) -> torch.Tensor:
 
 @dataclass(frozen=True, kw_only=True)
 class CausalMaskBool(Check):
-    """The boolean ``mask`` is True exactly on and below the diagonal, ``masked`` is ``scores`` with −inf where it is False,
+    """The boolean ``mask`` is True exactly on and below the diagonal, ``masked`` is ``scores`` with −inf where it
+    is False,
     and (from the run's second pass, when it has one) later bytes do not reach earlier positions."""
 
     masked: Ref = THIS
@@ -89,17 +97,25 @@ class CausalMaskBool(Check):
         T = allowed.shape[-1]
         expected = _lower_triangle(T).view(1, 1, T, T)
         structure = torch.equal(allowed, expected)
-        applied, detail = close(s.t(self.masked), s.t(self.scores).masked_fill(~allowed, float("-inf")), "masked scores vs scores with −inf where the mask is False")
+        applied, detail = close(s.t(self.masked), s.t(self.scores).masked_fill(~allowed, float("-inf")),
+                                "masked scores vs scores with −inf where the mask is False")
         change = _optional_input(s, "prefix_change")
         invariant = change is None or change <= PREFIX_TOLERANCE
-        text = (f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked entries, as expected: {structure}; "
+        text = (f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "
+                f"entries, as expected: {structure}; "
                 + detail)
         if change is None:
             text += "; with a one-byte prompt there is no earlier position to compare"
         else:
-            text += (f"; a second pass with the last byte changed (0x{s.input('changed_ids')[0]:02X} → 0x{s.input('changed_ids')[1]:02X}) moved "
-                     f"every tensor at the {T - 1} earlier positions by at most {s.input('prefix_change'):.1e} (tolerance {PREFIX_TOLERANCE:.0e})")
-        return "True exactly on and below the diagonal; later bytes cannot reach earlier positions", structure and applied and invariant, text
+            text += (f"; a second pass with the last byte changed (0x{s.input('changed_ids')[0]:02X} → "
+                     f"0x{s.input('changed_ids')[1]:02X}) moved "
+                     f"every tensor at the {T - 1} earlier positions by at most {s.input('prefix_change'):.1e} "
+                     f"(tolerance {PREFIX_TOLERANCE:.0e})")
+        return (
+            "True exactly on and below the diagonal; later bytes cannot reach earlier positions",
+            structure and applied and invariant,
+            text,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,7 +129,8 @@ class MaskedFillOf(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         allowed = s.cpu(self.mask).bool()
         got = s.t(self.out)
-        passed, detail = close(got, s.t(self.scores).masked_fill(~allowed, float("-inf")), "recomputed scores.masked_fill(~mask, −inf)")
+        passed, detail = close(got, s.t(self.scores).masked_fill(~allowed, float("-inf")),
+                               "recomputed scores.masked_fill(~mask, −inf)")
         blocked = torch.isneginf(got)
         exact = torch.equal(blocked, (~allowed).expand_as(got))
         return "the scores where the mask allows, −inf where it blocks", passed and exact, (
@@ -140,7 +157,8 @@ class GptBlockRerun(Check):
 
 @dataclass(frozen=True, kw_only=True)
 class TiedHead(Check):
-    """``out`` is ``x`` times the token-embedding table, and the ``head``'s weight is the ``embedding``'s (weight tying)."""
+    """``out`` is ``x`` times the token-embedding table, and the ``head``'s weight is the ``embedding``'s (weight
+    tying)."""
 
     out: Ref = THIS
     x: Ref
@@ -160,7 +178,8 @@ class TiedHead(Check):
 
 @dataclass(frozen=True, kw_only=True)
 class NextByte(Check):
-    """Tensors only: the last position of ``out`` is the softmax of its ``logits``, sums to 1, and its argmax is the first generated byte."""
+    """Tensors only: the last position of ``out`` is the softmax of its ``logits``, sums to 1, and its argmax is the
+    first generated byte."""
 
     out: Ref = THIS
     logits: Ref
@@ -175,7 +194,8 @@ class NextByte(Check):
         first = int(s.t(self.new_ids)[0, 0])
         passed &= abs(total - 1) <= TOLERANCE and top == first
         return "sums to 1; its most probable byte is the first generated byte", passed, (
-            f"sum = {total:.6f}; the largest probability, {fmt(float(probs[top]))}, is on byte {top}, and generation chose byte {first}; " + detail
+            f"sum = {total:.6f}; the largest probability, {fmt(float(probs[top]))}, is on byte {top}, and generation "
+            f"chose byte {first}; " + detail
         )
 
 
@@ -185,7 +205,8 @@ _FULL_PASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -
 
 
 def full_pass(s: TensorSource, ids: list[int]):
-    """A float64 copy of the model run once, without a cache, over ``ids``: the recomputation generation is checked against."""
+    """A float64 copy of the model run once, without a cache, over ``ids``: the recomputation generation is checked
+    against."""
     whole = s.module("")  # the model itself; NotCheckable without one
     passes = _FULL_PASSES.setdefault(whole, {})
     key = tuple(ids)
@@ -212,7 +233,8 @@ def _sequence(s: TensorSource, ids: Ref, new_ids: Ref) -> tuple[list[int], list[
 
 @dataclass(frozen=True, kw_only=True)
 class CacheMatchesFullPass(Check):
-    """The cached keys or values (``part`` "k" or "v") of ``block`` equal a float64 pass without a cache over every byte fed."""
+    """The cached keys or values (``part`` "k" or "v") of ``block`` equal a float64 pass without a cache over every
+    byte fed."""
 
     out: Ref = THIS
     prompt_part: Ref
@@ -227,10 +249,16 @@ class CacheMatchesFullPass(Check):
         cached = s.t(self.out)  # (B, h, S, hs)
         T, S = len(prompt), len(fed)
         reference = full_pass(s, fed).tensor(f"{s.name(self.block)}.attn.{self.part}")  # (B, h, S, hs), float64
-        same, detail = close(cached, reference, f"cached {self.part} vs a float64 pass over all {S} bytes without a cache")
+        same, detail = close(cached, reference, f"cached {self.part} vs a float64 pass over all {S} bytes without a "
+                                                "cache")
         first, _ = close(cached[:, :, :T], s.t(self.prompt_part), f"first {T} positions vs the prompt pass")
-        return f"the cache holds the {'keys' if self.part == 'k' else 'values'} of every byte fed so far", same and first and cached.shape[2] == S, (
-            f"{S} positions = {T} prompt bytes + {len(new) - 1} generated bytes fed back; the first {T} equal the prompt pass's {self.part}: {first}; " + detail
+        return (
+            f"the cache holds the {'keys' if self.part == 'k' else 'values'} of every byte fed so far",
+            same and first and cached.shape[2] == S,
+            (
+                f"{S} positions = {T} prompt bytes + {len(new) - 1} generated bytes fed back; the first {T} equal the "
+                f"prompt pass's {self.part}: {first}; " + detail
+            ),
         )
 
 
@@ -248,7 +276,8 @@ class CacheMatchesRecomputation(Check):
         agree, detail = close(cached, again, "cached vs recomputed logits")
         prompt, new = _sequence(s, self.ids, self.new_ids)
         fed = prompt + new[:-1]
-        reference = full_pass(s, fed).tensor("logits")[:, len(prompt) - 1:]  # (B, N, V): the positions that chose each new byte
+        # (B, N, V): the positions that chose each new byte
+        reference = full_pass(s, fed).tensor("logits")[:, len(prompt) - 1:]
         exact, detail64 = close(cached, reference, "cached vs a float64 pass")
         N = cached.shape[1]
         return "the cache gives the logits of a full recomputation", agree and exact, (
@@ -275,7 +304,8 @@ class GreedyBytes(Check):
 
 # ----------------------------------------------------------------------------- what training did
 
-RECORD_BITS_TOLERANCE = 1e-3  # held-out bits per byte measured now vs at the end of training (float32 sums in another order)
+# held-out bits per byte measured now vs at the end of training (float32 sums in another order)
+RECORD_BITS_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -291,7 +321,8 @@ class TrainingEffect(Check):
         facts = s.input("training")
         shown = facts["heads"]
         worst, n_rows = 0.0, 0
-        for i, block in enumerate(shown):  # every statistic recomputed row by row, in float64, from the recorded weights
+        # every statistic recomputed row by row, in float64, from the recorded weights
+        for i, block in enumerate(shown):
             probs = s.t(self.block_probs.replace("{i}", str(i)))[0]  # (h, T, T)
             T = probs.size(-1)
             n_rows = T - 1
@@ -300,21 +331,37 @@ class TrainingEffect(Check):
                 previous = sum(float(row[-2]) for row in rows) / n_rows
                 same = sum(float(row[-1]) for row in rows) / n_rows
                 entropy = sum(float(-(row[row > 0] * row[row > 0].log2()).sum()) for row in rows) / n_rows
-                worst = max(worst, abs(previous - stats["previous"]), abs(same - stats["same"]), abs(entropy - stats["entropy"]))
+                worst = max(worst, abs(previous - stats["previous"]), abs(same - stats["same"]),
+                            abs(entropy - stats["entropy"]))
         best = facts["best_head"]
         pairs = [(i, h) for i, block in enumerate(shown) for h in range(len(block))]
-        best_ok = best is None if not pairs else list(max(pairs, key=lambda ih: shown[ih[0]][ih[1]]["previous"])) == best
+        best_ok = best is None if not pairs else list(max(pairs,
+                                                          key=lambda ih: shown[ih[0]][ih[1]]["previous"])) == best
         passed = worst <= TOLERANCE and best_ok
-        detail = (f"{len(pairs)} heads' shares and entropies recomputed over {n_rows} query rows differ by at most {worst:.1e}; "
-                  f"the most previous-token-like head is the largest share: {best_ok}") if pairs else "a one-byte prompt has no previous byte to measure"
+        detail = (
+            (
+                f"{len(pairs)} heads' shares and entropies recomputed over {n_rows} query rows differ by at most "
+                f"{worst:.1e}; "
+                f"the most previous-token-like head is the largest share: {best_ok}"
+            )
+            if pairs
+            else "a one-byte prompt has no previous byte to measure"
+        )
         record, checkpoint = facts["record"], facts["checkpoint"]
         if record:
             same_file = checkpoint["sha256"] == record.get("checkpoint_sha256")
             gap = abs(facts["held_out_bits"] - record["held_out_bits_per_byte"])
             passed = passed and same_file and gap <= RECORD_BITS_TOLERANCE
-            detail += (f"; the checkpoint's sha256 equals the training record's: {same_file}; held-out bits per byte measured now "
-                       f"{facts['held_out_bits']:.4f} vs {record['held_out_bits_per_byte']:.4f} at the end of training (tolerance {RECORD_BITS_TOLERANCE:g})")
-        return "per-head statistics recomputed from the recorded attention" + ("; the checkpoint is the one trained" if record else ""), passed, detail
+            detail += (f"; the checkpoint's sha256 equals the training record's: {same_file}; held-out bits per byte "
+                       "measured now "
+                       f"{facts['held_out_bits']:.4f} vs {record['held_out_bits_per_byte']:.4f} at the end of training "
+                       f"(tolerance {RECORD_BITS_TOLERANCE:g})")
+        return (
+            "per-head statistics recomputed from the recorded attention"
+            + ("; the checkpoint is the one trained" if record else ""),
+            passed,
+            detail,
+        )
 
 
 CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from generator.places import Place, layer_pattern
 from generator.tensor_data import AttentionGroup, Exploration
+from models.gpt import LEGEND, Block, CausalSelfAttention
+
+
+ATTENTION = Place("blocks.{layer}.attn", CausalSelfAttention)  # every block's, the layer its placeholder
+BLOCK = Place("blocks.{layer}", Block)
 
 
 def _names(config: Any) -> list[str]:
-    return [name for i in range(config.n_layers) for name in (f"blocks.{i}.attn.probs", f"blocks.{i}.output")]
+    return [ref.name({"layer": str(i)}) for i in range(config.n_layers) for ref in (ATTENTION.PROBS, BLOCK.OUTPUT)]
 
 
 def _labels(run: Any) -> dict[str, list[str]]:
@@ -19,7 +25,18 @@ def _labels(run: Any) -> dict[str, list[str]]:
 
 EXPLORATION = Exploration(
     names=_names,
-    groups=(AttentionGroup("blocks", "Causal self-attention over the prompt's bytes", "block", r"blocks\.(\d+)\.attn\.probs", "bytes", "bytes"),),
-    axis_labels={"T": "bytes", "h": "heads", "V": "vocabulary"},  # label keys by the model's shape symbols (its declared record points)
+    groups=(
+        AttentionGroup(
+            "blocks",
+            "Causal self-attention over the prompt's bytes",
+            "block",
+            layer_pattern(ATTENTION.PROBS, "layer"),
+            "bytes",
+            "bytes",
+        ),
+    ),
+    axis_labels=LEGEND.axis_labels(
+        T="bytes", h="heads", V="vocabulary"
+    ),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
     labels=_labels,
 )

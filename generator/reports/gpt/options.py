@@ -16,14 +16,19 @@ VOCAB = config_default(GPTConfig, "vocab_size")
 
 @dataclass(frozen=True)
 class GPTOptions(RunOptions):
-    prompt: str = field(default=DEFAULT_PROMPT, metadata=option("prompt text; every UTF-8 byte is one token", kind="text", form={
+    prompt: str = field(default=DEFAULT_PROMPT,
+                        metadata=option("prompt text; every UTF-8 byte is one token", kind="text", form={
         "label": "Prompt", "type": "text", "hint": "any UTF-8 text; every byte is one token"}))
-    generate: int = field(default=8, metadata=option("bytes of greedy continuation to generate with the key/value cache", kind="positive"))
-    layers: int = field(default=config_default(GPTConfig, "n_layers"), metadata=option("transformer blocks", kind="positive"))
+    generate: int = field(default=8, metadata=option("bytes of greedy continuation to generate with the key/value "
+                                                     "cache", kind="positive"))
+    layers: int = field(default=config_default(GPTConfig, "n_layers"),
+                        metadata=option("transformer blocks", kind="positive"))
     d_model: int = field(default=config_default(GPTConfig, "d_model"), metadata=option("model width", kind="positive"))
-    heads: int = field(default=config_default(GPTConfig, "n_heads"), metadata=option("attention heads (must divide --d-model)", kind="positive"))
+    heads: int = field(default=config_default(GPTConfig, "n_heads"), metadata=option("attention heads (must divide "
+                                                                                     "--d-model)", kind="positive"))
     weights: str = field(default="trained", metadata=option(
-        "trained (the bundled checkpoint of `python -m generator train gpt`, default sizes only), random (seeded) or PATH to a GPT state dict",
+        "trained (the bundled checkpoint of `python -m generator train gpt`, default sizes only), random (seeded) or "
+        "PATH to a GPT state dict",
         api_values=("random",)))  # through the regenerate API: seeded weights, never a file or a download
     # Control and bidirectional-override characters dropped from the prompt (see generator/text.py), for the pages.
     removed: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)
@@ -32,17 +37,22 @@ class GPTOptions(RunOptions):
         super().__post_init__()
         check_heads_divide(self.d_model, self.heads)
         if self.weights == "trained" and self.config() != GPTConfig():
-            raise UserError(f"--weights trained is a checkpoint of the default-size GPT ({GPTConfig().n_layers} blocks, d_model {GPTConfig().d_model}, "
-                            f"{GPTConfig().n_heads} heads); add --weights random for other sizes, or train your own and pass its file")
+            raise UserError(f"--weights trained is a checkpoint of the default-size GPT ({GPTConfig().n_layers} "
+                            f"blocks, d_model {GPTConfig().d_model}, "
+                            f"{GPTConfig().n_heads} heads); add --weights random for other sizes, or train your own "
+                            "and pass its file")
         if self.generate > CONTEXT:
-            raise UserError(f"--generate {self.generate} is more than the {CONTEXT}-byte context holds; generate at most {CONTEXT}")
+            raise UserError(f"--generate {self.generate} is more than the {CONTEXT}-byte context holds; generate at "
+                            f"most {CONTEXT}")
         object.__setattr__(self, "removed", tuple(removed_characters(self.prompt)))
         object.__setattr__(self, "prompt", _prompt(self.prompt, self.generate))
         self.check_layer("layers")
         C, L = self.d_model, self.layers
         n_params = L * 12 * C * C + (VOCAB + CONTEXT) * C
         # weights, a float64 copy for the checks, and the recorded activations of two prompt passes
-        check_memory(4 * 3 * n_params + 4 * 2 * L * (16 * CONTEXT * C + 3 * self.heads * CONTEXT**2), f"--d-model {C} with --layers {L}")
+        check_memory(4 * 3 * n_params + 4 * 2 * L * (16 * CONTEXT * C + 3 * self.heads * CONTEXT**2), f"--d-model {C} "
+                                                                                                      "with --layers "
+                                                                                                      f"{L}")
 
     @classmethod
     def example_change(cls) -> list[str]:
@@ -65,7 +75,6 @@ class GPTOptions(RunOptions):
             "block": f"blocks.{layer}",
             "block_prev": "embed" if layer == 0 else f"blocks.{layer - 1}.output",
             "block_last": f"blocks.{self.layers - 1}",
-            "cache": f"generate.blocks.{layer}",
         }
 
     def build_model(self) -> GPT:
@@ -84,7 +93,9 @@ def _prompt(text: str, generate: int) -> str:
     n_bytes, limit = len(encode(prompt)), max_prompt_bytes(generate)
     if n_bytes > limit:
         raise UserError(
-            f"the prompt has {plural(n_bytes, 'byte')} in UTF-8, more than the {limit} that fit: the context holds {CONTEXT} "
-            f"positions and --generate {generate} feeds {plural(generate - 1, 'generated byte')} back; shorten the prompt or generate fewer bytes"
+            f"the prompt has {plural(n_bytes, 'byte')} in UTF-8, more than the {limit} that fit: the context holds "
+            f"{CONTEXT} "
+            f"positions and --generate {generate} feeds {plural(generate - 1, 'generated byte')} back; shorten the "
+            "prompt or generate fewer bytes"
         )
     return prompt

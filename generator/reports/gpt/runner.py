@@ -13,13 +13,25 @@ import torch
 
 from generator.catalogue import Report
 from generator.reports.gpt.options import GPTOptions, max_prompt_bytes
-from generator.reports.gpt.training import (CHECKPOINT, corpus_bytes, corpus_facts, held_out_bits_later, load_record, load_state,
-                                            measure_ahead, measured_held_out_bits, split)
+from generator.reports.gpt.training import (
+    CHECKPOINT,
+    corpus_bytes,
+    corpus_facts,
+    held_out_bits_later,
+    load_record,
+    load_state,
+    measure_ahead,
+    measured_held_out_bits,
+    split,
+)
+from generator.places import Place
 from generator.run import ModelRun, resolve_device
-from models.gpt import GPT, GPTConfig, byte_label, decode, encode
+from models.gpt import GPT, LEGEND, CausalSelfAttention, GPTConfig, byte_label, decode, encode
 from generator.text import clean_text
 from models.recording import Recording, declared_points, recording
 
+
+EVERY_BLOCK = Place("blocks.{i}.attn", CausalSelfAttention)  # {i}: each block in turn
 
 def weighted_model(opts: GPTOptions) -> tuple[GPT, str, dict]:
     """The run's model with its weights (on the CPU), the run-stamp text and the facts about its weights."""
@@ -36,7 +48,8 @@ def held_out_window(cfg: GPTConfig) -> int:
 
 
 def start(report: Report, opts: GPTOptions) -> Callable[[], None]:
-    """Begin, before the reports run, the held-out score of this run's weights (a thread, with a copy of them): it does not
+    """Begin, before the reports run, the held-out score of this run's weights (a thread, with a copy of them): it
+    does not
     depend on the prompt, and is the one long step of this run that nothing else waits on until the training page. A
     function that waits for it. Bad options are left to run(), which says what is wrong with them."""
     try:
@@ -60,7 +73,8 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
     places = opts.places()
     keep = report.names_to_record(opts)
     with torch.no_grad(), recording(keep=keep) as rec:
-        new_ids, info = model.generate(ids, opts.generate)  # its first pass, over the prompt, is the one the pages trace
+        # its first pass, over the prompt, is the one the pages trace
+        new_ids, info = model.generate(ids, opts.generate)
     new = [int(i) for i in new_ids[0].tolist()]
     prefix = prefix_invariance(model, prompt_ids, cfg, device)
     facts, held_out_later = what_training_did(model, rec, prompt_ids, cfg, device)
@@ -68,62 +82,28 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
     model.cpu()
 
     T, N = len(prompt_ids), opts.generate
-    S = T + N - 1
     V, C, L = cfg.vocab_size, cfg.d_model, cfg.n_layers
     n_params = sum(p.numel() for p in model.parameters())  # counts the tied matrix once
-    element = next(model.parameters()).element_size()  # bytes per number the cache holds
-    cached_probs = torch.softmax(info.cached_logits[0].double().cpu(), dim=-1)  # (N, V)
-    chosen_probs = [float(cached_probs[i, b]) for i, b in enumerate(new)]
-    cache_diff = float((info.cached_logits - info.recomputed_logits).abs().max())
-    fed = prompt_ids + new[:-1]
-    last_probs = rec.tensor("probs")[0, -1].double().cpu()  # (V,): the distribution the first new byte is drawn from
-    entropy = float(-(last_probs * last_probs.clamp_min(1e-300).log2()).sum())
-    before = (prompt_ids + new)[T - 1:T - 1 + N]  # the byte fed at each step: what each new byte follows
     run = ModelRun(
         report=report,
         model=model,
         recording=rec,
         inputs={
-            "prompt": prompt,
-            "removed_characters": list(opts.removed),
-            "prompt_ids": prompt_ids,
-            "prompt_bytes": [byte_label(b) for b in prompt_ids],
-            "n_bytes": T,
-            "n_chars": len(prompt),
-            "max_prompt_bytes": max_prompt_bytes(N),
-            "characters": characters(prompt),
-            "multibyte": [c for c in characters(prompt) if len(c[1]) > 1],
+            **_prompt_facts(prompt, prompt_ids, N, opts),
             **prefix,
-            "generated_ids": new,
-            "generated_bytes": [byte_label(b) for b in new],
-            "generated_text": decode(new),
-            "generated_probs": chosen_probs,
-            "cache_logit_diff": cache_diff,
-            "repeats": sum(a == b for a, b in zip(new, before)),  # new bytes equal to the byte just read
-            "next_entropy": entropy,  # bits; 8 for a uniform choice among 256 bytes
-            "next_top": int(last_probs.argmax()),
-            "next_top_prob": float(last_probs.max()),
-            "positions_cached": T + N - 1,  # positions the model processes with the cache
-            "positions_uncached": N * T + N * (N - 1) // 2,  # ... and recomputing every step from scratch
-            "repeat_pair": repeat_pair(prompt_ids),
-            "cache_bytes": [byte_label(b) for b in fed],
-            "kv_bytes": 2 * L * S * C * element,  # keys and values, every block
-            "kv_bytes_per_position": 2 * L * C * element,
-            "n_params": n_params,
-            "n_params_untied": n_params + V * C,
-            "tied_saved": V * C,
-            "uniform": 1 / V,
-            "byte_labels": [byte_label(b) for b in range(V)],
+            **_generation_facts(model, rec, info, prompt_ids, new, cfg, n_params),
             "layer": opts.layer,
             "config": cfg,
-            "summary": f"{L} pre-norm blocks, {cfg.n_heads} heads, d_model {C}, MLP {cfg.mlp_dim}, byte vocabulary of {V}, "
-                       f"learned positions for a {cfg.context}-byte context, tied embedding and output ({n_params / 1e6:.2f} M parameters).",
-            "facts": [["prompt", prompt], ["bytes", str(T)], ["generated", f"{N} bytes, greedy"], ["seed", str(opts.seed)],
-                      ["device", device.type], ["weights", weights_text]],
+            "summary": f"{L} pre-norm blocks, {cfg.n_heads} heads, d_model {C}, MLP {cfg.mlp_dim}, byte vocabulary "
+                       f"of {V}, learned positions for a {cfg.context}-byte context, tied embedding and output "
+                       f"({n_params / 1e6:.2f} M parameters).",
+            "facts": [["prompt", prompt], ["bytes", str(T)], ["generated", f"{N} bytes, greedy"],
+                      ["seed", str(opts.seed)], ["device", device.type], ["weights", weights_text]],
             "training": training,
-            "explore_start": {"group": "blocks", "layer": training["best_head"][0], "head": training["best_head"][1]} if training["best_head"] else None,
+            "explore_start": ({"group": "blocks", "layer": training["best_head"][0], "head": training["best_head"][1]}
+                              if training["best_head"] else None),
         },
-        dims={"B": 1, "T": T, "N": N, "S": S, "C": C, "h": cfg.n_heads, "hs": cfg.head_size, "M": cfg.mlp_dim, "V": V, "L": L},
+        dims=LEGEND.sizes(B=1, T=T, N=N, S=T + N - 1, C=C, h=cfg.n_heads, M=cfg.mlp_dim, V=V, L=L),
         places=places,
         seed=opts.seed,
         device=device.type,
@@ -133,6 +113,54 @@ def run(report: Report, opts: GPTOptions) -> ModelRun:
         run.unfinished.append(lambda: training.__setitem__("held_out_bits", held_out_later()))
     return run
 
+
+
+def _prompt_facts(prompt: str, prompt_ids: list[int], N: int, opts: GPTOptions) -> dict:
+    """What the pages say of the prompt: its bytes and characters."""
+    return {
+        "prompt": prompt,
+        "removed_characters": list(opts.removed),
+        "prompt_ids": prompt_ids,
+        "prompt_bytes": [byte_label(b) for b in prompt_ids],
+        "n_bytes": len(prompt_ids),
+        "n_chars": len(prompt),
+        "max_prompt_bytes": max_prompt_bytes(N),
+        "characters": characters(prompt),
+        "multibyte": [c for c in characters(prompt) if len(c[1]) > 1],
+    }
+
+
+def _generation_facts(model: GPT, rec: Recording, info, prompt_ids: list[int], new: list[int], cfg: GPTConfig,
+                      n_params: int) -> dict:
+    """What the pages say of the generation: the bytes chosen, the key/value cache and its cost, the model's size."""
+    T, N = len(prompt_ids), len(new)
+    S, V, C, L = T + N - 1, cfg.vocab_size, cfg.d_model, cfg.n_layers
+    element = next(model.parameters()).element_size()  # bytes per number the cache holds
+    cached_probs = torch.softmax(info.cached_logits[0].double().cpu(), dim=-1)  # (N, V)
+    last_probs = rec.tensor("probs")[0, -1].double().cpu()  # (V,): the distribution the first new byte is drawn from
+    before = (prompt_ids + new)[T - 1:T - 1 + N]  # the byte fed at each step: what each new byte follows
+    return {
+        "generated_ids": new,
+        "generated_bytes": [byte_label(b) for b in new],
+        "generated_text": decode(new),
+        "generated_probs": [float(cached_probs[i, b]) for i, b in enumerate(new)],
+        "cache_logit_diff": float((info.cached_logits - info.recomputed_logits).abs().max()),
+        "repeats": sum(a == b for a, b in zip(new, before)),  # new bytes equal to the byte just read
+        "next_entropy": float(-(last_probs * last_probs.clamp_min(1e-300).log2()).sum()),  # bits; 8: uniform
+        "next_top": int(last_probs.argmax()),
+        "next_top_prob": float(last_probs.max()),
+        "positions_cached": T + N - 1,  # positions the model processes with the cache
+        "positions_uncached": N * T + N * (N - 1) // 2,  # ... and recomputing every step from scratch
+        "repeat_pair": repeat_pair(prompt_ids),
+        "cache_bytes": [byte_label(b) for b in prompt_ids + new[:-1]],
+        "kv_bytes": 2 * L * S * C * element,  # keys and values, every block
+        "kv_bytes_per_position": 2 * L * C * element,
+        "n_params": n_params,
+        "n_params_untied": n_params + V * C,
+        "tied_saved": V * C,
+        "uniform": 1 / V,
+        "byte_labels": [byte_label(b) for b in range(V)],
+    }
 
 def repeat_pair(ids: list[int]) -> list[int] | None:
     """The first two positions holding the same byte, or None."""
@@ -164,7 +192,9 @@ def prefix_invariance(model: GPT, prompt_ids: list[int], cfg: GPTConfig, device:
         recordings.append(rec)
     T = len(prompt_ids)
     worst, worst_name = 0.0, ""
-    plain_pass = {name: d.shape for name, d in declared_points(model).items() if not d.point.scope}  # generation's are not recorded here
+    plain_pass = {
+        name: d.shape for name, d in declared_points(model).items() if not d.point.scope
+    }  # generation's are not recorded here
     for name, shape in plain_pass.items():
         a, b = (r.tensor(name).detach().cpu() for r in recordings)
         index = tuple(slice(0, T - 1) if axis == "T" else slice(None) for axis in shape)
@@ -191,7 +221,8 @@ CONTINUATION = 64  # bytes of the longer greedy continuation the training page s
 
 
 def load_weights(model: GPT, opts: GPTOptions) -> tuple[str, dict]:
-    """Load ``opts.weights`` into ``model`` (random: keep the seeded initialisation); (run-stamp text, facts for the pages)."""
+    """Load ``opts.weights`` into ``model`` (random: keep the seeded initialisation); (run-stamp text, facts for the
+    pages)."""
     if opts.weights == "random":
         return f"random (seeded with {opts.seed}; not trained)", {"kind": "random", "record": None, "checkpoint": None}
     path = CHECKPOINT if opts.weights == "trained" else Path(opts.weights).expanduser()
@@ -200,7 +231,8 @@ def load_weights(model: GPT, opts: GPTOptions) -> tuple[str, dict]:
     sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
     record = load_record(path)
     kind = "trained" if opts.weights == "trained" else "file"
-    name = "the bundled checkpoint gpt-trained.pt" if kind == "trained" else clean_text(path.name)  # a file name is user text
+    # a file name is user text
+    name = "the bundled checkpoint gpt-trained.pt" if kind == "trained" else clean_text(path.name)
     if record:
         text = (f"trained: {name}, {record['training']['steps']:,} steps on {record['corpus']['name']} "
                 f"(sha256 {sha256[:12]}…)")
@@ -224,12 +256,17 @@ def head_statistics(probs: torch.Tensor) -> list[dict]:
 
 def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GPTConfig,
                       device: torch.device) -> tuple[dict, Callable[[], float] | None]:
-    """Measured on this run: held-out bits per byte of these weights, the corpus baselines, every head's habits, a longer
-    continuation. The held-out score is None, and the function that waits for it is returned, while a thread begun ahead
-    (start) still measures it; else that function is None."""
+    """Measured on this run: held-out bits per byte of these weights, the corpus baselines, every head's habits, a
+    longer continuation. The held-out score is None, and the function that waits for it is returned, while a thread
+    begun ahead (start) still measures it; else that function is None."""
     T = len(prompt_ids)
-    heads = [head_statistics(rec.tensor(f"blocks.{i}.attn.probs")) for i in range(cfg.n_layers)] if T > 1 else []
-    best = max(((i, h) for i in range(len(heads)) for h in range(cfg.n_heads)), key=lambda ih: heads[ih[0]][ih[1]]["previous"], default=None)
+    names = [EVERY_BLOCK.PROBS.name({"i": str(i)}) for i in range(cfg.n_layers)]
+    heads = [head_statistics(rec.tensor(name)) for name in names] if T > 1 else []
+    best = max(
+        ((i, h) for i in range(len(heads)) for h in range(cfg.n_heads)),
+        key=lambda ih: heads[ih[0]][ih[1]]["previous"],
+        default=None,
+    )
     uniform_entropy = sum(math.log2(t + 1) for t in range(1, T)) / (T - 1) if T > 1 else 0.0
     _, held_out = split(corpus_bytes())
     context = held_out_window(cfg)
@@ -239,7 +276,9 @@ def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GP
         n_new = min(CONTINUATION, cfg.context - T + 1)
         more = model.generate(torch.tensor([prompt_ids], device=device), n_new)[0][0].tolist() if n_new >= 1 else []
         sample = held_out_sample(held_out)
-        sample_new = model.generate(torch.tensor([sample["prompt"]], device=device), len(sample["truth"]))[0][0].tolist()
+        sample_new = model.generate(torch.tensor([sample["prompt"]], device=device), len(sample["truth"]))[0][
+            0
+        ].tolist()
     model.eval()
     return {
         "corpus": corpus_facts(),
@@ -261,7 +300,8 @@ def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GP
 
 
 def held_out_sample(held_out: torch.Tensor, prompt: int = 48, truth: int = 48) -> dict:
-    """A fixed held-out passage: the first ``prompt`` bytes of the first line of prose (a letter first, at least ``prompt``
+    """A fixed held-out passage: the first ``prompt`` bytes of the first line of prose (a letter first, at least
+    ``prompt``
     + 16 bytes long) after the split, and the ``truth`` bytes that follow them in the corpus."""
     data = bytes(held_out.tolist())
     start = 0
@@ -273,4 +313,8 @@ def held_out_sample(held_out: torch.Tensor, prompt: int = 48, truth: int = 48) -
         start += len(line) + 1
     else:
         start = 0
-    return {"offset": start, "prompt": list(data[start:start + prompt]), "truth": list(data[start + prompt:start + prompt + truth])}
+    return {
+        "offset": start,
+        "prompt": list(data[start : start + prompt]),
+        "truth": list(data[start + prompt : start + prompt + truth]),
+    }

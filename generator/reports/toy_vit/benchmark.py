@@ -48,7 +48,8 @@ def model_tables(report: Report, device: torch.device, repeats: int,
     model = ToyVisionTransformer(cfg).eval()
     model.load_state_dict(seed.state_dict(cfg))
     image = seed.image()
-    layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.mlp_dim, dropout=0.0, activation="relu", batch_first=True).eval()
+    layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.mlp_dim, dropout=0.0, activation="relu",
+                                       batch_first=True).eval()
 
     def reference():
         x = torch.cat([model.class_token, model.patch_embed(image)], dim=1) + model.pos_embedding
@@ -60,7 +61,8 @@ def model_tables(report: Report, device: torch.device, repeats: int,
 
     with torch.no_grad():
         t = interleaved({"torch": reference, "off": lambda: model(image), "on": recorded}, repeats * 5)
-    rows = [("torch.nn encoder layer", t["torch"]), ("ours, recording off", t["off"]), ("ours, recording on (all tensors)", t["on"])]
+    rows = [("torch.nn encoder layer", t["torch"]), ("ours, recording off", t["off"]),
+            ("ours, recording on (all tensors)", t["on"])]
     builds = sorted(_build_seconds(report) for _ in range(max(1, repeats)))
     return [("Toy ViT forward (seed 004's 6×6 image), CPU", rows, rows[0][1]),
             ("Toy ViT report, CPU", [(BUILD, builds[len(builds) // 2])], builds[len(builds) // 2])]

@@ -24,7 +24,11 @@ class IsImage(Check):
         expected = torch.tensor(s.input(self.pixels), dtype=torch.float64).view_as(got)  # rows -> (B, Ch, H, W)
         passed, detail = close(got, expected, "vs the pixel rows the run was fed")
         inside = bool(((got >= 0) & (got <= 1)).all())
-        return "is the input image, every pixel in [0, 1]", passed and inside, detail + f"; every pixel in [0, 1]: {inside}"
+        return (
+            "is the input image, every pixel in [0, 1]",
+            passed and inside,
+            detail + f"; every pixel in [0, 1]: {inside}",
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,8 +43,10 @@ class PatchesTile(Check):
         B, N, Ch, P, _ = p.shape
         img = s.t(self.image)
         side = img.shape[-1] // P
-        rebuilt = p.view(B, side, side, Ch, P, P).permute(0, 3, 1, 4, 2, 5).reshape(B, Ch, side * P, side * P)  # -> (B, Ch, H, W)
-        passed, detail = close(rebuilt, img, f"{N} patches of {P}×{P} put back on a {side}×{side} grid, row by row, vs the image")
+        # -> (B, Ch, H, W)
+        rebuilt = p.view(B, side, side, Ch, P, P).permute(0, 3, 1, 4, 2, 5).reshape(B, Ch, side * P, side * P)
+        passed, detail = close(rebuilt, img, f"{N} patches of {P}×{P} put back on a {side}×{side} grid, row by row, vs "
+                                             "the image")
         return "the patches tile the image, row by row", passed, detail
 
 
@@ -54,8 +60,10 @@ class ReadRowByRow(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         src = s.t(self.source)  # (B, N, Ch, P, P)
         B, N, Ch, P, _ = src.shape
-        expected = torch.stack([src[:, :, c, y, x] for c in range(Ch) for y in range(P) for x in range(P)], dim=-1)  # pixel by pixel
-        passed, detail = close(s.t(self.out), expected, f"each patch's {Ch * P * P} pixels picked one by one, left to right, top to bottom")
+        # pixel by pixel
+        expected = torch.stack([src[:, :, c, y, x] for c in range(Ch) for y in range(P) for x in range(P)], dim=-1)
+        passed, detail = close(s.t(self.out), expected, f"each patch's {Ch * P * P} pixels picked one by one, left to "
+                                                        "right, top to bottom")
         return "each patch read left to right, top to bottom", passed, detail
 
 
@@ -70,9 +78,11 @@ class ProjectedHeads(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         got = s.t(self.out)
         B, H, N1, hs = got.shape
-        expected = linear(s, self.module, s.t(self.x)).view(B, N1, H, hs).transpose(1, 2)  # (B, N1, C) -> (B, h, N1, hs)
+        # (B, N1, C) -> (B, h, N1, hs)
+        expected = linear(s, self.module, s.t(self.x)).view(B, N1, H, hs).transpose(1, 2)
         name = s.name(self.module)
-        passed, detail = close(got, expected, f"recomputed x·Wᵀ + b with {name}'s weights, split into {H} head{'s' if H > 1 else ''}")
+        passed, detail = close(got, expected, f"recomputed x·Wᵀ + b with {name}'s weights, split into {H} "
+                                              f"head{'s' if H > 1 else ''}")
         return f"equals {name} applied to its input", passed, detail
 
 
@@ -100,7 +110,11 @@ class ReluOf(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         x = s.t(self.x)
         passed, detail = close(s.t(self.out), F.relu(x), "recomputed max(0, x)")
-        return "equals ReLU of its input", passed, detail + f"; {int((x < 0).sum())} of {x.numel()} inputs were negative"
+        return (
+            "equals ReLU of its input",
+            passed,
+            detail + f"; {int((x < 0).sum())} of {x.numel()} inputs were negative",
+        )
 
 
 CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (

@@ -5,11 +5,17 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from generator.places import Place, layer_pattern
 from generator.tensor_data import AttentionGroup, Exploration
+from models.toy_vit import LEGEND, EncoderBlock, SelfAttention
+
+
+ATTENTION = Place("blocks.{layer}.attn", SelfAttention)  # every block's, the layer its placeholder
+BLOCK = Place("blocks.{layer}", EncoderBlock)
 
 
 def _names(config: Any) -> list[str]:
-    return [name for i in range(config.n_layers) for name in (f"blocks.{i}.attn.probs", f"blocks.{i}.output")]
+    return [ref.name({"layer": str(i)}) for i in range(config.n_layers) for ref in (ATTENTION.PROBS, BLOCK.OUTPUT)]
 
 
 def _labels(run: Any) -> dict[str, list[str]]:
@@ -18,7 +24,8 @@ def _labels(run: Any) -> dict[str, list[str]]:
 
 
 def _image(run: Any) -> tuple[bytes, int, bool]:
-    """The grayscale image as the model saw it, for laying one query's attention over the 3×3 patch grid ([CLS] first)."""
+    """The grayscale image as the model saw it, for laying one query's attention over the 3×3 patch grid ([CLS]
+    first)."""
     from PIL import Image
 
     gray = run.cpu("image")[0, 0].clamp(0, 1).mul(255).round().byte().numpy()  # (1, 1, H, W) -> (H, W), 0-255
@@ -29,8 +36,19 @@ def _image(run: Any) -> tuple[bytes, int, bool]:
 
 EXPLORATION = Exploration(
     names=_names,
-    groups=(AttentionGroup("layers", "Self-attention over [CLS] and the patches A–I", "layer", r"blocks\.(\d+)\.attn\.probs", "tokens", "tokens"),),
-    axis_labels={"N": "patches", "N1": "tokens", "h": "heads", "K": "classes"},  # label keys by the model's shape symbols
+    groups=(
+        AttentionGroup(
+            "layers",
+            "Self-attention over [CLS] and the patches A–I",
+            "layer",
+            layer_pattern(ATTENTION.PROBS, "layer"),
+            "tokens",
+            "tokens",
+        ),
+    ),
+    axis_labels=LEGEND.axis_labels(
+        N="patches", N1="tokens", h="heads", K="classes"
+    ),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
     labels=_labels,
     image=_image,
 )

@@ -15,7 +15,8 @@ WEIGHTS = ("seed", "random")
 @dataclass(frozen=True)
 class ToyVitOptions(RunOptions):
     pixels: str = field(default="", metadata=option(
-        "36 pixel intensities in [0, 1], row by row, separated by spaces or commas; empty: the seed's 6×6 image", kind="text",
+        "36 pixel intensities in [0, 1], row by row, separated by spaces or commas; empty: the seed's 6×6 image",
+                                                    kind="text",
         form={"label": "Pixels", "type": "text", "current": "pixels_text",
               "hint": "36 numbers in [0, 1], row by row; empty: the seed's image"}))
     weights: str = field(default="seed", metadata=option(

@@ -9,7 +9,7 @@ from generator.reports.toy_vit import seed
 from generator.reports.toy_vit.options import ToyVitOptions
 from generator.run import ModelRun, resolve_device
 from models.recording import recording
-from models.toy_vit import ToyVisionTransformer
+from models.toy_vit import LEGEND, ToyVisionTransformer
 
 
 def _weights(opts: ToyVitOptions) -> tuple[ToyVisionTransformer, str]:
@@ -25,7 +25,8 @@ def _weights(opts: ToyVitOptions) -> tuple[ToyVisionTransformer, str]:
 
 
 def _pages(report: Report, comparison: dict[str, seed.Comparison]) -> dict[str, dict[str, str]]:
-    """Seed entry -> the label and path (within the report) of the snapshot page that shows it, for the overview's links."""
+    """Seed entry -> the label and path (within the report) of the snapshot page that shows it, for the overview's
+    links."""
     from generator.render import page_path
 
     by_tensor = {snap.main.template: snap for snap in report.snapshots}
@@ -61,22 +62,25 @@ def run(report: Report, opts: ToyVitOptions) -> ModelRun:
             "patches": list(seed.PATCHES),
             "query": seed.QUERY,
             "config": cfg,
-            "summary": f"Seed 004's toy ViT: a {cfg.image_size}×{cfg.image_size} grayscale image, {cfg.patch_size}×{cfg.patch_size} patches "
-                       f"(A–I), width {cfg.d_model}, {cfg.n_layers} post-norm encoder layer with {cfg.n_heads} head, MLP width {cfg.mlp_dim}, "
+            "summary": f"Seed 004's toy ViT: a {cfg.image_size}×{cfg.image_size} grayscale image, "
+                       f"{cfg.patch_size}×{cfg.patch_size} patches "
+                       f"(A–I), width {cfg.d_model}, {cfg.n_layers} post-norm encoder layer with {cfg.n_heads} head, "
+                       f"MLP width {cfg.mlp_dim}, "
                        f"{cfg.n_classes} classes ({n_params} parameters).",
-            "facts": [["image", image_text], ["weights", weights_text], ["seed", str(opts.seed)], ["device", device.type]],
+            "facts": [["image", image_text], ["weights", weights_text], ["seed", str(opts.seed)],
+                      ["device", device.type]],
         },
-        dims={
-            "B": 1, "Ch": cfg.in_channels, "H": cfg.image_size, "W": cfg.image_size, "P": cfg.patch_size, "N": cfg.n_patches,
-            "N1": cfg.n_patches + 1, "C": cfg.d_model, "h": cfg.n_heads, "hs": cfg.head_size, "M": cfg.mlp_dim, "K": cfg.n_classes,
-        },
+        dims=LEGEND.sizes(B=1, Ch=cfg.in_channels, H=cfg.image_size, W=cfg.image_size, P=cfg.patch_size,
+                          N=cfg.n_patches, C=cfg.d_model, h=cfg.n_heads, M=cfg.mlp_dim, K=cfg.n_classes),
         places=opts.places(),
         seed=opts.seed,
         device=device.type,
         weights=weights_text,
     )
     comparison = seed.compare(result)  # every printed result beside this run's value
-    result.inputs |= {"seed_comparison": comparison, "seed_given": seed.given(result), "seed_table": seed.table(comparison), "seed_pages": _pages(report, comparison),
-                      "seed_inputs": {entry: [{"item": p.item, "line": p.line, "text": list(p.text)} for p in seed.printed()[entry]]
+    result.inputs |= {"seed_comparison": comparison, "seed_given": seed.given(result),
+                      "seed_table": seed.table(comparison), "seed_pages": _pages(report, comparison),
+                      "seed_inputs": {entry: [{"item": p.item, "line": p.line,
+                                               "text": list(p.text)} for p in seed.printed()[entry]]
                                       for entry in seed.INPUTS}}
     return result

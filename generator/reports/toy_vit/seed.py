@@ -23,6 +23,10 @@ from typing import Any
 
 import torch
 
+from generator.places import Place
+from generator.sources import Ref
+from models.toy_vit import MLP, EncoderBlock, PatchEmbedding, SelfAttention, ToyVisionTransformer
+
 TABLE = Path(__file__).resolve().with_name("seed_004.csv")
 SEED_FILE = "004_a53975baff318064.txt"  # the seed document the line numbers refer to
 TOKENS = ("[CLS]", "A", "B", "C", "D", "E", "F", "G", "H", "I")  # position 0 is [CLS], then the patches row by row
@@ -56,7 +60,9 @@ def printed() -> dict[str, tuple[Printed, ...]]:
     rows: dict[str, list[Printed]] = {}
     with TABLE.open(encoding="utf-8", newline="") as table:
         for row in csv.DictReader(table):
-            rows.setdefault(row["entry"], []).append(Printed(row["entry"], row["item"], int(row["line"]), tuple(row["values"].split())))
+            rows.setdefault(row["entry"],
+                            []).append(Printed(row["entry"], row["item"], int(row["line"]),
+                                               tuple(row["values"].split())))
     return {entry: tuple(items) for entry, items in rows.items()}
 
 
@@ -83,13 +89,15 @@ def state_dict(cfg: Any) -> dict[str, torch.Tensor]:
         "head.bias": matrix("b_cls")[0],
     }
     for i in range(cfg.n_layers):
-        block = f"blocks.{i}"
+        path = f"blocks.{i}"
         for projection in ("query", "key", "value", "proj"):
-            state |= {f"{block}.attn.{projection}.weight": eye, f"{block}.attn.{projection}.bias": zeros}
+            state |= {f"{path}.attn.{projection}.weight": eye, f"{path}.attn.{projection}.bias": zeros}
         for norm in ("ln_1", "ln_2"):
-            state |= {f"{block}.{norm}.weight": ones, f"{block}.{norm}.bias": zeros}
-        state |= {f"{block}.mlp.fc1.weight": matrix("W1").T, f"{block}.mlp.fc1.bias": matrix("b1")[0],  # (C, M) -> (M, C)
-                  f"{block}.mlp.fc2.weight": matrix("W2").T, f"{block}.mlp.fc2.bias": matrix("b2")[0]}  # (M, C) -> (C, M)
+            state |= {f"{path}.{norm}.weight": ones, f"{path}.{norm}.bias": zeros}
+        # (C, M) -> (M, C)
+        state |= {f"{path}.mlp.fc1.weight": matrix("W1").T, f"{path}.mlp.fc1.bias": matrix("b1")[0],
+                  # (M, C) -> (C, M)
+                  f"{path}.mlp.fc2.weight": matrix("W2").T, f"{path}.mlp.fc2.bias": matrix("b2")[0]}
     return {name: value.float() for name, value in state.items()}
 
 
@@ -131,82 +139,108 @@ class Step:
     method: str = ""  # how the seed's formula differs from the model's, when it does
 
 
-def _t(run: Any, name: str) -> torch.Tensor:
-    return run.t(name)  # the run fills the placeholder of the traced layer
+# Where the compared tensors are recorded (generator/places.py): the model's declared points, at their places.
+model = Place("", ToyVisionTransformer)
+patch_embed = Place("patch_embed", PatchEmbedding)
+block = Place("{block}", EncoderBlock)
+block_attn = Place("{block}.attn", SelfAttention)
+block_mlp = Place("{block}.mlp", MLP)
+
+
+def _t(run: Any, ref: Ref) -> torch.Tensor:
+    return run.t(ref)  # the run fills the placeholder of the traced layer
 
 
 STEPS: tuple[Step, ...] = (
-    Step("patches", "the nine 2×2 patches", "patch_embed.patches",
-         lambda run: _t(run, "patch_embed.patches")[0].reshape(9, -1),  # (N, Ch, P, P) -> (N, Ch·P·P) to match the printed rows
+    Step("patches", "the nine 2×2 patches", patch_embed.PATCHES.template,
+         # (N, Ch, P, P) -> (N, Ch·P·P) to match the printed rows
+         lambda run: _t(run, patch_embed.PATCHES)[0].reshape(9, -1),
          lambda: _patches_of(matrix("image")), ("image",)),
-    Step("flat", "the flattened patch vectors", "patch_embed.flat",
-         lambda run: _t(run, "patch_embed.flat")[0], lambda: matrix("patches"), ("patches",)),
-    Step("embed_worked", "patch A times E, worked out term by term", "patch_embed.embed",
-         lambda run: _t(run, "patch_embed.embed")[0, :1], lambda: matrix("flat")[:1] @ matrix("E_matrix"), ("flat", "E_matrix")),
-    Step("embed", "the projected embeddings, patch · E", "patch_embed.embed",
-         lambda run: _t(run, "patch_embed.embed")[0], lambda: matrix("flat") @ matrix("E_matrix"), ("flat", "E_matrix")),
-    Step("tokens", "the sequence with [CLS] in front", "tokens",
-         lambda run: _t(run, "tokens")[0], lambda: torch.cat([matrix("cls_token"), matrix("embed")]), ("cls_token", "embed")),
-    Step("x0", "x⁰ = embedding + position", "tokens_pos",
-         lambda run: _t(run, "tokens_pos")[0], lambda: matrix("tokens") + matrix("pos"), ("tokens", "pos")),
-    Step("q", "the query of patch E, Q₅", "{block}.attn.q",
-         lambda run: _t(run, "{block}.attn.q")[0, 0, QUERY:QUERY + 1], lambda: matrix("x0")[QUERY:QUERY + 1], ("x0",)),
-    Step("k", "the key vectors Kⱼ", "{block}.attn.k",
-         lambda run: _t(run, "{block}.attn.k")[0, 0], lambda: matrix("x0"), ("x0",)),
-    Step("v", "the value vectors it writes out, V₀, V₁ and V₉", "{block}.attn.v",
-         lambda run: _t(run, "{block}.attn.v")[0, 0, [0, 1, 9]], lambda: matrix("x0")[[0, 1, 9]], ("x0",)),
-    Step("dots", "E's raw attention scores Q₅ · Kⱼ", "{block}.attn.dots",
-         lambda run: _t(run, "{block}.attn.dots")[0, 0, QUERY].unsqueeze(1),  # (N1,) -> (N1, 1): one printed number per row
+    Step("flat", "the flattened patch vectors", patch_embed.FLAT.template,
+         lambda run: _t(run, patch_embed.FLAT)[0], lambda: matrix("patches"), ("patches",)),
+    Step("embed_worked", "patch A times E, worked out term by term", patch_embed.EMBED.template,
+         lambda run: _t(run, patch_embed.EMBED)[0, :1], lambda: matrix("flat")[:1] @ matrix("E_matrix"),
+         ("flat", "E_matrix")),
+    Step("embed", "the projected embeddings, patch · E", patch_embed.EMBED.template,
+         lambda run: _t(run, patch_embed.EMBED)[0], lambda: matrix("flat") @ matrix("E_matrix"),
+         ("flat", "E_matrix")),
+    Step("tokens", "the sequence with [CLS] in front", model.TOKENS.template,
+         lambda run: _t(run, model.TOKENS)[0], lambda: torch.cat([matrix("cls_token"), matrix("embed")]),
+         ("cls_token", "embed")),
+    Step("x0", "x⁰ = embedding + position", model.TOKENS_POS.template,
+         lambda run: _t(run, model.TOKENS_POS)[0], lambda: matrix("tokens") + matrix("pos"), ("tokens", "pos")),
+    Step("q", "the query of patch E, Q₅", block_attn.Q.template,
+         lambda run: _t(run, block_attn.Q)[0, 0, QUERY:QUERY + 1], lambda: matrix("x0")[QUERY:QUERY + 1], ("x0",)),
+    Step("k", "the key vectors Kⱼ", block_attn.K.template,
+         lambda run: _t(run, block_attn.K)[0, 0], lambda: matrix("x0"), ("x0",)),
+    Step("v", "the value vectors it writes out, V₀, V₁ and V₉", block_attn.V.template,
+         lambda run: _t(run, block_attn.V)[0, 0, [0, 1, 9]], lambda: matrix("x0")[[0, 1, 9]], ("x0",)),
+    Step("dots", "E's raw attention scores Q₅ · Kⱼ", block_attn.DOTS.template,
+         # (N1,) -> (N1, 1): one printed number per row
+         lambda run: _t(run, block_attn.DOTS)[0, 0, QUERY].unsqueeze(1),
          lambda: (matrix("k") @ matrix("q")[0]).unsqueeze(1), ("q", "k")),
-    Step("probs", "E's attention weights", "{block}.attn.probs",
-         lambda run: _t(run, "{block}.attn.probs")[0, 0, QUERY].unsqueeze(1), lambda: _softmax(matrix("dots")[:, 0]).unsqueeze(1),
-         ("dots",), "the seed takes the softmax of the raw dot products; the model divides them by √hs first, as the paper does"),
-    Step("context", "E's new representation, the weighted sum of the values", "{block}.attn.context",
-         lambda run: _t(run, "{block}.attn.context")[0, 0, QUERY:QUERY + 1], lambda: (matrix("probs")[:, 0] @ matrix("x0")).unsqueeze(0),
+    Step("probs", "E's attention weights", block_attn.PROBS.template,
+         lambda run: _t(run, block_attn.PROBS)[0, 0, QUERY].unsqueeze(1),
+         lambda: _softmax(matrix("dots")[:, 0]).unsqueeze(1),
+         ("dots",), "the seed takes the softmax of the raw dot products; the model divides them by √hs first, as the "
+                    "paper does"),
+    Step("context", "E's new representation, the weighted sum of the values", block_attn.CONTEXT.template,
+         lambda run: _t(run, block_attn.CONTEXT)[0, 0, QUERY:QUERY + 1],
+         lambda: (matrix("probs")[:, 0] @ matrix("x0")).unsqueeze(0),
          ("probs", "x0")),
-    Step("attn_out", "every token after attention", "{block}.attn.out",
-         lambda run: _t(run, "{block}.attn.out")[0], lambda: _softmax(matrix("x0") @ matrix("x0").T) @ matrix("x0"), ("x0",),
+    Step("attn_out", "every token after attention", block_attn.OUT.template,
+         lambda run: _t(run, block_attn.OUT)[0], lambda: _softmax(matrix("x0") @ matrix("x0").T) @ matrix("x0"),
+         ("x0",),
          "the seed's softmax skips the division by √hs"),
-    Step("xW1", "E's x·W₁ (before the bias)", "{block}.mlp.fc1",
-         lambda run: _t(run, "{block}.mlp.fc1")[0, QUERY:QUERY + 1] - run.parameter("{block}.mlp.fc1.bias"),
+    Step("xW1", "E's x·W₁ (before the bias)", block_mlp.FC1.template,
+         lambda run: _t(run, block_mlp.FC1)[0, QUERY:QUERY + 1] - run.parameter("{block}.mlp.fc1.bias"),
          lambda: matrix("context") @ matrix("W1"), ("context", "W1"),
          "the seed feeds E's attention output straight into the MLP; the model feeds it LN(x⁰ + attention), "
          "the Add & Norm the seed draws but skips"),
-    Step("fc1", "E's x·W₁ + b₁", "{block}.mlp.fc1",
-         lambda run: _t(run, "{block}.mlp.fc1")[0, QUERY:QUERY + 1], lambda: matrix("xW1") + matrix("b1"), ("xW1", "b1")),
-    Step("hidden", "E's hidden layer after ReLU", "{block}.mlp.hidden",
-         lambda run: _t(run, "{block}.mlp.hidden")[0, QUERY:QUERY + 1], lambda: torch.relu(matrix("fc1")), ("fc1",)),
-    Step("mlp_out", "E's MLP output", "{block}.mlp.out",
-         lambda run: _t(run, "{block}.mlp.out")[0, QUERY:QUERY + 1], lambda: matrix("hidden") @ matrix("W2") + matrix("b2"),
+    Step("fc1", "E's x·W₁ + b₁", block_mlp.FC1.template,
+         lambda run: _t(run, block_mlp.FC1)[0, QUERY:QUERY + 1], lambda: matrix("xW1") + matrix("b1"),
+         ("xW1", "b1")),
+    Step("hidden", "E's hidden layer after ReLU", block_mlp.HIDDEN.template,
+         lambda run: _t(run, block_mlp.HIDDEN)[0, QUERY:QUERY + 1], lambda: torch.relu(matrix("fc1")), ("fc1",)),
+    Step("mlp_out", "E's MLP output", block_mlp.OUT.template,
+         lambda run: _t(run, block_mlp.OUT)[0, QUERY:QUERY + 1],
+         lambda: matrix("hidden") @ matrix("W2") + matrix("b2"),
          ("hidden", "W2", "b2")),
-    Step("residual", "E's residual sum", "{block}.residual_2",
-         lambda run: _t(run, "{block}.residual_2")[0, QUERY:QUERY + 1], lambda: matrix("x0")[QUERY:QUERY + 1] + matrix("mlp_out"),
-         ("x0", "mlp_out"), "the seed adds x⁰ back; the model adds the MLP's own input, the output of the first Add & Norm"),
-    Step("ln_mean", "the mean of E's residual sum", "{block}.ln_2",
-         lambda run: _t(run, "{block}.residual_2")[0, QUERY:QUERY + 1].mean(dim=-1, keepdim=True),
+    Step("residual", "E's residual sum", block.RESIDUAL_2.template,
+         lambda run: _t(run, block.RESIDUAL_2)[0, QUERY:QUERY + 1],
+         lambda: matrix("x0")[QUERY:QUERY + 1] + matrix("mlp_out"),
+         ("x0", "mlp_out"), "the seed adds x⁰ back; the model adds the MLP's own input, the output of the first Add & "
+                            "Norm"),
+    Step("ln_mean", "the mean of E's residual sum", block.LN_2.template,
+         lambda run: _t(run, block.RESIDUAL_2)[0, QUERY:QUERY + 1].mean(dim=-1, keepdim=True),
          lambda: matrix("residual").mean(dim=-1, keepdim=True), ("residual",)),
-    Step("ln_var", "its variance", "{block}.ln_2",
-         lambda run: _t(run, "{block}.residual_2")[0, QUERY:QUERY + 1].var(dim=-1, unbiased=False, keepdim=True),
+    Step("ln_var", "its variance", block.LN_2.template,
+         lambda run: _t(run, block.RESIDUAL_2)[0, QUERY:QUERY + 1].var(dim=-1, unbiased=False, keepdim=True),
          lambda: ((matrix("residual") - matrix("ln_mean")) ** 2).mean(dim=-1, keepdim=True), ("residual", "ln_mean")),
-    Step("ln_std", "its standard deviation", "{block}.ln_2",
-         lambda run: _t(run, "{block}.residual_2")[0, QUERY:QUERY + 1].var(dim=-1, unbiased=False, keepdim=True).sqrt(),
+    Step("ln_std", "its standard deviation", block.LN_2.template,
+         lambda run: _t(run, block.RESIDUAL_2)[0, QUERY:QUERY + 1].var(dim=-1, unbiased=False, keepdim=True).sqrt(),
          lambda: matrix("ln_var").sqrt(), ("ln_var",)),
-    Step("ln_out", "E normalised, (x − mean) / std", "{block}.ln_2",
-         lambda run: _t(run, "{block}.ln_2")[0, QUERY:QUERY + 1], lambda: (matrix("residual") - matrix("ln_mean")) / matrix("ln_std"),
+    Step("ln_out", "E normalised, (x − mean) / std", block.LN_2.template,
+         lambda run: _t(run, block.LN_2)[0, QUERY:QUERY + 1],
+         lambda: (matrix("residual") - matrix("ln_mean")) / matrix("ln_std"),
          ("residual", "ln_mean", "ln_std")),
-    Step("x1", "every token after the layer, x¹", "{block}.output",
-         lambda run: _t(run, "{block}.output")[0], lambda: _normalise(matrix("x0") + _ffn(matrix("attn_out"))), ("x0", "attn_out"),
+    Step("x1", "every token after the layer, x¹", block.OUTPUT.template,
+         lambda run: _t(run, block.OUTPUT)[0], lambda: _normalise(matrix("x0") + _ffn(matrix("attn_out"))),
+         ("x0", "attn_out"),
          "the seed skips the first Add & Norm, as for E"),
-    Step("logits", "the class logits", "logits",
-         lambda run: _t(run, "logits"), lambda: matrix("cls_layer12") @ matrix("W_cls") + matrix("b_cls"), ("cls_layer12",),
-         "the seed's head reads a [CLS] it imagines after 12 layers; the model's head reads its [CLS] after its one layer"),
-    Step("exp_logits", "e to the logits", "probs",
-         lambda run: _t(run, "logits").exp(), lambda: matrix("logits").exp(), ("logits",)),
-    Step("exp_sum", "their sum", "probs",
-         lambda run: _t(run, "logits").exp().sum(dim=-1, keepdim=True), lambda: matrix("exp_logits").sum(dim=-1, keepdim=True),
+    Step("logits", "the class logits", model.LOGITS.template,
+         lambda run: _t(run, model.LOGITS), lambda: matrix("cls_layer12") @ matrix("W_cls") + matrix("b_cls"),
+         ("cls_layer12",),
+         "the seed's head reads a [CLS] it imagines after 12 layers; the model's head reads its [CLS] after its one "
+         "layer"),
+    Step("exp_logits", "e to the logits", model.PROBS.template,
+         lambda run: _t(run, model.LOGITS).exp(), lambda: matrix("logits").exp(), ("logits",)),
+    Step("exp_sum", "their sum", model.PROBS.template,
+         lambda run: _t(run, model.LOGITS).exp().sum(dim=-1, keepdim=True),
+         lambda: matrix("exp_logits").sum(dim=-1, keepdim=True),
          ("exp_logits",)),
-    Step("probs_cls", "the class probabilities", "probs",
-         lambda run: _t(run, "probs"), lambda: matrix("exp_logits") / matrix("exp_sum"), ("exp_logits", "exp_sum")),
+    Step("probs_cls", "the class probabilities", model.PROBS.template,
+         lambda run: _t(run, model.PROBS), lambda: matrix("exp_logits") / matrix("exp_sum"), ("exp_logits", "exp_sum")),
 )
 
 # The seed's inputs: loaded into the model (or, for its imagined layer-12 [CLS], only read by its own arithmetic).
@@ -274,7 +308,8 @@ def compare(run: Any) -> dict[str, Comparison]:
         rows_printed = printed()[step.entry]
         ours, own = step.ours(run).double().cpu(), step.own().double()
         if ours.shape != (len(rows_printed), len(rows_printed[0].text)) or own.shape != ours.shape:
-            raise ValueError(f"seed entry {step.entry}: {len(rows_printed)} printed rows of {len(rows_printed[0].text)}, "
+            raise ValueError(f"seed entry {step.entry}: {len(rows_printed)} printed rows of "
+                             f"{len(rows_printed[0].text)}, "
                              f"but the run gives {tuple(ours.shape)} and the seed's own arithmetic {tuple(own.shape)}")
         differing_inputs = tuple(entry for entry in step.reads if entry in done and done[entry].differing)
         rows = []
@@ -296,19 +331,23 @@ def compare(run: Any) -> dict[str, Comparison]:
 
 
 def table(comparisons: dict[str, Comparison]) -> dict[str, dict[str, Any]]:
-    """The comparison as plain data (for figures and their cache keys): entry -> what, and per printed row its item, line,
+    """The comparison as plain data (for figures and their cache keys): entry -> what, and per printed row its item,
+    line,
     printed text, the run's value and the verdict."""
-    return {entry: {"what": c.step.what, "rows": [{"item": r.printed.item, "line": r.printed.line, "printed": list(r.printed.text),
+    return {entry: {"what": c.step.what,
+                    "rows": [{"item": r.printed.item, "line": r.printed.line, "printed": list(r.printed.text),
                                                     "ours": list(r.ours), "verdict": r.verdict} for r in c.rows]}
             for entry, c in comparisons.items()}
 
 
-# ----------------------------------------------------------------------------- the seed's inputs, as this run holds them
+# ----------------------------------------------------------------------------- the seed's inputs, as this run holds
+# them
 
 
 @dataclass(frozen=True)
 class Given:
-    """One of the seed's inputs (image, weights) beside what this run holds: the same, unless other pixels or weights were chosen."""
+    """One of the seed's inputs (image, weights) beside what this run holds: the same, unless other pixels or weights
+    were chosen."""
 
     entry: str
     what: str
@@ -318,13 +357,15 @@ class Given:
 
     @property
     def same(self) -> bool:
-        return all(_within(torch.tensor(h, dtype=torch.float64), p.values, p.decimals).all() for p, h in zip(self.rows, self.held))
+        return all(_within(torch.tensor(h, dtype=torch.float64), p.values, p.decimals).all() for p,
+                   h in zip(self.rows, self.held))
 
 
 # entry -> (what, the page that shows it, run -> this run's values as printed rows)
 GIVEN: dict[str, tuple[str, str, Callable[[Any], torch.Tensor]]] = {
     "image": ("the image", "image", lambda run: run.t("image")[0, 0]),
-    "E_matrix": ("the projection matrix E", "patch_embed.embed", lambda run: run.parameter("patch_embed.proj.weight").T),
+    "E_matrix": ("the projection matrix E", "patch_embed.embed",
+                 lambda run: run.parameter("patch_embed.proj.weight").T),
     "cls_token": ("the [CLS] token", "cls_token", lambda run: run.parameter("class_token")[0]),
     "pos": ("the positional table", "tokens_pos", lambda run: run.parameter("pos_embedding")[0]),
     "W1": ("W₁", "{block}.mlp.fc1", lambda run: run.parameter("{block}.mlp.fc1.weight").T),

@@ -43,7 +43,8 @@ def model_tables(report: Report, device: torch.device, repeats: int,
             ours(x)
 
     with torch.no_grad():
-        t = interleaved({"torchvision": lambda: tv(x), "off": lambda: ours(x), "on": recorded}, repeats * (4 if sync else 1), sync)
+        t = interleaved({"torchvision": lambda: tv(x), "off": lambda: ours(x), "on": recorded},
+                        repeats * (4 if sync else 1), sync)
     rows = [(TORCHVISION, t["torchvision"]), (OFF, t["off"]), ("ours, recording on (report's tensors)", t["on"])]
     where = "CPU" if device.type == "cpu" else torch.cuda.get_device_name(device)
     title = "ViT-B/16 forward, batch 1, 224×224, CPU" if device.type == "cpu" else f"ViT-B/16 forward on {where}"

@@ -10,24 +10,26 @@ from generator.checks import (
     ResidualBlock, ResidualLayerNorm, RowEquals, SameTensor, ScaledScores, SoftmaxRows, SumOf, TokensConcat,
 )
 from generator.figures import AttentionHeads, Matrix
+from generator.places import Place
 from generator.reports.vit.checks import Flattened, NormalisedImage, PatchesReassemble, RolloutRows
 from generator.reports.vit.figures import ClsAttention, InputImage, PatchMosaic, PosSimilarity, Rollout, Top5
 from generator.sources import ModuleRef, ParamRef, Ref
+import models.vit as _model
+from models.vit import EncoderBlock, MLP, PatchEmbedding, SelfAttention, VisionTransformer
 
-DIMS_LEGEND = {
-    "B": "batch size",
-    "Ch": "colour channels (3)",
-    "H": "image height",
-    "W": "image width",
-    "P": "patch size",
-    "N": "patches, (H/P)·(W/P)",
-    "N1": "tokens, N + 1 with [CLS]",
-    "C": "model width",
-    "h": "attention heads",
-    "hs": "head size C / h",
-    "M": "MLP width",
-    "K": "classes",
-}
+# Where the tensors are recorded: a place in the model (placeholders: the traced layer) and the module class there.
+# ``place.POINT`` is the record name that class's declared point has at that place (generator/places.py).
+model = Place("", VisionTransformer)
+patch_embed = Place("patch_embed", PatchEmbedding)
+block2 = Place("{block2}", EncoderBlock)
+block_last = Place("{block_last}", EncoderBlock)
+block_last_attn = Place("{block_last}.attn", SelfAttention)
+block = Place("{block}", EncoderBlock)
+block_attn = Place("{block}.attn", SelfAttention)
+block_mlp = Place("{block}.mlp", MLP)
+every_block_attn = Place("blocks.{i}.attn", SelfAttention)  # {i}: every block, filled in by a check
+
+DIMS_LEGEND = _model.LEGEND  # declared once, in the model file
 
 STAGES = (
     Stage("input", "Input & patches", "From pixels to a sequence of patch tokens with [CLS] and positions."),
@@ -50,7 +52,7 @@ SNAPSHOTS = (
         title='Raw input tensor (after preprocessing)',
         variable='img_tensor',
         stage='input',
-        tensors=(Ref('image'),),
+        tensors=(model.IMAGE,),
         checks=(NormalisedImage(),),
         figures=('input_image',),
         questions=(1,),
@@ -60,8 +62,8 @@ SNAPSHOTS = (
         title='Patches (4D view)',
         variable='patches_4d',
         stage='input',
-        tensors=(Ref('patch_embed.patches'),),
-        checks=(PatchesReassemble(image=Ref('image')),),
+        tensors=(patch_embed.PATCHES,),
+        checks=(PatchesReassemble(image=model.IMAGE),),
         figures=('patch_mosaic',),
         questions=(1,),
     ),
@@ -70,8 +72,8 @@ SNAPSHOTS = (
         title='Flattened patches',
         variable='patches_flat',
         stage='input',
-        tensors=(Ref('patch_embed.flat'),),
-        checks=(Flattened(source=Ref('patch_embed.patches')),),
+        tensors=(patch_embed.FLAT,),
+        checks=(Flattened(source=patch_embed.PATCHES),),
         questions=(1,),
     ),
     Snapshot(
@@ -79,8 +81,8 @@ SNAPSHOTS = (
         title='Patch embeddings',
         variable='x_embed',
         stage='input',
-        tensors=(Ref('patch_embed.embed'),),
-        checks=(LinearOf(x=Ref('patch_embed.flat'), module=ModuleRef('patch_embed.proj')),),
+        tensors=(patch_embed.EMBED,),
+        checks=(LinearOf(x=patch_embed.FLAT, module=ModuleRef('patch_embed.proj')),),
         figures=('patch_embedding',),
         questions=(1,),
     ),
@@ -89,7 +91,7 @@ SNAPSHOTS = (
         title='Class token (before concatenation)',
         variable='cls_tok',
         stage='input',
-        tensors=(Ref('cls_token'),),
+        tensors=(model.CLS_TOKEN,),
         checks=(EqualsParameter(parameter=ParamRef('class_token')),),
         questions=(2,),
     ),
@@ -98,8 +100,8 @@ SNAPSHOTS = (
         title='Tokens after adding [CLS]',
         variable='x_tokens',
         stage='input',
-        tensors=(Ref('tokens'),),
-        checks=(TokensConcat(cls=Ref('cls_token'), patches=Ref('patch_embed.embed')),),
+        tensors=(model.TOKENS,),
+        checks=(TokensConcat(cls=model.CLS_TOKEN, patches=patch_embed.EMBED),),
         questions=(2,),
     ),
     Snapshot(
@@ -107,8 +109,8 @@ SNAPSHOTS = (
         title='After adding positional encoding',
         variable='x_pos',
         stage='input',
-        tensors=(Ref('tokens_pos'),),
-        checks=(PlusParameter(x=Ref('tokens'), parameter=ParamRef('pos_embedding')),),
+        tensors=(model.TOKENS_POS,),
+        checks=(PlusParameter(x=model.TOKENS, parameter=ParamRef('pos_embedding')),),
         figures=('pos_similarity',),
         questions=(3,),
     ),
@@ -117,7 +119,7 @@ SNAPSHOTS = (
         title='Block input',
         variable='x_in',
         stage='block',
-        tensors=(Ref('{block}.input'),),
+        tensors=(block.INPUT,),
         checks=(SameTensor(source=Ref('{block_prev}'), claim='is what the previous stage handed over'),),
         questions=(5,),
     ),
@@ -126,8 +128,8 @@ SNAPSHOTS = (
         title='Q (per head)',
         variable='q',
         stage='block',
-        tensors=(Ref('{block}.attn.q'),),
-        checks=(LinearHeads(x=Ref('{block}.ln_1'), module=ModuleRef('{block}.attn.qkv'), part=0),),
+        tensors=(block_attn.Q,),
+        checks=(LinearHeads(x=block.LN_1, module=ModuleRef('{block}.attn.qkv'), part=0),),
         questions=(4,),
     ),
     Snapshot(
@@ -135,8 +137,8 @@ SNAPSHOTS = (
         title='K (per head)',
         variable='k',
         stage='block',
-        tensors=(Ref('{block}.attn.k'),),
-        checks=(LinearHeads(x=Ref('{block}.ln_1'), module=ModuleRef('{block}.attn.qkv'), part=1),),
+        tensors=(block_attn.K,),
+        checks=(LinearHeads(x=block.LN_1, module=ModuleRef('{block}.attn.qkv'), part=1),),
         questions=(4,),
     ),
     Snapshot(
@@ -144,8 +146,8 @@ SNAPSHOTS = (
         title='V (per head)',
         variable='v',
         stage='block',
-        tensors=(Ref('{block}.attn.v'),),
-        checks=(LinearHeads(x=Ref('{block}.ln_1'), module=ModuleRef('{block}.attn.qkv'), part=2),),
+        tensors=(block_attn.V,),
+        checks=(LinearHeads(x=block.LN_1, module=ModuleRef('{block}.attn.qkv'), part=2),),
         questions=(4,),
     ),
     Snapshot(
@@ -153,8 +155,8 @@ SNAPSHOTS = (
         title='Attention scores (pre-softmax)',
         variable='attn_scores',
         stage='block',
-        tensors=(Ref('{block}.attn.scores'),),
-        checks=(ScaledScores(q=Ref('{block}.attn.q'), k=Ref('{block}.attn.k')),),
+        tensors=(block_attn.SCORES,),
+        checks=(ScaledScores(q=block_attn.Q, k=block_attn.K),),
         questions=(4,),
     ),
     Snapshot(
@@ -162,8 +164,8 @@ SNAPSHOTS = (
         title='Attention probabilities',
         variable='attn_probs',
         stage='block',
-        tensors=(Ref('{block}.attn.probs'),),
-        checks=(SoftmaxRows(scores=Ref('{block}.attn.scores')),),
+        tensors=(block_attn.PROBS,),
+        checks=(SoftmaxRows(scores=block_attn.SCORES),),
         figures=('attention_heads', 'cls_attention'),
         questions=(4,),
     ),
@@ -172,8 +174,8 @@ SNAPSHOTS = (
         title='Context per head',
         variable='attn_ctx',
         stage='block',
-        tensors=(Ref('{block}.attn.context'),),
-        checks=(ContextHeads(probs=Ref('{block}.attn.probs'), v_heads=Ref('{block}.attn.v')),),
+        tensors=(block_attn.CONTEXT,),
+        checks=(ContextHeads(probs=block_attn.PROBS, v_heads=block_attn.V),),
         questions=(4,),
     ),
     Snapshot(
@@ -181,8 +183,8 @@ SNAPSHOTS = (
         title='MHA output (concat + projection)',
         variable='attn_out',
         stage='block',
-        tensors=(Ref('{block}.attn.out'),),
-        checks=(LinearOf(x=Ref('{block}.attn.concat'), module=ModuleRef('{block}.attn.proj')),),
+        tensors=(block_attn.OUT,),
+        checks=(LinearOf(x=block_attn.CONCAT, module=ModuleRef('{block}.attn.proj')),),
         questions=(5,),
     ),
     Snapshot(
@@ -190,9 +192,11 @@ SNAPSHOTS = (
         title='Residual + norm (post-attention)',
         variable='ff_in',
         stage='block',
-        tensors=(Ref('{block}.ln_2'),),
-        checks=(ResidualLayerNorm(operands=(Ref('{block}.input'), Ref('{block}.attn.out')), module=ModuleRef('{block}.ln_2')),),
-        differs="The seed normalised `x + attn_out` with a LayerNorm and then also used the un-normalised sum nowhere; in the standard pre-norm ViT this LayerNorm (`ln_2`) only feeds the MLP, while the residual stream keeps the raw sum `x + attn_out`. The page shows `ln_2(x + attn_out)`, the MLP's input.",
+        tensors=(block.LN_2,),
+        checks=(ResidualLayerNorm(operands=(block.INPUT, block_attn.OUT), module=ModuleRef('{block}.ln_2')),),
+        differs="The seed normalised `x + attn_out` with a LayerNorm and then also used the un-normalised sum nowhere; "
+                "in the standard pre-norm ViT this LayerNorm (`ln_2`) only feeds the MLP, while the residual stream "
+                "keeps the raw sum `x + attn_out`. The page shows `ln_2(x + attn_out)`, the MLP's input.",
         questions=(5,),
     ),
     Snapshot(
@@ -200,8 +204,8 @@ SNAPSHOTS = (
         title='FFN hidden (after fc1 + GELU)',
         variable='ff_hidden',
         stage='block',
-        tensors=(Ref('{block}.mlp.hidden'),),
-        checks=(GeluOfLinear(x=Ref('{block}.ln_2'), module=ModuleRef('{block}.mlp.fc1')),),
+        tensors=(block_mlp.HIDDEN,),
+        checks=(GeluOfLinear(x=block.LN_2, module=ModuleRef('{block}.mlp.fc1')),),
         questions=(5,),
     ),
     Snapshot(
@@ -209,8 +213,8 @@ SNAPSHOTS = (
         title='FFN output (after fc2)',
         variable='ff_out',
         stage='block',
-        tensors=(Ref('{block}.mlp.out'),),
-        checks=(LinearOf(x=Ref('{block}.mlp.hidden'), module=ModuleRef('{block}.mlp.fc2')),),
+        tensors=(block_mlp.OUT,),
+        checks=(LinearOf(x=block_mlp.HIDDEN, module=ModuleRef('{block}.mlp.fc2')),),
         questions=(5,),
     ),
     Snapshot(
@@ -218,9 +222,12 @@ SNAPSHOTS = (
         title='Residual (+ norm) post-MLP',
         variable='x_after_mlp',
         stage='block',
-        tensors=(Ref('{block}.residual_2'),),
-        checks=(SumOf(operands=(Ref('{block}.input'), Ref('{block}.attn.out'), Ref('{block}.mlp.out'))),),
-        differs="The seed added the MLP output to the *normalised* `ff_in` and normalised again (`norm3`). In the standard pre-norm ViT the MLP output is added to the un-normalised residual stream `x + attn_out`, and no LayerNorm follows inside the block: the next block's `ln_1` (or the final `ln`, S23) normalises it.",
+        tensors=(block.RESIDUAL_2,),
+        checks=(SumOf(operands=(block.INPUT, block_attn.OUT, block_mlp.OUT)),),
+        differs="The seed added the MLP output to the *normalised* `ff_in` and normalised again (`norm3`). In the "
+                "standard pre-norm ViT the MLP output is added to the un-normalised residual stream `x + attn_out`, "
+                "and no LayerNorm follows inside the block: the next block's `ln_1` (or the final `ln`, S23) "
+                "normalises it.",
         questions=(5,),
     ),
     Snapshot(
@@ -228,9 +235,11 @@ SNAPSHOTS = (
         title='Encoder block output',
         variable='block_out',
         stage='block',
-        tensors=(Ref('{block}.output'),),
-        checks=(SameTensor(source=Ref('{block}.residual_2'), claim='is the post-MLP residual sum (no norm inside a pre-norm block)'),),
-        differs='In the seed this was the output of an extra LayerNorm; in the standard ViT the block ends with the residual sum of S19.',
+        tensors=(block.OUTPUT,),
+        checks=(SameTensor(source=block.RESIDUAL_2, claim='is the post-MLP residual sum (no norm inside a pre-norm '
+                                                          'block)'),),
+        differs='In the seed this was the output of an extra LayerNorm; in the standard ViT the block ends with the '
+                'residual sum of S19.',
         questions=(5,),
     ),
     Snapshot(
@@ -238,9 +247,9 @@ SNAPSHOTS = (
         title='Encoder block 2 output',
         variable='x_block2_out',
         stage='output',
-        tensors=(Ref('{block2}.output'),),
-        checks=(ResidualBlock(x=Ref('{block2}.input'), block=ModuleRef('{block2}')),
-                SameTensor(source=Ref('{block2}.residual_2'), claim="is the second block's last residual sum")),
+        tensors=(block2.OUTPUT,),
+        checks=(ResidualBlock(x=block2.INPUT, block=ModuleRef('{block2}')),
+                SameTensor(source=block2.RESIDUAL_2, claim="is the second block's last residual sum")),
         questions=(5,),
     ),
     Snapshot(
@@ -248,9 +257,9 @@ SNAPSHOTS = (
         title='Encoder block N (last) output',
         variable='x_last',
         stage='output',
-        tensors=(Ref('{block_last}.output'),),
-        checks=(ResidualBlock(x=Ref('{block_last}.input'), block=ModuleRef('{block_last}')),
-                SameTensor(source=Ref('{block_last}.residual_2'), claim="is the last block's last residual sum")),
+        tensors=(block_last.OUTPUT,),
+        checks=(ResidualBlock(x=block_last.INPUT, block=ModuleRef('{block_last}')),
+                SameTensor(source=block_last.RESIDUAL_2, claim="is the last block's last residual sum")),
         questions=(5,),
     ),
     Snapshot(
@@ -258,9 +267,10 @@ SNAPSHOTS = (
         title='Final sequence (incl. [CLS])',
         variable='final_seq',
         stage='output',
-        tensors=(Ref('final_seq'),),
-        checks=(LayerNormOf(x=Ref('{block_last}.output'), module=ModuleRef('ln')),),
-        differs="The seed's model had no final LayerNorm after the last block; ViT-B/16 (paper and torchvision) applies one (`ln`) before the head, so S23 is `ln(S22)`.",
+        tensors=(model.FINAL_SEQ,),
+        checks=(LayerNormOf(x=block_last.OUTPUT, module=ModuleRef('ln')),),
+        differs="The seed's model had no final LayerNorm after the last block; ViT-B/16 (paper and torchvision) "
+                "applies one (`ln`) before the head, so S23 is `ln(S22)`.",
         questions=(6,),
     ),
     Snapshot(
@@ -268,8 +278,8 @@ SNAPSHOTS = (
         title='Class token (final representation)',
         variable='cls_rep',
         stage='output',
-        tensors=(Ref('cls_rep'),),
-        checks=(RowEquals(source=Ref('final_seq'), row=0, claim='is row 0 ([CLS]) of the final sequence'),),
+        tensors=(model.CLS_REP,),
+        checks=(RowEquals(source=model.FINAL_SEQ, row=0, claim='is row 0 ([CLS]) of the final sequence'),),
         questions=(2, 6),
     ),
     Snapshot(
@@ -277,8 +287,8 @@ SNAPSHOTS = (
         title='Logits',
         variable='logits',
         stage='output',
-        tensors=(Ref('logits'),),
-        checks=(LinearOf(x=Ref('cls_rep'), module=ModuleRef('head')),),
+        tensors=(model.LOGITS,),
+        checks=(LinearOf(x=model.CLS_REP, module=ModuleRef('head')),),
         figures=('top5',),
         questions=(6,),
     ),
@@ -287,30 +297,39 @@ SNAPSHOTS = (
         title='Softmax probabilities',
         variable='probs',
         stage='output',
-        tensors=(Ref('probs'),),
-        checks=(Probabilities(logits=Ref('logits')),),
+        tensors=(model.PROBS,),
+        checks=(Probabilities(logits=model.LOGITS),),
         figures=('top5',),
         questions=(6,),
     ),
 )
 
 FIGURES = (
-    Figure(id='input_image', caption='The input image as loaded (left; outlined: the centre crop, when the weights need one) and as the model sees it after resizing and normalisation (right), with the patch grid.',
-           drawing=InputImage(tensor=Ref('image'))),
-    Figure(id='patch_mosaic', caption='Every patch of the preprocessed image, in the order the model reads them (row by row).',
-           drawing=PatchMosaic(tensor=Ref('patch_embed.patches'))),
-    Figure(id='patch_embedding', caption='Patch-embedding matrix: one row per patch, one column per feature (first 96 of C shown).',
-           drawing=Matrix(tensor=Ref('patch_embed.embed'), max_cols=96, xlabel='feature', ylabel='patch', cmap='RdBu_r')),
-    Figure(id='pos_similarity', caption='Cosine similarity between position embeddings: the full matrix (left) and, for a few patches, the similarity to every other patch as a grid.',
+    Figure(id='input_image', caption='The input image as loaded (left; outlined: the centre crop, when the weights '
+                                     'need one) and as the model sees it after resizing and normalisation (right), '
+                                     'with the patch grid.',
+           drawing=InputImage(tensor=model.IMAGE)),
+    Figure(id='patch_mosaic', caption='Every patch of the preprocessed image, in the order the model reads them (row '
+                                      'by row).',
+           drawing=PatchMosaic(tensor=patch_embed.PATCHES)),
+    Figure(id='patch_embedding', caption='Patch-embedding matrix: one row per patch, one column per feature (first 96 '
+                                         'of C shown).',
+           drawing=Matrix(tensor=patch_embed.EMBED, max_cols=96, xlabel='feature', ylabel='patch', cmap='RdBu_r')),
+    Figure(id='pos_similarity', caption='Cosine similarity between position embeddings: the full matrix (left) and, '
+                                        'for a few patches, the similarity to every other patch as a grid.',
            drawing=PosSimilarity(parameter=ParamRef('pos_embedding'))),
-    Figure(id='attention_heads', caption='Attention probabilities of every head of the traced block (all tokens; row = query, column = key; with many tokens the colour scale stops at the 99.5th percentile).',
-           drawing=AttentionHeads(tensor=Ref('{block}.attn.probs'))),
-    Figure(id='cls_attention', caption='Where the [CLS] token looks: its attention over the patches, per head, laid over the image.',
-           drawing=ClsAttention(tensor=Ref('{block}.attn.probs'), image_tensor=Ref('image'))),
+    Figure(id='attention_heads', caption='Attention probabilities of every head of the traced block (all tokens; row = '
+                                         'query, column = key; with many tokens the colour scale stops at the 99.5th '
+                                         'percentile).',
+           drawing=AttentionHeads(tensor=block_attn.PROBS)),
+    Figure(id='cls_attention', caption='Where the [CLS] token looks: its attention over the patches, per head, laid '
+                                       'over the image.',
+           drawing=ClsAttention(tensor=block_attn.PROBS, image_tensor=model.IMAGE)),
     Figure(id='top5', caption='The five most probable classes.',
-           drawing=Top5(tensor=Ref('probs'))),
-    Figure(id='rollout', caption="Where [CLS] draws from: the last block's raw attention (middle) and the rollout through every block (right), over the input.",
-           drawing=Rollout(tensor=Ref('{block_last}.attn.probs'), image_tensor=Ref('image'))),
+           drawing=Top5(tensor=model.PROBS)),
+    Figure(id='rollout', caption="Where [CLS] draws from: the last block's raw attention (middle) and the rollout "
+                                 "through every block (right), over the input.",
+           drawing=Rollout(tensor=block_last_attn.PROBS, image_tensor=model.IMAGE)),
 )
 
 EXTRA_PAGES = (
@@ -318,10 +337,10 @@ EXTRA_PAGES = (
         slug='rollout',
         title='Attention rollout',
         template='rollout.md.j2',
-        checks=(RolloutRows(block_probs='blocks.{i}.attn.probs'),),  # {i}: every block, filled in by the check
+        checks=(RolloutRows(block_probs=every_block_attn.PROBS.template),),  # {i}: filled in by the check
         figures=('rollout',),
     ),
 )
 
 OVERVIEW_FIGURES = ('input_image', 'cls_attention', 'top5')
-ALSO_RECORD = (Ref('{block}.residual_1'),)  # read by the explanations only
+ALSO_RECORD = (block.RESIDUAL_1,)  # read by the explanations only

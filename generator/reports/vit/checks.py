@@ -46,8 +46,13 @@ def _normalised_image(s: TensorSource, out: Ref) -> tuple[str, bool, str]:
     expected = (torch.from_numpy(resized).permute(2, 0, 1)[None] - mean) / std  # (H, W, 3) -> (1, 3, H, W)
     passed, detail = close(image, expected, f"vs {how} + /255 + the weights' normalisation redone by hand")
     pixels = image * std + mean
-    return "is the loaded image, " + ("resized" if resize is None else "resized and centre-cropped") + " and normalised", passed, (
-        detail + f"; undoing the normalisation gives pixels in [{fmt(float(pixels.min()))}, {fmt(float(pixels.max()))}]"
+    return (
+        "is the loaded image, " + ("resized" if resize is None else "resized and centre-cropped") + " and normalised",
+        passed,
+        (
+            detail
+            + f"; undoing the normalisation gives pixels in [{fmt(float(pixels.min()))}, {fmt(float(pixels.max()))}]"
+        ),
     )
 
 
@@ -63,14 +68,17 @@ class PatchesReassemble(Check):
         B, N, Ch, P, _ = p.shape
         img = s.t(self.image)
         side = img.shape[-1] // P
-        rebuilt = p.view(B, side, side, Ch, P, P).permute(0, 3, 1, 4, 2, 5).reshape(B, Ch, side * P, side * P)  # -> (B, 3, H, W)
-        passed, detail = close(rebuilt, img, f"{N} patches of {P}×{P} put back on a {side}×{side} grid vs the input image")
+        # -> (B, 3, H, W)
+        rebuilt = p.view(B, side, side, Ch, P, P).permute(0, 3, 1, 4, 2, 5).reshape(B, Ch, side * P, side * P)
+        passed, detail = close(rebuilt, img, f"{N} patches of {P}×{P} put back on a {side}×{side} grid vs the input "
+                                             "image")
         return "patches re-assemble into the input image", passed, detail
 
 
 @dataclass(frozen=True, kw_only=True)
 class RolloutRows(Check):
-    """The run's rollout (input "rollout") equals a float64 recomputation from every block's probabilities and its rows sum to 1.
+    """The run's rollout (input "rollout") equals a float64 recomputation from every block's probabilities and its
+    rows sum to 1.
 
     ``block_probs`` is the record name of a block's attention probabilities with ``{i}`` for the block index.
     """
@@ -106,7 +114,8 @@ class Flattened(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         src = s.t(self.source)
-        passed, detail = close(s.t(self.out), src.reshape(*src.shape[:2], -1), f"{s.name(self.source)} flattened over (3, P, P)")
+        passed, detail = close(s.t(self.out), src.reshape(*src.shape[:2], -1), f"{s.name(self.source)} flattened over "
+                                                                               "(3, P, P)")
         return "is the patches flattened (channel, row, column order)", passed, detail
 
 

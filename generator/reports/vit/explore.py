@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from generator.places import Place, layer_pattern
 from generator.tensor_data import AttentionGroup, Exploration, image_png
+from models.vit import LEGEND, EncoderBlock, SelfAttention
+
+
+ATTENTION = Place("blocks.{layer}.attn", SelfAttention)  # every block's, the layer its placeholder
+BLOCK = Place("blocks.{layer}", EncoderBlock)
 
 
 def _names(config: Any) -> list[str]:
-    return [name for i in range(config.n_layers) for name in (f"blocks.{i}.attn.probs", f"blocks.{i}.output")]
+    return [ref.name({"layer": str(i)}) for i in range(config.n_layers) for ref in (ATTENTION.PROBS, BLOCK.OUTPUT)]
 
 
 def _labels(run: Any) -> dict[str, list[str]]:
@@ -25,8 +31,19 @@ def _image(run: Any) -> tuple[bytes, int, bool] | None:
 
 EXPLORATION = Exploration(
     names=_names,
-    groups=(AttentionGroup("blocks", "Self-attention over [CLS] and the patches", "block", r"blocks\.(\d+)\.attn\.probs", "tokens", "tokens"),),
-    axis_labels={"Ch": "channels", "N": "patches", "N1": "tokens", "h": "heads", "K": "classes"},  # label keys by the model's shape symbols (its declared record points)
+    groups=(
+        AttentionGroup(
+            "blocks",
+            "Self-attention over [CLS] and the patches",
+            "block",
+            layer_pattern(ATTENTION.PROBS, "layer"),
+            "tokens",
+            "tokens",
+        ),
+    ),
+    axis_labels=LEGEND.axis_labels(
+        Ch="channels", N="patches", N1="tokens", h="heads", K="classes"
+    ),  # label keys by the model's shape symbols (a symbol not in its legend fails here)
     labels=_labels,
     image=_image,
 )

@@ -1,4 +1,5 @@
-"""Load any common image as RGB and preprocess it for the ViT: resize (or resize and centre-crop), scale to [0, 1], normalise.
+"""Load any common image as RGB and preprocess it for the ViT: resize (or resize and centre-crop), scale to [0, 1],
+normalise.
 
 The preprocessing is written here with PIL and torch, the same steps torchvision's transforms take on a PIL image
 (bilinear PIL resize, crop offsets rounded as ``torchvision.transforms.functional.center_crop`` rounds them), so a
@@ -23,7 +24,8 @@ MAX_PIXELS = 40_000_000  # ~ a 7700 x 5200 photo; larger files are refused, not 
 # Pillow ever see a user's file. Others (PostScript, which Pillow hands to Ghostscript, and the many formats Pillow
 # reads only in part) are refused before decoding.
 ACCEPTED = "JPEG, PNG, WebP, GIF or BMP"
-_SIGNATURES = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"GIF87a", "GIF"), (b"GIF89a", "GIF"), (b"BM", "BMP"))
+_SIGNATURES = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"GIF87a", "GIF"), (b"GIF89a", "GIF"),
+               (b"BM", "BMP"))
 
 
 def image_format(path: Path) -> str | None:
@@ -50,7 +52,8 @@ def load_rgb(path: Path) -> tuple[Image.Image, str]:
     except OSError as exc:
         raise UserError(f"{path} could not be read ({exc.strerror or exc}); check its permissions") from None
     if fmt is None:
-        raise UserError(f"{path} is not a {ACCEPTED} image (told from its content, not its name); convert it to one of these")
+        raise UserError(f"{path} is not a {ACCEPTED} image (told from its content, not its name); convert it to one of "
+                        "these")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -87,14 +90,16 @@ def _to_rgb(im: Image.Image) -> Image.Image:
 
 
 def resized_shorter_side(width: int, height: int, shorter: int) -> tuple[int, int]:
-    """(width, height) with the shorter side scaled to ``shorter`` and the aspect kept (the longer side truncated, as torchvision does)."""
+    """(width, height) with the shorter side scaled to ``shorter`` and the aspect kept (the longer side truncated,
+    as torchvision does)."""
     if width <= height:
         return shorter, int(shorter * height / width)
     return int(shorter * width / height), shorter
 
 
 def crop_box(width: int, height: int, resize: int, crop: int) -> tuple[float, float, float, float]:
-    """The centre crop of ``crop``×``crop`` after resizing the shorter side to ``resize``, in the original image's pixels."""
+    """The centre crop of ``crop``×``crop`` after resizing the shorter side to ``resize``, in the original image's
+    pixels."""
     new_w, new_h = resized_shorter_side(width, height, resize)
     left, top = int(round((new_w - crop) / 2.0)), int(round((new_h - crop) / 2.0))
     sx, sy = width / new_w, height / new_h
@@ -113,7 +118,8 @@ def model_input(image: Image.Image, size: int, resize: int | None = None) -> Ima
     return resized.crop((left, top, left + size, top + size))
 
 
-def preprocess(image: Image.Image, size: int, mean: tuple[float, ...], std: tuple[float, ...], resize: int | None = None) -> torch.Tensor:
+def preprocess(image: Image.Image, size: int, mean: tuple[float, ...], std: tuple[float, ...],
+               resize: int | None = None) -> torch.Tensor:
     """RGB -> ``model_input`` -> [0, 1] -> per-channel (x - mean) / std: (1, 3, size, size).
 
     The same operations, in the same order and dtype, as torchvision's Resize (PIL bilinear, antialiased), CenterCrop,

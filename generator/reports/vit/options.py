@@ -11,8 +11,10 @@ from models.vit import PRESETS, ViTConfig, VisionTransformer
 
 @dataclass(frozen=True)
 class VitOptions(RunOptions):
-    image: Path | None = field(default=None, metadata=option("image file: JPEG, PNG, WebP, GIF or BMP (told from its content)", kind="path", form={
-        "label": "Image", "type": "file", "accept": "image/jpeg,image/png,image/webp,image/gif,image/bmp", "current": "image_name",
+    image: Path | None = field(default=None, metadata=option("image file: JPEG, PNG, WebP, GIF or BMP (told from its "
+                                                             "content)", kind="path", form={
+        "label": "Image", "type": "file", "accept": "image/jpeg,image/png,image/webp,image/gif,image/bmp",
+                                                                                            "current": "image_name",
         "hint": "JPEG, PNG, WebP, GIF or BMP up to 20 MB: choose a file or drop it here; none: the bundled image"}))
     weights: str = field(default="random", metadata=option(
         "random (seeded), imagenet (torchvision IMAGENET1K_V1, downloads once) or PATH to a torchvision ViT state dict",
@@ -23,7 +25,9 @@ class VitOptions(RunOptions):
         super().__post_init__()
         self.check_layer("blocks")
         cfg = self.config()
-        n_params = cfg.n_layers * (4 * cfg.d_model**2 + 2 * cfg.d_model * cfg.mlp_dim) + cfg.d_model * (3 * cfg.patch_size**2 + cfg.n_classes)
+        n_params = cfg.n_layers * (4 * cfg.d_model**2 + 2 * cfg.d_model * cfg.mlp_dim) + cfg.d_model * (
+            3 * cfg.patch_size**2 + cfg.n_classes
+        )
         n_tokens = cfg.n_patches + 1
         check_memory(4 * (n_params + cfg.n_layers * cfg.n_heads * n_tokens**2 * 3), f"the ViT preset {self.size}")
 

@@ -11,11 +11,13 @@ from generator.reports.vit.images import DEFAULT_IMAGE, crop_box, load_rgb, prep
 from generator.reports.vit.options import VitOptions
 from generator.reports.vit.rollout import attention_rollout
 from generator.reports.vit.weights import resolve
+from generator.places import Place
 from generator.run import ModelRun, resolve_device
 from generator.text import clean_text
 from models.recording import recording
+from models.vit import LEGEND, SelfAttention
 
-ROLLOUT_PROBS = "blocks.{i}.attn.probs"
+EVERY_BLOCK = Place("blocks.{i}.attn", SelfAttention)  # {i}: each block in turn
 BUNDLED_IMAGE_NAME = "the bundled image (Grace Hopper, U.S. Navy photo, public domain)"
 
 
@@ -30,13 +32,14 @@ def run(report: Report, opts: VitOptions) -> ModelRun:
     model, weights_text = preset.load(opts.size, cfg, opts.seed)
     model = model.eval().to(device)
     places = opts.places()
-    every_block = [ROLLOUT_PROBS.format(i=i) for i in range(cfg.n_layers)]  # the rollout reads them all
+    every_block = [EVERY_BLOCK.PROBS.name({"i": str(i)}) for i in range(cfg.n_layers)]  # the rollout reads them all
     keep = report.names_to_record(opts) | set(every_block)
     with torch.no_grad(), recording(keep=keep) as rec:
         model(image.to(device))
     model.cpu()
     rollout = attention_rollout([rec.tensor(name).float().cpu() for name in every_block])  # (B, N1, N1)
-    shown_name = BUNDLED_IMAGE_NAME if opts.image is None else clean_text(Path(path).name)  # a file name is user text too
+    # a file name is user text too
+    shown_name = BUNDLED_IMAGE_NAME if opts.image is None else clean_text(Path(path).name)
     n_params = sum(p.numel() for p in model.parameters())
     return ModelRun(
         report=report,
@@ -57,14 +60,15 @@ def run(report: Report, opts: VitOptions) -> ModelRun:
             "rollout": rollout,
             "layer": opts.layer,
             "config": cfg,
-            "summary": f"ViT preset {opts.size}: {cfg.image_size}×{cfg.image_size} input, {cfg.patch_size}×{cfg.patch_size} patches, "
-                       f"{cfg.d_model} dims, {cfg.n_heads} heads, {cfg.n_layers} blocks, {cfg.n_classes} classes ({n_params / 1e6:.1f} M parameters).",
-            "facts": [["image", shown_name], ["weights", weights_text], ["seed", str(opts.seed)], ["device", device.type]],
+            "summary": f"ViT preset {opts.size}: {cfg.image_size}×{cfg.image_size} input, "
+                       f"{cfg.patch_size}×{cfg.patch_size} patches, "
+                       f"{cfg.d_model} dims, {cfg.n_heads} heads, {cfg.n_layers} blocks, {cfg.n_classes} classes "
+                       f"({n_params / 1e6:.1f} M parameters).",
+            "facts": [["image", shown_name], ["weights", weights_text], ["seed", str(opts.seed)],
+                      ["device", device.type]],
         },
-        dims={
-            "B": 1, "Ch": 3, "H": cfg.image_size, "W": cfg.image_size, "P": cfg.patch_size, "N": cfg.n_patches,
-            "N1": cfg.n_patches + 1, "C": cfg.d_model, "h": cfg.n_heads, "hs": cfg.head_size, "M": cfg.mlp_dim, "K": cfg.n_classes,
-        },
+        dims=LEGEND.sizes(B=1, Ch=3, H=cfg.image_size, W=cfg.image_size, P=cfg.patch_size, N=cfg.n_patches,
+                          C=cfg.d_model, h=cfg.n_heads, M=cfg.mlp_dim, K=cfg.n_classes),
         places=places,
         seed=opts.seed,
         device=device.type,

@@ -26,11 +26,14 @@ IMAGENET_RESIZE = {"b16": 256, "l16": 242}
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
 
-IMAGENET_CLASSES = Path(__file__).resolve().parent / "assets" / "imagenet-classes.txt"  # torchvision's meta["categories"]
+IMAGENET_CLASSES = (
+    Path(__file__).resolve().parent / "assets" / "imagenet-classes.txt"
+)  # torchvision's meta["categories"]
 
 
 def class_names(n_classes: int) -> list[str]:
-    """ImageNet-1k's names (torchvision's list, copied so that naming classes does not import torchvision), CIFAR-10's, or numbers."""
+    """ImageNet-1k's names (torchvision's list, copied so that naming classes does not import torchvision),
+    CIFAR-10's, or numbers."""
     if n_classes == 1000:
         return IMAGENET_CLASSES.read_text(encoding="utf-8").splitlines()
     if n_classes == 10:
@@ -44,10 +47,12 @@ class WeightsPreset:
     load: Callable[[str, ViTConfig, int], tuple[VisionTransformer, str]]  # (size, config, seed) -> model, description
     mean: tuple[float, float, float] = IMAGENET_MEAN  # per-channel normalisation the weights expect
     std: tuple[float, float, float] = IMAGENET_STD
-    crops: bool = False  # True: resize the shorter side (IMAGENET_RESIZE) and centre-crop; False: squash to the input size
+    # True: resize the shorter side (IMAGENET_RESIZE) and centre-crop; False: squash to the input size
+    crops: bool = False
 
     def resize(self, size: str) -> int | None:
-        """The shorter side the image is resized to before the centre crop, or None for a plain resize to the input size."""
+        """The shorter side the image is resized to before the centre crop, or None for a plain resize to the
+        input size."""
         return IMAGENET_RESIZE.get(size) if self.crops else None
 
     def preprocessing(self, size: str, image_size: int) -> str:
@@ -55,14 +60,16 @@ class WeightsPreset:
         resize = self.resize(size)
         if resize is None:
             return f"resized to {image_size}×{image_size} (bilinear; the aspect ratio is not kept)"
-        return (f"shorter side resized to {resize} (bilinear, aspect ratio kept), centre {image_size}×{image_size} cropped, "
+        return (f"shorter side resized to {resize} (bilinear, aspect ratio kept), centre {image_size}×{image_size} "
+                "cropped, "
                 "as torchvision's IMAGENET1K_V1 transforms")
 
     def categories(self, cfg: ViTConfig) -> list[str]:
         return class_names(cfg.n_classes)
 
 
-_RANDOM_STATE: dict[tuple[ViTConfig, int], dict[str, torch.Tensor]] = {}  # the last seeded initialisation, for the warm server
+# the last seeded initialisation, for the warm server
+_RANDOM_STATE: dict[tuple[ViTConfig, int], dict[str, torch.Tensor]] = {}
 
 
 def _random(size: str, cfg: ViTConfig, seed: int) -> tuple[VisionTransformer, str]:
@@ -93,15 +100,18 @@ def _imagenet(size: str, cfg: ViTConfig, seed: int) -> tuple[VisionTransformer, 
     import torchvision.models as tvm
 
     if size not in _TORCHVISION_BUILDERS:
-        raise UserError(f"--weights imagenet exists for the {' and '.join(_TORCHVISION_BUILDERS)} presets, not {size!r}")
+        raise UserError(f"--weights imagenet exists for the {' and '.join(_TORCHVISION_BUILDERS)} presets, not "
+                        f"{size!r}")
     builder, weights_enum = (getattr(tvm, name) for name in _TORCHVISION_BUILDERS[size])
     weights = weights_enum.IMAGENET1K_V1
     try:
         tv_model = builder(weights=weights)
     except (OSError, RuntimeError) as exc:  # URLError is an OSError
         raise UserError(
-            f"could not download torchvision's {weights} weights ({type(exc).__name__}: {exc}); connect to the internet "
-            "once (they are cached in ~/.cache/torch), pass that cached file with --weights PATH, or use --weights random"
+            f"could not download torchvision's {weights} weights ({type(exc).__name__}: {exc}); connect to the "
+            "internet "
+            "once (they are cached in ~/.cache/torch), pass that cached file with --weights PATH, or use --weights "
+            "random"
         ) from None
     return from_torchvision(tv_model.eval()), f"torchvision {weights} (pretrained on ImageNet-1k)"
 
@@ -128,7 +138,8 @@ def _torchvision_model(size: str) -> nn.Module:
     import torchvision.models as tvm
 
     if size not in _TORCHVISION_BUILDERS:
-        raise UserError(f"--weights PATH loads torchvision's {' or '.join(_TORCHVISION_BUILDERS)} layout, not the {size!r} preset")
+        raise UserError(f"--weights PATH loads torchvision's {' or '.join(_TORCHVISION_BUILDERS)} layout, not the "
+                        f"{size!r} preset")
     return getattr(tvm, _TORCHVISION_BUILDERS[size][0])(weights=None)
 
 
@@ -141,10 +152,12 @@ def _from_file(path: Path, size: str, cfg: ViTConfig) -> tuple[VisionTransformer
     if isinstance(state, dict) and "model" in state and isinstance(state["model"], dict):
         state = state["model"]  # training checkpoints often wrap the state dict
     if not isinstance(state, dict):
-        raise UserError(f"{path} holds a {type(state).__name__}, not a state dict (a mapping of parameter names to tensors)")
+        raise UserError(f"{path} holds a {type(state).__name__}, not a state dict (a mapping of parameter names to "
+                        "tensors)")
     if not all(isinstance(key, str) for key in state):
         odd = next(key for key in state if not isinstance(key, str))
-        raise UserError(f"{path} is not a state dict: its keys must be parameter names (text), and {odd!r:.40} is of type {type(odd).__name__}")
+        raise UserError(f"{path} is not a state dict: its keys must be parameter names (text), and {odd!r:.40} is of "
+                        f"type {type(odd).__name__}")
     tv_model = _torchvision_model(size)
     expected = tv_model.state_dict()
     for key, tensor in expected.items():
@@ -152,7 +165,8 @@ def _from_file(path: Path, size: str, cfg: ViTConfig) -> tuple[VisionTransformer
             raise UserError(f"{path} does not fit torchvision's ViT {size}: key {key!r} is missing")
         if not isinstance(state[key], torch.Tensor) or tuple(state[key].shape) != tuple(tensor.shape):
             got = tuple(state[key].shape) if isinstance(state[key], torch.Tensor) else type(state[key]).__name__
-            raise UserError(f"{path} does not fit torchvision's ViT {size}: key {key!r} has shape {got}, expected {tuple(tensor.shape)}")
+            raise UserError(f"{path} does not fit torchvision's ViT {size}: key {key!r} has shape {got}, expected "
+                            f"{tuple(tensor.shape)}")
     extra = sorted(set(state) - set(expected))
     if extra:
         raise UserError(f"{path} does not fit torchvision's ViT {size}: unexpected key {extra[0]!r}"

@@ -275,14 +275,24 @@ class EmbeddingLookup(Check):
 
 @dataclass(frozen=True, kw_only=True)
 class SameTensor(Check):
-    """``out`` equals ``source`` (e.g. a layer's input is what the previous stage handed over)."""
+    """``out`` equals ``source`` (e.g. a layer's input is what the previous stage handed over). ``or_layer_norm``: or is
+    a LayerNorm of it (gain and bias fitted): a model may normalise the embeddings before layer 1, or end a pre-norm
+    stack with a final LayerNorm, and say so."""
 
     out: Ref = THIS
     source: Ref
     claim: str
+    or_layer_norm: bool = False
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         passed, detail = close(s.t(self.out), s.t(self.source), f"{s.name(self.out)} vs {s.name(self.source)}")
+        if not passed and self.or_layer_norm:
+            try:
+                _, normalised, fitted = _fitted_layer_norm(s.t(self.out), s.t(self.source), s.name(self.source))
+            except UnfittableWeights:
+                normalised = False
+            if normalised:
+                return self.claim + ", normalised", True, f"a LayerNorm between the two recognised: {fitted}"
         return self.claim, passed, detail
 
 
@@ -447,10 +457,10 @@ class ScaledScores(Check):
 
 def mask_allows(mask: torch.Tensor) -> tuple[torch.Tensor, str]:
     """Where a mask lets a query see a key (True), and how it says so: additive (0 allowed, −inf or ≤ −1e9 blocked) or
-    boolean (True allowed, or True blocked: the diagonal, always allowed, tells which)."""
+    boolean (True allowed, or True blocked: the diagonal, allowed but at padded positions, tells which)."""
     if mask.dtype == torch.bool or (set(mask.unique().tolist()) <= {0.0, 1.0} and bool(mask.bool().any())):
         m = mask.bool()
-        if bool(m.diagonal(dim1=-2, dim2=-1).all()):
+        if float(m.diagonal(dim1=-2, dim2=-1).float().mean()) > 0.5:
             return m, "boolean, True = allowed"
         return ~m, "boolean, True = blocked"
     return mask > -1e9, "additive, 0 = allowed, −inf = blocked"
@@ -482,6 +492,11 @@ class SoftmaxRows(Check):
             allowed, _ = mask_allows(s.cpu(self.mask))
             logits = logits.masked_fill(~allowed, float("-inf"))
         same, more = close(weights, torch.softmax(logits, dim=-1), "recomputed softmax over the keys" + (" of the masked scores" if self.mask else ""))
+        unseen = (weights == 0).all(-2, keepdim=True)  # keys no query attends to at all: a padding mask the step does not show
+        if not same and bool(unseen.any()) and not bool(unseen.all(-1).any()):
+            same, more = close(weights, torch.softmax(logits.masked_fill(unseen, float("-inf")), dim=-1),
+                               f"recomputed softmax over the keys any query attends to ({int(unseen.sum())} key positions "
+                               "get no weight from any query: a padding mask recognised)")
         passed &= same
         detail += "; " + more
         if self.causal:
@@ -504,12 +519,18 @@ class CausalMask(Check):
         allowed, kind = mask_allows(mask)
         above = torch.triu(torch.ones(mask.shape[-2], mask.shape[-1], dtype=torch.bool), diagonal=1)
         seen = int(allowed[..., above].sum())
-        hidden = int((~allowed[..., ~above]).sum())
+        padding = (~allowed).all(-2, keepdim=True) & ~above  # keys no query may see: padding, not the causal rule
+        hidden = int((~allowed & ~above & ~padding).sum())
         passed = seen == 0 and hidden == 0
         detail = f"{kind} mask; {int(above.sum())} future entries blocked, {int((~above).sum())} on and below the diagonal allowed: {passed}"
+        if bool(padding.any()):
+            keys = padding.any(-2).reshape(-1, padding.shape[-1]).sum(-1)
+            detail += (f"; besides, {', '.join(str(int(k)) for k in keys)} key positions (per batch item) blocked for every "
+                       "query: a padding mask combined with the causal one")
         if not kind.startswith("boolean"):
-            detail += f"; the allowed entries are exactly 0: {bool((mask[allowed] == 0).all())}"
-            passed &= bool((mask[allowed] == 0).all())
+            exact = bool((mask[allowed.expand_as(mask)] == 0).all()) if allowed.shape == mask.shape else True
+            detail += f"; the allowed entries are exactly 0: {exact}"
+            passed &= exact
         if seen:
             detail += f"; {seen} future entries stay visible"
         if hidden:
@@ -588,7 +609,11 @@ class RowEquals(Check):
     claim: str
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        passed, detail = close(s.t(self.out), s.t(self.source)[:, self.row], self.claim)
+        source = s.t(self.source)
+        passed, detail = close(s.t(self.out), source[:, self.row], self.claim)
+        if not passed and close(s.t(self.out), source.mean(1), "")[0]:  # mean pooling: a model without a class token
+            return ("is the mean of the final sequence's rows (mean pooling, no class token)", True,
+                    close(s.t(self.out), source.mean(1), "the mean over the positions")[1])
         return self.claim, passed, detail
 
 

@@ -190,7 +190,7 @@ class Transformer(nn.Module):
         trg_mask = get_pad_mask(trg_seq, self.trg_pad_idx) & get_subsequent_mask(trg_seq)  # Snapshot #25
 
         enc_output, *_ = self.encoder(src_seq, src_mask)
-        dec_output, *_ = self.decoder(trg_seq, trg_mask, enc_output, src_mask)  # Snapshot #41
+        dec_output, *_ = self.decoder(trg_seq, trg_mask, enc_output, src_mask)  # Snapshot #41 dec_output
         seq_logit = self.trg_word_prj(dec_output)  # Snapshot #42
         if self.scale_prj:
             seq_logit *= self.d_model ** -0.5

@@ -348,19 +348,33 @@ def _layer_norm(s: TensorSource, out: Ref, total: torch.Tensor, module: ModuleRe
     return f"equals LayerNorm({of})", passed, detail
 
 
+# The epsilons LayerNorms use (PyTorch's default; 1e-6 in torchvision's ViT and many ports; 1e-12 in BERT-style code):
+# with inputs of small variance (a class token and small position embeddings) the epsilon shows in the output.
+LAYER_NORM_EPSILONS = (1e-5, 1e-6, 1e-12)
+
+
 def _fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[str, bool, str]:
-    normed = F.layer_norm(total, total.shape[-1:])
-    if got.shape != normed.shape:
-        return f"equals LayerNorm({of})", False, f"shape {tuple(got.shape)} differs from {tuple(normed.shape)}"
-    x, y = normed.reshape(-1, normed.shape[-1]), got.reshape(-1, got.shape[-1])  # (positions, C)
-    if x.shape[0] < 3:
-        raise UnfittableWeights("the LayerNorm's weights", f"{x.shape[0]} position{'s' if x.shape[0] != 1 else ''}: a gain and a bias per "
+    """``got`` is some LayerNorm of ``total``: the gain and bias fitted per feature by least squares, for the usual
+    epsilons (the first that fits is named when it is not PyTorch's default)."""
+    if got.shape != total.shape:
+        return f"equals LayerNorm({of})", False, f"shape {tuple(got.shape)} differs from {tuple(total.shape)}"
+    if total.reshape(-1, total.shape[-1]).shape[0] < 3:
+        positions = total.reshape(-1, total.shape[-1]).shape[0]
+        raise UnfittableWeights("the LayerNorm's weights", f"{positions} position{'s' if positions != 1 else ''}: a gain and a bias per "
                            "feature fit anything, and the tensors were captured without the weights")
-    xm, ym = x.mean(0), y.mean(0)
-    gain = ((x - xm) * (y - ym)).mean(0) / ((x - xm) ** 2).mean(0).clamp_min(1e-12)
-    bias = ym - gain * xm
-    passed, detail = close(got, normed * gain + bias, f"LayerNorm of {of} with the gain and bias fitted per feature "
-                                                      f"(no weights captured; fitted gain {float(gain.mean()):.3f} on average)")
+    tried = []
+    for eps in LAYER_NORM_EPSILONS:
+        normed = F.layer_norm(total, total.shape[-1:], eps=eps)
+        x, y = normed.reshape(-1, normed.shape[-1]), got.reshape(-1, got.shape[-1])  # (positions, C)
+        xm, ym = x.mean(0), y.mean(0)
+        gain = ((x - xm) * (y - ym)).mean(0) / ((x - xm) ** 2).mean(0).clamp_min(1e-12)
+        bias = ym - gain * xm
+        epsilon = "" if eps == LAYER_NORM_EPSILONS[0] else f", ε = {eps:g}"
+        tried.append(close(got, normed * gain + bias, f"LayerNorm of {of} with the gain and bias fitted per feature (no weights "
+                                                      f"captured; fitted gain {float(gain.mean()):.3f} on average{epsilon})"))
+        if tried[-1][0]:
+            break
+    passed, detail = tried[-1] if tried[-1][0] else tried[0]
     return f"equals LayerNorm({of})", passed, detail
 
 

@@ -504,7 +504,8 @@ class SoftmaxRows(Check):
         logits = s.t(self.scores)
         if self.mask is not None:
             allowed, _ = mask_allows(s.cpu(self.mask))
-            logits = logits.masked_fill(~allowed, float("-inf"))
+            nothing = ~allowed.any(-1, keepdim=True)  # a padded query that may see no key: every score masked alike, uniform
+            logits = logits.masked_fill(~allowed & ~nothing, float("-inf")).masked_fill(nothing, 0.0)
         same, more = close(weights, torch.softmax(logits, dim=-1), "recomputed softmax over the keys" + (" of the masked scores" if self.mask else ""))
         unseen = (weights == 0).all(-2, keepdim=True)  # keys no query attends to at all: a padding mask the step does not show
         if not same and bool(unseen.any()) and not bool(unseen.all(-1).any()):
@@ -533,14 +534,15 @@ class CausalMask(Check):
         allowed, kind = mask_allows(mask)
         above = torch.triu(torch.ones(mask.shape[-2], mask.shape[-1], dtype=torch.bool), diagonal=1)
         seen = int(allowed[..., above].sum())
-        padding = (~allowed).all(-2, keepdim=True) & ~above  # keys no query may see: padding, not the causal rule
+        keys, queries = (~allowed).all(-2, keepdim=True), (~allowed).all(-1, keepdim=True)  # padded positions, whole
+        padding = (keys | queries) & ~above  # keys no query may see, queries that see nothing: padding, not the causal rule
         hidden = int((~allowed & ~above & ~padding).sum())
         passed = seen == 0 and hidden == 0
         detail = f"{kind} mask; {int(above.sum())} future entries blocked, {int((~above).sum())} on and below the diagonal allowed: {passed}"
         if bool(padding.any()):
-            keys = padding.any(-2).reshape(-1, padding.shape[-1]).sum(-1)
-            detail += (f"; besides, {', '.join(str(int(k)) for k in keys)} key positions (per batch item) blocked for every "
-                       "query: a padding mask combined with the causal one")
+            count = lambda blocked: ", ".join(str(int(n)) for n in blocked.reshape(blocked.shape[0] if blocked.dim() > 2 else 1, -1).sum(-1))
+            detail += (f"; besides, padding combined with the causal rule: {count(keys)} key positions blocked for every query, "
+                       f"{count(queries)} query positions that see no key (per batch item)")
         if not kind.startswith("boolean"):
             exact = bool((mask[allowed.expand_as(mask)] == 0).all()) if allowed.shape == mask.shape else True
             detail += f"; the allowed entries are exactly 0: {exact}"

@@ -67,3 +67,116 @@ def test_every_marked_snapshot_of_a_real_implementation_is_captured_and_no_check
     assert verdicts(data)["failed"] == [], [s["check"]["detail"] for s in data["snapshots"] if s["check"]["passed"] is False]
     assert data["outcome"]["first_failure"] is None
     assert verdicts(data)["passed"], "the checks really ran"
+
+
+# ----------------------------------------------------------------------------- planted bugs
+
+WEIGHTS = "needs the weights (issue 29 point 4: weight-aware checks)"
+BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that must be named first, xfail reason)]
+    "jadore801120_attention_is_all_you_need": [
+        ("softmax over the wrong axis", "transformer/Modules.py", "F.softmax(attn, dim=-1)", "F.softmax(attn, dim=-2)", "#11", ""),
+        ("missing 1/√d", "transformer/Modules.py", "torch.matmul(q / self.temperature, k", "torch.matmul(q, k", "#10", ""),
+        ("mask lets a position see the next", "transformer/Models.py", "diagonal=1)).bool()", "diagonal=2)).bool()", "#25", ""),
+        ("dropped residual", "transformer/SubLayers.py", "x += residual", "x = x", "#19", ""),
+        ("heads merged without moving the heads axis back", "transformer/SubLayers.py",
+         "q = q.transpose(1, 2).contiguous().view(sz_b, len_q, -1)", "q = q.contiguous().view(sz_b, len_q, -1)", "#13", ""),
+        ("LayerNorm applied to the wrong tensor", "transformer/Models.py", "enc_output = self.layer_norm(enc_output)",
+         "enc_output = self.layer_norm(self.src_word_emb(src_seq))", "#6", ""),
+        ("positions added twice", "transformer/Models.py", "self.dropout(self.position_enc(enc_output))",
+         "self.dropout(self.position_enc(self.position_enc(enc_output)))", "#5", ""),
+    ],
+    "karpathy_minGPT": [
+        ("softmax over the wrong axis", "mingpt/model.py", "att = F.softmax(att, dim=-1)", "att = F.softmax(att, dim=-2)", "G14", ""),
+        ("missing 1/√d", "mingpt/model.py", " * (1.0 / math.sqrt(k.size(-1)))", "", "G11", ""),
+        ("mask lets a position see the next", "mingpt/model.py", "torch.tril(torch.ones(config.block_size, config.block_size))",
+         "torch.tril(torch.ones(config.block_size, config.block_size), diagonal=1)", "G12", ""),
+        ("heads merged without moving the heads axis back", "mingpt/model.py",
+         "y = y.transpose(1, 2).contiguous().view(B, T, C)", "y = y.contiguous().view(B, T, C)", "G16", ""),
+        ("positions added twice", "mingpt/model.py", "drop(tok_emb + pos_emb)", "drop(tok_emb + pos_emb + pos_emb)", "G04", ""),
+        ("dropped residual", "mingpt/model.py", "x = x + self.attn(self.ln_1(x))", "x = self.attn(self.ln_1(x))", "G18",
+         "needs the block's input G05, which only a marker on the `def forward` line could capture (issue 29 point 5)"),
+    ],
+    "karpathy_nanoGPT": [
+        ("positions added twice", "model.py", "drop(tok_emb + pos_emb)", "drop(tok_emb + pos_emb + pos_emb)", "G04", ""),
+        ("heads merged without moving the heads axis back", "model.py",
+         "y = y.transpose(1, 2).contiguous().view(B, T, C)", "y = y.contiguous().view(B, T, C)", "G16",
+         "F.scaled_dot_product_attention leaves no probabilities: G16 needs them reconstructed from q and k (issue 29 point 4)"),
+    ],
+    "lucidrains_vit_pytorch": [
+        ("softmax over the wrong axis", "vit_pytorch/vit.py", "nn.Softmax(dim = -1)", "nn.Softmax(dim = -2)", "S13", ""),
+        ("missing 1/√d", "vit_pytorch/vit.py", "k.transpose(-1, -2)) * self.scale", "k.transpose(-1, -2))", "S12", ""),
+    ],
+    "lucidrains_simple_vit": [
+        ("softmax over the wrong axis", "vit_pytorch/simple_vit.py", "nn.Softmax(dim = -1)", "nn.Softmax(dim = -2)", "S13", ""),
+        ("missing 1/√d", "vit_pytorch/simple_vit.py", "k.transpose(-1, -2)) * self.scale", "k.transpose(-1, -2))", "S12", ""),
+    ],
+    "s_chh_pytorch_scratch_vit": [
+        ("softmax over the wrong axis", "model.py", "torch.softmax(x_attention, dim=-1)", "torch.softmax(x_attention, dim=-2)", "S13", ""),
+        ("missing 1/√d", "model.py", "x_attention /= float(self.head_embed_dim) ** 0.5", "x_attention /= 1.0", "S12", ""),
+    ],
+    "tintn_vision_transformer_from_scratch": [
+        ("softmax over the wrong axis", "vit.py", "softmax(attention_scores, dim=-1)  # BREAKPOINT S13",
+         "softmax(attention_scores, dim=-2)  # BREAKPOINT S13", "S13", ""),
+        ("missing 1/√d", "vit.py", "attention_scores / math.sqrt(self.attention_head_size)  # BREAKPOINT S12",
+         "attention_scores  # BREAKPOINT S12", "S12", ""),
+    ],
+    "SamLynnEvans_Transformer": [
+        ("softmax over the wrong axis", "Sublayers.py", "F.softmax(scores, dim=-1)", "F.softmax(scores, dim=-2)", "#11", ""),
+        ("missing 1/√d", "Sublayers.py", " /  math.sqrt(d_k)", "", "#10", ""),
+        ("mask lets a position see the next (built in the driver)", "trace_driver.py", "k=1", "k=2", "#25", ""),
+        ("heads merged without moving the heads axis back", "Sublayers.py", "concat = scores.transpose(1,2).contiguous()",
+         "concat = scores.contiguous()", "#13", ""),
+    ],
+    "hyunwoongko_transformer": [
+        ("softmax over the wrong axis", "hw_models/layers/scale_dot_product_attention.py", "nn.Softmax(dim=-1)",
+         "nn.Softmax(dim=-2)", "#11", ""),
+        ("missing 1/√d", "hw_models/layers/scale_dot_product_attention.py", " / math.sqrt(d_tensor)", "", "#10", ""),
+        ("mask lets a position see the next", "hw_models/model/transformer.py", "torch.tril(torch.ones(trg_len, trg_len))",
+         "torch.tril(torch.ones(trg_len, trg_len), diagonal=1)", "#25", ""),
+        ("dropped residual", "hw_models/blocks/encoder_layer.py", "x = self.norm1(x + _x)", "x = self.norm1(x)", "#15", ""),
+    ],
+    "pytorch_vision_vit": [
+        ("dropped residual", "tv/models/vision_transformer.py", "x = x + input", "x = x", "S16", ""),
+        ("LayerNorm applied to the wrong tensor", "tv/models/vision_transformer.py", "y = self.ln_2(x)", "y = self.ln_2(input)",
+         "S16", ""),
+        ("K computed from the wrong input", "tv/models/vision_transformer.py", "self.self_attention(x, x, x,",
+         "self.self_attention(x, input, x,", "S15", WEIGHTS),
+    ],
+}
+
+
+def planted(tmp_path: Path, entry: str, edits: list[tuple[str, str, str]]) -> Path:
+    """A copy of the entry with each (file, correct text, planted text) substituted; its driver."""
+    copy = tmp_path / entry
+    shutil.copytree(CORPUS / entry, copy)
+    for file, old, new in edits:
+        source = (copy / file).read_text(encoding="utf-8")
+        assert source.count(old) == 1, (file, old)
+        (copy / file).write_text(source.replace(old, new), encoding="utf-8")
+    return sorted(copy.glob("trace_driver*.py"))[0]
+
+
+def bug_params():
+    for entry, bugs in BUGS.items():
+        for what, file, old, new, label, xfail in bugs:
+            marks = [pytest.mark.xfail(strict=True, reason=xfail)] if xfail else []
+            yield pytest.param(entry, file, old, new, label, id=f"{entry}: {what}", marks=marks)
+
+
+@pytest.mark.parametrize("entry, file, old, new, label", list(bug_params()))
+def test_a_bug_planted_in_a_real_implementation_is_named_as_the_first_failure(tmp_path, entry, file, old, new, label):
+    data = trace(planted(tmp_path, entry, [(file, old, new)]), tmp_path / "out")
+    assert data["outcome"]["first_failure"] is not None and data["outcome"]["first_failure"].startswith(label + " ")
+    overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+    assert f"| First failing snapshot (pipeline order) | [{label} " in overview
+
+
+def test_the_first_failure_is_the_earliest_in_the_models_data_flow_not_in_the_scripts_order(tmp_path):
+    """The driver builds the target mask before the forward pass: with a mask bug there and a softmax bug in the
+    encoder, the encoder's probabilities (#11) come first in the data flow, though the mask (#25) ran first."""
+    driver = planted(tmp_path, "SamLynnEvans_Transformer", [("trace_driver.py", "k=1", "k=2"),
+                                                             ("Sublayers.py", "F.softmax(scores, dim=-1)", "F.softmax(scores, dim=-2)")])
+    data = trace(driver, tmp_path / "out")
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["#25"]["check"]["passed"] is False and by_label["#11"]["check"]["passed"] is False
+    assert data["outcome"]["first_failure"].startswith("#11 ")

@@ -10,10 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from generator.cli import main
 from generator.reports import REPORTS
 from generator.trace.markers import find_markers
+from generator.trace.verify import LayoutStatus, bind_dims, layout
 
 CORPUS = Path(__file__).resolve().parent / "trace_corpus"
 DRIVERS = sorted(CORPUS.glob("*/trace_driver*.py"))
@@ -180,3 +182,31 @@ def test_the_first_failure_is_the_earliest_in_the_models_data_flow_not_in_the_sc
     by_label = {s["label"]: s for s in data["snapshots"]}
     assert by_label["#25"]["check"]["passed"] is False and by_label["#11"]["check"]["passed"] is False
     assert data["outcome"]["first_failure"].startswith("#11 ")
+
+
+# ----------------------------------------------------------------------------- layouts real implementations use
+
+@pytest.mark.parametrize("shape", [(1, 6, 6), (2, 6, 6), (2, 1, 6, 6), (1, 1, 16, 16)],
+                         ids=["(1, T, T)", "(B, T, T)", "(B, 1, T, T)", "a context-size buffer"])
+def test_a_mask_as_scripts_shape_it_is_read_as_the_catalogues_mask(shape):
+    dims = {"B": 2, "T": 6}
+    mask = torch.ones(shape[-2:]).tril().expand(shape)
+    found = layout(mask, ("1", "1", "T", "T"), dims, {})
+    assert found.status is LayoutStatus.LAYOUT and found.canonical is not None
+    assert found.canonical.shape[-2:] == (6, 6) and found.canonical.shape[1] == 1
+
+
+def test_a_mask_buffer_of_the_context_size_does_not_bind_the_sequence_length():
+    legend = {"B": "batch", "T": "positions", "C": "width", "h": "heads", "hs": "head size"}
+    named = [(("B", "T"), (2, 6)), (("1", "1", "T", "T"), (1, 1, 16, 16)), (("B", "h", "T", "hs"), (2, 4, 6, 8)),
+             (("B", "T", "C"), (2, 6, 32))]
+    assert bind_dims(named, legend) == {"B": 2, "T": 6, "h": 4, "hs": 8, "C": 32}
+
+
+def test_one_head_without_its_heads_axis_is_read_with_h_1():
+    legend = {"B": "batch", "N1": "tokens", "h": "heads", "hs": "head size", "C": "width"}
+    named = [(("B", "N1", "C"), (2, 17, 32)), (("B", "h", "N1", "N1"), (2, 17, 17)), (("B", "h", "N1", "hs"), (2, 17, 32))]
+    dims = bind_dims(named, legend)
+    assert dims["h"] == 1 and dims["hs"] == 32
+    found = layout(torch.zeros(2, 17, 17), ("B", "h", "N1", "N1"), dims, legend)
+    assert found.status is LayoutStatus.LAYOUT and tuple(found.canonical.shape) == (2, 1, 17, 17)

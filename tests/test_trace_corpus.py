@@ -107,6 +107,8 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
     "lucidrains_vit_pytorch": [
         ("softmax over the wrong axis", "vit_pytorch/vit.py", "nn.Softmax(dim = -1)", "nn.Softmax(dim = -2)", "S13", ""),
         ("missing 1/√d", "vit_pytorch/vit.py", "k.transpose(-1, -2)) * self.scale", "k.transpose(-1, -2))", "S12", ""),
+        ("positions added twice", "vit_pytorch/vit.py", "x = x + self.pos_embedding[:seq]",
+         "x = x + self.pos_embedding[:seq] + self.pos_embedding[:seq]", "S07", WEIGHTS),
     ],
     "lucidrains_simple_vit": [
         ("softmax over the wrong axis", "vit_pytorch/simple_vit.py", "nn.Softmax(dim = -1)", "nn.Softmax(dim = -2)", "S13", ""),
@@ -121,6 +123,8 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
          "softmax(attention_scores, dim=-2)  # BREAKPOINT S13", "S13", ""),
         ("missing 1/√d", "vit.py", "attention_scores / math.sqrt(self.attention_head_size)  # BREAKPOINT S12",
          "attention_scores  # BREAKPOINT S12", "S12", ""),
+        ("dropped residual", "vit.py", "x = x + attention_output", "x = attention_output", "S19",
+         "needs the block's input S08, which only a marker on the `def forward` line could capture (issue 29 point 5)"),
     ],
     "SamLynnEvans_Transformer": [
         ("softmax over the wrong axis", "Sublayers.py", "F.softmax(scores, dim=-1)", "F.softmax(scores, dim=-2)", "#11", ""),

@@ -141,6 +141,14 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
          "torch.tril(torch.ones(trg_len, trg_len), diagonal=1)", "#25", ""),
         ("dropped residual", "hw_models/blocks/encoder_layer.py", "x = self.norm1(x + _x)", "x = self.norm1(x)", "#15", ""),
     ],
+    "graykode_nlp_tutorial": [
+        ("softmax over the wrong axis", "Transformer.py", "nn.Softmax(dim=-1)(scores)", "nn.Softmax(dim=-2)(scores)", "#11", ""),
+        ("missing 1/√d", "Transformer.py", " / np.sqrt(d_k)", "", "#10", ""),
+        ("mask lets a position see the next (True = blocked)", "Transformer.py", "np.triu(np.ones(attn_shape), k=1)",
+         "np.triu(np.ones(attn_shape), k=2)", "#25", ""),
+        ("heads merged without moving the heads axis back", "Transformer.py", "context = context.transpose(1, 2).contiguous()",
+         "context = context.contiguous()", "#13", ""),
+    ],
     "pytorch_vision_vit": [
         ("dropped residual", "tv/models/vision_transformer.py", "x = x + input", "x = x", "S16", ""),
         ("LayerNorm applied to the wrong tensor", "tv/models/vision_transformer.py", "y = self.ln_2(x)", "y = self.ln_2(input)",

@@ -159,6 +159,13 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
     "seed_002_attention_api_vit": [
         ("dropped residual", "attention_api_vit.py", "x = x + attn_out", "x = attn_out", "S16", ""),
     ],
+    "seed_003_vit_tiny": [
+        ("softmax over the wrong axis", "vit_tiny.py", "attn_scores.softmax(dim=-1)", "attn_scores.softmax(dim=-2)", "S13", ""),
+        ("missing 1/√d", "vit_tiny.py", "k.transpose(-2, -1)) * self.scale", "k.transpose(-2, -1))", "S12", ""),
+        ("heads merged without moving the heads axis back", "vit_tiny.py", "out = out.transpose(1, 2).reshape(B, N, D)",
+         "out = out.reshape(B, N, D)", "S15", "S15 needs the weights (the heads' concatenation has no snapshot of its own in "
+         "the ViT numbering; issue 29 point 4)"),
+    ],
     "pytorch_vision_vit": [
         ("dropped residual", "tv/models/vision_transformer.py", "x = x + input", "x = x", "S16", ""),
         ("LayerNorm applied to the wrong tensor", "tv/models/vision_transformer.py", "y = self.ln_2(x)", "y = self.ln_2(input)",

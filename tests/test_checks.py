@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from generator.checks import (
-    CHECKS, THIS, CausalMask, Check, CheckResult, ContextConcat, ContextHeads, HeadsRejoin, LayerNormStatistics, LinearHeads,
-    LinearOf, ScaledScores, SoftmaxRows, SumOf,
+    CHECKS, THIS, CausalMask, Check, CheckResult, ContextConcat, ContextHeads, HeadsRejoin, LayerNormOf, LayerNormStatistics,
+    LinearHeads, LinearOf, RowEquals, SameTensor, ScaledScores, SoftmaxRows, SumOf,
 )
 from generator.registry import Registry
 from generator.reports import REPORTS
@@ -277,3 +277,73 @@ def test_a_combined_result_is_named_by_the_checks_that_decided_it():
     assert CheckResult.combined([passed, failed, unknown]).name == "c"
     assert CheckResult.combined([passed, unknown]).name == "a; b"  # not checkable: every claim it could not decide
     assert CheckResult.combined([passed, passed]).name == "a"
+
+
+# ----------------------------------------------------------------------------- forms real implementations take (tests/trace_corpus)
+
+
+def padded_causal(B: int = 2, T: int = 5, pads: int = 2, rows: bool = False) -> torch.Tensor:
+    """A boolean (B, 1, T, T) mask, True = allowed: causal, the last ``pads`` positions of item 1 padded (as keys, or,
+    ``rows``, as queries too)."""
+    allowed = torch.ones(T, T, dtype=torch.bool).tril().expand(B, 1, T, T).clone()
+    allowed[1, ..., T - pads:] = False
+    if rows:
+        allowed[1, :, T - pads:, :] = False
+    return allowed
+
+
+@pytest.mark.parametrize("rows", [False, True], ids=["padded keys", "padded keys and queries"])
+def test_padding_combined_with_a_causal_mask_passes_and_a_mask_that_sees_the_next_position_still_fails(rows):
+    mask = padded_causal(rows=rows)
+    result = CausalMask(out=Ref("mask")).run(TensorDict({"mask": mask}))
+    assert result.passed and "padding combined with the causal rule" in result.detail
+    leaky = mask | torch.ones(5, 5, dtype=torch.bool).triu(1).tril(1)  # each position also sees the next one
+    assert CausalMask(out=Ref("mask")).run(TensorDict({"mask": leaky})).status == "failed"
+
+
+def test_attention_rows_with_padded_keys_the_step_does_not_show_are_the_softmax_over_the_keys_left():
+    torch.manual_seed(0)
+    scores = torch.randn(2, 2, 5, 5)
+    probs = scores.masked_fill(~padded_causal(T=5)[:, :, :1, :].expand(2, 1, 5, 5), float("-inf")).softmax(-1)
+    result = SoftmaxRows(out=Ref("probs"), scores=Ref("scores")).run(TensorDict({"probs": probs, "scores": scores}))
+    assert result.passed and "a padding mask recognised" in result.detail
+    wrong_axis = scores.softmax(-2)
+    assert SoftmaxRows(out=Ref("probs"), scores=Ref("scores")).run(TensorDict({"probs": wrong_axis, "scores": scores})).status == "failed"
+
+
+def test_a_query_that_may_see_no_key_gets_uniform_weights_as_a_masked_fill_gives_it():
+    torch.manual_seed(0)
+    scores, mask = torch.randn(2, 2, 5, 5), padded_causal(rows=True)
+    probs = scores.masked_fill(~mask, -10000.0).softmax(-1)  # hyunwoongko/transformer's form
+    result = SoftmaxRows(out=Ref("probs"), scores=Ref("scores"), mask=Ref("mask")).run(
+        TensorDict({"probs": probs, "scores": scores, "mask": mask}))
+    assert result.passed, result.detail
+
+
+def test_a_layer_input_that_is_a_layer_norm_of_the_previous_stage_passes_only_where_allowed():
+    torch.manual_seed(0)
+    before = torch.randn(2, 6, 8)
+    after = torch.nn.functional.layer_norm(before, (8,)) * 1.5 + 0.1
+    source = TensorDict({"in": after, "prev": before})
+    assert SameTensor(out=Ref("in"), source=Ref("prev"), claim="handed over").run(source).status == "failed"
+    result = SameTensor(out=Ref("in"), source=Ref("prev"), claim="handed over", or_layer_norm=True).run(source)
+    assert result.passed and "a LayerNorm between the two recognised" in result.detail
+    unrelated = TensorDict({"in": torch.randn(2, 6, 8), "prev": before})
+    assert SameTensor(out=Ref("in"), source=Ref("prev"), claim="x", or_layer_norm=True).run(unrelated).status == "failed"
+
+
+def test_a_layer_norm_with_another_epsilon_is_fitted_and_named():
+    torch.manual_seed(0)
+    x = 0.01 * torch.randn(2, 6, 8)  # small variance: the epsilon shows
+    got = torch.nn.functional.layer_norm(x, (8,), eps=1e-6)
+    result = LayerNormOf(out=Ref("out"), x=Ref("x"), module=ModuleRef("ln")).run(TensorDict({"out": got, "x": x}))
+    assert result.passed and "ε = 1e-06" in result.detail
+
+
+def test_a_mean_pooled_representation_passes_the_class_token_row_check_and_says_so():
+    torch.manual_seed(0)
+    final = torch.randn(2, 5, 8)
+    check = RowEquals(out=Ref("rep"), source=Ref("final"), row=0, claim="is row 0 ([CLS])")
+    result = check.run(TensorDict({"rep": final.mean(1), "final": final}))
+    assert result.passed and "mean pooling" in result.name
+    assert check.run(TensorDict({"rep": final[:, 1], "final": final})).status == "failed"

@@ -80,11 +80,26 @@ def run_checks(pages: list[TracedPage], catalogue: Any, dims: dict[str, int], hi
     source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue is not None else (None, {})
     for page in pages:
         if source is not None and page.captured:  # a snapshot is judged on its own capture, even where an earlier one shows the same record point
-            own = own_tensors(page, source.places, dims)
-            page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=source.places), {**labels, **dict.fromkeys(own, TensorLabel(page.label))})
+            places = _shown_places(page, catalogue, pages, hit) or source.places
+            own = own_tensors(page, places, dims)
+            page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=places), {**labels, **dict.fromkeys(own, TensorLabel(page.label))})
         else:
             page.checks = page_checks(page, source, labels)
         page.check = CheckResult.combined(page.checks, judge_checkable=True)
+
+
+def _shown_places(page: TracedPage, catalogue: Any, pages: list[TracedPage], hit: int) -> dict[str, str] | None:
+    """The placeholders of the pass a page shows where its line ran fewer times than ``hit`` (it shows its last pass, so
+    its checks read that pass's neighbours, not pass ``hit``'s); None where it shows pass ``hit``."""
+    ran = len(page.hit_values[0]) if page.hit_values else 0
+    return pass_places(catalogue, ran, _passes(catalogue, pages)) if 0 < ran < hit else None
+
+
+def _passes(catalogue: Any, pages: list[TracedPage]) -> dict[str, int]:
+    """How many passes the script ran of each loop whose one pass the catalogue names (``TraceSpec.passes``)."""
+    spec = catalogue.trace
+    return {name: _pass_count(pages, template)
+            for name, (_, template) in (spec.passes.items() if spec is not None else ())}
 
 
 def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (), lacks: tuple[NotCheckable, ...] = ()) -> CheckResult:
@@ -197,8 +212,7 @@ def own_tensors(page: TracedPage, places: dict[str, str], dims: dict[str, int]) 
 def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
     """The captured tensors as a ``generator.sources.TensorDict`` under the catalogue's record names (pass k of a loop
     under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
-    spec = catalogue.trace
-    passes = {name: _pass_count(pages, template) for name, (_, template) in (spec.passes.items() if spec is not None else ())}
+    passes = _passes(catalogue, pages)
     shown_places = pass_places(catalogue, hit, passes) or pass_places(catalogue, 1, passes)
     if shown_places is None:
         return None, {}

@@ -237,6 +237,22 @@ def _declared_doc(snap: Any, places: dict[str, str], declared: dict[str, Any]) -
     return getattr(getattr(entry, "point", None), "doc", "") or ""
 
 
+def in_catalogue_order(snap: Any, marked: list[tuple[Marker, list[Hit]]]) -> list[tuple[Marker, list[Hit]]]:
+    """Several lines marked with one snapshot of several tensors (``q_heads, k_heads, v_heads``), in the order of the
+    catalogue's variables where each line's name names one of them (``k`` -> ``k_heads``), whatever order the script
+    assigns them in; else in line order."""
+    variables = snap.variable.split(", ")
+    if len(marked) < 2 or len(marked) != len(variables):
+        return marked
+    def position(marker: Marker) -> int | None:
+        found = [i for i, v in enumerate(variables) if marker.names and (v == marker.names[0] or v.startswith(marker.names[0] + "_"))]
+        return found[0] if len(found) == 1 else None
+    places = [position(marker) for marker, _ in marked]
+    if None in places or len(set(places)) != len(places):
+        return marked
+    return [entry for _, entry in sorted(zip(places, marked), key=lambda pair: pair[0])]
+
+
 def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -> tuple[list[TracedPage], dict[str, int]]:
     folder = capture.script.parent
     places = places_for(catalogue, 1)
@@ -259,7 +275,7 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
                           doc=_declared_doc(snap, places or {}, declared),
                           questions=[catalogue.question(n) for n in snap.questions])
         notes = []
-        for j, (marker, hits) in enumerate(by_number.get(snap.number, [])):
+        for j, (marker, hits) in enumerate(in_catalogue_order(snap, by_number.get(snap.number, []))):
             chosen, note = _hit(hits, hit)
             notes.append(note)
             if j == 0:

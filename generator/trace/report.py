@@ -58,6 +58,13 @@ def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pag
     }
 
 
+def in_data_flow_order(failed: list[TracedPage]) -> list[TracedPage]:
+    """Failed pages, the earliest in the model's data flow first: the catalogue numbers its steps along the forward
+    pass, so a step the script happened to run early (a mask built before the forward pass) is not named before the
+    step where a bug first shows; script order only breaks ties."""
+    return sorted(failed, key=lambda p: (p.snap.number, p.order))
+
+
 def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Capture, hit: int, command: str,
            timeout: float | None) -> dict[str, Any]:
     """Write the report into ``out`` (a staging folder); return its summary (counts, first failure)."""
@@ -72,7 +79,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
         **({"seed": seeds[0]} if seeds else {}),
     }
     captured = [p for p in pages if p.captured]
-    failed = sorted((p for p in pages if p.check.status == FAILED), key=lambda p: (p.order, p.snap.number))
+    failed = in_data_flow_order([p for p in pages if p.check.status == FAILED])
     counts = {"captured": len(captured), "total": len(pages), "passed": sum(p.check.status == PASSED for p in pages),
               "failed": len(failed), "unchecked": sum(not p.check.checkable for p in captured)}
     outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished,

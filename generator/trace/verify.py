@@ -65,8 +65,11 @@ def bind_dims(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Lege
 
 
 def _misfits(named: list[tuple[tuple[str, ...], tuple[int, ...]]], dims: dict[str, int], legend: dict[str, str]) -> int:
-    """How many of the shapes fit no layout under ``dims`` (shapes only: meta tensors, no values)."""
-    return sum(layout(torch.empty(shape, device="meta"), expressions, dims, legend).mismatch for expressions, shape in named)
+    """How many of the shapes fit no layout under ``dims``, or cannot be read for a dimension it left unbound (shapes
+    only: meta tensors, no values): a binding that leaves tensors unreadable is no better than one they misfit (a mask
+    buffer of the context size must not bind T and leave every other tensor unread)."""
+    return sum(layout(torch.empty(shape, device="meta"), expressions, dims, legend).status in (LayoutStatus.MISMATCH, LayoutStatus.UNBOUND)
+               for expressions, shape in named)
 
 
 def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) -> dict[str, int]:
@@ -75,6 +78,11 @@ def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Le
         batchless = [(e, (1, *shape)) if e[:1] == ("B",) and len(shape) == len(e) - 1 else (e, shape) for e, shape in named]
         if batchless != named:
             dims = _bind(batchless, legend)
+    if "h" in legend and "h" not in dims:  # one head written without its heads axis: (B, L, hs) for (B, h, L, hs)
+        headless = [(e, (shape[0], 1, *shape[1:])) if len(e) == 4 and e[1] == "h" and len(shape) == 3 else (e, shape)
+                    for e, shape in named]
+        if headless != named:
+            dims = _bind(headless, legend)
     return dims
 
 
@@ -187,6 +195,8 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
         yield Layout(LayoutStatus.LAYOUT, expected, "the batch axis (B = 1) is left out; read as one batch", tensor.unsqueeze(0))
     if len(shape) == len(expected) + 1 and shape[0] == 1 and shape[1:] == expected:
         yield Layout(LayoutStatus.LAYOUT, expected, "an extra leading axis of size 1; read without it", tensor.squeeze(0))
+    if len(expressions) == 4 and expressions[1] == "h" and dims.get("h") == 1 and shape == expected[:1] + expected[2:]:
+        yield Layout(LayoutStatus.LAYOUT, expected, "one head without its heads axis; read with h = 1", tensor.unsqueeze(1))
     # the same axes in another order (heads after positions, ...)
     if len(shape) == len(expected) and sorted(shape) == sorted(expected):
         for order in itertools.permutations(range(len(shape))):
@@ -209,8 +219,26 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
             yield Layout(LayoutStatus.LAYOUT, expected, f"heads not split yet (B, L, C); read as {h} heads of {hs}", tensor.reshape(B, L, h, hs).transpose(1, 2))
         if shape == (B * h, L, hs):
             yield Layout(LayoutStatus.LAYOUT, expected, "batch and heads merged in one axis (B·h, L, hs); read as (B, h, L, hs)", tensor.reshape(B, h, L, hs))
-    if len(expected) == 4 and expected[:2] == (1, 1) and shape == expected[2:]:
+    if len(expected) == 4 and expected[:2] == (1, 1):
+        yield from _mask_layouts(tensor, expected, dims)
+
+
+def _mask_layouts(tensor: torch.Tensor, expected: tuple[int, ...], dims: dict[str, int]):
+    """A (1, 1, T, T) mask as scripts write it: without its broadcast axes, one per batch item ((1, T, T), (B, T, T),
+    (B, 1, T, T): read as (B, 1, T, T), broadcast over the heads), or a buffer of the context size of which the
+    first T×T is used (``bias[:, :, :T, :T]``)."""
+    shape, (T, T2) = tuple(tensor.shape), expected[2:]
+    if shape == (T, T2):
         yield Layout(LayoutStatus.LAYOUT, expected, "a (T, T) mask without its broadcast axes; read as (1, 1, T, T)", tensor[None, None])
+    batch = {1, dims.get("B", 1)}
+    if len(shape) == 3 and shape[0] in batch and shape[1:] == (T, T2):
+        yield Layout(LayoutStatus.LAYOUT, expected, f"a mask per batch item ({shape[0]}, T, T); read as ({shape[0]}, 1, T, T), "
+                     "the same for every head", tensor[:, None])
+    if len(shape) == 4 and shape[0] in batch and shape[0] > 1 and shape[1] == 1 and shape[2:] == (T, T2):
+        yield Layout(LayoutStatus.LAYOUT, expected, f"a mask per batch item ({shape[0]}, 1, T, T), the same for every head", tensor)
+    if len(shape) == 4 and shape[:2] == (1, 1) and shape[2] == shape[3] > T == T2:
+        yield Layout(LayoutStatus.LAYOUT, expected, f"a mask buffer of the context size ({shape[2]}×{shape[3]}) of which the "
+                     f"first {T}×{T} is used (bias[:, :, :T, :T]); read as that corner", tensor[:, :, :T, :T])
 
 
 def _mismatch(shape: tuple[int, ...], expressions: tuple[str, ...], expected: tuple[int, ...], dims: dict[str, int]) -> str:

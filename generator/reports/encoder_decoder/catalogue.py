@@ -112,7 +112,8 @@ SNAPSHOTS = (
         variable='enc_in',
         stage='encoder',
         tensors=(enc.INPUT,),
-        checks=(SameTensor(source=Ref('{enc_prev}'), claim='is what the previous stage handed over'),),
+        checks=(SameTensor(source=Ref('{enc_prev}'), claim='is what the previous stage handed over',
+                           or_layer_norm=True),),
         questions=(6,),
     ),
     Snapshot(
@@ -245,7 +246,8 @@ SNAPSHOTS = (
         variable='tgt_with_pos',
         stage='decoder',
         tensors=(dec.INPUT,),
-        checks=(SameTensor(source=Ref('{dec_prev}'), claim='is what the previous stage handed over'),),
+        checks=(SameTensor(source=Ref('{dec_prev}'), claim='is what the previous stage handed over',
+                           or_layer_norm=True),),
         questions=(5,),
     ),
     Snapshot(
@@ -438,7 +440,8 @@ SNAPSHOTS = (
         variable='dec_final',
         stage='output',
         tensors=(model.DEC_FINAL,),
-        checks=(SameTensor(source=Ref('{dec_last}'), claim="is the last decoder layer's output"),),
+        checks=(SameTensor(source=Ref('{dec_last}'), claim="is the last decoder layer's output",
+                           or_layer_norm=True),),
         questions=(6, 7),
     ),
     Snapshot(

@@ -1,0 +1,162 @@
+"""Attention checks (tensors only, but the fused projection): the heads split and re-joined, the scores Q·Kᵀ/√hs,
+the probability rows (a padding mask the step does not show recognised), and the context weights·V."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from generator.checks.base import Check, THIS, TOLERANCE, close, linear
+from generator.checks.masks import mask_allows
+from generator.sources import ModuleRef, Ref, TensorSource
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadsRejoin(Check):
+    """Head split/merge (tensors only): each per-head tensor (B, h, L, hs) re-joins to its full projection (B, L, C)."""
+
+    heads: tuple[Ref, ...]
+    full: tuple[Ref, ...]
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        details, passed = [], True
+        for h_ref, f_ref in zip(self.heads, self.full):
+            h = s.t(h_ref)  # (B, h, L, hs)
+            B, H, L, hs = h.shape
+            ok, _ = close(h.transpose(1, 2).reshape(B, L, H * hs), s.t(f_ref), "")  # (B, h, L, hs) -> (B, L, C)
+            passed &= ok
+            details.append(f"{s.name(h_ref)} {'re-joins' if ok else 'does NOT re-join'} to {s.name(f_ref)}")
+        joined = "; ".join(details) + " (transpose heads back, then merge h·hs)"
+        return "heads re-join to the full projections", passed, joined
+
+
+def _heads(x: torch.Tensor, h: int) -> torch.Tensor:
+    """A per-head tensor as it is, or a whole one (B, L, C) split into ``h`` heads."""
+    if x.dim() == 3:
+        B, L, C = x.shape
+        return x.reshape(B, L, h, C // h).transpose(1, 2)  # (B, L, C) -> (B, h, L, hs)
+    return x
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScaledScores(Check):
+    """Tensors only: ``out`` = Q·Kᵀ/√hs per head, from the queries ``q`` and keys ``k``, per head (B, h, L, hs) or whole
+    (B, L, C), then split into the scores' heads. Scores that are Q·Kᵀ without the scaling are said to be."""
+
+    out: Ref = THIS
+    q: Ref
+    k: Ref
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        scores = s.t(self.out)
+        q, k = _heads(s.t(self.q), scores.shape[1]), _heads(s.t(self.k), scores.shape[1])
+        hs = q.shape[-1]
+        product = q @ k.transpose(-2, -1)  # (B, h, Lq, Lk)
+        passed, detail = close(scores, product / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head")
+        if not passed and close(scores, product, "")[0]:
+            detail += f"; the scores equal Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) scaling"
+        return "equals Q·Kᵀ / √hs", passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class SoftmaxRows(Check):
+    """Tensors only: rows of ``out`` (over the last axis, the keys) are the softmax of ``scores`` (plus the ``mask``,
+    when given: additive, or boolean where False blocks), sum to 1, never negative; ``causal``: no weight on a later
+    position.
+    Weights whose columns sum to 1 instead are said to come from a softmax over the wrong axis."""
+
+    out: Ref = THIS
+    scores: Ref
+    mask: Ref | None = None
+    causal: bool = False
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        weights = s.t(self.out)
+        row_sums = weights.sum(-1)
+        worst_sum = float((row_sums - 1).abs().max())
+        negative = int((weights < 0).sum())
+        passed = worst_sum <= TOLERANCE and negative == 0
+        detail = (f"{row_sums.numel():,} rows over the keys (last axis): a row sum is at most {worst_sum:.1e} away "
+                  f"from 1{'' if worst_sum <= TOLERANCE else ' (NOT probability distributions)'}; "
+                  f"{negative} negative weights")
+        if not passed and weights.dim() >= 2 and float((weights.sum(-2) - 1).abs().max()) <= TOLERANCE:
+            detail += "; it is the columns (the query axis) that sum to 1: the softmax ran over the wrong axis"
+        logits = s.t(self.scores)
+        if self.mask is not None:
+            allowed, _ = mask_allows(s.cpu(self.mask))
+            nothing = ~allowed.any(-1, keepdim=True)  # a padded query that sees no key: all masked alike, uniform
+            logits = logits.masked_fill(~allowed & ~nothing, float("-inf")).masked_fill(nothing, 0.0)
+        what = "recomputed softmax over the keys" + (" of the masked scores" if self.mask else "")
+        same, more = close(weights, torch.softmax(logits, dim=-1), what)
+        unseen = (weights == 0).all(-2, keepdim=True)  # keys no query attends to: a padding mask the step does not show
+        if not same and bool(unseen.any()) and not bool(unseen.all(-1).any()):
+            same, more = close(weights, torch.softmax(logits.masked_fill(unseen, float("-inf")), dim=-1),
+                               f"recomputed softmax over the keys any query attends to ({int(unseen.sum())} key "
+                               "positions "
+                               "get no weight from any query: a padding mask recognised)")
+        passed &= same
+        detail += "; " + more
+        if self.causal:
+            queries, keys = weights.shape[-2:]
+            above = torch.triu(torch.ones(queries, keys, dtype=torch.bool), diagonal=1)  # keys after the query
+            future = float(weights[..., above].abs().max()) if above.any() else 0.0
+            passed &= future == 0.0
+            detail += f"; largest weight on a future position: {future:g}"
+        return "rows are probability distributions over the keys" + (" (causal)" if self.causal else ""), passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextConcat(Check):
+    """Tensors only: ``out`` (B, T, C) is probs·V per head with the heads concatenated; ``v`` per head (B, h, S, hs) or
+    whole (B, S, C), then split into the probabilities' heads."""
+
+    out: Ref = THIS
+    probs: Ref
+    v: Ref
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        probs = s.t(self.probs)
+        ctx = probs @ _heads(s.t(self.v), probs.shape[1])  # (B, h, T, hs)
+        B, H, T, hs = ctx.shape
+        joined = ctx.transpose(1, 2).reshape(B, T, H * hs)  # -> (B, T, C)
+        passed, detail = close(s.t(self.out), joined, "recomputed (weights·V) per head, heads concatenated")
+        return "equals the heads' weights·V, concatenated", passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextHeads(Check):
+    """Tensors only: ``out`` (B, h, T, hs) is probs·V."""
+
+    out: Ref = THIS
+    probs: Ref
+    v_heads: Ref
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        expected = s.t(self.probs) @ s.t(self.v_heads)
+        passed, detail = close(s.t(self.out), expected, "recomputed attention probabilities @ V")
+        return "equals probabilities @ V", passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinearHeads(Check):
+    """``out`` (B, h, N, hs) is part ``part`` (0 q, 1 k, 2 v) of the fused projection ``module`` of ``x``, split into
+    heads."""
+
+    out: Ref = THIS
+    x: Ref
+    module: ModuleRef
+    part: int
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        fused = linear(s, self.module, s.t(self.x))  # (B, N, 3C): q, k, v side by side
+        B, N, C3 = fused.shape
+        C = C3 // 3
+        got = s.t(self.out)  # (B, h, N, hs)
+        H = got.shape[1]
+        part = fused[..., self.part * C:(self.part + 1) * C]
+        expected = part.reshape(B, N, H, C // H).transpose(1, 2)  # (B, N, C) -> (B, h, N, hs)
+        letter = "qkv"[self.part]
+        passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, split into {H} heads")
+        return f"equals the {'QKV'[self.part]} part of the fused projection, split into heads", passed, detail

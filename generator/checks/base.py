@@ -1,0 +1,230 @@
+"""What every check shares: ``CheckResult`` (passed, failed, not checkable), the typed ``Check`` base whose dataclass
+fields say what it reads, and ``close``, the float64 comparison every check's evidence comes from."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from generator.sources import InputRef, MissingTensor, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
+
+
+TOLERANCE = 1e-4
+
+
+GELU_MINIMUM = -0.1701  # GELU's minimum, −0.16997 (−0.17004 with the tanh approximation), at x ≈ −0.75
+
+
+THIS = Ref("")  # in a snapshot's check: the tensor the snapshot centres on (bound by the Snapshot)
+
+PASSED, FAILED, NOT_CHECKABLE = "passed", "failed", "not checkable"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check: its claim, whether it held, and the evidence in words.
+
+    ``status`` is "passed", "failed" or "not checkable"; a check that could not run names what
+    it lacked in ``missing`` (record names, modules, parameters or inputs) and is not ``passed``.
+    """
+
+    name: str
+    passed: bool
+    detail: str
+    status: str = ""
+    missing: tuple[str, ...] = ()
+    parts: tuple[CheckResult, ...] = ()  # the results it combines (``combined``), when several
+    # ``missing``, typed: what stopped it
+    lacks: tuple[NotCheckable, ...] = dataclasses.field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.status:
+            object.__setattr__(self, "status", PASSED if self.passed else FAILED)
+        if self.status not in (PASSED, FAILED, NOT_CHECKABLE) or (self.status == PASSED) != bool(self.passed):
+            raise ValueError(f"inconsistent check result: status {self.status!r}, passed {self.passed!r}")
+
+    @property
+    def checkable(self) -> bool:
+        return self.status != NOT_CHECKABLE
+
+    @classmethod
+    def combined(cls, results: list[CheckResult], *, judge_checkable: bool = False) -> CheckResult:
+        """One result for several checks of a snapshot, in ``parts``: failed when one failed; passed when all passed;
+        else not checkable. Its name is the claims that decided it (the failed ones, the passed ones; all when not
+        checkable). ``judge_checkable``: judged by the checks that could run, passed when one did and none failed (a
+        trace, whose source never has the weights); the others stay in ``parts`` and ``missing``."""
+        if len(results) == 1:
+            return results[0]
+        ran = [r for r in results if r.checkable]
+        if any(r.status == FAILED for r in results):
+            status = FAILED
+        elif ran and (judge_checkable or len(ran) == len(results)):
+            status = PASSED
+        else:
+            status = NOT_CHECKABLE
+        # what the verdict names
+        deciding = results if status == NOT_CHECKABLE else [r for r in results if r.status == status]
+        return cls(name="; ".join(dict.fromkeys(r.name for r in deciding)), passed=status == PASSED,
+                   detail=" — ".join(f"{r.name}: {r.detail}" for r in results), status=status,
+                   missing=tuple(dict.fromkeys(m for r in results for m in r.missing)), parts=tuple(results),
+                   lacks=tuple(lack for r in results for lack in r.lacks))
+
+    def json(self) -> dict[str, Any]:
+        """As snapshots.json lists it: ``passed`` is true, false, or null when not checkable."""
+        return {"name": self.name, "passed": self.passed if self.checkable else None, "detail": self.detail,
+                "status": self.status}
+
+
+# What a check field is, read from its type: a tensor, several tensors, a module, a parameter, an input, or a plain
+# value.
+TENSOR, TENSORS, MODULE, PARAMETER, INPUT, VALUE = "tensor", "tensors", "module", "parameter", "input", "value"
+
+
+_KIND_OF_TYPE = {Ref: TENSOR, ModuleRef: MODULE, ParamRef: PARAMETER, InputRef: INPUT}
+
+
+def field_kind(annotation: Any) -> str:
+    """The kind of a field from its (resolved) type: ``Ref`` -> tensor, ``tuple[Ref, ...]`` -> tensors, ..."""
+    if annotation in _KIND_OF_TYPE:
+        return _KIND_OF_TYPE[annotation]
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is tuple and args and args[0] is Ref:
+        return TENSORS
+    if len(args) == 2 and type(None) in args:  # Ref | None, InputRef | None ...: optional
+        other = next(a for a in args if a is not type(None))
+        if other in _KIND_OF_TYPE:
+            return _KIND_OF_TYPE[other]
+    return VALUE
+
+
+class Typed:
+    """Shared by checks and drawings: parameters read from dataclass fields, tensor inputs from their types."""
+
+    @classmethod
+    def key(cls) -> str:
+        """The registry name: the class name in snake case (LinearHeads -> linear_heads)."""
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+
+    @classmethod
+    @functools.cache
+    def parameters(cls) -> dict[str, str]:
+        """Field name -> kind (tensor, tensors, module, parameter, input, value), from the fields' types."""
+        hints = typing.get_type_hints(cls)
+        return {f.name: field_kind(hints[f.name]) for f in dataclasses.fields(cls)}
+
+    def __post_init__(self) -> None:
+        for name, kind in self.parameters().items():
+            value = getattr(self, name)
+            expected = {TENSOR: Ref, MODULE: ModuleRef, PARAMETER: ParamRef, INPUT: InputRef}.get(kind)
+            if kind == TENSORS:
+                if not isinstance(value, tuple) or not all(isinstance(v, Ref) for v in value):
+                    raise TypeError(f"{type(self).__name__}.{name} takes a tuple of Ref, got {value!r}")
+            elif expected is not None and not (value is None or isinstance(value, expected)):
+                raise TypeError(f"{type(self).__name__}.{name} takes a {expected.__name__}, got {value!r}")
+
+    def inputs(self) -> tuple[Ref, ...]:
+        """The recorded tensors this reads, from the fields typed ``Ref`` or ``tuple[Ref, ...]``, in field order."""
+        refs: list[Ref] = []
+        for name, kind in self.parameters().items():
+            value = getattr(self, name)
+            if kind == TENSOR and value is not None:
+                refs.append(value)
+            elif kind == TENSORS:
+                refs.extend(value)
+        return tuple(refs)
+
+    def refs_of(self, kind: str) -> tuple[Any, ...]:
+        """The values of the fields of one kind (module, parameter, input)."""
+        return tuple(getattr(self, name) for name, k in self.parameters().items()
+                     if k == kind and getattr(self, name) is not None)
+
+    def bound(self, main: Ref) -> Any:
+        """A copy with every ``THIS`` replaced by ``main``, the snapshot's own tensor."""
+        changes = {name: main for name, kind in self.parameters().items()
+                   if kind == TENSOR and getattr(self, name) is THIS}
+        return dataclasses.replace(self, **changes) if changes else self
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check(Typed):
+    """Base of every check. Subclasses are frozen, keyword-only dataclasses that implement ``verify``; a check that
+    reads weights says so by its ModuleRef/ParamRef fields, and is not checkable on a source without a model, unless
+    its claim has a form that tensors alone decide (LayerNorm with a fitted gain and bias, GELU's range), which it then
+    checks and names instead."""
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        """(the claim, whether it holds, the evidence in words), recomputed in float64 from ``s``."""
+        raise NotImplementedError
+
+    # True where the claim has a form that tensors alone decide (its verify catches the weights' NotCheckable)
+    WEIGHTS_OPTIONAL: typing.ClassVar[bool] = False
+
+    def run(self, s: TensorSource) -> CheckResult:
+        """Verify against ``s``: passed or failed, or not checkable when a tensor, the weights or an input is missing;
+        a check missing tensors names the weights it would also need and ``s`` lacks, so all of what it needs is
+        said."""
+        lacks: tuple[NotCheckable, ...] = tuple(MissingTensor(s.name(ref), "not in the source")
+                                                for ref in self.inputs() if not s.has(ref))
+        if lacks:
+            missing = tuple(lack.missing for lack in lacks)
+            lacks += self._lacking_weights(s)
+            return CheckResult(name=self.key(), passed=False, status=NOT_CHECKABLE,
+                               missing=tuple(lack.missing for lack in lacks),
+                               detail=f"not checkable: the source has no {', '.join(missing)}", lacks=lacks)
+        try:
+            name, passed, detail = self.verify(s)
+        except NotCheckable as exc:
+            return CheckResult(name=self.key(), passed=False, status=NOT_CHECKABLE, missing=(exc.missing,),
+                               detail=f"not checkable: {exc}", lacks=(exc,))
+        return CheckResult(name=name, passed=bool(passed), detail=detail)
+
+
+    def _lacking_weights(self, s: TensorSource) -> tuple[NotCheckable, ...]:
+        """The modules and parameters this reads that ``s`` does not have (none when the claim can do without them)."""
+        if self.WEIGHTS_OPTIONAL:
+            return ()
+        lacks = []
+        for kind, get in ((MODULE, s.module), (PARAMETER, s.parameter)):
+            for ref in self.refs_of(kind):
+                try:
+                    get(ref)
+                except NotCheckable as exc:
+                    lacks.append(exc)
+        return tuple(lacks)
+
+
+class UnfittableWeights(NotCheckable):
+    """Without the weights, too few positions for a fitted gain and bias to prove anything."""
+
+
+def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[bool, str]:
+    if actual.shape != expected.shape:
+        return False, f"{what}: shape {tuple(actual.shape)} differs from {tuple(expected.shape)}"
+    if actual.numel() == 0:
+        return True, f"{what}: nothing to compare (no values)"
+    diff = (actual - expected).abs()
+    magnitude = expected.abs()
+    if not bool(torch.isfinite(diff).all()):  # only then look for infinities on both sides (the slow path)
+        both_inf = torch.isinf(actual) & torch.isinf(expected) & (torch.sign(actual) == torch.sign(expected))
+        diff = diff.masked_fill(both_inf, 0.0)
+        magnitude = magnitude.masked_fill(~torch.isfinite(expected), 0.0)
+    worst = float(diff.max())
+    scale = max(1.0, float(magnitude.max()))
+    passed = math.isfinite(worst) and worst <= TOLERANCE * scale
+    return passed, (f"{what}: largest difference {worst:.1e} over {actual.numel():,} values "
+                    f"(tolerance {TOLERANCE * scale:.0e})")
+
+
+def linear(s: TensorSource, module: ModuleRef, x: torch.Tensor) -> torch.Tensor:
+    layer = s.module(module)
+    weight = layer.weight.detach().double().cpu()
+    bias = layer.bias.detach().double().cpu() if layer.bias is not None else None
+    return F.linear(x, weight, bias)

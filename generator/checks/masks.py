@@ -1,0 +1,59 @@
+"""Attention masks: how a mask says what a query may see (additive, or boolean either way round), and the causal mask
+check, which tells padding combined with the causal rule from a mask that lets a position see the future."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from generator.checks.base import Check, THIS
+from generator.sources import Ref, TensorSource
+
+
+def mask_allows(mask: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """Where a mask lets a query see a key (True), and how it says so: additive (0 allowed, −inf or ≤ −1e9 blocked) or
+    boolean (True allowed, or True blocked: the diagonal, allowed but at padded positions, tells which)."""
+    if mask.dtype == torch.bool or (set(mask.unique().tolist()) <= {0.0, 1.0} and bool(mask.bool().any())):
+        m = mask.bool()
+        if float(m.diagonal(dim1=-2, dim2=-1).float().mean()) > 0.5:
+            return m, "boolean, True = allowed"
+        return ~m, "boolean, True = blocked"
+    return mask > -1e9, "additive, 0 = allowed, −inf = blocked"
+
+
+def _per_item(blocked: torch.Tensor) -> str:
+    """How many entries of a (B, 1, T, 1)-like flag tensor are set, per batch item, as "0, 2"."""
+    return ", ".join(str(int(n)) for n in blocked.reshape(blocked.shape[0] if blocked.dim() > 2 else 1, -1).sum(-1))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CausalMask(Check):
+    """Tensors only: a causal mask allows exactly the keys on and before the query: additive (0 on and below the
+    diagonal, −inf or ≤ −1e9 above) or boolean (True allowed, or True blocked)."""
+
+    out: Ref = THIS
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        mask = s.cpu(self.out)
+        allowed, kind = mask_allows(mask)
+        above = torch.triu(torch.ones(mask.shape[-2], mask.shape[-1], dtype=torch.bool), diagonal=1)
+        seen = int(allowed[..., above].sum())
+        keys, queries = (~allowed).all(-2, keepdim=True), (~allowed).all(-1, keepdim=True)  # padded positions, whole
+        padding = (keys | queries) & ~above  # keys no query may see, queries that see nothing: padding, not causality
+        hidden = int((~allowed & ~above & ~padding).sum())
+        passed = seen == 0 and hidden == 0
+        detail = (f"{kind} mask; {int(above.sum())} future entries blocked, {int((~above).sum())} on and below the "
+                  f"diagonal allowed: {passed}")
+        if bool(padding.any()):
+            detail += (f"; besides, padding combined with the causal rule: {_per_item(keys)} key positions blocked for "
+                       f"every query, {_per_item(queries)} query positions that see no key (per batch item)")
+        if not kind.startswith("boolean"):
+            exact = bool((mask[allowed.expand_as(mask)] == 0).all()) if allowed.shape == mask.shape else True
+            detail += f"; the allowed entries are exactly 0: {exact}"
+            passed &= exact
+        if seen:
+            detail += f"; {seen} future entries stay visible"
+        if hidden:
+            detail += f"; {hidden} entries on or below the diagonal are blocked"
+        return "allows each position itself and the positions before it, never a later one", passed, detail

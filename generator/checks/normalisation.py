@@ -1,0 +1,113 @@
+"""LayerNorm checks: recomputed with the model's weights, or, from tensors alone, with the gain and bias fitted per
+feature (for the usual epsilons)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from generator.checks.base import Check, THIS, UnfittableWeights, close
+from generator.sources import ModuleRef, NotCheckable, Ref, TensorSource
+from generator.tensors import fmt
+
+
+def _layer_norm(s: TensorSource, out: Ref, total: torch.Tensor, module: ModuleRef, of: str) -> tuple[str, bool, str]:
+    """``out`` is the LayerNorm ``module`` of ``total``, recomputed with the model's weights; from tensors alone (a
+    source without weights) with the per-feature gain and bias fitted by least squares, which passes only when every
+    feature of ``out`` is one affine function of ``total`` normalised per position."""
+    got = s.t(out)
+    try:
+        ln = s.module(module)
+    except NotCheckable:
+        return _fitted_layer_norm(got, total, of)
+    weight, bias = ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu()
+    expected = F.layer_norm(total, ln.normalized_shape, weight, bias, ln.eps)
+    passed, detail = close(got, expected, f"recomputed LayerNorm of {of} with {s.name(module)}'s weights")
+    normalised = F.layer_norm(total, ln.normalized_shape, eps=ln.eps)
+    detail += (f"; before the affine step every position has mean {fmt(float(normalised.mean(-1).abs().max()), 6)} "
+               "(max |mean|) "
+               f"and std {fmt(float(normalised.std(-1, unbiased=False).mean()), 4)}")
+    return f"equals LayerNorm({of})", passed, detail
+
+
+# The epsilons LayerNorms use (PyTorch's default; 1e-6 in torchvision's ViT and many ports; 1e-12 in BERT-style code):
+# with inputs of small variance (a class token and small position embeddings) the epsilon shows in the output.
+
+
+LAYER_NORM_EPSILONS = (1e-5, 1e-6, 1e-12)
+
+
+def _fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[str, bool, str]:
+    """``got`` is some LayerNorm of ``total``: the gain and bias fitted per feature by least squares, for the usual
+    epsilons (the first that fits is named when it is not PyTorch's default)."""
+    if got.shape != total.shape:
+        return f"equals LayerNorm({of})", False, f"shape {tuple(got.shape)} differs from {tuple(total.shape)}"
+    if total.reshape(-1, total.shape[-1]).shape[0] < 3:
+        positions = total.reshape(-1, total.shape[-1]).shape[0]
+        plural = "s" if positions != 1 else ""
+        raise UnfittableWeights("the LayerNorm's weights", f"{positions} position{plural}: a gain and a bias per "
+                                "feature fit anything, and the tensors were captured without the weights")
+    tried = []
+    for eps in LAYER_NORM_EPSILONS:
+        normed = F.layer_norm(total, total.shape[-1:], eps=eps)
+        x, y = normed.reshape(-1, normed.shape[-1]), got.reshape(-1, got.shape[-1])  # (positions, C)
+        xm, ym = x.mean(0), y.mean(0)
+        gain = ((x - xm) * (y - ym)).mean(0) / ((x - xm) ** 2).mean(0).clamp_min(1e-12)
+        bias = ym - gain * xm
+        epsilon = "" if eps == LAYER_NORM_EPSILONS[0] else f", ε = {eps:g}"
+        tried.append(close(got, normed * gain + bias, f"LayerNorm of {of} with the gain and bias fitted per feature "
+                           f"(no weights captured; fitted gain {float(gain.mean()):.3f} on average{epsilon})"))
+        if tried[-1][0]:
+            break
+    passed, detail = tried[-1] if tried[-1][0] else tried[0]
+    return f"equals LayerNorm({of})", passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerNormOf(Check):
+    """``out`` is the LayerNorm ``module`` applied to ``x`` (without the weights: some LayerNorm of ``x``, gain and
+    bias fitted)."""
+
+    WEIGHTS_OPTIONAL = True
+
+    out: Ref = THIS
+    x: Ref
+    module: ModuleRef
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        return _layer_norm(s, self.out, s.t(self.x), self.module, "its input")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerNormStatistics(Check):
+    """Tensors only: with no affine step (weight 1, bias 0) every position of ``out`` has mean 0 and standard
+    deviation 1, and ``out`` is ``x`` normalised; for a source without the model's LayerNorm weights."""
+
+    out: Ref = THIS
+    x: Ref
+    eps: float = 1e-5
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        got, inp = s.t(self.out), s.t(self.x)
+        expected = F.layer_norm(inp, inp.shape[-1:], eps=self.eps)
+        passed, detail = close(got, expected, "x normalised per position (no affine step)")
+        mean, std = float(got.mean(-1).abs().max()), float(got.std(-1, unbiased=False).mean())
+        detail += f"; max |mean| {fmt(mean, 6)}, mean std {fmt(std, 4)}"
+        return "every position normalised to mean 0, std 1", passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResidualLayerNorm(Check):
+    """Post-norm: ``out`` is LayerNorm ``module`` of the sum of ``operands`` (without the weights: gain and bias
+    fitted)."""
+
+    WEIGHTS_OPTIONAL = True
+
+    out: Ref = THIS
+    operands: tuple[Ref, ...]
+    module: ModuleRef
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        return _layer_norm(s, self.out, sum(s.t(ref) for ref in self.operands), self.module, "input + sublayer output")

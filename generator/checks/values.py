@@ -1,0 +1,237 @@
+"""Checks of values handed on: embedding lookups, a tensor equal to an earlier one (or its LayerNorm), linear layers,
+residual sums, the class token's row (or the mean, for mean pooling), learned parameters, probabilities, GELU,
+blocks."""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from generator.checks.base import Check, GELU_MINIMUM, THIS, TOLERANCE, UnfittableWeights, close, linear
+from generator.checks.normalisation import _fitted_layer_norm
+from generator.indexing import parse_index
+from generator.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
+from generator.tensors import fmt
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbeddingLookup(Check):
+    """Tensors only: each position is its ID's row of the captured ``table``; with ``sqrt_scaled`` the rows may also
+    be multiplied by √C, as the paper does. A ``table`` holding only a leading corner of the table (what a debugger
+    shows of a big one) is compared where it reaches: the positions whose ID is one of its rows, over its columns."""
+
+    out: Ref = THIS
+    ids: Ref
+    table: Ref
+    sqrt_scaled: bool = False
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        claim = "lookup returns the table rows of the IDs" + (" (times √C or not)" if self.sqrt_scaled else "")
+        emb, table, index = s.t(self.out), s.t(self.table), s.t(self.ids).long().reshape(-1)
+        R, K = table.shape
+        C = emb.shape[-1]
+        rows = emb.reshape(-1, C)  # (B, L, C) -> (B·L, C): one row per position
+        if rows.shape[0] != index.numel():
+            return claim, False, f"{index.numel()} IDs for {rows.shape[0]} positions"
+        covered = index < R
+        if not bool(covered.any()):
+            raise NotCheckable(s.name(self.table), f"it holds rows 0…{R - 1} only, and no ID is among them")
+        part = "" if bool(covered.all()) and K == C else (
+            f" ({int(covered.sum())} of {index.numel()} positions have an ID among the {R} rows held, compared over "
+            f"{K} of {C} features)")
+        got, want = rows[covered, :K], table[index[covered]]
+        for scale, name in ((1.0, ""), (math.sqrt(C), f" × √{C}"))[: 2 if self.sqrt_scaled else 1]:
+            passed, detail = close(got, want * scale, f"each position vs its ID's table row{name}{part}")
+            if passed:
+                break
+        return claim, passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class SameTensor(Check):
+    """``out`` equals ``source`` (e.g. a layer's input is what the previous stage handed over). ``or_layer_norm``: or is
+    a LayerNorm of it (gain and bias fitted): a model may normalise the embeddings before layer 1, or end a pre-norm
+    stack with a final LayerNorm, and say so."""
+
+    out: Ref = THIS
+    source: Ref
+    claim: str
+    or_layer_norm: bool = False
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        passed, detail = close(s.t(self.out), s.t(self.source), f"{s.name(self.out)} vs {s.name(self.source)}")
+        if not passed and self.or_layer_norm:
+            try:
+                _, normalised, fitted = _fitted_layer_norm(s.t(self.out), s.t(self.source), s.name(self.source))
+            except UnfittableWeights:
+                normalised = False
+            if normalised:
+                return self.claim + ", normalised", True, f"a LayerNorm between the two recognised: {fitted}"
+        return self.claim, passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinearOf(Check):
+    """``out`` is ``module`` (a Linear) applied to ``x``, after an optional ReLU; ``index`` compares a slice."""
+
+    out: Ref = THIS
+    x: Ref
+    module: ModuleRef
+    activation: str | None = None
+    index: str | None = None
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        inp = s.t(self.x)
+        if self.activation == "relu":
+            inp = F.relu(inp)
+        expected, actual = linear(s, self.module, inp), s.t(self.out)
+        if self.index:
+            expected, actual = expected[parse_index(self.index)], actual[parse_index(self.index)]
+        name = s.name(self.module)
+        passed, detail = close(actual, expected, f"recomputed x·Wᵀ + b with {name}'s weights")
+        return f"equals {name} applied to its input", passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class SumOf(Check):
+    """A residual sum: ``out`` is the sum of ``operands`` (tensors only)."""
+
+    out: Ref = THIS
+    operands: tuple[Ref, ...]
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        expected = sum(s.t(ref) for ref in self.operands)
+        passed, detail = close(s.t(self.out), expected, "operands added up vs the recorded sum")
+        return "the operands add up to the residual sum", passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokensConcat(Check):
+    """Tensors only: row 0 of ``out`` is the class token ``cls``, the rest the ``patches``."""
+
+    out: Ref = THIS
+    cls: Ref
+    patches: Ref
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        expected = torch.cat([s.t(self.cls), s.t(self.patches)], dim=1)
+        passed, detail = close(s.t(self.out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
+        return "row 0 is the class token, the rest are the patch embeddings", passed, detail
+
+
+def whole_ids(ids: torch.Tensor) -> tuple[str, bool, str]:
+    """What tensors alone say of token IDs (without the run's vocabulary): whole numbers, none negative."""
+    fractional, negative = int((ids != ids.round()).sum()), int((ids < 0).sum())
+    return "token IDs are whole numbers ≥ 0", fractional == negative == 0, (
+        f"{ids.numel()} IDs, from {_number(ids.min())} to {_number(ids.max())}: {fractional} not whole, "
+        f"{negative} negative")
+
+
+def _number(value: torch.Tensor) -> str:
+    """A whole number as the integer it is (an ID), anything else to 4 decimals."""
+    number = float(value)
+    return str(int(number)) if number.is_integer() else fmt(number)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowEquals(Check):
+    """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
+
+    out: Ref = THIS
+    source: Ref
+    row: int
+    claim: str
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        source = s.t(self.source)
+        passed, detail = close(s.t(self.out), source[:, self.row], self.claim)
+        if not passed and close(s.t(self.out), source.mean(1), "")[0]:  # mean pooling: a model without a class token
+            return ("is the mean of the final sequence's rows (mean pooling, no class token)", True,
+                    close(s.t(self.out), source.mean(1), "the mean over the positions")[1])
+        return self.claim, passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlusParameter(Check):
+    """``out`` is ``x`` plus the learned ``parameter`` (e.g. position embeddings)."""
+
+    out: Ref = THIS
+    x: Ref
+    parameter: ParamRef
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        param = s.parameter(self.parameter)
+        passed, detail = close(s.t(self.out), s.t(self.x) + param, f"input + {self.parameter}")
+        return "equals its input plus the learned position embeddings", passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class Probabilities(Check):
+    """Tensors only: ``out`` is the softmax of ``logits`` and sums to 1."""
+
+    out: Ref = THIS
+    logits: Ref
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        probs = s.t(self.out)
+        total = float(probs.sum(-1).max())
+        passed, detail = close(probs, torch.softmax(s.t(self.logits), dim=-1), "recomputed softmax of the logits")
+        passed &= abs(total - 1) <= TOLERANCE
+        return "probabilities sum to 1", passed, f"sum = {total:.6f}; " + detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class EqualsParameter(Check):
+    """``out`` is the learned ``parameter``, repeated over the batch."""
+
+    out: Ref = THIS
+    parameter: ParamRef
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        value = s.t(self.out)
+        expected = s.parameter(self.parameter).expand_as(value)
+        passed, detail = close(value, expected, f"vs the learned parameter {self.parameter}")
+        return f"is the learned parameter {self.parameter}, repeated per image", passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class GeluOfLinear(Check):
+    """``out`` is GELU of the Linear ``module`` applied to ``x``; without the weights, every value lies in GELU's
+    range."""
+
+    WEIGHTS_OPTIONAL = True
+
+    out: Ref = THIS
+    x: Ref
+    module: ModuleRef
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        try:
+            expected = F.gelu(linear(s, self.module, s.t(self.x)))
+        except NotCheckable:  # no weights: what GELU's output must satisfy whatever fc1 computed
+            low = float(s.t(self.out).min())
+            return "values lie in GELU's range (≥ −0.17)", low >= GELU_MINIMUM, (
+                f"smallest value {low:.4f}; GELU never goes below −0.1700 (without the weights of "
+                f"{s.name(self.module)}, a necessary condition only)")
+        passed, detail = close(s.t(self.out), expected, "recomputed GELU(x·W₁ᵀ + b₁)")
+        return "equals GELU(fc1(input))", passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResidualBlock(Check):
+    """``out`` is the whole ``block`` re-run in float64 on its recorded input ``x``."""
+
+    out: Ref = THIS
+    x: Ref
+    block: ModuleRef
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        module = copy.deepcopy(s.module(self.block)).double().cpu()
+        with torch.no_grad():
+            expected = module(s.t(self.x))
+        passed, detail = close(s.t(self.out), expected, "the block re-run in float64 on its recorded input")
+        return "equals the block applied to its input", passed, detail

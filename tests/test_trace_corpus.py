@@ -1,0 +1,245 @@
+"""`trace` on code nobody here wrote: real public implementations (tests/trace_corpus/<entry>/, each with its LICENSE
+and SOURCE.md), changed only by breakpoint comments and traced through a small driver of ours. On every one, every
+marked snapshot is captured and no check fails (correct code is never called wrong); a bug planted in a copy is named
+as the first failure, at the step where it happens in the model's data flow."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from generator.cli import main
+from generator.reports import REPORTS
+from generator.trace import numberings
+from generator.trace.markers import find_markers
+from models.legend import Legend, Quotient
+from generator.trace.verify import LayoutStatus, bind_dims, layout
+
+CORPUS = Path(__file__).resolve().parent / "trace_corpus"
+DRIVERS = sorted(CORPUS.glob("*/trace_driver*.py"))
+ENTRIES = sorted({driver.parent for driver in DRIVERS})
+
+
+def driver_id(driver: Path) -> str:
+    return f"{driver.parent.name}/{driver.stem.removeprefix('trace_driver').strip('_') or 'driver'}"
+
+
+def trace(driver: Path, out: Path, *extra: str) -> dict:
+    """Trace ``driver`` as the CLI does, into ``out``; the written snapshots.json."""
+    assert main(["trace", str(driver), "--out", str(out), "--name", "t", "-q", *extra]) == 0
+    return json.loads((out / "t" / "snapshots.json").read_text(encoding="utf-8"))
+
+
+def marked_labels(entry: Path, numbering: str) -> set[str]:
+    """The labels of every snapshot marked in the entry's files (each alternative of a shared line too)."""
+    catalogue = REPORTS[numbering]
+    labels = set()
+    for path in entry.rglob("*.py"):
+        for marker in find_markers(path, numberings(REPORTS)):
+            if marker.numbering == numbering and marker.number is not None:
+                labels.update(catalogue.label(n) for n in (marker.number, *marker.alternatives))
+    return labels
+
+
+def verdicts(data: dict) -> dict[str, list[str]]:
+    by_status: dict[str, list[str]] = {"passed": [], "failed": [], "not checkable": []}
+    for snap in data["snapshots"]:
+        if snap["captured"]:
+            by_status[{True: "passed", False: "failed", None: "not checkable"}[snap["check"]["passed"]]].append(snap["label"])
+    return by_status
+
+
+def test_the_corpus_has_ten_licensed_implementations_each_with_its_source():
+    licensed = [entry for entry in ENTRIES if (entry / "LICENSE").is_file()]
+    assert len(licensed) >= 10
+    for entry in licensed:
+        source = (entry / "SOURCE.md").read_text(encoding="utf-8")
+        assert "https://github.com/" in source and "| commit |" in source
+        assert any(name in source for name in ("MIT", "BSD", "Apache")), entry.name
+    for entry in set(ENTRIES) - set(licensed):  # the course's own seeds: their source said, not counted
+        assert "not** counted" in (entry / "SOURCE.md").read_text(encoding="utf-8"), entry.name
+
+
+@pytest.mark.parametrize("hit", ["1", "2"])
+@pytest.mark.parametrize("driver", DRIVERS, ids=driver_id)
+def test_every_marked_snapshot_of_a_real_implementation_is_captured_and_no_check_fails(tmp_path, driver, hit):
+    data = trace(driver, tmp_path, "--hit", hit)
+    captured = {s["label"] for s in data["snapshots"] if s["captured"]}
+    assert marked_labels(driver.parent, data["catalogue"]) <= captured
+    assert verdicts(data)["failed"] == [], [s["check"]["detail"] for s in data["snapshots"] if s["check"]["passed"] is False]
+    assert data["outcome"]["first_failure"] is None
+    assert verdicts(data)["passed"], "the checks really ran"
+
+
+# ----------------------------------------------------------------------------- planted bugs
+
+WEIGHTS = "needs the weights (issue 29 point 4: weight-aware checks)"
+BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that must be named first, xfail reason)]
+    "jadore801120_attention_is_all_you_need": [
+        ("softmax over the wrong axis", "transformer/Modules.py", "F.softmax(attn, dim=-1)", "F.softmax(attn, dim=-2)", "#11", ""),
+        ("missing 1/√d", "transformer/Modules.py", "torch.matmul(q / self.temperature, k", "torch.matmul(q, k", "#10", ""),
+        ("mask lets a position see the next", "transformer/Models.py", "diagonal=1)).bool()", "diagonal=2)).bool()", "#25", ""),
+        ("dropped residual", "transformer/SubLayers.py", "x += residual", "x = x", "#19", ""),
+        ("heads merged without moving the heads axis back", "transformer/SubLayers.py",
+         "q = q.transpose(1, 2).contiguous().view(sz_b, len_q, -1)", "q = q.contiguous().view(sz_b, len_q, -1)", "#13", ""),
+        ("LayerNorm applied to the wrong tensor", "transformer/Models.py", "enc_output = self.layer_norm(enc_output)",
+         "enc_output = self.layer_norm(self.src_word_emb(src_seq))", "#6", ""),
+        ("positions added twice", "transformer/Models.py", "self.dropout(self.position_enc(enc_output))",
+         "self.dropout(self.position_enc(self.position_enc(enc_output)))", "#5", ""),
+    ],
+    "karpathy_minGPT": [
+        ("softmax over the wrong axis", "mingpt/model.py", "att = F.softmax(att, dim=-1)", "att = F.softmax(att, dim=-2)", "G14", ""),
+        ("missing 1/√d", "mingpt/model.py", " * (1.0 / math.sqrt(k.size(-1)))", "", "G11", ""),
+        ("mask lets a position see the next", "mingpt/model.py", "torch.tril(torch.ones(config.block_size, config.block_size))",
+         "torch.tril(torch.ones(config.block_size, config.block_size), diagonal=1)", "G12", ""),
+        ("heads merged without moving the heads axis back", "mingpt/model.py",
+         "y = y.transpose(1, 2).contiguous().view(B, T, C)", "y = y.contiguous().view(B, T, C)", "G16", ""),
+        ("positions added twice", "mingpt/model.py", "drop(tok_emb + pos_emb)", "drop(tok_emb + pos_emb + pos_emb)", "G04", ""),
+        ("dropped residual", "mingpt/model.py", "x = x + self.attn(self.ln_1(x))", "x = self.attn(self.ln_1(x))", "G18",
+         "needs the block's input G05, which only a marker on the `def forward` line could capture (issue 29 point 5)"),
+    ],
+    "karpathy_nanoGPT": [
+        ("positions added twice", "model.py", "drop(tok_emb + pos_emb)", "drop(tok_emb + pos_emb + pos_emb)", "G04", ""),
+        ("heads merged without moving the heads axis back", "model.py",
+         "y = y.transpose(1, 2).contiguous().view(B, T, C)", "y = y.contiguous().view(B, T, C)", "G16",
+         "F.scaled_dot_product_attention leaves no probabilities: G16 needs them reconstructed from q and k (issue 29 point 4)"),
+    ],
+    "lucidrains_vit_pytorch": [
+        ("softmax over the wrong axis", "vit_pytorch/vit.py", "nn.Softmax(dim = -1)", "nn.Softmax(dim = -2)", "S13", ""),
+        ("missing 1/√d", "vit_pytorch/vit.py", "k.transpose(-1, -2)) * self.scale", "k.transpose(-1, -2))", "S12", ""),
+        ("positions added twice", "vit_pytorch/vit.py", "x = x + self.pos_embedding[:seq]",
+         "x = x + self.pos_embedding[:seq] + self.pos_embedding[:seq]", "S07", WEIGHTS),
+    ],
+    "lucidrains_simple_vit": [
+        ("softmax over the wrong axis", "vit_pytorch/simple_vit.py", "nn.Softmax(dim = -1)", "nn.Softmax(dim = -2)", "S13", ""),
+        ("missing 1/√d", "vit_pytorch/simple_vit.py", "k.transpose(-1, -2)) * self.scale", "k.transpose(-1, -2))", "S12", ""),
+    ],
+    "s_chh_pytorch_scratch_vit": [
+        ("softmax over the wrong axis", "model.py", "torch.softmax(x_attention, dim=-1)", "torch.softmax(x_attention, dim=-2)", "S13", ""),
+        ("missing 1/√d", "model.py", "x_attention /= float(self.head_embed_dim) ** 0.5", "x_attention /= 1.0", "S12", ""),
+    ],
+    "tintn_vision_transformer_from_scratch": [
+        ("softmax over the wrong axis", "vit.py", "softmax(attention_scores, dim=-1)  # BREAKPOINT S13",
+         "softmax(attention_scores, dim=-2)  # BREAKPOINT S13", "S13", ""),
+        ("missing 1/√d", "vit.py", "attention_scores / math.sqrt(self.attention_head_size)  # BREAKPOINT S12",
+         "attention_scores  # BREAKPOINT S12", "S12", ""),
+        ("dropped residual", "vit.py", "x = x + attention_output", "x = attention_output", "S19",
+         "needs the block's input S08, which only a marker on the `def forward` line could capture (issue 29 point 5)"),
+    ],
+    "SamLynnEvans_Transformer": [
+        ("softmax over the wrong axis", "Sublayers.py", "F.softmax(scores, dim=-1)", "F.softmax(scores, dim=-2)", "#11", ""),
+        ("missing 1/√d", "Sublayers.py", " /  math.sqrt(d_k)", "", "#10", ""),
+        ("mask lets a position see the next (built in the driver)", "trace_driver.py", "k=1", "k=2", "#25", ""),
+        ("heads merged without moving the heads axis back", "Sublayers.py", "concat = scores.transpose(1,2).contiguous()",
+         "concat = scores.contiguous()", "#13", ""),
+    ],
+    "hyunwoongko_transformer": [
+        ("softmax over the wrong axis", "hw_models/layers/scale_dot_product_attention.py", "nn.Softmax(dim=-1)",
+         "nn.Softmax(dim=-2)", "#11", ""),
+        ("missing 1/√d", "hw_models/layers/scale_dot_product_attention.py", " / math.sqrt(d_tensor)", "", "#10", ""),
+        ("mask lets a position see the next", "hw_models/model/transformer.py", "torch.tril(torch.ones(trg_len, trg_len))",
+         "torch.tril(torch.ones(trg_len, trg_len), diagonal=1)", "#25", ""),
+        ("dropped residual", "hw_models/blocks/encoder_layer.py", "x = self.norm1(x + _x)", "x = self.norm1(x)", "#15", ""),
+    ],
+    "graykode_nlp_tutorial": [
+        ("softmax over the wrong axis", "Transformer.py", "nn.Softmax(dim=-1)(scores)", "nn.Softmax(dim=-2)(scores)", "#11", ""),
+        ("missing 1/√d", "Transformer.py", " / np.sqrt(d_k)", "", "#10", ""),
+        ("mask lets a position see the next (True = blocked)", "Transformer.py", "np.triu(np.ones(attn_shape), k=1)",
+         "np.triu(np.ones(attn_shape), k=2)", "#25", ""),
+        ("heads merged without moving the heads axis back", "Transformer.py", "context = context.transpose(1, 2).contiguous()",
+         "context = context.contiguous()", "#13", ""),
+    ],
+    "seed_002_single_head_vit": [
+        ("softmax over the wrong axis", "single_head_vit.py", "torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)",
+         "S13", ""),
+        ("missing 1/√d", "single_head_vit.py", " / math.sqrt(self.embed_dim)", "", "S12", ""),
+    ],
+    "seed_002_attention_api_vit": [
+        ("dropped residual", "attention_api_vit.py", "x = x + attn_out", "x = attn_out", "S16", ""),
+    ],
+    "seed_003_vit_tiny": [
+        ("softmax over the wrong axis", "vit_tiny.py", "attn_scores.softmax(dim=-1)", "attn_scores.softmax(dim=-2)", "S13", ""),
+        ("missing 1/√d", "vit_tiny.py", "k.transpose(-2, -1)) * self.scale", "k.transpose(-2, -1))", "S12", ""),
+        ("heads merged without moving the heads axis back", "vit_tiny.py", "out = out.transpose(1, 2).reshape(B, N, D)",
+         "out = out.reshape(B, N, D)", "S15", "S15 needs the weights (the heads' concatenation has no snapshot of its own in "
+         "the ViT numbering; issue 29 point 4)"),
+    ],
+    "pytorch_vision_vit": [
+        ("dropped residual", "tv/models/vision_transformer.py", "x = x + input", "x = x", "S16", ""),
+        ("LayerNorm applied to the wrong tensor", "tv/models/vision_transformer.py", "y = self.ln_2(x)", "y = self.ln_2(input)",
+         "S16", ""),
+        ("K computed from the wrong input", "tv/models/vision_transformer.py", "self.self_attention(x, x, x,",
+         "self.self_attention(x, input, x,", "S15", WEIGHTS),
+    ],
+}
+
+
+def planted(tmp_path: Path, entry: str, edits: list[tuple[str, str, str]]) -> Path:
+    """A copy of the entry with each (file, correct text, planted text) substituted; its driver."""
+    copy = tmp_path / entry
+    shutil.copytree(CORPUS / entry, copy)
+    for file, old, new in edits:
+        source = (copy / file).read_text(encoding="utf-8")
+        assert source.count(old) == 1, (file, old)
+        (copy / file).write_text(source.replace(old, new), encoding="utf-8")
+    return sorted(copy.glob("trace_driver*.py"))[0]
+
+
+def bug_params():
+    for entry, bugs in BUGS.items():
+        for what, file, old, new, label, xfail in bugs:
+            marks = [pytest.mark.xfail(strict=True, reason=xfail)] if xfail else []
+            yield pytest.param(entry, file, old, new, label, id=f"{entry}: {what}", marks=marks)
+
+
+@pytest.mark.parametrize("entry, file, old, new, label", list(bug_params()))
+def test_a_bug_planted_in_a_real_implementation_is_named_as_the_first_failure(tmp_path, entry, file, old, new, label):
+    data = trace(planted(tmp_path, entry, [(file, old, new)]), tmp_path / "out")
+    assert data["outcome"]["first_failure"] is not None and data["outcome"]["first_failure"].startswith(label + " ")
+    overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+    assert f"| First failing snapshot (pipeline order) | [{label} " in overview
+
+
+def test_the_first_failure_is_the_earliest_in_the_models_data_flow_not_in_the_scripts_order(tmp_path):
+    """The driver builds the target mask before the forward pass: with a mask bug there and a softmax bug in the
+    encoder, the encoder's probabilities (#11) come first in the data flow, though the mask (#25) ran first."""
+    driver = planted(tmp_path, "SamLynnEvans_Transformer", [("trace_driver.py", "k=1", "k=2"),
+                                                             ("Sublayers.py", "F.softmax(scores, dim=-1)", "F.softmax(scores, dim=-2)")])
+    data = trace(driver, tmp_path / "out")
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["#25"]["check"]["passed"] is False and by_label["#11"]["check"]["passed"] is False
+    assert data["outcome"]["first_failure"].startswith("#11 ")
+
+
+# ----------------------------------------------------------------------------- layouts real implementations use
+
+@pytest.mark.parametrize("shape", [(1, 6, 6), (2, 6, 6), (2, 1, 6, 6), (1, 1, 16, 16)],
+                         ids=["(1, T, T)", "(B, T, T)", "(B, 1, T, T)", "a context-size buffer"])
+def test_a_mask_as_scripts_shape_it_is_read_as_the_catalogues_mask(shape):
+    dims = {"B": 2, "T": 6}
+    mask = torch.ones(shape[-2:]).tril().expand(shape)
+    found = layout(mask, ("1", "1", "T", "T"), dims, {})
+    assert found.status is LayoutStatus.LAYOUT and found.canonical is not None
+    assert found.canonical.shape[-2:] == (6, 6) and found.canonical.shape[1] == 1
+
+
+def test_a_mask_buffer_of_the_context_size_does_not_bind_the_sequence_length():
+    legend = Legend({"B": "batch", "T": "positions", "C": "width", "h": "heads", "hs": "head size"},
+                    relations=(Quotient("hs", "C", "h"),))
+    named = [(("B", "T"), (2, 6)), (("1", "1", "T", "T"), (1, 1, 16, 16)), (("B", "h", "T", "hs"), (2, 4, 6, 8)),
+             (("B", "T", "C"), (2, 6, 32))]
+    assert bind_dims(named, legend) == {"B": 2, "T": 6, "h": 4, "hs": 8, "C": 32}
+
+
+def test_one_head_without_its_heads_axis_is_read_with_h_1():
+    legend = Legend({"B": "batch", "N1": "tokens", "h": "heads", "hs": "head size", "C": "width"},
+                    relations=(Quotient("hs", "C", "h"),))
+    named = [(("B", "N1", "C"), (2, 17, 32)), (("B", "h", "N1", "N1"), (2, 17, 17)), (("B", "h", "N1", "hs"), (2, 17, 32))]
+    dims = bind_dims(named, legend)
+    assert dims["h"] == 1 and dims["hs"] == 32
+    found = layout(torch.zeros(2, 17, 17), ("B", "h", "N1", "N1"), dims, legend)
+    assert found.status is LayoutStatus.LAYOUT and tuple(found.canonical.shape) == (2, 1, 17, 17)

@@ -1,0 +1,1 @@
+"""Ours: a package path so that vision_transformer.py's relative imports resolve (to torchvision itself)."""

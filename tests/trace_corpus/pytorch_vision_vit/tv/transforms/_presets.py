@@ -1,0 +1,2 @@
+"""Ours: re-exported from torchvision."""
+from torchvision.transforms._presets import ImageClassification, InterpolationMode  # noqa: F401

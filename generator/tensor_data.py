@@ -65,14 +65,32 @@ def exploration_names(report: Any, config: Any) -> list[str]:
     return report.exploration.names(config) if report.exploration else []
 
 
+class UnlabelledAxis(ValueError):
+    """An explorer declaration that does not fit the run: a declared axis whose label list is missing or has another
+    length than the axis (the explorer would number the axis, or label it wrongly, without a word)."""
+
+
 def axis_labels(exploration: Exploration, named: tuple[str, ...] | None, shape: tuple[int, ...],
-                labels: dict[str, list[str]]) -> tuple[str | None, ...]:
+                labels: dict[str, list[str]], name: str = "") -> tuple[str | None, ...]:
     """Label key (or None) per axis, read from the tensor's declared named shape (``named``, None when undeclared):
-    the exploration's key for the axis's symbol; a key whose list does not fit the axis is dropped."""
+    the exploration's key for the axis's symbol. A declared key without its label list, or with a list of another
+    length than the axis, is an ``UnlabelledAxis`` naming it."""
     if named is None or len(named) != len(shape):
         return (None,) * len(shape)
-    keys = (exploration.axis_labels.get(symbol) for symbol in named)
-    return tuple(k if k is not None and len(labels.get(k, ())) == n else None for k, n in zip(keys, shape))
+    keys = tuple(exploration.axis_labels.get(symbol) for symbol in named)
+    for symbol, key, size in zip(named, keys, shape):
+        if key is not None:
+            check_labels(labels, key, size, f"{name or 'a tensor'}: axis {symbol}")
+    return keys
+
+
+def check_labels(labels: dict[str, list[str]], key: str, size: int, where: str) -> None:
+    """Raise ``UnlabelledAxis`` unless ``labels[key]`` labels an axis of ``size`` entries."""
+    if key not in labels:
+        raise UnlabelledAxis(f"{where} is labelled {key!r}, but the run has no label list {key!r} "
+                             f"(it has: {', '.join(sorted(labels)) or 'none'})")
+    if len(labels[key]) != size:
+        raise UnlabelledAxis(f"{where} has {size} entries, but its labels {key!r} are {len(labels[key])}")
 
 
 def attention_group_of(exploration: Exploration | None, name: str) -> tuple[str, int] | None:
@@ -134,6 +152,9 @@ def write_tensor_data(report_dir: Path, tensors: dict[str, torch.Tensor], *, lab
         unknown = [n for n in group["layers"] if n not in tensors]
         if unknown:
             raise ValueError(f"attention group {group['key']}: tensors not written: {unknown}")
+        for layer in group["layers"]:  # the explorer labels its rows and columns with these lists: they must fit
+            check_labels(labels, group["rows"], tensors[layer].shape[-2], f"attention group {group['key']}: {layer}'s query axis")
+            check_labels(labels, group["cols"], tensors[layer].shape[-1], f"attention group {group['key']}: {layer}'s key axis")
     index = {"tensors": entries, "labels": {k: [str(v) for v in labels[k]] for k in used}, "attention": attention, **(extra or {})}
     (data / INDEX).write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return index
@@ -153,16 +174,21 @@ def image_png(image: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ..
     return buffer.getvalue()
 
 
+def run_labels(exploration: Exploration, run: Any) -> dict[str, list[str]]:
+    """The run's label lists by key: the heads, and what the report's exploration reads of the run."""
+    labels = {"heads": [f"head {i + 1}" for i in range(run.dims["h"])]} if "h" in run.dims else {}
+    return labels | exploration.labels(run)
+
+
 def write_run_data(report: Any, run: Any, pages: list, out: Path) -> dict:
     """Every tensor the pages show plus each layer's attention and output, for the explorer."""
     exploration = report.exploration or Exploration(names=lambda config: [], groups=(), axis_labels={}, labels=lambda run: {})
     extra = [n for n in exploration.names(run.inputs["config"]) if n in run.recording]
     names = sorted({t.name for p in pages for t in p.tensors} | set(extra))
     tensors = {n: run.cpu(n) for n in names}
-    labels = {"heads": [f"head {i + 1}" for i in range(run.dims["h"])]} if "h" in run.dims else {}
-    labels |= exploration.labels(run)
+    labels = run_labels(exploration, run)
     declared = run.declared
-    axes = {n: axis_labels(exploration, declared[n].shape if n in declared else None, tuple(t.shape), labels) for n, t in tensors.items()}
+    axes = {n: axis_labels(exploration, declared[n].shape if n in declared else None, tuple(t.shape), labels, n) for n, t in tensors.items()}
     image = None
     if picture := exploration.image(run):
         png, grid, leading_token = picture

@@ -155,6 +155,11 @@ class SnapshotPage:
         return self.tensors[0]
 
     @property
+    def record(self) -> str:
+        """The record name of the page's (first) tensor: what the explorer's groups match."""
+        return self.main.name
+
+    @property
     def shape_ok(self) -> bool:
         return all(t.view.shape == self.expected_shape for t in self.tensors)
 
@@ -304,8 +309,6 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, trace
     else:
         command = command_line(report.key, run.options) if run.options is not None else f"python -m generator build --model {report.key}"
     common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(), "command": command, "trace": trace}
-    if trace is not None:
-        common["explore"] = trace.explore
     by_number = {p.snap.number: p for p in pages}
     block_pages = trace.block_pages(pages) if trace is not None else by_number  # what the report's blocks read of each page
     explanations, questions = report_template(report, "explain.md.j2", env), report_template(report, "questions.md.j2", env)

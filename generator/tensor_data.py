@@ -176,8 +176,12 @@ def image_png(image: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ..
 
 def run_labels(exploration: Exploration, run: Any) -> dict[str, list[str]]:
     """The run's label lists by key: the heads, and what the report's exploration reads of the run."""
-    labels = {"heads": [f"head {i + 1}" for i in range(run.dims["h"])]} if "h" in run.dims else {}
-    return labels | exploration.labels(run)
+    return head_labels(run.dims) | exploration.labels(run)
+
+
+def head_labels(dims: Any) -> dict[str, list[str]]:
+    """The attention heads' labels ("head 1" ...), where the run has heads."""
+    return {"heads": [f"head {i + 1}" for i in range(dims["h"])]} if "h" in dims else {}
 
 
 def write_run_data(report: Any, run: Any, pages: list, out: Path) -> dict:
@@ -206,7 +210,7 @@ def explore_info(page: Any) -> dict[str, Any]:
     """What _explore.md.j2 needs for a snapshot page: its tensors' files and its explorer group."""
     depth = page.path.count("/")
     names = list(dict.fromkeys(t.name for t in page.tensors))
-    group = attention_group_of(page.report.exploration, page.main.name)
+    group = attention_group_of(page.report.exploration, page.record) if page.record else None
     return {
         "tensors": names,
         "files": {n: "../" * depth + f"{DATA_DIR}/{n}.npy" for n in names},  # Markdown links: relative to the .md file

@@ -339,16 +339,35 @@ def test_a_hit_past_the_last_pass_shows_and_checks_the_last_pass(tmp_path):
         explanation_of((tmp_path / "a" / "t" / "block" / "08-block-input.md").read_text(encoding="utf-8"))
 
 
-def test_each_attention_snapshot_gets_the_explorer_with_one_entry_per_hit(tmp_path):
+def test_each_attention_snapshot_gets_the_reports_explorer_with_one_layer_per_pass(tmp_path):
     trace(ENCODER_DECODER, tmp_path, "--hit", "2")
     index = json.loads((tmp_path / "t" / "data" / "index.json").read_text(encoding="utf-8"))
     groups = {g["key"]: g for g in index["attention"]}
-    assert set(groups) == {"snapshot-11", "snapshot-26", "snapshot-34"}
-    assert groups["snapshot-34"]["layers"] == ["attention_34_hit1", "attention_34_hit2"]
+    assert set(groups) == {"encoder-self", "decoder-self", "cross"}  # the report's own exploration groups
+    assert groups["cross"]["layers"] == ["decoder.layers.0.cross_attn.probs", "decoder.layers.1.cross_attn.probs"]
     shapes = {t["name"]: t["shape"] for t in index["tensors"]}
-    assert shapes["attention_34_hit1"] == [1, 4, 6, 7]  # (B, h, T, S): target queries, source keys
+    assert shapes["decoder.layers.0.cross_attn.probs"] == [1, 4, 6, 7]  # (B, h, T, S): target queries, source keys
     page = (tmp_path / "t" / "decoder" / "34-cross-attention-score-matrix-after-softmax.md").read_text(encoding="utf-8")
-    assert 'data-group="snapshot-34" data-layer="1"' in page  # opens on the hit the pages show
+    assert 'data-group="cross" data-layer="1"' in page  # opens on the pass the pages show
+
+
+@pytest.mark.parametrize("example", [ENCODER_DECODER, VIT])
+def test_a_traced_attention_tensors_axis_labels_come_from_its_declared_shape_and_fit_it(tmp_path, example):
+    """Every axis of a traced attention tensor is labelled from the declaration of its record point (the cross-attention's
+    queries by the target's T positions, its keys by the source's S), with as many labels as the axis has entries."""
+    trace(example, tmp_path)
+    index = json.loads((tmp_path / "t" / "data" / "index.json").read_text(encoding="utf-8"))
+    tensors = {t["name"]: t for t in index["tensors"]}
+    assert index["attention"]
+    for group in index["attention"]:
+        for name in group["layers"]:
+            shape, keys = tensors[name]["shape"], tensors[name]["labels"]
+            assert keys[1:] == ["heads", group["rows"], group["cols"]]
+            assert [len(index["labels"][k]) for k in keys[1:]] == shape[1:]
+    if example == ENCODER_DECODER:
+        cross = next(g for g in index["attention"] if g["key"] == "cross")
+        assert (cross["rows"], cross["cols"]) == ("tgt_tokens", "src_tokens")
+        assert tensors[cross["layers"][0]]["shape"][2:] == [6, 7]
 
 
 def test_the_bundled_drawings_draw_the_users_tensors_with_captions_that_claim_nothing(tmp_path):

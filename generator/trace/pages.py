@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -72,6 +71,7 @@ class OwnCatalogue:
     options: Any = None
     extra_pages: tuple = ()
     figures: tuple = ()
+    exploration: Any = None
 
     def label(self, number: int) -> str:
         return f"T{number:02d}"
@@ -133,7 +133,8 @@ class TracedPage:
     questions: list[Question] = field(default_factory=list)
     data_written: bool = False
     figures: list[dict[str, str]] = field(default_factory=list)
-    report: Any = field(default_factory=lambda: SimpleNamespace(exploration=None))
+    report: Any = None  # the catalogue (its exploration: the explorer's groups)
+    record: str = ""  # the record name of the snapshot's first tensor at the pass shown ("" for the script's own points)
     prev: TracedPage | None = None
     next: TracedPage | None = None
 
@@ -273,7 +274,7 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
         page = TracedPage(snap=snap, label=catalogue.label(snap.number), path=page_path(snap), captured=snap.number in by_number,
                           marker_example=marker_example(catalogue, numbering, snap.number), named=shapes[snap.number],
                           doc=_declared_doc(snap, places or {}, declared),
-                          questions=[catalogue.question(n) for n in snap.questions])
+                          questions=[catalogue.question(n) for n in snap.questions], report=catalogue)
         notes = []
         for j, (marker, hits) in enumerate(by_number.get(snap.number, [])):
             chosen, note = _hit(hits, hit)

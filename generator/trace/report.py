@@ -15,14 +15,13 @@ import torch
 from generator.catalogue import Report
 from generator.checks import FAILED, PASSED
 from generator.render import escape_text, write_pages
-from generator.sources import fill
-from generator.tensor_data import explore_info, write_tensor_data
+from generator.sources import NotCheckable, TensorDict, fill
+from generator.tensor_data import attention_group_of, attention_groups, axis_labels, head_labels, run_labels, write_tensor_data
 from generator.tensors import json_number
 from generator.trace.capture import Capture
-from generator.trace.checking import catalogue_source
-from generator.trace.pages import TracedPage, _spec, _tensor_of, build_pages, shown_pass
+from generator.trace.checking import catalogue_source, pass_places
+from generator.trace.pages import TracedPage, _tensor_of, build_pages, shown_pass
 from generator.trace.run import INPUTS_WHY, Known, TracedRun, TraceReport, adopt_verdicts, id_labels
-from generator.trace.verify import layout
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
 
@@ -87,9 +86,9 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
         tensors |= {t.name: t.view.tensor for t in page.tensors if t.name in names}
     source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue.options is not None else (None, {})
     tensors |= _all_hits(capture, numbering)
-    explorers, axis_labels, axes, groups = _attention(pages, numbering, dims)
-    tensors |= explorers
-    write_tensor_data(out, tensors, labels=axis_labels, axes=axes, attention=groups, extra={"report": name, "dims": dims})
+    for page in captured if source is not None else ():  # what the explorer's groups match: the record name, where filed
+        if page.snap.tensors and source.has(page.snap.tensors[0]):
+            page.record = source.name(page.snap.tensors[0])
 
     facts = [("Script", capture.script.name), ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
              ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable")]
@@ -103,9 +102,10 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
         sources={fill(str(ref), source.places): (t.source.path, t.marker_line) for p in captured
                  for ref, t in zip(getattr(p.snap, "tensors", ()) or (), p.tensors)} if source is not None else {},
     )
+    explorers, axis_words, axes, groups = explorer_data(catalogue, pages, source, run, dims)
+    write_tensor_data(out, tensors | explorers, labels=axis_words, axes=axes, attention=groups, extra={"report": name, "dims": dims})
     trace = TraceReport(title=title, catalogue=catalogue, command=command, counts=counts, outcome=outcome,
-                        first_failure=failed[0] if failed else None, run=run, own=numbering == "none", data_limit=DATA_LIMIT,
-                        explore=lambda page: _explore_info(page, {g["key"] for g in groups}, hit))
+                        first_failure=failed[0] if failed else None, run=run, own=numbering == "none", data_limit=DATA_LIMIT)
     not_drawn = draw_figures(catalogue, pages, run, out) if source is not None else {}
     for page in pages:
         page.not_drawn = not_drawn.get(page.snap.number, [])
@@ -116,40 +116,39 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
 
 
-def _attention(pages: list[TracedPage], numbering: str, dims: dict[str, int]):
-    """For the explorer: every hit of each captured attention-probability snapshot, in the catalogue's layout
-    (B, h, queries, keys), as one group whose "layers" are the hits (a loop over layers gives one hit per layer)."""
-    tensors, labels, axes, groups = {}, {}, {}, []
-    by_number = {p.snap.number: p for p in pages}
-    for number, (rows, cols) in (_spec(numbering).attention if _spec(numbering) is not None else {}).items():
-        page = by_number.get(number)
-        if page is None or not page.captured or rows not in dims or cols not in dims or "h" not in dims:
-            continue
-        names = []
-        for i, tensor in enumerate(page.hit_values[0] if page.hit_values else [], 1):
-            found = layout(tensor, page.shape, dims, {}) if tensor is not None else None
-            if found is None or found.canonical is None or found.canonical.dim() != 4 or found.canonical.numel() > DATA_LIMIT:
-                break
-            name = f"attention_{number:02d}_hit{i}"
-            tensors[name] = found.canonical
-            axes[name] = (None, "heads", f"positions_{rows}", f"positions_{cols}")
-            names.append(name)
-        if names:
-            for dim in (rows, cols):
-                labels[f"positions_{dim}"] = [f"position {j}" for j in range(dims[dim])]
-            labels["heads"] = [f"head {j + 1}" for j in range(dims["h"])]
-            groups.append({"key": f"snapshot-{number}", "title": f"{page.label} {page.snap.title}", "unit": "hit", "layers": names,
-                           "rows": f"positions_{rows}", "cols": f"positions_{cols}", "image": None})
-    return tensors, labels, axes, groups
+def explorer_data(catalogue: Any, pages: list[TracedPage], source: TensorDict | None, run: TracedRun,
+                  dims: dict[str, int]) -> tuple[dict[str, torch.Tensor], dict[str, list[str]], dict, list[dict]]:
+    """The explorer's tensors, label lists, axis labels and groups, by the bundled reports' own builder
+    (generator/tensor_data.py): every pass of a captured attention snapshot filed under its record name (pass k under
+    layer k's), grouped by the report's exploration; each axis labelled from the snapshot's declared named shape, the
+    label lists read from the run (the user's IDs where the trace knows them, else numbered), checked against the shape."""
+    exploration = getattr(catalogue, "exploration", None)
+    if exploration is None or source is None:
+        return {}, {}, {}, []
+    shapes = {}  # record name -> the declared named shape of the snapshot that captured it
+    for page in pages:
+        for template in page.snap.tensors[:1] if page.captured else ():
+            for h in range(1, len(page.hit_values[0]) + 1 if page.hit_values else 1):
+                places = pass_places(catalogue, h, {})
+                if places is not None:
+                    shapes[fill(str(template), places)] = page.shape
+    names = [n for n in source.tensors if n in shapes and attention_group_of(exploration, n)
+             and 0 < source.tensors[n].numel() <= DATA_LIMIT and source.tensors[n].dim() == len(shapes[n])]
+    tensors = {n: source.tensors[n] for n in names}
+    labels = _labels(exploration, run, dims)
+    axes = {n: axis_labels(exploration, shapes[n], tuple(t.shape), labels, n) for n, t in tensors.items()}
+    return tensors, labels, axes, attention_groups(exploration, names)
 
 
-def _explore_info(page: TracedPage, groups: set[str], hit: int) -> dict[str, Any]:
-    """_explore.md.j2's data for a traced page: the bundled reports' layout, with this snapshot's explorer if it has one."""
-    info = explore_info(page)
-    key = f"snapshot-{page.snap.number}"
-    if key in groups:
-        info["group"], info["layer"] = key, hit - 1
-    return info
+def _labels(exploration: Any, run: TracedRun, dims: dict[str, int]) -> dict[str, list[str]]:
+    """The run's label lists where the trace knows what they read (the user's token IDs), else each declared axis numbered."""
+    numbered = {key: [f"position {j}" for j in range(dims[symbol])] for symbol, key in exploration.axis_labels.items()
+                if symbol in dims} | head_labels(dims)
+    try:
+        known = run_labels(exploration, run)
+    except NotCheckable:
+        known = {}
+    return {**numbered, **{k: v for k, v in known.items() if k not in numbered or len(v) == len(numbered[k])}}
 
 
 NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's figures say only what is drawn

@@ -261,7 +261,6 @@ class TraceReport:
     outcome: dict[str, Any]
     first_failure: Any
     run: TracedRun
-    explore: Any  # page -> _explore.md.j2's data
     own: bool = False  # --report none: the script's own # trace: points
     drawn: dict[str, str] = field(default_factory=dict)  # figure id -> its caption, for each figure drawn from the user's tensors
     data_limit: int = 0  # values: a larger tensor is shown on its page but left out of data/

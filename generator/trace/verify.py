@@ -230,13 +230,12 @@ class TraceSpec:
     "S") or ``# Snapshot #13`` (keyword "SNAPSHOT", letter "#"). ``passes``: the catalogue's placeholders that name one
     pass of the layer loop, as (which pass: 1-based, negative from the last; the place in terms of the per-pass
     placeholders), e.g. ``{"block_last": (-1, "{block}")}``: a trace fills them from the passes the script ran, not from
-    the bundled model's depth. ``attention``: the attention-probability snapshots and the named dimensions of their query
-    and key axes, for the explorer. What a trace verifies is the catalogue's checks, run on the captured tensors.
+    the bundled model's depth. The explorer's groups and axis labels are the report's own (its exploration, read
+    with the record points' declared shapes). What a trace verifies is the catalogue's checks, run on the captured tensors.
     """
 
     keyword: str
     letter: str
-    attention: dict[int, tuple[str, str]]
     passes: dict[str, tuple[int, str]] = field(default_factory=dict)
     example_size: tuple[str, ...] = ()  # `build` flags that give the bundled report the size of examples/ (benchmarks)
 

@@ -271,11 +271,11 @@ def test_a_template_bug_in_a_trace_is_raised_not_turned_into_a_fallback():
 
 def test_an_entry_a_users_smaller_tensor_lacks_is_not_checkable_naming_it():
     from generator.sources import NotCheckable
-    from generator.trace.run import TracedView
+    from generator.tensors import TensorView
 
-    view = TracedView("07_q", torch.zeros(1, 3, 4))
+    view = TensorView("07_q", torch.zeros(1, 3, 4))
     assert view.at(0, 2, 3) == 0.0
-    with pytest.raises(NotCheckable, match=r"entry \[0, 5, 0\] of 07_q: your tensor has shape \(1, 3, 4\)"):
+    with pytest.raises(NotCheckable, match=r"entry \[0, 5, 0\] of 07_q: the tensor has shape \(1, 3, 4\)"):
         view.at(0, 5, 0)
 
 

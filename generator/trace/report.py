@@ -21,7 +21,8 @@ from generator.tensors import json_number
 from generator.trace.capture import Capture
 from generator.trace.checking import catalogue_source, pass_places
 from generator.trace.pages import TracedPage, _tensor_of, build_pages, shown_pass
-from generator.trace.run import INPUTS_WHY, Known, TracedRun, TraceReport, adopt_verdicts, id_labels
+from generator.run import ModelRun
+from generator.trace.run import TraceReport, adopt_verdicts, id_labels, traced_run
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
 
@@ -94,19 +95,12 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
              ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable")]
     known_inputs = {"facts": facts, "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
                     **id_labels(catalogue.key, pages, dims)}
-    run = TracedRun(
-        report=catalogue.key, tensors=source, labels=labels, captured={p.label for p in captured},
-        markers={p.label: p.marker_example for p in pages},
-        inputs=Known(known_inputs, "input", INPUTS_WHY), dims=Known(dims, "dimension", "not bound from your tensors"),
-        facts=stamp, device=", ".join(stamp["devices"]),
-        sources={fill(str(ref), source.places): (t.source.path, t.marker_line) for p in captured
-                 for ref, t in zip(getattr(p.snap, "tensors", ()) or (), p.tensors)} if source is not None else {},
-    )
+    run = traced_run(catalogue, source, labels, pages, known_inputs, dims, stamp)  # the boundary: a capture becomes a run
     explorers, axis_words, axes, groups = explorer_data(catalogue, pages, source, run, dims)
     write_tensor_data(out, tensors | explorers, labels=axis_words, axes=axes, attention=groups, extra={"report": name, "dims": dims})
     trace = TraceReport(title=title, catalogue=catalogue, command=command, counts=counts, outcome=outcome,
                         first_failure=failed[0] if failed else None, run=run, own=numbering == "none", data_limit=DATA_LIMIT)
-    not_drawn = draw_figures(catalogue, pages, run, out) if source is not None else {}
+    not_drawn = draw_figures(catalogue, pages, run, labels, out) if source is not None else {}
     for page in pages:
         page.not_drawn = not_drawn.get(page.snap.number, [])
         trace.drawn.update({Path(f["file"]).stem: f["caption"] for f in page.figures})
@@ -116,7 +110,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
 
 
-def explorer_data(catalogue: Any, pages: list[TracedPage], source: TensorDict | None, run: TracedRun,
+def explorer_data(catalogue: Any, pages: list[TracedPage], source: TensorDict | None, run: ModelRun,
                   dims: dict[str, int]) -> tuple[dict[str, torch.Tensor], dict[str, list[str]], dict, list[dict]]:
     """The explorer's tensors, label lists, axis labels and groups, by the bundled reports' own builder
     (generator/tensor_data.py): every pass of a captured attention snapshot filed under its record name (pass k under
@@ -140,7 +134,7 @@ def explorer_data(catalogue: Any, pages: list[TracedPage], source: TensorDict | 
     return tensors, labels, axes, attention_groups(exploration, names)
 
 
-def _labels(exploration: Any, run: TracedRun, dims: dict[str, int]) -> dict[str, list[str]]:
+def _labels(exploration: Any, run: ModelRun, dims: dict[str, int]) -> dict[str, list[str]]:
     """The run's label lists where the trace knows what they read (the user's token IDs), else each declared axis numbered."""
     numbered = {key: [f"position {j}" for j in range(dims[symbol])] for symbol, key in exploration.axis_labels.items()
                 if symbol in dims} | head_labels(dims)
@@ -159,7 +153,7 @@ NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's 
 }
 
 
-def draw_figures(catalogue: Any, pages: list[TracedPage], run: TracedRun, out: Path) -> dict[int, list[str]]:
+def draw_figures(catalogue: Any, pages: list[TracedPage], run: ModelRun, labels: dict[str, Any], out: Path) -> dict[int, list[str]]:
     """Every figure of a captured snapshot drawn with the catalogue's own drawing from the user's tensors, where the
     tensors it declares were captured: axes a drawing would label with words the trace lacks are numbered instead. A
     figure that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot not captured) is not
@@ -196,7 +190,7 @@ def draw_figures(catalogue: Any, pages: list[TracedPage], run: TracedRun, out: P
                     target.unlink(missing_ok=True)
                     outcome[fid] = (False, f"needs {TraceReport.needs(exc)}")
                 else:
-                    sources = [by_label[label.snapshot] for label in dict.fromkeys(run.labels.get(run.name(ref)) for ref in drawing.inputs())
+                    sources = [by_label[label.snapshot] for label in dict.fromkeys(labels.get(run.name(ref)) for ref in drawing.inputs())
                                if label is not None and label.snapshot in by_label] or [page]
                     whose = ", ".join(f"{p.variables} ({p.label})" for p in sources)
                     failed = list({p.label: p for p in [page, *sources] if p.check.status == FAILED}.values())

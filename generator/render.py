@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -20,7 +19,8 @@ from generator.options import command_line, plural
 from generator.run import ModelRun
 from generator.template_cache import use_template_cache
 from generator.tensor_data import explore_info
-from generator.tensors import TensorView, fmt, json_number
+from generator.snapshots_file import snapshots_json, write_snapshots_json
+from generator.tensors import TensorView, fmt
 
 log = logging.getLogger("generator")
 
@@ -122,6 +122,7 @@ class TensorSection:
     source: SourceExcerpt
     slice_index: str
     slice_text: str
+    marker_line: int | None = None  # the line of a breakpoint comment that captured it (a traced script's)
 
 
 @dataclass
@@ -140,6 +141,11 @@ class SnapshotPage:
     next: SnapshotPage | None = None
 
     captured = True  # a bundled run records every snapshot (a trace's pages may not have captured theirs)
+    origin = "recorded"  # by our own model's record points (a trace's pages: "captured" by a script's markers)
+
+    @property
+    def variable(self) -> str:
+        return self.snap.variable
 
     @property
     def label(self) -> str:
@@ -277,7 +283,7 @@ def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[Snapshot
         log.warning("%s: generic text stands in for %d explanations or answers: %s", report.key, len(missing), "; ".join(missing))
     pages = build_pages(report, run)
     extra = write_pages(report, run, pages, out_dir)
-    (out_dir / "snapshots.json").write_text(json.dumps({**snapshots_json(report, run, pages), "extra_pages": extra}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_snapshots_json(out_dir, snapshots_json(identity(report), report, run, pages, extra_pages=extra))
     return pages
 
 
@@ -389,49 +395,7 @@ def shift_headings(markdown: str, levels: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _check_json(check: CheckResult) -> dict[str, Any]:
-    return {"name": check.name, "passed": check.passed, "detail": check.detail, "status": check.status}
-
-
-def snapshots_json(report: Report, run: ModelRun, pages: list[SnapshotPage]) -> dict[str, Any]:
-    stamp = run.stamp()
-    return {
-        "model": report.key,
-        "title": report.title,
-        "short_title": report.short_title,
-        "order": list(REPORTS).index(report.key) if report.key in REPORTS else len(REPORTS),  # site order, for the MkDocs plugin
-        "seed": run.seed,
-        "device": run.device,
-        "dtype": stamp["dtype"],
-        "torch": stamp["torch"],
-        "weights": run.weights,
-        "inputs": {k: v for k, v in run.inputs.items() if isinstance(v, (str, int, float))},
-        "summary": run.inputs.get("summary", ""),
-        "facts": run.inputs.get("facts", []),
-        "dims": run.dims,
-        "stages": [
-            {"key": s.key, "title": s.title, "index": f"{s.key}/index.md", "pages": [p.path for p in pages if p.snap.stage == s.key]}
-            for s in report.stages
-        ],
-        "snapshots": [
-            {
-                "number": p.snap.number,
-                "label": p.label,
-                "title": p.snap.title,
-                "variable": p.snap.variable,
-                "stage": p.snap.stage,
-                "page": p.path,
-                "shape": list(p.main.view.shape),
-                "expected_shape": list(p.named_shape),
-                "dtype": p.main.view.dtype,
-                "first": [json_number(v) for v in p.main.view.first(16)],
-                "stats": {k: json_number(v) for k, v in p.main.view.stats.items()},
-                "source": {"path": p.main.source.path, "line": p.main.source.line},
-                "check": {"name": p.check.name, "passed": p.check.passed, "detail": p.check.detail},
-                **({"checks": [_check_json(c) for c in p.checks]} if len(p.checks) > 1 else {}),
-                "tensors": [{"name": t.name, "shape": list(t.view.shape), "source": {"path": t.source.path, "line": t.source.line}} for t in p.tensors],
-                "figures": [f["file"] for f in p.figures],
-            }
-            for p in pages
-        ],
-    }
+def identity(report: Report) -> dict[str, Any]:
+    """What snapshots.json says the report is, and where the site lists it (registry order, for the MkDocs plugin)."""
+    return {"model": report.key, "title": report.title, "short_title": report.short_title,
+            "order": list(REPORTS).index(report.key) if report.key in REPORTS else len(REPORTS)}

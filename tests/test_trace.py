@@ -16,6 +16,7 @@ from generator.cli import main
 from generator.render import escape_text
 from generator.trace.markers import find_markers
 from generator.trace.verify import LayoutStatus, bind_dims, layout
+from tests.test_reports import assert_documented
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ENCODER_DECODER = EXAMPLES / "encoder_decoder_trace.py"
@@ -57,6 +58,7 @@ def test_every_snapshot_of_an_example_is_captured_and_no_check_fails(tmp_path, e
         assert s["layout"]["status"] in ("match", "layout", "unbound")
     for page in ("index.md", "questions.md", "print.md", "data/index.json"):
         assert (tmp_path / "t" / page).is_file()
+    assert_documented(data, traced=True)  # the one snapshots.json schema (How it works)
 
 
 def test_the_overview_states_the_counts_the_first_failure_and_the_run_stamp(tmp_path):

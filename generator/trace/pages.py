@@ -97,6 +97,11 @@ class Source:
     last: int
     block: str  # fenced, highlighted Markdown code block
 
+    @property
+    def line(self) -> int:
+        """The statement's first line."""
+        return self.first
+
 
 @dataclass
 class TracedTensor:
@@ -150,9 +155,16 @@ class TracedPage:
     def shape_of(self, i: int) -> tuple[str, ...]:
         return self.named[i] if i < len(self.named) and self.named[i] else self.shape
 
+    origin = "captured"  # by a script's markers (a bundled report's pages: "recorded" by the model's record points)
+
     @property
     def variables(self) -> str:
         return ", ".join(t.variable for t in self.tensors)
+
+    @property
+    def variable(self) -> str:
+        """The user's variables where captured, else the catalogue's."""
+        return self.variables if self.captured else self.snap.variable
 
     @property
     def named_shape(self) -> tuple[str, ...]:

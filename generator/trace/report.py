@@ -5,7 +5,6 @@ machinery, the explorer and the PDF export read a trace as they read a bundled r
 
 from __future__ import annotations
 
-import json
 import platform
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from generator.checks import FAILED, PASSED
 from generator.render import escape_text, write_pages
 from generator.sources import NotCheckable, TensorDict, fill
 from generator.tensor_data import attention_group_of, attention_groups, axis_labels, head_labels, run_labels, write_tensor_data
-from generator.tensors import json_number
+from generator.snapshots_file import snapshots_json, write_snapshots_json
 from generator.trace.capture import Capture
 from generator.trace.checking import catalogue_source, pass_places
 from generator.trace.pages import TracedPage, _tensor_of, build_pages, shown_pass
@@ -25,37 +24,6 @@ from generator.run import ModelRun
 from generator.trace.run import TraceReport, adopt_verdicts, id_labels, traced_run
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
-
-
-def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pages: list[TracedPage], stamp: dict[str, Any],
-                   dims: dict[str, int], outcome: dict[str, Any]) -> dict[str, Any]:
-    def entry(p: TracedPage) -> dict[str, Any]:
-        base = {"number": p.snap.number, "label": p.label, "title": p.snap.title, "variable": p.variables if p.captured else p.snap.variable,
-                "stage": p.snap.stage, "page": p.path, "captured": p.captured, "expected_shape": list(p.shape),
-                "check": {key: value for key, value in p.check.json().items() if key != "status"},
-                **({"checks": [c.json() for c in p.checks]}
-                   if len(p.checks) > 1 else {}),
-                "figures": [f["file"] for f in p.figures]}
-        if not p.captured:
-            return {**base, "shape": None, "dtype": None, "first": [], "stats": {}, "source": None, "tensors": []}
-        view = p.main.view
-        return {**base, "shape": list(view.shape), "dtype": view.dtype, "first": [json_number(v) for v in view.first(16)],
-                "stats": {k: json_number(v) for k, v in view.stats.items()}, "layout": {"status": p.layout.status.value, "note": p.layout.note},
-                "source": {"path": p.main.source.path, "line": p.main.source.first, "marker_line": p.main.marker_line},
-                "tensors": [{"name": t.name, "variable": t.variable, "shape": list(t.view.shape),
-                             "source": {"path": t.source.path, "line": t.source.first}} for t in p.tensors]}
-
-    return {
-        "model": name, "title": title, "short_title": name, "order": 100, "traced": True, "catalogue": numbering,
-        "seed": stamp["seeds"][0] if stamp["seeds"] else None, "device": ", ".join(stamp["devices"]), "dtype": None,
-        "torch": stamp["torch"], "weights": "the script's own", "inputs": {"script": stamp["script"], "sha256": stamp["sha256"]},
-        "summary": f"{title}: {sum(p.captured for p in pages)} of {len(pages)} snapshots captured", "facts": [], "dims": dims,
-        "outcome": outcome,
-        "stages": [{"key": s.key, "title": s.title, "index": f"{s.key}/index.md", "pages": [p.path for p in pages if p.snap.stage == s.key]}
-                   for s in catalogue.stages],
-        "snapshots": [entry(p) for p in pages],
-        "extra_pages": [],
-    }
 
 
 def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Capture, hit: int, command: str,
@@ -93,7 +61,8 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
 
     facts = [("Script", capture.script.name), ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
              ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable")]
-    known_inputs = {"facts": facts, "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
+    known_inputs = {"script": capture.script.name, "sha256": capture.sha256, "facts": facts,
+                    "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
                     **id_labels(catalogue.key, pages, dims)}
     run = traced_run(catalogue, source, labels, pages, known_inputs, dims, stamp)  # the boundary: a capture becomes a run
     explorers, axis_words, axes, groups = explorer_data(catalogue, pages, source, run, dims)
@@ -105,8 +74,8 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
         page.not_drawn = not_drawn.get(page.snap.number, [])
         trace.drawn.update({Path(f["file"]).stem: f["caption"] for f in page.figures})
     write_pages(catalogue, run, pages, out, trace=trace)
-    data = snapshots_json(name, title, catalogue, numbering, pages, stamp, dims, outcome)
-    (out / "snapshots.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_snapshots_json(out, snapshots_json({"model": name, "title": title, "short_title": name, "order": 100}, catalogue, run,
+                                             pages, extra_pages=[], traced=True, catalogue=numbering, outcome=outcome))
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
 
 

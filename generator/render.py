@@ -124,6 +124,12 @@ class TensorSection:
     slice_text: str
     marker_line: int | None = None  # the line of a breakpoint comment that captured it (a traced script's)
 
+    @property
+    def shown(self) -> TensorView:
+        """What the page shows of it: the tensor as recorded (a traced script's page: as the script held it, while
+        ``view``, what the report's blocks index, is in the catalogue's layout)."""
+        return self.view
+
 
 @dataclass
 class SnapshotPage:
@@ -315,23 +321,21 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, trace
     else:
         command = command_line(report.key, run.options) if run.options is not None else f"python -m generator build --model {report.key}"
     common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(), "command": command, "trace": trace}
-    by_number = {p.snap.number: p for p in pages}
-    block_pages = trace.block_pages(pages) if trace is not None else by_number  # what the report's blocks read of each page
+    by_number = {p.snap.number: p for p in pages}  # what the report's blocks read of each page
     explanations, questions = report_template(report, "explain.md.j2", env), report_template(report, "questions.md.j2", env)
     fallback = env.get_template("_fallback_explain.md.j2")
     answered = env.get_template("_fallback_answer.md.j2") if trace is not None else None
-    blocks = {"pages": block_pages, **common}
+    blocks = {"pages": by_number, **common}
     for page in pages:
         if trace is not None and not page.captured:
             continue
 
         def explain_context(page: Any = page) -> dict[str, Any]:
-            shown = block_pages[page.snap.number]
-            return {"x": shown.main.view, "page": shown, "pages": block_pages, **common}
+            return {"x": page.main.view, "page": page, "pages": by_number, **common}
 
         def explain_fallback(needs: str | None, page: Any = page, failed: bool = False) -> str:
             extra = {"needs": needs, "failed": failed} if trace is not None else {}
-            return fallback.render(**{"x": page.main.view, "page": page, "pages": by_number, **common, **extra}).strip()
+            return fallback.render(**{"x": page.main.shown, "page": page, "pages": by_number, **common, **extra}).strip()
 
         if trace is not None and not page.check.passed and page.check.checkable:  # its words describe the step done right
             page.explanation = explain_fallback(None, failed=True)

@@ -15,7 +15,7 @@ import torch
 
 from generator.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights
 from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
-from generator.trace.verify import LayoutStatus, layout
+from generator.trace.verify import LayoutStatus, catalogue_layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from generator.trace.pages import TracedPage
@@ -98,13 +98,13 @@ def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, T
     claims = [c.key().replace("_", " ") for c in checks]
     if not page.captured:
         return [_not_checkable(claim, "needs this snapshot captured") for claim in claims] or [_not_checkable("", "")]
-    if any(t.view.numel == 0 and t.note for t in page.tensors):
+    if any(t.shown.numel == 0 and t.note for t in page.tensors):
         return [_not_checkable("; ".join(claims), "; ".join(t.note for t in page.tensors if t.note))]
     if page.layout.mismatch:
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
-                            detail=f"the shape {page.main.view.shape} cannot be read as ({', '.join(page.shape)}): {page.layout.note}")]
+                            detail=f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): {page.layout.note}")]
     if page.layout.status is LayoutStatus.UNBOUND and page.layout.canonical is None and checks:
-        lack = UnboundDimensions.of(page.layout.unbound, page.main.view.shape, tuple(page.shape))
+        lack = UnboundDimensions.of(page.layout.unbound, page.main.shown.shape, tuple(page.shape))
         return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]
     if source is None or not checks:
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
@@ -155,10 +155,10 @@ def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str,
 def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str], dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
     """The record name and the catalogue-layout value of the page's ``k``-th tensor, or None where it is no recorded tensor."""
     refs = getattr(page.snap, "tensors", ())
-    if tensor is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].view.numel == 0 and page.tensors[k].note):
+    if tensor is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].shown.numel == 0 and page.tensors[k].note):
         return None  # no recorded tensor, or a value past the capture budget (its shape only)
-    index = getattr(page.snap, "index", None) if k == 0 else None
-    found = layout(tensor, page.shape_of(k), dims, {}, first_item=index == "[0]")
+    index = page.snap.index if k == 0 else None
+    found = catalogue_layout(page, k, tensor, dims)
     if found.canonical is None:
         return None
     if index is None or CORNER.fullmatch(index):
@@ -170,15 +170,15 @@ def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[s
 
 def _unreadable(page: TracedPage, k: int, places: dict[str, str], dims: dict[str, int]) -> str:
     """Why the page's captured ``k``-th tensor cannot be read in the catalogue's layout ("" when it can, or is not captured)."""
-    if not page.captured or k >= len(page.tensors) or _filed(page, k, page.tensors[k].view.tensor, places, dims) is not None:
+    if not page.captured or k >= len(page.tensors) or _filed(page, k, page.tensors[k].shown.tensor, places, dims) is not None:
         return ""
     t = page.tensors[k]
-    return t.note if t.view.numel == 0 and t.note else layout(t.view.tensor, page.shape_of(k), dims, {}).note or "its shape cannot be read as the catalogue's"
+    return t.note if t.shown.numel == 0 and t.note else catalogue_layout(page, k, t.shown.tensor, dims).note or "its shape cannot be read as the catalogue's"
 
 
 def own_tensors(page: TracedPage, places: dict[str, str], dims: dict[str, int]) -> dict[str, torch.Tensor]:
     """The page's own captured tensors (the hit it shows) under their record names."""
-    return dict(filed for k, t in enumerate(page.tensors) if (filed := _filed(page, k, t.view.tensor, places, dims)))
+    return dict(filed for k, t in enumerate(page.tensors) if (filed := _filed(page, k, t.shown.tensor, places, dims)))
 
 
 def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:

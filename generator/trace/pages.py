@@ -13,12 +13,13 @@ import torch
 
 from generator.catalogue import Question, Report, Snapshot, Stage
 from generator.checks import NOT_CHECKABLE, CheckResult
+from generator.sources import MissingTensor, NotCheckable
 from generator.render import page_path  # one page layout for every report
 from generator.tensors import TensorView
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
 from generator.trace.checking import run_checks
-from generator.trace.verify import Layout, bind_dims, layout
+from generator.trace.verify import Layout, bind_dims, catalogue_layout
 
 
 def _spec(numbering: str) -> Any:
@@ -55,6 +56,7 @@ class OwnPoint:
     questions: tuple[int, ...] = ()
     differs: str = ""
     tensors: tuple = ()
+    index: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,15 +107,45 @@ class Source:
 
 @dataclass
 class TracedTensor:
+    """A captured tensor: as the script held it (``shown``, what its page shows), and in the catalogue's layout
+    (``view``, what the report's blocks index, as they index a bundled page's tensor), read once by
+    verify.catalogue_layout; where it cannot be read so, ``view`` raises why (a NotCheckable)."""
+
     name: str  # record name in data/ (unique per report)
     variable: str  # the user's name
-    view: TensorView
+    shown: TensorView
     device: str
     source: Source
     marker_line: int
     slice_index: str
     slice_text: str
     note: str = ""
+    catalogue: TensorView | NotCheckable | None = None
+
+    @property
+    def view(self) -> TensorView:
+        if not isinstance(self.catalogue, TensorView):
+            raise self.catalogue or NotCheckable(f"{self.variable} in the catalogue's layout", "its dimensions are not bound")
+        return self.catalogue
+
+
+class CapturedTensors(list):
+    """A traced page's captured tensors; one it lacks (the snapshot not captured, or fewer tensors captured than it
+    has) is a MissingTensor saying how to capture it, so a report's block that reads it falls back naming that."""
+
+    def __init__(self, label: str, marker_example: str) -> None:
+        super().__init__()
+        self.label, self.marker_example = label, marker_example
+
+    def lack(self, i: Any) -> MissingTensor:
+        if not self:
+            return MissingTensor(f"snapshot {self.label}", f"not captured; mark it with {self.marker_example}")
+        return MissingTensor(f"tensor {int(i) + 1} of snapshot {self.label}", f"its marker captured {len(self)}")
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, int) and not -len(self) <= i < len(self):
+            raise self.lack(i)
+        return super().__getitem__(i)
 
 
 @dataclass
@@ -123,7 +155,7 @@ class TracedPage:
     path: str
     captured: bool
     marker_example: str
-    tensors: list[TracedTensor] = field(default_factory=list)
+    tensors: CapturedTensors = field(default_factory=lambda: CapturedTensors("", ""))
     layout: Layout | None = None
     check: CheckResult = field(default_factory=lambda: CheckResult("", False, "", status=NOT_CHECKABLE))  # the combined verdict (checking.run_checks)
     checks: list[CheckResult] = field(default_factory=list)  # one per check the snapshot declares (checking.run_checks)
@@ -142,6 +174,9 @@ class TracedPage:
     record: str = ""  # the record name of the snapshot's first tensor at the pass shown ("" for the script's own points)
     prev: TracedPage | None = None
     next: TracedPage | None = None
+
+    def __post_init__(self) -> None:
+        self.tensors = CapturedTensors(self.label, self.marker_example)
 
     @property
     def main(self) -> TracedTensor:
@@ -311,11 +346,15 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
         page.captured = bool(page.tensors)
         page.hit_note = "; ".join(dict.fromkeys(notes))
         pages.append(page)
-    dims = bind_dims([(p.shape_of(i), t.view.shape) for p in pages if p.captured for i, t in enumerate(p.tensors)],
+    dims = bind_dims([(p.shape_of(i), t.shown.shape) for p in pages if p.captured for i, t in enumerate(p.tensors)],
                      catalogue.dims_legend)
     for page in pages:
-        if page.captured:
-            page.layout = layout(page.main.view.tensor, page.shape, dims, catalogue.dims_legend, first_item=getattr(page.snap, "index", None) == "[0]")
+        for k, t in enumerate(page.tensors):
+            found = catalogue_layout(page, k, t.shown.tensor, dims)
+            page.layout = page.layout or found  # the first tensor's: what the page says of its shape
+            t.catalogue = TensorView(t.variable, found.canonical) if found.canonical is not None else NotCheckable(
+                f"snapshot {page.label} in the catalogue's layout ({', '.join(page.shape_of(k))})",
+                f"your shape {tuple(t.shown.shape)} cannot be read as it: {found.note or 'its dimensions are not all bound'}")
     run_checks(pages, catalogue, dims, shown_pass(pages))  # generator/trace/checking.py: the catalogue's typed checks on the captured tensors
     for before, after in zip(pages, pages[1:]):
         before.next, after.prev = after, before

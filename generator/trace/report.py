@@ -50,9 +50,9 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
 
     tensors = {}
     for page in captured:
-        names = [t.name for t in page.tensors if 0 < t.view.numel <= DATA_LIMIT]
+        names = [t.name for t in page.tensors if 0 < t.shown.numel <= DATA_LIMIT]
         page.data_written = len(names) == len(page.tensors)
-        tensors |= {t.name: t.view.tensor for t in page.tensors if t.name in names}
+        tensors |= {t.name: t.shown.tensor for t in page.tensors if t.name in names}
     source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue.options is not None else (None, {})
     tensors |= _all_hits(capture, numbering)
     for page in captured if source is not None else ():  # what the explorer's groups match: the record name, where filed

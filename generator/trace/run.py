@@ -17,10 +17,9 @@ import jinja2
 
 from generator.run import Lacks, ModelRun
 from generator.sources import MissingTensor, NotCheckable, TensorDict
-from generator.tensors import TensorView
 from generator.trace.checking import TensorLabel
+from generator.trace.pages import CapturedTensors
 from models.recording import Recorded, Recording
-from generator.trace.verify import layout
 
 
 class MissingFact(NotCheckable, KeyError):
@@ -52,6 +51,8 @@ class TraceUndefined(jinja2.StrictUndefined):
                  exc: type[Exception] = jinja2.UndefinedError) -> None:
         if isinstance(obj, Known) and name is not None:
             exc = functools.partial(lambda what, why, _message: NotCheckable(what, why), f"{obj.what} {name}", obj.why)
+        elif isinstance(obj, CapturedTensors) and name is not None:  # a tensor the page did not capture
+            exc = functools.partial(lambda lack, _message: lack, obj.lack(name))
         super().__init__(hint, obj, name, exc)
 
 
@@ -88,8 +89,8 @@ def id_labels(catalogue_key: str, pages: list[Any], dims: dict[str, int]) -> dic
     for key, (kind, where) in trace_inputs(catalogue_key).items():
         if kind in ("ids", "values"):
             page = by_number.get(where)
-            if page is not None and page.captured and not page.main.view.tensor.is_floating_point() and page.main.view.numel:
-                ids = [int(v) for v in page.main.view.tensor.flatten().tolist()]
+            if page is not None and page.captured and not page.main.shown.tensor.is_floating_point() and page.main.shown.numel:
+                ids = [int(v) for v in page.main.shown.tensor.flatten().tolist()]
                 found[key] = [f"ID {i}" for i in ids] if kind == "ids" else ids
         elif where in dims:
             found[key] = [f"{'class' if kind == 'classes' else 'ID'} {k}" for k in range(dims[where])]
@@ -146,49 +147,6 @@ def traced_run(catalogue: Any, source: TensorDict | None, labels: dict[str, Tens
     )
 
 
-def canonical_view(page: Any, i: int, dims: dict[str, int], name: str) -> TensorView:
-    """Tensor ``i`` of a traced page in the catalogue's layout (what the report's blocks index), or NotCheckable."""
-    if not page.captured:
-        raise MissingTensor(f"snapshot {page.label}", f"not captured; mark it with {page.marker_example}")
-    if i >= len(page.tensors):
-        raise MissingTensor(f"tensor {i + 1} of snapshot {page.label}", f"its marker captured {len(page.tensors)}")
-    tensor = page.tensors[i].view.tensor
-    found = page.layout if i == 0 else layout(tensor, page.shape_of(i), dims, {})
-    if found is None or found.canonical is None:
-        why = found.note if found is not None and found.note else "its dimensions are not all bound"
-        raise NotCheckable(f"snapshot {page.label} in the catalogue's layout ({', '.join(page.shape_of(i))})",
-                           f"your shape {tuple(tensor.shape)} cannot be read as it: {why}")
-    return TensorView(name, found.canonical)
-
-
-class BlockTensor:
-    """One tensor of a BlockPage: its record name, and its view in the catalogue's layout (read when a block reads it)."""
-
-    def __init__(self, page: Any, i: int, name: str, dims: dict[str, int]) -> None:
-        self._page, self._i, self._dims, self.name = page, i, dims, name
-
-    @functools.cached_property
-    def view(self) -> TensorView:
-        return canonical_view(self._page, self._i, self._dims, self.name)
-
-
-class BlockPage:
-    """A traced page as the report's explanation and answer blocks read a page (``page.main.view``,
-    ``pages[n].tensors[1].view``, ``pages[n].label``): its tensors in the catalogue's layout, so an index the block
-    writes (``x.at(0, 1, 0)``) means what it means in the bundled report."""
-
-    def __init__(self, page: Any, dims: dict[str, int], run: ModelRun) -> None:
-        self.snap, self.label, self.path = page.snap, page.label, page.path
-        refs = getattr(page.snap, "tensors", ()) or ()
-        count = max(len(page.tensors), len(refs), 1)
-        names = [run.name(refs[i]) if i < len(refs) else page.tensors[i].name if i < len(page.tensors) else "" for i in range(count)]
-        self.tensors = [BlockTensor(page, i, name, dims) for i, name in enumerate(names)]
-
-    @property
-    def main(self) -> BlockTensor:
-        return self.tensors[0]
-
-
 def adopt_verdicts(pages: list[Any]) -> None:
     """Every page's ``checks`` as the shared templates list them: its declared checks' results, or its one verdict."""
     for page in pages:
@@ -219,9 +177,6 @@ class TraceReport:
     def environment() -> jinja2.Environment:
         return trace_environment()
 
-    def block_pages(self, pages: list[Any]) -> dict[int, BlockPage]:
-        return {p.snap.number: BlockPage(p, self.run.dims, self.run) for p in pages}
-
     @staticmethod
     def needs(exc: NotCheckable) -> str:
         """What a block needed, read from what stopped it."""
@@ -229,7 +184,7 @@ class TraceReport:
 
     def bound(self, page: Any) -> list[str]:
         """The page's named dimensions bound from the user's tensors: "h = 4 (attention heads)"."""
-        x = page.main.view
+        x = page.main.shown
         sizes = page.layout.expected if page.layout is not None and page.layout.expected else x.shape
         named = []
         for expression, size in zip(page.shape, sizes):

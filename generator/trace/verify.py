@@ -8,6 +8,7 @@ import enum
 import itertools
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -163,6 +164,13 @@ def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, i
 
 
 CAP = re.compile(r"min\(\s*[A-Za-z_]\w*\s*,\s*(\d+)\s*\)")
+
+
+def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, dims: dict[str, int]) -> Layout:
+    """The one place a captured tensor is read in the catalogue's layout: tensor ``k`` of a traced page (the hit shown,
+    or any other hit's value), against the named shape the page gives it (a snapshot showing the first batch item,
+    ``[0]``, reads a batch of several as its first item)."""
+    return layout(tensor, page.shape_of(k), dims, {}, first_item=k == 0 and page.snap.index == "[0]")
 
 
 def _fits_corner(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, int]) -> bool:

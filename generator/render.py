@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from generator.reports import REPORTS
 from generator.checks import CheckResult
 from generator.options import command_line, plural
 from generator.run import ModelRun
+from generator.sources import Lacking, NotCheckable
 from generator.template_cache import use_template_cache
 from generator.tensor_data import explore_info
 from generator.snapshots_file import snapshots_json, write_snapshots_json
@@ -53,6 +54,19 @@ def format_shape(shape: tuple | list) -> str:
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
+class LackingUndefined(jinja2.StrictUndefined):
+    """StrictUndefined, except that an entry a ``Lacking`` collection lacks (a fact a traced run does not know, a
+    tensor its page did not capture) raises the ``NotCheckable`` that says why, so the text that read it falls back."""
+
+    __slots__ = ()
+
+    def __init__(self, hint: str | None = None, obj: Any = jinja2.utils.missing, name: str | None = None,
+                 exc: type[Exception] = jinja2.UndefinedError) -> None:
+        if isinstance(obj, Lacking) and name is not None:  # as a plain NotCheckable: a LookupError Jinja would swallow
+            exc = partial(lambda lack, _message: NotCheckable(lack.missing, lack.why), obj.lack(name))
+        super().__init__(hint, obj, name, exc)
+
+
 @cache
 def environment() -> jinja2.Environment:
     """Generic templates by name; a report's own as "<report key>/<name>" (from its folder's templates/)."""
@@ -61,7 +75,7 @@ def environment() -> jinja2.Environment:
             jinja2.FileSystemLoader(TEMPLATES),
             jinja2.PrefixLoader({key: jinja2.FileSystemLoader(report.templates) for key, report in REPORTS.items()}),
         ]),
-        undefined=jinja2.StrictUndefined,
+        undefined=LackingUndefined,
         autoescape=False,  # output is Markdown; user text goes through the `text` filter
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -293,73 +307,45 @@ def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[Snapshot
     return pages
 
 
-def _written(template: jinja2.Template | None, block: str, context: Any, fallback: Any, trace: Any) -> str:
+def _written(run: Any, template: jinja2.Template | None, block: str, context: Any, fallback: Any) -> str:
     """Block ``block`` of the report's ``template`` rendered with ``context()``, else ``fallback(needs)``: needs is None
-    where the report has no such block, and, in a trace, what the block needed that the trace lacks (trace.needs reads
-    it from the exception: a tensor not captured, an input a trace does not know, a value the user's tensor does not have)."""
-    if trace is None:
-        return render_block(template, block, context()) or fallback(None)
+    where the report has no such block, else what the block needed that the run lacks, read from the exception (a tensor
+    not captured, an input a traced script does not know, an entry the user's tensor does not have). Only a run without
+    a model lacks such things (a traced script's): in a model run, a block that needs what the run lacks is a bug and
+    is raised; so is any exception other than the project's own "not here" (``NotCheckable`` and its kinds)."""
     try:
         return render_block(template, block, context()) or fallback(None)
-    except trace.LACKS as exc:
-        return fallback(trace.needs(exc))
+    except NotCheckable as exc:
+        if run.model is not None:
+            raise
+        return fallback(exc.needed)
 
 
-def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, trace: Any = None) -> list[dict[str, Any]]:
+def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, outcome: Any = None) -> list[dict[str, Any]]:
     """Write the snapshot pages, stage pages, overview, extra pages, guiding questions and print view of ``pages``
     (returns the extra pages' entries for snapshots.json).
 
-    One set of templates for every report: a bundled run (``run`` a ModelRun, ``trace`` None) and a traced script
-    (generator/trace/report.py: ``run`` a TracedRun over the captured tensors, ``trace`` its TraceReport, whose parts —
-    captured or not, the user's code, layouts, the outcome — are the templates' ``{% if trace %}`` sections). The
-    report's own explanation and answer blocks render against either; in a trace a block that needs what the trace
-    lacks falls back, for that block alone, to generic text with the user's numbers saying what it would need.
+    One set of templates for every run: our models' (generator/run.py ``ModelRun``) and a traced script's (the same
+    class, built at the trace's boundary, generator/trace/run.py), whose pages say what they show (captured or not, the
+    user's variable and marked line, the layout) in their own fields. ``outcome`` is what a traced script's run adds to
+    the overview (generator/trace/run.py ``ScriptOutcome``: the counts, the first failure, the script's error), None for a
+    model run. The report's own explanation and answer blocks render against either; a block that needs what the run
+    lacks falls back, for that block alone, to generic text with the run's numbers saying what it would need.
     """
-    env = environment() if trace is None else trace.environment()
-    if trace is not None:
-        command = trace.command
-    else:
-        command = command_line(report.key, run.options) if run.options is not None else f"python -m generator build --model {report.key}"
-    common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(), "command": command, "trace": trace}
+    env = environment()
+    command = run.command or (command_line(report.key, run.options) if run.options is not None
+                              else f"python -m generator build --model {report.key}")
+    common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(), "command": command,
+              "outcome": outcome}
     by_number = {p.snap.number: p for p in pages}  # what the report's blocks read of each page
-    explanations, questions = report_template(report, "explain.md.j2", env), report_template(report, "questions.md.j2", env)
-    fallback = env.get_template("_fallback_explain.md.j2")
-    answered = env.get_template("_fallback_answer.md.j2") if trace is not None else None
-    blocks = {"pages": by_number, **common}
-    for page in pages:
-        if trace is not None and not page.captured:
-            continue
-
-        def explain_context(page: Any = page) -> dict[str, Any]:
-            return {"x": page.main.view, "page": page, "pages": by_number, **common}
-
-        def explain_fallback(needs: str | None, page: Any = page, failed: bool = False) -> str:
-            extra = {"needs": needs, "failed": failed} if trace is not None else {}
-            return fallback.render(**{"x": page.main.shown, "page": page, "pages": by_number, **common, **extra}).strip()
-
-        if trace is not None and not page.check.passed and page.check.checkable:  # its words describe the step done right
-            page.explanation = explain_fallback(None, failed=True)
-        else:
-            page.explanation = _written(explanations, f"s{page.snap.number}", explain_context, explain_fallback, trace)
-
-    def answer_fallback(q: Any, short: bool, failed: list[Any] = ()) -> Any:
-        if trace is None:
-            return lambda needs: ""
-        return lambda needs: answered.render(question=q, short=short, needs=needs, failed=failed, pages=pages, **common).strip()
-
-    def answer(q: Any, short: bool) -> str:
-        block = f"q{q.number}_short" if short else f"q{q.number}"
-        # In a trace, a written answer describes the steps done right: not where a snapshot informing it failed its check.
-        failed = [p for p in pages if q.number in p.snap.questions and not p.check.passed and p.check.checkable] if trace is not None else []
-        if failed:
-            return answer_fallback(q, short, failed)(None)
-        return _written(questions, block, lambda: blocks, answer_fallback(q, short), trace)
-
+    questions = report_template(report, "questions.md.j2", env)
+    _explain(report, run, pages, env, common)
+    answer = _answerer(run, pages, questions, env, common)
     shorts = {q.number: answer(q, short=True) for q in report.questions}
     for page in pages:
         page.questions = [{"question": report.question(n), "short": shorts[n]} for n in page.snap.questions]
     answers = {q.number: answer(q, short=False) for q in report.questions}
-    intro = _written(questions, "intro", lambda: blocks, lambda needs: "", trace)
+    intro = _written(run, questions, "intro", lambda: {"pages": by_number, **common}, lambda needs: "")
     by_stage = {stage.key: [p for p in pages if p.snap.stage == stage.key] for stage in report.stages}
 
     def write(rel: str, template: str, **context: Any) -> str:
@@ -374,10 +360,10 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, trace
         write(page.path, "snapshot.md.j2", page=page)
     for stage in report.stages:
         write(f"{stage.key}/index.md", "stage.md.j2", stage=stage, pages=by_stage[stage.key])
-    inputs = report_template(report, "inputs.md.j2") if trace is None else None  # a trace knows its tensors, not its inputs
-    write("index.md", "overview.md.j2", pages=pages, by_stage=by_stage, inputs_section=inputs.render(**common) if inputs else "")
+    inputs_section = _section(run, report_template(report, "inputs.md.j2"), common)
+    write("index.md", "overview.md.j2", pages=pages, by_stage=by_stage, inputs_section=inputs_section)
     extra = []
-    for extra_page in report.extra_pages if trace is None else ():  # the rollout, training: they read the model
+    for extra_page in report.extra_pages if run.model is not None else ():  # the rollout, training: they read the model
         checks = [check.run(run) for check in extra_page.checks]
         check = CheckResult.combined(checks)
         figures = [{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in extra_page.figures]
@@ -387,6 +373,67 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, trace
     questions_page = write("questions.md", "questions.md.j2", pages=pages, intro=intro, answers=answers)
     write("print.md", "print.md.j2", pages=pages, questions=shift_headings(questions_page, 1))
     return extra
+
+
+def _section(run: Any, template: jinja2.Template | None, context: dict[str, Any]) -> str:
+    """A whole report template (its overview's inputs section) rendered, or "" where the report has none or where it
+    reads what a run without a model lacks (a traced script's: its tensors, not its input's facts)."""
+    try:
+        return template.render(**context) if template is not None else ""
+    except NotCheckable:
+        if run.model is not None:
+            raise
+        return ""
+
+
+def _refuted(page: Any) -> bool:
+    """Whether the page's check failed: the report's written words, which describe the step done right, do not fit it."""
+    return not page.check.passed and page.check.checkable
+
+
+def _explain(report: Report, run: Any, pages: list[Any], env: jinja2.Environment, common: dict[str, Any]) -> None:
+    """Each captured page's explanation: the report's block s<n> with the run's numbers; generic text with them where
+    the report has none, where the block needs what the run lacks (saying what), or where the page's check failed."""
+    by_number = {p.snap.number: p for p in pages}
+    explanations, fallback = report_template(report, "explain.md.j2", env), env.get_template("_fallback_explain.md.j2")
+    for page in pages:
+        if not page.captured:
+            continue
+
+        def explain_context(page: Any = page) -> dict[str, Any]:
+            return {"x": page.main.view, "page": page, "pages": by_number, **common}
+
+        def explain_fallback(needs: str | None, page: Any = page, failed: bool = False) -> str:
+            context = {"x": page.main.shown, "page": page, "pages": by_number, **common, "needs": needs, "failed": failed}
+            return fallback.render(**context).strip()
+
+        if _refuted(page):
+            page.explanation = explain_fallback(None, failed=True)
+        else:
+            page.explanation = _written(run, explanations, f"s{page.snap.number}", explain_context, explain_fallback)
+
+
+def _answerer(run: Any, pages: list[Any], questions: jinja2.Template | None, env: jinja2.Environment,
+              common: dict[str, Any]) -> Any:
+    """answer(question, short): the report's written answer (block q<n> or q<n>_short) with the run's numbers; where
+    it has none, needs what the run lacks, or a snapshot informing it failed its check, the generic answer (what the
+    run shows of the snapshots that inform it) for a run without a model, nothing for a model run."""
+    by_number = {p.snap.number: p for p in pages}
+    generic = env.get_template("_fallback_answer.md.j2")
+
+    def fallback(q: Any, short: bool, failed: list[Any] = ()) -> Any:
+        if run.model is not None:  # a model run's report has every answer written (the build warns where not)
+            return lambda needs: ""
+        return lambda needs: generic.render(question=q, short=short, needs=needs, failed=failed, pages=pages, **common).strip()
+
+    def answer(q: Any, short: bool) -> str:
+        failed = [p for p in pages if q.number in p.snap.questions and _refuted(p)]
+        if failed:
+            return fallback(q, short, failed)(None)
+        block = f"q{q.number}_short" if short else f"q{q.number}"
+        return _written(run, questions, block, lambda: {"pages": by_number, **common}, fallback(q, short))
+
+    return answer
 
 
 def shift_headings(markdown: str, levels: int) -> str:

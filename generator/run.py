@@ -75,6 +75,7 @@ class ModelRun:
     lacks: Lacks = field(default_factory=Lacks)
     facts: dict[str, Any] | None = None  # the run stamp where it is given, not read from the model (a traced script's)
     record_points: dict[str, Declared] | None = None  # the declared record points where there is no model to read them from
+    command: str = ""  # the command that made the run, where it is not a build of the report's options (a trace's)
     _cpu: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
     # Work the run left to finish (a measurement begun ahead, still running in a thread: the GPT's held-out score); see finish()
     unfinished: list[Callable[[], None]] = field(default_factory=list, repr=False)

@@ -88,6 +88,11 @@ class NotCheckable(Exception):
         self.missing = missing
         self.why = why
 
+    @property
+    def needed(self) -> str:
+        """What a text or a figure needed, as its fallback says it: "input src (a trace captures ...)"."""
+        return f"{self.missing} ({self.why})" if self.why else self.missing
+
 
 class NoWeights(NotCheckable):
     """The source has no model: ``missing`` names the module or parameter (``module x``, ``parameter y``)."""
@@ -102,6 +107,36 @@ class MissingTensor(NotCheckable, KeyError):
 
     def __str__(self) -> str:
         return Exception.__str__(self)
+
+
+class MissingFact(NotCheckable, KeyError):
+    """A fact (an input, a dimension) a run does not know; also a KeyError, so a template's ``is defined`` works."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
+
+
+class Lacking:
+    """A collection that says why it lacks an entry (``lack``): a template that reads one gets that ``NotCheckable``
+    (generator/render.py's Undefined), so the text that needed it falls back, naming what it needed."""
+
+    def lack(self, key: Any) -> NotCheckable:
+        raise NotImplementedError
+
+
+class Known(dict, Lacking):
+    """Facts a run knows (inputs, dimensions, the run stamp); a name it lacks is a ``MissingFact`` naming it: ``what``
+    says what kind of fact it is, ``why`` why the run has none (a traced script's: it captures tensors, not facts)."""
+
+    def __init__(self, values: Mapping[str, Any], what: str, why: str) -> None:
+        super().__init__(values)
+        self.what, self.why = what, why
+
+    def lack(self, key: Any) -> NotCheckable:
+        return MissingFact(f"{self.what} {key}", self.why)
+
+    def __missing__(self, key: str) -> Any:
+        raise self.lack(key)
 
 
 @runtime_checkable

@@ -263,12 +263,13 @@ def test_every_block_of_a_traced_report_renders_or_falls_back_naming_what_the_tr
 
 
 def test_a_template_bug_in_a_trace_is_raised_not_turned_into_a_fallback():
-    from generator.render import _written
-    from generator.trace.run import TraceReport, trace_environment
+    from types import SimpleNamespace
 
-    template = trace_environment().from_string('{% block s1 %}{{ 1 + "a" }}{% endblock %}')
+    from generator.render import _written, environment
+
+    template = environment().from_string('{% block s1 %}{{ 1 + "a" }}{% endblock %}')
     with pytest.raises(TypeError):
-        _written(template, "s1", dict, lambda needs: f"fallback: {needs}", TraceReport)
+        _written(SimpleNamespace(model=None), template, "s1", dict, lambda needs: f"fallback: {needs}")
 
 
 def test_an_entry_a_users_smaller_tensor_lacks_is_not_checkable_naming_it():
@@ -1124,8 +1125,8 @@ def test_the_traced_run_answers_like_a_model_run_and_names_what_a_trace_lacks(tm
 
     seen = {}
     write_pages = report.write_pages
-    monkeypatch.setattr(report, "write_pages", lambda catalogue, run, pages, out, trace=None: (
-        seen.update(run=run), write_pages(catalogue, run, pages, out, trace=trace))[1])
+    monkeypatch.setattr(report, "write_pages", lambda catalogue, run, pages, out, outcome=None: (
+        seen.update(run=run), write_pages(catalogue, run, pages, out, outcome=outcome))[1])
     trace(ENCODER_DECODER, tmp_path)
     run = seen["run"]
     assert run.tensor_view("src_ids").shape == (1, 7)  # (B, S): the catalogue's layout, as a model run records it

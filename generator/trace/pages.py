@@ -13,7 +13,7 @@ import torch
 
 from generator.catalogue import Question, Report, Snapshot, Stage
 from generator.checks import NOT_CHECKABLE, CheckResult
-from generator.sources import MissingTensor, NotCheckable
+from generator.sources import Lacking, MissingTensor, NotCheckable
 from generator.render import page_path  # one page layout for every report
 from generator.tensors import TensorView
 from generator.trace.capture import Capture, Hit, Value
@@ -129,7 +129,7 @@ class TracedTensor:
         return self.catalogue
 
 
-class CapturedTensors(list):
+class CapturedTensors(list, Lacking):
     """A traced page's captured tensors; one it lacks (the snapshot not captured, or fewer tensors captured than it
     has) is a MissingTensor saying how to capture it, so a report's block that reads it falls back naming that."""
 

@@ -64,7 +64,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     known_inputs = {"script": capture.script.name, "sha256": capture.sha256, "facts": facts,
                     "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
                     **id_labels(catalogue.key, pages, dims)}
-    run = traced_run(catalogue, source, labels, pages, known_inputs, dims, stamp)  # the boundary: a capture becomes a run
+    run = traced_run(catalogue, source, labels, pages, known_inputs, dims, stamp, command)  # the boundary: a capture becomes a run
     explorers, axis_words, axes, groups = explorer_data(catalogue, pages, source, run, dims)
     write_tensor_data(out, tensors | explorers, labels=axis_words, axes=axes, attention=groups, extra={"report": name, "dims": dims})
     trace = TraceReport(title=title, catalogue=catalogue, command=command, counts=counts, outcome=outcome,
@@ -73,7 +73,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     for page in pages:
         page.not_drawn = not_drawn.get(page.snap.number, [])
         trace.drawn.update({Path(f["file"]).stem: f["caption"] for f in page.figures})
-    write_pages(catalogue, run, pages, out, trace=trace)
+    write_pages(catalogue, run, pages, out, outcome=trace)
     write_snapshots_json(out, snapshots_json({"model": name, "title": title, "short_title": name, "order": 100}, catalogue, run,
                                              pages, extra_pages=[], traced=True, catalogue=numbering, outcome=outcome))
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
@@ -155,9 +155,9 @@ def draw_figures(catalogue: Any, pages: list[TracedPage], run: ModelRun, labels:
                     for ref in drawing.inputs():
                         run.cpu(ref)  # a tensor it declares and the trace lacks: says which snapshot
                     drawing.draw(run, target)
-                except TraceReport.LACKS as exc:
+                except NotCheckable as exc:  # what the run lacks; anything else is a drawing bug, raised
                     target.unlink(missing_ok=True)
-                    outcome[fid] = (False, f"needs {TraceReport.needs(exc)}")
+                    outcome[fid] = (False, f"needs {exc.needed}")
                 else:
                     sources = [by_label[label.snapshot] for label in dict.fromkeys(labels.get(run.name(ref)) for ref in drawing.inputs())
                                if label is not None and label.snapshot in by_label] or [page]

@@ -2,8 +2,8 @@
 ``generator.run.ModelRun`` of the captured tensors under the catalogue's record names, no model, and what it lacks,
 typed), so the pages, checks, figures and data read a trace as they read a bundled report.
 
-``TraceReport`` is what the shared templates' ``{% if trace %}`` sections read (the outcome, the counts, the first
-failure, the trace's Jinja environment), and what tells a block's fallback which thing the block needed.
+``TraceReport`` is what a script's run adds to its overview (the templates' ``outcome``): the counts, the first failure
+in pipeline order, the script's error or timeout, the figures drawn from the user's tensors.
 """
 
 from __future__ import annotations
@@ -13,56 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from generator.run import Lacks, ModelRun
-from generator.sources import MissingTensor, NotCheckable, TensorDict
+from generator.sources import Known, MissingTensor, TensorDict
 from generator.trace.checking import TensorLabel
-from generator.trace.pages import CapturedTensors
 from models.recording import Recorded, Recording
-
-
-class MissingFact(NotCheckable, KeyError):
-    """A fact (an input, a dimension) a trace does not know; also a KeyError, so a template's ``is defined`` works."""
-
-    def __str__(self) -> str:
-        return Exception.__str__(self)
-
-
-class Known(dict):
-    """Facts a trace knows (inputs, dimensions, the run stamp); a name it lacks is a ``MissingFact`` (in a template, a
-    ``NotCheckable`` when used) naming it: ``what`` says what kind of fact it is, ``why`` why a trace has none."""
-
-    def __init__(self, values: dict[str, Any], what: str, why: str) -> None:
-        super().__init__(values)
-        self.what, self.why = what, why
-
-    def __missing__(self, key: str) -> Any:
-        raise MissingFact(f"{self.what} {key}", self.why)
-
-
-class TraceUndefined(jinja2.StrictUndefined):
-    """StrictUndefined, except that a name missing from a trace's ``Known`` facts raises ``NotCheckable`` naming it
-    (so the block that used it falls back and says what it would need)."""
-
-    __slots__ = ()
-
-    def __init__(self, hint: str | None = None, obj: Any = jinja2.utils.missing, name: str | None = None,
-                 exc: type[Exception] = jinja2.UndefinedError) -> None:
-        if isinstance(obj, Known) and name is not None:
-            exc = functools.partial(lambda what, why, _message: NotCheckable(what, why), f"{obj.what} {name}", obj.why)
-        elif isinstance(obj, CapturedTensors) and name is not None:  # a tensor the page did not capture
-            exc = functools.partial(lambda lack, _message: lack, obj.lack(name))
-        super().__init__(hint, obj, name, exc)
-
-
-@functools.cache
-def trace_environment() -> jinja2.Environment:
-    """The bundled reports' environment (same loaders, filters, templates), with TraceUndefined, and its own template
-    cache (templates compiled for the bundled environment keep its Undefined)."""
-    from generator.render import environment
-
-    return environment().overlay(undefined=TraceUndefined, cache_size=400)
 
 
 @functools.cache
@@ -119,7 +73,7 @@ def absent_tensors(source: TensorDict, labels: dict[str, TensorLabel], captured:
 
 
 def traced_run(catalogue: Any, source: TensorDict | None, labels: dict[str, TensorLabel], pages: list[Any],
-               inputs: dict[str, Any], dims: dict[str, int], stamp: dict[str, Any]) -> ModelRun:
+               inputs: dict[str, Any], dims: dict[str, int], stamp: dict[str, Any], command: str) -> ModelRun:
     """The capture as the run object the bundled reports produce (generator/run.py ``ModelRun``): the captured tensors
     under the catalogue's record names and in its layouts (``source``, generator/trace/checking.py), each with the
     user's file and marked line; no model; and what the run lacks, typed: the weights (``NoWeights``), the input's facts
@@ -143,7 +97,7 @@ def traced_run(catalogue: Any, source: TensorDict | None, labels: dict[str, Tens
         lacks=Lacks(weights=NO_WEIGHTS, inputs=INPUTS_WHY, tensors=absent,
                     unrecorded="no snapshot of the catalogue shows it, so a trace cannot capture it"),
         facts=Known(stamp, "run fact", "a traced script's run stamp does not record it"),
-        record_points=catalogue.options().record_points() if source is not None else {},
+        record_points=catalogue.options().record_points() if source is not None else {}, command=command,
     )
 
 
@@ -168,19 +122,6 @@ class TraceReport:
     own: bool = False  # --report none: the script's own # trace: points
     drawn: dict[str, str] = field(default_factory=dict)  # figure id -> its caption, for each figure drawn from the user's tensors
     data_limit: int = 0  # values: a larger tensor is shown on its page but left out of data/
-
-    # What a block or a figure may lack in a trace: only the project's own "not here" (a tensor not captured, the weights,
-    # an input or a fact the trace does not know). Anything else is a template or drawing bug and is raised.
-    LACKS = (NotCheckable,)
-
-    @staticmethod
-    def environment() -> jinja2.Environment:
-        return trace_environment()
-
-    @staticmethod
-    def needs(exc: NotCheckable) -> str:
-        """What a block needed, read from what stopped it."""
-        return f"{exc.missing} ({exc.why})" if exc.why else exc.missing
 
     def bound(self, page: Any) -> list[str]:
         """The page's named dimensions bound from the user's tensors: "h = 4 (attention heads)"."""

@@ -39,6 +39,11 @@ def escape_text(value: Any) -> str:
     return _SPECIAL.sub(lambda m: f"&#{ord(m.group())};", str(value))
 
 
+def code(value: Any) -> str:
+    """User text as inline code (a traced script's names and paths), escaped."""
+    return f"<code>{escape_text(value)}</code>"
+
+
 def literal_block(value: Any) -> str:
     """Text (model output, user text) as a fenced code block that shows it exactly: Markdown and HTML are not parsed
     inside, the fence is longer than any run of backticks in the text, and control characters other than the line
@@ -89,7 +94,7 @@ def environment() -> jinja2.Environment:
         pct=lambda v, d=1: f"{100 * float(v):.{d}f}%",
         literal_block=literal_block,
         thousands=lambda v: f"{int(v):,}",
-        code=lambda v: f"<code>{escape_text(v)}</code>",  # user text as inline code (a traced script's names and paths)
+        code=code,
         infinities_blocked=infinities_blocked,
     )
     env.globals["explore"] = explore_info  # _explore.md.j2: data files, explorer and value browser of a page
@@ -136,7 +141,14 @@ class TensorSection:
     source: SourceExcerpt
     slice_index: str
     slice_text: str
+    variable: str = ""  # the name the page gives it: the catalogue's variable
     marker_line: int | None = None  # the line of a breakpoint comment that captured it (a traced script's)
+    note: str = ""  # what the value was converted from, where a traced script's was not a tensor
+
+    @property
+    def label(self) -> str:
+        """Its heading where a page shows several tensors: its record name."""
+        return f"`{self.name}`"
 
     @property
     def shown(self) -> TensorView:
@@ -162,6 +174,15 @@ class SnapshotPage:
 
     captured = True  # a bundled run records every snapshot (a trace's pages may not have captured theirs)
     origin = "recorded"  # by our own model's record points (a trace's pages: "captured" by a script's markers)
+    layout = None  # a recorded tensor is in the catalogue's layout by construction (a trace's: verify.Layout)
+    not_drawn: tuple[str, ...] = ()  # every figure of a model run is drawn
+    data_written = True  # every tensor of a model run's page is in data/
+    left_out = 0  # values: above it a tensor is left out of data/ (0: none is)
+
+    @property
+    def differs(self) -> str:
+        """How the snapshot differs from the seed report's (our model's pages say so)."""
+        return self.snap.differs
 
     @property
     def variable(self) -> str:
@@ -250,6 +271,7 @@ def build_pages(report: Report, run: ModelRun) -> list[SnapshotPage]:
             sections.append(TensorSection(
                 name=run.name(name), view=view, index=index, device=run.device,
                 source=source_excerpt(file, line), slice_index=slice_index, slice_text=slice_text,
+                variable=snap.variable.split(", ")[i] if len(snap.tensors) > 1 else snap.variable,
             ))
         named = named_shape(run, snap)
         pages.append(SnapshotPage(

@@ -14,7 +14,7 @@ import torch
 from generator.catalogue import Question, Report, Snapshot, Stage
 from generator.checks import NOT_CHECKABLE, CheckResult
 from generator.sources import Lacking, MissingTensor, NotCheckable
-from generator.render import page_path  # one page layout for every report
+from generator.render import code, page_path  # one page layout for every report
 from generator.tensors import TensorView
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
@@ -74,6 +74,7 @@ class OwnCatalogue:
     extra_pages: tuple = ()
     figures: tuple = ()
     exploration: Any = None
+    whole_values: bool = False
 
     def label(self, number: int) -> str:
         return f"T{number:02d}"
@@ -121,6 +122,12 @@ class TracedTensor:
     slice_text: str
     note: str = ""
     catalogue: TensorView | NotCheckable | None = None
+    index = None  # a captured tensor is shown whole (a bundled page may show a slice of its record)
+
+    @property
+    def label(self) -> str:
+        """Its heading where a page shows several tensors: the user's variable."""
+        return code(self.variable)
 
     @property
     def view(self) -> TensorView:
@@ -169,6 +176,8 @@ class TracedPage:
     explanation: str = ""
     questions: list[Question] = field(default_factory=list)
     data_written: bool = False
+    left_out: int = 0  # values: the page's tensors over it are left out of data/ (0: none is)
+    differs = ""  # how our model differs from the seed's: not what a script's page shows
     figures: list[dict[str, str]] = field(default_factory=list)
     report: Any = None  # the catalogue (its exploration: the explorer's groups)
     record: str = ""  # the record name of the snapshot's first tensor at the pass shown ("" for the script's own points)

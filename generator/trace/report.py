@@ -52,6 +52,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     for page in captured:
         names = [t.name for t in page.tensors if 0 < t.shown.numel <= DATA_LIMIT]
         page.data_written = len(names) == len(page.tensors)
+        page.left_out = DATA_LIMIT if any(t.shown.numel > DATA_LIMIT for t in page.tensors) else 0
         tensors |= {t.name: t.shown.tensor for t in page.tensors if t.name in names}
     source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue.options is not None else (None, {})
     tensors |= _all_hits(capture, numbering)

@@ -179,10 +179,17 @@ class SnapshotPage:
     data_written = True  # every tensor of a model run's page is in data/
     left_out = 0  # values: above it a tensor is left out of data/ (0: none is)
 
+    variable_heading = "Variable"  # what a table of pages calls the variable column (a trace's: "Your variable")
+
     @property
     def differs(self) -> str:
         """How the snapshot differs from the seed report's (our model's pages say so)."""
         return self.snap.differs
+
+    @property
+    def variable_cell(self) -> str:
+        """The variable in a table of pages."""
+        return f"`{self.snap.variable}`"
 
     @property
     def variable(self) -> str:
@@ -343,7 +350,8 @@ def _written(run: Any, template: jinja2.Template | None, block: str, context: An
         return fallback(exc.needed)
 
 
-def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, outcome: Any = None) -> list[dict[str, Any]]:
+def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, outcome: Any = None,
+                title: str | None = None) -> list[dict[str, Any]]:
     """Write the snapshot pages, stage pages, overview, extra pages, guiding questions and print view of ``pages``
     (returns the extra pages' entries for snapshots.json).
 
@@ -351,14 +359,14 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, outco
     class, built at the trace's boundary, generator/trace/run.py), whose pages say what they show (captured or not, the
     user's variable and marked line, the layout) in their own fields. ``outcome`` is what a traced script's run adds to
     the overview (generator/trace/run.py ``ScriptOutcome``: the counts, the first failure, the script's error), None for a
-    model run. The report's own explanation and answer blocks render against either; a block that needs what the run
+    model run; ``title`` the report's title as Markdown (a trace's names its script). The report's own explanation and answer blocks render against either; a block that needs what the run
     lacks falls back, for that block alone, to generic text with the run's numbers saying what it would need.
     """
     env = environment()
     command = run.command or (command_line(report.key, run.options) if run.options is not None
                               else f"python -m generator build --model {report.key}")
     common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(), "command": command,
-              "outcome": outcome}
+              "outcome": outcome, "title": title or report.title}
     by_number = {p.snap.number: p for p in pages}  # what the report's blocks read of each page
     questions = report_template(report, "questions.md.j2", env)
     _explain(report, run, pages, env, common)

@@ -177,7 +177,9 @@ class TracedPage:
     questions: list[Question] = field(default_factory=list)
     data_written: bool = False
     left_out: int = 0  # values: the page's tensors over it are left out of data/ (0: none is)
+    bound: list[str] = field(default_factory=list)  # its named dimensions bound from the user's tensors: "h = 4 (heads)"
     differs = ""  # how our model differs from the seed's: not what a script's page shows
+    variable_heading = "Your variable"
     figures: list[dict[str, str]] = field(default_factory=list)
     report: Any = None  # the catalogue (its exploration: the explorer's groups)
     record: str = ""  # the record name of the snapshot's first tensor at the pass shown ("" for the script's own points)
@@ -209,6 +211,10 @@ class TracedPage:
     def variable(self) -> str:
         """The user's variables where captured, else the catalogue's."""
         return self.variables if self.captured else self.snap.variable
+
+    @property
+    def variable_cell(self) -> str:
+        return code(self.variables) if self.captured else "not captured"
 
     @property
     def named_shape(self) -> tuple[str, ...]:
@@ -364,10 +370,25 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
             t.catalogue = TensorView(t.variable, found.canonical) if found.canonical is not None else NotCheckable(
                 f"snapshot {page.label} in the catalogue's layout ({', '.join(page.shape_of(k))})",
                 f"your shape {tuple(t.shown.shape)} cannot be read as it: {found.note or 'its dimensions are not all bound'}")
+    for page in pages:
+        page.bound = bound_names(page, catalogue.dims_legend) if page.captured else []
     run_checks(pages, catalogue, dims, shown_pass(pages))  # generator/trace/checking.py: the catalogue's typed checks on the captured tensors
     for before, after in zip(pages, pages[1:]):
         before.next, after.prev = after, before
     return pages, dims
+
+
+def bound_names(page: TracedPage, legend: dict[str, str]) -> list[str]:
+    """The page's named dimensions bound from the user's tensors: "h = 4 (attention heads)"."""
+    sizes = page.layout.expected if page.layout is not None and page.layout.expected else page.main.shown.shape
+    named = []
+    for expression, size in zip(page.shape, sizes):
+        if expression.isdigit():  # a literal size (the mask's broadcast axes) names nothing
+            continue
+        text = f"{expression} = {size}" + (f" ({legend[expression]})" if legend.get(expression) else "")
+        if text not in named:
+            named.append(text)
+    return named
 
 
 def shown_pass(pages: list[TracedPage]) -> int:

@@ -74,7 +74,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     for page in pages:
         page.not_drawn = not_drawn.get(page.snap.number, [])
         trace.drawn.update({Path(f["file"]).stem: f["caption"] for f in page.figures})
-    write_pages(catalogue, run, pages, out, outcome=trace)
+    write_pages(catalogue, run, pages, out, outcome=trace, title=escape_text(title))
     write_snapshots_json(out, snapshots_json({"model": name, "title": title, "short_title": name, "order": 100}, catalogue, run,
                                              pages, extra_pages=[], traced=True, catalogue=numbering, outcome=outcome))
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}

@@ -122,17 +122,3 @@ class TraceReport:
     own: bool = False  # --report none: the script's own # trace: points
     drawn: dict[str, str] = field(default_factory=dict)  # figure id -> its caption, for each figure drawn from the user's tensors
     data_limit: int = 0  # values: a larger tensor is shown on its page but left out of data/
-
-    def bound(self, page: Any) -> list[str]:
-        """The page's named dimensions bound from the user's tensors: "h = 4 (attention heads)"."""
-        x = page.main.shown
-        sizes = page.layout.expected if page.layout is not None and page.layout.expected else x.shape
-        named = []
-        for expression, size in zip(page.shape, sizes):
-            if expression.isdigit():  # a literal size (the mask's broadcast axes) names nothing
-                continue
-            meaning = self.catalogue.dims_legend.get(expression)
-            text = f"{expression} = {size}" + (f" ({meaning})" if meaning else "")
-            if text not in named:
-                named.append(text)
-        return named

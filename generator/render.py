@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from generator.catalogue import Report, Snapshot, parse_dimension
 from generator.reports import REPORTS
 from generator.checks import CheckResult
 from generator.options import command_line, plural
+from generator.pages import SnapshotPage, SourceExcerpt, TensorSection
 from generator.run import ModelRun
 from generator.sources import Lacking, NotCheckable
 from generator.template_cache import use_template_cache
@@ -120,109 +120,6 @@ def infinities_blocked(view: TensorView) -> int:
 # ----------------------------------------------------------------------------- page data
 
 
-@dataclass
-class SourceExcerpt:
-    path: str  # relative to the repository root
-    line: int
-    start: int
-    lines: list[str]
-
-    @property
-    def highlight(self) -> int:
-        return self.line - self.start + 1
-
-
-@dataclass
-class TensorSection:
-    name: str  # record name
-    view: TensorView
-    index: str | None
-    device: str
-    source: SourceExcerpt
-    slice_index: str
-    slice_text: str
-    variable: str = ""  # the name the page gives it: the catalogue's variable
-    marker_line: int | None = None  # the line of a breakpoint comment that captured it (a traced script's)
-    note: str = ""  # what the value was converted from, where a traced script's was not a tensor
-
-    @property
-    def label(self) -> str:
-        """Its heading where a page shows several tensors: its record name."""
-        return f"`{self.name}`"
-
-    @property
-    def shown(self) -> TensorView:
-        """What the page shows of it: the tensor as recorded (a traced script's page: as the script held it, while
-        ``view``, what the report's blocks index, is in the catalogue's layout)."""
-        return self.view
-
-
-@dataclass
-class SnapshotPage:
-    report: Report
-    snap: Snapshot
-    path: str  # page path within the report folder, e.g. "encoder/07-self-attention-queries-q.md"
-    tensors: list[TensorSection]
-    named_shape: tuple[str, ...]  # the expected shape in the legend's symbols: the snapshot's, or the first tensor's declared one
-    expected_shape: tuple[int, ...]  # the same in this run's sizes
-    checks: list[CheckResult]
-    figures: list[dict[str, str]] = field(default_factory=list)
-    explanation: str = ""
-    questions: list[dict[str, Any]] = field(default_factory=list)  # the guiding questions it informs, with short answers
-    prev: SnapshotPage | None = None
-    next: SnapshotPage | None = None
-
-    captured = True  # a bundled run records every snapshot (a trace's pages may not have captured theirs)
-    origin = "recorded"  # by our own model's record points (a trace's pages: "captured" by a script's markers)
-    layout = None  # a recorded tensor is in the catalogue's layout by construction (a trace's: verify.Layout)
-    not_drawn: tuple[str, ...] = ()  # every figure of a model run is drawn
-    data_written = True  # every tensor of a model run's page is in data/
-    left_out = 0  # values: above it a tensor is left out of data/ (0: none is)
-
-    variable_heading = "Variable"  # what a table of pages calls the variable column (a trace's: "Your variable")
-
-    @property
-    def differs(self) -> str:
-        """How the snapshot differs from the seed report's (our model's pages say so)."""
-        return self.snap.differs
-
-    @property
-    def variable_cell(self) -> str:
-        """The variable in a table of pages."""
-        return f"`{self.snap.variable}`"
-
-    @property
-    def variable(self) -> str:
-        return self.snap.variable
-
-    @property
-    def label(self) -> str:
-        return self.report.label(self.snap.number)
-
-    @property
-    def check(self) -> CheckResult:
-        """The snapshot's checks as one result (the only one, when it has one)."""
-        return CheckResult.combined(self.checks)
-
-    @property
-    def main(self) -> TensorSection:
-        return self.tensors[0]
-
-    @property
-    def record(self) -> str:
-        """The record name of the page's (first) tensor: what the explorer's groups match."""
-        return self.main.name
-
-    @property
-    def shape_ok(self) -> bool:
-        return all(t.view.shape == self.expected_shape for t in self.tensors)
-
-    def link_from(self, other_path: str) -> str:
-        """Relative link from page ``other_path`` to this page."""
-        depth = other_path.count("/")
-        return "../" * depth + self.path
-
-
 def slugify(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
@@ -276,13 +173,13 @@ def build_pages(report: Report, run: ModelRun) -> list[SnapshotPage]:
             file, line = run.source(name)
             slice_index, slice_text = view.slice_text(whole=report.whole_values)
             sections.append(TensorSection(
-                name=run.name(name), view=view, index=index, device=run.device,
+                name=run.name(name), shown=view, index=index, device=run.device,
                 source=source_excerpt(file, line), slice_index=slice_index, slice_text=slice_text,
                 variable=snap.variable.split(", ")[i] if len(snap.tensors) > 1 else snap.variable,
             ))
         named = named_shape(run, snap)
         pages.append(SnapshotPage(
-            report=report, snap=snap, path=page_path(snap), tensors=sections,
+            report=report, snap=snap, path=page_path(snap), tensors=sections, record=sections[0].name,
             named_shape=named, expected_shape=expected_shape(run, named),
             checks=[check.run(run) for check in snap.checks],
             figures=[{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in snap.figures],

@@ -1121,14 +1121,16 @@ def test_bundled_and_traced_pages_come_from_one_set_of_templates_without_the_oth
 
 def test_the_traced_run_answers_like_a_model_run_and_names_what_a_trace_lacks(tmp_path, monkeypatch):
     import generator.trace.report as report
+    from generator.run import ModelRun
     from generator.sources import MissingTensor, NotCheckable
 
     seen = {}
     write_pages = report.write_pages
-    monkeypatch.setattr(report, "write_pages", lambda catalogue, run, pages, out, outcome=None: (
-        seen.update(run=run), write_pages(catalogue, run, pages, out, outcome=outcome))[1])
+    monkeypatch.setattr(report, "write_pages", lambda catalogue, run, pages, out, **given: (
+        seen.update(run=run), write_pages(catalogue, run, pages, out, **given))[1])
     trace(ENCODER_DECODER, tmp_path)
     run = seen["run"]
+    assert type(run) is ModelRun and run.model is None  # the same run object a bundled report produces, without a model
     assert run.tensor_view("src_ids").shape == (1, 7)  # (B, S): the catalogue's layout, as a model run records it
     assert run.source("{enc}.self_attn.scores") == ("encoder_decoder_trace.py", 83)  # the user's marked line
     assert run.stamp()["sha256"] == __import__("hashlib").sha256(ENCODER_DECODER.read_bytes()).hexdigest() and run.seed == 7

@@ -18,7 +18,7 @@ from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable, T
 from generator.trace.verify import LayoutStatus, catalogue_layout
 
 if TYPE_CHECKING:  # pragma: no cover
-    from generator.trace.pages import TracedPage
+    from generator.pages import SnapshotPage
 
 # A leading corner of a big tensor (``[:5, :5]``, what a debugger shows of an embedding table): kept under the record
 # name, and the checks that read it compare what it covers.
@@ -75,7 +75,7 @@ def needed(lack: NotCheckable, labels: dict[str, TensorLabel]) -> str:
     return f"{lack.missing} ({lack.why})" if lack.why else lack.missing
 
 
-def run_checks(pages: list[TracedPage], catalogue: Any, dims: dict[str, int], hit: int) -> None:
+def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int], hit: int) -> None:
     """Give every page its results (``page.checks``, one per declared check) and its verdict (``page.check``)."""
     source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue is not None else (None, {})
     for page in pages:
@@ -84,14 +84,14 @@ def run_checks(pages: list[TracedPage], catalogue: Any, dims: dict[str, int], hi
             page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=source.places), {**labels, **dict.fromkeys(own, TensorLabel(page.label))})
         else:
             page.checks = page_checks(page, source, labels)
-        page.check = CheckResult.combined(page.checks, judge_checkable=True)
+        page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
 
 
 def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (), lacks: tuple[NotCheckable, ...] = ()) -> CheckResult:
     return CheckResult(name=name, passed=False, detail=detail, status=NOT_CHECKABLE, missing=missing, lacks=lacks)
 
 
-def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, TensorLabel]) -> list[CheckResult]:
+def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel]) -> list[CheckResult]:
     """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said in
     the user's terms (a snapshot to capture, the weights a trace does not have)."""
     checks = tuple(getattr(page.snap, "checks", ()))
@@ -127,7 +127,7 @@ def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, T
     return results
 
 
-def _pass_count(pages: list[TracedPage], template: str) -> int:
+def _pass_count(pages: list[SnapshotPage], template: str) -> int:
     """How many passes the script ran of the loop whose pages use the placeholders of ``template`` (0: none captured)."""
     names = set(re.findall(r"{(\w+)}", template))
     return max((len(page.hit_values[0]) for page in pages if page.captured and page.hit_values
@@ -152,7 +152,7 @@ def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str,
     return places
 
 
-def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str], dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
+def _filed(page: SnapshotPage, k: int, tensor: torch.Tensor | None, places: dict[str, str], dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
     """The record name and the catalogue-layout value of the page's ``k``-th tensor, or None where it is no recorded tensor."""
     refs = getattr(page.snap, "tensors", ())
     if tensor is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].shown.numel == 0 and page.tensors[k].note):
@@ -168,7 +168,7 @@ def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[s
     return None  # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
 
 
-def _unreadable(page: TracedPage, k: int, places: dict[str, str], dims: dict[str, int]) -> str:
+def _unreadable(page: SnapshotPage, k: int, places: dict[str, str], dims: dict[str, int]) -> str:
     """Why the page's captured ``k``-th tensor cannot be read in the catalogue's layout ("" when it can, or is not captured)."""
     if not page.captured or k >= len(page.tensors) or _filed(page, k, page.tensors[k].shown.tensor, places, dims) is not None:
         return ""
@@ -176,12 +176,12 @@ def _unreadable(page: TracedPage, k: int, places: dict[str, str], dims: dict[str
     return t.note if t.shown.numel == 0 and t.note else catalogue_layout(page, k, t.shown.tensor, dims).note or "its shape cannot be read as the catalogue's"
 
 
-def own_tensors(page: TracedPage, places: dict[str, str], dims: dict[str, int]) -> dict[str, torch.Tensor]:
+def own_tensors(page: SnapshotPage, places: dict[str, str], dims: dict[str, int]) -> dict[str, torch.Tensor]:
     """The page's own captured tensors (the hit it shows) under their record names."""
     return dict(filed for k, t in enumerate(page.tensors) if (filed := _filed(page, k, t.shown.tensor, places, dims)))
 
 
-def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
+def catalogue_source(catalogue: Any, pages: list[SnapshotPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
     """The captured tensors as a ``generator.sources.TensorDict`` under the catalogue's record names (pass k of a loop
     under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
     from generator.trace import specs

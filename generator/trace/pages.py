@@ -11,15 +11,15 @@ from typing import Any
 
 import torch
 
-from generator.catalogue import Question, Report, Snapshot, Stage
-from generator.checks import NOT_CHECKABLE, CheckResult
+from generator.catalogue import Question, Report, Stage
 from generator.sources import Lacking, MissingTensor, NotCheckable
-from generator.render import code, page_path  # one page layout for every report
+from generator.pages import SnapshotPage, SourceExcerpt, TensorSection
+from generator.render import page_path  # one page layout for every report
 from generator.tensors import TensorView
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
 from generator.trace.checking import run_checks
-from generator.trace.verify import Layout, bind_dims, catalogue_layout
+from generator.trace.verify import bind_dims, catalogue_layout
 
 
 def _spec(numbering: str) -> Any:
@@ -93,49 +93,6 @@ def own_catalogue(capture: Capture) -> OwnCatalogue:
     return OwnCatalogue(tuple(OwnPoint(n, point, point, shapes.get(point, ())) for point, n in points.items()))
 
 
-@dataclass
-class Source:
-    path: str
-    first: int
-    last: int
-    block: str  # fenced, highlighted Markdown code block
-
-    @property
-    def line(self) -> int:
-        """The statement's first line."""
-        return self.first
-
-
-@dataclass
-class TracedTensor:
-    """A captured tensor: as the script held it (``shown``, what its page shows), and in the catalogue's layout
-    (``view``, what the report's blocks index, as they index a bundled page's tensor), read once by
-    verify.catalogue_layout; where it cannot be read so, ``view`` raises why (a NotCheckable)."""
-
-    name: str  # record name in data/ (unique per report)
-    variable: str  # the user's name
-    shown: TensorView
-    device: str
-    source: Source
-    marker_line: int
-    slice_index: str
-    slice_text: str
-    note: str = ""
-    catalogue: TensorView | NotCheckable | None = None
-    index = None  # a captured tensor is shown whole (a bundled page may show a slice of its record)
-
-    @property
-    def label(self) -> str:
-        """Its heading where a page shows several tensors: the user's variable."""
-        return code(self.variable)
-
-    @property
-    def view(self) -> TensorView:
-        if not isinstance(self.catalogue, TensorView):
-            raise self.catalogue or NotCheckable(f"{self.variable} in the catalogue's layout", "its dimensions are not bound")
-        return self.catalogue
-
-
 class CapturedTensors(list, Lacking):
     """A traced page's captured tensors; one it lacks (the snapshot not captured, or fewer tensors captured than it
     has) is a MissingTensor saying how to capture it, so a report's block that reads it falls back naming that."""
@@ -153,75 +110,6 @@ class CapturedTensors(list, Lacking):
         if isinstance(i, int) and not -len(self) <= i < len(self):
             raise self.lack(i)
         return super().__getitem__(i)
-
-
-@dataclass
-class TracedPage:
-    snap: Snapshot
-    label: str
-    path: str
-    captured: bool
-    marker_example: str
-    tensors: CapturedTensors = field(default_factory=lambda: CapturedTensors("", ""))
-    layout: Layout | None = None
-    check: CheckResult = field(default_factory=lambda: CheckResult("", False, "", status=NOT_CHECKABLE))  # the combined verdict (checking.run_checks)
-    checks: list[CheckResult] = field(default_factory=list)  # one per check the snapshot declares (checking.run_checks)
-    not_drawn: list[str] = field(default_factory=list)  # the snapshot's figures a trace could not draw: "caption — needs ..."
-    order: int = 0  # capture order of the shown hit: the pipeline order of the user's run
-    named: tuple[tuple[str, ...] | None, ...] = ()  # the named shape of each of the snapshot's tensors (catalogue or declaration)
-    shown_hit: int = 1  # which hit of its (first) marker the page shows
-    hit_values: list[list[torch.Tensor | None]] = field(default_factory=list)  # per tensor of the page: its value at every hit
-    hit_note: str = ""
-    doc: str = ""  # what the catalogue's model declares the step's tensor to be
-    explanation: str = ""
-    questions: list[Question] = field(default_factory=list)
-    data_written: bool = False
-    left_out: int = 0  # values: the page's tensors over it are left out of data/ (0: none is)
-    bound: list[str] = field(default_factory=list)  # its named dimensions bound from the user's tensors: "h = 4 (heads)"
-    differs = ""  # how our model differs from the seed's: not what a script's page shows
-    variable_heading = "Your variable"
-    figures: list[dict[str, str]] = field(default_factory=list)
-    report: Any = None  # the catalogue (its exploration: the explorer's groups)
-    record: str = ""  # the record name of the snapshot's first tensor at the pass shown ("" for the script's own points)
-    prev: TracedPage | None = None
-    next: TracedPage | None = None
-
-    def __post_init__(self) -> None:
-        self.tensors = CapturedTensors(self.label, self.marker_example)
-
-    @property
-    def main(self) -> TracedTensor:
-        return self.tensors[0]
-
-    @property
-    def shape(self) -> tuple[str, ...]:
-        """The named shape the page expects of its first tensor."""
-        return self.named[0] if self.named and self.named[0] else ()
-
-    def shape_of(self, i: int) -> tuple[str, ...]:
-        return self.named[i] if i < len(self.named) and self.named[i] else self.shape
-
-    origin = "captured"  # by a script's markers (a bundled report's pages: "recorded" by the model's record points)
-
-    @property
-    def variables(self) -> str:
-        return ", ".join(t.variable for t in self.tensors)
-
-    @property
-    def variable(self) -> str:
-        """The user's variables where captured, else the catalogue's."""
-        return self.variables if self.captured else self.snap.variable
-
-    @property
-    def variable_cell(self) -> str:
-        return code(self.variables) if self.captured else "not captured"
-
-    @property
-    def named_shape(self) -> tuple[str, ...]:
-        return self.shape
-
-    def link_from(self, other_path: str) -> str:
-        return "../" * other_path.count("/") + self.path
 
 
 def _code_block(source: str, first: int, last: int, shown: str) -> str:
@@ -316,7 +204,7 @@ def _declared_doc(snap: Any, places: dict[str, str], declared: dict[str, Any]) -
     return getattr(getattr(entry, "point", None), "doc", "") or ""
 
 
-def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -> tuple[list[TracedPage], dict[str, int]]:
+def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -> tuple[list[SnapshotPage], dict[str, int]]:
     folder = capture.script.parent
     places = places_for(catalogue, 1)
     declared = catalogue.options().record_points() if places is not None else {}
@@ -333,10 +221,12 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
             by_number.setdefault(marker.number, []).append((marker, capture.hits[marker]))
     pages = []
     for snap in catalogue.snapshots:
-        page = TracedPage(snap=snap, label=catalogue.label(snap.number), path=page_path(snap), captured=snap.number in by_number,
-                          marker_example=marker_example(catalogue, numbering, snap.number), named=shapes[snap.number],
-                          doc=_declared_doc(snap, places or {}, declared),
-                          questions=[catalogue.question(n) for n in snap.questions], report=catalogue)
+        example = marker_example(catalogue, numbering, snap.number)
+        page = SnapshotPage(report=catalogue, snap=snap, path=page_path(snap), tensors=CapturedTensors(catalogue.label(snap.number), example),
+                            named_shape=shapes[snap.number][0] or (), expected_shape=(), checks=[], origin="captured",
+                            captured=snap.number in by_number, marker_example=example, named=shapes[snap.number],
+                            doc=_declared_doc(snap, places or {}, declared), data_written=False,
+                            questions=[catalogue.question(n) for n in snap.questions])
         notes = []
         for j, (marker, hits) in enumerate(by_number.get(snap.number, [])):
             chosen, note = _hit(hits, hit)
@@ -350,14 +240,17 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
                 shown = str(Path(marker.file).relative_to(folder))
             except ValueError:
                 shown = Path(marker.file).name
-            source = Source(shown, marker.first, marker.last, _code_block(capture.sources[marker.file], marker.first, marker.last, shown))
+            source = SourceExcerpt(shown, marker.first, marker.first, [], marker.last,
+                                   _code_block(capture.sources[marker.file], marker.first, marker.last, shown))
             for value in chosen.values:
                 tensor, note_text = _tensor_of(value)
                 if tensor is None:
                     tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
                 view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
                 index, text = view.slice_text()
-                page.tensors.append(TracedTensor(view.name, value.name, view, value.device, source, marker.line, index, text, note_text))
+                page.tensors.append(TensorSection(name=view.name, shown=view, index=None, device=value.device, source=source,
+                                                  slice_index=index, slice_text=text, variable=value.name,
+                                                  marker_line=marker.line, note=note_text))
         page.captured = bool(page.tensors)
         page.hit_note = "; ".join(dict.fromkeys(notes))
         pages.append(page)
@@ -378,7 +271,7 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
     return pages, dims
 
 
-def bound_names(page: TracedPage, legend: dict[str, str]) -> list[str]:
+def bound_names(page: SnapshotPage, legend: dict[str, str]) -> list[str]:
     """The page's named dimensions bound from the user's tensors: "h = 4 (attention heads)"."""
     sizes = page.layout.expected if page.layout is not None and page.layout.expected else page.main.shown.shape
     named = []
@@ -391,6 +284,6 @@ def bound_names(page: TracedPage, legend: dict[str, str]) -> list[str]:
     return named
 
 
-def shown_pass(pages: list[TracedPage]) -> int:
+def shown_pass(pages: list[SnapshotPage]) -> int:
     """The pass of the script's loop the pages show: --hit, or the last pass where the loop ran fewer times."""
     return max((page.shown_hit for page in pages if page.captured), default=1)

@@ -19,7 +19,8 @@ from generator.tensor_data import attention_group_of, attention_groups, axis_lab
 from generator.snapshots_file import snapshots_json, write_snapshots_json
 from generator.trace.capture import Capture
 from generator.trace.checking import catalogue_source, pass_places
-from generator.trace.pages import TracedPage, _tensor_of, build_pages, shown_pass
+from generator.pages import SnapshotPage
+from generator.trace.pages import _tensor_of, build_pages, shown_pass
 from generator.run import ModelRun
 from generator.trace.run import TraceReport, adopt_verdicts, id_labels, traced_run
 
@@ -80,7 +81,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
 
 
-def explorer_data(catalogue: Any, pages: list[TracedPage], source: TensorDict | None, run: ModelRun,
+def explorer_data(catalogue: Any, pages: list[SnapshotPage], source: TensorDict | None, run: ModelRun,
                   dims: dict[str, int]) -> tuple[dict[str, torch.Tensor], dict[str, list[str]], dict, list[dict]]:
     """The explorer's tensors, label lists, axis labels and groups, by the bundled reports' own builder
     (generator/tensor_data.py): every pass of a captured attention snapshot filed under its record name (pass k under
@@ -123,7 +124,7 @@ NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's 
 }
 
 
-def draw_figures(catalogue: Any, pages: list[TracedPage], run: ModelRun, labels: dict[str, Any], out: Path) -> dict[int, list[str]]:
+def draw_figures(catalogue: Any, pages: list[SnapshotPage], run: ModelRun, labels: dict[str, Any], out: Path) -> dict[int, list[str]]:
     """Every figure of a captured snapshot drawn with the catalogue's own drawing from the user's tensors, where the
     tensors it declares were captured: axes a drawing would label with words the trace lacks are numbered instead. A
     figure that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot not captured) is not

@@ -75,9 +75,10 @@ def needed(lack: NotCheckable, labels: dict[str, TensorLabel]) -> str:
     return f"{lack.missing} ({lack.why})" if lack.why else lack.missing
 
 
-def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int], hit: int) -> None:
-    """Give every page its results (``page.checks``, one per declared check) and its verdict (``page.check``)."""
-    source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue is not None else (None, {})
+def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
+    """Give every page its results (``page.checks``, one per declared check) and its verdict (``page.check``); return
+    the captured tensors under the catalogue's record names and what each name comes from (catalogue_source)."""
+    source, labels = catalogue_source(catalogue, pages, dims, hit)
     for page in pages:
         if source is not None and page.captured:  # a snapshot is judged on its own capture, even where an earlier one shows the same record point
             own = own_tensors(page, source.places, dims)
@@ -85,6 +86,7 @@ def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int], 
         else:
             page.checks = page_checks(page, source, labels)
         page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
+    return source, labels  # the run's tensors (generator/trace/run.py traced_run): computed once, here
 
 
 def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (), lacks: tuple[NotCheckable, ...] = ()) -> CheckResult:

@@ -204,7 +204,9 @@ def _declared_doc(snap: Any, places: dict[str, str], declared: dict[str, Any]) -
     return getattr(getattr(entry, "point", None), "doc", "") or ""
 
 
-def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -> tuple[list[SnapshotPage], dict[str, int]]:
+def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -> tuple[list[SnapshotPage], dict[str, int], Any, dict]:
+    """The pages of a capture, the dimensions bound from it, and its tensors under the catalogue's record names (a
+    ``TensorDict``, or None for the script's own points) with the snapshot each name comes from (checking.py)."""
     folder = capture.script.parent
     places = places_for(catalogue, 1)
     declared = catalogue.options().record_points() if places is not None else {}
@@ -265,10 +267,10 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
                 f"your shape {tuple(t.shown.shape)} cannot be read as it: {found.note or 'its dimensions are not all bound'}")
     for page in pages:
         page.bound = bound_names(page, catalogue.dims_legend) if page.captured else []
-    run_checks(pages, catalogue, dims, shown_pass(pages))  # generator/trace/checking.py: the catalogue's typed checks on the captured tensors
+    source, labels = run_checks(pages, catalogue, dims, shown_pass(pages))  # the catalogue's typed checks on the captured tensors
     for before, after in zip(pages, pages[1:]):
         before.next, after.prev = after, before
-    return pages, dims
+    return pages, dims, source, labels
 
 
 def bound_names(page: SnapshotPage, legend: dict[str, str]) -> list[str]:

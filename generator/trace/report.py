@@ -18,7 +18,7 @@ from generator.sources import NotCheckable, TensorDict, fill
 from generator.tensor_data import attention_group_of, attention_groups, axis_labels, head_labels, run_labels, write_tensor_data
 from generator.snapshots_file import snapshots_json, write_snapshots_json
 from generator.trace.capture import Capture
-from generator.trace.checking import catalogue_source, pass_places
+from generator.trace.checking import pass_places
 from generator.pages import SnapshotPage
 from generator.trace.pages import _tensor_of, build_pages, shown_pass
 from generator.run import ModelRun
@@ -30,7 +30,7 @@ DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page 
 def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Capture, hit: int, command: str,
            timeout: float | None) -> dict[str, Any]:
     """Write the report into ``out`` (a staging folder); return its summary (counts, first failure)."""
-    pages, dims = build_pages(catalogue, numbering, capture, hit)
+    pages, dims, source, labels = build_pages(catalogue, numbering, capture, hit)
     hit = shown_pass(pages)  # a --hit past the last pass shows the last one, and the checks and texts name it
     adopt_verdicts(pages)
     seeds = list(dict.fromkeys(capture.seeds))
@@ -55,7 +55,6 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
         page.data_written = len(names) == len(page.tensors)
         page.left_out = DATA_LIMIT if any(t.shown.numel > DATA_LIMIT for t in page.tensors) else 0
         tensors |= {t.name: t.shown.tensor for t in page.tensors if t.name in names}
-    source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue.options is not None else (None, {})
     tensors |= _all_hits(capture, numbering)
     for page in captured if source is not None else ():  # what the explorer's groups match: the record name, where filed
         if page.snap.tensors and source.has(page.snap.tensors[0]):

@@ -1,6 +1,7 @@
 """Write the report of a traced script (pages.py builds its pages): the snapshot pages, the overview, the stages, the
 guiding questions and the print view by the bundled reports' own templates and writer (generator.render.write_pages, over
-a TracedRun: run.py), and snapshots.json, figures (the bundled drawings) and data/ in the bundled formats, so the site
+the run the capture becomes at its boundary: run.py traced_run), snapshots.json by the one writer (generator/
+snapshots_file.py), figures by the bundled drawings and data/ with the report's own explorer groups, so the site
 machinery, the explorer and the PDF export read a trace as they read a bundled report."""
 
 from __future__ import annotations
@@ -68,8 +69,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     run = traced_run(catalogue, source, labels, pages, known_inputs, dims, stamp, command)  # the boundary: a capture becomes a run
     explorers, axis_words, axes, groups = explorer_data(catalogue, pages, source, run, dims)
     write_tensor_data(out, tensors | explorers, labels=axis_words, axes=axes, attention=groups, extra={"report": name, "dims": dims})
-    trace = TraceReport(title=title, catalogue=catalogue, command=command, counts=counts, outcome=outcome,
-                        first_failure=failed[0] if failed else None, run=run, own=numbering == "none", data_limit=DATA_LIMIT)
+    trace = TraceReport(counts=counts, outcome=outcome, first_failure=failed[0] if failed else None, own=numbering == "none")
     not_drawn = draw_figures(catalogue, pages, run, labels, out) if source is not None else {}
     for page in pages:
         page.not_drawn = not_drawn.get(page.snap.number, [])

@@ -109,16 +109,11 @@ def adopt_verdicts(pages: list[Any]) -> None:
 
 @dataclass
 class TraceReport:
-    """What the shared templates' trace sections read: title, outcome, counts, the first failure in pipeline order,
-    the command; and how a block that needs what the trace lacks says so."""
+    """What a script's run adds to its overview (the templates' ``outcome``): the counts, the first failure in pipeline
+    order, the script's error or timeout, the figures drawn from the user's tensors."""
 
-    title: str
-    catalogue: Any
-    command: str
     counts: dict[str, int]
-    outcome: dict[str, Any]
-    first_failure: Any
-    run: ModelRun
+    outcome: dict[str, Any]  # error, timed_out, timeout, finished, warnings (snapshots.json's outcome)
+    first_failure: Any  # the page that failed first in the order the script ran, or None
     own: bool = False  # --report none: the script's own # trace: points
     drawn: dict[str, str] = field(default_factory=dict)  # figure id -> its caption, for each figure drawn from the user's tensors
-    data_limit: int = 0  # values: a larger tensor is shown on its page but left out of data/

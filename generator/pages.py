@@ -77,7 +77,8 @@ class SnapshotPage:
     snap: Any
     path: str  # page path within the report folder, e.g. "encoder/07-self-attention-queries-q.md"
     tensors: list[TensorSection]
-    named_shape: tuple[str, ...]  # the expected shape in the legend's symbols: the snapshot's, or the first tensor's declared one
+    # the expected shape in the legend's symbols: the snapshot's, or the first tensor's declared one
+    named_shape: tuple[str, ...]
     expected_shape: tuple[int, ...]  # the same in this run's sizes (a traced page: its layout's)
     checks: list[CheckResult]
     figures: list[dict[str, str]] = field(default_factory=list)
@@ -85,7 +86,7 @@ class SnapshotPage:
     questions: list[Any] = field(default_factory=list)  # the guiding questions it informs, with short answers
     prev: SnapshotPage | None = None
     next: SnapshotPage | None = None
-    verdict: CheckResult | None = None  # the page's verdict where not its checks combined (a trace judges by those that ran)
+    verdict: CheckResult | None = None  # its verdict where not its checks combined (a trace's: by those that ran)
     origin: str = "recorded"  # by our own model's record points, or "captured" by a script's markers
     captured: bool = True  # a model run records every snapshot; a script may not have reached a marker
     record: str = ""  # the record name of its first tensor (what the explorer's groups match)
@@ -95,7 +96,7 @@ class SnapshotPage:
     not_drawn: list[str] = field(default_factory=list)  # its figures not drawn: "caption — needs ..."
     data_written: bool = True  # every tensor of the page is in data/
     left_out: int = 0  # values: above it a tensor is left out of data/ (0: none is)
-    bound: list[str] = field(default_factory=list)  # its named dimensions bound from a script's tensors: "h = 4 (heads)"
+    bound: list[str] = field(default_factory=list)  # named dimensions bound from a script's tensors: "h = 4 (heads)"
     doc: str = ""  # what the catalogue's model declares a captured step's tensor to be
     named: tuple[tuple[str, ...] | None, ...] = ()  # the named shape of each of its tensors, where given
     order: int = 0  # a captured page's place in the order the script ran

@@ -48,8 +48,8 @@ def literal_block(value: Any) -> str:
     """Text (model output, user text) as a fenced code block that shows it exactly: Markdown and HTML are not parsed
     inside, the fence is longer than any run of backticks in the text, and control characters other than the line
     break show as their Unicode control pictures (U+2400 + code)."""
-    text = "".join(ch if ch == "\n" or ch.isprintable() or ch == " " else (chr(0x2400 + ord(ch)) if ord(ch) < 0x20 else "\ufffd")
-                   for ch in str(value))
+    text = "".join(ch if ch == "\n" or ch.isprintable() or ch == " "
+                   else (chr(0x2400 + ord(ch)) if ord(ch) < 0x20 else "\ufffd") for ch in str(value))
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
     return f"{fence}text\n{text}\n{fence}"
 
@@ -102,7 +102,8 @@ def environment() -> jinja2.Environment:
 
 
 def infinities_blocked(view: TensorView) -> int:
-    """How many entries an additive mask of 0 (allowed) and −∞ (blocked) blocks, for text that describes that form. A
+    """How many entries an additive mask of 0 (allowed) and −∞ (blocked) blocks, for text that describes that form.
+    A
     traced mask in another form (boolean, −1e9) passes its check but is not what such text says: NotCheckable, so the
     block falls back naming the form it needs."""
     from generator.sources import NotCheckable
@@ -138,7 +139,8 @@ def named_shape(run: ModelRun, snap: Snapshot) -> tuple[str, ...]:
         return snap.shape
     name = run.name(snap.main)
     if name not in run.declared:
-        raise ValueError(f"snapshot {snap.number}: {name} is not a declared record point of the model, and the snapshot gives no shape")
+        raise ValueError(f"snapshot {snap.number}: {name} is not a declared record point of the model, "
+                         "and the snapshot gives no shape")
     return run.declared[name].shape
 
 
@@ -213,7 +215,8 @@ def missing_blocks(report: Report) -> list[str]:
     explanations, questions = report_template(report, "explain.md.j2"), report_template(report, "questions.md.j2")
     explained = set(explanations.blocks) if explanations else set()
     answered = set(questions.blocks) if questions else set()
-    return ([f"{report.label(s.number)} (no block s{s.number} in explain.md.j2)" for s in report.snapshots if f"s{s.number}" not in explained]
+    return ([f"{report.label(s.number)} (no block s{s.number} in explain.md.j2)" for s in report.snapshots
+             if f"s{s.number}" not in explained]
             + [f"question {q.number} (no block {block} in questions.md.j2)" for q in report.questions
                for block in (f"q{q.number}", f"q{q.number}_short") if block not in answered])
 
@@ -226,7 +229,8 @@ def render_report(report: Report, run: ModelRun, out_dir: Path) -> list[Snapshot
     naming each snapshot and question that falls back.
     """
     if missing := missing_blocks(report):
-        log.warning("%s: generic text stands in for %d explanations or answers: %s", report.key, len(missing), "; ".join(missing))
+        log.warning("%s: generic text stands in for %d explanations or answers: %s", report.key, len(missing),
+                    "; ".join(missing))
     pages = build_pages(report, run)
     extra = write_pages(report, run, pages, out_dir)
     write_snapshots_json(out_dir, snapshots_json(identity(report), report, run, pages, extra_pages=extra))
@@ -255,15 +259,16 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, outco
     One set of templates for every run: our models' (generator/run.py ``ModelRun``) and a traced script's (the same
     class, built at the trace's boundary, generator/trace/run.py), whose pages say what they show (captured or not, the
     user's variable and marked line, the layout) in their own fields. ``outcome`` is what a traced script's run adds to
-    the overview (generator/trace/run.py ``ScriptOutcome``: the counts, the first failure, the script's error), None for a
-    model run; ``title`` the report's title as Markdown (a trace's names its script). The report's own explanation and answer blocks render against either; a block that needs what the run
-    lacks falls back, for that block alone, to generic text with the run's numbers saying what it would need.
+    the overview (generator/trace/run.py ``TraceReport``: the counts, the first failure, the script's error), None for
+    a model run; ``title`` the report's title as Markdown (a trace's names its script). The report's own explanation
+    and answer blocks render against either; a block that needs what the run lacks falls back, for that block alone,
+    to generic text with the run's numbers saying what it would need.
     """
     env = environment()
     command = run.command or (command_line(report.key, run.options) if run.options is not None
                               else f"python -m generator build --model {report.key}")
-    common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(), "command": command,
-              "outcome": outcome, "title": title or report.title}
+    common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(),
+              "command": command, "outcome": outcome, "title": title or report.title}
     by_number = {p.snap.number: p for p in pages}  # what the report's blocks read of each page
     questions = report_template(report, "questions.md.j2", env)
     _explain(report, run, pages, env, common)
@@ -294,9 +299,11 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, outco
         checks = [check.run(run) for check in extra_page.checks]
         check = CheckResult.combined(checks)
         figures = [{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in extra_page.figures]
-        body = env.get_template(f"{report.key}/{extra_page.template}").render(check=check, figures=figures, pages=by_number, **common)
+        body = env.get_template(f"{report.key}/{extra_page.template}").render(check=check, figures=figures,
+                                                                              pages=by_number, **common)
         write(f"{extra_page.slug}.md", "extra_page.md.j2", extra=extra_page, body=body, checks=checks, figures=figures)
-        extra.append({"title": extra_page.title, "page": f"{extra_page.slug}.md", "check": {"name": check.name, "passed": check.passed, "detail": check.detail}})
+        extra.append({"title": extra_page.title, "page": f"{extra_page.slug}.md",
+                      "check": {"name": check.name, "passed": check.passed, "detail": check.detail}})
     questions_page = write("questions.md", "questions.md.j2", pages=pages, intro=intro, answers=answers)
     write("print.md", "print.md.j2", pages=pages, questions=shift_headings(questions_page, 1))
     return extra
@@ -314,7 +321,7 @@ def _section(run: Any, template: jinja2.Template | None, context: dict[str, Any]
 
 
 def _refuted(page: Any) -> bool:
-    """Whether the page's check failed: the report's written words, which describe the step done right, do not fit it."""
+    """Whether the page's check failed: the report's written words, describing the step done right, do not fit it."""
     return not page.check.passed and page.check.checkable
 
 
@@ -331,7 +338,8 @@ def _explain(report: Report, run: Any, pages: list[Any], env: jinja2.Environment
             return {"x": page.main.view, "page": page, "pages": by_number, **common}
 
         def explain_fallback(needs: str | None, page: Any = page, failed: bool = False) -> str:
-            context = {"x": page.main.shown, "page": page, "pages": by_number, **common, "needs": needs, "failed": failed}
+            context = {"x": page.main.shown, "page": page, "pages": by_number, **common, "needs": needs,
+                       "failed": failed}
             return fallback.render(**context).strip()
 
         if _refuted(page):
@@ -351,7 +359,8 @@ def _answerer(run: Any, pages: list[Any], questions: jinja2.Template | None, env
     def fallback(q: Any, short: bool, failed: list[Any] = ()) -> Any:
         if run.model is not None:  # a model run's report has every answer written (the build warns where not)
             return lambda needs: ""
-        return lambda needs: generic.render(question=q, short=short, needs=needs, failed=failed, pages=pages, **common).strip()
+        return lambda needs: generic.render(question=q, short=short, needs=needs, failed=failed, pages=pages,
+                                            **common).strip()
 
     def answer(q: Any, short: bool) -> str:
         failed = [p for p in pages if q.number in p.snap.questions and _refuted(p)]

@@ -30,7 +30,8 @@ def resolve_device(requested: str) -> torch.device:
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if requested == "cuda" and not torch.cuda.is_available():
-        raise UserError("--device cuda was asked for, but PyTorch sees no CUDA GPU here; use --device cpu or --device auto")
+        raise UserError("--device cuda was asked for, but PyTorch sees no CUDA GPU here; "
+                        "use --device cpu or --device auto")
     if requested not in ("cpu", "cuda"):
         raise UserError(f"unknown device {requested!r}; choose auto, cpu or cuda")
     return torch.device(requested)
@@ -74,10 +75,11 @@ class ModelRun:
     options: Any = None  # the RunOptions the run was made with (set by Report.run)
     lacks: Lacks = field(default_factory=Lacks)
     facts: dict[str, Any] | None = None  # the run stamp where it is given, not read from the model (a traced script's)
-    record_points: dict[str, Declared] | None = None  # the declared record points where there is no model to read them from
+    record_points: dict[str, Declared] | None = None  # the declared record points, where no model declares them
     command: str = ""  # the command that made the run, where it is not a build of the report's options (a trace's)
     _cpu: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
-    # Work the run left to finish (a measurement begun ahead, still running in a thread: the GPT's held-out score); see finish()
+    # Work the run left to finish (a measurement begun ahead, still running in a thread: the GPT's held-out score);
+    # see finish()
     unfinished: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     def finish(self) -> ModelRun:
@@ -144,7 +146,8 @@ class ModelRun:
         return self._model(f"module {self.name(template)}").get_submodule(self.name(template))
 
     def parameter(self, template: ParamRef | str) -> torch.Tensor:
-        return self._model(f"parameter {self.name(template)}").get_parameter(self.name(template)).detach().double().cpu()
+        name = self.name(template)
+        return self._model(f"parameter {name}").get_parameter(name).detach().double().cpu()
 
     # ------------------------------------------------------------------ facts
 
@@ -154,7 +157,8 @@ class ModelRun:
         return {
             "seed": self.seed,
             "device": self.device,
-            "device_name": torch.cuda.get_device_name(0) if self.device == "cuda" else platform.processor() or platform.machine(),
+            "device_name": (torch.cuda.get_device_name(0) if self.device == "cuda"
+                            else platform.processor() or platform.machine()),
             "dtype": str(next(self.model.parameters()).dtype).removeprefix("torch."),
             "torch": torch.__version__,
             "torchvision": _version("torchvision"),
@@ -163,7 +167,8 @@ class ModelRun:
         }
 
     def parameter_counts(self) -> list[tuple[str, int]]:
-        """Parameters per top-level component, in definition order; a shared (tied) parameter counts once, where it first appears."""
+        """Parameters per top-level component, in definition order; a shared (tied) parameter counts once, where it
+        first appears."""
         counts, seen, model = [], set(), self._model("the model's parameters")
         for name, child in model.named_children():
             fresh = [p for p in child.parameters() if id(p) not in seen]

@@ -36,7 +36,8 @@ def snapshots_json(identity: dict[str, Any], report: Any, run: Any, pages: list[
         "facts": run.inputs.get("facts", []),
         "dims": dict(run.dims),
         "stages": [
-            {"key": s.key, "title": s.title, "index": f"{s.key}/index.md", "pages": [p.path for p in pages if p.snap.stage == s.key]}
+            {"key": s.key, "title": s.title, "index": f"{s.key}/index.md",
+             "pages": [p.path for p in pages if p.snap.stage == s.key]}
             for s in report.stages
         ],
         "snapshots": [snapshot_entry(p) for p in pages],
@@ -78,4 +79,5 @@ def snapshot_entry(p: Any) -> dict[str, Any]:
 
 
 def _source(t: Any) -> dict[str, Any]:
-    return {"path": t.source.path, "line": t.source.line, **({"marker_line": t.marker_line} if t.marker_line is not None else {})}
+    marker = {"marker_line": t.marker_line} if t.marker_line is not None else {}
+    return {"path": t.source.path, "line": t.source.line, **marker}

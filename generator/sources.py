@@ -21,7 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
-__all__ = ["InputRef", "MissingTensor", "ModuleRef", "NotCheckable", "ParamRef", "Ref", "TensorDict", "TensorSource", "fill"]
+__all__ = ["InputRef", "Known", "Lacking", "MissingFact", "MissingTensor", "ModuleRef", "NoInput", "NotCheckable",
+           "NoWeights", "ParamRef", "Ref", "TensorDict", "TensorSource", "fill"]
 
 
 def fill(template: str, places: Mapping[str, str]) -> str:
@@ -29,7 +30,8 @@ def fill(template: str, places: Mapping[str, str]) -> str:
     try:
         return template.format_map(places)
     except KeyError as exc:
-        raise KeyError(f"{template!r}: no value for the placeholder {exc.args[0]!r}; known: {', '.join(sorted(places)) or 'none'}") from None
+        known = ", ".join(sorted(places)) or "none"
+        raise KeyError(f"{template!r}: no value for the placeholder {exc.args[0]!r}; known: {known}") from None
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,8 @@ class TensorDict:
         try:
             return self.tensors[name].detach().cpu()
         except KeyError:
-            raise MissingTensor(name, f"not captured; captured: {', '.join(sorted(self.tensors)) or 'nothing'}") from None
+            captured = ", ".join(sorted(self.tensors)) or "nothing"
+            raise MissingTensor(name, f"not captured; captured: {captured}") from None
 
     def t(self, ref: Ref | str) -> torch.Tensor:
         return self.cpu(ref).double()

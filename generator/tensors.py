@@ -94,7 +94,8 @@ class TensorView:
         """Index of the largest finite entry, one int per dimension."""
         t = self.tensor.double().nan_to_num(nan=-math.inf, posinf=-math.inf, neginf=-math.inf)
         flat = int(t.flatten().argmax())
-        # plain arithmetic, not torch.unravel_index: that one imports torch.fx's symbolic shapes and sympy (~0.6 s) on first use
+        # plain arithmetic, not torch.unravel_index: that one imports torch.fx's symbolic shapes and sympy (~0.6 s) on
+        # first use
         return [flat // math.prod(t.shape[d + 1:]) % t.shape[d] for d in range(t.dim())]
 
     def mean_norm(self) -> float:

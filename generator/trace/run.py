@@ -37,13 +37,15 @@ def trace_inputs(catalogue_key: str) -> dict[str, tuple[str, Any]]:
 
 
 def id_labels(catalogue_key: str, pages: list[Any], dims: dict[str, int]) -> dict[str, list[str]]:
-    """The inputs of trace_inputs() this trace can offer: those whose snapshot was captured, or whose dimension was bound."""
+    """The inputs of trace_inputs() this trace can offer: those whose snapshot was captured, or whose dimension was
+    bound."""
     by_number = {p.snap.number: p for p in pages}
     found = {}
     for key, (kind, where) in trace_inputs(catalogue_key).items():
         if kind in ("ids", "values"):
             page = by_number.get(where)
-            if page is not None and page.captured and not page.main.shown.tensor.is_floating_point() and page.main.shown.numel:
+            shown = page.main.shown if page is not None and page.captured else None
+            if shown is not None and not shown.tensor.is_floating_point() and shown.numel:
                 ids = [int(v) for v in page.main.shown.tensor.flatten().tolist()]
                 found[key] = [f"ID {i}" for i in ids] if kind == "ids" else ids
         elif where in dims:
@@ -51,7 +53,8 @@ def id_labels(catalogue_key: str, pages: list[Any], dims: dict[str, int]) -> dic
     return found
 
 
-INPUTS_WHY = "a trace captures your tensors, not the facts of your run's input (its sentences, words, image, vocabulary)"
+INPUTS_WHY = ("a trace captures your tensors, not the facts of your run's input "
+              "(its sentences, words, image, vocabulary)")
 NO_WEIGHTS = "a trace captures tensors, not the model's weights"
 
 
@@ -66,9 +69,11 @@ def absent_tensors(source: TensorDict, labels: dict[str, TensorLabel], captured:
         if label.sliced:
             absent[name] = MissingTensor(str(label), "a page shows a slice of it, so a trace captures only that slice")
         elif label.snapshot in captured:
-            absent[name] = MissingTensor(f"snapshot {label} in the catalogue's layout", "its shape cannot be read as the catalogue's")
+            absent[name] = MissingTensor(f"snapshot {label} in the catalogue's layout",
+                                         "its shape cannot be read as the catalogue's")
         else:
-            absent[name] = MissingTensor(f"snapshot {label}", f"not captured; mark it with {markers.get(label.snapshot, 'its marker')}")
+            marker = markers.get(label.snapshot, "its marker")
+            absent[name] = MissingTensor(f"snapshot {label}", f"not captured; mark it with {marker}")
     return absent
 
 
@@ -88,11 +93,14 @@ def traced_run(catalogue: Any, source: TensorDict | None, labels: dict[str, Tens
     for page in pages if source is not None else ():  # the shown hit's own tensors: their own marked lines
         for ref, t in zip(page.snap.tensors, page.tensors):
             if (name := source.name(ref)) in recording:
-                recording[name] = Recorded(name=name, tensor=recording[name].tensor, file=Path(t.source.path), line=t.marker_line)
-    absent = absent_tensors(source, labels, captured, {p.label: p.marker_example for p in pages}) if source is not None else {}
+                recording[name] = Recorded(name=name, tensor=recording[name].tensor, file=Path(t.source.path),
+                                           line=t.marker_line)
+    markers = {p.label: p.marker_example for p in pages}
+    absent = absent_tensors(source, labels, captured, markers) if source is not None else {}
     return ModelRun(
         report=catalogue.key, model=None, recording=recording, inputs=Known(inputs, "input", INPUTS_WHY),
-        dims=Known(dims, "dimension", "not bound from your tensors"), places=dict(source.places) if source is not None else {},
+        dims=Known(dims, "dimension", "not bound from your tensors"),
+        places=dict(source.places) if source is not None else {},
         seed=stamp.get("seed"), device=", ".join(stamp["devices"]), weights="the script's own",
         lacks=Lacks(weights=NO_WEIGHTS, inputs=INPUTS_WHY, tensors=absent,
                     unrecorded="no snapshot of the catalogue shows it, so a trace cannot capture it"),
@@ -116,4 +124,4 @@ class TraceReport:
     outcome: dict[str, Any]  # error, timed_out, timeout, finished, warnings (snapshots.json's outcome)
     first_failure: Any  # the page that failed first in the order the script ran, or None
     own: bool = False  # --report none: the script's own # trace: points
-    drawn: dict[str, str] = field(default_factory=dict)  # figure id -> its caption, for each figure drawn from the user's tensors
+    drawn: dict[str, str] = field(default_factory=dict)  # figure id -> caption, drawn from the user's tensors

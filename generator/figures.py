@@ -28,7 +28,7 @@ from generator import raster
 from generator.checks import INPUT, MODULE, PARAMETER, TENSOR, TENSORS, Typed, mask_allows
 from generator.registry import Registry
 from generator.run import ModelRun
-from generator.sources import InputRef, NotCheckable, Ref
+from generator.sources import InputRef, Ref
 
 DPI = raster.DPI
 
@@ -91,10 +91,7 @@ def _declared_words(run: ModelRun, symbol: str) -> list[str] | None:
     exploration = report.exploration if report is not None else None
     if exploration is None or symbol not in exploration.axis_labels:
         return None
-    try:
-        return exploration.labels(run).get(exploration.axis_labels[symbol])
-    except NotCheckable:  # a run that lacks what the labels read (a traced script's words): the axis is numbered
-        return None
+    return exploration.labels(run).get(exploration.axis_labels[symbol])
 
 
 def _described(run: ModelRun, value: Any, kind: str) -> Any:

@@ -57,6 +57,7 @@ class OwnPoint:
     differs: str = ""
     tensors: tuple = ()
     index: str | None = None
+    figures: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -7,22 +7,26 @@ machinery, the explorer and the PDF export read a trace as they read a bundled r
 from __future__ import annotations
 
 import platform
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from generator.build import draw_all
 from generator.catalogue import Report
-from generator.checks import FAILED, PASSED
+from generator.checks import FAILED, INPUT, PASSED
+from generator.pages import SnapshotPage
+from generator.progress import Progress
 from generator.render import escape_text, write_pages
-from generator.sources import NotCheckable, TensorDict, fill
-from generator.tensor_data import attention_group_of, attention_groups, axis_labels, head_labels, run_labels, write_tensor_data
+from generator.run import ModelRun
 from generator.snapshots_file import snapshots_json, write_snapshots_json
+from generator.sources import NotCheckable, TensorDict, fill
+from generator.tensor_data import (attention_group_of, attention_groups, axis_labels, head_labels, run_labels,
+                                   write_tensor_data)
 from generator.trace.capture import Capture
 from generator.trace.checking import pass_places
-from generator.pages import SnapshotPage
 from generator.trace.pages import _tensor_of, build_pages, shown_pass
-from generator.run import ModelRun
 from generator.trace.run import TraceReport, adopt_verdicts, id_labels, traced_run
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
@@ -123,58 +127,58 @@ NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's 
 }
 
 
-def draw_figures(catalogue: Any, pages: list[SnapshotPage], run: ModelRun, labels: dict[str, Any], out: Path) -> dict[int, list[str]]:
-    """Every figure of a captured snapshot drawn with the catalogue's own drawing from the user's tensors, where the
-    tensors it declares were captured: axes a drawing would label with words the trace lacks are numbered instead. A
-    figure that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot not captured) is not
-    drawn; returns snapshot number -> "caption — needs ..." for each, read from what stopped it. A figure drawn from a
-    snapshot whose check failed says so (its caption says only what is drawn); a figure not drawn on a failed page is
-    not named by the catalogue's caption, which describes the step computed right."""
-    from dataclasses import fields, replace
-
-    from generator.checks import INPUT
-
-    by_id = {fig.id: fig for fig in getattr(catalogue, "figures", ())}
+def draw_figures(catalogue: Any, pages: list[SnapshotPage], run: ModelRun, labels: dict[str, Any],
+                 out: Path) -> dict[int, list[str]]:
+    """Every figure of a captured snapshot drawn by the bundled reports' drawer (generator/build.py ``draw_all``) with
+    the catalogue's own drawing from the user's tensors; axes a drawing would label with words the trace lacks are
+    numbered instead. A figure that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot
+    not captured) is not drawn; returns snapshot number -> "caption — needs ..." for each, read from what stopped it."""
+    by_id = {fig.id: fig for fig in catalogue.figures}
+    wanted = dict.fromkeys(fid for page in pages if page.captured for fid in page.snap.figures if fid in by_id)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    _, lacked = draw_all([(fid, numbered_drawing(by_id[fid].drawing, run)) for fid in wanted], run, out / "figures", None,
+                         Progress(enabled=False), catalogue.short_title, parallel=False)
     by_label = {p.label: p for p in pages}
-    outcome: dict[str, tuple[bool, str]] = {}  # figure id -> (drawn, caption or what it needs): each drawn once
     not_drawn: dict[int, list[str]] = {}
+    captions: dict[str, str] = {}  # figure id -> its caption, written for the first page that shows it
     for page in pages:
-        for fid in getattr(page.snap, "figures", ()) if page.captured else ():
-            fig = by_id.get(fid)
-            if fig is None:
+        for fid in page.snap.figures if page.captured else ():
+            if fid not in by_id:
                 continue
-            what = NEUTRAL_CAPTIONS.get(fig.drawing.key(), f"drawn with the {catalogue.short_title} report's "
-                                                           f"{fig.drawing.key().replace('_', ' ')} drawing")
-            if fid not in outcome:
-                kinds = fig.drawing.parameters()
-                numbered = {f.name: None for f in fields(fig.drawing) if kinds.get(f.name) == INPUT and f.default is None
-                            and getattr(fig.drawing, f.name) is not None and str(getattr(fig.drawing, f.name)) not in run.inputs}
-                drawing = replace(fig.drawing, **numbered)  # optional word labels the trace does not know: the axes are numbered
-                target = out / "figures" / f"{fid}.png"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    for ref in drawing.inputs():
-                        run.cpu(ref)  # a tensor it declares and the trace lacks: says which snapshot
-                    drawing.draw(run, target)
-                except NotCheckable as exc:  # what the run lacks; anything else is a drawing bug, raised
-                    target.unlink(missing_ok=True)
-                    outcome[fid] = (False, f"needs {exc.needed}")
-                else:
-                    sources = [by_label[label.snapshot] for label in dict.fromkeys(labels.get(run.name(ref)) for ref in drawing.inputs())
-                               if label is not None and label.snapshot in by_label] or [page]
-                    whose = ", ".join(f"{p.variables} ({p.label})" for p in sources)
-                    failed = list({p.label: p for p in [page, *sources] if p.check.status == FAILED}.values())
-                    refuted = (f" The check failed on {', '.join(f'{p.label} ({p.check.name})' for p in failed)}: the figure shows "
-                               "what your tensors hold, not the step computed right." if failed else "")
-                    outcome[fid] = (True, escape_text(f"{sources[0].snap.title}, from your {whose}: {what}.{refuted}"))
-            drawn, text = outcome[fid]
-            if drawn:
-                page.figures.append({"file": f"figures/{fid}.png", "caption": text})
+            fig = by_id[fid]
+            if fid not in lacked:
+                captions.setdefault(fid, _caption(catalogue, fig, page, run, labels, by_label))
+                page.figures.append({"file": f"figures/{fid}.png", "caption": captions[fid]})
             else:  # the catalogue's caption describes the step computed right: not where this page's check refuted it
-                caption = (f"{page.snap.title}: the {catalogue.short_title} report's {fig.drawing.key().replace('_', ' ')} figure (its "
-                           "caption describes the step computed right, and the check failed)" if page.check.status == FAILED else fig.caption)
-                not_drawn.setdefault(page.snap.number, []).append(f"{caption} — {text}")
+                name = fig.drawing.key().replace("_", " ")
+                caption = (f"{page.snap.title}: the {catalogue.short_title} report's {name} figure (its caption describes the "
+                           "step computed right, and the check failed)" if page.check.status == FAILED else fig.caption)
+                not_drawn.setdefault(page.snap.number, []).append(f"{caption} — needs {lacked[fid].needed}")
     return not_drawn
+
+
+def numbered_drawing(drawing: Any, run: ModelRun) -> Any:
+    """The drawing with its optional word labels the run does not know left out: those axes are numbered."""
+    kinds = drawing.parameters()
+    numbered = {f.name: None for f in fields(drawing) if kinds.get(f.name) == INPUT and f.default is None
+                and getattr(drawing, f.name) is not None and str(getattr(drawing, f.name)) not in run.inputs}
+    return replace(drawing, **numbered)
+
+
+def _caption(catalogue: Any, fig: Any, page: SnapshotPage, run: ModelRun, labels: dict[str, Any],
+             by_label: dict[str, SnapshotPage]) -> str:
+    """A drawn figure's caption: what is drawn, from which of the user's variables; where a check of a snapshot it
+    draws failed, that it shows what the tensors hold, not the step computed right (the catalogue's caption would)."""
+    what = NEUTRAL_CAPTIONS.get(fig.drawing.key(), f"drawn with the {catalogue.short_title} report's "
+                                                   f"{fig.drawing.key().replace('_', ' ')} drawing")
+    drawing = numbered_drawing(fig.drawing, run)
+    shown = dict.fromkeys(labels.get(run.name(ref)) for ref in drawing.inputs())
+    sources = [by_label[label.snapshot] for label in shown if label is not None and label.snapshot in by_label] or [page]
+    whose = ", ".join(f"{p.variables} ({p.label})" for p in sources)
+    failed = list({p.label: p for p in [page, *sources] if p.check.status == FAILED}.values())
+    refuted = (f" The check failed on {', '.join(f'{p.label} ({p.check.name})' for p in failed)}: the figure shows "
+               "what your tensors hold, not the step computed right." if failed else "")
+    return escape_text(f"{sources[0].snap.title}, from your {whose}: {what}.{refuted}")
 
 
 def capture_argv(command: str) -> list[str]:

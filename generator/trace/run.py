@@ -105,7 +105,9 @@ def traced_run(catalogue: Any, source: TensorDict | None, labels: dict[str, Tens
         lacks=Lacks(weights=NO_WEIGHTS, inputs=INPUTS_WHY, tensors=absent,
                     unrecorded="no snapshot of the catalogue shows it, so a trace cannot capture it"),
         facts=Known(stamp, "run fact", "a traced script's run stamp does not record it"),
-        record_points=catalogue.options().record_points() if source is not None else {}, command=command,
+        # No declared points: the figures' axes take the exploration's words only where a run declares its points, and
+        # a trace knows no words (its pages and explorer read the catalogue's named shapes from the pages instead).
+        record_points={}, command=command,
     )
 
 

@@ -152,7 +152,8 @@ def _die_with_parent(parent: int) -> None:
 
 def render_figures(report: Report, run: ModelRun, out: Path, previous: Path, progress: Progress) -> int:
     """Draw the report's figures into ``out``, in parallel; copy the ones whose content key is unchanged."""
-    drawn, _ = draw_all([(fig.id, fig.drawing) for fig in report.figures], run, out, previous, progress, report.short_title)
+    drawn, _ = draw_all([(fig.id, fig.drawing) for fig in report.figures], run, out, previous, progress,
+                        report.short_title)
     return drawn
 
 
@@ -207,7 +208,8 @@ def _draw_in_parallel(jobs: list[tuple[ModelRun, Drawing, Path]], workers: int, 
     _JOBS[:] = jobs
     try:
         context = multiprocessing.get_context("fork")  # workers inherit the run: nothing is pickled
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init,
+                                 initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(_draw_job, i) for i in range(len(jobs))]
             for future in progress.iterate(as_completed(futures), f"{label} figures", total=len(futures)):
                 if (error := future.result()) is not None:

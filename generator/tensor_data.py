@@ -54,7 +54,8 @@ class Exploration:
 
     names: Callable[[Any], list[str]]  # config -> extra record names: every layer's attention and output
     groups: tuple[AttentionGroup, ...]
-    axis_labels: dict[str, str]  # shape symbol of the model's legend -> label key, e.g. {"S": "src_tokens", "h": "heads"}
+    # shape symbol of the model's legend -> label key, e.g. {"S": "src_tokens", "h": "heads"}
+    axis_labels: dict[str, str]
     labels: Callable[[Any], dict[str, list[str]]]  # run -> label lists by key
     # run -> (PNG of the model input, patch-grid side, whether a token without a patch, e.g. [CLS], comes first)
     image: Callable[[Any], tuple[bytes, int, bool] | None] = lambda run: None
@@ -101,7 +102,8 @@ def attention_group_of(exploration: Exploration | None, name: str) -> tuple[str,
     return None
 
 
-def attention_groups(exploration: Exploration, names: list[str], image: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def attention_groups(exploration: Exploration, names: list[str],
+                     image: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     groups = []
     for group in exploration.groups:
         layers = sorted((int(m.group(1)), n) for n in names if (m := re.fullmatch(group.pattern, n)))
@@ -128,7 +130,8 @@ def npy_bytes(tensor: torch.Tensor) -> bytes:
 
 
 def write_tensor_data(report_dir: Path, tensors: dict[str, torch.Tensor], *, labels: dict[str, list[str]],
-                      axes: dict[str, tuple[str | None, ...]], attention: list[dict], extra: dict | None = None) -> dict:
+                      axes: dict[str, tuple[str | None, ...]], attention: list[dict],
+                      extra: dict | None = None) -> dict:
     """Write ``report_dir/data/<name>.npy`` for every tensor and ``data/index.json``; return the index."""
     data = report_dir / DATA_DIR
     data.mkdir(parents=True, exist_ok=True)
@@ -143,7 +146,8 @@ def write_tensor_data(report_dir: Path, tensors: dict[str, torch.Tensor], *, lab
         keys = list(axes.get(name, (None,) * array.ndim))
         if len(keys) != array.ndim:
             raise ValueError(f"{name}: {len(keys)} axis labels for {array.ndim} axes")
-        entries.append({"name": name, "file": file, "shape": list(array.shape), "dtype": array.dtype.str, "labels": keys})
+        entries.append({"name": name, "file": file, "shape": list(array.shape), "dtype": array.dtype.str,
+                        "labels": keys})
     used = sorted({k for e in entries for k in e["labels"] if k} | {g[k] for g in attention for k in ("rows", "cols")})
     missing = [k for k in used if k not in labels]
     if missing:
@@ -153,9 +157,11 @@ def write_tensor_data(report_dir: Path, tensors: dict[str, torch.Tensor], *, lab
         if unknown:
             raise ValueError(f"attention group {group['key']}: tensors not written: {unknown}")
         for layer in group["layers"]:  # the explorer labels its rows and columns with these lists: they must fit
-            check_labels(labels, group["rows"], tensors[layer].shape[-2], f"attention group {group['key']}: {layer}'s query axis")
-            check_labels(labels, group["cols"], tensors[layer].shape[-1], f"attention group {group['key']}: {layer}'s key axis")
-    index = {"tensors": entries, "labels": {k: [str(v) for v in labels[k]] for k in used}, "attention": attention, **(extra or {})}
+            where = f"attention group {group['key']}: {layer}'s"
+            check_labels(labels, group["rows"], tensors[layer].shape[-2], f"{where} query axis")
+            check_labels(labels, group["cols"], tensors[layer].shape[-1], f"{where} key axis")
+    index = {"tensors": entries, "labels": {k: [str(v) for v in labels[k]] for k in used}, "attention": attention,
+             **(extra or {})}
     (data / INDEX).write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return index
 
@@ -186,20 +192,23 @@ def head_labels(dims: Any) -> dict[str, list[str]]:
 
 def write_run_data(report: Any, run: Any, pages: list, out: Path) -> dict:
     """Every tensor the pages show plus each layer's attention and output, for the explorer."""
-    exploration = report.exploration or Exploration(names=lambda config: [], groups=(), axis_labels={}, labels=lambda run: {})
+    exploration = report.exploration or Exploration(names=lambda config: [], groups=(), axis_labels={},
+                                                    labels=lambda run: {})
     extra = [n for n in exploration.names(run.inputs["config"]) if n in run.recording]
     names = sorted({t.name for p in pages for t in p.tensors} | set(extra))
     tensors = {n: run.cpu(n) for n in names}
     labels = run_labels(exploration, run)
     declared = run.declared
-    axes = {n: axis_labels(exploration, declared[n].shape if n in declared else None, tuple(t.shape), labels, n) for n, t in tensors.items()}
+    axes = {n: axis_labels(exploration, declared[n].shape if n in declared else None, tuple(t.shape), labels, n)
+            for n, t in tensors.items()}
     image = None
     if picture := exploration.image(run):
         png, grid, leading_token = picture
         (out / DATA_DIR).mkdir(parents=True, exist_ok=True)
         (out / DATA_DIR / IMAGE_FILE).write_bytes(png)
         image = {"file": f"{DATA_DIR}/{IMAGE_FILE}", "grid": grid, "cls": leading_token}
-    return write_tensor_data(out, tensors, labels=labels, axes=axes, attention=attention_groups(exploration, names, image),
+    return write_tensor_data(out, tensors, labels=labels, axes=axes,
+                             attention=attention_groups(exploration, names, image),
                              extra={"report": report.key, "dims": dict(run.dims)})
 
 

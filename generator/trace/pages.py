@@ -40,7 +40,8 @@ def own_points(capture: Capture) -> dict[str, int]:
     for marker, hits in capture.hits.items():
         if marker.point:
             first[marker.point] = min(first.get(marker.point, hits[0].order), hits[0].order)
-    never = [m.point for m in sorted(capture.markers, key=lambda m: (m.file, m.line)) if m.point and m.point not in first]
+    never = [m.point for m in sorted(capture.markers, key=lambda m: (m.file, m.line))
+             if m.point and m.point not in first]
     return {point: i for i, point in enumerate([*sorted(first, key=first.get), *dict.fromkeys(never)], 1)}
 
 
@@ -68,7 +69,8 @@ class OwnCatalogue:
     key: str = "trace"
     title: str = "Your own trace points"
     short_title: str = "Trace"
-    stages: tuple[Stage, ...] = (Stage("points", "Your points", "The values marked with # trace: comments, in the order the script reached them."),)
+    stages: tuple[Stage, ...] = (Stage("points", "Your points", "The values marked with # trace: comments, "
+                                       "in the order the script reached them."),)
     dims_legend: Any = field(default_factory=dict)
     questions: tuple[Question, ...] = ()
     options: Any = None
@@ -136,14 +138,16 @@ def _hit(hits: list[Hit], wanted: int) -> tuple[Hit, str]:
 def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
     if value.kind == "dict":
         key, tensor = next(iter(value.tensor.items()))
-        return tensor, f"a dict of {len(value.tensor)} tensors; the page shows its first entry {key!r} (all are in data/)"
+        return tensor, (f"a dict of {len(value.tensor)} tensors; the page shows its first entry {key!r} "
+                        "(all are in data/)")
     if value.tensor is None:
         return None, value.note
     return value.tensor, value.note  # what it was converted from (a NumPy array, a sparse tensor), if anything
 
 
 def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
-    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the report's
+    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the
+    report's
     options cannot describe it (our own points have no catalogue)."""
     from dataclasses import fields
 
@@ -171,17 +175,21 @@ def by_caller(marker: Marker, hits: list[Hit], warnings: list[str]) -> list[tupl
     where = f"{Path(marker.file).name}:{marker.line}: {marker.text!r}"
     if len(sites) < len(marker.alternatives):
         warnings.append(f"{where} was called from {len(sites)} line{'s' if len(sites) != 1 else ''} of your code for "
-                        f"{len(marker.alternatives)} snapshots, so its hits were not assigned; mark each caller's line instead")
+                        f"{len(marker.alternatives)} snapshots, so its hits were not assigned; "
+                        "mark each caller's line instead")
         return []
     if len(sites) > len(marker.alternatives):
         extra = [f"{Path(site[0]).name}:{site[1]}" for site in list(sites)[len(marker.alternatives):] if site]
         warnings.append(f"{where} was also called from {', '.join(extra)}: those hits belong to none of its "
                         f"{len(marker.alternatives)} snapshots and are not shown")
-    return [(replace(marker, number=number, alternatives=()), group) for number, group in zip(marker.alternatives, sites.values())]
+    return [(replace(marker, number=number, alternatives=()), group)
+            for number, group in zip(marker.alternatives, sites.values())]
 
 
-def named_shapes(catalogue: Any, places: dict[str, str], declared: dict[str, Any]) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
-    """Snapshot number -> the named shape of each of its tensors: the catalogue's own (a slice), else the model's declared
+def named_shapes(catalogue: Any, places: dict[str, str],
+                 declared: dict[str, Any]) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
+    """Snapshot number -> the named shape of each of its tensors: the catalogue's own (a slice), else the model's
+    declared
     record point (issue 19: shapes are declared once, in the model file)."""
     shapes = {}
     for snap in catalogue.snapshots:
@@ -205,7 +213,8 @@ def _declared_doc(snap: Any, places: dict[str, str], declared: dict[str, Any]) -
     return getattr(getattr(entry, "point", None), "doc", "") or ""
 
 
-def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -> tuple[list[SnapshotPage], dict[str, int], Any, dict]:
+def build_pages(catalogue: Report, numbering: str, capture: Capture,
+                hit: int) -> tuple[list[SnapshotPage], dict[str, int], Any, dict]:
     """The pages of a capture, the dimensions bound from it, and its tensors under the catalogue's record names (a
     ``TensorDict``, or None for the script's own points) with the snapshot each name comes from (checking.py)."""
     folder = capture.script.parent
@@ -225,7 +234,8 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
     pages = []
     for snap in catalogue.snapshots:
         example = marker_example(catalogue, numbering, snap.number)
-        page = SnapshotPage(report=catalogue, snap=snap, path=page_path(snap), tensors=CapturedTensors(catalogue.label(snap.number), example),
+        page = SnapshotPage(report=catalogue, snap=snap, path=page_path(snap),
+                            tensors=CapturedTensors(catalogue.label(snap.number), example),
                             named_shape=shapes[snap.number][0] or (), expected_shape=(), checks=[], origin="captured",
                             captured=snap.number in by_number, marker_example=example, named=shapes[snap.number],
                             doc=_declared_doc(snap, places or {}, declared), data_written=False,
@@ -251,7 +261,8 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
                     tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
                 view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
                 index, text = view.slice_text()
-                page.tensors.append(TensorSection(name=view.name, shown=view, index=None, device=value.device, source=source,
+                page.tensors.append(TensorSection(name=view.name, shown=view, index=None, device=value.device,
+                                                  source=source,
                                                   slice_index=index, slice_text=text, variable=value.name,
                                                   marker_line=marker.line, note=note_text))
         page.captured = bool(page.tensors)
@@ -265,10 +276,11 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
             page.layout = page.layout or found  # the first tensor's: what the page says of its shape
             t.catalogue = TensorView(t.variable, found.canonical) if found.canonical is not None else NotCheckable(
                 f"snapshot {page.label} in the catalogue's layout ({', '.join(page.shape_of(k))})",
-                f"your shape {tuple(t.shown.shape)} cannot be read as it: {found.note or 'its dimensions are not all bound'}")
+                f"your shape {tuple(t.shown.shape)} cannot be read as it: "
+                f"{found.note or 'its dimensions are not all bound'}")
     for page in pages:
         page.bound = bound_names(page, catalogue.dims_legend) if page.captured else []
-    source, labels = run_checks(pages, catalogue, dims, shown_pass(pages))  # the catalogue's typed checks on the captured tensors
+    source, labels = run_checks(pages, catalogue, dims, shown_pass(pages))  # the catalogue's checks, on the capture
     for before, after in zip(pages, pages[1:]):
         before.next, after.prev = after, before
     return pages, dims, source, labels

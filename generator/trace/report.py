@@ -1,6 +1,6 @@
 """Write the report of a traced script (pages.py builds its pages): the snapshot pages, the overview, the stages, the
-guiding questions and the print view by the bundled reports' own templates and writer (generator.render.write_pages, over
-the run the capture becomes at its boundary: run.py traced_run), snapshots.json by the one writer (generator/
+guiding questions and the print view by the bundled reports' own templates and writer (generator.render.write_pages,
+over the run the capture becomes at its boundary: run.py traced_run), snapshots.json by the one writer (generator/
 snapshots_file.py), figures by the bundled drawings and data/ with the report's own explorer groups, so the site
 machinery, the explorer and the PDF export read a trace as they read a bundled report."""
 
@@ -42,7 +42,8 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     stamp = {
         "script": capture.script.name, "sha256": capture.sha256, "argv": capture_argv(command), "seeds": seeds,
         "devices": sorted({t.device for p in pages for t in p.tensors}) or ["cpu"], "torch": torch.__version__,
-        "python": platform.python_version(), "seconds": capture.seconds, "command": command, "weights": "the script's own",
+        "python": platform.python_version(), "seconds": capture.seconds, "command": command,
+        "weights": "the script's own",
         **({"seed": seeds[0]} if seeds else {}),
     }
     captured = [p for p in pages if p.captured]
@@ -51,7 +52,8 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
               "failed": len(failed), "unchecked": sum(not p.check.checkable for p in captured)}
     outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished,
                "warnings": capture.warnings,
-               "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None, "counts": counts}
+               "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None,
+               "counts": counts}
     title = f"Trace of {capture.script.name}"
 
     tensors = {}
@@ -61,26 +63,30 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
         page.left_out = DATA_LIMIT if any(t.shown.numel > DATA_LIMIT for t in page.tensors) else 0
         tensors |= {t.name: t.shown.tensor for t in page.tensors if t.name in names}
     tensors |= _all_hits(capture, numbering)
-    for page in captured if source is not None else ():  # what the explorer's groups match: the record name, where filed
+    for page in captured if source is not None else ():  # what the explorer's groups match: its record name, if filed
         if page.snap.tensors and source.has(page.snap.tensors[0]):
             page.record = source.name(page.snap.tensors[0])
 
-    facts = [("Script", capture.script.name), ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
+    facts = [("Script", capture.script.name),
+             ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
              ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable")]
     known_inputs = {"script": capture.script.name, "sha256": capture.sha256, "facts": facts,
                     "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
                     **id_labels(catalogue.key, pages, dims)}
-    run = traced_run(catalogue, source, labels, pages, known_inputs, dims, stamp, command)  # the boundary: a capture becomes a run
+    run = traced_run(catalogue, source, labels, pages, known_inputs, dims, stamp, command)  # a capture becomes a run
     explorers, axis_words, axes, groups = explorer_data(catalogue, pages, source, run, dims)
-    write_tensor_data(out, tensors | explorers, labels=axis_words, axes=axes, attention=groups, extra={"report": name, "dims": dims})
-    trace = TraceReport(counts=counts, outcome=outcome, first_failure=failed[0] if failed else None, own=numbering == "none")
+    write_tensor_data(out, tensors | explorers, labels=axis_words, axes=axes, attention=groups,
+                      extra={"report": name, "dims": dims})
+    trace = TraceReport(counts=counts, outcome=outcome, first_failure=failed[0] if failed else None,
+                        own=numbering == "none")
     not_drawn = draw_figures(catalogue, pages, run, labels, out) if source is not None else {}
     for page in pages:
         page.not_drawn = not_drawn.get(page.snap.number, [])
         trace.drawn.update({Path(f["file"]).stem: f["caption"] for f in page.figures})
     write_pages(catalogue, run, pages, out, outcome=trace, title=escape_text(title))
-    write_snapshots_json(out, snapshots_json({"model": name, "title": title, "short_title": name, "order": 100}, catalogue, run,
-                                             pages, extra_pages=[], traced=True, catalogue=numbering, outcome=outcome))
+    identity = {"model": name, "title": title, "short_title": name, "order": 100}
+    write_snapshots_json(out, snapshots_json(identity, catalogue, run, pages, extra_pages=[], traced=True,
+                                             catalogue=numbering, outcome=outcome))
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
 
 
@@ -89,7 +95,8 @@ def explorer_data(catalogue: Any, pages: list[SnapshotPage], source: TensorDict 
     """The explorer's tensors, label lists, axis labels and groups, by the bundled reports' own builder
     (generator/tensor_data.py): every pass of a captured attention snapshot filed under its record name (pass k under
     layer k's), grouped by the report's exploration; each axis labelled from the snapshot's declared named shape, the
-    label lists read from the run (the user's IDs where the trace knows them, else numbered), checked against the shape."""
+    label lists read from the run (the user's IDs where the trace knows them, else numbered), checked against the
+    shape."""
     exploration = getattr(catalogue, "exploration", None)
     if exploration is None or source is None:
         return {}, {}, {}, []
@@ -109,7 +116,8 @@ def explorer_data(catalogue: Any, pages: list[SnapshotPage], source: TensorDict 
 
 
 def _labels(exploration: Any, run: ModelRun, dims: dict[str, int]) -> dict[str, list[str]]:
-    """The run's label lists where the trace knows what they read (the user's token IDs), else each declared axis numbered."""
+    """The run's label lists where the trace knows what they read (the user's token IDs), else each declared axis
+    numbered."""
     numbered = {key: [f"position {j}" for j in range(dims[symbol])] for symbol, key in exploration.axis_labels.items()
                 if symbol in dims} | head_labels(dims)
     try:
@@ -132,12 +140,14 @@ def draw_figures(catalogue: Any, pages: list[SnapshotPage], run: ModelRun, label
     """Every figure of a captured snapshot drawn by the bundled reports' drawer (generator/build.py ``draw_all``) with
     the catalogue's own drawing from the user's tensors; axes a drawing would label with words the trace lacks are
     numbered instead. A figure that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot
-    not captured) is not drawn; returns snapshot number -> "caption — needs ..." for each, read from what stopped it."""
+    not captured) is not drawn; returns snapshot number -> "caption — needs ..." for each, read from what stopped
+    it."""
     by_id = {fig.id: fig for fig in catalogue.figures}
     wanted = dict.fromkeys(fid for page in pages if page.captured for fid in page.snap.figures if fid in by_id)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    _, lacked = draw_all([(fid, numbered_drawing(by_id[fid].drawing, run)) for fid in wanted], run, out / "figures", None,
-                         Progress(enabled=False), catalogue.short_title, parallel=False)
+    drawings = [(fid, numbered_drawing(by_id[fid].drawing, run)) for fid in wanted]
+    _, lacked = draw_all(drawings, run, out / "figures", None, Progress(enabled=False), catalogue.short_title,
+                         parallel=False)
     by_label = {p.label: p for p in pages}
     not_drawn: dict[int, list[str]] = {}
     captions: dict[str, str] = {}  # figure id -> its caption, written for the first page that shows it
@@ -151,8 +161,9 @@ def draw_figures(catalogue: Any, pages: list[SnapshotPage], run: ModelRun, label
                 page.figures.append({"file": f"figures/{fid}.png", "caption": captions[fid]})
             else:  # the catalogue's caption describes the step computed right: not where this page's check refuted it
                 name = fig.drawing.key().replace("_", " ")
-                caption = (f"{page.snap.title}: the {catalogue.short_title} report's {name} figure (its caption describes the "
-                           "step computed right, and the check failed)" if page.check.status == FAILED else fig.caption)
+                caption = (f"{page.snap.title}: the {catalogue.short_title} report's {name} figure (its caption "
+                           "describes the step computed right, and the check failed)"
+                           if page.check.status == FAILED else fig.caption)
                 not_drawn.setdefault(page.snap.number, []).append(f"{caption} — needs {lacked[fid].needed}")
     return not_drawn
 
@@ -173,7 +184,8 @@ def _caption(catalogue: Any, fig: Any, page: SnapshotPage, run: ModelRun, labels
                                                    f"{fig.drawing.key().replace('_', ' ')} drawing")
     drawing = numbered_drawing(fig.drawing, run)
     shown = dict.fromkeys(labels.get(run.name(ref)) for ref in drawing.inputs())
-    sources = [by_label[label.snapshot] for label in shown if label is not None and label.snapshot in by_label] or [page]
+    sources = [by_label[label.snapshot] for label in shown
+               if label is not None and label.snapshot in by_label] or [page]
     whose = ", ".join(f"{p.variables} ({p.label})" for p in sources)
     failed = list({p.label: p for p in [page, *sources] if p.check.status == FAILED}.values())
     refuted = (f" The check failed on {', '.join(f'{p.label} ({p.check.name})' for p in failed)}: the figure shows "
@@ -189,7 +201,8 @@ def _all_hits(capture: Capture, numbering: str) -> dict[str, torch.Tensor]:
     """Every hit of every marked tensor (data/hits/...), so a later layer or loop iteration is there to load."""
     found = {}
     for marker, hits in capture.hits.items():
-        prefix = f"{marker.number:02d}" if marker.numbering == numbering else (marker.point or f"{marker.numbering}-{marker.number}")
+        prefix = (f"{marker.number:02d}" if marker.numbering == numbering
+                  else (marker.point or f"{marker.numbering}-{marker.number}"))
         for i, hit in enumerate(hits, 1):
             for value in hit.values:
                 tensor, _ = _tensor_of(value)

@@ -239,7 +239,8 @@ class TraceSpec:
     pass of the layer loop, as (which pass: 1-based, negative from the last; the place in terms of the per-pass
     placeholders), e.g. ``{"block_last": (-1, "{block}")}``: a trace fills them from the passes the script ran, not from
     the bundled model's depth. The explorer's groups and axis labels are the report's own (its exploration, read
-    with the record points' declared shapes). What a trace verifies is the catalogue's checks, run on the captured tensors.
+    with the record points' declared shapes). What a trace verifies is the catalogue's checks, run on the captured
+    tensors.
     """
 
     keyword: str

@@ -22,6 +22,7 @@ from generator.options import RunOptions
 from generator.progress import Progress
 from generator.render import environment, render_report
 from generator.run import ModelRun
+from generator.sources import NotCheckable
 from generator.template_cache import compile_ahead
 from generator.site.staging import build_lock, edited_by_hand, read_manifest, staged_output
 from generator.tensor_data import write_run_data
@@ -156,32 +157,67 @@ def _die_with_parent(parent: int) -> None:
 
 def render_figures(report: Report, run: ModelRun, out: Path, previous: Path, progress: Progress) -> int:
     """Draw the report's figures into ``out``, in parallel; copy the ones whose content key is unchanged."""
+    drawn, _ = draw_all([(fig.id, fig.drawing) for fig in report.figures], run, out, previous, progress,
+                        report.short_title)
+    return drawn
+
+
+def draw_all(figures: list[tuple[str, Drawing]], run: ModelRun, out: Path, previous: Path | None, progress: Progress,
+             label: str, parallel: bool = True) -> tuple[int, dict[str, NotCheckable]]:
+    """The one figure drawer: draw each (id, drawing) into ``out/<id>.png``; with ``previous`` (the figures folder of
+    the last build), copy a figure whose content key is unchanged and write the keys; ``parallel``: one process per
+    core (a traced script's run is drawn in its own process). Returns how many were drawn and, for a run without a
+    model (a traced script's), the figures not drawn: id -> what the drawing needed that the run lacks."""
     try:
-        old_keys = json.loads((previous / FIGURE_INDEX).read_text(encoding="utf-8"))
+        old_keys = json.loads((previous / FIGURE_INDEX).read_text(encoding="utf-8")) if previous is not None else {}
     except (OSError, ValueError):
         old_keys = {}
     keys, jobs = {}, []
-    for fig in report.figures:
-        keys[fig.id] = fig.drawing.content_key(run)
-        target = out / f"{fig.id}.png"
-        if old_keys.get(fig.id) == keys[fig.id] and (previous / target.name).is_file() and not edited_by_hand(previous / target.name, previous / FIGURE_INDEX):
-            shutil.copyfile(previous / target.name, target)
-        else:
-            jobs.append((run, fig.drawing, target))
-    workers = min(len(jobs), os.cpu_count() or 1)
+    for fid, drawing in figures:
+        target = out / f"{fid}.png"
+        if previous is not None:
+            keys[fid] = drawing.content_key(run)
+            if (old_keys.get(fid) == keys[fid] and (previous / target.name).is_file()
+                    and not edited_by_hand(previous / target.name, previous / FIGURE_INDEX)):
+                shutil.copyfile(previous / target.name, target)
+                continue
+        jobs.append((run, drawing, target))
+    lacked: dict[str, NotCheckable] = {}
+    workers = min(len(jobs), os.cpu_count() or 1) if parallel else 1
     if workers <= 1:
-        for run, drawing, target in progress.iterate(jobs, f"{report.short_title} figures"):
-            drawing.draw(run, target)
+        for job_run, drawing, target in progress.iterate(jobs, f"{label} figures"):
+            if (lack := _draw(job_run, drawing, target)) is not None:
+                lacked[target.stem] = lack
     else:
-        _JOBS[:] = jobs
-        try:
-            context = multiprocessing.get_context("fork")  # workers inherit the run: nothing is pickled
-            with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
-                futures = [pool.submit(_draw_job, i) for i in range(len(jobs))]
-                for future in progress.iterate(as_completed(futures), f"{report.short_title} figures", total=len(futures)):
-                    if (error := future.result()) is not None:
-                        raise error
-        finally:
-            _JOBS.clear()
-    (out / FIGURE_INDEX).write_text(json.dumps(keys, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return len(jobs)
+        _draw_in_parallel(jobs, workers, progress, label)
+    if previous is not None:
+        (out / FIGURE_INDEX).write_text(json.dumps(keys, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return len(jobs) - len(lacked), lacked
+
+
+def _draw(run: ModelRun, drawing: Drawing, target: Path) -> NotCheckable | None:
+    """Draw one figure; for a run without a model, what it lacks (a tensor it declares: which snapshot) stops it."""
+    try:
+        for ref in drawing.inputs():
+            run.cpu(ref)
+        drawing.draw(run, target)
+    except NotCheckable as lack:
+        if run.model is not None:  # a model run has everything its figures read: a bug, raised
+            raise
+        target.unlink(missing_ok=True)
+        return lack
+    return None
+
+
+def _draw_in_parallel(jobs: list[tuple[ModelRun, Drawing, Path]], workers: int, progress: Progress, label: str) -> None:
+    _JOBS[:] = jobs
+    try:
+        context = multiprocessing.get_context("fork")  # workers inherit the run: nothing is pickled
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init,
+                                 initargs=(os.getpid(),)) as pool:
+            futures = [pool.submit(_draw_job, i) for i in range(len(jobs))]
+            for future in progress.iterate(as_completed(futures), f"{label} figures", total=len(futures)):
+                if (error := future.result()) is not None:
+                    raise error
+    finally:
+        _JOBS.clear()

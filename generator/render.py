@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +14,14 @@ import torch
 from generator.catalogue import Report, Snapshot, parse_dimension
 from generator.checks import CheckResult
 from generator.options import command_line, plural
+from generator.pages import SnapshotPage, SourceExcerpt, TensorSection
 from generator.run import ModelRun
+from generator.sources import Lacking, NotCheckable
 from generator.template_cache import use_template_cache
 from generator.tensor_data import explore_info
-from generator.tensors import TensorView, fmt, json_number
+from generator.snapshots_file import snapshots_json, write_snapshots_json
+from generator.tensors import TensorView, fmt
+from generator.text import code, escape_text  # noqa: F401 - the page text's escaping, used by the templates
 
 log = logging.getLogger("generator")
 
@@ -28,21 +30,13 @@ REPO_ROOT = PACKAGE_DIR.parent
 TEMPLATES = PACKAGE_DIR / "templates"
 SOURCE_CONTEXT_BEFORE, SOURCE_CONTEXT_AFTER = 6, 3
 
-# Characters that mean something to Markdown, HTML, arithmatex or Jinja: user text shows
-# them as numeric character references, so it is displayed literally and never parsed.
-_SPECIAL = re.compile(r"[\\`*_{}\[\]()#+\-.!|$<>&\"'~^=:%@]")
-
-
-def escape_text(value: Any) -> str:
-    return _SPECIAL.sub(lambda m: f"&#{ord(m.group())};", str(value))
-
 
 def literal_block(value: Any) -> str:
     """Text (model output, user text) as a fenced code block that shows it exactly: Markdown and HTML are not parsed
     inside, the fence is longer than any run of backticks in the text, and control characters other than the line
     break show as their Unicode control pictures (U+2400 + code)."""
-    text = "".join(ch if ch == "\n" or ch.isprintable() or ch == " " else (chr(0x2400 + ord(ch)) if ord(ch) < 0x20 else "\ufffd")
-                   for ch in str(value))
+    text = "".join(ch if ch == "\n" or ch.isprintable() or ch == " "
+                   else (chr(0x2400 + ord(ch)) if ord(ch) < 0x20 else "\ufffd") for ch in str(value))
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
     return f"{fence}text\n{text}\n{fence}"
 
@@ -57,6 +51,19 @@ def environment(*reports: Report) -> jinja2.Environment:
     return _environment(tuple((report.key, report.templates) for report in reports if report.templates is not None))
 
 
+class LackingUndefined(jinja2.StrictUndefined):
+    """StrictUndefined, except that an entry a ``Lacking`` collection lacks (a fact a traced run does not know, a
+    tensor its page did not capture) raises the ``NotCheckable`` that says why, so the text that read it falls back."""
+
+    __slots__ = ()
+
+    def __init__(self, hint: str | None = None, obj: Any = jinja2.utils.missing, name: str | None = None,
+                 exc: type[Exception] = jinja2.UndefinedError) -> None:
+        if isinstance(obj, Lacking) and name is not None:  # as a plain NotCheckable: a LookupError Jinja would swallow
+            exc = partial(lambda lack, _message: NotCheckable(lack.missing, lack.why), obj.lack(name))
+        super().__init__(hint, obj, name, exc)
+
+
 @cache
 def _environment(folders: tuple[tuple[str, Path], ...]) -> jinja2.Environment:
     env = jinja2.Environment(
@@ -64,7 +71,7 @@ def _environment(folders: tuple[tuple[str, Path], ...]) -> jinja2.Environment:
             jinja2.FileSystemLoader(TEMPLATES),
             jinja2.PrefixLoader({key: jinja2.FileSystemLoader(folder) for key, folder in folders}),
         ]),
-        undefined=jinja2.StrictUndefined,
+        undefined=LackingUndefined,
         autoescape=False,  # output is Markdown; user text goes through the `text` filter
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -78,7 +85,7 @@ def _environment(folders: tuple[tuple[str, Path], ...]) -> jinja2.Environment:
         pct=lambda v, d=1: f"{100 * float(v):.{d}f}%",
         literal_block=literal_block,
         thousands=lambda v: f"{int(v):,}",
-        code=lambda v: f"<code>{escape_text(v)}</code>",  # user text as inline code (a traced script's names and paths)
+        code=code,
         infinities_blocked=infinities_blocked,
     )
     env.globals["explore"] = explore_info  # _explore.md.j2: data files, explorer and value browser of a page
@@ -86,7 +93,8 @@ def _environment(folders: tuple[tuple[str, Path], ...]) -> jinja2.Environment:
 
 
 def infinities_blocked(view: TensorView) -> int:
-    """How many entries an additive mask of 0 (allowed) and −∞ (blocked) blocks, for text that describes that form. A
+    """How many entries an additive mask of 0 (allowed) and −∞ (blocked) blocks, for text that describes that form.
+    A
     traced mask in another form (boolean, −1e9) passes its check but is not what such text says: NotCheckable, so the
     block falls back naming the form it needs."""
     from generator.sources import NotCheckable
@@ -102,69 +110,6 @@ def infinities_blocked(view: TensorView) -> int:
 
 
 # ----------------------------------------------------------------------------- page data
-
-
-@dataclass
-class SourceExcerpt:
-    path: str  # relative to the repository root
-    line: int
-    start: int
-    lines: list[str]
-
-    @property
-    def highlight(self) -> int:
-        return self.line - self.start + 1
-
-
-@dataclass
-class TensorSection:
-    name: str  # record name
-    view: TensorView
-    index: str | None
-    device: str
-    source: SourceExcerpt
-    slice_index: str
-    slice_text: str
-
-
-@dataclass
-class SnapshotPage:
-    report: Report
-    snap: Snapshot
-    path: str  # page path within the report folder, e.g. "encoder/07-self-attention-queries-q.md"
-    tensors: list[TensorSection]
-    named_shape: tuple[str, ...]  # the expected shape in the legend's symbols: the snapshot's, or the first tensor's declared one
-    expected_shape: tuple[int, ...]  # the same in this run's sizes
-    checks: list[CheckResult]
-    figures: list[dict[str, str]] = field(default_factory=list)
-    explanation: str = ""
-    questions: list[dict[str, Any]] = field(default_factory=list)  # the guiding questions it informs, with short answers
-    prev: SnapshotPage | None = None
-    next: SnapshotPage | None = None
-
-    captured = True  # a bundled run records every snapshot (a trace's pages may not have captured theirs)
-
-    @property
-    def label(self) -> str:
-        return self.report.label(self.snap.number)
-
-    @property
-    def check(self) -> CheckResult:
-        """The snapshot's checks as one result (the only one, when it has one)."""
-        return CheckResult.combined(self.checks)
-
-    @property
-    def main(self) -> TensorSection:
-        return self.tensors[0]
-
-    @property
-    def shape_ok(self) -> bool:
-        return all(t.view.shape == self.expected_shape for t in self.tensors)
-
-    def link_from(self, other_path: str) -> str:
-        """Relative link from page ``other_path`` to this page."""
-        depth = other_path.count("/")
-        return "../" * depth + self.path
 
 
 def slugify(text: str) -> str:
@@ -185,7 +130,8 @@ def named_shape(run: ModelRun, snap: Snapshot) -> tuple[str, ...]:
         return snap.shape
     name = run.name(snap.main)
     if name not in run.declared:
-        raise ValueError(f"snapshot {snap.number}: {name} is not a declared record point of the model, and the snapshot gives no shape")
+        raise ValueError(f"snapshot {snap.number}: {name} is not a declared record point of the model, "
+                         "and the snapshot gives no shape")
     return run.declared[name].shape
 
 
@@ -220,12 +166,13 @@ def build_pages(report: Report, run: ModelRun) -> list[SnapshotPage]:
             file, line = run.source(name)
             slice_index, slice_text = view.slice_text(whole=report.whole_values)
             sections.append(TensorSection(
-                name=run.name(name), view=view, index=index, device=run.device,
+                name=run.name(name), shown=view, index=index, device=run.device,
                 source=source_excerpt(file, line), slice_index=slice_index, slice_text=slice_text,
+                variable=snap.variable.split(", ")[i] if len(snap.tensors) > 1 else snap.variable,
             ))
         named = named_shape(run, snap)
         pages.append(SnapshotPage(
-            report=report, snap=snap, path=page_path(snap), tensors=sections,
+            report=report, snap=snap, path=page_path(snap), tensors=sections, record=sections[0].name,
             named_shape=named, expected_shape=expected_shape(run, named),
             checks=[check.run(run) for check in snap.checks],
             figures=[{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in snap.figures],
@@ -259,7 +206,8 @@ def missing_blocks(report: Report) -> list[str]:
     explanations, questions = report_template(report, "explain.md.j2"), report_template(report, "questions.md.j2")
     explained = set(explanations.blocks) if explanations else set()
     answered = set(questions.blocks) if questions else set()
-    return ([f"{report.label(s.number)} (no block s{s.number} in explain.md.j2)" for s in report.snapshots if f"s{s.number}" not in explained]
+    return ([f"{report.label(s.number)} (no block s{s.number} in explain.md.j2)" for s in report.snapshots
+             if f"s{s.number}" not in explained]
             + [f"question {q.number} (no block {block} in questions.md.j2)" for q in report.questions
                for block in (f"q{q.number}", f"q{q.number}_short") if block not in answered])
 
@@ -273,84 +221,55 @@ def render_report(report: Report, run: ModelRun, out_dir: Path, order: int = 0) 
     naming each snapshot and question that falls back.
     """
     if missing := missing_blocks(report):
-        log.warning("%s: generic text stands in for %d explanations or answers: %s", report.key, len(missing), "; ".join(missing))
+        log.warning("%s: generic text stands in for %d explanations or answers: %s", report.key, len(missing),
+                    "; ".join(missing))
     pages = build_pages(report, run)
     extra = write_pages(report, run, pages, out_dir)
-    (out_dir / "snapshots.json").write_text(json.dumps({**snapshots_json(report, run, pages, order), "extra_pages": extra}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_snapshots_json(out_dir, snapshots_json(identity(report, order), report, run, pages, extra_pages=extra))
     return pages
 
 
-def _written(template: jinja2.Template | None, block: str, context: Any, fallback: Any, trace: Any) -> str:
+def _written(run: Any, template: jinja2.Template | None, block: str, context: Any, fallback: Any) -> str:
     """Block ``block`` of the report's ``template`` rendered with ``context()``, else ``fallback(needs)``: needs is None
-    where the report has no such block, and, in a trace, what the block needed that the trace lacks (trace.needs reads
-    it from the exception: a tensor not captured, an input a trace does not know, a value the user's tensor does not have)."""
-    if trace is None:
-        return render_block(template, block, context()) or fallback(None)
+    where the report has no such block, else what the block needed that the run lacks, read from the exception (a tensor
+    not captured, an input a traced script does not know, an entry the user's tensor does not have). Only a run without
+    a model lacks such things (a traced script's): in a model run, a block that needs what the run lacks is a bug and
+    is raised; so is any exception other than the project's own "not here" (``NotCheckable`` and its kinds)."""
     try:
         return render_block(template, block, context()) or fallback(None)
-    except trace.LACKS as exc:
-        return fallback(trace.needs(exc))
+    except NotCheckable as exc:
+        if run.model is not None:
+            raise
+        return fallback(exc.needed)
 
 
-def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, trace: Any = None) -> list[dict[str, Any]]:
+def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, outcome: Any = None,
+                title: str | None = None) -> list[dict[str, Any]]:
     """Write the snapshot pages, stage pages, overview, extra pages, guiding questions and print view of ``pages``
     (returns the extra pages' entries for snapshots.json).
 
-    One set of templates for every report: a bundled run (``run`` a ModelRun, ``trace`` None) and a traced script
-    (generator/trace/report.py: ``run`` a TracedRun over the captured tensors, ``trace`` its TraceReport, whose parts —
-    captured or not, the user's code, layouts, the outcome — are the templates' ``{% if trace %}`` sections). The
-    report's own explanation and answer blocks render against either; in a trace a block that needs what the trace
-    lacks falls back, for that block alone, to generic text with the user's numbers saying what it would need.
+    One set of templates for every run: our models' (generator/run.py ``ModelRun``) and a traced script's (the same
+    class, built at the trace's boundary, generator/trace/run.py), whose pages say what they show (captured or not, the
+    user's variable and marked line, the layout) in their own fields. ``outcome`` is what a traced script's run adds to
+    the overview (generator/trace/run.py ``TraceReport``: the counts, the first failure, the script's error), None for
+    a model run; ``title`` the report's title as Markdown (a trace's names its script). The report's own explanation
+    and answer blocks render against either; a block that needs what the run lacks falls back, for that block alone,
+    to generic text with the run's numbers saying what it would need.
     """
-    env = environment(report) if trace is None else trace.environment()
-    if trace is not None:
-        command = trace.command
-    else:
-        command = command_line(report.key, run.options) if run.options is not None else f"python -m generator build --model {report.key}"
-    common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(), "command": command, "trace": trace}
-    if trace is not None:
-        common["explore"] = trace.explore
-    by_number = {p.snap.number: p for p in pages}
-    block_pages = trace.block_pages(pages) if trace is not None else by_number  # what the report's blocks read of each page
-    explanations, questions = report_template(report, "explain.md.j2", env), report_template(report, "questions.md.j2", env)
-    fallback = env.get_template("_fallback_explain.md.j2")
-    answered = env.get_template("_fallback_answer.md.j2") if trace is not None else None
-    blocks = {"pages": block_pages, **common}
-    for page in pages:
-        if trace is not None and not page.captured:
-            continue
-
-        def explain_context(page: Any = page) -> dict[str, Any]:
-            shown = block_pages[page.snap.number]
-            return {"x": shown.main.view, "page": shown, "pages": block_pages, **common}
-
-        def explain_fallback(needs: str | None, page: Any = page, failed: bool = False) -> str:
-            extra = {"needs": needs, "failed": failed} if trace is not None else {}
-            return fallback.render(**{"x": page.main.view, "page": page, "pages": by_number, **common, **extra}).strip()
-
-        if trace is not None and not page.check.passed and page.check.checkable:  # its words describe the step done right
-            page.explanation = explain_fallback(None, failed=True)
-        else:
-            page.explanation = _written(explanations, f"s{page.snap.number}", explain_context, explain_fallback, trace)
-
-    def answer_fallback(q: Any, short: bool, failed: list[Any] = ()) -> Any:
-        if trace is None:
-            return lambda needs: ""
-        return lambda needs: answered.render(question=q, short=short, needs=needs, failed=failed, pages=pages, **common).strip()
-
-    def answer(q: Any, short: bool) -> str:
-        block = f"q{q.number}_short" if short else f"q{q.number}"
-        # In a trace, a written answer describes the steps done right: not where a snapshot informing it failed its check.
-        failed = [p for p in pages if q.number in p.snap.questions and not p.check.passed and p.check.checkable] if trace is not None else []
-        if failed:
-            return answer_fallback(q, short, failed)(None)
-        return _written(questions, block, lambda: blocks, answer_fallback(q, short), trace)
-
+    env = environment(report)
+    command = run.command or (command_line(report.key, run.options) if run.options is not None
+                              else f"python -m generator build --model {report.key}")
+    common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(),
+              "command": command, "outcome": outcome, "title": title or report.title}
+    by_number = {p.snap.number: p for p in pages}  # what the report's blocks read of each page
+    questions = report_template(report, "questions.md.j2", env)
+    _explain(report, run, pages, env, common)
+    answer = _answerer(run, pages, questions, env, common)
     shorts = {q.number: answer(q, short=True) for q in report.questions}
     for page in pages:
         page.questions = [{"question": report.question(n), "short": shorts[n]} for n in page.snap.questions]
     answers = {q.number: answer(q, short=False) for q in report.questions}
-    intro = _written(questions, "intro", lambda: blocks, lambda needs: "", trace)
+    intro = _written(run, questions, "intro", lambda: {"pages": by_number, **common}, lambda needs: "")
     by_stage = {stage.key: [p for p in pages if p.snap.stage == stage.key] for stage in report.stages}
 
     def write(rel: str, template: str, **context: Any) -> str:
@@ -365,19 +284,84 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, trace
         write(page.path, "snapshot.md.j2", page=page)
     for stage in report.stages:
         write(f"{stage.key}/index.md", "stage.md.j2", stage=stage, pages=by_stage[stage.key])
-    inputs = report_template(report, "inputs.md.j2") if trace is None else None  # a trace knows its tensors, not its inputs
-    write("index.md", "overview.md.j2", pages=pages, by_stage=by_stage, inputs_section=inputs.render(**common) if inputs else "")
+    inputs_section = _section(run, report_template(report, "inputs.md.j2"), common)
+    write("index.md", "overview.md.j2", pages=pages, by_stage=by_stage, inputs_section=inputs_section)
     extra = []
-    for extra_page in report.extra_pages if trace is None else ():  # the rollout, training: they read the model
+    for extra_page in report.extra_pages if run.model is not None else ():  # the rollout, training: they read the model
         checks = [check.run(run) for check in extra_page.checks]
         check = CheckResult.combined(checks)
         figures = [{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in extra_page.figures]
-        body = env.get_template(f"{report.key}/{extra_page.template}").render(check=check, figures=figures, pages=by_number, **common)
+        body = env.get_template(f"{report.key}/{extra_page.template}").render(check=check, figures=figures,
+                                                                              pages=by_number, **common)
         write(f"{extra_page.slug}.md", "extra_page.md.j2", extra=extra_page, body=body, checks=checks, figures=figures)
-        extra.append({"title": extra_page.title, "page": f"{extra_page.slug}.md", "check": {"name": check.name, "passed": check.passed, "detail": check.detail}})
+        extra.append({"title": extra_page.title, "page": f"{extra_page.slug}.md",
+                      "check": {"name": check.name, "passed": check.passed, "detail": check.detail}})
     questions_page = write("questions.md", "questions.md.j2", pages=pages, intro=intro, answers=answers)
     write("print.md", "print.md.j2", pages=pages, questions=shift_headings(questions_page, 1))
     return extra
+
+
+def _section(run: Any, template: jinja2.Template | None, context: dict[str, Any]) -> str:
+    """A whole report template (its overview's inputs section) rendered, or "" where the report has none or where it
+    reads what a run without a model lacks (a traced script's: its tensors, not its input's facts)."""
+    try:
+        return template.render(**context) if template is not None else ""
+    except NotCheckable:
+        if run.model is not None:
+            raise
+        return ""
+
+
+def _refuted(page: Any) -> bool:
+    """Whether the page's check failed: the report's written words, describing the step done right, do not fit it."""
+    return not page.check.passed and page.check.checkable
+
+
+def _explain(report: Report, run: Any, pages: list[Any], env: jinja2.Environment, common: dict[str, Any]) -> None:
+    """Each captured page's explanation: the report's block s<n> with the run's numbers; generic text with them where
+    the report has none, where the block needs what the run lacks (saying what), or where the page's check failed."""
+    by_number = {p.snap.number: p for p in pages}
+    explanations, fallback = report_template(report, "explain.md.j2", env), env.get_template("_fallback_explain.md.j2")
+    for page in pages:
+        if not page.captured:
+            continue
+
+        def explain_context(page: Any = page) -> dict[str, Any]:
+            return {"x": page.main.view, "page": page, "pages": by_number, **common}
+
+        def explain_fallback(needs: str | None, page: Any = page, failed: bool = False) -> str:
+            context = {"x": page.main.shown, "page": page, "pages": by_number, **common, "needs": needs,
+                       "failed": failed}
+            return fallback.render(**context).strip()
+
+        if _refuted(page):
+            page.explanation = explain_fallback(None, failed=True)
+        else:
+            page.explanation = _written(run, explanations, f"s{page.snap.number}", explain_context, explain_fallback)
+
+
+def _answerer(run: Any, pages: list[Any], questions: jinja2.Template | None, env: jinja2.Environment,
+              common: dict[str, Any]) -> Any:
+    """answer(question, short): the report's written answer (block q<n> or q<n>_short) with the run's numbers; where
+    it has none, needs what the run lacks, or a snapshot informing it failed its check, the generic answer (what the
+    run shows of the snapshots that inform it) for a run without a model, nothing for a model run."""
+    by_number = {p.snap.number: p for p in pages}
+    generic = env.get_template("_fallback_answer.md.j2")
+
+    def fallback(q: Any, short: bool, failed: list[Any] = ()) -> Any:
+        if run.model is not None:  # a model run's report has every answer written (the build warns where not)
+            return lambda needs: ""
+        return lambda needs: generic.render(question=q, short=short, needs=needs, failed=failed, pages=pages,
+                                            **common).strip()
+
+    def answer(q: Any, short: bool) -> str:
+        failed = [p for p in pages if q.number in p.snap.questions and _refuted(p)]
+        if failed:
+            return fallback(q, short, failed)(None)
+        block = f"q{q.number}_short" if short else f"q{q.number}"
+        return _written(run, questions, block, lambda: {"pages": by_number, **common}, fallback(q, short))
+
+    return answer
 
 
 def shift_headings(markdown: str, levels: int) -> str:
@@ -390,49 +374,7 @@ def shift_headings(markdown: str, levels: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _check_json(check: CheckResult) -> dict[str, Any]:
-    return {"name": check.name, "passed": check.passed, "detail": check.detail, "status": check.status}
-
-
-def snapshots_json(report: Report, run: ModelRun, pages: list[SnapshotPage], order: int = 0) -> dict[str, Any]:
-    stamp = run.stamp()
-    return {
-        "model": report.key,
-        "title": report.title,
-        "short_title": report.short_title,
-        "order": order,  # site order, for the MkDocs plugin
-        "seed": run.seed,
-        "device": run.device,
-        "dtype": stamp["dtype"],
-        "torch": stamp["torch"],
-        "weights": run.weights,
-        "inputs": {k: v for k, v in run.inputs.items() if isinstance(v, (str, int, float))},
-        "summary": run.inputs.get("summary", ""),
-        "facts": run.inputs.get("facts", []),
-        "dims": run.dims,
-        "stages": [
-            {"key": s.key, "title": s.title, "index": f"{s.key}/index.md", "pages": [p.path for p in pages if p.snap.stage == s.key]}
-            for s in report.stages
-        ],
-        "snapshots": [
-            {
-                "number": p.snap.number,
-                "label": p.label,
-                "title": p.snap.title,
-                "variable": p.snap.variable,
-                "stage": p.snap.stage,
-                "page": p.path,
-                "shape": list(p.main.view.shape),
-                "expected_shape": list(p.named_shape),
-                "dtype": p.main.view.dtype,
-                "first": [json_number(v) for v in p.main.view.first(16)],
-                "stats": {k: json_number(v) for k, v in p.main.view.stats.items()},
-                "source": {"path": p.main.source.path, "line": p.main.source.line},
-                "check": {"name": p.check.name, "passed": p.check.passed, "detail": p.check.detail},
-                **({"checks": [_check_json(c) for c in p.checks]} if len(p.checks) > 1 else {}),
-                "tensors": [{"name": t.name, "shape": list(t.view.shape), "source": {"path": t.source.path, "line": t.source.line}} for t in p.tensors],
-                "figures": [f["file"] for f in p.figures],
-            }
-            for p in pages
-        ],
-    }
+def identity(report: Report, order: int = 0) -> dict[str, Any]:
+    """What snapshots.json says the report is, and where the site lists it (``order``: the registry's, for the MkDocs
+    plugin)."""
+    return {"model": report.key, "title": report.title, "short_title": report.short_title, "order": order}

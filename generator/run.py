@@ -14,7 +14,7 @@ from torch import nn
 
 from generator.errors import UserError
 from generator.indexing import parse_index
-from generator.sources import InputRef, MissingTensor, ModuleRef, NotCheckable, ParamRef, Ref, fill
+from generator.sources import InputRef, MissingTensor, ModuleRef, NoInput, NotCheckable, NoWeights, ParamRef, Ref, fill
 from generator.tensors import TensorView
 from models.recording import Declared, Recording, declared_points
 
@@ -33,23 +33,41 @@ def resolve_device(requested: str) -> torch.device:
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if requested == "cuda" and not torch.cuda.is_available():
-        raise UserError("--device cuda was asked for, but PyTorch sees no CUDA GPU here; use --device cpu or --device auto")
+        raise UserError("--device cuda was asked for, but PyTorch sees no CUDA GPU here; "
+                        "use --device cpu or --device auto")
     if requested not in ("cpu", "cuda"):
         raise UserError(f"unknown device {requested!r}; choose auto, cpu or cuda")
     return torch.device(requested)
+
+
+@dataclass(frozen=True)
+class Lacks:
+    """What a run does not have, and why, as the typed exceptions that say so (generator/sources.py): the model's
+    weights (``NoWeights``), facts of its input (``NoInput``), recorded tensors (``MissingTensor``: ``tensors`` gives
+    the reason for a record name whose absence has its own, e.g. a snapshot not marked in a traced script)."""
+
+    weights: str = ""  # why the run has no model ("" when it has one)
+    inputs: str = "this run does not have it"
+    unrecorded: str = "not recorded in this run (the runner keeps only what the report reads)"
+    tensors: dict[str, MissingTensor] = field(default_factory=dict)
+
+    def tensor(self, name: str) -> MissingTensor:
+        return self.tensors.get(name) or MissingTensor(name, self.unrecorded)
 
 
 @dataclass
 class ModelRun:
     """One recorded forward pass: tensors (moved to the CPU), the model, its inputs and sizes.
 
-    The ``TensorSource`` (generator/sources.py) of our own models: it has every tensor recorded, and
-    the modules, parameters and inputs, so every check can run on it. Methods take a ``Ref`` (or
-    the record-name template it holds) and fill its placeholders from ``places``.
+    The ``TensorSource`` (generator/sources.py) the pages, checks and figures read: our own models' runs, with every
+    tensor recorded and the modules, parameters and inputs; and a traced script's (generator/trace/run.py), its captured
+    tensors under the catalogue's record names and in its layouts, no model (``model`` None), and ``lacks`` saying
+    why each thing it does not have is missing. Methods take a ``Ref`` (or the record-name template it holds) and fill
+    its placeholders from ``places``.
     """
 
     report: Report = field(repr=False)  # the report whose run this is: its catalogue, templates, exploration
-    model: nn.Module
+    model: nn.Module | None
     recording: Recording
     inputs: dict[str, Any]  # sentences, vocabularies, image facts: everything a page may cite
     dims: dict[str, int]  # named dimensions, e.g. {"B": 1, "S": 6, ...}
@@ -58,8 +76,13 @@ class ModelRun:
     device: str
     weights: str = "random"
     options: Any = None  # the RunOptions the run was made with (set by Report.run)
+    lacks: Lacks = field(default_factory=Lacks)
+    facts: dict[str, Any] | None = None  # the run stamp where it is given, not read from the model (a traced script's)
+    record_points: dict[str, Declared] | None = None  # the declared record points, where no model declares them
+    command: str = ""  # the command that made the run, where it is not a build of the report's options (a trace's)
     _cpu: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
-    # Work the run left to finish (a measurement begun ahead, still running in a thread: the GPT's held-out score); see finish()
+    # Work the run left to finish (a measurement begun ahead, still running in a thread: the GPT's held-out score);
+    # see finish()
     unfinished: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     def finish(self) -> ModelRun:
@@ -76,7 +99,7 @@ class ModelRun:
     @functools.cached_property
     def declared(self) -> dict[str, Declared]:
         """The model's declared record points: full record name -> point and named shape."""
-        return declared_points(self.model)
+        return self.record_points if self.record_points is not None else declared_points(self.model)
 
     # ------------------------------------------------------------------ tensors
 
@@ -87,14 +110,14 @@ class ModelRun:
         try:
             return self.inputs[str(key)]
         except KeyError:
-            raise NotCheckable(f"input {key}", "this run does not have it") from None
+            raise NoInput(f"input {key}", self.lacks.inputs) from None
 
     def cpu(self, template: Ref | str) -> torch.Tensor:
         """The captured tensor, on the CPU, in its own dtype."""
         name = self.name(template)
         if name not in self._cpu:
             if name not in self.recording:
-                raise MissingTensor(name, "not recorded in this run (the runner keeps only what the report reads)")
+                raise self.lacks.tensor(name)
             self._cpu[name] = self.recording.tensor(name).cpu()
         return self._cpu[name]
 
@@ -110,22 +133,35 @@ class ModelRun:
         return TensorView(self.name(template), self.view(template, index))
 
     def source(self, template: Ref | str) -> tuple[str, int]:
-        entry = self.recording[self.name(template)]
+        """The file and line that computed the tensor (a traced script's: the user's file and marked line)."""
+        name = self.name(template)
+        if name not in self.recording:
+            raise self.lacks.tensor(name)
+        entry = self.recording[name]
         return str(entry.file), entry.line
 
+    def _model(self, what: str) -> nn.Module:
+        if self.model is None:
+            raise NoWeights(what, self.lacks.weights)
+        return self.model
+
     def module(self, template: ModuleRef | str) -> nn.Module:
-        return self.model.get_submodule(self.name(template))
+        return self._model(f"module {self.name(template)}").get_submodule(self.name(template))
 
     def parameter(self, template: ParamRef | str) -> torch.Tensor:
-        return self.model.get_parameter(self.name(template)).detach().double().cpu()
+        name = self.name(template)
+        return self._model(f"parameter {name}").get_parameter(name).detach().double().cpu()
 
     # ------------------------------------------------------------------ facts
 
     def stamp(self) -> dict[str, Any]:
+        if self.facts is not None:
+            return self.facts
         return {
             "seed": self.seed,
             "device": self.device,
-            "device_name": torch.cuda.get_device_name(0) if self.device == "cuda" else platform.processor() or platform.machine(),
+            "device_name": (torch.cuda.get_device_name(0) if self.device == "cuda"
+                            else platform.processor() or platform.machine()),
             "dtype": str(next(self.model.parameters()).dtype).removeprefix("torch."),
             "torch": torch.__version__,
             "torchvision": _version("torchvision"),
@@ -134,15 +170,16 @@ class ModelRun:
         }
 
     def parameter_counts(self) -> list[tuple[str, int]]:
-        """Parameters per top-level component, in definition order; a shared (tied) parameter counts once, where it first appears."""
-        counts, seen = [], set()
-        for name, child in self.model.named_children():
+        """Parameters per top-level component, in definition order; a shared (tied) parameter counts once, where it
+        first appears."""
+        counts, seen, model = [], set(), self._model("the model's parameters")
+        for name, child in model.named_children():
             fresh = [p for p in child.parameters() if id(p) not in seen]
             seen.update(id(p) for p in fresh)
             n = sum(p.numel() for p in fresh)
             if n:
                 counts.append((name, n))
-        own = sum(p.numel() for p in self.model.parameters(recurse=False))
+        own = sum(p.numel() for p in model.parameters(recurse=False))
         if own:
             counts.append(("(model)", own))
         return counts

@@ -21,7 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
-__all__ = ["InputRef", "MissingTensor", "ModuleRef", "NotCheckable", "ParamRef", "Ref", "TensorDict", "TensorSource", "fill"]
+__all__ = ["InputRef", "Known", "Lacking", "MissingFact", "MissingTensor", "ModuleRef", "NoInput", "NotCheckable",
+           "NoWeights", "ParamRef", "Ref", "TensorDict", "TensorSource", "fill"]
 
 
 def fill(template: str, places: Mapping[str, str]) -> str:
@@ -29,7 +30,8 @@ def fill(template: str, places: Mapping[str, str]) -> str:
     try:
         return template.format_map(places)
     except KeyError as exc:
-        raise KeyError(f"{template!r}: no value for the placeholder {exc.args[0]!r}; known: {', '.join(sorted(places)) or 'none'}") from None
+        known = ", ".join(sorted(places)) or "none"
+        raise KeyError(f"{template!r}: no value for the placeholder {exc.args[0]!r}; known: {known}") from None
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,11 @@ class NotCheckable(Exception):
         self.missing = missing
         self.why = why
 
+    @property
+    def needed(self) -> str:
+        """What a text or a figure needed, as its fallback says it: "input src (a trace captures ...)"."""
+        return f"{self.missing} ({self.why})" if self.why else self.missing
+
 
 class NoWeights(NotCheckable):
     """The source has no model: ``missing`` names the module or parameter (``module x``, ``parameter y``)."""
@@ -102,6 +109,36 @@ class MissingTensor(NotCheckable, KeyError):
 
     def __str__(self) -> str:
         return Exception.__str__(self)
+
+
+class MissingFact(NotCheckable, KeyError):
+    """A fact (an input, a dimension) a run does not know; also a KeyError, so a template's ``is defined`` works."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
+
+
+class Lacking:
+    """A collection that says why it lacks an entry (``lack``): a template that reads one gets that ``NotCheckable``
+    (generator/render.py's Undefined), so the text that needed it falls back, naming what it needed."""
+
+    def lack(self, key: Any) -> NotCheckable:
+        raise NotImplementedError
+
+
+class Known(dict, Lacking):
+    """Facts a run knows (inputs, dimensions, the run stamp); a name it lacks is a ``MissingFact`` naming it: ``what``
+    says what kind of fact it is, ``why`` why the run has none (a traced script's: it captures tensors, not facts)."""
+
+    def __init__(self, values: Mapping[str, Any], what: str, why: str) -> None:
+        super().__init__(values)
+        self.what, self.why = what, why
+
+    def lack(self, key: Any) -> NotCheckable:
+        return MissingFact(f"{self.what} {key}", self.why)
+
+    def __missing__(self, key: str) -> Any:
+        raise self.lack(key)
 
 
 @runtime_checkable
@@ -155,7 +192,8 @@ class TensorDict:
         try:
             return self.tensors[name].detach().cpu()
         except KeyError:
-            raise MissingTensor(name, f"not captured; captured: {', '.join(sorted(self.tensors)) or 'nothing'}") from None
+            captured = ", ".join(sorted(self.tensors)) or "nothing"
+            raise MissingTensor(name, f"not captured; captured: {captured}") from None
 
     def t(self, ref: Ref | str) -> torch.Tensor:
         return self.cpu(ref).double()

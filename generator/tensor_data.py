@@ -54,7 +54,8 @@ class Exploration:
 
     names: Callable[[Any], list[str]]  # config -> extra record names: every layer's attention and output
     groups: tuple[AttentionGroup, ...]
-    axis_labels: dict[str, str]  # shape symbol of the model's legend -> label key, e.g. {"S": "src_tokens", "h": "heads"}
+    # shape symbol of the model's legend -> label key, e.g. {"S": "src_tokens", "h": "heads"}
+    axis_labels: dict[str, str]
     labels: Callable[[Any], dict[str, list[str]]]  # run -> label lists by key
     # run -> (PNG of the model input, patch-grid side, whether a token without a patch, e.g. [CLS], comes first)
     image: Callable[[Any], tuple[bytes, int, bool] | None] = lambda run: None
@@ -65,14 +66,32 @@ def exploration_names(report: Any, config: Any) -> list[str]:
     return report.exploration.names(config) if report.exploration else []
 
 
+class UnlabelledAxis(ValueError):
+    """An explorer declaration that does not fit the run: a declared axis whose label list is missing or has another
+    length than the axis (the explorer would number the axis, or label it wrongly, without a word)."""
+
+
 def axis_labels(exploration: Exploration, named: tuple[str, ...] | None, shape: tuple[int, ...],
-                labels: dict[str, list[str]]) -> tuple[str | None, ...]:
+                labels: dict[str, list[str]], name: str = "") -> tuple[str | None, ...]:
     """Label key (or None) per axis, read from the tensor's declared named shape (``named``, None when undeclared):
-    the exploration's key for the axis's symbol; a key whose list does not fit the axis is dropped."""
+    the exploration's key for the axis's symbol. A declared key without its label list, or with a list of another
+    length than the axis, is an ``UnlabelledAxis`` naming it."""
     if named is None or len(named) != len(shape):
         return (None,) * len(shape)
-    keys = (exploration.axis_labels.get(symbol) for symbol in named)
-    return tuple(k if k is not None and len(labels.get(k, ())) == n else None for k, n in zip(keys, shape))
+    keys = tuple(exploration.axis_labels.get(symbol) for symbol in named)
+    for symbol, key, size in zip(named, keys, shape):
+        if key is not None:
+            check_labels(labels, key, size, f"{name or 'a tensor'}: axis {symbol}")
+    return keys
+
+
+def check_labels(labels: dict[str, list[str]], key: str, size: int, where: str) -> None:
+    """Raise ``UnlabelledAxis`` unless ``labels[key]`` labels an axis of ``size`` entries."""
+    if key not in labels:
+        raise UnlabelledAxis(f"{where} is labelled {key!r}, but the run has no label list {key!r} "
+                             f"(it has: {', '.join(sorted(labels)) or 'none'})")
+    if len(labels[key]) != size:
+        raise UnlabelledAxis(f"{where} has {size} entries, but its labels {key!r} are {len(labels[key])}")
 
 
 def attention_group_of(exploration: Exploration | None, name: str) -> tuple[str, int] | None:
@@ -83,7 +102,8 @@ def attention_group_of(exploration: Exploration | None, name: str) -> tuple[str,
     return None
 
 
-def attention_groups(exploration: Exploration, names: list[str], image: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def attention_groups(exploration: Exploration, names: list[str],
+                     image: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     groups = []
     for group in exploration.groups:
         layers = sorted((int(m.group(1)), n) for n in names if (m := re.fullmatch(group.pattern, n)))
@@ -110,7 +130,8 @@ def npy_bytes(tensor: torch.Tensor) -> bytes:
 
 
 def write_tensor_data(report_dir: Path, tensors: dict[str, torch.Tensor], *, labels: dict[str, list[str]],
-                      axes: dict[str, tuple[str | None, ...]], attention: list[dict], extra: dict | None = None) -> dict:
+                      axes: dict[str, tuple[str | None, ...]], attention: list[dict],
+                      extra: dict | None = None) -> dict:
     """Write ``report_dir/data/<name>.npy`` for every tensor and ``data/index.json``; return the index."""
     data = report_dir / DATA_DIR
     data.mkdir(parents=True, exist_ok=True)
@@ -125,7 +146,8 @@ def write_tensor_data(report_dir: Path, tensors: dict[str, torch.Tensor], *, lab
         keys = list(axes.get(name, (None,) * array.ndim))
         if len(keys) != array.ndim:
             raise ValueError(f"{name}: {len(keys)} axis labels for {array.ndim} axes")
-        entries.append({"name": name, "file": file, "shape": list(array.shape), "dtype": array.dtype.str, "labels": keys})
+        entries.append({"name": name, "file": file, "shape": list(array.shape), "dtype": array.dtype.str,
+                        "labels": keys})
     used = sorted({k for e in entries for k in e["labels"] if k} | {g[k] for g in attention for k in ("rows", "cols")})
     missing = [k for k in used if k not in labels]
     if missing:
@@ -134,7 +156,12 @@ def write_tensor_data(report_dir: Path, tensors: dict[str, torch.Tensor], *, lab
         unknown = [n for n in group["layers"] if n not in tensors]
         if unknown:
             raise ValueError(f"attention group {group['key']}: tensors not written: {unknown}")
-    index = {"tensors": entries, "labels": {k: [str(v) for v in labels[k]] for k in used}, "attention": attention, **(extra or {})}
+        for layer in group["layers"]:  # the explorer labels its rows and columns with these lists: they must fit
+            where = f"attention group {group['key']}: {layer}'s"
+            check_labels(labels, group["rows"], tensors[layer].shape[-2], f"{where} query axis")
+            check_labels(labels, group["cols"], tensors[layer].shape[-1], f"{where} key axis")
+    index = {"tensors": entries, "labels": {k: [str(v) for v in labels[k]] for k in used}, "attention": attention,
+             **(extra or {})}
     (data / INDEX).write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return index
 
@@ -153,23 +180,35 @@ def image_png(image: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ..
     return buffer.getvalue()
 
 
+def run_labels(exploration: Exploration, run: Any) -> dict[str, list[str]]:
+    """The run's label lists by key: the heads, and what the report's exploration reads of the run."""
+    return head_labels(run.dims) | exploration.labels(run)
+
+
+def head_labels(dims: Any) -> dict[str, list[str]]:
+    """The attention heads' labels ("head 1" ...), where the run has heads."""
+    return {"heads": [f"head {i + 1}" for i in range(dims["h"])]} if "h" in dims else {}
+
+
 def write_run_data(report: Any, run: Any, pages: list, out: Path) -> dict:
     """Every tensor the pages show plus each layer's attention and output, for the explorer."""
-    exploration = report.exploration or Exploration(names=lambda config: [], groups=(), axis_labels={}, labels=lambda run: {})
+    exploration = report.exploration or Exploration(names=lambda config: [], groups=(), axis_labels={},
+                                                    labels=lambda run: {})
     extra = [n for n in exploration.names(run.inputs["config"]) if n in run.recording]
     names = sorted({t.name for p in pages for t in p.tensors} | set(extra))
     tensors = {n: run.cpu(n) for n in names}
-    labels = {"heads": [f"head {i + 1}" for i in range(run.dims["h"])]} if "h" in run.dims else {}
-    labels |= exploration.labels(run)
+    labels = run_labels(exploration, run)
     declared = run.declared
-    axes = {n: axis_labels(exploration, declared[n].shape if n in declared else None, tuple(t.shape), labels) for n, t in tensors.items()}
+    axes = {n: axis_labels(exploration, declared[n].shape if n in declared else None, tuple(t.shape), labels, n)
+            for n, t in tensors.items()}
     image = None
     if picture := exploration.image(run):
         png, grid, leading_token = picture
         (out / DATA_DIR).mkdir(parents=True, exist_ok=True)
         (out / DATA_DIR / IMAGE_FILE).write_bytes(png)
         image = {"file": f"{DATA_DIR}/{IMAGE_FILE}", "grid": grid, "cls": leading_token}
-    return write_tensor_data(out, tensors, labels=labels, axes=axes, attention=attention_groups(exploration, names, image),
+    return write_tensor_data(out, tensors, labels=labels, axes=axes,
+                             attention=attention_groups(exploration, names, image),
                              extra={"report": report.key, "dims": dict(run.dims)})
 
 
@@ -180,7 +219,7 @@ def explore_info(page: Any) -> dict[str, Any]:
     """What _explore.md.j2 needs for a snapshot page: its tensors' files and its explorer group."""
     depth = page.path.count("/")
     names = list(dict.fromkeys(t.name for t in page.tensors))
-    group = attention_group_of(page.report.exploration, page.main.name)
+    group = attention_group_of(page.report.exploration, page.record) if page.record else None
     return {
         "tensors": names,
         "files": {n: "../" * depth + f"{DATA_DIR}/{n}.npy" for n in names},  # Markdown links: relative to the .md file

@@ -8,6 +8,15 @@ from functools import cached_property
 
 import torch
 
+from generator.sources import NotCheckable
+
+
+class MissingEntry(NotCheckable, IndexError):
+    """An entry a text asks of a tensor that the tensor (a user's smaller one) does not have."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
+
 
 def fmt(value: float, digits: int = 4) -> str:
     """A number as a page prints it: fixed decimals, or 'inf'/'-inf'/'nan'."""
@@ -66,14 +75,20 @@ class TensorView:
     def first(self, n: int = 16) -> list[float]:
         return [float(x) for x in self.tensor.flatten()[:n].tolist()]
 
+    def _entry(self, index: tuple[int, ...]) -> torch.Tensor:
+        try:
+            return self.tensor[index]
+        except IndexError:
+            raise MissingEntry(f"entry {list(index)} of {self.name}", f"the tensor has shape {self.shape}") from None
+
     def at(self, *index: int) -> float:
-        return float(self.tensor[index])
+        return float(self._entry(index))
 
     def row(self, *index: int) -> list[float]:
-        return [float(x) for x in self.tensor[index].flatten().tolist()]
+        return [float(x) for x in self._entry(index).flatten().tolist()]
 
     def argmax(self, *index: int) -> int:
-        return int(self.tensor[index].argmax())
+        return int(self._entry(index).argmax())
 
     def max_index(self) -> list[int]:
         """Index of the largest finite entry, one int per dimension."""

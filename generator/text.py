@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Any
 
 _REMOVED = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f"
                       "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
@@ -23,3 +24,17 @@ def clean_text(text: str) -> str:
 def removed_characters(text: str) -> list[str]:
     """The code points ``clean_text`` drops from ``text``, as U+XXXX, for messages and pages."""
     return sorted({f"U+{ord(ch):04X}" for ch in _REMOVED.findall(str(text))})
+
+
+# Characters that mean something to Markdown, HTML, arithmatex or Jinja: user text shows
+# them as numeric character references, so it is displayed literally and never parsed.
+_SPECIAL = re.compile(r"[\\`*_{}\[\]()#+\-.!|$<>&\"'~^=:%@]")
+
+
+def escape_text(value: Any) -> str:
+    return _SPECIAL.sub(lambda m: f"&#{ord(m.group())};", str(value))
+
+
+def code(value: Any) -> str:
+    """User text as inline code (a traced script's names and paths), escaped."""
+    return f"<code>{escape_text(value)}</code>"

@@ -108,7 +108,7 @@ def test_the_circle_finder_finds_circles_and_only_them(graph, expected):
 
 
 def test_the_import_reader_sees_imports_inside_functions_but_not_those_for_annotations_only():
-    assert "generator.render" in imports_of("generator.trace.run")  # inside trace_environment()
+    assert "generator.render" in imports_of("generator.landing")  # inside write_landing()
     assert "generator.catalogue" not in imports_of("generator.run")  # under TYPE_CHECKING: for annotations only
     assert "generator.figures" in imports_of("generator.catalogue")  # at the top
 

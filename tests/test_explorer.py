@@ -17,7 +17,7 @@ import torch
 
 from generator.reports import REPORTS
 from generator.render import build_pages
-from generator.tensor_data import exploration_names, write_run_data
+from generator.tensor_data import UnlabelledAxis, axis_labels, exploration_names, run_labels, write_run_data, write_tensor_data
 from models.recording import recording
 from tests.conftest import ROOT, require_chromium
 
@@ -121,6 +121,37 @@ def test_data_equals_the_run_and_is_byte_identical_across_runs(built_docs, ed_ru
     assert all((built / f).read_bytes() == (tmp_path / "a" / f).read_bytes() for f in files)
     for name in exploration_names(REPORTS["encoder-decoder"], ed_run.inputs["config"]):
         np.testing.assert_array_equal(np.load(built / "data" / f"{name}.npy"), ed_all_layers[name].numpy())
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_every_declared_explorer_axis_is_labelled_and_one_whose_labels_are_missing_fails_loudly(runs, key):
+    """A report's explorer declaration (symbol -> label key) against its run: every declared symbol labels a recorded
+    tensor's axis with a list of the axis's length; a key the run has no list for, or a list of another length, is an
+    error naming the axis, never an axis silently numbered."""
+    exploration, run = REPORTS[key].exploration, runs[key]
+    labels, declared = run_labels(exploration, run), run.declared
+    for symbol, label_key in exploration.axis_labels.items():
+        name = next((n for n in run.recording if n in declared and symbol in declared[n].shape), None)
+        assert name is not None, f"{key}: no recorded tensor has the declared axis {symbol}"
+        named, shape = declared[name].shape, tuple(run.cpu(name).shape)
+        axis = named.index(symbol)
+        assert axis_labels(exploration, named, shape, labels, name)[axis] == label_key
+        assert len(labels[label_key]) == shape[axis]
+        without = {k: v for k, v in labels.items() if k != label_key}
+        with pytest.raises(UnlabelledAxis, match=f"{re.escape(name)}: axis {symbol} is labelled {label_key!r}"):
+            axis_labels(exploration, named, shape, without, name)
+        with pytest.raises(UnlabelledAxis, match=f"has {shape[axis]} entries"):
+            axis_labels(exploration, named, shape, {**labels, label_key: [*labels[label_key], "one too many"]}, name)
+
+
+def test_an_attention_group_whose_labels_do_not_fit_its_tensor_is_refused(tmp_path):
+    """A 7×7 attention tensor labelled with 6 entries (a wrong axis pair) is an error, not an explorer mislabelled."""
+    probs = torch.softmax(torch.randn(1, 2, 7, 7), dim=-1)
+    group = {"key": "g", "title": "g", "unit": "layer", "layers": ["p"], "rows": "six", "cols": "seven", "image": None}
+    labels = {"six": [str(i) for i in range(6)], "seven": [str(i) for i in range(7)]}
+    with pytest.raises(UnlabelledAxis, match="query axis has 7 entries, but its labels 'six' are 6"):
+        write_tensor_data(tmp_path, {"p": probs}, labels=labels, axes={}, attention=[group])
+    write_tensor_data(tmp_path, {"p": probs}, labels=labels, axes={}, attention=[{**group, "rows": "seven"}])
 
 
 def test_the_built_site_with_default_inputs_is_under_80_mb(built_site):

@@ -39,6 +39,38 @@ def test_snapshots_json_has_the_documented_schema(built_docs, key):
         assert set(snap["check"]) == {"name", "passed", "detail"}
 
 
+def documented_fields() -> tuple[dict[str, bool], dict[str, bool]]:
+    """The snapshots.json fields How it works documents: (top level, per snapshot), field -> only in a trace's file."""
+    text = (ROOT / "docs" / "how-it-works.md").read_text(encoding="utf-8")
+    section = text.split("### snapshots.json", 1)[1].split("\n## ", 1)[0]
+    top, per_snapshot = section.split("Each entry of `snapshots`", 1)
+
+    def fields(table: str) -> dict[str, bool]:
+        rows = [line for line in table.splitlines() if line.startswith("| `")]
+        cells = [[cell.strip() for cell in row.strip().strip("|").split("|")] for row in rows]  # | `field` | type | meaning |: a trace's own field's meaning starts *trace*
+        return {name: cell[2].startswith("*trace*") for cell in cells for name in re.findall(r"`(\w+)`", cell[0])}
+
+    return fields(top), fields(per_snapshot)
+
+
+def assert_documented(data: dict, traced: bool) -> None:
+    """Every key of a snapshots.json is documented, and a bundled report's has none of the trace's own."""
+    top, per_snapshot = documented_fields()
+    assert set(data) <= set(top), set(data) - set(top)
+    assert {k for k, only in top.items() if not only} <= set(data)
+    for snap in data["snapshots"]:
+        assert set(snap) <= set(per_snapshot), set(snap) - set(per_snapshot)
+        assert snap["check"]["passed"] in (True, False, None) and set(snap["check"]) == {"name", "passed", "detail"}
+    if not traced:
+        assert not {k for k, only in top.items() if only} & set(data)
+        assert not {k for s in data["snapshots"] for k in s if per_snapshot[k]}
+
+
+@pytest.mark.parametrize("key", REPORTS)
+def test_snapshots_json_fields_are_the_ones_how_it_works_documents(built_docs, key):
+    assert_documented(json.loads((built_docs / key / "snapshots.json").read_text(encoding="utf-8")), traced=False)
+
+
 @pytest.mark.parametrize("key, number", ALL_SNAPSHOTS)
 def test_every_check_passes_on_the_default_run(built_docs, key, number):
     data = json.loads((built_docs / key / "snapshots.json").read_text(encoding="utf-8"))
@@ -133,8 +165,9 @@ def test_a_stage_pages_check_column_says_what_the_checks_status_is(status, cell)
 
     check = CheckResult("rows sum to 1", status == "passed", "", status=status)
     page = SimpleNamespace(label="S13", path="attention/13-probs.md", snap=SimpleNamespace(title="Attention", variable="attn"),
-                           main=SimpleNamespace(view=TensorView("p", torch.zeros(1, 2))), captured=True, check=check)
+                           main=SimpleNamespace(shown=TensorView("p", torch.zeros(1, 2))), captured=True, check=check,
+                           variable_heading="Variable", variable_cell="`attn`")
     stage = SimpleNamespace(title="Attention", summary="")
-    text = environment().get_template("stage.md.j2").render(stage=stage, pages=[page], trace=None)
+    text = environment().get_template("stage.md.j2").render(stage=stage, pages=[page])
     row = text.strip().splitlines()[-1]
     assert row == f"| [S13](13-probs.md) | [Attention](13-probs.md) | `attn` | `(1, 2)` | {cell} |"

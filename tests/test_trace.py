@@ -19,6 +19,7 @@ from generator.trace import numberings
 from generator.trace.markers import find_markers
 from generator.trace.verify import LayoutStatus, bind_dims, layout
 from models.legend import Legend, Quotient
+from tests.test_reports import assert_documented
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ENCODER_DECODER = EXAMPLES / "encoder_decoder_trace.py"
@@ -60,6 +61,7 @@ def test_every_snapshot_of_an_example_is_captured_and_no_check_fails(tmp_path, e
         assert s["layout"]["status"] in ("match", "layout", "unbound")
     for page in ("index.md", "questions.md", "print.md", "data/index.json"):
         assert (tmp_path / "t" / page).is_file()
+    assert_documented(data, traced=True)  # the one snapshots.json schema (How it works)
 
 
 def test_the_overview_states_the_counts_the_first_failure_and_the_run_stamp(tmp_path):
@@ -264,21 +266,22 @@ def test_every_block_of_a_traced_report_renders_or_falls_back_naming_what_the_tr
 
 
 def test_a_template_bug_in_a_trace_is_raised_not_turned_into_a_fallback():
-    from generator.render import _written
-    from generator.trace.run import TraceReport, trace_environment
+    from types import SimpleNamespace
 
-    template = trace_environment().from_string('{% block s1 %}{{ 1 + "a" }}{% endblock %}')
+    from generator.render import _written, environment
+
+    template = environment().from_string('{% block s1 %}{{ 1 + "a" }}{% endblock %}')
     with pytest.raises(TypeError):
-        _written(template, "s1", dict, lambda needs: f"fallback: {needs}", TraceReport)
+        _written(SimpleNamespace(model=None), template, "s1", dict, lambda needs: f"fallback: {needs}")
 
 
 def test_an_entry_a_users_smaller_tensor_lacks_is_not_checkable_naming_it():
     from generator.sources import NotCheckable
-    from generator.trace.run import TracedView
+    from generator.tensors import TensorView
 
-    view = TracedView("07_q", torch.zeros(1, 3, 4))
+    view = TensorView("07_q", torch.zeros(1, 3, 4))
     assert view.at(0, 2, 3) == 0.0
-    with pytest.raises(NotCheckable, match=r"entry \[0, 5, 0\] of 07_q: your tensor has shape \(1, 3, 4\)"):
+    with pytest.raises(NotCheckable, match=r"entry \[0, 5, 0\] of 07_q: the tensor has shape \(1, 3, 4\)"):
         view.at(0, 5, 0)
 
 
@@ -342,16 +345,35 @@ def test_a_hit_past_the_last_pass_shows_and_checks_the_last_pass(tmp_path):
         explanation_of((tmp_path / "a" / "t" / "block" / "08-block-input.md").read_text(encoding="utf-8"))
 
 
-def test_each_attention_snapshot_gets_the_explorer_with_one_entry_per_hit(tmp_path):
+def test_each_attention_snapshot_gets_the_reports_explorer_with_one_layer_per_pass(tmp_path):
     trace(ENCODER_DECODER, tmp_path, "--hit", "2")
     index = json.loads((tmp_path / "t" / "data" / "index.json").read_text(encoding="utf-8"))
     groups = {g["key"]: g for g in index["attention"]}
-    assert set(groups) == {"snapshot-11", "snapshot-26", "snapshot-34"}
-    assert groups["snapshot-34"]["layers"] == ["attention_34_hit1", "attention_34_hit2"]
+    assert set(groups) == {"encoder-self", "decoder-self", "cross"}  # the report's own exploration groups
+    assert groups["cross"]["layers"] == ["decoder.layers.0.cross_attn.probs", "decoder.layers.1.cross_attn.probs"]
     shapes = {t["name"]: t["shape"] for t in index["tensors"]}
-    assert shapes["attention_34_hit1"] == [1, 4, 6, 7]  # (B, h, T, S): target queries, source keys
+    assert shapes["decoder.layers.0.cross_attn.probs"] == [1, 4, 6, 7]  # (B, h, T, S): target queries, source keys
     page = (tmp_path / "t" / "decoder" / "34-cross-attention-score-matrix-after-softmax.md").read_text(encoding="utf-8")
-    assert 'data-group="snapshot-34" data-layer="1"' in page  # opens on the hit the pages show
+    assert 'data-group="cross" data-layer="1"' in page  # opens on the pass the pages show
+
+
+@pytest.mark.parametrize("example", [ENCODER_DECODER, VIT])
+def test_a_traced_attention_tensors_axis_labels_come_from_its_declared_shape_and_fit_it(tmp_path, example):
+    """Every axis of a traced attention tensor is labelled from the declaration of its record point (the cross-attention's
+    queries by the target's T positions, its keys by the source's S), with as many labels as the axis has entries."""
+    trace(example, tmp_path)
+    index = json.loads((tmp_path / "t" / "data" / "index.json").read_text(encoding="utf-8"))
+    tensors = {t["name"]: t for t in index["tensors"]}
+    assert index["attention"]
+    for group in index["attention"]:
+        for name in group["layers"]:
+            shape, keys = tensors[name]["shape"], tensors[name]["labels"]
+            assert keys[1:] == ["heads", group["rows"], group["cols"]]
+            assert [len(index["labels"][k]) for k in keys[1:]] == shape[1:]
+    if example == ENCODER_DECODER:
+        cross = next(g for g in index["attention"] if g["key"] == "cross")
+        assert (cross["rows"], cross["cols"]) == ("tgt_tokens", "src_tokens")
+        assert tensors[cross["layers"][0]]["shape"][2:] == [6, 7]
 
 
 def test_the_bundled_drawings_draw_the_users_tensors_with_captions_that_claim_nothing(tmp_path):
@@ -1103,14 +1125,16 @@ def test_bundled_and_traced_pages_come_from_one_set_of_templates_without_the_oth
 
 def test_the_traced_run_answers_like_a_model_run_and_names_what_a_trace_lacks(tmp_path, monkeypatch):
     import generator.trace.report as report
+    from generator.run import ModelRun
     from generator.sources import MissingTensor, NotCheckable
 
     seen = {}
     write_pages = report.write_pages
-    monkeypatch.setattr(report, "write_pages", lambda catalogue, run, pages, out, trace=None: (
-        seen.update(run=run), write_pages(catalogue, run, pages, out, trace=trace))[1])
+    monkeypatch.setattr(report, "write_pages", lambda catalogue, run, pages, out, **given: (
+        seen.update(run=run), write_pages(catalogue, run, pages, out, **given))[1])
     trace(ENCODER_DECODER, tmp_path)
     run = seen["run"]
+    assert type(run) is ModelRun and run.model is None  # the same run object a bundled report produces, without a model
     assert run.tensor_view("src_ids").shape == (1, 7)  # (B, S): the catalogue's layout, as a model run records it
     assert run.source("{enc}.self_attn.scores") == ("encoder_decoder_trace.py", 83)  # the user's marked line
     assert run.stamp()["sha256"] == __import__("hashlib").sha256(ENCODER_DECODER.read_bytes()).hexdigest() and run.seed == 7

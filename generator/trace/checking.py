@@ -15,10 +15,10 @@ import torch
 
 from generator.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights
 from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
-from generator.trace.verify import LayoutStatus, layout
+from generator.trace.verify import LayoutStatus, catalogue_layout
 
 if TYPE_CHECKING:  # pragma: no cover
-    from generator.trace.pages import TracedPage
+    from generator.pages import SnapshotPage
 
 # A leading corner of a big tensor (``[:5, :5]``, what a debugger shows of an embedding table): kept under the record
 # name, and the checks that read it compare what it covers.
@@ -75,9 +75,10 @@ def needed(lack: NotCheckable, labels: dict[str, TensorLabel]) -> str:
     return f"{lack.missing} ({lack.why})" if lack.why else lack.missing
 
 
-def run_checks(pages: list[TracedPage], catalogue: Any, dims: dict[str, int], hit: int) -> None:
-    """Give every page its results (``page.checks``, one per declared check) and its verdict (``page.check``)."""
-    source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue is not None else (None, {})
+def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
+    """Give every page its results (``page.checks``, one per declared check) and its verdict (``page.check``); return
+    the captured tensors under the catalogue's record names and what each name comes from (catalogue_source)."""
+    source, labels = catalogue_source(catalogue, pages, dims, hit)
     for page in pages:
         if source is not None and page.captured:  # a snapshot is judged on its own capture, even where an earlier one shows the same record point
             places = _shown_places(page, catalogue, pages, hit) or source.places
@@ -85,7 +86,8 @@ def run_checks(pages: list[TracedPage], catalogue: Any, dims: dict[str, int], hi
             page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=places), {**labels, **dict.fromkeys(own, TensorLabel(page.label))})
         else:
             page.checks = page_checks(page, source, labels)
-        page.check = CheckResult.combined(page.checks, judge_checkable=True)
+        page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
+    return source, labels  # the run's tensors (generator/trace/run.py traced_run): computed once, here
 
 
 def _shown_places(page: TracedPage, catalogue: Any, pages: list[TracedPage], hit: int) -> dict[str, str] | None:
@@ -106,20 +108,20 @@ def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (), lacks:
     return CheckResult(name=name, passed=False, detail=detail, status=NOT_CHECKABLE, missing=missing, lacks=lacks)
 
 
-def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, TensorLabel]) -> list[CheckResult]:
+def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel]) -> list[CheckResult]:
     """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said in
     the user's terms (a snapshot to capture, the weights a trace does not have)."""
     checks = tuple(getattr(page.snap, "checks", ()))
     claims = [c.key().replace("_", " ") for c in checks]
     if not page.captured:
         return [_not_checkable(claim, "needs this snapshot captured") for claim in claims] or [_not_checkable("", "")]
-    if any(t.view.numel == 0 and t.note for t in page.tensors):
+    if any(t.shown.numel == 0 and t.note for t in page.tensors):
         return [_not_checkable("; ".join(claims), "; ".join(t.note for t in page.tensors if t.note))]
     if page.layout.mismatch:
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
-                            detail=f"the shape {page.main.view.shape} cannot be read as ({', '.join(page.shape)}): {page.layout.note}")]
+                            detail=f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): {page.layout.note}")]
     if page.layout.status is LayoutStatus.UNBOUND and page.layout.canonical is None and checks:
-        lack = UnboundDimensions.of(page.layout.unbound, page.main.view.shape, tuple(page.shape))
+        lack = UnboundDimensions.of(page.layout.unbound, page.main.shown.shape, tuple(page.shape))
         return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]
     if source is None or not checks:
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
@@ -142,7 +144,7 @@ def page_checks(page: TracedPage, source: TensorDict | None, labels: dict[str, T
     return results
 
 
-def _pass_count(pages: list[TracedPage], template: str) -> int:
+def _pass_count(pages: list[SnapshotPage], template: str) -> int:
     """How many passes the script ran of the loop whose pages use the placeholders of ``template`` (0: none captured)."""
     names = set(re.findall(r"{(\w+)}", template))
     return max((len(page.hit_values[0]) for page in pages if page.captured and page.hit_values
@@ -180,13 +182,13 @@ def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str,
     return places
 
 
-def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[str, str], dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
+def _filed(page: SnapshotPage, k: int, tensor: torch.Tensor | None, places: dict[str, str], dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
     """The record name and the catalogue-layout value of the page's ``k``-th tensor, or None where it is no recorded tensor."""
     refs = getattr(page.snap, "tensors", ())
-    if tensor is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].view.numel == 0 and page.tensors[k].note):
+    if tensor is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].shown.numel == 0 and page.tensors[k].note):
         return None  # no recorded tensor, or a value past the capture budget (its shape only)
-    index = getattr(page.snap, "index", None) if k == 0 else None
-    found = layout(tensor, page.shape_of(k), dims, {}, first_item=index == "[0]")
+    index = page.snap.index if k == 0 else None
+    found = catalogue_layout(page, k, tensor, dims)
     if found.canonical is None:
         return None
     if index is None or CORNER.fullmatch(index):
@@ -196,20 +198,20 @@ def _filed(page: TracedPage, k: int, tensor: torch.Tensor | None, places: dict[s
     return None  # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
 
 
-def _unreadable(page: TracedPage, k: int, places: dict[str, str], dims: dict[str, int]) -> str:
+def _unreadable(page: SnapshotPage, k: int, places: dict[str, str], dims: dict[str, int]) -> str:
     """Why the page's captured ``k``-th tensor cannot be read in the catalogue's layout ("" when it can, or is not captured)."""
-    if not page.captured or k >= len(page.tensors) or _filed(page, k, page.tensors[k].view.tensor, places, dims) is not None:
+    if not page.captured or k >= len(page.tensors) or _filed(page, k, page.tensors[k].shown.tensor, places, dims) is not None:
         return ""
     t = page.tensors[k]
-    return t.note if t.view.numel == 0 and t.note else layout(t.view.tensor, page.shape_of(k), dims, {}).note or "its shape cannot be read as the catalogue's"
+    return t.note if t.shown.numel == 0 and t.note else catalogue_layout(page, k, t.shown.tensor, dims).note or "its shape cannot be read as the catalogue's"
 
 
-def own_tensors(page: TracedPage, places: dict[str, str], dims: dict[str, int]) -> dict[str, torch.Tensor]:
+def own_tensors(page: SnapshotPage, places: dict[str, str], dims: dict[str, int]) -> dict[str, torch.Tensor]:
     """The page's own captured tensors (the hit it shows) under their record names."""
-    return dict(filed for k, t in enumerate(page.tensors) if (filed := _filed(page, k, t.view.tensor, places, dims)))
+    return dict(filed for k, t in enumerate(page.tensors) if (filed := _filed(page, k, t.shown.tensor, places, dims)))
 
 
-def catalogue_source(catalogue: Any, pages: list[TracedPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
+def catalogue_source(catalogue: Any, pages: list[SnapshotPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
     """The captured tensors as a ``generator.sources.TensorDict`` under the catalogue's record names (pass k of a loop
     under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
     passes = _passes(catalogue, pages)

@@ -7,19 +7,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import torch
 
-from generator.catalogue import Question, Report, Snapshot, Stage
-from generator.checks import NOT_CHECKABLE, CheckResult
+from generator.catalogue import Question, Report, Stage
+from generator.sources import Lacking, MissingTensor, NotCheckable
+from generator.pages import SnapshotPage, SourceExcerpt, TensorSection
 from generator.render import page_path  # one page layout for every report
 from generator.tensors import TensorView
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
 from generator.trace.checking import places_for, run_checks
-from generator.trace.verify import Layout, bind_dims, layout
+from generator.trace.verify import bind_dims, catalogue_layout
 from models.legend import Legend
 
 
@@ -35,7 +35,8 @@ def own_points(capture: Capture) -> dict[str, int]:
     for marker, hits in capture.hits.items():
         if marker.point:
             first[marker.point] = min(first.get(marker.point, hits[0].order), hits[0].order)
-    never = [m.point for m in sorted(capture.markers, key=lambda m: (m.file, m.line)) if m.point and m.point not in first]
+    never = [m.point for m in sorted(capture.markers, key=lambda m: (m.file, m.line))
+             if m.point and m.point not in first]
     return {point: i for i, point in enumerate([*sorted(first, key=first.get), *dict.fromkeys(never)], 1)}
 
 
@@ -51,6 +52,8 @@ class OwnPoint:
     questions: tuple[int, ...] = ()
     differs: str = ""
     tensors: tuple = ()
+    index: str | None = None
+    figures: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,8 @@ class OwnCatalogue:
     key: str = "trace"
     title: str = "Your own trace points"
     short_title: str = "Trace"
-    stages: tuple[Stage, ...] = (Stage("points", "Your points", "The values marked with # trace: comments, in the order the script reached them."),)
+    stages: tuple[Stage, ...] = (Stage("points", "Your points", "The values marked with # trace: comments, "
+                                       "in the order the script reached them."),)
     dims_legend: Legend = field(default_factory=Legend)
     questions: tuple[Question, ...] = ()
     options: Any = None
@@ -72,6 +76,7 @@ class OwnCatalogue:
     trace: None = None
     trace_inputs: Any = field(default_factory=dict)
     exploration: None = None
+    whole_values: bool = False
 
     def label(self, number: int) -> str:
         return f"T{number:02d}"
@@ -90,75 +95,23 @@ def own_catalogue(capture: Capture) -> OwnCatalogue:
     return OwnCatalogue(tuple(OwnPoint(n, point, point, shapes.get(point, ())) for point, n in points.items()))
 
 
-@dataclass
-class Source:
-    path: str
-    first: int
-    last: int
-    block: str  # fenced, highlighted Markdown code block
+class CapturedTensors(list, Lacking):
+    """A traced page's captured tensors; one it lacks (the snapshot not captured, or fewer tensors captured than it
+    has) is a MissingTensor saying how to capture it, so a report's block that reads it falls back naming that."""
 
+    def __init__(self, label: str, marker_example: str) -> None:
+        super().__init__()
+        self.label, self.marker_example = label, marker_example
 
-@dataclass
-class TracedTensor:
-    name: str  # record name in data/ (unique per report)
-    variable: str  # the user's name
-    view: TensorView
-    device: str
-    source: Source
-    marker_line: int
-    slice_index: str
-    slice_text: str
-    note: str = ""
+    def lack(self, i: Any) -> MissingTensor:
+        if not self:
+            return MissingTensor(f"snapshot {self.label}", f"not captured; mark it with {self.marker_example}")
+        return MissingTensor(f"tensor {int(i) + 1} of snapshot {self.label}", f"its marker captured {len(self)}")
 
-
-@dataclass
-class TracedPage:
-    snap: Snapshot
-    label: str
-    path: str
-    captured: bool
-    marker_example: str
-    tensors: list[TracedTensor] = field(default_factory=list)
-    layout: Layout | None = None
-    check: CheckResult = field(default_factory=lambda: CheckResult("", False, "", status=NOT_CHECKABLE))  # the combined verdict (checking.run_checks)
-    checks: list[CheckResult] = field(default_factory=list)  # one per check the snapshot declares (checking.run_checks)
-    not_drawn: list[str] = field(default_factory=list)  # the snapshot's figures a trace could not draw: "caption — needs ..."
-    order: int = 0  # capture order of the shown hit: the pipeline order of the user's run
-    named: tuple[tuple[str, ...] | None, ...] = ()  # the named shape of each of the snapshot's tensors (catalogue or declaration)
-    shown_hit: int = 1  # which hit of its (first) marker the page shows
-    hit_values: list[list[torch.Tensor | None]] = field(default_factory=list)  # per tensor of the page: its value at every hit
-    hit_note: str = ""
-    doc: str = ""  # what the catalogue's model declares the step's tensor to be
-    explanation: str = ""
-    questions: list[Question] = field(default_factory=list)
-    data_written: bool = False
-    figures: list[dict[str, str]] = field(default_factory=list)
-    report: Any = field(default_factory=lambda: SimpleNamespace(exploration=None))
-    prev: TracedPage | None = None
-    next: TracedPage | None = None
-
-    @property
-    def main(self) -> TracedTensor:
-        return self.tensors[0]
-
-    @property
-    def shape(self) -> tuple[str, ...]:
-        """The named shape the page expects of its first tensor."""
-        return self.named[0] if self.named and self.named[0] else ()
-
-    def shape_of(self, i: int) -> tuple[str, ...]:
-        return self.named[i] if i < len(self.named) and self.named[i] else self.shape
-
-    @property
-    def variables(self) -> str:
-        return ", ".join(t.variable for t in self.tensors)
-
-    @property
-    def named_shape(self) -> tuple[str, ...]:
-        return self.shape
-
-    def link_from(self, other_path: str) -> str:
-        return "../" * other_path.count("/") + self.path
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, int) and not -len(self) <= i < len(self):
+            raise self.lack(i)
+        return super().__getitem__(i)
 
 
 def _code_block(source: str, first: int, last: int, shown: str) -> str:
@@ -184,7 +137,8 @@ def _hit(hits: list[Hit], wanted: int) -> tuple[Hit, str]:
 def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
     if value.kind == "dict":
         key, tensor = next(iter(value.tensor.items()))
-        return tensor, f"a dict of {len(value.tensor)} tensors; the page shows its first entry {key!r} (all are in data/)"
+        return tensor, (f"a dict of {len(value.tensor)} tensors; the page shows its first entry {key!r} "
+                        "(all are in data/)")
     if value.tensor is None:
         return None, value.note
     return value.tensor, value.note  # what it was converted from (a NumPy array, a sparse tensor), if anything
@@ -203,17 +157,21 @@ def by_caller(marker: Marker, hits: list[Hit], warnings: list[str]) -> list[tupl
     where = f"{Path(marker.file).name}:{marker.line}: {marker.text!r}"
     if len(sites) < len(marker.alternatives):
         warnings.append(f"{where} was called from {len(sites)} line{'s' if len(sites) != 1 else ''} of your code for "
-                        f"{len(marker.alternatives)} snapshots, so its hits were not assigned; mark each caller's line instead")
+                        f"{len(marker.alternatives)} snapshots, so its hits were not assigned; "
+                        "mark each caller's line instead")
         return []
     if len(sites) > len(marker.alternatives):
         extra = [f"{Path(site[0]).name}:{site[1]}" for site in list(sites)[len(marker.alternatives):] if site]
         warnings.append(f"{where} was also called from {', '.join(extra)}: those hits belong to none of its "
                         f"{len(marker.alternatives)} snapshots and are not shown")
-    return [(replace(marker, number=number, alternatives=()), group) for number, group in zip(marker.alternatives, sites.values())]
+    return [(replace(marker, number=number, alternatives=()), group)
+            for number, group in zip(marker.alternatives, sites.values())]
 
 
-def named_shapes(catalogue: Any, places: dict[str, str], declared: dict[str, Any]) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
-    """Snapshot number -> the named shape of each of its tensors: the catalogue's own (a slice), else the model's declared
+def named_shapes(catalogue: Any, places: dict[str, str],
+                 declared: dict[str, Any]) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
+    """Snapshot number -> the named shape of each of its tensors: the catalogue's own (a slice), else the model's
+    declared
     record point (issue 19: shapes are declared once, in the model file)."""
     shapes = {}
     for snap in catalogue.snapshots:
@@ -244,8 +202,10 @@ def in_catalogue_order(snap: Any, marked: list[tuple[Marker, list[Hit]]]) -> lis
     variables = snap.variable.split(", ")
     if len(marked) < 2 or len(marked) != len(variables):
         return marked
+
     def position(marker: Marker) -> int | None:
-        found = [i for i, v in enumerate(variables) if marker.names and (v == marker.names[0] or v.startswith(marker.names[0] + "_"))]
+        found = [i for i, v in enumerate(variables)
+                 if marker.names and (v == marker.names[0] or v.startswith(marker.names[0] + "_"))]
         return found[0] if len(found) == 1 else None
     places = [position(marker) for marker, _ in marked]
     if None in places or len(set(places)) != len(places):
@@ -253,7 +213,10 @@ def in_catalogue_order(snap: Any, marked: list[tuple[Marker, list[Hit]]]) -> lis
     return [entry for _, entry in sorted(zip(places, marked), key=lambda pair: pair[0])]
 
 
-def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -> tuple[list[TracedPage], dict[str, int]]:
+def build_pages(catalogue: Report, numbering: str, capture: Capture,
+                hit: int) -> tuple[list[SnapshotPage], dict[str, int], Any, dict]:
+    """The pages of a capture, the dimensions bound from it, and its tensors under the catalogue's record names (a
+    ``TensorDict``, or None for the script's own points) with the snapshot each name comes from (checking.py)."""
     folder = capture.script.parent
     places = places_for(catalogue, 1)
     declared = catalogue.options().record_points() if places is not None else {}
@@ -270,10 +233,13 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
             by_number.setdefault(marker.number, []).append((marker, capture.hits[marker]))
     pages = []
     for snap in catalogue.snapshots:
-        page = TracedPage(snap=snap, label=catalogue.label(snap.number), path=page_path(snap), captured=snap.number in by_number,
-                          marker_example=marker_example(catalogue, numbering, snap.number), named=shapes[snap.number],
-                          doc=_declared_doc(snap, places or {}, declared),
-                          questions=[catalogue.question(n) for n in snap.questions])
+        example = marker_example(catalogue, numbering, snap.number)
+        page = SnapshotPage(report=catalogue, snap=snap, path=page_path(snap),
+                            tensors=CapturedTensors(catalogue.label(snap.number), example),
+                            named_shape=shapes[snap.number][0] or (), expected_shape=(), checks=[], origin="captured",
+                            captured=snap.number in by_number, marker_example=example, named=shapes[snap.number],
+                            doc=_declared_doc(snap, places or {}, declared), data_written=False,
+                            questions=[catalogue.question(n) for n in snap.questions])
         notes = []
         for j, (marker, hits) in enumerate(in_catalogue_order(snap, by_number.get(snap.number, []))):
             chosen, note = _hit(hits, hit)
@@ -287,28 +253,52 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
                 shown = str(Path(marker.file).relative_to(folder))
             except ValueError:
                 shown = Path(marker.file).name
-            source = Source(shown, marker.first, marker.last, _code_block(capture.sources[marker.file], marker.first, marker.last, shown))
+            source = SourceExcerpt(shown, marker.first, marker.first, [], marker.last,
+                                   _code_block(capture.sources[marker.file], marker.first, marker.last, shown))
             for value in chosen.values:
                 tensor, note_text = _tensor_of(value)
                 if tensor is None:
                     tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
                 view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
                 index, text = view.slice_text()
-                page.tensors.append(TracedTensor(view.name, value.name, view, value.device, source, marker.line, index, text, note_text))
+                page.tensors.append(TensorSection(name=view.name, shown=view, index=None, device=value.device,
+                                                  source=source,
+                                                  slice_index=index, slice_text=text, variable=value.name,
+                                                  marker_line=marker.line, note=note_text))
         page.captured = bool(page.tensors)
         page.hit_note = "; ".join(dict.fromkeys(notes))
         pages.append(page)
-    dims = bind_dims([(p.shape_of(i), t.view.shape) for p in pages if p.captured for i, t in enumerate(p.tensors)],
+    dims = bind_dims([(p.shape_of(i), t.shown.shape) for p in pages if p.captured for i, t in enumerate(p.tensors)],
                      catalogue.dims_legend)
     for page in pages:
-        if page.captured:
-            page.layout = layout(page.main.view.tensor, page.shape, dims, catalogue.dims_legend, first_item=getattr(page.snap, "index", None) == "[0]")
-    run_checks(pages, catalogue, dims, shown_pass(pages))  # generator/trace/checking.py: the catalogue's typed checks on the captured tensors
+        for k, t in enumerate(page.tensors):
+            found = catalogue_layout(page, k, t.shown.tensor, dims)
+            page.layout = page.layout or found  # the first tensor's: what the page says of its shape
+            t.catalogue = TensorView(t.variable, found.canonical) if found.canonical is not None else NotCheckable(
+                f"snapshot {page.label} in the catalogue's layout ({', '.join(page.shape_of(k))})",
+                f"your shape {tuple(t.shown.shape)} cannot be read as it: "
+                f"{found.note or 'its dimensions are not all bound'}")
+    for page in pages:
+        page.bound = bound_names(page, catalogue.dims_legend) if page.captured else []
+    source, labels = run_checks(pages, catalogue, dims, shown_pass(pages))  # the catalogue's checks, on the capture
     for before, after in zip(pages, pages[1:]):
         before.next, after.prev = after, before
-    return pages, dims
+    return pages, dims, source, labels
 
 
-def shown_pass(pages: list[TracedPage]) -> int:
+def bound_names(page: SnapshotPage, legend: dict[str, str]) -> list[str]:
+    """The page's named dimensions bound from the user's tensors: "h = 4 (attention heads)"."""
+    sizes = page.layout.expected if page.layout is not None and page.layout.expected else page.main.shown.shape
+    named = []
+    for expression, size in zip(page.shape, sizes):
+        if expression.isdigit():  # a literal size (the mask's broadcast axes) names nothing
+            continue
+        text = f"{expression} = {size}" + (f" ({legend[expression]})" if legend.get(expression) else "")
+        if text not in named:
+            named.append(text)
+    return named
+
+
+def shown_pass(pages: list[SnapshotPage]) -> int:
     """The pass of the script's loop the pages show: --hit, or the last pass where the loop ran fewer times."""
     return max((page.shown_hit for page in pages if page.captured), default=1)

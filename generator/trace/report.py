@@ -1,64 +1,38 @@
 """Write the report of a traced script (pages.py builds its pages): the snapshot pages, the overview, the stages, the
-guiding questions and the print view by the bundled reports' own templates and writer (generator.render.write_pages, over
-a TracedRun: run.py), and snapshots.json, figures (the bundled drawings) and data/ in the bundled formats, so the site
+guiding questions and the print view by the bundled reports' own templates and writer (generator.render.write_pages,
+over the run the capture becomes at its boundary: run.py traced_run), snapshots.json by the one writer (generator/
+snapshots_file.py), figures by the bundled drawings and data/ with the report's own explorer groups, so the site
 machinery, the explorer and the PDF export read a trace as they read a bundled report."""
 
 from __future__ import annotations
 
-import json
 import platform
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from generator.build import draw_all
 from generator.catalogue import Report
-from generator.checks import FAILED, PASSED
+from generator.checks import FAILED, INPUT, PASSED
+from generator.pages import SnapshotPage
+from generator.progress import Progress
 from generator.render import escape_text, write_pages
-from generator.sources import fill
-from generator.tensor_data import explore_info, write_tensor_data
-from generator.tensors import json_number
+from generator.run import ModelRun
+from generator.snapshots_file import snapshots_json, write_snapshots_json
+from generator.sources import NotCheckable, TensorDict, fill
+from generator.tensor_data import (attention_group_of, attention_groups, axis_labels, head_labels, run_labels,
+                                   write_tensor_data)
 from generator.trace.capture import Capture
-from generator.trace.checking import catalogue_source
-from generator.trace.pages import TracedPage, _tensor_of, build_pages, shown_pass
-from generator.trace.run import INPUTS_WHY, Known, TracedRun, TraceReport, adopt_verdicts, id_labels
-from generator.trace.verify import layout
+from generator.trace.checking import pass_places
+from generator.trace.pages import _tensor_of, build_pages, shown_pass
+from generator.trace.run import TraceReport, adopt_verdicts, id_labels, traced_run
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
 
 
-def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pages: list[TracedPage], stamp: dict[str, Any],
-                   dims: dict[str, int], outcome: dict[str, Any]) -> dict[str, Any]:
-    def entry(p: TracedPage) -> dict[str, Any]:
-        base = {"number": p.snap.number, "label": p.label, "title": p.snap.title, "variable": p.variables if p.captured else p.snap.variable,
-                "stage": p.snap.stage, "page": p.path, "captured": p.captured, "expected_shape": list(p.shape),
-                "check": {key: value for key, value in p.check.json().items() if key != "status"},
-                **({"checks": [c.json() for c in p.checks]}
-                   if len(p.checks) > 1 else {}),
-                "figures": [f["file"] for f in p.figures]}
-        if not p.captured:
-            return {**base, "shape": None, "dtype": None, "first": [], "stats": {}, "source": None, "tensors": []}
-        view = p.main.view
-        return {**base, "shape": list(view.shape), "dtype": view.dtype, "first": [json_number(v) for v in view.first(16)],
-                "stats": {k: json_number(v) for k, v in view.stats.items()}, "layout": {"status": p.layout.status.value, "note": p.layout.note},
-                "source": {"path": p.main.source.path, "line": p.main.source.first, "marker_line": p.main.marker_line},
-                "tensors": [{"name": t.name, "variable": t.variable, "shape": list(t.view.shape),
-                             "source": {"path": t.source.path, "line": t.source.first}} for t in p.tensors]}
-
-    return {
-        "model": name, "title": title, "short_title": name, "order": 100, "traced": True, "catalogue": numbering,
-        "seed": stamp["seeds"][0] if stamp["seeds"] else None, "device": ", ".join(stamp["devices"]), "dtype": None,
-        "torch": stamp["torch"], "weights": "the script's own", "inputs": {"script": stamp["script"], "sha256": stamp["sha256"]},
-        "summary": f"{title}: {sum(p.captured for p in pages)} of {len(pages)} snapshots captured", "facts": [], "dims": dims,
-        "outcome": outcome,
-        "stages": [{"key": s.key, "title": s.title, "index": f"{s.key}/index.md", "pages": [p.path for p in pages if p.snap.stage == s.key]}
-                   for s in catalogue.stages],
-        "snapshots": [entry(p) for p in pages],
-        "extra_pages": [],
-    }
-
-
-def in_data_flow_order(failed: list[TracedPage]) -> list[TracedPage]:
+def in_data_flow_order(failed: list[SnapshotPage]) -> list[SnapshotPage]:
     """Failed pages, the earliest in the model's data flow first: the catalogue numbers its steps along the forward
     pass, so a step the script happened to run early (a mask built before the forward pass) is not named before the
     step where a bug first shows; script order only breaks ties."""
@@ -68,14 +42,15 @@ def in_data_flow_order(failed: list[TracedPage]) -> list[TracedPage]:
 def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Capture, hit: int, command: str,
            timeout: float | None) -> dict[str, Any]:
     """Write the report into ``out`` (a staging folder); return its summary (counts, first failure)."""
-    pages, dims = build_pages(catalogue, numbering, capture, hit)
+    pages, dims, source, labels = build_pages(catalogue, numbering, capture, hit)
     hit = shown_pass(pages)  # a --hit past the last pass shows the last one, and the checks and texts name it
     adopt_verdicts(pages)
     seeds = list(dict.fromkeys(capture.seeds))
     stamp = {
         "script": capture.script.name, "sha256": capture.sha256, "argv": capture_argv(command), "seeds": seeds,
         "devices": sorted({t.device for p in pages for t in p.tensors}) or ["cpu"], "torch": torch.__version__,
-        "python": platform.python_version(), "seconds": capture.seconds, "command": command, "weights": "the script's own",
+        "python": platform.python_version(), "seconds": capture.seconds, "command": command,
+        "weights": "the script's own",
         **({"seed": seeds[0]} if seeds else {}),
     }
     captured = [p for p in pages if p.captured]
@@ -84,79 +59,79 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
               "failed": len(failed), "unchecked": sum(not p.check.checkable for p in captured)}
     outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished,
                "warnings": capture.warnings,
-               "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None, "counts": counts}
+               "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None,
+               "counts": counts}
     title = f"Trace of {capture.script.name}"
 
     tensors = {}
     for page in captured:
-        names = [t.name for t in page.tensors if 0 < t.view.numel <= DATA_LIMIT]
+        names = [t.name for t in page.tensors if 0 < t.shown.numel <= DATA_LIMIT]
         page.data_written = len(names) == len(page.tensors)
-        tensors |= {t.name: t.view.tensor for t in page.tensors if t.name in names}
-    source, labels = catalogue_source(catalogue, pages, dims, hit) if catalogue.options is not None else (None, {})
+        page.left_out = DATA_LIMIT if any(t.shown.numel > DATA_LIMIT for t in page.tensors) else 0
+        tensors |= {t.name: t.shown.tensor for t in page.tensors if t.name in names}
     tensors |= _all_hits(capture, numbering)
-    explorers, axis_labels, axes, groups = _attention(pages, catalogue, dims)
-    tensors |= explorers
-    write_tensor_data(out, tensors, labels=axis_labels, axes=axes, attention=groups, extra={"report": name, "dims": dims})
+    for page in captured if source is not None else ():  # what the explorer's groups match: its record name, if filed
+        if page.snap.tensors and source.has(page.snap.tensors[0]):
+            page.record = source.name(page.snap.tensors[0])
 
-    facts = [("Script", capture.script.name), ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
+    facts = [("Script", capture.script.name),
+             ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
              ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable")]
-    known_inputs = {"facts": facts, "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
+    known_inputs = {"script": capture.script.name, "sha256": capture.sha256, "facts": facts,
+                    "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
                     **id_labels(catalogue, pages, dims)}
-    run = TracedRun(
-        report=catalogue, tensors=source, labels=labels, captured={p.label for p in captured},
-        markers={p.label: p.marker_example for p in pages},
-        inputs=Known(known_inputs, "input", INPUTS_WHY), dims=Known(dims, "dimension", "not bound from your tensors"),
-        facts=stamp, device=", ".join(stamp["devices"]),
-        sources={fill(str(ref), source.places): (t.source.path, t.marker_line) for p in captured
-                 for ref, t in zip(getattr(p.snap, "tensors", ()) or (), p.tensors)} if source is not None else {},
-    )
-    trace = TraceReport(title=title, catalogue=catalogue, command=command, counts=counts, outcome=outcome,
-                        first_failure=failed[0] if failed else None, run=run, own=numbering == "none", data_limit=DATA_LIMIT,
-                        explore=lambda page: _explore_info(page, {g["key"] for g in groups}, hit))
-    not_drawn = draw_figures(catalogue, pages, run, out) if source is not None else {}
+    run = traced_run(catalogue, source, labels, pages, known_inputs, dims, stamp, command)  # a capture becomes a run
+    explorers, axis_words, axes, groups = explorer_data(catalogue, pages, source, run, dims)
+    write_tensor_data(out, tensors | explorers, labels=axis_words, axes=axes, attention=groups,
+                      extra={"report": name, "dims": dims})
+    trace = TraceReport(counts=counts, outcome=outcome, first_failure=failed[0] if failed else None,
+                        own=numbering == "none")
+    not_drawn = draw_figures(catalogue, pages, run, labels, out) if source is not None else {}
     for page in pages:
         page.not_drawn = not_drawn.get(page.snap.number, [])
         trace.drawn.update({Path(f["file"]).stem: f["caption"] for f in page.figures})
-    write_pages(catalogue, run, pages, out, trace=trace)
-    data = snapshots_json(name, title, catalogue, numbering, pages, stamp, dims, outcome)
-    (out / "snapshots.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_pages(catalogue, run, pages, out, outcome=trace, title=escape_text(title))
+    identity = {"model": name, "title": title, "short_title": name, "order": 100}
+    write_snapshots_json(out, snapshots_json(identity, catalogue, run, pages, extra_pages=[], traced=True,
+                                             catalogue=numbering, outcome=outcome))
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
 
 
-def _attention(pages: list[TracedPage], catalogue: Report, dims: dict[str, int]):
-    """For the explorer: every hit of each captured attention-probability snapshot, in the catalogue's layout
-    (B, h, queries, keys), as one group whose "layers" are the hits (a loop over layers gives one hit per layer)."""
-    tensors, labels, axes, groups = {}, {}, {}, []
-    by_number = {p.snap.number: p for p in pages}
-    for number, (rows, cols) in (catalogue.trace.attention if catalogue.trace is not None else {}).items():
-        page = by_number.get(number)
-        if page is None or not page.captured or rows not in dims or cols not in dims or "h" not in dims:
-            continue
-        names = []
-        for i, tensor in enumerate(page.hit_values[0] if page.hit_values else [], 1):
-            found = layout(tensor, page.shape, dims, {}) if tensor is not None else None
-            if found is None or found.canonical is None or found.canonical.dim() != 4 or found.canonical.numel() > DATA_LIMIT:
-                break
-            name = f"attention_{number:02d}_hit{i}"
-            tensors[name] = found.canonical
-            axes[name] = (None, "heads", f"positions_{rows}", f"positions_{cols}")
-            names.append(name)
-        if names:
-            for dim in (rows, cols):
-                labels[f"positions_{dim}"] = [f"position {j}" for j in range(dims[dim])]
-            labels["heads"] = [f"head {j + 1}" for j in range(dims["h"])]
-            groups.append({"key": f"snapshot-{number}", "title": f"{page.label} {page.snap.title}", "unit": "hit", "layers": names,
-                           "rows": f"positions_{rows}", "cols": f"positions_{cols}", "image": None})
-    return tensors, labels, axes, groups
+def explorer_data(catalogue: Any, pages: list[SnapshotPage], source: TensorDict | None, run: ModelRun,
+                  dims: dict[str, int]) -> tuple[dict[str, torch.Tensor], dict[str, list[str]], dict, list[dict]]:
+    """The explorer's tensors, label lists, axis labels and groups, by the bundled reports' own builder
+    (generator/tensor_data.py): every pass of a captured attention snapshot filed under its record name (pass k under
+    layer k's), grouped by the report's exploration; each axis labelled from the snapshot's declared named shape, the
+    label lists read from the run (the user's IDs where the trace knows them, else numbered), checked against the
+    shape."""
+    exploration = getattr(catalogue, "exploration", None)
+    if exploration is None or source is None:
+        return {}, {}, {}, []
+    shapes = {}  # record name -> the declared named shape of the snapshot that captured it
+    for page in pages:
+        for template in page.snap.tensors[:1] if page.captured else ():
+            for h in range(1, len(page.hit_values[0]) + 1 if page.hit_values else 1):
+                places = pass_places(catalogue, h, {})
+                if places is not None:
+                    shapes[fill(str(template), places)] = page.shape
+    names = [n for n in source.tensors if n in shapes and attention_group_of(exploration, n)
+             and 0 < source.tensors[n].numel() <= DATA_LIMIT and source.tensors[n].dim() == len(shapes[n])]
+    tensors = {n: source.tensors[n] for n in names}
+    labels = _labels(exploration, run, dims)
+    axes = {n: axis_labels(exploration, shapes[n], tuple(t.shape), labels, n) for n, t in tensors.items()}
+    return tensors, labels, axes, attention_groups(exploration, names)
 
 
-def _explore_info(page: TracedPage, groups: set[str], hit: int) -> dict[str, Any]:
-    """_explore.md.j2's data for a traced page: the bundled reports' layout, with this snapshot's explorer if it has one."""
-    info = explore_info(page)
-    key = f"snapshot-{page.snap.number}"
-    if key in groups:
-        info["group"], info["layer"] = key, hit - 1
-    return info
+def _labels(exploration: Any, run: ModelRun, dims: dict[str, int]) -> dict[str, list[str]]:
+    """The run's label lists where the trace knows what they read (the user's token IDs), else each declared axis
+    numbered."""
+    numbered = {key: [f"position {j}" for j in range(dims[symbol])] for symbol, key in exploration.axis_labels.items()
+                if symbol in dims} | head_labels(dims)
+    try:
+        known = run_labels(exploration, run)
+    except NotCheckable:
+        known = {}
+    return {**numbered, **{k: v for k, v in known.items() if k not in numbered or len(v) == len(numbered[k])}}
 
 
 NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's figures say only what is drawn
@@ -167,58 +142,62 @@ NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's 
 }
 
 
-def draw_figures(catalogue: Any, pages: list[TracedPage], run: TracedRun, out: Path) -> dict[int, list[str]]:
-    """Every figure of a captured snapshot drawn with the catalogue's own drawing from the user's tensors, where the
-    tensors it declares were captured: axes a drawing would label with words the trace lacks are numbered instead. A
-    figure that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot not captured) is not
-    drawn; returns snapshot number -> "caption — needs ..." for each, read from what stopped it. A figure drawn from a
-    snapshot whose check failed says so (its caption says only what is drawn); a figure not drawn on a failed page is
-    not named by the catalogue's caption, which describes the step computed right."""
-    from dataclasses import fields, replace
-
-    from generator.checks import INPUT
-
-    by_id = {fig.id: fig for fig in getattr(catalogue, "figures", ())}
+def draw_figures(catalogue: Any, pages: list[SnapshotPage], run: ModelRun, labels: dict[str, Any],
+                 out: Path) -> dict[int, list[str]]:
+    """Every figure of a captured snapshot drawn by the bundled reports' drawer (generator/build.py ``draw_all``) with
+    the catalogue's own drawing from the user's tensors; axes a drawing would label with words the trace lacks are
+    numbered instead. A figure that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot
+    not captured) is not drawn; returns snapshot number -> "caption — needs ..." for each, read from what stopped
+    it."""
+    by_id = {fig.id: fig for fig in catalogue.figures}
+    wanted = dict.fromkeys(fid for page in pages if page.captured for fid in page.snap.figures if fid in by_id)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    drawings = [(fid, numbered_drawing(by_id[fid].drawing, run)) for fid in wanted]
+    _, lacked = draw_all(drawings, run, out / "figures", None, Progress(enabled=False), catalogue.short_title,
+                         parallel=False)
     by_label = {p.label: p for p in pages}
-    outcome: dict[str, tuple[bool, str]] = {}  # figure id -> (drawn, caption or what it needs): each drawn once
     not_drawn: dict[int, list[str]] = {}
+    captions: dict[str, str] = {}  # figure id -> its caption, written for the first page that shows it
     for page in pages:
-        for fid in getattr(page.snap, "figures", ()) if page.captured else ():
-            fig = by_id.get(fid)
-            if fig is None:
+        for fid in page.snap.figures if page.captured else ():
+            if fid not in by_id:
                 continue
-            what = NEUTRAL_CAPTIONS.get(fig.drawing.key(), f"drawn with the {catalogue.short_title} report's "
-                                                           f"{fig.drawing.key().replace('_', ' ')} drawing")
-            if fid not in outcome:
-                kinds = fig.drawing.parameters()
-                numbered = {f.name: None for f in fields(fig.drawing) if kinds.get(f.name) == INPUT and f.default is None
-                            and getattr(fig.drawing, f.name) is not None and str(getattr(fig.drawing, f.name)) not in run.inputs}
-                drawing = replace(fig.drawing, **numbered)  # optional word labels the trace does not know: the axes are numbered
-                target = out / "figures" / f"{fid}.png"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    for ref in drawing.inputs():
-                        run.cpu(ref)  # a tensor it declares and the trace lacks: says which snapshot
-                    drawing.draw(run, target)
-                except TraceReport.LACKS as exc:
-                    target.unlink(missing_ok=True)
-                    outcome[fid] = (False, f"needs {TraceReport.needs(exc)}")
-                else:
-                    sources = [by_label[label.snapshot] for label in dict.fromkeys(run.labels.get(run.name(ref)) for ref in drawing.inputs())
-                               if label is not None and label.snapshot in by_label] or [page]
-                    whose = ", ".join(f"{p.variables} ({p.label})" for p in sources)
-                    failed = list({p.label: p for p in [page, *sources] if p.check.status == FAILED}.values())
-                    refuted = (f" The check failed on {', '.join(f'{p.label} ({p.check.name})' for p in failed)}: the figure shows "
-                               "what your tensors hold, not the step computed right." if failed else "")
-                    outcome[fid] = (True, escape_text(f"{sources[0].snap.title}, from your {whose}: {what}.{refuted}"))
-            drawn, text = outcome[fid]
-            if drawn:
-                page.figures.append({"file": f"figures/{fid}.png", "caption": text})
+            fig = by_id[fid]
+            if fid not in lacked:
+                captions.setdefault(fid, _caption(catalogue, fig, page, run, labels, by_label))
+                page.figures.append({"file": f"figures/{fid}.png", "caption": captions[fid]})
             else:  # the catalogue's caption describes the step computed right: not where this page's check refuted it
-                caption = (f"{page.snap.title}: the {catalogue.short_title} report's {fig.drawing.key().replace('_', ' ')} figure (its "
-                           "caption describes the step computed right, and the check failed)" if page.check.status == FAILED else fig.caption)
-                not_drawn.setdefault(page.snap.number, []).append(f"{caption} — {text}")
+                name = fig.drawing.key().replace("_", " ")
+                caption = (f"{page.snap.title}: the {catalogue.short_title} report's {name} figure (its caption "
+                           "describes the step computed right, and the check failed)"
+                           if page.check.status == FAILED else fig.caption)
+                not_drawn.setdefault(page.snap.number, []).append(f"{caption} — needs {lacked[fid].needed}")
     return not_drawn
+
+
+def numbered_drawing(drawing: Any, run: ModelRun) -> Any:
+    """The drawing with its optional word labels the run does not know left out: those axes are numbered."""
+    kinds = drawing.parameters()
+    numbered = {f.name: None for f in fields(drawing) if kinds.get(f.name) == INPUT and f.default is None
+                and getattr(drawing, f.name) is not None and str(getattr(drawing, f.name)) not in run.inputs}
+    return replace(drawing, **numbered)
+
+
+def _caption(catalogue: Any, fig: Any, page: SnapshotPage, run: ModelRun, labels: dict[str, Any],
+             by_label: dict[str, SnapshotPage]) -> str:
+    """A drawn figure's caption: what is drawn, from which of the user's variables; where a check of a snapshot it
+    draws failed, that it shows what the tensors hold, not the step computed right (the catalogue's caption would)."""
+    what = NEUTRAL_CAPTIONS.get(fig.drawing.key(), f"drawn with the {catalogue.short_title} report's "
+                                                   f"{fig.drawing.key().replace('_', ' ')} drawing")
+    drawing = numbered_drawing(fig.drawing, run)
+    shown = dict.fromkeys(labels.get(run.name(ref)) for ref in drawing.inputs())
+    sources = [by_label[label.snapshot] for label in shown
+               if label is not None and label.snapshot in by_label] or [page]
+    whose = ", ".join(f"{p.variables} ({p.label})" for p in sources)
+    failed = list({p.label: p for p in [page, *sources] if p.check.status == FAILED}.values())
+    refuted = (f" The check failed on {', '.join(f'{p.label} ({p.check.name})' for p in failed)}: the figure shows "
+               "what your tensors hold, not the step computed right." if failed else "")
+    return escape_text(f"{sources[0].snap.title}, from your {whose}: {what}.{refuted}")
 
 
 def capture_argv(command: str) -> list[str]:
@@ -229,7 +208,8 @@ def _all_hits(capture: Capture, numbering: str) -> dict[str, torch.Tensor]:
     """Every hit of every marked tensor (data/hits/...), so a later layer or loop iteration is there to load."""
     found = {}
     for marker, hits in capture.hits.items():
-        prefix = f"{marker.number:02d}" if marker.numbering == numbering else (marker.point or f"{marker.numbering}-{marker.number}")
+        prefix = (f"{marker.number:02d}" if marker.numbering == numbering
+                  else (marker.point or f"{marker.numbering}-{marker.number}"))
         for i, hit in enumerate(hits, 1):
             for value in hit.values:
                 tensor, _ = _tensor_of(value)

@@ -8,6 +8,7 @@ import enum
 import itertools
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -171,6 +172,13 @@ def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, i
 CAP = re.compile(r"min\(\s*[A-Za-z_]\w*\s*,\s*(\d+)\s*\)")
 
 
+def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, dims: dict[str, int]) -> Layout:
+    """The one place a captured tensor is read in the catalogue's layout: tensor ``k`` of a traced page (the hit shown,
+    or any other hit's value), against the named shape the page gives it (a snapshot showing the first batch item,
+    ``[0]``, reads a batch of several as its first item)."""
+    return layout(tensor, page.shape_of(k), dims, {}, first_item=k == 0 and page.snap.index == "[0]")
+
+
 def _fits_corner(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, int]) -> bool:
     """Whether every axis of ``tensor`` fits its expression, an axis whose expression names an unbound dimension only as
     ``min(name, k)`` fitting when it is at most k (a leading corner of a tensor no other capture shows whole)."""
@@ -256,13 +264,13 @@ class TraceSpec:
     "S") or ``# Snapshot #13`` (keyword "SNAPSHOT", letter "#"). ``passes``: the catalogue's placeholders that name one
     pass of the layer loop, as (which pass: 1-based, negative from the last; the place in terms of the per-pass
     placeholders), e.g. ``{"block_last": (-1, "{block}")}``: a trace fills them from the passes the script ran, not from
-    the bundled model's depth. ``attention``: the attention-probability snapshots and the named dimensions of their query
-    and key axes, for the explorer. What a trace verifies is the catalogue's checks, run on the captured tensors.
+    the bundled model's depth. The explorer's groups and axis labels are the report's own (its exploration, read
+    with the record points' declared shapes). What a trace verifies is the catalogue's checks, run on the captured
+    tensors.
     """
 
     keyword: str
     letter: str
-    attention: dict[int, tuple[str, str]]
     passes: dict[str, tuple[int, str]] = field(default_factory=dict)
     example_size: tuple[str, ...] = ()  # `build` flags that give the bundled report the size of examples/ (benchmarks)
 

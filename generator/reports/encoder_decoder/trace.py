@@ -1,6 +1,5 @@
 """Tracing someone else's encoder–decoder (`python -m generator trace`): how students mark its snapshots, which of the
-catalogue's placeholders name one pass of the layer loop, and which snapshots are attention probabilities
-(generator/trace/). What a trace checks is the catalogue's own checks."""
+catalogue's placeholders name one pass of the layer loop (generator/trace/). What a trace checks is the catalogue's own checks."""
 
 from generator.trace.verify import TraceSpec
 
@@ -8,5 +7,4 @@ TRACE = TraceSpec(
     keyword="SNAPSHOT",
     letter="#",
     passes={"dec_last": (-1, "{dec}.output")},
-    attention={11: ("S", "S"), 26: ("T", "T"), 34: ("T", "S")},
 )

@@ -1,5 +1,5 @@
 """Tracing someone else's GPT (`python -m generator trace`): how students mark its snapshots, which of the catalogue's
-placeholders name one pass of the block loop, and which snapshots are attention probabilities (generator/trace/).
+placeholders name one pass of the block loop (generator/trace/).
 What a trace checks is the catalogue's own checks."""
 
 from generator.trace.verify import TraceSpec
@@ -8,5 +8,4 @@ TRACE = TraceSpec(
     keyword="BREAKPOINT",
     letter="G",
     passes={"block_last": (-1, "{block}")},
-    attention={14: ("T", "T")},
 )

@@ -1,5 +1,5 @@
 """Tracing someone else's ViT (`python -m generator trace`): how students mark its snapshots, which of the catalogue's
-placeholders name one pass of the block loop, and which snapshots are attention probabilities (generator/trace/).
+placeholders name one pass of the block loop (generator/trace/).
 What a trace checks is the catalogue's own checks."""
 
 from generator.trace.verify import TraceSpec
@@ -8,6 +8,5 @@ TRACE = TraceSpec(
     keyword="BREAKPOINT",
     letter="S",
     passes={"block2": (2, "{block}"), "block_last": (-1, "{block}")},
-    attention={13: ("N1", "N1")},
     example_size=("--vit-size", "tiny"),  # examples/vit_trace.py is ViT-Tiny
 )

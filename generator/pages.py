@@ -1,0 +1,169 @@
+"""A report's pages before they are written: one ``SnapshotPage`` per snapshot, for a model run and a traced script.
+
+The one page class and the one tensor section the templates (generator/templates/) read. A model run's pages are
+built from its recording (generator/render.py ``build_pages``); a traced script's from its capture at the trace's
+boundary (generator/trace/pages.py): the same classes, whose fields say what a page shows (captured or not, the
+user's variable and marked line, the layout its shape was read in), so no template asks whether it is a trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from generator.checks import CheckResult
+from generator.sources import NotCheckable
+from generator.tensors import TensorView
+
+
+@dataclass
+class SourceExcerpt:
+    """The statement that computed a tensor, with the lines around it: from a model file, or from a traced script
+    (``last``: the statement's last line; ``block``: the fenced, highlighted excerpt of the user's code)."""
+
+    path: str  # relative to the repository root (a traced script's: to its folder)
+    line: int
+    start: int
+    lines: list[str]
+    last: int | None = None
+    block: str = ""
+
+    @property
+    def highlight(self) -> int:
+        return self.line - self.start + 1
+
+
+@dataclass
+class TensorSection:
+    """One tensor of a page: ``shown`` (what the page shows: as recorded, or as the user's script held it) and
+    ``view``, what the report's blocks index: the same tensor in the catalogue's layout (``catalogue``, a traced
+    tensor's, read once by generator/trace/verify.py ``catalogue_layout``; where it cannot be read so, why)."""
+
+    name: str  # record name (a traced tensor's: its file under data/)
+    shown: TensorView
+    index: str | None
+    device: str
+    source: SourceExcerpt
+    slice_index: str
+    slice_text: str
+    variable: str = ""  # the name the page gives it: the catalogue's variable, or the user's
+    marker_line: int | None = None  # the line of a breakpoint comment that captured it (a traced script's)
+    note: str = ""  # what the value was converted from, where a traced script's was not a tensor
+    catalogue: TensorView | NotCheckable | None = None  # None: ``shown`` is in the catalogue's layout
+
+    @property
+    def view(self) -> TensorView:
+        if self.catalogue is None:
+            return self.shown
+        if isinstance(self.catalogue, NotCheckable):
+            raise self.catalogue
+        return self.catalogue
+
+    @property
+    def label(self) -> str:
+        """Its heading where a page shows several tensors: its record name, or the variable a script marked."""
+        if self.marker_line is None:
+            return f"`{self.name}`"
+        from generator.text import code  # the page text's escaping
+
+        return code(self.variable)
+
+
+@dataclass
+class SnapshotPage:
+    report: Any  # generator.catalogue.Report (a traced script's own points: generator/trace/pages.py OwnCatalogue)
+    snap: Any
+    path: str  # page path within the report folder, e.g. "encoder/07-self-attention-queries-q.md"
+    tensors: list[TensorSection]
+    # the expected shape in the legend's symbols: the snapshot's, or the first tensor's declared one
+    named_shape: tuple[str, ...]
+    expected_shape: tuple[int, ...]  # the same in this run's sizes (a traced page: its layout's)
+    checks: list[CheckResult]
+    figures: list[dict[str, str]] = field(default_factory=list)
+    explanation: str = ""
+    questions: list[Any] = field(default_factory=list)  # the guiding questions it informs, with short answers
+    prev: SnapshotPage | None = None
+    next: SnapshotPage | None = None
+    verdict: CheckResult | None = None  # its verdict where not its checks combined (a trace's: by those that ran)
+    origin: str = "recorded"  # by our own model's record points, or "captured" by a script's markers
+    captured: bool = True  # a model run records every snapshot; a script may not have reached a marker
+    record: str = ""  # the record name of its first tensor (what the explorer's groups match)
+    layout: Any = None  # a captured tensor's verify.Layout: how its shape reads as the named one (None: recorded)
+    marker_example: str = ""  # how to mark it, where a script did not
+    hit_note: str = ""  # which hit of a line run several times the page shows
+    not_drawn: list[str] = field(default_factory=list)  # its figures not drawn: "caption — needs ..."
+    data_written: bool = True  # every tensor of the page is in data/
+    left_out: int = 0  # values: above it a tensor is left out of data/ (0: none is)
+    bound: list[str] = field(default_factory=list)  # named dimensions bound from a script's tensors: "h = 4 (heads)"
+    doc: str = ""  # what the catalogue's model declares a captured step's tensor to be
+    named: tuple[tuple[str, ...] | None, ...] = ()  # the named shape of each of its tensors, where given
+    order: int = 0  # a captured page's place in the order the script ran
+    shown_hit: int = 1  # which hit of its (first) marker the page shows
+    hit_values: list[list[torch.Tensor | None]] = field(default_factory=list)  # per tensor: its value at every hit
+
+    @property
+    def label(self) -> str:
+        return self.report.label(self.snap.number)
+
+    @property
+    def check(self) -> CheckResult:
+        """The snapshot's checks as one result (the only one, when it has one)."""
+        return self.verdict if self.verdict is not None else CheckResult.combined(self.checks)
+
+    @property
+    def main(self) -> TensorSection:
+        return self.tensors[0]
+
+    @property
+    def shape(self) -> tuple[str, ...]:
+        """The named shape the page expects of its first tensor."""
+        return self.named_shape
+
+    def shape_of(self, i: int) -> tuple[str, ...]:
+        return self.named[i] if i < len(self.named) and self.named[i] else self.named_shape
+
+    @property
+    def shape_ok(self) -> bool:
+        return all(t.view.shape == self.expected_shape for t in self.tensors)
+
+    @property
+    def marked(self) -> bool:
+        """Whether its tensors are a script's, marked at its lines (their variables are the user's)."""
+        return any(t.marker_line is not None for t in self.tensors)
+
+    @property
+    def variables(self) -> str:
+        return ", ".join(t.variable for t in self.tensors)
+
+    @property
+    def variable(self) -> str:
+        """The variable the page shows: the user's where a script marked it, else the catalogue's."""
+        return self.variables if self.marked else self.snap.variable
+
+    @property
+    def variable_heading(self) -> str:
+        """What a table of pages calls the variable column."""
+        return "Your variable" if self.origin == "captured" else "Variable"
+
+    @property
+    def variable_cell(self) -> str:
+        """The variable in a table of pages."""
+        if not self.captured:
+            return "not captured"
+        if self.marked:
+            from generator.text import code  # the page text's escaping
+
+            return code(self.variables)
+        return f"`{self.snap.variable}`"
+
+    @property
+    def differs(self) -> str:
+        """How our model's step differs from the seed report's: said on our model's pages, not on a script's."""
+        return self.snap.differs if self.origin == "recorded" else ""
+
+    def link_from(self, other_path: str) -> str:
+        """Relative link from page ``other_path`` to this page."""
+        depth = other_path.count("/")
+        return "../" * depth + self.path

@@ -1,0 +1,83 @@
+"""snapshots.json: the machine-readable record of one report's run, one schema for a bundled report and a traced script.
+
+The schema is documented on the How-it-works page (docs/how-it-works.md, "snapshots.json"); the MkDocs plugin, the
+landing page, the PDF export and the site's API read it. A bundled report's run records every snapshot; a traced
+script's (generator/trace/) may not have captured some: their entries say so (``captured`` false, values null), and
+the keys only a traced script has (``traced``, ``catalogue``, ``outcome``; per snapshot ``captured``, ``layout``,
+``source.marker_line``, ``tensors[].variable``) are absent from a bundled report's file, which keeps its bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from generator.tensors import json_number
+
+
+def write_snapshots_json(out_dir: Path, data: dict[str, Any]) -> None:
+    (out_dir / "snapshots.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def snapshots_json(identity: dict[str, Any], report: Any, run: Any, pages: list[Any], **after: Any) -> dict[str, Any]:
+    """The file's content: ``identity`` (model, title, short_title, order: where the site lists it), the run's stamp
+    read from ``run``, the stages and snapshots of ``pages``, then ``after`` (extra_pages; a trace's own keys)."""
+    stamp = run.stamp()
+    return {
+        **identity,
+        "seed": run.seed,
+        "device": run.device,
+        "dtype": stamp.get("dtype"),
+        "torch": stamp["torch"],
+        "weights": run.weights,
+        "inputs": {k: v for k, v in run.inputs.items() if isinstance(v, (str, int, float))},
+        "summary": run.inputs.get("summary", ""),
+        "facts": run.inputs.get("facts", []),
+        "dims": dict(run.dims),
+        "stages": [
+            {"key": s.key, "title": s.title, "index": f"{s.key}/index.md",
+             "pages": [p.path for p in pages if p.snap.stage == s.key]}
+            for s in report.stages
+        ],
+        "snapshots": [snapshot_entry(p) for p in pages],
+        **after,
+    }
+
+
+def check_entry(check: Any) -> dict[str, Any]:
+    """A verdict: ``passed`` true, false, or null when not checkable (CheckResult.json, the one place of that rule)."""
+    return {key: value for key, value in check.json().items() if key != "status"}
+
+
+def snapshot_entry(p: Any) -> dict[str, Any]:
+    """One snapshot: what it is, its first tensor's values and source, its verdicts, its tensors and figures."""
+    captured = p.origin == "captured"  # read from a script's markers: it may not have been reached
+    main = p.main if p.captured else None
+    entry = {
+        "number": p.snap.number,
+        "label": p.label,
+        "title": p.snap.title,
+        "variable": p.variable,
+        "stage": p.snap.stage,
+        "page": p.path,
+        **({"captured": p.captured} if captured else {}),
+        "shape": list(main.shown.shape) if main else None,
+        "expected_shape": list(p.named_shape),
+        "dtype": main.shown.dtype if main else None,
+        "first": [json_number(v) for v in main.shown.first(16)] if main else [],
+        "stats": {k: json_number(v) for k, v in main.shown.stats.items()} if main else {},
+        **({"layout": {"status": p.layout.status.value, "note": p.layout.note}} if captured and main else {}),
+        "source": _source(main) if main else None,
+        "check": check_entry(p.check),
+        **({"checks": [c.json() for c in p.checks]} if len(p.checks) > 1 else {}),
+        "tensors": [{"name": t.name, **({"variable": t.variable} if captured else {}), "shape": list(t.shown.shape),
+                     "source": {"path": t.source.path, "line": t.source.line}} for t in (p.tensors if main else ())],
+        "figures": [f["file"] for f in p.figures],
+    }
+    return entry
+
+
+def _source(t: Any) -> dict[str, Any]:
+    marker = {"marker_line": t.marker_line} if t.marker_line is not None else {}
+    return {"path": t.source.path, "line": t.source.line, **marker}

@@ -9,6 +9,7 @@ import argparse
 import functools
 import importlib
 import importlib.util
+import json
 import re
 import shlex
 import sys
@@ -63,6 +64,9 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path) -> None:
                    "as `python -m generator pdf` prints the bundled reports (needs chromium)")
     t.add_argument("--config", type=Path, default=default_out.parent / "mkdocs.yml",
                    help="with --pdf: the mkdocs.yml that builds --out (default: the project's)")
+    t.add_argument("--junit", type=Path, default=None, metavar="FILE", help="also write the checks as JUnit XML to FILE, one test case "
+                   "per snapshot, for CI test reports (exit status: 0 all checkable snapshots passed, 1 a check failed, 2 bad input "
+                   "or the script failed)")
     t.add_argument("-q", "--quiet", action="store_true", help="no summary")
     t.add_argument("-v", "--verbose", action="store_true", help="tracebacks on internal errors")
 
@@ -113,6 +117,7 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
     from generator.trace.capture import run_script, user_files
     from generator.trace.markers import scan
     from generator.trace.report import render
+    from generator.trace.verdicts import exit_status
 
     script = args.script
     if not script.exists():
@@ -144,6 +149,11 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in REPORTS or name.endswith(".md"):
         raise UserError(f"--name {name!r}: use lowercase letters, digits, '.', '_' or '-', not ending in .md, and not a bundled "
                         f"report's name ({', '.join(REPORTS)})")
+    junit = getattr(args, "junit", None)
+    if junit is not None:  # refuse before the script runs and anything is written
+        from generator.trace.junit import check_target
+
+        check_target(junit)
     if getattr(args, "pdf", False):  # refuse before the script runs and anything is written
         from generator.pdf import find_chromium, site_dir
 
@@ -170,13 +180,17 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
         from generator.pdf import export
 
         export(args.out, args.config, quiet=args.quiet)
+    data = json.loads((args.out / name / "snapshots.json").read_text(encoding="utf-8"))
+    if junit is not None:
+        from generator.trace.junit import write_junit
+
+        write_junit(data, junit)
     if capture.error:
         print(f"error: the script failed: {capture.error}; the report shows what was captured before it", file=sys.stderr)
         return 2
     if capture.timed_out:
         print(f"error: the script ran past --timeout {args.timeout:g} s; the report shows what was captured until then", file=sys.stderr)
-        return 2
-    return 0
+    return exit_status(data)  # generator/trace/verdicts.py: 2 the script failed, 1 a check failed, 0 otherwise
 
 
 def split_script_args(argv: list[str]) -> tuple[list[str], list[str] | None]:

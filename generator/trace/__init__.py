@@ -112,14 +112,29 @@ def choose_numbering(requested: str, markers: list, script: Path) -> str:
 
 
 def trace(args: argparse.Namespace, command: str | None = None) -> int:
+    """Trace a script, or a notebook's code cells run in order (generator/trace/notebook.py: converted to a script beside
+    it, removed after the run); the exit status as generator/trace/verdicts.py says."""
+    from generator.trace.notebook import to_script, write_beside
+
+    path = args.script
+    if path.suffix.lower() != ".ipynb" or not path.is_file():
+        return _trace(args, command, path)
+    script = write_beside(to_script(path.resolve()))
+    try:
+        return _trace(args, command, script, notebook=path)
+    finally:
+        script.unlink(missing_ok=True)
+
+
+def _trace(args: argparse.Namespace, command: str | None, script: Path, notebook: Path | None = None) -> int:
     from generator.reports import REPORTS
     from generator.site.staging import staged_output
     from generator.trace.capture import run_script, user_files
     from generator.trace.markers import scan
+    from generator.trace.notebook import to_script
     from generator.trace.report import render
     from generator.trace.verdicts import exit_status
 
-    script = args.script
     if not script.exists():
         raise UserError(f"{script}: there is no such script")
     if not script.is_file():
@@ -144,7 +159,7 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
         from generator.trace.markers import with_catalogue_names
 
         markers = with_catalogue_names(markers, {snap.number: snap.variable for snap in REPORTS[numbering].snapshots})
-    name = args.name or re.sub(r"[^a-z0-9]+", "-", script.stem.lower()).strip("-") or "trace"
+    name = args.name or re.sub(r"[^a-z0-9]+", "-", (notebook or script).stem.lower()).strip("-") or "trace"
     # A folder named like a page (x.md) would sit where the site's own pages go (docs/index.md) and confuse MkDocs.
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in REPORTS or name.endswith(".md"):
         raise UserError(f"--name {name!r}: use lowercase letters, digits, '.', '_' or '-', not ending in .md, and not a bundled "
@@ -164,15 +179,23 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
                *(["--timeout", f"{args.timeout:g}"] if args.timeout else [])]
     command = command or "python -m generator trace " + shlex.join([str(args.script), *options, *(["--", *script_args] if script_args else [])])
     capture = run_script(script, script_args, markers, args.timeout)
+    if notebook is not None:  # the pages name the notebook, its cells and lines
+        from generator.trace.notebook import as_notebook_capture
+
+        as_notebook_capture(capture, notebook.resolve())
     if numbering == "none":
         from generator.trace.pages import own_catalogue
 
         catalogue = own_catalogue(capture)
     with staged_output(args.out, entries=[name]) as staging:
         summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)
+        if notebook is not None:
+            from generator.trace.notebook import add_notebook_page
+
+            add_notebook_page(staging / name, notebook.resolve(), to_script(notebook.resolve()))
     counts = summary["counts"]
     if not args.quiet:
-        print(f"traced {script.name}: captured {counts['captured']} of {counts['total']} {catalogue.short_title} snapshots; checks: "
+        print(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} {catalogue.short_title} snapshots; checks: "
               f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable; wrote {args.out / name}")
         if summary["first_failure"]:
             print(f"first failing snapshot: {summary['first_failure']}", file=sys.stderr)

@@ -18,6 +18,7 @@ from generator.render import page_path  # one page layout for every report
 from generator.tensors import TensorView
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
+from generator.trace.notebook import cell_of, notebook_name, place
 from generator.trace.checking import run_checks
 from generator.trace.verify import Layout, bind_dims, layout
 
@@ -96,6 +97,7 @@ class Source:
     first: int
     last: int
     block: str  # fenced, highlighted Markdown code block
+    at: str = ""  # in a notebook: "x.ipynb, cell 7, line 3" (generator/trace/notebook.py); empty for a script
 
 
 @dataclass
@@ -109,6 +111,7 @@ class TracedTensor:
     slice_index: str
     slice_text: str
     note: str = ""
+    marked_at: str = ""  # the marker's place as the user sees it: "x.py:12", "x.ipynb, cell 7, line 3"
 
 
 @dataclass
@@ -161,9 +164,10 @@ class TracedPage:
         return "../" * other_path.count("/") + self.path
 
 
-def _code_block(source: str, first: int, last: int, shown: str) -> str:
+def _code_block(source: str, first: int, last: int, shown: str, within: tuple[int, int] | None = None) -> str:
+    """The marked statement with a few lines around it; ``within``: a notebook cell's script lines, numbered from 1."""
     lines = source.splitlines()
-    start, stop = max(1, first - 6), min(len(lines), last + 3)
+    start, stop = max(1, first - 6, within[0] if within else 1), min(len(lines), last + 3, within[1] if within else len(lines))
     while start < first and not lines[start - 1].strip():
         start += 1
     while stop > last and not lines[stop - 1].strip():
@@ -172,7 +176,7 @@ def _code_block(source: str, first: int, last: int, shown: str) -> str:
     fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", text)), default=0))
     highlight = f"{first - start + 1}" + (f"-{last - start + 1}" if last > first else "")
     title = re.sub(r'["\\]', "_", shown)
-    return f'{fence}python linenums="{start}" hl_lines="{highlight}" title="{title}"\n{text}\n{fence}'
+    return f'{fence}python linenums="{start - within[0] + 1 if within else start}" hl_lines="{highlight}" title="{title}"\n{text}\n{fence}'
 
 
 def _hit(hits: list[Hit], wanted: int) -> tuple[Hit, str]:
@@ -287,14 +291,19 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
                 shown = str(Path(marker.file).relative_to(folder))
             except ValueError:
                 shown = Path(marker.file).name
-            source = Source(shown, marker.first, marker.last, _code_block(capture.sources[marker.file], marker.first, marker.last, shown))
+            text = capture.sources[marker.file]
+            shown, cell = notebook_name(text) or shown, cell_of(text, marker.first)  # a notebook's: cell and line
+            at = place(text, shown, marker.first, marker.last) if cell else ""
+            source = Source(shown, marker.first, marker.last,
+                            _code_block(text, marker.first, marker.last, at or shown, cell[2:] if cell else None), at)
             for value in chosen.values:
                 tensor, note_text = _tensor_of(value)
                 if tensor is None:
                     tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
                 view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
-                index, text = view.slice_text()
-                page.tensors.append(TracedTensor(view.name, value.name, view, value.device, source, marker.line, index, text, note_text))
+                index, slice_text = view.slice_text()
+                page.tensors.append(TracedTensor(view.name, value.name, view, value.device, source, marker.line, index, slice_text, note_text,
+                                                 place(text, shown, marker.line)))
         page.captured = bool(page.tensors)
         page.hit_note = "; ".join(dict.fromkeys(notes))
         pages.append(page)

@@ -293,3 +293,19 @@ def test_a_file_that_is_not_a_notebook_is_refused_in_one_line(tmp_path, capsys):
     (tmp_path / "x.ipynb").write_text("not json", encoding="utf-8")
     assert main(["trace", str(tmp_path / "x.ipynb"), "--out", str(tmp_path / "out")]) == 2
     assert "not a Jupyter notebook" in capsys.readouterr().err and not list(tmp_path.glob(".*.py"))
+
+
+# ----------------------------------------------------------------------------- the documented workflows
+
+@pytest.mark.parametrize("workflow", ["classroom-workflow.yml", "trace-junit-workflow.yml"])
+def test_the_documented_workflows_parse_and_run_the_commands_the_readme_names(workflow):
+    import yaml
+
+    text = (EXAMPLES / workflow).read_text(encoding="utf-8")
+    jobs = yaml.safe_load(text)["jobs"]
+    steps = [step.get("run", "") for job in jobs.values() for step in job["steps"]]
+    assert any("python -m generator trace" in run and "--junit" in run for run in steps)
+    assert workflow in (ROOT / "README.md").read_text(encoding="utf-8")
+    if workflow == "classroom-workflow.yml":
+        assert "matrix" in jobs["trace"]["strategy"] and jobs["trace"]["strategy"]["fail-fast"] is False
+        assert jobs["class-page"]["if"] == "always()" and any("python -m generator class" in run for run in steps)

@@ -1,4 +1,5 @@
-"""For the classroom: `trace` exit statuses for CI, `--junit`, notebooks, and the class page of many students' traces."""
+"""For the classroom: `trace` exit statuses for CI, `--junit`, notebooks, and the class page of many students'
+traces."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ NOTEBOOKS = sorted((EXAMPLES / "notebooks").glob("*.ipynb"))
 # variant -> (example, text replaced, replacement, the first failing snapshot (pipeline order), exit status)
 VARIANTS = {
     "ed-correct": (ENCODER_DECODER, "", "", None, 0),
-    "ed-softmax-axis": (ENCODER_DECODER, "torch.softmax(scores_pre_mask, dim=-1)", "torch.softmax(scores_pre_mask, dim=-2)", "#11", 1),
+    "ed-softmax-axis": (ENCODER_DECODER, "torch.softmax(scores_pre_mask, dim=-1)",
+                        "torch.softmax(scores_pre_mask, dim=-2)", "#11", 1),
     "ed-no-scale": (ENCODER_DECODER, "q_heads @ k_heads.transpose(-2, -1) / math.sqrt(d_head)",
                     "q_heads @ k_heads.transpose(-2, -1)", "#10", 1),
     "ed-mask-sees-next": (ENCODER_DECODER, 'float("-inf")), diagonal=1)', 'float("-inf")), diagonal=2)', "#25", 1),
@@ -29,13 +31,15 @@ VARIANTS = {
     "ed-heads-not-moved-back": (ENCODER_DECODER, "return x.transpose(1, 2).reshape(B, L, h * hs)",
                                 "return x.reshape(B, L, h * hs)", "#13", 1),
     "ed-positions-twice": (ENCODER_DECODER, "src_with_pos = src_embed + positional_encoding(S, D_MODEL)",
-                           "src_with_pos = src_embed + positional_encoding(S, D_MODEL) + positional_encoding(S, D_MODEL)", "#5", 1),
+                           "src_with_pos = src_embed + positional_encoding(S, D_MODEL)"
+                           " + positional_encoding(S, D_MODEL)", "#5", 1),
     "vit-correct": (VIT, "", "", None, 0),
-    "vit-softmax-axis": (VIT, "attn_probs = attn_scores.softmax(dim=-1)", "attn_probs = attn_scores.softmax(dim=-2)", "S13", 1),
+    "vit-softmax-axis": (VIT, "attn_probs = attn_scores.softmax(dim=-1)", "attn_probs = attn_scores.softmax(dim=-2)",
+                         "S13", 1),
     "vit-no-scale": (VIT, "k.transpose(-2, -1) / math.sqrt(C // HEADS)", "k.transpose(-2, -1)", "S12", 1),
     "vit-residual-dropped": (VIT, "x_after_attn = x_in + attn_out", "x_after_attn = attn_out", "S16", 1),
-    "vit-script-fails": (VIT, "    x_block2_out = encoder_block(", "    raise RuntimeError('unfinished')\n    x_block2_out = encoder_block(",
-                         None, 2),
+    "vit-script-fails": (VIT, "    x_block2_out = encoder_block(",
+                         "    raise RuntimeError('unfinished')\n    x_block2_out = encoder_block(", None, 2),
 }
 HOSTILE = ["<img src=x onerror=alert(1)>", "bob\n`rm -rf`\n\n| a | b |", "chloé & [x](javascript:alert(1))"]
 CLASS_SIZE = 24
@@ -59,7 +63,8 @@ def traced(tmp_path_factory) -> dict[str, tuple[int, dict, Path]]:
         script = root / "scripts" / name / example.name
         script.parent.mkdir(parents=True)
         script.write_text(source.replace(old, new) if old else source, encoding="utf-8")
-        code = main(["trace", str(script), "--out", str(root / "out"), "--name", name, "-q", "--junit", str(root / f"{name}.xml")])
+        code = main(["trace", str(script), "--out", str(root / "out"), "--name", name, "-q",
+                     "--junit", str(root / f"{name}.xml")])
         folder = root / "out" / name
         found[name] = (code, json.loads((folder / "snapshots.json").read_text(encoding="utf-8")), folder)
     return found
@@ -116,10 +121,12 @@ def test_a_junit_file_parses_and_counts_what_the_overview_counts(traced, variant
     for element in (root, suite):
         assert int(element.get("tests")) == len(cases)
         assert int(element.get("failures")) == counts["failed"] == len(suite.findall("testcase/failure"))
-        assert int(element.get("skipped")) == counts["total"] - counts["captured"] + counts["unchecked"] == len(suite.findall("testcase/skipped"))
+        skipped = counts["total"] - counts["captured"] + counts["unchecked"]
+        assert int(element.get("skipped")) == skipped == len(suite.findall("testcase/skipped"))
         assert int(element.get("errors")) == script_case == len(suite.findall("testcase/error"))
     overview = (folder / "index.md").read_text(encoding="utf-8")
-    assert f"**{counts['passed']} passed**, **{counts['failed']} failed**, {counts['unchecked']} not checkable" in overview
+    checks = f"**{counts['passed']} passed**, **{counts['failed']} failed**, {counts['unchecked']} not checkable"
+    assert checks in overview
     for case in cases:
         assert case.get("classname") and case.get("name")
         for child in case:
@@ -140,8 +147,8 @@ def test_the_class_page_counts_every_snapshot_as_the_students_reports_do(classro
     for variant in students().values():
         report = traced[variant][1]
         for snap in report["snapshots"]:
-            counts = expected.setdefault((report["catalogue"], snap["label"]), {"passed": 0, "failed": 0, "not checkable": 0,
-                                                                               "not captured": 0})
+            counts = expected.setdefault((report["catalogue"], snap["label"]),
+                                         {"passed": 0, "failed": 0, "not checkable": 0, "not captured": 0})
             passed = snap["check"]["passed"]
             counts["not captured" if not snap["captured"] else "passed" if passed else "failed" if passed is False
                    else "not checkable"] += 1
@@ -162,7 +169,8 @@ def test_each_students_first_failure_is_their_bugs_step(classroom):
         first = rows[name]["first_failure"]
         assert (first["label"] if first else None) == VARIANTS[variant][3], name
         assert rows[name]["status"] == {0: "passed", 1: "failed", 2: "script failed"}[VARIANTS[variant][4]]
-    assert "RuntimeError: unfinished" in rows[next(n for n, v in students().items() if v == "vit-script-fails")]["problem"]
+    failed_script = next(n for n, v in students().items() if v == "vit-script-fails")
+    assert "RuntimeError: unfinished" in rows[failed_script]["problem"]
 
 
 @pytest.mark.slow
@@ -265,7 +273,8 @@ def test_a_notebooks_magics_are_skipped_and_listed_and_its_pages_give_cell_and_l
                          ("markdown", "# A title"),
                          ("code", "%matplotlib inline\nimport torch\n!pip install nothing\nfiles = !ls"),
                          ("code", "%%bash\necho hello # BREAKPOINT S13"),
-                         ("code", "%%time\ntorch.manual_seed(0)\nscores = torch.randn(1, 2, 5, 5)\nif True:\n    %time x = 1\n"
+                         ("code", "%%time\ntorch.manual_seed(0)\nscores = torch.randn(1, 2, 5, 5)\n"
+                                  "if True:\n    %time x = 1\n"
                                   "probs = scores.softmax(dim=-1)  # BREAKPOINT S13\ndisplay(probs.shape)"))
     skipped = [(s.cell, s.line) for s in to_script(notebook).skipped]
     assert skipped == [(2, 1), (2, 3), (2, 4), (3, 1), (4, 1), (4, 5)]
@@ -309,3 +318,11 @@ def test_the_documented_workflows_parse_and_run_the_commands_the_readme_names(wo
     if workflow == "classroom-workflow.yml":
         assert "matrix" in jobs["trace"]["strategy"] and jobs["trace"]["strategy"]["fail-fast"] is False
         assert jobs["class-page"]["if"] == "always()" and any("python -m generator class" in run for run in steps)
+
+
+def test_a_cell_that_is_python_keeps_a_line_that_starts_with_a_percent_sign(tmp_path):
+    from generator.trace.notebook import to_script
+
+    notebook = _notebook(tmp_path / "nb.ipynb", ("code", "x = (7\n     % 4)  # modulo, not a magic"))
+    converted = to_script(notebook)
+    assert converted.skipped == [] and "     % 4)  # modulo, not a magic" in converted.text

@@ -27,7 +27,8 @@ def shown(name: str) -> str:
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined, autoescape=True,
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
+                             autoescape=True,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["shown"] = shown
     return env

@@ -1,5 +1,6 @@
 """The students of a class page: one traced report each, found from the paths the instructor gives (a report folder,
-a folder holding one report, or a snapshots.json file). A student's name is the folder name given: data, never markup."""
+a folder holding one report, or a snapshots.json file). A student's name is the folder name given: data, never
+markup."""
 
 from __future__ import annotations
 

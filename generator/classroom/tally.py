@@ -15,6 +15,9 @@ from generator.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSE
                                       first_failure_label, script_failed, verdict)
 
 
+STATUSES = ("passed", "failed", "script failed", "no report")  # a student's: exit status 0, 1, 2, or no report
+
+
 def link(target: Path, page_folder: Path) -> str:
     """The relative URL, in the built site, from the class page (OUT/index.md, served as OUT/) to a student's page
     (x/index.md -> x/, x/page.md -> x/page/: MkDocs' directory URLs, since links in raw HTML are not rewritten), each
@@ -48,7 +51,7 @@ class FailureGroup:
     label: str
     title: str
     message: str
-    students: list[dict[str, str]] = field(default_factory=list)  # name, link to their failed page, first (bool as text)
+    students: list[dict[str, str]] = field(default_factory=list)  # name, link to their failed page, "first" or ""
     first_of: int = 0
 
 
@@ -98,7 +101,8 @@ def tally(students: list[Student], page_folder: Path) -> dict[str, Any]:
             found.first_of += first
             if row.cells[snap["label"]] == FAILED:
                 message = check_text(snap)[0]
-                group = groups.setdefault((*key, message), FailureGroup(row.catalogue, snap["label"], snap["title"], message))
+                group = groups.setdefault((*key, message),
+                                          FailureGroup(row.catalogue, snap["label"], snap["title"], message))
                 group.students.append({"name": row.name, "link": link(student.folder / snap["page"], page_folder),
                                        "first": "first" if first else ""})
                 group.first_of += first
@@ -108,7 +112,7 @@ def tally(students: list[Student], page_folder: Path) -> dict[str, Any]:
         "catalogues": [{"key": key, "snapshots": [r for r in snapshot_rows.values() if r.catalogue == key],
                         "students": [r for r in rows if r.catalogue == key]} for key in catalogues],
         "failures": sorted(groups.values(), key=lambda g: (-len(g.students), -g.first_of, g.catalogue, g.label)),
-        "totals": {status: sum(r.status == status for r in rows) for status in ("passed", "failed", "script failed", "no report")},
+        "totals": {status: sum(r.status == status for r in rows) for status in STATUSES},
     }
 
 
@@ -117,11 +121,13 @@ def as_json(found: dict[str, Any]) -> dict[str, Any]:
     return {
         "totals": found["totals"],
         "students": [{"name": r.name, "catalogue": r.catalogue, "status": r.status, "counts": r.counts,
-                      "first_failure": r.first_failure and {k: r.first_failure[k] for k in ("label", "title", "message")},
+                      "first_failure": r.first_failure and {k: r.first_failure[k]
+                                                             for k in ("label", "title", "message")},
                       "problem": r.problem, "report": r.link} for r in found["students"]],
         "snapshots": [{"catalogue": r.catalogue, "label": r.label, "title": r.title, "captured": r.captured,
-                       **{v: r.counts[v] for v in (PASSED, FAILED, NOT_CHECKABLE, NOT_CAPTURED)}, "first_failure_of": r.first_of}
+                       **{v: r.counts[v] for v in VERDICTS}, "first_failure_of": r.first_of}
                       for c in found["catalogues"] for r in c["snapshots"]],
-        "failures": [{"catalogue": g.catalogue, "label": g.label, "message": g.message, "students": [s["name"] for s in g.students],
+        "failures": [{"catalogue": g.catalogue, "label": g.label, "message": g.message,
+                      "students": [s["name"] for s in g.students],
                       "first_failure_of": g.first_of} for g in found["failures"]],
     }

@@ -64,9 +64,9 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path) -> None:
                    "as `python -m generator pdf` prints the bundled reports (needs chromium)")
     t.add_argument("--config", type=Path, default=default_out.parent / "mkdocs.yml",
                    help="with --pdf: the mkdocs.yml that builds --out (default: the project's)")
-    t.add_argument("--junit", type=Path, default=None, metavar="FILE", help="also write the checks as JUnit XML to FILE, one test case "
-                   "per snapshot, for CI test reports (exit status: 0 all checkable snapshots passed, 1 a check failed, 2 bad input "
-                   "or the script failed)")
+    t.add_argument("--junit", type=Path, default=None, metavar="FILE",
+                   help="also write the checks as JUnit XML to FILE, one test case per snapshot, for CI test reports "
+                   "(exit status: 0 all checkable snapshots passed, 1 a check failed, 2 bad input or the script failed)")
     t.add_argument("-q", "--quiet", action="store_true", help="no summary")
     t.add_argument("-v", "--verbose", action="store_true", help="tracebacks on internal errors")
 
@@ -112,8 +112,8 @@ def choose_numbering(requested: str, markers: list, script: Path) -> str:
 
 
 def trace(args: argparse.Namespace, command: str | None = None) -> int:
-    """Trace a script, or a notebook's code cells run in order (generator/trace/notebook.py: converted to a script beside
-    it, removed after the run); the exit status as generator/trace/verdicts.py says."""
+    """Trace a script, or a notebook's code cells run in order (generator/trace/notebook.py: converted to a script
+    beside it, removed after the run); the exit status as generator/trace/verdicts.py says."""
     from generator.trace.notebook import to_script, write_beside
 
     path = args.script
@@ -131,7 +131,7 @@ def _trace(args: argparse.Namespace, command: str | None, script: Path, notebook
     from generator.site.staging import staged_output
     from generator.trace.capture import run_script, user_files
     from generator.trace.markers import scan
-    from generator.trace.notebook import to_script
+    from generator.trace import junit as junit_xml, notebook as notebooks
     from generator.trace.report import render
     from generator.trace.verdicts import exit_status
 
@@ -164,11 +164,8 @@ def _trace(args: argparse.Namespace, command: str | None, script: Path, notebook
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in REPORTS or name.endswith(".md"):
         raise UserError(f"--name {name!r}: use lowercase letters, digits, '.', '_' or '-', not ending in .md, and not a bundled "
                         f"report's name ({', '.join(REPORTS)})")
-    junit = getattr(args, "junit", None)
-    if junit is not None:  # refuse before the script runs and anything is written
-        from generator.trace.junit import check_target
-
-        check_target(junit)
+    if getattr(args, "junit", None) is not None:  # refuse before the script runs and anything is written
+        junit_xml.check_target(args.junit)
     if getattr(args, "pdf", False):  # refuse before the script runs and anything is written
         from generator.pdf import find_chromium, site_dir
 
@@ -180,19 +177,15 @@ def _trace(args: argparse.Namespace, command: str | None, script: Path, notebook
     command = command or "python -m generator trace " + shlex.join([str(args.script), *options, *(["--", *script_args] if script_args else [])])
     capture = run_script(script, script_args, markers, args.timeout)
     if notebook is not None:  # the pages name the notebook, its cells and lines
-        from generator.trace.notebook import as_notebook_capture
-
-        as_notebook_capture(capture, notebook.resolve())
+        notebooks.as_notebook_capture(capture, notebook.resolve())
     if numbering == "none":
         from generator.trace.pages import own_catalogue
 
         catalogue = own_catalogue(capture)
     with staged_output(args.out, entries=[name]) as staging:
         summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)
-        if notebook is not None:
-            from generator.trace.notebook import add_notebook_page
-
-            add_notebook_page(staging / name, notebook.resolve(), to_script(notebook.resolve()))
+        if notebook is not None:  # its own page: the notebook as saved
+            notebooks.add_notebook_page(staging / name, notebook.resolve(), notebooks.to_script(notebook.resolve()))
     counts = summary["counts"]
     if not args.quiet:
         print(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} {catalogue.short_title} snapshots; checks: "
@@ -204,14 +197,11 @@ def _trace(args: argparse.Namespace, command: str | None, script: Path, notebook
 
         export(args.out, args.config, quiet=args.quiet)
     data = json.loads((args.out / name / "snapshots.json").read_text(encoding="utf-8"))
-    if junit is not None:
-        from generator.trace.junit import write_junit
-
-        write_junit(data, junit)
+    if getattr(args, "junit", None) is not None:
+        junit_xml.write_junit(data, args.junit)
     if capture.error:
         print(f"error: the script failed: {capture.error}; the report shows what was captured before it", file=sys.stderr)
-        return 2
-    if capture.timed_out:
+    elif capture.timed_out:
         print(f"error: the script ran past --timeout {args.timeout:g} s; the report shows what was captured until then", file=sys.stderr)
     return exit_status(data)  # generator/trace/verdicts.py: 2 the script failed, 1 a check failed, 0 otherwise
 

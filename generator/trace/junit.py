@@ -14,7 +14,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from generator.trace.verdicts import FAILED, NOT_CAPTURED, NOT_CHECKABLE, check_text, first_failure_label, script_failed, verdict
+from generator.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, check_text, first_failure_label,
+                                      script_failed, verdict)
 
 FIRST_FAILURE = "first failure (pipeline order)"
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")  # characters XML 1.0 cannot hold at all
@@ -35,7 +36,7 @@ def testcase(data: dict[str, Any], snapshot: dict[str, Any], first: str | None) 
     if found == FAILED:
         mark = f"{FIRST_FAILURE}: " if snapshot["label"] == first else ""
         failure = ET.SubElement(case, "failure", {"message": _text(f"{mark}{name}"), "type": "check failed"})
-        where = f"\nmarked at {source['path']}" + (f", {source['location']}" if source.get("location") else "") if source else ""
+        where = f"\nmarked at {source.get('location') or source['path']}" if source else ""
         failure.text = _text(f"{mark}{snapshot['label']} {snapshot['title']}: {name}\n{detail}{where}")
     elif found == NOT_CHECKABLE:
         ET.SubElement(case, "skipped", {"message": _text(f"not checkable: {detail or name}")})
@@ -50,11 +51,14 @@ def junit_tree(data: dict[str, Any]) -> ET.ElementTree:
     cases = [testcase(data, snapshot, first) for snapshot in data.get("snapshots", [])]
     stopped = script_failed(data)
     if stopped:
-        case = ET.Element("testcase", {"classname": _text(f"{data['model']}.script"), "name": "the script ran to its end", "time": "0"})
+        case = ET.Element("testcase", {"classname": _text(f"{data['model']}.script"),
+                                       "name": "the script ran to its end", "time": "0"})
         ET.SubElement(case, "error", {"message": _text(stopped), "type": "script failed"}).text = _text(stopped)
         cases.append(case)
-    counts = {"tests": len(cases), "failures": sum(c.find("failure") is not None for c in cases),
-              "errors": sum(c.find("error") is not None for c in cases), "skipped": sum(c.find("skipped") is not None for c in cases)}
+    def count(kind: str) -> int:
+        return sum(case.find(kind) is not None for case in cases)
+
+    counts = {"tests": len(cases), "failures": count("failure"), "errors": count("error"), "skipped": count("skipped")}
     attributes = {key: str(value) for key, value in counts.items()}
     root = ET.Element("testsuites", {"name": _text(data.get("title", data["model"])), **attributes, "time": "0"})
     suite = ET.SubElement(root, "testsuite", {"name": _text(data["model"]), **attributes, "time": "0"})
@@ -69,7 +73,7 @@ def junit_tree(data: dict[str, Any]) -> ET.ElementTree:
 
 
 def write_junit(data: dict[str, Any], target: Path) -> None:
-    """Write the JUnit file next to nothing else: a temporary file renamed into place, so a failed write leaves the old one."""
+    """Write the JUnit file through a temporary file renamed into place: a failed write leaves the old one."""
     tmp = target.with_name(f".{target.name}.tmp")
     junit_tree(data).write(tmp, encoding="UTF-8", xml_declaration=True)
     tmp.replace(target)

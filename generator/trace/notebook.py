@@ -1,5 +1,5 @@
-"""`trace NOTEBOOK.ipynb`: a notebook becomes a script that runs its code cells in order in one interpreter, as "Run all"
-would, and every script line maps back to its cell and line (the pages say "cell 7, line 3").
+"""`trace NOTEBOOK.ipynb`: a notebook becomes a script that runs its code cells in order in one interpreter, as
+"Run all" would, and every script line maps back to its cell and line (the pages say "cell 7, line 3").
 
 The script is written beside the notebook (its folder first on sys.path, its own modules importable, as in Jupyter) and
 removed after the run. It starts with a header line naming the notebook and each cell starts with a `# %% cell N` line,
@@ -11,6 +11,7 @@ Cells are numbered as the notebook shows them, markdown cells included (the firs
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -76,7 +77,13 @@ def _lines(cell: dict[str, Any]) -> list[str]:
 
 
 def _code(number: int, lines: list[str], skipped: list[Skipped]) -> list[str]:
-    """A code cell's lines as Python: magic and shell lines replaced by `pass` (the line numbers stay)."""
+    """A code cell's lines as Python: magic and shell lines replaced by `pass` (the line numbers stay). A cell that is
+    Python already is kept as it is (a `%` opening a continued line is Python's modulo there)."""
+    try:
+        ast.parse("\n".join(lines))
+        return lines
+    except SyntaxError:
+        pass
     if lines and lines[0].lstrip().startswith("%%"):
         magic = lines[0].strip()[2:].split()[0] if lines[0].strip()[2:].split() else ""
         if magic not in RUN_BODY_MAGICS:
@@ -133,7 +140,8 @@ def notebook_name(source: str) -> str | None:
 
 
 def cell_of(source: str, line: int) -> tuple[int, int, int, int] | None:
-    """(cell, line in the cell, the cell's first and last script lines) of a converted notebook's script line, or None."""
+    """(cell, line in the cell, the cell's first and last script lines) of a converted notebook's script line, or
+    None."""
     if notebook_name(source) is None:
         return None
     lines = source.splitlines()
@@ -147,7 +155,8 @@ def cell_of(source: str, line: int) -> tuple[int, int, int, int] | None:
 
 
 def place(source: str, path: str, first: int, last: int | None = None) -> str:
-    """Where lines ``first``–``last`` are, as the user sees them: "x.ipynb, cell 7, line 3" for a notebook, "x.py:12"."""
+    """Where lines ``first``–``last`` are, as the user sees them: "x.ipynb, cell 7, line 3" for a notebook, "x.py:12"
+    for a script."""
     name, found = notebook_name(source), cell_of(source, first)
     if name is None or found is None:
         return f"{path}:{first}" if last is None or last == first else f"{path}:{first}–{last}"
@@ -157,8 +166,9 @@ def place(source: str, path: str, first: int, last: int | None = None) -> str:
 
 
 def translate_error(error: str, script: Path, source: str) -> str:
-    """The script's error as the notebook's place ("at .x.abc.trace.py:12: ..." -> "at x.ipynb, cell 3, line 2: ...")."""
-    return re.sub(rf"\bat {re.escape(script.name)}:(\d+)", lambda m: f"at {place(source, script.name, int(m[1]))}", error)
+    """The script's error at the notebook's place ("at .x.abc.trace.py:12: ..." -> "at x.ipynb, cell 3, line 2")."""
+    return re.sub(rf"\bat {re.escape(script.name)}:(\d+)", lambda m: f"at {place(source, script.name, int(m[1]))}",
+                  error)
 
 
 def as_notebook_capture(capture: Any, notebook: Path) -> None:
@@ -190,7 +200,8 @@ def add_notebook_page(folder: Path, notebook: Path, converted: NotebookScript) -
     data = json.loads(data_file.read_text(encoding="utf-8"))
     data["extra_pages"] = [*data.get("extra_pages", []), {"title": "Your notebook", "page": page}]
     data_file.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).resolve().parent.parent / "templates" / "classroom"),
+    templates = Path(__file__).resolve().parent.parent / "templates" / "classroom"
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True)
     env.filters["code"] = lambda value: f"<code>{escape_text(value)}</code>"

@@ -167,7 +167,8 @@ class TracedPage:
 def _code_block(source: str, first: int, last: int, shown: str, within: tuple[int, int] | None = None) -> str:
     """The marked statement with a few lines around it; ``within``: a notebook cell's script lines, numbered from 1."""
     lines = source.splitlines()
-    start, stop = max(1, first - 6, within[0] if within else 1), min(len(lines), last + 3, within[1] if within else len(lines))
+    low, high = within or (1, len(lines))
+    start, stop = max(1, first - 6, low), min(len(lines), last + 3, high)
     while start < first and not lines[start - 1].strip():
         start += 1
     while stop > last and not lines[stop - 1].strip():
@@ -176,7 +177,8 @@ def _code_block(source: str, first: int, last: int, shown: str, within: tuple[in
     fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", text)), default=0))
     highlight = f"{first - start + 1}" + (f"-{last - start + 1}" if last > first else "")
     title = re.sub(r'["\\]', "_", shown)
-    return f'{fence}python linenums="{start - within[0] + 1 if within else start}" hl_lines="{highlight}" title="{title}"\n{text}\n{fence}'
+    number = start - low + 1 if within else start
+    return f'{fence}python linenums="{number}" hl_lines="{highlight}" title="{title}"\n{text}\n{fence}'
 
 
 def _hit(hits: list[Hit], wanted: int) -> tuple[Hit, str]:
@@ -302,8 +304,8 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
                     tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
                 view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
                 index, slice_text = view.slice_text()
-                page.tensors.append(TracedTensor(view.name, value.name, view, value.device, source, marker.line, index, slice_text, note_text,
-                                                 place(text, shown, marker.line)))
+                page.tensors.append(TracedTensor(view.name, value.name, view, value.device, source, marker.line, index,
+                                                 slice_text, note_text, place(text, shown, marker.line)))
         page.captured = bool(page.tensors)
         page.hit_note = "; ".join(dict.fromkeys(notes))
         pages.append(page)

@@ -42,7 +42,7 @@ def snapshots_json(name: str, title: str, catalogue: Report, numbering: str, pag
         return {**base, "shape": list(view.shape), "dtype": view.dtype, "first": [json_number(v) for v in view.first(16)],
                 "stats": {k: json_number(v) for k, v in view.stats.items()}, "layout": {"status": p.layout.status.value, "note": p.layout.note},
                 "source": {"path": p.main.source.path, "line": p.main.source.first, "marker_line": p.main.marker_line,
-                           **({"location": p.main.marked_at} if p.main.source.at else {})},  # a notebook's cell and line
+                           **({"location": p.main.marked_at} if p.main.source.at else {})},  # a notebook's cell
                 "tensors": [{"name": t.name, "variable": t.variable, "shape": list(t.view.shape),
                              "source": {"path": t.source.path, "line": t.source.first}} for t in p.tensors]}
 

@@ -45,7 +45,7 @@ def first_failure_label(data: dict[str, Any]) -> str | None:
 
 
 def exit_status(data: dict[str, Any]) -> int:
-    """0 when every checkable snapshot passed, 1 when a check failed, 2 when the script failed (an error or --timeout)."""
+    """0 when every checkable snapshot passed, 1 when a check failed, 2 when the script failed (error, --timeout)."""
     if script_failed(data):
         return EXIT_ERROR
     return EXIT_FAILED if any(verdict(s) == FAILED for s in data.get("snapshots", [])) else EXIT_PASSED

@@ -326,3 +326,37 @@ def test_a_cell_that_is_python_keeps_a_line_that_starts_with_a_percent_sign(tmp_
     notebook = _notebook(tmp_path / "nb.ipynb", ("code", "x = (7\n     % 4)  # modulo, not a magic"))
     converted = to_script(notebook)
     assert converted.skipped == [] and "     % 4)  # modulo, not a magic" in converted.text
+
+
+@pytest.mark.slow
+def test_in_a_built_site_the_class_pages_links_and_the_traced_notebooks_page_work(tmp_path):
+    """MkDocs with the project's mkdocs-jupyter settings: the traced notebook is its report's page, and every link of
+    the class page (raw HTML, so MkDocs leaves it as written) reaches a built page, whatever the student's name."""
+    import re
+    import subprocess
+    import sys
+    from urllib.parse import unquote
+
+    docs = tmp_path / "docs"
+    notebook = EXAMPLES / "notebooks" / "vit_tiny_seed003.ipynb"
+    (docs / "students").mkdir(parents=True)
+    assert main(["trace", str(notebook), "--out", str(docs / "students" / HOSTILE[0]), "--name", "report", "-q"]) == 0
+    shutil.copytree(docs / "students" / HOSTILE[0], docs / "students" / "amina")
+    assert main(["class", str(docs / "class"), str(docs / "students" / HOSTILE[0]), str(docs / "students" / "amina"),
+                 "-q"]) == 0
+    (docs / "index.md").write_text("# Home\n", encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: class\nplugins:\n  mkdocs-jupyter:\n    execute: false\n    include: ['notebooks/*.ipynb']\n"
+        "    ignore: ['*.md', '*.py']\nmarkdown_extensions: [md_in_html, tables, attr_list]\n"
+        "nav: [{Home: index.md}, {Class: class/index.md}]\n", encoding="utf-8")  # MkDocs' own nav would title folders
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(tmp_path / "mkdocs.yml")], check=True,
+                   env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"}, capture_output=True)
+    site = tmp_path / "site"
+    built_notebook = site / "students" / "amina" / "report" / "notebooks" / "vit_tiny_seed003" / "index.html"
+    assert "PatchEmbedding" in built_notebook.read_text(encoding="utf-8")
+    page = (site / "class" / "index.html").read_text(encoding="utf-8")
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    links = set(re.findall(r'href="(\.\./students/[^"]+)"', page))
+    assert len(links) == 2  # both passed: their overviews
+    for link in links:
+        assert (site / "class" / unquote(link) / "index.html").is_file(), link

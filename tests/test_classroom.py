@@ -360,3 +360,17 @@ def test_in_a_built_site_the_class_pages_links_and_the_traced_notebooks_page_wor
     assert len(links) == 2  # both passed: their overviews
     for link in links:
         assert (site / "class" / unquote(link) / "index.html").is_file(), link
+
+
+@pytest.mark.parametrize("cell, message", [
+    ("probs = scores.softmax(dim=-1)  # BREAKPOINT S99",
+     "nb.ipynb, cell 2, line 1: 'BREAKPOINT S99': the ViT catalogue"),
+    ("probs = scores.softmax(dim=-1)  # BREAKPOINT S13\ndef f(:", "nb.ipynb, cell 2, line 2: syntax error"),
+])
+def test_bad_input_in_a_notebook_names_its_cell_and_line(tmp_path, capsys, cell, message):
+    notebook = _notebook(tmp_path / "nb.ipynb", ("code", "import torch\nscores = torch.randn(1, 2, 5, 5)"),
+                         ("code", cell))
+    assert main(["trace", str(notebook), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and ".trace.py" not in err and err.count("\n") == 1
+    assert not list(tmp_path.glob(".*.py")) and not (tmp_path / "out" / "nb").exists()

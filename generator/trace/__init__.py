@@ -114,14 +114,17 @@ def choose_numbering(requested: str, markers: list, script: Path) -> str:
 def trace(args: argparse.Namespace, command: str | None = None) -> int:
     """Trace a script, or a notebook's code cells run in order (generator/trace/notebook.py: converted to a script
     beside it, removed after the run); the exit status as generator/trace/verdicts.py says."""
-    from generator.trace.notebook import to_script, write_beside
+    from generator.trace.notebook import to_script, translate_error, write_beside
 
     path = args.script
     if path.suffix.lower() != ".ipynb" or not path.is_file():
         return _trace(args, command, path)
-    script = write_beside(to_script(path.resolve()))
+    converted = to_script(path.resolve())
+    script = write_beside(converted)
     try:
         return _trace(args, command, script, notebook=path)
+    except UserError as exc:  # a marker or a line of the notebook: its cell and line, not the script's
+        raise UserError(translate_error(str(exc), script, converted.text)) from None
     finally:
         script.unlink(missing_ok=True)
 

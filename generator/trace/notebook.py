@@ -166,9 +166,12 @@ def place(source: str, path: str, first: int, last: int | None = None) -> str:
 
 
 def translate_error(error: str, script: Path, source: str) -> str:
-    """The script's error at the notebook's place ("at .x.abc.trace.py:12: ..." -> "at x.ipynb, cell 3, line 2")."""
-    return re.sub(rf"\bat {re.escape(script.name)}:(\d+)", lambda m: f"at {place(source, script.name, int(m[1]))}",
-                  error)
+    """A message about the script at the notebook's place: "at .x.abc.trace.py:12: ..." or "/path/.x.abc.trace.py:12:
+    syntax error" -> "at x.ipynb, cell 3, line 2: ..."; the script's name alone -> the notebook's."""
+    name = notebook_name(source) or script.name
+    path = rf"(?:[^\s'\"]*/)?{re.escape(script.name)}"
+    error = re.sub(rf"{path}:(\d+)", lambda m: place(source, script.name, int(m[1])), error)
+    return re.sub(path, lambda m: name, error)
 
 
 def as_notebook_capture(capture: Any, notebook: Path) -> None:

@@ -374,3 +374,11 @@ def test_bad_input_in_a_notebook_names_its_cell_and_line(tmp_path, capsys, cell,
     err = capsys.readouterr().err
     assert message in err and ".trace.py" not in err and err.count("\n") == 1
     assert not list(tmp_path.glob(".*.py")) and not (tmp_path / "out" / "nb").exists()
+
+
+@pytest.mark.parametrize("name, shown", [
+    ("ann\nbob", "ann\\nbob"), ("evil\u202etxt.exe", "evil\\u202etxt.exe"), ("tab\there", "tab\\there"), ("zoë", "zoë")])
+def test_a_students_name_is_shown_on_one_line_with_its_control_characters_visible(name, shown):
+    from generator.classroom.page import shown as show
+
+    assert show(name) == shown

@@ -411,7 +411,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument(
         "--only",
-        choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace"),
+        choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace", "classroom"),
         help="measure only this part and replace its section of --out",
     )
     args = parser.parse_args()
@@ -425,6 +425,10 @@ def main() -> None:
         return replace_section(args.out, "\n".join(limits_section(bench_limits(1 if args.quick else 2))) + "\n")
     if args.only == "training":
         return replace_section(args.out, "\n".join(training_section(bench_training())) + "\n")
+    if args.only == "classroom":
+        from classroom import classroom_section  # benchmarks/classroom.py
+
+        return replace_section(args.out, classroom_section(args.quick))
     if args.only == "trace":
         return replace_section(args.out, "\n".join(trace_section(bench_trace(3 if args.quick else 9))) + "\n")
     if args.only == "gpt-weights":

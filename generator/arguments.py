@@ -119,6 +119,9 @@ def parser() -> argparse.ArgumentParser:
     from generator.trace import add_parser as add_trace_parser
 
     add_trace_parser(sub, DEFAULT_DOCS, REPORTS)
+    from generator.classroom import add_parser as add_class_parser
+
+    add_class_parser(sub)
     return p
 
 

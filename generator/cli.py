@@ -82,6 +82,10 @@ def _run(args: argparse.Namespace) -> int:
             from generator.trace import trace
 
             return trace(args, REPORTS)
+        if args.command == "class":  # generator/classroom/: one page for many students' traces
+            from generator.classroom import class_page
+
+            return class_page(args)
         if args.command == "pdf":
             from generator.pdf import export
 

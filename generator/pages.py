@@ -29,6 +29,7 @@ class SourceExcerpt:
     lines: list[str]
     last: int | None = None
     block: str = ""
+    at: str = ""  # in a notebook: "x.ipynb, cell 7, line 3" (generator/trace/notebook.py); empty for a script
 
     @property
     def highlight(self) -> int:
@@ -51,6 +52,7 @@ class TensorSection:
     variable: str = ""  # the name the page gives it: the catalogue's variable, or the user's
     marker_line: int | None = None  # the line of a breakpoint comment that captured it (a traced script's)
     note: str = ""  # what the value was converted from, where a traced script's was not a tensor
+    marked_at: str = ""  # the marker's place as the user sees it: "x.py:12", "x.ipynb, cell 7, line 3"
     catalogue: TensorView | NotCheckable | None = None  # None: ``shown`` is in the catalogue's layout
 
     @property

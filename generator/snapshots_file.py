@@ -80,4 +80,5 @@ def snapshot_entry(p: Any) -> dict[str, Any]:
 
 def _source(t: Any) -> dict[str, Any]:
     marker = {"marker_line": t.marker_line} if t.marker_line is not None else {}
-    return {"path": t.source.path, "line": t.source.line, **marker}
+    location = {"location": t.marked_at} if t.source.at else {}  # a notebook's cell and line
+    return {"path": t.source.path, "line": t.source.line, **marker, **location}

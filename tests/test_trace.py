@@ -105,7 +105,7 @@ VIT_BUGS = {
 ])
 def test_a_bug_is_caught_by_the_right_snapshot_and_named_as_the_first_failure(tmp_path, example, old, new, label):
     code, data = trace(variant(tmp_path, example, old, new), tmp_path / "out")
-    assert code == 0
+    assert code == 1  # a failed check: the exit status CI reads
     assert first_failure(data).startswith(label + " ")
     failed = next(s for s in data["snapshots"] if s["label"] == label)
     assert failed["check"]["passed"] is False

@@ -6,6 +6,7 @@ is its ``trace`` (a TraceSpec, generator/reports/<report>/trace.py); the CLI han
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shlex
 import sys
@@ -57,6 +58,9 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path, reports: Mapp
                    "as `python -m generator pdf` prints the bundled reports (needs chromium)")
     t.add_argument("--config", type=Path, default=default_out.parent / "mkdocs.yml",
                    help="with --pdf: the mkdocs.yml that builds --out (default: the project's)")
+    t.add_argument("--junit", type=Path, default=None, metavar="FILE",
+                   help="also write the checks as JUnit XML to FILE, one test case per snapshot, for CI test reports "
+                   "(exit status: 0 all checkable snapshots passed, 1 a check failed, 2 bad input or the script failed)")
     t.add_argument("-q", "--quiet", action="store_true", help="no summary")
     t.add_argument("-v", "--verbose", action="store_true", help="tracebacks on internal errors")
 
@@ -100,13 +104,33 @@ def choose_numbering(requested: str, markers: list, script: Path, reports: Mappi
 
 
 def trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None = None) -> int:
-    """The trace command, numbering markers for ``reports`` (the registry's, from the CLI)."""
+    """The trace command, numbering markers for ``reports`` (the registry's, from the CLI): a script, or a notebook's
+    code cells run in order (generator/trace/notebook.py: converted to a script beside it, removed after the run); the
+    exit status as generator/trace/verdicts.py says."""
+    from generator.trace.notebook import to_script, translate_error, write_beside
+
+    path = args.script
+    if path.suffix.lower() != ".ipynb" or not path.is_file():
+        return _trace(args, reports, command, path)
+    converted = to_script(path.resolve())
+    script = write_beside(converted)
+    try:
+        return _trace(args, reports, command, script, notebook=path)
+    except UserError as exc:  # a marker or a line of the notebook: its cell and line, not the script's
+        raise UserError(translate_error(str(exc), script, converted.text)) from None
+    finally:
+        script.unlink(missing_ok=True)
+
+
+def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None, script: Path,
+           notebook: Path | None = None) -> int:
     from generator.site.staging import staged_output
     from generator.trace.capture import run_script, user_files
     from generator.trace.markers import scan
+    from generator.trace import junit as junit_xml, notebook as notebooks
     from generator.trace.report import render
+    from generator.trace.verdicts import exit_status
 
-    script = args.script
     if not script.exists():
         raise UserError(f"{script}: there is no such script")
     if not script.is_file():
@@ -131,11 +155,13 @@ def trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str 
         from generator.trace.markers import with_catalogue_names
 
         markers = with_catalogue_names(markers, {snap.number: snap.variable for snap in reports[numbering].snapshots})
-    name = args.name or re.sub(r"[^a-z0-9]+", "-", script.stem.lower()).strip("-") or "trace"
+    name = args.name or re.sub(r"[^a-z0-9]+", "-", (notebook or script).stem.lower()).strip("-") or "trace"
     # A folder named like a page (x.md) would sit where the site's own pages go (docs/index.md) and confuse MkDocs.
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in reports or name.endswith(".md"):
         raise UserError(f"--name {name!r}: use lowercase letters, digits, '.', '_' or '-', not ending in .md, and not a bundled "
                         f"report's name ({', '.join(reports)})")
+    if getattr(args, "junit", None) is not None:  # refuse before the script runs and anything is written
+        junit_xml.check_target(args.junit)
     if getattr(args, "pdf", False):  # refuse before the script runs and anything is written
         from generator.pdf import find_chromium, site_dir
 
@@ -146,15 +172,19 @@ def trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str 
                *(["--timeout", f"{args.timeout:g}"] if args.timeout else [])]
     command = command or "python -m generator trace " + shlex.join([str(args.script), *options, *(["--", *script_args] if script_args else [])])
     capture = run_script(script, script_args, markers, args.timeout)
+    if notebook is not None:  # the pages name the notebook, its cells and lines
+        notebooks.as_notebook_capture(capture, notebook.resolve())
     if numbering == "none":
         from generator.trace.pages import own_catalogue
 
         catalogue = own_catalogue(capture)
     with staged_output(args.out, entries=[name]) as staging:
         summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)
+        if notebook is not None:  # its own page: the notebook as saved
+            notebooks.add_notebook_page(staging / name, notebook.resolve(), notebooks.to_script(notebook.resolve()))
     counts = summary["counts"]
     if not args.quiet:
-        print(f"traced {script.name}: captured {counts['captured']} of {counts['total']} {catalogue.short_title} snapshots; checks: "
+        print(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} {catalogue.short_title} snapshots; checks: "
               f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable; wrote {args.out / name}")
         if summary["first_failure"]:
             print(f"first failing snapshot: {summary['first_failure']}", file=sys.stderr)
@@ -162,13 +192,14 @@ def trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str 
         from generator.pdf import export
 
         export(args.out, args.config, reports, quiet=args.quiet)
+    data = json.loads((args.out / name / "snapshots.json").read_text(encoding="utf-8"))
+    if getattr(args, "junit", None) is not None:
+        junit_xml.write_junit(data, args.junit)
     if capture.error:
         print(f"error: the script failed: {capture.error}; the report shows what was captured before it", file=sys.stderr)
-        return 2
-    if capture.timed_out:
+    elif capture.timed_out:
         print(f"error: the script ran past --timeout {args.timeout:g} s; the report shows what was captured until then", file=sys.stderr)
-        return 2
-    return 0
+    return exit_status(data)  # generator/trace/verdicts.py: 2 the script failed, 1 a check failed, 0 otherwise
 
 
 def split_script_args(argv: list[str]) -> tuple[list[str], list[str] | None]:

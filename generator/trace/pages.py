@@ -19,6 +19,7 @@ from generator.tensors import TensorView
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
 from generator.trace.checking import places_for, run_checks
+from generator.trace.notebook import cell_of, notebook_name, place
 from generator.trace.verify import bind_dims, catalogue_layout
 from models.legend import Legend
 
@@ -114,9 +115,11 @@ class CapturedTensors(list, Lacking):
         return super().__getitem__(i)
 
 
-def _code_block(source: str, first: int, last: int, shown: str) -> str:
+def _code_block(source: str, first: int, last: int, shown: str, within: tuple[int, int] | None = None) -> str:
+    """The marked statement with a few lines around it; ``within``: a notebook cell's script lines, numbered from 1."""
     lines = source.splitlines()
-    start, stop = max(1, first - 6), min(len(lines), last + 3)
+    low, high = within or (1, len(lines))
+    start, stop = max(1, first - 6, low), min(len(lines), last + 3, high)
     while start < first and not lines[start - 1].strip():
         start += 1
     while stop > last and not lines[stop - 1].strip():
@@ -125,7 +128,8 @@ def _code_block(source: str, first: int, last: int, shown: str) -> str:
     fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", text)), default=0))
     highlight = f"{first - start + 1}" + (f"-{last - start + 1}" if last > first else "")
     title = re.sub(r'["\\]', "_", shown)
-    return f'{fence}python linenums="{start}" hl_lines="{highlight}" title="{title}"\n{text}\n{fence}'
+    number = start - low + 1 if within else start
+    return f'{fence}python linenums="{number}" hl_lines="{highlight}" title="{title}"\n{text}\n{fence}'
 
 
 def _hit(hits: list[Hit], wanted: int) -> tuple[Hit, str]:
@@ -253,18 +257,23 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture,
                 shown = str(Path(marker.file).relative_to(folder))
             except ValueError:
                 shown = Path(marker.file).name
+            text = capture.sources[marker.file]
+            shown, cell = notebook_name(text) or shown, cell_of(text, marker.first)  # a notebook's: cell and line
+            at = place(text, shown, marker.first, marker.last) if cell else ""
             source = SourceExcerpt(shown, marker.first, marker.first, [], marker.last,
-                                   _code_block(capture.sources[marker.file], marker.first, marker.last, shown))
+                                   _code_block(text, marker.first, marker.last, at or shown, cell[2:] if cell else None),
+                                   at)
             for value in chosen.values:
                 tensor, note_text = _tensor_of(value)
                 if tensor is None:
                     tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
                 view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
-                index, text = view.slice_text()
+                index, slice_text = view.slice_text()
                 page.tensors.append(TensorSection(name=view.name, shown=view, index=None, device=value.device,
                                                   source=source,
-                                                  slice_index=index, slice_text=text, variable=value.name,
-                                                  marker_line=marker.line, note=note_text))
+                                                  slice_index=index, slice_text=slice_text, variable=value.name,
+                                                  marker_line=marker.line, note=note_text,
+                                                  marked_at=place(text, shown, marker.line)))
         page.captured = bool(page.tensors)
         page.hit_note = "; ".join(dict.fromkeys(notes))
         pages.append(page)

@@ -1,0 +1,73 @@
+"""The students of a class page: one traced report each, found from the paths the instructor gives (a report folder,
+a folder holding one report, or a snapshots.json file). A student's name is the folder name given: data, never
+markup."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from generator.errors import UserError
+
+SNAPSHOTS = "snapshots.json"
+
+
+@dataclass
+class Student:
+    name: str  # the folder name given (data: escaped wherever it is shown)
+    folder: Path | None  # the folder of the student's traced report (its index.md), None when there is no report
+    data: dict[str, Any] = field(default_factory=dict)  # the report's snapshots.json
+    missing: str = ""  # why there is no report (the trace never wrote one)
+
+
+def _report_file(path: Path) -> Path | None:
+    """The snapshots.json a path stands for: the file itself, the folder's own, or the one report inside the folder."""
+    if path.is_file():
+        return path
+    if (path / SNAPSHOTS).is_file():
+        return path / SNAPSHOTS
+    inside = sorted(path.glob(f"*/{SNAPSHOTS}"))
+    if len(inside) > 1:
+        raise UserError(f"{path}: holds {len(inside)} reports ({', '.join(p.parent.name for p in inside[:3])}…); "
+                        "give each student's report folder instead")
+    return inside[0] if inside else None
+
+
+def _name(path: Path) -> str:
+    """The student's name: the folder given (the report's own folder when a snapshots.json file was given)."""
+    if path.is_file():
+        return path.resolve().parent.name
+    return path.resolve().name or str(path)
+
+
+def read_student(path: Path) -> Student:
+    if not path.exists():
+        raise UserError(f"{path}: there is no such report folder or snapshots.json")
+    if path.is_file() and path.name != SNAPSHOTS:
+        raise UserError(f"{path}: not a trace's {SNAPSHOTS}; give the student's report folder or its {SNAPSHOTS}")
+    found = _report_file(path)
+    name = _name(path)
+    if found is None:  # the student's trace wrote nothing (its job failed before the report): a row that says so
+        return Student(name, None, missing=f"no {SNAPSHOTS} in the folder: the trace wrote no report")
+    try:
+        data = json.loads(found.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"{found}: not a trace's {SNAPSHOTS} ({type(exc).__name__}: {exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("snapshots"), list) or not data.get("traced"):
+        raise UserError(f"{found}: not a trace's {SNAPSHOTS} (a bundled report's, or another file); "
+                        "class pages read the reports `python -m generator trace` writes")
+    return Student(name, found.parent, data)
+
+
+def read_students(paths: list[Path]) -> list[Student]:
+    """One student per path, in name order; a name given twice is told apart by its path."""
+    students = [read_student(path) for path in paths]
+    counts: dict[str, int] = {}
+    for student in students:
+        counts[student.name] = counts.get(student.name, 0) + 1
+    for student, path in zip(students, paths):
+        if counts[student.name] > 1:
+            student.name = str(path)
+    return sorted(students, key=lambda s: s.name.casefold())

@@ -1,0 +1,51 @@
+"""A traced snapshot's verdict and the trace's exit status, read from the snapshots.json a trace writes: the one place
+that knows how a check's outcome is stored there (the JUnit file and the class page read it through these functions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PASSED, FAILED, NOT_CHECKABLE, NOT_CAPTURED = "passed", "failed", "not checkable", "not captured"
+VERDICTS = (PASSED, FAILED, NOT_CHECKABLE, NOT_CAPTURED)
+
+EXIT_PASSED, EXIT_FAILED, EXIT_ERROR = 0, 1, 2  # as pytest tells its outcomes apart: 2 = bad input or the script failed
+
+
+def verdict(snapshot: dict[str, Any]) -> str:
+    """passed / failed / not checkable / not captured, for one entry of snapshots.json's "snapshots"."""
+    if not snapshot.get("captured"):
+        return NOT_CAPTURED
+    passed = snapshot["passed"] if "passed" in snapshot else (snapshot.get("check") or {}).get("passed")
+    return PASSED if passed is True else FAILED if passed is False else NOT_CHECKABLE
+
+
+def check_text(snapshot: dict[str, Any]) -> tuple[str, str]:
+    """The check's name and what it found (why it was not checkable, or why it failed)."""
+    check = snapshot.get("check") or {}
+    return str(check.get("name") or ""), str(check.get("detail") or "")
+
+
+def script_failed(data: dict[str, Any]) -> str | None:
+    """Why the traced script did not run to its end (an exception, --timeout), or None when it did."""
+    outcome = data.get("outcome") or {}
+    if outcome.get("error"):
+        return str(outcome["error"])
+    if outcome.get("timed_out"):
+        return f"the script ran past --timeout {outcome.get('timeout')} s"
+    return None
+
+
+def first_failure_label(data: dict[str, Any]) -> str | None:
+    """The label of the first failing snapshot in pipeline order ("S13"), as the overview names it."""
+    named = (data.get("outcome") or {}).get("first_failure")
+    failed = [s["label"] for s in data.get("snapshots", []) if verdict(s) == FAILED]
+    if named:
+        return next((label for label in failed if named.startswith(f"{label} ")), failed[0] if failed else None)
+    return failed[0] if failed else None
+
+
+def exit_status(data: dict[str, Any]) -> int:
+    """0 when every checkable snapshot passed, 1 when a check failed, 2 when the script failed (error, --timeout)."""
+    if script_failed(data):
+        return EXIT_ERROR
+    return EXIT_FAILED if any(verdict(s) == FAILED for s in data.get("snapshots", [])) else EXIT_PASSED

@@ -153,7 +153,7 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
     options = [*(["--report", args.report] if args.report != "auto" else []), *(["--hit", str(args.hit)] if args.hit != 1 else []),
                *(["--timeout", f"{args.timeout:g}"] if args.timeout else [])]
     command = command or "python -m generator trace " + shlex.join([str(args.script), *options, *(["--", *script_args] if script_args else [])])
-    capture = run_script(script, script_args, markers, args.timeout)
+    capture = run_script(script, script_args, markers, args.timeout, argv0=str(args.script))
     if numbering == "none":
         from generator.trace.pages import own_catalogue
 

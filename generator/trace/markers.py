@@ -107,11 +107,23 @@ def assigned_names(statement: ast.stmt) -> list[str]:
     return []
 
 
-def parse_script(path: Path) -> tuple[str, ast.Module]:
+def read_source(path: Path) -> str:
+    """A Python file's text as Python reads it: in the encoding its PEP 263 declaration or BOM names, else UTF-8."""
+    with path.open("rb") as file:
+        data = file.read()
     try:
-        source = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a UTF-8 text file") from None
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:  # an unknown encoding, or a declaration that contradicts the BOM
+        raise UserError(f"{path}: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+    try:
+        return data.decode(encoding).removeprefix("\ufeff")
+    except (UnicodeDecodeError, LookupError):
+        raise UserError(f"{path}: not text in its encoding ({encoding}); declare the file's encoding in its first two "
+                        f"lines (# -*- coding: latin-1 -*-) or save it as UTF-8") from None
+
+
+def parse_script(path: Path) -> tuple[str, ast.Module]:
+    source = read_source(path)
     try:
         return source, ast.parse(source, filename=str(path))
     except SyntaxError as exc:
@@ -232,7 +244,28 @@ def with_catalogue_names(markers: list[Marker], variables: dict[int, str]) -> li
 
 
 def scan(paths: list[Path]) -> list[Marker]:
+    """The markers of the script (paths[0]) and of the modules beside it that it may import. A module that does not
+    parse and holds no marker is left out in silence: Python reads it only if it is imported (Python 2 code under
+    `if False:` must not stop a script that runs)."""
     markers = []
-    for path in paths:
+    for index, path in enumerate(paths):
+        if index and not _parses(path) and not _has_marker(path):
+            continue
         markers += find_markers(path)
     return markers
+
+
+def _parses(path: Path) -> bool:
+    try:
+        ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError, OSError):
+        return False
+    return True
+
+
+def _has_marker(path: Path) -> bool:
+    try:
+        source = path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return any(_parse_comment(comment) for _, comment, _ in _comments(source))

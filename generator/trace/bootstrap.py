@@ -62,6 +62,10 @@ class Results:
         os.replace(path + ".part", path)
 
 
+def _value(name, kind, device, note, **more):
+    return {"name": name, "kind": kind, "device": device, "note": note, **more}
+
+
 def _write_all(file, data):
     view = memoryview(data)
     while view:
@@ -81,7 +85,7 @@ def tensor_value(results, name, value, torch):
     described = f"{tuple(value.shape)} {str(value.dtype).replace('torch.', '', 1)}"
     if value.is_complex() or value.is_quantized or value.numel() == 0:
         kind = "complex" if value.is_complex() else "quantized" if value.is_quantized else "empty"
-        return {"name": name, "kind": "other", "device": device, "note": f"a {kind} tensor {described}, which a page cannot show"}
+        return _value(name, "other", device, f"a {kind} tensor {described}, which a page cannot show")
     if value.layout != torch.strided:  # sparse: its values, as the dense tensor they stand for
         if size > results.budget_left:
             return {"name": name, "kind": "other", "device": device,
@@ -90,8 +94,8 @@ def tensor_value(results, name, value, torch):
         dense["note"] = "a sparse tensor, shown dense"
         return dense
     if size > results.budget_left:
-        return {"name": name, "kind": "tensor", "device": device, "note": f"{described}, {results.full}"}
-    return {"name": name, "kind": "tensor", "device": device, "note": "", "array": _array(results, value, torch)}
+        return _value(name, "tensor", device, f"{described}, {results.full}")
+    return _value(name, "tensor", device, "", array=_array(results, value, torch))
 
 
 def _array(results, tensor, torch):
@@ -108,22 +112,26 @@ def to_value(results, name, value):
     if torch is not None and isinstance(value, torch.Tensor):
         return tensor_value(results, name, value, torch)
     if isinstance(value, (bool, int, float)):
-        return {"name": name, "kind": "scalar", "device": "cpu", "note": type(value).__name__, "data": value}
+        return _value(name, "scalar", "cpu", type(value).__name__, data=value)
     if isinstance(value, (list, tuple)) and value and _all_ints(value):
-        return {"name": name, "kind": "ints", "device": "cpu", "note": f"a {type(value).__name__} of ints", "data": value}
-    if torch is not None and isinstance(value, dict) and value and all(isinstance(v, torch.Tensor) for v in value.values()):
+        return _value(name, "ints", "cpu", f"a {type(value).__name__} of ints", data=value)
+    if torch is not None and isinstance(value, dict) and value and _all_tensors(value, torch):
         if sum(v.numel() * v.element_size() for v in value.values()) > results.budget_left:
-            return {"name": name, "kind": "dict", "device": "cpu", "note": f"a dict of {len(value)} tensors, {results.full}"}
+            return _value(name, "dict", "cpu", f"a dict of {len(value)} tensors, {results.full}")
         entries = [{"key": str(key), "array": _array(results, tensor, torch)} for key, tensor in value.items()]
-        return {"name": name, "kind": "dict", "device": next(iter(value.values())).device.type, "note": "a dict of tensors",
-                "entries": entries}
+        device = next(iter(value.values())).device.type
+        return _value(name, "dict", device, "a dict of tensors", entries=entries)
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.ndarray) and value.dtype.kind in "biuf" and value.size:
         if value.nbytes <= results.budget_left:
             results.budget_left -= value.nbytes
             array = results.array(numpy.ascontiguousarray(value).tobytes(), f"numpy:{value.dtype.str}", value.shape)
-            return {"name": name, "kind": "tensor", "device": "cpu", "note": "a NumPy array", "array": array}
-    return {"name": name, "kind": "other", "device": "cpu", "note": f"a {type(value).__name__}, which a page cannot show"}
+            return _value(name, "tensor", "cpu", "a NumPy array", array=array)
+    return _value(name, "other", "cpu", f"a {type(value).__name__}, which a page cannot show")
+
+
+def _all_tensors(value, torch):
+    return all(isinstance(v, torch.Tensor) for v in value.values())
 
 
 def _all_ints(value):
@@ -241,8 +249,8 @@ class Tracer:
         try:
             return to_value(self.results, name, value)
         except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error
-            return {"name": name, "kind": "other", "device": "cpu",
-                    "note": f"a {type(value).__name__} that could not be copied ({type(exc).__name__})"}
+            note = f"a {type(value).__name__} that could not be copied ({type(exc).__name__})"
+            return _value(name, "other", "cpu", note)
 
     def _missing(self, marker, name):
         """Said once, where the generator reads it, and the process ends here: no `except BaseException` of the
@@ -337,7 +345,8 @@ def describe(exc, folder):
     text = text.removesuffix(":")
     if where is None:
         return text, None
-    return f"{text} (at {os.path.basename(where.filename)}:{where.lineno}: {(where.line or '').strip()})", [where.filename, where.lineno]
+    shown = f"{os.path.basename(where.filename)}:{where.lineno}: {(where.line or '').strip()}"
+    return f"{text} (at {shown})", [where.filename, where.lineno]
 
 
 def run(spec):

@@ -103,7 +103,8 @@ def user_files(script: Path) -> list[Path]:
     return found
 
 
-def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: float | None, argv0: str | None = None) -> Capture:
+def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: float | None,
+               argv0: str | None = None) -> Capture:
     """Run ``script`` as ``__main__`` with ``argv`` (``sys.argv[0]``: ``argv0``, else the script's path) and the markers
     traced, in its own interpreter; never raises for the script's own errors."""
     from generator.trace.process import run_child
@@ -115,7 +116,8 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
         spec = {"script": str(script), "argv0": argv0 or str(script), "argv": list(argv), "results": folder,
                 "budget": CAPTURE_BUDGET_BYTES, "markers": [_marker_spec(m) for m in markers]}
         (Path(folder) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-        ended = run_child([sys.executable, str(BOOTSTRAP), str(Path(folder) / "spec.json")], user_environment(), timeout)
+        command = [sys.executable, str(BOOTSTRAP), str(Path(folder) / "spec.json")]
+        ended = run_child(command, user_environment(), timeout)
         outcome = _read_outcome(Path(folder))
         if "missing" in outcome:
             raise UserError(outcome["missing"])
@@ -140,8 +142,9 @@ def user_environment() -> dict[str, str]:
 
 
 def _marker_spec(marker: Marker) -> dict[str, Any]:
-    return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last, "names": list(marker.names),
-            "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives), "text": marker.text}
+    return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
+            "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
+            "text": marker.text}
 
 
 def _read_outcome(folder: Path) -> dict[str, Any]:
@@ -160,7 +163,9 @@ def _ending(outcome: dict[str, Any], returncode: int | None) -> tuple[str | None
         code = outcome["exit"]
         if code in (None, 0):
             return None, None
-        return (f"the script exited with status {code}" if isinstance(code, int) else f"the script exited: {code}"), None
+        if isinstance(code, int):
+            return f"the script exited with status {code}", None
+        return f"the script exited: {code}", None
     if returncode is not None and returncode < 0:
         name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
         return f"the script was ended by signal {name}", None
@@ -182,9 +187,9 @@ def _read_hits(folder: Path, capture: Capture) -> None:
             capture.seeds.append(int(event["seed"]))
             continue
         values = [_value(entry, arrays) for entry in event["values"]]
-        for value in values:
-            for tensor in (value.tensor.values() if value.kind == "dict" else [value.tensor]) if value.tensor is not None else ():
-                capture.kept_bytes += tensor.numel() * tensor.element_size()
+        for value in (v for v in values if v.tensor is not None):
+            tensors = value.tensor.values() if value.kind == "dict" else [value.tensor]
+            capture.kept_bytes += sum(t.numel() * t.element_size() for t in tensors)
         site = tuple(event["site"]) if event.get("site") else None
         capture.hits.setdefault(capture.markers[event["hit"]], []).append(Hit(event["order"], values, site))
 
@@ -199,7 +204,8 @@ def _value(entry: dict[str, Any], arrays: bytearray) -> Value:
         if kind in ("scalar", "ints"):
             import torch
 
-            return Value(name, kind, torch.tensor(entry["data"], dtype=torch.long if kind == "ints" else None), device, note)
+            dtype = torch.long if kind == "ints" else None
+            return Value(name, kind, torch.tensor(entry["data"], dtype=dtype), device, note)
     except (ValueError, TypeError, RuntimeError, OverflowError) as exc:
         if kind == "ints":  # "a list of ints" that is not a tensor's shape (ragged, or past int64)
             return Value(name, "other", None, "cpu", f"{note.removesuffix(' of ints')}, which a page cannot show")

@@ -68,7 +68,8 @@ def _end_on_signals() -> dict[int, object]:
     def terminate(signum, frame):
         raise Terminated(128 + signum)
 
-    return {signal.SIGINT: signal.signal(signal.SIGINT, interrupt), signal.SIGTERM: signal.signal(signal.SIGTERM, terminate)}
+    return {signal.SIGINT: signal.signal(signal.SIGINT, interrupt),
+            signal.SIGTERM: signal.signal(signal.SIGTERM, terminate)}
 
 
 def _set_subreaper(on: bool) -> bool:

@@ -621,7 +621,7 @@ def _error(capsys) -> str:
     ("x = 1\n", "no breakpoint comment found"),
     ("x = 1  # BREAKPOINT S27\n", "no S27"),
     ("x = 1  # Snapshot #44\n", "no #44"),
-    ("x = 1  # Snapshot #3 missing_name\n", "there is no variable 'missing_name'"),
+    ("len([1])  # Snapshot #3 missing_name\n", "there is no variable 'missing_name'"),
     ("print('hi')  # Snapshot #3\n", "assigns no variable"),
 ])
 def test_bad_scripts_are_refused_in_one_line(tmp_path, capsys, source, message):

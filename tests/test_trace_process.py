@@ -179,7 +179,7 @@ def test_warnings_and_output_of_a_script_that_fails_reach_the_terminal(tmp_path,
 def test_a_script_that_swallows_every_exception_cannot_swallow_a_missing_variable(tmp_path, capsys):
     script = write(tmp_path, "swallows.py", """\
         try:
-            y = 1  # trace: p not_there
+            len([1])  # trace: p not_there
             z = 2  # the marked line is read here, inside the script's try
         except BaseException:
             pass

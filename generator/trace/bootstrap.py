@@ -141,6 +141,11 @@ def _all_ints(value):
 
 
 def _read(frame, name):
+    if "[" in name:  # "bias[:, :, :T, :T]": checked to hold names, numbers and arithmetic only (markers.split_names)
+        try:
+            return eval(name, frame.f_globals, frame.f_locals)  # noqa: S307
+        except (NameError, IndexError, TypeError, ValueError) as exc:
+            raise KeyError(name) from exc
     head, *attributes = name.split(".")
     scope = frame.f_locals
     if head not in scope:
@@ -170,11 +175,15 @@ class Tracer:
         self.results = results
         self.markers = spec["markers"]
         self.by_file = {}  # file -> statement line -> [(index, marker)]
+        self.entries = {}  # (file, first line of a function's code) -> [(index, marker)] read as it is entered
         for index, marker in enumerate(self.markers):
+            if marker["entry_line"]:
+                self.entries.setdefault((marker["file"], marker["entry_line"]), []).append((index, marker))
+                continue
             for line in range(marker["first"], marker["last"] + 1):
                 self.by_file.setdefault(marker["file"], {}).setdefault(line, []).append((index, marker))
         self.codes = {}  # code object -> its marked lines, or None
-        self.user_files = {spec["script"], *self.by_file}
+        self.user_files = {spec["script"], *self.by_file, *(file for file, _ in self.entries)}
         self.pid = os.getpid()
 
     def stop_in_child(self):
@@ -183,23 +192,35 @@ class Tracer:
         threading.settrace(None)
         self.pid = None
 
-    def _marked_lines(self, code):
+    def _marked(self, code):
+        """(marked lines of the code, markers read as it is entered), or None: the code runs untraced."""
+        entry = self.entries.get((code.co_filename, code.co_firstlineno)) if self.entries else None
         lines = self.by_file.get(code.co_filename)
         if not lines or (code.co_name.startswith("<") and code.co_name != "<module>"):
-            return None  # a comprehension or lambda inside a marked line is part of the statement, not where it assigns
-        spans = [line for _, _, line in code.co_lines() if line is not None]
+            lines = None  # a comprehension or lambda in a marked line is part of the statement, not where it assigns
+        spans = [line for _, _, line in code.co_lines() if line is not None] if lines or entry else ()
         if not spans:
             return None
         low, high = min(spans), max(spans)
-        own = {line: markers for line, markers in lines.items() if low <= line <= high}
-        return own or None
+        own = {line: markers for line, markers in (lines or {}).items() if low <= line <= high}
+        if not own and not entry:
+            return None
+        if os.getpid() == self.pid:  # for a marker never reached: which of the marked code ran at all
+            with self.results.lock:
+                self.results.event({"entered": [code.co_filename, code.co_firstlineno, code.co_name]})
+        return own, entry
 
     def global_trace(self, frame, event, arg):
         code = frame.f_code
-        lines = self.codes.get(code, _UNSEEN)
-        if lines is _UNSEEN:
-            lines = self.codes[code] = self._marked_lines(code)
-        if lines is None:
+        found = self.codes.get(code, _UNSEEN)
+        if found is _UNSEEN:
+            found = self.codes[code] = self._marked(code)
+        if found is None:
+            return None
+        lines, entry = found
+        if entry is not None:
+            self._take(frame, entry)
+        if not lines:
             return None
         take = self._take
         pending = None  # (first line, last line, markers) of the statement that is running
@@ -230,6 +251,9 @@ class Tracer:
         if os.getpid() != self.pid:
             return
         for index, marker in markers:
+            body = marker["loop_body"]
+            if body and not body[0] <= frame.f_lineno <= body[1]:
+                continue  # a `for` line run once more as the loop ends: no new pass
             names = marker["names"]
             if marker["fallback"] and not all(_exists(frame, name) for name in names):
                 names = marker["fallback"]
@@ -242,6 +266,9 @@ class Tracer:
             site = self._call_site(frame) if marker["shared_line"] else None
             with self.results.lock:
                 values = [self._value(name, value) for name, value in read]
+                for value, (name, _) in zip(values, read):
+                    if "[" in name:  # a slice: filed under its variable's name (data file names), said in its note
+                        value["name"], value["note"] = name.split("[", 1)[0], value["note"] or f"the slice {name}"
                 self.results.order += 1
                 self.results.event({"hit": index, "order": self.results.order, "site": site, "values": values})
 
@@ -282,6 +309,7 @@ class SeedRecorder:
     def __init__(self, results, tracer):
         self.results = results
         self.tracer = tracer
+        self.import_seconds = 0.0  # PyTorch's own import: start-up, not the script's run (the in-process trace had it)
 
     def find_spec(self, name, path=None, target=None):
         if name != "torch":
@@ -293,7 +321,9 @@ class SeedRecorder:
                 load = spec.loader.exec_module
 
                 def exec_module(module, load=load):
+                    started = time.perf_counter()
                     load(module)
+                    self.import_seconds = time.perf_counter() - started
                     self._wrap(module)
 
                 spec.loader.exec_module = exec_module
@@ -361,7 +391,8 @@ def run(spec):
     module, code = main_module(script)
     bootstrap = sys.modules["__main__"]  # noqa: F841 - kept alive while the script runs as __main__
     sys.modules["__main__"] = module
-    sys.meta_path.insert(0, SeedRecorder(results, tracer))
+    seeds = SeedRecorder(results, tracer)
+    sys.meta_path.insert(0, seeds)
     os.register_at_fork(after_in_child=tracer.stop_in_child)
     outcome, ending = {"error": None, "error_at": None, "exit": None}, None
     started = time.perf_counter()
@@ -378,7 +409,7 @@ def run(spec):
     replaced = sys.gettrace() != tracer.global_trace
     sys.settrace(None)
     if os.getpid() == tracer.pid:  # not a fork()ed child that ran the rest of the script
-        outcome["seconds"] = time.perf_counter() - started
+        outcome["seconds"] = time.perf_counter() - started - seeds.import_seconds
         outcome["settrace_replaced"] = replaced
         results.outcome(outcome)
     if ending is not None:

@@ -121,7 +121,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
         outcome = _read_outcome(Path(folder))
         if "missing" in outcome:
             raise UserError(outcome["missing"])
-        _read_hits(Path(folder), capture)
+        entered = _read_hits(Path(folder), capture)
     capture.timed_out = ended.timed_out
     capture.seconds = outcome.get("seconds", ended.seconds)
     if not ended.timed_out:
@@ -129,6 +129,8 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     if outcome.get("settrace_replaced"):  # a debugger, coverage or the script itself took the trace hook
         capture.warnings.append("the script replaced the trace function (sys.settrace), so lines it ran after that "
                                 "were not captured")
+    capture.warnings += [f"{Path(m.file).name}:{m.line} {m.text!r} was never reached: {why}"
+                         for m, why in unreached(capture, entered).items()]
     if ended.left_running:
         capture.warnings.append(f"the script left {ended.left_running} process(es) running; the trace stopped them")
     return capture
@@ -144,7 +146,7 @@ def user_environment() -> dict[str, str]:
 def _marker_spec(marker: Marker) -> dict[str, Any]:
     return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
-            "text": marker.text}
+            "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body}
 
 
 def _read_outcome(folder: Path) -> dict[str, Any]:
@@ -174,8 +176,10 @@ def _ending(outcome: dict[str, Any], returncode: int | None) -> tuple[str | None
     return None, None
 
 
-def _read_hits(folder: Path, capture: Capture) -> None:
-    """The hits of events.jsonl, in order, as `Hit`s of ``capture.markers``; a line cut short by a kill is left out."""
+def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
+    """The hits of events.jsonl, in order, as `Hit`s of ``capture.markers`` (a line cut short by a kill is left out);
+    the marked code that ran: (file, its first line, its name) each."""
+    entered = []
     arrays = bytearray((folder / "tensors.bin").read_bytes()) if (folder / "tensors.bin").exists() else bytearray()
     events = (folder / "events.jsonl").read_bytes().splitlines() if (folder / "events.jsonl").exists() else []
     for line in events:
@@ -186,12 +190,56 @@ def _read_hits(folder: Path, capture: Capture) -> None:
         if "seed" in event:
             capture.seeds.append(int(event["seed"]))
             continue
+        if "entered" in event:
+            entered.append(tuple(event["entered"]))
+            continue
         values = [_value(entry, arrays) for entry in event["values"]]
         for value in (v for v in values if v.tensor is not None):
             tensors = value.tensor.values() if value.kind == "dict" else [value.tensor]
             capture.kept_bytes += sum(t.numel() * t.element_size() for t in tensors)
         site = tuple(event["site"]) if event.get("site") else None
         capture.hits.setdefault(capture.markers[event["hit"]], []).append(Hit(event["order"], values, site))
+    return entered
+
+
+def unreached(capture: Capture, entered: list[tuple[str, int, str]]) -> dict[Marker, str]:
+    """Why each marker with no hit was never reached, as far as the run shows: its code ran but not its line, its
+    function was never called, its module never ran; and whether the script stopped early."""
+    ran = {(file, line) for file, line, _ in entered} | {(file, 0) for file, _, name in entered if name == "<module>"}
+    reasons = {}
+    for marker in sorted(capture.markers, key=lambda m: (m.file, m.line)):
+        if marker in capture.hits:
+            continue
+        function = _function_around(capture.sources.get(marker.file, ""), marker.first)
+        if (marker.file, function[1] if function else 0) in ran:
+            why = (f"the code around line {marker.first} ran, but not that line (a branch, a loop or a return "
+                   f"skipped it)")
+        elif function:
+            why = f"{function[0]}() was never called in the traced process (code run in a child process is not traced)"
+        elif Path(marker.file) != capture.script:
+            why = f"{Path(marker.file).name} was never imported"
+        else:
+            why = f"the script never got to line {marker.first}"
+        if not capture.finished:
+            why += "; the script stopped early (" + ("--timeout" if capture.timed_out else "an error") + ")"
+        reasons[marker] = why
+    return reasons
+
+
+def _function_around(source: str, line: int) -> tuple[str, int] | None:
+    """The innermost function holding ``line``: its name and its code's first line (its first decorator's)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and n.lineno <= line <= n.end_lineno]
+    if not functions:
+        return None
+    inner = min(functions, key=lambda n: n.end_lineno - n.lineno)
+    return inner.name, (inner.decorator_list[0].lineno if inner.decorator_list else inner.lineno)
 
 
 def _value(entry: dict[str, Any], arrays: bytearray) -> Value:

@@ -39,17 +39,19 @@ def run_child(command: list[str], env: dict[str, str], timeout: float | None) ->
     subreaper = _set_subreaper(True)
     saved = _end_on_signals()
     started = time.monotonic()
-    child = subprocess.Popen(command, env=env, start_new_session=True)
-    timed_out = False
+    child, timed_out = None, False
     try:
+        child = subprocess.Popen(command, env=env, start_new_session=True)
         try:
             child.wait(timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
     finally:
-        finished = child.poll() is not None
+        for signum in saved:  # a second Ctrl-C must not cut the cleanup short
+            signal.signal(signum, signal.SIG_IGN)
+        finished = child is not None and child.poll() is not None
         seconds = time.monotonic() - started
-        stopped = end_processes(child, before)
+        stopped = end_processes(child, before) if child is not None else 0
         if subreaper:
             _set_subreaper(False)
         for signum, handler in saved.items():

@@ -27,35 +27,72 @@ import threading
 import time
 
 ALIGN = 64
+FLUSH_SECONDS = 0.1
 _UNSEEN = object()
+_REAL_EXIT = os._exit
 
 
 class Results:
-    """The results folder's files, appended under a lock (the script's threads are traced too)."""
+    """What the script's process captured: kept in memory as it happens (a copy per value, cheap in the traced line)
+    and appended to the results folder's files every FLUSH_SECONDS by a low-level thread (not in threading.enumerate(),
+    not waited for at exit), at the script's end, at exit and before os._exit: a process killed at --timeout loses at
+    most the last FLUSH_SECONDS, even when it blocks in C."""
 
     def __init__(self, folder, budget):
         self.folder = folder
         self.budget_left = budget
         self.full = f"not copied: the captures already hold {budget // 2**20} MiB"
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # the script's threads are traced too
+        self.write_lock = threading.Lock()
         self.arrays = open(os.path.join(folder, "tensors.bin"), "ab", buffering=0)
         self.events = open(os.path.join(folder, "events.jsonl"), "ab", buffering=0)
+        self.pending = []  # (event, [(array description, copy)]) not written yet
+        self.pending_arrays = []  # the copies of the event being made
         self.offset = 0
         self.order = 0
+        self.pid = os.getpid()
 
-    def array(self, data, dtype, shape):
-        """Append raw bytes (the lock held); their description."""
-        padding = -self.offset % ALIGN
-        _write_all(self.arrays, b"\0" * padding + data)
-        self.offset += padding
-        described = {"dtype": dtype, "shape": list(shape), "offset": self.offset, "nbytes": len(data)}
-        self.offset += len(data)
+    def array(self, copy, dtype, shape, nbytes):
+        """Keep a copy (a CPU tensor or a NumPy array) to write (the lock held); its description."""
+        described = {"dtype": dtype, "shape": list(shape), "offset": None, "nbytes": nbytes}
+        self.pending_arrays.append((described, copy))
         return described
 
     def event(self, record):
-        _write_all(self.events, (json.dumps(record) + "\n").encode())
+        """Keep an event with the copies made for it (the lock held)."""
+        self.pending.append((record, self.pending_arrays))
+        self.pending_arrays = []
+
+    def flush(self):
+        if os.getpid() != self.pid:
+            return  # a fork()ed child writes nothing of ours
+        with self.write_lock:
+            with self.lock:
+                pending, self.pending = self.pending, []
+            for record, arrays in pending:
+                for described, copy in arrays:
+                    padding = -self.offset % ALIGN
+                    _write_all(self.arrays, b"\0" * padding + _bytes_of(copy))
+                    described["offset"] = self.offset + padding
+                    self.offset += padding + described["nbytes"]
+                _write_all(self.events, (json.dumps(record) + "\n").encode())
+
+    def keep_flushing(self):
+        """Flush every FLUSH_SECONDS from a low-level thread of its own, for the life of this process."""
+        import _thread
+
+        def loop():
+            while os.getpid() == self.pid:
+                time.sleep(FLUSH_SECONDS)
+                try:
+                    self.flush()
+                except Exception:  # noqa: BLE001 - a full disk: the end of the run says it
+                    return
+
+        _thread.start_new_thread(loop, ())
 
     def outcome(self, outcome):
+        self.flush()
         path = os.path.join(self.folder, "outcome.json")
         with open(path + ".part", "w", encoding="utf-8") as file:
             json.dump(outcome, file)
@@ -72,10 +109,14 @@ def _write_all(file, data):
         view = view[file.write(view):]
 
 
-def _tensor_bytes(tensor):
+def _bytes_of(copy):
+    """A kept copy's raw bytes: a NumPy array's, or a CPU tensor's (any dtype, bfloat16 included)."""
+    if not hasattr(copy, "data_ptr"):
+        return copy.tobytes()
     import ctypes
 
-    return ctypes.string_at(tensor.data_ptr(), tensor.numel() * tensor.element_size())
+    copy = copy.contiguous()
+    return ctypes.string_at(copy.data_ptr(), copy.numel() * copy.element_size())
 
 
 def tensor_value(results, name, value, torch):
@@ -99,11 +140,12 @@ def tensor_value(results, name, value, torch):
 
 
 def _array(results, tensor, torch):
-    copy = tensor.detach().to("cpu").contiguous()
+    copy = tensor.detach().clone() if tensor.device.type == "cpu" else tensor.detach().to("cpu", copy=True)
     if type(copy) is not torch.Tensor:  # a Parameter or another subclass: its values
         copy = copy.as_subclass(torch.Tensor)
-    results.budget_left -= copy.numel() * copy.element_size()
-    return results.array(_tensor_bytes(copy), str(copy.dtype), copy.shape)
+    nbytes = copy.numel() * copy.element_size()
+    results.budget_left -= nbytes
+    return results.array(copy, str(copy.dtype), copy.shape, nbytes)
 
 
 def to_value(results, name, value):
@@ -125,7 +167,7 @@ def to_value(results, name, value):
     if numpy is not None and isinstance(value, numpy.ndarray) and value.dtype.kind in "biuf" and value.size:
         if value.nbytes <= results.budget_left:
             results.budget_left -= value.nbytes
-            array = results.array(numpy.ascontiguousarray(value).tobytes(), f"numpy:{value.dtype.str}", value.shape)
+            array = results.array(value.copy(), f"numpy:{value.dtype.str}", value.shape, value.nbytes)
             return _value(name, "tensor", "cpu", "a NumPy array", array=array)
     return _value(name, "other", "cpu", f"a {type(value).__name__}, which a page cannot show")
 
@@ -285,7 +327,7 @@ class Tracer:
         self.results.outcome({"missing": f"{os.path.basename(marker['file'])}:{marker['line']}: {marker['text']!r}: "
                                          f"there is no variable {name!r} once line {marker['first']} has run"})
         _flush_streams()
-        os._exit(3)
+        _REAL_EXIT(3)
 
     def _call_site(self, frame):
         """The line of the user's files that called this frame (through library frames such as nn.Module.__call__)."""
@@ -345,6 +387,20 @@ class SeedRecorder:
         torch.manual_seed = torch.random.manual_seed = manual_seed
 
 
+def _flush_before_exit(results):
+    """What is kept is written when the interpreter exits, and before os._exit ends the traced process there."""
+    import atexit
+
+    def exit_now(status):
+        if os.getpid() == results.pid:
+            results.flush()
+        _REAL_EXIT(status)
+
+    os._exit = exit_now
+    atexit.register(results.flush)  # hits of threads that ran on after the script's main thread ended
+    results.keep_flushing()
+
+
 def main_module(script):
     """A fresh `__main__` as `python SCRIPT.py` makes it, and the script's code (compiled from its bytes: a PEP 263
     coding declaration is honoured)."""
@@ -394,6 +450,7 @@ def run(spec):
     seeds = SeedRecorder(results, tracer)
     sys.meta_path.insert(0, seeds)
     os.register_at_fork(after_in_child=tracer.stop_in_child)
+    _flush_before_exit(results)
     outcome, ending = {"error": None, "error_at": None, "exit": None}, None
     started = time.perf_counter()
     threading.settrace(tracer.global_trace)  # threads the script starts are traced too

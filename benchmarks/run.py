@@ -483,8 +483,8 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
     import io
     import runpy
 
-    from generator.trace import choose_numbering, specs
-    from generator.trace.capture import run_script, user_files
+    from generator.trace import bootstrap, choose_numbering, specs
+    from generator.trace.capture import CAPTURE_BUDGET_BYTES, marker_spec, user_files
     from generator.trace.markers import scan
 
     rows = []
@@ -503,7 +503,18 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
                 sys.argv = saved
 
         def traced(script=script, markers=markers):
-            run_script(script, [], markers, None)
+            # the tracer of the script's own interpreter (generator/trace/bootstrap.py), run here: its cost, warm, without
+            # the interpreter's start-up, which the whole command's time below includes
+            spec = {"script": str(script), "markers": [marker_spec(m) for m in markers]}
+            tracer = bootstrap.Tracer(spec, bootstrap.Results(str(work), CAPTURE_BUDGET_BYTES))
+            saved = sys.argv[:]
+            sys.argv = [str(script)]
+            sys.settrace(tracer.global_trace)
+            try:
+                runpy.run_path(str(script), run_name="__main__")
+            finally:
+                sys.settrace(None)
+                sys.argv = saved
 
         with contextlib.redirect_stdout(io.StringIO()):
             t = interleaved({"plain": plain, "traced": traced}, max(40, repeats * 4))  # milliseconds each: many pairs, a steady median
@@ -520,7 +531,8 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
 
 def trace_section(rows: list[tuple[str, float, float, float, float]]) -> list[str]:
     lines = ["## Tracing your own script (`python -m generator trace`)", "",
-             "Each bundled example run as `python SCRIPT.py` would run it (in-process, `runpy`) and under the tracer, interleaved, "
+             "Each bundled example run as `python SCRIPT.py` would run it (in-process, `runpy`) and under the tracer of the script's "
+             "own interpreter (here, warm: its start-up is in the whole command's time), interleaved, "
              "medians. Only frames of the files holding markers are traced line by line, and only marked values are copied. "
              "Then the whole command in a new process (imports, the run, the checks, the pages, figures and data/), alternately "
              "with `python -m generator build` of the bundled report of the same numbering at the example's size.", "",

@@ -114,7 +114,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.sources = {file: read_source(Path(file)) for file in sorted({m.file for m in markers})}
     with tempfile.TemporaryDirectory(prefix="trace-") as folder:
         spec = {"script": str(script), "argv0": argv0 or str(script), "argv": list(argv), "results": folder,
-                "budget": CAPTURE_BUDGET_BYTES, "markers": [_marker_spec(m) for m in markers]}
+                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m) for m in markers]}
         (Path(folder) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         command = [sys.executable, str(BOOTSTRAP), str(Path(folder) / "spec.json")]
         ended = run_child(command, user_environment(), timeout)
@@ -143,7 +143,8 @@ def user_environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if ENVIRONMENT_ADDED.get(key) != value}
 
 
-def _marker_spec(marker: Marker) -> dict[str, Any]:
+def marker_spec(marker: Marker) -> dict[str, Any]:
+    """A marker as the script's interpreter reads it (bootstrap.py)."""
     return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
             "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body}

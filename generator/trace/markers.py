@@ -34,7 +34,8 @@ _NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\[[^\]#]*\])?"  # a subscript: "bias
 _NAMES = rf"(?P<names>{_NAME}(?:\s*,\s*{_NAME})*)"
 # A name list only counts when nothing but a title separator or the end follows it ("- Raw input" is a title).
 _AFTER = rf"(?:\s*[:=]?\s*{_NAMES}(?=\s*(?:$|[-–—;#(])))?"
-_BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[A-Z])\s*(?P<number>\d+)(?P<more>(?:\s*(?:,|and|&)\s*(?:BREAKPOINT\s+)?[A-Z]\s*\d+)*){_AFTER}", re.I)
+_BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[A-Z])\s*(?P<number>\d+)"
+                         rf"(?P<more>(?:\s*(?:,|and|&)\s*(?:BREAKPOINT\s+)?[A-Z]\s*\d+)*){_AFTER}", re.I)
 _SNAPSHOT = re.compile(rf"\bSNAPSHOT\s*#?\s*(?P<number>\d+)(?P<more>(?:\s*(?:or|/|,|and|&)\s*#?\s*\d+)*){_AFTER}", re.I)
 _CUSTOM = re.compile(rf"^\s*#\s*trace\s*:\s*(?P<point>[A-Za-z_]\w*)(?:\s+(?P<names>{_NAME}(?:\s*,\s*{_NAME})*))?\s*$")
 
@@ -52,8 +53,10 @@ class Marker:
     first: int  # the marked statement's lines
     last: int
     text: str  # the marker as written, for messages
-    alternatives: tuple[int, ...] = ()  # "#7 or #21 or #30": one line, a snapshot per caller, in the order they first call
-    fallback: tuple[str, ...] = ()  # read instead of ``names`` when one of those does not exist (see with_catalogue_names)
+    # "#7 or #21 or #30": one line, a snapshot per caller, in the order they first call
+    alternatives: tuple[int, ...] = ()
+    # read instead of ``names`` when one of those does not exist (a title word; see with_catalogue_names)
+    fallback: tuple[str, ...] = ()
     shared: bool = False  # one of several markers on a line that assigns fewer names than it has markers
     entry_line: int = 0  # a marker on a `def` line: the function's code starts here, its arguments are read on entry
     loop_body: tuple[int, int] | None = None  # a marker on a `for` line: read each pass, as the body starts
@@ -178,8 +181,8 @@ def find_markers(path: Path) -> list[Marker]:
                 markers += _header_markers(path, line, header, found)
                 continue
         if statement is None:
-            raise UserError(f"{path}:{line}: {found[0][3]!r} marks no statement (put it on, or right after, the line that "
-                            f"computes the value)")
+            raise UserError(f"{path}:{line}: {found[0][3]!r} marks no statement (put it on, or right after, the line "
+                            f"that computes the value)")
         markers += _statement_markers(path, line, statement, found)
     return markers
 
@@ -208,8 +211,8 @@ def _statement_markers(path: Path, line: int, statement: ast.stmt, found: list) 
         elif numbering == "custom":  # "print(x)  # trace: x": the point's name is the variable
             chosen = (point,)
         else:
-            raise UserError(f"{path}:{line}: {text!r}: line {statement.lineno} assigns no variable; write the name after "
-                            f"the marker, e.g. '{text} x'")
+            raise UserError(f"{path}:{line}: {text!r}: line {statement.lineno} assigns no variable; write the name "
+                            f"after the marker, e.g. '{text} x'")
         markers.append(Marker(str(path), line, numbering, number, point, chosen, statement.lineno, statement.end_lineno,
                               text, alternatives, fallback))
     return markers
@@ -280,7 +283,8 @@ def _parse_comment(comment: str) -> list[tuple[str, int | None, str | None, str,
                 found.append((numbering, numbers[0], None, match.group(0).strip(), names, tuple(numbers)))
                 continue
             if names and len(numbers) > 1 and len(names) != len(numbers):
-                raise UserError(f"{match.group(0).strip()!r}: {len(numbers)} snapshots but {len(names)} names; give one name each")
+                raise UserError(f"{match.group(0).strip()!r}: {len(numbers)} snapshots but {len(names)} names; "
+                                f"give one name each")
             for i, number in enumerate(numbers):
                 chosen = (names[i],) if names and len(numbers) > 1 else names
                 found.append((numbering, number, None, match.group(0).strip(), chosen, ()))

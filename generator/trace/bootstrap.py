@@ -6,10 +6,12 @@ has imported it), so the script's own `models`, `generator` or `utils` modules a
 (capture.py reads it):
 
 - ``SPEC.json`` (from the generator): script, argv0, argv, results folder, budget (bytes of copies), markers
-  ([{file, line, first, last, names, fallback, shared_line, text}], a hit names its marker by index).
+  ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body}], a hit names its marker by
+  index).
 - ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes.
-- ``events.jsonl``: one JSON object a line, appended as it happens (a process killed at --timeout keeps what it
-  wrote): ``{"hit": marker index, "order", "site": [file, line] | null, "values": [value, ...]}`` or ``{"seed": n}``.
+- ``events.jsonl``: one JSON object a line, written every 0.1 s (Results: a process killed at --timeout keeps all but
+  the last 0.1 s): ``{"hit": marker index, "order", "site": [file, line] | null, "values": [value, ...]}``,
+  ``{"seed": n}`` or ``{"entered": [file, first line, name]}`` (marked code that ran: why a marker was not reached).
   A value is ``{name, kind, device, note}`` plus ``array`` ({dtype, shape, offset, nbytes}; dtype "torch.float32" or
   "numpy:<dtype>"), ``entries`` ([{key, array}]: a dict of tensors) or ``data`` (a JSON number or nested list).
 - ``outcome.json``, written once the script's main thread ends: ``{"error", "error_at", "exit", "seconds",

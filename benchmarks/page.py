@@ -140,8 +140,8 @@ def gpt_weights_section(rows: list[tuple[str, float]]) -> list[str]:
 
 def trace_section(rows: list[tuple[str, float, float, float, float]]) -> list[str]:
     lines = ["## Tracing your own script (`python -m generator trace`)", "",
-             "Each bundled example run as `python SCRIPT.py` would run it (in-process, `runpy`) and under the tracer, "
-             "interleaved, "
+             "Each bundled example run as `python SCRIPT.py` would run it (in-process, `runpy`) and under the tracer "
+             "of the script's own interpreter (here, warm: its start-up is in the whole command's time), interleaved, "
              "medians. Only frames of the files holding markers are traced line by line, and only marked values are "
              "copied. "
              "Then the whole command in a new process (imports, the run, the checks, the pages, figures and data/), "

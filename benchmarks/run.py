@@ -366,8 +366,8 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
     import io
     import runpy
 
-    from generator.trace import choose_numbering, numberings
-    from generator.trace.capture import run_script, user_files
+    from generator.trace import bootstrap, choose_numbering, numberings
+    from generator.trace.capture import CAPTURE_BUDGET_BYTES, marker_spec, user_files
     from generator.trace.markers import scan
 
     rows = []
@@ -386,7 +386,18 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
                 sys.argv = saved
 
         def traced(script=script, markers=markers):
-            run_script(script, [], markers, None)
+            # the tracer of the script's own interpreter (generator/trace/bootstrap.py), run here: its cost, warm, without
+            # the interpreter's start-up, which the whole command's time below includes
+            spec = {"script": str(script), "markers": [marker_spec(m) for m in markers]}
+            tracer = bootstrap.Tracer(spec, bootstrap.Results(str(work), CAPTURE_BUDGET_BYTES))
+            saved = sys.argv[:]
+            sys.argv = [str(script)]
+            sys.settrace(tracer.global_trace)
+            try:
+                runpy.run_path(str(script), run_name="__main__")
+            finally:
+                sys.settrace(None)
+                sys.argv = saved
 
         with contextlib.redirect_stdout(io.StringIO()):
             # milliseconds each: many pairs, a steady median

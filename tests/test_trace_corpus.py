@@ -28,9 +28,10 @@ def driver_id(driver: Path) -> str:
     return f"{driver.parent.name}/{driver.stem.removeprefix('trace_driver').strip('_') or 'driver'}"
 
 
-def trace(driver: Path, out: Path, *extra: str) -> dict:
-    """Trace ``driver`` as the CLI does, into ``out``; the written snapshots.json."""
-    assert main(["trace", str(driver), "--out", str(out), "--name", "t", "-q", *extra]) == 0
+def trace(driver: Path, out: Path, *extra: str, status: int = 0) -> dict:
+    """Trace ``driver`` as the CLI does, into ``out``; the written snapshots.json. ``status``: the exit status expected
+    (0 every check passed, 1 a check failed)."""
+    assert main(["trace", str(driver), "--out", str(out), "--name", "t", "-q", *extra]) == status
     return json.loads((out / "t" / "snapshots.json").read_text(encoding="utf-8"))
 
 
@@ -198,7 +199,7 @@ def bug_params():
 
 @pytest.mark.parametrize("entry, file, old, new, label", list(bug_params()))
 def test_a_bug_planted_in_a_real_implementation_is_named_as_the_first_failure(tmp_path, entry, file, old, new, label):
-    data = trace(planted(tmp_path, entry, [(file, old, new)]), tmp_path / "out")
+    data = trace(planted(tmp_path, entry, [(file, old, new)]), tmp_path / "out", status=1)
     assert data["outcome"]["first_failure"] is not None and data["outcome"]["first_failure"].startswith(label + " ")
     overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
     assert f"| First failing snapshot (pipeline order) | [{label} " in overview
@@ -209,7 +210,7 @@ def test_the_first_failure_is_the_earliest_in_the_models_data_flow_not_in_the_sc
     encoder, the encoder's probabilities (#11) come first in the data flow, though the mask (#25) ran first."""
     driver = planted(tmp_path, "SamLynnEvans_Transformer", [("trace_driver.py", "k=1", "k=2"),
                                                              ("Sublayers.py", "F.softmax(scores, dim=-1)", "F.softmax(scores, dim=-2)")])
-    data = trace(driver, tmp_path / "out")
+    data = trace(driver, tmp_path / "out", status=1)
     by_label = {s["label"]: s for s in data["snapshots"]}
     assert by_label["#25"]["check"]["passed"] is False and by_label["#11"]["check"]["passed"] is False
     assert data["outcome"]["first_failure"].startswith("#11 ")

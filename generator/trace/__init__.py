@@ -171,7 +171,8 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     options = [*(["--report", args.report] if args.report != "auto" else []), *(["--hit", str(args.hit)] if args.hit != 1 else []),
                *(["--timeout", f"{args.timeout:g}"] if args.timeout else [])]
     command = command or "python -m generator trace " + shlex.join([str(args.script), *options, *(["--", *script_args] if script_args else [])])
-    capture = run_script(script, script_args, markers, args.timeout)
+    capture = run_script(script, script_args, markers, args.timeout,
+                         argv0=str(args.script) if notebook is None else None)
     if notebook is not None:  # the pages name the notebook, its cells and lines
         notebooks.as_notebook_capture(capture, notebook.resolve())
     if numbering == "none":

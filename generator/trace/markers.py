@@ -31,11 +31,12 @@ from generator.errors import UserError
 
 RETURN_VALUE = "return_value"  # the name a marked `return` statement's value is captured under
 
-_NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\[[^\]#]*\])?"  # a subscript: "bias[:, :, :T, :T]"
 _NAMES = rf"(?P<names>{_NAME}(?:\s*,\s*{_NAME})*)"
 # A name list only counts when nothing but a title separator or the end follows it ("- Raw input" is a title).
 _AFTER = rf"(?:\s*[:=]?\s*{_NAMES}(?=\s*(?:$|[-–—;#(])))?"
-_BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[A-Z])\s*(?P<number>\d+)(?P<more>(?:\s*(?:,|and|&)\s*(?:BREAKPOINT\s+)?[A-Z]\s*\d+)*){_AFTER}", re.I)
+_BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[A-Z])\s*(?P<number>\d+)"
+                         rf"(?P<more>(?:\s*(?:,|and|&)\s*(?:BREAKPOINT\s+)?[A-Z]\s*\d+)*){_AFTER}", re.I)
 _SNAPSHOT = re.compile(rf"\bSNAPSHOT\s*#?\s*(?P<number>\d+)(?P<more>(?:\s*(?:or|/|,|and|&)\s*#?\s*\d+)*){_AFTER}", re.I)
 _CUSTOM = re.compile(rf"^\s*#\s*trace\s*:\s*(?P<point>[A-Za-z_]\w*)(?:\s+(?P<names>{_NAME}(?:\s*,\s*{_NAME})*))?\s*$")
 
@@ -53,9 +54,13 @@ class Marker:
     first: int  # the marked statement's lines
     last: int
     text: str  # the marker as written, for messages
-    alternatives: tuple[int, ...] = ()  # "#7 or #21 or #30": one line, a snapshot per caller, in the order they first call
-    fallback: tuple[str, ...] = ()  # read instead of ``names`` when one of those does not exist (see with_catalogue_names)
+    # "#7 or #21 or #30": one line, a snapshot per caller, in the order they first call
+    alternatives: tuple[int, ...] = ()
+    # read instead of ``names`` when one of those does not exist (a title word; see with_catalogue_names)
+    fallback: tuple[str, ...] = ()
     shared: bool = False  # one of several markers on a line that assigns fewer names than it has markers
+    entry_line: int = 0  # a marker on a `def` line: the function's code starts here, its arguments are read on entry
+    loop_body: tuple[int, int] | None = None  # a marker on a `for` line: read each pass, as the body starts
 
     @property
     def key(self) -> str:
@@ -108,11 +113,23 @@ def assigned_names(statement: ast.stmt) -> list[str]:
     return []
 
 
-def parse_script(path: Path) -> tuple[str, ast.Module]:
+def read_source(path: Path) -> str:
+    """A Python file's text as Python reads it: in the encoding its PEP 263 declaration or BOM names, else UTF-8."""
+    with path.open("rb") as file:
+        data = file.read()
     try:
-        source = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a UTF-8 text file") from None
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:  # an unknown encoding, or a declaration that contradicts the BOM
+        raise UserError(f"{path}: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+    try:
+        return data.decode(encoding).removeprefix("\ufeff")
+    except (UnicodeDecodeError, LookupError):
+        raise UserError(f"{path}: not text in its encoding ({encoding}); declare the file's encoding in its first two "
+                        f"lines (# -*- coding: latin-1 -*-) or save it as UTF-8") from None
+
+
+def parse_script(path: Path) -> tuple[str, ast.Module]:
+    source = read_source(path)
     try:
         return source, ast.parse(source, filename=str(path))
     except SyntaxError as exc:
@@ -150,6 +167,7 @@ def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[
     (keyword, letter) -> the report key a numbered marker of that form belongs to (generator.trace.numberings)."""
     source, tree = parse_script(path)
     statements = _simple_statements(tree)
+    headers = _headers(tree)
     markers = []
     for line, comment, alone in _comments(source):
         found = _parse_comment(comment, numberings)
@@ -160,32 +178,88 @@ def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[
         else:
             spanning = [s for s in statements if s.lineno <= line <= s.end_lineno]
             statement = min(spanning, key=lambda s: s.end_lineno - s.lineno, default=None)
-        if statement is None:
-            raise UserError(f"{path}:{line}: {found[0][3]!r} marks no statement (put it on, or right after, the line that computes the value)")
-        assigned = assigned_names(statement)
-        for numbering, number, point, text, names, alternatives in found:
-            if names:
-                chosen = names
-            elif len(found) > 1 and len(assigned) == len(found):  # "a, b, c = f(x)  # S02, S03, S04": one name each
-                chosen = (assigned[[f[1] for f in found].index(number)],)
-            elif len(found) > 1 and len(assigned) > 1:
-                raise UserError(f"{path}:{line}: {len(found)} markers on a line that assigns {len(assigned)} names "
-                                f"({', '.join(assigned)}); write the name after each marker")
-            elif assigned and len(found) > 1:  # the seed's "x = ln1(res1_a + res1_b)  # SNAPSHOT #14 ...; SNAPSHOT #15"
-                markers.append(Marker(str(path), line, numbering, number, point, tuple(assigned), statement.lineno, statement.end_lineno,
-                                      text, alternatives, shared=True))
+            header = _header_at(headers, line) if statement is None else None
+            if header is not None:  # "def f(x):  # S05" (its arguments at entry), "for x in xs:  # S05" (each pass)
+                markers += _header_markers(path, line, header, found)
                 continue
-            elif assigned:
-                chosen = tuple(assigned)
-            elif isinstance(statement, ast.Return) and statement.value is not None:  # "return x @ w  # Snapshot #7"
-                chosen = (RETURN_VALUE,)
-            elif numbering == "custom":  # "print(x)  # trace: x": the point's name is the variable
-                chosen = (point,)
-            else:
-                raise UserError(f"{path}:{line}: {text!r}: line {statement.lineno} assigns no variable; write the name after the "
-                                f"marker, e.g. '{text} x'")
-            markers.append(Marker(str(path), line, numbering, number, point, chosen, statement.lineno, statement.end_lineno, text,
-                                  alternatives))
+        if statement is None:
+            raise UserError(f"{path}:{line}: {found[0][3]!r} marks no statement (put it on, or right after, the line "
+                            f"that computes the value)")
+        markers += _statement_markers(path, line, statement, found)
+    return markers
+
+
+def _statement_markers(path: Path, line: int, statement: ast.stmt, found: list) -> list[Marker]:
+    assigned = assigned_names(statement)
+    returns = isinstance(statement, ast.Return) and statement.value is not None
+    markers = []
+    for numbering, number, point, text, names, alternatives in found:
+        fallback: tuple[str, ...] = ()
+        if names:  # a word after the marker that is no variable once the line ran is a title: the line's own value then
+            chosen, fallback = names, tuple(assigned) or ((RETURN_VALUE,) if returns else ())
+        elif len(found) > 1 and len(assigned) == len(found):  # "a, b, c = f(x)  # S02, S03, S04": one name each
+            chosen = (assigned[[f[1] for f in found].index(number)],)
+        elif len(found) > 1 and len(assigned) > 1:
+            raise UserError(f"{path}:{line}: {len(found)} markers on a line that assigns {len(assigned)} names "
+                            f"({', '.join(assigned)}); write the name after each marker")
+        elif assigned and len(found) > 1:  # the seed's "x = ln1(res1_a + res1_b)  # SNAPSHOT #14 ...; SNAPSHOT #15"
+            markers.append(Marker(str(path), line, numbering, number, point, tuple(assigned), statement.lineno,
+                                  statement.end_lineno, text, alternatives, shared=True))
+            continue
+        elif assigned:
+            chosen = tuple(assigned)
+        elif returns:  # "return x @ w  # Snapshot #7"
+            chosen = (RETURN_VALUE,)
+        elif numbering == "custom":  # "print(x)  # trace: x": the point's name is the variable
+            chosen = (point,)
+        else:
+            raise UserError(f"{path}:{line}: {text!r}: line {statement.lineno} assigns no variable; write the name "
+                            f"after the marker, e.g. '{text} x'")
+        markers.append(Marker(str(path), line, numbering, number, point, chosen, statement.lineno, statement.end_lineno,
+                              text, alternatives, fallback))
+    return markers
+
+
+Header = tuple[int, int, ast.stmt]  # (first line, last line of the header, the def or for statement)
+
+
+def _headers(tree: ast.AST) -> list[Header]:
+    """Each `def` (decorators included) and `for` statement's header lines: a marker there marks the statement."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.For)):
+            first = node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else node.lineno
+            found.append((first, max(node.lineno, node.body[0].lineno - 1), node))
+    return found
+
+
+def _header_at(headers: list[Header], line: int) -> Header | None:
+    return min((h for h in headers if h[0] <= line <= h[1]), key=lambda h: h[1] - h[0], default=None)
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    arguments = node.args
+    names = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+    names = names[1:] if names[:1] in (["self"], ["cls"]) else names
+    names += [a.arg for a in (arguments.vararg, *arguments.kwonlyargs, arguments.kwarg) if a is not None]
+    return names
+
+
+def _header_markers(path: Path, line: int, header: Header, found: list) -> list[Marker]:
+    """A marker on a `def` line reads the function's arguments as it is entered; on a `for` line, the loop variable
+    each pass, once it is assigned."""
+    first, last, node = header
+    loop = isinstance(node, ast.For)
+    available = (_target_names(node.target) or []) if loop else _parameters(node)
+    markers = []
+    for index, (numbering, number, point, text, names, alternatives) in enumerate(found):
+        chosen = names or (tuple(available) if len(found) == 1 else
+                           (available[index],) if len(available) == len(found) else ())
+        if not chosen:
+            raise UserError(f"{path}:{line}: {text!r}: write the name to read after the marker, e.g. '{text} x'")
+        body = (node.body[0].lineno, node.body[-1].end_lineno) if loop else None
+        markers.append(Marker(str(path), line, numbering, number, point, chosen, node.lineno, last, text, alternatives,
+                              entry_line=0 if loop else first, loop_body=body))
     return markers
 
 
@@ -194,7 +268,7 @@ def _parse_comment(comment: str, numberings: Mapping[tuple[str, str], str]
     """(numbering, number, point, marker text, names, alternatives) for each marker in one comment; "S09, S10, S11" is
     three markers, "#7 or #21 or #30" one marker whose snapshot depends on the caller."""
     if custom := _CUSTOM.match(comment):
-        names = tuple(n.strip() for n in custom.group("names").split(",")) if custom.group("names") else ()
+        names = split_names(custom.group("names")) if custom.group("names") else ()
         return [("custom", None, custom.group("point"), comment.strip(), names, ())]
     found = []
     for pattern in (_BREAKPOINT, _SNAPSHOT):
@@ -204,16 +278,45 @@ def _parse_comment(comment: str, numberings: Mapping[tuple[str, str], str]
             if numbering is None:
                 continue  # a letter no report numbers with
             numbers = [int(match.group("number"))] + [int(n) for n in re.findall(r"\d+", match.group("more"))]
-            names = tuple(n.strip() for n in match.group("names").split(",")) if match.group("names") else ()
+            names = split_names(match.group("names")) if match.group("names") else ()
             if re.search(r"\bor\b|/", match.group("more")):  # the seed's "#7 or #21 or #30 (depending on caller)"
                 found.append((numbering, numbers[0], None, match.group(0).strip(), names, tuple(numbers)))
                 continue
             if names and len(numbers) > 1 and len(names) != len(numbers):
-                raise UserError(f"{match.group(0).strip()!r}: {len(numbers)} snapshots but {len(names)} names; give one name each")
+                raise UserError(f"{match.group(0).strip()!r}: {len(numbers)} snapshots but {len(names)} names; "
+                                f"give one name each")
             for i, number in enumerate(numbers):
                 chosen = (names[i],) if names and len(numbers) > 1 else names
                 found.append((numbering, number, None, match.group(0).strip(), chosen, ()))
     return found
+
+
+def split_names(text: str) -> tuple[str, ...]:
+    """"a, b", "bias[:, :, :T, :T], x": the names, split at the commas outside brackets; a subscript may only slice
+    with names, numbers and arithmetic (it is evaluated in the script's frame)."""
+    names, depth, start = [], 0, 0
+    for i, char in enumerate(text + ","):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            names.append(text[start:i].strip())
+            start = i + 1
+    for name in names:
+        if "[" in name:
+            _check_subscript(name)
+    return tuple(names)
+
+
+_SAFE_NODES = (ast.Expression, ast.Subscript, ast.Slice, ast.Tuple, ast.Name, ast.Attribute, ast.Constant, ast.UnaryOp,
+               ast.BinOp, ast.Load, ast.USub, ast.UAdd, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)
+
+
+def _check_subscript(name: str) -> None:
+    try:
+        tree = ast.parse(name, mode="eval")
+    except SyntaxError:
+        raise UserError(f"{name!r} after a marker: not a variable or a slice of one") from None
+    if not all(isinstance(node, _SAFE_NODES) for node in ast.walk(tree)):
+        raise UserError(f"{name!r} after a marker: a slice may use names, numbers and + - * // only")
 
 
 def with_catalogue_names(markers: list[Marker], variables: dict[int, str]) -> list[Marker]:
@@ -232,7 +335,28 @@ def with_catalogue_names(markers: list[Marker], variables: dict[int, str]) -> li
 
 
 def scan(paths: list[Path], numberings: Mapping[tuple[str, str], str]) -> list[Marker]:
+    """The markers of the script (paths[0]) and of the modules beside it that it may import. A module that does not
+    parse and holds no marker is left out in silence: Python reads it only if it is imported (Python 2 code under
+    `if False:` must not stop a script that runs)."""
     markers = []
-    for path in paths:
+    for index, path in enumerate(paths):
+        if index and not _parses(path) and not _has_marker(path, numberings):
+            continue
         markers += find_markers(path, numberings)
     return markers
+
+
+def _parses(path: Path) -> bool:
+    try:
+        ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError, OSError):
+        return False
+    return True
+
+
+def _has_marker(path: Path, numberings: Mapping[tuple[str, str], str]) -> bool:
+    try:
+        source = path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return any(_parse_comment(comment, numberings) for _, comment, _ in _comments(source))

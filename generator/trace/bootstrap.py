@@ -1,0 +1,480 @@
+"""The traced script's own interpreter: `python bootstrap.py SPEC.json` runs SCRIPT.py as `python SCRIPT.py` would, with
+only its marked lines traced, and writes what they held into the spec's results folder for the generator to read.
+
+Run by file path, never imported by the generator: it imports only the standard library (torch only once the script
+has imported it), so the script's own `models`, `generator` or `utils` modules are the ones it imports. The protocol
+(capture.py reads it):
+
+- ``SPEC.json`` (from the generator): script, argv0, argv, results folder, budget (bytes of copies), markers
+  ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body}], a hit names its marker by
+  index).
+- ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes.
+- ``events.jsonl``: one JSON object a line, written every 0.1 s (Results: a process killed at --timeout keeps all but
+  the last 0.1 s): ``{"hit": marker index, "order", "site": [file, line] | null, "values": [value, ...]}``,
+  ``{"seed": n}`` or ``{"entered": [file, first line, name]}`` (marked code that ran: why a marker was not reached).
+  A value is ``{name, kind, device, note}`` plus ``array`` ({dtype, shape, offset, nbytes}; dtype "torch.float32" or
+  "numpy:<dtype>"), ``entries`` ([{key, array}]: a dict of tensors) or ``data`` (a JSON number or nested list).
+- ``outcome.json``, written once the script's main thread ends: ``{"error", "error_at", "exit", "seconds",
+  "settrace_replaced"}``, or ``{"missing": message}`` when a marked variable does not exist (then the process ends at
+  once: the script cannot catch it).
+
+Only this process captures: a fork()ed child (multiprocessing, DataLoader workers) stops tracing as it starts, and a
+spawned one runs the script as `__mp_main__` without this file.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+
+ALIGN = 64
+FLUSH_SECONDS = 0.1
+_UNSEEN = object()
+_REAL_EXIT = os._exit
+
+
+class Results:
+    """What the script's process captured: kept in memory as it happens (a copy per value, cheap in the traced line)
+    and appended to the results folder's files every FLUSH_SECONDS by a low-level thread (not in threading.enumerate(),
+    not waited for at exit), at the script's end, at exit and before os._exit: a process killed at --timeout loses at
+    most the last FLUSH_SECONDS, even when it blocks in C."""
+
+    def __init__(self, folder, budget):
+        self.folder = folder
+        self.budget_left = budget
+        self.full = f"not copied: the captures already hold {budget // 2**20} MiB"
+        self.lock = threading.Lock()  # the script's threads are traced too
+        self.write_lock = threading.Lock()
+        self.arrays = open(os.path.join(folder, "tensors.bin"), "ab", buffering=0)
+        self.events = open(os.path.join(folder, "events.jsonl"), "ab", buffering=0)
+        self.pending = []  # (event, [(array description, copy)]) not written yet
+        self.pending_arrays = []  # the copies of the event being made
+        self.offset = 0
+        self.order = 0
+        self.pid = os.getpid()
+
+    def array(self, copy, dtype, shape, nbytes):
+        """Keep a copy (a CPU tensor or a NumPy array) to write (the lock held); its description."""
+        described = {"dtype": dtype, "shape": list(shape), "offset": None, "nbytes": nbytes}
+        self.pending_arrays.append((described, copy))
+        return described
+
+    def event(self, record):
+        """Keep an event with the copies made for it (the lock held)."""
+        self.pending.append((record, self.pending_arrays))
+        self.pending_arrays = []
+
+    def flush(self):
+        if os.getpid() != self.pid:
+            return  # a fork()ed child writes nothing of ours
+        with self.write_lock:
+            with self.lock:
+                pending, self.pending = self.pending, []
+            for record, arrays in pending:
+                for described, copy in arrays:
+                    padding = -self.offset % ALIGN
+                    _write_all(self.arrays, b"\0" * padding + _bytes_of(copy))
+                    described["offset"] = self.offset + padding
+                    self.offset += padding + described["nbytes"]
+                _write_all(self.events, (json.dumps(record) + "\n").encode())
+
+    def keep_flushing(self):
+        """Flush every FLUSH_SECONDS from a low-level thread of its own, for the life of this process."""
+        import _thread
+
+        def loop():
+            while os.getpid() == self.pid:
+                time.sleep(FLUSH_SECONDS)
+                try:
+                    self.flush()
+                except Exception:  # noqa: BLE001 - a full disk: the end of the run says it
+                    return
+
+        _thread.start_new_thread(loop, ())
+
+    def outcome(self, outcome):
+        self.flush()
+        path = os.path.join(self.folder, "outcome.json")
+        with open(path + ".part", "w", encoding="utf-8") as file:
+            json.dump(outcome, file)
+        os.replace(path + ".part", path)
+
+
+def _value(name, kind, device, note, **more):
+    return {"name": name, "kind": kind, "device": device, "note": note, **more}
+
+
+def _write_all(file, data):
+    view = memoryview(data)
+    while view:
+        view = view[file.write(view):]
+
+
+def _bytes_of(copy):
+    """A kept copy's raw bytes: a NumPy array's, or a CPU tensor's (any dtype, bfloat16 included)."""
+    if not hasattr(copy, "data_ptr"):
+        return copy.tobytes()
+    import ctypes
+
+    copy = copy.contiguous()
+    return ctypes.string_at(copy.data_ptr(), copy.numel() * copy.element_size())
+
+
+def tensor_value(results, name, value, torch):
+    """A tensor's value: its bytes as a CPU copy, or why there is none (as generator/trace/capture.py describes)."""
+    device = value.device.type
+    size = value.numel() * value.element_size()
+    described = f"{tuple(value.shape)} {str(value.dtype).replace('torch.', '', 1)}"
+    if value.is_complex() or value.is_quantized or value.numel() == 0:
+        kind = "complex" if value.is_complex() else "quantized" if value.is_quantized else "empty"
+        return _value(name, "other", device, f"a {kind} tensor {described}, which a page cannot show")
+    if value.layout != torch.strided:  # sparse: its values, as the dense tensor they stand for
+        if size > results.budget_left:
+            return {"name": name, "kind": "other", "device": device,
+                    "note": f"a sparse tensor {described}, not copied: too big to make dense"}
+        dense = tensor_value(results, name, value.detach().to_dense(), torch)
+        dense["note"] = "a sparse tensor, shown dense"
+        return dense
+    if size > results.budget_left:
+        return _value(name, "tensor", device, f"{described}, {results.full}")
+    return _value(name, "tensor", device, "", array=_array(results, value, torch))
+
+
+def _array(results, tensor, torch):
+    copy = tensor.detach().clone() if tensor.device.type == "cpu" else tensor.detach().to("cpu", copy=True)
+    if type(copy) is not torch.Tensor:  # a Parameter or another subclass: its values
+        copy = copy.as_subclass(torch.Tensor)
+    nbytes = copy.numel() * copy.element_size()
+    results.budget_left -= nbytes
+    return results.array(copy, str(copy.dtype), copy.shape, nbytes)
+
+
+def to_value(results, name, value):
+    """One variable at one hit, as JSON (the lock held)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return tensor_value(results, name, value, torch)
+    if isinstance(value, (bool, int, float)):
+        return _value(name, "scalar", "cpu", type(value).__name__, data=value)
+    if isinstance(value, (list, tuple)) and value and _all_ints(value):
+        return _value(name, "ints", "cpu", f"a {type(value).__name__} of ints", data=value)
+    if torch is not None and isinstance(value, dict) and value and _all_tensors(value, torch):
+        if sum(v.numel() * v.element_size() for v in value.values()) > results.budget_left:
+            return _value(name, "dict", "cpu", f"a dict of {len(value)} tensors, {results.full}")
+        entries = [{"key": str(key), "array": _array(results, tensor, torch)} for key, tensor in value.items()]
+        device = next(iter(value.values())).device.type
+        return _value(name, "dict", device, "a dict of tensors", entries=entries)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray) and value.dtype.kind in "biuf" and value.size:
+        if value.nbytes <= results.budget_left:
+            results.budget_left -= value.nbytes
+            array = results.array(value.copy(), f"numpy:{value.dtype.str}", value.shape, value.nbytes)
+            return _value(name, "tensor", "cpu", "a NumPy array", array=array)
+    return _value(name, "other", "cpu", f"a {type(value).__name__}, which a page cannot show")
+
+
+def _all_tensors(value, torch):
+    return all(isinstance(v, torch.Tensor) for v in value.values())
+
+
+def _all_ints(value):
+    if isinstance(value, (list, tuple)):
+        return all(_all_ints(v) for v in value)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _read(frame, name):
+    if "[" in name:  # "bias[:, :, :T, :T]": checked to hold names, numbers and arithmetic only (markers.split_names)
+        try:
+            return eval(name, frame.f_globals, frame.f_locals)  # noqa: S307
+        except (NameError, IndexError, TypeError, ValueError) as exc:
+            raise KeyError(name) from exc
+    head, *attributes = name.split(".")
+    scope = frame.f_locals
+    if head not in scope:
+        scope = frame.f_globals
+    if head not in scope:
+        raise KeyError(head)
+    value = scope[head]
+    for attribute in attributes:
+        value = getattr(value, attribute)
+    return value
+
+
+def _exists(frame, name):
+    try:
+        _read(frame, name)
+    except (KeyError, AttributeError):
+        return False
+    return True
+
+
+class Tracer:
+    """sys.settrace's global function and, for frames whose code holds a marked line, one small local function per
+    frame: a marked statement becomes pending on its line event and is read at the frame's next line outside it or at
+    its return. Everything else returns None at once, so other code runs untraced."""
+
+    def __init__(self, spec, results):
+        self.results = results
+        self.markers = spec["markers"]
+        self.by_file = {}  # file -> statement line -> [(index, marker)]
+        self.entries = {}  # (file, first line of a function's code) -> [(index, marker)] read as it is entered
+        for index, marker in enumerate(self.markers):
+            if marker["entry_line"]:
+                self.entries.setdefault((marker["file"], marker["entry_line"]), []).append((index, marker))
+                continue
+            for line in range(marker["first"], marker["last"] + 1):
+                self.by_file.setdefault(marker["file"], {}).setdefault(line, []).append((index, marker))
+        self.codes = {}  # code object -> its marked lines, or None
+        self.user_files = {spec["script"], *self.by_file, *(file for file, _ in self.entries)}
+        self.pid = os.getpid()
+
+    def stop_in_child(self):
+        """After fork(): the child runs the user's code untraced and writes nothing of ours."""
+        sys.settrace(None)
+        threading.settrace(None)
+        self.pid = None
+
+    def _marked(self, code):
+        """(marked lines of the code, markers read as it is entered), or None: the code runs untraced."""
+        entry = self.entries.get((code.co_filename, code.co_firstlineno)) if self.entries else None
+        lines = self.by_file.get(code.co_filename)
+        if not lines or (code.co_name.startswith("<") and code.co_name != "<module>"):
+            lines = None  # a comprehension or lambda in a marked line is part of the statement, not where it assigns
+        spans = [line for _, _, line in code.co_lines() if line is not None] if lines or entry else ()
+        if not spans:
+            return None
+        low, high = min(spans), max(spans)
+        own = {line: markers for line, markers in (lines or {}).items() if low <= line <= high}
+        if not own and not entry:
+            return None
+        if os.getpid() == self.pid:  # for a marker never reached: which of the marked code ran at all
+            with self.results.lock:
+                self.results.event({"entered": [code.co_filename, code.co_firstlineno, code.co_name]})
+        return own, entry
+
+    def global_trace(self, frame, event, arg):
+        code = frame.f_code
+        found = self.codes.get(code, _UNSEEN)
+        if found is _UNSEEN:
+            found = self.codes[code] = self._marked(code)
+        if found is None:
+            return None
+        lines, entry = found
+        if entry is not None:
+            self._take(frame, entry)
+        if not lines:
+            return None
+        take = self._take
+        pending = None  # (first line, last line, markers) of the statement that is running
+
+        def local_trace(frame, event, arg):
+            nonlocal pending
+            if event == "line":
+                line = frame.f_lineno
+                if pending is not None:
+                    if pending[0] <= line <= pending[1]:
+                        return local_trace
+                    markers, pending = pending[2], None
+                    take(frame, markers)
+                markers = lines.get(line)
+                if markers is not None:
+                    pending = (markers[0][1]["first"], markers[0][1]["last"], markers)
+            elif event == "return":
+                if pending is not None:
+                    markers, pending = pending[2], None
+                    take(frame, markers, arg)
+            elif event == "exception":
+                pending = None  # the statement did not complete: nothing was assigned
+            return local_trace
+
+        return local_trace
+
+    def _take(self, frame, markers, returned=None):
+        if os.getpid() != self.pid:
+            return
+        for index, marker in markers:
+            body = marker["loop_body"]
+            if body and not body[0] <= frame.f_lineno <= body[1]:
+                continue  # a `for` line run once more as the loop ends: no new pass
+            names = marker["names"]
+            if marker["fallback"] and not all(_exists(frame, name) for name in names):
+                names = marker["fallback"]
+            read = []
+            for name in names:
+                try:
+                    read.append((name, returned if name == "return_value" else _read(frame, name)))
+                except (KeyError, AttributeError):
+                    self._missing(marker, name)
+            site = self._call_site(frame) if marker["shared_line"] else None
+            with self.results.lock:
+                values = [self._value(name, value) for name, value in read]
+                for value, (name, _) in zip(values, read):
+                    if "[" in name:  # a slice: filed under its variable's name (data file names), said in its note
+                        value["name"], value["note"] = name.split("[", 1)[0], value["note"] or f"the slice {name}"
+                self.results.order += 1
+                self.results.event({"hit": index, "order": self.results.order, "site": site, "values": values})
+
+    def _value(self, name, value):
+        try:
+            return to_value(self.results, name, value)
+        except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error
+            note = f"a {type(value).__name__} that could not be copied ({type(exc).__name__})"
+            return _value(name, "other", "cpu", note)
+
+    def _missing(self, marker, name):
+        """Said once, where the generator reads it, and the process ends here: no `except BaseException` of the
+        script's can swallow it and run on uncaptured."""
+        self.results.outcome({"missing": f"{os.path.basename(marker['file'])}:{marker['line']}: {marker['text']!r}: "
+                                         f"there is no variable {name!r} once line {marker['first']} has run"})
+        _flush_streams()
+        _REAL_EXIT(3)
+
+    def _call_site(self, frame):
+        """The line of the user's files that called this frame (through library frames such as nn.Module.__call__)."""
+        caller = frame.f_back
+        while caller is not None and caller.f_code.co_filename not in self.user_files:
+            caller = caller.f_back
+        return [caller.f_code.co_filename, caller.f_lineno] if caller is not None else None
+
+
+def _flush_streams():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+class SeedRecorder:
+    """A finder that, once the script imports torch, records every torch.manual_seed(n) the script calls."""
+
+    def __init__(self, results, tracer):
+        self.results = results
+        self.tracer = tracer
+        self.import_seconds = 0.0  # PyTorch's own import: start-up, not the script's run (the in-process trace had it)
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                load = spec.loader.exec_module
+
+                def exec_module(module, load=load):
+                    started = time.perf_counter()
+                    load(module)
+                    self.import_seconds = time.perf_counter() - started
+                    self._wrap(module)
+
+                spec.loader.exec_module = exec_module
+                return spec
+        return None
+
+    def _wrap(self, torch):
+        seed = torch.random.manual_seed
+        results, tracer = self.results, self.tracer
+
+        def manual_seed(value):
+            if os.getpid() == tracer.pid and results.lock.acquire(timeout=1):
+                try:
+                    results.event({"seed": int(value)})
+                finally:
+                    results.lock.release()
+            return seed(value)
+
+        torch.manual_seed = torch.random.manual_seed = manual_seed
+
+
+def _flush_before_exit(results):
+    """What is kept is written when the interpreter exits, and before os._exit ends the traced process there."""
+    import atexit
+
+    def exit_now(status):
+        if os.getpid() == results.pid:
+            results.flush()
+        _REAL_EXIT(status)
+
+    os._exit = exit_now
+    atexit.register(results.flush)  # hits of threads that ran on after the script's main thread ended
+    results.keep_flushing()
+
+
+def main_module(script):
+    """A fresh `__main__` as `python SCRIPT.py` makes it, and the script's code (compiled from its bytes: a PEP 263
+    coding declaration is honoured)."""
+    from importlib.machinery import SourceFileLoader
+
+    module = type(sys)("__main__")
+    module.__file__ = script
+    module.__loader__ = SourceFileLoader("__main__", script)
+    module.__builtins__ = __builtins__
+    module.__spec__ = None
+    module.__cached__ = None
+    with open(script, "rb") as file:
+        code = compile(file.read(), script, "exec", dont_inherit=True)
+    return module, code
+
+
+def describe(exc, folder):
+    """"Type: message (at file.py:line: code)" and [file, line], the deepest frame in the script's folder first."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    ours = [f for f in frames if f.filename.startswith(folder)]
+    where = ours[-1] if ours else (frames[-1] if frames else None)
+    try:
+        text = f"{type(exc).__name__}: {exc}".strip()
+    except Exception:  # noqa: BLE001 - the script's own __str__ failed
+        text = type(exc).__name__
+    text = text.removesuffix(":")
+    if where is None:
+        return text, None
+    shown = f"{os.path.basename(where.filename)}:{where.lineno}: {(where.line or '').strip()}"
+    return f"{text} (at {shown})", [where.filename, where.lineno]
+
+
+def run(spec):
+    """Run the script; the process's exit status, as `python SCRIPT.py` would end (without the traceback: the
+    generator names the error and its line)."""
+    script = spec["script"]
+    results = Results(spec["results"], spec["budget"])
+    tracer = Tracer(spec, results)
+    sys.argv[:] = [spec["argv0"], *spec["argv"]]
+    if not sys.flags.safe_path:
+        sys.path[0] = os.path.dirname(script)
+    module, code = main_module(script)
+    bootstrap = sys.modules["__main__"]  # noqa: F841 - kept alive while the script runs as __main__
+    sys.modules["__main__"] = module
+    seeds = SeedRecorder(results, tracer)
+    sys.meta_path.insert(0, seeds)
+    os.register_at_fork(after_in_child=tracer.stop_in_child)
+    _flush_before_exit(results)
+    outcome, ending = {"error": None, "error_at": None, "exit": None}, None
+    started = time.perf_counter()
+    threading.settrace(tracer.global_trace)  # threads the script starts are traced too
+    sys.settrace(tracer.global_trace)
+    try:
+        exec(code, module.__dict__)
+    except SystemExit as exc:
+        outcome["exit"] = exc.code if exc.code is None or isinstance(exc.code, int) else str(exc.code)
+        ending = exc
+    except BaseException as exc:  # the script's own error: the generator reports it with its line
+        outcome["error"], outcome["error_at"] = describe(exc, os.path.dirname(script))
+        ending = SystemExit(1)
+    replaced = sys.gettrace() != tracer.global_trace
+    sys.settrace(None)
+    if os.getpid() == tracer.pid:  # not a fork()ed child that ran the rest of the script
+        outcome["seconds"] = time.perf_counter() - started - seeds.import_seconds
+        outcome["settrace_replaced"] = replaced
+        results.outcome(outcome)
+    if ending is not None:
+        raise ending
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1], encoding="utf-8") as spec_file:
+        run(json.load(spec_file))

@@ -112,7 +112,7 @@ def traced_reports(docs: Path) -> list[str]:
 
 def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
     """Build the site, print each generated report (bundled or traced) to PDF, and rebuild with the PDFs linked."""
-    from generator.landing import PDF_INDEX, landing_entries, report_digest, write_landing
+    from generator.landing import PDF_INDEX, landing_entries, landing_is_ours, report_digest, write_landing
     from generator.reports import REPORTS
     from generator.site.staging import build_lock, claim
 
@@ -126,8 +126,9 @@ def export(docs: Path, config: Path, quiet: bool = False) -> list[Path]:
         written = print_reports(site, docs / "pdf", reports)
         (docs / "pdf" / PDF_INDEX).write_text(json.dumps({key: report_digest(docs / key) for key in reports}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         claim(docs, "pdf", [*(path.name for path in written), PDF_INDEX])
-        write_landing(docs, landing_entries(docs, docs, set()))
-        claim(docs, "index.md")  # rewritten here, outside a build: record it, or the next build takes it for a hand edit
+        if landing_is_ours(docs):  # never the site's own home page
+            write_landing(docs, landing_entries(docs, docs, set()))
+            claim(docs, "index.md")  # rewritten here, outside a build: record it, or the next build takes it for a hand edit
         _mkdocs_build(config)  # the landing page now links the PDFs, and site/pdf/ holds them
     if not quiet:
         for path in written:

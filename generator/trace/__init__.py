@@ -9,13 +9,13 @@ import argparse
 import functools
 import importlib
 import importlib.util
-import re
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from generator.errors import UserError
+from generator.options import out_path
 
 
 
@@ -55,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path) -> None:
     t.add_argument("script", type=Path, help="the Python script to run (its folder goes first on sys.path)")
     t.add_argument("--report", choices=("auto", *specs(), "none"), default="auto",
                    help="the numbering of the markers: auto picks it from the markers found (default: auto); none: only # trace: points")
-    t.add_argument("--out", type=Path, default=default_out, help="docs folder to write into (default: the project's docs/)")
+    t.add_argument("--out", type=out_path, default=default_out, help="docs folder to write into (default: the project's docs/)")
     t.add_argument("--name", default=None, help="the report's folder under --out (default: from the script's file name)")
     t.add_argument("--hit", type=_positive, default=1, help="which hit of a line run many times the pages show (default: 1; data/ keeps all)")
     t.add_argument("--timeout", type=_seconds, default=None, help="stop the script after this many seconds and report what was captured")
@@ -109,9 +109,10 @@ def choose_numbering(requested: str, markers: list, script: Path) -> str:
 
 def trace(args: argparse.Namespace, command: str | None = None) -> int:
     from generator.reports import REPORTS
-    from generator.site.staging import staged_output
+    from generator.site.staging import HandEdits, staged_output
     from generator.trace.capture import run_script, user_files
     from generator.trace.markers import scan
+    from generator.trace.naming import hand_edits_refusal, trace_name, trace_record
     from generator.trace.report import render
 
     script = args.script
@@ -139,11 +140,7 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
         from generator.trace.markers import with_catalogue_names
 
         markers = with_catalogue_names(markers, {snap.number: snap.variable for snap in REPORTS[numbering].snapshots})
-    name = args.name or re.sub(r"[^a-z0-9]+", "-", script.stem.lower()).strip("-") or "trace"
-    # A folder named like a page (x.md) would sit where the site's own pages go (docs/index.md) and confuse MkDocs.
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in REPORTS or name.endswith(".md"):
-        raise UserError(f"--name {name!r}: use lowercase letters, digits, '.', '_' or '-', not ending in .md, and not a bundled "
-                        f"report's name ({', '.join(REPORTS)})")
+    name = trace_name(args.name, script, args.out)  # before the script runs: nothing of the user's is replaced
     if getattr(args, "pdf", False):  # refuse before the script runs and anything is written
         from generator.pdf import find_chromium, site_dir
 
@@ -158,8 +155,11 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
         from generator.trace.pages import own_catalogue
 
         catalogue = own_catalogue(capture)
-    with staged_output(args.out, entries=[name]) as staging:
-        summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)
+    try:
+        with staged_output(args.out, entries=[name], records={name: trace_record(script)}) as staging:
+            summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)
+    except HandEdits as exc:
+        raise hand_edits_refusal(exc, args.out / name) from None
     counts = summary["counts"]
     if not args.quiet:
         print(f"traced {script.name}: captured {counts['captured']} of {counts['total']} {catalogue.short_title} snapshots; checks: "

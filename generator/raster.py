@@ -16,107 +16,20 @@ negative included, and writes the picture cropped to its content with a margin (
 from __future__ import annotations
 
 import functools
-import importlib.util
 import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
-DPI = 110
-PX_PER_PT = DPI / 72
+from generator.raster_text import DPI, PX_PER_PT, multiline_mask, text_mask, text_width  # noqa: F401 - the figures' API
+
 MARGIN = 11  # pixels around the content, as savefig's pad_inches=0.1 at 110 dpi
 TEXT = (0, 0, 0)
 MINUS = "\u2212"  # matplotlib's axis labels write negative numbers with a real minus sign
 COLORMAPS = Path(__file__).resolve().parent / "colormaps"  # <name>.rgb: 256 × (r, g, b) bytes
-
-
-# ----------------------------------------------------------------------------- fonts
-
-
-@functools.cache
-def _font_files() -> tuple[Path, ...]:
-    """DejaVu Sans from matplotlib's own folder (always there), then installed CJK and emoji fonts as fallbacks."""
-    spec = importlib.util.find_spec("matplotlib")  # finds the folder without running matplotlib's import
-    files = [Path(spec.submodule_search_locations[0]) / "mpl-data" / "fonts" / "ttf" / "DejaVuSans.ttf"]
-    for pattern in ("**/NotoSansCJK-Regular.ttc", "**/Symbola*.ttf"):  # the fallbacks generator.figures uses
-        files += sorted(Path("/usr/share/fonts").glob(pattern))[:1]
-    return tuple(files)
-
-
-@functools.cache
-def _font(index: int, pixels: int) -> ImageFont.FreeTypeFont:
-    path = _font_files()[index]
-    face = 2 if path.suffix == ".ttc" else 0  # Noto Sans CJK's collection: face 2 is SC, matplotlib's choice
-    return ImageFont.truetype(str(path), pixels, index=face, layout_engine=ImageFont.Layout.BASIC)
-
-
-@functools.cache
-def _covers(index: int, char: str) -> bool:
-    if index == 0 and ord(char) < 0x250:  # DejaVu has every Latin letter; beyond, its character map is read
-        return True
-    return ord(char) in _cmap(index)
-
-
-@functools.cache
-def _cmap(index: int) -> frozenset[int]:
-    from fontTools.ttLib import TTCollection, TTFont  # matplotlib's own dependency; read only for rare glyphs
-
-    path = _font_files()[index]
-    font = TTCollection(str(path), lazy=True).fonts[2] if path.suffix == ".ttc" else TTFont(str(path), lazy=True)
-    return frozenset(font.getBestCmap())
-
-
-def _runs(text: str) -> list[tuple[int, str]]:
-    """``text`` cut into runs of one font each: the first font, in fallback order, that has the glyph."""
-    if all(ord(char) < 0x250 for char in text):  # Latin: DejaVu, without looking at the fallbacks
-        return [(0, text)] if text else []
-    runs: list[tuple[int, str]] = []
-    for char in text:
-        index = next((i for i in range(len(_font_files())) if _covers(i, char)), 0)  # none: DejaVu's box
-        if runs and runs[-1][0] == index:
-            runs[-1] = (index, runs[-1][1] + char)
-        else:
-            runs.append((index, char))
-    return runs
-
-
-@functools.lru_cache(maxsize=4096)
-def text_mask(text: str, size_pt: float) -> Image.Image:
-    """``text`` (already in visual order, see generator.figures.plain) as an 8-bit coverage mask, baseline shared by every font.
-
-    Kept per (text, size): tick labels, mask cells and annotations repeat; a mask is only ever read, never drawn on."""
-    pixels = round(size_pt * PX_PER_PT)
-    runs = [(_font(i, pixels), part) for i, part in _runs(text)] or [(_font(0, pixels), "")]
-    ascent = max(font.getmetrics()[0] for font, _ in runs)
-    descent = max(font.getmetrics()[1] for font, _ in runs)
-    width = math.ceil(sum(font.getlength(part) for font, part in runs))
-    mask = Image.new("L", (max(width, 1), ascent + descent))
-    draw = ImageDraw.Draw(mask)
-    x = 0.0
-    for font, part in runs:
-        draw.text((x, ascent), part, font=font, fill=255, anchor="ls")
-        x += font.getlength(part)
-    return mask
-
-
-def multiline_mask(text: str, size_pt: float) -> Image.Image:
-    """Lines stacked, each centred (matplotlib's multi-line titles)."""
-    lines = [text_mask(line, size_pt) for line in text.split("\n")]
-    if len(lines) == 1:
-        return lines[0]
-    mask = Image.new("L", (max(line.width for line in lines), sum(line.height for line in lines)))
-    y = 0
-    for line in lines:
-        mask.paste(line, ((mask.width - line.width) // 2, y))
-        y += line.height
-    return mask
-
-
-def text_width(text: str, size_pt: float) -> int:
-    return text_mask(text, size_pt).width
 
 
 # ----------------------------------------------------------------------------- colour
@@ -128,10 +41,27 @@ def colormap(name: str) -> np.ndarray:
     return np.frombuffer((COLORMAPS / f"{name}.rgb").read_bytes(), dtype=np.uint8).reshape(256, 3)
 
 
+def finite_limit(data: np.ndarray) -> float:
+    """The largest magnitude among the finite values (a symmetric scale's end); 1 when there is none or it is 0: an
+    all-NaN, all-inf or empty tensor of the user's still gets its figure, its cells in the "bad" colour."""
+    finite = np.abs(np.asarray(data, dtype=np.float64))
+    finite = finite[np.isfinite(finite)]
+    return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+
+
+def usable_range(vmin: float, vmax: float) -> tuple[float, float]:
+    """A colour scale's ends, finite (0 to 1 when either is not: no finite value to scale by)."""
+    return (float(vmin), float(vmax)) if math.isfinite(vmin) and math.isfinite(vmax) else (0.0, 1.0)
+
+
 def colorize(data: np.ndarray, cmap: str, vmin: float, vmax: float) -> np.ndarray:
     """Values -> (..., 3) uint8 colours exactly as matplotlib's Normalize and Colormap (256 bins, clipped ends)."""
-    span = vmax - vmin
-    scaled = (np.asarray(data, dtype=np.float64) - vmin) / (span if span else 1.0)
+    vmin, vmax = usable_range(vmin, vmax)
+    values, span = np.asarray(data, dtype=np.float64), vmax - vmin
+    if not math.isfinite(span):  # ends near the float64 limits: halved (exactly) so the difference does not overflow
+        values, vmin, span = values / 2, vmin / 2, vmax / 2 - vmin / 2
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf: NaN, coloured as NaN is below
+        scaled = (values - vmin) / (span if span else 1.0)
     index = np.clip(np.nan_to_num(scaled * 256, nan=0.0, posinf=255, neginf=0), 0, 255).astype(np.intp)
     colours = colormap(cmap)[index]
     colours[np.isnan(data)] = 255  # matplotlib's "bad" colour is transparent: the white background shows
@@ -140,7 +70,8 @@ def colorize(data: np.ndarray, cmap: str, vmin: float, vmax: float) -> np.ndarra
 
 def resample(data: np.ndarray, height: int, width: int, smooth: bool) -> np.ndarray:
     """Scale a 2-D array (or an array of colours, nearest only) to ``height`` × ``width``: nearest cell, or (``smooth``,
-    shrinking) the mean over each pixel."""
+    shrinking) the mean over each pixel. Sizes below one pixel are one pixel (a 2 × 5000 matrix drawn 400 wide)."""
+    height, width = max(1, height), max(1, width)
     if smooth:
         image = Image.fromarray(np.asarray(data, dtype=np.float32), mode="F")
         return np.asarray(image.resize((width, height), Image.Resampling.BOX))
@@ -236,6 +167,7 @@ def write_png(picture: Image.Image, path: Path) -> None:
 def colorbar(canvas: Canvas, x: int, y: int, height: int, cmap: str, vmin: float, vmax: float, width: int = 14,
              alpha: float = 1.0) -> None:
     """A vertical colour bar, low at the bottom, its ticks and labels on the right (``alpha``: its colours over white)."""
+    vmin, vmax = usable_range(vmin, vmax)
     values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)  # (height, width), top = vmax
     colours = colorize(values, cmap, vmin, vmax)
     if alpha < 1:
@@ -251,7 +183,11 @@ def colorbar(canvas: Canvas, x: int, y: int, height: int, cmap: str, vmin: float
 
 def heatmap(canvas: Canvas, x: int, y: int, data: np.ndarray, width: int, height: int, cmap: str, vmin: float, vmax: float,
             smooth: bool = False) -> tuple[int, int, int, int]:
-    """``data`` (rows, cols) drawn into the box at (x, y) of ``width`` × ``height`` pixels, framed; returns the box."""
+    """``data`` (rows, cols) drawn into the box at (x, y) of ``width`` × ``height`` pixels, framed; returns the box.
+    An empty ``data`` is drawn as one cell of the "bad" colour; a box under a pixel is one pixel."""
+    width, height = max(1, round(width)), max(1, round(height))
+    if data.size == 0:
+        data = np.full((1, 1), np.nan)
     if smooth and (data.shape[0] > height or data.shape[1] > width):
         colours = colorize(resample(data, height, width, True), cmap, vmin, vmax)
     else:  # the nearest cell's colour: colouring the cells first gives the same pixels from far fewer values
@@ -291,7 +227,8 @@ def ticks_below(canvas: Canvas, y: int, centres: Sequence[float], labels: Sequen
 def overlay(image: np.ndarray, heat: np.ndarray, cmap: str, alpha: float, size: int) -> Image.Image:
     """``heat`` (same height and width as the RGB ``image`` in [0, 1]) colour-mapped over its own range and laid over
     the image with opacity ``alpha`` (matplotlib's imshow(image); imshow(heat, alpha=...)), scaled to ``size`` pixels wide."""
-    low, high = float(np.nanmin(heat)), float(np.nanmax(heat))
+    finite = heat[np.isfinite(heat)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     mixed = alpha * colorize(heat, cmap, low, high) + (1 - alpha) * 255 * image
     return fit(mixed.round().astype(np.uint8), size)
 

@@ -77,6 +77,8 @@ class TensorView:
 
     def max_index(self) -> list[int]:
         """Index of the largest finite entry, one int per dimension."""
+        if self.tensor.numel() == 0:
+            return []
         t = self.tensor.double().nan_to_num(nan=-math.inf, posinf=-math.inf, neginf=-math.inf)
         flat = int(t.flatten().argmax())
         # plain arithmetic, not torch.unravel_index: that one imports torch.fx's symbolic shapes and sympy (~0.6 s) on first use
@@ -101,6 +103,8 @@ class TensorView:
         ``whole``: every value, nested brackets over every dimension (for a report of small tensors).
         """
         t = self.tensor
+        if t.numel() == 0 and t.dim() > 0:  # nothing to show but that it is empty
+            return "", "[]"
         if whole and t.dim() > 0:
             return "", self._nested(t.tolist(), 0)
         if t.dim() == 0:
@@ -138,7 +142,9 @@ class TensorView:
         inner = [self._nested(v, depth + 1, width) for v in values]
         return "[" + ("\n" * min(2, self.tensor.dim() - depth - 1) + " " * (depth + 1)).join(inner) + "]"
 
-    def _cell(self, value: float | int | bool) -> str:
+    def _cell(self, value: float | int | bool | complex) -> str:
+        if isinstance(value, complex):
+            return f"{fmt(value.real)}{'-' if value.imag < 0 else '+'}{fmt(abs(value.imag))}j"
         if isinstance(value, bool) or not self.tensor.is_floating_point():
             return str(int(value))
         return fmt(value)

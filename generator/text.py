@@ -22,3 +22,16 @@ def clean_text(text: str) -> str:
 def removed_characters(text: str) -> list[str]:
     """The code points ``clean_text`` drops from ``text``, as U+XXXX, for messages and pages."""
     return sorted({f"U+{ord(ch):04X}" for ch in _REMOVED.findall(str(text))})
+
+
+def shortened(text: str, most: int = 300) -> str:
+    """``text`` cleaned (clean_text) and cut to ``most`` characters, an ellipsis where it was cut: an exception message
+    or a printed value of the user's may be any length."""
+    text = clean_text(text)
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def not_drawable(exc: BaseException) -> str:
+    """Why a figure made for a model's own values was not drawn from the user's, for the page (plain text: the
+    template escapes it)."""
+    return shortened(f"could not be drawn from your values ({type(exc).__name__}: {exc})")

@@ -52,8 +52,10 @@ def trace_name(given: str | None, script: Path, docs: Path) -> str:
 
     check_writable(docs)
     name = given if given is not None else default_name(script)
-    where = repr(name) if given is not None else f"{name!r} (from the file name {script.name!r}; choose one with --name)"
-    where = f"--name {where}" if given is not None else f"the report's name {where}"
+    if given is not None:
+        where = f"--name {name!r}"
+    else:
+        where = f"the report's name {name!r} (from the file name {script.name!r}; choose one with --name)"
     if not NAME.fullmatch(name) or name.endswith(FILE_SUFFIXES):
         raise UserError(f"{where}: use 1 to 64 lowercase letters, digits, '.', '_' or '-', starting with a letter or "
                         f"digit, not ending like a file ({', '.join(FILE_SUFFIXES)})")
@@ -87,7 +89,9 @@ def _holder(docs: Path, name: str, script: Path) -> str | None:
     traced = _snapshots(target)
     if traced.get("traced") is True and traced.get("inputs", {}).get("script") == script.name:
         return None  # a trace of a script of that name from before the manifest recorded which one
-    return f"the trace of {traced['inputs'].get('script')}" if traced.get("traced") else "generated files of another kind"
+    if traced.get("traced"):
+        return f"the trace of {traced['inputs'].get('script')}"
+    return "generated files of another kind"
 
 
 def _snapshots(folder: Path) -> dict[str, Any]:

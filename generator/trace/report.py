@@ -18,6 +18,7 @@ from generator.render import escape_text, write_pages
 from generator.sources import fill
 from generator.tensor_data import explore_info, write_tensor_data
 from generator.tensors import json_number
+from generator.text import not_drawable
 from generator.trace.capture import Capture
 from generator.trace.checking import catalogue_source
 from generator.trace.pages import TracedPage, _spec, _tensor_of, build_pages, shown_pass
@@ -196,6 +197,9 @@ def draw_figures(catalogue: Any, pages: list[TracedPage], run: TracedRun, out: P
                 except TraceReport.LACKS as exc:
                     target.unlink(missing_ok=True)
                     outcome[fid] = (False, f"needs {TraceReport.needs(exc)}")
+                except Exception as exc:  # noqa: BLE001 - made for the model's values, not these: the page says so
+                    target.unlink(missing_ok=True)
+                    outcome[fid] = (False, not_drawable(exc))
                 else:
                     sources = [by_label[label.snapshot] for label in dict.fromkeys(run.labels.get(run.name(ref)) for ref in drawing.inputs())
                                if label is not None and label.snapshot in by_label] or [page]

@@ -105,14 +105,23 @@ class TracedView(TensorView):
         except IndexError:
             raise NotCheckable(f"entry {list(index)} of {self.name}", f"your tensor has shape {self.shape}") from None
 
+    def _number(self, what: str, index: tuple[int, ...], read):
+        """``read`` of the entry at ``index``; a value it cannot be read from (empty, boolean, complex, on the meta
+        device) is NotCheckable, naming what it is, as an entry the tensor lacks."""
+        try:
+            return read(self._entry(index))
+        except (RuntimeError, IndexError, TypeError, ValueError, NotImplementedError):
+            raise NotCheckable(f"{what} of {self.name}{list(index) if index else ''}",
+                               f"your tensor is {self.dtype} of shape {self.shape}") from None
+
     def at(self, *index: int) -> float:
-        return float(self._entry(index))
+        return self._number("the value", index, float)
 
     def row(self, *index: int) -> list[float]:
-        return [float(x) for x in self._entry(index).flatten().tolist()]
+        return self._number("the values", index, lambda t: [float(x) for x in t.flatten().tolist()])
 
     def argmax(self, *index: int) -> int:
-        return int(self._entry(index).argmax())
+        return self._number("the largest entry", index, lambda t: int(t.argmax()))
 
 
 INPUTS_WHY = "a trace captures your tensors, not the facts of your run's input (its sentences, words, image, vocabulary)"

@@ -21,6 +21,7 @@ from generator.run import ModelRun
 from generator.template_cache import use_template_cache
 from generator.tensor_data import explore_info
 from generator.tensors import TensorView, fmt, json_number
+from generator.text import fence_title, page_text
 
 log = logging.getLogger("generator")
 
@@ -29,13 +30,9 @@ REPO_ROOT = PACKAGE_DIR.parent
 TEMPLATES = PACKAGE_DIR / "templates"
 SOURCE_CONTEXT_BEFORE, SOURCE_CONTEXT_AFTER = 6, 3
 
-# Characters that mean something to Markdown, HTML, arithmatex or Jinja: user text shows
-# them as numeric character references, so it is displayed literally and never parsed.
-_SPECIAL = re.compile(r"[\\`*_{}\[\]()#+\-.!|$<>&\"'~^=:%@]")
-
 
 def escape_text(value: Any) -> str:
-    return _SPECIAL.sub(lambda m: f"&#{ord(m.group())};", str(value))
+    return page_text(value)  # generator/text.py: the one path for user text
 
 
 def literal_block(value: Any) -> str:
@@ -76,6 +73,7 @@ def environment() -> jinja2.Environment:
         literal_block=literal_block,
         thousands=lambda v: f"{int(v):,}",
         code=lambda v: f"<code>{escape_text(v)}</code>",  # user text as inline code (a traced script's names and paths)
+        fence_title=fence_title,
         infinities_blocked=infinities_blocked,
     )
     env.globals["explore"] = explore_info  # _explore.md.j2: data files, explorer and value browser of a page

@@ -3,6 +3,11 @@
 Control characters (C0, DEL, C1) would be written raw into Markdown, HTML and figures, and
 bidirectional overrides (U+202A-U+202E, U+2066-U+2069) could visually reverse the rest of a table
 cell. Both are removed; tabs and newlines become spaces. Pages say so where they show user text.
+
+One path for every string that comes from the user or their script (file names, arguments, marker titles, dict keys,
+exception messages, printed values): ``page_text`` cleans it and escapes every character Markdown or HTML reads (the
+templates' `text` filter); ``fence_title`` makes it a code block's title; ``literal_block`` in generator/render.py
+shows it verbatim in a fence.
 """
 
 from __future__ import annotations
@@ -10,13 +15,29 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_REMOVED = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+_REMOVED = re.compile(
+    "[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+# Every character Markdown or HTML gives a meaning to, written as a numeric entity (shown as itself).
+_SPECIAL = re.compile(r"[\\`*_{}\[\]()#+\-.!|$<>&\"'~^=:%@]")
 
 
 def clean_text(text: str) -> str:
     """``text`` with control and bidirectional-override characters removed, tabs and line breaks as spaces."""
     text = unicodedata.normalize("NFC", str(text)).replace("\t", " ").replace("\r", " ").replace("\n", " ")
     return _REMOVED.sub("", text)
+
+
+def page_text(value: object) -> str:
+    """User text for a page's Markdown or HTML: cleaned (one line, no control or direction characters), every
+    character Markdown or HTML would read escaped. A table cell, heading or link text stays what it is."""
+    return _SPECIAL.sub(lambda m: f"&#{ord(m.group())};", clean_text(str(value)))
+
+
+def fence_title(value: object) -> str:
+    """User text as a fenced code block's ``title="..."``: cleaned to one line, and the characters that would end the
+    attribute or the fence's header (a quote, a backslash, a backtick) shown as '_' (the highlighter escapes the rest
+    for HTML, and an entity would show as written)."""
+    return re.sub(r'["\\`]', "_", clean_text(str(value)))
 
 
 def removed_characters(text: str) -> list[str]:

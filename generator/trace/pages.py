@@ -16,6 +16,7 @@ from generator.catalogue import Question, Report, Snapshot, Stage
 from generator.checks import NOT_CHECKABLE, CheckResult
 from generator.render import page_path  # one page layout for every report
 from generator.tensors import TensorView
+from generator.text import fence_title
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
 from generator.trace.checking import run_checks
@@ -171,7 +172,7 @@ def _code_block(source: str, first: int, last: int, shown: str) -> str:
     text = "\n".join(lines[start - 1:stop])
     fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", text)), default=0))
     highlight = f"{first - start + 1}" + (f"-{last - start + 1}" if last > first else "")
-    title = re.sub(r'["\\]', "_", shown)
+    title = fence_title(shown)
     return f'{fence}python linenums="{start}" hl_lines="{highlight}" title="{title}"\n{text}\n{fence}'
 
 

@@ -112,7 +112,7 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
     from generator.site.staging import HandEdits, staged_output
     from generator.trace.capture import run_script, user_files
     from generator.trace.markers import scan
-    from generator.trace.naming import hand_edits_refusal, trace_name, trace_record
+    from generator.trace.naming import hand_edits_refusal, rerun_path, trace_name, trace_record
     from generator.trace.report import render
 
     script = args.script
@@ -149,7 +149,9 @@ def trace(args: argparse.Namespace, command: str | None = None) -> int:
     script_args = list(args.script_args)
     options = [*(["--report", args.report] if args.report != "auto" else []), *(["--hit", str(args.hit)] if args.hit != 1 else []),
                *(["--timeout", f"{args.timeout:g}"] if args.timeout else [])]
-    command = command or "python -m generator trace " + shlex.join([str(args.script), *options, *(["--", *script_args] if script_args else [])])
+    shown = rerun_path(args.script, script, args.out)  # never the builder's absolute paths on a published page
+    rerun = [shown, *options, *(["--", *script_args] if script_args else [])]
+    command = command or "python -m generator trace " + shlex.join(rerun)
     capture = run_script(script, script_args, markers, args.timeout)
     if numbering == "none":
         from generator.trace.pages import own_catalogue

@@ -102,6 +102,17 @@ def _snapshots(folder: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) and isinstance(data.get("inputs", {}), dict) else {}
 
 
+def rerun_path(typed: Path, script: Path, docs: Path) -> str:
+    """The script as the report's Rerun command names it: as typed when that is a relative path, else relative to the
+    docs folder's project, else its file name; never an absolute path of the machine that built the site."""
+    if not typed.is_absolute() and not str(typed).startswith("~"):
+        return str(typed)
+    try:
+        return script.relative_to(docs.resolve().parent).as_posix()
+    except (ValueError, OSError):
+        return script.name
+
+
 def hand_edits_refusal(exc: Any, folder: Path) -> UserError:
     """The staging's refusal of hand-edited generated files in trace's words: trace has no --force."""
     return UserError(f"{exc.summary}; move your edits elsewhere, or move {folder} away, and trace again")

@@ -20,7 +20,7 @@ from generator.text import fence_title
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
 from generator.trace.checking import run_checks
-from generator.trace.verify import Layout, bind_dims, layout
+from generator.trace.verify import Layout, LayoutStatus, bind_dims, layout
 
 
 def _spec(numbering: str) -> Any:
@@ -110,6 +110,7 @@ class TracedTensor:
     slice_index: str
     slice_text: str
     note: str = ""
+    absent: bool = False  # the value is not a tensor a page can show (``note`` says what it is): no shape, no dtype
 
 
 @dataclass
@@ -291,18 +292,22 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture, hit: int) -
             source = Source(shown, marker.first, marker.last, _code_block(capture.sources[marker.file], marker.first, marker.last, shown))
             for value in chosen.values:
                 tensor, note_text = _tensor_of(value)
-                if tensor is None:
+                absent = tensor is None
+                if absent:
                     tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
                 view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
                 index, text = view.slice_text()
-                page.tensors.append(TracedTensor(view.name, value.name, view, value.device, source, marker.line, index, text, note_text))
+                page.tensors.append(TracedTensor(view.name, value.name, view, value.device, source, marker.line, index,
+                                                 text, note_text, absent))
         page.captured = bool(page.tensors)
         page.hit_note = "; ".join(dict.fromkeys(notes))
         pages.append(page)
     dims = bind_dims([(p.shape_of(i), t.view.shape) for p in pages if p.captured for i, t in enumerate(p.tensors)],
                      catalogue.dims_legend)
     for page in pages:
-        if page.captured:
+        if page.captured and page.main.absent:  # not a shape that fails to match: no tensor at all, said as such
+            page.layout = Layout(LayoutStatus.ABSENT, None, page.main.note, None)
+        elif page.captured:
             page.layout = layout(page.main.view.tensor, page.shape, dims, catalogue.dims_legend, first_item=getattr(page.snap, "index", None) == "[0]")
     run_checks(pages, catalogue, dims, shown_pass(pages))  # generator/trace/checking.py: the catalogue's typed checks on the captured tensors
     for before, after in zip(pages, pages[1:]):

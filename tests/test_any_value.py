@@ -21,7 +21,8 @@ from generator.trace import specs
 from tests.conftest import ROOT
 
 ODD_ARRAYS = {
-    "all NaN": np.full((3, 4), np.nan), "all inf": np.full((3, 4), np.inf), "inf and -inf": np.array([[np.inf, -np.inf]]),
+    "all NaN": np.full((3, 4), np.nan), "all inf": np.full((3, 4), np.inf),
+    "inf and -inf": np.array([[np.inf, -np.inf]]),
     "empty": np.zeros((0, 0)), "no columns": np.zeros((5, 0)), "2 × 5000": np.random.default_rng(0).random((2, 5000)),
     "huge": np.full((2, 2), 1e308), "tiny": np.full((2, 2), 1e-308), "constant": np.ones((4, 4)),
     "NaN and values": np.array([[np.nan, 1.0], [2.0, np.inf]]),
@@ -51,9 +52,11 @@ def test_colours_at_the_ends_of_the_float64_range_are_the_colour_maps_ends():
 
 
 ODD_TENSORS = {
-    "empty": torch.ones(0), "no rows": torch.ones(0, 3), "no columns": torch.ones(3, 0), "empty middle": torch.ones(2, 0, 3),
-    "all NaN": torch.full((2, 3), math.nan), "all inf": torch.full((2, 3), -math.inf), "bool": torch.ones(2, 3, dtype=torch.bool),
-    "complex": torch.tensor([[1 - 2j, 3j]]), "huge": torch.full((2,), 1e308, dtype=torch.float64), "0-d": torch.tensor(2.0),
+    "empty": torch.ones(0), "no rows": torch.ones(0, 3), "no columns": torch.ones(3, 0),
+    "empty middle": torch.ones(2, 0, 3), "all NaN": torch.full((2, 3), math.nan),
+    "all inf": torch.full((2, 3), -math.inf),
+    "bool": torch.ones(2, 3, dtype=torch.bool), "complex": torch.tensor([[1 - 2j, 3j]]),
+    "huge": torch.full((2,), 1e308, dtype=torch.float64), "0-d": torch.tensor(2.0),
 }
 
 
@@ -92,7 +95,8 @@ def _traced(tmp_path: Path, script: Path, capsys) -> dict:
 VALUES = {"ones(1)": "torch.ones(1)", "a list": "[1, 2, 3]", "(3, 3)": "torch.ones(3, 3)",
           "all NaN": "torch.full((1, 4, 7, 7), float('nan'))", "(1, 1, 2, 5000)": "torch.ones(1, 1, 2, 5000)",
           "all inf": "torch.full((1, 4, 7, 7), float('inf'))", "empty": "torch.ones(0)", "bool": "torch.ones(2, 3) > 0",
-          "meta": "torch.ones(2, 3, device='meta')", "complex": "torch.ones(2, 3, dtype=torch.complex64)", "None": "None"}
+          "meta": "torch.ones(2, 3, device='meta')", "complex": "torch.ones(2, 3, dtype=torch.complex64)",
+          "None": "None"}
 ISSUE_CASES = {("vit", "ones(1)"), ("vit", "a list"), ("vit", "(3, 3)"), ("encoder-decoder", "(1, 1, 2, 5000)"),
                ("encoder-decoder", "all NaN"), ("vit", "all NaN"), ("gpt", "all inf"), ("vit", "empty")}
 

@@ -46,8 +46,8 @@ def site(tmp_path_factory) -> Path:
         assert main(["trace", str(script), "--out", str(work / "docs"), "--name", f"t{i}", "-q", "--", *ARGUMENTS]) == 2
     (work / "mkdocs.yml").write_text("site_name: Hostile\ntheme:\n  name: material\nplugins:\n  - search\n"
                                      "  - transformer-trace:\n      generate: false\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build"], cwd=work, capture_output=True, text=True, env=ENV,
-                            timeout=600)
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build"], cwd=work, capture_output=True, text=True,
+                            env=ENV, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return work
 

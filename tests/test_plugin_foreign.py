@@ -162,7 +162,8 @@ def test_without_a_nav_a_readme_is_the_home_page_before_the_reports(report):
 
 
 @pytest.mark.parametrize("own_math", [True, False])
-def test_the_plugins_math_reaches_the_sites_pages_only_where_the_site_has_no_math_of_its_own(tmp_path, report, own_math):
+def test_the_plugins_math_reaches_the_sites_pages_only_where_the_site_has_no_math_of_its_own(tmp_path, report,
+                                                                                             own_math):
     extension = "markdown_extensions:\n  - pymdownx.arithmatex:\n      generic: true\n" if own_math else ""
     project = site(tmp_path, report, README_CONFIG.replace("THEME", "material") + extension,
                    {"index.md": "# Welcome\n\nMine: \\(a^2\\).\n"})

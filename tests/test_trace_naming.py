@@ -1,6 +1,6 @@
-"""The folder a trace takes in docs/ (issue 32, point 2): never a name the site uses (a bundled report, the PDFs, MkDocs'
-own outputs, a home page), never a folder of the user's or another script's trace, and never one shared by two scripts
-whose names have no ASCII letter; refused in one line before the script runs, nothing replaced."""
+"""The folder a trace takes in docs/ (issue 32, point 2): never a name the site uses (a bundled report, the PDFs,
+MkDocs' own outputs, a home page), never a folder of the user's or another script's trace, and never one shared by
+two scripts whose names have no ASCII letter; refused in one line before the script runs, nothing replaced."""
 
 from __future__ import annotations
 

@@ -56,7 +56,8 @@ def test_the_rerun_command_names_no_absolute_path_of_the_builder(tmp_path):
 
 
 def test_a_line_hit_thousands_of_times_writes_one_data_file_per_value_not_one_per_hit(tmp_path):
-    report, _ = traced(tmp_path, "import torch\nfor i in range(3000):\n    x = torch.full((2,), float(i))  # trace: x\n")
+    loop = "import torch\nfor i in range(3000):\n    x = torch.full((2,), float(i))  # trace: x\n"
+    report, _ = traced(tmp_path, loop)
     files = list((report / "data").glob("*.npy"))
     assert len(files) < 10, len(files)
     index = json.loads((report / "data" / "index.json").read_text(encoding="utf-8"))

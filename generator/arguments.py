@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import UserError, one_line
-from generator.options import PARSERS, RunOptions, bounded_int, flag_of, shown
+from generator.options import PARSERS, RunOptions, bounded_int, flag_of, out_path, shown
 from generator.reports import REPORTS, trainable
 from generator.site.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
 
@@ -66,7 +66,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--model", choices=("all", *REPORTS), default="all", help=f"which report to (re)generate: {keys} or all (default: all)")
     for f in fields(RunOptions):
         _add_option(b, f, _default_text(f))
-    b.add_argument("--out", type=Path, default=DEFAULT_DOCS, help="docs folder to write into (default: the project's docs/)")
+    b.add_argument("--out", type=out_path, default=DEFAULT_DOCS, help="docs folder to write into (default: the project's docs/)")
     b.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mkdocs.yml whose transformer-trace plugin declares the reports and "
                    "their options: they are this command's defaults, flags override them (default: the project's mkdocs.yml)")
     seen: dict[str, list[str]] = {}  # flag -> reports that take it (a flag shared by several reports is added once)
@@ -100,7 +100,7 @@ def parser() -> argparse.ArgumentParser:
     pdf = sub.add_parser("pdf", help="build the site and print each report to docs/pdf/<report>.pdf",
                          description="Build the site with MkDocs, print every generated report's print view to PDF through a "
                          "headless Chromium, and link the PDFs from the landing page.")
-    pdf.add_argument("--out", type=Path, default=DEFAULT_DOCS, help="docs folder holding the generated reports (default: docs/)")
+    pdf.add_argument("--out", type=out_path, default=DEFAULT_DOCS, help="docs folder holding the generated reports (default: docs/)")
     pdf.add_argument("--config", type=Path, default=PROJECT / "mkdocs.yml", help="mkdocs.yml to build with")
     pdf.add_argument("-q", "--quiet", action="store_true")
     pdf.add_argument("-v", "--verbose", action="store_true")
@@ -112,7 +112,7 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("--steps", type=_steps, default=None, metavar="N", help=f"optimiser steps, 1 to {MAX_STEPS:,} "
                        "(default: the recipe's, see generator/reports/<report>/training.py)")
     train.add_argument("--seed", type=PARSERS["seed"], default=None, help="seed of the initial weights and the batches (default: the recipe's)")
-    train.add_argument("--out", type=Path, default=None, help="checkpoint file to write (default: the report's bundled checkpoint in its assets/)")
+    train.add_argument("--out", type=out_path, default=None, help="checkpoint file to write (default: the report's bundled checkpoint in its assets/)")
     train.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     train.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     _add_serve_parser(sub)

@@ -17,14 +17,15 @@ from typing import Any
 from generator.catalogue import Report
 from generator.errors import about_report
 from generator.figures import Drawing
-from generator.landing import landing_entries, pdf_is_current, write_landing
+from generator.landing import landing_entries, landing_is_ours, pdf_is_current, write_landing
 from generator.options import RunOptions
 from generator.progress import Progress
 from generator.render import environment, render_report
+from generator.text import not_drawable
 from generator.run import ModelRun
 from generator.sources import NotCheckable
 from generator.template_cache import compile_ahead
-from generator.site.staging import build_lock, edited_by_hand, read_manifest, staged_output
+from generator.site.staging import build_lock, edited_by_hand, staged_output
 from generator.tensor_data import write_run_data
 
 log = logging.getLogger("generator")
@@ -47,7 +48,7 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
     CLI or the MkDocs plugin), in site order; ``force`` overwrites
     generated files edited by hand (without it the build refuses and names them); ``records`` is what the
     manifest keeps about each report (generator/site/configured.py). The landing page (index.md) is written unless the
-    docs folder has an index.md of its own (a MkDocs site that adds the reports to its own pages).
+    docs folder has an index.md or README.md of its own (a MkDocs site that adds the reports to its own pages).
     """
     missing = [key for key in requests if key not in reports]
     if missing:
@@ -74,7 +75,7 @@ def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, forc
             result.timings[f"{key}: forward pass"] = time.perf_counter() - started
             log.info("%s: forward pass on %s recorded %d tensors in %.2f s", key, runs[key].device, len(runs[key].recording), result.timings[f"{key}: forward pass"])
 
-        landing = not (docs / "index.md").exists() or "index.md" in read_manifest(docs)
+        landing = landing_is_ours(docs)
         with staged_output(docs, entries=[*runs, *(["index.md"] if landing else [])], force=force, records=records) as staging:
             failed: dict[str, list[str]] = {}
             # Every report's pages, then every report's figures: a run still finishing work begun ahead (the GPT's held-out
@@ -206,6 +207,11 @@ def _draw(run: ModelRun, drawing: Drawing, target: Path) -> NotCheckable | None:
             raise
         target.unlink(missing_ok=True)
         return lack
+    except Exception as exc:  # noqa: BLE001 - a drawing made for a model's values, given a script's: the page says so
+        if run.model is not None:
+            raise
+        target.unlink(missing_ok=True)
+        return NotCheckable("values this drawing can show", not_drawable(exc))
     return None
 
 

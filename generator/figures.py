@@ -164,7 +164,7 @@ class Matrix(Drawing):
         rows = data.shape[0]
         # The plot area of the matplotlib figure this replaces: figure size less its margins.
         width, height = _fig_px(min(2 + cols * 0.09, 14) * 0.78 - 0.35), _fig_px(min(1.2 + rows * 0.32, 9) * 0.77 - 0.1)
-        limit = float(np.abs(data).max()) or 1.0
+        limit = raster.finite_limit(data)
         canvas = raster.Canvas()
         cmap = self.cmap
         raster.heatmap(canvas, 0, 0, data, width, height, cmap, -limit, limit, smooth=rows > height or cols > width)
@@ -198,7 +198,7 @@ class Positional(Drawing):
         canvas = raster.Canvas()
         x = 0
         for data, title in ((added, "added positional encoding"), (after, "embedding + position")):
-            limit = float(np.abs(data).max()) or 1.0
+            limit = raster.finite_limit(data)
             raster.heatmap(canvas, x, 0, data, width, height, "RdBu_r", -limit, limit, smooth=C > width or T > height)
             canvas.text(x + width / 2, -6, title, size=10, ha="center", va="bottom")
             ticks = integer_ticks(C, most=6)
@@ -224,6 +224,8 @@ class AttentionHeads(Drawing):
         heads, n_rows, n_cols = weights.shape
         grid_rows, grid_cols = grid(heads, 2 if heads <= 4 else 4)
         finite = weights[np.isfinite(weights)]
+        if finite.size == 0:  # every weight NaN or infinite (a mask that blocks a whole row): cells in the bad colour
+            finite = np.zeros(1)
         diverging = finite.min() < 0
         many = n_cols > 64
         # With hundreds of tokens a few large weights would wash everything else out: clip the scale at the 99.5th percentile.

@@ -100,6 +100,13 @@ def path(value: str) -> Path:
     return Path(text(value))
 
 
+def out_path(value: str) -> Path:
+    """An --out value: a path named; an empty one is refused (Path("") would be the current folder)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("expected a path, not an empty name (for the current folder, give .)")
+    return path(value)
+
+
 PARSERS = {"int": _integer, "positive": positive_int, "seed": seed_int, "path": path, "text": text, None: text}
 
 

@@ -53,6 +53,7 @@ class TensorSection:
     marker_line: int | None = None  # the line of a breakpoint comment that captured it (a traced script's)
     note: str = ""  # what the value was converted from, where a traced script's was not a tensor
     marked_at: str = ""  # the marker's place as the user sees it: "x.py:12", "x.ipynb, cell 7, line 3"
+    absent: bool = False  # the value is not a tensor a page can show (``note`` says what it is): no shape, no dtype
     catalogue: TensorView | NotCheckable | None = None  # None: ``shown`` is in the catalogue's layout
 
     @property

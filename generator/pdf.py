@@ -115,7 +115,7 @@ def traced_reports(docs: Path) -> list[str]:
 def export(docs: Path, config: Path, bundled: Mapping[str, Report], quiet: bool = False) -> list[Path]:
     """Build the site, print each generated report (of ``bundled``, the registry's reports, or traced) to PDF, and
     rebuild with the PDFs linked."""
-    from generator.landing import PDF_INDEX, landing_entries, report_digest, write_landing
+    from generator.landing import PDF_INDEX, landing_entries, landing_is_ours, report_digest, write_landing
     from generator.site.staging import build_lock, claim
 
     reports = [*(key for key in bundled if (docs / key / "snapshots.json").exists()), *traced_reports(docs)]
@@ -129,9 +129,10 @@ def export(docs: Path, config: Path, bundled: Mapping[str, Report], quiet: bool 
         (docs / "pdf" / PDF_INDEX).write_text(json.dumps({key: report_digest(docs / key) for key in reports}, indent=1,
                                                          sort_keys=True) + "\n", encoding="utf-8")
         claim(docs, "pdf", [*(path.name for path in written), PDF_INDEX])
-        write_landing(docs, landing_entries(docs, docs, set(), bundled), bundled)
-        # rewritten here, outside a build: record it, or the next build takes it for a hand edit
-        claim(docs, "index.md")
+        if landing_is_ours(docs):  # never the site's own home page
+            write_landing(docs, landing_entries(docs, docs, set(), bundled), bundled)
+            # rewritten here, outside a build: record it, or the next build takes it for a hand edit
+            claim(docs, "index.md")
         _mkdocs_build(config)  # the landing page now links the PDFs, and site/pdf/ holds them
     if not quiet:
         for path in written:

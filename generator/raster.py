@@ -15,138 +15,22 @@ negative included, and writes the picture cropped to its content with a margin (
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
-DPI = 110
-PX_PER_PT = DPI / 72
+# The figures' API is this module's: colour and text come from their own modules.
+from generator.raster_colour import (COLORMAPS, colorize, colormap, finite_limit, resample,  # noqa: F401
+                                     usable_range)
+from generator.raster_text import DPI, PX_PER_PT, multiline_mask, text_mask, text_width  # noqa: F401
+
 MARGIN = 11  # pixels around the content, as savefig's pad_inches=0.1 at 110 dpi
 TEXT = (0, 0, 0)
 MINUS = "\u2212"  # matplotlib's axis labels write negative numbers with a real minus sign
-COLORMAPS = Path(__file__).resolve().parent / "colormaps"  # <name>.rgb: 256 × (r, g, b) bytes
-
-
-# ----------------------------------------------------------------------------- fonts
-
-
-@functools.cache
-def _font_files() -> tuple[Path, ...]:
-    """DejaVu Sans from matplotlib's own folder (always there), then installed CJK and emoji fonts as fallbacks."""
-    spec = importlib.util.find_spec("matplotlib")  # finds the folder without running matplotlib's import
-    files = [Path(spec.submodule_search_locations[0]) / "mpl-data" / "fonts" / "ttf" / "DejaVuSans.ttf"]
-    for pattern in ("**/NotoSansCJK-Regular.ttc", "**/Symbola*.ttf"):  # the fallbacks generator.figures uses
-        files += sorted(Path("/usr/share/fonts").glob(pattern))[:1]
-    return tuple(files)
-
-
-@functools.cache
-def _font(index: int, pixels: int) -> ImageFont.FreeTypeFont:
-    path = _font_files()[index]
-    face = 2 if path.suffix == ".ttc" else 0  # Noto Sans CJK's collection: face 2 is SC, matplotlib's choice
-    return ImageFont.truetype(str(path), pixels, index=face, layout_engine=ImageFont.Layout.BASIC)
-
-
-@functools.cache
-def _covers(index: int, char: str) -> bool:
-    if index == 0 and ord(char) < 0x250:  # DejaVu has every Latin letter; beyond, its character map is read
-        return True
-    return ord(char) in _cmap(index)
-
-
-@functools.cache
-def _cmap(index: int) -> frozenset[int]:
-    from fontTools.ttLib import TTCollection, TTFont  # matplotlib's own dependency; read only for rare glyphs
-
-    path = _font_files()[index]
-    font = TTCollection(str(path), lazy=True).fonts[2] if path.suffix == ".ttc" else TTFont(str(path), lazy=True)
-    return frozenset(font.getBestCmap())
-
-
-def _runs(text: str) -> list[tuple[int, str]]:
-    """``text`` cut into runs of one font each: the first font, in fallback order, that has the glyph."""
-    if all(ord(char) < 0x250 for char in text):  # Latin: DejaVu, without looking at the fallbacks
-        return [(0, text)] if text else []
-    runs: list[tuple[int, str]] = []
-    for char in text:
-        index = next((i for i in range(len(_font_files())) if _covers(i, char)), 0)  # none: DejaVu's box
-        if runs and runs[-1][0] == index:
-            runs[-1] = (index, runs[-1][1] + char)
-        else:
-            runs.append((index, char))
-    return runs
-
-
-@functools.lru_cache(maxsize=4096)
-def text_mask(text: str, size_pt: float) -> Image.Image:
-    """``text`` (already in visual order, see generator.figures.plain) as an 8-bit coverage mask, baseline shared by every font.
-
-    Kept per (text, size): tick labels, mask cells and annotations repeat; a mask is only ever read, never drawn on."""
-    pixels = round(size_pt * PX_PER_PT)
-    runs = [(_font(i, pixels), part) for i, part in _runs(text)] or [(_font(0, pixels), "")]
-    ascent = max(font.getmetrics()[0] for font, _ in runs)
-    descent = max(font.getmetrics()[1] for font, _ in runs)
-    width = math.ceil(sum(font.getlength(part) for font, part in runs))
-    mask = Image.new("L", (max(width, 1), ascent + descent))
-    draw = ImageDraw.Draw(mask)
-    x = 0.0
-    for font, part in runs:
-        draw.text((x, ascent), part, font=font, fill=255, anchor="ls")
-        x += font.getlength(part)
-    return mask
-
-
-def multiline_mask(text: str, size_pt: float) -> Image.Image:
-    """Lines stacked, each centred (matplotlib's multi-line titles)."""
-    lines = [text_mask(line, size_pt) for line in text.split("\n")]
-    if len(lines) == 1:
-        return lines[0]
-    mask = Image.new("L", (max(line.width for line in lines), sum(line.height for line in lines)))
-    y = 0
-    for line in lines:
-        mask.paste(line, ((mask.width - line.width) // 2, y))
-        y += line.height
-    return mask
-
-
-def text_width(text: str, size_pt: float) -> int:
-    return text_mask(text, size_pt).width
-
-
-# ----------------------------------------------------------------------------- colour
-
-
-@functools.cache
-def colormap(name: str) -> np.ndarray:
-    """The colour map's 256 colours, (256, 3) uint8, read from its copied table."""
-    return np.frombuffer((COLORMAPS / f"{name}.rgb").read_bytes(), dtype=np.uint8).reshape(256, 3)
-
-
-def colorize(data: np.ndarray, cmap: str, vmin: float, vmax: float) -> np.ndarray:
-    """Values -> (..., 3) uint8 colours exactly as matplotlib's Normalize and Colormap (256 bins, clipped ends)."""
-    span = vmax - vmin
-    scaled = (np.asarray(data, dtype=np.float64) - vmin) / (span if span else 1.0)
-    index = np.clip(np.nan_to_num(scaled * 256, nan=0.0, posinf=255, neginf=0), 0, 255).astype(np.intp)
-    colours = colormap(cmap)[index]
-    colours[np.isnan(data)] = 255  # matplotlib's "bad" colour is transparent: the white background shows
-    return colours
-
-
-def resample(data: np.ndarray, height: int, width: int, smooth: bool) -> np.ndarray:
-    """Scale a 2-D array (or an array of colours, nearest only) to ``height`` × ``width``: nearest cell, or (``smooth``,
-    shrinking) the mean over each pixel."""
-    if smooth:
-        image = Image.fromarray(np.asarray(data, dtype=np.float32), mode="F")
-        return np.asarray(image.resize((width, height), Image.Resampling.BOX))
-    rows = np.minimum((np.arange(height) + 0.5) * data.shape[0] // height, data.shape[0] - 1).astype(np.intp)
-    cols = np.minimum((np.arange(width) + 0.5) * data.shape[1] // width, data.shape[1] - 1).astype(np.intp)
-    return data[rows][:, cols]
 
 
 # ----------------------------------------------------------------------------- ticks
@@ -187,28 +71,34 @@ class Canvas:
         return box
 
     def image(self, x: int, y: int, pixels: np.ndarray | Image.Image) -> tuple[int, int, int, int]:
-        picture = pixels if isinstance(pixels, Image.Image) else Image.fromarray(np.ascontiguousarray(pixels), mode="RGB")
-        return self._add((x, y, x + picture.width, y + picture.height), lambda im, dx, dy: im.paste(picture, (x + dx, y + dy)))
+        picture = (pixels if isinstance(pixels, Image.Image)
+                   else Image.fromarray(np.ascontiguousarray(pixels), mode="RGB"))
+        return self._add((x, y, x + picture.width, y + picture.height),
+                         lambda im, dx, dy: im.paste(picture, (x + dx, y + dy)))
 
-    def rect(self, x0: int, y0: int, x1: int, y1: int, outline=TEXT, fill=None, width: int = 1) -> tuple[int, int, int, int]:
+    def rect(self, x0: int, y0: int, x1: int, y1: int, outline=TEXT, fill=None,
+             width: int = 1) -> tuple[int, int, int, int]:
         """The box with corners (x0, y0) and (x1, y1), both included."""
         return self._add((x0, y0, x1 + 1, y1 + 1), lambda im, dx, dy: ImageDraw.Draw(im).rectangle(
             (x0 + dx, y0 + dy, x1 + dx, y1 + dy), outline=outline, fill=fill, width=width))
 
     def line(self, x0: int, y0: int, x1: int, y1: int, fill=TEXT, width: int = 1) -> tuple[int, int, int, int]:
-        return self._add((min(x0, x1), min(y0, y1), max(x0, x1) + 1, max(y0, y1) + 1), lambda im, dx, dy: ImageDraw.Draw(im).line(
+        box = (min(x0, x1), min(y0, y1), max(x0, x1) + 1, max(y0, y1) + 1)
+        return self._add(box, lambda im, dx, dy: ImageDraw.Draw(im).line(
             (x0 + dx, y0 + dy, x1 + dx, y1 + dy), fill=fill, width=width))
 
     def text(self, x: float, y: float, text: str, size: float = 9, ha: str = "left", va: str = "top",
              rotation: float = 0, color=TEXT) -> tuple[int, int, int, int]:
-        """``text`` at (x, y): ``ha``/``va`` align the (rotated) text's box to that point, as matplotlib's default rotation mode."""
+        """``text`` at (x, y): ``ha``/``va`` align the (rotated) text's box to that point, as matplotlib's default
+        rotation mode."""
         mask = multiline_mask(text, size)
         if rotation:
             mask = mask.rotate(rotation, resample=Image.Resampling.BICUBIC, expand=True)
         left = round(x - {"left": 0, "center": mask.width / 2, "right": mask.width}[ha])
         top = round(y - {"top": 0, "center": mask.height / 2, "bottom": mask.height}[va])
         return self._add((left, top, left + mask.width, top + mask.height),
-                         lambda im, dx, dy: im.paste(color, (left + dx, top + dy, left + dx + mask.width, top + dy + mask.height), mask))
+                         lambda im, dx, dy: im.paste(
+                             color, (left + dx, top + dy, left + dx + mask.width, top + dy + mask.height), mask))
 
     def bounds(self) -> tuple[int, int, int, int]:
         boxes = [box for box, _ in self._ops]
@@ -223,7 +113,8 @@ class Canvas:
 
 
 def write_png(picture: Image.Image, path: Path) -> None:
-    """A 256-colour palette PNG without metadata, as generator.figures.save writes: the same bytes for the same picture."""
+    """A 256-colour palette PNG without metadata, as generator.figures.save writes: the same bytes for the same
+    picture."""
     picture = picture.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
     buffer = io.BytesIO()
     picture.save(buffer, format="PNG", compress_level=6)  # zlib 6: a tenth more bytes than 9, five times faster
@@ -235,7 +126,9 @@ def write_png(picture: Image.Image, path: Path) -> None:
 
 def colorbar(canvas: Canvas, x: int, y: int, height: int, cmap: str, vmin: float, vmax: float, width: int = 14,
              alpha: float = 1.0) -> None:
-    """A vertical colour bar, low at the bottom, its ticks and labels on the right (``alpha``: its colours over white)."""
+    """A vertical colour bar, low at the bottom, its ticks and labels on the right (``alpha``: its colours over
+    white)."""
+    vmin, vmax = usable_range(vmin, vmax)
     values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)  # (height, width), top = vmax
     colours = colorize(values, cmap, vmin, vmax)
     if alpha < 1:
@@ -249,9 +142,13 @@ def colorbar(canvas: Canvas, x: int, y: int, height: int, cmap: str, vmin: float
         canvas.text(x + width + 7, ty, label, size=9, va="center")
 
 
-def heatmap(canvas: Canvas, x: int, y: int, data: np.ndarray, width: int, height: int, cmap: str, vmin: float, vmax: float,
-            smooth: bool = False) -> tuple[int, int, int, int]:
-    """``data`` (rows, cols) drawn into the box at (x, y) of ``width`` × ``height`` pixels, framed; returns the box."""
+def heatmap(canvas: Canvas, x: int, y: int, data: np.ndarray, width: int, height: int, cmap: str, vmin: float,
+            vmax: float,             smooth: bool = False) -> tuple[int, int, int, int]:
+    """``data`` (rows, cols) drawn into the box at (x, y) of ``width`` × ``height`` pixels, framed; returns the box.
+    An empty ``data`` is drawn as one cell of the "bad" colour; a box under a pixel is one pixel."""
+    width, height = max(1, round(width)), max(1, round(height))
+    if data.size == 0:
+        data = np.full((1, 1), np.nan)
     if smooth and (data.shape[0] > height or data.shape[1] > width):
         colours = colorize(resample(data, height, width, True), cmap, vmin, vmax)
     else:  # the nearest cell's colour: colouring the cells first gives the same pixels from far fewer values
@@ -278,7 +175,8 @@ def ticks_left(canvas: Canvas, x: int, centres: Sequence[float], labels: Sequenc
 
 def ticks_below(canvas: Canvas, y: int, centres: Sequence[float], labels: Sequence[str] | None, size: float = 9,
                 rotation: float = 0) -> int:
-    """Tick marks below y and (unless ``labels`` is None) their labels; rotated labels end at their tick. Returns the bottom."""
+    """Tick marks below y and (unless ``labels`` is None) their labels; rotated labels end at their tick. Returns the
+    bottom."""
     bottom = y + 4
     for i, cx in enumerate(centres):
         canvas.line(round(cx), y + 1, round(cx), y + 4)
@@ -290,14 +188,17 @@ def ticks_below(canvas: Canvas, y: int, centres: Sequence[float], labels: Sequen
 
 def overlay(image: np.ndarray, heat: np.ndarray, cmap: str, alpha: float, size: int) -> Image.Image:
     """``heat`` (same height and width as the RGB ``image`` in [0, 1]) colour-mapped over its own range and laid over
-    the image with opacity ``alpha`` (matplotlib's imshow(image); imshow(heat, alpha=...)), scaled to ``size`` pixels wide."""
-    low, high = float(np.nanmin(heat)), float(np.nanmax(heat))
+    the image with opacity ``alpha`` (matplotlib's imshow(image); imshow(heat, alpha=...)), scaled to ``size`` pixels
+    wide."""
+    finite = heat[np.isfinite(heat)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     mixed = alpha * colorize(heat, cmap, low, high) + (1 - alpha) * 255 * image
     return fit(mixed.round().astype(np.uint8), size)
 
 
 def fit(pixels: np.ndarray, width: int) -> Image.Image:
-    """An RGB array (uint8 or floats in [0, 1]) scaled to ``width`` pixels wide, the aspect kept (averaged when shrinking)."""
+    """An RGB array (uint8 or floats in [0, 1]) scaled to ``width`` pixels wide, the aspect kept (averaged when
+    shrinking)."""
     if pixels.dtype != np.uint8:
         pixels = (np.clip(pixels, 0, 1) * 255).round().astype(np.uint8)
     picture = Image.fromarray(np.ascontiguousarray(pixels), mode="RGB")
@@ -308,8 +209,8 @@ def fit(pixels: np.ndarray, width: int) -> Image.Image:
 # ----------------------------------------------------------------------------- tables and bars
 
 
-def table(canvas: Canvas, x: int, y: int, header: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]], size: float = 9,
-          pad: int = 6, row_height: int = 26) -> tuple[int, int, int, int]:
+def table(canvas: Canvas, x: int, y: int, header: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]],
+          size: float = 9,           pad: int = 6, row_height: int = 26) -> tuple[int, int, int, int]:
     """A ruled table: ``header`` over the columns, each row a label and its cells, text centred; returns its box."""
     columns = [header[j:j + 1] + [cells[j] for _, cells in rows] for j in range(len(header))]
     widths = [max(text_width(text, size) for text in column) + 2 * pad for column in columns]
@@ -344,11 +245,12 @@ def hbars(canvas: Canvas, x: int, y: int, width: int, values: Sequence[float], l
     return x, y, x + width, bottom
 
 
-# ----------------------------------------------------------------------------- charts: axes of numbers, lines, markers, legends
+# ------------------------------------------------------------------- charts: axes of numbers, lines, markers, legends
 # The look of matplotlib's defaults at 110 dpi, as the GPT's charts had it: line widths and marker sizes in points,
-# dashes and dots in matplotlib's patterns, ticks on round numbers, legends with their paddings in units of the font size.
+# dashes and dots in matplotlib's patterns, ticks on round numbers, legends with their paddings in units of the font
+# size.
 
-SUPERSAMPLE = 4  # vector shapes are drawn this many times larger and averaged down: antialiased edges, as matplotlib's Agg
+SUPERSAMPLE = 4  # shapes drawn this many times larger and averaged down: antialiased edges, as matplotlib's Agg
 DASHED = (3.7, 1.6)  # matplotlib's dash patterns, in multiples of the line width
 DOTTED = (1.0, 1.65)
 
@@ -381,7 +283,8 @@ def _dashes(points: Sequence[tuple[float, float]], pattern: Sequence[float]) -> 
 
 
 class Layer:
-    """Antialiased shapes over the box (x0, y0)–(x1, y1) of a canvas, clipped to it; coordinates are canvas pixels (floats).
+    """Antialiased shapes over the box (x0, y0)–(x1, y1) of a canvas, clipped to it; coordinates are canvas pixels
+    (floats).
 
     The layer takes its place among the canvas's drawings when it is created: what is drawn on the canvas afterwards
     (text, a frame) lies on top of it."""
@@ -391,7 +294,8 @@ class Layer:
         self._shapes: list = []
         canvas._add((x0, y0, x1, y1), self._paste)
 
-    def line(self, points: Sequence[tuple[float, float]], colour, width_pt: float = 1.5, pattern: Sequence[float] | None = None) -> None:
+    def line(self, points: Sequence[tuple[float, float]], colour, width_pt: float = 1.5,
+             pattern: Sequence[float] | None = None) -> None:
         """A polyline ``width_pt`` points wide; ``pattern`` (e.g. DASHED) in multiples of the width."""
         width = width_pt * PX_PER_PT
         pieces = _dashes(points, [p * width for p in pattern]) if pattern else [list(points)]
@@ -405,7 +309,8 @@ class Layer:
         self._shapes.append(("rounded", (x0, y0, x1, y1), radius, _rgba(fill), _rgba(edge)))
 
     def marker(self, x: float, y: float, shape: str, size_pt: float, colour) -> None:
-        """matplotlib's "o" (a disc) or "*" (a five-pointed star), ``size_pt`` across, with its 1-point edge in the same colour."""
+        """matplotlib's "o" (a disc) or "*" (a five-pointed star), ``size_pt`` across, with its 1-point edge in the
+        same colour."""
         self._shapes.append(("marker", (x, y), shape, size_pt * PX_PER_PT / 2, _rgba(colour)))
 
     def _render(self, below: Image.Image) -> Image.Image:
@@ -425,7 +330,8 @@ class Layer:
             kind = shape[0]
             if kind == "line":
                 _, points, colour, width_px = shape
-                draw.line([at(*p) for p in points], fill=colour, width=max(1, round(width_px * s)), joint="curve" if len(points) > 2 else None)
+                draw.line([at(*p) for p in points], fill=colour, width=max(1, round(width_px * s)),
+                          joint="curve" if len(points) > 2 else None)
             elif kind == "rect":
                 _, (x0, y0, x1, y1), fill, edge, edge_w = shape
                 (a, b), (c, d) = at(x0, y0), at(x1, y1)
@@ -436,8 +342,8 @@ class Layer:
                     draw.rectangle(box, fill=fill)
                 if edge is not None and edge_w > 0:  # centred on the outline, as matplotlib strokes it
                     half = edge_w * s / 2
-                    draw.rectangle((round(box[0] - half), round(box[1] - half), round(box[2] + half), round(box[3] + half)),
-                                   outline=edge, width=max(1, round(edge_w * s)))
+                    grown = (round(box[0] - half), round(box[1] - half), round(box[2] + half), round(box[3] + half))
+                    draw.rectangle(grown, outline=edge, width=max(1, round(edge_w * s)))
             elif kind == "rounded":
                 _, (x0, y0, x1, y1), radius, fill, edge = shape
                 (a, b), (c, d) = at(x0, y0), at(x1, y1)
@@ -462,14 +368,17 @@ class Layer:
 
 def axis_ticks(low: float, high: float, length_px: float, vertical: bool, size: float = 9) -> list[float]:
     """Round ticks inside [low, high], as many as matplotlib's AutoLocator puts on an axis this long (at most 10)."""
-    space = length_px / PX_PER_PT / (size * (2 if vertical else 3))  # matplotlib's tick space: label size × 2 (y) or × 3 (x)
+    # matplotlib's tick space: label size × 2 (y) or × 3 (x)
+    space = length_px / PX_PER_PT / (size * (2 if vertical else 3))
     return nice_ticks(low, high, max(1, min(9, int(space))) + 1)
 
 
 class Axes:
-    """A framed plot at (x, y), ``width`` × ``height`` pixels, showing ``xlim`` × ``ylim`` (y up); its shapes are clipped to the frame."""
+    """A framed plot at (x, y), ``width`` × ``height`` pixels, showing ``xlim`` × ``ylim`` (y up); its shapes are
+    clipped to the frame."""
 
-    def __init__(self, canvas: Canvas, x: int, y: int, width: int, height: int, xlim: tuple[float, float], ylim: tuple[float, float]) -> None:
+    def __init__(self, canvas: Canvas, x: int, y: int, width: int, height: int, xlim: tuple[float, float],
+                 ylim: tuple[float, float]) -> None:
         self.canvas, self.x, self.y, self.width, self.height = canvas, x, y, width, height
         self.xlim, self.ylim = xlim, ylim
         self.layer = Layer(canvas, x, y, x + width, y + height)
@@ -484,9 +393,11 @@ class Axes:
         return self.y + self.height - (value - low) / ((high - low) or 1.0) * self.height
 
     def bar(self, centre: float, value: float, width: float, colour, edge=None, edge_pt: float = 0.0) -> None:
-        self.layer.rect(self.px(centre - width / 2), self.py(value), self.px(centre + width / 2), self.py(0.0), colour, edge, edge_pt)
+        self.layer.rect(self.px(centre - width / 2), self.py(value), self.px(centre + width / 2), self.py(0.0), colour,
+                        edge, edge_pt)
 
-    def line(self, xs: Sequence[float], ys: Sequence[float], colour, width_pt: float = 1.5, pattern=None, ylim=None) -> None:
+    def line(self, xs: Sequence[float], ys: Sequence[float], colour, width_pt: float = 1.5, pattern=None,
+             ylim=None) -> None:
         self.layer.line([(self.px(x), self.py(y, ylim)) for x, y in zip(xs, ys)], colour, width_pt, pattern)
 
     def hline(self, value: float, colour, width_pt: float = 1.0, pattern=None, ylim=None) -> None:
@@ -515,7 +426,8 @@ class Axes:
         return right
 
     def title(self, text: str, size: float = 10) -> None:
-        self.canvas.text(self.x + self.width / 2, self.y - 9, text, size=size, ha="center", va="bottom")  # 6 points above
+        # 6 points above
+        self.canvas.text(self.x + self.width / 2, self.y - 9, text, size=size, ha="center", va="bottom")
 
 
 def legend(canvas: Canvas, entries: Sequence[tuple], x: float, y: float, corner: str = "upper right", size: float = 7,

@@ -21,7 +21,7 @@ from generator.template_cache import use_template_cache
 from generator.tensor_data import explore_info
 from generator.snapshots_file import snapshots_json, write_snapshots_json
 from generator.tensors import TensorView, fmt
-from generator.text import code, escape_text  # noqa: F401 - the page text's escaping, used by the templates
+from generator.text import code, escape_text, fence_title  # noqa: F401 - user text's one path (templates' filters)
 
 log = logging.getLogger("generator")
 
@@ -86,6 +86,7 @@ def _environment(folders: tuple[tuple[str, Path], ...]) -> jinja2.Environment:
         literal_block=literal_block,
         thousands=lambda v: f"{int(v):,}",
         code=code,
+        fence_title=fence_title,
         infinities_blocked=infinities_blocked,
     )
     env.globals["explore"] = explore_info  # _explore.md.j2: data files, explorer and value browser of a page

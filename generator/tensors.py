@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import torch
 
@@ -81,17 +83,29 @@ class TensorView:
         except IndexError:
             raise MissingEntry(f"entry {list(index)} of {self.name}", f"the tensor has shape {self.shape}") from None
 
+    def _number(self, what: str, index: tuple[int, ...], read: Callable[[torch.Tensor], Any]) -> Any:
+        """``read`` of the entry at ``index``; a value it cannot be read from (empty, boolean, complex, on the meta
+        device: a traced script's) is a MissingEntry naming what it is, as an entry the tensor lacks."""
+        entry = self._entry(index)
+        try:
+            return read(entry)
+        except (RuntimeError, IndexError, TypeError, ValueError, NotImplementedError):
+            raise MissingEntry(f"{what} of {self.name}{list(index) if index else ''}",
+                               f"the tensor is {self.dtype} of shape {self.shape}") from None
+
     def at(self, *index: int) -> float:
-        return float(self._entry(index))
+        return self._number("the value", index, float)
 
     def row(self, *index: int) -> list[float]:
-        return [float(x) for x in self._entry(index).flatten().tolist()]
+        return self._number("the values", index, lambda t: [float(x) for x in t.flatten().tolist()])
 
     def argmax(self, *index: int) -> int:
-        return int(self._entry(index).argmax())
+        return self._number("the largest entry", index, lambda t: int(t.argmax()))
 
     def max_index(self) -> list[int]:
         """Index of the largest finite entry, one int per dimension."""
+        if self.tensor.numel() == 0:
+            return []
         t = self.tensor.double().nan_to_num(nan=-math.inf, posinf=-math.inf, neginf=-math.inf)
         flat = int(t.flatten().argmax())
         # plain arithmetic, not torch.unravel_index: that one imports torch.fx's symbolic shapes and sympy
@@ -117,6 +131,8 @@ class TensorView:
         ``whole``: every value, nested brackets over every dimension (for a report of small tensors).
         """
         t = self.tensor
+        if t.numel() == 0 and t.dim() > 0:  # nothing to show but that it is empty
+            return "", "[]"
         if whole and t.dim() > 0:
             return "", self._nested(t.tolist(), 0)
         if t.dim() == 0:
@@ -154,7 +170,9 @@ class TensorView:
         inner = [self._nested(v, depth + 1, width) for v in values]
         return "[" + ("\n" * min(2, self.tensor.dim() - depth - 1) + " " * (depth + 1)).join(inner) + "]"
 
-    def _cell(self, value: float | int | bool) -> str:
+    def _cell(self, value: float | int | bool | complex) -> str:
+        if isinstance(value, complex):
+            return f"{fmt(value.real)}{'-' if value.imag < 0 else '+'}{fmt(abs(value.imag))}j"
         if isinstance(value, bool) or not self.tensor.is_floating_point():
             return str(int(value))
         return fmt(value)

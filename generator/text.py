@@ -3,6 +3,11 @@
 Control characters (C0, DEL, C1) would be written raw into Markdown, HTML and figures, and
 bidirectional overrides (U+202A-U+202E, U+2066-U+2069) could visually reverse the rest of a table
 cell. Both are removed; tabs and newlines become spaces. Pages say so where they show user text.
+
+One path for every string that comes from the user or their script (file names, arguments, marker titles, dict keys,
+exception messages, printed values): ``page_text`` cleans it and escapes every character Markdown or HTML reads (the
+templates' `text` filter); ``fence_title`` makes it a code block's title; ``literal_block`` in generator/render.py
+shows it verbatim in a fence.
 """
 
 from __future__ import annotations
@@ -11,8 +16,10 @@ import re
 import unicodedata
 from typing import Any
 
-_REMOVED = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f"
-                      "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+_REMOVED = re.compile(
+    "[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+# Every character Markdown or HTML gives a meaning to, written as a numeric entity (shown as itself).
+_SPECIAL = re.compile(r"[\\`*_{}\[\]()#+\-.!|$<>&\"'~^=:%@]")
 
 
 def clean_text(text: str) -> str:
@@ -21,20 +28,42 @@ def clean_text(text: str) -> str:
     return _REMOVED.sub("", text)
 
 
+def page_text(value: object) -> str:
+    """User text for a page's Markdown or HTML: cleaned (one line, no control or direction characters), every
+    character Markdown or HTML would read escaped. A table cell, heading or link text stays what it is."""
+    return _SPECIAL.sub(lambda m: f"&#{ord(m.group())};", clean_text(str(value)))
+
+
+def fence_title(value: object) -> str:
+    """User text as a fenced code block's ``title="..."``: cleaned to one line, and the characters that would end the
+    attribute or the fence's header (a quote, a backslash, a backtick) shown as '_' (the highlighter escapes the rest
+    for HTML, and an entity would show as written)."""
+    return re.sub(r'["\\`]', "_", clean_text(str(value)))
+
+
 def removed_characters(text: str) -> list[str]:
     """The code points ``clean_text`` drops from ``text``, as U+XXXX, for messages and pages."""
     return sorted({f"U+{ord(ch):04X}" for ch in _REMOVED.findall(str(text))})
 
 
-# Characters that mean something to Markdown, HTML, arithmatex or Jinja: user text shows
-# them as numeric character references, so it is displayed literally and never parsed.
-_SPECIAL = re.compile(r"[\\`*_{}\[\]()#+\-.!|$<>&\"'~^=:%@]")
+def shortened(text: str, most: int = 300) -> str:
+    """``text`` cleaned (clean_text) and cut to ``most`` characters, an ellipsis where it was cut: an exception message
+    or a printed value of the user's may be any length."""
+    text = clean_text(text)
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def not_drawable(exc: BaseException) -> str:
+    """Why a figure made for a model's own values was not drawn from the user's, for the page (plain text: the
+    template escapes it)."""
+    return shortened(f"could not be drawn from your values ({type(exc).__name__}: {exc})")
 
 
 def escape_text(value: Any) -> str:
-    return _SPECIAL.sub(lambda m: f"&#{ord(m.group())};", str(value))
+    """The templates' `text` filter and every page's user text: ``page_text``."""
+    return page_text(value)
 
 
 def code(value: Any) -> str:
     """User text as inline code (a traced script's names and paths), escaped."""
-    return f"<code>{escape_text(value)}</code>"
+    return f"<code>{page_text(value)}</code>"

@@ -12,7 +12,7 @@ import pytest
 from matplotlib.colors import Normalize
 from PIL import Image
 
-from generator import raster
+from generator import raster, raster_text
 from generator.reports import REPORTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,8 +52,8 @@ def test_colour_bar_ticks_are_round_numbers_with_one_format():
 
 
 def test_text_in_any_script_is_drawn_and_latin_needs_no_fallback_font():
-    assert raster._font_files()[0].name == "DejaVuSans.ttf" and raster._font_files()[0].is_file()
-    assert raster._runs("hello") == [(0, "hello")]
+    assert raster_text._font_files()[0].name == "DejaVuSans.ttf" and raster_text._font_files()[0].is_file()
+    assert raster_text._runs("hello") == [(0, "hello")]
     for text in ("héllo", "中文", "שלום", "␠", "😀", ""):
         assert raster.text_mask(text, 9).height > 0
 

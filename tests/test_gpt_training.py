@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import threading
 import time
 from dataclasses import asdict, fields
@@ -210,3 +211,32 @@ def test_beginning_the_gpts_score_ahead_leaves_every_seeded_weight_as_it_was(tmp
     wait()
     assert len(list((tmp_path / "held-out").glob("*.json"))) == 1
     assert gpt.start(gpt.options(device="cpu", weights="/no/such/file.pt"))() is None  # bad options: left to the run
+
+
+def test_train_out_refuses_to_replace_a_json_of_the_users_beside_the_checkpoint(tmp_path, capsys):
+    (tmp_path / "mine.json").write_text('{"my": "notes"}', encoding="utf-8")
+    assert main(["train", "gpt", "--steps", "50", "--out", str(tmp_path / "mine.pt"), "-q"]) == 2
+    assert "is not a training record" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json"]
+    assert (tmp_path / "mine.json").read_text(encoding="utf-8") == '{"my": "notes"}'
+
+
+def test_train_out_keeps_the_old_checkpoint_when_its_record_cannot_be_written(tmp_path):
+    from generator.reports.gpt.training import save
+
+    out = tmp_path / "w.pt"
+    out.write_bytes(b"old checkpoint")
+    (tmp_path / f".w.json.{os.getpid()}.partial").mkdir()  # the record's temporary cannot be written
+    with pytest.raises(UserError, match="what was there is unchanged"):
+        save(GPT(GPTConfig()), {"loss_curve": [1.0]}, out)
+    assert out.read_bytes() == b"old checkpoint" and not record_path(out).exists()
+    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == ["w.pt"]
+
+
+@pytest.mark.parametrize("command", [["train", "gpt", "--steps", "50"], ["build", "--model", "gpt"]])
+def test_an_empty_out_is_refused_not_taken_for_the_current_folder(tmp_path, capsys, command, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--out", ""])
+    assert exited.value.code == 2 and "empty name" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())

@@ -95,10 +95,22 @@ def declarations(reports: dict[str, Any] | None, config_file: Path | str | None)
 
     base = Path(config_file).resolve().parent if config_file else Path.cwd()
     for key, options in (reports or {}).items():  # the CLI's own words (generator/arguments.py declared_options)
+        where = f"{Path(config_file).name if config_file else 'mkdocs.yml'}: plugins.{PLUGIN}.reports.{key}"
         if options is not None and not isinstance(options, dict):
-            where = f"{Path(config_file).name if config_file else 'mkdocs.yml'}: plugins.{PLUGIN}.reports.{key}"
             raise UserError(f"{where}: expected the report's options as a mapping (name: value)")
+        refuse_unset(options or {}, where)
     return {key: declaration(dict(options or {}), base) for key, options in (reports or {}).items()}
+
+
+def refuse_unset(options: dict[str, Any], where: str) -> None:
+    """An option without a value (``prompt:``, or ``!ENV VAR`` of a variable that is not set) is refused rather than
+    silently taking the default, which would publish a report of an input nobody chose."""
+    from generator.errors import UserError  # torch-free
+
+    for name, value in options.items():
+        if value is None:
+            raise UserError(f"{where}.{name}: has no value (an !ENV variable that is not set?): set it, give "
+                            f"!ENV a default ([VARIABLE, default]) or remove the option")
 
 
 def read_runs(docs: Path) -> dict[str, Any]:
@@ -156,4 +168,5 @@ def plugin_reports(config_file: Path) -> dict[str, Any] | None:
     if errors:
         name, error = errors[0]
         raise UserError(f"{config_file.name}: plugins.{PLUGIN}.{name}: {error}")
+    declarations(schema.reports, config_file)  # refuses options that are not a mapping or have no value
     return dict(schema.reports or {})

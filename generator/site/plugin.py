@@ -9,21 +9,24 @@ plugins:
 
 - on_config generates each declared report that is missing, or whose options in mkdocs.yml or whose generator
   version changed since it was generated (generator/site/configured.py; recorded in docs/.generated.json). It writes
-  into docs/<report>/ through the CLI's own staged, user-file-safe build (generator/site/staging.py). An up-to-date build
-  imports nothing of PyTorch and writes nothing, so `mkdocs serve` does not rebuild in a loop. A bad option stops
+  into docs/<report>/ through the CLI's own staged, user-file-safe build (generator/site/staging.py). An up-to-date
+  build imports nothing of PyTorch and writes nothing, so `mkdocs serve` does not rebuild in a loop. A bad option stops
   the build with the CLI's one-line message naming its mkdocs.yml key; docs/ is left as it was.
 - It sets the navigation: the site's own `nav` (or, without one, its pages in MkDocs' default order) with one
   section per generated report, from each report's snapshots.json, after the home page.
 - It serves the explorer's and the regenerate form's JavaScript and CSS from the package, and adds the Markdown
-  extensions the report pages need (math, admonitions, tabs, highlighting) when the site lacks them.
+  extensions the report pages need (math, admonitions, tabs, highlighting, Material's icons) when the site lacks
+  them. The pages are made for the Material theme: under another one the build says so in one warning and goes on
+  (the pages read, plainer), rather than refusing a site that builds for a report that only looks different.
 - on_page_content turns arithmatex's TeX spans into MathML at build time: math renders offline, without a CDN or
-  script, and survives instant navigation. on_post_page un-escapes Material's double-escaped aria-labels.
+  script, and survives instant navigation (on the site's own pages only when the plugin added arithmatex: a site
+  that configured it has its own renderer). It points a report page's explorer at its data for the site's URL
+  style. on_post_page un-escapes Material's double-escaped footer aria-labels, and nothing else of a page.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import logging
 import re
 import time
@@ -36,6 +39,7 @@ from mkdocs.structure.files import File, Files
 
 from generator.site.configured import PLUGIN, declarations, stale
 from generator.site.plugin_options import TransformerTraceConfig
+from generator.site.site_nav import generated_reports, navigation
 
 log = logging.getLogger(f"mkdocs.plugins.{PLUGIN}")
 
@@ -51,6 +55,7 @@ EXTENSIONS: dict[str, dict[str, Any]] = {
     "pymdownx.highlight": {"line_spans": "__span", "pygments_lang_class": True},
     "pymdownx.arithmatex": {"generic": True}, "pymdownx.tabbed": {"alternate_style": True},
 }
+EMOJI = "pymdownx.emoji"  # with Material's icon index (:material-check-circle:), whose options are Python objects
 
 
 class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
@@ -60,6 +65,8 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
         self._user_nav: dict[int, Any] = {}  # id(config) -> the site's own nav (on_config may run again on one config)
         self._pages_helper_allowed = False  # `mkdocs build` (not serve, not --dirty): see generator/site/parallel.py
         self._pages_helper = None  # the HelperBuild of the build in progress
+        self._math_on_every_page = True  # whether the plugin added arithmatex (else the site's own pages keep theirs)
+        self._report_keys: set[str] = set()  # the docs/ folders that are generated reports
 
     # ------------------------------------------------------------------ generation
 
@@ -69,10 +76,17 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
             self.generate(docs, config.config_file_path)
         if id(config) not in self._user_nav:
             self._user_nav = {id(config): config.nav}
-        for name, options in EXTENSIONS.items():
-            if name not in config.markdown_extensions:
-                config.markdown_extensions.append(name)
-                config.mdx_configs[name] = dict(options)
+        added = [name for name in EXTENSIONS if name not in config.markdown_extensions]
+        for name in added:
+            config.markdown_extensions.append(name)
+            config.mdx_configs[name] = dict(EXTENSIONS[name])
+        if EMOJI not in config.markdown_extensions:  # the check cells' icons; inline SVG, so any theme shows them
+            from material.extensions import emoji
+
+            config.markdown_extensions.append(EMOJI)
+            config.mdx_configs[EMOJI] = {"emoji_index": emoji.twemoji, "emoji_generator": emoji.to_svg}
+        self._math_on_every_page = "pymdownx.arithmatex" in added  # the site's own math renderer otherwise
+        _say_if_not_material(config)
         for name in CSS:
             if f"{ASSET_DIR}/{name}" not in [str(s) for s in config.extra_css]:
                 config.extra_css.append(f"{ASSET_DIR}/{name}")
@@ -120,26 +134,17 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
             if files.get_file_from_path(f"{ASSET_DIR}/{name}") is None:
                 files.append(File.generated(config, f"{ASSET_DIR}/{name}", abs_src_path=str(ASSETS / name)))
         config.nav = self.site_nav(config, [f.src_uri for f in files.documentation_pages()])
+        self._report_keys = {data["model"] for data in generated_reports(Path(config.docs_dir))}
         return files
 
     def site_nav(self, config, pages: list[str] | None = None) -> list[Any] | None:
-        """The navigation this plugin sets for ``config`` now (generator/site/warm_site.py asks, to tell a changed one)."""
+        """The navigation this plugin sets for ``config`` now (generator/site/warm_site.py asks, to tell a changed
+        one)."""
         return self.navigation(Path(config.docs_dir), self._user_nav.get(id(config), config.nav), pages)
 
     def navigation(self, docs: Path, user_nav: Any, pages: list[str] | None = None) -> list[Any] | None:
-        """The site's navigation with one section per generated report, after the home page."""
-        generated = generated_reports(docs)
-        reports = [{data.get("short_title", data["title"]): report_nav(docs, data)} for data in generated]
-        keys = {data["model"] for data in generated}
-        if user_nav is None:
-            if pages is None:
-                return None
-            user_nav = default_nav([p for p in pages if p.split("/", 1)[0] not in keys and p != "index.md"])
-            home = [{"Home": "index.md"}] if "index.md" in pages else []
-            return home + reports + user_nav
-        nav = list(user_nav)
-        at = 1 if nav and _target(nav[0]) == "index.md" else 0
-        return nav[:at] + reports + nav[at:]
+        """The site's navigation with one section per generated report, after the home page (site_nav.py)."""
+        return navigation(docs, user_nav, pages)
 
     # ------------------------------------------------------------------ a second core for the pages (parallel.py)
 
@@ -175,11 +180,16 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
 
     # ------------------------------------------------------------------ pages
 
-    def on_page_content(self, html_text: str, **_) -> str:
-        return _MATH.sub(_to_mathml, html_text)
+    def on_page_content(self, html_text: str, *, page, config, **_) -> str:
+        """A report page's math as MathML and its data links for the site's URL style; the site's own pages are
+        changed only where the plugin added the math extension they use."""
+        ours = page.file.src_uri.split("/", 1)[0] in self._report_keys
+        if ours and not config.use_directory_urls and Path(page.file.src_uri).stem not in ("index", "README"):
+            html_text = _DATA_INDEX.sub(r"\1", html_text)  # a page's URL is its file's, not a folder one deeper
+        return _MATH.sub(_to_mathml, html_text) if ours or self._math_on_every_page else html_text
 
     def on_post_page(self, output: str, **_) -> str:
-        return _ARIA_LABEL.sub(lambda m: 'aria-label="' + _DOUBLE_ESCAPED.sub(r"&\1;", m.group(1)) + '"', output)
+        return _FOOTER_LABEL.sub(lambda m: m.group(1) + _DOUBLE_ESCAPED.sub(r"&\1;", m.group(2)) + '"', output)
 
     def on_serve(self, server, *, config, builder):
         """Rebuild (and regenerate) when a file a report's options name changes, as for mkdocs.yml itself."""
@@ -235,68 +245,10 @@ def _generate(docs: Path, requests: dict[str, Any], declared: dict[str, Any], co
     return build(docs, requests, Progress(enabled=False), records=run_records(requests, declared, config_path), reports=REPORTS)
 
 
-# ---------------------------------------------------------------------- navigation from snapshots.json
-
-
-def generated_reports(docs: Path) -> list[dict[str, Any]]:
-    """snapshots.json of every generated report in docs/, in registry order (snapshots.json carries it)."""
-    found = []
-    for path in sorted(docs.glob("*/snapshots.json")):
-        try:
-            found.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            continue
-    return sorted(found, key=lambda data: (data.get("order", 0), data["model"]))
-
-
-def report_nav(docs: Path, data: dict[str, Any]) -> list[Any]:
-    key = data["model"]
-    by_page = {s["page"]: s for s in data["snapshots"]}
-    nav: list[Any] = [{"Overview": f"{key}/index.md"}]
-    for stage in data["stages"]:
-        entries: list[Any] = [f"{key}/{stage['index']}"]
-        for page in stage["pages"]:
-            snap = by_page[page]
-            entries.append({f"{snap['label']} {snap['title']}": f"{key}/{page}"})
-        nav.append({stage["title"]: entries})
-    nav.append({"Guiding questions": f"{key}/questions.md"})
-    for extra in data.get("extra_pages", []):
-        nav.append({extra["title"]: f"{key}/{extra['page']}"})
-    if (docs / key / "print.md").exists():
-        nav.append({"Full report (print / PDF)": f"{key}/print.md"})
-    return nav
-
-
-def default_nav(pages: list[str]) -> list[Any]:
-    """Pages as MkDocs lays them out without a `nav`: files before folders, a folder's index first, one section per
-    folder (titles are left to MkDocs)."""
-    tree: dict[str, Any] = {}
-    for page in pages:
-        node = tree
-        *folders, _name = page.split("/")
-        for folder in folders:
-            node = node.setdefault(folder + "/", {})
-        node[page] = page
-
-    def entries(node: dict[str, Any]) -> list[Any]:
-        files = sorted((k for k in node if not k.endswith("/")), key=lambda p: (Path(p).stem not in ("index", "README"), p))
-        folders = sorted(k for k in node if k.endswith("/"))
-        return [*files, *({_title(folder): entries(node[folder])} for folder in folders)]
-
-    return entries(tree)
-
-
-def _title(folder: str) -> str:
-    name = folder.rstrip("/").rsplit("/", 1)[-1]
-    return name.replace("-", " ").replace("_", " ").capitalize()
-
-
-def _target(entry: Any) -> Any:
-    return next(iter(entry.values())) if isinstance(entry, dict) and len(entry) == 1 else entry
-
-
 # ---------------------------------------------------------------------- math and accessibility
 
+# A snapshot page's explorer data, written relative to its URL under directory URLs (one folder deeper than its file).
+_DATA_INDEX = re.compile(r'(data-index=")\.\./')
 _MATH = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.S)
 
 
@@ -309,7 +261,16 @@ def _to_mathml(match: re.Match) -> str:
     return f'<{tag} class="arithmatex">{convert(tex.strip(), display=display)}</{tag}>'
 
 
-# Accessibility: Material escapes page titles that MkDocs already escaped, so the footer's aria-label
-# reads "Next: Input &amp; embedding" while the visible text is "Input & embedding" (WCAG 2.5.3).
-_ARIA_LABEL = re.compile(r'aria-label="([^"]*)"')
+# Accessibility: Material's footer escapes page titles that MkDocs already escaped, so its aria-label reads
+# "Next: Input &amp; embedding" while the visible text is "Input & embedding" (WCAG 2.5.3). Only those links: a page's
+# text never holds a raw "<a href=", so code that shows such an attribute is left as written.
+_FOOTER_LABEL = re.compile(r'(<a href="[^"<>]*" class="md-footer__link[^"<>]*" aria-label=")([^"<>]*)"')
 _DOUBLE_ESCAPED = re.compile(r"&amp;(amp|lt|gt|quot|#\d+|#x[0-9a-fA-F]+);")
+
+
+def _say_if_not_material(config) -> None:
+    """One line when the theme is not Material: the report pages build and read, but look plain (see README)."""
+    theme = config.theme.name
+    if theme != "material":
+        log.warning("the report pages are made for the Material theme (theme: name: material); under %s they build, "
+                    "but tabs, the explorer and the check icons look plain", repr(theme) if theme else "a custom theme")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shlex
 import sys
 from collections.abc import Mapping
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from generator.errors import UserError
+from generator.options import out_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from generator.catalogue import Report
@@ -50,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path, reports: Mapp
     t.add_argument("script", type=Path, help="the Python script to run (its folder goes first on sys.path)")
     t.add_argument("--report", choices=("auto", *traceable(reports), "none"), default="auto",
                    help="the numbering of the markers: auto picks it from the markers found (default: auto); none: only # trace: points")
-    t.add_argument("--out", type=Path, default=default_out, help="docs folder to write into (default: the project's docs/)")
+    t.add_argument("--out", type=out_path, default=default_out, help="docs folder to write into (default: the project's docs/)")
     t.add_argument("--name", default=None, help="the report's folder under --out (default: from the script's file name)")
     t.add_argument("--hit", type=_positive, default=1, help="which hit of a line run many times the pages show (default: 1; data/ keeps all)")
     t.add_argument("--timeout", type=_seconds, default=None, help="stop the script after this many seconds and report what was captured")
@@ -124,10 +124,11 @@ def trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str 
 
 def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None, script: Path,
            notebook: Path | None = None) -> int:
-    from generator.site.staging import staged_output
+    from generator.site.staging import HandEdits, staged_output
     from generator.trace.capture import run_script, user_files
     from generator.trace.markers import scan
     from generator.trace import junit as junit_xml, notebook as notebooks
+    from generator.trace.naming import hand_edits_refusal, rerun_path, trace_name, trace_record
     from generator.trace.report import render
     from generator.trace.verdicts import exit_status
 
@@ -155,11 +156,8 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
         from generator.trace.markers import with_catalogue_names
 
         markers = with_catalogue_names(markers, {snap.number: snap.variable for snap in reports[numbering].snapshots})
-    name = args.name or re.sub(r"[^a-z0-9]+", "-", (notebook or script).stem.lower()).strip("-") or "trace"
-    # A folder named like a page (x.md) would sit where the site's own pages go (docs/index.md) and confuse MkDocs.
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name) or name in reports or name.endswith(".md"):
-        raise UserError(f"--name {name!r}: use lowercase letters, digits, '.', '_' or '-', not ending in .md, and not a bundled "
-                        f"report's name ({', '.join(reports)})")
+    # before the script runs: nothing of the user's is replaced
+    name = trace_name(args.name, notebook or script, args.out, reports)
     if getattr(args, "junit", None) is not None:  # refuse before the script runs and anything is written
         junit_xml.check_target(args.junit)
     if getattr(args, "pdf", False):  # refuse before the script runs and anything is written
@@ -170,7 +168,9 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     script_args = list(args.script_args)
     options = [*(["--report", args.report] if args.report != "auto" else []), *(["--hit", str(args.hit)] if args.hit != 1 else []),
                *(["--timeout", f"{args.timeout:g}"] if args.timeout else [])]
-    command = command or "python -m generator trace " + shlex.join([str(args.script), *options, *(["--", *script_args] if script_args else [])])
+    shown = rerun_path(args.script, (notebook or script).resolve(), args.out)  # never the builder's absolute paths
+    rerun = [shown, *options, *(["--", *script_args] if script_args else [])]
+    command = command or "python -m generator trace " + shlex.join(rerun)
     capture = run_script(script, script_args, markers, args.timeout,
                          argv0=str(args.script) if notebook is None else None)
     if notebook is not None:  # the pages name the notebook, its cells and lines
@@ -179,10 +179,13 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
         from generator.trace.pages import own_catalogue
 
         catalogue = own_catalogue(capture)
-    with staged_output(args.out, entries=[name]) as staging:
-        summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)
-        if notebook is not None:  # its own page: the notebook as saved
-            notebooks.add_notebook_page(staging / name, notebook.resolve(), notebooks.to_script(notebook.resolve()))
+    try:
+        with staged_output(args.out, entries=[name], records={name: trace_record(notebook or script)}) as staging:
+            summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)
+            if notebook is not None:  # its own page: the notebook as saved
+                notebooks.add_notebook_page(staging / name, notebook.resolve(), notebooks.to_script(notebook.resolve()))
+    except HandEdits as exc:
+        raise hand_edits_refusal(exc, args.out / name) from None
     counts = summary["counts"]
     if not args.quiet:
         print(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} {catalogue.short_title} snapshots; checks: "

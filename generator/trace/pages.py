@@ -16,11 +16,12 @@ from generator.sources import Lacking, MissingTensor, NotCheckable
 from generator.pages import SnapshotPage, SourceExcerpt, TensorSection
 from generator.render import page_path  # one page layout for every report
 from generator.tensors import TensorView
+from generator.text import fence_title
 from generator.trace.capture import Capture, Hit, Value
 from generator.trace.markers import Marker
 from generator.trace.checking import places_for, run_checks
 from generator.trace.notebook import cell_of, notebook_name, place
-from generator.trace.verify import bind_dims, catalogue_layout
+from generator.trace.verify import Layout, LayoutStatus, bind_dims, catalogue_layout
 from models.legend import Legend
 
 
@@ -127,7 +128,7 @@ def _code_block(source: str, first: int, last: int, shown: str, within: tuple[in
     text = "\n".join(lines[start - 1:stop])
     fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", text)), default=0))
     highlight = f"{first - start + 1}" + (f"-{last - start + 1}" if last > first else "")
-    title = re.sub(r'["\\]', "_", shown)
+    title = fence_title(shown)
     number = start - low + 1 if within else start
     return f'{fence}python linenums="{number}" hl_lines="{highlight}" title="{title}"\n{text}\n{fence}'
 
@@ -265,7 +266,8 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture,
                                    at)
             for value in chosen.values:
                 tensor, note_text = _tensor_of(value)
-                if tensor is None:
+                absent = tensor is None
+                if absent:
                     tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
                 view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
                 index, slice_text = view.slice_text()
@@ -273,7 +275,7 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture,
                                                   source=source,
                                                   slice_index=index, slice_text=slice_text, variable=value.name,
                                                   marker_line=marker.line, note=note_text,
-                                                  marked_at=place(text, shown, marker.line)))
+                                                  marked_at=place(text, shown, marker.line), absent=absent))
         page.captured = bool(page.tensors)
         page.hit_note = "; ".join(dict.fromkeys(notes))
         pages.append(page)
@@ -281,7 +283,10 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture,
                      catalogue.dims_legend)
     for page in pages:
         for k, t in enumerate(page.tensors):
-            found = catalogue_layout(page, k, t.shown.tensor, dims)
+            if t.absent:  # not a shape that fails to match: no tensor at all, said as such
+                found = Layout(LayoutStatus.ABSENT, None, t.note, None)
+            else:
+                found = catalogue_layout(page, k, t.shown.tensor, dims)
             page.layout = page.layout or found  # the first tensor's: what the page says of its shape
             t.catalogue = TensorView(t.variable, found.canonical) if found.canonical is not None else NotCheckable(
                 f"snapshot {page.label} in the catalogue's layout ({', '.join(page.shape_of(k))})",

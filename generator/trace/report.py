@@ -7,6 +7,7 @@ machinery, the explorer and the PDF export read a trace as they read a bundled r
 from __future__ import annotations
 
 import platform
+import shlex
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -201,18 +202,36 @@ def _caption(catalogue: Any, fig: Any, page: SnapshotPage, run: ModelRun, labels
 
 
 def capture_argv(command: str) -> list[str]:
-    return command.split(" -- ", 1)[1].split() if " -- " in command else []
+    """The script's arguments, as the list it was given: the command is written with shlex.join, so its tokens after
+    the first bare ``--`` are exactly them (a path or an argument holding spaces or " -- " is one token)."""
+    try:
+        tokens = shlex.split(command)
+    except ValueError:  # not a command shlex.join wrote
+        return []
+    return tokens[tokens.index("--") + 1:] if "--" in tokens else []
+
+
+BUNDLED_HITS = 16  # a marker hit more often than this writes its hits of one shape as one file, not one file each
 
 
 def _all_hits(capture: Capture, numbering: str) -> dict[str, torch.Tensor]:
-    """Every hit of every marked tensor (data/hits/...), so a later layer or loop iteration is there to load."""
+    """Every hit of every marked tensor (data/hit<i>_...), so a later layer or loop iteration is there to load; a
+    line run thousands of times writes one file per value (data/hits_..., hits along the first axis), not thousands."""
     found = {}
     for marker, hits in capture.hits.items():
         prefix = (f"{marker.number:02d}" if marker.numbering == numbering
                   else (marker.point or f"{marker.numbering}-{marker.number}"))
+        by_name: dict[str, list[tuple[int, torch.Tensor]]] = {}
         for i, hit in enumerate(hits, 1):
             for value in hit.values:
                 tensor, _ = _tensor_of(value)
                 if tensor is not None and 0 < tensor.numel() <= DATA_LIMIT:
-                    found[f"hit{i}_{prefix}_{value.name}"] = tensor
+                    by_name.setdefault(value.name, []).append((i, tensor))
+        for name, numbered in by_name.items():
+            tensors = [tensor for _, tensor in numbered]
+            if len(numbered) == len(hits) > BUNDLED_HITS and len({(t.shape, t.dtype) for t in tensors}) == 1:
+                fits = max(1, DATA_LIMIT // tensors[0].numel())  # hits past the data limit: left out
+                found[f"hits_{prefix}_{name}"] = torch.stack(tensors[:fits])
+            else:
+                found |= {f"hit{i}_{prefix}_{name}": tensor for i, tensor in numbered}
     return found

@@ -23,6 +23,7 @@ class LayoutStatus(enum.Enum):
     LAYOUT = "layout"  # same values, another legitimate arrangement
     MISMATCH = "mismatch"
     UNBOUND = "unbound"  # some named dimension bound by no captured tensor
+    ABSENT = "absent"  # the value is not a tensor a page can show (complex, meta, a string): nothing to compare
 
     @property
     def cell(self) -> str:
@@ -30,7 +31,8 @@ class LayoutStatus(enum.Enum):
         return {LayoutStatus.MATCH: ":material-check-circle:{ .tt-ok } matches",
                 LayoutStatus.LAYOUT: ":material-check-circle:{ .tt-ok } same values, another layout",
                 LayoutStatus.MISMATCH: ":material-close-circle:{ .tt-bad } DOES NOT MATCH",
-                LayoutStatus.UNBOUND: "not all dimensions bound"}[self]
+                LayoutStatus.UNBOUND: "not all dimensions bound",
+                LayoutStatus.ABSENT: "no tensor to compare"}[self]
 
 
 @dataclass

@@ -328,11 +328,24 @@ def schedule_text(cfg: TrainingConfig) -> str:
 
 
 def save(model: GPT, record: dict, out: Path) -> dict:
-    """Write the state dict to ``out`` and the record, with the checkpoint's sha256, to ``out`` with .json."""
+    """Write the state dict to ``out`` and the record, with the checkpoint's sha256, to ``out`` with .json: both to
+    temporary files first, then renamed, so a failure on the way leaves the old checkpoint and record as they were."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), out)
-    record = {**record, "checkpoint": out.name, "checkpoint_sha256": hashlib.sha256(out.read_bytes()).hexdigest()}
-    record_path(out).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    checkpoint_part, record_part = (p.with_name(f".{p.name}.{os.getpid()}.partial") for p in (out, record_path(out)))
+    try:
+        torch.save(model.state_dict(), checkpoint_part)
+        digest = hashlib.sha256(checkpoint_part.read_bytes()).hexdigest()
+        record = {**record, "checkpoint": out.name, "checkpoint_sha256": digest}
+        record_part.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        os.replace(checkpoint_part, out)
+        os.replace(record_part, record_path(out))
+    except OSError as exc:
+        raise UserError(f"--out {out}: cannot write the checkpoint and its record ({exc.strerror or exc}); "
+                        "what was there is unchanged") from None
+    finally:
+        for part in (checkpoint_part, record_part):
+            if part.is_file():
+                part.unlink()
     return record
 
 
@@ -408,6 +421,9 @@ def main(steps: int | None, out: Path | None, seed: int | None = None, quiet: bo
         raise UserError(f"--out {out}: cannot create its folder ({exc.strerror or type(exc).__name__})") from None
     if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise UserError(f"--out {out}: cannot write there")
+    if record_path(out).exists() and load_record(out) is None:  # the record would replace a file of the user's
+        raise UserError(f"--out {out}: {record_path(out)} is there and is not a training record; move it away or give "
+                        "the checkpoint another name")
     last = [time.perf_counter()]
 
     def report(step: int, loss: float) -> None:

@@ -1,0 +1,100 @@
+"""User text is data (issue 32, point 1): a traced script's file name, its arguments, marker titles, a dict's keys,
+its exception message and what it prints are shown as text on every page, never read as Markdown or HTML, with
+control and direction characters removed. A corpus of hostile names is traced, the site built, and its pages read as
+Markdown, as HTML and (where chromium is installed) in a real browser, which must run none of the injected script."""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.cli import main
+from generator.text import fence_title, page_text
+from tests.test_plugin import ENV
+
+# Each file name breaks something when written raw: a fence and a tag, a table cell, a heading, a link, the page's
+# direction, Jinja, math.
+HOSTILE_NAMES = [
+    "ev\u202eil\n```\n<img src=x onerror=alert(1)>.py",
+    "pipe | cell\n| new row.py",
+    "# heading [link](javascript:alert(2)).py",
+    "{{ jinja }} $$x$$ \u2066<script>alert(3)<\\script>.py",
+]
+SCRIPT = """import sys, torch
+print("<script>alert('printed')</script>", sys.argv[1:])
+x = torch.ones(2, 3)  # trace: <b>bold</b> & `tick` | cell
+d = {"<img src=y onerror=alert(4)>": torch.ones(2)}  # trace: dict
+raise ValueError("<img src=z onerror=alert(5)> | boom\\n| col")
+"""
+ARGUMENTS = ["a\nb", "c | d", "<img src=w onerror=alert(6)>"]
+INJECTED = re.compile(r"<img src=[xyzw]|<script>alert|<b>bold|\u202e|\u2066|href=\"javascript:")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """Every hostile name traced into one docs/, and the site built from it."""
+    work = tmp_path_factory.mktemp("hostile")
+    for i, name in enumerate(HOSTILE_NAMES):
+        script = work / "scripts" / str(i) / name
+        script.parent.mkdir(parents=True)
+        script.write_text(SCRIPT, encoding="utf-8")
+        assert main(["trace", str(script), "--out", str(work / "docs"), "--name", f"t{i}", "-q", "--", *ARGUMENTS]) == 2
+    (work / "mkdocs.yml").write_text("site_name: Hostile\ntheme:\n  name: material\nplugins:\n  - search\n"
+                                     "  - transformer-trace:\n      generate: false\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build"], cwd=work, capture_output=True, text=True,
+                            env=ENV, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return work
+
+
+def test_page_text_and_fence_titles_are_one_line_of_literal_text():
+    for name in HOSTILE_NAMES:
+        for shown in (page_text(name), fence_title(name)):
+            assert "\n" not in shown and "\u202e" not in shown and "\u2066" not in shown
+        assert not re.search(r"[<>`|\[\]{}$]", re.sub(r"&#\d+;", "", page_text(name)))
+        assert not re.search(r'["`\\]', fence_title(name))
+
+
+def test_no_page_holds_a_hostile_name_as_markdown(site):
+    for page in (site / "docs").rglob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        assert "\u202e" not in text and "\u2066" not in text, page
+        for line in text.splitlines():
+            if line.startswith("```") and "title=" in line:  # a code block's title: one line, closed
+                assert re.fullmatch(r'`{3,}python linenums="\d+" hl_lines="[\d-]+" title="[^"`\\]*"', line), line
+        tables = [line for line in text.splitlines() if line.startswith("| ")]
+        assert all(line.rstrip().endswith("|") for line in tables), page  # no cell broken across lines
+
+
+def test_no_built_page_holds_an_injected_element(site):
+    pages = sorted((site / "site").glob("t*/**/*.html"))
+    assert len(pages) > 4
+    for page in pages:
+        found = INJECTED.search(page.read_text(encoding="utf-8"))
+        assert found is None, (page, found and found.group())
+    index = (site / "site" / "t0" / "index.html").read_text(encoding="utf-8")
+    assert "evil ``` <img src=x onerror=alert(1)>.py" in html.unescape(re.sub(r"<[^>]+>", "", index))  # as text
+
+
+@pytest.mark.browser
+def test_a_browser_runs_none_of_the_injected_script_and_shows_the_names(site, browser):
+    from generator.pdf import serve
+
+    dialogs: list[str] = []
+    with serve(site / "site") as url:
+        page = browser.new_page()
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        for i in range(len(HOSTILE_NAMES)):
+            for path in (f"t{i}/", f"t{i}/print/"):
+                page.goto(f"{url.rstrip('/')}/{path}")
+                assert page.locator("img[src='x'], img[src='y'], img[src='z'], img[src='w']").count() == 0
+                assert page.locator("article script").count() == 0
+        page.goto(f"{url.rstrip('/')}/t0/")
+        assert "<img src=x onerror=alert(1)>" in page.locator("article").inner_text()
+        page.close()
+    assert dialogs == []

@@ -1,0 +1,65 @@
+"""Trace pages that say what happened (issue 32, point 6): a value that is not a tensor a page can show is said to be
+one, not a (0,) float32 that "DOES NOT MATCH"; the Arguments row is the script's argv as given, not a shell command
+split at spaces; the Rerun command names no absolute path of the machine that built the site. (The refusals' wording,
+--force and --name, and --out checked before the script runs: tests/test_trace_naming.py.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from generator.cli import main
+
+
+def traced(tmp_path: Path, source: str, *args: str) -> tuple[Path, dict]:
+    script = tmp_path / "src" / "values.py"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(source, encoding="utf-8")
+    docs = tmp_path / "project" / "docs"
+    docs.parent.mkdir(parents=True, exist_ok=True)
+    assert main(["trace", str(script.resolve()), "--out", str(docs), "--name", "t", "-q", *args]) == 0
+    return docs / "t", json.loads((docs / "t" / "snapshots.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("value, said", [
+    ("torch.ones(2, dtype=torch.complex64)", "complex tensor"),
+    ("torch.ones(2, 3, device='meta')", "could not be copied"),
+    ("'hello'", "a str"),
+])
+def test_a_value_that_is_not_a_showable_tensor_is_said_to_be_one_not_a_mismatched_shape(tmp_path, value, said):
+    report, data = traced(tmp_path, f"import torch\nx = {value}  # trace: x\n")
+    snap = data["snapshots"][0]
+    assert snap["layout"]["status"] == "absent"
+    page = (report / snap["page"]).read_text(encoding="utf-8")
+    shape_row = next(line for line in page.splitlines() if line.startswith("| Shape |"))
+    assert "no tensor to compare" in shape_row and said in shape_row.replace("&#32;", " ")
+    assert "DOES NOT MATCH" not in page and "`(0,)`" not in shape_row and "float32" not in page
+
+
+def test_the_arguments_row_is_the_scripts_argv_as_given(tmp_path):
+    report, _ = traced(tmp_path, "import torch\nx = torch.ones(2)  # trace: x\n", "--", "a b", "--", "c -- d")
+    row = next(line for line in (report / "index.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| Arguments |"))
+    assert row == "| Arguments | <code>a b</code> <code>&#45;&#45;</code> <code>c &#45;&#45; d</code> |"
+
+
+def test_the_rerun_command_names_no_absolute_path_of_the_builder(tmp_path):
+    report, _ = traced(tmp_path, "import torch\nx = torch.ones(2)  # trace: x\n")
+    for page in report.rglob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        assert str(tmp_path) not in text and str(tmp_path).replace("/", "&#47;") not in text, page
+    command = next(line for line in (report / "index.md").read_text(encoding="utf-8").splitlines()
+                   if line.startswith("| Command |"))
+    assert "values&#46;py" in command
+
+
+def test_a_line_hit_thousands_of_times_writes_one_data_file_per_value_not_one_per_hit(tmp_path):
+    loop = "import torch\nfor i in range(3000):\n    x = torch.full((2,), float(i))  # trace: x\n"
+    report, _ = traced(tmp_path, loop)
+    files = list((report / "data").glob("*.npy"))
+    assert len(files) < 10, len(files)
+    index = json.loads((report / "data" / "index.json").read_text(encoding="utf-8"))
+    bundled = next(t for t in index["tensors"] if t["name"].startswith("hits_"))
+    assert bundled["shape"] == [3000, 2]

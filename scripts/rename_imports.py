@@ -74,6 +74,8 @@ def rules(root: Path) -> list[tuple[str, re.Pattern, str]]:
             (f"import {old}", re.compile(rf"(?<![\w.])import(\s+){old}(?=[ \t]*(?:$|\n|\\n|;|,|\"|\bas\b))", re.M),
              rf"import\1{new}"),
             (f"{old}.X module path", re.compile(rf"(?<![\w./\\-]){old}\.(?=(?:{subs})\b)"), f"{new}."),
+            (f"{old}\\.X in a regular expression", re.compile(rf"(?<![\w./\\-]){old}\\\.(?=(?:{subs})\b)"),
+             new.replace(".", "\\\\.") + "\\\\."),
             (f'import_module("{old}")', re.compile(rf"""((?:__import__|import_module|find_spec)\(\s*){q}{old}(?P=q)"""),
              rf"\1\g<q>{new}\g<q>"),
         ]

@@ -21,6 +21,7 @@ from generator.options import PARSERS, RunOptions, bounded_int, flag_of, shown
 from generator.reports import REPORTS, trainable
 from generator.site.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
 from generator.site_folder import locate_site
+from generator.version import package_version
 
 COMMON = {f.name for f in fields(RunOptions)}
 MAX_STEPS = 100_000  # `train --steps`: about ten hours of the GPT's recipe on two CPU cores (0.35 s a step)
@@ -29,16 +30,6 @@ MAX_STEPS = 100_000  # `train --steps`: about ten hours of the GPT's recipe on t
 def program_name() -> str:
     """How the user started the command, for help and messages: the console script, or `python -m generator`."""
     return "transformer-trace" if Path(sys.argv[0]).name == "transformer-trace" else "python -m generator"
-
-
-def package_version() -> str:
-    """The installed distribution's version (importlib.metadata), as the run stamp names it."""
-    from importlib import metadata
-
-    try:
-        return metadata.version(PLUGIN)
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -115,7 +106,8 @@ def parser() -> argparse.ArgumentParser:
     pdf = sub.add_parser("pdf", help="build the site and print each report to docs/pdf/<report>.pdf",
                          description="Build the site with MkDocs, print every generated report's print view to PDF through a "
                          "headless Chromium, and link the PDFs from the landing page.")
-    pdf.add_argument("--out", type=Path, default=None, help="docs folder holding the generated reports (default: the docs_dir of --config)")
+    pdf.add_argument("--out", type=Path, default=None,
+                     help="docs folder holding the generated reports (default: the docs_dir of --config)")
     pdf.add_argument("--config", type=Path, default=None, help="mkdocs.yml to build with (default: ./mkdocs.yml)")
     pdf.add_argument("-q", "--quiet", action="store_true")
     pdf.add_argument("-v", "--verbose", action="store_true")
@@ -132,9 +124,9 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     _add_serve_parser(sub)
     new = sub.add_parser("new", help="start a MkDocs site with one report in a new folder (as `mkdocs new`)",
-                         description="Write DIR/mkdocs.yml (Material, search and the transformer-trace plugin with the toy ViT "
-                         "report) and DIR/docs/index.md; then `cd DIR && mkdocs serve` generates the report and serves the site. "
-                         "DIR must be new or empty.")
+                         description="Write DIR/mkdocs.yml (Material, search and the transformer-trace plugin with the "
+                         "toy ViT report) and DIR/docs/index.md; then `cd DIR && mkdocs serve` generates the report and "
+                         "serves the site. DIR must be new or empty.")
     new.add_argument("folder", type=Path, metavar="DIR", help="the folder to create")
     new.add_argument("-q", "--quiet", action="store_true", help="no summary")
     new.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")

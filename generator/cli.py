@@ -111,8 +111,10 @@ def _run(args: argparse.Namespace) -> int:
 def _browse_command(out: Path, config: Path | None) -> str:
     """`mkdocs serve` shows the docs_dir of ./mkdocs.yml; another folder is served by our own server."""
     if config is not None and out.resolve() == docs_dir(config).resolve():
-        return "mkdocs serve" if config.resolve() == (Path.cwd() / config.name).resolve() else f"mkdocs serve -f {shlex.quote(str(config))}"
-    return f"{program_name()} serve --docs {shlex.quote(str(out))}{f' --config {shlex.quote(str(config))}' if config else ''}"
+        here = config.resolve() == (Path.cwd() / config.name).resolve()
+        return "mkdocs serve" if here else f"mkdocs serve -f {shlex.quote(str(config))}"
+    with_config = f" --config {shlex.quote(str(config))}" if config else ""
+    return f"{program_name()} serve --docs {shlex.quote(str(out))}{with_config}"
 
 
 def _new(args: argparse.Namespace) -> int:
@@ -120,7 +122,8 @@ def _new(args: argparse.Namespace) -> int:
 
     written = new_site(args.folder)
     if not args.quiet:
-        print(f"wrote {', '.join(str(path) for path in written)}; then: cd {shlex.quote(str(args.folder))} && mkdocs serve")
+        files = ", ".join(str(path) for path in written)
+        print(f"wrote {files}; then: cd {shlex.quote(str(args.folder))} && mkdocs serve")
     return 0
 
 
@@ -133,7 +136,9 @@ def _build(args: argparse.Namespace) -> int:
         with site_written(args.out):  # a Ctrl-C while printing comes after the new reports went live
             export(args.out, args.config, quiet=args.quiet)
     if not args.quiet:
-        print(f"wrote {', '.join(result.reports)} into {args.out} in {time.perf_counter() - started:.1f} s; browse with: {_browse_command(args.out, args.config)}")
+        seconds = time.perf_counter() - started
+        print(f"wrote {', '.join(result.reports)} into {args.out} in {seconds:.1f} s; "
+              f"browse with: {_browse_command(args.out, args.config)}")
         for failure in result.failed_checks:
             print(f"warning: check failed: {failure}", file=sys.stderr)
     return 0

@@ -16,13 +16,13 @@ from generator.errors import UserError
 CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")  # MkDocs' own search order
 # The commands that work on a site, and the attribute holding their docs folder.
 DOCS_OPTION = {"build": "out", "trace": "out", "pdf": "out", "serve": "docs"}
-# Commands that can write reports into a folder given with --out without any mkdocs.yml (the reports' defaults apply).
+# Commands that can write into a folder given with --out without any mkdocs.yml (the reports' defaults apply).
 _WITHOUT_CONFIG = {"build", "trace"}
 
 
 def no_config_message(folder: Path) -> str:
-    return (f"no mkdocs.yml in {folder}: run this in your MkDocs site's folder, name its configuration with --config FILE, "
-            f"or start a site with: transformer-trace new DIR")
+    return (f"no mkdocs.yml in {folder}: run this in your MkDocs site's folder, name its configuration with "
+            f"--config FILE, or start a site with: transformer-trace new DIR")
 
 
 def find_config(given: Path | None, folder: Path | None = None) -> Path | None:
@@ -30,7 +30,8 @@ def find_config(given: Path | None, folder: Path | None = None) -> Path | None:
     mkdocs.yml, else None."""
     if given is not None:
         if not given.is_file():
-            raise UserError(f"--config {given}: {'is a folder, not' if given.is_dir() else 'there is no such'} MkDocs configuration file")
+            problem = "is a folder, not" if given.is_dir() else "there is no such"
+            raise UserError(f"--config {given}: {problem} MkDocs configuration file")
         return given
     folder = Path.cwd() if folder is None else folder
     return next((folder / name for name in CONFIG_NAMES if (folder / name).is_file()), None)
@@ -61,7 +62,8 @@ def locate_site(args: argparse.Namespace) -> None:
         return
     config = find_config(getattr(args, "config", None))
     docs = getattr(args, option, None)
-    if config is None and not (docs is not None and args.command in _WITHOUT_CONFIG and not getattr(args, "pdf", False)):
+    optional = docs is not None and args.command in _WITHOUT_CONFIG and not getattr(args, "pdf", False)
+    if config is None and not optional:
         raise UserError(no_config_message(Path.cwd()))
     args.config = config
     if docs is None:

@@ -22,9 +22,9 @@ PROJECT = Path(__file__).resolve().parent.parent
 
 
 def cache_root() -> Path:
-    """Where measurements and compiled templates are kept between runs: $TT_CACHE_DIR; else, in a clone (a pyproject.toml
-    beside the package), its git-ignored .cache/transformer-trace; else, installed, the user's cache folder: never the
-    installation folder (site-packages may be read-only, and is shared)."""
+    """Where measurements and compiled templates are kept between runs: $TT_CACHE_DIR; else, in a clone (a
+    pyproject.toml beside the package), its git-ignored .cache/transformer-trace; else, installed, the user's cache
+    folder: never the installation folder (site-packages may be read-only, and is shared)."""
     if os.environ.get("TT_CACHE_DIR"):
         return Path(os.environ["TT_CACHE_DIR"])
     if (PROJECT / "pyproject.toml").is_file():

@@ -142,8 +142,8 @@ def rename_pyproject(text: str, root: Path) -> tuple[str, dict[str, int]]:
             if "__pycache__" not in parts:
                 packages.append(".".join((new, *parts)))
     listed = ",\n".join(f'    "{p}"' for p in packages)
-    block = ("# The import name is the distribution's own (transformer_trace); the folders stay where the design card puts\n"
-             "# them. A subpackage missing here still ships (package-data takes every file under the folders).\n"
+    block = ("# The import name is the distribution's own (transformer_trace); the folders stay where the design card\n"
+             "# puts them. A subpackage missing here still ships (package-data takes every file under the folders).\n"
              "[tool.setuptools]\n"
              f'package-dir = {{"{NEW}" = "generator", "{NEW}.models" = "models"}}\n'
              f"packages = [\n{listed},\n]\n")

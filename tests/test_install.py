@@ -33,7 +33,7 @@ RENAMED = importlib.util.find_spec("transformer_trace") is not None
 UNTIL_RENAMED = pytest.mark.xfail(not RENAMED, reason="until scripts/rename_imports.py runs", strict=True)
 
 
-def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+def _run(command: list, cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -44,8 +44,9 @@ def _checked(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess
 
 def tracked_package_files() -> list[str]:
     """The files git tracks under the package folders (git's own dotfiles aside): what the wheel must hold."""
-    listed = _checked(_run(["git", "ls-files", "-co", "--exclude-standard", "--", *PACKAGE_FOLDERS], ROOT)).stdout.split()
-    return sorted(name for name in listed if not any(part.startswith(".") for part in Path(name).parts) and (ROOT / name).is_file())
+    listed = _checked(_run(["git", "ls-files", "-co", "--exclude-standard", "--", *PACKAGE_FOLDERS], ROOT)).stdout
+    return sorted(name for name in listed.splitlines()
+                  if not any(part.startswith(".") for part in Path(name).parts) and (ROOT / name).is_file())
 
 
 def installed_name(path: str, wheel_names: set[str]) -> str:
@@ -78,10 +79,10 @@ class Installed:
                 shutil.copy2(ROOT / name, source / name)
         dist.mkdir()
         if _has_distribution("build"):  # (a build/ folder of setuptools output would fool find_spec)
-            _checked(_run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(dist), "."], source))
+            _checked(_run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", dist, "."], source))
         else:
-            _checked(_run([sys.executable, "-c", "import sys; from setuptools import build_meta; build_meta.build_sdist(sys.argv[1])",
-                           str(dist)], source))
+            sdist = "import sys; from setuptools import build_meta; build_meta.build_sdist(sys.argv[1])"
+            _checked(_run([sys.executable, "-c", sdist, dist], source))
         self.sdist = next(dist.glob("*.tar.gz"))
         _checked(_run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
                        "-w", str(dist), str(self.sdist)], root))
@@ -89,12 +90,13 @@ class Installed:
         env = root / "env"
         _checked(_run([sys.executable, "-m", "venv", "--without-pip", str(env)], root))
         self.python = env / "bin" / "python"
-        purelib = Path(_checked(_run([str(self.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root)).stdout.strip())
+        where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+        purelib = Path(_checked(_run([self.python, "-c", where], root)).stdout.strip())
         shared = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
         (purelib / "test-environment.pth").write_text("\n".join(sorted(shared)) + "\n", encoding="utf-8")
         # --ignore-installed: the test environment's own (editable) install is never touched
-        _checked(_run([str(self.python), "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed", "-q", str(self.wheel)], root,
-                      env=self.env()))
+        install = ["install", "--no-deps", "--no-index", "--ignore-installed", "-q", self.wheel]
+        _checked(_run([self.python, "-m", "pip", *install], root, env=self.env()))
         self.site_packages = purelib
         self.script = env / "bin" / "transformer-trace"
 
@@ -175,14 +177,16 @@ def test_without_a_mkdocs_yml_the_command_says_so_in_one_line_and_how_to_start_o
     for command in (["build"], ["trace", "model.py"], ["serve"], ["pdf"]):
         result = _run([str(installed.script), *command], tmp_path, installed.env())
         assert result.returncode == 2, command
-        assert result.stderr.count("\n") == 1 and "no mkdocs.yml" in result.stderr and "transformer-trace new DIR" in result.stderr
+        assert result.stderr.count("\n") == 1 and "no mkdocs.yml" in result.stderr, command
+        assert "transformer-trace new DIR" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.py"]
 
 
 def test_transformer_trace_new_starts_a_site_that_mkdocs_builds_with_a_report(installed, tmp_path):
     _checked(_run([str(installed.script), "new", "course site"], tmp_path, installed.env()))
     site = tmp_path / "course site"
-    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()) == [".gitignore", "docs/index.md", "mkdocs.yml"]
+    written = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
+    assert written == [".gitignore", "docs/index.md", "mkdocs.yml"]
     _checked(_run([str(installed.python), "-m", "mkdocs", "build", "--strict"], site, installed.env()))
     assert (site / "site" / "toy-vit" / "index.html").is_file()
     refused = _run([str(installed.script), "new", "course site"], tmp_path, installed.env())
@@ -222,9 +226,10 @@ print(tuple(logits.shape))
 @UNTIL_RENAMED
 def test_a_script_importing_its_own_models_package_is_traced(installed, tmp_path):
     folder = foreign_folder(tmp_path, {"toy-vit": {}})
-    for package, module, text in (("models", "student_net", STUDENT_NET),
-                                  ("generator", "batches", "import torch\n\n\ndef make_batch():\n    return torch.ones(2, 4)\n"),
-                                  ("utils", "__init__", "import torch\n\n\ndef seed():\n    torch.manual_seed(0)\n")):
+    own = (("models", "student_net", STUDENT_NET),
+           ("generator", "batches", "import torch\n\n\ndef make_batch():\n    return torch.ones(2, 4)\n"),
+           ("utils", "__init__", "import torch\n\n\ndef seed():\n    torch.manual_seed(0)\n"))
+    for package, module, text in own:
         (folder / package).mkdir(exist_ok=True)
         (folder / package / "__init__.py").touch()
         (folder / package / f"{module}.py").write_text(text, encoding="utf-8")

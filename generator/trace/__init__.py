@@ -55,7 +55,8 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path | None = None)
     t.add_argument("script", type=Path, help="the Python script to run (its folder goes first on sys.path)")
     t.add_argument("--report", choices=("auto", *specs(), "none"), default="auto",
                    help="the numbering of the markers: auto picks it from the markers found (default: auto); none: only # trace: points")
-    t.add_argument("--out", type=Path, default=default_out, help="docs folder to write into (default: the docs_dir of --config)")
+    t.add_argument("--out", type=Path, default=default_out,
+                   help="docs folder to write into (default: the docs_dir of --config)")
     t.add_argument("--name", default=None, help="the report's folder under --out (default: from the script's file name)")
     t.add_argument("--hit", type=_positive, default=1, help="which hit of a line run many times the pages show (default: 1; data/ keeps all)")
     t.add_argument("--timeout", type=_seconds, default=None, help="stop the script after this many seconds and report what was captured")

@@ -23,13 +23,13 @@ def args_of(command: str, **given) -> argparse.Namespace:
 
 
 @pytest.mark.parametrize("command", SITE_COMMANDS, ids=lambda c: c[0])
-def test_without_a_mkdocs_yml_in_the_current_folder_a_site_command_refuses_in_one_line(command, tmp_path, monkeypatch, capsys):
+def test_without_a_mkdocs_yml_here_a_site_command_refuses_in_one_line(command, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "model.py").write_text("x = 1  # trace: x\n", encoding="utf-8")
     assert main(command) == 2
     err = capsys.readouterr().err
-    assert err == (f"error: no mkdocs.yml in {tmp_path}: run this in your MkDocs site's folder, name its configuration with "
-                   f"--config FILE, or start a site with: transformer-trace new DIR\n")
+    assert err == (f"error: no mkdocs.yml in {tmp_path}: run this in your MkDocs site's folder, name its configuration "
+                   f"with --config FILE, or start a site with: transformer-trace new DIR\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.py"]
 
 
@@ -87,7 +87,8 @@ def test_new_refuses_a_folder_that_is_not_empty_and_changes_nothing(tmp_path, ca
     (tmp_path / "file").write_text("a file", encoding="utf-8")
     for target, why in ((tmp_path, "the folder is not empty"), (tmp_path / "file", "is a file")):
         assert main(["new", str(target)]) == 2
-        assert capsys.readouterr().err == f"error: {target}: {why}; name a new{' or empty' if 'empty' in why else ''} folder\n"
+        advice = "name a new or empty folder" if "empty" in why else "name a new folder"
+        assert capsys.readouterr().err == f"error: {target}: {why}; {advice}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "mine.txt"]
 
 

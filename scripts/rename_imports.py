@@ -81,7 +81,7 @@ def rules(root: Path) -> list[tuple[str, re.Pattern, str]]:
         ]
     out += [
         ("python -m generator", re.compile(r"(?<![\w-])-m(\s+)generator\b(?![\w./-])"), rf"-m\1{NEW}"),
-        ('"-m", "generator"', re.compile(r"""((?P<q>b?["'])-m(?P=q)\s*,\s*)(?P<r>b?["'])generator(?P=r)"""),
+        ('"-m", "generator"', re.compile(r"""(b?(?P<q>["'])-m(?P=q)\s*,\s*b?)(?P<r>["'])generator(?P=r)"""),
          rf"\1\g<r>{NEW}\g<r>"),
         ('logger "generator"', re.compile(r"""((?:getLogger\(|logger=)\s*)(?P<q>["'])generator(?P=q)"""),
          rf"\1\g<q>{NEW}\g<q>"),

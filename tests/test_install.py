@@ -126,6 +126,13 @@ def installed(tmp_path_factory) -> Installed:
     return Installed(tmp_path_factory.mktemp("installed"))
 
 
+def version_row() -> str:
+    """The run stamp's row naming the package version (the installed wheel's: built from this clone)."""
+    from importlib import metadata
+
+    return f"| transformer-trace | `{metadata.version('transformer-trace')}` |"
+
+
 def foreign_folder(tmp_path: Path, reports: dict[str, dict]) -> Path:
     """A MkDocs site of one's own, far from the clone: a mkdocs.yml listing ``reports`` and a docs/index.md."""
     folder = tmp_path / "my site"
@@ -159,6 +166,7 @@ def test_mkdocs_build_strict_in_a_folder_of_ones_own_generates_every_report(inst
     for key in REPORTS:
         assert (folder / "docs" / key / "snapshots.json").is_file(), key
         assert (folder / "site" / key / "index.html").is_file(), key
+        assert version_row() in (folder / "docs" / key / "index.md").read_text(encoding="utf-8"), key  # the run stamp
     assert (folder / "docs" / "index.md").read_text(encoding="utf-8") == "# My own site\n\nMy notes.\n"
     assert installed.installed_files() == before  # nothing written into the installation folder
 
@@ -169,6 +177,7 @@ def test_transformer_trace_trace_writes_into_the_docs_dir_of_the_current_folders
     before = installed.installed_files()
     result = _checked(_run([str(installed.script), "trace", "vit_trace.py", "-q"], folder, installed.env()))
     assert (folder / "docs" / "vit-trace" / "snapshots.json").is_file(), result.stdout
+    assert version_row() in (folder / "docs" / "vit-trace" / "index.md").read_text(encoding="utf-8")
     assert installed.installed_files() == before
 
 

@@ -34,8 +34,8 @@ from pathlib import Path
 
 NEW = "transformer_trace"
 OLD = {"generator": NEW, "models": f"{NEW}.models"}
-SUFFIXES = {".py", ".ipynb", ".j2", ".js", ".md", ".yml", ".yaml", ".toml", ".sh", ".cfg", ".ini", ".txt"}
-NAMES = {"Makefile", "run"}  # .ci/run
+SUFFIXES = {".py", ".ipynb", ".j2", ".js", ".css", ".md", ".yml", ".yaml", ".toml", ".sh", ".cfg", ".ini", ".txt"}
+NAMES = {"Makefile", "run", ".gitignore"}  # .ci/run
 DUNDERS = {"__file__", "__path__", "__name__", "__version__", "__main__", "__init__", "__spec__"}
 KEEP_LINE = "rename_imports: keep"
 SKIP_FILE = "rename_imports: skip-file"

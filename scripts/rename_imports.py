@@ -65,7 +65,7 @@ def rules(root: Path) -> list[tuple[str, re.Pattern, str]]:
     out = []
     for old, new in OLD.items():
         subs = "|".join(sorted(map(re.escape, own_modules(root, old)), key=len, reverse=True))
-        q = r"""(?P<q>b?["'])"""
+        q = r"""(?P<q>["'])"""
         out += [
             (f"from {old}.X import", re.compile(rf"(?<![\w.])from(\s+){old}\.(?=(?:{subs})\b)"), rf"from\1{new}."),
             (f"from {old} import", re.compile(rf"(?<![\w.])from(\s+){old}(\s+)import(?=\s+\(?\s*(?:{subs})\b)"),

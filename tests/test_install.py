@@ -233,7 +233,8 @@ print(tuple(logits.shape))
 
 
 @UNTIL_RENAMED
-def test_a_script_importing_its_own_models_package_is_traced(installed, tmp_path):
+@pytest.mark.parametrize("started", ["console script", "python -m"])
+def test_a_script_importing_its_own_models_package_is_traced(started, installed, tmp_path):
     folder = foreign_folder(tmp_path, {"toy-vit": {}})
     own = (("models", "student_net", STUDENT_NET),
            ("generator", "batches", "import torch\n\n\ndef make_batch():\n    return torch.ones(2, 4)\n"),
@@ -243,6 +244,7 @@ def test_a_script_importing_its_own_models_package_is_traced(installed, tmp_path
         (folder / package / "__init__.py").touch()
         (folder / package / f"{module}.py").write_text(text, encoding="utf-8")
     (folder / "train.py").write_text(STUDENT_SCRIPT, encoding="utf-8")
-    result = _checked(_run([str(installed.script), "trace", "train.py", "-q"], folder, installed.env()))
+    command = [installed.script] if started == "console script" else [installed.python, "-m", "transformer_trace"]
+    result = _checked(_run([*command, "trace", "train.py", "-q"], folder, installed.env()))
     written = sorted(p.parent.name for p in (folder / "docs").glob("*/snapshots.json"))
     assert written == ["train"], result.stdout

@@ -92,8 +92,10 @@ class Installed:
         self.python = env / "bin" / "python"
         where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
         purelib = Path(_checked(_run([self.python, "-c", where], root)).stdout.strip())
-        shared = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-        (purelib / "test-environment.pth").write_text("\n".join(sorted(shared)) + "\n", encoding="utf-8")
+        # this environment's site folders, with those its own .pth files add (never the clone: it is not installed)
+        shared = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+                  *(p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir())]
+        (purelib / "test-environment.pth").write_text("\n".join(dict.fromkeys(shared)) + "\n", encoding="utf-8")
         # --ignore-installed: the test environment's own (editable) install is never touched
         install = ["install", "--no-deps", "--no-index", "--ignore-installed", "-q", self.wheel]
         _checked(_run([self.python, "-m", "pip", *install], root, env=self.env()))

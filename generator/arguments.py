@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,16 @@ from generator.errors import UserError, one_line
 from generator.options import PARSERS, RunOptions, bounded_int, flag_of, out_path, shown
 from generator.reports import REPORTS, trainable
 from generator.site.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
+from generator.site_folder import locate_site
+from generator.version import package_version
 
-PROJECT = Path(__file__).resolve().parent.parent
-DEFAULT_DOCS = PROJECT / "docs"
-DEFAULT_CONFIG = PROJECT / "mkdocs.yml"
 COMMON = {f.name for f in fields(RunOptions)}
 MAX_STEPS = 100_000  # `train --steps`: about ten hours of the GPT's recipe on two CPU cores (0.35 s a step)
+
+
+def program_name() -> str:
+    """How the user started the command, for help and messages: the console script, or `python -m generator`."""
+    return "transformer-trace" if Path(sys.argv[0]).name == "transformer-trace" else "python -m generator"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,7 +52,8 @@ def _default_text(f: Field) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m generator", description="Generate the traced-Transformer report site from real forward passes.")
+    p = _Parser(prog=program_name(), description="Generate the traced-Transformer report site from real forward passes.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     keys = ", ".join(REPORTS)
     b = sub.add_parser(
@@ -66,9 +72,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--model", choices=("all", *REPORTS), default="all", help=f"which report to (re)generate: {keys} or all (default: all)")
     for f in fields(RunOptions):
         _add_option(b, f, _default_text(f))
-    b.add_argument("--out", type=out_path, default=DEFAULT_DOCS, help="docs folder to write into (default: the project's docs/)")
-    b.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mkdocs.yml whose transformer-trace plugin declares the reports and "
-                   "their options: they are this command's defaults, flags override them (default: the project's mkdocs.yml)")
+    b.add_argument("--out", type=out_path, default=None, help="docs folder to write into (default: the docs_dir of --config)")
+    b.add_argument("--config", type=Path, default=None, help="mkdocs.yml whose transformer-trace plugin declares the reports and "
+                   "their options: they are this command's defaults, flags override them (default: ./mkdocs.yml)")
     seen: dict[str, list[str]] = {}  # flag -> reports that take it (a flag shared by several reports is added once)
     for key, report in REPORTS.items():
         own = [f for f in fields(report.options) if f.name not in COMMON and f.init]
@@ -100,8 +106,9 @@ def parser() -> argparse.ArgumentParser:
     pdf = sub.add_parser("pdf", help="build the site and print each report to docs/pdf/<report>.pdf",
                          description="Build the site with MkDocs, print every generated report's print view to PDF through a "
                          "headless Chromium, and link the PDFs from the landing page.")
-    pdf.add_argument("--out", type=out_path, default=DEFAULT_DOCS, help="docs folder holding the generated reports (default: docs/)")
-    pdf.add_argument("--config", type=Path, default=PROJECT / "mkdocs.yml", help="mkdocs.yml to build with")
+    pdf.add_argument("--out", type=out_path, default=None,
+                     help="docs folder holding the generated reports (default: the docs_dir of --config)")
+    pdf.add_argument("--config", type=Path, default=None, help="mkdocs.yml to build with (default: ./mkdocs.yml)")
     pdf.add_argument("-q", "--quiet", action="store_true")
     pdf.add_argument("-v", "--verbose", action="store_true")
     train = sub.add_parser("train", help="train a report's model on its bundled corpus and write a checkpoint and its record",
@@ -116,9 +123,16 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     train.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     _add_serve_parser(sub)
+    new = sub.add_parser("new", help="start a MkDocs site with one report in a new folder (as `mkdocs new`)",
+                         description="Write DIR/mkdocs.yml (Material, search and the transformer-trace plugin with the "
+                         "toy ViT report) and DIR/docs/index.md; then `cd DIR && mkdocs serve` generates the report and "
+                         "serves the site. DIR must be new or empty.")
+    new.add_argument("folder", type=Path, metavar="DIR", help="the folder to create")
+    new.add_argument("-q", "--quiet", action="store_true", help="no summary")
+    new.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     from generator.trace import add_parser as add_trace_parser
 
-    add_trace_parser(sub, DEFAULT_DOCS, REPORTS)
+    add_trace_parser(sub, None, REPORTS)
     from generator.classroom import add_parser as add_class_parser
 
     add_class_parser(sub)
@@ -234,8 +248,8 @@ def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
         "the changed pages are rebuilt. One regeneration at a time; Ctrl-C stops.",
     )
     s.add_argument("--port", type=_port, default=8000, help="port on 127.0.0.1 (default 8000; 0 = any free port)")
-    s.add_argument("--docs", type=Path, default=DEFAULT_DOCS, help="docs folder holding the reports (default: the project's docs/)")
-    s.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mkdocs.yml to build with (default: the project's)")
+    s.add_argument("--docs", type=Path, default=None, help="docs folder holding the reports (default: the docs_dir of --config)")
+    s.add_argument("--config", type=Path, default=None, help="mkdocs.yml to build with (default: ./mkdocs.yml)")
     out = s.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="only the address and errors")
     out.add_argument("-v", "--verbose", action="store_true", help="log each request and step")
@@ -278,15 +292,14 @@ def build_from_args(args: argparse.Namespace, progress=None):
     from generator.build import build
     from generator.progress import Progress
 
-    config_file = getattr(args, "config", None)
-    if config_file is not None and config_file != DEFAULT_CONFIG and not config_file.is_file():  # a typo must not go unnoticed
-        raise UserError(f"--config {config_file}: {'is a folder, not' if config_file.is_dir() else 'there is no such'} MkDocs configuration file")
+    locate_site(args)  # ./mkdocs.yml and its docs_dir, as `mkdocs` finds them; a --config typo is refused
+    config_file = args.config
     declared = plugin_reports(config_file) if config_file is not None else None
     requests = report_options(args, declared, config_file)
     if getattr(args, "pdf", False):  # refuse before anything is written, not after the new site is in place
         from generator.pdf import find_chromium, site_dir
 
         find_chromium()
-        site_dir(config_file or DEFAULT_CONFIG, args.out)
+        site_dir(config_file, args.out)
     return build(args.out, requests, progress or Progress(enabled=False if args.quiet else None), force=getattr(args, "force", False),
                  records=run_records(requests, declared, config_file), reports=REPORTS)

@@ -15,10 +15,11 @@ import time
 from pathlib import Path
 import warnings
 
-from generator.arguments import DEFAULT_DOCS, build_from_args, parser
+from generator.arguments import build_from_args, parser, program_name
 from generator.errors import UserError, file_error
 from generator.reports import REPORTS
 from generator.site.staging import interrupted_message, site_written
+from generator.site_folder import docs_dir, locate_site
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -69,6 +70,9 @@ def _held_warnings():
 
 def _run(args: argparse.Namespace) -> int:
     try:
+        if args.command == "new":
+            return _new(args)
+        locate_site(args)  # ./mkdocs.yml (or --config) and its docs_dir, as `mkdocs` finds them
         if args.command == "build":
             return _build(args)
         if args.command == "serve":
@@ -108,11 +112,23 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _browse_command(out: Path) -> str:
-    """`mkdocs serve` shows the project's docs/; another folder is served by our own server."""
-    if out.resolve() == DEFAULT_DOCS.resolve():
-        return "mkdocs serve"
-    return f"python -m generator serve --docs {shlex.quote(str(out))}"
+def _browse_command(out: Path, config: Path | None) -> str:
+    """`mkdocs serve` shows the docs_dir of ./mkdocs.yml; another folder is served by our own server."""
+    if config is not None and out.resolve() == docs_dir(config).resolve():
+        here = config.resolve() == (Path.cwd() / config.name).resolve()
+        return "mkdocs serve" if here else f"mkdocs serve -f {shlex.quote(str(config))}"
+    with_config = f" --config {shlex.quote(str(config))}" if config else ""
+    return f"{program_name()} serve --docs {shlex.quote(str(out))}{with_config}"
+
+
+def _new(args: argparse.Namespace) -> int:
+    from generator.new_command import new_site
+
+    written = new_site(args.folder)
+    if not args.quiet:
+        files = ", ".join(str(path) for path in written)
+        print(f"wrote {files}; then: cd {shlex.quote(str(args.folder))} && mkdocs serve")
+    return 0
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -124,7 +140,9 @@ def _build(args: argparse.Namespace) -> int:
         with site_written(args.out):  # a Ctrl-C while printing comes after the new reports went live
             export(args.out, args.config, REPORTS, quiet=args.quiet)
     if not args.quiet:
-        print(f"wrote {', '.join(result.reports)} into {args.out} in {time.perf_counter() - started:.1f} s; browse with: {_browse_command(args.out)}")
+        seconds = time.perf_counter() - started
+        print(f"wrote {', '.join(result.reports)} into {args.out} in {seconds:.1f} s; "
+              f"browse with: {_browse_command(args.out, args.config)}")
         for failure in result.failed_checks:
             print(f"warning: check failed: {failure}", file=sys.stderr)
     return 0

@@ -16,6 +16,7 @@ from generator.errors import UserError
 from generator.indexing import parse_index
 from generator.sources import InputRef, MissingTensor, ModuleRef, NoInput, NotCheckable, NoWeights, ParamRef, Ref, fill
 from generator.tensors import TensorView
+from generator.version import package_version  # the run stamp names the package version
 from models.recording import Declared, Recording, declared_points
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -167,6 +168,7 @@ class ModelRun:
             "torchvision": _version("torchvision"),
             "python": platform.python_version(),
             "weights": self.weights,
+            "package": package_version(),  # the run stamp's transformer-trace row
         }
 
     def parameter_counts(self) -> list[tuple[str, int]]:

@@ -4,7 +4,7 @@ Compiling the report templates costs a new `python -m generator build` process a
 Jinja's file cache stores each template's compiled code with its source's checksum (an edited template is compiled
 again) behind a header naming Jinja's bytecode and Python's version; the folder is named after everything else that
 shapes the compiled code: Jinja's version and the environment's syntax options. It lives in the project's cache
-(``$TT_CACHE_DIR``, else .cache/transformer-trace, where the GPT's held-out score is kept). A cache that cannot be
+(``cache_root()``, where the GPT's held-out score is kept). A cache that cannot be
 read or written is skipped: templates are then compiled, as without it.
 """
 
@@ -19,6 +19,17 @@ from pathlib import Path
 import jinja2
 
 PROJECT = Path(__file__).resolve().parent.parent
+
+
+def cache_root() -> Path:
+    """Where measurements and compiled templates are kept between runs: $TT_CACHE_DIR; else, in a clone (a
+    pyproject.toml beside the package), its git-ignored .cache/transformer-trace; else, installed, the user's cache
+    folder: never the installation folder (site-packages may be read-only, and is shared)."""
+    if os.environ.get("TT_CACHE_DIR"):
+        return Path(os.environ["TT_CACHE_DIR"])
+    if (PROJECT / "pyproject.toml").is_file():
+        return PROJECT / ".cache" / "transformer-trace"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "transformer-trace"
 
 # The Environment arguments that change what a template compiles to (the others act when it runs).
 SYNTAX = ("block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
@@ -45,9 +56,7 @@ def use_template_cache(env: jinja2.Environment) -> jinja2.Environment:
     """Give ``env`` a compiled-template cache for its syntax options and extensions; ``env``."""
     options = repr([(name, getattr(env, name)) for name in SYNTAX] + sorted(env.extensions))
     key = hashlib.sha256(f"{jinja2.__version__}\0{options}".encode()).hexdigest()[:16]
-    # as generator/reports/gpt/training.py
-    root = Path(os.environ.get("TT_CACHE_DIR") or PROJECT / ".cache" / "transformer-trace")
-    env.bytecode_cache = TemplateCache(str(root / "templates" / key))
+    env.bytecode_cache = TemplateCache(str(cache_root() / "templates" / key))
     return env
 
 

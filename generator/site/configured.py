@@ -24,7 +24,9 @@ PLUGIN = "transformer-trace"
 RUNS = "runs"  # the manifest's record of each generated report: {"declared": ..., "version": ..., "options": ...}
 
 _PACKAGE = Path(__file__).resolve().parent.parent  # generator/
-_MODELS = _PACKAGE.parent / "models"
+# The models' folder: inside the package once installed under its own name (transformer_trace/models), beside it in
+# the clone (the design card's top-level models/).
+_MODELS = next((p for p in (_PACKAGE / "models", _PACKAGE.parent / "models") if p.is_dir()), _PACKAGE.parent / "models")
 # Modules that never change what a report's files contain: editing them does not make reports stale (site/: the
 # staging, the MkDocs plugin and build, the server).
 _NOT_CONTENT = {"site", "pdf.py", "__main__.py", "assets"}

@@ -36,7 +36,7 @@ def marker_forms(reports: Mapping[str, Report]) -> str:
     return ", ".join([*forms, "# trace: name"])
 
 
-def add_parser(sub: argparse._SubParsersAction, default_out: Path, reports: Mapping[str, Report]) -> None:
+def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, reports: Mapping[str, Report]) -> None:
     t = sub.add_parser(
         "trace", help="run your own PyTorch script with breakpoint comments and write a verified report of it",
         description="Run SCRIPT.py as `python SCRIPT.py` would, capture the value of every line marked with a breakpoint "
@@ -50,14 +50,15 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path, reports: Mapp
     t.add_argument("script", type=Path, help="the Python script to run (its folder goes first on sys.path)")
     t.add_argument("--report", choices=("auto", *traceable(reports), "none"), default="auto",
                    help="the numbering of the markers: auto picks it from the markers found (default: auto); none: only # trace: points")
-    t.add_argument("--out", type=out_path, default=default_out, help="docs folder to write into (default: the project's docs/)")
+    t.add_argument("--out", type=out_path, default=default_out,
+                   help="docs folder to write into (default: the docs_dir of --config)")
     t.add_argument("--name", default=None, help="the report's folder under --out (default: from the script's file name)")
     t.add_argument("--hit", type=_positive, default=1, help="which hit of a line run many times the pages show (default: 1; data/ keeps all)")
     t.add_argument("--timeout", type=_seconds, default=None, help="stop the script after this many seconds and report what was captured")
     t.add_argument("--pdf", action="store_true", help="also build the site and print the report's print view to DIR/pdf/NAME.pdf, "
                    "as `python -m generator pdf` prints the bundled reports (needs chromium)")
-    t.add_argument("--config", type=Path, default=default_out.parent / "mkdocs.yml",
-                   help="with --pdf: the mkdocs.yml that builds --out (default: the project's)")
+    t.add_argument("--config", type=Path, default=None,
+                   help="the mkdocs.yml whose docs_dir is written into, and with --pdf builds the site (default: ./mkdocs.yml)")
     t.add_argument("--junit", type=Path, default=None, metavar="FILE",
                    help="also write the checks as JUnit XML to FILE, one test case per snapshot, for CI test reports "
                    "(exit status: 0 all checkable snapshots passed, 1 a check failed, 2 bad input or the script failed)")

@@ -29,6 +29,7 @@ from generator.trace.capture import Capture
 from generator.trace.checking import pass_places
 from generator.trace.pages import _tensor_of, build_pages, shown_pass
 from generator.trace.run import TraceReport, adopt_verdicts, id_labels, traced_run
+from generator.version import package_version  # the run stamp names the package version
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
 
@@ -50,7 +51,8 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     stamp = {
         "script": capture.script.name, "sha256": capture.sha256, "argv": capture_argv(command), "seeds": seeds,
         "devices": sorted({t.device for p in pages for t in p.tensors}) or ["cpu"], "torch": torch.__version__,
-        "python": platform.python_version(), "seconds": capture.seconds, "command": command,
+        "python": platform.python_version(), "package": package_version(), "seconds": capture.seconds,
+        "command": command,
         "weights": "the script's own",
         **({"seed": seeds[0]} if seeds else {}),
     }

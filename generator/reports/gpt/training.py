@@ -134,9 +134,11 @@ def held_out_bits_per_byte(model: GPT, held_out: torch.Tensor, context: int) -> 
 
 
 def cache_dir() -> Path:
-    """Where measurements that depend only on their inputs are kept between runs: $TT_CACHE_DIR, else .cache/transformer-trace
-    in the project (git-ignored, beside MkDocs-Jupyter's cache)."""
-    return Path(os.environ.get("TT_CACHE_DIR") or PROJECT / ".cache" / "transformer-trace")
+    """Where measurements that depend only on their inputs are kept between runs (generator/template_cache.py: never the
+    installation folder)."""
+    from generator.template_cache import cache_root
+
+    return cache_root()
 
 
 def _evaluation_key(model: GPT, held_out: torch.Tensor, context: int) -> str:

@@ -1,0 +1,70 @@
+"""The MkDocs site a command works on, found as `mkdocs` finds it: the current folder's mkdocs.yml (or mkdocs.yaml),
+else the one `--config` names; reports are written into its `docs_dir` unless `--out`/`--docs` says otherwise.
+
+Installed from a wheel, the package's own folder is site-packages: nothing here ever points a command at it.
+Torch-free: `transformer-trace new` and a refused command import nothing of the models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from generator.errors import UserError
+
+CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")  # MkDocs' own search order
+# The commands that work on a site, and the attribute holding their docs folder.
+DOCS_OPTION = {"build": "out", "trace": "out", "pdf": "out", "serve": "docs"}
+# Commands that can write into a folder given with --out without any mkdocs.yml (the reports' defaults apply).
+_WITHOUT_CONFIG = {"build", "trace"}
+
+
+def no_config_message(folder: Path) -> str:
+    return (f"no mkdocs.yml in {folder}: run this in your MkDocs site's folder, name its configuration with "
+            f"--config FILE, or start a site with: transformer-trace new DIR")
+
+
+def find_config(given: Path | None, folder: Path | None = None) -> Path | None:
+    """``given`` when it is a file (a UserError names a missing one), else ``folder``'s (default: the current folder's)
+    mkdocs.yml, else None."""
+    if given is not None:
+        if not given.is_file():
+            problem = "is a folder, not" if given.is_dir() else "there is no such"
+            raise UserError(f"--config {given}: {problem} MkDocs configuration file")
+        return given
+    folder = Path.cwd() if folder is None else folder
+    return next((folder / name for name in CONFIG_NAMES if (folder / name).is_file()), None)
+
+
+def docs_dir(config: Path) -> Path:
+    """The docs folder ``config`` builds (its `docs_dir`, relative to its folder; MkDocs' default `docs`)."""
+    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+    from mkdocs.exceptions import ConfigurationError
+    from mkdocs.utils.yaml import yaml_load
+
+    try:
+        with open(config, "rb") as f:
+            data = yaml_load(f) or {}
+    except (ConfigurationError, OSError, ValueError) as exc:
+        raise UserError(f"cannot load the MkDocs configuration {config}: {' '.join(str(exc).split())}") from None
+    value = data.get("docs_dir", "docs") if isinstance(data, dict) else "docs"
+    if not isinstance(value, str) or not value.strip():
+        raise UserError(f"{config}: docs_dir: expected a folder name, not {value!r}")
+    return config.resolve().parent / os.path.expanduser(value)
+
+
+def locate_site(args: argparse.Namespace) -> None:
+    """Fill in ``args.config`` and the docs folder of a site command (build, trace, serve, pdf) left unset on the
+    command line. Refuses (UserError, one line) when a command needs a mkdocs.yml and there is none."""
+    option = DOCS_OPTION.get(args.command)
+    if option is None:
+        return
+    config = find_config(getattr(args, "config", None))
+    docs = getattr(args, option, None)
+    optional = docs is not None and args.command in _WITHOUT_CONFIG and not getattr(args, "pdf", False)
+    if config is None and not optional:
+        raise UserError(no_config_message(Path.cwd()))
+    args.config = config
+    if docs is None:
+        setattr(args, option, docs_dir(config))

@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 # Serve on http://127.0.0.1:8000 with live reload and a form that regenerates a report in the warm process
 # (generates every report from mkdocs.yml's inputs and builds the site first when they are missing)
 serve: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(PY) -m generator serve
+	NO_MKDOCS_2_WARNING=1 $(PY) -m transformer_trace serve
 
 # The transformer-trace plugin (mkdocs.yml) generates the reports that are missing or whose options changed
 site: $(STAMP)
@@ -35,7 +35,7 @@ test: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m pytest
 
 pdf: site browser
-	$(PY) -m generator pdf
+	$(PY) -m transformer_trace pdf
 
 clean:
 	rm -rf site test-artifacts

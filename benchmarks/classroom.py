@@ -2,8 +2,8 @@
 
 Each student is a copy of a bundled example (examples/encoder_decoder_trace.py or examples/vit_trace.py) with its own
 seed and, for most, one planted bug (the bugs of tests/test_classroom.py), traced in this process as
-`python -m generator trace` would (the interpreter and PyTorch imported once, as a grading machine's long-lived worker
-would); then `python -m generator class` builds the page in a new process. Reports the time per student, the whole
+`python -m transformer_trace trace` would (the interpreter and PyTorch imported once, as a grading machine's long-lived worker
+would); then `python -m transformer_trace class` builds the page in a new process. Reports the time per student, the whole
 class's time, the peak resident memory of the tracing process, and the class page's time (the bound is 10 s).
 `python benchmarks/run.py --only classroom [--quick]` replaces its section of docs/benchmarks.md."""
 
@@ -54,7 +54,7 @@ def student_script(i: int, folder: Path) -> Path:
 
 
 def bench_classroom(students: int = 100) -> dict:
-    from generator.cli import main
+    from transformer_trace.cli import main
 
     work = Path(tempfile.mkdtemp(prefix="bench-classroom-"))
     try:
@@ -83,8 +83,8 @@ def bench_classroom(students: int = 100) -> dict:
 def _class_page(work: Path, folders: list[str]) -> dict[str, float]:
     """The class page built in this process (reading every report, writing the page), then the whole command in a new
     process: its wall time and CPU time (the imports included; on a busy machine the wall time waits for a core)."""
-    from generator.classroom.page import write_class
-    from generator.classroom.students import read_students
+    from transformer_trace.classroom.page import write_class
+    from transformer_trace.classroom.students import read_students
 
     started = time.perf_counter()
     write_class(work / "docs" / "class", work / "staged", read_students([Path(f) for f in folders]), "Class report")
@@ -92,7 +92,7 @@ def _class_page(work: Path, folders: list[str]) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "generator", "class", str(work / "docs" / "class"), *folders, "-q"],
+    subprocess.run([sys.executable, "-m", "transformer_trace", "class", str(work / "docs" / "class"), *folders, "-q"],
                    check=True, env=env)
     command = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -104,15 +104,15 @@ def classroom_section(quick: bool = False) -> str:
     found = bench_classroom(20 if quick else 100)
     n = found["students"]
     return "\n".join([
-        "## A class of students (`trace` for each, then `python -m generator class`)", "",
+        "## A class of students (`trace` for each, then `python -m transformer_trace class`)", "",
         f"{n} generated students (copies of the two bundled example scripts, each with its own seed; {found['bugs']} "
         "planted bugs and the correct code in turn), each traced with `--junit` in one process, one after another; "
         "then "
-        "the class page built from their reports by `python -m generator class` in a new process (its imports "
+        "the class page built from their reports by `python -m transformer_trace class` in a new process (its imports "
         "included). Exit statuses: "
         + ", ".join(f"{count} × {code}" for code, count in found["exit"].items()) + ".", "",
         "| students | tracing, whole class (wall · CPU) | per student (wall) | peak memory of the tracing "
-        "process | class page built (≤ 10 s?) | `python -m generator class`, wall · CPU |",
+        "process | class page built (≤ 10 s?) | `python -m transformer_trace class`, wall · CPU |",
         "| ---: | ---: | ---: | ---: | ---: | ---: |",
         f"| {n} | {found['traced']:.1f} s · {found['traced_cpu']:.1f} s | {found['traced'] / n:.2f} s | "
         f"{found['peak_mib']:.0f} MiB | {found['page']:.2f} s ({'yes' if found['page'] < 10 else 'no'}) | "

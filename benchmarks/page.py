@@ -25,7 +25,7 @@ def plugin_section(p: dict) -> list[str]:
 def warm_section(w: dict) -> list[str]:
     ratio = w["warm"] / w["cold"]
     return [
-        "## Warm regeneration (`python -m generator serve`)", "",
+        "## Warm regeneration (`python -m transformer_trace serve`)", "",
         f"New encoder–decoder sentences, {w['repeats']} interleaved repeats in one run, medians. Cold: new processes, "
         "as from a "
         "shell. Warm: a regeneration in the serve process (`POST /api/regenerate` without the HTTP), where PyTorch, "
@@ -38,7 +38,7 @@ def warm_section(w: dict) -> list[str]:
         "for it "
         "held until it is written.", "",
         "| | time | ratio |", "| --- | ---: | ---: |",
-        f"| cold: `python -m generator build --model encoder-decoder` + `mkdocs build` | {w['cold']:.2f} s | 1.00× |",
+        f"| cold: `python -m transformer_trace build --model encoder-decoder` + `mkdocs build` | {w['cold']:.2f} s | 1.00× |",
         f"| &nbsp;&nbsp;of which the generator | {w['cold build']:.2f} s | |",
         f"| warm: regenerate in the serve process, until the new pages are served | {w['warm']:.2f} s | {ratio:.2f}× |",
         "| &nbsp;&nbsp;of which the generator (forward pass, pages, figures; meanwhile the changed site pages are "
@@ -83,7 +83,7 @@ def replace_section(out: Path, section: str) -> None:
 
 def limits_section(rows: list[tuple[str, float, float]]) -> list[str]:
     lines = ["## At the limits", "",
-             "Each report generated (`python -m generator build --model <report>`, no MkDocs) at its documented input "
+             "Each report generated (`python -m transformer_trace build --model <report>`, no MkDocs) at its documented input "
              "limit "
              "and with its default input, alternately, medians. Figures stay bounded: long axes are labelled sparsely "
              "and "
@@ -99,7 +99,7 @@ def training_section(t: dict) -> list[str]:
     r = t["record"]
     c, cfg = r["corpus"], r["training"]
     lines = [
-        f"## GPT training (`python -m generator train {t['key']}`)",
+        f"## GPT training (`python -m transformer_trace train {t['key']}`)",
         "",
         f"The default recipe from scratch: {cfg['steps']:,} steps of {cfg['batch']} × {cfg['context']} bytes on "
         f"{cfg['threads']} threads, "
@@ -129,7 +129,7 @@ def training_section(t: dict) -> list[str]:
 def gpt_weights_section(rows: list[tuple[str, float]]) -> list[str]:
     base = dict(rows)["random"]
     lines = ["## GPT report: trained vs random weights", "",
-             "`python -m generator build --model gpt --weights trained|random` (no MkDocs), alternately, medians. Both "
+             "`python -m transformer_trace build --model gpt --weights trained|random` (no MkDocs), alternately, medians. Both "
              "measure the "
              "held-out bits per byte of their weights and write the same pages; the trained run also loads the "
              "checkpoint.", "",
@@ -139,14 +139,14 @@ def gpt_weights_section(rows: list[tuple[str, float]]) -> list[str]:
 
 
 def trace_section(rows: list[tuple[str, float, float, float, float]]) -> list[str]:
-    lines = ["## Tracing your own script (`python -m generator trace`)", "",
+    lines = ["## Tracing your own script (`python -m transformer_trace trace`)", "",
              "Each bundled example run as `python SCRIPT.py` would run it (in-process, `runpy`) and under the tracer "
              "of the script's own interpreter (here, warm: its start-up is in the whole command's time), interleaved, "
              "medians. Only frames of the files holding markers are traced line by line, and only marked values are "
              "copied. "
              "Then the whole command in a new process (imports, the run, the checks, the pages, figures and data/), "
              "alternately "
-             "with `python -m generator build` of the bundled report of the same numbering at the example's size.", "",
+             "with `python -m transformer_trace build` of the bundled report of the same numbering at the example's size.", "",
              "| script | plain run | traced run | overhead | ≤ 1.5×? | whole `trace` command | bundled report, same "
              "size |",
              "| --- | ---: | ---: | ---: | --- | ---: | ---: |"]
@@ -225,7 +225,7 @@ def regeneration_section(r: dict) -> list[str]:
               f"{r['load'][1]:.1f} at the end.", "",
               "| step | time |", "| --- | ---: |",
               f"| `import torch` (every build needs it) | {r['import torch']:.2f} s |",
-              "| `import generator.build, generator.reports` (PyTorch included; no torchvision, no matplotlib) | "
+              "| `import transformer_trace.build, transformer_trace.reports` (PyTorch included; no torchvision, no matplotlib) | "
               f"{r['import']:.2f} s |"]
     stepped = 0.0
     for step, seconds in r["steps"].items():

@@ -32,7 +32,7 @@ from benchmarks.page import (  # noqa: E402
     analysis_text, gpt_weights_section, limits_section, page, plugin_section, replace_section, trace_section,
     training_section, warm_section,
 )
-from generator.reports import REPORTS  # noqa: E402
+from transformer_trace.reports import REPORTS  # noqa: E402
 
 
 def report_benchmarks() -> dict:
@@ -57,7 +57,7 @@ def import_costs(py: str) -> dict[str, float]:
     what the charts cost before they were drawn with Pillow; MkDocs and its plugins."""
     return {
         "import torch": import_seconds(py, "import torch"),
-        "import": import_seconds(py, "import generator.build, generator.reports"),
+        "import": import_seconds(py, "import transformer_trace.build, transformer_trace.reports"),
         "import pyplot": import_seconds(py, "import matplotlib.pyplot"),
         "import torchvision": import_seconds(py, "import torchvision"),  # only for --weights imagenet or PATH
         "import mkdocs": import_seconds(py, "import mkdocs.commands.build, material.plugins.search.plugin, "
@@ -97,18 +97,18 @@ def bench_regeneration(repeats: int = 3) -> dict:
         env = {**env, "TT_CACHE_DIR": str(caches[-1])}
         work = Path(tempfile.mkdtemp(prefix="bench-"))
         docs, site, config = scratch_site(work)
-        fresh, _, log = run_timed_cpu([py, "-m", "generator", "build", "--out", str(docs), "--verbose"], env)
+        fresh, _, log = run_timed_cpu([py, "-m", "transformer_trace", "build", "--out", str(docs), "--verbose"], env)
         samples["fresh build"].append(fresh)
         build_steps(log, fresh_steps)
         shutil.rmtree(work, ignore_errors=True)
         work = Path(tempfile.mkdtemp(prefix="bench-"))
         docs, site, config = scratch_site(work)
-        cold, cold_cpu, log = run_timed_cpu([py, "-m", "generator", "build", "--out", str(docs), "--verbose"], env)
+        cold, cold_cpu, log = run_timed_cpu([py, "-m", "transformer_trace", "build", "--out", str(docs), "--verbose"], env)
         mkdocs_s, mkdocs_cpu, _ = run_timed_cpu([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
         alone_s, alone_cpu, _ = run_timed_cpu(
             [py, "-m", "mkdocs", "build", "-q", "-f", str(config)], {**env, "TT_PAGE_HELPER": "0"}
         )
-        warm, _ = run_timed([py, "-m", "generator", "build", "--out", str(docs)], env)
+        warm, _ = run_timed([py, "-m", "transformer_trace", "build", "--out", str(docs)], env)
         warm_mkdocs, _ = run_timed([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
         samples["cold build"].append(cold)
         samples["cold build cpu"].append(cold_cpu)
@@ -131,12 +131,12 @@ def bench_regeneration(repeats: int = 3) -> dict:
         changed = report.options.example_change()
         if changed:
             _, log = run_timed(
-                [py, "-m", "generator", "build", "--model", key, *changed, "--out", str(docs), "--verbose"], env
+                [py, "-m", "transformer_trace", "build", "--model", key, *changed, "--out", str(docs), "--verbose"], env
             )
             out["changed steps"] += [
                 line.split("generator: ", 1)[1] for line in log.splitlines() if "figures drawn" in line
             ]
-    run_timed([py, "-m", "generator", "build", "--out", str(docs)], env)
+    run_timed([py, "-m", "transformer_trace", "build", "--out", str(docs)], env)
     run_timed([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
     out |= site_size(site)
     shutil.rmtree(work, ignore_errors=True)
@@ -192,10 +192,10 @@ WARM_SENTENCES = ["purple otters juggle seven bright lanterns", "quiet rivers ca
 
 def bench_warm_regeneration(repeats: int) -> dict:
     """New sentences for the site's first report (the encoder–decoder): a cold CLI build + `mkdocs build` (new
-    processes) against a regeneration in the warm `python -m generator serve` process (its Python API), interleaved
+    processes) against a regeneration in the warm `python -m transformer_trace serve` process (its Python API), interleaved
     in one run, medians."""
-    from generator.site.forms import SiteForms
-    from generator.site.server import WarmServer
+    from transformer_trace.site.forms import SiteForms
+    from transformer_trace.site.server import WarmServer
 
     report = next(iter(REPORTS))
     sentence = SiteForms.of(REPORTS).by_report[report]["fields"][0]["name"]  # its first form field: the source sentence
@@ -206,7 +206,7 @@ def bench_warm_regeneration(repeats: int) -> dict:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     os.environ["NO_MKDOCS_2_WARNING"] = "1"
     # every report, as a real site
-    run_timed([py, "-m", "generator", "build", "--out", str(docs), "--device", "cpu", "-q"], env)
+    run_timed([py, "-m", "transformer_trace", "build", "--out", str(docs), "--device", "cpu", "-q"], env)
     out: dict = {"repeats": repeats, "load": [os.getloadavg()[0]]}
     started = time.perf_counter()
     server = WarmServer(docs, config, reports=REPORTS)
@@ -287,8 +287,8 @@ def bench_limits(repeats: int) -> list[tuple[str, float, float]]:
         if not limit:
             continue
         label, flags = limit
-        default = [py, "-m", "generator", "build", "--model", key, "--out", str(work / f"{key}-default"), "-q"]
-        at_limit = [py, "-m", "generator", "build", "--model", key, *flags, "--out", str(work / f"{key}-limit"), "-q"]
+        default = [py, "-m", "transformer_trace", "build", "--model", key, "--out", str(work / f"{key}-default"), "-q"]
+        at_limit = [py, "-m", "transformer_trace", "build", "--model", key, *flags, "--out", str(work / f"{key}-limit"), "-q"]
         times: dict[str, list[float]] = {"default": [], "limit": []}
         for _ in range(repeats):
             times["default"].append(run_timed(default, env)[0])
@@ -304,16 +304,16 @@ def bench_limits(repeats: int) -> list[tuple[str, float, float]]:
 
 
 def bench_training() -> dict:
-    """`python -m generator train gpt` from scratch (the full default recipe), timed; its record against the bundled
+    """`python -m transformer_trace train gpt` from scratch (the full default recipe), timed; its record against the bundled
     one."""
-    from generator.reports import trainable
+    from transformer_trace.reports import trainable
 
     key = trainable()[0]
     recipe = REPORTS[key].training
     CHECKPOINT, load_record, record_path = recipe.checkpoint, recipe.load_record, recipe.record_path
     work = Path(tempfile.mkdtemp(prefix="bench-train-"))
     out = work / CHECKPOINT.name  # torch.save names its archive after the file: same name, same bytes
-    seconds, _ = run_timed([sys.executable, "-m", "generator", "train", key, "--out", str(out), "-q"])
+    seconds, _ = run_timed([sys.executable, "-m", "transformer_trace", "train", key, "--out", str(out), "-q"])
     record = json.loads(record_path(out).read_text(encoding="utf-8"))
     bundled = load_record(CHECKPOINT) or {}
     shutil.rmtree(work, ignore_errors=True)
@@ -328,7 +328,7 @@ def bench_training() -> dict:
 
 def bench_gpt_weights(repeats: int) -> list[tuple[str, float]]:
     """The GPT report generated with the trained checkpoint and with random weights, alternately, medians."""
-    from generator.reports import trainable
+    from transformer_trace.reports import trainable
 
     key = trainable()[0]
     work = Path(tempfile.mkdtemp(prefix="bench-gpt-weights-"))
@@ -360,15 +360,15 @@ def bench_gpt_weights(repeats: int) -> list[tuple[str, float]]:
 def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
     """Each bundled example script (examples/*_trace.py) run plainly and under the tracer, interleaved, medians; the
     whole
-    `python -m generator trace` command (run, checks, pages, figures, data; no MkDocs) in a new process; and the bundled
+    `python -m transformer_trace trace` command (run, checks, pages, figures, data; no MkDocs) in a new process; and the bundled
     report of the same numbering at the example's size (`build`, no MkDocs), alternately with it."""
     import contextlib
     import io
     import runpy
 
-    from generator.trace import bootstrap, choose_numbering, numberings
-    from generator.trace.capture import CAPTURE_BUDGET_BYTES, marker_spec, user_files
-    from generator.trace.markers import scan
+    from transformer_trace.trace import bootstrap, choose_numbering, numberings
+    from transformer_trace.trace.capture import CAPTURE_BUDGET_BYTES, marker_spec, user_files
+    from transformer_trace.trace.markers import scan
 
     rows = []
     work = Path(tempfile.mkdtemp(prefix="bench-trace-"))
@@ -402,8 +402,8 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
         with contextlib.redirect_stdout(io.StringIO()):
             # milliseconds each: many pairs, a steady median
             t = interleaved({"plain": plain, "traced": traced}, max(40, repeats * 4))
-        command = [sys.executable, "-m", "generator", "trace", str(script), "--out", str(work / "trace"), "-q"]
-        bundled = [sys.executable, "-m", "generator", "build", "--model", key, *REPORTS[key].trace.example_size,
+        command = [sys.executable, "-m", "transformer_trace", "trace", str(script), "--out", str(work / "trace"), "-q"]
+        bundled = [sys.executable, "-m", "transformer_trace", "build", "--model", key, *REPORTS[key].trace.example_size,
                    "--out", str(work / "build"), "-q"]
         times: dict[str, list[float]] = {"trace": [], "build": []}
         for _ in range(max(1, repeats // 3)):
@@ -452,7 +452,7 @@ def main() -> None:
         tables += model_tables(torch.device("cuda"), repeats)[0]
         gpu = f"Measured on {torch.cuda.get_device_name(0)}: see the CUDA table above."
     else:
-        gpu = ("No CUDA GPU was visible to this run, so there is no CUDA table. `python -m generator build --device "
+        gpu = ("No CUDA GPU was visible to this run, so there is no CUDA table. `python -m transformer_trace build --device "
                "cuda` "
                "runs every report's forward pass on the GPU when one is present; run this benchmark there to add its "
                "timings.")

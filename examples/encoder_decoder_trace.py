@@ -1,6 +1,6 @@
 """A tiny encoder–decoder Transformer in plain functions, with every snapshot of the seed report marked.
 
-Trace it:  python -m generator trace examples/encoder_decoder_trace.py
+Trace it:  python -m transformer_trace trace examples/encoder_decoder_trace.py
 Each `# Snapshot #N` comment marks the value a debugger would show after that line has run.
 The sizes are the seed report's (d_model 128, 4 heads, d_ff 256, 2 + 2 layers): it runs in milliseconds.
 """

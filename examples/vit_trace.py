@@ -1,6 +1,6 @@
 """A tiny Vision Transformer in plain functions, with every snapshot of the seed report marked (S01–S26).
 
-Trace it:  python -m generator trace examples/vit_trace.py
+Trace it:  python -m transformer_trace trace examples/vit_trace.py
 A `# BREAKPOINT Sxx` comment on its own line marks the statement just above it, as a debugger breakpoint there
 stops once that statement has run. Sizes are ViT-Tiny's for 32×32 images (4×4 patches, width 192, 3 heads, 6 blocks).
 """

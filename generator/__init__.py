@@ -1,4 +1,4 @@
-"""The report generator (python -m generator, the transformer-trace MkDocs plugin, the serve process)."""
+"""The report generator (python -m transformer_trace, the transformer-trace MkDocs plugin, the serve process)."""
 
 import os
 

@@ -1,10 +1,10 @@
-"""python -m generator"""
+"""python -m transformer_trace"""
 
 import os
 import sys
 import threading
 
-from generator.cli import main
+from transformer_trace.cli import main
 
 code = main()
 if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):

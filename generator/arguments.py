@@ -1,4 +1,4 @@
-"""The command line's arguments: the parser of `python -m generator` and what a `build` request means.
+"""The command line's arguments: the parser of `python -m transformer_trace` and what a `build` request means.
 
 The build command's options come from the reports' option dataclasses (generator/options.py and
 generator/reports/<report>/options.py): one flag per field, with its type, choices and default. A report's
@@ -16,20 +16,20 @@ from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import Any
 
-from generator.errors import UserError, one_line
-from generator.options import PARSERS, RunOptions, bounded_int, flag_of, out_path, shown
-from generator.reports import REPORTS, trainable
-from generator.site.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
-from generator.site_folder import locate_site
-from generator.version import package_version
+from transformer_trace.errors import UserError, one_line
+from transformer_trace.options import PARSERS, RunOptions, bounded_int, flag_of, out_path, shown
+from transformer_trace.reports import REPORTS, trainable
+from transformer_trace.site.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
+from transformer_trace.site_folder import locate_site
+from transformer_trace.version import package_version
 
 COMMON = {f.name for f in fields(RunOptions)}
 MAX_STEPS = 100_000  # `train --steps`: about ten hours of the GPT's recipe on two CPU cores (0.35 s a step)
 
 
 def program_name() -> str:
-    """How the user started the command, for help and messages: the console script, or `python -m generator`."""
-    return "transformer-trace" if Path(sys.argv[0]).name == "transformer-trace" else "python -m generator"
+    """How the user started the command, for help and messages: the console script, or `python -m transformer_trace`."""
+    return "transformer-trace" if Path(sys.argv[0]).name == "transformer-trace" else "python -m transformer_trace"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,9 +63,9 @@ def parser() -> argparse.ArgumentParser:
         "guiding-question answers and snapshots.json into the docs folder. The previous output is "
         "replaced only when everything succeeded.",
         epilog="examples:\n"
-        "  python -m generator build\n"
-        "  python -m generator build --model encoder-decoder --src \"the cat sat\" --tgt \"le chat\"\n"
-        "  python -m generator build --model vit --image photo.jpg --weights imagenet\n"
+        "  python -m transformer_trace build\n"
+        "  python -m transformer_trace build --model encoder-decoder --src \"the cat sat\" --tgt \"le chat\"\n"
+        "  python -m transformer_trace build --model vit --image photo.jpg --weights imagenet\n"
         "then: mkdocs serve",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -130,10 +130,10 @@ def parser() -> argparse.ArgumentParser:
     new.add_argument("folder", type=Path, metavar="DIR", help="the folder to create")
     new.add_argument("-q", "--quiet", action="store_true", help="no summary")
     new.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
-    from generator.trace import add_parser as add_trace_parser
+    from transformer_trace.trace import add_parser as add_trace_parser
 
     add_trace_parser(sub, None, REPORTS)
-    from generator.classroom import add_parser as add_class_parser
+    from transformer_trace.classroom import add_parser as add_class_parser
 
     add_class_parser(sub)
     return p
@@ -289,15 +289,15 @@ def parse_build_argv(argv: list[str]) -> argparse.Namespace:
 
 def build_from_args(args: argparse.Namespace, progress=None):
     """The BuildResult of `build` with parsed arguments; UserError for bad input (the warm server calls it too)."""
-    from generator.build import build
-    from generator.progress import Progress
+    from transformer_trace.build import build
+    from transformer_trace.progress import Progress
 
     locate_site(args)  # ./mkdocs.yml and its docs_dir, as `mkdocs` finds them; a --config typo is refused
     config_file = args.config
     declared = plugin_reports(config_file) if config_file is not None else None
     requests = report_options(args, declared, config_file)
     if getattr(args, "pdf", False):  # refuse before anything is written, not after the new site is in place
-        from generator.pdf import find_chromium, site_dir
+        from transformer_trace.pdf import find_chromium, site_dir
 
         find_chromium()
         site_dir(config_file, args.out)

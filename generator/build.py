@@ -14,21 +14,21 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
-from generator.catalogue import Report
-from generator.errors import about_report
-from generator.figures import Drawing
-from generator.landing import landing_entries, landing_is_ours, pdf_is_current, write_landing
-from generator.options import RunOptions
-from generator.progress import Progress
-from generator.render import environment, render_report
-from generator.text import not_drawable
-from generator.run import ModelRun
-from generator.sources import NotCheckable
-from generator.template_cache import compile_ahead
-from generator.site.staging import build_lock, edited_by_hand, staged_output
-from generator.tensor_data import write_run_data
+from transformer_trace.catalogue import Report
+from transformer_trace.errors import about_report
+from transformer_trace.figures import Drawing
+from transformer_trace.landing import landing_entries, landing_is_ours, pdf_is_current, write_landing
+from transformer_trace.options import RunOptions
+from transformer_trace.progress import Progress
+from transformer_trace.render import environment, render_report
+from transformer_trace.text import not_drawable
+from transformer_trace.run import ModelRun
+from transformer_trace.sources import NotCheckable
+from transformer_trace.template_cache import compile_ahead
+from transformer_trace.site.staging import build_lock, edited_by_hand, staged_output
+from transformer_trace.tensor_data import write_run_data
 
-log = logging.getLogger("generator")
+log = logging.getLogger("transformer_trace")
 
 
 @dataclass

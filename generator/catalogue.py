@@ -16,15 +16,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from generator.checks import CHECKS, Check
-from generator.figures import DRAWINGS, Drawing
-from generator.registry import Registry
-from generator.report_parts import Benchmark, Training, TraceSpecLike, catalogue_parts, check_names, check_parts
-from generator.sources import Ref
+from transformer_trace.checks import CHECKS, Check
+from transformer_trace.figures import DRAWINGS, Drawing
+from transformer_trace.registry import Registry
+from transformer_trace.report_parts import Benchmark, Training, TraceSpecLike, catalogue_parts, check_names, check_parts
+from transformer_trace.sources import Ref
 
 if TYPE_CHECKING:  # pragma: no cover
-    from generator.options import RunOptions
-    from generator.run import ModelRun
+    from transformer_trace.options import RunOptions
+    from transformer_trace.run import ModelRun
 
 
 @dataclass(frozen=True)
@@ -132,13 +132,13 @@ class Report:
     runner: Callable[[Report, RunOptions], ModelRun]  # run(report, opts): builds the model and records one forward pass
     templates: Path | None = None  # its own templates: explain.md.j2, inputs.md.j2, questions.md.j2 (each optional)
     starter: Callable[[Report, RunOptions], Callable[[], None]] | None = None  # work begun ahead (see start)
-    trace: TraceSpecLike | None = None  # how `python -m generator trace` reads a script marked with its numbering
+    trace: TraceSpecLike | None = None  # how `python -m transformer_trace trace` reads a script marked with its numbering
     trace_inputs: Mapping[str, tuple[str, Any]] = field(default_factory=dict)  # inputs a trace labels from its tensors
-    training: Training | None = None  # `python -m generator train <key>`
+    training: Training | None = None  # `python -m transformer_trace train <key>`
     benchmark: Benchmark | None = None  # its timing tables on the Benchmarks page (benchmarks/run.py)
     also_record: tuple[Ref, ...] = ()  # tensors only the explanations read
     extra_pages: tuple[ExtraPage, ...] = ()
-    exploration: Any = None  # generator.tensor_data.Exploration: what the report ships as data for the explorer
+    exploration: Any = None  # transformer_trace.tensor_data.Exploration: what the report ships as data for the explorer
     variables_from: str = "seed report"  # where the snapshots' variable names come from (the page's header table says)
     whole_values: bool = False  # pages print every value of a tensor, not a debugger's leading slice (small models)
     checks: Registry = field(default_factory=lambda: CHECKS)  # the check classes its catalogue uses: generic + its own
@@ -207,7 +207,7 @@ class Report:
     def names_to_record(self, opts: RunOptions) -> set[str]:
         """What a run with ``opts`` keeps: every name the pages, checks and figures read, for the traced layer,
         and what the explorer ships (every layer's attention and output)."""
-        from generator.tensor_data import exploration_names
+        from transformer_trace.tensor_data import exploration_names
 
         places = opts.places()
         return {ref.name(places) for ref in self.inputs()} | set(exploration_names(self, opts.config()))

@@ -1,4 +1,4 @@
-"""Command line: `python -m generator build ...` (see --help): runs the command the arguments name.
+"""Command line: `python -m transformer_trace build ...` (see --help): runs the command the arguments name.
 
 The parser and what a build request means are in generator/arguments.py; the site machinery (staging, the
 MkDocs plugin, `serve`) is in generator/site/, which never imports this module.
@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 import warnings
 
-from generator.arguments import build_from_args, parser, program_name
-from generator.errors import UserError, file_error
-from generator.reports import REPORTS
-from generator.site.staging import interrupted_message, site_written
-from generator.site_folder import docs_dir, locate_site
+from transformer_trace.arguments import build_from_args, parser, program_name
+from transformer_trace.errors import UserError, file_error
+from transformer_trace.reports import REPORTS
+from transformer_trace.site.staging import interrupted_message, site_written
+from transformer_trace.site_folder import docs_dir, locate_site
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -45,14 +45,14 @@ def _log_to_stderr() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from generator.trace import split_script_args
+    from transformer_trace.trace import split_script_args
 
     argv, script_args = split_script_args(sys.argv[1:] if argv is None else list(argv))
     args = parser().parse_args(argv)
     if script_args is not None:
         args.script_args = script_args
     _log_to_stderr()
-    logging.getLogger("generator").setLevel(logging.INFO if args.verbose else logging.WARNING)
+    logging.getLogger("transformer_trace").setLevel(logging.INFO if args.verbose else logging.WARNING)
     held = _held_warnings() if args.command != "serve" else contextlib.nullcontext([])
     with held as caught:
         code = _run(args)
@@ -76,22 +76,22 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "build":
             return _build(args)
         if args.command == "serve":
-            from generator.site.server import serve
+            from transformer_trace.site.server import serve
 
             return serve(args, REPORTS)
         if args.command == "train":
             REPORTS[args.model].training.main(args.steps, args.out, seed=args.seed, quiet=args.quiet)
             return 0
         if args.command == "trace":  # generator/trace/: runs the user's own script
-            from generator.trace import trace
+            from transformer_trace.trace import trace
 
             return trace(args, REPORTS)
         if args.command == "class":  # generator/classroom/: one page for many students' traces
-            from generator.classroom import class_page
+            from transformer_trace.classroom import class_page
 
             return class_page(args)
         if args.command == "pdf":
-            from generator.pdf import export
+            from transformer_trace.pdf import export
 
             export(args.out, args.config, REPORTS, quiet=args.quiet)
             return 0
@@ -122,7 +122,7 @@ def _browse_command(out: Path, config: Path | None) -> str:
 
 
 def _new(args: argparse.Namespace) -> int:
-    from generator.new_command import new_site
+    from transformer_trace.new_command import new_site
 
     written = new_site(args.folder)
     if not args.quiet:
@@ -135,7 +135,7 @@ def _build(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     result = build_from_args(args)
     if args.pdf:
-        from generator.pdf import export
+        from transformer_trace.pdf import export
 
         with site_written(args.out):  # a Ctrl-C while printing comes after the new reports went live
             export(args.out, args.config, REPORTS, quiet=args.quiet)

@@ -6,7 +6,7 @@ as axis labels, ``ParamRef`` fields model parameters, and ``uses`` names the oth
 reads. ``draw(run, path)`` writes the figure; ``content_key(run)`` digests exactly those declared
 inputs, so an unchanged figure is copied instead of redrawn. Files are PNG without timestamps, so
 the same tensors give the same bytes. ``DRAWINGS`` lists the generic drawings; a report's figures.py
-lists its own in its ``DRAWINGS``. Every figure is drawn with Pillow (generator.raster): heat maps,
+lists its own in its ``DRAWINGS``. Every figure is drawn with Pillow (transformer_trace.raster): heat maps,
 attention grids, masks and image overlays as colour-mapped pixels, charts with axes of numbers (bars,
 lines, markers, legends) as antialiased shapes in matplotlib's look; no report imports matplotlib.
 """
@@ -24,11 +24,11 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from generator import raster
-from generator.checks import INPUT, MODULE, PARAMETER, TENSOR, TENSORS, Typed, mask_allows
-from generator.registry import Registry
-from generator.run import ModelRun
-from generator.sources import InputRef, Ref
+from transformer_trace import raster
+from transformer_trace.checks import INPUT, MODULE, PARAMETER, TENSOR, TENSORS, Typed, mask_allows
+from transformer_trace.registry import Registry
+from transformer_trace.run import ModelRun
+from transformer_trace.sources import InputRef, Ref
 
 DPI = raster.DPI
 
@@ -121,7 +121,7 @@ def grid(n: int, max_cols: int = 4) -> tuple[int, int]:
 
 
 # ----------------------------------------------------------------------------- drawings any report can use
-# Heat maps, attention grids and masks are pixels: drawn with Pillow (generator.raster), milliseconds each.
+# Heat maps, attention grids and masks are pixels: drawn with Pillow (transformer_trace.raster), milliseconds each.
 
 LABELLED_CELLS = 24  # up to this many positions per axis, every cell is labelled; beyond, the figure keeps its size
 

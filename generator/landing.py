@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from generator.catalogue import Report
+    from transformer_trace.catalogue import Report
 
 PDF_INDEX = "index.json"  # report -> digest of the snapshots.json its PDF was printed from
 
@@ -21,7 +21,7 @@ PDF_INDEX = "index.json"  # report -> digest of the snapshots.json its PDF was p
 def landing_is_ours(docs: Path) -> bool:
     """Whether the build may write docs/index.md: no home page of the site's own is there. MkDocs takes README.md for
     index.md, so a README.md is one too; an index.md is the site's unless the manifest records it as generated."""
-    from generator.site.staging import read_manifest
+    from transformer_trace.site.staging import read_manifest
 
     return not (docs / "README.md").exists() and (not (docs / "index.md").exists() or "index.md" in read_manifest(docs))
 
@@ -64,7 +64,7 @@ def landing_entries(docs: Path, staging: Path, fresh: set[str] | dict,
 
 
 def write_landing(out_dir: Path, entries: list[dict[str, Any]], reports: Mapping[str, Report]) -> None:
-    from generator.render import environment
+    from transformer_trace.render import environment
 
     examples = [shlex.join(["--model", key, *report.options.example_change()]) for key, report in reports.items()]
     text = environment().get_template("landing.md.j2").render(reports=entries, examples=examples)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jinja2
 
-from generator.errors import UserError
+from transformer_trace.errors import UserError
 
 TEMPLATES = Path(__file__).resolve().parent / "new_site"
 # template -> the file it becomes in the new folder

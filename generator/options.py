@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.errors import UserError
+from transformer_trace.errors import UserError
 
 SEED_LIMIT = 2**63  # torch.manual_seed takes a signed 64-bit integer
 # The most a whole-number option ("positive": sizes, counts, layer numbers) takes: every sensible value is far below it,
@@ -28,7 +28,7 @@ def option(help: str, *, flag: str | None = None, choices: tuple[str, ...] | Non
     """Field metadata that makes a dataclass field a command-line option.
 
     ``kind`` picks the parser: "int" (any integer), "positive" (an integer >= 1), "seed", "path", "text".
-    ``form`` puts the option on the regenerate form of `python -m generator serve`: its "label", "type"
+    ``form`` puts the option on the regenerate form of `python -m transformer_trace serve`: its "label", "type"
     (text, number, file), "hint", and optionally "accept", "min" and "current" (the snapshots.json input
     the form starts from, when it is not the field's own name).
     ``api_values``: for free text of no kind (a value that could name a file or a download), the only values the
@@ -159,14 +159,14 @@ class RunOptions:
         raise NotImplementedError
 
     def record_points(self) -> dict[str, Any]:
-        """The model's declared record points for these options: full record name -> ``models.recording.Declared``.
+        """The model's declared record points for these options: full record name -> ``transformer_trace.models.recording.Declared``.
 
         Read from the model's ``Point`` declarations (models/recording.py) on a model built on the meta
         device: no weights are allocated and nothing is run.
         """
         import torch
 
-        from models.recording import declared_points
+        from transformer_trace.models.recording import declared_points
 
         with torch.device("meta"):
             model = self.build_model()
@@ -242,7 +242,7 @@ def readable_size(n_bytes: int) -> str:
     return f"{mantissa} × 10^{exponent} bytes"
 
 
-# Files uploaded to `python -m generator serve`: the server's temporary copy -> the name the user gave it. The
+# Files uploaded to `python -m transformer_trace serve`: the server's temporary copy -> the name the user gave it. The
 # command a page shows names the user's file, not the server's copy (deleted once the build is done).
 UPLOADED: ContextVar[dict[str, str]] = ContextVar("uploaded", default={})
 
@@ -252,7 +252,7 @@ def command_line(key: str, opts: RunOptions) -> str:
     import shlex
     from dataclasses import fields
 
-    words, uploaded = ["python", "-m", "generator", "build", "--model", key], []
+    words, uploaded = ["python", "-m", "transformer_trace", "build", "--model", key], []
     for f in fields(opts):
         value = getattr(opts, f.name)
         if f.init and f.name != "device" and (value != f.default or f.name in ("seed", "layer")) and value is not None:

@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from generator.checks import CheckResult
-from generator.sources import NotCheckable
-from generator.tensors import TensorView
+from transformer_trace.checks import CheckResult
+from transformer_trace.sources import NotCheckable
+from transformer_trace.tensors import TensorView
 
 
 @dataclass
@@ -69,14 +69,14 @@ class TensorSection:
         """Its heading where a page shows several tensors: its record name, or the variable a script marked."""
         if self.marker_line is None:
             return f"`{self.name}`"
-        from generator.text import code  # the page text's escaping
+        from transformer_trace.text import code  # the page text's escaping
 
         return code(self.variable)
 
 
 @dataclass
 class SnapshotPage:
-    report: Any  # generator.catalogue.Report (a traced script's own points: generator/trace/pages.py OwnCatalogue)
+    report: Any  # transformer_trace.catalogue.Report (a traced script's own points: generator/trace/pages.py OwnCatalogue)
     snap: Any
     path: str  # page path within the report folder, e.g. "encoder/07-self-attention-queries-q.md"
     tensors: list[TensorSection]
@@ -156,7 +156,7 @@ class SnapshotPage:
         if not self.captured:
             return "not captured"
         if self.marked:
-            from generator.text import code  # the page text's escaping
+            from transformer_trace.text import code  # the page text's escaping
 
             return code(self.variables)
         return f"`{self.snap.variable}`"

@@ -1,8 +1,8 @@
 """PDF export of each report's print view, through a headless Chromium (print to PDF).
 
-`python -m generator pdf` builds the site, prints every report's print view to
+`python -m transformer_trace pdf` builds the site, prints every report's print view to
 docs/pdf/<report>.pdf (and site/pdf/), and links the PDFs from the landing page. A traced script's report in the
-docs folder (`python -m generator trace`) is printed the same way, to docs/pdf/<name>.pdf.
+docs folder (`python -m transformer_trace trace`) is printed the same way, to docs/pdf/<name>.pdf.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator.errors import UserError
+from transformer_trace.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from generator.catalogue import Report
+    from transformer_trace.catalogue import Report
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -99,7 +99,7 @@ def print_reports(site: Path, out_dir: Path, reports: list[str]) -> list[Path]:
 
 
 def traced_reports(docs: Path) -> list[str]:
-    """The folders of ``docs`` that hold a traced script's report (`python -m generator trace`), by name: their print
+    """The folders of ``docs`` that hold a traced script's report (`python -m transformer_trace trace`), by name: their print
     view is made by the same templates as a bundled report's, and printed the same way."""
     found = []
     for path in sorted(docs.glob("*/snapshots.json")):
@@ -115,12 +115,12 @@ def traced_reports(docs: Path) -> list[str]:
 def export(docs: Path, config: Path, bundled: Mapping[str, Report], quiet: bool = False) -> list[Path]:
     """Build the site, print each generated report (of ``bundled``, the registry's reports, or traced) to PDF, and
     rebuild with the PDFs linked."""
-    from generator.landing import PDF_INDEX, landing_entries, landing_is_ours, report_digest, write_landing
-    from generator.site.staging import build_lock, claim
+    from transformer_trace.landing import PDF_INDEX, landing_entries, landing_is_ours, report_digest, write_landing
+    from transformer_trace.site.staging import build_lock, claim
 
     reports = [*(key for key in bundled if (docs / key / "snapshots.json").exists()), *traced_reports(docs)]
     if not reports:
-        raise UserError(f"no generated report in {docs}; run python -m generator build first")
+        raise UserError(f"no generated report in {docs}; run python -m transformer_trace build first")
     find_chromium()
     site = site_dir(config, docs)
     with build_lock(docs):  # it writes docs/pdf/ and docs/index.md: not while a build writes docs

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from generator.sources import Ref
-from models.recording import Point, points_of
+from transformer_trace.sources import Ref
+from transformer_trace.models.recording import Point, points_of
 
 __all__ = ["Place", "layer_pattern"]
 

@@ -2,7 +2,7 @@
 
 A heat map is a colour-mapped array: looking each value up in the colour map's table and writing
 the pixels costs milliseconds, where a matplotlib figure costs a few hundred (and its import a
-second). The look follows the matplotlib figures of generator.figures: the same colour maps
+second). The look follows the matplotlib figures of transformer_trace.figures: the same colour maps
 (their 256-entry tables copied to generator/colormaps/, tests/test_figures.py compares them with
 matplotlib's), the same value-to-colour mapping, DejaVu Sans (the font matplotlib ships, loaded
 from its folder without importing it), the same 110 dpi, so a figure reads the same on screen,
@@ -24,9 +24,9 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 # The figures' API is this module's: colour and text come from their own modules.
-from generator.raster_colour import (COLORMAPS, colorize, colormap, finite_limit, resample,  # noqa: F401
+from transformer_trace.raster_colour import (COLORMAPS, colorize, colormap, finite_limit, resample,  # noqa: F401
                                      usable_range)
-from generator.raster_text import DPI, PX_PER_PT, multiline_mask, text_mask, text_width  # noqa: F401
+from transformer_trace.raster_text import DPI, PX_PER_PT, multiline_mask, text_mask, text_width  # noqa: F401
 
 MARGIN = 11  # pixels around the content, as savefig's pad_inches=0.1 at 110 dpi
 TEXT = (0, 0, 0)
@@ -113,7 +113,7 @@ class Canvas:
 
 
 def write_png(picture: Image.Image, path: Path) -> None:
-    """A 256-colour palette PNG without metadata, as generator.figures.save writes: the same bytes for the same
+    """A 256-colour palette PNG without metadata, as transformer_trace.figures.save writes: the same bytes for the same
     picture."""
     picture = picture.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
     buffer = io.BytesIO()

@@ -23,7 +23,7 @@ def _font_files() -> tuple[Path, ...]:
     """DejaVu Sans from matplotlib's own folder (always there), then installed CJK and emoji fonts as fallbacks."""
     spec = importlib.util.find_spec("matplotlib")  # finds the folder without running matplotlib's import
     files = [Path(spec.submodule_search_locations[0]) / "mpl-data" / "fonts" / "ttf" / "DejaVuSans.ttf"]
-    for pattern in ("**/NotoSansCJK-Regular.ttc", "**/Symbola*.ttf"):  # the fallbacks generator.figures uses
+    for pattern in ("**/NotoSansCJK-Regular.ttc", "**/Symbola*.ttf"):  # the fallbacks transformer_trace.figures uses
         files += sorted(Path("/usr/share/fonts").glob(pattern))[:1]
     return tuple(files)
 
@@ -67,7 +67,7 @@ def _runs(text: str) -> list[tuple[int, str]]:
 
 @functools.lru_cache(maxsize=4096)
 def text_mask(text: str, size_pt: float) -> Image.Image:
-    """``text`` (already in visual order, see generator.figures.plain) as an 8-bit coverage mask, baseline shared by
+    """``text`` (already in visual order, see transformer_trace.figures.plain) as an 8-bit coverage mask, baseline shared by
     every font.
 
     Kept per (text, size): tick labels, mask cells and annotations repeat; a mask is only ever read, never drawn on."""

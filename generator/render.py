@@ -11,19 +11,19 @@ from typing import Any
 import jinja2
 import torch
 
-from generator.catalogue import Report, Snapshot, parse_dimension
-from generator.checks import CheckResult
-from generator.options import command_line, plural
-from generator.pages import SnapshotPage, SourceExcerpt, TensorSection
-from generator.run import ModelRun
-from generator.sources import Lacking, NotCheckable
-from generator.template_cache import use_template_cache
-from generator.tensor_data import explore_info
-from generator.snapshots_file import snapshots_json, write_snapshots_json
-from generator.tensors import TensorView, fmt
-from generator.text import code, escape_text, fence_title  # noqa: F401 - user text's one path (templates' filters)
+from transformer_trace.catalogue import Report, Snapshot, parse_dimension
+from transformer_trace.checks import CheckResult
+from transformer_trace.options import command_line, plural
+from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection
+from transformer_trace.run import ModelRun
+from transformer_trace.sources import Lacking, NotCheckable
+from transformer_trace.template_cache import use_template_cache
+from transformer_trace.tensor_data import explore_info
+from transformer_trace.snapshots_file import snapshots_json, write_snapshots_json
+from transformer_trace.tensors import TensorView, fmt
+from transformer_trace.text import code, escape_text, fence_title  # noqa: F401 - user text's one path (templates' filters)
 
-log = logging.getLogger("generator")
+log = logging.getLogger("transformer_trace")
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -98,7 +98,7 @@ def infinities_blocked(view: TensorView) -> int:
     A
     traced mask in another form (boolean, −1e9) passes its check but is not what such text says: NotCheckable, so the
     block falls back naming the form it needs."""
-    from generator.sources import NotCheckable
+    from transformer_trace.sources import NotCheckable
 
     t = view.tensor
     needed = "a mask of 0 and −∞ (the form the catalogue's model adds to the scores)"
@@ -259,7 +259,7 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, outco
     """
     env = environment(report)
     command = run.command or (command_line(report.key, run.options) if run.options is not None
-                              else f"python -m generator build --model {report.key}")
+                              else f"python -m transformer_trace build --model {report.key}")
     common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(),
               "command": command, "outcome": outcome, "title": title or report.title}
     by_number = {p.snap.number: p for p in pages}  # what the report's blocks read of each page

@@ -1,4 +1,4 @@
-"""The declared parts of a report (``generator.catalogue.Report``) beside its catalogue, and their checks.
+"""The declared parts of a report (``transformer_trace.catalogue.Report``) beside its catalogue, and their checks.
 
 A report is one object: what it needs is a required attribute, what it may add an optional one that is None when it
 has none. As torchvision's ``WeightsEnum.verify`` and mkdocstrings' ``BaseHandler`` (its declared ``collect`` /
@@ -23,7 +23,7 @@ class ReportError(TypeError):
 
 @runtime_checkable
 class TraceSpecLike(Protocol):
-    """What `python -m generator trace` reads of a report (``generator.trace.verify.TraceSpec``)."""
+    """What `python -m transformer_trace trace` reads of a report (``transformer_trace.trace.verify.TraceSpec``)."""
 
     keyword: str
     letter: str
@@ -34,7 +34,7 @@ class TraceSpecLike(Protocol):
 
 @dataclass(frozen=True)
 class Training:
-    """How a report's model is trained (`python -m generator train <report>`): ``main(steps, out, seed, quiet)`` trains
+    """How a report's model is trained (`python -m transformer_trace train <report>`): ``main(steps, out, seed, quiet)`` trains
     it and writes a checkpoint and its record; ``checkpoint`` is the bundled one, ``load_record(checkpoint)`` its record
     (or None), ``record_path(checkpoint)`` where a checkpoint's record is written."""
 
@@ -73,7 +73,7 @@ _PARTS: dict[str, tuple[Callable[[Any], bool], str]] = {
                 "None or a callable start(report, opts) that returns a function waiting for the work begun"),
     "templates": (lambda v: v is None or (isinstance(v, Path) and v.is_dir()),
                   "None or the Path of an existing folder"),
-    "trace": (lambda v: v is None or isinstance(v, TraceSpecLike), "None or a generator.trace.verify.TraceSpec"),
+    "trace": (lambda v: v is None or isinstance(v, TraceSpecLike), "None or a transformer_trace.trace.verify.TraceSpec"),
     "trace_inputs": (lambda v: isinstance(v, Mapping)
                      and all(isinstance(k, str) and isinstance(t, tuple) and len(t) == 2 for k, t in v.items()),
                      "a mapping of run input -> (kind, snapshot number or dimension)"),

@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from generator.errors import UserError
-from generator.indexing import parse_index
-from generator.sources import InputRef, MissingTensor, ModuleRef, NoInput, NotCheckable, NoWeights, ParamRef, Ref, fill
-from generator.tensors import TensorView
-from generator.version import package_version  # the run stamp names the package version
-from models.recording import Declared, Recording, declared_points
+from transformer_trace.errors import UserError
+from transformer_trace.indexing import parse_index
+from transformer_trace.sources import InputRef, MissingTensor, ModuleRef, NoInput, NotCheckable, NoWeights, ParamRef, Ref, fill
+from transformer_trace.tensors import TensorView
+from transformer_trace.version import package_version  # the run stamp names the package version
+from transformer_trace.models.recording import Declared, Recording, declared_points
 
 if TYPE_CHECKING:  # pragma: no cover
-    from generator.catalogue import Report
+    from transformer_trace.catalogue import Report
 
 
 def _version(package: str) -> str:

@@ -11,7 +11,7 @@ import argparse
 import os
 from pathlib import Path
 
-from generator.errors import UserError
+from transformer_trace.errors import UserError
 
 CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")  # MkDocs' own search order
 # The commands that work on a site, and the attribute holding their docs folder.

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from generator.tensors import json_number
+from transformer_trace.tensors import json_number
 
 
 def write_snapshots_json(out_dir: Path, data: dict[str, Any]) -> None:

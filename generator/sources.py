@@ -51,14 +51,14 @@ class _Placed:
 class Ref(_Placed):
     """A recorded tensor: a record name at a place, e.g. ``Ref("{enc}.self_attn.q")`` or ``Ref("logits")``.
 
-    The name is ``<module path>.<point name>`` as ``models.recording.record`` stores it; placeholders
+    The name is ``<module path>.<point name>`` as ``transformer_trace.models.recording.record`` stores it; placeholders
     stand for the traced layer. ``Ref.at("{enc}.self_attn", MultiHeadAttention.Q)`` builds one from a
     declared point.
     """
 
     @classmethod
     def at(cls, place: str, point: Any) -> Ref:
-        """The reference to ``point`` (a ``models.recording.Point``) on the module at ``place``."""
+        """The reference to ``point`` (a ``transformer_trace.models.recording.Point``) on the module at ``place``."""
         return cls(point.full_name(place))
 
 
@@ -173,7 +173,7 @@ class TensorDict:
 
     ``tensors`` maps record names to tensors; ``places`` fills placeholders; ``inputs`` holds whatever
     facts of the input are known; ``declared`` the record points' declarations where known (record name ->
-    ``models.recording.Declared``: named shapes for pages and axis labels). Weight-based checks on it are not checkable.
+    ``transformer_trace.models.recording.Declared``: named shapes for pages and axis labels). Weight-based checks on it are not checkable.
     """
 
     tensors: Mapping[str, torch.Tensor]

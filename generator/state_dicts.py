@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from generator.errors import UserError
+from transformer_trace.errors import UserError
 
 
 def refuse_unusable_values(path: Path, state: Mapping[str, torch.Tensor], keys: Iterable[str], model: str) -> None:

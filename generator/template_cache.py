@@ -1,6 +1,6 @@
 """Compiled Jinja templates kept between processes, as Python keeps its bytecode in __pycache__.
 
-Compiling the report templates costs a new `python -m generator build` process a few tenths of a second, every time.
+Compiling the report templates costs a new `python -m transformer_trace build` process a few tenths of a second, every time.
 Jinja's file cache stores each template's compiled code with its source's checksum (an edited template is compiled
 again) behind a header naming Jinja's bytecode and Python's version; the folder is named after everything else that
 shapes the compiled code: Jinja's version and the environment's syntax options. It lives in the project's cache
@@ -98,7 +98,7 @@ def compile_ahead(env: jinja2.Environment) -> Callable[[], None]:
     if pid == 0:  # the child: never returns
         code = 1
         try:
-            from generator.site.parallel import _die_with_parent
+            from transformer_trace.site.parallel import _die_with_parent
 
             _die_with_parent(parent)
             os.nice(19)  # it takes the cores the runs leave idle

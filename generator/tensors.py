@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from generator.sources import NotCheckable
+from transformer_trace.sources import NotCheckable
 
 
 class MissingEntry(NotCheckable, IndexError):

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.recording import Point, name_modules, record
+from transformer_trace.models.recording import Point, name_modules, record
 
 
 @dataclass(frozen=True)
@@ -297,6 +297,6 @@ class EncoderDecoderTransformer(nn.Module):
 # ----------------------------------------------------------------------------- shape legend
 # Read from the docstring's table; below the code, so that declaring it moved no line the report pages quote.
 
-from models.legend import Legend, Quotient  # noqa: E402
+from transformer_trace.models.legend import Legend, Quotient  # noqa: E402
 
 LEGEND = Legend.parse(__doc__, relations=(Quotient("hs", "C", "h"),))

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.recording import Point, is_recording, name_modules, paused, record
+from transformer_trace.models.recording import Point, is_recording, name_modules, paused, record
 
 
 @dataclass(frozen=True)
@@ -336,7 +336,7 @@ class GPT(nn.Module):
 # ----------------------------------------------------------------------------- shape legend
 # Read from the docstring's table; below the code, so that declaring it moved no line the report pages quote.
 
-from models.legend import Legend, Quotient  # noqa: E402
+from transformer_trace.models.legend import Legend, Quotient  # noqa: E402
 
 # S = T + N − 1 holds after generation only: no relation of every pass
 LEGEND = Legend.parse(__doc__, relations=(Quotient("hs", "C", "h"),))

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.recording import Point, is_recording, name_modules, record
+from transformer_trace.models.recording import Point, is_recording, name_modules, record
 
 
 @dataclass(frozen=True)
@@ -280,6 +280,6 @@ def from_torchvision(tv_model: nn.Module) -> VisionTransformer:
 # ----------------------------------------------------------------------------- shape legend
 # Read from the docstring's table; below the code, so that declaring it moved no line the report pages quote.
 
-from models.legend import Legend, Offset, Quotient  # noqa: E402
+from transformer_trace.models.legend import Legend, Offset, Quotient  # noqa: E402
 
 LEGEND = Legend.parse(__doc__, relations=(Quotient("hs", "C", "h"), Offset("N1", "N", 1)))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
-from generator.reports import REPORTS
+from transformer_trace.cli import main
+from transformer_trace.reports import REPORTS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,7 +105,7 @@ def require_chromium() -> None:
 @pytest.fixture(scope="session")
 def server(built_site):
     """The built site over HTTP, from the same local server the PDF export uses."""
-    from generator.pdf import serve
+    from transformer_trace.pdf import serve
 
     with serve(built_site) as url:
         yield url
@@ -117,7 +117,7 @@ def browser():
     require_chromium()
     from playwright.sync_api import sync_playwright
 
-    from generator.pdf import CHROMIUM_ARGS
+    from transformer_trace.pdf import CHROMIUM_ARGS
 
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)

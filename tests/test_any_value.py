@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from generator import raster
-from generator.cli import main
-from generator.reports import REPORTS
-from generator.tensors import TensorView
+from transformer_trace import raster
+from transformer_trace.cli import main
+from transformer_trace.reports import REPORTS
+from transformer_trace.tensors import TensorView
 from tests.conftest import ROOT
 
 ODD_ARRAYS = {

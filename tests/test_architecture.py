@@ -1,6 +1,6 @@
 """The code's shape: no import circles, and generic code never reaches for a report.
 
-A report is one object (generator.catalogue.Report); only the entry points read the registry (generator.reports) and
+A report is one object (transformer_trace.catalogue.Report); only the entry points read the registry (transformer_trace.reports) and
 hand Report objects to the generic code, which gets the rest from the run (``ModelRun.report``).
 """
 
@@ -11,18 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from generator.reports import REPORTS
+from transformer_trace.reports import REPORTS
 from tests.conftest import ROOT
 
 # The only modules that may read the registry: the command line, the MkDocs plugin and its configuration (they turn
 # what the user asked for into Report objects). benchmarks/ and tests/ may too; they are not under generator/.
-ENTRY_POINTS = {"generator.cli", "generator.arguments", "generator.__main__", "generator.site.plugin",
-                "generator.site.configured"}
-REGISTRY = "generator.reports"
+ENTRY_POINTS = {"transformer_trace.cli", "transformer_trace.arguments", "transformer_trace.__main__",
+                "transformer_trace.site.plugin", "transformer_trace.site.configured"}
+REGISTRY = "transformer_trace.reports"
+
+
+# The folders and the import names they are installed under (pyproject's package-dir)
+IMPORT_NAMES = {"generator": ("transformer_trace",), "models": ("transformer_trace", "models")}
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+    folder, *parts = path.relative_to(ROOT).with_suffix("").parts
+    parts = [*IMPORT_NAMES[folder], *parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -40,7 +45,7 @@ def _runtime_nodes(tree: ast.Module) -> list[ast.AST]:
 
 
 def _known(name: str) -> str | None:
-    """The project module ``name`` is, or is inside of (``generator.render.environment`` -> generator.render)."""
+    """The project module ``name`` is, or is inside of (``transformer_trace.render.environment`` -> transformer_trace.render)."""
     while name and name not in MODULES:
         name = name.rpartition(".")[0]
     return name or None
@@ -108,9 +113,9 @@ def test_the_circle_finder_finds_circles_and_only_them(graph, expected):
 
 
 def test_the_import_reader_sees_imports_inside_functions_but_not_those_for_annotations_only():
-    assert "generator.render" in imports_of("generator.landing")  # inside write_landing()
-    assert "generator.catalogue" not in imports_of("generator.run")  # under TYPE_CHECKING: for annotations only
-    assert "generator.figures" in imports_of("generator.catalogue")  # at the top
+    assert "transformer_trace.render" in imports_of("transformer_trace.landing")  # inside write_landing()
+    assert "transformer_trace.catalogue" not in imports_of("transformer_trace.run")  # under TYPE_CHECKING: for annotations only
+    assert "transformer_trace.figures" in imports_of("transformer_trace.catalogue")  # at the top
 
 
 # What names a report in code: its key, its folder under generator/reports/, its model module under models/.
@@ -139,16 +144,16 @@ def test_generic_code_neither_imports_the_registry_nor_names_a_report(name):
 
 
 def test_the_generic_modules_include_those_the_issue_names():
-    named = {"generator.checks", "generator.figures", "generator.render", "generator.sources", "generator.tensor_data",
-             "generator.build", "generator.trace", "generator.trace.report", "generator.site.server",
-             "generator.site.forms"}
+    named = {"transformer_trace.checks", "transformer_trace.figures", "transformer_trace.render", "transformer_trace.sources", "transformer_trace.tensor_data",
+             "transformer_trace.build", "transformer_trace.trace", "transformer_trace.trace.report", "transformer_trace.site.server",
+             "transformer_trace.site.forms"}
     assert named <= set(GENERIC)
 
 
 def test_the_guard_catches_an_import_of_the_registry_and_a_key(tmp_path, monkeypatch):
     key = next(iter(REPORTS))
     path = tmp_path / "generic.py"
-    path.write_text(f"def f():\n    from generator.reports import REPORTS\n    return REPORTS[{key!r}]\n",
+    path.write_text(f"def f():\n    from transformer_trace.reports import REPORTS\n    return REPORTS[{key!r}]\n",
                     encoding="utf-8")
     monkeypatch.setitem(MODULES, "generator.generic", path)
-    assert report_names_in("generator.generic") == ["line 2: imports generator.reports", f"line 3: {key!r}"]
+    assert report_names_in("generator.generic") == ["line 2: imports transformer_trace.reports", f"line 3: {key!r}"]

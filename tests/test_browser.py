@@ -16,7 +16,7 @@ from tests.conftest import ROOT, require_chromium
 
 require_chromium()
 
-from generator.reports import REPORTS  # noqa: E402
+from transformer_trace.reports import REPORTS  # noqa: E402
 
 ARTIFACTS = ROOT / "test-artifacts"
 

@@ -8,13 +8,13 @@ import math
 import pytest
 import torch
 
-from generator.checks import (
+from transformer_trace.checks import (
     CHECKS, THIS, CausalMask, Check, CheckResult, ContextConcat, ContextHeads, HeadsRejoin, LayerNormOf, LayerNormStatistics,
     LinearHeads, LinearOf, RowEquals, SameTensor, ScaledScores, SoftmaxRows, SumOf,
 )
-from generator.registry import Registry
-from generator.reports import REPORTS
-from generator.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
+from transformer_trace.registry import Registry
+from transformer_trace.reports import REPORTS
+from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
 
 
 def attention_tensors(masked: bool) -> dict[str, torch.Tensor]:
@@ -80,7 +80,7 @@ def test_inputs_are_read_from_the_field_types():
 
 
 def test_this_is_bound_to_the_snapshot_tensor():
-    from generator.catalogue import Snapshot
+    from transformer_trace.catalogue import Snapshot
 
     snap = Snapshot(number=1, title="t", variable="v", stage="s", tensors=(Ref("{block}.attn.probs"),),
                     checks=(SoftmaxRows(scores=Ref("{block}.attn.scores")), CausalMask(out=Ref("mask"))))
@@ -124,7 +124,7 @@ def test_every_check_in_a_catalogue_is_registered_and_typed(key):
 
 
 def test_a_model_run_is_a_tensor_source_with_weights_and_inputs(runs):
-    from generator.sources import TensorSource
+    from transformer_trace.sources import TensorSource
 
     run = runs["encoder-decoder"]
     assert isinstance(run, TensorSource) and isinstance(TensorDict({}), TensorSource)
@@ -137,7 +137,7 @@ def test_a_model_run_is_a_tensor_source_with_weights_and_inputs(runs):
 def test_a_snapshot_with_several_checks_shows_each_and_lists_them_in_snapshots_json(runs, tmp_path):
     import json
 
-    from generator.render import render_report
+    from transformer_trace.render import render_report
 
     report = REPORTS["encoder-decoder"]
     snap = next(s for s in report.snapshots if s.main == Ref("{enc}.self_attn.probs"))
@@ -157,7 +157,7 @@ def test_a_snapshot_with_several_checks_shows_each_and_lists_them_in_snapshots_j
 
 
 def test_a_tensor_a_check_reads_by_name_but_the_source_lacks_makes_it_not_checkable():
-    from generator.reports.vit.checks import RolloutRows
+    from transformer_trace.reports.vit.checks import RolloutRows
 
     result = RolloutRows(block_probs="blocks.{i}.attn.probs").run(TensorDict({}, inputs={"config": type("C", (), {"n_layers": 1}),
                                                                                          "rollout": torch.eye(3)[None]}))
@@ -176,7 +176,7 @@ def layer_norm_case(positions: int = 6, C: int = 8) -> dict[str, torch.Tensor]:
 
 
 def test_without_weights_a_layer_norm_is_checked_with_its_gain_and_bias_fitted():
-    from generator.checks import LayerNormOf, ResidualLayerNorm
+    from transformer_trace.checks import LayerNormOf, ResidualLayerNorm
 
     tensors = layer_norm_case()
     residual = ResidualLayerNorm(out=Ref("ln"), operands=(Ref("x"), Ref("sub")), module=ModuleRef("ln_1"))
@@ -225,7 +225,7 @@ def test_a_causal_mask_in_any_usual_form_is_recognised_and_one_that_shows_the_fu
 
 
 def test_an_embedding_lookup_is_checked_against_the_corner_of_the_table_a_debugger_shows():
-    from generator.checks import EmbeddingLookup
+    from transformer_trace.checks import EmbeddingLookup
 
     torch.manual_seed(2)
     table, ids = torch.randn(50, 16), torch.tensor([[3, 1, 40, 4]])
@@ -241,7 +241,7 @@ def test_an_embedding_lookup_is_checked_against_the_corner_of_the_table_a_debugg
 
 @pytest.mark.parametrize("values, status", [([0, 3, 7], "passed"), ([0, -1, 7], "failed"), ([0.0, 2.5, 7.0], "failed")])
 def test_without_the_runs_text_token_ids_are_checked_to_be_whole_and_not_negative(values, status):
-    from generator.reports.encoder_decoder.checks import TokenIds
+    from transformer_trace.reports.encoder_decoder.checks import TokenIds
 
     check = TokenIds(ids=Ref("ids"), sentence=InputRef("src"), vocab=InputRef("src_vocab"), words=InputRef("src_words"))
     result = check.run(TensorDict({"ids": torch.tensor([values])}))
@@ -251,7 +251,7 @@ def test_without_the_runs_text_token_ids_are_checked_to_be_whole_and_not_negativ
 
 
 def test_without_the_weights_a_gelu_output_is_checked_to_lie_in_gelus_range():
-    from generator.checks import GeluOfLinear
+    from transformer_trace.checks import GeluOfLinear
 
     check = GeluOfLinear(out=Ref("h"), x=Ref("x"), module=ModuleRef("{block}.mlp.fc1"))
     x = torch.linspace(-4, 4, 101)

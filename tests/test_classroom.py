@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
+from transformer_trace.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -267,7 +267,7 @@ def _notebook(path: Path, *cells: tuple[str, str]) -> Path:
 
 
 def test_a_notebooks_magics_are_skipped_and_listed_and_its_pages_give_cell_and_line(tmp_path):
-    from generator.trace.notebook import to_script
+    from transformer_trace.trace.notebook import to_script
 
     notebook = _notebook(tmp_path / "my nb.ipynb",
                          ("markdown", "# A title"),
@@ -313,15 +313,15 @@ def test_the_documented_workflows_parse_and_run_the_commands_the_readme_names(wo
     text = (EXAMPLES / workflow).read_text(encoding="utf-8")
     jobs = yaml.safe_load(text)["jobs"]
     steps = [step.get("run", "") for job in jobs.values() for step in job["steps"]]
-    assert any("python -m generator trace" in run and "--junit" in run for run in steps)
+    assert any("python -m transformer_trace trace" in run and "--junit" in run for run in steps)
     assert workflow in (ROOT / "README.md").read_text(encoding="utf-8")
     if workflow == "classroom-workflow.yml":
         assert "matrix" in jobs["trace"]["strategy"] and jobs["trace"]["strategy"]["fail-fast"] is False
-        assert jobs["class-page"]["if"] == "always()" and any("python -m generator class" in run for run in steps)
+        assert jobs["class-page"]["if"] == "always()" and any("python -m transformer_trace class" in run for run in steps)
 
 
 def test_a_cell_that_is_python_keeps_a_line_that_starts_with_a_percent_sign(tmp_path):
-    from generator.trace.notebook import to_script
+    from transformer_trace.trace.notebook import to_script
 
     notebook = _notebook(tmp_path / "nb.ipynb", ("code", "x = (7\n     % 4)  # modulo, not a magic"))
     converted = to_script(notebook)
@@ -379,6 +379,6 @@ def test_bad_input_in_a_notebook_names_its_cell_and_line(tmp_path, capsys, cell,
 @pytest.mark.parametrize("name, shown", [
     ("ann\nbob", "ann\\nbob"), ("evil\u202etxt.exe", "evil\\u202etxt.exe"), ("tab\there", "tab\\there"), ("zoë", "zoë")])
 def test_a_students_name_is_shown_on_one_line_with_its_control_characters_visible(name, shown):
-    from generator.classroom.page import shown as show
+    from transformer_trace.classroom.page import shown as show
 
     assert show(name) == shown

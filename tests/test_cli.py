@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
+from transformer_trace.cli import main
 from tests.conftest import ROOT
 
 
@@ -100,7 +100,7 @@ def test_cuda_without_a_gpu_is_refused(site):
 
 
 def test_help_lists_the_options():
-    result = subprocess.run([sys.executable, "-m", "generator", "build", "--help"], capture_output=True, text=True, cwd=ROOT)
+    result = subprocess.run([sys.executable, "-m", "transformer_trace", "build", "--help"], capture_output=True, text=True, cwd=ROOT)
     for option in ("--model", "--src", "--tgt", "--image", "--weights", "--seed", "--device", "--quiet", "--verbose"):
         assert option in result.stdout
 
@@ -125,5 +125,5 @@ def test_a_build_into_another_folder_says_how_to_serve_that_folder(tmp_path):
     out = tmp_path / "my docs"
     result = run_cli("build", "--model", "encoder-decoder", "--out", str(out))
     assert result.returncode == 0
-    assert f"browse with: python -m generator serve --docs '{out}'" in result.stdout
+    assert f"browse with: python -m transformer_trace serve --docs '{out}'" in result.stdout
     assert "mkdocs serve" not in result.stdout  # plain MkDocs would show the project's docs/, not this folder

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from generator.arguments import MAX_STEPS, parser
-from generator.cli import main
-from generator.options import POSITIVE_LIMIT, readable_size
+from transformer_trace.arguments import MAX_STEPS, parser
+from transformer_trace.cli import main
+from transformer_trace.options import POSITIVE_LIMIT, readable_size
 
 HUGE = "9" * 5000  # more digits than int() reads
 
 
 def refusal(argv: list[str], capsys) -> str:
-    """The one line ``python -m generator ARGV`` ends with; its exit code is 2."""
+    """The one line ``python -m transformer_trace ARGV`` ends with; its exit code is 2."""
     try:
         code = main(argv)
     except SystemExit as exc:  # the parser's refusals
@@ -73,7 +73,7 @@ def test_sizes_read_as_a_few_characters_however_large(n_bytes, text):
 
 
 def test_the_memory_refusal_states_an_absurd_size_readably(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr("generator.options.available_memory", lambda: 8 * 2**30)
+    monkeypatch.setattr("transformer_trace.options.available_memory", lambda: 8 * 2**30)
     line = refusal(["build", "--model", "gpt", "--weights", "random", "--d-model", str(POSITIVE_LIMIT), "--heads", "1",
                     "--out", str(tmp_path / "docs")], capsys)
     assert line == (f"error: --d-model {POSITIVE_LIMIT} with --layers 2 would need about 262.0 TB of memory, "

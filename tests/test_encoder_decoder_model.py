@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from tests.conftest import run_report
-from models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, build_vocab, causal_mask, encode
-from models.recording import recording
+from transformer_trace.models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, build_vocab, causal_mask, encode
+from transformer_trace.models.recording import recording
 
 SRC, TGT = "hello from cairo egypt team project", "we are debugging transformer today"
 

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import torch
 
-from generator.reports import REPORTS
-from generator.render import build_pages
-from generator.tensor_data import UnlabelledAxis, axis_labels, exploration_names, run_labels, write_run_data, write_tensor_data
-from models.recording import recording
+from transformer_trace.reports import REPORTS
+from transformer_trace.render import build_pages
+from transformer_trace.tensor_data import UnlabelledAxis, axis_labels, exploration_names, run_labels, write_run_data, write_tensor_data
+from transformer_trace.models.recording import recording
 from tests.conftest import ROOT, require_chromium
 
 SITE_LIMIT = 80 * 1024 * 1024  # bytes, the whole built site with the default inputs
@@ -37,8 +37,8 @@ VIT_17 = "vit/block/17-ffn-hidden-after-fc1-gelu/"
 @pytest.fixture(scope="module")
 def ed_all_layers() -> dict[str, torch.Tensor]:
     """The default encoder–decoder rebuilt from scratch (not through the generator), every tensor recorded."""
-    from generator.reports.encoder_decoder.options import DEFAULT_SRC, DEFAULT_TGT
-    from models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, build_vocab, encode
+    from transformer_trace.reports.encoder_decoder.options import DEFAULT_SRC, DEFAULT_TGT
+    from transformer_trace.models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, build_vocab, encode
 
     src_vocab, tgt_vocab = build_vocab(DEFAULT_SRC), build_vocab(DEFAULT_TGT)
     torch.manual_seed(7)
@@ -51,9 +51,9 @@ def ed_all_layers() -> dict[str, torch.Tensor]:
 @pytest.fixture(scope="module")
 def vit_block12_probs() -> torch.Tensor:
     """Block 12's attention of the default ViT-B/16 (seed 7, bundled image), from a fresh forward pass."""
-    from generator.reports.vit.images import DEFAULT_IMAGE, load_rgb, preprocess
-    from generator.reports.vit.weights import IMAGENET_MEAN, IMAGENET_STD
-    from models.vit import PRESETS, VisionTransformer
+    from transformer_trace.reports.vit.images import DEFAULT_IMAGE, load_rgb, preprocess
+    from transformer_trace.reports.vit.weights import IMAGENET_MEAN, IMAGENET_STD
+    from transformer_trace.models.vit import PRESETS, VisionTransformer
 
     torch.manual_seed(7)
     model = VisionTransformer(PRESETS["b16"]).eval()
@@ -164,7 +164,7 @@ def test_the_built_site_with_default_inputs_is_under_80_mb(built_site):
 
 require_chromium()
 
-from generator.pdf import serve  # noqa: E402
+from transformer_trace.pdf import serve  # noqa: E402
 
 
 @pytest.fixture
@@ -466,7 +466,7 @@ def test_npy_parser_reads_every_supported_dtype_and_header_version(browser, tmp_
 
 
 def test_user_words_are_shown_literally_in_the_explorer(browser, tmp_path):
-    from generator.cli import main
+    from transformer_trace.cli import main
     from tests.conftest import mkdocs_build
     from tests.test_robustness import HOSTILE_SRC, HOSTILE_TGT
 

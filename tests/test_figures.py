@@ -12,8 +12,8 @@ import pytest
 from matplotlib.colors import Normalize
 from PIL import Image
 
-from generator import raster, raster_text
-from generator.reports import REPORTS
+from transformer_trace import raster, raster_text
+from transformer_trace.reports import REPORTS
 
 ROOT = Path(__file__).resolve().parent.parent
 COLORMAPS = sorted(path.stem for path in raster.COLORMAPS.glob("*.rgb"))
@@ -75,7 +75,7 @@ def test_every_report_draws_without_importing_matplotlib_or_torchvision(tmp_path
     code = f"""
 import sys
 from pathlib import Path
-from generator.reports import REPORTS
+from transformer_trace.reports import REPORTS
 for key, report in REPORTS.items():
     options = {{"size": "tiny"}} if key == "vit" else {{}}  # the ViT's figures at a small size: same drawings, less time
     run = report.run(report.options(device="cpu", **options))
@@ -97,8 +97,8 @@ def test_every_figure_is_drawn_by_a_registered_drawing():
 def test_a_second_drawing_under_a_taken_name_is_refused():
     from dataclasses import dataclass
 
-    from generator.figures import DRAWINGS, Drawing
-    from generator.registry import Registry
+    from transformer_trace.figures import DRAWINGS, Drawing
+    from transformer_trace.registry import Registry
 
     @dataclass(frozen=True, kw_only=True)
     class Matrix(Drawing):  # the generic drawing's name

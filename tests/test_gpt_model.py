@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from models.gpt import GPT, GPTConfig, KVCache, byte_label, decode, encode
-from models.recording import declared_points, recording
+from transformer_trace.models.gpt import GPT, GPTConfig, KVCache, byte_label, decode, encode
+from transformer_trace.models.recording import declared_points, recording
 
 PROMPTS = ["Hello, world!", "café 中文 🙂"]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from generator.cli import main
-from generator.reports import REPORTS
-from models.gpt import encode
+from transformer_trace.cli import main
+from transformer_trace.reports import REPORTS
+from transformer_trace.models.gpt import encode
 from tests.conftest import run_report
 
 GPT = REPORTS["gpt"]
@@ -128,8 +128,8 @@ def test_cached_and_recomputed_logits_agree():
     cached, recomputed = (run.recording.tensor(f"generate.{n}_logits") for n in ("cached", "recomputed"))
     assert cached.shape == recomputed.shape == (1, 6, 256)
     torch.testing.assert_close(cached, recomputed, rtol=1e-5, atol=1e-5)  # float32 rounding grows with the trained logits
-    from generator.reports.gpt.checks import CacheMatchesRecomputation
-    from generator.sources import Ref
+    from transformer_trace.reports.gpt.checks import CacheMatchesRecomputation
+    from transformer_trace.sources import Ref
 
     check = CacheMatchesRecomputation(out=Ref("generate.cached_logits"), recomputed=Ref("generate.recomputed_logits"),
                                       ids=Ref("ids"), new_ids=Ref("generate.new_ids"))

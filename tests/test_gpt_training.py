@@ -1,4 +1,4 @@
-"""The GPT's bundled checkpoint: trained by `python -m generator train gpt`, reproducibly; loaded by --weights trained|random|PATH."""
+"""The GPT's bundled checkpoint: trained by `python -m transformer_trace train gpt`, reproducibly; loaded by --weights trained|random|PATH."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from dataclasses import asdict, fields
 import pytest
 import torch
 
-from generator.cli import main
-from generator.errors import UserError
-from generator.reports.gpt.training import (CHECKPOINT, TrainingConfig, bigram_bits_per_byte, corpus_bytes, load_record,
+from transformer_trace.cli import main
+from transformer_trace.errors import UserError
+from transformer_trace.reports.gpt.training import (CHECKPOINT, TrainingConfig, bigram_bits_per_byte, corpus_bytes, load_record,
                                             load_state, record_path, schedule_text, split)
-from models.gpt import GPT, GPTConfig
+from transformer_trace.models.gpt import GPT, GPTConfig
 from tests.conftest import run_report
 
 RECORD = load_record(CHECKPOINT)
@@ -28,7 +28,7 @@ def test_the_bundled_checkpoint_is_the_one_its_record_describes():
     assert hashlib.sha256(CHECKPOINT.read_bytes()).hexdigest() == RECORD["checkpoint_sha256"]
     assert hashlib.sha256(corpus_bytes()).hexdigest() == RECORD["corpus"]["sha256"]
     assert RECORD["model"] == asdict(GPTConfig())
-    # The record was made by the command's default recipe, so `python -m generator train gpt` remakes it.
+    # The record was made by the command's default recipe, so `python -m transformer_trace train gpt` remakes it.
     assert {**RECORD["training"], "betas": tuple(RECORD["training"]["betas"])} == asdict(TrainingConfig())
     assert len(RECORD["loss_curve"]) == RECORD["training"]["steps"]
     assert RECORD["held_out_bits_per_byte"] < RECORD["corpus"]["bigram_bits_per_byte"] < 8
@@ -149,7 +149,7 @@ def test_a_run_shorter_than_the_warm_up_says_it_never_reached_the_peak():
 
 
 def test_the_held_out_score_is_measured_once_per_weights_and_read_back_identical(tmp_path, monkeypatch):
-    from generator.reports.gpt import training
+    from transformer_trace.reports.gpt import training
 
     monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path))
     _, held_out = split(corpus_bytes())
@@ -179,7 +179,7 @@ def test_the_held_out_score_is_measured_once_per_weights_and_read_back_identical
 def test_a_held_out_score_begun_ahead_in_a_thread_is_the_one_measured_in_place(tmp_path, monkeypatch):
     """The GPT's held-out score is begun in a thread before the reports run (generator/build.py); the run takes that
     very float, measures nothing itself, and the thread has ended before the build forks its figure workers."""
-    from generator.reports.gpt import training
+    from transformer_trace.reports.gpt import training
 
     monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path))
     _, held_out = split(corpus_bytes())
@@ -200,7 +200,7 @@ def test_a_held_out_score_begun_ahead_in_a_thread_is_the_one_measured_in_place(t
 
 
 def test_beginning_the_gpts_score_ahead_leaves_every_seeded_weight_as_it_was(tmp_path, monkeypatch):
-    from generator.reports import REPORTS
+    from transformer_trace.reports import REPORTS
 
     monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path))
     gpt = REPORTS["gpt"]
@@ -222,7 +222,7 @@ def test_train_out_refuses_to_replace_a_json_of_the_users_beside_the_checkpoint(
 
 
 def test_train_out_keeps_the_old_checkpoint_when_its_record_cannot_be_written(tmp_path):
-    from generator.reports.gpt.training import save
+    from transformer_trace.reports.gpt.training import save
 
     out = tmp_path / "w.pt"
     out.write_bytes(b"old checkpoint")

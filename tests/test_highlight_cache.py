@@ -5,7 +5,7 @@ from __future__ import annotations
 import markdown
 import pymdownx.highlight
 
-from generator.site import highlight_cache
+from transformer_trace.site import highlight_cache
 
 PAGE = '''# Page
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
-from generator.text import fence_title, page_text
+from transformer_trace.cli import main
+from transformer_trace.text import fence_title, page_text
 from tests.test_plugin import ENV
 
 # Each file name breaks something when written raw: a fence and a tag, a table cell, a heading, a link, the page's
@@ -83,7 +83,7 @@ def test_no_built_page_holds_an_injected_element(site):
 
 @pytest.mark.browser
 def test_a_browser_runs_none_of_the_injected_script_and_shows_the_names(site, browser):
-    from generator.pdf import serve
+    from transformer_trace.pdf import serve
 
     dialogs: list[str] = []
     with serve(site / "site") as url:

@@ -11,7 +11,7 @@ import sys
 import pytest
 from PIL import Image
 
-from generator.reports.encoder_decoder.options import MAX_WORDS
+from transformer_trace.reports.encoder_decoder.options import MAX_WORDS
 from tests.conftest import ROOT
 from tests.test_cli import run_cli, snapshot_of
 
@@ -61,9 +61,9 @@ def test_sizes_that_cannot_work_are_refused_before_allocating(ed_docs, argv, mes
 
 
 def test_pdf_without_chromium_is_refused_before_anything_is_written(ed_docs, monkeypatch):
-    import generator.pdf
+    import transformer_trace.pdf
 
-    monkeypatch.setattr(generator.pdf.shutil, "which", lambda name: None)
+    monkeypatch.setattr(transformer_trace.pdf.shutil, "which", lambda name: None)
     before = snapshot_of(ed_docs)
     result = run_cli("build", "--model", "encoder-decoder", "--src", "a different sentence", "--pdf", "--out", str(ed_docs))
     assert result.returncode == 2 and "PDF export needs a Chromium browser" in result.stderr
@@ -84,7 +84,7 @@ def test_special_files_as_images_are_named_for_what_they_are(tmp_path, make, mes
 
 def test_control_and_override_characters_never_reach_pages_or_the_terminal(tmp_path):
     docs = tmp_path / "docs"
-    command = [sys.executable, "-m", "generator", "build", "--model", "encoder-decoder", "-q", "--out", str(docs),
+    command = [sys.executable, "-m", "transformer_trace", "build", "--model", "encoder-decoder", "-q", "--out", str(docs),
                "--src", f"alpha{CONTROL} beta gamma", "--tgt", f"one \u202etwo\x1b three"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -124,6 +124,6 @@ def test_an_option_of_another_report_is_refused_not_ignored(ed_docs):
 
 def test_every_report_folder_is_ignored_by_git():
     ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
-    from generator.reports import REPORTS
+    from transformer_trace.reports import REPORTS
 
     assert all(f"docs/{key}/" in ignored for key in REPORTS)

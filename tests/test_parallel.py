@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.site import parallel
+from transformer_trace.site import parallel
 from tests.conftest import BUILD_ONLY, ROOT
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2,
@@ -109,7 +109,7 @@ def test_a_build_with_the_helper_writes_what_mkdocs_alone_writes(tmp_path, monke
         (shutil.copytree if (ROOT / "docs" / name).is_dir() else shutil.copyfile)(ROOT / "docs" / name, docs / name)
     alone, helped = tmp_path / "alone", tmp_path / "helped"
     build_in_process(config_for(tmp_path, docs, alone), monkeypatch, helper=False)
-    with caplog.at_level(logging.DEBUG, logger="generator"):
+    with caplog.at_level(logging.DEBUG, logger="transformer_trace"):
         build_in_process(config_for(tmp_path, docs, helped), monkeypatch, helper=True)
     taken = [r.getMessage() for r in caplog.records if r.getMessage().startswith("pages helper:")]
     assert len(taken) == 1 and not taken[0].startswith("pages helper: the HTML of 0 ") and not taken[0].endswith(" of 0"), taken
@@ -185,7 +185,7 @@ def test_a_stalled_helper_is_stopped_and_the_parent_does_its_work(monkeypatch):
 def test_the_helper_dies_with_its_parent(tmp_path):
     from tests.test_workers import alive, wait_gone
 
-    script = ("import time\nfrom generator.site.parallel import Helper\n"
+    script = ("import time\nfrom transformer_trace.site.parallel import Helper\n"
               "helper = Helper(lambda send: time.sleep(120))\nprint(helper.pid, flush=True)\ntime.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     child = set()
@@ -206,7 +206,7 @@ def test_the_helper_dies_with_its_parent(tmp_path):
 def test_pages_rendered_ahead_in_the_helper_give_what_a_full_build_gives(tmp_path, monkeypatch):
     """The serve process's path: pages rendered ahead from a staging folder (half of them in the helper), moved in,
     twice in a row (the second time, the nav of every page reflects state the helper sent back)."""
-    from generator.site.warm_site import WarmSite
+    from transformer_trace.site.warm_site import WarmSite
 
     monkeypatch.setenv("NO_MKDOCS_2_WARNING", "1")
     docs, served = tmp_path / "docs", tmp_path / "served"

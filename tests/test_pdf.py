@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from generator.reports import REPORTS
-from generator.errors import UserError
+from transformer_trace.reports import REPORTS
+from transformer_trace.errors import UserError
 
 if shutil.which("chromium") is None and os.environ.get("CI"):
     raise RuntimeError("CI needs Debian's chromium for the PDF tests: make test installs it (scripts/install-chromium.sh)")
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian
 
 @pytest.fixture(scope="module")
 def pdfs(built_site, tmp_path_factory) -> dict[str, Path]:
-    from generator.pdf import print_reports
+    from transformer_trace.pdf import print_reports
 
     out = tmp_path_factory.mktemp("pdf")
     return {path.stem: path for path in print_reports(built_site, out, list(REPORTS))}
@@ -67,7 +67,7 @@ def _is_cjk_or_symbol(ch: str) -> bool:
 
 @pytest.mark.parametrize("key", REPORTS)
 def test_pdf_embeds_only_the_fonts_the_print_view_names(pdfs, key):
-    from generator.pdf import PRINT_FONTS
+    from transformer_trace.pdf import PRINT_FONTS
 
     embedded, type3_text = _embedded_fonts(pdfs[key])
     unexpected = {f for f in embedded if not any(f.startswith(name) for name in PRINT_FONTS)}
@@ -118,17 +118,17 @@ def test_print_view_is_part_of_the_site_and_in_the_navigation(built_site):
 
 
 def test_a_missing_renderer_is_reported_in_one_line(monkeypatch):
-    import generator.pdf
+    import transformer_trace.pdf
 
-    monkeypatch.setattr(generator.pdf.shutil, "which", lambda name: None)
+    monkeypatch.setattr(transformer_trace.pdf.shutil, "which", lambda name: None)
     with pytest.raises(UserError, match="PDF export needs a Chromium browser .* apt-get install chromium"):
-        generator.pdf.find_chromium()
+        transformer_trace.pdf.find_chromium()
 
 
 def test_a_pdf_stays_linked_while_its_report_is_unchanged_and_goes_when_it_changes(tmp_path):
     """Regenerating with the same inputs keeps the PDF (the report is byte-identical); new inputs drop it."""
-    from generator.cli import main
-    from generator.landing import PDF_INDEX, report_digest
+    from transformer_trace.cli import main
+    from transformer_trace.landing import PDF_INDEX, report_digest
 
     docs = tmp_path / "docs"
     assert main(["build", "--model", "encoder-decoder", "--out", str(docs), "-q"]) == 0

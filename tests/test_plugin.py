@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
-from generator.site.configured import PATH_OPTIONS
-from generator.reports import REPORTS
+from transformer_trace.cli import main
+from transformer_trace.site.configured import PATH_OPTIONS
+from transformer_trace.reports import REPORTS
 from tests.conftest import ROOT
 
 ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
@@ -262,7 +262,7 @@ def test_path_options_known_without_torch_match_the_report_options():
 
 
 def test_mkdocs_yml_reads_the_vit_weights_from_the_environment_and_paths_are_relative_to_it(tmp_path, monkeypatch):
-    from generator.site.configured import declaration, plugin_reports
+    from transformer_trace.site.configured import declaration, plugin_reports
 
     monkeypatch.delenv("TT_VIT_WEIGHTS", raising=False)
     assert plugin_reports(ROOT / "mkdocs.yml")["vit"]["weights"] == "random"

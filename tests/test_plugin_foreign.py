@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
-from generator.site.site_nav import navigation
+from transformer_trace.cli import main
+from transformer_trace.site.site_nav import navigation
 from tests.test_plugin import ENV, state
 
 README_CONFIG = """site_name: Mine

@@ -56,8 +56,8 @@ def test_an_input_found_bad_while_generating_names_the_reports_mkdocs_yml_key(tm
 
 
 def test_a_refusal_no_reports_input_caused_names_the_reports_being_generated(tmp_path):
-    from generator.errors import UserError
-    from generator.site.plugin import _naming_its_report
+    from transformer_trace.errors import UserError
+    from transformer_trace.site.plugin import _naming_its_report
 
     config = str(tmp_path / "mkdocs.yml")
     assert _naming_its_report(UserError("docs is a file"), ["gpt", "vit"], config) == (

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from generator.places import Place, layer_pattern
-from generator.reports import REPORTS
-from generator.sources import Ref
-from models.legend import Legend, Offset, Quotient
-from models.recording import Point, declared_points
+from transformer_trace.places import Place, layer_pattern
+from transformer_trace.reports import REPORTS
+from transformer_trace.sources import Ref
+from transformer_trace.models.legend import Legend, Offset, Quotient
+from transformer_trace.models.recording import Point, declared_points
 
 CATALOGUES = {key: importlib.import_module(type(report.options()).__module__.rsplit(".", 1)[0] + ".catalogue")
               for key, report in REPORTS.items()}
@@ -151,7 +151,7 @@ def test_a_point_renamed_in_the_model_renames_every_reference_to_it(key, monkeyp
 
 
 def test_a_place_refuses_a_point_its_class_does_not_declare():
-    from models.encoder_decoder import MLP
+    from transformer_trace.models.encoder_decoder import MLP
 
     with pytest.raises(AttributeError, match="MLP declares no record point Q .*its points: INPUT, FC1, HIDDEN, OUT"):
         Place("{enc}.mlp", MLP).Q
@@ -208,7 +208,7 @@ def test_sizes_derive_what_follows_and_refuse_what_is_unknown_or_missing():
 
 
 def test_the_trace_binds_derived_sizes_from_the_models_relations_only():
-    from generator.trace.verify import bind_dims
+    from transformer_trace.trace.verify import bind_dims
 
     named = [(("B", "N1", "C"), (1, 5, 8)), (("B", "h", "N1", "hs"), (1, 2, 5, 4))]
     with_relations = Legend({"B": "", "N": "", "N1": "", "C": "", "h": "", "hs": ""},
@@ -234,7 +234,7 @@ def test_a_legend_is_read_from_the_model_files_docstring_table():
 
 
 def test_a_layer_pattern_matches_the_point_at_every_layer_and_captures_the_layer():
-    from models.vit import SelfAttention
+    from transformer_trace.models.vit import SelfAttention
 
     ref = Place("blocks.{layer}.attn", SelfAttention).PROBS
     pattern = layer_pattern(ref, "layer")

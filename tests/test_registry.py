@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main, parser
-from generator.reports import REPORTS
+from transformer_trace.cli import main, parser
+from transformer_trace.reports import REPORTS
 from tests.conftest import ROOT
 
 REPORT_NAME = re.compile(r"""["'](%s)["']""" % "|".join(re.escape(key) for key in REPORTS))
@@ -20,14 +20,14 @@ REPORT_NAME = re.compile(r"""["'](%s)["']""" % "|".join(re.escape(key) for key i
 PACKAGES = sorted(path.parent.name for path in (ROOT / "generator" / "reports").glob("*/__init__.py"))  # report folders
 MODEL_FILES = {path.stem for path in (ROOT / "models").glob("*.py") if path.stem not in ("__init__", "recording", "legend")}
 REPORT_WORDS = {*REPORTS, *PACKAGES, *MODEL_FILES}
-DOTTED = re.compile(r"\b(?:generator\.reports|models)\.(%s)\b"
+DOTTED = re.compile(r"\b(?:transformer_trace\.reports|models)\.(%s)\b"
                     % "|".join(re.escape(word) for word in sorted(REPORT_WORDS)))
 
 
 def names_a_report(path: Path) -> list[str]:
     """Where a generic file names a report: a quoted key, an import of (or a dotted path into) a report's folder or
     model module, or a Python name that is a report's folder or model module (``vit = ...``,
-    ``from models import gpt``). Comments and prose in strings (help texts, docstrings) may mention reports."""
+    ``from transformer_trace.models import gpt``). Comments and prose in strings (help texts, docstrings) may mention reports."""
     text = path.read_text(encoding="utf-8")
     found = [f"{path.name}: {m[0]}" for m in REPORT_NAME.finditer(text)]
     if path.suffix == ".j2":
@@ -49,12 +49,12 @@ def test_outside_the_reports_folder_no_generator_file_names_a_report():
     places = [*(ROOT / "generator").rglob("*.py"), *(ROOT / "generator").rglob("*.j2"),
               *(ROOT / "benchmarks").rglob("*.py")]
     naming = sorted(hit for path in places if not path.is_relative_to(reports_folder) for hit in names_a_report(path))
-    assert naming == [], f"these files name reports instead of using generator.reports.REPORTS: {naming}"
+    assert naming == [], f"these files name reports instead of using transformer_trace.reports.REPORTS: {naming}"
 
 
 @pytest.mark.parametrize("line", [
-    'key = "vit"', "from models.vit import VisionTransformer", "import models.gpt", "from generator.reports import gpt",
-    "vit = dict(rows)", 'importlib.import_module("generator.reports.encoder_decoder.runner")',
+    'key = "vit"', "from transformer_trace.models.vit import VisionTransformer", "import transformer_trace.models.gpt", "from transformer_trace.reports import gpt",
+    "vit = dict(rows)", 'importlib.import_module("transformer_trace.reports.encoder_decoder.runner")',
 ])
 def test_the_guard_catches_keys_imports_and_names(line, tmp_path):
     path = tmp_path / "generic.py"
@@ -76,7 +76,7 @@ def test_the_catalogue_names_only_declared_record_points_for_every_layer(key):
 
 def shape_mismatches(run, declared) -> list[str]:
     """Recorded tensors whose shape is not their declared named shape in the run's sizes (or that are not declared)."""
-    from generator.catalogue import parse_dimension
+    from transformer_trace.catalogue import parse_dimension
 
     wrong = []
     for name, entry in run.recording.items():
@@ -99,7 +99,7 @@ def test_a_recorded_pass_records_exactly_the_declared_points_with_their_declared
 def test_a_changed_declared_shape_is_caught(key, runs, monkeypatch):
     """Declarations are the one source of shapes: change one (two axes swapped) and the recorded pass, the page's
     expected shape and the registry check all disagree with it."""
-    from generator.render import build_pages
+    from transformer_trace.render import build_pages
 
     run, report = runs[key], REPORTS[key]
     snap = next(s for s in report.snapshots if s.shape is None and len(set(run.declared[run.name(s.main)].shape)) > 1)
@@ -123,8 +123,8 @@ def test_a_changed_declared_shape_is_caught(key, runs, monkeypatch):
 
 @pytest.mark.parametrize("key", REPORTS)
 def test_every_snapshot_shape_uses_the_report_dimensions(key, runs):
-    from generator.catalogue import parse_dimension
-    from generator.render import named_shape
+    from transformer_trace.catalogue import parse_dimension
+    from transformer_trace.render import named_shape
 
     run = runs[key]
     for snap in REPORTS[key].snapshots:
@@ -134,7 +134,7 @@ def test_every_snapshot_shape_uses_the_report_dimensions(key, runs):
 @pytest.mark.parametrize("key", REPORTS)
 def test_option_defaults_come_from_the_options_dataclass(key):
     args = parser().parse_args(["build", "--model", key])
-    from generator.arguments import report_options
+    from transformer_trace.arguments import report_options
 
     opts = report_options(args)[key]
     assert opts == REPORTS[key].options()
@@ -184,7 +184,7 @@ def test_every_snapshot_page_links_its_guiding_questions_and_every_question_is_l
 
 def test_a_report_without_its_own_templates_still_renders(tmp_path, runs):
     """A contributor adding a report sees pages at once: generic text stands in for missing explanations."""
-    from generator.render import render_report
+    from transformer_trace.render import render_report
 
     base = REPORTS["encoder-decoder"]
     bare = dataclasses.replace(base, key="new-report", title="A new report", templates=None)
@@ -198,7 +198,7 @@ def test_a_report_without_its_own_templates_still_renders(tmp_path, runs):
 @pytest.mark.parametrize("key", REPORTS)
 def test_every_snapshot_and_question_has_its_own_explanation_and_answers(key):
     """Generic text is a stand-in for a report being written, not for a finished one: remove a block and this fails."""
-    from generator.render import missing_blocks
+    from transformer_trace.render import missing_blocks
 
     assert missing_blocks(REPORTS[key]) == []
 
@@ -209,7 +209,7 @@ def test_the_build_names_the_snapshot_whose_explanation_falls_back(key, runs, tm
     import re
     import shutil
 
-    from generator import render
+    from transformer_trace import render
 
     report = REPORTS[key]
     snap = report.snapshots[len(report.snapshots) // 2]
@@ -222,7 +222,7 @@ def test_the_build_names_the_snapshot_whose_explanation_falls_back(key, runs, tm
     explain.write_text(removed, encoding="utf-8")
     report = dataclasses.replace(report, templates=templates)  # the same report with its templates elsewhere
     assert render.missing_blocks(report) == [f"{report.label(snap.number)} (no block s{snap.number} in explain.md.j2)"]
-    with caplog.at_level(logging.WARNING, logger="generator"):
+    with caplog.at_level(logging.WARNING, logger="transformer_trace"):
         pages = render.render_report(report, runs[key], tmp_path / "out")
     assert f"{key}: generic text stands in for 1 explanations or answers: {report.label(snap.number)}" in caplog.text
     page = next(p for p in pages if p.snap is snap)
@@ -234,7 +234,7 @@ def test_the_build_names_the_snapshot_whose_explanation_falls_back(key, runs, tm
 
 def parts_of(report) -> dict:
     """Every part of ``report`` by name, as ``Report.declare`` takes them."""
-    from generator.catalogue import Report
+    from transformer_trace.catalogue import Report
 
     return {f.name: getattr(report, f.name) for f in fields(Report)}
 
@@ -246,8 +246,8 @@ def parts_of(report) -> dict:
     ("start", "no part named 'start'"),
 ])
 def test_a_misnamed_part_is_an_error_naming_the_report_and_the_part(key, wrong, message):
-    from generator.catalogue import Report
-    from generator.report_parts import ReportError
+    from transformer_trace.catalogue import Report
+    from transformer_trace.report_parts import ReportError
 
     parts = parts_of(REPORTS[key]) | {wrong: None}
     with pytest.raises(ReportError, match=re.escape(f"report {key!r}: {message}")):
@@ -257,8 +257,8 @@ def test_a_misnamed_part_is_an_error_naming_the_report_and_the_part(key, wrong, 
 @pytest.mark.parametrize("key", REPORTS)
 @pytest.mark.parametrize("required", ["runner", "options", "snapshots"])
 def test_a_missing_required_part_is_an_error_naming_it(key, required):
-    from generator.catalogue import Report
-    from generator.report_parts import ReportError
+    from transformer_trace.catalogue import Report
+    from transformer_trace.report_parts import ReportError
 
     parts = parts_of(REPORTS[key])
     del parts[required]
@@ -274,13 +274,13 @@ def _main_without_seed(steps, out):
     ("runner", lambda report: None, "runner must be a callable run(report, opts)"),
     ("starter", "later", "starter must be None or a callable start(report, opts)"),
     ("templates", Path("/no/such/folder"), "templates must be None or the Path of an existing folder"),
-    ("trace", {"keyword": "BREAKPOINT"}, "trace must be None or a generator.trace.verify.TraceSpec"),
+    ("trace", {"keyword": "BREAKPOINT"}, "trace must be None or a transformer_trace.trace.verify.TraceSpec"),
     ("trace_inputs", {"prompt_ids": "values"}, "trace_inputs must be a mapping"),
     ("training", _main_without_seed, "training must be None or a Training"),
     ("benchmark", object(), "benchmark must be None or a Benchmark"),
 ])
 def test_an_optional_or_required_part_of_the_wrong_kind_is_refused_when_the_report_is_made(part, value, message):
-    from generator.report_parts import ReportError
+    from transformer_trace.report_parts import ReportError
 
     with pytest.raises(ReportError, match=re.escape(f"report 'gpt': {part} must be")) as refused:
         dataclasses.replace(REPORTS["gpt"], **{part: value})
@@ -288,7 +288,7 @@ def test_an_optional_or_required_part_of_the_wrong_kind_is_refused_when_the_repo
 
 
 def test_a_training_whose_main_does_not_take_the_command_s_arguments_is_refused():
-    from generator.report_parts import ReportError, Training
+    from transformer_trace.report_parts import ReportError, Training
 
     training = dataclasses.replace(REPORTS["gpt"].training, main=_main_without_seed)
     with pytest.raises(ReportError, match=r"report 'gpt': training must be None or a Training whose main is a "
@@ -301,8 +301,8 @@ def test_a_training_whose_main_does_not_take_the_command_s_arguments_is_refused(
 def test_a_misspelt_catalogue_name_is_refused_not_ignored(tmp_path):
     import types
 
-    from generator.catalogue import Report
-    from generator.report_parts import ReportError
+    from transformer_trace.catalogue import Report
+    from transformer_trace.report_parts import ReportError
 
     report = REPORTS["encoder-decoder"]
     catalogue = types.ModuleType("misspelt.catalogue")
@@ -320,12 +320,12 @@ def test_a_misspelt_catalogue_name_is_refused_not_ignored(tmp_path):
 
 
 def test_register_takes_only_report_objects_and_refuses_a_taken_key():
-    from generator.registry import Registry
-    from generator.report_parts import ReportError
-    from generator.reports import register
+    from transformer_trace.registry import Registry
+    from transformer_trace.report_parts import ReportError
+    from transformer_trace.reports import register
 
     registry = Registry("report", REPORTS.items())
-    with pytest.raises(ReportError, match="register: a report must be a generator.catalogue.Report"):
+    with pytest.raises(ReportError, match="register: a report must be a transformer_trace.catalogue.Report"):
         register(parts_of(REPORTS["vit"]), registry)
     with pytest.raises(ValueError, match="two reports are named 'vit'"):
         register(REPORTS["vit"], registry)
@@ -337,7 +337,7 @@ def test_register_takes_only_report_objects_and_refuses_a_taken_key():
 def test_every_registered_report_declares_its_optional_parts_explicitly(key):
     """What a report adds is on the object, not found by file names: its folder's files and its parts agree."""
     report = REPORTS[key]
-    package = next(p for p in PACKAGES if f"generator.reports.{p}." in report.runner.__module__ + ".")
+    package = next(p for p in PACKAGES if f"transformer_trace.reports.{p}." in report.runner.__module__ + ".")
     folder = ROOT / "generator" / "reports" / package
     for part, file in [("trace", "trace.py"), ("training", "training.py"), ("benchmark", "benchmark.py")]:
         assert (getattr(report, part) is not None) == (folder / file).is_file(), \
@@ -353,7 +353,7 @@ FIFTH_MODEL = '''
 import torch
 from torch import nn
 
-from models.recording import Point, name_modules, record
+from transformer_trace.models.recording import Point, name_modules, record
 
 
 class Tiny(nn.Module):
@@ -378,11 +378,11 @@ from dataclasses import dataclass
 
 import torch
 
-from generator.catalogue import Question, Report, Snapshot, Stage
-from generator.checks import LinearOf
-from generator.options import RunOptions
-from generator.run import ModelRun
-from generator.sources import ModuleRef, Ref
+from transformer_trace.catalogue import Question, Report, Snapshot, Stage
+from transformer_trace.checks import LinearOf
+from transformer_trace.options import RunOptions
+from transformer_trace.run import ModelRun
+from transformer_trace.sources import ModuleRef, Ref
 from tiny_model import Tiny
 
 
@@ -407,7 +407,7 @@ class TinyOptions(RunOptions):
 
 
 def run(report: Report, opts: TinyOptions) -> ModelRun:
-    from models.recording import recording
+    from transformer_trace.models.recording import recording
 
     torch.manual_seed(opts.seed)
     model, x = Tiny().eval(), torch.arange(4.0).view(1, 4)
@@ -438,10 +438,10 @@ def test_a_fifth_report_in_a_temporary_folder_is_a_model_file_one_object_and_one
     Report, one line registering it; the project's own build then writes its pages and snapshots.json."""
     import json
 
-    from generator.build import build
-    from generator.progress import Progress
-    from generator.registry import Registry
-    from generator.reports import register
+    from transformer_trace.build import build
+    from transformer_trace.progress import Progress
+    from transformer_trace.registry import Registry
+    from transformer_trace.reports import register
 
     (tmp_path / "tiny_model.py").write_text(FIFTH_MODEL, encoding="utf-8")
     (tmp_path / "tiny_report").mkdir()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.reports import REPORTS
+from transformer_trace.reports import REPORTS
 from tests.conftest import ROOT
 
 ALL_SNAPSHOTS = [(key, snap.number) for key, report in REPORTS.items() for snap in report.snapshots]
@@ -107,7 +107,7 @@ def test_each_check_detects_a_corrupted_tensor(key, number, runs):
 
     import torch
 
-    from generator.indexing import parse_index
+    from transformer_trace.indexing import parse_index
 
     run = runs[key]
     snap = next(s for s in REPORTS[key].snapshots if s.number == number)
@@ -159,9 +159,9 @@ def test_a_stage_pages_check_column_says_what_the_checks_status_is(status, cell)
 
     import torch
 
-    from generator.checks import CheckResult
-    from generator.render import environment
-    from generator.tensors import TensorView
+    from transformer_trace.checks import CheckResult
+    from transformer_trace.render import environment
+    from transformer_trace.tensors import TensorView
 
     check = CheckResult("rows sum to 1", status == "passed", "", status=status)
     page = SimpleNamespace(label="S13", path="attention/13-probs.md", snap=SimpleNamespace(title="Attention", variable="attn"),

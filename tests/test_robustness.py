@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from generator.cli import main
-from generator.progress import Progress
-from generator.reports import REPORTS
+from transformer_trace.cli import main
+from transformer_trace.progress import Progress
+from transformer_trace.reports import REPORTS
 from tests.conftest import ROOT, mkdocs_build
 from tests.test_cli import run_cli, snapshot_of
 
@@ -79,7 +79,7 @@ def test_unicode_words_are_kept_in_pages_and_figures(hostile_docs):
     ("שלום", "םולש"),             # right-to-left: put in visual order for left-to-right layout
 ])
 def test_figure_labels_show_user_words_literally(word, shown):
-    from generator.figures import visual_order
+    from transformer_trace.figures import visual_order
 
     assert visual_order(word) == shown
 
@@ -143,7 +143,7 @@ def test_unknown_names_are_refused(vit_site, args, message):
                                    [b"--model", b"encoder-decoder", b"--src", b"ok", b"--tgt", b"\xff\xfe"]], ids=["prompt", "tgt"])
 def test_text_that_is_not_utf8_is_refused_in_one_line(tmp_path, flags):
     """Bytes that are not UTF-8 in argv (Python keeps them as lone surrogates) cannot be written to a page."""
-    result = subprocess.run([sys.executable.encode(), b"-m", b"generator", b"build", *flags, b"--out", str(tmp_path / "docs").encode()],
+    result = subprocess.run([sys.executable.encode(), b"-m", b"transformer_trace", b"build", *flags, b"--out", str(tmp_path / "docs").encode()],
                             cwd=ROOT, capture_output=True, timeout=300)
     err = result.stderr.decode("utf-8", "replace")
     assert result.returncode == 2 and err.count("\n") == 1 and "is not valid UTF-8 text" in err, err
@@ -220,6 +220,6 @@ def test_progress_bar_on_a_terminal_and_silence_otherwise():
 def test_quiet_prints_nothing_and_verbose_logs_each_step(tmp_path):
     quiet = run_cli("build", "--model", "encoder-decoder", "--out", str(tmp_path / "q"), "--quiet")
     assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""
-    result = subprocess.run([sys.executable, "-m", "generator", "build", "--model", "encoder-decoder", "--out", str(tmp_path / "v"), "--verbose"], capture_output=True, text=True, cwd=ROOT)
+    result = subprocess.run([sys.executable, "-m", "transformer_trace", "build", "--model", "encoder-decoder", "--out", str(tmp_path / "v"), "--verbose"], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0
     assert "forward pass on cpu recorded" in result.stderr and "43 pages, 43 checks passed" in result.stderr

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from generator.cli import main
-from generator.reports import REPORTS
-from generator.tensor_data import exploration_names
+from transformer_trace.cli import main
+from transformer_trace.reports import REPORTS
+from transformer_trace.tensor_data import exploration_names
 from tests.conftest import run_report
 
 

@@ -1,4 +1,4 @@
-"""`python -m generator serve`: the regenerate API, the form in a real browser, live reload, Ctrl-C.
+"""`python -m transformer_trace serve`: the regenerate API, the form in a real browser, live reload, Ctrl-C.
 
 One server runs in a subprocess (as `make serve` runs it) on a free port, over a docs folder the CLI
 generated into a temporary folder (the encoder-decoder and GPT reports); the tests talk to it over HTTP.
@@ -32,11 +32,11 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
-from generator.reports import REPORTS
-from generator.site.api import ApiError, build_argv
-from generator.site.forms import SiteForms
-from generator.site.events import MAX_EVENT_STREAMS
+from transformer_trace.cli import main
+from transformer_trace.reports import REPORTS
+from transformer_trace.site.api import ApiError, build_argv
+from transformer_trace.site.forms import SiteForms
+from transformer_trace.site.events import MAX_EVENT_STREAMS
 from tests.conftest import BUILD_ONLY, ROOT
 
 ED = "encoder-decoder"
@@ -123,7 +123,7 @@ def served(tmp_path_factory) -> Server:
     config = work / "mkdocs.yml"
     config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nsite_dir: {site}\n{BUILD_ONLY}", encoding="utf-8")
     stderr = work / "stderr.txt"
-    proc = subprocess.Popen([sys.executable, "-m", "generator", "serve", "--port", "0", "--docs", str(docs), "--config", str(config), "-q"],
+    proc = subprocess.Popen([sys.executable, "-m", "transformer_trace", "serve", "--port", "0", "--docs", str(docs), "--config", str(config), "-q"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr.open("wb"), text=True,
                             env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     line = proc.stdout.readline()  # "serving http://127.0.0.1:PORT/ (Ctrl-C stops)" once the site is built
@@ -143,8 +143,8 @@ def served(tmp_path_factory) -> Server:
 def test_static_site_shows_the_cli_command_and_no_form(served, browser):
     html = (served.site / ED / "index.html").read_text(encoding="utf-8")
     assert 'class="tt-regenerate"' in html and "tt-form" not in html
-    assert "python -m generator build --model encoder-decoder --seed 7 --layer 1" in html_text(html)  # the default inputs
-    from generator.pdf import serve as static_server
+    assert "python -m transformer_trace build --model encoder-decoder --seed 7 --layer 1" in html_text(html)  # the default inputs
+    from transformer_trace.pdf import serve as static_server
 
     with static_server(served.site) as url:  # a plain static host, as GitHub Pages would be
         page = browser.new_page()
@@ -158,7 +158,7 @@ def test_static_site_shows_the_cli_command_and_no_form(served, browser):
             page.wait_for_timeout(300)
             assert page.locator(".tt-regenerate").is_visible()
             assert page.locator("form.tt-form").count() == 0
-        assert "python -m generator build --model encoder-decoder" in page.locator(".tt-regenerate").inner_text()
+        assert "python -m transformer_trace build --model encoder-decoder" in page.locator(".tt-regenerate").inner_text()
         assert not [r for r in requests if "/api/" in r], "a static page must not call the API"
         assert not problems, problems
         page.close()
@@ -319,7 +319,7 @@ def test_the_api_never_names_a_server_side_file_or_a_download(served, tmp_path):
     and answers the same whether or not a file of the given name exists."""
     docs_before = tree_digest(served.docs)
     refused = ("the API cannot name server-side files or download weights, so weights can only be random here; "
-               "the CLI can: python -m generator build --weights ...")
+               "the CLI can: python -m transformer_trace build --weights ...")
     for weights in ("/etc/passwd", str(tmp_path / "no such file.pt"), "imagenet", "Random"):
         status, data = post_json(served.url, {"model": "vit", "weights": weights})
         assert (status, data) == (400, {"error": refused}), weights
@@ -339,8 +339,8 @@ def test_path_options_are_uploads_and_free_text_options_need_an_allow_list():
     from pathlib import Path as PathType
     from types import SimpleNamespace
 
-    from generator.options import RunOptions, option
-    from generator.site.forms import forms_of
+    from transformer_trace.options import RunOptions, option
+    from transformer_trace.site.forms import forms_of
 
     @dataclass(frozen=True)
     class FutureOptions(RunOptions):
@@ -441,7 +441,7 @@ def _break_get_context(monkeypatch):
 @pytest.mark.parametrize("render_ahead", [False, True], ids=["no-get_context", "no-get_context-ahead"])
 def test_a_mkdocs_without_the_internals_gets_full_builds(tmp_path, monkeypatch, caplog, render_ahead):
     """Partial builds run MkDocs' steps for one page; a MkDocs 1.x whose page API changed must still update the site, fully."""
-    from generator.site.warm_site import WarmSite
+    from transformer_trace.site.warm_site import WarmSite
 
     docs, site_dir = tmp_path / "docs", tmp_path / "site"
     docs.mkdir()
@@ -455,7 +455,7 @@ def test_a_mkdocs_without_the_internals_gets_full_builds(tmp_path, monkeypatch, 
         (docs / "index.md").write_text("# Home\n\nsecond words\n", encoding="utf-8")
         assert site.update().kind == "pages"  # this MkDocs has them: page by page
         _break_get_context(monkeypatch)
-        with caplog.at_level(logging.WARNING, logger="generator"):
+        with caplog.at_level(logging.WARNING, logger="transformer_trace"):
             if render_ahead:
                 staging = tmp_path / "staging"
                 staging.mkdir()
@@ -626,8 +626,8 @@ def test_a_hand_edited_page_gets_an_answer_the_browser_can_act_on(served):
 
 
 def test_a_link_to_outside_the_project_is_not_published(tmp_path):
-    from generator.errors import UserError
-    from generator.site.server import WarmServer, refuse_links_outside
+    from transformer_trace.errors import UserError
+    from transformer_trace.site.server import WarmServer, refuse_links_outside
 
     docs = tmp_path / "project" / "docs"
     (docs / "notes").mkdir(parents=True)
@@ -640,7 +640,7 @@ def test_a_link_to_outside_the_project_is_not_published(tmp_path):
     (docs / "notes" / "leak.md").symlink_to(tmp_path / "secret.md")
     with pytest.raises(UserError, match=r"leak.md: a symbolic link to a place outside the project"):
         refuse_links_outside(state.docs, state.config.parent)
-    result = subprocess.run([sys.executable, "-m", "generator", "serve", "--port", "0", "--docs", str(docs), "--config", str(config), "-q"],
+    result = subprocess.run([sys.executable, "-m", "transformer_trace", "serve", "--port", "0", "--docs", str(docs), "--config", str(config), "-q"],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "outside the project" in result.stderr, result.stderr
 
@@ -651,10 +651,10 @@ def test_a_link_to_outside_the_project_is_not_published(tmp_path):
 @pytest.fixture()
 def quick_server(tmp_path, monkeypatch):
     """The HTTP layer of `serve` in this process, with a 1.5 s body deadline and a regeneration that takes 0.2 s."""
-    import generator.site.http_handler
-    import generator.site.server as serve_module
+    import transformer_trace.site.http_handler
+    import transformer_trace.site.server as serve_module
 
-    monkeypatch.setattr(generator.site.http_handler, "BODY_TIMEOUT", 1.5)
+    monkeypatch.setattr(transformer_trace.site.http_handler, "BODY_TIMEOUT", 1.5)
     (tmp_path / "site").mkdir()
     state = serve_module.WarmServer(tmp_path / "docs", tmp_path / "mkdocs.yml", reports=REPORTS)
     state.site = types.SimpleNamespace(site=tmp_path / "site", close=lambda: None)
@@ -766,7 +766,7 @@ def test_ctrl_c_during_a_regeneration_stops_cleanly(served):
 
 
 def test_a_client_gone_before_its_answer_is_not_reported_and_another_failure_is_one_log_line(capsys, caplog):
-    from generator.site.http_handler import QuietServer
+    from transformer_trace.site.http_handler import QuietServer
 
     server = QuietServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
     try:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.cli import main
-from generator.errors import UserError
-from generator.site_folder import locate_site
+from transformer_trace.cli import main
+from transformer_trace.errors import UserError
+from transformer_trace.site_folder import locate_site
 
 SITE_COMMANDS = (["build"], ["trace", "model.py"], ["serve"], ["pdf"])
 

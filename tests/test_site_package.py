@@ -70,15 +70,15 @@ def _import_circles() -> list[list[str]]:
 
 def test_the_site_package_and_the_command_line_import_no_circle():
     mine = [group for group in _import_circles()
-            if any(name.startswith("generator.site") or name in ("generator.cli", "generator.arguments") for name in group)]
+            if any(name.startswith("transformer_trace.site") or name in ("transformer_trace.cli", "transformer_trace.arguments") for name in group)]
     assert mine == []
-    importers_of_cli = [_module(path) for path in sorted(SITE.glob("*.py")) if _imports(path, {"generator.cli"})]
+    importers_of_cli = [_module(path) for path in sorted(SITE.glob("*.py")) if _imports(path, {"transformer_trace.cli"})]
     assert importers_of_cli == []  # not even inside a function
 
 
 def test_importing_the_site_machinery_imports_no_cli_no_report_and_no_pytorch():
     modules = sorted(_module(p) for p in SITE.glob("*.py"))
-    code = f"import sys\nfor m in {modules!r}: __import__(m)\nprint(sorted(m for m in ('generator.cli', 'generator.reports', 'torch') if m in sys.modules))"
+    code = f"import sys\nfor m in {modules!r}: __import__(m)\nprint(sorted(m for m in ('transformer_trace.cli', 'transformer_trace.reports', 'torch') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-import generator.site.staging
-from generator.cli import main
-from generator.reports import REPORTS
-from generator.site.staging import LOCK, MANIFEST, staged_output
+import transformer_trace.site.staging
+from transformer_trace.cli import main
+from transformer_trace.reports import REPORTS
+from transformer_trace.site.staging import LOCK, MANIFEST, staged_output
 from tests.conftest import ROOT
 from tests.test_cli import run_cli
 
@@ -50,7 +50,7 @@ def leftovers(docs: Path) -> list[str]:
 
 
 def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "generator", "build", "--model", "encoder-decoder", *args]
+    return [sys.executable, "-m", "transformer_trace", "build", "--model", "encoder-decoder", *args]
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +191,7 @@ def test_a_staging_or_trash_folder_the_generator_did_not_make_is_neither_used_no
     before = digests(planted)
     ours = docs / ".trash-left-by-a-killed-build"
     ours.mkdir()
-    generator.site.staging._mark_ours(ours)
+    transformer_trace.site.staging._mark_ours(ours)
 
     result = run_cli("build", "--model", "encoder-decoder", "--src", "a different sentence", "--out", str(docs))
 
@@ -302,13 +302,13 @@ def test_ctrl_c_during_a_build_changes_nothing_and_leaves_nothing(docs):
 
 
 def test_ctrl_c_during_the_swap_waits_until_the_new_site_is_live(docs, monkeypatch):
-    swap = generator.site.staging._swap
+    swap = transformer_trace.site.staging._swap
 
     def ctrl_c_then_swap(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGINT)  # delivered at once to this (main) thread, unless held back
         return swap(*args, **kwargs)
 
-    monkeypatch.setattr(generator.site.staging, "_swap", ctrl_c_then_swap)
+    monkeypatch.setattr(transformer_trace.site.staging, "_swap", ctrl_c_then_swap)
     result = run_cli("build", "--model", "encoder-decoder", "--src", "a different sentence", "--out", str(docs))
     assert result.returncode == 130
     assert result.stderr == f"interrupted after the new site was written: {docs} holds the new reports\n"
@@ -321,15 +321,15 @@ def test_ctrl_c_during_the_swap_waits_until_the_new_site_is_live(docs, monkeypat
 KILL_DURING_SWAP = """
 import os, sys
 from pathlib import Path
-import generator.site.staging
-from generator.cli import main
+import transformer_trace.site.staging
+from transformer_trace.cli import main
 
 real_replace = os.replace
 def replace(src, dst):
     if Path(src).parent.name.startswith(".staging-") and not Path(src).name.startswith("."):
         os._exit(9)  # the old report is in the trash, the new one not yet in place: as if killed right here
     real_replace(src, dst)
-generator.site.staging.os.replace = replace
+transformer_trace.site.staging.os.replace = replace
 main(["build", "--model", "encoder-decoder", "--src", "a different sentence", "--out", sys.argv[1], "-q"])
 """
 
@@ -348,18 +348,18 @@ def test_a_build_killed_during_its_swap_is_finished_by_the_next(docs):
 
 
 def test_files_pdf_export_writes_are_recorded_so_the_next_build_goes_ahead(docs, monkeypatch, tmp_path):
-    import generator.pdf
+    import transformer_trace.pdf
 
     def print_reports(site, out_dir, reports):
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "encoder-decoder.pdf").write_bytes(b"%PDF-1.7 stand-in")
         return [out_dir / "encoder-decoder.pdf"]
 
-    monkeypatch.setattr(generator.pdf, "find_chromium", lambda: "chromium")
-    monkeypatch.setattr(generator.pdf, "site_dir", lambda config, docs: tmp_path / "site")
-    monkeypatch.setattr(generator.pdf, "_mkdocs_build", lambda config: None)
-    monkeypatch.setattr(generator.pdf, "print_reports", print_reports)
-    generator.pdf.export(docs, tmp_path / "mkdocs.yml", REPORTS, quiet=True)  # rewrites docs/index.md to link the PDF
+    monkeypatch.setattr(transformer_trace.pdf, "find_chromium", lambda: "chromium")
+    monkeypatch.setattr(transformer_trace.pdf, "site_dir", lambda config, docs: tmp_path / "site")
+    monkeypatch.setattr(transformer_trace.pdf, "_mkdocs_build", lambda config: None)
+    monkeypatch.setattr(transformer_trace.pdf, "print_reports", print_reports)
+    transformer_trace.pdf.export(docs, tmp_path / "mkdocs.yml", REPORTS, quiet=True)  # rewrites docs/index.md to link the PDF
     recorded = json.loads((docs / MANIFEST).read_text(encoding="utf-8"))["generated"]
     assert set(recorded["pdf"]) == {"encoder-decoder.pdf", "index.json"}
     assert "pdf/encoder-decoder.pdf" in (docs / "index.md").read_text(encoding="utf-8")

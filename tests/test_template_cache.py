@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jinja2
 
-from generator.template_cache import use_template_cache
+from transformer_trace.template_cache import use_template_cache
 
 
 def render(folder, text: str, **options) -> str:
@@ -39,7 +39,7 @@ def test_a_fresh_cache_is_filled_by_a_child_and_the_templates_render_the_same(tm
 
     import pytest
 
-    from generator import template_cache
+    from transformer_trace import template_cache
 
     if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
         pytest.skip("the child is forked only with fork and two cores or more")

@@ -10,12 +10,12 @@ import pytest
 import torch
 from torch import nn
 
-from generator.cli import main
-from generator.reports import REPORTS
-from generator.render import escape_text
-from generator.reports.toy_vit import seed
-from models.recording import recording
-from models.toy_vit import ToyViTConfig, ToyVisionTransformer
+from transformer_trace.cli import main
+from transformer_trace.reports import REPORTS
+from transformer_trace.render import escape_text
+from transformer_trace.reports.toy_vit import seed
+from transformer_trace.models.recording import recording
+from transformer_trace.models.toy_vit import ToyViTConfig, ToyVisionTransformer
 
 KEY = "toy-vit"
 

@@ -1,4 +1,4 @@
-"""`python -m generator trace`: breakpoint comments in a user's own script become a verified report."""
+"""`python -m transformer_trace trace`: breakpoint comments in a user's own script become a verified report."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from generator.cli import main
-from generator.render import escape_text
-from generator.reports import REPORTS
-from generator.trace import numberings
-from generator.trace.markers import find_markers
-from generator.trace.verify import LayoutStatus, bind_dims, layout
-from models.legend import Legend, Quotient
+from transformer_trace.cli import main
+from transformer_trace.render import escape_text
+from transformer_trace.reports import REPORTS
+from transformer_trace.trace import numberings
+from transformer_trace.trace.markers import find_markers
+from transformer_trace.trace.verify import LayoutStatus, bind_dims, layout
+from transformer_trace.models.legend import Legend, Quotient
 from tests.test_reports import assert_documented
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -121,7 +121,7 @@ def test_a_bug_is_caught_by_the_right_snapshot_and_named_as_the_first_failure(tm
     pytest.param(VIT, *VIT_BUGS["softmax over the wrong axis"], id="vit: softmax over the wrong axis"),
 ])
 def test_a_figure_of_a_failed_snapshot_says_the_check_failed_and_claims_nothing_it_refuted(tmp_path, example, old, new, label):
-    from generator.reports import REPORTS
+    from transformer_trace.reports import REPORTS
 
     _, data = trace(variant(tmp_path, example, old, new), tmp_path / "out")
     catalogue = REPORTS[data["catalogue"]]
@@ -163,7 +163,7 @@ def test_the_placeholders_that_name_one_pass_are_filled_from_the_passes_the_scri
 def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks_are_not_checkable(tmp_path):
     _, data = trace(ENCODER_DECODER, tmp_path)
     by_label = {s["label"]: s for s in data["snapshots"]}
-    assert by_label["#10"]["check"]["name"] == "equals Q·Kᵀ / √hs"  # generator.checks.ScaledScores, as the catalogue declares it
+    assert by_label["#10"]["check"]["name"] == "equals Q·Kᵀ / √hs"  # transformer_trace.checks.ScaledScores, as the catalogue declares it
     assert "recomputed Q·Kᵀ/√32 per head:" in by_label["#10"]["check"]["detail"]
     assert by_label["#7"]["check"]["passed"] is None
     assert "needs the model's weights (module encoder.layers.0.self_attn.W_q)" in by_label["#7"]["check"]["detail"]
@@ -184,8 +184,8 @@ def test_a_not_checkable_check_names_everything_it_lacks_not_only_the_missing_te
 
 
 def test_a_check_missing_tensors_lists_the_weights_it_also_lacks_but_not_weights_it_can_do_without():
-    from generator.checks import GeluOfLinear, LinearOf
-    from generator.sources import MissingTensor, ModuleRef, NoWeights, Ref, TensorDict
+    from transformer_trace.checks import GeluOfLinear, LinearOf
+    from transformer_trace.sources import MissingTensor, ModuleRef, NoWeights, Ref, TensorDict
 
     source = TensorDict({"out": torch.zeros(2, 3)})
     lacking = LinearOf(out=Ref("out"), x=Ref("x"), module=ModuleRef("fc")).run(source)
@@ -195,9 +195,9 @@ def test_a_check_missing_tensors_lists_the_weights_it_also_lacks_but_not_weights
 
 
 def test_what_a_trace_lacks_is_typed_not_read_from_words():
-    from generator.checks import UnfittableWeights
-    from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable
-    from generator.trace.checking import TensorLabel, needed
+    from transformer_trace.checks import UnfittableWeights
+    from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable
+    from transformer_trace.trace.checking import TensorLabel, needed
 
     labels = {"blocks.0.input": TensorLabel("S08", at_pass=2), "patches": TensorLabel("S03", sliced=True), "q": TensorLabel("S10", "q")}
     assert str(labels["blocks.0.input"]) == "S08 at pass 2" and labels["blocks.0.input"].at_pass == 2
@@ -242,8 +242,8 @@ def test_a_corner_of_a_tensor_no_capture_shows_whole_is_still_read_as_what_it_sh
 
 @pytest.mark.parametrize("script", [ENCODER_DECODER, VIT, Path(__file__).parent / "trace_fixtures" / "nano_gpt_style.py"], ids=lambda p: p.stem)
 def test_every_block_of_a_traced_report_renders_or_falls_back_naming_what_the_trace_lacks(tmp_path, monkeypatch, script):
-    import generator.render as render
-    from generator.sources import NotCheckable
+    import transformer_trace.render as render
+    from transformer_trace.sources import NotCheckable
 
     rendered, lacked = [], []
     original = render.render_block
@@ -268,7 +268,7 @@ def test_every_block_of_a_traced_report_renders_or_falls_back_naming_what_the_tr
 def test_a_template_bug_in_a_trace_is_raised_not_turned_into_a_fallback():
     from types import SimpleNamespace
 
-    from generator.render import _written, environment
+    from transformer_trace.render import _written, environment
 
     template = environment().from_string('{% block s1 %}{{ 1 + "a" }}{% endblock %}')
     with pytest.raises(TypeError):
@@ -276,8 +276,8 @@ def test_a_template_bug_in_a_trace_is_raised_not_turned_into_a_fallback():
 
 
 def test_an_entry_a_users_smaller_tensor_lacks_is_not_checkable_naming_it():
-    from generator.sources import NotCheckable
-    from generator.tensors import TensorView
+    from transformer_trace.sources import NotCheckable
+    from transformer_trace.tensors import TensorView
 
     view = TensorView("07_q", torch.zeros(1, 3, 4))
     assert view.at(0, 2, 3) == 0.0
@@ -515,7 +515,7 @@ def test_report_none_makes_a_report_of_the_scripts_own_points(tmp_path):
 
 
 def test_past_the_capture_budget_values_keep_their_shape_only_and_are_not_checkable(tmp_path, monkeypatch):
-    import generator.trace.capture as capture
+    import transformer_trace.trace.capture as capture
 
     monkeypatch.setattr(capture, "CAPTURE_BUDGET_BYTES", 1000)
     script = tmp_path / "big.py"
@@ -796,8 +796,8 @@ def test_user_text_is_escaped_on_the_pages(tmp_path):
 
 
 def test_the_warm_server_and_its_api_never_offer_trace(tmp_path):
-    from generator.site.api import ApiError, build_argv, parse_build_argv
-    from generator.site.forms import SiteForms
+    from transformer_trace.site.api import ApiError, build_argv, parse_build_argv
+    from transformer_trace.site.forms import SiteForms
 
     argv = build_argv({"model": "trace"}, tmp_path, forms=SiteForms.of(REPORTS))
     assert argv[0] == "build"  # every API request is a build; nothing reaches the trace command
@@ -906,7 +906,7 @@ def test_ctrl_c_during_the_trace_still_stops_it_without_a_report(tmp_path):
 
     script = tmp_path / "waits.py"
     script.write_text("import time, torch\nx = torch.ones(3)  # trace: x\nprint('ready', flush=True)\ntime.sleep(30)\n", encoding="utf-8")
-    child = subprocess.Popen([sys.executable, "-m", "generator", "trace", str(script), "--out", str(tmp_path / "out"), "-q"],
+    child = subprocess.Popen([sys.executable, "-m", "transformer_trace", "trace", str(script), "--out", str(tmp_path / "out"), "-q"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
     assert child.stdout.readline().strip() == "ready"
     child.send_signal(2)
@@ -922,7 +922,7 @@ def test_a_thread_the_script_leaves_running_is_waited_for_only_until_timeout(tmp
                       "def work():\n    y = [0, 0]  # trace: y\n    time.sleep(120)\n"
                       "threading.Thread(target=work).start()\nx = [1, 1, 1]  # trace: x\n", encoding="utf-8")
     started = __import__("time").monotonic()
-    done = subprocess.run([sys.executable, "-m", "generator", "trace", str(script), "--out", str(tmp_path / "out"), "-q",
+    done = subprocess.run([sys.executable, "-m", "transformer_trace", "trace", str(script), "--out", str(tmp_path / "out"), "-q",
                            "--timeout", "2"], capture_output=True, text=True, timeout=90, cwd=Path(__file__).parent.parent)
     assert done.returncode == 2 and "--timeout" in done.stderr and "Traceback" not in done.stderr
     assert __import__("time").monotonic() - started < 60
@@ -967,10 +967,10 @@ def test_a_traced_scripts_print_view_is_printed_to_pdf_by_the_bundled_reports_ex
 
     from pypdf import PdfReader
 
-    from generator.pdf import print_reports, traced_reports
+    from transformer_trace.pdf import print_reports, traced_reports
 
     site = traced_site(tmp_path)
-    assert traced_reports(tmp_path / "docs") == ["t"]  # what `python -m generator pdf` (and trace --pdf) prints
+    assert traced_reports(tmp_path / "docs") == ["t"]  # what `python -m transformer_trace pdf` (and trace --pdf) prints
     [pdf] = print_reports(site, tmp_path / "pdf", ["t"])
     text = re.sub(r"\s+", " ", "\n".join(page.extract_text() for page in PdfReader(pdf).pages))
     assert "Trace of encoder_decoder_trace.py: the full report" in text
@@ -987,7 +987,7 @@ def explanation_of(page: str) -> str:
 def test_a_snapshot_page_carries_the_bundled_explanation_written_with_the_users_numbers(tmp_path):
     import numpy
 
-    from generator.tensors import fmt
+    from transformer_trace.tensors import fmt
 
     trace(ENCODER_DECODER, tmp_path)
     page = (tmp_path / "t" / "decoder" / "26-masked-attention-scores-after-mask-softmax.md").read_text(encoding="utf-8")
@@ -1031,7 +1031,7 @@ def test_a_mask_in_another_form_passes_its_check_and_gets_no_text_that_describes
                                   "torch.tril(torch.ones(T, T, dtype=torch.bool))[None, None]",  # True = allowed
                                   "torch.triu(torch.full((T, T), -1e9), diagonal=1)[None, None]"])
 def test_the_mask_figure_draws_what_the_users_mask_allows_in_any_form(tmp_path, monkeypatch, mask):
-    import generator.raster as raster
+    import transformer_trace.raster as raster
 
     drawn: list[str] = []
     text = raster.Canvas.text
@@ -1105,8 +1105,8 @@ def test_a_failing_snapshot_does_not_get_the_explanation_of_a_correct_one(tmp_pa
 
 
 def test_bundled_and_traced_pages_come_from_one_set_of_templates_without_the_others_sections(tmp_path, ed_run):
-    from generator.reports import REPORTS
-    from generator.render import render_report
+    from transformer_trace.reports import REPORTS
+    from transformer_trace.render import render_report
 
     bundled = tmp_path / "bundled"
     render_report(REPORTS["encoder-decoder"], ed_run, bundled)
@@ -1120,13 +1120,13 @@ def test_bundled_and_traced_pages_come_from_one_set_of_templates_without_the_oth
         assert not [s for s in bundled_only if s in theirs], name
     assert "Marked at" in (traced / "encoder/10-attention-scores-before-softmax.md").read_text(encoding="utf-8")
     assert "Recorded as" in (bundled / "encoder/10-attention-scores-before-softmax.md").read_text(encoding="utf-8")
-    assert not (Path(__import__("generator").__file__).parent / "templates" / "trace").exists()  # no templates of its own
+    assert not (Path(__import__("transformer_trace").__file__).parent / "templates" / "trace").exists()  # no templates of its own
 
 
 def test_the_traced_run_answers_like_a_model_run_and_names_what_a_trace_lacks(tmp_path, monkeypatch):
-    import generator.trace.report as report
-    from generator.run import ModelRun
-    from generator.sources import MissingTensor, NotCheckable
+    import transformer_trace.trace.report as report
+    from transformer_trace.run import ModelRun
+    from transformer_trace.sources import MissingTensor, NotCheckable
 
     seen = {}
     write_pages = report.write_pages
@@ -1165,8 +1165,8 @@ def test_the_encoder_decoders_record_points_listed_on_the_cpu_equal_the_meta_dev
     device PyTorch's first operation would import torch._dynamo), which must change neither the list nor torch's RNG."""
     import torch
 
-    from generator.options import RunOptions
-    from generator.reports import REPORTS
+    from transformer_trace.options import RunOptions
+    from transformer_trace.reports import REPORTS
 
     options = REPORTS["encoder-decoder"].options()
     torch.manual_seed(123)

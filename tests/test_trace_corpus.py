@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from generator.cli import main
-from generator.reports import REPORTS
-from generator.trace import numberings
-from generator.trace.markers import find_markers
-from models.legend import Legend, Quotient
-from generator.trace.verify import LayoutStatus, bind_dims, layout
+from transformer_trace.cli import main
+from transformer_trace.reports import REPORTS
+from transformer_trace.trace import numberings
+from transformer_trace.trace.markers import find_markers
+from transformer_trace.models.legend import Legend, Quotient
+from transformer_trace.trace.verify import LayoutStatus, bind_dims, layout
 
 CORPUS = Path(__file__).resolve().parent / "trace_corpus"
 DRIVERS = sorted(CORPUS.glob("*/trace_driver*.py"))

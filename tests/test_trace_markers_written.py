@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
-from generator.errors import UserError
-from generator.render import escape_text
-from generator.reports import REPORTS
-from generator.trace import numberings
-from generator.trace.capture import run_script, user_files
-from generator.trace.markers import find_markers, scan
+from transformer_trace.cli import main
+from transformer_trace.errors import UserError
+from transformer_trace.render import escape_text
+from transformer_trace.reports import REPORTS
+from transformer_trace.trace import numberings
+from transformer_trace.trace.capture import run_script, user_files
+from transformer_trace.trace.markers import find_markers, scan
 
 
 def write(folder: Path, name: str, source: str) -> Path:

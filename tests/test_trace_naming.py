@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
-from generator.reports import REPORTS
-from generator.trace.naming import FILE_SUFFIXES, NAME, default_name, reserved_names
+from transformer_trace.cli import main
+from transformer_trace.reports import REPORTS
+from transformer_trace.trace.naming import FILE_SUFFIXES, NAME, default_name, reserved_names
 
 SCRIPT = "import torch\nfrom pathlib import Path\nPath(__file__).with_name('ran').write_text('yes')\n" \
          "x = torch.ones(2, 3)  # trace: x\n"

@@ -1,4 +1,4 @@
-"""`python -m generator trace` runs the script as `python SCRIPT.py` would, in an interpreter of its own: its own
+"""`python -m transformer_trace trace` runs the script as `python SCRIPT.py` would, in an interpreter of its own: its own
 modules import, its processes run untraced, --timeout and signals end every process it started, and what it does to its
 interpreter stays there."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
+from transformer_trace.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 ENCODER_DECODER = ROOT / "examples" / "encoder_decoder_trace.py"
@@ -40,7 +40,7 @@ def captured(data: dict) -> dict[str, list | None]:
 
 
 def command(script: Path, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "generator", "trace", str(script), "--out", str(out), "--name", "t", *extra]
+    return [sys.executable, "-m", "transformer_trace", "trace", str(script), "--out", str(out), "--name", "t", *extra]
 
 
 def environment() -> dict[str, str]:
@@ -73,7 +73,7 @@ def test_a_script_with_its_own_models_generator_and_utils_modules_imports_them(t
     write(tmp_path, "generator/__init__.py", "NAME = 'mine'\n")
     write(tmp_path, "utils.py", "K = 11\n")
     script = write(tmp_path, "run.py", """\
-        import generator, utils
+        import transformer_trace, utils
         from models import WIDTH
         from models.model import depth
         x = [WIDTH, depth(), len(generator.NAME), utils.K]  # trace: x
@@ -83,7 +83,7 @@ def test_a_script_with_its_own_models_generator_and_utils_modules_imports_them(t
 
 
 def test_the_script_gets_the_users_environment_and_an_interpreter_with_none_of_our_modules(tmp_path, monkeypatch):
-    import generator
+    import transformer_trace
 
     monkeypatch.setattr(generator, "ENVIRONMENT_ADDED", {"OMP_WAIT_POLICY": "PASSIVE"})  # as when the user set none
     monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")

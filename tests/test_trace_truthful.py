@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
+from transformer_trace.cli import main
 
 
 def traced(tmp_path: Path, source: str, *args: str) -> tuple[Path, dict]:

@@ -11,12 +11,12 @@ import torch
 import torchvision
 from PIL import Image
 
-from generator.errors import UserError
-from generator.reports.vit.images import DEFAULT_IMAGE, load_rgb, preprocess
-from generator.reports.vit.weights import IMAGENET_MEAN, IMAGENET_STD, PRESETS as WEIGHTS, resolve
+from transformer_trace.errors import UserError
+from transformer_trace.reports.vit.images import DEFAULT_IMAGE, load_rgb, preprocess
+from transformer_trace.reports.vit.weights import IMAGENET_MEAN, IMAGENET_STD, PRESETS as WEIGHTS, resolve
 from tests.conftest import run_report
-from models.recording import recording
-from models.vit import PRESETS, VisionTransformer, from_torchvision
+from transformer_trace.models.recording import recording
+from transformer_trace.models.vit import PRESETS, VisionTransformer, from_torchvision
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_the_default_report_runs_without_importing_torchvision():
     import subprocess
     import sys
 
-    code = ("import sys; from generator.reports import REPORTS; from generator.reports.vit.options import VitOptions; "
+    code = ("import sys; from transformer_trace.reports import REPORTS; from transformer_trace.reports.vit.options import VitOptions; "
             "run = REPORTS['vit'].run(VitOptions(size='tiny', device='cpu')); "
             "assert len(run.inputs['class_names']) == 10; print('torchvision' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parent.parent)
@@ -80,7 +80,7 @@ def test_the_default_report_runs_without_importing_torchvision():
 
 
 def test_random_weights_are_made_once_per_seed_and_equal_a_fresh_seeded_initialisation():
-    from generator.reports.vit import weights
+    from transformer_trace.reports.vit import weights
 
     cfg = PRESETS["tiny"]
     first, _ = WEIGHTS["random"].load("tiny", cfg, 11)
@@ -216,7 +216,7 @@ def _meta(state):
 ], ids=["non-string key", "meta tensor", "all NaN", "integers"])
 def test_a_state_dict_without_usable_values_is_refused_before_the_run(saved_state_dict, tmp_path, capsys, damage, message):
     """Refused in one line while loading (not when figures are drawn), with no warning printed before it."""
-    from generator.cli import main
+    from transformer_trace.cli import main
 
     state = torch.load(saved_state_dict)
     damage(state)
@@ -273,7 +273,7 @@ def test_a_weights_preset_carries_its_preprocessing_and_class_names():
 
 
 def test_attention_rollout_rows_sum_to_1_and_a_corrupted_rollout_fails_its_check():
-    from generator.reports.vit.checks import RolloutRows
+    from transformer_trace.reports.vit.checks import RolloutRows
 
     run = run_report("vit", size="tiny")
     rollout = run.inputs["rollout"]  # (B, N1, N1)
@@ -287,7 +287,7 @@ def test_attention_rollout_rows_sum_to_1_and_a_corrupted_rollout_fails_its_check
 
 
 def test_rollout_of_one_uniform_block_mixes_it_evenly_with_the_identity():
-    from generator.reports.vit.rollout import attention_rollout
+    from transformer_trace.reports.vit.rollout import attention_rollout
 
     uniform = torch.full((1, 2, 4, 4), 0.25)  # (B, h, N1, N1): every head attends evenly
     expected = 0.5 * torch.full((4, 4), 0.25) + 0.5 * torch.eye(4)
@@ -312,8 +312,8 @@ def test_imagenet_preprocessing_equals_torchvisions_transforms(size, weights_enu
 
 
 def test_random_weights_squash_the_whole_image_and_imagenet_weights_crop_its_centre(saved_state_dict):
-    from generator.reports.vit.checks import NormalisedImage
-    from generator.sources import Ref
+    from transformer_trace.reports.vit.checks import NormalisedImage
+    from transformer_trace.sources import Ref
 
     assert WEIGHTS["random"].resize("b16") is None and WEIGHTS["imagenet"].resize("b16") == 256
     squashed = run_report("vit", size="tiny")

@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from generator.site import page_render, warm_site
+from transformer_trace.site import page_render, warm_site
 
 
 def test_unchanged_files_are_not_read_again_and_every_edit_is_seen(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """No process outlives its parent: the figure workers of a build die with it, SIGKILL included, and never hold the
-port of `python -m generator serve`, so a server killed while figures are drawn restarts on the same port at once."""
+port of `python -m transformer_trace serve`, so a server killed while figures are drawn restarts on the same port at once."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
+from transformer_trace.cli import main
 from tests.conftest import BUILD_ONLY, ROOT
 
 ED = "encoder-decoder"
@@ -72,7 +72,7 @@ def free_port() -> int:
 
 
 def start_serve(docs: Path, config: Path, port: int, stderr: Path) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "generator", "serve", "--port", str(port), "--docs", str(docs), "--config", str(config), "-q"],
+    proc = subprocess.Popen([sys.executable, "-m", "transformer_trace", "serve", "--port", str(port), "--docs", str(docs), "--config", str(config), "-q"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr.open("wb"), text=True,
                             env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     return proc, proc.stdout.readline()
@@ -121,7 +121,7 @@ def test_a_sigkilled_serve_leaves_no_workers_and_restarts_on_the_same_port(tmp_p
 
 
 def test_a_sigkilled_cli_build_leaves_no_workers(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "generator", "build", "--model", ED, "--out", str(tmp_path / "docs"), "--device", "cpu", "-q"],
+    proc = subprocess.Popen([sys.executable, "-m", "transformer_trace", "build", "--model", ED, "--out", str(tmp_path / "docs"), "--device", "cpu", "-q"],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sigkill_leaves_no_workers(proc, "the build")
 

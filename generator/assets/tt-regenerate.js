@@ -1,4 +1,4 @@
-/* Regenerate a report from the browser, under `python -m generator serve` only.
+/* Regenerate a report from the browser, under `python -m transformer_trace serve` only.
  *
  * Static pages carry a ".tt-regenerate" block showing the equivalent CLI command. When the page came from
  * the serve process (which adds window.ttServe and a live-reload connection to every page it serves), this
@@ -200,7 +200,7 @@
         .catch(function () {
           finish();
           statusLine.textContent = "";
-          setError("the server did not answer; is python -m generator serve still running?", model.fields);
+          setError("the server did not answer; is python -m transformer_trace serve still running?", model.fields);
         });
     });
 

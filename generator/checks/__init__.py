@@ -23,22 +23,22 @@ own in its ``CHECKS`` and the report merges both (a second check under a taken n
 
 from __future__ import annotations
 
-from generator.checks.attention import (
+from transformer_trace.checks.attention import (
     ContextConcat, ContextHeads, HeadsRejoin, LinearHeads, ScaledScores, SoftmaxRows, _heads,
 )
-from generator.checks.base import (
+from transformer_trace.checks.base import (
     FAILED, GELU_MINIMUM, INPUT, MODULE, NOT_CHECKABLE, PARAMETER, PASSED, TENSOR, TENSORS, THIS, TOLERANCE, VALUE,
     Check, CheckResult, Typed, UnfittableWeights, close, field_kind, linear,
 )
-from generator.checks.masks import CausalMask, mask_allows
-from generator.checks.normalisation import (
+from transformer_trace.checks.masks import CausalMask, mask_allows
+from transformer_trace.checks.normalisation import (
     LAYER_NORM_EPSILONS, LayerNormOf, LayerNormStatistics, ResidualLayerNorm, _fitted_layer_norm, _layer_norm,
 )
-from generator.checks.values import (
+from transformer_trace.checks.values import (
     EmbeddingLookup, EqualsParameter, GeluOfLinear, LinearOf, PlusParameter, Probabilities, ResidualBlock, RowEquals,
     SameTensor, SumOf, TokensConcat, whole_ids,
 )
-from generator.registry import Registry
+from transformer_trace.registry import Registry
 
 CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (
     EmbeddingLookup, SameTensor, LinearOf, SumOf, LayerNormOf, LayerNormStatistics, ResidualLayerNorm, HeadsRejoin,

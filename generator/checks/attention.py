@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import torch
 
-from generator.checks.base import Check, THIS, TOLERANCE, close, linear
-from generator.checks.masks import mask_allows
-from generator.sources import ModuleRef, Ref, TensorSource
+from transformer_trace.checks.base import Check, THIS, TOLERANCE, close, linear
+from transformer_trace.checks.masks import mask_allows
+from transformer_trace.sources import ModuleRef, Ref, TensorSource
 
 
 @dataclass(frozen=True, kw_only=True)

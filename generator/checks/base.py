@@ -14,7 +14,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from generator.sources import InputRef, MissingTensor, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
+from transformer_trace.sources import InputRef, MissingTensor, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 
 
 TOLERANCE = 1e-4

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
-from generator.checks.base import Check, THIS
-from generator.sources import Ref, TensorSource
+from transformer_trace.checks.base import Check, THIS
+from transformer_trace.sources import Ref, TensorSource
 
 
 def mask_allows(mask: torch.Tensor) -> tuple[torch.Tensor, str]:

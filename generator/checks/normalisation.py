@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from generator.checks.base import Check, THIS, UnfittableWeights, close
-from generator.sources import ModuleRef, NotCheckable, Ref, TensorSource
-from generator.tensors import fmt
+from transformer_trace.checks.base import Check, THIS, UnfittableWeights, close
+from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
+from transformer_trace.tensors import fmt
 
 
 def _layer_norm(s: TensorSource, out: Ref, total: torch.Tensor, module: ModuleRef, of: str) -> tuple[str, bool, str]:

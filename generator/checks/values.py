@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from generator.checks.base import Check, GELU_MINIMUM, THIS, TOLERANCE, UnfittableWeights, close, linear
-from generator.checks.normalisation import _fitted_layer_norm
-from generator.indexing import parse_index
-from generator.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
-from generator.tensors import fmt
+from transformer_trace.checks.base import Check, GELU_MINIMUM, THIS, TOLERANCE, UnfittableWeights, close, linear
+from transformer_trace.checks.normalisation import _fitted_layer_norm
+from transformer_trace.indexing import parse_index
+from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
+from transformer_trace.tensors import fmt
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""`python -m generator class OUT REPORT...`: one page for a whole class, from each student's traced report
+"""`python -m transformer_trace class OUT REPORT...`: one page for a whole class, from each student's traced report
 (students.py: reading them; tally.py: the counts; page.py: the page)."""
 
 from __future__ import annotations
@@ -8,20 +8,20 @@ import sys
 import time
 from pathlib import Path
 
-from generator.errors import UserError
+from transformer_trace.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser(
         "class", help="one page for a class: per snapshot how many students passed or failed, the common failures, "
         "each student's first",
-        description="Read the reports `python -m generator trace` wrote for each student (their folders, or their "
+        description="Read the reports `python -m transformer_trace trace` wrote for each student (their folders, or their "
         "snapshots.json files; a student's name is the folder's name) and write one section OUT/index.md (+ "
         "OUT/class.json): per snapshot how many were captured, passed, failed, not checkable; the failures most "
         "students hit and who hit them; each student's first failure, with links to their own pages; a heat map of "
         "students × snapshots. Put OUT beside the students' reports in the docs folder so that the links work in the "
         "built site.",
-        epilog="example:\n  python -m generator class docs/class docs/students/*/",
+        epilog="example:\n  python -m transformer_trace class docs/class docs/students/*/",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     c.add_argument("out", type=Path,
@@ -34,9 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def class_page(args: argparse.Namespace) -> int:
-    from generator.classroom.page import write_class
-    from generator.classroom.students import read_students
-    from generator.site.staging import staged_output
+    from transformer_trace.classroom.page import write_class
+    from transformer_trace.classroom.students import read_students
+    from transformer_trace.site.staging import staged_output
 
     started = time.perf_counter()
     out = args.out.resolve()

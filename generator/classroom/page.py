@@ -10,9 +10,9 @@ from typing import Any
 
 import jinja2
 
-from generator.classroom.students import Student
-from generator.classroom.tally import as_json, tally
-from generator.trace.verdicts import FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSED
+from transformer_trace.classroom.students import Student
+from transformer_trace.classroom.tally import as_json, tally
+from transformer_trace.trace.verdicts import FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSED
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "classroom"
 SYMBOLS = {PASSED: "✓", FAILED: "✗", NOT_CHECKABLE: "·", NOT_CAPTURED: ""}

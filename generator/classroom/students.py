@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.errors import UserError
+from transformer_trace.errors import UserError
 
 SNAPSHOTS = "snapshots.json"
 
@@ -57,7 +57,7 @@ def read_student(path: Path) -> Student:
         raise UserError(f"{found}: not a trace's {SNAPSHOTS} ({type(exc).__name__}: {exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("snapshots"), list) or not data.get("traced"):
         raise UserError(f"{found}: not a trace's {SNAPSHOTS} (a bundled report's, or another file); "
-                        "class pages read the reports `python -m generator trace` writes")
+                        "class pages read the reports `python -m transformer_trace trace` writes")
     return Student(name, found.parent, data)
 
 

@@ -8,10 +8,10 @@ tests; they hand the Report objects to the generic code (a run carries its own).
 
 from __future__ import annotations
 
-from generator.catalogue import Report
-from generator.registry import Registry
-from generator.report_parts import ReportError
-from generator.reports import encoder_decoder, gpt, toy_vit, vit
+from transformer_trace.catalogue import Report
+from transformer_trace.registry import Registry
+from transformer_trace.report_parts import ReportError
+from transformer_trace.reports import encoder_decoder, gpt, toy_vit, vit
 
 REPORTS: Registry[Report] = Registry("report")
 
@@ -20,7 +20,7 @@ def register(report: Report, registry: Registry[Report] = REPORTS) -> Report:
     """Add ``report`` (a Report object from any importable package, checked when it was made) after the reports
     registered before it; a second report under a taken key is refused."""
     if not isinstance(report, Report):
-        raise ReportError(f"register: a report must be a generator.catalogue.Report, got {report!r}")
+        raise ReportError(f"register: a report must be a transformer_trace.catalogue.Report, got {report!r}")
     return registry.add(report.key, report)
 
 
@@ -31,5 +31,5 @@ register(toy_vit.REPORT)
 
 
 def trainable(reports: Registry[Report] = REPORTS) -> list[str]:
-    """Keys of the reports whose model can be trained with `python -m generator train <report>`."""
+    """Keys of the reports whose model can be trained with `python -m transformer_trace train <report>`."""
     return [key for key, report in reports.items() if report.training is not None]

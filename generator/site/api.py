@@ -1,4 +1,4 @@
-"""The regenerate API of `python -m generator serve`: request bodies and fields turned into the CLI's `build`
+"""The regenerate API of `python -m transformer_trace serve`: request bodies and fields turned into the CLI's `build`
 arguments, the build run as the CLI runs it, the CLI's one-line refusals as 400 answers, and /api/status.
 
 See generator/site/server.py for the endpoints and their answers; the rules on which fields and values the API
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.errors import UserError, file_error, one_line
-from generator.site.forms import SiteForms
+from transformer_trace.errors import UserError, file_error, one_line
+from transformer_trace.site.forms import SiteForms
 
 MAX_UPLOAD = 20 * 1024 * 1024  # bytes of request body (an image upload), checked before reading
 MAX_BODIES = 4  # request bodies arriving at once (read before the regeneration lock is taken): at most 4 x 20 MB held
@@ -49,7 +49,7 @@ class Upload:
 
 def parse_build_argv(argv: list[str]):
     """Parse ``build`` arguments with the CLI's own parser; its one-line error becomes ApiError(400)."""
-    from generator.arguments import ArgumentsRefused, parse_build_argv as parse
+    from transformer_trace.arguments import ArgumentsRefused, parse_build_argv as parse
 
     try:
         return parse(argv)
@@ -99,7 +99,7 @@ def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str,
 
 def _api_message(exc: UserError) -> str:
     """The CLI's message, with what to do said for the API (which has no --force flag, but a force field)."""
-    from generator.site.staging import HandEdits
+    from transformer_trace.site.staging import HandEdits
 
     if isinstance(exc, HandEdits):
         return (f"{exc.summary}; move your edits out of the report folder and regenerate, or send \"force\": true "
@@ -111,7 +111,7 @@ def _refused_value(name: str, flag: str, values: tuple[str, ...]) -> str:
     """One line for a value outside the option's api_values; it never says whether a file of that name exists."""
     here = f"{name} can only be {' or '.join(values)} here" if values else f"{name} cannot be set here"
     return (f"the API cannot name server-side files or download weights, so {here}; "
-            f"the CLI can: python -m generator build {flag} ...")
+            f"the CLI can: python -m transformer_trace build {flag} ...")
 
 
 # ----------------------------------------------------------------------------- request bodies
@@ -195,8 +195,8 @@ def _parse_multipart(content_type: str, body: bytes, forms: SiteForms) -> tuple[
 def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path, config: Path, progress, forms: SiteForms):
     """Regenerate the report(s) ``fields`` ask for by the CLI's own code path (uploads stored in a temporary folder
     meanwhile); its BuildResult, or ApiError(400) with the CLI's one line for input it refuses."""
-    from generator.arguments import build_from_args
-    from generator.options import UPLOADED
+    from transformer_trace.arguments import build_from_args
+    from transformer_trace.options import UPLOADED
 
     tmp = Path(tempfile.mkdtemp(prefix="tt-upload-")) if files else None
     uploaded = None

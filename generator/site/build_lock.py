@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from generator.errors import UserError
+from transformer_trace.errors import UserError
 
 LOCK = ".build.lock"
 LOCK_BEING_WRITTEN_S = 10  # an unreadable lock younger than this belongs to a build that is still writing it

@@ -93,7 +93,7 @@ def declaration(options: dict[str, Any], base: Path) -> dict[str, Any]:
 
 def declarations(reports: dict[str, Any] | None, config_file: Path | str | None) -> dict[str, dict[str, Any]]:
     """Each declared report's declaration (``reports`` as the plugin's configuration holds it)."""
-    from generator.errors import UserError  # torch-free
+    from transformer_trace.errors import UserError  # torch-free
 
     base = Path(config_file).resolve().parent if config_file else Path.cwd()
     for key, options in (reports or {}).items():  # the CLI's own words (generator/arguments.py declared_options)
@@ -107,7 +107,7 @@ def declarations(reports: dict[str, Any] | None, config_file: Path | str | None)
 def refuse_unset(options: dict[str, Any], where: str) -> None:
     """An option without a value (``prompt:``, or ``!ENV VAR`` of a variable that is not set) is refused rather than
     silently taking the default, which would publish a report of an input nobody chose."""
-    from generator.errors import UserError  # torch-free
+    from transformer_trace.errors import UserError  # torch-free
 
     for name, value in options.items():
         if value is None:
@@ -143,7 +143,7 @@ def stale(docs: Path, declared: dict[str, dict[str, Any]]) -> dict[str, str]:
 def plugin_reports(config_file: Path) -> dict[str, Any] | None:
     """The plugin's `reports:` in ``config_file`` (INHERIT and !ENV applied as MkDocs does, the plugin's options
     validated by its own schema), or None when the file has no transformer-trace entry."""
-    from generator.errors import UserError
+    from transformer_trace.errors import UserError
 
     if not config_file.is_file():
         return None
@@ -162,7 +162,7 @@ def plugin_reports(config_file: Path) -> dict[str, Any] | None:
     options = next((value for name, value in entries if name == PLUGIN), False)
     if options is False:
         return None
-    from generator.site.plugin_options import TransformerTraceConfig
+    from transformer_trace.site.plugin_options import TransformerTraceConfig
 
     schema = TransformerTraceConfig(config_file_path=str(config_file))
     schema.load_dict(options or {})

@@ -1,4 +1,4 @@
-"""Server-sent events of `python -m generator serve`: "progress" while a regeneration runs, "reload" when the
+"""Server-sent events of `python -m transformer_trace serve`: "progress" while a regeneration runs, "reload" when the
 served site changed. ``Events`` fans them out to every open page (at most MAX_EVENT_STREAMS), ``EventStream`` is
 the request handler's /api/events answer, ``EventProgress`` turns the generator's progress into events."""
 
@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from generator.progress import Progress
+from transformer_trace.progress import Progress
 
 MAX_EVENT_STREAMS = 32  # open /api/events connections, each holding a thread: a few tabs need a handful
 KEEP_ALIVE_S = 15  # a comment line after this long without an event, so proxies and browsers keep the stream

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from generator.options import flag_of
+from transformer_trace.options import flag_of
 
 SAFE_KINDS = ("int", "positive", "seed", "text")  # option kinds whose values cannot name a file or a download
 

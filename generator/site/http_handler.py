@@ -1,4 +1,4 @@
-"""The HTTP side of `python -m generator serve`: the request handler (routing, the Host and Origin checks, request
+"""The HTTP side of `python -m transformer_trace serve`: the request handler (routing, the Host and Origin checks, request
 bodies read within one deadline, the built site's files with live reload injected) and the listening socket.
 
 The endpoints and their answers are described in generator/site/server.py.
@@ -19,19 +19,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from generator.errors import UserError
-from generator.options import readable_size  # torch-free
-from generator.site.api import BUSY, MAX_BODIES, MAX_UPLOAD, ApiError, IncompleteBody, parse_body
-from generator.site.events import EventStream
+from transformer_trace.errors import UserError
+from transformer_trace.options import readable_size  # torch-free
+from transformer_trace.site.api import BUSY, MAX_BODIES, MAX_UPLOAD, ApiError, IncompleteBody, parse_body
+from transformer_trace.site.events import EventStream
 
 if TYPE_CHECKING:
-    from generator.site.server import WarmServer
+    from transformer_trace.site.server import WarmServer
 
-log = logging.getLogger("generator")
+log = logging.getLogger("transformer_trace")
 
 BODY_TIMEOUT = 30.0  # seconds the whole of a request body may take to arrive (one deadline, not per read)
 
-LIVE_RELOAD = """<script>/* added by `python -m generator serve`: live reload and the regenerate form */
+LIVE_RELOAD = """<script>/* added by `python -m transformer_trace serve`: live reload and the regenerate form */
 (function(){if(window.ttServe)return;var s=window.ttServe={busy:false,listeners:[]};
 function connect(){var es=new EventSource("/api/events");
 es.addEventListener("reload",function(){if(!s.busy)location.reload();});

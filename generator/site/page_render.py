@@ -22,13 +22,13 @@ def nav_entry(page) -> tuple:
 
 def rendered_state(page) -> dict[str, Any]:
     """A page's state after render_page (its Markdown and metadata, then what rendering set), picklable."""
-    from generator.site.parallel import page_state
+    from transformer_trace.site.parallel import page_state
 
     return {"markdown": page.markdown, "meta": page.meta, **page_state(page)}
 
 
 def set_rendered_state(page, state: dict[str, Any], files) -> None:
-    from generator.site.parallel import set_page_state
+    from transformer_trace.site.parallel import set_page_state
 
     page.markdown, page.meta = state["markdown"], state["meta"]
     set_page_state(page, state, files)

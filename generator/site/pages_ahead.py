@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator.site import highlight_cache
-from generator.site.page_render import API_CHANGED, nav_entry, render_with_entries, rendered_state, set_rendered_state
-from generator.site.parallel import search_plugin as _search_plugin
+from transformer_trace.site import highlight_cache
+from transformer_trace.site.page_render import API_CHANGED, nav_entry, render_with_entries, rendered_state, set_rendered_state
+from transformer_trace.site.parallel import search_plugin as _search_plugin
 
 if TYPE_CHECKING:
-    from generator.site.warm_site import WarmSite
+    from transformer_trace.site.warm_site import WarmSite
 
-log = logging.getLogger("generator")
+log = logging.getLogger("transformer_trace")
 
 AFTER_ANSWER = "print.md"  # pages rendered after a regeneration's answer (the print views: every snapshot's body again,
 # a quarter of a report's page work, opened from the navigation, never the page a form is on); held until current
@@ -68,7 +68,7 @@ class PagesAhead:
             return 0
 
     def _render(self, staging: Path) -> int:
-        from generator.site import parallel
+        from transformer_trace.site import parallel
 
         site = self.site
         files = site._capture.files
@@ -134,7 +134,7 @@ class PagesAhead:
 
     def _render_in_child(self, items: list, staging: Path, send) -> None:
         """In the helper process: render ``items`` as the parent would, and send each page's result and state."""
-        from generator.site import parallel
+        from transformer_trace.site import parallel
 
         for src_uri, file, digest, _ in items:
             records: list = []

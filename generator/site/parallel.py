@@ -39,9 +39,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from generator.site import highlight_cache
+from transformer_trace.site import highlight_cache
 
-log = logging.getLogger("generator")
+log = logging.getLogger("transformer_trace")
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 STALLED_S = 5.0  # a helper that sends nothing for this long is stopped (a lock a thread held at the fork, say): the

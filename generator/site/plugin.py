@@ -37,9 +37,9 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import File, Files
 
-from generator.site.configured import PLUGIN, declarations, stale
-from generator.site.plugin_options import TransformerTraceConfig
-from generator.site.site_nav import generated_reports, navigation
+from transformer_trace.site.configured import PLUGIN, declarations, stale
+from transformer_trace.site.plugin_options import TransformerTraceConfig
+from transformer_trace.site.site_nav import generated_reports, navigation
 
 log = logging.getLogger(f"mkdocs.plugins.{PLUGIN}")
 
@@ -97,7 +97,7 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
 
     def generate(self, docs: Path, config_file: str | None) -> list[str]:
         """Generate the declared reports that are missing or stale; the keys generated."""
-        from generator.errors import UserError, file_error  # torch-free
+        from transformer_trace.errors import UserError, file_error  # torch-free
 
         try:
             declared = declarations(self.config.reports, config_file)
@@ -108,7 +108,7 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
             return []
         try:  # from here on PyTorch is imported: there is work to do
             if config_file:  # nothing is written through a link to outside the project (serve's own check)
-                from generator.site.server import refuse_links_outside
+                from transformer_trace.site.server import refuse_links_outside
 
                 refuse_links_outside(docs, Path(config_file).parent)
             requests = _requests({key: self.config.reports[key] for key in todo}, config_file)  # refuses bad options
@@ -149,13 +149,13 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
     # ------------------------------------------------------------------ a second core for the pages (parallel.py)
 
     def on_startup(self, *, command, dirty):
-        from generator.site import highlight_cache
+        from transformer_trace.site import highlight_cache
 
         self._pages_helper_allowed = command in ("build", "gh-deploy") and not dirty
         highlight_cache.install()  # the same code highlighted once per process (highlight_cache.py)
 
     def on_nav(self, nav, *, config, files):
-        from generator.site import parallel
+        from transformer_trace.site import parallel
 
         self._close_pages_helper()
         if self._pages_helper_allowed and parallel.enabled():
@@ -209,8 +209,8 @@ def _requests(todo: dict[str, Any], config_file: str | None) -> dict[str, Any]:
     """Each report's options from mkdocs.yml, validated as the CLI validates them (imports PyTorch)."""
     import argparse
 
-    from generator.arguments import report_options
-    from generator.errors import about_report
+    from transformer_trace.arguments import report_options
+    from transformer_trace.errors import about_report
 
     config_path = Path(config_file) if config_file else None
     requests = {}
@@ -223,7 +223,7 @@ def _requests(todo: dict[str, Any], config_file: str | None) -> dict[str, Any]:
 def _naming_its_report(exc, generating: list[str], config_file: str | None) -> str:
     """``exc``'s one line, after the mkdocs.yml key of the report whose input caused it, or of the plugin's reports with
     those being generated when no report's input did (a link, a folder), unless the message already names it."""
-    from generator.arguments import config_key
+    from transformer_trace.arguments import config_key
 
     config_path = Path(config_file) if config_file else None
     message = str(exc)
@@ -236,10 +236,10 @@ def _naming_its_report(exc, generating: list[str], config_file: str | None) -> s
 
 def _generate(docs: Path, requests: dict[str, Any], declared: dict[str, Any], config_file: str | None):
     """Run the generator for ``requests``, recording in the manifest what each report was generated from."""
-    from generator.build import build
-    from generator.arguments import run_records
-    from generator.progress import Progress
-    from generator.reports import REPORTS
+    from transformer_trace.build import build
+    from transformer_trace.arguments import run_records
+    from transformer_trace.progress import Progress
+    from transformer_trace.reports import REPORTS
 
     config_path = Path(config_file) if config_file else None
     return build(docs, requests, Progress(enabled=False), records=run_records(requests, declared, config_path), reports=REPORTS)

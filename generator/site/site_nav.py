@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from generator.site.configured import PLUGIN
+from transformer_trace.site.configured import PLUGIN
 
 log = logging.getLogger(f"mkdocs.plugins.{PLUGIN}")
 

@@ -44,12 +44,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path, PurePosixPath
 
-from generator.errors import UserError, file_error
-from generator.site.build_lock import LOCK, build_lock  # noqa: F401 (callers take the lock from here)
-from generator.site.configured import RUNS, read_runs
-from generator.site.interrupts import SiteWritten, ctrl_c_held, interrupted_message, site_written  # noqa: F401
+from transformer_trace.errors import UserError, file_error
+from transformer_trace.site.build_lock import LOCK, build_lock  # noqa: F401 (callers take the lock from here)
+from transformer_trace.site.configured import RUNS, read_runs
+from transformer_trace.site.interrupts import SiteWritten, ctrl_c_held, interrupted_message, site_written  # noqa: F401
 
-log = logging.getLogger("generator")
+log = logging.getLogger("transformer_trace")
 
 MANIFEST = ".generated.json"
 STAGING, TRASH = ".staging-", ".trash-"

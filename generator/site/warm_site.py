@@ -1,6 +1,6 @@
 """MkDocs kept warm: the configuration is loaded once, and a rebuild renders only the pages that changed.
 
-`python -m generator serve` regenerates reports in a long-lived process. After the generator
+`python -m transformer_trace serve` regenerates reports in a long-lived process. After the generator
 rewrote docs/, :meth:`WarmSite.update` compares file digests with the last build and
 
 - rebuilds only the changed Markdown pages (Markdown, the theme template, the search entries
@@ -47,13 +47,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.errors import UserError
-from generator.site.page_render import API_CHANGED, Capture, nav_entry, render_with_entries
-from generator.site.pages_ahead import PageAhead, PagesAhead, after_answer
-from generator.site.parallel import freeze_heap, thaw_heap
-from generator.site.parallel import search_plugin as _search_plugin
+from transformer_trace.errors import UserError
+from transformer_trace.site.page_render import API_CHANGED, Capture, nav_entry, render_with_entries
+from transformer_trace.site.pages_ahead import PageAhead, PagesAhead, after_answer
+from transformer_trace.site.parallel import freeze_heap, thaw_heap
+from transformer_trace.site.parallel import search_plugin as _search_plugin
 
-log = logging.getLogger("generator")
+log = logging.getLogger("transformer_trace")
 
 class _Finishing:
     """Pages an update finishes after it returned, in a thread: the site paths held until they are current."""

@@ -1,4 +1,4 @@
-"""`python -m generator trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced, and
+"""`python -m transformer_trace trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced, and
 write a verified report of what it computed (markers.py: the marker forms; capture.py: the run; verify.py: shapes, layouts;
 checking.py: the catalogue's checks on the captured tensors; pages.py: the pages and their verdicts; report.py: writing them). What a report adds for tracing
 is its ``trace`` (a TraceSpec, generator/reports/<report>/trace.py); the CLI hands this package the registry's reports."""
@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator.errors import UserError
-from generator.options import out_path
+from transformer_trace.errors import UserError
+from transformer_trace.options import out_path
 
 if TYPE_CHECKING:  # pragma: no cover
-    from generator.catalogue import Report
+    from transformer_trace.catalogue import Report
 
 
 def traceable(reports: Mapping[str, Report]) -> dict[str, Report]:
@@ -42,9 +42,9 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, report
         description="Run SCRIPT.py as `python SCRIPT.py` would, capture the value of every line marked with a breakpoint "
         "comment (# BREAKPOINT S13, # Snapshot #13, # BREAKPOINT G05, # trace: name) once the line has run, and write a "
         "report with the catalogue's shapes and checks applied to your tensors. It runs your code: only trace scripts you trust.",
-        epilog="examples:\n  python -m generator trace examples/encoder_decoder_trace.py\n  python -m generator trace my_model.py --hit 2 -- --image cat.jpg",
+        epilog="examples:\n  python -m transformer_trace trace examples/encoder_decoder_trace.py\n  python -m transformer_trace trace my_model.py --hit 2 -- --image cat.jpg",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="python -m generator trace SCRIPT.py [options] [-- SCRIPT_ARGS ...]",
+        usage="python -m transformer_trace trace SCRIPT.py [options] [-- SCRIPT_ARGS ...]",
     )
     t.set_defaults(script_args=[])
     t.add_argument("script", type=Path, help="the Python script to run (its folder goes first on sys.path)")
@@ -56,7 +56,7 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, report
     t.add_argument("--hit", type=_positive, default=1, help="which hit of a line run many times the pages show (default: 1; data/ keeps all)")
     t.add_argument("--timeout", type=_seconds, default=None, help="stop the script after this many seconds and report what was captured")
     t.add_argument("--pdf", action="store_true", help="also build the site and print the report's print view to DIR/pdf/NAME.pdf, "
-                   "as `python -m generator pdf` prints the bundled reports (needs chromium)")
+                   "as `python -m transformer_trace pdf` prints the bundled reports (needs chromium)")
     t.add_argument("--config", type=Path, default=None,
                    help="the mkdocs.yml whose docs_dir is written into, and with --pdf builds the site (default: ./mkdocs.yml)")
     t.add_argument("--junit", type=Path, default=None, metavar="FILE",
@@ -67,13 +67,13 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, report
 
 
 def _positive(text: str) -> int:
-    from generator.options import POSITIVE_LIMIT, bounded_int  # the build options' own bounds and wording
+    from transformer_trace.options import POSITIVE_LIMIT, bounded_int  # the build options' own bounds and wording
 
     return bounded_int(text, 1, POSITIVE_LIMIT)
 
 
 def _seconds(text: str) -> float:
-    from generator.options import shown
+    from transformer_trace.options import shown
 
     try:
         value = float(text)
@@ -108,7 +108,7 @@ def trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str 
     """The trace command, numbering markers for ``reports`` (the registry's, from the CLI): a script, or a notebook's
     code cells run in order (generator/trace/notebook.py: converted to a script beside it, removed after the run); the
     exit status as generator/trace/verdicts.py says."""
-    from generator.trace.notebook import to_script, translate_error, write_beside
+    from transformer_trace.trace.notebook import to_script, translate_error, write_beside
 
     path = args.script
     if path.suffix.lower() != ".ipynb" or not path.is_file():
@@ -125,13 +125,13 @@ def trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str 
 
 def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None, script: Path,
            notebook: Path | None = None) -> int:
-    from generator.site.staging import HandEdits, staged_output
-    from generator.trace.capture import run_script, user_files
-    from generator.trace.markers import scan
-    from generator.trace import junit as junit_xml, notebook as notebooks
-    from generator.trace.naming import hand_edits_refusal, rerun_path, trace_name, trace_record
-    from generator.trace.report import render
-    from generator.trace.verdicts import exit_status
+    from transformer_trace.site.staging import HandEdits, staged_output
+    from transformer_trace.trace.capture import run_script, user_files
+    from transformer_trace.trace.markers import scan
+    from transformer_trace.trace import junit as junit_xml, notebook as notebooks
+    from transformer_trace.trace.naming import hand_edits_refusal, rerun_path, trace_name, trace_record
+    from transformer_trace.trace.report import render
+    from transformer_trace.trace.verdicts import exit_status
 
     if not script.exists():
         raise UserError(f"{script}: there is no such script")
@@ -154,7 +154,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     elif not any(m.point for m in markers):
         raise UserError(f"{args.script}: --report none reports the # trace: points, and the script has none ({marker_forms(reports)})")
     if numbering in reports:
-        from generator.trace.markers import with_catalogue_names
+        from transformer_trace.trace.markers import with_catalogue_names
 
         markers = with_catalogue_names(markers, {snap.number: snap.variable for snap in reports[numbering].snapshots})
     # before the script runs: nothing of the user's is replaced
@@ -162,7 +162,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     if getattr(args, "junit", None) is not None:  # refuse before the script runs and anything is written
         junit_xml.check_target(args.junit)
     if getattr(args, "pdf", False):  # refuse before the script runs and anything is written
-        from generator.pdf import find_chromium, site_dir
+        from transformer_trace.pdf import find_chromium, site_dir
 
         find_chromium()
         site_dir(args.config, args.out)
@@ -171,13 +171,13 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
                *(["--timeout", f"{args.timeout:g}"] if args.timeout else [])]
     shown = rerun_path(args.script, (notebook or script).resolve(), args.out)  # never the builder's absolute paths
     rerun = [shown, *options, *(["--", *script_args] if script_args else [])]
-    command = command or "python -m generator trace " + shlex.join(rerun)
+    command = command or "python -m transformer_trace trace " + shlex.join(rerun)
     capture = run_script(script, script_args, markers, args.timeout,
                          argv0=str(args.script) if notebook is None else None)
     if notebook is not None:  # the pages name the notebook, its cells and lines
         notebooks.as_notebook_capture(capture, notebook.resolve())
     if numbering == "none":
-        from generator.trace.pages import own_catalogue
+        from transformer_trace.trace.pages import own_catalogue
 
         catalogue = own_catalogue(capture)
     try:
@@ -194,7 +194,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
         if summary["first_failure"]:
             print(f"first failing snapshot: {summary['first_failure']}", file=sys.stderr)
     if getattr(args, "pdf", False):
-        from generator.pdf import export
+        from transformer_trace.pdf import export
 
         export(args.out, args.config, reports, quiet=args.quiet)
     data = json.loads((args.out / name / "snapshots.json").read_text(encoding="utf-8"))

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.errors import UserError
-from generator.trace.markers import Marker, read_source
+from transformer_trace.errors import UserError
+from transformer_trace.trace.markers import Marker, read_source
 
 # Past this many bytes of captured copies, later hits keep their shape and statistics only (the pages stay bounded).
 CAPTURE_BUDGET_BYTES = 512 * 2**20
@@ -107,7 +107,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
                argv0: str | None = None) -> Capture:
     """Run ``script`` as ``__main__`` with ``argv`` (``sys.argv[0]``: ``argv0``, else the script's path) and the markers
     traced, in its own interpreter; never raises for the script's own errors."""
-    from generator.trace.process import run_child
+    from transformer_trace.trace.process import run_child
 
     capture = Capture(script=script, markers=markers, sha256=hashlib.sha256(script.read_bytes()).hexdigest())
     # The pages quote the code that ran, even if the script rewrites or deletes its own files.
@@ -138,7 +138,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
 
 def user_environment() -> dict[str, str]:
     """The environment the command was started with: what the generator set for its own PyTorch taken out again."""
-    from generator import ENVIRONMENT_ADDED
+    from transformer_trace import ENVIRONMENT_ADDED
 
     return {key: value for key, value in os.environ.items() if ENVIRONMENT_ADDED.get(key) != value}
 

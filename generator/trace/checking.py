@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from generator.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights
-from generator.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
-from generator.trace.verify import LayoutStatus, catalogue_layout
+from transformer_trace.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights
+from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
+from transformer_trace.trace.verify import LayoutStatus, catalogue_layout
 
 if TYPE_CHECKING:  # pragma: no cover
-    from generator.pages import SnapshotPage
+    from transformer_trace.pages import SnapshotPage
 
 # A leading corner of a big tensor (``[:5, :5]``, what a debugger shows of an embedding table): kept under the record
 # name, and the checks that read it compare what it covers.
@@ -156,7 +156,7 @@ def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
     options cannot describe it (our own points have no catalogue)."""
     from dataclasses import fields
 
-    from generator.errors import UserError
+    from transformer_trace.errors import UserError
 
     if catalogue.options is None:
         return None
@@ -212,7 +212,7 @@ def own_tensors(page: SnapshotPage, places: dict[str, str], dims: dict[str, int]
 
 
 def catalogue_source(catalogue: Any, pages: list[SnapshotPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
-    """The captured tensors as a ``generator.sources.TensorDict`` under the catalogue's record names (pass k of a loop
+    """The captured tensors as a ``transformer_trace.sources.TensorDict`` under the catalogue's record names (pass k of a loop
     under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
     passes = _passes(catalogue, pages)
     shown_places = pass_places(catalogue, hit, passes) or pass_places(catalogue, 1, passes)

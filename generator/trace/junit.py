@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from generator.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, check_text, first_failure_label,
+from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, check_text, first_failure_label,
                                       script_failed, verdict)
 
 FIRST_FAILURE = "first failure (pipeline order)"
@@ -81,7 +81,7 @@ def write_junit(data: dict[str, Any], target: Path) -> None:
 
 def check_target(target: Path) -> None:
     """Refuse a --junit path that cannot be written (before anything runs)."""
-    from generator.errors import UserError
+    from transformer_trace.errors import UserError
 
     if target.is_dir():
         raise UserError(f"--junit {target}: is a folder; give the XML file to write")

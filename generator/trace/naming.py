@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from generator.errors import UserError
+from transformer_trace.errors import UserError
 
 # Folders and files of a built site or of docs/ that are not reports: the PDFs, the print views' and the themes' assets,
 # MkDocs' own outputs, home pages. The bundled reports' folders are added from the registry (reserved_names).
@@ -48,7 +48,7 @@ def default_name(script: Path) -> str:
 def trace_name(given: str | None, script: Path, docs: Path, reports: Iterable[str]) -> str:
     """The folder under ``docs`` for the trace of ``script`` (resolved): ``given`` (--name) or the default; refused in
     one line when it is not a name a trace may take or holds something else, or when ``docs`` cannot be written."""
-    from generator.site.staging import check_writable
+    from transformer_trace.site.staging import check_writable
 
     check_writable(docs)
     name = given if given is not None else default_name(script)
@@ -75,8 +75,8 @@ def trace_record(script: Path) -> dict[str, Any]:
 
 def _holder(docs: Path, name: str, script: Path) -> str | None:
     """What ``docs/name`` holds when it is not free for a trace of ``script``: None when free or its own trace."""
-    from generator.site.configured import read_runs
-    from generator.site.staging import read_manifest
+    from transformer_trace.site.configured import read_runs
+    from transformer_trace.site.staging import read_manifest
 
     target = docs / name
     if not target.exists() and not target.is_symlink():

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.errors import UserError
+from transformer_trace.errors import UserError
 
 HEADER = "# generator trace: the code cells of {name} in order, each after a `# %% cell N` line"
 _HEADER = re.compile(r"# generator trace: the code cells of (?P<name>.+) in order, each after a `# %% cell N` line")
@@ -194,7 +194,7 @@ def add_notebook_page(folder: Path, notebook: Path, converted: NotebookScript) -
 
     import jinja2
 
-    from generator.render import escape_text
+    from transformer_trace.render import escape_text
 
     (folder / "notebooks").mkdir(exist_ok=True)
     shutil.copyfile(notebook, folder / "notebooks" / notebook.name)

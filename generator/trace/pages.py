@@ -11,18 +11,18 @@ from typing import Any
 
 import torch
 
-from generator.catalogue import Question, Report, Stage
-from generator.sources import Lacking, MissingTensor, NotCheckable
-from generator.pages import SnapshotPage, SourceExcerpt, TensorSection
-from generator.render import page_path  # one page layout for every report
-from generator.tensors import TensorView
-from generator.text import fence_title
-from generator.trace.capture import Capture, Hit, Value
-from generator.trace.markers import Marker
-from generator.trace.checking import places_for, run_checks
-from generator.trace.notebook import cell_of, notebook_name, place
-from generator.trace.verify import Layout, LayoutStatus, bind_dims, catalogue_layout
-from models.legend import Legend
+from transformer_trace.catalogue import Question, Report, Stage
+from transformer_trace.sources import Lacking, MissingTensor, NotCheckable
+from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection
+from transformer_trace.render import page_path  # one page layout for every report
+from transformer_trace.tensors import TensorView
+from transformer_trace.text import fence_title
+from transformer_trace.trace.capture import Capture, Hit, Value
+from transformer_trace.trace.markers import Marker
+from transformer_trace.trace.checking import places_for, run_checks
+from transformer_trace.trace.notebook import cell_of, notebook_name, place
+from transformer_trace.trace.verify import Layout, LayoutStatus, bind_dims, catalogue_layout
+from transformer_trace.models.legend import Legend
 
 
 def marker_example(catalogue: Any, numbering: str, number: int) -> str:
@@ -73,7 +73,7 @@ class OwnCatalogue:
     options: Any = None
     extra_pages: tuple = ()
     figures: tuple = ()
-    # What a report declares beyond its catalogue (generator.catalogue.Report), none of which the script's own points have
+    # What a report declares beyond its catalogue (transformer_trace.catalogue.Report), none of which the script's own points have
     templates: None = None
     trace: None = None
     trace_inputs: Any = field(default_factory=dict)

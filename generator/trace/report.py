@@ -1,5 +1,5 @@
 """Write the report of a traced script (pages.py builds its pages): the snapshot pages, the overview, the stages, the
-guiding questions and the print view by the bundled reports' own templates and writer (generator.render.write_pages,
+guiding questions and the print view by the bundled reports' own templates and writer (transformer_trace.render.write_pages,
 over the run the capture becomes at its boundary: run.py traced_run), snapshots.json by the one writer (generator/
 snapshots_file.py), figures by the bundled drawings and data/ with the report's own explorer groups, so the site
 machinery, the explorer and the PDF export read a trace as they read a bundled report."""
@@ -14,22 +14,22 @@ from typing import Any
 
 import torch
 
-from generator.build import draw_all
-from generator.catalogue import Report
-from generator.checks import FAILED, INPUT, PASSED
-from generator.pages import SnapshotPage
-from generator.progress import Progress
-from generator.render import escape_text, write_pages
-from generator.run import ModelRun
-from generator.snapshots_file import snapshots_json, write_snapshots_json
-from generator.sources import NotCheckable, TensorDict, fill
-from generator.tensor_data import (attention_group_of, attention_groups, axis_labels, head_labels, run_labels,
+from transformer_trace.build import draw_all
+from transformer_trace.catalogue import Report
+from transformer_trace.checks import FAILED, INPUT, PASSED
+from transformer_trace.pages import SnapshotPage
+from transformer_trace.progress import Progress
+from transformer_trace.render import escape_text, write_pages
+from transformer_trace.run import ModelRun
+from transformer_trace.snapshots_file import snapshots_json, write_snapshots_json
+from transformer_trace.sources import NotCheckable, TensorDict, fill
+from transformer_trace.tensor_data import (attention_group_of, attention_groups, axis_labels, head_labels, run_labels,
                                    write_tensor_data)
-from generator.trace.capture import Capture
-from generator.trace.checking import pass_places
-from generator.trace.pages import _tensor_of, build_pages, shown_pass
-from generator.trace.run import TraceReport, adopt_verdicts, id_labels, traced_run
-from generator.version import package_version  # the run stamp names the package version
+from transformer_trace.trace.capture import Capture
+from transformer_trace.trace.checking import pass_places
+from transformer_trace.trace.pages import _tensor_of, build_pages, shown_pass
+from transformer_trace.trace.run import TraceReport, adopt_verdicts, id_labels, traced_run
+from transformer_trace.version import package_version  # the run stamp names the package version
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
 

@@ -1,5 +1,5 @@
 """The trace's boundary: a capture becomes the run object the bundled reports produce (``traced_run``: a
-``generator.run.ModelRun`` of the captured tensors under the catalogue's record names, no model, and what it lacks,
+``transformer_trace.run.ModelRun`` of the captured tensors under the catalogue's record names, no model, and what it lacks,
 typed), so the pages, checks, figures and data read a trace as they read a bundled report.
 
 ``TraceReport`` is what a script's run adds to its overview (the templates' ``outcome``): the counts, the first failure
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.run import Lacks, ModelRun
-from generator.sources import Known, MissingTensor, TensorDict
-from generator.trace.checking import TensorLabel
-from models.recording import Recorded, Recording
+from transformer_trace.run import Lacks, ModelRun
+from transformer_trace.sources import Known, MissingTensor, TensorDict
+from transformer_trace.trace.checking import TensorLabel
+from transformer_trace.models.recording import Recorded, Recording
 
 
 @functools.cache

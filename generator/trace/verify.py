@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from generator.catalogue import parse_dimension
-from models.legend import Legend
+from transformer_trace.catalogue import parse_dimension
+from transformer_trace.models.legend import Legend
 
 
 class LayoutStatus(enum.Enum):

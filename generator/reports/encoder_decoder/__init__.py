@@ -1,5 +1,5 @@
 """The encoder–decoder report (seed report 001): everything specific to it lives in this folder, and ``REPORT``
-below is the report, one object whose parts come from these modules by name (generator.catalogue.Report checks them):
+below is the report, one object whose parts come from these modules by name (transformer_trace.catalogue.Report checks them):
 
 catalogue.py     snapshots, stages, figures, questions        options.py   command-line options and validation
 runner.py        builds the model and records a pass          checks.py, figures.py  its own checks and drawings
@@ -10,11 +10,11 @@ benchmark.py     its model's speed against torch.nn's         templates/   expla
 
 from pathlib import Path
 
-from generator.catalogue import Report
-from generator.report_parts import Benchmark
-from generator.reports.encoder_decoder import benchmark, catalogue, checks, figures, runner, trace, trace_inputs
-from generator.reports.encoder_decoder.explore import EXPLORATION
-from generator.reports.encoder_decoder.options import EncoderDecoderOptions
+from transformer_trace.catalogue import Report
+from transformer_trace.report_parts import Benchmark
+from transformer_trace.reports.encoder_decoder import benchmark, catalogue, checks, figures, runner, trace, trace_inputs
+from transformer_trace.reports.encoder_decoder.explore import EXPLORATION
+from transformer_trace.reports.encoder_decoder.options import EncoderDecoderOptions
 
 REPORT = Report.from_catalogue(
     catalogue,

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, causal_mask
-from models.recording import recording
+from transformer_trace.models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, causal_mask
+from transformer_trace.models.recording import recording
 
 if TYPE_CHECKING:  # pragma: no cover
-    from generator.catalogue import Report
+    from transformer_trace.catalogue import Report
 
 
 def model_tables(report: Report, device: torch.device, repeats: int,

@@ -4,18 +4,18 @@ Placeholders: {enc} / {dec} are the traced encoder / decoder layer, {enc_prev} /
 them, {dec_last} the last decoder layer (see EncoderDecoderOptions.places).
 """
 
-from generator.catalogue import Figure, Question, Snapshot, Stage
-from generator.checks import (
+from transformer_trace.catalogue import Figure, Question, Snapshot, Stage
+from transformer_trace.checks import (
     CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LinearOf, ResidualLayerNorm, SameTensor, ScaledScores,
     SoftmaxRows, SumOf,
 )
-from generator.figures import AttentionHeads, Mask, Matrix, Positional
-from generator.places import Place
-from generator.reports.encoder_decoder.checks import EmbeddingTableRows, SinusoidalPositions, TokenIds
-from generator.reports.encoder_decoder.figures import Predictions, TokenTable
-from generator.sources import InputRef, ModuleRef, ParamRef, Ref
-import models.encoder_decoder as _model
-from models.encoder_decoder import (
+from transformer_trace.figures import AttentionHeads, Mask, Matrix, Positional
+from transformer_trace.places import Place
+from transformer_trace.reports.encoder_decoder.checks import EmbeddingTableRows, SinusoidalPositions, TokenIds
+from transformer_trace.reports.encoder_decoder.figures import Predictions, TokenTable
+from transformer_trace.sources import InputRef, ModuleRef, ParamRef, Ref
+import transformer_trace.models.encoder_decoder as _model
+from transformer_trace.models.encoder_decoder import (
     MLP, DecoderLayer, EncoderDecoderTransformer, EncoderLayer, MultiHeadAttention,
 )
 

@@ -1,5 +1,5 @@
 """Checks specific to the encoder–decoder report, listed in ``CHECKS`` (the report merges them with
-generator.checks.CHECKS)."""
+transformer_trace.checks.CHECKS)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import torch
 
-from generator.checks import THIS, Check, close, whole_ids
-from generator.registry import Registry
-from generator.sources import InputRef, NotCheckable, ParamRef, Ref, TensorSource
+from transformer_trace.checks import THIS, Check, close, whole_ids
+from transformer_trace.registry import Registry
+from transformer_trace.sources import InputRef, NotCheckable, ParamRef, Ref, TensorSource
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.places import Place, layer_pattern
-from generator.tensor_data import AttentionGroup, Exploration
-from models.encoder_decoder import LEGEND, DecoderLayer, EncoderLayer, MultiHeadAttention
+from transformer_trace.places import Place, layer_pattern
+from transformer_trace.tensor_data import AttentionGroup, Exploration
+from transformer_trace.models.encoder_decoder import LEGEND, DecoderLayer, EncoderLayer, MultiHeadAttention
 
 
 # Every layer's, the layer its placeholder.

@@ -1,6 +1,6 @@
-"""Figures specific to the encoder–decoder report; listed in ``DRAWINGS`` (the report merges them with generator.figures.DRAWINGS).
+"""Figures specific to the encoder–decoder report; listed in ``DRAWINGS`` (the report merges them with transformer_trace.figures.DRAWINGS).
 
-A table and small bar panels: drawn with Pillow (generator.raster) like the heat maps, so the report needs no matplotlib.
+A table and small bar panels: drawn with Pillow (transformer_trace.raster) like the heat maps, so the report needs no matplotlib.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from generator import raster
-from generator.figures import LABELLED_CELLS, Drawing, grid, literal_labels, visual_order
-from generator.registry import Registry
-from generator.run import ModelRun
-from generator.sources import InputRef, Ref
+from transformer_trace import raster
+from transformer_trace.figures import LABELLED_CELLS, Drawing, grid, literal_labels, visual_order
+from transformer_trace.registry import Registry
+from transformer_trace.run import ModelRun
+from transformer_trace.sources import InputRef, Ref
 
 MOST_PANELS = 12  # prediction panels drawn; longer targets show evenly spaced positions
 

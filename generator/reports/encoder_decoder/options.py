@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.errors import UserError
-from generator.options import RunOptions, check_heads_divide, check_memory, config_default, option, plural
-from generator.text import clean_text, removed_characters
-from models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, build_vocab
+from transformer_trace.errors import UserError
+from transformer_trace.options import RunOptions, check_heads_divide, check_memory, config_default, option, plural
+from transformer_trace.text import clean_text, removed_characters
+from transformer_trace.models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, build_vocab
 
 DEFAULT_SRC = "hello from cairo egypt team project"  # the seed report's sentences
 DEFAULT_TGT = "we are debugging transformer today"
@@ -95,7 +95,7 @@ class EncoderDecoderOptions(RunOptions):
             return super().record_points()
         import torch
 
-        from models.recording import declared_points
+        from transformer_trace.models.recording import declared_points
 
         with torch.random.fork_rng(devices=[]):
             return declared_points(self.build_model())

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from generator.catalogue import Report
-from generator.reports.encoder_decoder.options import EncoderDecoderOptions
-from generator.run import ModelRun, resolve_device
-from models.encoder_decoder import LEGEND, EncoderDecoderTransformer, build_vocab, encode
-from models.recording import recording
+from transformer_trace.catalogue import Report
+from transformer_trace.reports.encoder_decoder.options import EncoderDecoderOptions
+from transformer_trace.run import ModelRun, resolve_device
+from transformer_trace.models.encoder_decoder import LEGEND, EncoderDecoderTransformer, build_vocab, encode
+from transformer_trace.models.recording import recording
 
 
 def _words(vocab: dict[str, int]) -> list[str]:

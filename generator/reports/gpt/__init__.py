@@ -1,5 +1,5 @@
 """The decoder-only GPT report (byte level): everything specific to it lives in this folder, and ``REPORT`` below is
-the report, one object whose parts come from these modules by name (generator.catalogue.Report checks them):
+the report, one object whose parts come from these modules by name (transformer_trace.catalogue.Report checks them):
 
 catalogue.py     snapshots, stages, figures, questions        options.py   command-line options and validation
 runner.py        records a pass, a greedy generation and the prompt with its last byte changed (and begins the
@@ -12,11 +12,11 @@ templates/       explain.md.j2, inputs.md.j2, questions.md.j2
 
 from pathlib import Path
 
-from generator.catalogue import Report
-from generator.report_parts import Training
-from generator.reports.gpt import catalogue, checks, figures, runner, trace, trace_inputs, training
-from generator.reports.gpt.explore import EXPLORATION
-from generator.reports.gpt.options import GPTOptions
+from transformer_trace.catalogue import Report
+from transformer_trace.report_parts import Training
+from transformer_trace.reports.gpt import catalogue, checks, figures, runner, trace, trace_inputs, training
+from transformer_trace.reports.gpt.explore import EXPLORATION
+from transformer_trace.reports.gpt.options import GPTOptions
 
 REPORT = Report.from_catalogue(
     catalogue,

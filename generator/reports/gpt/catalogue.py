@@ -5,21 +5,21 @@ Placeholders (see GPTOptions.places): {block} is the traced block, {block_prev} 
 "generate").
 """
 
-from generator.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
-from generator.checks import (
+from transformer_trace.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
+from transformer_trace.checks import (
     ContextConcat, ContextHeads, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, Probabilities, SameTensor,
     ScaledScores, SoftmaxRows, SumOf,
 )
-from generator.figures import AttentionHeads, Mask, Matrix
-from generator.places import Place
-from generator.reports.gpt.checks import (
+from transformer_trace.figures import AttentionHeads, Mask, Matrix
+from transformer_trace.places import Place
+from transformer_trace.reports.gpt.checks import (
     CacheMatchesFullPass, CacheMatchesRecomputation, CausalMaskBool, EmbeddingRows, GptBlockRerun, GreedyBytes,
     MaskedFillOf, NextByte, PositionRows, PromptBytes, TiedHead, TrainingEffect,
 )
-from generator.reports.gpt.figures import ByteTable, Generation, HeadRoles, KvCache, NextByteTopk, TrainingCurve
-from generator.sources import InputRef, ModuleRef, ParamRef, Ref
-import models.gpt as _model
-from models.gpt import Block, CausalSelfAttention, GPT, MLP
+from transformer_trace.reports.gpt.figures import ByteTable, Generation, HeadRoles, KvCache, NextByteTopk, TrainingCurve
+from transformer_trace.sources import InputRef, ModuleRef, ParamRef, Ref
+import transformer_trace.models.gpt as _model
+from transformer_trace.models.gpt import Block, CausalSelfAttention, GPT, MLP
 
 # Where the tensors are recorded: a place in the model (placeholders: the traced layer) and the module class there.
 # ``place.POINT`` is the record name that class's declared point has at that place (generator/places.py).

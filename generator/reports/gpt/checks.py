@@ -1,4 +1,4 @@
-"""Checks specific to the GPT report, listed in ``CHECKS`` (the report merges them with generator.checks.CHECKS).
+"""Checks specific to the GPT report, listed in ``CHECKS`` (the report merges them with transformer_trace.checks.CHECKS).
 
 Each recomputes its claim in float64: from other captured tensors, from the model's parameters,
 or (for the key/value cache and generation) by re-running a float64 copy of the model on the
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import torch
 
-from generator.checks import THIS, TOLERANCE, Check, close
-from generator.registry import Registry
-from generator.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
-from generator.tensors import fmt
-from models.gpt import decode, encode
-from models.recording import recording
+from transformer_trace.checks import THIS, TOLERANCE, Check, close
+from transformer_trace.registry import Registry
+from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
+from transformer_trace.tensors import fmt
+from transformer_trace.models.gpt import decode, encode
+from transformer_trace.models.recording import recording
 
 PREFIX_TOLERANCE = 1e-6  # earlier positions must not move when the last byte changes
 

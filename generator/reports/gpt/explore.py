@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.places import Place, layer_pattern
-from generator.tensor_data import AttentionGroup, Exploration
-from models.gpt import LEGEND, Block, CausalSelfAttention
+from transformer_trace.places import Place, layer_pattern
+from transformer_trace.tensor_data import AttentionGroup, Exploration
+from transformer_trace.models.gpt import LEGEND, Block, CausalSelfAttention
 
 
 ATTENTION = Place("blocks.{layer}.attn", CausalSelfAttention)  # every block's, the layer its placeholder
@@ -18,7 +18,7 @@ def _names(config: Any) -> list[str]:
 
 
 def _labels(run: Any) -> dict[str, list[str]]:
-    from models.gpt import byte_label
+    from transformer_trace.models.gpt import byte_label
 
     return {"bytes": list(run.inputs["prompt_bytes"]), "vocabulary": [byte_label(b) for b in range(run.dims["V"])]}
 

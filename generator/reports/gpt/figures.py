@@ -1,6 +1,6 @@
-"""Figures specific to the GPT report; listed in ``DRAWINGS`` (the report merges them with generator.figures.DRAWINGS).
+"""Figures specific to the GPT report; listed in ``DRAWINGS`` (the report merges them with transformer_trace.figures.DRAWINGS).
 
-Every byte is labelled with models.gpt.byte_label (printable ASCII as itself, space as ␠, the rest
+Every byte is labelled with transformer_trace.models.gpt.byte_label (printable ASCII as itself, space as ␠, the rest
 as hex), and every drawing stays readable at the longest prompt the context allows.
 """
 
@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from generator import raster
-from generator.figures import Drawing, as_numpy, integer_ticks, literal_labels, visual_order
-from generator.registry import Registry
-from generator.run import ModelRun
-from generator.sources import InputRef, Ref
-from models.gpt import byte_label
+from transformer_trace import raster
+from transformer_trace.figures import Drawing, as_numpy, integer_ticks, literal_labels, visual_order
+from transformer_trace.registry import Registry
+from transformer_trace.run import ModelRun
+from transformer_trace.sources import InputRef, Ref
+from transformer_trace.models.gpt import byte_label
 
 ROW = 16  # bytes per row of the byte table, as a hex dump
 SHADES = {1: "#ffffff", 2: "#fff3e0", 3: "#e3f2fd", 4: "#f3e5f5"}  # by the character's UTF-8 length

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.errors import UserError
-from generator.options import RunOptions, check_heads_divide, check_memory, config_default, option, plural
-from generator.text import clean_text, removed_characters
-from models.gpt import GPT, GPTConfig, encode
+from transformer_trace.errors import UserError
+from transformer_trace.options import RunOptions, check_heads_divide, check_memory, config_default, option, plural
+from transformer_trace.text import clean_text, removed_characters
+from transformer_trace.models.gpt import GPT, GPTConfig, encode
 
 DEFAULT_PROMPT = "The cat sat on the mat."
 CONTEXT = config_default(GPTConfig, "context")
@@ -27,7 +27,7 @@ class GPTOptions(RunOptions):
     heads: int = field(default=config_default(GPTConfig, "n_heads"), metadata=option("attention heads (must divide "
                                                                                      "--d-model)", kind="positive"))
     weights: str = field(default="trained", metadata=option(
-        "trained (the bundled checkpoint of `python -m generator train gpt`, default sizes only), random (seeded) or "
+        "trained (the bundled checkpoint of `python -m transformer_trace train gpt`, default sizes only), random (seeded) or "
         "PATH to a GPT state dict",
         api_values=("random",)))  # through the regenerate API: seeded weights, never a file or a download
     # Control and bidirectional-override characters dropped from the prompt (see generator/text.py), for the pages.

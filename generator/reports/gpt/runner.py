@@ -11,9 +11,9 @@ from pathlib import Path
 
 import torch
 
-from generator.catalogue import Report
-from generator.reports.gpt.options import GPTOptions, max_prompt_bytes
-from generator.reports.gpt.training import (
+from transformer_trace.catalogue import Report
+from transformer_trace.reports.gpt.options import GPTOptions, max_prompt_bytes
+from transformer_trace.reports.gpt.training import (
     CHECKPOINT,
     corpus_bytes,
     corpus_facts,
@@ -24,11 +24,11 @@ from generator.reports.gpt.training import (
     measured_held_out_bits,
     split,
 )
-from generator.places import Place
-from generator.run import ModelRun, resolve_device
-from models.gpt import GPT, LEGEND, CausalSelfAttention, GPTConfig, byte_label, decode, encode
-from generator.text import clean_text
-from models.recording import Recording, declared_points, recording
+from transformer_trace.places import Place
+from transformer_trace.run import ModelRun, resolve_device
+from transformer_trace.models.gpt import GPT, LEGEND, CausalSelfAttention, GPTConfig, byte_label, decode, encode
+from transformer_trace.text import clean_text
+from transformer_trace.models.recording import Recording, declared_points, recording
 
 
 EVERY_BLOCK = Place("blocks.{i}.attn", CausalSelfAttention)  # {i}: each block in turn

@@ -1,8 +1,8 @@
-"""Tracing someone else's GPT (`python -m generator trace`): how students mark its snapshots, which of the catalogue's
+"""Tracing someone else's GPT (`python -m transformer_trace trace`): how students mark its snapshots, which of the catalogue's
 placeholders name one pass of the block loop (generator/trace/).
 What a trace checks is the catalogue's own checks."""
 
-from generator.trace.verify import TraceSpec
+from transformer_trace.trace.verify import TraceSpec
 
 TRACE = TraceSpec(
     keyword="BREAKPOINT",

@@ -1,4 +1,4 @@
-"""Train the report's byte GPT on the bundled corpus, reproducibly, on the CPU: `python -m generator train gpt`.
+"""Train the report's byte GPT on the bundled corpus, reproducibly, on the CPU: `python -m transformer_trace train gpt`.
 
 The corpus is CPython 3.11.7's ``pydoc_data.topics`` (the help texts of ``help("topics")``), every topic in
 sorted order, joined by blank lines, stored gzipped in assets/ (PSF licence, see assets/README.md). Its first
@@ -31,13 +31,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from generator.errors import UserError
-from generator.state_dicts import refuse_unusable_values
-from models.gpt import GPT, GPTConfig
+from transformer_trace.errors import UserError
+from transformer_trace.state_dicts import refuse_unusable_values
+from transformer_trace.models.gpt import GPT, GPTConfig
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 PROJECT = Path(__file__).resolve().parents[3]
-log = logging.getLogger("generator")
+log = logging.getLogger("transformer_trace")
 CORPUS = ASSETS / "corpus.txt.gz"
 CHECKPOINT = ASSETS / "gpt-trained.pt"
 HELD_OUT_FRACTION = 0.1
@@ -136,7 +136,7 @@ def held_out_bits_per_byte(model: GPT, held_out: torch.Tensor, context: int) -> 
 def cache_dir() -> Path:
     """Where measurements that depend only on their inputs are kept between runs (generator/template_cache.py: never the
     installation folder)."""
-    from generator.template_cache import cache_root
+    from transformer_trace.template_cache import cache_root
 
     return cache_root()
 
@@ -382,12 +382,12 @@ def _has_record_shape(record: object) -> bool:
 def load_state(path: Path, cfg: GPTConfig) -> dict[str, torch.Tensor]:
     """The state dict at ``path``, checked key by key and shape by shape against a GPT of ``cfg``; UserError otherwise."""
     if not path.is_file():
-        raise UserError(f"--weights {str(path)!r} is neither trained, random nor a file; give a GPT state dict saved by `python -m generator train gpt`")
+        raise UserError(f"--weights {str(path)!r} is neither trained, random nor a file; give a GPT state dict saved by `python -m transformer_trace train gpt`")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's to fix, in one line
         raise UserError(f"{path} is not a PyTorch state dict torch.load can read ({type(exc).__name__}); "
-                        "save one with `python -m generator train gpt --out PATH`") from None
+                        "save one with `python -m transformer_trace train gpt --out PATH`") from None
     if not isinstance(state, dict):
         raise UserError(f"{path} holds a {type(state).__name__}, not a state dict (a mapping of parameter names to tensors)")
     expected = GPT(cfg).state_dict()

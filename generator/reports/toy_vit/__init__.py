@@ -12,11 +12,11 @@ templates/       explain.md.j2, inputs.md.j2, questions.md.j2
 
 from pathlib import Path
 
-from generator.catalogue import Report
-from generator.report_parts import Benchmark
-from generator.reports.toy_vit import benchmark, catalogue, checks, figures, runner
-from generator.reports.toy_vit.explore import EXPLORATION
-from generator.reports.toy_vit.options import ToyVitOptions
+from transformer_trace.catalogue import Report
+from transformer_trace.report_parts import Benchmark
+from transformer_trace.reports.toy_vit import benchmark, catalogue, checks, figures, runner
+from transformer_trace.reports.toy_vit.explore import EXPLORATION
+from transformer_trace.reports.toy_vit.options import ToyVitOptions
 
 REPORT = Report.from_catalogue(
     catalogue,

@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from models.recording import recording
+from transformer_trace.models.recording import recording
 
 if TYPE_CHECKING:  # pragma: no cover
-    from generator.catalogue import Report
+    from transformer_trace.catalogue import Report
 
 BUILD = "generator build of the report (forward, pages, data, figures)"
 
 
 def _build_seconds(report: Report) -> float:
-    from generator.build import build
-    from generator.progress import Progress
+    from transformer_trace.build import build
+    from transformer_trace.progress import Progress
 
     work = Path(tempfile.mkdtemp(prefix="bench-toy-"))
     try:
@@ -41,8 +41,8 @@ def model_tables(report: Report, device: torch.device, repeats: int,
                  interleaved) -> list[tuple[str, list[tuple[str, float]], float]]:
     if device.type != "cpu":  # four numbers wide: a GPU would time its launch overhead
         return []
-    from generator.reports.toy_vit import seed
-    from models.toy_vit import ToyViTConfig, ToyVisionTransformer
+    from transformer_trace.reports.toy_vit import seed
+    from transformer_trace.models.toy_vit import ToyViTConfig, ToyVisionTransformer
 
     cfg = ToyViTConfig()
     model = ToyVisionTransformer(cfg).eval()

@@ -4,17 +4,17 @@ A–I.
 Placeholder: {block} is the traced layer (the model has one; see ToyVitOptions.places).
 """
 
-from generator.catalogue import Figure, Question, Snapshot, Stage
-from generator.checks import (ContextHeads, EqualsParameter, LayerNormOf, LinearOf, PlusParameter, Probabilities,
+from transformer_trace.catalogue import Figure, Question, Snapshot, Stage
+from transformer_trace.checks import (ContextHeads, EqualsParameter, LayerNormOf, LinearOf, PlusParameter, Probabilities,
                               ResidualBlock, RowEquals,
                               SameTensor, ScaledScores, SoftmaxRows, SumOf, TokensConcat)
-from generator.figures import AttentionHeads, Positional
-from generator.places import Place
-from generator.reports.toy_vit.checks import DotProducts, IsImage, PatchesTile, ProjectedHeads, ReadRowByRow, ReluOf
-from generator.reports.toy_vit.figures import ClassBars, PatchGrid, QueryOverGrid, VerdictMap
-from generator.sources import InputRef, ModuleRef, ParamRef, Ref
-import models.toy_vit as _model
-from models.toy_vit import MLP, EncoderBlock, PatchEmbedding, SelfAttention, ToyVisionTransformer
+from transformer_trace.figures import AttentionHeads, Positional
+from transformer_trace.places import Place
+from transformer_trace.reports.toy_vit.checks import DotProducts, IsImage, PatchesTile, ProjectedHeads, ReadRowByRow, ReluOf
+from transformer_trace.reports.toy_vit.figures import ClassBars, PatchGrid, QueryOverGrid, VerdictMap
+from transformer_trace.sources import InputRef, ModuleRef, ParamRef, Ref
+import transformer_trace.models.toy_vit as _model
+from transformer_trace.models.toy_vit import MLP, EncoderBlock, PatchEmbedding, SelfAttention, ToyVisionTransformer
 
 # Where the tensors are recorded: a place in the model (placeholders: the traced layer) and the module class there.
 # ``place.POINT`` is the record name that class's declared point has at that place (generator/places.py).

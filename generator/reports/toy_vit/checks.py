@@ -1,4 +1,4 @@
-"""Checks specific to the toy ViT report, listed in ``CHECKS`` (the report merges them with generator.checks.CHECKS)."""
+"""Checks specific to the toy ViT report, listed in ``CHECKS`` (the report merges them with transformer_trace.checks.CHECKS)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from generator.checks import THIS, Check, close, linear
-from generator.registry import Registry
-from generator.sources import InputRef, ModuleRef, Ref, TensorSource
+from transformer_trace.checks import THIS, Check, close, linear
+from transformer_trace.registry import Registry
+from transformer_trace.sources import InputRef, ModuleRef, Ref, TensorSource
 
 
 @dataclass(frozen=True, kw_only=True)

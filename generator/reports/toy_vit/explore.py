@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from generator.places import Place, layer_pattern
-from generator.tensor_data import AttentionGroup, Exploration
-from models.toy_vit import LEGEND, EncoderBlock, SelfAttention
+from transformer_trace.places import Place, layer_pattern
+from transformer_trace.tensor_data import AttentionGroup, Exploration
+from transformer_trace.models.toy_vit import LEGEND, EncoderBlock, SelfAttention
 
 
 ATTENTION = Place("blocks.{layer}.attn", SelfAttention)  # every block's, the layer its placeholder

@@ -1,4 +1,4 @@
-"""Figures specific to the toy ViT report, listed in ``DRAWINGS``; all drawn with Pillow (generator.raster), no matplotlib.
+"""Figures specific to the toy ViT report, listed in ``DRAWINGS``; all drawn with Pillow (transformer_trace.raster), no matplotlib.
 
 Every number the seed printed that a figure shows comes from the run's ``seed_table`` input (seed.py's comparison,
 made from seed_004.csv and the run's own tensors), never from this file.
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from generator import raster
-from generator.figures import Drawing
-from generator.registry import Registry
-from generator.run import ModelRun
-from generator.sources import Ref
+from transformer_trace import raster
+from transformer_trace.figures import Drawing
+from transformer_trace.registry import Registry
+from transformer_trace.run import ModelRun
+from transformer_trace.sources import Ref
 
 VERDICT_COLOURS = {"agrees": (0x43, 0xA0, 0x47), "slip": (0xE5, 0x39, 0x35), "carried": (0xFB, 0x8C, 0x00), "method": (0x1E, 0x88, 0xE5)}
 VERDICT_WORDS = {"agrees": "agrees", "slip": "seed's arithmetic slip", "carried": "seed carries an earlier difference",

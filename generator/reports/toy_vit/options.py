@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.errors import UserError
-from generator.options import RunOptions, option
-from models.toy_vit import ToyViTConfig, ToyVisionTransformer
+from transformer_trace.errors import UserError
+from transformer_trace.options import RunOptions, option
+from transformer_trace.models.toy_vit import ToyViTConfig, ToyVisionTransformer
 
 PIXELS = 36  # a 6×6 image, row by row
 WEIGHTS = ("seed", "random")

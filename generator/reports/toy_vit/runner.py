@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from generator.catalogue import Report
-from generator.reports.toy_vit import seed
-from generator.reports.toy_vit.options import ToyVitOptions
-from generator.run import ModelRun, resolve_device
-from models.recording import recording
-from models.toy_vit import LEGEND, ToyVisionTransformer
+from transformer_trace.catalogue import Report
+from transformer_trace.reports.toy_vit import seed
+from transformer_trace.reports.toy_vit.options import ToyVitOptions
+from transformer_trace.run import ModelRun, resolve_device
+from transformer_trace.models.recording import recording
+from transformer_trace.models.toy_vit import LEGEND, ToyVisionTransformer
 
 
 def _weights(opts: ToyVitOptions) -> tuple[ToyVisionTransformer, str]:
@@ -27,7 +27,7 @@ def _weights(opts: ToyVitOptions) -> tuple[ToyVisionTransformer, str]:
 def _pages(report: Report, comparison: dict[str, seed.Comparison]) -> dict[str, dict[str, str]]:
     """Seed entry -> the label and path (within the report) of the snapshot page that shows it, for the overview's
     links."""
-    from generator.render import page_path
+    from transformer_trace.render import page_path
 
     by_tensor = {snap.main.template: snap for snap in report.snapshots}
     return {entry: {"label": report.label(by_tensor[c.step.page].number), "path": page_path(by_tensor[c.step.page])}

@@ -23,9 +23,9 @@ from typing import Any
 
 import torch
 
-from generator.places import Place
-from generator.sources import Ref
-from models.toy_vit import MLP, EncoderBlock, PatchEmbedding, SelfAttention, ToyVisionTransformer
+from transformer_trace.places import Place
+from transformer_trace.sources import Ref
+from transformer_trace.models.toy_vit import MLP, EncoderBlock, PatchEmbedding, SelfAttention, ToyVisionTransformer
 
 TABLE = Path(__file__).resolve().with_name("seed_004.csv")
 SEED_FILE = "004_a53975baff318064.txt"  # the seed document the line numbers refer to

@@ -12,11 +12,11 @@ templates/       explain.md.j2, inputs.md.j2, questions.md.j2, rollout.md.j2; as
 
 from pathlib import Path
 
-from generator.catalogue import Report
-from generator.report_parts import Benchmark
-from generator.reports.vit import benchmark, catalogue, checks, figures, runner, trace, trace_inputs
-from generator.reports.vit.explore import EXPLORATION
-from generator.reports.vit.options import VitOptions
+from transformer_trace.catalogue import Report
+from transformer_trace.report_parts import Benchmark
+from transformer_trace.reports.vit import benchmark, catalogue, checks, figures, runner, trace, trace_inputs
+from transformer_trace.reports.vit.explore import EXPLORATION
+from transformer_trace.reports.vit.options import VitOptions
 
 REPORT = Report.from_catalogue(
     catalogue,

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from models.recording import recording
-from models.vit import from_torchvision
+from transformer_trace.models.recording import recording
+from transformer_trace.models.vit import from_torchvision
 
 if TYPE_CHECKING:  # pragma: no cover
-    from generator.catalogue import Report
+    from transformer_trace.catalogue import Report
 
 TORCHVISION, OFF = "torchvision vit_b_16 forward", "ours, recording off"
 

@@ -4,18 +4,18 @@ Placeholders: {block} is the traced block, {block_prev} what feeds it, {block2} 
 {block_last} the last one (see VitOptions.places).
 """
 
-from generator.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
-from generator.checks import (
+from transformer_trace.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
+from transformer_trace.checks import (
     ContextHeads, EqualsParameter, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, PlusParameter, Probabilities,
     ResidualBlock, ResidualLayerNorm, RowEquals, SameTensor, ScaledScores, SoftmaxRows, SumOf, TokensConcat,
 )
-from generator.figures import AttentionHeads, Matrix
-from generator.places import Place
-from generator.reports.vit.checks import Flattened, NormalisedImage, PatchesReassemble, RolloutRows
-from generator.reports.vit.figures import ClsAttention, InputImage, PatchMosaic, PosSimilarity, Rollout, Top5
-from generator.sources import ModuleRef, ParamRef, Ref
-import models.vit as _model
-from models.vit import EncoderBlock, MLP, PatchEmbedding, SelfAttention, VisionTransformer
+from transformer_trace.figures import AttentionHeads, Matrix
+from transformer_trace.places import Place
+from transformer_trace.reports.vit.checks import Flattened, NormalisedImage, PatchesReassemble, RolloutRows
+from transformer_trace.reports.vit.figures import ClsAttention, InputImage, PatchMosaic, PosSimilarity, Rollout, Top5
+from transformer_trace.sources import ModuleRef, ParamRef, Ref
+import transformer_trace.models.vit as _model
+from transformer_trace.models.vit import EncoderBlock, MLP, PatchEmbedding, SelfAttention, VisionTransformer
 
 # Where the tensors are recorded: a place in the model (placeholders: the traced layer) and the module class there.
 # ``place.POINT`` is the record name that class's declared point has at that place (generator/places.py).

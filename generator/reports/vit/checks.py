@@ -1,4 +1,4 @@
-"""Checks specific to the ViT report, listed in ``CHECKS`` (the report merges them with generator.checks.CHECKS)."""
+"""Checks specific to the ViT report, listed in ``CHECKS`` (the report merges them with transformer_trace.checks.CHECKS)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import torch
 
-from generator.checks import THIS, Check, close
-from generator.registry import Registry
-from generator.sources import Ref, TensorSource
-from generator.tensors import fmt
+from transformer_trace.checks import THIS, Check, close
+from transformer_trace.registry import Registry
+from transformer_trace.sources import Ref, TensorSource
+from transformer_trace.tensors import fmt
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.places import Place, layer_pattern
-from generator.tensor_data import AttentionGroup, Exploration, image_png
-from models.vit import LEGEND, EncoderBlock, SelfAttention
+from transformer_trace.places import Place, layer_pattern
+from transformer_trace.tensor_data import AttentionGroup, Exploration, image_png
+from transformer_trace.models.vit import LEGEND, EncoderBlock, SelfAttention
 
 
 ATTENTION = Place("blocks.{layer}.attn", SelfAttention)  # every block's, the layer its placeholder

@@ -1,6 +1,6 @@
-"""Figures specific to the ViT report; listed in ``DRAWINGS`` (the report merges them with generator.figures.DRAWINGS).
+"""Figures specific to the ViT report; listed in ``DRAWINGS`` (the report merges them with transformer_trace.figures.DRAWINGS).
 
-The image, its patches, the attention overlays and the five bars of top5 are drawn with Pillow (generator.raster): the
+The image, its patches, the attention overlays and the five bars of top5 are drawn with Pillow (transformer_trace.raster): the
 report needs no matplotlib.
 """
 
@@ -15,11 +15,11 @@ import torch
 
 from PIL import Image
 
-from generator import raster
-from generator.figures import Drawing, grid, visual_order
-from generator.registry import Registry
-from generator.run import ModelRun
-from generator.sources import ParamRef, Ref
+from transformer_trace import raster
+from transformer_trace.figures import Drawing, grid, visual_order
+from transformer_trace.registry import Registry
+from transformer_trace.run import ModelRun
+from transformer_trace.sources import ParamRef, Ref
 
 
 def _unnormalise(run: ModelRun, image: torch.Tensor) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from generator.errors import UserError
+from transformer_trace.errors import UserError
 
 DEFAULT_IMAGE = Path(__file__).resolve().parent / "assets" / "default-image.jpg"
 MAX_PIXELS = 40_000_000  # ~ a 7700 x 5200 photo; larger files are refused, not decoded

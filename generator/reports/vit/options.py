@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.options import RunOptions, check_memory, option
-from models.vit import PRESETS, ViTConfig, VisionTransformer
+from transformer_trace.options import RunOptions, check_memory, option
+from transformer_trace.models.vit import PRESETS, ViTConfig, VisionTransformer
 
 
 @dataclass(frozen=True)

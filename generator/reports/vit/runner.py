@@ -6,16 +6,16 @@ from pathlib import Path
 
 import torch
 
-from generator.catalogue import Report
-from generator.reports.vit.images import DEFAULT_IMAGE, crop_box, load_rgb, preprocess
-from generator.reports.vit.options import VitOptions
-from generator.reports.vit.rollout import attention_rollout
-from generator.reports.vit.weights import resolve
-from generator.places import Place
-from generator.run import ModelRun, resolve_device
-from generator.text import clean_text
-from models.recording import recording
-from models.vit import LEGEND, SelfAttention
+from transformer_trace.catalogue import Report
+from transformer_trace.reports.vit.images import DEFAULT_IMAGE, crop_box, load_rgb, preprocess
+from transformer_trace.reports.vit.options import VitOptions
+from transformer_trace.reports.vit.rollout import attention_rollout
+from transformer_trace.reports.vit.weights import resolve
+from transformer_trace.places import Place
+from transformer_trace.run import ModelRun, resolve_device
+from transformer_trace.text import clean_text
+from transformer_trace.models.recording import recording
+from transformer_trace.models.vit import LEGEND, SelfAttention
 
 EVERY_BLOCK = Place("blocks.{i}.attn", SelfAttention)  # {i}: each block in turn
 BUNDLED_IMAGE_NAME = "the bundled image (Grace Hopper, U.S. Navy photo, public domain)"

@@ -14,9 +14,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from generator.errors import UserError
-from generator.state_dicts import refuse_unusable_values
-from models.vit import ViTConfig, VisionTransformer, from_torchvision
+from transformer_trace.errors import UserError
+from transformer_trace.state_dicts import refuse_unusable_values
+from transformer_trace.models.vit import ViTConfig, VisionTransformer, from_torchvision
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

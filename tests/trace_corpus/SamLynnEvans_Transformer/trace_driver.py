@@ -1,6 +1,6 @@
 """Driver (ours, not upstream): SamLynnEvans' Transformer at a tiny size (d_model 32, 2 layers, 4 heads), random
 weights, a batch of two padded sentences; the masks are built here, before the forward pass, as the repository's
-Batch.py builds them (padding (B, 1, S); target padding & no-peek (B, T, T)). Trace: python -m generator trace trace_driver.py"""
+Batch.py builds them (padding (B, 1, S); target padding & no-peek (B, T, T)). Trace: python -m transformer_trace trace trace_driver.py"""
 import numpy as np
 import torch
 

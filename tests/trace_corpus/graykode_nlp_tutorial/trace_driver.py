@@ -1,7 +1,7 @@
 """Driver (ours, not upstream): graykode's Transformer tutorial at a tiny size (d_model 32, 2 layers, 4 heads of 8),
 random weights, the tutorial's own sentences (a batch of two, the source padded with 'P'), one forward pass in eval
 mode. The upstream script sets its sizes as module globals under `if __name__ == '__main__'` (then trains); importing it
-and setting them here is how it is used without training. Trace: python -m generator trace trace_driver.py"""
+and setting them here is how it is used without training. Trace: python -m transformer_trace trace trace_driver.py"""
 import torch
 
 import Transformer as tutorial

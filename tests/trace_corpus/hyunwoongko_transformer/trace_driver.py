@@ -1,6 +1,6 @@
 """Driver (ours, not upstream): hyunwoongko's Transformer at a tiny size (d_model 32, 2 layers, 4 heads), random
 weights, a batch of two sentences padded with its pad index 1, one forward pass in eval mode.
-Trace: python -m generator trace trace_driver.py"""
+Trace: python -m transformer_trace trace trace_driver.py"""
 import torch
 
 from hw_models.model.transformer import Transformer

@@ -1,5 +1,5 @@
 """Driver (ours, not upstream): the upstream Transformer at a tiny size, random weights, a batch of two sentences with
-padding, run once in eval mode. Trace: python -m generator trace trace_driver.py"""
+padding, run once in eval mode. Trace: python -m transformer_trace trace trace_driver.py"""
 import torch
 
 from transformer.Models import Transformer

@@ -1,5 +1,5 @@
 """Driver (ours, not upstream): minGPT at a tiny size (2 layers, 4 heads, n_embd 32, context 16 > T), random weights,
-a batch of two 6-byte prompts, one forward pass in eval mode. Trace: python -m generator trace trace_driver.py"""
+a batch of two 6-byte prompts, one forward pass in eval mode. Trace: python -m transformer_trace trace trace_driver.py"""
 import torch
 
 from mingpt.model import GPT

@@ -1,7 +1,7 @@
 """Driver (ours, not upstream): nanoGPT at a tiny size (2 layers, 4 heads, n_embd 32, context 16), random weights, a
 batch of two 6-byte prompts with targets (so the head runs on every position), one forward pass in eval mode. Attention
 runs through F.scaled_dot_product_attention: no scores or probabilities exist to capture.
-Trace: python -m generator trace trace_driver.py"""
+Trace: python -m transformer_trace trace trace_driver.py"""
 import torch
 
 from model import GPT, GPTConfig

@@ -1,6 +1,6 @@
 """Driver (ours, not upstream): lucidrains' ViT with pool='cls' at a tiny size (32×32 images, 8×8 patches, dim 32,
 2 layers, 4 heads of 8), random weights, a batch of two random images, one forward pass in eval mode.
-Trace: python -m generator trace trace_driver_cls.py"""
+Trace: python -m transformer_trace trace trace_driver_cls.py"""
 import torch
 
 from vit_pytorch.vit import ViT

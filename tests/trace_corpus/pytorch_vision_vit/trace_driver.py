@@ -1,7 +1,7 @@
 """Driver (ours, not upstream): torchvision's VisionTransformer (its attention is nn.MultiheadAttention, called with
 need_weights=False: no scores or probabilities exist to capture) at a tiny size (32×32 images, 8×8 patches, hidden 32,
 2 layers, 4 heads), random weights, a batch of two random images, one forward pass in eval mode.
-Trace: python -m generator trace trace_driver.py"""
+Trace: python -m transformer_trace trace trace_driver.py"""
 import torch
 
 from tv.models.vision_transformer import VisionTransformer

@@ -1,6 +1,6 @@
 """Driver (ours, not upstream): s-chh's scratch ViT at a tiny size (32×32 images, 8×8 patches, embed 32, 2 layers,
 4 heads), random weights, a batch of two random images, one forward pass in eval mode.
-Trace: python -m generator trace trace_driver.py"""
+Trace: python -m transformer_trace trace trace_driver.py"""
 import torch
 
 from model import VisionTransformer

@@ -1,7 +1,7 @@
 """Driver (ours): seed 002's ViT_AttentionAPI_Residual_LayerNorm (nn.MultiheadAttention with 4 heads, called with
 its defaults: it returns the attention weights AVERAGED over the heads, (B, N, N)) at a tiny size (32×32 images, 8×8
 patches, embed 32), random weights, a batch of two random images, one forward pass in eval mode.
-Trace: python -m generator trace trace_driver.py"""
+Trace: python -m transformer_trace trace trace_driver.py"""
 import torch
 
 from attention_api_vit import ViT_AttentionAPI_Residual_LayerNorm

@@ -1,6 +1,6 @@
 """Driver (ours): seed 002's SingleHeadAttentionViT (one head, no heads axis: Q, K, V are (B, N, D), the scores
 (B, N, N)) at a tiny size (32×32 images, 8×8 patches, embed 32), random weights, a batch of two random images, one
-forward pass. Trace: python -m generator trace trace_driver.py"""
+forward pass. Trace: python -m transformer_trace trace trace_driver.py"""
 import torch
 
 from single_head_vit import SingleHeadAttentionViT

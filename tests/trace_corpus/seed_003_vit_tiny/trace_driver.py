@@ -1,5 +1,5 @@
 """Driver (ours): seed 003's ViT-Tiny at a tinier size (32×32 images, 8×8 patches, embed 48, 2 blocks, 3 heads),
-random weights, a batch of two random images, one forward pass in eval mode. Trace: python -m generator trace trace_driver.py"""
+random weights, a batch of two random images, one forward pass in eval mode. Trace: python -m transformer_trace trace trace_driver.py"""
 import torch
 
 from vit_tiny import VisionTransformer

@@ -1,6 +1,6 @@
 """Driver (ours, not upstream): tintn's ViT with ONE attention head (its AttentionHead has no heads axis: q, k, v are
 (B, N, hs), the scores (B, N, N)) at a tiny size (32×32 images, 8×8 patches, hidden 32, 2 layers), random weights, a
-batch of two random images, one forward pass in eval mode. Trace: python -m generator trace trace_driver.py"""
+batch of two random images, one forward pass in eval mode. Trace: python -m transformer_trace trace trace_driver.py"""
 import torch
 
 from vit import ViTForClassfication

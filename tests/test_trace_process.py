@@ -73,7 +73,7 @@ def test_a_script_with_its_own_models_generator_and_utils_modules_imports_them(t
     write(tmp_path, "generator/__init__.py", "NAME = 'mine'\n")
     write(tmp_path, "utils.py", "K = 11\n")
     script = write(tmp_path, "run.py", """\
-        import transformer_trace, utils
+        import generator, utils
         from models import WIDTH
         from models.model import depth
         x = [WIDTH, depth(), len(generator.NAME), utils.K]  # trace: x
@@ -85,17 +85,17 @@ def test_a_script_with_its_own_models_generator_and_utils_modules_imports_them(t
 def test_the_script_gets_the_users_environment_and_an_interpreter_with_none_of_our_modules(tmp_path, monkeypatch):
     import transformer_trace
 
-    monkeypatch.setattr(generator, "ENVIRONMENT_ADDED", {"OMP_WAIT_POLICY": "PASSIVE"})  # as when the user set none
+    monkeypatch.setattr(transformer_trace, "ENVIRONMENT_ADDED", {"OMP_WAIT_POLICY": "PASSIVE"})  # the user set none
     monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
     monkeypatch.setenv("TRACE_TEST_USERS_OWN", "kept")
     script = write(tmp_path, "env.py", """\
         import os, sys
-        seen = ['generator' in sys.modules, 'models' in sys.modules, 'torch' in sys.modules]
+        seen = [name in sys.modules for name in ('transformer_trace', 'generator', 'models', 'torch')]
         mine = os.environ.get('TRACE_TEST_USERS_OWN') == 'kept'
         x = [int(v) for v in [*seen, 'OMP_WAIT_POLICY' in os.environ, mine]]  # trace: x
     """)
     code, data = trace(script, tmp_path / "out", "--report", "none")
-    assert code == 0 and captured(data)["x"] == [0, 0, 0, 0, 1]
+    assert code == 0 and captured(data)["x"] == [0, 0, 0, 0, 0, 1]
 
 
 def test_argv_path_and_main_are_what_python_script_py_makes_them(tmp_path):

@@ -38,7 +38,8 @@ def warm_section(w: dict) -> list[str]:
         "for it "
         "held until it is written.", "",
         "| | time | ratio |", "| --- | ---: | ---: |",
-        f"| cold: `python -m transformer_trace build --model encoder-decoder` + `mkdocs build` | {w['cold']:.2f} s | 1.00× |",
+        f"| cold: `python -m transformer_trace build --model encoder-decoder` + `mkdocs build` | {w['cold']:.2f} s | "
+        f"1.00× |",
         f"| &nbsp;&nbsp;of which the generator | {w['cold build']:.2f} s | |",
         f"| warm: regenerate in the serve process, until the new pages are served | {w['warm']:.2f} s | {ratio:.2f}× |",
         "| &nbsp;&nbsp;of which the generator (forward pass, pages, figures; meanwhile the changed site pages are "
@@ -83,8 +84,8 @@ def replace_section(out: Path, section: str) -> None:
 
 def limits_section(rows: list[tuple[str, float, float]]) -> list[str]:
     lines = ["## At the limits", "",
-             "Each report generated (`python -m transformer_trace build --model <report>`, no MkDocs) at its documented input "
-             "limit "
+             "Each report generated (`python -m transformer_trace build --model <report>`, no MkDocs) at its "
+             "documented input limit "
              "and with its default input, alternately, medians. Figures stay bounded: long axes are labelled sparsely "
              "and "
              "many positions are sampled evenly, so the time grows with the model's work, not with the pictures.", "",
@@ -129,8 +130,8 @@ def training_section(t: dict) -> list[str]:
 def gpt_weights_section(rows: list[tuple[str, float]]) -> list[str]:
     base = dict(rows)["random"]
     lines = ["## GPT report: trained vs random weights", "",
-             "`python -m transformer_trace build --model gpt --weights trained|random` (no MkDocs), alternately, medians. Both "
-             "measure the "
+             "`python -m transformer_trace build --model gpt --weights trained|random` (no MkDocs), alternately, "
+             "medians. Both measure the "
              "held-out bits per byte of their weights and write the same pages; the trained run also loads the "
              "checkpoint.", "",
              "| weights | time | ratio |", "| --- | ---: | ---: |"]
@@ -146,7 +147,8 @@ def trace_section(rows: list[tuple[str, float, float, float, float]]) -> list[st
              "copied. "
              "Then the whole command in a new process (imports, the run, the checks, the pages, figures and data/), "
              "alternately "
-             "with `python -m transformer_trace build` of the bundled report of the same numbering at the example's size.", "",
+             "with `python -m transformer_trace build` of the bundled report of the same numbering at the example's "
+             "size.", "",
              "| script | plain run | traced run | overhead | ≤ 1.5×? | whole `trace` command | bundled report, same "
              "size |",
              "| --- | ---: | ---: | ---: | --- | ---: | ---: |"]
@@ -225,7 +227,8 @@ def regeneration_section(r: dict) -> list[str]:
               f"{r['load'][1]:.1f} at the end.", "",
               "| step | time |", "| --- | ---: |",
               f"| `import torch` (every build needs it) | {r['import torch']:.2f} s |",
-              "| `import transformer_trace.build, transformer_trace.reports` (PyTorch included; no torchvision, no matplotlib) | "
+              "| `import transformer_trace.build, transformer_trace.reports` (PyTorch included; no torchvision, no "
+              "matplotlib) | "
               f"{r['import']:.2f} s |"]
     stepped = 0.0
     for step, seconds in r["steps"].items():

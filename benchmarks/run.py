@@ -103,7 +103,8 @@ def bench_regeneration(repeats: int = 3) -> dict:
         shutil.rmtree(work, ignore_errors=True)
         work = Path(tempfile.mkdtemp(prefix="bench-"))
         docs, site, config = scratch_site(work)
-        cold, cold_cpu, log = run_timed_cpu([py, "-m", "transformer_trace", "build", "--out", str(docs), "--verbose"], env)
+        cold, cold_cpu, log = run_timed_cpu([py, "-m", "transformer_trace", "build", "--out", str(docs), "--verbose"],
+                                            env)
         mkdocs_s, mkdocs_cpu, _ = run_timed_cpu([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
         alone_s, alone_cpu, _ = run_timed_cpu(
             [py, "-m", "mkdocs", "build", "-q", "-f", str(config)], {**env, "TT_PAGE_HELPER": "0"}
@@ -192,7 +193,8 @@ WARM_SENTENCES = ["purple otters juggle seven bright lanterns", "quiet rivers ca
 
 def bench_warm_regeneration(repeats: int) -> dict:
     """New sentences for the site's first report (the encoder–decoder): a cold CLI build + `mkdocs build` (new
-    processes) against a regeneration in the warm `python -m transformer_trace serve` process (its Python API), interleaved
+    processes) against a regeneration in the warm `python -m transformer_trace serve` process (its Python API), \
+interleaved
     in one run, medians."""
     from transformer_trace.site.forms import SiteForms
     from transformer_trace.site.server import WarmServer
@@ -288,7 +290,8 @@ def bench_limits(repeats: int) -> list[tuple[str, float, float]]:
             continue
         label, flags = limit
         default = [py, "-m", "transformer_trace", "build", "--model", key, "--out", str(work / f"{key}-default"), "-q"]
-        at_limit = [py, "-m", "transformer_trace", "build", "--model", key, *flags, "--out", str(work / f"{key}-limit"), "-q"]
+        at_limit = [py, "-m", "transformer_trace", "build", "--model", key, *flags, "--out", str(work / f"{key}-limit"),
+                    "-q"]
         times: dict[str, list[float]] = {"default": [], "limit": []}
         for _ in range(repeats):
             times["default"].append(run_timed(default, env)[0])
@@ -304,7 +307,8 @@ def bench_limits(repeats: int) -> list[tuple[str, float, float]]:
 
 
 def bench_training() -> dict:
-    """`python -m transformer_trace train gpt` from scratch (the full default recipe), timed; its record against the bundled
+    """`python -m transformer_trace train gpt` from scratch (the full default recipe), timed; its record against the \
+bundled
     one."""
     from transformer_trace.reports import trainable
 
@@ -360,7 +364,8 @@ def bench_gpt_weights(repeats: int) -> list[tuple[str, float]]:
 def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
     """Each bundled example script (examples/*_trace.py) run plainly and under the tracer, interleaved, medians; the
     whole
-    `python -m transformer_trace trace` command (run, checks, pages, figures, data; no MkDocs) in a new process; and the bundled
+    `python -m transformer_trace trace` command (run, checks, pages, figures, data; no MkDocs) in a new process; and \
+the bundled
     report of the same numbering at the example's size (`build`, no MkDocs), alternately with it."""
     import contextlib
     import io
@@ -386,8 +391,8 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
                 sys.argv = saved
 
         def traced(script=script, markers=markers):
-            # the tracer of the script's own interpreter (generator/trace/bootstrap.py), run here: its cost, warm, without
-            # the interpreter's start-up, which the whole command's time below includes
+            # the tracer of the script's own interpreter (generator/trace/bootstrap.py), run here: its cost, warm,
+            # without the interpreter's start-up, which the whole command's time below includes
             spec = {"script": str(script), "markers": [marker_spec(m) for m in markers]}
             tracer = bootstrap.Tracer(spec, bootstrap.Results(str(work), CAPTURE_BUDGET_BYTES))
             saved = sys.argv[:]
@@ -452,8 +457,8 @@ def main() -> None:
         tables += model_tables(torch.device("cuda"), repeats)[0]
         gpu = f"Measured on {torch.cuda.get_device_name(0)}: see the CUDA table above."
     else:
-        gpu = ("No CUDA GPU was visible to this run, so there is no CUDA table. `python -m transformer_trace build --device "
-               "cuda` "
+        gpu = ("No CUDA GPU was visible to this run, so there is no CUDA table. `python -m transformer_trace build "
+               "--device cuda` "
                "runs every report's forward pass on the GPU when one is present; run this benchmark there to add its "
                "timings.")
     regeneration = bench_regeneration(2 if args.quick else 3)

@@ -42,7 +42,8 @@ def _add_option(group: argparse._ArgumentGroup, f: Field, defaults: str, help_te
     kind = meta.get("kind") or ("int" if f.type in (int, "int") else None)
     group.add_argument(
         flag_of(f), dest=f.name, default=None, type=PARSERS[kind], choices=meta.get("choices"),
-        metavar=None if meta.get("choices") else f.name.upper(), help=f"{help_text or meta['help']} (default: {defaults})",
+        metavar=None if meta.get("choices") else f.name.upper(),
+        help=f"{help_text or meta['help']} (default: {defaults})",
     )
 
 
@@ -51,8 +52,49 @@ def _default_text(f: Field) -> str:
     return "the bundled input" if default is None else str(default)
 
 
+def _add_pdf_parser(sub: argparse._SubParsersAction) -> None:
+    pdf = sub.add_parser("pdf", help="build the site and print each report to docs/pdf/<report>.pdf",
+                         description="Build the site with MkDocs, print every generated report's print view to PDF "
+                         "through a headless Chromium, and link the PDFs from the landing page.")
+    pdf.add_argument("--out", type=out_path, default=None,
+                     help="docs folder holding the generated reports (default: the docs_dir of --config)")
+    pdf.add_argument("--config", type=Path, default=None, help="mkdocs.yml to build with (default: ./mkdocs.yml)")
+    pdf.add_argument("-q", "--quiet", action="store_true")
+    pdf.add_argument("-v", "--verbose", action="store_true")
+
+
+def _add_train_parser(sub: argparse._SubParsersAction) -> None:
+    train = sub.add_parser("train",
+                           help="train a report's model on its bundled corpus and write a checkpoint and its record",
+                           description="Train a report's default-size model on its bundled corpus (the byte GPT: "
+                           "CPython's pydoc topics, PSF licence) on the CPU, deterministically: the same seed gives "
+                           "the same loss curve. Writes the state dict and a training record (PATH with .json: corpus "
+                           "sha256, schedule, loss curve, held-out bits per byte, seconds).")
+    train.add_argument("model", choices=trainable(),
+                       help="which report's model to train (the reports with a training recipe)")
+    train.add_argument("--steps", type=_steps, default=None, metavar="N", help=f"optimiser steps, 1 to {MAX_STEPS:,} "
+                       "(default: the recipe's, see generator/reports/<report>/training.py)")
+    train.add_argument("--seed", type=PARSERS["seed"], default=None,
+                       help="seed of the initial weights and the batches (default: the recipe's)")
+    train.add_argument("--out", type=out_path, default=None,
+                       help="checkpoint file to write (default: the report's bundled checkpoint in its assets/)")
+    train.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    train.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
+
+
+def _add_new_parser(sub: argparse._SubParsersAction) -> None:
+    new = sub.add_parser("new", help="start a MkDocs site with one report in a new folder (as `mkdocs new`)",
+                         description="Write DIR/mkdocs.yml (Material, search and the transformer-trace plugin with the "
+                         "toy ViT report) and DIR/docs/index.md; then `cd DIR && mkdocs serve` generates the report "
+                         "and serves the site. DIR must be new or empty.")
+    new.add_argument("folder", type=Path, metavar="DIR", help="the folder to create")
+    new.add_argument("-q", "--quiet", action="store_true", help="no summary")
+    new.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=program_name(), description="Generate the traced-Transformer report site from real forward passes.")
+    p = _Parser(prog=program_name(),
+                description="Generate the traced-Transformer report site from real forward passes.")
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     keys = ", ".join(REPORTS)
@@ -69,11 +111,14 @@ def parser() -> argparse.ArgumentParser:
         "then: mkdocs serve",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    b.add_argument("--model", choices=("all", *REPORTS), default="all", help=f"which report to (re)generate: {keys} or all (default: all)")
+    b.add_argument("--model", choices=("all", *REPORTS), default="all",
+                   help=f"which report to (re)generate: {keys} or all (default: all)")
     for f in fields(RunOptions):
         _add_option(b, f, _default_text(f))
-    b.add_argument("--out", type=out_path, default=None, help="docs folder to write into (default: the docs_dir of --config)")
-    b.add_argument("--config", type=Path, default=None, help="mkdocs.yml whose transformer-trace plugin declares the reports and "
+    b.add_argument("--out", type=out_path, default=None,
+                   help="docs folder to write into (default: the docs_dir of --config)")
+    b.add_argument("--config", type=Path, default=None,
+                   help="mkdocs.yml whose transformer-trace plugin declares the reports and "
                    "their options: they are this command's defaults, flags override them (default: ./mkdocs.yml)")
     seen: dict[str, list[str]] = {}  # flag -> reports that take it (a flag shared by several reports is added once)
     for key, report in REPORTS.items():
@@ -93,43 +138,24 @@ def parser() -> argparse.ArgumentParser:
                 _add_option(group, f, _default_text(f))
             else:  # one flag, several reports: each report's own meaning and default
                 helps = {g.metadata["help"] for g in owners.values()}
-                shared_help = helps.pop() if len(helps) == 1 else "; ".join(f"{o}: {g.metadata['help']}" for o, g in owners.items())
+                shared_help = (helps.pop() if len(helps) == 1
+                               else "; ".join(f"{o}: {g.metadata['help']}" for o, g in owners.items()))
                 defaults = ", ".join(f"{_default_text(g)} for {o}" for o, g in owners.items())
                 _add_option(group, f, defaults, shared_help)
             added.add(flag)
-    b.add_argument("--force", action="store_true", help="overwrite generated files that were edited by hand (the edits are lost; "
-                   "without --force the build refuses and names them). Files you added to a report folder are always kept")
-    b.add_argument("--pdf", action="store_true", help="also build the site and export one PDF per report (needs chromium)")
+    b.add_argument("--force", action="store_true",
+                   help="overwrite generated files that were edited by hand (the edits are lost; "
+                   "without --force the build refuses and names them). Files you added to a report folder are "
+                   "always kept")
+    b.add_argument("--pdf", action="store_true",
+                   help="also build the site and export one PDF per report (needs chromium)")
     out = b.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     out.add_argument("-v", "--verbose", action="store_true", help="log each step, with tracebacks on errors")
-    pdf = sub.add_parser("pdf", help="build the site and print each report to docs/pdf/<report>.pdf",
-                         description="Build the site with MkDocs, print every generated report's print view to PDF through a "
-                         "headless Chromium, and link the PDFs from the landing page.")
-    pdf.add_argument("--out", type=out_path, default=None,
-                     help="docs folder holding the generated reports (default: the docs_dir of --config)")
-    pdf.add_argument("--config", type=Path, default=None, help="mkdocs.yml to build with (default: ./mkdocs.yml)")
-    pdf.add_argument("-q", "--quiet", action="store_true")
-    pdf.add_argument("-v", "--verbose", action="store_true")
-    train = sub.add_parser("train", help="train a report's model on its bundled corpus and write a checkpoint and its record",
-                           description="Train a report's default-size model on its bundled corpus (the byte GPT: CPython's pydoc topics, "
-                           "PSF licence) on the CPU, deterministically: the same seed gives the same loss curve. Writes the state dict "
-                           "and a training record (PATH with .json: corpus sha256, schedule, loss curve, held-out bits per byte, seconds).")
-    train.add_argument("model", choices=trainable(), help="which report's model to train (the reports with a training recipe)")
-    train.add_argument("--steps", type=_steps, default=None, metavar="N", help=f"optimiser steps, 1 to {MAX_STEPS:,} "
-                       "(default: the recipe's, see generator/reports/<report>/training.py)")
-    train.add_argument("--seed", type=PARSERS["seed"], default=None, help="seed of the initial weights and the batches (default: the recipe's)")
-    train.add_argument("--out", type=out_path, default=None, help="checkpoint file to write (default: the report's bundled checkpoint in its assets/)")
-    train.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    train.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
+    _add_pdf_parser(sub)
+    _add_train_parser(sub)
     _add_serve_parser(sub)
-    new = sub.add_parser("new", help="start a MkDocs site with one report in a new folder (as `mkdocs new`)",
-                         description="Write DIR/mkdocs.yml (Material, search and the transformer-trace plugin with the "
-                         "toy ViT report) and DIR/docs/index.md; then `cd DIR && mkdocs serve` generates the report and "
-                         "serves the site. DIR must be new or empty.")
-    new.add_argument("folder", type=Path, metavar="DIR", help="the folder to create")
-    new.add_argument("-q", "--quiet", action="store_true", help="no summary")
-    new.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
+    _add_new_parser(sub)
     from transformer_trace.trace import add_parser as add_trace_parser
 
     add_trace_parser(sub, None, REPORTS)
@@ -139,7 +165,8 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = None, config_file: Path | None = None) -> dict[str, RunOptions]:
+def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = None,
+                   config_file: Path | None = None) -> dict[str, RunOptions]:
     """The options of every report ``args.model`` asks for: given flags, else mkdocs.yml's (``declared``, the plugin's
     `reports:`), else each report's own defaults. With a declaration, `--model all` means the reports it lists."""
     for key in declared or {}:
@@ -154,11 +181,13 @@ def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = N
         for f in fields(report.options):
             if f.init and f.name not in taken and getattr(args, f.name, None) is not None:
                 owners = [k for k, r in REPORTS.items() if f.name in {g.name for g in fields(r.options)}]
-                raise UserError(f"{flag_of(f)} is an option of the {' and '.join(owners)} report, not of --model {args.model}")
+                raise UserError(f"{flag_of(f)} is an option of the {' and '.join(owners)} report, not of --model "
+                                f"{args.model}")
     requests = {}
     for key in wanted:
         options_type = REPORTS[key].options
-        given: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(options_type) if f.init and getattr(args, f.name, None) is not None}
+        given: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(options_type)
+                                 if f.init and getattr(args, f.name, None) is not None}
         from_config = declared_options(key, (declared or {}).get(key) or {}, config_file)
         where = config_key(config_file, key)
         try:
@@ -167,7 +196,8 @@ def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = N
             if not from_config or (given and _valid(options_type, from_config)):
                 raise  # mkdocs.yml's options alone are fine: the flags the user typed are what is refused
             named = [name for name, f in _config_names(options_type).items()
-                     if f.name in from_config and f.name not in given and re.search(re.escape(flag_of(f)) + r"(?![\w-])", str(exc))]
+                     if f.name in from_config and f.name not in given
+                     and re.search(re.escape(flag_of(f)) + r"(?![\w-])", str(exc))]
             raise UserError(f"{where}{'.' + named[0] if named else ''}: {exc}") from None
     return requests
 
@@ -186,7 +216,8 @@ def config_key(config_file: Path | None, key: str | None = None) -> str:
 
 
 def _config_names(options_type: type) -> dict[str, Field]:
-    """A report's options by their mkdocs.yml names: the CLI flag without dashes, with underscores (--vit-size: vit_size)."""
+    """A report's options by their mkdocs.yml names: the CLI flag without dashes, with underscores (--vit-size: \
+vit_size)."""
     return {flag_of(f)[2:].replace("-", "_"): f for f in fields(options_type) if f.init}
 
 
@@ -216,12 +247,15 @@ def declared_options(key: str, options: dict[str, Any], config_file: Path | None
     return values
 
 
-def run_records(requests: dict[str, RunOptions], declared: dict[str, Any] | None, config_file: Path | None) -> dict[str, dict[str, Any]]:
+def run_records(requests: dict[str, RunOptions], declared: dict[str, Any] | None,
+                config_file: Path | None) -> dict[str, dict[str, Any]]:
     """What the manifest records of each generated report: the mkdocs.yml declaration it was made under, the generator
     version, and its options (generator/site/configured.py decides from the first two whether it is up to date)."""
-    declarations_now = declarations({key: (declared or {}).get(key) for key in requests if key in (declared or {})}, config_file)
+    declarations_now = declarations({key: (declared or {}).get(key) for key in requests if key in (declared or {})},
+                                    config_file)
     return {key: {"declared": declarations_now.get(key), "version": generator_version(),
-                  "options": {f.name: str(getattr(opts, f.name)) for f in fields(opts) if f.init}} for key, opts in requests.items()}
+                  "options": {f.name: str(getattr(opts, f.name)) for f in fields(opts) if f.init}} for key,
+            opts in requests.items()}
 
 
 def _steps(text: str) -> int:
@@ -248,7 +282,8 @@ def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
         "the changed pages are rebuilt. One regeneration at a time; Ctrl-C stops.",
     )
     s.add_argument("--port", type=_port, default=8000, help="port on 127.0.0.1 (default 8000; 0 = any free port)")
-    s.add_argument("--docs", type=Path, default=None, help="docs folder holding the reports (default: the docs_dir of --config)")
+    s.add_argument("--docs", type=Path, default=None,
+                   help="docs folder holding the reports (default: the docs_dir of --config)")
     s.add_argument("--config", type=Path, default=None, help="mkdocs.yml to build with (default: ./mkdocs.yml)")
     out = s.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="only the address and errors")
@@ -301,5 +336,6 @@ def build_from_args(args: argparse.Namespace, progress=None):
 
         find_chromium()
         site_dir(config_file, args.out)
-    return build(args.out, requests, progress or Progress(enabled=False if args.quiet else None), force=getattr(args, "force", False),
+    return build(args.out, requests, progress or Progress(enabled=False if args.quiet else None),
+                 force=getattr(args, "force", False),
                  records=run_records(requests, declared, config_file), reports=REPORTS)

@@ -65,7 +65,8 @@ def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, forc
            records: dict[str, dict[str, Any]] | None, reports: Mapping[str, Report]) -> BuildResult:
     result = BuildResult(docs=docs, reports=list(requests))
     runs: dict[str, ModelRun] = {}
-    begun = [reports[key].start(opts) for key, opts in requests.items()]  # measured beside the runs (the GPT's held-out score)
+    # measured beside the runs (the GPT's held-out score)
+    begun = [reports[key].start(opts) for key, opts in requests.items()]
     try:
         for key, opts in requests.items():
             started = time.perf_counter()
@@ -73,13 +74,15 @@ def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, forc
             with about_report(key):  # an input found bad only now (an image, a weights file) names its report
                 runs[key] = reports[key].run(opts, finish=False)
             result.timings[f"{key}: forward pass"] = time.perf_counter() - started
-            log.info("%s: forward pass on %s recorded %d tensors in %.2f s", key, runs[key].device, len(runs[key].recording), result.timings[f"{key}: forward pass"])
+            log.info("%s: forward pass on %s recorded %d tensors in %.2f s", key, runs[key].device,
+                     len(runs[key].recording), result.timings[f"{key}: forward pass"])
 
         landing = landing_is_ours(docs)
-        with staged_output(docs, entries=[*runs, *(["index.md"] if landing else [])], force=force, records=records) as staging:
+        with staged_output(docs, entries=[*runs, *(["index.md"] if landing else [])], force=force,
+                           records=records) as staging:
             failed: dict[str, list[str]] = {}
-            # Every report's pages, then every report's figures: a run still finishing work begun ahead (the GPT's held-out
-            # score, in a thread) writes its pages last, and no figure worker is forked while that thread runs.
+            # Every report's pages, then every report's figures: a run still finishing work begun ahead (the GPT's
+            # held-out score, in a thread) writes its pages last, and no figure worker is forked while that thread runs.
             for key in sorted(runs, key=lambda k: bool(runs[k].unfinished)):
                 run, report = runs[key].finish(), reports[key]
                 out = staging / key
@@ -87,9 +90,11 @@ def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, forc
                 started = time.perf_counter()
                 with about_report(key):
                     pages = render_report(report, run, out, order=list(reports).index(key))
-                    write_run_data(report, run, pages, out)  # out/data/*.npy + index.json: every number, for the explorer and numpy
+                    # out/data/*.npy + index.json: every number, for the explorer and numpy
+                    write_run_data(report, run, pages, out)
                 result.timings[f"{key}: pages"] = time.perf_counter() - started
-                log.info("%s: %d pages, %d checks passed, in %.2f s", key, len(pages), sum(p.check.passed for p in pages), result.timings[f"{key}: pages"])
+                log.info("%s: %d pages, %d checks passed, in %.2f s", key, len(pages),
+                         sum(p.check.passed for p in pages), result.timings[f"{key}: pages"])
                 failed[key] = [f"{key} {p.label}: {p.check.name}" + ("" if p.check.checkable else " (not checkable)")
                                for p in pages if not p.check.passed]
             for wait in begun:
@@ -102,7 +107,8 @@ def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, forc
                     drawn = render_figures(report, run, staging / key / "figures", docs / key / "figures", progress)
                 result.timings[f"{key}: figures"] = time.perf_counter() - started
                 result.figures_drawn[key] = drawn
-                log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures), result.timings[f"{key}: figures"])
+                log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures),
+                         result.timings[f"{key}: figures"])
             if landing:
                 write_landing(staging, landing_entries(docs, staging, set(runs), reports), reports)
             log.info("swapping the new output into %s", docs)

@@ -132,7 +132,8 @@ class Report:
     runner: Callable[[Report, RunOptions], ModelRun]  # run(report, opts): builds the model and records one forward pass
     templates: Path | None = None  # its own templates: explain.md.j2, inputs.md.j2, questions.md.j2 (each optional)
     starter: Callable[[Report, RunOptions], Callable[[], None]] | None = None  # work begun ahead (see start)
-    trace: TraceSpecLike | None = None  # how `python -m transformer_trace trace` reads a script marked with its numbering
+    # how `python -m transformer_trace trace` reads a script marked with its numbering
+    trace: TraceSpecLike | None = None
     trace_inputs: Mapping[str, tuple[str, Any]] = field(default_factory=dict)  # inputs a trace labels from its tensors
     training: Training | None = None  # `python -m transformer_trace train <key>`
     benchmark: Benchmark | None = None  # its timing tables on the Benchmarks page (benchmarks/run.py)

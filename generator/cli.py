@@ -23,7 +23,8 @@ from transformer_trace.site_folder import docs_dir, locate_site
 
 
 class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever sys.stderr is when a record is logged (basicConfig would keep the stream of the first call)."""
+    """Writes to whatever sys.stderr is when a record is logged (basicConfig would keep the stream of the first \
+call)."""
 
     @property
     def stream(self):
@@ -107,7 +108,8 @@ def _run(args: argparse.Namespace) -> int:
             return 2
         if args.verbose:
             raise
-        print(f"internal error: {type(exc).__name__}: {exc} (run again with --verbose for the traceback)", file=sys.stderr)
+        print(f"internal error: {type(exc).__name__}: {exc} (run again with --verbose for the traceback)",
+              file=sys.stderr)
         return 1
     return 0
 

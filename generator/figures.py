@@ -38,7 +38,8 @@ DPI = raster.DPI
 class Drawing(Typed):
     """Base of every drawing: a frozen, keyword-only dataclass that implements ``draw``."""
 
-    uses: ClassVar[tuple[str, ...]] = ()  # run inputs it draws on besides its InputRef fields (e.g. the sentence's words)
+    # run inputs it draws on besides its InputRef fields (e.g. the sentence's words)
+    uses: ClassVar[tuple[str, ...]] = ()
 
     def draw(self, run: ModelRun, path: Path) -> None:
         raise NotImplementedError
@@ -56,7 +57,8 @@ class Drawing(Typed):
         digest.update(json.dumps([self.key(), described], sort_keys=True, ensure_ascii=False).encode())
         for ref in self.inputs():
             tensor = run.cpu(ref)
-            digest.update(f"{run.name(ref)}{tuple(tensor.shape)}{tensor.dtype}".encode() + tensor.contiguous().numpy().tobytes())
+            digest.update(f"{run.name(ref)}{tuple(tensor.shape)}{tensor.dtype}".encode()
+                          + tensor.contiguous().numpy().tobytes())
         for ref in self.refs_of(PARAMETER):
             digest.update(run.parameter(ref).numpy().tobytes())
         for ref in self.inputs():  # the label lists its tensors' declared axes take (see axis_words)
@@ -66,7 +68,8 @@ class Drawing(Typed):
             value = run.inputs[key]
             if isinstance(value, torch.Tensor):
                 value = value.contiguous().numpy()
-            digest.update(value.tobytes() if hasattr(value, "tobytes") else json.dumps(value, sort_keys=True, ensure_ascii=False).encode())
+            digest.update(value.tobytes() if hasattr(value, "tobytes")
+                          else json.dumps(value, sort_keys=True, ensure_ascii=False).encode())
         return digest.hexdigest()
 
 
@@ -101,7 +104,8 @@ def _described(run: ModelRun, value: Any, kind: str) -> Any:
 
 
 def visual_order(text: str) -> str:
-    """Right-to-left words (Hebrew, Arabic) shaped and put in visual order: both renderers lay glyphs out left to right."""
+    """Right-to-left words (Hebrew, Arabic) shaped and put in visual order: both renderers lay glyphs out left to \
+right."""
     text = str(text)
     if any("\u0590" <= ch <= "\u08ff" or "\ufb1d" <= ch <= "\ufefc" for ch in text):
         import arabic_reshaper
@@ -127,7 +131,8 @@ LABELLED_CELLS = 24  # up to this many positions per axis, every cell is labelle
 
 
 def literal_labels(words: list[str] | None, n: int) -> list[str]:
-    """Axis labels as raster text: ``words`` in visual order (no matplotlib escaping), or the positions 0…n−1 without words."""
+    """Axis labels as raster text: ``words`` in visual order (no matplotlib escaping), or the positions 0…n−1 without \
+words."""
     if words is None:
         return [str(i) for i in range(n)]
     return [visual_order(w) for w in words][:n]
@@ -202,7 +207,8 @@ class Positional(Drawing):
             raster.heatmap(canvas, x, 0, data, width, height, "RdBu_r", -limit, limit, smooth=C > width or T > height)
             canvas.text(x + width / 2, -6, title, size=10, ha="center", va="bottom")
             ticks = integer_ticks(C, most=6)
-            bottom = raster.ticks_below(canvas, height, [x + (t + 0.5) * width / C for t in ticks], [str(t) for t in ticks])
+            bottom = raster.ticks_below(canvas, height, [x + (t + 0.5) * width / C for t in ticks],
+                                        [str(t) for t in ticks])
             canvas.text(x + width / 2, bottom + 3, "feature", ha="center")
             raster.colorbar(canvas, x + width + 16, 0, height, "RdBu_r", -limit, limit)
             x += width + 110
@@ -228,7 +234,8 @@ class AttentionHeads(Drawing):
             finite = np.zeros(1)
         diverging = finite.min() < 0
         many = n_cols > 64
-        # With hundreds of tokens a few large weights would wash everything else out: clip the scale at the 99.5th percentile.
+        # With hundreds of tokens a few large weights would wash everything else out:
+        # clip the scale at the 99.5th percentile.
         top = float(np.percentile(np.abs(finite), 99.5)) if many else float(np.abs(finite).max())
         vmin, vmax = (-top, top) if diverging else (0.0, max(top, 1e-9))
         labelled = n_rows <= LABELLED_CELLS and n_cols <= LABELLED_CELLS
@@ -245,10 +252,12 @@ class AttentionHeads(Drawing):
         y_ticks = range(n_rows) if labelled else integer_ticks(n_rows, most=5)
         label_below = [index + grid_cols >= heads for index in range(heads)]  # the lowest panel of each column
         probe = raster.Canvas()  # how far the x labels reach below a panel
-        reach = raster.ticks_below(probe, 0, [0.0] * len(x_ticks), [col_labels[i] for i in x_ticks] if labelled else [str(t) for t in x_ticks],
+        reach = raster.ticks_below(probe, 0, [0.0] * len(x_ticks),
+                                   [col_labels[i] for i in x_ticks] if labelled else [str(t) for t in x_ticks],
                                    rotation=60 if labelled else 0) if x_ticks else 4
         gap_x, title_h = 34 if labelled else 44, 24
-        row_gap = [title_h + (reach if any(label_below[r * grid_cols:(r + 1) * grid_cols]) else 16) for r in range(grid_rows)]
+        row_gap = [title_h + (reach if any(label_below[r * grid_cols:(r + 1) * grid_cols]) else 16)
+                   for r in range(grid_rows)]
         canvas = raster.Canvas()
         y = 0
         for r in range(grid_rows):
@@ -262,22 +271,26 @@ class AttentionHeads(Drawing):
                 xs = [x + (i + 0.5) * cell for i in x_ticks]
                 ys = [y + (i + 0.5) * cell for i in y_ticks]
                 if labelled:
-                    raster.ticks_below(canvas, y + height, xs, [col_labels[i] for i in x_ticks] if label_below[index] else None, rotation=60)
+                    raster.ticks_below(canvas, y + height, xs,
+                                       [col_labels[i] for i in x_ticks] if label_below[index] else None, rotation=60)
                     raster.ticks_left(canvas, x, ys, [row_labels[i] for i in y_ticks] if c == 0 else [""] * len(ys))
                     if self.annotate and n_rows * n_cols <= 100:
                         for (i, j), value in np.ndenumerate(weights[index]):
                             if np.isfinite(value):
                                 white = (value - vmin) < 0.6 * (vmax - vmin)
-                                canvas.text(x + (j + 0.5) * cell, y + (i + 0.5) * cell, f"{value:.2f}", size=6.5, ha="center", va="center",
+                                canvas.text(x + (j + 0.5) * cell, y + (i + 0.5) * cell, f"{value:.2f}", size=6.5,
+                                            ha="center", va="center",
                                             color=(255, 255, 255) if white else (0, 0, 0))
                 else:
-                    raster.ticks_below(canvas, y + height, xs, [str(t) for t in x_ticks] if label_below[index] else None)
+                    raster.ticks_below(canvas, y + height, xs,
+                                       [str(t) for t in x_ticks] if label_below[index] else None)
                     raster.ticks_left(canvas, x, ys, [str(t) for t in y_ticks] if c == 0 else [""] * len(ys))
             y += height + row_gap[r]
         left, _, right, bottom = canvas.bounds()
         total_h = y - row_gap[-1]
         canvas.text((left + right) / 2, bottom + 6, "key: the token attended to", size=10.8, ha="center")
-        canvas.text(left - 10, total_h / 2, "query: the token attending", size=10.8, ha="right", va="center", rotation=90)
+        canvas.text(left - 10, total_h / 2, "query: the token attending", size=10.8, ha="right", va="center",
+                    rotation=90)
         bar_h = max(150, min(round(total_h * 0.6), 520))
         raster.colorbar(canvas, right + 30, round((total_h - bar_h) / 2), bar_h, cmap, vmin, vmax)
         canvas.save(path)
@@ -307,7 +320,8 @@ class Mask(Drawing):
         allowed_text, blocked_text = ("✓", "") if boolean else ("0", "−∞")
         if T <= LABELLED_CELLS:
             for (i, j), is_blocked in np.ndenumerate(blocked):
-                canvas.text((j + 0.5) * cell, (i + 0.5) * cell, blocked_text if is_blocked else allowed_text, ha="center", va="center")
+                canvas.text((j + 0.5) * cell, (i + 0.5) * cell, blocked_text if is_blocked else allowed_text,
+                            ha="center", va="center")
             shown = list(range(T))
         else:  # hundreds of positions: the triangle itself is the message
             shown = sparse_positions(T)
@@ -315,12 +329,14 @@ class Mask(Drawing):
         texts = [f"{i}: {labels[i]}" for i in shown]
         bottom = raster.ticks_below(canvas, size, centres, texts, rotation=60)
         left = raster.ticks_left(canvas, 0, centres, texts)
-        canvas.text(size / 2, -6, f"{int((~blocked).sum())} allowed (white), {int(blocked.sum())} blocked (grey) of {T}×{T}",
+        canvas.text(size / 2, -6,
+                    f"{int((~blocked).sum())} allowed (white), {int(blocked.sum())} blocked (grey) of {T}×{T}",
                     size=10, ha="center", va="bottom")
         canvas.text(size / 2, bottom + 3, "key position: may it be read?", ha="center")
         canvas.text(left - 6, size / 2, "query position", ha="right", va="center", rotation=90)
         canvas.save(path)
 
 
-DRAWINGS: Registry[type[Drawing]] = Registry("drawing", [(cls.key(), cls) for cls in (Matrix, Positional, AttentionHeads, Mask)])
+DRAWINGS: Registry[type[Drawing]] = Registry("drawing",
+                                             [(cls.key(), cls) for cls in (Matrix, Positional, AttentionHeads, Mask)])
 """The generic drawings, any report may use them; a report's own are in its figures.py ``DRAWINGS``."""

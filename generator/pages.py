@@ -76,7 +76,8 @@ class TensorSection:
 
 @dataclass
 class SnapshotPage:
-    report: Any  # transformer_trace.catalogue.Report (a traced script's own points: generator/trace/pages.py OwnCatalogue)
+    # transformer_trace.catalogue.Report (a traced script's own points: generator/trace/pages.py OwnCatalogue)
+    report: Any
     snap: Any
     path: str  # page path within the report folder, e.g. "encoder/07-self-attention-queries-q.md"
     tensors: list[TensorSection]

@@ -21,7 +21,8 @@ from transformer_trace.template_cache import use_template_cache
 from transformer_trace.tensor_data import explore_info
 from transformer_trace.snapshots_file import snapshots_json, write_snapshots_json
 from transformer_trace.tensors import TensorView, fmt
-from transformer_trace.text import code, escape_text, fence_title  # noqa: F401 - user text's one path (templates' filters)
+# noqa: F401 - user text's one path (templates' filters)
+from transformer_trace.text import code, escape_text, fence_title
 
 log = logging.getLogger("transformer_trace")
 

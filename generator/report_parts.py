@@ -34,7 +34,8 @@ class TraceSpecLike(Protocol):
 
 @dataclass(frozen=True)
 class Training:
-    """How a report's model is trained (`python -m transformer_trace train <report>`): ``main(steps, out, seed, quiet)`` trains
+    """How a report's model is trained (`python -m transformer_trace train <report>`): ``main(steps, out, seed, \
+quiet)`` trains
     it and writes a checkpoint and its record; ``checkpoint`` is the bundled one, ``load_record(checkpoint)`` its record
     (or None), ``record_path(checkpoint)`` where a checkpoint's record is written."""
 
@@ -73,7 +74,8 @@ _PARTS: dict[str, tuple[Callable[[Any], bool], str]] = {
                 "None or a callable start(report, opts) that returns a function waiting for the work begun"),
     "templates": (lambda v: v is None or (isinstance(v, Path) and v.is_dir()),
                   "None or the Path of an existing folder"),
-    "trace": (lambda v: v is None or isinstance(v, TraceSpecLike), "None or a transformer_trace.trace.verify.TraceSpec"),
+    "trace": (lambda v: v is None or isinstance(v, TraceSpecLike),
+              "None or a transformer_trace.trace.verify.TraceSpec"),
     "trace_inputs": (lambda v: isinstance(v, Mapping)
                      and all(isinstance(k, str) and isinstance(t, tuple) and len(t) == 2 for k, t in v.items()),
                      "a mapping of run input -> (kind, snapshot number or dimension)"),

@@ -14,7 +14,8 @@ from torch import nn
 
 from transformer_trace.errors import UserError
 from transformer_trace.indexing import parse_index
-from transformer_trace.sources import InputRef, MissingTensor, ModuleRef, NoInput, NotCheckable, NoWeights, ParamRef, Ref, fill
+from transformer_trace.sources import (InputRef, MissingTensor, ModuleRef, NoInput, NotCheckable, NoWeights, ParamRef,
+                                       Ref, fill)
 from transformer_trace.tensors import TensorView
 from transformer_trace.version import package_version  # the run stamp names the package version
 from transformer_trace.models.recording import Declared, Recording, declared_points

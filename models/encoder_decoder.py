@@ -89,9 +89,11 @@ class SinusoidalPositionalEncoding(nn.Module):
         return x + encoding
 
 
-_POST_NORM_NOTE = ("post-norm: LayerNorm after the residual sum, so the layer's output is normalised; in the pre-norm GPT and ViT, "
-                   "ln_1/ln_2 normalise what attention and the MLP read and output is the residual sum itself")
-_SPLIT_NOTE = "the seed report names the projection before the head split q; the GPT and the ViT record only the per-head tensor, which they call q (here q_heads)"
+_POST_NORM_NOTE = ("post-norm: LayerNorm after the residual sum, so the layer's output is normalised; in the pre-norm "
+                   "GPT and ViT, ln_1/ln_2 normalise what attention and the MLP read and output is the residual sum "
+                   "itself")
+_SPLIT_NOTE = ("the seed report names the projection before the head split q; the GPT and the ViT record only the "
+               "per-head tensor, which they call q (here q_heads)")
 
 
 class MultiHeadAttention(nn.Module):
@@ -100,12 +102,15 @@ class MultiHeadAttention(nn.Module):
     Q = Point("q", ("B", "Lq", "C"), "queries x_q·W_qᵀ + b_q, all heads side by side", note=_SPLIT_NOTE)
     K = Point("k", ("B", "Lk", "C"), "keys x_kv·W_kᵀ + b_k, all heads side by side", note=_SPLIT_NOTE)
     V = Point("v", ("B", "Lk", "C"), "values x_kv·W_vᵀ + b_v, all heads side by side", note=_SPLIT_NOTE)
-    Q_HEADS = Point("q_heads", ("B", "h", "Lq", "hs"), "queries split into h heads of hs features (the GPT's and ViT's attn.q)")
+    Q_HEADS = Point("q_heads", ("B", "h", "Lq", "hs"),
+                    "queries split into h heads of hs features (the GPT's and ViT's attn.q)")
     K_HEADS = Point("k_heads", ("B", "h", "Lk", "hs"), "keys split into h heads (the GPT's and ViT's attn.k)")
     V_HEADS = Point("v_heads", ("B", "h", "Lk", "hs"), "values split into h heads (the GPT's and ViT's attn.v)")
     SCORES = Point("scores", ("B", "h", "Lq", "Lk"), "attention scores Q·Kᵀ/√hs, per head")
-    MASKED_SCORES = Point("masked_scores", ("B", "h", "Lq", "Lk"), "scores plus the mask: −inf where a query may not look (masked attention only)")
-    PROBS = Point("probs", ("B", "h", "Lq", "Lk"), "attention weights: softmax of the scores over the keys, rows sum to 1")
+    MASKED_SCORES = Point("masked_scores", ("B", "h", "Lq", "Lk"),
+                          "scores plus the mask: −inf where a query may not look (masked attention only)")
+    PROBS = Point("probs", ("B", "h", "Lq", "Lk"),
+                  "attention weights: softmax of the scores over the keys, rows sum to 1")
     CONTEXT = Point("context", ("B", "h", "Lq", "hs"), "each head's weighted sum of values, probs·V")
     CONCAT = Point("concat", ("B", "Lq", "C"), "the heads' contexts side by side")
     OUT = Point("out", ("B", "Lq", "C"), "the output projection concat·W_oᵀ + b_o")
@@ -134,13 +139,15 @@ class MultiHeadAttention(nn.Module):
         q_heads = record(self, self.Q_HEADS, self.split_heads(q))  # (B, h, T, hs)
         k_heads = record(self, self.K_HEADS, self.split_heads(k))  # (B, h, S, hs)
         v_heads = record(self, self.V_HEADS, self.split_heads(v))  # (B, h, S, hs)
-        scores = record(self, self.SCORES, q_heads @ k_heads.transpose(-2, -1) / math.sqrt(self.head_size))  # (B, h, T, S)
+        # (B, h, T, S)
+        scores = record(self, self.SCORES, q_heads @ k_heads.transpose(-2, -1) / math.sqrt(self.head_size))
         if mask is not None:
             # mask: (B or 1, 1, T, S), 0 where allowed and -inf where blocked
             scores = record(self, self.MASKED_SCORES, scores + mask)  # (B, h, T, S)
         probs = record(self, self.PROBS, F.softmax(scores, dim=-1))  # (B, h, T, S), rows sum to 1
         context = record(self, self.CONTEXT, probs @ v_heads)  # (B, h, T, hs)
-        concat = record(self, self.CONCAT, context.transpose(1, 2).reshape(B, T, C))  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
+        # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
+        concat = record(self, self.CONCAT, context.transpose(1, 2).reshape(B, T, C))
         return record(self, self.OUT, self.W_o(concat))  # (B, T, C)
 
 
@@ -148,7 +155,8 @@ class MLP(nn.Module):
     """Position-wise two-layer network: Linear(C->F), ReLU, Linear(F->C)."""
 
     INPUT = Point("input", ("B", "L", "C"), "what the feed-forward network reads: the LayerNorm output before it",
-                  note="the seed report's FFN input; the GPT and the ViT record the same tensor only as their block's ln_2")
+                  note="the seed report's FFN input; the GPT and the ViT record the same tensor only as "
+                  "their block's ln_2")
     FC1 = Point("fc1", ("B", "L", "F"), "first linear layer x·W₁ᵀ + b₁, before the activation")
     HIDDEN = Point("hidden", ("B", "L", "F"), "ReLU of fc1")
     OUT = Point("out", ("B", "L", "C"), "second linear layer hidden·W₂ᵀ + b₂")
@@ -172,7 +180,8 @@ class MLP(nn.Module):
 class EncoderLayer(nn.Module):
     """x -> LayerNorm(x + SelfAttention(x)) -> LayerNorm(. + MLP(.)) (post-norm)."""
 
-    INPUT = Point("input", ("B", "S", "C"), "what the layer reads: the position-encoded embeddings or the previous layer's output")
+    INPUT = Point("input", ("B", "S", "C"),
+                  "what the layer reads: the position-encoded embeddings or the previous layer's output")
     RESIDUAL_1 = Point("residual_1", ("B", "S", "C"), "input + self-attention output")
     LN_1 = Point("ln_1", ("B", "S", "C"), "LayerNorm of residual_1 (post-norm)", note=_POST_NORM_NOTE)
     RESIDUAL_2 = Point("residual_2", ("B", "S", "C"), "ln_1 + feed-forward output")
@@ -199,7 +208,8 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder output, feed-forward; each post-norm."""
 
-    INPUT = Point("input", ("B", "T", "C"), "what the layer reads: the position-encoded target embeddings or the previous layer's output")
+    INPUT = Point("input", ("B", "T", "C"),
+                  "what the layer reads: the position-encoded target embeddings or the previous layer's output")
     RESIDUAL_1 = Point("residual_1", ("B", "T", "C"), "input + masked self-attention output")
     LN_1 = Point("ln_1", ("B", "T", "C"), "LayerNorm of residual_1", note=_POST_NORM_NOTE)
     RESIDUAL_2 = Point("residual_2", ("B", "T", "C"), "ln_1 + cross-attention output")
@@ -245,7 +255,8 @@ class EncoderDecoderTransformer(nn.Module):
     SRC_EMB_WEIGHT = Point("src_emb_weight", ("V_src", "C"), "the source embedding table, one row per vocabulary word")
     SRC_EMBED = Point("src_embed", ("B", "S", "C"), "source embeddings: the table rows of the IDs")
     SRC_WITH_POS = Point("src_with_pos", ("B", "S", "C"), "source embeddings plus sinusoidal positions",
-                         note="the seed report's name; the GPT calls token + position embedding embed, the ViT tokens_pos")
+                         note="the seed report's name; the GPT calls token + position embedding embed, "
+                         "the ViT tokens_pos")
     MEMORY = Point("memory", ("B", "S", "C"), "the last encoder layer's output, read by every cross-attention")
     TGT_IDS = Point("tgt_ids", ("B", "T"), "target token IDs, one per word")
     TGT_EMBED = Point("tgt_embed", ("B", "T", "C"), "target embeddings: the table rows of the IDs")

@@ -124,14 +124,19 @@ def causal_mask(T: int, start: int = 0, device: torch.device | None = None) -> t
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention with one fused q/k/v projection, optionally over cached keys and values."""
 
-    _HEADS_NOTE = "per head, as the encoder–decoder's q_heads/k_heads/v_heads: the fused projection before the split is qkv"
+    _HEADS_NOTE = ("per head, as the encoder–decoder's q_heads/k_heads/v_heads: "
+                   "the fused projection before the split is qkv")
     QKV = Point("qkv", ("B", "T", "3·C"), "the fused projection x·W_qkvᵀ + b: q, k and v side by side")
     Q = Point("q", ("B", "h", "T", "hs"), "queries, the first third of qkv split into h heads", note=_HEADS_NOTE)
-    K = Point("k", ("B", "h", "T", "hs"), "keys, the second third of qkv split into heads (S positions with a cache)", note=_HEADS_NOTE)
-    V = Point("v", ("B", "h", "T", "hs"), "values, the last third of qkv split into heads (S positions with a cache)", note=_HEADS_NOTE)
+    K = Point("k", ("B", "h", "T", "hs"), "keys, the second third of qkv split into heads (S positions with a cache)",
+              note=_HEADS_NOTE)
+    V = Point("v", ("B", "h", "T", "hs"), "values, the last third of qkv split into heads (S positions with a cache)",
+              note=_HEADS_NOTE)
     SCORES = Point("scores", ("B", "h", "T", "T"), "attention scores Q·Kᵀ/√hs, per head")
-    MASKED_SCORES = Point("masked_scores", ("B", "h", "T", "T"), "scores with −inf where the mask blocks a later position")
-    PROBS = Point("probs", ("B", "h", "T", "T"), "attention weights: softmax of the masked scores over the keys, rows sum to 1")
+    MASKED_SCORES = Point("masked_scores", ("B", "h", "T", "T"),
+                          "scores with −inf where the mask blocks a later position")
+    PROBS = Point("probs", ("B", "h", "T", "T"),
+                  "attention weights: softmax of the masked scores over the keys, rows sum to 1")
     CONTEXT = Point("context", ("B", "h", "T", "hs"), "each head's weighted sum of values, probs·V")
     CONCAT = Point("concat", ("B", "T", "C"), "the heads' contexts side by side")
     OUT = Point("out", ("B", "T", "C"), "the output projection concat·W_projᵀ + b")
@@ -145,12 +150,14 @@ class CausalSelfAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None = None
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-        # x: (B, T, C); mask: (1, 1, T, S); past: keys and values of the S - T earlier positions, each (B, h, S - T, hs).
+        # x: (B, T, C); mask: (1, 1, T, S);
+        # past: keys and values of the S - T earlier positions, each (B, h, S - T, hs).
         # Returns the output (B, T, C) and the keys and values of all S positions, the block's new cache.
         B, T, C = x.shape
         h = self.n_heads
         qkv = record(self, self.QKV, self.qkv(x))  # (B, T, 3C)
-        q, k, v = qkv.view(B, T, 3, h, C // h).permute(2, 0, 3, 1, 4).unbind(0)  # (B, T, 3C) -> (3, B, h, T, hs) -> each (B, h, T, hs)
+        # (B, T, 3C) -> (3, B, h, T, hs) -> each (B, h, T, hs)
+        q, k, v = qkv.view(B, T, 3, h, C // h).permute(2, 0, 3, 1, 4).unbind(0)
         if past is not None:
             k = torch.cat([past[0], k], dim=2)  # (B, h, S, hs)
             v = torch.cat([past[1], v], dim=2)  # (B, h, S, hs)
@@ -161,15 +168,19 @@ class CausalSelfAttention(nn.Module):
                 context = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, h, T, hs)
             else:
                 context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, h, T, hs)
-            return self.proj(context.transpose(1, 2).reshape(B, T, C)), (k, v)  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
+            # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
+            return self.proj(context.transpose(1, 2).reshape(B, T, C)), (k, v)
         q = record(self, self.Q, q)
         k = record(self, self.K, k)
         v = record(self, self.V, v)
-        scores = record(self, self.SCORES, q @ k.transpose(-2, -1) / math.sqrt(C // h))  # (B, h, T, hs) @ (B, h, hs, S) -> (B, h, T, S)
-        masked = record(self, self.MASKED_SCORES, scores.masked_fill(~mask, float("-inf")))  # (B, h, T, S), -inf on later positions
+        # (B, h, T, hs) @ (B, h, hs, S) -> (B, h, T, S)
+        scores = record(self, self.SCORES, q @ k.transpose(-2, -1) / math.sqrt(C // h))
+        # (B, h, T, S), -inf on later positions
+        masked = record(self, self.MASKED_SCORES, scores.masked_fill(~mask, float("-inf")))
         probs = record(self, self.PROBS, masked.softmax(dim=-1))  # (B, h, T, S), rows sum to 1
         context = record(self, self.CONTEXT, probs @ v)  # (B, h, T, hs)
-        concat = record(self, self.CONCAT, context.transpose(1, 2).reshape(B, T, C))  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
+        # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
+        concat = record(self, self.CONCAT, context.transpose(1, 2).reshape(B, T, C))
         return record(self, self.OUT, self.proj(concat)), (k, v)  # (B, T, C)
 
 
@@ -203,9 +214,12 @@ class Block(nn.Module):
     RESIDUAL_1 = Point("residual_1", ("B", "T", "C"), "input + attention output")
     LN_2 = Point("ln_2", ("B", "T", "C"), "LayerNorm of residual_1: what the MLP reads")
     RESIDUAL_2 = Point("residual_2", ("B", "T", "C"), "residual_1 + MLP output")
-    OUTPUT = Point("output", ("B", "T", "C"), "the residual stream leaving the block (residual_2; no LayerNorm after it)")
-    CACHE_K = Point("cache_k", ("B", "h", "S", "hs"), "the keys the key/value cache holds after generation", scope="generate")
-    CACHE_V = Point("cache_v", ("B", "h", "S", "hs"), "the values the key/value cache holds after generation", scope="generate")
+    OUTPUT = Point("output", ("B", "T", "C"),
+                   "the residual stream leaving the block (residual_2; no LayerNorm after it)")
+    CACHE_K = Point("cache_k", ("B", "h", "S", "hs"), "the keys the key/value cache holds after generation",
+                    scope="generate")
+    CACHE_V = Point("cache_v", ("B", "h", "S", "hs"), "the values the key/value cache holds after generation",
+                    scope="generate")
 
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
@@ -233,7 +247,8 @@ class GPT(nn.Module):
     IDS = Point("ids", ("B", "T"), "the prompt's bytes, one token each")
     TOK_EMB = Point("tok_emb", ("B", "T", "C"), "token embeddings: the table rows of the bytes")
     POS_EMB = Point("pos_emb", ("T", "C"), "the learned position embeddings of the positions fed",
-                    note="the rows used, without a batch axis (broadcast when added); the encoder–decoder's positions are a fixed sinusoidal table")
+                    note="the rows used, without a batch axis (broadcast when added); the encoder–decoder's positions "
+                    "are a fixed sinusoidal table")
     EMBED = Point("embed", ("B", "T", "C"), "token + position embeddings: the residual stream entering block 1")
     MASK = Point("mask", ("1", "1", "T", "T"), "boolean causal mask: True where a query may attend to a key",
                  note="boolean (True where allowed) where the encoder–decoder's tgt_mask is additive (0 / −inf)")
@@ -241,8 +256,10 @@ class GPT(nn.Module):
     LOGITS = Point("logits", ("B", "T", "V"), "scores for the next byte at each position")
     PROBS = Point("probs", ("B", "T", "V"), "softmax of the logits: the next-byte distribution at each position")
     NEW_IDS = Point("new_ids", ("B", "N"), "the bytes generated greedily", scope="generate")
-    CACHED_LOGITS = Point("cached_logits", ("B", "N", "V"), "the logits that chose each new byte, computed with the key/value cache", scope="generate")
-    RECOMPUTED_LOGITS = Point("recomputed_logits", ("B", "N", "V"), "the same logits recomputed from scratch without a cache", scope="generate")
+    CACHED_LOGITS = Point("cached_logits", ("B", "N", "V"),
+                          "the logits that chose each new byte, computed with the key/value cache", scope="generate")
+    RECOMPUTED_LOGITS = Point("recomputed_logits", ("B", "N", "V"),
+                              "the same logits recomputed from scratch without a cache", scope="generate")
 
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
@@ -278,7 +295,8 @@ class GPT(nn.Module):
             )
         ids = record(self, self.IDS, ids)  # (B, T)
         tok = record(self, self.TOK_EMB, self.tok_emb(ids))  # (B, T, C)
-        pos = record(self, self.POS_EMB, self.pos_emb(torch.arange(start, start + T, device=ids.device)))  # (T, C), the rows used
+        # (T, C), the rows used
+        pos = record(self, self.POS_EMB, self.pos_emb(torch.arange(start, start + T, device=ids.device)))
         x = record(self, self.EMBED, tok + pos)  # (B, T, C), positions broadcast over the batch
         mask = record(self, self.MASK, causal_mask(T, start, ids.device))  # (1, 1, T, S)
         presents = []

@@ -73,7 +73,8 @@ class ToyViTConfig:
 class PatchEmbedding(nn.Module):
     """Cut the image into P x P patches, flatten each row by row, and multiply it by E (no bias)."""
 
-    PATCHES = Point("patches", ("B", "N", "Ch", "P", "P"), "the image cut into P×P patches, row by row over the grid (A, B, C on top)")
+    PATCHES = Point("patches", ("B", "N", "Ch", "P", "P"),
+                    "the image cut into P×P patches, row by row over the grid (A, B, C on top)")
     FLAT = Point("flat", ("B", "N", "Ch·P·P"), "each patch read left to right, top to bottom")
     EMBED = Point("embed", ("B", "N", "C"), "patch embeddings flat·E, no bias")
 
@@ -102,7 +103,8 @@ class SelfAttention(nn.Module):
     DOTS = Point("dots", ("B", "h", "N1", "N1"), "raw dot products Q·Kᵀ, before the scaling (the seed's 'raw scores')",
                  note="the ViT records only the scaled scores")
     SCORES = Point("scores", ("B", "h", "N1", "N1"), "attention scores Q·Kᵀ/√hs, per head")
-    PROBS = Point("probs", ("B", "h", "N1", "N1"), "attention weights: softmax of the scores over the keys, rows sum to 1")
+    PROBS = Point("probs", ("B", "h", "N1", "N1"),
+                  "attention weights: softmax of the scores over the keys, rows sum to 1")
     CONTEXT = Point("context", ("B", "h", "N1", "hs"), "each head's weighted sum of values, probs·V")
     CONCAT = Point("concat", ("B", "N1", "C"), "the heads' contexts side by side")
     OUT = Point("out", ("B", "N1", "C"), "the output projection concat·W_projᵀ + b")
@@ -118,14 +120,18 @@ class SelfAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, N1, C = x.shape
         h = self.n_heads
-        q = record(self, self.Q, self.query(x).view(B, N1, h, C // h).transpose(1, 2))  # (B, N1, C) -> (B, N1, h, hs) -> (B, h, N1, hs)
-        k = record(self, self.K, self.key(x).view(B, N1, h, C // h).transpose(1, 2))  # (B, N1, C) -> (B, N1, h, hs) -> (B, h, N1, hs)
-        v = record(self, self.V, self.value(x).view(B, N1, h, C // h).transpose(1, 2))  # (B, N1, C) -> (B, N1, h, hs) -> (B, h, N1, hs)
+        # (B, N1, C) -> (B, N1, h, hs) -> (B, h, N1, hs)
+        q = record(self, self.Q, self.query(x).view(B, N1, h, C // h).transpose(1, 2))
+        # (B, N1, C) -> (B, N1, h, hs) -> (B, h, N1, hs)
+        k = record(self, self.K, self.key(x).view(B, N1, h, C // h).transpose(1, 2))
+        # (B, N1, C) -> (B, N1, h, hs) -> (B, h, N1, hs)
+        v = record(self, self.V, self.value(x).view(B, N1, h, C // h).transpose(1, 2))
         dots = record(self, self.DOTS, q @ k.transpose(-2, -1))  # (B, h, N1, N1): the seed's "raw scores"
         scores = record(self, self.SCORES, dots / math.sqrt(C // h))  # (B, h, N1, N1)
         probs = record(self, self.PROBS, scores.softmax(dim=-1))  # (B, h, N1, N1), rows sum to 1
         context = record(self, self.CONTEXT, probs @ v)  # (B, h, N1, hs): each row a weighted sum of value rows
-        concat = record(self, self.CONCAT, context.transpose(1, 2).reshape(B, N1, C))  # (B, h, N1, hs) -> (B, N1, h, hs) -> (B, N1, C)
+        # (B, h, N1, hs) -> (B, N1, h, hs) -> (B, N1, C)
+        concat = record(self, self.CONCAT, context.transpose(1, 2).reshape(B, N1, C))
         return record(self, self.OUT, self.proj(concat))  # (B, N1, C)
 
 
@@ -156,7 +162,8 @@ class EncoderBlock(nn.Module):
     _POST_NORM = "post-norm: the ViT's pre-norm block normalises before each sub-layer instead"
     INPUT = Point("input", ("B", "N1", "C"), "the sequence entering the layer")
     RESIDUAL_1 = Point("residual_1", ("B", "N1", "C"), "input + attention output")
-    LN_1 = Point("ln_1", ("B", "N1", "C"), "LayerNorm of residual_1 (the first Add & Norm): what the MLP reads", note=_POST_NORM)
+    LN_1 = Point("ln_1", ("B", "N1", "C"), "LayerNorm of residual_1 (the first Add & Norm): what the MLP reads",
+                 note=_POST_NORM)
     RESIDUAL_2 = Point("residual_2", ("B", "N1", "C"), "ln_1 + MLP output")
     LN_2 = Point("ln_2", ("B", "N1", "C"), "LayerNorm of residual_2 (the second Add & Norm)", note=_POST_NORM)
     OUTPUT = Point("output", ("B", "N1", "C"), "the sequence leaving the layer, x¹ (ln_2)")
@@ -208,7 +215,8 @@ class ToyVisionTransformer(nn.Module):
         x = record(self, self.TOKENS_POS, x + self.pos_embedding)  # (B, N1, C): x⁰
         for block in self.blocks:
             x = block(x)  # (B, N1, C)
-        cls_rep = record(self, self.CLS_REP, x[:, 0])  # (B, C): only [CLS] feeds the head (post-norm: already normalised)
+        # (B, C): only [CLS] feeds the head (post-norm: already normalised)
+        cls_rep = record(self, self.CLS_REP, x[:, 0])
         logits = record(self, self.LOGITS, self.head(cls_rep))  # (B, K)
         record(self, self.PROBS, logits.softmax(dim=-1))  # (B, K)
         return logits

@@ -102,12 +102,17 @@ class PatchEmbedding(nn.Module):
 class SelfAttention(nn.Module):
     """Multi-head self-attention with one fused q/k/v projection (as nn.MultiheadAttention)."""
 
-    _HEADS_NOTE = "per head, as the encoder–decoder's q_heads/k_heads/v_heads (its q is the projection before the split)"
-    Q = Point("q", ("B", "h", "N1", "hs"), "queries, the first third of the fused projection split into h heads", note=_HEADS_NOTE)
-    K = Point("k", ("B", "h", "N1", "hs"), "keys, the second third of the fused projection split into heads", note=_HEADS_NOTE)
-    V = Point("v", ("B", "h", "N1", "hs"), "values, the last third of the fused projection split into heads", note=_HEADS_NOTE)
+    _HEADS_NOTE = ("per head, as the encoder–decoder's q_heads/k_heads/v_heads "
+                   "(its q is the projection before the split)")
+    Q = Point("q", ("B", "h", "N1", "hs"), "queries, the first third of the fused projection split into h heads",
+              note=_HEADS_NOTE)
+    K = Point("k", ("B", "h", "N1", "hs"), "keys, the second third of the fused projection split into heads",
+              note=_HEADS_NOTE)
+    V = Point("v", ("B", "h", "N1", "hs"), "values, the last third of the fused projection split into heads",
+              note=_HEADS_NOTE)
     SCORES = Point("scores", ("B", "h", "N1", "N1"), "attention scores Q·Kᵀ/√hs, per head")
-    PROBS = Point("probs", ("B", "h", "N1", "N1"), "attention weights: softmax of the scores over the keys, rows sum to 1")
+    PROBS = Point("probs", ("B", "h", "N1", "N1"),
+                  "attention weights: softmax of the scores over the keys, rows sum to 1")
     CONTEXT = Point("context", ("B", "h", "N1", "hs"), "each head's weighted sum of values, probs·V")
     CONCAT = Point("concat", ("B", "N1", "C"), "the heads' contexts side by side")
     OUT = Point("out", ("B", "N1", "C"), "the output projection concat·W_projᵀ + b")
@@ -127,14 +132,16 @@ class SelfAttention(nn.Module):
             # Same function as the explicit steps below, fused into one kernel (as torchvision's
             # nn.MultiheadAttention does); nothing asks for the intermediate scores here.
             context = F.scaled_dot_product_attention(q, k, v)  # (B, h, N1, hs)
-            return self.proj(context.transpose(1, 2).reshape(B, N1, C))  # (B, h, N1, hs) -> (B, N1, h, hs) -> (B, N1, C)
+            # (B, h, N1, hs) -> (B, N1, h, hs) -> (B, N1, C)
+            return self.proj(context.transpose(1, 2).reshape(B, N1, C))
         q = record(self, self.Q, q)
         k = record(self, self.K, k)
         v = record(self, self.V, v)
         scores = record(self, self.SCORES, q @ k.transpose(-2, -1) / math.sqrt(C // h))  # (B, h, N1, N1)
         probs = record(self, self.PROBS, scores.softmax(dim=-1))  # (B, h, N1, N1), rows sum to 1
         context = record(self, self.CONTEXT, probs @ v)  # (B, h, N1, hs)
-        concat = record(self, self.CONCAT, context.transpose(1, 2).reshape(B, N1, C))  # (B, h, N1, hs) -> (B, N1, h, hs) -> (B, N1, C)
+        # (B, h, N1, hs) -> (B, N1, h, hs) -> (B, N1, C)
+        concat = record(self, self.CONCAT, context.transpose(1, 2).reshape(B, N1, C))
         return record(self, self.OUT, self.proj(concat))  # (B, N1, C)
 
 
@@ -167,7 +174,8 @@ class EncoderBlock(nn.Module):
     RESIDUAL_1 = Point("residual_1", ("B", "N1", "C"), "input + attention output")
     LN_2 = Point("ln_2", ("B", "N1", "C"), "LayerNorm of residual_1: what the MLP reads")
     RESIDUAL_2 = Point("residual_2", ("B", "N1", "C"), "residual_1 + MLP output")
-    OUTPUT = Point("output", ("B", "N1", "C"), "the residual stream leaving the block (residual_2; no LayerNorm after it)")
+    OUTPUT = Point("output", ("B", "N1", "C"),
+                   "the residual stream leaving the block (residual_2; no LayerNorm after it)")
 
     def __init__(self, cfg: ViTConfig) -> None:
         super().__init__()
@@ -192,7 +200,8 @@ class VisionTransformer(nn.Module):
     IMAGE = Point("image", ("B", "Ch", "H", "W"), "the input image, resized and normalised")
     CLS_TOKEN = Point("cls_token", ("B", "1", "C"), "the learned [CLS] token, one per image")
     TOKENS = Point("tokens", ("B", "N1", "C"), "[CLS] followed by the patch embeddings")
-    TOKENS_POS = Point("tokens_pos", ("B", "N1", "C"), "tokens plus learned position embeddings: the residual stream entering block 1")
+    TOKENS_POS = Point("tokens_pos", ("B", "N1", "C"),
+                       "tokens plus learned position embeddings: the residual stream entering block 1")
     FINAL_SEQ = Point("final_seq", ("B", "N1", "C"), "the final LayerNorm of the residual stream",
                       note="the seed report's name for what the GPT calls ln_f")
     CLS_REP = Point("cls_rep", ("B", "C"), "the [CLS] row of final_seq: the image's representation")

@@ -16,8 +16,8 @@ cells = [
        "The report pages are generated from exactly this API. Here we build the seed report's encoder–decoder, "
        "record one forward pass, and look at a few snapshots interactively — the way a debugger would, but in code."),
     code("import torch\n"
-         "from transformer_trace.models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, build_vocab, encode\n"
-         "from transformer_trace.models.recording import recording\n\n"
+         "from transformer_trace.models.encoder_decoder import EncoderDecoderConfig, EncoderDecoderTransformer, "
+         "build_vocab, encode\nfrom transformer_trace.models.recording import recording\n\n"
          "src, tgt = 'hello from cairo egypt team project', 'we are debugging transformer today'\n"
          "src_vocab, tgt_vocab = build_vocab(src), build_vocab(tgt)\n"
          "torch.manual_seed(7)  # the seed report's seed: same weights, same numbers\n"

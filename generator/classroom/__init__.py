@@ -15,8 +15,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser(
         "class", help="one page for a class: per snapshot how many students passed or failed, the common failures, "
         "each student's first",
-        description="Read the reports `python -m transformer_trace trace` wrote for each student (their folders, or their "
-        "snapshots.json files; a student's name is the folder's name) and write one section OUT/index.md (+ "
+        description="Read the reports `python -m transformer_trace trace` wrote for each student (their folders, or "
+        "their snapshots.json files; a student's name is the folder's name) and write one section OUT/index.md (+ "
         "OUT/class.json): per snapshot how many were captured, passed, failed, not checkable; the failures most "
         "students hit and who hit them; each student's first failure, with links to their own pages; a heat map of "
         "students × snapshots. Put OUT beside the students' reports in the docs folder so that the links work in the "

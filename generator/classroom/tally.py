@@ -1,6 +1,7 @@
 """What a class page says, counted from the students' snapshots.json: per snapshot how many students' tensors were
 captured, passed, failed or were not checkable; the failures most students hit, with who hit them; each student's
-first failure. Every verdict is read through transformer_trace.trace.verdicts, the one place that knows how it is stored."""
+first failure. Every verdict is read through transformer_trace.trace.verdicts, the one place that knows how it is \
+stored."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 from urllib.parse import quote
 
 from transformer_trace.classroom.students import Student
-from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSED, VERDICTS, check_text, exit_status,
+from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSED, VERDICTS, check_text,
+                                              exit_status,
                                       first_failure_label, script_failed, verdict)
 
 

@@ -68,7 +68,8 @@ def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str,
     argv = ["build", f"--model={model}", f"--out={docs}", "--quiet", *([f"--config={config}"] if config else [])]
     if model not in forms.by_report and model != "all":
         return argv  # the CLI refuses it, with its list of models
-    allowed, restricted, uploads = {**forms.options_for(model), "force": "--force"}, forms.restricted_values(model), forms.file_fields()
+    allowed, restricted, uploads = {**forms.options_for(model),
+                                    "force": "--force"}, forms.restricted_values(model), forms.file_fields()
     for name, value in fields.items():
         if name == "model":
             continue
@@ -192,7 +193,8 @@ def _parse_multipart(content_type: str, body: bytes, forms: SiteForms) -> tuple[
 # ----------------------------------------------------------------------------- the build and the status
 
 
-def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path, config: Path, progress, forms: SiteForms):
+def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path, config: Path, progress,
+             forms: SiteForms):
     """Regenerate the report(s) ``fields`` ask for by the CLI's own code path (uploads stored in a temporary folder
     meanwhile); its BuildResult, or ApiError(400) with the CLI's one line for input it refuses."""
     from transformer_trace.arguments import build_from_args

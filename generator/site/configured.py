@@ -1,4 +1,5 @@
-"""The reports mkdocs.yml declares (the transformer-trace plugin's `reports:`), and whether docs/ is up to date with them.
+"""The reports mkdocs.yml declares (the transformer-trace plugin's `reports:`), and whether docs/ is up to date with \
+them.
 
 Torch-free on purpose: `mkdocs build` with every report up to date reads mkdocs.yml, the manifest
 (docs/.generated.json) and a digest of the generator's sources, and imports nothing of the models.

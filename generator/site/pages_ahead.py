@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from transformer_trace.site import highlight_cache
-from transformer_trace.site.page_render import API_CHANGED, nav_entry, render_with_entries, rendered_state, set_rendered_state
+from transformer_trace.site.page_render import (API_CHANGED, nav_entry, render_with_entries, rendered_state,
+                                                set_rendered_state)
 from transformer_trace.site.parallel import search_plugin as _search_plugin
 
 if TYPE_CHECKING:

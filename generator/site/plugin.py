@@ -242,7 +242,8 @@ def _generate(docs: Path, requests: dict[str, Any], declared: dict[str, Any], co
     from transformer_trace.reports import REPORTS
 
     config_path = Path(config_file) if config_file else None
-    return build(docs, requests, Progress(enabled=False), records=run_records(requests, declared, config_path), reports=REPORTS)
+    return build(docs, requests, Progress(enabled=False), records=run_records(requests, declared, config_path),
+                 reports=REPORTS)
 
 
 # ---------------------------------------------------------------------- math and accessibility

@@ -291,7 +291,8 @@ class WarmServer:
         publish = self.events.publish
         publish("progress", {"step": "checking the input"})
         try:
-            result = generate(fields, files, self.docs, self.config, EventProgress(publish, self._render_ahead), self.forms)
+            result = generate(fields, files, self.docs, self.config, EventProgress(publish, self._render_ahead),
+                              self.forms)
         except BaseException:
             if self.site is not None:
                 self.site.abandon_ahead()
@@ -301,9 +302,8 @@ class WarmServer:
         try:
             update = self._update_site()
         except UserError as exc:
-            raise ApiError(
-                400, f"the report was regenerated but the site was not rebuilt: {one_line(str(exc))}"
-            ) from None
+            raise ApiError(400,
+                           f"the report was regenerated but the site was not rebuilt: {one_line(str(exc))}") from None
         seconds = time.perf_counter() - started
         publish("progress", {"step": "live", "seconds": round(seconds, 2)})
         return {"seconds": round(seconds, 3), "reports": list(result.reports),

@@ -1,7 +1,11 @@
-"""`python -m transformer_trace trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced, and
-write a verified report of what it computed (markers.py: the marker forms; capture.py: the run; verify.py: shapes, layouts;
-checking.py: the catalogue's checks on the captured tensors; pages.py: the pages and their verdicts; report.py: writing them). What a report adds for tracing
-is its ``trace`` (a TraceSpec, generator/reports/<report>/trace.py); the CLI hands this package the registry's reports."""
+"""`python -m transformer_trace trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced, \
+and
+write a verified report of what it computed (markers.py: the marker forms; capture.py: the run; verify.py: shapes, \
+layouts;
+checking.py: the catalogue's checks on the captured tensors; pages.py: the pages and their verdicts; report.py: \
+writing them). What a report adds for tracing
+is its ``trace`` (a TraceSpec, generator/reports/<report>/trace.py); the CLI hands this package the registry's \
+reports."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from transformer_trace.options import out_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
+    from transformer_trace.trace.capture import Capture
 
 
 def traceable(reports: Mapping[str, Report]) -> dict[str, Report]:
@@ -32,36 +37,48 @@ def numberings(reports: Mapping[str, Report]) -> dict[tuple[str, str], str]:
 
 def marker_forms(reports: Mapping[str, Report]) -> str:
     """The marker forms, for messages: one per report that can be traced, and the user's own."""
-    forms = [f"{report.trace.marker(13, report.label(13))} ({report.short_title})" for report in traceable(reports).values()]
+    forms = [f"{report.trace.marker(13, report.label(13))} ({report.short_title})"
+             for report in traceable(reports).values()]
     return ", ".join([*forms, "# trace: name"])
 
 
 def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, reports: Mapping[str, Report]) -> None:
     t = sub.add_parser(
         "trace", help="run your own PyTorch script with breakpoint comments and write a verified report of it",
-        description="Run SCRIPT.py as `python SCRIPT.py` would, capture the value of every line marked with a breakpoint "
-        "comment (# BREAKPOINT S13, # Snapshot #13, # BREAKPOINT G05, # trace: name) once the line has run, and write a "
-        "report with the catalogue's shapes and checks applied to your tensors. It runs your code: only trace scripts you trust.",
-        epilog="examples:\n  python -m transformer_trace trace examples/encoder_decoder_trace.py\n  python -m transformer_trace trace my_model.py --hit 2 -- --image cat.jpg",
+        description="Run SCRIPT.py as `python SCRIPT.py` would, capture the value of every line marked with a "
+        "breakpoint "
+        "comment (# BREAKPOINT S13, # Snapshot #13, # BREAKPOINT G05, # trace: name) once the line has run, and write "
+        "a "
+        "report with the catalogue's shapes and checks applied to your tensors. It runs your code: only trace scripts "
+        "you trust.",
+        epilog="examples:\n  python -m transformer_trace trace examples/encoder_decoder_trace.py\n  python -m "
+        "transformer_trace trace my_model.py --hit 2 -- --image cat.jpg",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="python -m transformer_trace trace SCRIPT.py [options] [-- SCRIPT_ARGS ...]",
     )
     t.set_defaults(script_args=[])
     t.add_argument("script", type=Path, help="the Python script to run (its folder goes first on sys.path)")
     t.add_argument("--report", choices=("auto", *traceable(reports), "none"), default="auto",
-                   help="the numbering of the markers: auto picks it from the markers found (default: auto); none: only # trace: points")
+                   help="the numbering of the markers: auto picks it from the markers found (default: auto); none: "
+                   "only # trace: points")
     t.add_argument("--out", type=out_path, default=default_out,
                    help="docs folder to write into (default: the docs_dir of --config)")
-    t.add_argument("--name", default=None, help="the report's folder under --out (default: from the script's file name)")
-    t.add_argument("--hit", type=_positive, default=1, help="which hit of a line run many times the pages show (default: 1; data/ keeps all)")
-    t.add_argument("--timeout", type=_seconds, default=None, help="stop the script after this many seconds and report what was captured")
-    t.add_argument("--pdf", action="store_true", help="also build the site and print the report's print view to DIR/pdf/NAME.pdf, "
+    t.add_argument("--name", default=None,
+                   help="the report's folder under --out (default: from the script's file name)")
+    t.add_argument("--hit", type=_positive, default=1,
+                   help="which hit of a line run many times the pages show (default: 1; data/ keeps all)")
+    t.add_argument("--timeout", type=_seconds, default=None,
+                   help="stop the script after this many seconds and report what was captured")
+    t.add_argument("--pdf", action="store_true",
+                   help="also build the site and print the report's print view to DIR/pdf/NAME.pdf, "
                    "as `python -m transformer_trace pdf` prints the bundled reports (needs chromium)")
     t.add_argument("--config", type=Path, default=None,
-                   help="the mkdocs.yml whose docs_dir is written into, and with --pdf builds the site (default: ./mkdocs.yml)")
+                   help="the mkdocs.yml whose docs_dir is written into, and with --pdf builds the site (default: "
+                   "./mkdocs.yml)")
     t.add_argument("--junit", type=Path, default=None, metavar="FILE",
                    help="also write the checks as JUnit XML to FILE, one test case per snapshot, for CI test reports "
-                   "(exit status: 0 all checkable snapshots passed, 1 a check failed, 2 bad input or the script failed)")
+                   "(exit status: 0 all checkable snapshots passed, 1 a check failed, "
+                   "2 bad input or the script failed)")
     t.add_argument("-q", "--quiet", action="store_true", help="no summary")
     t.add_argument("-v", "--verbose", action="store_true", help="tracebacks on internal errors")
 
@@ -89,16 +106,19 @@ def choose_numbering(requested: str, markers: list, script: Path, reports: Mappi
     if requested == "none":
         return "none"
     if requested != "auto":
-        if not any(m.numbering == requested for m in markers):  # a report of nothing captured helps no one: say what is there
+        # a report of nothing captured helps no one: say what is there
+        if not any(m.numbering == requested for m in markers):
             report = reports[requested]
-            there = f"; its markers are numbered for {' and '.join(numbered)}: use --report {numbered[0]}" if numbered else ""
+            there = (f"; its markers are numbered for {' and '.join(numbered)}: use --report {numbered[0]}"
+                     if numbered else "")
             raise UserError(f"{script}: --report {requested}: no {report.short_title} marker "
                             f"({report.trace.marker(13, report.label(13))}) in it or beside it{there}")
         return requested
     if not numbered:
         if any(m.numbering == "custom" for m in markers):
             return "none"
-        raise UserError(f"{script}: no breakpoint comment found in it or beside it; mark a line with one of: {marker_forms(reports)}")
+        raise UserError(f"{script}: no breakpoint comment found in it or beside it; mark a line with one of: "
+                        f"{marker_forms(reports)}")
     if len(numbered) > 1:
         raise UserError(f"{script}: markers of several numberings ({', '.join(numbered)}); choose one with --report")
     return numbered[0]
@@ -123,6 +143,29 @@ def trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str 
         script.unlink(missing_ok=True)
 
 
+def _check_numbers(markers: list, numbering: str, catalogue: Report) -> None:
+    """Refuse a marker of the chosen numbering whose snapshot number the report's catalogue does not have."""
+    known = {s.number for s in catalogue.snapshots}
+    for marker in markers:
+        for number in (marker.alternatives or (marker.number,)) if marker.numbering == numbering else ():
+            if number not in known:
+                label = catalogue.label
+                raise UserError(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: the "
+                                f"{catalogue.short_title} catalogue has "
+                                f"{label(min(known))}–{label(max(known))}, no {label(number)}")
+
+
+def _print_summary(summary: dict, capture: Capture, catalogue: Report, written: Path) -> None:
+    """The one-line summary of a trace (stdout), and its first failing snapshot if any (stderr)."""
+    counts = summary["counts"]
+    print(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} "
+          f"{catalogue.short_title} snapshots; checks: "
+          f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable; wrote "
+          f"{written}")
+    if summary["first_failure"]:
+        print(f"first failing snapshot: {summary['first_failure']}", file=sys.stderr)
+
+
 def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None, script: Path,
            notebook: Path | None = None) -> int:
     from transformer_trace.site.staging import HandEdits, staged_output
@@ -140,19 +183,15 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     script = script.resolve()
     markers = scan(user_files(script), numberings(reports))
     if not markers:
-        raise UserError(f"{args.script}: no breakpoint comment found in it or beside it; mark a line with one of: {marker_forms(reports)}")
+        raise UserError(f"{args.script}: no breakpoint comment found in it or beside it; mark a line with one of: "
+                        f"{marker_forms(reports)}")
     numbering = choose_numbering(args.report, markers, args.script, reports)
     if numbering != "none":
         catalogue = reports[numbering]
-        known = {s.number for s in catalogue.snapshots}
-        for marker in markers:
-            for number in (marker.alternatives or (marker.number,)) if marker.numbering == numbering else ():
-                if number not in known:
-                    label = catalogue.label
-                    raise UserError(f"{Path(marker.file).name}:{marker.line}: {marker.text!r}: the {catalogue.short_title} catalogue has "
-                                    f"{label(min(known))}–{label(max(known))}, no {label(number)}")
+        _check_numbers(markers, numbering, catalogue)
     elif not any(m.point for m in markers):
-        raise UserError(f"{args.script}: --report none reports the # trace: points, and the script has none ({marker_forms(reports)})")
+        raise UserError(f"{args.script}: --report none reports the # trace: points, and the script has none "
+                        f"({marker_forms(reports)})")
     if numbering in reports:
         from transformer_trace.trace.markers import with_catalogue_names
 
@@ -167,7 +206,8 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
         find_chromium()
         site_dir(args.config, args.out)
     script_args = list(args.script_args)
-    options = [*(["--report", args.report] if args.report != "auto" else []), *(["--hit", str(args.hit)] if args.hit != 1 else []),
+    options = [*(["--report", args.report] if args.report != "auto" else []),
+               *(["--hit", str(args.hit)] if args.hit != 1 else []),
                *(["--timeout", f"{args.timeout:g}"] if args.timeout else [])]
     shown = rerun_path(args.script, (notebook or script).resolve(), args.out)  # never the builder's absolute paths
     rerun = [shown, *options, *(["--", *script_args] if script_args else [])]
@@ -187,12 +227,8 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
                 notebooks.add_notebook_page(staging / name, notebook.resolve(), notebooks.to_script(notebook.resolve()))
     except HandEdits as exc:
         raise hand_edits_refusal(exc, args.out / name) from None
-    counts = summary["counts"]
     if not args.quiet:
-        print(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} {catalogue.short_title} snapshots; checks: "
-              f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable; wrote {args.out / name}")
-        if summary["first_failure"]:
-            print(f"first failing snapshot: {summary['first_failure']}", file=sys.stderr)
+        _print_summary(summary, capture, catalogue, args.out / name)
     if getattr(args, "pdf", False):
         from transformer_trace.pdf import export
 
@@ -201,9 +237,11 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     if getattr(args, "junit", None) is not None:
         junit_xml.write_junit(data, args.junit)
     if capture.error:
-        print(f"error: the script failed: {capture.error}; the report shows what was captured before it", file=sys.stderr)
+        print(f"error: the script failed: {capture.error}; the report shows what was captured before it",
+              file=sys.stderr)
     elif capture.timed_out:
-        print(f"error: the script ran past --timeout {args.timeout:g} s; the report shows what was captured until then", file=sys.stderr)
+        print(f"error: the script ran past --timeout {args.timeout:g} s; the report shows what was captured until then",
+              file=sys.stderr)
     return exit_status(data)  # generator/trace/verdicts.py: 2 the script failed, 1 a check failed, 0 otherwise
 
 

@@ -28,19 +28,22 @@ CORNER = re.compile(r"\[\s*:\s*\d+(\s*,\s*:\s*\d+)*\s*\]")
 @dataclass(frozen=True)
 class TensorLabel:
     """Where a record name's tensor comes from in a trace (or would): ``snapshot`` (its label, "S08"), which of the
-    snapshot's several tensors (``variable``), which pass of a loop that ran more than once (``at_pass``); or, ``sliced``,
+    snapshot's several tensors (``variable``), which pass of a loop that ran more than once (``at_pass``); or, \
+``sliced``,
     the whole tensor of which the snapshot's page shows a slice (a trace captures only the slice)."""
 
     snapshot: str
     variable: str = ""
     at_pass: int | None = None
     sliced: bool = False
-    unreadable: str = ""  # captured, but not readable in the catalogue's layout: why (dimensions unbound, values not copied)
+    # captured, but not readable in the catalogue's layout: why (dimensions unbound, values not copied)
+    unreadable: str = ""
 
     def __str__(self) -> str:
         if self.sliced:
             return f"the whole of what {self.snapshot} shows a slice of"
-        return self.snapshot + (f" ({self.variable})" if self.variable else "") + (f" at pass {self.at_pass}" if self.at_pass else "")
+        return (self.snapshot + (f" ({self.variable})" if self.variable else "")
+                + (f" at pass {self.at_pass}" if self.at_pass else ""))
 
     @property
     def needed(self) -> str:
@@ -57,12 +60,13 @@ class UnboundDimensions(NotCheckable):
     @classmethod
     def of(cls, dims: tuple[str, ...], shape: tuple[int, ...], named: tuple[str, ...]) -> UnboundDimensions:
         return cls(f"the dimension{'s' if len(dims) > 1 else ''} {', '.join(dims)} bound",
-                   f"no captured tensor shows {'their sizes' if len(dims) > 1 else 'its size'}, so your shape {shape} cannot be read "
-                   f"as ({', '.join(named)})")
+                   f"no captured tensor shows {'their sizes' if len(dims) > 1 else 'its size'}, so your shape {shape} "
+                   f"cannot be read as ({', '.join(named)})")
 
 
 def needed(lack: NotCheckable, labels: dict[str, TensorLabel]) -> str:
-    """What a not checkable check lacked, in the user's terms: a snapshot to capture, the weights a trace does not have."""
+    """What a not checkable check lacked, in the user's terms: a snapshot to capture, the weights a trace does not \
+have."""
     if isinstance(lack, MissingTensor):
         label = labels.get(lack.missing)
         return label.needed if label is not None else f"{lack.missing}, which no snapshot of the catalogue shows"
@@ -75,15 +79,18 @@ def needed(lack: NotCheckable, labels: dict[str, TensorLabel]) -> str:
     return f"{lack.missing} ({lack.why})" if lack.why else lack.missing
 
 
-def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
+def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int],
+               hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
     """Give every page its results (``page.checks``, one per declared check) and its verdict (``page.check``); return
     the captured tensors under the catalogue's record names and what each name comes from (catalogue_source)."""
     source, labels = catalogue_source(catalogue, pages, dims, hit)
     for page in pages:
-        if source is not None and page.captured:  # a snapshot is judged on its own capture, even where an earlier one shows the same record point
+        # a snapshot is judged on its own capture, even where an earlier one shows the same record point
+        if source is not None and page.captured:
             places = _shown_places(page, catalogue, pages, hit) or source.places
             own = own_tensors(page, places, dims)
-            page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=places), {**labels, **dict.fromkeys(own, TensorLabel(page.label))})
+            page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=places),
+                                      {**labels, **dict.fromkeys(own, TensorLabel(page.label))})
         else:
             page.checks = page_checks(page, source, labels)
         page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
@@ -104,12 +111,14 @@ def _passes(catalogue: Any, pages: list[TracedPage]) -> dict[str, int]:
             for name, (_, template) in (spec.passes.items() if spec is not None else ())}
 
 
-def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (), lacks: tuple[NotCheckable, ...] = ()) -> CheckResult:
+def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
+                   lacks: tuple[NotCheckable, ...] = ()) -> CheckResult:
     return CheckResult(name=name, passed=False, detail=detail, status=NOT_CHECKABLE, missing=missing, lacks=lacks)
 
 
 def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel]) -> list[CheckResult]:
-    """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said in
+    """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is \
+said in
     the user's terms (a snapshot to capture, the weights a trace does not have)."""
     checks = tuple(getattr(page.snap, "checks", ()))
     claims = [c.key().replace("_", " ") for c in checks]
@@ -119,7 +128,8 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
         return [_not_checkable("; ".join(claims), "; ".join(t.note for t in page.tensors if t.note))]
     if page.layout.mismatch:
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
-                            detail=f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): {page.layout.note}")]
+                            detail=f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): "
+                            f"{page.layout.note}")]
     if page.layout.status is LayoutStatus.UNBOUND and page.layout.canonical is None and checks:
         lack = UnboundDimensions.of(page.layout.unbound, page.main.shown.shape, tuple(page.shape))
         return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]
@@ -130,7 +140,8 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
         try:
             result = check.run(source)
         except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
-            results.append(CheckResult(name=claim, passed=False, detail=f"the captured tensors do not fit the claim: {exc}"))
+            results.append(CheckResult(name=claim, passed=False,
+                                       detail=f"the captured tensors do not fit the claim: {exc}"))
             continue
         reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in check.inputs()) if name in labels]
         if result.checkable and any(label.at_pass for label in reads):  # a loop's wiring: say which passes it compared
@@ -138,21 +149,25 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
         if not result.checkable:
             lacks = result.lacks or tuple(MissingTensor(m) for m in result.missing)
             needs = list(dict.fromkeys(needed(lack, labels) for lack in lacks))
-            what = ("; " if any(", " in n for n in needs) else ", ").join(needs)  # phrases with commas of their own: semicolons
+            # phrases with commas of their own: semicolons
+            what = ("; " if any(", " in n for n in needs) else ", ").join(needs)
             result = _not_checkable(claim, f"needs {what}", result.missing, lacks)
         results.append(result)
     return results
 
 
 def _pass_count(pages: list[SnapshotPage], template: str) -> int:
-    """How many passes the script ran of the loop whose pages use the placeholders of ``template`` (0: none captured)."""
+    """How many passes the script ran of the loop whose pages use the placeholders of ``template`` (0: none \
+captured)."""
     names = set(re.findall(r"{(\w+)}", template))
     return max((len(page.hit_values[0]) for page in pages if page.captured and page.hit_values
-                for ref in getattr(page.snap, "tensors", ())[:1] if names & set(re.findall(r"{(\w+)}", ref.template))), default=0)
+                for ref in getattr(page.snap, "tensors", ())[:1] if names & set(re.findall(r"{(\w+)}", ref.template))),
+               default=0)
 
 
 def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
-    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the report's
+    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the \
+report's
     options cannot describe it (our own points have no catalogue)."""
     from dataclasses import fields
 
@@ -169,7 +184,8 @@ def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
 
 def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str, str] | None:
     """The catalogue's placeholders for pass ``layer`` of the script's loop, with the ones that name one pass (the last,
-    the second) filled from ``passes``, the passes the script ran; None where the report's options cannot describe it."""
+    the second) filled from ``passes``, the passes the script ran; None where the report's options cannot describe \
+it."""
     places = places_for(catalogue, layer)
     if places is None:
         return None
@@ -182,10 +198,13 @@ def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str,
     return places
 
 
-def _filed(page: SnapshotPage, k: int, tensor: torch.Tensor | None, places: dict[str, str], dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
-    """The record name and the catalogue-layout value of the page's ``k``-th tensor, or None where it is no recorded tensor."""
+def _filed(page: SnapshotPage, k: int, tensor: torch.Tensor | None, places: dict[str, str],
+           dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
+    """The record name and the catalogue-layout value of the page's ``k``-th tensor, or None where it is no recorded \
+tensor."""
     refs = getattr(page.snap, "tensors", ())
-    if tensor is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].shown.numel == 0 and page.tensors[k].note):
+    if tensor is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].shown.numel == 0
+                                            and page.tensors[k].note):
         return None  # no recorded tensor, or a value past the capture budget (its shape only)
     index = page.snap.index if k == 0 else None
     found = catalogue_layout(page, k, tensor, dims)
@@ -193,17 +212,23 @@ def _filed(page: SnapshotPage, k: int, tensor: torch.Tensor | None, places: dict
         return None
     if index is None or CORNER.fullmatch(index):
         return refs[k].name(places), found.canonical
-    if index == "[0]":  # the page shows the first batch item: the recorded tensor is the batch (its first item with a batch axis)
-        return refs[k].name(places), tensor if tensor.dim() == found.canonical.dim() + 1 else found.canonical.unsqueeze(0)
-    return None  # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
+    # the page shows the first batch item: the recorded tensor is the batch (its first item with a batch axis)
+    if index == "[0]":
+        return (refs[k].name(places),
+                tensor if tensor.dim() == found.canonical.dim() + 1 else found.canonical.unsqueeze(0))
+    # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
+    return None
 
 
 def _unreadable(page: SnapshotPage, k: int, places: dict[str, str], dims: dict[str, int]) -> str:
-    """Why the page's captured ``k``-th tensor cannot be read in the catalogue's layout ("" when it can, or is not captured)."""
-    if not page.captured or k >= len(page.tensors) or _filed(page, k, page.tensors[k].shown.tensor, places, dims) is not None:
+    """Why the page's captured ``k``-th tensor cannot be read in the catalogue's layout ("" when it can, or is not \
+captured)."""
+    if (not page.captured or k >= len(page.tensors)
+            or _filed(page, k, page.tensors[k].shown.tensor, places, dims) is not None):
         return ""
     t = page.tensors[k]
-    return t.note if t.shown.numel == 0 and t.note else catalogue_layout(page, k, t.shown.tensor, dims).note or "its shape cannot be read as the catalogue's"
+    return (t.note if t.shown.numel == 0 and t.note
+            else catalogue_layout(page, k, t.shown.tensor, dims).note or "its shape cannot be read as the catalogue's")
 
 
 def own_tensors(page: SnapshotPage, places: dict[str, str], dims: dict[str, int]) -> dict[str, torch.Tensor]:
@@ -211,15 +236,18 @@ def own_tensors(page: SnapshotPage, places: dict[str, str], dims: dict[str, int]
     return dict(filed for k, t in enumerate(page.tensors) if (filed := _filed(page, k, t.shown.tensor, places, dims)))
 
 
-def catalogue_source(catalogue: Any, pages: list[SnapshotPage], dims: dict[str, int], hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
-    """The captured tensors as a ``transformer_trace.sources.TensorDict`` under the catalogue's record names (pass k of a loop
+def catalogue_source(catalogue: Any, pages: list[SnapshotPage], dims: dict[str, int],
+                     hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
+    """The captured tensors as a ``transformer_trace.sources.TensorDict`` under the catalogue's record names (pass k \
+of a loop
     under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
     passes = _passes(catalogue, pages)
     shown_places = pass_places(catalogue, hit, passes) or pass_places(catalogue, 1, passes)
     if shown_places is None:
         return None, {}
     tensors: dict[str, torch.Tensor] = {}
-    labels: dict[str, TensorLabel] = {}  # record name -> the snapshot (and pass) its tensor came from, or would come from
+    # record name -> the snapshot (and pass) its tensor came from, or would come from
+    labels: dict[str, TensorLabel] = {}
     for page in pages:
         refs = getattr(page.snap, "tensors", ())
         variables = page.snap.variable.split(", ") if len(refs) > 1 else []
@@ -231,10 +259,13 @@ def catalogue_source(catalogue: Any, pages: list[SnapshotPage], dims: dict[str, 
                               else TensorLabel(page.label, which, unreadable=_unreadable(page, k, shown_places, dims)))
         for k, values in enumerate(page.hit_values):
             for h, tensor in enumerate(values, 1):
-                if (places := pass_places(catalogue, h, passes)) is not None and (filed := _filed(page, k, tensor, places, dims)):
-                    tensors[filed[0]], labels[filed[0]] = filed[1], TensorLabel(page.label, at_pass=h if len(values) > 1 else None)
+                if ((places := pass_places(catalogue, h, passes)) is not None
+                        and (filed := _filed(page, k, tensor, places, dims))):
+                    tensors[filed[0]], labels[filed[0]] = filed[1], TensorLabel(
+                        page.label, at_pass=h if len(values) > 1 else None)
     shown: set[str] = set()
-    for page in pages:  # the hits the pages show, under the shown layer's names, win; the first snapshot showing a record point owns it
+    # the hits the pages show, under the shown layer's names, win; the first snapshot showing a record point owns it
+    for page in pages:
         for name, tensor in own_tensors(page, shown_places, dims).items():
             if name not in shown:
                 tensors[name], labels[name] = tensor, TensorLabel(page.label)

@@ -73,7 +73,8 @@ class OwnCatalogue:
     options: Any = None
     extra_pages: tuple = ()
     figures: tuple = ()
-    # What a report declares beyond its catalogue (transformer_trace.catalogue.Report), none of which the script's own points have
+    # What a report declares beyond its catalogue (transformer_trace.catalogue.Report),
+    # none of which the script's own points have
     templates: None = None
     trace: None = None
     trace_inputs: Any = field(default_factory=dict)
@@ -261,9 +262,8 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture,
             text = capture.sources[marker.file]
             shown, cell = notebook_name(text) or shown, cell_of(text, marker.first)  # a notebook's: cell and line
             at = place(text, shown, marker.first, marker.last) if cell else ""
-            source = SourceExcerpt(shown, marker.first, marker.first, [], marker.last,
-                                   _code_block(text, marker.first, marker.last, at or shown, cell[2:] if cell else None),
-                                   at)
+            source = SourceExcerpt(shown, marker.first, marker.first, [], marker.last, _code_block(
+                text, marker.first, marker.last, at or shown, cell[2:] if cell else None), at)
             for value in chosen.values:
                 tensor, note_text = _tensor_of(value)
                 absent = tensor is None

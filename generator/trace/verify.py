@@ -71,14 +71,16 @@ def _misfits(named: list[tuple[tuple[str, ...], tuple[int, ...]]], dims: dict[st
     """How many of the shapes fit no layout under ``dims``, or cannot be read for a dimension it left unbound (shapes
     only: meta tensors, no values): a binding that leaves tensors unreadable is no better than one they misfit (a mask
     buffer of the context size must not bind T and leave every other tensor unread)."""
-    return sum(layout(torch.empty(shape, device="meta"), expressions, dims, legend).status in (LayoutStatus.MISMATCH, LayoutStatus.UNBOUND)
+    return sum(layout(torch.empty(shape, device="meta"), expressions, dims,
+                      legend).status in (LayoutStatus.MISMATCH, LayoutStatus.UNBOUND)
                for expressions, shape in named)
 
 
 def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) -> dict[str, int]:
     dims = _bind(named, legend)
     if "B" in legend and "B" not in dims:
-        batchless = [(e, (1, *shape)) if e[:1] == ("B",) and len(shape) == len(e) - 1 else (e, shape) for e, shape in named]
+        batchless = [(e, (1, *shape)) if e[:1] == ("B",) and len(shape) == len(e) - 1 else (e, shape) for e,
+                     shape in named]
         if batchless != named:
             dims = _bind(batchless, legend)
     if "h" in legend and "h" not in dims:  # one head written without its heads axis: (B, L, hs) for (B, h, L, hs)
@@ -124,7 +126,8 @@ def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) 
     return dims
 
 
-def _left_over(expressions: tuple[str, ...], shape: tuple[int, ...], dims: dict[str, int], legend: dict[str, str]) -> dict[str, int]:
+def _left_over(expressions: tuple[str, ...], shape: tuple[int, ...], dims: dict[str, int],
+               legend: dict[str, str]) -> dict[str, int]:
     """A tensor whose axes are in another order (heads after positions) binds its one unbound name to the one axis its
     bound names leave over: (B, h, N1, hs) seen as (1, 5, 2, 4) with B, h, N1 = 1, 2, 5 gives hs = 4. Else nothing."""
     unbound = [e for e in expressions if e in legend and e not in dims]
@@ -151,16 +154,20 @@ def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, i
     if first_item and tensor.dim() == len(expressions) + 1 and tensor.shape[0] > 1:
         item = layout(tensor[0], expressions, dims, legend)
         if item.canonical is not None:
-            return Layout(LayoutStatus.LAYOUT, item.expected, f"a batch of {tensor.shape[0]}; the step shows its first item [0], as the "
+            return Layout(LayoutStatus.LAYOUT, item.expected,
+                          f"a batch of {tensor.shape[0]}; the step shows its first item [0], as the "
                           "catalogue's page does", item.canonical)
     try:
         expected = tuple(parse_dimension(e, dims) for e in expressions)
     except ValueError:
-        unbound = sorted({name for e in expressions for name in re.findall(r"[A-Za-z_]+", e) if name != "min" and name not in dims})
-        # not in the catalogue's layout either (checks and drawings on it are not checkable, naming the dimensions), unless
-        # the unbound names only cap a corner's axes (min(V, 5)) and the tensor fits the caps: a corner is what it shows
+        unbound = sorted({name for e in expressions for name in re.findall(r"[A-Za-z_]+", e)
+                          if name != "min" and name not in dims})
+        # not in the catalogue's layout either (checks and drawings on it are not checkable, naming the dimensions),
+        # unless the unbound names only cap a corner's axes (min(V, 5)) and the tensor fits the caps:
+        # a corner is what it shows
         corner = tensor if _fits_corner(tensor, expressions, dims) else None
-        return Layout(LayoutStatus.UNBOUND, None, f"{', '.join(unbound)} bound by no captured tensor: the shape cannot be compared",
+        return Layout(LayoutStatus.UNBOUND, None,
+                      f"{', '.join(unbound)} bound by no captured tensor: the shape cannot be compared",
                       corner, tuple(unbound))
     shape = tuple(tensor.shape)
     if shape == expected:
@@ -202,17 +209,21 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
     names = ", ".join(expressions)
     # a batch of one written without its batch axis, or with an extra one
     if expressions and expressions[0] == "B" and dims.get("B") == 1 and shape == expected[1:]:
-        yield Layout(LayoutStatus.LAYOUT, expected, "the batch axis (B = 1) is left out; read as one batch", tensor.unsqueeze(0))
+        yield Layout(LayoutStatus.LAYOUT, expected, "the batch axis (B = 1) is left out; read as one batch",
+                     tensor.unsqueeze(0))
     if len(shape) == len(expected) + 1 and shape[0] == 1 and shape[1:] == expected:
-        yield Layout(LayoutStatus.LAYOUT, expected, "an extra leading axis of size 1; read without it", tensor.squeeze(0))
+        yield Layout(LayoutStatus.LAYOUT, expected, "an extra leading axis of size 1; read without it",
+                     tensor.squeeze(0))
     if len(expressions) == 4 and expressions[1] == "h" and dims.get("h") == 1 and shape == expected[:1] + expected[2:]:
-        yield Layout(LayoutStatus.LAYOUT, expected, "one head without its heads axis; read with h = 1", tensor.unsqueeze(1))
+        yield Layout(LayoutStatus.LAYOUT, expected, "one head without its heads axis; read with h = 1",
+                     tensor.unsqueeze(1))
     # the same axes in another order (heads after positions, ...)
     if len(shape) == len(expected) and sorted(shape) == sorted(expected):
         for order in itertools.permutations(range(len(shape))):
             if tuple(shape[i] for i in order) == expected:
                 moved = [f"{expressions[j]}" for j, i in enumerate(order) if i != j]
-                return_note = f"the same dimensions in another order (axes {', '.join(moved)} placed differently); read as ({names})"
+                return_note = (f"the same dimensions in another order (axes {', '.join(moved)} placed differently); "
+                               f"read as ({names})")
                 yield Layout(LayoutStatus.LAYOUT, expected, return_note, tensor.permute(*order))
                 break
     # (B, L, C) written as heads (B, h, L, hs) or (B, L, h, hs), and the other way round
@@ -220,15 +231,22 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
     if h and hs and len(expected) == 3 and expected[2] == h * hs and len(shape) == 4:
         B, L = expected[:2]
         if shape == (B, h, L, hs):
-            yield Layout(LayoutStatus.LAYOUT, expected, f"already split into {h} heads (B, h, L, hs); read with the heads joined", tensor.transpose(1, 2).reshape(B, L, h * hs))
+            yield Layout(LayoutStatus.LAYOUT, expected,
+                         f"already split into {h} heads (B, h, L, hs); read with the heads joined",
+                         tensor.transpose(1, 2).reshape(B, L, h * hs))
         if shape == (B, L, h, hs):
-            yield Layout(LayoutStatus.LAYOUT, expected, f"split into {h} heads after the positions (B, L, h, hs); read with the heads joined", tensor.reshape(B, L, h * hs))
+            yield Layout(LayoutStatus.LAYOUT, expected,
+                         f"split into {h} heads after the positions (B, L, h, hs); read with the heads joined",
+                         tensor.reshape(B, L, h * hs))
     if h and hs and len(expected) == 4 and expected[1] == h and expected[3] == hs and len(shape) == 3:
         B, _, L, _ = expected
         if shape == (B, L, h * hs):
-            yield Layout(LayoutStatus.LAYOUT, expected, f"heads not split yet (B, L, C); read as {h} heads of {hs}", tensor.reshape(B, L, h, hs).transpose(1, 2))
+            yield Layout(LayoutStatus.LAYOUT, expected, f"heads not split yet (B, L, C); read as {h} heads of {hs}",
+                         tensor.reshape(B, L, h, hs).transpose(1, 2))
         if shape == (B * h, L, hs):
-            yield Layout(LayoutStatus.LAYOUT, expected, "batch and heads merged in one axis (B·h, L, hs); read as (B, h, L, hs)", tensor.reshape(B, h, L, hs))
+            yield Layout(LayoutStatus.LAYOUT, expected,
+                         "batch and heads merged in one axis (B·h, L, hs); read as (B, h, L, hs)",
+                         tensor.reshape(B, h, L, hs))
     if len(expected) == 4 and expected[:2] == (1, 1):
         yield from _mask_layouts(tensor, expected, dims)
 
@@ -239,22 +257,28 @@ def _mask_layouts(tensor: torch.Tensor, expected: tuple[int, ...], dims: dict[st
     first T×T is used (``bias[:, :, :T, :T]``)."""
     shape, (T, T2) = tuple(tensor.shape), expected[2:]
     if shape == (T, T2):
-        yield Layout(LayoutStatus.LAYOUT, expected, "a (T, T) mask without its broadcast axes; read as (1, 1, T, T)", tensor[None, None])
+        yield Layout(LayoutStatus.LAYOUT, expected, "a (T, T) mask without its broadcast axes; read as (1, 1, T, T)",
+                     tensor[None, None])
     batch = {1, dims.get("B", 1)}
     if len(shape) == 3 and shape[0] in batch and shape[1:] == (T, T2):
-        yield Layout(LayoutStatus.LAYOUT, expected, f"a mask per batch item ({shape[0]}, T, T); read as ({shape[0]}, 1, T, T), "
+        yield Layout(LayoutStatus.LAYOUT, expected,
+                     f"a mask per batch item ({shape[0]}, T, T); read as ({shape[0]}, 1, T, T), "
                      "the same for every head", tensor[:, None])
     if len(shape) == 4 and shape[0] in batch and shape[0] > 1 and shape[1] == 1 and shape[2:] == (T, T2):
-        yield Layout(LayoutStatus.LAYOUT, expected, f"a mask per batch item ({shape[0]}, 1, T, T), the same for every head", tensor)
+        yield Layout(LayoutStatus.LAYOUT, expected,
+                     f"a mask per batch item ({shape[0]}, 1, T, T), the same for every head", tensor)
     if len(shape) == 4 and shape[:2] == (1, 1) and shape[2] == shape[3] > T == T2:
-        yield Layout(LayoutStatus.LAYOUT, expected, f"a mask buffer of the context size ({shape[2]}×{shape[3]}) of which the "
+        yield Layout(LayoutStatus.LAYOUT, expected,
+                     f"a mask buffer of the context size ({shape[2]}×{shape[3]}) of which the "
                      f"first {T}×{T} is used (bias[:, :, :T, :T]); read as that corner", tensor[:, :, :T, :T])
 
 
-def _mismatch(shape: tuple[int, ...], expressions: tuple[str, ...], expected: tuple[int, ...], dims: dict[str, int]) -> str:
+def _mismatch(shape: tuple[int, ...], expressions: tuple[str, ...], expected: tuple[int, ...],
+              dims: dict[str, int]) -> str:
     if len(shape) != len(expected):
         return f"{len(shape)} axes where the step has {len(expected)} ({', '.join(expressions)})"
-    wrong = [f"axis {i} is {got}, {e} = {want}" for i, (got, e, want) in enumerate(zip(shape, expressions, expected)) if got != want]
+    wrong = [f"axis {i} is {got}, {e} = {want}" for i,
+             (got, e, want) in enumerate(zip(shape, expressions, expected)) if got != want]
     return "; ".join(wrong) + " (bound from your other tensors)"
 
 

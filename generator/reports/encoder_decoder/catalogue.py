@@ -15,9 +15,8 @@ from transformer_trace.reports.encoder_decoder.checks import EmbeddingTableRows,
 from transformer_trace.reports.encoder_decoder.figures import Predictions, TokenTable
 from transformer_trace.sources import InputRef, ModuleRef, ParamRef, Ref
 import transformer_trace.models.encoder_decoder as _model
-from transformer_trace.models.encoder_decoder import (
-    MLP, DecoderLayer, EncoderDecoderTransformer, EncoderLayer, MultiHeadAttention,
-)
+from transformer_trace.models.encoder_decoder import (MLP, DecoderLayer, EncoderDecoderTransformer, EncoderLayer,
+                                                      MultiHeadAttention)
 
 # Where the tensors are recorded: a place in the model (placeholders: the traced layer) and the module class there.
 # ``place.POINT`` is the record name that class's declared point has at that place (generator/places.py).
@@ -469,8 +468,7 @@ SNAPSHOTS = (
 )
 
 FIGURES = (
-    Figure(id='tokens', caption='Words of both sentences with their vocabulary IDs.',
-           drawing=TokenTable()),
+    Figure(id='tokens', caption='Words of both sentences with their vocabulary IDs.', drawing=TokenTable()),
     Figure(id='src_embedding', caption='Source embeddings: one row per token, one column per feature (first 64 of C '
                                        'shown).',
            drawing=Matrix(tensor=model.SRC_EMBED, max_cols=64, xlabel='feature', cmap='RdBu_r')),

@@ -1,4 +1,5 @@
-"""Checks specific to the GPT report, listed in ``CHECKS`` (the report merges them with transformer_trace.checks.CHECKS).
+"""Checks specific to the GPT report, listed in ``CHECKS`` (the report merges them with \
+transformer_trace.checks.CHECKS).
 
 Each recomputes its claim in float64: from other captured tensors, from the model's parameters,
 or (for the key/value cache and generation) by re-running a float64 copy of the model on the

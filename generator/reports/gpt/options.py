@@ -27,8 +27,8 @@ class GPTOptions(RunOptions):
     heads: int = field(default=config_default(GPTConfig, "n_heads"), metadata=option("attention heads (must divide "
                                                                                      "--d-model)", kind="positive"))
     weights: str = field(default="trained", metadata=option(
-        "trained (the bundled checkpoint of `python -m transformer_trace train gpt`, default sizes only), random (seeded) or "
-        "PATH to a GPT state dict",
+        "trained (the bundled checkpoint of `python -m transformer_trace train gpt`, default sizes only), "
+        "random (seeded) or PATH to a GPT state dict",
         api_values=("random",)))  # through the regenerate API: seeded weights, never a file or a download
     # Control and bidirectional-override characters dropped from the prompt (see generator/text.py), for the pages.
     removed: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)

@@ -63,7 +63,8 @@ class TrainingConfig:
     eval_every: int = 100  # held-out loss every this many steps and at the last (0: never, for short reproductions)
 
     def learning_rate(self, step: int) -> float:
-        """Linear warm-up over ``warmup`` steps, then cosine decay to ``final_lr_fraction`` of the peak at the last step."""
+        """Linear warm-up over ``warmup`` steps, then cosine decay to ``final_lr_fraction`` of the peak at the last \
+step."""
         if step < self.warmup:
             return self.lr * (step + 1) / self.warmup
         span = max(1, self.steps - 1 - self.warmup)
@@ -128,7 +129,8 @@ def held_out_bits_per_byte(model: GPT, held_out: torch.Tensor, context: int) -> 
     total = 0.0
     for start in range(0, len(x), 64):
         logits = model(x[start:start + 64])  # (b, context, V)
-        total += float(F.cross_entropy(logits.reshape(-1, logits.size(-1)), y[start:start + 64].reshape(-1), reduction="sum"))
+        total += float(F.cross_entropy(logits.reshape(-1, logits.size(-1)), y[start:start + 64].reshape(-1),
+                                       reduction="sum"))
     model.train()
     return total / n / math.log(2)
 
@@ -142,7 +144,8 @@ def cache_dir() -> Path:
 
 
 def _evaluation_key(model: GPT, held_out: torch.Tensor, context: int) -> str:
-    """Everything the held-out score is a function of: the weights (every tensor's bytes), the held-out bytes, the window,
+    """Everything the held-out score is a function of: the weights (every tensor's bytes), the held-out bytes, the \
+window,
     the device, PyTorch's version and thread count (a CPU sum's order) and the code that computes it."""
     digest = hashlib.sha256(b"held-out bits per byte, v1\0")
     device = next(model.parameters()).device
@@ -153,7 +156,8 @@ def _evaluation_key(model: GPT, held_out: torch.Tensor, context: int) -> str:
     digest.update(held_out.cpu().numpy().tobytes())
     for name, tensor in sorted(model.state_dict().items()):
         tensor = tensor.detach().cpu().contiguous()
-        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}\0".encode() + tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}\0".encode()
+                      + tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
 
 
@@ -187,7 +191,8 @@ class _Ahead:
 
     def _measure(self, model: GPT, held_out: torch.Tensor, context: int, path: Path) -> None:
         started = time.perf_counter()
-        try:  # the lowest priority (this thread, and the OpenMP threads it starts): the runs go first, it takes idle cores
+        # the lowest priority (this thread, and the OpenMP threads it starts): the runs go first, it takes idle cores
+        try:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         except (AttributeError, OSError):
             pass
@@ -204,10 +209,13 @@ _AHEAD: dict[Path, _Ahead] = {}  # cache entry -> its score being measured ahead
 
 
 def measure_ahead(model: GPT, held_out: torch.Tensor, context: int) -> Callable[[], None]:
-    """Begin measured_held_out_bits(model, held_out, context) in a thread, unless it is remembered: a run of the same weights
-    then takes its result (the other reports' forward passes and PyTorch's single-threaded work leave a core to it). ``model``
+    """Begin measured_held_out_bits(model, held_out, context) in a thread, unless it is remembered: a run of the same \
+weights
+    then takes its result (the other reports' forward passes and PyTorch's single-threaded work leave a core to it). \
+``model``
     is the thread's alone (a copy of the run's weights), and it runs under this process's thread count: the very float a
-    measurement in place gives (the cache's key says so). A function that waits for the thread (call it before forking)."""
+    measurement in place gives (the cache's key says so). A function that waits for the thread (call it before \
+forking)."""
     path = cache_dir() / "held-out" / f"{_evaluation_key(model, held_out, context)}.json"
     if path in _AHEAD or _cached_bits(path) is not None:
         return lambda: None
@@ -216,7 +224,8 @@ def measure_ahead(model: GPT, held_out: torch.Tensor, context: int) -> Callable[
 
 
 def held_out_bits_later(model: GPT, held_out: torch.Tensor, context: int) -> Callable[[], float] | None:
-    """When the score of these weights is being measured ahead (measure_ahead), a function that waits for it (the run need
+    """When the score of these weights is being measured ahead (measure_ahead), a function that waits for it (the run \
+need
     not: its pages do); None otherwise."""
     path = cache_dir() / "held-out" / f"{_evaluation_key(model, held_out, context)}.json"
     ahead = _AHEAD.get(path)
@@ -230,8 +239,10 @@ def held_out_bits_later(model: GPT, held_out: torch.Tensor, context: int) -> Cal
 
 
 def measured_held_out_bits(model: GPT, held_out: torch.Tensor, context: int) -> float:
-    """held_out_bits_per_byte(model, held_out, context), remembered per weights: the score is a property of the weights (not
-    of the prompt), and the same weights, bytes, window, device and threads give the same float. A report of weights scored
+    """held_out_bits_per_byte(model, held_out, context), remembered per weights: the score is a property of the \
+weights (not
+    of the prompt), and the same weights, bytes, window, device and threads give the same float. A report of weights \
+scored
     before reads it back (about half a second saved on 2 cores); an unreadable or unwritable cache only means measuring.
     A score begun by measure_ahead is waited for and taken."""
     started = time.perf_counter()
@@ -240,12 +251,14 @@ def measured_held_out_bits(model: GPT, held_out: torch.Tensor, context: int) -> 
     if ahead is not None:
         ahead.thread.join()
         if ahead.bits is not None:
-            log.info("gpt: held-out score measured ahead (%.2f s in a thread, beside the other work), waited for in %.2f s",
+            log.info("gpt: held-out score measured ahead (%.2f s in a thread, beside the other work), waited for in "
+                     "%.2f s",
                      ahead.seconds, time.perf_counter() - started)
             return ahead.bits
     bits = _cached_bits(path)
     if bits is not None:
-        log.info("gpt: held-out score read back (measured before for these weights) in %.2f s", time.perf_counter() - started)
+        log.info("gpt: held-out score read back (measured before for these weights) in %.2f s",
+                 time.perf_counter() - started)
         return bits
     bits = held_out_bits_per_byte(model, held_out, context)
     model.eval()
@@ -326,7 +339,8 @@ def schedule_text(cfg: TrainingConfig) -> str:
     if cfg.steps <= cfg.warmup:
         return (f"linear warm-up towards {cfg.lr:g} over {cfg.warmup} steps, stopped after {cfg.steps} "
                 f"(learning rate {cfg.learning_rate(cfg.steps - 1):g} at the last step; no decay)")
-    return f"linear warm-up to {cfg.lr:g} over {cfg.warmup} steps, then cosine decay to {cfg.lr * cfg.final_lr_fraction:g} at step {cfg.steps}"
+    return (f"linear warm-up to {cfg.lr:g} over {cfg.warmup} steps, "
+            f"then cosine decay to {cfg.lr * cfg.final_lr_fraction:g} at step {cfg.steps}")
 
 
 def save(model: GPT, record: dict, out: Path) -> dict:
@@ -365,43 +379,51 @@ def load_record(checkpoint: Path) -> dict | None:
     return record if _has_record_shape(record) else None  # a file of another kind beside the checkpoint: no record
 
 
-RECORD_KEYS = {"corpus": ("name", "sha256"), "training": ("steps", "batch", "context", "seed", "threads", "weight_decay", "grad_clip"),
-               "loss_curve": (), "held_out_curve": (), "held_out_bits_per_byte": (), "lr_schedule": (), "seconds": (), "torch": ()}
+RECORD_KEYS = {"corpus": ("name", "sha256"),
+               "training": ("steps", "batch", "context", "seed", "threads", "weight_decay", "grad_clip"),
+               "loss_curve": (), "held_out_curve": (), "held_out_bits_per_byte": (), "lr_schedule": (), "seconds": (),
+               "torch": ()}
 
 
 def _has_record_shape(record: object) -> bool:
     """Whether ``record`` has what the pages read of a training record (written by `train`)."""
     if not isinstance(record, dict) or any(key not in record for key in RECORD_KEYS):
         return False
-    if not all(isinstance(record[key], dict) and all(k in record[key] for k in inner) for key, inner in RECORD_KEYS.items() if inner):
+    if not all(isinstance(record[key], dict) and all(k in record[key] for k in inner) for key,
+               inner in RECORD_KEYS.items() if inner):
         return False
     curve = record["loss_curve"]
     return isinstance(curve, list) and bool(curve) and all(isinstance(v, (int, float)) for v in curve)
 
 
 def load_state(path: Path, cfg: GPTConfig) -> dict[str, torch.Tensor]:
-    """The state dict at ``path``, checked key by key and shape by shape against a GPT of ``cfg``; UserError otherwise."""
+    """The state dict at ``path``, checked key by key and shape by shape against a GPT of ``cfg``; UserError \
+otherwise."""
     if not path.is_file():
-        raise UserError(f"--weights {str(path)!r} is neither trained, random nor a file; give a GPT state dict saved by `python -m transformer_trace train gpt`")
+        raise UserError(f"--weights {str(path)!r} is neither trained, random nor a file; give a GPT state dict saved "
+                        f"by `python -m transformer_trace train gpt`")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's to fix, in one line
         raise UserError(f"{path} is not a PyTorch state dict torch.load can read ({type(exc).__name__}); "
                         "save one with `python -m transformer_trace train gpt --out PATH`") from None
     if not isinstance(state, dict):
-        raise UserError(f"{path} holds a {type(state).__name__}, not a state dict (a mapping of parameter names to tensors)")
+        raise UserError(f"{path} holds a {type(state).__name__}, not a state dict (a mapping of parameter names to "
+                        f"tensors)")
     expected = GPT(cfg).state_dict()
     for key, tensor in expected.items():
         if key not in state:
-            raise UserError(f"{path} does not fit this GPT (--layers {cfg.n_layers}, --d-model {cfg.d_model}): key {key!r} is missing")
+            raise UserError(f"{path} does not fit this GPT (--layers {cfg.n_layers}, --d-model {cfg.d_model}): key "
+                            f"{key!r} is missing")
         got = state[key]
         if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(tensor.shape):
             shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-            raise UserError(f"{path} does not fit this GPT (--layers {cfg.n_layers}, --d-model {cfg.d_model}, --heads {cfg.n_heads}): "
-                            f"key {key!r} has shape {shape}, expected {tuple(tensor.shape)}")
+            raise UserError(f"{path} does not fit this GPT (--layers {cfg.n_layers}, --d-model {cfg.d_model}, --heads "
+                            f"{cfg.n_heads}): key {key!r} has shape {shape}, expected {tuple(tensor.shape)}")
     extra = sorted(set(state) - set(expected))
     if extra:
-        raise UserError(f"{path} does not fit this GPT: unexpected key {extra[0]!r}" + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
+        raise UserError(f"{path} does not fit this GPT: unexpected key {extra[0]!r}"
+                        + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
     refuse_unusable_values(path, state, expected, "GPT")
     return state
 
@@ -416,7 +438,8 @@ def main(steps: int | None, out: Path | None, seed: int | None = None, quiet: bo
     if out.exists() and out.is_dir():
         raise UserError(f"--out {out} is a folder; give the checkpoint's file name, e.g. {out / 'gpt-trained.pt'}")
     if record_path(out) == out:
-        raise UserError(f"--out {out} would be overwritten by its own training record (.json); give the checkpoint another name, e.g. {out.with_suffix('.pt')}")
+        raise UserError(f"--out {out} would be overwritten by its own training record (.json); give the checkpoint "
+                        f"another name, e.g. {out.with_suffix('.pt')}")
     try:  # before training, not after minutes of it
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -5,12 +5,14 @@ Placeholder: {block} is the traced layer (the model has one; see ToyVitOptions.p
 """
 
 from transformer_trace.catalogue import Figure, Question, Snapshot, Stage
-from transformer_trace.checks import (ContextHeads, EqualsParameter, LayerNormOf, LinearOf, PlusParameter, Probabilities,
+from transformer_trace.checks import (ContextHeads, EqualsParameter, LayerNormOf, LinearOf, PlusParameter,
+                                      Probabilities,
                               ResidualBlock, RowEquals,
                               SameTensor, ScaledScores, SoftmaxRows, SumOf, TokensConcat)
 from transformer_trace.figures import AttentionHeads, Positional
 from transformer_trace.places import Place
-from transformer_trace.reports.toy_vit.checks import DotProducts, IsImage, PatchesTile, ProjectedHeads, ReadRowByRow, ReluOf
+from transformer_trace.reports.toy_vit.checks import (DotProducts, IsImage, PatchesTile, ProjectedHeads, ReadRowByRow,
+                                                      ReluOf)
 from transformer_trace.reports.toy_vit.figures import ClassBars, PatchGrid, QueryOverGrid, VerdictMap
 from transformer_trace.sources import InputRef, ModuleRef, ParamRef, Ref
 import transformer_trace.models.toy_vit as _model

@@ -1,4 +1,5 @@
-"""Figures specific to the toy ViT report, listed in ``DRAWINGS``; all drawn with Pillow (transformer_trace.raster), no matplotlib.
+"""Figures specific to the toy ViT report, listed in ``DRAWINGS``; all drawn with Pillow (transformer_trace.raster), \
+no matplotlib.
 
 Every number the seed printed that a figure shows comes from the run's ``seed_table`` input (seed.py's comparison,
 made from seed_004.csv and the run's own tensors), never from this file.
@@ -17,7 +18,8 @@ from transformer_trace.registry import Registry
 from transformer_trace.run import ModelRun
 from transformer_trace.sources import Ref
 
-VERDICT_COLOURS = {"agrees": (0x43, 0xA0, 0x47), "slip": (0xE5, 0x39, 0x35), "carried": (0xFB, 0x8C, 0x00), "method": (0x1E, 0x88, 0xE5)}
+VERDICT_COLOURS = {"agrees": (0x43, 0xA0, 0x47), "slip": (0xE5, 0x39, 0x35), "carried": (0xFB, 0x8C, 0x00),
+                   "method": (0x1E, 0x88, 0xE5)}
 VERDICT_WORDS = {"agrees": "agrees", "slip": "seed's arithmetic slip", "carried": "seed carries an earlier difference",
                  "method": "seed computes it differently"}
 
@@ -40,16 +42,21 @@ class PatchGrid(Drawing):
         P, cell = run.dims["P"], 64
         canvas = raster.Canvas()
         for (y, x), value in np.ndenumerate(image):
-            canvas.rect(x * cell, y * cell, (x + 1) * cell - 1, (y + 1) * cell - 1, outline=(200, 200, 200), fill=_grey(value))
+            canvas.rect(x * cell, y * cell, (x + 1) * cell - 1, (y + 1) * cell - 1, outline=(200, 200, 200),
+                        fill=_grey(value))
             canvas.text((x + 0.5) * cell, (y + 0.62) * cell, f"{value:.1f}", size=11, ha="center", va="center",
                         color=(0, 0, 0) if value > 0.45 else (255, 255, 255))
         side = W // P
         for k, name in enumerate(run.inputs["patches"]):
             r, c = divmod(k, side)
-            canvas.rect(c * P * cell, r * P * cell, (c + 1) * P * cell - 1, (r + 1) * P * cell - 1, outline=(229, 57, 53), width=3)
-            canvas.rect(c * P * cell + 3, r * P * cell + 3, c * P * cell + 25, r * P * cell + 25, outline=(229, 57, 53), fill=(229, 57, 53))
-            canvas.text(c * P * cell + 14, r * P * cell + 14, name, size=11, ha="center", va="center", color=(255, 255, 255))
-        canvas.text(W * cell / 2, -8, f"{H}×{W} image, {side}×{side} patches of {P}×{P} (0 = black, 1 = white)", size=10,
+            canvas.rect(c * P * cell, r * P * cell, (c + 1) * P * cell - 1, (r + 1) * P * cell - 1,
+                        outline=(229, 57, 53), width=3)
+            canvas.rect(c * P * cell + 3, r * P * cell + 3, c * P * cell + 25, r * P * cell + 25, outline=(229, 57, 53),
+                        fill=(229, 57, 53))
+            canvas.text(c * P * cell + 14, r * P * cell + 14, name, size=11, ha="center", va="center",
+                        color=(255, 255, 255))
+        canvas.text(W * cell / 2, -8, f"{H}×{W} image, {side}×{side} patches of {P}×{P} (0 = black, 1 = white)",
+                    size=10,
                     ha="center", va="bottom")
         canvas.save(path)
 
@@ -83,7 +90,8 @@ class QueryOverGrid(Drawing):
             canvas.text(x + cell / 2, y + 52, f"run {row[k]:.4f}", size=10, ha="center", va="center", color=ink)
             printed = seed_rows.get(f"{tokens[q]}·{tokens[k]}") or seed_rows.get(f"{tokens[q]}→{tokens[k]}")
             if printed:
-                canvas.text(x + cell / 2, y + 78, f"seed {printed['printed'][0]}", size=10, ha="center", va="center", color=ink)
+                canvas.text(x + cell / 2, y + 78, f"seed {printed['printed'][0]}", size=10, ha="center", va="center",
+                            color=ink)
                 mark = VERDICT_COLOURS[printed["verdict"]]
                 canvas.rect(x + cell - 22, y + 6, x + cell - 8, y + 20, outline=(255, 255, 255), fill=mark)
             if k == q:
@@ -93,7 +101,8 @@ class QueryOverGrid(Drawing):
         for k in range(1, len(row)):
             r, c = divmod(k - 1, side)
             box(cell + 30 + c * cell, r * cell, k)
-        canvas.text(cell + 30 + side * cell / 2, -8, f"{self.what} of query {tokens[q]} (outlined) over [CLS] and the patch grid",
+        canvas.text(cell + 30 + side * cell / 2, -8,
+                    f"{self.what} of query {tokens[q]} (outlined) over [CLS] and the patch grid",
                     size=10, ha="center", va="bottom")
         y = side * cell + 14
         for verdict, colour in VERDICT_COLOURS.items():
@@ -121,7 +130,8 @@ class VerdictMap(Drawing):
                 colour = VERDICT_COLOURS[row["verdict"]]
                 canvas.rect(x, y, x + square - 1, y + square - 1, outline=colour, fill=colour)
                 key = row["item"].split("·")[-1].split("→")[-1].strip("[]")[:3]  # "E·A" -> "A", "[CLS]" -> "CLS"
-                canvas.text(x + square / 2, y + square / 2, key, size=6, ha="center", va="center", color=(255, 255, 255))
+                canvas.text(x + square / 2, y + square / 2, key, size=6, ha="center", va="center",
+                            color=(255, 255, 255))
         raster.ticks_left(canvas, -4, [i * pitch + square / 2 for i in range(len(labels))], labels, size=8.5)
         y = len(labels) * pitch + 8
         for verdict, colour in VERDICT_COLOURS.items():
@@ -144,7 +154,8 @@ class ClassBars(Drawing):
         seed_row = run.inputs["seed_table"].get("probs_cls", {}).get("rows", [{}])[0]
         width, pitch = 420, 34
         canvas = raster.Canvas()
-        _, _, _, bottom = raster.hbars(canvas, 0, 0, width, probs, run.inputs["class_names"], [(0x39, 0x49, 0xAB)] * len(probs), 1.0, pitch)
+        _, _, _, bottom = raster.hbars(canvas, 0, 0, width, probs, run.inputs["class_names"],
+                                       [(0x39, 0x49, 0xAB)] * len(probs), 1.0, pitch)
         for k, p in enumerate(probs):
             seed_text = f"   (seed: {seed_row['printed'][k]})" if seed_row else ""
             canvas.text(p * width + 4, (k + 0.5) * pitch, f"{p:.4f}{seed_text}", size=9, va="center")
@@ -152,4 +163,5 @@ class ClassBars(Drawing):
         canvas.save(path)
 
 
-DRAWINGS: Registry[type[Drawing]] = Registry("drawing", [(cls.key(), cls) for cls in (PatchGrid, QueryOverGrid, VerdictMap, ClassBars)])
+DRAWINGS: Registry[type[Drawing]] = Registry("drawing", [
+    (cls.key(), cls) for cls in (PatchGrid, QueryOverGrid, VerdictMap, ClassBars)])

@@ -1,4 +1,5 @@
-"""Checks specific to the ViT report, listed in ``CHECKS`` (the report merges them with transformer_trace.checks.CHECKS)."""
+"""Checks specific to the ViT report, listed in ``CHECKS`` (the report merges them with \
+transformer_trace.checks.CHECKS)."""
 
 from __future__ import annotations
 

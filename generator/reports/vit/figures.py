@@ -1,6 +1,8 @@
-"""Figures specific to the ViT report; listed in ``DRAWINGS`` (the report merges them with transformer_trace.figures.DRAWINGS).
+"""Figures specific to the ViT report; listed in ``DRAWINGS`` (the report merges them with \
+transformer_trace.figures.DRAWINGS).
 
-The image, its patches, the attention overlays and the five bars of top5 are drawn with Pillow (transformer_trace.raster): the
+The image, its patches, the attention overlays and the five bars of top5 are drawn with Pillow \
+(transformer_trace.raster): the
 report needs no matplotlib.
 """
 
@@ -30,7 +32,8 @@ def _unnormalise(run: ModelRun, image: torch.Tensor) -> np.ndarray:
 
 
 def _patch_heat(values: torch.Tensor, side: int, H: int, W: int) -> np.ndarray:
-    """One value per patch, (N,), spread over the patch's pixels: (H, W), each patch a flat block (nearest upsampling)."""
+    """One value per patch, (N,), spread over the patch's pixels: (H, W), each patch a flat block (nearest \
+upsampling)."""
     grid_values = values.reshape(side, side).numpy()  # (N,) -> (side, side), row-major like the patches
     return grid_values.repeat(H // side, axis=0).repeat(W // side, axis=1)
 
@@ -68,7 +71,8 @@ class InputImage(Drawing):
         for k in range(H // P + 1):
             py = min(round(k * P * model_input.height / H), model_input.height - 1)
             canvas.line(x, py, x + side - 1, py, fill=(255, 255, 255))
-        canvas.text(x + side / 2, -6, f"model input: {W}×{H}, {H // P}×{W // P} patches of {P}×{P}", size=10, ha="center", va="bottom")
+        canvas.text(x + side / 2, -6, f"model input: {W}×{H}, {H // P}×{W // P} patches of {P}×{P}", size=10,
+                    ha="center", va="bottom")
         canvas.save(path)
 
 
@@ -83,10 +87,12 @@ class PatchMosaic(Drawing):
         gap = max(1, P // 8)
         # One image with white gaps between patches.
         mosaic = np.ones((side * (P + gap) - gap, side * (P + gap) - gap, 3))
-        pixels = _unnormalise(run, patches.permute(1, 0, 2, 3).reshape(3, N * P, P))  # (N, 3, P, P) -> (3, N·P, P): one call
+        # (N, 3, P, P) -> (3, N·P, P): one call
+        pixels = _unnormalise(run, patches.permute(1, 0, 2, 3).reshape(3, N * P, P))
         for n in range(N):
             row, col = divmod(n, side)
-            mosaic[row * (P + gap): row * (P + gap) + P, col * (P + gap): col * (P + gap) + P] = pixels[n * P:(n + 1) * P]
+            mosaic[row * (P + gap): row * (P + gap) + P,
+                   col * (P + gap): col * (P + gap) + P] = pixels[n * P:(n + 1) * P]
         scale = max(1, 600 // mosaic.shape[0])  # whole pixels per mosaic pixel: every patch stays sharp
         pixels = (mosaic * 255).round().astype(np.uint8).repeat(scale, axis=0).repeat(scale, axis=1)
         canvas = raster.Canvas()
@@ -97,7 +103,8 @@ class PatchMosaic(Drawing):
         bottom = raster.ticks_below(canvas, pixels.shape[0], centres[::step], [str(i) for i in range(side)][::step])
         left = raster.ticks_left(canvas, 0, centres[::step], [str(i * side) for i in range(side)][::step])
         canvas.text(pixels.shape[1] / 2, bottom + 3, "column in the patch grid", ha="center")
-        canvas.text(left - 6, pixels.shape[0] / 2, "index of the first patch in the row", ha="right", va="center", rotation=90)
+        canvas.text(left - 6, pixels.shape[0] / 2, "index of the first patch in the row", ha="right", va="center",
+                    rotation=90)
         canvas.save(path)
 
 
@@ -128,8 +135,10 @@ class PosSimilarity(Drawing):
             x, y = big + 130 + (k % 3) * (small + 40), (k // 3) * (small + 60) + 30
             raster.heatmap(canvas, x, y, sim[p].reshape(side, side), small, small, "viridis", -1, 1)
             mx, my = x + (p % side + 0.5) * cell, y + (p // side + 0.5) * cell  # the patch itself: a red square
-            canvas.rect(round(mx - 2), round(my - 2), round(mx + 2), round(my + 2), outline=(255, 0, 0), fill=(255, 0, 0))
-            canvas.text(x + small / 2, y - 5, f"patch {p} (row {p // side}, col {p % side})", size=7, ha="center", va="bottom")
+            canvas.rect(round(mx - 2), round(my - 2), round(mx + 2), round(my + 2), outline=(255, 0, 0),
+                        fill=(255, 0, 0))
+            canvas.text(x + small / 2, y - 5, f"patch {p} (row {p // side}, col {p % side})", size=7, ha="center",
+                        va="bottom")
         canvas.save(path)
 
 
@@ -153,7 +162,8 @@ class ClsAttention(Drawing):
             x, y = c * (size + 34), r * (size + 60)
             heat = _patch_heat(cls_to_patches[index], side, H, W)
             canvas.image(x, y, raster.overlay(image, heat, "inferno", 0.6, size))
-            canvas.text(x + size / 2, y - 6, f"head {index + 1}: max {float(cls_to_patches[index].max()):.3f}", size=7.5,
+            canvas.text(x + size / 2, y - 6, f"head {index + 1}: max {float(cls_to_patches[index].max()):.3f}",
+                        size=7.5,
                         ha="center", va="bottom")
         canvas.save(path)
 
@@ -170,7 +180,8 @@ class Top5(Drawing):
         xmax = max(float(values[0]) * 1.25, 1e-3)
         width, pitch = 560, 30
         canvas = raster.Canvas()
-        _, _, _, bottom = raster.hbars(canvas, 0, 0, width, values.tolist(), [f"{visual_order(n)} (class {int(i)})" for n, i in zip(names, indices)],
+        _, _, _, bottom = raster.hbars(canvas, 0, 0, width, values.tolist(),
+                                       [f"{visual_order(n)} (class {int(i)})" for n, i in zip(names, indices)],
                                        [(0x39, 0x49, 0xAB)] + [(0x9F, 0xA8, 0xDA)] * 4, xmax, pitch)
         for k, v in enumerate(values.tolist()):
             canvas.text(v / xmax * width + 3, (k + 0.5) * pitch, f" {v:.4f}", size=8, va="center")
@@ -207,4 +218,5 @@ class Rollout(Drawing):
         canvas.save(path)
 
 
-DRAWINGS: Registry[type[Drawing]] = Registry("drawing", [(cls.key(), cls) for cls in (InputImage, PatchMosaic, PosSimilarity, ClsAttention, Top5, Rollout)])
+DRAWINGS: Registry[type[Drawing]] = Registry("drawing", [
+    (cls.key(), cls) for cls in (InputImage, PatchMosaic, PosSimilarity, ClsAttention, Top5, Rollout)])

@@ -175,7 +175,7 @@ def page(results: dict) -> str:
         lines += gpt_weights_section(results["gpt weights"])
     if "trace" in results:
         lines += trace_section(results["trace"])
-    lines += ["## GPU", "", results["gpu"], ""]
+    lines += [results["gpu"].rstrip("\n"), ""]
     lines += ["## Where the time goes", "", results["analysis"], ""]
     return "\n".join(lines)
 

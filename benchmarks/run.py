@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # noqa: E402
+from benchmarks.gpu import gpu_section  # noqa: E402
 from benchmarks.measure import build_steps, import_seconds, interleaved, run_timed, run_timed_cpu, scratch_site
 from benchmarks.page import (  # noqa: E402
     analysis_text, gpt_weights_section, limits_section, page, plugin_section, replace_section, trace_section,
@@ -427,7 +428,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument(
         "--only",
-        choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace", "classroom"),
+        choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace", "classroom", "gpu"),
         help="measure only this part and replace its section of --out",
     )
     args = parser.parse_args()
@@ -445,6 +446,8 @@ def main() -> None:
         from classroom import classroom_section  # benchmarks/classroom.py
 
         return replace_section(args.out, classroom_section(args.quick))
+    if args.only == "gpu":
+        return replace_section(args.out, gpu_section(model_tables, 5 if args.quick else 15))
     if args.only == "trace":
         return replace_section(args.out, "\n".join(trace_section(bench_trace(3 if args.quick else 9))) + "\n")
     if args.only == "gpt-weights":
@@ -453,14 +456,7 @@ def main() -> None:
         )
     repeats = 5 if args.quick else 15
     tables, targets = model_tables(torch.device("cpu"), repeats)
-    if torch.cuda.is_available():
-        tables += model_tables(torch.device("cuda"), repeats)[0]
-        gpu = f"Measured on {torch.cuda.get_device_name(0)}: see the CUDA table above."
-    else:
-        gpu = ("No CUDA GPU was visible to this run, so there is no CUDA table. `python -m transformer_trace build "
-               "--device cuda` "
-               "runs every report's forward pass on the GPU when one is present; run this benchmark there to add its "
-               "timings.")
+    gpu = gpu_section(model_tables, repeats)
     regeneration = bench_regeneration(2 if args.quick else 3)
     analysis = analysis_text(regeneration)
     results = {

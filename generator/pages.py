@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from transformer_trace.catalogue import Report
 from transformer_trace.checks import CheckResult
 from transformer_trace.sources import NotCheckable
 from transformer_trace.tensors import TensorView
@@ -76,8 +77,7 @@ class TensorSection:
 
 @dataclass
 class SnapshotPage:
-    # transformer_trace.catalogue.Report (a traced script's own points: generator/trace/pages.py OwnCatalogue)
-    report: Any
+    report: Report  # a traced script's own points too: generator/trace/pages.py own_report
     snap: Any
     path: str  # page path within the report folder, e.g. "encoder/07-self-attention-queries-q.md"
     tensors: list[TensorSection]

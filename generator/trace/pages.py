@@ -5,14 +5,13 @@ snapshot's verdict from the checks it declares, run on a TensorDict of the captu
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from transformer_trace.catalogue import Question, Report, Stage
-from transformer_trace.sources import Lacking, MissingTensor, NotCheckable
+from transformer_trace.catalogue import Report, Snapshot, Stage
+from transformer_trace.sources import Lacking, MissingTensor, NotCheckable, Ref
 from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection
 from transformer_trace.render import page_path  # one page layout for every report
 from transformer_trace.tensors import TensorView
@@ -42,60 +41,23 @@ def own_points(capture: Capture) -> dict[str, int]:
     return {point: i for i, point in enumerate([*sorted(first, key=first.get), *dict.fromkeys(never)], 1)}
 
 
-@dataclass(frozen=True)
-class OwnPoint:
-    """A `# trace:` point as a page: what the templates read of a catalogue snapshot (no record point, no check)."""
-
-    number: int
-    title: str
-    variable: str
-    shape: tuple[str, ...]
-    stage: str = "points"
-    questions: tuple[int, ...] = ()
-    differs: str = ""
-    tensors: tuple = ()
-    index: str | None = None
-    figures: tuple = ()
+OWN_POINTS = Stage("points", "Your points", "The values marked with # trace: comments, in the order the script reached "
+                  "them.")
 
 
-@dataclass(frozen=True)
-class OwnCatalogue:
-    """The script's own `# trace:` points, for `--report none`: one stage, the observed shapes, no checks."""
-
-    snapshots: tuple[OwnPoint, ...]
-    key: str = "trace"
-    title: str = "Your own trace points"
-    short_title: str = "Trace"
-    stages: tuple[Stage, ...] = (Stage("points", "Your points", "The values marked with # trace: comments, "
-                                       "in the order the script reached them."),)
-    dims_legend: Legend = field(default_factory=Legend)
-    questions: tuple[Question, ...] = ()
-    options: Any = None
-    extra_pages: tuple = ()
-    figures: tuple = ()
-    # What a report declares beyond its catalogue (transformer_trace.catalogue.Report),
-    # none of which the script's own points have
-    templates: None = None
-    trace: None = None
-    trace_inputs: Any = field(default_factory=dict)
-    exploration: None = None
-    whole_values: bool = False
-
-    def label(self, number: int) -> str:
-        return f"T{number:02d}"
-
-    def question(self, number: int) -> Question:
-        raise KeyError(number)
-
-
-def own_catalogue(capture: Capture) -> OwnCatalogue:
-    points = own_points(capture)
+def own_report(capture: Capture) -> Report:
+    """The script's own `# trace:` points as a report (for `--report none`): one stage, a snapshot per point (its record
+    name the point's, its named shape the one observed), no checks, and no model of ours that runs it."""
     shapes = {}
     for marker, hits in capture.hits.items():
         if marker.point and marker.point not in shapes:
             tensor, _ = _tensor_of(hits[0].values[0])
             shapes[marker.point] = tuple(str(n) for n in (tensor.shape if tensor is not None else ()))
-    return OwnCatalogue(tuple(OwnPoint(n, point, point, shapes.get(point, ())) for point, n in points.items()))
+    snapshots = tuple(Snapshot(number, point, point, OWN_POINTS.key, (Ref(point),), (), shape=shapes.get(point, ()))
+                      for point, number in own_points(capture).items())
+    return Report.declare(key="trace", title="Your own trace points", short_title="Trace", label_format="T{n:02d}",
+                          stages=(OWN_POINTS,), snapshots=snapshots, figures=(), overview_figures=(),
+                          dims_legend=Legend(), questions=(), options=None, runner=None)
 
 
 class CapturedTensors(list, Lacking):

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from transformer_trace.checks import CHECKS, Check
 from transformer_trace.figures import DRAWINGS, Drawing
 from transformer_trace.registry import Registry
-from transformer_trace.report_parts import (Benchmark, ReportError, Training, TraceSpecLike, catalogue_parts, check_names,
-                                            check_parts)
+from transformer_trace.report_parts import (Benchmark, ReportError, Training, TraceSpecLike, catalogue_parts,
+                                            check_names, check_parts)
 from transformer_trace.sources import Ref
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -136,7 +136,7 @@ class Report:
     # the report's command-line options, defaults and validation; None (declared so): no model of ours runs it, a trace
     # of a script's own `# trace:` points makes its only run (generator/trace/pages.py own_report)
     options: type[RunOptions] | None
-    runner: Callable[[Report, RunOptions], ModelRun] | None  # run(report, opts): builds the model, records a forward pass
+    runner: Callable[[Report, RunOptions], ModelRun] | None  # run(report, opts): builds the model, records one pass
     templates: Path | None = None  # its own templates: explain.md.j2, inputs.md.j2, questions.md.j2 (each optional)
     starter: Callable[[Report, RunOptions], Callable[[], None]] | None = None  # work begun ahead (see start)
     # how `python -m transformer_trace trace` reads a script marked with its numbering
@@ -202,7 +202,8 @@ class Report:
 
     @property
     def own_points(self) -> bool:
-        """Whether it is a traced script's own `# trace:` points: no model of ours runs it, its snapshots claim nothing."""
+        """Whether it is a traced script's own `# trace:` points: no model of ours runs it, its snapshots claim
+        nothing."""
         return self.runner is None
 
     def figure(self, figure_id: str) -> Figure:

@@ -1,19 +1,22 @@
 """A report's pages before they are written: one ``SnapshotPage`` per snapshot, for a model run and a traced script.
 
-The one page class and the one tensor section the templates (generator/templates/) read. A model run's pages are
-built from its recording (generator/render.py ``build_pages``); a traced script's from its capture at the trace's
-boundary (generator/trace/pages.py): the same classes, whose fields say what a page shows (captured or not, the
-user's variable and marked line, the layout its shape was read in), so no template asks whether it is a trace.
+The one page class, the one tensor section the templates (generator/templates/) read, and the one place pages are made
+(``snapshot_pages``). What a page shows comes from its run: a model run's recording (generator/render.py
+``recorded_contents``), or a traced script's capture, read at the trace's boundary (generator/trace/pages.py
+``captured_contents``): the same fields say what a page shows (captured or not, the user's variable and marked line,
+the layout its shape was read in), so no template asks whether it is a trace.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from transformer_trace.catalogue import Report
+from transformer_trace.catalogue import Report, Snapshot
 from transformer_trace.checks import CheckResult
 from transformer_trace.sources import NotCheckable
 from transformer_trace.tensors import TensorView
@@ -171,3 +174,22 @@ class SnapshotPage:
         """Relative link from page ``other_path`` to this page."""
         depth = other_path.count("/")
         return "../" * depth + self.path
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def page_path(snap: Snapshot) -> str:
+    return f"{snap.stage}/{snap.number:02d}-{slugify(snap.title)}.md"
+
+
+def snapshot_pages(report: Report, contents: Callable[[Snapshot], dict[str, Any]]) -> list[SnapshotPage]:
+    """The report's pages, one per snapshot of its catalogue in its order, each linked to its neighbours: the one place
+    a ``SnapshotPage`` is made. ``contents(snap)``: what the snapshot's page shows (its ``SnapshotPage`` fields beyond
+    the report, snapshot and path), read from the run: recorded by a model of ours, or captured from a script."""
+    pages = [SnapshotPage(report=report, snap=snap, path=page_path(snap), **contents(snap))
+             for snap in report.snapshots]
+    for before, after in zip(pages, pages[1:]):
+        before.next, after.prev = after, before
+    return pages

@@ -14,7 +14,7 @@ import torch
 from transformer_trace.catalogue import Report, Snapshot, parse_dimension
 from transformer_trace.checks import CheckResult
 from transformer_trace.options import command_line, plural
-from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection
+from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection, snapshot_pages
 from transformer_trace.run import ModelRun
 from transformer_trace.sources import Lacking, NotCheckable
 from transformer_trace.template_cache import use_template_cache
@@ -114,14 +114,6 @@ def infinities_blocked(view: TensorView) -> int:
 # ----------------------------------------------------------------------------- page data
 
 
-def slugify(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def page_path(snap: Snapshot) -> str:
-    return f"{snap.stage}/{snap.number:02d}-{slugify(snap.title)}.md"
-
-
 def expected_shape(run: ModelRun, named: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(parse_dimension(expression, run.dims) for expression in named)
 
@@ -159,29 +151,27 @@ def source_excerpt(file: str, line: int) -> SourceExcerpt:
 
 
 def build_pages(report: Report, run: ModelRun) -> list[SnapshotPage]:
-    pages = []
-    for snap in report.snapshots:
-        sections = []
-        for i, name in enumerate(snap.tensors):
-            index = snap.index if i == 0 else None
-            view = run.tensor_view(name, index)
-            file, line = run.source(name)
-            slice_index, slice_text = view.slice_text(whole=report.whole_values)
-            sections.append(TensorSection(
-                name=run.name(name), shown=view, index=index, device=run.device,
-                source=source_excerpt(file, line), slice_index=slice_index, slice_text=slice_text,
-                variable=snap.variable.split(", ")[i] if len(snap.tensors) > 1 else snap.variable,
-            ))
-        named = named_shape(run, snap)
-        pages.append(SnapshotPage(
-            report=report, snap=snap, path=page_path(snap), tensors=sections, record=sections[0].name,
-            named_shape=named, expected_shape=expected_shape(run, named),
-            checks=[check.run(run) for check in snap.checks],
-            figures=[{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in snap.figures],
+    """The pages of a model run, from its recording (by the one page builder, generator/pages.py)."""
+    return snapshot_pages(report, partial(recorded_contents, report, run))
+
+
+def recorded_contents(report: Report, run: ModelRun, snap: Snapshot) -> dict[str, Any]:
+    """What the page of ``snap`` shows of a model run: its recorded tensors, their source lines, its checks' results."""
+    sections = []
+    for i, name in enumerate(snap.tensors):
+        index = snap.index if i == 0 else None
+        view = run.tensor_view(name, index)
+        file, line = run.source(name)
+        slice_index, slice_text = view.slice_text(whole=report.whole_values)
+        sections.append(TensorSection(
+            name=run.name(name), shown=view, index=index, device=run.device,
+            source=source_excerpt(file, line), slice_index=slice_index, slice_text=slice_text,
+            variable=snap.variable.split(", ")[i] if len(snap.tensors) > 1 else snap.variable,
         ))
-    for before, after in zip(pages, pages[1:]):
-        before.next, after.prev = after, before
-    return pages
+    named = named_shape(run, snap)
+    return dict(tensors=sections, record=sections[0].name, named_shape=named, expected_shape=expected_shape(run, named),
+                checks=[check.run(run) for check in snap.checks],
+                figures=[{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in snap.figures])
 
 
 # ----------------------------------------------------------------------------- rendering

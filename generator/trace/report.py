@@ -28,7 +28,7 @@ from transformer_trace.tensor_data import (attention_group_of, attention_groups,
                                    write_tensor_data)
 from transformer_trace.trace.capture import Capture
 from transformer_trace.trace.checking import pass_places
-from transformer_trace.trace.pages import _tensor_of, build_pages, shown_pass
+from transformer_trace.trace.pages import _tensor_of, read_capture, shown_pass
 from transformer_trace.trace.run import TraceReport, adopt_verdicts, id_labels, traced_run
 from transformer_trace.version import package_version  # the run stamp names the package version
 
@@ -45,7 +45,7 @@ def in_data_flow_order(failed: list[SnapshotPage]) -> list[SnapshotPage]:
 def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Capture, hit: int, command: str,
            timeout: float | None) -> dict[str, Any]:
     """Write the report into ``out`` (a staging folder); return its summary (counts, first failure)."""
-    pages, dims, source, labels = build_pages(catalogue, numbering, capture, hit)
+    pages, dims, source, labels = read_capture(catalogue, numbering, capture, hit)
     hit = shown_pass(pages)  # a --hit past the last pass shows the last one, and the checks and texts name it
     adopt_verdicts(pages)
     seeds = list(dict.fromkeys(capture.seeds))

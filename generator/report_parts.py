@@ -27,7 +27,6 @@ class TraceSpecLike(Protocol):
 
     keyword: str
     letter: str
-    passes: Mapping[str, tuple[int, str]]
 
     def marker(self, number: int, label: str) -> str: ...
 

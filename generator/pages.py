@@ -193,3 +193,48 @@ def snapshot_pages(report: Report, contents: Callable[[Snapshot], dict[str, Any]
     for before, after in zip(pages, pages[1:]):
         before.next, after.prev = after, before
     return pages
+
+
+@dataclass(frozen=True)
+class Alert:
+    """An admonition at the top of an overview: what stopped the run, or a line's hits left unassigned."""
+
+    kind: str  # the admonition's type: "failure", "warning"
+    title: str
+    paragraphs: tuple[str, ...]  # Markdown, user text already escaped
+
+
+@dataclass(frozen=True)
+class Dimensions:
+    """The overview's table of named dimensions: its heading, the sentence before it, what its values column says,
+    and (symbol, meaning, size) rows (a size the run did not bind: "not bound")."""
+
+    heading: str
+    intro: str
+    column: str
+    rows: tuple[tuple[str, str, Any], ...]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the overview's tables of snapshots: its heading, and which of a page's cells it shows (``kind``,
+    one of _overview.md.j2's cells: link, title, variable, shape, check, verdict)."""
+
+    heading: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Overview:
+    """What a report's overview page shows beyond the pages' list, decided where the run is known (a model run's in
+    generator/render.py ``run_overview``, a traced script's in generator/trace/run.py ``trace_overview``), so the
+    overview template renders it and never asks which kind of run it is."""
+
+    texts: str  # the template of macros ``summary()`` and ``record()``: the run's opening and closing words
+    columns: tuple[Column, ...]
+    alerts: tuple[Alert, ...] = ()
+    settings: tuple[tuple[str, Any], ...] = ()  # the model's configuration (a run of a model of ours)
+    parameters: tuple[tuple[str, int], ...] = ()  # parameters per component
+    dimensions: Dimensions | None = None
+    glance: tuple[dict[str, str], ...] = ()  # overview figures: file, caption
+    outcome: Any = None  # what the texts read of the run beyond the pages (a trace's counts: trace.run.TraceReport)

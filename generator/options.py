@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from transformer_trace.errors import UserError
-from transformer_trace.sources import fill
 
 SEED_LIMIT = 2**63  # torch.manual_seed takes a signed 64-bit integer
 # The most a whole-number option ("positive": sizes, counts, layer numbers) takes: every sensible value is far below it,
@@ -171,6 +170,8 @@ class RunOptions:
 
     def pass_place(self, name: str, layer: int) -> str:
         """The named pass ``name``'s place where it is pass ``layer`` of the loop."""
+        from transformer_trace.sources import fill  # here: the site's machinery imports the options, not PyTorch
+
         return fill(self.NAMED_PASSES[name][1], self.layer_places(layer))
 
     def places(self) -> dict[str, str]:

@@ -218,7 +218,7 @@ class Dimensions:
 @dataclass(frozen=True)
 class Column:
     """A column of the overview's tables of snapshots: its heading, and which of a page's cells it shows (``kind``,
-    one of _overview.md.j2's cells: link, title, variable, shape, check, verdict)."""
+    one of overview.md.j2's cells: link, title, variable, shape, check, verdict)."""
 
     heading: str
     kind: str

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from transformer_trace.checks import CHECKS, Check
 from transformer_trace.figures import DRAWINGS, Drawing
 from transformer_trace.registry import Registry
-from transformer_trace.report_parts import Benchmark, Training, TraceSpecLike, catalogue_parts, check_names, check_parts
+from transformer_trace.report_parts import (Benchmark, ReportError, Training, TraceSpecLike, catalogue_parts,
+                                            check_names, check_parts)
 from transformer_trace.sources import Ref
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,8 +41,9 @@ class Figure:
             raise TypeError(f"figure {self.id!r}: drawing must be a Drawing, got {self.drawing!r}")
 
 
-def _bound_checks(owner: str, checks: tuple[Check, ...], main: Ref | None) -> tuple[Check, ...]:
-    if not isinstance(checks, tuple) or not checks or not all(isinstance(c, Check) for c in checks):
+def _bound_checks(owner: str, checks: tuple[Check, ...], main: Ref | None, claims: bool = True) -> tuple[Check, ...]:
+    """``claims``: whether the owner must make at least one (a traced script's own points make none)."""
+    if not isinstance(checks, tuple) or (claims and not checks) or not all(isinstance(c, Check) for c in checks):
         raise TypeError(f"{owner}: checks must be a non-empty tuple of Check objects, got {checks!r}")
     return tuple(c.bound(main) if main is not None else c for c in checks)
 
@@ -53,6 +55,8 @@ class Snapshot:
     ``tensors``: the first is the one the page centres on; a check field left as ``THIS`` means it.
     ``shape``: the named shape the page expects of the first tensor; by default its declared shape
     (the model's ``Point``), given only where the page shows a slice (``index``).
+    ``checks`` is empty only in a report no model of ours runs (a traced script's own ``# trace:`` points, whose
+    shapes are the ones observed): a catalogue's snapshot always makes a claim (``Report`` refuses one without).
     """
 
     number: int
@@ -70,7 +74,8 @@ class Snapshot:
     def __post_init__(self) -> None:
         if not isinstance(self.tensors, tuple) or not self.tensors or not all(isinstance(t, Ref) for t in self.tensors):
             raise TypeError(f"snapshot {self.number}: tensors must be a non-empty tuple of Ref, got {self.tensors!r}")
-        object.__setattr__(self, "checks", _bound_checks(f"snapshot {self.number}", self.checks, self.tensors[0]))
+        object.__setattr__(self, "checks", _bound_checks(f"snapshot {self.number}", self.checks, self.tensors[0],
+                                                         claims=False))
 
     @property
     def main(self) -> Ref:
@@ -128,8 +133,10 @@ class Report:
     overview_figures: tuple[str, ...]
     dims_legend: dict[str, str]
     questions: tuple[Question, ...]
-    options: type[RunOptions]  # the report's command-line options, defaults and validation
-    runner: Callable[[Report, RunOptions], ModelRun]  # run(report, opts): builds the model and records one forward pass
+    # the report's command-line options, defaults and validation; None (declared so): no model of ours runs it, a trace
+    # of a script's own `# trace:` points makes its only run (generator/trace/pages.py own_report)
+    options: type[RunOptions] | None
+    runner: Callable[[Report, RunOptions], ModelRun] | None  # run(report, opts): builds the model, records one pass
     templates: Path | None = None  # its own templates: explain.md.j2, inputs.md.j2, questions.md.j2 (each optional)
     starter: Callable[[Report, RunOptions], Callable[[], None]] | None = None  # work begun ahead (see start)
     # how `python -m transformer_trace trace` reads a script marked with its numbering
@@ -149,6 +156,12 @@ class Report:
         """Refuse a part that is not what it must be, a catalogue that uses a check or drawing its registries do not
         list, or one that names a figure it does not define."""
         check_parts(self.key, {f.name: getattr(self, f.name) for f in fields(self)})
+        if (self.options is None) != (self.runner is None):
+            raise ReportError(f"report {self.key!r}: options and runner are both None (no model of ours runs it) "
+                              "or both given")
+        if self.runner is not None and (unclaimed := [s.number for s in self.snapshots if not s.checks]):
+            raise ReportError(f"report {self.key!r}: snapshot {unclaimed[0]} has no checks; every snapshot of a "
+                              "report our model runs makes a claim")
         for owner, checks in [*((f"{self.key} snapshot {s.number}", s.checks) for s in self.snapshots),
                               *((f"{self.key} page {p.slug}", p.checks) for p in self.extra_pages)]:
             for check in checks:
@@ -187,6 +200,12 @@ class Report:
     def label(self, number: int) -> str:
         return self.label_format.format(n=number)
 
+    @property
+    def own_points(self) -> bool:
+        """Whether it is a traced script's own `# trace:` points: no model of ours runs it, its snapshots claim
+        nothing."""
+        return self.runner is None
+
     def figure(self, figure_id: str) -> Figure:
         return next(f for f in self.figures if f.id == figure_id)
 
@@ -201,6 +220,8 @@ class Report:
     def run(self, opts: RunOptions, finish: bool = True) -> ModelRun:
         """Build the model, feed it the inputs of ``opts`` and record one forward pass. ``finish=False`` (the build) may
         leave work begun ahead unfinished: the run's ``finish()`` completes it."""
+        if self.runner is None:
+            raise ReportError(f"report {self.key!r} is made by a trace of a script, not run by a model of ours")
         run = self.runner(self, opts)
         run.options = opts
         return run.finish() if finish else run

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from transformer_trace.errors import UserError
 
@@ -149,9 +150,37 @@ class RunOptions:
         """How many layers/blocks --layer may choose from."""
         raise NotImplementedError
 
-    def places(self) -> dict[str, str]:
-        """Values of the catalogue's record-name placeholders for the traced layer."""
+    # The catalogue's placeholders that name one pass of the layer loop, not the traced layer's: placeholder ->
+    # (which pass, 1-based or negative from the last; the place as that pass's placeholders write it), e.g.
+    # {"block_last": (-1, "{block}")}. A model run counts the passes in its model's depth; a trace, in the passes the
+    # script ran (generator/trace/checking.py pass_places).
+    NAMED_PASSES: ClassVar[Mapping[str, tuple[int, str]]] = {}
+
+    def layer_places(self, layer: int) -> dict[str, str]:
+        """The catalogue's record-name placeholders for pass ``layer`` (1-based) of the layer loop: that layer's own
+        places and what feeds it (e.g. {"block": "blocks.0", "block_prev": "tokens_pos"})."""
         raise NotImplementedError
+
+    def named_pass(self, name: str, passes: int) -> int | None:
+        """Which pass (1-based) the named pass ``name`` is in a loop of ``passes`` passes; None where it is none of
+        them (the second of one pass, the last of none)."""
+        which = self.NAMED_PASSES[name][0]
+        chosen = which if which > 0 else passes + 1 + which
+        return chosen if 1 <= chosen <= passes else None
+
+    def pass_place(self, name: str, layer: int) -> str:
+        """The named pass ``name``'s place where it is pass ``layer`` of the loop."""
+        from transformer_trace.sources import fill  # here: the site's machinery imports the options, not PyTorch
+
+        return fill(self.NAMED_PASSES[name][1], self.layer_places(layer))
+
+    def places(self) -> dict[str, str]:
+        """Values of the catalogue's record-name placeholders for the traced layer, and for the named passes of the
+        model's depth (a pass beyond a shallower model's last: its last)."""
+        places = self.layer_places(self.layer)
+        for name in self.NAMED_PASSES:
+            places[name] = self.pass_place(name, self.named_pass(name, self.n_layers()) or self.n_layers())
+        return places
 
     def build_model(self) -> Any:
         """The report's model for these options, with untrained weights (``record_points`` builds it on the meta

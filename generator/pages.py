@@ -1,18 +1,22 @@
 """A report's pages before they are written: one ``SnapshotPage`` per snapshot, for a model run and a traced script.
 
-The one page class and the one tensor section the templates (generator/templates/) read. A model run's pages are
-built from its recording (generator/render.py ``build_pages``); a traced script's from its capture at the trace's
-boundary (generator/trace/pages.py): the same classes, whose fields say what a page shows (captured or not, the
-user's variable and marked line, the layout its shape was read in), so no template asks whether it is a trace.
+The one page class, the one tensor section the templates (generator/templates/) read, and the one place pages are made
+(``snapshot_pages``). What a page shows comes from its run: a model run's recording (generator/render.py
+``recorded_contents``), or a traced script's capture, read at the trace's boundary (generator/trace/pages.py
+``captured_contents``): the same fields say what a page shows (captured or not, the user's variable and marked line,
+the layout its shape was read in), so no template asks whether it is a trace.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from transformer_trace.catalogue import Report, Snapshot
 from transformer_trace.checks import CheckResult
 from transformer_trace.sources import NotCheckable
 from transformer_trace.tensors import TensorView
@@ -76,8 +80,7 @@ class TensorSection:
 
 @dataclass
 class SnapshotPage:
-    # transformer_trace.catalogue.Report (a traced script's own points: generator/trace/pages.py OwnCatalogue)
-    report: Any
+    report: Report  # a traced script's own points too: generator/trace/pages.py own_report
     snap: Any
     path: str  # page path within the report folder, e.g. "encoder/07-self-attention-queries-q.md"
     tensors: list[TensorSection]
@@ -171,3 +174,67 @@ class SnapshotPage:
         """Relative link from page ``other_path`` to this page."""
         depth = other_path.count("/")
         return "../" * depth + self.path
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def page_path(snap: Snapshot) -> str:
+    return f"{snap.stage}/{snap.number:02d}-{slugify(snap.title)}.md"
+
+
+def snapshot_pages(report: Report, contents: Callable[[Snapshot], dict[str, Any]]) -> list[SnapshotPage]:
+    """The report's pages, one per snapshot of its catalogue in its order, each linked to its neighbours: the one place
+    a ``SnapshotPage`` is made. ``contents(snap)``: what the snapshot's page shows (its ``SnapshotPage`` fields beyond
+    the report, snapshot and path), read from the run: recorded by a model of ours, or captured from a script."""
+    pages = [SnapshotPage(report=report, snap=snap, path=page_path(snap), **contents(snap))
+             for snap in report.snapshots]
+    for before, after in zip(pages, pages[1:]):
+        before.next, after.prev = after, before
+    return pages
+
+
+@dataclass(frozen=True)
+class Alert:
+    """An admonition at the top of an overview: what stopped the run, or a line's hits left unassigned."""
+
+    kind: str  # the admonition's type: "failure", "warning"
+    title: str
+    paragraphs: tuple[str, ...]  # Markdown, user text already escaped
+
+
+@dataclass(frozen=True)
+class Dimensions:
+    """The overview's table of named dimensions: its heading, the sentence before it, what its values column says,
+    and (symbol, meaning, size) rows (a size the run did not bind: "not bound")."""
+
+    heading: str
+    intro: str
+    column: str
+    rows: tuple[tuple[str, str, Any], ...]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the overview's tables of snapshots: its heading, and which of a page's cells it shows (``kind``,
+    one of overview.md.j2's cells: link, title, variable, shape, check, verdict)."""
+
+    heading: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Overview:
+    """What a report's overview page shows beyond the pages' list, decided where the run is known (a model run's in
+    generator/render.py ``run_overview``, a traced script's in generator/trace/run.py ``trace_overview``), so the
+    overview template renders it and never asks which kind of run it is."""
+
+    texts: str  # the template of macros ``summary()`` and ``record()``: the run's opening and closing words
+    columns: tuple[Column, ...]
+    alerts: tuple[Alert, ...] = ()
+    settings: tuple[tuple[str, Any], ...] = ()  # the model's configuration (a run of a model of ours)
+    parameters: tuple[tuple[str, int], ...] = ()  # parameters per component
+    dimensions: Dimensions | None = None
+    glance: tuple[dict[str, str], ...] = ()  # overview figures: file, caption
+    outcome: Any = None  # what the texts read of the run beyond the pages (a trace's counts: trace.run.TraceReport)

@@ -14,7 +14,8 @@ import torch
 from transformer_trace.catalogue import Report, Snapshot, parse_dimension
 from transformer_trace.checks import CheckResult
 from transformer_trace.options import command_line, plural
-from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection
+from transformer_trace.pages import (Column, Dimensions, Overview, SnapshotPage, SourceExcerpt, TensorSection,
+                                     snapshot_pages)
 from transformer_trace.run import ModelRun
 from transformer_trace.sources import Lacking, NotCheckable
 from transformer_trace.template_cache import use_template_cache
@@ -114,14 +115,6 @@ def infinities_blocked(view: TensorView) -> int:
 # ----------------------------------------------------------------------------- page data
 
 
-def slugify(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def page_path(snap: Snapshot) -> str:
-    return f"{snap.stage}/{snap.number:02d}-{slugify(snap.title)}.md"
-
-
 def expected_shape(run: ModelRun, named: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(parse_dimension(expression, run.dims) for expression in named)
 
@@ -159,29 +152,27 @@ def source_excerpt(file: str, line: int) -> SourceExcerpt:
 
 
 def build_pages(report: Report, run: ModelRun) -> list[SnapshotPage]:
-    pages = []
-    for snap in report.snapshots:
-        sections = []
-        for i, name in enumerate(snap.tensors):
-            index = snap.index if i == 0 else None
-            view = run.tensor_view(name, index)
-            file, line = run.source(name)
-            slice_index, slice_text = view.slice_text(whole=report.whole_values)
-            sections.append(TensorSection(
-                name=run.name(name), shown=view, index=index, device=run.device,
-                source=source_excerpt(file, line), slice_index=slice_index, slice_text=slice_text,
-                variable=snap.variable.split(", ")[i] if len(snap.tensors) > 1 else snap.variable,
-            ))
-        named = named_shape(run, snap)
-        pages.append(SnapshotPage(
-            report=report, snap=snap, path=page_path(snap), tensors=sections, record=sections[0].name,
-            named_shape=named, expected_shape=expected_shape(run, named),
-            checks=[check.run(run) for check in snap.checks],
-            figures=[{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in snap.figures],
+    """The pages of a model run, from its recording (by the one page builder, generator/pages.py)."""
+    return snapshot_pages(report, partial(recorded_contents, report, run))
+
+
+def recorded_contents(report: Report, run: ModelRun, snap: Snapshot) -> dict[str, Any]:
+    """What the page of ``snap`` shows of a model run: its recorded tensors, their source lines, its checks' results."""
+    sections = []
+    for i, name in enumerate(snap.tensors):
+        index = snap.index if i == 0 else None
+        view = run.tensor_view(name, index)
+        file, line = run.source(name)
+        slice_index, slice_text = view.slice_text(whole=report.whole_values)
+        sections.append(TensorSection(
+            name=run.name(name), shown=view, index=index, device=run.device,
+            source=source_excerpt(file, line), slice_index=slice_index, slice_text=slice_text,
+            variable=snap.variable.split(", ")[i] if len(snap.tensors) > 1 else snap.variable,
         ))
-    for before, after in zip(pages, pages[1:]):
-        before.next, after.prev = after, before
-    return pages
+    named = named_shape(run, snap)
+    return dict(tensors=sections, record=sections[0].name, named_shape=named, expected_shape=expected_shape(run, named),
+                checks=[check.run(run) for check in snap.checks],
+                figures=[{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in snap.figures])
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -245,24 +236,40 @@ def _written(run: Any, template: jinja2.Template | None, block: str, context: An
         return fallback(exc.needed)
 
 
-def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, outcome: Any = None,
+RUN_COLUMNS = (Column("#", "link"), Column("Title", "title"), Column("Shape", "shape"), Column("Check", "verdict"))
+
+
+def run_overview(report: Report, run: ModelRun) -> Overview:
+    """What a model run's overview shows beyond its pages: its configuration, parameters, dimensions and figures."""
+    return Overview(
+        texts="_overview_run.md.j2", columns=RUN_COLUMNS, settings=tuple(vars(run.inputs["config"]).items()),
+        parameters=tuple(run.parameter_counts()),
+        dimensions=Dimensions("Named dimensions", "Shapes on every page are written with these names; for this run "
+                              "they stand for:", "This run",
+                              tuple((name, meaning, run.dims[name]) for name, meaning in report.dims_legend.items())),
+        glance=tuple({"file": f"figures/{fid}.png", "caption": report.figure(fid).caption}
+                     for fid in report.overview_figures))
+
+
+def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, overview: Overview | None = None,
                 title: str | None = None) -> list[dict[str, Any]]:
     """Write the snapshot pages, stage pages, overview, extra pages, guiding questions and print view of ``pages``
     (returns the extra pages' entries for snapshots.json).
 
     One set of templates for every run: our models' (generator/run.py ``ModelRun``) and a traced script's (the same
     class, built at the trace's boundary, generator/trace/run.py), whose pages say what they show (captured or not, the
-    user's variable and marked line, the layout) in their own fields. ``outcome`` is what a traced script's run adds to
-    the overview (generator/trace/run.py ``TraceReport``: the counts, the first failure, the script's error), None for
-    a model run; ``title`` the report's title as Markdown (a trace's names its script). The report's own explanation
-    and answer blocks render against either; a block that needs what the run lacks falls back, for that block alone,
-    to generic text with the run's numbers saying what it would need.
+    user's variable and marked line, the layout) in their own fields. ``overview``: what the overview shows beyond the
+    pages (generator/pages.py ``Overview``; a traced script's: generator/trace/run.py ``trace_overview``), by default
+    a model run's (``run_overview``); ``title`` the report's title as Markdown (a trace's names its script). The
+    report's own explanation and answer blocks render against either; a block that needs what the run lacks falls
+    back, for that block alone, to generic text with the run's numbers saying what it would need.
     """
     env = environment(report)
     command = run.command or (command_line(report.key, run.options) if run.options is not None
                               else f"python -m transformer_trace build --model {report.key}")
+    overview = overview or run_overview(report, run)
     common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(),
-              "command": command, "outcome": outcome, "title": title or report.title}
+              "command": command, "outcome": overview.outcome, "title": title or report.title}
     by_number = {p.snap.number: p for p in pages}  # what the report's blocks read of each page
     questions = report_template(report, "questions.md.j2", env)
     _explain(report, run, pages, env, common)
@@ -287,7 +294,8 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, outco
     for stage in report.stages:
         write(f"{stage.key}/index.md", "stage.md.j2", stage=stage, pages=by_stage[stage.key])
     inputs_section = _section(run, report_template(report, "inputs.md.j2"), common)
-    write("index.md", "overview.md.j2", pages=pages, by_stage=by_stage, inputs_section=inputs_section)
+    write("index.md", "overview.md.j2", pages=pages, by_stage=by_stage, inputs_section=inputs_section,
+          overview=overview)
     extra = []
     for extra_page in report.extra_pages if run.model is not None else ():  # the rollout, training: they read the model
         checks = [check.run(run) for check in extra_page.checks]

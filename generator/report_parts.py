@@ -27,7 +27,6 @@ class TraceSpecLike(Protocol):
 
     keyword: str
     letter: str
-    passes: Mapping[str, tuple[int, str]]
 
     def marker(self, number: int, label: str) -> str: ...
 
@@ -69,7 +68,8 @@ def _takes(function: Any, *args: Any, **kwargs: Any) -> bool:
 
 # part -> (whether the value is right, what it must be); a None optional part means "the report has none"
 _PARTS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "runner": (lambda v: _takes(v, "report", "opts"), "a callable run(report, opts) that returns the ModelRun"),
+    "runner": (lambda v: v is None or _takes(v, "report", "opts"),
+               "a callable run(report, opts) that returns the ModelRun (None: no model of ours runs the report)"),
     "starter": (lambda v: v is None or _takes(v, "report", "opts"),
                 "None or a callable start(report, opts) that returns a function waiting for the work begun"),
     "templates": (lambda v: v is None or (isinstance(v, Path) and v.is_dir()),

@@ -134,11 +134,14 @@ def browser():
 # measured slow in process (MEASURED_SLOW).
 
 BROWSER_MODULES = {"test_browser", "test_accessibility", "test_explorer", "test_pdf"}  # they drive chromium themselves
-# In-process tests measured over 3.5 s each (pytest --durations on the shared 2-core machine): a big model built,
-# trained or loaded, every report built in process, a mkdocs build through the plugin. module::test, any parameters.
+# In-process tests measured over 3.5 s each (pytest --durations on the shared 2-core machine), or over 1 s of CPU
+# each with their fixtures (a CPU-time plugin): a big model built, trained or loaded, every report built in process,
+# a mkdocs build through the plugin. module::test, any parameters.
 MEASURED_SLOW = {
+    "test_figures::test_a_figure_key_changes_with_its_declared_tensors_and_only_with_them",
     "test_figures::test_every_figure_is_the_same_png_when_drawn_twice",
     "test_gpt_report::test_every_check_passes_and_every_shape_matches",
+    "test_gpt_report::test_pages_and_run_stamp_name_the_weights_and_the_training_page_checks_out",
     "test_gpt_training::test_a_short_training_run_reproduces_the_recorded_first_steps_exactly",
     "test_gpt_training::test_beginning_the_gpts_score_ahead_leaves_every_seeded_weight_as_it_was",
     "test_gpt_training::test_random_weights_are_named_and_near_uniform",
@@ -164,11 +167,13 @@ MEASURED_SLOW = {
     "test_vit::test_a_mismatched_state_dict_is_refused_naming_the_first_wrong_key",
     "test_vit::test_from_torchvision_gives_the_same_logits_on_random_inputs",
     "test_vit::test_random_weights_squash_the_whole_image_and_imagenet_weights_crop_its_centre",
+    "test_vit::test_recording_captures_every_snapshot_tensor_with_the_seed_shapes",
     "test_vit::test_size_presets_are_configuration",
     "test_vit::test_weights_path_loads_a_torchvision_state_dict",
     "test_warm_site::test_a_print_view_is_finished_after_the_update_and_held_until_then",
 }
-SLOW_CODE = re.compile(r"\bsubprocess\.|\bsys\.executable\b|\bmkdocs_build\(|\bserve\(|\bPopen\("
+# run_script: a traced script runs in an interpreter of its own (generator/trace/process.py)
+SLOW_CODE = re.compile(r"\bsubprocess\.|\bsys\.executable\b|\bmkdocs_build\(|\bserve\(|\bPopen\(|\brun_script\("
                        r"|\bmain\(\s*\[\s*[\"'](?:build|serve|trace|pdf)[\"']")
 
 

@@ -399,7 +399,7 @@ class TinyOptions(RunOptions):
     def n_layers(self) -> int:
         return 1
 
-    def places(self) -> dict[str, str]:
+    def layer_places(self, layer: int) -> dict[str, str]:
         return {}
 
     def build_model(self) -> Tiny:

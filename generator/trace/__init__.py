@@ -217,9 +217,9 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     if notebook is not None:  # the pages name the notebook, its cells and lines
         notebooks.as_notebook_capture(capture, notebook.resolve())
     if numbering == "none":
-        from transformer_trace.trace.pages import own_catalogue
+        from transformer_trace.trace.pages import own_report
 
-        catalogue = own_catalogue(capture)
+        catalogue = own_report(capture)
     try:
         with staged_output(args.out, entries=[name], records={name: trace_record(notebook or script)}) as staging:
             summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)

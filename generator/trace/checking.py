@@ -2,8 +2,8 @@
 run on a ``TensorDict`` of the captured tensors under the catalogue's record names. Pass k of a loop is filed under
 layer k's names, so a check that reads ``{block_prev}`` (the previous layer's output) compares pass k's input with
 pass k − 1's output; placeholders that name one pass (``{block_last}``) are filled from the passes the script ran
-(``TraceSpec.passes``). Checks that need the model's weights or the run's inputs are not checkable; a page is judged
-by the checks that could run."""
+(``RunOptions.NAMED_PASSES``). Checks that need the model's weights or the run's inputs are not checkable; a page is
+judged by the checks that could run."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from transformer_trace.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights
-from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
+from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.verify import LayoutStatus, catalogue_layout
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,10 +105,9 @@ def _shown_places(page: TracedPage, catalogue: Any, pages: list[TracedPage], hit
 
 
 def _passes(catalogue: Any, pages: list[TracedPage]) -> dict[str, int]:
-    """How many passes the script ran of each loop whose one pass the catalogue names (``TraceSpec.passes``)."""
-    spec = catalogue.trace
-    return {name: _pass_count(pages, template)
-            for name, (_, template) in (spec.passes.items() if spec is not None else ())}
+    """How many passes the script ran of each loop whose one pass the catalogue names (``RunOptions.NAMED_PASSES``)."""
+    named = catalogue.options.NAMED_PASSES if catalogue.options is not None else {}
+    return {name: _pass_count(pages, template) for name, (_, template) in named.items()}
 
 
 def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
@@ -165,10 +164,9 @@ captured)."""
                default=0)
 
 
-def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
-    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the \
-report's
-    options cannot describe it (our own points have no catalogue)."""
+def options_for(catalogue: Any, layer: int) -> Any:
+    """The report's options for layer ``layer`` (a loop's pass ``layer``), or None where they cannot describe it (a
+    layer past the model's depth) or the report has none (a script's own points: no model of ours)."""
     from dataclasses import fields
 
     from transformer_trace.errors import UserError
@@ -177,24 +175,31 @@ report's
         return None
     names = {f.name for f in fields(catalogue.options)}
     try:
-        return catalogue.options(layer=layer, **({"layers": max(layer, 2)} if "layers" in names else {})).places()
+        return catalogue.options(layer=layer, **({"layers": max(layer, 2)} if "layers" in names else {}))
     except (UserError, TypeError, ValueError):
         return None
+
+
+def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
+    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the \
+report's
+    options cannot describe it (our own points have no catalogue)."""
+    opts = options_for(catalogue, layer)
+    return opts.places() if opts is not None else None
 
 
 def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str, str] | None:
     """The catalogue's placeholders for pass ``layer`` of the script's loop, with the ones that name one pass (the last,
     the second) filled from ``passes``, the passes the script ran; None where the report's options cannot describe \
 it."""
-    places = places_for(catalogue, layer)
-    if places is None:
+    opts = options_for(catalogue, layer)
+    if opts is None:
         return None
-    spec = catalogue.trace
-    for name, (which, template) in (spec.passes.items() if spec is not None else ()):
-        ran = passes.get(name, 0)
-        chosen = which if which > 0 else ran + 1 + which
-        if 1 <= chosen <= ran and (at := places_for(catalogue, chosen)) is not None:
-            places[name] = fill(template, at)
+    places = opts.places()
+    for name in opts.NAMED_PASSES:  # the options' own rule, counted in the passes the script ran
+        chosen = opts.named_pass(name, passes.get(name, 0))
+        if chosen is not None and options_for(catalogue, chosen) is not None:
+            places[name] = opts.pass_place(name, chosen)
     return places
 
 

@@ -1,20 +1,20 @@
-"""The pages of a traced script, before they are written: one per snapshot of the chosen catalogue (captured or not),
+"""The trace's boundary, its pages: what each snapshot's page shows of a capture (``captured_contents``, for the one
+page builder, generator/pages.py ``snapshot_pages``), one page per snapshot of the chosen catalogue (captured or not),
 with the user's tensors at the hit the pages show (and every other hit), their named shapes and layouts, and each
 snapshot's verdict from the checks it declares, run on a TensorDict of the captured tensors (checking.py)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from transformer_trace.catalogue import Question, Report, Stage
-from transformer_trace.sources import Lacking, MissingTensor, NotCheckable
-from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection
-from transformer_trace.render import page_path  # one page layout for every report
+from transformer_trace.catalogue import Report, Snapshot, Stage
+from transformer_trace.sources import Lacking, MissingTensor, NotCheckable, Ref
+from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection, snapshot_pages
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
 from transformer_trace.trace.capture import Capture, Hit, Value
@@ -42,60 +42,23 @@ def own_points(capture: Capture) -> dict[str, int]:
     return {point: i for i, point in enumerate([*sorted(first, key=first.get), *dict.fromkeys(never)], 1)}
 
 
-@dataclass(frozen=True)
-class OwnPoint:
-    """A `# trace:` point as a page: what the templates read of a catalogue snapshot (no record point, no check)."""
-
-    number: int
-    title: str
-    variable: str
-    shape: tuple[str, ...]
-    stage: str = "points"
-    questions: tuple[int, ...] = ()
-    differs: str = ""
-    tensors: tuple = ()
-    index: str | None = None
-    figures: tuple = ()
+OWN_POINTS = Stage("points", "Your points", "The values marked with # trace: comments, in the order the script reached "
+                  "them.")
 
 
-@dataclass(frozen=True)
-class OwnCatalogue:
-    """The script's own `# trace:` points, for `--report none`: one stage, the observed shapes, no checks."""
-
-    snapshots: tuple[OwnPoint, ...]
-    key: str = "trace"
-    title: str = "Your own trace points"
-    short_title: str = "Trace"
-    stages: tuple[Stage, ...] = (Stage("points", "Your points", "The values marked with # trace: comments, "
-                                       "in the order the script reached them."),)
-    dims_legend: Legend = field(default_factory=Legend)
-    questions: tuple[Question, ...] = ()
-    options: Any = None
-    extra_pages: tuple = ()
-    figures: tuple = ()
-    # What a report declares beyond its catalogue (transformer_trace.catalogue.Report),
-    # none of which the script's own points have
-    templates: None = None
-    trace: None = None
-    trace_inputs: Any = field(default_factory=dict)
-    exploration: None = None
-    whole_values: bool = False
-
-    def label(self, number: int) -> str:
-        return f"T{number:02d}"
-
-    def question(self, number: int) -> Question:
-        raise KeyError(number)
-
-
-def own_catalogue(capture: Capture) -> OwnCatalogue:
-    points = own_points(capture)
+def own_report(capture: Capture) -> Report:
+    """The script's own `# trace:` points as a report (for `--report none`): one stage, a snapshot per point (its record
+    name the point's, its named shape the one observed), no checks, and no model of ours that runs it."""
     shapes = {}
     for marker, hits in capture.hits.items():
         if marker.point and marker.point not in shapes:
             tensor, _ = _tensor_of(hits[0].values[0])
             shapes[marker.point] = tuple(str(n) for n in (tensor.shape if tensor is not None else ()))
-    return OwnCatalogue(tuple(OwnPoint(n, point, point, shapes.get(point, ())) for point, n in points.items()))
+    snapshots = tuple(Snapshot(number, point, point, OWN_POINTS.key, (Ref(point),), (), shape=shapes.get(point, ()))
+                      for point, number in own_points(capture).items())
+    return Report.declare(key="trace", title="Your own trace points", short_title="Trace", label_format="T{n:02d}",
+                          stages=(OWN_POINTS,), snapshots=snapshots, figures=(), overview_figures=(),
+                          dims_legend=Legend(), questions=(), options=None, runner=None)
 
 
 class CapturedTensors(list, Lacking):
@@ -219,14 +182,9 @@ def in_catalogue_order(snap: Any, marked: list[tuple[Marker, list[Hit]]]) -> lis
     return [entry for _, entry in sorted(zip(places, marked), key=lambda pair: pair[0])]
 
 
-def build_pages(catalogue: Report, numbering: str, capture: Capture,
-                hit: int) -> tuple[list[SnapshotPage], dict[str, int], Any, dict]:
-    """The pages of a capture, the dimensions bound from it, and its tensors under the catalogue's record names (a
-    ``TensorDict``, or None for the script's own points) with the snapshot each name comes from (checking.py)."""
-    folder = capture.script.parent
-    places = places_for(catalogue, 1)
-    declared = catalogue.options().record_points() if places is not None else {}
-    shapes = named_shapes(catalogue, places or {}, declared)
+def marked_snapshots(capture: Capture, numbering: str) -> dict[int, list[tuple[Marker, list[Hit]]]]:
+    """Snapshot number -> the marked lines that captured it, each with its hits (in line order): the markers of the
+    chosen numbering (a line shared by several snapshots split by its callers), or the script's own points."""
     by_number: dict[int, list[tuple[Marker, list[Hit]]]] = {}
     points = own_points(capture) if numbering == "none" else {}
     for marker in sorted(capture.markers, key=lambda m: (m.file, m.line)):
@@ -237,48 +195,74 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture,
                 by_number.setdefault(alternative.number, []).append((alternative, hits))
         elif marker in capture.hits and marker.numbering == numbering:
             by_number.setdefault(marker.number, []).append((marker, capture.hits[marker]))
-    pages = []
-    for snap in catalogue.snapshots:
+    return by_number
+
+
+def captured_contents(catalogue: Report, numbering: str, capture: Capture,
+                      hit: int) -> Callable[[Snapshot], dict[str, Any]]:
+    """What each snapshot's page shows of a capture (for the one page builder, generator/pages.py ``snapshot_pages``):
+    the user's values at the hit shown and at every hit, the marked lines' code, the named shapes (not yet read in the
+    catalogue's layout: ``read_capture`` does, once the dimensions are bound)."""
+    places = places_for(catalogue, 1)
+    declared = catalogue.options().record_points() if places is not None else {}
+    shapes = named_shapes(catalogue, places or {}, declared)
+    marked = marked_snapshots(capture, numbering)
+
+    def contents(snap: Snapshot) -> dict[str, Any]:
         example = marker_example(catalogue, numbering, snap.number)
-        page = SnapshotPage(report=catalogue, snap=snap, path=page_path(snap),
-                            tensors=CapturedTensors(catalogue.label(snap.number), example),
-                            named_shape=shapes[snap.number][0] or (), expected_shape=(), checks=[], origin="captured",
-                            captured=snap.number in by_number, marker_example=example, named=shapes[snap.number],
-                            doc=_declared_doc(snap, places or {}, declared), data_written=False,
-                            questions=[catalogue.question(n) for n in snap.questions])
+        fields: dict[str, Any] = dict(
+            tensors=CapturedTensors(catalogue.label(snap.number), example), named_shape=shapes[snap.number][0] or (),
+            expected_shape=(), checks=[], origin="captured", marker_example=example, named=shapes[snap.number],
+            doc=_declared_doc(snap, places or {}, declared), data_written=False, hit_values=[], order=0, shown_hit=1,
+            questions=[catalogue.question(n) for n in snap.questions])
         notes = []
-        for j, (marker, hits) in enumerate(in_catalogue_order(snap, by_number.get(snap.number, []))):
+        for j, (marker, hits) in enumerate(in_catalogue_order(snap, marked.get(snap.number, []))):
             chosen, note = _hit(hits, hit)
             notes.append(note)
             if j == 0:
-                page.shown_hit = min(hit, len(hits))
-            for k in range(len(chosen.values)):
-                page.hit_values.append([_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits])
-            page.order = min(page.order or chosen.order, chosen.order)
-            try:
-                shown = str(Path(marker.file).relative_to(folder))
-            except ValueError:
-                shown = Path(marker.file).name
-            text = capture.sources[marker.file]
-            shown, cell = notebook_name(text) or shown, cell_of(text, marker.first)  # a notebook's: cell and line
-            at = place(text, shown, marker.first, marker.last) if cell else ""
-            source = SourceExcerpt(shown, marker.first, marker.first, [], marker.last, _code_block(
-                text, marker.first, marker.last, at or shown, cell[2:] if cell else None), at)
-            for value in chosen.values:
-                tensor, note_text = _tensor_of(value)
-                absent = tensor is None
-                if absent:
-                    tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
-                view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
-                index, slice_text = view.slice_text()
-                page.tensors.append(TensorSection(name=view.name, shown=view, index=None, device=value.device,
-                                                  source=source,
-                                                  slice_index=index, slice_text=slice_text, variable=value.name,
-                                                  marker_line=marker.line, note=note_text,
-                                                  marked_at=place(text, shown, marker.line), absent=absent))
-        page.captured = bool(page.tensors)
-        page.hit_note = "; ".join(dict.fromkeys(notes))
-        pages.append(page)
+                fields["shown_hit"] = min(hit, len(hits))
+            fields["hit_values"] += [[_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits]
+                                     for k in range(len(chosen.values))]
+            fields["order"] = min(fields["order"] or chosen.order, chosen.order)
+            fields["tensors"].extend(_marked_sections(snap, marker, chosen, capture))
+        return fields | {"captured": bool(fields["tensors"]), "hit_note": "; ".join(dict.fromkeys(notes))}
+
+    return contents
+
+
+def _marked_sections(snap: Snapshot, marker: Marker, chosen: Hit, capture: Capture) -> list[TensorSection]:
+    """The values one marked line held at the hit shown, with the line's code (a notebook's: its cell and line)."""
+    try:
+        shown = str(Path(marker.file).relative_to(capture.script.parent))
+    except ValueError:
+        shown = Path(marker.file).name
+    text = capture.sources[marker.file]
+    shown, cell = notebook_name(text) or shown, cell_of(text, marker.first)  # a notebook's: cell and line
+    at = place(text, shown, marker.first, marker.last) if cell else ""
+    source = SourceExcerpt(shown, marker.first, marker.first, [], marker.last, _code_block(
+        text, marker.first, marker.last, at or shown, cell[2:] if cell else None), at)
+    sections = []
+    for value in chosen.values:
+        tensor, note_text = _tensor_of(value)
+        absent = tensor is None
+        if absent:
+            tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
+        view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
+        index, slice_text = view.slice_text()
+        sections.append(TensorSection(name=view.name, shown=view, index=None, device=value.device, source=source,
+                                      slice_index=index, slice_text=slice_text, variable=value.name,
+                                      marker_line=marker.line, note=note_text,
+                                      marked_at=place(text, shown, marker.line), absent=absent))
+    return sections
+
+
+def read_capture(catalogue: Report, numbering: str, capture: Capture,
+                 hit: int) -> tuple[list[SnapshotPage], dict[str, int], Any, dict]:
+    """The pages of a capture (by the one page builder), the dimensions bound from it, each captured tensor read in the
+    catalogue's layout, the catalogue's checks run on them; and its tensors under the catalogue's record names (a
+    ``TensorDict``, or None for the script's own points) with the snapshot each name comes from (checking.py): the
+    inputs of the run the capture becomes (generator/trace/run.py ``traced_run``)."""
+    pages = snapshot_pages(catalogue, captured_contents(catalogue, numbering, capture, hit))
     dims = bind_dims([(p.shape_of(i), t.shown.shape) for p in pages if p.captured for i, t in enumerate(p.tensors)],
                      catalogue.dims_legend)
     for page in pages:
@@ -295,8 +279,6 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture,
     for page in pages:
         page.bound = bound_names(page, catalogue.dims_legend) if page.captured else []
     source, labels = run_checks(pages, catalogue, dims, shown_pass(pages))  # the catalogue's checks, on the capture
-    for before, after in zip(pages, pages[1:]):
-        before.next, after.prev = after, before
     return pages, dims, source, labels
 
 

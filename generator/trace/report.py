@@ -28,8 +28,8 @@ from transformer_trace.tensor_data import (attention_group_of, attention_groups,
                                    write_tensor_data)
 from transformer_trace.trace.capture import Capture
 from transformer_trace.trace.checking import pass_places
-from transformer_trace.trace.pages import _tensor_of, build_pages, shown_pass
-from transformer_trace.trace.run import TraceReport, adopt_verdicts, id_labels, traced_run
+from transformer_trace.trace.pages import _tensor_of, read_capture, shown_pass
+from transformer_trace.trace.run import TraceReport, adopt_verdicts, id_labels, trace_overview, traced_run
 from transformer_trace.version import package_version  # the run stamp names the package version
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
@@ -45,7 +45,7 @@ def in_data_flow_order(failed: list[SnapshotPage]) -> list[SnapshotPage]:
 def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Capture, hit: int, command: str,
            timeout: float | None) -> dict[str, Any]:
     """Write the report into ``out`` (a staging folder); return its summary (counts, first failure)."""
-    pages, dims, source, labels = build_pages(catalogue, numbering, capture, hit)
+    pages, dims, source, labels = read_capture(catalogue, numbering, capture, hit)
     hit = shown_pass(pages)  # a --hit past the last pass shows the last one, and the checks and texts name it
     adopt_verdicts(pages)
     seeds = list(dict.fromkeys(capture.seeds))
@@ -88,13 +88,12 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     explorers, axis_words, axes, groups = explorer_data(catalogue, pages, source, run, dims)
     write_tensor_data(out, tensors | explorers, labels=axis_words, axes=axes, attention=groups,
                       extra={"report": name, "dims": dims})
-    trace = TraceReport(counts=counts, outcome=outcome, first_failure=failed[0] if failed else None,
-                        own=numbering == "none")
+    trace = TraceReport(counts=counts, outcome=outcome, first_failure=failed[0] if failed else None)
     not_drawn = draw_figures(catalogue, pages, run, labels, out) if source is not None else {}
     for page in pages:
         page.not_drawn = not_drawn.get(page.snap.number, [])
         trace.drawn.update({Path(f["file"]).stem: f["caption"] for f in page.figures})
-    write_pages(catalogue, run, pages, out, outcome=trace, title=escape_text(title))
+    write_pages(catalogue, run, pages, out, overview=trace_overview(catalogue, trace, dims), title=escape_text(title))
     identity = {"model": name, "title": title, "short_title": name, "order": 100}
     write_snapshots_json(out, snapshots_json(identity, catalogue, run, pages, extra_pages=[], traced=True,
                                              catalogue=numbering, outcome=outcome))

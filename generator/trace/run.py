@@ -3,27 +3,23 @@
 lacks,
 typed), so the pages, checks, figures and data read a trace as they read a bundled report.
 
-``TraceReport`` is what a script's run adds to its overview (the templates' ``outcome``): the counts, the first failure
-in pipeline order, the script's error or timeout, the figures drawn from the user's tensors.
+``TraceReport`` is what a script's run adds to its overview: the counts, the first failure in pipeline order, the
+script's error or timeout, the figures drawn from the user's tensors; ``trace_overview`` the overview's data from it.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from transformer_trace.pages import Alert, Column, Dimensions, Overview
 from transformer_trace.run import Lacks, ModelRun
 from transformer_trace.sources import Known, MissingTensor, TensorDict
+from transformer_trace.text import escape_text
 from transformer_trace.trace.checking import TensorLabel
 from transformer_trace.models.recording import Recorded, Recording
-
-
-@functools.cache
-def _traced(env: jinja2.Environment) -> jinja2.Environment:
-    return env.overlay(undefined=TraceUndefined, cache_size=400)
 
 
 def trace_inputs(catalogue: Any) -> Mapping[str, tuple[str, Any]]:
@@ -118,11 +114,33 @@ def adopt_verdicts(pages: list[Any]) -> None:
 
 @dataclass
 class TraceReport:
-    """What a script's run adds to its overview (the templates' ``outcome``): the counts, the first failure in pipeline
+    """What a script's run adds to its overview (its texts' ``outcome``): the counts, the first failure in pipeline
     order, the script's error or timeout, the figures drawn from the user's tensors."""
 
     counts: dict[str, int]
     outcome: dict[str, Any]  # error, timed_out, timeout, finished, warnings (snapshots.json's outcome)
     first_failure: Any  # the page that failed first in the order the script ran, or None
-    own: bool = False  # --report none: the script's own # trace: points
     drawn: dict[str, str] = field(default_factory=dict)  # figure id -> caption, drawn from the user's tensors
+
+
+TRACE_COLUMNS = (Column("#", "link"), Column("Title", "title"), Column("Your variable", "variable"),
+                 Column("Shape", "shape"), Column("Check", "check"))
+
+
+def trace_overview(report: Any, trace: TraceReport, dims: Mapping[str, int]) -> Overview:
+    """What a traced script's overview shows beyond its pages: what stopped the script, the hits not assigned, the
+    dimensions bound from the user's tensors, the overview figures drawn from them."""
+    outcome, alerts = trace.outcome, []
+    if outcome["error"]:
+        alerts.append(Alert("failure", "The script stopped with an error",
+                            (escape_text(outcome["error"]), "The pages show what was captured before it.")))
+    elif outcome["timed_out"]:
+        alerts.append(Alert("failure", f"Stopped after {outcome['timeout']} s (--timeout)",
+                            ("The pages show what was captured up to then.",)))
+    alerts += [Alert("warning", "Not assigned", (escape_text(warning),)) for warning in outcome["warnings"]]
+    dimensions = Dimensions("Named dimensions, bound from your tensors", "", "Your run",
+                            tuple((name, meaning, dims.get(name, "not bound"))
+                                  for name, meaning in report.dims_legend.items())) if report.dims_legend else None
+    return Overview(texts="_overview_trace.md.j2", columns=TRACE_COLUMNS, alerts=tuple(alerts), dimensions=dimensions,
+                    glance=tuple({"file": f"figures/{fid}.png", "caption": trace.drawn[fid]}
+                                 for fid in report.overview_figures if fid in trace.drawn), outcome=trace)

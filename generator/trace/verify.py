@@ -287,17 +287,14 @@ class TraceSpec:
     """What a report adds for tracing someone else's code (generator/reports/<report>/trace.py defines ``TRACE``).
 
     ``keyword`` and ``letter`` are how students mark its snapshots: ``# BREAKPOINT S13`` (keyword "BREAKPOINT", letter
-    "S") or ``# Snapshot #13`` (keyword "SNAPSHOT", letter "#"). ``passes``: the catalogue's placeholders that name one
-    pass of the layer loop, as (which pass: 1-based, negative from the last; the place in terms of the per-pass
-    placeholders), e.g. ``{"block_last": (-1, "{block}")}``: a trace fills them from the passes the script ran, not from
-    the bundled model's depth. The explorer's groups and axis labels are the report's own (its exploration, read
-    with the record points' declared shapes). What a trace verifies is the catalogue's checks, run on the captured
-    tensors.
+    "S") or ``# Snapshot #13`` (keyword "SNAPSHOT", letter "#"). The placeholders that name one pass of the layer loop
+    are the report's options' (``RunOptions.NAMED_PASSES``), filled from the passes the script ran. The explorer's
+    groups and axis labels are the report's own (its exploration, read with the record points' declared shapes). What a
+    trace verifies is the catalogue's checks, run on the captured tensors.
     """
 
     keyword: str
     letter: str
-    passes: dict[str, tuple[int, str]] = field(default_factory=dict)
     example_size: tuple[str, ...] = ()  # `build` flags that give the bundled report the size of examples/ (benchmarks)
 
     def marker(self, number: int, label: str) -> str:

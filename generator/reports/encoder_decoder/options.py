@@ -74,14 +74,15 @@ class EncoderDecoderOptions(RunOptions):
     def n_layers(self) -> int:
         return self.layers
 
-    def places(self) -> dict[str, str]:
-        layer = self.layer - 1
+    NAMED_PASSES = {"dec_last": (-1, "{dec}.output")}  # the decoder's output, read by the output projection
+
+    def layer_places(self, layer: int) -> dict[str, str]:
+        layer -= 1
         return {
             "enc": f"encoder.layers.{layer}",
             "dec": f"decoder.layers.{layer}",
             "enc_prev": "src_with_pos" if layer == 0 else f"encoder.layers.{layer - 1}.output",
             "dec_prev": "tgt_with_pos" if layer == 0 else f"decoder.layers.{layer - 1}.output",
-            "dec_last": f"decoder.layers.{self.layers - 1}.output",
         }
 
     def build_model(self) -> EncoderDecoderTransformer:

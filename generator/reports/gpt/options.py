@@ -69,12 +69,13 @@ class GPTOptions(RunOptions):
     def n_layers(self) -> int:
         return self.layers
 
-    def places(self) -> dict[str, str]:
-        layer = self.layer - 1
+    NAMED_PASSES = {"block_last": (-1, "{block}")}
+
+    def layer_places(self, layer: int) -> dict[str, str]:
+        layer -= 1
         return {
             "block": f"blocks.{layer}",
             "block_prev": "embed" if layer == 0 else f"blocks.{layer - 1}.output",
-            "block_last": f"blocks.{self.layers - 1}",
         }
 
     def build_model(self) -> GPT:

@@ -56,8 +56,8 @@ class ToyVitOptions(RunOptions):
     def n_layers(self) -> int:
         return self.config().n_layers
 
-    def places(self) -> dict[str, str]:
-        return {"block": f"blocks.{self.layer - 1}"}
+    def layer_places(self, layer: int) -> dict[str, str]:
+        return {"block": f"blocks.{layer - 1}"}
 
     def build_model(self) -> ToyVisionTransformer:
         return ToyVisionTransformer(self.config())

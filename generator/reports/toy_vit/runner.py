@@ -27,7 +27,7 @@ def _weights(opts: ToyVitOptions) -> tuple[ToyVisionTransformer, str]:
 def _pages(report: Report, comparison: dict[str, seed.Comparison]) -> dict[str, dict[str, str]]:
     """Seed entry -> the label and path (within the report) of the snapshot page that shows it, for the overview's
     links."""
-    from transformer_trace.render import page_path
+    from transformer_trace.pages import page_path
 
     by_tensor = {snap.main.template: snap for snap in report.snapshots}
     return {entry: {"label": report.label(by_tensor[c.step.page].number), "path": page_path(by_tensor[c.step.page])}

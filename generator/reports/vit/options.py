@@ -41,13 +41,13 @@ class VitOptions(RunOptions):
     def n_layers(self) -> int:
         return PRESETS[self.size].n_layers
 
-    def places(self) -> dict[str, str]:
-        block, last = self.layer - 1, self.n_layers() - 1
+    NAMED_PASSES = {"block2": (2, "{block}"), "block_last": (-1, "{block}")}
+
+    def layer_places(self, layer: int) -> dict[str, str]:
+        block = layer - 1
         return {
             "block": f"blocks.{block}",
             "block_prev": "tokens_pos" if block == 0 else f"blocks.{block - 1}.output",
-            "block2": f"blocks.{min(1, last)}",
-            "block_last": f"blocks.{last}",
         }
 
     def build_model(self) -> VisionTransformer:

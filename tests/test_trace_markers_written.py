@@ -1,5 +1,6 @@
-"""Markers as people write them: on a `def` line (the arguments at entry), on a `for` line (the loop variable each
-pass), a slice after the marker, a word after it that is a title; and a marker never reached says why."""
+"""Markers as people write them: after a docstring or right under a `def` line, on a `def` line (the arguments at
+entry), on a `for` line (the loop variable each pass), a slice after the marker, a word after it that is a title; a line
+shared by several snapshots told apart by the module that runs it; and a marker never reached says why."""
 
 from __future__ import annotations
 
@@ -30,6 +31,44 @@ def hits(script: Path) -> dict[str, list]:
     assert capture.finished, capture.error
     return {marker.text: [[(v.name, v.tensor.tolist() if v.tensor is not None else v.note) for v in hit.values]
                           for hit in found] for marker, found in capture.hits.items()}
+
+
+def test_a_marker_after_a_docstring_or_right_under_a_def_line_marks_the_first_statement_of_the_body(tmp_path):
+    script = write(tmp_path, "documented.py", """\
+        def first(x):
+            return [x]
+        def second(x):
+            \"\"\"Scale.
+
+            Twice.\"\"\"
+            # trace: after_docstring
+            doubled = [x, x]
+            return doubled
+        def third(x):
+            # trace: under_def
+            tripled = [x, x, x]
+            return tripled
+        def fourth(x):
+            \"\"\"Negate.\"\"\"  # trace: on_docstring
+            negated = [-x]
+            return negated
+        first(0), second(1), third(2), fourth(3)
+    """)
+    assert hits(script) == {"# trace: after_docstring": [[("doubled", [1, 1])]],
+                            "# trace: under_def": [[("tripled", [2, 2, 2])]],
+                            "# trace: on_docstring": [[("negated", [-3])]]}
+
+
+def test_a_numbered_marker_after_a_docstring_marks_the_assignment_after_it(tmp_path):
+    script = write(tmp_path, "scores.py", """\
+        def attention(q, k):
+            \"\"\"Scores of every query against every key.\"\"\"
+            # Snapshot #10
+            scores = q @ k
+            return scores
+    """)
+    [marker] = find_markers(script, numberings(REPORTS))
+    assert (marker.number, marker.names, marker.first) == (10, ("scores",), 4)
 
 
 def test_a_marker_on_a_def_line_reads_the_arguments_as_the_function_is_entered(tmp_path):

@@ -93,7 +93,8 @@ def _is_string(node: ast.stmt) -> bool:
 
 def _strings(tree: ast.AST) -> list[tuple[int, int]]:
     """The lines of each bare string statement (docstrings): a marker there marks the statement after it."""
-    return [(node.lineno, node.end_lineno) for node in ast.walk(tree) if isinstance(node, ast.stmt) and _is_string(node)]
+    return [(node.lineno, node.end_lineno) for node in ast.walk(tree)
+            if isinstance(node, ast.stmt) and _is_string(node)]
 
 
 def _target_names(target: ast.expr) -> list[str] | None:

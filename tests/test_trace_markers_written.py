@@ -240,3 +240,24 @@ def test_a_shared_line_whose_module_does_not_tell_its_use_says_so_and_assigns_no
 ])
 def test_a_shared_lines_hit_is_told_by_its_attention_modules_inputs_name_and_place(path, self_uses, use):
     assert hit_use(path, self_uses).use == use
+
+
+def test_a_gpt_with_a_sliced_mask_buffer_and_a_title_word_after_its_markers_is_captured_and_passes(tmp_path):
+    """minGPT (tests/trace_corpus) with the context-size `bias` buffer marked as the slice the line uses and a title
+    word after the scores' marker: the slice is the mask the page shows, the title is no error."""
+    entry = tmp_path / "entry"
+    shutil.copytree(CORPUS / "karpathy_minGPT", entry)
+    model = entry / "mingpt" / "model.py"
+    source = model.read_text(encoding="utf-8")
+    assert "# BREAKPOINT G12 self.bias\n" in source and "# BREAKPOINT G11\n" in source
+    model.write_text(source.replace("# BREAKPOINT G12 self.bias\n", "# BREAKPOINT G12 self.bias[:, :, :T, :T]\n")
+                     .replace("# BREAKPOINT G11\n", "# BREAKPOINT G11 Scores\n"), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["trace", str(entry / "trace_driver.py"), "--out", str(out), "--name", "t", "-q"]) == 0
+    data = json.loads((out / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["G12"]["shape"] == [1, 1, 6, 6] and by_label["G12"]["check"]["passed"] is True
+    assert by_label["G11"]["variable"] == "att" and by_label["G11"]["check"]["passed"] is True
+    [mask] = [v for v in data["outcome"]["recognised"]["variants"] if v["what"] == "Mask (G12)"]
+    assert mask["variant"].endswith("; the slice self.bias[:, :, :T, :T]")
+    assert data["outcome"]["first_failure"] is None

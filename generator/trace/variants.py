@@ -50,7 +50,8 @@ class Recognised:
 def recognised(pages: list[Any], capture: Any, dims: dict[str, int]) -> dict[str, list]:
     """The overview's "What was recognised": the variants (as JSON) and how each shared line's hits were assigned."""
     captured = [p for p in pages if p.captured]
-    found = [*_normalisation(captured), *_masks(captured), *_attention(captured, dims), *_fused_calls(capture, pages)]
+    found = [*_normalisation(captured), *_masks(captured), *_attention(captured, dims, capture),
+             *_fused_calls(capture, pages)]
     return {"variants": [r.json() for r in found], "told_apart": list(capture.told_apart)}
 
 
@@ -146,7 +147,7 @@ def _masks(pages: list[Any]) -> list[Recognised]:
     return found
 
 
-def _attention(pages: list[Any], dims: dict[str, int]) -> list[Recognised]:
+def _attention(pages: list[Any], dims: dict[str, int], capture: Any) -> list[Recognised]:
     found = []
     for page in pages:
         if not page.snap.tensors or not _path(page.snap.tensors[0]).endswith(".probs") or page.main.absent:
@@ -154,8 +155,11 @@ def _attention(pages: list[Any], dims: dict[str, int]) -> list[Recognised]:
         named, got = page.shape, page.main.shown.shape
         if "h" not in named or len(got) != len(named) - 1:
             continue
-        heads = dims.get("h")
-        if heads and heads > 1:
+        heads, module = dims.get("h"), _multihead_call(capture, page.snap.number)
+        if module:
+            variant = "averaged over the heads by nn.MultiheadAttention (average_attn_weights=True, its default)"
+            why = f"{page.label}'s shape {tuple(got)} has no heads axis, and {module}"
+        elif heads and heads > 1:
             variant = f"averaged over the {heads} heads (no heads axis), as nn.MultiheadAttention returns them"
             why = f"{page.label}'s shape {tuple(got)} has no heads axis while h = {heads} is bound from your tensors"
         else:
@@ -163,6 +167,22 @@ def _attention(pages: list[Any], dims: dict[str, int]) -> list[Recognised]:
             why = f"{page.label}'s shape {tuple(got)} has no heads axis, and no captured tensor binds h"
         found.append(Recognised(f"{ATTENTION} ({page.label})", variant, why + "; the checks read it as one head"))
     return found
+
+
+def _multihead_call(capture: Any, number: int) -> str:
+    """How the line marked with ``number`` gets its weights from an nn.MultiheadAttention, read from the source: it
+    calls ``self.name(...)`` and its file assigns ``self.name = nn.MultiheadAttention(...)``; "" when it does not."""
+    for marker in capture.markers:
+        if number not in (marker.number, *marker.alternatives):
+            continue
+        text = capture.sources.get(marker.file, "")
+        statement = "\n".join(text.splitlines()[marker.first - 1:marker.last])
+        for name in re.findall(r"self\.(\w+)\s*\(", statement):
+            assigned = re.search(rf"self\.{name}\s*=\s*(?:torch\.)?(?:nn\.)?MultiheadAttention\(", text)
+            if assigned and not re.search(r"average_attn_weights\s*=\s*False", statement):
+                return (f"the marked line {Path(marker.file).name}:{marker.first} gets it from self.{name}, which "
+                        f"line {text.count(chr(10), 0, assigned.start()) + 1} makes an nn.MultiheadAttention")
+    return ""
 
 
 def _fused_calls(capture: Any, pages: list[Any]) -> list[Recognised]:

@@ -1,9 +1,11 @@
-"""Markers as people write them: on a `def` line (the arguments at entry), on a `for` line (the loop variable each
-pass), a slice after the marker, a word after it that is a title; and a marker never reached says why."""
+"""Markers as people write them: after a docstring or right under a `def` line, on a `def` line (the arguments at
+entry), on a `for` line (the loop variable each pass), a slice after the marker, a word after it that is a title; a line
+shared by several snapshots told apart by the module that runs it; and a marker never reached says why."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from transformer_trace.reports import REPORTS
 from transformer_trace.trace import numberings
 from transformer_trace.trace.capture import run_script, user_files
 from transformer_trace.trace.markers import find_markers, scan
+from transformer_trace.trace.shared_lines import CROSS, DECODER_SELF, ENCODER_SELF, hit_use
 
 
 def write(folder: Path, name: str, source: str) -> Path:
@@ -30,6 +33,44 @@ def hits(script: Path) -> dict[str, list]:
     assert capture.finished, capture.error
     return {marker.text: [[(v.name, v.tensor.tolist() if v.tensor is not None else v.note) for v in hit.values]
                           for hit in found] for marker, found in capture.hits.items()}
+
+
+def test_a_marker_after_a_docstring_or_right_under_a_def_line_marks_the_first_statement_of_the_body(tmp_path):
+    script = write(tmp_path, "documented.py", """\
+        def first(x):
+            return [x]
+        def second(x):
+            \"\"\"Scale.
+
+            Twice.\"\"\"
+            # trace: after_docstring
+            doubled = [x, x]
+            return doubled
+        def third(x):
+            # trace: under_def
+            tripled = [x, x, x]
+            return tripled
+        def fourth(x):
+            \"\"\"Negate.\"\"\"  # trace: on_docstring
+            negated = [-x]
+            return negated
+        first(0), second(1), third(2), fourth(3)
+    """)
+    assert hits(script) == {"# trace: after_docstring": [[("doubled", [1, 1])]],
+                            "# trace: under_def": [[("tripled", [2, 2, 2])]],
+                            "# trace: on_docstring": [[("negated", [-3])]]}
+
+
+def test_a_numbered_marker_after_a_docstring_marks_the_assignment_after_it(tmp_path):
+    script = write(tmp_path, "scores.py", """\
+        def attention(q, k):
+            \"\"\"Scores of every query against every key.\"\"\"
+            # Snapshot #10
+            scores = q @ k
+            return scores
+    """)
+    [marker] = find_markers(script, numberings(REPORTS))
+    assert (marker.number, marker.names, marker.first) == (10, ("scores",), 4)
 
 
 def test_a_marker_on_a_def_line_reads_the_arguments_as_the_function_is_entered(tmp_path):
@@ -107,3 +148,116 @@ def test_a_marker_never_reached_says_why_on_the_overview(tmp_path):
     assert any("'# trace: helper_z' was never reached: helper.py was never imported" in w for w in warnings)
     overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
     assert escape_text("never_called() was never called") in overview
+
+
+# ----------------------------------------------------------------------------- one attention function, three uses
+
+CORPUS = Path(__file__).resolve().parent / "trace_corpus"
+
+
+def test_one_attention_function_with_one_call_site_gives_each_use_its_snapshot_by_the_module_running_it(tmp_path):
+    """SamLynnEvans' Transformer (tests/trace_corpus): `attention()` is called from one line of MultiHeadAttention's
+    forward for the encoder's `attn`, the decoder's `attn_1` and its `attn_2`; marked "#10 or #24 or #33", its hits are
+    told apart by the module running them (its key input, and whether it sits in the encoder or the decoder)."""
+    entry = tmp_path / "entry"
+    shutil.copytree(CORPUS / "SamLynnEvans_Transformer", entry)
+    sublayers = entry / "Sublayers.py"
+    source = sublayers.read_text(encoding="utf-8")
+    assert source.count("# Snapshot #10\n") == 1 and source.count("# Snapshot #11\n") == 1
+    sublayers.write_text(source.replace("# Snapshot #10\n", "# Snapshot #10 or #24 or #33\n")
+                         .replace("# Snapshot #11\n", "# Snapshot #11 or #26 or #34\n"), encoding="utf-8")
+    for hit in ("1", "2"):
+        out = tmp_path / f"out{hit}"
+        assert main(["trace", str(entry / "trace_driver.py"), "--out", str(out), "--name", "t", "-q",
+                     "--hit", hit]) == 0
+        data = json.loads((out / "t" / "snapshots.json").read_text(encoding="utf-8"))
+        by_label = {s["label"]: s for s in data["snapshots"]}
+        # (B, h, queries, keys): the source has 7 positions, the target 6
+        for scores, probabilities, shape in [("#10", "#11", [2, 4, 7, 7]), ("#24", "#26", [2, 4, 6, 6]),
+                                             ("#33", "#34", [2, 4, 6, 7])]:
+            assert by_label[scores]["shape"] == by_label[probabilities]["shape"] == shape
+        assert all(by_label[label]["check"]["passed"] for label in ("#10", "#24", "#33", "#11", "#26", "#34"))
+        assert data["outcome"]["first_failure"] is None
+    [told] = [t for t in data["outcome"]["recognised"]["told_apart"] if "#10 or #24 or #33" in t]
+    assert "#10 takes the encoder self-attention (encoder.layers.0.attn (MultiHeadAttention), encoder.layers.1.attn " \
+           "(MultiHeadAttention): its key input is its query input, and it is in the encoder)" in told
+    assert "#24 takes the decoder self-attention (decoder.layers.0.attn_1 (MultiHeadAttention)" in told
+    assert "#33 takes the cross-attention (decoder.layers.0.attn_2 (MultiHeadAttention), decoder.layers.1.attn_2 " \
+           "(MultiHeadAttention): its key input differs from its query input)" in told
+    overview = (out / "t" / "index.md").read_text(encoding="utf-8")
+    assert escape_text(told) in overview
+
+
+def test_a_shared_line_whose_module_does_not_tell_its_use_says_so_and_assigns_nothing(tmp_path):
+    script = write(tmp_path, "untold.py", """\
+        import torch
+        class Attention(torch.nn.Module):
+            def forward(self, x):
+                scores = x @ x.transpose(-2, -1)  # Snapshot #10 or #24
+                return scores
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = torch.nn.ModuleList([Attention(), Attention()])
+            def forward(self, x):
+                for block in self.blocks:
+                    x = block(x) @ x
+                return x
+        Model()(torch.ones(1, 3, 4))
+    """)
+    assert main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"]) == 0
+    data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    assert not any(s["captured"] for s in data["snapshots"])
+    [warning] = data["outcome"]["warnings"]
+    assert "does not tell which use each hit is (blocks.0 (Attention): it was called with one input, but the modules " \
+           "around it name neither an encoder nor a decoder)" in warning
+
+
+@pytest.mark.parametrize("path, self_uses, use", [
+    # the annotated Transformer: self_attn in both stacks, src_attn the decoder's cross-attention
+    ([["", "EncoderDecoder", None], ["encoder", "Encoder", None], ["layers", "ModuleList", None],
+      ["0", "EncoderLayer", None], ["self_attn", "MultiHeadedAttention", "same"]], 2, ENCODER_SELF),
+    ([["", "EncoderDecoder", None], ["decoder", "Decoder", None], ["layers", "ModuleList", None],
+      ["0", "DecoderLayer", None], ["self_attn", "MultiHeadedAttention", "same"]], 2, DECODER_SELF),
+    ([["", "EncoderDecoder", None], ["decoder", "Decoder", None], ["layers", "ModuleList", None],
+      ["0", "DecoderLayer", None], ["src_attn", "MultiHeadedAttention", "differ"]], 2, CROSS),
+    # jadore801120: the attention function in a ScaledDotProductAttention inside slf_attn / enc_attn; forward called
+    # directly (arguments unknown): the names decide, and enc_attn inside the decoder is its cross-attention
+    ([["", "Transformer", None], ["decoder", "Decoder", None], ["layer_stack", "ModuleList", None],
+      ["0", "DecoderLayer", None], ["enc_attn", "MultiHeadAttention", None],
+      ["attention", "ScaledDotProductAttention", None]], 2, CROSS),
+    ([["", "Transformer", None], ["encoder", "Encoder", None], ["layer_stack", "ModuleList", None],
+      ["0", "EncoderLayer", None], ["slf_attn", "MultiHeadAttention", None]], 2, ENCODER_SELF),
+    # torch.nn.Transformer: the decoder layer's cross-attention is multihead_attn, told by its inputs
+    ([["", "Transformer", None], ["decoder", "TransformerDecoder", None], ["layers", "ModuleList", None],
+      ["0", "TransformerDecoderLayer", None], ["multihead_attn", "MultiheadAttention", "differ"]], 2, CROSS),
+    # a decoder layer driven on its own, with one self-attention among the line's snapshots
+    ([["", "Block", None], ["mha", "MHA", "one"]], 1, "self"),
+    # not told: a name and the inputs at odds; a self-attention in neither stack when two are possible
+    ([["", "DecoderLayer", None], ["cross_attn", "MHA", "same"]], 2, None),
+    ([["", "Model", None], ["blocks", "ModuleList", None], ["0", "Attention", "one"]], 2, None),
+    (None, 2, None),
+])
+def test_a_shared_lines_hit_is_told_by_its_attention_modules_inputs_name_and_place(path, self_uses, use):
+    assert hit_use(path, self_uses).use == use
+
+
+def test_a_gpt_with_a_sliced_mask_buffer_and_a_title_word_after_its_markers_is_captured_and_passes(tmp_path):
+    """minGPT (tests/trace_corpus) with the context-size `bias` buffer marked as the slice the line uses and a title
+    word after the scores' marker: the slice is the mask the page shows, the title is no error."""
+    entry = tmp_path / "entry"
+    shutil.copytree(CORPUS / "karpathy_minGPT", entry)
+    model = entry / "mingpt" / "model.py"
+    source = model.read_text(encoding="utf-8")
+    assert "# BREAKPOINT G12 self.bias\n" in source and "# BREAKPOINT G11\n" in source
+    model.write_text(source.replace("# BREAKPOINT G12 self.bias\n", "# BREAKPOINT G12 self.bias[:, :, :T, :T]\n")
+                     .replace("# BREAKPOINT G11\n", "# BREAKPOINT G11 Scores\n"), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["trace", str(entry / "trace_driver.py"), "--out", str(out), "--name", "t", "-q"]) == 0
+    data = json.loads((out / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert by_label["G12"]["shape"] == [1, 1, 6, 6] and by_label["G12"]["check"]["passed"] is True
+    assert by_label["G11"]["variable"] == "att" and by_label["G11"]["check"]["passed"] is True
+    [mask] = [v for v in data["outcome"]["recognised"]["variants"] if v["what"] == "Mask (G12)"]
+    assert mask["variant"].endswith("; the slice self.bias[:, :, :T, :T]")
+    assert data["outcome"]["first_failure"] is None

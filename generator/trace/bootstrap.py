@@ -227,6 +227,8 @@ class Tracer:
             for line in range(marker["first"], marker["last"] + 1):
                 self.by_file.setdefault(marker["file"], {}).setdefault(line, []).append((index, marker))
         self.codes = {}  # code object -> its marked lines, or None
+        self.module_names = {}  # id of an outermost running nn.Module -> (it, {id of a submodule: its name})
+        self.module_reader = None  # running_module.py's reader, loaded at the first hit of a shared line
         self.user_files = {spec["script"], *self.by_file, *(file for file, _ in self.entries)}
         self.pid = os.getpid()
 
@@ -314,7 +316,10 @@ class Tracer:
                     if "[" in name:  # a slice: filed under its variable's name (data file names), said in its note
                         value["name"], value["note"] = name.split("[", 1)[0], value["note"] or f"the slice {name}"
                 self.results.order += 1
-                self.results.event({"hit": index, "order": self.results.order, "site": site, "values": values})
+                event = {"hit": index, "order": self.results.order, "site": site, "values": values}
+                if site is not None:  # a shared line: which module runs it tells its uses apart
+                    event["module"] = self._running_module(frame)
+                self.results.event(event)
 
     def _value(self, name, value):
         try:
@@ -330,6 +335,19 @@ class Tracer:
                                          f"there is no variable {name!r} once line {marker['first']} has run"})
         _flush_streams()
         _REAL_EXIT(3)
+
+    def _running_module(self, frame):
+        """The nn.Module running a shared line's hit (running_module.py, loaded by path: nothing of the package is
+        imported here)."""
+        if self.module_reader is None:
+            from importlib.util import module_from_spec, spec_from_file_location
+
+            here = os.path.dirname(os.path.abspath(__file__))
+            spec = spec_from_file_location("_transformer_trace_running_module", os.path.join(here, "running_module.py"))
+            reader = module_from_spec(spec)
+            spec.loader.exec_module(reader)
+            self.module_reader = reader.running_module
+        return self.module_reader(frame, self.module_names)
 
     def _call_site(self, frame):
         """The line of the user's files that called this frame (through library frames such as nn.Module.__call__)."""

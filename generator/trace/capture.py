@@ -44,6 +44,8 @@ class Hit:
     order: int  # global capture order: the pipeline order of the run
     values: list[Value]
     site: tuple[str, int] | None = None  # for a line shared by several snapshots: the user's line that called it
+    # and the nn.Modules running it, outermost first: [[attribute, class name, inputs], ...] (running_module.py)
+    module: list | None = None
 
 
 @dataclass
@@ -59,6 +61,7 @@ class Capture:
     sha256: str = ""
     kept_bytes: int = 0
     warnings: list[str] = field(default_factory=list)  # what the report could not use, said on the overview
+    told_apart: list[str] = field(default_factory=list)  # how a shared line's hits were assigned (pages.by_caller)
     sources: dict[str, str] = field(default_factory=dict)  # each marked file as it was when the run began
 
     @property
@@ -199,7 +202,8 @@ def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
             tensors = value.tensor.values() if value.kind == "dict" else [value.tensor]
             capture.kept_bytes += sum(t.numel() * t.element_size() for t in tensors)
         site = tuple(event["site"]) if event.get("site") else None
-        capture.hits.setdefault(capture.markers[event["hit"]], []).append(Hit(event["order"], values, site))
+        hit = Hit(event["order"], values, site, event.get("module"))
+        capture.hits.setdefault(capture.markers[event["hit"]], []).append(hit)
     return entered
 
 

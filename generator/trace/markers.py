@@ -80,9 +80,21 @@ def _comments(source: str) -> list[tuple[int, str, bool]]:
 
 
 def _simple_statements(tree: ast.AST) -> list[ast.stmt]:
+    """The statements a marker can mark: not compound ones, and not a bare string (a docstring holds no value)."""
     compound = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While, ast.If,
                 ast.With, ast.AsyncWith, ast.Try, ast.Match)
-    return [node for node in ast.walk(tree) if isinstance(node, ast.stmt) and not isinstance(node, compound)]
+    return [node for node in ast.walk(tree) if isinstance(node, ast.stmt) and not isinstance(node, compound)
+            and not _is_string(node)]
+
+
+def _is_string(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _strings(tree: ast.AST) -> list[tuple[int, int]]:
+    """The lines of each bare string statement (docstrings): a marker there marks the statement after it."""
+    return [(node.lineno, node.end_lineno) for node in ast.walk(tree)
+            if isinstance(node, ast.stmt) and _is_string(node)]
 
 
 def _target_names(target: ast.expr) -> list[str] | None:
@@ -152,14 +164,25 @@ def _statement_for_comment_line(statements: list[ast.stmt], lines: list[str], li
             i += step
         return None
 
+    around = [s for s in statements if s.lineno < line < s.end_lineno]  # a comment line inside a bracketed statement
+    if around:
+        return min(around, key=lambda s: s.end_lineno - s.lineno)
     above = [s for s in statements if s.end_lineno < line]
     nearest_above = max(above, key=lambda s: (s.end_lineno, -s.lineno), default=None)
-    below_line = adjacent(+1)
-    if adjacent(-1) is None and below_line is not None:
+    above_line, below_line = adjacent(-1), adjacent(+1)
+    if above_line is None and below_line is not None:
         below = [s for s in statements if s.lineno == below_line]
         if below:
             return min(below, key=lambda s: s.end_lineno - s.lineno)
+    if above_line is not None and (nearest_above is None or nearest_above.end_lineno != above_line):
+        # right under a `def`/`for`/`if` line, a docstring or a decorator: the marker heads the block's first statement
+        return _first_after(statements, line)
     return nearest_above
+
+
+def _first_after(statements: list[ast.stmt], line: int) -> ast.stmt | None:
+    after = [s for s in statements if s.lineno > line]
+    return min(after, key=lambda s: (s.lineno, s.end_lineno - s.lineno), default=None)
 
 
 def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[Marker]:
@@ -168,7 +191,7 @@ def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[
 (transformer_trace.trace.numberings)."""
     source, tree = parse_script(path)
     statements = _simple_statements(tree)
-    headers = _headers(tree)
+    headers, strings = _headers(tree), _strings(tree)
     markers = []
     for line, comment, alone in _comments(source):
         found = _parse_comment(comment, numberings)
@@ -176,6 +199,8 @@ def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[
             continue
         if alone:
             statement = _statement_for_comment_line(statements, source.splitlines(), line)
+        elif docstring := next((s for s in strings if s[0] <= line <= s[1]), None):
+            statement = _first_after(statements, docstring[1])  # '"""Doc."""  # S05': the statement after it
         else:
             spanning = [s for s in statements if s.lineno <= line <= s.end_lineno]
             statement = min(spanning, key=lambda s: s.end_lineno - s.lineno, default=None)

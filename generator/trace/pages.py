@@ -113,26 +113,51 @@ def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
     return value.tensor, value.note  # what it was converted from (a NumPy array, a sparse tensor), if anything
 
 
-def by_caller(marker: Marker, hits: list[Hit], warnings: list[str]) -> list[tuple[Marker, list[Hit]]]:
-    """A line shared by several snapshots ("#7 or #21 or #30"): its hits split by the user's line that called it, the
-    callers in the order they first called, one snapshot each. Callers beyond the listed snapshots are left out (the
-    seed's "#12 or #27" names the encoder's and the masked attention's heads, not the cross-attention's); with fewer
-    callers than snapshots none is assigned. The overview says which."""
+def by_caller(marker: Marker, hits: list[Hit], capture: Capture, catalogue: Any) -> list[tuple[Marker, list[Hit]]]:
+    """A line shared by several snapshots ("#10 or #24 or #33"): its hits split by the use the nn.Module running each
+    tells (shared_lines.py: encoder or decoder self-attention, or cross-attention), and said on the overview. Where a
+    hit's use is not told: by the user's line that called it, the callers in the order they first called, one snapshot
+    each, when there are as many; callers beyond the listed snapshots are left out (the seed's "#12 or #27" names the
+    encoder's and the masked attention's heads, not the cross-attention's); with fewer callers than snapshots none is
+    assigned, and the overview says why."""
     from dataclasses import replace
 
+    from transformer_trace.trace.shared_lines import by_module, described, snapshot_use
+
+    where = f"{Path(marker.file).name}:{marker.line}: {marker.text!r}"
+    snaps = {snap.number: snap for snap in catalogue.snapshots}
+    found = by_module({n: snapshot_use(snaps[n]) if n in snaps else None for n in marker.alternatives}, hits)
+    if not found.untold:
+        taken = [f"{catalogue.label(n)} takes the {'self-attention' if group[0][1].use == 'self' else group[0][1].use} "
+                 f"({described([told for _, told in group])})" for n, group in found.groups.items()]
+        if taken:
+            capture.told_apart.append(f"{where}, by the module running it: {'; '.join(taken)}")
+        if found.outside:
+            lines = sorted({f"{Path(hit.site[0]).name}:{hit.site[1]}" for hit, _ in found.outside if hit.site})
+            capture.warnings.append(f"{where} also ran as the {found.outside[0][1].use} "
+                                    f"({described([told for _, told in found.outside])}; called at "
+                                    f"{', '.join(lines)}): those hits belong to none of its "
+                                    f"{len(marker.alternatives)} snapshots and are not shown")
+        return [(replace(marker, number=n, alternatives=()), [hit for hit, _ in found.groups[n]])
+                for n in marker.alternatives if n in found.groups]
     sites: dict[Any, list[Hit]] = {}
     for hit in hits:
         sites.setdefault(hit.site, []).append(hit)
-    where = f"{Path(marker.file).name}:{marker.line}: {marker.text!r}"
+    untold = found.untold[0][1]
+    why = f" ({untold.module + ': ' if untold.module else ''}{untold.evidence})"
     if len(sites) < len(marker.alternatives):
-        warnings.append(f"{where} was called from {len(sites)} line{'s' if len(sites) != 1 else ''} of your code for "
-                        f"{len(marker.alternatives)} snapshots, so its hits were not assigned; "
-                        "mark each caller's line instead")
+        capture.warnings.append(f"{where} was called from {len(sites)} line{'s' if len(sites) != 1 else ''} of your "
+                                f"code for {len(marker.alternatives)} snapshots, and the module running it does not "
+                                f"tell which use each hit is{why}, so its hits were not assigned; mark each caller's "
+                                "line instead")
         return []
     if len(sites) > len(marker.alternatives):
         extra = [f"{Path(site[0]).name}:{site[1]}" for site in list(sites)[len(marker.alternatives):] if site]
-        warnings.append(f"{where} was also called from {', '.join(extra)}: those hits belong to none of its "
-                        f"{len(marker.alternatives)} snapshots and are not shown")
+        capture.warnings.append(f"{where} was also called from {', '.join(extra)}: those hits belong to none of its "
+                                f"{len(marker.alternatives)} snapshots and are not shown")
+    if hits[0].module is not None:  # modules ran it but did not tell: say that the callers' lines did
+        capture.told_apart.append(f"{where}: told apart by the lines that called it, in the order they first called, "
+                                  f"as the module running it does not tell{why}")
     return [(replace(marker, number=number, alternatives=()), group)
             for number, group in zip(marker.alternatives, sites.values())]
 
@@ -191,7 +216,7 @@ def marked_snapshots(capture: Capture, numbering: str) -> dict[int, list[tuple[M
         if marker in capture.hits and numbering == "none" and marker.point:
             by_number.setdefault(points[marker.point], []).append((marker, capture.hits[marker]))
         elif marker in capture.hits and marker.numbering == numbering and marker.alternatives:
-            for alternative, hits in by_caller(marker, capture.hits[marker], capture.warnings):
+            for alternative, hits in by_caller(marker, capture.hits[marker], capture, catalogue):
                 by_number.setdefault(alternative.number, []).append((alternative, hits))
         elif marker in capture.hits and marker.numbering == numbering:
             by_number.setdefault(marker.number, []).append((marker, capture.hits[marker]))

@@ -30,6 +30,7 @@ from transformer_trace.trace.capture import Capture
 from transformer_trace.trace.checking import pass_places
 from transformer_trace.trace.pages import _tensor_of, read_capture, shown_pass
 from transformer_trace.trace.run import TraceReport, adopt_verdicts, id_labels, trace_overview, traced_run
+from transformer_trace.trace.variants import recognised  # what the overview says was recognised
 from transformer_trace.version import package_version  # the run stamp names the package version
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
@@ -62,7 +63,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     counts = {"captured": len(captured), "total": len(pages), "passed": sum(p.check.status == PASSED for p in pages),
               "failed": len(failed), "unchecked": sum(not p.check.checkable for p in captured)}
     outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished,
-               "warnings": capture.warnings,
+               "warnings": capture.warnings, "recognised": recognised(pages, capture, dims),
                "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None,
                "counts": counts}
     title = f"Trace of {capture.script.name}"

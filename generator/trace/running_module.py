@@ -1,0 +1,65 @@
+"""Which nn.Module runs a line shared by several uses (one attention function for the encoder's self-attention, the
+decoder's masked self-attention and the cross-attention): read in the traced script's interpreter at each hit of such a
+line only (bootstrap.py loads this file by its path, at the first such hit). Standard library only; torch is the
+script's own, already imported."""
+
+import sys
+
+_CALL_FRAMES = ("_call_impl", "_wrapped_call_impl")  # nn.Module.__call__'s frames: they hold the inputs as passed
+
+
+def running_module(frame, names_cache):
+    """For a hit of a line shared by several uses (one attention function for the encoder, the masked and the
+    cross-attention): the nn.Modules whose methods are running, as the innermost one's place in the outermost one,
+    from the outermost down: [[attribute, class name, inputs], ...]. ``inputs`` is what the module was called with:
+    "one" (a single input of the query's shape), "same" (the key input is the query input, or equal to it), "differ"
+    (it is not: cross-attention), or null where the call's arguments are not known. None when no module runs."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    running, calls = [], {}  # modules innermost first; id -> the arguments its __call__ got
+    while frame is not None:
+        code = frame.f_code
+        owner = frame.f_locals.get("self") if code.co_argcount and code.co_varnames[0] == "self" else None
+        if isinstance(owner, torch.nn.Module):
+            if not running or running[-1] is not owner:
+                running.append(owner)
+            if code.co_name in _CALL_FRAMES:
+                calls[id(owner)] = (*frame.f_locals.get("args", ()), *frame.f_locals.get("kwargs", {}).values())
+        frame = frame.f_back
+    if not running:
+        return None
+    outer, inner = running[-1], running[0]
+    cached = names_cache.get(id(outer))
+    if cached is None or id(inner) not in cached[1]:  # a module added after the first look: named again
+        cached = names_cache[id(outer)] = (outer, {id(m): name for name, m in outer.named_modules()})
+    name = cached[1].get(id(inner))
+    chain = [outer] if name is None else [outer, *_along(outer, name)]
+    if name is None and inner is not outer:  # not registered in the outermost (a plain list): the running ones
+        chain = running[::-1]
+    attributes = [""] + (name.split(".") if name else [""] * (len(chain) - 1))
+    return [[attribute, type(module).__name__, _inputs(calls.get(id(module)), torch)]
+            for attribute, module in zip(attributes, chain)]
+
+
+def _along(outer, name):
+    """The modules on the way from ``outer`` to its submodule ``name`` ("decoder.layers.0.src_attn"), that one last."""
+    module, found = outer, []
+    for part in name.split("."):
+        module = module._modules[part]
+        found.append(module)
+    return found
+
+
+def _inputs(arguments, torch):
+    """"one", "same" or "differ": whether a module was called with a key input other than its query input (the first
+    argument); the key is the next floating tensor of the query's rank and feature size (a mask is not)."""
+    if not arguments or not isinstance(arguments[0], torch.Tensor):
+        return None
+    query = arguments[0]
+    for other in arguments[1:]:
+        if (isinstance(other, torch.Tensor) and other.is_floating_point() and other.dim() == query.dim()
+                and other.shape[-1:] == query.shape[-1:]):
+            same = other is query or (other.shape == query.shape and bool(torch.equal(other, query)))
+            return "same" if same else "differ"
+    return "one"

@@ -1,0 +1,126 @@
+"""Which use a hit of a line shared by several snapshots is ("# Snapshot #10 or #24 or #33": one attention function
+for the encoder's self-attention, the decoder's masked self-attention and the cross-attention), told from the
+nn.Modules running it (read at each such hit by running_module.py in the script's interpreter). The rule:
+
+1. The attention module is the outermost module on the running path whose attribute or class name says attention
+   (attn, attention, mha, multihead, msa), else the innermost one.
+2. Self or cross: the inputs it was called with decide. A key input other than its query input (another tensor of
+   the query's rank and feature size, not equal to it) is cross-attention; the same (or an equal) input, or a single
+   input, is self-attention. Where the arguments are unknown (a `forward` called directly), its attribute name
+   decides: self, slf, masked, causal -> self-attention; cross, src, enc, context, memory -> cross-attention. When
+   inputs and name disagree, the hit is not told.
+3. Encoder or decoder: the modules above the attention module, outermost first, by attribute and class name
+   (enc..., Encoder... / dec..., Decoder...; a name with both, such as EncoderDecoder, says nothing). When they name
+   both, or neither and the line's snapshots have more than one self-attention use, the hit is not told.
+   Cross-attention is the decoder's.
+
+A hit that is not told is not guessed: the overview says why (pages.by_caller then falls back to the callers' lines,
+when there are as many as snapshots, and says that too)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+ENCODER_SELF, DECODER_SELF, CROSS = "encoder self-attention", "decoder self-attention", "cross-attention"
+
+_ATTENTION = re.compile(r"attn|attention|mha|multihead|msa", re.I)
+_SELF_NAME = re.compile(r"self|slf|masked|causal", re.I)
+_CROSS_NAME = re.compile(r"cross|src|enc|context|memory", re.I)
+_ENCODER, _DECODER = re.compile(r"enc", re.I), re.compile(r"dec", re.I)
+
+
+def snapshot_use(snap: Any) -> str | None:
+    """The use a catalogue snapshot belongs to: cross-attention when its tensors are the cross-attention's, else its
+    stage's (encoder or decoder) self-attention; None in a catalogue without encoder and decoder stages."""
+    names = " ".join(str(getattr(ref, "template", ref)) for ref in getattr(snap, "tensors", ()))
+    if "cross" in names:
+        return CROSS
+    return {"encoder": ENCODER_SELF, "decoder": DECODER_SELF}.get(getattr(snap, "stage", ""))
+
+
+@dataclass(frozen=True)
+class Told:
+    """One hit's use (None: not told), the module that ran it, and what decided."""
+
+    use: str | None
+    module: str  # "decoder.layers.0.src_attn (MultiHeadedAttention)"
+    evidence: str
+
+
+def hit_use(path: list | None, self_uses: int) -> Told:
+    """The use of a hit from its running modules ``path`` ([[attribute, class, inputs], ...], outermost first);
+    ``self_uses``: how many self-attention uses the line's snapshots have."""
+    if not path:
+        return Told(None, "", "no nn.Module was running it")
+    named = [i for i, (attribute, cls, _) in enumerate(path) if _ATTENTION.search(attribute) or _ATTENTION.search(cls)]
+    at = named[0] if named else len(path) - 1
+    attribute, cls, inputs = path[at]
+    where = ".".join(a for a, _, _ in path[1:at + 1]) or f"the outermost module {cls}"
+    module = f"{where} ({cls})" if path[1:at + 1] else where
+    by_inputs = {"differ": CROSS, "same": "self", "one": "self"}.get(inputs)
+    by_name = "self" if _SELF_NAME.search(attribute) else CROSS if _CROSS_NAME.search(attribute) else None
+    said = {"differ": "its key input differs from its query input", "same": "its key input is its query input",
+            "one": "it was called with one input"}.get(inputs, "")
+    if by_inputs and by_name and by_inputs != by_name:
+        return Told(None, module, f"{said}, but its name `{attribute}` says "
+                                  f"{'self' if by_name == 'self' else 'cross'}-attention")
+    kind = by_inputs or by_name
+    because = said or (f"its name `{attribute}`" if by_name else "")
+    if kind is None:
+        return Told(None, module, "neither its inputs nor its name say self- or cross-attention")
+    if kind == CROSS:
+        return Told(CROSS, module, because)
+    sides = {side for a, c, _ in path[:at] for side in [_side(a), _side(c)] if side}
+    if len(sides) == 1:
+        side = sides.pop()
+        return Told(ENCODER_SELF if side == "encoder" else DECODER_SELF, module, f"{because}, and it is in the {side}")
+    if not sides and self_uses == 1:
+        return Told("self", module, f"{because}, and the line's snapshots have one self-attention")
+    return Told(None, module, f"{because}, but the modules around it name " +
+                ("both the encoder and the decoder" if sides else "neither an encoder nor a decoder"))
+
+
+def _side(name: str) -> str | None:
+    encoder, decoder = bool(_ENCODER.search(name)), bool(_DECODER.search(name))
+    return "encoder" if encoder and not decoder else "decoder" if decoder and not encoder else None
+
+
+@dataclass
+class ByModule:
+    """A shared line's hits by the use their modules tell: ``groups`` (snapshot number -> its hits, in order, with
+    what told each), ``outside`` (hits of a use none of the line's snapshots has), ``untold`` (hits not told)."""
+
+    groups: dict[int, list[tuple[Any, Told]]] = field(default_factory=dict)
+    outside: list[tuple[Any, Told]] = field(default_factory=list)
+    untold: list[tuple[Any, Told]] = field(default_factory=list)
+
+
+def by_module(uses: dict[int, str | None], hits: list) -> ByModule:
+    """The hits of a shared line grouped by snapshot number (``uses``: number -> its use, snapshot_use) from the
+    modules that ran them."""
+    found = ByModule()
+    if not uses or None in uses.values():  # a catalogue whose snapshots are not encoder / decoder / cross uses
+        found.untold = [(hit, Told(None, "", "the report's snapshots are not told by use")) for hit in hits]
+        return found
+    self_numbers = [n for n, use in uses.items() if use != CROSS]
+    for hit in hits:
+        told = hit_use(hit.module, len(self_numbers))
+        if told.use is None:
+            found.untold.append((hit, told))
+            continue
+        number = self_numbers[0] if told.use == "self" else next((n for n, u in uses.items() if u == told.use), None)
+        if number is None:
+            found.outside.append((hit, told))
+        else:
+            found.groups.setdefault(number, []).append((hit, told))
+    return found
+
+
+def described(told: list[Told]) -> str:
+    """"encoder.layers.0.attn (MultiHeadAttention), encoder.layers.1.attn (...): it was called with one input; it is
+    in the encoder": the modules (three at most) and what decided the first."""
+    modules = list(dict.fromkeys(t.module for t in told))
+    shown = ", ".join(modules[:3]) + (f" and {len(modules) - 3} more" if len(modules) > 3 else "")
+    return f"{shown}: {told[0].evidence}" if told[0].evidence else shown

@@ -1,0 +1,202 @@
+"""Which architecture variant a trace recognised, and what each verdict rests on, as data: the decisions the checks
+already made (a block's output that is a LayerNorm, or a plain residual sum; a final LayerNorm after the last block; an
+embedding LayerNorm; how a mask says what a query may see) and what the captured tensors show (a mask's dtype and
+shape, attention weights without a heads axis, a fused attention call in a marked line). Written into the outcome of
+snapshots.json (``recognised``) and shown on the overview ("What was recognised").
+
+The rules:
+
+- Normalisation. Post-norm: a layer's output snapshot passes as a LayerNorm (of its input plus the sublayer output).
+  Pre-norm: a layer's output passes as a plain residual sum; failing either, a LayerNorm after the last layer (a
+  pre-norm stack ends with one). Evidence of both: not decided, and said. Neither: not recognised, and said.
+- The mask: boolean, byte (uint8), 0/1 floats or additive, from its dtype and values; which value means masked, from
+  the diagonal (a query may always see itself; checks/masks.py ``mask_allows``); its shape as captured.
+- Attention weights with no heads axis where the heads are known (h > 1): averaged over the heads, as
+  nn.MultiheadAttention returns them by default (average_attn_weights=True); with h unknown, one head or an average.
+- A marked line that calls F.scaled_dot_product_attention: fused attention, whose probabilities never exist as a
+  tensor of the script.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from transformer_trace.checks import PASSED
+from transformer_trace.checks.masks import mask_allows
+
+NORMALISATION, MASK, ATTENTION = "Normalisation", "Mask", "Attention weights"
+_LAYER_OUTPUT = re.compile(r"\{\w+\}\.output$")  # a traced layer's output: {enc}.output, {dec}.output, {block}.output
+_LAST_OUTPUT = re.compile(r"\{\w+_last\}(\.output)?$")  # the last layer's output: {dec_last}, {block_last}.output
+_MASK = re.compile(r"(^|[._])mask$")
+
+
+@dataclass(frozen=True)
+class Recognised:
+    """One recognised variant: what it concerns, which variant, and the evidence its verdict rests on."""
+
+    what: str
+    variant: str
+    rests_on: str
+
+    def json(self) -> dict[str, str]:
+        return {"what": self.what, "variant": self.variant, "rests_on": self.rests_on}
+
+
+def recognised(pages: list[Any], capture: Any, dims: dict[str, int]) -> dict[str, list]:
+    """The overview's "What was recognised": the variants (as JSON) and how each shared line's hits were assigned."""
+    captured = [p for p in pages if p.captured]
+    found = [*_normalisation(captured), *_masks(captured), *_attention(captured, dims, capture),
+             *_fused_calls(capture, pages)]
+    return {"variants": [r.json() for r in found], "told_apart": list(capture.told_apart)}
+
+
+def _passed(page: Any) -> list[tuple[Any, Any]]:
+    """(declared check, its result) for each check of the page that passed."""
+    return [(check, result) for check, result in zip(page.snap.checks, page.checks) if result.status == PASSED]
+
+
+def _path(ref: Any) -> str:
+    return str(getattr(ref, "template", ref))
+
+
+def _evidence(page: Any, result: Any) -> str:
+    return f"{page.label}: {result.name} ({_short(result.detail)})"
+
+
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def _normalisation(pages: list[Any]) -> list[Recognised]:
+    post, pre, final, embedding = [], [], [], []
+    for page in pages:
+        first = _path(page.snap.tensors[0]) if page.snap.tensors else ""
+        for check, result in _passed(page):
+            kind = type(check).__name__
+            source = _path(getattr(check, "x", getattr(check, "source", "")))
+            if _LAYER_OUTPUT.search(first) and kind in ("ResidualLayerNorm", "LayerNormOf"):
+                post.append(_evidence(page, result))
+            elif _LAYER_OUTPUT.search(first) and kind == "SameTensor" and "residual" in source:
+                pre.append(_evidence(page, result))  # the layer ends with its residual sum, no norm after it
+            elif _LAST_OUTPUT.search(source) and (kind == "LayerNormOf" or result.name.endswith(", normalised")):
+                final.append(_evidence(page, result))
+            elif kind == "SameTensor" and result.name.endswith(", normalised"):
+                embedding.append(_evidence(page, result))
+    found = []
+    if post and pre:
+        found.append(Recognised(NORMALISATION, "not decided: evidence of both post-norm and pre-norm",
+                                "; ".join([*post, *pre])))
+    elif post:
+        found.append(Recognised(NORMALISATION, "post-norm (LayerNorm after each residual sum)", "; ".join(post)))
+    elif pre or final:
+        why = "; ".join(pre) or "a LayerNorm after the last layer, as a pre-norm stack ends: " + "; ".join(final)
+        found.append(Recognised(NORMALISATION, "pre-norm (LayerNorm before each sublayer, the residual stream left "
+                                               "un-normalised)", why))
+    else:
+        found.append(Recognised(NORMALISATION, "not recognised", "no check that tells them apart could run: mark a "
+                                "layer's output (post-norm: a LayerNorm of input + sublayer output; pre-norm: a "
+                                "plain residual sum) or the last layer's output and the LayerNorm after it"))
+    if embedding:
+        found.append(Recognised(NORMALISATION, "a LayerNorm between the embeddings and the first layer",
+                                "; ".join(embedding)))
+    return found
+
+
+def mask_form(mask: torch.Tensor) -> tuple[str, str]:
+    """(the mask's form, which value means masked), read from its dtype and values as the checks read them."""
+    allowed, kind = mask_allows(mask)
+    if mask.dtype == torch.bool:
+        form = "boolean"
+    elif not mask.is_floating_point():
+        form = f"byte ({str(mask.dtype).removeprefix('torch.')})" if mask.dtype in (torch.uint8, torch.int8) else \
+            f"integer ({str(mask.dtype).removeprefix('torch.')})"
+    elif kind.startswith("boolean"):
+        form = "0/1 floats"
+    else:
+        blocked = mask[~allowed.expand_as(mask)] if allowed.shape == mask.shape else mask[mask <= -1e9]
+        finite = blocked.numel() and not bool(torch.isinf(blocked).all())
+        shown = f"{float(blocked[~torch.isinf(blocked)].max()):g}" if finite else "−inf"
+        return "additive", f"{shown} = masked, 0 = allowed (added to the scores)"
+    if kind.endswith("True = allowed"):
+        return form, ("True" if form == "boolean" else "1") + " = allowed, " + \
+            ("False" if form == "boolean" else "0") + " = masked"
+    return form, ("True" if form == "boolean" else "1") + " = masked"
+
+
+def _masks(pages: list[Any]) -> list[Recognised]:
+    found = []
+    for page in pages:
+        if not page.snap.tensors or not _MASK.search(_path(page.snap.tensors[0])) or page.main.absent:
+            continue
+        mask = page.main.shown.tensor
+        if mask.dim() < 2 or mask.numel() == 0:
+            continue
+        form, meaning = mask_form(mask)
+        shape = tuple(mask.shape)
+        per = ("one per batch item" if mask.dim() >= 3 and shape[0] > 1 else "one for the whole batch") + \
+            (", broadcast over the heads" if mask.dim() == 4 and shape[1] == 1 else "")
+        sliced = f"; {page.main.note}" if page.main.note.startswith("the slice") else ""
+        found.append(Recognised(f"{MASK} ({page.label})", f"{form}, {meaning}; shape {shape}, {per}{sliced}",
+                                f"{page.label}'s captured tensor ({str(mask.dtype).removeprefix('torch.')}): the "
+                                "diagonal, which a query may always see, tells which value allows"))
+    return found
+
+
+def _attention(pages: list[Any], dims: dict[str, int], capture: Any) -> list[Recognised]:
+    found = []
+    for page in pages:
+        if not page.snap.tensors or not _path(page.snap.tensors[0]).endswith(".probs") or page.main.absent:
+            continue
+        named, got = page.shape, page.main.shown.shape
+        if "h" not in named or len(got) != len(named) - 1:
+            continue
+        heads, module = dims.get("h"), _multihead_call(capture, page.snap.number)
+        if module:
+            variant = "averaged over the heads by nn.MultiheadAttention (average_attn_weights=True, its default)"
+            why = f"{page.label}'s shape {tuple(got)} has no heads axis, and {module}"
+        elif heads and heads > 1:
+            variant = f"averaged over the {heads} heads (no heads axis), as nn.MultiheadAttention returns them"
+            why = f"{page.label}'s shape {tuple(got)} has no heads axis while h = {heads} is bound from your tensors"
+        else:
+            variant = "no heads axis: one head, or averaged over the heads (nn.MultiheadAttention's default)"
+            why = f"{page.label}'s shape {tuple(got)} has no heads axis, and no captured tensor binds h"
+        found.append(Recognised(f"{ATTENTION} ({page.label})", variant, why + "; the checks read it as one head"))
+    return found
+
+
+def _multihead_call(capture: Any, number: int) -> str:
+    """How the line marked with ``number`` gets its weights from an nn.MultiheadAttention, read from the source: it
+    calls ``self.name(...)`` and its file assigns ``self.name = nn.MultiheadAttention(...)``; "" when it does not."""
+    for marker in capture.markers:
+        if number not in (marker.number, *marker.alternatives):
+            continue
+        text = capture.sources.get(marker.file, "")
+        statement = "\n".join(text.splitlines()[marker.first - 1:marker.last])
+        for name in re.findall(r"self\.(\w+)\s*\(", statement):
+            assigned = re.search(rf"self\.{name}\s*=\s*(?:torch\.)?(?:nn\.)?MultiheadAttention\(", text)
+            if assigned and not re.search(r"average_attn_weights\s*=\s*False", statement):
+                return (f"the marked line {Path(marker.file).name}:{marker.first} gets it from self.{name}, which "
+                        f"line {text.count(chr(10), 0, assigned.start()) + 1} makes an nn.MultiheadAttention")
+    return ""
+
+
+def _fused_calls(capture: Any, pages: list[Any]) -> list[Recognised]:
+    """Marked lines that call F.scaled_dot_product_attention: the probabilities are never a tensor of the script."""
+    probabilities = [p for p in pages if p.snap.tensors and _path(p.snap.tensors[0]).endswith(".probs")]
+    found = []
+    for marker in capture.markers:
+        lines = capture.sources.get(marker.file, "").splitlines()[marker.first - 1:marker.last]
+        if any("scaled_dot_product_attention" in line for line in lines):
+            where = f"{Path(marker.file).name}:{marker.first}"
+            status = ", ".join(f"{p.label} {'captured' if p.captured else 'not captured'}" for p in probabilities)
+            found.append(Recognised(ATTENTION, "fused (F.scaled_dot_product_attention): the probabilities are computed "
+                                    "inside the call and never exist as a tensor of your script",
+                                    f"the marked line {where} calls it; the probabilities snapshot: "
+                                    f"{status or 'none in this catalogue'} (not reconstructed)"))
+            break
+    return found

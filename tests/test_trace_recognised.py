@@ -1,0 +1,81 @@
+"""The overview says which architecture variant a trace recognised and what each verdict rests on: pre-norm or
+post-norm (from the checks that passed on the script's own tensors), the mask's form (boolean, byte, 0/1 floats or
+additive; which value means masked; its shape), attention weights without a heads axis, fused attention."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer_trace.cli import main
+from transformer_trace.render import escape_text
+from transformer_trace.trace.variants import mask_form
+
+TESTS = Path(__file__).resolve().parent
+CORPUS = TESTS / "trace_corpus"
+
+
+def traced(driver: Path, out: Path) -> tuple[dict[str, list[str]], str]:
+    """The recognised variants (what -> [variant: rests on]) of the driver's trace, and its overview's text."""
+    assert main(["trace", str(driver), "--out", str(out), "--name", "t", "-q"]) == 0
+    outcome = json.loads((out / "t" / "snapshots.json").read_text(encoding="utf-8"))["outcome"]
+    found: dict[str, list[str]] = {}
+    for variant in outcome["recognised"]["variants"]:
+        found.setdefault(variant["what"], []).append(f"{variant['variant']}: {variant['rests_on']}")
+    return found, (out / "t" / "index.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("driver, variant, rests_on, mask", [
+    # post-norm: the layer's output is LayerNorm(input + sublayer output); boolean padding & causal mask per item
+    ("jadore801120_attention_is_all_you_need/trace_driver.py", "post-norm", "#19: equals LayerNorm(input + sublayer "
+     "output)", ("Mask (#25)", "boolean, True = allowed, False = masked; shape (2, 6, 6), one per batch item")),
+    ("hyunwoongko_transformer/trace_driver.py", "post-norm", "#19: equals LayerNorm(input + sublayer output)",
+     ("Mask (#25)", "byte (uint8), 1 = allowed, 0 = masked; shape (2, 1, 6, 6), one per batch item, broadcast over "
+                    "the heads")),
+    # pre-norm: a final LayerNorm after the last layer; or the layer ends with its residual sum
+    ("SamLynnEvans_Transformer/trace_driver.py", "pre-norm", "a LayerNorm after the last layer, as a pre-norm stack "
+     "ends: #41: is the last decoder layer's output, normalised", ("Mask (#25)", "boolean, True = allowed")),
+    ("karpathy_minGPT/trace_driver.py", "pre-norm", "G24: is the second residual sum: a pre-norm block ends without a "
+     "norm", ("Mask (G12)", "0/1 floats, 1 = allowed, 0 = masked; shape (1, 1, 16, 16), one for the whole batch")),
+    ("graykode_nlp_tutorial/trace_driver.py", "not recognised", "no check that tells them apart could run",
+     ("Mask (#25)", "boolean, True = masked; shape (2, 5, 5)")),
+])
+def test_the_overview_names_the_normalisation_and_the_masks_form_with_what_each_rests_on(tmp_path, driver, variant,
+                                                                                         rests_on, mask):
+    found, overview = traced(CORPUS / driver, tmp_path)
+    [normalisation] = [v for v in found["Normalisation"] if "embeddings" not in v]
+    assert normalisation.startswith(variant) and rests_on in normalisation
+    assert any(v.startswith(mask[1]) for v in found[mask[0]])
+    assert escape_text(variant) in overview and escape_text(mask[1]) in overview
+    assert escape_text("What was recognised") in overview
+
+
+def test_an_embedding_layer_norm_an_additive_mask_fused_attention_and_averaged_heads_are_named(tmp_path):
+    found, _ = traced(CORPUS / "jadore801120_attention_is_all_you_need" / "trace_driver.py", tmp_path / "a")
+    assert any(v.startswith("a LayerNorm between the embeddings and the first layer: #6") for v in found["Normalisation"])
+    found, _ = traced(TESTS / "trace_fixtures" / "seed_style.py", tmp_path / "b")
+    assert found["Mask (#25)"][0].startswith("additive, −inf = masked, 0 = allowed (added to the scores); shape "
+                                              "(1, 1, 5, 5)")
+    found, _ = traced(CORPUS / "karpathy_nanoGPT" / "trace_driver.py", tmp_path / "c")
+    assert found["Attention weights"][0].startswith("fused (F.scaled_dot_product_attention)")
+    assert "model.py:64 calls it; the probabilities snapshot: G14 not captured" in found["Attention weights"][0]
+    found, _ = traced(CORPUS / "seed_002_attention_api_vit" / "trace_driver.py", tmp_path / "d")
+    assert found["Attention weights (S13)"] == [
+        "averaged over the heads by nn.MultiheadAttention (average_attn_weights=True, its default): S13's shape "
+        "(2, 17, 17) has no heads axis, and the marked line attention_api_vit.py:52 gets it from self.attn, which line "
+        "25 makes an nn.MultiheadAttention; the checks read it as one head"]
+
+
+@pytest.mark.parametrize("mask, form", [
+    (torch.tril(torch.ones(3, 3, dtype=torch.bool)), ("boolean", "True = allowed, False = masked")),
+    (~torch.tril(torch.ones(3, 3, dtype=torch.bool)), ("boolean", "True = masked")),
+    (torch.tril(torch.ones(3, 3, dtype=torch.uint8)), ("byte (uint8)", "1 = allowed, 0 = masked")),
+    (torch.triu(torch.full((3, 3), -1e9), diagonal=1), ("additive", "-1e+09 = masked, 0 = allowed (added to the scores)")),
+    (torch.triu(torch.full((3, 3), float("-inf")), diagonal=1), ("additive", "−inf = masked, 0 = allowed (added to the "
+                                                                              "scores)")),
+])
+def test_a_masks_form_and_the_value_that_means_masked_are_read_from_its_dtype_and_diagonal(mask, form):
+    assert mask_form(mask) == form

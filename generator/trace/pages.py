@@ -207,7 +207,8 @@ def in_catalogue_order(snap: Any, marked: list[tuple[Marker, list[Hit]]]) -> lis
     return [entry for _, entry in sorted(zip(places, marked), key=lambda pair: pair[0])]
 
 
-def marked_snapshots(capture: Capture, numbering: str) -> dict[int, list[tuple[Marker, list[Hit]]]]:
+def marked_snapshots(catalogue: Report, capture: Capture,
+                     numbering: str) -> dict[int, list[tuple[Marker, list[Hit]]]]:
     """Snapshot number -> the marked lines that captured it, each with its hits (in line order): the markers of the
     chosen numbering (a line shared by several snapshots split by its callers), or the script's own points."""
     by_number: dict[int, list[tuple[Marker, list[Hit]]]] = {}
@@ -231,7 +232,7 @@ def captured_contents(catalogue: Report, numbering: str, capture: Capture,
     places = places_for(catalogue, 1)
     declared = catalogue.options().record_points() if places is not None else {}
     shapes = named_shapes(catalogue, places or {}, declared)
-    marked = marked_snapshots(capture, numbering)
+    marked = marked_snapshots(catalogue, capture, numbering)
 
     def contents(snap: Snapshot) -> dict[str, Any]:
         example = marker_example(catalogue, numbering, snap.number)

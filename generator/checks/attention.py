@@ -144,6 +144,8 @@ class LinearHeads(Check):
     """``out`` (B, h, N, hs) is part ``part`` (0 q, 1 k, 2 v) of the fused projection ``module`` of ``x``, split into
     heads."""
 
+    FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
+
     out: Ref = THIS
     x: Ref
     module: ModuleRef
@@ -152,10 +154,11 @@ class LinearHeads(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         fused = linear(s, self.module, s.t(self.x))  # (B, N, 3C): q, k, v side by side
         B, N, C3 = fused.shape
-        C = C3 // 3
         got = s.t(self.out)  # (B, h, N, hs)
         H = got.shape[1]
-        part = fused[..., self.part * C:(self.part + 1) * C]
+        # a projection of its own (a trace's Linear W_q, W_k or W_v), or part ``part`` of the fused one
+        C = C3 if C3 == H * got.shape[-1] else C3 // 3
+        part = fused if C3 == C else fused[..., self.part * C:(self.part + 1) * C]
         expected = part.reshape(B, N, H, C // H).transpose(1, 2)  # (B, N, C) -> (B, h, N, hs)
         letter = "qkv"[self.part]
         passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, split into {H} heads")

@@ -166,6 +166,13 @@ class Check(Typed):
 
     # True where the claim has a form that tensors alone decide (its verify catches the weights' NotCheckable)
     WEIGHTS_OPTIONAL: typing.ClassVar[bool] = False
+    # What a module call of a traced marked line can stand for (generator/trace/weights.py): field -> (the call's kind,
+    # "module": the module rebuilt from its parameters, "weight": its weight, "input": its input)
+    FROM_CALLS: typing.ClassVar[dict[str, tuple[str, str]]] = {}
+
+    def reading(self, name: str, ref: Ref) -> Check:
+        """This check with its tensor field ``name`` reading ``ref`` (a module call's input) instead."""
+        return dataclasses.replace(self, **{name: ref})
 
     def run(self, s: TensorSource) -> CheckResult:
         """Verify against ``s``: passed or failed, or not checkable when a tensor, the weights or an input is missing;

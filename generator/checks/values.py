@@ -24,6 +24,8 @@ class EmbeddingLookup(Check):
     be multiplied by √C, as the paper does. A ``table`` holding only a leading corner of the table (what a debugger
     shows of a big one) is compared where it reaches: the positions whose ID is one of its rows, over its columns."""
 
+    FROM_CALLS = {"ids": ("embedding", "input"), "table": ("embedding", "weight")}
+
     out: Ref = THIS
     ids: Ref
     table: Ref
@@ -77,6 +79,8 @@ class SameTensor(Check):
 @dataclass(frozen=True, kw_only=True)
 class LinearOf(Check):
     """``out`` is ``module`` (a Linear) applied to ``x``, after an optional ReLU; ``index`` compares a slice."""
+
+    FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
 
     out: Ref = THIS
     x: Ref
@@ -204,6 +208,7 @@ class GeluOfLinear(Check):
     range."""
 
     WEIGHTS_OPTIONAL = True
+    FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
 
     out: Ref = THIS
     x: Ref

@@ -40,10 +40,27 @@ class Value:
 
 
 @dataclass
+class ModuleCall:
+    """One `nn.Module` call a marked line made (generator/trace/module_calls.py records it): the module's class and
+    kind ("linear", "layer_norm", "embedding", "conv2d", "multihead_attention", or "user": a class of the user's
+    files), how deep in the line it ran (1: called by the line itself), its tensor inputs and outputs (None where not
+    a tensor or not copied), its parameters by name and the attributes a recomputation needs (eps, stride, heads)."""
+
+    module: str
+    kind: str
+    depth: int
+    inputs: list[Any]
+    outputs: list[Any]
+    params: dict[str, Any]
+    attrs: dict[str, Any]
+
+
+@dataclass
 class Hit:
     order: int  # global capture order: the pipeline order of the run
     values: list[Value]
     site: tuple[str, int] | None = None  # for a line shared by several snapshots: the user's line that called it
+    calls: list[ModuleCall] = field(default_factory=list)  # the module calls the line made
 
 
 @dataclass
@@ -180,7 +197,7 @@ def _ending(outcome: dict[str, Any], returncode: int | None) -> tuple[str | None
 def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
     """The hits of events.jsonl, in order, as `Hit`s of ``capture.markers`` (a line cut short by a kill is left out);
     the marked code that ran: (file, its first line, its name) each."""
-    entered = []
+    entered, params = [], {}
     arrays = bytearray((folder / "tensors.bin").read_bytes()) if (folder / "tensors.bin").exists() else bytearray()
     events = (folder / "events.jsonl").read_bytes().splitlines() if (folder / "events.jsonl").exists() else []
     for line in events:
@@ -194,12 +211,16 @@ def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
         if "entered" in event:
             entered.append(tuple(event["entered"]))
             continue
+        if "param" in event:
+            params[event["param"]] = _value(event["value"], arrays).tensor
+            continue
         values = [_value(entry, arrays) for entry in event["values"]]
         for value in (v for v in values if v.tensor is not None):
             tensors = value.tensor.values() if value.kind == "dict" else [value.tensor]
             capture.kept_bytes += sum(t.numel() * t.element_size() for t in tensors)
         site = tuple(event["site"]) if event.get("site") else None
-        capture.hits.setdefault(capture.markers[event["hit"]], []).append(Hit(event["order"], values, site))
+        calls = [_call(call, arrays, params) for call in event.get("calls", ())]
+        capture.hits.setdefault(capture.markers[event["hit"]], []).append(Hit(event["order"], values, site, calls))
     return entered
 
 
@@ -241,6 +262,14 @@ def _function_around(source: str, line: int) -> tuple[str, int] | None:
         return None
     inner = min(functions, key=lambda n: n.end_lineno - n.lineno)
     return inner.name, (inner.decorator_list[0].lineno if inner.decorator_list else inner.lineno)
+
+
+def _call(call: dict[str, Any], arrays: bytearray, params: dict[int, Any]) -> ModuleCall:
+    def tensors(entries: list[Any]) -> list[Any]:
+        return [_value(entry, arrays).tensor if entry else None for entry in entries]
+
+    return ModuleCall(call["module"], call["kind"], call["depth"], tensors(call["inputs"]), tensors(call["outputs"]),
+                      {name: params.get(number) for name, number in call["params"].items()}, call["attrs"])
 
 
 def _value(entry: dict[str, Any], arrays: bytearray) -> Value:

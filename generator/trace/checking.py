@@ -16,6 +16,7 @@ import torch
 from transformer_trace.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
 from transformer_trace.trace.verify import LayoutStatus, catalogue_layout
+from transformer_trace.trace.weights import bind, run_bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.pages import SnapshotPage
@@ -137,8 +138,10 @@ said in
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
     results = []
     for check, claim in zip(checks, claims):
+        # the weights and inputs of the module calls the marked line made (generator/trace/weights.py)
+        bound = bind(check, page.calls, source, page.main.shown.tensor) if page.calls else None
         try:
-            result = check.run(source)
+            result = run_bound(bound) if bound is not None else check.run(source)
         except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
             results.append(CheckResult(name=claim, passed=False,
                                        detail=f"the captured tensors do not fit the claim: {exc}"))

@@ -255,6 +255,7 @@ def build_pages(catalogue: Report, numbering: str, capture: Capture,
             for k in range(len(chosen.values)):
                 page.hit_values.append([_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits])
             page.order = min(page.order or chosen.order, chosen.order)
+            page.calls += chosen.calls  # what weight-aware checks read (generator/trace/weights.py)
             try:
                 shown = str(Path(marker.file).relative_to(folder))
             except ValueError:

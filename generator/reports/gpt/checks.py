@@ -48,6 +48,8 @@ class PromptBytes(Check):
 class EmbeddingRows(Check):
     """Each position of ``out`` is its byte's row (``ids``) of the embedding ``parameter``."""
 
+    FROM_CALLS = {"parameter": ("embedding", "weight"), "ids": ("embedding", "input")}
+
     out: Ref = THIS
     ids: Ref
     parameter: ParamRef
@@ -62,6 +64,8 @@ class EmbeddingRows(Check):
 @dataclass(frozen=True, kw_only=True)
 class PositionRows(Check):
     """``out`` (T, C) is rows 0…T−1 of the position-embedding ``parameter``."""
+
+    FROM_CALLS = {"parameter": ("embedding", "weight")}
 
     out: Ref = THIS
     parameter: ParamRef

@@ -1,0 +1,163 @@
+"""Weight-aware checks on a trace: the `nn.Module` calls a marked line made (capture.ModuleCall) give a snapshot's
+checks the weights a trace otherwise lacks, and the inputs no snapshot shows.
+
+A check declares, in ``FROM_CALLS``, which of its fields a module call of the marked line can stand for: its module
+(``LinearOf.module``: the Linear the line called, rebuilt from the call's own parameters), a parameter (an
+Embedding's ``weight``), or a tensor (the call's ``input``, where no captured snapshot shows it). So ``Q = x·W_q + b``
+is recomputed from the Linear's own weights, and from the snapshot that should feed it where one is captured: K
+computed from another tensor fails there, and the detail says that the module, applied to its own input, reproduces
+it. A user's own LayerNorm is recomputed with the reference formula from its own gain and bias.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from transformer_trace.checks import Check, CheckResult
+from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
+
+BIAS_NAMES = ("bias", "beta", "b_2", "b", "shift")  # how a user's own LayerNorm names its bias (the rest: its gain)
+EPSILON_NAMES = ("eps", "epsilon", "variance_epsilon")
+
+
+@dataclass
+class CallSource(TensorDict):
+    """Captured tensors plus what the marked lines' module calls gave: modules rebuilt from their parameters, and
+    parameters, by the catalogue's names; without them, as ``TensorDict``, not checkable."""
+
+    modules: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def module(self, ref: ModuleRef | str) -> Any:
+        if self.name(ref) in self.modules:
+            return self.modules[self.name(ref)]
+        return super().module(ref)
+
+    def parameter(self, ref: ParamRef | str) -> torch.Tensor:
+        if self.name(ref) in self.params:
+            return self.params[self.name(ref)].detach().double().cpu()
+        return super().parameter(ref)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A check with the module call its fields were bound to: ``own_input`` is the check reading the call's own
+    input (for the diagnosis when the snapshot's input fails), ``note`` what the page says was taken from the call."""
+
+    check: Check
+    source: CallSource
+    own_input: Check | None = None
+    note: str = ""
+
+
+def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+    """``check`` with the fields it declares in ``FROM_CALLS`` taken from the marked line's module calls; None where
+    it declares none or the line made no call of the kind."""
+    wanted = getattr(type(check), "FROM_CALLS", {})
+    kinds = {kind for kind, _ in wanted.values()}
+    chosen = {kind: call for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
+    if not chosen:
+        return None
+    tensors, modules, params = dict(source.tensors), {}, {}
+    taken, own_input, missing = [], None, []
+    for name, (kind, part) in wanted.items():
+        call = chosen.get(kind)
+        value = getattr(check, name)
+        if call is None:
+            continue
+        if part == "module" and (module := rebuild(call, kind)) is not None:
+            modules[source.name(value)] = module
+            taken.append(f"the weights of the {call.module} it called")
+        elif part == "weight" and isinstance(value, ParamRef) and call.params.get("weight") is not None:
+            params[source.name(value)] = call.params["weight"]
+            taken.append(f"the weight of the {call.module} it called")
+        elif part in ("input", "weight") and call_tensor(call, part) is not None:
+            refs = value if isinstance(value, tuple) else (value,)
+            absent = [source.name(ref) for ref in refs if not source.has(ref)]
+            synthetic = Ref(f"{source.name(refs[0])}@{call.module}.{part}")
+            tensors[synthetic.template] = call_tensor(call, part)
+            variant = check.reading(name, synthetic)
+            if absent:
+                check = variant
+                missing += absent
+            elif part == "input":
+                own_input = variant
+    if not modules and not params and not missing:
+        return None
+    bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared,
+                       modules=modules, params=params)
+    note = "; ".join(dict.fromkeys(taken))
+    if missing:
+        note += (("; " if note else "") + "its input taken from the module call on the marked line (no captured "
+                 f"snapshot shows {', '.join(missing)})")
+    return Bound(check, bound, own_input, note)
+
+
+def run_bound(bound: Bound) -> CheckResult:
+    """The bound check's result; where it fails on the snapshot's input but passes on the call's own input, it says
+    that the step was computed from another tensor."""
+    result = bound.check.run(bound.source)
+    if result.checkable and bound.note:
+        result = dataclasses.replace(result, detail=f"{result.detail} (read: {bound.note})")
+    if result.status == "failed" and bound.own_input is not None:
+        own = bound.own_input.run(bound.source)
+        if own.passed:
+            result = dataclasses.replace(result, detail=f"{result.detail}; applied to the input it was actually "
+                                         "called with, the module reproduces this step: it was computed from another "
+                                         "tensor than the snapshot that should feed it")
+    return result
+
+
+def call_tensor(call: Any, part: str) -> torch.Tensor | None:
+    if part == "input":
+        return call.inputs[0] if call.inputs else None
+    return call.params.get(part)
+
+
+def _call_of(kind: str, calls: list[Any], main: torch.Tensor | None) -> Any:
+    """The call of ``kind`` the step comes from: the shallowest; among several, the one whose output has as many
+    values as the step's tensor, else the last."""
+    found = [c for c in calls if c.kind == kind or (c.kind == "user" and _looks_like(kind, c))]
+    if not found:
+        return None
+    depth = min(c.depth for c in found)
+    found = [c for c in found if c.depth == depth]
+    same = [c for c in found if main is not None and c.outputs and c.outputs[0] is not None
+            and c.outputs[0].numel() == main.numel()]
+    return (same or found)[-1]
+
+
+def _looks_like(kind: str, call: Any) -> bool:
+    """A user's own module that is a LayerNorm by its parameters: a gain and a bias, one value per feature."""
+    params = [p for p in call.params.values() if p is not None]
+    return (kind == "layer_norm" and len(params) == 2 and all(p.dim() == 1 for p in params)
+            and params[0].shape == params[1].shape and bool(call.inputs) and call.inputs[0] is not None
+            and call.inputs[0].shape[-1:] == params[0].shape)
+
+
+def rebuild(call: Any, kind: str) -> Any:
+    """The module as the checks read it (weight, bias, and for a LayerNorm its shape and epsilon), from the call's own
+    parameters; None where they were not copied."""
+    params = call.params
+    if kind == "linear" and call.kind == "linear" and params.get("weight") is not None:
+        return SimpleNamespace(weight=params["weight"], bias=params.get("bias"))
+    if kind != "layer_norm" or not call.inputs or call.inputs[0] is None:
+        return None
+    width = call.inputs[0].shape[-1]
+    if call.kind == "layer_norm":
+        weight, bias = params.get("weight"), params.get("bias")
+        eps, own = call.attrs.get("eps", 1e-5), False
+    else:
+        names = list(params)
+        bias_name = next((n for n in names if n.lower() in BIAS_NAMES), names[-1])
+        weight, bias = params[next(n for n in names if n != bias_name)], params[bias_name]
+        eps, own = next((call.attrs[n] for n in EPSILON_NAMES if n in call.attrs), 1e-5), True
+    return SimpleNamespace(weight=weight if weight is not None else torch.ones(width),
+                           bias=bias if bias is not None else torch.zeros(width),
+                           normalized_shape=(width,), eps=eps, own_code=own, called=call.module)
+

@@ -18,8 +18,9 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks import Check, CheckResult
-from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
+from transformer_trace.checks import Check, CheckResult, close
+from transformer_trace.checks.normalisation import _fitted_layer_norm
+from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
 
 BIAS_NAMES = ("bias", "beta", "b_2", "b", "shift")  # how a user's own LayerNorm names its bias (the rest: its gain)
 EPSILON_NAMES = ("eps", "epsilon", "variance_epsilon")
@@ -106,11 +107,29 @@ def run_bound(bound: Bound) -> CheckResult:
         result = dataclasses.replace(result, detail=f"{result.detail} (read: {bound.note})")
     if result.status == "failed" and bound.own_input is not None:
         own = bound.own_input.run(bound.source)
+        if own.passed and (between := _normalised_between(bound)):
+            return dataclasses.replace(own, detail=f"{own.detail}; {between}")
         if own.passed:
             result = dataclasses.replace(result, detail=f"{result.detail}; applied to the input it was actually "
                                          "called with, the module reproduces this step: it was computed from another "
                                          "tensor than the snapshot that should feed it")
     return result
+
+
+def _normalised_between(bound: Bound) -> str:
+    """Where the module's own input is a LayerNorm of the snapshot that should feed it (a final LayerNorm applied after
+    the class token was taken, to one row instead of all): that, in words; else ""."""
+    source = bound.source
+    field_name = next(name for name, value in vars(bound.own_input).items() if value != getattr(bound.check, name))
+    fed, own = getattr(bound.check, field_name), getattr(bound.own_input, field_name)
+    if not isinstance(fed, Ref) or not source.has(fed) or source.t(fed).shape != source.t(own).shape:
+        return ""
+    try:
+        _, normalised, fitted = _fitted_layer_norm(source.t(own), source.t(fed), source.name(fed))
+    except NotCheckable:  # one or two rows: a gain and bias per feature fit anything, so a LayerNorm cannot be ruled out
+        return (f"its input differs from {source.name(fed)} by what may be a LayerNorm applied after it (too few rows "
+                "to tell)")
+    return f"its input is a LayerNorm of {source.name(fed)}, recognised: {fitted}" if normalised else ""
 
 
 def call_tensor(call: Any, part: str) -> torch.Tensor | None:
@@ -120,16 +139,27 @@ def call_tensor(call: Any, part: str) -> torch.Tensor | None:
 
 
 def _call_of(kind: str, calls: list[Any], main: torch.Tensor | None) -> Any:
-    """The call of ``kind`` the step comes from: the shallowest; among several, the one whose output has as many
-    values as the step's tensor, else the last."""
-    found = [c for c in calls if c.kind == kind or (c.kind == "user" and _looks_like(kind, c))]
+    """The call of ``kind`` the step's tensor is the output of (its values, in any layout; or, for a fused projection,
+    a third of them), the shallowest and last; None where no call's output is the step (a LayerNorm after the Linear:
+    the Linear's output is not the step)."""
+    found = [c for c in calls if (c.kind == kind or (c.kind == "user" and _looks_like(kind, c)))
+             and c.outputs and _holds(c.outputs[0], main)]
     if not found:
         return None
     depth = min(c.depth for c in found)
-    found = [c for c in found if c.depth == depth]
-    same = [c for c in found if main is not None and c.outputs and c.outputs[0] is not None
-            and c.outputs[0].numel() == main.numel()]
-    return (same or found)[-1]
+    return [c for c in found if c.depth == depth][-1]
+
+
+def _holds(output: torch.Tensor | None, main: torch.Tensor | None) -> bool:
+    """Whether a call's output is the step's tensor, in whatever layout the line gave it (its values sorted alike),
+    or q, k and v side by side (three times as many values)."""
+    if output is None or main is None or not output.is_floating_point() or not main.is_floating_point():
+        return False
+    if output.numel() == 3 * main.numel():
+        return True
+    if output.numel() != main.numel():
+        return False
+    return close(output.double().flatten().sort().values, main.double().flatten().sort().values, "")[0]
 
 
 def _looks_like(kind: str, call: Any) -> bool:

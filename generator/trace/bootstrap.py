@@ -296,7 +296,7 @@ class Tracer:
 
         return local_trace
 
-    def _take(self, frame, markers, returned=None, calls=()):
+    def _take(self, frame, markers, returned=None, calls=None):
         if os.getpid() != self.pid:
             return
         for index, marker in markers:
@@ -313,6 +313,7 @@ class Tracer:
                 except (KeyError, AttributeError):
                     self._missing(marker, name)
             site = self._call_site(frame) if marker["shared_line"] else None
+            reads = self.calls.reads(frame, marker["reads"], _read) if calls is not None else {}
             with self.results.lock:
                 values = [self._value(name, value) for name, value in read]
                 for value, (name, _) in zip(values, read):
@@ -320,7 +321,7 @@ class Tracer:
                         value["name"], value["note"] = name.split("[", 1)[0], value["note"] or f"the slice {name}"
                 self.results.order += 1
                 self.results.event({"hit": index, "order": self.results.order, "site": site, "values": values,
-                                    "calls": calls})
+                                    "calls": calls or [], "reads": reads})
 
     def _value(self, name, value):
         try:

@@ -164,7 +164,30 @@ def marker_spec(marker: Marker) -> dict[str, Any]:
     """A marker as the script's interpreter reads it (bootstrap.py)."""
     return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
-            "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body}
+            "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
+            "reads": attributes_read(marker)}
+
+
+def attributes_read(marker: Marker) -> list[str]:
+    """The attribute chains the marked statement reads (``self.pos_embedding``, ``self.cls_token`` of
+    ``self.cls_token.expand(B, -1, -1)``): where functional code passes a weight, the tensor it passes."""
+    import ast
+
+    try:
+        lines = read_source(Path(marker.file)).splitlines()[marker.first - 1:marker.last]
+        tree = ast.parse("\n".join(line.strip() if i == 0 else line for i, line in enumerate(lines)))
+    except (SyntaxError, ValueError, OSError):
+        return []
+    chains = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            parts = []
+            while isinstance(node, ast.Attribute):
+                parts.insert(0, node.attr)
+                node = node.value
+            if isinstance(node, ast.Name):  # every prefix: self.cls_token of self.cls_token.expand
+                chains += [".".join([node.id, *parts[:n]]) for n in range(1, len(parts) + 1)]
+    return sorted(set(chains))[:12]
 
 
 def _read_outcome(folder: Path) -> dict[str, Any]:
@@ -220,6 +243,8 @@ def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
             capture.kept_bytes += sum(t.numel() * t.element_size() for t in tensors)
         site = tuple(event["site"]) if event.get("site") else None
         calls = [_call(call, arrays, params) for call in event.get("calls", ())]
+        calls += [ModuleCall(name, "read", 1, [], [], {"weight": params.get(number)}, {})
+                  for name, number in event.get("reads", {}).items()]  # weights passed to functional code
         capture.hits.setdefault(capture.markers[event["hit"]], []).append(Hit(event["order"], values, site, calls))
     return entered
 

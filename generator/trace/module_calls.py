@@ -54,6 +54,26 @@ class CallRecorder:
             self.handles = ()
         return calls
 
+    def reads(self, frame, names, read):
+        """The tensors held by the attributes the marked statement reads (``self.pos_embedding``: a weight passed to
+        functional code), by name -> parameter number; locals are the script's activations, not weights."""
+        torch = sys.modules.get("torch")
+        found = {}
+        if torch is None or not names:
+            return found
+        for name in names:
+            try:  # a module's tensor attribute (a parameter, a buffer, a constant): never an activation
+                owner, value = read(frame, name.rsplit(".", 1)[0]), read(frame, name)
+            except Exception:  # noqa: BLE001 - a property that raises: not a weight
+                continue
+            if (isinstance(owner, torch.nn.Module) and isinstance(value, torch.Tensor)
+                    and value.is_floating_point()):
+                with self.results.lock:
+                    number = self._param(value, torch)
+                if number is not None:
+                    found[name] = number
+        return found
+
     def _enter(self, module, args):
         for frame in self.running:
             frame[0] += 1

@@ -142,6 +142,10 @@ def _call_of(kind: str, calls: list[Any], main: torch.Tensor | None) -> Any:
     """The call of ``kind`` the step's tensor is the output of (its values, in any layout; or, for a fused projection,
     a third of them), the shallowest and last; None where no call's output is the step (a LayerNorm after the Linear:
     the Linear's output is not the step)."""
+    if kind == "read":  # a weight the line passes to functional code: the last with the step's width
+        read = [c for c in calls if c.kind == "read" and c.params["weight"] is not None and main is not None
+                and c.params["weight"].shape[-1:] == main.shape[-1:]]
+        return read[-1] if read else None
     found = [c for c in calls if (c.kind == kind or (c.kind == "user" and _looks_like(kind, c)))
              and c.outputs and _holds(c.outputs[0], main)]
     if not found:

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from transformer_trace.checks import Check, CheckResult, close
+from transformer_trace.checks.calls import ConvPatches
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
 
@@ -63,7 +64,7 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
     kinds = {kind for kind, _ in wanted.values()}
     chosen = {kind: call for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
     if not chosen:
-        return None
+        return _patches(check, calls, source, main) if "linear" in kinds else None
     tensors, modules, params = dict(source.tensors), {}, {}
     taken, own_input, missing = [], None, []
     for name, (kind, part) in wanted.items():
@@ -97,6 +98,27 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
         note += (("; " if note else "") + "its input taken from the module call on the marked line (no captured "
                  f"snapshot shows {', '.join(missing)})")
     return Bound(check, bound, own_input, note)
+
+
+def _patches(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+    """A Linear step (the patch embedding) the line computed with a Conv2d: checked as that convolution, from its
+    own weights and the image it was called with."""
+    conv = _call_of("conv2d", calls, main)
+    module = getattr(check, "module", None)
+    if conv is None or not isinstance(module, ModuleRef) or not conv.inputs or conv.inputs[0] is None:
+        return None
+    params, attrs = conv.params, conv.attrs
+    if params.get("weight") is None or params["weight"].dim() != 4:
+        return None
+    image = f"{source.name(module)}@{conv.module}.input"
+    layer = SimpleNamespace(weight=params["weight"], bias=params.get("bias"), stride=tuple(attrs.get("stride", (1, 1))),
+                            padding=tuple(attrs.get("padding", (0, 0))), dilation=tuple(attrs.get("dilation", (1, 1))),
+                            groups=attrs.get("groups", 1))
+    tensors = {**source.tensors, image: conv.inputs[0]}
+    bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared,
+                       modules={source.name(module): layer})
+    return Bound(ConvPatches(out=check.out, x=Ref(image), module=module), bound, None,
+                 f"the weights of the {conv.module} it called, on the image it was called with")
 
 
 def run_bound(bound: Bound) -> CheckResult:

@@ -20,6 +20,7 @@ import torch
 
 from transformer_trace.checks import Check, CheckResult, close
 from transformer_trace.checks.calls import ConvPatches
+from transformer_trace.trace.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
 
@@ -55,6 +56,7 @@ class Bound:
     source: CallSource
     own_input: Check | None = None
     note: str = ""
+    also: tuple[Check, ...] = ()  # checks the call makes possible besides (an attention module's inputs)
 
 
 def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
@@ -64,7 +66,8 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
     kinds = {kind for kind, _ in wanted.values()}
     chosen = {kind: call for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
     if not chosen:
-        return _patches(check, calls, source, main) if "linear" in kinds else None
+        return (_patches(check, calls, source, main) or _attention(check, calls, source, main)) if (
+            "linear" in kinds) else None
     tensors, modules, params = dict(source.tensors), {}, {}
     taken, own_input, missing = [], None, []
     for name, (kind, part) in wanted.items():
@@ -121,12 +124,40 @@ def _patches(check: Check, calls: list[Any], source: TensorDict, main: torch.Ten
                  f"the weights of the {conv.module} it called, on the image it was called with")
 
 
+def _attention(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+    """A Linear step (the output projection) that is an nn.MultiheadAttention's output: the projection's weights and
+    the heads' concatenation recomputed from the call, and the call's inputs checked against each other."""
+    call = _call_of("multihead_attention", calls, main)
+    module = getattr(check, "module", None)
+    wanted = getattr(type(check), "FROM_CALLS", {})
+    field_name = next((name for name, (_, part) in wanted.items() if part == "input"), None)
+    if call is None or not isinstance(module, ModuleRef) or field_name is None:
+        return None
+    found = attention_binding(call, module, source.name(module))
+    if found is None:
+        return None
+    layer, derived, self_attention = found
+    refs = {key.rsplit(".", 1)[1]: Ref(key) for key in derived}
+    bound = CallSource({**source.tensors, **derived}, places=source.places, inputs=source.inputs,
+                       declared=source.declared, modules={source.name(module): layer})
+    fed = getattr(check, field_name)
+    variant = check.reading(field_name, refs["concat"])
+    inputs = AttentionInputs(query=refs["query"], key=refs["key"], value=refs["value"], self_attention=self_attention)
+    note = f"the weights of the {call.module} it called"
+    if source.has(fed):
+        return Bound(check, bound, variant, note, (inputs,))
+    return Bound(variant, bound, None, f"{note}; {source.name(fed)} derived from the call (the heads' concatenation, "
+                 "recomputed from its inputs and weights)", (inputs,))
+
+
 def run_bound(bound: Bound) -> CheckResult:
     """The bound check's result; where it fails on the snapshot's input but passes on the call's own input, it says
     that the step was computed from another tensor."""
     result = bound.check.run(bound.source)
     if result.checkable and bound.note:
         result = dataclasses.replace(result, detail=f"{result.detail} (read: {bound.note})")
+    if bound.also:
+        return CheckResult.combined([result, *(check.run(bound.source) for check in bound.also)])
     if result.status == "failed" and bound.own_input is not None:
         own = bound.own_input.run(bound.source)
         if own.passed and (between := _normalised_between(bound)):

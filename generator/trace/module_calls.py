@@ -79,7 +79,8 @@ class CallRecorder:
             frame[0] += 1
 
     def _leave(self, module, args, output):
-        kind = KINDS.get(type(module).__name__)
+        cls = type(module)  # PyTorch's own classes by name; a user's class of the same name is the user's
+        kind = KINDS.get(cls.__name__) if cls.__module__.startswith("torch.") else None
         for frame in self.running:
             depth = frame[0]
             frame[0] = max(depth - 1, 0)

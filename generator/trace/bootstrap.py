@@ -229,7 +229,7 @@ class Tracer:
         self.codes = {}  # code object -> its marked lines, or None
         self.user_files = {spec["script"], *self.by_file, *(file for file, _ in self.entries)}
         self.pid = os.getpid()
-        self.calls = _module_calls().CallRecorder(results, self.user_files, tensor_value)
+        self.calls = _module_calls().CallRecorder(results, os.path.dirname(spec["script"]), tensor_value)
 
     def stop_in_child(self):
         """After fork(): the child runs the user's code untraced and writes nothing of ours."""

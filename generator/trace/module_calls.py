@@ -5,7 +5,7 @@ While a marked statement runs, one global forward pre-hook and one forward hook
 (torch.nn.modules.module.register_module_forward_*_hook) are installed; they are removed as the statement's capture is
 taken, so code outside marked lines runs without hooks. The calls the statement makes at depth 1 and 2 (its own
 modules, and what they call directly) of the kinds a check can recompute (Linear, LayerNorm, Embedding, Conv2d,
-MultiheadAttention) or of the user's own classes are kept with their tensor inputs, their outputs, their parameters
+MultiheadAttention) or of the user's own classes (defined under the script's folder) are kept with their tensor inputs, their outputs, their parameters
 (each Parameter written once, in a ``{"param": n, "value": ...}`` event, and named by its number afterwards) and the
 attributes a recomputation needs (eps, stride, number of heads...). The hit event carries them as ``"calls"``:
 ``[{"module": class name, "kind", "user", "depth", "inputs": [value], "outputs": [value], "params": {name: n},
@@ -26,9 +26,9 @@ MOST_CALLS = 24  # per statement: a marked line that runs a whole model keeps it
 class CallRecorder:
     """The module calls of the marked statements that are running (nested: a marked line can call marked code)."""
 
-    def __init__(self, results, user_files, tensor_value):
+    def __init__(self, results, folder, tensor_value):
         self.results = results
-        self.user_files = user_files
+        self.folder = os.path.join(os.path.abspath(folder), "")  # the script's folder: the user's own classes
         self.tensor_value = tensor_value  # bootstrap.tensor_value: a copy within the capture budget
         self.running = []  # per running statement: [depth now, calls]
         self.handles = ()
@@ -94,7 +94,8 @@ class CallRecorder:
         cls = type(module)
         if cls not in self.user_classes:
             file = getattr(sys.modules.get(cls.__module__), "__file__", None)
-            self.user_classes[cls] = file is not None and os.path.abspath(file) in self.user_files
+            path = os.path.abspath(file) if file else ""
+            self.user_classes[cls] = path.startswith(self.folder) and "site-packages" not in path
         return self.user_classes[cls]
 
     def _call(self, module, kind, depth, args, output):

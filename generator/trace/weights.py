@@ -173,6 +173,8 @@ def _normalised_between(bound: Bound) -> str:
     """Where the module's own input is a LayerNorm of the snapshot that should feed it (a final LayerNorm applied after
     the class token was taken, to one row instead of all): that, in words; else ""."""
     source = bound.source
+    if type(bound.own_input) is not type(bound.check):  # read from the sum of several snapshots: nothing to compare
+        return ""
     field_name = next(name for name, value in vars(bound.own_input).items() if value != getattr(bound.check, name))
     fed, own = getattr(bound.check, field_name), getattr(bound.own_input, field_name)
     if not isinstance(fed, Ref) or not source.has(fed) or source.t(fed).shape != source.t(own).shape:

@@ -170,6 +170,14 @@ class Check(Typed):
     # "module": the module rebuilt from its parameters, "weight": its weight, "input": its input)
     FROM_CALLS: typing.ClassVar[dict[str, tuple[str, str]]] = {}
 
+    # The field whose tensor ``derive`` computes from the others (the step is determined by them), or None
+    DERIVES: typing.ClassVar[str | None] = None
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        """The tensor of the field ``DERIVES`` computed from the others as the claim says it is (a trace derives a step
+        nobody marked from the ones that were: scores from q and k); None where the others do not determine it."""
+        return None
+
     def reading(self, name: str, ref: Ref) -> Check:
         """This check with its tensor field ``name`` reading ``ref`` (a module call's input) instead."""
         return dataclasses.replace(self, **{name: ref})

@@ -104,8 +104,13 @@ class LinearOf(Check):
 class SumOf(Check):
     """A residual sum: ``out`` is the sum of ``operands`` (tensors only)."""
 
+    DERIVES = "out"
+
     out: Ref = THIS
     operands: tuple[Ref, ...]
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        return sum(s.t(ref) for ref in self.operands)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         expected = sum(s.t(ref) for ref in self.operands)

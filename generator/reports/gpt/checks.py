@@ -93,9 +93,16 @@ class CausalMaskBool(Check):
     is False,
     and (from the run's second pass, when it has one) later bytes do not reach earlier positions."""
 
+    DERIVES = "masked"
+
     masked: Ref = THIS
     scores: Ref
     mask: Ref
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        """The masked scores of a causal model: −inf exactly above the diagonal (the mask itself not needed)."""
+        scores = s.t(self.scores)
+        return scores.masked_fill(~_lower_triangle(scores.shape[-2], scores.shape[-1]), float("-inf"))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         allowed = s.cpu(self.mask).bool()  # (1, 1, T, T)

@@ -92,7 +92,8 @@ class SoftmaxRows(Check):
             allowed = torch.ones(logits.shape[-2:], dtype=torch.bool).tril()
         else:
             return None
-        return torch.softmax(logits.masked_fill(~allowed, float("-inf")), dim=-1)
+        nothing = ~allowed.any(-1, keepdim=True)  # a padded query that sees no key: all masked alike, uniform
+        return torch.softmax(logits.masked_fill(~allowed & ~nothing, float("-inf")).masked_fill(nothing, 0.0), dim=-1)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         weights = s.t(self.out)

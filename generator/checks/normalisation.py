@@ -133,7 +133,9 @@ class ResidualLayerNorm(Check):
 
     def reading(self, name: str, ref: Ref) -> Check:
         """Read from the LayerNorm's own input (the sum, where its operands are not all captured)."""
-        return LayerNormOf(out=self.out, x=ref, module=self.module) if name == "operands" else super().reading(name, ref)
+        if name == "operands":
+            return LayerNormOf(out=self.out, x=ref, module=self.module)
+        return super().reading(name, ref)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         return _layer_norm(s, self.out, sum(s.t(ref) for ref in self.operands), self.module, "input + sublayer output")

@@ -46,7 +46,7 @@ class TensorLabel:
         if self.sliced:
             return f"the whole of what {self.snapshot} shows a slice of"
         if self.derived_from:
-            return f"{self.snapshot} derived from {', '.join(self.derived_from)}"
+            return f"{self.snapshot} (derived from {', '.join(self.derived_from)})"
         return (self.snapshot + (f" ({self.variable})" if self.variable else "")
                 + (f" at pass {self.at_pass}" if self.at_pass else ""))
 
@@ -110,7 +110,7 @@ def _with_derived(pages: list[SnapshotPage], source: TensorDict,
     and the labels that say so."""
     tensors, read_labels = dict(source.tensors), dict(labels)
     derive_missing(pages, tensors, read_labels, dict(source.places),
-                   lambda label, read: TensorLabel(label, derived_from=tuple(map(str, read))))
+                   lambda label, read: TensorLabel(label, derived_from=tuple(dict.fromkeys(map(str, read)))))
     return TensorDict(tensors, places=source.places), read_labels
 
 

@@ -3,13 +3,14 @@ file by path: standard library only, torch taken from sys.modules once the scrip
 
 While a marked statement runs, one global forward pre-hook and one forward hook
 (torch.nn.modules.module.register_module_forward_*_hook) are installed; they are removed as the statement's capture is
-taken, so code outside marked lines runs without hooks. The calls the statement makes at depth 1 and 2 (its own
-modules, and what they call directly) of the kinds a check can recompute (Linear, LayerNorm, Embedding, Conv2d,
-MultiheadAttention) or of the user's own classes (defined under the script's folder) are kept with their tensor inputs, their outputs, their parameters
-(each Parameter written once, in a ``{"param": n, "value": ...}`` event, and named by its number afterwards) and the
-attributes a recomputation needs (eps, stride, number of heads...). The hit event carries them as ``"calls"``:
-``[{"module": class name, "kind", "user", "depth", "inputs": [value], "outputs": [value], "params": {name: n},
-"attrs": {...}}]`` (generator/trace/capture.py reads them).
+taken, so code outside marked lines runs without hooks. The calls the statement makes down to depth 3 (its own
+modules, and what they call) of the kinds a check can recompute (Linear, LayerNorm, Embedding, Conv2d,
+MultiheadAttention: PyTorch's own classes) or of the user's own classes (defined under the script's folder) are kept
+with their tensor inputs, their outputs, their parameters (each tensor written once, in a ``{"param": n, "value":
+...}`` event, and named by its number afterwards) and the attributes a recomputation needs (eps, stride, heads...).
+The hit event carries them as ``"calls"``: ``[{"module": class name, "kind", "depth", "inputs": [value], "outputs":
+[value], "params": {name: n}, "attrs": {...}}]``, and the module tensors the statement reads by attribute
+(``self.pos_embedding``) as ``"reads"``: ``{name: n}`` (generator/trace/capture.py reads both).
 """
 
 import os
@@ -19,7 +20,7 @@ KINDS = {"Linear": "linear", "NonDynamicallyQuantizableLinear": "linear", "Layer
          "Embedding": "embedding", "Conv2d": "conv2d", "MultiheadAttention": "multihead_attention"}
 ATTRIBUTES = ("eps", "epsilon", "variance_epsilon", "normalized_shape", "stride", "padding", "dilation", "groups",
               "num_heads", "batch_first", "head_dim", "padding_idx")
-DEPTH = 2  # the statement's own module calls, and the ones those make directly
+DEPTH = 3  # the statement's own module calls, and the ones those make (a Sequential's layers)
 MOST_CALLS = 24  # per statement: a marked line that runs a whole model keeps its first calls only
 
 

@@ -181,7 +181,7 @@ def _normalised_between(bound: Bound) -> str:
         return ""
     try:
         _, normalised, fitted = _fitted_layer_norm(source.t(own), source.t(fed), source.name(fed))
-    except NotCheckable:  # one or two rows: a gain and bias per feature fit anything, so a LayerNorm cannot be ruled out
+    except NotCheckable:  # one or two rows: a gain and bias per feature fit anything: a LayerNorm cannot be ruled out
         return (f"its input differs from {source.name(fed)} by what may be a LayerNorm applied after it (too few rows "
                 "to tell)")
     return f"its input is a LayerNorm of {source.name(fed)}, recognised: {fitted}" if normalised else ""

@@ -180,6 +180,7 @@ class LinearHeads(Check):
     heads."""
 
     FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
+    READS_LOCALS = True  # without the Linear on its line: the head split of the projection the line read
 
     out: Ref = THIS
     x: Ref

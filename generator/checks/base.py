@@ -170,6 +170,8 @@ class Check(Typed):
     # "module": the module rebuilt from its parameters, "weight": its weight, "input": its input)
     FROM_CALLS: typing.ClassVar[dict[str, tuple[str, str]]] = {}
 
+    # Whether a trace copies the local tensors the marked line reads, for ``FROM_CALLS`` parts "local"
+    READS_LOCALS: typing.ClassVar[bool] = False
     # The field whose tensor ``derive`` computes from the others (the step is determined by them), or None
     DERIVES: typing.ClassVar[str | None] = None
 

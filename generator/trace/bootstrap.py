@@ -283,7 +283,7 @@ class Tracer:
                 markers = lines.get(line)
                 if markers is not None:
                     pending = (markers[0][1]["first"], markers[0][1]["last"], markers)
-                    start()  # its module calls recorded (module_calls.py) until its capture is taken
+                    start(frame, markers)  # its module calls recorded (module_calls.py) until its capture is taken
             elif event == "return":
                 if pending is not None:
                     markers, pending = pending[2], None

@@ -10,6 +10,7 @@ in a temporary folder (the protocol is bootstrap.py's docstring) and is rebuilt 
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -121,7 +122,7 @@ def user_files(script: Path) -> list[Path]:
 
 
 def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: float | None,
-               argv0: str | None = None) -> Capture:
+               argv0: str | None = None, locals_for: frozenset[int] = frozenset()) -> Capture:
     """Run ``script`` as ``__main__`` with ``argv`` (``sys.argv[0]``: ``argv0``, else the script's path) and the markers
     traced, in its own interpreter; never raises for the script's own errors."""
     from transformer_trace.trace.process import run_child
@@ -131,7 +132,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.sources = {file: read_source(Path(file)) for file in sorted({m.file for m in markers})}
     with tempfile.TemporaryDirectory(prefix="trace-") as folder:
         spec = {"script": str(script), "argv0": argv0 or str(script), "argv": list(argv), "results": folder,
-                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m) for m in markers]}
+                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m, locals_for) for m in markers]}
         (Path(folder) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         command = [sys.executable, str(BOOTSTRAP), str(Path(folder) / "spec.json")]
         ended = run_child(command, user_environment(), timeout)
@@ -160,26 +161,36 @@ def user_environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if ENVIRONMENT_ADDED.get(key) != value}
 
 
-def marker_spec(marker: Marker) -> dict[str, Any]:
+def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset()) -> dict[str, Any]:
     """A marker as the script's interpreter reads it (bootstrap.py)."""
     return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
             "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
-            "reads": attributes_read(marker)}
+            "reads": attributes_read(marker), "locals": names_read(marker) if locals_for & {marker.number, *marker.alternatives} else []}
+
+
+def names_read(marker: Marker) -> list[str]:
+    """The plain names the marked statement reads (``qkv`` of ``q, k, v = qkv.unbind(0)``), its inputs as they are
+    before it runs; a name it assigns and reads (``q = q.view(...)``) included."""
+    tree = _statement(marker)
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} if tree else ()
+    return sorted(names)[:6]
+
+
+def _statement(marker: Marker) -> Any:
+    try:
+        lines = read_source(Path(marker.file)).splitlines()[marker.first - 1:marker.last]
+        return ast.parse("\n".join(line.strip() if i == 0 else line for i, line in enumerate(lines)))
+    except (SyntaxError, ValueError, OSError):
+        return None
 
 
 def attributes_read(marker: Marker) -> list[str]:
     """The attribute chains the marked statement reads (``self.pos_embedding``, ``self.cls_token`` of
     ``self.cls_token.expand(B, -1, -1)``): where functional code passes a weight, the tensor it passes."""
-    import ast
-
-    try:
-        lines = read_source(Path(marker.file)).splitlines()[marker.first - 1:marker.last]
-        tree = ast.parse("\n".join(line.strip() if i == 0 else line for i, line in enumerate(lines)))
-    except (SyntaxError, ValueError, OSError):
-        return []
-    chains = []
-    for node in ast.walk(tree):
+    tree = _statement(marker)
+    chains: list[str] = []
+    for node in ast.walk(tree) if tree else ():
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             parts = []
             while isinstance(node, ast.Attribute):

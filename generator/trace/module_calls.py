@@ -36,11 +36,17 @@ class CallRecorder:
         self.params = {}  # id(parameter) -> (parameter kept alive, its number)
         self.user_classes = {}  # class -> defined in the user's files
 
-    def start(self):
-        """A marked statement begins: its calls are recorded until ``stop``."""
+    def start(self, frame, markers):
+        """A marked statement begins: the local tensors it reads are copied (as they are before it rebinds them), its
+        calls recorded until ``stop``."""
         self.running.append([0, []])
         torch = sys.modules.get("torch")
-        if self.handles or torch is None or not hasattr(torch, "nn"):
+        if torch is None or not hasattr(torch, "nn"):
+            return
+        names = markers[0][1]["locals"]
+        if names:
+            self.running[-1][1].extend(self._locals(frame, names, torch))
+        if self.handles:
             return
         hooks = torch.nn.modules.module
         self.handles = (hooks.register_module_forward_pre_hook(self._enter),
@@ -73,6 +79,20 @@ class CallRecorder:
                     number = self._param(value, torch)
                 if number is not None:
                     found[name] = number
+        return found
+
+    def _locals(self, frame, names, torch):
+        """The local tensors (or a tuple of up to three) the statement reads, as calls of kind "local"."""
+        found = []
+        for name in names:
+            value = frame.f_locals.get(name)
+            tensors = value if isinstance(value, (tuple, list)) and 0 < len(value) <= 3 else (value,)
+            if not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in tensors):
+                continue
+            with self.results.lock:
+                outputs = [self._value(f"{name}{i}", t, torch) for i, t in enumerate(tensors)]
+            found.append({"module": name, "kind": "local", "depth": 0, "inputs": [], "outputs": outputs,
+                          "params": {}, "attrs": {}})
         return found
 
     def _enter(self, module, args):

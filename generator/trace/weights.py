@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from transformer_trace.checks import Check, CheckResult, close
-from transformer_trace.checks.calls import ConvPatches
+from transformer_trace.checks.calls import ConvPatches, HeadsOfRead
 from transformer_trace.trace.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
@@ -66,8 +66,10 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
     kinds = {kind for kind, _ in wanted.values()}
     chosen = {kind: call for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
     if not chosen:
-        return (_patches(check, calls, source, main) or _attention(check, calls, source, main)) if (
-            "linear" in kinds) else None
+        if "linear" not in kinds:
+            return None
+        return (_patches(check, calls, source, main) or _attention(check, calls, source, main)
+                or _split_of_read(check, calls, source))
     tensors, modules, params = dict(source.tensors), {}, {}
     taken, own_input, missing = [], None, []
     for name, (kind, part) in wanted.items():
@@ -148,6 +150,20 @@ def _attention(check: Check, calls: list[Any], source: TensorDict, main: torch.T
         return Bound(check, bound, variant, note, (inputs,))
     return Bound(variant, bound, None, f"{note}; {source.name(fed)} derived from the call (the heads' concatenation, "
                  "recomputed from its inputs and weights)", (inputs,))
+
+
+def _split_of_read(check: Check, calls: list[Any], source: TensorDict) -> Bound | None:
+    """A head split (q, k or v per head) whose projection ran on an earlier line: checked against the projection the
+    marked line read (its local tensors as they were before it ran)."""
+    part = getattr(check, "part", None)
+    read = [c for c in calls if c.kind == "local" and c.outputs and all(t is not None for t in c.outputs)]
+    if not type(check).READS_LOCALS or part is None or len(read) != 1:
+        return None  # none, or several tensors read: which one is the projection is not known
+    names = [f"{read[0].module}@read.{i}" for i in range(len(read[0].outputs))]
+    tensors = {**source.tensors, **dict(zip(names, read[0].outputs))}
+    bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared)
+    return Bound(HeadsOfRead(out=check.out, parts=tuple(map(Ref, names)), part=part), bound, None,
+                 f"`{read[0].module}`, as the line read it")
 
 
 def run_bound(bound: Bound) -> CheckResult:

@@ -99,8 +99,7 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
         ("heads merged without moving the heads axis back", "mingpt/model.py",
          "y = y.transpose(1, 2).contiguous().view(B, T, C)", "y = y.contiguous().view(B, T, C)", "G16", ""),
         ("positions added twice", "mingpt/model.py", "drop(tok_emb + pos_emb)", "drop(tok_emb + pos_emb + pos_emb)", "G04", ""),
-        ("dropped residual", "mingpt/model.py", "x = x + self.attn(self.ln_1(x))", "x = self.attn(self.ln_1(x))", "G18",
-         "needs the block's input G05, which only a marker on the `def forward` line could capture (issue 29 point 5)"),
+        ("dropped residual", "mingpt/model.py", "x = x + self.attn(self.ln_1(x))", "x = self.attn(self.ln_1(x))", "G18", ""),
     ],
     "karpathy_nanoGPT": [
         ("positions added twice", "model.py", "drop(tok_emb + pos_emb)", "drop(tok_emb + pos_emb + pos_emb)", "G04", ""),

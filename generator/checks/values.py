@@ -59,10 +59,16 @@ class SameTensor(Check):
     a LayerNorm of it (gain and bias fitted): a model may normalise the embeddings before layer 1, or end a pre-norm
     stack with a final LayerNorm, and say so."""
 
+    DERIVES = "out"
+
     out: Ref = THIS
     source: Ref
     claim: str
     or_layer_norm: bool = False
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        """What was handed over, where nothing may come between (no LayerNorm variant allowed)."""
+        return None if self.or_layer_norm else s.t(self.source)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         passed, detail = close(s.t(self.out), s.t(self.source), f"{s.name(self.out)} vs {s.name(self.source)}")

@@ -285,8 +285,8 @@ of a loop
                         page.label, at_pass=h if len(values) > 1 else None)
     shown: set[str] = set()
     # the hits the pages show, under the shown layer's names, win; the first snapshot showing a record point owns it
-    for page in pages:
-        for name, tensor in own_tensors(page, shown_places, dims).items():
+    for page in pages:  # a line that ran fewer times than ``hit`` shows its last pass: filed under that pass's names
+        for name, tensor in own_tensors(page, _shown_places(page, catalogue, pages, hit) or shown_places, dims).items():
             if name not in shown:
                 tensors[name], labels[name] = tensor, TensorLabel(page.label)
                 shown.add(name)

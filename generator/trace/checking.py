@@ -17,7 +17,7 @@ from transformer_trace.checks import FAILED, NOT_CHECKABLE, CheckResult, Unfitta
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, fill
 from transformer_trace.trace.verify import LayoutStatus, catalogue_layout
 from transformer_trace.trace.derived import derive_missing
-from transformer_trace.trace.weights import bind, run_bound
+from transformer_trace.trace.weights import bind, modules_called, run_bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.pages import SnapshotPage
@@ -91,13 +91,14 @@ def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int],
     source, labels = catalogue_source(catalogue, pages, dims, hit)
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
     checked, read_labels = (source, labels) if source is None else _with_derived(pages, source, labels)
+    known = modules_called(pages, checked) if checked is not None else {}
     for page in pages:
         # a snapshot is judged on its own capture, even where an earlier one shows the same record point
         if source is not None and page.captured:
             places = _shown_places(page, catalogue, pages, hit) or source.places
             own = own_tensors(page, places, dims)
             page.checks = page_checks(page, TensorDict({**checked.tensors, **own}, places=places),
-                                      {**read_labels, **dict.fromkeys(own, TensorLabel(page.label))})
+                                      {**read_labels, **dict.fromkeys(own, TensorLabel(page.label))}, known)
         else:
             page.checks = page_checks(page, checked, read_labels)
         page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
@@ -133,7 +134,8 @@ def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
     return CheckResult(name=name, passed=False, detail=detail, status=NOT_CHECKABLE, missing=missing, lacks=lacks)
 
 
-def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel]) -> list[CheckResult]:
+def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel],
+                known: dict[str, Any] | None = None) -> list[CheckResult]:
     """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is \
 said in
     the user's terms (a snapshot to capture, the weights a trace does not have)."""
@@ -155,7 +157,7 @@ said in
     results = []
     for check, claim in zip(checks, claims):
         # the weights and inputs of the module calls the marked line made (generator/trace/weights.py)
-        bound = bind(check, page.calls, source, page.main.shown.tensor) if page.calls else None
+        bound = bind(check, page.calls, source, page.main.shown.tensor, known) if page.calls else None
         try:
             result = run_bound(bound) if bound is not None else check.run(source)
         except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all

@@ -59,9 +59,11 @@ class Bound:
     also: tuple[Check, ...] = ()  # checks the call makes possible besides (an attention module's inputs)
 
 
-def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None,
+         known: dict[str, Any] | None = None) -> Bound | None:
     """``check`` with the fields it declares in ``FROM_CALLS`` taken from the marked line's module calls; None where
-    it declares none or the line made no call of the kind."""
+    it declares none or the line made no call of the kind. ``known``: modules other marked lines called (the token
+    embedding a tied output head shares), by catalogue name."""
     wanted = getattr(type(check), "FROM_CALLS", {})
     kinds = {kind for kind, _ in wanted.values()}
     chosen = {kind: call for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
@@ -97,7 +99,7 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
     if not modules and not params and not missing:
         return None
     bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared,
-                       modules=modules, params=params)
+                       modules={**(known or {}), **modules}, params=params)
     note = "; ".join(dict.fromkeys(taken))
     if missing:
         note += (("; " if note else "") + "its input taken from the module call on the marked line (no captured "
@@ -164,6 +166,22 @@ def _split_of_read(check: Check, calls: list[Any], source: TensorDict) -> Bound 
     bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared)
     return Bound(HeadsOfRead(out=check.out, parts=tuple(map(Ref, names)), part=part), bound, None,
                  f"`{read[0].module}`, as the line read it")
+
+
+def modules_called(pages: list[Any], source: TensorDict) -> dict[str, Any]:
+    """The modules every marked line's calls give, by catalogue name (an embedding's ``tok_emb`` from the weight bound
+    to ``tok_emb.weight``): what a check on another line may read."""
+    known: dict[str, Any] = {}
+    for page in pages:
+        if not page.captured or not page.calls:
+            continue
+        for check in getattr(page.snap, "checks", ()):
+            bound = bind(check, page.calls, source, page.main.shown.tensor)
+            if bound is not None:
+                known.update(bound.source.modules)
+                known.update({name.removesuffix(".weight"): SimpleNamespace(weight=weight)
+                              for name, weight in bound.source.params.items() if name.endswith(".weight")})
+    return known
 
 
 def run_bound(bound: Bound) -> CheckResult:
@@ -250,7 +268,7 @@ def rebuild(call: Any, kind: str) -> Any:
     parameters; None where they were not copied."""
     params = call.params
     if kind == "linear" and call.kind == "linear" and params.get("weight") is not None:
-        return SimpleNamespace(weight=params["weight"], bias=params.get("bias"))
+        return SimpleNamespace(weight=params["weight"], bias=params.get("bias"), traced=True)
     if kind != "layer_norm" or not call.inputs or call.inputs[0] is None:
         return None
     width = call.inputs[0].shape[-1]

@@ -167,10 +167,19 @@ class GptBlockRerun(Check):
         return "equals the block applied to its input", passed, detail
 
 
+def _optional_module(s: TensorSource, ref: ModuleRef) -> object | None:
+    try:
+        return s.module(ref)
+    except NotCheckable:
+        return None
+
+
 @dataclass(frozen=True, kw_only=True)
 class TiedHead(Check):
     """``out`` is ``x`` times the token-embedding table, and the ``head``'s weight is the ``embedding``'s (weight
     tying)."""
+
+    FROM_CALLS = {"head": ("linear", "module"), "x": ("linear", "input")}
 
     out: Ref = THIS
     x: Ref
@@ -178,7 +187,15 @@ class TiedHead(Check):
     embedding: ModuleRef
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        head_weight, emb_weight = s.module(self.head).weight, s.module(self.embedding).weight
+        head = s.module(self.head)
+        if getattr(head, "traced", False):  # a traced script's own head: untied weights are its design, not a bug
+            tied = head.weight is getattr(_optional_module(s, self.embedding), "weight", None)
+            if not tied:
+                bias = head.bias.detach().double().cpu() if head.bias is not None else None
+                expected = torch.nn.functional.linear(s.t(self.x), head.weight.detach().double().cpu(), bias)
+                passed, detail = close(s.t(self.out), expected, f"recomputed ln_f · {self.head}.weightᵀ")
+                return "equals lm_head(ln_f) (its weight is not the token embedding's: no weight tying)", passed, detail
+        head_weight, emb_weight = head.weight, s.module(self.embedding).weight
         tied = head_weight is emb_weight
         expected = s.t(self.x) @ emb_weight.detach().double().cpu().T  # (B, T, C) @ (C, V) -> (B, T, V)
         passed, detail = close(s.t(self.out), expected, f"recomputed ln_f · {self.embedding}.weightᵀ")

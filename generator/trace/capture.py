@@ -162,11 +162,13 @@ def user_environment() -> dict[str, str]:
 
 
 def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset()) -> dict[str, Any]:
-    """A marker as the script's interpreter reads it (bootstrap.py)."""
+    """A marker as the script's interpreter reads it (bootstrap.py); ``locals_for``: the snapshots whose lines copy
+    the local tensors they read (``Check.READS_LOCALS``)."""
+    reads_locals = bool(locals_for & {marker.number, *marker.alternatives})
     return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
             "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
-            "reads": attributes_read(marker), "locals": names_read(marker) if locals_for & {marker.number, *marker.alternatives} else []}
+            "reads": attributes_read(marker), "locals": names_read(marker) if reads_locals else []}
 
 
 def names_read(marker: Marker) -> list[str]:

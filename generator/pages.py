@@ -109,6 +109,7 @@ class SnapshotPage:
     order: int = 0  # a captured page's place in the order the script ran
     shown_hit: int = 1  # which hit of its (first) marker the page shows
     hit_values: list[list[torch.Tensor | None]] = field(default_factory=list)  # per tensor: its value at every hit
+    calls: list[Any] = field(default_factory=list)  # a trace's: the module calls its line(s) made at the shown hit
 
     @property
     def label(self) -> str:

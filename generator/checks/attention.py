@@ -45,9 +45,17 @@ class ScaledScores(Check):
     """Tensors only: ``out`` = Q·Kᵀ/√hs per head, from the queries ``q`` and keys ``k``, per head (B, h, L, hs) or whole
     (B, L, C), then split into the scores' heads. Scores that are Q·Kᵀ without the scaling are said to be."""
 
+    DERIVES = "out"
+
     out: Ref = THIS
     q: Ref
     k: Ref
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        q, k = s.t(self.q), s.t(self.k)
+        if q.dim() != 4 or k.shape != q.shape:  # the heads are not known from whole tensors
+            return None
+        return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         scores = s.t(self.out)
@@ -67,10 +75,25 @@ class SoftmaxRows(Check):
     position.
     Weights whose columns sum to 1 instead are said to come from a softmax over the wrong axis."""
 
+    DERIVES = "out"
+
     out: Ref = THIS
     scores: Ref
     mask: Ref | None = None
     causal: bool = False
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        """The softmax, where the blocked keys are known: from the captured mask, or the future ones of a causal
+        model (without either, a padding mask the scores do not show could change it)."""
+        logits = s.t(self.scores)
+        if self.mask is not None and s.has(self.mask):
+            allowed, _ = mask_allows(s.cpu(self.mask))
+        elif self.causal and self.mask is None:
+            allowed = torch.ones(logits.shape[-2:], dtype=torch.bool).tril()
+        else:
+            return None
+        nothing = ~allowed.any(-1, keepdim=True)  # a padded query that sees no key: all masked alike, uniform
+        return torch.softmax(logits.masked_fill(~allowed & ~nothing, float("-inf")).masked_fill(nothing, 0.0), dim=-1)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         weights = s.t(self.out)
@@ -112,9 +135,16 @@ class ContextConcat(Check):
     """Tensors only: ``out`` (B, T, C) is probs·V per head with the heads concatenated; ``v`` per head (B, h, S, hs) or
     whole (B, S, C), then split into the probabilities' heads."""
 
+    DERIVES = "out"
+
     out: Ref = THIS
     probs: Ref
     v: Ref
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        probs = s.t(self.probs)
+        ctx = probs @ _heads(s.t(self.v), probs.shape[1])
+        return ctx.transpose(1, 2).reshape(ctx.shape[0], ctx.shape[2], -1)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         probs = s.t(self.probs)
@@ -129,9 +159,14 @@ class ContextConcat(Check):
 class ContextHeads(Check):
     """Tensors only: ``out`` (B, h, T, hs) is probs·V."""
 
+    DERIVES = "out"
+
     out: Ref = THIS
     probs: Ref
     v_heads: Ref
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        return s.t(self.probs) @ s.t(self.v_heads)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         expected = s.t(self.probs) @ s.t(self.v_heads)
@@ -144,6 +179,9 @@ class LinearHeads(Check):
     """``out`` (B, h, N, hs) is part ``part`` (0 q, 1 k, 2 v) of the fused projection ``module`` of ``x``, split into
     heads."""
 
+    FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
+    READS_LOCALS = True  # without the Linear on its line: the head split of the projection the line read
+
     out: Ref = THIS
     x: Ref
     module: ModuleRef
@@ -152,10 +190,11 @@ class LinearHeads(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         fused = linear(s, self.module, s.t(self.x))  # (B, N, 3C): q, k, v side by side
         B, N, C3 = fused.shape
-        C = C3 // 3
         got = s.t(self.out)  # (B, h, N, hs)
         H = got.shape[1]
-        part = fused[..., self.part * C:(self.part + 1) * C]
+        # a projection of its own (a trace's Linear W_q, W_k or W_v), or part ``part`` of the fused one
+        C = C3 if C3 == H * got.shape[-1] else C3 // 3
+        part = fused if C3 == C else fused[..., self.part * C:(self.part + 1) * C]
         expected = part.reshape(B, N, H, C // H).transpose(1, 2)  # (B, N, C) -> (B, h, N, hs)
         letter = "qkv"[self.part]
         passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, split into {H} heads")

@@ -166,6 +166,23 @@ class Check(Typed):
 
     # True where the claim has a form that tensors alone decide (its verify catches the weights' NotCheckable)
     WEIGHTS_OPTIONAL: typing.ClassVar[bool] = False
+    # What a module call of a traced marked line can stand for (generator/trace/weights.py): field -> (the call's kind,
+    # "module": the module rebuilt from its parameters, "weight": its weight, "input": its input)
+    FROM_CALLS: typing.ClassVar[dict[str, tuple[str, str]]] = {}
+
+    # Whether a trace copies the local tensors the marked line reads, for ``FROM_CALLS`` parts "local"
+    READS_LOCALS: typing.ClassVar[bool] = False
+    # The field whose tensor ``derive`` computes from the others (the step is determined by them), or None
+    DERIVES: typing.ClassVar[str | None] = None
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        """The tensor of the field ``DERIVES`` computed from the others as the claim says it is (a trace derives a step
+        nobody marked from the ones that were: scores from q and k); None where the others do not determine it."""
+        return None
+
+    def reading(self, name: str, ref: Ref) -> Check:
+        """This check with its tensor field ``name`` reading ``ref`` (a module call's input) instead."""
+        return dataclasses.replace(self, **{name: ref})
 
     def run(self, s: TensorSource) -> CheckResult:
         """Verify against ``s``: passed or failed, or not checkable when a tensor, the weights or an input is missing;

@@ -4,6 +4,7 @@ feature (for the usual epsilons)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -25,11 +26,30 @@ def _layer_norm(s: TensorSource, out: Ref, total: torch.Tensor, module: ModuleRe
     weight, bias = ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu()
     expected = F.layer_norm(total, ln.normalized_shape, weight, bias, ln.eps)
     passed, detail = close(got, expected, f"recomputed LayerNorm of {of} with {s.name(module)}'s weights")
+    if getattr(ln, "own_code", False):  # a traced script's own LayerNorm class: checked against the formula
+        passed, detail = _own_layer_norm(got, total, ln, of, (passed, detail))
     normalised = F.layer_norm(total, ln.normalized_shape, eps=ln.eps)
     detail += (f"; before the affine step every position has mean {fmt(float(normalised.mean(-1).abs().max()), 6)} "
                "(max |mean|) "
                f"and std {fmt(float(normalised.std(-1, unbiased=False).mean()), 4)}")
     return f"equals LayerNorm({of})", passed, detail
+
+
+def _own_layer_norm(got: torch.Tensor, total: torch.Tensor, ln: Any, of: str,
+                    reference: tuple[bool, str]) -> tuple[bool, str]:
+    """A user's own LayerNorm class (a trace's): the reference formula with its own gain and bias, or the Annotated
+    Transformer's form (unbiased standard deviation, ε added to it), said when recognised."""
+    passed, detail = reference
+    detail = detail.replace("recomputed LayerNorm", f"recomputed nn.LayerNorm's formula (your {ln.called}'s gain "
+                            f"and bias, ε = {ln.eps:g})", 1)
+    if passed:
+        return passed, detail
+    weight, bias = ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu()
+    centred = total - total.mean(-1, keepdim=True)
+    annotated = weight * centred / (total.std(-1, keepdim=True) + ln.eps) + bias
+    same, more = close(got, annotated, f"recomputed the Annotated Transformer's LayerNorm of {of} (unbiased std, ε "
+                       f"added to it; your {ln.called}'s gain and bias)")
+    return (True, more) if same else (False, detail)
 
 
 # The epsilons LayerNorms use (PyTorch's default; 1e-6 in torchvision's ViT and many ports; 1e-12 in BERT-style code):
@@ -71,6 +91,7 @@ class LayerNormOf(Check):
     bias fitted)."""
 
     WEIGHTS_OPTIONAL = True
+    FROM_CALLS = {"module": ("layer_norm", "module"), "x": ("layer_norm", "input")}
 
     out: Ref = THIS
     x: Ref
@@ -104,10 +125,17 @@ class ResidualLayerNorm(Check):
     fitted)."""
 
     WEIGHTS_OPTIONAL = True
+    FROM_CALLS = {"module": ("layer_norm", "module"), "operands": ("layer_norm", "input")}
 
     out: Ref = THIS
     operands: tuple[Ref, ...]
     module: ModuleRef
+
+    def reading(self, name: str, ref: Ref) -> Check:
+        """Read from the LayerNorm's own input (the sum, where its operands are not all captured)."""
+        if name == "operands":
+            return LayerNormOf(out=self.out, x=ref, module=self.module)
+        return super().reading(name, ref)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         return _layer_norm(s, self.out, sum(s.t(ref) for ref in self.operands), self.module, "input + sublayer output")

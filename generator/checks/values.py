@@ -24,6 +24,8 @@ class EmbeddingLookup(Check):
     be multiplied by √C, as the paper does. A ``table`` holding only a leading corner of the table (what a debugger
     shows of a big one) is compared where it reaches: the positions whose ID is one of its rows, over its columns."""
 
+    FROM_CALLS = {"ids": ("embedding", "input"), "table": ("embedding", "weight")}
+
     out: Ref = THIS
     ids: Ref
     table: Ref
@@ -57,10 +59,16 @@ class SameTensor(Check):
     a LayerNorm of it (gain and bias fitted): a model may normalise the embeddings before layer 1, or end a pre-norm
     stack with a final LayerNorm, and say so."""
 
+    DERIVES = "out"
+
     out: Ref = THIS
     source: Ref
     claim: str
     or_layer_norm: bool = False
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        """What was handed over, where nothing may come between (no LayerNorm variant allowed)."""
+        return None if self.or_layer_norm else s.t(self.source)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         passed, detail = close(s.t(self.out), s.t(self.source), f"{s.name(self.out)} vs {s.name(self.source)}")
@@ -77,6 +85,8 @@ class SameTensor(Check):
 @dataclass(frozen=True, kw_only=True)
 class LinearOf(Check):
     """``out`` is ``module`` (a Linear) applied to ``x``, after an optional ReLU; ``index`` compares a slice."""
+
+    FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
 
     out: Ref = THIS
     x: Ref
@@ -100,8 +110,13 @@ class LinearOf(Check):
 class SumOf(Check):
     """A residual sum: ``out`` is the sum of ``operands`` (tensors only)."""
 
+    DERIVES = "out"
+
     out: Ref = THIS
     operands: tuple[Ref, ...]
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        return sum(s.t(ref) for ref in self.operands)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         expected = sum(s.t(ref) for ref in self.operands)
@@ -159,12 +174,16 @@ class RowEquals(Check):
 class PlusParameter(Check):
     """``out`` is ``x`` plus the learned ``parameter`` (e.g. position embeddings)."""
 
+    FROM_CALLS = {"parameter": ("read", "weight")}
+
     out: Ref = THIS
     x: Ref
     parameter: ParamRef
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         param = s.parameter(self.parameter)
+        if param.dim() >= 2 and param.shape[-2] > s.t(self.x).shape[-2]:  # a table for longer sequences: its first rows
+            param = param[..., : s.t(self.x).shape[-2], :]
         passed, detail = close(s.t(self.out), s.t(self.x) + param, f"input + {self.parameter}")
         return "equals its input plus the learned position embeddings", passed, detail
 
@@ -188,6 +207,8 @@ class Probabilities(Check):
 class EqualsParameter(Check):
     """``out`` is the learned ``parameter``, repeated over the batch."""
 
+    FROM_CALLS = {"parameter": ("read", "weight")}
+
     out: Ref = THIS
     parameter: ParamRef
 
@@ -204,6 +225,7 @@ class GeluOfLinear(Check):
     range."""
 
     WEIGHTS_OPTIONAL = True
+    FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
 
     out: Ref = THIS
     x: Ref

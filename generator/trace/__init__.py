@@ -30,6 +30,13 @@ def traceable(reports: Mapping[str, Report]) -> dict[str, Report]:
     return {key: report for key, report in reports.items() if report.trace is not None}
 
 
+def reads_locals(catalogue: Report) -> frozenset[int]:
+    """The snapshots whose checks read the local tensors their line reads (``Check.READS_LOCALS``: a head split
+    checked against the projection the line split): only their lines copy them."""
+    return frozenset(snap.number for snap in catalogue.snapshots
+                     if any(type(check).READS_LOCALS for check in getattr(snap, "checks", ())))
+
+
 def numberings(reports: Mapping[str, Report]) -> dict[tuple[str, str], str]:
     """(marker keyword, letter) -> the key of the report that numbers its snapshots so: what markers.scan reads."""
     return {(report.trace.keyword, report.trace.letter): key for key, report in traceable(reports).items()}
@@ -213,7 +220,8 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     rerun = [shown, *options, *(["--", *script_args] if script_args else [])]
     command = command or "python -m transformer_trace trace " + shlex.join(rerun)
     capture = run_script(script, script_args, markers, args.timeout,
-                         argv0=str(args.script) if notebook is None else None)
+                         argv0=str(args.script) if notebook is None else None,
+                         locals_for=reads_locals(reports[numbering]) if numbering in reports else frozenset())
     if notebook is not None:  # the pages name the notebook, its cells and lines
         notebooks.as_notebook_capture(capture, notebook.resolve())
     if numbering == "none":

@@ -231,12 +231,14 @@ class Tracer:
         self.module_reader = None  # running_module.py's reader, loaded at the first hit of a shared line
         self.user_files = {spec["script"], *self.by_file, *(file for file, _ in self.entries)}
         self.pid = os.getpid()
+        self.calls = _module_calls().CallRecorder(results, os.path.dirname(spec["script"]), tensor_value)
 
     def stop_in_child(self):
         """After fork(): the child runs the user's code untraced and writes nothing of ours."""
         sys.settrace(None)
         threading.settrace(None)
         self.pid = None
+        self.calls.running.clear()
 
     def _marked(self, code):
         """(marked lines of the code, markers read as it is entered), or None: the code runs untraced."""
@@ -268,7 +270,7 @@ class Tracer:
             self._take(frame, entry)
         if not lines:
             return None
-        take = self._take
+        take, start, stop = self._take, self.calls.start, self.calls.stop
         pending = None  # (first line, last line, markers) of the statement that is running
 
         def local_trace(frame, event, arg):
@@ -279,21 +281,24 @@ class Tracer:
                     if pending[0] <= line <= pending[1]:
                         return local_trace
                     markers, pending = pending[2], None
-                    take(frame, markers)
+                    take(frame, markers, None, stop())
                 markers = lines.get(line)
                 if markers is not None:
                     pending = (markers[0][1]["first"], markers[0][1]["last"], markers)
+                    start(frame, markers)  # its module calls recorded (module_calls.py) until its capture is taken
             elif event == "return":
                 if pending is not None:
                     markers, pending = pending[2], None
-                    take(frame, markers, arg)
+                    take(frame, markers, arg, stop())
             elif event == "exception":
+                if pending is not None:
+                    stop()
                 pending = None  # the statement did not complete: nothing was assigned
             return local_trace
 
         return local_trace
 
-    def _take(self, frame, markers, returned=None):
+    def _take(self, frame, markers, returned=None, calls=None):
         if os.getpid() != self.pid:
             return
         for index, marker in markers:
@@ -310,13 +315,15 @@ class Tracer:
                 except (KeyError, AttributeError):
                     self._missing(marker, name)
             site = self._call_site(frame) if marker["shared_line"] else None
+            reads = self.calls.reads(frame, marker["reads"], _read) if calls is not None else {}
             with self.results.lock:
                 values = [self._value(name, value) for name, value in read]
                 for value, (name, _) in zip(values, read):
                     if "[" in name:  # a slice: filed under its variable's name (data file names), said in its note
                         value["name"], value["note"] = name.split("[", 1)[0], value["note"] or f"the slice {name}"
                 self.results.order += 1
-                event = {"hit": index, "order": self.results.order, "site": site, "values": values}
+                event = {"hit": index, "order": self.results.order, "site": site, "values": values,
+                         "calls": calls or [], "reads": reads}
                 if site is not None:  # a shared line: which module runs it tells its uses apart
                     event["module"] = self._running_module(frame)
                 self.results.event(event)
@@ -363,6 +370,16 @@ def _flush_streams():
             stream.flush()
         except (OSError, ValueError, AttributeError):
             pass
+
+
+def _module_calls():
+    """module_calls.py, beside this file, loaded by path (nothing of ours is importable in the script's process)."""
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    spec = spec_from_file_location("_trace_module_calls", os.path.join(os.path.dirname(__file__), "module_calls.py"))
+    module = module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class SeedRecorder:

@@ -10,6 +10,7 @@ in a temporary folder (the protocol is bootstrap.py's docstring) and is rebuilt 
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -40,12 +41,29 @@ class Value:
 
 
 @dataclass
+class ModuleCall:
+    """One `nn.Module` call a marked line made (generator/trace/module_calls.py records it): the module's class and
+    kind ("linear", "layer_norm", "embedding", "conv2d", "multihead_attention", or "user": a class of the user's
+    files), how deep in the line it ran (1: called by the line itself), its tensor inputs and outputs (None where not
+    a tensor or not copied), its parameters by name and the attributes a recomputation needs (eps, stride, heads)."""
+
+    module: str
+    kind: str
+    depth: int
+    inputs: list[Any]
+    outputs: list[Any]
+    params: dict[str, Any]
+    attrs: dict[str, Any]
+
+
+@dataclass
 class Hit:
     order: int  # global capture order: the pipeline order of the run
     values: list[Value]
     site: tuple[str, int] | None = None  # for a line shared by several snapshots: the user's line that called it
     # and the nn.Modules running it, outermost first: [[attribute, class name, inputs], ...] (running_module.py)
     module: list | None = None
+    calls: list[ModuleCall] = field(default_factory=list)  # the module calls the line made
 
 
 @dataclass
@@ -107,7 +125,7 @@ def user_files(script: Path) -> list[Path]:
 
 
 def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: float | None,
-               argv0: str | None = None) -> Capture:
+               argv0: str | None = None, locals_for: frozenset[int] = frozenset()) -> Capture:
     """Run ``script`` as ``__main__`` with ``argv`` (``sys.argv[0]``: ``argv0``, else the script's path) and the markers
     traced, in its own interpreter; never raises for the script's own errors."""
     from transformer_trace.trace.process import run_child
@@ -117,7 +135,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.sources = {file: read_source(Path(file)) for file in sorted({m.file for m in markers})}
     with tempfile.TemporaryDirectory(prefix="trace-") as folder:
         spec = {"script": str(script), "argv0": argv0 or str(script), "argv": list(argv), "results": folder,
-                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m) for m in markers]}
+                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m, locals_for) for m in markers]}
         (Path(folder) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         command = [sys.executable, str(BOOTSTRAP), str(Path(folder) / "spec.json")]
         ended = run_child(command, user_environment(), timeout)
@@ -146,11 +164,46 @@ def user_environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if ENVIRONMENT_ADDED.get(key) != value}
 
 
-def marker_spec(marker: Marker) -> dict[str, Any]:
-    """A marker as the script's interpreter reads it (bootstrap.py)."""
+def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset()) -> dict[str, Any]:
+    """A marker as the script's interpreter reads it (bootstrap.py); ``locals_for``: the snapshots whose lines copy
+    the local tensors they read (``Check.READS_LOCALS``)."""
+    reads_locals = bool(locals_for & {marker.number, *marker.alternatives})
     return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
-            "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body}
+            "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
+            "reads": attributes_read(marker), "locals": names_read(marker) if reads_locals else []}
+
+
+def names_read(marker: Marker) -> list[str]:
+    """The plain names the marked statement reads (``qkv`` of ``q, k, v = qkv.unbind(0)``), its inputs as they are
+    before it runs; a name it assigns and reads (``q = q.view(...)``) included."""
+    tree = _statement(marker)
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} if tree else ()
+    return sorted(names)[:6]
+
+
+def _statement(marker: Marker) -> Any:
+    try:
+        lines = read_source(Path(marker.file)).splitlines()[marker.first - 1:marker.last]
+        return ast.parse("\n".join(line.strip() if i == 0 else line for i, line in enumerate(lines)))
+    except (SyntaxError, ValueError, OSError):
+        return None
+
+
+def attributes_read(marker: Marker) -> list[str]:
+    """The attribute chains the marked statement reads (``self.pos_embedding``, ``self.cls_token`` of
+    ``self.cls_token.expand(B, -1, -1)``): where functional code passes a weight, the tensor it passes."""
+    tree = _statement(marker)
+    chains: list[str] = []
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            parts = []
+            while isinstance(node, ast.Attribute):
+                parts.insert(0, node.attr)
+                node = node.value
+            if isinstance(node, ast.Name):  # every prefix: self.cls_token of self.cls_token.expand
+                chains += [".".join([node.id, *parts[:n]]) for n in range(1, len(parts) + 1)]
+    return sorted(set(chains))[:12]
 
 
 def _read_outcome(folder: Path) -> dict[str, Any]:
@@ -183,7 +236,7 @@ def _ending(outcome: dict[str, Any], returncode: int | None) -> tuple[str | None
 def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
     """The hits of events.jsonl, in order, as `Hit`s of ``capture.markers`` (a line cut short by a kill is left out);
     the marked code that ran: (file, its first line, its name) each."""
-    entered = []
+    entered, params = [], {}
     arrays = bytearray((folder / "tensors.bin").read_bytes()) if (folder / "tensors.bin").exists() else bytearray()
     events = (folder / "events.jsonl").read_bytes().splitlines() if (folder / "events.jsonl").exists() else []
     for line in events:
@@ -197,12 +250,18 @@ def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
         if "entered" in event:
             entered.append(tuple(event["entered"]))
             continue
+        if "param" in event:
+            params[event["param"]] = _value(event["value"], arrays).tensor
+            continue
         values = [_value(entry, arrays) for entry in event["values"]]
         for value in (v for v in values if v.tensor is not None):
             tensors = value.tensor.values() if value.kind == "dict" else [value.tensor]
             capture.kept_bytes += sum(t.numel() * t.element_size() for t in tensors)
         site = tuple(event["site"]) if event.get("site") else None
-        hit = Hit(event["order"], values, site, event.get("module"))
+        calls = [_call(call, arrays, params) for call in event.get("calls", ())]
+        calls += [ModuleCall(name, "read", 1, [], [], {"weight": params.get(number)}, {})
+                  for name, number in event.get("reads", {}).items()]  # weights passed to functional code
+        hit = Hit(event["order"], values, site, event.get("module"), calls)
         capture.hits.setdefault(capture.markers[event["hit"]], []).append(hit)
     return entered
 
@@ -245,6 +304,14 @@ def _function_around(source: str, line: int) -> tuple[str, int] | None:
         return None
     inner = min(functions, key=lambda n: n.end_lineno - n.lineno)
     return inner.name, (inner.decorator_list[0].lineno if inner.decorator_list else inner.lineno)
+
+
+def _call(call: dict[str, Any], arrays: bytearray, params: dict[int, Any]) -> ModuleCall:
+    def tensors(entries: list[Any]) -> list[Any]:
+        return [_value(entry, arrays).tensor if entry else None for entry in entries]
+
+    return ModuleCall(call["module"], call["kind"], call["depth"], tensors(call["inputs"]), tensors(call["outputs"]),
+                      {name: params.get(number) for name, number in call["params"].items()}, call["attrs"])
 
 
 def _value(entry: dict[str, Any], arrays: bytearray) -> Value:

@@ -16,6 +16,8 @@ import torch
 from transformer_trace.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.verify import LayoutStatus, catalogue_layout
+from transformer_trace.trace.derived import derive_missing
+from transformer_trace.trace.weights import bind, modules_called, run_bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.pages import SnapshotPage
@@ -38,10 +40,13 @@ class TensorLabel:
     sliced: bool = False
     # captured, but not readable in the catalogue's layout: why (dimensions unbound, values not copied)
     unreadable: str = ""
+    derived_from: tuple[str, ...] = ()  # not captured: derived from these (generator/trace/derived.py)
 
     def __str__(self) -> str:
         if self.sliced:
             return f"the whole of what {self.snapshot} shows a slice of"
+        if self.derived_from:
+            return f"{self.snapshot} (derived from {', '.join(self.derived_from)})"
         return (self.snapshot + (f" ({self.variable})" if self.variable else "")
                 + (f" at pass {self.at_pass}" if self.at_pass else ""))
 
@@ -84,17 +89,30 @@ def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int],
     """Give every page its results (``page.checks``, one per declared check) and its verdict (``page.check``); return
     the captured tensors under the catalogue's record names and what each name comes from (catalogue_source)."""
     source, labels = catalogue_source(catalogue, pages, dims, hit)
+    # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
+    checked, read_labels = (source, labels) if source is None else _with_derived(pages, source, labels)
+    known = modules_called(pages, checked) if checked is not None else {}
     for page in pages:
         # a snapshot is judged on its own capture, even where an earlier one shows the same record point
         if source is not None and page.captured:
             places = _shown_places(page, catalogue, pages, hit) or source.places
             own = own_tensors(page, places, dims)
-            page.checks = page_checks(page, TensorDict({**source.tensors, **own}, places=places),
-                                      {**labels, **dict.fromkeys(own, TensorLabel(page.label))})
+            page.checks = page_checks(page, TensorDict({**checked.tensors, **own}, places=places),
+                                      {**read_labels, **dict.fromkeys(own, TensorLabel(page.label))}, known)
         else:
-            page.checks = page_checks(page, source, labels)
+            page.checks = page_checks(page, checked, read_labels)
         page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
     return source, labels  # the run's tensors (generator/trace/run.py traced_run): computed once, here
+
+
+def _with_derived(pages: list[SnapshotPage], source: TensorDict,
+                  labels: dict[str, TensorLabel]) -> tuple[TensorDict, dict[str, TensorLabel]]:
+    """``source`` with the tensors of steps nobody marked derived from the captured ones (generator/trace/derived.py),
+    and the labels that say so."""
+    tensors, read_labels = dict(source.tensors), dict(labels)
+    derive_missing(pages, tensors, read_labels, dict(source.places),
+                   lambda label, read: TensorLabel(label, derived_from=tuple(dict.fromkeys(map(str, read)))))
+    return TensorDict(tensors, places=source.places), read_labels
 
 
 def _shown_places(page: TracedPage, catalogue: Any, pages: list[TracedPage], hit: int) -> dict[str, str] | None:
@@ -115,7 +133,8 @@ def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
     return CheckResult(name=name, passed=False, detail=detail, status=NOT_CHECKABLE, missing=missing, lacks=lacks)
 
 
-def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel]) -> list[CheckResult]:
+def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel],
+                known: dict[str, Any] | None = None) -> list[CheckResult]:
     """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is \
 said in
     the user's terms (a snapshot to capture, the weights a trace does not have)."""
@@ -136,14 +155,17 @@ said in
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
     results = []
     for check, claim in zip(checks, claims):
+        # the weights and inputs of the module calls the marked line made (generator/trace/weights.py)
+        bound = bind(check, page.calls, source, page.main.shown.tensor, known) if page.calls else None
         try:
-            result = check.run(source)
+            result = run_bound(bound) if bound is not None else check.run(source)
         except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
             results.append(CheckResult(name=claim, passed=False,
                                        detail=f"the captured tensors do not fit the claim: {exc}"))
             continue
         reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in check.inputs()) if name in labels]
-        if result.checkable and any(label.at_pass for label in reads):  # a loop's wiring: say which passes it compared
+        # a loop's wiring, or steps nobody marked: say which passes it compared, what it derived
+        if result.checkable and any(label.at_pass or label.derived_from for label in reads):
             result = replace(result, detail=f"{result.detail} (read: {', '.join(map(str, reads))})")
         if not result.checkable:
             lacks = result.lacks or tuple(MissingTensor(m) for m in result.missing)
@@ -270,8 +292,8 @@ of a loop
                         page.label, at_pass=h if len(values) > 1 else None)
     shown: set[str] = set()
     # the hits the pages show, under the shown layer's names, win; the first snapshot showing a record point owns it
-    for page in pages:
-        for name, tensor in own_tensors(page, shown_places, dims).items():
+    for page in pages:  # a line that ran fewer times than ``hit`` shows its last pass: filed under that pass's names
+        for name, tensor in own_tensors(page, _shown_places(page, catalogue, pages, hit) or shown_places, dims).items():
             if name not in shown:
                 tensors[name], labels[name] = tensor, TensorLabel(page.label)
                 shown.add(name)

@@ -240,7 +240,7 @@ def captured_contents(catalogue: Report, numbering: str, capture: Capture,
             tensors=CapturedTensors(catalogue.label(snap.number), example), named_shape=shapes[snap.number][0] or (),
             expected_shape=(), checks=[], origin="captured", marker_example=example, named=shapes[snap.number],
             doc=_declared_doc(snap, places or {}, declared), data_written=False, hit_values=[], order=0, shown_hit=1,
-            questions=[catalogue.question(n) for n in snap.questions])
+            calls=[], questions=[catalogue.question(n) for n in snap.questions])
         notes = []
         for j, (marker, hits) in enumerate(in_catalogue_order(snap, marked.get(snap.number, []))):
             chosen, note = _hit(hits, hit)
@@ -250,6 +250,7 @@ def captured_contents(catalogue: Report, numbering: str, capture: Capture,
             fields["hit_values"] += [[_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits]
                                      for k in range(len(chosen.values))]
             fields["order"] = min(fields["order"] or chosen.order, chosen.order)
+            fields["calls"] += chosen.calls  # what weight-aware checks read (generator/trace/weights.py)
             fields["tensors"].extend(_marked_sections(snap, marker, chosen, capture))
         return fields | {"captured": bool(fields["tensors"]), "hit_note": "; ".join(dict.fromkeys(notes))}
 

@@ -48,6 +48,8 @@ class PromptBytes(Check):
 class EmbeddingRows(Check):
     """Each position of ``out`` is its byte's row (``ids``) of the embedding ``parameter``."""
 
+    FROM_CALLS = {"parameter": ("embedding", "weight"), "ids": ("embedding", "input")}
+
     out: Ref = THIS
     ids: Ref
     parameter: ParamRef
@@ -62,6 +64,8 @@ class EmbeddingRows(Check):
 @dataclass(frozen=True, kw_only=True)
 class PositionRows(Check):
     """``out`` (T, C) is rows 0…T−1 of the position-embedding ``parameter``."""
+
+    FROM_CALLS = {"parameter": ("embedding", "weight")}
 
     out: Ref = THIS
     parameter: ParamRef
@@ -89,9 +93,16 @@ class CausalMaskBool(Check):
     is False,
     and (from the run's second pass, when it has one) later bytes do not reach earlier positions."""
 
+    DERIVES = "masked"
+
     masked: Ref = THIS
     scores: Ref
     mask: Ref
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        """The masked scores of a causal model: −inf exactly above the diagonal (the mask itself not needed)."""
+        scores = s.t(self.scores)
+        return scores.masked_fill(~_lower_triangle(scores.shape[-2], scores.shape[-1]), float("-inf"))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         allowed = s.cpu(self.mask).bool()  # (1, 1, T, T)
@@ -156,10 +167,19 @@ class GptBlockRerun(Check):
         return "equals the block applied to its input", passed, detail
 
 
+def _optional_module(s: TensorSource, ref: ModuleRef) -> object | None:
+    try:
+        return s.module(ref)
+    except NotCheckable:
+        return None
+
+
 @dataclass(frozen=True, kw_only=True)
 class TiedHead(Check):
     """``out`` is ``x`` times the token-embedding table, and the ``head``'s weight is the ``embedding``'s (weight
     tying)."""
+
+    FROM_CALLS = {"head": ("linear", "module"), "x": ("linear", "input")}
 
     out: Ref = THIS
     x: Ref
@@ -167,7 +187,15 @@ class TiedHead(Check):
     embedding: ModuleRef
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        head_weight, emb_weight = s.module(self.head).weight, s.module(self.embedding).weight
+        head = s.module(self.head)
+        if getattr(head, "traced", False):  # a traced script's own head: untied weights are its design, not a bug
+            tied = head.weight is getattr(_optional_module(s, self.embedding), "weight", None)
+            if not tied:
+                bias = head.bias.detach().double().cpu() if head.bias is not None else None
+                expected = torch.nn.functional.linear(s.t(self.x), head.weight.detach().double().cpu(), bias)
+                passed, detail = close(s.t(self.out), expected, f"recomputed ln_f · {self.head}.weightᵀ")
+                return "equals lm_head(ln_f) (its weight is not the token embedding's: no weight tying)", passed, detail
+        head_weight, emb_weight = head.weight, s.module(self.embedding).weight
         tied = head_weight is emb_weight
         expected = s.t(self.x) @ emb_weight.detach().double().cpu().T  # (B, T, C) @ (C, V) -> (B, T, V)
         passed, detail = close(s.t(self.out), expected, f"recomputed ln_f · {self.embedding}.weightᵀ")

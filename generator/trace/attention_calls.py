@@ -1,0 +1,83 @@
+"""An `nn.MultiheadAttention` call a marked line made (its output is the step): the attention recomputed from the
+call's own inputs and parameters gives what the fused module hides (the heads' concatenation before the output
+projection, said on the page as derived from the call), and its inputs are checked against each other (the keys and
+values come from one tensor; in a self-attention the queries too: K computed from the wrong input is caught)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from transformer_trace.checks.base import Check, close
+from transformer_trace.sources import ModuleRef, Ref, TensorSource
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttentionInputs(Check):
+    """The inputs an attention module was called with: keys and values from one tensor, and in a self-attention
+    the queries from it too."""
+
+    query: Ref
+    key: Ref
+    value: Ref
+    self_attention: bool
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        pairs = [("keys", "values", self.key, self.value)]
+        if self.self_attention:
+            pairs.insert(0, ("queries", "keys", self.query, self.key))
+        details, passed = [], True
+        for first, second, a, b in pairs:
+            same, detail = close(s.t(b), s.t(a), f"the {second}' input vs the {first}'")
+            passed &= same
+            details.append(detail if same else f"{detail}: the {second} were computed from another tensor than the "
+                           f"{first}")
+        claim = "queries, keys and values come from one tensor" if self.self_attention else (
+            "keys and values come from one tensor")
+        return claim, passed, "; ".join(details)
+
+
+def attention_parts(call: Any) -> dict[str, torch.Tensor] | None:
+    """The call's attention recomputed in float64 (batch first): its inputs, Q/K/V per head, the probabilities, the
+    heads' concatenation and the output; None where its parameters were not copied or the recomputation does not give
+    the module's own output (a mask or another argument the hook does not see)."""
+    params, attrs = call.params, call.attrs
+    if len(call.inputs) < 3 or any(x is None for x in call.inputs[:3]) or not call.outputs or call.outputs[0] is None:
+        return None
+    first = attrs.get("batch_first", False)
+    q_in, k_in, v_in = (x.double() if first else x.double().transpose(0, 1) for x in call.inputs[:3])
+    out = call.outputs[0].double() if first else call.outputs[0].double().transpose(0, 1)
+    weight = params.get("in_proj_weight")
+    if weight is None:
+        parts = [params.get(f"{p}_proj_weight") for p in "qkv"]
+        weight = torch.cat(parts) if all(p is not None for p in parts) else None
+    if weight is None or params.get("out_proj.weight") is None or q_in.dim() != 3:
+        return None
+    weight, E, heads = weight.double(), q_in.shape[-1], int(attrs.get("num_heads", 1))
+    bias = params.get("in_proj_bias")
+    bias = bias.double() if bias is not None else torch.zeros(3 * E, dtype=torch.float64)
+    split = [F.linear(x, weight[i * E:(i + 1) * E], bias[i * E:(i + 1) * E]) for i, x in enumerate((q_in, k_in, v_in))]
+    q, k, v = (t.reshape(t.shape[0], t.shape[1], heads, E // heads).transpose(1, 2) for t in split)
+    probs = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(E // heads), dim=-1)
+    concat = (probs @ v).transpose(1, 2).reshape(q_in.shape[0], q_in.shape[1], E)
+    out_bias = params.get("out_proj.bias")
+    again = F.linear(concat, params["out_proj.weight"].double(), out_bias.double() if out_bias is not None else None)
+    if not close(again, out, "")[0]:
+        return None
+    return {"query": q_in, "key": k_in, "value": v_in, "probs": probs, "concat": concat}
+
+
+def attention_binding(call: Any, module: ModuleRef, name: str) -> tuple[Any, dict[str, torch.Tensor], bool] | None:
+    """For a Linear step that is an attention module's output: its output projection (as the checks read a Linear),
+    the tensors recomputed from the call under names of their own, and whether it is a self-attention (``name``, the
+    module's catalogue name, does not say cross)."""
+    parts = attention_parts(call)
+    if parts is None:
+        return None
+    layer = SimpleNamespace(weight=call.params["out_proj.weight"], bias=call.params.get("out_proj.bias"))
+    return layer, {f"{name}@{call.module}.{key}": value for key, value in parts.items()}, "cross" not in name

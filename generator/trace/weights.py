@@ -1,0 +1,286 @@
+"""Weight-aware checks on a trace: the `nn.Module` calls a marked line made (capture.ModuleCall) give a snapshot's
+checks the weights a trace otherwise lacks, and the inputs no snapshot shows.
+
+A check declares, in ``FROM_CALLS``, which of its fields a module call of the marked line can stand for: its module
+(``LinearOf.module``: the Linear the line called, rebuilt from the call's own parameters), a parameter (an
+Embedding's ``weight``), or a tensor (the call's ``input``, where no captured snapshot shows it). So ``Q = x·W_q + b``
+is recomputed from the Linear's own weights, and from the snapshot that should feed it where one is captured: K
+computed from another tensor fails there, and the detail says that the module, applied to its own input, reproduces
+it. A user's own LayerNorm is recomputed with the reference formula from its own gain and bias.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from transformer_trace.checks import Check, CheckResult, close
+from transformer_trace.checks.calls import ConvPatches, HeadsOfRead
+from transformer_trace.trace.attention_calls import AttentionInputs, attention_binding
+from transformer_trace.checks.normalisation import _fitted_layer_norm
+from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
+
+BIAS_NAMES = ("bias", "beta", "b_2", "b", "shift")  # how a user's own LayerNorm names its bias (the rest: its gain)
+EPSILON_NAMES = ("eps", "epsilon", "variance_epsilon")
+
+
+@dataclass
+class CallSource(TensorDict):
+    """Captured tensors plus what the marked lines' module calls gave: modules rebuilt from their parameters, and
+    parameters, by the catalogue's names; without them, as ``TensorDict``, not checkable."""
+
+    modules: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def module(self, ref: ModuleRef | str) -> Any:
+        if self.name(ref) in self.modules:
+            return self.modules[self.name(ref)]
+        return super().module(ref)
+
+    def parameter(self, ref: ParamRef | str) -> torch.Tensor:
+        if self.name(ref) in self.params:
+            return self.params[self.name(ref)].detach().double().cpu()
+        return super().parameter(ref)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A check with the module call its fields were bound to: ``own_input`` is the check reading the call's own
+    input (for the diagnosis when the snapshot's input fails), ``note`` what the page says was taken from the call."""
+
+    check: Check
+    source: CallSource
+    own_input: Check | None = None
+    note: str = ""
+    also: tuple[Check, ...] = ()  # checks the call makes possible besides (an attention module's inputs)
+
+
+def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None,
+         known: dict[str, Any] | None = None) -> Bound | None:
+    """``check`` with the fields it declares in ``FROM_CALLS`` taken from the marked line's module calls; None where
+    it declares none or the line made no call of the kind. ``known``: modules other marked lines called (the token
+    embedding a tied output head shares), by catalogue name."""
+    wanted = getattr(type(check), "FROM_CALLS", {})
+    kinds = {kind for kind, _ in wanted.values()}
+    chosen = {kind: call for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
+    if not chosen:
+        if "linear" not in kinds:
+            return None
+        return (_patches(check, calls, source, main) or _attention(check, calls, source, main)
+                or _split_of_read(check, calls, source))
+    tensors, modules, params = dict(source.tensors), {}, {}
+    taken, own_input, missing = [], None, []
+    for name, (kind, part) in wanted.items():
+        call = chosen.get(kind)
+        value = getattr(check, name)
+        if call is None:
+            continue
+        if part == "module" and (module := rebuild(call, kind)) is not None:
+            modules[source.name(value)] = module
+            taken.append(f"the weights of the {call.module} it called")
+        elif part == "weight" and isinstance(value, ParamRef) and call.params.get("weight") is not None:
+            params[source.name(value)] = call.params["weight"]
+            taken.append(f"the weight of the {call.module} it called")
+        elif part in ("input", "weight") and call_tensor(call, part) is not None:
+            refs = value if isinstance(value, tuple) else (value,)
+            absent = [source.name(ref) for ref in refs if not source.has(ref)]
+            synthetic = Ref(f"{source.name(refs[0])}@{call.module}.{part}")
+            tensors[synthetic.template] = call_tensor(call, part)
+            variant = check.reading(name, synthetic)
+            if absent:
+                check = variant
+                missing += absent
+            elif part == "input":
+                own_input = variant
+    if not modules and not params and not missing:
+        return None
+    bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared,
+                       modules={**(known or {}), **modules}, params=params)
+    note = "; ".join(dict.fromkeys(taken))
+    if missing:
+        note += (("; " if note else "") + "its input taken from the module call on the marked line (no captured "
+                 f"snapshot shows {', '.join(missing)})")
+    return Bound(check, bound, own_input, note)
+
+
+def _patches(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+    """A Linear step (the patch embedding) the line computed with a Conv2d: checked as that convolution, from its
+    own weights and the image it was called with."""
+    conv = _call_of("conv2d", calls, main)
+    module = getattr(check, "module", None)
+    if conv is None or not isinstance(module, ModuleRef) or not conv.inputs or conv.inputs[0] is None:
+        return None
+    params, attrs = conv.params, conv.attrs
+    if params.get("weight") is None or params["weight"].dim() != 4:
+        return None
+    image = f"{source.name(module)}@{conv.module}.input"
+    layer = SimpleNamespace(weight=params["weight"], bias=params.get("bias"), stride=tuple(attrs.get("stride", (1, 1))),
+                            padding=tuple(attrs.get("padding", (0, 0))), dilation=tuple(attrs.get("dilation", (1, 1))),
+                            groups=attrs.get("groups", 1))
+    tensors = {**source.tensors, image: conv.inputs[0]}
+    bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared,
+                       modules={source.name(module): layer})
+    return Bound(ConvPatches(out=check.out, x=Ref(image), module=module), bound, None,
+                 f"the weights of the {conv.module} it called, on the image it was called with")
+
+
+def _attention(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+    """A Linear step (the output projection) that is an nn.MultiheadAttention's output: the projection's weights and
+    the heads' concatenation recomputed from the call, and the call's inputs checked against each other."""
+    call = _call_of("multihead_attention", calls, main)
+    module = getattr(check, "module", None)
+    wanted = getattr(type(check), "FROM_CALLS", {})
+    field_name = next((name for name, (_, part) in wanted.items() if part == "input"), None)
+    if call is None or not isinstance(module, ModuleRef) or field_name is None:
+        return None
+    found = attention_binding(call, module, source.name(module))
+    if found is None:
+        return None
+    layer, derived, self_attention = found
+    refs = {key.rsplit(".", 1)[1]: Ref(key) for key in derived}
+    bound = CallSource({**source.tensors, **derived}, places=source.places, inputs=source.inputs,
+                       declared=source.declared, modules={source.name(module): layer})
+    fed = getattr(check, field_name)
+    variant = check.reading(field_name, refs["concat"])
+    inputs = AttentionInputs(query=refs["query"], key=refs["key"], value=refs["value"], self_attention=self_attention)
+    note = f"the weights of the {call.module} it called"
+    if source.has(fed):
+        return Bound(check, bound, variant, note, (inputs,))
+    return Bound(variant, bound, None, f"{note}; {source.name(fed)} derived from the call (the heads' concatenation, "
+                 "recomputed from its inputs and weights)", (inputs,))
+
+
+def _split_of_read(check: Check, calls: list[Any], source: TensorDict) -> Bound | None:
+    """A head split (q, k or v per head) whose projection ran on an earlier line: checked against the projection the
+    marked line read (its local tensors as they were before it ran)."""
+    part = getattr(check, "part", None)
+    read = [c for c in calls if c.kind == "local" and c.outputs and all(t is not None for t in c.outputs)]
+    if not type(check).READS_LOCALS or part is None or len(read) != 1:
+        return None  # none, or several tensors read: which one is the projection is not known
+    names = [f"{read[0].module}@read.{i}" for i in range(len(read[0].outputs))]
+    tensors = {**source.tensors, **dict(zip(names, read[0].outputs))}
+    bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared)
+    return Bound(HeadsOfRead(out=check.out, parts=tuple(map(Ref, names)), part=part), bound, None,
+                 f"`{read[0].module}`, as the line read it")
+
+
+def modules_called(pages: list[Any], source: TensorDict) -> dict[str, Any]:
+    """The modules every marked line's calls give, by catalogue name (an embedding's ``tok_emb`` from the weight bound
+    to ``tok_emb.weight``): what a check on another line may read."""
+    known: dict[str, Any] = {}
+    for page in pages:
+        if not page.captured or not page.calls:
+            continue
+        for check in getattr(page.snap, "checks", ()):
+            bound = bind(check, page.calls, source, page.main.shown.tensor)
+            if bound is not None:
+                known.update(bound.source.modules)
+                known.update({name.removesuffix(".weight"): SimpleNamespace(weight=weight)
+                              for name, weight in bound.source.params.items() if name.endswith(".weight")})
+    return known
+
+
+def run_bound(bound: Bound) -> CheckResult:
+    """The bound check's result; where it fails on the snapshot's input but passes on the call's own input, it says
+    that the step was computed from another tensor."""
+    result = bound.check.run(bound.source)
+    if result.checkable and bound.note:
+        result = dataclasses.replace(result, detail=f"{result.detail} (read: {bound.note})")
+    if bound.also:
+        return CheckResult.combined([result, *(check.run(bound.source) for check in bound.also)])
+    if result.status == "failed" and bound.own_input is not None:
+        own = bound.own_input.run(bound.source)
+        if own.passed and (between := _normalised_between(bound)):
+            return dataclasses.replace(own, detail=f"{own.detail}; {between}")
+        if own.passed:
+            result = dataclasses.replace(result, detail=f"{result.detail}; applied to the input it was actually "
+                                         "called with, the module reproduces this step: it was computed from another "
+                                         "tensor than the snapshot that should feed it")
+    return result
+
+
+def _normalised_between(bound: Bound) -> str:
+    """Where the module's own input is a LayerNorm of the snapshot that should feed it (a final LayerNorm applied after
+    the class token was taken, to one row instead of all): that, in words; else ""."""
+    source = bound.source
+    if type(bound.own_input) is not type(bound.check):  # read from the sum of several snapshots: nothing to compare
+        return ""
+    field_name = next(name for name, value in vars(bound.own_input).items() if value != getattr(bound.check, name))
+    fed, own = getattr(bound.check, field_name), getattr(bound.own_input, field_name)
+    if not isinstance(fed, Ref) or not source.has(fed) or source.t(fed).shape != source.t(own).shape:
+        return ""
+    try:
+        _, normalised, fitted = _fitted_layer_norm(source.t(own), source.t(fed), source.name(fed))
+    except NotCheckable:  # one or two rows: a gain and bias per feature fit anything: a LayerNorm cannot be ruled out
+        return (f"its input differs from {source.name(fed)} by what may be a LayerNorm applied after it (too few rows "
+                "to tell)")
+    return f"its input is a LayerNorm of {source.name(fed)}, recognised: {fitted}" if normalised else ""
+
+
+def call_tensor(call: Any, part: str) -> torch.Tensor | None:
+    if part == "input":
+        return call.inputs[0] if call.inputs else None
+    return call.params.get(part)
+
+
+def _call_of(kind: str, calls: list[Any], main: torch.Tensor | None) -> Any:
+    """The call of ``kind`` the step's tensor is the output of (its values, in any layout; or, for a fused projection,
+    a third of them), the shallowest and last; None where no call's output is the step (a LayerNorm after the Linear:
+    the Linear's output is not the step)."""
+    if kind == "read":  # a weight the line passes to functional code: the last with the step's width
+        read = [c for c in calls if c.kind == "read" and c.params["weight"] is not None and main is not None
+                and c.params["weight"].shape[-1:] == main.shape[-1:]]
+        return read[-1] if read else None
+    found = [c for c in calls if (c.kind == kind or (c.kind == "user" and _looks_like(kind, c)))
+             and c.outputs and _holds(c.outputs[0], main)]
+    if not found:
+        return None
+    depth = min(c.depth for c in found)
+    return [c for c in found if c.depth == depth][-1]
+
+
+def _holds(output: torch.Tensor | None, main: torch.Tensor | None) -> bool:
+    """Whether a call's output is the step's tensor, in whatever layout the line gave it (its values sorted alike),
+    or q, k and v side by side (three times as many values)."""
+    if output is None or main is None or not output.is_floating_point() or not main.is_floating_point():
+        return False
+    if output.numel() == 3 * main.numel():
+        return True
+    if output.numel() != main.numel():
+        return False
+    return close(output.double().flatten().sort().values, main.double().flatten().sort().values, "")[0]
+
+
+def _looks_like(kind: str, call: Any) -> bool:
+    """A user's own module that is a LayerNorm by its parameters: a gain and a bias, one value per feature."""
+    params = [p for p in call.params.values() if p is not None]
+    return (kind == "layer_norm" and len(params) == 2 and all(p.dim() == 1 for p in params)
+            and params[0].shape == params[1].shape and bool(call.inputs) and call.inputs[0] is not None
+            and call.inputs[0].shape[-1:] == params[0].shape)
+
+
+def rebuild(call: Any, kind: str) -> Any:
+    """The module as the checks read it (weight, bias, and for a LayerNorm its shape and epsilon), from the call's own
+    parameters; None where they were not copied."""
+    params = call.params
+    if kind == "linear" and call.kind == "linear" and params.get("weight") is not None:
+        return SimpleNamespace(weight=params["weight"], bias=params.get("bias"), traced=True)
+    if kind != "layer_norm" or not call.inputs or call.inputs[0] is None:
+        return None
+    width = call.inputs[0].shape[-1]
+    if call.kind == "layer_norm":
+        weight, bias = params.get("weight"), params.get("bias")
+        eps, own = call.attrs.get("eps", 1e-5), False
+    else:
+        names = list(params)
+        bias_name = next((n for n in names if n.lower() in BIAS_NAMES), names[-1])
+        weight, bias = params[next(n for n in names if n != bias_name)], params[bias_name]
+        eps, own = next((call.attrs[n] for n in EPSILON_NAMES if n in call.attrs), 1e-5), True
+    return SimpleNamespace(weight=weight if weight is not None else torch.ones(width),
+                           bias=bias if bias is not None else torch.zeros(width),
+                           normalized_shape=(width,), eps=eps, own_code=own, called=call.module)
+

@@ -227,8 +227,7 @@ class Tracer:
             for line in range(marker["first"], marker["last"] + 1):
                 self.by_file.setdefault(marker["file"], {}).setdefault(line, []).append((index, marker))
         self.codes = {}  # code object -> its marked lines, or None
-        self.module_names = {}  # id of an outermost running nn.Module -> (it, {id of a submodule: its name})
-        self.module_reader = None  # running_module.py's reader, loaded at the first hit of a shared line
+        self.module_names, self.module_reader = {}, None  # for shared lines: running_module.py's cache and reader
         self.user_files = {spec["script"], *self.by_file, *(file for file, _ in self.entries)}
         self.pid = os.getpid()
         self.calls = _module_calls().CallRecorder(results, os.path.dirname(spec["script"]), tensor_value)
@@ -316,6 +315,7 @@ class Tracer:
                     self._missing(marker, name)
             site = self._call_site(frame) if marker["shared_line"] else None
             reads = self.calls.reads(frame, marker["reads"], _read) if calls is not None else {}
+            module = self._running_module(frame) if marker["shared_line"] else None
             with self.results.lock:
                 values = [self._value(name, value) for name, value in read]
                 for value, (name, _) in zip(values, read):
@@ -324,8 +324,8 @@ class Tracer:
                 self.results.order += 1
                 event = {"hit": index, "order": self.results.order, "site": site, "values": values,
                          "calls": calls or [], "reads": reads}
-                if site is not None:  # a shared line: which module runs it tells its uses apart
-                    event["module"] = self._running_module(frame)
+                if marker["shared_line"]:  # which module runs it tells its uses apart
+                    event["module"] = module
                 self.results.event(event)
 
     def _value(self, name, value):
@@ -344,17 +344,18 @@ class Tracer:
         _REAL_EXIT(3)
 
     def _running_module(self, frame):
-        """The nn.Module running a shared line's hit (running_module.py, loaded by path: nothing of the package is
-        imported here)."""
+        """The nn.Module running a shared line's hit (running_module.py, loaded by path: no package is imported)."""
         if self.module_reader is None:
             from importlib.util import module_from_spec, spec_from_file_location
-
             here = os.path.dirname(os.path.abspath(__file__))
             spec = spec_from_file_location("_transformer_trace_running_module", os.path.join(here, "running_module.py"))
             reader = module_from_spec(spec)
             spec.loader.exec_module(reader)
             self.module_reader = reader.running_module
-        return self.module_reader(frame, self.module_names)
+        try:
+            return self.module_reader(frame, self.module_names)
+        except Exception:  # noqa: BLE001 - a module we cannot read is a hit not told apart, never the script's error
+            return None
 
     def _call_site(self, frame):
         """The line of the user's files that called this frame (through library frames such as nn.Module.__call__)."""

@@ -50,6 +50,8 @@ class Recognised:
 def recognised(pages: list[Any], capture: Any, dims: dict[str, int]) -> dict[str, list]:
     """The overview's "What was recognised": the variants (as JSON) and how each shared line's hits were assigned."""
     captured = [p for p in pages if p.captured]
+    if not all(hasattr(p.snap, "checks") for p in pages):  # the script's own `# trace:` points: no architecture
+        return {"variants": [], "told_apart": list(capture.told_apart)}
     found = [*_normalisation(captured), *_masks(captured), *_attention(captured, dims, capture),
              *_fused_calls(capture, pages)]
     return {"variants": [r.json() for r in found], "told_apart": list(capture.told_apart)}

@@ -6,6 +6,7 @@ as the first failure, at the step where it happens in the model's data flow."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -59,7 +60,8 @@ def test_the_corpus_has_ten_licensed_implementations_each_with_its_source():
     assert len(licensed) >= 10
     for entry in licensed:
         source = (entry / "SOURCE.md").read_text(encoding="utf-8")
-        assert "https://github.com/" in source and "| commit |" in source
+        assert "https://github.com/" in source
+        assert re.search(r"^\| commit \| `[0-9a-f]{40}`", source, re.MULTILINE), f"{entry.name}: no upstream commit"
         assert any(name in source for name in ("MIT", "BSD", "Apache")), entry.name
     for entry in set(ENTRIES) - set(licensed):  # the course's own seeds: their source said, not counted
         assert "not** counted" in (entry / "SOURCE.md").read_text(encoding="utf-8"), entry.name

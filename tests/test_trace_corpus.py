@@ -78,6 +78,19 @@ def test_every_marked_snapshot_of_a_real_implementation_is_captured_and_no_check
     assert verdicts(data)["passed"], "the checks really ran"
 
 
+
+def test_an_entry_with_its_own_models_package_imports_it_under_its_upstream_name(tmp_path):
+    """hyunwoongko's code is the package `models` (as upstream names it): the script's own interpreter imports that
+    one, not the project's, and its marked lines are captured from those files."""
+    entry = CORPUS / "hyunwoongko_transformer"
+    assert "from models." in (entry / "trace_driver.py").read_text(encoding="utf-8")
+    assert not (entry / "hw_models").exists()
+    data = trace(entry / "trace_driver.py", tmp_path)
+    sources = {snap["source"]["path"] for snap in data["snapshots"] if snap["captured"]}
+    assert "models/layers/scale_dot_product_attention.py" in sources
+    assert {path.split("/")[0] for path in sources} <= {"models", "trace_driver.py"}
+
+
 # ----------------------------------------------------------------------------- planted bugs
 
 WEIGHTS = "needs the weights (issue 29 point 4: weight-aware checks)"
@@ -141,12 +154,12 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
          "concat = scores.contiguous()", "#13", ""),
     ],
     "hyunwoongko_transformer": [
-        ("softmax over the wrong axis", "hw_models/layers/scale_dot_product_attention.py", "nn.Softmax(dim=-1)",
+        ("softmax over the wrong axis", "models/layers/scale_dot_product_attention.py", "nn.Softmax(dim=-1)",
          "nn.Softmax(dim=-2)", "#11", ""),
-        ("missing 1/√d", "hw_models/layers/scale_dot_product_attention.py", " / math.sqrt(d_tensor)", "", "#10", ""),
-        ("mask lets a position see the next", "hw_models/model/transformer.py", "torch.tril(torch.ones(trg_len, trg_len))",
+        ("missing 1/√d", "models/layers/scale_dot_product_attention.py", " / math.sqrt(d_tensor)", "", "#10", ""),
+        ("mask lets a position see the next", "models/model/transformer.py", "torch.tril(torch.ones(trg_len, trg_len))",
          "torch.tril(torch.ones(trg_len, trg_len), diagonal=1)", "#25", ""),
-        ("dropped residual", "hw_models/blocks/encoder_layer.py", "x = self.norm1(x + _x)", "x = self.norm1(x)", "#15", ""),
+        ("dropped residual", "models/blocks/encoder_layer.py", "x = self.norm1(x + _x)", "x = self.norm1(x)", "#15", ""),
     ],
     "graykode_nlp_tutorial": [
         ("softmax over the wrong axis", "Transformer.py", "nn.Softmax(dim=-1)(scores)", "nn.Softmax(dim=-2)(scores)", "#11", ""),

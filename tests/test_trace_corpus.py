@@ -118,6 +118,16 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
         ("dropped residual", "mingpt/model.py", "x = x + self.attn(self.ln_1(x))", "x = self.attn(self.ln_1(x))", "G18",
          "needs the block's input G05, which only a marker on the `def forward` line could capture (issue 29 point 5)"),
     ],
+    "karpathy_llama2c": [  # the float mask ADDED to the scores (0 allowed, −inf blocked)
+        ("softmax over the wrong axis", "model.py", "F.softmax(scores.float(), dim=-1)", "F.softmax(scores.float(), dim=-2)",
+         "G14", ""),
+        ("missing 1/√d", "model.py", " / math.sqrt(self.head_dim)", "", "G11", ""),
+        ("mask lets a position see the next (additive)", "model.py", "torch.triu(mask, diagonal=1)",
+         "torch.triu(mask, diagonal=2)", "G12", ""),
+        ("heads merged without moving the heads axis back", "model.py",
+         "output = output.transpose(1, 2).contiguous().view(bsz, seqlen, -1)",
+         "output = output.contiguous().view(bsz, seqlen, -1)", "G16", ""),
+    ],
     "karpathy_nanoGPT": [
         ("positions added twice", "model.py", "drop(tok_emb + pos_emb)", "drop(tok_emb + pos_emb + pos_emb)", "G04", ""),
         ("heads merged without moving the heads axis back", "model.py",

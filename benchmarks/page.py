@@ -175,6 +175,10 @@ def page(results: dict) -> str:
         lines += gpt_weights_section(results["gpt weights"])
     if "trace" in results:
         lines += trace_section(results["trace"])
+    if "corpus" in results:
+        from benchmarks.corpus import corpus_section
+
+        lines += corpus_section(results["corpus"])
     lines += [results["gpu"].rstrip("\n"), ""]
     lines += ["## Where the time goes", "", results["analysis"], ""]
     return "\n".join(lines)

@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # noqa: E402
+from benchmarks.corpus import bench_corpus, corpus_section  # noqa: E402
 from benchmarks.gpu import gpu_section  # noqa: E402
 from benchmarks.measure import build_steps, import_seconds, interleaved, run_timed, run_timed_cpu, scratch_site
 from benchmarks.page import (  # noqa: E402
@@ -428,7 +429,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument(
         "--only",
-        choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace", "classroom", "gpu"),
+        choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace", "corpus", "classroom", "gpu"),
         help="measure only this part and replace its section of --out",
     )
     args = parser.parse_args()
@@ -450,6 +451,8 @@ def main() -> None:
         return replace_section(args.out, gpu_section(model_tables, 5 if args.quick else 15))
     if args.only == "trace":
         return replace_section(args.out, "\n".join(trace_section(bench_trace(3 if args.quick else 9))) + "\n")
+    if args.only == "corpus":
+        return replace_section(args.out, "\n".join(corpus_section(bench_corpus(5 if args.quick else 15))) + "\n")
     if args.only == "gpt-weights":
         return replace_section(
             args.out, "\n".join(gpt_weights_section(bench_gpt_weights(1 if args.quick else 3))) + "\n"
@@ -472,6 +475,7 @@ def main() -> None:
         "gpt weights": bench_gpt_weights(1 if args.quick else 3),
         "training": bench_training(),
         "trace": bench_trace(3 if args.quick else 9),
+        "corpus": bench_corpus(5 if args.quick else 15),
     }
     args.out.write_text(page(results) + "\n", encoding="utf-8")
     print(args.out.read_text(encoding="utf-8"))

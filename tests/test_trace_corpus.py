@@ -6,6 +6,7 @@ as the first failure, at the step where it happens in the model's data flow."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -59,7 +60,8 @@ def test_the_corpus_has_ten_licensed_implementations_each_with_its_source():
     assert len(licensed) >= 10
     for entry in licensed:
         source = (entry / "SOURCE.md").read_text(encoding="utf-8")
-        assert "https://github.com/" in source and "| commit |" in source
+        assert "https://github.com/" in source
+        assert re.search(r"^\| commit \| `[0-9a-f]{40}`", source, re.MULTILINE), f"{entry.name}: no upstream commit"
         assert any(name in source for name in ("MIT", "BSD", "Apache")), entry.name
     for entry in set(ENTRIES) - set(licensed):  # the course's own seeds: their source said, not counted
         assert "not** counted" in (entry / "SOURCE.md").read_text(encoding="utf-8"), entry.name
@@ -74,6 +76,19 @@ def test_every_marked_snapshot_of_a_real_implementation_is_captured_and_no_check
     assert verdicts(data)["failed"] == [], [s["check"]["detail"] for s in data["snapshots"] if s["check"]["passed"] is False]
     assert data["outcome"]["first_failure"] is None
     assert verdicts(data)["passed"], "the checks really ran"
+
+
+
+def test_an_entry_with_its_own_models_package_imports_it_under_its_upstream_name(tmp_path):
+    """hyunwoongko's code is the package `models` (as upstream names it): the script's own interpreter imports that
+    one, not the project's, and its marked lines are captured from those files."""
+    entry = CORPUS / "hyunwoongko_transformer"
+    assert "from models." in (entry / "trace_driver.py").read_text(encoding="utf-8")
+    assert not (entry / "hw_models").exists()
+    data = trace(entry / "trace_driver.py", tmp_path)
+    sources = {snap["source"]["path"] for snap in data["snapshots"] if snap["captured"]}
+    assert "models/layers/scale_dot_product_attention.py" in sources
+    assert {path.split("/")[0] for path in sources} <= {"models", "trace_driver.py"}
 
 
 # ----------------------------------------------------------------------------- planted bugs
@@ -100,6 +115,16 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
          "y = y.transpose(1, 2).contiguous().view(B, T, C)", "y = y.contiguous().view(B, T, C)", "G16", ""),
         ("positions added twice", "mingpt/model.py", "drop(tok_emb + pos_emb)", "drop(tok_emb + pos_emb + pos_emb)", "G04", ""),
         ("dropped residual", "mingpt/model.py", "x = x + self.attn(self.ln_1(x))", "x = self.attn(self.ln_1(x))", "G18", ""),
+    ],
+    "karpathy_llama2c": [  # the float mask ADDED to the scores (0 allowed, −inf blocked)
+        ("softmax over the wrong axis", "model.py", "F.softmax(scores.float(), dim=-1)", "F.softmax(scores.float(), dim=-2)",
+         "G14", ""),
+        ("missing 1/√d", "model.py", " / math.sqrt(self.head_dim)", "", "G11", ""),
+        ("mask lets a position see the next (additive)", "model.py", "torch.triu(mask, diagonal=1)",
+         "torch.triu(mask, diagonal=2)", "G12", ""),
+        ("heads merged without moving the heads axis back", "model.py",
+         "output = output.transpose(1, 2).contiguous().view(bsz, seqlen, -1)",
+         "output = output.contiguous().view(bsz, seqlen, -1)", "G16", ""),
     ],
     "karpathy_nanoGPT": [
         ("positions added twice", "model.py", "drop(tok_emb + pos_emb)", "drop(tok_emb + pos_emb + pos_emb)", "G04", ""),
@@ -136,12 +161,12 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
          "concat = scores.contiguous()", "#13", ""),
     ],
     "hyunwoongko_transformer": [
-        ("softmax over the wrong axis", "hw_models/layers/scale_dot_product_attention.py", "nn.Softmax(dim=-1)",
+        ("softmax over the wrong axis", "models/layers/scale_dot_product_attention.py", "nn.Softmax(dim=-1)",
          "nn.Softmax(dim=-2)", "#11", ""),
-        ("missing 1/√d", "hw_models/layers/scale_dot_product_attention.py", " / math.sqrt(d_tensor)", "", "#10", ""),
-        ("mask lets a position see the next", "hw_models/model/transformer.py", "torch.tril(torch.ones(trg_len, trg_len))",
+        ("missing 1/√d", "models/layers/scale_dot_product_attention.py", " / math.sqrt(d_tensor)", "", "#10", ""),
+        ("mask lets a position see the next", "models/model/transformer.py", "torch.tril(torch.ones(trg_len, trg_len))",
          "torch.tril(torch.ones(trg_len, trg_len), diagonal=1)", "#25", ""),
-        ("dropped residual", "hw_models/blocks/encoder_layer.py", "x = self.norm1(x + _x)", "x = self.norm1(x)", "#15", ""),
+        ("dropped residual", "models/blocks/encoder_layer.py", "x = self.norm1(x + _x)", "x = self.norm1(x)", "#15", ""),
     ],
     "graykode_nlp_tutorial": [
         ("softmax over the wrong axis", "Transformer.py", "nn.Softmax(dim=-1)(scores)", "nn.Softmax(dim=-2)(scores)", "#11", ""),

@@ -58,7 +58,7 @@ def test_few_captured_steps_of_the_corpus_are_not_checkable_and_none_fails(tmp_p
 
 # K computed from the wrong input (nn.MultiheadAttention, torchvision's ViT) is in test_trace_corpus.py's BUGS
 WEIGHT_BUGS = [  # (entry, file, correct text, planted text, the snapshot named first)
-    pytest.param("hyunwoongko_transformer", "hw_models/layers/layer_norm.py", "out = self.gamma * out + self.beta",
+    pytest.param("hyunwoongko_transformer", "models/layers/layer_norm.py", "out = self.gamma * out + self.beta",
                  "out = self.beta * out + self.gamma", "#15",
                  id="a LayerNorm class of its own with a wrong formula (gain and bias swapped)"),
 ]

@@ -30,7 +30,6 @@ import time
 
 ALIGN = 64
 FLUSH_SECONDS = 0.1
-_UNSEEN = object()
 _REAL_EXIT = os._exit
 
 
@@ -226,9 +225,12 @@ class Tracer:
                 continue
             for line in range(marker["first"], marker["last"] + 1):
                 self.by_file.setdefault(marker["file"], {}).setdefault(line, []).append((index, marker))
-        self.codes = {}  # code object -> its marked lines, or None
+        # id(code object) -> (the code, kept alive so that its id stays its own; its marked lines, or None): an id is
+        # hashed at once, a code object's hash walks its constants and names at every call
+        self.codes = {}
+        self.marked_files = frozenset({*self.by_file, *(file for file, _ in self.entries)})
         self.module_names, self.module_reader = {}, None  # for shared lines: running_module.py's cache and reader
-        self.user_files = {spec["script"], *self.by_file, *(file for file, _ in self.entries)}
+        self.user_files = {spec["script"], *self.marked_files}
         self.pid = os.getpid()
         self.calls = _module_calls().CallRecorder(results, os.path.dirname(spec["script"]), tensor_value)
 
@@ -259,9 +261,12 @@ class Tracer:
 
     def global_trace(self, frame, event, arg):
         code = frame.f_code
-        found = self.codes.get(code, _UNSEEN)
-        if found is _UNSEEN:
-            found = self.codes[code] = self._marked(code)
+        if code.co_filename not in self.marked_files:
+            return None  # most calls (PyTorch, the standard library): no marker can be in their code
+        cached = self.codes.get(id(code))
+        if cached is None:
+            cached = self.codes[id(code)] = (code, self._marked(code))
+        found = cached[1]
         if found is None:
             return None
         lines, entry = found

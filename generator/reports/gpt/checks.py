@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from transformer_trace.checks import THIS, TOLERANCE, Check, close
+from transformer_trace.checks.masks import mask_allows
 from transformer_trace.registry import Registry
 from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.tensors import fmt
@@ -89,8 +90,8 @@ def _lower_triangle(T: int, S: int | None = None) -> torch.Tensor:
 
 @dataclass(frozen=True, kw_only=True)
 class CausalMaskBool(Check):
-    """The boolean ``mask`` is True exactly on and below the diagonal, ``masked`` is ``scores`` with −inf where it
-    is False,
+    """The ``mask`` (boolean either way round, or additive: ``mask_allows``) allows exactly on and below the
+    diagonal, ``masked`` is ``scores`` with −inf where it blocks,
     and (from the run's second pass, when it has one) later bytes do not reach earlier positions."""
 
     DERIVES = "masked"
@@ -105,7 +106,7 @@ class CausalMaskBool(Check):
         return scores.masked_fill(~_lower_triangle(scores.shape[-2], scores.shape[-1]), float("-inf"))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        allowed = s.cpu(self.mask).bool()  # (1, 1, T, T)
+        allowed, _ = mask_allows(s.cpu(self.mask))  # (1, 1, T, T): boolean either way round, or additive 0 / −inf
         T = allowed.shape[-1]
         expected = _lower_triangle(T).view(1, 1, T, T)
         structure = torch.equal(allowed, expected)
@@ -132,14 +133,14 @@ class CausalMaskBool(Check):
 
 @dataclass(frozen=True, kw_only=True)
 class MaskedFillOf(Check):
-    """Tensors only: ``out`` is ``scores`` with −inf exactly where the boolean ``mask`` is False."""
+    """Tensors only: ``out`` is ``scores`` with −inf exactly where the ``mask`` blocks (``mask_allows``)."""
 
     out: Ref = THIS
     scores: Ref
     mask: Ref
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        allowed = s.cpu(self.mask).bool()
+        allowed, _ = mask_allows(s.cpu(self.mask))
         got = s.t(self.out)
         passed, detail = close(got, s.t(self.scores).masked_fill(~allowed, float("-inf")),
                                "recomputed scores.masked_fill(~mask, −inf)")

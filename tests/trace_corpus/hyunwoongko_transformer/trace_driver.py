@@ -3,7 +3,7 @@ weights, a batch of two sentences padded with its pad index 1, one forward pass 
 Trace: python -m transformer_trace trace trace_driver.py"""
 import torch
 
-from hw_models.model.transformer import Transformer
+from models.model.transformer import Transformer
 
 torch.manual_seed(0)
 PAD = 1

@@ -5,7 +5,7 @@
 """
 from torch import nn
 
-from hw_models.layers.scale_dot_product_attention import ScaleDotProductAttention
+from models.layers.scale_dot_product_attention import ScaleDotProductAttention
 
 
 class MultiHeadAttention(nn.Module):

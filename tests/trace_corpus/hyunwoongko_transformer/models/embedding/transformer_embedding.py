@@ -5,8 +5,8 @@
 """
 from torch import nn
 
-from hw_models.embedding.positional_encoding import PositionalEncoding
-from hw_models.embedding.token_embeddings import TokenEmbedding
+from models.embedding.positional_encoding import PositionalEncoding
+from models.embedding.token_embeddings import TokenEmbedding
 
 
 class TransformerEmbedding(nn.Module):

@@ -6,8 +6,8 @@
 import torch
 from torch import nn
 
-from hw_models.model.decoder import Decoder
-from hw_models.model.encoder import Encoder
+from models.model.decoder import Decoder
+from models.model.encoder import Encoder
 
 
 class Transformer(nn.Module):

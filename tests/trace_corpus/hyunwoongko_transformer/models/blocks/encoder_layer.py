@@ -5,9 +5,9 @@
 """
 from torch import nn
 
-from hw_models.layers.layer_norm import LayerNorm
-from hw_models.layers.multi_head_attention import MultiHeadAttention
-from hw_models.layers.position_wise_feed_forward import PositionwiseFeedForward
+from models.layers.layer_norm import LayerNorm
+from models.layers.multi_head_attention import MultiHeadAttention
+from models.layers.position_wise_feed_forward import PositionwiseFeedForward
 
 
 class EncoderLayer(nn.Module):

@@ -6,8 +6,8 @@
 import torch
 from torch import nn
 
-from hw_models.blocks.decoder_layer import DecoderLayer
-from hw_models.embedding.transformer_embedding import TransformerEmbedding
+from models.blocks.decoder_layer import DecoderLayer
+from models.embedding.transformer_embedding import TransformerEmbedding
 
 
 class Decoder(nn.Module):

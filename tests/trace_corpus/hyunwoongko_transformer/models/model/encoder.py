@@ -5,8 +5,8 @@
 """
 from torch import nn
 
-from hw_models.blocks.encoder_layer import EncoderLayer
-from hw_models.embedding.transformer_embedding import TransformerEmbedding
+from models.blocks.encoder_layer import EncoderLayer
+from models.embedding.transformer_embedding import TransformerEmbedding
 
 
 class Encoder(nn.Module):

@@ -20,6 +20,7 @@ from transformer_trace.errors import UserError, file_error
 from transformer_trace.reports import REPORTS
 from transformer_trace.site.staging import interrupted_message, site_written
 from transformer_trace.site_folder import docs_dir, locate_site
+from transformer_trace.text import terminal_line
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -96,19 +97,20 @@ def _run(args: argparse.Namespace) -> int:
 
             export(args.out, args.config, REPORTS, quiet=args.quiet)
             return 0
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except UserError as exc:  # its message may quote the user's text: one line, nothing a terminal acts on
+        print(f"error: {terminal_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         print(interrupted_message(exc), file=sys.stderr)
         return 130
     except Exception as exc:  # a bug, not bad input: still one line unless asked for details
         if isinstance(exc, OSError) and (problem := file_error(exc)) is not None:  # a path the user gave
-            print(f"error: {problem}", file=sys.stderr)
+            print(f"error: {terminal_line(problem)}", file=sys.stderr)
             return 2
         if args.verbose:
             raise
-        print(f"internal error: {type(exc).__name__}: {exc} (run again with --verbose for the traceback)",
+        print(f"internal error: {type(exc).__name__}: {terminal_line(exc)} "
+              "(run again with --verbose for the traceback)",
               file=sys.stderr)
         return 1
     return 0

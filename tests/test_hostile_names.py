@@ -98,3 +98,18 @@ def test_a_browser_runs_none_of_the_injected_script_and_shows_the_names(site, br
         assert "<img src=x onerror=alert(1)>" in page.locator("article").inner_text()
         page.close()
     assert dialogs == []
+
+
+def test_the_terminal_gets_one_line_per_message_with_no_escape_sequence_or_direction_override(tmp_path, capfd):
+    script = tmp_path / "scripts" / "e\x1b[2J\x1b]0;title\x07\u202egnp\nx.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("import torch\nx = torch.ones(2)  # trace: x\nraise ValueError('one\\n\\x1b[31mtwo\\u202e')\n",
+                      encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "docs"), "--name", "t"]) == 2
+    out, err = capfd.readouterr()
+    ours = [line for line in (out + err).splitlines() if line.startswith(("traced ", "error: "))]
+    assert len(ours) == 2 and ours[1].startswith("error: the script failed: ValueError: one"), out + err
+    assert not any(re.search("[\x1b\x07\u202e]", line) for line in ours), ours
+    script.rename(script.with_name("\x1b[2J.py"))
+    assert main(["trace", str(script), "--out", str(tmp_path / "docs"), "--name", "t"]) == 2
+    assert "\x1b" not in capfd.readouterr().err

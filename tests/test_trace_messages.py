@@ -54,3 +54,20 @@ def test_a_meta_tensor_is_a_shape_without_values(tmp_path, capsys):
 def test_a_copy_written_as_the_script_ends_ends_the_process_quietly(tmp_path, capfd):
     *_, err = _trace(tmp_path, "import torch\nx = torch.empty(100_000_000)  # trace: x\n", capfd)
     assert "terminate called" not in err
+
+
+def test_each_warning_sits_under_a_heading_that_says_what_it_is(tmp_path, capsys):
+    data, overview, _ = _trace(tmp_path, "import sys, torch\na = torch.ones(2)  # trace: a\nsys.settrace(None)\n"
+                                         "b = torch.ones(3)  # trace: b\n", capsys)
+    headings = [line for line in overview.splitlines() if line.startswith("!!! warning")]
+    assert headings == ['!!! warning "Trace function replaced"', '!!! warning "Marker not reached"'], headings
+    not_reached = data["outcome"]["warnings"][1]
+    assert "'# trace: b' was not captured: the script replaced the trace function" in not_reached
+    assert "the code around line 4 ran" not in not_reached
+
+
+def test_processes_left_running_have_a_heading_of_their_own(tmp_path, capsys):
+    _, overview, _ = _trace(tmp_path, "import os, time, torch\na = torch.ones(2)  # trace: a\n"
+                                      "if os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\n    os._exit(0)\n",
+                            capsys)
+    assert '!!! warning "Processes left running"' in overview and "Not assigned" not in overview

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from transformer_trace.errors import UserError
 from transformer_trace.options import out_path
+from transformer_trace.text import terminal_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
@@ -158,12 +159,11 @@ def _check_numbers(markers: list, numbering: str, catalogue: Report) -> None:
 def _print_summary(summary: dict, capture: Capture, catalogue: Report, written: Path) -> None:
     """The one-line summary of a trace (stdout), and its first failing snapshot if any (stderr)."""
     counts = summary["counts"]
-    print(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} "
-          f"{catalogue.short_title} snapshots; checks: "
-          f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable; wrote "
-          f"{written}")
+    print(terminal_line(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} "
+                        f"{catalogue.short_title} snapshots; checks: {counts['passed']} passed, {counts['failed']} "
+                        f"failed, {counts['unchecked']} not checkable; wrote {written}"))
     if summary["first_failure"]:
-        print(f"first failing snapshot: {summary['first_failure']}", file=sys.stderr)
+        print(f"first failing snapshot: {terminal_line(summary['first_failure'])}", file=sys.stderr)
 
 
 def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None, script: Path,
@@ -237,7 +237,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     if getattr(args, "junit", None) is not None:
         junit_xml.write_junit(data, args.junit)
     if capture.error:
-        print(f"error: the script failed: {capture.error}; the report shows what was captured before it",
+        print(f"error: the script failed: {terminal_line(capture.error)}; the report shows what was captured before it",
               file=sys.stderr)
     elif capture.timed_out:
         print(f"error: the script ran past --timeout {args.timeout:g} s; the report shows what was captured until then",

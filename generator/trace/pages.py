@@ -17,7 +17,7 @@ from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection
 from transformer_trace.render import page_path  # one page layout for every report
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
-from transformer_trace.trace.capture import Capture, Hit, Value
+from transformer_trace.trace.capture import Capture, Hit, Notice, Value
 from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.checking import places_for, run_checks
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
@@ -162,14 +162,15 @@ def by_caller(marker: Marker, hits: list[Hit], warnings: list[str]) -> list[tupl
         sites.setdefault(hit.site, []).append(hit)
     where = f"{Path(marker.file).name}:{marker.line}: {marker.text!r}"
     if len(sites) < len(marker.alternatives):
-        warnings.append(f"{where} was called from {len(sites)} line{'s' if len(sites) != 1 else ''} of your code for "
-                        f"{len(marker.alternatives)} snapshots, so its hits were not assigned; "
-                        "mark each caller's line instead")
+        lines = f"{len(sites)} line{'s' if len(sites) != 1 else ''}"
+        warnings.append(Notice("Not assigned", f"{where} was called from {lines} "
+                               f"of your code for {len(marker.alternatives)} snapshots, so its hits were not assigned; "
+                               "mark each caller's line instead"))
         return []
     if len(sites) > len(marker.alternatives):
         extra = [f"{Path(site[0]).name}:{site[1]}" for site in list(sites)[len(marker.alternatives):] if site]
-        warnings.append(f"{where} was also called from {', '.join(extra)}: those hits belong to none of its "
-                        f"{len(marker.alternatives)} snapshots and are not shown")
+        warnings.append(Notice("Hits not shown", f"{where} was also called from {', '.join(extra)}: those hits belong "
+                               f"to none of its {len(marker.alternatives)} snapshots and are not shown"))
     return [(replace(marker, number=number, alternatives=()), group)
             for number, group in zip(marker.alternatives, sites.values())]
 

@@ -130,8 +130,10 @@ def _new(args: argparse.Namespace) -> int:
 
     written = new_site(args.folder)
     if not args.quiet:
-        files = ", ".join(str(path) for path in written)
-        print(f"wrote {files}; then: cd {shlex.quote(str(args.folder))} && mkdocs serve")
+        files = terminal_line(", ".join(str(path) for path in written))
+        folder = str(args.folder)  # a name the terminal would not show as typed gets no command to copy
+        then = f"cd {shlex.quote(folder)} && mkdocs serve" if terminal_line(folder) == folder else "mkdocs serve in it"
+        print(f"wrote {files}; then: {then}")
     return 0
 
 

@@ -113,3 +113,32 @@ def test_the_terminal_gets_one_line_per_message_with_no_escape_sequence_or_direc
     script.rename(script.with_name("\x1b[2J.py"))
     assert main(["trace", str(script), "--out", str(tmp_path / "docs"), "--name", "t"]) == 2
     assert "\x1b" not in capfd.readouterr().err
+
+
+NEW_SITE_NAME = 'x" onmouseover="alert(7) <img src=v onerror=alert(8)>\n\u202eb'
+
+
+@pytest.mark.browser
+def test_a_site_started_in_a_hostile_folder_name_shows_it_as_text_in_the_browser(tmp_path, capfd, browser):
+    from transformer_trace.pdf import serve
+
+    assert main(["new", str(tmp_path / NEW_SITE_NAME)]) == 0
+    said = capfd.readouterr().out
+    assert said.count("\n") == 1 and "\u202e" not in said, said
+    folder = tmp_path / NEW_SITE_NAME
+    config = (folder / "mkdocs.yml").read_text(encoding="utf-8")
+    (folder / "mkdocs.yml").write_text(config.replace("toy-vit: {}", "{}"), encoding="utf-8")  # no model to run
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build"], cwd=folder, capture_output=True, text=True,
+                            env=ENV, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    dialogs: list[str] = []
+    with serve(folder / "site") as url:
+        page = browser.new_page()
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        page.goto(url)
+        assert page.locator("img[src='v'], [onmouseover]").count() == 0
+        page.locator("[aria-label]").first.hover()
+        assert "<img src=v onerror=alert(8)>" in page.locator("article h1").inner_text()
+        assert "<img src=v onerror=alert(8)>" in page.title()
+        page.close()
+    assert dialogs == []

@@ -71,3 +71,26 @@ def test_processes_left_running_have_a_heading_of_their_own(tmp_path, capsys):
                                       "if os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\n    os._exit(0)\n",
                             capsys)
     assert '!!! warning "Processes left running"' in overview and "Not assigned" not in overview
+
+
+@pytest.mark.parametrize("target", ["the script", "mkdocs.yml"])
+def test_junit_refuses_a_file_of_the_users_that_is_not_a_junit_report_before_the_script_runs(tmp_path, capsys,
+                                                                                              target):
+    script = tmp_path / "values.py"
+    script.write_text("import torch\nx = torch.ones(2)  # trace: x\n", encoding="utf-8")
+    path = script if target == "the script" else tmp_path / "mkdocs.yml"
+    if target == "mkdocs.yml":
+        path.write_text("site_name: mine\n", encoding="utf-8")
+    kept = path.read_text(encoding="utf-8")
+    code = main(["trace", str(script), "--out", str(tmp_path / "docs"), "--name", "t", "--junit", str(path), "-q"])
+    assert code == 2 and "is a file that is not a JUnit report" in capsys.readouterr().err
+    assert path.read_text(encoding="utf-8") == kept and not (tmp_path / "docs").exists()
+
+
+def test_junit_replaces_the_report_an_earlier_trace_wrote(tmp_path, capsys):
+    script = tmp_path / "values.py"
+    script.write_text("import torch\nx = torch.ones(2)  # trace: x\n", encoding="utf-8")
+    for _ in range(2):
+        main(["trace", str(script), "--out", str(tmp_path / "docs"), "--name", "t", "--junit",
+              str(tmp_path / "junit.xml"), "-q"])
+        assert "<testsuites" in (tmp_path / "junit.xml").read_text(encoding="utf-8"), capsys.readouterr().err

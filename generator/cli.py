@@ -24,8 +24,7 @@ from transformer_trace.text import terminal_line
 
 
 class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever sys.stderr is when a record is logged (basicConfig would keep the stream of the first \
-call)."""
+    """Writes to whatever sys.stderr is when a record is logged (basicConfig would keep the first call's stream)."""
 
     @property
     def stream(self):

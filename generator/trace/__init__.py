@@ -1,11 +1,8 @@
-"""`python -m transformer_trace trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced, \
-and
-write a verified report of what it computed (markers.py: the marker forms; capture.py: the run; verify.py: shapes, \
-layouts;
-checking.py: the catalogue's checks on the captured tensors; pages.py: the pages and their verdicts; report.py: \
-writing them). What a report adds for tracing
-is its ``trace`` (a TraceSpec, generator/reports/<report>/trace.py); the CLI hands this package the registry's \
-reports."""
+"""`python -m transformer_trace trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced,
+and write a verified report of what it computed (markers.py: the marker forms; capture.py: the run; verify.py: shapes,
+layouts; checking.py: the catalogue's checks on the captured tensors; pages.py: the pages and their verdicts; report.py:
+writing them). What a report adds for tracing is its ``trace`` (a TraceSpec, generator/reports/<report>/trace.py); the
+CLI hands this package the registry's reports."""
 
 from __future__ import annotations
 

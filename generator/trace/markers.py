@@ -164,8 +164,8 @@ def _statement_for_comment_line(statements: list[ast.stmt], lines: list[str], li
 
 def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[Marker]:
     """Every marker of the file, in line order, with the statement it marks and the names to read; ``numberings``:
-    (keyword, letter) -> the report key a numbered marker of that form belongs to \
-(transformer_trace.trace.numberings)."""
+    (keyword, letter) -> the report key a numbered marker of that form belongs to
+    (transformer_trace.trace.numberings)."""
     source, tree = parse_script(path)
     statements = _simple_statements(tree)
     headers = _headers(tree)

@@ -1,7 +1,6 @@
 """The trace's boundary: a capture becomes the run object the bundled reports produce (``traced_run``: a
-``transformer_trace.run.ModelRun`` of the captured tensors under the catalogue's record names, no model, and what it \
-lacks,
-typed), so the pages, checks, figures and data read a trace as they read a bundled report.
+``transformer_trace.run.ModelRun`` of the captured tensors under the catalogue's record names, no model, and what it
+lacks, typed), so the pages, checks, figures and data read a trace as they read a bundled report.
 
 ``TraceReport`` is what a script's run adds to its overview (the templates' ``outcome``): the counts, the first failure
 in pipeline order, the script's error or timeout, the figures drawn from the user's tensors.
@@ -28,10 +27,10 @@ def _traced(env: jinja2.Environment) -> jinja2.Environment:
 
 def trace_inputs(catalogue: Any) -> Mapping[str, tuple[str, Any]]:
     """The run inputs a report lets a trace stand in for with labels read from the user's own tensors
-    (the report's ``trace_inputs``, from generator/reports/<report>/trace_inputs.py): input -> ("ids" | "values", \
-snapshot number): "ID n"
-    (or n) for each ID the snapshot captured; or ("vocabulary" | "classes", dimension): "ID k" / "class k" for k below
-    the bound dimension. So the report's blocks still read "position 0 (“ID 3”)". Empty for a report without one."""
+    (the report's ``trace_inputs``, from generator/reports/<report>/trace_inputs.py): input -> ("ids" | "values",
+    snapshot number): "ID n" (or n) for each ID the snapshot captured; or ("vocabulary" | "classes", dimension): "ID k"
+    / "class k" for k below the bound dimension. So the report's blocks still read "position 0 (“ID 3”)". Empty for a
+    report without one."""
     return catalogue.trace_inputs
 
 

@@ -1,7 +1,6 @@
-"""Tracing someone else's encoder–decoder (`python -m transformer_trace trace`): how students mark its snapshots, \
-which of the
-catalogue's placeholders name one pass of the layer loop (generator/trace/). What a trace checks is the catalogue's \
-own checks."""
+"""Tracing someone else's encoder–decoder (`python -m transformer_trace trace`): how students mark its snapshots, which
+of the catalogue's placeholders name one pass of the layer loop (generator/trace/). What a trace checks is the
+catalogue's own checks."""
 
 from transformer_trace.trace.verify import TraceSpec
 

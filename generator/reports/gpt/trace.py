@@ -1,6 +1,5 @@
-"""Tracing someone else's GPT (`python -m transformer_trace trace`): how students mark its snapshots, which of the \
-catalogue's
-placeholders name one pass of the block loop (generator/trace/).
+"""Tracing someone else's GPT (`python -m transformer_trace trace`): how students mark its snapshots, which of the
+catalogue's placeholders name one pass of the block loop (generator/trace/).
 What a trace checks is the catalogue's own checks."""
 
 from transformer_trace.trace.verify import TraceSpec

@@ -27,12 +27,16 @@ HOSTILE_NAMES = [
 ]
 SCRIPT = """import sys, torch
 print("<script>alert('printed')</script>", sys.argv[1:])
-x = torch.ones(2, 3)  # trace: <b>bold</b> & `tick` | cell
+x = torch.ones(2, 3)  # trace: x
 d = {"<img src=y onerror=alert(4)>": torch.ones(2)}  # trace: dict
 raise ValueError("<img src=z onerror=alert(5)> | boom\\n| col")
 """
+# A marker's title is the user's text too (a custom point's marker has none: "# trace: name [what to read]").
+TITLED = """import torch
+x = torch.ones(1, 3, 8)  # Snapshot #1 - <b>bold</b> <img src=q onerror=alert(9)> | `tick` [l](javascript:alert(10))
+"""
 ARGUMENTS = ["a\nb", "c | d", "<img src=w onerror=alert(6)>"]
-INJECTED = re.compile(r"<img src=[xyzw]|<script>alert|<b>bold|\u202e|\u2066|href=\"javascript:")
+INJECTED = re.compile(r"<img src=[xyzwq]|<script>alert|<b>bold|\u202e|\u2066|href=\"javascript:")
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +48,9 @@ def site(tmp_path_factory) -> Path:
         script.parent.mkdir(parents=True)
         script.write_text(SCRIPT, encoding="utf-8")
         assert main(["trace", str(script), "--out", str(work / "docs"), "--name", f"t{i}", "-q", "--", *ARGUMENTS]) == 2
+    (work / "scripts" / "titled.py").write_text(TITLED, encoding="utf-8")
+    assert main(["trace", str(work / "scripts" / "titled.py"), "--out", str(work / "docs"), "--name", "titled",
+                 "-q"]) in (0, 1)
     (work / "mkdocs.yml").write_text("site_name: Hostile\ntheme:\n  name: material\nplugins:\n  - search\n"
                                      "  - transformer-trace:\n      generate: false\n", encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build"], cwd=work, capture_output=True, text=True,
@@ -89,13 +96,15 @@ def test_a_browser_runs_none_of_the_injected_script_and_shows_the_names(site, br
     with serve(site / "site") as url:
         page = browser.new_page()
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-        for i in range(len(HOSTILE_NAMES)):
-            for path in (f"t{i}/", f"t{i}/print/"):
+        for folder in [f"t{i}" for i in range(len(HOSTILE_NAMES))] + ["titled"]:
+            for path in (f"{folder}/", f"{folder}/print/"):
                 page.goto(f"{url.rstrip('/')}/{path}")
-                assert page.locator("img[src='x'], img[src='y'], img[src='z'], img[src='w']").count() == 0
+                assert page.locator("img[src='x'], img[src='y'], img[src='z'], img[src='w'], img[src='q']").count() == 0
                 assert page.locator("article script").count() == 0
         page.goto(f"{url.rstrip('/')}/t0/")
         assert "<img src=x onerror=alert(1)>" in page.locator("article").inner_text()
+        page.goto(f"{url.rstrip('/')}/titled/input/01-raw-input-tokens-ids/")
+        assert "# Snapshot #1 - <b>bold</b> <img src=q onerror=alert(9)>" in page.locator("article").inner_text()
         page.close()
     assert dialogs == []
 

@@ -94,3 +94,15 @@ def test_junit_replaces_the_report_an_earlier_trace_wrote(tmp_path, capsys):
         main(["trace", str(script), "--out", str(tmp_path / "docs"), "--name", "t", "--junit",
               str(tmp_path / "junit.xml"), "-q"])
         assert "<testsuites" in (tmp_path / "junit.xml").read_text(encoding="utf-8"), capsys.readouterr().err
+
+
+@pytest.mark.parametrize("comment", ["# trace: h[0]", "# trace: h[__import__('os').system('touch pwned')]",
+                                     "# trace: <b>h</b>"])
+def test_a_trace_comment_that_is_no_marker_is_refused_in_one_line_not_dropped(tmp_path, capsys, comment):
+    script = tmp_path / "values.py"
+    script.write_text(f"import torch\nh = torch.ones(2, 2)\nx = torch.ones(2)  # trace: x\ny = h  {comment}\n",
+                      encoding="utf-8")
+    code = main(["trace", str(script), "--out", str(tmp_path / "docs"), "--name", "t", "-q"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"error: values.py:4: {comment!r}: a point is"), err
+    assert not (tmp_path / "docs").exists() and not (tmp_path / "pwned").exists()

@@ -99,3 +99,13 @@ def test_a_hand_edited_trace_is_refused_without_offering_a_force_trace_does_not_
     assert "edited by hand" in message and "--force" not in message
     assert page.read_text(encoding="utf-8") == "my edit\n"
     assert json.loads((docs / ".generated.json").read_text(encoding="utf-8"))["runs"]["t"]["trace_of"] == str(code)
+
+
+@pytest.mark.parametrize("page", ["model.md", "model.markdown", "model.ipynb"])
+def test_a_name_whose_address_a_page_of_the_users_has_is_refused_before_the_script_runs(tmp_path, capsys, page):
+    code = script(tmp_path / "src")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / page).write_text("# mine\n", encoding="utf-8")
+    assert main(["trace", str(code), "--out", str(tmp_path / "docs")]) == 2
+    assert f"your page {tmp_path / 'docs' / page} has the address model/" in error(capsys)
+    assert not ran(code) and sorted(p.name for p in (tmp_path / "docs").iterdir()) == [page]

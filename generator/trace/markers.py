@@ -172,6 +172,9 @@ def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[
     markers = []
     for line, comment, alone in _comments(source):
         found = _parse_comment(comment, numberings)
+        if not found and re.match(r"\s*#\s*trace\s*:", comment):  # "# trace: h[0]": written as a marker, not one
+            raise UserError(f"{path.name}:{line}: {comment.strip()!r}: a point is '# trace: name', then what to read "
+                            f"if not the variable of that name ('# trace: name h[0]')")
         if not found:
             continue
         if alone:

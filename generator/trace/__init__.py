@@ -219,6 +219,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
         catalogue = own_catalogue(capture)
     try:
         with staged_output(args.out, entries=[name], records={name: trace_record(notebook or script)}) as staging:
+            trace_name(args.name, notebook or script, args.out, reports)  # again, locked: another trace ran meanwhile
             summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)
             if notebook is not None:  # its own page: the notebook as saved
                 notebooks.add_notebook_page(staging / name, notebook.resolve(), notebooks.to_script(notebook.resolve()))

@@ -1,12 +1,10 @@
 """Classroom benchmark: a class of generated students traced on one machine, then its class page built.
 
 Each student is a copy of a bundled example (examples/encoder_decoder_trace.py or examples/vit_trace.py) with its own
-seed and, for most, one planted bug (the bugs of tests/test_classroom.py), traced in this process as
-`python -m transformer_trace trace` would (the interpreter and PyTorch imported once, as a grading machine's \
-long-lived worker
-would); then `python -m transformer_trace class` builds the page in a new process. Reports the time per student, the \
-whole
-class's time, the peak resident memory of the tracing process, and the class page's time (the bound is 10 s).
+seed and, for most, one planted bug (the bugs of tests/test_classroom.py), traced in this process as `python -m
+transformer_trace trace` would (the interpreter and PyTorch imported once, as a grading machine's long-lived worker
+would); then `python -m transformer_trace class` builds the page in a new process. Reports the time per student, the
+whole class's time, the peak resident memory of the tracing process, and the class page's time (the bound is 10 s).
 `python benchmarks/run.py --only classroom [--quick]` replaces its section of docs/benchmarks.md."""
 
 from __future__ import annotations

@@ -195,9 +195,8 @@ WARM_SENTENCES = ["purple otters juggle seven bright lanterns", "quiet rivers ca
 
 def bench_warm_regeneration(repeats: int) -> dict:
     """New sentences for the site's first report (the encoder–decoder): a cold CLI build + `mkdocs build` (new
-    processes) against a regeneration in the warm `python -m transformer_trace serve` process (its Python API), \
-interleaved
-    in one run, medians."""
+    processes) against a regeneration in the warm `python -m transformer_trace serve` process (its Python API),
+    interleaved in one run, medians."""
     from transformer_trace.site.forms import SiteForms
     from transformer_trace.site.server import WarmServer
 
@@ -309,9 +308,8 @@ def bench_limits(repeats: int) -> list[tuple[str, float, float]]:
 
 
 def bench_training() -> dict:
-    """`python -m transformer_trace train gpt` from scratch (the full default recipe), timed; its record against the \
-bundled
-    one."""
+    """`python -m transformer_trace train gpt` from scratch (the full default recipe), timed; its record against the
+    bundled one."""
     from transformer_trace.reports import trainable
 
     key = trainable()[0]
@@ -365,10 +363,8 @@ def bench_gpt_weights(repeats: int) -> list[tuple[str, float]]:
 
 def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
     """Each bundled example script (examples/*_trace.py) run plainly and under the tracer, interleaved, medians; the
-    whole
-    `python -m transformer_trace trace` command (run, checks, pages, figures, data; no MkDocs) in a new process; and \
-the bundled
-    report of the same numbering at the example's size (`build`, no MkDocs), alternately with it."""
+    whole `python -m transformer_trace trace` command (run, checks, pages, figures, data; no MkDocs) in a new process;
+    and the bundled report of the same numbering at the example's size (`build`, no MkDocs), alternately with it."""
     import contextlib
     import io
     import runpy

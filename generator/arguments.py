@@ -216,8 +216,7 @@ def config_key(config_file: Path | None, key: str | None = None) -> str:
 
 
 def _config_names(options_type: type) -> dict[str, Field]:
-    """A report's options by their mkdocs.yml names: the CLI flag without dashes, with underscores (--vit-size: \
-vit_size)."""
+    """A report's options by their mkdocs.yml names: the CLI flag, its dashes as underscores (--vit-size: vit_size)."""
     return {flag_of(f)[2:].replace("-", "_"): f for f in fields(options_type) if f.init}
 
 

@@ -20,11 +20,11 @@ from transformer_trace.errors import UserError, file_error
 from transformer_trace.reports import REPORTS
 from transformer_trace.site.staging import interrupted_message, site_written
 from transformer_trace.site_folder import docs_dir, locate_site
+from transformer_trace.text import terminal_line
 
 
 class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever sys.stderr is when a record is logged (basicConfig would keep the stream of the first \
-call)."""
+    """Writes to whatever sys.stderr is when a record is logged (basicConfig would keep the first call's stream)."""
 
     @property
     def stream(self):
@@ -96,19 +96,20 @@ def _run(args: argparse.Namespace) -> int:
 
             export(args.out, args.config, REPORTS, quiet=args.quiet)
             return 0
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except UserError as exc:  # its message may quote the user's text: one line, nothing a terminal acts on
+        print(f"error: {terminal_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         print(interrupted_message(exc), file=sys.stderr)
         return 130
     except Exception as exc:  # a bug, not bad input: still one line unless asked for details
         if isinstance(exc, OSError) and (problem := file_error(exc)) is not None:  # a path the user gave
-            print(f"error: {problem}", file=sys.stderr)
+            print(f"error: {terminal_line(problem)}", file=sys.stderr)
             return 2
         if args.verbose:
             raise
-        print(f"internal error: {type(exc).__name__}: {exc} (run again with --verbose for the traceback)",
+        print(f"internal error: {type(exc).__name__}: {terminal_line(exc)} "
+              "(run again with --verbose for the traceback)",
               file=sys.stderr)
         return 1
     return 0
@@ -128,8 +129,10 @@ def _new(args: argparse.Namespace) -> int:
 
     written = new_site(args.folder)
     if not args.quiet:
-        files = ", ".join(str(path) for path in written)
-        print(f"wrote {files}; then: cd {shlex.quote(str(args.folder))} && mkdocs serve")
+        files = terminal_line(", ".join(str(path) for path in written))
+        folder = str(args.folder)  # a name the terminal would not show as typed gets no command to copy
+        then = f"cd {shlex.quote(folder)} && mkdocs serve" if terminal_line(folder) == folder else "mkdocs serve in it"
+        print(f"wrote {files}; then: {then}")
     return 0
 
 

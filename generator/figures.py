@@ -104,8 +104,7 @@ def _described(run: ModelRun, value: Any, kind: str) -> Any:
 
 
 def visual_order(text: str) -> str:
-    """Right-to-left words (Hebrew, Arabic) shaped and put in visual order: both renderers lay glyphs out left to \
-right."""
+    """Right-to-left words (Hebrew, Arabic) shaped and in visual order: both renderers lay glyphs out left to right."""
     text = str(text)
     if any("\u0590" <= ch <= "\u08ff" or "\ufb1d" <= ch <= "\ufefc" for ch in text):
         import arabic_reshaper
@@ -131,8 +130,7 @@ LABELLED_CELLS = 24  # up to this many positions per axis, every cell is labelle
 
 
 def literal_labels(words: list[str] | None, n: int) -> list[str]:
-    """Axis labels as raster text: ``words`` in visual order (no matplotlib escaping), or the positions 0…n−1 without \
-words."""
+    """Axis labels as raster text: ``words`` in visual order (no matplotlib escaping), else the positions 0…n−1."""
     if words is None:
         return [str(i) for i in range(n)]
     return [visual_order(w) for w in words][:n]

@@ -12,16 +12,18 @@ from pathlib import Path
 import jinja2
 
 from transformer_trace.errors import UserError
+from transformer_trace.text import clean_text, page_text
 
 TEMPLATES = Path(__file__).resolve().parent / "new_site"
 # template -> the file it becomes in the new folder
 FILES = {"mkdocs.yml.j2": "mkdocs.yml", "index.md.j2": "docs/index.md", "gitignore.j2": ".gitignore"}
 
 
-def _markdown_text(text: str) -> str:
-    """``text`` shown literally in a Markdown heading (its punctuation escaped, HTML's too)."""
-    html = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|~])", r"\\\1", html)
+def _site_name(title: str) -> str:
+    """The folder's name as mkdocs.yml's site_name: one line, and with the characters that would make it HTML as
+    entities, since MkDocs themes write site_name into their pages unescaped (Material's aria-label, readthedocs' home
+    link)."""
+    return re.sub('[<>"]', lambda m: f"&#{ord(m.group())};", clean_text(title))
 
 
 def new_site(folder: Path) -> list[Path]:
@@ -34,7 +36,7 @@ def new_site(folder: Path) -> list[Path]:
     title = folder.resolve().name or "Transformer reports"
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False)
-    values = {"site_name_yaml": json.dumps(title, ensure_ascii=False), "title_markdown": _markdown_text(title)}
+    values = {"site_name_yaml": json.dumps(_site_name(title), ensure_ascii=False), "title_markdown": page_text(title)}
     written = []
     for template, name in FILES.items():
         path = folder / name

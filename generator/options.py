@@ -188,8 +188,8 @@ class RunOptions:
         raise NotImplementedError
 
     def record_points(self) -> dict[str, Any]:
-        """The model's declared record points for these options: full record name -> \
-``transformer_trace.models.recording.Declared``.
+        """The model's declared record points for these options: full record name ->
+        ``transformer_trace.models.recording.Declared``.
 
         Read from the model's ``Point`` declarations (models/recording.py) on a model built on the meta
         device: no weights are allocated and nothing is run.

@@ -99,9 +99,8 @@ def print_reports(site: Path, out_dir: Path, reports: list[str]) -> list[Path]:
 
 
 def traced_reports(docs: Path) -> list[str]:
-    """The folders of ``docs`` that hold a traced script's report (`python -m transformer_trace trace`), by name: \
-their print
-    view is made by the same templates as a bundled report's, and printed the same way."""
+    """The folders of ``docs`` that hold a traced script's report (`python -m transformer_trace trace`), by name: their
+    print view is made by the same templates as a bundled report's, and printed the same way."""
     found = []
     for path in sorted(docs.glob("*/snapshots.json")):
         try:

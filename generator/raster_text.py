@@ -67,9 +67,8 @@ def _runs(text: str) -> list[tuple[int, str]]:
 
 @functools.lru_cache(maxsize=4096)
 def text_mask(text: str, size_pt: float) -> Image.Image:
-    """``text`` (already in visual order, see transformer_trace.figures.plain) as an 8-bit coverage mask, baseline \
-shared by
-    every font.
+    """``text`` (already in visual order, see transformer_trace.figures.plain) as an 8-bit coverage mask, baseline
+    shared by every font.
 
     Kept per (text, size): tick labels, mask cells and annotations repeat; a mask is only ever read, never drawn on."""
     pixels = round(size_pt * PX_PER_PT)

@@ -1,4 +1,4 @@
-"""An explicit registry: named entries added by a call, never by importing a module; a second entry under a taken name \
+"""An explicit registry: named entries added by a call, never by importing a module; a second entry under a taken name
 is refused."""
 
 from __future__ import annotations

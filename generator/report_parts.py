@@ -33,10 +33,9 @@ class TraceSpecLike(Protocol):
 
 @dataclass(frozen=True)
 class Training:
-    """How a report's model is trained (`python -m transformer_trace train <report>`): ``main(steps, out, seed, \
-quiet)`` trains
-    it and writes a checkpoint and its record; ``checkpoint`` is the bundled one, ``load_record(checkpoint)`` its record
-    (or None), ``record_path(checkpoint)`` where a checkpoint's record is written."""
+    """How a report's model is trained (`python -m transformer_trace train <report>`): ``main(steps, out, seed, quiet)``
+    trains it and writes a checkpoint and its record; ``checkpoint`` is the bundled one, ``load_record(checkpoint)`` its
+    record (or None), ``record_path(checkpoint)`` where a checkpoint's record is written."""
 
     main: Callable[..., Any]
     checkpoint: Path

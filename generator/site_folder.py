@@ -48,9 +48,15 @@ def docs_dir(config: Path) -> Path:
             data = yaml_load(f) or {}
     except (ConfigurationError, OSError, ValueError) as exc:
         raise UserError(f"cannot load the MkDocs configuration {config}: {' '.join(str(exc).split())}") from None
-    value = data.get("docs_dir", "docs") if isinstance(data, dict) else "docs"
+    except (MemoryError, RecursionError):  # aliases that expand without end ("billion laughs"), nesting past the stack
+        raise UserError(f"cannot load the MkDocs configuration {config}: it expands past what memory holds") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{config}: not a MkDocs configuration (settings such as site_name:, not a "
+                        f"{type(data).__name__})")
+    value = data.get("docs_dir", "docs")
     if not isinstance(value, str) or not value.strip():
-        raise UserError(f"{config}: docs_dir: expected a folder name, not {value!r}")
+        shown = repr(value) if isinstance(value, (int, float, bool, type(None))) else f"a {type(value).__name__}"
+        raise UserError(f"{config}: docs_dir: expected a folder name, not {shown}")  # a list may be of any size
     return config.resolve().parent / os.path.expanduser(value)
 
 

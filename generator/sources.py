@@ -173,8 +173,8 @@ class TensorDict:
 
     ``tensors`` maps record names to tensors; ``places`` fills placeholders; ``inputs`` holds whatever
     facts of the input are known; ``declared`` the record points' declarations where known (record name ->
-    ``transformer_trace.models.recording.Declared``: named shapes for pages and axis labels). Weight-based checks on \
-it are not checkable.
+    ``transformer_trace.models.recording.Declared``: named shapes for pages and axis labels). Weight-based checks on it
+    are not checkable.
     """
 
     tensors: Mapping[str, torch.Tensor]

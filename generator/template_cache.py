@@ -1,8 +1,7 @@
 """Compiled Jinja templates kept between processes, as Python keeps its bytecode in __pycache__.
 
-Compiling the report templates costs a new `python -m transformer_trace build` process a few tenths of a second, every \
-time.
-Jinja's file cache stores each template's compiled code with its source's checksum (an edited template is compiled
+Compiling the report templates costs a new `python -m transformer_trace build` process a few tenths of a second, every
+time. Jinja's file cache stores each template's compiled code with its source's checksum (an edited template is compiled
 again) behind a header naming Jinja's bytecode and Python's version; the folder is named after everything else that
 shapes the compiled code: Jinja's version and the environment's syntax options. It lives in the project's cache
 (``cache_root()``, where the GPT's held-out score is kept). A cache that cannot be

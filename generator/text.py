@@ -28,6 +28,11 @@ def clean_text(text: str) -> str:
     return _REMOVED.sub("", text)
 
 
+def terminal_line(value: object) -> str:
+    """User text for the terminal: one line, with no escape sequence or direction override to act on the terminal."""
+    return clean_text(str(value))
+
+
 def page_text(value: object) -> str:
     """User text for a page's Markdown or HTML: cleaned (one line, no control or direction characters), every
     character Markdown or HTML would read escaped. A table cell, heading or link text stays what it is."""

@@ -27,12 +27,16 @@ HOSTILE_NAMES = [
 ]
 SCRIPT = """import sys, torch
 print("<script>alert('printed')</script>", sys.argv[1:])
-x = torch.ones(2, 3)  # trace: <b>bold</b> & `tick` | cell
+x = torch.ones(2, 3)  # trace: x
 d = {"<img src=y onerror=alert(4)>": torch.ones(2)}  # trace: dict
 raise ValueError("<img src=z onerror=alert(5)> | boom\\n| col")
 """
+# A marker's title is the user's text too (a custom point's marker has none: "# trace: name [what to read]").
+TITLED = """import torch
+x = torch.ones(1, 3, 8)  # Snapshot #1 - <b>bold</b> <img src=q onerror=alert(9)> | `tick` [l](javascript:alert(10))
+"""
 ARGUMENTS = ["a\nb", "c | d", "<img src=w onerror=alert(6)>"]
-INJECTED = re.compile(r"<img src=[xyzw]|<script>alert|<b>bold|\u202e|\u2066|href=\"javascript:")
+INJECTED = re.compile(r"<img src=[xyzwq]|<script>alert|<b>bold|\u202e|\u2066|href=\"javascript:")
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +48,9 @@ def site(tmp_path_factory) -> Path:
         script.parent.mkdir(parents=True)
         script.write_text(SCRIPT, encoding="utf-8")
         assert main(["trace", str(script), "--out", str(work / "docs"), "--name", f"t{i}", "-q", "--", *ARGUMENTS]) == 2
+    (work / "scripts" / "titled.py").write_text(TITLED, encoding="utf-8")
+    assert main(["trace", str(work / "scripts" / "titled.py"), "--out", str(work / "docs"), "--name", "titled",
+                 "-q"]) in (0, 1)
     (work / "mkdocs.yml").write_text("site_name: Hostile\ntheme:\n  name: material\nplugins:\n  - search\n"
                                      "  - transformer-trace:\n      generate: false\n", encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build"], cwd=work, capture_output=True, text=True,
@@ -89,12 +96,58 @@ def test_a_browser_runs_none_of_the_injected_script_and_shows_the_names(site, br
     with serve(site / "site") as url:
         page = browser.new_page()
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-        for i in range(len(HOSTILE_NAMES)):
-            for path in (f"t{i}/", f"t{i}/print/"):
+        for folder in [f"t{i}" for i in range(len(HOSTILE_NAMES))] + ["titled"]:
+            for path in (f"{folder}/", f"{folder}/print/"):
                 page.goto(f"{url.rstrip('/')}/{path}")
-                assert page.locator("img[src='x'], img[src='y'], img[src='z'], img[src='w']").count() == 0
+                assert page.locator("img[src='x'], img[src='y'], img[src='z'], img[src='w'], img[src='q']").count() == 0
                 assert page.locator("article script").count() == 0
         page.goto(f"{url.rstrip('/')}/t0/")
         assert "<img src=x onerror=alert(1)>" in page.locator("article").inner_text()
+        page.goto(f"{url.rstrip('/')}/titled/input/01-raw-input-tokens-ids/")
+        assert "# Snapshot #1 - <b>bold</b> <img src=q onerror=alert(9)>" in page.locator("article").inner_text()
+        page.close()
+    assert dialogs == []
+
+
+def test_the_terminal_gets_one_line_per_message_with_no_escape_sequence_or_direction_override(tmp_path, capfd):
+    script = tmp_path / "scripts" / "e\x1b[2J\x1b]0;title\x07\u202egnp\nx.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("import torch\nx = torch.ones(2)  # trace: x\nraise ValueError('one\\n\\x1b[31mtwo\\u202e')\n",
+                      encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "docs"), "--name", "t"]) == 2
+    out, err = capfd.readouterr()
+    ours = [line for line in (out + err).splitlines() if line.startswith(("traced ", "error: "))]
+    assert len(ours) == 2 and ours[1].startswith("error: the script failed: ValueError: one"), out + err
+    assert not any(re.search("[\x1b\x07\u202e]", line) for line in ours), ours
+    script.rename(script.with_name("\x1b[2J.py"))
+    assert main(["trace", str(script), "--out", str(tmp_path / "docs"), "--name", "t"]) == 2
+    assert "\x1b" not in capfd.readouterr().err
+
+
+NEW_SITE_NAME = 'x" onmouseover="alert(7) <img src=v onerror=alert(8)>\n\u202eb'
+
+
+@pytest.mark.browser
+def test_a_site_started_in_a_hostile_folder_name_shows_it_as_text_in_the_browser(tmp_path, capfd, browser):
+    from transformer_trace.pdf import serve
+
+    assert main(["new", str(tmp_path / NEW_SITE_NAME)]) == 0
+    said = capfd.readouterr().out
+    assert said.count("\n") == 1 and "\u202e" not in said, said
+    folder = tmp_path / NEW_SITE_NAME
+    config = (folder / "mkdocs.yml").read_text(encoding="utf-8")
+    (folder / "mkdocs.yml").write_text(config.replace("toy-vit: {}", "{}"), encoding="utf-8")  # no model to run
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build"], cwd=folder, capture_output=True, text=True,
+                            env=ENV, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    dialogs: list[str] = []
+    with serve(folder / "site") as url:
+        page = browser.new_page()
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        page.goto(url)
+        assert page.locator("img[src='v'], [onmouseover]").count() == 0
+        page.locator("[aria-label]").first.hover()
+        assert "<img src=v onerror=alert(8)>" in page.locator("article h1").inner_text()
+        assert "<img src=v onerror=alert(8)>" in page.title()
         page.close()
     assert dialogs == []

@@ -170,3 +170,19 @@ def test_the_plugins_math_reaches_the_sites_pages_only_where_the_site_has_no_mat
     assert build(project).returncode == 0
     home = (project / "site" / "index.html").read_text(encoding="utf-8")
     assert ("<math" in home) is not own_math and '<span class="arithmatex">' in home
+
+
+
+@pytest.mark.parametrize("directory_urls", [True, False])
+def test_a_page_of_the_users_at_the_address_of_a_report_page_stops_the_build_in_one_line(tmp_path, report,
+                                                                                         directory_urls):
+    config = README_CONFIG.replace("THEME", "material") + f"use_directory_urls: {str(directory_urls).lower()}\n"
+    project = site(tmp_path, report, config, {"index.md": "# Welcome\n", "gpt.md": "# Mine\n"})
+    result = build(project)
+    assert "Traceback" not in result.stderr, result.stderr
+    if not directory_urls:  # gpt.html and gpt/index.html: both pages are in the site
+        assert result.returncode == 0 and "Mine" in (project / "site" / "gpt.html").read_text(encoding="utf-8")
+        return
+    said = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+    assert result.returncode == 1 and said == ["ERROR   -  transformer-trace: your gpt.md would be written to "
+                                               "gpt/index.html, where the gpt report's page goes; rename it"], said

@@ -75,10 +75,12 @@ def test_new_writes_a_starter_site_whose_mkdocs_yml_lists_one_report(tmp_path, c
     assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
         ".gitignore", "docs/index.md", "mkdocs.yml"]
     config = yaml.safe_load((folder / "mkdocs.yml").read_text(encoding="utf-8"))
-    assert config["site_name"] == "Notes *of* <me>"  # user text is data: quoted in YAML, escaped in Markdown
+    # user text is data: quoted in YAML, its HTML characters as entities (MkDocs themes write site_name into their HTML
+    # unescaped, tests/test_hostile_names.py), escaped in Markdown
+    assert config["site_name"] == "Notes *of* &#60;me&#62;"
     assert config["theme"] == {"name": "material"}
     assert config["plugins"] == ["search", {"transformer-trace": {"reports": {"toy-vit": {}}}}]
-    assert (folder / "docs" / "index.md").read_text(encoding="utf-8").startswith("# Notes \\*of\\* &lt;me&gt;\n")
+    assert (folder / "docs" / "index.md").read_text(encoding="utf-8").startswith("# Notes &#42;of&#42; &#60;me&#62;\n")
     assert "mkdocs serve" in capsys.readouterr().out
 
 
@@ -102,3 +104,21 @@ def test_version_is_the_installed_distributions(capsys):
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out.strip().endswith(f" {metadata.version('transformer-trace')}")
+
+
+BOMB = "".join(f"{a}: &{a} [{', '.join([f'*{b}'] * 9)}]\n" for b, a in zip("abcdefgh", "bcdefghi"))
+
+
+@pytest.mark.parametrize("text, said", [
+    ("- a\n- b\n", "not a MkDocs configuration (settings such as site_name:, not a list)"),
+    ("just words\n", "not a MkDocs configuration (settings such as site_name:, not a str)"),
+    ("a: &a [x, x, x, x, x, x, x, x, x]\n" + BOMB + "docs_dir: *i\n", "docs_dir: expected a folder name, not a list"),
+], ids=["list", "string", "aliases-expanding-to-9**9"])
+def test_a_mkdocs_yml_that_is_no_configuration_is_refused_in_one_line_before_anything_runs(tmp_path, monkeypatch,
+                                                                                            capsys, text, said):
+    monkeypatch.chdir(tmp_path)
+    Path("mkdocs.yml").write_text(text, encoding="utf-8")
+    Path("model.py").write_text("import torch\nx = torch.ones(2)  # trace: x\n", encoding="utf-8")
+    assert main(["trace", "model.py"]) == 2
+    assert capsys.readouterr().err == f"error: {tmp_path / 'mkdocs.yml'}: {said}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mkdocs.yml", "model.py"]

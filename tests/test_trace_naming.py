@@ -99,3 +99,33 @@ def test_a_hand_edited_trace_is_refused_without_offering_a_force_trace_does_not_
     assert "edited by hand" in message and "--force" not in message
     assert page.read_text(encoding="utf-8") == "my edit\n"
     assert json.loads((docs / ".generated.json").read_text(encoding="utf-8"))["runs"]["t"]["trace_of"] == str(code)
+
+
+@pytest.mark.parametrize("page", ["model.md", "model.markdown", "model.ipynb"])
+def test_a_name_whose_address_a_page_of_the_users_has_is_refused_before_the_script_runs(tmp_path, capsys, page):
+    code = script(tmp_path / "src")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / page).write_text("# mine\n", encoding="utf-8")
+    assert main(["trace", str(code), "--out", str(tmp_path / "docs")]) == 2
+    assert f"your page {tmp_path / 'docs' / page} has the address model/" in error(capsys)
+    assert not ran(code) and sorted(p.name for p in (tmp_path / "docs").iterdir()) == [page]
+
+
+def test_a_name_another_trace_took_while_the_script_ran_is_refused_not_replaced(tmp_path, capsys, monkeypatch):
+    from transformer_trace.trace import capture
+
+    first, other = script(tmp_path / "a"), script(tmp_path / "b")
+    docs = tmp_path / "docs"
+    real_run = capture.run_script
+
+    def run_while_another_trace_takes_the_name(*args, **kwargs):
+        monkeypatch.setattr(capture, "run_script", real_run)
+        assert main(["trace", str(other), "--out", str(docs), "--name", "same", "-q"]) == 0
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(capture, "run_script", run_while_another_trace_takes_the_name)
+    assert main(["trace", str(first), "--out", str(docs), "--name", "same", "-q"]) == 2
+    assert f"holds the trace of {other}" in error(capsys)
+    assert json.loads((docs / "same" / "snapshots.json").read_text(encoding="utf-8"))["traced"] is True
+    assert sorted(p.name for p in docs.iterdir()) == [".generated.json", "same"]
+    assert json.loads((docs / ".generated.json").read_text(encoding="utf-8"))["runs"]["same"] == {"trace_of": str(other)}

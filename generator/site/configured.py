@@ -1,4 +1,4 @@
-"""The reports mkdocs.yml declares (the transformer-trace plugin's `reports:`), and whether docs/ is up to date with \
+"""The reports mkdocs.yml declares (the transformer-trace plugin's `reports:`), and whether docs/ is up to date with
 them.
 
 Torch-free on purpose: `mkdocs build` with every report up to date reads mkdocs.yml, the manifest

@@ -1,8 +1,7 @@
 """Highlighted code blocks kept for the next page that shows the same code with the same options.
 
-The reports quote the model's source lines on every snapshot page, and a regeneration in `python -m transformer_trace \
-serve`
-quotes the very same lines again: Pygments' highlighting is about a third of their Markdown conversion.
+The reports quote the model's source lines on every snapshot page, and a regeneration in `python -m transformer_trace
+serve` quotes the very same lines again: Pygments' highlighting is about a third of their Markdown conversion.
 :func:`install` wraps pymdownx.highlight's ``Highlight.highlight`` so that a code block whose every input (the code,
 the language, every argument, the highlighter's whole configuration) was highlighted before is given the HTML it gave
 then. Only what is a pure function of those inputs is kept: block code (not inline code, whose result is a mutable

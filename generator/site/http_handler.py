@@ -1,6 +1,5 @@
-"""The HTTP side of `python -m transformer_trace serve`: the request handler (routing, the Host and Origin checks, \
-request
-bodies read within one deadline, the built site's files with live reload injected) and the listening socket.
+"""The HTTP side of `python -m transformer_trace serve`: the request handler (routing, the Host and Origin checks,
+request bodies read within one deadline, the built site's files with live reload injected) and the listening socket.
 
 The endpoints and their answers are described in generator/site/server.py.
 """

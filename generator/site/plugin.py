@@ -135,6 +135,7 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
                 files.append(File.generated(config, f"{ASSET_DIR}/{name}", abs_src_path=str(ASSETS / name)))
         config.nav = self.site_nav(config, [f.src_uri for f in files.documentation_pages()])
         self._report_keys = {data["model"] for data in generated_reports(Path(config.docs_dir))}
+        _refuse_pages_at_report_addresses(files, self._report_keys)
         return files
 
     def site_nav(self, config, pages: list[str] | None = None) -> list[Any] | None:
@@ -267,6 +268,17 @@ def _to_mathml(match: re.Match) -> str:
 # text never holds a raw "<a href=", so code that shows such an attribute is left as written.
 _FOOTER_LABEL = re.compile(r'(<a href="[^"<>]*" class="md-footer__link[^"<>]*" aria-label=")([^"<>]*)"')
 _DOUBLE_ESCAPED = re.compile(r"&amp;(amp|lt|gt|quot|#\d+|#x[0-9a-fA-F]+);")
+
+
+def _refuse_pages_at_report_addresses(files: Files, reports: set[str]) -> None:
+    """A page of the site's own that MkDocs would write where a report's page goes (docs/gpt.md is gpt/index.html, the
+    GPT overview's address) replaces it or is replaced by it without a word: the build stops and names it."""
+    generated = {f.dest_uri: f.src_uri.split("/", 1)[0] for f in files if f.src_uri.split("/", 1)[0] in reports}
+    for file in files:
+        report = generated.get(file.dest_uri)
+        if report is not None and file.src_uri.split("/", 1)[0] != report:
+            raise PluginError(f"{PLUGIN}: your {file.src_uri} would be written to {file.dest_uri}, where the {report} "
+                              f"report's page goes; rename it")
 
 
 def _say_if_not_material(config) -> None:

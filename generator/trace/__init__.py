@@ -1,11 +1,8 @@
-"""`python -m transformer_trace trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced, \
-and
-write a verified report of what it computed (markers.py: the marker forms; capture.py: the run; verify.py: shapes, \
-layouts;
-checking.py: the catalogue's checks on the captured tensors; pages.py: the pages and their verdicts; report.py: \
-writing them). What a report adds for tracing
-is its ``trace`` (a TraceSpec, generator/reports/<report>/trace.py); the CLI hands this package the registry's \
-reports."""
+"""`python -m transformer_trace trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced,
+and write a verified report of what it computed (markers.py: the marker forms; capture.py: the run; verify.py: shapes,
+layouts; checking.py: the catalogue's checks on the captured tensors; pages.py: the pages and their verdicts; report.py:
+writing them). What a report adds for tracing is its ``trace`` (a TraceSpec, generator/reports/<report>/trace.py); the
+CLI hands this package the registry's reports."""
 
 from __future__ import annotations
 
@@ -19,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from transformer_trace.errors import UserError
 from transformer_trace.options import out_path
+from transformer_trace.text import terminal_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
@@ -165,12 +163,11 @@ def _check_numbers(markers: list, numbering: str, catalogue: Report) -> None:
 def _print_summary(summary: dict, capture: Capture, catalogue: Report, written: Path) -> None:
     """The one-line summary of a trace (stdout), and its first failing snapshot if any (stderr)."""
     counts = summary["counts"]
-    print(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} "
-          f"{catalogue.short_title} snapshots; checks: "
-          f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable; wrote "
-          f"{written}")
+    print(terminal_line(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} "
+                        f"{catalogue.short_title} snapshots; checks: {counts['passed']} passed, {counts['failed']} "
+                        f"failed, {counts['unchecked']} not checkable; wrote {written}"))
     if summary["first_failure"]:
-        print(f"first failing snapshot: {summary['first_failure']}", file=sys.stderr)
+        print(f"first failing snapshot: {terminal_line(summary['first_failure'])}", file=sys.stderr)
 
 
 def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None, script: Path,
@@ -230,6 +227,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
         catalogue = own_report(capture)
     try:
         with staged_output(args.out, entries=[name], records={name: trace_record(notebook or script)}) as staging:
+            trace_name(args.name, notebook or script, args.out, reports)  # again, locked: another trace ran meanwhile
             summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)
             if notebook is not None:  # its own page: the notebook as saved
                 notebooks.add_notebook_page(staging / name, notebook.resolve(), notebooks.to_script(notebook.resolve()))
@@ -245,7 +243,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     if getattr(args, "junit", None) is not None:
         junit_xml.write_junit(data, args.junit)
     if capture.error:
-        print(f"error: the script failed: {capture.error}; the report shows what was captured before it",
+        print(f"error: the script failed: {terminal_line(capture.error)}; the report shows what was captured before it",
               file=sys.stderr)
     elif capture.timed_out:
         print(f"error: the script ran past --timeout {args.timeout:g} s; the report shows what was captured until then",

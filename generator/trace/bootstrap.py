@@ -41,8 +41,8 @@ class Results:
 
     def __init__(self, folder, budget):
         self.folder = folder
+        self.budget = budget
         self.budget_left = budget
-        self.full = f"not copied: the captures already hold {budget // 2**20} MiB"
         self.lock = threading.Lock()  # the script's threads are traced too
         self.write_lock = threading.Lock()
         self.arrays = open(os.path.join(folder, "tensors.bin"), "ab", buffering=0)
@@ -52,6 +52,13 @@ class Results:
         self.offset = 0
         self.order = 0
         self.pid = os.getpid()
+
+    def not_copied(self, size):
+        """Why a value of ``size`` bytes was not copied: larger than the whole budget, or than what is left of it."""
+        if size > self.budget:
+            return f"not copied: this one value is {_mib(size)}, more than the {_mib(self.budget)} a trace keeps"
+        return (f"not copied: the captures already hold {_mib(self.budget - self.budget_left)} of the "
+                f"{_mib(self.budget)} a trace keeps, and this value is {_mib(size)}")
 
     def array(self, copy, dtype, shape, nbytes):
         """Keep a copy (a CPU tensor or a NumPy array) to write (the lock held); its description."""
@@ -70,13 +77,17 @@ class Results:
         with self.write_lock:
             with self.lock:
                 pending, self.pending = self.pending, []
-            for record, arrays in pending:
-                for described, copy in arrays:
-                    padding = -self.offset % ALIGN
-                    _write_all(self.arrays, b"\0" * padding + _bytes_of(copy))
-                    described["offset"] = self.offset + padding
-                    self.offset += padding + described["nbytes"]
-                _write_all(self.events, (json.dumps(record) + "\n").encode())
+            pending.reverse()
+            while pending:  # every copy is freed here, under the write lock: not by a thread the exit cuts short
+                self._write(*pending.pop())
+
+    def _write(self, record, arrays):
+        for described, copy in arrays:
+            padding = -self.offset % ALIGN
+            _write_all(self.arrays, b"\0" * padding + _bytes_of(copy))
+            described["offset"] = self.offset + padding
+            self.offset += padding + described["nbytes"]
+        _write_all(self.events, (json.dumps(record) + "\n").encode())
 
     def keep_flushing(self):
         """Flush every FLUSH_SECONDS from a low-level thread of its own, for the life of this process."""
@@ -98,6 +109,10 @@ class Results:
         with open(path + ".part", "w", encoding="utf-8") as file:
             json.dump(outcome, file)
         os.replace(path + ".part", path)
+
+
+def _mib(size):
+    return f"{size / 2**20:,.1f} MiB"
 
 
 def _value(name, kind, device, note, **more):
@@ -125,6 +140,8 @@ def tensor_value(results, name, value, torch):
     device = value.device.type
     size = value.numel() * value.element_size()
     described = f"{tuple(value.shape)} {str(value.dtype).replace('torch.', '', 1)}"
+    if value.is_meta:  # torch.set_default_device("meta"): a shape without values
+        return _value(name, "other", device, f"a meta tensor {described}, which holds no values to show")
     if value.is_complex() or value.is_quantized or value.numel() == 0:
         kind = "complex" if value.is_complex() else "quantized" if value.is_quantized else "empty"
         return _value(name, "other", device, f"a {kind} tensor {described}, which a page cannot show")
@@ -136,7 +153,7 @@ def tensor_value(results, name, value, torch):
         dense["note"] = "a sparse tensor, shown dense"
         return dense
     if size > results.budget_left:
-        return _value(name, "tensor", device, f"{described}, {results.full}")
+        return _value(name, "tensor", device, f"{described}, {results.not_copied(size)}")
     return _value(name, "tensor", device, "", array=_array(results, value, torch))
 
 
@@ -159,8 +176,9 @@ def to_value(results, name, value):
     if isinstance(value, (list, tuple)) and value and _all_ints(value):
         return _value(name, "ints", "cpu", f"a {type(value).__name__} of ints", data=value)
     if torch is not None and isinstance(value, dict) and value and _all_tensors(value, torch):
-        if sum(v.numel() * v.element_size() for v in value.values()) > results.budget_left:
-            return _value(name, "dict", "cpu", f"a dict of {len(value)} tensors, {results.full}")
+        size = sum(v.numel() * v.element_size() for v in value.values())
+        if size > results.budget_left:
+            return _value(name, "dict", "cpu", f"a dict of {len(value)} tensors, {results.not_copied(size)}")
         entries = [{"key": str(key), "array": _array(results, tensor, torch)} for key, tensor in value.items()]
         device = next(iter(value.values())).device.type
         return _value(name, "dict", device, "a dict of tensors", entries=entries)
@@ -170,6 +188,8 @@ def to_value(results, name, value):
             results.budget_left -= value.nbytes
             array = results.array(value.copy(), f"numpy:{value.dtype.str}", value.shape, value.nbytes)
             return _value(name, "tensor", "cpu", "a NumPy array", array=array)
+        described = f"a NumPy array {value.shape} {value.dtype}"
+        return _value(name, "other", "cpu", f"{described}, {results.not_copied(value.nbytes)}")
     return _value(name, "other", "cpu", f"a {type(value).__name__}, which a page cannot show")
 
 

@@ -29,6 +29,17 @@ CAPTURE_BUDGET_BYTES = 512 * 2**20
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
 
 
+class Notice(str):
+    """A warning for the overview: its text (what snapshots.json keeps) and the heading it is shown under."""
+
+    heading: str
+
+    def __new__(cls, heading: str, text: str) -> Notice:
+        notice = super().__new__(cls, text)
+        notice.heading = heading
+        return notice
+
+
 @dataclass
 class Value:
     """One variable at one hit: a CPU copy (tensor or dict of tensors) or why there is none."""
@@ -78,8 +89,9 @@ class Capture:
     seeds: list[int] = field(default_factory=list)
     sha256: str = ""
     kept_bytes: int = 0
-    warnings: list[str] = field(default_factory=list)  # what the report could not use, said on the overview
+    warnings: list[str] = field(default_factory=list)  # what the report could not use: Notices for the overview
     told_apart: list[str] = field(default_factory=list)  # how a shared line's hits were assigned (pages.by_caller)
+    settrace_replaced: bool = False  # lines run after the script took the trace hook were not seen
     sources: dict[str, str] = field(default_factory=dict)  # each marked file as it was when the run began
 
     @property
@@ -147,13 +159,16 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.seconds = outcome.get("seconds", ended.seconds)
     if not ended.timed_out:
         capture.error, capture.error_at = _ending(outcome, ended.returncode)
-    if outcome.get("settrace_replaced"):  # a debugger, coverage or the script itself took the trace hook
-        capture.warnings.append("the script replaced the trace function (sys.settrace), so lines it ran after that "
-                                "were not captured")
-    capture.warnings += [f"{Path(m.file).name}:{m.line} {m.text!r} was never reached: {why}"
+    capture.settrace_replaced = bool(outcome.get("settrace_replaced"))
+    if capture.settrace_replaced:  # a debugger, coverage or the script itself took the trace hook
+        capture.warnings.append(Notice("Trace function replaced", "the script replaced the trace function "
+                                       "(sys.settrace), so lines it ran after that were not captured"))
+    missed = "was not captured" if capture.settrace_replaced else "was never reached"
+    capture.warnings += [Notice("Marker not reached", f"{Path(m.file).name}:{m.line} {m.text!r} {missed}: {why}")
                          for m, why in unreached(capture, entered).items()]
     if ended.left_running:
-        capture.warnings.append(f"the script left {ended.left_running} process(es) running; the trace stopped them")
+        capture.warnings.append(Notice("Processes left running", f"the script left {ended.left_running} "
+                                       "process(es) running; the trace stopped them"))
     return capture
 
 
@@ -275,7 +290,9 @@ def unreached(capture: Capture, entered: list[tuple[str, int, str]]) -> dict[Mar
         if marker in capture.hits:
             continue
         function = _function_around(capture.sources.get(marker.file, ""), marker.first)
-        if (marker.file, function[1] if function else 0) in ran:
+        if capture.settrace_replaced:  # no line or call after that was seen: what ran is not known
+            why = "the script replaced the trace function (sys.settrace), and no line it ran after that was seen"
+        elif (marker.file, function[1] if function else 0) in ran:
             why = (f"the code around line {marker.first} ran, but not that line (a branch, a loop or a return "
                    f"skipped it)")
         elif function:

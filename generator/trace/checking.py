@@ -30,9 +30,8 @@ CORNER = re.compile(r"\[\s*:\s*\d+(\s*,\s*:\s*\d+)*\s*\]")
 @dataclass(frozen=True)
 class TensorLabel:
     """Where a record name's tensor comes from in a trace (or would): ``snapshot`` (its label, "S08"), which of the
-    snapshot's several tensors (``variable``), which pass of a loop that ran more than once (``at_pass``); or, \
-``sliced``,
-    the whole tensor of which the snapshot's page shows a slice (a trace captures only the slice)."""
+    snapshot's several tensors (``variable``), which pass of a loop that ran more than once (``at_pass``); or,
+    ``sliced``, the whole tensor of which the snapshot's page shows a slice (a trace captures only the slice)."""
 
     snapshot: str
     variable: str = ""
@@ -70,8 +69,7 @@ class UnboundDimensions(NotCheckable):
 
 
 def needed(lack: NotCheckable, labels: dict[str, TensorLabel]) -> str:
-    """What a not checkable check lacked, in the user's terms: a snapshot to capture, the weights a trace does not \
-have."""
+    """What a not checkable check lacked, in the user's terms: a snapshot to capture, weights a trace does not have."""
     if isinstance(lack, MissingTensor):
         label = labels.get(lack.missing)
         return label.needed if label is not None else f"{lack.missing}, which no snapshot of the catalogue shows"
@@ -135,9 +133,8 @@ def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
 
 def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel],
                 known: dict[str, Any] | None = None) -> list[CheckResult]:
-    """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is \
-said in
-    the user's terms (a snapshot to capture, the weights a trace does not have)."""
+    """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said
+    in the user's terms (a snapshot to capture, the weights a trace does not have)."""
     checks = tuple(getattr(page.snap, "checks", ()))
     claims = [c.key().replace("_", " ") for c in checks]
     if not page.captured:
@@ -178,8 +175,7 @@ said in
 
 
 def _pass_count(pages: list[SnapshotPage], template: str) -> int:
-    """How many passes the script ran of the loop whose pages use the placeholders of ``template`` (0: none \
-captured)."""
+    """How many passes the script ran of the loop whose pages use ``template``'s placeholders (0: none captured)."""
     names = set(re.findall(r"{(\w+)}", template))
     return max((len(page.hit_values[0]) for page in pages if page.captured and page.hit_values
                 for ref in getattr(page.snap, "tensors", ())[:1] if names & set(re.findall(r"{(\w+)}", ref.template))),
@@ -203,17 +199,16 @@ def options_for(catalogue: Any, layer: int) -> Any:
 
 
 def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
-    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the \
-report's
-    options cannot describe it (our own points have no catalogue)."""
+    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the
+    report's options cannot describe it (our own points have no catalogue)."""
     opts = options_for(catalogue, layer)
     return opts.places() if opts is not None else None
 
 
 def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str, str] | None:
     """The catalogue's placeholders for pass ``layer`` of the script's loop, with the ones that name one pass (the last,
-    the second) filled from ``passes``, the passes the script ran; None where the report's options cannot describe \
-it."""
+    the second) filled from ``passes``, the passes the script ran; None where the report's options cannot describe
+    it."""
     opts = options_for(catalogue, layer)
     if opts is None:
         return None
@@ -227,8 +222,7 @@ it."""
 
 def _filed(page: SnapshotPage, k: int, tensor: torch.Tensor | None, places: dict[str, str],
            dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
-    """The record name and the catalogue-layout value of the page's ``k``-th tensor, or None where it is no recorded \
-tensor."""
+    """The record name and catalogue-layout value of the page's ``k``-th tensor, or None where it is no record's."""
     refs = getattr(page.snap, "tensors", ())
     if tensor is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].shown.numel == 0
                                             and page.tensors[k].note):
@@ -248,8 +242,7 @@ tensor."""
 
 
 def _unreadable(page: SnapshotPage, k: int, places: dict[str, str], dims: dict[str, int]) -> str:
-    """Why the page's captured ``k``-th tensor cannot be read in the catalogue's layout ("" when it can, or is not \
-captured)."""
+    """Why the page's captured ``k``-th tensor cannot be read in the catalogue's layout ("": it can, or none was)."""
     if (not page.captured or k >= len(page.tensors)
             or _filed(page, k, page.tensors[k].shown.tensor, places, dims) is not None):
         return ""
@@ -265,9 +258,8 @@ def own_tensors(page: SnapshotPage, places: dict[str, str], dims: dict[str, int]
 
 def catalogue_source(catalogue: Any, pages: list[SnapshotPage], dims: dict[str, int],
                      hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
-    """The captured tensors as a ``transformer_trace.sources.TensorDict`` under the catalogue's record names (pass k \
-of a loop
-    under layer k's names), in the catalogue's layouts; and record name -> snapshot label, to say what a check needs."""
+    """The captured tensors as a ``transformer_trace.sources.TensorDict`` under the catalogue's record names (pass k of
+    a loop under layer k's names), in the catalogue's layouts; and record name -> snapshot label (what checks need)."""
     passes = _passes(catalogue, pages)
     shown_places = pass_places(catalogue, hit, passes) or pass_places(catalogue, 1, passes)
     if shown_places is None:

@@ -87,3 +87,15 @@ def check_target(target: Path) -> None:
         raise UserError(f"--junit {target}: is a folder; give the XML file to write")
     if not target.parent.is_dir():
         raise UserError(f"--junit {target}: the folder {target.parent} does not exist")
+    if target.exists() and not _is_junit_report(target):  # the script, mkdocs.yml: a file of the user's stays theirs
+        raise UserError(f"--junit {target}: is a file that is not a JUnit report; give a new file name")
+
+
+def _is_junit_report(path: Path) -> bool:
+    """Whether ``path`` holds a JUnit report (one an earlier --junit wrote may be replaced)."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(4096)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"<?xml") and b"<testsuites" in head

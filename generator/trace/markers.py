@@ -187,14 +187,17 @@ def _first_after(statements: list[ast.stmt], line: int) -> ast.stmt | None:
 
 def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[Marker]:
     """Every marker of the file, in line order, with the statement it marks and the names to read; ``numberings``:
-    (keyword, letter) -> the report key a numbered marker of that form belongs to \
-(transformer_trace.trace.numberings)."""
+    (keyword, letter) -> the report key a numbered marker of that form belongs to
+    (transformer_trace.trace.numberings)."""
     source, tree = parse_script(path)
     statements = _simple_statements(tree)
     headers, strings = _headers(tree), _strings(tree)
     markers = []
     for line, comment, alone in _comments(source):
         found = _parse_comment(comment, numberings)
+        if not found and re.match(r"\s*#\s*trace\s*:", comment):  # "# trace: h[0]": written as a marker, not one
+            raise UserError(f"{path.name}:{line}: {comment.strip()!r}: a point is '# trace: name', then what to read "
+                            f"if not the variable of that name ('# trace: name h[0]')")
         if not found:
             continue
         if alone:

@@ -62,6 +62,10 @@ def trace_name(given: str | None, script: Path, docs: Path, reports: Iterable[st
     if name in (reserved := reserved_names(reports)):
         raise UserError(f"{where}: the site uses that name (the bundled reports, generated folders, MkDocs' own "
                         f"outputs: {', '.join(sorted(reserved))}); choose another")
+    for page in (docs / f"{name}{suffix}" for suffix in (".md", ".markdown", ".ipynb")):
+        if page.exists():  # MkDocs writes it to name/index.html, the address of the report's overview
+            raise UserError(f"{where}: your page {page} has the address {name}/ that the report's overview would "
+                            "take; choose another name")
     holder = _holder(docs, name, script)
     if holder is not None:
         raise UserError(f"{where}: {docs / name} holds {holder}; choose another name, or move it away")

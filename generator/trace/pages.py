@@ -17,7 +17,7 @@ from transformer_trace.sources import Lacking, MissingTensor, NotCheckable, Ref
 from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection, snapshot_pages
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
-from transformer_trace.trace.capture import Capture, Hit, Value
+from transformer_trace.trace.capture import Capture, Hit, Notice, Value
 from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.checking import places_for, run_checks
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
@@ -134,10 +134,10 @@ def by_caller(marker: Marker, hits: list[Hit], capture: Capture, catalogue: Any)
             capture.told_apart.append(f"{where}, by the module running it: {'; '.join(taken)}")
         if found.outside:
             lines = sorted({f"{Path(hit.site[0]).name}:{hit.site[1]}" for hit, _ in found.outside if hit.site})
-            capture.warnings.append(f"{where} also ran as the {found.outside[0][1].use} "
-                                    f"({described([told for _, told in found.outside])}; called at "
-                                    f"{', '.join(lines)}): those hits belong to none of its "
-                                    f"{len(marker.alternatives)} snapshots and are not shown")
+            capture.warnings.append(Notice("Hits not shown", f"{where} also ran as the {found.outside[0][1].use} "
+                                           f"({described([told for _, told in found.outside])}; called at "
+                                           f"{', '.join(lines)}): those hits belong to none of its "
+                                           f"{len(marker.alternatives)} snapshots and are not shown"))
         return [(replace(marker, number=n, alternatives=()), [hit for hit, _ in found.groups[n]])
                 for n in marker.alternatives if n in found.groups]
     sites: dict[Any, list[Hit]] = {}
@@ -146,15 +146,17 @@ def by_caller(marker: Marker, hits: list[Hit], capture: Capture, catalogue: Any)
     untold = found.untold[0][1]
     why = f" ({untold.module + ': ' if untold.module else ''}{untold.evidence})"
     if len(sites) < len(marker.alternatives):
-        capture.warnings.append(f"{where} was called from {len(sites)} line{'s' if len(sites) != 1 else ''} of your "
-                                f"code for {len(marker.alternatives)} snapshots, and the module running it does not "
-                                f"tell which use each hit is{why}, so its hits were not assigned; mark each caller's "
-                                "line instead")
+        lines = f"{len(sites)} line{'s' if len(sites) != 1 else ''}"
+        capture.warnings.append(Notice("Not assigned", f"{where} was called from {lines} of your code for "
+                                       f"{len(marker.alternatives)} snapshots, and the module running it does not "
+                                       f"tell which use each hit is{why}, so its hits were not assigned; mark each "
+                                       "caller's line instead"))
         return []
     if len(sites) > len(marker.alternatives):
         extra = [f"{Path(site[0]).name}:{site[1]}" for site in list(sites)[len(marker.alternatives):] if site]
-        capture.warnings.append(f"{where} was also called from {', '.join(extra)}: those hits belong to none of its "
-                                f"{len(marker.alternatives)} snapshots and are not shown")
+        capture.warnings.append(Notice("Hits not shown", f"{where} was also called from {', '.join(extra)}: those "
+                                       f"hits belong to none of its {len(marker.alternatives)} snapshots and are not "
+                                       "shown"))
     if hits[0].module is not None:  # modules ran it but did not tell: say that the callers' lines did
         capture.told_apart.append(f"{where}: told apart by the lines that called it, in the order they first called, "
                                   f"as the module running it does not tell{why}")

@@ -1,9 +1,9 @@
 """Write the report of a traced script (pages.py builds its pages): the snapshot pages, the overview, the stages, the
-guiding questions and the print view by the bundled reports' own templates and writer \
-(transformer_trace.render.write_pages,
-over the run the capture becomes at its boundary: run.py traced_run), snapshots.json by the one writer (generator/
-snapshots_file.py), figures by the bundled drawings and data/ with the report's own explorer groups, so the site
-machinery, the explorer and the PDF export read a trace as they read a bundled report."""
+guiding questions and the print view by the bundled reports' own templates and writer
+(transformer_trace.render.write_pages, over the run the capture becomes at its boundary: run.py traced_run),
+snapshots.json by the one writer (generator/ snapshots_file.py), figures by the bundled drawings and data/ with the
+report's own explorer groups, so the site machinery, the explorer and the PDF export read a trace as they read a bundled
+report."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The trace's boundary: a capture becomes the run object the bundled reports produce (``traced_run``: a
-``transformer_trace.run.ModelRun`` of the captured tensors under the catalogue's record names, no model, and what it \
-lacks,
-typed), so the pages, checks, figures and data read a trace as they read a bundled report.
+``transformer_trace.run.ModelRun`` of the captured tensors under the catalogue's record names, no model, and what it
+lacks, typed), so the pages, checks, figures and data read a trace as they read a bundled report.
 
 ``TraceReport`` is what a script's run adds to its overview: the counts, the first failure in pipeline order, the
 script's error or timeout, the figures drawn from the user's tensors; ``trace_overview`` the overview's data from it.
@@ -24,10 +23,10 @@ from transformer_trace.models.recording import Recorded, Recording
 
 def trace_inputs(catalogue: Any) -> Mapping[str, tuple[str, Any]]:
     """The run inputs a report lets a trace stand in for with labels read from the user's own tensors
-    (the report's ``trace_inputs``, from generator/reports/<report>/trace_inputs.py): input -> ("ids" | "values", \
-snapshot number): "ID n"
-    (or n) for each ID the snapshot captured; or ("vocabulary" | "classes", dimension): "ID k" / "class k" for k below
-    the bound dimension. So the report's blocks still read "position 0 (“ID 3”)". Empty for a report without one."""
+    (the report's ``trace_inputs``, from generator/reports/<report>/trace_inputs.py): input -> ("ids" | "values",
+    snapshot number): "ID n" (or n) for each ID the snapshot captured; or ("vocabulary" | "classes", dimension): "ID k"
+    / "class k" for k below the bound dimension. So the report's blocks still read "position 0 (“ID 3”)". Empty for a
+    report without one."""
     return catalogue.trace_inputs
 
 
@@ -137,7 +136,8 @@ def trace_overview(report: Any, trace: TraceReport, dims: Mapping[str, int]) -> 
     elif outcome["timed_out"]:
         alerts.append(Alert("failure", f"Stopped after {outcome['timeout']} s (--timeout)",
                             ("The pages show what was captured up to then.",)))
-    alerts += [Alert("warning", "Not assigned", (escape_text(warning),)) for warning in outcome["warnings"]]
+    alerts += [Alert("warning", escape_text(getattr(warning, "heading", "Warning")), (escape_text(warning),))
+               for warning in outcome["warnings"]]
     dimensions = Dimensions("Named dimensions, bound from your tensors", "", "Your run",
                             tuple((name, meaning, dims.get(name, "not bound"))
                                   for name, meaning in report.dims_legend.items())) if report.dims_legend else None

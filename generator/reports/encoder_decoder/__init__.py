@@ -1,5 +1,5 @@
 """The encoder–decoder report (seed report 001): everything specific to it lives in this folder, and ``REPORT``
-below is the report, one object whose parts come from these modules by name (transformer_trace.catalogue.Report checks \
+below is the report, one object whose parts come from these modules by name (transformer_trace.catalogue.Report checks
 them):
 
 catalogue.py     snapshots, stages, figures, questions        options.py   command-line options and validation

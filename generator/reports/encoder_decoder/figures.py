@@ -1,7 +1,7 @@
-"""Figures specific to the encoder–decoder report; listed in ``DRAWINGS`` (the report merges them with \
+"""Figures specific to the encoder–decoder report; listed in ``DRAWINGS`` (the report merges them with
 transformer_trace.figures.DRAWINGS).
 
-A table and small bar panels: drawn with Pillow (transformer_trace.raster) like the heat maps, so the report needs no \
+A table and small bar panels: drawn with Pillow (transformer_trace.raster) like the heat maps, so the report needs no
 matplotlib.
 """
 

@@ -1,4 +1,4 @@
-"""Checks specific to the GPT report, listed in ``CHECKS`` (the report merges them with \
+"""Checks specific to the GPT report, listed in ``CHECKS`` (the report merges them with
 transformer_trace.checks.CHECKS).
 
 Each recomputes its claim in float64: from other captured tensors, from the model's parameters,

@@ -1,4 +1,4 @@
-"""Figures specific to the GPT report; listed in ``DRAWINGS`` (the report merges them with \
+"""Figures specific to the GPT report; listed in ``DRAWINGS`` (the report merges them with
 transformer_trace.figures.DRAWINGS).
 
 Every byte is labelled with transformer_trace.models.gpt.byte_label (printable ASCII as itself, space as ␠, the rest
@@ -155,8 +155,7 @@ def _axes_px(fig_inches: float, fraction: float) -> int:
 
 
 def _sci(ticks: list[float]) -> tuple[list[str], str]:
-    """Tick labels in units of 10^k with k from the largest tick, and the offset text (matplotlib's sci style, \
-scilimits (0, 0))."""
+    """Tick labels in units of 10^k, k from the largest tick, and the offset text (matplotlib's sci style, (0, 0))."""
     top = max(abs(t) for t in ticks) or 1.0
     exponent = math.floor(math.log10(top))
     labels = raster.tick_labels([t / 10**exponent for t in ticks])

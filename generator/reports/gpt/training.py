@@ -63,8 +63,7 @@ class TrainingConfig:
     eval_every: int = 100  # held-out loss every this many steps and at the last (0: never, for short reproductions)
 
     def learning_rate(self, step: int) -> float:
-        """Linear warm-up over ``warmup`` steps, then cosine decay to ``final_lr_fraction`` of the peak at the last \
-step."""
+        """Linear warm-up over ``warmup`` steps, then cosine decay to ``final_lr_fraction`` of the peak by the end."""
         if step < self.warmup:
             return self.lr * (step + 1) / self.warmup
         span = max(1, self.steps - 1 - self.warmup)
@@ -144,9 +143,8 @@ def cache_dir() -> Path:
 
 
 def _evaluation_key(model: GPT, held_out: torch.Tensor, context: int) -> str:
-    """Everything the held-out score is a function of: the weights (every tensor's bytes), the held-out bytes, the \
-window,
-    the device, PyTorch's version and thread count (a CPU sum's order) and the code that computes it."""
+    """Everything the held-out score is a function of: the weights (every tensor's bytes), the held-out bytes, the
+    window, the device, PyTorch's version and thread count (a CPU sum's order) and the code that computes it."""
     digest = hashlib.sha256(b"held-out bits per byte, v1\0")
     device = next(model.parameters()).device
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type  # another GPU sums otherwise
@@ -209,13 +207,11 @@ _AHEAD: dict[Path, _Ahead] = {}  # cache entry -> its score being measured ahead
 
 
 def measure_ahead(model: GPT, held_out: torch.Tensor, context: int) -> Callable[[], None]:
-    """Begin measured_held_out_bits(model, held_out, context) in a thread, unless it is remembered: a run of the same \
-weights
-    then takes its result (the other reports' forward passes and PyTorch's single-threaded work leave a core to it). \
-``model``
-    is the thread's alone (a copy of the run's weights), and it runs under this process's thread count: the very float a
-    measurement in place gives (the cache's key says so). A function that waits for the thread (call it before \
-forking)."""
+    """Begin measured_held_out_bits(model, held_out, context) in a thread, unless it is remembered: a run of the same
+    weights then takes its result (the other reports' forward passes and PyTorch's single-threaded work leave a core to
+    it). ``model`` is the thread's alone (a copy of the run's weights), and it runs under this process's thread count:
+    the very float a measurement in place gives (the cache's key says so). A function that waits for the thread (call it
+    before forking)."""
     path = cache_dir() / "held-out" / f"{_evaluation_key(model, held_out, context)}.json"
     if path in _AHEAD or _cached_bits(path) is not None:
         return lambda: None
@@ -224,9 +220,8 @@ forking)."""
 
 
 def held_out_bits_later(model: GPT, held_out: torch.Tensor, context: int) -> Callable[[], float] | None:
-    """When the score of these weights is being measured ahead (measure_ahead), a function that waits for it (the run \
-need
-    not: its pages do); None otherwise."""
+    """When the score of these weights is being measured ahead (measure_ahead), a function that waits for it (the run
+    need not: its pages do); None otherwise."""
     path = cache_dir() / "held-out" / f"{_evaluation_key(model, held_out, context)}.json"
     ahead = _AHEAD.get(path)
     if ahead is None:
@@ -239,12 +234,10 @@ need
 
 
 def measured_held_out_bits(model: GPT, held_out: torch.Tensor, context: int) -> float:
-    """held_out_bits_per_byte(model, held_out, context), remembered per weights: the score is a property of the \
-weights (not
-    of the prompt), and the same weights, bytes, window, device and threads give the same float. A report of weights \
-scored
-    before reads it back (about half a second saved on 2 cores); an unreadable or unwritable cache only means measuring.
-    A score begun by measure_ahead is waited for and taken."""
+    """held_out_bits_per_byte(model, held_out, context), remembered per weights: the score is a property of the weights
+    (not of the prompt), and the same weights, bytes, window, device and threads give the same float. A report of
+    weights scored before reads it back (about half a second saved on 2 cores); an unreadable or unwritable cache only
+    means measuring. A score begun by measure_ahead is waited for and taken."""
     started = time.perf_counter()
     path = cache_dir() / "held-out" / f"{_evaluation_key(model, held_out, context)}.json"
     ahead = _AHEAD.pop(path, None)
@@ -397,8 +390,7 @@ def _has_record_shape(record: object) -> bool:
 
 
 def load_state(path: Path, cfg: GPTConfig) -> dict[str, torch.Tensor]:
-    """The state dict at ``path``, checked key by key and shape by shape against a GPT of ``cfg``; UserError \
-otherwise."""
+    """The state dict at ``path``, checked key by key and shape by shape against a GPT of ``cfg``, else a UserError."""
     if not path.is_file():
         raise UserError(f"--weights {str(path)!r} is neither trained, random nor a file; give a GPT state dict saved "
                         f"by `python -m transformer_trace train gpt`")

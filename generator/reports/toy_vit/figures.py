@@ -1,5 +1,5 @@
-"""Figures specific to the toy ViT report, listed in ``DRAWINGS``; all drawn with Pillow (transformer_trace.raster), \
-no matplotlib.
+"""Figures specific to the toy ViT report, listed in ``DRAWINGS``; all drawn with Pillow (transformer_trace.raster), no
+matplotlib.
 
 Every number the seed printed that a figure shows comes from the run's ``seed_table`` input (seed.py's comparison,
 made from seed_004.csv and the run's own tensors), never from this file.

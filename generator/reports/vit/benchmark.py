@@ -1,8 +1,7 @@
 """The ViT's forward pass against torchvision's vit_b_16 (benchmarks/run.py runs every report's benchmark.py).
 
-``model_tables(report, device, repeats, interleaved)`` -> [(title, [(row, seconds)], the seconds ratios are taken \
-against)];
-``targets(tables)`` -> [(target, measured, met)] for the benchmark page's targets table.
+``model_tables(report, device, repeats, interleaved)`` -> [(title, [(row, seconds)], the seconds ratios are taken
+against)]; ``targets(tables)`` -> [(target, measured, met)] for the benchmark page's targets table.
 """
 
 from __future__ import annotations

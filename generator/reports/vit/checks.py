@@ -1,4 +1,4 @@
-"""Checks specific to the ViT report, listed in ``CHECKS`` (the report merges them with \
+"""Checks specific to the ViT report, listed in ``CHECKS`` (the report merges them with
 transformer_trace.checks.CHECKS)."""
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""Figures specific to the ViT report; listed in ``DRAWINGS`` (the report merges them with \
+"""Figures specific to the ViT report; listed in ``DRAWINGS`` (the report merges them with
 transformer_trace.figures.DRAWINGS).
 
-The image, its patches, the attention overlays and the five bars of top5 are drawn with Pillow \
-(transformer_trace.raster): the
-report needs no matplotlib.
+The image, its patches, the attention overlays and the five bars of top5 are drawn with Pillow
+(transformer_trace.raster): the report needs no matplotlib.
 """
 
 from __future__ import annotations
@@ -32,8 +31,7 @@ def _unnormalise(run: ModelRun, image: torch.Tensor) -> np.ndarray:
 
 
 def _patch_heat(values: torch.Tensor, side: int, H: int, W: int) -> np.ndarray:
-    """One value per patch, (N,), spread over the patch's pixels: (H, W), each patch a flat block (nearest \
-upsampling)."""
+    """One value per patch, (N,), spread over its pixels: (H, W), each patch a flat block (nearest upsampling)."""
     grid_values = values.reshape(side, side).numpy()  # (N,) -> (side, side), row-major like the patches
     return grid_values.repeat(H // side, axis=0).repeat(W // side, axis=1)
 

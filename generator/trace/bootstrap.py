@@ -31,6 +31,7 @@ import time
 ALIGN = 64
 FLUSH_SECONDS = 0.1
 _REAL_EXIT = os._exit
+_LOADED = {}  # modules loaded by _beside
 
 
 class Results:
@@ -249,10 +250,10 @@ class Tracer:
         # hashed at once, a code object's hash walks its constants and names at every call
         self.codes = {}
         self.marked_files = frozenset({*self.by_file, *(file for file, _ in self.entries)})
-        self.module_names, self.module_reader = {}, None  # for shared lines: running_module.py's cache and reader
+        self.shared = None  # running_module.py's SharedLines, loaded at the first hit of a shared line
         self.user_files = {spec["script"], *self.marked_files}
         self.pid = os.getpid()
-        self.calls = _module_calls().CallRecorder(results, os.path.dirname(spec["script"]), tensor_value)
+        self.calls = _beside("module_calls.py").CallRecorder(results, os.path.dirname(spec["script"]), tensor_value)
 
     def stop_in_child(self):
         """After fork(): the child runs the user's code untraced and writes nothing of ours."""
@@ -338,9 +339,11 @@ class Tracer:
                     read.append((name, returned if name == "return_value" else _read(frame, name)))
                 except (KeyError, AttributeError):
                     self._missing(marker, name)
-            site = self._call_site(frame) if marker["shared_line"] else None
             reads = self.calls.reads(frame, marker["reads"], _read) if calls is not None else {}
-            module = self._running_module(frame) if marker["shared_line"] else None
+            site = module = None
+            if marker["shared_line"]:  # the line that called it and the module running it tell its uses apart
+                self.shared = self.shared or _beside("running_module.py").SharedLines(self.user_files)
+                site, module = self.shared.call_site(frame), self.shared.module(frame)
             with self.results.lock:
                 values = [self._value(name, value) for name, value in read]
                 for value, (name, _) in zip(values, read):
@@ -349,7 +352,7 @@ class Tracer:
                 self.results.order += 1
                 event = {"hit": index, "order": self.results.order, "site": site, "values": values,
                          "calls": calls or [], "reads": reads}
-                if marker["shared_line"]:  # which module runs it tells its uses apart
+                if marker["shared_line"]:
                     event["module"] = module
                 self.results.event(event)
 
@@ -368,27 +371,6 @@ class Tracer:
         _flush_streams()
         _REAL_EXIT(3)
 
-    def _running_module(self, frame):
-        """The nn.Module running a shared line's hit (running_module.py, loaded by path: no package is imported)."""
-        if self.module_reader is None:
-            from importlib.util import module_from_spec, spec_from_file_location
-            here = os.path.dirname(os.path.abspath(__file__))
-            spec = spec_from_file_location("_transformer_trace_running_module", os.path.join(here, "running_module.py"))
-            reader = module_from_spec(spec)
-            spec.loader.exec_module(reader)
-            self.module_reader = reader.running_module
-        try:
-            return self.module_reader(frame, self.module_names)
-        except Exception:  # noqa: BLE001 - a module we cannot read is a hit not told apart, never the script's error
-            return None
-
-    def _call_site(self, frame):
-        """The line of the user's files that called this frame (through library frames such as nn.Module.__call__)."""
-        caller = frame.f_back
-        while caller is not None and caller.f_code.co_filename not in self.user_files:
-            caller = caller.f_back
-        return [caller.f_code.co_filename, caller.f_lineno] if caller is not None else None
-
 
 def _flush_streams():
     for stream in (sys.stdout, sys.stderr):
@@ -398,56 +380,17 @@ def _flush_streams():
             pass
 
 
-def _module_calls():
-    """module_calls.py, beside this file, loaded by path (nothing of ours is importable in the script's process)."""
-    from importlib.util import module_from_spec, spec_from_file_location
+def _beside(file):
+    """A module of ours beside this file, loaded by its path (nothing of the package is importable in the script's
+    process), once."""
+    name = "_transformer_trace_" + file.removesuffix(".py")
+    if name not in _LOADED:
+        from importlib.util import module_from_spec, spec_from_file_location
 
-    spec = spec_from_file_location("_trace_module_calls", os.path.join(os.path.dirname(__file__), "module_calls.py"))
-    module = module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-class SeedRecorder:
-    """A finder that, once the script imports torch, records every torch.manual_seed(n) the script calls."""
-
-    def __init__(self, results, tracer):
-        self.results = results
-        self.tracer = tracer
-        self.import_seconds = 0.0  # PyTorch's own import: start-up, not the script's run (the in-process trace had it)
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "torch":
-            return None
-        sys.meta_path.remove(self)
-        for finder in sys.meta_path:
-            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
-            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                load = spec.loader.exec_module
-
-                def exec_module(module, load=load):
-                    started = time.perf_counter()
-                    load(module)
-                    self.import_seconds = time.perf_counter() - started
-                    self._wrap(module)
-
-                spec.loader.exec_module = exec_module
-                return spec
-        return None
-
-    def _wrap(self, torch):
-        seed = torch.random.manual_seed
-        results, tracer = self.results, self.tracer
-
-        def manual_seed(value):
-            if os.getpid() == tracer.pid and results.lock.acquire(timeout=1):
-                try:
-                    results.event({"seed": int(value)})
-                finally:
-                    results.lock.release()
-            return seed(value)
-
-        torch.manual_seed = torch.random.manual_seed = manual_seed
+        spec = spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), file))
+        _LOADED[name] = module_from_spec(spec)
+        spec.loader.exec_module(_LOADED[name])
+    return _LOADED[name]
 
 
 def _flush_before_exit(results):
@@ -510,7 +453,7 @@ def run(spec):
     module, code = main_module(script)
     bootstrap = sys.modules["__main__"]  # noqa: F841 - kept alive while the script runs as __main__
     sys.modules["__main__"] = module
-    seeds = SeedRecorder(results, tracer)
+    seeds = _beside("seed_recorder.py").SeedRecorder(results, tracer)
     sys.meta_path.insert(0, seeds)
     os.register_at_fork(after_in_child=tracer.stop_in_child)
     _flush_before_exit(results)

@@ -63,3 +63,25 @@ def _inputs(arguments, torch):
             same = other is query or (other.shape == query.shape and bool(torch.equal(other, query)))
             return "same" if same else "differ"
     return "one"
+
+
+class SharedLines:
+    """What tells the hits of a line shared by several uses apart: the user's line that called it and the nn.Module
+    running it (its names cached per outermost module)."""
+
+    def __init__(self, user_files):
+        self.user_files = user_files
+        self.names = {}  # id of an outermost running nn.Module -> (it, {id of a submodule: its name})
+
+    def call_site(self, frame):
+        """The line of the user's files that called this frame (through library frames such as nn.Module.__call__)."""
+        caller = frame.f_back
+        while caller is not None and caller.f_code.co_filename not in self.user_files:
+            caller = caller.f_back
+        return [caller.f_code.co_filename, caller.f_lineno] if caller is not None else None
+
+    def module(self, frame):
+        try:
+            return running_module(frame, self.names)
+        except Exception:  # noqa: BLE001 - a module we cannot read is a hit not told apart, never the script's error
+            return None

@@ -1,0 +1,48 @@
+"""Which torch.manual_seed(n) calls the traced script makes, recorded in its own interpreter: bootstrap.py loads this
+file by its path before the script runs (standard library only; torch is wrapped as the script imports it)."""
+
+import os
+import sys
+import time
+
+
+class SeedRecorder:
+    """A finder that, once the script imports torch, records every torch.manual_seed(n) the script calls."""
+
+    def __init__(self, results, tracer):
+        self.results = results
+        self.tracer = tracer
+        self.import_seconds = 0.0  # PyTorch's own import: start-up, not the script's run (the in-process trace had it)
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                load = spec.loader.exec_module
+
+                def exec_module(module, load=load):
+                    started = time.perf_counter()
+                    load(module)
+                    self.import_seconds = time.perf_counter() - started
+                    self._wrap(module)
+
+                spec.loader.exec_module = exec_module
+                return spec
+        return None
+
+    def _wrap(self, torch):
+        seed = torch.random.manual_seed
+        results, tracer = self.results, self.tracer
+
+        def manual_seed(value):
+            if os.getpid() == tracer.pid and results.lock.acquire(timeout=1):
+                try:
+                    results.event({"seed": int(value)})
+                finally:
+                    results.lock.release()
+            return seed(value)
+
+        torch.manual_seed = torch.random.manual_seed = manual_seed

@@ -306,7 +306,8 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, overv
         write(f"{extra_page.slug}.md", "extra_page.md.j2", extra=extra_page, body=body, checks=checks, figures=figures)
         extra.append({"title": extra_page.title, "page": f"{extra_page.slug}.md",
                       "check": {"name": check.name, "passed": check.passed, "detail": check.detail}})
-    questions_page = write("questions.md", "questions.md.j2", pages=pages, intro=intro, answers=answers)
+    questions_page = write("questions.md", "questions.md.j2", pages=pages, intro=intro, answers=answers,
+                           overview=overview)
     write("print.md", "print.md.j2", pages=pages, questions=shift_headings(questions_page, 1))
     return extra
 

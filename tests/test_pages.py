@@ -36,8 +36,10 @@ def test_every_snapshot_page_is_made_in_one_place():
     assert calls_of("SnapshotPage") == {"pages.py": 1}
 
 
-def test_the_overview_template_never_asks_whether_the_run_is_a_trace():
-    text = (GENERATOR / "templates" / "overview.md.j2").read_text(encoding="utf-8")
+@pytest.mark.parametrize("template", ["overview.md.j2", "questions.md.j2"])
+def test_the_overview_and_questions_templates_never_ask_whether_the_run_is_a_trace(template):
+    """Their words for a model run or a trace are the run's own (overview.texts: _overview_run/_overview_trace)."""
+    text = (GENERATOR / "templates" / template).read_text(encoding="utf-8")
     assert not re.search(r"{%-?\s*(if|elif)\b[^%]*\b(outcome|trace|stamp\.script|origin)\b", text)
 
 

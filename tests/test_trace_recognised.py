@@ -61,7 +61,8 @@ def test_an_embedding_layer_norm_an_additive_mask_fused_attention_and_averaged_h
                                               "(1, 1, 5, 5)")
     found, _ = traced(CORPUS / "karpathy_nanoGPT" / "trace_driver.py", tmp_path / "c")
     assert found["Attention weights"][0].startswith("fused (F.scaled_dot_product_attention)")
-    assert "model.py:64 calls it; the probabilities snapshot: G14 not captured" in found["Attention weights"][0]
+    assert ("model.py:64 calls it; the probabilities snapshot: G14 not captured, rebuilt from q and k through the "
+            "scores for the checks that read it (G15, G16)") in found["Attention weights"][0]
     found, _ = traced(CORPUS / "seed_002_attention_api_vit" / "trace_driver.py", tmp_path / "d")
     assert found["Attention weights (S13)"] == [
         "averaged over the heads by nn.MultiheadAttention (average_attn_weights=True, its default): S13's shape "

@@ -187,6 +187,18 @@ def _multihead_call(capture: Any, number: int) -> str:
     return ""
 
 
+def _probabilities_status(probabilities: Any, pages: list[Any]) -> str:
+    """Whether the probabilities snapshot was captured, else whether the checks that read it rebuilt it (from q and k,
+    through the scores: trace/derived.py, said in their details as "G14 (derived from ...")."""
+    if probabilities.captured:
+        return f"{probabilities.label} captured"
+    rebuilt = [p.label for p in pages if p.captured and f"{probabilities.label} (derived from" in p.check.detail]
+    if rebuilt:
+        return (f"{probabilities.label} not captured, rebuilt from q and k through the scores for the checks that read "
+                f"it ({', '.join(rebuilt)})")
+    return f"{probabilities.label} not captured (no check needed it rebuilt)"
+
+
 def _fused_calls(capture: Any, pages: list[Any]) -> list[Recognised]:
     """Marked lines that call F.scaled_dot_product_attention: the probabilities are never a tensor of the script."""
     probabilities = [p for p in pages if p.snap.tensors and _path(p.snap.tensors[0]).endswith(".probs")]
@@ -195,10 +207,10 @@ def _fused_calls(capture: Any, pages: list[Any]) -> list[Recognised]:
         lines = capture.sources.get(marker.file, "").splitlines()[marker.first - 1:marker.last]
         if any("scaled_dot_product_attention" in line for line in lines):
             where = f"{Path(marker.file).name}:{marker.first}"
-            status = ", ".join(f"{p.label} {'captured' if p.captured else 'not captured'}" for p in probabilities)
+            status = ", ".join(_probabilities_status(p, pages) for p in probabilities)
             found.append(Recognised(ATTENTION, "fused (F.scaled_dot_product_attention): the probabilities are computed "
                                     "inside the call and never exist as a tensor of your script",
                                     f"the marked line {where} calls it; the probabilities snapshot: "
-                                    f"{status or 'none in this catalogue'} (not reconstructed)"))
+                                    f"{status or 'none in this catalogue'}"))
             break
     return found

@@ -15,7 +15,7 @@ A snapshot's check may leave ``out`` as ``THIS``: the snapshot binds it to the t
         out: Ref = THIS
         def verify(self, s: TensorSource) -> tuple[str, bool, str]:
             error = float((s.t(self.out).sum(-1) - 1).abs().max())
-            return "rows sum to 1", error <= TOLERANCE, f"largest deviation {error:.1e}"
+            return "rows sum to 1", error <= tolerance(), f"largest deviation {error:.1e}"
 
 Registries are explicit: ``CHECKS`` below lists the generic checks; a report's checks.py lists its
 own in its ``CHECKS`` and the report merges both (a second check under a taken name is refused).
@@ -28,7 +28,7 @@ from transformer_trace.checks.attention import (
 )
 from transformer_trace.checks.base import (
     FAILED, GELU_MINIMUM, INPUT, MODULE, NOT_CHECKABLE, PARAMETER, PASSED, TENSOR, TENSORS, THIS, TOLERANCE, VALUE,
-    Check, CheckResult, Typed, UnfittableWeights, close, field_kind, linear,
+    Check, CheckResult, Typed, UnfittableWeights, close, field_kind, judged_at, linear, tolerance,
 )
 from transformer_trace.checks.masks import CausalMask, mask_allows
 from transformer_trace.checks.normalisation import (

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_trace.checks.base import Check, THIS, TOLERANCE, close, linear
+from transformer_trace.checks.base import Check, THIS, close, linear, tolerance
 from transformer_trace.checks.masks import mask_allows
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 
@@ -100,11 +100,11 @@ class SoftmaxRows(Check):
         row_sums = weights.sum(-1)
         worst_sum = float((row_sums - 1).abs().max())
         negative = int((weights < 0).sum())
-        passed = worst_sum <= TOLERANCE and negative == 0
+        passed = worst_sum <= tolerance() and negative == 0
         detail = (f"{row_sums.numel():,} rows over the keys (last axis): a row sum is at most {worst_sum:.1e} away "
-                  f"from 1{'' if worst_sum <= TOLERANCE else ' (NOT probability distributions)'}; "
+                  f"from 1{'' if worst_sum <= tolerance() else ' (NOT probability distributions)'}; "
                   f"{negative} negative weights")
-        if not passed and weights.dim() >= 2 and float((weights.sum(-2) - 1).abs().max()) <= TOLERANCE:
+        if not passed and weights.dim() >= 2 and float((weights.sum(-2) - 1).abs().max()) <= tolerance():
             detail += "; it is the columns (the query axis) that sum to 1: the softmax ran over the wrong axis"
         logits = s.t(self.scores)
         if self.mask is not None:

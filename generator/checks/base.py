@@ -3,6 +3,8 @@ fields say what it reads, and ``close``, the float64 comparison every check's ev
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import math
@@ -17,7 +19,27 @@ import torch.nn.functional as F
 from transformer_trace.sources import InputRef, MissingTensor, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 
 
-TOLERANCE = 1e-4
+TOLERANCE = 1e-4  # relative to the values' scale, for float32 tensors (our models') and wider
+# A script's tensors in a half-precision dtype carry about 3 (float16) or 2 (bfloat16) significant digits, and what the
+# checks recompute from them inherits that: judged at that precision (``judged_at``), not at float32's.
+LOW_PRECISION = {torch.float16: 1e-2, torch.bfloat16: 6e-2}
+_TOLERANCE = contextvars.ContextVar("tolerance", default=TOLERANCE)
+
+
+def tolerance() -> float:
+    """The tolerance of the checks running now: TOLERANCE, or a half precision's while its tensors are judged."""
+    return _TOLERANCE.get()
+
+
+@contextlib.contextmanager
+def judged_at(dtypes: typing.Iterable[torch.dtype]):
+    """Run checks at the coarsest precision among ``dtypes`` (the captured tensors'); yields that dtype's tolerance."""
+    coarse = max((LOW_PRECISION.get(dtype, TOLERANCE) for dtype in dtypes), default=TOLERANCE)
+    token = _TOLERANCE.set(coarse)
+    try:
+        yield coarse
+    finally:
+        _TOLERANCE.reset(token)
 
 
 GELU_MINIMUM = -0.1701  # GELU's minimum, −0.16997 (−0.17004 with the tanh approximation), at x ≈ −0.75
@@ -235,9 +257,9 @@ def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[bool
         magnitude = magnitude.masked_fill(~torch.isfinite(expected), 0.0)
     worst = float(diff.max())
     scale = max(1.0, float(magnitude.max()))
-    passed = math.isfinite(worst) and worst <= TOLERANCE * scale
+    passed = math.isfinite(worst) and worst <= tolerance() * scale
     return passed, (f"{what}: largest difference {worst:.1e} over {actual.numel():,} values "
-                    f"(tolerance {TOLERANCE * scale:.0e})")
+                    f"(tolerance {tolerance() * scale:.0e}{'' if tolerance() == TOLERANCE else ', half precision'})")
 
 
 def linear(s: TensorSource, module: ModuleRef, x: torch.Tensor) -> torch.Tensor:

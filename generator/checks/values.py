@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from transformer_trace.checks.base import Check, GELU_MINIMUM, THIS, TOLERANCE, UnfittableWeights, close, linear
+from transformer_trace.checks.base import Check, GELU_MINIMUM, THIS, UnfittableWeights, close, linear, tolerance
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
@@ -199,7 +199,7 @@ class Probabilities(Check):
         probs = s.t(self.out)
         total = float(probs.sum(-1).max())
         passed, detail = close(probs, torch.softmax(s.t(self.logits), dim=-1), "recomputed softmax of the logits")
-        passed &= abs(total - 1) <= TOLERANCE
+        passed &= abs(total - 1) <= tolerance()
         return "probabilities sum to 1", passed, f"sum = {total:.6f}; " + detail
 
 

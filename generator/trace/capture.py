@@ -14,6 +14,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -327,7 +328,9 @@ def _call(call: dict[str, Any], arrays: bytearray, params: dict[int, Any]) -> Mo
     def tensors(entries: list[Any]) -> list[Any]:
         return [_value(entry, arrays).tensor if entry else None for entry in entries]
 
-    return ModuleCall(call["module"], call["kind"], call["depth"], tensors(call["inputs"]), tensors(call["outputs"]),
+    # a class or attribute name is the user's text: one the pages can quote as code, else said without it
+    module = call["module"] if re.fullmatch(r"[A-Za-z_][\w.]{0,79}", str(call["module"])) else "module"
+    return ModuleCall(module, call["kind"], call["depth"], tensors(call["inputs"]), tensors(call["outputs"]),
                       {name: params.get(number) for name, number in call["params"].items()}, call["attrs"])
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from transformer_trace.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights
+from transformer_trace.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights, judged_at
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.verify import LayoutStatus, catalogue_layout
 from transformer_trace.trace.derived import derive_missing
@@ -90,6 +90,18 @@ def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int],
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
     checked, read_labels = (source, labels) if source is None else _with_derived(pages, source, labels)
     known = modules_called(pages, checked) if checked is not None else {}
+    with judged_at(captured_dtypes(pages)):  # half-precision tensors are judged at their own precision
+        _check_pages(pages, catalogue, hit, dims, source, checked, read_labels, known)
+    return source, labels  # the run's tensors (generator/trace/run.py traced_run): computed once, here
+
+
+def captured_dtypes(pages: list[SnapshotPage]) -> set[torch.dtype]:
+    return {t.shown.tensor.dtype for p in pages if p.captured for t in p.tensors
+            if isinstance(getattr(t.shown, "tensor", None), torch.Tensor)}
+
+
+def _check_pages(pages: list[SnapshotPage], catalogue: Any, hit: int, dims: dict[str, int], source: Any, checked: Any,
+                 read_labels: dict[str, TensorLabel], known: dict[str, Any]) -> None:
     for page in pages:
         # a snapshot is judged on its own capture, even where an earlier one shows the same record point
         if source is not None and page.captured:
@@ -100,7 +112,6 @@ def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int],
         else:
             page.checks = page_checks(page, checked, read_labels)
         page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
-    return source, labels  # the run's tensors (generator/trace/run.py traced_run): computed once, here
 
 
 def _with_derived(pages: list[SnapshotPage], source: TensorDict,

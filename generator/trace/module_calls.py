@@ -100,8 +100,11 @@ class CallRecorder:
             frame[0] += 1
 
     def _leave(self, module, args, output):
-        cls = type(module)  # PyTorch's own classes by name; a user's class of the same name is the user's
-        kind = KINDS.get(cls.__name__) if cls.__module__.startswith("torch.") else None
+        cls = type(module)  # torch.nn's own classes by name (a user's class of the same name is the user's; a
+        # quantised or fake-quantised Linear of torch.ao is not nn.Linear's formula), a convolution with zero padding
+        kind = KINDS.get(cls.__name__) if cls.__module__.startswith("torch.nn.modules.") else None
+        if kind == "conv2d" and getattr(module, "padding_mode", "zeros") != "zeros":
+            kind = None
         for frame in self.running:
             depth = frame[0]
             frame[0] = max(depth - 1, 0)

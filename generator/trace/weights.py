@@ -24,7 +24,8 @@ from transformer_trace.trace.attention_calls import AttentionInputs, attention_b
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
 
-BIAS_NAMES = ("bias", "beta", "b_2", "b", "shift")  # how a user's own LayerNorm names its bias (the rest: its gain)
+BIAS_NAMES = ("bias", "beta", "b_2", "b", "shift", "offset")  # how a user's own LayerNorm names its bias
+GAIN_NAMES = ("weight", "gamma", "a_2", "g", "scale", "gain", "alpha")  # ... and its gain
 EPSILON_NAMES = ("eps", "epsilon", "variance_epsilon")
 
 
@@ -277,8 +278,15 @@ def rebuild(call: Any, kind: str) -> Any:
         eps, own = call.attrs.get("eps", 1e-5), False
     else:
         names = list(params)
-        bias_name = next((n for n in names if n.lower() in BIAS_NAMES), names[-1])
-        weight, bias = params[next(n for n in names if n != bias_name)], params[bias_name]
+        bias_name = next((n for n in names if n.lower() in BIAS_NAMES), None)
+        gain_name = next((n for n in names if n.lower() in GAIN_NAMES), None)
+        if len(names) == 2 and (bias_name is None) != (gain_name is None):  # one of the two named: the other is
+            named = bias_name or gain_name                                    # the other parameter
+            other = names[1 - names.index(named)]
+            bias_name, gain_name = bias_name or other, gain_name or other
+        if bias_name is None or gain_name is None or bias_name == gain_name:
+            return None  # which parameter is the gain is not told by its name: not guessed
+        weight, bias = params[gain_name], params[bias_name]
         eps, own = next((call.attrs[n] for n in EPSILON_NAMES if n in call.attrs), 1e-5), True
     return SimpleNamespace(weight=weight if weight is not None else torch.ones(width),
                            bias=bias if bias is not None else torch.zeros(width),

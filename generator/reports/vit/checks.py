@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_trace.checks import THIS, Check, close
+from transformer_trace.checks import THIS, Check, close, tolerance
 from transformer_trace.registry import Registry
 from transformer_trace.sources import Ref, TensorSource
 from transformer_trace.tensors import fmt
@@ -101,7 +101,7 @@ def _rollout_rows(s: TensorSource, block_probs: str) -> tuple[str, bool, str]:
     same, detail = close(shown, expected, f"rollout through {blocks} blocks vs a float64 recomputation")
     rows = shown.sum(dim=-1)
     row_error = float((rows - 1).abs().max())
-    return "rows sum to 1 and equal a float64 recomputation", same and row_error <= 1e-4, (
+    return "rows sum to 1 and equal a float64 recomputation", same and row_error <= tolerance(), (
         f"{detail}; every one of the {rows.numel()} rows sums to 1 within {row_error:.1e}"
     )
 

@@ -261,3 +261,18 @@ def test_a_gpt_with_a_sliced_mask_buffer_and_a_title_word_after_its_markers_is_c
     [mask] = [v for v in data["outcome"]["recognised"]["variants"] if v["what"] == "Mask (G12)"]
     assert mask["variant"].endswith("; the slice self.bias[:, :, :T, :T]")
     assert data["outcome"]["first_failure"] is None
+
+
+def test_a_marker_on_or_under_a_line_of_several_statements_marks_the_last_one(tmp_path):
+    """`e = x.exp(); probs = e / e.sum()`: the statement that runs last is the one a breakpoint after the line sees
+    completed, and the one that assigns the step's value."""
+    script = write(tmp_path, "semicolons.py", """\
+        import torch
+        x = torch.tensor([0.0, 1.0])
+        e = x.exp(); inline = e / e.sum()  # trace: inline
+        e = x.exp(); below = e / e.sum()
+        # trace: below
+    """)
+    found = hits(script)
+    assert [name for name, _ in found["# trace: inline"][0]] == ["inline"]
+    assert [name for name, _ in found["# trace: below"][0]] == ["below"]

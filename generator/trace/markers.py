@@ -168,7 +168,8 @@ def _statement_for_comment_line(statements: list[ast.stmt], lines: list[str], li
     if around:
         return min(around, key=lambda s: s.end_lineno - s.lineno)
     above = [s for s in statements if s.end_lineno < line]
-    nearest_above = max(above, key=lambda s: (s.end_lineno, -s.lineno), default=None)
+    # the last statement to end above it (of `a = f(x); b = g(a)`, the one that runs last)
+    nearest_above = max(above, key=lambda s: (s.end_lineno, -s.lineno, s.col_offset), default=None)
     above_line, below_line = adjacent(-1), adjacent(+1)
     if above_line is None and below_line is not None:
         below = [s for s in statements if s.lineno == below_line]
@@ -205,8 +206,8 @@ def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[
         elif docstring := next((s for s in strings if s[0] <= line <= s[1]), None):
             statement = _first_after(statements, docstring[1])  # '"""Doc."""  # S05': the statement after it
         else:
-            spanning = [s for s in statements if s.lineno <= line <= s.end_lineno]
-            statement = min(spanning, key=lambda s: s.end_lineno - s.lineno, default=None)
+            spanning = [s for s in statements if s.lineno <= line <= s.end_lineno]  # of several on the line: the last
+            statement = min(spanning, key=lambda s: (s.end_lineno - s.lineno, -s.col_offset), default=None)
             header = _header_at(headers, line) if statement is None else None
             if header is not None:  # "def f(x):  # S05" (its arguments at entry), "for x in xs:  # S05" (each pass)
                 markers += _header_markers(path, line, header, found)

@@ -181,8 +181,9 @@ def _names(paths: list[Path]) -> str:
 def _refuse_foreign_entries(docs: Path, entries: list[str], manifest: Manifest) -> None:
     for entry in entries:
         if _exists(docs / entry) and entry not in manifest:
-            raise UserError(f"{docs / entry} exists but was not made by the generator; move it away, or build into "
-                            "another --out")
+            # said without a command-line option: the MkDocs plugin builds into the site's docs_dir, the CLI into --out
+            raise UserError(f"{docs / entry} exists but was not made by the generator; move it away, or write the "
+                            "reports into another folder")
 
 
 class HandEdits(UserError):

@@ -78,3 +78,27 @@ def test_a_users_class_name_is_text_on_the_pages(tmp_path):
     for page in (tmp_path / "out" / "t").rglob("*.md"):
         text = page.read_text(encoding="utf-8")
         assert "<script" not in text and "\n# H1" not in text, page
+
+
+TWICE = ("with torch.no_grad():\n    logits = model(img)",
+         "with torch.no_grad():\n    for step in range(2):\n        logits = model(img + step)")
+TRAINING = ("with torch.no_grad():\n    logits = model(img)\nprobs = logits.softmax(-1)",
+            "opt = torch.optim.SGD(model.parameters(), lr=0.5)\nfor step in range(2):\n    logits = model(img)\n"
+            "    opt.zero_grad(); logits.logsumexp(-1).sum().backward(); opt.step()\n"
+            "probs = logits.detach().softmax(-1)")
+
+
+@pytest.mark.parametrize("edit", [TWICE, TRAINING], ids=["two inputs", "two training steps"])
+def test_a_model_run_more_than_once_is_judged_on_its_last_forward_pass(tmp_path, edit):
+    """Each check reads one forward pass (the last), and weights an optimizer changed in between are read as they were
+    then; the overview says which pass the report reads."""
+    data = traced(variant(tmp_path, [edit]), tmp_path / "out", status=0)
+    assert failed(data) == [] and data["outcome"]["counts"]["passed"] >= 17
+    assert any("the model ran 2 times" in warning for warning in data["outcome"]["warnings"])
+    assert "Several forward passes" in (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+
+
+def test_in_the_last_of_several_forward_passes_a_bug_is_still_named_first(tmp_path):
+    edits = [TWICE, ("f = self.fc2(h)  # BREAKPOINT S18", "f = self.fc2(F.relu(self.fc1(f_in)))  # BREAKPOINT S18")]
+    data = traced(variant(tmp_path, edits), tmp_path / "out", status=1)
+    assert data["outcome"]["first_failure"].startswith("S18 "), failed(data)

@@ -141,14 +141,15 @@ class CallRecorder:
 
     def _param(self, param, torch):
         """The parameter's number; its values written once, in an event of their own (the lock held)."""
-        known = self.params.get(id(param))
+        key = (id(param), getattr(param, "_version", 0))  # an optimizer's step changes it in place: a new copy
+        known = self.params.get(key)
         if known is not None:
             return known[1]
         value = self.tensor_value(self.results, "param", param, torch)
         if "array" not in value:
             return None  # past the capture budget
         number = len(self.params)
-        self.params[id(param)] = (param, number)
+        self.params[key] = (param, number)
         self.results.event({"param": number, "value": value})
         return number
 

@@ -1,0 +1,41 @@
+"""A script that runs its model more than once (a training loop, a second input, token-by-token generation): its marked
+lines ran once per forward pass, and the steps inside the layer loop once per layer of each. A check reads its inputs
+from one forward pass only: the report keeps the last (the one whose results the script ends with), and says so.
+
+How many forward passes ran is told by the steps outside the layer loop: each ran once per pass. A step inside the loop
+keeps its last hits, one per layer of the last pass; a step outside it its last hit (the input made once before the
+loop keeps its one)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from transformer_trace.trace.capture import Capture, Notice
+
+
+def keep_last_forward_pass(capture: Capture, catalogue: Any, numbering: str) -> int:
+    """Drop the hits of every forward pass but the last from ``capture`` (in place); the number of passes that ran."""
+    loop = {snap.number for snap in catalogue.snapshots if any("{" in str(ref) for ref in snap.tensors)}
+    ours = {marker: hits for marker, hits in capture.hits.items()
+            if marker.numbering == numbering and marker.number is not None}
+
+    def in_loop(marker: Any) -> bool:
+        return bool(marker.alternatives) or marker.number in loop
+
+    once_a_pass = [(len(hits), marker) for marker, hits in ours.items()
+                   if not in_loop(marker) and not marker.loop_body and not marker.entry_line]
+    counts = Counter(count for count, _ in once_a_pass if count > 1)
+    if not counts:
+        return 1
+    passes = min(counts)  # a step reached more often than that runs more than once a pass: not the count of passes
+    told_by = min((m for count, m in once_a_pass if count == passes), key=lambda m: ours[m][0].order)
+    for marker, hits in ours.items():
+        per_pass = len(hits) // passes if in_loop(marker) and len(hits) % passes == 0 else 1
+        capture.hits[marker] = hits[-per_pass:]
+    capture.warnings.append(Notice(
+        "Several forward passes", f"the model ran {passes} times ({Path(told_by.file).name}:{told_by.line} "
+        f"{told_by.text!r} was reached {passes} times): the report reads the last forward pass, whose results your "
+        f"script ends with; the hits of the first {passes - 1} are not used (--hit counts the layers within it)"))
+    return passes

@@ -2,9 +2,10 @@
 lines ran once per forward pass, and the steps inside the layer loop once per layer of each. A check reads its inputs
 from one forward pass only: the report keeps the last (the one whose results the script ends with), and says so.
 
-How many forward passes ran is told by the steps outside the layer loop: each ran once per pass. A step inside the loop
-keeps its last hits, one per layer of the last pass; a step outside it its last hit (the input made once before the
-loop keeps its one)."""
+How many forward passes ran is told by the steps outside the layer loop: several of them reached equally often, and
+every step inside the loop a whole number of times as often. A step inside the loop keeps its last hits, one per layer
+of the last pass; a step outside it its last hit (the input made once before the loop keeps its one). Where the counts
+do not tell, every hit is kept, as for one pass."""
 
 from __future__ import annotations
 
@@ -26,10 +27,12 @@ def keep_last_forward_pass(capture: Capture, catalogue: Any, numbering: str) -> 
 
     once_a_pass = [(len(hits), marker) for marker, hits in ours.items()
                    if not in_loop(marker) and not marker.loop_body and not marker.entry_line]
-    counts = Counter(count for count, _ in once_a_pass if count > 1)
-    if not counts:
+    # Several steps outside the loop reached equally often: the passes. One alone may be a step the script computes in
+    # each layer (a causal mask made inside the block); steps inside the loop run a whole number of times a pass.
+    counts = Counter(count for count, marker in {(c, m.number) for c, m in once_a_pass} if count > 1)
+    passes = max((count for count, steps in counts.items() if steps >= 2), key=lambda c: (counts[c], -c), default=1)
+    if passes == 1 or any(len(hits) % passes for marker, hits in ours.items() if in_loop(marker)):
         return 1
-    passes = min(counts)  # a step reached more often than that runs more than once a pass: not the count of passes
     told_by = min((m for count, m in once_a_pass if count == passes), key=lambda m: ours[m][0].order)
     for marker, hits in ours.items():
         per_pass = len(hits) // passes if in_loop(marker) and len(hits) % passes == 0 else 1

@@ -40,7 +40,8 @@ def traced(driver: Path, out: Path) -> tuple[dict[str, list[str]], str]:
      "ends: #41: is the last decoder layer's output, normalised", ("Mask (#25)", "boolean, True = allowed")),
     ("karpathy_minGPT/trace_driver.py", "pre-norm", "G24: is the second residual sum: a pre-norm block ends without a "
      "norm", ("Mask (G12)", "0/1 floats, 1 = allowed, 0 = masked; shape (1, 1, 16, 16), one for the whole batch")),
-    ("graykode_nlp_tutorial/trace_driver.py", "not recognised", "no check that tells them apart could run",
+    # post-norm told by the LayerNorm module the marked line called on the residual sum (its own input)
+    ("graykode_nlp_tutorial/trace_driver.py", "post-norm", "#19: equals LayerNorm(its input)",
      ("Mask (#25)", "boolean, True = masked; shape (2, 5, 5)")),
 ])
 def test_the_overview_names_the_normalisation_and_the_masks_form_with_what_each_rests_on(tmp_path, driver, variant,

@@ -303,10 +303,11 @@ def read_capture(catalogue: Report, numbering: str, capture: Capture,
             else:
                 found = catalogue_layout(page, k, t.shown.tensor, dims)
             page.layout = page.layout or found  # the first tensor's: what the page says of its shape
+            # why it cannot be read in the catalogue's layout: a value with no tensor says what it is, not a shape
+            why = t.note if t.absent else (f"your shape {tuple(t.shown.shape)} cannot be read as it: "
+                                           f"{found.note or 'its dimensions are not all bound'}")
             t.catalogue = TensorView(t.variable, found.canonical) if found.canonical is not None else NotCheckable(
-                f"snapshot {page.label} in the catalogue's layout ({', '.join(page.shape_of(k))})",
-                f"your shape {tuple(t.shown.shape)} cannot be read as it: "
-                f"{found.note or 'its dimensions are not all bound'}")
+                f"snapshot {page.label} in the catalogue's layout ({', '.join(page.shape_of(k))})", why)
     for page in pages:
         page.bound = bound_names(page, catalogue.dims_legend) if page.captured else []
     source, labels = run_checks(pages, catalogue, dims, shown_pass(pages))  # the catalogue's checks, on the capture

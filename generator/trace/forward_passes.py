@@ -1,11 +1,12 @@
-"""A script that runs its model more than once (a training loop, a second input, token-by-token generation): its marked
-lines ran once per forward pass, and the steps inside the layer loop once per layer of each. A check reads its inputs
-from one forward pass only: the report keeps the last (the one whose results the script ends with), and says so.
+"""A script that runs its model more than once (an inference then a training step, a training loop, a second input,
+token-by-token generation): its marked lines ran once per forward pass, and the steps inside the layer loop once per
+layer of each. A check reads its inputs from one forward pass only: the report keeps the first (the one a breakpoint
+stops in first; a later one may be in training mode, with dropout between the steps), and says so.
 
 How many forward passes ran is told by the steps outside the layer loop: several of them reached equally often, and
-every step inside the loop a whole number of times as often. A step inside the loop keeps its last hits, one per layer
-of the last pass; a step outside it its last hit (the input made once before the loop keeps its one). Where the counts
-do not tell, every hit is kept, as for one pass."""
+every step inside the loop a whole number of times as often. The first pass ends where the earliest of them is reached
+a second time: every hit before that is kept (the input made once before the loop too), every hit after it dropped (a
+step reached only later is not shown). Where the counts do not tell, every hit is kept, as for one pass."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from typing import Any
 from transformer_trace.trace.capture import Capture, Notice
 
 
-def keep_last_forward_pass(capture: Capture, catalogue: Any, numbering: str) -> int:
-    """Drop the hits of every forward pass but the last from ``capture`` (in place); the number of passes that ran."""
+def keep_first_forward_pass(capture: Capture, catalogue: Any, numbering: str) -> int:
+    """Drop the hits of every forward pass but the first from ``capture`` (in place); the number of passes that ran."""
     loop = {snap.number for snap in catalogue.snapshots if any("{" in str(ref) for ref in snap.tensors)}
     ours = {marker: hits for marker, hits in capture.hits.items()
             if marker.numbering == numbering and marker.number is not None}
@@ -34,11 +35,18 @@ def keep_last_forward_pass(capture: Capture, catalogue: Any, numbering: str) -> 
     if passes == 1 or any(len(hits) % passes for marker, hits in ours.items() if in_loop(marker)):
         return 1
     told_by = min((m for count, m in once_a_pass if count == passes), key=lambda m: ours[m][0].order)
+    second_pass = ours[told_by][1].order
+    later = []
     for marker, hits in ours.items():
-        per_pass = len(hits) // passes if in_loop(marker) and len(hits) % passes == 0 else 1
-        capture.hits[marker] = hits[-per_pass:]
+        kept = [hit for hit in hits if hit.order < second_pass]
+        if kept:
+            capture.hits[marker] = kept
+        else:
+            del capture.hits[marker]
+            later.append(marker.text)
+    only_later = f"; reached only in a later pass, not shown: {', '.join(sorted(set(later)))}" if later else ""
     capture.warnings.append(Notice(
         "Several forward passes", f"the model ran {passes} times ({Path(told_by.file).name}:{told_by.line} "
-        f"{told_by.text!r} was reached {passes} times): the report reads the last forward pass, whose results your "
-        f"script ends with; the hits of the first {passes - 1} are not used (--hit counts the layers within it)"))
+        f"{told_by.text!r} was reached {passes} times): the report reads the first forward pass, and the hits of the "
+        f"{passes - 1} after it are not used (--hit counts the layers within it){only_later}"))
     return passes

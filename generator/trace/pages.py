@@ -18,7 +18,7 @@ from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection, 
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
 from transformer_trace.trace.capture import Capture, Hit, Notice, Value
-from transformer_trace.trace.forward_passes import keep_last_forward_pass
+from transformer_trace.trace.forward_passes import keep_first_forward_pass
 from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.checking import places_for, run_checks
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
@@ -292,7 +292,7 @@ def read_capture(catalogue: Report, numbering: str, capture: Capture,
     catalogue's layout, the catalogue's checks run on them; and its tensors under the catalogue's record names (a
     ``TensorDict``, or None for the script's own points) with the snapshot each name comes from (checking.py): the
     inputs of the run the capture becomes (generator/trace/run.py ``traced_run``)."""
-    keep_last_forward_pass(capture, catalogue, numbering)  # a check reads its inputs from one forward pass
+    keep_first_forward_pass(capture, catalogue, numbering)  # a check reads its inputs from one forward pass
     pages = snapshot_pages(catalogue, captured_contents(catalogue, numbering, capture, hit))
     dims = bind_dims([(p.shape_of(i), t.shown.shape) for p in pages if p.captured for i, t in enumerate(p.tensors)],
                      catalogue.dims_legend)

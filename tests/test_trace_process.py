@@ -331,3 +331,25 @@ def test_timeout_ends_a_script_that_resists_it_from_outside(tmp_path, source):
     assert time.monotonic() - started < 60
     data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
     assert data["outcome"]["timed_out"] and captured(data)["x"] == [1]
+
+
+def test_a_command_killed_with_sigkill_leaves_no_script_running(tmp_path):
+    """SIGKILL gives the command no chance to stop anything: the script's interpreter sees the pipe only the command
+    held close and ends its own process group (the script and what it started)."""
+    script = write(tmp_path, "slow.py", """\
+        import os, subprocess, sys, time
+        import torch
+        x = torch.ones(3)  # trace: x
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        with open(sys.argv[1], "w") as f:
+            f.write(f"{os.getpid()} {child.pid}\\n")
+        time.sleep(60)
+    """)
+    started = subprocess.Popen(command(script, tmp_path / "out", "--", str(tmp_path / "pids")), env=environment())
+    pids = [int(pid) for pid in wait_for(tmp_path / "pids").split()]
+    started.kill()
+    started.wait()
+    deadline = time.monotonic() + 10
+    while not all(gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(gone(pid) for pid in pids)

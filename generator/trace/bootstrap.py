@@ -441,10 +441,26 @@ def describe(exc, folder):
     return f"{text} (at {shown})", [where.filename, where.lineno]
 
 
+def _end_with_the_command(fd):
+    """``fd`` reads a pipe only the command writes: when the command ends (even by SIGKILL), so does our group."""
+    if fd is None:
+        return
+    import _thread
+    os.set_inheritable(fd, False)
+
+    def watch():
+        while os.read(fd, 1):
+            pass
+        os.killpg(os.getpgrp(), 9)
+
+    _thread.start_new_thread(watch, ())
+
+
 def run(spec):
     """Run the script; the process's exit status, as `python SCRIPT.py` would end (without the traceback: the
     generator names the error and its line)."""
     script = spec["script"]
+    _end_with_the_command(spec.get("parent_fd"))
     results = Results(spec["results"], spec["budget"])
     tracer = Tracer(spec, results)
     sys.argv[:] = [spec["argv0"], *spec["argv"]]
@@ -481,4 +497,4 @@ def run(spec):
 
 if __name__ == "__main__":
     with open(sys.argv[1], encoding="utf-8") as spec_file:
-        run(json.load(spec_file))
+        run({**json.load(spec_file), "parent_fd": int(sys.argv[2]) if len(sys.argv) > 2 else None})

@@ -5,7 +5,8 @@ What is stopped: the script's process group, and every process descended from th
 run, read from /proc. While the script runs, this process is the child subreaper of its tree (Linux
 prctl(PR_SET_CHILD_SUBREAPER)), so a daemonised grandchild (double fork and setsid: another group, another session) is
 re-parented to us, not to init, and is still found. Known limit: a process handed to another service (systemd-run, at,
-a D-Bus activated one) is no descendant and is not stopped; neither is anything if this process is killed with SIGKILL.
+a D-Bus activated one) is no descendant and is not stopped. If this process is killed with SIGKILL, the script's
+interpreter sees a pipe only this process holds close and ends its own process group.
 """
 
 from __future__ import annotations
@@ -40,8 +41,12 @@ def run_child(command: list[str], env: dict[str, str], timeout: float | None) ->
     saved = _end_on_signals()
     started = time.monotonic()
     child, timed_out = None, False
+    watched, held = os.pipe()  # the script's interpreter ends its group when ``held`` closes (this process ends)
     try:
-        child = subprocess.Popen(command, env=env, start_new_session=True)
+        try:
+            child = subprocess.Popen([*command, str(watched)], env=env, start_new_session=True, pass_fds=(watched,))
+        finally:
+            os.close(watched)
         try:
             child.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -52,6 +57,7 @@ def run_child(command: list[str], env: dict[str, str], timeout: float | None) ->
         finished = child is not None and child.poll() is not None
         seconds = time.monotonic() - started
         stopped = end_processes(child, before) if child is not None else 0
+        os.close(held)
         if subreaper:
             _set_subreaper(False)
         for signum, handler in saved.items():

@@ -1,14 +1,19 @@
 """Checks that only a traced module call makes possible: a patch embedding computed by a Conv2d, recomputed from the
-convolution's own weights on the image it was called with; a head split checked against the projection the marked
+convolution's own weights on the image it was called with, or by a chain of modules (a rearrange into patch rows, then
+LayerNorms and Linears), each recomputed from its own weights; a head split checked against the projection the marked
 line read (generator/trace/weights.py binds them)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
+import torch
 import torch.nn.functional as F
 
 from transformer_trace.checks.base import Check, THIS, close
+from transformer_trace.checks.values import SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 
 
@@ -32,6 +37,64 @@ class ConvPatches(Check):
                                f"recomputed the {tuple(weight.shape[-2:])} convolution with {s.name(self.module)}'s "
                                "weights on the image it was called with, positions row by row")
         return "equals the patch embedding (the convolution of each patch)", passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class PatchChain(Check):
+    """``out`` (B, N, D) is the chain of modules a patch-embedding line called: ``patches`` (B, N, C·p·p), what the
+    first of them (a rearrange) made of the image ``x`` (B, C, H, W), holds in each row the pixels of one p×p patch
+    (patches row by row; any order inside a patch: the weights that read it decide), and ``layers`` (LayerNorms and
+    Linears, in the order called), recomputed from their own weights on those rows, give ``out``."""
+
+    out: Ref = THIS
+    x: Ref
+    patches: Ref
+    layers: tuple[ModuleRef, ...]
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        image, rows = s.t(self.x), s.t(self.patches)
+        (B, C, H, W), N = image.shape, rows.shape[1]
+        p = math.isqrt(H * W // N) if N else 0
+        if rows.dim() != 3 or p == 0 or p * p * N != H * W or H % p or rows.shape[-1] != C * p * p:
+            raise NotCheckable(s.name(self.patches), f"its shape {tuple(rows.shape)} is not the {tuple(image.shape)} "
+                               "image's patches, one a row")
+        tiles = F.unfold(image, p, stride=p).transpose(1, 2)  # (B, N, C·p·p), patches row by row
+        rows_ok, rows_detail = close(rows.sort(-1).values, tiles.sort(-1).values,
+                                     f"each row's values vs its {p}×{p} patch of the image the line was called with")
+        x, names = rows, []
+        for ref in self.layers:
+            layer = s.module(ref)
+            weight = layer.weight.detach().double().cpu()
+            bias = layer.bias.detach().double().cpu() if layer.bias is not None else None
+            if hasattr(layer, "normalized_shape"):
+                x, what = F.layer_norm(x, tuple(layer.normalized_shape), weight, bias, layer.eps), "LayerNorm"
+            else:
+                x, what = F.linear(x, weight, bias), "Linear"
+            names.append(what)
+        passed, detail = close(s.t(self.out), x, f"recomputed {' → '.join(names)} from each module's own weights "
+                               "on those rows")
+        return ("is the image's patches, one a row, through the modules the line called", rows_ok and passed,
+                f"{rows_detail}; {detail}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SumWithCall(SumOf):
+    """A residual sum whose last operand is a module call's output (generator/trace/weights.py): where it does not add
+    up but the sum's remainder is that output with some values zeroed and the rest scaled alike (a dropout in training
+    mode applied after the call), not checkable rather than failed: the call's output is not the operand then."""
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        claim, passed, detail = super().verify(s)
+        if not passed:
+            rest = s.t(self.out) - sum(s.t(ref) for ref in self.operands[:-1])
+            called = s.t(self.operands[-1])
+            kept = rest.abs() > 1e-6 * (1 + called.abs())
+            if bool(kept.any()) and bool((~kept).any()):
+                scale = rest[kept] / called[kept]
+                if close(scale, torch.full_like(scale, float(scale.median())), "")[0]:
+                    raise NotCheckable(s.name(self.operands[-1]), "a dropout after the module the line called (training "
+                                       "mode) changed it on its way into the sum")
+        return claim, passed, detail
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -156,6 +156,8 @@ def _number(value: torch.Tensor) -> str:
 class RowEquals(Check):
     """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
 
+    READS_LOCALS = True  # the sequence the line reads, where no snapshot shows it (generator/trace/weights.py)
+
     out: Ref = THIS
     source: Ref
     row: int

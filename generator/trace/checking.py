@@ -171,7 +171,8 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
             results.append(CheckResult(name=claim, passed=False,
                                        detail=f"the captured tensors do not fit the claim: {exc}"))
             continue
-        reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in check.inputs()) if name in labels]
+        read = bound.check.inputs() if bound is not None else check.inputs()  # a module call's tensors: no label
+        reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in read) if name in labels]
         # a loop's wiring, or steps nobody marked: say which passes it compared, what it derived
         if result.checkable and any(label.at_pass or label.derived_from for label in reads):
             result = replace(result, detail=f"{result.detail} (read: {', '.join(map(str, reads))})")

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks import Check, CheckResult, close
-from transformer_trace.checks.calls import ConvPatches, HeadsOfRead
+from transformer_trace.checks import Check, CheckResult, HeadsRejoin, RowEquals, SumOf, close
+from transformer_trace.checks.calls import ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
@@ -65,13 +65,20 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
     """``check`` with the fields it declares in ``FROM_CALLS`` taken from the marked line's module calls; None where
     it declares none or the line made no call of the kind. ``known``: modules other marked lines called (the token
     embedding a tied output head shares), by catalogue name."""
+    if isinstance(check, HeadsRejoin):
+        return _projections_called(check, calls, source)
+    if isinstance(check, SumOf):
+        return _operand_called(check, calls, source, main)
+    if isinstance(check, RowEquals):
+        return _row_of_read(check, calls, source)
     wanted = getattr(type(check), "FROM_CALLS", {})
     kinds = {kind for kind, _ in wanted.values()}
     chosen = {kind: call for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
     if not chosen:
         if "linear" not in kinds:
             return None
-        return (_patches(check, calls, source, main) or _attention(check, calls, source, main)
+        return (_patches(check, calls, source, main) or _patch_chain(check, calls, source, main)
+                or _attention(check, calls, source, main)
                 or _split_of_read(check, calls, source))
     tensors, modules, params = dict(source.tensors), {}, {}
     taken, own_input, missing = [], None, []
@@ -129,6 +136,38 @@ def _patches(check: Check, calls: list[Any], source: TensorDict, main: torch.Ten
                  f"the weights of the {conv.module} it called, on the image it was called with")
 
 
+def _patch_chain(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+    """A Linear step (the patch embedding) whose line called a chain of modules, each fed the previous one's output: a
+    rearrange of the image into rows, then LayerNorms and Linears, the last giving the step (an nn.Sequential)."""
+    module = getattr(check, "module", None)
+    ends = [c for c in calls if c.kind in ("linear", "layer_norm") and c.outputs and _holds(c.outputs[0], main)]
+    if not isinstance(module, ModuleRef) or not ends:
+        return None
+    chain = [ends[-1]]
+    while chain[0].inputs and (fed := next((c for c in calls if c.outputs and _same(c.outputs[0], chain[0].inputs[0])
+                                            and all(c is not d for d in chain)), None)) is not None:
+        chain.insert(0, fed)
+    first, layers = chain[0], chain[1:]
+    built = [rebuild(c, c.kind) for c in layers]
+    if (first.kind != "user" or first.params or not first.inputs or first.inputs[0] is None
+            or first.inputs[0].dim() != 4 or not any(c.kind == "linear" for c in layers) or None in built):
+        return None
+    name = source.name(module)
+    refs = tuple(ModuleRef(f"{name}@{c.module}.{i}") for i, c in enumerate(layers))
+    tensors = {**source.tensors, f"{name}@{first.module}.input": first.inputs[0],
+               f"{name}@{first.module}.output": first.outputs[0]}
+    bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared,
+                       modules={ref.template: layer for ref, layer in zip(refs, built)})
+    chain_text = " → ".join(c.module for c in chain)
+    return Bound(PatchChain(out=check.out, x=Ref(f"{name}@{first.module}.input"),
+                            patches=Ref(f"{name}@{first.module}.output"), layers=refs), bound, None,
+                 f"the modules it called ({chain_text}), with their own weights, on the image it was called with")
+
+
+def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
+    return a is not None and b is not None and a.shape == b.shape and bool(torch.equal(a, b))
+
+
 def _attention(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
     """A Linear step (the output projection) that is an nn.MultiheadAttention's output: the projection's weights and
     the heads' concatenation recomputed from the call, and the call's inputs checked against each other."""
@@ -167,6 +206,77 @@ def _split_of_read(check: Check, calls: list[Any], source: TensorDict) -> Bound 
     bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared)
     return Bound(HeadsOfRead(out=check.out, parts=tuple(map(Ref, names)), part=part), bound, None,
                  f"`{read[0].module}`, as the line read it")
+
+
+def _projections_called(check: HeadsRejoin, calls: list[Any], source: TensorDict) -> Bound | None:
+    """A head split whose whole projections no snapshot shows: each taken from the Linear call (or the local tensor
+    the marked line read) whose output holds that head tensor's values, so the split itself is checked; in a
+    self-attention, the three Linears' inputs are checked to be one tensor."""
+    tensors, full, taken, inputs = dict(source.tensors), list(check.full), [], {}
+    for k, (heads, whole) in enumerate(zip(check.heads, check.full)):
+        if source.has(whole) or not source.has(heads):
+            continue
+        found = next(((call, output) for kind in ("linear", "local") for call in calls if call.kind == kind
+                      for output in call.outputs if _holds_exactly(output, source.t(heads))), None)
+        if found is None:
+            return None
+        call, output = found
+        name = f"{source.name(whole)}@{call.module}.output"
+        tensors[name], full[k] = output, Ref(name)
+        taken.append(f"{source.name(whole)} from {'the output of the ' if call.kind == 'linear' else '`'}"
+                     f"{call.module}{' it called' if call.kind == 'linear' else '`, as the line read it'}")
+        if call.kind == "linear" and call.inputs and call.inputs[0] is not None:
+            inputs[k] = f"{source.name(whole)}@{call.module}.input"
+            tensors[inputs[k]] = call.inputs[0]
+    if not taken:
+        return None
+    bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared)
+    also: tuple[Check, ...] = ()
+    if len(inputs) == 3 and "cross" not in source.name(check.heads[0]):  # a self-attention: q, k, v of one tensor
+        also = (AttentionInputs(query=Ref(inputs[0]), key=Ref(inputs[1]), value=Ref(inputs[2]), self_attention=True),)
+    return Bound(dataclasses.replace(check, full=tuple(full)), bound, None,
+                 f"no snapshot shows the whole projections: {'; '.join(taken)}", also)
+
+
+def _operand_called(check: SumOf, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+    """A residual sum whose sublayer output (its last operand) no snapshot shows, where the line's last module call
+    (``x + mlp(x)``: the MLP, a Linear or a module of the user's) gives a tensor of the sum's shape: that operand taken
+    from its output. The residual's input is never taken so (a call's output is a sublayer's, not the stream's)."""
+    absent = [k for k, ref in enumerate(check.operands) if not source.has(ref)]
+    last = calls[-1] if calls else None
+    if (absent != [len(check.operands) - 1] or last is None or last.kind not in ("linear", "user")
+            or not last.outputs or main is None or last.outputs[0] is None
+            or tuple(last.outputs[0].shape) != tuple(main.shape)):
+        return None
+    missing = source.name(check.operands[absent[0]])
+    name = f"{missing}@{last.module}.output"
+    operands = list(check.operands)
+    operands[absent[0]] = Ref(name)
+    bound = CallSource({**source.tensors, name: last.outputs[0]}, places=source.places, inputs=source.inputs,
+                       declared=source.declared)
+    return Bound(SumWithCall(out=check.out, operands=tuple(operands)), bound, None,
+                 f"{missing} taken from the output of the {last.module} the line called last (no captured snapshot "
+                 "shows it)")
+
+
+def _row_of_read(check: RowEquals, calls: list[Any], source: TensorDict) -> Bound | None:
+    """A row taken from a sequence no snapshot shows (the final sequence of a model without a final LayerNorm): checked
+    against the one sequence (B, N, D) the marked line read."""
+    read = [c for c in calls if c.kind == "local" and len(c.outputs) == 1 and c.outputs[0] is not None
+            and c.outputs[0].dim() == 3]
+    if source.has(check.source) or len(read) != 1:
+        return None  # shown, or none or several sequences read: which one is the source is not known
+    name = f"{source.name(check.source)}@{read[0].module}.read"
+    bound = CallSource({**source.tensors, name: read[0].outputs[0]}, places=source.places, inputs=source.inputs,
+                       declared=source.declared)
+    return Bound(dataclasses.replace(check, source=Ref(name)), bound, None,
+                 f"{source.name(check.source)} as `{read[0].module}`, the sequence the line read (no captured snapshot "
+                 "shows it)")
+
+
+def _holds_exactly(output: torch.Tensor | None, heads: torch.Tensor) -> bool:
+    """Whether a call's output holds the values of ``heads`` (as many, alike once sorted): its whole projection."""
+    return output is not None and output.numel() == heads.numel() and output.dim() == 3 and _holds(output, heads)
 
 
 def modules_called(pages: list[Any], source: TensorDict) -> dict[str, Any]:

@@ -194,6 +194,8 @@ class Check(Typed):
 
     # Whether a trace copies the local tensors the marked line reads, for ``FROM_CALLS`` parts "local"
     READS_LOCALS: typing.ClassVar[bool] = False
+    # Whether ``out`` is the model's input image (a trace also checks it is what the patch embedding was called with)
+    MODEL_IMAGE: typing.ClassVar[bool] = False
     # The field whose tensor ``derive`` computes from the others (the step is determined by them), or None
     DERIVES: typing.ClassVar[str | None] = None
 

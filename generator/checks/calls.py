@@ -92,9 +92,24 @@ class SumWithCall(SumOf):
             if bool(kept.any()) and bool((~kept).any()):
                 scale = rest[kept] / called[kept]
                 if close(scale, torch.full_like(scale, float(scale.median())), "")[0]:
-                    raise NotCheckable(s.name(self.operands[-1]), "a dropout after the module the line called (training "
-                                       "mode) changed it on its way into the sum")
+                    raise NotCheckable(s.name(self.operands[-1]), "a dropout after the module the line called "
+                                       "(training mode) changed it on its way into the sum")
         return claim, passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumedImage(Check):
+    """``out``, the input image as marked, is the image the patch embedding (a Conv2d, or a chain of modules) was
+    called with: what the script marked is what the model was fed (its preprocessing is not known to a trace)."""
+
+    out: Ref = THIS
+    fed: Ref
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        got, fed = s.t(self.out), s.t(self.fed)
+        passed, detail = close(got.reshape(fed.shape) if got.numel() == fed.numel() else got, fed,
+                               "vs the image the patch embedding was called with")
+        return "is the image the model's patch embedding was called with", passed, detail
 
 
 @dataclass(frozen=True, kw_only=True)

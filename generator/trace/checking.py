@@ -164,7 +164,7 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
     results = []
     for check, claim in zip(checks, claims):
         # the weights and inputs of the module calls the marked line made (generator/trace/weights.py)
-        bound = bind(check, page.calls, source, page.main.shown.tensor, known) if page.calls else None
+        bound = bind(check, page.calls, source, page.main.shown.tensor, known) if page.calls or known else None
         try:
             result = run_bound(bound) if bound is not None else check.run(source)
         except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all

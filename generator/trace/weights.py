@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from transformer_trace.checks import Check, CheckResult, HeadsRejoin, RowEquals, SumOf, close
-from transformer_trace.checks.calls import ConvPatches, HeadsOfRead, PatchChain, SumWithCall
+from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
@@ -71,6 +71,8 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
         return _operand_called(check, calls, source, main)
     if isinstance(check, RowEquals):
         return _row_of_read(check, calls, source)
+    if type(check).MODEL_IMAGE:
+        return _image_consumed(check, source, known or {})
     wanted = getattr(type(check), "FROM_CALLS", {})
     kinds = {kind for kind, _ in wanted.values()}
     chosen = {kind: call for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
@@ -279,15 +281,35 @@ def _holds_exactly(output: torch.Tensor | None, heads: torch.Tensor) -> bool:
     return output is not None and output.numel() == heads.numel() and output.dim() == 3 and _holds(output, heads)
 
 
+def _image_consumed(check: Check, source: TensorDict, known: dict[str, Any]) -> Bound | None:
+    """The model's input image, as marked, checked against the image a marked line's patch embedding was called with
+    (``known[IMAGE]``, from ``modules_called``)."""
+    if IMAGE not in known:
+        return None
+    name = f"{source.name(check.out)}@patch embedding.input"
+    bound = CallSource({**source.tensors, name: known[IMAGE]}, places=source.places, inputs=source.inputs,
+                       declared=source.declared)
+    return Bound(check, bound, None, "", (ConsumedImage(out=check.out, fed=Ref(name)),))
+
+
+IMAGE = "@image"  # ``modules_called``'s key for the image a patch embedding was called with
+
+
 def modules_called(pages: list[Any], source: TensorDict) -> dict[str, Any]:
     """The modules every marked line's calls give, by catalogue name (an embedding's ``tok_emb`` from the weight bound
-    to ``tok_emb.weight``): what a check on another line may read."""
+    to ``tok_emb.weight``): what a check on another line may read; under ``IMAGE``, the image a patch embedding was
+    called with, where its line ran as often as every line marking the input image (one forward pass each)."""
     known: dict[str, Any] = {}
+    ran = {len(page.hit_values[0]) for page in pages if page.captured and page.hit_values
+           and any(type(check).MODEL_IMAGE for check in getattr(page.snap, "checks", ()))}
     for page in pages:
         if not page.captured or not page.calls:
             continue
         for check in getattr(page.snap, "checks", ()):
             bound = bind(check, page.calls, source, page.main.shown.tensor)
+            if (isinstance(bound.check if bound else None, (ConvPatches, PatchChain)) and page.hit_values
+                    and ran == {len(page.hit_values[0])}):
+                known[IMAGE] = bound.source.t(bound.check.x)
             if bound is not None:
                 known.update(bound.source.modules)
                 known.update({name.removesuffix(".weight"): SimpleNamespace(weight=weight)
@@ -301,8 +323,8 @@ def run_bound(bound: Bound) -> CheckResult:
     result = bound.check.run(bound.source)
     if result.checkable and bound.note:
         result = dataclasses.replace(result, detail=f"{result.detail} (read: {bound.note})")
-    if bound.also:
-        return CheckResult.combined([result, *(check.run(bound.source) for check in bound.also)])
+    if bound.also:  # judged by the checks that could run, as a page is
+        return CheckResult.combined([result, *(check.run(bound.source) for check in bound.also)], judge_checkable=True)
     if result.status == "failed" and bound.own_input is not None:
         own = bound.own_input.run(bound.source)
         if own.passed and (between := _normalised_between(bound)):

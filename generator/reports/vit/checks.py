@@ -17,6 +17,8 @@ from transformer_trace.tensors import fmt
 class NormalisedImage(Check):
     """``out`` is the loaded image resized (and centre-cropped) and normalised, redone by hand from the run's inputs."""
 
+    MODEL_IMAGE = True
+
     out: Ref = THIS
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:

@@ -153,7 +153,7 @@ def test_site_builds_strictly_with_both_reports(built_site):
 
 @pytest.mark.parametrize("status, cell", [("passed", ":material-check-circle:{ .tt-ok } rows sum to 1"),
                                           ("failed", ":material-close-circle:{ .tt-bad } FAILED: rows sum to 1"),
-                                          ("not checkable", ":material-help-circle:{ .tt-bad } not checkable")])
+                                          ("not checkable", ":material-help-circle:{ .tt-unknown } not checkable")])
 def test_a_stage_pages_check_column_says_what_the_checks_status_is(status, cell):
     from types import SimpleNamespace
 

@@ -64,6 +64,10 @@ def test_an_embedding_layer_norm_an_additive_mask_fused_attention_and_averaged_h
     assert found["Attention weights"][0].startswith("fused (F.scaled_dot_product_attention)")
     assert ("model.py:64 calls it; the probabilities snapshot: G14 not captured, rebuilt from q and k through the "
             "scores for the checks that read it (G15, G16)") in found["Attention weights"][0]
+    # the probabilities' own page says what the checks after it read, and from which captured steps
+    probabilities = (tmp_path / "c" / "t" / "block" / "14-attention-probabilities-causal-softmax.md").read_text("utf-8")
+    assert '!!! info "Derived from G08, G09 for the checks that read it"' in probabilities
+    assert "Derived from" not in (tmp_path / "c" / "t" / "block" / "15-attention-context-per-head.md").read_text("utf-8")
     found, _ = traced(CORPUS / "seed_002_attention_api_vit" / "trace_driver.py", tmp_path / "d")
     assert found["Attention weights (S13)"] == [
         "averaged over the heads by nn.MultiheadAttention (average_attn_weights=True, its default): S13's shape "

@@ -92,7 +92,16 @@ def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int],
     known = modules_called(pages, checked) if checked is not None else {}
     with judged_at(captured_dtypes(pages)):  # half-precision tensors are judged at their own precision
         _check_pages(pages, catalogue, hit, dims, source, checked, read_labels, known)
+    _derived_where_read(pages)
     return source, labels  # the run's tensors (generator/trace/run.py traced_run): computed once, here
+
+
+def _derived_where_read(pages: list[SnapshotPage]) -> None:
+    """A derived step's page says so only where a captured step's check read it (its detail names the derivation)."""
+    said = " ".join(result.detail for page in pages if page.captured for result in page.checks)
+    for page in pages:
+        if page.derived_from and f"{page.label} (derived from" not in said:
+            page.derived_from = ()
 
 
 def captured_dtypes(pages: list[SnapshotPage]) -> set[torch.dtype]:

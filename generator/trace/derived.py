@@ -1,7 +1,7 @@
 """Steps nobody marked, derived from the ones that were: where a snapshot is not captured but its check's claim
 determines its tensor from captured ones (scores from q and k, the probabilities from the scores of a causal model,
 the context from the probabilities and V: ``Check.derive``), a trace computes it, files it under its record name, and
-every check that reads it says so ("derived from S09, S10"). A step the script computed differently then fails where
+every check that reads it says so ("derived from S09, S10"), and so does its own page. A step the script computed differently then fails where
 it is read: a red verdict still means the script's code is not what the claims say."""
 
 from __future__ import annotations
@@ -39,4 +39,18 @@ def derive_missing(pages: list[Any], tensors: dict[str, torch.Tensor], labels: d
                         if n in labels and source.has(n)]
                 owner = labels[name].snapshot if name in labels else page.label  # the snapshot that shows it
                 tensors[name], labels[name] = value, label_of(owner, read)
+                for shown in pages:  # its page names the captured steps the tensor its readers used comes from
+                    if shown.label == owner and not shown.captured:
+                        shown.derived_from = _captured_roots(read, pages)
                 changed = True
+
+
+def _captured_roots(read: list[Any], pages: list[Any]) -> tuple[str, ...]:
+    """The captured snapshots behind the labels ``read`` (a derived one's own roots in its place): "G08, G09" for
+    probabilities derived from scores derived from q and k."""
+    pages_by_label = {page.label: page for page in pages}
+    roots: list[str] = []
+    for label in read:
+        page = pages_by_label.get(label.snapshot)
+        roots += list(page.derived_from) if page is not None and page.derived_from else [label.snapshot]
+    return tuple(dict.fromkeys(roots))

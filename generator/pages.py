@@ -110,7 +110,7 @@ class SnapshotPage:
     shown_hit: int = 1  # which hit of its (first) marker the page shows
     hit_values: list[list[torch.Tensor | None]] = field(default_factory=list)  # per tensor: its value at every hit
     calls: list[Any] = field(default_factory=list)  # a trace's: the module calls its line(s) made at the shown hit
-    derived_from: tuple[str, ...] = ()  # a trace's step not captured but derived, for the checks that read it, from these
+    derived_from: tuple[str, ...] = ()  # a trace's step not captured, derived from these for its readers' checks
 
     @property
     def label(self) -> str:

@@ -1,8 +1,8 @@
 """Steps nobody marked, derived from the ones that were: where a snapshot is not captured but its check's claim
 determines its tensor from captured ones (scores from q and k, the probabilities from the scores of a causal model,
 the context from the probabilities and V: ``Check.derive``), a trace computes it, files it under its record name, and
-every check that reads it says so ("derived from S09, S10"), and so does its own page. A step the script computed differently then fails where
-it is read: a red verdict still means the script's code is not what the claims say."""
+every check that reads it says so ("derived from S09, S10"), as does its own page. A step the script computed
+differently then fails where it is read: a red verdict still means the script's code is not what the claims say."""
 
 from __future__ import annotations
 

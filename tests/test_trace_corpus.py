@@ -67,8 +67,25 @@ def test_the_corpus_has_ten_licensed_implementations_each_with_its_source():
         assert "not** counted" in (entry / "SOURCE.md").read_text(encoding="utf-8"), entry.name
 
 
+KNOWN_FALSE_FAILURES = {  # entry: why the trace fails its correct code today (a finding for the checks' owner)
+    "rasbt_LLMs_from_scratch": "the 1/√hs scale is applied after the mask, inside the softmax call, so the scores the "
+                               "script holds are the unscaled Q·Kᵀ: G11 (ScaledScores) says the scaling is missing and "
+                               "G14 (SoftmaxRows) recomputes softmax(scores) without it, though the probabilities equal "
+                               "softmax(masked scores / √hs)",
+    "pbloem_former": "a post-norm GPT block: G24 (the block output, norm2(fedforward + x)) is checked as the pre-norm "
+                     "claim 'is the second residual sum', G23 derived as G18 + G22 where post-norm adds G19 + G22",
+}
+
+
+def driver_params():
+    for driver in DRIVERS:
+        reason = KNOWN_FALSE_FAILURES.get(driver.parent.name)
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        yield pytest.param(driver, id=driver_id(driver), marks=marks)
+
+
 @pytest.mark.parametrize("hit", ["1", "2"])
-@pytest.mark.parametrize("driver", DRIVERS, ids=driver_id)
+@pytest.mark.parametrize("driver", list(driver_params()))
 def test_every_marked_snapshot_of_a_real_implementation_is_captured_and_no_check_fails(tmp_path, driver, hit):
     data = trace(driver, tmp_path, "--hit", hit)
     captured = {s["label"] for s in data["snapshots"] if s["captured"]}
@@ -92,6 +109,8 @@ def test_an_entry_with_its_own_models_package_imports_it_under_its_upstream_name
 
 
 # ----------------------------------------------------------------------------- planted bugs
+
+RASBT_SCALE = "G11's false failure (the scale applied inside the softmax) is named first, before the bug's step"
 
 BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that must be named first, xfail reason)]
     "jadore801120_attention_is_all_you_need": [
@@ -191,6 +210,55 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
          "out = out.reshape(B, N, D)", "S15", "S15 reads the out_proj's own input (the heads' concatenation has no snapshot of "
          "its own in the ViT numbering, and none derives it from S14)"),
     ],
+    "rasbt_LLMs_from_scratch": [  # the scale inside the softmax: G11's false failure comes first (KNOWN_FALSE_FAILURES)
+        ("missing 1/√d", "gpt.py", "torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)",
+         "torch.softmax(attn_scores, dim=-1)", "G11", ""),
+        ("positions added twice", "gpt.py", "x = tok_embeds + pos_embeds", "x = tok_embeds + pos_embeds + pos_embeds", "G04",
+         ""),
+        ("softmax over the wrong axis", "gpt.py", "keys.shape[-1]**0.5, dim=-1)", "keys.shape[-1]**0.5, dim=-2)", "G14",
+         RASBT_SCALE),
+        ("mask lets a position see the next (a buffer, True = masked)", "gpt.py", "context_length), diagonal=1))",
+         "context_length), diagonal=2))", "G12", RASBT_SCALE),
+        ("heads merged without moving the heads axis back", "gpt.py",
+         "context_vec = (attn_weights @ values).transpose(1, 2)", "context_vec = (attn_weights @ values)", "G16",
+         RASBT_SCALE),
+        ("dropped residual", "gpt.py", "x = x + shortcut  # Add the original input back  # BREAKPOINT G18",
+         "x = x  # BREAKPOINT G18", "G18", RASBT_SCALE),
+        ("LayerNorm applied to the wrong tensor", "gpt.py", "x = self.final_norm(x)", "x = self.final_norm(tok_embeds)",
+         "G25", RASBT_SCALE),
+    ],
+    "pbloem_former": [  # heads folded into the batch axis (B·h, T, T); no mask tensor (mask_ fills −inf in place)
+        ("positions added twice", "former/transformers.py", "x = tokens + positions  # BREAKPOINT G04",
+         "x = tokens + positions + positions  # BREAKPOINT G04", "G04", ""),
+        ("missing 1/√d", "former/modules.py", "dot = dot * self.scalefactor", "dot = dot", "G11", ""),
+        ("softmax over the wrong axis", "former/modules.py", "dot = F.softmax(dot, dim=2)  # BREAKPOINT G14",
+         "dot = F.softmax(dot, dim=1)  # BREAKPOINT G14", "G14", ""),
+        ("mask lets a position see the next (no mask tensor)", "former/util/util.py", "offset=0 if mask_diagonal else 1",
+         "offset=0 if mask_diagonal else 2", "G13", "G13 (the masked scores) needs snapshot G12 and the code has no mask "
+         "tensor to mark; MaskedFillOf.verify could check a causal model's pattern from the scores alone, as its "
+         "derive() does; G14 ('largest weight on a future position') is named instead"),
+        ("heads merged without moving the heads axis back", "former/modules.py",
+         "out = out.transpose(1, 2).contiguous().view(b, t, s * h)  # BREAKPOINT G16",
+         "out = out.contiguous().view(b, t, s * h)  # BREAKPOINT G16", "G16", ""),
+        ("dropped residual", "former/modules.py", "x = self.norm1(attended + x)", "x = self.norm1(attended)", "G19", ""),
+    ],
+    "omihub777_ViT_CIFAR": [
+        ("upstream's 1/√C scale (not 1/√hs), caught once S13 is marked", "layers.py", "#(b,h,n,n)",
+         "#(b,h,n,n)  # BREAKPOINT S13", "S13", ""),
+        ("positions added twice", "vit.py", "out = out + self.pos_emb", "out = out + self.pos_emb + self.pos_emb", "S07", ""),
+        ("dropped residual", "layers.py", "out = self.msa(self.la1(x)) + x", "out = self.msa(self.la1(x))", "S20",
+         "missed: the attention's residual sum is written inline (no S16 to mark), and the S19/S20 line's la2 call input "
+         "is not compared with S08 + S15"),
+        ("LayerNorm applied to the wrong tensor", "layers.py", "out = self.mlp(self.la2(out)) + out",
+         "out = self.mlp(self.la2(x)) + out", "S20", "missed: S19 needs S18 and S20 only re-adds its own operands; the "
+         "la2 call recorded on the S19/S20 line is not compared with the residual sum that should feed it"),
+        ("heads merged without moving the heads axis back", "layers.py", "self.o(attn.flatten(2))",
+         "self.o(attn.transpose(1, 2).reshape(b, n, f))", "S15", "missed: S15 reads the o projection's own input (no "
+         "snapshot shows the heads' concatenation, and none derives it from S14)"),
+        ("K computed from another tensor", "layers.py", "k = self.k(x)", "k = self.k(x.flip(1))", "S10",
+         "missed: S10 recomputes k from the k Linear's own recorded input; nothing compares it with the input the q "
+         "and v projections read (LN(S08), not captured)"),
+    ],
     "pytorch_vision_vit": [
         ("dropped residual", "tv/models/vision_transformer.py", "x = x + input", "x = x", "S16", ""),
         ("LayerNorm applied to the wrong tensor", "tv/models/vision_transformer.py", "y = self.ln_2(x)", "y = self.ln_2(input)",
@@ -266,3 +334,18 @@ def test_one_head_without_its_heads_axis_is_read_with_h_1():
     assert dims["h"] == 1 and dims["hs"] == 32
     found = layout(torch.zeros(2, 17, 17), ("B", "h", "N1", "N1"), dims, legend)
     assert found.status is LayoutStatus.LAYOUT and tuple(found.canonical.shape) == (2, 1, 17, 17)
+
+
+def test_scores_with_the_heads_folded_into_the_batch_axis_are_read_per_head():
+    """former's `torch.bmm` over (B·h, T, hs): the scores are (B·h, T, T), batch item b's head i at row b·h + i."""
+    scores = torch.randn(2, 4, 6, 6)
+    found = layout(scores.reshape(8, 6, 6), ("B", "h", "T", "T"), {"B": 2, "h": 4, "T": 6}, {})
+    assert found.status is LayoutStatus.LAYOUT and torch.equal(found.canonical, scores)
+
+
+def test_positions_expanded_over_the_batch_are_read_as_one_table_but_different_items_are_not():
+    positions = torch.randn(6, 32)
+    expanded = layout(positions[None].expand(2, 6, 32), ("T", "C"), {"B": 2, "T": 6, "C": 32}, {})
+    assert expanded.status is LayoutStatus.LAYOUT and torch.equal(expanded.canonical, positions)
+    differing = layout(torch.randn(2, 6, 32), ("T", "C"), {"B": 2, "T": 6, "C": 32}, {})
+    assert differing.status is LayoutStatus.MISMATCH

@@ -155,9 +155,11 @@ def _attention(pages: list[Any], dims: dict[str, int], capture: Any) -> list[Rec
         if not page.snap.tensors or not _path(page.snap.tensors[0]).endswith(".probs") or page.main.absent:
             continue
         named, got = page.shape, page.main.shown.shape
-        if "h" not in named or len(got) != len(named) - 1:
+        heads = dims.get("h")
+        folded = bool(heads and heads > 1 and got and got[0] == dims.get("B", 0) * heads)  # (B·h, T, T): not averaged
+        if "h" not in named or len(got) != len(named) - 1 or folded:
             continue
-        heads, module = dims.get("h"), _multihead_call(capture, page.snap.number)
+        module = _multihead_call(capture, page.snap.number)
         if module:
             variant = "averaged over the heads by nn.MultiheadAttention (average_attn_weights=True, its default)"
             why = f"{page.label}'s shape {tuple(got)} has no heads axis, and {module}"

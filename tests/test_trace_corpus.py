@@ -110,6 +110,7 @@ def test_an_entry_with_its_own_models_package_imports_it_under_its_upstream_name
 
 # ----------------------------------------------------------------------------- planted bugs
 
+AT = "the_annotated_transformer.py"
 RASBT_SCALE = "G11's false failure (the scale applied inside the softmax) is named first, before the bug's step"
 
 BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that must be named first, xfail reason)]
@@ -258,6 +259,21 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
         ("K computed from another tensor", "layers.py", "k = self.k(x)", "k = self.k(x.flip(1))", "S10",
          "missed: S10 recomputes k from the k Linear's own recorded input; nothing compares it with the input the q "
          "and v projections read (LN(S08), not captured)"),
+    ],
+    "harvardnlp_annotated_transformer": [  # one attention() for the three uses; one embedding class for both sentences
+        ("softmax over the wrong axis", AT, "p_attn = scores.softmax(dim=-1)", "p_attn = scores.softmax(dim=-2)", "#11", ""),
+        ("missing 1/√d", AT, " / math.sqrt(d_k)", "", "#10", ""),
+        ("mask lets a position see the next (True = allowed)", AT, "torch.triu(torch.ones(attn_shape), diagonal=1)",
+         "torch.triu(torch.ones(attn_shape), diagonal=2)", "#25", ""),
+        ("heads merged without moving the heads axis back", AT, "            x.transpose(1, 2)\n            .contiguous()",
+         "            x\n            .contiguous()", "#13", ""),
+        ("positions added twice", AT, "x = x + self.pe[:, : x.size(1)]", "x = x + 2 * self.pe[:, : x.size(1)]", "#5", ""),
+        ("final LayerNorm applied to another tensor", AT, "        return self.norm(x)  # Snapshot #41",
+         "        return self.norm(x + memory[:, :x.size(1)])  # Snapshot #41", "#41", ""),
+        ("dropped residual", AT, "return x + self.dropout(sublayer(self.norm(x)))",
+         "return self.dropout(sublayer(self.norm(x)))", "#19",
+         "missed: the residual sum is one SublayerConnection line shared by every sublayer (no snapshot marks it), "
+         "#19 and #40 need #15 and #36, and #41's LayerNorm check reads the (equally wrong) last layer's output"),
     ],
     "pytorch_vision_vit": [
         ("dropped residual", "tv/models/vision_transformer.py", "x = x + input", "x = x", "S16", ""),

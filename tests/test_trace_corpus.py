@@ -108,6 +108,19 @@ def test_an_entry_with_its_own_models_package_imports_it_under_its_upstream_name
     assert {path.split("/")[0] for path in sources} <= {"models", "trace_driver.py"}
 
 
+def test_source_and_target_through_one_embedding_class_are_one_forward_pass_and_hit_2_counts_the_layers(tmp_path):
+    """The Annotated Transformer embeds the source and then the target with the same Embeddings and PositionalEncoding
+    code: #4 and #5 run twice in one forward pass. That is not a second pass (the decoder's steps are shown), and
+    --hit 2 shows the second layer of the loops but the source's embeddings (hit 1) at #4 and #5, not the target's."""
+    data = trace(CORPUS / "harvardnlp_annotated_transformer" / "trace_driver.py", tmp_path, "--hit", "2")
+    assert not any("forward pass" in warning for warning in data["outcome"]["warnings"])
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert all(by_label[label]["captured"] for label in ("#20", "#24", "#40", "#41", "#42"))
+    embeddings = (tmp_path / "t" / "input" / "04-input-embeddings-after-lookup.md").read_text(encoding="utf-8")
+    assert "hit 1 of 2: a step outside the layer loop" in embeddings and by_label["#5"]["check"]["passed"]
+    assert "hit 2 of 2" in (tmp_path / "t" / "encoder" / "06-encoder-block-input-tensor.md").read_text(encoding="utf-8")
+
+
 # ----------------------------------------------------------------------------- planted bugs
 
 AT = "the_annotated_transformer.py"

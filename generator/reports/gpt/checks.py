@@ -119,8 +119,8 @@ class CausalMaskBool(Check):
                 + detail)
         if change is None:
             text += ("; with a one-byte prompt there is no earlier position to compare" if T == 1 else
-                     "; no second pass with the last byte changed ran (a trace runs the script once), so the invariance "
-                     "of the earlier positions was not measured")
+                     "; no second pass with the last byte changed ran (a trace runs the script once), so the "
+                     "invariance of the earlier positions was not measured")
         else:
             text += (f"; a second pass with the last byte changed (0x{s.input('changed_ids')[0]:02X} → "
                      f"0x{s.input('changed_ids')[1]:02X}) moved "

@@ -71,9 +71,12 @@ KNOWN_FALSE_FAILURES = {  # entry: why the trace fails its correct code today (a
     "rasbt_LLMs_from_scratch": "the 1/√hs scale is applied after the mask, inside the softmax call, so the scores the "
                                "script holds are the unscaled Q·Kᵀ: G11 (ScaledScores) says the scaling is missing and "
                                "G14 (SoftmaxRows) recomputes softmax(scores) without it, though the probabilities equal "
-                               "softmax(masked scores / √hs)",
+                               "softmax(masked scores / √hs) (generator/checks/attention.py: neither check reads the "
+                               "other's tensor)",
     "pbloem_former": "a post-norm GPT block: G24 (the block output, norm2(fedforward + x)) is checked as the pre-norm "
-                     "claim 'is the second residual sum', G23 derived as G18 + G22 where post-norm adds G19 + G22",
+                     "claim 'is the second residual sum' (SameTensor), G23 derived by its SumOf(RESIDUAL_1, mlp OUT) "
+                     "as G18 + G22 where post-norm adds G19 + G22 (generator/reports/gpt/catalogue.py, "
+                     "trace/derived.py); no post-norm alternative LayerNorm(G19 + G22) as the ViT's and #19/#40 have",
 }
 
 

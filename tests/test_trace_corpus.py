@@ -68,11 +68,6 @@ def test_the_corpus_has_ten_licensed_implementations_each_with_its_source():
 
 
 KNOWN_FALSE_FAILURES = {  # entry: why the trace fails its correct code today (a finding for the checks' owner)
-    "rasbt_LLMs_from_scratch": "the 1/√hs scale is applied after the mask, inside the softmax call, so the scores the "
-                               "script holds are the unscaled Q·Kᵀ: G11 (ScaledScores) says the scaling is missing and "
-                               "G14 (SoftmaxRows) recomputes softmax(scores) without it, though the probabilities equal "
-                               "softmax(masked scores / √hs) (generator/checks/attention.py: neither check reads the "
-                               "other's tensor)",
     "pbloem_former": "a post-norm GPT block: G24 (the block output, norm2(fedforward + x)) is checked as the pre-norm "
                      "claim 'is the second residual sum' (SameTensor), G23 derived by its SumOf(RESIDUAL_1, mlp OUT) "
                      "as G18 + G22 where post-norm adds G19 + G22 (generator/reports/gpt/catalogue.py, "
@@ -127,7 +122,6 @@ def test_source_and_target_through_one_embedding_class_are_one_forward_pass_and_
 # ----------------------------------------------------------------------------- planted bugs
 
 AT = "the_annotated_transformer.py"
-RASBT_SCALE = "G11's false failure (the scale applied inside the softmax) is named first, before the bug's step"
 
 BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that must be named first, xfail reason)]
     "jadore801120_attention_is_all_you_need": [
@@ -227,22 +221,21 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
          "out = out.reshape(B, N, D)", "S15", "S15 reads the out_proj's own input (the heads' concatenation has no snapshot of "
          "its own in the ViT numbering, and none derives it from S14)"),
     ],
-    "rasbt_LLMs_from_scratch": [  # the scale inside the softmax: G11's false failure comes first (KNOWN_FALSE_FAILURES)
+    "rasbt_LLMs_from_scratch": [  # the 1/√hs applied inside the softmax, after the mask: G11 holds Q·Kᵀ unscaled
         ("missing 1/√d", "gpt.py", "torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)",
          "torch.softmax(attn_scores, dim=-1)", "G11", ""),
         ("positions added twice", "gpt.py", "x = tok_embeds + pos_embeds", "x = tok_embeds + pos_embeds + pos_embeds", "G04",
          ""),
         ("softmax over the wrong axis", "gpt.py", "keys.shape[-1]**0.5, dim=-1)", "keys.shape[-1]**0.5, dim=-2)", "G14",
-         RASBT_SCALE),
+         ""),
         ("mask lets a position see the next (a buffer, True = masked)", "gpt.py", "context_length), diagonal=1))",
-         "context_length), diagonal=2))", "G12", RASBT_SCALE),
+         "context_length), diagonal=2))", "G12", ""),
         ("heads merged without moving the heads axis back", "gpt.py",
-         "context_vec = (attn_weights @ values).transpose(1, 2)", "context_vec = (attn_weights @ values)", "G16",
-         RASBT_SCALE),
+         "context_vec = (attn_weights @ values).transpose(1, 2)", "context_vec = (attn_weights @ values)", "G16", ""),
         ("dropped residual", "gpt.py", "x = x + shortcut  # Add the original input back  # BREAKPOINT G18",
-         "x = x  # BREAKPOINT G18", "G18", RASBT_SCALE),
+         "x = x  # BREAKPOINT G18", "G18", ""),
         ("LayerNorm applied to the wrong tensor", "gpt.py", "x = self.final_norm(x)", "x = self.final_norm(tok_embeds)",
-         "G25", RASBT_SCALE),
+         "G25", ""),
     ],
     "pbloem_former": [  # heads folded into the batch axis (B·h, T, T); no mask tensor (mask_ fills −inf in place)
         ("positions added twice", "former/transformers.py", "x = tokens + positions  # BREAKPOINT G04",

@@ -67,11 +67,7 @@ def test_the_corpus_has_ten_licensed_implementations_each_with_its_source():
         assert "not** counted" in (entry / "SOURCE.md").read_text(encoding="utf-8"), entry.name
 
 
-KNOWN_FALSE_FAILURES = {  # entry: why the trace fails its correct code today (a finding for the checks' owner)
-    "pbloem_former": "a post-norm GPT block: G24 (the block output, norm2(fedforward + x)) is checked as the pre-norm "
-                     "claim 'is the second residual sum' (SameTensor), G23 derived by its SumOf(RESIDUAL_1, mlp OUT) "
-                     "as G18 + G22 where post-norm adds G19 + G22 (generator/reports/gpt/catalogue.py, "
-                     "trace/derived.py); no post-norm alternative LayerNorm(G19 + G22) as the ViT's and #19/#40 have",
+KNOWN_FALSE_FAILURES: dict[str, str] = {  # entry: why the trace fails its correct code today (none known)
 }
 
 
@@ -92,6 +88,24 @@ def test_every_marked_snapshot_of_a_real_implementation_is_captured_and_no_check
     assert data["outcome"]["first_failure"] is None
     assert verdicts(data)["passed"], "the checks really ran"
 
+
+
+@pytest.mark.parametrize("entry, label, page, verdict, normalisation", [
+    ("rasbt_LLMs_from_scratch", "G11", "11-attention-scores-before-the-mask.md",
+     "equals Q·Kᵀ, the 1/√hs applied at the softmax (G14)", "pre-norm"),
+    ("pbloem_former", "G24", "24-block-output.md", "is LayerNorm(G19 + G22): a post-norm block ends with a norm",
+     "post-norm"),
+], ids=["the scale inside the softmax", "a post-norm block"])
+def test_a_correct_form_the_checks_once_failed_passes_and_its_page_says_which(tmp_path, entry, label, page, verdict,
+                                                                            normalisation):
+    """rasbt's scores are Q·Kᵀ unscaled, the 1/√hs applied inside the softmax after the mask; pbloem's former is a
+    post-norm GPT block: each step passes, its page names the form that held, and the overview the variant."""
+    data = trace(CORPUS / entry / "trace_driver.py", tmp_path)
+    check = {s["label"]: s for s in data["snapshots"]}[label]["check"]
+    assert check["passed"] is True and check["name"] == verdict
+    assert verdict in (tmp_path / "t" / "block" / page).read_text(encoding="utf-8")
+    variants = {v["what"]: v["variant"] for v in data["outcome"]["recognised"]["variants"]}
+    assert variants["Normalisation"].startswith(normalisation)
 
 
 def test_an_entry_with_its_own_models_package_imports_it_under_its_upstream_name(tmp_path):

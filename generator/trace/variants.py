@@ -83,6 +83,8 @@ def _normalisation(pages: list[Any]) -> list[Recognised]:
             source = _path(getattr(check, "x", getattr(check, "source", "")))
             if _LAYER_OUTPUT.search(first) and kind in ("ResidualLayerNorm", "LayerNormOf"):
                 post.append(_evidence(page, result))
+            elif _LAYER_OUTPUT.search(first) and kind == "ResidualOrPostNorm":  # either form: the one that held
+                (post if result.name == check.post_claim else pre).append(_evidence(page, result))
             elif _LAYER_OUTPUT.search(first) and kind == "SameTensor" and "residual" in source:
                 pre.append(_evidence(page, result))  # the layer ends with its residual sum, no norm after it
             elif _LAST_OUTPUT.search(source) and (kind == "LayerNormOf" or result.name.endswith(", normalised")):

@@ -3,12 +3,13 @@ the probability rows (a padding mask the step does not show recognised), and the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import torch
 
-from transformer_trace.checks.base import Check, THIS, close, linear, tolerance
+from transformer_trace.checks.base import Check, CheckResult, THIS, close, linear, tolerance
 from transformer_trace.checks.masks import mask_allows
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 
@@ -42,16 +43,32 @@ def _heads(x: torch.Tensor, h: int) -> torch.Tensor:
     return x
 
 
+def _without_absent(check: Check, s: TensorSource, *names: str) -> Check:
+    """``check`` without its optional tensors ``names`` that ``s`` lacks (they widen what passes, never required)."""
+    absent = {name: None for name in names if getattr(check, name) is not None and not s.has(getattr(check, name))}
+    return dataclasses.replace(check, **absent) if absent else check
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScaledScores(Check):
     """Tensors only: ``out`` = Q·Kᵀ/√hs per head, from the queries ``q`` and keys ``k``, per head (B, h, L, hs) or whole
-    (B, L, C), then split into the scores' heads. Scores that are Q·Kᵀ without the scaling are said to be."""
+    (B, L, C), then split into the scores' heads. Scores that are Q·Kᵀ without the scaling are said to be; they pass
+    only where the scale is applied later, inside the softmax (``torch.softmax(scores / √hs)`` after the mask): the
+    probabilities ``probs`` (``probs_label``, where captured) equal the softmax of the scores × 1/√hs with the entries
+    they give no weight blocked. That test takes the softmax over the keys or over the queries: the softmax's axis is
+    the probabilities' own claim, so a softmax over the wrong axis fails there, not here."""
 
     DERIVES = "out"
 
     out: Ref = THIS
     q: Ref
     k: Ref
+    probs: Ref | None = None
+    probs_label: str = "the probabilities"
+
+    def run(self, s: TensorSource) -> CheckResult:
+        plain = _without_absent(self, s, "probs")
+        return super().run(s) if plain is self else plain.run(s)
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         q, k = s.t(self.q), s.t(self.k)
@@ -65,9 +82,32 @@ class ScaledScores(Check):
         hs = q.shape[-1]
         product = q @ k.transpose(-2, -1)  # (B, h, Lq, Lk)
         passed, detail = close(scores, product / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head")
-        if not passed and close(scores, product, "")[0]:
-            detail += f"; the scores equal Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) scaling"
+        if not passed:
+            unscaled, plain = close(scores, product, "recomputed Q·Kᵀ per head (unscaled)")
+            later = self._scaled_later(s, scores, hs) if unscaled else None
+            if later is not None:
+                return f"equals Q·Kᵀ, the 1/√hs applied at the softmax ({self.probs_label})", True, f"{plain}; {later}"
+            if unscaled:
+                detail += f"; the scores equal Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) scaling"
+                if self.probs is not None:
+                    detail += f", and {self.probs_label} is not its softmax with the scaling either"
         return "equals Q·Kᵀ / √hs", passed, detail
+
+    def _scaled_later(self, s: TensorSource, scores: torch.Tensor, hs: int) -> str | None:
+        """The evidence that the probabilities are the softmax of ``scores``/√hs (the entries they give no weight
+        masked), over the keys or the queries; None where they are not (or were not captured)."""
+        if self.probs is None:
+            return None
+        probs = s.t(self.probs)
+        if probs.shape != scores.shape:
+            return None
+        scaled = (scores / math.sqrt(hs)).masked_fill(probs == 0, float("-inf"))
+        for axis, over in ((-1, "the keys"), (-2, "the queries: the softmax's axis is its own claim")):
+            same, detail = close(probs, torch.softmax(scaled, dim=axis), f"{self.probs_label} recomputed as the "
+                                 f"softmax over {over} of the scores / √{hs}, the entries it gives no weight masked")
+            if same:
+                return detail
+        return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +115,9 @@ class SoftmaxRows(Check):
     """Tensors only: rows of ``out`` (over the last axis, the keys) are the softmax of ``scores`` (plus the ``mask``,
     when given: additive, or boolean where False blocks), sum to 1, never negative; ``causal``: no weight on a later
     position.
-    Weights whose columns sum to 1 instead are said to come from a softmax over the wrong axis."""
+    Weights whose columns sum to 1 instead are said to come from a softmax over the wrong axis. Given the queries ``q``
+    and keys ``k`` (where captured), scores that are Q·Kᵀ unscaled may have their 1/√hs applied inside the softmax
+    (``torch.softmax(scores / √hs)``): that softmax is accepted too, and said to be."""
 
     DERIVES = "out"
 
@@ -83,6 +125,12 @@ class SoftmaxRows(Check):
     scores: Ref
     mask: Ref | None = None
     causal: bool = False
+    q: Ref | None = None
+    k: Ref | None = None
+
+    def run(self, s: TensorSource) -> CheckResult:
+        plain = _without_absent(self, s, "q", "k")
+        return super().run(s) if plain is self else plain.run(s)
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         """The softmax, where the blocked keys are known: from the captured mask, or the future ones of a causal
@@ -121,6 +169,8 @@ class SoftmaxRows(Check):
                                f"recomputed softmax over the keys any query attends to ({int(unseen.sum())} key "
                                "positions "
                                "get no weight from any query: a padding mask recognised)")
+        if not same:
+            same, more = self._scaled_inside(s, weights, logits, (same, more))
         passed &= same
         detail += "; " + more
         if self.causal:
@@ -130,6 +180,24 @@ class SoftmaxRows(Check):
             passed &= future == 0.0
             detail += f"; largest weight on a future position: {future:g}"
         return "rows are probability distributions over the keys" + (" (causal)" if self.causal else ""), passed, detail
+
+
+    def _scaled_inside(self, s: TensorSource, weights: torch.Tensor, logits: torch.Tensor,
+                       plain: tuple[bool, str]) -> tuple[bool, str]:
+        """Where the scores read are Q·Kᵀ unscaled (their finite entries), the softmax of the scores / √hs; else
+        ``plain``, the comparison without the scale."""
+        if self.q is None or self.k is None or weights.dim() != 4:
+            return plain
+        scores = s.t(self.scores)
+        q, k = _heads(s.t(self.q), weights.shape[1]), _heads(s.t(self.k), weights.shape[1])
+        product = q @ k.transpose(-2, -1)
+        finite = torch.isfinite(scores)
+        if product.shape != scores.shape or not close(scores[finite], product[finite], "")[0]:
+            return plain  # scores already scaled (or not Q·Kᵀ at all): no second scale to look for
+        hs = q.shape[-1]
+        return close(weights, torch.softmax(logits / math.sqrt(hs), dim=-1),
+                     f"recomputed softmax over the keys of the {'masked ' if self.mask else ''}scores / √{hs} (the "
+                     f"scores read are Q·Kᵀ unscaled: the 1/√{hs} applied inside the softmax)")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,7 +35,10 @@ def keep_first_forward_pass(capture: Capture, catalogue: Any, numbering: str) ->
     if passes == 1 or any(len(hits) % passes for marker, hits in ours.items() if in_loop(marker)):
         return 1
     told_by = min((m for count, m in once_a_pass if count == passes), key=lambda m: ours[m][0].order)
-    second_pass = ours[told_by][1].order
+    first_pass, second_pass = ours[told_by][0].order, ours[told_by][1].order
+    if any(all(hit.order < second_pass for hit in hits) and hits[-1].order >= first_pass for hits in ours.values()):
+        return 1  # a step of the "first pass" never ran again: one pass running shared code twice (source and target
+        # through one embedding class), not a second pass
     later = []
     for marker, hits in ours.items():
         kept = [hit for hit in hits if hit.order < second_pass]

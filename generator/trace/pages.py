@@ -98,6 +98,13 @@ def _code_block(source: str, first: int, last: int, shown: str, within: tuple[in
     return f'{fence}python linenums="{number}" hl_lines="{highlight}" title="{title}"\n{text}\n{fence}'
 
 
+def in_layer_loop(snap: Snapshot) -> bool:
+    """Whether the catalogue records the step once per layer (its record names have a layer placeholder): --hit N
+    counts those; a step outside the loop runs once a forward pass (a second hit is another use: the target sentence
+    through the source's embedding code)."""
+    return any("{" in str(ref) for ref in getattr(snap, "tensors", ()))
+
+
 def _hit(hits: list[Hit], wanted: int) -> tuple[Hit, str]:
     if wanted <= len(hits):
         return hits[wanted - 1], f"hit {wanted} of {len(hits)}"
@@ -244,12 +251,14 @@ def captured_contents(catalogue: Report, numbering: str, capture: Capture,
             expected_shape=(), checks=[], origin="captured", marker_example=example, named=shapes[snap.number],
             doc=_declared_doc(snap, places or {}, declared), data_written=False, hit_values=[], order=0, shown_hit=1,
             calls=[], questions=[catalogue.question(n) for n in snap.questions])
-        notes = []
+        notes, wanted = [], hit if numbering == "none" or in_layer_loop(snap) else 1  # own points: no layer loop known
         for j, (marker, hits) in enumerate(in_catalogue_order(snap, marked.get(snap.number, []))):
-            chosen, note = _hit(hits, hit)
-            notes.append(note)
+            chosen, note = _hit(hits, wanted)
+            notes.append(note if wanted == hit or len(hits) == 1 else
+                         f"{note}: a step outside the layer loop, which --hit does not count (its other hits are "
+                         "another use of the line, in data/)")
             if j == 0:
-                fields["shown_hit"] = min(hit, len(hits))
+                fields["shown_hit"] = min(wanted, len(hits))
             fields["hit_values"] += [[_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits]
                                      for k in range(len(chosen.values))]
             fields["order"] = min(fields["order"] or chosen.order, chosen.order)

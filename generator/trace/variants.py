@@ -83,6 +83,8 @@ def _normalisation(pages: list[Any]) -> list[Recognised]:
             source = _path(getattr(check, "x", getattr(check, "source", "")))
             if _LAYER_OUTPUT.search(first) and kind in ("ResidualLayerNorm", "LayerNormOf"):
                 post.append(_evidence(page, result))
+            elif _LAYER_OUTPUT.search(first) and kind == "ResidualOrPostNorm":  # either form: the one that held
+                (post if result.name == check.post_claim else pre).append(_evidence(page, result))
             elif _LAYER_OUTPUT.search(first) and kind == "SameTensor" and "residual" in source:
                 pre.append(_evidence(page, result))  # the layer ends with its residual sum, no norm after it
             elif _LAST_OUTPUT.search(source) and (kind == "LayerNormOf" or result.name.endswith(", normalised")):
@@ -155,9 +157,11 @@ def _attention(pages: list[Any], dims: dict[str, int], capture: Any) -> list[Rec
         if not page.snap.tensors or not _path(page.snap.tensors[0]).endswith(".probs") or page.main.absent:
             continue
         named, got = page.shape, page.main.shown.shape
-        if "h" not in named or len(got) != len(named) - 1:
+        heads = dims.get("h")
+        folded = bool(heads and heads > 1 and got and got[0] == dims.get("B", 0) * heads)  # (B·h, T, T): not averaged
+        if "h" not in named or len(got) != len(named) - 1 or folded:
             continue
-        heads, module = dims.get("h"), _multihead_call(capture, page.snap.number)
+        module = _multihead_call(capture, page.snap.number)
         if module:
             variant = "averaged over the heads by nn.MultiheadAttention (average_attn_weights=True, its default)"
             why = f"{page.label}'s shape {tuple(got)} has no heads axis, and {module}"

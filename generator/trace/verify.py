@@ -214,6 +214,10 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
     if len(shape) == len(expected) + 1 and shape[0] == 1 and shape[1:] == expected:
         yield Layout(LayoutStatus.LAYOUT, expected, "an extra leading axis of size 1; read without it",
                      tensor.squeeze(0))
+    if (len(shape) == len(expected) + 1 and shape[0] == dims.get("B") and shape[1:] == expected
+            and (tensor.is_meta or bool((tensor == tensor[:1]).all()))):  # `pos[None].expand(B, T, C)`: lossless
+        yield Layout(LayoutStatus.LAYOUT, expected, f"the same for each of the {shape[0]} batch items (expanded over "
+                     "the batch); read as one", tensor[0])
     if len(expressions) == 4 and expressions[1] == "h" and dims.get("h") == 1 and shape == expected[:1] + expected[2:]:
         yield Layout(LayoutStatus.LAYOUT, expected, "one head without its heads axis; read with h = 1",
                      tensor.unsqueeze(1))
@@ -243,10 +247,10 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
         if shape == (B, L, h * hs):
             yield Layout(LayoutStatus.LAYOUT, expected, f"heads not split yet (B, L, C); read as {h} heads of {hs}",
                          tensor.reshape(B, L, h, hs).transpose(1, 2))
-        if shape == (B * h, L, hs):
-            yield Layout(LayoutStatus.LAYOUT, expected,
-                         "batch and heads merged in one axis (B·h, L, hs); read as (B, h, L, hs)",
-                         tensor.reshape(B, h, L, hs))
+    if h and h > 1 and len(expected) == 4 and expected[1] == h and shape == (expected[0] * h, *expected[2:]):
+        axes = ", ".join(expressions[2:])
+        yield Layout(LayoutStatus.LAYOUT, expected,
+                     f"batch and heads merged in one axis (B·h, {axes}); read as ({names})", tensor.reshape(expected))
     if len(expected) == 4 and expected[:2] == (1, 1):
         yield from _mask_layouts(tensor, expected, dims)
 

@@ -7,8 +7,8 @@ Placeholders (see GPTOptions.places): {block} is the traced block, {block_prev} 
 
 from transformer_trace.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
 from transformer_trace.checks import (
-    ContextConcat, ContextHeads, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, Probabilities, SameTensor,
-    ScaledScores, SoftmaxRows, SumOf,
+    ContextConcat, ContextHeads, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, Probabilities, ResidualOrPostNorm,
+    ResidualSumEitherNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf,
 )
 from transformer_trace.figures import AttentionHeads, Mask, Matrix
 from transformer_trace.places import Place
@@ -151,7 +151,7 @@ SNAPSHOTS = (
         variable='scores',
         stage='block',
         tensors=(block_attn.SCORES,),
-        checks=(ScaledScores(q=block_attn.Q, k=block_attn.K),),
+        checks=(ScaledScores(q=block_attn.Q, k=block_attn.K, probs=block_attn.PROBS, probs_label='G14'),),
         figures=('scores',),
         questions=(1,),
     ),
@@ -180,7 +180,7 @@ SNAPSHOTS = (
         variable='probs',
         stage='block',
         tensors=(block_attn.PROBS,),
-        checks=(SoftmaxRows(scores=block_attn.MASKED_SCORES, causal=True),),
+        checks=(SoftmaxRows(scores=block_attn.MASKED_SCORES, causal=True, q=block_attn.Q, k=block_attn.K),),
         figures=('attention',),
         questions=(1, 6),
     ),
@@ -263,7 +263,8 @@ SNAPSHOTS = (
         variable='residual_2',
         stage='block',
         tensors=(block.RESIDUAL_2,),
-        checks=(SumOf(operands=(block.RESIDUAL_1, block_mlp.OUT)),),
+        checks=(ResidualSumEitherNorm(operands=(block.RESIDUAL_1, block_mlp.OUT), post_norm=(block.LN_2, block_mlp.OUT),
+                                     block_out=block.OUTPUT),),
         questions=(2,),
     ),
     Snapshot(
@@ -273,8 +274,10 @@ SNAPSHOTS = (
         stage='block',
         tensors=(block.OUTPUT,),
         checks=(GptBlockRerun(x=block.INPUT, block=ModuleRef('{block}'), mask=model.MASK),
-                SameTensor(source=block.RESIDUAL_2, claim='is the second residual sum: a pre-norm block ends without a '
-                                                          'norm')),
+                ResidualOrPostNorm(source=block.RESIDUAL_2, claim='is the second residual sum: a pre-norm block ends '
+                                                                  'without a norm',
+                                   operands=(block.LN_2, block_mlp.OUT), module=ModuleRef('{block}.ln_post'),
+                                   post_claim='is LayerNorm(G19 + G22): a post-norm block ends with a norm')),
         questions=(2,),
     ),
     Snapshot(

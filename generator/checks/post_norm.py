@@ -1,0 +1,104 @@
+"""A block's end, pre-norm or post-norm (the GPT catalogue's G23 and G24): a pre-norm block ends with its plain second
+residual sum, the raw stream plus the MLP output; a post-norm block (``x = norm1(attended + x)``, then
+``x = norm2(ff + x)``) adds the MLP output to the normalised stream and ends with a LayerNorm of that sum. Each check
+passes on either form, names the one that held, and fails where neither does: a dropped residual or a LayerNorm of the
+wrong tensor is neither."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+from transformer_trace.checks.base import Check, CheckResult, close
+from transformer_trace.checks.normalisation import _fitted_layer_norm, _layer_norm
+from transformer_trace.checks.values import SameTensor, SumOf
+from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
+
+
+def _readable(s: TensorSource, refs: tuple[Ref, ...]) -> bool:
+    return bool(refs) and all(s.has(ref) for ref in refs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResidualSumEitherNorm(SumOf):
+    """``out`` is the sum of ``operands`` (pre-norm: the raw stream plus the sublayer output), or, post-norm, of
+    ``post_norm`` (the normalised stream the previous LayerNorm handed on plus the sublayer output). The post-norm sum
+    is accepted only where the block's output ``block_out`` (captured) is not this sum itself, i.e. a norm follows it:
+    a pre-norm block that adds its LayerNorm's output back instead of the raw stream still fails."""
+
+    post_norm: tuple[Ref, ...] = ()
+    block_out: Ref | None = None
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        """The pre-norm sum; the post-norm one where the captured block output is a LayerNorm of it (gain and bias
+        fitted) and not the pre-norm sum itself."""
+        pre = super().derive(s)
+        if not self.post_norm or self.block_out is None or not _readable(s, (*self.post_norm, self.block_out)):
+            return pre
+        block_out, post = s.t(self.block_out), sum(s.t(ref) for ref in self.post_norm)
+        if close(block_out, pre, "")[0]:
+            return pre
+        try:
+            _, normalised, _ = _fitted_layer_norm(block_out, post, "")
+        except NotCheckable:
+            return pre
+        return post if normalised else pre
+
+    def run(self, s: TensorSource) -> CheckResult:
+        if self.post_norm and not (_readable(s, self.post_norm) and self.block_out is not None
+                                   and s.has(self.block_out)):
+            return dataclasses.replace(self, post_norm=(), block_out=None).run(s)  # the pre-norm sum alone
+        return super().run(s)
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        claim, passed, detail = super().verify(s)
+        if passed or not self.post_norm or self.block_out is None:
+            return claim, passed, detail
+        out = s.t(self.out)
+        post, more = close(out, sum(s.t(ref) for ref in self.post_norm),
+                           f"{' + '.join(s.name(ref) for ref in self.post_norm)} (post-norm) vs the recorded sum")
+        normed_after = not close(s.t(self.block_out), out, "")[0]
+        if post and normed_after:
+            return "the normalised stream and the sublayer output add up to the residual sum (post-norm)", True, more
+        why = more if not post else f"{more}, but the block output is this sum itself (no norm after it)"
+        return claim, False, f"{detail}; nor is it the post-norm sum: {why}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResidualOrPostNorm(SameTensor):
+    """The block output: pre-norm, the same tensor as ``source`` (the second residual sum, no norm after it); or,
+    post-norm, LayerNorm ``module`` of the sum of ``operands`` (the normalised stream plus the sublayer output): with
+    the LayerNorm the marked line called (its weights; generator/trace/weights.py binds a LayerNorm call whose output is
+    the step), else with the gain and bias fitted. ``post_claim`` names the post-norm form where it held."""
+
+    WEIGHTS_OPTIONAL = True
+    FROM_CALLS = {"module": ("layer_norm", "module"), "operands": ("layer_norm", "input")}
+
+    operands: tuple[Ref, ...] = ()
+    module: ModuleRef | None = None
+    post_claim: str = "is LayerNorm(input + sublayer output): a post-norm block ends with a norm"
+
+    def reading(self, name: str, ref: Ref) -> Check:
+        """The post-norm form read from the LayerNorm call's own input (the sum, where its operands are not all
+        captured)."""
+        return dataclasses.replace(self, operands=(ref,)) if name == "operands" else super().reading(name, ref)
+
+    def run(self, s: TensorSource) -> CheckResult:
+        if self.operands and not _readable(s, self.operands):
+            return dataclasses.replace(self, operands=()).run(s)  # the pre-norm form alone
+        return super().run(s)
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        claim, passed, detail = super().verify(s)
+        if passed or not self.operands or self.module is None:
+            return claim, passed, detail
+        total: torch.Tensor = sum(s.t(ref) for ref in self.operands)
+        try:
+            _, post, more = _layer_norm(s, self.out, total, self.module, "input + sublayer output")
+        except (NotCheckable, AttributeError, KeyError):  # too few rows to fit a LayerNorm; no such module
+            return claim, passed, detail
+        if post:
+            return self.post_claim, True, more
+        return claim, False, f"{detail}; nor is it the post-norm form: {more}"

@@ -88,7 +88,10 @@ WEIGHT_BUGS = [  # (entry, file, correct text, planted text, the snapshot named 
                  id="patch rows that are not patches (an einops rearrange inside an nn.Sequential)"),
     pytest.param("lucidrains_simple_vit", "vit_pytorch/simple_vit.py", "x = ff(x) + x", "x = ff(x)", "S19",
                  "the output of the FeedForward the line called last",
-                 id="the MLP's residual dropped (the MLP's output not marked: taken from the module the line called)"),
+                 id="the MLP's residual dropped (the MLP's output not marked: taken from the module the line called)",
+                 marks=pytest.mark.xfail(strict=True, reason="the line's module call gives the step's tensor itself, "
+                                         "which a module adding the residual inside (harvardnlp's SublayerConnection) "
+                                         "does too on correct code: the sum is not read through that call")),
     pytest.param("seed_003_vit_tiny", "vit_tiny.py", "cls_output = x[:, 0]", "cls_output = x[:, 1]", "S24",
                  "the sequence the line read",
                  id="a patch's row taken for the class token's (the final sequence not marked: as the line read it)"),
@@ -107,12 +110,16 @@ def test_a_bug_only_the_weights_reveal_is_named_as_the_first_failure(tmp_path, e
     assert failed["passed"] is False and says in failed["detail"], failed["detail"]
 
 
-def test_a_residual_sum_read_through_a_module_call_fails_a_dropped_residual_but_not_a_dropout_after_the_call():
+def test_a_residual_sum_read_through_a_module_call_passes_where_it_adds_up_and_is_otherwise_not_checkable():
+    """The call's output is the operand only if nothing changed it on its way into the sum: a dropout (training mode)
+    or an activation module after the Linear the line called last (omihub777's MLP ends with a GELU) is not a bug."""
     torch.manual_seed(0)
     x, called = torch.randn(2, 5, 8), torch.randn(2, 5, 8)
     refs = (Ref("x"), Ref("mlp@Linear.output"))
     dropped = torch.nn.functional.dropout(called, 0.5, training=True)
     results = {what: SumWithCall(out=Ref("out"), operands=refs).run(TensorDict(
         {"x": x, "mlp@Linear.output": called, "out": out})).status
-        for what, out in (("correct", x + called), ("dropped residual", called), ("dropout after the call", x + dropped))}
-    assert results == {"correct": "passed", "dropped residual": "failed", "dropout after the call": "not checkable"}
+        for what, out in (("correct", x + called), ("dropout after the call", x + dropped),
+                          ("an activation after the call", x + torch.nn.functional.gelu(called)))}
+    assert results == {"correct": "passed", "dropout after the call": "not checkable",
+                       "an activation after the call": "not checkable"}

@@ -79,22 +79,24 @@ class PatchChain(Check):
 
 @dataclass(frozen=True, kw_only=True)
 class SumWithCall(SumOf):
-    """A residual sum whose last operand is a module call's output (generator/trace/weights.py): where it does not add
-    up but the sum's remainder is that output with some values zeroed and the rest scaled alike (a dropout in training
-    mode applied after the call), not checkable rather than failed: the call's output is not the operand then."""
+    """A residual sum whose last operand is taken from a module call's output (generator/trace/weights.py; never a
+    call whose output is the sum itself). Where it adds up, it passes; where it does not, the step is not checkable
+    rather than failed: something after the call may change its output on the way into the sum (a dropout in training
+    mode, an activation module after the Linear the line called last), so that output is not known to be the operand."""
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         claim, passed, detail = super().verify(s)
-        if not passed:
-            rest = s.t(self.out) - sum(s.t(ref) for ref in self.operands[:-1])
-            called = s.t(self.operands[-1])
-            kept = rest.abs() > 1e-6 * (1 + called.abs())
-            if bool(kept.any()) and bool((~kept).any()):
-                scale = rest[kept] / called[kept]
-                if close(scale, torch.full_like(scale, float(scale.median())), "")[0]:
-                    raise NotCheckable(s.name(self.operands[-1]), "a dropout after the module the line called "
-                                       "(training mode) changed it on its way into the sum")
-        return claim, passed, detail
+        if passed:
+            return claim, passed, detail
+        rest = s.t(self.out) - sum(s.t(ref) for ref in self.operands[:-1])
+        called = s.t(self.operands[-1])
+        kept = rest.abs() > 1e-6 * (1 + called.abs())
+        dropout = bool(kept.any()) and bool((~kept).any()) and close(
+            scale := rest[kept] / called[kept], torch.full_like(scale, float(scale.median())), "")[0]
+        raise NotCheckable(s.name(self.operands[-1]), "a dropout after the module the line called (training mode) "
+                           "changed it on its way into the sum" if dropout else "the sum does not add up with the "
+                           "output of the module the line called last, which something after the call (an "
+                           "activation, a dropout) may change on its way into the sum")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -243,12 +243,14 @@ def _projections_called(check: HeadsRejoin, calls: list[Any], source: TensorDict
 def _operand_called(check: SumOf, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
     """A residual sum whose sublayer output (its last operand) no snapshot shows, where the line's last module call
     (``x + mlp(x)``: the MLP, a Linear or a module of the user's) gives a tensor of the sum's shape: that operand taken
-    from its output. The residual's input is never taken so (a call's output is a sublayer's, not the stream's)."""
+    from its output. The residual's input is never taken so (a call's output is a sublayer's, not the stream's), nor
+    an output that is the step's tensor itself: a module that adds the residual inside (a SublayerConnection) and a
+    sublayer whose residual was dropped look alike from the line."""
     absent = [k for k, ref in enumerate(check.operands) if not source.has(ref)]
     last = calls[-1] if calls else None
     if (absent != [len(check.operands) - 1] or last is None or last.kind not in ("linear", "user")
             or not last.outputs or main is None or last.outputs[0] is None
-            or tuple(last.outputs[0].shape) != tuple(main.shape)):
+            or tuple(last.outputs[0].shape) != tuple(main.shape) or _same(last.outputs[0], main)):
         return None
     missing = source.name(check.operands[absent[0]])
     name = f"{missing}@{last.module}.output"

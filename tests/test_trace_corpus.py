@@ -265,6 +265,10 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
          "out = out.transpose(1, 2).contiguous().view(b, t, s * h)  # BREAKPOINT G16",
          "out = out.contiguous().view(b, t, s * h)  # BREAKPOINT G16", "G16", ""),
         ("dropped residual", "former/modules.py", "x = self.norm1(attended + x)", "x = self.norm1(attended)", "G19", ""),
+        ("dropped residual (the second, post-norm)", "former/modules.py", "x = self.norm2(fedforward + x)",
+         "x = self.norm2(fedforward)", "G24", ""),
+        ("LayerNorm applied to the wrong tensor (post-norm)", "former/modules.py", "x = self.norm2(fedforward + x)",
+         "x = self.norm2(fedforward + attended)", "G24", ""),
     ],
     "omihub777_ViT_CIFAR": [
         ("upstream's 1/√C scale (not 1/√hs), caught once S13 is marked", "layers.py", "#(b,h,n,n)",

@@ -4,11 +4,12 @@ Each driver is measured in a new process of its own (entries reuse module names:
     python benchmarks/corpus.py DRIVER REPEATS     # prints {"plain": [[wall, cpu], ...], "traced": [...]}
 There, after the interpreter has started and imported PyTorch (and NumPy), the driver is run `repeats` times plainly
 (as `python driver.py` runs it: `runpy`, its folder first on sys.path, argv) and under the tracer of the script's own
-interpreter (generator/trace/bootstrap.py's Tracer, the same markers the `trace` command reads), interleaved. Before
-each run the entry's own modules are forgotten, so each run imports them again as a new process would (their bytecode
-cached), and the garbage collector has run. Wall and CPU seconds per run (time.thread_time: the script's main thread,
-where its Python and the tracer run; PyTorch's own worker threads are left out, as they spin idle after parallel work on
-a busy machine); the minimum of each is what the page reports, the machine being shared.
+interpreter (generator/trace/bootstrap.py's Tracer, with the markers as the `trace` command sends them: what the
+checks read of each line copied), interleaved. Before each run the entry's own modules are forgotten, so each run
+imports them again as a new process would (their bytecode cached), and the garbage collector has run. Wall and CPU
+seconds per run (time.thread_time: the script's main thread, where its Python and the tracer run; PyTorch's own worker
+threads are left out, as they spin idle after parallel work on a busy machine); the minimum of each is what the page
+reports, the machine being shared.
 `python benchmarks/run.py --only corpus [--quick]` replaces its section of docs/benchmarks.md.
 """
 
@@ -53,12 +54,14 @@ def measure_in_this_process(driver: Path, repeats: int) -> dict[str, list[tuple[
     import torch  # noqa: F401
 
     from transformer_trace.reports import REPORTS
-    from transformer_trace.trace import bootstrap, numberings
+    from transformer_trace.trace import as_traced, bootstrap, choose_numbering, numberings
     from transformer_trace.trace.capture import CAPTURE_BUDGET_BYTES, marker_spec, user_files
     from transformer_trace.trace.markers import scan
 
     folder = str(driver.parent)
-    markers = [marker_spec(m) for m in scan(user_files(driver), numberings(REPORTS))]
+    found = scan(user_files(driver), numberings(REPORTS))
+    found, reads = as_traced(found, choose_numbering("auto", found, driver, REPORTS), REPORTS)
+    markers = [marker_spec(m, **reads) for m in found]  # what `trace` sends the script's interpreter
     work = tempfile.mkdtemp(prefix="bench-corpus-")
     sys.path.insert(0, folder)
 

@@ -18,6 +18,7 @@ import re
 import signal
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,9 +139,11 @@ def user_files(script: Path) -> list[Path]:
 
 
 def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: float | None,
-               argv0: str | None = None, locals_for: frozenset[int] = frozenset()) -> Capture:
+               argv0: str | None = None, locals_for: frozenset[int] = frozenset(),
+               calls_for: Mapping[int, frozenset[str]] | None = None) -> Capture:
     """Run ``script`` as ``__main__`` with ``argv`` (``sys.argv[0]``: ``argv0``, else the script's path) and the markers
-    traced, in its own interpreter; never raises for the script's own errors."""
+    traced, in its own interpreter; never raises for the script's own errors. ``locals_for``, ``calls_for``: what the
+    checks read of each snapshot's line (see ``marker_spec``)."""
     from transformer_trace.trace.process import run_child
 
     capture = Capture(script=script, markers=markers, sha256=hashlib.sha256(script.read_bytes()).hexdigest())
@@ -148,7 +151,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.sources = {file: read_source(Path(file)) for file in sorted({m.file for m in markers})}
     with tempfile.TemporaryDirectory(prefix="trace-") as folder:
         spec = {"script": str(script), "argv0": argv0 or str(script), "argv": list(argv), "results": folder,
-                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m, locals_for) for m in markers]}
+                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m, locals_for, calls_for) for m in markers]}
         (Path(folder) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         command = [sys.executable, str(BOOTSTRAP), str(Path(folder) / "spec.json")]
         ended = run_child(command, user_environment(), timeout)
@@ -180,14 +183,20 @@ def user_environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if ENVIRONMENT_ADDED.get(key) != value}
 
 
-def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset()) -> dict[str, Any]:
+def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
+                calls_for: Mapping[int, frozenset[str]] | None = None) -> dict[str, Any]:
     """A marker as the script's interpreter reads it (bootstrap.py); ``locals_for``: the snapshots whose lines copy
-    the local tensors they read (``Check.READS_LOCALS``)."""
-    reads_locals = bool(locals_for & {marker.number, *marker.alternatives})
+    the local tensors they read (``Check.READS_LOCALS``); ``calls_for``: per snapshot, the kinds of module calls its
+    line's checks read (generator/trace/__init__.py's calls_read; "read": the module tensors it reads by attribute),
+    the only ones copied; None: every kind."""
+    numbers = {marker.number, *marker.alternatives}
+    reads_locals = bool(locals_for & numbers)
+    kinds = None if calls_for is None else sorted(set().union(*(calls_for.get(n, ()) for n in numbers)))
     return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
             "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
-            "reads": attributes_read(marker), "locals": names_read(marker) if reads_locals else []}
+            "reads": attributes_read(marker) if kinds is None or "read" in kinds else [],
+            "locals": names_read(marker) if reads_locals else [], "calls": kinds}
 
 
 def names_read(marker: Marker) -> list[str]:

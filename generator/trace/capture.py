@@ -262,7 +262,7 @@ def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
     """The hits of events.jsonl, in order, as `Hit`s of ``capture.markers`` (a line cut short by a kill is left out);
     the marked code that ran: (file, its first line, its name) each."""
     entered, params = [], {}
-    arrays = bytearray((folder / "tensors.bin").read_bytes()) if (folder / "tensors.bin").exists() else bytearray()
+    arrays = Arrays((folder / "tensors.bin").read_bytes() if (folder / "tensors.bin").exists() else b"")
     events = (folder / "events.jsonl").read_bytes().splitlines() if (folder / "events.jsonl").exists() else []
     for line in events:
         try:
@@ -333,7 +333,7 @@ def _function_around(source: str, line: int) -> tuple[str, int] | None:
     return inner.name, (inner.decorator_list[0].lineno if inner.decorator_list else inner.lineno)
 
 
-def _call(call: dict[str, Any], arrays: bytearray, params: dict[int, Any]) -> ModuleCall:
+def _call(call: dict[str, Any], arrays: Arrays, params: dict[int, Any]) -> ModuleCall:
     def tensors(entries: list[Any]) -> list[Any]:
         return [_value(entry, arrays).tensor if entry else None for entry in entries]
 
@@ -343,7 +343,7 @@ def _call(call: dict[str, Any], arrays: bytearray, params: dict[int, Any]) -> Mo
                       {name: params.get(number) for name, number in call["params"].items()}, call["attrs"])
 
 
-def _value(entry: dict[str, Any], arrays: bytearray) -> Value:
+def _value(entry: dict[str, Any], arrays: Arrays) -> Value:
     name, kind, device, note = entry["name"], entry["kind"], entry["device"], entry["note"]
     try:
         if "array" in entry:
@@ -362,7 +362,16 @@ def _value(entry: dict[str, Any], arrays: bytearray) -> Value:
     return Value(name, kind, None, device, note)
 
 
-def _array(array: dict[str, Any], arrays: bytearray) -> Any:
+class Arrays(bytearray):
+    """tensors.bin's bytes, and the offsets read so far: a copy two values name (the same tensor read twice while one
+    marked line ran, copied once) is read as two tensors, so that changing one never changes the other."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.read: set[int] = set()
+
+
+def _array(array: dict[str, Any], arrays: Arrays) -> Any:
     import torch
 
     dtype, shape, offset, nbytes = array["dtype"], tuple(array["shape"]), array["offset"], array["nbytes"]
@@ -374,4 +383,8 @@ def _array(array: dict[str, Any], arrays: bytearray) -> Any:
         return torch.from_numpy(values.reshape(shape).copy())
     torch_dtype = getattr(torch, dtype.removeprefix("torch."))
     count = nbytes // torch.empty((), dtype=torch_dtype).element_size()
-    return torch.frombuffer(arrays, dtype=torch_dtype, count=count, offset=offset).reshape(shape)
+    tensor = torch.frombuffer(arrays, dtype=torch_dtype, count=count, offset=offset).reshape(shape)
+    if offset in arrays.read:
+        return tensor.clone()
+    arrays.read.add(offset)
+    return tensor

@@ -180,9 +180,10 @@ class Tracer:
         # hashed at once, a code object's hash walks its constants and names at every call
         self.codes = {}
         self.marked_files = frozenset({*self.by_file, *(file for file, _ in self.entries)})
-        self.shared = None  # running_module.py's SharedLines, loaded at the first hit of a shared line
         self.user_files = {spec["script"], *self.marked_files}
         self.pid = os.getpid()
+        shared = any(marker["shared_line"] for marker in self.markers)  # what tells a shared line's uses apart
+        self.shared = _beside("running_module.py").SharedLines(self.user_files) if shared else None
         self.copies = _beside("copies.py")  # the values as JSON, and their copies
         self.global_trace = self._global_trace()
         self.calls = _beside("module_calls.py").CallRecorder(results, os.path.dirname(spec["script"]),
@@ -238,6 +239,7 @@ class Tracer:
         if not lines:
             return None
         take, start, stop, forget = self._take, self.calls.start, self.calls.stop, self._forget_copies
+        returned = self.shared.returned if self.shared is not None else None
         pending = None  # (first line, last line, markers) of the statement that is running
 
         def local_trace(frame, event, arg):
@@ -257,6 +259,8 @@ class Tracer:
                 if pending is not None:
                     markers, pending = pending[2], None
                     take(frame, markers, arg, stop())
+                if returned is not None:
+                    returned(frame)
             elif event == "exception":
                 if pending is not None:
                     stop()
@@ -285,8 +289,7 @@ class Tracer:
             reads = self.calls.reads(frame, marker["reads"], _read) if calls is not None else {}
             site = module = None
             if marker["shared_line"]:  # the line that called it and the module running it tell its uses apart
-                self.shared = self.shared or _beside("running_module.py").SharedLines(self.user_files)
-                site, module = self.shared.call_site(frame), self.shared.module(frame)
+                site, module = self.shared.site_and_module(frame)
             with self.results.lock:
                 values = [self.copies.captured(self.results, name, value) for name, value in read]
                 for value, (name, _) in zip(values, read):

@@ -23,6 +23,7 @@ KINDS = {"Linear": "linear", "NonDynamicallyQuantizableLinear": "linear", "Layer
 ATTRIBUTES = ("eps", "epsilon", "variance_epsilon", "normalized_shape", "stride", "padding", "dilation", "groups",
               "num_heads", "batch_first", "head_dim", "padding_idx")
 DEPTH = 3  # the statement's own module calls, and the ones those make (a Sequential's layers)
+INPUTS, OUTPUTS = ("input0", "input1", "input2"), ("output0", "output1")  # the arguments and results kept
 MOST_CALLS = 24  # per statement: a marked line that runs a whole model keeps its first calls only
 
 
@@ -39,19 +40,22 @@ class CallRecorder:
         self.params = {}  # (id(parameter), version) -> (parameter kept alive, its number)
         self.user_classes = {}  # class -> defined in the user's files
         self.attributes = {}  # class -> the ATTRIBUTES its instances may have besides their own __dict__'s
+        self.wanted = {}  # id(the markers of a statement, the Tracer's lists, held for the run) -> their kinds
 
     def start(self, frame, markers):
         """A marked statement begins: the local tensors it reads are copied (as they are before it rebinds them), the
         calls of the kinds its checks read (all where the marker says None) recorded until ``stop``."""
         torch = sys.modules.get("torch")
-        wanted = _wanted(markers)
+        wanted = self.wanted.get(id(markers), ())
+        if wanted == ():
+            wanted = self.wanted[id(markers)] = _wanted(markers)
         statement = Statement(self.depth, wanted)
         self.running.append(statement)
         if torch is None or not hasattr(torch, "nn"):
             return
         names = markers[0][1]["locals"]
         if names:
-            statement.calls.extend(self._locals(frame, names, torch))
+            statement.calls.extend(_locals(frame, names, torch, self.results, self.tensor_value))
         if self.handles or wanted is not None and not wanted - {"read"}:
             return  # hooks already installed, or none of the line's calls is read: none installed
         hooks = torch.nn.modules.module
@@ -86,20 +90,6 @@ class CallRecorder:
                     number = self._param(value, torch)
                 if number is not None:
                     found[name] = number
-        return found
-
-    def _locals(self, frame, names, torch):
-        """The local tensors (or a tuple of up to three) the statement reads, as calls of kind "local"."""
-        found = []
-        for name in names:
-            value = frame.f_locals.get(name)
-            tensors = value if isinstance(value, (tuple, list)) and 0 < len(value) <= 3 else (value,)
-            if not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in tensors):
-                continue
-            with self.results.lock:
-                outputs = [self.tensor_value(self.results, f"{name}{i}", t, torch) for i, t in enumerate(tensors)]
-            found.append({"module": name, "kind": "local", "depth": 0, "inputs": [], "outputs": outputs,
-                          "params": {}, "attrs": {}})
         return found
 
     def _enter(self, module, args):
@@ -151,14 +141,18 @@ class CallRecorder:
                     owned.append((name, param))
         else:
             owned = module.named_parameters()
+        inputs, copied, params = [], [], {}  # loops, not comprehensions: each of those is a call the trace sees
         with results.lock:
-            inputs = [value(results, f"input{i}", a, torch) if isinstance(a, tensor) else None
-                      for i, a in enumerate(args[:3])]
-            outputs = [value(results, f"output{i}", o, torch) if isinstance(o, tensor) else None
-                       for i, o in enumerate(outputs[:2])]
-            params = {name: self._param(p, torch) for name, p in owned}
-        return {"module": type(module).__name__, "kind": kind, "depth": depth, "inputs": inputs, "outputs": outputs,
-                "params": {k: v for k, v in params.items() if v is not None}, "attrs": _attrs(module, self.attributes)}
+            for name, argument in zip(INPUTS, args):
+                inputs.append(value(results, name, argument, torch) if isinstance(argument, tensor) else None)
+            for name, result in zip(OUTPUTS, outputs):
+                copied.append(value(results, name, result, torch) if isinstance(result, tensor) else None)
+            for name, param in owned:
+                number = self._param(param, torch)
+                if number is not None:
+                    params[name] = number
+        return {"module": type(module).__name__, "kind": kind, "depth": depth, "inputs": inputs, "outputs": copied,
+                "params": params, "attrs": _attrs(module, self.attributes)}
 
     def _param(self, param, torch):
         """The parameter's number; its values written once, in an event of their own (the lock held)."""
@@ -183,6 +177,21 @@ class Statement:
 
     def __init__(self, depth, wanted):
         self.depth, self.wanted, self.calls, self.counted = depth, wanted, [], 0
+
+
+def _locals(frame, names, torch, results, tensor_value):
+    """The local tensors (or a tuple of up to three) the statement reads, as calls of kind "local"."""
+    found = []
+    for name in names:
+        value = frame.f_locals.get(name)
+        tensors = value if isinstance(value, (tuple, list)) and 0 < len(value) <= 3 else (value,)
+        if not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in tensors):
+            continue
+        with results.lock:
+            outputs = [tensor_value(results, f"{name}{i}", t, torch) for i, t in enumerate(tensors)]
+        found.append({"module": name, "kind": "local", "depth": 0, "inputs": [], "outputs": outputs,
+                      "params": {}, "attrs": {}})
+    return found
 
 
 def _attrs(module, classes):
@@ -220,7 +229,7 @@ def _norm_like(module, args):
 
 def _wanted(markers):
     """The kinds of calls the markers of a statement read (None: all)."""
-    kinds = set()
+    kinds = set()  # a set, never (): the cache's "not known yet"
     for _, marker in markers:
         if marker.get("calls") is None:
             return None

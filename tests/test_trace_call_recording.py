@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
+import pytest
+
+import transformer_trace.trace as trace_package
 from transformer_trace.reports import REPORTS
 from transformer_trace.trace import calls_read, numberings
 from transformer_trace.trace.capture import run_script, user_files
 from transformer_trace.trace.markers import scan
+from tests.test_trace_corpus import trace
+
+CORPUS = Path(__file__).resolve().parent / "trace_corpus"
 
 MODEL = """\
     import torch
@@ -72,3 +79,15 @@ def test_the_kinds_read_follow_the_checks_declarations():
     assert {"embedding"} <= read[2], "the token embedding's check reads the Embedding it called"
     assert {"linear", "conv2d", "multihead_attention"} <= read[26], "the logits: the Linear, or what stands for it"
     assert {"layer_norm", "user"} <= read[25], "the final LayerNorm: PyTorch's or the user's own"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", ["pytorch_vision_vit", "hyunwoongko_transformer", "karpathy_minGPT"])
+def test_copying_only_the_calls_the_checks_read_changes_no_verdict(entry, tmp_path, monkeypatch):
+    """Where weights.py's bind reads a kind of call that calls_read does not name (CALLS_READ_WITH), this fails: an
+    nn.MultiheadAttention and a Conv2d patch embedding (torchvision's ViT), a user's LayerNorm and shared attention
+    lines (an encoder-decoder), Linear layers, embeddings and head splits of the projection read (minGPT)."""
+    driver = CORPUS / entry / "trace_driver.py"
+    read_only = trace(driver, tmp_path / "read")
+    monkeypatch.setattr(trace_package, "calls_read", lambda catalogue: None)  # None: every call copied
+    assert trace(driver, tmp_path / "every") == read_only

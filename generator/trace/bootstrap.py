@@ -168,14 +168,7 @@ class Tracer:
     def __init__(self, spec, results):
         self.results = results
         self.markers = spec["markers"]
-        self.by_file = {}  # file -> statement line -> [(index, marker)]
-        self.entries = {}  # (file, first line of a function's code) -> [(index, marker)] read as it is entered
-        for index, marker in enumerate(self.markers):
-            if marker["entry_line"]:
-                self.entries.setdefault((marker["file"], marker["entry_line"]), []).append((index, marker))
-                continue
-            for line in range(marker["first"], marker["last"] + 1):
-                self.by_file.setdefault(marker["file"], {}).setdefault(line, []).append((index, marker))
+        self.by_file, self.entries = _index(self.markers)
         # id(code object) -> (the code, kept alive so that its id stays its own; its marked lines, or None): an id is
         # hashed at once, a code object's hash walks its constants and names at every call
         self.codes = {}
@@ -249,20 +242,22 @@ class Tracer:
                 if pending is not None:
                     if pending[0] <= line <= pending[1]:
                         return local_trace
-                    markers, pending = pending[2], None
-                    take(frame, markers, None, stop())
-                markers = lines.get(line)
-                if markers is not None:
-                    pending = (markers[0][1]["first"], markers[0][1]["last"], markers)
-                    start(frame, markers)  # its module calls recorded (module_calls.py) until its capture is taken
+                    markers, read, pending = pending[2], pending[3], None
+                    take(frame, markers, None, stop() if read else None)
+                found = lines.get(line)
+                if found is not None:
+                    markers, read = found  # read: its module calls recorded (module_calls.py) until it is taken
+                    pending = (markers[0][1]["first"], markers[0][1]["last"], markers, read)
+                    if read:
+                        start(frame, markers)
             elif event == "return":
                 if pending is not None:
-                    markers, pending = pending[2], None
-                    take(frame, markers, arg, stop())
+                    markers, read, pending = pending[2], pending[3], None
+                    take(frame, markers, arg, stop() if read else None)
                 if returned is not None:
                     returned(frame)
             elif event == "exception":
-                if pending is not None:
+                if pending is not None and pending[3]:
                     stop()
                     forget()
                 pending = None  # the statement did not complete: nothing was assigned
@@ -308,6 +303,23 @@ class Tracer:
         if not self.calls.running:
             with self.results.lock:
                 self.results.copied.clear()
+
+def _index(markers):
+    """file -> statement line -> ([(index, marker)], whether its module calls, locals or attributes are read), and
+    (file, first line of a function's code) -> [(index, marker)] read as it is entered."""
+    by_file, entries = {}, {}
+    for index, marker in enumerate(markers):
+        if marker["entry_line"]:
+            entries.setdefault((marker["file"], marker["entry_line"]), []).append((index, marker))
+            continue
+        for line in range(marker["first"], marker["last"] + 1):
+            by_file.setdefault(marker["file"], {}).setdefault(line, []).append((index, marker))
+    for lines in by_file.values():
+        for line, found in lines.items():
+            read = any(m.get("calls") is None or m["calls"] or m["locals"] or m["reads"] for _, m in found)
+            lines[line] = (found, read)
+    return by_file, entries
+
 
 def _missing(results, marker, name):
     """Said once, where the generator reads it, and the process ends here: no `except BaseException` of the script's

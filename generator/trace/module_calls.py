@@ -65,12 +65,19 @@ class CallRecorder:
     def stop(self):
         """The statement's capture is taken: its calls (the hooks removed once no marked statement runs)."""
         calls = self.running.pop().calls if self.running else []
-        if not any(s.wanted is None or s.wanted - {"read"} for s in self.running):
+        if self.handles and not self._hooked():
             for handle in self.handles:
                 handle.remove()
             self.handles = ()
             self.depth = 0
         return calls
+
+    def _hooked(self):
+        """Whether a running statement reads its module calls."""
+        for statement in self.running:
+            if statement.wanted is None or statement.wanted - {"read"}:
+                return True
+        return False
 
     def reads(self, frame, names, read):
         """The tensors held by the attributes the marked statement reads (``self.pos_embedding``: a weight passed to

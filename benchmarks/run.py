@@ -369,7 +369,7 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
     import io
     import runpy
 
-    from transformer_trace.trace import bootstrap, choose_numbering, numberings
+    from transformer_trace.trace import as_traced, bootstrap, choose_numbering, numberings
     from transformer_trace.trace.capture import CAPTURE_BUDGET_BYTES, marker_spec, user_files
     from transformer_trace.trace.markers import scan
 
@@ -379,6 +379,7 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
     for script in sorted((ROOT / "examples").glob("*_trace.py")):
         markers = scan(user_files(script), numberings(REPORTS))
         key = choose_numbering("auto", markers, script, REPORTS)
+        markers, reads = as_traced(markers, key, REPORTS)  # as `trace` sends them: what the checks read copied
 
         def plain(script=script):
             saved = sys.argv[:]
@@ -388,10 +389,10 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
             finally:
                 sys.argv = saved
 
-        def traced(script=script, markers=markers):
+        def traced(script=script, markers=markers, reads=reads):
             # the tracer of the script's own interpreter (generator/trace/bootstrap.py), run here: its cost, warm,
             # without the interpreter's start-up, which the whole command's time below includes
-            spec = {"script": str(script), "markers": [marker_spec(m) for m in markers]}
+            spec = {"script": str(script), "markers": [marker_spec(m, **reads) for m in markers]}
             tracer = bootstrap.Tracer(spec, bootstrap.Results(str(work), CAPTURE_BUDGET_BYTES))
             saved = sys.argv[:]
             sys.argv = [str(script)]

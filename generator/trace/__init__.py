@@ -12,7 +12,7 @@ import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from transformer_trace.errors import UserError
 from transformer_trace.options import out_path
@@ -33,6 +33,34 @@ def reads_locals(catalogue: Report) -> frozenset[int]:
     checked against the projection the line split): only their lines copy them."""
     return frozenset(snap.number for snap in catalogue.snapshots
                      if any(type(check).READS_LOCALS for check in getattr(snap, "checks", ())))
+
+
+# The kinds of module calls generator/trace/weights.py's bind reads besides those a check declares in FROM_CALLS: a
+# Linear step may be a Conv2d's patches or an nn.MultiheadAttention's output projection, a LayerNorm the user's own.
+CALLS_READ_WITH = {"linear": ("conv2d", "multihead_attention"), "layer_norm": ("user",)}
+
+
+def calls_read(catalogue: Report) -> dict[int, frozenset[str]]:
+    """Per snapshot, the kinds of module calls of its marked line its checks can read (``Check.FROM_CALLS``, "read":
+    the module tensors the line reads by attribute): only these are copied in the script's interpreter."""
+    found = {}
+    for snap in catalogue.snapshots:
+        kinds = {kind for check in getattr(snap, "checks", ()) for kind, _ in type(check).FROM_CALLS.values()}
+        found[snap.number] = frozenset(kinds.union(*(CALLS_READ_WITH.get(kind, ()) for kind in kinds)))
+    return found
+
+
+def as_traced(markers: list, numbering: str, reports: Mapping[str, Report]) -> tuple[list, dict[str, Any]]:
+    """The markers as `trace` runs them for ``numbering`` (the catalogue's variable where a marker names none), and
+    run_script's ``locals_for`` and ``calls_for``: what the catalogue's checks read of the marked lines (nothing, for
+    the script's own points). benchmarks/ measure the tracer so."""
+    if numbering not in reports:
+        return markers, {"locals_for": frozenset(), "calls_for": {}}
+    from transformer_trace.trace.markers import with_catalogue_names
+
+    catalogue = reports[numbering]
+    markers = with_catalogue_names(markers, {snap.number: snap.variable for snap in catalogue.snapshots})
+    return markers, {"locals_for": reads_locals(catalogue), "calls_for": calls_read(catalogue)}
 
 
 def numberings(reports: Mapping[str, Report]) -> dict[tuple[str, str], str]:
@@ -196,10 +224,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     elif not any(m.point for m in markers):
         raise UserError(f"{args.script}: --report none reports the # trace: points, and the script has none "
                         f"({marker_forms(reports)})")
-    if numbering in reports:
-        from transformer_trace.trace.markers import with_catalogue_names
-
-        markers = with_catalogue_names(markers, {snap.number: snap.variable for snap in reports[numbering].snapshots})
+    markers, reads = as_traced(markers, numbering, reports)
     # before the script runs: nothing of the user's is replaced
     name = trace_name(args.name, notebook or script, args.out, reports)
     if getattr(args, "junit", None) is not None:  # refuse before the script runs and anything is written
@@ -217,8 +242,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     rerun = [shown, *options, *(["--", *script_args] if script_args else [])]
     command = command or "python -m transformer_trace trace " + shlex.join(rerun)
     capture = run_script(script, script_args, markers, args.timeout,
-                         argv0=str(args.script) if notebook is None else None,
-                         locals_for=reads_locals(reports[numbering]) if numbering in reports else frozenset())
+                         argv0=str(args.script) if notebook is None else None, **reads)
     if notebook is not None:  # the pages name the notebook, its cells and lines
         notebooks.as_notebook_capture(capture, notebook.resolve())
     if numbering == "none":

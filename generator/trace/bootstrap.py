@@ -6,9 +6,10 @@ has imported it), so the script's own `models`, `generator` or `utils` modules a
 (capture.py reads it):
 
 - ``SPEC.json`` (from the generator): script, argv0, argv, results folder, budget (bytes of copies), markers
-  ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body}], a hit names its marker by
-  index).
-- ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes.
+  ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body, reads, locals, calls}], a hit
+  names its marker by index; the last three: what the checks read of the line, module_calls.py).
+- ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes (one tensor read twice
+  while a marked line runs is copied once: copies.py).
 - ``events.jsonl``: one JSON object a line, written every 0.1 s (Results: a process killed at --timeout keeps all but
   the last 0.1 s): ``{"hit": marker index, "order", "site": [file, line] | null, "values": [value, ...]}``,
   ``{"seed": n}`` or ``{"entered": [file, first line, name]}`` (marked code that ran: why a marker was not reached).
@@ -50,6 +51,7 @@ class Results:
         self.events = open(os.path.join(folder, "events.jsonl"), "ab", buffering=0)
         self.pending = []  # (event, [(array description, copy)]) not written yet
         self.pending_arrays = []  # the copies of the event being made
+        self.copied = {}  # (id, version, data pointer) -> (tensor, its copy's description), while a statement runs
         self.offset = 0
         self.order = 0
         self.pid = os.getpid()
@@ -116,10 +118,6 @@ def _mib(size):
     return f"{size / 2**20:,.1f} MiB"
 
 
-def _value(name, kind, device, note, **more):
-    return {"name": name, "kind": kind, "device": device, "note": note, **more}
-
-
 def _write_all(file, data):
     view = memoryview(data)
     while view:
@@ -134,74 +132,6 @@ def _bytes_of(copy):
 
     copy = copy.contiguous()
     return ctypes.string_at(copy.data_ptr(), copy.numel() * copy.element_size())
-
-
-def tensor_value(results, name, value, torch):
-    """A tensor's value: its bytes as a CPU copy, or why there is none (as generator/trace/capture.py describes)."""
-    device = value.device.type
-    size = value.numel() * value.element_size()
-    described = f"{tuple(value.shape)} {str(value.dtype).replace('torch.', '', 1)}"
-    if value.is_meta:  # torch.set_default_device("meta"): a shape without values
-        return _value(name, "other", device, f"a meta tensor {described}, which holds no values to show")
-    if value.is_complex() or value.is_quantized or value.numel() == 0:
-        kind = "complex" if value.is_complex() else "quantized" if value.is_quantized else "empty"
-        return _value(name, "other", device, f"a {kind} tensor {described}, which a page cannot show")
-    if value.layout != torch.strided:  # sparse: its values, as the dense tensor they stand for
-        if size > results.budget_left:
-            return {"name": name, "kind": "other", "device": device,
-                    "note": f"a sparse tensor {described}, not copied: too big to make dense"}
-        dense = tensor_value(results, name, value.detach().to_dense(), torch)
-        dense["note"] = "a sparse tensor, shown dense"
-        return dense
-    if size > results.budget_left:
-        return _value(name, "tensor", device, f"{described}, {results.not_copied(size)}")
-    return _value(name, "tensor", device, "", array=_array(results, value, torch))
-
-
-def _array(results, tensor, torch):
-    copy = tensor.detach().clone() if tensor.device.type == "cpu" else tensor.detach().to("cpu", copy=True)
-    if type(copy) is not torch.Tensor:  # a Parameter or another subclass: its values
-        copy = copy.as_subclass(torch.Tensor)
-    nbytes = copy.numel() * copy.element_size()
-    results.budget_left -= nbytes
-    return results.array(copy, str(copy.dtype), copy.shape, nbytes)
-
-
-def to_value(results, name, value):
-    """One variable at one hit, as JSON (the lock held)."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        return tensor_value(results, name, value, torch)
-    if isinstance(value, (bool, int, float)):
-        return _value(name, "scalar", "cpu", type(value).__name__, data=value)
-    if isinstance(value, (list, tuple)) and value and _all_ints(value):
-        return _value(name, "ints", "cpu", f"a {type(value).__name__} of ints", data=value)
-    if torch is not None and isinstance(value, dict) and value and _all_tensors(value, torch):
-        size = sum(v.numel() * v.element_size() for v in value.values())
-        if size > results.budget_left:
-            return _value(name, "dict", "cpu", f"a dict of {len(value)} tensors, {results.not_copied(size)}")
-        entries = [{"key": str(key), "array": _array(results, tensor, torch)} for key, tensor in value.items()]
-        device = next(iter(value.values())).device.type
-        return _value(name, "dict", device, "a dict of tensors", entries=entries)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and isinstance(value, numpy.ndarray) and value.dtype.kind in "biuf" and value.size:
-        if value.nbytes <= results.budget_left:
-            results.budget_left -= value.nbytes
-            array = results.array(value.copy(), f"numpy:{value.dtype.str}", value.shape, value.nbytes)
-            return _value(name, "tensor", "cpu", "a NumPy array", array=array)
-        described = f"a NumPy array {value.shape} {value.dtype}"
-        return _value(name, "other", "cpu", f"{described}, {results.not_copied(value.nbytes)}")
-    return _value(name, "other", "cpu", f"a {type(value).__name__}, which a page cannot show")
-
-
-def _all_tensors(value, torch):
-    return all(isinstance(v, torch.Tensor) for v in value.values())
-
-
-def _all_ints(value):
-    if isinstance(value, (list, tuple)):
-        return all(_all_ints(v) for v in value)
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _read(frame, name):
@@ -238,22 +168,19 @@ class Tracer:
     def __init__(self, spec, results):
         self.results = results
         self.markers = spec["markers"]
-        self.by_file = {}  # file -> statement line -> [(index, marker)]
-        self.entries = {}  # (file, first line of a function's code) -> [(index, marker)] read as it is entered
-        for index, marker in enumerate(self.markers):
-            if marker["entry_line"]:
-                self.entries.setdefault((marker["file"], marker["entry_line"]), []).append((index, marker))
-                continue
-            for line in range(marker["first"], marker["last"] + 1):
-                self.by_file.setdefault(marker["file"], {}).setdefault(line, []).append((index, marker))
+        self.by_file, self.entries = _index(self.markers)
         # id(code object) -> (the code, kept alive so that its id stays its own; its marked lines, or None): an id is
         # hashed at once, a code object's hash walks its constants and names at every call
         self.codes = {}
         self.marked_files = frozenset({*self.by_file, *(file for file, _ in self.entries)})
-        self.shared = None  # running_module.py's SharedLines, loaded at the first hit of a shared line
         self.user_files = {spec["script"], *self.marked_files}
         self.pid = os.getpid()
-        self.calls = _beside("module_calls.py").CallRecorder(results, os.path.dirname(spec["script"]), tensor_value)
+        shared = any(marker["shared_line"] for marker in self.markers)  # what tells a shared line's uses apart
+        self.shared = _beside("running_module.py").SharedLines(self.user_files) if shared else None
+        self.copies = _beside("copies.py")  # the values as JSON, and their copies
+        self.global_trace = self._global_trace()
+        self.calls = _beside("module_calls.py").CallRecorder(results, os.path.dirname(spec["script"]),
+                                                             self.copies.tensor_value)
 
     def stop_in_child(self):
         """After fork(): the child runs the user's code untraced and writes nothing of ours."""
@@ -280,10 +207,19 @@ class Tracer:
                 self.results.event({"entered": [code.co_filename, code.co_firstlineno, code.co_name]})
         return own, entry
 
-    def global_trace(self, frame, event, arg):
-        code = frame.f_code
-        if code.co_filename not in self.marked_files:
-            return None  # most calls (PyTorch, the standard library): no marker can be in their code
+    def _global_trace(self):
+        """sys.settrace's function: a closure, its first test the cheapest there is, as it runs at every call."""
+        marked_files, frame_trace = self.marked_files, self._frame_trace
+
+        def global_trace(frame, event, arg):
+            if frame.f_code.co_filename not in marked_files:
+                return None  # most calls (PyTorch, the standard library): no marker can be in their code
+            return frame_trace(frame, frame.f_code)
+
+        return global_trace
+
+    def _frame_trace(self, frame, code):
+        """The local trace function of a frame of a marked file's code, or None where none of its lines is marked."""
         cached = self.codes.get(id(code))
         if cached is None:
             cached = self.codes[id(code)] = (code, self._marked(code))
@@ -295,7 +231,8 @@ class Tracer:
             self._take(frame, entry)
         if not lines:
             return None
-        take, start, stop = self._take, self.calls.start, self.calls.stop
+        take, start, stop, forget = self._take, self.calls.start, self.calls.stop, self._forget_copies
+        returned = self.shared.returned if self.shared is not None else None
         pending = None  # (first line, last line, markers) of the statement that is running
 
         def local_trace(frame, event, arg):
@@ -305,19 +242,24 @@ class Tracer:
                 if pending is not None:
                     if pending[0] <= line <= pending[1]:
                         return local_trace
-                    markers, pending = pending[2], None
-                    take(frame, markers, None, stop())
-                markers = lines.get(line)
-                if markers is not None:
-                    pending = (markers[0][1]["first"], markers[0][1]["last"], markers)
-                    start(frame, markers)  # its module calls recorded (module_calls.py) until its capture is taken
+                    markers, read, pending = pending[2], pending[3], None
+                    take(frame, markers, None, stop() if read else None)
+                found = lines.get(line)
+                if found is not None:
+                    markers, read = found  # read: its module calls recorded (module_calls.py) until it is taken
+                    pending = (markers[0][1]["first"], markers[0][1]["last"], markers, read)
+                    if read:
+                        start(frame, markers)
             elif event == "return":
                 if pending is not None:
-                    markers, pending = pending[2], None
-                    take(frame, markers, arg, stop())
+                    markers, read, pending = pending[2], pending[3], None
+                    take(frame, markers, arg, stop() if read else None)
+                if returned is not None:
+                    returned(frame)
             elif event == "exception":
-                if pending is not None:
+                if pending is not None and pending[3]:
                     stop()
+                    forget()
                 pending = None  # the statement did not complete: nothing was assigned
             return local_trace
 
@@ -338,14 +280,13 @@ class Tracer:
                 try:
                     read.append((name, returned if name == "return_value" else _read(frame, name)))
                 except (KeyError, AttributeError):
-                    self._missing(marker, name)
+                    _missing(self.results, marker, name)
             reads = self.calls.reads(frame, marker["reads"], _read) if calls is not None else {}
             site = module = None
             if marker["shared_line"]:  # the line that called it and the module running it tell its uses apart
-                self.shared = self.shared or _beside("running_module.py").SharedLines(self.user_files)
-                site, module = self.shared.call_site(frame), self.shared.module(frame)
+                site, module = self.shared.site_and_module(frame)
             with self.results.lock:
-                values = [self._value(name, value) for name, value in read]
+                values = [self.copies.captured(self.results, name, value) for name, value in read]
                 for value, (name, _) in zip(values, read):
                     if "[" in name:  # a slice: filed under its variable's name (data file names), said in its note
                         value["name"], value["note"] = name.split("[", 1)[0], value["note"] or f"the slice {name}"
@@ -355,21 +296,38 @@ class Tracer:
                 if marker["shared_line"]:
                     event["module"] = module
                 self.results.event(event)
+        self._forget_copies()
 
-    def _value(self, name, value):
-        try:
-            return to_value(self.results, name, value)
-        except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error
-            note = f"a {type(value).__name__} that could not be copied ({type(exc).__name__})"
-            return _value(name, "other", "cpu", note)
+    def _forget_copies(self):
+        """Once no marked statement runs, the tensors copied are no longer held (an equal tensor is copied anew)."""
+        if not self.calls.running:
+            with self.results.lock:
+                self.results.copied.clear()
 
-    def _missing(self, marker, name):
-        """Said once, where the generator reads it, and the process ends here: no `except BaseException` of the
-        script's can swallow it and run on uncaptured."""
-        self.results.outcome({"missing": f"{os.path.basename(marker['file'])}:{marker['line']}: {marker['text']!r}: "
-                                         f"there is no variable {name!r} once line {marker['first']} has run"})
-        _flush_streams()
-        _REAL_EXIT(3)
+def _index(markers):
+    """file -> statement line -> ([(index, marker)], whether its module calls, locals or attributes are read), and
+    (file, first line of a function's code) -> [(index, marker)] read as it is entered."""
+    by_file, entries = {}, {}
+    for index, marker in enumerate(markers):
+        if marker["entry_line"]:
+            entries.setdefault((marker["file"], marker["entry_line"]), []).append((index, marker))
+            continue
+        for line in range(marker["first"], marker["last"] + 1):
+            by_file.setdefault(marker["file"], {}).setdefault(line, []).append((index, marker))
+    for lines in by_file.values():
+        for line, found in lines.items():
+            read = any(m.get("calls") is None or m["calls"] or m["locals"] or m["reads"] for _, m in found)
+            lines[line] = (found, read)
+    return by_file, entries
+
+
+def _missing(results, marker, name):
+    """Said once, where the generator reads it, and the process ends here: no `except BaseException` of the script's
+    can swallow it and run on uncaptured."""
+    results.outcome({"missing": f"{os.path.basename(marker['file'])}:{marker['line']}: {marker['text']!r}: "
+                                f"there is no variable {name!r} once line {marker['first']} has run"})
+    _flush_streams()
+    _REAL_EXIT(3)
 
 
 def _flush_streams():

@@ -18,6 +18,7 @@ import re
 import signal
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,9 +139,11 @@ def user_files(script: Path) -> list[Path]:
 
 
 def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: float | None,
-               argv0: str | None = None, locals_for: frozenset[int] = frozenset()) -> Capture:
+               argv0: str | None = None, locals_for: frozenset[int] = frozenset(),
+               calls_for: Mapping[int, frozenset[str]] | None = None) -> Capture:
     """Run ``script`` as ``__main__`` with ``argv`` (``sys.argv[0]``: ``argv0``, else the script's path) and the markers
-    traced, in its own interpreter; never raises for the script's own errors."""
+    traced, in its own interpreter; never raises for the script's own errors. ``locals_for``, ``calls_for``: what the
+    checks read of each snapshot's line (see ``marker_spec``)."""
     from transformer_trace.trace.process import run_child
 
     capture = Capture(script=script, markers=markers, sha256=hashlib.sha256(script.read_bytes()).hexdigest())
@@ -148,7 +151,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.sources = {file: read_source(Path(file)) for file in sorted({m.file for m in markers})}
     with tempfile.TemporaryDirectory(prefix="trace-") as folder:
         spec = {"script": str(script), "argv0": argv0 or str(script), "argv": list(argv), "results": folder,
-                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m, locals_for) for m in markers]}
+                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m, locals_for, calls_for) for m in markers]}
         (Path(folder) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         command = [sys.executable, str(BOOTSTRAP), str(Path(folder) / "spec.json")]
         ended = run_child(command, user_environment(), timeout)
@@ -180,14 +183,20 @@ def user_environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if ENVIRONMENT_ADDED.get(key) != value}
 
 
-def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset()) -> dict[str, Any]:
+def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
+                calls_for: Mapping[int, frozenset[str]] | None = None) -> dict[str, Any]:
     """A marker as the script's interpreter reads it (bootstrap.py); ``locals_for``: the snapshots whose lines copy
-    the local tensors they read (``Check.READS_LOCALS``)."""
-    reads_locals = bool(locals_for & {marker.number, *marker.alternatives})
+    the local tensors they read (``Check.READS_LOCALS``); ``calls_for``: per snapshot, the kinds of module calls its
+    line's checks read (generator/trace/__init__.py's calls_read; "read": the module tensors it reads by attribute),
+    the only ones copied; None: every kind."""
+    numbers = {marker.number, *marker.alternatives}
+    reads_locals = bool(locals_for & numbers)
+    kinds = None if calls_for is None else sorted(set().union(*(calls_for.get(n, ()) for n in numbers)))
     return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
             "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
-            "reads": attributes_read(marker), "locals": names_read(marker) if reads_locals else []}
+            "reads": attributes_read(marker) if kinds is None or "read" in kinds else [],
+            "locals": names_read(marker) if reads_locals else [], "calls": kinds}
 
 
 def names_read(marker: Marker) -> list[str]:
@@ -253,7 +262,7 @@ def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
     """The hits of events.jsonl, in order, as `Hit`s of ``capture.markers`` (a line cut short by a kill is left out);
     the marked code that ran: (file, its first line, its name) each."""
     entered, params = [], {}
-    arrays = bytearray((folder / "tensors.bin").read_bytes()) if (folder / "tensors.bin").exists() else bytearray()
+    arrays = Arrays((folder / "tensors.bin").read_bytes() if (folder / "tensors.bin").exists() else b"")
     events = (folder / "events.jsonl").read_bytes().splitlines() if (folder / "events.jsonl").exists() else []
     for line in events:
         try:
@@ -324,7 +333,7 @@ def _function_around(source: str, line: int) -> tuple[str, int] | None:
     return inner.name, (inner.decorator_list[0].lineno if inner.decorator_list else inner.lineno)
 
 
-def _call(call: dict[str, Any], arrays: bytearray, params: dict[int, Any]) -> ModuleCall:
+def _call(call: dict[str, Any], arrays: Arrays, params: dict[int, Any]) -> ModuleCall:
     def tensors(entries: list[Any]) -> list[Any]:
         return [_value(entry, arrays).tensor if entry else None for entry in entries]
 
@@ -334,7 +343,7 @@ def _call(call: dict[str, Any], arrays: bytearray, params: dict[int, Any]) -> Mo
                       {name: params.get(number) for name, number in call["params"].items()}, call["attrs"])
 
 
-def _value(entry: dict[str, Any], arrays: bytearray) -> Value:
+def _value(entry: dict[str, Any], arrays: Arrays) -> Value:
     name, kind, device, note = entry["name"], entry["kind"], entry["device"], entry["note"]
     try:
         if "array" in entry:
@@ -353,7 +362,16 @@ def _value(entry: dict[str, Any], arrays: bytearray) -> Value:
     return Value(name, kind, None, device, note)
 
 
-def _array(array: dict[str, Any], arrays: bytearray) -> Any:
+class Arrays(bytearray):
+    """tensors.bin's bytes, and the offsets read so far: a copy two values name (the same tensor read twice while one
+    marked line ran, copied once) is read as two tensors, so that changing one never changes the other."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.read: set[int] = set()
+
+
+def _array(array: dict[str, Any], arrays: Arrays) -> Any:
     import torch
 
     dtype, shape, offset, nbytes = array["dtype"], tuple(array["shape"]), array["offset"], array["nbytes"]
@@ -365,4 +383,8 @@ def _array(array: dict[str, Any], arrays: bytearray) -> Any:
         return torch.from_numpy(values.reshape(shape).copy())
     torch_dtype = getattr(torch, dtype.removeprefix("torch."))
     count = nbytes // torch.empty((), dtype=torch_dtype).element_size()
-    return torch.frombuffer(arrays, dtype=torch_dtype, count=count, offset=offset).reshape(shape)
+    tensor = torch.frombuffer(arrays, dtype=torch_dtype, count=count, offset=offset).reshape(shape)
+    if offset in arrays.read:
+        return tensor.clone()
+    arrays.read.add(offset)
+    return tensor

@@ -1,16 +1,18 @@
 """The `nn.Module` calls a marked line makes, recorded in the traced script's own interpreter (bootstrap.py loads this
 file by path: standard library only, torch taken from sys.modules once the script has imported it).
 
-While a marked statement runs, one global forward pre-hook and one forward hook
-(torch.nn.modules.module.register_module_forward_*_hook) are installed; they are removed as the statement's capture is
-taken, so code outside marked lines runs without hooks. The calls the statement makes down to depth 3 (its own
-modules, and what they call) of the kinds a check can recompute (Linear, LayerNorm, Embedding, Conv2d,
-MultiheadAttention: PyTorch's own classes) or of the user's own classes (defined under the script's folder) are kept
-with their tensor inputs, their outputs, their parameters (each tensor written once, in a ``{"param": n, "value":
-...}`` event, and named by its number afterwards) and the attributes a recomputation needs (eps, stride, heads...).
-The hit event carries them as ``"calls"``: ``[{"module": class name, "kind", "depth", "inputs": [value], "outputs":
-[value], "params": {name: n}, "attrs": {...}}]``, and the module tensors the statement reads by attribute
-(``self.pos_embedding``) as ``"reads"``: ``{name: n}`` (generator/trace/capture.py reads both).
+While a marked statement whose checks read its calls runs (the marker's ``calls``: the kinds they read, None: all),
+one global forward pre-hook and one forward hook (torch.nn.modules.module.register_module_forward_*_hook, called also
+when a module raises) are installed; they are removed as the statement's capture is taken, so code outside such lines
+runs without hooks. The calls the statement makes down to depth 3 (its own modules, and what they call) of the kinds a
+check can recompute (Linear, LayerNorm, Embedding, Conv2d, MultiheadAttention: PyTorch's own classes) or of the user's
+own classes (defined under the script's folder; kind "user", read only where it has a LayerNorm's parameters) count
+towards the MOST_CALLS kept; those of the kinds read are kept with their tensor inputs, their outputs, their
+parameters (each tensor written once, in a ``{"param": n, "value": ...}`` event, and named by its number afterwards)
+and the attributes a recomputation needs (eps, stride, heads...). The hit event carries them as ``"calls"``:
+``[{"module": class name, "kind", "depth", "inputs": [value], "outputs": [value], "params": {name: n}, "attrs":
+{...}}]``, and the module tensors the statement reads by attribute (``self.pos_embedding``) as ``"reads"``: ``{name:
+n}`` (generator/trace/capture.py reads both).
 """
 
 import os
@@ -21,6 +23,7 @@ KINDS = {"Linear": "linear", "NonDynamicallyQuantizableLinear": "linear", "Layer
 ATTRIBUTES = ("eps", "epsilon", "variance_epsilon", "normalized_shape", "stride", "padding", "dilation", "groups",
               "num_heads", "batch_first", "head_dim", "padding_idx")
 DEPTH = 3  # the statement's own module calls, and the ones those make (a Sequential's layers)
+INPUTS, OUTPUTS = ("input0", "input1", "input2"), ("output0", "output1")  # the arguments and results kept
 MOST_CALLS = 24  # per statement: a marked line that runs a whole model keeps its first calls only
 
 
@@ -31,35 +34,50 @@ class CallRecorder:
         self.results = results
         self.folder = os.path.join(os.path.abspath(folder), "")  # the script's folder: the user's own classes
         self.tensor_value = tensor_value  # bootstrap.tensor_value: a copy within the capture budget
-        self.running = []  # per running statement: [depth now, calls]
+        self.running = []  # per running statement: Statement
+        self.depth = 0  # module calls running, counted while the hooks are installed
         self.handles = ()
-        self.params = {}  # id(parameter) -> (parameter kept alive, its number)
+        self.params = {}  # (id(parameter), version) -> (parameter kept alive, its number)
         self.user_classes = {}  # class -> defined in the user's files
+        self.attributes = {}  # class -> the ATTRIBUTES its instances may have besides their own __dict__'s
+        self.wanted = {}  # id(the markers of a statement, the Tracer's lists, held for the run) -> their kinds
 
     def start(self, frame, markers):
-        """A marked statement begins: the local tensors it reads are copied (as they are before it rebinds them), its
-        calls recorded until ``stop``."""
-        self.running.append([0, []])
+        """A marked statement begins: the local tensors it reads are copied (as they are before it rebinds them), the
+        calls of the kinds its checks read (all where the marker says None) recorded until ``stop``."""
         torch = sys.modules.get("torch")
+        wanted = self.wanted.get(id(markers), ())
+        if wanted == ():
+            wanted = self.wanted[id(markers)] = _wanted(markers)
+        statement = Statement(self.depth, wanted)
+        self.running.append(statement)
         if torch is None or not hasattr(torch, "nn"):
             return
         names = markers[0][1]["locals"]
         if names:
-            self.running[-1][1].extend(self._locals(frame, names, torch))
-        if self.handles:
-            return
+            statement.calls.extend(_locals(frame, names, torch, self.results, self.tensor_value))
+        if self.handles or wanted is not None and not wanted - {"read"}:
+            return  # hooks already installed, or none of the line's calls is read: none installed
         hooks = torch.nn.modules.module
         self.handles = (hooks.register_module_forward_pre_hook(self._enter),
-                        hooks.register_module_forward_hook(self._leave))
+                        hooks.register_module_forward_hook(self._leave, always_call=True))
 
     def stop(self):
         """The statement's capture is taken: its calls (the hooks removed once no marked statement runs)."""
-        calls = self.running.pop()[1] if self.running else []
-        if not self.running:
+        calls = self.running.pop().calls if self.running else []
+        if self.handles and not self._hooked():
             for handle in self.handles:
                 handle.remove()
             self.handles = ()
+            self.depth = 0
         return calls
+
+    def _hooked(self):
+        """Whether a running statement reads its module calls."""
+        for statement in self.running:
+            if statement.wanted is None or statement.wanted - {"read"}:
+                return True
+        return False
 
     def reads(self, frame, names, read):
         """The tensors held by the attributes the marked statement reads (``self.pos_embedding``: a weight passed to
@@ -81,38 +99,34 @@ class CallRecorder:
                     found[name] = number
         return found
 
-    def _locals(self, frame, names, torch):
-        """The local tensors (or a tuple of up to three) the statement reads, as calls of kind "local"."""
-        found = []
-        for name in names:
-            value = frame.f_locals.get(name)
-            tensors = value if isinstance(value, (tuple, list)) and 0 < len(value) <= 3 else (value,)
-            if not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in tensors):
-                continue
-            with self.results.lock:
-                outputs = [self._value(f"{name}{i}", t, torch) for i, t in enumerate(tensors)]
-            found.append({"module": name, "kind": "local", "depth": 0, "inputs": [], "outputs": outputs,
-                          "params": {}, "attrs": {}})
-        return found
-
     def _enter(self, module, args):
-        for frame in self.running:
-            frame[0] += 1
+        self.depth += 1
 
     def _leave(self, module, args, output):
+        depth = self.depth
+        self.depth = max(depth - 1, 0)
+        if output is None and sys.exc_info()[0] is not None:
+            return  # the module raised (an always_call hook): counted out, not recorded
         cls = type(module)  # torch.nn's own classes by name (a user's class of the same name is the user's; a
         # quantised or fake-quantised Linear of torch.ao is not nn.Linear's formula), a convolution with zero padding
         kind = KINDS.get(cls.__name__) if cls.__module__.startswith("torch.nn.modules.") else None
         if kind == "conv2d" and getattr(module, "padding_mode", "zeros") != "zeros":
             kind = None
-        for frame in self.running:
-            depth = frame[0]
-            frame[0] = max(depth - 1, 0)
-            if depth <= DEPTH and len(frame[1]) < MOST_CALLS and (kind or self._user(module)):
+        if kind is None and not self._user(module):
+            return
+        kind = kind or "user"
+        for statement in self.running:
+            within = depth - statement.depth
+            if 0 < within <= DEPTH and statement.counted < MOST_CALLS:
+                if statement.wanted is not None and (kind not in statement.wanted
+                                                     or kind == "user" and not _norm_like(module, args)):
+                    statement.counted += 1  # not read by the line's checks: not copied, counted as it ran
+                    continue
                 try:
-                    frame[1].append(self._call(module, kind or "user", depth, args, output))
+                    statement.calls.append(self._call(module, kind, within, args, output))
                 except Exception:  # noqa: BLE001 - a call we cannot copy is left out, never the script's error
                     continue
+                statement.counted += 1
 
     def _user(self, module):
         cls = type(module)
@@ -124,24 +138,32 @@ class CallRecorder:
 
     def _call(self, module, kind, depth, args, output):
         torch = sys.modules["torch"]
-        with self.results.lock:
-            inputs = [self._value(f"input{i}", a, torch) for i, a in enumerate(args[:3])]
-            outputs = output if isinstance(output, (tuple, list)) else (output,)
-            outputs = [self._value(f"output{i}", o, torch) for i, o in enumerate(outputs[:2])]
-            params = {name: self._param(p, torch) for name, p in module.named_parameters(recurse=kind != "user")}
-        attrs = {name: _plain(getattr(module, name)) for name in ATTRIBUTES if hasattr(module, name)}
-        return {"module": type(module).__name__, "kind": kind, "depth": depth, "inputs": inputs, "outputs": outputs,
-                "params": {k: v for k, v in params.items() if v is not None},
-                "attrs": {k: v for k, v in attrs.items() if v is not None}}
-
-    def _value(self, name, value, torch):
-        if not isinstance(value, torch.Tensor):
-            return None
-        return self.tensor_value(self.results, name, value, torch)
+        tensor, value, results = torch.Tensor, self.tensor_value, self.results
+        outputs = output if isinstance(output, (tuple, list)) else (output,)
+        if kind == "user" or not module._modules:  # module.named_parameters(recurse=False), without its generator
+            owned, seen = [], set()
+            for name, param in module._parameters.items():
+                if param is not None and id(param) not in seen:
+                    seen.add(id(param))
+                    owned.append((name, param))
+        else:
+            owned = module.named_parameters()
+        inputs, copied, params = [], [], {}  # loops, not comprehensions: each of those is a call the trace sees
+        with results.lock:
+            for name, argument in zip(INPUTS, args):
+                inputs.append(value(results, name, argument, torch) if isinstance(argument, tensor) else None)
+            for name, result in zip(OUTPUTS, outputs):
+                copied.append(value(results, name, result, torch) if isinstance(result, tensor) else None)
+            for name, param in owned:
+                number = self._param(param, torch)
+                if number is not None:
+                    params[name] = number
+        return {"module": type(module).__name__, "kind": kind, "depth": depth, "inputs": inputs, "outputs": copied,
+                "params": params, "attrs": _attrs(module, self.attributes)}
 
     def _param(self, param, torch):
         """The parameter's number; its values written once, in an event of their own (the lock held)."""
-        key = (id(param), getattr(param, "_version", 0))  # an optimizer's step changes it in place: a new copy
+        key = (id(param), param._version)  # an optimizer's step changes it in place: a new copy
         known = self.params.get(key)
         if known is not None:
             return known[1]
@@ -152,6 +174,74 @@ class CallRecorder:
         self.params[key] = (param, number)
         self.results.event({"param": number, "value": value})
         return number
+
+
+class Statement:
+    """A marked statement that is running: the hooks' depth when it began, its calls, the kinds of calls copied
+    (None: all) and how many of the calls it may keep ran."""
+
+    __slots__ = ("depth", "wanted", "calls", "counted")
+
+    def __init__(self, depth, wanted):
+        self.depth, self.wanted, self.calls, self.counted = depth, wanted, [], 0
+
+
+def _locals(frame, names, torch, results, tensor_value):
+    """The local tensors (or a tuple of up to three) the statement reads, as calls of kind "local"."""
+    found = []
+    for name in names:
+        value = frame.f_locals.get(name)
+        tensors = value if isinstance(value, (tuple, list)) and 0 < len(value) <= 3 else (value,)
+        if not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in tensors):
+            continue
+        with results.lock:
+            outputs = [tensor_value(results, f"{name}{i}", t, torch) for i, t in enumerate(tensors)]
+        found.append({"module": name, "kind": "local", "depth": 0, "inputs": [], "outputs": outputs,
+                      "params": {}, "attrs": {}})
+    return found
+
+
+def _attrs(module, classes):
+    """The ATTRIBUTES a recomputation needs, as JSON: from the instance's own __dict__, or its class's (a property:
+    ``classes`` caches which a class has); a parameter, buffer or submodule is never a plain value."""
+    cls = type(module)
+    on_class = classes.get(cls)
+    if on_class is None:
+        on_class = classes[cls] = frozenset(name for name in ATTRIBUTES if hasattr(cls, name))
+    own, attrs = module.__dict__, {}
+    for name in ATTRIBUTES:
+        if name in own:
+            value = own[name]
+        elif name in on_class:
+            try:
+                value = getattr(module, name)
+            except AttributeError:
+                continue
+        else:
+            continue
+        value = _plain(value)
+        if value is not None:
+            attrs[name] = value
+    return attrs
+
+
+def _norm_like(module, args):
+    """Whether a user's module can be read as a LayerNorm (generator/trace/weights.py's _looks_like: what a user's call
+    is read for): two 1-D parameters of one shape, the width of its first input's last axis."""
+    params = [p for p in module._parameters.values() if p is not None]
+    torch = sys.modules["torch"]
+    return (len(params) == 2 and all(p.dim() == 1 for p in params) and params[0].shape == params[1].shape
+            and bool(args) and isinstance(args[0], torch.Tensor) and args[0].shape[-1:] == params[0].shape)
+
+
+def _wanted(markers):
+    """The kinds of calls the markers of a statement read (None: all)."""
+    kinds = set()  # a set, never (): the cache's "not known yet"
+    for _, marker in markers:
+        if marker.get("calls") is None:
+            return None
+        kinds.update(marker["calls"])
+    return kinds
 
 
 def _plain(value):

@@ -72,6 +72,18 @@ class SharedLines:
     def __init__(self, user_files):
         self.user_files = user_files
         self.names = {}  # id of an outermost running nn.Module -> (it, {id of a submodule: its name})
+        self.frame, self.found = None, None  # the frame of the latest hit, while it runs, and what tells it apart
+
+    def site_and_module(self, frame):
+        """``call_site`` and ``module``, the same for every hit of one run of a frame (the frame is held until it
+        returns: ``returned``), read once."""
+        if frame is not self.frame:
+            self.frame, self.found = frame, (self.call_site(frame), self.module(frame))
+        return self.found
+
+    def returned(self, frame):
+        if frame is self.frame:
+            self.frame = self.found = None
 
     def call_site(self, frame):
         """The line of the user's files that called this frame (through library frames such as nn.Module.__call__)."""

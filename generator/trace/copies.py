@@ -1,0 +1,119 @@
+"""The copies of the values a marked line held, made in the traced script's own interpreter (bootstrap.py loads this
+file by its path: standard library only, torch and NumPy taken from sys.modules once the script has imported them).
+
+A value becomes JSON as bootstrap.py's docstring says; a tensor's bytes are a CPU copy kept in the Results until its
+flushing thread writes them. The common case (a CPU tensor of real numbers, within the budget) takes a short path, and
+the same tensor read again while one marked statement runs (a module call's output that is the line's value, or the
+next call's input) is copied once: both values name the one copy, as long as the tensor object, its data and its
+version counter are unchanged (an in-place change makes a new copy).
+"""
+
+import sys
+
+MOST_HELD = 64  # tensors held to be recognised (a marked line that runs a whole model: its latest ones)
+_PLAIN_DTYPES = {}  # torch dtype -> its name, for the dtypes a page shows as they are (not complex, not quantized)
+
+
+def _value(name, kind, device, note, **more):
+    return {"name": name, "kind": kind, "device": device, "note": note, **more}
+
+
+def tensor_value(results, name, value, torch):
+    """A tensor's value: its bytes as a CPU copy, or why there is none (as generator/trace/capture.py describes)."""
+    if value.is_cpu and value.layout is torch.strided:
+        dtype = _PLAIN_DTYPES.get(value.dtype)
+        if dtype is None and not value.is_complex() and not value.is_quantized:
+            dtype = _PLAIN_DTYPES[value.dtype] = str(value.dtype)
+        size = value.nbytes
+        if dtype is not None and 0 < size <= results.budget_left:
+            key = (id(value), value._version, value.data_ptr())
+            known = results.copied.get(key)
+            if known is None:
+                copy = value.detach().clone() if value.requires_grad else value.clone()
+                if type(copy) is not torch.Tensor:  # a Parameter or another subclass: its values
+                    copy = copy.as_subclass(torch.Tensor)
+                results.budget_left -= size
+                if len(results.copied) >= MOST_HELD:
+                    results.copied.clear()
+                known = results.copied[key] = (value, results.array(copy, dtype, copy.shape, size))
+            return {"name": name, "kind": "tensor", "device": "cpu", "note": "", "array": known[1]}
+    return _other_tensor(results, name, value, torch)
+
+
+def _other_tensor(results, name, value, torch):
+    """A meta, complex, quantized, empty, sparse or non-CPU tensor, or one past the budget."""
+    device = value.device.type
+    size = value.numel() * value.element_size()
+    described = f"{tuple(value.shape)} {str(value.dtype).replace('torch.', '', 1)}"
+    if value.is_meta:  # torch.set_default_device("meta"): a shape without values
+        return _value(name, "other", device, f"a meta tensor {described}, which holds no values to show")
+    if value.is_complex() or value.is_quantized or value.numel() == 0:
+        kind = "complex" if value.is_complex() else "quantized" if value.is_quantized else "empty"
+        return _value(name, "other", device, f"a {kind} tensor {described}, which a page cannot show")
+    if value.layout != torch.strided:  # sparse: its values, as the dense tensor they stand for
+        if size > results.budget_left:
+            return {"name": name, "kind": "other", "device": device,
+                    "note": f"a sparse tensor {described}, not copied: too big to make dense"}
+        dense = tensor_value(results, name, value.detach().to_dense(), torch)
+        dense["note"] = "a sparse tensor, shown dense"
+        return dense
+    if size > results.budget_left:
+        return _value(name, "tensor", device, f"{described}, {results.not_copied(size)}")
+    return _value(name, "tensor", device, "", array=_array(results, value, torch))
+
+
+def _array(results, tensor, torch):
+    copy = tensor.detach().clone() if tensor.device.type == "cpu" else tensor.detach().to("cpu", copy=True)
+    if type(copy) is not torch.Tensor:  # a Parameter or another subclass: its values
+        copy = copy.as_subclass(torch.Tensor)
+    nbytes = copy.numel() * copy.element_size()
+    results.budget_left -= nbytes
+    return results.array(copy, str(copy.dtype), copy.shape, nbytes)
+
+
+def captured(results, name, value):
+    """``to_value``, or what the value is where it cannot be copied."""
+    try:
+        return to_value(results, name, value)
+    except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error
+        note = f"a {type(value).__name__} that could not be copied ({type(exc).__name__})"
+        return _value(name, "other", "cpu", note)
+
+
+def to_value(results, name, value):
+    """One variable at one hit, as JSON (the lock held)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return tensor_value(results, name, value, torch)
+    if isinstance(value, (bool, int, float)):
+        return _value(name, "scalar", "cpu", type(value).__name__, data=value)
+    if isinstance(value, (list, tuple)) and value and _all_ints(value):
+        return _value(name, "ints", "cpu", f"a {type(value).__name__} of ints", data=value)
+    if torch is not None and isinstance(value, dict) and value and _all_tensors(value, torch):
+        size = sum(v.numel() * v.element_size() for v in value.values())
+        if size > results.budget_left:
+            return _value(name, "dict", "cpu", f"a dict of {len(value)} tensors, {results.not_copied(size)}")
+        entries = [{"key": str(key), "array": _array(results, tensor, torch)} for key, tensor in value.items()]
+        device = next(iter(value.values())).device.type
+        return _value(name, "dict", device, "a dict of tensors", entries=entries)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray) and value.dtype.kind in "biuf" and value.size:
+        if value.nbytes <= results.budget_left:
+            results.budget_left -= value.nbytes
+            array = results.array(value.copy(), f"numpy:{value.dtype.str}", value.shape, value.nbytes)
+            return _value(name, "tensor", "cpu", "a NumPy array", array=array)
+        described = f"a NumPy array {value.shape} {value.dtype}"
+        return _value(name, "other", "cpu", f"{described}, {results.not_copied(value.nbytes)}")
+    return _value(name, "other", "cpu", f"a {type(value).__name__}, which a page cannot show")
+
+
+def _all_tensors(value, torch):
+    return all(isinstance(v, torch.Tensor) for v in value.values())
+
+
+def _all_ints(value):
+    if isinstance(value, (list, tuple)):
+        return all(_all_ints(v) for v in value)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+

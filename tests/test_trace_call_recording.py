@@ -78,15 +78,19 @@ def test_the_kinds_read_follow_the_checks_declarations():
     read = calls_read(REPORTS["gpt"])
     assert {"embedding"} <= read[2], "the token embedding's check reads the Embedding it called"
     assert {"linear", "conv2d", "multihead_attention"} <= read[26], "the logits: the Linear, or what stands for it"
-    assert {"layer_norm", "user"} <= read[25], "the final LayerNorm: PyTorch's or the user's own"
+    assert {"layer_norm", "user_norm"} <= read[25], "the final LayerNorm: PyTorch's or a LayerNorm of the user's"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("entry", ["pytorch_vision_vit", "hyunwoongko_transformer", "karpathy_minGPT"])
+@pytest.mark.parametrize("entry", ["pytorch_vision_vit", "hyunwoongko_transformer", "karpathy_minGPT",
+                                   "lucidrains_simple_vit", "graykode_nlp_tutorial", "seed_003_vit_tiny"])
 def test_copying_only_the_calls_the_checks_read_changes_no_verdict(entry, tmp_path, monkeypatch):
     """Where weights.py's bind reads a kind of call that calls_read does not name (CALLS_READ_WITH), this fails: an
     nn.MultiheadAttention and a Conv2d patch embedding (torchvision's ViT), a user's LayerNorm and shared attention
-    lines (an encoder-decoder), Linear layers, embeddings and head splits of the projection read (minGPT)."""
+    lines (an encoder-decoder), Linear layers, embeddings and head splits of the projection read (minGPT); a patch
+    embedding's chain of modules, the input image it was called with and a residual sum's MLP output from the module
+    the line called (lucidrains), head splits checked against the Linear each line called (graykode), the class
+    token's row of the sequence the line read (seed_003)."""
     driver = CORPUS / entry / "trace_driver.py"
     read_only = trace(driver, tmp_path / "read")
     monkeypatch.setattr(trace_package, "calls_read", lambda catalogue: None)  # None: every call copied

@@ -19,6 +19,7 @@ class HeadsRejoin(Check):
     """Head split/merge (tensors only): each per-head tensor (B, h, L, hs) re-joins to its full projection (B, L, C)."""
 
     READS_LOCALS = True  # the projections a split-only line reads, where no snapshot shows them (trace/weights.py)
+    CALLS_BOUND = frozenset({"linear"})  # or the Linear the line called (trace/weights.py)
 
     heads: tuple[Ref, ...]
     full: tuple[Ref, ...]

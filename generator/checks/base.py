@@ -192,6 +192,9 @@ class Check(Typed):
     # "module": the module rebuilt from its parameters, "weight": its weight, "input": its input)
     FROM_CALLS: typing.ClassVar[dict[str, tuple[str, str]]] = {}
 
+    # The kinds of module calls generator/trace/weights.py's bind reads for this check besides FROM_CALLS's (a residual
+    # sum's unmarked sublayer output from the Linear or the user's module the line called last): a trace copies them
+    CALLS_BOUND: typing.ClassVar[frozenset[str]] = frozenset()
     # Whether a trace copies the local tensors the marked line reads, for ``FROM_CALLS`` parts "local"
     READS_LOCALS: typing.ClassVar[bool] = False
     # Whether ``out`` is the model's input image (a trace also checks it is what the patch embedding was called with)

@@ -110,6 +110,8 @@ class LinearOf(Check):
 class SumOf(Check):
     """A residual sum: ``out`` is the sum of ``operands`` (tensors only)."""
 
+    CALLS_BOUND = frozenset({"linear", "user"})  # an unmarked sublayer output, from the module the line called last
+
     DERIVES = "out"
 
     out: Ref = THIS

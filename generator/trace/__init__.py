@@ -36,16 +36,21 @@ def reads_locals(catalogue: Report) -> frozenset[int]:
 
 
 # The kinds of module calls generator/trace/weights.py's bind reads besides those a check declares in FROM_CALLS: a
-# Linear step may be a Conv2d's patches or an nn.MultiheadAttention's output projection, a LayerNorm the user's own.
-CALLS_READ_WITH = {"linear": ("conv2d", "multihead_attention"), "layer_norm": ("user",)}
+# Linear step may be a Conv2d's patches, a chain of modules (a rearrange of the user's, LayerNorms, Linears: a patch
+# embedding), or an nn.MultiheadAttention's output projection; a LayerNorm the user's own ("user_norm": a user's
+# module with a gain and a bias of the input's width; "user": any of the user's modules).
+CALLS_READ_WITH = {"linear": ("conv2d", "multihead_attention", "layer_norm", "user"), "layer_norm": ("user_norm",)}
 
 
 def calls_read(catalogue: Report) -> dict[int, frozenset[str]]:
-    """Per snapshot, the kinds of module calls of its marked line its checks can read (``Check.FROM_CALLS``, "read":
-    the module tensors the line reads by attribute): only these are copied in the script's interpreter."""
+    """Per snapshot, the kinds of module calls of its marked line its checks can read (``Check.FROM_CALLS`` and
+    ``CALLS_BOUND``; "read": the module tensors the line reads by attribute): only these are copied in the script's
+    interpreter."""
     found = {}
     for snap in catalogue.snapshots:
-        kinds = {kind for check in getattr(snap, "checks", ()) for kind, _ in type(check).FROM_CALLS.values()}
+        checks = getattr(snap, "checks", ())
+        kinds = {kind for check in checks for kind, _ in type(check).FROM_CALLS.values()}
+        kinds.update(*(type(check).CALLS_BOUND for check in checks))
         found[snap.number] = frozenset(kinds.union(*(CALLS_READ_WITH.get(kind, ()) for kind in kinds)))
     return found
 

@@ -269,4 +269,5 @@ class LinearHeads(Check):
         expected = part.reshape(B, N, H, C // H).transpose(1, 2)  # (B, N, C) -> (B, h, N, hs)
         letter = "qkv"[self.part]
         passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, split into {H} heads")
-        return f"equals the {'QKV'[self.part]} part of the fused projection, split into heads", passed, detail
+        what = f"the {'QKV'[self.part]} " + ("projection" if C3 == C else "part of the fused projection")
+        return f"equals {what}, split into heads", passed, detail

@@ -9,9 +9,10 @@ import types
 
 import torch
 
-if importlib.util.find_spec("tqdm") is None:
+# (not in sys.modules: a benchmark runs the driver again in one process, its stand-in already there)
+if "tqdm" not in sys.modules and importlib.util.find_spec("tqdm") is None:
     sys.modules["tqdm"] = types.ModuleType("tqdm")
-if importlib.util.find_spec("tensorboard") is None:
+if "tensorboard" not in sys.modules and importlib.util.find_spec("tensorboard") is None:
     sys.modules["torch.utils.tensorboard"] = types.SimpleNamespace(SummaryWriter=None)
 
 from former import GTransformer  # noqa: E402

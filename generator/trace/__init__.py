@@ -37,9 +37,10 @@ def reads_locals(catalogue: Report) -> frozenset[int]:
 
 # The kinds of module calls generator/trace/weights.py's bind reads besides those a check declares in FROM_CALLS: a
 # Linear step may be a Conv2d's patches, a chain of modules (a rearrange of the user's, LayerNorms, Linears: a patch
-# embedding), or an nn.MultiheadAttention's output projection; a LayerNorm the user's own ("user_norm": a user's
-# module with a gain and a bias of the input's width; "user": any of the user's modules).
-CALLS_READ_WITH = {"linear": ("conv2d", "multihead_attention", "layer_norm", "user"), "layer_norm": ("user_norm",)}
+# embedding), or an nn.MultiheadAttention's output projection; a LayerNorm the user's own. Of the user's modules,
+# "user" is any, "user_norm" one with a gain and a bias of its input's width, "user_leaf" one without parameters or
+# modules of its own.
+CALLS_READ_WITH = {"linear": ("conv2d", "multihead_attention", "layer_norm", "user_leaf"), "layer_norm": ("user_norm",)}
 
 
 def calls_read(catalogue: Report) -> dict[int, frozenset[str]]:

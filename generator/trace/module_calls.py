@@ -225,9 +225,11 @@ def _attrs(module, classes):
 
 
 def _read(kind, wanted, module, args):
-    """Whether a call of ``kind`` is one the statement's checks read: a kind they name, or ("user_norm") a user's
-    module that can be read as a LayerNorm."""
-    return kind in wanted or kind == "user" and "user_norm" in wanted and _norm_like(module, args)
+    """Whether a call of ``kind`` is one the statement's checks read: a kind they name, ("user_norm") a user's module
+    that can be read as a LayerNorm, or ("user_leaf") one without parameters or modules of its own (a rearrange)."""
+    return kind in wanted or kind == "user" and ("user_norm" in wanted and _norm_like(module, args)
+                                                 or "user_leaf" in wanted and not module._parameters
+                                                 and not module._modules)
 
 
 def _norm_like(module, args):

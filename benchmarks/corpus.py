@@ -143,8 +143,9 @@ def corpus_section(rows: list[Row]) -> list[str]:
                      f"{'yes' if cpu_ratio <= LIMIT else 'no'} | {idle_cpu / plain_cpu:.2f}× |")
     met = sum(traced_cpu / plain_cpu <= LIMIT for *_, plain_cpu, traced_cpu, _ in rows)
     floor = [idle / plain_cpu for *_, plain_cpu, _, idle in rows]
-    lines += ["", f"{met} of {len(rows)} drivers {'is' if met == 1 else 'are'} traced within {LIMIT}× of their own run (CPU). Python's tracing "
-              f"mode alone, with a trace function that returns at once, costs {min(floor):.2f}×–{max(floor):.2f}× "
+    verb = "is" if met == 1 else "are"
+    lines += ["", f"{met} of {len(rows)} drivers {verb} traced within {LIMIT}× of their own run (CPU). Python's "
+              f"tracing mode alone, with a trace function that returns at once, costs {min(floor):.2f}×–{max(floor):.2f}× "
               "here: while sys.settrace is on, all Python code (PyTorch's own included) runs in the interpreter's "
               "slower tracing mode, before the tracer does anything; the rest is the tracer's own work at the marked "
               "lines (reading the values, copying them and the module calls their checks read)."] if rows else []

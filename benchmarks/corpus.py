@@ -145,10 +145,11 @@ def corpus_section(rows: list[Row]) -> list[str]:
     floor = [idle / plain_cpu for *_, plain_cpu, _, idle in rows]
     verb = "is" if met == 1 else "are"
     lines += ["", f"{met} of {len(rows)} drivers {verb} traced within {LIMIT}× of their own run (CPU). Python's "
-              f"tracing mode alone, with a trace function that returns at once, costs "
-              f"{min(floor):.2f}×–{max(floor):.2f}× here: while sys.settrace is on, all Python code (PyTorch's own included) runs in the interpreter's "
-              "slower tracing mode, before the tracer does anything; the rest is the tracer's own work at the marked "
-              "lines (reading the values, copying them and the module calls their checks read)."] if rows else []
+              "tracing mode alone, with a trace function that returns at once, costs "
+              f"{min(floor):.2f}×–{max(floor):.2f}× here: while sys.settrace is on, all Python code (PyTorch's own "
+              "included) runs in the interpreter's slower tracing mode, before the tracer does anything; the rest is "
+              "the tracer's own work at the marked lines (reading the values, copying them and the module calls "
+              "their checks read)."] if rows else []
     return lines + [""]
 
 

@@ -3,13 +3,12 @@ the probability rows (a padding mask the step does not show recognised), and the
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
 import torch
 
-from transformer_trace.checks.base import Check, CheckResult, THIS, close, linear, tolerance
+from transformer_trace.checks.base import Check, THIS, close, linear, tolerance
 from transformer_trace.checks.masks import mask_allows
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 
@@ -44,12 +43,6 @@ def _heads(x: torch.Tensor, h: int) -> torch.Tensor:
     return x
 
 
-def _without_absent(check: Check, s: TensorSource, *names: str) -> Check:
-    """``check`` without its optional tensors ``names`` that ``s`` lacks (they widen what passes, never required)."""
-    absent = {name: None for name in names if getattr(check, name) is not None and not s.has(getattr(check, name))}
-    return dataclasses.replace(check, **absent) if absent else check
-
-
 @dataclass(frozen=True, kw_only=True)
 class ScaledScores(Check):
     """Tensors only: ``out`` = Q·Kᵀ/√hs per head, from the queries ``q`` and keys ``k``, per head (B, h, L, hs) or whole
@@ -60,16 +53,13 @@ class ScaledScores(Check):
     the probabilities' own claim, so a softmax over the wrong axis fails there, not here."""
 
     DERIVES = "out"
+    OPTIONAL = (("probs",),)
 
     out: Ref = THIS
     q: Ref
     k: Ref
     probs: Ref | None = None
     probs_label: str = "the probabilities"
-
-    def run(self, s: TensorSource) -> CheckResult:
-        plain = _without_absent(self, s, "probs")
-        return super().run(s) if plain is self else plain.run(s)
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         q, k = s.t(self.q), s.t(self.k)
@@ -121,6 +111,7 @@ class SoftmaxRows(Check):
     (``torch.softmax(scores / √hs)``): that softmax is accepted too, and said to be."""
 
     DERIVES = "out"
+    OPTIONAL = (("q",), ("k",))
 
     out: Ref = THIS
     scores: Ref
@@ -128,10 +119,6 @@ class SoftmaxRows(Check):
     causal: bool = False
     q: Ref | None = None
     k: Ref | None = None
-
-    def run(self, s: TensorSource) -> CheckResult:
-        plain = _without_absent(self, s, "q", "k")
-        return super().run(s) if plain is self else plain.run(s)
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         """The softmax, where the blocked keys are known: from the captured mask, or the future ones of a causal

@@ -201,6 +201,9 @@ class Check(Typed):
     MODEL_IMAGE: typing.ClassVar[bool] = False
     # The field whose tensor ``derive`` computes from the others (the step is determined by them), or None
     DERIVES: typing.ClassVar[str | None] = None
+    # Groups of optional tensor fields that widen what passes, never required: where the source lacks a tensor of a
+    # group, ``run`` resets the group to its defaults (the check without that alternative) rather than not checkable
+    OPTIONAL: typing.ClassVar[tuple[tuple[str, ...], ...]] = ()
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         """The tensor of the field ``DERIVES`` computed from the others as the claim says it is (a trace derives a step
@@ -215,6 +218,9 @@ class Check(Typed):
         """Verify against ``s``: passed or failed, or not checkable when a tensor, the weights or an input is missing;
         a check missing tensors names the weights it would also need and ``s`` lacks, so all of what it needs is
         said."""
+        plain = self._without_absent(s)
+        if plain is not self:
+            return plain.run(s)
         lacks: tuple[NotCheckable, ...] = tuple(MissingTensor(s.name(ref), "not in the source")
                                                 for ref in self.inputs() if not s.has(ref))
         if lacks:
@@ -230,6 +236,18 @@ class Check(Typed):
                                detail=f"not checkable: {exc}", lacks=(exc,))
         return CheckResult(name=name, passed=bool(passed), detail=detail)
 
+
+    def _without_absent(self, s: TensorSource) -> Check:
+        """This check with each ``OPTIONAL`` group that reads a tensor ``s`` lacks reset to its defaults."""
+        defaults = {field.name: field.default for field in dataclasses.fields(self)}
+        reset = {}
+        for group in self.OPTIONAL:
+            values = [getattr(self, name) for name in group]
+            refs = [ref for value in values for ref in (value if isinstance(value, tuple) else (value,))
+                    if isinstance(ref, Ref)]
+            if refs and not all(s.has(ref) for ref in refs):
+                reset.update({name: defaults[name] for name in group})
+        return dataclasses.replace(self, **reset) if reset else self
 
     def _lacking_weights(self, s: TensorSource) -> tuple[NotCheckable, ...]:
         """The modules and parameters this reads that ``s`` does not have (none when the claim can do without them)."""

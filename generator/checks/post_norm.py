@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_trace.checks.base import Check, CheckResult, close
+from transformer_trace.checks.base import Check, close
 from transformer_trace.checks.normalisation import _fitted_layer_norm, _layer_norm
 from transformer_trace.checks.values import SameTensor, SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
@@ -27,6 +27,8 @@ class ResidualSumEitherNorm(SumOf):
     ``post_norm`` (the normalised stream the previous LayerNorm handed on plus the sublayer output). The post-norm sum
     is accepted only where the block's output ``block_out`` (captured) is not this sum itself, i.e. a norm follows it:
     a pre-norm block that adds its LayerNorm's output back instead of the raw stream still fails."""
+
+    OPTIONAL = (("post_norm", "block_out"),)  # without them: the pre-norm sum alone
 
     post_norm: tuple[Ref, ...] = ()
     block_out: Ref | None = None
@@ -45,12 +47,6 @@ class ResidualSumEitherNorm(SumOf):
         except NotCheckable:
             return pre
         return post if normalised else pre
-
-    def run(self, s: TensorSource) -> CheckResult:
-        if self.post_norm and not (_readable(s, self.post_norm) and self.block_out is not None
-                                   and s.has(self.block_out)):
-            return dataclasses.replace(self, post_norm=(), block_out=None).run(s)  # the pre-norm sum alone
-        return super().run(s)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         claim, passed, detail = super().verify(s)
@@ -75,6 +71,7 @@ class ResidualOrPostNorm(SameTensor):
 
     WEIGHTS_OPTIONAL = True
     FROM_CALLS = {"module": ("layer_norm", "module"), "operands": ("layer_norm", "input")}
+    OPTIONAL = (("operands",),)  # without them: the pre-norm form alone
 
     operands: tuple[Ref, ...] = ()
     module: ModuleRef | None = None
@@ -84,11 +81,6 @@ class ResidualOrPostNorm(SameTensor):
         """The post-norm form read from the LayerNorm call's own input (the sum, where its operands are not all
         captured)."""
         return dataclasses.replace(self, operands=(ref,)) if name == "operands" else super().reading(name, ref)
-
-    def run(self, s: TensorSource) -> CheckResult:
-        if self.operands and not _readable(s, self.operands):
-            return dataclasses.replace(self, operands=()).run(s)  # the pre-norm form alone
-        return super().run(s)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         claim, passed, detail = super().verify(s)

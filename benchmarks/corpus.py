@@ -1,11 +1,13 @@
 """Tracing overhead on the corpus of real implementations (tests/trace_corpus/<entry>/trace_driver*.py).
 
 Each driver is measured in a new process of its own (entries reuse module names: `model`, `vit_pytorch`, `einops`):
-    python benchmarks/corpus.py DRIVER REPEATS     # prints {"plain": [[wall, cpu], ...], "traced": [...]}
+    python benchmarks/corpus.py DRIVER REPEATS  # prints {"plain": [[wall, cpu], ...], "traced": [...], "idle": [...],
+                                                #         "hits": [per traced run]}
 There, after the interpreter has started and imported PyTorch (and NumPy), the driver is run `repeats` times plainly
-(as `python driver.py` runs it: `runpy`, its folder first on sys.path, argv) and under the tracer of the script's own
-interpreter (generator/trace/bootstrap.py's Tracer, with the markers as the `trace` command sends them: what the
-checks read of each line copied), interleaved. Before each run the entry's own modules are forgotten, so each run
+(as `python driver.py` runs it: `runpy`, its folder first on sys.path, argv), under the tracer of the script's own
+interpreter (generator/trace/bootstrap.py's Tracer installed, the driver and its marked modules compiled with its
+calls, with the markers as the `trace` command sends them: what the checks read of each line copied) and under a
+trace function that does nothing, interleaved. Before each run the entry's own modules are forgotten, so each run
 imports them again as a new process would (their bytecode cached), and the garbage collector has run. Wall and CPU
 seconds per run (time.thread_time: the script's main thread, where its Python and the tracer run; PyTorch's own worker
 threads are left out, as they spin idle after parallel work on a busy machine); the minimum of each is what the page
@@ -47,8 +49,9 @@ def _forget_own_modules(folder: str) -> None:
             del sys.modules[name]
 
 
-def measure_in_this_process(driver: Path, repeats: int) -> dict[str, list[tuple[float, float]]]:
-    """(wall, CPU) seconds of each plain and each traced run of ``driver``, interleaved (see the module's doc)."""
+def measure_in_this_process(driver: Path, repeats: int) -> dict[str, list]:
+    """(wall, CPU) seconds of each plain and each traced run of ``driver``, interleaved (see the module's doc), and
+    the hits each traced run captured ("hits")."""
     import runpy
 
     import numpy  # noqa: F401 - imported once, as torch is: not the driver's cost
@@ -67,35 +70,59 @@ def measure_in_this_process(driver: Path, repeats: int) -> dict[str, list[tuple[
     found, reads = as_traced(found, choose_numbering("auto", found, driver, REPORTS), REPORTS)
     markers = [marker_spec(m, **reads) for m in found]  # what `trace` sends the script's interpreter
     work = tempfile.mkdtemp(prefix="bench-corpus-")
+    compiled = tempfile.mkdtemp(prefix="bench-corpus-instrumented-")  # as `trace` keeps the marked files' code
     sys.path.insert(0, folder)
 
     def run(kind: str) -> tuple[float, float]:
         _forget_own_modules(folder)
         saved = sys.argv[:]
         sys.argv = [str(driver)]
-        trace = None
+        tracer = uninstall = None
         if kind == "traced":
-            trace = bootstrap.Tracer({"script": str(driver), "markers": markers},
-                                     bootstrap.Results(work, CAPTURE_BUDGET_BYTES)).global_trace
-        elif kind == "idle":
-            trace = _do_nothing
+            tracer = bootstrap.Tracer({"script": str(driver), "markers": markers, "cache": compiled},
+                                      bootstrap.Results(work, CAPTURE_BUDGET_BYTES))
         gc.collect()
         wall, cpu = time.perf_counter(), time.thread_time()
-        sys.settrace(trace)
+        if tracer is not None:  # as the script's interpreter runs it: the marked files compiled with their calls
+            uninstall = tracer.install()
+        elif kind == "idle":
+            sys.settrace(_do_nothing)
         try:
-            runpy.run_path(str(driver), run_name="__main__")
+            if tracer is None:
+                runpy.run_path(str(driver), run_name="__main__")
+            else:
+                run_traced(driver, tracer)
         finally:
             sys.settrace(None)
+            if uninstall is not None:
+                uninstall()
             sys.argv = saved
-        return time.perf_counter() - wall, time.thread_time() - cpu
+        elapsed = time.perf_counter() - wall, time.thread_time() - cpu
+        if tracer is not None:  # a traced run that captured nothing would be timed for nothing
+            hits.append(tracer.results.order)
+        return elapsed
 
+    hits: list[int] = []  # per traced run: the hits it captured
     times: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
     with contextlib.redirect_stdout(io.StringIO()):
         run("plain"), run("traced")  # bytecode written, caches warm
         for _ in range(repeats):
             for kind in KINDS:
                 times[kind].append(run(kind))
-    return times
+    return {**times, "hits": hits}
+
+
+def run_traced(driver: Path, tracer: object) -> None:
+    """The driver as runpy.run_path runs it (a fresh `__main__` namespace, compiled from its source), its marked
+    statements wrapped as the script's interpreter compiles them."""
+    main = sys.modules["__main__"]
+    module = type(sys)("__main__")
+    module.__file__ = str(driver)
+    sys.modules["__main__"] = module
+    try:
+        exec(tracer.script_code(str(driver), driver.read_bytes()), module.__dict__)
+    finally:
+        sys.modules["__main__"] = main
 
 
 def _do_nothing(frame: object, event: str, arg: object) -> None:
@@ -115,6 +142,8 @@ def bench_corpus(repeats: int) -> list[Row]:
                                 env=env, check=True)
         times = json.loads(result.stdout.splitlines()[-1])
         plain, traced, idle = times["plain"], times["traced"], times["idle"]
+        if not times["hits"] or min(times["hits"]) == 0 or len(set(times["hits"])) > 1:
+            raise RuntimeError(f"{driver_name(driver)}: the traced runs captured {times['hits']} hits")
         rows.append((driver_name(driver), min(w for w, _ in plain), min(w for w, _ in traced),
                      min(c for _, c in plain), min(c for _, c in traced), min(c for _, c in idle)))
     return rows
@@ -126,10 +155,13 @@ def corpus_section(rows: list[Row]) -> list[str]:
              "of ours that builds it at a tiny size with random weights and runs one forward pass), in a new process "
              "of its own: once the interpreter has started and imported PyTorch and NumPy (neither is counted), the "
              "driver runs as `python driver.py` would (`runpy`, its own modules imported afresh each run, their "
-             "bytecode cached), under the tracer of the script's own interpreter (generator/trace/bootstrap.py, "
-             "with the markers as the `trace` command sends them: only the module calls and local tensors the "
-             "checks of each line read are copied), and under a trace function that does nothing (what Python "
-             "3.11's tracing mode costs by itself, the least any sys.settrace tracer can cost), interleaved; the "
+             "bytecode cached), under the tracer of the script's own interpreter (generator/trace/bootstrap.py: "
+             "the marked files compiled with a call to the tracer around each marked statement, instrument.py, read "
+             "back from its cache after the first run as Python reads cached bytecode; the markers as the `trace` "
+             "command sends them: only the module calls and local tensors the checks of each line read are copied; "
+             "every traced run must capture the same, non-zero number of hits), and, for comparison, under a trace "
+             "function that does nothing (what Python 3.11's tracing mode costs by itself: the least any "
+             "sys.settrace tracer costs, as this command's did before it compiled the calls in), interleaved; the "
              "minimum of the repeats, in wall-clock seconds and in CPU seconds of the script's thread (the column "
              f"judged against {LIMIT}×: the machine is shared, and CPU time is what the tracer adds whatever else "
              "runs).", "",
@@ -144,12 +176,13 @@ def corpus_section(rows: list[Row]) -> list[str]:
     met = sum(traced_cpu / plain_cpu <= LIMIT for *_, plain_cpu, traced_cpu, _ in rows)
     floor = [idle / plain_cpu for *_, plain_cpu, _, idle in rows]
     verb = "is" if met == 1 else "are"
-    lines += ["", f"{met} of {len(rows)} drivers {verb} traced within {LIMIT}× of their own run (CPU). Python's "
-              "tracing mode alone, with a trace function that returns at once, costs "
-              f"{min(floor):.2f}×–{max(floor):.2f}× here: while sys.settrace is on, all Python code (PyTorch's own "
-              "included) runs in the interpreter's slower tracing mode, before the tracer does anything; the rest is "
-              "the tracer's own work at the marked lines (reading the values, copying them and the module calls "
-              "their checks read)."] if rows else []
+    ratios = [traced_cpu / plain_cpu for *_, plain_cpu, traced_cpu, _ in rows]
+    lines += ["", f"{met} of {len(rows)} drivers {verb} traced within {LIMIT}× of their own run (CPU): "
+              f"{min(ratios):.2f}×–{max(ratios):.2f}×. No trace function runs: what the tracer adds is its work at "
+              "the marked statements (reading the values, copying them and the module calls their checks read), "
+              "which weighs most on these tiny models' few-millisecond runs. A trace function that returns at once "
+              f"would cost {min(floor):.2f}×–{max(floor):.2f}× by itself: while sys.settrace is on, all Python code "
+              "(PyTorch's own included) runs in the interpreter's slower tracing mode."] if rows else []
     return lines + [""]
 
 

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # noqa: E402
-from benchmarks.corpus import bench_corpus, corpus_section  # noqa: E402
+from benchmarks.corpus import run_traced, bench_corpus, corpus_section  # noqa: E402
 from benchmarks.gpu import gpu_section  # noqa: E402
 from benchmarks.measure import build_steps, import_seconds, interleaved, run_timed, run_timed_cpu, scratch_site
 from benchmarks.page import (  # noqa: E402
@@ -392,15 +392,16 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
         def traced(script=script, markers=markers, reads=reads):
             # the tracer of the script's own interpreter (generator/trace/bootstrap.py), run here: its cost, warm,
             # without the interpreter's start-up, which the whole command's time below includes
-            spec = {"script": str(script), "markers": [marker_spec(m, **reads) for m in markers]}
+            spec = {"script": str(script), "markers": [marker_spec(m, **reads) for m in markers],
+                    "cache": str(work / "instrumented")}
             tracer = bootstrap.Tracer(spec, bootstrap.Results(str(work), CAPTURE_BUDGET_BYTES))
             saved = sys.argv[:]
             sys.argv = [str(script)]
-            sys.settrace(tracer.global_trace)
+            uninstall = tracer.install()
             try:
-                runpy.run_path(str(script), run_name="__main__")
+                run_traced(script, tracer)
             finally:
-                sys.settrace(None)
+                uninstall()
                 sys.argv = saved
 
         with contextlib.redirect_stdout(io.StringIO()):

@@ -1,11 +1,13 @@
 """The traced script's own interpreter: `python bootstrap.py SPEC.json` runs SCRIPT.py as `python SCRIPT.py` would, with
-only its marked lines traced, and writes what they held into the spec's results folder for the generator to read.
+its marked statements wrapped in calls to the Tracer (instrument.py; no trace function), and writes what they held
+into the spec's results folder for the generator to read.
 
 Run by file path, never imported by the generator: it imports only the standard library (torch only once the script
 has imported it), so the script's own `models`, `generator` or `utils` modules are the ones it imports. The protocol
 (capture.py reads it):
 
-- ``SPEC.json`` (from the generator): script, argv0, argv, results folder, budget (bytes of copies), markers
+- ``SPEC.json`` (from the generator): script, argv0, argv, results folder, budget (bytes of copies), cache (a folder
+  for the marked files' compiled code, instrument.py), markers
   ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body, reads, locals, calls}], a hit
   names its marker by index; the last three: what the checks read of the line, module_calls.py).
 - ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes (one tensor read twice
@@ -15,12 +17,12 @@ has imported it), so the script's own `models`, `generator` or `utils` modules a
   ``{"seed": n}`` or ``{"entered": [file, first line, name]}`` (marked code that ran: why a marker was not reached).
   A value is ``{name, kind, device, note}`` plus ``array`` ({dtype, shape, offset, nbytes}; dtype "torch.float32" or
   "numpy:<dtype>"), ``entries`` ([{key, array}]: a dict of tensors) or ``data`` (a JSON number or nested list).
-- ``outcome.json``, written once the script's main thread ends: ``{"error", "error_at", "exit", "seconds",
-  "settrace_replaced"}``, or ``{"missing": message}`` when a marked variable does not exist (then the process ends at
-  once: the script cannot catch it).
+- ``outcome.json``, written once the script's main thread ends: ``{"error", "error_at", "exit", "seconds"}``, or
+  ``{"missing": message}`` when a marked variable does not exist (then the process ends at once: the script cannot
+  catch it).
 
-Only this process captures: a fork()ed child (multiprocessing, DataLoader workers) stops tracing as it starts, and a
-spawned one runs the script as `__mp_main__` without this file.
+Only this process captures: a fork()ed child (multiprocessing, DataLoader workers) stops capturing as it starts, and
+a spawned one runs the script as `__mp_main__` without this file.
 """
 
 import json
@@ -161,117 +163,111 @@ def _exists(frame, name):
 
 
 class Tracer:
-    """sys.settrace's global function and, for frames whose code holds a marked line, one small local function per
-    frame: a marked statement becomes pending on its line event and is read at the frame's next line outside it or at
-    its return. Everything else returns None at once, so other code runs untraced."""
+    """What the marked code calls (instrument.py compiles it so; ``__transformer_trace__`` in builtins): a marked
+    statement's values read once it has run, with the module calls its checks read recorded while it runs; a marked
+    `def`'s arguments on entry; a marked `for`'s variable each pass; which marked code ran. No trace function: the
+    script's other lines run exactly as Python compiled them."""
 
     def __init__(self, spec, results):
         self.results = results
         self.markers = spec["markers"]
-        self.by_file, self.entries = _index(self.markers)
-        # id(code object) -> (the code, kept alive so that its id stays its own; its marked lines, or None): an id is
-        # hashed at once, a code object's hash walks its constants and names at every call
-        self.codes = {}
-        self.marked_files = frozenset({*self.by_file, *(file for file, _ in self.entries)})
-        self.user_files = {spec["script"], *self.marked_files}
         self.pid = os.getpid()
+        self.statements, self.plans = [], {}  # per group of markers sharing a statement: its context manager
+        self.entries, self.loops = [], []  # per marked `def` / `for`: [(index, marker)]
+        self.seen = set()  # the marked code that ran: (file, first line, name)
+        self.cache = spec.get("cache")  # where marked files compiled with their calls are kept
+        self.returning = {}  # (thread, statement group) -> the value its marked `return` returns
+        self.user_files = {spec["script"], *(marker["file"] for marker in self.markers)}
         shared = any(marker["shared_line"] for marker in self.markers)  # what tells a shared line's uses apart
         self.shared = _beside("running_module.py").SharedLines(self.user_files) if shared else None
         self.copies = _beside("copies.py")  # the values as JSON, and their copies
-        self.global_trace = self._global_trace()
         self.calls = _beside("module_calls.py").CallRecorder(results, os.path.dirname(spec["script"]),
                                                              self.copies.tensor_value)
+        self._plan()
+
+    def _plan(self):
+        """instrument.Plan per marked file (by real path): its statements, `def`s and `for`s, numbered as groups."""
+        instrument = _beside("instrument.py")
+        by_file = {}
+        for index, marker in enumerate(self.markers):
+            statements, entries, loops = by_file.setdefault(marker["file"], ({}, {}, {}))
+            place = entries if marker["entry_line"] else loops if marker["loop_body"] else statements
+            key = marker["first"] if place is not statements else (marker["first"], marker["last"])
+            place.setdefault(key, []).append((index, marker))
+        for file, (statements, entries, loops) in by_file.items():
+            for key, markers in statements.items():
+                statements[key] = len(self.statements)
+                self.statements.append(Marked(self, markers, len(self.statements)))
+            for places, into in ((entries, self.entries), (loops, self.loops)):
+                for key, markers in places.items():
+                    places[key] = len(into)
+                    into.append(markers)
+            shared = {first for (first, _), group in statements.items()
+                      if any(marker["shared_line"] for _, marker in self.statements[group].markers)}
+            self.plans[os.path.realpath(file)] = instrument.Plan(file, statements, entries, loops, shared)
+
+    def install(self):
+        """Marked modules compiled with the calls to this tracer as they are imported; the function that undoes it."""
+        import builtins
+
+        builtins.__transformer_trace__ = self
+        unpatch = _beside("instrument.py").patch_loader(self.plans, self.cache)
+
+        def uninstall():
+            unpatch()
+            builtins.__dict__.pop("__transformer_trace__", None)
+
+        return uninstall
+
+    def script_code(self, script, source):
+        """The script's code: its marked statements wrapped, if it has any."""
+        plan = self.plans.get(os.path.realpath(script))
+        if plan is None:
+            return compile(source, script, "exec", dont_inherit=True)
+        return _beside("instrument.py").compile_marked(source, script, plan, self.cache)
 
     def stop_in_child(self):
-        """After fork(): the child runs the user's code untraced and writes nothing of ours."""
-        sys.settrace(None)
-        threading.settrace(None)
+        """After fork(): the child runs the user's code uncaptured and writes nothing of ours."""
         self.pid = None
         self.calls.running.clear()
 
-    def _marked(self, code):
-        """(marked lines of the code, markers read as it is entered), or None: the code runs untraced."""
-        entry = self.entries.get((code.co_filename, code.co_firstlineno)) if self.entries else None
-        lines = self.by_file.get(code.co_filename)
-        if not lines or (code.co_name.startswith("<") and code.co_name != "<module>"):
-            lines = None  # a comprehension or lambda in a marked line is part of the statement, not where it assigns
-        spans = [line for _, _, line in code.co_lines() if line is not None] if lines or entry else ()
-        if not spans:
-            return None
-        low, high = min(spans), max(spans)
-        own = {line: markers for line, markers in (lines or {}).items() if low <= line <= high}
-        if not own and not entry:
-            return None
-        if os.getpid() == self.pid:  # for a marker never reached: which of the marked code ran at all
-            with self.results.lock:
-                self.results.event({"entered": [code.co_filename, code.co_firstlineno, code.co_name]})
-        return own, entry
+    def entered_shared(self, code):
+        """``entered``, of code holding a line shared by several snapshots: a new frame, whose caller is read anew."""
+        self.shared.forget()
+        self.entered(code)
 
-    def _global_trace(self):
-        """sys.settrace's function: a closure, its first test the cheapest there is, as it runs at every call."""
-        marked_files, frame_trace = self.marked_files, self._frame_trace
+    def entered(self, code):
+        """Marked code begins to run (for a marker never reached: which of the marked code ran at all)."""
+        if code in self.seen or self.pid is None:
+            return
+        self.seen.add(code)
+        with self.results.lock:
+            self.results.event({"entered": list(code)})
 
-        def global_trace(frame, event, arg):
-            if frame.f_code.co_filename not in marked_files:
-                return None  # most calls (PyTorch, the standard library): no marker can be in their code
-            return frame_trace(frame, frame.f_code)
+    def entry(self, group):
+        """A marked `def`'s arguments, as its body begins."""
+        if self.pid is not None:
+            self._take(sys._getframe(1), self.entries[group])
 
-        return global_trace
+    def loop(self, group):
+        """A marked `for`'s loop variable, as a pass of its body begins."""
+        if self.pid is None:
+            return
+        frame, markers = sys._getframe(1), self.loops[group]
+        read = any(_reads(marker) for _, marker in markers)
+        if read:
+            self.calls.start(frame, markers)
+        self._take(frame, markers, None, self.calls.stop() if read else None)
 
-    def _frame_trace(self, frame, code):
-        """The local trace function of a frame of a marked file's code, or None where none of its lines is marked."""
-        cached = self.codes.get(id(code))
-        if cached is None:
-            cached = self.codes[id(code)] = (code, self._marked(code))
-        found = cached[1]
-        if found is None:
-            return None
-        lines, entry = found
-        if entry is not None:
-            self._take(frame, entry)
-        if not lines:
-            return None
-        take, start, stop, forget = self._take, self.calls.start, self.calls.stop, self._forget_copies
-        returned = self.shared.returned if self.shared is not None else None
-        pending = None  # (first line, last line, markers) of the statement that is running
-
-        def local_trace(frame, event, arg):
-            nonlocal pending
-            if event == "line":
-                line = frame.f_lineno
-                if pending is not None:
-                    if pending[0] <= line <= pending[1]:
-                        return local_trace
-                    markers, read, pending = pending[2], pending[3], None
-                    take(frame, markers, None, stop() if read else None)
-                found = lines.get(line)
-                if found is not None:
-                    markers, read = found  # read: its module calls recorded (module_calls.py) until it is taken
-                    pending = (markers[0][1]["first"], markers[0][1]["last"], markers, read)
-                    if read:
-                        start(frame, markers)
-            elif event == "return":
-                if pending is not None:
-                    markers, read, pending = pending[2], pending[3], None
-                    take(frame, markers, arg, stop() if read else None)
-                if returned is not None:
-                    returned(frame)
-            elif event == "exception":
-                if pending is not None and pending[3]:
-                    stop()
-                    forget()
-                pending = None  # the statement did not complete: nothing was assigned
-            return local_trace
-
-        return local_trace
+    def returned(self, group, value):
+        """A marked `return`'s value, kept for its statement's exit."""
+        self.returning[(threading.get_ident(), group)] = value
+        return value
 
     def _take(self, frame, markers, returned=None, calls=None):
-        if os.getpid() != self.pid:
+        if self.pid is None or os.getpid() != self.pid:
             return
         for index, marker in markers:
-            body = marker["loop_body"]
-            if body and not body[0] <= frame.f_lineno <= body[1]:
-                continue  # a `for` line run once more as the loop ends: no new pass
             names = marker["names"]
             if marker["fallback"] and not all(_exists(frame, name) for name in names):
                 names = marker["fallback"]
@@ -304,21 +300,39 @@ class Tracer:
             with self.results.lock:
                 self.results.copied.clear()
 
-def _index(markers):
-    """file -> statement line -> ([(index, marker)], whether its module calls, locals or attributes are read), and
-    (file, first line of a function's code) -> [(index, marker)] read as it is entered."""
-    by_file, entries = {}, {}
-    for index, marker in enumerate(markers):
-        if marker["entry_line"]:
-            entries.setdefault((marker["file"], marker["entry_line"]), []).append((index, marker))
-            continue
-        for line in range(marker["first"], marker["last"] + 1):
-            by_file.setdefault(marker["file"], {}).setdefault(line, []).append((index, marker))
-    for lines in by_file.values():
-        for line, found in lines.items():
-            read = any(m.get("calls") is None or m["calls"] or m["locals"] or m["reads"] for _, m in found)
-            lines[line] = (found, read)
-    return by_file, entries
+
+class Marked:
+    """The context manager a marked statement runs in (``with __transformer_trace__.statements[n]:``): its module calls
+    recorded from its start where its checks read them, its values taken once it has run, nothing when it raised.
+    Called from the statement's own frame, so it keeps no state: recursion and threads share it."""
+
+    __slots__ = ("tracer", "markers", "group", "read", "returns")
+
+    def __init__(self, tracer, markers, group):
+        self.tracer, self.markers, self.group = tracer, markers, group
+        self.read = any(_reads(marker) for _, marker in markers)  # its calls, locals or attributes read
+
+    def __enter__(self):
+        if self.read and self.tracer.pid is not None:
+            self.tracer.calls.start(sys._getframe(1), self.markers)
+
+    def __exit__(self, kind, value, traceback):
+        tracer = self.tracer
+        returned = tracer.returning.pop((threading.get_ident(), self.group), None) if tracer.returning else None
+        if tracer.pid is None:
+            return False
+        if kind is not None:  # the statement did not complete: nothing was assigned
+            if self.read:
+                tracer.calls.stop()
+                tracer._forget_copies()
+            return False
+        tracer._take(sys._getframe(1), self.markers, returned, tracer.calls.stop() if self.read else None)
+        return False
+
+
+def _reads(marker):
+    """Whether the checks read a marked line's module calls (None: every kind), the locals or attributes it reads."""
+    return marker.get("calls") is None or bool(marker["calls"]) or bool(marker["locals"]) or bool(marker["reads"])
 
 
 def _missing(results, marker, name):
@@ -365,9 +379,9 @@ def _flush_before_exit(results):
     results.keep_flushing()
 
 
-def main_module(script):
+def main_module(script, tracer):
     """A fresh `__main__` as `python SCRIPT.py` makes it, and the script's code (compiled from its bytes: a PEP 263
-    coding declaration is honoured)."""
+    coding declaration is honoured; its marked statements wrapped)."""
     from importlib.machinery import SourceFileLoader
 
     module = type(sys)("__main__")
@@ -377,7 +391,7 @@ def main_module(script):
     module.__spec__ = None
     module.__cached__ = None
     with open(script, "rb") as file:
-        code = compile(file.read(), script, "exec", dont_inherit=True)
+        code = tracer.script_code(script, file.read())
     return module, code
 
 
@@ -424,7 +438,8 @@ def run(spec):
     sys.argv[:] = [spec["argv0"], *spec["argv"]]
     if not sys.flags.safe_path:
         sys.path[0] = os.path.dirname(script)
-    module, code = main_module(script)
+    tracer.install()
+    module, code = main_module(script, tracer)
     bootstrap = sys.modules["__main__"]  # noqa: F841 - kept alive while the script runs as __main__
     sys.modules["__main__"] = module
     seeds = _beside("seed_recorder.py").SeedRecorder(results, tracer)
@@ -433,8 +448,6 @@ def run(spec):
     _flush_before_exit(results)
     outcome, ending = {"error": None, "error_at": None, "exit": None}, None
     started = time.perf_counter()
-    threading.settrace(tracer.global_trace)  # threads the script starts are traced too
-    sys.settrace(tracer.global_trace)
     try:
         exec(code, module.__dict__)
     except SystemExit as exc:
@@ -443,11 +456,8 @@ def run(spec):
     except BaseException as exc:  # the script's own error: the generator reports it with its line
         outcome["error"], outcome["error_at"] = describe(exc, os.path.dirname(script))
         ending = SystemExit(1)
-    replaced = sys.gettrace() != tracer.global_trace
-    sys.settrace(None)
     if os.getpid() == tracer.pid:  # not a fork()ed child that ran the rest of the script
         outcome["seconds"] = time.perf_counter() - started - seeds.import_seconds
-        outcome["settrace_replaced"] = replaced
         results.outcome(outcome)
     if ending is not None:
         raise ending

@@ -3,8 +3,9 @@ a debugger stepping over them.
 
 The script runs in a new Python process (bootstrap.py, started by file path, importing nothing of ours), so its own
 `models`, `generator` or `utils` modules import, the environment is the user's, and what it does to its interpreter
-(tracing, default devices, closed streams, forks) stays there. Only frames of the files that hold markers are traced
-line by line; a marked statement's value is read once the statement has executed. Every hit comes back through files
+(tracing, default devices, closed streams, forks) stays there. The marked files are compiled there with each marked
+statement wrapped in a call to the tracer (instrument.py), which reads its values once it has executed; no trace
+function runs, so every other line runs at full speed. Every hit comes back through files
 in a temporary folder (the protocol is bootstrap.py's docstring) and is rebuilt here as the `Capture` the pages read.
 """
 
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from transformer_trace.errors import UserError
+from transformer_trace.template_cache import cache_root
 from transformer_trace.trace.markers import Marker, read_source
 
 # Past this many bytes of captured copies, later hits keep their shape and statistics only (the pages stay bounded).
@@ -93,7 +95,6 @@ class Capture:
     kept_bytes: int = 0
     warnings: list[str] = field(default_factory=list)  # what the report could not use: Notices for the overview
     told_apart: list[str] = field(default_factory=list)  # how a shared line's hits were assigned (pages.by_caller)
-    settrace_replaced: bool = False  # lines run after the script took the trace hook were not seen
     sources: dict[str, str] = field(default_factory=dict)  # each marked file as it was when the run began
 
     @property
@@ -151,7 +152,8 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.sources = {file: read_source(Path(file)) for file in sorted({m.file for m in markers})}
     with tempfile.TemporaryDirectory(prefix="trace-") as folder:
         spec = {"script": str(script), "argv0": argv0 or str(script), "argv": list(argv), "results": folder,
-                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m, locals_for, calls_for) for m in markers]}
+                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m, locals_for, calls_for) for m in markers],
+                "cache": str(cache_root() / "instrumented")}
         (Path(folder) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         command = [sys.executable, str(BOOTSTRAP), str(Path(folder) / "spec.json")]
         ended = run_child(command, user_environment(), timeout)
@@ -163,13 +165,8 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.seconds = outcome.get("seconds", ended.seconds)
     if not ended.timed_out:
         capture.error, capture.error_at = _ending(outcome, ended.returncode)
-    capture.settrace_replaced = bool(outcome.get("settrace_replaced"))
-    if capture.settrace_replaced:  # a debugger, coverage or the script itself took the trace hook
-        capture.warnings.append(Notice("Trace function replaced", "the script replaced the trace function "
-                                       "(sys.settrace), so lines it ran after that were not captured"))
-    missed = "was not captured" if capture.settrace_replaced else "was never reached"
-    capture.warnings += [Notice("Marker not reached", f"{Path(m.file).name}:{m.line} {m.text!r} {missed}: {why}")
-                         for m, why in unreached(capture, entered).items()]
+    capture.warnings += [Notice("Marker not reached", f"{Path(m.file).name}:{m.line} {m.text!r} was never reached: "
+                                                      f"{why}") for m, why in unreached(capture, entered).items()]
     if ended.left_running:
         capture.warnings.append(Notice("Processes left running", f"the script left {ended.left_running} "
                                        "process(es) running; the trace stopped them"))
@@ -300,9 +297,7 @@ def unreached(capture: Capture, entered: list[tuple[str, int, str]]) -> dict[Mar
         if marker in capture.hits:
             continue
         function = _function_around(capture.sources.get(marker.file, ""), marker.first)
-        if capture.settrace_replaced:  # no line or call after that was seen: what ran is not known
-            why = "the script replaced the trace function (sys.settrace), and no line it ran after that was seen"
-        elif (marker.file, function[1] if function else 0) in ran:
+        if (marker.file, function[1] if function else 0) in ran:
             why = (f"the code around line {marker.first} ran, but not that line (a branch, a loop or a return "
                    f"skipped it)")
         elif function:

@@ -72,18 +72,19 @@ class SharedLines:
     def __init__(self, user_files):
         self.user_files = user_files
         self.names = {}  # id of an outermost running nn.Module -> (it, {id of a submodule: its name})
-        self.frame, self.found = None, None  # the frame of the latest hit, while it runs, and what tells it apart
+        # id of the frame of the latest hit and what tells it apart; forgotten as code holding a shared line is
+        # entered, so that a new frame at a freed one's address is read anew (the frame is not held: nor its tensors)
+        self.frame, self.found = None, None
 
     def site_and_module(self, frame):
-        """``call_site`` and ``module``, the same for every hit of one run of a frame (the frame is held until it
-        returns: ``returned``), read once."""
-        if frame is not self.frame:
-            self.frame, self.found = frame, (self.call_site(frame), self.module(frame))
+        """``call_site`` and ``module``, the same for every hit of one run of a frame, read once."""
+        if id(frame) != self.frame:
+            self.frame, self.found = id(frame), (self.call_site(frame), self.module(frame))
         return self.found
 
-    def returned(self, frame):
-        if frame is self.frame:
-            self.frame = self.found = None
+    def forget(self):
+        """Code holding a shared line is entered: a new frame (Tracer.entered_shared)."""
+        self.frame = None
 
     def call_site(self, frame):
         """The line of the user's files that called this frame (through library frames such as nn.Module.__call__)."""

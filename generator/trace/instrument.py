@@ -1,0 +1,214 @@
+"""The marked files, compiled with calls to the tracer around their marked statements: the script's own interpreter
+runs every other line exactly as Python compiled it, with no trace function (bootstrap.py loads this file by its path:
+standard library only).
+
+The source is parsed and only these statements are added (each located at the line it serves, so tracebacks, line
+numbers and `inspect` read the file as written):
+
+- a marked statement (with the statements sharing its lines: ``a = f(x); b = g(a)  # S05``) runs inside
+  ``with __transformer_trace__.statements[n]:``, whose exit reads its values once it has run (not when it raised);
+  a marked ``return x`` returns ``__transformer_trace__.returned(n, x)``, which keeps the value for that exit;
+- a marked ``for`` loop's body starts with ``__transformer_trace__.loop(n)`` (the loop variable, each pass); a marked
+  ``def``'s body with ``__transformer_trace__.entry(n)`` (its arguments, on entry), after the docstring;
+- each function holding a marked line, and each marked module, starts with
+  ``__transformer_trace__.entered((file, first line, name))`` (which marked code ran: why a marker was not reached;
+  ``entered_shared`` where it holds a line shared by several snapshots: a new frame, whose caller is read anew), after
+  the docstring and ``from __future__`` imports.
+
+``__transformer_trace__`` is the Tracer, set in ``builtins`` (a marked module's globals are left as they were).
+Modules are compiled so as they are imported (SourceFileLoader.get_code, patched for the marked files only; their
+own cached bytecode is neither read nor written), the script by bootstrap.py itself. The compiled code is kept in a
+cache folder of the generator's, under a key of the file's bytes, its path, its markers, Python's version and this
+file: a second trace of an unchanged file compiles nothing, as a plain run reads its cached bytecode.
+"""
+
+import ast
+import hashlib
+import marshal
+import os
+import sys
+
+HOOK = "__transformer_trace__"
+
+
+class Plan:
+    """What is marked in one file, by line: statement spans (first, last) -> group, `def` lines -> group (entry),
+    `for` lines -> group (each pass); ``file``: the path the markers name it by."""
+
+    def __init__(self, file, statements, entries, loops, shared=()):
+        self.file = file
+        self.statements = statements
+        self.entries = entries
+        self.loops = loops
+        self.shared = sorted(shared)  # the first lines of the statements shared by several snapshots
+        self.lines = sorted({first for first, _ in statements} | set(entries) | set(loops))
+
+    def marks(self, node, lines=None):
+        """Whether a marked line (of ``lines``, else any) lies within the node's lines."""
+        return any(node.lineno <= line <= node.end_lineno for line in (self.lines if lines is None else lines))
+
+
+    def key(self):
+        return repr((sorted(self.statements.items()), sorted(self.entries.items()), sorted(self.loops.items()),
+                     self.shared, self.file))
+
+
+def compile_marked(source, filename, plan, cache=None):
+    """The code of a marked file, its marked statements wrapped (see the module's doc); ``source``: its bytes (a PEP
+    263 coding declaration honoured, as Python's own import does); ``cache``: the folder it is kept in, or None."""
+    path = None
+    if cache:
+        key = hashlib.sha256(repr((sys.version, _OWN, filename, plan.key())).encode() + b"\0" + source).hexdigest()
+        path = os.path.join(cache, key + ".code")
+        try:
+            with open(path, "rb") as file:
+                return marshal.loads(file.read())
+        except (OSError, ValueError, EOFError, TypeError):
+            pass  # not compiled yet (or a damaged entry): compiled anew
+    tree = ast.parse(source, filename)
+    tree.body = _body(tree.body, plan)
+    if plan.lines:
+        at = _after_preamble(tree.body, module=True)
+        anchor = tree.body[at] if at < len(tree.body) else (tree.body[-1] if tree.body else None)
+        tree.body.insert(at, _call("entered", (plan.file, 1, "<module>"), anchor))
+    code = compile(tree, filename, "exec", dont_inherit=True)
+    if path is not None:
+        try:
+            os.makedirs(cache, exist_ok=True)
+            with open(path + f".{os.getpid()}.part", "wb") as file:
+                file.write(marshal.dumps(code))
+            os.replace(path + f".{os.getpid()}.part", path)
+        except OSError:
+            pass  # a read-only cache: compiled again next time
+    return code
+
+
+def _own_source():
+    try:
+        with open(__file__, "rb") as file:
+            return hashlib.sha256(file.read()).hexdigest()
+    except OSError:
+        return ""
+
+
+_OWN = _own_source()  # a change to this file compiles every marked file anew
+
+
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While, ast.If, ast.With,
+             ast.AsyncWith, ast.Try, ast.Match) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+def _body(statements, plan):
+    """A statement list with its marked statements wrapped, and the bodies of its compound statements rewritten."""
+    out, i = [], 0
+    while i < len(statements):
+        node = statements[i]
+        span = _span(node, plan) if not isinstance(node, _COMPOUND) else None
+        if span is not None:
+            first, last = span
+            j = i
+            while (j < len(statements) and not isinstance(statements[j], _COMPOUND)
+                   and first <= statements[j].lineno and statements[j].end_lineno <= last):
+                j += 1
+            group = plan.statements[span]
+            wrapped = [_returning(s, group) for s in statements[i:j]]
+            hook = ast.Subscript(ast.Attribute(ast.Name(HOOK, ast.Load()), "statements", ast.Load()),
+                                 ast.Constant(group), ast.Load())
+            out.append(_located(ast.With([ast.withitem(_located(hook, node))], wrapped), node))
+            i = j
+            continue
+        _rewrite_compound(node, plan)
+        out.append(node)
+        i += 1
+    return out
+
+
+def _span(node, plan):
+    """The marked span (first, last) a simple statement lies within, or None."""
+    for (first, last) in plan.statements:
+        if first <= node.lineno and node.end_lineno <= last:
+            return first, last
+    return None
+
+
+def _returning(node, group):
+    if isinstance(node, ast.Return) and node.value is not None:
+        value = node.value
+        call = ast.Call(ast.Attribute(ast.Name(HOOK, ast.Load()), "returned", ast.Load()), [ast.Constant(group)], [])
+        node.value = _located(call, value)
+        call.args.append(value)
+    return node
+
+
+def _rewrite_compound(node, plan):
+    for field in ("body", "orelse", "finalbody"):
+        if isinstance(getattr(node, field, None), list):
+            setattr(node, field, _body(getattr(node, field), plan))
+    for handler in getattr(node, "handlers", ()):
+        handler.body = _body(handler.body, plan)
+    for case in getattr(node, "cases", ()):
+        case.body = _body(case.body, plan)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and plan.marks(node):
+        at = _after_preamble(node.body, module=False)
+        anchor = node.body[at] if at < len(node.body) else node.body[-1]
+        method = "entered_shared" if plan.marks(node, plan.shared) else "entered"  # a new frame of a shared line's
+        added = [_call(method, (plan.file, _first_line(node), node.name), anchor)]
+        if node.lineno in plan.entries:
+            added.append(_call("entry", plan.entries[node.lineno], anchor))
+        node.body[at:at] = added
+    elif isinstance(node, ast.For) and node.lineno in plan.loops:
+        node.body.insert(0, _call("loop", plan.loops[node.lineno], node.body[0]))
+
+
+def _first_line(node):
+    """A function's code's first line, as its code object's co_firstlineno: its first decorator's."""
+    return node.decorator_list[0].lineno if node.decorator_list else node.lineno
+
+
+def _after_preamble(body, module):
+    """Where added statements go: after a docstring, and (in a module) its `from __future__` imports."""
+    at = 0
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        at = 1
+    while module and at < len(body) and isinstance(body[at], ast.ImportFrom) and body[at].module == "__future__":
+        at += 1
+    return at
+
+
+def _call(method, argument, anchor):
+    """``__transformer_trace__.method(argument)`` as a statement, at the anchor's line."""
+    call = ast.Call(ast.Attribute(ast.Name(HOOK, ast.Load()), method, ast.Load()), [ast.Constant(argument)], [])
+    return _located(ast.Expr(call), anchor)
+
+
+def _located(new, anchor):
+    """The new nodes (not the statements they wrap, which keep their own) placed at the anchor's first line."""
+    line, column = (anchor.lineno, anchor.col_offset) if anchor is not None else (1, 0)
+    todo = [new]
+    while todo:
+        node = todo.pop()
+        if "lineno" in node._attributes and getattr(node, "lineno", None) is None:
+            node.lineno, node.end_lineno, node.col_offset, node.end_col_offset = line, line, column, column
+        todo += [child for child in ast.iter_child_nodes(node) if not isinstance(child, ast.stmt)]
+    return new
+
+
+def patch_loader(plans, cache=None):
+    """Compile the marked modules with their statements wrapped as they are imported (``plans``: real path -> Plan):
+    SourceFileLoader.get_code, the one step every source import goes through (`import`, importlib's
+    spec_from_file_location, reload), for those files only; other files load as before."""
+    from importlib.machinery import SourceFileLoader
+
+    original = SourceFileLoader.get_code
+    names = {os.path.basename(path) for path in plans}
+
+    def get_code(self, fullname):
+        path = self.get_filename(fullname)
+        plan = plans.get(os.path.realpath(path)) if os.path.basename(path) in names else None
+        if plan is None:
+            return original(self, fullname)
+        return compile_marked(self.get_data(path), path, plan, cache)  # never from, nor into, its own .pyc
+
+    SourceFileLoader.get_code = get_code
+    return lambda: setattr(SourceFileLoader, "get_code", original)

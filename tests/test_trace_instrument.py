@@ -1,0 +1,132 @@
+"""`trace` compiles the marked files with a call to the tracer around each marked statement
+(generator/trace/instrument.py): no trace function runs, and the script's code, line numbers and bytecode cache stay
+its own."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from transformer_trace.cli import main
+
+
+def _trace(script: Path, out: Path) -> dict:
+    assert main(["trace", str(script), "--out", str(out), "--name", "t", "-q", "--report", "none"]) in (0, 1, 2)
+    return json.loads((out / "t" / "snapshots.json").read_text(encoding="utf-8"))
+
+
+def _values(out: Path, point: str) -> list[float]:
+    """Each hit's value of a scalar point, in the order of the hits."""
+    files = sorted((out / "t" / "data").glob(f"hit*_{point}_*.npy"), key=lambda f: int(f.name[3:].split("_")[0]))
+    return [float(np.load(f).reshape(-1)[0]) for f in files]
+
+
+def _names(code: object) -> set[str]:
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if hasattr(constant, "co_names"):
+            names |= _names(constant)
+    return names
+
+
+def test_a_marked_module_is_captured_past_its_cached_bytecode_and_its_cache_is_left_as_python_wrote_it(tmp_path):
+    (tmp_path / "layer.py").write_text("def double(x):\n    y = x * 2  # trace: y\n    return y\n", encoding="utf-8")
+    script = tmp_path / "main.py"
+    script.write_text("import torch\nfrom layer import double\nprint(double(torch.ones(3)).sum().item())\n",
+                      encoding="utf-8")
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, str(script)], check=True, env=environment, capture_output=True)
+    (cached,) = (tmp_path / "__pycache__").glob("layer.*.pyc")
+    written = cached.read_bytes()
+    data = _trace(script, tmp_path / "out")
+    assert [s["captured"] for s in data["snapshots"]] == [True]
+    assert cached.read_bytes() == written  # Python's own cache: neither rewritten nor read in place of the source
+    assert "__transformer_trace__" not in _names(marshal.loads(written[16:]))
+
+
+def test_the_marked_files_keep_their_line_numbers_and_tracebacks(tmp_path):
+    script = tmp_path / "lines.py"
+    script.write_text("import inspect, torch\n\n\ndef f(x):\n    y = x + 1  # trace: y\n"
+                      "    assert inspect.currentframe().f_lineno == 6\n    return y\n\n"
+                      "z = f(torch.ones(2))  # trace: z\nraise ValueError('at line 10')\n", encoding="utf-8")
+    data = _trace(script, tmp_path / "out")
+    assert [s["captured"] for s in data["snapshots"]] == [True, True]
+    assert "ValueError: at line 10 (at lines.py:10:" in data["outcome"]["error"]
+
+
+def test_a_module_loaded_from_its_path_by_importlib_is_captured(tmp_path):
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "block.py").write_text("import torch\nh = torch.zeros(4)  # trace: h\n", encoding="utf-8")
+    script = tmp_path / "load.py"
+    script.write_text("import importlib.util, pathlib\n"
+                      "path = pathlib.Path(__file__).parent / 'parts' / 'block.py'\n"
+                      "spec = importlib.util.spec_from_file_location('block', path)\n"
+                      "module = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(module)\n"
+                      "import parts.block\n", encoding="utf-8")
+    data = _trace(script, tmp_path / "out")
+    assert [s["captured"] for s in data["snapshots"]] == [True]
+    assert len(list((tmp_path / "out" / "t" / "data").glob("hit*_h_*.npy"))) == 2  # once per load
+
+
+def test_an_edited_file_is_compiled_again_and_an_unchanged_one_is_read_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "cache"))
+    script = tmp_path / "edit.py"
+    script.write_text("import torch\nx = torch.ones(2)  # trace: x\n", encoding="utf-8")
+    assert _trace(script, tmp_path / "out")["snapshots"][0]["shape"] == [2]
+    compiled = sorted((tmp_path / "cache" / "instrumented").iterdir())
+    assert len(compiled) == 1
+    assert _trace(script, tmp_path / "out")["snapshots"][0]["shape"] == [2]
+    assert sorted((tmp_path / "cache" / "instrumented").iterdir()) == compiled
+    script.write_text("import torch\nx = torch.ones(5)  # trace: x\n", encoding="utf-8")
+    assert _trace(script, tmp_path / "out")["snapshots"][0]["shape"] == [5]
+
+
+def test_a_marked_return_of_a_recursive_function_is_captured_at_each_call_as_it_returns(tmp_path):
+    script = tmp_path / "fact.py"
+    script.write_text("def fact(n):\n    return 1 if n == 0 else n * fact(n - 1)  # trace: r\n\n\nfact(3)\n",
+                      encoding="utf-8")
+    _trace(script, tmp_path / "out")
+    assert _values(tmp_path / "out", "r") == [1, 1, 2, 6]
+
+
+def test_a_marked_statement_that_raises_is_not_captured_and_the_next_pass_is(tmp_path):
+    script = tmp_path / "raises.py"
+    script.write_text("import torch\nfor d in (0.0, 2.0):\n    try:\n"
+                      "        q = torch.tensor(1.0) / d if d else 1 // int(d)  # trace: q\n"
+                      "    except ZeroDivisionError:\n        pass\n", encoding="utf-8")
+    _trace(script, tmp_path / "out")
+    assert _values(tmp_path / "out", "q") == [0.5]
+
+
+def test_marked_lines_run_by_the_scripts_threads_are_captured(tmp_path):
+    script = tmp_path / "threads.py"
+    script.write_text("import threading, torch\n\ndef work(n):\n    t = torch.full((1,), float(n))  # trace: t\n\n"
+                      "threads = [threading.Thread(target=work, args=(n,)) for n in range(3)]\n"
+                      "for thread in threads:\n    thread.start()\n    thread.join()\n", encoding="utf-8")
+    _trace(script, tmp_path / "out")
+    assert _values(tmp_path / "out", "t") == [0, 1, 2]
+
+
+def test_the_corpus_benchmark_times_traced_runs_that_capture_every_hit_a_trace_does():
+    """The Benchmarks page's corpus table times the tracer as `trace` runs it, never a run that captured less."""
+    from transformer_trace.reports import REPORTS
+    from transformer_trace.trace import as_traced, choose_numbering, numberings
+    from transformer_trace.trace.capture import run_script, user_files
+    from transformer_trace.trace.markers import scan
+
+    root = Path(__file__).resolve().parent.parent
+    driver = root / "tests" / "trace_corpus" / "karpathy_nanoGPT" / "trace_driver.py"
+    result = subprocess.run([sys.executable, str(root / "benchmarks" / "corpus.py"), str(driver), "1"], check=True,
+                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+    measured = json.loads(result.stdout.splitlines()[-1])
+    markers = scan(user_files(driver), numberings(REPORTS))
+    markers, reads = as_traced(markers, choose_numbering("auto", markers, driver, REPORTS), REPORTS)
+    capture = run_script(driver, [], markers, timeout=120, **reads)
+    hits = sum(len(found) for found in capture.hits.values())
+    assert hits > 0 and measured["hits"] == [hits, hits]  # the warm-up run and the timed one

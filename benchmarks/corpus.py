@@ -120,7 +120,7 @@ def run_traced(driver: Path, tracer: object) -> None:
     module.__file__ = str(driver)
     sys.modules["__main__"] = module
     try:
-        exec(tracer.script_code(str(driver), driver.read_bytes()), module.__dict__)
+        exec(tracer.script_code(str(driver), driver.read_bytes(), module.__dict__), module.__dict__)
     finally:
         sys.modules["__main__"] = main
 

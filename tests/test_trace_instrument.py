@@ -130,3 +130,36 @@ def test_the_corpus_benchmark_times_traced_runs_that_capture_every_hit_a_trace_d
     capture = run_script(driver, [], markers, timeout=120, **reads)
     hits = sum(len(found) for found in capture.hits.values())
     assert hits > 0 and measured["hits"] == [hits, hits]  # the warm-up run and the timed one
+
+
+def test_a_script_that_compiles_its_marked_code_runs_as_it_would_and_is_told_why_nothing_was_captured_there(tmp_path):
+    script = tmp_path / "compiled.py"
+    script.write_text("import torch\n\ndef f(x):\n    y = torch.sin(x) + 1  # trace: y\n    return y * 2\n\n"
+                      "compiled = torch.compile(f, backend='eager', fullgraph=True)\n"
+                      "z = compiled(torch.ones(3))  # trace: z\nprint('ran', z.tolist())\n", encoding="utf-8")
+    data = _trace(script, tmp_path / "out")
+    assert data["outcome"]["finished"] and sorted(s["captured"] for s in data["snapshots"]) == [False, True]
+    (warning,) = data["outcome"]["warnings"]
+    assert "'# trace: y' was never reached: f() never ran as written: the script calls torch.compile" in warning
+
+
+def test_future_imports_stay_first_when_they_are_marked_or_share_a_marked_line(tmp_path):
+    script = tmp_path / "future.py"
+    script.write_text('"""Doc."""\n# trace: feature annotations\nfrom __future__ import annotations\n'
+                      "import torch; x = torch.ones(2)  # trace: x\n\ndef f(a: Undefined) -> None:\n    pass\n\n"
+                      "assert f.__annotations__['a'] == 'Undefined' and __doc__ == 'Doc.'\n", encoding="utf-8")
+    data = _trace(script, tmp_path / "out")
+    assert data["outcome"]["finished"], data["outcome"]
+    assert [s["captured"] for s in data["snapshots"]] == [True, True]
+
+
+def test_a_marked_statement_in_a_signal_handler_that_interrupts_a_capture_is_captured_too(tmp_path):
+    script = tmp_path / "signals.py"
+    script.write_text("import signal, torch\nn = 0\n\ndef handler(sig, frame):\n    global n\n"
+                      "    s = torch.ones(1) * n  # trace: s\n    n += 1\n\n"
+                      "signal.signal(signal.SIGALRM, handler)\nsignal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0005)\n"
+                      "for i in range(3000):\n    x = torch.full((64,), float(i))  # trace: x\n"
+                      "signal.setitimer(signal.ITIMER_REAL, 0, 0)\nassert n > 0\n", encoding="utf-8")
+    data = _trace(script, tmp_path / "out")
+    assert data["outcome"]["finished"], data["outcome"]
+    assert all(s["captured"] for s in data["snapshots"])

@@ -14,7 +14,8 @@ has imported it), so the script's own `models`, `generator` or `utils` modules a
   while a marked line runs is copied once: copies.py).
 - ``events.jsonl``: one JSON object a line, written every 0.1 s (Results: a process killed at --timeout keeps all but
   the last 0.1 s): ``{"hit": marker index, "order", "site": [file, line] | null, "values": [value, ...]}``,
-  ``{"seed": n}`` or ``{"entered": [file, first line, name]}`` (marked code that ran: why a marker was not reached).
+  ``{"seed": n}``, ``{"compiled": true}`` (the script called torch.compile) or ``{"entered": [file, first line,
+  name]}`` (marked code that ran: why a marker was not reached).
   A value is ``{name, kind, device, note}`` plus ``array`` ({dtype, shape, offset, nbytes}; dtype "torch.float32" or
   "numpy:<dtype>"), ``entries`` ([{key, array}]: a dict of tensors) or ``data`` (a JSON number or nested list).
 - ``outcome.json``, written once the script's main thread ends: ``{"error", "error_at", "exit", "seconds"}``, or
@@ -47,7 +48,9 @@ class Results:
         self.folder = folder
         self.budget = budget
         self.budget_left = budget
-        self.lock = threading.Lock()  # the script's threads are traced too
+        # the script's threads are captured too; re-entrant: a signal handler running a marked statement may
+        # interrupt a capture (each event names its own copies, so an event made in between is written whole)
+        self.lock = threading.RLock()
         self.write_lock = threading.Lock()
         self.arrays = open(os.path.join(folder, "tensors.bin"), "ab", buffering=0)
         self.events = open(os.path.join(folder, "events.jsonl"), "ab", buffering=0)
@@ -163,7 +166,7 @@ def _exists(frame, name):
 
 
 class Tracer:
-    """What the marked code calls (instrument.py compiles it so; ``__transformer_trace__`` in builtins): a marked
+    """What the marked code calls (instrument.py compiles it so; ``__transformer_trace__`` in its globals): a marked
     statement's values read once it has run, with the module calls its checks read recorded while it runs; a marked
     `def`'s arguments on entry; a marked `for`'s variable each pass; which marked code ran. No trace function: the
     script's other lines run exactly as Python compiled them."""
@@ -177,6 +180,8 @@ class Tracer:
         self.seen = set()  # the marked code that ran: (file, first line, name)
         self.cache = spec.get("cache")  # where marked files compiled with their calls are kept
         self.returning = {}  # (thread, statement group) -> the value its marked `return` returns
+        self.compiling = _never  # torch.compiler.is_compiling once the script imports torch (torch_imported)
+        self.compiled = False  # whether the script called torch.compile (seed_recorder.py)
         self.user_files = {spec["script"], *(marker["file"] for marker in self.markers)}
         shared = any(marker["shared_line"] for marker in self.markers)  # what tells a shared line's uses apart
         self.shared = _beside("running_module.py").SharedLines(self.user_files) if shared else None
@@ -184,6 +189,8 @@ class Tracer:
         self.calls = _beside("module_calls.py").CallRecorder(results, os.path.dirname(spec["script"]),
                                                              self.copies.tensor_value)
         self._plan()
+        if "torch" in sys.modules:  # run in a process that has imported it (benchmarks/)
+            self.torch_imported(sys.modules["torch"])
 
     def _plan(self):
         """instrument.Plan per marked file (by real path): its statements, `def`s and `for`s, numbered as groups."""
@@ -208,23 +215,20 @@ class Tracer:
 
     def install(self):
         """Marked modules compiled with the calls to this tracer as they are imported; the function that undoes it."""
-        import builtins
+        return _beside("instrument.py").patch_loader(self.plans, self, self.cache)
 
-        builtins.__transformer_trace__ = self
-        unpatch = _beside("instrument.py").patch_loader(self.plans, self.cache)
-
-        def uninstall():
-            unpatch()
-            builtins.__dict__.pop("__transformer_trace__", None)
-
-        return uninstall
-
-    def script_code(self, script, source):
-        """The script's code: its marked statements wrapped, if it has any."""
+    def script_code(self, script, source, namespace):
+        """The script's code: its marked statements wrapped, if it has any (this tracer set in its ``namespace``)."""
         plan = self.plans.get(os.path.realpath(script))
         if plan is None:
             return compile(source, script, "exec", dont_inherit=True)
+        namespace["__transformer_trace__"] = self
         return _beside("instrument.py").compile_marked(source, script, plan, self.cache)
+
+    def torch_imported(self, torch):
+        """Inside code `torch.compile` traces, every call here is a no-op that its compiler folds away (it captures
+        nothing there, and needs no graph break: `fullgraph=True` still compiles)."""
+        self.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never)
 
     def stop_in_child(self):
         """After fork(): the child runs the user's code uncaptured and writes nothing of ours."""
@@ -233,12 +237,13 @@ class Tracer:
 
     def entered_shared(self, code):
         """``entered``, of code holding a line shared by several snapshots: a new frame, whose caller is read anew."""
-        self.shared.forget()
-        self.entered(code)
+        if not self.compiling():
+            self.shared.forget()
+            self.entered(code)
 
     def entered(self, code):
         """Marked code begins to run (for a marker never reached: which of the marked code ran at all)."""
-        if code in self.seen or self.pid is None:
+        if code in self.seen or self.pid is None or self.compiling():
             return
         self.seen.add(code)
         with self.results.lock:
@@ -246,12 +251,12 @@ class Tracer:
 
     def entry(self, group):
         """A marked `def`'s arguments, as its body begins."""
-        if self.pid is not None:
+        if self.pid is not None and not self.compiling():
             self._take(sys._getframe(1), self.entries[group])
 
     def loop(self, group):
         """A marked `for`'s loop variable, as a pass of its body begins."""
-        if self.pid is None:
+        if self.pid is None or self.compiling():
             return
         frame, markers = sys._getframe(1), self.loops[group]
         read = any(_reads(marker) for _, marker in markers)
@@ -261,7 +266,8 @@ class Tracer:
 
     def returned(self, group, value):
         """A marked `return`'s value, kept for its statement's exit."""
-        self.returning[(threading.get_ident(), group)] = value
+        if not self.compiling():
+            self.returning[(threading.get_ident(), group)] = value
         return value
 
     def _take(self, frame, markers, returned=None, calls=None):
@@ -313,11 +319,13 @@ class Marked:
         self.read = any(_reads(marker) for _, marker in markers)  # its calls, locals or attributes read
 
     def __enter__(self):
-        if self.read and self.tracer.pid is not None:
+        if self.read and self.tracer.pid is not None and not self.tracer.compiling():
             self.tracer.calls.start(sys._getframe(1), self.markers)
 
     def __exit__(self, kind, value, traceback):
         tracer = self.tracer
+        if tracer.compiling():
+            return False
         returned = tracer.returning.pop((threading.get_ident(), self.group), None) if tracer.returning else None
         if tracer.pid is None:
             return False
@@ -328,6 +336,10 @@ class Marked:
             return False
         tracer._take(sys._getframe(1), self.markers, returned, tracer.calls.stop() if self.read else None)
         return False
+
+
+def _never():
+    return False
 
 
 def _reads(marker):
@@ -391,7 +403,7 @@ def main_module(script, tracer):
     module.__spec__ = None
     module.__cached__ = None
     with open(script, "rb") as file:
-        code = tracer.script_code(script, file.read())
+        code = tracer.script_code(script, file.read(), module.__dict__)
     return module, code
 
 

@@ -91,6 +91,7 @@ class Capture:
     error_at: tuple[str, int] | None = None
     timed_out: bool = False
     seeds: list[int] = field(default_factory=list)
+    compiled: bool = False  # the script called torch.compile, whose compiled code captures nothing
     sha256: str = ""
     kept_bytes: int = 0
     warnings: list[str] = field(default_factory=list)  # what the report could not use: Notices for the overview
@@ -269,6 +270,9 @@ def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
         if "seed" in event:
             capture.seeds.append(int(event["seed"]))
             continue
+        if "compiled" in event:
+            capture.compiled = True
+            continue
         if "entered" in event:
             entered.append(tuple(event["entered"]))
             continue
@@ -300,6 +304,9 @@ def unreached(capture: Capture, entered: list[tuple[str, int, str]]) -> dict[Mar
         if (marker.file, function[1] if function else 0) in ran:
             why = (f"the code around line {marker.first} ran, but not that line (a branch, a loop or a return "
                    f"skipped it)")
+        elif function and capture.compiled:
+            why = (f"{function[0]}() never ran as written: the script calls torch.compile, and code it compiles runs "
+                   f"no marker (trace it with compiling turned off), or it was never called")
         elif function:
             why = f"{function[0]}() was never called in the traced process (code run in a child process is not traced)"
         elif Path(marker.file) != capture.script:

@@ -15,7 +15,9 @@ numbers and `inspect` read the file as written):
   ``entered_shared`` where it holds a line shared by several snapshots: a new frame, whose caller is read anew), after
   the docstring and ``from __future__`` imports.
 
-``__transformer_trace__`` is the Tracer, set in ``builtins`` (a marked module's globals are left as they were).
+``__transformer_trace__`` is the Tracer, set in each marked module's globals (not in ``builtins``: `torch.compile`
+accepts only constants there). A marked `from __future__` import is never wrapped (nothing may precede one): its
+value is taken once the module's docstring and future imports have run.
 Modules are compiled so as they are imported (SourceFileLoader.get_code, patched for the marked files only; their
 own cached bytecode is neither read nor written), the script by bootstrap.py itself. The compiled code is kept in a
 cache folder of the generator's, under a key of the file's bytes, its path, its markers, Python's version and this
@@ -66,11 +68,13 @@ def compile_marked(source, filename, plan, cache=None):
         except (OSError, ValueError, EOFError, TypeError):
             pass  # not compiled yet (or a damaged entry): compiled anew
     tree = ast.parse(source, filename)
-    tree.body = _body(tree.body, plan)
+    deferred = []  # the groups of marked `from __future__` imports, which no statement may precede
+    tree.body = _body(tree.body, plan, deferred)
     if plan.lines:
         at = _after_preamble(tree.body, module=True)
         anchor = tree.body[at] if at < len(tree.body) else (tree.body[-1] if tree.body else None)
-        tree.body.insert(at, _call("entered", (plan.file, 1, "<module>"), anchor))
+        tree.body[at:at] = [_call("entered", (plan.file, 1, "<module>"), anchor),
+                            *(_wrapped(group, [_located(ast.Pass(), anchor)], anchor) for group in deferred)]
     code = compile(tree, filename, "exec", dont_inherit=True)
     if path is not None:
         try:
@@ -98,29 +102,48 @@ _COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.A
              ast.AsyncWith, ast.Try, ast.Match) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 
 
-def _body(statements, plan):
-    """A statement list with its marked statements wrapped, and the bodies of its compound statements rewritten."""
-    out, i = [], 0
+def _body(statements, plan, deferred=None):
+    """A statement list with its marked statements wrapped, and the bodies of its compound statements rewritten;
+    ``deferred``: (the module's own list) where a marked `from __future__` import's group goes, taken once the
+    module's preamble has run (nothing may come before such an import)."""
+    out, i, wrapped, futures = [], 0, set(), []
     while i < len(statements):
         node = statements[i]
-        span = _span(node, plan) if not isinstance(node, _COMPOUND) else None
+        span = _span(node, plan) if _wrappable(node) else None
         if span is not None:
             first, last = span
             j = i
-            while (j < len(statements) and not isinstance(statements[j], _COMPOUND)
+            while (j < len(statements) and _wrappable(statements[j])
                    and first <= statements[j].lineno and statements[j].end_lineno <= last):
                 j += 1
             group = plan.statements[span]
-            wrapped = [_returning(s, group) for s in statements[i:j]]
-            hook = ast.Subscript(ast.Attribute(ast.Name(HOOK, ast.Load()), "statements", ast.Load()),
-                                 ast.Constant(group), ast.Load())
-            out.append(_located(ast.With([ast.withitem(_located(hook, node))], wrapped), node))
+            wrapped.add(group)
+            out.append(_wrapped(group, [_returning(s, group) for s in statements[i:j]], node))
             i = j
             continue
+        if deferred is not None and _is_future(node) and _span(node, plan) is not None:
+            futures.append(plan.statements[_span(node, plan)])
         _rewrite_compound(node, plan)
         out.append(node)
         i += 1
+    if deferred is not None:  # a future import sharing its marked line with a statement is taken with that one
+        deferred += [group for group in futures if group not in wrapped]
     return out
+
+
+def _wrappable(node):
+    return not isinstance(node, _COMPOUND) and not _is_future(node)
+
+
+def _is_future(node):
+    return isinstance(node, ast.ImportFrom) and node.module == "__future__"
+
+
+def _wrapped(group, statements, anchor):
+    """``with __transformer_trace__.statements[group]: statements``, at the anchor's line."""
+    hook = ast.Subscript(ast.Attribute(ast.Name(HOOK, ast.Load()), "statements", ast.Load()), ast.Constant(group),
+                         ast.Load())
+    return _located(ast.With([ast.withitem(_located(hook, anchor))], statements), anchor)
 
 
 def _span(node, plan):
@@ -171,7 +194,7 @@ def _after_preamble(body, module):
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
             and isinstance(body[0].value.value, str):
         at = 1
-    while module and at < len(body) and isinstance(body[at], ast.ImportFrom) and body[at].module == "__future__":
+    while module and at < len(body) and _is_future(body[at]):
         at += 1
     return at
 
@@ -194,21 +217,34 @@ def _located(new, anchor):
     return new
 
 
-def patch_loader(plans, cache=None):
-    """Compile the marked modules with their statements wrapped as they are imported (``plans``: real path -> Plan):
-    SourceFileLoader.get_code, the one step every source import goes through (`import`, importlib's
-    spec_from_file_location, reload), for those files only; other files load as before."""
+def patch_loader(plans, hook, cache=None):
+    """Compile the marked modules with their statements wrapped as they are imported (``plans``: real path -> Plan),
+    ``hook`` set in their globals: SourceFileLoader's exec_module and get_code, the steps every source import goes
+    through (`import`, importlib's spec_from_file_location, reload), for those files only; other files load as
+    before. The function that undoes it."""
     from importlib.machinery import SourceFileLoader
 
-    original = SourceFileLoader.get_code
+    original_code, original_exec = SourceFileLoader.get_code, SourceFileLoader.exec_module
     names = {os.path.basename(path) for path in plans}
+
+    def plan_of(path):
+        return plans.get(os.path.realpath(path)) if os.path.basename(path) in names else None
 
     def get_code(self, fullname):
         path = self.get_filename(fullname)
-        plan = plans.get(os.path.realpath(path)) if os.path.basename(path) in names else None
+        plan = plan_of(path)
         if plan is None:
-            return original(self, fullname)
+            return original_code(self, fullname)
         return compile_marked(self.get_data(path), path, plan, cache)  # never from, nor into, its own .pyc
 
-    SourceFileLoader.get_code = get_code
-    return lambda: setattr(SourceFileLoader, "get_code", original)
+    def exec_module(self, module):
+        if plan_of(self.path) is not None:
+            module.__dict__[HOOK] = hook
+        return original_exec(self, module)
+
+    SourceFileLoader.get_code, SourceFileLoader.exec_module = get_code, exec_module
+
+    def undo():
+        SourceFileLoader.get_code, SourceFileLoader.exec_module = original_code, original_exec
+
+    return undo

@@ -1,13 +1,15 @@
 """Which torch.manual_seed(n) calls the traced script makes, recorded in its own interpreter: bootstrap.py loads this
 file by its path before the script runs (standard library only; torch is wrapped as the script imports it)."""
 
+import functools
 import os
 import sys
 import time
 
 
 class SeedRecorder:
-    """A finder that, once the script imports torch, records every torch.manual_seed(n) the script calls."""
+    """A finder that, once the script imports torch, records every torch.manual_seed(n) the script calls, and whether
+    it calls torch.compile (code it compiles runs no marker: why a marker was not reached)."""
 
     def __init__(self, results, tracer):
         self.results = results
@@ -28,6 +30,7 @@ class SeedRecorder:
                     load(module)
                     self.import_seconds = time.perf_counter() - started
                     self._wrap(module)
+                    self.tracer.torch_imported(module)
 
                 spec.loader.exec_module = exec_module
                 return spec
@@ -46,3 +49,18 @@ class SeedRecorder:
             return seed(value)
 
         torch.manual_seed = torch.random.manual_seed = manual_seed
+        compile_ = getattr(torch, "compile", None)
+        if compile_ is None:
+            return
+
+        @functools.wraps(compile_)
+        def compile(*args, **kwargs):  # noqa: A001 - torch.compile, recorded: its compiled code captures nothing
+            if os.getpid() == tracer.pid and not tracer.compiled and results.lock.acquire(timeout=1):
+                try:
+                    tracer.compiled = True
+                    results.event({"compiled": True})
+                finally:
+                    results.lock.release()
+            return compile_(*args, **kwargs)
+
+        torch.compile = compile

@@ -163,3 +163,23 @@ def test_a_marked_statement_in_a_signal_handler_that_interrupts_a_capture_is_cap
     data = _trace(script, tmp_path / "out")
     assert data["outcome"]["finished"], data["outcome"]
     assert all(s["captured"] for s in data["snapshots"])
+
+
+def test_marked_lines_run_under_pytorchs_own_transforms_leave_the_script_to_finish(tmp_path):
+    """torch.fx, vmap, checkpointing and torch.jit.trace run the marked lines with stand-ins for tensors: what is
+    captured there is no reason for the script to fail."""
+    script = tmp_path / "transforms.py"
+    script.write_text("import torch, torch.fx\nfrom torch.utils.checkpoint import checkpoint\n\n"
+                      "class M(torch.nn.Module):\n    def forward(self, x):\n        h = x * 2  # trace: h\n"
+                      "        return h + 1\n\n"
+                      "assert torch.fx.symbolic_trace(M())(torch.ones(2)).tolist() == [3.0, 3.0]\n\n"
+                      "def f(x):\n    v = x.sin()  # trace: v\n    return v\n\n"
+                      "assert torch.vmap(f)(torch.zeros(2, 3)).shape == (2, 3)\n"
+                      "x = torch.ones(2, requires_grad=True)\n\n"
+                      "def block(t):\n    c = t * 3  # trace: c\n    return c.sum()\n\n"
+                      "checkpoint(block, x, use_reentrant=False).backward()\n"
+                      "assert torch.jit.trace(M(), torch.ones(2))(torch.ones(2)).tolist() == [3.0, 3.0]\n",
+                      encoding="utf-8")
+    data = _trace(script, tmp_path / "out")
+    assert data["outcome"]["finished"], data["outcome"]
+    assert all(s["captured"] for s in data["snapshots"])

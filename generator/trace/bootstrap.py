@@ -95,7 +95,7 @@ class Results:
             _write_all(self.arrays, b"\0" * padding + _bytes_of(copy))
             described["offset"] = self.offset + padding
             self.offset += padding + described["nbytes"]
-        _write_all(self.events, (json.dumps(record) + "\n").encode())
+        _write_all(self.events, (json.dumps(record, default=_plain_json) + "\n").encode())
 
     def keep_flushing(self):
         """Flush every FLUSH_SECONDS from a low-level thread of its own, for the life of this process."""
@@ -117,6 +117,15 @@ class Results:
         with open(path + ".part", "w", encoding="utf-8") as file:
             json.dump(outcome, file)
         os.replace(path + ".part", path)
+
+
+def _plain_json(value):
+    """A number read while PyTorch traces (a 0-d tensor standing for a size, under torch.jit.trace): as a number,
+    else as its text; never the script's error."""
+    try:
+        return int(value)
+    except Exception:  # noqa: BLE001 - anything else: its text
+        return str(value)
 
 
 def _mib(size):

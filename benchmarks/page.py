@@ -143,8 +143,8 @@ def trace_section(rows: list[tuple[str, float, float, float, float]]) -> list[st
     lines = ["## Tracing your own script (`python -m transformer_trace trace`)", "",
              "Each bundled example run as `python SCRIPT.py` would run it (in-process, `runpy`) and under the tracer "
              "of the script's own interpreter (here, warm: its start-up is in the whole command's time), interleaved, "
-             "medians. Only frames of the files holding markers are traced line by line, and only marked values are "
-             "copied. "
+             "medians. No trace function runs: the marked statements are compiled with calls to the tracer, and only "
+             "the values and module calls their checks read are copied. "
              "Then the whole command in a new process (imports, the run, the checks, the pages, figures and data/), "
              "alternately "
              "with `python -m transformer_trace build` of the bundled report of the same numbering at the example's "

@@ -44,6 +44,7 @@ class Plan:
         self.loops = loops
         self.shared = sorted(shared)  # the first lines of the statements shared by several snapshots
         self.lines = sorted({first for first, _ in statements} | set(entries) | set(loops))
+        self._key = None
 
     def marks(self, node, lines=None):
         """Whether a marked line (of ``lines``, else any) lies within the node's lines."""
@@ -51,8 +52,11 @@ class Plan:
 
 
     def key(self):
-        return repr((sorted(self.statements.items()), sorted(self.entries.items()), sorted(self.loops.items()),
-                     self.shared, self.file))
+        """What the compiled code depends on besides the source: the markers' places, their groups, this file."""
+        if self._key is None:
+            self._key = repr((sys.version, _OWN, sorted(self.statements.items()), sorted(self.entries.items()),
+                              sorted(self.loops.items()), self.shared, self.file))
+        return self._key
 
 
 def compile_marked(source, filename, plan, cache=None):
@@ -60,7 +64,7 @@ def compile_marked(source, filename, plan, cache=None):
     263 coding declaration honoured, as Python's own import does); ``cache``: the folder it is kept in, or None."""
     path = None
     if cache:
-        key = hashlib.sha256(repr((sys.version, _OWN, filename, plan.key())).encode() + b"\0" + source).hexdigest()
+        key = hashlib.sha256(f"{plan.key()}\0{filename}\0".encode() + source).hexdigest()
         path = os.path.join(cache, key + ".code")
         try:
             with open(path, "rb") as file:
@@ -227,8 +231,14 @@ def patch_loader(plans, hook, cache=None):
     original_code, original_exec = SourceFileLoader.get_code, SourceFileLoader.exec_module
     names = {os.path.basename(path) for path in plans}
 
+    real = {}  # a module's path -> its real path (one lstat per folder, each time: kept)
+
     def plan_of(path):
-        return plans.get(os.path.realpath(path)) if os.path.basename(path) in names else None
+        if os.path.basename(path) not in names:
+            return None
+        if path not in real:
+            real[path] = os.path.realpath(path)
+        return plans.get(real[path])
 
     def get_code(self, fullname):
         path = self.get_filename(fullname)

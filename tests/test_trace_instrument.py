@@ -183,3 +183,29 @@ def test_marked_lines_run_under_pytorchs_own_transforms_leave_the_script_to_fini
     data = _trace(script, tmp_path / "out")
     assert data["outcome"]["finished"], data["outcome"]
     assert all(s["captured"] for s in data["snapshots"])
+
+
+def test_the_cache_of_compiled_files_keeps_the_newest_ones_only(tmp_path, monkeypatch):
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "generator" / "trace" / "instrument.py"
+    spec = importlib.util.spec_from_file_location("instrument_under_test", path)
+    instrument = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(instrument)
+    monkeypatch.setattr(instrument, "MOST_KEPT", 3)
+    plan = instrument.Plan("s.py", {(1, 1): 0}, {}, {})
+    for n in range(5):
+        instrument.compile_marked(f"x = {n}  # trace: x\n".encode(), "s.py", plan, str(tmp_path))
+        os.utime(max(tmp_path.iterdir(), key=os.path.getmtime), (n, n))  # an older file for each earlier source
+    assert len(list(tmp_path.glob("*.code"))) == 3
+    kept = instrument.compile_marked(b"x = 4  # trace: x\n", "s.py", plan, str(tmp_path))
+    assert len(list(tmp_path.glob("*.code"))) == 3 and "__transformer_trace__" in kept.co_names
+
+
+def test_a_marked_name_whose_reading_raises_is_said_on_its_page_and_the_script_runs_on(tmp_path):
+    script = tmp_path / "prop.py"
+    script.write_text("class Box:\n    @property\n    def value(self):\n        raise RuntimeError('no value')\n\n"
+                      "box = Box()  # trace: box box.value\nprint('ran on')\n", encoding="utf-8")
+    data = _trace(script, tmp_path / "out")
+    assert data["outcome"]["finished"] and data["outcome"]["error"] is None, data["outcome"]
+    assert "reading it raised RuntimeError" in json.dumps(data["snapshots"])

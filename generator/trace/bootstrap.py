@@ -171,6 +171,8 @@ def _exists(frame, name):
         _read(frame, name)
     except (KeyError, AttributeError):
         return False
+    except Exception:  # noqa: BLE001 - it exists, and reading it raises: said on its page (copies.Unreadable)
+        return True
     return True
 
 
@@ -292,6 +294,8 @@ class Tracer:
                     read.append((name, returned if name == "return_value" else _read(frame, name)))
                 except (KeyError, AttributeError):
                     _missing(self.results, marker, name)
+                except Exception as exc:  # noqa: BLE001 - a property that raises: said, never the script's error
+                    read.append((name, self.copies.Unreadable(exc)))
             reads = self.calls.reads(frame, marker["reads"], _read) if calls is not None else {}
             site = module = None
             if marker["shared_line"]:  # the line that called it and the module running it tell its uses apart

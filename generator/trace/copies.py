@@ -71,8 +71,17 @@ def _array(results, tensor, torch):
     return results.array(copy, str(copy.dtype), copy.shape, nbytes)
 
 
+class Unreadable:
+    """A marked name whose reading raised (a property of the script's that fails): said on its page instead."""
+
+    def __init__(self, error):
+        self.error = type(error).__name__
+
+
 def captured(results, name, value):
     """``to_value``, or what the value is where it cannot be copied."""
+    if isinstance(value, Unreadable):
+        return _value(name, "other", "cpu", f"reading it raised {value.error}")
     try:
         return to_value(results, name, value)
     except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error

@@ -86,9 +86,25 @@ def compile_marked(source, filename, plan, cache=None):
             with open(path + f".{os.getpid()}.part", "wb") as file:
                 file.write(marshal.dumps(code))
             os.replace(path + f".{os.getpid()}.part", path)
+            _prune(cache)
         except OSError:
             pass  # a read-only cache: compiled again next time
     return code
+
+
+MOST_KEPT = 256  # compiled files kept: each edit of a marked file adds one
+
+
+def _prune(cache):
+    """The oldest compiled files past MOST_KEPT removed (as a file is compiled anew: rarely)."""
+    entries = [os.path.join(cache, name) for name in os.listdir(cache) if name.endswith(".code")]
+    if len(entries) > MOST_KEPT:
+        entries.sort(key=os.path.getmtime)
+        for old in entries[:-MOST_KEPT]:
+            try:
+                os.remove(old)
+            except OSError:
+                pass  # removed by another trace meanwhile
 
 
 def _own_source():

@@ -419,6 +419,16 @@ def test_heads_after_positions_is_recognised_as_a_layout_not_refused():
     assert layout(torch.randn(1, 6, 31), ("B", "S", "C"), dims, {}).status is LayoutStatus.MISMATCH
 
 
+def test_a_patch_convolutions_output_is_read_as_the_patch_embeddings_it_becomes():
+    """jeonsworld/ViT-pytorch marks `x = self.patch_embeddings(x)`: (B, C, h', w') before flatten(2).transpose(1, 2)."""
+    dims = {"B": 2, "N": 4, "C": 32}
+    grid = torch.randn(2, 32, 2, 2)
+    found = layout(grid, ("B", "N", "C"), dims, {})
+    assert found.status is LayoutStatus.LAYOUT and torch.equal(found.canonical, grid.flatten(2).transpose(1, 2))
+    assert layout(torch.randn(2, 32, 2, 3), ("B", "N", "C"), dims, {}).status is LayoutStatus.MISMATCH
+    assert layout(grid, ("B", "T", "C"), {"B": 2, "T": 4, "C": 32}, {}).status is LayoutStatus.MISMATCH
+
+
 def test_a_legitimate_layout_in_a_script_is_read_in_the_catalogues_layout_and_checked(tmp_path):
     script = variant(tmp_path, ENCODER_DECODER, "attn_concat = merge_heads(attn_weights @ v_heads)  # Snapshot #13",
                      "attn_concat = attn_weights @ v_heads  # Snapshot #13\n    attn_concat = merge_heads(attn_concat)")

@@ -251,6 +251,11 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
         axes = ", ".join(expressions[2:])
         yield Layout(LayoutStatus.LAYOUT, expected,
                      f"batch and heads merged in one axis (B·h, {axes}); read as ({names})", tensor.reshape(expected))
+    if (expressions == ("B", "N", "C") and len(shape) == 4 and shape[:2] == (expected[0], expected[2])
+            and shape[2] * shape[3] == expected[1]):  # the patch convolution's output, before flatten(2).transpose
+        yield Layout(LayoutStatus.LAYOUT, expected, f"the patch grid as the convolution wrote it (B, C, {shape[2]}, "
+                     f"{shape[3]}); read with the grid flattened row by row, as (B, N, C)",
+                     tensor.flatten(2).transpose(1, 2))
     if len(expected) == 4 and expected[:2] == (1, 1):
         yield from _mask_layouts(tensor, expected, dims)
 

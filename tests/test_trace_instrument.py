@@ -21,6 +21,13 @@ def _trace(script: Path, out: Path) -> dict:
     return json.loads((out / "t" / "snapshots.json").read_text(encoding="utf-8"))
 
 
+def _trace_source(tmp_path: Path, name: str, source: str) -> dict:
+    """``source`` written as tmp_path/name and traced into tmp_path/out."""
+    script = tmp_path / name
+    script.write_text(source, encoding="utf-8")
+    return _trace(script, tmp_path / "out")
+
+
 def _values(out: Path, point: str) -> list[float]:
     """Each hit's value of a scalar point, in the order of the hits."""
     files = sorted((out / "t" / "data").glob(f"hit*_{point}_*.npy"), key=lambda f: int(f.name[3:].split("_")[0]))
@@ -51,11 +58,10 @@ def test_a_marked_module_is_captured_past_its_cached_bytecode_and_its_cache_is_l
 
 
 def test_the_marked_files_keep_their_line_numbers_and_tracebacks(tmp_path):
-    script = tmp_path / "lines.py"
-    script.write_text("import inspect, torch\n\n\ndef f(x):\n    y = x + 1  # trace: y\n"
-                      "    assert inspect.currentframe().f_lineno == 6\n    return y\n\n"
-                      "z = f(torch.ones(2))  # trace: z\nraise ValueError('at line 10')\n", encoding="utf-8")
-    data = _trace(script, tmp_path / "out")
+    data = _trace_source(tmp_path, "lines.py",
+                         "import inspect, torch\n\n\ndef f(x):\n    y = x + 1  # trace: y\n"
+                         "    assert inspect.currentframe().f_lineno == 6\n    return y\n\n"
+                         "z = f(torch.ones(2))  # trace: z\nraise ValueError('at line 10')\n")
     assert [s["captured"] for s in data["snapshots"]] == [True, True]
     assert "ValueError: at line 10 (at lines.py:10:" in data["outcome"]["error"]
 
@@ -63,13 +69,12 @@ def test_the_marked_files_keep_their_line_numbers_and_tracebacks(tmp_path):
 def test_a_module_loaded_from_its_path_by_importlib_is_captured(tmp_path):
     (tmp_path / "parts").mkdir()
     (tmp_path / "parts" / "block.py").write_text("import torch\nh = torch.zeros(4)  # trace: h\n", encoding="utf-8")
-    script = tmp_path / "load.py"
-    script.write_text("import importlib.util, pathlib\n"
-                      "path = pathlib.Path(__file__).parent / 'parts' / 'block.py'\n"
-                      "spec = importlib.util.spec_from_file_location('block', path)\n"
-                      "module = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(module)\n"
-                      "import parts.block\n", encoding="utf-8")
-    data = _trace(script, tmp_path / "out")
+    data = _trace_source(tmp_path, "load.py",
+                         "import importlib.util, pathlib\n"
+                         "path = pathlib.Path(__file__).parent / 'parts' / 'block.py'\n"
+                         "spec = importlib.util.spec_from_file_location('block', path)\n"
+                         "module = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(module)\n"
+                         "import parts.block\n")
     assert [s["captured"] for s in data["snapshots"]] == [True]
     assert len(list((tmp_path / "out" / "t" / "data").glob("hit*_h_*.npy"))) == 2  # once per load
 
@@ -88,28 +93,25 @@ def test_an_edited_file_is_compiled_again_and_an_unchanged_one_is_read_back(tmp_
 
 
 def test_a_marked_return_of_a_recursive_function_is_captured_at_each_call_as_it_returns(tmp_path):
-    script = tmp_path / "fact.py"
-    script.write_text("def fact(n):\n    return 1 if n == 0 else n * fact(n - 1)  # trace: r\n\n\nfact(3)\n",
-                      encoding="utf-8")
-    _trace(script, tmp_path / "out")
+    _trace_source(tmp_path, "fact.py",
+                  "def fact(n):\n    return 1 if n == 0 else n * fact(n - 1)  # trace: r\n\n\nfact(3)\n",
+                  )
     assert _values(tmp_path / "out", "r") == [1, 1, 2, 6]
 
 
 def test_a_marked_statement_that_raises_is_not_captured_and_the_next_pass_is(tmp_path):
-    script = tmp_path / "raises.py"
-    script.write_text("import torch\nfor d in (0.0, 2.0):\n    try:\n"
-                      "        q = torch.tensor(1.0) / d if d else 1 // int(d)  # trace: q\n"
-                      "    except ZeroDivisionError:\n        pass\n", encoding="utf-8")
-    _trace(script, tmp_path / "out")
+    _trace_source(tmp_path, "raises.py",
+                  "import torch\nfor d in (0.0, 2.0):\n    try:\n"
+                  "        q = torch.tensor(1.0) / d if d else 1 // int(d)  # trace: q\n"
+                  "    except ZeroDivisionError:\n        pass\n")
     assert _values(tmp_path / "out", "q") == [0.5]
 
 
 def test_marked_lines_run_by_the_scripts_threads_are_captured(tmp_path):
-    script = tmp_path / "threads.py"
-    script.write_text("import threading, torch\n\ndef work(n):\n    t = torch.full((1,), float(n))  # trace: t\n\n"
-                      "threads = [threading.Thread(target=work, args=(n,)) for n in range(3)]\n"
-                      "for thread in threads:\n    thread.start()\n    thread.join()\n", encoding="utf-8")
-    _trace(script, tmp_path / "out")
+    _trace_source(tmp_path, "threads.py",
+                  "import threading, torch\n\ndef work(n):\n    t = torch.full((1,), float(n))  # trace: t\n\n"
+                  "threads = [threading.Thread(target=work, args=(n,)) for n in range(3)]\n"
+                  "for thread in threads:\n    thread.start()\n    thread.join()\n")
     assert _values(tmp_path / "out", "t") == [0, 1, 2]
 
 
@@ -144,23 +146,21 @@ def test_a_script_that_compiles_its_marked_code_runs_as_it_would_and_is_told_why
 
 
 def test_future_imports_stay_first_when_they_are_marked_or_share_a_marked_line(tmp_path):
-    script = tmp_path / "future.py"
-    script.write_text('"""Doc."""\n# trace: feature annotations\nfrom __future__ import annotations\n'
-                      "import torch; x = torch.ones(2)  # trace: x\n\ndef f(a: Undefined) -> None:\n    pass\n\n"
-                      "assert f.__annotations__['a'] == 'Undefined' and __doc__ == 'Doc.'\n", encoding="utf-8")
-    data = _trace(script, tmp_path / "out")
+    data = _trace_source(tmp_path, "future.py",
+                         '"""Doc."""\n# trace: feature annotations\nfrom __future__ import annotations\n'
+                         "import torch; x = torch.ones(2)  # trace: x\n\ndef f(a: Undefined) -> None:\n    pass\n\n"
+                         "assert f.__annotations__['a'] == 'Undefined' and __doc__ == 'Doc.'\n")
     assert data["outcome"]["finished"], data["outcome"]
     assert [s["captured"] for s in data["snapshots"]] == [True, True]
 
 
 def test_a_marked_statement_in_a_signal_handler_that_interrupts_a_capture_is_captured_too(tmp_path):
-    script = tmp_path / "signals.py"
-    script.write_text("import signal, torch\nn = 0\n\ndef handler(sig, frame):\n    global n\n"
-                      "    s = torch.ones(1) * n  # trace: s\n    n += 1\n\n"
-                      "signal.signal(signal.SIGALRM, handler)\nsignal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0005)\n"
-                      "for i in range(3000):\n    x = torch.full((64,), float(i))  # trace: x\n"
-                      "signal.setitimer(signal.ITIMER_REAL, 0, 0)\nassert n > 0\n", encoding="utf-8")
-    data = _trace(script, tmp_path / "out")
+    data = _trace_source(tmp_path, "signals.py",
+                         "import signal, torch\nn = 0\n\ndef handler(sig, frame):\n    global n\n"
+                         "    s = torch.ones(1) * n  # trace: s\n    n += 1\n\n"
+                         "signal.signal(signal.SIGALRM, handler)\nsignal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0005)\n"
+                         "for i in range(3000):\n    x = torch.full((64,), float(i))  # trace: x\n"
+                         "signal.setitimer(signal.ITIMER_REAL, 0, 0)\nassert n > 0\n")
     assert data["outcome"]["finished"], data["outcome"]
     assert all(s["captured"] for s in data["snapshots"])
 
@@ -168,19 +168,18 @@ def test_a_marked_statement_in_a_signal_handler_that_interrupts_a_capture_is_cap
 def test_marked_lines_run_under_pytorchs_own_transforms_leave_the_script_to_finish(tmp_path):
     """torch.fx, vmap, checkpointing and torch.jit.trace run the marked lines with stand-ins for tensors: what is
     captured there is no reason for the script to fail."""
-    script = tmp_path / "transforms.py"
-    script.write_text("import torch, torch.fx\nfrom torch.utils.checkpoint import checkpoint\n\n"
-                      "class M(torch.nn.Module):\n    def forward(self, x):\n        h = x * 2  # trace: h\n"
-                      "        return h + 1\n\n"
-                      "assert torch.fx.symbolic_trace(M())(torch.ones(2)).tolist() == [3.0, 3.0]\n\n"
-                      "def f(x):\n    v = x.sin()  # trace: v\n    return v\n\n"
-                      "assert torch.vmap(f)(torch.zeros(2, 3)).shape == (2, 3)\n"
-                      "x = torch.ones(2, requires_grad=True)\n\n"
-                      "def block(t):\n    c = t * 3  # trace: c\n    return c.sum()\n\n"
-                      "checkpoint(block, x, use_reentrant=False).backward()\n"
-                      "assert torch.jit.trace(M(), torch.ones(2))(torch.ones(2)).tolist() == [3.0, 3.0]\n",
-                      encoding="utf-8")
-    data = _trace(script, tmp_path / "out")
+    data = _trace_source(tmp_path, "transforms.py",
+                         "import torch, torch.fx\nfrom torch.utils.checkpoint import checkpoint\n\n"
+                         "class M(torch.nn.Module):\n    def forward(self, x):\n        h = x * 2  # trace: h\n"
+                         "        return h + 1\n\n"
+                         "assert torch.fx.symbolic_trace(M())(torch.ones(2)).tolist() == [3.0, 3.0]\n\n"
+                         "def f(x):\n    v = x.sin()  # trace: v\n    return v\n\n"
+                         "assert torch.vmap(f)(torch.zeros(2, 3)).shape == (2, 3)\n"
+                         "x = torch.ones(2, requires_grad=True)\n\n"
+                         "def block(t):\n    c = t * 3  # trace: c\n    return c.sum()\n\n"
+                         "checkpoint(block, x, use_reentrant=False).backward()\n"
+                         "assert torch.jit.trace(M(), torch.ones(2))(torch.ones(2)).tolist() == [3.0, 3.0]\n",
+                         )
     assert data["outcome"]["finished"], data["outcome"]
     assert all(s["captured"] for s in data["snapshots"])
 
@@ -203,9 +202,8 @@ def test_the_cache_of_compiled_files_keeps_the_newest_ones_only(tmp_path, monkey
 
 
 def test_a_marked_name_whose_reading_raises_is_said_on_its_page_and_the_script_runs_on(tmp_path):
-    script = tmp_path / "prop.py"
-    script.write_text("class Box:\n    @property\n    def value(self):\n        raise RuntimeError('no value')\n\n"
-                      "box = Box()  # trace: box box.value\nprint('ran on')\n", encoding="utf-8")
-    data = _trace(script, tmp_path / "out")
+    data = _trace_source(tmp_path, "prop.py",
+                         "class Box:\n    @property\n    def value(self):\n        raise RuntimeError('no value')\n\n"
+                         "box = Box()  # trace: box box.value\nprint('ran on')\n")
     assert data["outcome"]["finished"] and data["outcome"]["error"] is None, data["outcome"]
     assert "reading it raised RuntimeError" in json.dumps(data["snapshots"])

@@ -120,10 +120,10 @@ class Results:
 
 
 def _plain_json(value):
-    """A number read while PyTorch traces (a 0-d tensor standing for a size, under torch.jit.trace): as a number,
-    else as its text; never the script's error."""
+    """A number read while PyTorch traces (a 0-d tensor standing for a size, under torch.jit.trace): its value, else
+    its text; never the script's error."""
     try:
-        return int(value)
+        return value.tolist()
     except Exception:  # noqa: BLE001 - anything else: its text
         return str(value)
 
@@ -187,7 +187,7 @@ class Tracer:
         self.markers = spec["markers"]
         self.pid = os.getpid()
         self.statements, self.plans = [], {}  # per group of markers sharing a statement: its context manager
-        self.entries, self.loops = [], []  # per marked `def` / `for`: [(index, marker)]
+        self.entries, self.loops = [], []  # per marked `def`: [(index, marker)]; per marked `for`: Marked
         self.seen = set()  # the marked code that ran: (file, first line, name)
         self.cache = spec.get("cache")  # where marked files compiled with their calls are kept
         self.returning = {}  # (thread, statement group) -> the value its marked `return` returns
@@ -216,10 +216,12 @@ class Tracer:
             for key, markers in statements.items():
                 statements[key] = len(self.statements)
                 self.statements.append(Marked(self, markers, len(self.statements)))
-            for places, into in ((entries, self.entries), (loops, self.loops)):
-                for key, markers in places.items():
-                    places[key] = len(into)
-                    into.append(markers)
+            for key, markers in entries.items():
+                entries[key] = len(self.entries)
+                self.entries.append(markers)
+            for key, markers in loops.items():  # a pass reads its calls as a statement does (Marked.read)
+                loops[key] = len(self.loops)
+                self.loops.append(Marked(self, markers, len(self.loops)))
             shared = {first for (first, _), group in statements.items()
                       if any(marker["shared_line"] for _, marker in self.statements[group].markers)}
             self.plans[os.path.realpath(file)] = instrument.Plan(file, statements, entries, loops, shared)
@@ -233,8 +235,9 @@ class Tracer:
         plan = self.plans.get(os.path.realpath(script))
         if plan is None:
             return compile(source, script, "exec", dont_inherit=True)
-        namespace["__transformer_trace__"] = self
-        return _beside("instrument.py").compile_marked(source, script, plan, self.cache)
+        instrument = _beside("instrument.py")
+        namespace[instrument.HOOK] = self
+        return instrument.compile_marked(source, script, plan, self.cache)
 
     def torch_imported(self, torch):
         """Inside code `torch.compile` traces, every call here is a no-op that its compiler folds away (it captures
@@ -269,11 +272,10 @@ class Tracer:
         """A marked `for`'s loop variable, as a pass of its body begins."""
         if self.pid is None or self.compiling():
             return
-        frame, markers = sys._getframe(1), self.loops[group]
-        read = any(_reads(marker) for _, marker in markers)
-        if read:
-            self.calls.start(frame, markers)
-        self._take(frame, markers, None, self.calls.stop() if read else None)
+        frame, loop = sys._getframe(1), self.loops[group]
+        if loop.read:
+            self.calls.start(frame, loop.markers)
+        self._take(frame, loop.markers, None, self.calls.stop() if loop.read else None)
 
     def returned(self, group, value):
         """A marked `return`'s value, kept for its statement's exit."""
@@ -325,7 +327,7 @@ class Marked:
     recorded from its start where its checks read them, its values taken once it has run, nothing when it raised.
     Called from the statement's own frame, so it keeps no state: recursion and threads share it."""
 
-    __slots__ = ("tracer", "markers", "group", "read", "returns")
+    __slots__ = ("tracer", "markers", "group", "read")
 
     def __init__(self, tracer, markers, group):
         self.tracer, self.markers, self.group = tracer, markers, group

@@ -1,6 +1,7 @@
 """Correct code written in a form the checks once failed: the 1/√hs applied inside the softmax after the mask (the
 scores Q·Kᵀ unscaled), and a post-norm GPT block (its second residual sum adds the normalised stream, its output is a
-LayerNorm of that sum). Each form passes and says so; the bugs that look like them still fail."""
+LayerNorm of that sum), and a pre-norm ViT's "residual + norm" step marked on the plain residual sum (its LayerNorm on
+the next line). Each form passes and says so; the bugs that look like them still fail."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_trace.checks import ResidualOrPostNorm, ResidualSumEitherNorm, ScaledScores, SoftmaxRows
+from transformer_trace.checks import (
+    ResidualOrPostNorm, ResidualSumEitherNorm, ResidualThenNorm, ScaledScores, SoftmaxRows,
+)
 from transformer_trace.sources import ModuleRef, Ref, TensorDict
 
 B, H, T, HS, C = 2, 3, 5, 8, 12
@@ -124,3 +127,30 @@ def test_where_the_post_norm_operands_are_not_captured_the_block_output_is_judge
     post = block("post")
     del post.tensors["ln2"]
     assert OUTPUT.run(post).status == "failed"
+
+
+RESIDUAL_THEN_NORM = ResidualThenNorm(out=Ref("marked"), operands=(Ref("x"), Ref("attn")), module=ModuleRef("ln_2"))
+
+
+def vit_block(marked: str) -> TensorDict:
+    """A pre-norm ViT block's first residual: the step marked as ``marked`` (the sum "raw", its LayerNorm "normed", or
+    a bug)."""
+    torch.manual_seed(2)
+    x, attn = torch.randn(B, T, C), torch.randn(B, T, C)
+    gain, bias = torch.rand(C) + 0.5, torch.randn(C)
+    norm = lambda t: F.layer_norm(t, (C,), gain, bias)  # noqa: E731
+    tensors = {"raw": x + attn, "normed": norm(x + attn), "dropped": attn, "wrong tensor": norm(x)}
+    return TensorDict({"x": x, "attn": attn, "marked": tensors[marked]})
+
+
+@pytest.mark.parametrize("marked, claim", [("raw", "is the residual sum"), ("normed", "equals LayerNorm")])
+def test_the_residual_and_norm_step_passes_on_the_sum_or_its_layer_norm_and_names_which(marked, claim):
+    result = RESIDUAL_THEN_NORM.run(vit_block(marked))
+    assert result.status == "passed" and result.name.startswith(claim)
+
+
+@pytest.mark.parametrize("bug", ["dropped", "wrong tensor"])
+def test_a_dropped_residual_or_a_layer_norm_of_the_wrong_tensor_is_neither_the_sum_nor_its_norm(bug):
+    result = RESIDUAL_THEN_NORM.run(vit_block(bug))
+    assert result.status == "failed" and result.name == "is LayerNorm(input + sublayer output), or that sum itself"
+    assert "nor is it the residual sum itself" in result.detail

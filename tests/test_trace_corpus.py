@@ -309,6 +309,31 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
         ("K computed from the wrong input", "tv/models/vision_transformer.py", "self.self_attention(x, x, x,",
          "self.self_attention(x, input, x,", "S15", ""),
     ],
+    "jeonsworld_ViT_pytorch": [  # the scores' two lines unmarked: S12 derived from S09, S10 and checked within S13
+        ("softmax over the wrong axis", "models/modeling.py", "Softmax(dim=-1)", "Softmax(dim=-2)", "S13", ""),
+        ("missing 1/√d", "models/modeling.py",
+         "attention_scores = attention_scores / math.sqrt(self.attention_head_size)",
+         "attention_scores = attention_scores", "S13", ""),
+        ("positions added twice", "models/modeling.py", "embeddings = x + self.position_embeddings",
+         "embeddings = x + self.position_embeddings + self.position_embeddings", "S07", ""),
+        ("dropped residual", "models/modeling.py", "x = x + h  # BREAKPOINT S16", "x = x  # BREAKPOINT S16", "S16", ""),
+        ("dropped residual (the second)", "models/modeling.py", "x = x + h  # BREAKPOINT S19", "x = x  # BREAKPOINT S19",
+         "S19", ""),
+        ("second residual taken from the block input (the second `h = x` left out)", "models/modeling.py",
+         "        h = x\n        x = self.ffn_norm(x)", "        x = self.ffn_norm(x)", "S19", ""),
+        ("K computed from the wrong input", "models/modeling.py", "mixed_key_layer = self.key(hidden_states)",
+         "mixed_key_layer = self.key(mixed_query_layer)", "S10",
+         "missed: S09–S11 only check the head split of the projection each line read; nothing compares the key "
+         "Linear's input with the one the query and value Linears read (LayerNorm(S08), not captured)"),
+        ("LayerNorm's output unused: the attention reads the block input", "models/modeling.py",
+         "x, weights = self.attn(x)", "x, weights = self.attn(h)", "S09",
+         "missed: the attention_norm output has no snapshot, and S09–S11 do not compare the q, k, v Linears' input "
+         "with LayerNorm(S08)"),
+        ("LayerNorm's output unused: the MLP reads the raw residual sum", "models/modeling.py",
+         "x = self.ffn(x)  # BREAKPOINT S18", "x = self.ffn(h)  # BREAKPOINT S18", "S17",
+         "missed: with S16 marked on the raw sum, no marked line shows what fc1 reads (S17 is not marked, and its "
+         "check recomputes GELU's range only: fc1's output is not the step), and S18 reads fc2's own input"),
+    ],
 }
 
 

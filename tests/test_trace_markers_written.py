@@ -124,6 +124,16 @@ def test_a_slice_that_would_run_code_is_refused_in_one_line(tmp_path, written):
         find_markers(script, numberings(REPORTS))
 
 
+@pytest.mark.parametrize("line, names", [
+    ("logits, _ = model(x)  # BREAKPOINT S25", ("logits",)),
+    ("_, weights = attn(x)  # trace: w", ("weights",)),
+    ("_ = model(x)  # BREAKPOINT S25", ("_",)),  # the only name: read, as written
+])
+def test_a_throwaway_underscore_beside_another_name_is_not_read(tmp_path, line, names):
+    [marker] = find_markers(write(tmp_path, "driver.py", line + "\n"), numberings(REPORTS))
+    assert marker.names == names
+
+
 def test_a_word_after_the_marker_that_is_no_variable_is_a_title_and_the_line_is_captured(tmp_path):
     script = write(tmp_path, "titled.py", "x = [1, 2]  # trace: p embeddings\n")
     assert hits(script) == {"# trace: p embeddings": [[("x", [1, 2])]]}

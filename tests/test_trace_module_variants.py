@@ -103,3 +103,14 @@ def test_in_the_first_of_several_forward_passes_a_bug_is_still_named_first(tmp_p
     edits = [TWICE, ("f = self.fc2(h)  # BREAKPOINT S18", "f = self.fc2(F.relu(self.fc1(f_in)))  # BREAKPOINT S18")]
     data = traced(variant(tmp_path, edits), tmp_path / "out", status=1)
     assert data["outcome"]["first_failure"].startswith("S18 "), failed(data)
+
+
+RAW_S16 = [("x = x_in + a", "x = x_in + a  # BREAKPOINT S16"), ("f_in = self.ln2(x)  # BREAKPOINT S16", "f_in = self.ln2(x)")]
+
+
+def test_s16_marked_on_the_plain_residual_sum_before_its_layer_norm_passes_as_that_sum(tmp_path):
+    data = traced(variant(tmp_path, RAW_S16), tmp_path / "out", status=0)
+    assert failed(data) == []
+    checks = {s["label"]: s["check"] for s in data["snapshots"]}
+    assert checks["S16"]["name"].startswith("is the residual sum input + sublayer output")
+    assert checks["S17"]["passed"] is True

@@ -63,7 +63,7 @@ def corpus_counts(tmp_path_factory) -> dict[str, int]:
 
 @pytest.mark.slow
 def test_at_most_15_percent_of_the_captured_steps_of_the_corpus_are_not_checkable_and_none_fails(corpus_counts):
-    fraction = corpus_counts["not checkable"] / sum(corpus_counts.values())  # 41 of 365 (11.2%) over 19 entries
+    fraction = corpus_counts["not checkable"] / sum(corpus_counts.values())  # 42 of 379 (11.1%) over 20 entries
     assert fraction <= MOST_NOT_CHECKABLE, f"{fraction:.1%} not checkable: {corpus_counts}"
 
 

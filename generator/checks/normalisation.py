@@ -139,3 +139,24 @@ class ResidualLayerNorm(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         return _layer_norm(s, self.out, sum(s.t(ref) for ref in self.operands), self.module, "input + sublayer output")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResidualThenNorm(ResidualLayerNorm):
+    """A pre-norm block's "residual + norm" step (the ViT's S16): LayerNorm ``module`` of the sum of ``operands`` (the
+    MLP's input), or that sum itself, where the code adds the residual on one line and normalises it on the next and
+    the marker sits on the sum. The sum passes as the sum only; whether a LayerNorm follows it before the MLP is the
+    next step's check (``GeluOfLinear.unnormalised``)."""
+
+    sum_claim = "is the residual sum input + sublayer output (its LayerNorm, the MLP's input, is taken on another line)"
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        total = sum(s.t(ref) for ref in self.operands)
+        raw, detail = close(s.t(self.out), total, "input + sublayer output vs the recorded tensor")
+        if raw:
+            return self.sum_claim, True, detail
+        claim, passed, more = super().verify(s)
+        if passed:
+            return claim, passed, more
+        return "is LayerNorm(input + sublayer output), or that sum itself", False, (
+            f"{more}; nor is it the residual sum itself: {detail}")

@@ -221,12 +221,13 @@ def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[
 
 def _statement_markers(path: Path, line: int, statement: ast.stmt, found: list) -> list[Marker]:
     assigned = assigned_names(statement)
+    kept = [name for name in assigned if name != "_"] or assigned  # "logits, _ = model(x)": `_` is thrown away
     returns = isinstance(statement, ast.Return) and statement.value is not None
     markers = []
     for numbering, number, point, text, names, alternatives in found:
         fallback: tuple[str, ...] = ()
         if names:  # a word after the marker that is no variable once the line ran is a title: the line's own value then
-            chosen, fallback = names, tuple(assigned) or ((RETURN_VALUE,) if returns else ())
+            chosen, fallback = names, tuple(kept) or ((RETURN_VALUE,) if returns else ())
         elif len(found) > 1 and len(assigned) == len(found):  # "a, b, c = f(x)  # S02, S03, S04": one name each
             chosen = (assigned[[f[1] for f in found].index(number)],)
         elif len(found) > 1 and len(assigned) > 1:
@@ -237,7 +238,7 @@ def _statement_markers(path: Path, line: int, statement: ast.stmt, found: list) 
                                   statement.end_lineno, text, alternatives, shared=True))
             continue
         elif assigned:
-            chosen = tuple(assigned)
+            chosen = tuple(kept)
         elif returns:  # "return x @ w  # Snapshot #7"
             chosen = (RETURN_VALUE,)
         elif numbering == "custom":  # "print(x)  # trace: x": the point's name is the variable

@@ -7,7 +7,7 @@ Placeholders: {block} is the traced block, {block_prev} what feeds it, {block2} 
 from transformer_trace.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
 from transformer_trace.checks import (
     ContextHeads, EqualsParameter, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, PlusParameter, Probabilities,
-    ResidualBlock, ResidualLayerNorm, RowEquals, SameTensor, ScaledScores, SoftmaxRows, SumOf, TokensConcat,
+    ResidualBlock, ResidualThenNorm, RowEquals, SameTensor, ScaledScores, SoftmaxRows, SumOf, TokensConcat,
 )
 from transformer_trace.figures import AttentionHeads, Matrix
 from transformer_trace.places import Place
@@ -193,7 +193,7 @@ SNAPSHOTS = (
         variable='ff_in',
         stage='block',
         tensors=(block.LN_2,),
-        checks=(ResidualLayerNorm(operands=(block.INPUT, block_attn.OUT), module=ModuleRef('{block}.ln_2')),),
+        checks=(ResidualThenNorm(operands=(block.INPUT, block_attn.OUT), module=ModuleRef('{block}.ln_2')),),
         differs="The seed normalised `x + attn_out` with a LayerNorm and then also used the un-normalised sum nowhere; "
                 "in the standard pre-norm ViT this LayerNorm (`ln_2`) only feeds the MLP, while the residual stream "
                 "keeps the raw sum `x + attn_out`. The page shows `ln_2(x + attn_out)`, the MLP's input.",

@@ -1,0 +1,1 @@
+"""An empty stand-in for scipy.ndimage (ours, not upstream): only imported; see scipy/__init__.py."""

@@ -53,11 +53,13 @@ def failed(data: dict) -> list[str]:
 @pytest.mark.parametrize("edits", [
     [HALF], [BFLOAT16],
     [("with torch.no_grad():", "with torch.no_grad(), torch.autocast('cpu', dtype=torch.bfloat16):")],
+    [("with torch.no_grad():", "with torch.inference_mode():")],  # its tensors have no version counter
     OWN_LN2,  # its bias declared before its gain, named offset and scale
     [("self.fc2 = nn.Linear(2 * W, W)", "self.fc2 = torch.ao.nn.qat.Linear(2 * W, W, "
       "qconfig=torch.ao.quantization.get_default_qat_qconfig('fbgemm'))")],  # fake-quantised: not nn.Linear's formula
     [("self.patch = nn.Conv2d(3, W, 8, 8)", "self.patch = nn.Conv2d(3, W, 8, 8, padding=2, padding_mode='circular')")],
-], ids=["float16", "bfloat16", "autocast", "own LayerNorm, bias first", "QAT Linear", "circular padding"])
+], ids=["float16", "bfloat16", "autocast", "inference mode", "own LayerNorm, bias first", "QAT Linear",
+        "circular padding"])
 def test_correct_module_code_is_never_called_wrong(tmp_path, edits):
     data = traced(variant(tmp_path, edits), tmp_path / "out", status=0)
     assert failed(data) == [] and data["outcome"]["counts"]["passed"] >= 17
@@ -105,7 +107,8 @@ def test_in_the_first_of_several_forward_passes_a_bug_is_still_named_first(tmp_p
     assert data["outcome"]["first_failure"].startswith("S18 "), failed(data)
 
 
-RAW_S16 = [("x = x_in + a", "x = x_in + a  # BREAKPOINT S16"), ("f_in = self.ln2(x)  # BREAKPOINT S16", "f_in = self.ln2(x)")]
+RAW_S16 = [("x = x_in + a", "x = x_in + a  # BREAKPOINT S16"),
+           ("f_in = self.ln2(x)  # BREAKPOINT S16", "f_in = self.ln2(x)")]
 
 
 def test_s16_marked_on_the_plain_residual_sum_before_its_layer_norm_passes_as_that_sum(tmp_path):

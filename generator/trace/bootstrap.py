@@ -10,14 +10,16 @@ has imported it), so the script's own `models`, `generator` or `utils` modules a
   for the marked files' compiled code, instrument.py), markers
   ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body, reads, locals, calls}], a hit
   names its marker by index; the last three: what the checks read of the line, module_calls.py).
-- ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes (one tensor read twice
-  while a marked line runs is copied once: copies.py).
+- ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes (the same memory read
+  twice is copied once: copies.py).
 - ``events.jsonl``: one JSON object a line, written every 0.1 s (Results: a process killed at --timeout keeps all but
   the last 0.1 s): ``{"hit": marker index, "order", "site": [file, line] | null, "values": [value, ...]}``,
   ``{"seed": n}``, ``{"compiled": true}`` (the script called torch.compile) or ``{"entered": [file, first line,
   name]}`` (marked code that ran: why a marker was not reached).
   A value is ``{name, kind, device, note}`` plus ``array`` ({dtype, shape, offset, nbytes}; dtype "torch.float32" or
-  "numpy:<dtype>"), ``entries`` ([{key, array}]: a dict of tensors) or ``data`` (a JSON number or nested list).
+  "numpy:<dtype>"; where a parameter was kept by reference, ``live``, and ``changed`` with no offset where it changed
+  in place before it was written) and ``view`` (its own shape, where it reads a copy made of another shape),
+  ``entries`` ([{key, array}]: a dict of tensors) or ``data`` (a JSON number or nested list).
 - ``outcome.json``, written once the script's main thread ends: ``{"error", "error_at", "exit", "seconds"}``, or
   ``{"missing": message}`` when a marked variable does not exist (then the process ends at once: the script cannot
   catch it).
@@ -32,120 +34,8 @@ import sys
 import threading
 import time
 
-ALIGN = 64
-FLUSH_SECONDS = 0.1
 _REAL_EXIT = os._exit
 _LOADED = {}  # modules loaded by _beside
-
-
-class Results:
-    """What the script's process captured: kept in memory as it happens (a copy per value, cheap in the traced line)
-    and appended to the results folder's files every FLUSH_SECONDS by a low-level thread (not in threading.enumerate(),
-    not waited for at exit), at the script's end, at exit and before os._exit: a process killed at --timeout loses at
-    most the last FLUSH_SECONDS, even when it blocks in C."""
-
-    def __init__(self, folder, budget):
-        self.folder = folder
-        self.budget = budget
-        self.budget_left = budget
-        # the script's threads are captured too; re-entrant: a signal handler running a marked statement may
-        # interrupt a capture (each event names its own copies, so an event made in between is written whole)
-        self.lock = threading.RLock()
-        self.write_lock = threading.Lock()
-        self.arrays = open(os.path.join(folder, "tensors.bin"), "ab", buffering=0)
-        self.events = open(os.path.join(folder, "events.jsonl"), "ab", buffering=0)
-        self.pending = []  # (event, [(array description, copy)]) not written yet
-        self.pending_arrays = []  # the copies of the event being made
-        self.copied = {}  # (id, version, data pointer) -> (tensor, its copy's description), while a statement runs
-        self.offset = 0
-        self.order = 0
-        self.pid = os.getpid()
-
-    def not_copied(self, size):
-        """Why a value of ``size`` bytes was not copied: larger than the whole budget, or than what is left of it."""
-        if size > self.budget:
-            return f"not copied: this one value is {_mib(size)}, more than the {_mib(self.budget)} a trace keeps"
-        return (f"not copied: the captures already hold {_mib(self.budget - self.budget_left)} of the "
-                f"{_mib(self.budget)} a trace keeps, and this value is {_mib(size)}")
-
-    def array(self, copy, dtype, shape, nbytes):
-        """Keep a copy (a CPU tensor or a NumPy array) to write (the lock held); its description."""
-        described = {"dtype": dtype, "shape": list(shape), "offset": None, "nbytes": nbytes}
-        self.pending_arrays.append((described, copy))
-        return described
-
-    def event(self, record):
-        """Keep an event with the copies made for it (the lock held)."""
-        self.pending.append((record, self.pending_arrays))
-        self.pending_arrays = []
-
-    def flush(self):
-        if os.getpid() != self.pid:
-            return  # a fork()ed child writes nothing of ours
-        with self.write_lock:
-            with self.lock:
-                pending, self.pending = self.pending, []
-            pending.reverse()
-            while pending:  # every copy is freed here, under the write lock: not by a thread the exit cuts short
-                self._write(*pending.pop())
-
-    def _write(self, record, arrays):
-        for described, copy in arrays:
-            padding = -self.offset % ALIGN
-            _write_all(self.arrays, b"\0" * padding + _bytes_of(copy))
-            described["offset"] = self.offset + padding
-            self.offset += padding + described["nbytes"]
-        _write_all(self.events, (json.dumps(record, default=_plain_json) + "\n").encode())
-
-    def keep_flushing(self):
-        """Flush every FLUSH_SECONDS from a low-level thread of its own, for the life of this process."""
-        import _thread
-
-        def loop():
-            while os.getpid() == self.pid:
-                time.sleep(FLUSH_SECONDS)
-                try:
-                    self.flush()
-                except Exception:  # noqa: BLE001 - a full disk: the end of the run says it
-                    return
-
-        _thread.start_new_thread(loop, ())
-
-    def outcome(self, outcome):
-        self.flush()
-        path = os.path.join(self.folder, "outcome.json")
-        with open(path + ".part", "w", encoding="utf-8") as file:
-            json.dump(outcome, file)
-        os.replace(path + ".part", path)
-
-
-def _plain_json(value):
-    """A number read while PyTorch traces (a 0-d tensor standing for a size, under torch.jit.trace): its value, else
-    its text; never the script's error."""
-    try:
-        return value.tolist()
-    except Exception:  # noqa: BLE001 - anything else: its text
-        return str(value)
-
-
-def _mib(size):
-    return f"{size / 2**20:,.1f} MiB"
-
-
-def _write_all(file, data):
-    view = memoryview(data)
-    while view:
-        view = view[file.write(view):]
-
-
-def _bytes_of(copy):
-    """A kept copy's raw bytes: a NumPy array's, or a CPU tensor's (any dtype, bfloat16 included)."""
-    if not hasattr(copy, "data_ptr"):
-        return copy.tobytes()
-    import ctypes
-
-    copy = copy.contiguous()
-    return ctypes.string_at(copy.data_ptr(), copy.numel() * copy.element_size())
 
 
 def _read(frame, name):
@@ -197,8 +87,7 @@ class Tracer:
         shared = any(marker["shared_line"] for marker in self.markers)  # what tells a shared line's uses apart
         self.shared = _beside("running_module.py").SharedLines(self.user_files) if shared else None
         self.copies = _beside("copies.py")  # the values as JSON, and their copies
-        self.calls = _beside("module_calls.py").CallRecorder(results, os.path.dirname(spec["script"]),
-                                                             self.copies.tensor_value)
+        self.calls = _beside("module_calls.py").CallRecorder(results, os.path.dirname(spec["script"]), self.copies)
         self._plan()
         if "torch" in sys.modules:  # run in a process that has imported it (benchmarks/)
             self.torch_imported(sys.modules["torch"])
@@ -313,13 +202,6 @@ class Tracer:
                 if marker["shared_line"]:
                     event["module"] = module
                 self.results.event(event)
-        self._forget_copies()
-
-    def _forget_copies(self):
-        """Once no marked statement runs, the tensors copied are no longer held (an equal tensor is copied anew)."""
-        if not self.calls.running:
-            with self.results.lock:
-                self.results.copied.clear()
 
 
 class Marked:
@@ -347,7 +229,6 @@ class Marked:
         if kind is not None:  # the statement did not complete: nothing was assigned
             if self.read:
                 tracer.calls.stop()
-                tracer._forget_copies()
             return False
         tracer._take(sys._getframe(1), self.markers, returned, tracer.calls.stop() if self.read else None)
         return False
@@ -390,6 +271,9 @@ def _beside(file):
         _LOADED[name] = module_from_spec(spec)
         spec.loader.exec_module(_LOADED[name])
     return _LOADED[name]
+
+
+Results = _beside("results.py").Results
 
 
 def _flush_before_exit(results):

@@ -60,7 +60,10 @@ class ModuleCall:
     """One `nn.Module` call a marked line made (generator/trace/module_calls.py records it): the module's class and
     kind ("linear", "layer_norm", "embedding", "conv2d", "multihead_attention", or "user": a class of the user's
     files), how deep in the line it ran (1: called by the line itself), its tensor inputs and outputs (None where not
-    a tensor or not copied), its parameters by name and the attributes a recomputation needs (eps, stride, heads)."""
+    a tensor or not copied), its parameters by name and the attributes a recomputation needs (eps, stride, heads).
+    ``live``: its parameters were written when the script's process flushed, not copied as it ran (a forward pass
+    without gradients); generator/trace/weights.py trusts them only where they reproduce the call's own output. A call
+    whose parameters changed in place before they were written has the kind "changed" and none: no check reads it."""
 
     module: str
     kind: str
@@ -69,6 +72,7 @@ class ModuleCall:
     outputs: list[Any]
     params: dict[str, Any]
     attrs: dict[str, Any]
+    live: bool = False
 
 
 @dataclass
@@ -277,7 +281,9 @@ def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
             entered.append(tuple(event["entered"]))
             continue
         if "param" in event:
-            params[event["param"]] = _value(event["value"], arrays).tensor
+            array = event["value"].get("array") or {}
+            params[event["param"]] = (CHANGED if array.get("changed") else _value(event["value"], arrays).tensor,
+                                      bool(array.get("live")))
             continue
         values = [_value(entry, arrays) for entry in event["values"]]
         for value in (v for v in values if v.tensor is not None):
@@ -285,7 +291,7 @@ def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
             capture.kept_bytes += sum(t.numel() * t.element_size() for t in tensors)
         site = tuple(event["site"]) if event.get("site") else None
         calls = [_call(call, arrays, params) for call in event.get("calls", ())]
-        calls += [ModuleCall(name, "read", 1, [], [], {"weight": params.get(number)}, {})
+        calls += [ModuleCall(name, "read", 1, [], [], {"weight": _param(params, number)}, {})
                   for name, number in event.get("reads", {}).items()]  # weights passed to functional code
         hit = Hit(event["order"], values, site, event.get("module"), calls)
         capture.hits.setdefault(capture.markers[event["hit"]], []).append(hit)
@@ -335,21 +341,66 @@ def _function_around(source: str, line: int) -> tuple[str, int] | None:
     return inner.name, (inner.decorator_list[0].lineno if inner.decorator_list else inner.lineno)
 
 
-def _call(call: dict[str, Any], arrays: Arrays, params: dict[int, Any]) -> ModuleCall:
+CHANGED = object()  # a parameter kept by reference that changed in place before it was written
+
+
+def _param(params: dict[int, tuple[Any, bool]], number: int) -> Any:
+    value = params.get(number, (None, False))[0]
+    return None if value is CHANGED else value
+
+
+def _call(call: dict[str, Any], arrays: Arrays, params: dict[int, tuple[Any, bool]]) -> ModuleCall:
     def tensors(entries: list[Any]) -> list[Any]:
         return [_value(entry, arrays).tensor if entry else None for entry in entries]
 
     # a class or attribute name is the user's text: one the pages can quote as code, else said without it
     module = call["module"] if re.fullmatch(r"[A-Za-z_][\w.]{0,79}", str(call["module"])) else "module"
-    return ModuleCall(module, call["kind"], call["depth"], tensors(call["inputs"]), tensors(call["outputs"]),
-                      {name: params.get(number) for name, number in call["params"].items()}, call["attrs"])
+    own = [params.get(number, (None, False)) for number in call["params"].values()]
+    if any(value is CHANGED for value, _ in own):  # its weights then are gone: no check may read other ones
+        return ModuleCall(module, "changed", call["depth"], [], [], {}, {})
+    found = ModuleCall(module, call["kind"], call["depth"], tensors(call["inputs"]), tensors(call["outputs"]),
+                       {name: value for name, (value, _) in zip(call["params"], own)}, call["attrs"],
+                       live=any(live for _, live in own))
+    if found.live and not _reproduces(found):  # changed in place without its version counter (`weight.data.add_`)
+        return ModuleCall(module, "changed", call["depth"], [], [], {}, {})
+    return found
+
+
+GUARD_ROWS = 64  # the rows of a call's input its weights, written after the call, must reproduce
+
+
+def _reproduces(call: ModuleCall) -> bool:
+    """Whether the parameters written for a Linear or LayerNorm call (kept by reference, written after it ran)
+    reproduce the output it gave, on its input's first GUARD_ROWS rows: a change every row of a weight feeds shows."""
+    import torch.nn.functional as F
+
+    from transformer_trace.checks import close, judged_at
+
+    x, y = (call.inputs or [None])[0], (call.outputs or [None])[0]
+    weight, bias = call.params.get("weight"), call.params.get("bias")
+    if x is None or y is None or not x.is_floating_point() or not y.is_floating_point() or x.dim() == 0:
+        return False
+    try:
+        rows = x.reshape(-1, x.shape[-1])[:GUARD_ROWS].double()
+        if call.kind == "linear":
+            expected = F.linear(rows, weight.double(), bias.double() if bias is not None else None)
+        else:
+            expected = F.layer_norm(rows, rows.shape[-1:], weight.double() if weight is not None else None,
+                                    bias.double() if bias is not None else None, float(call.attrs.get("eps", 1e-5)))
+        actual = y.reshape(-1, expected.shape[-1])[:GUARD_ROWS].double()
+    except (RuntimeError, ValueError, TypeError, AttributeError):  # not the formula's shapes: not trusted
+        return False
+    dtypes = {x.dtype, y.dtype} | {t.dtype for t in (weight, bias) if t is not None}
+    with judged_at(dtypes):
+        return close(actual, expected, "")[0]
 
 
 def _value(entry: dict[str, Any], arrays: Arrays) -> Value:
     name, kind, device, note = entry["name"], entry["kind"], entry["device"], entry["note"]
     try:
-        if "array" in entry:
-            return Value(name, kind, _array(entry["array"], arrays), device, note)
+        if "array" in entry:  # "view": the shape of this value, where it reads a copy made of another shape
+            array = _array(entry["array"], arrays)
+            return Value(name, kind, array.reshape(entry["view"]) if "view" in entry else array, device, note)
         if "entries" in entry:
             return Value(name, kind, {e["key"]: _array(e["array"], arrays) for e in entry["entries"]}, device, note)
         if kind in ("scalar", "ints"):

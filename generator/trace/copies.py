@@ -3,15 +3,26 @@ file by its path: standard library only, torch and NumPy taken from sys.modules 
 
 A value becomes JSON as bootstrap.py's docstring says; a tensor's bytes are a CPU copy kept in the Results until its
 flushing thread writes them. The common case (a CPU tensor of real numbers, within the budget) takes a short path, and
-the same tensor read again while one marked statement runs (a module call's output that is the line's value, or the
-next call's input) is copied once: both values name the one copy, as long as the tensor object, its data and its
-version counter are unchanged (an in-place change makes a new copy).
+the same memory read again (a module call's output that is the line's value, or a view of it; the next call's input;
+a later line's input) is copied once: the values name the one copy, as long as the tensor they view is the same
+object (a weak reference: nothing is kept alive), their data are the same bytes in the same order, and the version
+counter is unchanged (an in-place change makes a new copy). A value that views the copy in another shape says so
+("view").
 """
 
 import sys
+import weakref
 
-MOST_HELD = 64  # tensors held to be recognised (a marked line that runs a whole model: its latest ones)
+MOST_HELD = 64  # copies remembered to be recognised (their tensors not held: weak references)
 _PLAIN_DTYPES = {}  # torch dtype -> its name, for the dtypes a page shows as they are (not complex, not quantized)
+
+
+def _plain_dtype(value):
+    """The name of a tensor's dtype where a page shows its values as they are (remembered); None for the others."""
+    if value.is_complex() or value.is_quantized:
+        return None
+    _PLAIN_DTYPES[value.dtype] = name = str(value.dtype)
+    return name
 
 
 def _value(name, kind, device, note, **more):
@@ -21,23 +32,66 @@ def _value(name, kind, device, note, **more):
 def tensor_value(results, name, value, torch):
     """A tensor's value: its bytes as a CPU copy, or why there is none (as generator/trace/capture.py describes)."""
     if value.is_cpu and value.layout is torch.strided:
-        dtype = _PLAIN_DTYPES.get(value.dtype)
-        if dtype is None and not value.is_complex() and not value.is_quantized:
-            dtype = _PLAIN_DTYPES[value.dtype] = str(value.dtype)
+        dtype = _PLAIN_DTYPES.get(value.dtype) or _plain_dtype(value)
         size = value.nbytes
-        if dtype is not None and 0 < size <= results.budget_left:
-            key = (id(value), value._version, value.data_ptr())
-            known = results.copied.get(key)
-            if known is None:
+        if dtype is not None and size > 0:
+            # the memory it reads: of the tensor it views where it reads it in row-major order (then any such view
+            # of the same bytes shares the copy), else the tensor's own (itself only)
+            ordered = value.is_contiguous()
+            owner = value._base if ordered and value._base is not None else value
+            # one made under torch.inference_mode() has no version counter: never recognised
+            key = None if value.is_inference() else (id(owner), value._version, value.data_ptr(), size, dtype, ordered)
+            known = results.copied.get(key) if key is not None else None
+            if known is not None and known[0]() is owner:
+                described = known[1]
+                if described["shape"] != list(value.shape):
+                    return {"name": name, "kind": "tensor", "device": "cpu", "note": "", "array": described,
+                            "view": list(value.shape)}
+                return {"name": name, "kind": "tensor", "device": "cpu", "note": "", "array": described}
+            if size <= results.budget_left:
                 copy = value.detach().clone() if value.requires_grad else value.clone()
                 if type(copy) is not torch.Tensor:  # a Parameter or another subclass: its values
                     copy = copy.as_subclass(torch.Tensor)
                 results.budget_left -= size
-                if len(results.copied) >= MOST_HELD:
-                    results.copied.clear()
-                known = results.copied[key] = (value, results.array(copy, dtype, copy.shape, size))
-            return {"name": name, "kind": "tensor", "device": "cpu", "note": "", "array": known[1]}
+                described = results.array(copy, dtype, copy.shape, size)
+                if key is not None:
+                    if len(results.copied) >= MOST_HELD:
+                        results.copied.clear()
+                    results.copied[key] = (weakref.ref(owner), described)
+                return {"name": name, "kind": "tensor", "device": "cpu", "note": "", "array": described}
     return _other_tensor(results, name, value, torch)
+
+
+class Live:
+    """A parameter kept by reference, not copied (module_calls.py: a Linear's or LayerNorm's weights in a forward pass
+    without gradients): Results writes its values when it flushes, or copies them before an optimizer's step changes
+    them; written as changed where its version counter or its storage moved before that (``current``)."""
+
+    __slots__ = ("tensor", "version", "pointer")
+
+    def __init__(self, tensor):
+        self.tensor, self.version, self.pointer = tensor, tensor._version, tensor.data_ptr()
+
+    def current(self):
+        """The tensor, where it still holds the values it had when it was kept; else None."""
+        tensor = self.tensor
+        return tensor if tensor._version == self.version and tensor.data_ptr() == self.pointer else None
+
+
+def live_value(results, name, value, torch):
+    """A CPU parameter of real numbers within the budget, kept by reference (``Live``: copied before an optimizer's
+    step); None for any other."""
+    if not value.is_cpu or value.layout is not torch.strided:
+        return None
+    dtype = _PLAIN_DTYPES.get(value.dtype) or _plain_dtype(value)
+    size = value.nbytes
+    if dtype is None or not 0 < size <= results.budget_left:
+        return None
+    results.budget_left -= size
+    results.keep_live_through_steps()
+    array = results.array(Live(value), dtype, value.shape, size)
+    array["live"] = True
+    return {"name": name, "kind": "tensor", "device": "cpu", "note": "", "array": array}
 
 
 def _other_tensor(results, name, value, torch):

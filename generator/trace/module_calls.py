@@ -25,15 +25,19 @@ ATTRIBUTES = ("eps", "epsilon", "variance_epsilon", "normalized_shape", "stride"
 DEPTH = 3  # the statement's own module calls, and the ones those make (a Sequential's layers)
 INPUTS, OUTPUTS = ("input0", "input1", "input2"), ("output0", "output1")  # the arguments and results kept
 MOST_CALLS = 24  # per statement: a marked line that runs a whole model keeps its first calls only
+# PyTorch's own modules whose parameters are kept by reference in a forward pass without gradients (copies.Live): the
+# generator checks that they reproduce the call's own output before it trusts them (generator/trace/weights.py)
+LIVE_KINDS = frozenset({"linear", "layer_norm"})
 
 
 class CallRecorder:
     """The module calls of the marked statements that are running (nested: a marked line can call marked code)."""
 
-    def __init__(self, results, folder, tensor_value):
+    def __init__(self, results, folder, copies):
         self.results = results
         self.folder = os.path.join(os.path.abspath(folder), "")  # the script's folder: the user's own classes
-        self.tensor_value = tensor_value  # bootstrap.tensor_value: a copy within the capture budget
+        self.tensor_value = copies.tensor_value  # a copy within the capture budget
+        self.live_value = copies.live_value  # a parameter kept by reference
         self.running = []  # per running statement: Statement
         self.depth = 0  # module calls running, counted while the hooks are installed
         self.handles = ()
@@ -130,9 +134,7 @@ class CallRecorder:
     def _user(self, module):
         cls = type(module)
         if cls not in self.user_classes:
-            file = getattr(sys.modules.get(cls.__module__), "__file__", None)
-            path = os.path.abspath(file) if file else ""
-            self.user_classes[cls] = path.startswith(self.folder) and "site-packages" not in path
+            self.user_classes[cls] = _in_folder(cls, self.folder)
         return self.user_classes[cls]
 
     def _call(self, module, kind, depth, args, output):
@@ -153,20 +155,24 @@ class CallRecorder:
                 inputs.append(value(results, name, argument, torch) if isinstance(argument, tensor) else None)
             for name, result in zip(OUTPUTS, outputs):
                 copied.append(value(results, name, result, torch) if isinstance(result, tensor) else None)
+            live = (kind in LIVE_KINDS and not torch.is_grad_enabled()  # no training step runs on these
+                    and len(getattr(module, "normalized_shape", (0,))) == 1)  # a LayerNorm over the last axis
             for name, param in owned:
-                number = self._param(param, torch)
+                number = self._param(param, torch, live)
                 if number is not None:
                     params[name] = number
         return {"module": type(module).__name__, "kind": kind, "depth": depth, "inputs": inputs, "outputs": copied,
                 "params": params, "attrs": _attrs(module, self.attributes)}
 
-    def _param(self, param, torch):
-        """The parameter's number; its values written once, in an event of their own (the lock held)."""
+    def _param(self, param, torch, live=False):
+        """The parameter's number; its values written once, in an event of their own (the lock held): copied, or
+        (``live``) kept by reference until they are written."""
         key = (id(param), param._version)  # an optimizer's step changes it in place: a new copy
         known = self.params.get(key)
         if known is not None:
             return known[1]
-        value = self.tensor_value(self.results, "param", param, torch)
+        value = (live and self.live_value(self.results, "param", param, torch)
+                 or self.tensor_value(self.results, "param", param, torch))
         if "array" not in value:
             return None  # past the capture budget
         number = len(self.params)
@@ -183,6 +189,13 @@ class Statement:
 
     def __init__(self, depth, wanted):
         self.depth, self.wanted, self.calls, self.counted = depth, wanted, [], 0
+
+
+def _in_folder(cls, folder):
+    """Whether a class is defined in a file under ``folder`` (the script's: the user's own), not an installed one."""
+    file = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    path = os.path.abspath(file) if file else ""
+    return path.startswith(folder) and "site-packages" not in path
 
 
 def _locals(frame, names, torch, results, tensor_value):

@@ -1,0 +1,154 @@
+"""What the traced script's process captured, and its writing into the results folder (bootstrap.py's docstring gives
+the files' format): loaded by bootstrap.py by its path (standard library only; torch only through the script's own
+tensors)."""
+
+import json
+import os
+import threading
+import time
+
+ALIGN = 64
+FLUSH_SECONDS = 0.1
+
+
+class Results:
+    """What the script's process captured: kept in memory as it happens (a copy per value, cheap in the traced line)
+    and appended to the results folder's files every FLUSH_SECONDS by a low-level thread (not in threading.enumerate(),
+    not waited for at exit), at the script's end, at exit and before os._exit: a process killed at --timeout loses at
+    most the last FLUSH_SECONDS, even when it blocks in C. A parameter kept by reference (copies.Live) is written
+    from the parameter itself, or as changed where it moved before or while it was written."""
+
+    def __init__(self, folder, budget):
+        self.folder = folder
+        self.budget = budget
+        self.budget_left = budget
+        # the script's threads are captured too; re-entrant: a signal handler running a marked statement may
+        # interrupt a capture (each event names its own copies, so an event made in between is written whole)
+        self.lock = threading.RLock()
+        self.write_lock = threading.Lock()
+        self.arrays = open(os.path.join(folder, "tensors.bin"), "ab", buffering=0)
+        self.events = open(os.path.join(folder, "events.jsonl"), "ab", buffering=0)
+        self.pending = []  # (event, [(array description, copy)]) not written yet
+        self.pending_arrays = []  # the copies of the event being made
+        self.copied = {}  # the memory a copy was made of -> (a weak reference to its tensor, the copy's description)
+        self.offset = 0
+        self.order = 0
+        self.pid = os.getpid()
+        self.step_hook = None  # copies the parameters kept by reference before an optimizer's step (copies.Live)
+
+    def not_copied(self, size):
+        """Why a value of ``size`` bytes was not copied: larger than the whole budget, or than what is left of it."""
+        if size > self.budget:
+            return f"not copied: this one value is {_mib(size)}, more than the {_mib(self.budget)} a trace keeps"
+        return (f"not copied: the captures already hold {_mib(self.budget - self.budget_left)} of the "
+                f"{_mib(self.budget)} a trace keeps, and this value is {_mib(size)}")
+
+    def array(self, copy, dtype, shape, nbytes):
+        """Keep a copy (a CPU tensor or a NumPy array) to write (the lock held); its description."""
+        described = {"dtype": dtype, "shape": list(shape), "offset": None, "nbytes": nbytes}
+        self.pending_arrays.append((described, copy))
+        return described
+
+    def event(self, record):
+        """Keep an event with the copies made for it (the lock held)."""
+        self.pending.append((record, self.pending_arrays))
+        self.pending_arrays = []
+
+    def keep_live_through_steps(self):
+        """Once a parameter is kept by reference: before any optimizer's step, the ones not yet written are copied."""
+        if self.step_hook is None:
+            try:
+                from torch.optim.optimizer import register_optimizer_step_pre_hook
+            except ImportError:  # no such hook in this PyTorch: the flush's version check says it changed
+                self.step_hook = False
+            else:
+                self.step_hook = register_optimizer_step_pre_hook(self._copy_live)
+
+    def _copy_live(self, *_):
+        with self.write_lock:  # a flush writing its batch finishes first
+            with self.lock:
+                for _, arrays in (*self.pending, (None, self.pending_arrays)):
+                    for index, (described, copy) in enumerate(arrays):
+                        if type(copy).__name__ == "Live":
+                            current = copy.current()
+                            arrays[index] = (described, copy if current is None else current.detach().clone())
+
+    def flush(self):
+        if os.getpid() != self.pid:
+            return  # a fork()ed child writes nothing of ours
+        with self.write_lock:
+            with self.lock:
+                pending, self.pending = self.pending, []
+            pending.reverse()
+            while pending:  # every copy is freed here, under the write lock: not by a thread the exit cuts short
+                self._write(*pending.pop())
+
+    def _write(self, record, arrays):
+        for described, copy in arrays:
+            live = copy if type(copy).__name__ == "Live" else None
+            if live is not None and (copy := live.current()) is None:
+                described["changed"] = True  # changed in place since it was kept: its values then are gone
+                continue
+            padding = -self.offset % ALIGN
+            if padding:
+                _write_all(self.arrays, b"\0" * padding)
+            _write_array(self.arrays, copy)
+            self.offset += padding + described["nbytes"]
+            if live is not None and live.current() is None:  # changed while it was written: not whole
+                described["changed"] = True
+                continue
+            described["offset"] = self.offset - described["nbytes"]
+        _write_all(self.events, (json.dumps(record, default=_plain_json) + "\n").encode())
+
+    def keep_flushing(self):
+        """Flush every FLUSH_SECONDS from a low-level thread of its own, for the life of this process."""
+        import _thread
+
+        def loop():
+            while os.getpid() == self.pid:
+                time.sleep(FLUSH_SECONDS)
+                try:
+                    self.flush()
+                except Exception:  # noqa: BLE001 - a full disk: the end of the run says it
+                    return
+
+        _thread.start_new_thread(loop, ())
+
+    def outcome(self, outcome):
+        self.flush()
+        path = os.path.join(self.folder, "outcome.json")
+        with open(path + ".part", "w", encoding="utf-8") as file:
+            json.dump(outcome, file)
+        os.replace(path + ".part", path)
+
+
+def _plain_json(value):
+    """A number read while PyTorch traces (a 0-d tensor standing for a size, under torch.jit.trace): its value, else
+    its text; never the script's error."""
+    try:
+        return value.tolist()
+    except Exception:  # noqa: BLE001 - anything else: its text
+        return str(value)
+
+
+def _mib(size):
+    return f"{size / 2**20:,.1f} MiB"
+
+
+def _write_all(file, data):
+    view = memoryview(data)
+    while view:
+        view = view[file.write(view):]
+
+
+def _write_array(file, copy):
+    """A kept copy's raw bytes, written: a NumPy array's, or a CPU tensor's (any dtype, bfloat16 included), read in
+    place (a parameter kept by reference is not copied once more)."""
+    if not hasattr(copy, "data_ptr"):
+        _write_all(file, copy.tobytes())
+        return
+    import ctypes
+
+    copy = copy.contiguous()  # held while its memory is written
+    size = copy.numel() * copy.element_size()
+    _write_all(file, memoryview((ctypes.c_char * size).from_address(copy.data_ptr())).cast("B"))

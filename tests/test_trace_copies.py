@@ -1,0 +1,141 @@
+"""What the traced script's interpreter copies, and what it keeps by reference (issue 29 point 7: the tracer's cost):
+the same memory read twice is copied once, whichever tensor views it, and never once it changed; a Linear's or
+LayerNorm's parameters in a forward pass without gradients are written from the parameter itself, and never as values
+they took after the call (an optimizer's step, an in-place change, a change through ``.data``)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from transformer_trace.reports import REPORTS
+from transformer_trace.trace import bootstrap, numberings
+from transformer_trace.trace.capture import CAPTURE_BUDGET_BYTES, _call, Arrays, run_script, user_files
+from transformer_trace.trace.markers import scan
+
+copies = bootstrap._beside("copies.py")
+
+
+def hits_of(tmp_path: Path, source: str) -> dict[str, list]:
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(source), encoding="utf-8")
+    capture = run_script(script, [], scan(user_files(script), numberings(REPORTS)), 60, argv0=str(script))
+    assert capture.finished, capture.error
+    return {marker.text: found for marker, found in capture.hits.items()}
+
+
+def test_a_view_of_a_copied_tensor_and_a_later_lines_read_of_it_share_its_copy_until_it_changes(tmp_path):
+    hits = hits_of(tmp_path, """\
+        import torch
+        from torch import nn
+        torch.manual_seed(0)
+        lin = nn.Linear(4, 6)
+        with torch.no_grad():
+            y = lin(torch.randn(2, 4))  # trace: y
+            heads = y.view(2, 2, 3)  # trace: heads
+            again = y  # trace: again
+            y.mul_(2)
+            doubled = y  # trace: doubled
+    """)
+    [[y]], [[heads]], [[again]], [[doubled]] = ([hit.values for hit in hits[f"# trace: {name}"]]
+                                                for name in ("y", "heads", "again", "doubled"))
+    assert heads.tensor.shape == (2, 2, 3) and torch.equal(heads.tensor.reshape(2, 6), y.tensor)
+    assert torch.equal(again.tensor, y.tensor) and torch.equal(doubled.tensor, 2 * y.tensor)
+
+
+class Recorded:
+    """A Results with one Linear weight kept by reference, as module_calls.py keeps it, and what was written of it."""
+
+    def __init__(self, folder: Path):
+        self.results = bootstrap.Results(str(folder), CAPTURE_BUDGET_BYTES)
+        self.folder = folder
+        torch.manual_seed(0)
+        self.layer = nn.Linear(4, 4)
+        self.before = self.layer.weight.detach().clone()
+        with self.results.lock, torch.no_grad():
+            self.value = copies.live_value(self.results, "param", self.layer.weight, torch)
+            self.results.event({"param": 0, "value": self.value})
+
+    def written(self) -> torch.Tensor | None:
+        self.results.flush()
+        described = self.value["array"]
+        if described.get("changed"):
+            return None
+        data = (self.folder / "tensors.bin").read_bytes()
+        return torch.frombuffer(bytearray(data), dtype=torch.float32, count=16,
+                                offset=described["offset"]).reshape(4, 4)
+
+
+def test_a_weight_kept_by_reference_is_written_as_it_was_before_an_optimizers_step(tmp_path):
+    recorded = Recorded(tmp_path)
+    recorded.layer(torch.randn(3, 4)).sum().backward()
+    torch.optim.SGD(recorded.layer.parameters(), lr=1.0).step()
+    assert not torch.equal(recorded.layer.weight.detach(), recorded.before)
+    assert torch.equal(recorded.written(), recorded.before)
+
+
+@pytest.mark.parametrize("change", ["in place", "replaced"])
+def test_a_weight_kept_by_reference_that_changed_before_it_was_written_is_written_as_changed(tmp_path, change):
+    recorded = Recorded(tmp_path)
+    with torch.no_grad():
+        if change == "in place":
+            recorded.layer.weight.add_(1.0)
+        else:
+            recorded.layer.weight.data = torch.zeros(4, 4)
+    assert recorded.written() is None
+
+
+def test_unchanged_a_weight_kept_by_reference_is_written_as_it_is(tmp_path):
+    recorded = Recorded(tmp_path)
+    assert torch.equal(recorded.written(), recorded.before)
+
+
+def linear_call(weight: torch.Tensor, x: torch.Tensor, y: torch.Tensor, live: bool) -> dict:
+    """A recorded Linear call as the events name it: its input, output and weight by their arrays in ``data``."""
+    data = bytearray()
+
+    def array(t: torch.Tensor) -> dict:
+        offset = len(data)
+        data.extend(t.contiguous().numpy().tobytes())
+        return {"name": "t", "kind": "tensor", "device": "cpu", "note": "",
+                "array": {"dtype": "torch.float32", "shape": list(t.shape), "offset": offset, "nbytes": t.nbytes}}
+
+    params = {0: (weight, live)}
+    call = {"module": "Linear", "kind": "linear", "depth": 1, "inputs": [array(x)], "outputs": [array(y)],
+            "params": {"weight": 0}, "attrs": {}}
+    return _call(call, Arrays(bytes(data)), params)
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_weights_written_after_the_call_that_no_longer_give_its_output_are_never_read(live):
+    """A change through ``.data`` moves no version counter: a weight kept by reference that does not reproduce its
+    call's output is read by no check (the call's kind "changed"); a weight copied as the call ran is the one it
+    used."""
+    torch.manual_seed(0)
+    x, weight = torch.randn(3, 4), torch.randn(5, 4)
+    y = x @ weight.T
+    assert linear_call(weight, x, y, live).kind == "linear"
+    changed = linear_call(weight + 0.01, x, y, live)
+    assert changed.kind == ("changed" if live else "linear")
+    assert changed.params == ({} if live else {"weight": changed.params["weight"]})
+
+
+def test_tensors_made_under_inference_mode_which_have_no_version_counter_are_copied(tmp_path):
+    hits = hits_of(tmp_path, """\
+        import torch
+        from torch import nn
+        torch.manual_seed(0)
+        lin = nn.Linear(4, 6)
+        with torch.inference_mode():
+            y = lin(torch.randn(2, 4))  # trace: y
+            heads = y.view(2, 2, 3)  # trace: heads
+    """)
+    [[y]], [[heads]] = ([hit.values for hit in hits[f"# trace: {name}"]] for name in ("y", "heads"))
+    assert y.tensor is not None and torch.equal(heads.tensor.reshape(2, 6), y.tensor)
+    [[call]] = [hit.calls for hit in hits["# trace: y"]]
+    assert call.kind == "linear" and torch.allclose(torch.nn.functional.linear(call.inputs[0], call.params["weight"],
+                                                                               call.params["bias"]), y.tensor)

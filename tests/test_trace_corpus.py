@@ -283,9 +283,8 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
         ("heads merged without moving the heads axis back", "layers.py", "self.o(attn.flatten(2))",
          "self.o(attn.transpose(1, 2).reshape(b, n, f))", "S15", "missed: S15 reads the o projection's own input (no "
          "snapshot shows the heads' concatenation, and none derives it from S14)"),
-        ("K computed from another tensor", "layers.py", "k = self.k(x)", "k = self.k(x.flip(1))", "S10",
-         "missed: S10 recomputes k from the k Linear's own recorded input; nothing compares it with the input the q "
-         "and v projections read (LN(S08), not captured)"),
+        # S10 alone recomputes k from the k Linear's own input; the q and v Linears' inputs (ln_1, not captured) differ
+        ("K computed from another tensor", "layers.py", "k = self.k(x)", "k = self.k(x.flip(1))", "S10", ""),
     ],
     "harvardnlp_annotated_transformer": [  # one attention() for the three uses; one embedding class for both sentences
         ("softmax over the wrong axis", AT, "p_attn = scores.softmax(dim=-1)", "p_attn = scores.softmax(dim=-2)", "#11", ""),

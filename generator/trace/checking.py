@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from transformer_trace.checks import FAILED, NOT_CHECKABLE, CheckResult, UnfittableWeights, judged_at
+from transformer_trace.checks import (
+    FAILED, NOT_CHECKABLE, PASSED, CheckResult, UnfittableWeights, close, judged_at,
+)
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.verify import LayoutStatus, catalogue_layout
 from transformer_trace.trace.derived import derive_missing
@@ -90,8 +92,10 @@ def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int],
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
     checked, read_labels = (source, labels) if source is None else _with_derived(pages, source, labels)
     known = modules_called(pages, checked) if checked is not None else {}
+    stand_ins: list[tuple[Any, int, str, torch.Tensor]] = []
     with judged_at(captured_dtypes(pages)):  # half-precision tensors are judged at their own precision
-        _check_pages(pages, catalogue, hit, dims, source, checked, read_labels, known)
+        _check_pages(pages, catalogue, hit, dims, source, checked, read_labels, known, stand_ins)
+        _stand_ins_agree(stand_ins)
     _derived_where_read(pages)
     return source, labels  # the run's tensors (generator/trace/run.py traced_run): computed once, here
 
@@ -109,15 +113,47 @@ def captured_dtypes(pages: list[SnapshotPage]) -> set[torch.dtype]:
             if isinstance(getattr(t.shown, "tensor", None), torch.Tensor)}
 
 
+def _stand_ins_agree(stand_ins: list[tuple[Any, int, str, torch.Tensor]]) -> None:
+    """Marked lines whose module calls read one catalogue tensor that no snapshot shows (the q, k and v projections of
+    ln_1, each line calling its own Linear) read the same tensor: where all but one of three or more agree, the one
+    that read another fails (K computed from another tensor than Q and V). Two that disagree do not tell which."""
+    readers: dict[str, dict[int, tuple[Any, int, torch.Tensor]]] = {}
+    for page, index, name, tensor in stand_ins:
+        readers.setdefault(name, {}).setdefault(id(page), (page, index, tensor))
+    for name, found in readers.items():
+        if len(found) < 3:
+            continue
+        for page, index, tensor in found.values():
+            others = [(other, t) for other, _, t in found.values() if other is not page]
+            agree = all(_same_values(t, others[0][1]) for _, t in others[1:])
+            result = page.checks[index]
+            if not agree or result.status != PASSED or _same_values(tensor, others[0][1]):
+                continue
+            _, detail = close(tensor.double(), others[0][1].double(), "this call's input vs theirs") if (
+                tensor.shape == others[0][1].shape) else (False, f"its shape {tuple(tensor.shape)} differs from theirs")
+            page.checks[index] = CheckResult(
+                name=result.name, passed=False, status=FAILED,
+                detail=f"the module call it was computed by read another tensor than "
+                       f"{' and '.join(other.label for other, _ in others)} read, where the catalogue has them all "
+                       f"read one, {name} (no snapshot shows it): {detail}; from what it read: {result.detail}")
+            page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
+
+
+def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and close(a.double(), b.double(), "")[0]
+
+
 def _check_pages(pages: list[SnapshotPage], catalogue: Any, hit: int, dims: dict[str, int], source: Any, checked: Any,
-                 read_labels: dict[str, TensorLabel], known: dict[str, Any]) -> None:
+                 read_labels: dict[str, TensorLabel], known: dict[str, Any],
+                 stand_ins: list[tuple[Any, int, str, torch.Tensor]]) -> None:
     for page in pages:
         # a snapshot is judged on its own capture, even where an earlier one shows the same record point
         if source is not None and page.captured:
             places = _shown_places(page, catalogue, pages, hit) or source.places
             own = own_tensors(page, places, dims)
             page.checks = page_checks(page, TensorDict({**checked.tensors, **own}, places=places),
-                                      {**read_labels, **dict.fromkeys(own, TensorLabel(page.label))}, known)
+                                      {**read_labels, **dict.fromkeys(own, TensorLabel(page.label))}, known,
+                                      stand_ins)
         else:
             page.checks = page_checks(page, checked, read_labels)
         page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
@@ -152,9 +188,11 @@ def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
 
 
 def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel],
-                known: dict[str, Any] | None = None) -> list[CheckResult]:
+                known: dict[str, Any] | None = None,
+                stand_ins: list[tuple[Any, int, str, torch.Tensor]] | None = None) -> list[CheckResult]:
     """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said
-    in the user's terms (a snapshot to capture, the weights a trace does not have)."""
+    in the user's terms (a snapshot to capture, the weights a trace does not have). ``stand_ins`` collects (page, the
+    result's index, a record name, the module call's input that stood in for it: _stand_ins_agree)."""
     checks = tuple(getattr(page.snap, "checks", ()))
     claims = [c.key().replace("_", " ") for c in checks]
     if not page.captured:
@@ -191,6 +229,8 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
             # phrases with commas of their own: semicolons
             what = ("; " if any(", " in n for n in needs) else ", ").join(needs)
             result = _not_checkable(claim, f"needs {what}", result.missing, lacks)
+        if stand_ins is not None and bound is not None:
+            stand_ins += [(page, len(results), name, tensor) for name, tensor in bound.stood_in if tensor is not None]
         results.append(result)
     return results
 

@@ -58,6 +58,8 @@ class Bound:
     own_input: Check | None = None
     note: str = ""
     also: tuple[Check, ...] = ()  # checks the call makes possible besides (an attention module's inputs)
+    # the catalogue tensors no snapshot shows that the call's own input stood in for: (record name, the input)
+    stood_in: tuple[tuple[str, torch.Tensor], ...] = ()
 
 
 def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None,
@@ -83,7 +85,7 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
                 or _attention(check, calls, source, main)
                 or _split_of_read(check, calls, source))
     tensors, modules, params = dict(source.tensors), {}, {}
-    taken, own_input, missing = [], None, []
+    taken, own_input, missing, stood_in = [], None, [], []
     for name, (kind, part) in wanted.items():
         call = chosen.get(kind)
         value = getattr(check, name)
@@ -104,6 +106,8 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
             if absent:
                 check = variant
                 missing += absent
+                if part == "input" and not isinstance(value, tuple):  # the input is that tensor (not a sum of them)
+                    stood_in += [(absent[0], call_tensor(call, part))]
             elif part == "input":
                 own_input = variant
     if not modules and not params and not missing:
@@ -114,7 +118,7 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
     if missing:
         note += (("; " if note else "") + "its input taken from the module call on the marked line (no captured "
                  f"snapshot shows {', '.join(missing)})")
-    return Bound(check, bound, own_input, note)
+    return Bound(check, bound, own_input, note, stood_in=tuple(stood_in))
 
 
 def _patches(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:

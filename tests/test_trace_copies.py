@@ -12,6 +12,7 @@ import pytest
 import torch
 from torch import nn
 
+from transformer_trace.cli import main
 from transformer_trace.reports import REPORTS
 from transformer_trace.trace import bootstrap, numberings
 from transformer_trace.trace.capture import CAPTURE_BUDGET_BYTES, _call, Arrays, run_script, user_files
@@ -28,23 +29,44 @@ def hits_of(tmp_path: Path, source: str) -> dict[str, list]:
     return {marker.text: found for marker, found in capture.hits.items()}
 
 
-def test_a_view_of_a_copied_tensor_and_a_later_lines_read_of_it_share_its_copy_until_it_changes(tmp_path):
+def test_a_lines_value_that_views_its_module_calls_output_shares_that_copy_in_its_own_shape(tmp_path):
     hits = hits_of(tmp_path, """\
         import torch
         from torch import nn
         torch.manual_seed(0)
         lin = nn.Linear(4, 6)
         with torch.no_grad():
-            y = lin(torch.randn(2, 4))  # trace: y
-            heads = y.view(2, 2, 3)  # trace: heads
-            again = y  # trace: again
-            y.mul_(2)
-            doubled = y  # trace: doubled
+            heads = lin(torch.randn(2, 4)).view(2, 2, 3)  # BREAKPOINT S25
     """)
-    [[y]], [[heads]], [[again]], [[doubled]] = ([hit.values for hit in hits[f"# trace: {name}"]]
-                                                for name in ("y", "heads", "again", "doubled"))
-    assert heads.tensor.shape == (2, 2, 3) and torch.equal(heads.tensor.reshape(2, 6), y.tensor)
-    assert torch.equal(again.tensor, y.tensor) and torch.equal(doubled.tensor, 2 * y.tensor)
+    [hit] = hits["BREAKPOINT S25"]
+    [heads], [call] = hit.values, hit.calls
+    assert heads.tensor.shape == (2, 2, 3) and torch.equal(heads.tensor.reshape(2, 6), call.outputs[0])
+
+
+@pytest.mark.parametrize("change", ["w.mul_(2)", "w.data.mul_(2)", "w.numpy()[:] *= 2"])
+def test_a_later_lines_read_of_memory_changed_in_place_is_copied_anew_even_without_a_version_change(tmp_path, change):
+    """Through ``.data`` or NumPy an in-place change moves no version counter: copies are recognised only while one
+    marked statement runs."""
+    hits = hits_of(tmp_path, f"""\
+        import torch
+        w = torch.ones(3)
+        for step in range(3):
+            cur = w  # trace: cur
+            with torch.no_grad():
+                {change}
+    """)
+    assert [hit.values[0].tensor.tolist() for hit in hits["# trace: cur"]] == [[1.0] * 3, [2.0] * 3, [4.0] * 3]
+
+
+def test_a_negated_view_of_the_same_memory_is_not_taken_for_it(tmp_path):
+    hits = hits_of(tmp_path, """\
+        import torch
+        z = torch.tensor([1 + 2j])
+        a = z.imag  # trace: a
+        b = z.conj().imag  # trace: b
+    """)
+    [[a]], [[b]] = ([hit.values for hit in hits[f"# trace: {name}"]] for name in ("a", "b"))
+    assert a.tensor.tolist() == [2.0] and b.tensor.tolist() == [-2.0]
 
 
 class Recorded:
@@ -139,3 +161,26 @@ def test_tensors_made_under_inference_mode_which_have_no_version_counter_are_cop
     [[call]] = [hit.calls for hit in hits["# trace: y"]]
     assert call.kind == "linear" and torch.allclose(torch.nn.functional.linear(call.inputs[0], call.params["weight"],
                                                                                call.params["bias"]), y.tensor)
+
+
+@pytest.mark.parametrize("change", [
+    "head.weight.data.mul_(0.5)",  # no version change; the rows the first inputs feed are zero
+    "head.weight.data = head.weight.data[:3]; head.bias.data = head.bias.data[:3]",  # smaller, same pointer
+])
+def test_weights_changed_after_the_call_never_fail_correct_code_nor_spoil_later_captures(tmp_path, change):
+    script = tmp_path / "head.py"
+    script.write_text(textwrap.dedent(f"""\
+        import torch, torch.nn as nn
+        torch.manual_seed(0)
+        head = nn.Linear(8, 5)
+        x = torch.randn(128, 8)
+        x[:64] = 0
+        with torch.no_grad():
+            cls_rep = x.clone()  # BREAKPOINT S24
+            logits = head(cls_rep)  # BREAKPOINT S25
+        {change}
+        later = torch.arange(6.0)  # trace: later
+    """), encoding="utf-8")
+    assert main(["trace", str(script), "--report", "vit", "--out", str(tmp_path / "out"), "--name", "t", "-q"]) == 0
+    import numpy as np
+    assert np.load(tmp_path / "out" / "t" / "data" / "hit1_later_later.npy").tolist() == list(range(6))

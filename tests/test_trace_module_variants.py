@@ -54,12 +54,14 @@ def failed(data: dict) -> list[str]:
     [HALF], [BFLOAT16],
     [("with torch.no_grad():", "with torch.no_grad(), torch.autocast('cpu', dtype=torch.bfloat16):")],
     [("with torch.no_grad():", "with torch.inference_mode():")],  # its tensors have no version counter
+    [("f = self.fc2(h)  # BREAKPOINT S18",  # a call in bfloat16, its result cast back to float32
+      "f = torch.autocast('cpu', dtype=torch.bfloat16)(self.fc2)(h).float()  # BREAKPOINT S18")],
     OWN_LN2,  # its bias declared before its gain, named offset and scale
     [("self.fc2 = nn.Linear(2 * W, W)", "self.fc2 = torch.ao.nn.qat.Linear(2 * W, W, "
       "qconfig=torch.ao.quantization.get_default_qat_qconfig('fbgemm'))")],  # fake-quantised: not nn.Linear's formula
     [("self.patch = nn.Conv2d(3, W, 8, 8)", "self.patch = nn.Conv2d(3, W, 8, 8, padding=2, padding_mode='circular')")],
-], ids=["float16", "bfloat16", "autocast", "inference mode", "own LayerNorm, bias first", "QAT Linear",
-        "circular padding"])
+], ids=["float16", "bfloat16", "autocast", "inference mode", "one call autocast", "own LayerNorm, bias first",
+        "QAT Linear", "circular padding"])
 def test_correct_module_code_is_never_called_wrong(tmp_path, edits):
     data = traced(variant(tmp_path, edits), tmp_path / "out", status=0)
     assert failed(data) == [] and data["outcome"]["counts"]["passed"] >= 17

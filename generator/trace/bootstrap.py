@@ -202,6 +202,14 @@ class Tracer:
                 if marker["shared_line"]:
                     event["module"] = module
                 self.results.event(event)
+        self._forget_copies()
+
+    def _forget_copies(self):
+        """Once no marked statement runs, the copies are not recognised again (a change through ``.data`` or NumPy
+        moves no version counter: a later line's read of the same memory is copied anew)."""
+        if not self.calls.running:
+            with self.results.lock:
+                self.results.copied.clear()
 
 
 class Marked:
@@ -229,6 +237,7 @@ class Marked:
         if kind is not None:  # the statement did not complete: nothing was assigned
             if self.read:
                 tracer.calls.stop()
+                tracer._forget_copies()
             return False
         tracer._take(sys._getframe(1), self.markers, returned, tracer.calls.stop() if self.read else None)
         return False

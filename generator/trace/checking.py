@@ -7,6 +7,7 @@ judged by the checks that could run."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -14,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from transformer_trace.checks import (
-    FAILED, NOT_CHECKABLE, PASSED, CheckResult, UnfittableWeights, close, judged_at,
+    FAILED, NOT_CHECKABLE, PASSED, CheckResult, UnfittableWeights, close, judged_at, tolerance,
 )
+from transformer_trace.checks.base import LOW_PRECISION
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.verify import LayoutStatus, catalogue_layout
 from transformer_trace.trace.derived import derive_missing
@@ -209,11 +211,17 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
     if source is None or not checks:
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
     results = []
+    # a module call that ran in half precision (autocast), its result cast back: judged at that precision too
+    precision = {tolerance(), *(LOW_PRECISION.get(t.dtype, 0.0) for call in page.calls
+                                for t in (*call.inputs, *call.outputs, *call.params.values())
+                                if isinstance(t, torch.Tensor))}
+    coarsest = [dtype for dtype, value in LOW_PRECISION.items() if value == max(precision)]
     for check, claim in zip(checks, claims):
         # the weights and inputs of the module calls the marked line made (generator/trace/weights.py)
         bound = bind(check, page.calls, source, page.main.shown.tensor, known) if page.calls or known else None
         try:
-            result = run_bound(bound) if bound is not None else check.run(source)
+            with judged_at(coarsest) if coarsest else contextlib.nullcontext():
+                result = run_bound(bound) if bound is not None else check.run(source)
         except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
             results.append(CheckResult(name=claim, passed=False,
                                        detail=f"the captured tensors do not fit the claim: {exc}"))

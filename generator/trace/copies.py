@@ -3,17 +3,18 @@ file by its path: standard library only, torch and NumPy taken from sys.modules 
 
 A value becomes JSON as bootstrap.py's docstring says; a tensor's bytes are a CPU copy kept in the Results until its
 flushing thread writes them. The common case (a CPU tensor of real numbers, within the budget) takes a short path, and
-the same memory read again (a module call's output that is the line's value, or a view of it; the next call's input;
-a later line's input) is copied once: the values name the one copy, as long as the tensor they view is the same
-object (a weak reference: nothing is kept alive), their data are the same bytes in the same order, and the version
-counter is unchanged (an in-place change makes a new copy). A value that views the copy in another shape says so
-("view").
+the same memory read again while one marked statement runs (a module call's output that is the line's value, or a view
+of it; the next call's input) is copied once: the values name the one copy, as long as the tensor they view is the same
+object (a weak reference: nothing is kept alive), their data are the same bytes read in the same order and sign, and
+the version counter is unchanged (an in-place change makes a new copy). A value that views the copy in another shape
+says so ("view"). Once no marked statement runs the copies are forgotten: a change through ``.data`` or NumPy moves no
+version counter, so a later line's read of the same memory is copied anew.
 """
 
 import sys
 import weakref
 
-MOST_HELD = 64  # copies remembered to be recognised (their tensors not held: weak references)
+MOST_HELD = 64  # copies remembered while a statement runs (their tensors not held: weak references)
 _PLAIN_DTYPES = {}  # torch dtype -> its name, for the dtypes a page shows as they are (not complex, not quantized)
 
 
@@ -40,7 +41,8 @@ def tensor_value(results, name, value, torch):
             ordered = value.is_contiguous()
             owner = value._base if ordered and value._base is not None else value
             # one made under torch.inference_mode() has no version counter: never recognised
-            key = None if value.is_inference() else (id(owner), value._version, value.data_ptr(), size, dtype, ordered)
+            key = None if value.is_inference() else (id(owner), value._version, value.data_ptr(), size, dtype, ordered,
+                                                      value.is_neg())
             known = results.copied.get(key) if key is not None else None
             if known is not None and known[0]() is owner:
                 described = known[1]
@@ -67,15 +69,18 @@ class Live:
     without gradients): Results writes its values when it flushes, or copies them before an optimizer's step changes
     them; written as changed where its version counter or its storage moved before that (``current``)."""
 
-    __slots__ = ("tensor", "version", "pointer")
+    __slots__ = ("tensor", "version", "pointer", "shape")
 
     def __init__(self, tensor):
-        self.tensor, self.version, self.pointer = tensor, tensor._version, tensor.data_ptr()
+        self.tensor, self.version, self.pointer, self.shape = tensor, tensor._version, tensor.data_ptr(), tensor.shape
 
     def current(self):
-        """The tensor, where it still holds the values it had when it was kept; else None."""
+        """The tensor, where it still holds the values it had when it was kept (``.data =`` a smaller tensor keeps the
+        version and the pointer); else None."""
         tensor = self.tensor
-        return tensor if tensor._version == self.version and tensor.data_ptr() == self.pointer else None
+        if tensor._version == self.version and tensor.data_ptr() == self.pointer and tensor.shape == self.shape:
+            return tensor
+        return None
 
 
 def live_value(results, name, value, torch):

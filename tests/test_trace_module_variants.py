@@ -56,12 +56,13 @@ def failed(data: dict) -> list[str]:
     [("with torch.no_grad():", "with torch.inference_mode():")],  # its tensors have no version counter
     [("f = self.fc2(h)  # BREAKPOINT S18",  # a call in bfloat16, its result cast back to float32
       "f = torch.autocast('cpu', dtype=torch.bfloat16)(self.fc2)(h).float()  # BREAKPOINT S18")],
+    [("k = self.k(x).view(B, N, H, HS)", "k = self.k(x.reshape(B * N, C)).view(B, N, H, HS)")],  # rows flattened
     OWN_LN2,  # its bias declared before its gain, named offset and scale
     [("self.fc2 = nn.Linear(2 * W, W)", "self.fc2 = torch.ao.nn.qat.Linear(2 * W, W, "
       "qconfig=torch.ao.quantization.get_default_qat_qconfig('fbgemm'))")],  # fake-quantised: not nn.Linear's formula
     [("self.patch = nn.Conv2d(3, W, 8, 8)", "self.patch = nn.Conv2d(3, W, 8, 8, padding=2, padding_mode='circular')")],
-], ids=["float16", "bfloat16", "autocast", "inference mode", "one call autocast", "own LayerNorm, bias first",
-        "QAT Linear", "circular padding"])
+], ids=["float16", "bfloat16", "autocast", "inference mode", "one call autocast", "k of flattened rows",
+        "own LayerNorm, bias first", "QAT Linear", "circular padding"])
 def test_correct_module_code_is_never_called_wrong(tmp_path, edits):
     data = traced(variant(tmp_path, edits), tmp_path / "out", status=0)
     assert failed(data) == [] and data["outcome"]["counts"]["passed"] >= 17
@@ -119,3 +120,10 @@ def test_s16_marked_on_the_plain_residual_sum_before_its_layer_norm_passes_as_th
     checks = {s["label"]: s["check"] for s in data["snapshots"]}
     assert checks["S16"]["name"].startswith("is the residual sum input + sublayer output")
     assert checks["S17"]["passed"] is True
+
+
+def test_k_computed_from_another_tensor_than_q_and_v_is_named_at_s10(tmp_path):
+    edits = [("k = self.k(x).view(B, N, H, HS)", "k = self.k(x.flip(1)).view(B, N, H, HS)")]
+    data = traced(variant(tmp_path, edits), tmp_path / "out", status=1)
+    assert data["outcome"]["first_failure"].startswith("S10 "), failed(data)
+    assert "read another tensor than S09 and S11" in failed(data)[0]

@@ -69,18 +69,26 @@ class Live:
     without gradients): Results writes its values when it flushes, or copies them before an optimizer's step changes
     them; written as changed where its version counter or its storage moved before that (``current``)."""
 
-    __slots__ = ("tensor", "version", "pointer", "shape")
+    __slots__ = ("tensor", "version", "pointer", "shape", "frozen", "written")
 
     def __init__(self, tensor):
         self.tensor, self.version, self.pointer, self.shape = tensor, tensor._version, tensor.data_ptr(), tensor.shape
+        self.frozen, self.written = None, False
 
     def current(self):
-        """The tensor, where it still holds the values it had when it was kept (``.data =`` a smaller tensor keeps the
-        version and the pointer); else None."""
+        """The values it had when it was kept: its copy (``freeze``), or the tensor where it still holds them
+        (``.data =`` a smaller tensor keeps the version and the pointer); else None."""
+        if self.frozen is not None:
+            return self.frozen
         tensor = self.tensor
         if tensor._version == self.version and tensor.data_ptr() == self.pointer and tensor.shape == self.shape:
             return tensor
         return None
+
+    def freeze(self):
+        """Copied now (an optimizer's step is about to change it), where it still holds its values."""
+        if self.frozen is None and not self.written and (tensor := self.current()) is not None:
+            self.frozen = tensor.detach().clone()
 
 
 def live_value(results, name, value, torch):
@@ -93,8 +101,9 @@ def live_value(results, name, value, torch):
     if dtype is None or not 0 < size <= results.budget_left:
         return None
     results.budget_left -= size
-    results.keep_live_through_steps()
-    array = results.array(Live(value), dtype, value.shape, size)
+    live = Live(value)
+    results.keep_live_through_steps(live)
+    array = results.array(live, dtype, value.shape, size)
     array["live"] = True
     return {"name": name, "kind": "tensor", "device": "cpu", "note": "", "array": array}
 

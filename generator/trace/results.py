@@ -6,9 +6,18 @@ import json
 import os
 import threading
 import time
+import weakref
 
 ALIGN = 64
 FLUSH_SECONDS = 0.1
+_STEP_HOOK = None  # one optimizer step pre-hook for the process: _before_a_step
+_LIVE_RESULTS = weakref.WeakSet()  # the Results holding parameters kept by reference
+
+
+def _before_a_step(*_):
+    """Before any optimizer's step: the parameters kept by reference and not yet written are copied."""
+    for results in list(_LIVE_RESULTS):
+        results.copy_live()
 
 
 class Results:
@@ -34,7 +43,7 @@ class Results:
         self.offset = 0
         self.order = 0
         self.pid = os.getpid()
-        self.step_hook = None  # copies the parameters kept by reference before an optimizer's step (copies.Live)
+        self.unwritten_live = []  # the parameters kept by reference (copies.Live) that may not be written yet
 
     def not_copied(self, size):
         """Why a value of ``size`` bytes was not copied: larger than the whole budget, or than what is left of it."""
@@ -54,24 +63,25 @@ class Results:
         self.pending.append((record, self.pending_arrays))
         self.pending_arrays = []
 
-    def keep_live_through_steps(self):
-        """Once a parameter is kept by reference: before any optimizer's step, the ones not yet written are copied."""
-        if self.step_hook is None:
+    def keep_live_through_steps(self, live):
+        """A parameter kept by reference (copies.Live): copied before any optimizer's step, until it is written."""
+        global _STEP_HOOK
+        self.unwritten_live.append(live)
+        _LIVE_RESULTS.add(self)
+        if _STEP_HOOK is None:
             try:
                 from torch.optim.optimizer import register_optimizer_step_pre_hook
-            except ImportError:  # no such hook in this PyTorch: the flush's version check says it changed
-                self.step_hook = False
+            except ImportError:  # no such hook in this PyTorch: the writer's version check says it changed
+                _STEP_HOOK = False
             else:
-                self.step_hook = register_optimizer_step_pre_hook(self._copy_live)
+                _STEP_HOOK = register_optimizer_step_pre_hook(_before_a_step)
 
-    def _copy_live(self, *_):
+    def copy_live(self):
         with self.write_lock:  # a flush writing its batch finishes first
             with self.lock:
-                for _, arrays in (*self.pending, (None, self.pending_arrays)):
-                    for index, (described, copy) in enumerate(arrays):
-                        if type(copy).__name__ == "Live":
-                            current = copy.current()
-                            arrays[index] = (described, copy if current is None else current.detach().clone())
+                for live in self.unwritten_live:
+                    live.freeze()
+                self.unwritten_live = []
 
     def flush(self):
         if os.getpid() != self.pid:
@@ -79,6 +89,7 @@ class Results:
         with self.write_lock:
             with self.lock:
                 pending, self.pending = self.pending, []
+                self.unwritten_live = [live for live in self.unwritten_live if not live.written]
             pending.reverse()
             while pending:  # every copy is freed here, under the write lock: not by a thread the exit cuts short
                 self._write(*pending.pop())
@@ -86,6 +97,8 @@ class Results:
     def _write(self, record, arrays):
         for described, copy in arrays:
             live = copy if type(copy).__name__ == "Live" else None
+            if live is not None:
+                live.written = True
             if live is not None and (copy := live.current()) is None:
                 described["changed"] = True  # changed in place since it was kept: its values then are gone
                 continue

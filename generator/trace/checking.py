@@ -212,16 +212,11 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
     if source is None or not checks:
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
     results = []
-    # a module call that ran in half precision (autocast), its result cast back: judged at that precision too
-    precision = {tolerance(), *(LOW_PRECISION.get(t.dtype, 0.0) for call in page.calls
-                                for t in (*call.inputs, *call.outputs, *call.params.values())
-                                if isinstance(t, torch.Tensor))}
-    coarsest = [dtype for dtype, value in LOW_PRECISION.items() if value == max(precision)]
     for check, claim in zip(checks, claims):
         # the weights and inputs of the module calls the marked line made (generator/trace/weights.py)
         bound = bind(check, page.calls, source, page.main.shown.tensor, known) if page.calls or known else None
         try:
-            with judged_at(coarsest) if coarsest else contextlib.nullcontext():
+            with _judged_with_calls(page):
                 try:
                     result = run_bound(bound) if bound is not None else check.run(source)
                 except (RuntimeError, ValueError, IndexError):
@@ -249,6 +244,15 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
             stand_ins += [(page, len(results), name, tensor) for name, tensor in bound.stood_in if tensor is not None]
         results.append(result)
     return results
+
+
+def _judged_with_calls(page: SnapshotPage) -> Any:
+    """A module call of the page's line that ran in half precision (autocast), its result cast back: the page's checks
+    judged at that precision too, where it is coarser than the one they run at."""
+    dtypes = {t.dtype for call in page.calls for t in (*call.inputs, *call.outputs, *call.params.values())
+              if isinstance(t, torch.Tensor)}
+    coarser = [dtype for dtype in dtypes if LOW_PRECISION.get(dtype, 0.0) > tolerance()]
+    return judged_at(coarser) if coarser else contextlib.nullcontext()
 
 
 def _pass_count(pages: list[SnapshotPage], template: str) -> int:

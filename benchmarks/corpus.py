@@ -5,7 +5,7 @@ Each driver is measured in a new process of its own (entries reuse module names:
                                                 #         "hits": [per traced run]}
 There, after the interpreter has started and imported PyTorch (and NumPy), the driver is run `repeats` times plainly
 (as `python driver.py` runs it: `runpy`, its folder first on sys.path, argv), under the tracer of the script's own
-interpreter (generator/trace/bootstrap.py's Tracer installed, the driver and its marked modules compiled with its
+interpreter (generator/trace/child/bootstrap.py's Tracer installed, the driver and its marked modules compiled with its
 calls, with the markers as the `trace` command sends them: what the checks read of each line copied) and under a
 trace function that does nothing, interleaved. Before each run the entry's own modules are forgotten, so each run
 imports them again as a new process would (their bytecode cached), and the garbage collector has run. Wall and CPU
@@ -58,8 +58,9 @@ def measure_in_this_process(driver: Path, repeats: int) -> dict[str, list]:
     import torch  # noqa: F401
 
     from transformer_trace.reports import REPORTS
-    from transformer_trace.trace import as_traced, bootstrap, choose_numbering, numberings
-    from transformer_trace.trace.capture import CAPTURE_BUDGET_BYTES, marker_spec, user_files
+    from transformer_trace.trace import as_traced, choose_numbering, numberings
+    from transformer_trace.trace.child import bootstrap
+    from transformer_trace.trace.reading.capture import CAPTURE_BUDGET_BYTES, marker_spec, user_files
     from transformer_trace.trace.markers import scan
 
     # the entry's modules are imported from cached bytecode, as `python driver.py` imports them once it has run before
@@ -155,7 +156,7 @@ def corpus_section(rows: list[Row]) -> list[str]:
              "of ours that builds it at a tiny size with random weights and runs one forward pass), in a new process "
              "of its own: once the interpreter has started and imported PyTorch and NumPy (neither is counted), the "
              "driver runs as `python driver.py` would (`runpy`, its own modules imported afresh each run, their "
-             "bytecode cached), under the tracer of the script's own interpreter (generator/trace/bootstrap.py: "
+             "bytecode cached), under the tracer of the script's own interpreter (generator/trace/child/bootstrap.py: "
              "the marked files compiled with a call to the tracer around each marked statement, instrument.py, read "
              "back from its cache after the first run as Python reads cached bytecode; the markers as the `trace` "
              "command sends them: only the module calls and local tensors the checks of each line read are copied; "

@@ -369,8 +369,10 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
     import io
     import runpy
 
-    from transformer_trace.trace import as_traced, bootstrap, choose_numbering, numberings
-    from transformer_trace.trace.capture import CAPTURE_BUDGET_BYTES, marker_spec, user_files
+    from transformer_trace.trace import as_traced, choose_numbering, numberings
+
+    from transformer_trace.trace.child import bootstrap
+    from transformer_trace.trace.reading.capture import CAPTURE_BUDGET_BYTES, marker_spec, user_files
     from transformer_trace.trace.markers import scan
 
     rows = []
@@ -390,7 +392,7 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
                 sys.argv = saved
 
         def traced(script=script, markers=markers, reads=reads):
-            # the tracer of the script's own interpreter (generator/trace/bootstrap.py), run here: its cost, warm,
+            # the tracer of the script's own interpreter (generator/trace/child/bootstrap.py), run here: its cost, warm,
             # without the interpreter's start-up, which the whole command's time below includes
             spec = {"script": str(script), "markers": [marker_spec(m, **reads) for m in markers],
                     "cache": str(work / "instrumented")}

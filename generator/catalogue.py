@@ -134,7 +134,7 @@ class Report:
     dims_legend: dict[str, str]
     questions: tuple[Question, ...]
     # the report's command-line options, defaults and validation; None (declared so): no model of ours runs it, a trace
-    # of a script's own `# trace:` points makes its only run (generator/trace/pages.py own_report)
+    # of a script's own `# trace:` points makes its only run (generator/trace/reading/pages.py own_report)
     options: type[RunOptions] | None
     runner: Callable[[Report, RunOptions], ModelRun] | None  # run(report, opts): builds the model, records one pass
     templates: Path | None = None  # its own templates: explain.md.j2, inputs.md.j2, questions.md.j2 (each optional)

@@ -2,7 +2,7 @@
 
 The one page class, the one tensor section the templates (generator/templates/) read, and the one place pages are made
 (``snapshot_pages``). What a page shows comes from its run: a model run's recording (generator/render.py
-``recorded_contents``), or a traced script's capture, read at the trace's boundary (generator/trace/pages.py
+``recorded_contents``), or a traced script's capture, read at the trace's boundary (generator/trace/reading/pages.py
 ``captured_contents``): the same fields say what a page shows (captured or not, the user's variable and marked line,
 the layout its shape was read in), so no template asks whether it is a trace.
 """
@@ -44,7 +44,7 @@ class SourceExcerpt:
 class TensorSection:
     """One tensor of a page: ``shown`` (what the page shows: as recorded, or as the user's script held it) and
     ``view``, what the report's blocks index: the same tensor in the catalogue's layout (``catalogue``, a traced
-    tensor's, read once by generator/trace/verify.py ``catalogue_layout``; where it cannot be read so, why)."""
+    tensor's, read once by generator/trace/reading/verify.py ``catalogue_layout``; where it cannot be read so, why)."""
 
     name: str  # record name (a traced tensor's: its file under data/)
     shown: TensorView
@@ -80,7 +80,7 @@ class TensorSection:
 
 @dataclass
 class SnapshotPage:
-    report: Report  # a traced script's own points too: generator/trace/pages.py own_report
+    report: Report  # a traced script's own points too: generator/trace/reading/pages.py own_report
     snap: Any
     path: str  # page path within the report folder, e.g. "encoder/07-self-attention-queries-q.md"
     tensors: list[TensorSection]
@@ -229,7 +229,7 @@ class Column:
 @dataclass(frozen=True)
 class Overview:
     """What a report's overview page shows beyond the pages' list, decided where the run is known (a model run's in
-    generator/render.py ``run_overview``, a traced script's in generator/trace/run.py ``trace_overview``), so the
+    generator/render.py ``run_overview``, a traced script's in trace/reading/run.py ``trace_overview``), so the
     overview template renders it and never asks which kind of run it is."""
 
     texts: str  # the template of macros ``summary()`` and ``record()``: the run's opening and closing words

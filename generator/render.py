@@ -257,9 +257,9 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, overv
     (returns the extra pages' entries for snapshots.json).
 
     One set of templates for every run: our models' (generator/run.py ``ModelRun``) and a traced script's (the same
-    class, built at the trace's boundary, generator/trace/run.py), whose pages say what they show (captured or not, the
+    class, built at the trace's boundary, trace/reading/run.py), whose pages say what they show (captured or not, the
     user's variable and marked line, the layout) in their own fields. ``overview``: what the overview shows beyond the
-    pages (generator/pages.py ``Overview``; a traced script's: generator/trace/run.py ``trace_overview``), by default
+    pages (generator/pages.py ``Overview``; a traced script's: trace/reading/run.py ``trace_overview``), by default
     a model run's (``run_overview``); ``title`` the report's title as Markdown (a trace's names its script). The
     report's own explanation and answer blocks render against either; a block that needs what the run lacks falls
     back, for that block alone, to generic text with the run's numbers saying what it would need.

@@ -23,7 +23,7 @@ class ReportError(TypeError):
 
 @runtime_checkable
 class TraceSpecLike(Protocol):
-    """What `python -m transformer_trace trace` reads of a report (``transformer_trace.trace.verify.TraceSpec``)."""
+    """What `python -m transformer_trace trace` reads of a report (``trace.reading.verify.TraceSpec``)."""
 
     keyword: str
     letter: str
@@ -74,7 +74,7 @@ _PARTS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "templates": (lambda v: v is None or (isinstance(v, Path) and v.is_dir()),
                   "None or the Path of an existing folder"),
     "trace": (lambda v: v is None or isinstance(v, TraceSpecLike),
-              "None or a transformer_trace.trace.verify.TraceSpec"),
+              "None or a transformer_trace.trace.reading.verify.TraceSpec"),
     "trace_inputs": (lambda v: isinstance(v, Mapping)
                      and all(isinstance(k, str) and isinstance(t, tuple) and len(t) == 2 for k, t in v.items()),
                      "a mapping of run input -> (kind, snapshot number or dimension)"),

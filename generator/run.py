@@ -62,7 +62,7 @@ class ModelRun:
     """One recorded forward pass: tensors (moved to the CPU), the model, its inputs and sizes.
 
     The ``TensorSource`` (generator/sources.py) the pages, checks and figures read: our own models' runs, with every
-    tensor recorded and the modules, parameters and inputs; and a traced script's (generator/trace/run.py), its captured
+    tensor recorded and the modules, parameters and inputs; and a traced script's (trace/reading/run.py), its captured
     tensors under the catalogue's record names and in its layouts, no model (``model`` None), and ``lacks`` saying
     why each thing it does not have is missing. Methods take a ``Ref`` (or the record-name template it holds) and fill
     its placeholders from ``places``.

@@ -15,7 +15,7 @@ from transformer_trace.models.legend import Legend
 from transformer_trace.report_parts import ReportError
 from transformer_trace.reports import REPORTS
 from transformer_trace.sources import Ref
-from transformer_trace.trace.verify import TraceSpec
+from transformer_trace.trace.reading.verify import TraceSpec
 
 GENERATOR = Path(__file__).resolve().parent.parent / "generator"
 
@@ -73,7 +73,7 @@ def test_the_trace_spec_says_how_to_mark_and_nothing_about_places():
 @pytest.mark.parametrize("key", sorted(REPORTS))
 def test_a_named_pass_is_the_same_place_for_a_model_run_and_for_a_trace_of_as_many_passes(key):
     """A model run of depth d and a script that ran d passes fill every named pass with the same place."""
-    from transformer_trace.trace.checking import pass_places
+    from transformer_trace.trace.reading.checking import pass_places
 
     report = REPORTS[key]
     opts = report.options()

@@ -208,7 +208,7 @@ def test_sizes_derive_what_follows_and_refuse_what_is_unknown_or_missing():
 
 
 def test_the_trace_binds_derived_sizes_from_the_models_relations_only():
-    from transformer_trace.trace.verify import bind_dims
+    from transformer_trace.trace.reading.verify import bind_dims
 
     named = [(("B", "N1", "C"), (1, 5, 8)), (("B", "h", "N1", "hs"), (1, 2, 5, 4))]
     with_relations = Legend({"B": "", "N": "", "N1": "", "C": "", "h": "", "hs": ""},

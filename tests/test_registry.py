@@ -274,7 +274,7 @@ def _main_without_seed(steps, out):
     ("runner", lambda report: None, "runner must be a callable run(report, opts)"),
     ("starter", "later", "starter must be None or a callable start(report, opts)"),
     ("templates", Path("/no/such/folder"), "templates must be None or the Path of an existing folder"),
-    ("trace", {"keyword": "BREAKPOINT"}, "trace must be None or a transformer_trace.trace.verify.TraceSpec"),
+    ("trace", {"keyword": "BREAKPOINT"}, "trace must be None or a transformer_trace.trace.reading.verify.TraceSpec"),
     ("trace_inputs", {"prompt_ids": "values"}, "trace_inputs must be a mapping"),
     ("training", _main_without_seed, "training must be None or a Training"),
     ("benchmark", object(), "benchmark must be None or a Benchmark"),

@@ -17,7 +17,7 @@ from transformer_trace.render import escape_text
 from transformer_trace.reports import REPORTS
 from transformer_trace.trace import numberings
 from transformer_trace.trace.markers import find_markers
-from transformer_trace.trace.verify import LayoutStatus, bind_dims, layout
+from transformer_trace.trace.reading.verify import LayoutStatus, bind_dims, layout
 from transformer_trace.models.legend import Legend, Quotient
 from tests.test_reports import assert_documented
 
@@ -197,7 +197,7 @@ def test_a_check_missing_tensors_lists_the_weights_it_also_lacks_but_not_weights
 def test_what_a_trace_lacks_is_typed_not_read_from_words():
     from transformer_trace.checks import UnfittableWeights
     from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable
-    from transformer_trace.trace.checking import TensorLabel, needed
+    from transformer_trace.trace.reading.checking import TensorLabel, needed
 
     labels = {"blocks.0.input": TensorLabel("S08", at_pass=2), "patches": TensorLabel("S03", sliced=True), "q": TensorLabel("S10", "q")}
     assert str(labels["blocks.0.input"]) == "S08 at pass 2" and labels["blocks.0.input"].at_pass == 2
@@ -525,7 +525,7 @@ def test_report_none_makes_a_report_of_the_scripts_own_points(tmp_path):
 
 
 def test_past_the_capture_budget_values_keep_their_shape_only_and_are_not_checkable(tmp_path, monkeypatch):
-    import transformer_trace.trace.capture as capture
+    import transformer_trace.trace.reading.capture as capture
 
     monkeypatch.setattr(capture, "CAPTURE_BUDGET_BYTES", 1000)
     script = tmp_path / "big.py"

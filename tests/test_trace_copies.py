@@ -14,8 +14,9 @@ from torch import nn
 
 from transformer_trace.cli import main
 from transformer_trace.reports import REPORTS
-from transformer_trace.trace import bootstrap, numberings
-from transformer_trace.trace.capture import CAPTURE_BUDGET_BYTES, _call, Arrays, run_script, user_files
+from transformer_trace.trace import numberings
+from transformer_trace.trace.child import bootstrap
+from transformer_trace.trace.reading.capture import CAPTURE_BUDGET_BYTES, _call, Arrays, run_script, user_files
 from transformer_trace.trace.markers import scan
 
 copies = bootstrap._beside("copies.py")

@@ -18,7 +18,7 @@ from transformer_trace.reports import REPORTS
 from transformer_trace.trace import numberings
 from transformer_trace.trace.markers import find_markers
 from transformer_trace.models.legend import Legend, Quotient
-from transformer_trace.trace.verify import LayoutStatus, bind_dims, layout
+from transformer_trace.trace.reading.verify import LayoutStatus, bind_dims, layout
 
 CORPUS = Path(__file__).resolve().parent / "trace_corpus"
 DRIVERS = sorted(CORPUS.glob("*/trace_driver*.py"))

@@ -1,5 +1,5 @@
 """`trace` compiles the marked files with a call to the tracer around each marked statement
-(generator/trace/instrument.py): no trace function runs, and the script's code, line numbers and bytecode cache stay
+(trace/child/instrument.py): no trace function runs, and the script's code, line numbers and bytecode cache stay
 its own."""
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def test_the_corpus_benchmark_times_traced_runs_that_capture_every_hit_a_trace_d
     """The Benchmarks page's corpus table times the tracer as `trace` runs it, never a run that captured less."""
     from transformer_trace.reports import REPORTS
     from transformer_trace.trace import as_traced, choose_numbering, numberings
-    from transformer_trace.trace.capture import run_script, user_files
+    from transformer_trace.trace.reading.capture import run_script, user_files
     from transformer_trace.trace.markers import scan
 
     root = Path(__file__).resolve().parent.parent
@@ -187,7 +187,7 @@ def test_marked_lines_run_under_pytorchs_own_transforms_leave_the_script_to_fini
 def test_the_cache_of_compiled_files_keeps_the_newest_ones_only(tmp_path, monkeypatch):
     import importlib.util
 
-    path = Path(__file__).resolve().parent.parent / "generator" / "trace" / "instrument.py"
+    path = Path(__file__).resolve().parent.parent / "generator" / "trace" / "child" / "instrument.py"
     spec = importlib.util.spec_from_file_location("instrument_under_test", path)
     instrument = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(instrument)

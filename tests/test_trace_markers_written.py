@@ -16,9 +16,9 @@ from transformer_trace.errors import UserError
 from transformer_trace.render import escape_text
 from transformer_trace.reports import REPORTS
 from transformer_trace.trace import numberings
-from transformer_trace.trace.capture import run_script, user_files
+from transformer_trace.trace.reading.capture import run_script, user_files
 from transformer_trace.trace.markers import find_markers, scan
-from transformer_trace.trace.shared_lines import CROSS, DECODER_SELF, ENCODER_SELF, hit_use
+from transformer_trace.trace.reading.shared_lines import CROSS, DECODER_SELF, ENCODER_SELF, hit_use
 
 
 def write(folder: Path, name: str, source: str) -> Path:

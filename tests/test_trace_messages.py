@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from transformer_trace.cli import main
-from transformer_trace.trace import capture
+from transformer_trace.trace.reading import capture
 
 
 def _trace(tmp_path: Path, source: str, capsys) -> tuple[dict, str, str]:

@@ -112,7 +112,7 @@ def test_a_name_whose_address_a_page_of_the_users_has_is_refused_before_the_scri
 
 
 def test_a_name_another_trace_took_while_the_script_ran_is_refused_not_replaced(tmp_path, capsys, monkeypatch):
-    from transformer_trace.trace import capture
+    from transformer_trace.trace.reading import capture
 
     first, other = script(tmp_path / "a"), script(tmp_path / "b")
     docs = tmp_path / "docs"

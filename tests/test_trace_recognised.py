@@ -12,7 +12,7 @@ import torch
 
 from transformer_trace.cli import main
 from transformer_trace.render import escape_text
-from transformer_trace.trace.variants import mask_form
+from transformer_trace.trace.reading.variants import mask_form
 
 TESTS = Path(__file__).resolve().parent
 CORPUS = TESTS / "trace_corpus"

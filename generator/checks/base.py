@@ -188,11 +188,11 @@ class Check(Typed):
 
     # True where the claim has a form that tensors alone decide (its verify catches the weights' NotCheckable)
     WEIGHTS_OPTIONAL: typing.ClassVar[bool] = False
-    # What a module call of a traced marked line can stand for (generator/trace/weights.py): field -> (the call's kind,
+    # What a module call of a traced marked line can stand for (trace/reading/weights.py): field -> (the call's kind,
     # "module": the module rebuilt from its parameters, "weight": its weight, "input": its input)
     FROM_CALLS: typing.ClassVar[dict[str, tuple[str, str]]] = {}
 
-    # The kinds of module calls generator/trace/weights.py's bind reads for this check besides FROM_CALLS's (a residual
+    # The kinds of module calls trace/reading/weights.py's bind reads for this check besides FROM_CALLS's (a residual
     # sum's unmarked sublayer output from the Linear or the user's module the line called last): a trace copies them
     CALLS_BOUND: typing.ClassVar[frozenset[str]] = frozenset()
     # Whether a trace copies the local tensors the marked line reads, for ``FROM_CALLS`` parts "local"

@@ -1,7 +1,7 @@
 """Checks that only a traced module call makes possible: a patch embedding computed by a Conv2d, recomputed from the
 convolution's own weights on the image it was called with, or by a chain of modules (a rearrange into patch rows, then
 LayerNorms and Linears), each recomputed from its own weights; a head split checked against the projection the marked
-line read (generator/trace/weights.py binds them)."""
+line read (generator/trace/reading/weights.py binds them)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ class PatchChain(Check):
 
 @dataclass(frozen=True, kw_only=True)
 class SumWithCall(SumOf):
-    """A residual sum whose last operand is taken from a module call's output (generator/trace/weights.py; never a
+    """A residual sum whose last operand is taken from a module call's output (trace/reading/weights.py; never a
     call whose output is the sum itself). Where it adds up, it passes; where it does not, the step is not checkable
     rather than failed: something after the call may change its output on the way into the sum (a dropout in training
     mode, an activation module after the Linear the line called last), so that output is not known to be the operand."""

@@ -66,7 +66,7 @@ class ResidualSumEitherNorm(SumOf):
 class ResidualOrPostNorm(SameTensor):
     """The block output: pre-norm, the same tensor as ``source`` (the second residual sum, no norm after it); or,
     post-norm, LayerNorm ``module`` of the sum of ``operands`` (the normalised stream plus the sublayer output): with
-    the LayerNorm the marked line called (its weights; generator/trace/weights.py binds a LayerNorm call whose output is
+    the LayerNorm the marked line called (its weights; trace/reading/weights.py binds a LayerNorm call whose output is
     the step), else with the gain and bias fitted. ``post_claim`` names the post-norm form where it held."""
 
     WEIGHTS_OPTIONAL = True

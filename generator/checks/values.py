@@ -158,7 +158,7 @@ def _number(value: torch.Tensor) -> str:
 class RowEquals(Check):
     """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
 
-    READS_LOCALS = True  # the sequence the line reads, where no snapshot shows it (generator/trace/weights.py)
+    READS_LOCALS = True  # the sequence the line reads, where no snapshot shows it (generator/trace/reading/weights.py)
 
     out: Ref = THIS
     source: Ref

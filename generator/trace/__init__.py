@@ -20,7 +20,7 @@ from transformer_trace.text import terminal_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
-    from transformer_trace.trace.capture import Capture
+    from transformer_trace.trace.reading.capture import Capture
 
 
 def traceable(reports: Mapping[str, Report]) -> dict[str, Report]:
@@ -35,7 +35,7 @@ def reads_locals(catalogue: Report) -> frozenset[int]:
                      if any(type(check).READS_LOCALS for check in getattr(snap, "checks", ())))
 
 
-# The kinds of module calls generator/trace/weights.py's bind reads besides those a check declares in FROM_CALLS: a
+# The kinds of module calls trace/reading/weights.py's bind reads besides those a check declares in FROM_CALLS: a
 # Linear step may be a Conv2d's patches, a chain of modules (a rearrange of the user's, LayerNorms, Linears: a patch
 # embedding), or an nn.MultiheadAttention's output projection; a LayerNorm the user's own. Of the user's modules,
 # "user" is any, "user_norm" one with a gain and a bias of its input's width, "user_leaf" one without parameters or
@@ -207,7 +207,7 @@ def _print_summary(summary: dict, capture: Capture, catalogue: Report, written: 
 def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None, script: Path,
            notebook: Path | None = None) -> int:
     from transformer_trace.site.staging import HandEdits, staged_output
-    from transformer_trace.trace.capture import run_script, user_files
+    from transformer_trace.trace.reading.capture import run_script, user_files
     from transformer_trace.trace.markers import scan
     from transformer_trace.trace import junit as junit_xml, notebook as notebooks
     from transformer_trace.trace.naming import hand_edits_refusal, rerun_path, trace_name, trace_record
@@ -252,7 +252,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     if notebook is not None:  # the pages name the notebook, its cells and lines
         notebooks.as_notebook_capture(capture, notebook.resolve())
     if numbering == "none":
-        from transformer_trace.trace.pages import own_report
+        from transformer_trace.trace.reading.pages import own_report
 
         catalogue = own_report(capture)
     try:

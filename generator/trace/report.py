@@ -26,11 +26,11 @@ from transformer_trace.snapshots_file import snapshots_json, write_snapshots_jso
 from transformer_trace.sources import NotCheckable, TensorDict, fill
 from transformer_trace.tensor_data import (attention_group_of, attention_groups, axis_labels, head_labels, run_labels,
                                    write_tensor_data)
-from transformer_trace.trace.capture import Capture
-from transformer_trace.trace.checking import pass_places
-from transformer_trace.trace.pages import _tensor_of, read_capture, shown_pass
-from transformer_trace.trace.run import TraceReport, adopt_verdicts, id_labels, trace_overview, traced_run
-from transformer_trace.trace.variants import recognised  # what the overview says was recognised
+from transformer_trace.trace.reading.capture import Capture
+from transformer_trace.trace.reading.checking import pass_places
+from transformer_trace.trace.reading.pages import _tensor_of, read_capture, shown_pass
+from transformer_trace.trace.reading.run import TraceReport, adopt_verdicts, id_labels, trace_overview, traced_run
+from transformer_trace.trace.reading.variants import recognised  # what the overview says was recognised
 from transformer_trace.version import package_version  # the run stamp names the package version
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/

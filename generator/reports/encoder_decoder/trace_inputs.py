@@ -1,4 +1,4 @@
-"""The encoder–decoder's run inputs that name words, as a traced script's pages read them (generator/trace/run.py,
+"""The encoder–decoder's run inputs that name words, as a traced script's pages read them (trace/reading/run.py,
 ``id_labels``): a trace knows the user's token IDs, not their words, so each word is labelled by its ID ("ID 4") and
 each vocabulary entry by its index. (For the integrator: this may join the report's TraceSpec in trace.py.)"""
 

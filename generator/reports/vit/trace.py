@@ -2,7 +2,7 @@
 (generator/trace/). Which of the catalogue's placeholders name one pass of the layer loop is the options'
 ``NAMED_PASSES``; what a trace checks is the catalogue's own checks."""
 
-from transformer_trace.trace.verify import TraceSpec
+from transformer_trace.trace.reading.verify import TraceSpec
 
 TRACE = TraceSpec(
     keyword="BREAKPOINT",

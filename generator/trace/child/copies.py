@@ -31,7 +31,7 @@ def _value(name, kind, device, note, **more):
 
 
 def tensor_value(results, name, value, torch):
-    """A tensor's value: its bytes as a CPU copy, or why there is none (as generator/trace/capture.py describes)."""
+    """A tensor's value: its bytes as a CPU copy, or why there is none (as trace/reading/capture.py describes)."""
     if value.is_cpu and value.layout is torch.strided:
         dtype = _PLAIN_DTYPES.get(value.dtype) or _plain_dtype(value)
         size = value.nbytes

@@ -19,9 +19,9 @@ from transformer_trace.checks import (
 )
 from transformer_trace.checks.base import LOW_PRECISION
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
-from transformer_trace.trace.verify import LayoutStatus, catalogue_layout
-from transformer_trace.trace.derived import derive_missing
-from transformer_trace.trace.weights import bind, modules_called, run_bound
+from transformer_trace.trace.reading.verify import LayoutStatus, catalogue_layout
+from transformer_trace.trace.reading.derived import derive_missing
+from transformer_trace.trace.reading.weights import bind, modules_called, run_bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.pages import SnapshotPage
@@ -43,7 +43,7 @@ class TensorLabel:
     sliced: bool = False
     # captured, but not readable in the catalogue's layout: why (dimensions unbound, values not copied)
     unreadable: str = ""
-    derived_from: tuple[str, ...] = ()  # not captured: derived from these (generator/trace/derived.py)
+    derived_from: tuple[str, ...] = ()  # not captured: derived from these (generator/trace/reading/derived.py)
 
     def __str__(self) -> str:
         if self.sliced:
@@ -99,7 +99,7 @@ def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int],
         _check_pages(pages, catalogue, hit, dims, source, checked, read_labels, known, stand_ins)
         _stand_ins_agree(stand_ins)
     _derived_where_read(pages)
-    return source, labels  # the run's tensors (generator/trace/run.py traced_run): computed once, here
+    return source, labels  # the run's tensors (generator/trace/reading/run.py traced_run): computed once, here
 
 
 def _derived_where_read(pages: list[SnapshotPage]) -> None:
@@ -164,7 +164,7 @@ def _check_pages(pages: list[SnapshotPage], catalogue: Any, hit: int, dims: dict
 
 def _with_derived(pages: list[SnapshotPage], source: TensorDict,
                   labels: dict[str, TensorLabel]) -> tuple[TensorDict, dict[str, TensorLabel]]:
-    """``source`` with the tensors of steps nobody marked derived from the captured ones (generator/trace/derived.py),
+    """``source`` with the tensors of steps nobody marked derived from the captured ones (trace/reading/derived.py),
     and the labels that say so."""
     tensors, read_labels = dict(source.tensors), dict(labels)
     derive_missing(pages, tensors, read_labels, dict(source.places),
@@ -213,7 +213,7 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
     results = []
     for check, claim in zip(checks, claims):
-        # the weights and inputs of the module calls the marked line made (generator/trace/weights.py)
+        # the weights and inputs of the module calls the marked line made (generator/trace/reading/weights.py)
         bound = bind(check, page.calls, source, page.main.shown.tensor, known) if page.calls or known else None
         try:
             with _judged_with_calls(page):

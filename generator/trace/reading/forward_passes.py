@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from transformer_trace.trace.capture import Capture, Notice
+from transformer_trace.trace.reading.capture import Capture, Notice
 
 
 def keep_first_forward_pass(capture: Capture, catalogue: Any, numbering: str) -> int:

@@ -30,7 +30,7 @@ from transformer_trace.trace.markers import Marker, read_source
 
 # Past this many bytes of captured copies, later hits keep their shape and statistics only (the pages stay bounded).
 CAPTURE_BUDGET_BYTES = 512 * 2**20
-BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
+BOOTSTRAP = Path(__file__).resolve().parent.parent / "child" / "bootstrap.py"  # run by path: the child room
 
 
 class Notice(str):
@@ -57,12 +57,12 @@ class Value:
 
 @dataclass
 class ModuleCall:
-    """One `nn.Module` call a marked line made (generator/trace/module_calls.py records it): the module's class and
+    """One `nn.Module` call a marked line made (trace/child/module_calls.py records it): the module's class and
     kind ("linear", "layer_norm", "embedding", "conv2d", "multihead_attention", or "user": a class of the user's
     files), how deep in the line it ran (1: called by the line itself), its tensor inputs and outputs (None where not
     a tensor or not copied), its parameters by name and the attributes a recomputation needs (eps, stride, heads).
     ``live``: its parameters were written when the script's process flushed, not copied as it ran (a forward pass
-    without gradients); generator/trace/weights.py trusts them only where they reproduce the call's own output. A call
+    without gradients); trace/reading/weights.py trusts them only where they reproduce the call's own output. A call
     whose parameters changed in place before they were written has the kind "changed" and none: no check reads it."""
 
     module: str

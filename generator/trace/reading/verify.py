@@ -1,5 +1,5 @@
 """Shapes for traced values: the catalogue's named shapes bound from the user's own tensors, legitimate layouts
-recognised (the checks themselves are the catalogue's, generator/checks.py, run by generator/trace/checking.py); and
+recognised (the checks themselves are the catalogue's, generator/checks.py, run by trace/reading/checking.py); and
 ``TraceSpec``, what a report adds for tracing."""
 
 from __future__ import annotations

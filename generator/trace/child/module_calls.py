@@ -12,7 +12,7 @@ parameters (each tensor written once, in a ``{"param": n, "value": ...}`` event,
 and the attributes a recomputation needs (eps, stride, heads...). The hit event carries them as ``"calls"``:
 ``[{"module": class name, "kind", "depth", "inputs": [value], "outputs": [value], "params": {name: n}, "attrs":
 {...}}]``, and the module tensors the statement reads by attribute (``self.pos_embedding``) as ``"reads"``: ``{name:
-n}`` (generator/trace/capture.py reads both).
+n}`` (generator/trace/reading/capture.py reads both).
 """
 
 import os
@@ -26,7 +26,7 @@ DEPTH = 3  # the statement's own module calls, and the ones those make (a Sequen
 INPUTS, OUTPUTS = ("input0", "input1", "input2"), ("output0", "output1")  # the arguments and results kept
 MOST_CALLS = 24  # per statement: a marked line that runs a whole model keeps its first calls only
 # PyTorch's own modules whose parameters are kept by reference in a forward pass without gradients (copies.Live): the
-# generator checks that they reproduce the call's own output before it trusts them (generator/trace/weights.py)
+# generator checks that they reproduce the call's own output before it trusts them (generator/trace/reading/weights.py)
 LIVE_KINDS = frozenset({"linear", "layer_norm"})
 
 
@@ -246,7 +246,7 @@ def _read(kind, wanted, module, args):
 
 
 def _norm_like(module, args):
-    """Whether a user's module can be read as a LayerNorm (generator/trace/weights.py's _looks_like: what a user's call
+    """Whether a user's module can be read as a LayerNorm (trace/reading/weights.py's _looks_like: what a user's call
     is read for): two 1-D parameters of one shape, the width of its first input's last axis."""
     params = [p for p in module._parameters.values() if p is not None]
     torch = sys.modules["torch"]

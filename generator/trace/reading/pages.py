@@ -17,12 +17,12 @@ from transformer_trace.sources import Lacking, MissingTensor, NotCheckable, Ref
 from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection, snapshot_pages
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
-from transformer_trace.trace.capture import Capture, Hit, Notice, Value
-from transformer_trace.trace.forward_passes import keep_first_forward_pass
+from transformer_trace.trace.reading.capture import Capture, Hit, Notice, Value
+from transformer_trace.trace.reading.forward_passes import keep_first_forward_pass
 from transformer_trace.trace.markers import Marker
-from transformer_trace.trace.checking import places_for, run_checks
+from transformer_trace.trace.reading.checking import places_for, run_checks
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
-from transformer_trace.trace.verify import Layout, LayoutStatus, bind_dims, catalogue_layout
+from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, catalogue_layout
 from transformer_trace.models.legend import Legend
 
 
@@ -130,7 +130,7 @@ def by_caller(marker: Marker, hits: list[Hit], capture: Capture, catalogue: Any)
     assigned, and the overview says why."""
     from dataclasses import replace
 
-    from transformer_trace.trace.shared_lines import by_module, described, snapshot_use
+    from transformer_trace.trace.reading.shared_lines import by_module, described, snapshot_use
 
     where = f"{Path(marker.file).name}:{marker.line}: {marker.text!r}"
     snaps = {snap.number: snap for snap in catalogue.snapshots}
@@ -262,7 +262,7 @@ def captured_contents(catalogue: Report, numbering: str, capture: Capture,
             fields["hit_values"] += [[_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits]
                                      for k in range(len(chosen.values))]
             fields["order"] = min(fields["order"] or chosen.order, chosen.order)
-            fields["calls"] += chosen.calls  # what weight-aware checks read (generator/trace/weights.py)
+            fields["calls"] += chosen.calls  # what weight-aware checks read (generator/trace/reading/weights.py)
             fields["tensors"].extend(_marked_sections(snap, marker, chosen, capture))
         return fields | {"captured": bool(fields["tensors"]), "hit_note": "; ".join(dict.fromkeys(notes))}
 
@@ -300,7 +300,7 @@ def read_capture(catalogue: Report, numbering: str, capture: Capture,
     """The pages of a capture (by the one page builder), the dimensions bound from it, each captured tensor read in the
     catalogue's layout, the catalogue's checks run on them; and its tensors under the catalogue's record names (a
     ``TensorDict``, or None for the script's own points) with the snapshot each name comes from (checking.py): the
-    inputs of the run the capture becomes (generator/trace/run.py ``traced_run``)."""
+    inputs of the run the capture becomes (generator/trace/reading/run.py ``traced_run``)."""
     keep_first_forward_pass(capture, catalogue, numbering)  # a check reads its inputs from one forward pass
     pages = snapshot_pages(catalogue, captured_contents(catalogue, numbering, capture, hit))
     dims = bind_dims([(p.shape_of(i), t.shown.shape) for p in pages if p.captured for i, t in enumerate(p.tensors)],

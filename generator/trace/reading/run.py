@@ -17,7 +17,7 @@ from transformer_trace.pages import Alert, Column, Dimensions, Overview
 from transformer_trace.run import Lacks, ModelRun
 from transformer_trace.sources import Known, MissingTensor, TensorDict
 from transformer_trace.text import escape_text
-from transformer_trace.trace.checking import TensorLabel
+from transformer_trace.trace.reading.checking import TensorLabel
 from transformer_trace.models.recording import Recorded, Recording
 
 
@@ -74,7 +74,7 @@ def absent_tensors(source: TensorDict, labels: dict[str, TensorLabel], captured:
 def traced_run(catalogue: Any, source: TensorDict | None, labels: dict[str, TensorLabel], pages: list[Any],
                inputs: dict[str, Any], dims: dict[str, int], stamp: dict[str, Any], command: str) -> ModelRun:
     """The capture as the run object the bundled reports produce (generator/run.py ``ModelRun``): the captured tensors
-    under the catalogue's record names and in its layouts (``source``, generator/trace/checking.py), each with the
+    under the catalogue's record names and in its layouts (``source``, trace/reading/checking.py), each with the
     user's file and marked line; no model; and what the run lacks, typed: the weights (``NoWeights``), the input's facts
     (``NoInput``), the tensors of snapshots not marked or not readable (``MissingTensor``, saying which and why)."""
     captured = {p.label for p in pages if p.captured}

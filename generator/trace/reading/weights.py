@@ -20,7 +20,7 @@ import torch
 
 from transformer_trace.checks import Check, CheckResult, HeadsRejoin, RowEquals, SumOf, close
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
-from transformer_trace.trace.attention_calls import AttentionInputs, attention_binding
+from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
 

@@ -7,6 +7,7 @@ hand Report objects to the generic code, which gets the rest from the run (``Mod
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,51 @@ def test_the_guard_catches_an_import_of_the_registry_and_a_key(tmp_path, monkeyp
                     encoding="utf-8")
     monkeypatch.setitem(MODULES, "generator.generic", path)
     assert report_names_in("generator.generic") == ["line 2: imports transformer_trace.reports", f"line 3: {key!r}"]
+
+
+# The child room (generator/trace/child/) runs inside the traced script's interpreter, loaded by path: nothing of
+# transformer_trace is importable there, and torch or NumPy only once the script has imported them (sys.modules).
+CHILD_ROOM = ROOT / "generator" / "trace" / "child"
+PROTOCOL = "protocol"
+
+
+def child_room_violations(source: str) -> list[str]:
+    """The imports of a child-room module that are neither the standard library nor the room's protocol (``from .
+    import protocol``, ``from .protocol import X``), wherever they sit: at the top or inside a function."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [f"line {node.lineno}: import {alias.name}" for alias in node.names
+                      if alias.name.split(".")[0] not in sys.stdlib_module_names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            if (node.module or "").split(".")[0] not in sys.stdlib_module_names:
+                found.append(f"line {node.lineno}: from {node.module} import ...")
+        elif isinstance(node, ast.ImportFrom):
+            named = [node.module] if node.module else [alias.name for alias in node.names]
+            if node.level != 1 or named != [PROTOCOL]:
+                found.append(f"line {node.lineno}: from {'.' * node.level}{node.module or ''} import "
+                             f"{', '.join(alias.name for alias in node.names)}")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(CHILD_ROOM.glob("*.py")), ids=lambda path: path.name)
+def test_the_child_room_imports_only_the_standard_library_and_its_protocol(path):
+    assert child_room_violations(path.read_text(encoding="utf-8")) == [], f"{path.name} imports outside its room"
+
+
+def test_the_child_room_holds_the_modules_the_traced_interpreter_loads():
+    assert {"bootstrap.py", "protocol.py", "copies.py", "results.py", "module_calls.py"} <= {
+        path.name for path in CHILD_ROOM.glob("*.py")}
+
+
+@pytest.mark.parametrize("source, allowed", [
+    ("import json, os\nfrom importlib.util import spec_from_file_location\n", True),
+    ("from . import protocol\nfrom .protocol import ModuleKind\n", True),
+    ("def f():\n    import torch\n", False),  # inside a function too: torch comes from sys.modules
+    ("import numpy as np\n", False),
+    ("from transformer_trace.trace.child import protocol\n", False),  # the package is not importable there
+    ("from . import copies\n", False),  # a sibling is handed over by bootstrap.py, loaded by path
+    ("from ..reading import capture\n", False),
+])
+def test_the_child_room_rule_tells_allowed_imports_from_the_others(source, allowed):
+    assert (child_room_violations(source) == []) is allowed

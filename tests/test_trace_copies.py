@@ -15,8 +15,10 @@ from torch import nn
 from transformer_trace.cli import main
 from transformer_trace.reports import REPORTS
 from transformer_trace.trace import numberings
-from transformer_trace.trace.child import bootstrap
-from transformer_trace.trace.reading.capture import CAPTURE_BUDGET_BYTES, _call, Arrays, run_script, user_files
+from transformer_trace.trace.child import bootstrap, protocol
+from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.reading.capture import (CAPTURE_BUDGET_BYTES, _call, Arrays, ModuleCall, run_script,
+                                                     user_files)
 from transformer_trace.trace.markers import scan
 
 copies = bootstrap._beside("copies.py")
@@ -81,7 +83,7 @@ class Recorded:
         self.before = self.layer.weight.detach().clone()
         with self.results.lock, torch.no_grad():
             self.value = copies.live_value(self.results, "param", self.layer.weight, torch)
-            self.results.event({"param": 0, "value": self.value})
+            self.results.event(protocol.param_to_serializable(0, self.value))
 
     def written(self) -> torch.Tensor | None:
         self.results.flush()
@@ -117,7 +119,7 @@ def test_unchanged_a_weight_kept_by_reference_is_written_as_it_is(tmp_path):
     assert torch.equal(recorded.written(), recorded.before)
 
 
-def linear_call(weight: torch.Tensor, x: torch.Tensor, y: torch.Tensor, live: bool) -> dict:
+def linear_call(weight: torch.Tensor, x: torch.Tensor, y: torch.Tensor, live: bool) -> ModuleCall:
     """A recorded Linear call as the events name it: its input, output and weight by their arrays in ``data``."""
     data = bytearray()
 
@@ -128,9 +130,8 @@ def linear_call(weight: torch.Tensor, x: torch.Tensor, y: torch.Tensor, live: bo
                 "array": {"dtype": "torch.float32", "shape": list(t.shape), "offset": offset, "nbytes": t.nbytes}}
 
     params = {0: (weight, live)}
-    call = {"module": "Linear", "kind": "linear", "depth": 1, "inputs": [array(x)], "outputs": [array(y)],
-            "params": {"weight": 0}, "attrs": {}}
-    return _call(call, Arrays(bytes(data)), params)
+    call = protocol.call_to_serializable("Linear", ModuleKind.LINEAR, 1, [array(x)], [array(y)], {"weight": 0}, {})
+    return _call(protocol.call_from_serializable(call), Arrays(bytes(data)), params)
 
 
 @pytest.mark.parametrize("live", [True, False])

@@ -3,26 +3,8 @@ its marked statements wrapped in calls to the Tracer (instrument.py; no trace fu
 into the spec's results folder for the generator to read.
 
 Run by file path, never imported by the generator: it imports only the standard library (torch only once the script
-has imported it), so the script's own `models`, `generator` or `utils` modules are the ones it imports. The protocol
-(capture.py reads it):
-
-- ``SPEC.json`` (from the generator): script, argv0, argv, results folder, budget (bytes of copies), cache (a folder
-  for the marked files' compiled code, instrument.py), markers
-  ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body, reads, locals, calls}], a hit
-  names its marker by index; the last three: what the checks read of the line, module_calls.py).
-- ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes (the same memory read
-  twice is copied once: copies.py).
-- ``events.jsonl``: one JSON object a line, written every 0.1 s (Results: a process killed at --timeout keeps all but
-  the last 0.1 s): ``{"hit": marker index, "order", "site": [file, line] | null, "values": [value, ...]}``,
-  ``{"seed": n}``, ``{"compiled": true}`` (the script called torch.compile) or ``{"entered": [file, first line,
-  name]}`` (marked code that ran: why a marker was not reached).
-  A value is ``{name, kind, device, note}`` plus ``array`` ({dtype, shape, offset, nbytes}; dtype "torch.float32" or
-  "numpy:<dtype>"; where a parameter was kept by reference, ``live``, and ``changed`` with no offset where it changed
-  in place before it was written) and ``view`` (its own shape, where it reads a copy made of another shape),
-  ``entries`` ([{key, array}]: a dict of tensors) or ``data`` (a JSON number or nested list).
-- ``outcome.json``, written once the script's main thread ends: ``{"error", "error_at", "exit", "seconds"}``, or
-  ``{"missing": message}`` when a marked variable does not exist (then the process ends at once: the script cannot
-  catch it).
+has imported it), so the script's own `models`, `generator` or `utils` modules are the ones it imports. What it writes
+into the results folder, and the spec it reads, are protocol.py's (versioned; reading/capture.py reads them).
 
 Only this process captures: a fork()ed child (multiprocessing, DataLoader workers) stops capturing as it starts, and
 a spawned one runs the script as `__mp_main__` without this file.
@@ -35,7 +17,7 @@ import threading
 import time
 
 _REAL_EXIT = os._exit
-_LOADED = {}  # modules loaded by _beside
+_PACKAGE = "_transformer_trace_child"  # this folder, as the script's interpreter names it (_beside)
 
 
 def _read(frame, name):
@@ -150,7 +132,7 @@ class Tracer:
             return
         self.seen.add(code)
         with self.results.lock:
-            self.results.event({"entered": list(code)})
+            self.results.event(protocol.entered_to_serializable(*code))
 
     def entry(self, group):
         """A marked `def`'s arguments, as its body begins."""
@@ -197,11 +179,8 @@ class Tracer:
                     if "[" in name:  # a slice: filed under its variable's name (data file names), said in its note
                         value["name"], value["note"] = name.split("[", 1)[0], value["note"] or f"the slice {name}"
                 self.results.order += 1
-                event = {"hit": index, "order": self.results.order, "site": site, "values": values,
-                         "calls": calls or [], "reads": reads}
-                if marker["shared_line"]:
-                    event["module"] = module
-                self.results.event(event)
+                self.results.event(protocol.hit_to_serializable(index, self.results.order, site, values, calls or [],
+                                                                reads, module if marker["shared_line"] else None))
         self._forget_copies()
 
     def _forget_copies(self):
@@ -270,18 +249,25 @@ def _flush_streams():
 
 
 def _beside(file):
-    """A module of ours beside this file, loaded by its path (nothing of the package is importable in the script's
-    process), once."""
-    name = "_transformer_trace_" + file.removesuffix(".py")
-    if name not in _LOADED:
+    """A module of ours beside this file, loaded by its path (nothing of transformer_trace is importable in the
+    script's process), once: as a module of a package of its own (``_PACKAGE``), so that it imports the protocol as
+    the generator does, ``from . import protocol``."""
+    name = f"{_PACKAGE}.{file.removesuffix('.py')}"
+    if name not in sys.modules:
         from importlib.util import module_from_spec, spec_from_file_location
 
-        spec = spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), file))
-        _LOADED[name] = module_from_spec(spec)
-        spec.loader.exec_module(_LOADED[name])
-    return _LOADED[name]
+        folder = os.path.dirname(os.path.abspath(__file__))
+        if _PACKAGE not in sys.modules:
+            package = type(sys)(_PACKAGE)
+            package.__path__ = [folder]
+            sys.modules[_PACKAGE] = package
+        spec = spec_from_file_location(name, os.path.join(folder, file))
+        module = sys.modules[name] = module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
+protocol = _beside("protocol.py")
 Results = _beside("results.py").Results
 
 

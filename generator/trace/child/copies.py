@@ -1,7 +1,7 @@
 """The copies of the values a marked line held, made in the traced script's own interpreter (bootstrap.py loads this
 file by its path: standard library only, torch and NumPy taken from sys.modules once the script has imported them).
 
-A value becomes JSON as bootstrap.py's docstring says; a tensor's bytes are a CPU copy kept in the Results until its
+A value becomes JSON as protocol.py's value_to_serializable writes it; a tensor's bytes are a CPU copy kept in the Results until its
 flushing thread writes them. The common case (a CPU tensor of real numbers, within the budget) takes a short path, and
 the same memory read again while one marked statement runs (a module call's output that is the line's value, or a view
 of it; the next call's input) is copied once: the values name the one copy, as long as the tensor they view is the same
@@ -13,6 +13,9 @@ version counter, so a later line's read of the same memory is copied anew.
 
 import sys
 import weakref
+
+from . import protocol
+from .protocol import ValueKind
 
 MOST_HELD = 64  # copies remembered while a statement runs (their tensors not held: weak references)
 _PLAIN_DTYPES = {}  # torch dtype -> its name, for the dtypes a page shows as they are (not complex, not quantized)
@@ -26,8 +29,7 @@ def _plain_dtype(value):
     return name
 
 
-def _value(name, kind, device, note, **more):
-    return {"name": name, "kind": kind, "device": device, "note": note, **more}
+_value = protocol.value_to_serializable
 
 
 def tensor_value(results, name, value, torch):
@@ -47,9 +49,8 @@ def tensor_value(results, name, value, torch):
             if known is not None and known[0]() is owner:
                 described = known[1]
                 if described["shape"] != list(value.shape):
-                    return {"name": name, "kind": "tensor", "device": "cpu", "note": "", "array": described,
-                            "view": list(value.shape)}
-                return {"name": name, "kind": "tensor", "device": "cpu", "note": "", "array": described}
+                    return _value(name, ValueKind.TENSOR, "cpu", "", described, view=list(value.shape))
+                return _value(name, ValueKind.TENSOR, "cpu", "", described)
             if size <= results.budget_left:
                 copy = value.detach().clone() if value.requires_grad else value.clone()
                 if type(copy) is not torch.Tensor:  # a Parameter or another subclass: its values
@@ -60,7 +61,7 @@ def tensor_value(results, name, value, torch):
                     if len(results.copied) >= MOST_HELD:
                         results.copied.clear()
                     results.copied[key] = (weakref.ref(owner), described)
-                return {"name": name, "kind": "tensor", "device": "cpu", "note": "", "array": described}
+                return _value(name, ValueKind.TENSOR, "cpu", "", described)
     return _other_tensor(results, name, value, torch)
 
 
@@ -103,9 +104,8 @@ def live_value(results, name, value, torch):
     results.budget_left -= size
     live = Live(value)
     results.keep_live_through_steps(live)
-    array = results.array(live, dtype, value.shape, size)
-    array["live"] = True
-    return {"name": name, "kind": "tensor", "device": "cpu", "note": "", "array": array}
+    array = results.array(live, dtype, value.shape, size, live=True)
+    return _value(name, ValueKind.TENSOR, "cpu", "", array)
 
 
 def _other_tensor(results, name, value, torch):
@@ -114,20 +114,19 @@ def _other_tensor(results, name, value, torch):
     size = value.numel() * value.element_size()
     described = f"{tuple(value.shape)} {str(value.dtype).replace('torch.', '', 1)}"
     if value.is_meta:  # torch.set_default_device("meta"): a shape without values
-        return _value(name, "other", device, f"a meta tensor {described}, which holds no values to show")
+        return _value(name, ValueKind.OTHER, device, f"a meta tensor {described}, which holds no values to show")
     if value.is_complex() or value.is_quantized or value.numel() == 0:
         kind = "complex" if value.is_complex() else "quantized" if value.is_quantized else "empty"
-        return _value(name, "other", device, f"a {kind} tensor {described}, which a page cannot show")
+        return _value(name, ValueKind.OTHER, device, f"a {kind} tensor {described}, which a page cannot show")
     if value.layout != torch.strided:  # sparse: its values, as the dense tensor they stand for
         if size > results.budget_left:
-            return {"name": name, "kind": "other", "device": device,
-                    "note": f"a sparse tensor {described}, not copied: too big to make dense"}
+            return _value(name, ValueKind.OTHER, device, f"a sparse tensor {described}, not copied: too big to make dense")
         dense = tensor_value(results, name, value.detach().to_dense(), torch)
         dense["note"] = "a sparse tensor, shown dense"
         return dense
     if size > results.budget_left:
-        return _value(name, "tensor", device, f"{described}, {results.not_copied(size)}")
-    return _value(name, "tensor", device, "", array=_array(results, value, torch))
+        return _value(name, ValueKind.TENSOR, device, f"{described}, {results.not_copied(size)}")
+    return _value(name, ValueKind.TENSOR, device, "", array=_array(results, value, torch))
 
 
 def _array(results, tensor, torch):
@@ -149,12 +148,12 @@ class Unreadable:
 def captured(results, name, value):
     """``to_value``, or what the value is where it cannot be copied."""
     if isinstance(value, Unreadable):
-        return _value(name, "other", "cpu", f"reading it raised {value.error}")
+        return _value(name, ValueKind.OTHER, "cpu", f"reading it raised {value.error}")
     try:
         return to_value(results, name, value)
     except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error
         note = f"a {type(value).__name__} that could not be copied ({type(exc).__name__})"
-        return _value(name, "other", "cpu", note)
+        return _value(name, ValueKind.OTHER, "cpu", note)
 
 
 def to_value(results, name, value):
@@ -163,25 +162,25 @@ def to_value(results, name, value):
     if torch is not None and isinstance(value, torch.Tensor):
         return tensor_value(results, name, value, torch)
     if isinstance(value, (bool, int, float)):
-        return _value(name, "scalar", "cpu", type(value).__name__, data=value)
+        return _value(name, ValueKind.SCALAR, "cpu", type(value).__name__, data=value)
     if isinstance(value, (list, tuple)) and value and _all_ints(value):
-        return _value(name, "ints", "cpu", f"a {type(value).__name__} of ints", data=value)
+        return _value(name, ValueKind.INTS, "cpu", f"a {type(value).__name__} of ints", data=value)
     if torch is not None and isinstance(value, dict) and value and _all_tensors(value, torch):
         size = sum(v.numel() * v.element_size() for v in value.values())
         if size > results.budget_left:
-            return _value(name, "dict", "cpu", f"a dict of {len(value)} tensors, {results.not_copied(size)}")
+            return _value(name, ValueKind.DICT, "cpu", f"a dict of {len(value)} tensors, {results.not_copied(size)}")
         entries = [{"key": str(key), "array": _array(results, tensor, torch)} for key, tensor in value.items()]
         device = next(iter(value.values())).device.type
-        return _value(name, "dict", device, "a dict of tensors", entries=entries)
+        return _value(name, ValueKind.DICT, device, "a dict of tensors", entries=entries)
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.ndarray) and value.dtype.kind in "biuf" and value.size:
         if value.nbytes <= results.budget_left:
             results.budget_left -= value.nbytes
             array = results.array(value.copy(), f"numpy:{value.dtype.str}", value.shape, value.nbytes)
-            return _value(name, "tensor", "cpu", "a NumPy array", array=array)
+            return _value(name, ValueKind.TENSOR, "cpu", "a NumPy array", array=array)
         described = f"a NumPy array {value.shape} {value.dtype}"
-        return _value(name, "other", "cpu", f"{described}, {results.not_copied(value.nbytes)}")
-    return _value(name, "other", "cpu", f"a {type(value).__name__}, which a page cannot show")
+        return _value(name, ValueKind.OTHER, "cpu", f"{described}, {results.not_copied(value.nbytes)}")
+    return _value(name, ValueKind.OTHER, "cpu", f"a {type(value).__name__}, which a page cannot show")
 
 
 def _all_tensors(value, torch):

@@ -8,26 +8,23 @@ runs without hooks. The calls the statement makes down to depth 3 (its own modul
 check can recompute (Linear, LayerNorm, Embedding, Conv2d, MultiheadAttention: PyTorch's own classes) or of the user's
 own classes (defined under the script's folder; kind "user", read only where it has a LayerNorm's parameters) count
 towards the MOST_CALLS kept; those of the kinds read are kept with their tensor inputs, their outputs, their
-parameters (each tensor written once, in a ``{"param": n, "value": ...}`` event, and named by its number afterwards)
-and the attributes a recomputation needs (eps, stride, heads...). The hit event carries them as ``"calls"``:
-``[{"module": class name, "kind", "depth", "inputs": [value], "outputs": [value], "params": {name: n}, "attrs":
-{...}}]``, and the module tensors the statement reads by attribute (``self.pos_embedding``) as ``"reads"``: ``{name:
-n}`` (generator/trace/reading/capture.py reads both).
+parameters (each tensor written once, in a ``param`` event, and named by its number afterwards) and the attributes a
+recomputation needs (eps, stride, heads...). The hit event carries them as its ``calls`` (protocol.py's
+call_to_serializable), and the module tensors the statement reads by attribute (``self.pos_embedding``) as its
+``reads``: ``{name: n}`` (reading/capture.py reads both).
 """
 
 import os
 import sys
 
-KINDS = {"Linear": "linear", "NonDynamicallyQuantizableLinear": "linear", "LayerNorm": "layer_norm",
-         "Embedding": "embedding", "Conv2d": "conv2d", "MultiheadAttention": "multihead_attention"}
+from . import protocol
+from .protocol import ModuleKind
+
 ATTRIBUTES = ("eps", "epsilon", "variance_epsilon", "normalized_shape", "stride", "padding", "dilation", "groups",
               "num_heads", "batch_first", "head_dim", "padding_idx")
 DEPTH = 3  # the statement's own module calls, and the ones those make (a Sequential's layers)
 INPUTS, OUTPUTS = ("input0", "input1", "input2"), ("output0", "output1")  # the arguments and results kept
 MOST_CALLS = 24  # per statement: a marked line that runs a whole model keeps its first calls only
-# PyTorch's own modules whose parameters are kept by reference in a forward pass without gradients (copies.Live): the
-# generator checks that they reproduce the call's own output before it trusts them (generator/trace/reading/weights.py)
-LIVE_KINDS = frozenset({"linear", "layer_norm"})
 
 
 class CallRecorder:
@@ -60,7 +57,7 @@ class CallRecorder:
         names = markers[0][1]["locals"]
         if names:
             statement.calls.extend(_locals(frame, names, torch, self.results, self.tensor_value))
-        if self.handles or wanted is not None and not wanted - {"read"}:
+        if self.handles or wanted is not None and not wanted - {ModuleKind.READ}:
             return  # hooks already installed, or none of the line's calls is read: none installed
         hooks = torch.nn.modules.module
         self.handles = (hooks.register_module_forward_pre_hook(self._enter),
@@ -79,7 +76,7 @@ class CallRecorder:
     def _hooked(self):
         """Whether a running statement reads its module calls."""
         for statement in self.running:
-            if statement.wanted is None or statement.wanted - {"read"}:
+            if statement.wanted is None or statement.wanted - {ModuleKind.READ}:
                 return True
         return False
 
@@ -113,12 +110,12 @@ class CallRecorder:
             return  # the module raised (an always_call hook): counted out, not recorded
         cls = type(module)  # torch.nn's own classes by name (a user's class of the same name is the user's; a
         # quantised or fake-quantised Linear of torch.ao is not nn.Linear's formula), a convolution with zero padding
-        kind = KINDS.get(cls.__name__) if cls.__module__.startswith("torch.nn.modules.") else None
-        if kind == "conv2d" and getattr(module, "padding_mode", "zeros") != "zeros":
+        kind = protocol.TORCH_MODULES.get(cls.__name__) if cls.__module__.startswith("torch.nn.modules.") else None
+        if kind is ModuleKind.CONV2D and getattr(module, "padding_mode", "zeros") != "zeros":
             kind = None
         if kind is None and not self._user(module):
             return
-        kind = kind or "user"
+        kind = kind or ModuleKind.USER
         for statement in self.running:
             within = depth - statement.depth
             if 0 < within <= DEPTH and statement.counted < MOST_CALLS:
@@ -141,7 +138,7 @@ class CallRecorder:
         torch = sys.modules["torch"]
         tensor, value, results = torch.Tensor, self.tensor_value, self.results
         outputs = output if isinstance(output, (tuple, list)) else (output,)
-        if kind == "user" or not module._modules:  # module.named_parameters(recurse=False), without its generator
+        if kind is ModuleKind.USER or not module._modules:  # module.named_parameters(recurse=False), without its generator
             owned, seen = [], set()
             for name, param in module._parameters.items():
                 if param is not None and id(param) not in seen:
@@ -155,14 +152,14 @@ class CallRecorder:
                 inputs.append(value(results, name, argument, torch) if isinstance(argument, tensor) else None)
             for name, result in zip(OUTPUTS, outputs):
                 copied.append(value(results, name, result, torch) if isinstance(result, tensor) else None)
-            live = (kind in LIVE_KINDS and not torch.is_grad_enabled()  # no training step runs on these
+            live = (kind in protocol.LIVE_KINDS and not torch.is_grad_enabled()  # no training step runs on these
                     and len(getattr(module, "normalized_shape", (0,))) == 1)  # a LayerNorm over the last axis
             for name, param in owned:
                 number = self._param(param, torch, live)
                 if number is not None:
                     params[name] = number
-        return {"module": type(module).__name__, "kind": kind, "depth": depth, "inputs": inputs, "outputs": copied,
-                "params": params, "attrs": _attrs(module, self.attributes)}
+        return protocol.call_to_serializable(type(module).__name__, kind, depth, inputs, copied, params,
+                                             _attrs(module, self.attributes))
 
     def _param(self, param, torch, live=False):
         """The parameter's number; its values written once, in an event of their own (the lock held): copied, or
@@ -177,7 +174,7 @@ class CallRecorder:
             return None  # past the capture budget
         number = len(self.params)
         self.params[key] = (param, number)
-        self.results.event({"param": number, "value": value})
+        self.results.event(protocol.param_to_serializable(number, value))
         return number
 
 
@@ -208,8 +205,7 @@ def _locals(frame, names, torch, results, tensor_value):
             continue
         with results.lock:
             outputs = [tensor_value(results, f"{name}{i}", t, torch) for i, t in enumerate(tensors)]
-        found.append({"module": name, "kind": "local", "depth": 0, "inputs": [], "outputs": outputs,
-                      "params": {}, "attrs": {}})
+        found.append(protocol.call_to_serializable(name, ModuleKind.LOCAL, 0, [], outputs, {}, {}))
     return found
 
 
@@ -240,9 +236,9 @@ def _attrs(module, classes):
 def _read(kind, wanted, module, args):
     """Whether a call of ``kind`` is one the statement's checks read: a kind they name, ("user_norm") a user's module
     that can be read as a LayerNorm, or ("user_leaf") one without parameters or modules of its own (a rearrange)."""
-    return kind in wanted or kind == "user" and ("user_norm" in wanted and _norm_like(module, args)
-                                                 or "user_leaf" in wanted and not module._parameters
-                                                 and not module._modules)
+    return kind in wanted or kind is ModuleKind.USER and (
+        ModuleKind.USER_NORM in wanted and _norm_like(module, args)
+        or ModuleKind.USER_LEAF in wanted and not module._parameters and not module._modules)
 
 
 def _norm_like(module, args):

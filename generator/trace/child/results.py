@@ -1,12 +1,15 @@
-"""What the traced script's process captured, and its writing into the results folder (bootstrap.py's docstring gives
-the files' format): loaded by bootstrap.py by its path (standard library only; torch only through the script's own
+"""What the traced script's process captured, and its writing into the results folder (protocol.py gives the files'
+format): loaded by bootstrap.py by its path (standard library only; torch only through the script's own
 tensors)."""
 
 import json
 import os
+import sys
 import threading
 import time
 import weakref
+
+from . import protocol
 
 ALIGN = 64
 FLUSH_SECONDS = 0.1
@@ -37,6 +40,7 @@ class Results:
         self.write_lock = threading.Lock()
         self.arrays = open(os.path.join(folder, "tensors.bin"), "ab", buffering=0)
         self.events = open(os.path.join(folder, "events.jsonl"), "ab", buffering=0)
+        _write_all(self.events, (json.dumps(protocol.header()) + "\n").encode())  # the version the reader checks
         self.pending = []  # (event, [(array description, copy)]) not written yet
         self.pending_arrays = []  # the copies of the event being made
         self.copied = {}  # the memory a copy was made of -> (a weak reference to its tensor, the copy's description)
@@ -52,9 +56,10 @@ class Results:
         return (f"not copied: the captures already hold {_mib(self.budget - self.budget_left)} of the "
                 f"{_mib(self.budget)} a trace keeps, and this value is {_mib(size)}")
 
-    def array(self, copy, dtype, shape, nbytes):
-        """Keep a copy (a CPU tensor or a NumPy array) to write (the lock held); its description."""
-        described = {"dtype": dtype, "shape": list(shape), "offset": None, "nbytes": nbytes}
+    def array(self, copy, dtype, shape, nbytes, live=False):
+        """Keep a copy (a CPU tensor or a NumPy array; ``live``: a parameter kept by reference, copies.Live) to write
+        (the lock held); its description, whose offset is set as it is written."""
+        described = protocol.array_to_serializable(dtype, shape, nbytes, live)
         self.pending_arrays.append((described, copy))
         return described
 
@@ -68,13 +73,11 @@ class Results:
         global _STEP_HOOK
         self.unwritten_live.append(live)
         _LIVE_RESULTS.add(self)
-        if _STEP_HOOK is None:
-            try:
-                from torch.optim.optimizer import register_optimizer_step_pre_hook
-            except ImportError:  # no such hook in this PyTorch: the writer's version check says it changed
-                _STEP_HOOK = False
-            else:
-                _STEP_HOOK = register_optimizer_step_pre_hook(_before_a_step)
+        if _STEP_HOOK is None:  # torch as the script imported it (which imports torch.optim), never imported here
+            optimizer = getattr(getattr(sys.modules.get("torch"), "optim", None), "optimizer", None)
+            register = getattr(optimizer, "register_optimizer_step_pre_hook", None)
+            # no such hook in this PyTorch: the writer's version check says it changed
+            _STEP_HOOK = register(_before_a_step) if register is not None else False
 
     def copy_live(self):
         with self.write_lock:  # a flush writing its batch finishes first

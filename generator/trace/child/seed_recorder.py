@@ -6,6 +6,8 @@ import os
 import sys
 import time
 
+from . import protocol
+
 
 class SeedRecorder:
     """A finder that, once the script imports torch, records every torch.manual_seed(n) the script calls, and whether
@@ -43,7 +45,7 @@ class SeedRecorder:
         def manual_seed(value):
             if os.getpid() == tracer.pid and results.lock.acquire(timeout=1):
                 try:
-                    results.event({"seed": int(value)})
+                    results.event(protocol.seed_to_serializable(int(value)))
                 finally:
                     results.lock.release()
             return seed(value)
@@ -58,7 +60,7 @@ class SeedRecorder:
             if os.getpid() == tracer.pid and not tracer.compiled and results.lock.acquire(timeout=1):
                 try:
                     tracer.compiled = True
-                    results.event({"compiled": True})
+                    results.event(protocol.compiled_to_serializable())
                 finally:
                     results.lock.release()
             return compile_(*args, **kwargs)

@@ -6,7 +6,7 @@ The script runs in a new Python process (bootstrap.py, started by file path, imp
 (tracing, default devices, closed streams, forks) stays there. The marked files are compiled there with each marked
 statement wrapped in a call to the tracer (instrument.py), which reads its values once it has executed; no trace
 function runs, so every other line runs at full speed. Every hit comes back through files
-in a temporary folder (the protocol is bootstrap.py's docstring) and is rebuilt here as the `Capture` the pages read.
+in a temporary folder (child/protocol.py, versioned) and is rebuilt here as the `Capture` the pages read.
 """
 
 from __future__ import annotations
@@ -19,13 +19,15 @@ import re
 import signal
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from transformer_trace.errors import UserError
 from transformer_trace.template_cache import cache_root
+from transformer_trace.trace.child import protocol
+from transformer_trace.trace.child.protocol import ModuleKind, ValueKind
 from transformer_trace.trace.markers import Marker, read_source
 
 # Past this many bytes of captured copies, later hits keep their shape and statistics only (the pages stay bounded).
@@ -49,7 +51,7 @@ class Value:
     """One variable at one hit: a CPU copy (tensor or dict of tensors) or why there is none."""
 
     name: str
-    kind: str  # "tensor", "ints", "scalar", "dict", "other"
+    kind: ValueKind
     tensor: Any = None  # torch.Tensor (CPU copy) or dict[str, torch.Tensor]
     device: str = "cpu"
     note: str = ""  # why no copy was kept, or what it was converted from
@@ -66,7 +68,7 @@ class ModuleCall:
     whose parameters changed in place before they were written has the kind "changed" and none: no check reads it."""
 
     module: str
-    kind: str
+    kind: ModuleKind
     depth: int
     inputs: list[Any]
     outputs: list[Any]
@@ -157,7 +159,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.sources = {file: read_source(Path(file)) for file in sorted({m.file for m in markers})}
     with tempfile.TemporaryDirectory(prefix="trace-") as folder:
         spec = {"script": str(script), "argv0": argv0 or str(script), "argv": list(argv), "results": folder,
-                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m, locals_for, calls_for) for m in markers],
+                "budget": CAPTURE_BUDGET_BYTES, "protocol": protocol.PROTOCOL_VERSION, "markers": [marker_spec(m, locals_for, calls_for) for m in markers],
                 "cache": str(cache_root() / "instrumented")}
         (Path(folder) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         command = [sys.executable, str(BOOTSTRAP), str(Path(folder) / "spec.json")]
@@ -262,40 +264,55 @@ def _ending(outcome: dict[str, Any], returncode: int | None) -> tuple[str | None
 
 def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
     """The hits of events.jsonl, in order, as `Hit`s of ``capture.markers`` (a line cut short by a kill is left out);
-    the marked code that ran: (file, its first line, its name) each."""
-    entered, params = [], {}
+    the marked code that ran: (file, its first line, its name) each. A folder of another protocol version is refused
+    (a UserError)."""
+    entered: list[tuple[str, int, str]] = []
+    params: dict[int, tuple[Any, bool]] = {}
     arrays = Arrays((folder / "tensors.bin").read_bytes() if (folder / "tensors.bin").exists() else b"")
-    events = (folder / "events.jsonl").read_bytes().splitlines() if (folder / "events.jsonl").exists() else []
-    for line in events:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if "seed" in event:
-            capture.seeds.append(int(event["seed"]))
-            continue
-        if "compiled" in event:
-            capture.compiled = True
-            continue
-        if "entered" in event:
-            entered.append(tuple(event["entered"]))
-            continue
-        if "param" in event:
-            array = event["value"].get("array") or {}
-            params[event["param"]] = (CHANGED if array.get("changed") else _value(event["value"], arrays).tensor,
-                                      bool(array.get("live")))
-            continue
-        values = [_value(entry, arrays) for entry in event["values"]]
-        for value in (v for v in values if v.tensor is not None):
-            tensors = value.tensor.values() if value.kind == "dict" else [value.tensor]
-            capture.kept_bytes += sum(t.numel() * t.element_size() for t in tensors)
-        site = tuple(event["site"]) if event.get("site") else None
-        calls = [_call(call, arrays, params) for call in event.get("calls", ())]
-        calls += [ModuleCall(name, "read", 1, [], [], {"weight": _param(params, number)}, {})
-                  for name, number in event.get("reads", {}).items()]  # weights passed to functional code
-        hit = Hit(event["order"], values, site, event.get("module"), calls)
-        capture.hits.setdefault(capture.markers[event["hit"]], []).append(hit)
+    lines = (folder / "events.jsonl").read_bytes().splitlines() if (folder / "events.jsonl").exists() else []
+    try:
+        for event in _events(lines):
+            if isinstance(event, protocol.Seed):
+                capture.seeds.append(event.seed)
+            elif isinstance(event, protocol.Compiled):
+                capture.compiled = True
+            elif isinstance(event, protocol.Entered):
+                entered.append((event.file, event.line, event.name))
+            elif isinstance(event, protocol.Param):
+                array = event.value.array
+                params[event.number] = (CHANGED if array is not None and array.changed
+                                        else _value(event.value, arrays).tensor, bool(array and array.live))
+            elif isinstance(event, protocol.Hit):
+                capture.hits.setdefault(capture.markers[event.marker], []).append(_hit(event, arrays, params, capture))
+    except protocol.ProtocolError as exc:
+        raise UserError(str(exc)) from None
     return entered
+
+
+def _events(lines: list[bytes]) -> Iterator[protocol.Event]:
+    """The events of events.jsonl's lines, once its first has named this protocol's version."""
+    checked = False
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:  # cut short by a kill
+            continue
+        if not checked:
+            protocol.check_header(record)
+            checked = True
+            continue
+        yield protocol.event_from_serializable(record)
+
+
+def _hit(event: protocol.Hit, arrays: Arrays, params: dict[int, tuple[Any, bool]], capture: Capture) -> Hit:
+    values = [_value(entry, arrays) for entry in event.values]
+    for value in (v for v in values if v.tensor is not None):
+        tensors = value.tensor.values() if value.kind == protocol.ValueKind.DICT else [value.tensor]
+        capture.kept_bytes += sum(t.numel() * t.element_size() for t in tensors)
+    calls = [_call(call, arrays, params) for call in event.calls]
+    calls += [ModuleCall(name, ModuleKind.READ, 1, [], [], {"weight": _param(params, number)}, {})
+              for name, number in event.reads.items()]  # weights passed to functional code
+    return Hit(event.order, values, event.site, event.module, calls)
 
 
 def unreached(capture: Capture, entered: list[tuple[str, int, str]]) -> dict[Marker, str]:
@@ -349,20 +366,20 @@ def _param(params: dict[int, tuple[Any, bool]], number: int) -> Any:
     return None if value is CHANGED else value
 
 
-def _call(call: dict[str, Any], arrays: Arrays, params: dict[int, tuple[Any, bool]]) -> ModuleCall:
-    def tensors(entries: list[Any]) -> list[Any]:
+def _call(call: protocol.Call, arrays: Arrays, params: dict[int, tuple[Any, bool]]) -> ModuleCall:
+    def tensors(entries: tuple[protocol.Value | None, ...]) -> list[Any]:
         return [_value(entry, arrays).tensor if entry else None for entry in entries]
 
     # a class or attribute name is the user's text: one the pages can quote as code, else said without it
-    module = call["module"] if re.fullmatch(r"[A-Za-z_][\w.]{0,79}", str(call["module"])) else "module"
-    own = [params.get(number, (None, False)) for number in call["params"].values()]
+    module = call.module if re.fullmatch(r"[A-Za-z_][\w.]{0,79}", str(call.module)) else "module"
+    own = [params.get(number, (None, False)) for number in call.params.values()]
     if any(value is CHANGED for value, _ in own):  # its weights then are gone: no check may read other ones
-        return ModuleCall(module, "changed", call["depth"], [], [], {}, {})
-    found = ModuleCall(module, call["kind"], call["depth"], tensors(call["inputs"]), tensors(call["outputs"]),
-                       {name: value for name, (value, _) in zip(call["params"], own)}, call["attrs"],
+        return ModuleCall(module, ModuleKind.CHANGED, call.depth, [], [], {}, {})
+    found = ModuleCall(module, call.kind, call.depth, tensors(call.inputs), tensors(call.outputs),
+                       {name: value for name, (value, _) in zip(call.params, own)}, call.attrs,
                        live=any(live for _, live in own))
     if found.live and not _reproduces(found):  # changed in place without its version counter (`weight.data.add_`)
-        return ModuleCall(module, "changed", call["depth"], [], [], {}, {})
+        return ModuleCall(module, ModuleKind.CHANGED, call.depth, [], [], {}, {})
     return found
 
 
@@ -381,7 +398,7 @@ def _reproduces(call: ModuleCall) -> bool:
         return False
     as_float = (lambda t: t.float() if t is not None else None)  # noqa: E731
     try:
-        if call.kind == "linear":
+        if call.kind == ModuleKind.LINEAR:
             expected = F.linear(x.float(), weight.float(), as_float(bias))
         else:
             expected = F.layer_norm(x.float(), x.shape[-1:], as_float(weight), as_float(bias),
@@ -394,23 +411,23 @@ def _reproduces(call: ModuleCall) -> bool:
         return close(actual.double(), expected.double(), "")[0]
 
 
-def _value(entry: dict[str, Any], arrays: Arrays) -> Value:
-    name, kind, device, note = entry["name"], entry["kind"], entry["device"], entry["note"]
+def _value(entry: protocol.Value, arrays: Arrays) -> Value:
+    name, kind, device, note = entry.name, entry.kind, entry.device, entry.note
     try:
-        if "array" in entry:  # "view": the shape of this value, where it reads a copy made of another shape
-            array = _array(entry["array"], arrays)
-            return Value(name, kind, array.reshape(entry["view"]) if "view" in entry else array, device, note)
-        if "entries" in entry:
-            return Value(name, kind, {e["key"]: _array(e["array"], arrays) for e in entry["entries"]}, device, note)
-        if kind in ("scalar", "ints"):
+        if entry.array is not None:  # view: the shape of this value, where it reads a copy made of another shape
+            array = _array(entry.array, arrays)
+            return Value(name, kind, array.reshape(entry.view) if entry.view is not None else array, device, note)
+        if entry.entries is not None:
+            return Value(name, kind, {key: _array(array, arrays) for key, array in entry.entries}, device, note)
+        if kind in (ValueKind.SCALAR, ValueKind.INTS):
             import torch
 
-            dtype = torch.long if kind == "ints" else None
-            return Value(name, kind, torch.tensor(entry["data"], dtype=dtype), device, note)
+            dtype = torch.long if kind == ValueKind.INTS else None
+            return Value(name, kind, torch.tensor(entry.data, dtype=dtype), device, note)
     except (ValueError, TypeError, RuntimeError, OverflowError) as exc:
-        if kind == "ints":  # "a list of ints" that is not a tensor's shape (ragged, or past int64)
-            return Value(name, "other", None, "cpu", f"{note.removesuffix(' of ints')}, which a page cannot show")
-        return Value(name, "other", None, "cpu", f"a value that could not be copied ({type(exc).__name__})")
+        if kind == ValueKind.INTS:  # "a list of ints" that is not a tensor's shape (ragged, or past int64)
+            return Value(name, ValueKind.OTHER, None, "cpu", f"{note.removesuffix(' of ints')}, which a page cannot show")
+        return Value(name, ValueKind.OTHER, None, "cpu", f"a value that could not be copied ({type(exc).__name__})")
     return Value(name, kind, None, device, note)
 
 
@@ -423,10 +440,12 @@ class Arrays(bytearray):
         self.read: set[int] = set()
 
 
-def _array(array: dict[str, Any], arrays: Arrays) -> Any:
+def _array(array: protocol.Array, arrays: Arrays) -> Any:
     import torch
 
-    dtype, shape, offset, nbytes = array["dtype"], tuple(array["shape"]), array["offset"], array["nbytes"]
+    dtype, shape, offset, nbytes = array.dtype, array.shape, array.offset, array.nbytes
+    if offset is None:  # written as changed, or never written: no values to read
+        raise TypeError("an array with no bytes written")
     if dtype.startswith("numpy:"):
         import numpy as np
 

@@ -1,0 +1,291 @@
+"""The wire between a trace's two processes, versioned: what the traced script's interpreter (the child room) writes
+into the results folder and the generator (reading/capture.py, the only reader) reads back. Standard library only:
+the child loads this file by its path (bootstrap.py), the generator imports it (transformer_trace.trace.child.protocol).
+
+The child writes with the ``*_to_serializable`` builders (plain dicts, cheap on the traced line); the reader turns
+each record back into a frozen object with the ``*_from_serializable`` readers, which refuse what they do not know
+(``ProtocolError``), in the manner of pytest's report_to_serializable / report_from_serializable pair. A change to
+what is written raises PROTOCOL_VERSION; the reader refuses a folder of another version (coverage.py's SCHEMA_VERSION).
+
+The results folder:
+
+- ``spec.json`` (from the generator): script, argv0, argv, results folder, budget (bytes of copies), cache (a folder
+  for the marked files' compiled code, instrument.py), protocol (this version), markers
+  ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body, reads, locals, calls}], a hit
+  names its marker by index; the last three: what the checks read of the line, module_calls.py).
+- ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes (the same memory read
+  twice is copied once: copies.py).
+- ``events.jsonl``: one JSON object a line, each with its ``kind`` (``EventKind``); the first names the version
+  (``{"kind": "protocol", "version": n}``). Written every 0.1 s (results.py: a process killed at --timeout keeps all
+  but the last 0.1 s); a line cut short by a kill is left out by the reader.
+- ``outcome.json``, written once the script's main thread ends: ``{"error", "error_at", "exit", "seconds"}``, or
+  ``{"missing": message}`` when a marked variable does not exist (then the process ends at once: the script cannot
+  catch it).
+
+Teaching the trace a new module kind: a ``ModuleKind`` value (and its PyTorch class in ``TORCH_MODULES``), which the
+child's module_calls.py then records; reading/weights.py reads a call of that kind for a check that names it in
+``FROM_CALLS`` (docs/how-it-works.md, "The trace's rooms").
+"""
+
+import enum
+from dataclasses import dataclass
+
+PROTOCOL_VERSION = 2  # 1: the unversioned format told events apart by the key present
+
+
+class _Word(str, enum.Enum):
+    """A word of the wire: equal to, hashed as and written (JSON, f-strings) as its text."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class EventKind(_Word):
+    PROTOCOL = "protocol"  # the first line: which version wrote the file
+    HIT = "hit"  # a marked line's values once it has run, with the module calls it made
+    PARAM = "param"  # a module parameter's values, written once and named by its number afterwards
+    SEED = "seed"  # the script called torch.manual_seed(n)
+    COMPILED = "compiled"  # the script called torch.compile (its compiled code captures nothing)
+    ENTERED = "entered"  # marked code that ran (why a marker was not reached)
+
+
+class ValueKind(_Word):
+    TENSOR = "tensor"  # a tensor or NumPy array: ``array`` where copied, else why not in ``note``
+    INTS = "ints"  # a (nested) list or tuple of ints: ``data``
+    SCALAR = "scalar"  # a bool, int or float: ``data``
+    DICT = "dict"  # a dict of tensors: ``entries``
+    OTHER = "other"  # anything else: ``note`` says what
+
+
+class ModuleKind(_Word):
+    """What a recorded module call is: the recomputation a check may do with it."""
+
+    LINEAR = "linear"
+    LAYER_NORM = "layer_norm"
+    EMBEDDING = "embedding"
+    CONV2D = "conv2d"
+    MULTIHEAD_ATTENTION = "multihead_attention"
+    USER = "user"  # a module of a class defined in the user's own files
+    LOCAL = "local"  # not a call: a local tensor the marked line reads, as it was before the line ran
+    READ = "read"  # not a call: a module tensor the line reads by attribute (a weight passed to functional code)
+    CHANGED = "changed"  # set by the reader: a call whose parameters changed in place before they were written
+    # Asked for, never recorded: a user's module readable as a LayerNorm (a gain and a bias of its input's width),
+    # one with no parameters or modules of its own (a rearrange)
+    USER_NORM = "user_norm"
+    USER_LEAF = "user_leaf"
+
+
+# PyTorch's own classes (torch.nn.modules.*) by name, and the kind a call of one is recorded as
+TORCH_MODULES = {"Linear": ModuleKind.LINEAR, "NonDynamicallyQuantizableLinear": ModuleKind.LINEAR,
+                 "LayerNorm": ModuleKind.LAYER_NORM, "Embedding": ModuleKind.EMBEDDING, "Conv2d": ModuleKind.CONV2D,
+                 "MultiheadAttention": ModuleKind.MULTIHEAD_ATTENTION}
+# whose parameters are kept by reference in a forward pass without gradients (copies.Live): the reader trusts them
+# only where they reproduce the call's own output (reading/capture.py)
+LIVE_KINDS = frozenset({ModuleKind.LINEAR, ModuleKind.LAYER_NORM})
+
+
+class ProtocolError(ValueError):
+    """A results folder this reader cannot read: another version, or a record it does not know."""
+
+
+# The writer's side: plain dicts, JSON as they are (the child builds one per value on the traced line).
+
+def header():
+    return {"kind": EventKind.PROTOCOL, "version": PROTOCOL_VERSION}
+
+
+def array_to_serializable(dtype, shape, nbytes, live=False):
+    """A copied array: dtype ("torch.float32" or "numpy:<dtype>"), shape, bytes; its offset in tensors.bin is set
+    when it is written (None until then); ``live``: a parameter kept by reference, written from the parameter itself,
+    with ``changed`` (and no offset) where it changed in place before it was written."""
+    described = {"dtype": dtype, "shape": list(shape), "offset": None, "nbytes": nbytes}
+    if live:
+        described["live"] = True
+    return described
+
+
+def value_to_serializable(name, kind, device, note, array=None, view=None, entries=None, data=None):
+    """One variable's value: ``array`` (a copy; ``view``: its own shape, where it reads a copy made of another
+    shape), ``entries`` ([{key, array}]: a dict of tensors) or ``data`` (a JSON number or nested list)."""
+    value = {"name": name, "kind": kind, "device": device, "note": note}
+    if array is not None:
+        value["array"] = array
+        if view is not None:
+            value["view"] = view
+    elif entries is not None:
+        value["entries"] = entries
+    elif data is not None:
+        value["data"] = data
+    return value
+
+
+def call_to_serializable(module, kind, depth, inputs, outputs, params, attrs):
+    """One module call a marked line made: its class name, kind, depth in the line (1: called by the line itself),
+    its tensor inputs and outputs (values, or None), its parameters by name -> number (a ``param`` event each) and
+    the attributes a recomputation needs (eps, stride, heads...)."""
+    return {"module": module, "kind": kind, "depth": depth, "inputs": inputs, "outputs": outputs, "params": params,
+            "attrs": attrs}
+
+
+def hit_to_serializable(marker, order, site, values, calls, reads, module=None):
+    """A marked line's values once it ran: its marker's index, the global capture order, the user's line that called
+    a shared line and the modules running it (``module``: running_module.py), the module calls it made and the module
+    tensors it read by attribute (name -> parameter number)."""
+    event = {"kind": EventKind.HIT, "marker": marker, "order": order, "site": site, "values": values,
+             "calls": calls, "reads": reads}
+    if module is not None:
+        event["module"] = module
+    return event
+
+
+def param_to_serializable(number, value):
+    return {"kind": EventKind.PARAM, "number": number, "value": value}
+
+
+def seed_to_serializable(seed):
+    return {"kind": EventKind.SEED, "seed": seed}
+
+
+def compiled_to_serializable():
+    return {"kind": EventKind.COMPILED}
+
+
+def entered_to_serializable(file, line, name):
+    return {"kind": EventKind.ENTERED, "file": file, "line": line, "name": name}
+
+
+# The reader's side: frozen objects, or ProtocolError.
+
+@dataclass(frozen=True)
+class Array:
+    dtype: str
+    shape: tuple[int, ...]
+    offset: int | None  # None where it was not written
+    nbytes: int
+    live: bool = False
+    changed: bool = False
+
+
+@dataclass(frozen=True)
+class Value:
+    name: str
+    kind: ValueKind
+    device: str
+    note: str
+    array: Array | None = None
+    view: tuple[int, ...] | None = None  # its own shape, where it reads a copy made of another shape
+    entries: tuple[tuple[str, Array], ...] | None = None
+    data: object = None  # a JSON number or nested list
+
+
+@dataclass(frozen=True)
+class Call:
+    module: str
+    kind: ModuleKind
+    depth: int
+    inputs: tuple[Value | None, ...]
+    outputs: tuple[Value | None, ...]
+    params: dict[str, int]  # name -> parameter number
+    attrs: dict[str, object]
+
+
+@dataclass(frozen=True)
+class Hit:
+    marker: int
+    order: int
+    site: tuple[str, int] | None
+    values: tuple[Value, ...]
+    calls: tuple[Call, ...]
+    reads: dict[str, int]  # attribute chain -> parameter number
+    module: list[list[str]] | None = None  # [[attribute, class name, inputs], ...]
+
+
+@dataclass(frozen=True)
+class Param:
+    number: int
+    value: Value
+
+
+@dataclass(frozen=True)
+class Seed:
+    seed: int
+
+
+@dataclass(frozen=True)
+class Compiled:
+    pass
+
+
+@dataclass(frozen=True)
+class Entered:
+    file: str
+    line: int
+    name: str
+
+
+Event = Hit | Param | Seed | Compiled | Entered
+
+
+def check_header(record):
+    """The first record of events.jsonl; ProtocolError (one line) unless it names this version."""
+    found = record.get("version") if isinstance(record, dict) and record.get("kind") == EventKind.PROTOCOL else None
+    if found != PROTOCOL_VERSION:
+        written = f"protocol version {found}" if found is not None else "a format without a protocol version"
+        raise ProtocolError(f"the trace's results were written in {written}, and this transformer_trace reads "
+                            f"version {PROTOCOL_VERSION}: the script ran under another version of it")
+
+
+def array_from_serializable(record):
+    try:
+        return Array(str(record["dtype"]), tuple(record["shape"]), record["offset"], int(record["nbytes"]),
+                     bool(record.get("live")), bool(record.get("changed")))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"an array record without {exc}") from exc
+
+
+def value_from_serializable(record):
+    try:
+        kind = ValueKind(record["kind"])
+        array = array_from_serializable(record["array"]) if "array" in record else None
+        entries = (tuple((str(e["key"]), array_from_serializable(e["array"])) for e in record["entries"])
+                   if "entries" in record else None)
+        return Value(record["name"], kind, record["device"], record["note"], array,
+                     tuple(record["view"]) if "view" in record else None, entries, record.get("data"))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"a value record the reader does not know ({type(exc).__name__}: {exc})") from exc
+
+
+def call_from_serializable(record):
+    def values(entries):
+        return tuple(value_from_serializable(entry) if entry else None for entry in entries)
+
+    try:
+        return Call(record["module"], ModuleKind(record["kind"]), int(record["depth"]), values(record["inputs"]),
+                    values(record["outputs"]), dict(record["params"]), dict(record["attrs"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"a module call record the reader does not know ({type(exc).__name__}: {exc})") from exc
+
+
+def event_from_serializable(record):
+    """One line of events.jsonl (after its header) as its event object."""
+    try:
+        kind = EventKind(record["kind"])
+        if kind is EventKind.HIT:
+            site = record["site"]
+            return Hit(int(record["marker"]), int(record["order"]), (site[0], site[1]) if site else None,
+                       tuple(value_from_serializable(v) for v in record["values"]),
+                       tuple(call_from_serializable(c) for c in record["calls"]), dict(record["reads"]),
+                       record.get("module"))
+        if kind is EventKind.PARAM:
+            return Param(int(record["number"]), value_from_serializable(record["value"]))
+        if kind is EventKind.SEED:
+            return Seed(int(record["seed"]))
+        if kind is EventKind.COMPILED:
+            return Compiled()
+        if kind is EventKind.ENTERED:
+            return Entered(record["file"], int(record["line"]), record["name"])
+    except ProtocolError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"an event the reader does not know ({type(exc).__name__}: {exc})") from exc
+    raise ProtocolError("a second protocol header")

@@ -12,6 +12,7 @@ import logging
 import shlex
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 import warnings
 
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         args.script_args = script_args
     _log_to_stderr()
     logging.getLogger("transformer_trace").setLevel(logging.INFO if args.verbose else logging.WARNING)
-    held = _held_warnings() if args.command != "serve" else contextlib.nullcontext([])
+    held: contextlib.AbstractContextManager[list[warnings.WarningMessage]] = (
+        _held_warnings() if args.command != "serve" else contextlib.nullcontext([]))
     with held as caught:
         code = _run(args)
     if code == 0 or args.verbose:  # a refusal is one line: warnings the libraries printed on the way are not shown
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @contextlib.contextmanager
-def _held_warnings():
+def _held_warnings() -> Iterator[list[warnings.WarningMessage]]:
     with warnings.catch_warnings(record=True) as caught:  # the filters in force decide what is shown, as without this
         yield caught
 
@@ -81,7 +83,10 @@ def _run(args: argparse.Namespace) -> int:
 
             return serve(args, REPORTS)
         if args.command == "train":
-            REPORTS[args.model].training.main(args.steps, args.out, seed=args.seed, quiet=args.quiet)
+            training = REPORTS[args.model].training
+            if training is None:  # the parser offers only the trainable reports
+                raise UserError(f"the {args.model} report has no training recipe")
+            training.main(args.steps, args.out, seed=args.seed, quiet=args.quiet)
             return 0
         if args.command == "trace":  # generator/trace/: runs the user's own script
             from transformer_trace.trace import trace

@@ -66,6 +66,6 @@ def landing_entries(docs: Path, staging: Path, fresh: set[str] | dict,
 def write_landing(out_dir: Path, entries: list[dict[str, Any]], reports: Mapping[str, Report]) -> None:
     from transformer_trace.render import environment
 
-    examples = [shlex.join(["--model", key, *report.options.example_change()]) for key, report in reports.items()]
+    examples = [shlex.join(["--model", key, *report.run_options.example_change()]) for key, report in reports.items()]
     text = environment().get_template("landing.md.j2").render(reports=entries, examples=examples)
     (out_dir / "index.md").write_text(text, encoding="utf-8")

@@ -62,13 +62,13 @@ def use_template_cache(env: jinja2.Environment) -> jinja2.Environment:
 
 def missing(env: jinja2.Environment) -> list[str]:
     """The templates of ``env`` whose compiled code its cache lacks (or holds for another source)."""
-    cache = env.bytecode_cache
-    if cache is None:
+    cache, loader = env.bytecode_cache, env.loader
+    if cache is None or loader is None:
         return []
     out = []
     for name in env.list_templates(extensions=["j2"]):
         try:
-            source, filename, _ = env.loader.get_source(env, name)
+            source, filename, _ = loader.get_source(env, name)
             if cache.get_bucket(env, name, filename, source).code is None:
                 out.append(name)
         except (OSError, jinja2.TemplateError):

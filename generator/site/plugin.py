@@ -214,7 +214,7 @@ def _requests(todo: dict[str, Any], config_file: str | None) -> dict[str, Any]:
     from transformer_trace.errors import about_report
 
     config_path = Path(config_file) if config_file else None
-    requests = {}
+    requests: dict[str, Any] = {}
     for key, options in todo.items():  # one line naming the mkdocs.yml key for a bad one
         with about_report(key):
             requests |= report_options(argparse.Namespace(model=key), {key: options or {}}, config_path)

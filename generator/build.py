@@ -19,6 +19,7 @@ from transformer_trace.errors import about_report
 from transformer_trace.figures import Drawing
 from transformer_trace.landing import landing_entries, landing_is_ours, pdf_is_current, write_landing
 from transformer_trace.options import RunOptions
+from transformer_trace.processes import die_with_parent
 from transformer_trace.progress import Progress
 from transformer_trace.render import environment, render_report
 from transformer_trace.text import not_drawable
@@ -139,27 +140,10 @@ def _draw_job(index: int) -> BaseException | None:
 
 def _worker_init(parent: int) -> None:
     """A figure worker dies with the process that forked it, however that one ends (SIGKILL included)."""
-    _die_with_parent(parent)
+    die_with_parent(parent)
     import torch
 
     torch.set_num_threads(1)  # one figure per core; no oversubscription
-
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to SIGKILL this process when its parent ends; if the parent already ended, exit now."""
-    import ctypes
-    import signal
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
-        pass
-    if os.getppid() != parent:  # the parent died between the fork and the prctl
-        os._exit(1)
 
 
 def render_figures(report: Report, run: ModelRun, out: Path, previous: Path, progress: Progress) -> int:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import jinja2
 
+from transformer_trace.processes import die_with_parent
+
 PROJECT = Path(__file__).resolve().parent.parent
 
 
@@ -98,9 +100,7 @@ def compile_ahead(env: jinja2.Environment) -> Callable[[], None]:
     if pid == 0:  # the child: never returns
         code = 1
         try:
-            from transformer_trace.site.parallel import _die_with_parent
-
-            _die_with_parent(parent)
+            die_with_parent(parent)
             os.nice(19)  # it takes the cores the runs leave idle
             for name in names:
                 env.get_template(name)

@@ -39,11 +39,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from transformer_trace.processes import die_with_parent
 from transformer_trace.site import highlight_cache
 
 log = logging.getLogger("transformer_trace")
 
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 STALLED_S = 5.0  # a helper that sends nothing for this long is stopped (a lock a thread held at the fork, say): the
 # parent then does its pages, so the worst case costs seconds, not a stuck regeneration; a page takes well under 1 s
 
@@ -55,18 +55,6 @@ def enabled() -> bool:
 
 def digest(text: str | None) -> str:
     return hashlib.blake2b((text or "").encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def _die_with_parent(parent: int) -> None:
-    """SIGKILL this process when its parent ends; exit now if the parent already ended."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 # ----------------------------------------------------------------------------- log records of the child's work
@@ -156,7 +144,7 @@ class Helper:
             code = 1
             try:
                 os.close(read_end)
-                _die_with_parent(parent)
+                die_with_parent(parent)
                 # nothing is printed from here: every logger's records are kept for the parent (a patch of the class
                 # in the forked child alone, which mypy refuses for any method)
                 logging.Logger.callHandlers = _child_call_handlers  # type: ignore[method-assign, assignment]

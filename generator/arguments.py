@@ -19,8 +19,8 @@ from typing import Any, NoReturn
 from transformer_trace.errors import UserError, one_line
 from transformer_trace.options import PARSERS, RunOptions, bounded_int, flag_of, out_path, shown
 from transformer_trace.reports import REPORTS, trainable
-from transformer_trace.site.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
-from transformer_trace.site_folder import locate_site
+from transformer_trace.docs_folder.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
+from transformer_trace.docs_folder.location import locate_site
 from transformer_trace.version import package_version
 
 COMMON = {f.name for f in fields(RunOptions)}
@@ -256,7 +256,7 @@ def declared_options(key: str, options: dict[str, Any], config_file: Path | None
 def run_records(requests: dict[str, RunOptions], declared: dict[str, Any] | None,
                 config_file: Path | None) -> dict[str, dict[str, Any]]:
     """What the manifest records of each generated report: the mkdocs.yml declaration it was made under, the generator
-    version, and its options (generator/site/configured.py decides from the first two whether it is up to date)."""
+    version, and its options (docs_folder/configured.py decides from the first two whether it is up to date)."""
     declarations_now = declarations({key: (declared or {}).get(key) for key in requests if key in (declared or {})},
                                     config_file)
     return {key: {"declared": declarations_now.get(key), "version": generator_version(),

@@ -26,7 +26,7 @@ from transformer_trace.text import not_drawable
 from transformer_trace.run import ModelRun
 from transformer_trace.sources import NotCheckable
 from transformer_trace.template_cache import compile_ahead
-from transformer_trace.site.staging import build_lock, edited_by_hand, staged_output
+from transformer_trace.docs_folder.staging import build_lock, edited_by_hand, staged_output
 from transformer_trace.tensor_data import write_run_data
 
 log = logging.getLogger("transformer_trace")
@@ -46,10 +46,10 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
     """Run every requested report's model first (bad input fails before anything is written), then write.
 
     ``requests`` maps report keys to their options; ``reports`` holds the Report of each key (the registry's, from the
-    CLI or the MkDocs plugin), in site order; ``force`` overwrites
-    generated files edited by hand (without it the build refuses and names them); ``records`` is what the
-    manifest keeps about each report (generator/site/configured.py). The landing page (index.md) is written unless the
-    docs folder has an index.md or README.md of its own (a MkDocs site that adds the reports to its own pages).
+    CLI or the MkDocs plugin), in site order; ``force`` overwrites generated files edited by hand (without it the build
+    refuses and names them); ``records`` is what the manifest keeps about each report
+    (generator/docs_folder/configured.py). The landing page (index.md) is written unless the docs folder has an
+    index.md or README.md of its own (a MkDocs site that adds the reports to its own pages).
     """
     missing = [key for key in requests if key not in reports]
     if missing:

@@ -1,7 +1,8 @@
 """Command line: `python -m transformer_trace build ...` (see --help): runs the command the arguments name.
 
-The parser and what a build request means are in generator/arguments.py; the site machinery (staging, the
-MkDocs plugin, `serve`) is in generator/site/, which never imports this module.
+The parser and what a build request means are in generator/arguments.py; the docs folder's machinery (staging,
+the build lock) is in generator/docs_folder/, the MkDocs plugin and `serve` in generator/site/: neither imports this
+module.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import warnings
 from transformer_trace.arguments import build_from_args, parser, program_name
 from transformer_trace.errors import UserError, file_error
 from transformer_trace.reports import REPORTS
-from transformer_trace.site.staging import interrupted_message, site_written
-from transformer_trace.site_folder import docs_dir, locate_site
+from transformer_trace.docs_folder.staging import interrupted_message, site_written
+from transformer_trace.docs_folder.location import docs_dir, locate_site
 from transformer_trace.text import terminal_line
 
 

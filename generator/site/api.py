@@ -100,7 +100,7 @@ def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str,
 
 def _api_message(exc: UserError) -> str:
     """The CLI's message, with what to do said for the API (which has no --force flag, but a force field)."""
-    from transformer_trace.site.staging import HandEdits
+    from transformer_trace.docs_folder.staging import HandEdits
 
     if isinstance(exc, HandEdits):
         return (f"{exc.summary}; move your edits out of the report folder and regenerate, or send \"force\": true "

@@ -64,7 +64,7 @@ from transformer_trace.site.api import BUSY, MAX_BODIES, ApiError, Upload, gener
 from transformer_trace.site.api import status as api_status
 from transformer_trace.site.events import EventProgress, Events
 from transformer_trace.site.forms import SiteForms
-from transformer_trace.site.staging import current_staging, resolved
+from transformer_trace.docs_folder.staging import current_staging, resolved
 
 if TYPE_CHECKING:
     from transformer_trace.site.warm_site import WarmSite

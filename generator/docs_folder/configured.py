@@ -164,7 +164,7 @@ def plugin_reports(config_file: Path) -> dict[str, Any] | None:
     if not declared:
         return None
     options = declared[0]
-    from transformer_trace.site.plugin_options import TransformerTraceConfig
+    from transformer_trace.docs_folder.plugin_options import TransformerTraceConfig
 
     schema = TransformerTraceConfig(config_file_path=str(config_file))
     schema.load_dict(options or {})

@@ -14,13 +14,13 @@ import re
 import sys
 from dataclasses import MISSING, Field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from transformer_trace.errors import UserError, one_line
 from transformer_trace.options import PARSERS, RunOptions, bounded_int, flag_of, out_path, shown
 from transformer_trace.reports import REPORTS, trainable
-from transformer_trace.site.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
-from transformer_trace.site_folder import locate_site
+from transformer_trace.docs_folder.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
+from transformer_trace.docs_folder.location import locate_site
 from transformer_trace.version import package_version
 
 COMMON = {f.name for f in fields(RunOptions)}
@@ -33,11 +33,18 @@ def program_name() -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line and exit code 2, like every other input error
+    raises = False  # set by parse_build_argv: a refusal (or --help) raises _ArgumentError instead of exiting
+
+    def error(self, message: str) -> NoReturn:  # one line and exit code 2, like every other input error
         self.exit(2, f"error: {message} (see --help)\n")
 
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if self.raises:
+            raise _ArgumentError((message or "").strip())
+        super().exit(status, message)
 
-def _add_option(group: argparse._ArgumentGroup, f: Field, defaults: str, help_text: str | None = None) -> None:
+
+def _add_option(group: argparse._ActionsContainer, f: Field, defaults: str, help_text: str | None = None) -> None:
     meta = f.metadata
     kind = meta.get("kind") or ("int" if f.type in (int, "int") else None)
     group.add_argument(
@@ -122,17 +129,17 @@ def parser() -> argparse.ArgumentParser:
                    "their options: they are this command's defaults, flags override them (default: ./mkdocs.yml)")
     seen: dict[str, list[str]] = {}  # flag -> reports that take it (a flag shared by several reports is added once)
     for key, report in REPORTS.items():
-        own = [f for f in fields(report.options) if f.name not in COMMON and f.init]
+        own = [f for f in fields(report.run_options) if f.name not in COMMON and f.init]
         for f in own:
             seen.setdefault(flag_of(f), []).append(key)
     groups: dict[str, argparse._ArgumentGroup] = {}
     added: set[str] = set()
     for key, report in REPORTS.items():
-        for f in fields(report.options):
+        for f in fields(report.run_options):
             flag = flag_of(f)
             if f.name in COMMON or flag in added or not f.init:
                 continue
-            owners = {o: next(g for g in fields(REPORTS[o].options) if flag_of(g) == flag) for o in seen[flag]}
+            owners = {o: next(g for g in fields(REPORTS[o].run_options) if flag_of(g) == flag) for o in seen[flag]}
             group = groups.setdefault(" and ".join(owners), b.add_argument_group(" and ".join(owners)))
             if len(owners) == 1:
                 _add_option(group, f, _default_text(f))
@@ -176,16 +183,16 @@ def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = N
         wanted = [args.model]
     else:
         wanted = [key for key in REPORTS if key in declared] if declared else list(REPORTS)
-    taken = {f.name for key in wanted for f in fields(REPORTS[key].options)}
+    taken = {f.name for key in wanted for f in fields(REPORTS[key].run_options)}
     for key, report in REPORTS.items():  # a flag only another report takes would be silently ignored: refuse it
-        for f in fields(report.options):
+        for f in fields(report.run_options):
             if f.init and f.name not in taken and getattr(args, f.name, None) is not None:
-                owners = [k for k, r in REPORTS.items() if f.name in {g.name for g in fields(r.options)}]
+                owners = [k for k, r in REPORTS.items() if f.name in {g.name for g in fields(r.run_options)}]
                 raise UserError(f"{flag_of(f)} is an option of the {' and '.join(owners)} report, not of --model "
                                 f"{args.model}")
     requests = {}
     for key in wanted:
-        options_type = REPORTS[key].options
+        options_type = REPORTS[key].run_options
         given: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(options_type)
                                  if f.init and getattr(args, f.name, None) is not None}
         from_config = declared_options(key, (declared or {}).get(key) or {}, config_file)
@@ -228,7 +235,7 @@ def declared_options(key: str, options: dict[str, Any], config_file: Path | None
         raise UserError(f"{where}: unknown report; the reports are: {', '.join(REPORTS)}")
     if not isinstance(options, dict):
         raise UserError(f"{where}: expected the report's options as a mapping (name: value)")
-    names = _config_names(REPORTS[key].options)
+    names = _config_names(REPORTS[key].run_options)
     base = config_file.resolve().parent if config_file else Path.cwd()
     values: dict[str, Any] = {}
     for name, value in resolve(options, base).items():
@@ -249,7 +256,7 @@ def declared_options(key: str, options: dict[str, Any], config_file: Path | None
 def run_records(requests: dict[str, RunOptions], declared: dict[str, Any] | None,
                 config_file: Path | None) -> dict[str, dict[str, Any]]:
     """What the manifest records of each generated report: the mkdocs.yml declaration it was made under, the generator
-    version, and its options (generator/site/configured.py decides from the first two whether it is up to date)."""
+    version, and its options (docs_folder/configured.py decides from the first two whether it is up to date)."""
     declarations_now = declarations({key: (declared or {}).get(key) for key in requests if key in (declared or {})},
                                     config_file)
     return {key: {"declared": declarations_now.get(key), "version": generator_version(),
@@ -301,17 +308,15 @@ class _ArgumentError(Exception):
     pass
 
 
-def _raise_instead_of_exit(status: int = 0, message: str | None = None) -> None:
-    raise _ArgumentError((message or "").strip())
-
-
 def parse_build_argv(argv: list[str]) -> argparse.Namespace:
     """Parse ``build`` arguments with the CLI's own parser, raising ArgumentsRefused instead of exiting."""
     p = parser()
     stack = [p]
-    while stack:  # the parser and its subparsers report errors through exit(): raise instead of exiting
+    while stack:  # the parser and its subparsers (all _Parser: parser_class) report errors through exit()
         current = stack.pop()
-        current.exit = _raise_instead_of_exit
+        if not isinstance(current, _Parser):
+            raise TypeError(f"parse_build_argv: {current.prog} is not a _Parser; it would exit instead of raising")
+        current.raises = True
         for action in current._actions:
             if isinstance(action, argparse._SubParsersAction):
                 stack.extend(action.choices.values())

@@ -19,13 +19,14 @@ from transformer_trace.errors import about_report
 from transformer_trace.figures import Drawing
 from transformer_trace.landing import landing_entries, landing_is_ours, pdf_is_current, write_landing
 from transformer_trace.options import RunOptions
+from transformer_trace.processes import die_with_parent
 from transformer_trace.progress import Progress
 from transformer_trace.render import environment, render_report
 from transformer_trace.text import not_drawable
 from transformer_trace.run import ModelRun
 from transformer_trace.sources import NotCheckable
 from transformer_trace.template_cache import compile_ahead
-from transformer_trace.site.staging import build_lock, edited_by_hand, staged_output
+from transformer_trace.docs_folder.staging import build_lock, edited_by_hand, staged_output
 from transformer_trace.tensor_data import write_run_data
 
 log = logging.getLogger("transformer_trace")
@@ -45,10 +46,10 @@ def build(docs: Path, requests: dict[str, RunOptions], progress: Progress, force
     """Run every requested report's model first (bad input fails before anything is written), then write.
 
     ``requests`` maps report keys to their options; ``reports`` holds the Report of each key (the registry's, from the
-    CLI or the MkDocs plugin), in site order; ``force`` overwrites
-    generated files edited by hand (without it the build refuses and names them); ``records`` is what the
-    manifest keeps about each report (generator/site/configured.py). The landing page (index.md) is written unless the
-    docs folder has an index.md or README.md of its own (a MkDocs site that adds the reports to its own pages).
+    CLI or the MkDocs plugin), in site order; ``force`` overwrites generated files edited by hand (without it the build
+    refuses and names them); ``records`` is what the manifest keeps about each report
+    (generator/docs_folder/configured.py). The landing page (index.md) is written unless the docs folder has an
+    index.md or README.md of its own (a MkDocs site that adds the reports to its own pages).
     """
     missing = [key for key in requests if key not in reports]
     if missing:
@@ -139,27 +140,10 @@ def _draw_job(index: int) -> BaseException | None:
 
 def _worker_init(parent: int) -> None:
     """A figure worker dies with the process that forked it, however that one ends (SIGKILL included)."""
-    _die_with_parent(parent)
+    die_with_parent(parent)
     import torch
 
     torch.set_num_threads(1)  # one figure per core; no oversubscription
-
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to SIGKILL this process when its parent ends; if the parent already ended, exit now."""
-    import ctypes
-    import signal
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
-        pass
-    if os.getppid() != parent:  # the parent died between the fork and the prctl
-        os._exit(1)
 
 
 def render_figures(report: Report, run: ModelRun, out: Path, previous: Path, progress: Progress) -> int:

@@ -152,6 +152,13 @@ class Report:
     checks: Registry = field(default_factory=lambda: CHECKS)  # the check classes its catalogue uses: generic + its own
     drawings: Registry = field(default_factory=lambda: DRAWINGS)  # likewise the drawing classes of its figures
 
+    @property
+    def run_options(self) -> type[RunOptions]:
+        """``options`` of a report our model runs (every registered report); a ReportError for a trace's own report."""
+        if self.options is None:
+            raise ReportError(f"report {self.key!r}: no model of ours runs it, so it takes no options")
+        return self.options
+
     def __post_init__(self) -> None:
         """Refuse a part that is not what it must be, a catalogue that uses a check or drawing its registries do not
         list, or one that names a figure it does not define."""

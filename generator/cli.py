@@ -1,7 +1,8 @@
 """Command line: `python -m transformer_trace build ...` (see --help): runs the command the arguments name.
 
-The parser and what a build request means are in generator/arguments.py; the site machinery (staging, the
-MkDocs plugin, `serve`) is in generator/site/, which never imports this module.
+The parser and what a build request means are in generator/arguments.py; the docs folder's machinery (staging,
+the build lock) is in generator/docs_folder/, the MkDocs plugin and `serve` in generator/site/: neither imports this
+module.
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ import logging
 import shlex
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 import warnings
 
 from transformer_trace.arguments import build_from_args, parser, program_name
 from transformer_trace.errors import UserError, file_error
 from transformer_trace.reports import REPORTS
-from transformer_trace.site.staging import interrupted_message, site_written
-from transformer_trace.site_folder import docs_dir, locate_site
+from transformer_trace.docs_folder.staging import interrupted_message, site_written
+from transformer_trace.docs_folder.location import docs_dir, locate_site
 from transformer_trace.text import terminal_line
 
 
@@ -54,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         args.script_args = script_args
     _log_to_stderr()
     logging.getLogger("transformer_trace").setLevel(logging.INFO if args.verbose else logging.WARNING)
-    held = _held_warnings() if args.command != "serve" else contextlib.nullcontext([])
+    held: contextlib.AbstractContextManager[list[warnings.WarningMessage]] = (
+        _held_warnings() if args.command != "serve" else contextlib.nullcontext([]))
     with held as caught:
         code = _run(args)
     if code == 0 or args.verbose:  # a refusal is one line: warnings the libraries printed on the way are not shown
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @contextlib.contextmanager
-def _held_warnings():
+def _held_warnings() -> Iterator[list[warnings.WarningMessage]]:
     with warnings.catch_warnings(record=True) as caught:  # the filters in force decide what is shown, as without this
         yield caught
 
@@ -81,7 +84,10 @@ def _run(args: argparse.Namespace) -> int:
 
             return serve(args, REPORTS)
         if args.command == "train":
-            REPORTS[args.model].training.main(args.steps, args.out, seed=args.seed, quiet=args.quiet)
+            training = REPORTS[args.model].training
+            if training is None:  # the parser offers only the trainable reports
+                raise UserError(f"the {args.model} report has no training recipe")
+            training.main(args.steps, args.out, seed=args.seed, quiet=args.quiet)
             return 0
         if args.command == "trace":  # generator/trace/: runs the user's own script
             from transformer_trace.trace import trace

@@ -50,7 +50,7 @@ class Drawing(Typed):
         The code of this module and of the drawing's, the drawing's parameters (placeholders filled), the
         bytes of its tensors and parameters, and the values of the run inputs it reads.
         """
-        files = {Path(__file__), Path(inspect.getsourcefile(type(self)))}
+        files = {Path(__file__), Path(inspect.getfile(type(self)))}
         digest = hashlib.sha256(b"".join(hashlib.sha256(path.read_bytes()).digest() for path in sorted(files)))
         kinds = self.parameters()
         described = {f.name: _described(run, getattr(self, f.name), kinds[f.name]) for f in fields(self)}
@@ -114,7 +114,7 @@ def visual_order(text: str) -> str:
     return text
 
 
-def as_numpy(run: ModelRun, name: str) -> np.ndarray:
+def as_numpy(run: ModelRun, name: Ref | str) -> np.ndarray:
     return run.cpu(name).float().numpy()
 
 
@@ -244,8 +244,8 @@ class AttentionHeads(Drawing):
         if not many:
             cell = max(1, round(cell))
         width, height = round(cell * n_cols), round(cell * n_rows)
-        row_labels = literal_labels(self.axis_words(run, self.rows, self.tensor, -2), n_rows) if labelled else None
-        col_labels = literal_labels(self.axis_words(run, self.cols, self.tensor, -1), n_cols) if labelled else None
+        row_labels = literal_labels(self.axis_words(run, self.rows, self.tensor, -2), n_rows) if labelled else []
+        col_labels = literal_labels(self.axis_words(run, self.cols, self.tensor, -1), n_cols) if labelled else []
         x_ticks = range(n_cols) if labelled else integer_ticks(n_cols, most=5)
         y_ticks = range(n_rows) if labelled else integer_ticks(n_rows, most=5)
         label_below = [index + grid_cols >= heads for index in range(heads)]  # the lowest panel of each column

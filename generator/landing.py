@@ -21,7 +21,7 @@ PDF_INDEX = "index.json"  # report -> digest of the snapshots.json its PDF was p
 def landing_is_ours(docs: Path) -> bool:
     """Whether the build may write docs/index.md: no home page of the site's own is there. MkDocs takes README.md for
     index.md, so a README.md is one too; an index.md is the site's unless the manifest records it as generated."""
-    from transformer_trace.site.staging import read_manifest
+    from transformer_trace.docs_folder.staging import read_manifest
 
     return not (docs / "README.md").exists() and (not (docs / "index.md").exists() or "index.md" in read_manifest(docs))
 
@@ -66,6 +66,6 @@ def landing_entries(docs: Path, staging: Path, fresh: set[str] | dict,
 def write_landing(out_dir: Path, entries: list[dict[str, Any]], reports: Mapping[str, Report]) -> None:
     from transformer_trace.render import environment
 
-    examples = [shlex.join(["--model", key, *report.options.example_change()]) for key, report in reports.items()]
+    examples = [shlex.join(["--model", key, *report.run_options.example_change()]) for key, report in reports.items()]
     text = environment().get_template("landing.md.j2").render(reports=entries, examples=examples)
     (out_dir / "index.md").write_text(text, encoding="utf-8")

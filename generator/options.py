@@ -182,6 +182,10 @@ class RunOptions:
             places[name] = self.pass_place(name, self.named_pass(name, self.n_layers()) or self.n_layers())
         return places
 
+    def config(self) -> Any:
+        """The model's configuration (its sizes and layout) for these options."""
+        raise NotImplementedError
+
     def build_model(self) -> Any:
         """The report's model for these options, with untrained weights (``record_points`` builds it on the meta
         device)."""

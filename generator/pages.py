@@ -131,7 +131,8 @@ class SnapshotPage:
         return self.named_shape
 
     def shape_of(self, i: int) -> tuple[str, ...]:
-        return self.named[i] if i < len(self.named) and self.named[i] else self.named_shape
+        named = self.named[i] if i < len(self.named) else None
+        return named or self.named_shape
 
     @property
     def shape_ok(self) -> bool:

@@ -116,7 +116,7 @@ def export(docs: Path, config: Path, bundled: Mapping[str, Report], quiet: bool 
     """Build the site, print each generated report (of ``bundled``, the registry's reports, or traced) to PDF, and
     rebuild with the PDFs linked."""
     from transformer_trace.landing import PDF_INDEX, landing_entries, landing_is_ours, report_digest, write_landing
-    from transformer_trace.site.staging import build_lock, claim
+    from transformer_trace.docs_folder.staging import build_lock, claim
 
     reports = [*(key for key in bundled if (docs / key / "snapshots.json").exists()), *traced_reports(docs)]
     if not reports:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -60,13 +60,16 @@ def tick_labels(ticks: Sequence[float]) -> list[str]:
 # ----------------------------------------------------------------------------- canvas
 
 
+_Draw = Callable[[Image.Image, int, int], object]  # draws one shape on a picture, offset by (dx, dy)
+
+
 class Canvas:
     """Draw at any pixel coordinates; ``save`` crops to what was drawn plus a margin."""
 
     def __init__(self) -> None:
-        self._ops: list[tuple[tuple[int, int, int, int], object]] = []
+        self._ops: list[tuple[tuple[int, int, int, int], _Draw]] = []
 
-    def _add(self, box: tuple[int, int, int, int], op) -> tuple[int, int, int, int]:
+    def _add(self, box: tuple[int, int, int, int], op: _Draw) -> tuple[int, int, int, int]:
         self._ops.append((box, op))
         return box
 
@@ -212,7 +215,7 @@ def fit(pixels: np.ndarray, width: int) -> Image.Image:
 def table(canvas: Canvas, x: int, y: int, header: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]],
           size: float = 9,           pad: int = 6, row_height: int = 26) -> tuple[int, int, int, int]:
     """A ruled table: ``header`` over the columns, each row a label and its cells, text centred; returns its box."""
-    columns = [header[j:j + 1] + [cells[j] for _, cells in rows] for j in range(len(header))]
+    columns = [[header[j], *(cells[j] for _, cells in rows)] for j in range(len(header))]
     widths = [max(text_width(text, size) for text in column) + 2 * pad for column in columns]
     label_width = max(text_width(label, size) for label, _ in rows) + 2 * pad
     right = x + label_width + sum(widths)
@@ -396,7 +399,7 @@ class Axes:
         self.layer.rect(self.px(centre - width / 2), self.py(value), self.px(centre + width / 2), self.py(0.0), colour,
                         edge, edge_pt)
 
-    def line(self, xs: Sequence[float], ys: Sequence[float], colour, width_pt: float = 1.5, pattern=None,
+    def line(self, xs: Iterable[float], ys: Iterable[float], colour, width_pt: float = 1.5, pattern=None,
              ylim=None) -> None:
         self.layer.line([(self.px(x), self.py(y, ylim)) for x, y in zip(xs, ys)], colour, width_pt, pattern)
 
@@ -404,7 +407,7 @@ class Axes:
         y = self.py(value, ylim)
         self.layer.line([(self.x - 2, y), (self.x + self.width + 2, y)], colour, width_pt, pattern)
 
-    def markers(self, xs: Sequence[float], ys: Sequence[float], shape: str, size_pt: float, colour, ylim=None) -> None:
+    def markers(self, xs: Iterable[float], ys: Iterable[float], shape: str, size_pt: float, colour, ylim=None) -> None:
         for x, y in zip(xs, ys):
             self.layer.marker(self.px(x), self.py(y, ylim), shape, size_pt, colour)
 

@@ -22,6 +22,8 @@ PX_PER_PT = DPI / 72
 def _font_files() -> tuple[Path, ...]:
     """DejaVu Sans from matplotlib's own folder (always there), then installed CJK and emoji fonts as fallbacks."""
     spec = importlib.util.find_spec("matplotlib")  # finds the folder without running matplotlib's import
+    if spec is None or not spec.submodule_search_locations:  # a dependency: only a broken install lacks it
+        raise ImportError("matplotlib is not installed: its DejaVu Sans font draws the figures' text")
     files = [Path(spec.submodule_search_locations[0]) / "mpl-data" / "fonts" / "ttf" / "DejaVuSans.ttf"]
     for pattern in ("**/NotoSansCJK-Regular.ttc", "**/Symbola*.ttf"):  # the fallbacks transformer_trace.figures uses
         files += sorted(Path("/usr/share/fonts").glob(pattern))[:1]

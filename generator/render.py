@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
@@ -60,10 +61,17 @@ class LackingUndefined(jinja2.StrictUndefined):
     __slots__ = ()
 
     def __init__(self, hint: str | None = None, obj: Any = jinja2.utils.missing, name: str | None = None,
-                 exc: type[Exception] = jinja2.UndefinedError) -> None:
+                 exc: type[jinja2.TemplateRuntimeError] = jinja2.UndefinedError) -> None:
         if isinstance(obj, Lacking) and name is not None:  # as a plain NotCheckable: a LookupError Jinja would swallow
-            exc = partial(lambda lack, _message: NotCheckable(lack.missing, lack.why), obj.lack(name))
-        super().__init__(hint, obj, name, exc)
+            lack = obj.lack(name)
+
+            def not_checkable(_message: str | None) -> NotCheckable:
+                return NotCheckable(lack.missing, lack.why)
+
+            # Jinja only calls exc(message) to make what it raises: a factory serves, where its stub asks for a class
+            super().__init__(hint, obj, name, not_checkable)  # type: ignore[arg-type]
+        else:
+            super().__init__(hint, obj, name, exc)
 
 
 @cache
@@ -359,7 +367,7 @@ def _answerer(run: Any, pages: list[Any], questions: jinja2.Template | None, env
     by_number = {p.snap.number: p for p in pages}
     generic = env.get_template("_fallback_answer.md.j2")
 
-    def fallback(q: Any, short: bool, failed: list[Any] = ()) -> Any:
+    def fallback(q: Any, short: bool, failed: Sequence[Any] = ()) -> Any:
         if run.model is not None:  # a model run's report has every answer written (the build warns where not)
             return lambda needs: ""
         return lambda needs: generic.render(question=q, short=short, needs=needs, failed=failed, pages=pages,

@@ -101,7 +101,9 @@ class ModelRun:
     @functools.cached_property
     def declared(self) -> dict[str, Declared]:
         """The model's declared record points: full record name -> point and named shape."""
-        return self.record_points if self.record_points is not None else declared_points(self.model)
+        if self.record_points is not None:
+            return self.record_points
+        return declared_points(self._model("the model's declared record points"))
 
     # ------------------------------------------------------------------ tensors
 
@@ -164,7 +166,7 @@ class ModelRun:
             "device": self.device,
             "device_name": (torch.cuda.get_device_name(0) if self.device == "cuda"
                             else platform.processor() or platform.machine()),
-            "dtype": str(next(self.model.parameters()).dtype).removeprefix("torch."),
+            "dtype": str(next(self._model("the model's dtype").parameters()).dtype).removeprefix("torch."),
             "torch": torch.__version__,
             "torchvision": _version("torchvision"),
             "python": platform.python_version(),
@@ -175,7 +177,9 @@ class ModelRun:
     def parameter_counts(self) -> list[tuple[str, int]]:
         """Parameters per top-level component, in definition order; a shared (tied) parameter counts once, where it
         first appears."""
-        counts, seen, model = [], set(), self._model("the model's parameters")
+        counts: list[tuple[str, int]] = []
+        seen: set[int] = set()
+        model = self._model("the model's parameters")
         for name, child in model.named_children():
             fresh = [p for p in child.parameters() if id(p) not in seen]
             seen.update(id(p) for p in fresh)

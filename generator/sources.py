@@ -145,7 +145,7 @@ class Known(dict, Lacking):
 class TensorSource(Protocol):
     """What a check or a figure reads. ``ModelRun`` is one; ``TensorDict`` (tensors alone) another."""
 
-    def name(self, ref: Ref | str) -> str:
+    def name(self, ref: Ref | ModuleRef | ParamRef | str) -> str:
         """The record name ``ref`` stands for in this source (placeholders filled)."""
 
     def has(self, ref: Ref | str) -> bool:
@@ -182,7 +182,7 @@ class TensorDict:
     inputs: Mapping[str, Any] = field(default_factory=dict)
     declared: Mapping[str, Any] = field(default_factory=dict)
 
-    def name(self, ref: Ref | str) -> str:
+    def name(self, ref: Ref | ModuleRef | ParamRef | str) -> str:
         return fill(str(ref), self.places)
 
     def has(self, ref: Ref | str) -> bool:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import jinja2
 
+from transformer_trace.processes import die_with_parent
+
 PROJECT = Path(__file__).resolve().parent.parent
 
 
@@ -62,13 +64,13 @@ def use_template_cache(env: jinja2.Environment) -> jinja2.Environment:
 
 def missing(env: jinja2.Environment) -> list[str]:
     """The templates of ``env`` whose compiled code its cache lacks (or holds for another source)."""
-    cache = env.bytecode_cache
-    if cache is None:
+    cache, loader = env.bytecode_cache, env.loader
+    if cache is None or loader is None:
         return []
     out = []
     for name in env.list_templates(extensions=["j2"]):
         try:
-            source, filename, _ = env.loader.get_source(env, name)
+            source, filename, _ = loader.get_source(env, name)
             if cache.get_bucket(env, name, filename, source).code is None:
                 out.append(name)
         except (OSError, jinja2.TemplateError):
@@ -98,9 +100,7 @@ def compile_ahead(env: jinja2.Environment) -> Callable[[], None]:
     if pid == 0:  # the child: never returns
         code = 1
         try:
-            from transformer_trace.site.parallel import _die_with_parent
-
-            _die_with_parent(parent)
+            die_with_parent(parent)
             os.nice(19)  # it takes the cores the runs leave idle
             for name in names:
                 env.get_template(name)

@@ -174,9 +174,9 @@ def image_png(image: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ..
     from PIL import Image
 
     rgb = (image[0].float().cpu() * torch.tensor(std).view(3, 1, 1) + torch.tensor(mean).view(3, 1, 1))
-    rgb = rgb.clamp(0, 1).mul(255).round().to(torch.uint8).permute(1, 2, 0).numpy()  # (3, H, W) -> (H, W, 3)
+    pixels = rgb.clamp(0, 1).mul(255).round().to(torch.uint8).permute(1, 2, 0).numpy()  # (3, H, W) -> (H, W, 3)
     buffer = io.BytesIO()
-    Image.fromarray(rgb, mode="RGB").save(buffer, format="PNG", optimize=True)
+    Image.fromarray(pixels, mode="RGB").save(buffer, format="PNG", optimize=True)
     return buffer.getvalue()
 
 

@@ -146,12 +146,11 @@ class TensorView:
             more = " ..." if block.numel() > len(shown) else ""
             return index, "[" + ", ".join(cells) + more + "]"
         r, c = min(rows, block.shape[0]), min(cols, block.shape[1])
-        shown = block[:r, :c].tolist()
         index = "[" + ", ".join([*map(str, lead), f":{r}", f":{c}"]) + "]"
-        cells = [[self._cell(v) for v in row] for row in shown]
-        width = max(len(x) for row in cells for x in row)
+        grid = [[self._cell(v) for v in row] for row in block[:r, :c].tolist()]
+        width = max(len(x) for row in grid for x in row)
         lines = []
-        for i, row in enumerate(cells):
+        for i, row in enumerate(grid):
             line = "  ".join(x.rjust(width) for x in row)
             if block.shape[1] > c:
                 line += "  ..."

@@ -85,7 +85,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: (B, L, C); the table row for each position is broadcast over the batch
-        encoding = self.table[: x.size(1)]  # (L, C)
+        encoding = self.get_buffer("table")[: x.size(1)]  # (L, C)
         return x + encoding
 
 

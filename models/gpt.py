@@ -46,13 +46,13 @@ class GPTConfig:
     d_model: int = 128
     n_heads: int = 4
     n_layers: int = 2
-    mlp_dim: int | None = None  # None: 4 * d_model, as GPT-2
+    mlp_dim: int = 0  # 0: 4 * d_model, as GPT-2
     layer_norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
-        if self.mlp_dim is None:
+        if not self.mlp_dim:
             object.__setattr__(self, "mlp_dim", 4 * self.d_model)
 
     @property
@@ -329,7 +329,7 @@ class GPT(nn.Module):
             )
         cache = KVCache()
         logits = self(ids, cache)[:, -1]  # (B, V): the prompt's last position predicts the first new byte
-        cached, recomputed, new = [], [], []
+        cached, recomputed, new = [], [], list[torch.Tensor]()  # new: each step's chosen IDs (B, 1)
         seq = ids  # (B, T + step)
         with paused():  # generation's passes would overwrite the prompt pass's names
             for step in range(n_new):

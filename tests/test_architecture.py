@@ -15,10 +15,10 @@ import pytest
 from transformer_trace.reports import REPORTS
 from tests.conftest import ROOT
 
-# The only modules that may read the registry: the command line, the MkDocs plugin and its configuration (they turn
-# what the user asked for into Report objects). benchmarks/ and tests/ may too; they are not under generator/.
+# The only modules that may read the registry: the command line and the MkDocs plugin (they turn what the user asked
+# for into Report objects). benchmarks/ and tests/ may too; they are not under generator/.
 ENTRY_POINTS = {"transformer_trace.cli", "transformer_trace.arguments", "transformer_trace.__main__",
-                "transformer_trace.site.plugin", "transformer_trace.site.configured"}
+                "transformer_trace.site.plugin"}
 REGISTRY = "transformer_trace.reports"
 
 
@@ -147,8 +147,35 @@ def test_generic_code_neither_imports_the_registry_nor_names_a_report(name):
 def test_the_generic_modules_include_those_the_issue_names():
     named = {"transformer_trace.checks", "transformer_trace.figures", "transformer_trace.render", "transformer_trace.sources", "transformer_trace.tensor_data",
              "transformer_trace.build", "transformer_trace.trace", "transformer_trace.trace.report", "transformer_trace.site.server",
-             "transformer_trace.site.forms"}
+             "transformer_trace.site.forms", "transformer_trace.docs_folder.configured"}
     assert named <= set(GENERIC)
+
+
+# The faces that call a build for the site: the MkDocs plugin and `serve` (generator/site/), and the command line that
+# starts `serve`. What they build on, the docs folder's machinery (generator/docs_folder/) and the core (the build,
+# the trace, the class page, the PDF export ...), lies below them and never imports them.
+SITE = "transformer_trace.site"
+FACES = (SITE, "transformer_trace.cli", "transformer_trace.__main__")
+
+
+def _inside(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+BELOW_THE_FACES = sorted(name for name in MODULES if not any(_inside(name, face) for face in FACES))
+
+
+@pytest.mark.parametrize("name", BELOW_THE_FACES)
+def test_the_docs_folder_machinery_and_the_core_never_import_the_site_package(name):
+    assert sorted(i for i in imports_of(name) if _inside(i, SITE)) == [], \
+        f"{name} reaches up into {SITE}, which calls it"
+
+
+def test_the_docs_folder_machinery_is_below_the_faces():
+    assert {"transformer_trace.docs_folder.staging", "transformer_trace.docs_folder.configured",
+            "transformer_trace.build", "transformer_trace.trace", "transformer_trace.classroom",
+            "transformer_trace.pdf", "transformer_trace.arguments"} <= set(BELOW_THE_FACES)
+    assert not any(_inside(name, SITE) for name in BELOW_THE_FACES)
 
 
 def test_the_guard_catches_an_import_of_the_registry_and_a_key(tmp_path, monkeypatch):

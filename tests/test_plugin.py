@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from transformer_trace.cli import main
-from transformer_trace.site.configured import PATH_OPTIONS
+from transformer_trace.docs_folder.configured import PATH_OPTIONS
 from transformer_trace.reports import REPORTS
 from tests.conftest import ROOT
 
@@ -254,7 +254,7 @@ def test_mkdocs_serve_regenerates_an_edited_report_without_rebuilding_in_a_loop_
 
 
 def test_path_options_known_without_torch_match_the_report_options():
-    """generator/site/configured.py resolves file options against mkdocs.yml's folder without importing the reports."""
+    """generator/docs_folder/configured.py resolves file options against mkdocs.yml's folder without importing the reports."""
     path_fields = {f.name for report in REPORTS.values() for f in fields(report.options) if f.metadata.get("kind") == "path"}
     assert path_fields <= set(PATH_OPTIONS)
     takes = {f.name for report in REPORTS.values() for f in fields(report.options)}
@@ -262,7 +262,7 @@ def test_path_options_known_without_torch_match_the_report_options():
 
 
 def test_mkdocs_yml_reads_the_vit_weights_from_the_environment_and_paths_are_relative_to_it(tmp_path, monkeypatch):
-    from transformer_trace.site.configured import declaration, plugin_reports
+    from transformer_trace.docs_folder.configured import declaration, plugin_reports
 
     monkeypatch.delenv("TT_VIT_WEIGHTS", raising=False)
     assert plugin_reports(ROOT / "mkdocs.yml")["vit"]["weights"] == "random"

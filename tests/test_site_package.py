@@ -1,5 +1,6 @@
-"""generator/site/, the site machinery, as a package: no import circle with the command line or within, nothing
-computed when it is imported, and every function and class short enough to read (issue 19)."""
+"""generator/site/ (the MkDocs site and its faces) and generator/docs_folder/ (the docs folder's machinery below them),
+as packages: no import circle with the command line or within, nothing computed when they are imported, and every
+function and class short enough to read (issue 19)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from tests.conftest import ROOT
 
 GENERATOR = ROOT / "generator"
 SITE = GENERATOR / "site"
+DOCS_FOLDER = GENERATOR / "docs_folder"
+PACKAGES = (SITE, DOCS_FOLDER)
 MAX_LINES = 150  # of one function or class
 
 
@@ -70,14 +73,15 @@ def _import_circles() -> list[list[str]]:
 
 def test_the_site_package_and_the_command_line_import_no_circle():
     mine = [group for group in _import_circles()
-            if any(name.startswith("transformer_trace.site") or name in ("transformer_trace.cli", "transformer_trace.arguments") for name in group)]
+            if any(name.startswith(("transformer_trace.site", "transformer_trace.docs_folder")) or name in ("transformer_trace.cli", "transformer_trace.arguments") for name in group)]
     assert mine == []
-    importers_of_cli = [_module(path) for path in sorted(SITE.glob("*.py")) if _imports(path, {"transformer_trace.cli"})]
+    importers_of_cli = [_module(path) for package in PACKAGES for path in sorted(package.glob("*.py"))
+                        if _imports(path, {"transformer_trace.cli"})]
     assert importers_of_cli == []  # not even inside a function
 
 
 def test_importing_the_site_machinery_imports_no_cli_no_report_and_no_pytorch():
-    modules = sorted(_module(p) for p in SITE.glob("*.py"))
+    modules = sorted(_module(p) for package in PACKAGES for p in package.glob("*.py"))
     code = f"import sys\nfor m in {modules!r}: __import__(m)\nprint(sorted(m for m in ('transformer_trace.cli', 'transformer_trace.reports', 'torch') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -86,7 +90,7 @@ def test_importing_the_site_machinery_imports_no_cli_no_report_and_no_pytorch():
 
 def test_no_function_or_class_of_the_site_package_is_longer_than_the_limit():
     long = []
-    for path in sorted(SITE.glob("*.py")):
+    for path in sorted(p for package in PACKAGES for p in package.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.end_lineno - node.lineno + 1 > MAX_LINES:
                 long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-import transformer_trace.site.staging
+import transformer_trace.docs_folder.staging
 from transformer_trace.cli import main
 from transformer_trace.reports import REPORTS
-from transformer_trace.site.staging import LOCK, MANIFEST, staged_output
+from transformer_trace.docs_folder.staging import LOCK, MANIFEST, staged_output
 from tests.conftest import ROOT
 from tests.test_cli import run_cli
 
@@ -191,7 +191,7 @@ def test_a_staging_or_trash_folder_the_generator_did_not_make_is_neither_used_no
     before = digests(planted)
     ours = docs / ".trash-left-by-a-killed-build"
     ours.mkdir()
-    transformer_trace.site.staging._mark_ours(ours)
+    transformer_trace.docs_folder.staging._mark_ours(ours)
 
     result = run_cli("build", "--model", "encoder-decoder", "--src", "a different sentence", "--out", str(docs))
 
@@ -302,13 +302,13 @@ def test_ctrl_c_during_a_build_changes_nothing_and_leaves_nothing(docs):
 
 
 def test_ctrl_c_during_the_swap_waits_until_the_new_site_is_live(docs, monkeypatch):
-    swap = transformer_trace.site.staging._swap
+    swap = transformer_trace.docs_folder.staging._swap
 
     def ctrl_c_then_swap(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGINT)  # delivered at once to this (main) thread, unless held back
         return swap(*args, **kwargs)
 
-    monkeypatch.setattr(transformer_trace.site.staging, "_swap", ctrl_c_then_swap)
+    monkeypatch.setattr(transformer_trace.docs_folder.staging, "_swap", ctrl_c_then_swap)
     result = run_cli("build", "--model", "encoder-decoder", "--src", "a different sentence", "--out", str(docs))
     assert result.returncode == 130
     assert result.stderr == f"interrupted after the new site was written: {docs} holds the new reports\n"
@@ -321,7 +321,7 @@ def test_ctrl_c_during_the_swap_waits_until_the_new_site_is_live(docs, monkeypat
 KILL_DURING_SWAP = """
 import os, sys
 from pathlib import Path
-import transformer_trace.site.staging
+import transformer_trace.docs_folder.staging
 from transformer_trace.cli import main
 
 real_replace = os.replace
@@ -329,7 +329,7 @@ def replace(src, dst):
     if Path(src).parent.name.startswith(".staging-") and not Path(src).name.startswith("."):
         os._exit(9)  # the old report is in the trash, the new one not yet in place: as if killed right here
     real_replace(src, dst)
-transformer_trace.site.staging.os.replace = replace
+transformer_trace.docs_folder.staging.os.replace = replace
 main(["build", "--model", "encoder-decoder", "--src", "a different sentence", "--out", sys.argv[1], "-q"])
 """
 

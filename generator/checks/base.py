@@ -10,6 +10,7 @@ import functools
 import math
 import re
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,6 +128,7 @@ def field_kind(annotation: Any) -> str:
     return VALUE
 
 
+@dataclass(frozen=True, kw_only=True)  # no fields of its own: its subclasses' are what it reads
 class Typed:
     """Shared by checks and drawings: parameters read from dataclass fields, tensor inputs from their types."""
 
@@ -286,7 +288,29 @@ def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[bool
 
 
 def linear(s: TensorSource, module: ModuleRef, x: torch.Tensor) -> torch.Tensor:
-    layer = s.module(module)
-    weight = layer.weight.detach().double().cpu()
-    bias = layer.bias.detach().double().cpu() if layer.bias is not None else None
-    return F.linear(x, weight, bias)
+    return F.linear(x, *weight_and_bias(s.module(module)))
+
+
+def weight_and_bias(layer: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A layer's weight and bias (None where it has none) in float64 on the CPU: a module of the model's, or a traced
+    script's own; NotCheckable where they are not tensors."""
+    weight, bias = getattr(layer, "weight", None), getattr(layer, "bias", None)
+    if not isinstance(weight, torch.Tensor) or not (bias is None or isinstance(bias, torch.Tensor)):
+        raise NotCheckable(f"the weights of {type(layer).__name__}", "its weight or bias is not a tensor")
+    return weight.detach().double().cpu(), None if bias is None else bias.detach().double().cpu()
+
+
+def settings(layer: torch.nn.Module, *names: str) -> tuple[Any, ...]:
+    """A layer's settings, in the order named (a Conv2d's stride and padding, a LayerNorm's eps): plain attributes,
+    which the type of a Module's attribute (a tensor or a submodule) does not describe."""
+    return tuple(getattr(layer, name) for name in names)
+
+
+def added(tensors: Iterable[torch.Tensor]) -> torch.Tensor:
+    """The tensors' sum (``sum`` starts from the int 0: no tensor where there are none)."""
+    total: torch.Tensor | None = None
+    for tensor in tensors:
+        total = tensor if total is None else total + tensor
+    if total is None:
+        raise NotCheckable("the operands of a sum", "none are given")
+    return total

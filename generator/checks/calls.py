@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from transformer_trace.checks.base import Check, THIS, close
+from transformer_trace.checks.base import Check, THIS, close, settings, weight_and_bias
 from transformer_trace.checks.values import SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 
@@ -28,9 +28,8 @@ class ConvPatches(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         conv = s.module(self.module)
-        weight = conv.weight.detach().double().cpu()
-        bias = conv.bias.detach().double().cpu() if conv.bias is not None else None
-        maps = F.conv2d(s.t(self.x), weight, bias, conv.stride, conv.padding, conv.dilation, conv.groups)
+        weight, bias = weight_and_bias(conv)
+        maps = F.conv2d(s.t(self.x), weight, bias, *settings(conv, "stride", "padding", "dilation", "groups"))
         expected = maps.flatten(2).transpose(1, 2)  # (B, C, h, w) -> (B, h·w, C)
         got = s.t(self.out)
         passed, detail = close(got.reshape(expected.shape) if got.numel() == expected.numel() else got, expected,
@@ -64,10 +63,10 @@ class PatchChain(Check):
         x, names = rows, []
         for ref in self.layers:
             layer = s.module(ref)
-            weight = layer.weight.detach().double().cpu()
-            bias = layer.bias.detach().double().cpu() if layer.bias is not None else None
+            weight, bias = weight_and_bias(layer)
             if hasattr(layer, "normalized_shape"):
-                x, what = F.layer_norm(x, tuple(layer.normalized_shape), weight, bias, layer.eps), "LayerNorm"
+                shape, eps = settings(layer, "normalized_shape", "eps")
+                x, what = F.layer_norm(x, tuple(shape), weight, bias, eps), "LayerNorm"
             else:
                 x, what = F.linear(x, weight, bias), "Linear"
             names.append(what)

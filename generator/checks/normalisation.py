@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from transformer_trace.checks.base import Check, THIS, UnfittableWeights, close
+from transformer_trace.checks.base import Check, THIS, UnfittableWeights, added, close, settings, weight_and_bias
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 from transformer_trace.tensors import fmt
 
@@ -23,12 +23,13 @@ def _layer_norm(s: TensorSource, out: Ref, total: torch.Tensor, module: ModuleRe
         ln = s.module(module)
     except NotCheckable:
         return _fitted_layer_norm(got, total, of)
-    weight, bias = ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu()
-    expected = F.layer_norm(total, ln.normalized_shape, weight, bias, ln.eps)
+    weight, bias = weight_and_bias(ln)
+    shape, eps = settings(ln, "normalized_shape", "eps")
+    expected = F.layer_norm(total, shape, weight, bias, eps)
     passed, detail = close(got, expected, f"recomputed LayerNorm of {of} with {s.name(module)}'s weights")
     if getattr(ln, "own_code", False):  # a traced script's own LayerNorm class: checked against the formula
         passed, detail = _own_layer_norm(got, total, ln, of, (passed, detail))
-    normalised = F.layer_norm(total, ln.normalized_shape, eps=ln.eps)
+    normalised = F.layer_norm(total, shape, eps=eps)
     detail += (f"; before the affine step every position has mean {fmt(float(normalised.mean(-1).abs().max()), 6)} "
                "(max |mean|) "
                f"and std {fmt(float(normalised.std(-1, unbiased=False).mean()), 4)}")
@@ -138,7 +139,8 @@ class ResidualLayerNorm(Check):
         return super().reading(name, ref)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        return _layer_norm(s, self.out, sum(s.t(ref) for ref in self.operands), self.module, "input + sublayer output")
+        total = added(s.t(ref) for ref in self.operands)
+        return _layer_norm(s, self.out, total, self.module, "input + sublayer output")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,7 +153,7 @@ class ResidualThenNorm(ResidualLayerNorm):
     sum_claim = "is the residual sum input + sublayer output (its LayerNorm, the MLP's input, is taken on another line)"
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        total = sum(s.t(ref) for ref in self.operands)
+        total = added(s.t(ref) for ref in self.operands)
         raw, detail = close(s.t(self.out), total, "input + sublayer output vs the recorded tensor")
         if raw:
             return self.sum_claim, True, detail

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_trace.checks.base import Check, close
+from transformer_trace.checks.base import Check, added, close
 from transformer_trace.checks.normalisation import _fitted_layer_norm, _layer_norm
 from transformer_trace.checks.values import SameTensor, SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
@@ -37,9 +37,10 @@ class ResidualSumEitherNorm(SumOf):
         """The pre-norm sum; the post-norm one where the captured block output is a LayerNorm of it (gain and bias
         fitted) and not the pre-norm sum itself."""
         pre = super().derive(s)
-        if not self.post_norm or self.block_out is None or not _readable(s, (*self.post_norm, self.block_out)):
+        if (pre is None or not self.post_norm or self.block_out is None
+                or not _readable(s, (*self.post_norm, self.block_out))):
             return pre
-        block_out, post = s.t(self.block_out), sum(s.t(ref) for ref in self.post_norm)
+        block_out, post = s.t(self.block_out), added(s.t(ref) for ref in self.post_norm)
         if close(block_out, pre, "")[0]:
             return pre
         try:
@@ -53,7 +54,7 @@ class ResidualSumEitherNorm(SumOf):
         if passed or not self.post_norm or self.block_out is None:
             return claim, passed, detail
         out = s.t(self.out)
-        post, more = close(out, sum(s.t(ref) for ref in self.post_norm),
+        post, more = close(out, added(s.t(ref) for ref in self.post_norm),
                            f"{' + '.join(s.name(ref) for ref in self.post_norm)} (post-norm) vs the recorded sum")
         normed_after = not close(s.t(self.block_out), out, "")[0]
         if post and normed_after:
@@ -86,7 +87,7 @@ class ResidualOrPostNorm(SameTensor):
         claim, passed, detail = super().verify(s)
         if passed or not self.operands or self.module is None:
             return claim, passed, detail
-        total: torch.Tensor = sum(s.t(ref) for ref in self.operands)
+        total: torch.Tensor = added(s.t(ref) for ref in self.operands)
         try:
             _, post, more = _layer_norm(s, self.out, total, self.module, "input + sublayer output")
         except (NotCheckable, AttributeError, KeyError):  # too few rows to fit a LayerNorm; no such module

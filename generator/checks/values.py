@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from transformer_trace.checks.base import Check, GELU_MINIMUM, THIS, UnfittableWeights, close, linear, tolerance
+from transformer_trace.checks.base import (Check, GELU_MINIMUM, THIS, UnfittableWeights, added, close, linear,
+                                          tolerance)
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
@@ -118,10 +119,10 @@ class SumOf(Check):
     operands: tuple[Ref, ...]
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
-        return sum(s.t(ref) for ref in self.operands)
+        return added(s.t(ref) for ref in self.operands)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        expected = sum(s.t(ref) for ref in self.operands)
+        expected = added(s.t(ref) for ref in self.operands)
         passed, detail = close(s.t(self.out), expected, "operands added up vs the recorded sum")
         return "the operands add up to the residual sum", passed, detail
 

@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def class_page(args: argparse.Namespace) -> int:
     from transformer_trace.classroom.page import write_class
     from transformer_trace.classroom.students import read_students
-    from transformer_trace.site.staging import staged_output
+    from transformer_trace.docs_folder.staging import staged_output
 
     started = time.perf_counter()
     out = args.out.resolve()

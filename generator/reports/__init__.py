@@ -2,8 +2,9 @@
 
 A report is one model file in models/ and one ``Report`` object (generator/catalogue.py), declared in its folder's
 ``__init__.py`` (see encoder_decoder/), registered here with one line. Only the entry points read ``REPORTS``: the CLI
-(generator/cli.py, arguments.py), the MkDocs plugin (generator/site/plugin.py, configured.py), the benchmarks and the
-tests; they hand the Report objects to the generic code (a run carries its own). Site order is registration order.
+(generator/cli.py, arguments.py), the MkDocs plugin (generator/site/plugin.py, docs_folder/configured.py), the
+benchmarks and the tests; they hand the Report objects to the generic code (a run carries its own). Site order is
+registration order.
 """
 
 from __future__ import annotations

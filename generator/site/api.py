@@ -100,7 +100,7 @@ def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str,
 
 def _api_message(exc: UserError) -> str:
     """The CLI's message, with what to do said for the API (which has no --force flag, but a force field)."""
-    from transformer_trace.site.staging import HandEdits
+    from transformer_trace.docs_folder.staging import HandEdits
 
     if isinstance(exc, HandEdits):
         return (f"{exc.summary}; move your edits out of the report folder and regenerate, or send \"force\": true "
@@ -164,6 +164,7 @@ def parse_body(content_type: str, body: bytes, forms: SiteForms) -> tuple[dict[s
 def _parse_multipart(content_type: str, body: bytes, forms: SiteForms) -> tuple[dict[str, Any], dict[str, Upload]]:
     import email.parser
     import email.policy
+    import email.utils
 
     message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
         b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
@@ -174,9 +175,13 @@ def _parse_multipart(content_type: str, body: bytes, forms: SiteForms) -> tuple[
     uploads = forms.file_fields()
     for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
+        if isinstance(name, tuple):  # an RFC 2231 parameter (charset, language, value)
+            name = email.utils.collapse_rfc2231_value(name)
         if not name:
             continue
         payload = part.get_payload(decode=True) or b""
+        if not isinstance(payload, bytes):  # decoded, a part is bytes (None for a nested multipart, read as empty)
+            raise ApiError(400, f"the field {name!r} could not be read")
         if name in fields or name in files:  # one value per field, as in JSON: never "the last one wins"
             raise ApiError(400, f"the field {name!r} is given twice")
         if part.get_filename() is not None or name in uploads:
@@ -200,13 +205,15 @@ def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path,
     from transformer_trace.arguments import build_from_args
     from transformer_trace.options import UPLOADED
 
-    tmp = Path(tempfile.mkdtemp(prefix="tt-upload-")) if files else None
+    tmp: Path | None = None  # made for the first upload
     uploaded = None
     try:
         paths = {}
         for name, upload in files.items():
             if name not in forms.file_fields():
                 raise ApiError(400, f"unknown file field {name!r}")
+            if tmp is None:
+                tmp = Path(tempfile.mkdtemp(prefix="tt-upload-"))
             paths[name] = tmp / name / upload.filename  # one folder per field: two names never collide
             try:
                 paths[name].parent.mkdir()
@@ -220,11 +227,10 @@ def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path,
         try:
             return build_from_args(args, progress)
         except BaseException as exc:
-            if isinstance(exc, OSError) and file_error(exc) is not None:
-                exc = file_error(exc)
-            if not isinstance(exc, UserError):
+            refused = file_error(exc) if isinstance(exc, OSError) else exc  # None: an OSError of the server's own
+            if not isinstance(refused, UserError):
                 raise
-            message = _api_message(exc)
+            message = _api_message(refused)
             for name, path in paths.items():  # the file as the user named it, not the server's copy
                 message = message.replace(str(path), files[name].filename)
             raise ApiError(400, one_line(message)) from None

@@ -4,6 +4,7 @@ the request handler's /api/events answer, ``EventProgress`` turns the generator'
 
 from __future__ import annotations
 
+import http.server
 import json
 import queue
 import select
@@ -11,9 +12,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformer_trace.progress import Progress
+
+if TYPE_CHECKING:
+    from transformer_trace.site.server import WarmServer
 
 MAX_EVENT_STREAMS = 32  # open /api/events connections, each holding a thread: a few tabs need a handful
 KEEP_ALIVE_S = 15  # a comment line after this long without an event, so proxies and browsers keep the stream
@@ -54,9 +58,25 @@ class Events:
                 q.put(None)
 
 
-class EventStream:
-    """The /api/events answer, for a request handler (http.server.BaseHTTPRequestHandler) whose
-    ``server_state.events`` are the server's Events and which answers JSON with ``_json``."""
+class ServerRequestHandler(http.server.SimpleHTTPRequestHandler):
+    """What every part of the warm server's request handler builds on: the server it answers for and JSON answers."""
+
+    server_state: WarmServer  # set by http_handler.listen() on a subclass made per server
+
+    def _json(self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        body = json.dumps(data).encode("ascii")  # \u escapes: any text, lone surrogates included, is valid JSON
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+
+class EventStream(ServerRequestHandler):
+    """The /api/events answer: a stream of the server's Events (``server_state.events``)."""
 
     def _events(self) -> None:
         state = self.server_state

@@ -16,11 +16,15 @@ import hashlib
 import inspect
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 MAX_BLOCKS = 4096  # the least recently used go first
 _cache: OrderedDict[str, str] = OrderedDict()
 _added: list[tuple[str, str]] | None = None  # in a helper process: highlighted since the last taken()
+
+
+_installed: Callable[..., Any] | None = None  # the wrapper install() set, so that it wraps only once
 
 
 def active() -> bool:
@@ -33,8 +37,9 @@ def install() -> None:
         from pymdownx import highlight
     except ImportError:
         return
+    global _installed
     original = highlight.Highlight.highlight
-    if getattr(original, "_tt_cached", False):
+    if original is _installed:
         return
     signature = inspect.signature(original)
 
@@ -66,8 +71,7 @@ def install() -> None:
                 _added.append((key, html))
         return html
 
-    cached._tt_cached = True
-    highlight.Highlight.highlight = cached
+    highlight.Highlight.highlight = _installed = cached
 
 
 def _keep(key: str, html: str) -> None:

@@ -7,7 +7,6 @@ The endpoints and their answers are described in generator/site/server.py.
 from __future__ import annotations
 
 import http.server
-import json
 import logging
 import os
 import socket
@@ -22,10 +21,11 @@ from urllib.parse import urlsplit
 from transformer_trace.errors import UserError
 from transformer_trace.options import readable_size  # torch-free
 from transformer_trace.site.api import BUSY, MAX_BODIES, MAX_UPLOAD, ApiError, IncompleteBody, parse_body
-from transformer_trace.site.events import EventStream
+from transformer_trace.site.events import EventStream, ServerRequestHandler
 
 if TYPE_CHECKING:
     from transformer_trace.site.server import WarmServer
+    from transformer_trace.site.warm_site import WarmSite
 
 log = logging.getLogger("transformer_trace")
 
@@ -91,7 +91,7 @@ def close(httpd: http.server.ThreadingHTTPServer) -> None:
     httpd.server_close()
 
 
-class _Bodies:
+class _Bodies(ServerRequestHandler):
     """Request bodies, read within BODY_TIMEOUT in all, or refused unread."""
 
     def _read_body(self, size: int) -> bytes:
@@ -139,7 +139,7 @@ class _Bodies:
             pass
 
 
-class _SiteFiles:
+class _SiteFiles(ServerRequestHandler):
     """The built site's files, live reload added to every HTML page."""
 
     def _static(self, head: bool) -> None:
@@ -151,7 +151,7 @@ class _SiteFiles:
         while True:
             with state.site_lock.read():
                 target = Path(self.translate_path(self.path))
-                held = state.site.held(target)
+                held = _served(state).held(target)
                 if held is None:
                     if target.is_dir():
                         if not path.endswith("/"):
@@ -183,12 +183,11 @@ class _SiteFiles:
 
 
 
-class Handler(_Bodies, _SiteFiles, EventStream, http.server.SimpleHTTPRequestHandler):
-    server_state: WarmServer  # set by listen() on a subclass made per server
+class Handler(_Bodies, _SiteFiles, EventStream):
     protocol_version = "HTTP/1.0"
 
     def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, directory=str(self.server_state.site.site), **kwargs)
+        super().__init__(*args, directory=str(_served(self.server_state).site), **kwargs)
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002
         if log.isEnabledFor(logging.INFO) and not self.server_state.quiet:
@@ -265,12 +264,11 @@ class Handler(_Bodies, _SiteFiles, EventStream, http.server.SimpleHTTPRequestHan
         if not state.bodies.acquire(blocking=False):
             return self._refuse_unread(size, 503, {"error": f"{MAX_BODIES} requests are already sending their bodies; "
                                                             "try again"})
+        incomplete: IncompleteBody | None = None
         try:
             body = self._read_body(size)  # within BODY_TIMEOUT, without the lock: a slow client holds up no one
         except IncompleteBody as exc:
             body, incomplete = b"", exc
-        else:
-            incomplete = None
         finally:
             state.bodies.release()
         if incomplete is not None:
@@ -305,18 +303,12 @@ class Handler(_Bodies, _SiteFiles, EventStream, http.server.SimpleHTTPRequestHan
         origin = self.headers.get("Origin")
         return origin is None or origin.lower() in self.server_state.origins()
 
-    # ---------------------------------------------------------------- answers
 
-    def _json(self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(data).encode("ascii")  # \u escapes: any text, lone surrogates included, is valid JSON
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+def _served(state: WarmServer) -> WarmSite:
+    """The site ``state`` serves: the HTTP side starts only after WarmServer.prepare() built it."""
+    if state.site is None:
+        raise RuntimeError("WarmServer.prepare() has not built the site yet")
+    return state.site
 
 
 def _inject(html: bytes) -> bytes:

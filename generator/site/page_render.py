@@ -8,7 +8,14 @@ last full build). A page's state after rendering travels between processes as :f
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from mkdocs.plugins import BasePlugin
+
+if TYPE_CHECKING:
+    import jinja2
+    from mkdocs.structure.files import Files
+    from mkdocs.structure.nav import Navigation
 
 # What calling MkDocs' page API raises once a release renamed, removed or changed it.
 API_CHANGED = (ImportError, AttributeError, TypeError)
@@ -34,11 +41,19 @@ def set_rendered_state(page, state: dict[str, Any], files) -> None:
     set_page_state(page, state, files)
 
 
-class Capture:
+class Capture(BasePlugin):
     """A plugin that keeps the build's files, navigation and Jinja environment for later partial builds."""
 
     def __init__(self) -> None:
-        self.files = self.nav = self.env = None
+        self.files: Files | None = None
+        self.nav: Navigation | None = None
+        self.env: jinja2.Environment | None = None
+
+    def captured(self) -> tuple[Files, Navigation, jinja2.Environment]:
+        """The build's files, navigation and Jinja environment: a full build ran with this plugin."""
+        if self.files is None or self.nav is None or self.env is None:
+            raise RuntimeError("no full build has run with the Capture plugin yet")
+        return self.files, self.nav, self.env
 
     def on_nav(self, nav, *, config, files):
         self.files, self.nav = files, nav
@@ -59,7 +74,7 @@ def render_page(page, config, capture: Capture) -> None:
     from mkdocs.utils import write_file
 
     get_context = mkdocs_build.get_context
-    files, nav, plugins = capture.files, capture.nav, config.plugins
+    (files, nav, env), plugins = capture.captured(), config.plugins
     config._current_page = page  # as `mkdocs build` sets it: the !relative YAML tag reads it
     try:
         page = plugins.on_pre_page(page, config=config, files=files)
@@ -69,7 +84,7 @@ def render_page(page, config, capture: Capture) -> None:
         page.content = plugins.on_page_content(page.content, page=page, config=config, files=files)
         page.active = True  # the page the theme shows as the current one
         context = get_context(nav, files.documentation_pages(), config, page)
-        template = capture.env.get_template(page.meta.get("template", "main.html"))
+        template = env.get_template(page.meta.get("template", "main.html"))
         context = plugins.on_page_context(context, page=page, config=config, nav=nav)
         output = plugins.on_post_page(template.render(context), page=page, config=config)
         if output.strip():

@@ -21,7 +21,11 @@ from transformer_trace.site.page_render import (API_CHANGED, nav_entry, render_w
 from transformer_trace.site.parallel import search_plugin as _search_plugin
 
 if TYPE_CHECKING:
+    from mkdocs.structure.files import File
+
     from transformer_trace.site.warm_site import WarmSite
+
+    _Changed = tuple[str, File, str, int]  # a changed page: its src_uri, File, digest and size
 
 log = logging.getLogger("transformer_trace")
 
@@ -72,10 +76,13 @@ class PagesAhead:
         from transformer_trace.site import parallel
 
         site = self.site
-        files = site._capture.files
+        files, _, _ = site._capture.captured()
+        built = site.built
+        if built is None:  # no build yet, so none to render ahead of
+            return 0
         if self._dir is None:
             self._dir = Path(tempfile.mkdtemp(prefix="tt-ahead-"))
-        todo = []  # (src_uri, File, digest, size) of each changed page
+        todo: list[_Changed] = []  # (src_uri, File, digest, size) of each changed page
         for path in sorted(staging.rglob("*.md")):
             src_uri = path.relative_to(staging).as_posix()
             file = files.get_file_from_path(src_uri)
@@ -86,9 +93,10 @@ class PagesAhead:
             except OSError:
                 continue
             digest = hashlib.blake2b(source, digest_size=16).hexdigest()
-            if digest != site.built.get(src_uri):
+            if digest != built.get(src_uri):
                 todo.append((src_uri, file, digest, len(source)))
-        mine, theirs = todo, []
+        mine: list[_Changed] = todo
+        theirs: list[_Changed] = []
         if len(todo) >= PARALLEL_FROM and parallel.enabled():  # half of them in a second process
             mine, theirs = parallel.split(todo, lambda item: item[3] + parallel.PAGE_BYTES_RENDERED, HELPER_SHARE)
         helper = None
@@ -102,7 +110,7 @@ class PagesAhead:
             for src_uri, file, digest, _ in mine:
                 self._render_one(src_uri, file, digest, staging)
             for src_uri, file, digest, _ in theirs:
-                result = helper.get(src_uri)
+                result = helper.get(src_uri) if helper is not None else None
                 if result is None:  # the helper could not: here, as the others
                     self._render_one(src_uri, file, digest, staging)
                     continue

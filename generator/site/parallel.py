@@ -39,11 +39,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from transformer_trace.processes import die_with_parent
 from transformer_trace.site import highlight_cache
 
 log = logging.getLogger("transformer_trace")
 
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 STALLED_S = 5.0  # a helper that sends nothing for this long is stopped (a lock a thread held at the fork, say): the
 # parent then does its pages, so the worst case costs seconds, not a stuck regeneration; a page takes well under 1 s
 
@@ -55,18 +55,6 @@ def enabled() -> bool:
 
 def digest(text: str | None) -> str:
     return hashlib.blake2b((text or "").encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def _die_with_parent(parent: int) -> None:
-    """SIGKILL this process when its parent ends; exit now if the parent already ended."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 # ----------------------------------------------------------------------------- log records of the child's work
@@ -156,8 +144,10 @@ class Helper:
             code = 1
             try:
                 os.close(read_end)
-                _die_with_parent(parent)
-                logging.Logger.callHandlers = _child_call_handlers  # nothing is printed from here
+                die_with_parent(parent)
+                # nothing is printed from here: every logger's records are kept for the parent (a patch of the class
+                # in the forked child alone, which mypy refuses for any method)
+                logging.Logger.callHandlers = _child_call_handlers  # type: ignore[method-assign, assignment]
                 highlight_cache.start_recording()  # what it highlights goes back to the parent
                 self._run(work, os.fdopen(write_end, "w", encoding="utf-8"))
                 code = 0
@@ -196,11 +186,14 @@ class Helper:
                 index, name = line.decode("utf-8").split("\t", 1)
                 self._ready[json.loads(name)] = os.path.join(self.dir, f"{index}.pickle")
                 continue
-            if not select.select([self._fd], [], [], STALLED_S)[0]:
+            fd = self._fd
+            if fd is None:  # closed
+                break
+            if not select.select([fd], [], [], STALLED_S)[0]:
                 log.info("site: the pages helper sent nothing for %.0f s; this process does its pages", STALLED_S)
                 self._stop()
                 break
-            chunk = os.read(self._fd, 1 << 16)
+            chunk = os.read(fd, 1 << 16)
             if not chunk:
                 self._ended = True
             self._buffer += chunk
@@ -338,7 +331,7 @@ class HelperBuild:
         if self.search is not None and getattr(self.search, "search_index", None) is not None:
             index = self.search.search_index
             original = index.add_entry_from_context
-            index.add_entry_from_context = lambda page: self._add_entry(page, original)
+            index.add_entry_from_context = lambda page: self._add_entry(index, page, original)
             self._wrapped = index
 
     def _child(self, files: list, send) -> None:
@@ -398,13 +391,15 @@ class HelperBuild:
         else:
             page.render = own
 
-    def _add_entry(self, page, original) -> None:
+    def _add_entry(self, index, page, original) -> None:
+        """``index``'s add_entry_from_context while the child indexes pages: its entries for ``page`` when it sent
+        them for this very page, else ``original``'s."""
         toc = self.used.pop(page.file.src_uri, None)
         result = self.helper.get("search:" + page.file.src_uri) if toc is not None else None
         if result is not None:
             key, entries, indexed = result
             if page.toc is toc and key == _search_key(page):
-                self._wrapped.entries.extend(entries)
+                index.entries.extend(entries)
                 replay(indexed)
                 self.taken["search entries"] += 1
                 return

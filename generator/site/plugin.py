@@ -8,10 +8,10 @@ plugins:
 ```
 
 - on_config generates each declared report that is missing, or whose options in mkdocs.yml or whose generator
-  version changed since it was generated (generator/site/configured.py; recorded in docs/.generated.json). It writes
-  into docs/<report>/ through the CLI's own staged, user-file-safe build (generator/site/staging.py). An up-to-date
-  build imports nothing of PyTorch and writes nothing, so `mkdocs serve` does not rebuild in a loop. A bad option stops
-  the build with the CLI's one-line message naming its mkdocs.yml key; docs/ is left as it was.
+  version changed since it was generated (generator/docs_folder/configured.py; recorded in docs/.generated.json). It
+  writes into docs/<report>/ through the CLI's own staged, user-file-safe build (generator/docs_folder/staging.py). An
+  up-to-date build imports nothing of PyTorch and writes nothing, so `mkdocs serve` does not rebuild in a loop. A bad
+  option stops the build with the CLI's one-line message naming its mkdocs.yml key; docs/ is left as it was.
 - It sets the navigation: the site's own `nav` (or, without one, its pages in MkDocs' default order) with one
   section per generated report, from each report's snapshots.json, after the home page.
 - It serves the explorer's and the regenerate form's JavaScript and CSS from the package, and adds the Markdown
@@ -37,8 +37,8 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import File, Files
 
-from transformer_trace.site.configured import PLUGIN, declarations, stale
-from transformer_trace.site.plugin_options import TransformerTraceConfig
+from transformer_trace.docs_folder.configured import PLUGIN, declarations, stale
+from transformer_trace.docs_folder.plugin_options import TransformerTraceConfig
 from transformer_trace.site.site_nav import generated_reports, navigation
 
 log = logging.getLogger(f"mkdocs.plugins.{PLUGIN}")
@@ -214,7 +214,7 @@ def _requests(todo: dict[str, Any], config_file: str | None) -> dict[str, Any]:
     from transformer_trace.errors import about_report
 
     config_path = Path(config_file) if config_file else None
-    requests = {}
+    requests: dict[str, Any] = {}
     for key, options in todo.items():  # one line naming the mkdocs.yml key for a bad one
         with about_report(key):
             requests |= report_options(argparse.Namespace(model=key), {key: options or {}}, config_path)

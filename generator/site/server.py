@@ -55,7 +55,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+import http.server
+from typing import TYPE_CHECKING, Any
 
 from transformer_trace.errors import UserError, one_line
 from transformer_trace.site import http_handler
@@ -63,7 +64,10 @@ from transformer_trace.site.api import BUSY, MAX_BODIES, ApiError, Upload, gener
 from transformer_trace.site.api import status as api_status
 from transformer_trace.site.events import EventProgress, Events
 from transformer_trace.site.forms import SiteForms
-from transformer_trace.site.staging import current_staging, resolved
+from transformer_trace.docs_folder.staging import current_staging, resolved
+
+if TYPE_CHECKING:
+    from transformer_trace.site.warm_site import WarmSite
 
 log = logging.getLogger("transformer_trace")
 
@@ -237,10 +241,10 @@ class WarmServer:
         self.site_lock = ReadWriteLock()
         self.busy = threading.Lock()
         self.bodies = threading.BoundedSemaphore(MAX_BODIES)
-        self.site = None  # transformer_trace.site.warm_site.WarmSite
+        self.site: WarmSite | None = None  # made by prepare()
         self.port = 0
         self.jobs = MainThreadJobs()  # regenerations run on the main thread; between them, docs/ is watched
-        self._httpd = None  # http.server.ThreadingHTTPServer
+        self._httpd: http.server.ThreadingHTTPServer | None = None
         self._signature: tuple | None = None
 
     def prepare(self, say: Callable[[str], None] = lambda _: None) -> None:
@@ -259,13 +263,13 @@ class WarmServer:
         load_everything(self.reports)
         from transformer_trace.site.warm_site import WarmSite
 
-        self.site = WarmSite(self.config, self.docs)
+        self.site = site = WarmSite(self.config, self.docs)
         # a full build after the answer (see WarmSite.update) is one as well
-        self.site.write_lock = self.site_lock.write
+        site.write_lock = self.site_lock.write
         say("building the site")
         refuse_links_outside(self.docs, self.config.parent)
         with self.site_lock.write():
-            self.site.full_build("start")
+            site.full_build("start")
         self._signature = docs_signature(self.docs)
 
     def regenerate(self, fields: Mapping[str, Any], files: Mapping[str, Upload] | None = None) -> dict[str, Any]:
@@ -344,8 +348,8 @@ class WarmServer:
         return api_status(self.docs, self.busy.locked(), self.forms)
 
     def start_http(self, port: int) -> str:
-        self._httpd = http_handler.listen(self, port)
-        self.port = self._httpd.server_address[1]
+        self._httpd = httpd = http_handler.listen(self, port)
+        self.port = httpd.server_address[1]
         return f"http://127.0.0.1:{self.port}/"
 
     def origins(self) -> set[str]:

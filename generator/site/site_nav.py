@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from transformer_trace.site.configured import PLUGIN
+from transformer_trace.docs_folder.configured import PLUGIN
 
 log = logging.getLogger(f"mkdocs.plugins.{PLUGIN}")
 

@@ -45,13 +45,16 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformer_trace.errors import UserError
 from transformer_trace.site.page_render import API_CHANGED, Capture, nav_entry, render_with_entries
 from transformer_trace.site.pages_ahead import PageAhead, PagesAhead, after_answer
 from transformer_trace.site.parallel import freeze_heap, thaw_heap
 from transformer_trace.site.parallel import search_plugin as _search_plugin
+
+if TYPE_CHECKING:
+    from mkdocs.structure.files import File
 
 log = logging.getLogger("transformer_trace")
 
@@ -209,7 +212,8 @@ class WarmSite:
         if nav is None or nav != self.nav_config:
             return self._full_build("the navigation changed")
         files = self._capture.files
-        pages, static = [], []
+        pages: list[File] = []
+        static: list[File] = []
         for path in changed:
             file = files.get_file_from_path(path)
             if file is None:  # not part of the site (excluded), nothing to do

@@ -22,9 +22,10 @@ def model_tables(report: Report, device: torch.device, repeats: int,
     torch.manual_seed(7)
     model = EncoderDecoderTransformer(EncoderDecoderConfig(src_vocab_size=6, tgt_vocab_size=5)).eval()
     src, tgt = torch.tensor([[3, 2, 0, 1, 5, 4]]), torch.tensor([[4, 0, 1, 3, 2]])
-    kw = dict(d_model=128, nhead=4, dim_feedforward=256, dropout=0.0, batch_first=True)
-    enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(**kw), 2, enable_nested_tensor=False).eval()
-    dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(**kw), 2).eval()
+    enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(128, 4, dim_feedforward=256, dropout=0.0, batch_first=True),
+                                2, enable_nested_tensor=False).eval()
+    dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(128, 4, dim_feedforward=256, dropout=0.0, batch_first=True),
+                                2).eval()
     mask = causal_mask(5)[0, 0]
 
     def reference():

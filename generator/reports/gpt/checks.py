@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from transformer_trace.checks import THIS, Check, close, tolerance
+from transformer_trace.checks.base import weight_and_bias
 from transformer_trace.checks.masks import mask_allows
 from transformer_trace.registry import Registry
 from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
@@ -194,17 +195,17 @@ class TiedHead(Check):
         if getattr(head, "traced", False):  # a traced script's own head: untied weights are its design, not a bug
             tied = head.weight is getattr(_optional_module(s, self.embedding), "weight", None)
             if not tied:
-                bias = head.bias.detach().double().cpu() if head.bias is not None else None
-                expected = torch.nn.functional.linear(s.t(self.x), head.weight.detach().double().cpu(), bias)
+                expected = torch.nn.functional.linear(s.t(self.x), *weight_and_bias(head))
                 out, what = s.t(self.out), f"recomputed ln_f · {self.head}.weightᵀ"
                 if expected.shape != out.shape and expected.shape[-1:] == out.shape[-1:] \
                         and expected.numel() == out.numel():
                     expected, what = expected.reshape(out.shape), what + " (applied to a (B·T, C) view, viewed back)"
                 passed, detail = close(out, expected, what)
                 return "equals lm_head(ln_f) (its weight is not the token embedding's: no weight tying)", passed, detail
-        head_weight, emb_weight = head.weight, s.module(self.embedding).weight
-        tied = head_weight is emb_weight
-        expected = s.t(self.x) @ emb_weight.detach().double().cpu().T  # (B, T, C) @ (C, V) -> (B, T, V)
+        embedding = s.module(self.embedding)
+        tied = head.weight is embedding.weight
+        emb_weight, _ = weight_and_bias(embedding)
+        expected = s.t(self.x) @ emb_weight.T  # (B, T, C) @ (C, V) -> (B, T, V)
         passed, detail = close(s.t(self.out), expected, f"recomputed ln_f · {self.embedding}.weightᵀ")
         V, C = emb_weight.shape
         return "equals ln_f times the token-embedding table (weight tying)", passed and tied, (
@@ -371,8 +372,8 @@ class TrainingEffect(Check):
                             abs(entropy - stats["entropy"]))
         best = facts["best_head"]
         pairs = [(i, h) for i, block in enumerate(shown) for h in range(len(block))]
-        best_ok = best is None if not pairs else list(max(pairs,
-                                                          key=lambda ih: shown[ih[0]][ih[1]]["previous"])) == best
+        strongest = max(pairs, key=lambda ih: shown[ih[0]][ih[1]]["previous"]) if pairs else None
+        best_ok = best is None if strongest is None else list(strongest) == best
         passed = worst <= tolerance() and best_ok
         detail = (
             (

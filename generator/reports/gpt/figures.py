@@ -256,7 +256,7 @@ class TrainingCurve(Drawing):
             last, xlim = 1, (0.0, 2.0)
         canvas = raster.Canvas()
         ax = raster.Axes(canvas, 0, 0, width, height, xlim, ylim)
-        entries = []
+        entries: list[tuple] = []  # raster.legend's entries: ("line", ...) and ("marker", ...) tuples
         if record:
             ax.line(steps, bits, "#9fa8da", 0.6)
             ax.line(steps[window - 1:], smooth, "#3949ab", 1.8)

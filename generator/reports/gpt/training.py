@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import inspect
 import json
 import logging
 import math
 import os
 import platform
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -149,7 +149,7 @@ def _evaluation_key(model: GPT, held_out: torch.Tensor, context: int) -> str:
     device = next(model.parameters()).device
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type  # another GPU sums otherwise
     digest.update(f"{torch.__version__} {where} {torch.get_num_threads()} {context}\0".encode())
-    for source in (Path(__file__), Path(sys.modules[GPT.__module__].__file__)):
+    for source in (Path(__file__), Path(inspect.getfile(GPT))):
         digest.update(source.read_bytes())
     digest.update(held_out.cpu().numpy().tobytes())
     for name, tensor in sorted(model.state_dict().items()):

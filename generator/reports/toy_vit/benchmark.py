@@ -31,7 +31,7 @@ def _build_seconds(report: Report) -> float:
     work = Path(tempfile.mkdtemp(prefix="bench-toy-"))
     try:
         started = time.perf_counter()
-        build(work / "docs", {report.key: report.options(device="cpu")}, Progress(enabled=False),
+        build(work / "docs", {report.key: report.run_options(device="cpu")}, Progress(enabled=False),
               reports={report.key: report})
         return time.perf_counter() - started
     finally:

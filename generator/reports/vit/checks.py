@@ -37,13 +37,13 @@ def _normalised_image(s: TensorSource, out: Ref) -> tuple[str, bool, str]:
     # side to `resize` and the centre W×H cropped), /255, per-channel normalisation.
     original, resize = s.input("original_image"), s.input("resize")
     if resize is None:
-        prepared = original.resize((W, H), Image.BILINEAR)
+        prepared = original.resize((W, H), Image.Resampling.BILINEAR)
         how = "resize"
     else:
         w, h = original.size
         new = (resize, int(resize * h / w)) if w <= h else (int(resize * w / h), resize)
         left, top = round((new[0] - W) / 2), round((new[1] - H) / 2)
-        prepared = original.resize(new, Image.BILINEAR).crop((left, top, left + W, top + H))
+        prepared = original.resize(new, Image.Resampling.BILINEAR).crop((left, top, left + W, top + H))
         how = f"shorter side to {resize} + centre crop"
     resized = np.asarray(prepared, dtype=np.float64) / 255.0
     expected = (torch.from_numpy(resized).permute(2, 0, 1)[None] - mean) / std  # (H, W, 3) -> (1, 3, H, W)

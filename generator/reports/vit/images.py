@@ -63,8 +63,7 @@ def load_rgb(path: Path) -> tuple[Image.Image, str]:
                     mode = im.mode
                     im.seek(0)  # animated GIF/WebP: the first frame
                     im.load()
-                    im = ImageOps.exif_transpose(im)
-                    return _to_rgb(im), mode
+                    return _to_rgb(ImageOps.exif_transpose(im)), mode
             finally:
                 Image.MAX_IMAGE_PIXELS = previous
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
@@ -110,10 +109,10 @@ def model_input(image: Image.Image, size: int, resize: int | None = None) -> Ima
     """The ``size``×``size`` RGB image the model sees: squashed to size×size (``resize`` None), or the shorter side
     resized to ``resize`` (bilinear) and the centre ``size``×``size`` cropped, as ImageNet-trained weights expect."""
     if resize is None:
-        return image.resize((size, size), Image.BILINEAR)
+        return image.resize((size, size), Image.Resampling.BILINEAR)
     if resize < size:
         raise ValueError(f"resizing the shorter side to {resize} leaves nothing to crop {size}×{size} from")
-    resized = image.resize(resized_shorter_side(image.width, image.height, resize), Image.BILINEAR)
+    resized = image.resize(resized_shorter_side(image.width, image.height, resize), Image.Resampling.BILINEAR)
     left, top = int(round((resized.width - size) / 2.0)), int(round((resized.height - size) / 2.0))
     return resized.crop((left, top, left + size, top + size))
 

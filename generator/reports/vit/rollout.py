@@ -19,4 +19,6 @@ def attention_rollout(probs: list[torch.Tensor]) -> torch.Tensor:
         mixed = 0.5 * mean + 0.5 * eye  # (B, N1, N1): the residual path as attention to oneself
         mixed = mixed / mixed.sum(dim=-1, keepdim=True)
         rollout = mixed if rollout is None else mixed @ rollout  # later blocks act on what earlier ones produced
+    if rollout is None:
+        raise ValueError("attention rollout needs the attention of at least one block")
     return rollout

@@ -16,14 +16,14 @@ folders are the user's (the generator writes none) and are carried over too. A m
 of the older format (entry names only, no digests) is migrated without deleting anything
 the user could have written: see _keep_before_upgrade.
 
-One build at a time: a lock file (docs/.build.lock: pid, host, start time; generator/site/build_lock.py)
+One build at a time: a lock file (docs/.build.lock: pid, host, start time; build_lock.py)
 is held for the whole build, and a lock left by a dead process is taken over. Holding it is
 what makes it safe to clear what killed builds left behind (.staging-*, .trash-*): only
 folders holding the mark a build puts in them (.build-owner); anything else of that name
 is the user's, left alone with a warning.
 
 The swap, the manifest write and the removal of the old output run with Ctrl-C held
-back (generator/site/interrupts.py), so an interrupted build either changed nothing or wrote the whole new site. A
+back (interrupts.py), so an interrupted build either changed nothing or wrote the whole new site. A
 build killed outright during the swap (SIGKILL, power loss) is finished by the next
 one: a staging folder holding a manifest is complete (the manifest is written last).
 """
@@ -45,9 +45,10 @@ from contextvars import ContextVar
 from pathlib import Path, PurePosixPath
 
 from transformer_trace.errors import UserError, file_error
-from transformer_trace.site.build_lock import LOCK, build_lock  # noqa: F401 (callers take the lock from here)
-from transformer_trace.site.configured import RUNS, read_runs
-from transformer_trace.site.interrupts import SiteWritten, ctrl_c_held, interrupted_message, site_written  # noqa: F401
+from transformer_trace.docs_folder.build_lock import LOCK, build_lock  # noqa: F401 (callers take the lock from here)
+from transformer_trace.docs_folder.configured import RUNS, read_runs
+from transformer_trace.docs_folder.interrupts import (SiteWritten, ctrl_c_held, interrupted_message,  # noqa: F401
+                                                     site_written)
 
 log = logging.getLogger("transformer_trace")
 
@@ -94,7 +95,7 @@ def _parse_manifest(data: dict | list) -> Manifest:
 
 
 def _write_manifest(path: Path, manifest: Manifest, runs: dict | None = None) -> None:
-    """Write the manifest; ``runs`` (generator/site/configured.py: what each report was generated from) defaults to the
+    """Write the manifest; ``runs`` (configured.py: what each report was generated from) defaults to the
     records already in ``path``, for the entries that stay."""
     if runs is None:
         runs = read_runs(path.parent)

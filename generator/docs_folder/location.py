@@ -72,5 +72,5 @@ def locate_site(args: argparse.Namespace) -> None:
     if config is None and not optional:
         raise UserError(no_config_message(Path.cwd()))
     args.config = config
-    if docs is None:
+    if docs is None and config is not None:  # (without a docs folder, a missing config was refused above)
         setattr(args, option, docs_dir(config))

@@ -81,7 +81,7 @@ def resolve(options: dict[str, Any], base: Path) -> dict[str, Any]:
 def declaration(options: dict[str, Any], base: Path) -> dict[str, Any]:
     """What mkdocs.yml declares for one report: its resolved options and the files they name (size, mtime)."""
     resolved = resolve(options, base)
-    files = {}
+    files: dict[str, list[int] | None] = {}
     for name, value in resolved.items():
         if is_path_option(name, value):
             try:
@@ -160,10 +160,11 @@ def plugin_reports(config_file: Path) -> dict[str, Any] | None:
     plugins = data.get("plugins") or []
     entries = list(plugins.items()) if isinstance(plugins, dict) else [
         next(iter(item.items())) if isinstance(item, dict) else (item, {}) for item in plugins]
-    options = next((value for name, value in entries if name == PLUGIN), False)
-    if options is False:
+    declared = [value for name, value in entries if name == PLUGIN]
+    if not declared:
         return None
-    from transformer_trace.site.plugin_options import TransformerTraceConfig
+    options = declared[0]
+    from transformer_trace.docs_folder.plugin_options import TransformerTraceConfig
 
     schema = TransformerTraceConfig(config_file_path=str(config_file))
     schema.load_dict(options or {})

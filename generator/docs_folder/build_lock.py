@@ -3,8 +3,7 @@ build.
 
 A lock left by a dead process (gone, a zombie, or an unreadable lock older than a few seconds) is taken over; one held
 by a live process, or by a process on another host (whose processes we cannot see), makes the build refuse, in one
-line naming the holder. Holding it is what makes it safe for generator/site/staging.py to clear what killed builds
-left behind.
+line naming the holder. Holding it is what makes it safe for staging.py to clear what killed builds left behind.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import yaml
 
 from transformer_trace.cli import main
 from transformer_trace.errors import UserError
-from transformer_trace.site_folder import locate_site
+from transformer_trace.docs_folder.location import locate_site
 
 SITE_COMMANDS = (["build"], ["trace", "model.py"], ["serve"], ["pdf"])
 

@@ -1,5 +1,5 @@
 """The `transformer-trace` plugin's options in mkdocs.yml (their schema), apart from the plugin: reading them
-(generator/site/configured.py) needs MkDocs' configuration classes only, not the plugin's navigation and pages."""
+(configured.py) needs MkDocs' configuration classes only, not the plugin's navigation and pages."""
 
 from __future__ import annotations
 

@@ -162,6 +162,9 @@ def parser() -> argparse.ArgumentParser:
     from transformer_trace.classroom import add_parser as add_class_parser
 
     add_class_parser(sub)
+    from transformer_trace.snapshot_table import add_parser as add_list_parser, read_table
+
+    add_list_parser(sub, read_table())
     return p
 
 

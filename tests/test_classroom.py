@@ -198,12 +198,13 @@ def test_students_names_are_data_everywhere_on_the_page(classroom):
     docs, _, page = classroom
     html = markdown.markdown(page, extensions=["md_in_html", "tables", "attr_list"])
     assert "<img" not in html and 'href="javascript' not in html and "<a href" not in page.split("## Failures")[0]
-    assert "&lt;img src=x onerror=alert(1)&gt;" in page
-    assert "bob\\n`rm -rf`\\n\\n| a | b |" in page  # one line: the newline cannot end the table's HTML block
+    unbroken = page.replace("<wbr>", "")  # names may break after their separators (tests/test_class_page_layout.py)
+    assert "&lt;img src=x onerror=alert(1)&gt;" in unbroken
+    assert "bob\\n`rm -rf`\\n\\n| a | b |" in unbroken  # one line: the newline cannot end the table's HTML block
     assert "students/%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E/report/" in page
     in_block = False
     for line in page.splitlines():  # every HTML block stays one block: no blank line inside a table
-        in_block = (in_block or line.startswith("<table")) and not line.startswith("</table>")
+        in_block = (in_block or "<table" in line) and "</table>" not in line
         assert not (in_block and not line.strip())
     assert page.count('<tr><th class="student"><a href=') == CLASS_SIZE  # one heat-map row per student
 

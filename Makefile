@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: serve site test browser pdf clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'

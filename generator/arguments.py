@@ -94,7 +94,9 @@ def _add_new_parser(sub: argparse._SubParsersAction) -> None:
                          description="Write DIR/mkdocs.yml (Material, search and the transformer-trace plugin with the "
                          "toy ViT report) and DIR/docs/index.md; then `cd DIR && mkdocs serve` generates the report "
                          "and serves the site. DIR must be new or empty.")
-    new.add_argument("folder", type=Path, metavar="DIR", help="the folder to create")
+    from transformer_trace.new_command import folder_argument  # torch-free: refuses a name no site could carry
+
+    new.add_argument("folder", type=folder_argument, metavar="DIR", help="the folder to create")
     new.add_argument("-q", "--quiet", action="store_true", help="no summary")
     new.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
 
@@ -169,6 +171,9 @@ def parser() -> argparse.ArgumentParser:
     from transformer_trace.classroom import add_parser as add_class_parser
 
     add_class_parser(sub)
+    from transformer_trace.snapshot_table import add_parser as add_list_parser, read_table
+
+    add_list_parser(sub, read_table())
     return p
 
 

@@ -76,6 +76,10 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "new":
             return _new(args)
+        if args.command == "list":  # generator/snapshot_table.py: what to mark, read from a table (no PyTorch)
+            from transformer_trace.snapshot_table import list_command
+
+            return list_command(args)
         locate_site(args)  # ./mkdocs.yml (or --config) and its docs_dir, as `mkdocs` finds them
         if args.command == "build":
             return _build(args)

@@ -154,6 +154,15 @@ def test_the_wheel_and_the_sdist_hold_every_tracked_file_of_the_package_folders(
     assert "seed_004.csv" in {Path(name).name for name in wheel_names}  # the file the first wheel lacked
 
 
+def test_building_prints_no_setuptools_warning_of_a_folder_left_out(installed, tmp_path):
+    """Every importable folder under the package folders (templates, assets) is a package of the distribution
+    (setup.py finds them), so setuptools prints none of its "Package would be ignored" banners (~40 lines each)."""
+    build = "import sys; from setuptools import build_meta; build_meta.build_wheel(sys.argv[1])"
+    built = _checked(_run([sys.executable, "-c", build, str(tmp_path)], installed.root / "source"))
+    assert "would be ignored" not in built.stdout + built.stderr
+    assert "Warning" not in built.stderr, built.stderr
+
+
 def test_the_console_script_prints_the_installed_version(installed, tmp_path):
     from importlib import metadata
 

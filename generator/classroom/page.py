@@ -1,14 +1,19 @@
-"""Write the class page: OUT/index.md (Markdown with HTML tables: sortable, and a heat map of students × snapshots)
-and OUT/class.json (the same counts for scripts), from the students' traced reports (tally.py)."""
+"""Write the class page: OUT/index.md (Markdown with HTML tables: sortable, each in a box of its own that scrolls
+sideways when wider than the page, and a heat map of students × the snapshots some student marked), OUT/class.json
+(the same counts for scripts) and OUT/class.csv (the students' table with every verdict, for a spreadsheet), from the
+students' traced reports (tally.py)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from transformer_trace.classroom.students import Student
 from transformer_trace.classroom.tally import as_json, tally
@@ -26,27 +31,60 @@ def shown(name: str) -> str:
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), name)
 
 
+def breakable(name: str) -> Markup:
+    """A name as HTML that a narrow column breaks only after its separators (``alice_nguyen`` -> ``alice_<wbr>nguyen``),
+    never inside a word: the cells' CSS allows no other break."""
+    parts = re.split(r"(?<=[_\-./@+ ])", shown(name))
+    return Markup("<wbr>").join(escape(part) for part in parts if part)
+
+
+def _cell(value: object) -> str:
+    """A CSV cell a spreadsheet shows as text: one starting like a formula (=, +, -, @) gets a leading apostrophe."""
+    text = str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def class_csv(found: dict[str, Any]) -> str:
+    """class.csv: one row per student (status, counts, first failure, why there is no report) and one column per
+    snapshot of their catalogue with its verdict."""
+    labels = list(dict.fromkeys(r.label for c in found["catalogues"] for r in c["snapshots"]))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["student", "catalogue", "status", "passed", "failed", "not checkable", "first failure",
+                     "check that failed", "problem", *labels])
+    for row in found["students"]:
+        first = row.first_failure or {}
+        writer.writerow([_cell(v) for v in (
+            row.name, row.catalogue, row.status, row.counts["passed"], row.counts["failed"],
+            row.counts["not checkable"], first.get("label", ""), first.get("message", ""), row.problem,
+            *(row.cells.get(label, "") for label in labels))])
+    return out.getvalue()
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              autoescape=True,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["shown"] = shown
+    env.filters["breakable"] = breakable
     return env
 
 
-def render_class(students: list[Student], page_folder: Path, title: str) -> tuple[str, dict[str, Any]]:
-    """The page's Markdown and class.json's data; links are relative to ``page_folder`` (where index.md will live)."""
+def render_class(students: list[Student], page_folder: Path, title: str) -> tuple[str, dict[str, Any], str]:
+    """The page's Markdown, class.json's data and class.csv; links are relative to ``page_folder`` (where index.md
+    will live)."""
     found = tally(students, page_folder)
     text = _environment().get_template("class.md.j2").render(
         title=title, students=found["students"], catalogues=found["catalogues"], failures=found["failures"],
         totals=found["totals"], several=len(found["catalogues"]) > 1, limit=FAILURE_ROWS, symbols=SYMBOLS)
-    return text, as_json(found)
+    return text, as_json(found), class_csv(found)
 
 
 def write_class(out: Path, staging: Path, students: list[Student], title: str) -> dict[str, Any]:
     """Write the page into ``staging`` (moved to ``out`` when done); links point from ``out``."""
-    text, data = render_class(students, out, title)
+    text, data, table = render_class(students, out, title)
     staging.mkdir(parents=True, exist_ok=True)
     (staging / "index.md").write_text(text, encoding="utf-8")
+    (staging / "class.csv").write_text(table, encoding="utf-8", newline="")
     (staging / "class.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return data

@@ -117,7 +117,13 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, report
     t.add_argument("--junit", type=Path, default=None, metavar="FILE",
                    help="also write the checks as JUnit XML to FILE, one test case per snapshot, for CI test reports "
                    "(exit status: 0 all checkable snapshots passed, 1 a check failed, "
-                   "2 bad input or the script failed)")
+                   "2 bad input or the script failed; a refusal too is written, as an error)")
+    t.add_argument("--student", default=None, metavar="NAME",
+                   help="whose trace the JUnit file reports: its test suite's name and the start of every classname, "
+                   "so a class's merged files tell students apart (default: the report's --name)")
+    t.add_argument("--junit-root", type=Path, default=None, metavar="DIR",
+                   help="the folder the JUnit file's file= paths are relative to (default: the top level of the git "
+                   "repository holding the script, as CI annotations read them)")
     t.add_argument("-q", "--quiet", action="store_true", help="no summary")
     t.add_argument("-v", "--verbose", action="store_true", help="tracebacks on internal errors")
 
@@ -166,7 +172,45 @@ def choose_numbering(requested: str, markers: list, script: Path, reports: Mappi
 def trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None = None) -> int:
     """The trace command, numbering markers for ``reports`` (the registry's, from the CLI): a script, or a notebook's
     code cells run in order (generator/trace/notebook.py: converted to a script beside it, removed after the run); the
-    exit status as generator/trace/verdicts.py says."""
+    exit status as generator/trace/verdicts.py says. With --junit, a refusal or an internal error writes its JUnit file
+    too (one error), so that CI shows every student."""
+    try:
+        return _trace_file(args, reports, command)
+    except UserError as exc:
+        _junit_of_refusal(args, reports, str(exc), "bad input")
+        raise
+    except Exception as exc:
+        _junit_of_refusal(args, reports, f"internal error: {type(exc).__name__}: {exc}", "internal error")
+        raise
+
+
+def junit_whose(args: argparse.Namespace, reports: Mapping[str, Report], script: Path):  # -> junit.Whose
+    """Whose trace the JUnit file reports: --student, else the report's name; its files relative to --junit-root,
+    else the script's repository."""
+    from transformer_trace.trace.junit import Whose, repository_root
+    from transformer_trace.trace.naming import default_name
+
+    student = getattr(args, "student", None) or args.name or default_name(script)
+    given_root = getattr(args, "junit_root", None)
+    root = given_root.resolve() if given_root is not None else repository_root(script)
+    return Whose(student, script.resolve(), root)
+
+
+def _junit_of_refusal(args: argparse.Namespace, reports: Mapping[str, Report], why: str, kind: str) -> None:
+    """Write the JUnit file of a trace that wrote no report, where --junit names a file that may be written."""
+    from transformer_trace.trace import junit as junit_xml
+
+    if getattr(args, "junit", None) is None:
+        return
+    try:
+        junit_xml.check_target(args.junit)
+        whose = junit_whose(args, reports, args.script)
+        junit_xml.write_junit(junit_xml.refusal_tree(whose, terminal_line(why), kind), args.junit)
+    except (UserError, OSError):  # the refusal was of the --junit file itself, or it cannot be written: said already
+        return
+
+
+def _trace_file(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None) -> int:
     from transformer_trace.trace.notebook import to_script, translate_error, write_beside
 
     path = args.script
@@ -255,6 +299,9 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
         from transformer_trace.trace.reading.pages import own_report
 
         catalogue = own_report(capture)
+    from transformer_trace.site.new_folders import make_folders
+
+    make_folders(args.out, "--out")  # docs/students/NAME of a class's loop: as checked before the script ran
     try:
         with staged_output(args.out, entries=[name], records={name: trace_record(notebook or script)}) as staging:
             trace_name(args.name, notebook or script, args.out, reports)  # again, locked: another trace ran meanwhile
@@ -271,7 +318,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
         export(args.out, args.config, reports, quiet=args.quiet)
     data = json.loads((args.out / name / "snapshots.json").read_text(encoding="utf-8"))
     if getattr(args, "junit", None) is not None:
-        junit_xml.write_junit(data, args.junit)
+        junit_xml.write_junit(junit_xml.junit_tree(data, junit_whose(args, reports, notebook or script)), args.junit)
     if capture.error:
         print(f"error: the script failed: {terminal_line(capture.error)}; the report shows what was captured before it",
               file=sys.stderr)

@@ -1,0 +1,122 @@
+"""The class page as a teacher reads it: it fits a phone (390 px) and a laptop (1,280 px) window with no sideways
+scroll of the page (a wide table scrolls in its own box), names break only after their separators, the steps nobody
+marked are folded away, and the students' table comes as a CSV beside it.
+
+The students' reports here are written directly (a trace's snapshots.json as the class page reads it): the page's
+layout does not depend on what the traces computed, and twelve real traces would take minutes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from transformer_trace.cli import main
+
+LABELS = [f"S{n:02d}" for n in range(1, 27)]
+MARKED = LABELS[7:16]  # the block's steps: the nine every student of this assignment marks
+NAMES = ["alice_nguyen-tran.the.third", "bob", "=HYPERLINK(\"x\")", "chloé_de_la_fontaine_de_saint_exupéry", "dan",
+         "eve.o'brien", *(f"student_{i:02d}_of_section_b" for i in range(6))]
+
+
+def student_report(folder: Path, failed: str | None) -> None:
+    """A trace's report as the class page reads it: S08-S16 captured, ``failed`` failing, the rest not captured."""
+    snapshots = []
+    for label in LABELS:
+        captured = label in MARKED
+        snapshots.append({"label": label, "title": f"Step {label}", "stage": "block", "page": f"block/{label}.md",
+                          "captured": captured,
+                          "check": {"name": "equals Q·Kᵀ / √hs", "passed": label != failed, "detail": "off"}
+                          if captured else None})
+    data = {"model": "report", "title": "Trace", "traced": True, "catalogue": "vit", "snapshots": snapshots,
+            "outcome": {"first_failure": f"{failed} Step {failed}" if failed else None}}
+    (folder / "block").mkdir(parents=True)
+    (folder / "snapshots.json").write_text(json.dumps(data), encoding="utf-8")
+    (folder / "index.md").write_text("# Report\n", encoding="utf-8")
+    for label in LABELS:
+        (folder / "block" / f"{label}.md").write_text(f"# {label}\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def class_docs(tmp_path_factory) -> Path:
+    docs = tmp_path_factory.mktemp("site") / "docs"
+    for i, name in enumerate(NAMES):
+        student_report(docs / "students" / name / "report", failed=MARKED[i % 3 + 3] if i % 2 else None)
+    (docs / "index.md").write_text("# Course\n", encoding="utf-8")
+    assert main(["class", str(docs / "class"), *(str(docs / "students" / n) for n in NAMES), "-q"]) == 0
+    return docs
+
+
+def test_the_steps_nobody_marked_are_folded_away_and_left_out_of_the_heat_map(class_docs):
+    page = (class_docs / "class" / "index.md").read_text(encoding="utf-8")
+    folded = page[page.index("<details"):page.index("</details>")]
+    assert "17 steps no student marked" in folded and all(f"S{n:02d} " in folded for n in (1, 7, 17, 26))
+    heat = page[page.index('class="class-table class-heat"'):]
+    assert [label for label in LABELS if f">{label}</th>" in heat] == MARKED
+
+
+def test_names_may_break_only_after_their_separators(class_docs):
+    page = (class_docs / "class" / "index.md").read_text(encoding="utf-8")
+    assert "alice_<wbr>nguyen-<wbr>tran.<wbr>the.<wbr>third" in page
+    assert "overflow-wrap: normal; word-break: normal" in page
+
+
+def test_the_class_csv_holds_every_students_row_and_verdicts_as_text(class_docs):
+    rows = list(csv.reader(io.StringIO((class_docs / "class" / "class.csv").read_text(encoding="utf-8"))))
+    header, body = rows[0], rows[1:]
+    assert header[:3] == ["student", "catalogue", "status"] and header[-26:] == LABELS
+    assert sorted(row[0] for row in body) == sorted("'" + n if n.startswith("=") else n for n in NAMES)
+    bob = next(row for row in body if row[0] == "bob")
+    assert bob[2] == "failed" and bob[header.index("S12")] == "failed" and bob[header.index("S01")] == "not captured"
+    assert "[class.csv](class.csv)" in (class_docs / "class" / "index.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def class_site(class_docs) -> Path:
+    (class_docs.parent / "mkdocs.yml").write_text(
+        "site_name: Course\ntheme:\n  name: material\n  font: false\n", encoding="utf-8")
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q"], cwd=class_docs.parent, text=True,
+                           capture_output=True, timeout=300, env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"})
+    assert built.returncode == 0, built.stderr[-3000:]
+    return class_docs.parent / "site"
+
+
+# Where a name's rendered lines break: the text before each line break, per name (Range rects, one per character).
+LINE_BREAKS = """() => Array.from(document.querySelectorAll('.class-table a, .class-table th.student')).map(el => {
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT), chars = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode())
+        for (let i = 0; i < node.length; i++) {
+            const range = document.createRange(); range.setStart(node, i); range.setEnd(node, i + 1);
+            const rect = range.getClientRects()[0]; if (rect) chars.push([node.data[i], rect.top]);
+        }
+    const before = [];
+    for (let i = 1; i < chars.length; i++) if (chars[i][1] > chars[i - 1][1] + 2) before.push(chars[i - 1][0]);
+    return before;
+}).flat()"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_class_page_fits_the_window_and_a_wide_heat_map_scrolls_in_its_own_box(class_site, browser, width):
+    from transformer_trace.pdf import serve
+
+    with serve(class_site) as url:
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(f"{url}/class/", wait_until="load")
+        overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the page scrolls sideways by {overflow} px at {width} px"
+        box = page.evaluate("""() => { const box = document.querySelector('.class-heat').parentElement;
+            return [getComputedStyle(box).overflowX, box.scrollWidth, box.clientWidth]; }""")
+        assert box[0] == "auto"
+        if width == 390:
+            assert box[1] > box[2], "the heat map is wider than a phone: its box scrolls"
+        assert set(page.evaluate(LINE_BREAKS)) <= set("_-./@+ "), "a name broke inside a word"
+        assert page.locator("details.class-unmarked").count() == 1
+        assert not page.locator("details.class-unmarked").evaluate("el => el.open")
+        page.close()

@@ -1,0 +1,207 @@
+"""`trace --junit`: files CI tools read as test reports, one suite per student, valid against the JUnit schema they read.
+
+There is no internet here to fetch the schema, so ``schema_errors`` is a structural validator written from the one
+GitLab's parser and the common GitHub Actions (mikepenz/action-junit-report, dorny/test-reporter) follow: Jenkins'
+xunit `junit-10.xsd` (elements, their allowed children and attributes, the required ones), plus what that schema cannot
+say and those tools rely on: counts that equal what the test cases hold, integers where counts are.
+"""
+
+from __future__ import annotations
+
+import copy
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from transformer_trace.cli import main
+from transformer_trace.trace.junit import Whose, junit_tree, refusal_tree, repository_root
+
+# junit-10.xsd, element by element: the children it allows and its attributes (required ones in REQUIRED)
+RESULT = {"children": set(), "attributes": {"type", "message"}}
+SCHEMA = {
+    "testsuites": {"children": {"testsuite"},
+                   "attributes": {"name", "time", "tests", "failures", "disabled", "errors"}},
+    "testsuite": {"children": {"testsuite", "properties", "testcase", "system-out", "system-err"},
+                  "attributes": {"name", "tests", "failures", "errors", "time", "disabled", "skipped", "skips",
+                                 "timestamp", "hostname", "id", "package", "assertions", "file", "skip", "log",
+                                 "url"}},
+    "properties": {"children": {"property"}, "attributes": set()},
+    "property": {"children": set(), "attributes": {"name", "value"}},
+    "testcase": {"children": {"skipped", "error", "failure", "system-out", "system-err"},
+                 "attributes": {"name", "assertions", "time", "timestamp", "classname", "status", "class", "file",
+                                "line", "log", "group", "url"}},
+    "failure": RESULT, "error": RESULT, "skipped": RESULT,
+    "system-out": {"children": set(), "attributes": set()}, "system-err": {"children": set(), "attributes": set()},
+}
+REQUIRED = {"testsuite": {"tests"}, "property": {"name", "value"}, "testcase": {"name"}}
+COUNTS = ("tests", "failures", "errors", "skipped")
+
+
+def schema_errors(root: ET.Element) -> list[str]:
+    """What in a JUnit document breaks junit-10.xsd's structure, or the counts CI tools add up; [] when valid."""
+    errors = []
+    if root.tag not in ("testsuites", "testsuite"):
+        errors.append(f"root element {root.tag}")
+    for element in root.iter():
+        rules = SCHEMA.get(element.tag)
+        if rules is None:
+            errors.append(f"unknown element {element.tag}")
+            continue
+        errors += [f"{element.tag} has {child.tag}" for child in element if child.tag not in rules["children"]]
+        errors += [f"{element.tag} has attribute {a}" for a in element.attrib if a not in rules["attributes"]]
+        errors += [f"{element.tag} lacks {a}" for a in REQUIRED.get(element.tag, ()) if a not in element.attrib]
+        if element.tag in ("properties", "property", "testsuites") and (element.text or "").strip():
+            errors.append(f"{element.tag} holds text")
+        errors += [f"{element.tag}.{a}={element.get(a)!r} is not a count" for a in COUNTS
+                   if a in element.attrib and not element.get(a).isdigit()]
+    if errors:  # the counts below are read as integers
+        return errors
+    for suite in root.iter("testsuite"):
+        cases = suite.findall("testcase")
+        held = {"tests": len(cases), "failures": len(suite.findall("testcase/failure")),
+                "errors": len(suite.findall("testcase/error")), "skipped": len(suite.findall("testcase/skipped"))}
+        errors += [f"suite {suite.get('name')!r}: {a}={suite.get(a)} but {held[a]} held" for a in COUNTS
+                   if a in suite.attrib and int(suite.get(a)) != held[a]]
+    if root.tag == "testsuites":
+        for a in ("tests", "failures", "errors"):
+            total = sum(int(s.get(a, 0)) for s in root.findall("testsuite"))
+            if a in root.attrib and int(root.get(a)) != total:
+                errors.append(f"testsuites {a}={root.get(a)} but its suites hold {total}")
+    return errors
+
+
+def merged(*documents: ET.Element) -> ET.Element:
+    """Several students' files as CI tools merge them: their testsuite elements under one testsuites."""
+    root = ET.Element("testsuites")
+    for document in documents:
+        root.extend(copy.deepcopy(list(document.iter("testsuite"))))
+    return root
+
+
+def snapshots_json(failed: bool = True, notebook: bool = False, script_error: str | None = None) -> dict:
+    """A trace's snapshots.json, as much of it as the JUnit file reads: S12 failed (or passed), S13 not checkable,
+    S14 not captured."""
+    where = ({"path": "model.ipynb", "line": 46, "location": "model.ipynb, cell 8, line 9"} if notebook
+             else {"path": "model.py", "line": 48})
+    snapshot = {"stage": "block", "captured": True, "source": where}
+    return {
+        "model": "report", "title": "Trace of model.py", "catalogue": "vit", "traced": True,
+        "inputs": {"script": where["path"]},
+        "outcome": {"first_failure": "S12 Attention scores" if failed else None, "error": script_error},
+        "snapshots": [
+            {**snapshot, "label": "S12", "title": "Attention scores",
+             "check": {"name": "equals Q·Kᵀ / √hs", "passed": not failed,
+                       "detail": "the scores equal Q·Kᵀ without the 1/√64 (= 0.1250) scaling" if failed else ""}},
+            {**snapshot, "label": "S13", "title": "Attention probabilities",
+             "check": {"name": "rows sum to 1", "passed": None, "detail": "needs the weights"}},
+            {"label": "S14", "title": "Context per head", "stage": "block", "captured": False},
+        ],
+    }
+
+
+@pytest.fixture
+def repository(tmp_path) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "submissions" / "alice").mkdir(parents=True)
+    return tmp_path
+
+
+def whose(repository: Path, student: str = "alice", script: str = "model.py") -> Whose:
+    return Whose(student, repository / "submissions" / student / script, repository)
+
+
+def test_the_suite_is_named_by_the_student_and_every_classname_starts_with_them(repository):
+    root = junit_tree(snapshots_json(), whose(repository)).getroot()
+    suite = root.find("testsuite")
+    assert suite.get("name") == "alice" and root.get("name").startswith("alice: ")
+    assert {case.get("classname") for case in suite.iter("testcase")} == {"alice.block"}
+
+
+def test_file_and_line_are_relative_to_the_repository_root(repository):
+    cases = junit_tree(snapshots_json(), whose(repository)).getroot().findall(".//testcase")
+    assert (cases[0].get("file"), cases[0].get("line")) == ("submissions/alice/model.py", "48")
+    assert cases[2].get("file") is None  # not captured: no marked line
+
+
+def test_a_failure_leads_with_the_diagnosis_and_where(repository):
+    failure = junit_tree(snapshots_json(), whose(repository)).getroot().find(".//failure")
+    message = failure.get("message")
+    assert message.startswith("first failure (pipeline order): S12 at submissions/alice/model.py:48: ")
+    assert "without the 1/√64" in message and "equals Q·Kᵀ / √hs" in failure.text
+
+
+def test_a_notebooks_cases_name_the_notebook_and_its_cell_but_no_line_of_the_hidden_script(repository):
+    case = junit_tree(snapshots_json(notebook=True), whose(repository, script="model.ipynb")).getroot().find(
+        ".//testcase")
+    assert case.get("file") == "submissions/alice/model.ipynb" and case.get("line") is None
+    assert "cell 8, line 9" in case.find("failure").get("message")
+
+
+@pytest.mark.parametrize("document", ["passed", "failed", "script failed", "notebook", "refused"])
+def test_every_kind_of_file_is_valid_against_junit_10_xsd(repository, document):
+    who = whose(repository)
+    tree = refusal_tree(who, "model.py: no breakpoint comment found") if document == "refused" else junit_tree(
+        snapshots_json(failed=document != "passed", notebook=document == "notebook",
+                       script_error="ValueError: boom" if document == "script failed" else None), who)
+    assert schema_errors(tree.getroot()) == []
+
+
+BREAKAGES = {
+    "skipped on testsuites": (lambda root: root.set("skipped", "1"), "testsuites has attribute skipped"),
+    "a wrong count": (lambda root: root.find("testsuite").set("failures", "3"), "failures=3 but 1 held"),
+    "a nameless test case": (lambda root: root.find(".//testcase").attrib.pop("name"), "testcase lacks name"),
+    "an element the schema lacks": (lambda root: ET.SubElement(root.find(".//testcase"), "passed"),
+                                    "testcase has passed"),
+    "a count that is not one": (lambda root: root.find("testsuite").set("tests", "3.0"), "is not a count"),
+}
+
+
+@pytest.mark.parametrize("breakage", BREAKAGES)
+def test_the_validator_finds_what_breaks_the_schema(repository, breakage):
+    root = junit_tree(snapshots_json(), whose(repository)).getroot()
+    breaks, found = BREAKAGES[breakage]
+    breaks(root)
+    assert any(found in error for error in schema_errors(root))
+
+
+def test_a_merged_class_file_tells_the_students_apart(repository):
+    files = [junit_tree(snapshots_json(failed=student != "bob"), whose(repository, student)).getroot()
+             for student in ("alice", "bob")]
+    files.append(refusal_tree(whose(repository, "chloé & co"), "model.py: no breakpoint comment found").getroot())
+    class_file = ET.fromstring(ET.tostring(merged(*files)))  # written and read back, as CI reads it
+    assert schema_errors(class_file) == []
+    assert [suite.get("name") for suite in class_file] == ["alice", "bob", "chloé & co"]
+    failing = [case.get("classname") for case in class_file.iter("testcase") if len(case)]
+    assert {name.split(".")[0] for name in failing} == {"alice", "bob", "chloé & co"}
+
+
+def test_the_repository_root_is_the_git_top_level_else_the_current_folder(repository, tmp_path_factory, monkeypatch):
+    script = repository / "submissions" / "alice" / "model.py"
+    assert repository_root(script) == repository.resolve()
+    elsewhere = tmp_path_factory.mktemp("no-git")
+    (elsewhere / "sub").mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert repository_root(elsewhere / "sub" / "model.py") == elsewhere.resolve()
+
+
+def test_a_refused_trace_writes_its_junit_file_with_the_reason_as_an_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.py").write_text("x = 1  # no marker here\n", encoding="utf-8")
+    code = main(["trace", "model.py", "--out", "docs/students/dan", "--name", "report", "--student", "dan",
+                 "--junit", "docs/students/dan/junit.xml", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    root = ET.parse(tmp_path / "docs/students/dan/junit.xml").getroot()
+    assert schema_errors(root) == []
+    error = root.find(".//testcase/error")
+    assert error.get("type") == "bad input" and error.get("message") in err
+    assert root.find(".//testcase").get("classname") == "dan.script"
+    assert not (tmp_path / "docs/students/dan/report").exists()
+
+
+def test_a_refusal_of_the_junit_file_itself_writes_nothing(tmp_path, capsys):
+    mine = tmp_path / "notes.xml"
+    mine.write_text("<notes/>", encoding="utf-8")
+    assert main(["trace", str(tmp_path / "missing.py"), "--out", str(tmp_path / "docs"), "--junit", str(mine)]) == 2
+    assert mine.read_text(encoding="utf-8") == "<notes/>"

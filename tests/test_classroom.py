@@ -254,7 +254,7 @@ def test_an_example_notebook_traces_with_no_failed_check(tmp_path, notebook):
     assert sum(s["check"]["passed"] is True for s in data["snapshots"]) >= 1
     assert data["title"] == f"Trace of {notebook.name}"
     assert all(f"{notebook.name}, cell " in s["source"]["location"] for s in data["snapshots"] if s["captured"])
-    assert (tmp_path / "nb" / "notebooks" / notebook.name).read_bytes() == notebook.read_bytes()
+    assert (tmp_path / "nb" / "notebooks" / notebook.name).is_file()  # made safe: test_published_notebook.py
     assert {"title": "Your notebook", "page": f"notebooks/{notebook.name}"} in data["extra_pages"]
     assert not list(notebook.parent.glob(".*.trace.py"))  # the script it ran is gone
 

@@ -187,21 +187,23 @@ def as_notebook_capture(capture: Any, notebook: Path) -> None:
 
 def add_notebook_page(folder: Path, notebook: Path, converted: NotebookScript) -> None:
     """The trace's own notebook page: the notebook copied into the report (notebooks/NAME.ipynb, shown by mkdocs-jupyter
-    as it was saved) and named in the report's navigation (snapshots.json's extra pages) and on its overview, with the
-    lines that were skipped."""
-    import shutil
+    as it was saved, with what a browser would run made text: published_notebook.py) and named in the report's
+    navigation (snapshots.json's extra pages) and on its overview, with the lines that were skipped."""
     from urllib.parse import quote
 
     import jinja2
 
     from transformer_trace.render import escape_text
+    from transformer_trace.trace.published_notebook import TITLE, published
 
     (folder / "notebooks").mkdir(exist_ok=True)
-    shutil.copyfile(notebook, folder / "notebooks" / notebook.name)
+    saved = json.loads(notebook.read_text(encoding="utf-8"))  # read as JSON already (_cells)
+    shown = json.dumps(published(saved), indent=1, ensure_ascii=False)
+    (folder / "notebooks" / notebook.name).write_text(shown + "\n", encoding="utf-8")
     page = f"notebooks/{notebook.name}"
     data_file = folder / "snapshots.json"
     data = json.loads(data_file.read_text(encoding="utf-8"))
-    data["extra_pages"] = [*data.get("extra_pages", []), {"title": "Your notebook", "page": page}]
+    data["extra_pages"] = [*data.get("extra_pages", []), {"title": TITLE, "page": page}]
     data_file.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     templates = Path(__file__).resolve().parent.parent / "templates" / "classroom"
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates),

@@ -328,6 +328,20 @@ def test_a_cell_that_is_python_keeps_a_line_that_starts_with_a_percent_sign(tmp_
     assert converted.skipped == [] and "     % 4)  # modulo, not a magic" in converted.text
 
 
+@pytest.mark.parametrize("cell, kept, skipped", [
+    ('!echo hi\ntext = """\n!important: a string line\n%also\n"""', '"""\n!important: a string line\n%also\n"""',
+     [(2, 1)]),
+    ("%matplotlib inline\nn = 3\nx = (7\n% n)", "x = (7\n% n)", [(2, 1)]),
+    ("if True:\n    !ls\n    y = [1,\n!2]", "    y = [1,\n!2]", [(2, 2)]),
+    ("files = !ls\nz = {'a':\n  % 2}", "z = {'a':\n  % 2}", [(2, 1)]),
+])
+def test_magics_are_told_apart_by_the_tokenizer_not_by_a_lines_first_character(tmp_path, cell, kept, skipped):
+    from transformer_trace.trace.notebook import to_script
+
+    converted = to_script(_notebook(tmp_path / "nb.ipynb", ("markdown", "# t"), ("code", cell)))
+    assert kept in converted.text and [(s.cell, s.line) for s in converted.skipped] == skipped
+
+
 @pytest.mark.slow
 def test_in_a_built_site_the_class_pages_links_and_the_traced_notebooks_page_work(tmp_path):
     """MkDocs with the project's mkdocs-jupyter settings: the traced notebook is its report's page, and every link of

@@ -93,6 +93,7 @@ class Capture:
     seconds: float = 0.0
     error: str | None = None  # the exception that ended the script, with its line
     error_at: tuple[str, int] | None = None
+    error_traceback: str = ""  # the traceback `python SCRIPT.py` prints for it
     timed_out: bool = False
     seeds: list[int] = field(default_factory=list)
     compiled: bool = False  # the script called torch.compile, whose compiled code captures nothing
@@ -170,6 +171,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.seconds = outcome.get("seconds", ended.seconds)
     if not ended.timed_out:
         capture.error, capture.error_at = _ending(outcome, ended.returncode)
+        capture.error_traceback = outcome.get("traceback") or ""
     capture.warnings += [Notice("Marker not reached", f"{Path(m.file).name}:{m.line} {m.text!r} was never reached: "
                                                       f"{why}") for m, why in unreached(capture, entered).items()]
     if ended.left_running:

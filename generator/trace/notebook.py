@@ -16,6 +16,7 @@ import json
 import os
 import re
 import tempfile
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,16 +92,38 @@ def _code(number: int, lines: list[str], skipped: list[Skipped]) -> list[str]:
             return ["pass  # skipped: an IPython cell magic", *[""] * (len(lines) - 1)]  # blank: no marker in it counts
         skipped.append(Skipped(number, 1, lines[0], f"cell magic %%{magic}: its body runs"))
         lines = ["pass  # skipped: an IPython cell magic", *lines[1:]]
-    out = []
-    for i, line in enumerate(lines, 1):
-        found = _MAGIC_LINE.match(line)
-        if found and not line.lstrip().startswith("pass  # skipped"):
-            kind = "a shell command" if "!" in line.split("%")[0] else "an IPython magic"
-            skipped.append(Skipped(number, i, line, kind))
-            out.append(f"{found['indent']}pass  # skipped: {kind}")
+    out, at = list(lines), 0
+    while at < len(lines):
+        found = _MAGIC_LINE.match(lines[at])
+        if found and not lines[at].lstrip().startswith("pass  # skipped"):
+            kind = "a shell command" if "!" in lines[at].split("%")[0] else "an IPython magic"
+            skipped.append(Skipped(number, at + 1, lines[at], kind))
+            out[at] = f"{found['indent']}pass  # skipped: {kind}"
+            at += 1
         else:
-            out.append(line)
+            at = _logical_line_end(lines, at) + 1
     return out
+
+
+def _logical_line_end(lines: list[str], first: int) -> int:
+    """The index of the last line of the logical line that starts at ``lines[first]``, read by Python's tokenizer: a
+    string's or a bracket's continued lines are in it, so a line of theirs that starts with `%` or `!` is no magic.
+    Where the tokenizer cannot read on (an unclosed string), the rest of the cell: it is kept for Python to refuse."""
+    rest = iter(line + "\n" for line in lines[first:])
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(lambda: next(rest, "")):
+            if token.type == tokenize.OP and token.string in "([{":
+                depth += 1
+            elif token.type == tokenize.OP and token.string in ")]}":
+                depth = max(depth - 1, 0)
+            elif token.type == tokenize.NEWLINE or (token.type == tokenize.NL and depth == 0):
+                return first + token.start[0] - 1
+            elif token.type == tokenize.ENDMARKER:
+                break
+    except (tokenize.TokenError, SyntaxError):  # IndentationError included
+        pass
+    return len(lines) - 1
 
 
 def to_script(notebook: Path) -> NotebookScript:
@@ -182,6 +205,9 @@ def as_notebook_capture(capture: Any, notebook: Path) -> None:
     source = capture.sources.get(str(script)) or script.read_text(encoding="utf-8")
     if capture.error:
         capture.error = translate_error(capture.error, script, source)
+        capture.error_traceback = re.sub(
+            rf'File "(?:[^"]*/)?{re.escape(script.name)}", line (\d+)',
+            lambda m: f'File "{place(source, script.name, int(m[1]))}"', capture.error_traceback)
     capture.script, capture.sha256 = notebook, hashlib.sha256(notebook.read_bytes()).hexdigest()
 
 

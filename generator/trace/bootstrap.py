@@ -209,11 +209,11 @@ class Tracer:
         self._forget_copies()
 
     def _forget_copies(self):
-        """Once no marked statement runs, the copies are not recognised again (a change through ``.data`` or NumPy
-        moves no version counter: a later line's read of the same memory is copied anew)."""
-        if not self.calls.running:
-            with self.results.lock:
-                self.results.copied.clear()
+        """Once a marked statement has been taken (or raised), its copies are not recognised again, an outer marked
+        statement still running included (a change through ``.data`` or NumPy moves no version counter: a later
+        line's read of the same memory is copied anew; the outer one's later reads are copied anew too)."""
+        with self.results.lock:
+            self.results.copied.clear()
 
 
 class Marked:

@@ -411,3 +411,17 @@ def test_an_uncaught_error_two_calls_deep_shows_pythons_traceback_on_the_termina
     assert code == 2 and python.strip() in err and "bootstrap.py" not in err
     overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
     assert "\n".join("    " + line for line in python.strip().splitlines()) in overview
+
+
+def test_a_spawn_pool_in_a_with_block_leaves_no_process_said_to_be_running(tmp_path):
+    """multiprocessing's resource tracker, which a `spawn` pool starts, ends by itself once the script has ended."""
+    script = write(tmp_path, "pool.py", """\
+        import multiprocessing as mp
+        def square(x):
+            return x * x
+        if __name__ == "__main__":
+            with mp.get_context("spawn").Pool(2) as pool:
+                x = pool.map(square, [1, 2, 3])  # trace: x
+    """)
+    code, data = trace(script, tmp_path / "out", "--report", "none")
+    assert code == 0 and captured(data)["x"] == [1, 4, 9] and data["outcome"]["warnings"] == []

@@ -4,7 +4,12 @@ import os
 import sys
 import threading
 
-from transformer_trace.cli import main
+if not sys.flags.safe_path and sys.path and sys.path[0] in ("", os.getcwd()):
+    # `python -m` put the folder it runs in first: a student's traceback.py or json.py there would be imported in
+    # place of the standard library's. Last, it still serves what only it has.
+    sys.path.append(sys.path.pop(0))
+
+from transformer_trace.cli import main  # noqa: E402
 
 code = main()
 if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):

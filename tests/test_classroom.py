@@ -259,7 +259,7 @@ def test_an_example_notebook_traces_with_no_failed_check(tmp_path, notebook):
     assert sum(s["check"]["passed"] is True for s in data["snapshots"]) >= 1
     assert data["title"] == f"Trace of {notebook.name}"
     assert all(f"{notebook.name}, cell " in s["source"]["location"] for s in data["snapshots"] if s["captured"])
-    assert (tmp_path / "nb" / "notebooks" / notebook.name).read_bytes() == notebook.read_bytes()
+    assert (tmp_path / "nb" / "notebooks" / notebook.name).is_file()  # made safe: test_published_notebook.py
     assert {"title": "Your notebook", "page": f"notebooks/{notebook.name}"} in data["extra_pages"]
     assert not list(notebook.parent.glob(".*.trace.py"))  # the script it ran is gone
 
@@ -331,6 +331,50 @@ def test_a_cell_that_is_python_keeps_a_line_that_starts_with_a_percent_sign(tmp_
     notebook = _notebook(tmp_path / "nb.ipynb", ("code", "x = (7\n     % 4)  # modulo, not a magic"))
     converted = to_script(notebook)
     assert converted.skipped == [] and "     % 4)  # modulo, not a magic" in converted.text
+
+
+@pytest.mark.parametrize("cell, kept, skipped", [
+    ('!echo hi\ntext = """\n!important: a string line\n%also\n"""', '"""\n!important: a string line\n%also\n"""',
+     [(2, 1)]),
+    ("%matplotlib inline\nn = 3\nx = (7\n% n)", "x = (7\n% n)", [(2, 1)]),
+    ("if True:\n    !ls\n    y = [1,\n!2]", "    y = [1,\n!2]", [(2, 2)]),
+    ("files = !ls\nz = {'a':\n  % 2}", "z = {'a':\n  % 2}", [(2, 1)]),
+])
+def test_magics_are_told_apart_by_the_tokenizer_not_by_a_lines_first_character(tmp_path, cell, kept, skipped):
+    from transformer_trace.trace.notebook import to_script
+
+    converted = to_script(_notebook(tmp_path / "nb.ipynb", ("markdown", "# t"), ("code", cell)))
+    assert kept in converted.text and [(s.cell, s.line) for s in converted.skipped] == skipped
+
+
+def test_a_top_level_await_cell_is_refused_in_one_line_naming_its_cell(tmp_path, capsys):
+    notebook = _notebook(tmp_path / "nb.ipynb", ("code", "import asyncio\nx = [1]  # trace: x"),
+                         ("code", "%matplotlib inline\nawait asyncio.sleep(0)"))
+    assert main(["trace", str(notebook), "--out", str(tmp_path / "out"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: nb.ipynb, cell 2, line 2: a top-level `await`") and err.count("\n") == 1
+
+
+def test_get_ipython_runs_the_matplotlib_magic_and_names_the_cell_of_one_it_cannot_run(tmp_path, capsys):
+    notebook = _notebook(tmp_path / "nb.ipynb",
+                         ("code", "get_ipython().run_line_magic('matplotlib', 'inline')\nx = [1]  # trace: x"),
+                         ("code", "get_ipython().run_line_magic('timeit', 'x')"))
+    assert main(["trace", str(notebook), "--out", str(tmp_path / "out"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "error: the script failed: RuntimeError: get_ipython().run_line_magic('timeit', ...): IPython magics do " \
+           "not run under trace (at nb.ipynb, cell 2, line 1:" in err and ".trace.py" not in err
+
+
+def test_a_kernelspec_language_in_capitals_is_python_and_a_marker_never_reached_names_its_cell(tmp_path):
+    notebook = _notebook(tmp_path / "nb.ipynb", ("markdown", "# t"),
+                         ("code", "x = [1]  # trace: x\nif False:\n    y = [2]  # trace: y"))
+    data = json.loads(notebook.read_text(encoding="utf-8"))
+    notebook.write_text(json.dumps({**data, "metadata": {"kernelspec": {"language": "Python"}}}), encoding="utf-8")
+    assert main(["trace", str(notebook), "--out", str(tmp_path / "out"), "--name", "nb", "-q"]) == 0
+    [warning] = json.loads((tmp_path / "out" / "nb" / "snapshots.json").read_text(encoding="utf-8"))["outcome"][
+        "warnings"]
+    assert warning == ("nb.ipynb, cell 2, line 3 '# trace: y' was never reached: the code around cell 2, line 3 ran, "
+                       "but not that line (a branch, a loop or a return skipped it)")
 
 
 @pytest.mark.slow

@@ -151,3 +151,67 @@ def test_a_site_started_in_a_hostile_folder_name_shows_it_as_text_in_the_browser
         assert "<img src=v onerror=alert(8)>" in page.title()
         page.close()
     assert dialogs == []
+
+
+STUDENT = "<img src=x onerror=window.__pwned='folder'>"  # a student's folder, titled by the site's navigation
+
+
+@pytest.fixture(scope="module")
+def class_site(tmp_path_factory) -> Path:
+    """A class site as a teacher builds it: a student's notebook with active outputs and HTML in its markdown, traced
+    into a hostile folder name, its class page, and MkDocs with mkdocs-jupyter configured as the project's mkdocs.yml
+    configures it and no nav of its own (the plugin titles the folders)."""
+    import json
+
+    from tests.test_published_notebook import ACTIVE_OUTPUTS, HOSTILE_MARKDOWN
+
+    work = tmp_path_factory.mktemp("class")
+    notebook = work / "nb.ipynb"
+    outputs = [{"output_type": "display_data", "data": {kind: value}, "metadata": {}}
+               for kind, value in ACTIVE_OUTPUTS.items()]
+    notebook.write_text(json.dumps({"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "# </title><img src=x onerror=window.__pwned='title'>"},
+        {"cell_type": "markdown", "metadata": {}, "source": HOSTILE_MARKDOWN},
+        {"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": outputs, "source":
+            "import torch\nscores = torch.randn(1, 2, 5, 5)\nprobs = scores.softmax(dim=-1)  # BREAKPOINT S13"}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    docs = work / "docs"
+    (docs / "students").mkdir(parents=True)
+    assert main(["trace", str(notebook), "--out", str(docs / "students" / STUDENT), "--name", "report", "-q"]) == 0
+    assert main(["class", str(docs / "class"), str(docs / "students" / STUDENT), "-q"]) == 0
+    (docs / "index.md").write_text("# Home\n", encoding="utf-8")
+    (work / "mkdocs.yml").write_text(
+        "site_name: Class\ntheme:\n  name: material\n  features: [navigation.sections, navigation.path]\n"
+        "plugins:\n  - search\n  - transformer-trace:\n      generate: false\n  - mkdocs-jupyter:\n"
+        "      execute: false\n      include: ['notebooks/*.ipynb']\n      ignore: ['*.md', '*.py']\n"
+        "      include_requirejs: false\n      ignore_h1_titles: false\n"
+        "markdown_extensions: [md_in_html, tables, attr_list]\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build"], cwd=work, capture_output=True, text=True,
+                            env=ENV, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return work / "site"
+
+
+@pytest.mark.browser
+def test_a_students_notebook_and_folder_name_run_no_script_in_the_browser_and_show_as_text(class_site, browser):
+    from urllib.parse import quote
+
+    from transformer_trace.pdf import serve
+
+    dialogs: list[str] = []
+    report = f"students/{quote(STUDENT)}/report/"
+    with serve(class_site) as url:
+        page = browser.new_page()
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        for path in ("", "class/", report, f"{report}notebooks/nb/"):
+            page.goto(f"{url.rstrip('/')}/{path}")
+            page.wait_for_load_state("load")
+            assert page.evaluate("window.__pwned") is None, path
+            assert page.locator("img[src='x'], script:text('__pwned'), [onerror]").count() == 0, path
+            assert "<img src=x onerror=window.  pwned='folder'>" in page.locator("nav.md-nav--primary").first.text_content(), path
+        article = page.locator("article").inner_text()  # the notebook's page: its outputs and markdown as text
+        assert "<script>window.__pwned='html'</script>" in article and "window.__pwned='js'" in article
+        assert "<svg xmlns=" in article and "<script>window.__pwned='md'</script>" in article
+        assert "</title><img src=x onerror=window.__pwned='title'>" in article and page.title().startswith("Your notebook")
+        page.close()
+    assert dialogs == []

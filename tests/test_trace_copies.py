@@ -186,3 +186,26 @@ def test_weights_changed_after_the_call_never_fail_correct_code_nor_spoil_later_
     assert main(["trace", str(script), "--report", "vit", "--out", str(tmp_path / "out"), "--name", "t", "-q"]) == 0
     import numpy as np
     assert np.load(tmp_path / "out" / "t" / "data" / "hit1_later_later.npy").tolist() == list(range(6))
+
+
+@pytest.mark.parametrize("change", ["h.data.mul_(0)", "h.numpy()[:] *= 0"])
+def test_a_copy_is_recognised_only_within_the_statement_that_made_it_nested_marked_statements_included(tmp_path, change):
+    """A marked call whose inner lines are marked too: the inner value changed through ``.data`` (no version change)
+    and captured again is copied anew, not read from the first capture's copy while the outer statement runs."""
+    hits = hits_of(tmp_path, f"""\
+        import torch
+        from torch import nn
+        torch.manual_seed(0)
+        head = nn.Linear(4, 5)
+        def body(x):
+            h = x * 2
+            first = h  # trace: first
+            with torch.no_grad():
+                {change}
+            second = h  # trace: second
+            return head(h)
+        with torch.no_grad():
+            logits = body(torch.ones(2, 4))  # BREAKPOINT G26
+    """)
+    [first], [second] = hits["# trace: first"], hits["# trace: second"]
+    assert first.values[0].tensor.tolist() == [[2.0] * 4] * 2 and second.values[0].tensor.tolist() == [[0.0] * 4] * 2

@@ -207,3 +207,22 @@ def test_a_marked_name_whose_reading_raises_is_said_on_its_page_and_the_script_r
                          "box = Box()  # trace: box box.value\nprint('ran on')\n")
     assert data["outcome"]["finished"] and data["outcome"]["error"] is None, data["outcome"]
     assert "reading it raised RuntimeError" in json.dumps(data["snapshots"])
+
+
+def test_a_marker_on_a_header_that_assigns_reads_what_it_assigns_as_its_body_begins(tmp_path):
+    """`if (n := ...):`, `while (k := ...):` and `with ... as name:` compute the value on the marked line: the marker
+    reads the walrus's target or the `as` name as the body begins (it was refused: "put it on the line that computes
+    the value")."""
+    data = _trace_source(tmp_path, "headers.py", (
+        "values = [3, 1, 2]\n"
+        "if (n := len(values)) > 2:  # trace: n\n"
+        "    pass\n"
+        "k = 2\n"
+        "while (k := k - 1) > 0:  # trace: k\n"
+        "    pass\n"
+        "with open(__file__) as fh:  # trace: closed fh.closed\n"
+        "    pass\n"))
+    by_variable = {s["variable"]: s for s in data["snapshots"]}
+    assert by_variable["n"]["captured"] and by_variable["n"]["first"] == [3.0]
+    assert by_variable["k"]["captured"] and by_variable["k"]["first"] == [1.0]
+    assert by_variable["fh.closed"]["captured"] and by_variable["fh.closed"]["first"] == [0.0]

@@ -105,3 +105,15 @@ def test_a_trace_comment_that_is_no_marker_is_refused_in_one_line_not_dropped(tm
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith(f"error: values.py:4: {comment!r}: a point is"), err
     assert not (tmp_path / "docs").exists() and not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("compiled", ["@torch.jit.script\ndef scale(x):", "def scale(x):"])
+def test_a_marker_in_a_function_torchscript_compiles_is_not_said_to_have_run_in_a_child_process(tmp_path, capsys,
+                                                                                              compiled):
+    source = f"import torch\n{compiled}\n    y = x * 2  # trace: y\n    return y\n"
+    if compiled == "def scale(x):":
+        source += "scale = torch.jit.script(scale)\n"
+    data, _, _ = _trace(tmp_path, source + "z = scale(torch.ones(2))  # trace: z\n", capsys)
+    [not_reached] = data["outcome"]["warnings"]
+    assert "scale() is compiled by torch.jit, whose compiled code runs no marker (trace it with PYTORCH_JIT=0)" in \
+        not_reached and "child process" not in not_reached

@@ -353,3 +353,75 @@ def test_a_command_killed_with_sigkill_leaves_no_script_running(tmp_path):
     while not all(gone(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert all(gone(pid) for pid in pids)
+
+
+@pytest.mark.parametrize("shadow", ["traceback", "json", "types", "ctypes"])
+def test_a_student_file_named_like_the_standard_library_is_imported_as_python_imports_it(tmp_path, capfd, shadow):
+    """The script's own file where `python SCRIPT.py` imports it (``types`` is imported before any script runs), and
+    the tracer's error report still works."""
+    write(tmp_path, f"{shadow}.py", "MINE = True\n")
+    script = write(tmp_path, "s.py", f"""\
+        import {shadow}
+        print('mine:', getattr({shadow}, 'MINE', False))
+        x = [1]  # trace: x
+        raise ValueError('the script fails')
+    """)
+    python = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    code, data = trace(script, tmp_path / "out", "--report", "none")
+    out, err = capfd.readouterr()
+    assert python.stdout in out and ("mine: True" in out) == (shadow != "types")
+    assert code == 2 and captured(data)["x"] == [1]
+    assert "error: the script failed: ValueError: the script fails (at s.py:4" in err
+
+
+def test_the_generator_run_in_a_folder_with_a_traceback_py_uses_the_standard_librarys(tmp_path):
+    write(tmp_path, "traceback.py", "raise RuntimeError('the student file was imported by the generator')\n")
+    script = write(tmp_path, "s.py", "x = [1]  # trace: x\n")
+    result = subprocess.run(command(script, tmp_path / "out", "--report", "none", "-q"), cwd=tmp_path,
+                            env=environment(), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_main_has_annotations_and_the_scripts_excepthook_runs_when_it_fails(tmp_path):
+    script = write(tmp_path, "s.py", """\
+        import os, sys
+        x = [len(__annotations__)]  # trace: x
+        def crash_log(kind, value, tb):
+            open(os.path.join(os.path.dirname(__file__), 'crash.log'), 'w').write(f'{kind.__name__}: {value}')
+        sys.excepthook = crash_log
+        raise ValueError('logged')
+    """)
+    code, data = trace(script, tmp_path / "out", "--report", "none")
+    assert code == 2 and captured(data)["x"] == [0]  # no annotation: python's `{}`
+    assert (tmp_path / "crash.log").read_text() == "ValueError: logged"
+
+
+def test_an_uncaught_error_two_calls_deep_shows_pythons_traceback_on_the_terminal_and_the_overview(tmp_path, capfd):
+    script = write(tmp_path, "deep.py", """\
+        def inner(n):
+            raise ValueError(f'deep {n}')
+        def outer():
+            inner(2)
+        x = [1]  # trace: x
+        outer()
+    """)
+    code, _ = trace(script, tmp_path / "out")
+    err = capfd.readouterr().err
+    python = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60).stderr
+    assert code == 2 and python.strip() in err and "bootstrap.py" not in err
+    overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+    assert "\n".join("    " + line for line in python.strip().splitlines()) in overview
+
+
+def test_a_spawn_pool_in_a_with_block_leaves_no_process_said_to_be_running(tmp_path):
+    """multiprocessing's resource tracker, which a `spawn` pool starts, ends by itself once the script has ended."""
+    script = write(tmp_path, "pool.py", """\
+        import multiprocessing as mp
+        def square(x):
+            return x * x
+        if __name__ == "__main__":
+            with mp.get_context("spawn").Pool(2) as pool:
+                x = pool.map(square, [1, 2, 3])  # trace: x
+    """)
+    code, data = trace(script, tmp_path / "out", "--report", "none")
+    assert code == 0 and captured(data)["x"] == [1, 4, 9] and data["outcome"]["warnings"] == []

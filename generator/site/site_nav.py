@@ -8,12 +8,14 @@ own placement, and a different section of the same title makes the report's read
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 from pathlib import Path
 from typing import Any
 
 from transformer_trace.docs_folder.configured import PLUGIN
+from transformer_trace.text import clean_text
 
 log = logging.getLogger(f"mkdocs.plugins.{PLUGIN}")
 
@@ -117,7 +119,7 @@ def _targets(nav: Any):
 
 def default_nav(pages: list[str]) -> list[Any]:
     """Pages as MkDocs lays them out without a `nav`: files before folders, a folder's index first, one section per
-    folder (titles are left to MkDocs)."""
+    folder, titled as MkDocs titles it but as text (``_title``: MkDocs writes a title into the page's HTML as it is)."""
     tree: dict[str, Any] = {}
     for page in pages:
         node = tree
@@ -136,8 +138,10 @@ def default_nav(pages: list[str]) -> list[Any]:
 
 
 def _title(folder: str) -> str:
+    """A folder's section title: its name (a student's folder may be named `<img src=x onerror=...>`) on one line,
+    escaped for the HTML MkDocs writes it into."""
     name = folder.rstrip("/").rsplit("/", 1)[-1]
-    return name.replace("-", " ").replace("_", " ").capitalize()
+    return html.escape(clean_text(name.replace("-", " ").replace("_", " ").capitalize()))
 
 
 def _target(entry: Any) -> Any:

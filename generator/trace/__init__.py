@@ -320,6 +320,8 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     if getattr(args, "junit", None) is not None:
         junit_xml.write_junit(junit_xml.junit_tree(data, junit_whose(args, reports, notebook or script)), args.junit)
     if capture.error:
+        for line in capture.error_traceback.splitlines():  # as python prints it: the tool is for debugging
+            print(terminal_line(line), file=sys.stderr)
         print(f"error: the script failed: {terminal_line(capture.error)}; the report shows what was captured before it",
               file=sys.stderr)
     elif capture.timed_out:

@@ -254,11 +254,15 @@ def _statement_markers(path: Path, line: int, statement: ast.stmt, found: list) 
 Header = tuple[int, int, ast.stmt]  # (first line, last line of the header, the def or for statement)
 
 
+BINDING_HEADERS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)  # read as their body begins
+
+
 def _headers(tree: ast.AST) -> list[Header]:
-    """Each `def` (decorators included) and `for` statement's header lines: a marker there marks the statement."""
+    """Each `def` (decorators included) and `for`, `while`, `if` and `with` statement's header lines: a marker there
+    marks the statement."""
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.For)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, *BINDING_HEADERS)):
             first = node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else node.lineno
             found.append((first, max(node.lineno, node.body[0].lineno - 1), node))
     return found
@@ -276,12 +280,24 @@ def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return names
 
 
+def _bound_by_header(node: ast.stmt) -> list[str]:
+    """The names a `for`, `while`, `if` or `with` header assigns: the loop variable, a walrus's target
+    (`if (n := ...):`), the `as` names (`with open(...) as fh:`)."""
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return _target_names(node.target) or []
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [name for item in node.items if item.optional_vars is not None
+                for name in _target_names(item.optional_vars) or []]
+    return [walrus.target.id for walrus in ast.walk(node.test) if isinstance(walrus, ast.NamedExpr)]
+
+
 def _header_markers(path: Path, line: int, header: Header, found: list) -> list[Marker]:
-    """A marker on a `def` line reads the function's arguments as it is entered; on a `for` line, the loop variable
-    each pass, once it is assigned."""
+    """A marker on a `def` line reads the function's arguments as it is entered; on a `for`, `while`, `if` or `with`
+    line, what its header assigns (the loop variable, a walrus's target, the `as` names) as its body begins, each
+    pass."""
     first, last, node = header
-    loop = isinstance(node, ast.For)
-    available = (_target_names(node.target) or []) if loop else _parameters(node)
+    loop = isinstance(node, BINDING_HEADERS)
+    available = _bound_by_header(node) if loop else _parameters(node)
     markers = []
     for index, (numbering, number, point, text, names, alternatives) in enumerate(found):
         chosen = names or (tuple(available) if len(found) == 1 else

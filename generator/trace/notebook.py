@@ -5,8 +5,11 @@ The script is written beside the notebook (its folder first on sys.path, its own
 removed after the run. It starts with a header line naming the notebook and each cell starts with a `# %% cell N` line,
 so a line's cell is read from the script's own text (``cell_of``): whatever runs the script and builds the pages keeps
 that text (capture.sources), and nothing else needs to travel with it. IPython magics and shell lines (`%…`, `!…`,
-`x = !…`) become `pass` and a cell magic (`%%bash`…) skips its cell (`%%time` and `%%capture` only skip their own
-line); each is listed on the overview. `display` is IPython's when IPython is installed, else prints its arguments.
+`x = !…`, at the start of a logical line as Python's tokenizer reads the cell: a string's or a bracket's continued line
+is no magic) become `pass` and a cell magic (`%%bash`…) skips its cell (`%%time` and `%%capture` only skip their own
+line); each is listed on the overview. `display` is IPython's when IPython is installed, else prints its arguments;
+`get_ipython()` runs `%matplotlib` as its line is run (skipped) and says in the script's error that other magics do
+not run. A cell with a top-level `await` is refused in one line naming it.
 Cells are numbered as the notebook shows them, markdown cells included (the first cell is cell 1)."""
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 import os
 import re
 import tempfile
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +34,18 @@ PROLOGUE = """try:  # as in Jupyter: display() shows a value (prints it where IP
 except ImportError:
     def display(*values, **options):
         print(*values)
+exec(compile('''class _NoMagics:  # `%matplotlib` is skipped, as its line is; other magics and the shell do not run
+    def run_line_magic(self, name, line='', *more):
+        if name != 'matplotlib':
+            raise RuntimeError(f'get_ipython().run_line_magic({name!r}, ...): IPython magics do not run under trace')
+    def run_cell_magic(self, name, *more):
+        raise RuntimeError(f'get_ipython().run_cell_magic({name!r}, ...): IPython magics do not run under trace')
+    def system(self, command, *more):
+        raise RuntimeError(f'get_ipython().system({command!r}): shell commands do not run under trace')
+    getoutput = system
+def get_ipython():
+    return _NoMagics()
+''', "<get_ipython under trace>", "exec"))  # its own file name: an error it raises names the cell that called it
 """
 RUN_BODY_MAGICS = {"time", "capture"}  # cell magics whose body is Python that "Run all" runs once
 _MAGIC_LINE = re.compile(r"^(?P<indent>\s*)(?:[%!]|[\w.\s,]+=\s*[%!])")
@@ -65,7 +81,7 @@ def _cells(notebook: Path) -> list[dict[str, Any]]:
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         raise UserError(f"{notebook}: not a Jupyter notebook (no list of cells; nbformat 4 is read)")
     language = ((data.get("metadata") or {}).get("kernelspec") or {}).get("language", "python")
-    if language != "python":
+    if str(language).casefold() != "python":  # Jupyter writes "python"; some tools "Python"
         raise UserError(f"{notebook}: a {language} notebook; trace runs Python")
     return cells
 
@@ -91,16 +107,63 @@ def _code(number: int, lines: list[str], skipped: list[Skipped]) -> list[str]:
             return ["pass  # skipped: an IPython cell magic", *[""] * (len(lines) - 1)]  # blank: no marker in it counts
         skipped.append(Skipped(number, 1, lines[0], f"cell magic %%{magic}: its body runs"))
         lines = ["pass  # skipped: an IPython cell magic", *lines[1:]]
-    out = []
-    for i, line in enumerate(lines, 1):
-        found = _MAGIC_LINE.match(line)
-        if found and not line.lstrip().startswith("pass  # skipped"):
-            kind = "a shell command" if "!" in line.split("%")[0] else "an IPython magic"
-            skipped.append(Skipped(number, i, line, kind))
-            out.append(f"{found['indent']}pass  # skipped: {kind}")
+    out, at = list(lines), 0
+    while at < len(lines):
+        found = _MAGIC_LINE.match(lines[at])
+        if found and not lines[at].lstrip().startswith("pass  # skipped"):
+            kind = "a shell command" if "!" in lines[at].split("%")[0] else "an IPython magic"
+            skipped.append(Skipped(number, at + 1, lines[at], kind))
+            out[at] = f"{found['indent']}pass  # skipped: {kind}"
+            at += 1
         else:
-            out.append(line)
+            at = _logical_line_end(lines, at) + 1
     return out
+
+
+def _refuse_top_level_await(notebook: Path, number: int, code: list[str]) -> None:
+    """A cell with `await` (`async for`, `async with`) outside any function, which IPython runs in its event loop and
+    a script cannot: refused in one line that names the cell and line."""
+    try:
+        found = _top_level_await(ast.parse("\n".join(code)).body)
+    except SyntaxError:  # said with its cell and line when the script is compiled
+        return
+    if found is not None:
+        raise UserError(f"{notebook.name}, cell {number}, line {found.lineno}: a top-level `await`, which IPython "
+                        "runs in its event loop and a script cannot: trace runs the cells as one script; put it in an "
+                        "`async def` run by asyncio.run(...)")
+
+
+def _top_level_await(nodes: list[ast.AST]) -> ast.AST | None:
+    for node in nodes:
+        if isinstance(node, (ast.Await, ast.AsyncFor, ast.AsyncWith)):
+            return node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue  # its own scope (a class body's await is refused by Python itself)
+        found = _top_level_await(list(ast.iter_child_nodes(node)))
+        if found is not None:
+            return found
+    return None
+
+
+def _logical_line_end(lines: list[str], first: int) -> int:
+    """The index of the last line of the logical line that starts at ``lines[first]``, read by Python's tokenizer: a
+    string's or a bracket's continued lines are in it, so a line of theirs that starts with `%` or `!` is no magic.
+    Where the tokenizer cannot read on (an unclosed string), the rest of the cell: it is kept for Python to refuse."""
+    rest = iter(line + "\n" for line in lines[first:])
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(lambda: next(rest, "")):
+            if token.type == tokenize.OP and token.string in "([{":
+                depth += 1
+            elif token.type == tokenize.OP and token.string in ")]}":
+                depth = max(depth - 1, 0)
+            elif token.type == tokenize.NEWLINE or (token.type == tokenize.NL and depth == 0):
+                return first + token.start[0] - 1
+            elif token.type == tokenize.ENDMARKER:
+                break
+    except (tokenize.TokenError, SyntaxError):  # IndentationError included
+        pass
+    return len(lines) - 1
 
 
 def to_script(notebook: Path) -> NotebookScript:
@@ -112,7 +175,9 @@ def to_script(notebook: Path) -> NotebookScript:
         if cell.get("cell_type") != "code":
             continue
         run += 1
-        parts += [f"# %% cell {number}", *_code(number, _lines(cell), skipped), ""]
+        code = _code(number, _lines(cell), skipped)
+        _refuse_top_level_await(notebook, number, code)
+        parts += [f"# %% cell {number}", *code, ""]
     if not run:
         raise UserError(f"{notebook}: has no code cell to run")
     return NotebookScript(notebook, "\n".join(parts) + "\n", skipped, run)
@@ -180,28 +245,35 @@ def as_notebook_capture(capture: Any, notebook: Path) -> None:
 
     script = capture.script
     source = capture.sources.get(str(script)) or script.read_text(encoding="utf-8")
+    capture.warnings = [type(w)(w.heading, translate_error(w, script, source)) if hasattr(w, "heading") else
+                        translate_error(w, script, source) for w in capture.warnings]  # a marker never reached
     if capture.error:
         capture.error = translate_error(capture.error, script, source)
+        capture.error_traceback = re.sub(
+            rf'File "(?:[^"]*/)?{re.escape(script.name)}", line (\d+)',
+            lambda m: f'File "{place(source, script.name, int(m[1]))}"', capture.error_traceback)
     capture.script, capture.sha256 = notebook, hashlib.sha256(notebook.read_bytes()).hexdigest()
 
 
 def add_notebook_page(folder: Path, notebook: Path, converted: NotebookScript) -> None:
     """The trace's own notebook page: the notebook copied into the report (notebooks/NAME.ipynb, shown by mkdocs-jupyter
-    as it was saved) and named in the report's navigation (snapshots.json's extra pages) and on its overview, with the
-    lines that were skipped."""
-    import shutil
+    as it was saved, with what a browser would run made text: published_notebook.py) and named in the report's
+    navigation (snapshots.json's extra pages) and on its overview, with the lines that were skipped."""
     from urllib.parse import quote
 
     import jinja2
 
     from transformer_trace.render import escape_text
+    from transformer_trace.trace.published_notebook import TITLE, published
 
     (folder / "notebooks").mkdir(exist_ok=True)
-    shutil.copyfile(notebook, folder / "notebooks" / notebook.name)
+    saved = json.loads(notebook.read_text(encoding="utf-8"))  # read as JSON already (_cells)
+    shown = json.dumps(published(saved), indent=1, ensure_ascii=False)
+    (folder / "notebooks" / notebook.name).write_text(shown + "\n", encoding="utf-8")
     page = f"notebooks/{notebook.name}"
     data_file = folder / "snapshots.json"
     data = json.loads(data_file.read_text(encoding="utf-8"))
-    data["extra_pages"] = [*data.get("extra_pages", []), {"title": "Your notebook", "page": page}]
+    data["extra_pages"] = [*data.get("extra_pages", []), {"title": TITLE, "page": page}]
     data_file.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     templates = Path(__file__).resolve().parent.parent / "templates" / "classroom"
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates),

@@ -92,7 +92,8 @@ def _set_subreaper(on: bool) -> bool:
 def end_processes(child: subprocess.Popen, before: set[int]) -> int:
     """SIGTERM to the script's group and to every new descendant, SIGKILL after GRACE_SECONDS to what is left; how many
     processes besides the script's own were still running."""
-    left = {pid for pid in descendants(os.getpid()) - before - {child.pid} if _alive(child, pid)}  # zombies reaped
+    left = {pid for pid in descendants(os.getpid()) - before - {child.pid}
+            if _alive(child, pid) and not _multiprocessing_helper(pid)}  # zombies reaped
     for sig, wait in ((signal.SIGTERM, GRACE_SECONDS), (signal.SIGKILL, GRACE_SECONDS)):
         alive = _signal_all(child, (descendants(os.getpid()) - before) | {child.pid}, sig)
         deadline = time.monotonic() + wait
@@ -103,6 +104,17 @@ def end_processes(child: subprocess.Popen, before: set[int]) -> int:
         if not alive:
             break
     return len(left)
+
+
+def _multiprocessing_helper(pid: int) -> bool:
+    """Whether ``pid`` is multiprocessing's resource tracker or fork server, which a `spawn` or `forkserver` pool
+    starts and which ends by itself once the script has ended: not a process the script left running."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return False
+    return b"from multiprocessing.resource_tracker import main" in command or \
+        b"from multiprocessing.forkserver import main" in command
 
 
 def _signal_all(child: subprocess.Popen, pids: set[int], sig: int) -> set[int]:

@@ -63,7 +63,8 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     counts = {"captured": len(captured), "total": len(pages), "passed": sum(p.check.status == PASSED for p in pages),
               "failed": len(failed), "unchecked": sum(not p.check.checkable for p in captured)}
     outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished,
-               "warnings": capture.warnings, "recognised": recognised(pages, capture, dims),
+               "traceback": capture.error_traceback, "warnings": capture.warnings,
+               "recognised": recognised(pages, capture, dims),
                "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None,
                "counts": counts}
     title = f"Trace of {capture.script.name}"

@@ -10,11 +10,15 @@ Only this process captures: a fork()ed child (multiprocessing, DataLoader worker
 a spawned one runs the script as `__mp_main__` without this file.
 """
 
-import json
-import os
 import sys
-import threading
-import time
+
+_AT_START = set(sys.modules)  # the modules `python SCRIPT.py` has before the script runs
+
+import json  # noqa: E402 - after _AT_START
+import os  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402 - imported before the script's folder is on sys.path (a traceback.py of its own)
 
 _REAL_EXIT = os._exit
 _PACKAGE = "_transformer_trace_child"  # this folder, as the script's interpreter names it (_beside)
@@ -184,11 +188,11 @@ class Tracer:
         self._forget_copies()
 
     def _forget_copies(self):
-        """Once no marked statement runs, the copies are not recognised again (a change through ``.data`` or NumPy
-        moves no version counter: a later line's read of the same memory is copied anew)."""
-        if not self.calls.running:
-            with self.results.lock:
-                self.results.copied.clear()
+        """Once a marked statement has been taken (or raised), its copies are not recognised again, an outer marked
+        statement still running included (a change through ``.data`` or NumPy moves no version counter: a later
+        line's read of the same memory is copied anew; the outer one's later reads are copied anew too)."""
+        with self.results.lock:
+            self.results.copied.clear()
 
 
 class Marked:
@@ -296,6 +300,8 @@ def main_module(script, tracer):
     module.__builtins__ = __builtins__
     module.__spec__ = None
     module.__cached__ = None
+    if "__annotations__" in vars(sys.modules["__main__"]):  # python's own `__main__` has one (3.11: `{}`)
+        module.__annotations__ = {}
     with open(script, "rb") as file:
         code = tracer.script_code(script, file.read(), module.__dict__)
     return module, code
@@ -303,8 +309,6 @@ def main_module(script, tracer):
 
 def describe(exc, folder):
     """"Type: message (at file.py:line: code)" and [file, line], the deepest frame in the script's folder first."""
-    import traceback
-
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
     ours = [f for f in frames if f.filename.startswith(folder)]
     where = ours[-1] if ours else (frames[-1] if frames else None)
@@ -317,6 +321,41 @@ def describe(exc, folder):
         return text, None
     shown = f"{os.path.basename(where.filename)}:{where.lineno}: {(where.line or '').strip()}"
     return f"{text} (at {shown})", [where.filename, where.lineno]
+
+
+def python_traceback(exc):
+    """The traceback `python SCRIPT.py` prints for ``exc``: the script's frames, none of this tracer's nor of the
+    import machinery's (python leaves those out too)."""
+    ours = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
+              if not frame.filename.startswith((ours, "<frozen importlib._bootstrap"))]
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)] if frames else []
+    return "".join([*lines, *traceback.format_exception_only(type(exc), exc)]).rstrip("\n")
+
+
+def _run_the_scripts_excepthook(exc):
+    """The script's own ``sys.excepthook`` (a crash log), called as python calls it for an uncaught error; python's
+    own prints nothing here: the generator shows the traceback."""
+    hook = sys.excepthook
+    if hook is sys.__excepthook__ or isinstance(exc, KeyboardInterrupt) and hook is None:
+        return
+    try:
+        hook(type(exc), exc, exc.__traceback__)
+    except BaseException:  # noqa: BLE001 - python says "Error in sys.excepthook" and goes on ending
+        print("Error in sys.excepthook:", file=sys.stderr)
+        traceback.print_exc()
+    _flush_streams()
+
+
+def _unshadow(folder):
+    """The modules this tracer imported that a file in the script's folder would be under `python SCRIPT.py`
+    (a json.py, a traceback.py of the student's) are forgotten by name, kept by the tracer's own references: the
+    script imports its own files, as python would, and the tracer keeps the standard library's."""
+    for name in [name for name in sys.modules if name not in _AT_START]:
+        top = name.partition(".")[0]
+        if os.path.isfile(os.path.join(folder, top + ".py")) or \
+                os.path.isfile(os.path.join(folder, top, "__init__.py")):
+            del sys.modules[name]
 
 
 def _end_with_the_command(fd):
@@ -342,13 +381,14 @@ def run(spec):
     results = Results(spec["results"], spec["budget"])
     tracer = Tracer(spec, results)
     sys.argv[:] = [spec["argv0"], *spec["argv"]]
+    seeds = _beside("seed_recorder.py").SeedRecorder(results, tracer)
     if not sys.flags.safe_path:
         sys.path[0] = os.path.dirname(script)
+        _unshadow(sys.path[0])
     tracer.install()
     module, code = main_module(script, tracer)
     bootstrap = sys.modules["__main__"]  # noqa: F841 - kept alive while the script runs as __main__
     sys.modules["__main__"] = module
-    seeds = _beside("seed_recorder.py").SeedRecorder(results, tracer)
     sys.meta_path.insert(0, seeds)
     os.register_at_fork(after_in_child=tracer.stop_in_child)
     _flush_before_exit(results)
@@ -361,6 +401,8 @@ def run(spec):
         ending = exc
     except BaseException as exc:  # the script's own error: the generator reports it with its line
         outcome["error"], outcome["error_at"] = describe(exc, os.path.dirname(script))
+        outcome["traceback"] = python_traceback(exc)
+        _run_the_scripts_excepthook(exc)
         ending = SystemExit(1)
     if os.getpid() == tracer.pid:  # not a fork()ed child that ran the rest of the script
         outcome["seconds"] = time.perf_counter() - started - seeds.import_seconds

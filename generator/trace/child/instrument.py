@@ -199,7 +199,8 @@ def _rewrite_compound(node, plan):
         if node.lineno in plan.entries:
             added.append(_call("entry", plan.entries[node.lineno], anchor))
         node.body[at:at] = added
-    elif isinstance(node, ast.For) and node.lineno in plan.loops:
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)) \
+            and node.lineno in plan.loops:  # its header's names (markers.BINDING_HEADERS), as its body begins
         node.body.insert(0, _call("loop", plan.loops[node.lineno], node.body[0]))
 
 

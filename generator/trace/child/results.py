@@ -2,6 +2,7 @@
 format): loaded by bootstrap.py by its path (standard library only; torch only through the script's own
 tensors)."""
 
+import ctypes  # at the start: a ctypes.py beside the script is the script's (bootstrap._unshadow)
 import json
 import os
 import sys
@@ -163,8 +164,6 @@ def _write_array(file, copy):
     if not hasattr(copy, "data_ptr"):
         _write_all(file, copy.tobytes())
         return
-    import ctypes
-
     copy = copy.contiguous()  # held while its memory is written
     size = copy.numel() * copy.element_size()
     _write_all(file, memoryview((ctypes.c_char * size).from_address(copy.data_ptr())).cast("B"))

@@ -95,6 +95,7 @@ class Capture:
     seconds: float = 0.0
     error: str | None = None  # the exception that ended the script, with its line
     error_at: tuple[str, int] | None = None
+    error_traceback: str = ""  # the traceback `python SCRIPT.py` prints for it
     timed_out: bool = False
     seeds: list[int] = field(default_factory=list)
     compiled: bool = False  # the script called torch.compile, whose compiled code captures nothing
@@ -172,6 +173,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.seconds = outcome.get("seconds", ended.seconds)
     if not ended.timed_out:
         capture.error, capture.error_at = _ending(outcome, ended.returncode)
+        capture.error_traceback = outcome.get("traceback") or ""
     capture.warnings += [Notice("Marker not reached", f"{Path(m.file).name}:{m.line} {m.text!r} was never reached: "
                                                       f"{why}") for m, why in unreached(capture, entered).items()]
     if ended.left_running:
@@ -324,22 +326,41 @@ def unreached(capture: Capture, entered: list[tuple[str, int, str]]) -> dict[Mar
         if marker in capture.hits:
             continue
         function = _function_around(capture.sources.get(marker.file, ""), marker.first)
+        line = _line_as_shown(capture.sources.get(marker.file, ""), marker.first)
         if (marker.file, function[1] if function else 0) in ran:
-            why = (f"the code around line {marker.first} ran, but not that line (a branch, a loop or a return "
-                   f"skipped it)")
+            why = f"the code around {line} ran, but not that line (a branch, a loop or a return skipped it)"
         elif function and capture.compiled:
             why = (f"{function[0]}() never ran as written: the script calls torch.compile, and code it compiles runs "
                    f"no marker (trace it with compiling turned off), or it was never called")
+        elif function and _run_by_torchscript(capture.sources.get(marker.file, ""), function[0]):
+            why = (f"{function[0]}() is compiled by torch.jit, whose compiled code runs no marker (trace it with "
+                   f"PYTORCH_JIT=0), or it was never called")
         elif function:
             why = f"{function[0]}() was never called in the traced process (code run in a child process is not traced)"
         elif Path(marker.file) != capture.script:
             why = f"{Path(marker.file).name} was never imported"
         else:
-            why = f"the script never got to line {marker.first}"
+            why = f"the script never got to {line}"
         if not capture.finished:
             why += "; the script stopped early (" + ("--timeout" if capture.timed_out else "an error") + ")"
         reasons[marker] = why
     return reasons
+
+
+def _run_by_torchscript(source: str, name: str) -> bool:
+    """Whether the script hands the function ``name`` to TorchScript (`@torch.jit.script` over it, or
+    `torch.jit.script(name)` / `torch.jit.trace(name, ...)`)."""
+    name = re.escape(name)
+    return re.search(rf"@[\w.]*jit\.script\b[^\n]*\n(?:\s*@[^\n]*\n)*\s*(?:async\s+)?def\s+{name}\b"
+                     rf"|jit\.(?:script|trace)\w*\(\s*{name}\b", source) is not None
+
+
+def _line_as_shown(source: str, line: int) -> str:
+    """"line 12" of a script, "cell 3, line 2" of a notebook's (its script's line numbers are no one's)."""
+    from transformer_trace.trace.notebook import cell_of
+
+    found = cell_of(source, line)
+    return f"cell {found[0]}, line {found[1]}" if found else f"line {line}"
 
 
 def _function_around(source: str, line: int) -> tuple[str, int] | None:

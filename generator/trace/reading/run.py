@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from transformer_trace.pages import Alert, Column, Dimensions, Overview
+from transformer_trace.render import literal_block
 from transformer_trace.run import Lacks, ModelRun
 from transformer_trace.sources import Known, MissingTensor, TensorDict
 from transformer_trace.text import escape_text
@@ -132,7 +133,9 @@ def trace_overview(report: Any, trace: TraceReport, dims: Mapping[str, int]) -> 
     outcome, alerts = trace.outcome, []
     if outcome["error"]:
         alerts.append(Alert("failure", "The script stopped with an error",
-                            (escape_text(outcome["error"]), "The pages show what was captured before it.")))
+                            (escape_text(outcome["error"]),
+                             *([literal_block(outcome["traceback"])] if outcome.get("traceback") else []),
+                             "The pages show what was captured before it.")))
     elif outcome["timed_out"]:
         alerts.append(Alert("failure", f"Stopped after {outcome['timeout']} s (--timeout)",
                             ("The pages show what was captured up to then.",)))

@@ -250,7 +250,7 @@ def _print_summary(summary: dict, capture: Capture, catalogue: Report, written: 
 
 def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None, script: Path,
            notebook: Path | None = None) -> int:
-    from transformer_trace.site.staging import HandEdits, staged_output
+    from transformer_trace.docs_folder.staging import HandEdits, staged_output
     from transformer_trace.trace.reading.capture import run_script, user_files
     from transformer_trace.trace.markers import scan
     from transformer_trace.trace import junit as junit_xml, notebook as notebooks

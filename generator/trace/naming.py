@@ -49,7 +49,7 @@ def trace_name(given: str | None, script: Path, docs: Path, reports: Iterable[st
     """The folder under ``docs`` for the trace of ``script`` (resolved): ``given`` (--name) or the default; refused in
     one line when it is not a name a trace may take or holds something else, or when ``docs`` cannot be written."""
     from transformer_trace.site.new_folders import check_makeable
-    from transformer_trace.site.staging import check_writable
+    from transformer_trace.docs_folder.staging import check_writable
 
     if docs.exists() or docs.is_symlink():
         check_writable(docs)
@@ -83,8 +83,8 @@ def trace_record(script: Path) -> dict[str, Any]:
 
 def _holder(docs: Path, name: str, script: Path) -> str | None:
     """What ``docs/name`` holds when it is not free for a trace of ``script``: None when free or its own trace."""
-    from transformer_trace.site.configured import read_runs
-    from transformer_trace.site.staging import read_manifest
+    from transformer_trace.docs_folder.configured import read_runs
+    from transformer_trace.docs_folder.staging import read_manifest
 
     target = docs / name
     if not target.exists() and not target.is_symlink():

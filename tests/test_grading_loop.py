@@ -16,7 +16,7 @@ import yaml
 
 from tests.test_junit import merged, schema_errors
 from transformer_trace.errors import UserError
-from transformer_trace.site.new_folders import check_makeable, make_folders
+from transformer_trace.docs_folder.new_folders import check_makeable, make_folders
 
 ROOT = Path(__file__).resolve().parent.parent
 VIT = (ROOT / "examples" / "vit_trace.py").read_text(encoding="utf-8")

@@ -299,7 +299,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
         from transformer_trace.trace.reading.pages import own_report
 
         catalogue = own_report(capture)
-    from transformer_trace.site.new_folders import make_folders
+    from transformer_trace.docs_folder.new_folders import make_folders
 
     make_folders(args.out, "--out")  # docs/students/NAME of a class's loop: as checked before the script ran
     try:

@@ -147,7 +147,7 @@ def refusal_tree(whose: Whose, why: str, kind: str = "bad input") -> ET.ElementT
 def write_junit(tree: ET.ElementTree, target: Path) -> None:
     """Write the JUnit file through a temporary file renamed into place (a failed write leaves the old one), making
     its missing folders as --out's are made."""
-    from transformer_trace.site.new_folders import make_folders
+    from transformer_trace.docs_folder.new_folders import make_folders
 
     make_folders(target.parent, "--junit")
     tmp = target.with_name(f".{target.name}.tmp")
@@ -162,7 +162,7 @@ def check_target(target: Path) -> None:
     if target.is_dir():
         raise UserError(f"--junit {target}: is a folder; give the XML file to write")
     if not target.parent.is_dir():  # made when the file is written, where it safely can be
-        from transformer_trace.site.new_folders import check_makeable
+        from transformer_trace.docs_folder.new_folders import check_makeable
 
         check_makeable(target.parent, "--junit")
     if target.exists() and not _is_junit_report(target):  # the script, mkdocs.yml: a file of the user's stays theirs

@@ -48,12 +48,12 @@ def default_name(script: Path) -> str:
 def trace_name(given: str | None, script: Path, docs: Path, reports: Iterable[str]) -> str:
     """The folder under ``docs`` for the trace of ``script`` (resolved): ``given`` (--name) or the default; refused in
     one line when it is not a name a trace may take or holds something else, or when ``docs`` cannot be written."""
-    from transformer_trace.site.new_folders import check_makeable
+    from transformer_trace.docs_folder.new_folders import check_makeable
     from transformer_trace.docs_folder.staging import check_writable
 
     if docs.exists() or docs.is_symlink():
         check_writable(docs)
-    else:  # docs/students/NAME of a class: made after the script ran (generator/site/new_folders.py)
+    else:  # docs/students/NAME of a class: made after the script ran (generator/docs_folder/new_folders.py)
         check_makeable(docs, "--out")
     name = given if given is not None else default_name(script)
     if given is not None:

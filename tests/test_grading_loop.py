@@ -73,8 +73,10 @@ def test_the_readmes_grading_loop_runs_as_written_and_every_student_gets_a_junit
     error = files["chloé"].find(".//error")
     assert error.get("type") == "bad input" and "no breakpoint comment" in error.get("message")
 
-    counts = json.loads((tmp_path / "docs" / "class" / "class.json").read_text(encoding="utf-8"))["totals"]
-    assert (counts["passed"], counts["failed"], counts["no report"]) == (1, 1, 1)
+    data = json.loads((tmp_path / "docs" / "class" / "class.json").read_text(encoding="utf-8"))
+    assert (data["totals"]["passed"], data["totals"]["failed"], data["totals"]["no report"]) == (1, 1, 1)
+    chloe = next(student for student in data["students"] if student["name"] == "chloé")
+    assert chloe["problem"].startswith("the trace was refused: ") and "no breakpoint comment" in chloe["problem"]
 
 
 @pytest.mark.slow

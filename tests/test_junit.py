@@ -205,3 +205,20 @@ def test_a_refusal_of_the_junit_file_itself_writes_nothing(tmp_path, capsys):
     mine.write_text("<notes/>", encoding="utf-8")
     assert main(["trace", str(tmp_path / "missing.py"), "--out", str(tmp_path / "docs"), "--junit", str(mine)]) == 2
     assert mine.read_text(encoding="utf-8") == "<notes/>"
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--timeout", "abc"], "argument --timeout: expected seconds, not 'abc'"),
+    (["--hit", "0"], "argument --hit"),
+    (["--report", "bert"], "argument --report: invalid choice"),
+], ids=["timeout", "hit", "report"])
+def test_a_command_line_the_parser_refuses_still_writes_the_junit_file(tmp_path, capsys, monkeypatch, argv, said):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.py").write_text("x = 1  # BREAKPOINT S01\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as refused:
+        main(["trace", "model.py", *argv, "--student", "eve", "--junit", "out/eve.xml"])
+    assert refused.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+    root = ET.parse(tmp_path / "out" / "eve.xml").getroot()
+    assert schema_errors(root) == [] and root.find("testsuite").get("name") == "eve"
+    error = root.find(".//testcase/error")
+    assert said in error.get("message") and root.find(".//testcase").get("file") == "model.py"

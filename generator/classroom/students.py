@@ -42,6 +42,20 @@ def _name(path: Path) -> str:
     return path.resolve().name or str(path)
 
 
+def _refusal(folder: Path) -> str | None:
+    """Why the trace wrote no report, as the JUnit file `trace --junit` wrote beside it says (its error), if any."""
+    import xml.etree.ElementTree as ET
+
+    for junit in sorted(folder.glob("*.xml"))[:5]:
+        try:
+            error = ET.parse(junit).getroot().find(".//testcase/error")
+        except (ET.ParseError, OSError):
+            continue
+        if error is not None and error.get("message"):
+            return error.get("message")
+    return None
+
+
 def read_student(path: Path) -> Student:
     if not path.exists():
         raise UserError(f"{path}: there is no such report folder or snapshots.json")
@@ -50,7 +64,9 @@ def read_student(path: Path) -> Student:
     found = _report_file(path)
     name = _name(path)
     if found is None:  # the student's trace wrote nothing (its job failed before the report): a row that says so
-        return Student(name, None, missing=f"no {SNAPSHOTS} in the folder: the trace wrote no report")
+        why = _refusal(path) if path.is_dir() else None
+        return Student(name, None, missing=f"the trace was refused: {why}" if why
+                       else f"no {SNAPSHOTS} in the folder: the trace wrote no report")
     try:
         data = json.loads(found.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:

@@ -126,6 +126,41 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, report
                    "repository holding the script, as CI annotations read them)")
     t.add_argument("-q", "--quiet", action="store_true", help="no summary")
     t.add_argument("-v", "--verbose", action="store_true", help="tracebacks on internal errors")
+    _junit_on_usage_errors(t)
+
+
+def _junit_on_usage_errors(t: argparse.ArgumentParser) -> None:
+    """A command line the parser refuses (`--timeout abc`: exit 2 before trace runs) still writes the JUnit file it
+    names, with the refusal as its error, so that CI shows this student too."""
+    given: list[str] = []
+    parse, refuse = t.parse_known_args, t.error
+
+    def remembering(args=None, namespace=None):  # type: ignore[no-untyped-def]
+        given[:] = list(args or [])
+        return parse(args, namespace)
+
+    def refusing(message: str):  # type: ignore[no-untyped-def]
+        _junit_of_usage_error(t, given, message)
+        refuse(message)
+
+    t.parse_known_args, t.error = remembering, refusing  # type: ignore[method-assign]
+
+
+def _junit_of_usage_error(t: argparse.ArgumentParser, given: list[str], message: str) -> None:
+    """Read --junit (and whose trace it is) from a command line the parser refused, as plain text; write the file."""
+    lenient = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    lenient.add_argument("script", nargs="?", type=Path, default=Path("script.py"))
+    for action in t._actions:  # every option that takes a value, as text: the one refused must not stop this reading
+        if action.option_strings and action.nargs is None:
+            lenient.add_argument(*action.option_strings, dest=action.dest)
+    try:
+        args, _ = lenient.parse_known_args(given)
+    except (argparse.ArgumentError, SystemExit):
+        return
+    if args.junit is not None:
+        args.junit = Path(args.junit)
+        args.junit_root = Path(args.junit_root) if args.junit_root else None
+        _junit_of_refusal(args, {}, f"{t.prog}: {message}", "bad input")
 
 
 def _positive(text: str) -> int:

@@ -12,6 +12,7 @@ annotations read them."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 import xml.etree.ElementTree as ET
@@ -40,7 +41,7 @@ class Whose:
 
     def file(self, recorded: str) -> str:
         """A source path of snapshots.json (relative to the script's folder) as relative to the root."""
-        path = self.script.parent / recorded
+        path = Path(os.path.normpath(self.script.parent / recorded))  # a module beside it: ../lib/x.py
         try:
             return path.relative_to(self.root).as_posix()
         except ValueError:  # outside the repository: as recorded, the best a CI annotation can do

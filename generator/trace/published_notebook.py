@@ -5,10 +5,10 @@ mkdocs-jupyter (configured as the project's mkdocs.yml configures it) writes a s
 Markdown and SVG into the page as they are, a markdown cell's raw HTML and link addresses too, and a raw cell marked
 text/html: on a class site they would run in the teacher's browser. Here an output keeps only the kinds a page shows as
 data (``SHOWN_OUTPUTS``: text, escaped by nbconvert, and bitmaps, shown as an image); one that had only active kinds
-shows its source as text. A cell's metadata (tags, a raw cell's format) is dropped. A markdown cell's ``<`` and ``&`` are written as text outside its code, and a link to any
-address but a web, mail or relative one goes nowhere. The page's title is ours (``TITLE``, a first cell): mkdocs-jupyter
-takes it from the first heading, and Material writes a title into `<title>` unescaped (`# </title><img ...>` would
-run)."""
+shows its source as text. A cell's metadata (its tags, a raw cell's format) is dropped. A markdown cell's ``<`` and
+``&`` are written as text outside its code, and a link to any address but a web, mail or relative one goes nowhere.
+The page's title is ours (``TITLE``, a first cell): mkdocs-jupyter takes it from the first heading, and Material writes
+a title into `<title>` unescaped (`# </title><img ...>` would run)."""
 
 from __future__ import annotations
 

@@ -172,7 +172,8 @@ def class_site(tmp_path_factory) -> Path:
     notebook.write_text(json.dumps({"cells": [
         {"cell_type": "markdown", "metadata": {}, "source": "# </title><img src=x onerror=window.__pwned='title'>"},
         {"cell_type": "markdown", "metadata": {}, "source": HOSTILE_MARKDOWN},
-        {"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": outputs, "source":
+        {"cell_type": "code", "metadata": {"tags": ["<img src=x onerror=window.__pwned='tag'>"]},
+         "execution_count": 1, "outputs": outputs, "source":
             "import torch\nscores = torch.randn(1, 2, 5, 5)\nprobs = scores.softmax(dim=-1)  # BREAKPOINT S13"}],
         "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
     docs = work / "docs"

@@ -26,7 +26,8 @@ HOSTILE_MARKDOWN = ("# Title <img src=x onerror=\"window.__pwned='h1'\">\n\n<scr
 def _notebook(outputs: list[dict], markdown: str = HOSTILE_MARKDOWN) -> dict:
     return {"cells": [
         {"cell_type": "markdown", "metadata": {}, "source": markdown},
-        {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": "x = 1", "outputs": outputs},
+        {"cell_type": "code", "metadata": {"tags": ["<img src=x onerror=\"window.__pwned='tag'\">"]},
+         "execution_count": 1, "source": "x = 1", "outputs": outputs},
         {"cell_type": "raw", "metadata": {"format": "text/html"}, "source": "<script>window.__pwned='raw'</script>"}],
         "metadata": {"widgets": {"application/vnd.jupyter.widget-state+json": {}}}, "nbformat": 4, "nbformat_minor": 5}
 
@@ -59,7 +60,7 @@ def test_markdown_raw_cells_widgets_and_the_title_are_made_data():
     assert "<" not in markdown.replace("<b>code stays code</b>", "").replace("`<i>`", "")
     assert "](javascript:" not in markdown.lower() and "&#106;" not in markdown and "]: vbscript:" not in markdown
     assert "```html\n<b>code stays code</b>\n```" in markdown and "`<i>`" in markdown and "(https://x.org)" in markdown
-    assert shown["cells"][3]["metadata"] == {} and "widgets" not in shown["metadata"]
+    assert shown["cells"][2]["metadata"] == shown["cells"][3]["metadata"] == {} and "widgets" not in shown["metadata"]
 
 
 @pytest.mark.parametrize("text", ["plain text", "a ~~~ b", "```\n<b>\n```", "x `a<b` y"])

@@ -5,10 +5,10 @@ mkdocs-jupyter (configured as the project's mkdocs.yml configures it) writes a s
 Markdown and SVG into the page as they are, a markdown cell's raw HTML and link addresses too, and a raw cell marked
 text/html: on a class site they would run in the teacher's browser. Here an output keeps only the kinds a page shows as
 data (``SHOWN_OUTPUTS``: text, escaped by nbconvert, and bitmaps, shown as an image); one that had only active kinds
-shows its source as text. A markdown cell's ``<`` and ``&`` are written as text outside its code, and a link to any
-address but a web, mail or relative one goes nowhere. The page's title is ours (``TITLE``, a first cell): mkdocs-jupyter
-takes it from the first heading, and Material writes a title into `<title>` unescaped (`# </title><img ...>` would
-run)."""
+shows its source as text. A cell's metadata (its tags, a raw cell's format) is dropped. A markdown cell's ``<`` and
+``&`` are written as text outside its code, and a link to any address but a web, mail or relative one goes nowhere.
+The page's title is ours (``TITLE``, a first cell): mkdocs-jupyter takes it from the first heading, and Material writes
+a title into `<title>` unescaped (`# </title><img ...>` would run)."""
 
 from __future__ import annotations
 
@@ -37,13 +37,11 @@ def published(notebook: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(cell, dict):
             continue
         kind = cell.get("cell_type")
+        cell["metadata"] = {}  # its tags are written into the page unescaped; a raw cell's format makes it HTML
         if kind == "code":
             cell["outputs"] = [out for out in map(_output, cell.get("outputs") or []) if out is not None]
         elif kind == "markdown":
             cell["source"] = inert_markdown(_text(cell.get("source", "")))
-        elif kind == "raw" and isinstance(cell.get("metadata"), dict):
-            for key in ("format", "raw_mimetype"):  # without them a raw cell is not written into the page
-                cell["metadata"].pop(key, None)
         if isinstance(cell.get("attachments"), dict):
             cell["attachments"] = {name: {k: v for k, v in data.items() if k in SHOWN_ATTACHMENTS}
                                    for name, data in cell["attachments"].items() if isinstance(data, dict)}

@@ -240,4 +240,4 @@ class Overview:
     parameters: tuple[tuple[str, int], ...] = ()  # parameters per component
     dimensions: Dimensions | None = None
     glance: tuple[dict[str, str], ...] = ()  # overview figures: file, caption
-    outcome: Any = None  # what the texts read of the run beyond the pages (a trace's counts: trace.run.TraceReport)
+    outcome: Any = None  # what the texts read of the run beyond the pages (a trace's counts: reading.run.TraceReport)

@@ -233,3 +233,11 @@ def test_the_child_room_holds_the_modules_the_traced_interpreter_loads():
 ])
 def test_the_child_room_rule_tells_allowed_imports_from_the_others(source, allowed):
     assert (child_room_violations(source) == []) is allowed
+
+
+def test_the_generator_imports_of_the_child_room_only_its_protocol():
+    """The child's other modules run in the script's interpreter; the generator starts bootstrap.py by its path."""
+    child = "transformer_trace.trace.child"
+    reaching = {name: sorted(m for m in imports_of(name) if m.startswith(child + ".") and m != f"{child}.{PROTOCOL}")
+                for name in MODULES if not name.startswith(child)}
+    assert {name: found for name, found in reaching.items() if found} == {}

@@ -95,3 +95,42 @@ def test_a_trace_whose_child_wrote_another_version_ends_with_one_line_and_status
     err = capsys.readouterr().err
     assert "protocol version" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "docs" / "t").exists()
+
+
+def test_a_new_module_kind_is_one_enum_value_recorded_by_the_child_and_read_back(tmp_path, monkeypatch):
+    """How-it-works' "teach the trace a new module kind", done for a throw-away kind: ModuleKind gains a value and
+    TORCH_MODULES its PyTorch class (in a copy of the child room), the child records the call, capture reads it."""
+    import importlib.util
+    import shutil
+    import sys
+
+    import torch
+
+    from transformer_trace.trace.reading import capture
+    from transformer_trace.trace.markers import scan
+
+    room = tmp_path / "child"
+    shutil.copytree(Path(protocol.__file__).parent, room, ignore=shutil.ignore_patterns("__pycache__"))
+    source = (room / "protocol.py").read_text(encoding="utf-8")
+    source = source.replace('    USER = "user"', '    RMS_NORM = "rms_norm"\n    USER = "user"', 1)
+    source = source.replace('TORCH_MODULES = {', 'TORCH_MODULES = {"RMSNorm": ModuleKind.RMS_NORM, ', 1)
+    (room / "protocol.py").write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("taught_protocol", room / "protocol.py")
+    taught = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "taught_protocol", taught)
+    spec.loader.exec_module(taught)
+    monkeypatch.setattr(capture, "protocol", taught)  # the reader of this run knows the new kind
+    monkeypatch.setattr(capture, "BOOTSTRAP", room / "bootstrap.py")  # and so does its child
+
+    script = tmp_path / "s.py"
+    script.write_text("import torch\ntorch.manual_seed(0)\nnorm = torch.nn.RMSNorm(4, eps=1e-6)\n"
+                      "with torch.no_grad():\n    norm.weight.mul_(3)\n"
+                      "    x = torch.randn(2, 4)\n    y = norm(x)  # trace: y\n", encoding="utf-8")
+    markers = scan(capture.user_files(script), {})
+    ran = capture.run_script(script, [], markers, 60, calls_for=None)
+    assert ran.finished, ran.error
+    [call] = [c for hits in ran.hits.values() for c in hits[0].calls]
+    assert call.kind == taught.ModuleKind.RMS_NORM == "rms_norm" and call.module == "RMSNorm"
+    x, y, weight = call.inputs[0], call.outputs[0], call.params["weight"]
+    assert call.attrs["eps"] == 1e-6 and torch.equal(weight, torch.full((4,), 3.0))
+    assert torch.allclose(y, x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight)

@@ -17,8 +17,8 @@ from transformer_trace.sources import ModuleRef, Ref, TensorSource
 class HeadsRejoin(Check):
     """Head split/merge (tensors only): each per-head tensor (B, h, L, hs) re-joins to its full projection (B, L, C)."""
 
-    READS_LOCALS = True  # the projections a split-only line reads, where no snapshot shows them (trace/weights.py)
-    CALLS_BOUND = frozenset({"linear"})  # or the Linear the line called (trace/weights.py)
+    READS_LOCALS = True  # the projections a split-only line reads and no snapshot shows (trace/reading/weights.py)
+    CALLS_BOUND = frozenset({"linear"})  # or the Linear the line called (trace/reading/weights.py)
 
     heads: tuple[Ref, ...]
     full: tuple[Ref, ...]

@@ -87,13 +87,18 @@ def _simple_statements(tree: ast.AST) -> list[ast.stmt]:
             and not _is_string(node)]
 
 
+def _last(node: ast.stmt) -> int:
+    """A statement's last line (always set on a parsed statement; typeshed allows None)."""
+    return node.end_lineno if node.end_lineno is not None else node.lineno
+
+
 def _is_string(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
 def _strings(tree: ast.AST) -> list[tuple[int, int]]:
     """The lines of each bare string statement (docstrings): a marker there marks the statement after it."""
-    return [(node.lineno, node.end_lineno) for node in ast.walk(tree)
+    return [(node.lineno, _last(node)) for node in ast.walk(tree)
             if isinstance(node, ast.stmt) and _is_string(node)]
 
 
@@ -164,18 +169,18 @@ def _statement_for_comment_line(statements: list[ast.stmt], lines: list[str], li
             i += step
         return None
 
-    around = [s for s in statements if s.lineno < line < s.end_lineno]  # a comment line inside a bracketed statement
+    around = [s for s in statements if s.lineno < line < _last(s)]  # a comment line inside a bracketed statement
     if around:
-        return min(around, key=lambda s: s.end_lineno - s.lineno)
-    above = [s for s in statements if s.end_lineno < line]
+        return min(around, key=lambda s: _last(s) - s.lineno)
+    above = [s for s in statements if _last(s) < line]
     # the last statement to end above it (of `a = f(x); b = g(a)`, the one that runs last)
-    nearest_above = max(above, key=lambda s: (s.end_lineno, -s.lineno, s.col_offset), default=None)
+    nearest_above = max(above, key=lambda s: (_last(s), -s.lineno, s.col_offset), default=None)
     above_line, below_line = adjacent(-1), adjacent(+1)
     if above_line is None and below_line is not None:
         below = [s for s in statements if s.lineno == below_line]
         if below:
-            return min(below, key=lambda s: s.end_lineno - s.lineno)
-    if above_line is not None and (nearest_above is None or nearest_above.end_lineno != above_line):
+            return min(below, key=lambda s: _last(s) - s.lineno)
+    if above_line is not None and (nearest_above is None or _last(nearest_above) != above_line):
         # right under a `def`/`for`/`if` line, a docstring or a decorator: the marker heads the block's first statement
         return _first_after(statements, line)
     return nearest_above
@@ -183,7 +188,7 @@ def _statement_for_comment_line(statements: list[ast.stmt], lines: list[str], li
 
 def _first_after(statements: list[ast.stmt], line: int) -> ast.stmt | None:
     after = [s for s in statements if s.lineno > line]
-    return min(after, key=lambda s: (s.lineno, s.end_lineno - s.lineno), default=None)
+    return min(after, key=lambda s: (s.lineno, _last(s) - s.lineno), default=None)
 
 
 def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[Marker]:
@@ -206,8 +211,8 @@ def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[
         elif docstring := next((s for s in strings if s[0] <= line <= s[1]), None):
             statement = _first_after(statements, docstring[1])  # '"""Doc."""  # S05': the statement after it
         else:
-            spanning = [s for s in statements if s.lineno <= line <= s.end_lineno]  # of several on the line: the last
-            statement = min(spanning, key=lambda s: (s.end_lineno - s.lineno, -s.col_offset), default=None)
+            spanning = [s for s in statements if s.lineno <= line <= _last(s)]  # of several on the line: the last
+            statement = min(spanning, key=lambda s: (_last(s) - s.lineno, -s.col_offset), default=None)
             header = _header_at(headers, line) if statement is None else None
             if header is not None:  # "def f(x):  # S05" (its arguments at entry), "for x in xs:  # S05" (each pass)
                 markers += _header_markers(path, line, header, found)
@@ -235,7 +240,7 @@ def _statement_markers(path: Path, line: int, statement: ast.stmt, found: list) 
                             f"({', '.join(assigned)}); write the name after each marker")
         elif assigned and len(found) > 1:  # the seed's "x = ln1(res1_a + res1_b)  # SNAPSHOT #14 ...; SNAPSHOT #15"
             markers.append(Marker(str(path), line, numbering, number, point, tuple(assigned), statement.lineno,
-                                  statement.end_lineno, text, alternatives, shared=True))
+                                  _last(statement), text, alternatives, shared=True))
             continue
         elif assigned:
             chosen = tuple(kept)
@@ -246,24 +251,25 @@ def _statement_markers(path: Path, line: int, statement: ast.stmt, found: list) 
         else:
             raise UserError(f"{path}:{line}: {text!r}: line {statement.lineno} assigns no variable; write the name "
                             f"after the marker, e.g. '{text} x'")
-        markers.append(Marker(str(path), line, numbering, number, point, chosen, statement.lineno, statement.end_lineno,
+        markers.append(Marker(str(path), line, numbering, number, point, chosen, statement.lineno, _last(statement),
                               text, alternatives, fallback))
     return markers
 
 
-Header = tuple[int, int, ast.stmt]  # (first line, last line of the header, the def or for statement)
-
-
 BINDING_HEADERS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)  # read as their body begins
+BindingHeader = ast.For | ast.AsyncFor | ast.While | ast.If | ast.With | ast.AsyncWith
+# (first line, last line of the header, the def, or the statement whose header assigns)
+Header = tuple[int, int, "ast.FunctionDef | ast.AsyncFunctionDef | BindingHeader"]
 
 
 def _headers(tree: ast.AST) -> list[Header]:
     """Each `def` (decorators included) and `for`, `while`, `if` and `with` statement's header lines: a marker there
     marks the statement."""
-    found = []
+    found: list[Header] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, *BINDING_HEADERS)):
-            first = node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else node.lineno
+            decorators = node.decorator_list if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+            first = decorators[0].lineno if decorators else node.lineno
             found.append((first, max(node.lineno, node.body[0].lineno - 1), node))
     return found
 
@@ -280,7 +286,7 @@ def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return names
 
 
-def _bound_by_header(node: ast.stmt) -> list[str]:
+def _bound_by_header(node: BindingHeader) -> list[str]:
     """The names a `for`, `while`, `if` or `with` header assigns: the loop variable, a walrus's target
     (`if (n := ...):`), the `as` names (`with open(...) as fh:`)."""
     if isinstance(node, (ast.For, ast.AsyncFor)):
@@ -297,14 +303,14 @@ def _header_markers(path: Path, line: int, header: Header, found: list) -> list[
     pass."""
     first, last, node = header
     loop = isinstance(node, BINDING_HEADERS)
-    available = _bound_by_header(node) if loop else _parameters(node)
+    available = _bound_by_header(node) if isinstance(node, BINDING_HEADERS) else _parameters(node)
     markers = []
     for index, (numbering, number, point, text, names, alternatives) in enumerate(found):
         chosen = names or (tuple(available) if len(found) == 1 else
                            (available[index],) if len(available) == len(found) else ())
         if not chosen:
             raise UserError(f"{path}:{line}: {text!r}: write the name to read after the marker, e.g. '{text} x'")
-        body = (node.body[0].lineno, node.body[-1].end_lineno) if loop else None
+        body = (node.body[0].lineno, _last(node.body[-1])) if loop else None
         markers.append(Marker(str(path), line, numbering, number, point, chosen, node.lineno, last, text, alternatives,
                               entry_line=0 if loop else first, loop_body=body))
     return markers
@@ -317,7 +323,7 @@ def _parse_comment(comment: str, numberings: Mapping[tuple[str, str], str]
     if custom := _CUSTOM.match(comment):
         names = split_names(custom.group("names")) if custom.group("names") else ()
         return [("custom", None, custom.group("point"), comment.strip(), names, ())]
-    found = []
+    found: list[tuple[str, int | None, str | None, str, tuple[str, ...], tuple[int, ...]]] = []
     for pattern in (_BREAKPOINT, _SNAPSHOT):
         for match in pattern.finditer(comment):
             letter = match.group("letter").upper() if pattern is _BREAKPOINT else "#"
@@ -374,7 +380,8 @@ def with_catalogue_names(markers: list[Marker], variables: dict[int, str]) -> li
 
     out = []
     for marker in markers:
-        names = tuple(n.strip() for n in variables.get(marker.number, "").split(","))
+        variable = variables.get(marker.number, "") if marker.number is not None else ""
+        names = tuple(n.strip() for n in variable.split(","))
         if marker.shared and names and all(re.fullmatch(r"[A-Za-z_]\w*", n) for n in names):
             marker = replace(marker, names=names, fallback=marker.names)
         out.append(marker)

@@ -216,7 +216,7 @@ def cell_of(source: str, line: int) -> tuple[int, int, int, int] | None:
     end = next((i - 1 for i in range(header + 1, len(lines) + 1) if _CELL.fullmatch(lines[i - 1])), len(lines))
     while end > header + 1 and not lines[end - 1].strip():
         end -= 1
-    return int(_CELL.fullmatch(lines[header - 1])[1]), line - header, header + 1, end
+    return int(_CELL.fullmatch(lines[header - 1])[1]), line - header, header + 1, end  # type: ignore[index]
 
 
 def place(source: str, path: str, first: int, last: int | None = None) -> str:

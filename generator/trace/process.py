@@ -18,6 +18,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+    from types import FrameType
+
+    Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None  # what signal.signal returns
 
 GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
 PR_SET_CHILD_SUBREAPER = 36
@@ -65,7 +72,7 @@ def run_child(command: list[str], env: dict[str, str], timeout: float | None) ->
     return Ended(child.returncode, timed_out, seconds, stopped if finished else 0)
 
 
-def _end_on_signals() -> dict[int, object]:
+def _end_on_signals() -> dict[signal.Signals, Handler]:
     """SIGINT and SIGTERM to the command raise here, and run_child's cleanup stops the script's processes."""
     if threading.current_thread() is not threading.main_thread():
         return {}
@@ -155,7 +162,8 @@ def descendants(pid: int) -> set[int]:
     process's parent in /proc/*/stat."""
     if not Path(f"/proc/{pid}/task/{pid}/children").exists():
         return _descendants_from_stat(pid)
-    found, todo = set(), [pid]
+    found: set[int] = set()
+    todo = [pid]
     while todo:
         for listing in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
             try:
@@ -175,7 +183,8 @@ def _descendants_from_stat(pid: int) -> set[int]:
             parents[int(stat.parent.name)] = int(fields[1])
         except (OSError, ValueError, IndexError):
             continue
-    found, todo = set(), [pid]
+    found: set[int] = set()
+    todo = [pid]
     while todo:
         parent = todo.pop()
         for child, its_parent in parents.items():

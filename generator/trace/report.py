@@ -69,7 +69,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
                "counts": counts}
     title = f"Trace of {capture.script.name}"
 
-    tensors = {}
+    tensors: dict[str, Any] = {}
     for page in captured:
         names = [t.name for t in page.tensors if 0 < t.shown.numel <= DATA_LIMIT]
         page.data_written = len(names) == len(page.tensors)

@@ -1,15 +1,15 @@
 """The copies of the values a marked line held, made in the traced script's own interpreter (bootstrap.py loads this
 file by its path: standard library only, torch and NumPy taken from sys.modules once the script has imported them).
 
-A value becomes JSON as protocol.py's value_to_serializable writes it; a tensor's bytes are a CPU copy kept in the Results until its
-flushing thread writes them. The common case (a CPU tensor of real numbers, within the budget) takes a short path, and
-the same memory read again while one marked statement runs (a module call's output that is the line's value, or a view
-of it; the next call's input) is copied once: the values name the one copy, as long as the tensor they view is the same
-object (a weak reference: nothing is kept alive), their data are the same bytes read in the same order and sign, and
-the version counter is unchanged (an in-place change makes a new copy). A value that views the copy in another shape
-says so ("view"). Once a marked statement has been taken the copies are forgotten, while an outer marked statement
-runs too (bootstrap.Tracer._forget_copies): a change through ``.data`` or NumPy moves no version counter, so a later
-line's read of the same memory is copied anew.
+A value becomes JSON as protocol.py's value_to_serializable writes it; a tensor's bytes are a CPU copy kept in the
+Results until its flushing thread writes them. The common case (a CPU tensor of real numbers, within the budget) takes a
+short path, and the same memory read again while one marked statement runs (a module call's output that is the line's
+value, or a view of it; the next call's input) is copied once: the values name the one copy, as long as the tensor they
+view is the same object (a weak reference: nothing is kept alive), their data are the same bytes read in the same order
+and sign, and the version counter is unchanged (an in-place change makes a new copy). A value that views the copy in
+another shape says so ("view"). Once a marked statement has been taken the copies are forgotten, while an outer marked
+statement runs too (bootstrap.Tracer._forget_copies): a change through ``.data`` or NumPy moves no version counter, so a
+later line's read of the same memory is copied anew.
 """
 
 import sys
@@ -19,7 +19,8 @@ from . import protocol
 from .protocol import ValueKind
 
 MOST_HELD = 64  # copies remembered while a statement runs (their tensors not held: weak references)
-_PLAIN_DTYPES = {}  # torch dtype -> its name, for the dtypes a page shows as they are (not complex, not quantized)
+# torch dtype -> its name, for the dtypes a page shows as they are (not complex, not quantized)
+_PLAIN_DTYPES: "dict[object, str]" = {}
 
 
 def _plain_dtype(value):
@@ -121,7 +122,8 @@ def _other_tensor(results, name, value, torch):
         return _value(name, ValueKind.OTHER, device, f"a {kind} tensor {described}, which a page cannot show")
     if value.layout != torch.strided:  # sparse: its values, as the dense tensor they stand for
         if size > results.budget_left:
-            return _value(name, ValueKind.OTHER, device, f"a sparse tensor {described}, not copied: too big to make dense")
+            return _value(name, ValueKind.OTHER, device,
+                          f"a sparse tensor {described}, not copied: too big to make dense")
         dense = tensor_value(results, name, value.detach().to_dense(), torch)
         dense["note"] = "a sparse tensor, shown dense"
         return dense

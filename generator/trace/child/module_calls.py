@@ -138,7 +138,8 @@ class CallRecorder:
         torch = sys.modules["torch"]
         tensor, value, results = torch.Tensor, self.tensor_value, self.results
         outputs = output if isinstance(output, (tuple, list)) else (output,)
-        if kind is ModuleKind.USER or not module._modules:  # module.named_parameters(recurse=False), without its generator
+        # module.named_parameters(recurse=False), without its generator
+        if kind is ModuleKind.USER or not module._modules:
             owned, seen = [], set()
             for name, param in module._parameters.items():
                 if param is not None and id(param) not in seen:

@@ -10,7 +10,7 @@ what is written raises PROTOCOL_VERSION; the reader refuses a folder of another 
 The results folder:
 
 - ``spec.json`` (from the generator): script, argv0, argv, results folder, budget (bytes of copies), cache (a folder
-  for the marked files' compiled code, instrument.py), protocol (this version), markers
+  for the marked files' compiled code, instrument.py), markers
   ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body, reads, locals, calls}], a hit
   names its marker by index; the last three: what the checks read of the line, module_calls.py).
 - ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes (the same memory read
@@ -36,8 +36,11 @@ PROTOCOL_VERSION = 2  # 1: the unversioned format told events apart by the key p
 class _Word(str, enum.Enum):
     """A word of the wire: equal to, hashed as and written (JSON, f-strings) as its text."""
 
-    __str__ = str.__str__
-    __format__ = str.__format__
+    def __str__(self):
+        return str.__str__(self)
+
+    def __format__(self, spec):
+        return str.__format__(self, spec)
 
 
 class EventKind(_Word):

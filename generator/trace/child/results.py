@@ -15,7 +15,7 @@ from . import protocol
 ALIGN = 64
 FLUSH_SECONDS = 0.1
 _STEP_HOOK = None  # one optimizer step pre-hook for the process: _before_a_step
-_LIVE_RESULTS = weakref.WeakSet()  # the Results holding parameters kept by reference
+_LIVE_RESULTS: "weakref.WeakSet[Results]" = weakref.WeakSet()  # the Results holding parameters kept by reference
 
 
 def _before_a_step(*_):
@@ -74,9 +74,8 @@ class Results:
         global _STEP_HOOK
         self.unwritten_live.append(live)
         _LIVE_RESULTS.add(self)
-        if _STEP_HOOK is None:  # torch as the script imported it (which imports torch.optim), never imported here
-            optimizer = getattr(getattr(sys.modules.get("torch"), "optim", None), "optimizer", None)
-            register = getattr(optimizer, "register_optimizer_step_pre_hook", None)
+        if _STEP_HOOK is None:  # as the script's `import torch` loaded it (torch.optim does), never imported here
+            register = getattr(sys.modules.get("torch.optim.optimizer"), "register_optimizer_step_pre_hook", None)
             # no such hook in this PyTorch: the writer's version check says it changed
             _STEP_HOOK = register(_before_a_step) if register is not None else False
 

@@ -160,7 +160,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.sources = {file: read_source(Path(file)) for file in sorted({m.file for m in markers})}
     with tempfile.TemporaryDirectory(prefix="trace-") as folder:
         spec = {"script": str(script), "argv0": argv0 or str(script), "argv": list(argv), "results": folder,
-                "budget": CAPTURE_BUDGET_BYTES, "protocol": protocol.PROTOCOL_VERSION, "markers": [marker_spec(m, locals_for, calls_for) for m in markers],
+                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m, locals_for, calls_for) for m in markers],
                 "cache": str(cache_root() / "instrumented")}
         (Path(folder) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         command = [sys.executable, str(BOOTSTRAP), str(Path(folder) / "spec.json")]
@@ -228,7 +228,7 @@ def attributes_read(marker: Marker) -> list[str]:
     chains: list[str] = []
     for node in ast.walk(tree) if tree else ():
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-            parts = []
+            parts: list[str] = []
             while isinstance(node, ast.Attribute):
                 parts.insert(0, node.attr)
                 node = node.value
@@ -371,11 +371,11 @@ def _function_around(source: str, line: int) -> tuple[str, int] | None:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and n.lineno <= line <= n.end_lineno]
+    spans = [(n, n.end_lineno) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    functions = [(n, last) for n, last in spans if last is not None and n.lineno <= line <= last]
     if not functions:
         return None
-    inner = min(functions, key=lambda n: n.end_lineno - n.lineno)
+    inner = min(functions, key=lambda found: found[1] - found[0].lineno)[0]
     return inner.name, (inner.decorator_list[0].lineno if inner.decorator_list else inner.lineno)
 
 
@@ -420,6 +420,8 @@ def _reproduces(call: ModuleCall) -> bool:
     as_float = (lambda t: t.float() if t is not None else None)  # noqa: E731
     try:
         if call.kind == ModuleKind.LINEAR:
+            if weight is None:
+                return False
             expected = F.linear(x.float(), weight.float(), as_float(bias))
         else:
             expected = F.layer_norm(x.float(), x.shape[-1:], as_float(weight), as_float(bias),
@@ -447,7 +449,8 @@ def _value(entry: protocol.Value, arrays: Arrays) -> Value:
             return Value(name, kind, torch.tensor(entry.data, dtype=dtype), device, note)
     except (ValueError, TypeError, RuntimeError, OverflowError) as exc:
         if kind == ValueKind.INTS:  # "a list of ints" that is not a tensor's shape (ragged, or past int64)
-            return Value(name, ValueKind.OTHER, None, "cpu", f"{note.removesuffix(' of ints')}, which a page cannot show")
+            shown = note.removesuffix(" of ints")
+            return Value(name, ValueKind.OTHER, None, "cpu", f"{shown}, which a page cannot show")
         return Value(name, ValueKind.OTHER, None, "cpu", f"a value that could not be copied ({type(exc).__name__})")
     return Value(name, kind, None, device, note)
 

@@ -172,14 +172,14 @@ def _with_derived(pages: list[SnapshotPage], source: TensorDict,
     return TensorDict(tensors, places=source.places), read_labels
 
 
-def _shown_places(page: TracedPage, catalogue: Any, pages: list[TracedPage], hit: int) -> dict[str, str] | None:
+def _shown_places(page: SnapshotPage, catalogue: Any, pages: list[SnapshotPage], hit: int) -> dict[str, str] | None:
     """The placeholders of the pass a page shows where its line ran fewer times than ``hit`` (it shows its last pass, so
     its checks read that pass's neighbours, not pass ``hit``'s); None where it shows pass ``hit``."""
     ran = len(page.hit_values[0]) if page.hit_values else 0
     return pass_places(catalogue, ran, _passes(catalogue, pages)) if 0 < ran < hit else None
 
 
-def _passes(catalogue: Any, pages: list[TracedPage]) -> dict[str, int]:
+def _passes(catalogue: Any, pages: list[SnapshotPage]) -> dict[str, int]:
     """How many passes the script ran of each loop whose one pass the catalogue names (``RunOptions.NAMED_PASSES``)."""
     named = catalogue.options.NAMED_PASSES if catalogue.options is not None else {}
     return {name: _pass_count(pages, template) for name, (_, template) in named.items()}

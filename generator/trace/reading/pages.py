@@ -34,13 +34,14 @@ def marker_example(catalogue: Any, numbering: str, number: int) -> str:
 def own_points(capture: Capture) -> dict[str, int]:
     """`# trace: name` points numbered in the order the script first reached them, then the ones it never reached (in
     the order they are written: a page that says so, not a point that silently vanishes)."""
-    first = {}
+    first: dict[str, int] = {}
     for marker, hits in capture.hits.items():
         if marker.point:
             first[marker.point] = min(first.get(marker.point, hits[0].order), hits[0].order)
     never = [m.point for m in sorted(capture.markers, key=lambda m: (m.file, m.line))
              if m.point and m.point not in first]
-    return {point: i for i, point in enumerate([*sorted(first, key=first.get), *dict.fromkeys(never)], 1)}
+    reached = sorted(first, key=lambda point: first[point])
+    return {point: i for i, point in enumerate([*reached, *dict.fromkeys(never)], 1)}
 
 
 OWN_POINTS = Stage("points", "Your points", "The values marked with # trace: comments, in the order the script reached "
@@ -154,8 +155,8 @@ def by_caller(marker: Marker, hits: list[Hit], capture: Capture, catalogue: Any)
     untold = found.untold[0][1]
     why = f" ({untold.module + ': ' if untold.module else ''}{untold.evidence})"
     if len(sites) < len(marker.alternatives):
-        lines = f"{len(sites)} line{'s' if len(sites) != 1 else ''}"
-        capture.warnings.append(Notice("Not assigned", f"{where} was called from {lines} of your code for "
+        callers = f"{len(sites)} line{'s' if len(sites) != 1 else ''}"
+        capture.warnings.append(Notice("Not assigned", f"{where} was called from {callers} of your code for "
                                        f"{len(marker.alternatives)} snapshots, and the module running it does not "
                                        f"tell which use each hit is{why}, so its hits were not assigned; mark each "
                                        "caller's line instead"))
@@ -177,10 +178,10 @@ def named_shapes(catalogue: Any, places: dict[str, str],
     """Snapshot number -> the named shape of each of its tensors: the catalogue's own (a slice), else the model's
     declared
     record point (issue 19: shapes are declared once, in the model file)."""
-    shapes = {}
+    shapes: dict[int, tuple[tuple[str, ...] | None, ...]] = {}
     for snap in catalogue.snapshots:
         tensors = getattr(snap, "tensors", ())
-        found = []
+        found: list[tuple[str, ...] | None] = []
         for k, ref in enumerate(tensors or (None,)):
             if k == 0 and getattr(snap, "shape", None):
                 found.append(tuple(snap.shape))
@@ -211,8 +212,8 @@ def in_catalogue_order(snap: Any, marked: list[tuple[Marker, list[Hit]]]) -> lis
         found = [i for i, v in enumerate(variables)
                  if marker.names and (v == marker.names[0] or v.startswith(marker.names[0] + "_"))]
         return found[0] if len(found) == 1 else None
-    places = [position(marker) for marker, _ in marked]
-    if None in places or len(set(places)) != len(places):
+    places = [place for marker, _ in marked if (place := position(marker)) is not None]
+    if len(places) != len(marked) or len(set(places)) != len(places):
         return marked
     return [entry for _, entry in sorted(zip(places, marked), key=lambda pair: pair[0])]
 

@@ -31,17 +31,17 @@ def trace_inputs(catalogue: Any) -> Mapping[str, tuple[str, Any]]:
     return catalogue.trace_inputs
 
 
-def id_labels(catalogue: Any, pages: list[Any], dims: dict[str, int]) -> dict[str, list[str]]:
+def id_labels(catalogue: Any, pages: list[Any], dims: dict[str, int]) -> dict[str, list[str] | list[int]]:
     """The inputs of trace_inputs() this trace can offer: those whose snapshot was captured, or whose dimension was
     bound."""
     by_number = {p.snap.number: p for p in pages}
-    found = {}
+    found: dict[str, list[str] | list[int]] = {}
     for key, (kind, where) in trace_inputs(catalogue).items():
         if kind in ("ids", "values"):
             page = by_number.get(where)
             shown = page.main.shown if page is not None and page.captured else None
             if shown is not None and not shown.tensor.is_floating_point() and shown.numel:
-                ids = [int(v) for v in page.main.shown.tensor.flatten().tolist()]
+                ids = [int(v) for v in shown.tensor.flatten().tolist()]
                 found[key] = [f"ID {i}" for i in ids] if kind == "ids" else ids
         elif where in dims:
             found[key] = [f"{'class' if kind == 'classes' else 'ID'} {k}" for k in range(dims[where])]
@@ -85,11 +85,12 @@ def traced_run(catalogue: Any, source: TensorDict | None, labels: dict[str, Tens
         page = by_label[labels[name].snapshot]
         shown = next((t for t in page.tensors if t.variable == labels[name].variable), page.main)
         recording[name] = Recorded(name=name, tensor=tensor, file=Path(shown.source.path), line=shown.marker_line)
-    for page in pages if source is not None else ():  # the shown hit's own tensors: their own marked lines
-        for ref, t in zip(page.snap.tensors, page.tensors):
-            if (name := source.name(ref)) in recording:
-                recording[name] = Recorded(name=name, tensor=recording[name].tensor, file=Path(t.source.path),
-                                           line=t.marker_line)
+    named = [(source.name(ref), t) for page in pages for ref, t in zip(page.snap.tensors, page.tensors)
+             ] if source is not None else []
+    for name, t in named:  # the shown hit's own tensors: their own marked lines
+        if name in recording:
+            recording[name] = Recorded(name=name, tensor=recording[name].tensor, file=Path(t.source.path),
+                                       line=t.marker_line)
     markers = {p.label: p.marker_example for p in pages}
     absent = absent_tensors(source, labels, captured, markers) if source is not None else {}
     return ModelRun(

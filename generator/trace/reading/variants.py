@@ -75,7 +75,10 @@ def _short(text: str, limit: int = 160) -> str:
 
 
 def _normalisation(pages: list[Any]) -> list[Recognised]:
-    post, pre, final, embedding = [], [], [], []
+    post: list[str] = []
+    pre: list[str] = []
+    final: list[str] = []
+    embedding: list[str] = []
     for page in pages:
         first = _path(page.snap.tensors[0]) if page.snap.tensors else ""
         for check, result in _passed(page):

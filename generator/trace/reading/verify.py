@@ -99,7 +99,8 @@ def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) 
         for expressions, shape in named:
             if len(expressions) != len(shape):
                 continue
-            fresh, fits = {}, True
+            fresh: dict[str, int] = {}
+            fits = True
             for expression, size in zip(expressions, shape):
                 if expression in legend and expression not in dims:
                     if fresh.setdefault(expression, size) != size:

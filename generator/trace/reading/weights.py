@@ -23,6 +23,7 @@ from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRe
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
+from transformer_trace.trace.child.protocol import ModuleKind
 
 BIAS_NAMES = ("bias", "beta", "b_2", "b", "shift", "offset")  # how a user's own LayerNorm names its bias
 GAIN_NAMES = ("weight", "gamma", "a_2", "g", "scale", "gain", "alpha")  # ... and its gain
@@ -79,13 +80,14 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
     kinds = {kind for kind, _ in wanted.values()}
     chosen = {kind: call for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
     if not chosen:
-        if "linear" not in kinds:
+        if ModuleKind.LINEAR not in kinds:
             return None
         return (_patches(check, calls, source, main) or _patch_chain(check, calls, source, main)
                 or _attention(check, calls, source, main)
                 or _split_of_read(check, calls, source))
     tensors, modules, params = dict(source.tensors), {}, {}
-    taken, own_input, missing, stood_in = [], None, [], []
+    taken, own_input, missing = [], None, []
+    stood_in: list[tuple[str, torch.Tensor]] = []
     for name, (kind, part) in wanted.items():
         call = chosen.get(kind)
         value = getattr(check, name)
@@ -97,17 +99,17 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
         elif part == "weight" and isinstance(value, ParamRef) and call.params.get("weight") is not None:
             params[source.name(value)] = call.params["weight"]
             taken.append(f"the weight of the {call.module} it called")
-        elif part in ("input", "weight") and call_tensor(call, part) is not None:
+        elif part in ("input", "weight") and (tensor := call_tensor(call, part)) is not None:
             refs = value if isinstance(value, tuple) else (value,)
             absent = [source.name(ref) for ref in refs if not source.has(ref)]
             synthetic = Ref(f"{source.name(refs[0])}@{call.module}.{part}")
-            tensors[synthetic.template] = call_tensor(call, part)
+            tensors[synthetic.template] = tensor
             variant = check.reading(name, synthetic)
             if absent:
                 check = variant
                 missing += absent
                 if part == "input" and not isinstance(value, tuple):  # the input is that tensor (not a sum of them)
-                    stood_in += [(absent[0], call_tensor(call, part))]
+                    stood_in.append((absent[0], tensor))
             elif part == "input":
                 own_input = variant
     if not modules and not params and not missing:
@@ -124,7 +126,7 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
 def _patches(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
     """A Linear step (the patch embedding) the line computed with a Conv2d: checked as that convolution, from its
     own weights and the image it was called with."""
-    conv = _call_of("conv2d", calls, main)
+    conv = _call_of(ModuleKind.CONV2D, calls, main)
     module = getattr(check, "module", None)
     if conv is None or not isinstance(module, ModuleRef) or not conv.inputs or conv.inputs[0] is None:
         return None
@@ -146,7 +148,8 @@ def _patch_chain(check: Check, calls: list[Any], source: TensorDict, main: torch
     """A Linear step (the patch embedding) whose line called a chain of modules, each fed the previous one's output: a
     rearrange of the image into rows, then LayerNorms and Linears, the last giving the step (an nn.Sequential)."""
     module = getattr(check, "module", None)
-    ends = [c for c in calls if c.kind in ("linear", "layer_norm") and c.outputs and _holds(c.outputs[0], main)]
+    ends = [c for c in calls if c.kind in (ModuleKind.LINEAR, ModuleKind.LAYER_NORM) and c.outputs
+            and _holds(c.outputs[0], main)]
     if not isinstance(module, ModuleRef) or not ends:
         return None
     chain = [ends[-1]]
@@ -155,8 +158,8 @@ def _patch_chain(check: Check, calls: list[Any], source: TensorDict, main: torch
         chain.insert(0, fed)
     first, layers = chain[0], chain[1:]
     built = [rebuild(c, c.kind) for c in layers]
-    if (first.kind != "user" or first.params or not first.inputs or first.inputs[0] is None
-            or first.inputs[0].dim() != 4 or not any(c.kind == "linear" for c in layers) or None in built):
+    if (first.kind != ModuleKind.USER or first.params or not first.inputs or first.inputs[0] is None
+            or first.inputs[0].dim() != 4 or not any(c.kind == ModuleKind.LINEAR for c in layers) or None in built):
         return None
     name = source.name(module)
     refs = tuple(ModuleRef(f"{name}@{c.module}.{i}") for i, c in enumerate(layers))
@@ -177,7 +180,7 @@ def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
 def _attention(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
     """A Linear step (the output projection) that is an nn.MultiheadAttention's output: the projection's weights and
     the heads' concatenation recomputed from the call, and the call's inputs checked against each other."""
-    call = _call_of("multihead_attention", calls, main)
+    call = _call_of(ModuleKind.MULTIHEAD_ATTENTION, calls, main)
     module = getattr(check, "module", None)
     wanted = getattr(type(check), "FROM_CALLS", {})
     field_name = next((name for name, (_, part) in wanted.items() if part == "input"), None)
@@ -204,7 +207,7 @@ def _split_of_read(check: Check, calls: list[Any], source: TensorDict) -> Bound 
     """A head split (q, k or v per head) whose projection ran on an earlier line: checked against the projection the
     marked line read (its local tensors as they were before it ran)."""
     part = getattr(check, "part", None)
-    read = [c for c in calls if c.kind == "local" and c.outputs and all(t is not None for t in c.outputs)]
+    read = [c for c in calls if c.kind == ModuleKind.LOCAL and c.outputs and all(t is not None for t in c.outputs)]
     if not type(check).READS_LOCALS or part is None or len(read) != 1:
         return None  # none, or several tensors read: which one is the projection is not known
     names = [f"{read[0].module}@read.{i}" for i in range(len(read[0].outputs))]
@@ -222,8 +225,9 @@ def _projections_called(check: HeadsRejoin, calls: list[Any], source: TensorDict
     for k, (heads, whole) in enumerate(zip(check.heads, check.full)):
         if source.has(whole) or not source.has(heads):
             continue
-        found = next(((call, output) for kind in ("linear", "local") for call in calls if call.kind == kind
-                      for output in call.outputs if _holds_exactly(output, source.t(heads))), None)
+        found = next(((call, output) for kind in (ModuleKind.LINEAR, ModuleKind.LOCAL) for call in calls
+                      if call.kind == kind for output in call.outputs if _holds_exactly(output, source.t(heads))),
+                     None)
         if found is None:
             return None
         call, output = found
@@ -231,7 +235,7 @@ def _projections_called(check: HeadsRejoin, calls: list[Any], source: TensorDict
         tensors[name], full[k] = output, Ref(name)
         taken.append(f"{source.name(whole)} from {'the output of the ' if call.kind == 'linear' else '`'}"
                      f"{call.module}{' it called' if call.kind == 'linear' else '`, as the line read it'}")
-        if call.kind == "linear" and call.inputs and call.inputs[0] is not None:
+        if call.kind == ModuleKind.LINEAR and call.inputs and call.inputs[0] is not None:
             inputs[k] = f"{source.name(whole)}@{call.module}.input"
             tensors[inputs[k]] = call.inputs[0]
     if not taken:
@@ -252,7 +256,7 @@ def _operand_called(check: SumOf, calls: list[Any], source: TensorDict, main: to
     sublayer whose residual was dropped look alike from the line."""
     absent = [k for k, ref in enumerate(check.operands) if not source.has(ref)]
     last = calls[-1] if calls else None
-    if (absent != [len(check.operands) - 1] or last is None or last.kind not in ("linear", "user")
+    if (absent != [len(check.operands) - 1] or last is None or last.kind not in (ModuleKind.LINEAR, ModuleKind.USER)
             or not last.outputs or main is None or last.outputs[0] is None
             or tuple(last.outputs[0].shape) != tuple(main.shape) or _same(last.outputs[0], main)):
         return None
@@ -270,7 +274,7 @@ def _operand_called(check: SumOf, calls: list[Any], source: TensorDict, main: to
 def _row_of_read(check: RowEquals, calls: list[Any], source: TensorDict) -> Bound | None:
     """A row taken from a sequence no snapshot shows (the final sequence of a model without a final LayerNorm): checked
     against the one sequence (B, N, D) the marked line read."""
-    read = [c for c in calls if c.kind == "local" and len(c.outputs) == 1 and c.outputs[0] is not None
+    read = [c for c in calls if c.kind == ModuleKind.LOCAL and len(c.outputs) == 1 and c.outputs[0] is not None
             and c.outputs[0].dim() == 3]
     if source.has(check.source) or len(read) != 1:
         return None  # shown, or none or several sequences read: which one is the source is not known
@@ -313,7 +317,7 @@ def modules_called(pages: list[Any], source: TensorDict) -> dict[str, Any]:
             continue
         for check in getattr(page.snap, "checks", ()):
             bound = bind(check, page.calls, source, page.main.shown.tensor)
-            if (isinstance(bound.check if bound else None, (ConvPatches, PatchChain)) and page.hit_values
+            if (bound is not None and isinstance(bound.check, (ConvPatches, PatchChain)) and page.hit_values
                     and ran == {len(page.hit_values[0])}):
                 known[IMAGE] = bound.source.t(bound.check.x)
             if bound is not None:
@@ -370,11 +374,11 @@ def _call_of(kind: str, calls: list[Any], main: torch.Tensor | None) -> Any:
     """The call of ``kind`` the step's tensor is the output of (its values, in any layout; or, for a fused projection,
     a third of them), the shallowest and last; None where no call's output is the step (a LayerNorm after the Linear:
     the Linear's output is not the step)."""
-    if kind == "read":  # a weight the line passes to functional code: the last with the step's width
-        read = [c for c in calls if c.kind == "read" and c.params["weight"] is not None and main is not None
+    if kind == ModuleKind.READ:  # a weight the line passes to functional code: the last with the step's width
+        read = [c for c in calls if c.kind == ModuleKind.READ and c.params["weight"] is not None and main is not None
                 and c.params["weight"].shape[-1:] == main.shape[-1:]]
         return read[-1] if read else None
-    found = [c for c in calls if (c.kind == kind or (c.kind == "user" and _looks_like(kind, c)))
+    found = [c for c in calls if (c.kind == kind or (c.kind == ModuleKind.USER and _looks_like(kind, c)))
              and c.outputs and _holds(c.outputs[0], main)]
     if not found:
         return None
@@ -397,7 +401,7 @@ def _holds(output: torch.Tensor | None, main: torch.Tensor | None) -> bool:
 def _looks_like(kind: str, call: Any) -> bool:
     """A user's own module that is a LayerNorm by its parameters: a gain and a bias, one value per feature."""
     params = [p for p in call.params.values() if p is not None]
-    return (kind == "layer_norm" and len(params) == 2 and all(p.dim() == 1 for p in params)
+    return (kind == ModuleKind.LAYER_NORM and len(params) == 2 and all(p.dim() == 1 for p in params)
             and params[0].shape == params[1].shape and bool(call.inputs) and call.inputs[0] is not None
             and call.inputs[0].shape[-1:] == params[0].shape)
 
@@ -406,12 +410,12 @@ def rebuild(call: Any, kind: str) -> Any:
     """The module as the checks read it (weight, bias, and for a LayerNorm its shape and epsilon), from the call's own
     parameters; None where they were not copied."""
     params = call.params
-    if kind == "linear" and call.kind == "linear" and params.get("weight") is not None:
+    if kind == ModuleKind.LINEAR and call.kind == ModuleKind.LINEAR and params.get("weight") is not None:
         return SimpleNamespace(weight=params["weight"], bias=params.get("bias"), traced=True)
-    if kind != "layer_norm" or not call.inputs or call.inputs[0] is None:
+    if kind != ModuleKind.LAYER_NORM or not call.inputs or call.inputs[0] is None:
         return None
     width = call.inputs[0].shape[-1]
-    if call.kind == "layer_norm":
+    if call.kind == ModuleKind.LAYER_NORM:
         weight, bias = params.get("weight"), params.get("bias")
         eps, own = call.attrs.get("eps", 1e-5), False
     else:

@@ -14,14 +14,17 @@ import re
 import sys
 from dataclasses import MISSING, Field, fields
 from pathlib import Path
-from typing import Any, NoReturn
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from transformer_trace.errors import UserError, one_line
 from transformer_trace.options import PARSERS, RunOptions, bounded_int, flag_of, out_path, shown
-from transformer_trace.reports import REPORTS, trainable
 from transformer_trace.docs_folder.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
 from transformer_trace.docs_folder.location import locate_site
 from transformer_trace.version import package_version
+
+if TYPE_CHECKING:
+    from transformer_trace.catalogue import Report
 
 COMMON = {f.name for f in fields(RunOptions)}
 MAX_STEPS = 100_000  # `train --steps`: about ten hours of the GPT's recipe on two CPU cores (0.35 s a step)
@@ -70,14 +73,14 @@ def _add_pdf_parser(sub: argparse._SubParsersAction) -> None:
     pdf.add_argument("-v", "--verbose", action="store_true")
 
 
-def _add_train_parser(sub: argparse._SubParsersAction) -> None:
+def _add_train_parser(sub: argparse._SubParsersAction, reports: Mapping[str, Report]) -> None:
     train = sub.add_parser("train",
                            help="train a report's model on its bundled corpus and write a checkpoint and its record",
                            description="Train a report's default-size model on its bundled corpus (the byte GPT: "
                            "CPython's pydoc topics, PSF licence) on the CPU, deterministically: the same seed gives "
                            "the same loss curve. Writes the state dict and a training record (PATH with .json: corpus "
                            "sha256, schedule, loss curve, held-out bits per byte, seconds).")
-    train.add_argument("model", choices=trainable(),
+    train.add_argument("model", choices=[key for key, report in reports.items() if report.training is not None],
                        help="which report's model to train (the reports with a training recipe)")
     train.add_argument("--steps", type=_steps, default=None, metavar="N", help=f"optimiser steps, 1 to {MAX_STEPS:,} "
                        "(default: the recipe's, see generator/reports/<report>/training.py)")
@@ -101,12 +104,49 @@ def _add_new_parser(sub: argparse._SubParsersAction) -> None:
     new.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
 
 
-def parser() -> argparse.ArgumentParser:
+# The commands whose arguments name the reports (their options, which can be trained or traced): only these import the
+# registry, and with it PyTorch (a report's options take their defaults from its model's configuration).
+WITH_REPORTS = ("build", "train", "trace")
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first argument that is no option (None for `--help`, `--version`, nothing)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; for ``argv`` (what it will parse), the reports are read only where its command
+    takes them (WITH_REPORTS): `--version`, `--help`, `class`, `new` and their refusals start without PyTorch. The
+    other commands are still listed, with their help; their own arguments then do not name the reports."""
+    if argv is None or _command(argv) in WITH_REPORTS:
+        from transformer_trace.reports import REPORTS
+
+        reports: Mapping[str, Report] = REPORTS
+    else:
+        reports = {}
     p = _Parser(prog=program_name(),
                 description="Generate the traced-Transformer report site from real forward passes.")
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    keys = ", ".join(REPORTS)
+    _add_build_parser(sub, reports)
+    _add_pdf_parser(sub)
+    _add_train_parser(sub, reports)
+    _add_serve_parser(sub)
+    _add_new_parser(sub)
+    from transformer_trace.trace import add_parser as add_trace_parser
+
+    add_trace_parser(sub, None, reports)
+    from transformer_trace.classroom import add_parser as add_class_parser
+
+    add_class_parser(sub)
+    from transformer_trace.snapshot_table import add_parser as add_list_parser, read_table
+
+    add_list_parser(sub, read_table())
+    return p
+
+
+def _add_build_parser(sub: argparse._SubParsersAction, reports: Mapping[str, Report]) -> None:
+    keys = ", ".join(reports)
     b = sub.add_parser(
         "build",
         help="run the models and write the report pages into docs/",
@@ -120,7 +160,7 @@ def parser() -> argparse.ArgumentParser:
         "then: mkdocs serve",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    b.add_argument("--model", choices=("all", *REPORTS), default="all",
+    b.add_argument("--model", choices=("all", *reports), default="all",
                    help=f"which report to (re)generate: {keys} or all (default: all)")
     for f in fields(RunOptions):
         _add_option(b, f, _default_text(f))
@@ -130,18 +170,18 @@ def parser() -> argparse.ArgumentParser:
                    help="mkdocs.yml whose transformer-trace plugin declares the reports and "
                    "their options: they are this command's defaults, flags override them (default: ./mkdocs.yml)")
     seen: dict[str, list[str]] = {}  # flag -> reports that take it (a flag shared by several reports is added once)
-    for key, report in REPORTS.items():
+    for key, report in reports.items():
         own = [f for f in fields(report.run_options) if f.name not in COMMON and f.init]
         for f in own:
             seen.setdefault(flag_of(f), []).append(key)
     groups: dict[str, argparse._ArgumentGroup] = {}
     added: set[str] = set()
-    for key, report in REPORTS.items():
+    for key, report in reports.items():
         for f in fields(report.run_options):
             flag = flag_of(f)
             if f.name in COMMON or flag in added or not f.init:
                 continue
-            owners = {o: next(g for g in fields(REPORTS[o].run_options) if flag_of(g) == flag) for o in seen[flag]}
+            owners = {o: next(g for g in fields(reports[o].run_options) if flag_of(g) == flag) for o in seen[flag]}
             group = groups.setdefault(" and ".join(owners), b.add_argument_group(" and ".join(owners)))
             if len(owners) == 1:
                 _add_option(group, f, _default_text(f))
@@ -161,26 +201,14 @@ def parser() -> argparse.ArgumentParser:
     out = b.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     out.add_argument("-v", "--verbose", action="store_true", help="log each step, with tracebacks on errors")
-    _add_pdf_parser(sub)
-    _add_train_parser(sub)
-    _add_serve_parser(sub)
-    _add_new_parser(sub)
-    from transformer_trace.trace import add_parser as add_trace_parser
-
-    add_trace_parser(sub, None, REPORTS)
-    from transformer_trace.classroom import add_parser as add_class_parser
-
-    add_class_parser(sub)
-    from transformer_trace.snapshot_table import add_parser as add_list_parser, read_table
-
-    add_list_parser(sub, read_table())
-    return p
 
 
 def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = None,
                    config_file: Path | None = None) -> dict[str, RunOptions]:
     """The options of every report ``args.model`` asks for: given flags, else mkdocs.yml's (``declared``, the plugin's
     `reports:`), else each report's own defaults. With a declaration, `--model all` means the reports it lists."""
+    from transformer_trace.reports import REPORTS
+
     for key in declared or {}:
         if key not in REPORTS:
             raise UserError(f"{config_key(config_file, key)}: unknown report; the reports are: {', '.join(REPORTS)}")
@@ -235,6 +263,8 @@ def _config_names(options_type: type) -> dict[str, Field]:
 def declared_options(key: str, options: dict[str, Any], config_file: Path | None) -> dict[str, Any]:
     """mkdocs.yml's options of report ``key``, parsed by the CLI's own parser (paths relative to mkdocs.yml's folder);
     a bad one is refused in the CLI's words, naming its mkdocs.yml key."""
+    from transformer_trace.reports import REPORTS
+
     where = config_key(config_file, key)
     if key not in REPORTS:
         raise UserError(f"{where}: unknown report; the reports are: {', '.join(REPORTS)}")
@@ -335,6 +365,7 @@ def build_from_args(args: argparse.Namespace, progress=None):
     """The BuildResult of `build` with parsed arguments; UserError for bad input (the warm server calls it too)."""
     from transformer_trace.build import build
     from transformer_trace.progress import Progress
+    from transformer_trace.reports import REPORTS
 
     locate_site(args)  # ./mkdocs.yml and its docs_dir, as `mkdocs` finds them; a --config typo is refused
     config_file = args.config

@@ -19,7 +19,6 @@ import warnings
 
 from transformer_trace.arguments import build_from_args, parser, program_name
 from transformer_trace.errors import UserError, file_error
-from transformer_trace.reports import REPORTS
 from transformer_trace.docs_folder.staging import interrupted_message, site_written
 from transformer_trace.docs_folder.location import docs_dir, locate_site
 from transformer_trace.text import terminal_line
@@ -51,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformer_trace.trace import split_script_args
 
     argv, script_args = split_script_args(sys.argv[1:] if argv is None else list(argv))
-    args = parser().parse_args(argv)
+    args = parser(argv).parse_args(argv)  # the reports (and PyTorch) only for a command that names them
     if script_args is not None:
         args.script_args = script_args
     _log_to_stderr()
@@ -84,16 +83,20 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "build":
             return _build(args)
         if args.command == "serve":
+            from transformer_trace.reports import REPORTS
             from transformer_trace.site.server import serve
 
             return serve(args, REPORTS)
         if args.command == "train":
+            from transformer_trace.reports import REPORTS
+
             training = REPORTS[args.model].training
             if training is None:  # the parser offers only the trainable reports
                 raise UserError(f"the {args.model} report has no training recipe")
             training.main(args.steps, args.out, seed=args.seed, quiet=args.quiet)
             return 0
         if args.command == "trace":  # generator/trace/: runs the user's own script
+            from transformer_trace.reports import REPORTS
             from transformer_trace.trace import trace
 
             return trace(args, REPORTS)
@@ -103,6 +106,7 @@ def _run(args: argparse.Namespace) -> int:
             return class_page(args)
         if args.command == "pdf":
             from transformer_trace.pdf import export
+            from transformer_trace.reports import REPORTS
 
             export(args.out, args.config, REPORTS, quiet=args.quiet)
             return 0
@@ -151,6 +155,7 @@ def _build(args: argparse.Namespace) -> int:
     result = build_from_args(args)
     if args.pdf:
         from transformer_trace.pdf import export
+        from transformer_trace.reports import REPORTS
 
         with site_written(args.out):  # a Ctrl-C while printing comes after the new reports went live
             export(args.out, args.config, REPORTS, quiet=args.quiet)

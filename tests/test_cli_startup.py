@@ -1,0 +1,59 @@
+"""Commands that run no model start at once: they import neither PyTorch nor torchvision nor matplotlib (issue 41).
+
+Each command runs in a fresh interpreter with ``-X importtime``, whose report on stderr names every module imported.
+`build`, `train` and `trace` read the reports' options, whose defaults come from the models' configurations (models/,
+which import PyTorch): those commands import it to parse their arguments (generator/arguments.py WITH_REPORTS).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+HEAVY = {"torch", "torchvision", "matplotlib"}
+
+
+def imported(stderr: str) -> set[str]:
+    """The modules an ``-X importtime`` report names."""
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
+# (what it shows, arguments; TMP is a fresh folder, exit status)
+COMMANDS = [
+    ("version", ["--version"], 0),
+    ("help", ["--help"], 0),
+    ("new's help", ["new", "--help"], 0),
+    ("class's help", ["class", "--help"], 0),
+    ("serve's help", ["serve", "--help"], 0),
+    ("a new site", ["new", "TMP/site", "--quiet"], 0),
+    ("a class page of no student", ["class", "TMP/nobody", "--out", "TMP/class"], 2),
+    ("an unknown command", ["frobnicate"], 2),
+    ("new without its folder", ["new"], 2),
+    ("class without its students", ["class"], 2),
+    ("an unknown option of new", ["new", "TMP/x", "--colour", "red"], 2),
+]
+
+
+@pytest.mark.parametrize(("args", "status"), [pytest.param(args, status, id=what) for what, args, status in COMMANDS])
+def test_a_command_that_runs_no_model_imports_no_pytorch(args, status, tmp_path):
+    args = [arg.replace("TMP", str(tmp_path)) for arg in args]
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "transformer_trace", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == status, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert imported(done.stderr) & HEAVY == set()
+
+
+def test_the_import_report_is_read():
+    """The reader sees a heavy import where there is one (a check that cannot pass vacuously)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import matplotlib"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert "matplotlib" in imported(done.stderr)
+    assert "transformer_trace" not in imported(done.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import shlex
 import sys
 import time
@@ -116,6 +117,9 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:
         print(interrupted_message(exc), file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader left (`list | head`): nothing to say, and nothing more to write
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the interpreter's last flush must not raise
+        return 1
     except Exception as exc:  # a bug, not bad input: still one line unless asked for details
         if isinstance(exc, OSError) and (problem := file_error(exc)) is not None:  # a path the user gave
             print(f"error: {terminal_line(problem)}", file=sys.stderr)

@@ -38,6 +38,9 @@ COMMANDS = [
     ("new without its folder", ["new"], 2),
     ("class without its students", ["class"], 2),
     ("an unknown option of new", ["new", "TMP/x", "--colour", "red"], 2),
+    ("what to mark", ["list"], 0),
+    ("what to mark in a ViT", ["list", "vit"], 0),
+    ("list of an unknown report", ["list", "bert"], 2),
 ]
 
 
@@ -57,3 +60,13 @@ def test_the_import_report_is_read():
                           capture_output=True, text=True, timeout=300)
     assert "matplotlib" in imported(done.stderr)
     assert "transformer_trace" not in imported(done.stderr)
+
+
+def test_a_reader_that_leaves_early_gets_no_error_message(tmp_path):
+    """`transformer-trace list | head -1`: the pipe closes before the table is written; nothing is said about it."""
+    reader = subprocess.Popen([sys.executable, "-m", "transformer_trace", "list"], cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    reader.stdout.close()  # as `head` exits: the command's next write meets a closed pipe
+    stderr = reader.stderr.read().decode()
+    assert reader.wait(timeout=300) != 0
+    assert stderr == ""

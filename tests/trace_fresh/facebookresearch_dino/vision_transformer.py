@@ -58,9 +58,9 @@ class Mlp(nn.Module):
 
     def forward(self, x):
         x = self.fc1(x)
-        x = self.act(x)
+        x = self.act(x)  # BREAKPOINT S17
         x = self.drop(x)
-        x = self.fc2(x)
+        x = self.fc2(x)  # BREAKPOINT S18
         x = self.drop(x)
         return x
 
@@ -80,14 +80,14 @@ class Attention(nn.Module):
     def forward(self, x):
         B, N, C = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv[0], qkv[1], qkv[2]
+        q, k, v = qkv[0], qkv[1], qkv[2]  # BREAKPOINT S09, S10, S11
 
-        attn = (q @ k.transpose(-2, -1)) * self.scale
-        attn = attn.softmax(dim=-1)
+        attn = (q @ k.transpose(-2, -1)) * self.scale  # BREAKPOINT S12
+        attn = attn.softmax(dim=-1)  # BREAKPOINT S13
         attn = self.attn_drop(attn)
 
-        x = (attn @ v).transpose(1, 2).reshape(B, N, C)
-        x = self.proj(x)
+        x = (attn @ v).transpose(1, 2).reshape(B, N, C)  # BREAKPOINT S14
+        x = self.proj(x)  # BREAKPOINT S15
         x = self.proj_drop(x)
         return x, attn
 
@@ -104,13 +104,13 @@ class Block(nn.Module):
         mlp_hidden_dim = int(dim * mlp_ratio)
         self.mlp = Mlp(in_features=dim, hidden_features=mlp_hidden_dim, act_layer=act_layer, drop=drop)
 
-    def forward(self, x, return_attention=False):
+    def forward(self, x, return_attention=False):  # BREAKPOINT S08 x
         y, attn = self.attn(self.norm1(x))
         if return_attention:
             return attn
-        x = x + self.drop_path(y)
-        x = x + self.drop_path(self.mlp(self.norm2(x)))
-        return x
+        x = x + self.drop_path(y)  # BREAKPOINT S16
+        x = x + self.drop_path(self.mlp(self.norm2(x)))  # BREAKPOINT S19
+        return x  # BREAKPOINT S20
 
 
 class PatchEmbed(nn.Module):
@@ -127,7 +127,7 @@ class PatchEmbed(nn.Module):
 
     def forward(self, x):
         B, C, H, W = x.shape
-        x = self.proj(x).flatten(2).transpose(1, 2)
+        x = self.proj(x).flatten(2).transpose(1, 2)  # BREAKPOINT S04
         return x
 
 
@@ -198,11 +198,11 @@ class VisionTransformer(nn.Module):
         x = self.patch_embed(x)  # patch linear embedding
 
         # add the [CLS] token to the embed patch tokens
-        cls_tokens = self.cls_token.expand(B, -1, -1)
-        x = torch.cat((cls_tokens, x), dim=1)
+        cls_tokens = self.cls_token.expand(B, -1, -1)  # BREAKPOINT S05
+        x = torch.cat((cls_tokens, x), dim=1)  # BREAKPOINT S06
 
         # add positional encoding to each token
-        x = x + self.interpolate_pos_encoding(x, w, h)
+        x = x + self.interpolate_pos_encoding(x, w, h)  # BREAKPOINT S07
 
         return self.pos_drop(x)
 
@@ -210,8 +210,8 @@ class VisionTransformer(nn.Module):
         x = self.prepare_tokens(x)
         for blk in self.blocks:
             x = blk(x)
-        x = self.norm(x)
-        return x[:, 0]
+        x = self.norm(x)  # BREAKPOINT S23
+        return x[:, 0]  # BREAKPOINT S24
 
     def get_last_selfattention(self, x):
         x = self.prepare_tokens(x)

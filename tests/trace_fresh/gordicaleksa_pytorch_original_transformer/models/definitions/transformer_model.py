@@ -66,15 +66,15 @@ class Transformer(nn.Module):
 
     # Modularized into encode/decode functions for optimizing the decoding/translation process (see translation script)
     def encode(self, src_token_ids_batch, src_mask):
-        src_embeddings_batch = self.src_embedding(src_token_ids_batch)  # get embedding vectors for src token ids
-        src_embeddings_batch = self.src_pos_embedding(src_embeddings_batch)  # add positional embedding
+        src_embeddings_batch = self.src_embedding(src_token_ids_batch)  # get embedding vectors for src token ids  # Snapshot #4
+        src_embeddings_batch = self.src_pos_embedding(src_embeddings_batch)  # add positional embedding  # Snapshot #5
         src_representations_batch = self.encoder(src_embeddings_batch, src_mask)  # forward pass through the encoder
 
         return src_representations_batch
 
     def decode(self, trg_token_ids_batch, src_representations_batch, trg_mask, src_mask):
         trg_embeddings_batch = self.trg_embedding(trg_token_ids_batch)  # get embedding vectors for trg token ids
-        trg_embeddings_batch = self.trg_pos_embedding(trg_embeddings_batch)  # add positional embedding
+        trg_embeddings_batch = self.trg_pos_embedding(trg_embeddings_batch)  # add positional embedding  # Snapshot #20
         # Shape (B, T, D), where B - batch size, T - longest target token-sequence length and D - model dimension
         trg_representations_batch = self.decoder(trg_embeddings_batch, src_representations_batch, trg_mask, src_mask)
 
@@ -129,14 +129,14 @@ class EncoderLayer(nn.Module):
 
         self.model_dimension = model_dimension
 
-    def forward(self, src_representations_batch, src_mask):
+    def forward(self, src_representations_batch, src_mask):  # Snapshot #6 src_representations_batch
         # Define anonymous (lambda) function which only takes src_representations_batch (srb) as input,
         # this way we have a uniform interface for the sublayer logic.
         encoder_self_attention = lambda srb: self.multi_headed_attention(query=srb, key=srb, value=srb, mask=src_mask)
 
         # Self-attention MHA sublayer followed by point-wise feed forward net sublayer
-        src_representations_batch = self.sublayers[0](src_representations_batch, encoder_self_attention)
-        src_representations_batch = self.sublayers[1](src_representations_batch, self.pointwise_net)
+        src_representations_batch = self.sublayers[0](src_representations_batch, encoder_self_attention)  # Snapshot #15
+        src_representations_batch = self.sublayers[1](src_representations_batch, self.pointwise_net)  # Snapshot #19
 
         return src_representations_batch
 
@@ -166,7 +166,7 @@ class Decoder(nn.Module):
 
         # Not mentioned explicitly in the paper (a consequence of using LayerNorm before instead of after the sublayer
         # check out the SublayerLogic module)
-        return self.norm(trg_representations_batch)
+        return self.norm(trg_representations_batch)  # Snapshot #41
 
 
 class DecoderLayer(nn.Module):
@@ -191,9 +191,9 @@ class DecoderLayer(nn.Module):
         decoder_src_attention = lambda trb: self.src_multi_headed_attention(query=trb, key=srb, value=srb, mask=src_mask)
 
         # Self-attention MHA sublayer followed by a source-attending MHA and point-wise feed forward net sublayer
-        trg_representations_batch = self.sublayers[0](trg_representations_batch, decoder_trg_self_attention)
-        trg_representations_batch = self.sublayers[1](trg_representations_batch, decoder_src_attention)
-        trg_representations_batch = self.sublayers[2](trg_representations_batch, self.pointwise_net)
+        trg_representations_batch = self.sublayers[0](trg_representations_batch, decoder_trg_self_attention)  # Snapshot #29
+        trg_representations_batch = self.sublayers[1](trg_representations_batch, decoder_src_attention)  # Snapshot #36
+        trg_representations_batch = self.sublayers[2](trg_representations_batch, self.pointwise_net)  # Snapshot #40
 
         return trg_representations_batch
 
@@ -254,7 +254,7 @@ class PositionwiseFeedForwardNet(nn.Module):
         self.relu = nn.ReLU()
 
     def forward(self, representations_batch):
-        return self.linear2(self.dropout(self.relu(self.linear1(representations_batch))))
+        return self.linear2(self.dropout(self.relu(self.linear1(representations_batch))))  # Snapshot #18 or #39
 
 
 class MultiHeadedAttention(nn.Module):
@@ -312,7 +312,7 @@ class MultiHeadedAttention(nn.Module):
         # Notation: B - batch size, S/T max src/trg token-sequence length, NH - number of heads, HD - head dimension
         # query/key/value shape = (B, NH, S/T, HD), scores shape = (B, NH, S, S), (B, NH, T, T) or (B, NH, T, S)
         # scores have different shapes as MHA is used in 3 contexts, self attention for src/trg and source attending MHA
-        scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(self.head_dimension)
+        scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(self.head_dimension)  # Snapshot #10 or #24 or #33
 
         # Step 2: Optionally mask tokens whose representations we want to ignore by setting a big negative number
         # to locations corresponding to those tokens (force softmax to output 0 probability on those locations).
@@ -321,7 +321,7 @@ class MultiHeadedAttention(nn.Module):
             scores.masked_fill_(mask == torch.tensor(False), float("-inf"))
 
         # Step 3: Calculate the attention weights - how much should we attend to surrounding token representations
-        attention_weights = self.softmax(scores)
+        attention_weights = self.softmax(scores)  # Snapshot #11 or #26 or #34
 
         # Step 4: Not defined in the original paper apply dropout to attention weights as well
         attention_weights = self.attention_dropout(attention_weights)
@@ -340,7 +340,7 @@ class MultiHeadedAttention(nn.Module):
         # Notation: B - batch size, NH - number of heads, S/T - max src/trg token-sequence length, HD - head dimension
         # Shape goes from (B, S/T, NH*HD) over (B, S/T, NH, HD) to (B, NH, S/T, HD) (NH*HD=D where D is model dimension)
         query, key, value = [net(x).view(batch_size, -1, self.number_of_heads, self.head_dimension).transpose(1, 2)
-                             for net, x in zip(self.qkv_nets, (query, key, value))]
+                             for net, x in zip(self.qkv_nets, (query, key, value))]  # Snapshot #12 or #27
 
         # Step 2: Apply attention - compare query with key and use that to combine values (see the function for details)
         intermediate_token_representations, attention_weights = self.attention(query, key, value, mask)
@@ -352,7 +352,7 @@ class MultiHeadedAttention(nn.Module):
 
         # Step 3: Reshape from (B, NH, S/T, HD) over (B, S/T, NH, HD) (via transpose) into (B, S/T, NHxHD) which is
         # the same shape as in the beginning of this forward function i.e. input to MHA (multi-head attention) module
-        reshaped = intermediate_token_representations.transpose(1, 2).reshape(batch_size, -1, self.number_of_heads * self.head_dimension)
+        reshaped = intermediate_token_representations.transpose(1, 2).reshape(batch_size, -1, self.number_of_heads * self.head_dimension)  # Snapshot #13 or #28 or #35
 
         # Step 4: Output linear projection
         token_representations = self.out_projection_net(reshaped)

@@ -135,14 +135,14 @@ class Transformer(nn.Module):
 
     def forward(self, idx: Tensor, input_pos: Optional[Tensor] = None) -> Tensor:
         assert self.freqs_cis is not None, "Caches must be initialized first"
-        mask = self.causal_mask[None, None, input_pos]
+        mask = self.causal_mask[None, None, input_pos]  # BREAKPOINT G12
         freqs_cis = self.freqs_cis[input_pos]
-        x = self.tok_embeddings(idx)
+        x = self.tok_embeddings(idx)  # BREAKPOINT G02
 
         for i, layer in enumerate(self.layers):
             x = layer(x, input_pos, freqs_cis, mask)
-        x = self.norm(x)
-        logits = self.output(x)
+        x = self.norm(x)  # BREAKPOINT G25
+        logits = self.output(x)  # BREAKPOINT G26
         return logits
 
     @classmethod
@@ -158,10 +158,10 @@ class TransformerBlock(nn.Module):
         self.ffn_norm = RMSNorm(config.dim, config.norm_eps)
         self.attention_norm = RMSNorm(config.dim, config.norm_eps)
 
-    def forward(self, x: Tensor, input_pos: Tensor, freqs_cis: Tensor, mask: Tensor) -> Tensor:
-        h = x + self.attention(self.attention_norm(x), freqs_cis, mask, input_pos)
-        out = h + self.feed_forward(self.ffn_norm(h))
-        return out
+    def forward(self, x: Tensor, input_pos: Tensor, freqs_cis: Tensor, mask: Tensor) -> Tensor:  # BREAKPOINT G05 x
+        h = x + self.attention(self.attention_norm(x), freqs_cis, mask, input_pos)  # BREAKPOINT G18
+        out = h + self.feed_forward(self.ffn_norm(h))  # BREAKPOINT G23
+        return out  # BREAKPOINT G24
 
 
 class Attention(nn.Module):
@@ -201,18 +201,18 @@ class Attention(nn.Module):
         q = apply_rotary_emb(q, freqs_cis)
         k = apply_rotary_emb(k, freqs_cis)
 
-        q, k, v = map(lambda x: x.transpose(1, 2), (q, k, v))
+        q, k, v = map(lambda x: x.transpose(1, 2), (q, k, v))  # BREAKPOINT G08, G09, G10
 
         if self.kv_cache is not None:
             k, v = self.kv_cache.update(input_pos, k, v)
 
         k = k.repeat_interleave(self.n_head // self.n_local_heads, dim=1)
         v = v.repeat_interleave(self.n_head // self.n_local_heads, dim=1)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0)  # BREAKPOINT G15
 
-        y = y.transpose(1, 2).contiguous().view(bsz, seqlen, self.dim)
+        y = y.transpose(1, 2).contiguous().view(bsz, seqlen, self.dim)  # BREAKPOINT G16
 
-        y = self.wo(y)
+        y = self.wo(y)  # BREAKPOINT G17
         return y
 
 
@@ -224,7 +224,7 @@ class FeedForward(nn.Module):
         self.w2 = nn.Linear(config.intermediate_size, config.dim, bias=False)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))  # BREAKPOINT G22
 
 
 class RMSNorm(nn.Module):

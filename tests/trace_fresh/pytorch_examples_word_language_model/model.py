@@ -101,7 +101,7 @@ class PositionalEncoding(nn.Module):
             >>> output = pos_encoder(x)
         """
 
-        x = x + self.pe[:x.size(0), :]
+        x = x + self.pe[:x.size(0), :]  # BREAKPOINT G04
         return self.dropout(x)
 
 class TransformerModel(nn.Transformer):
@@ -132,13 +132,13 @@ class TransformerModel(nn.Transformer):
         if has_mask:
             device = src.device
             if self.src_mask is None or self.src_mask.size(0) != len(src):
-                mask = self._generate_square_subsequent_mask(len(src)).to(device)
+                mask = self._generate_square_subsequent_mask(len(src)).to(device)  # BREAKPOINT G12
                 self.src_mask = mask
         else:
             self.src_mask = None
 
-        src = self.input_emb(src) * math.sqrt(self.ninp)
+        src = self.input_emb(src) * math.sqrt(self.ninp)  # BREAKPOINT G02
         src = self.pos_encoder(src)
-        output = self.encoder(src, mask=self.src_mask)
-        output = self.decoder(output)
+        output = self.encoder(src, mask=self.src_mask)  # BREAKPOINT G25
+        output = self.decoder(output)  # BREAKPOINT G26
         return F.log_softmax(output, dim=-1)

@@ -1,0 +1,109 @@
+"""Correct forms that public implementations traced fresh (tests/trace_fresh) wrote and the checks once failed: each
+passes, says which form it recognised (with the parameter fitted, where there is one), and the bug that looks like it
+still fails."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer_trace.checks import ResidualSumOrPostNorm
+from transformer_trace.reports.encoder_decoder.catalogue import SNAPSHOTS as ENCODER_DECODER
+from transformer_trace.sources import ModuleRef, Ref, TensorDict
+
+B, T, C = 2, 5, 12
+
+LAYER_STEP = ResidualSumOrPostNorm(out=Ref("marked"), operands=(Ref("x"), Ref("sub")), module=ModuleRef("ln"))
+
+
+def layer_step(marked: str) -> TensorDict:
+    """An encoder–decoder layer's residual step written as ``marked``: pre-norm (the plain sum), post-norm (its
+    LayerNorm), or a bug (the residual dropped; the sublayer output added to the normalised input)."""
+    torch.manual_seed(3)
+    x, sub = torch.randn(B, T, C), torch.randn(B, T, C)
+    gain, bias = torch.rand(C) + 0.5, torch.randn(C)
+    norm = lambda t: F.layer_norm(t, (C,), gain, bias)  # noqa: E731
+    tensors = {"pre-norm": x + sub, "post-norm": norm(x + sub), "dropped": sub, "normalised input": norm(x) + sub}
+    return TensorDict({"x": x, "sub": sub, "marked": tensors[marked]})
+
+
+@pytest.mark.parametrize("marked, claim", [("pre-norm", "is the residual sum input + sublayer output: a pre-norm layer"),
+                                           ("post-norm", "equals LayerNorm(input + sublayer output)")])
+def test_an_encoder_decoder_layer_step_passes_pre_norm_or_post_norm_and_names_the_form(marked, claim):
+    result = LAYER_STEP.run(layer_step(marked))
+    assert result.status == "passed" and result.name.startswith(claim)
+
+
+@pytest.mark.parametrize("bug", ["dropped", "normalised input"])
+def test_a_dropped_residual_or_the_normalised_input_added_back_is_neither_form(bug):
+    assert LAYER_STEP.run(layer_step(bug)).status == "failed"
+
+
+@pytest.mark.parametrize("number", [15, 19, 29, 36, 40])
+def test_the_encoder_decoder_catalogue_accepts_either_form_at_every_residual_step(number):
+    snapshot = next(s for s in ENCODER_DECODER if s.number == number)
+    assert isinstance(snapshot.checks[0], ResidualSumOrPostNorm)
+
+
+def test_a_class_token_picked_from_the_norm_applied_on_the_same_line_is_checked_against_the_norms_output():
+    """`x = self.norm(x)[:, 0]`: the row is the norm's output's, not the row of the sequence the line read."""
+    from transformer_trace.checks import RowEquals
+    from transformer_trace.trace.child.protocol import ModuleKind
+    from transformer_trace.trace.reading.capture import ModuleCall
+    from transformer_trace.trace.reading.weights import bind
+
+    torch.manual_seed(4)
+    x = torch.randn(B, T, C)
+    normed = F.layer_norm(x, (C,), torch.rand(C) + 0.5, torch.randn(C))
+    calls = [ModuleCall("x", ModuleKind.LOCAL, 1, [], [x], {}, {}),
+             ModuleCall("norm", ModuleKind.LAYER_NORM, 1, [x], [normed], {}, {})]
+    check = RowEquals(out=Ref("cls"), source=Ref("final"), row=0, claim="is row 0 ([CLS]) of the final sequence")
+    for picked, status in ((normed[:, 0], "passed"), (normed[:, -1], "failed")):
+        bound = bind(check, calls, TensorDict({"cls": picked}), picked)
+        result = bound.check.run(bound.source)
+        assert result.status == status and "the norm and the row pick on one line" in bound.note
+
+
+class OwnRMSNorm(torch.nn.Module):
+    """gpt-fast's RMSNorm, as written there: one gain, no bias, ε inside the root."""
+
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps, self.weight = eps, torch.nn.Parameter(torch.rand(dim) + 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+def norms() -> dict[str, torch.nn.Module]:
+    torch.manual_seed(5)
+    rms = torch.nn.RMSNorm(C, eps=1e-6)
+    torch.nn.init.uniform_(rms.weight, 0.5, 1.5)
+    layer = torch.nn.LayerNorm(C)
+    torch.nn.init.uniform_(layer.weight, 0.5, 1.5)
+    torch.nn.init.normal_(layer.bias)
+    return {"nn.RMSNorm": rms, "own RMSNorm class": OwnRMSNorm(C), "nn.LayerNorm": layer}
+
+
+@pytest.mark.parametrize("norm, claim, epsilon", [("nn.RMSNorm", "equals RMSNorm(its input)", "ε = 1e-06"),
+                                                  ("own RMSNorm class", "equals RMSNorm(its input)", "ε = 1e-05"),
+                                                  ("nn.LayerNorm", "equals LayerNorm(its input)", "")])
+def test_a_layer_norm_step_fits_the_norms_kind_and_epsilon_and_says_which(norm, claim, epsilon):
+    from transformer_trace.checks import LayerNormOf
+
+    x = torch.randn(B, T, C) * 0.05  # small values: the epsilon shows in the output
+    with torch.no_grad():
+        out = norms()[norm](x)
+    result = LayerNormOf(out=Ref("out"), x=Ref("x"), module=ModuleRef("ln_f")).run(TensorDict({"x": x, "out": out}))
+    assert result.status == "passed" and result.name.startswith(claim) and epsilon in result.detail
+
+
+def test_an_rms_norm_of_the_wrong_tensor_is_neither_norm():
+    from transformer_trace.checks import LayerNormOf
+
+    x, other = torch.randn(B, T, C), torch.randn(B, T, C)
+    with torch.no_grad():
+        out = OwnRMSNorm(C)(other)
+    result = LayerNormOf(out=Ref("out"), x=Ref("x"), module=ModuleRef("ln_f")).run(TensorDict({"x": x, "out": out}))
+    assert result.status == "failed"

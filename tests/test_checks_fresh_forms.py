@@ -107,3 +107,43 @@ def test_an_rms_norm_of_the_wrong_tensor_is_neither_norm():
         out = OwnRMSNorm(C)(other)
     result = LayerNormOf(out=Ref("out"), x=Ref("x"), module=ModuleRef("ln_f")).run(TensorDict({"x": x, "out": out}))
     assert result.status == "failed"
+
+
+MASK_SHAPE = ("1", "1", "T", "T")
+
+
+@pytest.mark.parametrize("shape, dims, note", [
+    ((6, 6), {"B": 6, "T": 2, "h": 4}, "a square (6, 6) mask, though T = 2 was bound"),  # sequence-first: B, T swapped
+    ((8, 5, 5), {"B": 2, "T": 5, "h": 4}, "heads folded into the batch axis (B·h = 8, T, T)"),
+])
+def test_a_mask_in_another_correct_shape_is_read_and_the_reading_said(shape, dims, note):
+    from transformer_trace.trace.reading.verify import LayoutStatus, layout
+
+    read = layout(torch.zeros(shape), MASK_SHAPE, dims, {})
+    assert read.status is LayoutStatus.LAYOUT and note in read.note and read.canonical.dim() == 4
+
+
+@pytest.mark.parametrize("value", [float("-inf"), -1e9, -1e10, torch.finfo(torch.float32).min])
+def test_a_causal_mask_with_any_masking_value_passes_and_the_value_is_said(value):
+    from transformer_trace.reports.gpt.checks import CausalMaskBool, MaskedFillOf
+
+    torch.manual_seed(6)
+    scores = torch.randn(B, 3, T, T)
+    mask = torch.zeros(T, T).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), value)[None, None]
+    masked = scores.masked_fill(mask < 0, value)
+    source = TensorDict({"scores": scores, "masked": masked, "mask": mask})
+    for check in (CausalMaskBool(masked=Ref("masked"), scores=Ref("scores"), mask=Ref("mask")),
+                  MaskedFillOf(out=Ref("masked"), scores=Ref("scores"), mask=Ref("mask"))):
+        result = check.run(source)
+        assert result.status == "passed", result.detail
+    shown = "−inf" if value == float("-inf") else f"{value:g}"
+    assert f"{shown} where the mask blocks" in result.detail or "additive mask added" in result.detail
+
+
+def test_a_finite_masking_value_that_lets_a_position_see_the_next_still_fails():
+    from transformer_trace.reports.gpt.checks import CausalMaskBool
+
+    scores = torch.randn(B, 3, T, T)
+    mask = torch.zeros(T, T).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(2), -1e9)[None, None]
+    source = TensorDict({"scores": scores, "masked": scores + mask, "mask": mask})
+    assert CausalMaskBool(masked=Ref("masked"), scores=Ref("scores"), mask=Ref("mask")).run(source).status == "failed"

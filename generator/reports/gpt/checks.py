@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from transformer_trace.checks import THIS, Check, close, tolerance
-from transformer_trace.checks.masks import mask_allows
+from transformer_trace.checks.masks import mask_allows, masked_as_written
 from transformer_trace.registry import Registry
 from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.tensors import fmt
@@ -109,9 +109,9 @@ class CausalMaskBool(Check):
         allowed, _ = mask_allows(s.cpu(self.mask))  # (1, 1, T, T): boolean either way round, or additive 0 / −inf
         T = allowed.shape[-1]
         expected = _lower_triangle(T).view(1, 1, T, T)
-        structure = torch.equal(allowed, expected)
-        applied, detail = close(s.t(self.masked), s.t(self.scores).masked_fill(~allowed, float("-inf")),
-                                "masked scores vs scores with −inf where the mask is False")
+        structure = torch.equal(allowed, expected.expand_as(allowed))  # per item or head: each the same triangle
+        recomputed, how = masked_as_written(s.t(self.masked), s.t(self.scores), allowed, s.t(self.mask))
+        applied, detail = close(s.t(self.masked), recomputed, f"masked scores vs scores with {how}")
         change = _optional_input(s, "prefix_change")
         invariant = change is None or change <= PREFIX_TOLERANCE
         text = (f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "
@@ -144,12 +144,12 @@ class MaskedFillOf(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         allowed, _ = mask_allows(s.cpu(self.mask))
         got = s.t(self.out)
-        passed, detail = close(got, s.t(self.scores).masked_fill(~allowed, float("-inf")),
-                               "recomputed scores.masked_fill(~mask, −inf)")
-        blocked = torch.isneginf(got)
+        recomputed, how = masked_as_written(got, s.t(self.scores), allowed, s.t(self.mask))
+        passed, detail = close(got, recomputed, f"recomputed: the scores with {how}")
+        blocked = got <= -1e4  # −inf, or a finite masking value
         exact = torch.equal(blocked, (~allowed).expand_as(got))
-        return "the scores where the mask allows, −inf where it blocks", passed and exact, (
-            f"{int(blocked.sum()):,} entries are −inf, exactly the blocked ones: {exact}; " + detail
+        return "the scores where the mask allows, masked where it blocks", passed and exact, (
+            f"{int(blocked.sum()):,} entries are masked, exactly the blocked ones: {exact}; " + detail
         )
 
 

@@ -147,3 +147,15 @@ def test_a_finite_masking_value_that_lets_a_position_see_the_next_still_fails():
     mask = torch.zeros(T, T).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(2), -1e9)[None, None]
     source = TensorDict({"scores": scores, "masked": scores + mask, "mask": mask})
     assert CausalMaskBool(masked=Ref("masked"), scores=Ref("scores"), mask=Ref("mask")).run(source).status == "failed"
+
+
+@pytest.mark.parametrize("attention, inputs, use", [("attn", "one", "decoder self-attention"),
+                                                    ("cross_attn", "differ", "cross-attention")])
+def test_a_block_class_whose_name_says_attention_is_not_taken_as_the_attention_module(attention, inputs, use):
+    """whisper: the decoder's `ResidualAttentionBlock`, called with (x, xa), wraps its self- and cross-attention."""
+    from transformer_trace.trace.reading.shared_lines import hit_use
+
+    path = [["", "Whisper", None], ["decoder", "TextDecoder", "differ"], ["blocks.0", "ResidualAttentionBlock", "differ"],
+            [attention, "MultiHeadAttention", inputs]]
+    told = hit_use(path, self_uses=2)
+    assert told.use == use and told.module.startswith(f"decoder.blocks.0.{attention}")

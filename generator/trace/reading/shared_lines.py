@@ -3,7 +3,9 @@ for the encoder's self-attention, the decoder's masked self-attention and the cr
 nn.Modules running it (read at each such hit by running_module.py in the script's interpreter). The rule:
 
 1. The attention module is the outermost module on the running path whose attribute or class name says attention
-   (attn, attention, mha, multihead, msa), else the innermost one.
+   (attn, attention, mha, multihead, msa), else the innermost one. A class whose name also says block, layer or
+   residual (whisper's `ResidualAttentionBlock`) is a layer that wraps the attention, not the attention: it is passed
+   over, so its self-attention is not read as cross-attention because the block was called with the encoder output.
 2. Self or cross: the inputs it was called with decide. A key input other than its query input (another tensor of
    the query's rank and feature size, not equal to it) is cross-attention; the same (or an equal) input, or a single
    input, is self-attention. Where the arguments are unknown (a `forward` called directly), its attribute name
@@ -26,6 +28,7 @@ from typing import Any
 ENCODER_SELF, DECODER_SELF, CROSS = "encoder self-attention", "decoder self-attention", "cross-attention"
 
 _ATTENTION = re.compile(r"attn|attention|mha|multihead|msa", re.I)
+_WRAPPER = re.compile(r"block|layer|residual", re.I)  # a class that wraps the attention (a layer), not the attention
 _SELF_NAME = re.compile(r"self|slf|masked|causal", re.I)
 _CROSS_NAME = re.compile(r"cross|src|enc|context|memory", re.I)
 _ENCODER, _DECODER = re.compile(r"enc", re.I), re.compile(r"dec", re.I)
@@ -54,7 +57,8 @@ def hit_use(path: list | None, self_uses: int) -> Told:
     ``self_uses``: how many self-attention uses the line's snapshots have."""
     if not path:
         return Told(None, "", "no nn.Module was running it")
-    named = [i for i, (attribute, cls, _) in enumerate(path) if _ATTENTION.search(attribute) or _ATTENTION.search(cls)]
+    named = [i for i, (attribute, cls, _) in enumerate(path)
+             if _ATTENTION.search(attribute) or _ATTENTION.search(cls) and not _WRAPPER.search(cls)]
     at = named[0] if named else len(path) - 1
     attribute, cls, inputs = path[at]
     where = ".".join(a for a, _, _ in path[1:at + 1]) or f"the outermost module {cls}"

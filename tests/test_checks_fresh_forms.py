@@ -149,6 +149,35 @@ def test_a_finite_masking_value_that_lets_a_position_see_the_next_still_fails():
     assert CausalMaskBool(masked=Ref("masked"), scores=Ref("scores"), mask=Ref("mask")).run(source).status == "failed"
 
 
+WHISPER_DECODER = [["", "Whisper", None, False], ["decoder", "TextDecoder", "differ", False],
+                   ["blocks", "ModuleList", None, False], ["0", "ResidualAttentionBlock", "differ", False]]
+
+
+@pytest.mark.parametrize("path, use", [
+    # whisper: the decoder's ResidualAttentionBlock, called with (x, xa), wraps its self- and cross-attention; only
+    # the MultiHeadAttention inside owns the projections (with the ownership not recorded, the block's name decides)
+    ([*WHISPER_DECODER, ["attn", "MultiHeadAttention", "one", True]], "decoder self-attention"),
+    ([*WHISPER_DECODER, ["cross_attn", "MultiHeadAttention", "differ", True]], "cross-attention"),
+    ([*(entry[:3] for entry in WHISPER_DECODER), ["attn", "MultiHeadAttention", "one"]], "decoder self-attention"),
+    # jadore801120: the ScaledDotProductAttention inside slf_attn, called with q, k and v (which differ), owns nothing
+    ([["", "Transformer", None, False], ["encoder", "Encoder", None, False], ["layer_stack", "ModuleList", None, False],
+      ["0", "EncoderLayer", None, False], ["slf_attn", "MultiHeadAttention", "same", True],
+      ["attention", "ScaledDotProductAttention", "differ", False]], "encoder self-attention"),
+])
+def test_the_attention_module_is_the_innermost_saying_attention_that_owns_the_projections(path, use):
+    from transformer_trace.trace.reading.shared_lines import hit_use
+
+    assert hit_use(path, self_uses=2).use == use
+
+
+def test_the_running_path_says_which_modules_own_a_projection():
+    from transformer_trace.trace.child.running_module import _projects
+
+    block = torch.nn.Module()
+    block.attn, block.mlp = torch.nn.MultiheadAttention(C, 2), torch.nn.Sequential(torch.nn.Linear(C, C))
+    assert [_projects(m) for m in (block, block.attn, block.mlp)] == [False, True, True]
+
+
 @pytest.mark.parametrize("attention, inputs, use", [("attn", "one", "decoder self-attention"),
                                                     ("cross_attn", "differ", "cross-attention")])
 def test_a_block_class_whose_name_says_attention_is_not_taken_as_the_attention_module(attention, inputs, use):
@@ -159,3 +188,10 @@ def test_a_block_class_whose_name_says_attention_is_not_taken_as_the_attention_m
             [attention, "MultiHeadAttention", inputs]]
     told = hit_use(path, self_uses=2)
     assert told.use == use and told.module.startswith(f"decoder.blocks.0.{attention}")
+
+
+def test_a_line_of_the_decoder_layer_itself_is_the_decoders_though_the_layer_was_called_with_the_encoder_output():
+    """whisper's `x = x + self.attn(...)` (#15 or #29) runs in the ResidualAttentionBlock only."""
+    from transformer_trace.trace.reading.shared_lines import hit_use
+
+    assert hit_use(WHISPER_DECODER, self_uses=2).use == "decoder self-attention"

@@ -197,7 +197,7 @@ class Hit:
     values: tuple[Value, ...]
     calls: tuple[Call, ...]
     reads: dict[str, int]  # attribute chain -> parameter number
-    module: list[list[str]] | None = None  # [[attribute, class name, inputs], ...]
+    module: list[list[str]] | None = None  # [[attribute, class name, inputs, projects], ...]
 
 
 @dataclass(frozen=True)

@@ -195,3 +195,15 @@ def test_a_line_of_the_decoder_layer_itself_is_the_decoders_though_the_layer_was
     from transformer_trace.trace.reading.shared_lines import hit_use
 
     assert hit_use(WHISPER_DECODER, self_uses=2).use == "decoder self-attention"
+
+
+@pytest.mark.parametrize("shape", [(50, 4), (50, 8), (50, 50)])
+def test_one_items_slice_per_hit_of_attention_written_as_loops_is_not_compared_and_says_why(shape):
+    """Pulfer's ViT: `for sequence in x: for head in range(2): q = q_mappings[head](sequence[:, 4 * head: ...])`."""
+    from transformer_trace.trace.reading.verify import LayoutStatus, layout
+
+    dims = {"B": 2, "h": 1, "N1": 50, "hs": 8}
+    names = ("B", "h", "N1", "N1") if shape == (50, 50) else ("B", "h", "N1", "hs")
+    read = layout(torch.zeros(shape), names, dims, {})
+    assert read.status is LayoutStatus.UNBOUND and read.canonical is None and not read.unbound
+    assert "attention written as loops over the items" in read.note

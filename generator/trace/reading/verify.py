@@ -258,6 +258,12 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
                      tensor.flatten(2).transpose(1, 2))
     if len(expected) == 4 and expected[:2] == (1, 1):
         yield from _mask_layouts(tensor, expected, dims)
+    if (len(expressions) == 4 and expressions[:2] == ("B", "h") and expected[0] > 1 and len(shape) == 2
+            and shape[0] == expected[2] and (shape[1] == expected[3] or (expected[1] * expected[3]) % shape[1] == 0)):
+        # `for item in x: for head in range(heads): q = q_maps[head](item[:, head * d: (head + 1) * d])`
+        yield Layout(LayoutStatus.UNBOUND, None, f"one batch item's {shape} per hit, of the {expected[0]} items "
+                     "(attention written as loops over the items, and the heads: a hit per item and head); the whole "
+                     f"({names}) is never one tensor, so it is not compared", None)
 
 
 def _mask_layouts(tensor: torch.Tensor, expected: tuple[int, ...], dims: dict[str, int]):

@@ -207,3 +207,14 @@ def test_one_items_slice_per_hit_of_attention_written_as_loops_is_not_compared_a
     read = layout(torch.zeros(shape), names, dims, {})
     assert read.status is LayoutStatus.UNBOUND and read.canonical is None and not read.unbound
     assert "attention written as loops over the items" in read.note
+
+
+@pytest.mark.parametrize("diagonal, status", [(1, "passed"), (2, "failed")])
+def test_a_causal_mask_whose_scores_no_step_shows_is_judged_by_its_pattern_alone(diagonal, status):
+    """word_language_model: `nn.TransformerEncoder` masks inside; only the (T, T) mask is marked."""
+    from transformer_trace.reports.gpt.checks import CausalMaskBool
+
+    mask = torch.zeros(T, T).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(diagonal), float("-inf"))[None, None]
+    check = CausalMaskBool(masked=Ref("masked"), scores=Ref("scores"), mask=Ref("mask"))
+    result = check.run(TensorDict({"mask": mask}))
+    assert result.status == status and "the additive, 0 = allowed, −inf = blocked mask alone" in result.detail

@@ -46,7 +46,8 @@ def running_module(frame, names_cache):
 
 def _projects(module):
     """Whether ``module`` owns a projection: a matrix parameter of its own (nn.MultiheadAttention's in_proj_weight), or
-    a child with no children of its own that has one (a Linear, a Conv1D): the attention module, not a block around it."""
+    a child with no children of its own that has one (a Linear, a Conv1D): the attention module, not a block around
+    it."""
     def matrix(m):
         return any(p is not None and p.dim() == 2 for p in m._parameters.values())
     return matrix(module) or any(not child._modules and matrix(child) for child in module._modules.values()

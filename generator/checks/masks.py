@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_trace.checks.base import Check, THIS
+from transformer_trace.checks.base import Check, THIS, close
 from transformer_trace.sources import Ref, TensorSource
 
 
@@ -19,7 +19,27 @@ def mask_allows(mask: torch.Tensor) -> tuple[torch.Tensor, str]:
         if float(m.diagonal(dim1=-2, dim2=-1).float().mean()) > 0.5:
             return m, "boolean, True = allowed"
         return ~m, "boolean, True = blocked"
-    return mask > -1e9, "additive, 0 = allowed, −inf = blocked"
+    blocked = mask <= -1e4  # exp(−1e4) is 0 in every float type: −inf, −1e9, −1e10, finfo(dtype).min all block
+    values = mask[blocked].unique()
+    value = "−inf" if not len(values) or bool(torch.isneginf(values).all()) else (
+        f"{float(values.max()):g}" if len(values) == 1 else f"{float(values.min()):g} to {float(values.max()):g}")
+    return ~blocked, f"additive, 0 = allowed, {value} = blocked"
+
+
+def masked_as_written(got: torch.Tensor, scores: torch.Tensor, allowed: torch.Tensor,
+                      mask: torch.Tensor | None = None) -> tuple[torch.Tensor, str]:
+    """The masked scores as the script's form makes them, closest to ``got``: −inf where the mask blocks; the script's
+    own finite masking value there (−1e9, −1e10, ``finfo(dtype).min``: read from ``got``'s blocked entries, one
+    value); or an additive mask added to the scores. Returns the recomputed tensor and how it was masked."""
+    blocked = (~allowed).expand_as(got)
+    forms = [(scores.masked_fill(~allowed, float("-inf")), "−inf where the mask blocks")]
+    values = got[blocked].unique() if bool(blocked.any()) else got.new_empty(0)
+    if len(values) == 1 and bool(torch.isfinite(values).all()) and float(values[0]) <= -1e4:
+        forms.append((scores.masked_fill(~allowed, float(values[0])),
+                      f"the finite masking value {float(values[0]):g} where the mask blocks (fitted; −inf elsewhere)"))
+    if mask is not None and mask.is_floating_point() and mask.shape[-2:] == scores.shape[-2:]:
+        forms.append((scores + mask.to(scores.dtype), "the additive mask added to the scores"))
+    return next(((t, how) for t, how in forms if close(got, t, "")[0]), forms[0])
 
 
 def _per_item(blocked: torch.Tensor) -> str:

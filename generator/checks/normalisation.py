@@ -82,8 +82,31 @@ def _fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple
                            f"(no weights captured; fitted gain {float(gain.mean()):.3f} on average{epsilon})"))
         if tried[-1][0]:
             break
+    if not tried[-1][0] and (rms := _fitted_rms_norm(got, total, of)) is not None:
+        return rms
     passed, detail = tried[-1] if tried[-1][0] else tried[0]
     return f"equals LayerNorm({of})", passed, detail
+
+
+# The epsilons RMSNorms use (nn.RMSNorm's default, None, is the dtype's machine epsilon; Llama code uses 1e-5 or 1e-6)
+RMS_NORM_EPSILONS = (1e-5, 1e-6, 1e-8, float(torch.finfo(torch.float32).eps))
+
+
+def _fitted_rms_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[str, bool, str] | None:
+    """``got`` as an RMSNorm of ``total`` (``x · rsqrt(mean(x²) + ε) · gain``: no centring, no bias), where the
+    catalogue's LayerNorm does not fit: the gain fitted per feature by least squares through 0, for the usual epsilons;
+    the norm's kind is told by its formula, whatever its class is called. None where no epsilon fits."""
+    for eps in RMS_NORM_EPSILONS:
+        normed = total * torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + eps)
+        x, y = normed.reshape(-1, normed.shape[-1]), got.reshape(-1, got.shape[-1])
+        gain = (x * y).sum(0) / (x * x).sum(0).clamp_min(1e-12)
+        passed, detail = close(got, normed * gain, f"RMSNorm of {of}, x·rsqrt(mean(x²) + ε)·gain, with the gain "
+                               f"fitted per feature (no weights captured; fitted gain {float(gain.mean()):.3f} on "
+                               f"average, ε = {eps:g}; no mean subtracted, no bias)")
+        if passed:
+            return f"equals RMSNorm({of}): the LayerNorm step is an RMSNorm", True, (
+                f"{detail}; LayerNorm (mean subtracted, gain and bias fitted) does not fit it")
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,3 +185,14 @@ class ResidualThenNorm(ResidualLayerNorm):
             return claim, passed, more
         return "is LayerNorm(input + sublayer output), or that sum itself", False, (
             f"{more}; nor is it the residual sum itself: {detail}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResidualSumOrPostNorm(ResidualThenNorm):
+    """An encoder–decoder layer's "residual + norm" step, either form: post-norm, LayerNorm ``module`` of input +
+    sublayer output; pre-norm (``x + sublayer(norm(x))``), that plain residual sum, with no norm after it. The ViT's
+    S16 and the GPT's block end accept both forms the same way; the form that held is the claim. A pre-norm layer that
+    adds the sublayer output to its normalised input, or drops the residual, is neither."""
+
+    sum_claim = ("is the residual sum input + sublayer output: a pre-norm layer (x + sublayer(norm(x))), no norm after "
+                 "the sum")

@@ -160,6 +160,7 @@ class RowEquals(Check):
     """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
 
     READS_LOCALS = True  # the sequence the line reads, where no snapshot shows it (generator/trace/reading/weights.py)
+    CALLS_BOUND = frozenset({"layer_norm"})  # ... or the norm the line applied to it first: `self.norm(x)[:, 0]`
 
     out: Ref = THIS
     source: Ref

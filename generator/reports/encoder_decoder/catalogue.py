@@ -6,8 +6,8 @@ them, {dec_last} the last decoder layer (see EncoderDecoderOptions.places).
 
 from transformer_trace.catalogue import Figure, Question, Snapshot, Stage
 from transformer_trace.checks import (
-    CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LinearOf, ResidualLayerNorm, SameTensor, ScaledScores,
-    SoftmaxRows, SumOf,
+    CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LinearOf, ResidualSumOrPostNorm, SameTensor,
+    ScaledScores, SoftmaxRows, SumOf,
 )
 from transformer_trace.figures import AttentionHeads, Mask, Matrix, Positional
 from transformer_trace.places import Place
@@ -199,7 +199,7 @@ SNAPSHOTS = (
         variable='ln1_out',
         stage='encoder',
         tensors=(enc.LN_1,),
-        checks=(ResidualLayerNorm(operands=(enc.INPUT, enc_self_attn.OUT), module=ModuleRef('{enc}.ln_1')),),
+        checks=(ResidualSumOrPostNorm(operands=(enc.INPUT, enc_self_attn.OUT), module=ModuleRef('{enc}.ln_1')),),
         questions=(5,),
     ),
     Snapshot(
@@ -236,7 +236,7 @@ SNAPSHOTS = (
         variable='enc_out',
         stage='encoder',
         tensors=(enc.OUTPUT,),
-        checks=(ResidualLayerNorm(operands=(enc.LN_1, enc_mlp.OUT), module=ModuleRef('{enc}.ln_2')),),
+        checks=(ResidualSumOrPostNorm(operands=(enc.LN_1, enc_mlp.OUT), module=ModuleRef('{enc}.ln_2')),),
         questions=(5, 6),
     ),
     Snapshot(
@@ -330,7 +330,7 @@ SNAPSHOTS = (
         variable='after_msa_norm',
         stage='decoder',
         tensors=(dec.LN_1,),
-        checks=(ResidualLayerNorm(operands=(dec.INPUT, dec_self_attn.OUT), module=ModuleRef('{dec}.ln_1')),),
+        checks=(ResidualSumOrPostNorm(operands=(dec.INPUT, dec_self_attn.OUT), module=ModuleRef('{dec}.ln_1')),),
         questions=(5,),
     ),
     Snapshot(
@@ -394,7 +394,7 @@ SNAPSHOTS = (
         variable='after_ca_norm',
         stage='decoder',
         tensors=(dec.LN_2,),
-        checks=(ResidualLayerNorm(operands=(dec.LN_1, dec_cross_attn.OUT), module=ModuleRef('{dec}.ln_2')),),
+        checks=(ResidualSumOrPostNorm(operands=(dec.LN_1, dec_cross_attn.OUT), module=ModuleRef('{dec}.ln_2')),),
         questions=(5,),
     ),
     Snapshot(
@@ -430,7 +430,7 @@ SNAPSHOTS = (
         variable='dec_out',
         stage='decoder',
         tensors=(dec.OUTPUT,),
-        checks=(ResidualLayerNorm(operands=(dec.LN_2, dec_mlp.OUT), module=ModuleRef('{dec}.ln_3')),),
+        checks=(ResidualSumOrPostNorm(operands=(dec.LN_2, dec_mlp.OUT), module=ModuleRef('{dec}.ln_3')),),
         questions=(5,),
     ),
     Snapshot(

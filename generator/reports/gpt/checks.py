@@ -16,7 +16,7 @@ import torch
 
 from transformer_trace.checks import THIS, Check, close, tolerance
 from transformer_trace.checks.base import weight_and_bias
-from transformer_trace.checks.masks import mask_allows
+from transformer_trace.checks.masks import mask_allows, masked_as_written
 from transformer_trace.registry import Registry
 from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.tensors import fmt
@@ -96,23 +96,31 @@ class CausalMaskBool(Check):
     and (from the run's second pass, when it has one) later bytes do not reach earlier positions."""
 
     DERIVES = "masked"
+    OPTIONAL = (("masked", "scores"),)  # without them (`nn.TransformerEncoder` masks inside): the mask alone
 
-    masked: Ref = THIS
-    scores: Ref
+    masked: Ref | None = None
+    scores: Ref | None = None
     mask: Ref
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         """The masked scores of a causal model: −inf exactly above the diagonal (the mask itself not needed)."""
+        if self.scores is None:
+            return None
         scores = s.t(self.scores)
         return scores.masked_fill(~_lower_triangle(scores.shape[-2], scores.shape[-1]), float("-inf"))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        allowed, _ = mask_allows(s.cpu(self.mask))  # (1, 1, T, T): boolean either way round, or additive 0 / −inf
+        allowed, kind = mask_allows(s.cpu(self.mask))  # (1, 1, T, T): boolean either way round, or additive
         T = allowed.shape[-1]
         expected = _lower_triangle(T).view(1, 1, T, T)
-        structure = torch.equal(allowed, expected)
-        applied, detail = close(s.t(self.masked), s.t(self.scores).masked_fill(~allowed, float("-inf")),
-                                "masked scores vs scores with −inf where the mask is False")
+        structure = torch.equal(allowed, expected.expand_as(allowed))  # per item or head: each the same triangle
+        if self.masked is None or self.scores is None:  # the scores it masks never shown: the mask's pattern alone
+            return ("True exactly on and below the diagonal", structure,
+                    f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "
+                    f"entries, as expected: {structure} (the {kind} mask alone: no captured step shows the scores it "
+                    "masks)" + ("" if structure else f"; {int((allowed & ~expected).sum())} future entries visible"))
+        recomputed, how = masked_as_written(s.t(self.masked), s.t(self.scores), allowed, s.t(self.mask))
+        applied, detail = close(s.t(self.masked), recomputed, f"masked scores vs scores with {how}")
         change = _optional_input(s, "prefix_change")
         invariant = change is None or change <= PREFIX_TOLERANCE
         text = (f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "
@@ -145,12 +153,12 @@ class MaskedFillOf(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         allowed, _ = mask_allows(s.cpu(self.mask))
         got = s.t(self.out)
-        passed, detail = close(got, s.t(self.scores).masked_fill(~allowed, float("-inf")),
-                               "recomputed scores.masked_fill(~mask, −inf)")
-        blocked = torch.isneginf(got)
+        recomputed, how = masked_as_written(got, s.t(self.scores), allowed, s.t(self.mask))
+        passed, detail = close(got, recomputed, f"recomputed: the scores with {how}")
+        blocked = got <= -1e4  # −inf, or a finite masking value
         exact = torch.equal(blocked, (~allowed).expand_as(got))
-        return "the scores where the mask allows, −inf where it blocks", passed and exact, (
-            f"{int(blocked.sum()):,} entries are −inf, exactly the blocked ones: {exact}; " + detail
+        return "the scores where the mask allows, masked where it blocks", passed and exact, (
+            f"{int(blocked.sum()):,} entries are masked, exactly the blocked ones: {exact}; " + detail
         )
 
 

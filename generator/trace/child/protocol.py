@@ -200,7 +200,7 @@ class Hit:
     values: tuple[Value, ...]
     calls: tuple[Call, ...]
     reads: dict[str, int]  # attribute chain -> parameter number
-    module: list[list[str | None]] | None = None  # [[attribute, class name, inputs], ...]: running_module.py
+    module: list[list[str | None]] | None = None  # [[attribute, class name, inputs, projects], ...]: running_module.py
 
 
 @dataclass(frozen=True)

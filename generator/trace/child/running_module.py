@@ -11,9 +11,11 @@ _CALL_FRAMES = ("_call_impl", "_wrapped_call_impl")  # nn.Module.__call__'s fram
 def running_module(frame, names_cache):
     """For a hit of a line shared by several uses (one attention function for the encoder, the masked and the
     cross-attention): the nn.Modules whose methods are running, as the innermost one's place in the outermost one,
-    from the outermost down: [[attribute, class name, inputs], ...]. ``inputs`` is what the module was called with:
-    "one" (a single input of the query's shape), "same" (the key input is the query input, or equal to it), "differ"
-    (it is not: cross-attention), or null where the call's arguments are not known. None when no module runs."""
+    from the outermost down: [[attribute, class name, inputs, projects], ...]. ``inputs`` is what the module was called
+    with: "one" (a single input of the query's shape), "same" (the key input is the query input, or equal to it),
+    "differ" (it is not: cross-attention), or null where the call's arguments are not known. ``projects``: whether it
+    owns a projection (a matrix parameter of its own, or a child without children that has one: a Linear, GPT-2's
+    Conv1D, a user's Linear-like class). None when no module runs."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
@@ -38,8 +40,18 @@ def running_module(frame, names_cache):
     if name is None and inner is not outer:  # not registered in the outermost (a plain list): the running ones
         chain = running[::-1]
     attributes = [""] + (name.split(".") if name else [""] * (len(chain) - 1))
-    return [[attribute, type(module).__name__, _inputs(calls.get(id(module)), torch)]
+    return [[attribute, type(module).__name__, _inputs(calls.get(id(module)), torch), _projects(module)]
             for attribute, module in zip(attributes, chain)]
+
+
+def _projects(module):
+    """Whether ``module`` owns a projection: a matrix parameter of its own (nn.MultiheadAttention's in_proj_weight), or
+    a child with no children of its own that has one (a Linear, a Conv1D): the attention module, not a block around
+    it."""
+    def matrix(m):
+        return any(p is not None and p.dim() == 2 for p in m._parameters.values())
+    return matrix(module) or any(not child._modules and matrix(child) for child in module._modules.values()
+                                 if child is not None)
 
 
 def _along(outer, name):

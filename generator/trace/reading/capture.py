@@ -82,7 +82,8 @@ class Hit:
     order: int  # global capture order: the pipeline order of the run
     values: list[Value]
     site: tuple[str, int] | None = None  # for a line shared by several snapshots: the user's line that called it
-    # and the nn.Modules running it, outermost first: [[attribute, class name, inputs], ...] (running_module.py)
+    # and the nn.Modules running it, outermost first: [[attribute, class name, inputs, projects], ...]
+    # (running_module.py)
     module: list | None = None
     calls: list[ModuleCall] = field(default_factory=list)  # the module calls the line made
 

@@ -206,6 +206,9 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
                             detail=f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): "
                             f"{page.layout.note}")]
+    if page.layout.status is LayoutStatus.UNBOUND and page.layout.canonical is None and checks \
+            and not page.layout.unbound:  # bound, but a part of the step only (one item's one head of a loop)
+        return [_not_checkable(claim, f"needs the whole step: {page.layout.note}") for claim in claims]
     if page.layout.status is LayoutStatus.UNBOUND and page.layout.canonical is None and checks:
         lack = UnboundDimensions.of(page.layout.unbound, page.main.shown.shape, tuple(page.shape))
         return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]

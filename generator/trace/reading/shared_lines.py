@@ -2,8 +2,13 @@
 for the encoder's self-attention, the decoder's masked self-attention and the cross-attention), told from the
 nn.Modules running it (read at each such hit by running_module.py in the script's interpreter). The rule:
 
-1. The attention module is the outermost module on the running path whose attribute or class name says attention
-   (attn, attention, mha, multihead, msa), else the innermost one.
+1. The attention module is the innermost module on the running path whose attribute or class name says attention
+   (attn, attention, mha, multihead, msa) and that owns a projection (a Linear-like child, or a matrix parameter of
+   its own): a block around the attention (whisper's `ResidualAttentionBlock`, called with the encoder output) owns
+   none, nor does a scaled-dot-product module inside it (called with q, k and v, which differ). Where none of them
+   owns one (or the path does not say), the outermost of them whose class name does not also say block, layer or
+   residual; else the innermost module. A line that only a layer runs (a class saying block, layer or residual: its
+   residual sums, not attention) is its stage's, whatever the layer was called with.
 2. Self or cross: the inputs it was called with decide. A key input other than its query input (another tensor of
    the query's rank and feature size, not equal to it) is cross-attention; the same (or an equal) input, or a single
    input, is self-attention. Where the arguments are unknown (a `forward` called directly), its attribute name
@@ -26,6 +31,7 @@ from typing import Any
 ENCODER_SELF, DECODER_SELF, CROSS = "encoder self-attention", "decoder self-attention", "cross-attention"
 
 _ATTENTION = re.compile(r"attn|attention|mha|multihead|msa", re.I)
+_WRAPPER = re.compile(r"block|layer|residual", re.I)  # a class that wraps the attention (a layer), not the attention
 _SELF_NAME = re.compile(r"self|slf|masked|causal", re.I)
 _CROSS_NAME = re.compile(r"cross|src|enc|context|memory", re.I)
 _ENCODER, _DECODER = re.compile(r"enc", re.I), re.compile(r"dec", re.I)
@@ -50,14 +56,18 @@ class Told:
 
 
 def hit_use(path: list | None, self_uses: int) -> Told:
-    """The use of a hit from its running modules ``path`` ([[attribute, class, inputs], ...], outermost first);
+    """The use of a hit from its running modules ``path`` ([[attribute, class, inputs, projects], ...], outermost
+    first; ``projects`` absent in older results);
     ``self_uses``: how many self-attention uses the line's snapshots have."""
     if not path:
         return Told(None, "", "no nn.Module was running it")
-    named = [i for i, (attribute, cls, _) in enumerate(path) if _ATTENTION.search(attribute) or _ATTENTION.search(cls)]
-    at = named[0] if named else len(path) - 1
-    attribute, cls, inputs = path[at]
-    where = ".".join(a for a, _, _ in path[1:at + 1]) or f"the outermost module {cls}"
+    saying = [i for i, (attribute, cls, *_) in enumerate(path)
+              if _ATTENTION.search(attribute) or _ATTENTION.search(cls)]
+    projecting = [i for i in saying if len(path[i]) > 3 and path[i][3]]
+    named = [i for i in saying if _ATTENTION.search(path[i][0]) or not _WRAPPER.search(path[i][1])]
+    at = projecting[-1] if projecting else named[0] if named else len(path) - 1
+    attribute, cls, inputs = path[at][:3]
+    where = ".".join(entry[0] for entry in path[1:at + 1]) or f"the outermost module {cls}"
     module = f"{where} ({cls})" if path[1:at + 1] else where
     by_inputs = {"differ": CROSS, "same": "self", "one": "self"}.get(inputs)
     by_name = "self" if _SELF_NAME.search(attribute) else CROSS if _CROSS_NAME.search(attribute) else None
@@ -68,11 +78,13 @@ def hit_use(path: list | None, self_uses: int) -> Told:
                                   f"{'self' if by_name == 'self' else 'cross'}-attention")
     kind = by_inputs or by_name
     because = said or (f"its name `{attribute}`" if by_name else "")
+    if at not in named and _WRAPPER.search(cls):  # a layer's own line (its residual sums): no attention runs it
+        kind, because = "self", f"it runs in the layer {cls}, not in an attention module"
     if kind is None:
         return Told(None, module, "neither its inputs nor its name say self- or cross-attention")
     if kind == CROSS:
         return Told(CROSS, module, because)
-    sides = {side for a, c, _ in path[:at] for side in [_side(a), _side(c)] if side}
+    sides = {side for a, c, *_ in path[:at] for side in [_side(a), _side(c)] if side}
     if len(sides) == 1:
         side = sides.pop()
         return Told(ENCODER_SELF if side == "encoder" else DECODER_SELF, module, f"{because}, and it is in the {side}")

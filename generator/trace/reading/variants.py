@@ -88,6 +88,8 @@ def _normalisation(pages: list[Any]) -> list[Recognised]:
                 post.append(_evidence(page, result))
             elif _LAYER_OUTPUT.search(first) and kind == "ResidualOrPostNorm":  # either form: the one that held
                 (post if result.name == check.post_claim else pre).append(_evidence(page, result))
+            elif _LAYER_OUTPUT.search(first) and kind == "ResidualSumOrPostNorm":  # either form: the one that held
+                (pre if result.name == check.sum_claim else post).append(_evidence(page, result))
             elif _LAYER_OUTPUT.search(first) and kind == "SameTensor" and "residual" in source:
                 pre.append(_evidence(page, result))  # the layer ends with its residual sum, no norm after it
             elif _LAST_OUTPUT.search(source) and (kind == "LayerNormOf" or result.name.endswith(", normalised")):

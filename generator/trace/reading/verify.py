@@ -259,6 +259,12 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
                      tensor.flatten(2).transpose(1, 2))
     if len(expected) == 4 and expected[:2] == (1, 1):
         yield from _mask_layouts(tensor, expected, dims)
+    if (len(expressions) == 4 and expressions[:2] == ("B", "h") and expected[0] > 1 and len(shape) == 2
+            and shape[0] == expected[2] and (shape[1] == expected[3] or (expected[1] * expected[3]) % shape[1] == 0)):
+        # `for item in x: for head in range(heads): q = q_maps[head](item[:, head * d: (head + 1) * d])`
+        yield Layout(LayoutStatus.UNBOUND, None, f"one batch item's {shape} per hit, of the {expected[0]} items "
+                     "(attention written as loops over the items, and the heads: a hit per item and head); the whole "
+                     f"({names}) is never one tensor, so it is not compared", None)
 
 
 def _mask_layouts(tensor: torch.Tensor, expected: tuple[int, ...], dims: dict[str, int]):
@@ -270,6 +276,10 @@ def _mask_layouts(tensor: torch.Tensor, expected: tuple[int, ...], dims: dict[st
         yield Layout(LayoutStatus.LAYOUT, expected, "a (T, T) mask without its broadcast axes; read as (1, 1, T, T)",
                      tensor[None, None])
     batch = {1, dims.get("B", 1)}
+    B, h = dims.get("B"), dims.get("h")
+    if B and h and h > 1 and shape == (B * h, T, T2):  # nn.MultiheadAttention's 3-D attn_mask: (B·h, T, T)
+        yield Layout(LayoutStatus.LAYOUT, expected, f"a mask per batch item and head with the heads folded into the "
+                     f"batch axis (B·h = {B * h}, T, T); read as (B, h, T, T)", tensor.reshape(B, h, T, T2))
     if len(shape) == 3 and shape[0] in batch and shape[1:] == (T, T2):
         yield Layout(LayoutStatus.LAYOUT, expected,
                      f"a mask per batch item ({shape[0]}, T, T); read as ({shape[0]}, 1, T, T), "
@@ -277,6 +287,12 @@ def _mask_layouts(tensor: torch.Tensor, expected: tuple[int, ...], dims: dict[st
     if len(shape) == 4 and shape[0] in batch and shape[0] > 1 and shape[1] == 1 and shape[2:] == (T, T2):
         yield Layout(LayoutStatus.LAYOUT, expected,
                      f"a mask per batch item ({shape[0]}, 1, T, T), the same for every head", tensor)
+    if len(shape) == 2 and shape[0] == shape[1] != T and shape[0] in dims.values():
+        named = ", ".join(name for name, size in dims.items() if size == shape[0] and len(name) == 1) or "another size"
+        yield Layout(LayoutStatus.LAYOUT, (1, 1, *shape), f"a square ({shape[0]}, {shape[0]}) mask, though T = {T} "
+                     f"was bound from your other tensors ({shape[0]} is {named}: the positions and the batch read the "
+                     f"other way round, as in sequence-first code?); read as (1, 1, {shape[0]}, {shape[0]})",
+                     tensor[None, None])
     if len(shape) == 4 and shape[:2] == (1, 1) and shape[2] == shape[3] > T == T2:
         yield Layout(LayoutStatus.LAYOUT, expected,
                      f"a mask buffer of the context size ({shape[2]}×{shape[3]}) of which the "

@@ -200,7 +200,8 @@ class Hit:
     values: tuple[Value, ...]
     calls: tuple[Call, ...]
     reads: dict[str, int]  # attribute chain -> parameter number
-    module: list[list[str | None]] | None = None  # [[attribute, class name, inputs, projects], ...]: running_module.py
+    # [[attribute, class name, inputs ("same", "differ" or None), projects (bool)], ...]: running_module.py
+    module: list[list[str | bool | None]] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,63 @@
+"""Trace one fresh implementation as it is, then once per planted bug (each in a copy), and print what `trace` said.
+
+    .venv/bin/python tests/trace_fresh/measure.py FOLDER [--only correct|B1|B2...]
+
+Run from the worktree root. The copies go to /tmp/fresh-bugs/, the reports to /tmp/fresh-docs/ (never into docs/).
+A bug is one exact text replacement in one upstream file, listed in FOLDER/planted_bugs.json with the snapshot(s) where
+it is (`expected`): the bug is "named first" when the trace's first failing snapshot is one of them.
+"""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = Path("/tmp/fresh-docs")
+COPIES = Path("/tmp/fresh-bugs")
+
+
+def trace(folder: Path, name: str) -> dict:
+    script = folder / "driver.ipynb" if (folder / "driver.ipynb").exists() else folder / "driver.py"
+    command = [sys.executable, "-m", "transformer_trace", "trace", str(script), "--out", str(OUT), "--name", name,
+               "--junit", f"/tmp/fresh-{name}.xml"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    terminal = [line for line in (run.stdout + run.stderr).splitlines() if "traced " in line or "first failing" in line
+                or "error" in line.lower()]
+    report = OUT / name / "snapshots.json"
+    outcome = json.loads(report.read_text())["outcome"] if report.exists() else {}
+    snapshots = json.loads(report.read_text())["snapshots"] if report.exists() else []
+    failed = [f"{s['label']}: {s['check']['name']}: {s['check']['detail']}" for s in snapshots
+              if s["captured"] and (s.get("check") or {}).get("passed") is False]
+    return {"exit": run.returncode, "terminal": terminal, "counts": outcome.get("counts"),
+            "first_failure": outcome.get("first_failure"), "failed": failed}
+
+
+def main() -> None:
+    folder = (HERE / sys.argv[1]).resolve()
+    only = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--only" else None
+    results = {}
+    if only in (None, "correct"):
+        results["correct"] = trace(folder, folder.name.lower())
+    for bug in json.loads((folder / "planted_bugs.json").read_text()) if (folder / "planted_bugs.json").exists() else []:
+        if only not in (None, bug["id"]):
+            continue
+        copy = COPIES / f"{folder.name}-{bug['id']}"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(folder, copy)
+        target = copy / bug["file"]
+        text = target.read_text()
+        if text.count(bug["old"]) != 1:
+            raise SystemExit(f"{bug['id']}: the text to replace occurs {text.count(bug['old'])} times in {bug['file']}")
+        target.write_text(text.replace(bug["old"], bug["new"]))
+        result = trace(copy, f"{folder.name}-{bug['id']}".lower())
+        first = (result["first_failure"] or "").split(" ")[0]
+        expected = bug["expected"] if isinstance(bug["expected"], list) else [bug["expected"]]
+        result["named_first"] = first in expected
+        result["bug"] = bug
+        results[bug["id"]] = result
+    print(json.dumps(results, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -18,6 +18,7 @@ from transformer_trace.checks import (
     FAILED, NOT_CHECKABLE, PASSED, CheckResult, UnfittableWeights, close, judged_at, tolerance,
 )
 from transformer_trace.checks.base import LOW_PRECISION
+from transformer_trace.checks.evidence import BUG_FORM, Evidence, needs_evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.reading.verify import LayoutStatus, catalogue_layout
 from transformer_trace.trace.reading.derived import derive_missing
@@ -134,11 +135,11 @@ def _stand_ins_agree(stand_ins: list[tuple[Any, int, str, torch.Tensor]]) -> Non
                     or _same_values(tensor, others[0][1])):
                 continue
             _, detail = close(tensor.double(), others[0][1].double(), "this call's input vs theirs")
+            message = (f"your step was computed from another tensor than {' and '.join(o.label for o, _ in others)} "
+                       f"read, where the catalogue has them all read one, {name} (no snapshot shows it): {detail}")
             page.checks[index] = CheckResult(
-                name=result.name, passed=False, status=FAILED,
-                detail=f"the module call it was computed by read another tensor than "
-                       f"{' and '.join(other.label for other, _ in others)} read, where the catalogue has them all "
-                       f"read one, {name} (no snapshot shows it): {detail}; from what it read: {result.detail}")
+                name=result.name, passed=False, status=FAILED, detail=f"{message}; from what it read: {result.detail}",
+                evidence=Evidence(BUG_FORM, "computed from another tensor", message))
             page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
 
 
@@ -194,8 +195,16 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
                 known: dict[str, Any] | None = None,
                 stand_ins: list[tuple[Any, int, str, torch.Tensor]] | None = None) -> list[CheckResult]:
     """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said
-    in the user's terms (a snapshot to capture, the weights a trace does not have). ``stand_ins`` collects (page, the
-    result's index, a record name, the module call's input that stood in for it: _stand_ins_agree)."""
+    in the user's terms (a snapshot to capture, the weights a trace does not have); a failure without evidence is
+    unrecognised (checks/evidence.py ``needs_evidence``: code the tool has never seen is not called wrong for a form it
+    does not know). ``stand_ins`` collects (page, the result's index, a record name, the module call's input that stood
+    in for it: _stand_ins_agree)."""
+    return [needs_evidence(result) for result in _page_checks(page, source, labels, known, stand_ins)]
+
+
+def _page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel],
+                 known: dict[str, Any] | None = None,
+                 stand_ins: list[tuple[Any, int, str, torch.Tensor]] | None = None) -> list[CheckResult]:
     checks = tuple(getattr(page.snap, "checks", ()))
     claims = [c.key().replace("_", " ") for c in checks]
     if not page.captured:

@@ -12,10 +12,10 @@ import jinja2
 
 from transformer_trace.classroom.students import Student
 from transformer_trace.classroom.tally import as_json, tally
-from transformer_trace.trace.verdicts import FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSED
+from transformer_trace.trace.verdicts import FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSED, UNRECOGNISED
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "classroom"
-SYMBOLS = {PASSED: "✓", FAILED: "✗", NOT_CHECKABLE: "·", NOT_CAPTURED: ""}
+SYMBOLS = {PASSED: "✓", FAILED: "✗", UNRECOGNISED: "?", NOT_CHECKABLE: "·", NOT_CAPTURED: ""}
 FAILURE_ROWS = 30  # the most common failures listed on the page; class.json has them all
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")  # and direction overrides
 

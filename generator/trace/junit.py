@@ -1,7 +1,9 @@
 """`trace --junit FILE`: the trace as a JUnit XML report, the format CI systems show as test results (GitHub Actions'
 test-report actions, GitLab's `artifacts:reports:junit`). One test case per catalogue snapshot: a failure carries the
-check's name and what it found, and the first failing snapshot (pipeline order) is marked so; a snapshot not captured,
-or captured but not checkable, is skipped with the reason. A script that failed adds one test case with an error.
+check's diagnosis (what is wrong), its name and the marked statement's file:line, and the first failing snapshot
+(pipeline order) is marked so; a snapshot not captured, captured but not checkable, or unrecognised (a step matching
+no form its check knows: not a bug) is skipped with the reason ("unrecognised: ..." for the last, counted in the
+suite's "unrecognised" property). A script that failed adds one test case with an error.
 
 The layout is the common one both read (the Jenkins/Surefire schema): testsuites > testsuite > testcase, with
 failure / skipped / error children whose `message` attribute holds the one-line reason, and the counts (tests,
@@ -14,8 +16,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, check_text, first_failure_label,
-                                      script_failed, verdict)
+from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, UNRECOGNISED, check_text, diagnosis,
+                                      first_failure_label, script_failed, verdict)
 
 FIRST_FAILURE = "first failure (pipeline order)"
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")  # characters XML 1.0 cannot hold at all
@@ -35,14 +37,28 @@ def testcase(data: dict[str, Any], snapshot: dict[str, Any], first: str | None) 
     found = verdict(snapshot)
     if found == FAILED:
         mark = f"{FIRST_FAILURE}: " if snapshot["label"] == first else ""
-        failure = ET.SubElement(case, "failure", {"message": _text(f"{mark}{name}"), "type": "check failed"})
+        at = _marked_at(source)
+        wrong = diagnosis(snapshot)  # what is wrong first, then the claim and where
+        said = f"{wrong} ({name})" if wrong else name
+        failure = ET.SubElement(case, "failure", {"message": _text(f"{mark}{said}" + (f" — {at}" if at else "")),
+                                                  "type": "check failed"})
         where = f"\nmarked at {source.get('location') or source['path']}" if source else ""
-        failure.text = _text(f"{mark}{snapshot['label']} {snapshot['title']}: {name}\n{detail}{where}")
+        failure.text = _text(f"{mark}{snapshot['label']} {snapshot['title']}: {said}\n{detail}{where}")
+    elif found == UNRECOGNISED:
+        ET.SubElement(case, "skipped", {"message": _text(f"unrecognised: {name} — "
+                                                         f"{detail.removeprefix('unrecognised: ')}")})
     elif found == NOT_CHECKABLE:
         ET.SubElement(case, "skipped", {"message": _text(f"not checkable: {detail or name}")})
     elif found == NOT_CAPTURED:
         ET.SubElement(case, "skipped", {"message": _text(f"not captured: no marker for {snapshot['label']} ran")})
     return case
+
+
+def _marked_at(source: dict[str, Any]) -> str:
+    """The marked statement's file:line (a notebook's cell and line), "" where unknown."""
+    if source.get("location"):
+        return f"marked at {source['location']}"
+    return f"marked at {source['path']}:{source['line']}" if source.get("path") and source.get("line") else ""
 
 
 def junit_tree(data: dict[str, Any]) -> ET.ElementTree:
@@ -67,6 +83,8 @@ def junit_tree(data: dict[str, Any]) -> ET.ElementTree:
         properties = ET.SubElement(suite, "properties")
         ET.SubElement(properties, "property", {"name": "script", "value": _text(script)})
         ET.SubElement(properties, "property", {"name": "catalogue", "value": _text(data.get("catalogue"))})
+        unrecognised = sum(verdict(snapshot) == UNRECOGNISED for snapshot in data.get("snapshots", []))
+        ET.SubElement(properties, "property", {"name": "unrecognised", "value": str(unrecognised)})
     suite.extend(cases)
     ET.indent(root)
     return ET.ElementTree(root)

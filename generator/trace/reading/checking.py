@@ -18,7 +18,7 @@ from transformer_trace.checks import (
     FAILED, NOT_CHECKABLE, PASSED, CheckResult, UnfittableWeights, close, judged_at, tolerance,
 )
 from transformer_trace.checks.base import LOW_PRECISION
-from transformer_trace.checks.evidence import BUG_FORM, Evidence, needs_evidence
+from transformer_trace.checks.evidence import BUG_FORM, PROPERTY, Evidence, needs_evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.reading.verify import LayoutStatus, catalogue_layout
 from transformer_trace.trace.reading.derived import derive_missing
@@ -157,9 +157,9 @@ def _check_pages(pages: list[SnapshotPage], catalogue: Any, hit: int, dims: dict
             own = own_tensors(page, places, dims)
             page.checks = page_checks(page, TensorDict({**checked.tensors, **own}, places=places),
                                       {**read_labels, **dict.fromkeys(own, TensorLabel(page.label))}, known,
-                                      stand_ins)
+                                      stand_ins, dims)
         else:
-            page.checks = page_checks(page, checked, read_labels)
+            page.checks = page_checks(page, checked, read_labels, dims=dims)
         page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
 
 
@@ -193,18 +193,19 @@ def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
 
 def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel],
                 known: dict[str, Any] | None = None,
-                stand_ins: list[tuple[Any, int, str, torch.Tensor]] | None = None) -> list[CheckResult]:
+                stand_ins: list[tuple[Any, int, str, torch.Tensor]] | None = None,
+                dims: dict[str, int] | None = None) -> list[CheckResult]:
     """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said
     in the user's terms (a snapshot to capture, the weights a trace does not have); a failure without evidence is
     unrecognised (checks/evidence.py ``needs_evidence``: code the tool has never seen is not called wrong for a form it
     does not know). ``stand_ins`` collects (page, the result's index, a record name, the module call's input that stood
     in for it: _stand_ins_agree)."""
-    return [needs_evidence(result) for result in _page_checks(page, source, labels, known, stand_ins)]
+    return [needs_evidence(result) for result in _page_checks(page, source, labels, known, stand_ins, dims)]
 
 
 def _page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel],
-                 known: dict[str, Any] | None = None,
-                 stand_ins: list[tuple[Any, int, str, torch.Tensor]] | None = None) -> list[CheckResult]:
+                 known: dict[str, Any] | None, stand_ins: list[tuple[Any, int, str, torch.Tensor]] | None,
+                 dims: dict[str, int] | None) -> list[CheckResult]:
     checks = tuple(getattr(page.snap, "checks", ()))
     claims = [c.key().replace("_", " ") for c in checks]
     if not page.captured:
@@ -212,9 +213,15 @@ def _page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str
     if any(t.shown.numel == 0 and t.note for t in page.tensors):
         return [_not_checkable("; ".join(claims), "; ".join(t.note for t in page.tensors if t.note))]
     if page.layout.mismatch:
+        detail = f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): {page.layout.note}"
+        strange = [size for size in page.main.shown.shape if size != 1 and size not in (dims or {}).values()]
+        # an axis of a size no dimension of the run has fits no layout of the step; sizes the run has may be a layout
+        # the catalogue does not know (a loop over heads): unrecognised, not failed
+        evidence = Evidence(PROPERTY, "a shape that fits some layout of the step",
+                            f"your {page.variables} has an axis of {strange[0]}, a size none of the run's dimensions "
+                            f"({', '.join(f'{k} = {v}' for k, v in (dims or {}).items())}) has") if strange else None
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
-                            detail=f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): "
-                            f"{page.layout.note}")]
+                            detail=f"{evidence.message}; {detail}" if evidence else detail, evidence=evidence)]
     if page.layout.status is LayoutStatus.UNBOUND and page.layout.canonical is None and checks:
         lack = UnboundDimensions.of(page.layout.unbound, page.main.shown.shape, tuple(page.shape))
         return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]

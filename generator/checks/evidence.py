@@ -172,8 +172,8 @@ def _another_input(check: Any, s: TensorSource) -> Fit | None:
                 changed = dataclasses.replace(check, **{name: new})
                 if _holds(changed, s):
                     claim, _, detail = changed.verify(s)
-                    return Fit(True, f"your {_step(check, s)} is computed from {other} where {s.name(ref)} belongs: "
-                                     f"with {other} in its place, it {claim} ({detail})")
+                    return Fit(True, f"your {_step(check, s)} is computed from {other} where {s.name(ref)} belongs "
+                                     f"(with {other} in its place: {claim}; {detail})")
     return Fit(False, f"none of the {searched} captured tensors of the inputs' shapes fits in their place") \
         if searched else None
 
@@ -186,8 +186,8 @@ def _operand_left_out(check: Any, s: TensorSource) -> Fit | None:
             changed = dataclasses.replace(check, **{name: value[:i] + value[i + 1:]})
             if _holds(changed, s):
                 claim, _, detail = changed.verify(s)
-                return Fit(True, f"your {_step(check, s)} leaves out {s.name(ref)}: without it, it {claim} "
-                                 f"({detail})")
+                return Fit(True, f"your {_step(check, s)} leaves out {s.name(ref)} (without it: {claim}; "
+                                 f"{detail})")
         return Fit(False, "no operand left out fits")
     return None
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from transformer_trace.checks import THIS, Check, close, tolerance
+from transformer_trace.checks.evidence import Property
 from transformer_trace.checks.masks import mask_allows
 from transformer_trace.registry import Registry
 from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
@@ -88,6 +89,13 @@ def _lower_triangle(T: int, S: int | None = None) -> torch.Tensor:
     return torch.arange(S)[None, :] <= torch.arange(S - T, S)[:, None]  # (T, S): key s allowed for query t
 
 
+def _mask_sees_later(check: CausalMaskBool, s: TensorSource) -> str | None:
+    allowed, kind = mask_allows(s.cpu(check.mask))
+    T = allowed.shape[-1]
+    seen = int((allowed & ~_lower_triangle(allowed.shape[-2], T)).sum())
+    return f"a position sees the next: your {kind} mask leaves {seen} future entries visible" if seen else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class CausalMaskBool(Check):
     """The ``mask`` (boolean either way round, or additive: ``mask_allows``) allows exactly on and below the
@@ -95,6 +103,8 @@ class CausalMaskBool(Check):
     and (from the run's second pass, when it has one) later bytes do not reach earlier positions."""
 
     DERIVES = "masked"
+    PROPERTIES = (Property("no query attends to a later key", "the mask's entries above the diagonal",
+                           _mask_sees_later),)
 
     masked: Ref = THIS
     scores: Ref

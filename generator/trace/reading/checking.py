@@ -147,9 +147,28 @@ def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and close(a.double(), b.double(), "")[0]
 
 
+def in_users_terms(result: CheckResult, labels: dict[str, TensorLabel], variables: dict[str, str]) -> CheckResult:
+    """A failure's diagnosis with the catalogue's record names (``blocks.0.attn.scores``) replaced by the user's
+    variables and the snapshot that shows them (``att (G11)``): what a student reads first is in their own names."""
+    if result.evidence is None or result.parts:
+        return result
+    message = result.evidence.message
+    for name in sorted(labels, key=len, reverse=True):  # the longest first: one name may begin another
+        label = labels[name]
+        variable = label.variable or variables.get(label.snapshot, "")
+        if name in message and variable and not label.derived_from:
+            said = f"{variable} ({label.snapshot})"
+            message = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", lambda _, said=said: said, message)
+    if message == result.evidence.message:
+        return result
+    return replace(result, detail=result.detail.replace(result.evidence.message, message, 1),
+                   evidence=replace(result.evidence, message=message))
+
+
 def _check_pages(pages: list[SnapshotPage], catalogue: Any, hit: int, dims: dict[str, int], source: Any, checked: Any,
                  read_labels: dict[str, TensorLabel], known: dict[str, Any],
                  stand_ins: list[tuple[Any, int, str, torch.Tensor]]) -> None:
+    variables = {page.label: page.variables for page in pages if page.captured}
     for page in pages:
         # a snapshot is judged on its own capture, even where an earlier one shows the same record point
         if source is not None and page.captured:
@@ -160,6 +179,7 @@ def _check_pages(pages: list[SnapshotPage], catalogue: Any, hit: int, dims: dict
                                       stand_ins, dims)
         else:
             page.checks = page_checks(page, checked, read_labels, dims=dims)
+        page.checks = [in_users_terms(result, read_labels, variables) for result in page.checks]
         page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
 
 

@@ -13,7 +13,8 @@ import torch
 from transformer_trace.checks import (
     CausalMask, CheckResult, ContextConcat, LayerNormOf, RowEquals, ScaledScores, SoftmaxRows, SumOf,
 )
-from transformer_trace.checks.evidence import BUG_FORM, PROPERTY, needs_evidence
+from transformer_trace.checks.base import needs_evidence
+from transformer_trace.checks.evidence import BUG_FORM, PROPERTY
 from transformer_trace.sources import ModuleRef, Ref, TensorDict
 from transformer_trace.trace.junit import junit_tree
 from transformer_trace.trace.verdicts import EXIT_FAILED, EXIT_PASSED, UNRECOGNISED, exit_status, verdict

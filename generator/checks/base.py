@@ -1,5 +1,6 @@
-"""What every check shares: ``CheckResult`` (passed, failed, unrecognised, not checkable), the typed ``Check`` base whose dataclass
-fields say what it reads, and ``close``, the float64 comparison every check's evidence comes from."""
+"""What every check shares: ``CheckResult`` (passed, failed, unrecognised, not checkable; ``needs_evidence``), the
+typed ``Check`` base whose dataclass fields say what it reads, and ``close``, the float64 comparison every check's
+evidence comes from."""
 
 from __future__ import annotations
 
@@ -89,9 +90,10 @@ class CheckResult:
     @classmethod
     def combined(cls, results: list[CheckResult], *, judge_checkable: bool = False) -> CheckResult:
         """One result for several checks of a snapshot, in ``parts``: failed when one failed; else unrecognised when one
-        was; passed when all passed; else not checkable. Its name is the claims that decided it (the failed ones, the passed ones; all when not
-        checkable). ``judge_checkable``: judged by the checks that could run, passed when one did and none failed (a
-        trace, whose source never has the weights); the others stay in ``parts`` and ``missing``."""
+        was; passed when all passed; else not checkable. Its name is the claims that decided it (the failed ones, the
+        passed ones; all when not checkable). ``judge_checkable``: judged by the checks that could run, passed when one
+        did and none failed (a trace, whose source never has the weights); the others stay in ``parts`` and
+        ``missing``."""
         if len(results) == 1:
             return results[0]
         ran = [r for r in results if r.checkable]
@@ -290,6 +292,24 @@ class Check(Typed):
 
 class UnfittableWeights(NotCheckable):
     """Without the weights, too few positions for a fitted gain and bias to prove anything."""
+
+
+def needs_evidence(result: CheckResult) -> CheckResult:
+    """A failed result without evidence becomes unrecognised (its detail: the forms tried and how far the step is from
+    each), the one place of that rule; a combined one is judged again from its parts. Passed, not checkable and
+    evidenced results stay."""
+    if result.parts:
+        parts = [needs_evidence(part) for part in result.parts]
+        if all(a.status == b.status for a, b in zip(parts, result.parts)):
+            return result
+        return CheckResult.combined(parts, judge_checkable=True)
+    if result.status != FAILED or result.evidence is not None:
+        return result
+    tried = "; ".join(result.tried)
+    return dataclasses.replace(
+        result, status=UNRECOGNISED,
+        detail=(f"unrecognised: your step matches none of the forms this check knows, and breaks no property it tests "
+                f"— {result.detail}" + (f"; bug forms tried: {tried}" if tried else "")))
 
 
 def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[bool, str]:

@@ -2,8 +2,9 @@
 the step is broken (a probability row that does not sum to 1, a query that attends to a later key, NaN where the
 inputs have none) or a named ``BugForm`` fits the numbers where no correct form the check knows did (1/√d missing, the
 softmax over the wrong axis, a residual dropped ...). Checks declare both (``Check.PROPERTIES``, ``Check.BUG_FORMS``);
-``Check.run`` looks for the evidence of a failure once (``find_evidence``), and ``needs_evidence`` is the one place
-where a failure without it becomes **unrecognised**: a form the tool does not know is never called a bug."""
+``Check.run`` looks for the evidence of a failure once (``find_evidence``), and ``needs_evidence`` (checks/base.py) is
+the one place where a failure without it becomes **unrecognised**: a form the tool does not know is never called a
+bug."""
 
 from __future__ import annotations
 
@@ -208,29 +209,3 @@ def _another_part(check: Any, s: TensorSource) -> Fit | None:
 def _step(check: Any, s: TensorSource) -> str:
     out = getattr(check, "out", None)
     return s.name(out) if isinstance(out, Ref) else "step"
-
-
-# --- the one place of the rule ------------------------------------------------------------------------------------
-
-
-def needs_evidence(result: Any) -> Any:
-    """A failed result without evidence becomes unrecognised (its detail: the forms tried and how far the step is from
-    each); a combined one is judged again from its parts. Passed, not checkable and evidenced results stay."""
-    from transformer_trace.checks.base import FAILED, UNRECOGNISED, CheckResult
-
-    if result.parts:
-        parts = [needs_evidence(part) for part in result.parts]
-        if parts == list(result.parts) and all(a.status == b.status for a, b in zip(parts, result.parts)):
-            return result
-        return CheckResult.combined(parts, judge_checkable=True)
-    if result.status != FAILED or result.evidence is not None:
-        return result
-    tried = "; ".join(result.tried)
-    return dataclasses.replace(
-        result, status=UNRECOGNISED,
-        detail=(f"unrecognised: your step matches none of the forms this check knows, and breaks no property it tests "
-                f"— {result.detail}" + (f"; bug forms tried: {tried}" if tried else "")))
-
-
-if typing.TYPE_CHECKING:  # pragma: no cover
-    from transformer_trace.checks.base import Check  # noqa: F401

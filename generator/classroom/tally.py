@@ -1,7 +1,7 @@
 """What a class page says, counted from the students' snapshots.json: per snapshot how many students' tensors were
-captured, passed, failed, were unrecognised or not checkable; the failures most students hit, with who hit them; each student's
-first failure. Every verdict is read through transformer_trace.trace.verdicts, the one place that knows how it is
-stored."""
+captured, passed, failed, were unrecognised or not checkable; the failures most students hit, with who hit them; each
+student's first failure. Every verdict is read through transformer_trace.trace.verdicts, the one place that knows how
+it is stored."""
 
 from __future__ import annotations
 

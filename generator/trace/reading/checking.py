@@ -18,7 +18,8 @@ from transformer_trace.checks import (
     FAILED, NOT_CHECKABLE, PASSED, CheckResult, UnfittableWeights, close, judged_at, tolerance,
 )
 from transformer_trace.checks.base import LOW_PRECISION
-from transformer_trace.checks.evidence import BUG_FORM, PROPERTY, Evidence, needs_evidence
+from transformer_trace.checks.base import needs_evidence
+from transformer_trace.checks.evidence import BUG_FORM, PROPERTY, Evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.reading.verify import LayoutStatus, catalogue_layout
 from transformer_trace.trace.reading.derived import derive_missing
@@ -217,7 +218,7 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
                 dims: dict[str, int] | None = None) -> list[CheckResult]:
     """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said
     in the user's terms (a snapshot to capture, the weights a trace does not have); a failure without evidence is
-    unrecognised (checks/evidence.py ``needs_evidence``: code the tool has never seen is not called wrong for a form it
+    unrecognised (checks/base.py ``needs_evidence``: code the tool has never seen is not called wrong for a form it
     does not know). ``stand_ins`` collects (page, the result's index, a record name, the module call's input that stood
     in for it: _stand_ins_agree)."""
     return [needs_evidence(result) for result in _page_checks(page, source, labels, known, stand_ins, dims)]

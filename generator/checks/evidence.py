@@ -121,10 +121,10 @@ def _substitutions(check: Any) -> tuple[BugForm, ...]:
     operand of a sum left out (a residual dropped), or with another part of a fused projection (K from the V slice)."""
     if not type(check).SUBSTITUTES:
         return ()
-    return (BugForm("computed from another tensor", "the check's claim with one input replaced by another captured "
-                    "tensor of its shape", _another_input),
-            BugForm(type(check).LEFT_OUT, "the check's claim with one operand of its sum left out", _operand_left_out),
-            BugForm("another part of the projection", "the check's claim with another of q, k, v", _another_part))
+    return (BugForm(type(check).LEFT_OUT, "the check's claim with one operand of its sum left out", _operand_left_out),
+            BugForm("another part of the projection", "the check's claim with another of q, k, v", _another_part),
+            BugForm("computed from another tensor", "the check's claim with one input replaced by another captured "
+                    "tensor of its shape", _another_input))
 
 
 def _holds(check: Any, s: TensorSource) -> bool:

@@ -135,3 +135,10 @@ def test_a_failure_with_evidence_exits_1_and_its_junit_message_leads_with_the_di
     assert message.startswith("first failure (pipeline order): your scores equal Q·Kᵀ without the 1/√4 scaling")
     assert message.endswith("marked at model.py:12")
     ET.fromstring(ET.tostring(failure))
+
+
+def test_a_softmax_of_the_scores_scaled_again_is_named_with_its_factor():
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(HS)
+    weights = torch.softmax(scores / math.sqrt(2), -1)  # 1/√C where the scores already hold 1/√hs
+    result = SoftmaxRows(out=Ref("w"), scores=Ref("s")).run(TensorDict({"w": weights, "s": scores}))
+    assert result.evidence.name == "another scaling inside the softmax" and "× 0.7071" in result.evidence.message

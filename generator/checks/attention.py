@@ -184,6 +184,29 @@ def _no_later_key(check: Any, s: TensorSource) -> str | None:
             else None)
 
 
+def _another_temperature(check: Any, s: TensorSource) -> Fit | None:
+    """The weights are the softmax of the scores times a constant c ≠ 1 (a scaling other than the scores' own, applied
+    inside the softmax: 1/√C for 1/√hs, or the 1/√hs applied twice); c fitted from the log-weights row by row."""
+    weights, logits = s.t(check.out), s.t(check.scores)
+    if weights.shape != logits.shape:
+        return None
+    used = torch.isfinite(logits) & (weights > 0)
+    count = used.sum(-1, keepdim=True).clamp_min(1)
+    log_w = torch.where(used, weights.clamp_min(1e-300).log(), 0.0)
+    x = torch.where(used, logits, 0.0)
+    x_c = torch.where(used, x - x.sum(-1, keepdim=True) / count, 0.0)
+    y_c = torch.where(used, log_w - log_w.sum(-1, keepdim=True) / count, 0.0)
+    if float((x_c * x_c).sum()) == 0.0:
+        return None
+    c = float((x_c * y_c).sum() / (x_c * x_c).sum())
+    if abs(c - 1) < 1e-3 or c <= 0:
+        return None
+    fits, detail = close(weights, torch.softmax(logits.masked_fill(~used, float("-inf")) * c, dim=-1),
+                         f"vs the softmax of the scores × {c:.4g}, the factor fitted")
+    return Fit(fits, f"your weights are the softmax of the scores × {c:.4g} (= 1/{1 / c:.4g}): a scaling other than "
+               f"the scores' own was applied inside the softmax ({detail})" if fits else detail)
+
+
 ROWS_SUM_TO_ONE = Property("probability rows sum to 1", "every row's sum and sign", _rows_sum_to_one)
 
 
@@ -199,7 +222,9 @@ class SoftmaxRows(Check):
     DERIVES = "out"
     OPTIONAL = (("q",), ("k",))
     BUG_FORMS = (BugForm("softmax over the wrong axis", "the weights' columns sum to 1, their rows do not",
-                         _over_queries),)
+                         _over_queries),
+                 BugForm("another scaling inside the softmax", "the weights vs the softmax of the scores times a "
+                         "fitted constant", _another_temperature))
     PROPERTIES = (Property("no query attends to a later key", "the weights above the diagonal (causal)",
                            _no_later_key), ROWS_SUM_TO_ONE)
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from transformer_trace.checks import (
-    CausalMask, CheckResult, ContextConcat, LayerNormOf, RowEquals, ScaledScores, SoftmaxRows, SumOf,
+    CausalMask, CheckResult, ContextConcat, ContextHeads, LayerNormOf, RowEquals, ScaledScores, SoftmaxRows, SumOf,
 )
 from transformer_trace.checks.base import needs_evidence
 from transformer_trace.checks.evidence import BUG_FORM, PROPERTY
@@ -142,3 +142,11 @@ def test_a_softmax_of_the_scores_scaled_again_is_named_with_its_factor():
     weights = torch.softmax(scores / math.sqrt(2), -1)  # 1/√C where the scores already hold 1/√hs
     result = SoftmaxRows(out=Ref("w"), scores=Ref("s")).run(TensorDict({"w": weights, "s": scores}))
     assert result.evidence.name == "another scaling inside the softmax" and "× 0.7071" in result.evidence.message
+
+
+def test_per_head_context_read_from_heads_merged_in_place_is_named():
+    probs = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(HS), -1)
+    read = (probs @ V).reshape(B, T, H * HS).reshape(B, T, H, HS).transpose(1, 2)
+    result = ContextHeads(out=Ref("c"), probs=Ref("p"), v_heads=Ref("v")).run(TensorDict({"c": read, "p": probs,
+                                                                                         "v": V}))
+    assert result.evidence.name == "heads merged without moving the axis back"

@@ -19,7 +19,7 @@ from transformer_trace.checks import (
 )
 from transformer_trace.checks.base import LOW_PRECISION
 from transformer_trace.checks.base import needs_evidence
-from transformer_trace.checks.evidence import BUG_FORM, PROPERTY, Evidence
+from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.reading.verify import LayoutStatus, catalogue_layout
 from transformer_trace.trace.reading.derived import derive_missing
@@ -234,15 +234,12 @@ def _page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str
     if any(t.shown.numel == 0 and t.note for t in page.tensors):
         return [_not_checkable("; ".join(claims), "; ".join(t.note for t in page.tensors if t.note))]
     if page.layout.mismatch:
-        detail = f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): {page.layout.note}"
-        strange = [size for size in page.main.shown.shape if size != 1 and size not in (dims or {}).values()]
-        # an axis of a size no dimension of the run has fits no layout of the step; sizes the run has may be a layout
-        # the catalogue does not know (a loop over heads): unrecognised, not failed
-        evidence = Evidence(PROPERTY, "a shape that fits some layout of the step",
-                            f"your {page.variables} has an axis of {strange[0]}, a size none of the run's dimensions "
-                            f"({', '.join(f'{k} = {v}' for k, v in (dims or {}).items())}) has") if strange else None
+        # a shape the catalogue's layouts do not read is no evidence: one batch item's one head in a loop over heads,
+        # a slice of a tensor, are layouts too (a fresh implementation's per-head (N, hs) slices were called wrong so):
+        # unrecognised (needs_evidence), the page's shape row saying it does not match
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
-                            detail=f"{evidence.message}; {detail}" if evidence else detail, evidence=evidence)]
+                            detail=f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): "
+                            f"{page.layout.note}")]
     if page.layout.status is LayoutStatus.UNBOUND and page.layout.canonical is None and checks:
         lack = UnboundDimensions.of(page.layout.unbound, page.main.shown.shape, tuple(page.shape))
         return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from transformer_trace.checks import (
-    CausalMask, CheckResult, ContextConcat, ContextHeads, LayerNormOf, RowEquals, ScaledScores, SoftmaxRows, SumOf,
+    CausalMask, CheckResult, ContextConcat, ContextHeads, LayerNormOf, RowEquals, SameTensor, ScaledScores, SoftmaxRows,
+    SumOf,
 )
 from transformer_trace.checks.base import needs_evidence
 from transformer_trace.checks.evidence import BUG_FORM, PROPERTY
@@ -74,7 +75,8 @@ def test_nan_where_the_inputs_have_none_is_evidence():
 def test_a_step_computed_from_another_tensor_or_with_an_operand_left_out_is_named():
     tensors = {"x": X, "sub": SUB, "ln": torch.nn.functional.layer_norm(SUB, (H * HS,))}
     wrong = LayerNormOf(out=Ref("ln"), x=Ref("x"), module=ModuleRef("norm")).run(TensorDict(tensors))
-    assert wrong.evidence.name == "computed from another tensor" and "from sub where x belongs" in wrong.evidence.message
+    assert wrong.evidence.name == "computed from another tensor"
+    assert "from sub where x belongs" in wrong.evidence.message
     dropped = SumOf(out=Ref("y"), operands=(Ref("x"), Ref("sub"))).run(TensorDict({"y": SUB.clone(), "x": X,
                                                                                     "sub": SUB}))
     assert dropped.evidence.name == "residual dropped" and "leaves out x" in dropped.evidence.message
@@ -118,7 +120,8 @@ def test_unrecognised_alone_exits_0_and_is_skipped_in_junit_with_its_word():
     assert [verdict(s) for s in DATA["snapshots"]] == ["passed", UNRECOGNISED, "not checkable"]
     assert exit_status(DATA) == EXIT_PASSED
     root = junit_tree(DATA).getroot()
-    skipped = [case.find("skipped").get("message") for case in root.iter("testcase") if case.find("skipped") is not None]
+    skipped = [case.find("skipped").get("message") for case in root.iter("testcase")
+               if case.find("skipped") is not None]
     assert skipped[0].startswith("unrecognised: equals Q·Kᵀ / √hs") and root.get("skipped") == "2"
     assert root.get("failures") == "0"
 
@@ -150,3 +153,12 @@ def test_per_head_context_read_from_heads_merged_in_place_is_named():
     result = ContextHeads(out=Ref("c"), probs=Ref("p"), v_heads=Ref("v")).run(TensorDict({"c": read, "p": probs,
                                                                                          "v": V}))
     assert result.evidence.name == "heads merged without moving the axis back"
+
+
+def test_a_layer_norm_of_its_input_plus_another_tensor_is_named():
+    memory = torch.randn(B, T + 3, H * HS, dtype=torch.float64)
+    out = torch.nn.functional.layer_norm(X + memory[:, :T], (H * HS,))
+    check = SameTensor(out=Ref("y"), source=Ref("x"), claim="the decoder's output, normalised", or_layer_norm=True)
+    result = check.run(TensorDict({"y": out, "x": X, "memory": memory}))
+    assert result.evidence.name == "another tensor added"
+    assert "x + memory (its first (2, 5, 8))" in result.evidence.message

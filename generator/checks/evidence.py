@@ -124,7 +124,9 @@ def _substitutions(check: Any) -> tuple[BugForm, ...]:
     return (BugForm(type(check).LEFT_OUT, "the check's claim with one operand of its sum left out", _operand_left_out),
             BugForm("another part of the projection", "the check's claim with another of q, k, v", _another_part),
             BugForm("computed from another tensor", "the check's claim with one input replaced by another captured "
-                    "tensor of its shape", _another_input))
+                    "tensor of its shape", _another_input),
+            BugForm("another tensor added", "the check's claim with another captured tensor (its leading part, "
+                    "where longer) added to one input", _another_added))
 
 
 def _holds(check: Any, s: TensorSource) -> bool:
@@ -177,6 +179,45 @@ def _another_input(check: Any, s: TensorSource) -> Fit | None:
                                      f"(with {other} in its place: {claim}; {detail})")
     return Fit(False, f"none of the {searched} captured tensors of the inputs' shapes fits in their place") \
         if searched else None
+
+
+def _leading_part(tensor: torch.Tensor, shape: torch.Size) -> torch.Tensor | None:
+    """``tensor`` cut to ``shape`` from the start of each axis (a longer sequence's first positions), or None."""
+    if tensor.dim() != len(shape) or any(have < want for have, want in zip(tensor.shape, shape)):
+        return None
+    return tensor[tuple(slice(0, want) for want in shape)]
+
+
+def _another_added(check: Any, s: TensorSource) -> Fit | None:
+    tensors = getattr(s, "tensors", None)
+    if not isinstance(tensors, dict) or not dataclasses.is_dataclass(s):
+        return None
+    out = getattr(check, "out", None)
+    searched = 0
+    for name, value in _input_fields(check):
+        refs = value if isinstance(value, tuple) else (value,)
+        for i, ref in enumerate(refs):
+            if not s.has(ref):
+                continue
+            own = s.t(ref)
+            for other, tensor in tensors.items():
+                step = s.name(out) if isinstance(out, Ref) else ""
+                if other in (s.name(ref), step) or not tensor.is_floating_point():
+                    continue
+                part = _leading_part(tensor.detach().cpu().double(), own.shape)
+                if part is None:
+                    continue
+                searched += 1
+                added = Ref("@added")
+                changed = dataclasses.replace(
+                    check, **{name: (*value[:i], added, *value[i + 1:]) if isinstance(value, tuple) else added})
+                source = dataclasses.replace(s, tensors={**tensors, "@added": own + part})
+                if _holds(changed, source):
+                    claim, _, detail = changed.verify(source)
+                    cut = "" if part.shape == tensor.shape else f" (its first {tuple(part.shape)})"
+                    return Fit(True, f"your {_step(check, s)} is computed from {s.name(ref)} + {other}{cut} where "
+                                     f"{s.name(ref)} alone belongs ({claim}; {detail})")
+    return Fit(False, f"none of the {searched} captured tensors added to an input fits") if searched else None
 
 
 def _operand_left_out(check: Any, s: TensorSource) -> Fit | None:

@@ -9,7 +9,7 @@ bug."""
 from __future__ import annotations
 
 import dataclasses
-import typing
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -220,16 +220,21 @@ def _another_added(check: Any, s: TensorSource) -> Fit | None:
     return Fit(False, f"none of the {searched} captured tensors added to an input fits") if searched else None
 
 
+def _fewer(operands: tuple[Ref, ...]) -> list[tuple[Ref, ...]]:
+    """The operands with some left out (at least one kept), the fewest left out first, in order."""
+    return [kept for size in range(len(operands) - 1, 0, -1) for kept in itertools.combinations(operands, size)]
+
+
 def _operand_left_out(check: Any, s: TensorSource) -> Fit | None:
     for name, value in _input_fields(check):
         if not isinstance(value, tuple) or len(value) < 2 or not all(s.has(ref) for ref in value):
             continue
-        for i, ref in enumerate(value):
-            changed = dataclasses.replace(check, **{name: value[:i] + value[i + 1:]})
+        for kept in _fewer(value):  # one operand left out first, then two ...
+            changed = dataclasses.replace(check, **{name: kept})
             if _holds(changed, s):
                 claim, _, detail = changed.verify(s)
-                return Fit(True, f"your {_step(check, s)} leaves out {s.name(ref)} (without it: {claim}; "
-                                 f"{detail})")
+                left = " and ".join(s.name(ref) for ref in value if ref not in kept)
+                return Fit(True, f"your {_step(check, s)} leaves out {left} (without it: {claim}; {detail})")
         return Fit(False, "no operand left out fits")
     return None
 

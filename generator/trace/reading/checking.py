@@ -157,7 +157,8 @@ def in_users_terms(result: CheckResult, labels: dict[str, TensorLabel], variable
     for name in sorted(labels, key=len, reverse=True):  # the longest first: one name may begin another
         label = labels[name]
         variable = label.variable or variables.get(label.snapshot, "")
-        if name in message and variable and not label.derived_from:
+        # a record name that is a plain word ("mask") would be replaced in the prose too: dotted or snake names only
+        if name in message and variable and not label.derived_from and any(c in name for c in "._"):
             said = f"{variable} ({label.snapshot})"
             message = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", lambda _, said=said: said, message)
     if message == result.evidence.message:

@@ -162,8 +162,14 @@ def _over_queries(check: Any, s: TensorSource) -> Fit | None:
 
 
 def _rows_sum_to_one(check: Any, s: TensorSource) -> str | None:
+    """Rows that do not sum to 1, among the finite ones: a row of NaN (a query whose every key is masked with −inf)
+    is a form's matter, not evidence."""
     weights = s.t(check.out)
     sums = weights.sum(-1)
+    finite = torch.isfinite(sums)
+    if not bool(finite.any()):
+        return None
+    sums = torch.where(finite, sums, 1.0)
     worst, negative = float((sums - 1).abs().max()), int((weights < 0).sum())
     if worst <= tolerance() and negative == 0:
         return None

@@ -123,10 +123,10 @@ def test_a_junit_file_parses_and_counts_what_the_overview_counts(traced, variant
         assert int(element.get("failures")) == counts["failed"] == len(suite.findall("testcase/failure"))
         skipped = counts["total"] - counts["captured"] + counts["unchecked"] + counts["unrecognised"]
         assert int(element.get("skipped")) == skipped == len(suite.findall("testcase/skipped"))
+        assert int(element.get("errors")) == script_case == len(suite.findall("testcase/error"))
     unrecognised = [c for c in cases if (c.find("skipped") is not None
                                          and c.find("skipped").get("message").startswith("unrecognised:"))]
     assert len(unrecognised) == counts["unrecognised"]
-        assert int(element.get("errors")) == script_case == len(suite.findall("testcase/error"))
     overview = (folder / "index.md").read_text(encoding="utf-8")
     checks = (f"**{counts['passed']} passed**, **{counts['failed']} failed**, {counts['unrecognised']} unrecognised, "
               f"{counts['unchecked']} not checkable")

@@ -46,8 +46,9 @@ def snapshots_json(identity: dict[str, Any], report: Any, run: Any, pages: list[
 
 
 def check_entry(check: Any) -> dict[str, Any]:
-    """A verdict: ``passed`` true, false, or null when not checkable (CheckResult.json, the one place of that rule)."""
-    return {key: value for key, value in check.json().items() if key != "status"}
+    """A verdict: ``passed`` true, false, or null when not judged (CheckResult.json, the one place of that rule); its
+    ``status`` only where ``passed`` alone does not tell it (unrecognised, not checkable alike null)."""
+    return {key: value for key, value in check.json().items() if key != "status" or value == "unrecognised"}
 
 
 def snapshot_entry(p: Any) -> dict[str, Any]:

@@ -125,11 +125,15 @@ def test_a_junit_file_parses_and_counts_what_the_overview_counts(traced, variant
         assert int(element.get("tests")) == len(cases)
         assert int(element.get("failures")) == counts["failed"] == len(suite.findall("testcase/failure"))
         assert int(element.get("errors")) == script_case == len(suite.findall("testcase/error"))
-    skipped = counts["total"] - counts["captured"] + counts["unchecked"]
+    skipped = counts["total"] - counts["captured"] + counts["unchecked"] + counts["unrecognised"]
     assert int(suite.get("skipped")) == skipped == len(suite.findall("testcase/skipped"))
     assert suite.get("name") == variant and {c.get("classname").split(".")[0] for c in cases} == {variant}
+    unrecognised = [c for c in cases if (c.find("skipped") is not None
+                                         and c.find("skipped").get("message").startswith("unrecognised:"))]
+    assert len(unrecognised) == counts["unrecognised"]
     overview = (folder / "index.md").read_text(encoding="utf-8")
-    checks = f"**{counts['passed']} passed**, **{counts['failed']} failed**, {counts['unchecked']} not checkable"
+    checks = (f"**{counts['passed']} passed**, **{counts['failed']} failed**, {counts['unrecognised']} unrecognised, "
+              f"{counts['unchecked']} not checkable")
     assert checks in overview
     for case in cases:
         assert case.get("classname") and case.get("name")
@@ -152,11 +156,13 @@ def test_the_class_page_counts_every_snapshot_as_the_students_reports_do(classro
         report = traced[variant][1]
         for snap in report["snapshots"]:
             counts = expected.setdefault((report["catalogue"], snap["label"]),
-                                         {"passed": 0, "failed": 0, "not checkable": 0, "not captured": 0})
+                                         {"passed": 0, "failed": 0, "unrecognised": 0, "not checkable": 0,
+                                          "not captured": 0})
             passed = snap["check"]["passed"]
             counts["not captured" if not snap["captured"] else "passed" if passed else "failed" if passed is False
-                   else "not checkable"] += 1
-    got = {(s["catalogue"], s["label"]): {k: s[k] for k in ("passed", "failed", "not checkable", "not captured")}
+                   else "unrecognised" if snap["check"].get("status") == "unrecognised" else "not checkable"] += 1
+    got = {(s["catalogue"], s["label"]): {k: s[k] for k in ("passed", "failed", "unrecognised", "not checkable",
+                                                            "not captured")}
            for s in data["snapshots"]}
     assert got == expected
     wanted = {"passed": 0, "failed": 0, "script failed": 0, "no report": 0}

@@ -27,7 +27,8 @@ from transformer_trace.checks.attention import (
     ContextConcat, ContextHeads, HeadsRejoin, LinearHeads, ScaledScores, SoftmaxRows, _heads,
 )
 from transformer_trace.checks.base import (
-    FAILED, GELU_MINIMUM, INPUT, MODULE, NOT_CHECKABLE, PARAMETER, PASSED, TENSOR, TENSORS, THIS, TOLERANCE, VALUE,
+    FAILED, GELU_MINIMUM, INPUT, MODULE, NOT_CHECKABLE, PARAMETER, PASSED, TENSOR, TENSORS, THIS, TOLERANCE,
+    UNRECOGNISED, VALUE,
     Check, CheckResult, Typed, UnfittableWeights, close, field_kind, judged_at, linear, tolerance,
 )
 from transformer_trace.checks.masks import CausalMask, mask_allows

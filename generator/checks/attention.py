@@ -5,12 +5,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from transformer_trace.checks.base import Check, THIS, close, linear, tolerance
+from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.masks import mask_allows
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
+
+
+def _split_in_place(check: Any, s: TensorSource) -> Fit | None:
+    """Each per-head tensor the full projection (B, L, C) reshaped straight to (B, h, L, hs), no transpose."""
+    worst = []
+    for h_ref, f_ref in zip(check.heads, check.full):
+        h = s.t(h_ref)
+        fits, detail = close(h, s.t(f_ref).reshape(h.shape), f"{s.name(h_ref)} vs {s.name(f_ref)} reshaped to "
+                             "(B, h, L, hs) without the transpose")
+        if fits:
+            return Fit(True, f"the heads were split without moving the heads axis: your {s.name(h_ref)} is "
+                             f"{s.name(f_ref)} reshaped straight to (B, h, L, hs) ({detail})")
+        worst.append(detail)
+    return Fit(False, "; ".join(worst)) if worst else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,6 +35,8 @@ class HeadsRejoin(Check):
 
     READS_LOCALS = True  # the projections a split-only line reads and no snapshot shows (trace/reading/weights.py)
     CALLS_BOUND = frozenset({"linear"})  # or the Linear the line called (trace/reading/weights.py)
+    BUG_FORMS = (BugForm("heads split without moving the axis", "each per-head tensor vs its projection reshaped "
+                         "without the transpose", _split_in_place),)
 
     heads: tuple[Ref, ...]
     full: tuple[Ref, ...]
@@ -43,6 +61,30 @@ def _heads(x: torch.Tensor, h: int) -> torch.Tensor:
     return x
 
 
+def _unscaled(check: ScaledScores, s: TensorSource) -> Fit:
+    scores, product, hs = check.product(s)
+    fits, detail = close(scores, product, "vs Q·Kᵀ unscaled")
+    return Fit(fits, f"your scores equal Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) scaling ({detail})"
+               if fits else detail)
+
+
+def _another_scale(check: ScaledScores, s: TensorSource) -> Fit | None:
+    """The scores Q·Kᵀ times one constant that is not 1/√hs (1/√C, 1/hs): the constant fitted over the finite
+    entries."""
+    scores, product, hs = check.product(s)
+    finite = torch.isfinite(scores)
+    x, y = product[finite], scores[finite]
+    if x.numel() == 0 or float((x * x).sum()) == 0.0:
+        return None
+    c = float((x * y).sum() / (x * x).sum())
+    if abs(c * math.sqrt(hs) - 1) < 1e-3 or abs(c - 1) < 1e-3 or c <= 0:
+        return None  # the right scale, or none (the form above)
+    fits, detail = close(y, c * x, f"vs Q·Kᵀ × {c:.4g}, the factor fitted")
+    as_root = f" = 1/√{1 / c ** 2:.4g}"
+    return Fit(fits, f"your scores equal Q·Kᵀ × {c:.4g}{as_root} where the scaling is 1/√{hs} (= "
+               f"{1 / math.sqrt(hs):.4f}) ({detail})" if fits else detail)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScaledScores(Check):
     """Tensors only: ``out`` = Q·Kᵀ/√hs per head, from the queries ``q`` and keys ``k``, per head (B, h, L, hs) or whole
@@ -54,6 +96,8 @@ class ScaledScores(Check):
 
     DERIVES = "out"
     OPTIONAL = (("probs",),)
+    BUG_FORMS = (BugForm("1/√d missing", "the scores vs Q·Kᵀ unscaled", _unscaled),
+                 BugForm("another scaling than 1/√hs", "the scores vs Q·Kᵀ times a fitted constant", _another_scale))
 
     out: Ref = THIS
     q: Ref
@@ -78,11 +122,15 @@ class ScaledScores(Check):
             later = self._scaled_later(s, scores, hs) if unscaled else None
             if later is not None:
                 return f"equals Q·Kᵀ, the 1/√hs applied at the softmax ({self.probs_label})", True, f"{plain}; {later}"
-            if unscaled:
-                detail += f"; the scores equal Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) scaling"
-                if self.probs is not None:
-                    detail += f", and {self.probs_label} is not its softmax with the scaling either"
+            if unscaled and self.probs is not None:
+                detail += f"; {self.probs_label} is not its softmax with the scaling either"
         return "equals Q·Kᵀ / √hs", passed, detail
+
+    def product(self, s: TensorSource) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """(the scores, Q·Kᵀ per head, hs), for the bug forms."""
+        scores = s.t(self.out)
+        q, k = _heads(s.t(self.q), scores.shape[1]), _heads(s.t(self.k), scores.shape[1])
+        return scores, q @ k.transpose(-2, -1), q.shape[-1]
 
     def _scaled_later(self, s: TensorSource, scores: torch.Tensor, hs: int) -> str | None:
         """The evidence that the probabilities are the softmax of ``scores``/√hs (the entries they give no weight
@@ -101,6 +149,73 @@ class ScaledScores(Check):
         return None
 
 
+def _over_queries(check: Any, s: TensorSource) -> Fit | None:
+    weights = s.t(check.out)
+    if weights.dim() < 2:
+        return None
+    columns = weights.sum(-2)
+    worst = float((columns - 1).abs().max())
+    fits = worst <= tolerance() and float((weights.sum(-1) - 1).abs().max()) > tolerance()
+    return Fit(fits, f"the softmax ran over the wrong axis: it is the columns (the query axis) that sum to 1 "
+               f"({columns.numel():,} columns, at most {worst:.1e} away from 1)" if fits
+               else f"columns sum to 1 at most {worst:.1e} away")
+
+
+def _rows_sum_to_one(check: Any, s: TensorSource) -> str | None:
+    """Rows that do not sum to 1, among the finite ones: a row of NaN (a query whose every key is masked with −inf)
+    is a form's matter, not evidence."""
+    weights = s.t(check.out)
+    sums = weights.sum(-1)
+    finite = torch.isfinite(sums)
+    if not bool(finite.any()):
+        return None
+    sums = torch.where(finite, sums, 1.0)
+    worst, negative = float((sums - 1).abs().max()), int((weights < 0).sum())
+    if worst <= tolerance() and negative == 0:
+        return None
+    return (f"your {s.name(check.out)} is not a probability distribution over the keys: a row sums to "
+            f"{float(sums.flatten()[int((sums - 1).abs().argmax())]):.4g} ({worst:.1e} away from 1), {negative} "
+            "negative weights")
+
+
+def _no_later_key(check: Any, s: TensorSource) -> str | None:
+    if not getattr(check, "causal", False):
+        return None
+    weights = s.t(check.out)
+    queries, keys = weights.shape[-2:]
+    above = torch.triu(torch.ones(queries, keys, dtype=torch.bool), diagonal=1)
+    future = float(weights[..., above].abs().max()) if above.any() else 0.0
+    seen = int((weights[..., above] != 0).sum()) if above.any() else 0
+    return (f"a position sees the next: {seen} weights on a later position, the largest {future:g}" if future
+            else None)
+
+
+def _another_temperature(check: Any, s: TensorSource) -> Fit | None:
+    """The weights are the softmax of the scores times a constant c ≠ 1 (a scaling other than the scores' own, applied
+    inside the softmax: 1/√C for 1/√hs, or the 1/√hs applied twice); c fitted from the log-weights row by row."""
+    weights, logits = s.t(check.out), s.t(check.scores)
+    if weights.shape != logits.shape:
+        return None
+    used = torch.isfinite(logits) & (weights > 0)
+    count = used.sum(-1, keepdim=True).clamp_min(1)
+    log_w = torch.where(used, weights.clamp_min(1e-300).log(), 0.0)
+    x = torch.where(used, logits, 0.0)
+    x_c = torch.where(used, x - x.sum(-1, keepdim=True) / count, 0.0)
+    y_c = torch.where(used, log_w - log_w.sum(-1, keepdim=True) / count, 0.0)
+    if float((x_c * x_c).sum()) == 0.0:
+        return None
+    c = float((x_c * y_c).sum() / (x_c * x_c).sum())
+    if abs(c - 1) < 1e-3 or c <= 0:
+        return None
+    fits, detail = close(weights, torch.softmax(logits.masked_fill(~used, float("-inf")) * c, dim=-1),
+                         f"vs the softmax of the scores × {c:.4g}, the factor fitted")
+    return Fit(fits, f"your weights are the softmax of the scores × {c:.4g} (= 1/{1 / c:.4g}): a scaling other than "
+               f"the scores' own was applied inside the softmax ({detail})" if fits else detail)
+
+
+ROWS_SUM_TO_ONE = Property("probability rows sum to 1", "every row's sum and sign", _rows_sum_to_one)
+
+
 @dataclass(frozen=True, kw_only=True)
 class SoftmaxRows(Check):
     """Tensors only: rows of ``out`` (over the last axis, the keys) are the softmax of ``scores`` (plus the ``mask``,
@@ -112,6 +227,12 @@ class SoftmaxRows(Check):
 
     DERIVES = "out"
     OPTIONAL = (("q",), ("k",))
+    BUG_FORMS = (BugForm("softmax over the wrong axis", "the weights' columns sum to 1, their rows do not",
+                         _over_queries),
+                 BugForm("another scaling inside the softmax", "the weights vs the softmax of the scores times a "
+                         "fitted constant", _another_temperature))
+    PROPERTIES = (Property("no query attends to a later key", "the weights above the diagonal (causal)",
+                           _no_later_key), ROWS_SUM_TO_ONE)
 
     out: Ref = THIS
     scores: Ref
@@ -142,8 +263,6 @@ class SoftmaxRows(Check):
         detail = (f"{row_sums.numel():,} rows over the keys (last axis): a row sum is at most {worst_sum:.1e} away "
                   f"from 1{'' if worst_sum <= tolerance() else ' (NOT probability distributions)'}; "
                   f"{negative} negative weights")
-        if not passed and weights.dim() >= 2 and float((weights.sum(-2) - 1).abs().max()) <= tolerance():
-            detail += "; it is the columns (the query axis) that sum to 1: the softmax ran over the wrong axis"
         logits = s.t(self.scores)
         if self.mask is not None:
             allowed, _ = mask_allows(s.cpu(self.mask))
@@ -188,12 +307,25 @@ class SoftmaxRows(Check):
                      f"scores read are Q·Kᵀ unscaled: the 1/√{hs} applied inside the softmax)")
 
 
+def _merged_in_place(check: Any, s: TensorSource) -> Fit | None:
+    """(weights·V) of shape (B, h, T, hs) reshaped straight to (B, T, C), the heads axis not moved back first."""
+    probs = s.t(check.probs)
+    ctx = probs @ _heads(s.t(check.v), probs.shape[1])
+    B, H, T, hs = ctx.shape
+    fits, detail = close(s.t(check.out), ctx.reshape(B, T, H * hs), "vs (weights·V) reshaped from (B, h, T, hs) "
+                         "without the transpose")
+    return Fit(fits, f"the heads were merged without moving the heads axis back: your {s.name(check.out)} is "
+               f"(weights·V) of shape (B, h, T, hs) reshaped straight to (B, T, C) ({detail})" if fits else detail)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ContextConcat(Check):
     """Tensors only: ``out`` (B, T, C) is probs·V per head with the heads concatenated; ``v`` per head (B, h, S, hs) or
     whole (B, S, C), then split into the probabilities' heads."""
 
     DERIVES = "out"
+    BUG_FORMS = (BugForm("heads merged without moving the axis back", "the output vs (weights·V) reshaped without "
+                         "the transpose", _merged_in_place),)
 
     out: Ref = THIS
     probs: Ref
@@ -213,11 +345,24 @@ class ContextConcat(Check):
         return "equals the heads' weights·V, concatenated", passed, detail
 
 
+def _heads_of_merged_in_place(check: Any, s: TensorSource) -> Fit | None:
+    """Per-head context read from a (B, T, C) merged without the transpose: probs·V reshaped straight to (B, T, C),
+    then split into heads as the catalogue reads it."""
+    ctx = s.t(check.probs) @ s.t(check.v_heads)
+    B, H, T, hs = ctx.shape
+    read = ctx.reshape(B, T, H * hs).reshape(B, T, H, hs).transpose(1, 2)
+    fits, detail = close(s.t(check.out), read, "vs probs·V merged without the transpose, then split into heads")
+    return Fit(fits, f"the heads were merged without moving the heads axis back: your {s.name(check.out)} is "
+               f"(probs·V) of shape (B, h, T, hs) reshaped straight to (B, T, C) ({detail})" if fits else detail)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ContextHeads(Check):
     """Tensors only: ``out`` (B, h, T, hs) is probs·V."""
 
     DERIVES = "out"
+    BUG_FORMS = (BugForm("heads merged without moving the axis back", "the output vs probs·V merged without the "
+                         "transpose", _heads_of_merged_in_place),)
 
     out: Ref = THIS
     probs: Ref

@@ -1,5 +1,6 @@
-"""What every check shares: ``CheckResult`` (passed, failed, not checkable), the typed ``Check`` base whose dataclass
-fields say what it reads, and ``close``, the float64 comparison every check's evidence comes from."""
+"""What every check shares: ``CheckResult`` (passed, failed, unrecognised, not checkable; ``needs_evidence``), the
+typed ``Check`` base whose dataclass fields say what it reads, and ``close``, the float64 comparison every check's
+evidence comes from."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from transformer_trace.checks.evidence import BugForm, Evidence, Property, find_evidence
 from transformer_trace.sources import InputRef, MissingTensor, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 
 
@@ -49,14 +51,19 @@ GELU_MINIMUM = -0.1701  # GELU's minimum, −0.16997 (−0.17004 with the tanh a
 THIS = Ref("")  # in a snapshot's check: the tensor the snapshot centres on (bound by the Snapshot)
 
 PASSED, FAILED, NOT_CHECKABLE = "passed", "failed", "not checkable"
+# a failure without evidence (checks/evidence.py): the step fits no form the check knows and breaks no property it
+# tests; not a bug, not a pass
+UNRECOGNISED = "unrecognised"
 
 
 @dataclass(frozen=True)
 class CheckResult:
     """The outcome of one check: its claim, whether it held, and the evidence in words.
 
-    ``status`` is "passed", "failed" or "not checkable"; a check that could not run names what
-    it lacked in ``missing`` (record names, modules, parameters or inputs) and is not ``passed``.
+    ``status`` is "passed", "failed", "unrecognised" or "not checkable"; a check that could not run names what
+    it lacked in ``missing`` (record names, modules, parameters or inputs) and is not ``passed``. A failure carries its
+    ``evidence`` (checks/evidence.py: the property broken or the bug form that fitted), or, where none was found, what
+    the bug forms tried found (``tried``): ``needs_evidence`` makes it unrecognised.
     """
 
     name: str
@@ -67,11 +74,14 @@ class CheckResult:
     parts: tuple[CheckResult, ...] = ()  # the results it combines (``combined``), when several
     # ``missing``, typed: what stopped it
     lacks: tuple[NotCheckable, ...] = dataclasses.field(default=(), compare=False, repr=False)
+    evidence: Evidence | None = dataclasses.field(default=None, compare=False)
+    tried: tuple[str, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.status:
             object.__setattr__(self, "status", PASSED if self.passed else FAILED)
-        if self.status not in (PASSED, FAILED, NOT_CHECKABLE) or (self.status == PASSED) != bool(self.passed):
+        if (self.status not in (PASSED, FAILED, UNRECOGNISED, NOT_CHECKABLE)
+                or (self.status == PASSED) != bool(self.passed)):
             raise ValueError(f"inconsistent check result: status {self.status!r}, passed {self.passed!r}")
 
     @property
@@ -80,15 +90,18 @@ class CheckResult:
 
     @classmethod
     def combined(cls, results: list[CheckResult], *, judge_checkable: bool = False) -> CheckResult:
-        """One result for several checks of a snapshot, in ``parts``: failed when one failed; passed when all passed;
-        else not checkable. Its name is the claims that decided it (the failed ones, the passed ones; all when not
-        checkable). ``judge_checkable``: judged by the checks that could run, passed when one did and none failed (a
-        trace, whose source never has the weights); the others stay in ``parts`` and ``missing``."""
+        """One result for several checks of a snapshot, in ``parts``: failed when one failed; else unrecognised when one
+        was; passed when all passed; else not checkable. Its name is the claims that decided it (the failed ones, the
+        passed ones; all when not checkable). ``judge_checkable``: judged by the checks that could run, passed when one
+        did and none failed (a trace, whose source never has the weights); the others stay in ``parts`` and
+        ``missing``."""
         if len(results) == 1:
             return results[0]
         ran = [r for r in results if r.checkable]
         if any(r.status == FAILED for r in results):
             status = FAILED
+        elif any(r.status == UNRECOGNISED for r in results):
+            status = UNRECOGNISED
         elif ran and (judge_checkable or len(ran) == len(results)):
             status = PASSED
         else:
@@ -98,12 +111,15 @@ class CheckResult:
         return cls(name="; ".join(dict.fromkeys(r.name for r in deciding)), passed=status == PASSED,
                    detail=" — ".join(f"{r.name}: {r.detail}" for r in results), status=status,
                    missing=tuple(dict.fromkeys(m for r in results for m in r.missing)), parts=tuple(results),
-                   lacks=tuple(lack for r in results for lack in r.lacks))
+                   lacks=tuple(lack for r in results for lack in r.lacks),
+                   evidence=next((r.evidence for r in results if r.status == FAILED and r.evidence), None))
 
     def json(self) -> dict[str, Any]:
-        """As snapshots.json lists it: ``passed`` is true, false, or null when not checkable."""
-        return {"name": self.name, "passed": self.passed if self.checkable else None, "detail": self.detail,
-                "status": self.status}
+        """As snapshots.json lists it: ``passed`` is true, false, or null when not judged (not checkable, or
+        unrecognised: ``status`` tells them apart); a failure's ``evidence`` where it has one."""
+        judged = self.checkable and self.status != UNRECOGNISED
+        return {"name": self.name, "passed": self.passed if judged else None, "detail": self.detail,
+                "status": self.status, **({"evidence": self.evidence.json()} if self.evidence else {})}
 
 
 # What a check field is, read from its type: a tensor, several tensors, a module, a parameter, an input, or a plain
@@ -206,6 +222,13 @@ class Check(Typed):
     # Groups of optional tensor fields that widen what passes, never required: where the source lacks a tensor of a
     # group, ``run`` resets the group to its defaults (the check without that alternative) rather than not checkable
     OPTIONAL: typing.ClassVar[tuple[tuple[str, ...], ...]] = ()
+    # What makes a failure evidence (checks/evidence.py): the bug forms it names, the properties every correct form
+    # has; ``SUBSTITUTES``: whether its claim is also tried with an input read from another captured tensor, an operand
+    # left out (named ``LEFT_OUT``) or another part of a fused projection
+    BUG_FORMS: typing.ClassVar[tuple[BugForm, ...]] = ()
+    PROPERTIES: typing.ClassVar[tuple[Property, ...]] = ()
+    SUBSTITUTES: typing.ClassVar[bool] = True
+    LEFT_OUT: typing.ClassVar[str] = "an operand left out"
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         """The tensor of the field ``DERIVES`` computed from the others as the claim says it is (a trace derives a step
@@ -236,8 +259,12 @@ class Check(Typed):
         except NotCheckable as exc:
             return CheckResult(name=self.key(), passed=False, status=NOT_CHECKABLE, missing=(exc.missing,),
                                detail=f"not checkable: {exc}", lacks=(exc,))
-        return CheckResult(name=name, passed=bool(passed), detail=detail)
-
+        if passed:
+            return CheckResult(name=name, passed=True, detail=detail)
+        evidence, tried = find_evidence(self, s)
+        if evidence is not None:  # the diagnosis first: what is wrong, then the forms compared
+            detail = f"{evidence.message}; {detail}"
+        return CheckResult(name=name, passed=False, detail=detail, evidence=evidence, tried=tried)
 
     def _without_absent(self, s: TensorSource) -> Check:
         """This check with each ``OPTIONAL`` group that reads a tensor ``s`` lacks reset to its defaults."""
@@ -267,6 +294,24 @@ class Check(Typed):
 
 class UnfittableWeights(NotCheckable):
     """Without the weights, too few positions for a fitted gain and bias to prove anything."""
+
+
+def needs_evidence(result: CheckResult) -> CheckResult:
+    """A failed result without evidence becomes unrecognised (its detail: the forms tried and how far the step is from
+    each), the one place of that rule; a combined one is judged again from its parts. Passed, not checkable and
+    evidenced results stay."""
+    if result.parts:
+        parts = [needs_evidence(part) for part in result.parts]
+        if all(a.status == b.status for a, b in zip(parts, result.parts)):
+            return result
+        return CheckResult.combined(parts, judge_checkable=True)
+    if result.status != FAILED or result.evidence is not None:
+        return result
+    tried = "; ".join(result.tried)
+    return dataclasses.replace(
+        result, status=UNRECOGNISED,
+        detail=(f"unrecognised: your step matches none of the forms this check knows, and breaks no property it tests "
+                f"— {result.detail}" + (f"; bug forms tried: {tried}" if tried else "")))
 
 
 def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[bool, str]:

@@ -4,10 +4,12 @@ check, which tells padding combined with the causal rule from a mask that lets a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from transformer_trace.checks.base import Check, THIS, close
+from transformer_trace.checks.evidence import Property
 from transformer_trace.sources import Ref, TensorSource
 
 
@@ -47,10 +49,20 @@ def _per_item(blocked: torch.Tensor) -> str:
     return ", ".join(str(int(n)) for n in blocked.reshape(blocked.shape[0] if blocked.dim() > 2 else 1, -1).sum(-1))
 
 
+def _sees_later(check: Any, s: TensorSource) -> str | None:
+    mask = s.cpu(check.out)
+    allowed, kind = mask_allows(mask)
+    above = torch.triu(torch.ones(mask.shape[-2], mask.shape[-1], dtype=torch.bool), diagonal=1)
+    seen = int(allowed[..., above].sum())
+    return f"a position sees the next: your {kind} mask leaves {seen} future entries visible" if seen else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class CausalMask(Check):
     """Tensors only: a causal mask allows exactly the keys on and before the query: additive (0 on and below the
     diagonal, −inf or ≤ −1e9 above) or boolean (True allowed, or True blocked)."""
+
+    PROPERTIES = (Property("no query attends to a later key", "the entries above the diagonal", _sees_later),)
 
     out: Ref = THIS
 

@@ -150,6 +150,7 @@ class ResidualLayerNorm(Check):
 
     WEIGHTS_OPTIONAL = True
     FROM_CALLS = {"module": ("layer_norm", "module"), "operands": ("layer_norm", "input")}
+    LEFT_OUT = "residual dropped"
 
     out: Ref = THIS
     operands: tuple[Ref, ...]

@@ -73,6 +73,7 @@ class ResidualOrPostNorm(SameTensor):
     WEIGHTS_OPTIONAL = True
     FROM_CALLS = {"module": ("layer_norm", "module"), "operands": ("layer_norm", "input")}
     OPTIONAL = (("operands",),)  # without them: the pre-norm form alone
+    LEFT_OUT = "residual dropped"
 
     operands: tuple[Ref, ...] = ()
     module: ModuleRef | None = None

@@ -7,12 +7,14 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from transformer_trace.checks.base import (Check, GELU_MINIMUM, THIS, UnfittableWeights, added, close, linear,
                                           tolerance)
+from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
@@ -107,11 +109,26 @@ class LinearOf(Check):
         return f"equals {name} applied to its input", passed, detail
 
 
+def _operand_twice(check: Any, s: TensorSource) -> Fit | None:
+    """The sum with one operand added twice (positions added twice: ``x = x + pos`` once more)."""
+    if len(check.operands) < 2:
+        return None
+    out, total = s.t(check.out), sum(s.t(ref) for ref in check.operands)
+    for ref in check.operands:
+        fits, detail = close(out, total + s.t(ref), f"vs the sum with {s.name(ref)} added twice")
+        if fits:
+            return Fit(True, f"{s.name(ref)} was added twice: your {s.name(check.out)} is the sum with "
+                             f"{s.name(ref)} counted twice ({detail})")
+    return Fit(False, "no operand added twice fits")
+
+
 @dataclass(frozen=True, kw_only=True)
 class SumOf(Check):
     """A residual sum: ``out`` is the sum of ``operands`` (tensors only)."""
 
     CALLS_BOUND = frozenset({"linear", "user"})  # an unmarked sublayer output, from the module the line called last
+    BUG_FORMS = (BugForm("added twice", "the sum with one operand counted twice", _operand_twice),)
+    LEFT_OUT = "residual dropped"
 
     DERIVES = "out"
 
@@ -155,12 +172,25 @@ def _number(value: torch.Tensor) -> str:
     return str(int(number)) if number.is_integer() else fmt(number)
 
 
+def _another_row(check: Any, s: TensorSource) -> Fit | None:
+    out, source = s.t(check.out), s.t(check.source)
+    if source.dim() < 2 or source[:, 0].shape != out.shape:
+        return None
+    for row in range(source.shape[1]):
+        if row != check.row and close(out, source[:, row], "")[0]:
+            _, detail = close(out, source[:, row], f"vs row {row}")
+            return Fit(True, f"the wrong token was pooled: your {s.name(check.out)} is row {row} of "
+                             f"{s.name(check.source)}, not row {check.row} ({detail})")
+    return Fit(False, f"no other row of the {source.shape[1]} fits")
+
+
 @dataclass(frozen=True, kw_only=True)
 class RowEquals(Check):
     """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
 
     READS_LOCALS = True  # the sequence the line reads, where no snapshot shows it (generator/trace/reading/weights.py)
     CALLS_BOUND = frozenset({"layer_norm"})  # ... or the norm the line applied to it first: `self.norm(x)[:, 0]`
+    BUG_FORMS = (BugForm("the wrong token pooled", "the output vs every other row of the sequence", _another_row),)
 
     out: Ref = THIS
     source: Ref
@@ -176,27 +206,53 @@ class RowEquals(Check):
         return self.claim, passed, detail
 
 
+def _parameter_twice(check: Any, s: TensorSource) -> Fit | None:
+    param, x = check.added(s), s.t(check.x)
+    fits, detail = close(s.t(check.out), x + 2 * param, f"vs input + 2 × {check.parameter}")
+    return Fit(fits, f"the positions were added twice: your {s.name(check.out)} is its input plus twice "
+               f"{check.parameter} ({detail})" if fits else detail)
+
+
 @dataclass(frozen=True, kw_only=True)
 class PlusParameter(Check):
     """``out`` is ``x`` plus the learned ``parameter`` (e.g. position embeddings)."""
 
     FROM_CALLS = {"parameter": ("read", "weight")}
+    BUG_FORMS = (BugForm("positions added twice", "the output vs input + 2 × the parameter", _parameter_twice),)
 
     out: Ref = THIS
     x: Ref
     parameter: ParamRef
 
-    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+    def added(self, s: TensorSource) -> torch.Tensor:
+        """The parameter as added: a table for longer sequences, its first rows."""
         param = s.parameter(self.parameter)
-        if param.dim() >= 2 and param.shape[-2] > s.t(self.x).shape[-2]:  # a table for longer sequences: its first rows
+        if param.dim() >= 2 and param.shape[-2] > s.t(self.x).shape[-2]:
             param = param[..., : s.t(self.x).shape[-2], :]
+        return param
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        param = self.added(s)
         passed, detail = close(s.t(self.out), s.t(self.x) + param, f"input + {self.parameter}")
         return "equals its input plus the learned position embeddings", passed, detail
+
+
+def _sums_to_one(check: Any, s: TensorSource) -> str | None:
+    probs = s.t(check.out)
+    sums = probs.sum(-1)
+    worst = float((sums - 1).abs().max())
+    negative = int((probs < 0).sum())
+    if worst <= tolerance() and negative == 0:
+        return None
+    return (f"your {s.name(check.out)} is not a probability distribution over its last axis: a row sums to "
+            f"{float(sums.flatten()[int((sums - 1).abs().argmax())]):.4g}, {negative} negative values")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Probabilities(Check):
     """Tensors only: ``out`` is the softmax of ``logits`` and sums to 1."""
+
+    PROPERTIES = (Property("probabilities sum to 1", "every row's sum and sign", _sums_to_one),)
 
     out: Ref = THIS
     logits: Ref
@@ -225,6 +281,12 @@ class EqualsParameter(Check):
         return f"is the learned parameter {self.parameter}, repeated per image", passed, detail
 
 
+def _gelu_range(check: Any, s: TensorSource) -> str | None:
+    low = float(s.t(check.out).min())
+    return (f"your {s.name(check.out)} has a value {low:.4f}, below GELU's minimum −0.1700: it is not a GELU's output"
+            if low < GELU_MINIMUM else None)
+
+
 @dataclass(frozen=True, kw_only=True)
 class GeluOfLinear(Check):
     """``out`` is GELU of the Linear ``module`` applied to ``x``; without the weights, every value lies in GELU's
@@ -232,6 +294,7 @@ class GeluOfLinear(Check):
 
     WEIGHTS_OPTIONAL = True
     FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
+    PROPERTIES = (Property("a GELU's output is at least −0.17", "the smallest value", _gelu_range),)
 
     out: Ref = THIS
     x: Ref

@@ -17,10 +17,10 @@ from markupsafe import Markup, escape
 
 from transformer_trace.classroom.students import Student
 from transformer_trace.classroom.tally import as_json, tally
-from transformer_trace.trace.verdicts import FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSED
+from transformer_trace.trace.verdicts import FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSED, UNRECOGNISED
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "classroom"
-SYMBOLS = {PASSED: "✓", FAILED: "✗", NOT_CHECKABLE: "·", NOT_CAPTURED: ""}
+SYMBOLS = {PASSED: "✓", FAILED: "✗", UNRECOGNISED: "?", NOT_CHECKABLE: "·", NOT_CAPTURED: ""}
 FAILURE_ROWS = 30  # the most common failures listed on the page; class.json has them all
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")  # and direction overrides
 
@@ -50,13 +50,14 @@ def class_csv(found: dict[str, Any]) -> str:
     labels = list(dict.fromkeys(r.label for c in found["catalogues"] for r in c["snapshots"]))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["student", "catalogue", "status", "passed", "failed", "not checkable", "first failure",
-                     "check that failed", "problem", *labels])
+    writer.writerow(["student", "catalogue", "status", "passed", "failed", "unrecognised", "not checkable",
+                     "first failure", "check that failed", "problem", *labels])
     for row in found["students"]:
         first = row.first_failure or {}
         writer.writerow([_cell(v) for v in (
             row.name, row.catalogue, row.status, row.counts["passed"], row.counts["failed"],
-            row.counts["not checkable"], first.get("label", ""), first.get("message", ""), row.problem,
+            row.counts["unrecognised"], row.counts["not checkable"], first.get("label", ""), first.get("message", ""),
+            row.problem,
             *(row.cells.get(label, "") for label in labels))])
     return out.getvalue()
 

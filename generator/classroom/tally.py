@@ -1,7 +1,7 @@
 """What a class page says, counted from the students' snapshots.json: per snapshot how many students' tensors were
-captured, passed, failed or were not checkable; the failures most students hit, with who hit them; each student's
-first failure. Every verdict is read through transformer_trace.trace.verdicts, the one place that knows how it is
-stored."""
+captured, passed, failed, were unrecognised or not checkable; the failures most students hit, with who hit them; each
+student's first failure. Every verdict is read through transformer_trace.trace.verdicts, the one place that knows how
+it is stored."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 from urllib.parse import quote
 
 from transformer_trace.classroom.students import Student
-from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSED, VERDICTS, check_text,
-                                              exit_status,
+from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSED, UNRECOGNISED, VERDICTS,
+                                              check_text, diagnosis, exit_status,
                                       first_failure_label, script_failed, verdict)
 
 
@@ -42,7 +42,7 @@ class SnapshotRow:
 
     @property
     def captured(self) -> int:
-        return sum(self.counts[v] for v in (PASSED, FAILED, NOT_CHECKABLE))
+        return sum(self.counts[v] for v in (PASSED, FAILED, UNRECOGNISED, NOT_CHECKABLE))
 
 
 @dataclass
@@ -81,6 +81,7 @@ def student_row(student: Student, page_folder: Path) -> StudentRow:
     if first is not None:
         snap = next(s for s in snapshots if s["label"] == first)
         message, detail = check_text(snap)
+        message = f"{diagnosis(snap)} ({message})" if diagnosis(snap) else message  # what is wrong, first
         first_failure = {"label": first, "title": snap["title"], "message": message, "detail": detail,
                          "link": link(student.folder / snap["page"], page_folder)}
     code = exit_status(data)

@@ -116,7 +116,7 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, report
                    "./mkdocs.yml)")
     t.add_argument("--junit", type=Path, default=None, metavar="FILE",
                    help="also write the checks as JUnit XML to FILE, one test case per snapshot, for CI test reports "
-                   "(exit status: 0 all checkable snapshots passed, 1 a check failed, "
+                   "(exit status: 0 no check failed, unrecognised steps included, 1 a check failed with evidence, "
                    "2 bad input or the script failed; a refusal too is written, as an error)")
     t.add_argument("--student", default=None, metavar="NAME",
                    help="whose trace the JUnit file reports: its test suite's name and the start of every classname, "
@@ -278,7 +278,8 @@ def _print_summary(summary: dict, capture: Capture, catalogue: Report, written: 
     counts = summary["counts"]
     print(terminal_line(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} "
                         f"{catalogue.short_title} snapshots; checks: {counts['passed']} passed, {counts['failed']} "
-                        f"failed, {counts['unchecked']} not checkable; wrote {written}"))
+                        f"failed, {counts['unrecognised']} unrecognised, {counts['unchecked']} not checkable; wrote "
+                        f"{written}"))
     if summary["first_failure"]:
         print(f"first failing snapshot: {terminal_line(summary['first_failure'])}", file=sys.stderr)
 
@@ -362,7 +363,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     elif capture.timed_out:
         print(f"error: the script ran past --timeout {args.timeout:g} s; the report shows what was captured until then",
               file=sys.stderr)
-    return exit_status(data)  # generator/trace/verdicts.py: 2 the script failed, 1 a check failed, 0 otherwise
+    return exit_status(data)  # generator/trace/verdicts.py: 2 the script failed, 1 a check failed (evidence), else 0
 
 
 def split_script_args(argv: list[str]) -> tuple[list[str], list[str] | None]:

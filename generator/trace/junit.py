@@ -1,7 +1,9 @@
 """`trace --junit FILE`: the trace as a JUnit XML report, the format CI systems show as test results (GitHub Actions'
 test-report actions, GitLab's `artifacts:reports:junit`). One test case per catalogue snapshot: a failure carries the
-check's name and what it found, and the first failing snapshot (pipeline order) is marked so; a snapshot not captured,
-or captured but not checkable, is skipped with the reason. A script that failed adds one test case with an error.
+check's diagnosis (what is wrong), its name and the marked statement's file:line, and the first failing snapshot
+(pipeline order) is marked so; a snapshot not captured, captured but not checkable, or unrecognised (a step matching
+no form its check knows: not a bug) is skipped with the reason ("unrecognised: ..." for the last, counted in the
+suite's "unrecognised" property). A script that failed adds one test case with an error.
 
 The layout is the common one both read (Jenkins' junit-10.xsd): testsuites > testsuite > testcase, with failure /
 skipped / error children whose `message` attribute holds the reason, and the counts (tests, failures, errors; skipped
@@ -19,8 +21,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, check_text, first_failure_label,
-                                      script_failed, verdict)
+from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, UNRECOGNISED, check_text, diagnosis,
+                                      first_failure_label, script_failed, verdict)
 
 FIRST_FAILURE = "first failure (pipeline order)"
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")  # characters XML 1.0 cannot hold at all
@@ -87,11 +89,16 @@ def testcase(data: dict[str, Any], snapshot: dict[str, Any], first: str | None, 
     found = verdict(snapshot)
     if found == FAILED:
         mark = f"{FIRST_FAILURE}: " if snapshot["label"] == first else ""
+        wrong = diagnosis(snapshot)  # what is wrong first, then the claim and where
+        said = f"{wrong} ({name})" if wrong else (detail or name)
         at = f" at {where}" if where else ""
-        message = f"{mark}{snapshot['label']}{at}: {detail or name}"
+        message = f"{mark}{snapshot['label']}{at}: {said}"
         failure = ET.SubElement(case, "failure", {"message": _text(message), "type": "check failed"})
-        failure.text = _text(f"{message}\n{snapshot['label']} {snapshot['title']}: expected: {name}"
+        failure.text = _text(f"{message}\n{snapshot['label']} {snapshot['title']}: expected: {name}\n{detail}"
                              + (f"\nmarked at {where}" if where else ""))
+    elif found == UNRECOGNISED:
+        ET.SubElement(case, "skipped", {"message": _text(f"unrecognised: {name} — "
+                                                         f"{detail.removeprefix('unrecognised: ')}")})
     elif found == NOT_CHECKABLE:
         ET.SubElement(case, "skipped", {"message": _text(f"not checkable: {detail or name}")})
     elif found == NOT_CAPTURED:
@@ -105,6 +112,12 @@ def _error_case(whose: Whose, name: str, kind: str, why: str) -> ET.Element:
         case.set("file", _text(whose.file(whose.script.name)))
     ET.SubElement(case, "error", {"message": _text(why), "type": kind}).text = _text(why)
     return case
+
+
+def count_unrecognised(cases: list[ET.Element]) -> int:
+    """The test cases skipped as unrecognised (a step matching no form its check knows: not a bug)."""
+    return sum((skipped := case.find("skipped")) is not None
+               and skipped.get("message", "").startswith("unrecognised:") for case in cases)
 
 
 def _document(cases: list[ET.Element], whose: Whose, title: str, properties: dict[str, str]) -> ET.ElementTree:
@@ -121,6 +134,7 @@ def _document(cases: list[ET.Element], whose: Whose, title: str, properties: dic
     listed = ET.SubElement(suite, "properties")
     for key, value in {"student": whose.student, **properties}.items():
         ET.SubElement(listed, "property", {"name": key, "value": _text(value)})
+    ET.SubElement(listed, "property", {"name": "unrecognised", "value": str(count_unrecognised(cases))})
     suite.extend(cases)
     ET.indent(root)
     return ET.ElementTree(root)

@@ -17,7 +17,7 @@ import torch
 
 from transformer_trace.build import draw_all
 from transformer_trace.catalogue import Report
-from transformer_trace.checks import FAILED, INPUT, PASSED
+from transformer_trace.checks import FAILED, INPUT, PASSED, UNRECOGNISED
 from transformer_trace.pages import SnapshotPage
 from transformer_trace.progress import Progress
 from transformer_trace.render import escape_text, write_pages
@@ -43,6 +43,15 @@ def in_data_flow_order(failed: list[SnapshotPage]) -> list[SnapshotPage]:
     return sorted(failed, key=lambda p: (p.snap.number, p.order))
 
 
+def first_failure_text(page: SnapshotPage) -> str:
+    """The first failure as the terminal and snapshots.json say it: the snapshot, then what is wrong (the evidence's
+    diagnosis, else the claim), then where the marked statement is."""
+    check = page.check
+    said = f"{check.evidence.message} ({check.name})" if check.evidence is not None else check.name
+    where = page.main.marked_at if page.captured and page.tensors else ""
+    return f"{page.label} {page.snap.title}: {said}" + (f" — marked at {where}" if where else "")
+
+
 def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Capture, hit: int, command: str,
            timeout: float | None) -> dict[str, Any]:
     """Write the report into ``out`` (a staging folder); return its summary (counts, first failure)."""
@@ -61,11 +70,12 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     captured = [p for p in pages if p.captured]
     failed = in_data_flow_order([p for p in pages if p.check.status == FAILED])
     counts = {"captured": len(captured), "total": len(pages), "passed": sum(p.check.status == PASSED for p in pages),
-              "failed": len(failed), "unchecked": sum(not p.check.checkable for p in captured)}
+              "failed": len(failed), "unrecognised": sum(p.check.status == UNRECOGNISED for p in captured),
+              "unchecked": sum(not p.check.checkable for p in captured)}
     outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished,
                "traceback": capture.error_traceback, "warnings": capture.warnings,
                "recognised": recognised(pages, capture, dims),
-               "first_failure": f"{failed[0].label} {failed[0].snap.title}: {failed[0].check.name}" if failed else None,
+               "first_failure": first_failure_text(failed[0]) if failed else None,
                "counts": counts}
     title = f"Trace of {capture.script.name}"
 
@@ -82,7 +92,8 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
 
     facts = [("Script", capture.script.name),
              ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
-             ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unchecked']} not checkable")]
+             ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unrecognised']} unrecognised, "
+                        f"{counts['unchecked']} not checkable")]
     known_inputs = {"script": capture.script.name, "sha256": capture.sha256, "facts": facts,
                     "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
                     **id_labels(catalogue, pages, dims)}

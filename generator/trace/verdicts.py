@@ -6,17 +6,29 @@ from __future__ import annotations
 from typing import Any
 
 PASSED, FAILED, NOT_CHECKABLE, NOT_CAPTURED = "passed", "failed", "not checkable", "not captured"
-VERDICTS = (PASSED, FAILED, NOT_CHECKABLE, NOT_CAPTURED)
+# failed without evidence (generator/checks/evidence.py): a form the checks do not know, not a bug
+UNRECOGNISED = "unrecognised"
+VERDICTS = (PASSED, FAILED, UNRECOGNISED, NOT_CHECKABLE, NOT_CAPTURED)
 
 EXIT_PASSED, EXIT_FAILED, EXIT_ERROR = 0, 1, 2  # as pytest tells its outcomes apart: 2 = bad input or the script failed
 
 
 def verdict(snapshot: dict[str, Any]) -> str:
-    """passed / failed / not checkable / not captured, for one entry of snapshots.json's "snapshots"."""
+    """passed / failed / unrecognised / not checkable / not captured, for one entry of snapshots.json's
+    "snapshots"."""
     if not snapshot.get("captured"):
         return NOT_CAPTURED
-    passed = snapshot["passed"] if "passed" in snapshot else (snapshot.get("check") or {}).get("passed")
+    check = snapshot.get("check") or {}
+    if check.get("status") == UNRECOGNISED:
+        return UNRECOGNISED
+    passed = snapshot["passed"] if "passed" in snapshot else check.get("passed")
     return PASSED if passed is True else FAILED if passed is False else NOT_CHECKABLE
+
+
+def diagnosis(snapshot: dict[str, Any]) -> str:
+    """What a failure's evidence says is wrong (the property broken or the bug form that fitted), "" where none."""
+    evidence = (snapshot.get("check") or {}).get("evidence") or {}
+    return str(evidence.get("message") or "")
 
 
 def check_text(snapshot: dict[str, Any]) -> tuple[str, str]:
@@ -45,7 +57,8 @@ def first_failure_label(data: dict[str, Any]) -> str | None:
 
 
 def exit_status(data: dict[str, Any]) -> int:
-    """0 when every checkable snapshot passed, 1 when a check failed, 2 when the script failed (error, --timeout)."""
+    """0 when no check failed (passed, unrecognised or not checkable: an unrecognised step is a form the checks do
+    not know, not a bug), 1 when a check failed with evidence, 2 when the script failed (error, --timeout)."""
     if script_failed(data):
         return EXIT_ERROR
     return EXIT_FAILED if any(verdict(s) == FAILED for s in data.get("snapshots", [])) else EXIT_PASSED

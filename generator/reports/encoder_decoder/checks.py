@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from transformer_trace.checks import THIS, Check, close, whole_ids
+from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.registry import Registry
 from transformer_trace.sources import InputRef, NotCheckable, ParamRef, Ref, TensorSource
 
@@ -56,20 +57,33 @@ class EmbeddingTableRows(Check):
         )
 
 
+def _added_twice(check: SinusoidalPositions, s: TensorSource) -> Fit:
+    added, expected = check.added_and_table(s)
+    fits, detail = close(added, 2 * expected, "added term vs twice the sin/cos formula")
+    return Fit(fits, f"the positions were added twice: your {s.name(check.out)} is its input plus twice the "
+               f"sinusoidal table ({detail})" if fits else detail)
+
+
 @dataclass(frozen=True, kw_only=True)
 class SinusoidalPositions(Check):
     """Tensors only: ``out`` − ``before`` is the sinusoidal encoding sin/cos(pos / 10000^(2i/C))."""
 
+    BUG_FORMS = (BugForm("positions added twice", "the added term vs twice the table", _added_twice),)
+
     out: Ref = THIS
     before: Ref
 
-    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+    def added_and_table(self, s: TensorSource) -> tuple[torch.Tensor, torch.Tensor]:
+        """(out − before, the paper's sin/cos table as added)."""
         added = s.t(self.out) - s.t(self.before)  # (B, L, C)
         L, C = added.shape[-2:]
         pos = torch.arange(L, dtype=torch.float64)[:, None]
         i = torch.arange(C, dtype=torch.float64)[None, :]
         angle = pos / torch.pow(10000.0, (2 * torch.div(i, 2, rounding_mode="floor")) / C)
-        expected = torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle)).expand_as(added)
+        return added, torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle)).expand_as(added)
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        added, expected = self.added_and_table(s)
         passed, detail = close(added, expected, "added term vs sin/cos formula")
         return "the added term is the sinusoidal encoding", passed, detail
 

@@ -16,6 +16,7 @@ import torch
 
 from transformer_trace.checks import THIS, Check, close, tolerance
 from transformer_trace.checks.base import weight_and_bias
+from transformer_trace.checks.evidence import Property
 from transformer_trace.checks.masks import mask_allows, masked_as_written
 from transformer_trace.registry import Registry
 from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
@@ -89,6 +90,13 @@ def _lower_triangle(T: int, S: int | None = None) -> torch.Tensor:
     return torch.arange(S)[None, :] <= torch.arange(S - T, S)[:, None]  # (T, S): key s allowed for query t
 
 
+def _mask_sees_later(check: CausalMaskBool, s: TensorSource) -> str | None:
+    allowed, kind = mask_allows(s.cpu(check.mask))
+    T = allowed.shape[-1]
+    seen = int((allowed & ~_lower_triangle(allowed.shape[-2], T)).sum())
+    return f"a position sees the next: your {kind} mask leaves {seen} future entries visible" if seen else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class CausalMaskBool(Check):
     """The ``mask`` (boolean either way round, or additive: ``mask_allows``) allows exactly on and below the
@@ -97,6 +105,8 @@ class CausalMaskBool(Check):
 
     DERIVES = "masked"
     OPTIONAL = (("masked", "scores"),)  # without them (`nn.TransformerEncoder` masks inside): the mask alone
+    PROPERTIES = (Property("no query attends to a later key", "the mask's entries above the diagonal",
+                           _mask_sees_later),)
 
     masked: Ref | None = None
     scores: Ref | None = None

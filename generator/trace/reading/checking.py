@@ -18,6 +18,8 @@ from transformer_trace.checks import (
     FAILED, NOT_CHECKABLE, PASSED, CheckResult, UnfittableWeights, close, judged_at, tolerance,
 )
 from transformer_trace.checks.base import LOW_PRECISION
+from transformer_trace.checks.base import needs_evidence
+from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.reading.verify import LayoutStatus, catalogue_layout
 from transformer_trace.trace.reading.derived import derive_missing
@@ -134,11 +136,11 @@ def _stand_ins_agree(stand_ins: list[tuple[Any, int, str, torch.Tensor]]) -> Non
                     or _same_values(tensor, others[0][1])):
                 continue
             _, detail = close(tensor.double(), others[0][1].double(), "this call's input vs theirs")
+            message = (f"your step was computed from another tensor than {' and '.join(o.label for o, _ in others)} "
+                       f"read, where the catalogue has them all read one, {name} (no snapshot shows it): {detail}")
             page.checks[index] = CheckResult(
-                name=result.name, passed=False, status=FAILED,
-                detail=f"the module call it was computed by read another tensor than "
-                       f"{' and '.join(other.label for other, _ in others)} read, where the catalogue has them all "
-                       f"read one, {name} (no snapshot shows it): {detail}; from what it read: {result.detail}")
+                name=result.name, passed=False, status=FAILED, detail=f"{message}; from what it read: {result.detail}",
+                evidence=Evidence(BUG_FORM, "computed from another tensor", message))
             page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
 
 
@@ -146,9 +148,29 @@ def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and close(a.double(), b.double(), "")[0]
 
 
+def in_users_terms(result: CheckResult, labels: dict[str, TensorLabel], variables: dict[str, str]) -> CheckResult:
+    """A failure's diagnosis with the catalogue's record names (``blocks.0.attn.scores``) replaced by the user's
+    variables and the snapshot that shows them (``att (G11)``): what a student reads first is in their own names."""
+    if result.evidence is None or result.parts:
+        return result
+    message = result.evidence.message
+    for name in sorted(labels, key=len, reverse=True):  # the longest first: one name may begin another
+        label = labels[name]
+        variable = label.variable or variables.get(label.snapshot, "")
+        # a record name that is a plain word ("mask") would be replaced in the prose too: dotted or snake names only
+        if name in message and variable and not label.derived_from and any(c in name for c in "._"):
+            said = f"{variable} ({label.snapshot})"
+            message = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", lambda _, said=said: said, message)
+    if message == result.evidence.message:
+        return result
+    return replace(result, detail=result.detail.replace(result.evidence.message, message, 1),
+                   evidence=replace(result.evidence, message=message))
+
+
 def _check_pages(pages: list[SnapshotPage], catalogue: Any, hit: int, dims: dict[str, int], source: Any, checked: Any,
                  read_labels: dict[str, TensorLabel], known: dict[str, Any],
                  stand_ins: list[tuple[Any, int, str, torch.Tensor]]) -> None:
+    variables = {page.label: page.variables for page in pages if page.captured}
     for page in pages:
         # a snapshot is judged on its own capture, even where an earlier one shows the same record point
         if source is not None and page.captured:
@@ -156,9 +178,10 @@ def _check_pages(pages: list[SnapshotPage], catalogue: Any, hit: int, dims: dict
             own = own_tensors(page, places, dims)
             page.checks = page_checks(page, TensorDict({**checked.tensors, **own}, places=places),
                                       {**read_labels, **dict.fromkeys(own, TensorLabel(page.label))}, known,
-                                      stand_ins)
+                                      stand_ins, dims)
         else:
-            page.checks = page_checks(page, checked, read_labels)
+            page.checks = page_checks(page, checked, read_labels, dims=dims)
+        page.checks = [in_users_terms(result, read_labels, variables) for result in page.checks]
         page.verdict = CheckResult.combined(page.checks, judge_checkable=True)
 
 
@@ -192,10 +215,19 @@ def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
 
 def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel],
                 known: dict[str, Any] | None = None,
-                stand_ins: list[tuple[Any, int, str, torch.Tensor]] | None = None) -> list[CheckResult]:
+                stand_ins: list[tuple[Any, int, str, torch.Tensor]] | None = None,
+                dims: dict[str, int] | None = None) -> list[CheckResult]:
     """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said
-    in the user's terms (a snapshot to capture, the weights a trace does not have). ``stand_ins`` collects (page, the
-    result's index, a record name, the module call's input that stood in for it: _stand_ins_agree)."""
+    in the user's terms (a snapshot to capture, the weights a trace does not have); a failure without evidence is
+    unrecognised (checks/base.py ``needs_evidence``: code the tool has never seen is not called wrong for a form it
+    does not know). ``stand_ins`` collects (page, the result's index, a record name, the module call's input that stood
+    in for it: _stand_ins_agree)."""
+    return [needs_evidence(result) for result in _page_checks(page, source, labels, known, stand_ins, dims)]
+
+
+def _page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str, TensorLabel],
+                 known: dict[str, Any] | None, stand_ins: list[tuple[Any, int, str, torch.Tensor]] | None,
+                 dims: dict[str, int] | None) -> list[CheckResult]:
     checks = tuple(getattr(page.snap, "checks", ()))
     claims = [c.key().replace("_", " ") for c in checks]
     if not page.captured:
@@ -203,6 +235,9 @@ def page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str,
     if any(t.shown.numel == 0 and t.note for t in page.tensors):
         return [_not_checkable("; ".join(claims), "; ".join(t.note for t in page.tensors if t.note))]
     if page.layout.mismatch:
+        # a shape the catalogue's layouts do not read is no evidence: one batch item's one head in a loop over heads,
+        # a slice of a tensor, are layouts too (a fresh implementation's per-head (N, hs) slices were called wrong so):
+        # unrecognised (needs_evidence), the page's shape row saying it does not match
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
                             detail=f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): "
                             f"{page.layout.note}")]

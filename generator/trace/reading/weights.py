@@ -21,6 +21,7 @@ import torch
 from transformer_trace.checks import Check, CheckResult, HeadsRejoin, RowEquals, SumOf, close
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
+from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -349,9 +350,13 @@ def run_bound(bound: Bound) -> CheckResult:
         if own.passed and (between := _normalised_between(bound)):
             return dataclasses.replace(own, detail=f"{own.detail}; {between}")
         if own.passed:
-            result = dataclasses.replace(result, detail=f"{result.detail}; applied to the input it was actually "
-                                         "called with, the module reproduces this step: it was computed from another "
-                                         "tensor than the snapshot that should feed it")
+            message = ("applied to the input it was actually called with, the module reproduces this step: it was "
+                       "computed from another tensor than the snapshot that should feed it")
+            if result.evidence is None:  # the diagnosis first, as evidence of its own
+                result = dataclasses.replace(result, detail=f"{message}; {result.detail}",
+                                             evidence=Evidence(BUG_FORM, "computed from another tensor", message))
+            else:
+                result = dataclasses.replace(result, detail=f"{result.detail}; {message}")
     return result
 
 

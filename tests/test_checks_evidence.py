@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,7 +18,7 @@ from transformer_trace.checks import (
 from transformer_trace.checks.base import needs_evidence
 from transformer_trace.checks.evidence import BUG_FORM, PROPERTY
 from transformer_trace.sources import ModuleRef, Ref, TensorDict
-from transformer_trace.trace.junit import junit_tree
+from transformer_trace.trace.junit import Whose, junit_tree
 from transformer_trace.trace.verdicts import EXIT_FAILED, EXIT_PASSED, UNRECOGNISED, exit_status, verdict
 
 torch.manual_seed(0)
@@ -114,16 +115,19 @@ DATA = {"model": "t", "title": "Trace", "snapshots": [
                      "detail": "unrecognised: your step matches none of the forms"}),
     snapshot("S03", {"name": "n", "passed": None, "detail": "needs S02"}),
 ], "outcome": {}}
+ALICE = Whose("alice", Path("/course/alice/model.py"), Path("/course"))  # the JUnit file's student and paths
 
 
 def test_unrecognised_alone_exits_0_and_is_skipped_in_junit_with_its_word():
     assert [verdict(s) for s in DATA["snapshots"]] == ["passed", UNRECOGNISED, "not checkable"]
     assert exit_status(DATA) == EXIT_PASSED
-    root = junit_tree(DATA).getroot()
+    root = junit_tree(DATA, ALICE).getroot()
     skipped = [case.find("skipped").get("message") for case in root.iter("testcase")
                if case.find("skipped") is not None]
-    assert skipped[0].startswith("unrecognised: equals Q·Kᵀ / √hs") and root.get("skipped") == "2"
+    suite = root.find("testsuite")
+    assert skipped[0].startswith("unrecognised: equals Q·Kᵀ / √hs") and suite.get("skipped") == "2"
     assert root.get("failures") == "0"
+    assert suite.find("properties/property[@name='unrecognised']").get("value") == "1"
 
 
 def test_a_failure_with_evidence_exits_1_and_its_junit_message_leads_with_the_diagnosis_and_the_marked_line():
@@ -132,11 +136,11 @@ def test_a_failure_with_evidence_exits_1_and_its_junit_message_leads_with_the_di
                                             "message": "your scores equal Q·Kᵀ without the 1/√4 scaling"}})
     data = {**DATA, "snapshots": [*DATA["snapshots"], failing], "outcome": {"first_failure": "S04 step S04: x"}}
     assert exit_status(data) == EXIT_FAILED
-    failure = next(case.find("failure") for case in junit_tree(data).getroot().iter("testcase")
+    failure = next(case.find("failure") for case in junit_tree(data, ALICE).getroot().iter("testcase")
                    if case.find("failure") is not None)
-    message = failure.get("message")
-    assert message.startswith("first failure (pipeline order): your scores equal Q·Kᵀ without the 1/√4 scaling")
-    assert message.endswith("marked at model.py:12")
+    message = failure.get("message")  # what is wrong and where first: the marked line from the repository's root
+    assert message.startswith("first failure (pipeline order): S04 at alice/model.py:12: "
+                              "your scores equal Q·Kᵀ without the 1/√4 scaling")
     ET.fromstring(ET.tostring(failure))
 
 

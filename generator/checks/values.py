@@ -17,6 +17,7 @@ from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.tensors import fmt
+from transformer_trace.trace.child.protocol import ModuleKind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +26,7 @@ class EmbeddingLookup(Check):
     be multiplied by √C, as the paper does. A ``table`` holding only a leading corner of the table (what a debugger
     shows of a big one) is compared where it reaches: the positions whose ID is one of its rows, over its columns."""
 
-    FROM_CALLS = {"ids": ("embedding", "input"), "table": ("embedding", "weight")}
+    FROM_CALLS = {"ids": (ModuleKind.EMBEDDING, "input"), "table": (ModuleKind.EMBEDDING, "weight")}
 
     out: Ref = THIS
     ids: Ref
@@ -87,7 +88,7 @@ class SameTensor(Check):
 class LinearOf(Check):
     """``out`` is ``module`` (a Linear) applied to ``x``, after an optional ReLU; ``index`` compares a slice."""
 
-    FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
+    FROM_CALLS = {"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")}
 
     out: Ref = THIS
     x: Ref
@@ -111,7 +112,8 @@ class LinearOf(Check):
 class SumOf(Check):
     """A residual sum: ``out`` is the sum of ``operands`` (tensors only)."""
 
-    CALLS_BOUND = frozenset({"linear", "user"})  # an unmarked sublayer output, from the module the line called last
+    # an unmarked sublayer output, from the module the line called last
+    CALLS_BOUND = frozenset({ModuleKind.LINEAR, ModuleKind.USER})
 
     DERIVES = "out"
 
@@ -179,7 +181,7 @@ class RowEquals(Check):
 class PlusParameter(Check):
     """``out`` is ``x`` plus the learned ``parameter`` (e.g. position embeddings)."""
 
-    FROM_CALLS = {"parameter": ("read", "weight")}
+    FROM_CALLS = {"parameter": (ModuleKind.READ, "weight")}
 
     out: Ref = THIS
     x: Ref
@@ -212,7 +214,7 @@ class Probabilities(Check):
 class EqualsParameter(Check):
     """``out`` is the learned ``parameter``, repeated over the batch."""
 
-    FROM_CALLS = {"parameter": ("read", "weight")}
+    FROM_CALLS = {"parameter": (ModuleKind.READ, "weight")}
 
     out: Ref = THIS
     parameter: ParamRef
@@ -230,7 +232,7 @@ class GeluOfLinear(Check):
     range."""
 
     WEIGHTS_OPTIONAL = True
-    FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
+    FROM_CALLS = {"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")}
 
     out: Ref = THIS
     x: Ref

@@ -4,7 +4,8 @@ import os
 import sys
 import threading
 
-if not sys.flags.safe_path and sys.path and sys.path[0] in ("", os.getcwd()):
+# sys.flags.safe_path (-P, PYTHONSAFEPATH) is new in Python 3.11; before it, -m always puts the folder first
+if not getattr(sys.flags, "safe_path", False) and sys.path and sys.path[0] in ("", os.getcwd()):
     # `python -m` put the folder it runs in first: a student's traceback.py or json.py there would be imported in
     # place of the standard library's. Last, it still serves what only it has.
     sys.path.append(sys.path.pop(0))

@@ -24,6 +24,7 @@ from transformer_trace.report_parts import (Benchmark, ReportError, Training, Tr
 from transformer_trace.sources import Ref
 
 if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.models.legend import Legend
     from transformer_trace.options import RunOptions
     from transformer_trace.run import ModelRun
 
@@ -131,7 +132,7 @@ class Report:
     snapshots: tuple[Snapshot, ...]
     figures: tuple[Figure, ...]
     overview_figures: tuple[str, ...]
-    dims_legend: dict[str, str]
+    dims_legend: Legend
     questions: tuple[Question, ...]
     # the report's command-line options, defaults and validation; None (declared so): no model of ours runs it, a trace
     # of a script's own `# trace:` points makes its only run (generator/trace/reading/pages.py own_report)
@@ -158,6 +159,14 @@ class Report:
         if self.options is None:
             raise ReportError(f"report {self.key!r}: no model of ours runs it, so it takes no options")
         return self.options
+
+    @property
+    def trace_spec(self) -> TraceSpecLike:
+        """``trace`` of a report a script's markers can be numbered for (trace.traceable's); a ReportError for one
+        without."""
+        if self.trace is None:
+            raise ReportError(f"report {self.key!r}: it has no trace spec, so no marker is numbered for it")
+        return self.trace
 
     def __post_init__(self) -> None:
         """Refuse a part that is not what it must be, a catalogue that uses a check or drawing its registries do not

@@ -74,7 +74,7 @@ class ModelRun:
     inputs: dict[str, Any]  # sentences, vocabularies, image facts: everything a page may cite
     dims: dict[str, int]  # named dimensions, e.g. {"B": 1, "S": 6, ...}
     places: dict[str, str]  # placeholders in record names, e.g. {"enc": "encoder.layers.0"}
-    seed: int
+    seed: int | None  # None: a traced script that never called torch.manual_seed
     device: str
     weights: str = "random"
     options: Any = None  # the RunOptions the run was made with (set by Report.run)

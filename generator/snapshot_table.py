@@ -27,11 +27,11 @@ def table_of(reports: Mapping[str, Any]) -> dict[str, Any]:
 
     found = {}
     for key, report in traceable(reports).items():
-        options = report.options()
+        options = report.run_options()
         shapes = named_shapes(report, options.places(), options.record_points())
         found[key] = {
             "title": report.short_title,
-            "snapshots": [{"marker": report.trace.marker(s.number, report.label(s.number)), "title": s.title,
+            "snapshots": [{"marker": report.trace_spec.marker(s.number, report.label(s.number)), "title": s.title,
                            "variable": s.variable, "shape": list(shapes[s.number][0] or ())}
                           for s in report.snapshots],
             "legend": dict(report.dims_legend.items()),

@@ -13,6 +13,7 @@ from transformer_trace.checks.base import Check, THIS, close, linear, tolerance
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.masks import mask_allows
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
+from transformer_trace.trace.child.protocol import ModuleKind
 
 
 def _split_in_place(check: Any, s: TensorSource) -> Fit | None:
@@ -34,7 +35,7 @@ class HeadsRejoin(Check):
     """Head split/merge (tensors only): each per-head tensor (B, h, L, hs) re-joins to its full projection (B, L, C)."""
 
     READS_LOCALS = True  # the projections a split-only line reads and no snapshot shows (trace/reading/weights.py)
-    CALLS_BOUND = frozenset({"linear"})  # or the Linear the line called (trace/reading/weights.py)
+    CALLS_BOUND = frozenset({ModuleKind.LINEAR})  # or the Linear the line called (trace/reading/weights.py)
     BUG_FORMS = (BugForm("heads split without moving the axis", "each per-head tensor vs its projection reshaped "
                          "without the transpose", _split_in_place),)
 
@@ -382,7 +383,7 @@ class LinearHeads(Check):
     """``out`` (B, h, N, hs) is part ``part`` (0 q, 1 k, 2 v) of the fused projection ``module`` of ``x``, split into
     heads."""
 
-    FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
+    FROM_CALLS = {"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")}
     READS_LOCALS = True  # without the Linear on its line: the head split of the projection the line read
 
     out: Ref = THIS

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 from transformer_trace.checks.evidence import BugForm, Evidence, Property, find_evidence
 from transformer_trace.sources import InputRef, MissingTensor, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
+from transformer_trace.trace.child.protocol import ModuleKind
 
 
 TOLERANCE = 1e-4  # relative to the values' scale, for float32 tensors (our models') and wider
@@ -208,11 +209,11 @@ class Check(Typed):
     WEIGHTS_OPTIONAL: typing.ClassVar[bool] = False
     # What a module call of a traced marked line can stand for (trace/reading/weights.py): field -> (the call's kind,
     # "module": the module rebuilt from its parameters, "weight": its weight, "input": its input)
-    FROM_CALLS: typing.ClassVar[dict[str, tuple[str, str]]] = {}
+    FROM_CALLS: typing.ClassVar[dict[str, tuple[ModuleKind, str]]] = {}
 
     # The kinds of module calls trace/reading/weights.py's bind reads for this check besides FROM_CALLS's (a residual
     # sum's unmarked sublayer output from the Linear or the user's module the line called last): a trace copies them
-    CALLS_BOUND: typing.ClassVar[frozenset[str]] = frozenset()
+    CALLS_BOUND: typing.ClassVar[frozenset[ModuleKind]] = frozenset()
     # Whether a trace copies the local tensors the marked line reads, for ``FROM_CALLS`` parts "local"
     READS_LOCALS: typing.ClassVar[bool] = False
     # Whether ``out`` is the model's input image (a trace also checks it is what the patch embedding was called with)

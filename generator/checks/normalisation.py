@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from transformer_trace.checks.base import Check, THIS, UnfittableWeights, added, close, settings, weight_and_bias
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 from transformer_trace.tensors import fmt
+from transformer_trace.trace.child.protocol import ModuleKind
 
 
 def _layer_norm(s: TensorSource, out: Ref, total: torch.Tensor, module: ModuleRef, of: str) -> tuple[str, bool, str]:
@@ -115,7 +116,7 @@ class LayerNormOf(Check):
     bias fitted)."""
 
     WEIGHTS_OPTIONAL = True
-    FROM_CALLS = {"module": ("layer_norm", "module"), "x": ("layer_norm", "input")}
+    FROM_CALLS = {"module": (ModuleKind.LAYER_NORM, "module"), "x": (ModuleKind.LAYER_NORM, "input")}
 
     out: Ref = THIS
     x: Ref
@@ -149,7 +150,7 @@ class ResidualLayerNorm(Check):
     fitted)."""
 
     WEIGHTS_OPTIONAL = True
-    FROM_CALLS = {"module": ("layer_norm", "module"), "operands": ("layer_norm", "input")}
+    FROM_CALLS = {"module": (ModuleKind.LAYER_NORM, "module"), "operands": (ModuleKind.LAYER_NORM, "input")}
     LEFT_OUT = "residual dropped"
 
     out: Ref = THIS

@@ -15,6 +15,7 @@ from transformer_trace.checks.base import Check, added, close
 from transformer_trace.checks.normalisation import _fitted_layer_norm, _layer_norm
 from transformer_trace.checks.values import SameTensor, SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
+from transformer_trace.trace.child.protocol import ModuleKind
 
 
 def _readable(s: TensorSource, refs: tuple[Ref, ...]) -> bool:
@@ -71,7 +72,7 @@ class ResidualOrPostNorm(SameTensor):
     the step), else with the gain and bias fitted. ``post_claim`` names the post-norm form where it held."""
 
     WEIGHTS_OPTIONAL = True
-    FROM_CALLS = {"module": ("layer_norm", "module"), "operands": ("layer_norm", "input")}
+    FROM_CALLS = {"module": (ModuleKind.LAYER_NORM, "module"), "operands": (ModuleKind.LAYER_NORM, "input")}
     OPTIONAL = (("operands",),)  # without them: the pre-norm form alone
     LEFT_OUT = "residual dropped"
 

@@ -19,6 +19,7 @@ from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.tensors import fmt
+from transformer_trace.trace.child.protocol import ModuleKind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,7 +28,7 @@ class EmbeddingLookup(Check):
     be multiplied by √C, as the paper does. A ``table`` holding only a leading corner of the table (what a debugger
     shows of a big one) is compared where it reaches: the positions whose ID is one of its rows, over its columns."""
 
-    FROM_CALLS = {"ids": ("embedding", "input"), "table": ("embedding", "weight")}
+    FROM_CALLS = {"ids": (ModuleKind.EMBEDDING, "input"), "table": (ModuleKind.EMBEDDING, "weight")}
 
     out: Ref = THIS
     ids: Ref
@@ -89,7 +90,7 @@ class SameTensor(Check):
 class LinearOf(Check):
     """``out`` is ``module`` (a Linear) applied to ``x``, after an optional ReLU; ``index`` compares a slice."""
 
-    FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
+    FROM_CALLS = {"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")}
 
     out: Ref = THIS
     x: Ref
@@ -126,7 +127,8 @@ def _operand_twice(check: Any, s: TensorSource) -> Fit | None:
 class SumOf(Check):
     """A residual sum: ``out`` is the sum of ``operands`` (tensors only)."""
 
-    CALLS_BOUND = frozenset({"linear", "user"})  # an unmarked sublayer output, from the module the line called last
+    # an unmarked sublayer output, from the module the line called last
+    CALLS_BOUND = frozenset({ModuleKind.LINEAR, ModuleKind.USER})
     BUG_FORMS = (BugForm("added twice", "the sum with one operand counted twice", _operand_twice),)
     LEFT_OUT = "residual dropped"
 
@@ -189,7 +191,7 @@ class RowEquals(Check):
     """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
 
     READS_LOCALS = True  # the sequence the line reads, where no snapshot shows it (generator/trace/reading/weights.py)
-    CALLS_BOUND = frozenset({"layer_norm"})  # ... or the norm the line applied to it first: `self.norm(x)[:, 0]`
+    CALLS_BOUND = frozenset({ModuleKind.LAYER_NORM})  # ... or the norm the line applied to it first: `self.norm(x)[:, 0]`
     BUG_FORMS = (BugForm("the wrong token pooled", "the output vs every other row of the sequence", _another_row),)
 
     out: Ref = THIS
@@ -217,7 +219,7 @@ def _parameter_twice(check: Any, s: TensorSource) -> Fit | None:
 class PlusParameter(Check):
     """``out`` is ``x`` plus the learned ``parameter`` (e.g. position embeddings)."""
 
-    FROM_CALLS = {"parameter": ("read", "weight")}
+    FROM_CALLS = {"parameter": (ModuleKind.READ, "weight")}
     BUG_FORMS = (BugForm("positions added twice", "the output vs input + 2 × the parameter", _parameter_twice),)
 
     out: Ref = THIS
@@ -269,7 +271,7 @@ class Probabilities(Check):
 class EqualsParameter(Check):
     """``out`` is the learned ``parameter``, repeated over the batch."""
 
-    FROM_CALLS = {"parameter": ("read", "weight")}
+    FROM_CALLS = {"parameter": (ModuleKind.READ, "weight")}
 
     out: Ref = THIS
     parameter: ParamRef
@@ -293,7 +295,7 @@ class GeluOfLinear(Check):
     range."""
 
     WEIGHTS_OPTIONAL = True
-    FROM_CALLS = {"module": ("linear", "module"), "x": ("linear", "input")}
+    FROM_CALLS = {"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")}
     PROPERTIES = (Property("a GELU's output is at least −0.17", "the smallest value", _gelu_range),)
 
     out: Ref = THIS

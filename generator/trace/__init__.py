@@ -1,8 +1,9 @@
 """`python -m transformer_trace trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced,
-and write a verified report of what it computed (markers.py: the marker forms; capture.py: the run; verify.py: shapes,
-layouts; checking.py: the catalogue's checks on the captured tensors; pages.py: the pages and their verdicts; report.py:
-writing them). What a report adds for tracing is its ``trace`` (a TraceSpec, generator/reports/<report>/trace.py); the
-CLI hands this package the registry's reports."""
+and write a verified report of what it computed (markers.py: the marker forms; process.py and child/: the run in the
+script's own interpreter; reading/capture.py: what it captured, read back; reading/verify.py: shapes, layouts;
+reading/checking.py: the catalogue's checks on the captured tensors; reading/pages.py: the pages and their verdicts;
+report.py: writing them). What a report adds for tracing is its ``trace`` (a TraceSpec, reading/verify.py; each
+report's own in generator/reports/<report>/trace.py); the CLI hands this package the registry's reports."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import argparse
 import json
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from transformer_trace.errors import UserError
 from transformer_trace.options import out_path
 from transformer_trace.text import terminal_line
+from transformer_trace.trace.child.protocol import ModuleKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
@@ -38,14 +40,17 @@ def reads_locals(catalogue: Report) -> frozenset[int]:
 # The kinds of module calls trace/reading/weights.py's bind reads besides those a check declares in FROM_CALLS: a
 # Linear step may be a Conv2d's patches, a chain of modules (a rearrange of the user's, LayerNorms, Linears: a patch
 # embedding), or an nn.MultiheadAttention's output projection; a LayerNorm the user's own. Of the user's modules,
-# "user" is any, "user_norm" one with a gain and a bias of its input's width, "user_leaf" one without parameters or
+# USER is any, USER_NORM one with a gain and a bias of its input's width, USER_LEAF one without parameters or
 # modules of its own.
-CALLS_READ_WITH = {"linear": ("conv2d", "multihead_attention", "layer_norm", "user_leaf"), "layer_norm": ("user_norm",)}
+CALLS_READ_WITH: dict[ModuleKind, tuple[ModuleKind, ...]] = {
+    ModuleKind.LINEAR: (ModuleKind.CONV2D, ModuleKind.MULTIHEAD_ATTENTION, ModuleKind.LAYER_NORM, ModuleKind.USER_LEAF),
+    ModuleKind.LAYER_NORM: (ModuleKind.USER_NORM,),
+}
 
 
-def calls_read(catalogue: Report) -> dict[int, frozenset[str]]:
+def calls_read(catalogue: Report) -> dict[int, frozenset[ModuleKind]]:
     """Per snapshot, the kinds of module calls of its marked line its checks can read (``Check.FROM_CALLS`` and
-    ``CALLS_BOUND``; "read": the module tensors the line reads by attribute): only these are copied in the script's
+    ``CALLS_BOUND``; READ: the module tensors the line reads by attribute): only these are copied in the script's
     interpreter."""
     found = {}
     for snap in catalogue.snapshots:
@@ -71,12 +76,12 @@ def as_traced(markers: list, numbering: str, reports: Mapping[str, Report]) -> t
 
 def numberings(reports: Mapping[str, Report]) -> dict[tuple[str, str], str]:
     """(marker keyword, letter) -> the key of the report that numbers its snapshots so: what markers.scan reads."""
-    return {(report.trace.keyword, report.trace.letter): key for key, report in traceable(reports).items()}
+    return {(report.trace_spec.keyword, report.trace_spec.letter): key for key, report in traceable(reports).items()}
 
 
 def marker_forms(reports: Mapping[str, Report]) -> str:
     """The marker forms, for messages: one per report that can be traced, and the user's own."""
-    forms = [f"{report.trace.marker(13, report.label(13))} ({report.short_title})"
+    forms = [f"{report.trace_spec.marker(13, report.label(13))} ({report.short_title})"
              for report in traceable(reports).values()]
     return ", ".join([*forms, "# trace: name"])
 
@@ -135,15 +140,19 @@ def _junit_on_usage_errors(t: argparse.ArgumentParser) -> None:
     given: list[str] = []
     parse, refuse = t.parse_known_args, t.error
 
-    def remembering(args=None, namespace=None):  # type: ignore[no-untyped-def]
+    def remembering(args: Sequence[str] | None = None,
+                    namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
         given[:] = list(args or [])
         return parse(args, namespace)
 
-    def refusing(message: str):  # type: ignore[no-untyped-def]
+    def refusing(message: str) -> NoReturn:
         _junit_of_usage_error(t, given, message)
         refuse(message)
 
-    t.parse_known_args, t.error = remembering, refusing  # type: ignore[method-assign]
+    # Wrapped on this one parser (mypy refuses assigning to a method); ``remembering`` has one signature where
+    # argparse's stubs overload parse_known_args on the namespace's type, and it returns what ``parse`` returns
+    t.parse_known_args = remembering  # type: ignore[method-assign, assignment]
+    t.error = refusing  # type: ignore[method-assign]
 
 
 def _junit_of_usage_error(t: argparse.ArgumentParser, given: list[str], message: str) -> None:
@@ -192,7 +201,7 @@ def choose_numbering(requested: str, markers: list, script: Path, reports: Mappi
             there = (f"; its markers are numbered for {' and '.join(numbered)}: use --report {numbered[0]}"
                      if numbered else "")
             raise UserError(f"{script}: --report {requested}: no {report.short_title} marker "
-                            f"({report.trace.marker(13, report.label(13))}) in it or beside it{there}")
+                            f"({report.trace_spec.marker(13, report.label(13))}) in it or beside it{there}")
         return requested
     if not numbered:
         if any(m.numbering == "custom" for m in markers):

@@ -20,6 +20,7 @@ import os
 import re
 import tempfile
 import tokenize
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,7 +134,7 @@ def _refuse_top_level_await(notebook: Path, number: int, code: list[str]) -> Non
                         "`async def` run by asyncio.run(...)")
 
 
-def _top_level_await(nodes: list[ast.AST]) -> ast.AST | None:
+def _top_level_await(nodes: Sequence[ast.AST]) -> ast.Await | ast.AsyncFor | ast.AsyncWith | None:
     for node in nodes:
         if isinstance(node, (ast.Await, ast.AsyncFor, ast.AsyncWith)):
             return node

@@ -21,6 +21,7 @@ from transformer_trace.checks.masks import mask_allows, masked_as_written
 from transformer_trace.registry import Registry
 from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.tensors import fmt
+from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.models.gpt import decode, encode
 from transformer_trace.models.recording import recording
 
@@ -51,7 +52,7 @@ class PromptBytes(Check):
 class EmbeddingRows(Check):
     """Each position of ``out`` is its byte's row (``ids``) of the embedding ``parameter``."""
 
-    FROM_CALLS = {"parameter": ("embedding", "weight"), "ids": ("embedding", "input")}
+    FROM_CALLS = {"parameter": (ModuleKind.EMBEDDING, "weight"), "ids": (ModuleKind.EMBEDDING, "input")}
 
     out: Ref = THIS
     ids: Ref
@@ -68,7 +69,7 @@ class EmbeddingRows(Check):
 class PositionRows(Check):
     """``out`` (T, C) is rows 0…T−1 of the position-embedding ``parameter``."""
 
-    FROM_CALLS = {"parameter": ("embedding", "weight")}
+    FROM_CALLS = {"parameter": (ModuleKind.EMBEDDING, "weight")}
 
     out: Ref = THIS
     parameter: ParamRef
@@ -201,7 +202,7 @@ class TiedHead(Check):
     """``out`` is ``x`` times the token-embedding table, and the ``head``'s weight is the ``embedding``'s (weight
     tying)."""
 
-    FROM_CALLS = {"head": ("linear", "module"), "x": ("linear", "input")}
+    FROM_CALLS = {"head": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")}
 
     out: Ref = THIS
     x: Ref

@@ -22,15 +22,16 @@ class AttentionInputs(Check):
     """The inputs an attention module was called with: keys and values from one tensor, and in a self-attention
     the queries from it too."""
 
-    query: Ref
-    key: Ref
-    value: Ref
+    # (not query/key/value: a field ``key`` would hide the registry name, Typed.key(), on the instance)
+    queries: Ref
+    keys: Ref
+    values: Ref
     self_attention: bool
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        pairs = [("keys", "values", self.key, self.value)]
+        pairs = [("keys", "values", self.keys, self.values)]
         if self.self_attention:
-            pairs.insert(0, ("queries", "keys", self.query, self.key))
+            pairs.insert(0, ("queries", "keys", self.queries, self.keys))
         details, passed = [], True
         for first, second, a, b in pairs:
             same, detail = close(s.t(b), s.t(a), f"the {second}' input vs the {first}'")

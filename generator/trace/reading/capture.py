@@ -196,13 +196,13 @@ def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
     the local tensors they read (``Check.READS_LOCALS``); ``calls_for``: per snapshot, the kinds of module calls its
     line's checks read (generator/trace/__init__.py's calls_read; "read": the module tensors it reads by attribute),
     the only ones copied; None: every kind."""
-    numbers = {marker.number, *marker.alternatives}
+    numbers = {n for n in (marker.number, *marker.alternatives) if n is not None}  # none for a `# trace:` point
     reads_locals = bool(locals_for & numbers)
     kinds = None if calls_for is None else sorted(set().union(*(calls_for.get(n, ()) for n in numbers)))
     return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
             "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
-            "reads": attributes_read(marker) if kinds is None or "read" in kinds else [],
+            "reads": attributes_read(marker) if kinds is None or ModuleKind.READ in kinds else [],
             "locals": names_read(marker) if reads_locals else [], "calls": kinds}
 
 

@@ -229,10 +229,17 @@ def marked_snapshots(catalogue: Report, capture: Capture,
             by_number.setdefault(points[marker.point], []).append((marker, capture.hits[marker]))
         elif marker in capture.hits and marker.numbering == numbering and marker.alternatives:
             for alternative, hits in by_caller(marker, capture.hits[marker], capture, catalogue):
-                by_number.setdefault(alternative.number, []).append((alternative, hits))
+                by_number.setdefault(_numbered(alternative), []).append((alternative, hits))
         elif marker in capture.hits and marker.numbering == numbering:
-            by_number.setdefault(marker.number, []).append((marker, capture.hits[marker]))
+            by_number.setdefault(_numbered(marker), []).append((marker, capture.hits[marker]))
     return by_number
+
+
+def _numbered(marker: Marker) -> int:
+    """The snapshot a marker of a report's numbering names (markers.py sets ``number`` for every such marker, and
+    by_caller for each alternative; only a `# trace:` point has none)."""
+    assert marker.number is not None, f"{marker.text!r}: a marker of {marker.numbering} without a number"
+    return marker.number
 
 
 def captured_contents(catalogue: Report, numbering: str, capture: Capture,
@@ -241,7 +248,7 @@ def captured_contents(catalogue: Report, numbering: str, capture: Capture,
     the user's values at the hit shown and at every hit, the marked lines' code, the named shapes (not yet read in the
     catalogue's layout: ``read_capture`` does, once the dimensions are bound)."""
     places = places_for(catalogue, 1)
-    declared = catalogue.options().record_points() if places is not None else {}
+    declared = catalogue.run_options().record_points() if places is not None else {}
     shapes = named_shapes(catalogue, places or {}, declared)
     marked = marked_snapshots(catalogue, capture, numbering)
 
@@ -285,7 +292,7 @@ def _marked_sections(snap: Snapshot, marker: Marker, chosen: Hit, capture: Captu
     for value in chosen.values:
         tensor, note_text = _tensor_of(value)
         absent = tensor is None
-        if absent:
+        if tensor is None:
             tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
         view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
         index, slice_text = view.slice_text()

@@ -128,8 +128,9 @@ def _patches(check: Check, calls: list[Any], source: TensorDict, main: torch.Ten
     """A Linear step (the patch embedding) the line computed with a Conv2d: checked as that convolution, from its
     own weights and the image it was called with."""
     conv = _call_of(ModuleKind.CONV2D, calls, main)
-    module = getattr(check, "module", None)
-    if conv is None or not isinstance(module, ModuleRef) or not conv.inputs or conv.inputs[0] is None:
+    module, out = getattr(check, "module", None), _output(check)
+    if (conv is None or not isinstance(module, ModuleRef) or out is None or not conv.inputs
+            or conv.inputs[0] is None):
         return None
     params, attrs = conv.params, conv.attrs
     if params.get("weight") is None or params["weight"].dim() != 4:
@@ -141,17 +142,17 @@ def _patches(check: Check, calls: list[Any], source: TensorDict, main: torch.Ten
     tensors = {**source.tensors, image: conv.inputs[0]}
     bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared,
                        modules={source.name(module): layer})
-    return Bound(ConvPatches(out=check.out, x=Ref(image), module=module), bound, None,
+    return Bound(ConvPatches(out=out, x=Ref(image), module=module), bound, None,
                  f"the weights of the {conv.module} it called, on the image it was called with")
 
 
 def _patch_chain(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
     """A Linear step (the patch embedding) whose line called a chain of modules, each fed the previous one's output: a
     rearrange of the image into rows, then LayerNorms and Linears, the last giving the step (an nn.Sequential)."""
-    module = getattr(check, "module", None)
+    module, out = getattr(check, "module", None), _output(check)
     ends = [c for c in calls if c.kind in (ModuleKind.LINEAR, ModuleKind.LAYER_NORM) and c.outputs
             and _holds(c.outputs[0], main)]
-    if not isinstance(module, ModuleRef) or not ends:
+    if not isinstance(module, ModuleRef) or out is None or not ends:
         return None
     chain = [ends[-1]]
     while chain[0].inputs and (fed := next((c for c in calls if c.outputs and _same(c.outputs[0], chain[0].inputs[0])
@@ -169,7 +170,7 @@ def _patch_chain(check: Check, calls: list[Any], source: TensorDict, main: torch
     bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared,
                        modules={ref.template: layer for ref, layer in zip(refs, built)})
     chain_text = " → ".join(c.module for c in chain)
-    return Bound(PatchChain(out=check.out, x=Ref(f"{name}@{first.module}.input"),
+    return Bound(PatchChain(out=out, x=Ref(f"{name}@{first.module}.input"),
                             patches=Ref(f"{name}@{first.module}.output"), layers=refs), bound, None,
                  f"the modules it called ({chain_text}), with their own weights, on the image it was called with")
 
@@ -196,7 +197,8 @@ def _attention(check: Check, calls: list[Any], source: TensorDict, main: torch.T
                        declared=source.declared, modules={source.name(module): layer})
     fed = getattr(check, field_name)
     variant = check.reading(field_name, refs["concat"])
-    inputs = AttentionInputs(query=refs["query"], key=refs["key"], value=refs["value"], self_attention=self_attention)
+    inputs = AttentionInputs(queries=refs["query"], keys=refs["key"], values=refs["value"],
+                             self_attention=self_attention)
     note = f"the weights of the {call.module} it called"
     if source.has(fed):
         return Bound(check, bound, variant, note, (inputs,))
@@ -207,14 +209,14 @@ def _attention(check: Check, calls: list[Any], source: TensorDict, main: torch.T
 def _split_of_read(check: Check, calls: list[Any], source: TensorDict) -> Bound | None:
     """A head split (q, k or v per head) whose projection ran on an earlier line: checked against the projection the
     marked line read (its local tensors as they were before it ran)."""
-    part = getattr(check, "part", None)
+    part, out = getattr(check, "part", None), _output(check)
     read = [c for c in calls if c.kind == ModuleKind.LOCAL and c.outputs and all(t is not None for t in c.outputs)]
-    if not type(check).READS_LOCALS or part is None or len(read) != 1:
+    if not type(check).READS_LOCALS or part is None or out is None or len(read) != 1:
         return None  # none, or several tensors read: which one is the projection is not known
     names = [f"{read[0].module}@read.{i}" for i in range(len(read[0].outputs))]
     tensors = {**source.tensors, **dict(zip(names, read[0].outputs))}
     bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared)
-    return Bound(HeadsOfRead(out=check.out, parts=tuple(map(Ref, names)), part=part), bound, None,
+    return Bound(HeadsOfRead(out=out, parts=tuple(map(Ref, names)), part=part), bound, None,
                  f"`{read[0].module}`, as the line read it")
 
 
@@ -244,7 +246,8 @@ def _projections_called(check: HeadsRejoin, calls: list[Any], source: TensorDict
     bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared)
     also: tuple[Check, ...] = ()
     if len(inputs) == 3 and "cross" not in source.name(check.heads[0]):  # a self-attention: q, k, v of one tensor
-        also = (AttentionInputs(query=Ref(inputs[0]), key=Ref(inputs[1]), value=Ref(inputs[2]), self_attention=True),)
+        also = (AttentionInputs(queries=Ref(inputs[0]), keys=Ref(inputs[1]), values=Ref(inputs[2]),
+                                self_attention=True),)
     return Bound(dataclasses.replace(check, full=tuple(full)), bound, None,
                  f"no snapshot shows the whole projections: {'; '.join(taken)}", also)
 
@@ -279,7 +282,7 @@ def _row_of_read(check: RowEquals, calls: list[Any], source: TensorDict) -> Boun
             and c.outputs[0].dim() == 3]
     if source.has(check.source) or len(read) != 1:
         return None  # shown, or none or several sequences read: which one is the source is not known
-    norms = [c for c in calls if c.kind in ("layer_norm", "user") and c.outputs and c.inputs
+    norms = [c for c in calls if c.kind in (ModuleKind.LAYER_NORM, ModuleKind.USER) and c.outputs and c.inputs
              and _same(c.inputs[0], read[0].outputs[0]) and c.outputs[0] is not None and c.outputs[0].dim() == 3]
     if len(norms) == 1:  # `self.norm(x)[:, 0]`: the row is picked from the norm's output, on the same line
         name = f"{source.name(check.source)}@{norms[0].module}.output"
@@ -304,12 +307,20 @@ def _holds_exactly(output: torch.Tensor | None, heads: torch.Tensor) -> bool:
 def _image_consumed(check: Check, source: TensorDict, known: dict[str, Any]) -> Bound | None:
     """The model's input image, as marked, checked against the image a marked line's patch embedding was called with
     (``known[IMAGE]``, from ``modules_called``)."""
-    if IMAGE not in known:
+    out = _output(check)
+    if IMAGE not in known or out is None:
         return None
-    name = f"{source.name(check.out)}@patch embedding.input"
+    name = f"{source.name(out)}@patch embedding.input"
     bound = CallSource({**source.tensors, name: known[IMAGE]}, places=source.places, inputs=source.inputs,
                        declared=source.declared)
-    return Bound(check, bound, None, "", (ConsumedImage(out=check.out, fed=Ref(name)),))
+    return Bound(check, bound, None, "", (ConsumedImage(out=out, fed=Ref(name)),))
+
+
+def _output(check: Check) -> Ref | None:
+    """The tensor ``check``'s claim is about (its ``out`` field, which every check a module call can stand for has;
+    not every check has one); None for a check without."""
+    out = getattr(check, "out", None)
+    return out if isinstance(out, Ref) else None
 
 
 IMAGE = "@image"  # ``modules_called``'s key for the image a patch embedding was called with

@@ -160,7 +160,8 @@ def in_users_terms(result: CheckResult, labels: dict[str, TensorLabel], variable
         # a record name that is a plain word ("mask") would be replaced in the prose too: dotted or snake names only
         if name in message and variable and not label.derived_from and any(c in name for c in "._"):
             said = f"{variable} ({label.snapshot})"
-            message = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", lambda _, said=said: said, message)
+            literal = said.replace("\\", "\\\\")  # a replacement string, read as written: backslashes doubled
+            message = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", literal, message)
     if message == result.evidence.message:
         return result
     return replace(result, detail=result.detail.replace(result.evidence.message, message, 1),

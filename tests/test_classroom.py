@@ -410,7 +410,8 @@ def test_in_a_built_site_the_class_pages_links_and_the_traced_notebooks_page_wor
     built_notebook = site / "students" / "amina" / "report" / "notebooks" / "vit_tiny_seed003" / "index.html"
     assert "PatchEmbedding" in built_notebook.read_text(encoding="utf-8")
     page = (site / "class" / "index.html").read_text(encoding="utf-8")
-    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    shown = page.replace("<wbr>", "")  # a name's break points (after its separators) are not part of it
+    assert "<img src=x" not in shown and "&lt;img src=x onerror=alert(1)&gt;" in shown
     links = set(re.findall(r'href="(\.\./students/[^"]+)"', page))
     assert len(links) == 2  # both passed: their overviews
     for link in links:

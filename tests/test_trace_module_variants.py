@@ -126,4 +126,4 @@ def test_k_computed_from_another_tensor_than_q_and_v_is_named_at_s10(tmp_path):
     edits = [("k = self.k(x).view(B, N, H, HS)", "k = self.k(x.flip(1)).view(B, N, H, HS)")]
     data = traced(variant(tmp_path, edits), tmp_path / "out", status=1)
     assert data["outcome"]["first_failure"].startswith("S10 "), failed(data)
-    assert "read another tensor than S09 and S11" in failed(data)[0]
+    assert "computed from another tensor than S09 and S11" in failed(data)[0]

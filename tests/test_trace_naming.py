@@ -85,8 +85,10 @@ def test_a_name_held_by_another_scripts_trace_or_by_the_user_is_refused_and_the_
 
 def test_an_out_that_cannot_be_written_is_refused_before_the_script_runs(tmp_path, capsys):
     code = script(tmp_path / "src")
-    assert main(["trace", str(code), "--out", str(tmp_path / "missing" / "docs")]) == 2
-    assert "does not exist" in error(capsys) and not ran(code)
+    (tmp_path / "a-file").write_text("mine\n", encoding="utf-8")  # missing folders are made, never over a file
+    assert main(["trace", str(code), "--out", str(tmp_path / "a-file" / "docs")]) == 2
+    assert "a-file" in error(capsys) and not ran(code)
+    assert (tmp_path / "a-file").read_text(encoding="utf-8") == "mine\n"
 
 
 def test_a_hand_edited_trace_is_refused_without_offering_a_force_trace_does_not_take(tmp_path, capsys):

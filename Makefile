@@ -11,7 +11,8 @@ STAMP  := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	@# setuptools' own notice about editable installs says nothing a user of this project can act on
+	PYTHONWARNINGS='ignore:Editable installation' $(PY) -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
 # Serve on http://127.0.0.1:8000 with live reload and a form that regenerates a report in the warm process

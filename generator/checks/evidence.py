@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,22 +161,29 @@ def _input_fields(check: Any) -> list[tuple[str, Any]]:
             if kind in ("tensor", "tensors") and name != "out" and getattr(check, name) is not None]
 
 
-def _another_input(check: Any, s: TensorSource) -> Fit | None:
-    searched = 0
+def _captured_inputs(check: Any, s: TensorSource) -> Iterator[tuple[Ref, Callable[[Ref], Any]]]:
+    """Each captured input of the check (a field's ref, or one of a tuple field's), with a function that gives the
+    check with another ref in its place."""
     for name, value in _input_fields(check):
         refs = value if isinstance(value, tuple) else (value,)
         for i, ref in enumerate(refs):
-            if not s.has(ref):
-                continue
-            for other in _candidates(check, s, ref):
-                searched += 1
-                replaced = Ref(other)
-                new = (*value[:i], replaced, *value[i + 1:]) if isinstance(value, tuple) else replaced
-                changed = dataclasses.replace(check, **{name: new})
-                if _holds(changed, s):
-                    claim, _, detail = changed.verify(s)
-                    return Fit(True, f"your {_step(check, s)} is computed from {other} where {s.name(ref)} belongs "
-                                     f"(with {other} in its place: {claim}; {detail})")
+            if s.has(ref):
+                def with_input(new: Ref, name: str = name, value: Any = value, i: int = i) -> Any:
+                    return dataclasses.replace(
+                        check, **{name: (*value[:i], new, *value[i + 1:]) if isinstance(value, tuple) else new})
+                yield ref, with_input
+
+
+def _another_input(check: Any, s: TensorSource) -> Fit | None:
+    searched = 0
+    for ref, with_input in _captured_inputs(check, s):
+        for other in _candidates(check, s, ref):
+            searched += 1
+            changed = with_input(Ref(other))
+            if _holds(changed, s):
+                claim, _, detail = changed.verify(s)
+                return Fit(True, f"your {_step(check, s)} is computed from {other} where {s.name(ref)} belongs "
+                                 f"(with {other} in its place: {claim}; {detail})")
     return Fit(False, f"none of the {searched} captured tensors of the inputs' shapes fits in their place") \
         if searched else None
 
@@ -193,30 +200,24 @@ def _another_added(check: Any, s: TensorSource) -> Fit | None:
     if not isinstance(tensors, dict) or not dataclasses.is_dataclass(s):
         return None
     out = getattr(check, "out", None)
+    step = s.name(out) if isinstance(out, Ref) else ""
     searched = 0
-    for name, value in _input_fields(check):
-        refs = value if isinstance(value, tuple) else (value,)
-        for i, ref in enumerate(refs):
-            if not s.has(ref):
+    for ref, with_input in _captured_inputs(check, s):
+        own = s.t(ref)
+        for other, tensor in tensors.items():
+            if other in (s.name(ref), step) or not tensor.is_floating_point():
                 continue
-            own = s.t(ref)
-            for other, tensor in tensors.items():
-                step = s.name(out) if isinstance(out, Ref) else ""
-                if other in (s.name(ref), step) or not tensor.is_floating_point():
-                    continue
-                part = _leading_part(tensor.detach().cpu().double(), own.shape)
-                if part is None:
-                    continue
-                searched += 1
-                added = Ref("@added")
-                changed = dataclasses.replace(
-                    check, **{name: (*value[:i], added, *value[i + 1:]) if isinstance(value, tuple) else added})
-                source = dataclasses.replace(s, tensors={**tensors, "@added": own + part})
-                if _holds(changed, source):
-                    claim, _, detail = changed.verify(source)
-                    cut = "" if part.shape == tensor.shape else f" (its first {tuple(part.shape)})"
-                    return Fit(True, f"your {_step(check, s)} is computed from {s.name(ref)} + {other}{cut} where "
-                                     f"{s.name(ref)} alone belongs ({claim}; {detail})")
+            part = _leading_part(tensor.detach().cpu().double(), own.shape)
+            if part is None:
+                continue
+            searched += 1
+            changed = with_input(Ref("@added"))
+            source = dataclasses.replace(s, tensors={**tensors, "@added": own + part})
+            if _holds(changed, source):
+                claim, _, detail = changed.verify(source)
+                cut = "" if part.shape == tensor.shape else f" (its first {tuple(part.shape)})"
+                return Fit(True, f"your {_step(check, s)} is computed from {s.name(ref)} + {other}{cut} where "
+                                 f"{s.name(ref)} alone belongs ({claim}; {detail})")
     return Fit(False, f"none of the {searched} captured tensors added to an input fits") if searched else None
 
 

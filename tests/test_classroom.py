@@ -353,12 +353,33 @@ def test_magics_are_told_apart_by_the_tokenizer_not_by_a_lines_first_character(t
     assert kept in converted.text and [(s.cell, s.line) for s in converted.skipped] == skipped
 
 
-def test_a_top_level_await_cell_is_refused_in_one_line_naming_its_cell(tmp_path, capsys):
-    notebook = _notebook(tmp_path / "nb.ipynb", ("code", "import asyncio\nx = [1]  # trace: x"),
-                         ("code", "%matplotlib inline\nawait asyncio.sleep(0)"))
+def test_a_top_level_await_cell_runs_as_ipythons_autoawait_runs_it_in_an_event_loop_the_cells_share(tmp_path):
+    """IPython compiles each cell with a top-level await allowed and runs its coroutine to the end; a cell without one
+    runs outside the loop (asyncio.run works there), and the loop is the same one from cell to cell."""
+    notebook = _notebook(tmp_path / "nb.ipynb",
+                         ("code", "import asyncio\nasync def doubled(v):\n    await asyncio.sleep(0)\n    return [v, v]"),
+                         ("code", "%matplotlib inline\npairs = await doubled(3)  # trace: pairs\n"
+                                  "loop = asyncio.get_running_loop()"),
+                         ("code", "plain = asyncio.run(doubled(4))  # trace: plain"),
+                         ("code", "async with asyncio.timeout(5):\n    again = asyncio.get_running_loop() is loop"
+                                  "  # trace: again"))
+    assert main(["trace", str(notebook), "--out", str(tmp_path / "out"), "--name", "nb", "-q"]) == 0
+    data = json.loads((tmp_path / "out" / "nb" / "snapshots.json").read_text(encoding="utf-8"))
+    points = {s["variable"]: s for s in data["snapshots"]}
+    assert points["pairs"]["source"]["location"] == "nb.ipynb, cell 2, line 2"
+    assert [points[name]["captured"] for name in ("pairs", "plain", "again")] == [True] * 3
+    import numpy as np
+    assert [np.load(tmp_path / "out" / "nb" / "data" / name).tolist() for name in
+            ("01_pairs.npy", "02_plain.npy", "03_again.npy")] == [[3, 3], [4, 4], [True]]
+
+
+def test_an_error_in_an_awaited_cell_names_the_cells_and_lines_of_its_frames_not_the_event_loops(tmp_path, capsys):
+    notebook = _notebook(tmp_path / "nb.ipynb", ("code", "x = [1]  # trace: x\nasync def failing():\n    1 / 0"),
+                         ("code", "import asyncio\nawait failing()"))
     assert main(["trace", str(notebook), "--out", str(tmp_path / "out"), "-q"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: nb.ipynb, cell 2, line 2: a top-level `await`") and err.count("\n") == 1
+    assert "error: the script failed: ZeroDivisionError: division by zero (at nb.ipynb, cell 1, line 3: 1 / 0)" in err
+    assert 'File "nb.ipynb, cell 2, line 2", in <module>' in err and "asyncio" not in err.replace("import asyncio", "")
 
 
 def test_get_ipython_runs_the_matplotlib_magic_and_names_the_cell_of_one_it_cannot_run(tmp_path, capsys):

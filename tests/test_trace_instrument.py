@@ -185,12 +185,8 @@ def test_marked_lines_run_under_pytorchs_own_transforms_leave_the_script_to_fini
 
 
 def test_the_cache_of_compiled_files_keeps_the_newest_ones_only(tmp_path, monkeypatch):
-    import importlib.util
+    from transformer_trace.trace.child import instrument
 
-    path = Path(__file__).resolve().parent.parent / "generator" / "trace" / "child" / "instrument.py"
-    spec = importlib.util.spec_from_file_location("instrument_under_test", path)
-    instrument = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(instrument)
     monkeypatch.setattr(instrument, "MOST_KEPT", 3)
     plan = instrument.Plan("s.py", {(1, 1): 0}, {}, {})
     for n in range(5):

@@ -9,7 +9,8 @@ that text (capture.sources), and nothing else needs to travel with it. IPython m
 is no magic) become `pass` and a cell magic (`%%bash`…) skips its cell (`%%time` and `%%capture` only skip their own
 line); each is listed on the overview. `display` is IPython's when IPython is installed, else prints its arguments;
 `get_ipython()` runs `%matplotlib` as its line is run (skipped) and says in the script's error that other magics do
-not run. A cell with a top-level `await` is refused in one line naming it.
+not run. Each cell is compiled as IPython compiles it: a cell with a top-level `await` (`async for`, `async with`) runs
+to its end in an event loop the cells share, as IPython's autoawait runs it (instrument.py, bootstrap.py).
 Cells are numbered as the notebook shows them, markdown cells included (the first cell is cell 1)."""
 
 from __future__ import annotations
@@ -20,16 +21,16 @@ import os
 import re
 import tempfile
 import tokenize
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from transformer_trace.errors import UserError
+from transformer_trace.trace.child.protocol import CELL_LINE, NOTEBOOK_HEADER
 
-HEADER = "# generator trace: the code cells of {name} in order, each after a `# %% cell N` line"
-_HEADER = re.compile(r"# generator trace: the code cells of (?P<name>.+) in order, each after a `# %% cell N` line")
-_CELL = re.compile(r"# %% cell (\d+)$")
+HEADER = NOTEBOOK_HEADER
+_HEADER = re.compile(re.escape(HEADER).replace(re.escape("{name}"), "(?P<name>.+)"))
+_CELL = re.compile(re.escape(CELL_LINE).replace(re.escape("{number}"), r"(\d+)") + "$")
 PROLOGUE = """try:  # as in Jupyter: display() shows a value (prints it where IPython is not installed)
     from IPython.display import display
 except ImportError:
@@ -121,31 +122,6 @@ def _code(number: int, lines: list[str], skipped: list[Skipped]) -> list[str]:
     return out
 
 
-def _refuse_top_level_await(notebook: Path, number: int, code: list[str]) -> None:
-    """A cell with `await` (`async for`, `async with`) outside any function, which IPython runs in its event loop and
-    a script cannot: refused in one line that names the cell and line."""
-    try:
-        found = _top_level_await(ast.parse("\n".join(code)).body)
-    except SyntaxError:  # said with its cell and line when the script is compiled
-        return
-    if found is not None:
-        raise UserError(f"{notebook.name}, cell {number}, line {found.lineno}: a top-level `await`, which IPython "
-                        "runs in its event loop and a script cannot: trace runs the cells as one script; put it in an "
-                        "`async def` run by asyncio.run(...)")
-
-
-def _top_level_await(nodes: Sequence[ast.AST]) -> ast.Await | ast.AsyncFor | ast.AsyncWith | None:
-    for node in nodes:
-        if isinstance(node, (ast.Await, ast.AsyncFor, ast.AsyncWith)):
-            return node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue  # its own scope (a class body's await is refused by Python itself)
-        found = _top_level_await(list(ast.iter_child_nodes(node)))
-        if found is not None:
-            return found
-    return None
-
-
 def _logical_line_end(lines: list[str], first: int) -> int:
     """The index of the last line of the logical line that starts at ``lines[first]``, read by Python's tokenizer: a
     string's or a bracket's continued lines are in it, so a line of theirs that starts with `%` or `!` is no magic.
@@ -177,8 +153,7 @@ def to_script(notebook: Path) -> NotebookScript:
             continue
         run += 1
         code = _code(number, _lines(cell), skipped)
-        _refuse_top_level_await(notebook, number, code)
-        parts += [f"# %% cell {number}", *code, ""]
+        parts += [CELL_LINE.format(number=number), *code, ""]
     if not run:
         raise UserError(f"{notebook}: has no code cell to run")
     return NotebookScript(notebook, "\n".join(parts) + "\n", skipped, run)

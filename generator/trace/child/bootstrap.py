@@ -106,11 +106,12 @@ class Tracer:
         return _beside("instrument.py").patch_loader(self.plans, self, self.cache)
 
     def script_code(self, script, source, namespace):
-        """The script's code: its marked statements wrapped, if it has any (this tracer set in its ``namespace``)."""
+        """The script's code: its marked statements wrapped, if it has any (this tracer set in its ``namespace``); a
+        notebook's: its cells' (``run_code``)."""
         plan = self.plans.get(os.path.realpath(script))
-        if plan is None:
-            return compile(source, script, "exec", dont_inherit=True)
         instrument = _beside("instrument.py")
+        if plan is None:  # a notebook's cells are compiled one by one all the same
+            return instrument.compile_marked(source, script, None)
         namespace[instrument.HOOK] = self
         return instrument.compile_marked(source, script, plan, self.cache)
 
@@ -307,6 +308,27 @@ def main_module(script, tracer):
     return module, code
 
 
+_CO_COROUTINE = 0x80  # inspect.CO_COROUTINE: a cell's code holding a top-level await
+
+
+def run_code(code, namespace):
+    """The script's code run in ``namespace``; a notebook's cells one after another as IPython runs them: a cell with a
+    top-level `await` is a coroutine, run to its end in one event loop the cells share (IPython's autoawait)."""
+    if not isinstance(code, tuple):
+        exec(code, namespace)
+        return
+    loop = None
+    for cell in code:
+        if not cell.co_flags & _CO_COROUTINE:
+            exec(cell, namespace)
+            continue
+        if loop is None:
+            import asyncio
+
+            loop = asyncio.new_event_loop()
+        loop.run_until_complete(eval(cell, namespace))  # noqa: S307 - the cell's own code
+
+
 def describe(exc, folder):
     """"Type: message (at file.py:line: code)" and [file, line], the deepest frame in the script's folder first."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
@@ -329,6 +351,10 @@ def python_traceback(exc):
     ours = os.path.dirname(os.path.abspath(__file__)) + os.sep
     frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
               if not frame.filename.startswith((ours, "<frozen importlib._bootstrap"))]
+    asyncio = sys.modules.get("asyncio")  # the event loop running a notebook's cell (run_code), as IPython hides it
+    loop = os.path.dirname(asyncio.__file__) + os.sep if asyncio is not None else None
+    while loop and frames and frames[0].filename.startswith(loop):
+        del frames[0]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)] if frames else []
     return "".join([*lines, *traceback.format_exception_only(type(exc), exc)]).rstrip("\n")
 
@@ -395,7 +421,7 @@ def run(spec):
     outcome, ending = {"error": None, "error_at": None, "exit": None}, None
     started = time.perf_counter()
     try:
-        exec(code, module.__dict__)
+        run_code(code, module.__dict__)
     except SystemExit as exc:
         outcome["exit"] = exc.code if exc.code is None or isinstance(exc.code, int) else str(exc.code)
         ending = exc

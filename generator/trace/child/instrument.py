@@ -25,10 +25,14 @@ file: a second trace of an unchanged file compiles nothing, as a plain run reads
 """
 
 import ast
+import bisect
 import hashlib
 import marshal
 import os
+import re
 import sys
+
+from . import protocol
 
 HOOK = "__transformer_trace__"
 
@@ -61,9 +65,10 @@ class Plan:
 
 def compile_marked(source, filename, plan, cache=None):
     """The code of a marked file, its marked statements wrapped (see the module's doc); ``source``: its bytes (a PEP
-    263 coding declaration honoured, as Python's own import does); ``cache``: the folder it is kept in, or None."""
+    263 coding declaration honoured, as Python's own import does); ``cache``: the folder it is kept in, or None.
+    A notebook's script: a tuple of codes, one a cell (``_cells``); ``plan`` None: nothing of it is marked."""
     path = None
-    if cache:
+    if cache and plan is not None:
         key = hashlib.sha256(f"{plan.key()}\0{filename}\0".encode() + source).hexdigest()
         path = os.path.join(cache, key + ".code")
         try:
@@ -73,13 +78,15 @@ def compile_marked(source, filename, plan, cache=None):
             pass  # not compiled yet (or a damaged entry): compiled anew
     tree = ast.parse(source, filename)
     deferred = []  # the groups of marked `from __future__` imports, which no statement may precede
-    tree.body = _body(tree.body, plan, deferred)
-    if plan.lines:
+    if plan is not None:
+        tree.body = _body(tree.body, plan, deferred)
+    if plan is not None and plan.lines:
         at = _after_preamble(tree.body, module=True)
         anchor = tree.body[at] if at < len(tree.body) else (tree.body[-1] if tree.body else None)
         tree.body[at:at] = [_call("entered", (plan.file, 1, "<module>"), anchor),
                             *(_wrapped(group, [_located(ast.Pass(), anchor)], anchor) for group in deferred)]
-    code = compile(tree, filename, "exec", dont_inherit=True)
+    starts = _cell_starts(source)
+    code = compile(tree, filename, "exec", dont_inherit=True) if starts is None else _cells(tree, filename, starts)
     if path is not None:
         try:
             os.makedirs(cache, exist_ok=True)
@@ -90,6 +97,28 @@ def compile_marked(source, filename, plan, cache=None):
         except OSError:
             pass  # a read-only cache: compiled again next time
     return code
+
+
+_NOTEBOOK = protocol.NOTEBOOK_HEADER.split("{")[0].encode()
+_CELL = re.compile(re.escape(protocol.CELL_LINE).replace(re.escape("{number}"), r"\d+").encode() + rb"\r?$", re.M)
+
+
+def _cell_starts(source):
+    """The lines that start a notebook's cells (the lines naming them), or None where ``source`` is no notebook's."""
+    if not source.startswith(_NOTEBOOK):
+        return None
+    return [source.count(b"\n", 0, found.start()) + 1 for found in _CELL.finditer(source)]
+
+
+def _cells(tree, filename, starts):
+    """A notebook's script as IPython runs a notebook: each cell compiled on its own (what precedes the first cell, our
+    prologue, too), a top-level `await` allowed; the code of a cell holding one is a coroutine (CO_COROUTINE), which
+    bootstrap.py runs in an event loop."""
+    parts = [[] for _ in range(len(starts) + 1)]
+    for node in tree.body:  # a wrapped statement is located at the line of the statement it wraps: in its cell
+        parts[bisect.bisect_right(starts, node.lineno)].append(node)
+    return tuple(compile(ast.Module(body=part, type_ignores=[]), filename, "exec", dont_inherit=True,
+                         flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT) for part in parts if part)
 
 
 MOST_KEPT = 256  # compiled files kept: each edit of a marked file adds one

@@ -32,6 +32,11 @@ from dataclasses import dataclass
 
 PROTOCOL_VERSION = 2  # 1: the unversioned format told events apart by the key present
 
+# A notebook's script (trace/notebook.py writes it): its first line names the notebook, and each cell starts after a
+# line of its own; the script's interpreter runs each cell as IPython runs it (instrument.py, bootstrap.py).
+NOTEBOOK_HEADER = "# generator trace: the code cells of {name} in order, each after a `# %% cell N` line"
+CELL_LINE = "# %% cell {number}"
+
 
 class _Word(str, enum.Enum):
     """A word of the wire: equal to, hashed as and written (JSON, f-strings) as its text."""

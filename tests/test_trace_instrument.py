@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from transformer_trace.cli import main
 
@@ -222,3 +223,23 @@ def test_a_marker_on_a_header_that_assigns_reads_what_it_assigns_as_its_body_beg
     assert by_variable["n"]["captured"] and by_variable["n"]["first"] == [3.0]
     assert by_variable["k"]["captured"] and by_variable["k"]["first"] == [1.0]
     assert by_variable["fh.closed"]["captured"] and by_variable["fh.closed"]["first"] == [0.0]
+
+
+@pytest.mark.parametrize("imports", ['importlib.import_module("pkg.marked")', '__import__("pkg.marked").marked',
+                                     'importlib.import_module(".marked", "pkg")'])
+def test_a_marked_module_imported_by_a_name_written_in_an_import_module_call_is_traced(tmp_path, imports):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "pkg" / "marked.py").write_text("import torch\n\ndef f(n):\n    t = torch.full((1,), float(n))"
+                                                "  # trace: t\n    return t\n", encoding="utf-8")
+    _trace_source(tmp_path, "dynamic.py", f"import importlib\nmodule = {imports}\nmodule.f(4)\nmodule.f(5)\n")
+    assert _values(tmp_path / "out", "t") == [4, 5]
+
+
+def test_no_marker_names_where_markers_were_looked_for(tmp_path, capsys):
+    (tmp_path / "hidden.py").write_text("t = 1  # trace: t\n", encoding="utf-8")
+    script = tmp_path / "dynamic.py"
+    script.write_text("import importlib\nname = 'hid' + 'den'\nimportlib.import_module(name)\n", encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "out"), "-q"]) == 2
+    assert "no breakpoint comment found in it or in the modules of its folder it imports (`import`, `from ... import`, " \
+           '`importlib.import_module("name")`)' in capsys.readouterr().err

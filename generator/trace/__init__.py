@@ -25,6 +25,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.capture import Capture
 
 
+# where markers are looked for (reading/capture.py user_files): a module imported by a name computed as the script runs
+# is not found before it runs
+_LOOKED_IN = ("in it or in the modules of its folder it imports (`import`, `from ... import`, "
+              "`importlib.import_module(\"name\")`)")
+
 def traceable(reports: Mapping[str, Report]) -> dict[str, Report]:
     """The reports a script's markers can be numbered for (those with a ``trace`` spec), in the given order."""
     return {key: report for key, report in reports.items() if report.trace is not None}
@@ -201,12 +206,12 @@ def choose_numbering(requested: str, markers: list, script: Path, reports: Mappi
             there = (f"; its markers are numbered for {' and '.join(numbered)}: use --report {numbered[0]}"
                      if numbered else "")
             raise UserError(f"{script}: --report {requested}: no {report.short_title} marker "
-                            f"({report.trace_spec.marker(13, report.label(13))}) in it or beside it{there}")
+                            f"({report.trace_spec.marker(13, report.label(13))}) {_LOOKED_IN}{there}")
         return requested
     if not numbered:
         if any(m.numbering == "custom" for m in markers):
             return "none"
-        raise UserError(f"{script}: no breakpoint comment found in it or beside it; mark a line with one of: "
+        raise UserError(f"{script}: no breakpoint comment found {_LOOKED_IN}; mark a line with one of: "
                         f"{marker_forms(reports)}")
     if len(numbered) > 1:
         raise UserError(f"{script}: markers of several numberings ({', '.join(numbered)}); choose one with --report")
@@ -310,7 +315,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     script = script.resolve()
     markers = scan(user_files(script), numberings(reports))
     if not markers:
-        raise UserError(f"{args.script}: no breakpoint comment found in it or beside it; mark a line with one of: "
+        raise UserError(f"{args.script}: no breakpoint comment found {_LOOKED_IN}; mark a line with one of: "
                         f"{marker_forms(reports)}")
     numbering = choose_numbering(args.report, markers, args.script, reports)
     if numbering != "none":

@@ -114,8 +114,6 @@ class Capture:
 def user_files(script: Path) -> list[Path]:
     """The script and the modules of its own folder it imports, directly or through each other (found with ast, not
     by running anything): the files whose markers count and whose frames are traced."""
-    import ast
-
     root = script.parent
     found: list[Path] = []
     todo = [script]
@@ -136,6 +134,11 @@ def user_files(script: Path) -> list[Path]:
                 base = root if not node.level else path.parent.joinpath(*[".."] * (node.level - 1)).resolve()
                 prefix = node.module or ""
                 modules = [prefix] + [f"{prefix}.{alias.name}".lstrip(".") for alias in node.names]
+            elif (named := _imported_by_call(node)) is not None:  # importlib.import_module("marked_module")
+                name, package = named
+                level = len(name) - len(name.lstrip("."))
+                base = root.joinpath(*package.split("."), *[".."] * (level - 1)).resolve() if level else root
+                modules = [name.lstrip(".")]
             else:
                 continue
             for module in modules:
@@ -146,6 +149,17 @@ def user_files(script: Path) -> list[Path]:
                     if candidate.is_file() and candidate.resolve() not in found:
                         todo.append(candidate.resolve())
     return found
+
+
+def _imported_by_call(node: Any) -> tuple[str, str] | None:
+    """The module a call imports by a name written in it, and the package a relative one is in:
+    ``importlib.import_module("a.b")``, ``import_module(".b", "a")``, ``__import__("a.b")``; else None."""
+    func = getattr(node, "func", None)
+    if getattr(func, "attr", getattr(func, "id", None)) not in ("import_module", "__import__"):
+        return None
+    written = {k.arg: k.value for k in node.keywords} | dict(zip(("name", "package"), node.args))
+    name, package = (getattr(written.get(key), "value", None) for key in ("name", "package"))
+    return (name, package if isinstance(package, str) else "") if isinstance(name, str) else None
 
 
 def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: float | None,

@@ -55,6 +55,7 @@ def snapshot_entry(p: Any) -> dict[str, Any]:
     """One snapshot: what it is, its first tensor's values and source, its verdicts, its tensors and figures."""
     captured = p.origin == "captured"  # read from a script's markers: it may not have been reached
     main = p.main if p.captured else None
+    values = main if main and not main.absent else None  # a value with no copy has no shape, dtype nor values here
     entry = {
         "number": p.snap.number,
         "label": p.label,
@@ -63,16 +64,17 @@ def snapshot_entry(p: Any) -> dict[str, Any]:
         "stage": p.snap.stage,
         "page": p.path,
         **({"captured": p.captured} if captured else {}),
-        "shape": list(main.shown.shape) if main else None,
+        "shape": list(values.shown.shape) if values else None,
         "expected_shape": list(p.named_shape),
-        "dtype": main.shown.dtype if main else None,
-        "first": [json_number(v) for v in main.shown.first(16)] if main else [],
-        "stats": {k: json_number(v) for k, v in main.shown.stats.items()} if main else {},
+        "dtype": values.shown.dtype if values else None,
+        "first": [json_number(v) for v in values.shown.first(16)] if values else [],
+        "stats": {k: json_number(v) for k, v in values.shown.stats.items()} if values else {},
         **({"layout": {"status": p.layout.status.value, "note": p.layout.note}} if captured and main else {}),
         "source": _source(main) if main else None,
         "check": check_entry(p.check),
         **({"checks": [c.json() for c in p.checks]} if len(p.checks) > 1 else {}),
-        "tensors": [{"name": t.name, **({"variable": t.variable} if captured else {}), "shape": list(t.shown.shape),
+        "tensors": [{"name": t.name, **({"variable": t.variable} if captured else {}),
+                     "shape": None if t.absent else list(t.shown.shape),
                      "source": {"path": t.source.path, "line": t.source.line}} for t in (p.tensors if main else ())],
         "figures": [f["file"] for f in p.figures],
     }

@@ -44,6 +44,22 @@ def test_one_value_over_the_budget_is_named_with_its_size_and_later_ones_with_wh
     assert "already hold 1.0 MiB" not in notes
 
 
+def test_a_value_with_no_copy_shows_no_made_up_shape_values_or_statistics_only_what_it_is(tmp_path, capsys,
+                                                                                             monkeypatch):
+    """Over the budget: its note gives its shape; the overview, its page and snapshots.json give no shape (0,), no
+    debugger view of nothing and no statistics of nothing."""
+    monkeypatch.setattr(capture, "CAPTURE_BUDGET_BYTES", 2**20)
+    data, overview, _ = _trace(tmp_path, "import torch\nbig = torch.zeros(512, 1024)  # trace: big\n", capsys)
+    [entry] = data["snapshots"]
+    assert entry["captured"] and entry["layout"]["status"] == "absent"
+    assert "(512, 1024) float32" in entry["layout"]["note"]
+    assert (entry["shape"], entry["dtype"], entry["first"], entry["stats"]) == (None, None, [], {})
+    assert [t["shape"] for t in entry["tensors"]] == [None]
+    page = _notes(tmp_path)
+    assert "(0,)" not in page + overview and "debugger's array view" not in page and "| min | max |" not in page
+    assert "| <code>big</code> | none |" in overview
+
+
 def test_a_meta_tensor_is_a_shape_without_values(tmp_path, capsys):
     _trace(tmp_path, "import torch\ntorch.set_default_device('meta')\nx = torch.ones(2, 3)  # trace: x\n", capsys)
     notes = _notes(tmp_path).replace("&#40;", "(").replace("&#41;", ")")

@@ -239,6 +239,20 @@ def test_a_class_page_refuses_bad_input_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "class").exists()
 
 
+@pytest.mark.parametrize("folders, warned", [(["alice", "<img src=x onerror=alert(1)>", "o'brien"], 2),
+                                              (["alice", "chloé-n"], 0)])
+def test_a_class_warns_in_one_line_of_folder_names_mkdocs_own_navigation_would_print_as_html(tmp_path, capsys,
+                                                                                          folders, warned):
+    for folder in folders:
+        (tmp_path / folder).mkdir()
+    assert main(["class", str(tmp_path / "class"), *(str(tmp_path / f) for f in folders), "-q"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == (1 if warned else 0) and "Traceback" not in err
+    if warned:
+        assert err.startswith(f"warning: {warned} student folder name(s) hold HTML's characters ('<img src=x ")
+        assert "transformer-trace plugin" in err and "a nav that leaves the students' folders out" in err
+
+
 @pytest.mark.slow
 def test_a_class_of_200_builds_in_under_10_seconds(traced, tmp_path):
     variants = list(VARIANTS)

@@ -5,7 +5,9 @@ Markdown, as HTML and (where chromium is installed) in a real browser, which mus
 
 from __future__ import annotations
 
+import contextlib
 import html
+import io
 import re
 import subprocess
 import sys
@@ -156,11 +158,16 @@ def test_a_site_started_in_a_hostile_folder_name_shows_it_as_text_in_the_browser
 STUDENT = "<img src=x onerror=window.__pwned='folder'>"  # a student's folder, titled by the site's navigation
 
 
+JUPYTER = ("  - mkdocs-jupyter:\n      execute: false\n      include: ['notebooks/*.ipynb']\n      ignore: ['*.md', "
+           "'*.py']\n      include_requirejs: false\n      ignore_h1_titles: false\n")
+
+
 @pytest.fixture(scope="module")
 def class_site(tmp_path_factory) -> Path:
     """A class site as a teacher builds it: a student's notebook with active outputs and HTML in its markdown, traced
     into a hostile folder name, its class page, and MkDocs with mkdocs-jupyter configured as the project's mkdocs.yml
-    configures it and no nav of its own (the plugin titles the folders)."""
+    configures it and no nav of its own (the plugin titles the folders); beside it (``plain``), the same docs built
+    without the plugin, as the README says to: with a nav that leaves the students' folders out."""
     import json
 
     from tests.test_published_notebook import ACTIVE_OUTPUTS, HOSTILE_MARKDOWN
@@ -179,17 +186,22 @@ def class_site(tmp_path_factory) -> Path:
     docs = work / "docs"
     (docs / "students").mkdir(parents=True)
     assert main(["trace", str(notebook), "--out", str(docs / "students" / STUDENT), "--name", "report", "-q"]) == 0
-    assert main(["class", str(docs / "class"), str(docs / "students" / STUDENT), "-q"]) == 0
+    warned = io.StringIO()
+    with contextlib.redirect_stderr(warned):
+        assert main(["class", str(docs / "class"), str(docs / "students" / STUDENT), "-q"]) == 0
+    assert warned.getvalue().startswith("warning: 1 student folder name(s) hold HTML's characters") and \
+        warned.getvalue().count("\n") == 1
     (docs / "index.md").write_text("# Home\n", encoding="utf-8")
-    (work / "mkdocs.yml").write_text(
-        "site_name: Class\ntheme:\n  name: material\n  features: [navigation.sections, navigation.path]\n"
-        "plugins:\n  - search\n  - transformer-trace:\n      generate: false\n  - mkdocs-jupyter:\n"
-        "      execute: false\n      include: ['notebooks/*.ipynb']\n      ignore: ['*.md', '*.py']\n"
-        "      include_requirejs: false\n      ignore_h1_titles: false\n"
-        "markdown_extensions: [md_in_html, tables, attr_list]\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build"], cwd=work, capture_output=True, text=True,
-                            env=ENV, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
+    theme = "site_name: Class\ntheme:\n  name: material\n  features: [navigation.sections, navigation.path]\n"
+    extensions = "markdown_extensions: [md_in_html, tables, attr_list]\n"
+    (work / "mkdocs.yml").write_text(f"{theme}plugins:\n  - search\n  - transformer-trace:\n      generate: false\n"
+                                     f"{JUPYTER}{extensions}", encoding="utf-8")
+    (work / "plain.yml").write_text(f"{theme}site_dir: plain\nnav:\n  - Home: index.md\n  - Class: class/index.md\n"
+                                    f"plugins:\n  - search\n{JUPYTER}{extensions}", encoding="utf-8")
+    for config in ("mkdocs.yml", "plain.yml"):
+        result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", config], cwd=work,
+                                capture_output=True, text=True, env=ENV, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
     return work / "site"
 
 
@@ -214,5 +226,32 @@ def test_a_students_notebook_and_folder_name_run_no_script_in_the_browser_and_sh
         assert "<script>window.__pwned='html'</script>" in article and "window.__pwned='js'" in article
         assert "<svg xmlns=" in article and "<script>window.__pwned='md'</script>" in article
         assert "</title><img src=x onerror=window.__pwned='title'>" in article and page.title().startswith("Your notebook")
+        page.close()
+    assert dialogs == []
+
+
+@pytest.mark.browser
+def test_built_without_the_plugin_with_the_nav_the_readme_asks_for_no_page_runs_a_students_script(class_site, browser):
+    """MkDocs' own navigation prints folder names as HTML (class warns of it); with a nav leaving the students'
+    folders out, no page of theirs, notebook and class page included, runs their script."""
+    from urllib.parse import quote
+
+    from transformer_trace.pdf import serve
+
+    dialogs: list[str] = []
+    plain = class_site.parent / "plain"
+    pages = sorted(quote(str(p.parent.relative_to(plain))) + "/" for p in plain.rglob("index.html")
+                   if "assets" not in p.parts)
+    assert len(pages) > 30 and f"students/{quote(STUDENT)}/report/notebooks/nb/" in pages
+    with serve(plain) as url:
+        page = browser.new_page()
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        for path in pages:  # every page: the home page, the class page, the student's report and notebook
+            assert page.goto(f"{url.rstrip('/')}/{path.removeprefix('./')}").ok, path
+            page.wait_for_load_state("load")
+            assert page.evaluate("window.__pwned") is None, path
+            assert page.locator("img[src='x'], script:text('__pwned'), [onerror]").count() == 0, path
+            if path.endswith("notebooks/nb/"):  # its outputs and markdown as text
+                assert "<script>window.__pwned='html'</script>" in page.locator("article").inner_text()
         page.close()
     assert dialogs == []

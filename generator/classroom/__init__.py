@@ -45,6 +45,7 @@ def class_page(args: argparse.Namespace) -> int:
     if any(out == p.resolve() or out in p.resolve().parents for p in args.reports):
         raise UserError(f"{args.out}: is a student's report folder (or holds one); write the class page beside them")
     students = read_students(args.reports)
+    _warn_of_markup_in_names(students)
     with staged_output(out.parent, entries=[out.name]) as staging:
         data = write_class(out, staging / out.name, students, args.title)
     if not args.quiet:
@@ -54,3 +55,20 @@ def class_page(args: argparse.Namespace) -> int:
               f"{totals['passed']} passed, {totals['failed']} failed a check, {totals['script failed']} script failed, "
               f"{totals['no report']} no report", file=sys.stdout)
     return 0
+
+
+MARKUP = set("<>&\"'")  # what HTML reads in a title printed as it is
+
+
+def _warn_of_markup_in_names(students: list) -> None:
+    """The class page shows every name as text, and so does the transformer-trace plugin's navigation; MkDocs' own
+    navigation (a site built without the plugin and without a nav of its own) prints a folder's name as HTML: said
+    once, naming the folders, since no file written here can change that title."""
+    from transformer_trace.text import terminal_line
+
+    names = [student.name for student in students if MARKUP & set(student.name)]
+    if names:
+        shown = ", ".join(repr(terminal_line(name)) for name in names[:3]) + (" ..." if len(names) > 3 else "")
+        print(f"warning: {len(names)} student folder name(s) hold HTML's characters ({shown}): MkDocs' own navigation "
+              "prints folder names as HTML; build the site with the transformer-trace plugin (its navigation shows "
+              "them as text) or give it a nav that leaves the students' folders out", file=sys.stderr)

@@ -165,7 +165,7 @@ def test_a_stage_pages_check_column_says_what_the_checks_status_is(status, cell)
 
     check = CheckResult("rows sum to 1", status == "passed", "", status=status)
     page = SimpleNamespace(label="S13", path="attention/13-probs.md", snap=SimpleNamespace(title="Attention", variable="attn"),
-                           main=SimpleNamespace(shown=TensorView("p", torch.zeros(1, 2))), captured=True, check=check,
+                           main=SimpleNamespace(shown=TensorView("p", torch.zeros(1, 2)), absent=False), captured=True, check=check,
                            variable_heading="Variable", variable_cell="`attn`")
     stage = SimpleNamespace(title="Attention", summary="")
     text = environment().get_template("stage.md.j2").render(stage=stage, pages=[page])

@@ -15,14 +15,17 @@ $(STAMP): pyproject.toml setup.py
 	PYTHONWARNINGS='ignore:Editable installation' $(PY) -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-# Serve on http://127.0.0.1:8000 with live reload and a form that regenerates a report in the warm process
-# (generates every report from mkdocs.yml's inputs and builds the site first when they are missing)
+# Serve on http://127.0.0.1:8000 (make serve PORT=8001 for another) with live reload and a form that regenerates a
+# report in the warm process (generates every report from mkdocs.yml's inputs and builds the site first when they
+# are missing). Each command is exec'd, so it is make's own child: a SIGTERM to make reaches it (no server outlives
+# make holding the port), as Ctrl-C does.
+PORT ?= 8000
 serve: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(PY) -m transformer_trace serve
+	exec env NO_MKDOCS_2_WARNING=1 $(PY) -m transformer_trace serve --port $(PORT)
 
 # The transformer-trace plugin (mkdocs.yml) generates the reports that are missing or whose options changed
 site: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	exec env NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # Debian's Chromium and the print fonts for the real-browser tests and the PDF export (never a downloaded
 # browser build). The script installs only the packages that are missing.
@@ -33,10 +36,10 @@ browser:
 # on CI (CI set) a failed install stops here, since those tests must run.
 test: $(STAMP)
 	@scripts/install-chromium.sh || { test -z "$$CI" && echo "warning: chromium is missing: the browser and PDF tests will be skipped" >&2; }
-	NO_MKDOCS_2_WARNING=1 $(PY) -m pytest
+	exec env NO_MKDOCS_2_WARNING=1 $(PY) -m pytest
 
 pdf: site browser
-	$(PY) -m transformer_trace pdf
+	exec $(PY) -m transformer_trace pdf
 
 clean:
 	rm -rf site test-artifacts

@@ -8,11 +8,13 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: serve site test browser pdf clean
 
-$(STAMP): pyproject.toml setup.py
+$(STAMP): pyproject.toml setup.py scripts/quiet_material.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	@# setuptools' own notice about editable installs says nothing a user of this project can act on
 	PYTHONWARNINGS='ignore:Editable installation' $(PY) -m pip install --quiet -e '.[test]'
+	@# Material's end-of-life banner, printed by every plain `mkdocs` command, off for this environment's programs
+	@$(PY) scripts/quiet_material.py
 	@touch $(STAMP)
 
 # Serve on http://127.0.0.1:8000 (make serve PORT=8001 for another) with live reload and a form that regenerates a

@@ -71,8 +71,9 @@ def test_sigterm_to_make_serve_ends_the_server_and_frees_its_port(tmp_path):
     (tmp_path / "mkdocs.yml").write_text(SITE, encoding="utf-8")
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text("# Home\n", encoding="utf-8")
-    for name in ("pyproject.toml", "setup.py"):  # the environment is this one's: make finds it installed
-        (tmp_path / name).touch()
+    (tmp_path / "scripts").mkdir()
+    for name in ("pyproject.toml", "setup.py", "scripts/quiet_material.py"):  # the environment is this one's: make
+        (tmp_path / name).touch()                                             # finds it installed
         os.utime(tmp_path / name, (0, 0))
     (tmp_path / "stamp").touch()
     port = _free_port()

@@ -38,13 +38,41 @@ COLD_GOAL, WARM_GOAL = 7.0, 0.7
 # repeats on a shared machine differ by about this much, and the steps' logged times are rounded to 10 ms.
 SLOWER_BY, SLOWER_FLOOR = 0.10, 0.005
 
-# Run in a checkout's own interpreter, from its root: its own benchmark functions, one repeat each, to a JSON file.
+# Run in a checkout's own interpreter, from its root, to a JSON file: every report from scratch twice (the first on
+# an empty cache, as a fresh clone; the second, as the page's "cold build", reading back what the first measured),
+# `mkdocs build`, both again with the same inputs, the imports, with its own benchmarks/measure.py; then its own
+# benchmarks/run.py's warm regeneration and trace measurements, one repeat each.
 DRIVER = """
-import json, sys
+import json, os, shutil, sys, tempfile
+from pathlib import Path
 sys.path.insert(0, ".")
 from benchmarks import run
-result = {"regeneration": run.bench_regeneration(1), "warm": run.bench_warm_regeneration(1),
-          "trace": run.bench_trace(3)}
+from benchmarks.measure import build_steps, import_seconds, run_timed, scratch_site
+
+py, cache = sys.executable, tempfile.mkdtemp(prefix="bench-cache-")
+env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "TT_CACHE_DIR": cache}
+build = [py, "-m", "transformer_trace", "build", "--verbose", "--out"]
+work = Path(tempfile.mkdtemp(prefix="bench-"))
+docs, site, config = scratch_site(work)
+fresh, _ = run_timed(build + [str(docs)], env)
+shutil.rmtree(work)
+work = Path(tempfile.mkdtemp(prefix="bench-"))
+docs, site, config = scratch_site(work)
+cold, log = run_timed(build + [str(docs)], env)
+mkdocs, _ = run_timed([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
+again, _ = run_timed(build + [str(docs)], env)
+again_mkdocs, _ = run_timed([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
+shutil.rmtree(work)
+shutil.rmtree(cache)
+steps = {}
+build_steps(log, steps)
+regeneration = {
+    "fresh build": fresh, "cold build": cold, "mkdocs build": mkdocs, "cold total": cold + mkdocs,
+    "warm build": again, "warm total": again + again_mkdocs, "import torch": import_seconds(py, "import torch", 1),
+    "import": import_seconds(py, "import transformer_trace.build, transformer_trace.reports", 1),
+    "steps": {name: values[0] for name, values in steps.items()},
+}
+result = {"regeneration": regeneration, "warm": run.bench_warm_regeneration(1), "trace": run.bench_trace(3)}
 with open(sys.argv[1], "w", encoding="utf-8") as out:
     json.dump(result, out)
 """
@@ -155,7 +183,8 @@ def section(baseline: Checkout, current: Checkout, base: dict[str, float], mine:
         f"{multiple(mine[cold], yardstick, COLD_GOAL)} | {COLD_GOAL:g}× |",
         f"| warm regeneration from the page (`serve`) | {multiple(base[warm], yardstick, WARM_GOAL)} | "
         f"{multiple(mine[warm], yardstick, WARM_GOAL)} | {WARM_GOAL:g}× |", "",
-        f"| figure | baseline ({baseline.label}) | this commit | ratio | slower? |", "| --- | ---: | ---: | ---: | --- |",
+        f"| figure | baseline ({baseline.label}) | this commit | ratio | slower? |",
+        "| --- | ---: | ---: | ---: | --- |",
     ]
     for f in figures:
         ratio = "—" if f.ratio is None else f"{f.ratio:.2f}×"
@@ -184,18 +213,33 @@ def measure(checkout: Checkout) -> dict[str, float]:
         return flatten(json.loads(out.read_text(encoding="utf-8")))
 
 
-def compare(baseline_root: Path, baseline_python: Path | None, current_root: Path, rounds: int) -> str:
+def compare(baseline_root: Path, baseline_python: Path | None, current_root: Path, rounds: int,
+            record: Path | None = None) -> str:
+    """Measure both checkouts in ``rounds`` alternating rounds; each measurement is added to ``record`` (JSON) as it
+    ends, so a run stopped early still gives the rounds it completed (``section_from_record``)."""
     baseline, current = Checkout.at(baseline_root, baseline_python), Checkout.at(current_root, Path(sys.executable))
-    load_before = os.getloadavg()[0]
-    measured: dict[str, list[dict[str, float]]] = {"baseline": [], "current": []}
-    yardsticks = []
+    kept = {"baseline": baseline.label, "current": current.label, "load": [os.getloadavg()[0]],
+            "measured": {"baseline": [], "current": []}, "yardsticks": []}
     for round_ in range(rounds):
         order = [("baseline", baseline), ("current", current)]
         for side, checkout in order if round_ % 2 == 0 else order[::-1]:
-            yardsticks.append(yardstick_seconds())
+            kept["yardsticks"].append(yardstick_seconds())
             started = time.perf_counter()
-            measured[side].append(measure(checkout))
+            kept["measured"][side].append(measure(checkout))
+            kept["yardsticks"].append(yardstick_seconds())
+            kept["load"][1:] = [os.getloadavg()[0]]
             print(f"round {round_ + 1}: {checkout.label} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    yardsticks.append(yardstick_seconds())
-    return section(baseline, current, medians(measured["baseline"]), medians(measured["current"]),
-                   statistics.median(yardsticks), rounds, (load_before, os.getloadavg()[0]))
+            if record is not None:
+                record.write_text(json.dumps(kept), encoding="utf-8")
+    return section_from_record(kept)
+
+
+def section_from_record(kept: dict) -> str:
+    """The section from the rounds both checkouts completed."""
+    complete = min(len(kept["measured"]["baseline"]), len(kept["measured"]["current"]))
+    if not complete:
+        raise RuntimeError("no round measured both checkouts")
+    labels = {side: Checkout(kept[side], Path(), Path()) for side in ("baseline", "current")}
+    return section(labels["baseline"], labels["current"], medians(kept["measured"]["baseline"][:complete]),
+                   medians(kept["measured"]["current"][:complete]), statistics.median(kept["yardsticks"]), complete,
+                   (kept["load"][0], kept["load"][-1]))

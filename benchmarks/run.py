@@ -437,11 +437,14 @@ def main() -> None:
                         "both side by side with a yardstick and replace that section of --out (benchmarks/compare.py)")
     parser.add_argument("--baseline-python", type=Path, help="its interpreter (default BASELINE/.venv/bin/python)")
     parser.add_argument("--rounds", type=int, default=3, help="with --baseline: rounds measuring both checkouts")
+    parser.add_argument("--record", type=Path, help="with --baseline: keep each measurement in this JSON file; "
+                        "alone: write the side-by-side section from the rounds it holds")
     args = parser.parse_args()
-    if args.baseline:
-        from benchmarks.compare import compare
+    if args.baseline or args.record:
+        from benchmarks.compare import compare, section_from_record
 
-        return replace_section(args.out, compare(args.baseline, args.baseline_python, ROOT, args.rounds))
+        return replace_section(args.out, compare(args.baseline, args.baseline_python, ROOT, args.rounds, args.record)
+                               if args.baseline else section_from_record(json.loads(args.record.read_text())))
     if args.only == "plugin":
         return replace_section(args.out, "\n".join(plugin_section(bench_plugin(3 if args.quick else 5))) + "\n")
     if args.only == "warm":

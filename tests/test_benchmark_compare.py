@@ -90,3 +90,19 @@ def test_the_section_names_what_got_slower():
     assert f"| {COLD} | 9.00 s | 11.25 s | 1.25× | **yes** |" in text
     assert "Slower here" in text and "every report + `mkdocs build`, from scratch (cold build) (1.25×)" in text
     assert "Nothing is slower" not in text
+
+
+def test_a_run_stopped_early_gives_the_rounds_both_checkouts_completed():
+    from benchmarks.compare import section_from_record
+
+    kept = {"baseline": "c36410f", "current": "abc1234", "load": [1.0, 2.0], "yardsticks": [0.5, 0.5, 0.5],
+            "measured": {"baseline": [flatten(measured(1.0)), flatten(measured(3.0))],  # round 2 half done
+                         "current": [flatten(measured(1.0))]}}
+    text = section_from_record(kept)
+    assert "1 rounds" in text and "Nothing is slower" in text  # the baseline's second round is left out
+
+
+def test_the_driver_is_python_that_compiles():
+    from benchmarks.compare import DRIVER
+
+    compile(DRIVER, "driver", "exec")

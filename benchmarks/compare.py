@@ -235,11 +235,15 @@ def compare(baseline_root: Path, baseline_python: Path | None, current_root: Pat
 
 
 def section_from_record(kept: dict) -> str:
-    """The section from the rounds both checkouts completed."""
+    """The section from the rounds both checkouts completed, with the record's ``note`` after its first paragraph."""
     complete = min(len(kept["measured"]["baseline"]), len(kept["measured"]["current"]))
     if not complete:
         raise RuntimeError("no round measured both checkouts")
     labels = {side: Checkout(kept[side], Path(), Path()) for side in ("baseline", "current")}
-    return section(labels["baseline"], labels["current"], medians(kept["measured"]["baseline"][:complete]),
+    text = section(labels["baseline"], labels["current"], medians(kept["measured"]["baseline"][:complete]),
                    medians(kept["measured"]["current"][:complete]), statistics.median(kept["yardsticks"]), complete,
                    (kept["load"][0], kept["load"][-1]))
+    if kept.get("note"):  # how this record's run departed from the plan above (said where the reader needs it)
+        intro_end = text.index("\n\n", text.index("\n\n") + 2)
+        text = text[:intro_end] + "\n\n" + kept["note"] + text[intro_end:]
+    return text

@@ -106,3 +106,13 @@ def test_the_driver_is_python_that_compiles():
     from benchmarks.compare import DRIVER
 
     compile(DRIVER, "driver", "exec")
+
+
+def test_a_records_note_follows_the_first_paragraph():
+    from benchmarks.compare import section_from_record
+
+    kept = {"baseline": "c36410f", "current": "abc1234", "load": [1.0, 2.0], "yardsticks": [0.5],
+            "measured": {"baseline": [flatten(measured())], "current": [flatten(measured())]},
+            "note": "Both checkouts ran at the same time."}
+    paragraphs = section_from_record(kept).split("\n\n")
+    assert paragraphs[2] == "Both checkouts ran at the same time." and paragraphs[3].startswith("| as multiples")

@@ -172,8 +172,9 @@ def section(baseline: Checkout, current: Checkout, base: dict[str, float], mine:
     lines = [
         "## Side by side with the baseline", "",
         f"This commit ({current.label}) and the commit this work started from ({baseline.label}, a worktree of it with "
-        f"its own code), measured by `benchmarks/run.py --baseline` in one run: {rounds} rounds, each measuring both "
-        "checkouts in turn (the first alternating), each round one from-scratch build and one warm regeneration and "
+        f"its own code), measured by `benchmarks/run.py --baseline` in one run: {rounds} "
+        f"round{'s' if rounds != 1 else ''}, each measuring both checkouts in turn (the first alternating), each "
+        "round one from-scratch build and one warm regeneration and "
         "the trace examples per checkout; medians over the rounds. The yardstick is fixed pure-Python work (a modular "
         f"sum over a million integers, benchmarks/compare.py), timed in a new interpreter beside every measurement: "
         f"median {yardstick:.3f} s. The machine is shared: its 1-minute load average was {load[0]:.1f} at the start "

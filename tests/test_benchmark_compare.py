@@ -99,7 +99,7 @@ def test_a_run_stopped_early_gives_the_rounds_both_checkouts_completed():
             "measured": {"baseline": [flatten(measured(1.0)), flatten(measured(3.0))],  # round 2 half done
                          "current": [flatten(measured(1.0))]}}
     text = section_from_record(kept)
-    assert "1 rounds" in text and "Nothing is slower" in text  # the baseline's second round is left out
+    assert "1 round," in text and "Nothing is slower" in text  # the baseline's second round is left out
 
 
 def test_the_driver_is_python_that_compiles():

@@ -8,21 +8,26 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: serve site test browser pdf clean
 
-$(STAMP): pyproject.toml setup.py
+$(STAMP): pyproject.toml setup.py scripts/quiet_material.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	@# setuptools' own notice about editable installs says nothing a user of this project can act on
 	PYTHONWARNINGS='ignore:Editable installation' $(PY) -m pip install --quiet -e '.[test]'
+	@# Material's end-of-life banner, printed by every plain `mkdocs` command, off for this environment's programs
+	@$(PY) scripts/quiet_material.py
 	@touch $(STAMP)
 
-# Serve on http://127.0.0.1:8000 with live reload and a form that regenerates a report in the warm process
-# (generates every report from mkdocs.yml's inputs and builds the site first when they are missing)
+# Serve on http://127.0.0.1:8000 (make serve PORT=8001 for another) with live reload and a form that regenerates a
+# report in the warm process (generates every report from mkdocs.yml's inputs and builds the site first when they
+# are missing). Each command is exec'd, so it is make's own child: a SIGTERM to make reaches it (no server outlives
+# make holding the port), as Ctrl-C does.
+PORT ?= 8000
 serve: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(PY) -m transformer_trace serve
+	exec env NO_MKDOCS_2_WARNING=1 $(PY) -m transformer_trace serve --port $(PORT)
 
 # The transformer-trace plugin (mkdocs.yml) generates the reports that are missing or whose options changed
 site: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	exec env NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # Debian's Chromium and the print fonts for the real-browser tests and the PDF export (never a downloaded
 # browser build). The script installs only the packages that are missing.
@@ -33,10 +38,10 @@ browser:
 # on CI (CI set) a failed install stops here, since those tests must run.
 test: $(STAMP)
 	@scripts/install-chromium.sh || { test -z "$$CI" && echo "warning: chromium is missing: the browser and PDF tests will be skipped" >&2; }
-	NO_MKDOCS_2_WARNING=1 $(PY) -m pytest
+	exec env NO_MKDOCS_2_WARNING=1 $(PY) -m pytest
 
 pdf: site browser
-	$(PY) -m transformer_trace pdf
+	exec $(PY) -m transformer_trace pdf
 
 clean:
 	rm -rf site test-artifacts

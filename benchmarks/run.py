@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/run.py            # writes docs/benchmarks.md
     .venv/bin/python benchmarks/run.py --quick    # fewer repeats
+    .venv/bin/python benchmarks/run.py --baseline ../main    # beside another checkout (benchmarks/compare.py)
 
 Everything is measured side by side in one run on this machine: ratios matter more than seconds.
 """
@@ -432,7 +433,18 @@ def main() -> None:
         choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace", "corpus", "classroom", "gpu"),
         help="measure only this part and replace its section of --out",
     )
+    parser.add_argument("--baseline", type=Path, help="another checkout (the commit this work started from): measure "
+                        "both side by side with a yardstick and replace that section of --out (benchmarks/compare.py)")
+    parser.add_argument("--baseline-python", type=Path, help="its interpreter (default BASELINE/.venv/bin/python)")
+    parser.add_argument("--rounds", type=int, default=3, help="with --baseline: rounds measuring both checkouts")
+    parser.add_argument("--record", type=Path, help="with --baseline: keep each measurement in this JSON file; "
+                        "alone: write the side-by-side section from the rounds it holds")
     args = parser.parse_args()
+    if args.baseline or args.record:
+        from benchmarks.compare import compare, section_from_record
+
+        return replace_section(args.out, compare(args.baseline, args.baseline_python, ROOT, args.rounds, args.record)
+                               if args.baseline else section_from_record(json.loads(args.record.read_text())))
     if args.only == "plugin":
         return replace_section(args.out, "\n".join(plugin_section(bench_plugin(3 if args.quick else 5))) + "\n")
     if args.only == "warm":

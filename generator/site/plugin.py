@@ -28,8 +28,11 @@ from __future__ import annotations
 
 import html
 import logging
+import os
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +70,7 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
         self._pages_helper = None  # the HelperBuild of the build in progress
         self._math_on_every_page = True  # whether the plugin added arithmatex (else the site's own pages keep theirs)
         self._report_keys: set[str] = set()  # the docs/ folders that are generated reports
+        self._live_server: Any = None  # `mkdocs serve`'s LiveReloadServer (on_serve), kept across its rebuilds
 
     # ------------------------------------------------------------------ generation
 
@@ -115,7 +119,8 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
             for key, reason in todo.items():
                 log.info("generating the %s report (%s)", key, reason)
             started = time.perf_counter()
-            result = _generate(docs, requests, dict(self.config.reports), config_file)
+            with _unwatched(self._live_server, docs):
+                result = _generate(docs, requests, dict(self.config.reports), config_file)
         except UserError as exc:  # the CLI's one line, naming the report whose options in mkdocs.yml caused it
             raise PluginError(_naming_its_report(exc, list(todo), config_file)) from None
         except Exception as exc:  # a bug, not bad input: still one line
@@ -194,6 +199,7 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
 
     def on_serve(self, server, *, config, builder):
         """Rebuild (and regenerate) when a file a report's options name changes, as for mkdocs.yml itself."""
+        self._live_server = server
         try:
             declared_reports = declarations(self.config.reports, config.config_file_path)
         except Exception:  # noqa: BLE001 - the build says what is wrong; nothing more to watch
@@ -204,6 +210,23 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
                 if path.exists():
                     server.watch(str(path))
         return server
+
+
+@contextmanager
+def _unwatched(server: Any, docs: Path) -> Iterator[None]:
+    """Under `mkdocs serve`, the build's own writes into docs/ hidden from its watcher: they are this build's input, so
+    seen as changes they would build the site a second time. Watched again afterwards from a new snapshot of docs/."""
+    path = os.path.abspath(docs)
+    try:
+        if server is not None:
+            server.unwatch(path)
+    except KeyError:  # not watched (`mkdocs serve --no-livereload`)
+        server = None
+    try:
+        yield
+    finally:
+        if server is not None:
+            server.watch(path)
 
 
 def _requests(todo: dict[str, Any], config_file: str | None) -> dict[str, Any]:

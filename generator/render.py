@@ -6,6 +6,7 @@ import logging
 import re
 from collections.abc import Sequence
 from functools import cache, partial
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,8 @@ import torch
 from transformer_trace.catalogue import Report, Snapshot, parse_dimension
 from transformer_trace.checks import CheckResult
 from transformer_trace.options import command_line, plural
-from transformer_trace.pages import (Column, Dimensions, Overview, SnapshotPage, SourceExcerpt, TensorSection,
-                                     snapshot_pages)
+from transformer_trace.pages import (Column, Dimensions, Overview, PageContents, SnapshotPage, SourceExcerpt,
+                                     TensorSection, snapshot_pages)
 from transformer_trace.run import ModelRun
 from transformer_trace.sources import Lacking, NotCheckable
 from transformer_trace.template_cache import use_template_cache
@@ -164,7 +165,7 @@ def build_pages(report: Report, run: ModelRun) -> list[SnapshotPage]:
     return snapshot_pages(report, partial(recorded_contents, report, run))
 
 
-def recorded_contents(report: Report, run: ModelRun, snap: Snapshot) -> dict[str, Any]:
+def recorded_contents(report: Report, run: ModelRun, snap: Snapshot) -> PageContents:
     """What the page of ``snap`` shows of a model run: its recorded tensors, their source lines, its checks' results."""
     sections = []
     for i, name in enumerate(snap.tensors):
@@ -178,9 +179,12 @@ def recorded_contents(report: Report, run: ModelRun, snap: Snapshot) -> dict[str
             variable=snap.variable.split(", ")[i] if len(snap.tensors) > 1 else snap.variable,
         ))
     named = named_shape(run, snap)
-    return dict(tensors=sections, record=sections[0].name, named_shape=named, expected_shape=expected_shape(run, named),
-                checks=[check.run(run) for check in snap.checks],
-                figures=[{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in snap.figures])
+    return PageContents(tensors=tuple(sections), record=sections[0].name, named_shape=named,
+                        expected_shape=expected_shape(run, named),
+                        checks=tuple(check.run(run) for check in snap.checks),
+                        verdict=None, captured=True, named=(), provenance=None,
+                        figures=tuple({"file": f"figures/{fid}.png", "caption": report.figure(fid).caption}
+                                      for fid in snap.figures))
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -259,8 +263,8 @@ def run_overview(report: Report, run: ModelRun) -> Overview:
                      for fid in report.overview_figures))
 
 
-def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, overview: Overview | None = None,
-                title: str | None = None) -> list[dict[str, Any]]:
+def write_pages(report: Report, run: ModelRun, pages: Sequence[SnapshotPage], out_dir: Path,
+                overview: Overview | None = None, title: str | None = None) -> list[dict[str, Any]]:
     """Write the snapshot pages, stage pages, overview, extra pages, guiding questions and print view of ``pages``
     (returns the extra pages' entries for snapshots.json).
 
@@ -280,11 +284,11 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, overv
               "command": command, "outcome": overview.outcome, "title": title or report.title}
     by_number = {p.snap.number: p for p in pages}  # what the report's blocks read of each page
     questions = report_template(report, "questions.md.j2", env)
-    _explain(report, run, pages, env, common)
+    explanations = _explain(report, run, pages, env, common)
     answer = _answerer(run, pages, questions, env, common)
     shorts = {q.number: answer(q, short=True) for q in report.questions}
-    for page in pages:
-        page.questions = [{"question": report.question(n), "short": shorts[n]} for n in page.snap.questions]
+    common["written"] = {page.snap.number: PageText(explanations.get(page.snap.number, ""), tuple(
+        {"question": report.question(n), "short": shorts[n]} for n in page.snap.questions)) for page in pages}
     answers = {q.number: answer(q, short=False) for q in report.questions}
     intro = _written(run, questions, "intro", lambda: {"pages": by_number, **common}, lambda needs: "")
     by_stage = {stage.key: [p for p in pages if p.snap.stage == stage.key] for stage in report.stages}
@@ -297,8 +301,9 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, overv
             target.write_text(text, encoding="utf-8")
         return text
 
-    for page in pages:
-        write(page.path, "snapshot.md.j2", page=page)
+    for i, page in enumerate(pages):  # linked to its neighbours in the report's order
+        write(page.path, "snapshot.md.j2", page=page, before=pages[i - 1] if i else None,
+              after=pages[i + 1] if i + 1 < len(pages) else None)
     for stage in report.stages:
         write(f"{stage.key}/index.md", "stage.md.j2", stage=stage, pages=by_stage[stage.key])
     inputs_section = _section(run, report_template(report, "inputs.md.j2"), common)
@@ -336,11 +341,23 @@ def _refuted(page: Any) -> bool:
     return not page.check.passed and page.check.checkable
 
 
-def _explain(report: Report, run: Any, pages: list[Any], env: jinja2.Environment, common: dict[str, Any]) -> None:
-    """Each captured page's explanation: the report's block s<n> with the run's numbers; generic text with them where
-    the report has none, where the block needs what the run lacks (saying what), or where the page's check failed."""
+@dataclass(frozen=True)
+class PageText:
+    """What the writer renders with a snapshot's page: its explanation (a captured page's; "" where none) and the
+    guiding questions it informs, each with its short answer."""
+
+    explanation: str
+    questions: tuple[dict[str, Any], ...]
+
+
+def _explain(report: Report, run: Any, pages: Sequence[SnapshotPage], env: jinja2.Environment,
+             common: dict[str, Any]) -> dict[int, str]:
+    """Each captured page's explanation (by snapshot number): the report's block s<n> with the run's numbers; generic
+    text with them where the report has none, where the block needs what the run lacks (saying what), or where the
+    page's check failed."""
     by_number = {p.snap.number: p for p in pages}
     explanations, fallback = report_template(report, "explain.md.j2", env), env.get_template("_fallback_explain.md.j2")
+    written: dict[int, str] = {}
     for page in pages:
         if not page.captured:
             continue
@@ -354,12 +371,14 @@ def _explain(report: Report, run: Any, pages: list[Any], env: jinja2.Environment
             return fallback.render(**context).strip()
 
         if _refuted(page):
-            page.explanation = explain_fallback(None, failed=True)
+            written[page.snap.number] = explain_fallback(None, failed=True)
         else:
-            page.explanation = _written(run, explanations, f"s{page.snap.number}", explain_context, explain_fallback)
+            written[page.snap.number] = _written(run, explanations, f"s{page.snap.number}", explain_context,
+                                                 explain_fallback)
+    return written
 
 
-def _answerer(run: Any, pages: list[Any], questions: jinja2.Template | None, env: jinja2.Environment,
+def _answerer(run: Any, pages: Sequence[SnapshotPage], questions: jinja2.Template | None, env: jinja2.Environment,
               common: dict[str, Any]) -> Any:
     """answer(question, short): the report's written answer (block q<n> or q<n>_short) with the run's numbers; where
     it has none, needs what the run lacks, or a snapshot informing it failed its check, the generic answer (what the

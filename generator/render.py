@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache, partial
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jinja2
 import torch
 
-from transformer_trace.catalogue import Report, Snapshot, parse_dimension
+from transformer_trace.catalogue import Question, Report, Snapshot, parse_dimension
 from transformer_trace.checks import CheckResult
 from transformer_trace.options import command_line, plural
 from transformer_trace.pages import (Column, Dimensions, Overview, PageContents, SnapshotPage, SourceExcerpt,
@@ -234,7 +234,8 @@ def render_report(report: Report, run: ModelRun, out_dir: Path, order: int = 0) 
     return pages
 
 
-def _written(run: Any, template: jinja2.Template | None, block: str, context: Any, fallback: Any) -> str:
+def _written(run: ModelRun, template: jinja2.Template | None, block: str, context: Callable[[], dict[str, Any]],
+             fallback: Callable[[str | None], str]) -> str:
     """Block ``block`` of the report's ``template`` rendered with ``context()``, else ``fallback(needs)``: needs is None
     where the report has no such block, else what the block needed that the run lacks, read from the exception (a tensor
     not captured, an input a traced script does not know, an entry the user's tensor does not have). Only a run without
@@ -325,7 +326,7 @@ def write_pages(report: Report, run: ModelRun, pages: Sequence[SnapshotPage], ou
     return extra
 
 
-def _section(run: Any, template: jinja2.Template | None, context: dict[str, Any]) -> str:
+def _section(run: ModelRun, template: jinja2.Template | None, context: dict[str, Any]) -> str:
     """A whole report template (its overview's inputs section) rendered, or "" where the report has none or where it
     reads what a run without a model lacks (a traced script's: its tensors, not its input's facts)."""
     try:
@@ -336,7 +337,7 @@ def _section(run: Any, template: jinja2.Template | None, context: dict[str, Any]
         return ""
 
 
-def _refuted(page: Any) -> bool:
+def _refuted(page: SnapshotPage) -> bool:
     """Whether the page's check failed: the report's written words, describing the step done right, do not fit it."""
     return not page.check.passed and page.check.checkable
 
@@ -350,7 +351,7 @@ class PageText:
     questions: tuple[dict[str, Any], ...]
 
 
-def _explain(report: Report, run: Any, pages: Sequence[SnapshotPage], env: jinja2.Environment,
+def _explain(report: Report, run: ModelRun, pages: Sequence[SnapshotPage], env: jinja2.Environment,
              common: dict[str, Any]) -> dict[int, str]:
     """Each captured page's explanation (by snapshot number): the report's block s<n> with the run's numbers; generic
     text with them where the report has none, where the block needs what the run lacks (saying what), or where the
@@ -362,10 +363,10 @@ def _explain(report: Report, run: Any, pages: Sequence[SnapshotPage], env: jinja
         if not page.captured:
             continue
 
-        def explain_context(page: Any = page) -> dict[str, Any]:
+        def explain_context(page: SnapshotPage = page) -> dict[str, Any]:
             return {"x": page.main.view, "page": page, "pages": by_number, **common}
 
-        def explain_fallback(needs: str | None, page: Any = page, failed: bool = False) -> str:
+        def explain_fallback(needs: str | None, page: SnapshotPage = page, failed: bool = False) -> str:
             context = {"x": page.main.shown, "page": page, "pages": by_number, **common, "needs": needs,
                        "failed": failed}
             return fallback.render(**context).strip()
@@ -378,21 +379,27 @@ def _explain(report: Report, run: Any, pages: Sequence[SnapshotPage], env: jinja
     return written
 
 
-def _answerer(run: Any, pages: Sequence[SnapshotPage], questions: jinja2.Template | None, env: jinja2.Environment,
-              common: dict[str, Any]) -> Any:
+class Answer(Protocol):
+    """A guiding question's answer, in full or in one line (``short``)."""
+
+    def __call__(self, q: Question, short: bool) -> str: ...
+
+
+def _answerer(run: ModelRun, pages: Sequence[SnapshotPage], questions: jinja2.Template | None,
+              env: jinja2.Environment, common: dict[str, Any]) -> Answer:
     """answer(question, short): the report's written answer (block q<n> or q<n>_short) with the run's numbers; where
     it has none, needs what the run lacks, or a snapshot informing it failed its check, the generic answer (what the
     run shows of the snapshots that inform it) for a run without a model, nothing for a model run."""
     by_number = {p.snap.number: p for p in pages}
     generic = env.get_template("_fallback_answer.md.j2")
 
-    def fallback(q: Any, short: bool, failed: Sequence[Any] = ()) -> Any:
+    def fallback(q: Question, short: bool, failed: Sequence[SnapshotPage] = ()) -> Callable[[str | None], str]:
         if run.model is not None:  # a model run's report has every answer written (the build warns where not)
             return lambda needs: ""
         return lambda needs: generic.render(question=q, short=short, needs=needs, failed=failed, pages=pages,
                                             **common).strip()
 
-    def answer(q: Any, short: bool) -> str:
+    def answer(q: Question, short: bool) -> str:
         failed = [p for p in pages if q.number in p.snap.questions and _refuted(p)]
         if failed:
             return fallback(q, short, failed)(None)

@@ -119,3 +119,9 @@ def test_the_generic_templates_ask_a_page_only_whether_it_has_a_provenance(templ
     asked = [test for test in tests for name in TRACE_ONLY
              if re.search(rf"\b(page|p|main|t|pages\[0\])\.{name}\b", test)]
     assert asked == []
+
+
+def test_a_captured_tensor_is_read_in_the_catalogues_layout_in_one_place_the_reading():
+    """Every hit's value is read once, by the trace's reading (reading/pages.py ``read_capture``); the checks, the run
+    and the pages use what it read."""
+    assert set(calls_of("catalogue_layout")) == {"trace/reading/pages.py"}

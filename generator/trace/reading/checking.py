@@ -21,7 +21,7 @@ from transformer_trace.checks.base import LOW_PRECISION
 from transformer_trace.checks.base import needs_evidence
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
-from transformer_trace.trace.reading.verify import LayoutStatus, catalogue_layout
+from transformer_trace.trace.reading.verify import Layout, LayoutStatus
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.weights import bind, modules_called, run_bound
 
@@ -114,7 +114,7 @@ def run_checks(readings: list[SnapshotReading], catalogue: Report, dims: dict[st
                hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel], dict[int, Judgement]]:
     """The captured tensors under the catalogue's record names and what each name comes from (catalogue_source); and
     each snapshot's judgement by its declared checks, run on them (by snapshot number)."""
-    source, labels = catalogue_source(catalogue, readings, dims, hit)
+    source, labels = catalogue_source(catalogue, readings, hit)
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
     derived: dict[str, tuple[str, ...]] = {}
     checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived)
@@ -202,7 +202,7 @@ def _check_pages(pages: list[SnapshotReading], catalogue: Report, hit: int, dims
         # a snapshot is judged on its own capture, even where an earlier one shows the same record point
         if source is not None and checked is not None and page.captured:
             places = _shown_places(page, catalogue, pages, hit) or dict(source.places)
-            own = own_tensors(page, places, dims)
+            own = own_tensors(page, places)
             found = page_checks(page, TensorDict({**checked.tensors, **own}, places=places),
                                 {**read_labels, **dict.fromkeys(own, TensorLabel(page.label))}, known, stand_ins, dims)
         else:
@@ -371,15 +371,15 @@ def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str,
     return places
 
 
-def _filed(page: SnapshotReading, k: int, tensor: torch.Tensor | None, places: dict[str, str],
-           dims: dict[str, int]) -> tuple[str, torch.Tensor] | None:
-    """The record name and catalogue-layout value of the page's ``k``-th tensor, or None where it is no record's."""
-    refs = getattr(page.snap, "tensors", ())
-    if tensor is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].shown.numel == 0
-                                            and page.tensors[k].note):
+def _filed(page: SnapshotReading, k: int, tensor: torch.Tensor | None, found: Layout | None,
+           places: dict[str, str]) -> tuple[str, torch.Tensor] | None:
+    """The record name and catalogue-layout value of the page's ``k``-th tensor (``tensor``, read in the catalogue's
+    layout as ``found``, by the reading: reading/pages.py), or None where it is no record's."""
+    refs = page.snap.tensors
+    if tensor is None or found is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].shown.numel == 0
+                                                              and page.tensors[k].note):
         return None  # no recorded tensor, or a value past the capture budget (its shape only)
     index = page.snap.index if k == 0 else None
-    found = catalogue_layout(page, k, tensor, dims)
     if found.canonical is None:
         return None
     if index is None or CORNER.fullmatch(index):
@@ -392,25 +392,27 @@ def _filed(page: SnapshotReading, k: int, tensor: torch.Tensor | None, places: d
     return None
 
 
-def _unreadable(page: SnapshotReading, k: int, places: dict[str, str], dims: dict[str, int]) -> str:
+def _unreadable(page: SnapshotReading, k: int, places: dict[str, str]) -> str:
     """Why the page's captured ``k``-th tensor cannot be read in the catalogue's layout ("": it can, or none was)."""
     if (not page.captured or k >= len(page.tensors)
-            or _filed(page, k, page.tensors[k].shown.tensor, places, dims) is not None):
+            or _filed(page, k, page.tensors[k].shown.tensor, page.layouts[k], places) is not None):
         return ""
     t = page.tensors[k]
     return (t.note if t.shown.numel == 0 and t.note
-            else catalogue_layout(page, k, t.shown.tensor, dims).note or "its shape cannot be read as the catalogue's")
+            else page.layouts[k].note or "its shape cannot be read as the catalogue's")
 
 
-def own_tensors(page: SnapshotReading, places: dict[str, str], dims: dict[str, int]) -> dict[str, torch.Tensor]:
+def own_tensors(page: SnapshotReading, places: dict[str, str]) -> dict[str, torch.Tensor]:
     """The page's own captured tensors (the hit it shows) under their record names."""
-    return dict(filed for k, t in enumerate(page.tensors) if (filed := _filed(page, k, t.shown.tensor, places, dims)))
+    return dict(filed for k, t in enumerate(page.tensors)
+                if (filed := _filed(page, k, t.shown.tensor, page.layouts[k], places)))
 
 
-def catalogue_source(catalogue: Report, pages: list[SnapshotReading], dims: dict[str, int],
+def catalogue_source(catalogue: Report, pages: list[SnapshotReading],
                      hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
     """The captured tensors as a ``transformer_trace.sources.TensorDict`` under the catalogue's record names (pass k of
-    a loop under layer k's names), in the catalogue's layouts; and record name -> snapshot label (what checks need)."""
+    a loop under layer k's names), in the catalogue's layouts (as the reading read each hit's value); and record name
+    -> snapshot label (what checks need)."""
     passes = _passes(catalogue, pages)
     shown_places = pass_places(catalogue, hit, passes) or pass_places(catalogue, 1, passes)
     if shown_places is None:
@@ -426,17 +428,17 @@ def catalogue_source(catalogue: Report, pages: list[SnapshotReading], dims: dict
             sliced = k == 0 and index not in (None, "[0]") and not CORNER.fullmatch(index)
             which = variables[k] if len(variables) == len(refs) else ""  # one of a snapshot's several tensors
             labels.setdefault(ref.name(shown_places), TensorLabel(page.label, sliced=True) if sliced
-                              else TensorLabel(page.label, which, unreadable=_unreadable(page, k, shown_places, dims)))
+                              else TensorLabel(page.label, which, unreadable=_unreadable(page, k, shown_places)))
         for k, values in enumerate(page.hit_values):
             for h, tensor in enumerate(values, 1):
                 if ((places := pass_places(catalogue, h, passes)) is not None
-                        and (filed := _filed(page, k, tensor, places, dims))):
+                        and (filed := _filed(page, k, tensor, page.hit_layouts[k][h - 1], places))):
                     tensors[filed[0]], labels[filed[0]] = filed[1], TensorLabel(
                         page.label, at_pass=h if len(values) > 1 else None)
     shown: set[str] = set()
     # the hits the pages show, under the shown layer's names, win; the first snapshot showing a record point owns it
     for page in pages:  # a line that ran fewer times than ``hit`` shows its last pass: filed under that pass's names
-        for name, tensor in own_tensors(page, _shown_places(page, catalogue, pages, hit) or shown_places, dims).items():
+        for name, tensor in own_tensors(page, _shown_places(page, catalogue, pages, hit) or shown_places).items():
             if name not in shown:
                 tensors[name], labels[name] = tensor, TensorLabel(page.label)
                 shown.add(name)

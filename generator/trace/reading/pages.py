@@ -264,16 +264,24 @@ class SnapshotReading(PageTensors):
     marker_example: str  # how to mark it, where the script did not
     doc: str  # what the catalogue's model declares its tensor to be
     hit_note: str = ""  # which hit of a line run several times it shows
-    layout: Layout | None = None  # how its first tensor's shape reads as the named one (None: not captured)
+    layouts: tuple[Layout, ...] = ()  # how each tensor's shape (at the hit shown) reads as its named one
     bound: tuple[str, ...] = ()  # named dimensions bound from its tensors: "h = 4 (heads)"
     order: int = 0  # its place in the order the script ran
     shown_hit: int = 1  # which hit of its (first) marked line it shows
     hit_values: tuple[tuple[torch.Tensor | None, ...], ...] = ()  # per tensor: its value at every hit
+    # per tensor: its value at every hit read in the catalogue's layout (None: no value, or none of a record's)
+    hit_layouts: tuple[tuple[Layout | None, ...], ...] = ()
     calls: tuple[ModuleCall, ...] = ()  # the module calls its line(s) made at the hit shown
 
     @property
     def captured(self) -> bool:
         return bool(self.tensors)
+
+    @property
+    def layout(self) -> Layout | None:
+        """How its first tensor's shape reads as the named one: what its page says of its shape (None: not
+        captured)."""
+        return self.layouts[0] if self.layouts else None
 
 
 @dataclass(frozen=True)
@@ -380,10 +388,20 @@ def read_capture(catalogue: Report, numbering: str, capture: Capture,
         layout = layouts[0] if layouts else None  # the first tensor's: what the page says of its shape
         shown = tensors[0].shown.shape if tensors else ()
         readings.append(SnapshotReading(
-            m.report, m.snap, tensors, m.named_shape, m.named, example, docs[m.snap.number], m.hit_note, layout,
-            bound_names(m.named_shape, layout, shown, catalogue.dims_legend) if tensors else (), m.order, m.shown_hit,
-            m.hit_values, m.calls))
+            m.report, m.snap, tensors, m.named_shape, m.named, example, docs[m.snap.number], m.hit_note,
+            tuple(layouts), bound_names(m.named_shape, layout, shown, catalogue.dims_legend) if tensors else (),
+            m.order, m.shown_hit, m.hit_values, _hit_layouts(m, dims), m.calls))
     return readings, dims
+
+
+def _hit_layouts(marked: _Marked, dims: dict[str, int]) -> tuple[tuple[Layout | None, ...], ...]:
+    """Every hit's value of each tensor read in the catalogue's layout, where it is a record's (a tensor the snapshot
+    records, not one whose value at the hit shown is past the capture budget)."""
+    records = len(marked.snap.tensors)
+    return tuple(tuple(catalogue_layout(marked, k, value, dims) if value is not None and k < records
+                       and not (k < len(marked.tensors) and marked.tensors[k].shown.numel == 0
+                                and marked.tensors[k].note) else None for value in values)
+                 for k, values in enumerate(marked.hit_values))
 
 
 def _layout_of(marked: _Marked, k: int, t: TensorSection, dims: dict[str, int]) -> Layout:

@@ -1,18 +1,19 @@
 """A report's pages before they are written: one ``SnapshotPage`` per snapshot, for a model run and a traced script.
 
 The one page class, the one tensor section the templates (generator/templates/) read, and the one place pages are made
-(``snapshot_pages``). What a page shows comes from its run: a model run's recording (generator/render.py
-``recorded_contents``), or a traced script's capture, read at the trace's boundary (generator/trace/reading/pages.py
-``captured_contents``): the same fields say what a page shows (captured or not, the user's variable and marked line,
-the layout its shape was read in), so no template asks whether it is a trace.
+(``snapshot_pages``), each page built once, from everything known of it, and frozen. What a page shows comes from its
+run, by the run's contents function (one contract, ``PageContents``): a model run's recording (generator/render.py
+``recorded_contents``), or a traced script's reading of its capture (generator/trace/reading/pages.py
+``traced_contents``). A traced page adds one field, its ``provenance`` (the marked lines, the hit shown, the layout its
+shape was read in, the dimensions bound ...; None for a model run): the one thing a template asks of a trace.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import torch
 
@@ -21,8 +22,12 @@ from transformer_trace.checks import CheckResult
 from transformer_trace.sources import NotCheckable
 from transformer_trace.tensors import TensorView
 
+if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.trace.reading.capture import ModuleCall
+    from transformer_trace.trace.reading.verify import Layout
 
-@dataclass
+
+@dataclass(frozen=True)
 class SourceExcerpt:
     """The statement that computed a tensor, with the lines around it: from a model file, or from a traced script
     (``last``: the statement's last line; ``block``: the fenced, highlighted excerpt of the user's code)."""
@@ -40,7 +45,7 @@ class SourceExcerpt:
         return self.line - self.start + 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class TensorSection:
     """One tensor of a page: ``shown`` (what the page shows: as recorded, or as the user's script held it) and
     ``view``, what the report's blocks index: the same tensor in the catalogue's layout (``catalogue``, a traced
@@ -78,48 +83,19 @@ class TensorSection:
         return code(self.variable)
 
 
-@dataclass
-class SnapshotPage:
-    report: Report  # a traced script's own points too: generator/trace/reading/pages.py own_report
-    snap: Any
-    path: str  # page path within the report folder, e.g. "encoder/07-self-attention-queries-q.md"
-    tensors: list[TensorSection]
-    # the expected shape in the legend's symbols: the snapshot's, or the first tensor's declared one
-    named_shape: tuple[str, ...]
-    expected_shape: tuple[int, ...]  # the same in this run's sizes (a traced page: its layout's)
-    checks: list[CheckResult]
-    figures: list[dict[str, str]] = field(default_factory=list)
-    explanation: str = ""
-    questions: list[Any] = field(default_factory=list)  # the guiding questions it informs, with short answers
-    prev: SnapshotPage | None = None
-    next: SnapshotPage | None = None
-    verdict: CheckResult | None = None  # its verdict where not its checks combined (a trace's: by those that ran)
-    origin: str = "recorded"  # by our own model's record points, or "captured" by a script's markers
-    captured: bool = True  # a model run records every snapshot; a script may not have reached a marker
-    record: str = ""  # the record name of its first tensor (what the explorer's groups match)
-    layout: Any = None  # a captured tensor's verify.Layout: how its shape reads as the named one (None: recorded)
-    marker_example: str = ""  # how to mark it, where a script did not
-    hit_note: str = ""  # which hit of a line run several times the page shows
-    not_drawn: list[str] = field(default_factory=list)  # its figures not drawn: "caption — needs ..."
-    data_written: bool = True  # every tensor of the page is in data/
-    left_out: int = 0  # values: above it a tensor is left out of data/ (0: none is)
-    bound: list[str] = field(default_factory=list)  # named dimensions bound from a script's tensors: "h = 4 (heads)"
-    doc: str = ""  # what the catalogue's model declares a captured step's tensor to be
-    named: tuple[tuple[str, ...] | None, ...] = ()  # the named shape of each of its tensors, where given
-    order: int = 0  # a captured page's place in the order the script ran
-    shown_hit: int = 1  # which hit of its (first) marker the page shows
-    hit_values: list[list[torch.Tensor | None]] = field(default_factory=list)  # per tensor: its value at every hit
-    calls: list[Any] = field(default_factory=list)  # a trace's: the module calls its line(s) made at the shown hit
-    derived_from: tuple[str, ...] = ()  # a trace's step not captured, derived from these for its readers' checks
+class PageTensors:
+    """What a snapshot's tensors read as, for a page and for the trace's reading it is built from
+    (generator/trace/reading/pages.py ``SnapshotReading``): its label, first tensor, named shapes and variables."""
+
+    report: Report
+    snap: Snapshot
+    tensors: Sequence[TensorSection]
+    named_shape: tuple[str, ...]  # the expected shape in the legend's symbols: the snapshot's, or its first tensor's
+    named: tuple[tuple[str, ...] | None, ...]  # the named shape of each of its tensors, where given
 
     @property
     def label(self) -> str:
         return self.report.label(self.snap.number)
-
-    @property
-    def check(self) -> CheckResult:
-        """The snapshot's checks as one result (the only one, when it has one)."""
-        return self.verdict if self.verdict is not None else CheckResult.combined(self.checks)
 
     @property
     def main(self) -> TensorSection:
@@ -135,10 +111,6 @@ class SnapshotPage:
         return named or self.named_shape
 
     @property
-    def shape_ok(self) -> bool:
-        return all(t.view.shape == self.expected_shape for t in self.tensors)
-
-    @property
     def marked(self) -> bool:
         """Whether its tensors are a script's, marked at its lines (their variables are the user's)."""
         return any(t.marker_line is not None for t in self.tensors)
@@ -152,10 +124,78 @@ class SnapshotPage:
         """The variable the page shows: the user's where a script marked it, else the catalogue's."""
         return self.variables if self.marked else self.snap.variable
 
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a traced page's tensors come from and how they were read (generator/trace/reading/): everything a page of
+    a script's run says that a model run's does not. A model run's page has none (``SnapshotPage.provenance`` None),
+    so a template asks ``page.provenance`` once, never which kind of run it is field by field."""
+
+    marker_example: str  # how to mark the snapshot, where the script did not
+    doc: str = ""  # what the catalogue's model declares the step's tensor to be
+    hit_note: str = ""  # which hit of a line run several times the page shows
+    layout: Layout | None = None  # how the first tensor's shape reads as the named one (None: not captured)
+    bound: tuple[str, ...] = ()  # named dimensions bound from the script's tensors: "h = 4 (heads)"
+    order: int = 0  # the page's place in the order the script ran
+    shown_hit: int = 1  # which hit of its (first) marked line the page shows
+    hit_values: tuple[tuple[torch.Tensor | None, ...], ...] = ()  # per tensor: its value at every hit
+    calls: tuple[ModuleCall, ...] = ()  # the module calls its line(s) made at the shown hit
+    derived_from: tuple[str, ...] = ()  # not captured: derived from these for its readers' checks
+    not_drawn: tuple[str, ...] = ()  # its figures not drawn: "caption — needs ..."
+    data_written: bool = False  # every tensor of the page is in data/
+    left_out: int = 0  # values: above it a tensor is left out of data/ (0: none is)
+
+
+class PageContents(TypedDict):
+    """What a snapshot's page shows of its run, read by the run's own contents function (a model run's:
+    generator/render.py ``recorded_contents``; a traced script's: generator/trace/reading/pages.py
+    ``traced_contents``) for the one page builder, ``snapshot_pages``."""
+
+    tensors: Sequence[TensorSection]
+    named_shape: tuple[str, ...]
+    expected_shape: tuple[int, ...]
+    checks: tuple[CheckResult, ...]
+    verdict: CheckResult | None
+    figures: tuple[dict[str, str], ...]
+    captured: bool
+    record: str
+    named: tuple[tuple[str, ...] | None, ...]
+    provenance: Provenance | None
+
+
+@dataclass(frozen=True)
+class SnapshotPage(PageTensors):
+    """A snapshot's page, built once from everything its run says of it (``snapshot_pages``) and never changed after:
+    what the page shows, its checks' results, and, for a traced script, its ``provenance``. What is rendered with it
+    (its explanation, the questions it informs, its neighbours' links) is the writer's (generator/render.py)."""
+
+    report: Report  # a traced script's own points too: generator/trace/reading/pages.py own_report
+    snap: Snapshot
+    path: str  # page path within the report folder, e.g. "encoder/07-self-attention-queries-q.md"
+    tensors: Sequence[TensorSection]
+    named_shape: tuple[str, ...]
+    expected_shape: tuple[int, ...]  # the named shape in this run's sizes (a traced page: none, its layout says)
+    checks: tuple[CheckResult, ...]
+    verdict: CheckResult | None  # its verdict where not its checks combined (a trace's: by those that ran)
+    figures: tuple[dict[str, str], ...]
+    captured: bool  # a model run records every snapshot; a script may not have reached a marker
+    record: str  # the record name of its first tensor (what the explorer's groups match)
+    named: tuple[tuple[str, ...] | None, ...]
+    provenance: Provenance | None  # a traced script's page: where its tensors come from; None: a model run's
+
+    @property
+    def check(self) -> CheckResult:
+        """The snapshot's checks as one result (the only one, when it has one)."""
+        return self.verdict if self.verdict is not None else CheckResult.combined(list(self.checks))
+
+    @property
+    def shape_ok(self) -> bool:
+        return all(t.view.shape == self.expected_shape for t in self.tensors)
+
     @property
     def variable_heading(self) -> str:
         """What a table of pages calls the variable column."""
-        return "Your variable" if self.origin == "captured" else "Variable"
+        return "Your variable" if self.provenance is not None else "Variable"
 
     @property
     def variable_cell(self) -> str:
@@ -171,7 +211,7 @@ class SnapshotPage:
     @property
     def differs(self) -> str:
         """How our model's step differs from the seed report's: said on our model's pages, not on a script's."""
-        return self.snap.differs if self.origin == "recorded" else ""
+        return self.snap.differs if self.provenance is None else ""
 
     def link_from(self, other_path: str) -> str:
         """Relative link from page ``other_path`` to this page."""
@@ -187,15 +227,12 @@ def page_path(snap: Snapshot) -> str:
     return f"{snap.stage}/{snap.number:02d}-{slugify(snap.title)}.md"
 
 
-def snapshot_pages(report: Report, contents: Callable[[Snapshot], dict[str, Any]]) -> list[SnapshotPage]:
-    """The report's pages, one per snapshot of its catalogue in its order, each linked to its neighbours: the one place
-    a ``SnapshotPage`` is made. ``contents(snap)``: what the snapshot's page shows (its ``SnapshotPage`` fields beyond
-    the report, snapshot and path), read from the run: recorded by a model of ours, or captured from a script."""
-    pages = [SnapshotPage(report=report, snap=snap, path=page_path(snap), **contents(snap))
-             for snap in report.snapshots]
-    for before, after in zip(pages, pages[1:]):
-        before.next, after.prev = after, before
-    return pages
+def snapshot_pages(report: Report, contents: Callable[[Snapshot], PageContents]) -> list[SnapshotPage]:
+    """The report's pages, one per snapshot of its catalogue in its order: the one place a ``SnapshotPage`` is made.
+    ``contents(snap)``: what the snapshot's page shows (its ``SnapshotPage`` fields beyond the report, snapshot and
+    path), read from the run: recorded by a model of ours, or captured from a script. A page's neighbours are its
+    index's in this list (the writer links them: generator/render.py ``write_pages``)."""
+    return [SnapshotPage(report=report, snap=snap, path=page_path(snap), **contents(snap)) for snap in report.snapshots]
 
 
 @dataclass(frozen=True)

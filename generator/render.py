@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache, partial
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jinja2
 import torch
 
-from transformer_trace.catalogue import Report, Snapshot, parse_dimension
+from transformer_trace.catalogue import Question, Report, Snapshot, parse_dimension
 from transformer_trace.checks import CheckResult
 from transformer_trace.options import command_line, plural
-from transformer_trace.pages import (Column, Dimensions, Overview, SnapshotPage, SourceExcerpt, TensorSection,
-                                     snapshot_pages)
+from transformer_trace.pages import (Column, Dimensions, Overview, PageContents, SnapshotPage, SourceExcerpt,
+                                     TensorSection, snapshot_pages)
 from transformer_trace.run import ModelRun
 from transformer_trace.sources import Lacking, NotCheckable
 from transformer_trace.template_cache import use_template_cache
@@ -164,7 +165,7 @@ def build_pages(report: Report, run: ModelRun) -> list[SnapshotPage]:
     return snapshot_pages(report, partial(recorded_contents, report, run))
 
 
-def recorded_contents(report: Report, run: ModelRun, snap: Snapshot) -> dict[str, Any]:
+def recorded_contents(report: Report, run: ModelRun, snap: Snapshot) -> PageContents:
     """What the page of ``snap`` shows of a model run: its recorded tensors, their source lines, its checks' results."""
     sections = []
     for i, name in enumerate(snap.tensors):
@@ -178,9 +179,12 @@ def recorded_contents(report: Report, run: ModelRun, snap: Snapshot) -> dict[str
             variable=snap.variable.split(", ")[i] if len(snap.tensors) > 1 else snap.variable,
         ))
     named = named_shape(run, snap)
-    return dict(tensors=sections, record=sections[0].name, named_shape=named, expected_shape=expected_shape(run, named),
-                checks=[check.run(run) for check in snap.checks],
-                figures=[{"file": f"figures/{fid}.png", "caption": report.figure(fid).caption} for fid in snap.figures])
+    return PageContents(tensors=tuple(sections), record=sections[0].name, named_shape=named,
+                        expected_shape=expected_shape(run, named),
+                        checks=tuple(check.run(run) for check in snap.checks),
+                        verdict=None, captured=True, named=(), provenance=None,
+                        figures=tuple({"file": f"figures/{fid}.png", "caption": report.figure(fid).caption}
+                                      for fid in snap.figures))
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -230,7 +234,8 @@ def render_report(report: Report, run: ModelRun, out_dir: Path, order: int = 0) 
     return pages
 
 
-def _written(run: Any, template: jinja2.Template | None, block: str, context: Any, fallback: Any) -> str:
+def _written(run: ModelRun, template: jinja2.Template | None, block: str, context: Callable[[], dict[str, Any]],
+             fallback: Callable[[str | None], str]) -> str:
     """Block ``block`` of the report's ``template`` rendered with ``context()``, else ``fallback(needs)``: needs is None
     where the report has no such block, else what the block needed that the run lacks, read from the exception (a tensor
     not captured, an input a traced script does not know, an entry the user's tensor does not have). Only a run without
@@ -259,8 +264,8 @@ def run_overview(report: Report, run: ModelRun) -> Overview:
                      for fid in report.overview_figures))
 
 
-def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, overview: Overview | None = None,
-                title: str | None = None) -> list[dict[str, Any]]:
+def write_pages(report: Report, run: ModelRun, pages: Sequence[SnapshotPage], out_dir: Path,
+                overview: Overview | None = None, title: str | None = None) -> list[dict[str, Any]]:
     """Write the snapshot pages, stage pages, overview, extra pages, guiding questions and print view of ``pages``
     (returns the extra pages' entries for snapshots.json).
 
@@ -280,11 +285,11 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, overv
               "command": command, "outcome": overview.outcome, "title": title or report.title}
     by_number = {p.snap.number: p for p in pages}  # what the report's blocks read of each page
     questions = report_template(report, "questions.md.j2", env)
-    _explain(report, run, pages, env, common)
+    explanations = _explain(report, run, pages, env, common)
     answer = _answerer(run, pages, questions, env, common)
     shorts = {q.number: answer(q, short=True) for q in report.questions}
-    for page in pages:
-        page.questions = [{"question": report.question(n), "short": shorts[n]} for n in page.snap.questions]
+    common["written"] = {page.snap.number: PageText(explanations.get(page.snap.number, ""), tuple(
+        {"question": report.question(n), "short": shorts[n]} for n in page.snap.questions)) for page in pages}
     answers = {q.number: answer(q, short=False) for q in report.questions}
     intro = _written(run, questions, "intro", lambda: {"pages": by_number, **common}, lambda needs: "")
     by_stage = {stage.key: [p for p in pages if p.snap.stage == stage.key] for stage in report.stages}
@@ -297,8 +302,9 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, overv
             target.write_text(text, encoding="utf-8")
         return text
 
-    for page in pages:
-        write(page.path, "snapshot.md.j2", page=page)
+    for i, page in enumerate(pages):  # linked to its neighbours in the report's order
+        write(page.path, "snapshot.md.j2", page=page, before=pages[i - 1] if i else None,
+              after=pages[i + 1] if i + 1 < len(pages) else None)
     for stage in report.stages:
         write(f"{stage.key}/index.md", "stage.md.j2", stage=stage, pages=by_stage[stage.key])
     inputs_section = _section(run, report_template(report, "inputs.md.j2"), common)
@@ -320,7 +326,7 @@ def write_pages(report: Report, run: Any, pages: list[Any], out_dir: Path, overv
     return extra
 
 
-def _section(run: Any, template: jinja2.Template | None, context: dict[str, Any]) -> str:
+def _section(run: ModelRun, template: jinja2.Template | None, context: dict[str, Any]) -> str:
     """A whole report template (its overview's inputs section) rendered, or "" where the report has none or where it
     reads what a run without a model lacks (a traced script's: its tensors, not its input's facts)."""
     try:
@@ -331,49 +337,69 @@ def _section(run: Any, template: jinja2.Template | None, context: dict[str, Any]
         return ""
 
 
-def _refuted(page: Any) -> bool:
+def _refuted(page: SnapshotPage) -> bool:
     """Whether the page's check failed: the report's written words, describing the step done right, do not fit it."""
     return not page.check.passed and page.check.checkable
 
 
-def _explain(report: Report, run: Any, pages: list[Any], env: jinja2.Environment, common: dict[str, Any]) -> None:
-    """Each captured page's explanation: the report's block s<n> with the run's numbers; generic text with them where
-    the report has none, where the block needs what the run lacks (saying what), or where the page's check failed."""
+@dataclass(frozen=True)
+class PageText:
+    """What the writer renders with a snapshot's page: its explanation (a captured page's; "" where none) and the
+    guiding questions it informs, each with its short answer."""
+
+    explanation: str
+    questions: tuple[dict[str, Any], ...]
+
+
+def _explain(report: Report, run: ModelRun, pages: Sequence[SnapshotPage], env: jinja2.Environment,
+             common: dict[str, Any]) -> dict[int, str]:
+    """Each captured page's explanation (by snapshot number): the report's block s<n> with the run's numbers; generic
+    text with them where the report has none, where the block needs what the run lacks (saying what), or where the
+    page's check failed."""
     by_number = {p.snap.number: p for p in pages}
     explanations, fallback = report_template(report, "explain.md.j2", env), env.get_template("_fallback_explain.md.j2")
+    written: dict[int, str] = {}
     for page in pages:
         if not page.captured:
             continue
 
-        def explain_context(page: Any = page) -> dict[str, Any]:
+        def explain_context(page: SnapshotPage = page) -> dict[str, Any]:
             return {"x": page.main.view, "page": page, "pages": by_number, **common}
 
-        def explain_fallback(needs: str | None, page: Any = page, failed: bool = False) -> str:
+        def explain_fallback(needs: str | None, page: SnapshotPage = page, failed: bool = False) -> str:
             context = {"x": page.main.shown, "page": page, "pages": by_number, **common, "needs": needs,
                        "failed": failed}
             return fallback.render(**context).strip()
 
         if _refuted(page):
-            page.explanation = explain_fallback(None, failed=True)
+            written[page.snap.number] = explain_fallback(None, failed=True)
         else:
-            page.explanation = _written(run, explanations, f"s{page.snap.number}", explain_context, explain_fallback)
+            written[page.snap.number] = _written(run, explanations, f"s{page.snap.number}", explain_context,
+                                                 explain_fallback)
+    return written
 
 
-def _answerer(run: Any, pages: list[Any], questions: jinja2.Template | None, env: jinja2.Environment,
-              common: dict[str, Any]) -> Any:
+class Answer(Protocol):
+    """A guiding question's answer, in full or in one line (``short``)."""
+
+    def __call__(self, q: Question, short: bool) -> str: ...
+
+
+def _answerer(run: ModelRun, pages: Sequence[SnapshotPage], questions: jinja2.Template | None,
+              env: jinja2.Environment, common: dict[str, Any]) -> Answer:
     """answer(question, short): the report's written answer (block q<n> or q<n>_short) with the run's numbers; where
     it has none, needs what the run lacks, or a snapshot informing it failed its check, the generic answer (what the
     run shows of the snapshots that inform it) for a run without a model, nothing for a model run."""
     by_number = {p.snap.number: p for p in pages}
     generic = env.get_template("_fallback_answer.md.j2")
 
-    def fallback(q: Any, short: bool, failed: Sequence[Any] = ()) -> Any:
+    def fallback(q: Question, short: bool, failed: Sequence[SnapshotPage] = ()) -> Callable[[str | None], str]:
         if run.model is not None:  # a model run's report has every answer written (the build warns where not)
             return lambda needs: ""
         return lambda needs: generic.render(question=q, short=short, needs=needs, failed=failed, pages=pages,
                                             **common).strip()
 
-    def answer(q: Any, short: bool) -> str:
+    def answer(q: Question, short: bool) -> str:
         failed = [p for p in pages if q.number in p.snap.questions and _refuted(p)]
         if failed:
             return fallback(q, short, failed)(None)

@@ -10,17 +10,25 @@ the keys only a traced script has (``traced``, ``catalogue``, ``outcome``; per s
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformer_trace.tensors import json_number
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.catalogue import Report
+    from transformer_trace.checks import CheckResult
+    from transformer_trace.pages import SnapshotPage, TensorSection
+    from transformer_trace.run import ModelRun
 
 
 def write_snapshots_json(out_dir: Path, data: dict[str, Any]) -> None:
     (out_dir / "snapshots.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def snapshots_json(identity: dict[str, Any], report: Any, run: Any, pages: list[Any], **after: Any) -> dict[str, Any]:
+def snapshots_json(identity: dict[str, Any], report: Report, run: ModelRun, pages: Sequence[SnapshotPage],
+                   **after: Any) -> dict[str, Any]:
     """The file's content: ``identity`` (model, title, short_title, order: where the site lists it), the run's stamp
     read from ``run``, the stages and snapshots of ``pages``, then ``after`` (extra_pages; a trace's own keys)."""
     stamp = run.stamp()
@@ -45,15 +53,16 @@ def snapshots_json(identity: dict[str, Any], report: Any, run: Any, pages: list[
     }
 
 
-def check_entry(check: Any) -> dict[str, Any]:
+def check_entry(check: CheckResult) -> dict[str, Any]:
     """A verdict: ``passed`` true, false, or null when not judged (CheckResult.json, the one place of that rule); its
     ``status`` only where ``passed`` alone does not tell it (unrecognised, not checkable alike null)."""
     return {key: value for key, value in check.json().items() if key != "status" or value == "unrecognised"}
 
 
-def snapshot_entry(p: Any) -> dict[str, Any]:
+def snapshot_entry(p: SnapshotPage) -> dict[str, Any]:
     """One snapshot: what it is, its first tensor's values and source, its verdicts, its tensors and figures."""
-    captured = p.origin == "captured"  # read from a script's markers: it may not have been reached
+    traced = p.provenance  # read from a script's markers: it may not have been reached
+    captured = traced is not None
     main = p.main if p.captured else None
     values = main if main and not main.absent else None  # a value with no copy has no shape, dtype nor values here
     entry = {
@@ -69,7 +78,8 @@ def snapshot_entry(p: Any) -> dict[str, Any]:
         "dtype": values.shown.dtype if values else None,
         "first": [json_number(v) for v in values.shown.first(16)] if values else [],
         "stats": {k: json_number(v) for k, v in values.shown.stats.items()} if values else {},
-        **({"layout": {"status": p.layout.status.value, "note": p.layout.note}} if captured and main else {}),
+        **({"layout": {"status": traced.layout.status.value, "note": traced.layout.note}}
+           if traced is not None and traced.layout is not None and main else {}),
         "source": _source(main) if main else None,
         "check": check_entry(p.check),
         **({"checks": [c.json() for c in p.checks]} if len(p.checks) > 1 else {}),
@@ -81,7 +91,7 @@ def snapshot_entry(p: Any) -> dict[str, Any]:
     return entry
 
 
-def _source(t: Any) -> dict[str, Any]:
+def _source(t: TensorSection) -> dict[str, Any]:
     marker = {"marker_line": t.marker_line} if t.marker_line is not None else {}
     location = {"location": t.marked_at} if t.source.at else {}  # a notebook's cell and line
     return {"path": t.source.path, "line": t.source.line, **marker, **location}

@@ -81,3 +81,47 @@ def test_a_named_pass_is_the_same_place_for_a_model_run_and_for_a_trace_of_as_ma
     traced = pass_places(report, 1, dict.fromkeys(opts.NAMED_PASSES, depth))
     assert traced is not None and {name: traced[name] for name in opts.NAMED_PASSES} == {
         name: opts.places()[name] for name in opts.NAMED_PASSES}
+
+
+# ----------------------------------------------------------------------------- a page is built once, and frozen
+
+
+def test_a_page_is_frozen_with_one_field_for_what_a_trace_adds():
+    from transformer_trace.pages import Provenance, SnapshotPage
+
+    names = [f.name for f in dataclasses.fields(SnapshotPage)]
+    assert len(names) <= 14 and "provenance" in names
+    assert not set(names) & {f.name for f in dataclasses.fields(Provenance)}  # a trace's facts live only there
+    assert SnapshotPage.__dataclass_params__.frozen and Provenance.__dataclass_params__.frozen
+
+
+def test_no_code_writes_onto_a_page_or_a_tensor_section_after_it_is_made(runs):
+    from transformer_trace.render import build_pages
+
+    page = build_pages(REPORTS["toy-vit"], runs["toy-vit"])[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        page.checks = ()  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        page.main.catalogue = None  # type: ignore[misc]
+    assert page.provenance is None  # a model run's page says nothing of a trace
+
+
+TRACE_ONLY = ("marker_line", "origin", "hit_note", "layout", "marker_example", "derived_from", "not_drawn",
+              "data_written", "left_out", "bound", "doc", "order", "shown_hit", "hit_values", "calls")
+
+
+@pytest.mark.parametrize("template", sorted(p.name for p in (GENERATOR / "templates").glob("*.j2")))
+def test_the_generic_templates_ask_a_page_only_whether_it_has_a_provenance(template):
+    """Never a trace's facts one by one (``main.marker_line is not none``, ``page.origin == "recorded"``): they are
+    read from ``page.provenance`` (in _snapshot_body, ``traced``), once the template knows there is one."""
+    text = (GENERATOR / "templates" / template).read_text(encoding="utf-8")
+    tests = re.findall(r"{%-?\s*(?:if|elif)\b([^%]*)%}", text)
+    asked = [test for test in tests for name in TRACE_ONLY
+             if re.search(rf"\b(page|p|main|t|pages\[0\])\.{name}\b", test)]
+    assert asked == []
+
+
+def test_a_captured_tensor_is_read_in_the_catalogues_layout_in_one_place_the_reading():
+    """Every hit's value is read once, by the trace's reading (reading/pages.py ``read_capture``); the checks, the run
+    and the pages use what it read."""
+    assert set(calls_of("catalogue_layout")) == {"trace/reading/pages.py"}

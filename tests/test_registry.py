@@ -226,7 +226,7 @@ def test_the_build_names_the_snapshot_whose_explanation_falls_back(key, runs, tm
         pages = render.render_report(report, runs[key], tmp_path / "out")
     assert f"{key}: generic text stands in for 1 explanations or answers: {report.label(snap.number)}" in caplog.text
     page = next(p for p in pages if p.snap is snap)
-    assert "The check below recomputes it" in page.explanation
+    assert "The check below recomputes it" in (tmp_path / "out" / page.path).read_text(encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------- a report is one checked object

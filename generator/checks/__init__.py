@@ -29,12 +29,12 @@ from transformer_trace.checks.attention import (
 from transformer_trace.checks.base import (
     FAILED, GELU_MINIMUM, INPUT, MODULE, NOT_CHECKABLE, PARAMETER, PASSED, TENSOR, TENSORS, THIS, TOLERANCE,
     UNRECOGNISED, VALUE,
-    Check, CheckResult, Typed, UnfittableWeights, close, field_kind, judged_at, linear, tolerance,
+    Check, CheckResult, TraceUse, Typed, UnfittableWeights, close, field_kind, judged_at, linear, tolerance,
 )
 from transformer_trace.checks.masks import CausalMask, mask_allows
 from transformer_trace.checks.normalisation import (
     LAYER_NORM_EPSILONS, LayerNormOf, LayerNormStatistics, ResidualLayerNorm, ResidualSumOrPostNorm, ResidualThenNorm,
-    _fitted_layer_norm, _layer_norm,
+    fitted_layer_norm, _layer_norm,
 )
 from transformer_trace.checks.values import (
     EmbeddingLookup, EqualsParameter, GeluOfLinear, LinearOf, PlusParameter, Probabilities, ResidualBlock, RowEquals,

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks.base import Check, THIS, close, linear, tolerance
+from transformer_trace.checks.base import THIS, BoundT, CallBinder, Check, TraceUse, close, linear, tolerance
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.masks import mask_allows
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
@@ -34,13 +34,18 @@ def _split_in_place(check: Any, s: TensorSource) -> Fit | None:
 class HeadsRejoin(Check):
     """Head split/merge (tensors only): each per-head tensor (B, h, L, hs) re-joins to its full projection (B, L, C)."""
 
-    READS_LOCALS = True  # the projections a split-only line reads and no snapshot shows (trace/reading/weights.py)
-    CALLS_BOUND = frozenset({ModuleKind.LINEAR})  # or the Linear the line called (trace/reading/weights.py)
+    # the projections a split-only line reads and no snapshot shows, or the Linear the line called
+    # (trace/reading/weights.py)
+    TRACE = TraceUse(reads_locals=True, also_calls=frozenset({ModuleKind.LINEAR}))
     BUG_FORMS = (BugForm("heads split without moving the axis", "each per-head tensor vs its projection reshaped "
                          "without the transpose", _split_in_place),)
 
     heads: tuple[Ref, ...]
     full: tuple[Ref, ...]
+
+    def bound_by(self, calls: CallBinder[BoundT]) -> BoundT | None:
+        """Bound to the whole projections the traced line's calls (or the tensors it read) give, where none is shown."""
+        return calls.projections(self)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         details, passed = [], True
@@ -383,8 +388,9 @@ class LinearHeads(Check):
     """``out`` (B, h, N, hs) is part ``part`` (0 q, 1 k, 2 v) of the fused projection ``module`` of ``x``, split into
     heads."""
 
-    FROM_CALLS = {"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")}
-    READS_LOCALS = True  # without the Linear on its line: the head split of the projection the line read
+    # without the Linear on its line: the head split of the projection the line read
+    TRACE = TraceUse(calls={"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")},
+                     reads_locals=True)
 
     out: Ref = THIS
     x: Ref

@@ -11,7 +11,7 @@ import functools
 import math
 import re
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,10 @@ import torch.nn.functional as F
 from transformer_trace.checks.evidence import BugForm, Evidence, Property, find_evidence
 from transformer_trace.sources import InputRef, MissingTensor, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
+
+if typing.TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.checks.attention import HeadsRejoin
+    from transformer_trace.checks.values import RowEquals, SumOf
 
 
 TOLERANCE = 1e-4  # relative to the values' scale, for float32 tensors (our models') and wider
@@ -194,6 +198,42 @@ class Typed:
         return dataclasses.replace(self, **changes) if changes else self
 
 
+@dataclass(frozen=True)
+class TraceUse:
+    """What a trace can read for a check from the module calls a traced marked line made (generator/trace/reading/
+    weights.py), declared once per check class (``Check.TRACE``), so generic ``Check`` carries one declaration of the
+    trace's, not one flag per use: ``calls``, the fields a call can stand for (field -> (the call's kind, "module": the
+    module rebuilt from its parameters, "weight": its weight, "input": its input)); ``also_calls``, the kinds of calls a
+    check's own binding reads besides (a residual sum's unmarked sublayer output from the Linear or the user's module
+    the line called last); ``reads_locals``, whether the line's local tensors are copied (the projection a head split
+    read); ``model_image``, whether ``out`` is the model's input image (also checked to be what the patch embedding was
+    called with). A trace copies only the kinds of calls its checks read (``kinds``)."""
+
+    calls: Mapping[str, tuple[ModuleKind, str]] = dataclasses.field(default_factory=dict)
+    also_calls: frozenset[ModuleKind] = frozenset()
+    reads_locals: bool = False
+    model_image: bool = False
+
+    @property
+    def kinds(self) -> frozenset[ModuleKind]:
+        return frozenset(kind for kind, _ in self.calls.values()) | self.also_calls
+
+
+BoundT = typing.TypeVar("BoundT")  # what a binder binds a check to (generator/trace/reading/weights.py ``Bound``)
+_BoundCo = typing.TypeVar("_BoundCo", covariant=True)
+
+
+class CallBinder(typing.Protocol[_BoundCo]):
+    """How a traced line's module calls bind a check's fields (generator/trace/reading/weights.py ``LineCalls``), one
+    method per form of binding; a check picks its form (``Check.bound_by``): the double dispatch that keeps the trace's
+    binding out of the checks and the checks' types out of the trace's binding."""
+
+    def declared(self, check: Check) -> _BoundCo | None: ...  # the fields ``TRACE.calls`` declares
+    def projections(self, check: HeadsRejoin) -> _BoundCo | None: ...  # a head split's whole projections
+    def operand(self, check: SumOf) -> _BoundCo | None: ...  # a residual sum's unmarked sublayer output
+    def row(self, check: RowEquals) -> _BoundCo | None: ...  # the sequence a row was taken from
+
+
 @dataclass(frozen=True, kw_only=True)
 class Check(Typed):
     """Base of every check. Subclasses are frozen, keyword-only dataclasses that implement ``verify``; a check that
@@ -207,17 +247,8 @@ class Check(Typed):
 
     # True where the claim has a form that tensors alone decide (its verify catches the weights' NotCheckable)
     WEIGHTS_OPTIONAL: typing.ClassVar[bool] = False
-    # What a module call of a traced marked line can stand for (trace/reading/weights.py): field -> (the call's kind,
-    # "module": the module rebuilt from its parameters, "weight": its weight, "input": its input)
-    FROM_CALLS: typing.ClassVar[dict[str, tuple[ModuleKind, str]]] = {}
-
-    # The kinds of module calls trace/reading/weights.py's bind reads for this check besides FROM_CALLS's (a residual
-    # sum's unmarked sublayer output from the Linear or the user's module the line called last): a trace copies them
-    CALLS_BOUND: typing.ClassVar[frozenset[ModuleKind]] = frozenset()
-    # Whether a trace copies the local tensors the marked line reads, for ``FROM_CALLS`` parts "local"
-    READS_LOCALS: typing.ClassVar[bool] = False
-    # Whether ``out`` is the model's input image (a trace also checks it is what the patch embedding was called with)
-    MODEL_IMAGE: typing.ClassVar[bool] = False
+    # What a traced script's module calls can give it (``TraceUse``: one declaration; a model run reads none of it)
+    TRACE: typing.ClassVar[TraceUse] = TraceUse()
     # The field whose tensor ``derive`` computes from the others (the step is determined by them), or None
     DERIVES: typing.ClassVar[str | None] = None
     # Groups of optional tensor fields that widen what passes, never required: where the source lacks a tensor of a
@@ -230,6 +261,11 @@ class Check(Typed):
     PROPERTIES: typing.ClassVar[tuple[Property, ...]] = ()
     SUBSTITUTES: typing.ClassVar[bool] = True
     LEFT_OUT: typing.ClassVar[str] = "an operand left out"
+
+    def bound_by(self, calls: CallBinder[BoundT]) -> BoundT | None:
+        """This check with what the module calls of its traced line give it (None: nothing), in the form of binding
+        its claim reads: the fields it declares in ``TRACE.calls``, unless a subclass reads another."""
+        return calls.declared(self)
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         """The tensor of the field ``DERIVES`` computed from the others as the claim says it is (a trace derives a step

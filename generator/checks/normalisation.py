@@ -9,7 +9,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from transformer_trace.checks.base import Check, THIS, UnfittableWeights, added, close, settings, weight_and_bias
+from transformer_trace.checks.base import (THIS, Check, TraceUse, UnfittableWeights, added, close, settings,
+                                          weight_and_bias)
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 from transformer_trace.tensors import fmt
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -23,7 +24,7 @@ def _layer_norm(s: TensorSource, out: Ref, total: torch.Tensor, module: ModuleRe
     try:
         ln = s.module(module)
     except NotCheckable:
-        return _fitted_layer_norm(got, total, of)
+        return fitted_layer_norm(got, total, of)
     weight, bias = weight_and_bias(ln)
     shape, eps = settings(ln, "normalized_shape", "eps")
     expected = F.layer_norm(total, shape, weight, bias, eps)
@@ -61,7 +62,7 @@ def _own_layer_norm(got: torch.Tensor, total: torch.Tensor, ln: Any, of: str,
 LAYER_NORM_EPSILONS = (1e-5, 1e-6, 1e-12)
 
 
-def _fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[str, bool, str]:
+def fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[str, bool, str]:
     """``got`` is some LayerNorm of ``total``: the gain and bias fitted per feature by least squares, for the usual
     epsilons (the first that fits is named when it is not PyTorch's default)."""
     if got.shape != total.shape:
@@ -116,7 +117,7 @@ class LayerNormOf(Check):
     bias fitted)."""
 
     WEIGHTS_OPTIONAL = True
-    FROM_CALLS = {"module": (ModuleKind.LAYER_NORM, "module"), "x": (ModuleKind.LAYER_NORM, "input")}
+    TRACE = TraceUse(calls={"module": (ModuleKind.LAYER_NORM, "module"), "x": (ModuleKind.LAYER_NORM, "input")})
 
     out: Ref = THIS
     x: Ref
@@ -150,7 +151,8 @@ class ResidualLayerNorm(Check):
     fitted)."""
 
     WEIGHTS_OPTIONAL = True
-    FROM_CALLS = {"module": (ModuleKind.LAYER_NORM, "module"), "operands": (ModuleKind.LAYER_NORM, "input")}
+    TRACE = TraceUse(calls={"module": (ModuleKind.LAYER_NORM, "module"),
+                            "operands": (ModuleKind.LAYER_NORM, "input")})
     LEFT_OUT = "residual dropped"
 
     out: Ref = THIS

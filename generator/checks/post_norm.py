@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_trace.checks.base import Check, added, close
-from transformer_trace.checks.normalisation import _fitted_layer_norm, _layer_norm
+from transformer_trace.checks.base import Check, TraceUse, added, close
+from transformer_trace.checks.normalisation import fitted_layer_norm, _layer_norm
 from transformer_trace.checks.values import SameTensor, SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -45,7 +45,7 @@ class ResidualSumEitherNorm(SumOf):
         if close(block_out, pre, "")[0]:
             return pre
         try:
-            _, normalised, _ = _fitted_layer_norm(block_out, post, "")
+            _, normalised, _ = fitted_layer_norm(block_out, post, "")
         except NotCheckable:
             return pre
         return post if normalised else pre
@@ -72,7 +72,8 @@ class ResidualOrPostNorm(SameTensor):
     the step), else with the gain and bias fitted. ``post_claim`` names the post-norm form where it held."""
 
     WEIGHTS_OPTIONAL = True
-    FROM_CALLS = {"module": (ModuleKind.LAYER_NORM, "module"), "operands": (ModuleKind.LAYER_NORM, "input")}
+    TRACE = TraceUse(calls={"module": (ModuleKind.LAYER_NORM, "module"),
+                            "operands": (ModuleKind.LAYER_NORM, "input")})
     OPTIONAL = (("operands",),)  # without them: the pre-norm form alone
     LEFT_OUT = "residual dropped"
 

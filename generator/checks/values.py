@@ -12,10 +12,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from transformer_trace.checks.base import (Check, GELU_MINIMUM, THIS, UnfittableWeights, added, close, linear,
-                                          tolerance)
+from transformer_trace.checks.base import (GELU_MINIMUM, THIS, BoundT, CallBinder, Check, TraceUse, UnfittableWeights,
+                                          added, close, linear, tolerance)
 from transformer_trace.checks.evidence import BugForm, Fit, Property
-from transformer_trace.checks.normalisation import _fitted_layer_norm
+from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.tensors import fmt
@@ -28,7 +28,7 @@ class EmbeddingLookup(Check):
     be multiplied by √C, as the paper does. A ``table`` holding only a leading corner of the table (what a debugger
     shows of a big one) is compared where it reaches: the positions whose ID is one of its rows, over its columns."""
 
-    FROM_CALLS = {"ids": (ModuleKind.EMBEDDING, "input"), "table": (ModuleKind.EMBEDDING, "weight")}
+    TRACE = TraceUse(calls={"ids": (ModuleKind.EMBEDDING, "input"), "table": (ModuleKind.EMBEDDING, "weight")})
 
     out: Ref = THIS
     ids: Ref
@@ -78,7 +78,7 @@ class SameTensor(Check):
         passed, detail = close(s.t(self.out), s.t(self.source), f"{s.name(self.out)} vs {s.name(self.source)}")
         if not passed and self.or_layer_norm:
             try:
-                _, normalised, fitted = _fitted_layer_norm(s.t(self.out), s.t(self.source), s.name(self.source))
+                _, normalised, fitted = fitted_layer_norm(s.t(self.out), s.t(self.source), s.name(self.source))
             except UnfittableWeights:
                 normalised = False
             if normalised:
@@ -90,7 +90,7 @@ class SameTensor(Check):
 class LinearOf(Check):
     """``out`` is ``module`` (a Linear) applied to ``x``, after an optional ReLU; ``index`` compares a slice."""
 
-    FROM_CALLS = {"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")}
+    TRACE = TraceUse(calls={"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")})
 
     out: Ref = THIS
     x: Ref
@@ -128,7 +128,7 @@ class SumOf(Check):
     """A residual sum: ``out`` is the sum of ``operands`` (tensors only)."""
 
     # an unmarked sublayer output, from the module the line called last
-    CALLS_BOUND = frozenset({ModuleKind.LINEAR, ModuleKind.USER})
+    TRACE = TraceUse(also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER}))
     BUG_FORMS = (BugForm("added twice", "the sum with one operand counted twice", _operand_twice),)
     LEFT_OUT = "residual dropped"
 
@@ -136,6 +136,10 @@ class SumOf(Check):
 
     out: Ref = THIS
     operands: tuple[Ref, ...]
+
+    def bound_by(self, calls: CallBinder[BoundT]) -> BoundT | None:
+        """Bound to the sublayer output the traced line's last module call gives, where no snapshot shows it."""
+        return calls.operand(self)
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         return added(s.t(ref) for ref in self.operands)
@@ -190,14 +194,19 @@ def _another_row(check: Any, s: TensorSource) -> Fit | None:
 class RowEquals(Check):
     """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
 
-    READS_LOCALS = True  # the sequence the line reads, where no snapshot shows it (generator/trace/reading/weights.py)
-    CALLS_BOUND = frozenset({ModuleKind.LAYER_NORM})  # or the norm the line applied to it first: `self.norm(x)[:, 0]`
+    # the sequence the line reads, where no snapshot shows it, or the norm the line applied to it first:
+    # `self.norm(x)[:, 0]` (generator/trace/reading/weights.py)
+    TRACE = TraceUse(reads_locals=True, also_calls=frozenset({ModuleKind.LAYER_NORM}))
     BUG_FORMS = (BugForm("the wrong token pooled", "the output vs every other row of the sequence", _another_row),)
 
     out: Ref = THIS
     source: Ref
     row: int
     claim: str
+
+    def bound_by(self, calls: CallBinder[BoundT]) -> BoundT | None:
+        """Bound to the one sequence the traced line read (or the norm it applied to it), where none is shown."""
+        return calls.row(self)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         source = s.t(self.source)
@@ -219,7 +228,7 @@ def _parameter_twice(check: Any, s: TensorSource) -> Fit | None:
 class PlusParameter(Check):
     """``out`` is ``x`` plus the learned ``parameter`` (e.g. position embeddings)."""
 
-    FROM_CALLS = {"parameter": (ModuleKind.READ, "weight")}
+    TRACE = TraceUse(calls={"parameter": (ModuleKind.READ, "weight")})
     BUG_FORMS = (BugForm("positions added twice", "the output vs input + 2 × the parameter", _parameter_twice),)
 
     out: Ref = THIS
@@ -271,7 +280,7 @@ class Probabilities(Check):
 class EqualsParameter(Check):
     """``out`` is the learned ``parameter``, repeated over the batch."""
 
-    FROM_CALLS = {"parameter": (ModuleKind.READ, "weight")}
+    TRACE = TraceUse(calls={"parameter": (ModuleKind.READ, "weight")})
 
     out: Ref = THIS
     parameter: ParamRef
@@ -295,7 +304,7 @@ class GeluOfLinear(Check):
     range."""
 
     WEIGHTS_OPTIONAL = True
-    FROM_CALLS = {"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")}
+    TRACE = TraceUse(calls={"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")})
     PROPERTIES = (Property("a GELU's output is at least −0.17", "the smallest value", _gelu_range),)
 
     out: Ref = THIS

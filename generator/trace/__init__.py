@@ -36,13 +36,13 @@ def traceable(reports: Mapping[str, Report]) -> dict[str, Report]:
 
 
 def reads_locals(catalogue: Report) -> frozenset[int]:
-    """The snapshots whose checks read the local tensors their line reads (``Check.READS_LOCALS``: a head split
+    """The snapshots whose checks read the local tensors their line reads (``TraceUse.reads_locals``: a head split
     checked against the projection the line split): only their lines copy them."""
     return frozenset(snap.number for snap in catalogue.snapshots
-                     if any(type(check).READS_LOCALS for check in getattr(snap, "checks", ())))
+                     if any(check.TRACE.reads_locals for check in getattr(snap, "checks", ())))
 
 
-# The kinds of module calls trace/reading/weights.py's bind reads besides those a check declares in FROM_CALLS: a
+# The kinds of module calls trace/reading/weights.py's bind reads besides those a check declares in TRACE.calls: a
 # Linear step may be a Conv2d's patches, a chain of modules (a rearrange of the user's, LayerNorms, Linears: a patch
 # embedding), or an nn.MultiheadAttention's output projection; a LayerNorm the user's own. Of the user's modules,
 # USER is any, USER_NORM one with a gain and a bias of its input's width, USER_LEAF one without parameters or
@@ -54,14 +54,13 @@ CALLS_READ_WITH: dict[ModuleKind, tuple[ModuleKind, ...]] = {
 
 
 def calls_read(catalogue: Report) -> dict[int, frozenset[ModuleKind]]:
-    """Per snapshot, the kinds of module calls of its marked line its checks can read (``Check.FROM_CALLS`` and
-    ``CALLS_BOUND``; READ: the module tensors the line reads by attribute): only these are copied in the script's
-    interpreter."""
+    """Per snapshot, the kinds of module calls of its marked line its checks can read (``TraceUse.kinds``: the kinds
+    of ``calls`` and ``also_calls``; READ: the module tensors the line reads by attribute): only these are copied in
+    the script's interpreter."""
     found = {}
     for snap in catalogue.snapshots:
         checks = getattr(snap, "checks", ())
-        kinds = {kind for check in checks for kind, _ in type(check).FROM_CALLS.values()}
-        kinds.update(*(type(check).CALLS_BOUND for check in checks))
+        kinds = set().union(*(check.TRACE.kinds for check in checks))
         found[snap.number] = frozenset(kinds.union(*(CALLS_READ_WITH.get(kind, ()) for kind in kinds)))
     return found
 

@@ -17,8 +17,8 @@ import torch
 
 from transformer_trace.build import draw_all
 from transformer_trace.catalogue import Report
-from transformer_trace.checks import FAILED, INPUT, PASSED, UNRECOGNISED
-from transformer_trace.pages import SnapshotPage
+from transformer_trace.checks import FAILED, INPUT, PASSED, UNRECOGNISED, CheckResult
+from transformer_trace.pages import SnapshotPage, snapshot_pages
 from transformer_trace.progress import Progress
 from transformer_trace.render import escape_text, write_pages
 from transformer_trace.run import ModelRun
@@ -27,20 +27,19 @@ from transformer_trace.sources import NotCheckable, TensorDict, fill
 from transformer_trace.tensor_data import (attention_group_of, attention_groups, axis_labels, head_labels, run_labels,
                                    write_tensor_data)
 from transformer_trace.trace.reading.capture import Capture
-from transformer_trace.trace.reading.checking import pass_places
-from transformer_trace.trace.reading.pages import _tensor_of, read_capture, shown_pass
-from transformer_trace.trace.reading.run import TraceReport, adopt_verdicts, id_labels, trace_overview, traced_run
+from transformer_trace.trace.reading.checking import TensorLabel, pass_places, run_checks
+from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, _tensor_of, read_capture, shown_pass,
+                                                   traced_contents)
+from transformer_trace.trace.reading.run import TraceReport, id_labels, trace_overview, traced_run
 from transformer_trace.trace.reading.variants import recognised  # what the overview says was recognised
 from transformer_trace.version import package_version  # the run stamp names the package version
-
-DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
 
 
 def in_data_flow_order(failed: list[SnapshotPage]) -> list[SnapshotPage]:
     """Failed pages, the earliest in the model's data flow first: the catalogue numbers its steps along the forward
     pass, so a step the script happened to run early (a mask built before the forward pass) is not named before the
     step where a bug first shows; script order only breaks ties."""
-    return sorted(failed, key=lambda p: (p.snap.number, p.order))
+    return sorted(failed, key=lambda p: (p.snap.number, p.provenance.order if p.provenance is not None else 0))
 
 
 def first_failure_text(page: SnapshotPage) -> str:
@@ -54,41 +53,33 @@ def first_failure_text(page: SnapshotPage) -> str:
 
 def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Capture, hit: int, command: str,
            timeout: float | None) -> dict[str, Any]:
-    """Write the report into ``out`` (a staging folder); return its summary (counts, first failure)."""
-    pages, dims, source, labels = read_capture(catalogue, numbering, capture, hit)
-    hit = shown_pass(pages)  # a --hit past the last pass shows the last one, and the checks and texts name it
-    adopt_verdicts(pages)
+    """Write the report into ``out`` (a staging folder); return its summary (counts, first failure). Each stage is
+    built once, in order: the capture's reading, the checks' judgements, the run, the data and figures, the pages."""
+    readings, dims = read_capture(catalogue, numbering, capture, hit)
+    hit = shown_pass(readings)  # a --hit past the last pass shows the last one, and the checks and texts name it
+    source, labels, judged = run_checks(readings, catalogue, dims, hit)  # the catalogue's checks, on the capture
     seeds = list(dict.fromkeys(capture.seeds))
     stamp = {
         "script": capture.script.name, "sha256": capture.sha256, "argv": capture_argv(command), "seeds": seeds,
-        "devices": sorted({t.device for p in pages for t in p.tensors}) or ["cpu"], "torch": torch.__version__,
+        "devices": sorted({t.device for r in readings for t in r.tensors}) or ["cpu"], "torch": torch.__version__,
         "python": platform.python_version(), "package": package_version(), "seconds": capture.seconds,
         "command": command,
         "weights": "the script's own",
         **({"seed": seeds[0]} if seeds else {}),
     }
-    captured = [p for p in pages if p.captured]
-    failed = in_data_flow_order([p for p in pages if p.check.status == FAILED])
-    counts = {"captured": len(captured), "total": len(pages), "passed": sum(p.check.status == PASSED for p in pages),
-              "failed": len(failed), "unrecognised": sum(p.check.status == UNRECOGNISED for p in captured),
-              "unchecked": sum(not p.check.checkable for p in captured)}
-    outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished,
-               "traceback": capture.error_traceback, "warnings": capture.warnings,
-               "recognised": recognised(pages, capture, dims),
-               "first_failure": first_failure_text(failed[0]) if failed else None,
-               "counts": counts}
+    captured = [r for r in readings if r.captured]
+    verdicts = {r.snap.number: judged[r.snap.number].verdict for r in readings}
+    counts = {"captured": len(captured), "total": len(readings),
+              "passed": sum(v.status == PASSED for v in verdicts.values()),
+              "failed": sum(v.status == FAILED for v in verdicts.values()),
+              "unrecognised": sum(verdicts[r.snap.number].status == UNRECOGNISED for r in captured),
+              "unchecked": sum(not verdicts[r.snap.number].checkable for r in captured)}
     title = f"Trace of {capture.script.name}"
 
-    tensors: dict[str, Any] = {}
-    for page in captured:
-        names = [t.name for t in page.tensors if 0 < t.shown.numel <= DATA_LIMIT]
-        page.data_written = len(names) == len(page.tensors)
-        page.left_out = DATA_LIMIT if any(t.shown.numel > DATA_LIMIT for t in page.tensors) else 0
-        tensors |= {t.name: t.shown.tensor for t in page.tensors if t.name in names}
+    tensors: dict[str, torch.Tensor] = {}
+    for reading in captured:
+        tensors |= {t.name: t.shown.tensor for t in reading.tensors if 0 < t.shown.numel <= DATA_LIMIT}
     tensors |= _all_hits(capture, numbering)
-    for page in captured if source is not None else ():  # what the explorer's groups match: its record name, if filed
-        if page.snap.tensors and source.has(page.snap.tensors[0]):
-            page.record = source.name(page.snap.tensors[0])
 
     facts = [("Script", capture.script.name),
              ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
@@ -96,16 +87,21 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
                         f"{counts['unchecked']} not checkable")]
     known_inputs = {"script": capture.script.name, "sha256": capture.sha256, "facts": facts,
                     "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
-                    **id_labels(catalogue, pages, dims)}
-    run = traced_run(catalogue, source, labels, pages, known_inputs, dims, stamp, command)  # a capture becomes a run
-    explorers, axis_words, axes, groups = explorer_data(catalogue, pages, source, run, dims)
+                    **id_labels(catalogue, readings, dims)}
+    run = traced_run(catalogue, source, labels, readings, known_inputs, dims, stamp, command)  # a capture becomes a run
+    explorers, axis_words, axes, groups = explorer_data(catalogue, readings, source, run, dims)
     write_tensor_data(out, tensors | explorers, labels=axis_words, axes=axes, attention=groups,
                       extra={"report": name, "dims": dims})
-    trace = TraceReport(counts=counts, outcome=outcome, first_failure=failed[0] if failed else None)
-    not_drawn = draw_figures(catalogue, pages, run, labels, out) if source is not None else {}
-    for page in pages:
-        page.not_drawn = not_drawn.get(page.snap.number, [])
-        trace.drawn.update({Path(f["file"]).stem: f["caption"] for f in page.figures})
+    drawn, not_drawn = draw_figures(catalogue, readings, verdicts, run, labels, out) if source is not None else ({}, {})
+    pages = snapshot_pages(catalogue, traced_contents(readings, judged, drawn, not_drawn, source))  # built once, here
+    failed = in_data_flow_order([p for p in pages if p.check.status == FAILED])
+    outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished,
+               "traceback": capture.error_traceback, "warnings": capture.warnings,
+               "recognised": recognised(pages, capture, dims),
+               "first_failure": first_failure_text(failed[0]) if failed else None,
+               "counts": counts}
+    trace = TraceReport(counts=counts, outcome=outcome, first_failure=failed[0] if failed else None,
+                        drawn={Path(f["file"]).stem: f["caption"] for page in pages for f in page.figures})
     write_pages(catalogue, run, pages, out, overview=trace_overview(catalogue, trace, dims), title=escape_text(title))
     identity = {"model": name, "title": title, "short_title": name, "order": 100}
     write_snapshots_json(out, snapshots_json(identity, catalogue, run, pages, extra_pages=[], traced=True,
@@ -113,7 +109,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
 
 
-def explorer_data(catalogue: Any, pages: list[SnapshotPage], source: TensorDict | None, run: ModelRun,
+def explorer_data(catalogue: Report, pages: list[SnapshotReading], source: TensorDict | None, run: ModelRun,
                   dims: dict[str, int]) -> tuple[dict[str, torch.Tensor], dict[str, list[str]], dict, list[dict]]:
     """The explorer's tensors, label lists, axis labels and groups, by the bundled reports' own builder
     (generator/tensor_data.py): every pass of a captured attention snapshot filed under its record name (pass k under
@@ -158,13 +154,14 @@ NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's 
 }
 
 
-def draw_figures(catalogue: Any, pages: list[SnapshotPage], run: ModelRun, labels: dict[str, Any],
-                 out: Path) -> dict[int, list[str]]:
+def draw_figures(catalogue: Report, pages: list[SnapshotReading], verdicts: dict[int, CheckResult], run: ModelRun,
+                 labels: dict[str, TensorLabel], out: Path) -> tuple[dict[int, tuple[dict[str, str], ...]],
+                                                                      dict[int, tuple[str, ...]]]:
     """Every figure of a captured snapshot drawn by the bundled reports' drawer (generator/build.py ``draw_all``) with
     the catalogue's own drawing from the user's tensors; axes a drawing would label with words the trace lacks are
     numbered instead. A figure that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot
-    not captured) is not drawn; returns snapshot number -> "caption — needs ..." for each, read from what stopped
-    it."""
+    not captured) is not drawn; returns, by snapshot number, the figures drawn (file, caption) and a "caption — needs
+    ..." for each not drawn, read from what stopped it."""
     by_id = {fig.id: fig for fig in catalogue.figures}
     wanted = dict.fromkeys(fid for page in pages if page.captured for fid in page.snap.figures if fid in by_id)
     (out / "figures").mkdir(parents=True, exist_ok=True)
@@ -172,6 +169,7 @@ def draw_figures(catalogue: Any, pages: list[SnapshotPage], run: ModelRun, label
     _, lacked = draw_all(drawings, run, out / "figures", None, Progress(enabled=False), catalogue.short_title,
                          parallel=False)
     by_label = {p.label: p for p in pages}
+    drawn: dict[int, list[dict[str, str]]] = {}
     not_drawn: dict[int, list[str]] = {}
     captions: dict[str, str] = {}  # figure id -> its caption, written for the first page that shows it
     for page in pages:
@@ -180,15 +178,16 @@ def draw_figures(catalogue: Any, pages: list[SnapshotPage], run: ModelRun, label
                 continue
             fig = by_id[fid]
             if fid not in lacked:
-                captions.setdefault(fid, _caption(catalogue, fig, page, run, labels, by_label))
-                page.figures.append({"file": f"figures/{fid}.png", "caption": captions[fid]})
+                captions.setdefault(fid, _caption(catalogue, fig, page, run, labels, by_label, verdicts))
+                drawn.setdefault(page.snap.number, []).append({"file": f"figures/{fid}.png", "caption": captions[fid]})
             else:  # the catalogue's caption describes the step computed right: not where this page's check refuted it
                 name = fig.drawing.key().replace("_", " ")
                 caption = (f"{page.snap.title}: the {catalogue.short_title} report's {name} figure (its caption "
                            "describes the step computed right, and the check failed)"
-                           if page.check.status == FAILED else fig.caption)
+                           if verdicts[page.snap.number].status == FAILED else fig.caption)
                 not_drawn.setdefault(page.snap.number, []).append(f"{caption} — needs {lacked[fid].needed}")
-    return not_drawn
+    return ({number: tuple(figures) for number, figures in drawn.items()},
+            {number: tuple(lines) for number, lines in not_drawn.items()})
 
 
 def numbered_drawing(drawing: Any, run: ModelRun) -> Any:
@@ -199,8 +198,8 @@ def numbered_drawing(drawing: Any, run: ModelRun) -> Any:
     return replace(drawing, **numbered)
 
 
-def _caption(catalogue: Any, fig: Any, page: SnapshotPage, run: ModelRun, labels: dict[str, Any],
-             by_label: dict[str, SnapshotPage]) -> str:
+def _caption(catalogue: Report, fig: Any, page: SnapshotReading, run: ModelRun, labels: dict[str, TensorLabel],
+             by_label: dict[str, SnapshotReading], verdicts: dict[int, CheckResult]) -> str:
     """A drawn figure's caption: what is drawn, from which of the user's variables; where a check of a snapshot it
     draws failed, that it shows what the tensors hold, not the step computed right (the catalogue's caption would)."""
     what = NEUTRAL_CAPTIONS.get(fig.drawing.key(), f"drawn with the {catalogue.short_title} report's "
@@ -210,9 +209,10 @@ def _caption(catalogue: Any, fig: Any, page: SnapshotPage, run: ModelRun, labels
     sources = [by_label[label.snapshot] for label in shown
                if label is not None and label.snapshot in by_label] or [page]
     whose = ", ".join(f"{p.variables} ({p.label})" for p in sources)
-    failed = list({p.label: p for p in [page, *sources] if p.check.status == FAILED}.values())
-    refuted = (f" The check failed on {', '.join(f'{p.label} ({p.check.name})' for p in failed)}: the figure shows "
-               "what your tensors hold, not the step computed right." if failed else "")
+    failed = list({p.label: p for p in [page, *sources] if verdicts[p.snap.number].status == FAILED}.values())
+    said = ", ".join(f"{p.label} ({verdicts[p.snap.number].name})" for p in failed)
+    refuted = (f" The check failed on {said}: the figure shows what your tensors hold, not the step computed right."
+               if failed else "")
     return escape_text(f"{sources[0].snap.title}, from your {whose}: {what}.{refuted}")
 
 

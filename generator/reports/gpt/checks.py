@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_trace.checks import THIS, Check, close, tolerance
+from transformer_trace.checks import THIS, Check, TraceUse, close, tolerance
 from transformer_trace.checks.base import weight_and_bias
 from transformer_trace.checks.evidence import Property
 from transformer_trace.checks.masks import mask_allows, masked_as_written
@@ -52,7 +52,7 @@ class PromptBytes(Check):
 class EmbeddingRows(Check):
     """Each position of ``out`` is its byte's row (``ids``) of the embedding ``parameter``."""
 
-    FROM_CALLS = {"parameter": (ModuleKind.EMBEDDING, "weight"), "ids": (ModuleKind.EMBEDDING, "input")}
+    TRACE = TraceUse(calls={"parameter": (ModuleKind.EMBEDDING, "weight"), "ids": (ModuleKind.EMBEDDING, "input")})
 
     out: Ref = THIS
     ids: Ref
@@ -69,7 +69,7 @@ class EmbeddingRows(Check):
 class PositionRows(Check):
     """``out`` (T, C) is rows 0…T−1 of the position-embedding ``parameter``."""
 
-    FROM_CALLS = {"parameter": (ModuleKind.EMBEDDING, "weight")}
+    TRACE = TraceUse(calls={"parameter": (ModuleKind.EMBEDDING, "weight")})
 
     out: Ref = THIS
     parameter: ParamRef
@@ -202,7 +202,7 @@ class TiedHead(Check):
     """``out`` is ``x`` times the token-embedding table, and the ``head``'s weight is the ``embedding``'s (weight
     tying)."""
 
-    FROM_CALLS = {"head": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")}
+    TRACE = TraceUse(calls={"head": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")})
 
     out: Ref = THIS
     x: Ref

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_trace.checks import THIS, Check, close, tolerance
+from transformer_trace.checks import THIS, Check, TraceUse, close, tolerance
 from transformer_trace.registry import Registry
 from transformer_trace.sources import Ref, TensorSource
 from transformer_trace.tensors import fmt
@@ -17,7 +17,7 @@ from transformer_trace.tensors import fmt
 class NormalisedImage(Check):
     """``out`` is the loaded image resized (and centre-cropped) and normalised, redone by hand from the run's inputs."""
 
-    MODEL_IMAGE = True
+    TRACE = TraceUse(model_image=True)
 
     out: Ref = THIS
 

@@ -24,7 +24,7 @@ The results folder:
 
 Teaching the trace a new module kind: a ``ModuleKind`` value (and its PyTorch class in ``TORCH_MODULES``), which the
 child's module_calls.py then records; reading/weights.py reads a call of that kind for a check that names it in
-``FROM_CALLS`` (docs/how-it-works.md, "The trace's rooms").
+``TRACE.calls`` (docs/how-it-works.md, "The trace's rooms").
 """
 
 import enum

@@ -207,7 +207,7 @@ def user_environment() -> dict[str, str]:
 def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
                 calls_for: Mapping[int, frozenset[str]] | None = None) -> dict[str, Any]:
     """A marker as the script's interpreter reads it (bootstrap.py); ``locals_for``: the snapshots whose lines copy
-    the local tensors they read (``Check.READS_LOCALS``); ``calls_for``: per snapshot, the kinds of module calls its
+    the local tensors they read (``TraceUse.reads_locals``); ``calls_for``: per snapshot, the kinds of module calls its
     line's checks read (generator/trace/__init__.py's calls_read; "read": the module tensors it reads by attribute),
     the only ones copied; None: every kind."""
     numbers = {n for n in (marker.number, *marker.alternatives) if n is not None}  # none for a `# trace:` point

@@ -14,10 +14,12 @@ from transformer_trace.sources import NotCheckable, TensorDict
 
 
 def derive_missing(pages: list[Any], tensors: dict[str, torch.Tensor], labels: dict[str, Any],
-                   places: dict[str, str], label_of: Any) -> None:
+                   places: dict[str, str], label_of: Any) -> dict[str, tuple[str, ...]]:
     """Add to ``tensors`` every tensor the uncaptured steps' checks derive from what is there (repeatedly: scores,
-    then probabilities, then the context), each with its label from ``label_of(snapshot label, [labels read])``."""
+    then probabilities, then the context), each with its label from ``label_of(snapshot label, [labels read])``;
+    return, per uncaptured snapshot's label, the captured steps its tensor comes from."""
     source = TensorDict(tensors, places=places)
+    roots: dict[str, tuple[str, ...]] = {}
     changed = True
     while changed:
         changed = False
@@ -39,18 +41,16 @@ def derive_missing(pages: list[Any], tensors: dict[str, torch.Tensor], labels: d
                         if n in labels and source.has(n)]
                 owner = labels[name].snapshot if name in labels else page.label  # the snapshot that shows it
                 tensors[name], labels[name] = value, label_of(owner, read)
-                for shown in pages:  # its page names the captured steps the tensor its readers used comes from
-                    if shown.label == owner and not shown.captured:
-                        shown.derived_from = _captured_roots(read, pages)
+                if any(shown.label == owner and not shown.captured for shown in pages):  # its page names them
+                    roots[owner] = _captured_roots(read, roots)
                 changed = True
+    return roots
 
 
-def _captured_roots(read: list[Any], pages: list[Any]) -> tuple[str, ...]:
+def _captured_roots(read: list[Any], derived: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
     """The captured snapshots behind the labels ``read`` (a derived one's own roots in its place): "G08, G09" for
     probabilities derived from scores derived from q and k."""
-    pages_by_label = {page.label: page for page in pages}
     roots: list[str] = []
     for label in read:
-        page = pages_by_label.get(label.snapshot)
-        roots += list(page.derived_from) if page is not None and page.derived_from else [label.snapshot]
+        roots += list(derived.get(label.snapshot, ())) or [label.snapshot]
     return tuple(dict.fromkeys(roots))

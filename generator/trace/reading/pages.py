@@ -1,32 +1,40 @@
-"""The trace's boundary, its pages: what each snapshot's page shows of a capture (``captured_contents``, for the one
-page builder, generator/pages.py ``snapshot_pages``), one page per snapshot of the chosen catalogue (captured or not),
-with the user's tensors at the hit the pages show (and every other hit), their named shapes and layouts, and each
-snapshot's verdict from the checks it declares, run on a TensorDict of the captured tensors (checking.py)."""
+"""The trace's reading of a capture and its pages: each snapshot of the chosen catalogue (captured or not) read once
+from the capture into a frozen ``SnapshotReading`` (``read_capture``: the user's tensors at the hit the pages show and
+at every hit, their named shapes, each read in the catalogue's layout, the dimensions they bind, the module calls of
+the marked lines), which the checks (checking.py), the run (run.py) and the drawings read; then what each page shows
+(``traced_contents``, for the one page builder, generator/pages.py ``snapshot_pages``): the reading, its verdicts and
+figures, and its ``Provenance``, all known before the page is made."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from transformer_trace.catalogue import Report, Snapshot, Stage
-from transformer_trace.sources import Lacking, MissingTensor, NotCheckable, Ref
-from transformer_trace.pages import SnapshotPage, SourceExcerpt, TensorSection, snapshot_pages
+from transformer_trace.sources import Lacking, MissingTensor, NotCheckable, Ref, TensorDict
+from transformer_trace.pages import PageContents, PageTensors, Provenance, SourceExcerpt, TensorSection
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
-from transformer_trace.trace.reading.capture import Capture, Hit, Notice, Value
+from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Notice, Value
 from transformer_trace.trace.reading.forward_passes import keep_first_forward_pass
 from transformer_trace.trace.markers import Marker
-from transformer_trace.trace.reading.checking import places_for, run_checks
+from transformer_trace.trace.reading.checking import places_for
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, catalogue_layout
 from transformer_trace.models.legend import Legend
 
+if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.trace.reading.checking import Judgement
 
-def marker_example(catalogue: Any, numbering: str, number: int) -> str:
+DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
+
+
+def marker_example(catalogue: Report, numbering: str, number: int) -> str:
     spec = catalogue.trace
     return spec.marker(number, catalogue.label(number)) if spec is not None else "# trace: name"
 
@@ -122,7 +130,7 @@ def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
     return value.tensor, value.note  # what it was converted from (a NumPy array, a sparse tensor), if anything
 
 
-def by_caller(marker: Marker, hits: list[Hit], capture: Capture, catalogue: Any) -> list[tuple[Marker, list[Hit]]]:
+def by_caller(marker: Marker, hits: list[Hit], capture: Capture, catalogue: Report) -> list[tuple[Marker, list[Hit]]]:
     """A line shared by several snapshots ("#10 or #24 or #33"): its hits split by the use the nn.Module running each
     tells (shared_lines.py: encoder or decoder self-attention, or cross-attention), and said on the overview. Where a
     hit's use is not told: by the user's line that called it, the callers in the order they first called, one snapshot
@@ -173,17 +181,16 @@ def by_caller(marker: Marker, hits: list[Hit], capture: Capture, catalogue: Any)
             for number, group in zip(marker.alternatives, sites.values())]
 
 
-def named_shapes(catalogue: Any, places: dict[str, str],
+def named_shapes(catalogue: Report, places: dict[str, str],
                  declared: dict[str, Any]) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
     """Snapshot number -> the named shape of each of its tensors: the catalogue's own (a slice), else the model's
-    declared
-    record point (issue 19: shapes are declared once, in the model file)."""
+    declared record point (issue 19: shapes are declared once, in the model file)."""
     shapes: dict[int, tuple[tuple[str, ...] | None, ...]] = {}
     for snap in catalogue.snapshots:
         tensors = getattr(snap, "tensors", ())
         found: list[tuple[str, ...] | None] = []
         for k, ref in enumerate(tensors or (None,)):
-            if k == 0 and getattr(snap, "shape", None):
+            if k == 0 and snap.shape:
                 found.append(tuple(snap.shape))
             elif ref is not None and (entry := declared.get(ref.name(places))) is not None:
                 found.append(tuple(entry.shape))
@@ -193,14 +200,14 @@ def named_shapes(catalogue: Any, places: dict[str, str],
     return shapes
 
 
-def _declared_doc(snap: Any, places: dict[str, str], declared: dict[str, Any]) -> str:
+def _declared_doc(snap: Snapshot, places: dict[str, str], declared: dict[str, Any]) -> str:
     """What the catalogue's model declares its first tensor to be (models/*.py ``Point.doc``), for the explanation."""
     refs = getattr(snap, "tensors", ())
     entry = declared.get(refs[0].name(places)) if refs else None
     return getattr(getattr(entry, "point", None), "doc", "") or ""
 
 
-def in_catalogue_order(snap: Any, marked: list[tuple[Marker, list[Hit]]]) -> list[tuple[Marker, list[Hit]]]:
+def in_catalogue_order(snap: Snapshot, marked: list[tuple[Marker, list[Hit]]]) -> list[tuple[Marker, list[Hit]]]:
     """Several lines marked with one snapshot of several tensors (``q_heads, k_heads, v_heads``), in the order of the
     catalogue's variables where each line's name names one of them (``k`` -> ``k_heads``), whatever order the script
     assigns them in; else in line order."""
@@ -242,39 +249,97 @@ def _numbered(marker: Marker) -> int:
     return marker.number
 
 
-def captured_contents(catalogue: Report, numbering: str, capture: Capture,
-                      hit: int) -> Callable[[Snapshot], dict[str, Any]]:
-    """What each snapshot's page shows of a capture (for the one page builder, generator/pages.py ``snapshot_pages``):
-    the user's values at the hit shown and at every hit, the marked lines' code, the named shapes (not yet read in the
-    catalogue's layout: ``read_capture`` does, once the dimensions are bound)."""
-    places = places_for(catalogue, 1)
-    declared = catalogue.run_options().record_points() if places is not None else {}
-    shapes = named_shapes(catalogue, places or {}, declared)
+@dataclass(frozen=True)
+class SnapshotReading(PageTensors):
+    """One snapshot of the catalogue as a capture shows it, read once (``read_capture``): the user's values at the hit
+    the pages show, each read in the catalogue's layout, and at every hit; the marked lines' code and module calls; the
+    named shape and the dimensions it binds. What the checks (checking.py), the run (run.py ``traced_run``) and the
+    drawings read, and what its page is built from (``traced_contents``)."""
+
+    report: Report
+    snap: Snapshot
+    tensors: CapturedTensors
+    named_shape: tuple[str, ...]
+    named: tuple[tuple[str, ...] | None, ...]  # the named shape of each of its tensors, where given
+    marker_example: str  # how to mark it, where the script did not
+    doc: str  # what the catalogue's model declares its tensor to be
+    hit_note: str = ""  # which hit of a line run several times it shows
+    layouts: tuple[Layout, ...] = ()  # how each tensor's shape (at the hit shown) reads as its named one
+    bound: tuple[str, ...] = ()  # named dimensions bound from its tensors: "h = 4 (heads)"
+    order: int = 0  # its place in the order the script ran
+    shown_hit: int = 1  # which hit of its (first) marked line it shows
+    hit_values: tuple[tuple[torch.Tensor | None, ...], ...] = ()  # per tensor: its value at every hit
+    # per tensor: its value at every hit read in the catalogue's layout (None: no value, or none of a record's)
+    hit_layouts: tuple[tuple[Layout | None, ...], ...] = ()
+    calls: tuple[ModuleCall, ...] = ()  # the module calls its line(s) made at the hit shown
+
+    @property
+    def captured(self) -> bool:
+        return bool(self.tensors)
+
+    @property
+    def layout(self) -> Layout | None:
+        """How its first tensor's shape reads as the named one: what its page says of its shape (None: not
+        captured)."""
+        return self.layouts[0] if self.layouts else None
+
+
+@dataclass(frozen=True)
+class _Marked(PageTensors):
+    """A snapshot's marked lines at the hit shown, before its tensors are read in the catalogue's layout (that needs the
+    dimensions every snapshot's tensors bind together)."""
+
+    report: Report
+    snap: Snapshot
+    tensors: list[TensorSection]
+    named_shape: tuple[str, ...]
+    named: tuple[tuple[str, ...] | None, ...]
+    hit_note: str
+    order: int
+    shown_hit: int
+    hit_values: tuple[tuple[torch.Tensor | None, ...], ...]
+    calls: tuple[ModuleCall, ...]
+
+
+def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Callable[[Snapshot], _Marked]:
+    """What each snapshot's marked lines held at the hit shown and at every hit, with their code and module calls."""
+    shapes = _named_shapes(catalogue)
     marked = marked_snapshots(catalogue, capture, numbering)
 
-    def contents(snap: Snapshot) -> dict[str, Any]:
-        example = marker_example(catalogue, numbering, snap.number)
-        fields: dict[str, Any] = dict(
-            tensors=CapturedTensors(catalogue.label(snap.number), example), named_shape=shapes[snap.number][0] or (),
-            expected_shape=(), checks=[], origin="captured", marker_example=example, named=shapes[snap.number],
-            doc=_declared_doc(snap, places or {}, declared), data_written=False, hit_values=[], order=0, shown_hit=1,
-            calls=[], questions=[catalogue.question(n) for n in snap.questions])
+    def of(snap: Snapshot) -> _Marked:
         notes, wanted = [], hit if numbering == "none" or in_layer_loop(snap) else 1  # own points: no layer loop known
+        sections: list[TensorSection] = []
+        hit_values: list[tuple[torch.Tensor | None, ...]] = []
+        calls: list[ModuleCall] = []
+        order, shown_hit = 0, 1
         for j, (marker, hits) in enumerate(in_catalogue_order(snap, marked.get(snap.number, []))):
             chosen, note = _hit(hits, wanted)
             notes.append(note if wanted == hit or len(hits) == 1 else
                          f"{note}: a step outside the layer loop, which --hit does not count (its other hits are "
                          "another use of the line, in data/)")
             if j == 0:
-                fields["shown_hit"] = min(wanted, len(hits))
-            fields["hit_values"] += [[_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits]
-                                     for k in range(len(chosen.values))]
-            fields["order"] = min(fields["order"] or chosen.order, chosen.order)
-            fields["calls"] += chosen.calls  # what weight-aware checks read (generator/trace/reading/weights.py)
-            fields["tensors"].extend(_marked_sections(snap, marker, chosen, capture))
-        return fields | {"captured": bool(fields["tensors"]), "hit_note": "; ".join(dict.fromkeys(notes))}
+                shown_hit = min(wanted, len(hits))
+            hit_values += [tuple(_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits)
+                           for k in range(len(chosen.values))]
+            order = min(order or chosen.order, chosen.order)
+            calls += chosen.calls  # what weight-aware checks read (generator/trace/reading/weights.py)
+            sections += _marked_sections(snap, marker, chosen, capture)
+        return _Marked(catalogue, snap, sections, shapes[snap.number][0] or (), shapes[snap.number],
+                       "; ".join(dict.fromkeys(notes)), order, shown_hit, tuple(hit_values), tuple(calls))
 
-    return contents
+    return of
+
+
+def _named_shapes(catalogue: Report) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
+    places = places_for(catalogue, 1)
+    declared = catalogue.run_options().record_points() if places is not None else {}
+    return named_shapes(catalogue, places or {}, declared)
+
+
+def _declared_docs(catalogue: Report) -> dict[int, str]:
+    places = places_for(catalogue, 1)
+    declared = catalogue.run_options().record_points() if places is not None else {}
+    return {snap.number: _declared_doc(snap, places or {}, declared) for snap in catalogue.snapshots}
 
 
 def _marked_sections(snap: Snapshot, marker: Marker, chosen: Hit, capture: Capture) -> list[TensorSection]:
@@ -304,46 +369,98 @@ def _marked_sections(snap: Snapshot, marker: Marker, chosen: Hit, capture: Captu
 
 
 def read_capture(catalogue: Report, numbering: str, capture: Capture,
-                 hit: int) -> tuple[list[SnapshotPage], dict[str, int], Any, dict]:
-    """The pages of a capture (by the one page builder), the dimensions bound from it, each captured tensor read in the
-    catalogue's layout, the catalogue's checks run on them; and its tensors under the catalogue's record names (a
-    ``TensorDict``, or None for the script's own points) with the snapshot each name comes from (checking.py): the
-    inputs of the run the capture becomes (generator/trace/reading/run.py ``traced_run``)."""
+                 hit: int) -> tuple[list[SnapshotReading], dict[str, int]]:
+    """Each snapshot of the catalogue as the capture shows it (in the catalogue's order), and the dimensions its
+    tensors bind: every captured tensor read in the catalogue's layout once, here (verify.py ``catalogue_layout``)."""
     keep_first_forward_pass(capture, catalogue, numbering)  # a check reads its inputs from one forward pass
-    pages = snapshot_pages(catalogue, captured_contents(catalogue, numbering, capture, hit))
-    dims = bind_dims([(p.shape_of(i), t.shown.shape) for p in pages if p.captured for i, t in enumerate(p.tensors)],
+    of = _marked(catalogue, numbering, capture, hit)  # the markers matched to snapshots once (their notices too)
+    marked = [of(snap) for snap in catalogue.snapshots]
+    dims = bind_dims([(m.shape_of(i), t.shown.shape) for m in marked for i, t in enumerate(m.tensors)],
                      catalogue.dims_legend)
-    for page in pages:
-        for k, t in enumerate(page.tensors):
-            if t.absent:  # not a shape that fails to match: no tensor at all, said as such
-                found = Layout(LayoutStatus.ABSENT, None, t.note, None)
-            else:
-                found = catalogue_layout(page, k, t.shown.tensor, dims)
-            page.layout = page.layout or found  # the first tensor's: what the page says of its shape
-            # why it cannot be read in the catalogue's layout: a value with no tensor says what it is, not a shape
-            why = t.note if t.absent else (f"your shape {tuple(t.shown.shape)} cannot be read as it: "
-                                           f"{found.note or 'its dimensions are not all bound'}")
-            t.catalogue = TensorView(t.variable, found.canonical) if found.canonical is not None else NotCheckable(
-                f"snapshot {page.label} in the catalogue's layout ({', '.join(page.shape_of(k))})", why)
-    for page in pages:
-        page.bound = bound_names(page, catalogue.dims_legend) if page.captured else []
-    source, labels = run_checks(pages, catalogue, dims, shown_pass(pages))  # the catalogue's checks, on the capture
-    return pages, dims, source, labels
+    docs = _declared_docs(catalogue)
+    readings = []
+    for m in marked:
+        example = marker_example(catalogue, numbering, m.snap.number)
+        layouts = [_layout_of(m, k, t, dims) for k, t in enumerate(m.tensors)]
+        tensors = CapturedTensors(m.label, example)
+        tensors.extend(replace(t, catalogue=_in_catalogue_layout(m, k, t, found))
+                       for k, (t, found) in enumerate(zip(m.tensors, layouts)))
+        layout = layouts[0] if layouts else None  # the first tensor's: what the page says of its shape
+        shown = tensors[0].shown.shape if tensors else ()
+        readings.append(SnapshotReading(
+            m.report, m.snap, tensors, m.named_shape, m.named, example, docs[m.snap.number], m.hit_note,
+            tuple(layouts), bound_names(m.named_shape, layout, shown, catalogue.dims_legend) if tensors else (),
+            m.order, m.shown_hit, m.hit_values, _hit_layouts(m, dims), m.calls))
+    return readings, dims
 
 
-def bound_names(page: SnapshotPage, legend: dict[str, str]) -> list[str]:
-    """The page's named dimensions bound from the user's tensors: "h = 4 (attention heads)"."""
-    sizes = page.layout.expected if page.layout is not None and page.layout.expected else page.main.shown.shape
-    named = []
-    for expression, size in zip(page.shape, sizes):
+def _hit_layouts(marked: _Marked, dims: dict[str, int]) -> tuple[tuple[Layout | None, ...], ...]:
+    """Every hit's value of each tensor read in the catalogue's layout, where it is a record's (a tensor the snapshot
+    records, not one whose value at the hit shown is past the capture budget)."""
+    records = len(marked.snap.tensors)
+    return tuple(tuple(catalogue_layout(marked, k, value, dims) if value is not None and k < records
+                       and not (k < len(marked.tensors) and marked.tensors[k].shown.numel == 0
+                                and marked.tensors[k].note) else None for value in values)
+                 for k, values in enumerate(marked.hit_values))
+
+
+def _layout_of(marked: _Marked, k: int, t: TensorSection, dims: dict[str, int]) -> Layout:
+    if t.absent:  # not a shape that fails to match: no tensor at all, said as such
+        return Layout(LayoutStatus.ABSENT, None, t.note, None)
+    return catalogue_layout(marked, k, t.shown.tensor, dims)
+
+
+def _in_catalogue_layout(marked: _Marked, k: int, t: TensorSection, found: Layout) -> TensorView | NotCheckable:
+    """The section's tensor in the catalogue's layout, or why it cannot be read so: a value with no tensor says what
+    it is, not a shape."""
+    if found.canonical is not None:
+        return TensorView(t.variable, found.canonical)
+    why = t.note if t.absent else (f"your shape {tuple(t.shown.shape)} cannot be read as it: "
+                                   f"{found.note or 'its dimensions are not all bound'}")
+    return NotCheckable(f"snapshot {marked.label} in the catalogue's layout ({', '.join(marked.shape_of(k))})", why)
+
+
+def bound_names(named: tuple[str, ...], layout: Layout | None, shown: tuple[int, ...],
+                legend: dict[str, str]) -> tuple[str, ...]:
+    """The named dimensions a page's tensor binds: "h = 4 (attention heads)"."""
+    sizes = layout.expected if layout is not None and layout.expected else shown
+    found: list[str] = []
+    for expression, size in zip(named, sizes):
         if expression.isdigit():  # a literal size (the mask's broadcast axes) names nothing
             continue
         text = f"{expression} = {size}" + (f" ({legend[expression]})" if legend.get(expression) else "")
-        if text not in named:
-            named.append(text)
-    return named
+        if text not in found:
+            found.append(text)
+    return tuple(found)
 
 
-def shown_pass(pages: list[SnapshotPage]) -> int:
+def shown_pass(readings: Sequence[SnapshotReading]) -> int:
     """The pass of the script's loop the pages show: --hit, or the last pass where the loop ran fewer times."""
-    return max((page.shown_hit for page in pages if page.captured), default=1)
+    return max((reading.shown_hit for reading in readings if reading.captured), default=1)
+
+
+def traced_contents(readings: Sequence[SnapshotReading], judged: Mapping[int, Judgement],
+                    drawn: Mapping[int, tuple[dict[str, str], ...]], not_drawn: Mapping[int, tuple[str, ...]],
+                    source: TensorDict | None) -> Callable[[Snapshot], PageContents]:
+    """What each snapshot's page shows of a traced script (for the one page builder, generator/pages.py
+    ``snapshot_pages``): its reading, its checks' results, its figures drawn and not, and where its tensors came from
+    (its ``Provenance``), all known before the page is made."""
+    by_number = {reading.snap.number: reading for reading in readings}
+
+    def contents(snap: Snapshot) -> PageContents:
+        reading, verdicts = by_number[snap.number], judged[snap.number]
+        filed = reading.captured and source is not None and snap.tensors and source.has(snap.tensors[0])
+        written = [t for t in reading.tensors if 0 < t.shown.numel <= DATA_LIMIT]
+        return PageContents(
+            tensors=reading.tensors, named_shape=reading.named_shape, expected_shape=(), checks=verdicts.listed,
+            verdict=verdicts.verdict, figures=drawn.get(snap.number, ()), captured=reading.captured,
+            record=source.name(snap.tensors[0]) if filed and source is not None else "", named=reading.named,
+            provenance=Provenance(
+                marker_example=reading.marker_example, doc=reading.doc, hit_note=reading.hit_note,
+                layout=reading.layout, bound=reading.bound, order=reading.order, shown_hit=reading.shown_hit,
+                hit_values=reading.hit_values, calls=reading.calls, derived_from=verdicts.derived_from,
+                not_drawn=not_drawn.get(snap.number, ()),
+                data_written=reading.captured and len(written) == len(reading.tensors),
+                left_out=DATA_LIMIT if any(t.shown.numel > DATA_LIMIT for t in reading.tensors) else 0))
+
+    return contents

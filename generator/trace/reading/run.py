@@ -8,12 +8,12 @@ script's error or timeout, the figures drawn from the user's tensors; ``trace_ov
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from transformer_trace.pages import Alert, Column, Dimensions, Overview
+from transformer_trace.pages import Alert, Column, Dimensions, Overview, SnapshotPage, TensorSection
 from transformer_trace.render import literal_block
 from transformer_trace.run import Lacks, ModelRun
 from transformer_trace.sources import Known, MissingTensor, TensorDict
@@ -21,8 +21,12 @@ from transformer_trace.text import escape_text
 from transformer_trace.trace.reading.checking import TensorLabel
 from transformer_trace.models.recording import Recorded, Recording
 
+if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.catalogue import Report
+    from transformer_trace.trace.reading.pages import SnapshotReading
 
-def trace_inputs(catalogue: Any) -> Mapping[str, tuple[str, Any]]:
+
+def trace_inputs(catalogue: Report) -> Mapping[str, tuple[str, Any]]:
     """The run inputs a report lets a trace stand in for with labels read from the user's own tensors
     (the report's ``trace_inputs``, from generator/reports/<report>/trace_inputs.py): input -> ("ids" | "values",
     snapshot number): "ID n" (or n) for each ID the snapshot captured; or ("vocabulary" | "classes", dimension): "ID k"
@@ -31,7 +35,8 @@ def trace_inputs(catalogue: Any) -> Mapping[str, tuple[str, Any]]:
     return catalogue.trace_inputs
 
 
-def id_labels(catalogue: Any, pages: list[Any], dims: dict[str, int]) -> dict[str, list[str] | list[int]]:
+def id_labels(catalogue: Report, pages: Sequence[SnapshotReading],
+              dims: Mapping[str, int]) -> dict[str, list[str] | list[int]]:
     """The inputs of trace_inputs() this trace can offer: those whose snapshot was captured, or whose dimension was
     bound."""
     by_number = {p.snap.number: p for p in pages}
@@ -72,7 +77,8 @@ def absent_tensors(source: TensorDict, labels: dict[str, TensorLabel], captured:
     return absent
 
 
-def traced_run(catalogue: Any, source: TensorDict | None, labels: dict[str, TensorLabel], pages: list[Any],
+def traced_run(catalogue: Report, source: TensorDict | None, labels: dict[str, TensorLabel],
+               pages: Sequence[SnapshotReading],
                inputs: dict[str, Any], dims: dict[str, int], stamp: dict[str, Any], command: str) -> ModelRun:
     """The capture as the run object the bundled reports produce (generator/run.py ``ModelRun``): the captured tensors
     under the catalogue's record names and in its layouts (``source``, trace/reading/checking.py), each with the
@@ -84,13 +90,13 @@ def traced_run(catalogue: Any, source: TensorDict | None, labels: dict[str, Tens
     for name, tensor in (source.tensors.items() if source is not None else ()):
         page = by_label[labels[name].snapshot]
         shown = next((t for t in page.tensors if t.variable == labels[name].variable), page.main)
-        recording[name] = Recorded(name=name, tensor=tensor, file=Path(shown.source.path), line=shown.marker_line)
+        recording[name] = Recorded(name=name, tensor=tensor, file=Path(shown.source.path), line=_marked_line(shown))
     named = [(source.name(ref), t) for page in pages for ref, t in zip(page.snap.tensors, page.tensors)
              ] if source is not None else []
     for name, t in named:  # the shown hit's own tensors: their own marked lines
         if name in recording:
             recording[name] = Recorded(name=name, tensor=recording[name].tensor, file=Path(t.source.path),
-                                       line=t.marker_line)
+                                       line=_marked_line(t))
     markers = {p.label: p.marker_example for p in pages}
     absent = absent_tensors(source, labels, captured, markers) if source is not None else {}
     return ModelRun(
@@ -107,10 +113,10 @@ def traced_run(catalogue: Any, source: TensorDict | None, labels: dict[str, Tens
     )
 
 
-def adopt_verdicts(pages: list[Any]) -> None:
-    """Every page's ``checks`` as the shared templates list them: its declared checks' results, or its one verdict."""
-    for page in pages:
-        page.checks = list(page.checks) or [page.check]
+def _marked_line(t: TensorSection) -> int:
+    """The line of the breakpoint comment that captured a traced tensor (each has one)."""
+    assert t.marker_line is not None, f"{t.name}: a traced tensor without its marked line"
+    return t.marker_line
 
 
 @dataclass
@@ -120,7 +126,7 @@ class TraceReport:
 
     counts: dict[str, int]
     outcome: dict[str, Any]  # error, timed_out, timeout, finished, warnings (snapshots.json's outcome)
-    first_failure: Any  # the page that failed first in the order the script ran, or None
+    first_failure: SnapshotPage | None  # the page that failed first in the model's data flow
     drawn: dict[str, str] = field(default_factory=dict)  # figure id -> caption, drawn from the user's tensors
 
 
@@ -128,7 +134,7 @@ TRACE_COLUMNS = (Column("#", "link"), Column("Title", "title"), Column("Your var
                  Column("Shape", "shape"), Column("Check", "check"))
 
 
-def trace_overview(report: Any, trace: TraceReport, dims: Mapping[str, int]) -> Overview:
+def trace_overview(report: Report, trace: TraceReport, dims: Mapping[str, int]) -> Overview:
     """What a traced script's overview shows beyond its pages: what stopped the script, the hits not assigned, the
     dimensions bound from the user's tensors, the overview figures drawn from them."""
     outcome, alerts = trace.outcome, []

@@ -1,9 +1,10 @@
 """Weight-aware checks on a trace: the `nn.Module` calls a marked line made (capture.ModuleCall) give a snapshot's
 checks the weights a trace otherwise lacks, and the inputs no snapshot shows.
 
-A check declares, in ``FROM_CALLS``, which of its fields a module call of the marked line can stand for: its module
-(``LinearOf.module``: the Linear the line called, rebuilt from the call's own parameters), a parameter (an
-Embedding's ``weight``), or a tensor (the call's ``input``, where no captured snapshot shows it). So ``Q = x·W_q + b``
+A check declares, in ``TRACE.calls`` (``checks.TraceUse``), which of its fields a module call of the marked line can
+stand for: its module (``LinearOf.module``: the Linear the line called, rebuilt from the call's own parameters), a
+parameter (an Embedding's ``weight``), or a tensor (the call's ``input``, where no captured snapshot shows it); a
+check whose claim reads the calls in another form picks it (``Check.bound_by`` with ``LineCalls``). So ``Q = x·W_q + b``
 is recomputed from the Linear's own weights, and from the snapshot that should feed it where one is captured: K
 computed from another tensor fails there, and the detail says that the module, applied to its own input, reproduces
 it. A user's own LayerNorm is recomputed with the reference formula from its own gain and bias.
@@ -12,9 +13,10 @@ it. A user's own LayerNorm is recomputed with the reference formula from its own
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -22,9 +24,13 @@ from transformer_trace.checks import Check, CheckResult, HeadsRejoin, RowEquals,
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
-from transformer_trace.checks.normalisation import _fitted_layer_norm
+from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.reading.capture import ModuleCall
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.trace.reading.pages import SnapshotReading
 
 BIAS_NAMES = ("bias", "beta", "b_2", "b", "shift", "offset")  # how a user's own LayerNorm names its bias
 GAIN_NAMES = ("weight", "gamma", "a_2", "g", "scale", "gain", "alpha")  # ... and its gain
@@ -64,20 +70,46 @@ class Bound:
     stood_in: tuple[tuple[str, torch.Tensor], ...] = ()
 
 
-def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None,
+@dataclass(frozen=True)
+class LineCalls:
+    """The module calls a traced marked line made, as the checks' ``CallBinder``: one method per form of binding, and
+    each check picks its own (``Check.bound_by``: a head split its whole projections, a residual sum its sublayer's
+    output, a row its sequence, any other the fields it declares in ``TRACE.calls``). ``source``: the captured
+    tensors; ``main``: the step's tensor; ``known``: modules other marked lines called (the token embedding a tied
+    output head shares), by catalogue name."""
+
+    calls: Sequence[ModuleCall]
+    source: TensorDict
+    main: torch.Tensor | None
+    known: dict[str, Any] | None = None
+
+    def declared(self, check: Check) -> Bound | None:
+        if check.TRACE.model_image:
+            return _image_consumed(check, self.source, self.known or {})
+        return _declared(check, self.calls, self.source, self.main, self.known)
+
+    def projections(self, check: HeadsRejoin) -> Bound | None:
+        return _projections_called(check, self.calls, self.source)
+
+    def operand(self, check: SumOf) -> Bound | None:
+        return _operand_called(check, self.calls, self.source, self.main)
+
+    def row(self, check: RowEquals) -> Bound | None:
+        return _row_of_read(check, self.calls, self.source)
+
+
+def bind(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,
          known: dict[str, Any] | None = None) -> Bound | None:
-    """``check`` with the fields it declares in ``FROM_CALLS`` taken from the marked line's module calls; None where
-    it declares none or the line made no call of the kind. ``known``: modules other marked lines called (the token
-    embedding a tied output head shares), by catalogue name."""
-    if isinstance(check, HeadsRejoin):
-        return _projections_called(check, calls, source)
-    if isinstance(check, SumOf):
-        return _operand_called(check, calls, source, main)
-    if isinstance(check, RowEquals):
-        return _row_of_read(check, calls, source)
-    if type(check).MODEL_IMAGE:
-        return _image_consumed(check, source, known or {})
-    wanted = getattr(type(check), "FROM_CALLS", {})
+    """``check`` with what the marked line's module calls give it, in the form the check reads (``LineCalls``); None
+    where they give nothing."""
+    return check.bound_by(LineCalls(calls, source, main, known))
+
+
+def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,
+              known: dict[str, Any] | None) -> Bound | None:
+    """``check`` with the fields it declares in ``TRACE.calls`` taken from the marked line's module calls; None where
+    it declares none or the line made no call of the kind."""
+    wanted = check.TRACE.calls
     kinds = {kind for kind, _ in wanted.values()}
     chosen = {kind: call for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
     if not chosen:
@@ -124,7 +156,7 @@ def bind(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor 
     return Bound(check, bound, own_input, note, stood_in=tuple(stood_in))
 
 
-def _patches(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+def _patches(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
     """A Linear step (the patch embedding) the line computed with a Conv2d: checked as that convolution, from its
     own weights and the image it was called with."""
     conv = _call_of(ModuleKind.CONV2D, calls, main)
@@ -146,7 +178,8 @@ def _patches(check: Check, calls: list[Any], source: TensorDict, main: torch.Ten
                  f"the weights of the {conv.module} it called, on the image it was called with")
 
 
-def _patch_chain(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+def _patch_chain(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
+                 main: torch.Tensor | None) -> Bound | None:
     """A Linear step (the patch embedding) whose line called a chain of modules, each fed the previous one's output: a
     rearrange of the image into rows, then LayerNorms and Linears, the last giving the step (an nn.Sequential)."""
     module, out = getattr(check, "module", None), _output(check)
@@ -179,12 +212,13 @@ def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
     return a is not None and b is not None and a.shape == b.shape and bool(torch.equal(a, b))
 
 
-def _attention(check: Check, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+def _attention(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
+               main: torch.Tensor | None) -> Bound | None:
     """A Linear step (the output projection) that is an nn.MultiheadAttention's output: the projection's weights and
     the heads' concatenation recomputed from the call, and the call's inputs checked against each other."""
     call = _call_of(ModuleKind.MULTIHEAD_ATTENTION, calls, main)
     module = getattr(check, "module", None)
-    wanted = getattr(type(check), "FROM_CALLS", {})
+    wanted = check.TRACE.calls
     field_name = next((name for name, (_, part) in wanted.items() if part == "input"), None)
     if call is None or not isinstance(module, ModuleRef) or field_name is None:
         return None
@@ -206,12 +240,12 @@ def _attention(check: Check, calls: list[Any], source: TensorDict, main: torch.T
                  "recomputed from its inputs and weights)", (inputs,))
 
 
-def _split_of_read(check: Check, calls: list[Any], source: TensorDict) -> Bound | None:
+def _split_of_read(check: Check, calls: Sequence[ModuleCall], source: TensorDict) -> Bound | None:
     """A head split (q, k or v per head) whose projection ran on an earlier line: checked against the projection the
     marked line read (its local tensors as they were before it ran)."""
     part, out = getattr(check, "part", None), _output(check)
     read = [c for c in calls if c.kind == ModuleKind.LOCAL and c.outputs and all(t is not None for t in c.outputs)]
-    if not type(check).READS_LOCALS or part is None or out is None or len(read) != 1:
+    if not check.TRACE.reads_locals or part is None or out is None or len(read) != 1:
         return None  # none, or several tensors read: which one is the projection is not known
     names = [f"{read[0].module}@read.{i}" for i in range(len(read[0].outputs))]
     tensors = {**source.tensors, **dict(zip(names, read[0].outputs))}
@@ -220,7 +254,7 @@ def _split_of_read(check: Check, calls: list[Any], source: TensorDict) -> Bound 
                  f"`{read[0].module}`, as the line read it")
 
 
-def _projections_called(check: HeadsRejoin, calls: list[Any], source: TensorDict) -> Bound | None:
+def _projections_called(check: HeadsRejoin, calls: Sequence[ModuleCall], source: TensorDict) -> Bound | None:
     """A head split whose whole projections no snapshot shows: each taken from the Linear call (or the local tensor
     the marked line read) whose output holds that head tensor's values, so the split itself is checked; in a
     self-attention, the three Linears' inputs are checked to be one tensor."""
@@ -252,7 +286,8 @@ def _projections_called(check: HeadsRejoin, calls: list[Any], source: TensorDict
                  f"no snapshot shows the whole projections: {'; '.join(taken)}", also)
 
 
-def _operand_called(check: SumOf, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+def _operand_called(check: SumOf, calls: Sequence[ModuleCall], source: TensorDict,
+                    main: torch.Tensor | None) -> Bound | None:
     """A residual sum whose sublayer output (its last operand) no snapshot shows, where the line's last module call
     (``x + mlp(x)``: the MLP, a Linear or a module of the user's) gives a tensor of the sum's shape: that operand taken
     from its output. The residual's input is never taken so (a call's output is a sublayer's, not the stream's), nor
@@ -275,7 +310,7 @@ def _operand_called(check: SumOf, calls: list[Any], source: TensorDict, main: to
                  "shows it)")
 
 
-def _row_of_read(check: RowEquals, calls: list[Any], source: TensorDict) -> Bound | None:
+def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDict) -> Bound | None:
     """A row taken from a sequence no snapshot shows (the final sequence of a model without a final LayerNorm): checked
     against the one sequence (B, N, D) the marked line read."""
     read = [c for c in calls if c.kind == ModuleKind.LOCAL and len(c.outputs) == 1 and c.outputs[0] is not None
@@ -326,13 +361,13 @@ def _output(check: Check) -> Ref | None:
 IMAGE = "@image"  # ``modules_called``'s key for the image a patch embedding was called with
 
 
-def modules_called(pages: list[Any], source: TensorDict) -> dict[str, Any]:
+def modules_called(pages: list[SnapshotReading], source: TensorDict) -> dict[str, Any]:
     """The modules every marked line's calls give, by catalogue name (an embedding's ``tok_emb`` from the weight bound
     to ``tok_emb.weight``): what a check on another line may read; under ``IMAGE``, the image a patch embedding was
     called with, where its line ran as often as every line marking the input image (one forward pass each)."""
     known: dict[str, Any] = {}
     ran = {len(page.hit_values[0]) for page in pages if page.captured and page.hit_values
-           and any(type(check).MODEL_IMAGE for check in getattr(page.snap, "checks", ()))}
+           and any(check.TRACE.model_image for check in getattr(page.snap, "checks", ()))}
     for page in pages:
         if not page.captured or not page.calls:
             continue
@@ -382,20 +417,20 @@ def _normalised_between(bound: Bound) -> str:
     if not isinstance(fed, Ref) or not source.has(fed) or source.t(fed).shape != source.t(own).shape:
         return ""
     try:
-        _, normalised, fitted = _fitted_layer_norm(source.t(own), source.t(fed), source.name(fed))
+        _, normalised, fitted = fitted_layer_norm(source.t(own), source.t(fed), source.name(fed))
     except NotCheckable:  # one or two rows: a gain and bias per feature fit anything: a LayerNorm cannot be ruled out
         return (f"its input differs from {source.name(fed)} by what may be a LayerNorm applied after it (too few rows "
                 "to tell)")
     return f"its input is a LayerNorm of {source.name(fed)}, recognised: {fitted}" if normalised else ""
 
 
-def call_tensor(call: Any, part: str) -> torch.Tensor | None:
+def call_tensor(call: ModuleCall, part: str) -> torch.Tensor | None:
     if part == "input":
         return call.inputs[0] if call.inputs else None
     return call.params.get(part)
 
 
-def _call_of(kind: str, calls: list[Any], main: torch.Tensor | None) -> Any:
+def _call_of(kind: str, calls: Sequence[ModuleCall], main: torch.Tensor | None) -> ModuleCall | None:
     """The call of ``kind`` the step's tensor is the output of (its values, in any layout; or, for a fused projection,
     a third of them), the shallowest and last; None where no call's output is the step (a LayerNorm after the Linear:
     the Linear's output is not the step)."""
@@ -423,7 +458,7 @@ def _holds(output: torch.Tensor | None, main: torch.Tensor | None) -> bool:
     return close(output.double().flatten().sort().values, main.double().flatten().sort().values, "")[0]
 
 
-def _looks_like(kind: str, call: Any) -> bool:
+def _looks_like(kind: str, call: ModuleCall) -> bool:
     """A user's own module that is a LayerNorm by its parameters: a gain and a bias, one value per feature."""
     params = [p for p in call.params.values() if p is not None]
     return (kind == ModuleKind.LAYER_NORM and len(params) == 2 and all(p.dim() == 1 for p in params)
@@ -431,7 +466,7 @@ def _looks_like(kind: str, call: Any) -> bool:
             and call.inputs[0].shape[-1:] == params[0].shape)
 
 
-def rebuild(call: Any, kind: str) -> Any:
+def rebuild(call: ModuleCall, kind: str) -> SimpleNamespace | None:
     """The module as the checks read it (weight, bias, and for a LayerNorm its shape and epsilon), from the call's own
     parameters; None where they were not copied."""
     params = call.params
@@ -448,7 +483,7 @@ def rebuild(call: Any, kind: str) -> Any:
         bias_name = next((n for n in names if n.lower() in BIAS_NAMES), None)
         gain_name = next((n for n in names if n.lower() in GAIN_NAMES), None)
         if len(names) == 2 and (bias_name is None) != (gain_name is None):  # one of the two named: the other is
-            named = bias_name or gain_name                                    # the other parameter
+            named = bias_name or gain_name or ""                              # the other parameter
             other = names[1 - names.index(named)]
             bias_name, gain_name = bias_name or other, gain_name or other
         if bias_name is None or gain_name is None or bias_name == gain_name:

@@ -114,7 +114,8 @@ def _fitted_rms_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[s
 def _gain_and_bias_swapped(check: Any, s: TensorSource) -> Fit | None:
     """The step as a LayerNorm whose formula multiplies by the bias and adds the gain (``beta * x̂ + gamma``, a
     LayerNorm class of one's own), recomputed with the module's own weights, in PyTorch's form and the Annotated
-    Transformer's (unbiased standard deviation, ε added to it). Needs the weights: from tensors alone any affine step fits."""
+    Transformer's (unbiased standard deviation, ε added to it). Needs the weights: from tensors alone any affine
+    step fits."""
     ln = s.module(check.module)
     weight, bias = weight_and_bias(ln)
     if bias is None or bias.shape != weight.shape:

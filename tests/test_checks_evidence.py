@@ -166,3 +166,82 @@ def test_a_layer_norm_of_its_input_plus_another_tensor_is_named():
     result = check.run(TensorDict({"y": out, "x": X, "memory": memory}))
     assert result.evidence.name == "another tensor added"
     assert "x + memory (its first (2, 5, 8))" in result.evidence.message
+
+
+# --- the forms of the evidence rule's regressions (tests/test_trace.py and test_trace_weights.py trace them whole) ---
+
+
+def test_a_later_layer_fed_an_earlier_layers_tensor_is_named_and_a_later_steps_equal_tensor_never_stands_in():
+    embeddings, first_out = torch.randn(B, T, 8, dtype=torch.float64), torch.randn(B, T, 8, dtype=torch.float64)
+    fed_again = SameTensor(out=Ref("blocks.1.input"), source=Ref("blocks.0.output"), claim="is what was handed over")
+    result = fed_again.run(TensorDict({"blocks.0.input": embeddings, "blocks.0.output": first_out,
+                                       "blocks.1.input": embeddings.clone()}))
+    assert result.status == "failed" and result.evidence.name == "computed from another tensor"
+    assert "from blocks.0.input at an earlier layer (layer 0 of blocks)" in result.evidence.message
+    # a block output that is not its last residual sum, whose value a LATER step holds (the next block's input is this
+    # block's output on correct code too): that equality is no evidence, so the step is unrecognised, not red
+    later = SameTensor(out=Ref("blocks.1.output"), source=Ref("blocks.1.residual_2"), claim="is the last sum")
+    doubled = 2 * X
+    judged = needs_evidence(later.run(TensorDict({"blocks.1.residual_2": X, "blocks.1.output": doubled,
+                                                  "blocks.2.input": doubled.clone()})))
+    assert judged.status == UNRECOGNISED
+
+
+class _OwnLayerNorm(torch.nn.Module):
+    """A traced script's own LayerNorm class, as trace/reading/weights.py rebuilds it (own_code, its gain and bias)."""
+
+    own_code, called, normalized_shape, eps = True, "encoder.norm", (8,), 1e-5
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(8, dtype=torch.float64) + 0.5)
+        self.bias = torch.nn.Parameter(torch.randn(8, dtype=torch.float64))
+
+
+def test_a_layer_norm_of_ones_own_with_its_gain_and_bias_swapped_is_named_with_its_own_weights():
+    from transformer_trace.trace.reading.weights import CallSource
+
+    ln = _OwnLayerNorm()
+    swapped = torch.nn.functional.layer_norm(X, (8,), ln.bias.detach(), ln.weight.detach(), 1e-5)
+    source = CallSource({"x": X, "out": swapped}, modules={"norm": ln})
+    result = LayerNormOf(out=Ref("out"), x=Ref("x"), module=ModuleRef("norm")).run(source)
+    assert result.status == "failed" and result.evidence.name == "gain and bias swapped"
+    assert "your encoder.norm swaps its gain and bias" in result.evidence.message
+    right = torch.nn.functional.layer_norm(X, (8,), ln.weight.detach(), ln.bias.detach(), 1e-5)
+    assert LayerNormOf(out=Ref("out"), x=Ref("x"), module=ModuleRef("norm")).run(
+        CallSource({"x": X, "out": right}, modules={"norm": ln})).status == "passed"
+
+
+IMAGE = torch.randn(2, 3, 8, 8, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("fed, said", [
+    (IMAGE.transpose(-1, -2), "with its height and width swapped"),
+    (IMAGE.flip(-2), "upside down"),
+    (IMAGE.flip(-3), "colour channels in reverse order"),
+])
+def test_a_patch_embedding_fed_another_view_of_the_marked_image_is_named(fed, said):
+    from transformer_trace.checks.calls import ConsumedImage
+
+    result = ConsumedImage(out=Ref("img"), fed=Ref("fed")).run(TensorDict({"img": IMAGE, "fed": fed}))
+    assert result.status == "failed" and result.evidence.name == "the image fed in another view"
+    assert said in result.evidence.message and result.detail.startswith(result.evidence.message)
+
+
+def test_patch_rows_read_in_another_pixel_order_are_named_and_right_rows_pass():
+    from transformer_trace.checks.calls import PatchChain
+    from transformer_trace.trace.reading.weights import CallSource
+
+    p, (b, c, h, w) = 4, IMAGE.shape
+    right = IMAGE.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1).reshape(b, 4, p * p * c)
+    strided = IMAGE.reshape(b, c, p, h // p, p, w // p).permute(0, 3, 5, 2, 4, 1).reshape(b, 4, p * p * c)
+    linear = torch.nn.Linear(p * p * c, 8).double()
+    chain = PatchChain(out=Ref("out"), x=Ref("img"), patches=Ref("rows"), layers=(ModuleRef("proj"),))
+    outcomes = {}
+    for name, rows in (("right", right), ("strided", strided)):
+        source = CallSource({"img": IMAGE, "rows": rows, "out": linear(rows).detach()}, modules={"proj": linear})
+        outcomes[name] = chain.run(source)
+    assert outcomes["right"].status == "passed"
+    assert outcomes["strided"].status == "failed"
+    assert outcomes["strided"].evidence.name == "patches read in another pixel order"
+    assert "pixels spaced 2 apart across the whole image" in outcomes["strided"].evidence.message

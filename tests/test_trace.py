@@ -136,9 +136,6 @@ def test_a_figure_of_a_failed_snapshot_says_the_check_failed_and_claims_nothing_
     assert "check failed" not in (tmp_path / "clean" / "t" / page["page"]).read_text(encoding="utf-8")
 
 
-@pytest.mark.xfail(strict=True, reason="the evidence rule (issue 40) calls this wiring bug unrecognised: block 2's input "
-                   "equals the embeddings (S07), but a substitute equal to the step is skipped as trivial, since the "
-                   "next block's input equals a block's output too; naming it needs substitutes limited to earlier steps")
 def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_passs_input(tmp_path):
     script = variant(tmp_path, VIT, "x_block2_out = encoder_block(x_block1_out, blocks[1])", "x_block2_out = encoder_block(x_pos, blocks[1])")
     _, first_pass = trace(script, tmp_path / "a")
@@ -148,6 +145,10 @@ def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_passs_
     s08 = next(s for s in second_pass["snapshots"] if s["label"] == "S08")
     assert "blocks.1.input vs blocks.0.output" in s08["check"]["detail"]  # pass 2's input vs pass 1's output, as record points
     assert "(read: S08, S20 at pass 1)" in s08["check"]["detail"]  # and as the snapshots they were captured at
+    # the evidence: the second block's input is the first block's (an earlier layer's tensor equal to the step; a later
+    # one, the next block's input, equals a block's output on correct code too and is never taken)
+    assert s08["check"]["evidence"]["name"] == "computed from another tensor", s08["check"]["detail"]
+    assert "at an earlier layer (layer 0 of blocks)" in s08["check"]["evidence"]["message"]
 
 
 def test_the_placeholders_that_name_one_pass_are_filled_from_the_passes_the_script_ran(tmp_path):

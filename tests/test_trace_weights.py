@@ -71,8 +71,7 @@ def test_at_most_15_percent_of_the_captured_steps_of_the_corpus_are_not_checkabl
 WEIGHT_BUGS = [  # (entry, file, correct text, planted text, the snapshot named first, what its detail says it read)
     pytest.param("hyunwoongko_transformer", "models/layers/layer_norm.py", "out = self.gamma * out + self.beta",
                  "out = self.beta * out + self.gamma", "#15", "weights",
-                 id="a LayerNorm class of its own with a wrong formula (gain and bias swapped)",
-                 marks=pytest.mark.xfail(strict=True, reason="the evidence rule (issue 40): a norm that is no LayerNorm of its input fits no named bug form yet, so #15 is unrecognised and the dropped-residual form at #19 is named first; needs a 'gain and bias swapped' form")),
+                 id="a LayerNorm class of its own with a wrong formula (gain and bias swapped)"),
     pytest.param("graykode_nlp_tutorial", "Transformer.py", "k_s = self.W_K(K).view(batch_size, -1, n_heads, d_k)"
                  ".transpose(1,2)", "k_s = self.W_K(K).view(batch_size, n_heads, -1, d_k)", "#12",
                  "the output of the Linear it called",
@@ -83,8 +82,7 @@ WEIGHT_BUGS = [  # (entry, file, correct text, planted text, the snapshot named 
                  id="heads split without moving the heads axis (the projections computed on an unmarked line)"),
     pytest.param("lucidrains_simple_vit", "vit_pytorch/simple_vit.py", '"b c (h p1) (w p2) -> b (h w) (p1 p2 c)"',
                  '"b c (p1 h) (p2 w) -> b (h w) (p1 p2 c)"', "S04", "the modules it called",
-                 id="patch rows that are not patches (an einops rearrange inside an nn.Sequential)",
-                 marks=pytest.mark.xfail(strict=True, reason="the evidence rule (issue 40): patch rows in another pixel order fit no named bug form yet (unrecognised, exit 0); needs a 'patches read in another order' form")),
+                 id="patch rows that are not patches (an einops rearrange inside an nn.Sequential)"),
     pytest.param("lucidrains_simple_vit", "vit_pytorch/simple_vit.py", "x = ff(x) + x", "x = ff(x)", "S19",
                  "the output of the FeedForward the line called last",
                  id="the MLP's residual dropped (the MLP's output not marked: taken from the module the line called)",
@@ -97,9 +95,17 @@ WEIGHT_BUGS = [  # (entry, file, correct text, planted text, the snapshot named 
     pytest.param("lucidrains_simple_vit", "vit_pytorch/simple_vit.py", "x = self.to_patch_embedding(img)",
                  "x = self.to_patch_embedding(img.transpose(-1, -2))", "S01",
                  "the image the patch embedding was called with",
-                 id="the patch embedding fed another image than the one marked (the image transposed)",
-                 marks=pytest.mark.xfail(strict=True, reason='the evidence rule (issue 40): the image the patch embedding read differs from the marked one by a transpose, which no substitute tries yet (unrecognised, exit 0); needs views of a captured tensor as substitutes')),
+                 id="the patch embedding fed another image than the one marked (the image transposed)"),
 ]
+
+
+# the bug form a red verdict names (checks/evidence.py), where a bug form of the check's own fits: (entry, label) -> its
+# name and what the diagnosis says first
+NAMED_FORMS = {
+    ("hyunwoongko_transformer", "#15"): ("gain and bias swapped", "swaps its gain and bias"),
+    ("lucidrains_simple_vit", "S04"): ("patches read in another pixel order", "pixels spaced"),
+    ("lucidrains_simple_vit", "S01"): ("the image fed in another view", "with its height and width swapped"),
+}
 
 
 @pytest.mark.parametrize("entry, file, old, new, label, says", WEIGHT_BUGS)
@@ -108,6 +114,9 @@ def test_a_bug_only_the_weights_reveal_is_named_as_the_first_failure(tmp_path, e
     assert data["outcome"]["first_failure"].startswith(label + " ")
     failed = next(s for s in data["snapshots"] if s["label"] == label)["check"]
     assert failed["passed"] is False and says in failed["detail"], failed["detail"]
+    if (entry, label) in NAMED_FORMS:
+        form, diagnosis = NAMED_FORMS[entry, label]
+        assert failed["evidence"]["name"] == form and diagnosis in failed["evidence"]["message"], failed["detail"]
 
 
 def test_a_residual_sum_read_through_a_module_call_passes_where_it_adds_up_and_is_otherwise_not_checkable():

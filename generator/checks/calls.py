@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from transformer_trace.checks.base import Check, THIS, close, settings, weight_and_bias
+from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.checks.values import SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 
@@ -38,12 +39,49 @@ class ConvPatches(Check):
         return "equals the patch embedding (the convolution of each patch)", passed, detail
 
 
+def _patch_readings(image: torch.Tensor, p: int) -> dict[str, torch.Tensor]:
+    """(B, N, C·p·p) rows the image's pixels are read into by the usual mistakes of a patch rearrange, one a row."""
+    B, C, H, W = image.shape
+    h, w = H // p, W // p
+    grid = image.reshape(B, C, p, h, p, w).permute(0, 3, 5, 1, 2, 4).reshape(B, h * w, C * p * p)
+    tiles = F.unfold(image, p, stride=p)  # (B, C·p·p, N), patches row by row
+    return {
+        f"each row holds pixels spaced {h} apart across the whole image, not one {p}×{p} patch (the rearrange reads "
+        "(p1 h) where (h p1) belongs)": grid,
+        "the patches are taken column by column ((w h) where (h w) belongs)":
+            tiles.reshape(B, C * p * p, h, w).transpose(2, 3).reshape(B, C * p * p, h * w).transpose(1, 2),
+        "the patches are of the image with its height and width swapped (a transpose)":
+            F.unfold(image.transpose(-1, -2), p, stride=p).transpose(1, 2),
+    }
+
+
+def _patches_in_another_order(check: PatchChain, s: TensorSource) -> Fit | None:
+    image, rows = s.t(check.x), s.t(check.patches)
+    (_, _, H, W), N = image.shape, rows.shape[1]
+    p = math.isqrt(H * W // N) if N else 0
+    if rows.dim() != 3 or p == 0 or p * p * N != H * W or H % p or W % p:
+        return None
+    tried = []
+    for how, expected in _patch_readings(image, p).items():
+        if expected.shape != rows.shape:
+            continue
+        fits, detail = close(rows.sort(-1).values, expected.sort(-1).values, "each row's values vs those pixels")
+        if fits:
+            return Fit(True, f"your patch rows ({s.name(check.patches)}) are read in another pixel order: {how} "
+                             f"({detail})")
+        tried.append(f"{how.split(' (')[0]}: {detail}")
+    return Fit(False, "; ".join(tried)) if tried else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class PatchChain(Check):
     """``out`` (B, N, D) is the chain of modules a patch-embedding line called: ``patches`` (B, N, C·p·p), what the
     first of them (a rearrange) made of the image ``x`` (B, C, H, W), holds in each row the pixels of one p×p patch
     (patches row by row; any order inside a patch: the weights that read it decide), and ``layers`` (LayerNorms and
     Linears, in the order called), recomputed from their own weights on those rows, give ``out``."""
+
+    BUG_FORMS = (BugForm("patches read in another pixel order", "each row's values vs the pixels a strided, "
+                         "column-by-column or transposed reading gives", _patches_in_another_order),)
 
     out: Ref = THIS
     x: Ref
@@ -98,10 +136,39 @@ class SumWithCall(SumOf):
                            "activation, a dropout) may change on its way into the sum")
 
 
+# another view of the marked image: what the patch embedding may have been fed instead (axes in the image's own order)
+IMAGE_VIEWS = {
+    "with its height and width swapped (a transpose)": lambda image: image.transpose(-1, -2),
+    "upside down (its rows flipped)": lambda image: image.flip(-2),
+    "mirrored (its columns flipped)": lambda image: image.flip(-1),
+    "with its colour channels in reverse order (BGR for RGB)": lambda image: image.flip(-3),
+}
+
+
+def _another_view(check: ConsumedImage, s: TensorSource) -> Fit | None:
+    got, fed = s.t(check.out), s.t(check.fed)
+    if got.dim() < 3:
+        return None
+    tried = []
+    for how, view in IMAGE_VIEWS.items():
+        seen = view(got)
+        if seen.shape != fed.shape:
+            continue
+        fits, detail = close(fed, seen, f"vs your {s.name(check.out)} {how.split(' (')[0]}")
+        if fits:
+            return Fit(True, f"the patch embedding was called with your {s.name(check.out)} {how}, not with the "
+                             f"image as marked ({detail})")
+        tried.append(detail)
+    return Fit(False, "; ".join(tried)) if tried else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class ConsumedImage(Check):
     """``out``, the input image as marked, is the image the patch embedding (a Conv2d, or a chain of modules) was
     called with: what the script marked is what the model was fed (its preprocessing is not known to a trace)."""
+
+    BUG_FORMS = (BugForm("the image fed in another view", "the image the patch embedding read vs the marked one "
+                         "transposed, flipped or its channels reversed", _another_view),)
 
     out: Ref = THIS
     fed: Ref

@@ -138,21 +138,43 @@ def _holds(check: Any, s: TensorSource) -> bool:
 
 
 def _candidates(check: Any, s: TensorSource, ref: Ref) -> list[str]:
-    """The captured tensors that could stand where ``ref`` is read: its shape, floating point, neither the step itself
-    nor one equal to it (an equality would hold trivially), nor ``ref``'s own values."""
+    """The captured tensors that could stand where ``ref`` is read: its shape, floating point, not the step itself nor
+    ``ref``'s own values. One equal to the step stands only where it was computed at an earlier layer than the step (a
+    loop that feeds every block the first block's input): an equality with a later step holds trivially on correct
+    code (the next block's input is this block's output)."""
     tensors = getattr(s, "tensors", {})
     out = getattr(check, "out", None)
+    step_name = s.name(out) if isinstance(out, Ref) else ""
     own, step = s.t(ref), s.t(out) if isinstance(out, Ref) and s.has(out) else None
     found = []
     for name, tensor in tensors.items():
-        if (name in (s.name(ref), s.name(out) if out is not None else "") or tensor.shape != own.shape
-                or not tensor.is_floating_point()):
+        if name in (s.name(ref), step_name) or tensor.shape != own.shape or not tensor.is_floating_point():
             continue
         value = tensor.detach().cpu().double()
-        if torch.equal(value, own) or (step is not None and step.shape == value.shape and torch.allclose(value, step)):
+        if torch.equal(value, own) or (step is not None and step.shape == value.shape and torch.allclose(value, step)
+                                       and not at_an_earlier_layer(name, step_name)):
             continue
         found.append(name)
     return found
+
+
+def _layer_of(name: str) -> str:
+    """The layer a record name belongs to, in words ("layer 0 of blocks"), from its first index."""
+    parts = name.split(".")
+    index = next(i for i, part in enumerate(parts) if part.isdigit())
+    return f"layer {parts[index]} of {'.'.join(parts[:index]) or 'the stack'}"
+
+
+def at_an_earlier_layer(name: str, step: str) -> bool:
+    """Whether record ``name`` belongs to an earlier layer of the same stack as record ``step`` (``blocks.0.input``
+    before ``blocks.1.input``): the layers of a stack run in their index order, so it was computed before the step."""
+    mine, theirs = name.split("."), step.split(".")
+    for i, (a, b) in enumerate(zip(mine, theirs)):
+        if a.isdigit() and b.isdigit():
+            return int(a) < int(b)
+        if a != b:
+            return False
+    return False
 
 
 def _input_fields(check: Any) -> list[tuple[str, Any]]:
@@ -182,8 +204,11 @@ def _another_input(check: Any, s: TensorSource) -> Fit | None:
             changed = with_input(Ref(other))
             if _holds(changed, s):
                 claim, _, detail = changed.verify(s)
-                return Fit(True, f"your {_step(check, s)} is computed from {other} where {s.name(ref)} belongs "
-                                 f"(with {other} in its place: {claim}; {detail})")
+                layer = _layer_of(other) if at_an_earlier_layer(other, _step(check, s)) else ""
+                earlier = f" at an earlier layer ({layer}): the tensor an earlier layer had, handed over again" \
+                    if layer else ""
+                return Fit(True, f"your {_step(check, s)} is computed from {other}{earlier} where {s.name(ref)} "
+                                 f"belongs (with {other} in its place: {claim}; {detail})")
     return Fit(False, f"none of the {searched} captured tensors of the inputs' shapes fits in their place") \
         if searched else None
 

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from transformer_trace.checks.base import (THIS, Check, TraceUse, UnfittableWeights, added, close, settings,
                                           weight_and_bias)
+from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 from transformer_trace.tensors import fmt
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -111,6 +112,36 @@ def _fitted_rms_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[s
     return None
 
 
+def _gain_and_bias_swapped(check: Any, s: TensorSource) -> Fit | None:
+    """The step as a LayerNorm whose formula multiplies by the bias and adds the gain (``beta * x̂ + gamma``, a
+    LayerNorm class of one's own), recomputed with the module's own weights, in PyTorch's form and the Annotated
+    Transformer's (unbiased standard deviation, ε added to it). Needs the weights: from tensors alone any affine
+    step fits."""
+    ln = s.module(check.module)
+    weight, bias = weight_and_bias(ln)
+    if bias is None or bias.shape != weight.shape:
+        return None
+    total, got = check.normalised(s), s.t(check.out)
+    shape, eps = settings(ln, "normalized_shape", "eps")
+    centred = total - total.mean(-1, keepdim=True)
+    annotated = bias * centred / (total.std(-1, keepdim=True) + eps) + weight
+    forms = {"": F.layer_norm(total, tuple(shape), bias, weight, eps),
+             ", in the Annotated Transformer's form": annotated}
+    called = getattr(ln, "called", s.name(check.module))
+    tried = []
+    for form, expected in forms.items():
+        fits, detail = close(got, expected, f"recomputed bias·x̂ + gain{form} with your {called}'s weights")
+        if fits:
+            return Fit(True, f"your {called} swaps its gain and bias: it multiplies by the bias and adds the gain "
+                             f"({detail})")
+        tried.append(detail)
+    return Fit(False, tried[0])
+
+
+GAIN_AND_BIAS_SWAPPED = BugForm("gain and bias swapped", "the LayerNorm recomputed with its bias as the gain and its "
+                                "gain as the bias (its own weights)", _gain_and_bias_swapped)
+
+
 @dataclass(frozen=True, kw_only=True)
 class LayerNormOf(Check):
     """``out`` is the LayerNorm ``module`` applied to ``x`` (without the weights: some LayerNorm of ``x``, gain and
@@ -122,6 +153,12 @@ class LayerNormOf(Check):
     out: Ref = THIS
     x: Ref
     module: ModuleRef
+
+    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED,)
+
+    def normalised(self, s: TensorSource) -> torch.Tensor:
+        """What the norm is applied to."""
+        return s.t(self.x)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         return _layer_norm(s, self.out, s.t(self.x), self.module, "its input")
@@ -165,9 +202,14 @@ class ResidualLayerNorm(Check):
             return LayerNormOf(out=self.out, x=ref, module=self.module)
         return super().reading(name, ref)
 
+    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED,)
+
+    def normalised(self, s: TensorSource) -> torch.Tensor:
+        """What the norm is applied to: the residual sum."""
+        return added(s.t(ref) for ref in self.operands)
+
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        total = added(s.t(ref) for ref in self.operands)
-        return _layer_norm(s, self.out, total, self.module, "input + sublayer output")
+        return _layer_norm(s, self.out, self.normalised(s), self.module, "input + sublayer output")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,25 +2,28 @@
 
     .venv/bin/python tests/trace_fresh/measure.py FOLDER [--only correct|B1|B2...]
 
-Run from the worktree root. The copies go to /tmp/fresh-bugs/, the reports to /tmp/fresh-docs/ (never into docs/).
+Run from the worktree root. The copies go to /tmp/fresh-bugs/, the reports to /tmp/fresh-docs/ (never into docs/);
+FRESH_TMP=/some/folder puts both under that folder instead (two measurements at once keep apart).
 A bug is one exact text replacement in one upstream file, listed in FOLDER/planted_bugs.json with the snapshot(s) where
 it is (`expected`): the bug is "named first" when the trace's first failing snapshot is one of them.
 """
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OUT = Path("/tmp/fresh-docs")
-COPIES = Path("/tmp/fresh-bugs")
+TMP = Path(os.environ.get("FRESH_TMP", "/tmp"))
+OUT = TMP / "fresh-docs"
+COPIES = TMP / "fresh-bugs"
 
 
 def trace(folder: Path, name: str) -> dict:
     script = folder / "driver.ipynb" if (folder / "driver.ipynb").exists() else folder / "driver.py"
     command = [sys.executable, "-m", "transformer_trace", "trace", str(script), "--out", str(OUT), "--name", name,
-               "--junit", f"/tmp/fresh-{name}.xml"]
+               "--junit", str(TMP / f"fresh-{name}.xml")]
     run = subprocess.run(command, capture_output=True, text=True, timeout=900)
     terminal = [line for line in (run.stdout + run.stderr).splitlines() if "traced " in line or "first failing" in line
                 or "error" in line.lower()]
@@ -29,8 +32,10 @@ def trace(folder: Path, name: str) -> dict:
     snapshots = json.loads(report.read_text())["snapshots"] if report.exists() else []
     failed = [f"{s['label']}: {s['check']['name']}: {s['check']['detail']}" for s in snapshots
               if s["captured"] and (s.get("check") or {}).get("passed") is False]
+    first = (outcome.get("first_failure") or "").split(" ")[0]
+    evidence = next(((s.get("check") or {}).get("evidence") for s in snapshots if s["label"] == first), None) or {}
     return {"exit": run.returncode, "terminal": terminal, "counts": outcome.get("counts"),
-            "first_failure": outcome.get("first_failure"), "failed": failed}
+            "first_failure": outcome.get("first_failure"), "first_evidence": evidence.get("name"), "failed": failed}
 
 
 def main() -> None:

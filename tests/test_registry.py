@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from transformer_trace.cli import main, parser
+from transformer_trace.report_parts import TraceSpec
 from transformer_trace.reports import REPORTS
 from tests.conftest import ROOT
 
@@ -242,7 +243,7 @@ def parts_of(report) -> dict:
 @pytest.mark.parametrize("key", REPORTS)
 @pytest.mark.parametrize("wrong, message", [
     ("runer", "no part named 'runer'; did you mean 'runner'?"),
-    ("trace_input", "no part named 'trace_input'; did you mean 'trace_inputs'?"),
+    ("trace_spec", "no part named 'trace_spec'; did you mean 'trace'?"),
     ("start", "no part named 'start'"),
 ])
 def test_a_misnamed_part_is_an_error_naming_the_report_and_the_part(key, wrong, message):
@@ -274,8 +275,8 @@ def _main_without_seed(steps, out):
     ("runner", lambda report: None, "runner must be a callable run(report, opts)"),
     ("starter", "later", "starter must be None or a callable start(report, opts)"),
     ("templates", Path("/no/such/folder"), "templates must be None or the Path of an existing folder"),
-    ("trace", {"keyword": "BREAKPOINT"}, "trace must be None or a transformer_trace.trace.reading.verify.TraceSpec"),
-    ("trace_inputs", {"prompt_ids": "values"}, "trace_inputs must be a mapping"),
+    ("trace", {"keyword": "BREAKPOINT"}, "trace must be None or a transformer_trace.report_parts.TraceSpec"),
+    ("trace", TraceSpec("BREAKPOINT", "G", inputs={"prompt_ids": ("tokens", 1)}), "whose inputs are name -> TraceInput"),
     ("training", _main_without_seed, "training must be None or a Training"),
     ("benchmark", object(), "benchmark must be None or a Benchmark"),
 ])

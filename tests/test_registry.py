@@ -134,10 +134,10 @@ def test_every_snapshot_shape_uses_the_report_dimensions(key, runs):
 
 @pytest.mark.parametrize("key", REPORTS)
 def test_option_defaults_come_from_the_options_dataclass(key):
-    args = parser().parse_args(["build", "--model", key])
-    from transformer_trace.arguments import report_options
+    from transformer_trace.arguments import build_request
+    from transformer_trace.build_request import report_options
 
-    opts = report_options(args)[key]
+    opts = report_options(build_request(parser().parse_args(["build", "--model", key])), REPORTS)[key]
     assert opts == REPORTS[key].options()
     for f in fields(opts):
         assert getattr(opts, f.name) == f.default

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
@@ -54,9 +54,9 @@ class BuildRequest:
         return dataclasses.replace(self, config=config, out=out)
 
 
-def checked_model(model: str, reports: Mapping[str, Report]) -> str:
-    """``model`` when it names one of ``reports`` or all of them, else refused in the CLI's words."""
-    choice("--model", model, (ALL, *reports))
+def checked_model(model: str, keys: Iterable[str]) -> str:
+    """``model`` when it is one of the report ``keys`` or all of them, else refused in the CLI's words."""
+    choice("--model", model, (ALL, *keys))
     return model
 
 
@@ -163,6 +163,7 @@ def run_build(request: BuildRequest, reports: Mapping[str, Report], progress: Pr
     if request.pdf:  # refuse before anything is written, not after the new site is in place
         from transformer_trace.pdf import find_chromium, site_dir
 
+        assert config_file is not None  # located(): --pdf builds the site, so a mkdocs.yml was found or refused
         find_chromium()
         site_dir(config_file, out)
     return build(out, requests, progress or Progress(enabled=False if request.quiet else None), force=request.force,

@@ -13,7 +13,7 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypedDict
 
 from transformer_trace.errors import UserError
 from transformer_trace.options import out_path
@@ -22,7 +22,16 @@ from transformer_trace.trace.child.protocol import ModuleKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
+    from transformer_trace.trace.markers import Marker
     from transformer_trace.trace.reading.capture import Capture
+
+
+class Reads(TypedDict):
+    """What the catalogue's checks read of the marked lines, as run_script takes it: the snapshots whose lines copy
+    the local tensors they read, and per snapshot the kinds of module calls copied."""
+
+    locals_for: frozenset[int]
+    calls_for: Mapping[int, frozenset[str]]
 
 
 def traceable(reports: Mapping[str, Report]) -> dict[str, Report]:
@@ -34,7 +43,7 @@ def reads_locals(catalogue: Report) -> frozenset[int]:
     """The snapshots whose checks read the local tensors their line reads (``Check.READS_LOCALS``: a head split
     checked against the projection the line split): only their lines copy them."""
     return frozenset(snap.number for snap in catalogue.snapshots
-                     if any(type(check).READS_LOCALS for check in getattr(snap, "checks", ())))
+                     if any(type(check).READS_LOCALS for check in snap.checks))
 
 
 # The kinds of module calls trace/reading/weights.py's bind reads besides those a check declares in FROM_CALLS: a
@@ -54,14 +63,14 @@ def calls_read(catalogue: Report) -> dict[int, frozenset[ModuleKind]]:
     interpreter."""
     found = {}
     for snap in catalogue.snapshots:
-        checks = getattr(snap, "checks", ())
+        checks = snap.checks
         kinds = {kind for check in checks for kind, _ in type(check).FROM_CALLS.values()}
         kinds.update(*(type(check).CALLS_BOUND for check in checks))
         found[snap.number] = frozenset(kinds.union(*(CALLS_READ_WITH.get(kind, ()) for kind in kinds)))
     return found
 
 
-def as_traced(markers: list, numbering: str, reports: Mapping[str, Report]) -> tuple[list, dict[str, Any]]:
+def as_traced(markers: list[Marker], numbering: str, reports: Mapping[str, Report]) -> tuple[list[Marker], Reads]:
     """The markers as `trace` runs them for ``numbering`` (the catalogue's variable where a marker names none), and
     run_script's ``locals_for`` and ``calls_for``: what the catalogue's checks read of the marked lines (nothing, for
     the script's own points). benchmarks/ measure the tracer so."""

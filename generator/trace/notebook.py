@@ -23,9 +23,12 @@ import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from transformer_trace.errors import UserError
+
+if TYPE_CHECKING:
+    from transformer_trace.trace.reading.capture import Capture
 
 HEADER = "# generator trace: the code cells of {name} in order, each after a `# %% cell N` line"
 _HEADER = re.compile(r"# generator trace: the code cells of (?P<name>.+) in order, each after a `# %% cell N` line")
@@ -71,7 +74,7 @@ class NotebookScript:
     cells: int = 0  # code cells run
 
 
-def _cells(notebook: Path) -> list[dict[str, Any]]:
+def _cells(notebook: Path) -> list[dict[str, object]]:
     try:
         data = json.loads(notebook.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
@@ -87,7 +90,7 @@ def _cells(notebook: Path) -> list[dict[str, Any]]:
     return cells
 
 
-def _lines(cell: dict[str, Any]) -> list[str]:
+def _lines(cell: dict[str, object]) -> list[str]:
     source = cell.get("source", "")
     text = "".join(source) if isinstance(source, list) else str(source)
     return text.splitlines()
@@ -240,13 +243,15 @@ def translate_error(error: str, script: Path, source: str) -> str:
     return re.sub(path, lambda m: name, error)
 
 
-def as_notebook_capture(capture: Any, notebook: Path) -> None:
+def as_notebook_capture(capture: Capture, notebook: Path) -> None:
     """After the run: the capture names the notebook (the report's title, its SHA-256) and its error says the cell."""
     import hashlib
 
+    from transformer_trace.trace.reading.capture import Notice
+
     script = capture.script
     source = capture.sources.get(str(script)) or script.read_text(encoding="utf-8")
-    capture.warnings = [type(w)(w.heading, translate_error(w, script, source)) if hasattr(w, "heading") else
+    capture.warnings = [Notice(w.heading, translate_error(w, script, source)) if isinstance(w, Notice) else
                         translate_error(w, script, source) for w in capture.warnings]  # a marker never reached
     if capture.error:
         capture.error = translate_error(capture.error, script, source)

@@ -1,8 +1,8 @@
 """Command line: `python -m transformer_trace build ...` (see --help): runs the command the arguments name.
 
-The parser is generator/arguments.py, what a build request means generator/build_request.py; the docs folder's machinery (staging,
-the build lock) is in generator/docs_folder/, the MkDocs plugin and `serve` in generator/site/: neither imports this
-module.
+The parser is generator/arguments.py, what a build request means generator/build_request.py; the docs folder's
+machinery (staging, the build lock) is in generator/docs_folder/, the MkDocs plugin and `serve` in generator/site/:
+neither imports this module.
 """
 
 from __future__ import annotations

@@ -247,11 +247,9 @@ def as_notebook_capture(capture: Capture, notebook: Path) -> None:
     """After the run: the capture names the notebook (the report's title, its SHA-256) and its error says the cell."""
     import hashlib
 
-    from transformer_trace.trace.reading.capture import Notice
-
     script = capture.script
     source = capture.sources.get(str(script)) or script.read_text(encoding="utf-8")
-    capture.warnings = [Notice(w.heading, translate_error(w, script, source)) if isinstance(w, Notice) else
+    capture.warnings = [type(w)(w.heading, translate_error(w, script, source)) if hasattr(w, "heading") else
                         translate_error(w, script, source) for w in capture.warnings]  # a marker never reached
     if capture.error:
         capture.error = translate_error(capture.error, script, source)

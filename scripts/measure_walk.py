@@ -8,13 +8,21 @@ Method. The command runs in this process (`trace examples/vit_trace.py`; `build 
 ``sys.setprofile``. The walked value is snapshot 1's tensor as the generator first holds it: for the trace, the
 ``Value`` of the first hit of the S01 marker once ``run_script`` returns the capture (its script ran in a child process
 and the parent read it); for the bundled report, the ``Recorded`` tensor of snapshot 1's record name once the report's
-runner returns the ``ModelRun``. From there until the command's page writing returns (trace.report.render; build.build),
-every call into a function of generator/ (the child room excluded: it runs in the script's process) that receives the
-value is a step of the walk: an argument that is the value, or holds it one or two levels down (a list, tuple, dict or
-an object's attributes, as a list of hits holds a hit that holds the value). What such a call returns (an object, not
-text or a number) is the value too from then on: the laid-out tensor, the page made of it, the pages holding that page.
+runner returns the ``ModelRun``. From there until the command's page writing returns (trace/report.py render;
+build.py build), every call of a function of generator/ (the child room excluded: it runs in the script's process;
+a dataclass's generated ``__init__`` counted in its class's file) is looked at:
+
+- it *touches* the value when an argument is the value or holds it directly (an item of a list, tuple or dict, an
+  attribute), or when it returns such an object;
+- the value *takes a new form* there when what it makes holds the value and was not the value before: a tensor it
+  returns having received the value's (the value in another layout, a slice of it), an object of the generator's built
+  from it (a tensor view, a page), a lookup or a collection that hands it on (the pages holding that page). Facts read
+  from the value (its bound dimensions, its text) are not the value.
+
 A *stop* is a change of file along those calls (consecutive calls in one file are one stop); a *return* is a stop in a
-file the walk had already left. Work in forked worker processes (figures) is not seen.
+file the walk had already left. The headline walk is the sequence of new forms (where the value goes: for the bundled
+value, record -> tensor view -> section -> page -> render -> templates -> explorer data); every touch is printed too
+(it counts each template and page property that reads the page). Work in forked worker processes is not seen.
 """
 
 from __future__ import annotations
@@ -44,12 +52,17 @@ class Walk:
     end: tuple[str, str]  # ... and whose return ends it
     pick: Any  # the start's return value -> the objects that are the value (none: not started yet)
     carried: dict[int, Any] = field(default_factory=dict)  # id -> object (kept alive: ids never reused meanwhile)
-    calls: list[tuple[str, str]] = field(default_factory=list)  # (file relative to generator/, function)
+    calls: list[tuple[str, str]] = field(default_factory=list)  # the steps: (file under generator/, function)
     active: bool = False
     done: bool = False
-    _pending: list[bool] = field(default_factory=list)  # per open generator frame: whether it received the value
+    _seen: list[tuple[str, str]] = field(default_factory=list)  # every generator call while active, in call order
+    _kept: set[int] = field(default_factory=set)  # the indexes in _seen of the steps
+    _formed: set[int] = field(default_factory=set)  # ... of the steps where the value took a new form
+    forms: list[tuple[str, str]] = field(default_factory=list)  # those steps: (file, function)
+    _open: list[tuple[int | None, bool]] = field(default_factory=list)  # per open frame: its index, whether it received
 
-    def holds(self, obj: Any, depth: int = 2) -> bool:
+    def holds(self, obj: Any, depth: int = 1) -> bool:
+        """Whether ``obj`` is the value, or holds it directly (an item, a value, an attribute)."""
         if id(obj) in self.carried:
             return True
         if depth == 0 or isinstance(obj, PLAIN):
@@ -70,42 +83,78 @@ class Walk:
     def profile(self, frame: FrameType, event: str, arg: Any) -> None:
         if self.done or event not in ("call", "return"):
             return
-        filename = frame.f_code.co_filename
-        if not filename.startswith(GENERATOR) or filename.startswith(CHILD):
+        where = _generator_function(frame)
+        if where is None:
             return
-        name = frame.f_code.co_name
         if event == "call":
-            received = False
+            index, received = None, False
             if self.active:
+                index = len(self._seen)
+                self._seen.append(where)
                 code = frame.f_code
                 count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
-                received = any(self.holds(frame.f_locals.get(param)) for param in code.co_varnames[:count])
+                received = any(self.holds(frame.f_locals.get(param)) for param in code.co_varnames[:count]
+                               if param != "self" or code.co_name != "__init__")
                 if received:
-                    self.calls.append((filename[len(GENERATOR):], name))
-            self._pending.append(received)
+                    self._kept.add(index)
+            self._open.append((index, received))
             return
-        received = self._pending.pop() if self._pending else False
-        where = (filename[len(GENERATOR):], name)
+        index, received = self._open.pop() if self._open else (None, False)
         if not self.active and where == self.start:
             for obj in self.pick(arg):
                 self.active = True
                 self.carry(obj)
         elif self.active and where == self.end:
             self.done = True
-        elif received:
-            self.carry(arg)
+            self.calls = [self._seen[i] for i in sorted(self._kept)]
+            self.forms = [self._seen[i] for i in sorted(self._formed)]
+        elif index is not None:
+            if self.holds(arg):  # it hands the value on (a lookup that returns it, a wrapper of it)
+                self._kept.add(index)
+            made = frame.f_locals.get("self") if frame.f_code.co_name == "__init__" else arg
+            new = id(made) not in self.carried
+            if frame.f_code.co_name == "__init__" and received:  # an object of the generator's made of the value
+                self.carry(made)
+            elif (received and _is_tensor(arg)) or self.holds(arg):  # its tensor re-laid out, or the value handed on
+                self.carry(arg)
+            if new and id(made) in self.carried:
+                self._formed.add(index)
 
-    def stops(self) -> list[str]:
-        files: list[str] = []
-        for file, _ in self.calls:
-            if not files or files[-1] != file:
-                files.append(file)
-        return files
 
-    def summary(self) -> dict[str, int]:
-        stops = self.stops()
-        returns = sum(1 for i, file in enumerate(stops) if file in stops[:i])
-        return {"calls": len(self.calls), "stops": len(stops), "files": len(set(stops)), "returns": returns}
+def stops(calls: list[tuple[str, str]]) -> list[str]:
+    """The files of ``calls``, one per change of file."""
+    files: list[str] = []
+    for file, _ in calls:
+        if not files or files[-1] != file:
+            files.append(file)
+    return files
+
+
+def summary(calls: list[tuple[str, str]]) -> str:
+    files = stops(calls)
+    returns = sum(1 for i, file in enumerate(files) if file in files[:i])
+    return (f"{len(files)} stops in {len(set(files))} files, {returns} of them returns to a file already left "
+            f"({len(calls)} calls)")
+
+
+def _generator_function(frame: FrameType) -> tuple[str, str] | None:
+    """(file under generator/, function) of a frame of the generator's code, or of the ``__init__`` a dataclass of the
+    generator's was given (its code is made at run time: the class's file is named); None for any other frame."""
+    filename = frame.f_code.co_filename
+    if filename.startswith(GENERATOR) and not filename.startswith(CHILD):
+        return filename[len(GENERATOR):], frame.f_code.co_name
+    if frame.f_code.co_name == "__init__" and filename == "<string>" and "self" in frame.f_locals:
+        cls = type(frame.f_locals["self"])
+        module = sys.modules.get(cls.__module__)
+        file = getattr(module, "__file__", None) or ""
+        if file.startswith(GENERATOR) and not file.startswith(CHILD):
+            return file[len(GENERATOR):], f"{cls.__name__}.__init__"
+    return None
+
+
+def _is_tensor(obj: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
 
 
 def _first_traced_value(capture: Any) -> list[Any]:
@@ -150,12 +199,12 @@ def main() -> int:
                 Walk(("reports/toy_vit/runner.py", "run"), ("build.py", "build"), _first_recorded_value)),
         }
     for label, walk in walks.items():
-        counts = walk.summary()
-        print(f"{label}: {counts['stops']} stops in {counts['files']} files, {counts['returns']} of them returns to a "
-              f"file already left ({counts['calls']} calls receive the value)")
-        if args.stops:
+        print(f"{label}:\n  its forms: {summary(walk.forms)}\n  every touch: {summary(walk.calls)}")
+    if args.stops:
+        for label, walk in walks.items():
+            print(f"{label}, its forms:")
             previous = None
-            for file, function in walk.calls:
+            for file, function in walk.forms:
                 if file != previous:
                     print(f"  {file}")
                     previous = file

@@ -1,26 +1,22 @@
-"""The command line's arguments: the parser of `python -m transformer_trace` and what a `build` request means.
+"""The command line's arguments: the parser of `python -m transformer_trace`.
 
 The build command's options come from the reports' option dataclasses (generator/options.py and
-generator/reports/<report>/options.py): one flag per field, with its type, choices and default. A report's
-options are the flags given, else mkdocs.yml's declaration (the transformer-trace plugin's `reports:`), else its
-defaults. The CLI (generator/cli.py), the MkDocs plugin and the warm server (generator/site/) all read requests
-here, so the same input gets the same answer, in the same words, whichever way it came.
+generator/reports/<report>/options.py): one flag per field, with its type (options.PARSERS), choices and default.
+Parsed, they become a ``BuildRequest`` (generator/build_request.py: what a build request means), the same typed
+object the MkDocs plugin and the warm server make from mkdocs.yml and a request's fields.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from transformer_trace.errors import UserError, one_line
-from transformer_trace.options import PARSERS, RunOptions, bounded_int, flag_of, out_path, shown
-from transformer_trace.docs_folder.configured import PLUGIN, declarations, generator_version, plugin_reports, resolve
-from transformer_trace.docs_folder.location import locate_site
+from transformer_trace.build_request import ALL, BuildRequest
+from transformer_trace.options import PARSERS, RunOptions, bounded_int, flag_of, option_kind, out_path, shown
 from transformer_trace.version import package_version
 
 if TYPE_CHECKING:
@@ -36,22 +32,14 @@ def program_name() -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    raises = False  # set by parse_build_argv: a refusal (or --help) raises _ArgumentError instead of exiting
-
-    def error(self, message: str) -> NoReturn:  # one line and exit code 2, like every other input error
+    def error(self, message: str) -> NoReturn:  # one line and exit code 2, like every other input error (OptionRefused)
         self.exit(2, f"error: {message} (see --help)\n")
-
-    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
-        if self.raises:
-            raise _ArgumentError((message or "").strip())
-        super().exit(status, message)
 
 
 def _add_option(group: argparse._ActionsContainer, f: Field, defaults: str, help_text: str | None = None) -> None:
     meta = f.metadata
-    kind = meta.get("kind") or ("int" if f.type in (int, "int") else None)
     group.add_argument(
-        flag_of(f), dest=f.name, default=None, type=PARSERS[kind], choices=meta.get("choices"),
+        flag_of(f), dest=f.name, default=None, type=PARSERS[option_kind(f)], choices=meta.get("choices"),
         metavar=None if meta.get("choices") else f.name.upper(),
         help=f"{help_text or meta['help']} (default: {defaults})",
     )
@@ -160,7 +148,7 @@ def _add_build_parser(sub: argparse._SubParsersAction, reports: Mapping[str, Rep
         "then: mkdocs serve",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    b.add_argument("--model", choices=("all", *reports), default="all",
+    b.add_argument("--model", choices=(ALL, *reports), default=ALL,
                    help=f"which report to (re)generate: {keys} or all (default: all)")
     for f in fields(RunOptions):
         _add_option(b, f, _default_text(f))
@@ -203,102 +191,6 @@ def _add_build_parser(sub: argparse._SubParsersAction, reports: Mapping[str, Rep
     out.add_argument("-v", "--verbose", action="store_true", help="log each step, with tracebacks on errors")
 
 
-def report_options(args: argparse.Namespace, declared: dict[str, Any] | None = None,
-                   config_file: Path | None = None) -> dict[str, RunOptions]:
-    """The options of every report ``args.model`` asks for: given flags, else mkdocs.yml's (``declared``, the plugin's
-    `reports:`), else each report's own defaults. With a declaration, `--model all` means the reports it lists."""
-    from transformer_trace.reports import REPORTS
-
-    for key in declared or {}:
-        if key not in REPORTS:
-            raise UserError(f"{config_key(config_file, key)}: unknown report; the reports are: {', '.join(REPORTS)}")
-    if args.model != "all":
-        wanted = [args.model]
-    else:
-        wanted = [key for key in REPORTS if key in declared] if declared else list(REPORTS)
-    taken = {f.name for key in wanted for f in fields(REPORTS[key].run_options)}
-    for key, report in REPORTS.items():  # a flag only another report takes would be silently ignored: refuse it
-        for f in fields(report.run_options):
-            if f.init and f.name not in taken and getattr(args, f.name, None) is not None:
-                owners = [k for k, r in REPORTS.items() if f.name in {g.name for g in fields(r.run_options)}]
-                raise UserError(f"{flag_of(f)} is an option of the {' and '.join(owners)} report, not of --model "
-                                f"{args.model}")
-    requests = {}
-    for key in wanted:
-        options_type = REPORTS[key].run_options
-        given: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(options_type)
-                                 if f.init and getattr(args, f.name, None) is not None}
-        from_config = declared_options(key, (declared or {}).get(key) or {}, config_file)
-        where = config_key(config_file, key)
-        try:
-            requests[key] = options_type(**{**from_config, **given})  # validates: a UserError names the bad option
-        except UserError as exc:
-            if not from_config or (given and _valid(options_type, from_config)):
-                raise  # mkdocs.yml's options alone are fine: the flags the user typed are what is refused
-            named = [name for name, f in _config_names(options_type).items()
-                     if f.name in from_config and f.name not in given
-                     and re.search(re.escape(flag_of(f)) + r"(?![\w-])", str(exc))]
-            raise UserError(f"{where}{'.' + named[0] if named else ''}: {exc}") from None
-    return requests
-
-
-def _valid(options_type: type, values: dict[str, Any]) -> bool:
-    try:
-        options_type(**values)
-    except UserError:
-        return False
-    return True
-
-
-def config_key(config_file: Path | None, key: str | None = None) -> str:
-    """Where report ``key``'s options are in mkdocs.yml, as refusals name it (without a key: the plugin's reports)."""
-    return f"{config_file.name if config_file else 'mkdocs.yml'}: plugins.{PLUGIN}.reports{'.' + key if key else ''}"
-
-
-def _config_names(options_type: type) -> dict[str, Field]:
-    """A report's options by their mkdocs.yml names: the CLI flag, its dashes as underscores (--vit-size: vit_size)."""
-    return {flag_of(f)[2:].replace("-", "_"): f for f in fields(options_type) if f.init}
-
-
-def declared_options(key: str, options: dict[str, Any], config_file: Path | None) -> dict[str, Any]:
-    """mkdocs.yml's options of report ``key``, parsed by the CLI's own parser (paths relative to mkdocs.yml's folder);
-    a bad one is refused in the CLI's words, naming its mkdocs.yml key."""
-    from transformer_trace.reports import REPORTS
-
-    where = config_key(config_file, key)
-    if key not in REPORTS:
-        raise UserError(f"{where}: unknown report; the reports are: {', '.join(REPORTS)}")
-    if not isinstance(options, dict):
-        raise UserError(f"{where}: expected the report's options as a mapping (name: value)")
-    names = _config_names(REPORTS[key].run_options)
-    base = config_file.resolve().parent if config_file else Path.cwd()
-    values: dict[str, Any] = {}
-    for name, value in resolve(options, base).items():
-        if name not in names:
-            raise UserError(f"{where}.{name}: unknown option; the {key} report takes {', '.join(names)}")
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise UserError(f"{where}.{name}: expected text or a number, not {value!r}")
-        f = names[name]
-        try:
-            parsed = parse_build_argv(["build", f"--model={key}", f"{flag_of(f)}={value}"])
-        except ArgumentsRefused as exc:
-            message = exc.message.removeprefix(f"argument {flag_of(f)}: ").removesuffix(" (see --help)")
-            raise UserError(f"{where}.{name}: {message}") from None
-        values[f.name] = getattr(parsed, f.name)
-    return values
-
-
-def run_records(requests: dict[str, RunOptions], declared: dict[str, Any] | None,
-                config_file: Path | None) -> dict[str, dict[str, Any]]:
-    """What the manifest records of each generated report: the mkdocs.yml declaration it was made under, the generator
-    version, and its options (docs_folder/configured.py decides from the first two whether it is up to date)."""
-    declarations_now = declarations({key: (declared or {}).get(key) for key in requests if key in (declared or {})},
-                                    config_file)
-    return {key: {"declared": declarations_now.get(key), "version": generator_version(),
-                  "options": {f.name: str(getattr(opts, f.name)) for f in fields(opts) if f.init}} for key,
-            opts in requests.items()}
-
-
 def _steps(text: str) -> int:
     return bounded_int(text, 1, MAX_STEPS)
 
@@ -331,51 +223,12 @@ def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
     out.add_argument("-v", "--verbose", action="store_true", help="log each request and step")
 
 
-class ArgumentsRefused(Exception):
-    """What the parser says of arguments it refuses, in one line (without "error: ")."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class _ArgumentError(Exception):
-    pass
-
-
-def parse_build_argv(argv: list[str]) -> argparse.Namespace:
-    """Parse ``build`` arguments with the CLI's own parser, raising ArgumentsRefused instead of exiting."""
-    p = parser()
-    stack = [p]
-    while stack:  # the parser and its subparsers (all _Parser: parser_class) report errors through exit()
-        current = stack.pop()
-        if not isinstance(current, _Parser):
-            raise TypeError(f"parse_build_argv: {current.prog} is not a _Parser; it would exit instead of raising")
-        current.raises = True
-        for action in current._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                stack.extend(action.choices.values())
-    try:
-        return p.parse_args(argv)
-    except _ArgumentError as exc:
-        raise ArgumentsRefused(one_line(str(exc))) from None
-
-
-def build_from_args(args: argparse.Namespace, progress=None):
-    """The BuildResult of `build` with parsed arguments; UserError for bad input (the warm server calls it too)."""
-    from transformer_trace.build import build
-    from transformer_trace.progress import Progress
+def build_request(args: argparse.Namespace) -> BuildRequest:
+    """What the parsed `build` arguments ask for, as the one typed request the plugin and the server make too: the
+    flags given (each read by its option's parser, as argparse did with ``type=``), by field name."""
     from transformer_trace.reports import REPORTS
 
-    locate_site(args)  # ./mkdocs.yml and its docs_dir, as `mkdocs` finds them; a --config typo is refused
-    config_file = args.config
-    declared = plugin_reports(config_file) if config_file is not None else None
-    requests = report_options(args, declared, config_file)
-    if getattr(args, "pdf", False):  # refuse before anything is written, not after the new site is in place
-        from transformer_trace.pdf import find_chromium, site_dir
-
-        find_chromium()
-        site_dir(config_file, args.out)
-    return build(args.out, requests, progress or Progress(enabled=False if args.quiet else None),
-                 force=getattr(args, "force", False),
-                 records=run_records(requests, declared, config_file), reports=REPORTS)
+    names = {f.name for report in REPORTS.values() for f in fields(report.run_options) if f.init}
+    return BuildRequest(model=args.model, given={name: value for name, value in vars(args).items()
+                                                 if name in names and value is not None},
+                        out=args.out, config=args.config, force=args.force, pdf=args.pdf, quiet=args.quiet)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from transformer_trace.checks import CHECKS, Check
 from transformer_trace.figures import DRAWINGS, Drawing
 from transformer_trace.registry import Registry
-from transformer_trace.report_parts import (Benchmark, ReportError, Training, TraceSpecLike, catalogue_parts,
+from transformer_trace.report_parts import (Benchmark, ReportError, Training, TraceInput, TraceSpec, catalogue_parts,
                                             check_names, check_parts)
 from transformer_trace.sources import Ref
 
@@ -141,8 +141,7 @@ class Report:
     templates: Path | None = None  # its own templates: explain.md.j2, inputs.md.j2, questions.md.j2 (each optional)
     starter: Callable[[Report, RunOptions], Callable[[], None]] | None = None  # work begun ahead (see start)
     # how `python -m transformer_trace trace` reads a script marked with its numbering
-    trace: TraceSpecLike | None = None
-    trace_inputs: Mapping[str, tuple[str, Any]] = field(default_factory=dict)  # inputs a trace labels from its tensors
+    trace: TraceSpec | None = None
     training: Training | None = None  # `python -m transformer_trace train <key>`
     benchmark: Benchmark | None = None  # its timing tables on the Benchmarks page (benchmarks/run.py)
     also_record: tuple[Ref, ...] = ()  # tensors only the explanations read
@@ -161,7 +160,12 @@ class Report:
         return self.options
 
     @property
-    def trace_spec(self) -> TraceSpecLike:
+    def trace_inputs(self) -> Mapping[str, TraceInput]:
+        """The run inputs a trace labels from the user's tensors (its trace spec's ``inputs``; none without one)."""
+        return self.trace.inputs if self.trace is not None else {}
+
+    @property
+    def trace_spec(self) -> TraceSpec:
         """``trace`` of a report a script's markers can be numbered for (trace.traceable's); a ReportError for one
         without."""
         if self.trace is None:

@@ -1,8 +1,8 @@
 """Command line: `python -m transformer_trace build ...` (see --help): runs the command the arguments name.
 
-The parser and what a build request means are in generator/arguments.py; the docs folder's machinery (staging,
-the build lock) is in generator/docs_folder/, the MkDocs plugin and `serve` in generator/site/: neither imports this
-module.
+The parser is generator/arguments.py, what a build request means generator/build_request.py; the docs folder's
+machinery (staging, the build lock) is in generator/docs_folder/, the MkDocs plugin and `serve` in generator/site/:
+neither imports this module.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 import warnings
 
-from transformer_trace.arguments import build_from_args, parser, program_name
+from transformer_trace.arguments import build_request, parser, program_name
 from transformer_trace.errors import UserError, file_error
 from transformer_trace.docs_folder.staging import interrupted_message, site_written
 from transformer_trace.docs_folder.location import docs_dir, locate_site
@@ -155,11 +155,13 @@ def _new(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from transformer_trace.build_request import run_build
+    from transformer_trace.reports import REPORTS
+
     started = time.perf_counter()
-    result = build_from_args(args)
+    result = run_build(build_request(args), REPORTS)
     if args.pdf:
         from transformer_trace.pdf import export
-        from transformer_trace.reports import REPORTS
 
         with site_written(args.out):  # a Ctrl-C while printing comes after the new reports went live
             export(args.out, args.config, REPORTS, quiet=args.quiet)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import Field, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -109,6 +109,42 @@ def out_path(value: str) -> Path:
 
 
 PARSERS = {"int": _integer, "positive": positive_int, "seed": seed_int, "path": path, "text": text, None: text}
+
+
+def option_kind(f: Field) -> str | None:
+    """Which of PARSERS reads an options field: its metadata's ``kind``, else "int" for an int field, else text."""
+    return f.metadata.get("kind") or ("int" if f.type in (int, "int") else None)
+
+
+class OptionRefused(UserError):
+    """A value an option does not take, in the command line's words whichever face it came through: ``flag`` and the
+    ``problem`` ("'x' is not a whole number"); the message is the CLI's line (argparse words it the same way)."""
+
+    def __init__(self, flag: str, problem: str) -> None:
+        super().__init__(f"argument {flag}: {problem} (see --help)")
+        self.flag = flag
+        self.problem = problem
+
+
+def choice(flag: str, value: object, choices: Sequence[object]) -> None:
+    """Refuse ``value`` unless it is one of ``choices`` (argparse's own words)."""
+    if value not in choices:
+        raise OptionRefused(flag, f"invalid choice: {value!r} (choose from {', '.join(map(repr, choices))})")
+
+
+def option_value(f: Field, text_value: str) -> Any:
+    """An options field's value read from text as the command line reads its flag (the plugin's and the server's
+    values too): its kind's parser, then its choices; an OptionRefused names the flag and the problem."""
+    flag, parse = flag_of(f), PARSERS[option_kind(f)]
+    try:
+        value = parse(text_value)
+    except argparse.ArgumentTypeError as exc:
+        raise OptionRefused(flag, str(exc)) from None
+    except (TypeError, ValueError):
+        raise OptionRefused(flag, f"invalid {parse.__name__} value: {text_value!r}") from None
+    if f.metadata.get("choices"):
+        choice(flag, value, f.metadata["choices"])
+    return value
 
 
 # ----------------------------------------------------------------------------- options

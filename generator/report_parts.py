@@ -11,24 +11,56 @@ from __future__ import annotations
 import difflib
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Protocol, runtime_checkable
+from types import MappingProxyType, ModuleType
+from typing import Any, Literal, NamedTuple, get_args
 
 
 class ReportError(TypeError):
     """A report declared wrongly: a part missing, misnamed, or not of its kind. A bug in the report, not user input."""
 
 
-@runtime_checkable
-class TraceSpecLike(Protocol):
-    """What `python -m transformer_trace trace` reads of a report (``trace.reading.verify.TraceSpec``)."""
+TraceInputKind = Literal["ids", "values", "vocabulary", "classes"]
+_TRACE_INPUT_KINDS = get_args(TraceInputKind)
+
+
+class TraceInput(NamedTuple):
+    """A run input a trace labels from the user's own tensors: ``kind`` "ids" or "values" (each ID snapshot ``where``
+    captured, as "ID n" or n), or "vocabulary" or "classes" ("ID k" / "class k" for k below dimension ``where``)."""
+
+    kind: TraceInputKind
+    where: int | str  # a snapshot number (ids, values) or a dimension's name (vocabulary, classes)
+
+
+@dataclass(frozen=True)
+class TraceSpec:
+    """How `python -m transformer_trace trace` reads a script marked with a report's numbering
+    (generator/reports/<report>/trace.py declares ``TRACE``).
+
+    ``keyword`` and ``letter`` are how students mark its snapshots: ``# BREAKPOINT S13`` (keyword "BREAKPOINT", letter
+    "S") or ``# Snapshot #13`` (keyword "SNAPSHOT", letter "#"). ``inputs`` are the run inputs a trace stands in for
+    with labels read from the user's tensors (a trace knows the user's token IDs, not their words): input name ->
+    TraceInput. The placeholders that name one pass of the layer loop are the report's options'
+    (``RunOptions.NAMED_PASSES``); what a trace verifies is the catalogue's checks, run on the captured tensors.
+    """
 
     keyword: str
     letter: str
+    example_size: tuple[str, ...] = ()  # `build` flags that give the bundled report the size of examples/ (benchmarks)
+    inputs: Mapping[str, TraceInput] = field(default_factory=dict)
 
-    def marker(self, number: int, label: str) -> str: ...
+    def __post_init__(self) -> None:
+        for name, declared in self.inputs.items():
+            if not (isinstance(declared, tuple) and len(declared) == 2):
+                raise ReportError(f"trace input {name!r}: expected (kind, snapshot number or dimension), "
+                                  f"got {declared!r}")
+        object.__setattr__(self, "inputs", MappingProxyType({name: TraceInput(*declared)
+                                                             for name, declared in self.inputs.items()}))
+
+    def marker(self, number: int, label: str) -> str:
+        """How to mark snapshot ``number`` (``label`` is the report's own, e.g. "S13" or "#13")."""
+        return f"# {self.keyword.capitalize() if self.letter == '#' else self.keyword} {label}"
 
 
 @dataclass(frozen=True)
@@ -73,11 +105,9 @@ _PARTS: dict[str, tuple[Callable[[Any], bool], str]] = {
                 "None or a callable start(report, opts) that returns a function waiting for the work begun"),
     "templates": (lambda v: v is None or (isinstance(v, Path) and v.is_dir()),
                   "None or the Path of an existing folder"),
-    "trace": (lambda v: v is None or isinstance(v, TraceSpecLike),
-              "None or a transformer_trace.trace.reading.verify.TraceSpec"),
-    "trace_inputs": (lambda v: isinstance(v, Mapping)
-                     and all(isinstance(k, str) and isinstance(t, tuple) and len(t) == 2 for k, t in v.items()),
-                     "a mapping of run input -> (kind, snapshot number or dimension)"),
+    "trace": (lambda v: v is None or (isinstance(v, TraceSpec) and all(
+                  isinstance(name, str) and t.kind in _TRACE_INPUT_KINDS for name, t in v.inputs.items())),
+              "None or a transformer_trace.report_parts.TraceSpec whose inputs are name -> TraceInput(kind, where)"),
     "training": (lambda v: v is None or (isinstance(v, Training) and _takes(v.main, 1, None, seed=0, quiet=True)
                                          and all(callable(f) for f in (v.load_record, v.record_path))),
                  "None or a Training whose main is a callable main(steps, out, seed, quiet)"),

@@ -15,7 +15,7 @@ from transformer_trace.models.legend import Legend
 from transformer_trace.report_parts import ReportError
 from transformer_trace.reports import REPORTS
 from transformer_trace.sources import Ref
-from transformer_trace.trace.reading.verify import TraceSpec
+from transformer_trace.report_parts import TraceSpec
 
 GENERATOR = Path(__file__).resolve().parent.parent / "generator"
 
@@ -67,7 +67,7 @@ def test_a_report_a_model_runs_refuses_a_snapshot_without_a_claim_and_half_a_mod
 
 
 def test_the_trace_spec_says_how_to_mark_and_nothing_about_places():
-    assert [f.name for f in dataclasses.fields(TraceSpec)] == ["keyword", "letter", "example_size"]
+    assert [f.name for f in dataclasses.fields(TraceSpec)] == ["keyword", "letter", "example_size", "inputs"]
 
 
 @pytest.mark.parametrize("key", sorted(REPORTS))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from transformer_trace.cli import main, parser
+from transformer_trace.report_parts import TraceSpec
 from transformer_trace.reports import REPORTS
 from tests.conftest import ROOT
 
@@ -133,10 +134,10 @@ def test_every_snapshot_shape_uses_the_report_dimensions(key, runs):
 
 @pytest.mark.parametrize("key", REPORTS)
 def test_option_defaults_come_from_the_options_dataclass(key):
-    args = parser().parse_args(["build", "--model", key])
-    from transformer_trace.arguments import report_options
+    from transformer_trace.arguments import build_request
+    from transformer_trace.build_request import report_options
 
-    opts = report_options(args)[key]
+    opts = report_options(build_request(parser().parse_args(["build", "--model", key])), REPORTS)[key]
     assert opts == REPORTS[key].options()
     for f in fields(opts):
         assert getattr(opts, f.name) == f.default
@@ -242,7 +243,7 @@ def parts_of(report) -> dict:
 @pytest.mark.parametrize("key", REPORTS)
 @pytest.mark.parametrize("wrong, message", [
     ("runer", "no part named 'runer'; did you mean 'runner'?"),
-    ("trace_input", "no part named 'trace_input'; did you mean 'trace_inputs'?"),
+    ("trace_spec", "no part named 'trace_spec'; did you mean 'trace'?"),
     ("start", "no part named 'start'"),
 ])
 def test_a_misnamed_part_is_an_error_naming_the_report_and_the_part(key, wrong, message):
@@ -274,8 +275,8 @@ def _main_without_seed(steps, out):
     ("runner", lambda report: None, "runner must be a callable run(report, opts)"),
     ("starter", "later", "starter must be None or a callable start(report, opts)"),
     ("templates", Path("/no/such/folder"), "templates must be None or the Path of an existing folder"),
-    ("trace", {"keyword": "BREAKPOINT"}, "trace must be None or a transformer_trace.trace.reading.verify.TraceSpec"),
-    ("trace_inputs", {"prompt_ids": "values"}, "trace_inputs must be a mapping"),
+    ("trace", {"keyword": "BREAKPOINT"}, "trace must be None or a transformer_trace.report_parts.TraceSpec"),
+    ("trace", TraceSpec("BREAKPOINT", "G", inputs={"prompt_ids": ("tokens", 1)}), "whose inputs are name -> TraceInput"),
     ("training", _main_without_seed, "training must be None or a Training"),
     ("benchmark", object(), "benchmark must be None or a Benchmark"),
 ])

@@ -34,7 +34,7 @@ import pytest
 
 from transformer_trace.cli import main
 from transformer_trace.reports import REPORTS
-from transformer_trace.site.api import ApiError, build_argv
+from transformer_trace.site.api import ApiError, build_request
 from transformer_trace.site.forms import SiteForms
 from transformer_trace.site.events import MAX_EVENT_STREAMS
 from tests.conftest import BUILD_ONLY, ROOT
@@ -327,9 +327,9 @@ def test_the_api_never_names_a_server_side_file_or_a_download(served, tmp_path):
     assert request(served.url, "/api/regenerate", body, {"Content-Type": kind}) == (400, {"error": refused})
     assert tree_digest(served.docs) == docs_before
     forms = SiteForms.of(REPORTS)
-    assert "--weights=random" in build_argv({"model": "vit", "weights": "random"}, tmp_path, forms=forms)
+    assert build_request({"model": "vit", "weights": "random"}, tmp_path, forms=forms).given == {"weights": "random"}
     with pytest.raises(ApiError, match="weights can only be random"):
-        build_argv({"model": "all", "weights": "imagenet"}, tmp_path, forms=forms)
+        build_request({"model": "all", "weights": "imagenet"}, tmp_path, forms=forms)
 
 
 def test_path_options_are_uploads_and_free_text_options_need_an_allow_list():

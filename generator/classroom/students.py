@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from transformer_trace.errors import UserError
+from transformer_trace.trace.verdicts import TraceRecord
 
 SNAPSHOTS = "snapshots.json"
 
@@ -18,7 +19,7 @@ SNAPSHOTS = "snapshots.json"
 class Student:
     name: str  # the folder name given (data: escaped wherever it is shown)
     folder: Path | None  # the folder of the student's traced report (its index.md), None when there is no report
-    data: dict[str, Any] = field(default_factory=dict)  # the report's snapshots.json
+    data: TraceRecord = field(default_factory=lambda: TraceRecord())  # the report's snapshots.json
     missing: str = ""  # why there is no report (the trace never wrote one)
 
 
@@ -74,7 +75,7 @@ def read_student(path: Path) -> Student:
     if not isinstance(data, dict) or not isinstance(data.get("snapshots"), list) or not data.get("traced"):
         raise UserError(f"{found}: not a trace's {SNAPSHOTS} (a bundled report's, or another file); "
                         "class pages read the reports `python -m transformer_trace trace` writes")
-    return Student(name, found.parent, data)
+    return Student(name, found.parent, cast(TraceRecord, data))  # its keys: read where they are used
 
 
 def read_students(paths: list[Path]) -> list[Student]:

@@ -96,7 +96,9 @@ def tally(students: list[Student], page_folder: Path) -> dict[str, Any]:
     snapshot_rows: dict[tuple[str, str], SnapshotRow] = {}
     groups: dict[tuple[str, str, str], FailureGroup] = {}
     for student, row in zip(students, rows):
-        for snap in student.data.get("snapshots", []) if student.folder is not None else []:
+        if student.folder is None:
+            continue
+        for snap in student.data.get("snapshots", []):
             key = (row.catalogue, snap["label"])
             found = snapshot_rows.setdefault(key, SnapshotRow(row.catalogue, snap["label"], snap["title"]))
             found.counts[row.cells[snap["label"]]] += 1

@@ -97,7 +97,7 @@ def declarations(reports: dict[str, Any] | None, config_file: Path | str | None)
     from transformer_trace.errors import UserError  # torch-free
 
     base = Path(config_file).resolve().parent if config_file else Path.cwd()
-    for key, options in (reports or {}).items():  # the CLI's own words (generator/arguments.py declared_options)
+    for key, options in (reports or {}).items():  # the CLI's own words (generator/build_request.py declared_options)
         where = f"{Path(config_file).name if config_file else 'mkdocs.yml'}: plugins.{PLUGIN}.reports.{key}"
         if options is not None and not isinstance(options, dict):
             raise UserError(f"{where}: expected the report's options as a mapping (name: value)")

@@ -60,17 +60,25 @@ def docs_dir(config: Path) -> Path:
     return config.resolve().parent / os.path.expanduser(value)
 
 
+def site_of(command: str, config: Path | None, docs: Path | None, *, pdf: bool = False) -> tuple[Path | None,
+                                                                                           Path | None]:
+    """The mkdocs.yml and docs folder of site command ``command`` (build, trace, serve, pdf), each as given or else
+    found as `mkdocs` finds it. Refuses (UserError, one line) when the command needs a mkdocs.yml and there is none."""
+    found = find_config(config)
+    optional = docs is not None and command in _WITHOUT_CONFIG and not pdf
+    if found is None and not optional:
+        raise UserError(no_config_message(Path.cwd()))
+    if docs is None and found is not None:  # (without a docs folder, a missing config was refused above)
+        docs = docs_dir(found)
+    return found, docs
+
+
 def locate_site(args: argparse.Namespace) -> None:
     """Fill in ``args.config`` and the docs folder of a site command (build, trace, serve, pdf) left unset on the
-    command line. Refuses (UserError, one line) when a command needs a mkdocs.yml and there is none."""
+    command line (site_of)."""
     option = DOCS_OPTION.get(args.command)
     if option is None:
         return
-    config = find_config(getattr(args, "config", None))
-    docs = getattr(args, option, None)
-    optional = docs is not None and args.command in _WITHOUT_CONFIG and not getattr(args, "pdf", False)
-    if config is None and not optional:
-        raise UserError(no_config_message(Path.cwd()))
-    args.config = config
-    if docs is None and config is not None:  # (without a docs folder, a missing config was refused above)
-        setattr(args, option, docs_dir(config))
+    args.config, docs = site_of(args.command, getattr(args, "config", None), getattr(args, option, None),
+                                pdf=getattr(args, "pdf", False))
+    setattr(args, option, docs)

@@ -1,5 +1,6 @@
-"""The regenerate API of `python -m transformer_trace serve`: request bodies and fields turned into the CLI's `build`
-arguments, the build run as the CLI runs it, the CLI's one-line refusals as 400 answers, and /api/status.
+"""The regenerate API of `python -m transformer_trace serve`: request bodies and fields turned into a build request
+(generator/build_request.py, the CLI's own), the build run as the CLI runs it, the CLI's one-line refusals as 400
+answers, and /api/status.
 
 See generator/site/server.py for the endpoints and their answers; the rules on which fields and values the API
 takes are in generator/site/forms.py.
@@ -14,10 +15,16 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from transformer_trace.build_request import BuildRequest, checked_model
 from transformer_trace.errors import UserError, file_error, one_line
+from transformer_trace.options import OptionRefused, option_value
 from transformer_trace.site.forms import SiteForms
+
+if TYPE_CHECKING:
+    from transformer_trace.build import BuildResult
+    from transformer_trace.catalogue import Report
 
 MAX_UPLOAD = 20 * 1024 * 1024  # bytes of request body (an image upload), checked before reading
 MAX_BODIES = 4  # request bodies arriving at once (read before the regeneration lock is taken): at most 4 x 20 MB held
@@ -44,43 +51,35 @@ class Upload:
     data: bytes
 
 
-# ----------------------------------------------------------------------------- fields -> the CLI's arguments
+# ----------------------------------------------------------------------------- fields -> a build request
 
 
-def parse_build_argv(argv: list[str]):
-    """Parse ``build`` arguments with the CLI's own parser; its one-line error becomes ApiError(400)."""
-    from transformer_trace.arguments import ArgumentsRefused, parse_build_argv as parse
-
-    try:
-        return parse(argv)
-    except ArgumentsRefused as exc:
-        raise ApiError(400, exc.message) from None
-
-
-def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str, Path] | None = None,
-               config: Path | None = None, *, forms: SiteForms) -> list[str]:
-    """The `build` command line for API fields (values bound with '=' so none can read as an option)."""
+def build_request(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str, Path] | None = None,
+                  config: Path | None = None, *, forms: SiteForms) -> BuildRequest:
+    """The build request of API ``fields`` (and the uploads stored at ``upload_paths``), each value read by its
+    option's parser as the CLI reads the flag: a refusal is ApiError(400) with the CLI's one line."""
     if "model" not in fields or fields["model"] in (None, ""):
         raise ApiError(400, f"the field 'model' is required: {' or '.join(forms.by_report)}")
     model = fields["model"]
     if not isinstance(model, str):
         raise ApiError(400, "the field 'model' must be text")
-    argv = ["build", f"--model={model}", f"--out={docs}", "--quiet", *([f"--config={config}"] if config else [])]
-    if model not in forms.by_report and model != "all":
-        return argv  # the CLI refuses it, with its list of models
-    allowed, restricted, uploads = {**forms.options_for(model),
-                                    "force": "--force"}, forms.restricted_values(model), forms.file_fields()
+    try:
+        checked_model(model, forms.by_report)
+    except OptionRefused as exc:
+        raise ApiError(400, str(exc)) from None
+    allowed, restricted, uploads = forms.options_for(model), forms.restricted_values(model), forms.file_fields()
+    force = False
+    texts: dict[str, str] = {}  # API field -> the value's text, every field's shape checked before any value is read
     for name, value in fields.items():
         if name == "model":
             continue
         if name == "force":  # overwrite generated files edited by hand, as the CLI's --force
             if value not in (True, False, None, "true", "false", "on", ""):
                 raise ApiError(400, "the field 'force' must be true or false")
-            if value in (True, "true", "on"):
-                argv.append("--force")
+            force = value in (True, "true", "on")
             continue
         if name not in allowed:
-            raise ApiError(400, f"unknown field {name!r} for {model}; the fields are: {', '.join(allowed)}")
+            raise ApiError(400, f"unknown field {name!r} for {model}; the fields are: {', '.join([*allowed, 'force'])}")
         if name in uploads:
             raise ApiError(400, f"the field {name!r} is a file: upload it as multipart/form-data")
         if value is None:
@@ -90,12 +89,19 @@ def build_argv(fields: Mapping[str, Any], docs: Path, upload_paths: Mapping[str,
         # the same answer whether or not a file of that name exists
         if name in restricted and str(value) not in restricted[name]:
             raise ApiError(400, _refused_value(name, allowed[name], restricted[name]))
-        argv.append(f"{allowed[name]}={value}")
+        texts[name] = str(value)
     for name, path in (upload_paths or {}).items():
         if name not in allowed or name not in uploads:
             raise ApiError(400, f"unknown file field {name!r} for {model}")
-        argv.append(f"{allowed[name]}={path}")
-    return argv
+        texts[name] = str(path)
+    given = {}
+    for name, text in texts.items():
+        option = forms.option_field(model, name)
+        try:
+            given[option.name] = option_value(option, text)
+        except OptionRefused as exc:
+            raise ApiError(400, str(exc)) from None
+    return BuildRequest(model=model, given=given, out=docs, config=config, force=force, quiet=True)
 
 
 def _api_message(exc: UserError) -> str:
@@ -199,10 +205,10 @@ def _parse_multipart(content_type: str, body: bytes, forms: SiteForms) -> tuple[
 
 
 def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path, config: Path, progress,
-             forms: SiteForms):
-    """Regenerate the report(s) ``fields`` ask for by the CLI's own code path (uploads stored in a temporary folder
-    meanwhile); its BuildResult, or ApiError(400) with the CLI's one line for input it refuses."""
-    from transformer_trace.arguments import build_from_args
+             forms: SiteForms, reports: Mapping[str, Report]) -> BuildResult:
+    """Regenerate the report(s) of ``reports`` that ``fields`` ask for by the CLI's own code path (uploads stored in a
+    temporary folder meanwhile); its BuildResult, or ApiError(400) with the CLI's one line for input it refuses."""
+    from transformer_trace.build_request import run_build
     from transformer_trace.options import UPLOADED
 
     tmp: Path | None = None  # made for the first upload
@@ -222,10 +228,10 @@ def generate(fields: Mapping[str, Any], files: Mapping[str, Upload], docs: Path,
                 raise ApiError(
                     500, f"the server could not store the upload ({exc.strerror or type(exc).__name__})"
                 ) from None
-        args = parse_build_argv(build_argv(fields, docs, paths, config, forms=forms))
+        request = build_request(fields, docs, paths, config, forms=forms)
         uploaded = UPLOADED.set({str(path): files[name].filename for name, path in paths.items()})
         try:
-            return build_from_args(args, progress)
+            return run_build(request, reports, progress)
         except BaseException as exc:
             refused = file_error(exc) if isinstance(exc, OSError) else exc  # None: an OSError of the server's own
             if not isinstance(refused, UserError):

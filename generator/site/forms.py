@@ -13,26 +13,28 @@ a new option of that sort stays closed until someone decides what is safe.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, fields
 from typing import Any
 
-from transformer_trace.options import flag_of
+from transformer_trace.options import flag_of, option_kind
 
 SAFE_KINDS = ("int", "positive", "seed", "text")  # option kinds whose values cannot name a file or a download
 
 
 def report_form(options_type: type) -> dict[str, Any]:
     """One report's form: ``fields`` (shown), ``options`` (API only: name -> flag), ``uploads`` (the options taken
-    only as an uploaded file) and ``values`` (the options restricted to a few values; an empty tuple: not settable
-    here)."""
+    only as an uploaded file), ``values`` (the options restricted to a few values; an empty tuple: not settable
+    here) and ``read_by`` (API name -> the options field whose parser reads its value)."""
     entries, options, uploads, values = [], {"device": "--device"}, set(), {}
+    read_by: dict[str, Field[Any]] = {}
     for f in fields(options_type):
         if not f.init:
             continue
         flag = flag_of(f)
         name = flag.removeprefix("--").replace("-", "_")
+        read_by[name] = f
         meta = f.metadata
-        kind = meta.get("kind") or ("int" if f.type in (int, "int") else None)  # as generator/arguments.py parses it
+        kind = option_kind(f)  # as every face reads it (generator/options.py option_value)
         form = meta.get("form")
         if kind == "path" or (form or {}).get("type") == "file":
             uploads.add(name)
@@ -45,7 +47,7 @@ def report_form(options_type: type) -> dict[str, Any]:
     common = [e for e in entries if e["name"] in ("seed",
                                                   "layer")]  # the report's own inputs first, then seed and layer
     return {"fields": [e for e in entries if e not in common] + common, "options": options, "uploads": uploads,
-            "values": values}
+            "values": values, "read_by": read_by}
 
 
 def forms_of(reports: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -74,6 +76,11 @@ class SiteForms:
             out.update({f["name"]: f["option"] for f in form["fields"]})
             out.update(form["options"])
         return out
+
+    def option_field(self, model: str, name: str) -> Field[Any]:
+        """The options field that reads API field ``name`` of ``model`` ("all": the first report's that has it, as the
+        command line's one flag for an option several reports share)."""
+        return next(form["read_by"][name] for form in self._chosen(model) if name in form["read_by"])
 
     def restricted_values(self, model: str) -> dict[str, tuple[str, ...]]:
         """API field -> the only values the API takes for it, for ``model`` ("all": every report's)."""

@@ -230,24 +230,24 @@ def _unwatched(server: Any, docs: Path) -> Iterator[None]:
 
 
 def _requests(todo: dict[str, Any], config_file: str | None) -> dict[str, Any]:
-    """Each report's options from mkdocs.yml, validated as the CLI validates them (imports PyTorch)."""
-    import argparse
-
-    from transformer_trace.arguments import report_options
+    """Each report's options from mkdocs.yml, validated as the CLI validates them (imports PyTorch): one build request
+    per report (generator/build_request.py), its values the declaration's."""
+    from transformer_trace.build_request import BuildRequest, report_options
     from transformer_trace.errors import about_report
+    from transformer_trace.reports import REPORTS
 
     config_path = Path(config_file) if config_file else None
     requests: dict[str, Any] = {}
     for key, options in todo.items():  # one line naming the mkdocs.yml key for a bad one
         with about_report(key):
-            requests |= report_options(argparse.Namespace(model=key), {key: options or {}}, config_path)
+            requests |= report_options(BuildRequest(model=key), REPORTS, {key: options or {}}, config_path)
     return requests
 
 
 def _naming_its_report(exc, generating: list[str], config_file: str | None) -> str:
     """``exc``'s one line, after the mkdocs.yml key of the report whose input caused it, or of the plugin's reports with
     those being generated when no report's input did (a link, a folder), unless the message already names it."""
-    from transformer_trace.arguments import config_key
+    from transformer_trace.build_request import config_key
 
     config_path = Path(config_file) if config_file else None
     message = str(exc)
@@ -261,7 +261,7 @@ def _naming_its_report(exc, generating: list[str], config_file: str | None) -> s
 def _generate(docs: Path, requests: dict[str, Any], declared: dict[str, Any], config_file: str | None):
     """Run the generator for ``requests``, recording in the manifest what each report was generated from."""
     from transformer_trace.build import build
-    from transformer_trace.arguments import run_records
+    from transformer_trace.build_request import run_records
     from transformer_trace.progress import Progress
     from transformer_trace.reports import REPORTS
 

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 from transformer_trace.errors import UserError, one_line
 from transformer_trace.site import http_handler
-from transformer_trace.site.api import BUSY, MAX_BODIES, ApiError, Upload, generate, parse_build_argv
+from transformer_trace.site.api import BUSY, MAX_BODIES, ApiError, Upload, generate
 from transformer_trace.site.api import status as api_status
 from transformer_trace.site.events import EventProgress, Events
 from transformer_trace.site.forms import SiteForms
@@ -253,13 +253,9 @@ class WarmServer:
             raise UserError(f"MkDocs configuration not found: {self.config}; give one with --config")
         if not any((self.docs / key / "snapshots.json").is_file() for key in self.reports):
             say(f"no report in {self.docs}: generating every report from the default inputs")
-            from transformer_trace.arguments import build_from_args
+            from transformer_trace.build_request import BuildRequest, run_build
 
-            build_from_args(
-                parse_build_argv(
-                    ["build", f"--out={self.docs}", f"--config={self.config}", *(["--quiet"] if self.quiet else [])]
-                )
-            )
+            run_build(BuildRequest(out=self.docs, config=self.config, quiet=self.quiet), self.reports)
         load_everything(self.reports)
         from transformer_trace.site.warm_site import WarmSite
 
@@ -296,7 +292,7 @@ class WarmServer:
         publish("progress", {"step": "checking the input"})
         try:
             result = generate(fields, files, self.docs, self.config, EventProgress(publish, self._render_ahead),
-                              self.forms)
+                              self.forms, self.reports)
         except BaseException:
             if self.site is not None:
                 self.site.abandon_ahead()

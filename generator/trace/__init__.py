@@ -13,7 +13,7 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypedDict
 
 from transformer_trace.errors import UserError
 from transformer_trace.options import out_path
@@ -22,6 +22,7 @@ from transformer_trace.trace.child.protocol import ModuleKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
+    from transformer_trace.trace.markers import Marker
     from transformer_trace.trace.reading.capture import Capture
 
 
@@ -29,6 +30,15 @@ if TYPE_CHECKING:  # pragma: no cover
 # is not found before it runs
 _LOOKED_IN = ("in it or in the modules of its folder it imports (`import`, `from ... import`, "
               "`importlib.import_module(\"name\")`)")
+
+
+class Reads(TypedDict):
+    """What the catalogue's checks read of the marked lines, as run_script takes it: the snapshots whose lines copy
+    the local tensors they read, and per snapshot the kinds of module calls copied."""
+
+    locals_for: frozenset[int]
+    calls_for: Mapping[int, frozenset[str]]
+
 
 def traceable(reports: Mapping[str, Report]) -> dict[str, Report]:
     """The reports a script's markers can be numbered for (those with a ``trace`` spec), in the given order."""
@@ -39,7 +49,7 @@ def reads_locals(catalogue: Report) -> frozenset[int]:
     """The snapshots whose checks read the local tensors their line reads (``TraceUse.reads_locals``: a head split
     checked against the projection the line split): only their lines copy them."""
     return frozenset(snap.number for snap in catalogue.snapshots
-                     if any(check.TRACE.reads_locals for check in getattr(snap, "checks", ())))
+                     if any(check.TRACE.reads_locals for check in snap.checks))
 
 
 # The kinds of module calls trace/reading/weights.py's bind reads besides those a check declares in TRACE.calls: a
@@ -59,13 +69,13 @@ def calls_read(catalogue: Report) -> dict[int, frozenset[ModuleKind]]:
     the script's interpreter."""
     found = {}
     for snap in catalogue.snapshots:
-        checks = getattr(snap, "checks", ())
+        checks = snap.checks
         kinds = set().union(*(check.TRACE.kinds for check in checks))
         found[snap.number] = frozenset(kinds.union(*(CALLS_READ_WITH.get(kind, ()) for kind in kinds)))
     return found
 
 
-def as_traced(markers: list, numbering: str, reports: Mapping[str, Report]) -> tuple[list, dict[str, Any]]:
+def as_traced(markers: list[Marker], numbering: str, reports: Mapping[str, Report]) -> tuple[list[Marker], Reads]:
     """The markers as `trace` runs them for ``numbering`` (the catalogue's variable where a marker names none), and
     run_script's ``locals_for`` and ``calls_for``: what the catalogue's checks read of the marked lines (nothing, for
     the script's own points). benchmarks/ measure the tracer so."""

@@ -19,10 +19,9 @@ import re
 from dataclasses import dataclass
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
-
-from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, UNRECOGNISED, check_text, diagnosis,
-                                      first_failure_label, script_failed, verdict)
+from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, UNRECOGNISED, SnapshotRecord,
+                                              SourceRecord, TraceRecord, check_text, diagnosis, first_failure_label,
+                                              script_failed, verdict)
 
 FIRST_FAILURE = "first failure (pipeline order)"
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")  # characters XML 1.0 cannot hold at all
@@ -60,14 +59,14 @@ def repository_root(script: Path) -> Path:
     return here if here in script.resolve().parents else script.resolve().parent
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return _NOT_XML.sub("\ufffd", str(value))
 
 
-def _where(snapshot: dict[str, Any], whose: Whose) -> tuple[str | None, int | None, str]:
+def _where(snapshot: SnapshotRecord, whose: Whose) -> tuple[str | None, int | None, str]:
     """The marked line of a snapshot as the ``file`` and ``line`` attributes and as text: ``model.py:50`` (a notebook's:
     its file, no line, and "vit.ipynb, cell 7, line 3": the line of the script it ran as means nothing to CI)."""
-    source = snapshot.get("source") or {}
+    source: SourceRecord = snapshot.get("source") or {}
     if not source.get("path"):
         return None, None, ""
     file = whose.file(source["path"])
@@ -77,7 +76,7 @@ def _where(snapshot: dict[str, Any], whose: Whose) -> tuple[str | None, int | No
     return file, line, f"{file}:{line}" if line else file
 
 
-def testcase(data: dict[str, Any], snapshot: dict[str, Any], first: str | None, whose: Whose) -> ET.Element:
+def testcase(data: TraceRecord, snapshot: SnapshotRecord, first: str | None, whose: Whose) -> ET.Element:
     case = ET.Element("testcase", {"classname": _text(f"{whose.student}.{snapshot.get('stage', 'trace')}"),
                                    "name": _text(f"{snapshot['label']} {snapshot['title']}"), "time": "0"})
     file, line, where = _where(snapshot, whose)
@@ -140,7 +139,7 @@ def _document(cases: list[ET.Element], whose: Whose, title: str, properties: dic
     return ET.ElementTree(root)
 
 
-def junit_tree(data: dict[str, Any], whose: Whose) -> ET.ElementTree:
+def junit_tree(data: TraceRecord, whose: Whose) -> ET.ElementTree:
     """The JUnit document of one trace, from its snapshots.json."""
     first = first_failure_label(data)
     cases = [testcase(data, snapshot, first, whose) for snapshot in data.get("snapshots", [])]
@@ -148,7 +147,7 @@ def junit_tree(data: dict[str, Any], whose: Whose) -> ET.ElementTree:
     if stopped:
         cases.append(_error_case(whose, "the script ran to its end", "script failed", stopped))
     script = (data.get("inputs") or {}).get("script")
-    properties = {"script": whose.file(script), "catalogue": str(data.get("catalogue"))} if script else {}
+    properties = {"script": whose.file(str(script)), "catalogue": str(data.get("catalogue"))} if script else {}
     return _document(cases, whose, str(data.get("title", data["model"])), properties)
 
 

@@ -15,9 +15,12 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from transformer_trace.errors import UserError
+
+if TYPE_CHECKING:
+    from transformer_trace.docs_folder.staging import HandEdits
 
 # Folders and files of a built site or of docs/ that are not reports: the PDFs, the print views' and the themes' assets,
 # MkDocs' own outputs, home pages. The bundled reports' folders are added from the registry (reserved_names).
@@ -76,7 +79,7 @@ def trace_name(given: str | None, script: Path, docs: Path, reports: Iterable[st
     return name
 
 
-def trace_record(script: Path) -> dict[str, Any]:
+def trace_record(script: Path) -> dict[str, str]:
     """What the manifest keeps about a trace: the script it is of, so that a re-trace of it may replace it."""
     return {SCRIPT: str(script)}
 
@@ -102,12 +105,21 @@ def _holder(docs: Path, name: str, script: Path) -> str | None:
     return "generated files of another kind"
 
 
-def _snapshots(folder: Path) -> dict[str, Any]:
+class _Traced(TypedDict, total=False):
+    """What a folder's snapshots.json says of the run it is of (a trace's: traced, and its script's name)."""
+
+    traced: bool
+    inputs: dict[str, object]
+
+
+def _snapshots(folder: Path) -> _Traced:
     try:
         data = json.loads((folder / "snapshots.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) and isinstance(data.get("inputs", {}), dict) else {}
+    if not (isinstance(data, dict) and isinstance(data.get("inputs", {}), dict)):
+        return {}
+    return cast(_Traced, data)  # the keys read are checked where they are read
 
 
 def rerun_path(typed: Path, script: Path, docs: Path) -> str:
@@ -121,6 +133,6 @@ def rerun_path(typed: Path, script: Path, docs: Path) -> str:
         return script.name
 
 
-def hand_edits_refusal(exc: Any, folder: Path) -> UserError:
+def hand_edits_refusal(exc: HandEdits, folder: Path) -> UserError:
     """The staging's refusal of hand-edited generated files in trace's words: trace has no --force."""
     return UserError(f"{exc.summary}; move your edits elsewhere, or move {folder} away, and trace again")

@@ -23,10 +23,13 @@ import tempfile
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from transformer_trace.errors import UserError
 from transformer_trace.trace.child.protocol import CELL_LINE, NOTEBOOK_HEADER
+
+if TYPE_CHECKING:
+    from transformer_trace.trace.reading.capture import Capture
 
 HEADER = NOTEBOOK_HEADER
 _HEADER = re.compile(re.escape(HEADER).replace(re.escape("{name}"), "(?P<name>.+)"))
@@ -72,7 +75,7 @@ class NotebookScript:
     cells: int = 0  # code cells run
 
 
-def _cells(notebook: Path) -> list[dict[str, Any]]:
+def _cells(notebook: Path) -> list[dict[str, object]]:
     try:
         data = json.loads(notebook.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
@@ -88,7 +91,7 @@ def _cells(notebook: Path) -> list[dict[str, Any]]:
     return cells
 
 
-def _lines(cell: dict[str, Any]) -> list[str]:
+def _lines(cell: dict[str, object]) -> list[str]:
     source = cell.get("source", "")
     text = "".join(source) if isinstance(source, list) else str(source)
     return text.splitlines()
@@ -215,7 +218,7 @@ def translate_error(error: str, script: Path, source: str) -> str:
     return re.sub(path, lambda m: name, error)
 
 
-def as_notebook_capture(capture: Any, notebook: Path) -> None:
+def as_notebook_capture(capture: Capture, notebook: Path) -> None:
     """After the run: the capture names the notebook (the report's title, its SHA-256) and its error says the cell."""
     import hashlib
 

@@ -18,13 +18,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
     from types import FrameType
 
-    Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None  # what signal.signal returns
+    Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None  # what signal.signal returns
 
 GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
 PR_SET_CHILD_SUBREAPER = 36

@@ -48,7 +48,7 @@ def published(notebook: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def _output(output: Any) -> dict[str, Any] | None:
+def _output(output: object) -> dict[str, object] | None:
     """An output as data: a stream's or an error's text as it is (nbconvert escapes it), a result's shown kinds only,
     its active kinds' source as text where nothing else is left; None for any other."""
     if not isinstance(output, dict):
@@ -104,5 +104,5 @@ def _escaped(text: str) -> str:
         lambda m: m.group() if m.group(2).lower() in SAFE_SCHEMES else f"{m.group(1)}#{m.group(2)}-", text)
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return "".join(map(str, value)) if isinstance(value, list) else str(value)

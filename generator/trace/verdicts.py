@@ -3,7 +3,7 @@ that knows how a check's outcome is stored there (the JUnit file and the class p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 PASSED, FAILED, NOT_CHECKABLE, NOT_CAPTURED = "passed", "failed", "not checkable", "not captured"
 # failed without evidence (generator/checks/evidence.py): a form the checks do not know, not a bug
@@ -13,33 +13,81 @@ VERDICTS = (PASSED, FAILED, UNRECOGNISED, NOT_CHECKABLE, NOT_CAPTURED)
 EXIT_PASSED, EXIT_FAILED, EXIT_ERROR = 0, 1, 2  # as pytest tells its outcomes apart: 2 = bad input or the script failed
 
 
-def verdict(snapshot: dict[str, Any]) -> str:
+# What a trace's snapshots.json holds, as its readers (this module, the JUnit file, the class page) read it; the writer
+# is generator/snapshots_file.py. total=False: an entry holds the keys its case has (a snapshot not captured no check).
+class EvidenceRecord(TypedDict, total=False):
+    message: str  # the property broken or the bug form that fitted
+
+
+class CheckRecord(TypedDict, total=False):
+    name: str
+    detail: str  # why it failed or was not checkable
+    status: str  # "unrecognised": failed without evidence
+    passed: bool | None
+    evidence: EvidenceRecord
+
+
+class SourceRecord(TypedDict, total=False):
+    path: str  # the marked file
+    line: int
+    location: str  # a notebook's: "vit.ipynb, cell 7, line 3"
+
+
+class SnapshotRecord(TypedDict, total=False):
+    label: str  # "S13"
+    title: str
+    page: str  # its page's file in the report folder
+    stage: str
+    captured: bool
+    passed: bool | None
+    check: CheckRecord
+    source: SourceRecord
+
+
+class OutcomeRecord(TypedDict, total=False):
+    error: str | None
+    timed_out: bool
+    timeout: float | None
+    first_failure: str | None  # "S13 Attention scores: ..."
+
+
+class TraceRecord(TypedDict, total=False):
+    model: str
+    title: str
+    catalogue: str
+    inputs: dict[str, object]
+    snapshots: list[SnapshotRecord]
+    outcome: OutcomeRecord
+
+
+def verdict(snapshot: SnapshotRecord) -> str:
     """passed / failed / unrecognised / not checkable / not captured, for one entry of snapshots.json's
     "snapshots"."""
     if not snapshot.get("captured"):
         return NOT_CAPTURED
-    check = snapshot.get("check") or {}
+    check: CheckRecord = snapshot.get("check") or {}
     if check.get("status") == UNRECOGNISED:
         return UNRECOGNISED
     passed = snapshot["passed"] if "passed" in snapshot else check.get("passed")
     return PASSED if passed is True else FAILED if passed is False else NOT_CHECKABLE
 
 
-def diagnosis(snapshot: dict[str, Any]) -> str:
+def diagnosis(snapshot: SnapshotRecord) -> str:
     """What a failure's evidence says is wrong (the property broken or the bug form that fitted), "" where none."""
-    evidence = (snapshot.get("check") or {}).get("evidence") or {}
+    check: CheckRecord = snapshot.get("check") or {}
+    evidence: EvidenceRecord = check.get("evidence") or {}
     return str(evidence.get("message") or "")
 
 
-def check_text(snapshot: dict[str, Any]) -> tuple[str, str]:
+def check_text(snapshot: SnapshotRecord) -> tuple[str, str]:
     """The check's name and what it found (why it was not checkable, or why it failed)."""
-    check = snapshot.get("check") or {}
+    check: CheckRecord = snapshot.get("check") or {}
     return str(check.get("name") or ""), str(check.get("detail") or "")
 
 
-def script_failed(data: dict[str, Any]) -> str | None:
+def script_failed(data: TraceRecord) -> str | None:
     """Why the traced script did not run to its end (an exception, --timeout), or None when it did."""
-    outcome = data.get("outcome") or {}
+    outcome: OutcomeRecord = data.get("outcome") or {}
     if outcome.get("error"):
         return str(outcome["error"])
     if outcome.get("timed_out"):
@@ -47,16 +95,17 @@ def script_failed(data: dict[str, Any]) -> str | None:
     return None
 
 
-def first_failure_label(data: dict[str, Any]) -> str | None:
+def first_failure_label(data: TraceRecord) -> str | None:
     """The label of the first failing snapshot in pipeline order ("S13"), as the overview names it."""
-    named = (data.get("outcome") or {}).get("first_failure")
+    outcome: OutcomeRecord = data.get("outcome") or {}
+    named = outcome.get("first_failure")
     failed = [s["label"] for s in data.get("snapshots", []) if verdict(s) == FAILED]
     if named:
         return next((label for label in failed if named.startswith(f"{label} ")), failed[0] if failed else None)
     return failed[0] if failed else None
 
 
-def exit_status(data: dict[str, Any]) -> int:
+def exit_status(data: TraceRecord) -> int:
     """0 when no check failed (passed, unrecognised or not checkable: an unrecognised step is a form the checks do
     not know, not a bug), 1 when a check failed with evidence, 2 when the script failed (error, --timeout)."""
     if script_failed(data):

@@ -5,7 +5,7 @@ them):
 catalogue.py     snapshots, stages, figures, questions        options.py   command-line options and validation
 runner.py        builds the model and records a pass          checks.py, figures.py  its own checks and drawings
 explore.py       what the explorer ships as data (every layer's attention and output, axis labels)
-trace.py, trace_inputs.py  how a traced script marks its snapshots and which inputs its tensors label
+trace.py         how a traced script marks its snapshots and which inputs its tensors label
 benchmark.py     its model's speed against torch.nn's         templates/   explain.md.j2, inputs.md.j2, questions.md.j2
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from transformer_trace.catalogue import Report
 from transformer_trace.report_parts import Benchmark
-from transformer_trace.reports.encoder_decoder import benchmark, catalogue, checks, figures, runner, trace, trace_inputs
+from transformer_trace.reports.encoder_decoder import benchmark, catalogue, checks, figures, runner, trace
 from transformer_trace.reports.encoder_decoder.explore import EXPLORATION
 from transformer_trace.reports.encoder_decoder.options import EncoderDecoderOptions
 
@@ -29,7 +29,6 @@ REPORT = Report.from_catalogue(
     runner=runner.run,
     templates=Path(__file__).parent / "templates",
     trace=trace.TRACE,
-    trace_inputs=trace_inputs.TRACE_INPUTS,
     benchmark=Benchmark(model_tables=benchmark.model_tables, targets=benchmark.targets),
     exploration=EXPLORATION,
 )

@@ -6,7 +6,7 @@ runner.py        records a pass, a greedy generation and the prompt with its las
                  held-out score ahead: its starter)
 checks.py, figures.py  its own checks and drawings            training.py  the training recipe (`generator train gpt`)
 explore.py       what the explorer ships as data (every layer's attention and output, axis labels)
-trace.py, trace_inputs.py  how a traced script marks its snapshots and which inputs its tensors label
+trace.py         how a traced script marks its snapshots and which inputs its tensors label
 templates/       explain.md.j2, inputs.md.j2, questions.md.j2
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from transformer_trace.catalogue import Report
 from transformer_trace.report_parts import Training
-from transformer_trace.reports.gpt import catalogue, checks, figures, runner, trace, trace_inputs, training
+from transformer_trace.reports.gpt import catalogue, checks, figures, runner, trace, training
 from transformer_trace.reports.gpt.explore import EXPLORATION
 from transformer_trace.reports.gpt.options import GPTOptions
 
@@ -31,7 +31,6 @@ REPORT = Report.from_catalogue(
     starter=runner.start,  # the held-out score, measured beside the other reports' runs
     templates=Path(__file__).parent / "templates",
     trace=trace.TRACE,
-    trace_inputs=trace_inputs.TRACE_INPUTS,
     training=Training(main=training.main, checkpoint=training.CHECKPOINT, load_record=training.load_record,
                       record_path=training.record_path),
     exploration=EXPLORATION,

@@ -5,7 +5,7 @@ catalogue.py     snapshots, stages, figures, questions        options.py   comma
 runner.py        loads the image and records a pass          weights.py   weights presets (preprocessing, class names)
 images.py        image loading and preprocessing             checks.py, figures.py  its own checks and drawings
 rollout.py       attention rollout (its own page)            explore.py   what the explorer ships as data
-trace.py, trace_inputs.py  how a traced script marks its snapshots and which inputs its tensors label
+trace.py         how a traced script marks its snapshots and which inputs its tensors label
 benchmark.py     its forward pass against torchvision's vit_b_16
 templates/       explain.md.j2, inputs.md.j2, questions.md.j2, rollout.md.j2; assets/ the bundled image
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from transformer_trace.catalogue import Report
 from transformer_trace.report_parts import Benchmark
-from transformer_trace.reports.vit import benchmark, catalogue, checks, figures, runner, trace, trace_inputs
+from transformer_trace.reports.vit import benchmark, catalogue, checks, figures, runner, trace
 from transformer_trace.reports.vit.explore import EXPLORATION
 from transformer_trace.reports.vit.options import VitOptions
 
@@ -30,7 +30,6 @@ REPORT = Report.from_catalogue(
     runner=runner.run,
     templates=Path(__file__).parent / "templates",
     trace=trace.TRACE,
-    trace_inputs=trace_inputs.TRACE_INPUTS,
     benchmark=Benchmark(model_tables=benchmark.model_tables, targets=benchmark.targets),
     exploration=EXPLORATION,
 )

@@ -29,6 +29,7 @@ child's module_calls.py then records; reading/weights.py reads a call of that ki
 
 import enum
 from dataclasses import dataclass
+from typing import TypedDict
 
 PROTOCOL_VERSION = 2  # 1: the unversioned format told events apart by the key present
 
@@ -160,6 +161,38 @@ def compiled_to_serializable():
 
 def entered_to_serializable(file, line, name):
     return {"kind": EventKind.ENTERED, "file": file, "line": line, "name": name}
+
+
+# The parent's files for the child and the child's ending, as JSON objects of these keys.
+
+class MarkerSpec(TypedDict):
+    """One marker as spec.json hands it to the child (trace/reading/capture.py marker_spec writes it, bootstrap.py
+    reads it)."""
+
+    file: str
+    line: int
+    first: int  # the marked statement's lines
+    last: int
+    names: list[str]  # the variables to read once it ran
+    fallback: list[str]  # read instead when one of ``names`` does not exist
+    shared_line: bool
+    text: str
+    entry_line: int  # a marker on a `def` line: where the function's code starts (0: none)
+    loop_body: tuple[int, int] | None  # a marker on a `for` line: its body's lines (a JSON list)
+    reads: list[str]  # attribute chains whose tensors are copied
+    locals: list[str]  # names whose values are copied before the line runs
+    calls: list[str] | None  # the module kinds whose calls are copied (None: every kind)
+
+
+class Outcome(TypedDict, total=False):
+    """outcome.json: how the script's main thread ended (bootstrap.py writes it); absent keys: not known."""
+
+    error: str | None  # the exception that ended the script, with its line
+    error_at: tuple[str, int] | None  # its file and line (a JSON list)
+    exit: int | str | None  # a SystemExit's code
+    traceback: str
+    seconds: float
+    missing: str  # the script refused before it ran: a marker the child could not place
 
 
 # The reader's side: frozen objects, or ProtocolError.

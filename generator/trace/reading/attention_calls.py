@@ -7,14 +7,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 
 from transformer_trace.checks.base import Check, close
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
+
+if TYPE_CHECKING:
+    from transformer_trace.trace.reading.capture import ModuleCall
+
+
+@dataclass(frozen=True)
+class OutputProjection:
+    """An attention module's output projection, as the checks read a Linear: its weight and bias."""
+
+    weight: torch.Tensor
+    bias: torch.Tensor | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,21 +53,24 @@ class AttentionInputs(Check):
         return claim, passed, "; ".join(details)
 
 
-def attention_parts(call: Any) -> dict[str, torch.Tensor] | None:
+def attention_parts(call: ModuleCall) -> dict[str, torch.Tensor] | None:
     """The call's attention recomputed in float64 (batch first): its inputs, Q/K/V per head, the probabilities, the
     heads' concatenation and the output; None where its parameters were not copied or the recomputation does not give
     the module's own output (a mask or another argument the hook does not see)."""
     params, attrs = call.params, call.attrs
-    if len(call.inputs) < 3 or any(x is None for x in call.inputs[:3]) or not call.outputs or call.outputs[0] is None:
+    inputs = [x for x in call.inputs[:3] if x is not None]
+    output = call.outputs[0] if call.outputs else None
+    if len(inputs) < 3 or output is None:
         return None
     first = attrs.get("batch_first", False)
-    q_in, k_in, v_in = (x.double() if first else x.double().transpose(0, 1) for x in call.inputs[:3])
-    out = call.outputs[0].double() if first else call.outputs[0].double().transpose(0, 1)
+    q_in, k_in, v_in = (x.double() if first else x.double().transpose(0, 1) for x in inputs)
+    out = output.double() if first else output.double().transpose(0, 1)
     weight = params.get("in_proj_weight")
     if weight is None:
-        parts = [params.get(f"{p}_proj_weight") for p in "qkv"]
-        weight = torch.cat(parts) if all(p is not None for p in parts) else None
-    if weight is None or params.get("out_proj.weight") is None or q_in.dim() != 3:
+        parts = [part for part in (params.get(f"{p}_proj_weight") for p in "qkv") if part is not None]
+        weight = torch.cat(parts) if len(parts) == 3 else None
+    out_weight = params.get("out_proj.weight")
+    if weight is None or out_weight is None or q_in.dim() != 3:
         return None
     weight, E, heads = weight.double(), q_in.shape[-1], int(attrs.get("num_heads", 1))
     bias = params.get("in_proj_bias")
@@ -67,18 +80,21 @@ def attention_parts(call: Any) -> dict[str, torch.Tensor] | None:
     probs = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(E // heads), dim=-1)
     concat = (probs @ v).transpose(1, 2).reshape(q_in.shape[0], q_in.shape[1], E)
     out_bias = params.get("out_proj.bias")
-    again = F.linear(concat, params["out_proj.weight"].double(), out_bias.double() if out_bias is not None else None)
+    again = F.linear(concat, out_weight.double(), out_bias.double() if out_bias is not None else None)
     if not close(again, out, "")[0]:
         return None
     return {"query": q_in, "key": k_in, "value": v_in, "probs": probs, "concat": concat}
 
 
-def attention_binding(call: Any, module: ModuleRef, name: str) -> tuple[Any, dict[str, torch.Tensor], bool] | None:
+def attention_binding(call: ModuleCall, module: ModuleRef,
+                      name: str) -> tuple[OutputProjection, dict[str, torch.Tensor], bool] | None:
     """For a Linear step that is an attention module's output: its output projection (as the checks read a Linear),
     the tensors recomputed from the call under names of their own, and whether it is a self-attention (``name``, the
     module's catalogue name, does not say cross)."""
     parts = attention_parts(call)
     if parts is None:
         return None
-    layer = SimpleNamespace(weight=call.params["out_proj.weight"], bias=call.params.get("out_proj.bias"))
+    weight = call.params["out_proj.weight"]
+    assert weight is not None  # attention_parts read it
+    layer = OutputProjection(weight, call.params.get("out_proj.bias"))
     return layer, {f"{name}@{call.module}.{key}": value for key, value in parts.items()}, "cross" not in name

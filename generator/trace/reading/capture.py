@@ -12,6 +12,7 @@ in a temporary folder (child/protocol.py, versioned) and is rebuilt here as the 
 from __future__ import annotations
 
 import ast
+import enum
 import hashlib
 import json
 import os
@@ -22,13 +23,16 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformer_trace.errors import UserError
 from transformer_trace.template_cache import cache_root
 from transformer_trace.trace.child import protocol
 from transformer_trace.trace.child.protocol import ModuleKind, ValueKind
 from transformer_trace.trace.markers import Marker, read_source
+
+if TYPE_CHECKING:
+    import torch
 
 # Past this many bytes of captured copies, later hits keep their shape and statistics only (the pages stay bounded).
 CAPTURE_BUDGET_BYTES = 512 * 2**20
@@ -70,11 +74,20 @@ class ModuleCall:
     module: str
     kind: ModuleKind
     depth: int
-    inputs: list[Any]
-    outputs: list[Any]
-    params: dict[str, Any]
-    attrs: dict[str, Any]
+    inputs: list[torch.Tensor | None]
+    outputs: list[torch.Tensor | None]
+    params: dict[str, torch.Tensor | None]
+    attrs: dict[str, Any]  # the module's own settings as the child wrote them (JSON: eps, stride, num_heads ...)
     live: bool = False
+
+
+class Changed(enum.Enum):
+    """A parameter kept by reference that changed in place before it was written: its values are gone."""
+
+    CHANGED = "changed"
+
+
+Kept = tuple["torch.Tensor | Changed | None", bool]  # a parameter's values as read, and whether written live
 
 
 @dataclass
@@ -205,7 +218,7 @@ def user_environment() -> dict[str, str]:
 
 
 def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
-                calls_for: Mapping[int, frozenset[str]] | None = None) -> dict[str, Any]:
+                calls_for: Mapping[int, frozenset[str]] | None = None) -> protocol.MarkerSpec:
     """A marker as the script's interpreter reads it (bootstrap.py); ``locals_for``: the snapshots whose lines copy
     the local tensors they read (``TraceUse.reads_locals``); ``calls_for``: per snapshot, the kinds of module calls its
     line's checks read (generator/trace/__init__.py's calls_read; "read": the module tensors it reads by attribute),
@@ -228,7 +241,7 @@ def names_read(marker: Marker) -> list[str]:
     return sorted(names)[:6]
 
 
-def _statement(marker: Marker) -> Any:
+def _statement(marker: Marker) -> ast.Module | None:
     try:
         lines = read_source(Path(marker.file)).splitlines()[marker.first - 1:marker.last]
         return ast.parse("\n".join(line.strip() if i == 0 else line for i, line in enumerate(lines)))
@@ -252,14 +265,14 @@ def attributes_read(marker: Marker) -> list[str]:
     return sorted(set(chains))[:12]
 
 
-def _read_outcome(folder: Path) -> dict[str, Any]:
+def _read_outcome(folder: Path) -> protocol.Outcome:
     try:
         return json.loads((folder / "outcome.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):  # ended before its main thread did: os._exit, a signal, --timeout
         return {}
 
 
-def _ending(outcome: dict[str, Any], returncode: int | None) -> tuple[str | None, tuple[str, int] | None]:
+def _ending(outcome: protocol.Outcome, returncode: int | None) -> tuple[str | None, tuple[str, int] | None]:
     """The error that ended the script (None when it finished), and its line."""
     if outcome.get("error"):
         at = outcome.get("error_at")
@@ -284,7 +297,7 @@ def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
     the marked code that ran: (file, its first line, its name) each. A folder of another protocol version is refused
     (a UserError)."""
     entered: list[tuple[str, int, str]] = []
-    params: dict[int, tuple[Any, bool]] = {}
+    params: dict[int, Kept] = {}
     arrays = Arrays((folder / "tensors.bin").read_bytes() if (folder / "tensors.bin").exists() else b"")
     lines = (folder / "events.jsonl").read_bytes().splitlines() if (folder / "events.jsonl").exists() else []
     try:
@@ -297,7 +310,7 @@ def _read_hits(folder: Path, capture: Capture) -> list[tuple[str, int, str]]:
                 entered.append((event.file, event.line, event.name))
             elif isinstance(event, protocol.Param):
                 array = event.value.array
-                params[event.number] = (CHANGED if array is not None and array.changed
+                params[event.number] = (Changed.CHANGED if array is not None and array.changed
                                         else _value(event.value, arrays).tensor, bool(array and array.live))
             elif isinstance(event, protocol.Hit):
                 capture.hits.setdefault(capture.markers[event.marker], []).append(_hit(event, arrays, params, capture))
@@ -321,7 +334,7 @@ def _events(lines: list[bytes]) -> Iterator[protocol.Event]:
         yield protocol.event_from_serializable(record)
 
 
-def _hit(event: protocol.Hit, arrays: Arrays, params: dict[int, tuple[Any, bool]], capture: Capture) -> Hit:
+def _hit(event: protocol.Hit, arrays: Arrays, params: dict[int, Kept], capture: Capture) -> Hit:
     values = [_value(entry, arrays) for entry in event.values]
     for value in (v for v in values if v.tensor is not None):
         tensors = value.tensor.values() if value.kind == protocol.ValueKind.DICT else [value.tensor]
@@ -394,25 +407,23 @@ def _function_around(source: str, line: int) -> tuple[str, int] | None:
     return inner.name, (inner.decorator_list[0].lineno if inner.decorator_list else inner.lineno)
 
 
-CHANGED = object()  # a parameter kept by reference that changed in place before it was written
-
-
-def _param(params: dict[int, tuple[Any, bool]], number: int) -> Any:
+def _param(params: dict[int, Kept], number: int) -> torch.Tensor | None:
     value = params.get(number, (None, False))[0]
-    return None if value is CHANGED else value
+    return None if isinstance(value, Changed) else value
 
 
-def _call(call: protocol.Call, arrays: Arrays, params: dict[int, tuple[Any, bool]]) -> ModuleCall:
-    def tensors(entries: tuple[protocol.Value | None, ...]) -> list[Any]:
+def _call(call: protocol.Call, arrays: Arrays, params: dict[int, Kept]) -> ModuleCall:
+    def tensors(entries: tuple[protocol.Value | None, ...]) -> list[torch.Tensor | None]:
         return [_value(entry, arrays).tensor if entry else None for entry in entries]
 
     # a class or attribute name is the user's text: one the pages can quote as code, else said without it
     module = call.module if re.fullmatch(r"[A-Za-z_][\w.]{0,79}", str(call.module)) else "module"
     own = [params.get(number, (None, False)) for number in call.params.values()]
-    if any(value is CHANGED for value, _ in own):  # its weights then are gone: no check may read other ones
+    if any(isinstance(value, Changed) for value, _ in own):  # its weights then are gone: no check may read other ones
         return ModuleCall(module, ModuleKind.CHANGED, call.depth, [], [], {}, {})
     found = ModuleCall(module, call.kind, call.depth, tensors(call.inputs), tensors(call.outputs),
-                       {name: value for name, (value, _) in zip(call.params, own)}, call.attrs,
+                       {name: value for name, (value, _) in zip(call.params, own) if not isinstance(value, Changed)},
+                       call.attrs,
                        live=any(live for _, live in own))
     if found.live and not _reproduces(found):  # changed in place without its version counter (`weight.data.add_`)
         return ModuleCall(module, ModuleKind.CHANGED, call.depth, [], [], {}, {})
@@ -479,7 +490,7 @@ class Arrays(bytearray):
         self.read: set[int] = set()
 
 
-def _array(array: protocol.Array, arrays: Arrays) -> Any:
+def _array(array: protocol.Array, arrays: Arrays) -> torch.Tensor:
     import torch
 
     dtype, shape, offset, nbytes = array.dtype, array.shape, array.offset, array.nbytes

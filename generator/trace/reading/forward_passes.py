@@ -12,18 +12,22 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.reading.capture import Capture, Notice
 
+if TYPE_CHECKING:
+    from transformer_trace.catalogue import Report
 
-def keep_first_forward_pass(capture: Capture, catalogue: Any, numbering: str) -> int:
+
+def keep_first_forward_pass(capture: Capture, catalogue: Report, numbering: str) -> int:
     """Drop the hits of every forward pass but the first from ``capture`` (in place); the number of passes that ran."""
     loop = {snap.number for snap in catalogue.snapshots if any("{" in str(ref) for ref in snap.tensors)}
     ours = {marker: hits for marker, hits in capture.hits.items()
             if marker.numbering == numbering and marker.number is not None}
 
-    def in_loop(marker: Any) -> bool:
+    def in_loop(marker: Marker) -> bool:
         return bool(marker.alternatives) or marker.number in loop
 
     once_a_pass = [(len(hits), marker) for marker, hits in ours.items()

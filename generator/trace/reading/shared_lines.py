@@ -26,7 +26,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from transformer_trace.catalogue import Snapshot
+    from transformer_trace.trace.reading.capture import Hit
 
 ENCODER_SELF, DECODER_SELF, CROSS = "encoder self-attention", "decoder self-attention", "cross-attention"
 
@@ -37,13 +41,12 @@ _CROSS_NAME = re.compile(r"cross|src|enc|context|memory", re.I)
 _ENCODER, _DECODER = re.compile(r"enc", re.I), re.compile(r"dec", re.I)
 
 
-def snapshot_use(snap: Any) -> str | None:
+def snapshot_use(snap: Snapshot) -> str | None:
     """The use a catalogue snapshot belongs to: cross-attention when its tensors are the cross-attention's, else its
     stage's (encoder or decoder) self-attention; None in a catalogue without encoder and decoder stages."""
-    names = " ".join(str(getattr(ref, "template", ref)) for ref in getattr(snap, "tensors", ()))
-    if "cross" in names:
+    if "cross" in " ".join(ref.template for ref in snap.tensors):
         return CROSS
-    return {"encoder": ENCODER_SELF, "decoder": DECODER_SELF}.get(getattr(snap, "stage", ""))
+    return {"encoder": ENCODER_SELF, "decoder": DECODER_SELF}.get(snap.stage)
 
 
 @dataclass(frozen=True)
@@ -104,12 +107,12 @@ class ByModule:
     """A shared line's hits by the use their modules tell: ``groups`` (snapshot number -> its hits, in order, with
     what told each), ``outside`` (hits of a use none of the line's snapshots has), ``untold`` (hits not told)."""
 
-    groups: dict[int, list[tuple[Any, Told]]] = field(default_factory=dict)
-    outside: list[tuple[Any, Told]] = field(default_factory=list)
-    untold: list[tuple[Any, Told]] = field(default_factory=list)
+    groups: dict[int, list[tuple[Hit, Told]]] = field(default_factory=dict)
+    outside: list[tuple[Hit, Told]] = field(default_factory=list)
+    untold: list[tuple[Hit, Told]] = field(default_factory=list)
 
 
-def by_module(uses: dict[int, str | None], hits: list) -> ByModule:
+def by_module(uses: dict[int, str | None], hits: list[Hit]) -> ByModule:
     """The hits of a shared line grouped by snapshot number (``uses``: number -> its use, snapshot_use) from the
     modules that ran them."""
     found = ByModule()

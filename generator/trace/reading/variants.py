@@ -22,12 +22,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
-from transformer_trace.checks import PASSED
+from transformer_trace.checks import PASSED, Check, CheckResult, ResidualOrPostNorm, ResidualSumOrPostNorm
 from transformer_trace.checks.masks import mask_allows
+
+if TYPE_CHECKING:
+    from transformer_trace.pages import SnapshotPage
+    from transformer_trace.trace.reading.capture import Capture
 
 NORMALISATION, MASK, ATTENTION = "Normalisation", "Mask", "Attention weights"
 _LAYER_OUTPUT = re.compile(r"\{\w+\}\.output$")  # a traced layer's output: {enc}.output, {dec}.output, {block}.output
@@ -47,7 +51,7 @@ class Recognised:
         return {"what": self.what, "variant": self.variant, "rests_on": self.rests_on}
 
 
-def recognised(pages: list[Any], capture: Any, dims: dict[str, int]) -> dict[str, list]:
+def recognised(pages: list[SnapshotPage], capture: Capture, dims: dict[str, int]) -> dict[str, list]:
     """The overview's "What was recognised": the variants (as JSON) and how each shared line's hits were assigned."""
     captured = [p for p in pages if p.captured]
     if not all(hasattr(p.snap, "checks") for p in pages):  # the script's own `# trace:` points: no architecture
@@ -57,16 +61,16 @@ def recognised(pages: list[Any], capture: Any, dims: dict[str, int]) -> dict[str
     return {"variants": [r.json() for r in found], "told_apart": list(capture.told_apart)}
 
 
-def _passed(page: Any) -> list[tuple[Any, Any]]:
+def _passed(page: SnapshotPage) -> list[tuple[Check, CheckResult]]:
     """(declared check, its result) for each check of the page that passed."""
     return [(check, result) for check, result in zip(page.snap.checks, page.checks) if result.status == PASSED]
 
 
-def _path(ref: Any) -> str:
-    return str(getattr(ref, "template", ref))
+def _path(ref: object) -> str:
+    return str(ref)  # a Ref's (ModuleRef's, ParamRef's) text is its template: "{enc}.output"
 
 
-def _evidence(page: Any, result: Any) -> str:
+def _evidence(page: SnapshotPage, result: CheckResult) -> str:
     return f"{page.label}: {result.name} ({_short(result.detail)})"
 
 
@@ -74,7 +78,7 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
-def _normalisation(pages: list[Any]) -> list[Recognised]:
+def _normalisation(pages: list[SnapshotPage]) -> list[Recognised]:
     post: list[str] = []
     pre: list[str] = []
     final: list[str] = []
@@ -86,9 +90,9 @@ def _normalisation(pages: list[Any]) -> list[Recognised]:
             source = _path(getattr(check, "x", getattr(check, "source", "")))
             if _LAYER_OUTPUT.search(first) and kind in ("ResidualLayerNorm", "LayerNormOf"):
                 post.append(_evidence(page, result))
-            elif _LAYER_OUTPUT.search(first) and kind == "ResidualOrPostNorm":  # either form: the one that held
+            elif _LAYER_OUTPUT.search(first) and isinstance(check, ResidualOrPostNorm):  # either form: the one held
                 (post if result.name == check.post_claim else pre).append(_evidence(page, result))
-            elif _LAYER_OUTPUT.search(first) and kind == "ResidualSumOrPostNorm":  # either form: the one that held
+            elif _LAYER_OUTPUT.search(first) and isinstance(check, ResidualSumOrPostNorm):  # either: the one held
                 (pre if result.name == check.sum_claim else post).append(_evidence(page, result))
             elif _LAYER_OUTPUT.search(first) and kind == "SameTensor" and "residual" in source:
                 pre.append(_evidence(page, result))  # the layer ends with its residual sum, no norm after it
@@ -137,7 +141,7 @@ def mask_form(mask: torch.Tensor) -> tuple[str, str]:
     return form, ("True" if form == "boolean" else "1") + " = masked"
 
 
-def _masks(pages: list[Any]) -> list[Recognised]:
+def _masks(pages: list[SnapshotPage]) -> list[Recognised]:
     found = []
     for page in pages:
         if not page.snap.tensors or not _MASK.search(_path(page.snap.tensors[0])) or page.main.absent:
@@ -156,7 +160,7 @@ def _masks(pages: list[Any]) -> list[Recognised]:
     return found
 
 
-def _attention(pages: list[Any], dims: dict[str, int], capture: Any) -> list[Recognised]:
+def _attention(pages: list[SnapshotPage], dims: dict[str, int], capture: Capture) -> list[Recognised]:
     found = []
     for page in pages:
         if not page.snap.tensors or not _path(page.snap.tensors[0]).endswith(".probs") or page.main.absent:
@@ -180,7 +184,7 @@ def _attention(pages: list[Any], dims: dict[str, int], capture: Any) -> list[Rec
     return found
 
 
-def _multihead_call(capture: Any, number: int) -> str:
+def _multihead_call(capture: Capture, number: int) -> str:
     """How the line marked with ``number`` gets its weights from an nn.MultiheadAttention, read from the source: it
     calls ``self.name(...)`` and its file assigns ``self.name = nn.MultiheadAttention(...)``; "" when it does not."""
     for marker in capture.markers:
@@ -196,7 +200,7 @@ def _multihead_call(capture: Any, number: int) -> str:
     return ""
 
 
-def _probabilities_status(probabilities: Any, pages: list[Any]) -> str:
+def _probabilities_status(probabilities: SnapshotPage, pages: list[SnapshotPage]) -> str:
     """Whether the probabilities snapshot was captured, else whether the checks that read it rebuilt it (from q and k,
     through the scores: trace/derived.py, said in their details as "G14 (derived from ...")."""
     if probabilities.captured:
@@ -208,7 +212,7 @@ def _probabilities_status(probabilities: Any, pages: list[Any]) -> str:
     return f"{probabilities.label} not captured (no check needed it rebuilt)"
 
 
-def _fused_calls(capture: Any, pages: list[Any]) -> list[Recognised]:
+def _fused_calls(capture: Capture, pages: list[SnapshotPage]) -> list[Recognised]:
     """Marked lines that call F.scaled_dot_product_attention: the probabilities are never a tensor of the script."""
     probabilities = [p for p in pages if p.snap.tensors and _path(p.snap.tensors[0]).endswith(".probs")]
     found = []

@@ -1,13 +1,13 @@
 """Shapes for traced values: the catalogue's named shapes bound from the user's own tensors, legitimate layouts
-recognised (the checks themselves are the catalogue's, generator/checks.py, run by trace/reading/checking.py); and
-``TraceSpec``, what a report adds for tracing."""
+recognised (the checks themselves are the catalogue's, generator/checks.py, run by trace/reading/checking.py). What a
+report adds for tracing, its ``TraceSpec``, is one of its declared parts (generator/report_parts.py)."""
 
 from __future__ import annotations
 
 import enum
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -307,22 +307,3 @@ def _mismatch(shape: tuple[int, ...], expressions: tuple[str, ...], expected: tu
              (got, e, want) in enumerate(zip(shape, expressions, expected)) if got != want]
     return "; ".join(wrong) + " (bound from your other tensors)"
 
-
-@dataclass(frozen=True)
-class TraceSpec:
-    """What a report adds for tracing someone else's code (generator/reports/<report>/trace.py defines ``TRACE``).
-
-    ``keyword`` and ``letter`` are how students mark its snapshots: ``# BREAKPOINT S13`` (keyword "BREAKPOINT", letter
-    "S") or ``# Snapshot #13`` (keyword "SNAPSHOT", letter "#"). The placeholders that name one pass of the layer loop
-    are the report's options' (``RunOptions.NAMED_PASSES``), filled from the passes the script ran. The explorer's
-    groups and axis labels are the report's own (its exploration, read with the record points' declared shapes). What a
-    trace verifies is the catalogue's checks, run on the captured tensors.
-    """
-
-    keyword: str
-    letter: str
-    example_size: tuple[str, ...] = ()  # `build` flags that give the bundled report the size of examples/ (benchmarks)
-
-    def marker(self, number: int, label: str) -> str:
-        """How to mark snapshot ``number`` (``label`` is the report's own, e.g. "S13" or "#13")."""
-        return f"# {self.keyword.capitalize() if self.letter == '#' else self.keyword} {label}"

@@ -5,9 +5,9 @@ A check declares, in ``TRACE.calls`` (``checks.TraceUse``), which of its fields 
 stand for: its module (``LinearOf.module``: the Linear the line called, rebuilt from the call's own parameters), a
 parameter (an Embedding's ``weight``), or a tensor (the call's ``input``, where no captured snapshot shows it); a
 check whose claim reads the calls in another form picks it (``Check.bound_by`` with ``LineCalls``). So ``Q = x·W_q + b``
-is recomputed from the Linear's own weights, and from the snapshot that should feed it where one is captured: K
-computed from another tensor fails there, and the detail says that the module, applied to its own input, reproduces
-it. A user's own LayerNorm is recomputed with the reference formula from its own gain and bias.
+is recomputed from the Linear's own weights and the snapshot that should feed it where one is captured: K computed from
+another tensor fails there, the detail saying the module on its own input reproduces it. A user's own LayerNorm is
+recomputed with the reference formula from its own gain and bias.
 """
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
         return (_patches(check, calls, source, main) or _patch_chain(check, calls, source, main)
                 or _attention(check, calls, source, main)
                 or _split_of_read(check, calls, source))
-    tensors, modules, params = dict(source.tensors), {}, {}
+    tensors, modules = dict(source.tensors), {}
+    params: dict[str, torch.Tensor] = {}
     taken, own_input, missing = [], None, []
     stood_in: list[tuple[str, torch.Tensor]] = []
     for name, (kind, part) in wanted.items():
@@ -129,8 +130,8 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
         if part == "module" and (module := rebuild(call, kind)) is not None:
             modules[source.name(value)] = module
             taken.append(f"the weights of the {call.module} it called")
-        elif part == "weight" and isinstance(value, ParamRef) and call.params.get("weight") is not None:
-            params[source.name(value)] = call.params["weight"]
+        elif part == "weight" and isinstance(value, ParamRef) and (weight := call.params.get("weight")) is not None:
+            params[source.name(value)] = weight
             taken.append(f"the weight of the {call.module} it called")
         elif part in ("input", "weight") and (tensor := call_tensor(call, part)) is not None:
             refs = value if isinstance(value, tuple) else (value,)
@@ -161,17 +162,16 @@ def _patches(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main
     own weights and the image it was called with."""
     conv = _call_of(ModuleKind.CONV2D, calls, main)
     module, out = getattr(check, "module", None), _output(check)
-    if (conv is None or not isinstance(module, ModuleRef) or out is None or not conv.inputs
-            or conv.inputs[0] is None):
+    if conv is None or not isinstance(module, ModuleRef) or out is None or not conv.inputs:
         return None
-    params, attrs = conv.params, conv.attrs
-    if params.get("weight") is None or params["weight"].dim() != 4:
+    params, attrs, image_read = conv.params, conv.attrs, conv.inputs[0]
+    if image_read is None or (weight := params.get("weight")) is None or weight.dim() != 4:
         return None
     image = f"{source.name(module)}@{conv.module}.input"
-    layer = SimpleNamespace(weight=params["weight"], bias=params.get("bias"), stride=tuple(attrs.get("stride", (1, 1))),
+    layer = SimpleNamespace(weight=weight, bias=params.get("bias"), stride=tuple(attrs.get("stride", (1, 1))),
                             padding=tuple(attrs.get("padding", (0, 0))), dilation=tuple(attrs.get("dilation", (1, 1))),
                             groups=attrs.get("groups", 1))
-    tensors = {**source.tensors, image: conv.inputs[0]}
+    tensors = {**source.tensors, image: image_read}
     bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared,
                        modules={source.name(module): layer})
     return Bound(ConvPatches(out=out, x=Ref(image), module=module), bound, None,
@@ -193,13 +193,14 @@ def _patch_chain(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
         chain.insert(0, fed)
     first, layers = chain[0], chain[1:]
     built = [rebuild(c, c.kind) for c in layers]
-    if (first.kind != ModuleKind.USER or first.params or not first.inputs or first.inputs[0] is None
-            or first.inputs[0].dim() != 4 or not any(c.kind == ModuleKind.LINEAR for c in layers) or None in built):
+    first_in, first_out = (first.inputs or [None])[0], (first.outputs or [None])[0]
+    if (first.kind != ModuleKind.USER or first.params or first_in is None or first_out is None
+            or first_in.dim() != 4 or not any(c.kind == ModuleKind.LINEAR for c in layers) or None in built):
         return None
     name = source.name(module)
     refs = tuple(ModuleRef(f"{name}@{c.module}.{i}") for i, c in enumerate(layers))
-    tensors = {**source.tensors, f"{name}@{first.module}.input": first.inputs[0],
-               f"{name}@{first.module}.output": first.outputs[0]}
+    tensors = {**source.tensors, f"{name}@{first.module}.input": first_in,
+               f"{name}@{first.module}.output": first_out}
     bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared,
                        modules={ref.template: layer for ref, layer in zip(refs, built)})
     chain_text = " → ".join(c.module for c in chain)
@@ -248,7 +249,7 @@ def _split_of_read(check: Check, calls: Sequence[ModuleCall], source: TensorDict
     if not check.TRACE.reads_locals or part is None or out is None or len(read) != 1:
         return None  # none, or several tensors read: which one is the projection is not known
     names = [f"{read[0].module}@read.{i}" for i in range(len(read[0].outputs))]
-    tensors = {**source.tensors, **dict(zip(names, read[0].outputs))}
+    tensors = {**source.tensors, **dict(zip(names, map(_present, read[0].outputs)))}
     bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared)
     return Bound(HeadsOfRead(out=out, parts=tuple(map(Ref, names)), part=part), bound, None,
                  f"`{read[0].module}`, as the line read it")
@@ -269,7 +270,7 @@ def _projections_called(check: HeadsRejoin, calls: Sequence[ModuleCall], source:
             return None
         call, output = found
         name = f"{source.name(whole)}@{call.module}.output"
-        tensors[name], full[k] = output, Ref(name)
+        tensors[name], full[k] = _present(output), Ref(name)
         taken.append(f"{source.name(whole)} from {'the output of the ' if call.kind == 'linear' else '`'}"
                      f"{call.module}{' it called' if call.kind == 'linear' else '`, as the line read it'}")
         if call.kind == ModuleKind.LINEAR and call.inputs and call.inputs[0] is not None:
@@ -321,13 +322,13 @@ def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDi
              and _same(c.inputs[0], read[0].outputs[0]) and c.outputs[0] is not None and c.outputs[0].dim() == 3]
     if len(norms) == 1:  # `self.norm(x)[:, 0]`: the row is picked from the norm's output, on the same line
         name = f"{source.name(check.source)}@{norms[0].module}.output"
-        bound = CallSource({**source.tensors, name: norms[0].outputs[0]}, places=source.places, inputs=source.inputs,
+        bound = CallSource({**source.tensors, name: _present(norms[0].outputs[0])}, places=source.places, inputs=source.inputs,
                            declared=source.declared)
         return Bound(dataclasses.replace(check, source=Ref(name)), bound, None,
                      f"{source.name(check.source)} as the output of `{norms[0].module}`, the norm the line applied to "
                      f"`{read[0].module}` before picking the row (the norm and the row pick on one line)")
     name = f"{source.name(check.source)}@{read[0].module}.read"
-    bound = CallSource({**source.tensors, name: read[0].outputs[0]}, places=source.places, inputs=source.inputs,
+    bound = CallSource({**source.tensors, name: _present(read[0].outputs[0])}, places=source.places, inputs=source.inputs,
                        declared=source.declared)
     return Bound(dataclasses.replace(check, source=Ref(name)), bound, None,
                  f"{source.name(check.source)} as `{read[0].module}`, the sequence the line read (no captured snapshot "
@@ -494,3 +495,7 @@ def rebuild(call: ModuleCall, kind: str) -> SimpleNamespace | None:
                            bias=bias if bias is not None else torch.zeros(width),
                            normalized_shape=(width,), eps=eps, own_code=own, called=call.module)
 
+
+def _present(tensor: torch.Tensor | None) -> torch.Tensor:
+    assert tensor is not None, "a module call's tensor its caller found copied (its filter asked `is not None`)"
+    return tensor

@@ -118,8 +118,7 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
         return (_patches(check, calls, source, main) or _patch_chain(check, calls, source, main)
                 or _attention(check, calls, source, main)
                 or _split_of_read(check, calls, source))
-    tensors, modules = dict(source.tensors), {}
-    params: dict[str, torch.Tensor] = {}
+    tensors, modules, params = dict(source.tensors), {}, dict[str, torch.Tensor]()
     taken, own_input, missing = [], None, []
     stood_in: list[tuple[str, torch.Tensor]] = []
     for name, (kind, part) in wanted.items():

@@ -60,7 +60,8 @@ def measure_in_this_process(driver: Path, repeats: int) -> dict[str, list]:
     from transformer_trace.reports import REPORTS
     from transformer_trace.trace import as_traced, choose_numbering, numberings
     from transformer_trace.trace.child import bootstrap
-    from transformer_trace.trace.reading.capture import CAPTURE_BUDGET_BYTES, marker_spec, user_files
+    from transformer_trace.trace.reading.capture import CAPTURE_BUDGET_BYTES, marker_spec
+    from transformer_trace.trace.reading.user_files import user_files
     from transformer_trace.trace.markers import scan
 
     # the entry's modules are imported from cached bytecode, as `python driver.py` imports them once it has run before

@@ -373,7 +373,8 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
     from transformer_trace.trace import as_traced, choose_numbering, numberings
 
     from transformer_trace.trace.child import bootstrap
-    from transformer_trace.trace.reading.capture import CAPTURE_BUDGET_BYTES, marker_spec, user_files
+    from transformer_trace.trace.reading.capture import CAPTURE_BUDGET_BYTES, marker_spec
+    from transformer_trace.trace.reading.user_files import user_files
     from transformer_trace.trace.markers import scan
 
     rows = []

@@ -12,7 +12,8 @@ import pytest
 import transformer_trace.trace as trace_package
 from transformer_trace.reports import REPORTS
 from transformer_trace.trace import calls_read, numberings
-from transformer_trace.trace.reading.capture import run_script, user_files
+from transformer_trace.trace.reading.capture import run_script
+from transformer_trace.trace.reading.user_files import user_files
 from transformer_trace.trace.markers import scan
 from tests.test_trace_corpus import trace
 

@@ -17,8 +17,8 @@ from transformer_trace.reports import REPORTS
 from transformer_trace.trace import numberings
 from transformer_trace.trace.child import bootstrap, protocol
 from transformer_trace.trace.child.protocol import ModuleKind
-from transformer_trace.trace.reading.capture import (CAPTURE_BUDGET_BYTES, _call, Arrays, ModuleCall, run_script,
-                                                     user_files)
+from transformer_trace.trace.reading.capture import CAPTURE_BUDGET_BYTES, _call, Arrays, ModuleCall, run_script
+from transformer_trace.trace.reading.user_files import user_files
 from transformer_trace.trace.markers import scan
 
 copies = bootstrap._beside("copies.py")

@@ -120,7 +120,8 @@ def test_the_corpus_benchmark_times_traced_runs_that_capture_every_hit_a_trace_d
     """The Benchmarks page's corpus table times the tracer as `trace` runs it, never a run that captured less."""
     from transformer_trace.reports import REPORTS
     from transformer_trace.trace import as_traced, choose_numbering, numberings
-    from transformer_trace.trace.reading.capture import run_script, user_files
+    from transformer_trace.trace.reading.capture import run_script
+    from transformer_trace.trace.reading.user_files import user_files
     from transformer_trace.trace.markers import scan
 
     root = Path(__file__).resolve().parent.parent

@@ -16,7 +16,8 @@ from transformer_trace.errors import UserError
 from transformer_trace.render import escape_text
 from transformer_trace.reports import REPORTS
 from transformer_trace.trace import numberings
-from transformer_trace.trace.reading.capture import run_script, user_files
+from transformer_trace.trace.reading.capture import run_script
+from transformer_trace.trace.reading.user_files import user_files
 from transformer_trace.trace.markers import find_markers, scan
 from transformer_trace.trace.reading.shared_lines import CROSS, DECODER_SELF, ENCODER_SELF, hit_use
 

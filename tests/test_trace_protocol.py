@@ -14,6 +14,7 @@ from transformer_trace.errors import UserError
 from transformer_trace.trace.child import bootstrap, protocol
 from transformer_trace.trace.child.protocol import EventKind, ModuleKind, ProtocolError, ValueKind
 from transformer_trace.trace.reading.capture import Capture, _read_hits
+from transformer_trace.trace.reading.user_files import user_files
 
 ARRAY = protocol.array_to_serializable("torch.float32", (2, 3), 24)
 VALUE = protocol.value_to_serializable("x", ValueKind.TENSOR, "cpu", "", {**ARRAY, "offset": 0}, view=[3, 2])
@@ -126,7 +127,7 @@ def test_a_new_module_kind_is_one_enum_value_recorded_by_the_child_and_read_back
     script.write_text("import torch\ntorch.manual_seed(0)\nnorm = torch.nn.RMSNorm(4, eps=1e-6)\n"
                       "with torch.no_grad():\n    norm.weight.mul_(3)\n"
                       "    x = torch.randn(2, 4)\n    y = norm(x)  # trace: y\n", encoding="utf-8")
-    markers = scan(capture.user_files(script), {})
+    markers = scan(user_files(script), {})
     ran = capture.run_script(script, [], markers, 60, calls_for=None)
     assert ran.finished, ran.error
     [call] = [c for hits in ran.hits.values() for c in hits[0].calls]

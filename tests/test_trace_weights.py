@@ -15,7 +15,8 @@ from transformer_trace.checks.calls import SumWithCall
 from transformer_trace.reports import REPORTS
 from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace import numberings
-from transformer_trace.trace.reading.capture import run_script, user_files
+from transformer_trace.trace.reading.capture import run_script
+from transformer_trace.trace.reading.user_files import user_files
 from transformer_trace.trace.markers import scan
 from tests.test_trace_corpus import DRIVERS, driver_id, planted, trace, verdicts
 

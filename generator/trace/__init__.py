@@ -19,6 +19,7 @@ from transformer_trace.errors import UserError
 from transformer_trace.options import out_path
 from transformer_trace.text import terminal_line
 from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.reading.user_files import user_files
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
@@ -310,7 +311,7 @@ def _print_summary(summary: dict, capture: Capture, catalogue: Report, written: 
 def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None, script: Path,
            notebook: Path | None = None) -> int:
     from transformer_trace.docs_folder.staging import HandEdits, staged_output
-    from transformer_trace.trace.reading.capture import run_script, user_files
+    from transformer_trace.trace.reading.capture import run_script
     from transformer_trace.trace.markers import scan
     from transformer_trace.trace import junit as junit_xml, notebook as notebooks
     from transformer_trace.trace.naming import hand_edits_refusal, rerun_path, trace_name, trace_record

@@ -321,14 +321,14 @@ def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDi
              and _same(c.inputs[0], read[0].outputs[0]) and c.outputs[0] is not None and c.outputs[0].dim() == 3]
     if len(norms) == 1:  # `self.norm(x)[:, 0]`: the row is picked from the norm's output, on the same line
         name = f"{source.name(check.source)}@{norms[0].module}.output"
-        bound = CallSource({**source.tensors, name: _present(norms[0].outputs[0])}, places=source.places, inputs=source.inputs,
-                           declared=source.declared)
+        bound = CallSource({**source.tensors, name: _present(norms[0].outputs[0])}, places=source.places,
+                           inputs=source.inputs, declared=source.declared)
         return Bound(dataclasses.replace(check, source=Ref(name)), bound, None,
                      f"{source.name(check.source)} as the output of `{norms[0].module}`, the norm the line applied to "
                      f"`{read[0].module}` before picking the row (the norm and the row pick on one line)")
     name = f"{source.name(check.source)}@{read[0].module}.read"
-    bound = CallSource({**source.tensors, name: _present(read[0].outputs[0])}, places=source.places, inputs=source.inputs,
-                       declared=source.declared)
+    bound = CallSource({**source.tensors, name: _present(read[0].outputs[0])}, places=source.places,
+                       inputs=source.inputs, declared=source.declared)
     return Bound(dataclasses.replace(check, source=Ref(name)), bound, None,
                  f"{source.name(check.source)} as `{read[0].module}`, the sequence the line read (no captured snapshot "
                  "shows it)")

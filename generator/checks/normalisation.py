@@ -151,6 +151,8 @@ class ResidualLayerNorm(Check):
 
     WEIGHTS_OPTIONAL = True
     FROM_CALLS = {"module": (ModuleKind.LAYER_NORM, "module"), "operands": (ModuleKind.LAYER_NORM, "input")}
+    # an unmarked sublayer output, from the module the line called (trace/reading/residuals.py)
+    CALLS_BOUND = frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION})
     LEFT_OUT = "residual dropped"
 
     out: Ref = THIS

@@ -128,7 +128,7 @@ class SumOf(Check):
     """A residual sum: ``out`` is the sum of ``operands`` (tensors only)."""
 
     # an unmarked sublayer output, from the module the line called last
-    CALLS_BOUND = frozenset({ModuleKind.LINEAR, ModuleKind.USER})
+    CALLS_BOUND = frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION})
     BUG_FORMS = (BugForm("added twice", "the sum with one operand counted twice", _operand_twice),)
     LEFT_OUT = "residual dropped"
 

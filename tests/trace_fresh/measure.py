@@ -2,19 +2,21 @@
 
     .venv/bin/python tests/trace_fresh/measure.py FOLDER [--only correct|B1|B2...]
 
-Run from the worktree root. The copies go to /tmp/fresh-bugs/, the reports to /tmp/fresh-docs/ (never into docs/).
+Run from the worktree root. The copies go to /tmp/fresh-bugs/, the reports to /tmp/fresh-docs/ (never into docs/), or
+to $FRESH_OUT where set (two checkouts measuring at once must not write into each other's reports).
 A bug is one exact text replacement in one upstream file, listed in FOLDER/planted_bugs.json with the snapshot(s) where
 it is (`expected`): the bug is "named first" when the trace's first failing snapshot is one of them.
 """
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OUT = Path("/tmp/fresh-docs")
-COPIES = Path("/tmp/fresh-bugs")
+OUT = Path(os.environ.get("FRESH_OUT", "/tmp/fresh-docs"))
+COPIES = OUT.parent / f"{OUT.name}-bugs" if "FRESH_OUT" in os.environ else Path("/tmp/fresh-bugs")
 
 
 def trace(folder: Path, name: str) -> dict:
@@ -29,8 +31,11 @@ def trace(folder: Path, name: str) -> dict:
     snapshots = json.loads(report.read_text())["snapshots"] if report.exists() else []
     failed = [f"{s['label']}: {s['check']['name']}: {s['check']['detail']}" for s in snapshots
               if s["captured"] and (s.get("check") or {}).get("passed") is False]
+    # every captured step no check could judge, with why: what the not-checkable share is made of
+    unchecked = [f"{s['label']}: {s['check']['name']}: {s['check']['detail']}" for s in snapshots
+                 if s["captured"] and (s.get("check") or {}).get("passed") is None]
     return {"exit": run.returncode, "terminal": terminal, "counts": outcome.get("counts"),
-            "first_failure": outcome.get("first_failure"), "failed": failed}
+            "first_failure": outcome.get("first_failure"), "failed": failed, "unchecked": unchecked}
 
 
 def main() -> None:

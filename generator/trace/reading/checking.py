@@ -23,6 +23,7 @@ from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.reading.verify import LayoutStatus, catalogue_layout
 from transformer_trace.trace.reading.derived import derive_missing
+from transformer_trace.trace.reading.residuals import sublayer_bound
 from transformer_trace.trace.reading.weights import bind, modules_called, run_bound
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -254,6 +255,7 @@ def _page_checks(page: SnapshotPage, source: TensorDict | None, labels: dict[str
     for check, claim in zip(checks, claims):
         # the weights and inputs of the module calls the marked line made (generator/trace/reading/weights.py)
         bound = bind(check, page.calls, source, page.main.shown.tensor, known) if page.calls or known else None
+        bound = bound or sublayer_bound(check, page.calls, source, page.main.shown.tensor)
         try:
             with _judged_with_calls(page):
                 try:

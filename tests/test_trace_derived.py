@@ -151,3 +151,43 @@ def test_that_sum_with_its_residual_dropped_fails_as_residual_dropped(tmp_path):
     assert code == 1
     assert steps[""]["first_failure"].startswith("S16 ")
     assert steps["S16"]["check"]["evidence"]["name"] == "residual dropped"
+
+
+# ----------------------------------------------------------------------------- probabilities SDPA never shows
+
+SDPA_GPT = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+B, T, C, H = 2, 6, 16, 2
+x = torch.randn(B, T, C)
+qkv = nn.Linear(C, 3 * C)
+with torch.no_grad():
+    q, k, v = qkv(x).split(C, dim=2)
+    q = q.view(B, T, H, C // H).transpose(1, 2)  # BREAKPOINT G08
+    k = k.view(B, T, H, C // H).transpose(1, 2)  # BREAKPOINT G09
+    v = v.view(B, T, H, C // H).transpose(1, 2)  # BREAKPOINT G10
+    mask = torch.ones(T, T, dtype=torch.bool).tril()[None, None]  # BREAKPOINT G12
+    y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # BREAKPOINT G15
+'''
+
+
+def test_the_context_of_sdpa_is_checked_from_probabilities_derived_through_the_captured_mask(tmp_path):
+    script = tmp_path / "sdpa.py"
+    script.write_text(SDPA_GPT, encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"]) == 0
+    data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    context = next(s for s in data["snapshots"] if s["label"] == "G15")["check"]
+    assert context["passed"] is True, context["detail"]
+    assert "G14 (derived from G13 (derived from" in context["detail"]  # the masked scores derived from G11 and G12
+
+
+def test_the_context_of_sdpa_told_another_scale_is_never_passed(tmp_path):
+    script = tmp_path / "sdpa.py"
+    script.write_text(SDPA_GPT.replace("attn_mask=mask)", "attn_mask=mask, scale=1.0)"), encoding="utf-8")
+    main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"])
+    data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    context = next(s for s in data["snapshots"] if s["label"] == "G15")["check"]
+    assert context["passed"] is not True and "needs" not in context["detail"]

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from transformer_trace.checks.base import (Check, GELU_MINIMUM, THIS, UnfittableWeights, added, close, linear,
                                           tolerance)
+from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.normalisation import _fitted_layer_norm
 from transformer_trace.indexing import parse_index
@@ -143,6 +144,8 @@ class SumOf(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         expected = added(s.t(ref) for ref in self.operands)
         passed, detail = close(s.t(self.out), expected, "operands added up vs the recorded sum")
+        if not passed and (dropped := sum_through_dropout(s.t(self.out), [s.t(ref) for ref in self.operands])):
+            return DROPOUT_CLAIM, True, str(dropped)  # training mode: the dropout's mask read back
         return "the operands add up to the residual sum", passed, detail
 
 

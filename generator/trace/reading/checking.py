@@ -23,6 +23,7 @@ from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.reading.verify import LayoutStatus, catalogue_layout
 from transformer_trace.trace.reading.derived import derive_missing
+from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.residuals import sublayer_bound
 from transformer_trace.trace.reading.weights import bind, modules_called, run_bound
 
@@ -101,6 +102,7 @@ def run_checks(pages: list[SnapshotPage], catalogue: Any, dims: dict[str, int],
     with judged_at(captured_dtypes(pages)):  # half-precision tensors are judged at their own precision
         _check_pages(pages, catalogue, hit, dims, source, checked, read_labels, known, stand_ins)
         _stand_ins_agree(stand_ins)
+    said_dropout(pages)  # training mode: what no form matched is said to have run with dropout, not unrecognised
     _derived_where_read(pages)
     return source, labels  # the run's tensors (generator/trace/reading/run.py traced_run): computed once, here
 

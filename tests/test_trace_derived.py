@@ -191,3 +191,33 @@ def test_the_context_of_sdpa_told_another_scale_is_never_passed(tmp_path):
     data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
     context = next(s for s in data["snapshots"] if s["label"] == "G15")["check"]
     assert context["passed"] is not True and "needs" not in context["detail"]
+
+
+# ----------------------------------------------------------------------------- positions whose table is not captured
+
+VIT_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "vit_trace.py"
+TWO_IMAGES = ("img_tensor = torch.randn(1, 3, IMAGE_SIZE, IMAGE_SIZE)", "img_tensor = torch.randn(2, 3, IMAGE_SIZE, IMAGE_SIZE)")
+
+
+def traced_example(tmp_path: Path, *changes: tuple[str, str]) -> dict[str, dict]:
+    source = VIT_EXAMPLE.read_text(encoding="utf-8")
+    for old, new in changes:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    script = tmp_path / "vit_trace.py"
+    script.write_text(source, encoding="utf-8")
+    main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"])
+    data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    return {s["label"]: s["check"] for s in data["snapshots"] if s["captured"]}
+
+
+def test_positions_whose_table_is_not_captured_are_checked_as_a_term_the_same_for_every_item(tmp_path):
+    check = traced_example(tmp_path, TWO_IMAGES)["S07"]
+    assert check["passed"] is True, check["detail"]
+    assert check["name"].startswith("equals its input plus a term that depends on the position only")
+
+
+def test_a_term_that_differs_between_the_items_is_never_passed_as_positions(tmp_path):
+    check = traced_example(tmp_path, TWO_IMAGES, ("x_pos = x_tokens + pos_embed",
+                                                  "x_pos = x_tokens + pos_embed * torch.arange(1.0, 3.0).view(2, 1, 1)"))["S07"]
+    assert check["passed"] is not True

@@ -223,6 +223,7 @@ class PlusParameter(Check):
     """``out`` is ``x`` plus the learned ``parameter`` (e.g. position embeddings)."""
 
     FROM_CALLS = {"parameter": (ModuleKind.READ, "weight")}
+    WEIGHTS_OPTIONAL = True  # without the table: the added term the same for every item (same_for_every_item)
     BUG_FORMS = (BugForm("positions added twice", "the output vs input + 2 × the parameter", _parameter_twice),)
 
     out: Ref = THIS
@@ -237,9 +238,24 @@ class PlusParameter(Check):
         return param
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        param = self.added(s)
+        try:
+            param = self.added(s)
+        except NotCheckable as lack:  # the table not captured: what the tensors alone say of the added term
+            return same_for_every_item(s.t(self.out), s.t(self.x), lack)
         passed, detail = close(s.t(self.out), s.t(self.x) + param, f"input + {self.parameter}")
         return "equals its input plus the learned position embeddings", passed, detail
+
+
+def same_for_every_item(out: torch.Tensor, x: torch.Tensor, lack: NotCheckable) -> tuple[str, bool, str]:
+    """Positions without their table (a trace without the model's weights): the term added to the input depends on the
+    position only, so it is the same for every batch item; ``lack`` raised again where one item cannot tell."""
+    term = out - x
+    if term.dim() < 3 or term.shape[0] < 2:
+        raise lack
+    passed, detail = close(term, term[:1].expand_as(term), f"the added term of each of the {term.shape[0]} items vs "
+                           "the first item's")
+    return ("equals its input plus a term that depends on the position only, the same for every item (learned "
+            "positions; their table was not captured)"), passed, detail
 
 
 def _sums_to_one(check: Any, s: TensorSource) -> str | None:

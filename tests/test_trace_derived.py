@@ -221,3 +221,11 @@ def test_a_term_that_differs_between_the_items_is_never_passed_as_positions(tmp_
     check = traced_example(tmp_path, TWO_IMAGES, ("x_pos = x_tokens + pos_embed",
                                                   "x_pos = x_tokens + pos_embed * torch.arange(1.0, 3.0).view(2, 1, 1)"))["S07"]
     assert check["passed"] is not True
+
+
+def test_a_step_holding_nan_is_compared_with_the_calls_outputs_without_an_error():
+    from transformer_trace.trace.reading.residuals import _sublayer_call
+
+    step = torch.full((2, 3, 4), float("nan"))
+    call = SimpleNamespace(kind="user", outputs=[torch.randn(2, 3, 4)], inputs=[step], params={}, depth=1, module="M")
+    assert _sublayer_call([call], step, [step]) is call  # its output is not the step: the sublayer's

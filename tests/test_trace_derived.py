@@ -229,3 +229,43 @@ def test_a_step_holding_nan_is_compared_with_the_calls_outputs_without_an_error(
     step = torch.full((2, 3, 4), float("nan"))
     call = SimpleNamespace(kind="user", outputs=[torch.randn(2, 3, 4)], inputs=[step], params={}, depth=1, module="M")
     assert _sublayer_call([call], step, [step]) is call  # its output is not the step: the sublayer's
+
+
+# ----------------------------------------------------------------------------- the class token the line read
+
+CLASS_TOKEN = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+
+
+class Embed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj, self.class_token = nn.Linear(12, 16), nn.Parameter(torch.randn(1, 1, 16))
+
+    def forward(self, patches):
+        x = self.proj(patches)  # BREAKPOINT S04
+        x = torch.cat((self.class_token.expand(x.shape[0], -1, -1), x), dim=1)  # BREAKPOINT S06
+        return x
+
+
+with torch.no_grad():
+    Embed()(torch.randn(2, 4, 12))
+'''
+
+
+@pytest.mark.parametrize("line, passed", [
+    ("torch.cat((self.class_token.expand(x.shape[0], -1, -1), x), dim=1)", True),
+    ("torch.cat((x, self.class_token.expand(x.shape[0], -1, -1)), dim=1)", None),  # appended last: another form
+])
+def test_the_class_token_no_snapshot_shows_is_read_from_the_parameter_the_line_read(tmp_path, line, passed):
+    script = tmp_path / "embed.py"
+    script.write_text(CLASS_TOKEN.replace("torch.cat((self.class_token.expand(x.shape[0], -1, -1), x), dim=1)", line),
+                      encoding="utf-8")
+    main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"])
+    data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    check = next(s for s in data["snapshots"] if s["label"] == "S06")["check"]
+    assert check["passed"] is passed, check["detail"]
+    assert "needs" not in check["detail"]

@@ -151,14 +151,20 @@ class SumOf(Check):
 
 @dataclass(frozen=True, kw_only=True)
 class TokensConcat(Check):
-    """Tensors only: row 0 of ``out`` is the class token ``cls``, the rest the ``patches``."""
+    """Tensors only: row 0 of ``out`` is the class token ``cls``, the rest the ``patches``; where no snapshot shows
+    the class token, the parameter the marked line read (``self.class_token``), one for every item."""
+
+    FROM_CALLS = {"cls": (ModuleKind.READ, "weight")}
 
     out: Ref = THIS
     cls: Ref
     patches: Ref
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        expected = torch.cat([s.t(self.cls), s.t(self.patches)], dim=1)
+        cls, patches = s.t(self.cls), s.t(self.patches)
+        if cls.dim() == patches.dim() and cls.shape[0] == 1:  # the parameter itself, (1, 1, D): every item's
+            cls = cls.expand(patches.shape[0], *cls.shape[1:])
+        expected = torch.cat([cls, patches], dim=1)
         passed, detail = close(s.t(self.out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
         return "row 0 is the class token, the rest are the patch embeddings", passed, detail
 

@@ -243,7 +243,7 @@ torch.manual_seed(0)
 class Embed(nn.Module):
     def __init__(self):
         super().__init__()
-        self.proj, self.class_token = nn.Linear(12, 16), nn.Parameter(torch.randn(1, 1, 16))
+        self.proj, self.class_token = nn.Linear(12, 16), nn.Parameter(torch.randn(1, 16))
 
     def forward(self, patches):
         x = self.proj(patches)  # BREAKPOINT S04

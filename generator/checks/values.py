@@ -162,8 +162,8 @@ class TokensConcat(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         cls, patches = s.t(self.cls), s.t(self.patches)
-        if cls.dim() == patches.dim() and cls.shape[0] == 1:  # the parameter itself, (1, 1, D): every item's
-            cls = cls.expand(patches.shape[0], *cls.shape[1:])
+        if patches.dim() == 3 and cls.numel() == cls.shape[-1] == patches.shape[-1]:  # the parameter itself, one
+            cls = cls.reshape(1, 1, -1).expand(patches.shape[0], 1, -1)  # token, (1, 1, D) or (1, D): every item's
         expected = torch.cat([cls, patches], dim=1)
         passed, detail = close(s.t(self.out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
         return "row 0 is the class token, the rest are the patch embeddings", passed, detail

@@ -189,7 +189,9 @@ class ResidualLayerNorm(Check):
 
     WEIGHTS_OPTIONAL = True
     TRACE = TraceUse(calls={"module": (ModuleKind.LAYER_NORM, "module"),
-                            "operands": (ModuleKind.LAYER_NORM, "input")})
+                            "operands": (ModuleKind.LAYER_NORM, "input")},
+                     # an unmarked sublayer output, from the module the line called (trace/reading/residuals.py)
+                     also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION}))
     LEFT_OUT = "residual dropped"
 
     out: Ref = THIS

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from transformer_trace.checks.base import (GELU_MINIMUM, THIS, BoundT, CallBinder, Check, TraceUse, UnfittableWeights,
                                           added, close, linear, tolerance)
+from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.indexing import parse_index
@@ -128,7 +129,7 @@ class SumOf(Check):
     """A residual sum: ``out`` is the sum of ``operands`` (tensors only)."""
 
     # an unmarked sublayer output, from the module the line called last
-    TRACE = TraceUse(also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER}))
+    TRACE = TraceUse(also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION}))
     BUG_FORMS = (BugForm("added twice", "the sum with one operand counted twice", _operand_twice),)
     LEFT_OUT = "residual dropped"
 
@@ -147,19 +148,27 @@ class SumOf(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         expected = added(s.t(ref) for ref in self.operands)
         passed, detail = close(s.t(self.out), expected, "operands added up vs the recorded sum")
+        if not passed and (dropped := sum_through_dropout(s.t(self.out), [s.t(ref) for ref in self.operands])):
+            return DROPOUT_CLAIM, True, str(dropped)  # training mode: the dropout's mask read back
         return "the operands add up to the residual sum", passed, detail
 
 
 @dataclass(frozen=True, kw_only=True)
 class TokensConcat(Check):
-    """Tensors only: row 0 of ``out`` is the class token ``cls``, the rest the ``patches``."""
+    """Tensors only: row 0 of ``out`` is the class token ``cls``, the rest the ``patches``; where no snapshot shows
+    the class token, the parameter the marked line read (``self.class_token``), one for every item."""
+
+    TRACE = TraceUse(calls={"cls": (ModuleKind.READ, "weight")})
 
     out: Ref = THIS
     cls: Ref
     patches: Ref
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        expected = torch.cat([s.t(self.cls), s.t(self.patches)], dim=1)
+        cls, patches = s.t(self.cls), s.t(self.patches)
+        if patches.dim() == 3 and cls.numel() == cls.shape[-1] == patches.shape[-1]:  # the parameter itself, one
+            cls = cls.reshape(1, 1, -1).expand(patches.shape[0], 1, -1)  # token, (1, 1, D) or (1, D): every item's
+        expected = torch.cat([cls, patches], dim=1)
         passed, detail = close(s.t(self.out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
         return "row 0 is the class token, the rest are the patch embeddings", passed, detail
 
@@ -229,6 +238,7 @@ class PlusParameter(Check):
     """``out`` is ``x`` plus the learned ``parameter`` (e.g. position embeddings)."""
 
     TRACE = TraceUse(calls={"parameter": (ModuleKind.READ, "weight")})
+    WEIGHTS_OPTIONAL = True  # without the table: the added term the same for every item (same_for_every_item)
     BUG_FORMS = (BugForm("positions added twice", "the output vs input + 2 × the parameter", _parameter_twice),)
 
     out: Ref = THIS
@@ -243,9 +253,24 @@ class PlusParameter(Check):
         return param
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        param = self.added(s)
+        try:
+            param = self.added(s)
+        except NotCheckable as lack:  # the table not captured: what the tensors alone say of the added term
+            return same_for_every_item(s.t(self.out), s.t(self.x), lack)
         passed, detail = close(s.t(self.out), s.t(self.x) + param, f"input + {self.parameter}")
         return "equals its input plus the learned position embeddings", passed, detail
+
+
+def same_for_every_item(out: torch.Tensor, x: torch.Tensor, lack: NotCheckable) -> tuple[str, bool, str]:
+    """Positions without their table (a trace without the model's weights): the term added to the input depends on the
+    position only, so it is the same for every batch item; ``lack`` raised again where one item cannot tell."""
+    term = out - x
+    if term.dim() < 3 or term.shape[0] < 2:
+        raise lack
+    passed, detail = close(term, term[:1].expand_as(term), f"the added term of each of the {term.shape[0]} items vs "
+                           "the first item's")
+    return ("equals its input plus a term that depends on the position only, the same for every item (learned "
+            "positions; their table was not captured)"), passed, detail
 
 
 def _sums_to_one(check: Any, s: TensorSource) -> str | None:

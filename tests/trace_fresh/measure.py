@@ -34,8 +34,12 @@ def trace(folder: Path, name: str) -> dict:
               if s["captured"] and (s.get("check") or {}).get("passed") is False]
     first = (outcome.get("first_failure") or "").split(" ")[0]
     evidence = next(((s.get("check") or {}).get("evidence") for s in snapshots if s["label"] == first), None) or {}
+    # every captured step no check could judge, with why: what the not-checkable share is made of
+    unchecked = [f"{s['label']}: {s['check']['name']}: {s['check']['detail']}" for s in snapshots
+                 if s["captured"] and (s.get("check") or {}).get("passed") is None]
     return {"exit": run.returncode, "terminal": terminal, "counts": outcome.get("counts"),
-            "first_failure": outcome.get("first_failure"), "first_evidence": evidence.get("name"), "failed": failed}
+            "first_failure": outcome.get("first_failure"), "first_evidence": evidence.get("name"), "failed": failed,
+            "unchecked": unchecked}
 
 
 def main() -> None:

@@ -157,9 +157,15 @@ class CausalMaskBool(Check):
 class MaskedFillOf(Check):
     """Tensors only: ``out`` is ``scores`` with −inf exactly where the ``mask`` blocks (``mask_allows``)."""
 
+    DERIVES = "out"  # where the masked scores are not marked (SDPA hides them): the probabilities derive from these
+
     out: Ref = THIS
     scores: Ref
     mask: Ref
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        allowed, _ = mask_allows(s.cpu(self.mask))
+        return s.t(self.scores).masked_fill(~allowed, float("-inf"))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         allowed, _ = mask_allows(s.cpu(self.mask))

@@ -239,7 +239,8 @@ def _read(kind, wanted, module, args):
     that can be read as a LayerNorm, or ("user_leaf") one without parameters or modules of its own (a rearrange)."""
     return kind in wanted or kind is ModuleKind.USER and (
         ModuleKind.USER_NORM in wanted and _norm_like(module, args)
-        or ModuleKind.USER_LEAF in wanted and not module._parameters and not module._modules)
+        or ModuleKind.USER_LEAF in wanted and not module._parameters and not module._modules
+        or ModuleKind.USER_LINEAR in wanted and _linear_like(module, args))
 
 
 def _norm_like(module, args):
@@ -249,6 +250,17 @@ def _norm_like(module, args):
     torch = sys.modules["torch"]
     return (len(params) == 2 and all(p.dim() == 1 for p in params) and params[0].shape == params[1].shape
             and bool(args) and isinstance(args[0], torch.Tensor) and args[0].shape[-1:] == params[0].shape)
+
+
+def _linear_like(module, args):
+    """Whether a user's module may be a projection (trace/reading/weights.py's rebuild decides, from its output): no
+    modules of its own, one 2-D parameter with an axis of its first input's width, and at most a 1-D one besides."""
+    params = [p for p in module._parameters.values() if p is not None]
+    torch = sys.modules["torch"]
+    matrices = [p for p in params if p.dim() == 2]
+    return (not module._modules and len(matrices) == 1 and len(params) <= 2
+            and all(p.dim() in (1, 2) for p in params) and bool(args) and isinstance(args[0], torch.Tensor)
+            and args[0].dim() > 0 and args[0].shape[-1] in matrices[0].shape)
 
 
 def _wanted(markers):

@@ -79,9 +79,11 @@ class ModuleKind(_Word):
     READ = "read"  # not a call: a module tensor the line reads by attribute (a weight passed to functional code)
     CHANGED = "changed"  # set by the reader: a call whose parameters changed in place before they were written
     # Asked for, never recorded: a user's module readable as a LayerNorm (a gain and a bias of its input's width),
-    # one with no parameters or modules of its own (a rearrange)
+    # one with no parameters or modules of its own (a rearrange), one readable as a projection (a weight matrix with
+    # an axis of its input's width, at most a bias besides, no modules of its own: whisper's Linear, GPT-2's Conv1D)
     USER_NORM = "user_norm"
     USER_LEAF = "user_leaf"
+    USER_LINEAR = "user_linear"
 
 
 # PyTorch's own classes (torch.nn.modules.*) by name, and the kind a call of one is recorded as

@@ -23,6 +23,8 @@ from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus
 from transformer_trace.trace.reading.derived import derive_missing
+from transformer_trace.trace.reading.dropout import said_dropout
+from transformer_trace.trace.reading.residuals import sublayer_bound
 from transformer_trace.trace.reading.weights import bind, modules_called, run_bound
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -123,6 +125,7 @@ def run_checks(readings: list[SnapshotReading], catalogue: Report, dims: dict[st
     with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
         results = _check_pages(readings, catalogue, hit, dims, source, checked, read_labels, known, stand_ins)
         _stand_ins_agree(readings, results, stand_ins)
+    results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
     said = " ".join(result.detail for reading in readings if reading.captured
                     for result in results[reading.snap.number])
@@ -284,6 +287,7 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
     for check, claim in zip(checks, claims):
         # the weights and inputs of the module calls the marked line made (generator/trace/reading/weights.py)
         bound = bind(check, page.calls, source, page.main.shown.tensor, known) if page.calls or known else None
+        bound = bound or sublayer_bound(check, page.calls, source, page.main.shown.tensor)
         try:
             with _judged_with_calls(page):
                 try:

@@ -23,6 +23,7 @@ import torch
 from transformer_trace.checks import Check, CheckResult, HeadsRejoin, RowEquals, SumOf, close
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
+from transformer_trace.trace.reading.projections import user_projection
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
@@ -459,7 +460,10 @@ def _holds(output: torch.Tensor | None, main: torch.Tensor | None) -> bool:
 
 
 def _looks_like(kind: str, call: ModuleCall) -> bool:
-    """A user's own module that is a LayerNorm by its parameters: a gain and a bias, one value per feature."""
+    """A user's own module that is a LayerNorm by its parameters: a gain and a bias, one value per feature; or a
+    projection by its output (trace/reading/projections.py)."""
+    if kind == ModuleKind.LINEAR:
+        return user_projection(call) is not None
     params = [p for p in call.params.values() if p is not None]
     return (kind == ModuleKind.LAYER_NORM and len(params) == 2 and all(p.dim() == 1 for p in params)
             and params[0].shape == params[1].shape and bool(call.inputs) and call.inputs[0] is not None
@@ -472,6 +476,8 @@ def rebuild(call: ModuleCall, kind: str) -> SimpleNamespace | None:
     params = call.params
     if kind == ModuleKind.LINEAR and call.kind == ModuleKind.LINEAR and params.get("weight") is not None:
         return SimpleNamespace(weight=params["weight"], bias=params.get("bias"), traced=True)
+    if kind == ModuleKind.LINEAR and call.kind == ModuleKind.USER:
+        return user_projection(call)
     if kind != ModuleKind.LAYER_NORM or not call.inputs or call.inputs[0] is None:
         return None
     width = call.inputs[0].shape[-1]

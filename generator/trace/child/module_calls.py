@@ -244,7 +244,7 @@ def _read(kind, wanted, module, args):
 
 
 def _norm_like(module, args):
-    """Whether a user's module can be read as a LayerNorm (trace/reading/weights.py's _looks_like: what a user's call
+    """Whether a user's module can be read as a LayerNorm (trace/reading/rebuilt.py's looks_like: what a user's call
     is read for): two 1-D parameters of one shape, the width of its first input's last axis."""
     params = [p for p in module._parameters.values() if p is not None]
     torch = sys.modules["torch"]
@@ -253,7 +253,7 @@ def _norm_like(module, args):
 
 
 def _linear_like(module, args):
-    """Whether a user's module may be a projection (trace/reading/weights.py's rebuild decides, from its output): no
+    """Whether a user's module may be a projection (trace/reading/rebuilt.py's rebuild decides, from its output): no
     modules of its own, one 2-D parameter with an axis of its first input's width, and at most a 1-D one besides."""
     params = [p for p in module._parameters.values() if p is not None]
     torch = sys.modules["torch"]

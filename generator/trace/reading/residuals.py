@@ -7,6 +7,7 @@ sublayer it called; a LayerNorm's output is never taken for the sublayer's."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -15,12 +16,13 @@ from transformer_trace.checks import ResidualLayerNorm, SumOf, close
 from transformer_trace.checks.sublayer import SublayerFromCall
 from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.weights import Bound, CallSource
 
 SUBLAYER_KINDS = (ModuleKind.USER, ModuleKind.LINEAR, ModuleKind.MULTIHEAD_ATTENTION)
 
 
-def sublayer_bound(check: Any, calls: list[Any], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
     """``check`` (a residual sum, or a LayerNorm of one) read with its last operand, the sublayer output no snapshot
     shows, from the call of the marked line that gave it; None where it is captured, or no call gives it."""
     if not isinstance(check, (SumOf, ResidualLayerNorm)) or main is None or not check.operands:
@@ -44,7 +46,7 @@ def sublayer_bound(check: Any, calls: list[Any], source: TensorDict, main: torch
                  "it)")
 
 
-def _sublayer_call(calls: list[Any], main: torch.Tensor, captured: list[torch.Tensor]) -> Any:
+def _sublayer_call(calls: Sequence[ModuleCall], main: torch.Tensor, captured: list[torch.Tensor]) -> Any:
     """The call whose first output is the sublayer's: of the step's shape, no LayerNorm's, not a call that returns
     the step from the stream it was given (a wrapper adding the residual inside); the shallowest, then the last."""
     found = []

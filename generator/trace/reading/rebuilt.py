@@ -1,0 +1,59 @@
+"""A module the marked line called, rebuilt as the checks read it from the call's own parameters: an ``nn.Linear`` or a
+user's class that is a projection by its output (trace/reading/projections.py), an ``nn.LayerNorm`` or a user's class
+that is one by its parameters (a gain and a bias, named as users name them)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+
+from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.projections import user_projection
+
+BIAS_NAMES = ("bias", "beta", "b_2", "b", "shift", "offset")  # how a user's own LayerNorm names its bias
+GAIN_NAMES = ("weight", "gamma", "a_2", "g", "scale", "gain", "alpha")  # ... and its gain
+EPSILON_NAMES = ("eps", "epsilon", "variance_epsilon")
+
+
+def looks_like(kind: str, call: ModuleCall) -> bool:
+    """A user's own module that is a LayerNorm by its parameters: a gain and a bias, one value per feature; or a
+    projection by its output (trace/reading/projections.py)."""
+    if kind == ModuleKind.LINEAR:
+        return user_projection(call) is not None
+    params = [p for p in call.params.values() if p is not None]
+    return (kind == ModuleKind.LAYER_NORM and len(params) == 2 and all(p.dim() == 1 for p in params)
+            and params[0].shape == params[1].shape and bool(call.inputs) and call.inputs[0] is not None
+            and call.inputs[0].shape[-1:] == params[0].shape)
+
+
+def rebuild(call: ModuleCall, kind: str) -> SimpleNamespace | None:
+    """The module as the checks read it (weight, bias, and for a LayerNorm its shape and epsilon), from the call's own
+    parameters; None where they were not copied."""
+    params = call.params
+    if kind == ModuleKind.LINEAR and call.kind == ModuleKind.LINEAR and params.get("weight") is not None:
+        return SimpleNamespace(weight=params["weight"], bias=params.get("bias"), traced=True)
+    if kind == ModuleKind.LINEAR and call.kind == ModuleKind.USER:
+        return user_projection(call)
+    if kind != ModuleKind.LAYER_NORM or not call.inputs or call.inputs[0] is None:
+        return None
+    width = call.inputs[0].shape[-1]
+    if call.kind == ModuleKind.LAYER_NORM:
+        weight, bias = params.get("weight"), params.get("bias")
+        eps, own = call.attrs.get("eps", 1e-5), False
+    else:
+        names = list(params)
+        bias_name = next((n for n in names if n.lower() in BIAS_NAMES), None)
+        gain_name = next((n for n in names if n.lower() in GAIN_NAMES), None)
+        if len(names) == 2 and (bias_name is None) != (gain_name is None):  # one of the two named: the other is
+            named = bias_name or gain_name or ""                              # the other parameter
+            other = names[1 - names.index(named)]
+            bias_name, gain_name = bias_name or other, gain_name or other
+        if bias_name is None or gain_name is None or bias_name == gain_name:
+            return None  # which parameter is the gain is not told by its name: not guessed
+        weight, bias = params[gain_name], params[bias_name]
+        eps, own = next((call.attrs[n] for n in EPSILON_NAMES if n in call.attrs), 1e-5), True
+    return SimpleNamespace(weight=weight if weight is not None else torch.ones(width),
+                           bias=bias if bias is not None else torch.zeros(width),
+                           normalized_shape=(width,), eps=eps, own_code=own, called=call.module)

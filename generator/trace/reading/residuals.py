@@ -22,7 +22,8 @@ from transformer_trace.trace.reading.weights import Bound, CallSource
 SUBLAYER_KINDS = (ModuleKind.USER, ModuleKind.LINEAR, ModuleKind.MULTIHEAD_ATTENTION)
 
 
-def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
+def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict,
+                   main: torch.Tensor | None) -> Bound | None:
     """``check`` (a residual sum, or a LayerNorm of one) read with its last operand, the sublayer output no snapshot
     shows, from the call of the marked line that gave it; None where it is captured, or no call gives it."""
     if not isinstance(check, (SumOf, ResidualLayerNorm)) or main is None or not check.operands:

@@ -89,6 +89,25 @@ def test_a_marker_on_a_def_line_reads_the_arguments_as_the_function_is_entered(t
     assert hits(script) == {"# trace: entry": [[("ids", [1, 2]), ("factor", 3)]], "# trace: block": [[("x", [4, 5])]]}
 
 
+def test_a_def_line_marker_on_a_method_skips_its_first_parameter_whatever_it_is_named(tmp_path):
+    script = write(tmp_path, "renamed.py", """\
+        class Block:
+            def forward(s, x):  # trace: renamed
+                return x
+            @classmethod
+            def build(klass, n):  # trace: built
+                return n
+            @staticmethod
+            def helper(a, b):  # trace: plain
+                return a
+        Block().forward([4, 5])
+        Block.build(3)
+        Block.helper(1, 2)
+    """)
+    assert hits(script) == {"# trace: renamed": [[("x", [4, 5])]], "# trace: built": [[("n", 3)]],
+                            "# trace: plain": [[("a", 1), ("b", 2)]]}
+
+
 def test_a_marker_on_a_for_line_reads_the_loop_variable_each_pass_and_not_once_more_as_the_loop_ends(tmp_path):
     script = write(tmp_path, "loop.py", """\
         for step in [[1], [2], [3]]:  # trace: step
@@ -286,3 +305,4 @@ def test_a_marker_on_or_under_a_line_of_several_statements_marks_the_last_one(tm
     found = hits(script)
     assert [name for name, _ in found["# trace: inline"][0]] == ["inline"]
     assert [name for name, _ in found["# trace: below"][0]] == ["below"]
+

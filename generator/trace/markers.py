@@ -258,30 +258,43 @@ def _statement_markers(path: Path, line: int, statement: ast.stmt, found: list) 
 
 BINDING_HEADERS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)  # read as their body begins
 BindingHeader = ast.For | ast.AsyncFor | ast.While | ast.If | ast.With | ast.AsyncWith
-# (first line, last line of the header, the def, or the statement whose header assigns)
-Header = tuple[int, int, "ast.FunctionDef | ast.AsyncFunctionDef | BindingHeader"]
+# (first line, last line of the header, the def or the statement whose header assigns, whether a def is a method whose
+# first parameter is the instance or the class, whatever it is named: `def forward(s, x):`)
+Header = tuple[int, int, "ast.FunctionDef | ast.AsyncFunctionDef | BindingHeader", bool]
+PLAIN_FUNCTION_DECORATORS = ("staticmethod",)  # a def in a class body that takes no instance first
 
 
 def _headers(tree: ast.AST) -> list[Header]:
     """Each `def` (decorators included) and `for`, `while`, `if` and `with` statement's header lines: a marker there
     marks the statement."""
+    methods = {id(node) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for node in cls.body
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and not any(_decorator_name(d) in PLAIN_FUNCTION_DECORATORS for d in node.decorator_list)}
     found: list[Header] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, *BINDING_HEADERS)):
             decorators = node.decorator_list if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
             first = decorators[0].lineno if decorators else node.lineno
-            found.append((first, max(node.lineno, node.body[0].lineno - 1), node))
+            found.append((first, max(node.lineno, node.body[0].lineno - 1), node, id(node) in methods))
     return found
+
+
+def _decorator_name(decorator: ast.expr) -> str:
+    """`staticmethod` of `@staticmethod`, `@builtins.staticmethod` or `@staticmethod()`."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
 
 
 def _header_at(headers: list[Header], line: int) -> Header | None:
     return min((h for h in headers if h[0] <= line <= h[1]), key=lambda h: h[1] - h[0], default=None)
 
 
-def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> list[str]:
+    """The arguments a `def`-line marker reads: a method's first (the instance or the class, `self`, `s` or `cls`) is
+    not a value of the model's."""
     arguments = node.args
     names = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
-    names = names[1:] if names[:1] in (["self"], ["cls"]) else names
+    names = names[1:] if method or names[:1] in (["self"], ["cls"]) else names
     names += [a.arg for a in (arguments.vararg, *arguments.kwonlyargs, arguments.kwarg) if a is not None]
     return names
 
@@ -301,9 +314,9 @@ def _header_markers(path: Path, line: int, header: Header, found: list) -> list[
     """A marker on a `def` line reads the function's arguments as it is entered; on a `for`, `while`, `if` or `with`
     line, what its header assigns (the loop variable, a walrus's target, the `as` names) as its body begins, each
     pass."""
-    first, last, node = header
+    first, last, node, method = header
     loop = isinstance(node, BINDING_HEADERS)
-    available = _bound_by_header(node) if isinstance(node, BINDING_HEADERS) else _parameters(node)
+    available = _bound_by_header(node) if isinstance(node, BINDING_HEADERS) else _parameters(node, method)
     markers = []
     for index, (numbering, number, point, text, names, alternatives) in enumerate(found):
         chosen = names or (tuple(available) if len(found) == 1 else

@@ -306,3 +306,14 @@ def test_a_marker_on_or_under_a_line_of_several_statements_marks_the_last_one(tm
     assert [name for name, _ in found["# trace: inline"][0]] == ["inline"]
     assert [name for name, _ in found["# trace: below"][0]] == ["below"]
 
+
+
+@pytest.mark.parametrize("line, names", [
+    ("f = lambda t: t * 2  # trace: f  # noqa: E731", ("f",)),
+    ("h = [1, 2]  # trace: first h[0]  # type: ignore[assignment]", ("h[0]",)),
+    ("g = 3  # trace: g#no space before the user's comment", ("g",)),
+])
+def test_a_users_comment_after_a_trace_point_is_left_to_the_user(tmp_path, line, names):
+    script = write(tmp_path, "linted.py", f"{line}\n")
+    [marker] = find_markers(script, numberings(REPORTS))
+    assert marker.names == names and "#" not in marker.text[1:] and marker.text.startswith("# trace: ")

@@ -38,7 +38,9 @@ _AFTER = rf"(?:\s*[:=]?\s*{_NAMES}(?=\s*(?:$|[-–—;#(])))?"
 _BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[A-Z])\s*(?P<number>\d+)"
                          rf"(?P<more>(?:\s*(?:,|and|&)\s*(?:BREAKPOINT\s+)?[A-Z]\s*\d+)*){_AFTER}", re.I)
 _SNAPSHOT = re.compile(rf"\bSNAPSHOT\s*#?\s*(?P<number>\d+)(?P<more>(?:\s*(?:or|/|,|and|&)\s*#?\s*\d+)*){_AFTER}", re.I)
-_CUSTOM = re.compile(rf"^\s*#\s*trace\s*:\s*(?P<point>[A-Za-z_]\w*)(?:\s+(?P<names>{_NAME}(?:\s*,\s*{_NAME})*))?\s*$")
+# A comment of the user's may follow (`# trace: f  # noqa: E731`), as it may follow a catalogue marker.
+_CUSTOM = re.compile(rf"^\s*(?P<marker>#\s*trace\s*:\s*(?P<point>[A-Za-z_]\w*)"
+                     rf"(?:\s+(?P<names>{_NAME}(?:\s*,\s*{_NAME})*))?)\s*(?:#.*)?$")
 
 
 @dataclass(frozen=True)
@@ -335,7 +337,7 @@ def _parse_comment(comment: str, numberings: Mapping[tuple[str, str], str]
     three markers, "#7 or #21 or #30" one marker whose snapshot depends on the caller."""
     if custom := _CUSTOM.match(comment):
         names = split_names(custom.group("names")) if custom.group("names") else ()
-        return [("custom", None, custom.group("point"), comment.strip(), names, ())]
+        return [("custom", None, custom.group("point"), custom.group("marker").strip(), names, ())]
     found: list[tuple[str, int | None, str | None, str, tuple[str, ...], tuple[int, ...]]] = []
     for pattern in (_BREAKPOINT, _SNAPSHOT):
         for match in pattern.finditer(comment):

@@ -317,3 +317,16 @@ def test_a_users_comment_after_a_trace_point_is_left_to_the_user(tmp_path, line,
     script = write(tmp_path, "linted.py", f"{line}\n")
     [marker] = find_markers(script, numberings(REPORTS))
     assert marker.names == names and "#" not in marker.text[1:] and marker.text.startswith("# trace: ")
+
+
+def test_a_marker_on_a_case_line_reads_the_names_its_pattern_binds_each_time_the_case_is_taken(tmp_path):
+    script = write(tmp_path, "matched.py", """\
+        for command in [(1, 3), (2, 20, 30), (1, 5)]:
+            match command:
+                case (1, k):  # trace: scale
+                    y = k * 2
+                case [2, *rest] if (n := len(rest)) > 1:  # trace: more
+                    z = rest
+    """)
+    assert hits(script) == {"# trace: scale": [[("k", 3)], [("k", 5)]],
+                            "# trace: more": [[("rest", [20, 30]), ("n", 2)]]}

@@ -220,8 +220,8 @@ def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[
                 markers += _header_markers(path, line, header, found)
                 continue
         if statement is None:
-            raise UserError(f"{path}:{line}: {found[0][3]!r} marks no statement (put it on, or right after, the line "
-                            f"that computes the value)")
+            raise UserError(f"{path.name}:{line}: {found[0][3]!r} marks no statement (put it on, or right after, the "
+                            "line that computes the value)")
         markers += _statement_markers(path, line, statement, found)
     return markers
 
@@ -258,8 +258,9 @@ def _statement_markers(path: Path, line: int, statement: ast.stmt, found: list) 
     return markers
 
 
-BINDING_HEADERS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)  # read as their body begins
-BindingHeader = ast.For | ast.AsyncFor | ast.While | ast.If | ast.With | ast.AsyncWith
+# read as their body begins; a `case` line: the names its pattern binds
+BINDING_HEADERS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.match_case)
+BindingHeader = ast.For | ast.AsyncFor | ast.While | ast.If | ast.With | ast.AsyncWith | ast.match_case
 # (first line, last line of the header, the def or the statement whose header assigns, whether a def is a method whose
 # first parameter is the instance or the class, whatever it is named: `def forward(s, x):`)
 Header = tuple[int, int, "ast.FunctionDef | ast.AsyncFunctionDef | BindingHeader", bool]
@@ -267,7 +268,7 @@ PLAIN_FUNCTION_DECORATORS = ("staticmethod",)  # a def in a class body that take
 
 
 def _headers(tree: ast.AST) -> list[Header]:
-    """Each `def` (decorators included) and `for`, `while`, `if` and `with` statement's header lines: a marker there
+    """Each `def` (decorators included) and `for`, `while`, `if`, `with` and `case` header's lines: a marker there
     marks the statement."""
     methods = {id(node) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for node in cls.body
                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -276,9 +277,14 @@ def _headers(tree: ast.AST) -> list[Header]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, *BINDING_HEADERS)):
             decorators = node.decorator_list if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
-            first = decorators[0].lineno if decorators else node.lineno
-            found.append((first, max(node.lineno, node.body[0].lineno - 1), node, id(node) in methods))
+            first = decorators[0].lineno if decorators else header_line(node)
+            found.append((first, max(header_line(node), node.body[0].lineno - 1), node, id(node) in methods))
     return found
+
+
+def header_line(node: ast.AST) -> int:
+    """A statement's first line; a `case`'s (which has no line of its own): its pattern's."""
+    return node.pattern.lineno if isinstance(node, ast.match_case) else node.lineno  # type: ignore[attr-defined]
 
 
 def _decorator_name(decorator: ast.expr) -> str:
@@ -302,13 +308,19 @@ def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> l
 
 
 def _bound_by_header(node: BindingHeader) -> list[str]:
-    """The names a `for`, `while`, `if` or `with` header assigns: the loop variable, a walrus's target
-    (`if (n := ...):`), the `as` names (`with open(...) as fh:`)."""
+    """The names a `for`, `while`, `if`, `with` or `case` header assigns: the loop variable, a walrus's target
+    (`if (n := ...):`), the `as` names (`with open(...) as fh:`), the names a `case` pattern binds."""
     if isinstance(node, (ast.For, ast.AsyncFor)):
         return _target_names(node.target) or []
     if isinstance(node, (ast.With, ast.AsyncWith)):
         return [name for item in node.items if item.optional_vars is not None
                 for name in _target_names(item.optional_vars) or []]
+    if isinstance(node, ast.match_case):  # `case ("scale", k):`, `case [first, *rest]:`, `case {"a": a, **more}:`
+        bound = [name for part in ast.walk(node.pattern) for name in (
+            (part.name,) if isinstance(part, (ast.MatchAs, ast.MatchStar)) else
+            (part.rest,) if isinstance(part, ast.MatchMapping) else ()) if name]
+        walruses = ast.walk(node.guard) if node.guard is not None else ()
+        return list(dict.fromkeys([*bound, *(w.target.id for w in walruses if isinstance(w, ast.NamedExpr))]))
     return [walrus.target.id for walrus in ast.walk(node.test) if isinstance(walrus, ast.NamedExpr)]
 
 
@@ -326,8 +338,8 @@ def _header_markers(path: Path, line: int, header: Header, found: list) -> list[
         if not chosen:
             raise UserError(f"{path}:{line}: {text!r}: write the name to read after the marker, e.g. '{text} x'")
         body = (node.body[0].lineno, _last(node.body[-1])) if loop else None
-        markers.append(Marker(str(path), line, numbering, number, point, chosen, node.lineno, last, text, alternatives,
-                              entry_line=0 if loop else first, loop_body=body))
+        markers.append(Marker(str(path), line, numbering, number, point, chosen, header_line(node), last, text,
+                              alternatives, entry_line=0 if loop else first, loop_body=body))
     return markers
 
 

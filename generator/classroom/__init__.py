@@ -48,8 +48,8 @@ def class_page(args: argparse.Namespace) -> int:
     students = read_students(args.reports)
     for student in students:
         if student.unreadable:
-            print(f"warning: {terminal_line(student.unreadable)}: {terminal_line(student.name)!r} is shown as no report",
-                  file=sys.stderr)
+            print(f"warning: {terminal_line(student.unreadable)}: {terminal_line(student.name)!r} is shown as "
+                  "no report", file=sys.stderr)
     _warn_of_markup_in_names(students)
     with staged_output(out.parent, entries=[out.name]) as staging:
         data = write_class(out, staging / out.name, students, args.title)

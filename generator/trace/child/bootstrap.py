@@ -139,6 +139,14 @@ class Tracer:
         with self.results.lock:
             self.results.event(protocol.entered_to_serializable(*code))
 
+    def raised(self, markers, kind):
+        """A marked statement raised (the script may catch it): said once per marker, for one never reached."""
+        for index, _ in markers:
+            if ("raised", index) not in self.seen:
+                self.seen.add(("raised", index))
+                with self.results.lock:
+                    self.results.event(protocol.raised_to_serializable(index, kind.__name__))
+
     def entry(self, group):
         """A marked `def`'s arguments, as its body begins."""
         if self.pid is not None and not self.compiling():
@@ -222,6 +230,7 @@ class Marked:
             if self.read:
                 tracer.calls.stop()
                 tracer._forget_copies()
+            tracer.raised(self.markers, kind)
             return False
         tracer._take(sys._getframe(1), self.markers, returned, tracer.calls.stop() if self.read else None)
         return False

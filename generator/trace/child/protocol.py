@@ -30,7 +30,7 @@ child's module_calls.py then records; reading/weights.py reads a call of that ki
 import enum
 from dataclasses import dataclass
 
-PROTOCOL_VERSION = 2  # 1: the unversioned format told events apart by the key present
+PROTOCOL_VERSION = 3  # 1: the unversioned format told events apart by the key present; 3: RAISED
 
 # A notebook's script (trace/notebook.py writes it): its first line names the notebook, and each cell starts after a
 # line of its own; the script's interpreter runs each cell as IPython runs it (instrument.py, bootstrap.py).
@@ -55,6 +55,7 @@ class EventKind(_Word):
     SEED = "seed"  # the script called torch.manual_seed(n)
     COMPILED = "compiled"  # the script called torch.compile (its compiled code captures nothing)
     ENTERED = "entered"  # marked code that ran (why a marker was not reached)
+    RAISED = "raised"  # a marked statement raised before it completed (the first time, per marker)
 
 
 class ValueKind(_Word):
@@ -162,6 +163,10 @@ def entered_to_serializable(file, line, name):
     return {"kind": EventKind.ENTERED, "file": file, "line": line, "name": name}
 
 
+def raised_to_serializable(marker, exception):
+    return {"kind": EventKind.RAISED, "marker": marker, "exception": exception}
+
+
 # The reader's side: frozen objects, or ProtocolError.
 
 @dataclass(frozen=True)
@@ -232,7 +237,13 @@ class Entered:
     name: str
 
 
-Event = Hit | Param | Seed | Compiled | Entered
+@dataclass(frozen=True)
+class Raised:
+    marker: int
+    exception: str  # its class's name
+
+
+Event = Hit | Param | Seed | Compiled | Entered | Raised
 
 
 def check_header(record):
@@ -293,6 +304,8 @@ def event_from_serializable(record):
             return Compiled()
         if kind is EventKind.ENTERED:
             return Entered(record["file"], int(record["line"]), record["name"])
+        if kind is EventKind.RAISED:
+            return Raised(int(record["marker"]), str(record["exception"]))
     except ProtocolError:
         raise
     except (KeyError, TypeError, ValueError) as exc:

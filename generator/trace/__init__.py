@@ -290,6 +290,8 @@ def _check_numbers(markers: list, numbering: str, catalogue: Report) -> None:
 def _print_summary(summary: dict, capture: Capture, catalogue: Report, written: Path) -> None:
     """The one-line summary of a trace (stdout), and its first failing snapshot if any (stderr)."""
     counts = summary["counts"]
+    if not capture.stdout_ends_line:  # the script's last output left the line open: ours starts a new one
+        print()
     print(terminal_line(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} "
                         f"{catalogue.short_title} snapshots; checks: {counts['passed']} passed, {counts['failed']} "
                         f"failed, {counts['unrecognised']} unrecognised, {counts['unchecked']} not checkable; wrote "

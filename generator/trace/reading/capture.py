@@ -101,6 +101,7 @@ class Capture:
     timed_out: bool = False
     seeds: list[int] = field(default_factory=list)
     compiled: bool = False  # the script called torch.compile, whose compiled code captures nothing
+    stdout_ends_line: bool = True  # the script's output on stdout ended a line (or there was none)
     raised: dict[Marker, str] = field(default_factory=dict)  # a marked statement that raised: the exception's name
     sha256: str = ""
     kept_bytes: int = 0
@@ -188,6 +189,7 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
         entered = _read_hits(Path(folder), capture)
     capture.timed_out = ended.timed_out
     capture.seconds = outcome.get("seconds", ended.seconds)
+    capture.stdout_ends_line = outcome.get("stdout_ends_line", True) is not False
     if not ended.timed_out:
         capture.error, capture.error_at = _ending(outcome, ended.returncode)
         capture.error_traceback = outcome.get("traceback") or ""

@@ -91,7 +91,9 @@ def marker_forms(reports: Mapping[str, Report]) -> str:
     return ", ".join([*forms, "# trace: name"])
 
 
-def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, reports: Mapping[str, Report]) -> None:
+def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, traceable_keys: Sequence[str]) -> None:
+    """The `trace` command's arguments; ``traceable_keys``: the reports --report may name (the snapshot table's, so that
+    parsing imports no PyTorch)."""
     t = sub.add_parser(
         "trace", help="run your own PyTorch script with breakpoint comments and write a verified report of it",
         description="Run SCRIPT.py as `python SCRIPT.py` would, capture the value of every line marked with a "
@@ -107,7 +109,7 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, report
     )
     t.set_defaults(script_args=[])
     t.add_argument("script", type=Path, help="the Python script to run (its folder goes first on sys.path)")
-    t.add_argument("--report", choices=("auto", *traceable(reports), "none"), default="auto",
+    t.add_argument("--report", choices=("auto", *traceable_keys, "none"), default="auto",
                    help="the numbering of the markers: auto picks it from the markers found (default: auto); none: "
                    "only # trace: points")
     t.add_argument("--out", type=out_path, default=default_out,
@@ -275,6 +277,24 @@ def _trace_file(args: argparse.Namespace, reports: Mapping[str, Report], command
         script.unlink(missing_ok=True)
 
 
+def refuse_a_missing_script(args: argparse.Namespace) -> None:
+    """The CLI's first check of a trace, before PyTorch is imported: a script that is not there or not a file is
+    refused at once (with its JUnit file, as every refusal of a trace)."""
+    try:
+        check_script(args.script)
+    except UserError as exc:
+        _junit_of_refusal(args, {}, str(exc), "bad input")
+        raise
+
+
+def check_script(script: Path) -> None:
+    """Refuse a script that is not there or not a file."""
+    if not script.exists():
+        raise UserError(f"{script}: there is no such script")
+    if not script.is_file():
+        raise UserError(f"{script}: is {'a folder' if script.is_dir() else 'not a regular file'}, not a Python script")
+
+
 def _check_numbers(markers: list, numbering: str, catalogue: Report) -> None:
     """Refuse a marker of the chosen numbering whose snapshot number the report's catalogue does not have."""
     known = {s.number for s in catalogue.snapshots}
@@ -310,10 +330,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     from transformer_trace.trace.report import render
     from transformer_trace.trace.verdicts import exit_status
 
-    if not script.exists():
-        raise UserError(f"{script}: there is no such script")
-    if not script.is_file():
-        raise UserError(f"{script}: is {'a folder' if script.is_dir() else 'not a regular file'}, not a Python script")
+    check_script(script)
     script = script.resolve()
     markers = scan(user_files(script), numberings(reports))
     if not markers:

@@ -434,7 +434,7 @@ def _track_line_end():
     out.flush()
     tracked = _LineEnd(out.detach(), **settings)
     tracked.mode = "w"
-    sys.stdout = sys.__stdout__ = tracked
+    sys.stdout = sys.__stdout__ = tracked  # type: ignore[misc]  # scripts restore sys.stdout from it
     return tracked
 
 

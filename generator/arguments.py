@@ -92,9 +92,11 @@ def _add_new_parser(sub: argparse._SubParsersAction) -> None:
     new.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
 
 
-# The commands whose arguments name the reports (their options, which can be trained or traced): only these import the
-# registry, and with it PyTorch (a report's options take their defaults from its model's configuration).
-WITH_REPORTS = ("build", "train", "trace")
+# The commands whose arguments name the reports' options (which can be built or trained): only these import the
+# registry, and with it PyTorch (a report's options take their defaults from its model's configuration). `trace` names
+# only the traceable reports' keys, read from the snapshot table (written from the catalogues): its refusals start
+# without PyTorch.
+WITH_REPORTS = ("build", "train")
 
 
 def _command(argv: Sequence[str]) -> str | None:
@@ -123,13 +125,14 @@ def parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     _add_new_parser(sub)
     from transformer_trace.trace import add_parser as add_trace_parser
 
-    add_trace_parser(sub, None, reports)
+    from transformer_trace.snapshot_table import add_parser as add_list_parser, read_table
+
+    table = read_table()
+    add_trace_parser(sub, None, list(table))
     from transformer_trace.classroom import add_parser as add_class_parser
 
     add_class_parser(sub)
-    from transformer_trace.snapshot_table import add_parser as add_list_parser, read_table
-
-    add_list_parser(sub, read_table())
+    add_list_parser(sub, table)
     return p
 
 

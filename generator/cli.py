@@ -97,8 +97,10 @@ def _run(args: argparse.Namespace) -> int:
             training.main(args.steps, args.out, seed=args.seed, quiet=args.quiet)
             return 0
         if args.command == "trace":  # generator/trace/: runs the user's own script
+            from transformer_trace.trace import refuse_a_missing_script, trace
+
+            refuse_a_missing_script(args)  # before PyTorch loads
             from transformer_trace.reports import REPORTS
-            from transformer_trace.trace import trace
 
             return trace(args, REPORTS)
         if args.command == "class":  # generator/classroom/: one page for many students' traces

@@ -230,13 +230,41 @@ def test_every_link_of_the_class_page_leads_to_a_students_page(classroom):
 
 def test_a_class_page_refuses_bad_input_in_one_line(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
-    (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / "snapshots.json").write_text("{", encoding="utf-8")
-    for paths in (["missing"], ["notes.txt"], ["bad"]):
+    for paths in (["missing"], ["notes.txt"]):
         assert main(["class", str(tmp_path / "class"), *(str(tmp_path / p) for p in paths)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 3 and "Traceback" not in err
+    assert err.count("\n") == 2 and "Traceback" not in err
     assert not (tmp_path / "class").exists()
+
+
+BROKEN_REPORTS = {"truncated": '{"snapshots": [', "a-list": "[1, 2, 3]", "not-traced": '{"snapshots": []}',
+                  "entries-lack-keys": '{"traced": true, "snapshots": [{"label": 5}]}',
+                  "outcome-a-list": '{"traced": true, "snapshots": [], "outcome": []}'}
+
+
+def test_one_students_broken_report_is_their_no_report_row_with_a_warning_and_the_others_are_graded(tmp_path,
+                                                                                                    capsys):
+    script = tmp_path / "values.py"
+    script.write_text("import torch\nx = torch.ones(2)  # trace: x\n", encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "good"), "--name", "alice", "-q"]) == 0
+    shutil.copytree(tmp_path / "good" / "alice", tmp_path / "good" / "bob")
+    good = [tmp_path / "good" / "alice", tmp_path / "good" / "bob"]
+    for name, text in BROKEN_REPORTS.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "snapshots.json").write_bytes(text.encode())
+    (tmp_path / "binary").mkdir()
+    (tmp_path / "binary" / "snapshots.json").write_bytes(bytes(range(256)))
+    broken = [*BROKEN_REPORTS, "binary"]
+    out = tmp_path / "class"
+    assert main(["class", str(out), *map(str, good), *(str(tmp_path / b) for b in broken), "-q"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == len(broken) and err.count("is shown as no report") == len(broken)
+    assert "Traceback" not in err
+    found = json.loads((out / "class.json").read_text(encoding="utf-8"))
+    assert found["totals"]["no report"] == len(broken)
+    assert sum(found["totals"][s] for s in ("passed", "failed", "script failed")) == len(good)
+    page = (out / "index.md").read_text(encoding="utf-8")
+    assert page.count("unreadable report") >= len(broken)
 
 
 @pytest.mark.parametrize("folders, warned", [(["alice", "<img src=x onerror=alert(1)>", "o'brien"], 2),

@@ -1,8 +1,10 @@
 """Commands that run no model start at once: they import neither PyTorch nor torchvision nor matplotlib (issue 41).
 
 Each command runs in a fresh interpreter with ``-X importtime``, whose report on stderr names every module imported.
-`build`, `train` and `trace` read the reports' options, whose defaults come from the models' configurations (models/,
+`build` and `train` read the reports' options, whose defaults come from the models' configurations (models/,
 which import PyTorch): those commands import it to parse their arguments (generator/arguments.py WITH_REPORTS).
+`trace` names only the traceable reports' keys, read from the snapshot table: its refusals made before a script runs
+(bad arguments, a missing script) import no PyTorch either.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ COMMANDS = [
     ("what to mark", ["list"], 0),
     ("what to mark in a ViT", ["list", "vit"], 0),
     ("list of an unknown report", ["list", "bert"], 2),
+    ("trace without its script", ["trace"], 2),
+    ("trace outside a site", ["trace", "TMP/missing.py"], 2),
+    ("trace of a missing script", ["trace", "TMP/missing.py", "--out", "TMP/docs", "--junit", "TMP/j.xml"], 2),
+    ("trace of a folder", ["trace", "TMP", "--out", "TMP/docs"], 2),
+    ("trace of an unknown report", ["trace", "x.py", "--report", "bert"], 2),
 ]
 
 
@@ -70,3 +77,11 @@ def test_a_reader_that_leaves_early_gets_no_error_message(tmp_path):
     stderr = reader.stderr.read().decode()
     assert reader.wait(timeout=300) != 0
     assert stderr == ""
+
+
+def test_the_reports_trace_may_name_are_the_traceable_reports_of_the_registry():
+    from transformer_trace.reports import REPORTS
+    from transformer_trace.snapshot_table import read_table
+    from transformer_trace.trace import traceable
+
+    assert list(read_table()) == list(traceable(REPORTS))

@@ -906,6 +906,16 @@ def test_a_trace_point_the_script_never_reaches_is_listed_as_not_captured(tmp_pa
     assert [(s["variable"], s["captured"]) for s in data["snapshots"]] == [("x", True), ("z", False)]
 
 
+def test_a_marked_line_that_raised_and_was_caught_is_said_to_have_raised_not_to_be_skipped(tmp_path):
+    script = tmp_path / "caught.py"
+    script.write_text("import torch\nx = torch.ones(2)\ntry:\n    y = x @ torch.ones(3)  # trace: y\n"
+                      "except RuntimeError:\n    pass\n", encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    assert code == 0 and not data["snapshots"][0]["captured"]
+    [said] = data["outcome"]["warnings"]
+    assert "line 4 ran but raised RuntimeError" in said and "never reached" not in said and "skipped" not in said
+
+
 @pytest.mark.parametrize("ending", ["os.remove(__file__)", "open(__file__, 'w').write('')"])
 def test_a_script_that_deletes_or_rewrites_itself_gets_the_report_of_the_code_that_ran(tmp_path, ending):
     script = tmp_path / "vanishes.py"

@@ -90,6 +90,25 @@ def test_a_marker_on_a_def_line_reads_the_arguments_as_the_function_is_entered(t
     assert hits(script) == {"# trace: entry": [[("ids", [1, 2]), ("factor", 3)]], "# trace: block": [[("x", [4, 5])]]}
 
 
+def test_a_def_line_marker_on_a_method_skips_its_first_parameter_whatever_it_is_named(tmp_path):
+    script = write(tmp_path, "renamed.py", """\
+        class Block:
+            def forward(s, x):  # trace: renamed
+                return x
+            @classmethod
+            def build(klass, n):  # trace: built
+                return n
+            @staticmethod
+            def helper(a, b):  # trace: plain
+                return a
+        Block().forward([4, 5])
+        Block.build(3)
+        Block.helper(1, 2)
+    """)
+    assert hits(script) == {"# trace: renamed": [[("x", [4, 5])]], "# trace: built": [[("n", 3)]],
+                            "# trace: plain": [[("a", 1), ("b", 2)]]}
+
+
 def test_a_marker_on_a_for_line_reads_the_loop_variable_each_pass_and_not_once_more_as_the_loop_ends(tmp_path):
     script = write(tmp_path, "loop.py", """\
         for step in [[1], [2], [3]]:  # trace: step
@@ -287,3 +306,28 @@ def test_a_marker_on_or_under_a_line_of_several_statements_marks_the_last_one(tm
     found = hits(script)
     assert [name for name, _ in found["# trace: inline"][0]] == ["inline"]
     assert [name for name, _ in found["# trace: below"][0]] == ["below"]
+
+
+
+@pytest.mark.parametrize("line, names", [
+    ("f = lambda t: t * 2  # trace: f  # noqa: E731", ("f",)),
+    ("h = [1, 2]  # trace: first h[0]  # type: ignore[assignment]", ("h[0]",)),
+    ("g = 3  # trace: g#no space before the user's comment", ("g",)),
+])
+def test_a_users_comment_after_a_trace_point_is_left_to_the_user(tmp_path, line, names):
+    script = write(tmp_path, "linted.py", f"{line}\n")
+    [marker] = find_markers(script, numberings(REPORTS))
+    assert marker.names == names and "#" not in marker.text[1:] and marker.text.startswith("# trace: ")
+
+
+def test_a_marker_on_a_case_line_reads_the_names_its_pattern_binds_each_time_the_case_is_taken(tmp_path):
+    script = write(tmp_path, "matched.py", """\
+        for command in [(1, 3), (2, 20, 30), (1, 5)]:
+            match command:
+                case (1, k):  # trace: scale
+                    y = k * 2
+                case [2, *rest] if (n := len(rest)) > 1:  # trace: more
+                    z = rest
+    """)
+    assert hits(script) == {"# trace: scale": [[("k", 3)], [("k", 5)]],
+                            "# trace: more": [[("rest", [20, 30]), ("n", 2)]]}

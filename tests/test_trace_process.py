@@ -126,6 +126,30 @@ def test_a_script_that_closes_its_stdout_does_not_break_the_command(tmp_path, ca
     assert "traced closes.py" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("ending, between", [("sys.stdout.write('no newline at end')", "no newline at end\ntraced"),
+                                             ("print('a line', end='')", "a line\ntraced"),
+                                             ("print('ended')", "ended\ntraced")])
+def test_the_summary_starts_on_a_line_of_its_own_after_the_scripts_output(tmp_path, capfd, ending, between):
+    script = write(tmp_path, "unended.py", f"import sys\nx = [1, 2]  # trace: x\n{ending}\n")
+    assert main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "--report", "none"]) == 0
+    out = capfd.readouterr().out
+    assert between in out and "\n\ntraced" not in out
+
+
+def test_the_scripts_stdout_is_pythons_text_stream_and_what_it_restores_from(tmp_path):
+    script = write(tmp_path, "streams.py", """\
+        import io, sys
+        stream = sys.stdout
+        sys.stdout = io.StringIO()
+        print('hidden')
+        sys.stdout = sys.__stdout__
+        x = [int(v) for v in [isinstance(stream, io.TextIOWrapper), stream is sys.stdout, stream.name == '<stdout>',
+                              stream.mode == 'w', stream.fileno() == 1]]  # trace: x
+    """)
+    code, data = trace(script, tmp_path / "out", "--report", "none")
+    assert code == 0 and captured(data)["x"] == [1] * 5
+
+
 @pytest.mark.slow
 def test_a_default_device_the_script_leaves_set_does_not_reach_the_checks(tmp_path):
     script = tmp_path / ENCODER_DECODER.name

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy
 import pytest
 
 from transformer_trace.cli import main
@@ -64,3 +65,15 @@ def test_a_line_hit_thousands_of_times_writes_one_data_file_per_value_not_one_pe
     index = json.loads((report / "data" / "index.json").read_text(encoding="utf-8"))
     bundled = next(t for t in index["tensors"] if t["name"].startswith("hits_"))
     assert bundled["shape"] == [3000, 2]
+
+
+def test_every_entry_of_a_dict_of_tensors_reaches_data_not_only_the_first(tmp_path):
+    report, _ = traced(tmp_path, (
+        "import torch\n"
+        "named = {'a': torch.ones(2), 'b/x': torch.zeros(3), 'c': torch.arange(4.0)}  # trace: named\n"
+        "numbered = {0: torch.ones(2), 1: torch.zeros(2), 2: torch.full((2,), 2.0)}  # trace: numbered\n"))
+    index = json.loads((report / "data" / "index.json").read_text(encoding="utf-8"))
+    shapes = {t["name"]: t["shape"] for t in index["tensors"]}
+    assert {"hit1_named_named.a": [2], "hit1_named_named.b_x": [3], "hit1_named_named.c": [4]}.items() <= shapes.items()
+    assert {f"hit1_numbered_numbered.{k}" for k in range(3)} <= shapes.keys()
+    assert numpy.load(report / "data" / "hit1_numbered_numbered.2.npy").tolist() == [2.0, 2.0]

@@ -37,6 +37,7 @@ def class_page(args: argparse.Namespace) -> int:
     from transformer_trace.classroom.page import write_class
     from transformer_trace.classroom.students import read_students
     from transformer_trace.docs_folder.staging import staged_output
+    from transformer_trace.text import terminal_line
 
     started = time.perf_counter()
     out = args.out.resolve()
@@ -45,6 +46,10 @@ def class_page(args: argparse.Namespace) -> int:
     if any(out == p.resolve() or out in p.resolve().parents for p in args.reports):
         raise UserError(f"{args.out}: is a student's report folder (or holds one); write the class page beside them")
     students = read_students(args.reports)
+    for student in students:
+        if student.unreadable:
+            print(f"warning: {terminal_line(student.unreadable)}: {terminal_line(student.name)!r} is shown as "
+                  "no report", file=sys.stderr)
     _warn_of_markup_in_names(students)
     with staged_output(out.parent, entries=[out.name]) as staging:
         data = write_class(out, staging / out.name, students, args.title)

@@ -13,6 +13,7 @@ from transformer_trace.errors import UserError
 from transformer_trace.trace.verdicts import TraceRecord
 
 SNAPSHOTS = "snapshots.json"
+SNAPSHOT_KEYS = ("label", "title", "page")  # what the class page reads of every snapshot
 
 
 @dataclass
@@ -20,7 +21,8 @@ class Student:
     name: str  # the folder name given (data: escaped wherever it is shown)
     folder: Path | None  # the folder of the student's traced report (its index.md), None when there is no report
     data: TraceRecord = field(default_factory=lambda: TraceRecord())  # the report's snapshots.json
-    missing: str = ""  # why there is no report (the trace never wrote one)
+    missing: str = ""  # why there is no report (the trace never wrote one, or its file cannot be read)
+    unreadable: str = ""  # a report file that is there but cannot be read: the one-line warning naming it
 
 
 def _report_file(path: Path) -> Path | None:
@@ -68,14 +70,27 @@ def read_student(path: Path) -> Student:
         why = _refusal(path) if path.is_dir() else None
         return Student(name, None, missing=f"the trace was refused: {why}" if why
                        else f"no {SNAPSHOTS} in the folder: the trace wrote no report")
+    data, why = _read_report(found)
+    if why:  # one student's broken file is that student's row, not the whole class refused
+        return Student(name, None, missing=f"unreadable report: {found.name} {why}", unreadable=f"{found}: {why}")
+    return Student(name, found.parent, data)
+
+
+def _read_report(found: Path) -> tuple[TraceRecord, str]:
+    """The trace's snapshots.json, or why ``found`` is not one a class page can read."""
     try:
         data = json.loads(found.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise UserError(f"{found}: not a trace's {SNAPSHOTS} ({type(exc).__name__}: {exc})") from None
+    except (UnicodeDecodeError, ValueError, OSError) as exc:
+        return TraceRecord(), f"is not a trace's {SNAPSHOTS} ({type(exc).__name__}: {exc})"
     if not isinstance(data, dict) or not isinstance(data.get("snapshots"), list) or not data.get("traced"):
-        raise UserError(f"{found}: not a trace's {SNAPSHOTS} (a bundled report's, or another file); "
-                        "class pages read the reports `python -m transformer_trace trace` writes")
-    return Student(name, found.parent, cast(TraceRecord, data))  # its keys: read where they are used
+        return TraceRecord(), (f"is not a trace's {SNAPSHOTS} (a bundled report's, or another file); class pages "
+                               "read the reports `python -m transformer_trace trace` writes")
+    entries_whole = all(isinstance(s, dict) and all(isinstance(s.get(k), str) for k in SNAPSHOT_KEYS)
+                        for s in data["snapshots"])
+    if not entries_whole or not isinstance(data.get("outcome", {}), dict):
+        return TraceRecord(), (f"is damaged: a snapshot lacks its {', '.join(SNAPSHOT_KEYS)}, or its outcome is not "
+                               "an object")
+    return cast(TraceRecord, data), ""  # its keys: read where they are used
 
 
 def read_students(paths: list[Path]) -> list[Student]:

@@ -102,7 +102,9 @@ def marker_forms(reports: Mapping[str, Report]) -> str:
     return ", ".join([*forms, "# trace: name"])
 
 
-def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, reports: Mapping[str, Report]) -> None:
+def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, traceable_keys: Sequence[str]) -> None:
+    """The `trace` command's arguments; ``traceable_keys``: the reports --report may name (the snapshot table's, so that
+    parsing imports no PyTorch)."""
     t = sub.add_parser(
         "trace", help="run your own PyTorch script with breakpoint comments and write a verified report of it",
         description="Run SCRIPT.py as `python SCRIPT.py` would, capture the value of every line marked with a "
@@ -118,7 +120,7 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, report
     )
     t.set_defaults(script_args=[])
     t.add_argument("script", type=Path, help="the Python script to run (its folder goes first on sys.path)")
-    t.add_argument("--report", choices=("auto", *traceable(reports), "none"), default="auto",
+    t.add_argument("--report", choices=("auto", *traceable_keys, "none"), default="auto",
                    help="the numbering of the markers: auto picks it from the markers found (default: auto); none: "
                    "only # trace: points")
     t.add_argument("--out", type=out_path, default=default_out,
@@ -286,6 +288,24 @@ def _trace_file(args: argparse.Namespace, reports: Mapping[str, Report], command
         script.unlink(missing_ok=True)
 
 
+def refuse_a_missing_script(args: argparse.Namespace) -> None:
+    """The CLI's first check of a trace, before PyTorch is imported: a script that is not there or not a file is
+    refused at once (with its JUnit file, as every refusal of a trace)."""
+    try:
+        check_script(args.script)
+    except UserError as exc:
+        _junit_of_refusal(args, {}, str(exc), "bad input")
+        raise
+
+
+def check_script(script: Path) -> None:
+    """Refuse a script that is not there or not a file."""
+    if not script.exists():
+        raise UserError(f"{script}: there is no such script")
+    if not script.is_file():
+        raise UserError(f"{script}: is {'a folder' if script.is_dir() else 'not a regular file'}, not a Python script")
+
+
 def _check_numbers(markers: list, numbering: str, catalogue: Report) -> None:
     """Refuse a marker of the chosen numbering whose snapshot number the report's catalogue does not have."""
     known = {s.number for s in catalogue.snapshots}
@@ -301,6 +321,8 @@ def _check_numbers(markers: list, numbering: str, catalogue: Report) -> None:
 def _print_summary(summary: dict, capture: Capture, catalogue: Report, written: Path) -> None:
     """The one-line summary of a trace (stdout), and its first failing snapshot if any (stderr)."""
     counts = summary["counts"]
+    if not capture.stdout_ends_line:  # the script's last output left the line open: ours starts a new one
+        print()
     print(terminal_line(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} "
                         f"{catalogue.short_title} snapshots; checks: {counts['passed']} passed, {counts['failed']} "
                         f"failed, {counts['unrecognised']} unrecognised, {counts['unchecked']} not checkable; wrote "
@@ -319,10 +341,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     from transformer_trace.trace.report import render
     from transformer_trace.trace.verdicts import exit_status
 
-    if not script.exists():
-        raise UserError(f"{script}: there is no such script")
-    if not script.is_file():
-        raise UserError(f"{script}: is {'a folder' if script.is_dir() else 'not a regular file'}, not a Python script")
+    check_script(script)
     script = script.resolve()
     markers = scan(user_files(script), numberings(reports))
     if not markers:

@@ -38,7 +38,9 @@ _AFTER = rf"(?:\s*[:=]?\s*{_NAMES}(?=\s*(?:$|[-–—;#(])))?"
 _BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[A-Z])\s*(?P<number>\d+)"
                          rf"(?P<more>(?:\s*(?:,|and|&)\s*(?:BREAKPOINT\s+)?[A-Z]\s*\d+)*){_AFTER}", re.I)
 _SNAPSHOT = re.compile(rf"\bSNAPSHOT\s*#?\s*(?P<number>\d+)(?P<more>(?:\s*(?:or|/|,|and|&)\s*#?\s*\d+)*){_AFTER}", re.I)
-_CUSTOM = re.compile(rf"^\s*#\s*trace\s*:\s*(?P<point>[A-Za-z_]\w*)(?:\s+(?P<names>{_NAME}(?:\s*,\s*{_NAME})*))?\s*$")
+# A comment of the user's may follow (`# trace: f  # noqa: E731`), as it may follow a catalogue marker.
+_CUSTOM = re.compile(rf"^\s*(?P<marker>#\s*trace\s*:\s*(?P<point>[A-Za-z_]\w*)"
+                     rf"(?:\s+(?P<names>{_NAME}(?:\s*,\s*{_NAME})*))?)\s*(?:#.*)?$")
 
 
 @dataclass(frozen=True)
@@ -218,8 +220,8 @@ def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[
                 markers += _header_markers(path, line, header, found)
                 continue
         if statement is None:
-            raise UserError(f"{path}:{line}: {found[0][3]!r} marks no statement (put it on, or right after, the line "
-                            f"that computes the value)")
+            raise UserError(f"{path.name}:{line}: {found[0][3]!r} marks no statement (put it on, or right after, the "
+                            "line that computes the value)")
         markers += _statement_markers(path, line, statement, found)
     return markers
 
@@ -256,44 +258,69 @@ def _statement_markers(path: Path, line: int, statement: ast.stmt, found: list) 
     return markers
 
 
-BINDING_HEADERS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)  # read as their body begins
-BindingHeader = ast.For | ast.AsyncFor | ast.While | ast.If | ast.With | ast.AsyncWith
-# (first line, last line of the header, the def, or the statement whose header assigns)
-Header = tuple[int, int, "ast.FunctionDef | ast.AsyncFunctionDef | BindingHeader"]
+# read as their body begins; a `case` line: the names its pattern binds
+BINDING_HEADERS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.match_case)
+BindingHeader = ast.For | ast.AsyncFor | ast.While | ast.If | ast.With | ast.AsyncWith | ast.match_case
+# (first line, last line of the header, the def or the statement whose header assigns, whether a def is a method whose
+# first parameter is the instance or the class, whatever it is named: `def forward(s, x):`)
+Header = tuple[int, int, "ast.FunctionDef | ast.AsyncFunctionDef | BindingHeader", bool]
+PLAIN_FUNCTION_DECORATORS = ("staticmethod",)  # a def in a class body that takes no instance first
 
 
 def _headers(tree: ast.AST) -> list[Header]:
-    """Each `def` (decorators included) and `for`, `while`, `if` and `with` statement's header lines: a marker there
+    """Each `def` (decorators included) and `for`, `while`, `if`, `with` and `case` header's lines: a marker there
     marks the statement."""
+    methods = {id(node) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for node in cls.body
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and not any(_decorator_name(d) in PLAIN_FUNCTION_DECORATORS for d in node.decorator_list)}
     found: list[Header] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, *BINDING_HEADERS)):
             decorators = node.decorator_list if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
-            first = decorators[0].lineno if decorators else node.lineno
-            found.append((first, max(node.lineno, node.body[0].lineno - 1), node))
+            first = decorators[0].lineno if decorators else header_line(node)
+            found.append((first, max(header_line(node), node.body[0].lineno - 1), node, id(node) in methods))
     return found
+
+
+def header_line(node: ast.AST) -> int:
+    """A statement's first line; a `case`'s (which has no line of its own): its pattern's."""
+    return node.pattern.lineno if isinstance(node, ast.match_case) else node.lineno  # type: ignore[attr-defined]
+
+
+def _decorator_name(decorator: ast.expr) -> str:
+    """`staticmethod` of `@staticmethod`, `@builtins.staticmethod` or `@staticmethod()`."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
 
 
 def _header_at(headers: list[Header], line: int) -> Header | None:
     return min((h for h in headers if h[0] <= line <= h[1]), key=lambda h: h[1] - h[0], default=None)
 
 
-def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> list[str]:
+    """The arguments a `def`-line marker reads: a method's first (the instance or the class, `self`, `s` or `cls`) is
+    not a value of the model's."""
     arguments = node.args
     names = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
-    names = names[1:] if names[:1] in (["self"], ["cls"]) else names
+    names = names[1:] if method or names[:1] in (["self"], ["cls"]) else names
     names += [a.arg for a in (arguments.vararg, *arguments.kwonlyargs, arguments.kwarg) if a is not None]
     return names
 
 
 def _bound_by_header(node: BindingHeader) -> list[str]:
-    """The names a `for`, `while`, `if` or `with` header assigns: the loop variable, a walrus's target
-    (`if (n := ...):`), the `as` names (`with open(...) as fh:`)."""
+    """The names a `for`, `while`, `if`, `with` or `case` header assigns: the loop variable, a walrus's target
+    (`if (n := ...):`), the `as` names (`with open(...) as fh:`), the names a `case` pattern binds."""
     if isinstance(node, (ast.For, ast.AsyncFor)):
         return _target_names(node.target) or []
     if isinstance(node, (ast.With, ast.AsyncWith)):
         return [name for item in node.items if item.optional_vars is not None
                 for name in _target_names(item.optional_vars) or []]
+    if isinstance(node, ast.match_case):  # `case ("scale", k):`, `case [first, *rest]:`, `case {"a": a, **more}:`
+        bound = [name for part in ast.walk(node.pattern) for name in (
+            (part.name,) if isinstance(part, (ast.MatchAs, ast.MatchStar)) else
+            (part.rest,) if isinstance(part, ast.MatchMapping) else ()) if name]
+        walruses = ast.walk(node.guard) if node.guard is not None else ()
+        return list(dict.fromkeys([*bound, *(w.target.id for w in walruses if isinstance(w, ast.NamedExpr))]))
     return [walrus.target.id for walrus in ast.walk(node.test) if isinstance(walrus, ast.NamedExpr)]
 
 
@@ -301,9 +328,9 @@ def _header_markers(path: Path, line: int, header: Header, found: list) -> list[
     """A marker on a `def` line reads the function's arguments as it is entered; on a `for`, `while`, `if` or `with`
     line, what its header assigns (the loop variable, a walrus's target, the `as` names) as its body begins, each
     pass."""
-    first, last, node = header
+    first, last, node, method = header
     loop = isinstance(node, BINDING_HEADERS)
-    available = _bound_by_header(node) if isinstance(node, BINDING_HEADERS) else _parameters(node)
+    available = _bound_by_header(node) if isinstance(node, BINDING_HEADERS) else _parameters(node, method)
     markers = []
     for index, (numbering, number, point, text, names, alternatives) in enumerate(found):
         chosen = names or (tuple(available) if len(found) == 1 else
@@ -311,8 +338,8 @@ def _header_markers(path: Path, line: int, header: Header, found: list) -> list[
         if not chosen:
             raise UserError(f"{path}:{line}: {text!r}: write the name to read after the marker, e.g. '{text} x'")
         body = (node.body[0].lineno, _last(node.body[-1])) if loop else None
-        markers.append(Marker(str(path), line, numbering, number, point, chosen, node.lineno, last, text, alternatives,
-                              entry_line=0 if loop else first, loop_body=body))
+        markers.append(Marker(str(path), line, numbering, number, point, chosen, header_line(node), last, text,
+                              alternatives, entry_line=0 if loop else first, loop_body=body))
     return markers
 
 
@@ -322,7 +349,7 @@ def _parse_comment(comment: str, numberings: Mapping[tuple[str, str], str]
     three markers, "#7 or #21 or #30" one marker whose snapshot depends on the caller."""
     if custom := _CUSTOM.match(comment):
         names = split_names(custom.group("names")) if custom.group("names") else ()
-        return [("custom", None, custom.group("point"), comment.strip(), names, ())]
+        return [("custom", None, custom.group("point"), custom.group("marker").strip(), names, ())]
     found: list[tuple[str, int | None, str | None, str, tuple[str, ...], tuple[int, ...]]] = []
     for pattern in (_BREAKPOINT, _SNAPSHOT):
         for match in pattern.finditer(comment):

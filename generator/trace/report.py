@@ -8,6 +8,7 @@ report."""
 from __future__ import annotations
 
 import platform
+import re
 import shlex
 from dataclasses import fields, replace
 from pathlib import Path
@@ -229,6 +230,20 @@ def capture_argv(command: str) -> list[str]:
 BUNDLED_HITS = 16  # a marker hit more often than this writes its hits of one shape as one file, not one file each
 
 
+def _data_entries(value: Any) -> list[tuple[str, torch.Tensor]]:
+    """A captured value's tensors as data/ names them: the value's name, or for a dict of tensors every entry as
+    ``<name>.<key>`` (a key's characters a file name cannot hold made ``_``; a key that then clashes with an earlier
+    one is numbered by its place in the dict), so no entry is left out."""
+    if value.kind != "dict":
+        tensor, _ = _tensor_of(value)
+        return [] if tensor is None else [(value.name, tensor)]
+    named: dict[str, torch.Tensor] = {}
+    for place, (key, tensor) in enumerate(value.tensor.items()):
+        name = f"{value.name}.{re.sub(r'[^A-Za-z0-9_.-]', '_', str(key))}"
+        named[f"{value.name}.{place}" if name in named else name] = tensor
+    return list(named.items())
+
+
 def _all_hits(capture: Capture, numbering: str) -> dict[str, torch.Tensor]:
     """Every hit of every marked tensor (data/hit<i>_...), so a later layer or loop iteration is there to load; a
     line run thousands of times writes one file per value (data/hits_..., hits along the first axis), not thousands."""
@@ -239,9 +254,9 @@ def _all_hits(capture: Capture, numbering: str) -> dict[str, torch.Tensor]:
         by_name: dict[str, list[tuple[int, torch.Tensor]]] = {}
         for i, hit in enumerate(hits, 1):
             for value in hit.values:
-                tensor, _ = _tensor_of(value)
-                if tensor is not None and 0 < tensor.numel() <= DATA_LIMIT:
-                    by_name.setdefault(value.name, []).append((i, tensor))
+                for name, tensor in _data_entries(value):
+                    if 0 < tensor.numel() <= DATA_LIMIT:
+                        by_name.setdefault(name, []).append((i, tensor))
         for name, numbered in by_name.items():
             tensors = [tensor for _, tensor in numbered]
             if len(numbered) == len(hits) > BUNDLED_HITS and len({(t.shape, t.dtype) for t in tensors}) == 1:

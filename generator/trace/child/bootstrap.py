@@ -14,7 +14,8 @@ import sys
 
 _AT_START = set(sys.modules)  # the modules `python SCRIPT.py` has before the script runs
 
-import json  # noqa: E402 - after _AT_START
+import io  # noqa: E402 - after _AT_START (python has it at start)
+import json  # noqa: E402
 import os  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -139,6 +140,14 @@ class Tracer:
         with self.results.lock:
             self.results.event(protocol.entered_to_serializable(*code))
 
+    def raised(self, markers, kind):
+        """A marked statement raised (the script may catch it): said once per marker, for one never reached."""
+        for index, _ in markers:
+            if ("raised", index) not in self.seen:
+                self.seen.add(("raised", index))
+                with self.results.lock:
+                    self.results.event(protocol.raised_to_serializable(index, kind.__name__))
+
     def entry(self, group):
         """A marked `def`'s arguments, as its body begins."""
         if self.pid is not None and not self.compiling():
@@ -222,6 +231,7 @@ class Marked:
             if self.read:
                 tracer.calls.stop()
                 tracer._forget_copies()
+            tracer.raised(self.markers, kind)
             return False
         tracer._take(sys._getframe(1), self.markers, returned, tracer.calls.stop() if self.read else None)
         return False
@@ -399,6 +409,35 @@ def _end_with_the_command(fd):
     _thread.start_new_thread(watch, ())
 
 
+class _LineEnd(io.TextIOWrapper):
+    """The script's stdout, as python's (the same buffer, encoding and buffering), which also keeps whether what was
+    written last ended a line: the generator's summary then starts on a line of its own."""
+
+    ends_line = True
+
+    def write(self, text):
+        written = super().write(text)
+        if text:
+            self.ends_line = text.endswith("\n")
+        return written
+
+
+def _track_line_end():
+    """sys.stdout (and sys.__stdout__, which scripts restore it from) as a _LineEnd over python's own buffer; the
+    wrapper python made is detached so that it never writes or closes that buffer. None where stdout is not python's
+    own text stream (a closed or replaced one)."""
+    out = sys.stdout
+    if type(out) is not io.TextIOWrapper or out is not sys.__stdout__ or out.closed:
+        return None
+    settings = {"encoding": out.encoding, "errors": out.errors, "line_buffering": out.line_buffering,
+                "write_through": out.write_through, "newline": "\n"}
+    out.flush()
+    tracked = _LineEnd(out.detach(), **settings)
+    tracked.mode = "w"
+    sys.stdout = sys.__stdout__ = tracked  # type: ignore[misc]  # scripts restore sys.stdout from it
+    return tracked
+
+
 def run(spec):
     """Run the script; the process's exit status, as `python SCRIPT.py` would end (without the traceback: the
     generator names the error and its line)."""
@@ -418,6 +457,7 @@ def run(spec):
     sys.meta_path.insert(0, seeds)
     os.register_at_fork(after_in_child=tracer.stop_in_child)
     _flush_before_exit(results)
+    stdout = _track_line_end()
     outcome, ending = {"error": None, "error_at": None, "exit": None}, None
     started = time.perf_counter()
     try:
@@ -432,6 +472,7 @@ def run(spec):
         ending = SystemExit(1)
     if os.getpid() == tracer.pid:  # not a fork()ed child that ran the rest of the script
         outcome["seconds"] = time.perf_counter() - started - seeds.import_seconds
+        outcome["stdout_ends_line"] = stdout is None or stdout.ends_line
         results.outcome(outcome)
     if ending is not None:
         raise ending

@@ -220,6 +220,8 @@ def _rewrite_compound(node, plan):
         handler.body = _body(handler.body, plan)
     for case in getattr(node, "cases", ()):
         case.body = _body(case.body, plan)
+        if case.pattern.lineno in plan.loops:  # a marked `case` line: the names its pattern bound, as its body begins
+            case.body.insert(0, _call("loop", plan.loops[case.pattern.lineno], case.body[0]))
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and plan.marks(node):
         at = _after_preamble(node.body, module=False)
         anchor = node.body[at] if at < len(node.body) else node.body[-1]

@@ -31,7 +31,7 @@ import enum
 from dataclasses import dataclass
 from typing import TypedDict
 
-PROTOCOL_VERSION = 2  # 1: the unversioned format told events apart by the key present
+PROTOCOL_VERSION = 3  # 1: the unversioned format told events apart by the key present; 3: RAISED
 
 # A notebook's script (trace/notebook.py writes it): its first line names the notebook, and each cell starts after a
 # line of its own; the script's interpreter runs each cell as IPython runs it (instrument.py, bootstrap.py).
@@ -56,6 +56,7 @@ class EventKind(_Word):
     SEED = "seed"  # the script called torch.manual_seed(n)
     COMPILED = "compiled"  # the script called torch.compile (its compiled code captures nothing)
     ENTERED = "entered"  # marked code that ran (why a marker was not reached)
+    RAISED = "raised"  # a marked statement raised before it completed (the first time, per marker)
 
 
 class ValueKind(_Word):
@@ -165,6 +166,10 @@ def entered_to_serializable(file, line, name):
     return {"kind": EventKind.ENTERED, "file": file, "line": line, "name": name}
 
 
+def raised_to_serializable(marker, exception):
+    return {"kind": EventKind.RAISED, "marker": marker, "exception": exception}
+
+
 # The parent's files for the child and the child's ending, as JSON objects of these keys.
 
 class MarkerSpec(TypedDict):
@@ -195,6 +200,7 @@ class Outcome(TypedDict, total=False):
     traceback: str
     seconds: float
     missing: str  # the script refused before it ran: a marker the child could not place
+    stdout_ends_line: bool  # the script's last write to stdout ended a line (the summary then needs no newline first)
 
 
 # The reader's side: frozen objects, or ProtocolError.
@@ -267,7 +273,13 @@ class Entered:
     name: str
 
 
-Event = Hit | Param | Seed | Compiled | Entered
+@dataclass(frozen=True)
+class Raised:
+    marker: int
+    exception: str  # its class's name
+
+
+Event = Hit | Param | Seed | Compiled | Entered | Raised
 
 
 def check_header(record):
@@ -328,6 +340,8 @@ def event_from_serializable(record):
             return Compiled()
         if kind is EventKind.ENTERED:
             return Entered(record["file"], int(record["line"]), record["name"])
+        if kind is EventKind.RAISED:
+            return Raised(int(record["marker"]), str(record["exception"]))
     except ProtocolError:
         raise
     except (KeyError, TypeError, ValueError) as exc:

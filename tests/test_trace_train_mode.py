@@ -63,3 +63,33 @@ def test_the_dropout_mask_is_read_back_only_where_zeros_and_one_scale_explain_th
     residual = torch.randn(4, 50, dtype=torch.float64)
     assert sum_through_dropout(residual + dropped, [residual, expected]) is not None  # x + drop(sublayer)
     assert sum_through_dropout(dropped, [residual, expected]) is None  # the residual dropped is no dropout
+
+
+def _causal_scores(seed: int) -> torch.Tensor:
+    torch.manual_seed(seed)
+    scores = torch.randn(2, 2, 6, 6, dtype=torch.float64)
+    return scores.masked_fill(~torch.ones(6, 6, dtype=torch.bool).tril(), float("-inf"))
+
+
+def test_attention_weights_through_an_active_dropout_pass_with_the_mask_read_back_not_as_broken_rows():
+    from transformer_trace.checks import SoftmaxRows
+    from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM
+    from transformer_trace.sources import Ref, TensorDict
+
+    scores = _causal_scores(0)
+    kept = torch.rand(scores.shape) > 0.1
+    weights = torch.where(kept, torch.softmax(scores, -1) / 0.9, torch.zeros_like(scores))  # nn.Dropout(0.1) in train
+    result = SoftmaxRows(out=Ref("w"), scores=Ref("s"), causal=True).run(TensorDict({"w": weights, "s": scores}))
+    assert result.passed is True and result.name == SOFTMAX_DROPOUT_CLAIM, result.detail
+    assert "p = 0.100 fitted" in result.detail
+
+
+def test_attention_weights_that_see_the_future_are_red_through_a_dropout_too():
+    from transformer_trace.checks import SoftmaxRows
+    from transformer_trace.sources import Ref, TensorDict
+
+    scores = _causal_scores(1).nan_to_num(neginf=0.0)  # the bug: no mask, every key seen
+    kept = torch.rand(scores.shape) > 0.1
+    weights = torch.where(kept, torch.softmax(scores, -1) / 0.9, torch.zeros_like(scores))
+    result = SoftmaxRows(out=Ref("w"), scores=Ref("s"), causal=True).run(TensorDict({"w": weights, "s": scores}))
+    assert result.passed is False and result.evidence.message.startswith("a position sees the next")

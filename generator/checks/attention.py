@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from transformer_trace.checks.base import THIS, BoundT, CallBinder, Check, TraceUse, close, linear, tolerance
+from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.masks import mask_allows
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
@@ -275,7 +276,8 @@ class SoftmaxRows(Check):
             nothing = ~allowed.any(-1, keepdim=True)  # a padded query that sees no key: all masked alike, uniform
             logits = logits.masked_fill(~allowed & ~nothing, float("-inf")).masked_fill(nothing, 0.0)
         what = "recomputed softmax over the keys" + (" of the masked scores" if self.mask else "")
-        same, more = close(weights, torch.softmax(logits, dim=-1), what)
+        expected = torch.softmax(logits, dim=-1)
+        same, more = close(weights, expected, what)
         unseen = (weights == 0).all(-2, keepdim=True)  # keys no query attends to: a padding mask the step does not show
         if not same and bool(unseen.any()) and not bool(unseen.all(-1).any()):
             same, more = close(weights, torch.softmax(logits.masked_fill(unseen, float("-inf")), dim=-1),
@@ -284,15 +286,19 @@ class SoftmaxRows(Check):
                                "get no weight from any query: a padding mask recognised)")
         if not same:
             same, more = self._scaled_inside(s, weights, logits, (same, more))
+        claim = "rows are probability distributions over the keys"
+        if not same and (dropped := through_dropout(weights, expected, f"vs the {what}")) is not None:
+            # training mode: the rows of the softmax through a dropout do not sum to 1, by design
+            claim, passed, detail, same, more = SOFTMAX_DROPOUT_CLAIM, negative == 0, "", True, str(dropped)
         passed &= same
-        detail += "; " + more
+        detail += ("; " if detail else "") + more
         if self.causal:
             queries, keys = weights.shape[-2:]
             above = torch.triu(torch.ones(queries, keys, dtype=torch.bool), diagonal=1)  # keys after the query
             future = float(weights[..., above].abs().max()) if above.any() else 0.0
             passed &= future == 0.0
             detail += f"; largest weight on a future position: {future:g}"
-        return "rows are probability distributions over the keys" + (" (causal)" if self.causal else ""), passed, detail
+        return claim + (" (causal)" if self.causal and claim != SOFTMAX_DROPOUT_CLAIM else ""), passed, detail
 
 
     def _scaled_inside(self, s: TensorSource, weights: torch.Tensor, logits: torch.Tensor,

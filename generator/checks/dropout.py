@@ -13,8 +13,10 @@ import torch
 
 from transformer_trace.checks.base import close
 
-# The claim a step judged through an active dropout passes with: what trace/reading/dropout.py reads a run's mode from
+# The claims a step judged through an active dropout passes with: what trace/reading/dropout.py reads a run's mode from
 DROPOUT_CLAIM = "the operands add up to the residual sum, through an active dropout"
+SOFTMAX_DROPOUT_CLAIM = "rows are the softmax over the keys, through an active dropout on the attention weights"
+DROPOUT_CLAIMS = frozenset({DROPOUT_CLAIM, SOFTMAX_DROPOUT_CLAIM})
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from transformer_trace.checks import NOT_CHECKABLE, CheckResult
 from transformer_trace.checks.base import UNRECOGNISED
-from transformer_trace.checks.dropout import DROPOUT_CLAIM
+from transformer_trace.checks.dropout import DROPOUT_CLAIMS
 from transformer_trace.sources import NotCheckable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,7 +35,7 @@ def said_dropout(readings: Sequence[SnapshotReading],
 
 
 def _through_dropout(result: CheckResult) -> bool:
-    return (result.passed and result.name == DROPOUT_CLAIM) or any(_through_dropout(part) for part in result.parts)
+    return (result.passed and result.name in DROPOUT_CLAIMS) or any(_through_dropout(part) for part in result.parts)
 
 
 def _said(result: CheckResult, seen: list[str]) -> CheckResult:

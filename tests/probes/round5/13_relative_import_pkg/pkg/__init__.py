@@ -1,0 +1,1 @@
+from .util import SCALE  # noqa: F401

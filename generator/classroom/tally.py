@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from transformer_trace.classroom.students import Student
-from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSED, UNRECOGNISED, VERDICTS,
+from transformer_trace.trace.verdicts import (FAILED, NOT_CHECKABLE, PASSED, UNRECOGNISED, VERDICTS,
                                               check_text, diagnosis, exit_status,
                                       first_failure_label, script_failed, verdict)
 

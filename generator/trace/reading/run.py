@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def trace_inputs(catalogue: Report) -> Mapping[str, tuple[str, Any]]:
     """The run inputs a report lets a trace stand in for with labels read from the user's own tensors
-    (the report's ``trace_inputs``, from generator/reports/<report>/trace_inputs.py): input -> ("ids" | "values",
+    (its TraceSpec's inputs, declared in generator/reports/<report>/trace.py): input -> ("ids" | "values",
     snapshot number): "ID n" (or n) for each ID the snapshot captured; or ("vocabulary" | "classes", dimension): "ID k"
     / "class k" for k below the bound dimension. So the report's blocks still read "position 0 (“ID 3”)". Empty for a
     report without one."""

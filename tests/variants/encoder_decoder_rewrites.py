@@ -97,8 +97,19 @@ PRE_NORM = Rewrite("pre-norm", "LayerNorm before each sublayer and the plain res
     ("    memory = x\n", "    memory = layer_norm(x, 1.0, 0.0)\n"),
     ("dec_final = y  # Snapshot #41", "dec_final = layer_norm(y, 1.0, 0.0)  # Snapshot #41")))
 
+TRAIN_MODE = Rewrite("train mode with dropout", "dropout (p = 0.1, active) on the encoder's attention weights and on "
+                     "its attention output before the residual sum", (
+    ("attn_weights = torch.softmax(scores_pre_mask, dim=-1)",
+     "attn_weights = torch.dropout(torch.softmax(scores_pre_mask, dim=-1), 0.1, True)"),
+    ("res1_a, res1_b = enc_in, attn_out", "res1_a, res1_b = enc_in, torch.dropout(attn_out, 0.1, True)")))
+FLOAT16 = Rewrite("float16", "every tensor made in float16 (torch.set_default_dtype), the positions too", (
+    ("    torch.manual_seed(7)\n", "    torch.manual_seed(7)\n    torch.set_default_dtype(torch.float16)\n"),
+    ("pos = torch.arange(length, dtype=torch.float32)[:, None]",
+     "pos = torch.arange(length, dtype=torch.get_default_dtype())[:, None]")))
+
 CORRECT = (MASK_1E9, MASK_1E10, MASK_FINFO_MIN, BOOL_ALLOWED, FLOAT_01, SQUARE_MASK, MASK_PER_ITEM, MASK_HEADS_IN_BATCH,
-           SIN_THEN_COS, LEARNED_POSITIONS, EINSUM, SCALE_ON_Q, SEQUENCE_FIRST, PRE_NORM)
+           SIN_THEN_COS, LEARNED_POSITIONS, EINSUM, SCALE_ON_Q, SEQUENCE_FIRST, PRE_NORM,
+           TRAIN_MODE, FLOAT16)
 COMPOSED = ((SEQUENCE_FIRST, MASK_1E9, SQUARE_MASK), (PRE_NORM, SIN_THEN_COS, BOOL_ALLOWED))
 
 MASK_SEES_NEXT = Bug("mask lets a position see the next", "the causal mask's triangle one diagonal too high", (

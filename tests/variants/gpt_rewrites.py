@@ -114,9 +114,28 @@ TRAIN_MODE = Rewrite("train mode with dropout", "every dropout active (p = 0.1) 
     ("DROPOUT = 16, 256, 2, 3, 24, 0.0", "DROPOUT = 16, 256, 2, 3, 24, 0.1"),
     ("model = GPT().eval()", "model = GPT().train()")))
 
+OWN_LAYER_NORM = Rewrite("own LayerNorm class", "nanoGPT's LayerNorm class (weight, optional bias, F.layer_norm) "
+                         "for nn.LayerNorm", (
+    (ATTENTION_CLASS, '''class LayerNorm(nn.Module):
+    """LayerNorm with an optional bias (nanoGPT's)."""
+
+    def __init__(self, ndim, bias=True):
+        super().__init__()
+        self.weight = nn.Parameter(1.0 + 0.1 * torch.randn(ndim))
+        self.bias = nn.Parameter(0.1 * torch.randn(ndim)) if bias else None
+
+    def forward(self, input):
+        return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+''' + ATTENTION_CLASS),
+    ("self.ln_1 = nn.LayerNorm(WIDTH)", "self.ln_1 = LayerNorm(WIDTH)"),
+    ("self.ln_2 = nn.LayerNorm(WIDTH)", "self.ln_2 = LayerNorm(WIDTH)"),
+    ("ln_f=nn.LayerNorm(WIDTH)", "ln_f=LayerNorm(WIDTH)")))
+
 CORRECT = (SEPARATE_QKV, CONV1D, TENSORDOT, MASK_1E9, MASK_FINFO_MIN, ADDITIVE_MASK, BOOL_MASK, SDPA,
            BMM_HEADS_IN_BATCH, SCALE_Q_OWN_LINE, POST_NORM, RMS_NORM, SINUSOID_POSITIONS, FLOAT16, AUTOCAST,
-           TRAIN_MODE)
+           TRAIN_MODE, OWN_LAYER_NORM)
 COMPOSED = ((CONV1D, POST_NORM, BOOL_MASK), (TRAIN_MODE, MASK_1E9, RMS_NORM))
 
 Q_K_SWAPPED = Bug("q and k swapped in the split", "the fused projection's first slice taken as k, the second as q", (
@@ -141,8 +160,13 @@ NORM_OF_WRONG_TENSOR = Bug("ln_2 of ln_1's output", "the MLP's LayerNorm applied
     first="G19", form="computed from another tensor")
 FINITE_MASK_SEES_NEXT = Bug("−1e9 mask lets a position see the next", MASK_SEES_NEXT.says, MASK_SEES_NEXT.edits,
                             first="G12", form="no query attends to a later key")
+GAIN_BIAS_SWAPPED = Bug("gain and bias swapped", "the own LayerNorm class called with its bias as the gain and "
+                        "its weight as the bias", (
+    ("F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)",
+     "F.layer_norm(input, self.weight.shape, self.bias, self.weight, 1e-5)"),), first="G06", form="gain and bias swapped")
 
 BUGS = (Q_K_SWAPPED, MASK_SEES_NEXT, NO_SCALE, SOFTMAX_WRONG_AXIS, RESIDUAL_DROPPED, HEADS_MERGED_UNMOVED,
         NORM_OF_WRONG_TENSOR)
 BUGS_IN_VARIANTS = ((CONV1D, Q_K_SWAPPED), (TENSORDOT, Q_K_SWAPPED), (MASK_1E9, FINITE_MASK_SEES_NEXT),
-                    (TRAIN_MODE, RESIDUAL_DROPPED), (BMM_HEADS_IN_BATCH, SOFTMAX_WRONG_AXIS))
+                    (TRAIN_MODE, RESIDUAL_DROPPED), (BMM_HEADS_IN_BATCH, SOFTMAX_WRONG_AXIS),
+                    (OWN_LAYER_NORM, GAIN_BIAS_SWAPPED))

@@ -15,7 +15,7 @@ def correct_variants() -> list[Variant]:
         found.append(Variant(base, ()))
         found += [Variant(base, (rewrite,)) for rewrite in module.CORRECT]
         found += [Variant(base, tuple(rewrites)) for rewrites in getattr(module, "COMPOSED", ())]
-    found.append(Variant("vit", (NOTEBOOK,)))
+    found += [Variant("vit", (NOTEBOOK,)), Variant("gpt", (NOTEBOOK,))]
     return found
 
 

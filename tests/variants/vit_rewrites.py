@@ -99,9 +99,22 @@ TRAIN_MODE = Rewrite("train mode with dropout", "dropout (p = 0.1, active) after
     ('    ff_out = linear(ff_hidden, p["fc2"])\n',
      '    ff_out = F.dropout(linear(ff_hidden, p["fc2"]), p=0.1, training=True)\n')))
 
+SEQUENCE_FIRST = Rewrite("sequence-first", "every activation from the patch embeddings on (N, B, C), the class token "
+                         "picked as final_seq[0]", (
+    ("x_embed = linear(patches_flat, patch_embed)  # (B, N, D)",
+     "x_embed = linear(patches_flat, patch_embed).transpose(0, 1)  # (N, B, D)"),
+    ("cls_tok = cls_token.expand(B, -1, -1)  # (B, 1, D)", "cls_tok = cls_token.expand(1, B, -1)  # (1, B, D)"),
+    ("torch.cat([cls_tok, x_embed], dim=1)", "torch.cat([cls_tok, x_embed], dim=0)"),
+    ("    x_pos = x_tokens + pos_embed\n", "    x_pos = x_tokens + pos_embed.transpose(0, 1)\n"),
+    ("    B, N, C = x_in.shape\n", "    N, B, C = x_in.shape\n"),
+    ("qkv.reshape(B, N, 3, HEADS, C // HEADS).permute(2, 0, 3, 1, 4)",
+     "qkv.reshape(N, B, 3, HEADS, C // HEADS).permute(2, 1, 3, 0, 4)"),
+    ("attn_ctx.transpose(1, 2).reshape(B, N, C)", "attn_ctx.permute(2, 0, 1, 3).reshape(N, B, C)"),
+    ("cls_rep = final_seq[:, 0, :]", "cls_rep = final_seq[0]")))
+
 CORRECT = (EINSUM, SCALE_ON_Q, BMM_HEADS_IN_BATCH, SEPARATE_QKV, POST_NORM, SINUSOID_POSITIONS,
            POSITIONS_BEFORE_CLASS_TOKEN, CLASS_TOKEN_LAST, LAYER_SCALE, MEAN_POOLING, NORM_AND_PICK, RMS_NORM,
-           LAYER_NORM_EPS, BFLOAT16, TRAIN_MODE)
+           LAYER_NORM_EPS, BFLOAT16, TRAIN_MODE, SEQUENCE_FIRST)
 
 SOFTMAX_WRONG_AXIS = Bug("softmax over the queries", "the softmax over dim=-2, so columns sum to 1, not rows", (
     (SOFTMAX, "attn_probs = attn_scores.softmax(dim=-2)"),), first="S13", form="softmax over the wrong axis")
@@ -115,19 +128,29 @@ HEADS_MERGED_UNMOVED = Bug("heads merged without moving the axis back", "(B, h, 
     first="S15", form="heads merged without moving the axis back")
 WRONG_TOKEN = Bug("the wrong token pooled", "row 1 (the first patch) pooled instead of the class token's row 0", (
     ("cls_rep = final_seq[:, 0, :]", "cls_rep = final_seq[:, 1, :]"),), first="S24", form="the wrong token pooled")
-POSITIONS_TWICE = Bug("positions added twice", "the position table added two times", (
+# A learned table that no snapshot shows, added twice, is a table twice as large: only a known table (the sinusoid)
+# tells the bug from a correct form.
+POSITIONS_TWICE = Bug("positions added twice", "the sinusoid table added two times", (
     ("    x_pos = x_tokens + pos_embed\n", "    x_pos = x_tokens + pos_embed + pos_embed\n"),),
     first="S07", form="positions added twice")
-NORM_OF_WRONG_TENSOR = Bug("LayerNorm of the block input", "ln2 applied to the block's input, not to x + attention", (
+# the sum's other operand left out: named by the form of a sum with an operand dropped, whose message names which
+NORM_OF_WRONG_TENSOR = Bug("LayerNorm of the block input", "ln2 applied to the block's input, not to x + attention: "
+                           "the attention's output left out", (
     ('ff_in = layer_norm(x_after_attn, p["ln2"])', 'ff_in = layer_norm(x_in, p["ln2"])'),),
-    first="S16", form="computed from another tensor")
+    first="S16", form="residual dropped")
 EINSUM_NO_SCALE = Bug("1/√hs left out of the einsum", "the einsum's scores without their 1/√hs", (
     ('torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(C // HEADS)', 'torch.einsum("bhqd,bhkd->bhqk", q, k)'),),
     first="S12", form="1/√d missing")
 BMM_SOFTMAX_WRONG_AXIS = Bug("softmax over the queries of (B·h, N, N)", "dim=1 of the folded scores: the queries", (
     (SOFTMAX, "attn_probs = attn_scores.softmax(dim=1)"),), first="S13", form="softmax over the wrong axis")
+PIXEL_ORDER = Bug("patches read transposed", "each patch's pixels read column by column (the last two axes "
+                  "swapped)", (("grid.permute(0, 2, 3, 1, 4, 5)", "grid.permute(0, 2, 3, 1, 5, 4)"),),
+                  first="S02", form="patches read in another pixel order")
+SEQUENCE_FIRST_WRONG_TOKEN = Bug("the wrong token pooled", "row 1 of the sequence-first final sequence pooled", (
+    ("cls_rep = final_seq[0]", "cls_rep = final_seq[1]"),), first="S24", form="the wrong token pooled")
 
-BUGS = (SOFTMAX_WRONG_AXIS, NO_SCALE, RESIDUAL_DROPPED, HEADS_MERGED_UNMOVED, WRONG_TOKEN, POSITIONS_TWICE,
-        NORM_OF_WRONG_TENSOR)
-BUGS_IN_VARIANTS = ((EINSUM, EINSUM_NO_SCALE), (BMM_HEADS_IN_BATCH, BMM_SOFTMAX_WRONG_AXIS),
-                    (TRAIN_MODE, RESIDUAL_DROPPED))
+BUGS = (SOFTMAX_WRONG_AXIS, NO_SCALE, RESIDUAL_DROPPED, HEADS_MERGED_UNMOVED, WRONG_TOKEN, NORM_OF_WRONG_TENSOR,
+        PIXEL_ORDER)
+BUGS_IN_VARIANTS = ((EINSUM, EINSUM_NO_SCALE), (SINUSOID_POSITIONS, POSITIONS_TWICE),
+                    (BMM_HEADS_IN_BATCH, BMM_SOFTMAX_WRONG_AXIS), (TRAIN_MODE, RESIDUAL_DROPPED),
+                    (SEQUENCE_FIRST, SEQUENCE_FIRST_WRONG_TOKEN))

@@ -189,8 +189,22 @@ class HeadsOfRead(Check):
     out: Ref = THIS
     parts: tuple[Ref, ...]
     part: int
+    # the fused projection's own snapshot (q, k and v side by side, (B, N, 3C)), where one shows it: a part the line
+    # read that was split from it on an unmarked line must be its part ``part`` (q and k swapped in the split)
+    fused: Ref | None = None
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        claim, passed, detail = self._split_of_read(s)
+        whole = s.t(self.parts[0]) if len(self.parts) == 1 else None
+        fused = s.t(self.fused) if self.fused is not None and s.has(self.fused) else None
+        if not passed or whole is None or fused is None or fused.shape != (*whole.shape[:-1], 3 * whole.shape[-1]):
+            return claim, passed, detail
+        width, letter = whole.shape[-1], "QKV"[self.part]
+        passed, fused_detail = close(whole, fused[..., self.part * width:(self.part + 1) * width],
+                                     f"the projection the line read vs the {letter} part of {s.name(self.fused)}")
+        return f"{claim}, the {letter} part of the fused projection", passed, f"{detail}; {fused_detail}"
+
+    def _split_of_read(self, s: TensorSource) -> tuple[str, bool, str]:
         got = s.t(self.out)
         B, H, N, hs = got.shape
         read = [s.t(ref) for ref in self.parts]

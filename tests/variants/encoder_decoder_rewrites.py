@@ -1,5 +1,5 @@
-"""Rewrites of bases/encoder_decoder.py, the post-norm encoder–decoder in plain functions, batch-first, with an additive
-−inf causal mask of shape (1, 1, T, T) (see rewrites.py for what a rewrite is)."""
+"""Rewrites of bases/encoder_decoder.py, the post-norm encoder–decoder in plain functions, batch-first, with an
+additive −inf causal mask of shape (1, 1, T, T) (see rewrites.py for what a rewrite is)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,8 @@ PRE_NORM = Rewrite("pre-norm", "LayerNorm before each sublayer and the plain res
     ('q_c = after_msa_norm @ p["ca_W_q"]', 'q_c = layer_norm(after_msa_norm, p["ln3_g"], p["ln3_b"]) @ p["ca_W_q"]'),
     ('after_ca_norm = layer_norm(after_msa_norm + attn_out_c, p["ln3_g"], p["ln3_b"])',
      "after_ca_norm = after_msa_norm + attn_out_c"),
-    ("ff_in = after_ca_norm  # Snapshot #37", 'ff_in = layer_norm(after_ca_norm, p["ln2_g"], p["ln2_b"])  # Snapshot #37'),
+    ("ff_in = after_ca_norm  # Snapshot #37",
+     'ff_in = layer_norm(after_ca_norm, p["ln2_g"], p["ln2_b"])  # Snapshot #37'),
     ('dec_out = layer_norm(ff_in + ff2, p["ln2_g"], p["ln2_b"])', "dec_out = after_ca_norm + ff2"),
     ("    memory = x\n", "    memory = layer_norm(x, 1.0, 0.0)\n"),
     ("dec_final = y  # Snapshot #41", "dec_final = layer_norm(y, 1.0, 0.0)  # Snapshot #41")))

@@ -57,12 +57,13 @@ SEPARATE_QKV = Rewrite("separate q, k, v projections", "three nn.Linear for one 
      "self.q_proj, self.k_proj, self.v_proj = (nn.Linear(WIDTH, WIDTH) for _ in range(3))"),
     (SPLIT, "        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)\n")))
 
-MASK_1E9 = Rewrite("mask filled with −1e9", "the scores filled with a finite −1e9", ((FILL, FILL.replace(
-    'float("-inf")', "-1e9")),))
-MASK_FINFO_MIN = Rewrite("mask filled with finfo.min", "the scores filled with the dtype's lowest value", ((FILL, FILL.replace(
-    'float("-inf")', "torch.finfo(att.dtype).min")),))
+MASK_1E9 = Rewrite("mask filled with −1e9", "the scores filled with a finite −1e9", (
+    (FILL, FILL.replace('float("-inf")', "-1e9")),))
+MASK_FINFO_MIN = Rewrite("mask filled with finfo.min", "the scores filled with the dtype's lowest value", (
+    (FILL, FILL.replace('float("-inf")', "torch.finfo(att.dtype).min")),))
 ADDITIVE_MASK = Rewrite("additive mask", "a (T, T) float mask of 0 and −inf, added to the scores", (
-    (MASK, '        mask = torch.zeros(T, T).masked_fill(self.bias[0, 0, :T, :T] == 0, float("-inf"))  # BREAKPOINT G12\n'),
+    (MASK, "        mask = torch.zeros(T, T).masked_fill(self.bias[0, 0, :T, :T] == 0, float(\"-inf\"))"
+           "  # BREAKPOINT G12\n"),
     (FILL, "att = att + mask")))
 BOOL_MASK = Rewrite("boolean mask (T, T)", "torch.tril of booleans (True = may attend), the scores filled where it is "
                     "False", (
@@ -163,7 +164,8 @@ FINITE_MASK_SEES_NEXT = Bug("−1e9 mask lets a position see the next", MASK_SEE
 GAIN_BIAS_SWAPPED = Bug("gain and bias swapped", "the own LayerNorm class called with its bias as the gain and "
                         "its weight as the bias", (
     ("F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)",
-     "F.layer_norm(input, self.weight.shape, self.bias, self.weight, 1e-5)"),), first="G06", form="gain and bias swapped")
+     "F.layer_norm(input, self.weight.shape, self.bias, self.weight, 1e-5)"),),
+    first="G06", form="gain and bias swapped")
 
 BUGS = (Q_K_SWAPPED, MASK_SEES_NEXT, NO_SCALE, SOFTMAX_WRONG_AXIS, RESIDUAL_DROPPED, HEADS_MERGED_UNMOVED,
         NORM_OF_WRONG_TENSOR)

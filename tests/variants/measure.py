@@ -28,7 +28,8 @@ def verdict_line(variant: Variant, judged: Judged) -> tuple[bool, str]:
     first, bug = judged.first_failure, variant.bug
     if bug is None:
         ok = judged.error is None and first is None
-        said = "0 red" if ok else f"RED: {', '.join(f'{v.label} {v.form or v.status}' for v in judged.with_status('failed'))}"
+        failed = ", ".join(f"{v.label} {v.form or v.status}" for v in judged.with_status("failed"))
+        said = "0 red" if ok else f"RED: {failed}"
     else:
         ok = first is not None and (first.label, first.form) == (bug.first, bug.form)
         said = (f"named first: {bug.first} {bug.form!r}" if ok else f"NOT NAMED FIRST (expected {bug.first} "
@@ -43,7 +44,8 @@ def main() -> None:
     parser.add_argument("--only", action="append", default=[], help="a part of the variants' ids (repeatable)")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
-    variants = [v for v in correct_variants() + bug_variants() if not args.only or any(part in v.id for part in args.only)]
+    variants = [v for v in correct_variants() + bug_variants()
+                if not args.only or any(part in v.id for part in args.only)]
     outcomes: dict[str, list[str]] = {"clean": [], "red": [], "named": [], "missed": []}
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="variants-") as folder, ProcessPoolExecutor(
@@ -55,7 +57,8 @@ def main() -> None:
             kind = ("named" if ok else "missed") if variant.bug else ("clean" if ok else "red")
             outcomes[kind].append(variant.id)
             for v in judged.verdicts:  # where it went wrong, and what no form matched
-                if v.status == "unrecognised" or (v.status == "failed" and not ok) or (args.verbose and v.status != "passed"):
+                if (v.status == "unrecognised" or (v.status == "failed" and not ok)
+                        or (args.verbose and v.status != "passed")):
                     print(f"    {v.label} {v.status} {v.form}: {v.detail[:400]}")
     print(f"\ncorrect variants: {len(outcomes['clean']) + len(outcomes['red'])}, 0 red: {len(outcomes['clean'])}, "
           f"red: {len(outcomes['red'])} {outcomes['red']}")

@@ -42,7 +42,8 @@ POST_NORM = Rewrite("post-norm", "the original Transformer's order: LayerNorm af
     ("    block_out = x_after_mlp\n", '    block_out = layer_norm(x_after_mlp, p["ln2"])\n')))
 
 PATCH_POSITIONS = "    pos_embed = 0.02 * torch.randn(1, n_patches + 1, WIDTH)\n"
-SINUSOID_POSITIONS = Rewrite("fixed sinusoid positions", "a fixed table, sin half then cos half, for learned positions", (
+SINUSOID_POSITIONS = Rewrite("fixed sinusoid positions", "a fixed table, sin half then cos half, for learned "
+                             "positions", (
     (PATCH_POSITIONS, "    position = torch.arange(n_patches + 1)[:, None]\n"
                       "    angle = position / 10000 ** (torch.arange(0, WIDTH, 2) / WIDTH)\n"
                       "    pos_embed = torch.cat([angle.sin(), angle.cos()], dim=-1)[None]\n"),))

@@ -248,7 +248,9 @@ def _split_of_read(check: Check, calls: Sequence[ModuleCall], source: TensorDict
     names = [f"{read[0].module}@read.{i}" for i in range(len(read[0].outputs))]
     tensors = {**source.tensors, **dict(zip(names, map(_present, read[0].outputs)))}
     bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared)
-    return Bound(HeadsOfRead(out=out, parts=tuple(map(Ref, names)), part=part), bound, None,
+    module = getattr(check, "module", None)  # the fused projection: its output, where a snapshot shows it
+    fused = Ref(source.name(module)) if isinstance(module, ModuleRef) and source.has(Ref(source.name(module))) else None
+    return Bound(HeadsOfRead(out=out, parts=tuple(map(Ref, names)), part=part, fused=fused), bound, None,
                  f"`{read[0].module}`, as the line read it")
 
 

@@ -196,12 +196,14 @@ class HeadsOfRead(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         claim, passed, detail = self._split_of_read(s)
         whole = s.t(self.parts[0]) if len(self.parts) == 1 else None
-        fused = s.t(self.fused) if self.fused is not None and s.has(self.fused) else None
-        if not passed or whole is None or fused is None or fused.shape != (*whole.shape[:-1], 3 * whole.shape[-1]):
+        fused_ref = self.fused
+        fused = s.t(fused_ref) if fused_ref is not None and s.has(fused_ref) else None
+        if (not passed or whole is None or fused_ref is None or fused is None
+                or fused.shape != (*whole.shape[:-1], 3 * whole.shape[-1])):
             return claim, passed, detail
         width, letter = whole.shape[-1], "QKV"[self.part]
         passed, fused_detail = close(whole, fused[..., self.part * width:(self.part + 1) * width],
-                                     f"the projection the line read vs the {letter} part of {s.name(self.fused)}")
+                                     f"the projection the line read vs the {letter} part of {s.name(fused_ref)}")
         return f"{claim}, the {letter} part of the fused projection", passed, f"{detail}; {fused_detail}"
 
     def _split_of_read(self, s: TensorSource) -> tuple[str, bool, str]:

@@ -17,7 +17,7 @@ import pytest
 
 from tests.variants.judge import Judged, judge
 from tests.variants.rewrites import Bug, Rewrite, as_notebook, top_level_chunks
-from tests.variants.variants import bug_variants, correct_variants
+from tests.variants.variants import BY_BASE, bug_variants, correct_variants
 from transformer_trace.checks import FAILED, NOT_CHECKABLE, PASSED, UNRECOGNISED
 from transformer_trace.cli import main
 
@@ -64,6 +64,9 @@ def test_the_variants_cover_every_rewrite_and_name_each_bug_by_a_form_the_checks
     bugs = [v.bug for v in BUGS]
     assert all(bug is not None and bug.first and f'"{bug.form}"' in declared for bug in bugs), bugs
     assert all(v.bug is None for v in CORRECT)
+    traced_alone = {(v.base, v.rewrites[0].name) for v in CORRECT + BUGS if len(v.rewrites) == 1}
+    for base, module in BY_BASE.items():
+        assert {(base, r.name) for r in module.CORRECT + module.BUGS} <= traced_alone, base
     assert len(CORRECT) >= 40 and len(BUGS) >= 20
     assert set(KNOWN_FALSE_RED) <= {v.id for v in CORRECT} and set(KNOWN_MISSED) <= {v.id for v in BUGS}
 

@@ -43,6 +43,8 @@ def scratch_interpreter(root: Path) -> Path:
     libraries = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
     (site / "_tt_baseline.pth").write_text(f"import _tt_baseline_finder; _tt_baseline_finder.install({str(root)!r})\n")
     (site / "zz_libraries.pth").write_text("".join(f"{p}\n" for p in libraries))
+    if (Path(sys.prefix) / "share").is_dir():  # data files installed with the libraries: Jupyter's templates
+        (venv / "share").symlink_to((Path(sys.prefix) / "share").resolve())
     return venv / "bin" / "python"
 
 

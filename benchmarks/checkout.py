@@ -1,5 +1,6 @@
 """The checkouts a side-by-side run measures (benchmarks/compare.py): this one, and the baseline, given as a folder
-with its own ``.venv`` or as a commit, which is checked out here in a scratch worktree with an interpreter of its own."""
+with its own ``.venv`` or as a commit, which is checked out here in a scratch worktree with an interpreter of its
+own."""
 
 from __future__ import annotations
 

@@ -223,7 +223,8 @@ def section(baseline: Checkout, current: Checkout, base: dict[str, float], mine:
         "round one from-scratch build and one warm regeneration and "
         "the trace examples per checkout; medians over the rounds. The yardstick is fixed pure-Python work (a modular "
         "sum over a million integers, benchmarks/compare.py), timed in a new interpreter before and after every "
-        "measurement; the multiples divide by its median.", "",
+        "measurement; the multiples divide by its median. To measure again, on a quiet machine: "
+        f"`nice .venv/bin/python benchmarks/run.py --baseline {baseline.label} --rounds 3` (benchmarks/README.md).", "",
         conditions.paragraph(), "",
         "| as multiples of the yardstick | baseline | this commit | goal |", "| --- | ---: | ---: | ---: |",
         f"| cold build: every report + `mkdocs build` | {multiple(base[cold], yardstick, COLD_GOAL)} | "

@@ -80,6 +80,7 @@ def test_the_section_gives_both_commits_the_yardstick_multiples_and_the_load():
     text = page(1.0, 1.0)
     assert text.startswith("## Side by side with the baseline\n")
     assert "c36410f" in text and "abc1234" in text
+    assert "`nice .venv/bin/python benchmarks/run.py --baseline c36410f --rounds 3`" in text  # how to measure again
     assert "The yardstick took 0.490 to 0.520 s (median 0.500 s, 3 timings)" in text
     assert "load average during the run (3 samples" in text and "2 cores): 0.8 to 1.4, median 1.2." in text
     assert "busy" not in text

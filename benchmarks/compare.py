@@ -49,7 +49,8 @@ SLOWER_BY, SLOWER_FLOOR = 0.10, 0.005
 # Run in a checkout's own interpreter, from its root, to a JSON file: every report from scratch twice (the first on
 # an empty cache, as a fresh clone; the second, as the page's "cold build", reading back what the first measured),
 # `mkdocs build`, both again with the same inputs, the imports, with its own benchmarks/measure.py; then its own
-# benchmarks/run.py's warm regeneration and trace measurements, one repeat each. The from-scratch build's verbose log
+# benchmarks/run.py's warm regeneration and trace measurements, one repeat each, and the corpus drivers' tracing
+# overhead (benchmarks/corpus.py, the minimum of five runs each). The from-scratch build's verbose log
 # goes back whole: this checkout reads its steps (``flatten``), so both sides are read by one parser, whatever the other
 # checkout's benchmarks/measure.py makes of a log.
 DRIVER = """
@@ -80,7 +81,8 @@ regeneration = {
     "import": import_seconds(py, "import transformer_trace.build, transformer_trace.reports", 1),
     "log": log,
 }
-result = {"regeneration": regeneration, "warm": run.bench_warm_regeneration(1), "trace": run.bench_trace(3)}
+result = {"regeneration": regeneration, "warm": run.bench_warm_regeneration(1), "trace": run.bench_trace(3),
+          "corpus": run.bench_corpus(5)}
 with open(sys.argv[1], "w", encoding="utf-8") as out:
     json.dump(result, out)
 """
@@ -132,7 +134,36 @@ def flatten(measured: dict) -> dict[str, float]:
         figures |= {f"`{script}`: plain run": plain, f"`{script}`: traced run": traced,
                     f"`{script}`: whole `trace` command": command,
                     f"`{script}`: bundled report, same size": bundled}
+    for name, _, _, plain_cpu, traced_cpu, _ in measured.get("corpus", []):
+        figures |= {f"`{name}`: {CORPUS_PLAIN}": plain_cpu, f"`{name}`: {CORPUS_TRACED}": traced_cpu}
     return figures
+
+
+CORPUS_PLAIN, CORPUS_TRACED = "corpus driver, plain run (CPU)", "corpus driver, traced run (CPU)"
+
+
+def corpus_overheads(figures: dict[str, float]) -> dict[str, float]:
+    """Each corpus driver's tracing overhead, traced CPU ÷ plain CPU, by driver."""
+    suffix = f": {CORPUS_TRACED}"
+    return {name.removesuffix(suffix): seconds / figures[name.removesuffix(suffix) + f": {CORPUS_PLAIN}"]
+            for name, seconds in figures.items() if name.endswith(suffix)
+            and figures.get(name.removesuffix(suffix) + f": {CORPUS_PLAIN}")}
+
+
+def corpus_lines(base: dict[str, float], mine: dict[str, float]) -> list[str]:
+    """The corpus's tracing overhead per driver on both checkouts (issue 39: not worse), where both measured it."""
+    overheads = side_by_side(corpus_overheads(base), corpus_overheads(mine))
+    if not any(f.ratio is not None for f in overheads):
+        return []
+    worse = [f.name for f in overheads if f.slower]
+    return ["| corpus driver: tracing overhead (traced CPU ÷ plain CPU) | baseline | this commit | worse? |",
+            "| --- | ---: | ---: | --- |",
+            *(f"| {f.name} | {'—' if f.baseline is None else f'{f.baseline:.2f}×'} | "
+              f"{'—' if f.current is None else f'{f.current:.2f}×'} | {'**yes**' if f.slower else 'no'} |"
+              for f in overheads), "",
+            (f"The overhead is worse (over {SLOWER_BY:.0%} higher) for {len(worse)} of {len(overheads)} drivers: "
+             f"{', '.join(worse)}." if worse else f"The overhead is not worse by over {SLOWER_BY:.0%} for any of the "
+             f"{len(overheads)} drivers."), ""]
 
 
 def build_step_seconds(regeneration: dict) -> dict[str, float]:
@@ -220,8 +251,9 @@ def section(baseline: Checkout, current: Checkout, base: dict[str, float], mine:
         f"This commit ({current.label}) and the commit this work started from ({baseline.label}, a worktree of it with "
         f"its own code), measured by `benchmarks/run.py --baseline` in one run: {rounds} "
         f"round{'s' if rounds != 1 else ''}, each measuring both checkouts in turn (the first alternating), each "
-        "round one from-scratch build and one warm regeneration and "
-        "the trace examples per checkout; medians over the rounds. The yardstick is fixed pure-Python work (a modular "
+        "round one from-scratch build, one warm regeneration"
+        f"{', the trace examples and the corpus drivers' if corpus_overheads(mine) else ' and the trace examples'} "
+        "per checkout; medians over the rounds. The yardstick is fixed pure-Python work (a modular "
         "sum over a million integers, benchmarks/compare.py), timed in a new interpreter before and after every "
         "measurement; the multiples divide by its median. To measure again, on a quiet machine: "
         f"`nice .venv/bin/python benchmarks/run.py --baseline {baseline.label} --rounds 3` (benchmarks/README.md).", "",
@@ -242,7 +274,7 @@ def section(baseline: Checkout, current: Checkout, base: dict[str, float], mine:
                + "; ".join(f"{f.name.replace('&nbsp;', '')} ({f.ratio:.2f}×)" for f in slower) + "."
                if slower else f"Nothing is slower than the baseline by over {SLOWER_BY:.0%} (and "
                f"{SLOWER_FLOOR * 1000:g} ms).")
-    return "\n".join(lines + ["", verdict, ""]) + "\n"
+    return "\n".join(lines + ["", verdict, "", *corpus_lines(base, mine)]).rstrip("\n") + "\n\n"
 
 
 def yardstick_seconds(python: str = sys.executable) -> float:

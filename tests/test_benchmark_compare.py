@@ -86,8 +86,8 @@ def test_the_section_gives_both_commits_the_yardstick_multiples_and_the_load():
     assert "busy" not in text
     assert "| cold build: every report + `mkdocs build` | 18.00× (+11.00× from 7×) | 18.00× (+11.00× from 7×) | 7× |" \
         in text
-    assert "| warm regeneration from the page (`serve`) | 1.60× (+0.90× from 0.7×) | 1.60× (+0.90× from 0.7×) | 0.7× |" \
-        in text
+    assert ("| warm regeneration from the page (`serve`) | 1.60× (+0.90× from 0.7×) | 1.60× (+0.90× from 0.7×) "
+            "| 0.7× |") in text
     assert f"| {COLD} | 9.00 s | 9.00 s | 1.00× | no |" in text
     assert "| `vit_trace.py`: plain run | 21.0 ms | 21.0 ms | 1.00× | no |" in text
     assert "Nothing is slower than the baseline" in text
@@ -194,10 +194,32 @@ def test_a_baseline_given_as_a_commit_runs_its_own_sources_and_is_removed_after(
     from benchmarks.checkout import BaselineCheckout
 
     with BaselineCheckout("HEAD") as baseline:
-        imported = subprocess.run([str(baseline.python), "-c", "import transformer_trace.models as m; print(m.__file__)"],
-                                  capture_output=True, text=True, cwd="/", check=True).stdout.strip()
+        code = "import transformer_trace.models as m; print(m.__file__)"
+        imported = subprocess.run([str(baseline.python), "-c", code], capture_output=True, text=True, cwd="/",
+                                  check=True).stdout.strip()
         assert Path(imported) == baseline.root / "models" / "__init__.py"
         assert baseline.label == subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                                 text=True, check=True).stdout.strip()
     assert not baseline.root.exists()
     assert str(baseline.root) not in subprocess.run(["git", "worktree", "list"], capture_output=True, text=True).stdout
+
+
+def with_corpus(scale: float, traced_cpu: float) -> dict:
+    """A measurement with two corpus drivers: (name, plain wall, traced wall, plain CPU, traced CPU, idle CPU)."""
+    found = measured(scale)
+    found["corpus"] = [["karpathy_nanoGPT/trace_driver.py", 0.006, 0.008, 0.005, traced_cpu, 0.0065],
+                       ["pbloem_former/trace_driver.py", 0.006, 0.0075, 0.005, 0.0065, 0.0064]]
+    return found
+
+
+def test_the_corpus_overhead_is_set_beside_the_baselines_per_driver():
+    text = section(Checkout("c36410f", Path("/b"), Path("/b/py")), Checkout("abc1234", Path("/c"), Path("/c/py")),
+                   flatten(with_corpus(1.0, 0.0065)), flatten(with_corpus(1.0, 0.0075)), rounds=1, conditions=QUIET)
+    assert "| `karpathy_nanoGPT/trace_driver.py` | 1.30× | 1.50× | **yes** |" in text
+    assert "| `pbloem_former/trace_driver.py` | 1.30× | 1.30× | no |" in text
+    assert "The overhead is worse (over 10% higher) for 1 of 2 drivers: `karpathy_nanoGPT/trace_driver.py`." in text
+    assert "`karpathy_nanoGPT/trace_driver.py`: corpus driver, traced run (CPU) | 6.5 ms | 7.5 ms |" in text
+
+
+def test_a_measurement_without_the_corpus_gives_no_corpus_table():
+    assert "corpus driver: tracing overhead" not in page(1.0, 1.0) and page(1.0, 1.0).endswith(".\n\n")

@@ -1,11 +1,13 @@
 """This checkout's regeneration and trace figures beside another checkout's (the commit this work started from),
 measured in the same run, with a fixed pure-Python yardstick that turns seconds into machine-independent multiples.
 
-    nice .venv/bin/python benchmarks/run.py --baseline /tmp/baseline            # replaces its section of the page
+    .venv/bin/python benchmarks/run.py --baseline c36410f      # replaces its section of docs/benchmarks.md
 
-The other checkout is measured with its own code: its benchmarks/run.py functions run in its own interpreter
-(``BASELINE/.venv/bin/python`` unless ``--baseline-python`` says otherwise), in rounds that alternate which checkout
-goes first, so drift in the machine's load falls on both alike.
+A commit is checked out in a scratch worktree with an interpreter that imports its sources and this interpreter's
+libraries (benchmarks/checkout.py), removed afterwards; a folder is used as it is, with ``FOLDER/.venv/bin/python``
+unless ``--baseline-python`` says otherwise. Each checkout is measured with its own code (its benchmarks/run.py
+functions, in its own interpreter), in rounds that alternate which checkout goes first, so drift in the machine's load
+falls on both alike; the load average is sampled all through the run and printed on the page.
 """
 
 from __future__ import annotations
@@ -16,9 +18,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from benchmarks.checkout import Checkout
+from benchmarks.measure import build_steps
 
 # Fixed work, never tuned to the machine: a modular sum over a million integers in plain Python (about half a second
 # on the 2-core x86_64 machine the page is measured on). Times divided by it compare across machines and days.
@@ -41,13 +49,16 @@ SLOWER_BY, SLOWER_FLOOR = 0.10, 0.005
 # Run in a checkout's own interpreter, from its root, to a JSON file: every report from scratch twice (the first on
 # an empty cache, as a fresh clone; the second, as the page's "cold build", reading back what the first measured),
 # `mkdocs build`, both again with the same inputs, the imports, with its own benchmarks/measure.py; then its own
-# benchmarks/run.py's warm regeneration and trace measurements, one repeat each.
+# benchmarks/run.py's warm regeneration and trace measurements, one repeat each, and the corpus drivers' tracing
+# overhead (benchmarks/corpus.py, the minimum of five runs each). The from-scratch build's verbose log
+# goes back whole: this checkout reads its steps (``flatten``), so both sides are read by one parser, whatever the other
+# checkout's benchmarks/measure.py makes of a log.
 DRIVER = """
 import json, os, shutil, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, ".")
 from benchmarks import run
-from benchmarks.measure import build_steps, import_seconds, run_timed, scratch_site
+from benchmarks.measure import import_seconds, run_timed, scratch_site
 
 py, cache = sys.executable, tempfile.mkdtemp(prefix="bench-cache-")
 env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "TT_CACHE_DIR": cache}
@@ -64,31 +75,17 @@ again, _ = run_timed(build + [str(docs)], env)
 again_mkdocs, _ = run_timed([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
 shutil.rmtree(work)
 shutil.rmtree(cache)
-steps = {}
-build_steps(log, steps)
 regeneration = {
     "fresh build": fresh, "cold build": cold, "mkdocs build": mkdocs, "cold total": cold + mkdocs,
     "warm build": again, "warm total": again + again_mkdocs, "import torch": import_seconds(py, "import torch", 1),
     "import": import_seconds(py, "import transformer_trace.build, transformer_trace.reports", 1),
-    "steps": {name: values[0] for name, values in steps.items()},
+    "log": log,
 }
-result = {"regeneration": regeneration, "warm": run.bench_warm_regeneration(1), "trace": run.bench_trace(3)}
+result = {"regeneration": regeneration, "warm": run.bench_warm_regeneration(1), "trace": run.bench_trace(3),
+          "corpus": run.bench_corpus(5)}
 with open(sys.argv[1], "w", encoding="utf-8") as out:
     json.dump(result, out)
 """
-
-
-@dataclass(frozen=True)
-class Checkout:
-    label: str
-    root: Path
-    python: Path
-
-    @classmethod
-    def at(cls, root: Path, python: Path | None = None) -> Checkout:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
-        return cls(commit or root.name, root.resolve(), python or root / ".venv" / "bin" / "python")
 
 
 @dataclass(frozen=True)
@@ -125,7 +122,7 @@ def flatten(measured: dict) -> dict[str, float]:
         "`import torch`": regen["import torch"],
         "`import transformer_trace.build, transformer_trace.reports`": regen["import"],
     }
-    figures |= {f"&nbsp;&nbsp;{step}": seconds for step, seconds in regen["steps"].items()}
+    figures |= {f"&nbsp;&nbsp;{step}": seconds for step, seconds in build_step_seconds(regen).items()}
     figures |= {
         "warm regeneration in `serve`, until the new pages are served": warm["warm"],
         "&nbsp;&nbsp;the same as new processes (`build --model` + `mkdocs build`)": warm["cold"],
@@ -137,7 +134,46 @@ def flatten(measured: dict) -> dict[str, float]:
         figures |= {f"`{script}`: plain run": plain, f"`{script}`: traced run": traced,
                     f"`{script}`: whole `trace` command": command,
                     f"`{script}`: bundled report, same size": bundled}
+    for name, _, _, plain_cpu, traced_cpu, _ in measured.get("corpus", []):
+        figures |= {f"`{name}`: {CORPUS_PLAIN}": plain_cpu, f"`{name}`: {CORPUS_TRACED}": traced_cpu}
     return figures
+
+
+CORPUS_PLAIN, CORPUS_TRACED = "corpus driver, plain run (CPU)", "corpus driver, traced run (CPU)"
+
+
+def corpus_overheads(figures: dict[str, float]) -> dict[str, float]:
+    """Each corpus driver's tracing overhead, traced CPU ÷ plain CPU, by driver."""
+    suffix = f": {CORPUS_TRACED}"
+    return {name.removesuffix(suffix): seconds / figures[name.removesuffix(suffix) + f": {CORPUS_PLAIN}"]
+            for name, seconds in figures.items() if name.endswith(suffix)
+            and figures.get(name.removesuffix(suffix) + f": {CORPUS_PLAIN}")}
+
+
+def corpus_lines(base: dict[str, float], mine: dict[str, float]) -> list[str]:
+    """The corpus's tracing overhead per driver on both checkouts (issue 39: not worse), where both measured it."""
+    overheads = side_by_side(corpus_overheads(base), corpus_overheads(mine))
+    if not any(f.ratio is not None for f in overheads):
+        return []
+    worse = [f.name for f in overheads if f.slower]
+    return ["| corpus driver: tracing overhead (traced CPU ÷ plain CPU) | baseline | this commit | worse? |",
+            "| --- | ---: | ---: | --- |",
+            *(f"| {f.name} | {'—' if f.baseline is None else f'{f.baseline:.2f}×'} | "
+              f"{'—' if f.current is None else f'{f.current:.2f}×'} | {'**yes**' if f.slower else 'no'} |"
+              for f in overheads), "",
+            (f"The overhead is worse (over {SLOWER_BY:.0%} higher) for {len(worse)} of {len(overheads)} drivers: "
+             f"{', '.join(worse)}." if worse else f"The overhead is not worse by over {SLOWER_BY:.0%} for any of the "
+             f"{len(overheads)} drivers."), ""]
+
+
+def build_step_seconds(regeneration: dict) -> dict[str, float]:
+    """The from-scratch build's steps (forward pass, pages, figures per report), read from its log by this checkout's
+    parser; a record written before the log was kept gives the steps it read then."""
+    if "log" not in regeneration:
+        return dict(regeneration.get("steps", {}))
+    steps: dict[str, list[float]] = {}
+    build_steps(regeneration["log"], steps)
+    return {name: values[0] for name, values in steps.items()}
 
 
 def medians(rounds: list[dict[str, float]]) -> dict[str, float]:
@@ -162,11 +198,52 @@ def seconds_text(value: float | None) -> str:
     return f"{value * 1000:.1f} ms" if value < 0.1 else f"{value:.2f} s"
 
 
-def section(baseline: Checkout, current: Checkout, base: dict[str, float], mine: dict[str, float],
-            yardstick: float, rounds: int, load: tuple[float, float]) -> str:
-    """The page's section: the yardstick multiples first, then every figure side by side, then the verdict."""
+# Above this many times the cores, the 1-minute load average says other work took a large share of them.
+BUSY_LOAD_PER_CORE = 1.0
+# A yardstick whose slowest timing is this much over its fastest: the machine's speed moved during the run.
+YARDSTICK_DRIFT = 1.25
+LOAD_EVERY_S = 10.0
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What the machine was like while a side-by-side run measured: every yardstick timing, the 1-minute load average
+    sampled through the run, the cores."""
+
+    yardsticks: Sequence[float]
+    load: Sequence[float]
+    cores: int
+
+    @property
+    def yardstick(self) -> float:
+        return statistics.median(self.yardsticks)
+
+    @property
+    def busy(self) -> bool:
+        return max(self.load) > BUSY_LOAD_PER_CORE * self.cores or \
+            max(self.yardsticks) > YARDSTICK_DRIFT * min(self.yardsticks)
+
+    def paragraph(self) -> str:
+        text = (f"The yardstick took {min(self.yardsticks):.3f} to {max(self.yardsticks):.3f} s (median "
+                f"{self.yardstick:.3f} s, {len(self.yardsticks)} timings). The machine's 1-minute load average during "
+                f"the run ({len(self.load)} samples, every {LOAD_EVERY_S:g} s and beside each measurement; "
+                f"{self.cores} cores): {min(self.load):.1f} to {max(self.load):.1f}, median "
+                f"{statistics.median(self.load):.1f}.")
+        if self.busy:
+            text += (f" **The machine was busy** (a load over its {self.cores} cores, or a yardstick that drifted over "
+                     f"{YARDSTICK_DRIFT - 1:.0%}): other work competed for the cores, so the seconds, the ratios, the "
+                     "slower column and the multiples below say as much about that work as about the code. Rerun on a "
+                     "quiet machine for an answer.")
+        return text
+
+
+def section(baseline: Checkout, current: Checkout, base: dict[str, float], mine: dict[str, float], rounds: int,
+            conditions: Conditions) -> str:
+    """The page's section: the run and the machine's load, the yardstick multiples, every figure side by side, the
+    verdict."""
     figures = side_by_side(base, mine)
     slower = [f for f in figures if f.slower]
+    yardstick = conditions.yardstick
     cold, warm = "every report + `mkdocs build`, from scratch (cold build)", \
         "warm regeneration in `serve`, until the new pages are served"
     lines = [
@@ -174,11 +251,13 @@ def section(baseline: Checkout, current: Checkout, base: dict[str, float], mine:
         f"This commit ({current.label}) and the commit this work started from ({baseline.label}, a worktree of it with "
         f"its own code), measured by `benchmarks/run.py --baseline` in one run: {rounds} "
         f"round{'s' if rounds != 1 else ''}, each measuring both checkouts in turn (the first alternating), each "
-        "round one from-scratch build and one warm regeneration and "
-        "the trace examples per checkout; medians over the rounds. The yardstick is fixed pure-Python work (a modular "
-        f"sum over a million integers, benchmarks/compare.py), timed in a new interpreter beside every measurement: "
-        f"median {yardstick:.3f} s. The machine is shared: its 1-minute load average was {load[0]:.1f} at the start "
-        f"and {load[1]:.1f} at the end.", "",
+        "round one from-scratch build, one warm regeneration"
+        f"{', the trace examples and the corpus drivers' if corpus_overheads(mine) else ' and the trace examples'} "
+        "per checkout; medians over the rounds. The yardstick is fixed pure-Python work (a modular "
+        "sum over a million integers, benchmarks/compare.py), timed in a new interpreter before and after every "
+        "measurement; the multiples divide by its median. To measure again, on a quiet machine: "
+        f"`nice .venv/bin/python benchmarks/run.py --baseline {baseline.label} --rounds 3` (benchmarks/README.md).", "",
+        conditions.paragraph(), "",
         "| as multiples of the yardstick | baseline | this commit | goal |", "| --- | ---: | ---: | ---: |",
         f"| cold build: every report + `mkdocs build` | {multiple(base[cold], yardstick, COLD_GOAL)} | "
         f"{multiple(mine[cold], yardstick, COLD_GOAL)} | {COLD_GOAL:g}× |",
@@ -195,7 +274,7 @@ def section(baseline: Checkout, current: Checkout, base: dict[str, float], mine:
                + "; ".join(f"{f.name.replace('&nbsp;', '')} ({f.ratio:.2f}×)" for f in slower) + "."
                if slower else f"Nothing is slower than the baseline by over {SLOWER_BY:.0%} (and "
                f"{SLOWER_FLOOR * 1000:g} ms).")
-    return "\n".join(lines + ["", verdict, ""]) + "\n"
+    return "\n".join(lines + ["", verdict, "", *corpus_lines(base, mine)]).rstrip("\n") + "\n\n"
 
 
 def yardstick_seconds(python: str = sys.executable) -> float:
@@ -214,37 +293,58 @@ def measure(checkout: Checkout) -> dict[str, float]:
         return flatten(json.loads(out.read_text(encoding="utf-8")))
 
 
-def compare(baseline_root: Path, baseline_python: Path | None, current_root: Path, rounds: int,
-            record: Path | None = None) -> str:
+@contextmanager
+def load_samples(into: list[float]) -> Iterator[None]:
+    """Append the 1-minute load average to ``into`` every LOAD_EVERY_S seconds while the block runs."""
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(LOAD_EVERY_S):
+            into.append(os.getloadavg()[0])
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        sampler.join()
+
+
+def compare(baseline: Checkout, current: Checkout, rounds: int, record: Path | None = None) -> str:
     """Measure both checkouts in ``rounds`` alternating rounds; each measurement is added to ``record`` (JSON) as it
     ends, so a run stopped early still gives the rounds it completed (``section_from_record``)."""
-    baseline, current = Checkout.at(baseline_root, baseline_python), Checkout.at(current_root, Path(sys.executable))
     kept = {"baseline": baseline.label, "current": current.label, "load": [os.getloadavg()[0]],
-            "measured": {"baseline": [], "current": []}, "yardsticks": []}
+            "cores": os.cpu_count() or 1, "measured": {"baseline": [], "current": []}, "yardsticks": []}
     for round_ in range(rounds):
         order = [("baseline", baseline), ("current", current)]
         for side, checkout in order if round_ % 2 == 0 else order[::-1]:
             kept["yardsticks"].append(yardstick_seconds())
-            started = time.perf_counter()
-            kept["measured"][side].append(measure(checkout))
+            started, first_sample = time.perf_counter(), len(kept["load"])
+            with load_samples(kept["load"]):
+                kept["measured"][side].append(measure(checkout))
             kept["yardsticks"].append(yardstick_seconds())
-            kept["load"][1:] = [os.getloadavg()[0]]
-            print(f"round {round_ + 1}: {checkout.label} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            kept["load"].append(os.getloadavg()[0])
+            during = kept["load"][first_sample:]
+            print(f"round {round_ + 1}: {checkout.label} in {time.perf_counter() - started:.0f} s, 1-minute load "
+                  f"average {min(during):.1f} to {max(during):.1f} ({kept['cores']} cores), yardstick "
+                  f"{kept['yardsticks'][-2]:.3f} s before, {kept['yardsticks'][-1]:.3f} s after", file=sys.stderr)
             if record is not None:
                 record.write_text(json.dumps(kept), encoding="utf-8")
     return section_from_record(kept)
 
 
 def section_from_record(kept: dict) -> str:
-    """The section from the rounds both checkouts completed, with the record's ``note`` after its first paragraph."""
+    """The section from the rounds both checkouts completed, with the record's ``note`` after the paragraphs on the
+    run and the machine."""
     complete = min(len(kept["measured"]["baseline"]), len(kept["measured"]["current"]))
     if not complete:
         raise RuntimeError("no round measured both checkouts")
     labels = {side: Checkout(kept[side], Path(), Path()) for side in ("baseline", "current")}
+    conditions = Conditions(kept["yardsticks"], kept["load"], kept.get("cores") or os.cpu_count() or 1)
     text = section(labels["baseline"], labels["current"], medians(kept["measured"]["baseline"][:complete]),
-                   medians(kept["measured"]["current"][:complete]), statistics.median(kept["yardsticks"]), complete,
-                   (kept["load"][0], kept["load"][-1]))
+                   medians(kept["measured"]["current"][:complete]), complete, conditions)
     if kept.get("note"):  # how this record's run departed from the plan above (said where the reader needs it)
-        intro_end = text.index("\n\n", text.index("\n\n") + 2)
+        intro_end = text.index("\n\n| as multiples of the yardstick")
         text = text[:intro_end] + "\n\n" + kept["note"] + text[intro_end:]
     return text

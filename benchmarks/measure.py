@@ -77,10 +77,20 @@ HELD_OUT = re.compile(r"^(?P<report>[\w-]+): held-out score (?P<how>read back|me
                       r"(?: ahead \((?P<ahead>[\d.]+) s in a thread[^)]*\), waited for)?.* in (?P<seconds>[\d.]+) s$")
 
 
+# What the CLI's log handler writes before each message (generator/cli.py: "%(levelname)s %(name)s: "). The logger
+# was "generator" before the package was renamed transformer_trace; both are read, so an older checkout's log parses.
+LOG_PREFIX = re.compile(r"^[A-Z]+ [\w.]+: ")
+
+
+def log_message(line: str) -> str:
+    """A log line without its level and logger name: the message the generator wrote."""
+    return LOG_PREFIX.sub("", line, count=1)
+
+
 def build_steps(log: str, steps: dict[str, list[float]]) -> None:
-    """Add the step timings a `generator build --verbose` log states to ``steps`` (name -> samples)."""
+    """Add the step timings a `transformer_trace build --verbose` log states to ``steps`` (name -> samples)."""
     for line in log.splitlines():
-        message = line.split("generator: ", 1)[-1]
+        message = log_message(line)
         if match := FIGURE_STEP.match(message):
             steps.setdefault(f"{match['report']}: figures", []).append(float(match["seconds"]))
         elif match := STEP.match(message):

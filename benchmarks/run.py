@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/run.py            # writes docs/benchmarks.md
     .venv/bin/python benchmarks/run.py --quick    # fewer repeats
-    .venv/bin/python benchmarks/run.py --baseline ../main    # beside another checkout (benchmarks/compare.py)
+    .venv/bin/python benchmarks/run.py --baseline c36410f    # beside that commit, in one run (benchmarks/compare.py)
 
 Everything is measured side by side in one run on this machine: ratios matter more than seconds.
 """
@@ -27,10 +27,11 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# noqa: E402
 from benchmarks.corpus import run_traced, bench_corpus, corpus_section  # noqa: E402
 from benchmarks.gpu import gpu_section  # noqa: E402
-from benchmarks.measure import build_steps, import_seconds, interleaved, run_timed, run_timed_cpu, scratch_site
+from benchmarks.measure import (  # noqa: E402
+    build_steps, import_seconds, interleaved, log_message, run_timed, run_timed_cpu, scratch_site,
+)
 from benchmarks.page import (  # noqa: E402
     analysis_text, gpt_weights_section, limits_section, page, plugin_section, replace_section, trace_section,
     training_section, warm_section,
@@ -138,7 +139,7 @@ def bench_regeneration(repeats: int = 3) -> dict:
                 [py, "-m", "transformer_trace", "build", "--model", key, *changed, "--out", str(docs), "--verbose"], env
             )
             out["changed steps"] += [
-                line.split("generator: ", 1)[1] for line in log.splitlines() if "figures drawn" in line
+                log_message(line) for line in log.splitlines() if "figures drawn" in line
             ]
     run_timed([py, "-m", "transformer_trace", "build", "--out", str(docs)], env)
     run_timed([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
@@ -223,24 +224,8 @@ def bench_warm_regeneration(repeats: int) -> dict:
     cold, cold_build, warm, settled, alone, answers = [], [], [], [], [], []
     for i in range(repeats):
         words = WARM_SENTENCES[i % len(WARM_SENTENCES)].split()
-        build_s, _ = run_timed(
-            [
-                py,
-                "-m",
-                "generator",
-                "build",
-                "--model",
-                report,
-                f"--{sentence}",
-                " ".join(words[::-1]),
-                "--out",
-                str(docs),
-                "--device",
-                "cpu",
-                "-q",
-            ],
-            env,
-        )
+        build_s, _ = run_timed([py, "-m", "transformer_trace", "build", "--model", report, f"--{sentence}",
+                                " ".join(words[::-1]), "--out", str(docs), "--device", "cpu", "-q"], env)
         mkdocs_s, _ = run_timed([py, "-m", "mkdocs", "build", "-q", "-f", str(config)], env)
         cold.append(build_s + mkdocs_s)
         cold_build.append(build_s)
@@ -341,19 +326,8 @@ def bench_gpt_weights(repeats: int) -> list[tuple[str, float]]:
     times: dict[str, list[float]] = {"trained": [], "random": []}
     for _ in range(repeats):
         for weights in times:
-            cmd = [
-                sys.executable,
-                "-m",
-                "generator",
-                "build",
-                "--model",
-                key,
-                "--weights",
-                weights,
-                "--out",
-                str(work / weights),
-                "-q",
-            ]
+            cmd = [sys.executable, "-m", "transformer_trace", "build", "--model", key, "--weights", weights, "--out",
+                   str(work / weights), "-q"]
             times[weights].append(run_timed(cmd, env)[0])
     shutil.rmtree(work, ignore_errors=True)
     return [(weights, statistics.median(values)) for weights, values in times.items()]
@@ -434,7 +408,8 @@ def main() -> None:
         choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace", "corpus", "classroom", "gpu"),
         help="measure only this part and replace its section of --out",
     )
-    parser.add_argument("--baseline", type=Path, help="another checkout (the commit this work started from): measure "
+    parser.add_argument("--baseline", help="a commit, or another checkout's folder (the commit this work started "
+                        "from): measure "
                         "both side by side with a yardstick and replace that section of --out (benchmarks/compare.py)")
     parser.add_argument("--baseline-python", type=Path, help="its interpreter (default BASELINE/.venv/bin/python)")
     parser.add_argument("--rounds", type=int, default=3, help="with --baseline: rounds measuring both checkouts")
@@ -442,10 +417,14 @@ def main() -> None:
                         "alone: write the side-by-side section from the rounds it holds")
     args = parser.parse_args()
     if args.baseline or args.record:
+        from benchmarks.checkout import BaselineCheckout, Checkout
         from benchmarks.compare import compare, section_from_record
 
-        return replace_section(args.out, compare(args.baseline, args.baseline_python, ROOT, args.rounds, args.record)
-                               if args.baseline else section_from_record(json.loads(args.record.read_text())))
+        if not args.baseline:
+            return replace_section(args.out, section_from_record(json.loads(args.record.read_text())))
+        with BaselineCheckout(args.baseline, args.baseline_python) as baseline:
+            text = compare(baseline, Checkout.at(ROOT, Path(sys.executable)), args.rounds, args.record)
+        return replace_section(args.out, text)
     if args.only == "plugin":
         return replace_section(args.out, "\n".join(plugin_section(bench_plugin(3 if args.quick else 5))) + "\n")
     if args.only == "warm":

@@ -46,6 +46,22 @@ class SourceExcerpt:
 
 
 @dataclass(frozen=True)
+class DictEntry:
+    """One entry of a traced value that is a dict of tensors: its key and what the page shows of it, a row each."""
+
+    key: str
+    shown: TensorView
+    slice_index: str
+    slice_text: str  # one line: the leading values, as the section's own slice shows them
+
+    @classmethod
+    def of(cls, key: object, tensor: torch.Tensor) -> DictEntry:
+        view = TensorView(str(key), tensor)
+        index, text = view.slice_text(rows=1, cols=6)
+        return cls(str(key), view, index, " ".join(line.strip() for line in text.splitlines()))
+
+
+@dataclass(frozen=True)
 class TensorSection:
     """One tensor of a page: ``shown`` (what the page shows: as recorded, or as the user's script held it) and
     ``view``, what the report's blocks index: the same tensor in the catalogue's layout (``catalogue``, a traced
@@ -64,6 +80,7 @@ class TensorSection:
     marked_at: str = ""  # the marker's place as the user sees it: "x.py:12", "x.ipynb, cell 7, line 3"
     absent: bool = False  # the value is not a tensor a page can show (``note`` says what it is): no shape, no dtype
     catalogue: TensorView | NotCheckable | None = None  # None: ``shown`` is in the catalogue's layout
+    entries: tuple[DictEntry, ...] = ()  # a dict of tensors: every entry (``shown`` is the first, which checks read)
 
     @property
     def view(self) -> TensorView:

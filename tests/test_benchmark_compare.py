@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.compare import Checkout, Figure, flatten, medians, multiple, section, side_by_side  # noqa: E402
+from benchmarks.checkout import Checkout  # noqa: E402
+from benchmarks.compare import Conditions, Figure, flatten, medians, multiple, section, side_by_side  # noqa: E402
 
 COLD = "every report + `mkdocs build`, from scratch (cold build)"
 WARM = "warm regeneration in `serve`, until the new pages are served"
@@ -66,23 +67,51 @@ def test_multiples_say_how_far_from_the_goal():
     assert multiple(0.25, 0.5, 0.7) == "0.50× (-0.20× from 0.7×)"
 
 
-def page(baseline_scale: float, current_scale: float) -> str:
+QUIET = Conditions(yardsticks=[0.49, 0.5, 0.52], load=[1.2, 0.8, 1.4], cores=2)
+
+
+def page(baseline_scale: float, current_scale: float, conditions: Conditions = QUIET) -> str:
     base, mine = Checkout("c36410f", Path("/b"), Path("/b/py")), Checkout("abc1234", Path("/c"), Path("/c/py"))
-    return section(base, mine, flatten(measured(baseline_scale)), flatten(measured(current_scale)),
-                   yardstick=0.5, rounds=3, load=(1.2, 1.4))
+    return section(base, mine, flatten(measured(baseline_scale)), flatten(measured(current_scale)), rounds=3,
+                   conditions=conditions)
 
 
 def test_the_section_gives_both_commits_the_yardstick_multiples_and_the_load():
     text = page(1.0, 1.0)
     assert text.startswith("## Side by side with the baseline\n")
-    assert "c36410f" in text and "abc1234" in text and "load average was 1.2 at the start and 1.4" in text
+    assert "c36410f" in text and "abc1234" in text
+    assert "`nice .venv/bin/python benchmarks/run.py --baseline c36410f --rounds 3`" in text  # how to measure again
+    assert "The yardstick took 0.490 to 0.520 s (median 0.500 s, 3 timings)" in text
+    assert "load average during the run (3 samples" in text and "2 cores): 0.8 to 1.4, median 1.2." in text
+    assert "busy" not in text
     assert "| cold build: every report + `mkdocs build` | 18.00× (+11.00× from 7×) | 18.00× (+11.00× from 7×) | 7× |" \
         in text
-    assert "| warm regeneration from the page (`serve`) | 1.60× (+0.90× from 0.7×) | 1.60× (+0.90× from 0.7×) | 0.7× |" \
-        in text
+    assert ("| warm regeneration from the page (`serve`) | 1.60× (+0.90× from 0.7×) | 1.60× (+0.90× from 0.7×) "
+            "| 0.7× |") in text
     assert f"| {COLD} | 9.00 s | 9.00 s | 1.00× | no |" in text
     assert "| `vit_trace.py`: plain run | 21.0 ms | 21.0 ms | 1.00× | no |" in text
     assert "Nothing is slower than the baseline" in text
+
+
+@pytest.mark.parametrize("conditions", [
+    Conditions(yardsticks=[0.5, 0.5], load=[1.0, 9.5, 3.0], cores=2),   # load over the cores, part of the run
+    Conditions(yardsticks=[0.5, 0.7], load=[1.0, 1.0], cores=2),        # the yardstick drifted 40%
+])
+def test_a_run_on_a_busy_machine_says_its_figures_are_not_an_answer(conditions):
+    text = page(1.0, 1.0, conditions)
+    assert "**The machine was busy**" in text and "Rerun on a quiet machine" in text
+
+
+def test_the_load_is_sampled_while_a_measurement_runs(monkeypatch):
+    import time
+
+    from benchmarks import compare
+
+    monkeypatch.setattr(compare, "LOAD_EVERY_S", 0.01)
+    samples: list[float] = []
+    with compare.load_samples(samples):
+        time.sleep(0.2)
+    assert len(samples) >= 3 and all(s >= 0 for s in samples)
 
 
 def test_the_section_names_what_got_slower():
@@ -102,6 +131,46 @@ def test_a_run_stopped_early_gives_the_rounds_both_checkouts_completed():
     assert "1 round," in text and "Nothing is slower" in text  # the baseline's second round is left out
 
 
+@pytest.fixture
+def verbose_build_log(capsys) -> str:
+    """Step lines as `transformer_trace build --verbose` writes them: through the CLI's own log handler, with the
+    messages of generator/build.py and the GPT's held-out score."""
+    import logging
+
+    from transformer_trace import cli
+
+    root, logger = logging.getLogger(), logging.getLogger("transformer_trace")
+    handlers, level = list(root.handlers), logger.level
+    cli._log_to_stderr()
+    logger.setLevel(logging.INFO)
+    try:
+        logger.info("%s: forward pass on %s recorded %d tensors in %.2f s", "vit", "cpu", 46, 1.25)
+        logger.info("%s: %d pages, %d checks passed, in %.2f s", "vit", 26, 26, 0.5)
+        logger.info("gpt: held-out score read back (measured before for these weights) in %.2f s", 0.01)
+        logger.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", "vit", 30, 30, 2.0)
+    finally:
+        root.handlers[:], logger.level = handlers, level
+    return capsys.readouterr().err
+
+
+def test_the_step_rows_are_read_from_the_build_log_the_cli_writes(verbose_build_log):
+    from benchmarks.measure import build_steps
+
+    steps: dict[str, list[float]] = {}
+    build_steps(verbose_build_log, steps)
+    assert steps == {"vit: forward pass": [1.25], "vit: pages": [0.5], "gpt: held-out score read back": [0.01],
+                     "vit: figures": [2.0]}
+
+
+def test_both_checkouts_step_rows_come_from_their_logs_read_here(verbose_build_log):
+    driver_wrote = measured()
+    driver_wrote["regeneration"] = {**driver_wrote["regeneration"], "log": verbose_build_log}
+    del driver_wrote["regeneration"]["steps"]
+    figures = flatten(driver_wrote)
+    assert figures["&nbsp;&nbsp;vit: forward pass"] == 1.25 and figures["&nbsp;&nbsp;vit: figures"] == 2.0
+    assert figures["&nbsp;&nbsp;gpt: held-out score read back"] == 0.01
+
+
 def test_the_driver_is_python_that_compiles():
     from benchmarks.compare import DRIVER
 
@@ -115,4 +184,42 @@ def test_a_records_note_follows_the_first_paragraph():
             "measured": {"baseline": [flatten(measured())], "current": [flatten(measured())]},
             "note": "Both checkouts ran at the same time."}
     paragraphs = section_from_record(kept).split("\n\n")
-    assert paragraphs[2] == "Both checkouts ran at the same time." and paragraphs[3].startswith("| as multiples")
+    assert paragraphs[2].startswith("The yardstick took") and paragraphs[3] == "Both checkouts ran at the same time."
+    assert paragraphs[4].startswith("| as multiples")
+
+
+def test_a_baseline_given_as_a_commit_runs_its_own_sources_and_is_removed_after():
+    import subprocess
+
+    from benchmarks.checkout import BaselineCheckout
+
+    with BaselineCheckout("HEAD") as baseline:
+        code = "import transformer_trace.models as m; print(m.__file__)"
+        imported = subprocess.run([str(baseline.python), "-c", code], capture_output=True, text=True, cwd="/",
+                                  check=True).stdout.strip()
+        assert Path(imported) == baseline.root / "models" / "__init__.py"
+        assert baseline.label == subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                                text=True, check=True).stdout.strip()
+    assert not baseline.root.exists()
+    assert str(baseline.root) not in subprocess.run(["git", "worktree", "list"], capture_output=True, text=True).stdout
+
+
+def with_corpus(scale: float, traced_cpu: float) -> dict:
+    """A measurement with two corpus drivers: (name, plain wall, traced wall, plain CPU, traced CPU, idle CPU)."""
+    found = measured(scale)
+    found["corpus"] = [["karpathy_nanoGPT/trace_driver.py", 0.006, 0.008, 0.005, traced_cpu, 0.0065],
+                       ["pbloem_former/trace_driver.py", 0.006, 0.0075, 0.005, 0.0065, 0.0064]]
+    return found
+
+
+def test_the_corpus_overhead_is_set_beside_the_baselines_per_driver():
+    text = section(Checkout("c36410f", Path("/b"), Path("/b/py")), Checkout("abc1234", Path("/c"), Path("/c/py")),
+                   flatten(with_corpus(1.0, 0.0065)), flatten(with_corpus(1.0, 0.0075)), rounds=1, conditions=QUIET)
+    assert "| `karpathy_nanoGPT/trace_driver.py` | 1.30× | 1.50× | **yes** |" in text
+    assert "| `pbloem_former/trace_driver.py` | 1.30× | 1.30× | no |" in text
+    assert "The overhead is worse (over 10% higher) for 1 of 2 drivers: `karpathy_nanoGPT/trace_driver.py`." in text
+    assert "`karpathy_nanoGPT/trace_driver.py`: corpus driver, traced run (CPU) | 6.5 ms | 7.5 ms |" in text
+
+
+def test_a_measurement_without_the_corpus_gives_no_corpus_table():
+    assert "corpus driver: tracing overhead" not in page(1.0, 1.0) and page(1.0, 1.0).endswith(".\n\n")

@@ -5,6 +5,7 @@ split at spaces; the Rerun command names no absolute path of the machine that bu
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -77,3 +78,19 @@ def test_every_entry_of_a_dict_of_tensors_reaches_data_not_only_the_first(tmp_pa
     assert {"hit1_named_named.a": [2], "hit1_named_named.b_x": [3], "hit1_named_named.c": [4]}.items() <= shapes.items()
     assert {f"hit1_numbered_numbered.{k}" for k in range(3)} <= shapes.keys()
     assert numpy.load(report / "data" / "hit1_numbered_numbered.2.npy").tolist() == [2.0, 2.0]
+
+
+def test_the_page_of_a_dict_of_tensors_shows_every_entry_with_its_shape_values_and_statistics(tmp_path):
+    report, data = traced(tmp_path, (
+        "import torch\n"
+        "named = {'a': torch.ones(2, 3), '<b>|x': torch.arange(4.0), 'c': torch.full((1,), -2.0)}  # trace: named\n"))
+    page = (report / data["snapshots"][0]["page"]).read_text(encoding="utf-8")
+    rows = [line for line in page.split("| key | shape · dtype |", 1)[1].splitlines()[2:5]]
+    assert [html.unescape(row).split(" | ")[1:3] for row in rows] == [
+        ["`(2, 3)` · `float32`", "<code>[:1, :3] = [[1.0000  1.0000  1.0000] ...]</code>"],
+        ["`(4,)` · `float32`", "<code>[:4] = [0.0000, 1.0000, 2.0000, 3.0000]</code>"],
+        ["`(1,)` · `float32`", "<code>[:1] = [-2.0000]</code>"],
+    ]
+    assert rows[0].startswith("| <code>a</code> |") and rows[2].startswith("| <code>c</code> |")
+    assert "<b>" not in rows[1] and "&#60;b&#62;&#124;x" in rows[1]  # a key is the user's text: escaped, even a |
+    assert rows[1].endswith(" | 0.0000 | 3.0000 | 1.5000 | 1.1180 |")  # min, max, mean, std of that entry

@@ -150,11 +150,12 @@ def plugin_reports(config_file: Path) -> dict[str, Any] | None:
         return None
     os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
     from mkdocs.exceptions import ConfigurationError
-    from mkdocs.utils.yaml import yaml_load
+
+    from transformer_trace.docs_folder.location import read_mkdocs_yaml
 
     try:
         with open(config_file, "rb") as f:
-            data = yaml_load(f) or {}
+            data = read_mkdocs_yaml(f) or {}
     except (ConfigurationError, OSError) as exc:
         raise UserError(f"cannot load the MkDocs configuration {config_file}: {' '.join(str(exc).split())}") from None
     plugins = data.get("plugins") or []

@@ -24,6 +24,7 @@ cache folder of the generator's, under a key of the file's bytes, its path, its 
 file: a second trace of an unchanged file compiles nothing, as a plain run reads its cached bytecode.
 """
 
+import __future__
 import ast
 import bisect
 import hashlib
@@ -110,15 +111,27 @@ def _cell_starts(source):
     return [source.count(b"\n", 0, found.start()) + 1 for found in _CELL.finditer(source)]
 
 
+# Every `from __future__` feature's compiler flag: what a cell's code object carries when the cell imported one.
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+
+
 def _cells(tree, filename, starts):
     """A notebook's script as IPython runs a notebook: each cell compiled on its own (what precedes the first cell, our
     prologue, too), a top-level `await` allowed; the code of a cell holding one is a coroutine (CO_COROUTINE), which
-    bootstrap.py runs in an event loop."""
+    bootstrap.py runs in an event loop. A `from __future__` import holds for its cell and every later one, as IPython's
+    compiler (codeop's) keeps the flags a compiled cell set."""
     parts = [[] for _ in range(len(starts) + 1)]
     for node in tree.body:  # a wrapped statement is located at the line of the statement it wraps: in its cell
         parts[bisect.bisect_right(starts, node.lineno)].append(node)
-    return tuple(compile(ast.Module(body=part, type_ignores=[]), filename, "exec", dont_inherit=True,
-                         flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT) for part in parts if part)
+    codes, carried = [], 0
+    for part in parts:
+        if part:
+            codes.append(compile(ast.Module(body=part, type_ignores=[]), filename, "exec", dont_inherit=True,
+                                 flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | carried))
+            carried |= codes[-1].co_flags & _FUTURE_FLAGS
+    return tuple(codes)
 
 
 MOST_KEPT = 256  # compiled files kept: each edit of a marked file adds one

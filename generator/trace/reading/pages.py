@@ -17,7 +17,7 @@ import torch
 
 from transformer_trace.catalogue import Report, Snapshot, Stage
 from transformer_trace.sources import Lacking, MissingTensor, NotCheckable, Ref, TensorDict
-from transformer_trace.pages import PageContents, PageTensors, Provenance, SourceExcerpt, TensorSection
+from transformer_trace.pages import DictEntry, PageContents, PageTensors, Provenance, SourceExcerpt, TensorSection
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
 from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Notice, Value
@@ -123,8 +123,8 @@ def _hit(hits: list[Hit], wanted: int) -> tuple[Hit, str]:
 def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
     if value.kind == "dict":
         key, tensor = next(iter(value.tensor.items()))
-        return tensor, (f"a dict of {len(value.tensor)} tensors; the page shows its first entry {key!r} "
-                        "(all are in data/)")
+        return tensor, (f"a dict of {len(value.tensor)} tensors; its first entry {key!r} is what the checks read, "
+                        "and every entry is listed below its values (all are in data/)")
     if value.tensor is None:
         return None, value.note
     return value.tensor, value.note  # what it was converted from (a NumPy array, a sparse tensor), if anything
@@ -364,7 +364,9 @@ def _marked_sections(snap: Snapshot, marker: Marker, chosen: Hit, capture: Captu
         sections.append(TensorSection(name=view.name, shown=view, index=None, device=value.device, source=source,
                                       slice_index=index, slice_text=slice_text, variable=value.name,
                                       marker_line=marker.line, note=note_text,
-                                      marked_at=place(text, shown, marker.line), absent=absent))
+                                      marked_at=place(text, shown, marker.line), absent=absent,
+                                      entries=tuple(DictEntry.of(key, entry) for key, entry in value.tensor.items())
+                                      if value.kind == "dict" else ()))
     return sections
 
 

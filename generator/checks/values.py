@@ -62,7 +62,9 @@ class EmbeddingLookup(Check):
 class SameTensor(Check):
     """``out`` equals ``source`` (e.g. a layer's input is what the previous stage handed over). ``or_layer_norm``: or is
     a LayerNorm of it (gain and bias fitted): a model may normalise the embeddings before layer 1, or end a pre-norm
-    stack with a final LayerNorm, and say so."""
+    stack with a final LayerNorm, and say so. ``or_pre_norm_input``: the same fit, where ``source`` is a residual sum
+    that post-norm code normalises and pre-norm code (``ffn(norm(x))``) normalises only on the way into the sublayer;
+    what is handed over is still derived from ``source`` where ``out`` was not captured (post-norm, the catalogue's)."""
 
     DERIVES = "out"
 
@@ -70,6 +72,7 @@ class SameTensor(Check):
     source: Ref
     claim: str
     or_layer_norm: bool = False
+    or_pre_norm_input: bool = False
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         """What was handed over, where nothing may come between (no LayerNorm variant allowed)."""
@@ -77,11 +80,14 @@ class SameTensor(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         passed, detail = close(s.t(self.out), s.t(self.source), f"{s.name(self.out)} vs {s.name(self.source)}")
-        if not passed and self.or_layer_norm:
+        if not passed and (self.or_layer_norm or self.or_pre_norm_input):
             try:
                 _, normalised, fitted = fitted_layer_norm(s.t(self.out), s.t(self.source), s.name(self.source))
             except UnfittableWeights:
                 normalised = False
+            if normalised and self.or_pre_norm_input:
+                return (f"is a LayerNorm of {s.name(self.source)}: a pre-norm layer (the sublayer reads norm(x), the "
+                        "residual stream stays un-normalised)"), True, fitted
             if normalised:
                 return self.claim + ", normalised", True, f"a LayerNorm between the two recognised: {fitted}"
         return self.claim, passed, detail
@@ -345,6 +351,12 @@ class GeluOfLinear(Check):
                 f"smallest value {low:.4f}; GELU never goes below −0.1700 (without the weights of "
                 f"{s.name(self.module)}, a necessary condition only)")
         passed, detail = close(s.t(self.out), expected, "recomputed GELU(x·W₁ᵀ + b₁)")
+        if not passed:  # GPT-2's and minGPT's GELU: the tanh approximation, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715x³)))
+            pre = linear(s, self.module, s.t(self.x))
+            tanh, tanh_detail = close(s.t(self.out), F.gelu(pre, approximate="tanh"),
+                                      "recomputed GELU(x·W₁ᵀ + b₁), its tanh approximation")
+            if tanh:
+                return "equals GELU(fc1(input)), GELU's tanh approximation", True, tanh_detail
         return "equals GELU(fc1(input))", passed, detail
 
 

@@ -208,7 +208,7 @@ SNAPSHOTS = (
         variable='ff_in',
         stage='encoder',
         tensors=(enc_mlp.INPUT,),
-        checks=(SameTensor(source=enc.LN_1, claim='is the LayerNorm output of #15'),),
+        checks=(SameTensor(source=enc.LN_1, claim='is the LayerNorm output of #15', or_pre_norm_input=True),),
         questions=(5, 6),
     ),
     Snapshot(
@@ -403,7 +403,7 @@ SNAPSHOTS = (
         variable='ff_in',
         stage='decoder',
         tensors=(dec_mlp.INPUT,),
-        checks=(SameTensor(source=dec.LN_2, claim='is the normalised output of #36'),),
+        checks=(SameTensor(source=dec.LN_2, claim='is the normalised output of #36', or_pre_norm_input=True),),
         questions=(6,),
     ),
     Snapshot(

@@ -3,6 +3,7 @@ transformer_trace.checks.CHECKS)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -57,35 +58,88 @@ class EmbeddingTableRows(Check):
         )
 
 
+def _table_layouts(L: int, C: int) -> dict[str, torch.Tensor]:
+    """The sinusoid tables correct code adds, (L, C) each: the paper's (sin on even features, cos on odd ones) and
+    tensor2tensor's (the sines of every frequency, then the cosines: ``torch.cat([sin, cos], dim=1)``)."""
+    pos = torch.arange(L, dtype=torch.float64)[:, None]
+    i = torch.arange(C, dtype=torch.float64)[None, :]
+    angle = pos / torch.pow(10000.0, (2 * torch.div(i, 2, rounding_mode="floor")) / C)
+    interleaved = torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle))
+    half = C // 2
+    timescales = torch.exp(torch.arange(half, dtype=torch.float64) * -(math.log(10000.0) / max(half - 1, 1)))
+    scaled = pos * timescales[None, :]
+    halves = torch.nn.functional.pad(torch.cat([torch.sin(scaled), torch.cos(scaled)], dim=1), (0, C % 2))
+    return {"the paper's table (sin and cos interleaved)": interleaved,
+            "sin half, then cos half (tensor2tensor's layout)": halves}
+
+
+@dataclass(frozen=True)
+class PositionsFit:
+    """``out`` read as ``scale`` · ``before`` + ``times`` × a sinusoid ``table`` (rows whose embedding was zeroed on the
+    way, padding tokens, add the table alone): the prediction, and the parameters in words."""
+
+    prediction: torch.Tensor
+    words: str
+
+
+def _fit_positions(out: torch.Tensor, before: torch.Tensor, table: torch.Tensor, times: int) -> PositionsFit:
+    """The embedding's own factor fitted by least squares (1 where the table is added to the lookup itself, √C where
+    the lookup is scaled on the way)."""
+    rest = out.double() - times * table.expand_as(out)
+    before = before.double().expand_as(out)
+    zeroed = rest.abs().amax(-1, keepdim=True) <= 1e-4 * (1 + table.abs().max())  # a padding row, its embedding zeroed
+    if bool(zeroed.all()):  # every row the table alone: the embedding left out, no padding
+        zeroed = torch.zeros_like(zeroed)
+    kept = before * ~zeroed
+    scale = float((rest * kept).sum() / (kept * kept).sum().clamp_min(1e-30))
+    if scale < 0.05:  # an embedding (nearly) left out is no factor of correct code
+        scale = 1.0
+    prediction = torch.where(zeroed, torch.zeros_like(before), scale * before) + times * table.expand_as(out)
+    words = "" if abs(scale - 1) < 1e-4 else f"the embedding scaled by {scale:.4g} on the way"
+    if words and abs(scale - math.sqrt(out.shape[-1])) < 1e-3 * scale:
+        words += f" (√{out.shape[-1]})"
+    if int(zeroed.sum()):
+        rows = int(zeroed.sum())
+        words += ("; " if words else "") + f"{rows} padding row{'s' * (rows != 1)} zeroed before the table was added"
+    return PositionsFit(prediction, words)
+
+
 def _added_twice(check: SinusoidalPositions, s: TensorSource) -> Fit:
-    added, expected = check.added_and_table(s)
-    fits, detail = close(added, 2 * expected, "added term vs twice the sin/cos formula")
-    return Fit(fits, f"the positions were added twice: your {s.name(check.out)} is its input plus twice the "
-               f"sinusoidal table ({detail})" if fits else detail)
+    out, before = s.t(check.out), s.t(check.before)
+    details = []
+    for layout, table in _table_layouts(*out.shape[-2:]).items():
+        fitted = _fit_positions(out, before, table, times=2)
+        fits, detail = close(out, fitted.prediction, "vs its input plus twice that table"
+                             + (f" ({fitted.words})" if fitted.words else ""))
+        if fits:
+            return Fit(True, f"the positions were added twice: your {s.name(check.out)} is its input plus twice the "
+                             f"sinusoidal table, {layout} ({detail})")
+        details.append(detail)
+    return Fit(False, "; ".join(details))
 
 
 @dataclass(frozen=True, kw_only=True)
 class SinusoidalPositions(Check):
-    """Tensors only: ``out`` − ``before`` is the sinusoidal encoding sin/cos(pos / 10000^(2i/C))."""
+    """Tensors only: ``out`` is ``before`` (times a factor of the embedding's own, fitted: 1, or √C where the lookup is
+    scaled on the way) plus a sinusoidal table sin/cos(pos / 10000^(2i/C)), laid out as the paper interleaves it or
+    as tensor2tensor concatenates it (the sines, then the cosines)."""
 
     BUG_FORMS = (BugForm("positions added twice", "the added term vs twice the table", _added_twice),)
 
     out: Ref = THIS
     before: Ref
 
-    def added_and_table(self, s: TensorSource) -> tuple[torch.Tensor, torch.Tensor]:
-        """(out − before, the paper's sin/cos table as added)."""
-        added = s.t(self.out) - s.t(self.before)  # (B, L, C)
-        L, C = added.shape[-2:]
-        pos = torch.arange(L, dtype=torch.float64)[:, None]
-        i = torch.arange(C, dtype=torch.float64)[None, :]
-        angle = pos / torch.pow(10000.0, (2 * torch.div(i, 2, rounding_mode="floor")) / C)
-        return added, torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle)).expand_as(added)
-
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        added, expected = self.added_and_table(s)
-        passed, detail = close(added, expected, "added term vs sin/cos formula")
-        return "the added term is the sinusoidal encoding", passed, detail
+        out, before = s.t(self.out), s.t(self.before)
+        details = []
+        for layout, table in _table_layouts(*out.shape[-2:]).items():
+            fitted = _fit_positions(out, before, table, times=1)
+            passed, detail = close(out, fitted.prediction, f"its input plus {layout}"
+                                   + (f", {fitted.words}" if fitted.words else "") + ", vs the recorded tensor")
+            if passed:
+                return "the added term is the sinusoidal encoding", True, detail
+            details.append(detail)
+        return "the added term is the sinusoidal encoding", False, "; ".join(details)
 
 
 CHECKS: Registry[type[Check]] = Registry("check",

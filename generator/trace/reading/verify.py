@@ -293,6 +293,12 @@ def _mask_layouts(tensor: torch.Tensor, expected: tuple[int, ...], dims: dict[st
                      f"was bound from your other tensors ({shape[0]} is {named}: the positions and the batch read the "
                      f"other way round, as in sequence-first code?); read as (1, 1, {shape[0]}, {shape[0]})",
                      tensor[None, None])
+    if len(shape) == 4 and shape[2:] == (1, 1) and shape[0] == shape[1] > 1 and (shape[0] == T or shape[0] in
+                                                                                 dims.values()):
+        # sequence-first scores (T, T, B, h), einsum's 'ijbh': the mask's query and key axes first, broadcast after
+        yield Layout(LayoutStatus.LAYOUT, (1, 1, *shape[:2]), f"a sequence-first ({shape[0]}, {shape[1]}, 1, 1) mask, "
+                     "its query and key axes first and broadcast over the batch and heads axes after them (scores "
+                     f"laid out (T, T, B, h)); read as (1, 1, {shape[0]}, {shape[1]})", tensor.permute(2, 3, 0, 1))
     if len(shape) == 4 and shape[:2] == (1, 1) and shape[2] == shape[3] > T == T2:
         yield Layout(LayoutStatus.LAYOUT, expected,
                      f"a mask buffer of the context size ({shape[2]}×{shape[3]}) of which the "

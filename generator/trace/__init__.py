@@ -335,6 +335,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
            notebook: Path | None = None) -> int:
     from transformer_trace.docs_folder.staging import HandEdits, staged_output
     from transformer_trace.trace.reading.capture import run_script
+    from transformer_trace.trace.reading.capture_reading import read
     from transformer_trace.trace.markers import scan
     from transformer_trace.trace import junit as junit_xml, notebook as notebooks
     from transformer_trace.trace.naming import hand_edits_refusal, rerun_path, trace_name, trace_record
@@ -385,7 +386,8 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     try:
         with staged_output(args.out, entries=[name], records={name: trace_record(notebook or script)}) as staging:
             trace_name(args.name, notebook or script, args.out, reports)  # again, locked: another trace ran meanwhile
-            summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)
+            reading = read(catalogue, numbering, capture, args.hit)  # the capture's one reading
+            summary = render(staging / name, name, reading, command, args.timeout)
             if notebook is not None:  # its own page: the notebook as saved
                 notebooks.add_notebook_page(staging / name, notebook.resolve(), notebooks.to_script(notebook.resolve()))
     except HandEdits as exc:

@@ -1,6 +1,7 @@
 """`python -m transformer_trace trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced,
 and write a verified report of what it computed (markers.py: the marker forms; process.py and child/: the run in the
-script's own interpreter; reading/capture.py: what it captured, read back; reading/verify.py: shapes, layouts;
+script's own interpreter; reading/capture.py: what it captured, read back; reading/capture_reading.py: the capture
+read once, per snapshot and per record name and hit; reading/verify.py: shapes, layouts;
 reading/checking.py: the catalogue's checks on the captured tensors; reading/pages.py: the pages and their verdicts;
 report.py: writing them). What a report adds for tracing is its ``trace`` (a TraceSpec, reading/verify.py; each
 report's own in generator/reports/<report>/trace.py); the CLI hands this package the registry's reports."""

@@ -73,12 +73,12 @@ def test_the_trace_spec_says_how_to_mark_and_nothing_about_places():
 @pytest.mark.parametrize("key", sorted(REPORTS))
 def test_a_named_pass_is_the_same_place_for_a_model_run_and_for_a_trace_of_as_many_passes(key):
     """A model run of depth d and a script that ran d passes fill every named pass with the same place."""
-    from transformer_trace.trace.reading.records import pass_places
+    from transformer_trace.trace.reading.records import places_at_layer
 
     report = REPORTS[key]
     opts = report.options()
     depth = opts.n_layers()
-    traced = pass_places(report, 1, dict.fromkeys(opts.NAMED_PASSES, depth))
+    traced = places_at_layer(report, 1, dict.fromkeys(opts.NAMED_PASSES, depth))
     assert traced is not None and {name: traced[name] for name in opts.NAMED_PASSES} == {
         name: opts.places()[name] for name in opts.NAMED_PASSES}
 

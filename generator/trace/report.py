@@ -29,7 +29,7 @@ from transformer_trace.tensor_data import (attention_group_of, attention_groups,
 from transformer_trace.trace.reading.capture_reading import CaptureReading
 from transformer_trace.trace.reading.checking import run_checks
 from transformer_trace.trace.reading.pages import DATA_LIMIT, SnapshotReading, traced_contents
-from transformer_trace.trace.reading.records import TensorLabel, pass_places
+from transformer_trace.trace.reading.records import TensorLabel, places_at_layer
 from transformer_trace.trace.reading.run import TraceReport, id_labels, trace_overview, traced_run
 from transformer_trace.trace.reading.variants import recognised  # what the overview says was recognised
 from transformer_trace.version import package_version  # the run stamp names the package version
@@ -107,7 +107,7 @@ def render(out: Path, name: str, reading: CaptureReading, command: str, timeout:
 def explorer_data(catalogue: Report, pages: list[SnapshotReading], source: TensorDict | None, run: ModelRun,
                   dims: dict[str, int]) -> tuple[dict[str, torch.Tensor], dict[str, list[str]], dict, list[dict]]:
     """The explorer's tensors, label lists, axis labels and groups, by the bundled reports' own builder
-    (generator/tensor_data.py): every pass of a captured attention snapshot filed under its record name (pass k under
+    (generator/tensor_data.py): every hit of a captured attention snapshot filed under its record name (hit k under
     layer k's), grouped by the report's exploration; each axis labelled from the snapshot's declared named shape, the
     label lists read from the run (the user's IDs where the trace knows them, else numbered), checked against the
     shape."""
@@ -118,7 +118,7 @@ def explorer_data(catalogue: Report, pages: list[SnapshotReading], source: Tenso
     for page in pages:
         for template in page.snap.tensors[:1] if page.captured else ():
             for h in range(1, len(page.hit_values[0]) + 1 if page.hit_values else 1):
-                places = pass_places(catalogue, h, {})
+                places = places_at_layer(catalogue, h, {})
                 if places is not None:
                     shapes[fill(str(template), places)] = page.shape
     names = [n for n in source.tensors if n in shapes and attention_group_of(exploration, n)

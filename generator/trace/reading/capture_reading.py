@@ -7,8 +7,9 @@ from it; nothing after it reads the capture.
 
 One word per idea, in this room and the command:
 
-- **hit**: which time a marked line ran, counted from 1 (the CLI's ``--hit`` chooses the one the pages show). A line in
-  the layer loop runs once per layer, so its hit k is layer k's step; a step outside the loop shows its first hit.
+- **hit**: which time a marked line ran, counted from 1 (the CLI's ``--hit`` chooses the one the pages show; a marked
+  ``for`` line hits once per iteration). A line in the layer loop runs once per layer, so its hit k is layer k's step;
+  a step outside the loop shows its first hit.
 - **layer**: which block of the stack a record name's placeholder names (``blocks.{layer}``); hit k of a line in the
   layer loop is filed under layer k's record names.
 - **pass**: which forward pass of the model (a script that runs it twice: an inference, then a training step); the
@@ -33,7 +34,7 @@ from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall
 from transformer_trace.trace.reading.forward_passes import first_forward_pass
 from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, _tensor_of, marked_snapshots,
                                                    read_snapshots)
-from transformer_trace.trace.reading.records import (CORNER, TensorLabel, filed, pass_places, passes_ran,
+from transformer_trace.trace.reading.records import (CORNER, TensorLabel, filed, layers_ran, places_at_layer,
                                                      shown_places, unreadable)
 from transformer_trace.trace.reading.verify import Layout
 
@@ -121,8 +122,8 @@ def _filed(catalogue: Report, snapshots: list[SnapshotReading], hit: int) -> Fil
     """Every captured tensor under its record name (hit k of a line in the layer loop under layer k's names), in the
     catalogue's layout as the snapshot reading read each hit's value; the hits the pages show; what the checks read
     (``TensorDict``: the hits shown win, else the last hit filed); and per record name where it comes from."""
-    passes = passes_ran(catalogue, snapshots)
-    places = pass_places(catalogue, hit, passes) or pass_places(catalogue, 1, passes)
+    layers = layers_ran(catalogue, snapshots)
+    places = places_at_layer(catalogue, hit, layers) or places_at_layer(catalogue, 1, layers)
     if places is None:
         return {}, {}, None, {}
     tensors: dict[str, torch.Tensor] = {}
@@ -133,12 +134,12 @@ def _filed(catalogue: Report, snapshots: list[SnapshotReading], hit: int) -> Fil
         for k, values in enumerate(snapshot.hit_values):
             for h, tensor in enumerate(values, 1):
                 found = snapshot.hit_layouts[k][h - 1]
-                if (at := pass_places(catalogue, h, passes)) is not None and (
+                if (at := places_at_layer(catalogue, h, layers)) is not None and (
                         named := filed(snapshot, k, tensor, found, at)):
                     records[named[0], h] = _record(snapshot, k, named, h, len(values), found,
                                                    snapshot.hit_calls[k][h - 1])
                     tensors[named[0]], labels[named[0]] = named[1], TensorLabel(
-                        snapshot.label, at_pass=h if len(values) > 1 else None)
+                        snapshot.label, at_hit=h if len(values) > 1 else None)
     shown: dict[str, RecordReading] = {}
     for snapshot in snapshots:  # a line that ran fewer times than ``hit`` shows its last hit: under that layer's names
         at = shown_places(snapshot, catalogue, snapshots, hit) or places

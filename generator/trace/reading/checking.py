@@ -1,9 +1,9 @@
 """A traced script's verdicts: the catalogue's own typed checks (generator/checks.py), the ones its snapshots declare,
-run on a ``TensorDict`` of the captured tensors under the catalogue's record names. Pass k of a loop is filed under
-layer k's names, so a check that reads ``{block_prev}`` (the previous layer's output) compares pass k's input with
-pass k − 1's output; placeholders that name one pass (``{block_last}``) are filled from the passes the script ran
-(``RunOptions.NAMED_PASSES``). Checks that need the model's weights or the run's inputs are not checkable; a page is
-judged by the checks that could run."""
+run on a ``TensorDict`` of the captured tensors under the catalogue's record names. Hit k of a line in the layer loop
+is filed under layer k's names, so a check that reads ``{block_prev}`` (the previous layer's output) compares layer
+k's input with layer k − 1's output; placeholders that name one layer (``{block_last}``) are filled from the layers
+the script's loop ran (``RunOptions.NAMED_PASSES``). Checks that need the model's weights or the run's inputs are
+not checkable; a page is judged by the checks that could run."""
 
 from __future__ import annotations
 
@@ -258,8 +258,8 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
             continue
         read = bound.check.inputs() if bound is not None else check.inputs()  # a module call's tensors: no label
         reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in read) if name in labels]
-        # a loop's wiring, or steps nobody marked: say which passes it compared, what it derived
-        if result.checkable and any(label.at_pass or label.derived_from for label in reads):
+        # a loop's wiring, or steps nobody marked: say which hits it compared, what it derived
+        if result.checkable and any(label.at_hit or label.derived_from for label in reads):
             result = replace(result, detail=f"{result.detail} (read: {', '.join(map(str, reads))})")
         if not result.checkable:
             lacks = result.lacks or tuple(MissingTensor(m) for m in result.missing)

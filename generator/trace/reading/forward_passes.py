@@ -43,14 +43,15 @@ def first_forward_pass(captured: Mapping[Marker, list[Hit]], catalogue: Report,
     if passes == 1 or any(len(hits) % passes for marker, hits in ours.items() if in_loop(marker)):
         return kept, 1, None
     told_by = min((m for count, m in once_a_pass if count == passes), key=lambda m: ours[m][0].order)
-    first_pass, second_pass = ours[told_by][0].order, ours[told_by][1].order
-    if any(all(hit.order < second_pass for hit in hits) and hits[-1].order >= first_pass for hits in ours.values()):
+    first_pass_starts, second_pass_starts = ours[told_by][0].order, ours[told_by][1].order
+    if any(all(hit.order < second_pass_starts for hit in hits) and hits[-1].order >= first_pass_starts
+           for hits in ours.values()):
         # a step of the "first pass" never ran again: one pass running shared code twice (source and target through
         # one embedding class), not a second pass
         return kept, 1, None
     later = []
     for marker, hits in ours.items():
-        first = [hit for hit in hits if hit.order < second_pass]
+        first = [hit for hit in hits if hit.order < second_pass_starts]
         if first:
             kept[marker] = first
         else:

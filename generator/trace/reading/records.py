@@ -24,12 +24,12 @@ CORNER = re.compile(r"\[\s*:\s*\d+(\s*,\s*:\s*\d+)*\s*\]")
 @dataclass(frozen=True)
 class TensorLabel:
     """Where a record name's tensor comes from in a trace (or would): ``snapshot`` (its label, "S08"), which of the
-    snapshot's several tensors (``variable``), which pass of a loop that ran more than once (``at_pass``); or,
+    snapshot's several tensors (``variable``), which hit of a line that ran more than once (``at_hit``); or,
     ``sliced``, the whole tensor of which the snapshot's page shows a slice (a trace captures only the slice)."""
 
     snapshot: str
     variable: str = ""
-    at_pass: int | None = None
+    at_hit: int | None = None
     sliced: bool = False
     # captured, but not readable in the catalogue's layout: why (dimensions unbound, values not copied)
     unreadable: str = ""
@@ -41,7 +41,7 @@ class TensorLabel:
         if self.derived_from:
             return f"{self.snapshot} (derived from {', '.join(self.derived_from)})"
         return (self.snapshot + (f" ({self.variable})" if self.variable else "")
-                + (f" at pass {self.at_pass}" if self.at_pass else ""))
+                + (f" at pass {self.at_hit}" if self.at_hit else ""))
 
     @property
     def needed(self) -> str:
@@ -53,20 +53,21 @@ class TensorLabel:
 
 def shown_places(page: SnapshotReading, catalogue: Report, pages: list[SnapshotReading],
                  hit: int) -> dict[str, str] | None:
-    """The placeholders of the pass a page shows where its line ran fewer times than ``hit`` (it shows its last pass, so
-    its checks read that pass's neighbours, not pass ``hit``'s); None where it shows pass ``hit``."""
+    """The placeholders of the layer a page shows where its line ran fewer times than ``hit`` (it shows its last hit,
+    so its checks read that layer's neighbours, not layer ``hit``'s); None where it shows hit ``hit``."""
     ran = len(page.hit_values[0]) if page.hit_values else 0
-    return pass_places(catalogue, ran, passes_ran(catalogue, pages)) if 0 < ran < hit else None
+    return places_at_layer(catalogue, ran, layers_ran(catalogue, pages)) if 0 < ran < hit else None
 
 
-def passes_ran(catalogue: Report, pages: list[SnapshotReading]) -> dict[str, int]:
-    """How many passes the script ran of each loop whose one pass the catalogue names (``RunOptions.NAMED_PASSES``)."""
+def layers_ran(catalogue: Report, pages: list[SnapshotReading]) -> dict[str, int]:
+    """How many layers the script's loop ran, for each placeholder that names one layer (``RunOptions.NAMED_PASSES``:
+    the last, the second)."""
     named = catalogue.options.NAMED_PASSES if catalogue.options is not None else {}
-    return {name: _pass_count(pages, template) for name, (_, template) in named.items()}
+    return {name: _layer_count(pages, template) for name, (_, template) in named.items()}
 
 
-def _pass_count(pages: list[SnapshotReading], template: str) -> int:
-    """How many passes the script ran of the loop whose pages use ``template``'s placeholders (0: none captured)."""
+def _layer_count(pages: list[SnapshotReading], template: str) -> int:
+    """How many layers the script ran of the loop whose pages use ``template``'s placeholders (0: none captured)."""
     names = set(re.findall(r"{(\w+)}", template))
     return max((len(page.hit_values[0]) for page in pages if page.captured and page.hit_values
                 for ref in getattr(page.snap, "tensors", ())[:1] if names & set(re.findall(r"{(\w+)}", ref.template))),
@@ -74,8 +75,8 @@ def _pass_count(pages: list[SnapshotReading], template: str) -> int:
 
 
 def options_for(catalogue: Any, layer: int) -> Any:
-    """The report's options for layer ``layer`` (a loop's pass ``layer``), or None where they cannot describe it (a
-    layer past the model's depth) or the report has none (a script's own points: no model of ours)."""
+    """The report's options for layer ``layer`` (hit ``layer`` of a line in the layer loop), or None where they cannot
+    describe it (a layer past the model's depth) or the report has none (a script's own points: no model of ours)."""
     from dataclasses import fields
 
     from transformer_trace.errors import UserError
@@ -90,22 +91,22 @@ def options_for(catalogue: Any, layer: int) -> Any:
 
 
 def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
-    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the
-    report's options cannot describe it (our own points have no catalogue)."""
+    """The catalogue's record-name placeholders for layer ``layer`` (hit ``layer`` of a line in the layer loop), or None
+    where the report's options cannot describe it (our own points have no catalogue)."""
     opts = options_for(catalogue, layer)
     return opts.places() if opts is not None else None
 
 
-def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str, str] | None:
-    """The catalogue's placeholders for pass ``layer`` of the script's loop, with the ones that name one pass (the last,
-    the second) filled from ``passes``, the passes the script ran; None where the report's options cannot describe
-    it."""
+def places_at_layer(catalogue: Any, layer: int, layers: dict[str, int]) -> dict[str, str] | None:
+    """The catalogue's placeholders for layer ``layer`` of the script's loop, with the ones that name one layer (the
+    last, the second) filled from ``layers``, how many layers the script's loop ran (layers_ran); None where the
+    report's options cannot describe it."""
     opts = options_for(catalogue, layer)
     if opts is None:
         return None
     places = opts.places()
-    for name in opts.NAMED_PASSES:  # the options' own rule, counted in the passes the script ran
-        chosen = opts.named_pass(name, passes.get(name, 0))
+    for name in opts.NAMED_PASSES:  # the options' own rule, counted in the layers the script's loop ran
+        chosen = opts.named_pass(name, layers.get(name, 0))
         if chosen is not None and options_for(catalogue, chosen) is not None:
             places[name] = opts.pass_place(name, chosen)
     return places

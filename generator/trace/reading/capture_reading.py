@@ -15,6 +15,10 @@ One word per idea, in this room and the command:
 - **pass**: which forward pass of the model (a script that runs it twice: an inference, then a training step); the
   reading keeps the first (forward_passes.py).
 - **order**: a hit's place in the capture's event sequence, the order the script ran its marked lines in.
+
+Two older uses of "pass" for a layer stay outside this room's identifiers: a check's text "read: G05 at pass 2"
+(``TensorLabel.at_hit``, kept so the pages read as before) and the run options' ``NAMED_PASSES`` (placeholders that name
+one layer, the last or the second: generator/options.py).
 """
 
 from __future__ import annotations

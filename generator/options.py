@@ -189,7 +189,7 @@ class RunOptions:
     # The catalogue's placeholders that name one pass of the layer loop, not the traced layer's: placeholder ->
     # (which pass, 1-based or negative from the last; the place as that pass's placeholders write it), e.g.
     # {"block_last": (-1, "{block}")}. A model run counts the passes in its model's depth; a trace, in the passes the
-    # script ran (generator/trace/reading/checking.py pass_places).
+    # script ran (generator/trace/reading/records.py places_at_layer).
     NAMED_PASSES: ClassVar[Mapping[str, tuple[int, str]]] = {}
 
     def layer_places(self, layer: int) -> dict[str, str]:

@@ -73,12 +73,12 @@ def test_the_trace_spec_says_how_to_mark_and_nothing_about_places():
 @pytest.mark.parametrize("key", sorted(REPORTS))
 def test_a_named_pass_is_the_same_place_for_a_model_run_and_for_a_trace_of_as_many_passes(key):
     """A model run of depth d and a script that ran d passes fill every named pass with the same place."""
-    from transformer_trace.trace.reading.checking import pass_places
+    from transformer_trace.trace.reading.records import places_at_layer
 
     report = REPORTS[key]
     opts = report.options()
     depth = opts.n_layers()
-    traced = pass_places(report, 1, dict.fromkeys(opts.NAMED_PASSES, depth))
+    traced = places_at_layer(report, 1, dict.fromkeys(opts.NAMED_PASSES, depth))
     assert traced is not None and {name: traced[name] for name in opts.NAMED_PASSES} == {
         name: opts.places()[name] for name in opts.NAMED_PASSES}
 
@@ -122,6 +122,6 @@ def test_the_generic_templates_ask_a_page_only_whether_it_has_a_provenance(templ
 
 
 def test_a_captured_tensor_is_read_in_the_catalogues_layout_in_one_place_the_reading():
-    """Every hit's value is read once, by the trace's reading (reading/pages.py ``read_capture``); the checks, the run
+    """Every hit's value is read once, by the trace's reading (reading/pages.py ``read_snapshots``); the checks, the run
     and the pages use what it read."""
     assert set(calls_of("catalogue_layout")) == {"trace/reading/pages.py"}

@@ -136,13 +136,13 @@ def test_a_figure_of_a_failed_snapshot_says_the_check_failed_and_claims_nothing_
     assert "check failed" not in (tmp_path / "clean" / "t" / page["page"]).read_text(encoding="utf-8")
 
 
-def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_passs_input(tmp_path):
+def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_layers_input(tmp_path):
     script = variant(tmp_path, VIT, "x_block2_out = encoder_block(x_block1_out, blocks[1])", "x_block2_out = encoder_block(x_pos, blocks[1])")
-    _, first_pass = trace(script, tmp_path / "a")
-    assert first_failure(first_pass) is None  # the first block is right
-    _, second_pass = trace(script, tmp_path / "b", "--hit", "2")
-    assert first_failure(second_pass).startswith("S08 ")
-    s08 = next(s for s in second_pass["snapshots"] if s["label"] == "S08")
+    _, first_hit = trace(script, tmp_path / "a")
+    assert first_failure(first_hit) is None  # the first block is right
+    _, second_hit = trace(script, tmp_path / "b", "--hit", "2")
+    assert first_failure(second_hit).startswith("S08 ")
+    s08 = next(s for s in second_hit["snapshots"] if s["label"] == "S08")
     assert "blocks.1.input vs blocks.0.output" in s08["check"]["detail"]  # pass 2's input vs pass 1's output, as record points
     assert "(read: S08, S20 at pass 1)" in s08["check"]["detail"]  # and as the snapshots they were captured at
     # the evidence: the second block's input is the first block's (an earlier layer's tensor equal to the step; a later
@@ -207,8 +207,8 @@ def test_what_a_trace_lacks_is_typed_not_read_from_words():
     from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable
     from transformer_trace.trace.reading.checking import TensorLabel, needed
 
-    labels = {"blocks.0.input": TensorLabel("S08", at_pass=2), "patches": TensorLabel("S03", sliced=True), "q": TensorLabel("S10", "q")}
-    assert str(labels["blocks.0.input"]) == "S08 at pass 2" and labels["blocks.0.input"].at_pass == 2
+    labels = {"blocks.0.input": TensorLabel("S08", at_hit=2), "patches": TensorLabel("S03", sliced=True), "q": TensorLabel("S10", "q")}
+    assert str(labels["blocks.0.input"]) == "S08 at pass 2" and labels["blocks.0.input"].at_hit == 2
     assert needed(MissingTensor("blocks.0.input"), labels) == "snapshot S08 at pass 2"
     assert needed(MissingTensor("patches"), labels) == "the whole of what S03 shows a slice of"
     assert needed(MissingTensor("q"), labels) == "snapshot S10 (q)"

@@ -1,6 +1,7 @@
 """`python -m transformer_trace trace SCRIPT.py`: run a user's own PyTorch script with its breakpoint comments traced,
 and write a verified report of what it computed (markers.py: the marker forms; process.py and child/: the run in the
-script's own interpreter; reading/capture.py: what it captured, read back; reading/verify.py: shapes, layouts;
+script's own interpreter; reading/capture.py: what it captured, read back; reading/capture_reading.py: the capture
+read once, per snapshot and per record name and hit; reading/verify.py: shapes, layouts;
 reading/checking.py: the catalogue's checks on the captured tensors; reading/pages.py: the pages and their verdicts;
 report.py: writing them). What a report adds for tracing is its ``trace`` (a TraceSpec, reading/verify.py; each
 report's own in generator/reports/<report>/trace.py); the CLI hands this package the registry's reports."""
@@ -335,6 +336,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
            notebook: Path | None = None) -> int:
     from transformer_trace.docs_folder.staging import HandEdits, staged_output
     from transformer_trace.trace.reading.capture import run_script
+    from transformer_trace.trace.reading.capture_reading import read
     from transformer_trace.trace.markers import scan
     from transformer_trace.trace import junit as junit_xml, notebook as notebooks
     from transformer_trace.trace.naming import hand_edits_refusal, rerun_path, trace_name, trace_record
@@ -385,7 +387,8 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     try:
         with staged_output(args.out, entries=[name], records={name: trace_record(notebook or script)}) as staging:
             trace_name(args.name, notebook or script, args.out, reports)  # again, locked: another trace ran meanwhile
-            summary = render(staging / name, name, catalogue, numbering, capture, args.hit, command, args.timeout)
+            reading = read(catalogue, numbering, capture, args.hit)  # the capture's one reading
+            summary = render(staging / name, name, reading, command, args.timeout)
             if notebook is not None:  # its own page: the notebook as saved
                 notebooks.add_notebook_page(staging / name, notebook.resolve(), notebooks.to_script(notebook.resolve()))
     except HandEdits as exc:

@@ -62,7 +62,7 @@ class Marker:
     fallback: tuple[str, ...] = ()
     shared: bool = False  # one of several markers on a line that assigns fewer names than it has markers
     entry_line: int = 0  # a marker on a `def` line: the function's code starts here, its arguments are read on entry
-    loop_body: tuple[int, int] | None = None  # a marker on a `for` line: read each pass, as the body starts
+    loop_body: tuple[int, int] | None = None  # a marker on a `for` line: a hit each time the body starts
 
     @property
     def key(self) -> str:
@@ -216,7 +216,7 @@ def find_markers(path: Path, numberings: Mapping[tuple[str, str], str]) -> list[
             spanning = [s for s in statements if s.lineno <= line <= _last(s)]  # of several on the line: the last
             statement = min(spanning, key=lambda s: (_last(s) - s.lineno, -s.col_offset), default=None)
             header = _header_at(headers, line) if statement is None else None
-            if header is not None:  # "def f(x):  # S05" (its arguments at entry), "for x in xs:  # S05" (each pass)
+            if header is not None:  # "def f(x):  # S05" (its arguments at entry), "for x in xs:  # S05" (each time)
                 markers += _header_markers(path, line, header, found)
                 continue
         if statement is None:
@@ -326,8 +326,8 @@ def _bound_by_header(node: BindingHeader) -> list[str]:
 
 def _header_markers(path: Path, line: int, header: Header, found: list) -> list[Marker]:
     """A marker on a `def` line reads the function's arguments as it is entered; on a `for`, `while`, `if` or `with`
-    line, what its header assigns (the loop variable, a walrus's target, the `as` names) as its body begins, each
-    pass."""
+    line, what its header assigns (the loop variable, a walrus's target, the `as` names) as its body begins, a hit
+    each time."""
     first, last, node, method = header
     loop = isinstance(node, BINDING_HEADERS)
     available = _bound_by_header(node) if isinstance(node, BINDING_HEADERS) else _parameters(node, method)

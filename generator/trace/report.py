@@ -8,7 +8,6 @@ report."""
 from __future__ import annotations
 
 import platform
-import re
 import shlex
 from dataclasses import fields, replace
 from pathlib import Path
@@ -27,10 +26,10 @@ from transformer_trace.snapshots_file import snapshots_json, write_snapshots_jso
 from transformer_trace.sources import NotCheckable, TensorDict, fill
 from transformer_trace.tensor_data import (attention_group_of, attention_groups, axis_labels, head_labels, run_labels,
                                    write_tensor_data)
-from transformer_trace.trace.reading.capture import Capture
-from transformer_trace.trace.reading.checking import TensorLabel, pass_places, run_checks
-from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, _tensor_of, read_capture, shown_pass,
-                                                   traced_contents)
+from transformer_trace.trace.reading.capture_reading import CaptureReading
+from transformer_trace.trace.reading.checking import run_checks
+from transformer_trace.trace.reading.pages import DATA_LIMIT, SnapshotReading, traced_contents
+from transformer_trace.trace.reading.records import TensorLabel, places_at_layer
 from transformer_trace.trace.reading.run import TraceReport, id_labels, trace_overview, traced_run
 from transformer_trace.trace.reading.variants import recognised  # what the overview says was recognised
 from transformer_trace.version import package_version  # the run stamp names the package version
@@ -52,18 +51,18 @@ def first_failure_text(page: SnapshotPage) -> str:
     return f"{page.label} {page.snap.title}: {said}" + (f" — marked at {where}" if where else "")
 
 
-def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Capture, hit: int, command: str,
-           timeout: float | None) -> dict[str, Any]:
-    """Write the report into ``out`` (a staging folder); return its summary (counts, first failure). Each stage is
-    built once, in order: the capture's reading, the checks' judgements, the run, the data and figures, the pages."""
-    readings, dims = read_capture(catalogue, numbering, capture, hit)
-    hit = shown_pass(readings)  # a --hit past the last pass shows the last one, and the checks and texts name it
-    source, labels, judged = run_checks(readings, catalogue, dims, hit)  # the catalogue's checks, on the capture
-    seeds = list(dict.fromkeys(capture.seeds))
+def render(out: Path, name: str, reading: CaptureReading, command: str, timeout: float | None) -> dict[str, Any]:
+    """Write the report of a capture, from its one reading (capture_reading.py), into ``out`` (a staging folder); return
+    its summary (counts, first failure). Each stage is built once, in order: the checks' judgements, the run, the data
+    and figures, the pages."""
+    catalogue, numbering, hit, dims = reading.catalogue, reading.numbering, reading.hit, dict(reading.dims)
+    readings, source, labels = list(reading.snapshots), reading.source, dict(reading.labels)
+    judged = run_checks(reading)  # the catalogue's checks, on the capture's tensors
+    seeds = list(dict.fromkeys(reading.seeds))
     stamp = {
-        "script": capture.script.name, "sha256": capture.sha256, "argv": capture_argv(command), "seeds": seeds,
+        "script": reading.script.name, "sha256": reading.sha256, "argv": capture_argv(command), "seeds": seeds,
         "devices": sorted({t.device for r in readings for t in r.tensors}) or ["cpu"], "torch": torch.__version__,
-        "python": platform.python_version(), "package": package_version(), "seconds": capture.seconds,
+        "python": platform.python_version(), "package": package_version(), "seconds": reading.seconds,
         "command": command,
         "weights": "the script's own",
         **({"seed": seeds[0]} if seeds else {}),
@@ -75,30 +74,25 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
               "failed": sum(v.status == FAILED for v in verdicts.values()),
               "unrecognised": sum(verdicts[r.snap.number].status == UNRECOGNISED for r in captured),
               "unchecked": sum(not verdicts[r.snap.number].checkable for r in captured)}
-    title = f"Trace of {capture.script.name}"
+    title = f"Trace of {reading.script.name}"
 
-    tensors: dict[str, torch.Tensor] = {}
-    for reading in captured:
-        tensors |= {t.name: t.shown.tensor for t in reading.tensors if 0 < t.shown.numel <= DATA_LIMIT}
-    tensors |= _all_hits(capture, numbering)
-
-    facts = [("Script", capture.script.name),
+    facts = [("Script", reading.script.name),
              ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
              ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unrecognised']} unrecognised, "
                         f"{counts['unchecked']} not checkable")]
-    known_inputs = {"script": capture.script.name, "sha256": capture.sha256, "facts": facts,
+    known_inputs = {"script": reading.script.name, "sha256": reading.sha256, "facts": facts,
                     "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
                     **id_labels(catalogue, readings, dims)}
     run = traced_run(catalogue, source, labels, readings, known_inputs, dims, stamp, command)  # a capture becomes a run
     explorers, axis_words, axes, groups = explorer_data(catalogue, readings, source, run, dims)
-    write_tensor_data(out, tensors | explorers, labels=axis_words, axes=axes, attention=groups,
+    write_tensor_data(out, dict(reading.data) | explorers, labels=axis_words, axes=axes, attention=groups,
                       extra={"report": name, "dims": dims})
     drawn, not_drawn = draw_figures(catalogue, readings, verdicts, run, labels, out) if source is not None else ({}, {})
     pages = snapshot_pages(catalogue, traced_contents(readings, judged, drawn, not_drawn, source))  # built once, here
     failed = in_data_flow_order([p for p in pages if p.check.status == FAILED])
-    outcome = {"error": capture.error, "timed_out": capture.timed_out, "timeout": timeout, "finished": capture.finished,
-               "traceback": capture.error_traceback, "warnings": capture.warnings,
-               "recognised": recognised(pages, capture, dims),
+    outcome = {"error": reading.error, "timed_out": reading.timed_out, "timeout": timeout, "finished": reading.finished,
+               "traceback": reading.error_traceback, "warnings": list(reading.notices),
+               "recognised": recognised(pages, reading, dims),
                "first_failure": first_failure_text(failed[0]) if failed else None,
                "counts": counts}
     trace = TraceReport(counts=counts, outcome=outcome, first_failure=failed[0] if failed else None,
@@ -113,7 +107,7 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
 def explorer_data(catalogue: Report, pages: list[SnapshotReading], source: TensorDict | None, run: ModelRun,
                   dims: dict[str, int]) -> tuple[dict[str, torch.Tensor], dict[str, list[str]], dict, list[dict]]:
     """The explorer's tensors, label lists, axis labels and groups, by the bundled reports' own builder
-    (generator/tensor_data.py): every pass of a captured attention snapshot filed under its record name (pass k under
+    (generator/tensor_data.py): every hit of a captured attention snapshot filed under its record name (hit k under
     layer k's), grouped by the report's exploration; each axis labelled from the snapshot's declared named shape, the
     label lists read from the run (the user's IDs where the trace knows them, else numbered), checked against the
     shape."""
@@ -124,7 +118,7 @@ def explorer_data(catalogue: Report, pages: list[SnapshotReading], source: Tenso
     for page in pages:
         for template in page.snap.tensors[:1] if page.captured else ():
             for h in range(1, len(page.hit_values[0]) + 1 if page.hit_values else 1):
-                places = pass_places(catalogue, h, {})
+                places = places_at_layer(catalogue, h, {})
                 if places is not None:
                     shapes[fill(str(template), places)] = page.shape
     names = [n for n in source.tensors if n in shapes and attention_group_of(exploration, n)
@@ -225,43 +219,3 @@ def capture_argv(command: str) -> list[str]:
     except ValueError:  # not a command shlex.join wrote
         return []
     return tokens[tokens.index("--") + 1:] if "--" in tokens else []
-
-
-BUNDLED_HITS = 16  # a marker hit more often than this writes its hits of one shape as one file, not one file each
-
-
-def _data_entries(value: Any) -> list[tuple[str, torch.Tensor]]:
-    """A captured value's tensors as data/ names them: the value's name, or for a dict of tensors every entry as
-    ``<name>.<key>`` (a key's characters a file name cannot hold made ``_``; a key that then clashes with an earlier
-    one is numbered by its place in the dict), so no entry is left out."""
-    if value.kind != "dict":
-        tensor, _ = _tensor_of(value)
-        return [] if tensor is None else [(value.name, tensor)]
-    named: dict[str, torch.Tensor] = {}
-    for place, (key, tensor) in enumerate(value.tensor.items()):
-        name = f"{value.name}.{re.sub(r'[^A-Za-z0-9_.-]', '_', str(key))}"
-        named[f"{value.name}.{place}" if name in named else name] = tensor
-    return list(named.items())
-
-
-def _all_hits(capture: Capture, numbering: str) -> dict[str, torch.Tensor]:
-    """Every hit of every marked tensor (data/hit<i>_...), so a later layer or loop iteration is there to load; a
-    line run thousands of times writes one file per value (data/hits_..., hits along the first axis), not thousands."""
-    found = {}
-    for marker, hits in capture.hits.items():
-        prefix = (f"{marker.number:02d}" if marker.numbering == numbering
-                  else (marker.point or f"{marker.numbering}-{marker.number}"))
-        by_name: dict[str, list[tuple[int, torch.Tensor]]] = {}
-        for i, hit in enumerate(hits, 1):
-            for value in hit.values:
-                for name, tensor in _data_entries(value):
-                    if 0 < tensor.numel() <= DATA_LIMIT:
-                        by_name.setdefault(name, []).append((i, tensor))
-        for name, numbered in by_name.items():
-            tensors = [tensor for _, tensor in numbered]
-            if len(numbered) == len(hits) > BUNDLED_HITS and len({(t.shape, t.dtype) for t in tensors}) == 1:
-                fits = max(1, DATA_LIMIT // tensors[0].numel())  # hits past the data limit: left out
-                found[f"hits_{prefix}_{name}"] = torch.stack(tensors[:fits])
-            else:
-                found |= {f"hit{i}_{prefix}_{name}": tensor for i, tensor in numbered}
-    return found

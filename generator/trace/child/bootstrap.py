@@ -56,7 +56,7 @@ def _exists(frame, name):
 class Tracer:
     """What the marked code calls (instrument.py compiles it so; ``__transformer_trace__`` in its globals): a marked
     statement's values read once it has run, with the module calls its checks read recorded while it runs; a marked
-    `def`'s arguments on entry; a marked `for`'s variable each pass; which marked code ran. No trace function: the
+    `def`'s arguments on entry; a marked `for`'s variable each iteration; which marked code ran. No trace function: the
     script's other lines run exactly as Python compiled them."""
 
     def __init__(self, spec, results):
@@ -95,7 +95,7 @@ class Tracer:
             for key, markers in entries.items():
                 entries[key] = len(self.entries)
                 self.entries.append(markers)
-            for key, markers in loops.items():  # a pass reads its calls as a statement does (Marked.read)
+            for key, markers in loops.items():  # an iteration reads its calls as a statement does (Marked.read)
                 loops[key] = len(self.loops)
                 self.loops.append(Marked(self, markers, len(self.loops)))
             shared = {first for (first, _), group in statements.items()
@@ -154,7 +154,7 @@ class Tracer:
             self._take(sys._getframe(1), self.entries[group])
 
     def loop(self, group):
-        """A marked `for`'s loop variable, as a pass of its body begins."""
+        """A marked `for`'s loop variable, as an iteration of its body begins."""
         if self.pid is None or self.compiling():
             return
         frame, loop = sys._getframe(1), self.loops[group]

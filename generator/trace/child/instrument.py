@@ -8,8 +8,8 @@ numbers and `inspect` read the file as written):
 - a marked statement (with the statements sharing its lines: ``a = f(x); b = g(a)  # S05``) runs inside
   ``with __transformer_trace__.statements[n]:``, whose exit reads its values once it has run (not when it raised);
   a marked ``return x`` returns ``__transformer_trace__.returned(n, x)``, which keeps the value for that exit;
-- a marked ``for`` loop's body starts with ``__transformer_trace__.loop(n)`` (the loop variable, each pass); a marked
-  ``def``'s body with ``__transformer_trace__.entry(n)`` (its arguments, on entry), after the docstring;
+- a marked ``for`` loop's body starts with ``__transformer_trace__.loop(n)`` (the loop variable, each iteration); a
+  marked ``def``'s body with ``__transformer_trace__.entry(n)`` (its arguments, on entry), after the docstring;
 - each function holding a marked line, and each marked module, starts with
   ``__transformer_trace__.entered((file, first line, name))`` (which marked code ran: why a marker was not reached;
   ``entered_shared`` where it holds a line shared by several snapshots: a new frame, whose caller is read anew), after
@@ -40,7 +40,7 @@ HOOK = "__transformer_trace__"
 
 class Plan:
     """What is marked in one file, by line: statement spans (first, last) -> group, `def` lines -> group (entry),
-    `for` lines -> group (each pass); ``file``: the path the markers name it by."""
+    `for` lines -> group (each iteration); ``file``: the path the markers name it by."""
 
     def __init__(self, file, statements, entries, loops, shared=()):
         self.file = file

@@ -1,9 +1,9 @@
 """A traced script's verdicts: the catalogue's own typed checks (generator/checks.py), the ones its snapshots declare,
-run on a ``TensorDict`` of the captured tensors under the catalogue's record names. Pass k of a loop is filed under
-layer k's names, so a check that reads ``{block_prev}`` (the previous layer's output) compares pass k's input with
-pass k − 1's output; placeholders that name one pass (``{block_last}``) are filled from the passes the script ran
-(``RunOptions.NAMED_PASSES``). Checks that need the model's weights or the run's inputs are not checkable; a page is
-judged by the checks that could run."""
+run on a ``TensorDict`` of the captured tensors under the catalogue's record names. Hit k of a line in the layer loop
+is filed under layer k's names, so a check that reads ``{block_prev}`` (the previous layer's output) compares layer
+k's input with layer k − 1's output; placeholders that name one layer (``{block_last}``) are filled from the layers
+the script's loop ran (``RunOptions.NAMED_PASSES``). Checks that need the model's weights or the run's inputs are
+not checkable; a page is judged by the checks that could run."""
 
 from __future__ import annotations
 
@@ -21,49 +21,17 @@ from transformer_trace.checks.base import LOW_PRECISION
 from transformer_trace.checks.base import needs_evidence
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
-from transformer_trace.trace.reading.verify import Layout, LayoutStatus
+from transformer_trace.trace.reading.verify import LayoutStatus
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.dropout import said_dropout
+from transformer_trace.trace.reading.records import TensorLabel, own_tensors, shown_places
 from transformer_trace.trace.reading.residuals import sublayer_bound
 from transformer_trace.trace.reading.weights import bind, modules_called, run_bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
+    from transformer_trace.trace.reading.capture_reading import CaptureReading
     from transformer_trace.trace.reading.pages import SnapshotReading
-
-# A leading corner of a big tensor (``[:5, :5]``, what a debugger shows of an embedding table): kept under the record
-# name, and the checks that read it compare what it covers.
-CORNER = re.compile(r"\[\s*:\s*\d+(\s*,\s*:\s*\d+)*\s*\]")
-
-
-@dataclass(frozen=True)
-class TensorLabel:
-    """Where a record name's tensor comes from in a trace (or would): ``snapshot`` (its label, "S08"), which of the
-    snapshot's several tensors (``variable``), which pass of a loop that ran more than once (``at_pass``); or,
-    ``sliced``, the whole tensor of which the snapshot's page shows a slice (a trace captures only the slice)."""
-
-    snapshot: str
-    variable: str = ""
-    at_pass: int | None = None
-    sliced: bool = False
-    # captured, but not readable in the catalogue's layout: why (dimensions unbound, values not copied)
-    unreadable: str = ""
-    derived_from: tuple[str, ...] = ()  # not captured: derived from these (generator/trace/reading/derived.py)
-
-    def __str__(self) -> str:
-        if self.sliced:
-            return f"the whole of what {self.snapshot} shows a slice of"
-        if self.derived_from:
-            return f"{self.snapshot} (derived from {', '.join(self.derived_from)})"
-        return (self.snapshot + (f" ({self.variable})" if self.variable else "")
-                + (f" at pass {self.at_pass}" if self.at_pass else ""))
-
-    @property
-    def needed(self) -> str:
-        """As a not checkable check names it: "snapshot S08", or the whole of a sliced one."""
-        if self.unreadable:
-            return f"snapshot {self} in the catalogue's layout ({self.unreadable})"
-        return str(self) if self.sliced else f"snapshot {self}"
 
 
 class UnboundDimensions(NotCheckable):
@@ -112,11 +80,11 @@ class Judgement:
 StandIn = tuple[int, int, str, torch.Tensor]
 
 
-def run_checks(readings: list[SnapshotReading], catalogue: Report, dims: dict[str, int],
-               hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel], dict[int, Judgement]]:
-    """The captured tensors under the catalogue's record names and what each name comes from (catalogue_source); and
-    each snapshot's judgement by its declared checks, run on them (by snapshot number)."""
-    source, labels = catalogue_source(catalogue, readings, hit)
+def run_checks(reading: CaptureReading) -> dict[int, Judgement]:
+    """Each snapshot's judgement by its declared checks (by snapshot number), run on the reading's captured tensors
+    under the catalogue's record names (capture_reading.py: filed there once)."""
+    readings, catalogue, dims, hit = list(reading.snapshots), reading.catalogue, dict(reading.dims), reading.hit
+    source, labels = reading.source, dict(reading.labels)
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
     derived: dict[str, tuple[str, ...]] = {}
     checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived)
@@ -127,15 +95,15 @@ def run_checks(readings: list[SnapshotReading], catalogue: Report, dims: dict[st
         _stand_ins_agree(readings, results, stand_ins)
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
-    said = " ".join(result.detail for reading in readings if reading.captured
-                    for result in results[reading.snap.number])
+    said = " ".join(result.detail for snapshot in readings if snapshot.captured
+                    for result in results[snapshot.snap.number])
     judged = {number: Judgement(tuple(found), CheckResult.combined(found, judge_checkable=True)) for number, found
               in results.items()}
-    for reading in readings:
-        roots = derived.get(reading.label, ())
-        if roots and f"{reading.label} (derived from" in said:
-            judged[reading.snap.number] = replace(judged[reading.snap.number], derived_from=roots)
-    return source, labels, judged  # the run's tensors (generator/trace/reading/run.py traced_run): computed once, here
+    for snapshot in readings:
+        roots = derived.get(snapshot.label, ())
+        if roots and f"{snapshot.label} (derived from" in said:
+            judged[snapshot.snap.number] = replace(judged[snapshot.snap.number], derived_from=roots)
+    return judged
 
 
 def captured_dtypes(pages: list[SnapshotReading]) -> set[torch.dtype]:
@@ -204,7 +172,7 @@ def _check_pages(pages: list[SnapshotReading], catalogue: Report, hit: int, dims
     for page in pages:
         # a snapshot is judged on its own capture, even where an earlier one shows the same record point
         if source is not None and checked is not None and page.captured:
-            places = _shown_places(page, catalogue, pages, hit) or dict(source.places)
+            places = shown_places(page, catalogue, pages, hit) or dict(source.places)
             own = own_tensors(page, places)
             found = page_checks(page, TensorDict({**checked.tensors, **own}, places=places),
                                 {**read_labels, **dict.fromkeys(own, TensorLabel(page.label))}, known, stand_ins, dims)
@@ -224,20 +192,6 @@ def _with_derived(pages: list[SnapshotReading], source: TensorDict, labels: dict
 
     derived.update(derive_missing(pages, tensors, read_labels, dict(source.places), label_of))
     return TensorDict(tensors, places=source.places), read_labels
-
-
-def _shown_places(page: SnapshotReading, catalogue: Report, pages: list[SnapshotReading],
-                  hit: int) -> dict[str, str] | None:
-    """The placeholders of the pass a page shows where its line ran fewer times than ``hit`` (it shows its last pass, so
-    its checks read that pass's neighbours, not pass ``hit``'s); None where it shows pass ``hit``."""
-    ran = len(page.hit_values[0]) if page.hit_values else 0
-    return pass_places(catalogue, ran, _passes(catalogue, pages)) if 0 < ran < hit else None
-
-
-def _passes(catalogue: Report, pages: list[SnapshotReading]) -> dict[str, int]:
-    """How many passes the script ran of each loop whose one pass the catalogue names (``RunOptions.NAMED_PASSES``)."""
-    named = catalogue.options.NAMED_PASSES if catalogue.options is not None else {}
-    return {name: _pass_count(pages, template) for name, (_, template) in named.items()}
 
 
 def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
@@ -304,8 +258,8 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
             continue
         read = bound.check.inputs() if bound is not None else check.inputs()  # a module call's tensors: no label
         reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in read) if name in labels]
-        # a loop's wiring, or steps nobody marked: say which passes it compared, what it derived
-        if result.checkable and any(label.at_pass or label.derived_from for label in reads):
+        # a loop's wiring, or steps nobody marked: say which hits it compared, what it derived
+        if result.checkable and any(label.at_hit or label.derived_from for label in reads):
             result = replace(result, detail=f"{result.detail} (read: {', '.join(map(str, reads))})")
         if not result.checkable:
             lacks = result.lacks or tuple(MissingTensor(m) for m in result.missing)
@@ -327,123 +281,3 @@ def _judged_with_calls(page: SnapshotReading) -> Any:
               if isinstance(t, torch.Tensor)}
     coarser = [dtype for dtype in dtypes if LOW_PRECISION.get(dtype, 0.0) > tolerance()]
     return judged_at(coarser) if coarser else contextlib.nullcontext()
-
-
-def _pass_count(pages: list[SnapshotReading], template: str) -> int:
-    """How many passes the script ran of the loop whose pages use ``template``'s placeholders (0: none captured)."""
-    names = set(re.findall(r"{(\w+)}", template))
-    return max((len(page.hit_values[0]) for page in pages if page.captured and page.hit_values
-                for ref in getattr(page.snap, "tensors", ())[:1] if names & set(re.findall(r"{(\w+)}", ref.template))),
-               default=0)
-
-
-def options_for(catalogue: Any, layer: int) -> Any:
-    """The report's options for layer ``layer`` (a loop's pass ``layer``), or None where they cannot describe it (a
-    layer past the model's depth) or the report has none (a script's own points: no model of ours)."""
-    from dataclasses import fields
-
-    from transformer_trace.errors import UserError
-
-    if catalogue.options is None:
-        return None
-    names = {f.name for f in fields(catalogue.options)}
-    try:
-        return catalogue.options(layer=layer, **({"layers": max(layer, 2)} if "layers" in names else {}))
-    except (UserError, TypeError, ValueError):
-        return None
-
-
-def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
-    """The catalogue's record-name placeholders for layer ``layer`` (a loop's pass ``layer``), or None where the
-    report's options cannot describe it (our own points have no catalogue)."""
-    opts = options_for(catalogue, layer)
-    return opts.places() if opts is not None else None
-
-
-def pass_places(catalogue: Any, layer: int, passes: dict[str, int]) -> dict[str, str] | None:
-    """The catalogue's placeholders for pass ``layer`` of the script's loop, with the ones that name one pass (the last,
-    the second) filled from ``passes``, the passes the script ran; None where the report's options cannot describe
-    it."""
-    opts = options_for(catalogue, layer)
-    if opts is None:
-        return None
-    places = opts.places()
-    for name in opts.NAMED_PASSES:  # the options' own rule, counted in the passes the script ran
-        chosen = opts.named_pass(name, passes.get(name, 0))
-        if chosen is not None and options_for(catalogue, chosen) is not None:
-            places[name] = opts.pass_place(name, chosen)
-    return places
-
-
-def _filed(page: SnapshotReading, k: int, tensor: torch.Tensor | None, found: Layout | None,
-           places: dict[str, str]) -> tuple[str, torch.Tensor] | None:
-    """The record name and catalogue-layout value of the page's ``k``-th tensor (``tensor``, read in the catalogue's
-    layout as ``found``, by the reading: reading/pages.py), or None where it is no record's."""
-    refs = page.snap.tensors
-    if tensor is None or found is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].shown.numel == 0
-                                                              and page.tensors[k].note):
-        return None  # no recorded tensor, or a value past the capture budget (its shape only)
-    index = page.snap.index if k == 0 else None
-    if found.canonical is None:
-        return None
-    if index is None or CORNER.fullmatch(index):
-        return refs[k].name(places), found.canonical
-    # the page shows the first batch item: the recorded tensor is the batch (its first item with a batch axis)
-    if index == "[0]":
-        return (refs[k].name(places),
-                tensor if tensor.dim() == found.canonical.dim() + 1 else found.canonical.unsqueeze(0))
-    # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
-    return None
-
-
-def _unreadable(page: SnapshotReading, k: int, places: dict[str, str]) -> str:
-    """Why the page's captured ``k``-th tensor cannot be read in the catalogue's layout ("": it can, or none was)."""
-    if (not page.captured or k >= len(page.tensors)
-            or _filed(page, k, page.tensors[k].shown.tensor, page.layouts[k], places) is not None):
-        return ""
-    t = page.tensors[k]
-    return (t.note if t.shown.numel == 0 and t.note
-            else page.layouts[k].note or "its shape cannot be read as the catalogue's")
-
-
-def own_tensors(page: SnapshotReading, places: dict[str, str]) -> dict[str, torch.Tensor]:
-    """The page's own captured tensors (the hit it shows) under their record names."""
-    return dict(filed for k, t in enumerate(page.tensors)
-                if (filed := _filed(page, k, t.shown.tensor, page.layouts[k], places)))
-
-
-def catalogue_source(catalogue: Report, pages: list[SnapshotReading],
-                     hit: int) -> tuple[TensorDict | None, dict[str, TensorLabel]]:
-    """The captured tensors as a ``transformer_trace.sources.TensorDict`` under the catalogue's record names (pass k of
-    a loop under layer k's names), in the catalogue's layouts (as the reading read each hit's value); and record name
-    -> snapshot label (what checks need)."""
-    passes = _passes(catalogue, pages)
-    shown_places = pass_places(catalogue, hit, passes) or pass_places(catalogue, 1, passes)
-    if shown_places is None:
-        return None, {}
-    tensors: dict[str, torch.Tensor] = {}
-    # record name -> the snapshot (and pass) its tensor came from, or would come from
-    labels: dict[str, TensorLabel] = {}
-    for page in pages:
-        refs = getattr(page.snap, "tensors", ())
-        variables = page.snap.variable.split(", ") if len(refs) > 1 else []
-        for k, ref in enumerate(refs):
-            index = getattr(page.snap, "index", None)
-            sliced = k == 0 and index not in (None, "[0]") and not CORNER.fullmatch(index)
-            which = variables[k] if len(variables) == len(refs) else ""  # one of a snapshot's several tensors
-            labels.setdefault(ref.name(shown_places), TensorLabel(page.label, sliced=True) if sliced
-                              else TensorLabel(page.label, which, unreadable=_unreadable(page, k, shown_places)))
-        for k, values in enumerate(page.hit_values):
-            for h, tensor in enumerate(values, 1):
-                if ((places := pass_places(catalogue, h, passes)) is not None
-                        and (filed := _filed(page, k, tensor, page.hit_layouts[k][h - 1], places))):
-                    tensors[filed[0]], labels[filed[0]] = filed[1], TensorLabel(
-                        page.label, at_pass=h if len(values) > 1 else None)
-    shown: set[str] = set()
-    # the hits the pages show, under the shown layer's names, win; the first snapshot showing a record point owns it
-    for page in pages:  # a line that ran fewer times than ``hit`` shows its last pass: filed under that pass's names
-        for name, tensor in own_tensors(page, _shown_places(page, catalogue, pages, hit) or shown_places).items():
-            if name not in shown:
-                tensors[name], labels[name] = tensor, TensorLabel(page.label)
-                shown.add(name)
-    return TensorDict(tensors, places=shown_places), labels

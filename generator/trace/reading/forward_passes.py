@@ -11,20 +11,24 @@ step reached only later is not shown). Where the counts do not tell, every hit i
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from transformer_trace.trace.markers import Marker
-from transformer_trace.trace.reading.capture import Capture, Notice
+from transformer_trace.trace.reading.capture import Hit, Notice
 
 if TYPE_CHECKING:
     from transformer_trace.catalogue import Report
 
 
-def keep_first_forward_pass(capture: Capture, catalogue: Report, numbering: str) -> int:
-    """Drop the hits of every forward pass but the first from ``capture`` (in place); the number of passes that ran."""
+def first_forward_pass(captured: Mapping[Marker, list[Hit]], catalogue: Report,
+                       numbering: str) -> tuple[dict[Marker, list[Hit]], int, Notice | None]:
+    """The hits of the first forward pass of ``captured`` (every marker's hits), the number of passes that ran, and the
+    overview's notice of the passes left out (None: one ran)."""
     loop = {snap.number for snap in catalogue.snapshots if any("{" in str(ref) for ref in snap.tensors)}
-    ours = {marker: hits for marker, hits in capture.hits.items()
+    kept = dict(captured)
+    ours = {marker: hits for marker, hits in captured.items()
             if marker.numbering == numbering and marker.number is not None}
 
     def in_loop(marker: Marker) -> bool:
@@ -37,23 +41,24 @@ def keep_first_forward_pass(capture: Capture, catalogue: Report, numbering: str)
     counts = Counter(count for count, marker in {(c, m.number) for c, m in once_a_pass} if count > 1)
     passes = max((count for count, steps in counts.items() if steps >= 2), key=lambda c: (counts[c], -c), default=1)
     if passes == 1 or any(len(hits) % passes for marker, hits in ours.items() if in_loop(marker)):
-        return 1
+        return kept, 1, None
     told_by = min((m for count, m in once_a_pass if count == passes), key=lambda m: ours[m][0].order)
-    first_pass, second_pass = ours[told_by][0].order, ours[told_by][1].order
-    if any(all(hit.order < second_pass for hit in hits) and hits[-1].order >= first_pass for hits in ours.values()):
-        return 1  # a step of the "first pass" never ran again: one pass running shared code twice (source and target
-        # through one embedding class), not a second pass
+    first_pass_starts, second_pass_starts = ours[told_by][0].order, ours[told_by][1].order
+    if any(all(hit.order < second_pass_starts for hit in hits) and hits[-1].order >= first_pass_starts
+           for hits in ours.values()):
+        # a step of the "first pass" never ran again: one pass running shared code twice (source and target through
+        # one embedding class), not a second pass
+        return kept, 1, None
     later = []
     for marker, hits in ours.items():
-        kept = [hit for hit in hits if hit.order < second_pass]
-        if kept:
-            capture.hits[marker] = kept
+        first = [hit for hit in hits if hit.order < second_pass_starts]
+        if first:
+            kept[marker] = first
         else:
-            del capture.hits[marker]
+            del kept[marker]
             later.append(marker.text)
     only_later = f"; reached only in a later pass, not shown: {', '.join(sorted(set(later)))}" if later else ""
-    capture.warnings.append(Notice(
+    return kept, passes, Notice(
         "Several forward passes", f"the model ran {passes} times ({Path(told_by.file).name}:{told_by.line} "
         f"{told_by.text!r} was reached {passes} times): the report reads the first forward pass, and the hits of the "
-        f"{passes - 1} after it are not used (--hit counts the layers within it){only_later}"))
-    return passes
+        f"{passes - 1} after it are not used (--hit counts the layers within it){only_later}")

@@ -1,7 +1,8 @@
 """The trace's reading of a capture and its pages: each snapshot of the chosen catalogue (captured or not) read once
-from the capture into a frozen ``SnapshotReading`` (``read_capture``: the user's tensors at the hit the pages show and
-at every hit, their named shapes, each read in the catalogue's layout, the dimensions they bind, the module calls of
-the marked lines), which the checks (checking.py), the run (run.py) and the drawings read; then what each page shows
+into a frozen ``SnapshotReading`` (``read_snapshots``, for the capture's one reading, capture_reading.py ``read``: the
+user's tensors at the hit the pages show and at every hit, their named shapes, each read in the catalogue's layout,
+the dimensions they bind, the module calls of the marked lines), which the checks (checking.py), the run (run.py) and
+the drawings read; then what each page shows
 (``traced_contents``, for the one page builder, generator/pages.py ``snapshot_pages``): the reading, its verdicts and
 figures, and its ``Provenance``, all known before the page is made."""
 
@@ -21,9 +22,8 @@ from transformer_trace.pages import DictEntry, PageContents, PageTensors, Proven
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
 from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Notice, Value
-from transformer_trace.trace.reading.forward_passes import keep_first_forward_pass
 from transformer_trace.trace.markers import Marker
-from transformer_trace.trace.reading.checking import places_for
+from transformer_trace.trace.reading.records import places_for
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, catalogue_layout
 from transformer_trace.models.legend import Legend
@@ -39,14 +39,15 @@ def marker_example(catalogue: Report, numbering: str, number: int) -> str:
     return spec.marker(number, catalogue.label(number)) if spec is not None else "# trace: name"
 
 
-def own_points(capture: Capture) -> dict[str, int]:
-    """`# trace: name` points numbered in the order the script first reached them, then the ones it never reached (in
-    the order they are written: a page that says so, not a point that silently vanishes)."""
+def own_points(captured: Mapping[Marker, list[Hit]], markers: Sequence[Marker]) -> dict[str, int]:
+    """`# trace: name` points numbered in the order the script first reached them (``captured``: each marker's hits),
+    then the ones it never reached (in the order they are written: a page that says so, not a point that silently
+    vanishes)."""
     first: dict[str, int] = {}
-    for marker, hits in capture.hits.items():
+    for marker, hits in captured.items():
         if marker.point:
             first[marker.point] = min(first.get(marker.point, hits[0].order), hits[0].order)
-    never = [m.point for m in sorted(capture.markers, key=lambda m: (m.file, m.line))
+    never = [m.point for m in sorted(markers, key=lambda m: (m.file, m.line))
              if m.point and m.point not in first]
     reached = sorted(first, key=lambda point: first[point])
     return {point: i for i, point in enumerate([*reached, *dict.fromkeys(never)], 1)}
@@ -65,7 +66,7 @@ def own_report(capture: Capture) -> Report:
             tensor, _ = _tensor_of(hits[0].values[0])
             shapes[marker.point] = tuple(str(n) for n in (tensor.shape if tensor is not None else ()))
     snapshots = tuple(Snapshot(number, point, point, OWN_POINTS.key, (Ref(point),), (), shape=shapes.get(point, ()))
-                      for point, number in own_points(capture).items())
+                      for point, number in own_points(capture.hits, capture.markers).items())
     return Report.declare(key="trace", title="Your own trace points", short_title="Trace", label_format="T{n:02d}",
                           stages=(OWN_POINTS,), snapshots=snapshots, figures=(), overview_figures=(),
                           dims_legend=Legend(), questions=(), options=None, runner=None)
@@ -130,13 +131,14 @@ def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
     return value.tensor, value.note  # what it was converted from (a NumPy array, a sparse tensor), if anything
 
 
-def by_caller(marker: Marker, hits: list[Hit], capture: Capture, catalogue: Report) -> list[tuple[Marker, list[Hit]]]:
+def by_caller(marker: Marker, hits: list[Hit], catalogue: Report, notices: list[str],
+              told_apart: list[str]) -> list[tuple[Marker, list[Hit]]]:
     """A line shared by several snapshots ("#10 or #24 or #33"): its hits split by the use the nn.Module running each
     tells (shared_lines.py: encoder or decoder self-attention, or cross-attention), and said on the overview. Where a
     hit's use is not told: by the user's line that called it, the callers in the order they first called, one snapshot
     each, when there are as many; callers beyond the listed snapshots are left out (the seed's "#12 or #27" names the
     encoder's and the masked attention's heads, not the cross-attention's); with fewer callers than snapshots none is
-    assigned, and the overview says why."""
+    assigned, and the overview says why (``notices``, ``told_apart``: what the overview says, added to)."""
     from dataclasses import replace
 
     from transformer_trace.trace.reading.shared_lines import by_module, described, snapshot_use
@@ -148,10 +150,10 @@ def by_caller(marker: Marker, hits: list[Hit], capture: Capture, catalogue: Repo
         taken = [f"{catalogue.label(n)} takes the {'self-attention' if group[0][1].use == 'self' else group[0][1].use} "
                  f"({described([told for _, told in group])})" for n, group in found.groups.items()]
         if taken:
-            capture.told_apart.append(f"{where}, by the module running it: {'; '.join(taken)}")
+            told_apart.append(f"{where}, by the module running it: {'; '.join(taken)}")
         if found.outside:
             lines = sorted({f"{Path(hit.site[0]).name}:{hit.site[1]}" for hit, _ in found.outside if hit.site})
-            capture.warnings.append(Notice("Hits not shown", f"{where} also ran as the {found.outside[0][1].use} "
+            notices.append(Notice("Hits not shown", f"{where} also ran as the {found.outside[0][1].use} "
                                            f"({described([told for _, told in found.outside])}; called at "
                                            f"{', '.join(lines)}): those hits belong to none of its "
                                            f"{len(marker.alternatives)} snapshots and are not shown"))
@@ -164,18 +166,18 @@ def by_caller(marker: Marker, hits: list[Hit], capture: Capture, catalogue: Repo
     why = f" ({untold.module + ': ' if untold.module else ''}{untold.evidence})"
     if len(sites) < len(marker.alternatives):
         callers = f"{len(sites)} line{'s' if len(sites) != 1 else ''}"
-        capture.warnings.append(Notice("Not assigned", f"{where} was called from {callers} of your code for "
+        notices.append(Notice("Not assigned", f"{where} was called from {callers} of your code for "
                                        f"{len(marker.alternatives)} snapshots, and the module running it does not "
                                        f"tell which use each hit is{why}, so its hits were not assigned; mark each "
                                        "caller's line instead"))
         return []
     if len(sites) > len(marker.alternatives):
         extra = [f"{Path(site[0]).name}:{site[1]}" for site in list(sites)[len(marker.alternatives):] if site]
-        capture.warnings.append(Notice("Hits not shown", f"{where} was also called from {', '.join(extra)}: those "
+        notices.append(Notice("Hits not shown", f"{where} was also called from {', '.join(extra)}: those "
                                        f"hits belong to none of its {len(marker.alternatives)} snapshots and are not "
                                        "shown"))
     if hits[0].module is not None:  # modules ran it but did not tell: say that the callers' lines did
-        capture.told_apart.append(f"{where}: told apart by the lines that called it, in the order they first called, "
+        told_apart.append(f"{where}: told apart by the lines that called it, in the order they first called, "
                                   f"as the module running it does not tell{why}")
     return [(replace(marker, number=number, alternatives=()), group)
             for number, group in zip(marker.alternatives, sites.values())]
@@ -225,20 +227,22 @@ def in_catalogue_order(snap: Snapshot, marked: list[tuple[Marker, list[Hit]]]) -
     return [entry for _, entry in sorted(zip(places, marked), key=lambda pair: pair[0])]
 
 
-def marked_snapshots(catalogue: Report, capture: Capture,
-                     numbering: str) -> dict[int, list[tuple[Marker, list[Hit]]]]:
-    """Snapshot number -> the marked lines that captured it, each with its hits (in line order): the markers of the
-    chosen numbering (a line shared by several snapshots split by its callers), or the script's own points."""
+def marked_snapshots(catalogue: Report, markers: Sequence[Marker], captured: Mapping[Marker, list[Hit]],
+                     numbering: str, notices: list[str],
+                     told_apart: list[str]) -> dict[int, list[tuple[Marker, list[Hit]]]]:
+    """Snapshot number -> the marked lines that captured it, each with its hits (in line order; ``captured``: each
+    marker's hits): the markers of the chosen numbering (a line shared by several snapshots split by its callers), or
+    the script's own points."""
     by_number: dict[int, list[tuple[Marker, list[Hit]]]] = {}
-    points = own_points(capture) if numbering == "none" else {}
-    for marker in sorted(capture.markers, key=lambda m: (m.file, m.line)):
-        if marker in capture.hits and numbering == "none" and marker.point:
-            by_number.setdefault(points[marker.point], []).append((marker, capture.hits[marker]))
-        elif marker in capture.hits and marker.numbering == numbering and marker.alternatives:
-            for alternative, hits in by_caller(marker, capture.hits[marker], capture, catalogue):
+    points = own_points(captured, markers) if numbering == "none" else {}
+    for marker in sorted(markers, key=lambda m: (m.file, m.line)):
+        if marker in captured and numbering == "none" and marker.point:
+            by_number.setdefault(points[marker.point], []).append((marker, captured[marker]))
+        elif marker in captured and marker.numbering == numbering and marker.alternatives:
+            for alternative, hits in by_caller(marker, captured[marker], catalogue, notices, told_apart):
                 by_number.setdefault(_numbered(alternative), []).append((alternative, hits))
-        elif marker in capture.hits and marker.numbering == numbering:
-            by_number.setdefault(_numbered(marker), []).append((marker, capture.hits[marker]))
+        elif marker in captured and marker.numbering == numbering:
+            by_number.setdefault(_numbered(marker), []).append((marker, captured[marker]))
     return by_number
 
 
@@ -251,7 +255,7 @@ def _numbered(marker: Marker) -> int:
 
 @dataclass(frozen=True)
 class SnapshotReading(PageTensors):
-    """One snapshot of the catalogue as a capture shows it, read once (``read_capture``): the user's values at the hit
+    """One snapshot of the catalogue as a capture shows it, read once (``read_snapshots``): the user's values at the hit
     the pages show, each read in the catalogue's layout, and at every hit; the marked lines' code and module calls; the
     named shape and the dimensions it binds. What the checks (checking.py), the run (run.py ``traced_run``) and the
     drawings read, and what its page is built from (``traced_contents``)."""
@@ -272,6 +276,7 @@ class SnapshotReading(PageTensors):
     # per tensor: its value at every hit read in the catalogue's layout (None: no value, or none of a record's)
     hit_layouts: tuple[tuple[Layout | None, ...], ...] = ()
     calls: tuple[ModuleCall, ...] = ()  # the module calls its line(s) made at the hit shown
+    hit_calls: tuple[tuple[tuple[ModuleCall, ...], ...], ...] = ()  # per tensor: its line's module calls at every hit
 
     @property
     def captured(self) -> bool:
@@ -299,17 +304,20 @@ class _Marked(PageTensors):
     shown_hit: int
     hit_values: tuple[tuple[torch.Tensor | None, ...], ...]
     calls: tuple[ModuleCall, ...]
+    hit_calls: tuple[tuple[tuple[ModuleCall, ...], ...], ...]
 
 
-def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Callable[[Snapshot], _Marked]:
-    """What each snapshot's marked lines held at the hit shown and at every hit, with their code and module calls."""
+def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
+            marked: dict[int, list[tuple[Marker, list[Hit]]]]) -> Callable[[Snapshot], _Marked]:
+    """What each snapshot's marked lines (``marked``) held at the hit shown and at every hit, with their code and
+    module calls."""
     shapes = _named_shapes(catalogue)
-    marked = marked_snapshots(catalogue, capture, numbering)
 
     def of(snap: Snapshot) -> _Marked:
         notes, wanted = [], hit if numbering == "none" or in_layer_loop(snap) else 1  # own points: no layer loop known
         sections: list[TensorSection] = []
         hit_values: list[tuple[torch.Tensor | None, ...]] = []
+        hit_calls: list[tuple[tuple[ModuleCall, ...], ...]] = []
         calls: list[ModuleCall] = []
         order, shown_hit = 0, 1
         for j, (marker, hits) in enumerate(in_catalogue_order(snap, marked.get(snap.number, []))):
@@ -321,11 +329,13 @@ def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Ca
                 shown_hit = min(wanted, len(hits))
             hit_values += [tuple(_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits)
                            for k in range(len(chosen.values))]
+            hit_calls += [tuple(tuple(h.calls) for h in hits)] * len(chosen.values)
             order = min(order or chosen.order, chosen.order)
             calls += chosen.calls  # what weight-aware checks read (generator/trace/reading/weights.py)
             sections += _marked_sections(snap, marker, chosen, capture)
         return _Marked(catalogue, snap, sections, shapes[snap.number][0] or (), shapes[snap.number],
-                       "; ".join(dict.fromkeys(notes)), order, shown_hit, tuple(hit_values), tuple(calls))
+                       "; ".join(dict.fromkeys(notes)), order, shown_hit, tuple(hit_values), tuple(calls),
+                       tuple(hit_calls))
 
     return of
 
@@ -370,12 +380,13 @@ def _marked_sections(snap: Snapshot, marker: Marker, chosen: Hit, capture: Captu
     return sections
 
 
-def read_capture(catalogue: Report, numbering: str, capture: Capture,
-                 hit: int) -> tuple[list[SnapshotReading], dict[str, int]]:
-    """Each snapshot of the catalogue as the capture shows it (in the catalogue's order), and the dimensions its
-    tensors bind: every captured tensor read in the catalogue's layout once, here (verify.py ``catalogue_layout``)."""
-    keep_first_forward_pass(capture, catalogue, numbering)  # a check reads its inputs from one forward pass
-    of = _marked(catalogue, numbering, capture, hit)  # the markers matched to snapshots once (their notices too)
+def read_snapshots(catalogue: Report, numbering: str, capture: Capture, hit: int,
+                   marked_lines: dict[int, list[tuple[Marker, list[Hit]]]],
+                   ) -> tuple[list[SnapshotReading], dict[str, int]]:
+    """Each snapshot of the catalogue as its marked lines (``marked_lines``: marked_snapshots) show it, in the
+    catalogue's order, and the dimensions its tensors bind: every captured tensor read in the catalogue's layout once,
+    here (verify.py ``catalogue_layout``). Called by the reading of the capture (capture_reading.py ``read``) only."""
+    of = _marked(catalogue, numbering, capture, hit, marked_lines)
     marked = [of(snap) for snap in catalogue.snapshots]
     dims = bind_dims([(m.shape_of(i), t.shown.shape) for m in marked for i, t in enumerate(m.tensors)],
                      catalogue.dims_legend)
@@ -392,7 +403,7 @@ def read_capture(catalogue: Report, numbering: str, capture: Capture,
         readings.append(SnapshotReading(
             m.report, m.snap, tensors, m.named_shape, m.named, example, docs[m.snap.number], m.hit_note,
             tuple(layouts), bound_names(m.named_shape, layout, shown, catalogue.dims_legend) if tensors else (),
-            m.order, m.shown_hit, m.hit_values, _hit_layouts(m, dims), m.calls))
+            m.order, m.shown_hit, m.hit_values, _hit_layouts(m, dims), m.calls, m.hit_calls))
     return readings, dims
 
 
@@ -434,11 +445,6 @@ def bound_names(named: tuple[str, ...], layout: Layout | None, shown: tuple[int,
         if text not in found:
             found.append(text)
     return tuple(found)
-
-
-def shown_pass(readings: Sequence[SnapshotReading]) -> int:
-    """The pass of the script's loop the pages show: --hit, or the last pass where the loop ran fewer times."""
-    return max((reading.shown_hit for reading in readings if reading.captured), default=1)
 
 
 def traced_contents(readings: Sequence[SnapshotReading], judged: Mapping[int, Judgement],

@@ -31,7 +31,7 @@ from transformer_trace.checks.masks import mask_allows
 
 if TYPE_CHECKING:
     from transformer_trace.pages import SnapshotPage
-    from transformer_trace.trace.reading.capture import Capture
+    from transformer_trace.trace.reading.capture_reading import CaptureReading
 
 NORMALISATION, MASK, ATTENTION = "Normalisation", "Mask", "Attention weights"
 _LAYER_OUTPUT = re.compile(r"\{\w+\}\.output$")  # a traced layer's output: {enc}.output, {dec}.output, {block}.output
@@ -51,14 +51,14 @@ class Recognised:
         return {"what": self.what, "variant": self.variant, "rests_on": self.rests_on}
 
 
-def recognised(pages: list[SnapshotPage], capture: Capture, dims: dict[str, int]) -> dict[str, list]:
+def recognised(pages: list[SnapshotPage], reading: CaptureReading, dims: dict[str, int]) -> dict[str, list]:
     """The overview's "What was recognised": the variants (as JSON) and how each shared line's hits were assigned."""
     captured = [p for p in pages if p.captured]
     if not all(hasattr(p.snap, "checks") for p in pages):  # the script's own `# trace:` points: no architecture
-        return {"variants": [], "told_apart": list(capture.told_apart)}
-    found = [*_normalisation(captured), *_masks(captured), *_attention(captured, dims, capture),
-             *_fused_calls(capture, pages)]
-    return {"variants": [r.json() for r in found], "told_apart": list(capture.told_apart)}
+        return {"variants": [], "told_apart": list(reading.told_apart)}
+    found = [*_normalisation(captured), *_masks(captured), *_attention(captured, dims, reading),
+             *_fused_calls(reading, pages)]
+    return {"variants": [r.json() for r in found], "told_apart": list(reading.told_apart)}
 
 
 def _passed(page: SnapshotPage) -> list[tuple[Check, CheckResult]]:
@@ -160,7 +160,7 @@ def _masks(pages: list[SnapshotPage]) -> list[Recognised]:
     return found
 
 
-def _attention(pages: list[SnapshotPage], dims: dict[str, int], capture: Capture) -> list[Recognised]:
+def _attention(pages: list[SnapshotPage], dims: dict[str, int], reading: CaptureReading) -> list[Recognised]:
     found = []
     for page in pages:
         if not page.snap.tensors or not _path(page.snap.tensors[0]).endswith(".probs") or page.main.absent:
@@ -170,7 +170,7 @@ def _attention(pages: list[SnapshotPage], dims: dict[str, int], capture: Capture
         folded = bool(heads and heads > 1 and got and got[0] == dims.get("B", 0) * heads)  # (B·h, T, T): not averaged
         if "h" not in named or len(got) != len(named) - 1 or folded:
             continue
-        module = _multihead_call(capture, page.snap.number)
+        module = _multihead_call(reading, page.snap.number)
         if module:
             variant = "averaged over the heads by nn.MultiheadAttention (average_attn_weights=True, its default)"
             why = f"{page.label}'s shape {tuple(got)} has no heads axis, and {module}"
@@ -184,13 +184,13 @@ def _attention(pages: list[SnapshotPage], dims: dict[str, int], capture: Capture
     return found
 
 
-def _multihead_call(capture: Capture, number: int) -> str:
+def _multihead_call(reading: CaptureReading, number: int) -> str:
     """How the line marked with ``number`` gets its weights from an nn.MultiheadAttention, read from the source: it
     calls ``self.name(...)`` and its file assigns ``self.name = nn.MultiheadAttention(...)``; "" when it does not."""
-    for marker in capture.markers:
+    for marker in reading.markers:
         if number not in (marker.number, *marker.alternatives):
             continue
-        text = capture.sources.get(marker.file, "")
+        text = reading.sources.get(marker.file, "")
         statement = "\n".join(text.splitlines()[marker.first - 1:marker.last])
         for name in re.findall(r"self\.(\w+)\s*\(", statement):
             assigned = re.search(rf"self\.{name}\s*=\s*(?:torch\.)?(?:nn\.)?MultiheadAttention\(", text)
@@ -212,12 +212,12 @@ def _probabilities_status(probabilities: SnapshotPage, pages: list[SnapshotPage]
     return f"{probabilities.label} not captured (no check needed it rebuilt)"
 
 
-def _fused_calls(capture: Capture, pages: list[SnapshotPage]) -> list[Recognised]:
+def _fused_calls(reading: CaptureReading, pages: list[SnapshotPage]) -> list[Recognised]:
     """Marked lines that call F.scaled_dot_product_attention: the probabilities are never a tensor of the script."""
     probabilities = [p for p in pages if p.snap.tensors and _path(p.snap.tensors[0]).endswith(".probs")]
     found = []
-    for marker in capture.markers:
-        lines = capture.sources.get(marker.file, "").splitlines()[marker.first - 1:marker.last]
+    for marker in reading.markers:
+        lines = reading.sources.get(marker.file, "").splitlines()[marker.first - 1:marker.last]
         if any("scaled_dot_product_attention" in line for line in lines):
             where = f"{Path(marker.file).name}:{marker.first}"
             status = ", ".join(_probabilities_status(p, pages) for p in probabilities)

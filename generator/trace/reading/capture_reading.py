@@ -1,0 +1,217 @@
+"""A capture read once (``read``) into a frozen ``CaptureReading``: every snapshot of the catalogue as the capture shows
+it (pages.py ``SnapshotReading``), every captured tensor under its record name at each hit, in the catalogue's layout,
+with where it comes from (``RecordReading``: file, marker line, notebook cell, hit, the layout read, the dimensions
+bound, the module calls its line made), and what the run lacks (its notices: markers never reached, passes left out,
+hits not assigned). The checks (checking.py), the run (run.py), the data, the figures and the pages take what they need
+from it; nothing after it reads the capture.
+
+One word per idea, in this room and the command:
+
+- **hit**: which time a marked line ran, counted from 1 (the CLI's ``--hit`` chooses the one the pages show; a marked
+  ``for`` line hits once per iteration). A line in the layer loop runs once per layer, so its hit k is layer k's step;
+  a step outside the loop shows its first hit.
+- **layer**: which block of the stack a record name's placeholder names (``blocks.{layer}``); hit k of a line in the
+  layer loop is filed under layer k's record names.
+- **pass**: which forward pass of the model (a script that runs it twice: an inference, then a training step); the
+  reading keeps the first (forward_passes.py).
+- **order**: a hit's place in the capture's event sequence, the order the script ran its marked lines in.
+
+Two older uses of "pass" for a layer stay outside this room's identifiers: a check's text "read: G05 at pass 2"
+(``TensorLabel.at_hit``, kept so the pages read as before) and the run options' ``NAMED_PASSES`` (placeholders that name
+one layer, the last or the second: generator/options.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from transformer_trace.sources import TensorDict
+from transformer_trace.trace.markers import Marker
+from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall
+from transformer_trace.trace.reading.forward_passes import first_forward_pass
+from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, _tensor_of, marked_snapshots,
+                                                   read_snapshots)
+from transformer_trace.trace.reading.records import (CORNER, TensorLabel, filed, layers_ran, places_at_layer,
+                                                     shown_places, unreadable)
+from transformer_trace.trace.reading.verify import Layout
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.catalogue import Report
+
+
+@dataclass(frozen=True)
+class RecordReading:
+    """One record name at one hit: the captured tensor in the catalogue's layout and where it comes from."""
+
+    name: str  # the catalogue's record name, its placeholders filled for the hit's layer
+    hit: int  # which time its marked line ran
+    ran: int  # how many times its marked line ran (in the pass read)
+    snapshot: str  # the label of the snapshot whose marked line captured it
+    tensor: torch.Tensor  # in the catalogue's layout
+    layout: Layout | None  # how its shape was read as the catalogue's
+    file: str  # the user's file, as the pages name it
+    marker_line: int | None  # the line of its breakpoint comment
+    cell: str  # in a notebook: "x.ipynb, cell 7, line 3"; empty for a script
+    bound: tuple[str, ...]  # the named dimensions its snapshot's tensors bind: "h = 4 (heads)"
+    calls: tuple[ModuleCall, ...]  # the module calls its line made at this hit
+
+
+@dataclass(frozen=True)
+class CaptureReading:
+    """A script's capture, read once: its snapshots, its tensors by (record name, hit), what it lacks, and the run's
+    facts the report states (script, seeds, error)."""
+
+    catalogue: Report
+    numbering: str
+    hit: int  # the hit the pages show of the lines in the layer loop: --hit, or the last where they ran fewer times
+    dims: Mapping[str, int]  # the named dimensions the captured tensors bind
+    snapshots: tuple[SnapshotReading, ...]  # in the catalogue's order, captured or not
+    records: Mapping[tuple[str, int], RecordReading]  # every hit of every record name, each once
+    shown: Mapping[str, RecordReading]  # the hits the pages show, by record name (its first snapshot owns it)
+    source: TensorDict | None  # what the checks read: per record name the hit shown, else its last hit filed
+    labels: Mapping[str, TensorLabel]  # per record name a snapshot shows (or would): where it comes from
+    data: Mapping[str, torch.Tensor]  # what data/ ships: the pages' tensors, and every hit's (hit<i>_..., hits_...)
+    notices: tuple[str, ...]  # what the run lacks and the report could not use, for the overview (Notices)
+    told_apart: tuple[str, ...]  # how each shared line's hits were assigned (pages.by_caller)
+    passes: int  # how many forward passes ran (the first is read)
+    script: Path
+    sha256: str
+    seeds: tuple[int, ...]
+    seconds: float
+    error: str | None
+    error_traceback: str
+    timed_out: bool
+    markers: tuple[Marker, ...]
+    sources: Mapping[str, str]  # each marked file as it was when the run began
+
+    @property
+    def finished(self) -> bool:
+        return self.error is None and not self.timed_out
+
+
+def read(catalogue: Report, numbering: str, capture: Capture, hit: int) -> CaptureReading:
+    """The one reading of ``capture`` for ``catalogue`` (numbered ``numbering``), the pages showing hit ``hit`` of the
+    lines in the layer loop: the capture itself is left as the run wrote it."""
+    captured, passes, several = first_forward_pass(capture.hits, catalogue, numbering)  # the checks read one pass
+    notices: list[str] = [*capture.warnings, *([several] if several is not None else [])]
+    told_apart = list(capture.told_apart)
+    marked = marked_snapshots(catalogue, capture.markers, captured, numbering, notices, told_apart)
+    snapshots, dims = read_snapshots(catalogue, numbering, capture, hit, marked)
+    shown_hit = max((snapshot.shown_hit for snapshot in snapshots if snapshot.captured), default=1)
+    records, shown, source, labels = _filed(catalogue, snapshots, shown_hit)
+    data: dict[str, torch.Tensor] = {}
+    for snapshot in snapshots:
+        data |= {t.name: t.shown.tensor for t in snapshot.tensors if 0 < t.shown.numel <= DATA_LIMIT}
+    return CaptureReading(
+        catalogue=catalogue, numbering=numbering, hit=shown_hit, dims=MappingProxyType(dims),
+        snapshots=tuple(snapshots), records=MappingProxyType(records), shown=MappingProxyType(shown), source=source,
+        labels=MappingProxyType(labels), data=MappingProxyType(data | every_hit(captured, numbering)),
+        notices=tuple(notices), told_apart=tuple(told_apart), passes=passes, script=capture.script,
+        sha256=capture.sha256, seeds=tuple(capture.seeds), seconds=capture.seconds, error=capture.error,
+        error_traceback=capture.error_traceback, timed_out=capture.timed_out, markers=tuple(capture.markers),
+        sources=MappingProxyType(dict(capture.sources)))
+
+
+Filed = tuple[dict[tuple[str, int], RecordReading], dict[str, RecordReading], TensorDict | None, dict[str, TensorLabel]]
+
+
+def _filed(catalogue: Report, snapshots: list[SnapshotReading], hit: int) -> Filed:
+    """Every captured tensor under its record name (hit k of a line in the layer loop under layer k's names), in the
+    catalogue's layout as the snapshot reading read each hit's value; the hits the pages show; what the checks read
+    (``TensorDict``: the hits shown win, else the last hit filed); and per record name where it comes from."""
+    layers = layers_ran(catalogue, snapshots)
+    places = places_at_layer(catalogue, hit, layers) or places_at_layer(catalogue, 1, layers)
+    if places is None:
+        return {}, {}, None, {}
+    tensors: dict[str, torch.Tensor] = {}
+    labels: dict[str, TensorLabel] = {}  # record name -> the snapshot (and hit) its tensor came from, or would
+    records: dict[tuple[str, int], RecordReading] = {}
+    for snapshot in snapshots:
+        _label(snapshot, places, labels)
+        for k, values in enumerate(snapshot.hit_values):
+            for h, tensor in enumerate(values, 1):
+                found = snapshot.hit_layouts[k][h - 1]
+                if (at := places_at_layer(catalogue, h, layers)) is not None and (
+                        named := filed(snapshot, k, tensor, found, at)):
+                    records[named[0], h] = _record(snapshot, k, named, h, len(values), found,
+                                                   snapshot.hit_calls[k][h - 1])
+                    tensors[named[0]], labels[named[0]] = named[1], TensorLabel(
+                        snapshot.label, at_hit=h if len(values) > 1 else None)
+    shown: dict[str, RecordReading] = {}
+    for snapshot in snapshots:  # a line that ran fewer times than ``hit`` shows its last hit: under that layer's names
+        at = shown_places(snapshot, catalogue, snapshots, hit) or places
+        own = {named[0]: (k, named) for k, t in enumerate(snapshot.tensors)
+               if (named := filed(snapshot, k, t.shown.tensor, snapshot.layouts[k], at))}
+        for name, (k, named) in own.items():
+            if name not in shown:
+                shown[name] = _record(snapshot, k, named, snapshot.shown_hit, len(snapshot.hit_values[k]),
+                                      snapshot.layouts[k], snapshot.calls)
+                tensors[name], labels[name] = named[1], TensorLabel(snapshot.label)
+    return records, shown, TensorDict(tensors, places=places), labels
+
+
+def _label(snapshot: SnapshotReading, places: dict[str, str], labels: dict[str, TensorLabel]) -> None:
+    """Where each record name the snapshot shows would come from, under the shown layer's names, unless known."""
+    refs = snapshot.snap.tensors
+    variables = snapshot.snap.variable.split(", ") if len(refs) > 1 else []
+    for k, ref in enumerate(refs):
+        index = snapshot.snap.index
+        sliced = k == 0 and index not in (None, "[0]") and not CORNER.fullmatch(index)
+        which = variables[k] if len(variables) == len(refs) else ""  # one of a snapshot's several tensors
+        labels.setdefault(ref.name(places), TensorLabel(snapshot.label, sliced=True) if sliced
+                          else TensorLabel(snapshot.label, which, unreadable=unreadable(snapshot, k, places)))
+
+
+def _record(snapshot: SnapshotReading, k: int, named: tuple[str, torch.Tensor], hit: int, ran: int,
+            found: Layout | None, calls: tuple[ModuleCall, ...]) -> RecordReading:
+    section = snapshot.tensors[k]
+    return RecordReading(name=named[0], hit=hit, ran=ran, snapshot=snapshot.label, tensor=named[1], layout=found,
+                         file=section.source.path, marker_line=section.marker_line, cell=section.source.at,
+                         bound=snapshot.bound, calls=calls)
+
+
+BUNDLED_HITS = 16  # a marker hit more often than this writes its hits of one shape as one file, not one file each
+
+
+def _data_entries(value: Any) -> list[tuple[str, torch.Tensor]]:
+    """A captured value's tensors as data/ names them: the value's name, or for a dict of tensors every entry as
+    ``<name>.<key>`` (a key's characters a file name cannot hold made ``_``; a key that then clashes with an earlier
+    one is numbered by its place in the dict), so no entry is left out."""
+    if value.kind != "dict":
+        tensor, _ = _tensor_of(value)
+        return [] if tensor is None else [(value.name, tensor)]
+    named: dict[str, torch.Tensor] = {}
+    for place, (key, tensor) in enumerate(value.tensor.items()):
+        name = f"{value.name}.{re.sub(r'[^A-Za-z0-9_.-]', '_', str(key))}"
+        named[f"{value.name}.{place}" if name in named else name] = tensor
+    return list(named.items())
+
+
+def every_hit(captured: Mapping[Marker, list[Hit]], numbering: str) -> dict[str, torch.Tensor]:
+    """Every hit of every marked tensor (data/hit<i>_...), so a later layer or loop iteration is there to load; a
+    line run thousands of times writes one file per value (data/hits_..., hits along the first axis), not thousands."""
+    found = {}
+    for marker, hits in captured.items():
+        prefix = (f"{marker.number:02d}" if marker.numbering == numbering
+                  else (marker.point or f"{marker.numbering}-{marker.number}"))
+        by_name: dict[str, list[tuple[int, torch.Tensor]]] = {}
+        for i, hit in enumerate(hits, 1):
+            for value in hit.values:
+                for name, tensor in _data_entries(value):
+                    if 0 < tensor.numel() <= DATA_LIMIT:
+                        by_name.setdefault(name, []).append((i, tensor))
+        for name, numbered in by_name.items():
+            tensors = [tensor for _, tensor in numbered]
+            if len(numbered) == len(hits) > BUNDLED_HITS and len({(t.shape, t.dtype) for t in tensors}) == 1:
+                fits = max(1, DATA_LIMIT // tensors[0].numel())  # hits past the data limit: left out
+                found[f"hits_{prefix}_{name}"] = torch.stack(tensors[:fits])
+            else:
+                found |= {f"hit{i}_{prefix}_{name}": tensor for i, tensor in numbered}
+    return found

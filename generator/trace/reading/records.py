@@ -1,0 +1,149 @@
+"""A captured tensor under its record name: which of the catalogue's places (``blocks.{layer}``) a hit of a marked
+line fills, and the record name and catalogue-layout value of a snapshot's tensor (``filed``). What the reading
+(capture_reading.py) files every hit by, and the checks (checking.py) a page's own tensors."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from transformer_trace.trace.reading.verify import Layout
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.catalogue import Report
+    from transformer_trace.trace.reading.pages import SnapshotReading
+
+# A leading corner of a big tensor (``[:5, :5]``, what a debugger shows of an embedding table): kept under the record
+# name, and the checks that read it compare what it covers.
+CORNER = re.compile(r"\[\s*:\s*\d+(\s*,\s*:\s*\d+)*\s*\]")
+
+
+@dataclass(frozen=True)
+class TensorLabel:
+    """Where a record name's tensor comes from in a trace (or would): ``snapshot`` (its label, "S08"), which of the
+    snapshot's several tensors (``variable``), which hit of a line that ran more than once (``at_hit``); or,
+    ``sliced``, the whole tensor of which the snapshot's page shows a slice (a trace captures only the slice)."""
+
+    snapshot: str
+    variable: str = ""
+    at_hit: int | None = None
+    sliced: bool = False
+    # captured, but not readable in the catalogue's layout: why (dimensions unbound, values not copied)
+    unreadable: str = ""
+    derived_from: tuple[str, ...] = ()  # not captured: derived from these (generator/trace/reading/derived.py)
+
+    def __str__(self) -> str:
+        if self.sliced:
+            return f"the whole of what {self.snapshot} shows a slice of"
+        if self.derived_from:
+            return f"{self.snapshot} (derived from {', '.join(self.derived_from)})"
+        return (self.snapshot + (f" ({self.variable})" if self.variable else "")
+                + (f" at pass {self.at_hit}" if self.at_hit else ""))
+
+    @property
+    def needed(self) -> str:
+        """As a not checkable check names it: "snapshot S08", or the whole of a sliced one."""
+        if self.unreadable:
+            return f"snapshot {self} in the catalogue's layout ({self.unreadable})"
+        return str(self) if self.sliced else f"snapshot {self}"
+
+
+def shown_places(page: SnapshotReading, catalogue: Report, pages: list[SnapshotReading],
+                 hit: int) -> dict[str, str] | None:
+    """The placeholders of the layer a page shows where its line ran fewer times than ``hit`` (it shows its last hit,
+    so its checks read that layer's neighbours, not layer ``hit``'s); None where it shows hit ``hit``."""
+    ran = len(page.hit_values[0]) if page.hit_values else 0
+    return places_at_layer(catalogue, ran, layers_ran(catalogue, pages)) if 0 < ran < hit else None
+
+
+def layers_ran(catalogue: Report, pages: list[SnapshotReading]) -> dict[str, int]:
+    """How many layers the script's loop ran, for each placeholder that names one layer (``RunOptions.NAMED_PASSES``:
+    the last, the second)."""
+    named = catalogue.options.NAMED_PASSES if catalogue.options is not None else {}
+    return {name: _layer_count(pages, template) for name, (_, template) in named.items()}
+
+
+def _layer_count(pages: list[SnapshotReading], template: str) -> int:
+    """How many layers the script ran of the loop whose pages use ``template``'s placeholders (0: none captured)."""
+    names = set(re.findall(r"{(\w+)}", template))
+    return max((len(page.hit_values[0]) for page in pages if page.captured and page.hit_values
+                for ref in getattr(page.snap, "tensors", ())[:1] if names & set(re.findall(r"{(\w+)}", ref.template))),
+               default=0)
+
+
+def options_for(catalogue: Any, layer: int) -> Any:
+    """The report's options for layer ``layer`` (hit ``layer`` of a line in the layer loop), or None where they cannot
+    describe it (a layer past the model's depth) or the report has none (a script's own points: no model of ours)."""
+    from dataclasses import fields
+
+    from transformer_trace.errors import UserError
+
+    if catalogue.options is None:
+        return None
+    names = {f.name for f in fields(catalogue.options)}
+    try:
+        return catalogue.options(layer=layer, **({"layers": max(layer, 2)} if "layers" in names else {}))
+    except (UserError, TypeError, ValueError):
+        return None
+
+
+def places_for(catalogue: Any, layer: int) -> dict[str, str] | None:
+    """The catalogue's record-name placeholders for layer ``layer`` (hit ``layer`` of a line in the layer loop), or None
+    where the report's options cannot describe it (our own points have no catalogue)."""
+    opts = options_for(catalogue, layer)
+    return opts.places() if opts is not None else None
+
+
+def places_at_layer(catalogue: Any, layer: int, layers: dict[str, int]) -> dict[str, str] | None:
+    """The catalogue's placeholders for layer ``layer`` of the script's loop, with the ones that name one layer (the
+    last, the second) filled from ``layers``, how many layers the script's loop ran (layers_ran); None where the
+    report's options cannot describe it."""
+    opts = options_for(catalogue, layer)
+    if opts is None:
+        return None
+    places = opts.places()
+    for name in opts.NAMED_PASSES:  # the options' own rule, counted in the layers the script's loop ran
+        chosen = opts.named_pass(name, layers.get(name, 0))
+        if chosen is not None and options_for(catalogue, chosen) is not None:
+            places[name] = opts.pass_place(name, chosen)
+    return places
+
+
+def filed(page: SnapshotReading, k: int, tensor: torch.Tensor | None, found: Layout | None,
+           places: dict[str, str]) -> tuple[str, torch.Tensor] | None:
+    """The record name and catalogue-layout value of the page's ``k``-th tensor (``tensor``, read in the catalogue's
+    layout as ``found``, by the reading: reading/pages.py), or None where it is no record's."""
+    refs = page.snap.tensors
+    if tensor is None or found is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].shown.numel == 0
+                                                              and page.tensors[k].note):
+        return None  # no recorded tensor, or a value past the capture budget (its shape only)
+    index = page.snap.index if k == 0 else None
+    if found.canonical is None:
+        return None
+    if index is None or CORNER.fullmatch(index):
+        return refs[k].name(places), found.canonical
+    # the page shows the first batch item: the recorded tensor is the batch (its first item with a batch axis)
+    if index == "[0]":
+        return (refs[k].name(places),
+                tensor if tensor.dim() == found.canonical.dim() + 1 else found.canonical.unsqueeze(0))
+    # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
+    return None
+
+
+def unreadable(page: SnapshotReading, k: int, places: dict[str, str]) -> str:
+    """Why the page's captured ``k``-th tensor cannot be read in the catalogue's layout ("": it can, or none was)."""
+    if (not page.captured or k >= len(page.tensors)
+            or filed(page, k, page.tensors[k].shown.tensor, page.layouts[k], places) is not None):
+        return ""
+    t = page.tensors[k]
+    return (t.note if t.shown.numel == 0 and t.note
+            else page.layouts[k].note or "its shape cannot be read as the catalogue's")
+
+
+def own_tensors(page: SnapshotReading, places: dict[str, str]) -> dict[str, torch.Tensor]:
+    """The page's own captured tensors (the hit it shows) under their record names."""
+    return dict(named for k, t in enumerate(page.tensors)
+                if (named := filed(page, k, t.shown.tensor, page.layouts[k], places)))

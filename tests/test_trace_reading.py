@@ -1,0 +1,74 @@
+"""A capture is read once (issue 39, point 2): one function, capture_reading.py ``read``, turns what the script's run
+captured into a frozen ``CaptureReading``, per record name and hit the tensor in the catalogue's layout with where it
+comes from; the checks, the run, the data and the pages take what they need from it, and nothing after it reads the
+capture."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.test_pages import calls_of
+
+GENERATOR = Path(__file__).resolve().parent.parent / "generator"
+
+
+@pytest.mark.parametrize("step", ["first_forward_pass", "marked_snapshots", "read_snapshots", "every_hit"])
+def test_each_step_of_reading_a_capture_is_taken_once_by_the_one_reading(step):
+    assert calls_of(step) == {"trace/reading/capture_reading.py": 1}
+
+
+def test_past_the_reading_no_module_names_the_capture():
+    """Only the modules that make the capture (the command, the run and a notebook's translation) and the reading
+    import ``Capture``; the checks, the run object, the report and the variants read the ``CaptureReading``."""
+    importers = set()
+    for path in GENERATOR.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.ImportFrom) and (node.module or "").endswith("trace.reading.capture")
+                    and any(alias.name == "Capture" for alias in node.names)):
+                importers.add(str(path.relative_to(GENERATOR)))
+    assert importers == {"trace/__init__.py", "trace/notebook.py", "trace/reading/capture_reading.py",
+                         "trace/reading/pages.py"}
+
+
+@pytest.mark.slow
+def test_every_hit_of_a_looped_line_is_one_record_with_its_provenance_and_the_capture_is_left_as_it_ran(tmp_path):
+    from transformer_trace.reports import REPORTS
+    from transformer_trace.trace import as_traced, numberings
+    from transformer_trace.trace.markers import scan
+    from transformer_trace.trace.reading.capture import run_script
+    from transformer_trace.trace.reading.capture_reading import read
+    from transformer_trace.trace.reading.user_files import user_files
+
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        from torch import nn
+        torch.manual_seed(0)
+        layer = nn.Linear(4, 4)
+        x = torch.randn(2, 3, 4)
+        for _ in range(2):
+            y = layer(x)  # BREAKPOINT G20
+    """), encoding="utf-8")
+    markers, reads = as_traced(scan(user_files(script), numberings(REPORTS)), "gpt", REPORTS)
+    capture = run_script(script, [], markers, 60, argv0=str(script), **reads)
+    hits_before, warnings_before = {m: list(h) for m, h in capture.hits.items()}, list(capture.warnings)
+
+    reading = read(REPORTS["gpt"], "gpt", capture, 1)
+
+    filed = [(name, hit) for (name, hit), record in reading.records.items() if record.snapshot == "G20"]
+    assert [hit for _, hit in filed] == [1, 2] and len({name for name, _ in filed}) == 2, "one record name a hit"
+    for name, hit in filed:
+        record = reading.records[name, hit]
+        assert (record.name, record.hit, record.ran, record.file, record.marker_line) == (name, hit, 2, "script.py", 7)
+        assert record.layout is not None and record.tensor.shape == (2, 3, 4) and record.cell == ""
+        assert [call.kind for call in record.calls] == ["linear"] and any(b.startswith("M = 4") for b in record.bound)
+    assert reading.shown[filed[0][0]].hit == 1 and reading.source is not None
+    assert reading.source.tensors[filed[0][0]] is reading.shown[filed[0][0]].tensor, "the checks read the hit shown"
+    assert {m: list(h) for m, h in capture.hits.items()} == hits_before and capture.warnings == warnings_before
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        reading.hit = 2  # type: ignore[misc]

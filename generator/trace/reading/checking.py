@@ -25,6 +25,7 @@ from transformer_trace.trace.reading.verify import LayoutStatus
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.records import TensorLabel, own_tensors, shown_places
+from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.residuals import sublayer_bound
 from transformer_trace.trace.reading.weights import bind, modules_called, run_bound
 
@@ -238,10 +239,11 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
     if source is None or not checks:
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
     results = []
+    order = catalogue_order(page.main.shown.tensor, layout.canonical)  # the calls read as the step: sequence-first
     for check, claim in zip(checks, claims):
         # the weights and inputs of the module calls the marked line made (generator/trace/reading/weights.py)
-        bound = bind(check, page.calls, source, page.main.shown.tensor, known) if page.calls or known else None
-        bound = bound or sublayer_bound(check, page.calls, source, page.main.shown.tensor)
+        bound = bind(check, page.calls, source, page.main.shown.tensor, known, order) if page.calls or known else None
+        bound = bound or sublayer_bound(check, page.calls, source, page.main.shown.tensor, order)
         try:
             with _judged_with_calls(page):
                 try:

@@ -24,10 +24,12 @@ from transformer_trace.checks import Check, CheckResult, HeadsRejoin, RowEquals,
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.trace.reading.rebuilt import looks_like, rebuild
+from transformer_trace.trace.reading.rows import pooled_from
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,33 +82,34 @@ class LineCalls:
     source: TensorDict
     main: torch.Tensor | None
     known: dict[str, Any] | None = None
+    order: tuple[int, ...] | None = None  # the axis order the step is read in (reading/call_layout.py)
 
     def declared(self, check: Check) -> Bound | None:
         if check.TRACE.model_image:
             return _image_consumed(check, self.source, self.known or {})
-        return _declared(check, self.calls, self.source, self.main, self.known)
+        return _declared(check, self.calls, self.source, self.main, self.known, self.order)
 
     def projections(self, check: HeadsRejoin) -> Bound | None:
         return _projections_called(check, self.calls, self.source)
 
     def operand(self, check: SumOf) -> Bound | None:
-        return _operand_called(check, self.calls, self.source, self.main)
+        return _operand_called(check, self.calls, self.source, self.main, self.order)
 
     def row(self, check: RowEquals) -> Bound | None:
-        return _row_of_read(check, self.calls, self.source)
+        return _row_of_read(check, self.calls, self.source, self.main)
 
 
 def bind(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,
-         known: dict[str, Any] | None = None) -> Bound | None:
+         known: dict[str, Any] | None = None, order: tuple[int, ...] | None = None) -> Bound | None:
     """``check`` with what the marked line's module calls give it, in the form the check reads (``LineCalls``); None
     where they give nothing."""
-    return check.bound_by(LineCalls(calls, source, main, known))
+    return check.bound_by(LineCalls(calls, source, main, known, order))
 
 
 def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,
-              known: dict[str, Any] | None) -> Bound | None:
-    """``check`` with the fields it declares in ``TRACE.calls`` taken from the marked line's module calls; None where
-    it declares none or the line made no call of the kind."""
+              known: dict[str, Any] | None, order: tuple[int, ...] | None = None) -> Bound | None:
+    """``check`` with the fields it declares in ``TRACE.calls`` taken from the marked line's module calls (their inputs
+    read in the step's layout, ``order``); None where it declares none or the line made no call of the kind."""
     wanted = check.TRACE.calls
     kinds = {kind for kind, _ in wanted.values()}
     chosen = {kind: call for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
@@ -134,7 +137,7 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
             refs = value if isinstance(value, tuple) else (value,)
             absent = [source.name(ref) for ref in refs if not source.has(ref)]
             synthetic = Ref(f"{source.name(refs[0])}@{call.module}.{part}")
-            tensors[synthetic.template] = tensor
+            tensors[synthetic.template] = in_order(tensor, order) if part == "input" else tensor
             variant = check.reading(name, synthetic)
             if absent:
                 check = variant
@@ -286,8 +289,8 @@ def _projections_called(check: HeadsRejoin, calls: Sequence[ModuleCall], source:
                  f"no snapshot shows the whole projections: {'; '.join(taken)}", also)
 
 
-def _operand_called(check: SumOf, calls: Sequence[ModuleCall], source: TensorDict,
-                    main: torch.Tensor | None) -> Bound | None:
+def _operand_called(check: SumOf, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,
+                    order: tuple[int, ...] | None) -> Bound | None:
     """A residual sum whose sublayer output (its last operand) no snapshot shows, where the line's last module call
     (``x + mlp(x)``: the MLP, a Linear or a module of the user's) gives a tensor of the sum's shape: that operand taken
     from its output. The residual's input is never taken so (a call's output is a sublayer's, not the stream's), nor
@@ -303,35 +306,24 @@ def _operand_called(check: SumOf, calls: Sequence[ModuleCall], source: TensorDic
     name = f"{missing}@{last.module}.output"
     operands = list(check.operands)
     operands[absent[0]] = Ref(name)
-    bound = CallSource({**source.tensors, name: last.outputs[0]}, places=source.places, inputs=source.inputs,
-                       declared=source.declared)
+    bound = CallSource({**source.tensors, name: in_order(last.outputs[0], order)}, places=source.places,
+                       inputs=source.inputs, declared=source.declared)
     return Bound(SumWithCall(out=check.out, operands=tuple(operands)), bound, None,
                  f"{missing} taken from the output of the {last.module} the line called last (no captured snapshot "
                  "shows it)")
 
 
-def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDict) -> Bound | None:
+def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDict,
+                 main: torch.Tensor | None) -> Bound | None:
     """A row taken from a sequence no snapshot shows (the final sequence of a model without a final LayerNorm): checked
-    against the one sequence (B, N, D) the marked line read."""
-    read = [c for c in calls if c.kind == ModuleKind.LOCAL and len(c.outputs) == 1 and c.outputs[0] is not None
-            and c.outputs[0].dim() == 3]
-    if source.has(check.source) or len(read) != 1:
-        return None  # shown, or none or several sequences read: which one is the source is not known
-    norms = [c for c in calls if c.kind in (ModuleKind.LAYER_NORM, ModuleKind.USER) and c.outputs and c.inputs
-             and _same(c.inputs[0], read[0].outputs[0]) and c.outputs[0] is not None and c.outputs[0].dim() == 3]
-    if len(norms) == 1:  # `self.norm(x)[:, 0]`: the row is picked from the norm's output, on the same line
-        name = f"{source.name(check.source)}@{norms[0].module}.output"
-        bound = CallSource({**source.tensors, name: _present(norms[0].outputs[0])}, places=source.places,
-                           inputs=source.inputs, declared=source.declared)
-        return Bound(dataclasses.replace(check, source=Ref(name)), bound, None,
-                     f"{source.name(check.source)} as the output of `{norms[0].module}`, the norm the line applied to "
-                     f"`{read[0].module}` before picking the row (the norm and the row pick on one line)")
-    name = f"{source.name(check.source)}@{read[0].module}.read"
-    bound = CallSource({**source.tensors, name: _present(read[0].outputs[0])}, places=source.places,
-                       inputs=source.inputs, declared=source.declared)
-    return Bound(dataclasses.replace(check, source=Ref(name)), bound, None,
-                 f"{source.name(check.source)} as `{read[0].module}`, the sequence the line read (no captured snapshot "
-                 "shows it)")
+    against the one sequence (B, N, D) the marked line read, with the LayerNorm the line applied (reading/rows.py)."""
+    pooled = None if source.has(check.source) else pooled_from(calls, main, source.tensors)
+    if pooled is None:
+        return None
+    name = pooled.name if pooled.name not in source.tensors else f"{source.name(check.source)}@{pooled.name}"
+    bound = CallSource({**source.tensors, name: pooled.sequence}, places=source.places, inputs=source.inputs,
+                       declared=source.declared)
+    return Bound(dataclasses.replace(check, source=Ref(name)), bound, None, f"{source.name(check.source)} {pooled.how}")
 
 
 def _holds_exactly(output: torch.Tensor | None, heads: torch.Tensor) -> bool:

@@ -28,7 +28,7 @@ from transformer_trace.sources import NotCheckable, TensorDict, fill
 from transformer_trace.tensor_data import (attention_group_of, attention_groups, axis_labels, head_labels, run_labels,
                                    write_tensor_data)
 from transformer_trace.trace.reading.capture import Capture
-from transformer_trace.trace.reading.checking import TensorLabel, pass_places, run_checks
+from transformer_trace.trace.reading.checking import TensorLabel, catalogue_source, judge, pass_places
 from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, _tensor_of, read_capture, shown_pass,
                                                    traced_contents)
 from transformer_trace.trace.reading.run import TraceReport, id_labels, trace_overview, traced_run
@@ -55,19 +55,14 @@ def first_failure_text(page: SnapshotPage) -> str:
 def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Capture, hit: int, command: str,
            timeout: float | None) -> dict[str, Any]:
     """Write the report into ``out`` (a staging folder); return its summary (counts, first failure). Each stage is
-    built once, in order: the capture's reading, the checks' judgements, the run, the data and figures, the pages."""
+    built once, in order: the capture's reading, the run, the checks' judgements (run on the run), the data and
+    figures, the pages."""
     readings, dims = read_capture(catalogue, numbering, capture, hit)
     hit = shown_pass(readings)  # a --hit past the last pass shows the last one, and the checks and texts name it
-    source, labels, judged = run_checks(readings, catalogue, dims, hit)  # the catalogue's checks, on the capture
-    seeds = list(dict.fromkeys(capture.seeds))
-    stamp = {
-        "script": capture.script.name, "sha256": capture.sha256, "argv": capture_argv(command), "seeds": seeds,
-        "devices": sorted({t.device for r in readings for t in r.tensors}) or ["cpu"], "torch": torch.__version__,
-        "python": platform.python_version(), "package": package_version(), "seconds": capture.seconds,
-        "command": command,
-        "weights": "the script's own",
-        **({"seed": seeds[0]} if seeds else {}),
-    }
+    source, labels = catalogue_source(catalogue, readings, hit)  # the captured tensors under the catalogue's names
+    run = traced_run(catalogue, source, labels, readings, run_inputs(capture, catalogue, readings, dims, hit), dims,
+                     run_stamp(capture, readings, command), command)  # a capture becomes a run
+    judged = judge(run, readings, labels, dims, hit)  # the catalogue's checks, on the run
     captured = [r for r in readings if r.captured]
     verdicts = {r.snap.number: judged[r.snap.number].verdict for r in readings}
     counts = {"captured": len(captured), "total": len(readings),
@@ -75,21 +70,11 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
               "failed": sum(v.status == FAILED for v in verdicts.values()),
               "unrecognised": sum(verdicts[r.snap.number].status == UNRECOGNISED for r in captured),
               "unchecked": sum(not verdicts[r.snap.number].checkable for r in captured)}
-    title = f"Trace of {capture.script.name}"
 
     tensors: dict[str, torch.Tensor] = {}
     for reading in captured:
         tensors |= {t.name: t.shown.tensor for t in reading.tensors if 0 < t.shown.numel <= DATA_LIMIT}
     tensors |= _all_hits(capture, numbering)
-
-    facts = [("Script", capture.script.name),
-             ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
-             ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unrecognised']} unrecognised, "
-                        f"{counts['unchecked']} not checkable")]
-    known_inputs = {"script": capture.script.name, "sha256": capture.sha256, "facts": facts,
-                    "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
-                    **id_labels(catalogue, readings, dims)}
-    run = traced_run(catalogue, source, labels, readings, known_inputs, dims, stamp, command)  # a capture becomes a run
     explorers, axis_words, axes, groups = explorer_data(catalogue, readings, source, run, dims)
     write_tensor_data(out, tensors | explorers, labels=axis_words, axes=axes, attention=groups,
                       extra={"report": name, "dims": dims})
@@ -103,11 +88,37 @@ def render(out: Path, name: str, catalogue: Report, numbering: str, capture: Cap
                "counts": counts}
     trace = TraceReport(counts=counts, outcome=outcome, first_failure=failed[0] if failed else None,
                         drawn={Path(f["file"]).stem: f["caption"] for page in pages for f in page.figures})
+    title = f"Trace of {capture.script.name}"
     write_pages(catalogue, run, pages, out, overview=trace_overview(catalogue, trace, dims), title=escape_text(title))
     identity = {"model": name, "title": title, "short_title": name, "order": 100}
     write_snapshots_json(out, snapshots_json(identity, catalogue, run, pages, extra_pages=[], traced=True,
-                                             catalogue=numbering, outcome=outcome))
+                                             catalogue=numbering, outcome=outcome, checked=[trace.checks_fact]))
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
+
+
+def run_stamp(capture: Capture, readings: list[SnapshotReading], command: str) -> dict[str, Any]:
+    """The traced run's stamp: the script and its arguments, the seeds it set, the devices its tensors were on."""
+    seeds = list(dict.fromkeys(capture.seeds))
+    return {
+        "script": capture.script.name, "sha256": capture.sha256, "argv": capture_argv(command), "seeds": seeds,
+        "devices": sorted({t.device for r in readings for t in r.tensors}) or ["cpu"], "torch": torch.__version__,
+        "python": platform.python_version(), "package": package_version(), "seconds": capture.seconds,
+        "command": command,
+        "weights": "the script's own",
+        **({"seed": seeds[0]} if seeds else {}),
+    }
+
+
+def run_inputs(capture: Capture, catalogue: Report, readings: list[SnapshotReading], dims: dict[str, int],
+               hit: int) -> dict[str, Any]:
+    """What the traced run knows of its input, all read from the capture before any check runs: the script, the
+    snapshots captured (the facts table's rows of the run; the checks' own row is the judgements', TraceReport
+    ``checks_fact``), the pass the pages show, the IDs its report's blocks label positions with."""
+    captured = f"{sum(r.captured for r in readings)} of {len(readings)}"
+    facts = [("Script", capture.script.name), ("Captured", f"{captured} {catalogue.short_title} snapshots")]
+    return {"script": capture.script.name, "sha256": capture.sha256, "facts": facts,
+            "summary": f"Trace of {capture.script.name}: {captured} snapshots captured", "layer": hit,
+            **id_labels(catalogue, readings, dims)}
 
 
 def explorer_data(catalogue: Report, pages: list[SnapshotReading], source: TensorDict | None, run: ModelRun,

@@ -39,8 +39,7 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict,
     name = f"{missing}@{call.module}.output"
     kept = (*(ref for ref in operands[:-1] if source.has(ref)), Ref(name))
     absent = tuple(source.name(ref) for ref in operands[:-1] if not source.has(ref))
-    bound = CallSource({**source.tensors, name: call.outputs[0]}, places=source.places, inputs=source.inputs,
-                       declared=source.declared)
+    bound = CallSource.over(source, {**source.tensors, name: call.outputs[0]})
     out = getattr(check, "out")
     return Bound(SublayerFromCall(out=out, operands=kept, step=check, absent=absent, called=call.module), bound, None,
                  f"{missing} taken from the output of the {call.module} the line called (no captured snapshot shows "

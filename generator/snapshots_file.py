@@ -28,9 +28,11 @@ def write_snapshots_json(out_dir: Path, data: dict[str, Any]) -> None:
 
 
 def snapshots_json(identity: dict[str, Any], report: Report, run: ModelRun, pages: Sequence[SnapshotPage],
-                   **after: Any) -> dict[str, Any]:
+                   checked: Sequence[tuple[str, str]] = (), **after: Any) -> dict[str, Any]:
     """The file's content: ``identity`` (model, title, short_title, order: where the site lists it), the run's stamp
-    read from ``run``, the stages and snapshots of ``pages``, then ``after`` (extra_pages; a trace's own keys)."""
+    read from ``run``, its facts and those its checks add (``checked``: a trace's counts, trace/reading/run.py
+    ``TraceReport.checks_fact``), the stages and snapshots of ``pages``, then ``after`` (extra_pages; a trace's own
+    keys)."""
     stamp = run.stamp()
     return {
         **identity,
@@ -41,7 +43,7 @@ def snapshots_json(identity: dict[str, Any], report: Report, run: ModelRun, page
         "weights": run.weights,
         "inputs": {k: v for k, v in run.inputs.items() if isinstance(v, (str, int, float))},
         "summary": run.inputs.get("summary", ""),
-        "facts": run.inputs.get("facts", []),
+        "facts": [*run.inputs.get("facts", []), *checked],
         "dims": dict(run.dims),
         "stages": [
             {"key": s.key, "title": s.title, "index": f"{s.key}/index.md",

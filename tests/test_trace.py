@@ -1169,7 +1169,8 @@ def test_the_traced_run_answers_like_a_model_run_and_names_what_a_trace_lacks(tm
         seen.update(run=run), write_pages(catalogue, run, pages, out, **given))[1])
     trace(ENCODER_DECODER, tmp_path)
     run = seen["run"]
-    assert type(run) is ModelRun and run.model is None  # the same run object a bundled report produces, without a model
+    # the run object a bundled report produces, without a model (a TracedRun: its marked lines' calls stand for one)
+    assert isinstance(run, ModelRun) and run.model is None
     assert run.tensor_view("src_ids").shape == (1, 7)  # (B, S): the catalogue's layout, as a model run records it
     assert run.source("{enc}.self_attn.scores") == ("encoder_decoder_trace.py", 83)  # the user's marked line
     assert run.stamp()["sha256"] == __import__("hashlib").sha256(ENCODER_DECODER.read_bytes()).hexdigest() and run.seed == 7

@@ -27,7 +27,7 @@ from transformer_trace.sources import NotCheckable, TensorDict, fill
 from transformer_trace.tensor_data import (attention_group_of, attention_groups, axis_labels, head_labels, run_labels,
                                    write_tensor_data)
 from transformer_trace.trace.reading.capture_reading import CaptureReading
-from transformer_trace.trace.reading.checking import run_checks
+from transformer_trace.trace.reading.checking import judge
 from transformer_trace.trace.reading.pages import DATA_LIMIT, SnapshotReading, traced_contents
 from transformer_trace.trace.reading.records import TensorLabel, places_at_layer
 from transformer_trace.trace.reading.run import TraceReport, id_labels, trace_overview, traced_run
@@ -53,20 +53,13 @@ def first_failure_text(page: SnapshotPage) -> str:
 
 def render(out: Path, name: str, reading: CaptureReading, command: str, timeout: float | None) -> dict[str, Any]:
     """Write the report of a capture, from its one reading (capture_reading.py), into ``out`` (a staging folder); return
-    its summary (counts, first failure). Each stage is built once, in order: the checks' judgements, the run, the data
-    and figures, the pages."""
+    its summary (counts, first failure). Each stage is built once, in order: the run (from the reading), the checks'
+    judgements (run on the run), the data and figures, the pages."""
     catalogue, numbering, hit, dims = reading.catalogue, reading.numbering, reading.hit, dict(reading.dims)
     readings, source, labels = list(reading.snapshots), reading.source, dict(reading.labels)
-    judged = run_checks(reading)  # the catalogue's checks, on the capture's tensors
-    seeds = list(dict.fromkeys(reading.seeds))
-    stamp = {
-        "script": reading.script.name, "sha256": reading.sha256, "argv": capture_argv(command), "seeds": seeds,
-        "devices": sorted({t.device for r in readings for t in r.tensors}) or ["cpu"], "torch": torch.__version__,
-        "python": platform.python_version(), "package": package_version(), "seconds": reading.seconds,
-        "command": command,
-        "weights": "the script's own",
-        **({"seed": seeds[0]} if seeds else {}),
-    }
+    run = traced_run(catalogue, source, labels, readings, run_inputs(reading, readings, dims, hit), dims,
+                     run_stamp(reading, readings, command), command)  # a capture becomes a run
+    judged = judge(run, readings, labels, dims, hit)  # the catalogue's checks, on the run
     captured = [r for r in readings if r.captured]
     verdicts = {r.snap.number: judged[r.snap.number].verdict for r in readings}
     counts = {"captured": len(captured), "total": len(readings),
@@ -74,16 +67,6 @@ def render(out: Path, name: str, reading: CaptureReading, command: str, timeout:
               "failed": sum(v.status == FAILED for v in verdicts.values()),
               "unrecognised": sum(verdicts[r.snap.number].status == UNRECOGNISED for r in captured),
               "unchecked": sum(not verdicts[r.snap.number].checkable for r in captured)}
-    title = f"Trace of {reading.script.name}"
-
-    facts = [("Script", reading.script.name),
-             ("Captured", f"{counts['captured']} of {counts['total']} {catalogue.short_title} snapshots"),
-             ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unrecognised']} unrecognised, "
-                        f"{counts['unchecked']} not checkable")]
-    known_inputs = {"script": reading.script.name, "sha256": reading.sha256, "facts": facts,
-                    "summary": f"{title}: {counts['captured']} of {counts['total']} snapshots captured", "layer": hit,
-                    **id_labels(catalogue, readings, dims)}
-    run = traced_run(catalogue, source, labels, readings, known_inputs, dims, stamp, command)  # a capture becomes a run
     explorers, axis_words, axes, groups = explorer_data(catalogue, readings, source, run, dims)
     write_tensor_data(out, dict(reading.data) | explorers, labels=axis_words, axes=axes, attention=groups,
                       extra={"report": name, "dims": dims})
@@ -97,11 +80,37 @@ def render(out: Path, name: str, reading: CaptureReading, command: str, timeout:
                "counts": counts}
     trace = TraceReport(counts=counts, outcome=outcome, first_failure=failed[0] if failed else None,
                         drawn={Path(f["file"]).stem: f["caption"] for page in pages for f in page.figures})
+    title = f"Trace of {reading.script.name}"
     write_pages(catalogue, run, pages, out, overview=trace_overview(catalogue, trace, dims), title=escape_text(title))
     identity = {"model": name, "title": title, "short_title": name, "order": 100}
     write_snapshots_json(out, snapshots_json(identity, catalogue, run, pages, extra_pages=[], traced=True,
-                                             catalogue=numbering, outcome=outcome))
+                                             catalogue=numbering, outcome=outcome, checked=[trace.checks_fact]))
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
+
+
+def run_stamp(reading: CaptureReading, readings: list[SnapshotReading], command: str) -> dict[str, Any]:
+    """The traced run's stamp: the script and its arguments, the seeds it set, the devices its tensors were on."""
+    seeds = list(dict.fromkeys(reading.seeds))
+    return {
+        "script": reading.script.name, "sha256": reading.sha256, "argv": capture_argv(command), "seeds": seeds,
+        "devices": sorted({t.device for r in readings for t in r.tensors}) or ["cpu"], "torch": torch.__version__,
+        "python": platform.python_version(), "package": package_version(), "seconds": reading.seconds,
+        "command": command,
+        "weights": "the script's own",
+        **({"seed": seeds[0]} if seeds else {}),
+    }
+
+
+def run_inputs(reading: CaptureReading, readings: list[SnapshotReading], dims: dict[str, int],
+               hit: int) -> dict[str, Any]:
+    """What the traced run knows of its input, all read from the capture before any check runs: the script, the
+    snapshots captured (the facts table's rows of the run; the checks' own row is the judgements', TraceReport
+    ``checks_fact``), the pass the pages show, the IDs its report's blocks label positions with."""
+    captured = f"{sum(r.captured for r in readings)} of {len(readings)}"
+    facts = [("Script", reading.script.name), ("Captured", f"{captured} {reading.catalogue.short_title} snapshots")]
+    return {"script": reading.script.name, "sha256": reading.sha256, "facts": facts,
+            "summary": f"Trace of {reading.script.name}: {captured} snapshots captured", "layer": hit,
+            **id_labels(reading.catalogue, readings, dims)}
 
 
 def explorer_data(catalogue: Report, pages: list[SnapshotReading], source: TensorDict | None, run: ModelRun,

@@ -1,9 +1,11 @@
 """A traced script's verdicts: the catalogue's own typed checks (generator/checks.py), the ones its snapshots declare,
-run on a ``TensorDict`` of the captured tensors under the catalogue's record names. Hit k of a line in the layer loop
-is filed under layer k's names, so a check that reads ``{block_prev}`` (the previous layer's output) compares layer
-k's input with layer k − 1's output; placeholders that name one layer (``{block_last}``) are filled from the layers
-the script's loop ran (``RunOptions.NAMED_PASSES``). Checks that need the model's weights or the run's inputs are
-not checkable; a page is judged by the checks that could run."""
+run on the traced run (trace/reading/run.py ``TracedRun``, built from the capture's one reading before any check runs),
+each through the view of the hit its page shows: the captured tensors under the catalogue's record names (filed once,
+in capture_reading.py). Hit k of a line in the layer loop is filed under layer k's names, so a check that reads
+``{block_prev}`` (the previous layer's output) compares layer k's input with layer k − 1's output; placeholders that
+name one layer (``{block_last}``) are filled from the layers the script's loop ran (``RunOptions.NAMED_PASSES``).
+Checks that need weights no marked line's module call gave, or the run's inputs, are not checkable; a page is judged by
+the checks that could run."""
 
 from __future__ import annotations
 
@@ -27,12 +29,12 @@ from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.records import TensorLabel, own_tensors, shown_places
 from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.residuals import sublayer_bound
-from transformer_trace.trace.reading.weights import bind, modules_called, run_bound
+from transformer_trace.trace.reading.weights import bind, run_bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
-    from transformer_trace.trace.reading.capture_reading import CaptureReading
     from transformer_trace.trace.reading.pages import SnapshotReading
+    from transformer_trace.trace.reading.run import TracedRun
 
 
 class UnboundDimensions(NotCheckable):
@@ -81,18 +83,19 @@ class Judgement:
 StandIn = tuple[int, int, str, torch.Tensor]
 
 
-def run_checks(reading: CaptureReading) -> dict[int, Judgement]:
-    """Each snapshot's judgement by its declared checks (by snapshot number), run on the reading's captured tensors
-    under the catalogue's record names (capture_reading.py: filed there once)."""
-    readings, catalogue, dims, hit = list(reading.snapshots), reading.catalogue, dict(reading.dims), reading.hit
-    source, labels = reading.source, dict(reading.labels)
+def judge(run: TracedRun, readings: list[SnapshotReading], labels: dict[str, TensorLabel], dims: dict[str, int],
+          hit: int) -> dict[int, Judgement]:
+    """Each snapshot's judgement by its declared checks (by snapshot number), run on the traced run, which exists before
+    them (trace/reading/run.py ``traced_run``): each check reads it as its marked line sees it (``TracedRun.seen_from``:
+    the pass its page shows, and the steps nobody marked, derived from the run's tensors), its weights from the modules
+    the run's marked lines called (``run.called``); ``labels``: what each record name comes from."""
+    source = run.catalogued
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
     derived: dict[str, tuple[str, ...]] = {}
     checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived)
-    known = modules_called(readings, checked) if checked is not None else {}
     stand_ins: list[StandIn] = []
     with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
-        results = _check_pages(readings, catalogue, hit, dims, source, checked, read_labels, known, stand_ins)
+        results = _check_pages(readings, run, hit, dims, checked, read_labels, stand_ins)
         _stand_ins_agree(readings, results, stand_ins)
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
@@ -164,19 +167,20 @@ def in_users_terms(result: CheckResult, labels: dict[str, TensorLabel], variable
                    evidence=replace(result.evidence, message=message))
 
 
-def _check_pages(pages: list[SnapshotReading], catalogue: Report, hit: int, dims: dict[str, int],
-                 source: TensorDict | None, checked: TensorDict | None, read_labels: dict[str, TensorLabel],
-                 known: dict[str, Any], stand_ins: list[StandIn]) -> dict[int, list[CheckResult]]:
+def _check_pages(pages: list[SnapshotReading], run: TracedRun, hit: int, dims: dict[str, int],
+                 checked: TensorDict | None, read_labels: dict[str, TensorLabel],
+                 stand_ins: list[StandIn]) -> dict[int, list[CheckResult]]:
     """Each snapshot's results, one per declared check, in the user's terms (by snapshot number)."""
     variables = {page.label: page.variables for page in pages if page.captured}
-    results = {}
+    source, results = run.catalogued, {}
     for page in pages:
         # a snapshot is judged on its own capture, even where an earlier one shows the same record point
         if source is not None and checked is not None and page.captured:
-            places = shown_places(page, catalogue, pages, hit) or dict(source.places)
+            places = shown_places(page, run.report, pages, hit) or dict(source.places)
             own = own_tensors(page, places)
-            found = page_checks(page, TensorDict({**checked.tensors, **own}, places=places),
-                                {**read_labels, **dict.fromkeys(own, TensorLabel(page.label))}, known, stand_ins, dims)
+            found = page_checks(page, run.seen_from({**checked.tensors, **own}, places),
+                                {**read_labels, **dict.fromkeys(own, TensorLabel(page.label))}, run.called, stand_ins,
+                                dims)
         else:
             found = page_checks(page, checked, read_labels, dims=dims)
         results[page.snap.number] = [in_users_terms(result, read_labels, variables) for result in found]

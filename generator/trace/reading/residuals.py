@@ -49,7 +49,7 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, 
     stream = _stream_captured(calls, main, order, source) if absent else None
     if stream is not None:  # the stream the sublayer is added to, as the line's LayerNorm read it: a captured step
         kept, absent = (Ref(stream), Ref(name)), ()
-    bound = CallSource(tensors, places=source.places, inputs=source.inputs, declared=source.declared)
+    bound = CallSource.over(source, tensors)
     out = getattr(check, "out")
     how = (f"; the stream it is added to as {stream}, the input of the LayerNorm the line called"
            if stream is not None else "")

@@ -1,6 +1,8 @@
 """The trace's boundary: a capture becomes the run object the bundled reports produce (``traced_run``: a
-``transformer_trace.run.ModelRun`` of the captured tensors under the catalogue's record names, no model, and what it
-lacks, typed), so the pages, checks, figures and data read a trace as they read a bundled report.
+``TracedRun``, a ``transformer_trace.run.ModelRun`` of the captured tensors under the catalogue's record names, no
+model, the modules its marked lines called rebuilt from their own parameters, and what it lacks, typed), so the checks,
+pages, figures and data read a trace as they read a bundled report. It is built from the reading, before any check
+runs: the checks run on it (trace/reading/checking.py ``judge``), each through the view of the pass its page shows.
 
 ``TraceReport`` is what a script's run adds to its overview: the counts, the first failure in pipeline order, the
 script's error or timeout, the figures drawn from the user's tensors; ``trace_overview`` the overview's data from it.
@@ -13,12 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from transformer_trace.pages import Alert, Column, Dimensions, Overview, SnapshotPage, TensorSection
 from transformer_trace.render import literal_block
 from transformer_trace.run import Lacks, ModelRun
-from transformer_trace.sources import Known, MissingTensor, TensorDict
+from transformer_trace.sources import Known, MissingTensor, ModuleRef, NoWeights, ParamRef, TensorDict
 from transformer_trace.text import escape_text
 from transformer_trace.trace.reading.checking import TensorLabel
+from transformer_trace.trace.reading.weights import CallSource, CalledModules, modules_called
 from transformer_trace.models.recording import Recorded, Recording
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,13 +82,47 @@ def absent_tensors(source: TensorDict, labels: dict[str, TensorLabel], captured:
     return absent
 
 
+@dataclass
+class TracedRun(ModelRun):
+    """A traced script's run: no model, and the modules its marked lines called, rebuilt from the calls' own parameters
+    by catalogue name (``called``, trace/reading/weights.py ``modules_called``), answer ``module()`` and
+    ``parameter()`` as a model run's model does; ``catalogued``, the captured tensors under the catalogue's record
+    names (the recording's, as one source; None where the report's options cannot name a pass of the script's loops)."""
+
+    called: CalledModules = field(default_factory=dict)
+    catalogued: TensorDict | None = None
+
+    def module(self, template: ModuleRef | str) -> Any:
+        name = self.name(template)
+        if name in self.called:
+            return self.called[name]
+        return super().module(template)
+
+    def parameter(self, template: ParamRef | str) -> torch.Tensor:
+        """A parameter of a module a marked line called (``tok_emb.weight``: the Embedding's own weight)."""
+        name = self.name(template)
+        owner, _, attribute = name.rpartition(".")
+        value = getattr(self.called.get(owner), attribute, None)
+        if not isinstance(value, torch.Tensor):
+            raise NoWeights(f"parameter {name}", self.lacks.weights)
+        return value.detach().double().cpu()
+
+    def seen_from(self, tensors: Mapping[str, torch.Tensor], places: Mapping[str, str]) -> CallSource:
+        """The run as one marked line's checks read it: ``tensors`` (the run's, the steps nobody marked derived from
+        them, the page's own pass), record names filled at the pass the page shows (``places``), the modules and
+        parameters the run's calls rebuilt."""
+        return CallSource(tensors, places=places, inputs=self.inputs, run=self)
+
+
 def traced_run(catalogue: Report, source: TensorDict | None, labels: dict[str, TensorLabel],
-               pages: Sequence[SnapshotReading],
-               inputs: dict[str, Any], dims: dict[str, int], stamp: dict[str, Any], command: str) -> ModelRun:
-    """The capture as the run object the bundled reports produce (generator/run.py ``ModelRun``): the captured tensors
-    under the catalogue's record names and in its layouts (``source``, trace/reading/checking.py), each with the
-    user's file and marked line; no model; and what the run lacks, typed: the weights (``NoWeights``), the input's facts
-    (``NoInput``), the tensors of snapshots not marked or not readable (``MissingTensor``, saying which and why)."""
+               pages: Sequence[SnapshotReading], inputs: dict[str, Any], dims: dict[str, int], stamp: dict[str, Any],
+               command: str) -> TracedRun:
+    """The capture as the run object the bundled reports produce (generator/run.py ``ModelRun``), built before any
+    check runs: the captured tensors under the catalogue's record names and in its layouts (``source``,
+    trace/reading/checking.py), each with the user's file and marked line; no model, but the modules the marked lines
+    called, rebuilt from the calls' own parameters (trace/reading/weights.py ``modules_called``); and what the run
+    lacks, typed: the weights no call gave (``NoWeights``), the input's facts (``NoInput``), the tensors of snapshots
+    not marked or not readable (``MissingTensor``, saying which and why)."""
     captured = {p.label for p in pages if p.captured}
     by_label = {p.label: p for p in pages}
     recording = Recording()
@@ -99,7 +138,7 @@ def traced_run(catalogue: Report, source: TensorDict | None, labels: dict[str, T
                                        line=_marked_line(t))
     markers = {p.label: p.marker_example for p in pages}
     absent = absent_tensors(source, labels, captured, markers) if source is not None else {}
-    return ModelRun(
+    return TracedRun(
         report=catalogue, model=None, recording=recording, inputs=Known(inputs, "input", INPUTS_WHY),
         dims=Known(dims, "dimension", "not bound from your tensors"),
         places=dict(source.places) if source is not None else {},
@@ -109,7 +148,8 @@ def traced_run(catalogue: Report, source: TensorDict | None, labels: dict[str, T
         facts=Known(stamp, "run fact", "a traced script's run stamp does not record it"),
         # No declared points: the figures' axes take the exploration's words only where a run declares its points, and
         # a trace knows no words (its pages and explorer read the catalogue's named shapes from the pages instead).
-        record_points={}, command=command,
+        record_points={}, command=command, catalogued=source,
+        called=modules_called(list(pages), source) if source is not None else {},
     )
 
 
@@ -128,6 +168,14 @@ class TraceReport:
     outcome: dict[str, Any]  # error, timed_out, timeout, finished, warnings (snapshots.json's outcome)
     first_failure: SnapshotPage | None  # the page that failed first in the model's data flow
     drawn: dict[str, str] = field(default_factory=dict)  # figure id -> caption, drawn from the user's tensors
+
+    @property
+    def checks_fact(self) -> tuple[str, str]:
+        """The facts table's row of the checks (the run's own rows are its inputs' ``facts``, known before any check
+        ran): what the print view's table and snapshots.json's ``facts`` add to the run's."""
+        counts = self.counts
+        return ("Checks", f"{counts['passed']} passed, {counts['failed']} failed, {counts['unrecognised']} "
+                          f"unrecognised, {counts['unchecked']} not checkable")
 
 
 TRACE_COLUMNS = (Column("#", "link"), Column("Title", "title"), Column("Your variable", "variable"),

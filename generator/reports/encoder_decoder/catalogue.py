@@ -178,7 +178,8 @@ SNAPSHOTS = (
         variable='attn_concat',
         stage='encoder',
         tensors=(enc_self_attn.CONCAT,),
-        checks=(ContextConcat(probs=enc_self_attn.PROBS, v=enc_self_attn.V_HEADS),),
+        checks=(ContextConcat(probs=enc_self_attn.PROBS, v=enc_self_attn.V_HEADS, q=enc_self_attn.Q_HEADS,
+                               k=enc_self_attn.K_HEADS),),
         questions=(6,),
     ),
     Snapshot(
@@ -321,7 +322,8 @@ SNAPSHOTS = (
         variable='attn_concat_m',
         stage='decoder',
         tensors=(dec_self_attn.CONCAT,),
-        checks=(ContextConcat(probs=dec_self_attn.PROBS, v=dec_self_attn.V_HEADS),),
+        checks=(ContextConcat(probs=dec_self_attn.PROBS, v=dec_self_attn.V_HEADS, q=dec_self_attn.Q_HEADS,
+                               k=dec_self_attn.K_HEADS),),
         questions=(2,),
     ),
     Snapshot(
@@ -385,7 +387,8 @@ SNAPSHOTS = (
         variable='attn_concat_c',
         stage='decoder',
         tensors=(dec_cross_attn.CONCAT,),
-        checks=(ContextConcat(probs=dec_cross_attn.PROBS, v=dec_cross_attn.V),),
+        checks=(ContextConcat(probs=dec_cross_attn.PROBS, v=dec_cross_attn.V, q=dec_cross_attn.Q,
+                               k=dec_cross_attn.K),),
         questions=(2,),
     ),
     Snapshot(

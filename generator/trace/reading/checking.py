@@ -119,7 +119,8 @@ def run_checks(readings: list[SnapshotReading], catalogue: Report, dims: dict[st
     source, labels = catalogue_source(catalogue, readings, hit)
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
     derived: dict[str, tuple[str, ...]] = {}
-    checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived)
+    checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived,
+                                                                                 dims)
     known = modules_called(readings, checked) if checked is not None else {}
     stand_ins: list[StandIn] = []
     with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
@@ -215,14 +216,14 @@ def _check_pages(pages: list[SnapshotReading], catalogue: Report, hit: int, dims
 
 
 def _with_derived(pages: list[SnapshotReading], source: TensorDict, labels: dict[str, TensorLabel],
-                  derived: dict[str, tuple[str, ...]]) -> tuple[TensorDict, dict[str, TensorLabel]]:
+                  derived: dict[str, tuple[str, ...]], dims: dict[str, int]) -> tuple[TensorDict, dict[str, TensorLabel]]:
     """``source`` with the tensors of steps nobody marked derived from the captured ones (trace/reading/derived.py),
     and the labels that say so; ``derived`` gets, per snapshot label, the captured steps its tensor was derived from."""
     tensors, read_labels = dict(source.tensors), dict(labels)
     def label_of(label: str, read: list[TensorLabel]) -> TensorLabel:
         return TensorLabel(label, derived_from=tuple(dict.fromkeys(map(str, read))))
 
-    derived.update(derive_missing(pages, tensors, read_labels, dict(source.places), label_of))
+    derived.update(derive_missing(pages, tensors, read_labels, dict(source.places), label_of, dims))
     return TensorDict(tensors, places=source.places), read_labels
 
 

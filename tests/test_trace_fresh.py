@@ -19,6 +19,7 @@ FOLDERS = sorted(path.parent for path in FRESH.glob("*/planted_bugs.json"))
 
 # (folder, bug id) -> the evidence of the first failure: the name of the bug form or the property (checks/evidence.py)
 NAMED_FIRST = {
+    ("BrianPulfer_PapersReimplementations", "B2"): "softmax over the wrong axis",
     ("BrianPulfer_PapersReimplementations", "B3"): "residual dropped",
     ("BrianPulfer_PapersReimplementations", "B4"): "the wrong token pooled",
     ("bentrevett_pytorch_seq2seq", "B1"): "1/√d missing",
@@ -55,7 +56,6 @@ NEEDS = "not checkable where its evidence was captured (issue 40, point 4): "
 NOT_NAMED_FIRST = {
     ("BrianPulfer_PapersReimplementations", "B1"): NEEDS + "S13 is one item's one head per hit (attention written as "
                                                    "loops), not read whole; S12 is not marked",
-    ("BrianPulfer_PapersReimplementations", "B2"): NEEDS + "S13 is one item's one head per hit, not read whole",
     ("bentrevett_pytorch_seq2seq", "B3"): NEEDS + "#29 reads the LayerNorm call's own input (the sublayer output #28 "
                                           "is before the output projection), so it is checked as LayerNorm(its input)",
 }

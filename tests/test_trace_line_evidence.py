@@ -2,7 +2,8 @@
 hides is named first with its bug form: the stream a pre-norm residual line normalised (``x + self.attn(self.ln(x))``,
 the block input unmarked) read as the norm's input; the position table a line added from a buffer it read by attribute
 (``x + self.pe[:T]``); the one parameter of a module of the user's the line called (``self.pos_embedding(x)``). On
-correct code each of them passes; with the bug planted, the step is red with the bug form."""
+correct code each of them passes; with the bug planted, the step is red with the bug form. A step captured one part
+per hit (attention written as loops over the items and heads) is red where a bug form fits every part."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
+import torch.nn.functional as F
 
+from transformer_trace.checks import SoftmaxRows
 from transformer_trace.cli import main
+from transformer_trace.sources import Ref
+from transformer_trace.trace.reading.parts import evidence_in_parts
 
 # a pre-norm GPT block of the user's own classes, its first residual sum marked and nothing it reads
 PRE_NORM = '''\
@@ -136,3 +142,23 @@ def test_the_bug_that_line_hides_is_named_first_with_its_form(tmp_path, case):
     code, checks = traced(tmp_path, source.replace(old, new))
     assert code == 1 and checks[""]["first_failure"].startswith(f"{label} ")
     assert checks[label]["passed"] is False and checks[label]["evidence"]["name"] == form, checks[label]["detail"]
+
+
+# ----------------------------------------------------------------------------- a step captured one part per hit
+
+
+def _parts(dim: int, dropout: float = 0.0) -> tuple[torch.Tensor, ...]:
+    torch.manual_seed(0)
+    return tuple(F.dropout(torch.softmax(torch.randn(6, 6), dim=dim), dropout) for _ in range(4))
+
+
+def test_a_bug_form_that_fits_every_part_of_a_step_written_as_loops_is_evidence_for_a_red_verdict():
+    result = evidence_in_parts(SoftmaxRows(out=Ref("probs"), scores=Ref("scores")), _parts(dim=0), {})
+    assert result is not None and result.status == "failed"
+    assert result.evidence is not None and result.evidence.name == "softmax over the wrong axis"
+    assert "on each of the 4 hits" in result.detail
+
+
+@pytest.mark.parametrize("parts", [_parts(dim=-1), _parts(dim=-1, dropout=0.5)], ids=["softmax", "through a dropout"])
+def test_parts_of_a_correct_step_even_through_a_dropout_are_no_evidence(parts):
+    assert evidence_in_parts(SoftmaxRows(out=Ref("probs"), scores=Ref("scores")), parts, {}) is None

@@ -24,6 +24,7 @@ from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotChec
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.dropout import said_dropout
+from transformer_trace.trace.reading.parts import evidence_in_parts
 from transformer_trace.trace.reading.residuals import sublayer_bound
 from transformer_trace.trace.reading.weights import bind, modules_called, run_bound
 
@@ -216,7 +217,8 @@ def _check_pages(pages: list[SnapshotReading], catalogue: Report, hit: int, dims
 
 
 def _with_derived(pages: list[SnapshotReading], source: TensorDict, labels: dict[str, TensorLabel],
-                  derived: dict[str, tuple[str, ...]], dims: dict[str, int]) -> tuple[TensorDict, dict[str, TensorLabel]]:
+                  derived: dict[str, tuple[str, ...]],
+                  dims: dict[str, int]) -> tuple[TensorDict, dict[str, TensorLabel]]:
     """``source`` with the tensors of steps nobody marked derived from the captured ones (trace/reading/derived.py),
     and the labels that say so; ``derived`` gets, per snapshot label, the captured steps its tensor was derived from."""
     tensors, read_labels = dict(source.tensors), dict(labels)
@@ -278,7 +280,9 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
                             f"{layout.note}")]
     if layout.status is LayoutStatus.UNBOUND and layout.canonical is None and checks \
             and not layout.unbound:  # bound, but a part of the step only (one item's one head of a loop)
-        return [_not_checkable(claim, f"needs the whole step: {layout.note}") for claim in claims]
+        parts, places = page.hit_values[0] if page.hit_values else (), dict(source.places) if source else {}
+        return [evidence_in_parts(check, parts, places) or _not_checkable(claim, f"needs the whole step: {layout.note}")
+                for check, claim in zip(checks, claims)]
     if layout.status is LayoutStatus.UNBOUND and layout.canonical is None and checks:
         lack = UnboundDimensions.of(layout.unbound, page.main.shown.shape, tuple(page.shape))
         return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]

@@ -184,13 +184,51 @@ def test_the_context_of_sdpa_is_checked_from_probabilities_derived_through_the_c
     assert "G14 (derived from G13 (derived from" in context["detail"]  # the masked scores derived from G11 and G12
 
 
-def test_the_context_of_sdpa_told_another_scale_is_never_passed(tmp_path):
+@pytest.mark.parametrize("call, form", [
+    ("attn_mask=mask, scale=1.0)", "1/√d missing"),  # Q·Kᵀ unscaled, masked as the probabilities are
+    ("is_causal=False)", "the context computed without its mask"),  # every query sees every key, later ones too
+])
+def test_the_context_of_sdpa_rebuilt_from_q_and_k_names_the_scale_or_the_mask_it_left_out(tmp_path, call, form):
     script = tmp_path / "sdpa.py"
-    script.write_text(SDPA_GPT.replace("attn_mask=mask)", "attn_mask=mask, scale=1.0)"), encoding="utf-8")
-    main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"])
+    script.write_text(SDPA_GPT.replace("attn_mask=mask)", call), encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"]) == 1
     data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    assert data["outcome"]["first_failure"].startswith("G15 ")
     context = next(s for s in data["snapshots"] if s["label"] == "G15")["check"]
-    assert context["passed"] is not True and "needs" not in context["detail"]
+    assert context["passed"] is False and context["evidence"]["name"] == form, context["detail"]
+
+
+# ----------------------------------------------------------------------------- the heads split from captured q, k, v
+
+ENCODER_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "encoder_decoder_trace.py"
+HEADS_UNMARKED = ("  # Snapshot #12\n", "\n")  # q, k and v (#7, #8, #9) marked, their head split not
+NO_SCALE = ("q_heads @ k_heads.transpose(-2, -1) / math.sqrt(d_head)", "q_heads @ k_heads.transpose(-2, -1)")
+
+
+def traced_encoder(tmp_path: Path, *changes: tuple[str, str]) -> tuple[int, dict]:
+    source = ENCODER_EXAMPLE.read_text(encoding="utf-8")
+    for old, new in changes:
+        assert old in source, old
+        source = source.replace(old, new)
+    script = tmp_path / "encoder.py"
+    script.write_text(source, encoding="utf-8")
+    code = main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"])
+    return code, json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
+
+
+def test_scores_whose_heads_no_snapshot_shows_are_checked_with_the_head_split_of_the_captured_q_and_k(tmp_path):
+    code, data = traced_encoder(tmp_path, HEADS_UNMARKED)
+    assert code == 0 and data["outcome"]["counts"]["failed"] == 0
+    scores = next(s for s in data["snapshots"] if s["label"] == "#10")["check"]
+    assert scores["passed"] is True, scores["detail"]
+    assert "#12 (derived from #7), #12 (derived from #8)" in scores["detail"]
+
+
+def test_an_encoder_with_its_1_over_root_d_left_out_and_its_heads_unmarked_is_named_first(tmp_path):
+    code, data = traced_encoder(tmp_path, HEADS_UNMARKED, NO_SCALE)
+    assert code == 1 and data["outcome"]["first_failure"].startswith("#10 ")
+    scores = next(s for s in data["snapshots"] if s["label"] == "#10")["check"]
+    assert scores["evidence"]["name"] == "1/√d missing", scores["detail"]
 
 
 # ----------------------------------------------------------------------------- positions whose table is not captured

@@ -19,6 +19,7 @@ FOLDERS = sorted(path.parent for path in FRESH.glob("*/planted_bugs.json"))
 
 # (folder, bug id) -> the evidence of the first failure: the name of the bug form or the property (checks/evidence.py)
 NAMED_FIRST = {
+    ("BrianPulfer_PapersReimplementations", "B2"): "softmax over the wrong axis",
     ("BrianPulfer_PapersReimplementations", "B3"): "residual dropped",
     ("BrianPulfer_PapersReimplementations", "B4"): "the wrong token pooled",
     ("bentrevett_pytorch_seq2seq", "B1"): "1/√d missing",
@@ -35,14 +36,18 @@ NAMED_FIRST = {
     ("lukemelas_PyTorch_Pretrained_ViT", "B1"): "1/√d missing",
     ("lukemelas_PyTorch_Pretrained_ViT", "B2"): "softmax over the wrong axis",
     ("lukemelas_PyTorch_Pretrained_ViT", "B3"): "residual dropped",
+    ("lukemelas_PyTorch_Pretrained_ViT", "B4"): "positions added twice",
     ("openai_whisper", "B1"): "1/√d missing",
     ("openai_whisper", "B2"): "softmax over the wrong axis",
+    ("openai_whisper", "B3"): "residual dropped",
     ("openai_whisper", "B4"): "no query attends to a later key",
     ("pytorch_examples_word_language_model", "B1"): "no query attends to a later key",
+    ("pytorch_examples_word_language_model", "B2"): "added twice",
     ("pytorch_examples_word_language_model", "B3"): "probabilities sum to 1",
     ("pytorch_labs_gpt_fast", "B1"): "no query attends to a later key",
     ("pytorch_labs_gpt_fast", "B2"): "residual dropped",
     ("pytorch_labs_gpt_fast", "B3"): "heads merged without moving the axis back",
+    ("pytorch_labs_gpt_fast", "B4"): "1/√d missing",
 }
 
 # (folder, bug id) -> why the bug is not named first yet: each an issue-40 point-4 gap (a step derived from captured
@@ -51,14 +56,8 @@ NEEDS = "not checkable where its evidence was captured (issue 40, point 4): "
 NOT_NAMED_FIRST = {
     ("BrianPulfer_PapersReimplementations", "B1"): NEEDS + "S13 is one item's one head per hit (attention written as "
                                                    "loops), not read whole; S12 is not marked",
-    ("BrianPulfer_PapersReimplementations", "B2"): NEEDS + "S13 is one item's one head per hit, not read whole",
     ("bentrevett_pytorch_seq2seq", "B3"): NEEDS + "#29 reads the LayerNorm call's own input (the sublayer output #28 "
                                           "is before the output projection), so it is checked as LayerNorm(its input)",
-    ("lukemelas_PyTorch_Pretrained_ViT", "B4"): NEEDS + "S07 needs the parameter pos_embedding, though the marked line "
-                                                "called the module holding it",
-    ("openai_whisper", "B3"): NEEDS + "#15 needs #6 and #14 (res1_b)",
-    ("pytorch_examples_word_language_model", "B2"): NEEDS + "G04 needs G03 (the sinusoid buffer added on the line)",
-    ("pytorch_labs_gpt_fast", "B4"): NEEDS + "G15 needs G14, which SDPA hides; G11 and G14 are not captured",
 }
 
 

@@ -4,6 +4,7 @@ the probability rows (a padding mask the step does not show recognised), and the
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,14 @@ class HeadsRejoin(Check):
     def bound_by(self, calls: CallBinder[BoundT]) -> BoundT | None:
         """Bound to the whole projections the traced line's calls (or the tensors it read) give, where none is shown."""
         return calls.projections(self)
+
+    def derive_by_layout(self, s: TensorSource, dims: Mapping[str, int]) -> dict[Ref, tuple[torch.Tensor, Ref]]:
+        """Each per-head tensor the source lacks, split from its whole projection (B, L, C) into the ``h`` heads the
+        trace bound: the catalogue's head split (B, L, C) -> (B, h, L, hs)."""
+        heads = dims.get("h")
+        return {h_ref: (_heads(s.t(f_ref), heads), f_ref) for h_ref, f_ref in zip(self.heads, self.full)
+                if heads and not s.has(h_ref) and s.has(f_ref) and s.t(f_ref).dim() == 3
+                and s.t(f_ref).shape[-1] % heads == 0}
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         details, passed = [], True
@@ -319,6 +328,48 @@ class SoftmaxRows(Check):
                      f"scores read are Q·Kᵀ unscaled: the 1/√{hs} applied inside the softmax)")
 
 
+def _weights_rebuilt(check: Any, s: TensorSource, *, masked: bool, scaled: bool) -> tuple[torch.Tensor, int]:
+    """The attention weights rebuilt from the queries and keys the context check reads (``check.q``, ``check.k``): the
+    softmax of Q·Kᵀ (÷√hs where ``scaled``), with the keys the probabilities give no weight blocked where ``masked``;
+    and hs."""
+    probs = s.t(check.probs)
+    q, k = _heads(s.t(check.q), probs.shape[1]), _heads(s.t(check.k), probs.shape[1])
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scaled else 1.0)
+    if masked:
+        scores = scores.masked_fill(probs == 0, float("-inf"))
+    return torch.softmax(scores, dim=-1), q.shape[-1]
+
+
+def _context_without_mask(check: Any, s: TensorSource) -> Fit | None:
+    """The context from every key, a later or padded one included: the softmax of Q·Kᵀ/√hs with no mask (an SDPA call
+    without ``is_causal`` or its ``attn_mask``), where the probabilities block some keys."""
+    if check.q is None or check.k is None or not bool((s.t(check.probs) == 0).any()):
+        return None
+    weights, hs = _weights_rebuilt(check, s, masked=False, scaled=True)
+    fits, detail = close(s.t(check.out), check.context(s, weights), f"vs the context from softmax(Q·Kᵀ/√{hs}) "
+                         "with no mask")
+    return Fit(fits, f"your {s.name(check.out)} is computed without its mask: every query attends to every key, "
+               f"those its probabilities give no weight included ({detail})" if fits else detail)
+
+
+def _context_unscaled(check: Any, s: TensorSource) -> Fit | None:
+    """The context from the softmax of Q·Kᵀ without the 1/√hs (an SDPA call told ``scale=1.0``), masked as the
+    probabilities are."""
+    if check.q is None or check.k is None:
+        return None
+    weights, hs = _weights_rebuilt(check, s, masked=True, scaled=False)
+    fits, detail = close(s.t(check.out), check.context(s, weights), "vs the context from softmax(Q·Kᵀ) unscaled")
+    return Fit(fits, f"your {s.name(check.out)} is computed from Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) "
+               f"scaling ({detail})" if fits else detail)
+
+
+# the context rebuilt from the queries and keys (where the check reads them): the mask or the scale left out
+CONTEXT_FORMS = (BugForm("the context computed without its mask", "the output vs the context from the softmax of "
+                         "Q·Kᵀ/√hs with no mask", _context_without_mask),
+                 BugForm("1/√d missing", "the output vs the context from the softmax of Q·Kᵀ unscaled, masked as "
+                         "the probabilities are", _context_unscaled))
+
+
 def _merged_in_place(check: Any, s: TensorSource) -> Fit | None:
     """(weights·V) of shape (B, h, T, hs) reshaped straight to (B, T, C), the heads axis not moved back first."""
     probs = s.t(check.probs)
@@ -336,23 +387,26 @@ class ContextConcat(Check):
     whole (B, S, C), then split into the probabilities' heads."""
 
     DERIVES = "out"
+    OPTIONAL = (("q", "k"),)
     BUG_FORMS = (BugForm("heads merged without moving the axis back", "the output vs (weights·V) reshaped without "
-                         "the transpose", _merged_in_place),)
+                         "the transpose", _merged_in_place), *CONTEXT_FORMS)
 
     out: Ref = THIS
     probs: Ref
     v: Ref
+    q: Ref | None = None  # the queries and keys, per head or whole: read only by the bug forms
+    k: Ref | None = None
 
-    def derive(self, s: TensorSource) -> torch.Tensor | None:
-        probs = s.t(self.probs)
-        ctx = probs @ _heads(s.t(self.v), probs.shape[1])
+    def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
+        """weights·V per head, the heads concatenated: (B, h, T, S) -> (B, T, C)."""
+        ctx = weights @ _heads(s.t(self.v), weights.shape[1])  # (B, h, T, hs)
         return ctx.transpose(1, 2).reshape(ctx.shape[0], ctx.shape[2], -1)
 
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        return self.context(s, s.t(self.probs))
+
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        probs = s.t(self.probs)
-        ctx = probs @ _heads(s.t(self.v), probs.shape[1])  # (B, h, T, hs)
-        B, H, T, hs = ctx.shape
-        joined = ctx.transpose(1, 2).reshape(B, T, H * hs)  # -> (B, T, C)
+        joined = self.context(s, s.t(self.probs))
         passed, detail = close(s.t(self.out), joined, "recomputed (weights·V) per head, heads concatenated")
         return "equals the heads' weights·V, concatenated", passed, detail
 
@@ -373,18 +427,24 @@ class ContextHeads(Check):
     """Tensors only: ``out`` (B, h, T, hs) is probs·V."""
 
     DERIVES = "out"
+    OPTIONAL = (("q", "k"),)
     BUG_FORMS = (BugForm("heads merged without moving the axis back", "the output vs probs·V merged without the "
-                         "transpose", _heads_of_merged_in_place),)
+                         "transpose", _heads_of_merged_in_place), *CONTEXT_FORMS)
 
     out: Ref = THIS
     probs: Ref
     v_heads: Ref
+    q: Ref | None = None  # the queries and keys, per head or whole: read only by the bug forms
+    k: Ref | None = None
+
+    def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
+        return weights @ s.t(self.v_heads)
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
-        return s.t(self.probs) @ s.t(self.v_heads)
+        return self.context(s, s.t(self.probs))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        expected = s.t(self.probs) @ s.t(self.v_heads)
+        expected = self.context(s, s.t(self.probs))
         passed, detail = close(s.t(self.out), expected, "recomputed attention probabilities @ V")
         return "equals probabilities @ V", passed, detail
 

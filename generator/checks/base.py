@@ -272,6 +272,12 @@ class Check(Typed):
         nobody marked from the ones that were: scores from q and k); None where the others do not determine it."""
         return None
 
+    def derive_by_layout(self, s: TensorSource, dims: Mapping[str, int]) -> dict[Ref, tuple[torch.Tensor, Ref]]:
+        """The tensors of fields this claim relates to another by a layout operation alone (the head split of a whole
+        projection, given the head count a trace bound, ``dims``), for those ``s`` lacks and can be made: each with the
+        ref it was made from; none here."""
+        return {}
+
     def reading(self, name: str, ref: Ref) -> Check:
         """This check with its tensor field ``name`` reading ``ref`` (a module call's input) instead."""
         return dataclasses.replace(self, **{name: ref})

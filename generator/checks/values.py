@@ -135,7 +135,9 @@ class SumOf(Check):
     """A residual sum: ``out`` is the sum of ``operands`` (tensors only)."""
 
     # an unmarked sublayer output, from the module the line called last
-    TRACE = TraceUse(also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION}))
+    # (or the table the line read by attribute: positions from a buffer, trace/reading/residuals.py)
+    TRACE = TraceUse(also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION,
+                                           ModuleKind.READ}))
     BUG_FORMS = (BugForm("added twice", "the sum with one operand counted twice", _operand_twice),)
     LEFT_OUT = "residual dropped"
 
@@ -243,7 +245,8 @@ def _parameter_twice(check: Any, s: TensorSource) -> Fit | None:
 class PlusParameter(Check):
     """``out`` is ``x`` plus the learned ``parameter`` (e.g. position embeddings)."""
 
-    TRACE = TraceUse(calls={"parameter": (ModuleKind.READ, "weight")})
+    # the table the line read, or the one parameter of the module of the user's it called (``self.pos_embed(x)``)
+    TRACE = TraceUse(calls={"parameter": (ModuleKind.READ, "weight")}, also_calls=frozenset({ModuleKind.USER}))
     WEIGHTS_OPTIONAL = True  # without the table: the added term the same for every item (same_for_every_item)
     BUG_FORMS = (BugForm("positions added twice", "the output vs input + 2 × the parameter", _parameter_twice),)
 

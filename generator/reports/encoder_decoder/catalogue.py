@@ -5,10 +5,8 @@ them, {dec_last} the last decoder layer (see EncoderDecoderOptions.places).
 """
 
 from transformer_trace.catalogue import Figure, Question, Snapshot, Stage
-from transformer_trace.checks import (
-    CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LinearOf, ResidualSumOrPostNorm, SameTensor,
-    ScaledScores, SoftmaxRows, SumOf,
-)
+from transformer_trace.checks import (CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LinearOf,
+                                      ResidualSumOrPostNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf)
 from transformer_trace.figures import AttentionHeads, Mask, Matrix, Positional
 from transformer_trace.places import Place
 from transformer_trace.reports.encoder_decoder.checks import EmbeddingTableRows, SinusoidalPositions, TokenIds
@@ -178,7 +176,8 @@ SNAPSHOTS = (
         variable='attn_concat',
         stage='encoder',
         tensors=(enc_self_attn.CONCAT,),
-        checks=(ContextConcat(probs=enc_self_attn.PROBS, v=enc_self_attn.V_HEADS),),
+        checks=(ContextConcat(probs=enc_self_attn.PROBS, v=enc_self_attn.V_HEADS, q=enc_self_attn.Q,
+                              k=enc_self_attn.K),),
         questions=(6,),
     ),
     Snapshot(
@@ -321,7 +320,8 @@ SNAPSHOTS = (
         variable='attn_concat_m',
         stage='decoder',
         tensors=(dec_self_attn.CONCAT,),
-        checks=(ContextConcat(probs=dec_self_attn.PROBS, v=dec_self_attn.V_HEADS),),
+        checks=(ContextConcat(probs=dec_self_attn.PROBS, v=dec_self_attn.V_HEADS, q=dec_self_attn.Q,
+                              k=dec_self_attn.K),),
         questions=(2,),
     ),
     Snapshot(
@@ -385,7 +385,7 @@ SNAPSHOTS = (
         variable='attn_concat_c',
         stage='decoder',
         tensors=(dec_cross_attn.CONCAT,),
-        checks=(ContextConcat(probs=dec_cross_attn.PROBS, v=dec_cross_attn.V),),
+        checks=(ContextConcat(probs=dec_cross_attn.PROBS, v=dec_cross_attn.V, q=dec_cross_attn.Q, k=dec_cross_attn.K),),
         questions=(2,),
     ),
     Snapshot(

@@ -190,7 +190,7 @@ SNAPSHOTS = (
         variable='context',
         stage='block',
         tensors=(block_attn.CONTEXT,),
-        checks=(ContextHeads(probs=block_attn.PROBS, v_heads=block_attn.V),),
+        checks=(ContextHeads(probs=block_attn.PROBS, v_heads=block_attn.V, q=block_attn.Q, k=block_attn.K),),
         questions=(1,),
     ),
     Snapshot(
@@ -199,7 +199,7 @@ SNAPSHOTS = (
         variable='concat',
         stage='block',
         tensors=(block_attn.CONCAT,),
-        checks=(ContextConcat(probs=block_attn.PROBS, v=block_attn.V),),
+        checks=(ContextConcat(probs=block_attn.PROBS, v=block_attn.V, q=block_attn.Q, k=block_attn.K),),
         questions=(1,),
     ),
     Snapshot(

@@ -175,7 +175,7 @@ SNAPSHOTS = (
         variable='attn_ctx',
         stage='block',
         tensors=(block_attn.CONTEXT,),
-        checks=(ContextHeads(probs=block_attn.PROBS, v_heads=block_attn.V),),
+        checks=(ContextHeads(probs=block_attn.PROBS, v_heads=block_attn.V, q=block_attn.Q, k=block_attn.K),),
         questions=(4,),
     ),
     Snapshot(

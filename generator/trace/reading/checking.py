@@ -28,6 +28,7 @@ from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.records import TensorLabel, own_tensors, shown_places
 from transformer_trace.trace.reading.call_layout import catalogue_order
+from transformer_trace.trace.reading.parts import evidence_in_parts
 from transformer_trace.trace.reading.residuals import sublayer_bound
 from transformer_trace.trace.reading.weights import bind, run_bound
 
@@ -92,7 +93,8 @@ def judge(run: TracedRun, readings: list[SnapshotReading], labels: dict[str, Ten
     source = run.catalogued
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
     derived: dict[str, tuple[str, ...]] = {}
-    checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived)
+    checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived,
+                                                                                 dims)
     stand_ins: list[StandIn] = []
     with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
         results = _check_pages(readings, run, hit, dims, checked, read_labels, stand_ins)
@@ -188,14 +190,15 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, hit: int, dims: d
 
 
 def _with_derived(pages: list[SnapshotReading], source: TensorDict, labels: dict[str, TensorLabel],
-                  derived: dict[str, tuple[str, ...]]) -> tuple[TensorDict, dict[str, TensorLabel]]:
+                  derived: dict[str, tuple[str, ...]],
+                  dims: dict[str, int]) -> tuple[TensorDict, dict[str, TensorLabel]]:
     """``source`` with the tensors of steps nobody marked derived from the captured ones (trace/reading/derived.py),
     and the labels that say so; ``derived`` gets, per snapshot label, the captured steps its tensor was derived from."""
     tensors, read_labels = dict(source.tensors), dict(labels)
     def label_of(label: str, read: list[TensorLabel]) -> TensorLabel:
         return TensorLabel(label, derived_from=tuple(dict.fromkeys(map(str, read))))
 
-    derived.update(derive_missing(pages, tensors, read_labels, dict(source.places), label_of))
+    derived.update(derive_missing(pages, tensors, read_labels, dict(source.places), label_of, dims))
     return TensorDict(tensors, places=source.places), read_labels
 
 
@@ -236,7 +239,9 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
                             f"{layout.note}")]
     if layout.status is LayoutStatus.UNBOUND and layout.canonical is None and checks \
             and not layout.unbound:  # bound, but a part of the step only (one item's one head of a loop)
-        return [_not_checkable(claim, f"needs the whole step: {layout.note}") for claim in claims]
+        parts, places = page.hit_values[0] if page.hit_values else (), dict(source.places) if source else {}
+        return [evidence_in_parts(check, parts, places) or _not_checkable(claim, f"needs the whole step: {layout.note}")
+                for check, claim in zip(checks, claims)]
     if layout.status is LayoutStatus.UNBOUND and layout.canonical is None and checks:
         lack = UnboundDimensions.of(layout.unbound, page.main.shown.shape, tuple(page.shape))
         return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]

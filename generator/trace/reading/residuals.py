@@ -11,6 +11,7 @@ step's own value was permuted into the catalogue's)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,25 +38,83 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, 
     operands = check.operands
     if source.has(operands[-1]):
         return None
-    captured = [source.t(ref) for ref in operands[:-1] if source.has(ref)]
-    call = _sublayer_call(calls, main, captured)
+    tensors = dict(source.tensors)
+    # the stream, where it is the one other operand and no snapshot shows it: from the norm the line applied to it
+    # (where it is the sum of several, the norm's input is that sum, not the operand missing)
+    streams: tuple[Ref, ...] = operands[:-1] if len(operands) == 2 and not source.has(operands[0]) else ()
+    norm = _normalised_stream(calls, main) if streams else None
+    if norm is not None:
+        tensors[_stream_name(source.name(streams[0]), norm)] = in_order(norm.inputs[0], order)
+    known = {source.name(ref): Ref(source.name(ref) if source.has(ref) else _stream_name(source.name(ref), norm))
+             for ref in operands[:-1] if source.has(ref) or norm is not None}  # in the operands' order
+    call = _sublayer_call(calls, main, [tensors[ref.template] for ref in known.values()])
     if call is None:
-        return None
+        return _table_read(check, calls, source)
     missing = source.name(operands[-1])
     name = f"{missing}@{call.module}.output"
-    tensors = {**source.tensors, name: in_order(call.outputs[0], order)}
-    kept: tuple[Ref, ...] = (*(ref for ref in operands[:-1] if source.has(ref)), Ref(name))
-    absent = tuple(source.name(ref) for ref in operands[:-1] if not source.has(ref))
-    stream = _stream_captured(calls, main, order, source) if absent else None
-    if stream is not None:  # the stream the sublayer is added to, as the line's LayerNorm read it: a captured step
-        kept, absent = (Ref(stream), Ref(name)), ()
-    bound = CallSource.over(source, tensors)
+    kept: tuple[Ref, ...] = (*known.values(), Ref(name))
+    absent = tuple(source.name(ref) for ref in operands[:-1] if source.name(ref) not in known)
+    captured_stream = _stream_captured(calls, main, order, source) if absent else None
+    if captured_stream is not None:  # the stream the sublayer is added to, as the line's LayerNorm read it: a step
+        kept, absent = (Ref(captured_stream), Ref(name)), ()
+    bound = CallSource.over(source, {**tensors, name: in_order(call.outputs[0], order)})
     out = getattr(check, "out")
-    how = (f"; the stream it is added to as {stream}, the input of the LayerNorm the line called"
-           if stream is not None else "")
+    stream = (f"; {_stream_name(source.name(streams[0]), norm)}" if norm is not None else
+              f"; the stream it is added to as {captured_stream}, the input of the LayerNorm the line called"
+              if captured_stream is not None else "")
     return Bound(SublayerFromCall(out=out, operands=kept, step=check, absent=absent, called=call.module), bound, None,
-                 f"{missing} taken from the output of the {call.module} the line called (no captured snapshot shows "
-                 f"it){how}")
+                 f"{missing} taken from the output of the {call.module} the line called{stream} (no captured "
+                 "snapshot shows it)")
+
+
+def _table_read(check: Any, calls: Sequence[ModuleCall], source: TensorDict) -> Bound | None:
+    """A sum whose last operand no snapshot shows, where the line read one table by attribute for it (positions:
+    ``x = x + self.pe[:x.size(0), :]``, a sinusoid buffer): that operand as the table's first rows, one per position,
+    the size-1 axes of the table's own layout dropped; None where the line read no such table, or several."""
+    if not isinstance(check, SumOf) or not all(source.has(ref) for ref in (check.out, *check.operands[:-1])):
+        return None
+    first = source.t(check.operands[0])
+    if first.dim() != 3 or source.t(check.out).shape != first.shape:
+        return None
+    axis = _positions_axis(source.t(check.out) - first)
+    tables = [(call.module, table.squeeze()) for call in calls if call.kind == ModuleKind.READ
+              and isinstance(table := call.params.get("weight"), torch.Tensor) and table.squeeze().dim() == 2
+              and table.squeeze().shape[-1] == first.shape[-1] and table.squeeze().shape[0] >= first.shape[axis]]
+    if len(tables) != 1:
+        return None
+    read, table = tables[0]
+    rows = table[:first.shape[axis]]
+    missing = source.name(check.operands[-1])
+    name = f"{missing}, the first {len(rows)} rows of `{read}`"
+    bound = CallSource.over(source, {**source.tensors, name: rows if axis == 1 else rows[:, None]})
+    return Bound(dataclasses.replace(check, operands=(*check.operands[:-1], Ref(name))), bound, None,
+                 f"{missing} taken from `{read}`, the table the line read, its first {len(rows)} rows (no captured "
+                 "snapshot shows it)")
+
+
+def _positions_axis(term: torch.Tensor) -> int:
+    """The axis of (B, T, C) along which the term added runs through the positions: the other one it is the same along
+    (a sequence-first script's (T, B, C) read batch-first: axis 0); axis 1 where that does not tell."""
+    same = [axis for axis in (0, 1) if close(term, term.narrow(axis, 0, 1).expand_as(term), "")[0]]
+    return 0 if same == [1] else 1
+
+
+def _stream_name(record: str, norm: Any) -> str:
+    """The stream a norm was applied to, as its diagnosis names it (``x (#6), the input of the LayerNorm ...``)."""
+    return f"{record}, the input of the {norm.module} the line applied"
+
+
+def _normalised_stream(calls: Sequence[ModuleCall], main: torch.Tensor) -> Any:
+    """The norm call of a pre-norm line (``x + self.attn(self.attn_ln(x))``) whose output another call of the line was
+    given: its input is the stream the residual carries. None where no norm feeds a call, several do, or the norm's
+    output is the step (a post-norm line: its input is the sum, not the stream)."""
+    norms = [call for call in calls if (call.kind == ModuleKind.LAYER_NORM or call.kind == ModuleKind.USER
+                                        and _norm_like(call)) and call.inputs
+             and call.outputs and isinstance(call.inputs[0], torch.Tensor) and isinstance(call.outputs[0], torch.Tensor)
+             and tuple(call.inputs[0].shape) == tuple(main.shape) and not _equal(call.outputs[0], main)]
+    fed = [norm for norm in norms if any(other is not norm and other.inputs and _equal(other.inputs[0], norm.outputs[0])
+                                         for other in calls if other.kind in SUBLAYER_KINDS)]
+    return fed[0] if len(fed) == 1 else None
 
 
 def _stream_captured(calls: Sequence[ModuleCall], main: torch.Tensor, order: tuple[int, ...] | None,

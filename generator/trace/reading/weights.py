@@ -442,13 +442,26 @@ def _call_of(kind: str, calls: Sequence[ModuleCall], main: torch.Tensor | None) 
     if kind == ModuleKind.READ:  # a weight the line passes to functional code: the last with the step's width
         read = [c for c in calls if c.kind == ModuleKind.READ and c.params["weight"] is not None and main is not None
                 and c.params["weight"].shape[-1:] == main.shape[-1:]]
-        return read[-1] if read else None
+        return read[-1] if read else _parameter_of_call(calls, main)
     found = [c for c in calls if (c.kind == kind or (c.kind == ModuleKind.USER and looks_like(kind, c)))
              and c.outputs and _holds(c.outputs[0], main)]
     if not found:
         return None
     depth = min(c.depth for c in found)
     return [c for c in found if c.depth == depth][-1]
+
+
+def _parameter_of_call(calls: Sequence[ModuleCall], main: torch.Tensor | None) -> ModuleCall | None:
+    """The one tensor parameter of a module of the user's that the line called to make the step and that holds no
+    other (``self.positional_embedding(x)``, adding its ``pos_embedding``), of the step's width: as a weight the line
+    read; None where there is no such call, or several."""
+    found = []
+    for call in calls:
+        params = [p for p in call.params.values() if isinstance(p, torch.Tensor)]
+        if (call.kind == ModuleKind.USER and call.depth == 1 and len(params) == 1 and main is not None
+                and params[0].shape[-1:] == main.shape[-1:] and call.outputs and _holds(call.outputs[0], main)):
+            found.append(dataclasses.replace(call, kind=ModuleKind.READ, params={"weight": params[0]}))
+    return found[0] if len(found) == 1 else None
 
 
 def _holds(output: torch.Tensor | None, main: torch.Tensor | None) -> bool:

@@ -55,6 +55,8 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, 
     kept: tuple[Ref, ...] = (*known.values(), Ref(name))
     absent = tuple(source.name(ref) for ref in operands[:-1] if source.name(ref) not in known)
     captured_stream = _stream_captured(calls, main, order, source) if absent else None
+    if captured_stream in {source.name(ref) for ref in kept}:
+        captured_stream = None  # the norm read an operand itself (``x = attn_out``): the stream was left out, not found
     if captured_stream is not None:  # the stream the sublayer is added to, as the line's LayerNorm read it: a step
         kept, absent = (Ref(captured_stream), Ref(name)), ()
     bound = CallSource.over(source, {**tensors, name: in_order(call.outputs[0], order)})

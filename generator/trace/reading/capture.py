@@ -120,6 +120,8 @@ class Capture:
     kept_bytes: int = 0
     warnings: list[str] = field(default_factory=list)  # what the report could not use: Notices for the overview
     told_apart: list[str] = field(default_factory=list)  # how a shared line's hits were assigned (pages.by_caller)
+    # the run's one layout as the overview says it, (what, variant, rests on) rows (run_layout.py ``RunLayout``)
+    layout_read: tuple[tuple[str, str, str], ...] = ()
     sources: dict[str, str] = field(default_factory=dict)  # each marked file as it was when the run began
 
     @property

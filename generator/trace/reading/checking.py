@@ -286,8 +286,8 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
     results = []
     for check, claim in zip(checks, claims):
         # the weights and inputs of the module calls the marked line made (generator/trace/reading/weights.py)
-        bound = bind(check, page.calls, source, page.main.shown.tensor, known) if page.calls or known else None
-        bound = bound or sublayer_bound(check, page.calls, source, page.main.shown.tensor)
+        bound = bind(check, page.calls, source, page.main_as_called, known) if page.calls or known else None
+        bound = bound or sublayer_bound(check, page.calls, source, page.main_as_called)
         try:
             with _judged_with_calls(page):
                 try:

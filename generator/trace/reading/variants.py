@@ -56,8 +56,8 @@ def recognised(pages: list[SnapshotPage], capture: Capture, dims: dict[str, int]
     captured = [p for p in pages if p.captured]
     if not all(hasattr(p.snap, "checks") for p in pages):  # the script's own `# trace:` points: no architecture
         return {"variants": [], "told_apart": list(capture.told_apart)}
-    found = [*_normalisation(captured), *_masks(captured), *_attention(captured, dims, capture),
-             *_fused_calls(capture, pages)]
+    found = [*(Recognised(*row) for row in capture.layout_read), *_normalisation(captured), *_masks(captured),
+             *_attention(captured, dims, capture), *_fused_calls(capture, pages)]
     return {"variants": [r.json() for r in found], "told_apart": list(capture.told_apart)}
 
 

@@ -1,0 +1,225 @@
+"""The run's one layout (issue 40, point 3): whether the script keeps its tensors batch-first, as the catalogue names
+them (B, T, C), or sequence-first (T, B, C), as `nn.Transformer` and much older code do, decided once per run from
+every captured step's shape together, and then used to read every step and every hit.
+
+A per-tensor reading cannot tell (T, B, C) from (B, T, C): each such tensor alone binds B and T the wrong way round,
+or fits "the same dimensions in another order" while the script's other steps are read the other way. So both readings
+of the whole run are tried (``read_run_layout``): each binds the named dimensions from all the captured shapes (the
+sequence-first one with the first two axes of every (B, <positions>, …) step swapped) and counts the steps that then
+fit no layout and the steps that fit only with their axes permuted. The reading with fewer misfits, then fewer
+permutations, is the run's. Where the shapes cannot tell (every such step turned alike, or B = T), the modules the
+marked lines called decide where they say (`nn.MultiheadAttention`'s ``batch_first``), else the catalogue's
+batch-first. Steps readable only one way while others are readable only the other are a contradiction: the run keeps
+the reading with fewer misfits, and the overview names the steps of each side in one line instead of guessing per
+step. The reading says what it rests on (``RunLayout.rests_on``), shown in the overview's "What was recognised"; the
+other joint facts of the layout seen on the way (heads folded into the batch axis, a batch of one without its axis)
+are listed there too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from transformer_trace.models.legend import Legend
+from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, layout
+
+# the named axes that count positions (tokens, patches, source and target lengths): what sequence-first puts first
+SEQUENCE_AXES = frozenset({"T", "S", "N", "N1", "L", "Lq", "Lk"})
+BATCH_FIRST, SEQUENCE_FIRST = "batch-first", "sequence-first"
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """One captured tensor as evidence for the run's layout: the step's label, its named shape, the shape captured,
+    and whether the step shows the first batch item of its tensor (a snapshot indexed ``[0]``)."""
+
+    step: str
+    named: tuple[str, ...]
+    shape: tuple[int, ...]
+    first_item: bool = False
+    value: torch.Tensor | None = field(default=None, compare=False)  # the tensor itself, for a module's input
+
+
+def turned(named: Sequence[str], ndim: int, first_item: bool) -> bool:
+    """Whether a sequence-first run keeps this tensor with its positions before its batch axis: a (B, <positions>, …)
+    step captured whole, or a first-item step (<positions>, …) captured with its batch axis (then second)."""
+    if first_item and ndim == len(named) + 1:
+        return bool(named) and named[0] in SEQUENCE_AXES
+    return ndim == len(named) >= 2 and named[0] == "B" and named[1] in SEQUENCE_AXES
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """The whole run read one way: the dimensions its shapes bind so, the steps that then fit no layout, the steps
+    that fit only with their axes in another order, and the steps read with their heads folded into the batch."""
+
+    dims: dict[str, int]
+    misfits: tuple[str, ...]
+    permuted: tuple[str, ...]
+    folded: tuple[str, ...]
+
+    @property
+    def score(self) -> tuple[int, int]:
+        return len(set(self.misfits)), len(set(self.permuted))
+
+
+def _read_as(shapes: Sequence[StepShape], legend: Legend, sequence_first: bool) -> _Reading:
+    def arranged(s: StepShape) -> tuple[int, ...]:
+        if sequence_first and turned(s.named, len(s.shape), s.first_item):
+            return (s.shape[1], s.shape[0], *s.shape[2:])
+        return s.shape
+
+    dims = bind_dims([(s.named, arranged(s)) for s in shapes], legend)
+    misfits, permuted, folded = [], [], []
+    for s in shapes:
+        found = layout(torch.empty(arranged(s), device="meta"), s.named, dims, legend, first_item=s.first_item)
+        if found.status in (LayoutStatus.MISMATCH, LayoutStatus.UNBOUND) and found.canonical is None:
+            misfits.append(s.step)
+        elif _permuted(arranged(s), found):
+            permuted.append(s.step)
+        if found.status is LayoutStatus.LAYOUT and "B·h" in found.note:
+            folded.append(s.step)
+    return _Reading(dims, tuple(misfits), tuple(permuted), tuple(folded))
+
+
+def _permuted(shape: tuple[int, ...], found: Layout) -> bool:
+    """Whether the tensor fits only with its axes in another order (the same sizes, not where the name has them)."""
+    expected = found.expected
+    return (found.status is LayoutStatus.LAYOUT and expected is not None and len(shape) == len(expected)
+            and shape != expected and sorted(shape) == sorted(expected))
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """The run's one reading of its tensors' layout: sequence-first or not, the dimensions bound so, what the decision
+    rests on, and the contradiction between steps where there is one (one line for the overview, else "")."""
+
+    dims: dict[str, int] = field(default_factory=dict)
+    sequence_first: bool = False
+    rests_on: str = ""
+    contradiction: str = ""
+    folded: tuple[str, ...] = ()  # steps whose heads are folded into the batch axis (B·h, …)
+
+    @property
+    def kind(self) -> str:
+        return SEQUENCE_FIRST if self.sequence_first else BATCH_FIRST
+
+    def turns(self, named: Sequence[str], ndim: int, first_item: bool) -> bool:
+        """Whether this run reads the tensor with its first two axes swapped."""
+        return self.sequence_first and turned(named, ndim, first_item)
+
+    def turned_call(self, call: ModuleCall) -> ModuleCall:
+        """A module call of a marked line with its (positions, batch, …) inputs and outputs read as the steps are, so a
+        check comparing them with the steps' tensors compares like with like; a module that reads its own layout
+        (``batch_first``: nn.MultiheadAttention, trace/reading/attention_calls.py) is left as it ran."""
+        if not self.sequence_first or "batch_first" in call.attrs:
+            return call
+        return replace(call, inputs=[self._turned(t) for t in call.inputs],
+                       outputs=[self._turned(t) for t in call.outputs])
+
+    def _turned(self, tensor: torch.Tensor | None) -> torch.Tensor | None:
+        positions = {self.dims[axis] for axis in SEQUENCE_AXES if axis in self.dims}
+        if (tensor is None or tensor.dim() < 2 or tensor.shape[1] != self.dims.get("B")
+                or tensor.shape[0] not in positions):
+            return tensor
+        return tensor.transpose(0, 1)
+
+    def recognised(self) -> tuple[tuple[str, str, str], ...]:
+        """The overview's "What was recognised" rows: (what, variant, rests on)."""
+        variant = ("sequence-first: (T, B, …) tensors, read as the catalogue's (B, T, …)" if self.sequence_first
+                   else "batch-first: (B, T, …) tensors, as the catalogue names them")
+        rows = [("Layout (every step)", variant, self.rests_on)]
+        if self.folded:
+            rows.append(("Heads", "folded into the batch axis (B·h, …), read as (B, h, …)",
+                         f"the shapes of {', '.join(dict.fromkeys(self.folded))} with B and h bound by the run"))
+        return tuple(rows)
+
+
+def _module_says(calls: Iterable[ModuleCall], steps: Sequence[StepShape]) -> tuple[bool | None, str]:
+    """What the modules the marked lines called say of the layout (their ``batch_first`` setting), where the steps
+    show it: a module's input is (batch, positions, …) or (positions, batch, …) by its setting, and a step whose first
+    two axes are those sizes, in either order, is in the one layout or the other (where batch and positions are the
+    same size, only a step holding the module's very input says). None: no module says, or they disagree."""
+    votes: dict[bool, set[str]] = {}
+    for call in calls:
+        given = call.inputs[0] if call.inputs else None
+        if "batch_first" not in call.attrs or given is None or given.dim() != 3:
+            continue
+        first = bool(call.attrs["batch_first"])
+        batch, positions = (given.shape[0], given.shape[1]) if first else (given.shape[1], given.shape[0])
+        for step in steps:
+            ahead = tuple(step.shape[:2])
+            if batch != positions and ahead in ((positions, batch), (batch, positions)):
+                votes.setdefault(ahead == (positions, batch), set()).add(call.module)
+            elif step.value is not None and step.value.shape == given.shape and torch.equal(step.value, given):
+                votes.setdefault(not first, set()).add(call.module)
+    if len(votes) != 1:
+        return None, ""
+    sequence_first, modules = votes.popitem()
+    return sequence_first, (f"the modules your marked lines called say so ({', '.join(sorted(modules))}: "
+                            f"batch_first={not sequence_first}, with your steps' shapes)")
+
+
+def _steps(steps: Iterable[str], most: int = 6) -> str:
+    """The steps named, the first ``most`` of them: "#4, #5 and 12 more"."""
+    named = list(dict.fromkeys(steps))
+    more = f" and {len(named) - most} more" if len(named) > most else ""
+    return ", ".join(named[:most]) + more
+
+
+def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall] = ()) -> RunLayout:
+    """The run's layout, decided once from every captured step's shape (and, where the shapes cannot tell, the
+    modules' own settings), with the reasons; see the module's docstring for the rule."""
+    batch, sequence = _read_as(shapes, legend, False), _read_as(shapes, legend, True)
+    turnable = [s for s in shapes if turned(s.named, len(s.shape), s.first_item)]
+    only_sequence = [s for s in batch.misfits if s not in sequence.misfits]
+    only_batch = [s for s in sequence.misfits if s not in batch.misfits]
+    contradiction = ""
+    if only_sequence and only_batch:
+        contradiction = (f"The steps contradict each other: {_steps(only_sequence)} can be read only sequence-first "
+                         f"(T, B, …), {_steps(only_batch)} only batch-first (B, T, …); every step is read "
+                         f"{SEQUENCE_FIRST if sequence.score < batch.score else BATCH_FIRST}, and the others are not "
+                         "checkable on their shape.")
+    if not turnable:
+        return RunLayout(batch.dims, False, "no captured step has both a batch and a positions axis",
+                         contradiction, batch.folded)
+    if sequence.score < batch.score:
+        why = (f"{_steps(only_sequence)} can be read only sequence-first" if only_sequence else
+               f"{_steps(s for s in batch.permuted if s not in sequence.permuted)} read batch-first only with their "
+               "axes permuted")
+        return RunLayout(sequence.dims, True, f"read jointly from every captured step: {why}", contradiction,
+                         sequence.folded)
+    if batch.score < sequence.score:
+        why = (f"{_steps(only_batch)} can be read only batch-first" if only_batch else
+               f"{_steps(s for s in sequence.permuted if s not in batch.permuted)} read sequence-first only with "
+               "their axes permuted")
+        return RunLayout(batch.dims, False, f"read jointly from every captured step: {why}", contradiction,
+                         batch.folded)
+    says, because = _module_says(calls, turnable)
+    if says is not None:
+        chosen = sequence if says else batch
+        return RunLayout(chosen.dims, says, f"the shapes read alike both ways; {because}", contradiction,
+                         chosen.folded)
+    return RunLayout(batch.dims, False, "the shapes read alike both ways (every batch and positions axis turned alike"
+                     f"{', or B = T' if batch.dims.get('B') in [batch.dims.get(a) for a in SEQUENCE_AXES] else ''}) "
+                     "and no module says: the catalogue's batch-first", contradiction, batch.folded)
+
+
+def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) -> Layout:
+    """The one place a captured tensor is read in the catalogue's layout: tensor ``k`` of a traced page (the hit shown,
+    or any other hit's value), against the named shape the page gives it, in the run's one layout (a snapshot showing
+    the first batch item, ``[0]``, reads a batch of several as its first item: in a sequence-first run, ``x[:, 0]``)."""
+    named, first_item = page.shape_of(k), k == 0 and page.snap.index == "[0]"
+    if not run.turns(named, tensor.dim(), first_item):
+        return layout(tensor, named, run.dims, {}, first_item=first_item)
+    found = layout(tensor.transpose(0, 1), named, run.dims, {}, first_item=first_item)
+    axes = (("B", *named) if first_item else named)
+    note = (f"sequence-first ({', '.join((axes[1], axes[0], *axes[2:]))}), as the whole run is read (see the overview)"
+            + (f"; then {found.note}" if found.note else ""))
+    status = LayoutStatus.LAYOUT if found.canonical is not None else found.status
+    return Layout(status, found.expected, note, found.canonical, found.unbound)

@@ -62,6 +62,7 @@ class _Reading:
     misfits: tuple[str, ...]
     permuted: tuple[str, ...]
     folded: tuple[str, ...]
+    direct: tuple[str, ...]  # steps with a (B, <positions>, …) tensor that fits as it is read, no axis permuted
 
     @property
     def score(self) -> tuple[int, int]:
@@ -74,17 +75,50 @@ def _read_as(shapes: Sequence[StepShape], legend: Legend, sequence_first: bool) 
             return (s.shape[1], s.shape[0], *s.shape[2:])
         return s.shape
 
-    dims = bind_dims([(s.named, arranged(s)) for s in shapes], legend)
-    misfits, permuted, folded = [], [], []
+    dims = _with_folded_heads(shapes, bind_dims([(s.named, arranged(s)) for s in shapes], legend), legend)
+    misfits, permuted, folded, direct = [], [], [], []
     for s in shapes:
         found = layout(torch.empty(arranged(s), device="meta"), s.named, dims, legend, first_item=s.first_item)
         if found.status in (LayoutStatus.MISMATCH, LayoutStatus.UNBOUND) and found.canonical is None:
             misfits.append(s.step)
         elif _permuted(arranged(s), found):
             permuted.append(s.step)
+        elif turned(s.named, len(s.shape), s.first_item):
+            direct.append(s.step)
         if found.status is LayoutStatus.LAYOUT and "B·h" in found.note:
             folded.append(s.step)
-    return _Reading(dims, tuple(misfits), tuple(permuted), tuple(folded))
+    return _Reading(dims, tuple(misfits), tuple(permuted), tuple(folded), tuple(direct))
+
+
+def _with_folded_heads(shapes: Sequence[StepShape], dims: dict[str, int], legend: Legend) -> dict[str, int]:
+    """``dims`` with the heads h (and what follows from it) bound from a step whose heads are folded into its batch
+    axis, (B·h, T, hs) for (B, h, T, hs), where no step shows h in its own axis: h = its first size / B, where the
+    step then reads whole. The first such step decides; unchanged where none does."""
+    batch = dims.get("B")
+    if "h" not in legend or "h" in dims or not batch:
+        return dims
+    for s in shapes:
+        if len(s.named) < 3 or s.named[:2] != ("B", "h") or len(s.shape) != len(s.named) - 1 or s.shape[0] % batch:
+            continue
+        found = _derived({**dims, "h": s.shape[0] // batch}, legend)
+        if layout(torch.empty(s.shape, device="meta"), s.named, found, legend).canonical is not None:
+            return found
+    return dims
+
+
+def _derived(dims: dict[str, int], legend: Legend) -> dict[str, int]:
+    """``dims`` with every size that follows from them by the legend's relations (hs = C / h)."""
+    changed = True
+    while changed:
+        changed = False
+        for name, rule in legend.derivations():
+            if name not in dims:
+                try:
+                    dims[name] = rule(dims)
+                    changed = True
+                except (KeyError, ZeroDivisionError):
+                    pass
+    return dims
 
 
 def _permuted(shape: tuple[int, ...], found: Layout) -> bool:
@@ -177,25 +211,25 @@ def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable
     modules' own settings), with the reasons; see the module's docstring for the rule."""
     batch, sequence = _read_as(shapes, legend, False), _read_as(shapes, legend, True)
     turnable = [s for s in shapes if turned(s.named, len(s.shape), s.first_item)]
-    only_sequence = [s for s in batch.misfits if s not in sequence.misfits]
-    only_batch = [s for s in sequence.misfits if s not in batch.misfits]
+    only_sequence = [s for s in (*batch.misfits, *sequence.direct) if s not in (*sequence.misfits, *batch.direct)]
+    only_batch = [s for s in (*sequence.misfits, *batch.direct) if s not in (*batch.misfits, *sequence.direct)]
     contradiction = ""
     if only_sequence and only_batch:
-        contradiction = (f"The steps contradict each other: {_steps(only_sequence)} can be read only sequence-first "
-                         f"(T, B, …), {_steps(only_batch)} only batch-first (B, T, …); every step is read "
-                         f"{SEQUENCE_FIRST if sequence.score < batch.score else BATCH_FIRST}, and the others are not "
-                         "checkable on their shape.")
+        contradiction = (f"The steps contradict each other: {_steps(only_sequence)} read as captured only "
+                         f"sequence-first (T, B, …), {_steps(only_batch)} only batch-first (B, T, …); every step is "
+                         f"read {SEQUENCE_FIRST if sequence.score < batch.score else BATCH_FIRST}, the others with "
+                         "their axes permuted where their sizes allow, else not checkable on their shape.")
     if not turnable:
         return RunLayout(batch.dims, False, "no captured step has both a batch and a positions axis",
                          contradiction, batch.folded)
     if sequence.score < batch.score:
-        why = (f"{_steps(only_sequence)} can be read only sequence-first" if only_sequence else
+        why = (f"{_steps(only_sequence)} read as captured only sequence-first" if only_sequence else
                f"{_steps(s for s in batch.permuted if s not in sequence.permuted)} read batch-first only with their "
                "axes permuted")
         return RunLayout(sequence.dims, True, f"read jointly from every captured step: {why}", contradiction,
                          sequence.folded)
     if batch.score < sequence.score:
-        why = (f"{_steps(only_batch)} can be read only batch-first" if only_batch else
+        why = (f"{_steps(only_batch)} read as captured only batch-first" if only_batch else
                f"{_steps(s for s in sequence.permuted if s not in batch.permuted)} read sequence-first only with "
                "their axes permuted")
         return RunLayout(batch.dims, False, f"read jointly from every captured step: {why}", contradiction,

@@ -273,7 +273,7 @@ class SnapshotReading(PageTensors):
     # per tensor: its value at every hit read in the catalogue's layout (None: no value, or none of a record's)
     hit_layouts: tuple[tuple[Layout | None, ...], ...] = ()
     calls: tuple[ModuleCall, ...] = ()  # the module calls its line(s) made at the hit shown, in the run's layout
-    turned: bool = False  # its first tensor is read with its first two axes swapped (a sequence-first run)
+    run: RunLayout = RunLayout()  # the run's one layout, in which its module calls are read
 
     @property
     def captured(self) -> bool:
@@ -282,8 +282,9 @@ class SnapshotReading(PageTensors):
     @property
     def main_as_called(self) -> torch.Tensor:
         """Its first tensor in the layout its module calls are read in (``calls``: the run's, run_layout.py)."""
-        tensor = self.main.shown.tensor
-        return tensor.transpose(0, 1) if self.turned else tensor
+        tensor = self.run.as_called(self.main.shown.tensor)
+        assert tensor is not None
+        return tensor
 
     @property
     def layout(self) -> Layout | None:
@@ -406,7 +407,7 @@ def read_capture(catalogue: Report, numbering: str, capture: Capture,
             m.report, m.snap, tensors, m.named_shape, m.named, example, docs[m.snap.number], m.hit_note,
             tuple(layouts), bound_names(m.named_shape, layout, shown, catalogue.dims_legend) if tensors else (),
             m.order, m.shown_hit, m.hit_values, _hit_layouts(m, run), tuple(run.turned_call(c) for c in m.calls),
-            bool(tensors) and run.turns(m.shape_of(0), tensors[0].shown.tensor.dim(), m.snap.index == "[0]")))
+            run))
     return readings, dims
 
 

@@ -31,6 +31,10 @@ from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_di
 # the named axes that count positions (tokens, patches, source and target lengths): what sequence-first puts first
 SEQUENCE_AXES = frozenset({"T", "S", "N", "N1", "L", "Lq", "Lk"})
 BATCH_FIRST, SEQUENCE_FIRST = "batch-first", "sequence-first"
+CLASS_FIRST, CLASS_LAST, CLASS_ABSENT = "first", "last", "absent"
+CLASS_PLACES = {CLASS_FIRST: "first, before the patches",
+                CLASS_LAST: "last, after the patches: every step's tokens read with it first, as the catalogue names them",
+                CLASS_ABSENT: "none: every step holds the patches alone"}
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,8 @@ class RunLayout:
     rests_on: str = ""
     contradiction: str = ""
     folded: tuple[str, ...] = ()  # steps whose heads are folded into the batch axis (B·h, …)
+    class_token: str = ""  # where the class token is among the tokens (a ViT's N1 axis): first, last, absent, ""
+    class_rests_on: str = ""
 
     @property
     def kind(self) -> str:
@@ -151,17 +157,37 @@ class RunLayout:
         """A module call of a marked line with its (positions, batch, …) inputs and outputs read as the steps are, so a
         check comparing them with the steps' tensors compares like with like; a module that reads its own layout
         (``batch_first``: nn.MultiheadAttention, trace/reading/attention_calls.py) is left as it ran."""
-        if not self.sequence_first or "batch_first" in call.attrs:
+        if not (self.sequence_first or self.class_token == CLASS_LAST) or "batch_first" in call.attrs:
             return call
-        return replace(call, inputs=[self._turned(t) for t in call.inputs],
-                       outputs=[self._turned(t) for t in call.outputs])
+        return replace(call, inputs=[self.as_called(t) for t in call.inputs],
+                       outputs=[self.as_called(t) for t in call.outputs])
 
-    def _turned(self, tensor: torch.Tensor | None) -> torch.Tensor | None:
+    def as_called(self, tensor: torch.Tensor | None) -> torch.Tensor | None:
+        """A tensor a marked line's module took or gave (or a local it read), read by its sizes as the run reads its
+        steps: (positions, batch, …) turned batch-first, and a class token kept last moved first on every axis of
+        the N1 tokens' size after the first."""
         positions = {self.dims[axis] for axis in SEQUENCE_AXES if axis in self.dims}
-        if (tensor is None or tensor.dim() < 2 or tensor.shape[1] != self.dims.get("B")
-                or tensor.shape[0] not in positions):
+        if tensor is None or tensor.dim() < 2:
             return tensor
-        return tensor.transpose(0, 1)
+        if self.sequence_first and tensor.shape[1] == self.dims.get("B") and tensor.shape[0] in positions:
+            tensor = tensor.transpose(0, 1)
+        axes = [i for i in range(1, tensor.dim()) if tensor.shape[i] == self.dims.get("N1")]
+        if self.class_token == CLASS_LAST and axes:  # its token axes: every one of the N1 tokens' size
+            tensor = tensor.roll([1] * len(axes), dims=axes)
+        return tensor
+
+    def as_read(self, step: StepShape) -> torch.Tensor:
+        """A step's captured value with its first two axes as the run reads them (its value: required)."""
+        assert step.value is not None
+        turn = self.turns(step.named, step.value.dim(), step.first_item)
+        return step.value.transpose(0, 1) if turn else step.value
+
+    def class_first(self, canonical: torch.Tensor, named: Sequence[str]) -> torch.Tensor:
+        """A step in the catalogue's layout with the class token first on each of its token axes (N1), where the run
+        keeps it last."""
+        axes = [i for i, name in enumerate(named) if name == "N1" and i < canonical.dim()
+                and canonical.shape[i] == self.dims.get("N1")]
+        return canonical.roll([1] * len(axes), dims=axes) if self.class_token == CLASS_LAST and axes else canonical
 
     def recognised(self) -> tuple[tuple[str, str, str], ...]:
         """The overview's "What was recognised" rows: (what, variant, rests on)."""
@@ -171,6 +197,8 @@ class RunLayout:
         if self.folded:
             rows.append(("Heads", "folded into the batch axis (B·h, …), read as (B, h, …)",
                          f"the shapes of {', '.join(dict.fromkeys(self.folded))} with B and h bound by the run"))
+        if self.class_token:
+            rows.append(("Class token", CLASS_PLACES[self.class_token], self.class_rests_on))
         return tuple(rows)
 
 
@@ -209,6 +237,10 @@ def _steps(steps: Iterable[str], most: int = 6) -> str:
 def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall] = ()) -> RunLayout:
     """The run's layout, decided once from every captured step's shape (and, where the shapes cannot tell, the
     modules' own settings), with the reasons; see the module's docstring for the rule."""
+    return _with_class_token(_read_order(shapes, legend, calls), shapes)
+
+
+def _read_order(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall]) -> RunLayout:
     batch, sequence = _read_as(shapes, legend, False), _read_as(shapes, legend, True)
     turnable = [s for s in shapes if turned(s.named, len(s.shape), s.first_item)]
     only_sequence = [s for s in (*batch.misfits, *sequence.direct) if s not in (*sequence.misfits, *batch.direct)]
@@ -244,16 +276,50 @@ def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable
                      "and no module says: the catalogue's batch-first", contradiction, batch.folded)
 
 
+def _with_class_token(run: RunLayout, shapes: Sequence[StepShape]) -> RunLayout:
+    """Where the class token is among a ViT's tokens (N1 = N + 1), from the values: the class token step (B, 1, C)
+    found as the first or the last row of the first step of N1 tokens that holds it; else, where every step of N1
+    tokens holds the patches alone (N), none. Unchanged where the run has no N1 or nothing tells."""
+    tokens, patches = run.dims.get("N1"), run.dims.get("N")
+    steps = [(s, run.as_read(s)) for s in shapes if "N1" in s.named and s.value is not None]
+    if tokens is None or not steps:
+        return run
+    cls = next(((s, run.as_read(s)) for s in shapes if s.named == ("B", "1", "C") and s.value is not None), None)
+    for step, value in steps if cls is not None and cls[1].dim() == 3 else ():
+        assert cls is not None
+        token = cls[1][:, 0].double()
+        if value.dim() != 3 or value.shape[1] != tokens or value[:, 0].shape != token.shape:
+            continue
+        first, last = (torch.allclose(value[:, row].double(), token) for row in (0, -1))
+        short = [s.step for s, v in steps if v.dim() == len(s.named) and v.shape[s.named.index("N1")] == patches]
+        if first or last:  # (a step of N1 named with the patches alone: the positions added before it joined)
+            return replace(run, class_token=CLASS_FIRST if first else CLASS_LAST, class_rests_on=(
+                f"{step.step}'s {'first' if first else 'last'} row is {cls[0].step}, the class token"
+                + (f"; it joins after the positions: {_steps(short)} hold{'s' if len(short) == 1 else ''} the "
+                   f"{patches} patches alone" if short else "")))
+    whole = [(s, v) for s, v in steps if v.dim() == len(s.named)]
+    if whole and all(v.shape[s.named.index("N1")] == patches for s, v in whole):
+        return replace(run, class_token=CLASS_ABSENT, class_rests_on=(
+            f"{_steps(s.step for s, _ in whole)} hold {patches} tokens, the patches alone"))
+    return run
+
+
 def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) -> Layout:
     """The one place a captured tensor is read in the catalogue's layout: tensor ``k`` of a traced page (the hit shown,
     or any other hit's value), against the named shape the page gives it, in the run's one layout (a snapshot showing
     the first batch item, ``[0]``, reads a batch of several as its first item: in a sequence-first run, ``x[:, 0]``)."""
     named, first_item = page.shape_of(k), k == 0 and page.snap.index == "[0]"
-    if not run.turns(named, tensor.dim(), first_item):
-        return layout(tensor, named, run.dims, {}, first_item=first_item)
-    found = layout(tensor.transpose(0, 1), named, run.dims, {}, first_item=first_item)
+    turn = run.turns(named, tensor.dim(), first_item)
+    found = layout(tensor.transpose(0, 1) if turn else tensor, named, run.dims, {}, first_item=first_item)
     axes = (("B", *named) if first_item else named)
-    note = (f"sequence-first ({', '.join((axes[1], axes[0], *axes[2:]))}), as the whole run is read (see the overview)"
-            + (f"; then {found.note}" if found.note else ""))
-    status = LayoutStatus.LAYOUT if found.canonical is not None else found.status
-    return Layout(status, found.expected, note, found.canonical, found.unbound)
+    notes = [f"sequence-first ({', '.join((axes[1], axes[0], *axes[2:]))}), as the whole run is read (see the "
+             "overview)"] if turn else []
+    canonical = found.canonical
+    if canonical is not None and (moved := run.class_first(canonical, named)) is not canonical:
+        canonical = moved
+        notes.append("the class token last, read first as the whole run is (see the overview)")
+    if not notes:
+        return found
+    note = "; ".join(notes) + (f"; then {found.note}" if found.note else "")
+    status = LayoutStatus.LAYOUT if canonical is not None else found.status
+    return Layout(status, found.expected, note, canonical, found.unbound)

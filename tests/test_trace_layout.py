@@ -186,3 +186,53 @@ def test_the_run_layout_of_shapes_alone_batch_first_where_nothing_tells_otherwis
     assert not run.sequence_first and "B = T" in run.rests_on and "no module says" in run.rests_on
     x = torch.randn(4, 4, 32)
     assert read_run_layout([StepShape("G02", ("B", "T", "C"), (4, 4, 32), value=x)], LEGEND).sequence_first is False
+
+
+VIT = Path(__file__).resolve().parent.parent / "examples" / "vit_trace.py"
+CLASS_FIRST_CONCAT = "x_tokens = torch.cat([cls_tok, x_embed], dim=1)"
+POOLED_ROW_0 = "cls_rep = final_seq[:, 0, :]"
+CLASS_JOINS = '''    x_tokens = torch.cat([cls_tok, x_embed], dim=1)  # (B, 1 + N, D)
+    # BREAKPOINT S06 - Embeddings AFTER adding the class token
+    x_pos = x_tokens + pos_embed
+    # BREAKPOINT S07 - Embeddings AFTER adding positional encoding
+'''
+CLASS_STEP = '''    cls_tok = cls_token.expand(B, -1, -1)  # (B, 1, D)
+    # BREAKPOINT S05 - Class token BEFORE concatenation
+'''
+
+
+@pytest.mark.parametrize("changes, place, rests_on", [
+    pytest.param(((CLASS_FIRST_CONCAT, "x_tokens = torch.cat([x_embed, cls_tok], dim=1)"),
+                  (POOLED_ROW_0, "cls_rep = final_seq[:, -1, :]")),
+                 "last, after the patches", "S06's last row is S05, the class token", id="class token last"),
+    pytest.param(((CLASS_STEP + CLASS_JOINS, "    x_pos = x_embed + pos_embed[:, 1:]\n"),
+                  (POOLED_ROW_0, "cls_rep = final_seq.mean(dim=1)")),
+                 "none", "hold 64 tokens, the patches alone", id="no class token, mean pooling"),
+    pytest.param(((CLASS_JOINS, "    x_pos = x_embed + pos_embed[:, 1:]\n"
+                                "    # BREAKPOINT S07 - Embeddings AFTER adding positional encoding\n"
+                                "    x_tokens = torch.cat([cls_tok, x_pos], dim=1)  # (B, 1 + N, D)\n"
+                                "    # BREAKPOINT S06 - Embeddings AFTER adding the class token\n"
+                                "    x_pos = x_tokens\n"),),
+                 "first, before the patches", "it joins after the positions: S07 holds the 64 patches alone",
+                 id="class token joined after the positions"),
+])
+def test_where_the_class_token_is_is_read_once_for_the_run_and_every_step_reads_it_so(tmp_path, changes, place,
+                                                                                       rests_on):
+    text = VIT.read_text(encoding="utf-8")
+    for old, new in changes:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    script = tmp_path / "vit.py"
+    script.write_text(text, encoding="utf-8")
+    code = main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"])
+    data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    found = next(v for v in data["outcome"]["recognised"]["variants"] if v["what"] == "Class token")
+    assert found["variant"].startswith(place) and rests_on in found["rests_on"], found
+    checks = {s["label"]: s for s in data["snapshots"] if s["captured"]}
+    if place.startswith("last"):  # every step of the tokens read with the class token first: all pass, S24 too
+        assert code == 0 and data["outcome"]["counts"]["failed"] == data["outcome"]["counts"]["unrecognised"] == 0
+        assert all(checks[label]["check"]["passed"] is True for label in ("S06", "S09", "S13", "S23", "S24"))
+        assert all("the class token last, read first" in checks[label]["layout"]["note"]
+                   for label in ("S06", "S08", "S09", "S12", "S13", "S23"))
+    else:
+        assert code == 0 and data["outcome"]["counts"]["failed"] == 0

@@ -1,19 +1,21 @@
 """The run's one layout (issue 40, point 3): whether the script keeps its tensors batch-first, as the catalogue names
-them (B, T, C), or sequence-first (T, B, C), as `nn.Transformer` and much older code do, decided once per run from
-every captured step's shape together, and then used to read every step and every hit.
+them (B, T, C), or sequence-first (T, B, C), as `nn.Transformer` and much older code do, and where a ViT's class token
+is among its tokens, decided once per run from every captured step together, then used to read every step, every hit,
+and the module calls and locals of the marked lines.
 
 A per-tensor reading cannot tell (T, B, C) from (B, T, C): each such tensor alone binds B and T the wrong way round,
 or fits "the same dimensions in another order" while the script's other steps are read the other way. So both readings
 of the whole run are tried (``read_run_layout``): each binds the named dimensions from all the captured shapes (the
-sequence-first one with the first two axes of every (B, <positions>, …) step swapped) and counts the steps that then
+sequence-first one with the first two axes of every (B, <positions>, …) step swapped; the heads h from a step that
+folds them into its batch axis, (B·h, T, hs), where no step shows them in their own) and counts the steps that then
 fit no layout and the steps that fit only with their axes permuted. The reading with fewer misfits, then fewer
 permutations, is the run's. Where the shapes cannot tell (every such step turned alike, or B = T), the modules the
-marked lines called decide where they say (`nn.MultiheadAttention`'s ``batch_first``), else the catalogue's
-batch-first. Steps readable only one way while others are readable only the other are a contradiction: the run keeps
-the reading with fewer misfits, and the overview names the steps of each side in one line instead of guessing per
-step. The reading says what it rests on (``RunLayout.rests_on``), shown in the overview's "What was recognised"; the
-other joint facts of the layout seen on the way (heads folded into the batch axis, a batch of one without its axis)
-are listed there too.
+marked lines called decide where they say (`nn.MultiheadAttention`'s ``batch_first``, with the steps' sizes or a step
+holding the module's very input), else the catalogue's batch-first. Some steps that read as captured only
+sequence-first while others read only batch-first are a contradiction: the run keeps the reading that scores better,
+and the overview names the steps of each side in one line instead of a guess per step. The class token's place comes
+from the values (``_with_class_token``). What each decision rests on is shown in the overview's "What was recognised"
+(``RunLayout.recognised``), with the steps read with their heads folded into the batch.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ SEQUENCE_AXES = frozenset({"T", "S", "N", "N1", "L", "Lq", "Lk"})
 BATCH_FIRST, SEQUENCE_FIRST = "batch-first", "sequence-first"
 CLASS_FIRST, CLASS_LAST, CLASS_ABSENT = "first", "last", "absent"
 CLASS_PLACES = {CLASS_FIRST: "first, before the patches",
-                CLASS_LAST: "last, after the patches: every step's tokens read with it first, as the catalogue names them",
+                CLASS_LAST: ("last, after the patches: every step's tokens read with it first, as the catalogue "
+                             "names them"),
                 CLASS_ABSENT: "none: every step holds the patches alone"}
 
 

@@ -65,7 +65,8 @@ class DictEntry:
 class TensorSection:
     """One tensor of a page: ``shown`` (what the page shows: as recorded, or as the user's script held it) and
     ``view``, what the report's blocks index: the same tensor in the catalogue's layout (``catalogue``, a traced
-    tensor's, read once by generator/trace/reading/verify.py ``catalogue_layout``; where it cannot be read so, why)."""
+    tensor's, read once by generator/trace/reading/run_layout.py ``catalogue_layout`` in the run's one layout; where
+    it cannot be read so, why)."""
 
     name: str  # record name (a traced tensor's: its file under data/)
     shown: TensorView

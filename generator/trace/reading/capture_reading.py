@@ -34,7 +34,7 @@ import torch
 
 from transformer_trace.sources import TensorDict
 from transformer_trace.trace.markers import Marker
-from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall
+from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Notice
 from transformer_trace.trace.reading.forward_passes import first_forward_pass
 from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, _tensor_of, marked_snapshots,
                                                    read_snapshots)
@@ -80,6 +80,8 @@ class CaptureReading:
     data: Mapping[str, torch.Tensor]  # what data/ ships: the pages' tensors, and every hit's (hit<i>_..., hits_...)
     notices: tuple[str, ...]  # what the run lacks and the report could not use, for the overview (Notices)
     told_apart: tuple[str, ...]  # how each shared line's hits were assigned (pages.by_caller)
+    # the run's one layout as the overview says it, (what, variant, rests on) rows (run_layout.py ``RunLayout``)
+    layout_read: tuple[tuple[str, str, str], ...]
     passes: int  # how many forward passes ran (the first is read)
     script: Path
     sha256: str
@@ -103,7 +105,9 @@ def read(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Captu
     notices: list[str] = [*capture.warnings, *([several] if several is not None else [])]
     told_apart = list(capture.told_apart)
     marked = marked_snapshots(catalogue, capture.markers, captured, numbering, notices, told_apart)
-    snapshots, dims = read_snapshots(catalogue, numbering, capture, hit, marked)
+    snapshots, dims, layout = read_snapshots(catalogue, numbering, capture, hit, marked)
+    if layout.contradiction:  # steps that read only in different layouts: the overview says so, once
+        notices.append(Notice("Layout", layout.contradiction))
     shown_hit = max((snapshot.shown_hit for snapshot in snapshots if snapshot.captured), default=1)
     records, shown, source, labels = _filed(catalogue, snapshots, shown_hit)
     data: dict[str, torch.Tensor] = {}
@@ -113,7 +117,8 @@ def read(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Captu
         catalogue=catalogue, numbering=numbering, hit=shown_hit, dims=MappingProxyType(dims),
         snapshots=tuple(snapshots), records=MappingProxyType(records), shown=MappingProxyType(shown), source=source,
         labels=MappingProxyType(labels), data=MappingProxyType(data | every_hit(captured, numbering)),
-        notices=tuple(notices), told_apart=tuple(told_apart), passes=passes, script=capture.script,
+        notices=tuple(notices), told_apart=tuple(told_apart), layout_read=layout.recognised(), passes=passes,
+        script=capture.script,
         sha256=capture.sha256, seeds=tuple(capture.seeds), seconds=capture.seconds, error=capture.error,
         error_traceback=capture.error_traceback, timed_out=capture.timed_out, markers=tuple(capture.markers),
         sources=MappingProxyType(dict(capture.sources)))

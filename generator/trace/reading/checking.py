@@ -248,11 +248,12 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
     if source is None or not checks:
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
     results = []
-    order = catalogue_order(page.main.shown.tensor, layout.canonical)  # the calls read as the step: sequence-first
+    # the calls (already in the run's layout, run_layout.py) read as the step where the step is permuted further
+    order = catalogue_order(page.main_as_called, layout.canonical)
     for check, claim in zip(checks, claims):
         # the weights and inputs of the module calls the marked line made (generator/trace/reading/weights.py)
-        bound = bind(check, page.calls, source, page.main.shown.tensor, known, order) if page.calls or known else None
-        bound = bound or sublayer_bound(check, page.calls, source, page.main.shown.tensor, order)
+        bound = bind(check, page.calls, source, page.main_as_called, known, order) if page.calls or known else None
+        bound = bound or sublayer_bound(check, page.calls, source, page.main_as_called, order)
         try:
             with _judged_with_calls(page):
                 try:

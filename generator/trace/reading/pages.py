@@ -25,7 +25,8 @@ from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, No
 from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.reading.records import places_for
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
-from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, catalogue_layout
+from transformer_trace.trace.reading.run_layout import RunLayout, StepShape, catalogue_layout, read_run_layout
+from transformer_trace.trace.reading.verify import Layout, LayoutStatus
 from transformer_trace.models.legend import Legend
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -275,12 +276,20 @@ class SnapshotReading(PageTensors):
     hit_values: tuple[tuple[torch.Tensor | None, ...], ...] = ()  # per tensor: its value at every hit
     # per tensor: its value at every hit read in the catalogue's layout (None: no value, or none of a record's)
     hit_layouts: tuple[tuple[Layout | None, ...], ...] = ()
-    calls: tuple[ModuleCall, ...] = ()  # the module calls its line(s) made at the hit shown
+    calls: tuple[ModuleCall, ...] = ()  # the module calls its line(s) made at the hit shown, in the run's layout
     hit_calls: tuple[tuple[tuple[ModuleCall, ...], ...], ...] = ()  # per tensor: its line's module calls at every hit
+    run: RunLayout = RunLayout()  # the run's one layout, in which its module calls are read
 
     @property
     def captured(self) -> bool:
         return bool(self.tensors)
+
+    @property
+    def main_as_called(self) -> torch.Tensor:
+        """Its first tensor in the layout its module calls are read in (``calls``: the run's, run_layout.py)."""
+        tensor = self.run.as_called(self.main.shown.tensor)
+        assert tensor is not None
+        return tensor
 
     @property
     def layout(self) -> Layout | None:
@@ -382,19 +391,24 @@ def _marked_sections(snap: Snapshot, marker: Marker, chosen: Hit, capture: Captu
 
 def read_snapshots(catalogue: Report, numbering: str, capture: Capture, hit: int,
                    marked_lines: dict[int, list[tuple[Marker, list[Hit]]]],
-                   ) -> tuple[list[SnapshotReading], dict[str, int]]:
+                   ) -> tuple[list[SnapshotReading], dict[str, int], RunLayout]:
     """Each snapshot of the catalogue as its marked lines (``marked_lines``: marked_snapshots) show it, in the
-    catalogue's order, and the dimensions its tensors bind: every captured tensor read in the catalogue's layout once,
-    here (verify.py ``catalogue_layout``). Called by the reading of the capture (capture_reading.py ``read``) only."""
+    catalogue's order, the dimensions its tensors bind and the run's one layout: every captured tensor read in the
+    catalogue's layout once, here, in the run's layout decided from every captured step together (run_layout.py
+    ``read_run_layout``, ``catalogue_layout``). Called by the reading of the capture (capture_reading.py ``read``)
+    only."""
     of = _marked(catalogue, numbering, capture, hit, marked_lines)
     marked = [of(snap) for snap in catalogue.snapshots]
-    dims = bind_dims([(m.shape_of(i), t.shown.shape) for m in marked for i, t in enumerate(m.tensors)],
-                     catalogue.dims_legend)
+    run = read_run_layout([StepShape(m.label, m.shape_of(i), tuple(t.shown.shape), i == 0 and m.snap.index == "[0]",
+                                     None if t.absent else t.shown.tensor)
+                           for m in marked for i, t in enumerate(m.tensors)],
+                          catalogue.dims_legend, [call for m in marked for call in m.calls])
+    dims = run.dims
     docs = _declared_docs(catalogue)
     readings = []
     for m in marked:
         example = marker_example(catalogue, numbering, m.snap.number)
-        layouts = [_layout_of(m, k, t, dims) for k, t in enumerate(m.tensors)]
+        layouts = [_layout_of(m, k, t, run) for k, t in enumerate(m.tensors)]
         tensors = CapturedTensors(m.label, example)
         tensors.extend(replace(t, catalogue=_in_catalogue_layout(m, k, t, found))
                        for k, (t, found) in enumerate(zip(m.tensors, layouts)))
@@ -403,24 +417,26 @@ def read_snapshots(catalogue: Report, numbering: str, capture: Capture, hit: int
         readings.append(SnapshotReading(
             m.report, m.snap, tensors, m.named_shape, m.named, example, docs[m.snap.number], m.hit_note,
             tuple(layouts), bound_names(m.named_shape, layout, shown, catalogue.dims_legend) if tensors else (),
-            m.order, m.shown_hit, m.hit_values, _hit_layouts(m, dims), m.calls, m.hit_calls))
-    return readings, dims
+            m.order, m.shown_hit, m.hit_values, _hit_layouts(m, run), tuple(run.turned_call(c) for c in m.calls),
+            tuple(tuple(tuple(run.turned_call(c) for c in calls) for calls in per_tensor) for per_tensor in m.hit_calls),
+            run))
+    return readings, dims, run
 
 
-def _hit_layouts(marked: _Marked, dims: dict[str, int]) -> tuple[tuple[Layout | None, ...], ...]:
+def _hit_layouts(marked: _Marked, run: RunLayout) -> tuple[tuple[Layout | None, ...], ...]:
     """Every hit's value of each tensor read in the catalogue's layout, where it is a record's (a tensor the snapshot
     records, not one whose value at the hit shown is past the capture budget)."""
     records = len(marked.snap.tensors)
-    return tuple(tuple(catalogue_layout(marked, k, value, dims) if value is not None and k < records
+    return tuple(tuple(catalogue_layout(marked, k, value, run) if value is not None and k < records
                        and not (k < len(marked.tensors) and marked.tensors[k].shown.numel == 0
                                 and marked.tensors[k].note) else None for value in values)
                  for k, values in enumerate(marked.hit_values))
 
 
-def _layout_of(marked: _Marked, k: int, t: TensorSection, dims: dict[str, int]) -> Layout:
+def _layout_of(marked: _Marked, k: int, t: TensorSection, run: RunLayout) -> Layout:
     if t.absent:  # not a shape that fails to match: no tensor at all, said as such
         return Layout(LayoutStatus.ABSENT, None, t.note, None)
-    return catalogue_layout(marked, k, t.shown.tensor, dims)
+    return catalogue_layout(marked, k, t.shown.tensor, run)
 
 
 def _in_catalogue_layout(marked: _Marked, k: int, t: TensorSection, found: Layout) -> TensorView | NotCheckable:

@@ -56,8 +56,8 @@ def recognised(pages: list[SnapshotPage], reading: CaptureReading, dims: dict[st
     captured = [p for p in pages if p.captured]
     if not all(hasattr(p.snap, "checks") for p in pages):  # the script's own `# trace:` points: no architecture
         return {"variants": [], "told_apart": list(reading.told_apart)}
-    found = [*_normalisation(captured), *_masks(captured), *_attention(captured, dims, reading),
-             *_fused_calls(reading, pages)]
+    found = [*(Recognised(*row) for row in reading.layout_read), *_normalisation(captured), *_masks(captured),
+             *_attention(captured, dims, reading), *_fused_calls(reading, pages)]
     return {"variants": [r.json() for r in found], "told_apart": list(reading.told_apart)}
 
 

@@ -8,7 +8,6 @@ import enum
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -182,13 +181,6 @@ def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, i
 CAP = re.compile(r"min\(\s*[A-Za-z_]\w*\s*,\s*(\d+)\s*\)")
 
 
-def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, dims: dict[str, int]) -> Layout:
-    """The one place a captured tensor is read in the catalogue's layout: tensor ``k`` of a traced page (the hit shown,
-    or any other hit's value), against the named shape the page gives it (a snapshot showing the first batch item,
-    ``[0]``, reads a batch of several as its first item)."""
-    return layout(tensor, page.shape_of(k), dims, {}, first_item=k == 0 and page.snap.index == "[0]")
-
-
 def _fits_corner(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, int]) -> bool:
     """Whether every axis of ``tensor`` fits its expression, an axis whose expression names an unbound dimension only as
     ``min(name, k)`` fitting when it is at most k (a leading corner of a tensor no other capture shows whole)."""
@@ -287,12 +279,6 @@ def _mask_layouts(tensor: torch.Tensor, expected: tuple[int, ...], dims: dict[st
     if len(shape) == 4 and shape[0] in batch and shape[0] > 1 and shape[1] == 1 and shape[2:] == (T, T2):
         yield Layout(LayoutStatus.LAYOUT, expected,
                      f"a mask per batch item ({shape[0]}, 1, T, T), the same for every head", tensor)
-    if len(shape) == 2 and shape[0] == shape[1] != T and shape[0] in dims.values():
-        named = ", ".join(name for name, size in dims.items() if size == shape[0] and len(name) == 1) or "another size"
-        yield Layout(LayoutStatus.LAYOUT, (1, 1, *shape), f"a square ({shape[0]}, {shape[0]}) mask, though T = {T} "
-                     f"was bound from your other tensors ({shape[0]} is {named}: the positions and the batch read the "
-                     f"other way round, as in sequence-first code?); read as (1, 1, {shape[0]}, {shape[0]})",
-                     tensor[None, None])
     if len(shape) == 4 and shape[2:] == (1, 1) and shape[0] == shape[1] > 1 and (shape[0] == T or shape[0] in
                                                                                  dims.values()):
         # sequence-first scores (T, T, B, h), einsum's 'ijbh': the mask's query and key axes first, broadcast after

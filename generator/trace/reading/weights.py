@@ -377,7 +377,7 @@ def modules_called(pages: list[SnapshotReading], source: TensorDict) -> CalledMo
         if not page.captured or not page.calls:
             continue
         for check in getattr(page.snap, "checks", ()):
-            bound = bind(check, page.calls, source, page.main.shown.tensor)
+            bound = bind(check, page.calls, source, page.main_as_called)
             if (bound is not None and isinstance(bound.check, (ConvPatches, PatchChain)) and page.hit_values
                     and ran == {len(page.hit_values[0])}):
                 known[IMAGE] = bound.source.t(bound.check.x)

@@ -1,0 +1,328 @@
+"""The run's one layout (issue 40, point 3): whether the script keeps its tensors batch-first, as the catalogue names
+them (B, T, C), or sequence-first (T, B, C), as `nn.Transformer` and much older code do, and where a ViT's class token
+is among its tokens, decided once per run from every captured step together, then used to read every step, every hit,
+and the module calls and locals of the marked lines.
+
+A per-tensor reading cannot tell (T, B, C) from (B, T, C): each such tensor alone binds B and T the wrong way round,
+or fits "the same dimensions in another order" while the script's other steps are read the other way. So both readings
+of the whole run are tried (``read_run_layout``): each binds the named dimensions from all the captured shapes (the
+sequence-first one with the first two axes of every (B, <positions>, …) step swapped; the heads h from a step that
+folds them into its batch axis, (B·h, T, hs), where no step shows them in their own) and counts the steps that then
+fit no layout and the steps that fit only with their axes permuted. The reading with fewer misfits, then fewer
+permutations, is the run's. Where the shapes cannot tell (every such step turned alike, or B = T), the modules the
+marked lines called decide where they say (`nn.MultiheadAttention`'s ``batch_first``, with the steps' sizes or a step
+holding the module's very input), else the catalogue's batch-first. Some steps that read as captured only
+sequence-first while others read only batch-first are a contradiction: the run keeps the reading that scores better,
+and the overview names the steps of each side in one line instead of a guess per step. The class token's place comes
+from the values (``_with_class_token``). What each decision rests on is shown in the overview's "What was recognised"
+(``RunLayout.recognised``), with the steps read with their heads folded into the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from transformer_trace.models.legend import Legend
+from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, layout
+
+# the named axes that count positions (tokens, patches, source and target lengths): what sequence-first puts first
+SEQUENCE_AXES = frozenset({"T", "S", "N", "N1", "L", "Lq", "Lk"})
+BATCH_FIRST, SEQUENCE_FIRST = "batch-first", "sequence-first"
+CLASS_FIRST, CLASS_LAST, CLASS_ABSENT = "first", "last", "absent"
+CLASS_PLACES = {CLASS_FIRST: "first, before the patches",
+                CLASS_LAST: ("last, after the patches: every step's tokens read with it first, as the catalogue "
+                             "names them"),
+                CLASS_ABSENT: "none: every step holds the patches alone"}
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """One captured tensor as evidence for the run's layout: the step's label, its named shape, the shape captured,
+    and whether the step shows the first batch item of its tensor (a snapshot indexed ``[0]``)."""
+
+    step: str
+    named: tuple[str, ...]
+    shape: tuple[int, ...]
+    first_item: bool = False
+    value: torch.Tensor | None = field(default=None, compare=False)  # the tensor itself, for a module's input
+
+
+def turned(named: Sequence[str], ndim: int, first_item: bool) -> bool:
+    """Whether a sequence-first run keeps this tensor with its positions before its batch axis: a (B, <positions>, …)
+    step captured whole, or a first-item step (<positions>, …) captured with its batch axis (then second)."""
+    if first_item and ndim == len(named) + 1:
+        return bool(named) and named[0] in SEQUENCE_AXES
+    return ndim == len(named) >= 2 and named[0] == "B" and named[1] in SEQUENCE_AXES
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """The whole run read one way: the dimensions its shapes bind so, the steps that then fit no layout, the steps
+    that fit only with their axes in another order, and the steps read with their heads folded into the batch."""
+
+    dims: dict[str, int]
+    misfits: tuple[str, ...]
+    permuted: tuple[str, ...]
+    folded: tuple[str, ...]
+    direct: tuple[str, ...]  # steps with a (B, <positions>, …) tensor that fits as it is read, no axis permuted
+
+    @property
+    def score(self) -> tuple[int, int]:
+        return len(set(self.misfits)), len(set(self.permuted))
+
+
+def _read_as(shapes: Sequence[StepShape], legend: Legend, sequence_first: bool) -> _Reading:
+    def arranged(s: StepShape) -> tuple[int, ...]:
+        if sequence_first and turned(s.named, len(s.shape), s.first_item):
+            return (s.shape[1], s.shape[0], *s.shape[2:])
+        return s.shape
+
+    dims = _with_folded_heads(shapes, bind_dims([(s.named, arranged(s)) for s in shapes], legend), legend)
+    misfits, permuted, folded, direct = [], [], [], []
+    for s in shapes:
+        found = layout(torch.empty(arranged(s), device="meta"), s.named, dims, legend, first_item=s.first_item)
+        if found.status in (LayoutStatus.MISMATCH, LayoutStatus.UNBOUND) and found.canonical is None:
+            misfits.append(s.step)
+        elif _permuted(arranged(s), found):
+            permuted.append(s.step)
+        elif turned(s.named, len(s.shape), s.first_item):
+            direct.append(s.step)
+        if found.status is LayoutStatus.LAYOUT and "B·h" in found.note:
+            folded.append(s.step)
+    return _Reading(dims, tuple(misfits), tuple(permuted), tuple(folded), tuple(direct))
+
+
+def _with_folded_heads(shapes: Sequence[StepShape], dims: dict[str, int], legend: Legend) -> dict[str, int]:
+    """``dims`` with the heads h (and what follows from it) bound from a step whose heads are folded into its batch
+    axis, (B·h, T, hs) for (B, h, T, hs), where no step shows h in its own axis: h = its first size / B, where the
+    step then reads whole. The first such step decides; unchanged where none does."""
+    batch = dims.get("B")
+    if "h" not in legend or "h" in dims or not batch:
+        return dims
+    for s in shapes:
+        if len(s.named) < 3 or s.named[:2] != ("B", "h") or len(s.shape) != len(s.named) - 1 or s.shape[0] % batch:
+            continue
+        found = _derived({**dims, "h": s.shape[0] // batch}, legend)
+        if layout(torch.empty(s.shape, device="meta"), s.named, found, legend).canonical is not None:
+            return found
+    return dims
+
+
+def _derived(dims: dict[str, int], legend: Legend) -> dict[str, int]:
+    """``dims`` with every size that follows from them by the legend's relations (hs = C / h)."""
+    changed = True
+    while changed:
+        changed = False
+        for name, rule in legend.derivations():
+            if name not in dims:
+                try:
+                    dims[name] = rule(dims)
+                    changed = True
+                except (KeyError, ZeroDivisionError):
+                    pass
+    return dims
+
+
+def _permuted(shape: tuple[int, ...], found: Layout) -> bool:
+    """Whether the tensor fits only with its axes in another order (the same sizes, not where the name has them)."""
+    expected = found.expected
+    return (found.status is LayoutStatus.LAYOUT and expected is not None and len(shape) == len(expected)
+            and shape != expected and sorted(shape) == sorted(expected))
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """The run's one reading of its tensors' layout: sequence-first or not, the dimensions bound so, what the decision
+    rests on, and the contradiction between steps where there is one (one line for the overview, else "")."""
+
+    dims: dict[str, int] = field(default_factory=dict)
+    sequence_first: bool = False
+    rests_on: str = ""
+    contradiction: str = ""
+    folded: tuple[str, ...] = ()  # steps whose heads are folded into the batch axis (B·h, …)
+    class_token: str = ""  # where the class token is among the tokens (a ViT's N1 axis): first, last, absent, ""
+    class_rests_on: str = ""
+
+    @property
+    def kind(self) -> str:
+        return SEQUENCE_FIRST if self.sequence_first else BATCH_FIRST
+
+    def turns(self, named: Sequence[str], ndim: int, first_item: bool) -> bool:
+        """Whether this run reads the tensor with its first two axes swapped."""
+        return self.sequence_first and turned(named, ndim, first_item)
+
+    def turned_call(self, call: ModuleCall) -> ModuleCall:
+        """A module call of a marked line with its (positions, batch, …) inputs and outputs read as the steps are, so a
+        check comparing them with the steps' tensors compares like with like; a module that reads its own layout
+        (``batch_first``: nn.MultiheadAttention, trace/reading/attention_calls.py) is left as it ran."""
+        if not (self.sequence_first or self.class_token == CLASS_LAST) or "batch_first" in call.attrs:
+            return call
+        return replace(call, inputs=[self.as_called(t) for t in call.inputs],
+                       outputs=[self.as_called(t) for t in call.outputs])
+
+    def as_called(self, tensor: torch.Tensor | None) -> torch.Tensor | None:
+        """A tensor a marked line's module took or gave (or a local it read), read by its sizes as the run reads its
+        steps: (positions, batch, …) turned batch-first, and a class token kept last moved first on every axis of
+        the N1 tokens' size after the first."""
+        positions = {self.dims[axis] for axis in SEQUENCE_AXES if axis in self.dims}
+        if tensor is None or tensor.dim() < 2:
+            return tensor
+        if self.sequence_first and tensor.shape[1] == self.dims.get("B") and tensor.shape[0] in positions:
+            tensor = tensor.transpose(0, 1)
+        axes = [i for i in range(1, tensor.dim()) if tensor.shape[i] == self.dims.get("N1")]
+        if self.class_token == CLASS_LAST and axes:  # its token axes: every one of the N1 tokens' size
+            tensor = tensor.roll([1] * len(axes), dims=axes)
+        return tensor
+
+    def as_read(self, step: StepShape) -> torch.Tensor:
+        """A step's captured value with its first two axes as the run reads them (its value: required)."""
+        assert step.value is not None
+        turn = self.turns(step.named, step.value.dim(), step.first_item)
+        return step.value.transpose(0, 1) if turn else step.value
+
+    def class_first(self, canonical: torch.Tensor, named: Sequence[str]) -> torch.Tensor:
+        """A step in the catalogue's layout with the class token first on each of its token axes (N1), where the run
+        keeps it last."""
+        axes = [i for i, name in enumerate(named) if name == "N1" and i < canonical.dim()
+                and canonical.shape[i] == self.dims.get("N1")]
+        return canonical.roll([1] * len(axes), dims=axes) if self.class_token == CLASS_LAST and axes else canonical
+
+    def recognised(self) -> tuple[tuple[str, str, str], ...]:
+        """The overview's "What was recognised" rows: (what, variant, rests on)."""
+        variant = ("sequence-first: (T, B, …) tensors, read as the catalogue's (B, T, …)" if self.sequence_first
+                   else "batch-first: (B, T, …) tensors, as the catalogue names them")
+        rows = [("Layout (every step)", variant, self.rests_on)]
+        if self.folded:
+            rows.append(("Heads", "folded into the batch axis (B·h, …), read as (B, h, …)",
+                         f"the shapes of {', '.join(dict.fromkeys(self.folded))} with B and h bound by the run"))
+        if self.class_token:
+            rows.append(("Class token", CLASS_PLACES[self.class_token], self.class_rests_on))
+        return tuple(rows)
+
+
+def _module_says(calls: Iterable[ModuleCall], steps: Sequence[StepShape]) -> tuple[bool | None, str]:
+    """What the modules the marked lines called say of the layout (their ``batch_first`` setting), where the steps
+    show it: a module's input is (batch, positions, …) or (positions, batch, …) by its setting, and a step whose first
+    two axes are those sizes, in either order, is in the one layout or the other (where batch and positions are the
+    same size, only a step holding the module's very input says). None: no module says, or they disagree."""
+    votes: dict[bool, set[str]] = {}
+    for call in calls:
+        given = call.inputs[0] if call.inputs else None
+        if "batch_first" not in call.attrs or given is None or given.dim() != 3:
+            continue
+        first = bool(call.attrs["batch_first"])
+        batch, positions = (given.shape[0], given.shape[1]) if first else (given.shape[1], given.shape[0])
+        for step in steps:
+            ahead = tuple(step.shape[:2])
+            if batch != positions and ahead in ((positions, batch), (batch, positions)):
+                votes.setdefault(ahead == (positions, batch), set()).add(call.module)
+            elif step.value is not None and step.value.shape == given.shape and torch.equal(step.value, given):
+                votes.setdefault(not first, set()).add(call.module)
+    if len(votes) != 1:
+        return None, ""
+    sequence_first, modules = votes.popitem()
+    return sequence_first, (f"the modules your marked lines called say so ({', '.join(sorted(modules))}: "
+                            f"batch_first={not sequence_first}, with your steps' shapes)")
+
+
+def _steps(steps: Iterable[str], most: int = 6) -> str:
+    """The steps named, the first ``most`` of them: "#4, #5 and 12 more"."""
+    named = list(dict.fromkeys(steps))
+    more = f" and {len(named) - most} more" if len(named) > most else ""
+    return ", ".join(named[:most]) + more
+
+
+def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall] = ()) -> RunLayout:
+    """The run's layout, decided once from every captured step's shape (and, where the shapes cannot tell, the
+    modules' own settings), with the reasons; see the module's docstring for the rule."""
+    return _with_class_token(_read_order(shapes, legend, calls), shapes)
+
+
+def _read_order(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall]) -> RunLayout:
+    batch, sequence = _read_as(shapes, legend, False), _read_as(shapes, legend, True)
+    turnable = [s for s in shapes if turned(s.named, len(s.shape), s.first_item)]
+    only_sequence = [s for s in (*batch.misfits, *sequence.direct) if s not in (*sequence.misfits, *batch.direct)]
+    only_batch = [s for s in (*sequence.misfits, *batch.direct) if s not in (*batch.misfits, *sequence.direct)]
+    contradiction = ""
+    if only_sequence and only_batch:
+        contradiction = (f"The steps contradict each other: {_steps(only_sequence)} read as captured only "
+                         f"sequence-first (T, B, …), {_steps(only_batch)} only batch-first (B, T, …); every step is "
+                         f"read {SEQUENCE_FIRST if sequence.score < batch.score else BATCH_FIRST}, the others with "
+                         "their axes permuted where their sizes allow, else not checkable on their shape.")
+    if not turnable:
+        return RunLayout(batch.dims, False, "no captured step has both a batch and a positions axis",
+                         contradiction, batch.folded)
+    if sequence.score < batch.score:
+        why = (f"{_steps(only_sequence)} read as captured only sequence-first" if only_sequence else
+               f"{_steps(s for s in batch.permuted if s not in sequence.permuted)} read batch-first only with their "
+               "axes permuted")
+        return RunLayout(sequence.dims, True, f"read jointly from every captured step: {why}", contradiction,
+                         sequence.folded)
+    if batch.score < sequence.score:
+        why = (f"{_steps(only_batch)} read as captured only batch-first" if only_batch else
+               f"{_steps(s for s in sequence.permuted if s not in batch.permuted)} read sequence-first only with "
+               "their axes permuted")
+        return RunLayout(batch.dims, False, f"read jointly from every captured step: {why}", contradiction,
+                         batch.folded)
+    says, because = _module_says(calls, turnable)
+    if says is not None:
+        chosen = sequence if says else batch
+        return RunLayout(chosen.dims, says, f"the shapes read alike both ways; {because}", contradiction,
+                         chosen.folded)
+    return RunLayout(batch.dims, False, "the shapes read alike both ways (every batch and positions axis turned alike"
+                     f"{', or B = T' if batch.dims.get('B') in [batch.dims.get(a) for a in SEQUENCE_AXES] else ''}) "
+                     "and no module says: the catalogue's batch-first", contradiction, batch.folded)
+
+
+def _with_class_token(run: RunLayout, shapes: Sequence[StepShape]) -> RunLayout:
+    """Where the class token is among a ViT's tokens (N1 = N + 1), from the values: the class token step (B, 1, C)
+    found as the first or the last row of the first step of N1 tokens that holds it; else, where every step of N1
+    tokens holds the patches alone (N), none. Unchanged where the run has no N1 or nothing tells."""
+    tokens, patches = run.dims.get("N1"), run.dims.get("N")
+    steps = [(s, run.as_read(s)) for s in shapes if "N1" in s.named and s.value is not None]
+    if tokens is None or not steps:
+        return run
+    cls = next(((s, run.as_read(s)) for s in shapes if s.named == ("B", "1", "C") and s.value is not None), None)
+    for step, value in steps if cls is not None and cls[1].dim() == 3 else ():
+        assert cls is not None
+        token = cls[1][:, 0].double()
+        if value.dim() != 3 or value.shape[1] != tokens or value[:, 0].shape != token.shape:
+            continue
+        first, last = (torch.allclose(value[:, row].double(), token) for row in (0, -1))
+        short = [s.step for s, v in steps if v.dim() == len(s.named) and v.shape[s.named.index("N1")] == patches]
+        if first or last:  # (a step of N1 named with the patches alone: the positions added before it joined)
+            return replace(run, class_token=CLASS_FIRST if first else CLASS_LAST, class_rests_on=(
+                f"{step.step}'s {'first' if first else 'last'} row is {cls[0].step}, the class token"
+                + (f"; it joins after the positions: {_steps(short)} hold{'s' if len(short) == 1 else ''} the "
+                   f"{patches} patches alone" if short else "")))
+    whole = [(s, v) for s, v in steps if v.dim() == len(s.named)]
+    if whole and all(v.shape[s.named.index("N1")] == patches for s, v in whole):
+        return replace(run, class_token=CLASS_ABSENT, class_rests_on=(
+            f"{_steps(s.step for s, _ in whole)} hold {patches} tokens, the patches alone"))
+    return run
+
+
+def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) -> Layout:
+    """The one place a captured tensor is read in the catalogue's layout: tensor ``k`` of a traced page (the hit shown,
+    or any other hit's value), against the named shape the page gives it, in the run's one layout (a snapshot showing
+    the first batch item, ``[0]``, reads a batch of several as its first item: in a sequence-first run, ``x[:, 0]``)."""
+    named, first_item = page.shape_of(k), k == 0 and page.snap.index == "[0]"
+    turn = run.turns(named, tensor.dim(), first_item)
+    found = layout(tensor.transpose(0, 1) if turn else tensor, named, run.dims, {}, first_item=first_item)
+    axes = (("B", *named) if first_item else named)
+    notes = [f"sequence-first ({', '.join((axes[1], axes[0], *axes[2:]))}), as the whole run is read (see the "
+             "overview)"] if turn else []
+    canonical = found.canonical
+    if canonical is not None and (moved := run.class_first(canonical, named)) is not canonical:
+        canonical = moved
+        notes.append("the class token last, read first as the whole run is (see the overview)")
+    if not notes:
+        return found
+    note = "; ".join(notes) + (f"; then {found.note}" if found.note else "")
+    status = LayoutStatus.LAYOUT if canonical is not None else found.status
+    return Layout(status, found.expected, note, canonical, found.unbound)

@@ -27,10 +27,10 @@ from transformer_trace.sources import NotCheckable, TensorDict, fill
 from transformer_trace.tensor_data import (attention_group_of, attention_groups, axis_labels, head_labels, run_labels,
                                    write_tensor_data)
 from transformer_trace.trace.reading.capture_reading import CaptureReading
-from transformer_trace.trace.reading.checking import judge
+from transformer_trace.trace.reading.checking import Judgement, judge
 from transformer_trace.trace.reading.pages import DATA_LIMIT, SnapshotReading, traced_contents
 from transformer_trace.trace.reading.records import TensorLabel, places_at_layer
-from transformer_trace.trace.reading.run import TraceReport, id_labels, trace_overview, traced_run
+from transformer_trace.trace.reading.run import TracedRun, TraceReport, id_labels, trace_overview, traced_run
 from transformer_trace.trace.reading.variants import recognised  # what the overview says was recognised
 from transformer_trace.version import package_version  # the run stamp names the package version
 
@@ -57,9 +57,7 @@ def render(out: Path, name: str, reading: CaptureReading, command: str, timeout:
     judgements (run on the run), the data and figures, the pages."""
     catalogue, numbering, hit, dims = reading.catalogue, reading.numbering, reading.hit, dict(reading.dims)
     readings, source, labels = list(reading.snapshots), reading.source, dict(reading.labels)
-    run = traced_run(catalogue, source, labels, readings, run_inputs(reading, readings, dims, hit), dims,
-                     run_stamp(reading, readings, command), command)  # a capture becomes a run
-    judged = judge(run, readings, labels, dims, hit)  # the catalogue's checks, on the run
+    run, judged = judged_run(reading, command)  # a capture becomes a run, then the checks judge it
     captured = [r for r in readings if r.captured]
     verdicts = {r.snap.number: judged[r.snap.number].verdict for r in readings}
     counts = {"captured": len(captured), "total": len(readings),
@@ -86,6 +84,15 @@ def render(out: Path, name: str, reading: CaptureReading, command: str, timeout:
     write_snapshots_json(out, snapshots_json(identity, catalogue, run, pages, extra_pages=[], traced=True,
                                              catalogue=numbering, outcome=outcome, checked=[trace.checks_fact]))
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
+
+
+def judged_run(reading: CaptureReading, command: str) -> tuple[TracedRun, dict[int, Judgement]]:
+    """The run a capture's reading becomes (before any check runs), and each snapshot's judgement by the catalogue's
+    checks, run on it: what `trace` reports, and what tests/variants/judge.py reads without writing pages."""
+    readings, labels, dims, hit = list(reading.snapshots), dict(reading.labels), dict(reading.dims), reading.hit
+    run = traced_run(reading.catalogue, reading.source, labels, readings, run_inputs(reading, readings, dims, hit), dims,
+                     run_stamp(reading, readings, command), command)
+    return run, judge(run, readings, labels, dims, hit)
 
 
 def run_stamp(reading: CaptureReading, readings: list[SnapshotReading], command: str) -> dict[str, Any]:

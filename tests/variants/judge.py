@@ -1,6 +1,6 @@
 """Trace a variant and read its verdicts: the script run in its own interpreter and the catalogue's checks judged on
-the capture, exactly as `trace` does (generator/trace/__init__.py ``_trace``: scan, run_script, read_capture,
-run_checks), without writing the report's pages and figures, which cost more than the checks and change no verdict.
+the capture, exactly as `trace` does (generator/trace/__init__.py ``_trace``: scan, run_script, the capture's one
+reading, the run judged: trace/report.py ``judged_run``), without writing the report's pages and figures, which cost more than the checks and change no verdict.
 tests/test_trace_variants.py holds this to what `trace` writes in snapshots.json."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from transformer_trace.trace import as_traced, choose_numbering, numberings
 from transformer_trace.trace.markers import scan
 from transformer_trace.trace.notebook import to_script, write_beside
 from transformer_trace.trace.reading.capture import run_script
-from transformer_trace.trace.reading.checking import run_checks
-from transformer_trace.trace.reading.pages import read_capture
+from transformer_trace.trace.reading.capture_reading import read
+from transformer_trace.trace.report import judged_run
 from transformer_trace.trace.reading.user_files import user_files
 
 
@@ -59,8 +59,9 @@ def judge(path: Path) -> Judged:
     markers, reads = as_traced(markers, numbering, REPORTS)
     capture = run_script(script, [], markers, timeout=120, **reads)
     catalogue = REPORTS[numbering]
-    readings, dims = read_capture(catalogue, numbering, capture, 1)
-    _, _, judged = run_checks(readings, catalogue, dims, 1)
+    reading = read(catalogue, numbering, capture, 1)
+    readings = reading.snapshots
+    _, judged = judged_run(reading, "")
     verdicts = []
     for reading in sorted((r for r in readings if r.captured), key=lambda r: r.snap.number):
         verdict = judged[reading.snap.number].verdict

@@ -90,8 +90,8 @@ def judged_run(reading: CaptureReading, command: str) -> tuple[TracedRun, dict[i
     """The run a capture's reading becomes (before any check runs), and each snapshot's judgement by the catalogue's
     checks, run on it: what `trace` reports, and what tests/variants/judge.py reads without writing pages."""
     readings, labels, dims, hit = list(reading.snapshots), dict(reading.labels), dict(reading.dims), reading.hit
-    run = traced_run(reading.catalogue, reading.source, labels, readings, run_inputs(reading, readings, dims, hit), dims,
-                     run_stamp(reading, readings, command), command)
+    inputs, stamp = run_inputs(reading, readings, dims, hit), run_stamp(reading, readings, command)
+    run = traced_run(reading.catalogue, reading.source, labels, readings, inputs, dims, stamp, command)
     return run, judge(run, readings, labels, dims, hit)
 
 

@@ -418,7 +418,7 @@ def read_snapshots(catalogue: Report, numbering: str, capture: Capture, hit: int
             m.report, m.snap, tensors, m.named_shape, m.named, example, docs[m.snap.number], m.hit_note,
             tuple(layouts), bound_names(m.named_shape, layout, shown, catalogue.dims_legend) if tensors else (),
             m.order, m.shown_hit, m.hit_values, _hit_layouts(m, run), tuple(run.turned_call(c) for c in m.calls),
-            tuple(tuple(tuple(run.turned_call(c) for c in calls) for calls in per_tensor) for per_tensor in m.hit_calls),
+            tuple(tuple(tuple(map(run.turned_call, calls)) for calls in per_tensor) for per_tensor in m.hit_calls),
             run))
     return readings, dims, run
 

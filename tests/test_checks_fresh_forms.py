@@ -113,7 +113,7 @@ MASK_SHAPE = ("1", "1", "T", "T")
 
 
 @pytest.mark.parametrize("shape, dims, note", [
-    ((6, 6), {"B": 6, "T": 2, "h": 4}, "a square (6, 6) mask, though T = 2 was bound"),  # sequence-first: B, T swapped
+    # (a square mask in sequence-first code is read by the run's one layout: tests/test_trace_layout.py)
     ((8, 5, 5), {"B": 2, "T": 5, "h": 4}, "heads folded into the batch axis (B·h = 8, T, T)"),
 ])
 def test_a_mask_in_another_correct_shape_is_read_and_the_reading_said(shape, dims, note):

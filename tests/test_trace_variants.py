@@ -26,9 +26,6 @@ CORRECT, BUGS = correct_variants(), bug_variants()
 
 # variant id -> why `trace` still gives this correct variant a red verdict (a strict xfail: fixing it fails here)
 KNOWN_FALSE_RED = {
-    "vit: class token last": "the class token's row is read as row 0: a class token appended after the patches is "
-                             "not located (S06 unrecognised), so pooling its row (−1) is named 'the wrong token "
-                             "pooled' at S24 (issue 40 point 3: the class token first, last or absent, read once)",
 }
 # variant id -> why `trace` does not name this bug first with its form yet (each a false green: exit 0 on it)
 KNOWN_MISSED = {

@@ -61,7 +61,10 @@ def _derived_by(check: Any, source: TensorDict,
         value = check.derive(source)
     except (NotCheckable, RuntimeError, ValueError, IndexError):  # an input missing, or shapes that do not fit:
         return found  # nothing derived
-    return found if value is None else [*found, (target, value, _deriving(check))]
+    read_from = _deriving(check)
+    if not any(ref != target and source.has(ref) for ref in read_from):  # what it read is all optional fields
+        read_from = tuple(check.inputs())  # (the scores a causal mask's check derives the masked scores from)
+    return found if value is None else [*found, (target, value, read_from)]
 
 
 def _deriving(check: Any) -> tuple[Ref, ...]:

@@ -169,18 +169,32 @@ class TensorSource(Protocol):
 
 @dataclass
 class TensorDict:
-    """A tensor source from captured tensors alone (e.g. a student's script): no model, maybe some inputs.
+    """A tensor source from captured tensors (e.g. a student's script): no model, maybe some inputs, and the weights
+    known of it.
 
     ``tensors`` maps record names to tensors; ``places`` fills placeholders; ``inputs`` holds whatever
     facts of the input are known; ``declared`` the record points' declarations where known (record name ->
-    ``transformer_trace.models.recording.Declared``: named shapes for pages and axis labels). Weight-based checks on it
-    are not checkable.
+    ``transformer_trace.models.recording.Declared``: named shapes for pages and axis labels). ``modules`` and ``params``
+    are the modules and parameters known by the catalogue's names (a traced line's module calls rebuilt them:
+    generator/trace/reading/weights.py), and ``run`` the run that answers for the others (a traced run's view of a
+    page, trace/reading/run.py ``TracedRun.seen_from``); weight-based checks that need what none of them has are not
+    checkable.
     """
 
     tensors: Mapping[str, torch.Tensor]
     places: Mapping[str, str] = field(default_factory=dict)
     inputs: Mapping[str, Any] = field(default_factory=dict)
     declared: Mapping[str, Any] = field(default_factory=dict)
+    modules: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, torch.Tensor] = field(default_factory=dict)
+    run: TensorSource | None = None
+
+    def with_tensors(self, tensors: Mapping[str, torch.Tensor], modules: Mapping[str, Any] | None = None,
+                     params: Mapping[str, torch.Tensor] | None = None) -> TensorDict:
+        """This source's view of the same run with ``tensors`` and the weights a module call gave (``modules``,
+        ``params``): its own modules and parameters are not kept, its run is."""
+        return TensorDict(tensors, places=self.places, inputs=self.inputs, declared=self.declared,
+                          modules=modules or {}, params=params or {}, run=self.run)
 
     def name(self, ref: Ref | ModuleRef | ParamRef | str) -> str:
         return fill(str(ref), self.places)
@@ -199,11 +213,21 @@ class TensorDict:
     def t(self, ref: Ref | str) -> torch.Tensor:
         return self.cpu(ref).double()
 
-    def module(self, ref: ModuleRef | str) -> nn.Module:
-        raise NoWeights(f"module {self.name(ref)}", "the tensors were captured without the model's weights")
+    def module(self, ref: ModuleRef | str) -> Any:
+        name = self.name(ref)
+        if name in self.modules:
+            return self.modules[name]
+        if self.run is not None:  # the run's names are filled at this view's pass already
+            return self.run.module(name)
+        raise NoWeights(f"module {name}", "the tensors were captured without the model's weights")
 
     def parameter(self, ref: ParamRef | str) -> torch.Tensor:
-        raise NoWeights(f"parameter {self.name(ref)}", "the tensors were captured without the model's weights")
+        name = self.name(ref)
+        if name in self.params:
+            return self.params[name].detach().double().cpu()
+        if self.run is not None:
+            return self.run.parameter(name)
+        raise NoWeights(f"parameter {name}", "the tensors were captured without the model's weights")
 
     def input(self, ref: InputRef | str) -> Any:
         try:

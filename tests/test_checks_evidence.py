@@ -199,17 +199,16 @@ class _OwnLayerNorm(torch.nn.Module):
 
 
 def test_a_layer_norm_of_ones_own_with_its_gain_and_bias_swapped_is_named_with_its_own_weights():
-    from transformer_trace.trace.reading.weights import CallSource
 
     ln = _OwnLayerNorm()
     swapped = torch.nn.functional.layer_norm(X, (8,), ln.bias.detach(), ln.weight.detach(), 1e-5)
-    source = CallSource({"x": X, "out": swapped}, modules={"norm": ln})
+    source = TensorDict({"x": X, "out": swapped}, modules={"norm": ln})
     result = LayerNormOf(out=Ref("out"), x=Ref("x"), module=ModuleRef("norm")).run(source)
     assert result.status == "failed" and result.evidence.name == "gain and bias swapped"
     assert "your encoder.norm swaps its gain and bias" in result.evidence.message
     right = torch.nn.functional.layer_norm(X, (8,), ln.weight.detach(), ln.bias.detach(), 1e-5)
     assert LayerNormOf(out=Ref("out"), x=Ref("x"), module=ModuleRef("norm")).run(
-        CallSource({"x": X, "out": right}, modules={"norm": ln})).status == "passed"
+        TensorDict({"x": X, "out": right}, modules={"norm": ln})).status == "passed"
 
 
 IMAGE = torch.randn(2, 3, 8, 8, dtype=torch.float64)
@@ -230,7 +229,6 @@ def test_a_patch_embedding_fed_another_view_of_the_marked_image_is_named(fed, sa
 
 def test_patch_rows_read_in_another_pixel_order_are_named_and_right_rows_pass():
     from transformer_trace.checks.calls import PatchChain
-    from transformer_trace.trace.reading.weights import CallSource
 
     p, (b, c, h, w) = 4, IMAGE.shape
     right = IMAGE.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1).reshape(b, 4, p * p * c)
@@ -239,7 +237,7 @@ def test_patch_rows_read_in_another_pixel_order_are_named_and_right_rows_pass():
     chain = PatchChain(out=Ref("out"), x=Ref("img"), patches=Ref("rows"), layers=(ModuleRef("proj"),))
     outcomes = {}
     for name, rows in (("right", right), ("strided", strided)):
-        source = CallSource({"img": IMAGE, "rows": rows, "out": linear(rows).detach()}, modules={"proj": linear})
+        source = TensorDict({"img": IMAGE, "rows": rows, "out": linear(rows).detach()}, modules={"proj": linear})
         outcomes[name] = chain.run(source)
     assert outcomes["right"].status == "passed"
     assert outcomes["strided"].status == "failed"

@@ -12,10 +12,9 @@ import torch
 
 from transformer_trace.checks import Check
 from transformer_trace.cli import main
-from transformer_trace.sources import NoWeights
+from transformer_trace.sources import NoWeights, TensorDict
 from transformer_trace.trace import report as trace_report
 from transformer_trace.trace.reading.run import TracedRun
-from transformer_trace.trace.reading.weights import CallSource
 from tests.test_trace_derived import STUDENT_VIT
 
 
@@ -80,7 +79,7 @@ def test_every_check_runs_on_the_traced_run_as_its_marked_line_sees_it(traced):
     _, stages, run, _, _ = traced
     sources = [source for stage, source in stages if stage == "check"]
     assert len(sources) >= 2  # S15's projection and S19's residual sum at least
-    assert all(isinstance(source, CallSource) and source.run is run for source in sources)
+    assert all(isinstance(source, TensorDict) and source.run is run for source in sources)
 
 
 def test_the_traced_run_answers_module_and_parameter_from_the_module_calls_its_marked_lines_made(traced):

@@ -23,7 +23,7 @@ from transformer_trace.run import Lacks, ModelRun
 from transformer_trace.sources import Known, MissingTensor, ModuleRef, NoWeights, ParamRef, TensorDict
 from transformer_trace.text import escape_text
 from transformer_trace.trace.reading.checking import TensorLabel
-from transformer_trace.trace.reading.weights import CallSource, CalledModules, modules_called
+from transformer_trace.trace.reading.weights import CalledModules, modules_called
 from transformer_trace.models.recording import Recorded, Recording
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -107,11 +107,11 @@ class TracedRun(ModelRun):
             raise NoWeights(f"parameter {name}", self.lacks.weights)
         return value.detach().double().cpu()
 
-    def seen_from(self, tensors: Mapping[str, torch.Tensor], places: Mapping[str, str]) -> CallSource:
+    def seen_from(self, tensors: Mapping[str, torch.Tensor], places: Mapping[str, str]) -> TensorDict:
         """The run as one marked line's checks read it: ``tensors`` (the run's, the steps nobody marked derived from
         them, the page's own pass), record names filled at the pass the page shows (``places``), the modules and
         parameters the run's calls rebuilt."""
-        return CallSource(tensors, places=places, inputs=self.inputs, run=self)
+        return TensorDict(tensors, places=places, inputs=self.inputs, run=self)
 
 
 def traced_run(catalogue: Report, source: TensorDict | None, labels: dict[str, TensorLabel],

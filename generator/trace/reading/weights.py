@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,7 @@ from transformer_trace.trace.reading.rebuilt import looks_like, rebuild
 from transformer_trace.trace.reading.rows import pooled_from
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
-from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict, TensorSource
+from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
@@ -37,48 +37,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 
-@dataclass
-class CallSource(TensorDict):
-    """Captured tensors plus what the marked lines' module calls gave: modules rebuilt from their parameters, and
-    parameters, by the catalogue's names; then what ``run`` answers (a traced run: the modules every marked line's
-    calls rebuilt, trace/reading/run.py ``TracedRun``); without them, as ``TensorDict``, not checkable. A page's
-    checks read the run through one (``TracedRun.seen_from``: the pass the page shows, the steps nobody marked)."""
-
-    modules: dict[str, Any] = field(default_factory=dict)
-    params: dict[str, torch.Tensor] = field(default_factory=dict)
-    run: TensorSource | None = None
-
-    @classmethod
-    def over(cls, source: TensorDict, tensors: Mapping[str, torch.Tensor], modules: dict[str, Any] | None = None,
-             params: dict[str, torch.Tensor] | None = None) -> CallSource:
-        """``source`` (a line's view of the run, or captured tensors alone) with ``tensors`` and what a module call of
-        the line gave (``modules``, ``params``), reading the same run."""
-        return cls(tensors, places=source.places, inputs=source.inputs, declared=source.declared,
-                   modules=modules or {}, params=params or {},
-                   run=source.run if isinstance(source, CallSource) else None)
-
-    def module(self, ref: ModuleRef | str) -> Any:
-        if self.name(ref) in self.modules:
-            return self.modules[self.name(ref)]
-        if self.run is not None:  # the run's names are filled at this view's pass already
-            return self.run.module(self.name(ref))
-        return super().module(ref)
-
-    def parameter(self, ref: ParamRef | str) -> torch.Tensor:
-        if self.name(ref) in self.params:
-            return self.params[self.name(ref)].detach().double().cpu()
-        if self.run is not None:
-            return self.run.parameter(self.name(ref))
-        return super().parameter(ref)
-
-
 @dataclass(frozen=True)
 class Bound:
     """A check with the module call its fields were bound to: ``own_input`` is the check reading the call's own
     input (for the diagnosis when the snapshot's input fails), ``note`` what the page says was taken from the call."""
 
     check: Check
-    source: CallSource
+    source: TensorDict  # the captured tensors with what the call gave (its modules, parameters, inputs)
     own_input: Check | None = None
     note: str = ""
     also: tuple[Check, ...] = ()  # checks the call makes possible besides (an attention module's inputs)
@@ -164,7 +129,7 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
                 own_input = variant
     if not modules and not params and not missing:
         return None
-    bound = CallSource.over(source, tensors, modules={**(known or {}), **modules}, params=params)
+    bound = source.with_tensors(tensors, modules={**(known or {}), **modules}, params=params)
     note = "; ".join(dict.fromkeys(taken))
     if missing:
         note += (("; " if note else "") + "its input taken from the module call on the marked line (no captured "
@@ -187,7 +152,7 @@ def _patches(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main
                             padding=tuple(attrs.get("padding", (0, 0))), dilation=tuple(attrs.get("dilation", (1, 1))),
                             groups=attrs.get("groups", 1))
     tensors = {**source.tensors, image: image_read}
-    bound = CallSource.over(source, tensors, modules={source.name(module): layer})
+    bound = source.with_tensors(tensors, modules={source.name(module): layer})
     return Bound(ConvPatches(out=out, x=Ref(image), module=module), bound, None,
                  f"the weights of the {conv.module} it called, on the image it was called with")
 
@@ -215,7 +180,7 @@ def _patch_chain(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
     refs = tuple(ModuleRef(f"{name}@{c.module}.{i}") for i, c in enumerate(layers))
     tensors = {**source.tensors, f"{name}@{first.module}.input": first_in,
                f"{name}@{first.module}.output": first_out}
-    bound = CallSource.over(source, tensors, modules={ref.template: layer for ref, layer in zip(refs, built)})
+    bound = source.with_tensors(tensors, modules={ref.template: layer for ref, layer in zip(refs, built)})
     chain_text = " → ".join(c.module for c in chain)
     return Bound(PatchChain(out=out, x=Ref(f"{name}@{first.module}.input"),
                             patches=Ref(f"{name}@{first.module}.output"), layers=refs), bound, None,
@@ -241,7 +206,7 @@ def _attention(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
         return None
     layer, derived, self_attention = found
     refs = {key.rsplit(".", 1)[1]: Ref(key) for key in derived}
-    bound = CallSource.over(source, {**source.tensors, **derived}, modules={source.name(module): layer})
+    bound = source.with_tensors({**source.tensors, **derived}, modules={source.name(module): layer})
     fed = getattr(check, field_name)
     variant = check.reading(field_name, refs["concat"])
     inputs = AttentionInputs(queries=refs["query"], keys=refs["key"], values=refs["value"],
@@ -262,7 +227,7 @@ def _split_of_read(check: Check, calls: Sequence[ModuleCall], source: TensorDict
         return None  # none, or several tensors read: which one is the projection is not known
     names = [f"{read[0].module}@read.{i}" for i in range(len(read[0].outputs))]
     tensors = {**source.tensors, **dict(zip(names, map(_present, read[0].outputs)))}
-    bound = CallSource.over(source, tensors)
+    bound = source.with_tensors(tensors)
     module = getattr(check, "module", None)  # the fused projection: its output, where a snapshot shows it
     fused = Ref(source.name(module)) if isinstance(module, ModuleRef) and source.has(Ref(source.name(module))) else None
     return Bound(HeadsOfRead(out=out, parts=tuple(map(Ref, names)), part=part, fused=fused), bound, None,
@@ -292,7 +257,7 @@ def _projections_called(check: HeadsRejoin, calls: Sequence[ModuleCall], source:
             tensors[inputs[k]] = call.inputs[0]
     if not taken:
         return None
-    bound = CallSource.over(source, tensors)
+    bound = source.with_tensors(tensors)
     also: tuple[Check, ...] = ()
     if len(inputs) == 3 and "cross" not in source.name(check.heads[0]):  # a self-attention: q, k, v of one tensor
         also = (AttentionInputs(queries=Ref(inputs[0]), keys=Ref(inputs[1]), values=Ref(inputs[2]),
@@ -318,7 +283,7 @@ def _operand_called(check: SumOf, calls: Sequence[ModuleCall], source: TensorDic
     name = f"{missing}@{last.module}.output"
     operands = list(check.operands)
     operands[absent[0]] = Ref(name)
-    bound = CallSource.over(source, {**source.tensors, name: in_order(last.outputs[0], order)})
+    bound = source.with_tensors({**source.tensors, name: in_order(last.outputs[0], order)})
     return Bound(SumWithCall(out=check.out, operands=tuple(operands)), bound, None,
                  f"{missing} taken from the output of the {last.module} the line called last (no captured snapshot "
                  "shows it)")
@@ -332,7 +297,7 @@ def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDi
     if pooled is None:
         return None
     name = pooled.name if pooled.name not in source.tensors else f"{source.name(check.source)}@{pooled.name}"
-    bound = CallSource.over(source, {**source.tensors, name: pooled.sequence})
+    bound = source.with_tensors({**source.tensors, name: pooled.sequence})
     return Bound(dataclasses.replace(check, source=Ref(name)), bound, None, f"{source.name(check.source)} {pooled.how}")
 
 
@@ -348,7 +313,7 @@ def _image_consumed(check: Check, source: TensorDict, known: dict[str, Any]) -> 
     if IMAGE not in known or out is None:
         return None
     name = f"{source.name(out)}@patch embedding.input"
-    bound = CallSource.over(source, {**source.tensors, name: known[IMAGE]})
+    bound = source.with_tensors({**source.tensors, name: known[IMAGE]})
     return Bound(check, bound, None, "", (ConsumedImage(out=out, fed=Ref(name)),))
 
 

@@ -126,13 +126,14 @@ def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, forc
 
 
 FIGURE_INDEX = "index.json"  # figure id -> content key, to skip unchanged figures next time
-_JOBS: list[tuple[ModelRun, Drawing, Path]] = []  # read by forked workers
+_JOBS: list[tuple[Drawing, Path]] = []  # read by forked workers: each figure's drawing and target
+_JOBS_RUN: list[ModelRun] = []  # ... and the one run they all draw
 
 
 def _draw_job(index: int) -> BaseException | None:
-    run, drawing, path = _JOBS[index]
+    drawing, path = _JOBS[index]
     try:
-        drawing.draw(run, path)
+        drawing.draw(_JOBS_RUN[0], path)
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which re-raises it (Ctrl-C included)
         return exc
     return None
@@ -172,15 +173,15 @@ def draw_all(figures: list[tuple[str, Drawing]], run: ModelRun, out: Path, previ
                     and not edited_by_hand(previous / target.name, previous / FIGURE_INDEX)):
                 shutil.copyfile(previous / target.name, target)
                 continue
-        jobs.append((run, drawing, target))
+        jobs.append((drawing, target))  # every job draws the one run
     lacked: dict[str, NotCheckable] = {}
     workers = min(len(jobs), os.cpu_count() or 1) if parallel else 1
     if workers <= 1:
-        for job_run, drawing, target in progress.iterate(jobs, f"{label} figures"):
-            if (lack := _draw(job_run, drawing, target)) is not None:
+        for drawing, target in progress.iterate(jobs, f"{label} figures"):
+            if (lack := _draw(run, drawing, target)) is not None:
                 lacked[target.stem] = lack
     else:
-        _draw_in_parallel(jobs, workers, progress, label)
+        _draw_in_parallel(run, jobs, workers, progress, label)
     if previous is not None:
         (out / FIGURE_INDEX).write_text(json.dumps(keys, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return len(jobs) - len(lacked), lacked
@@ -205,8 +206,9 @@ def _draw(run: ModelRun, drawing: Drawing, target: Path) -> NotCheckable | None:
     return None
 
 
-def _draw_in_parallel(jobs: list[tuple[ModelRun, Drawing, Path]], workers: int, progress: Progress, label: str) -> None:
-    _JOBS[:] = jobs
+def _draw_in_parallel(run: ModelRun, jobs: list[tuple[Drawing, Path]], workers: int, progress: Progress,
+                      label: str) -> None:
+    _JOBS[:], _JOBS_RUN[:] = jobs, [run]
     try:
         context = multiprocessing.get_context("fork")  # workers inherit the run: nothing is pickled
         with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init,
@@ -217,3 +219,4 @@ def _draw_in_parallel(jobs: list[tuple[ModelRun, Drawing, Path]], workers: int, 
                     raise error
     finally:
         _JOBS.clear()
+        _JOBS_RUN.clear()

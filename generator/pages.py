@@ -19,7 +19,7 @@ import torch
 
 from transformer_trace.catalogue import Report, Snapshot
 from transformer_trace.checks import CheckResult
-from transformer_trace.sources import NotCheckable
+from transformer_trace.sources import Lacking, MissingTensor, NotCheckable
 from transformer_trace.tensors import TensorView
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -99,6 +99,26 @@ class TensorSection:
         from transformer_trace.text import code  # the page text's escaping
 
         return code(self.variable)
+
+
+class CapturedTensors(list, Lacking):
+    """A traced page's captured tensors (read by generator/trace/reading/pages.py), the list its ``main`` and a
+    report's blocks index: one it lacks (the snapshot not captured, or fewer tensors captured than it has) is a
+    MissingTensor saying how to capture it, so a report's block that reads it falls back naming that."""
+
+    def __init__(self, label: str, marker_example: str) -> None:
+        super().__init__()
+        self.label, self.marker_example = label, marker_example
+
+    def lack(self, i: Any) -> MissingTensor:
+        if not self:
+            return MissingTensor(f"snapshot {self.label}", f"not captured; mark it with {self.marker_example}")
+        return MissingTensor(f"tensor {int(i) + 1} of snapshot {self.label}", f"its marker captured {len(self)}")
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, int) and not -len(self) <= i < len(self):
+            raise self.lack(i)
+        return super().__getitem__(i)
 
 
 class PageTensors:

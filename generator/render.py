@@ -290,6 +290,7 @@ def write_pages(report: Report, run: ModelRun, pages: Sequence[SnapshotPage], ou
     shorts = {q.number: answer(q, short=True) for q in report.questions}
     common["written"] = {page.snap.number: PageText(explanations.get(page.snap.number, ""), tuple(
         {"question": report.question(n), "short": shorts[n]} for n in page.snap.questions)) for page in pages}
+    answer = _answerer(run, pages, questions, env, common)  # the full answers read the pages' texts too
     answers = {q.number: answer(q, short=False) for q in report.questions}
     intro = _written(run, questions, "intro", lambda: {"pages": by_number, **common}, lambda needs: "")
     by_stage = {stage.key: [p for p in pages if p.snap.stage == stage.key] for stage in report.stages}
@@ -390,7 +391,7 @@ def _answerer(run: ModelRun, pages: Sequence[SnapshotPage], questions: jinja2.Te
     """answer(question, short): the report's written answer (block q<n> or q<n>_short) with the run's numbers; where
     it has none, needs what the run lacks, or a snapshot informing it failed its check, the generic answer (what the
     run shows of the snapshots that inform it) for a run without a model, nothing for a model run."""
-    by_number = {p.snap.number: p for p in pages}
+    context = {"pages": {p.snap.number: p for p in pages}, **common}  # what every answer reads, made once
     generic = env.get_template("_fallback_answer.md.j2")
 
     def fallback(q: Question, short: bool, failed: Sequence[SnapshotPage] = ()) -> Callable[[str | None], str]:
@@ -404,7 +405,7 @@ def _answerer(run: ModelRun, pages: Sequence[SnapshotPage], questions: jinja2.Te
         if failed:
             return fallback(q, short, failed)(None)
         block = f"q{q.number}_short" if short else f"q{q.number}"
-        return _written(run, questions, block, lambda: {"pages": by_number, **common}, fallback(q, short))
+        return _written(run, questions, block, lambda: context, fallback(q, short))
 
     return answer
 

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from transformer_trace.catalogue import Report, Snapshot, Stage
-from transformer_trace.sources import Lacking, MissingTensor, NotCheckable, Ref, TensorDict
-from transformer_trace.pages import DictEntry, PageContents, PageTensors, Provenance, SourceExcerpt, TensorSection
+from transformer_trace.sources import NotCheckable, Ref, TensorDict
+from transformer_trace.pages import (
+    CapturedTensors, DictEntry, PageContents, PageTensors, Provenance, SourceExcerpt, TensorSection,
+)
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
 from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Notice, Value
@@ -71,25 +73,6 @@ def own_report(capture: Capture) -> Report:
     return Report.declare(key="trace", title="Your own trace points", short_title="Trace", label_format="T{n:02d}",
                           stages=(OWN_POINTS,), snapshots=snapshots, figures=(), overview_figures=(),
                           dims_legend=Legend(), questions=(), options=None, runner=None)
-
-
-class CapturedTensors(list, Lacking):
-    """A traced page's captured tensors; one it lacks (the snapshot not captured, or fewer tensors captured than it
-    has) is a MissingTensor saying how to capture it, so a report's block that reads it falls back naming that."""
-
-    def __init__(self, label: str, marker_example: str) -> None:
-        super().__init__()
-        self.label, self.marker_example = label, marker_example
-
-    def lack(self, i: Any) -> MissingTensor:
-        if not self:
-            return MissingTensor(f"snapshot {self.label}", f"not captured; mark it with {self.marker_example}")
-        return MissingTensor(f"tensor {int(i) + 1} of snapshot {self.label}", f"its marker captured {len(self)}")
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, int) and not -len(self) <= i < len(self):
-            raise self.lack(i)
-        return super().__getitem__(i)
 
 
 def _code_block(source: str, first: int, last: int, shown: str, within: tuple[int, int] | None = None) -> str:

@@ -1,6 +1,7 @@
 """A captured tensor under its record name: which of the catalogue's places (``blocks.{layer}``) a hit of a marked
-line fills, and the record name and catalogue-layout value of a snapshot's tensor (``filed``). What the reading
-(capture_reading.py) files every hit by, and the checks (checking.py) a page's own tensors."""
+line fills, the record name and catalogue-layout value of a snapshot's tensor (``filed``), and every hit of every
+snapshot filed so (``file_records``: a ``RecordReading`` per record name and hit, and the ``TensorDict`` the checks
+read). What the reading (capture_reading.py) files every hit by, and the checks (checking.py) a page's own tensors."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from transformer_trace.sources import TensorDict
 from transformer_trace.trace.reading.verify import Layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
+    from transformer_trace.trace.reading.capture import ModuleCall
     from transformer_trace.trace.reading.pages import SnapshotReading
 
 # A leading corner of a big tensor (``[:5, :5]``, what a debugger shows of an embedding table): kept under the record
@@ -49,6 +52,23 @@ class TensorLabel:
         if self.unreadable:
             return f"snapshot {self} in the catalogue's layout ({self.unreadable})"
         return str(self) if self.sliced else f"snapshot {self}"
+
+
+@dataclass(frozen=True)
+class RecordReading:
+    """One record name at one hit: the captured tensor in the catalogue's layout and where it comes from."""
+
+    name: str  # the catalogue's record name, its placeholders filled for the hit's layer
+    hit: int  # which time its marked line ran
+    ran: int  # how many times its marked line ran (in the pass read)
+    snapshot: str  # the label of the snapshot whose marked line captured it
+    tensor: torch.Tensor  # in the catalogue's layout
+    layout: Layout | None  # how its shape was read as the catalogue's
+    file: str  # the user's file, as the pages name it
+    marker_line: int | None  # the line of its breakpoint comment
+    cell: str  # in a notebook: "x.ipynb, cell 7, line 3"; empty for a script
+    bound: tuple[str, ...]  # the named dimensions its snapshot's tensors bind: "h = 4 (heads)"
+    calls: tuple[ModuleCall, ...]  # the module calls its line made at this hit
 
 
 def shown_places(page: SnapshotReading, catalogue: Report, pages: list[SnapshotReading],
@@ -147,3 +167,61 @@ def own_tensors(page: SnapshotReading, places: dict[str, str]) -> dict[str, torc
     """The page's own captured tensors (the hit it shows) under their record names."""
     return dict(named for k, t in enumerate(page.tensors)
                 if (named := filed(page, k, t.shown.tensor, page.layouts[k], places)))
+
+
+Filed = tuple[dict[tuple[str, int], RecordReading], dict[str, RecordReading], TensorDict | None, dict[str, TensorLabel]]
+
+
+def file_records(catalogue: Report, snapshots: list[SnapshotReading], hit: int) -> Filed:
+    """Every captured tensor under its record name (hit k of a line in the layer loop under layer k's names), in the
+    catalogue's layout as the snapshot reading read each hit's value; the hits the pages show; what the checks read
+    (``TensorDict``: the hits shown win, else the last hit filed); and per record name where it comes from."""
+    layers = layers_ran(catalogue, snapshots)
+    places = places_at_layer(catalogue, hit, layers) or places_at_layer(catalogue, 1, layers)
+    if places is None:
+        return {}, {}, None, {}
+    tensors: dict[str, torch.Tensor] = {}
+    labels: dict[str, TensorLabel] = {}  # record name -> the snapshot (and hit) its tensor came from, or would
+    records: dict[tuple[str, int], RecordReading] = {}
+    for snapshot in snapshots:
+        _label(snapshot, places, labels)
+        for k, values in enumerate(snapshot.hit_values):
+            for h, tensor in enumerate(values, 1):
+                found = snapshot.hit_layouts[k][h - 1]
+                if (at := places_at_layer(catalogue, h, layers)) is not None and (
+                        named := filed(snapshot, k, tensor, found, at)):
+                    records[named[0], h] = _record(snapshot, k, named, h, len(values), found,
+                                                   snapshot.hit_calls[k][h - 1])
+                    tensors[named[0]], labels[named[0]] = named[1], TensorLabel(
+                        snapshot.label, at_hit=h if len(values) > 1 else None)
+    shown: dict[str, RecordReading] = {}
+    for snapshot in snapshots:  # a line that ran fewer times than ``hit`` shows its last hit: under that layer's names
+        at = shown_places(snapshot, catalogue, snapshots, hit) or places
+        own = {named[0]: (k, named) for k, t in enumerate(snapshot.tensors)
+               if (named := filed(snapshot, k, t.shown.tensor, snapshot.layouts[k], at))}
+        for name, (k, named) in own.items():
+            if name not in shown:
+                shown[name] = _record(snapshot, k, named, snapshot.shown_hit, len(snapshot.hit_values[k]),
+                                      snapshot.layouts[k], snapshot.calls)
+                tensors[name], labels[name] = named[1], TensorLabel(snapshot.label)
+    return records, shown, TensorDict(tensors, places=places), labels
+
+
+def _label(snapshot: SnapshotReading, places: dict[str, str], labels: dict[str, TensorLabel]) -> None:
+    """Where each record name the snapshot shows would come from, under the shown layer's names, unless known."""
+    refs = snapshot.snap.tensors
+    variables = snapshot.snap.variable.split(", ") if len(refs) > 1 else []
+    for k, ref in enumerate(refs):
+        index = snapshot.snap.index
+        sliced = k == 0 and index not in (None, "[0]") and not CORNER.fullmatch(index)
+        which = variables[k] if len(variables) == len(refs) else ""  # one of a snapshot's several tensors
+        labels.setdefault(ref.name(places), TensorLabel(snapshot.label, sliced=True) if sliced
+                          else TensorLabel(snapshot.label, which, unreadable=unreadable(snapshot, k, places)))
+
+
+def _record(snapshot: SnapshotReading, k: int, named: tuple[str, torch.Tensor], hit: int, ran: int,
+            found: Layout | None, calls: tuple[ModuleCall, ...]) -> RecordReading:
+    section = snapshot.tensors[k]
+    return RecordReading(name=named[0], hit=hit, ran=ran, snapshot=snapshot.label, tensor=named[1], layout=found,
+                         file=section.source.path, marker_line=section.marker_line, cell=section.source.at,
+                         bound=snapshot.bound, calls=calls)

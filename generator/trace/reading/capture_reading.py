@@ -36,7 +36,7 @@ from transformer_trace.sources import TensorDict
 from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.reading.capture import Capture, Hit, Notice
 from transformer_trace.trace.reading.forward_passes import first_forward_pass
-from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, _tensor_of, marked_snapshots,
+from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, marked_snapshots,
                                                    read_snapshots)
 from transformer_trace.trace.reading.records import RecordReading, TensorLabel, file_records
 
@@ -113,8 +113,7 @@ def _data_entries(value: Any) -> list[tuple[str, torch.Tensor]]:
     ``<name>.<key>`` (a key's characters a file name cannot hold made ``_``; a key that then clashes with an earlier
     one is numbered by its place in the dict), so no entry is left out."""
     if value.kind != "dict":
-        tensor, _ = _tensor_of(value)
-        return [] if tensor is None else [(value.name, tensor)]
+        return [] if value.tensor is None else [(value.name, value.tensor)]
     named: dict[str, torch.Tensor] = {}
     for place, (key, tensor) in enumerate(value.tensor.items()):
         name = f"{value.name}.{re.sub(r'[^A-Za-z0-9_.-]', '_', str(key))}"

@@ -23,7 +23,7 @@ from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
-from transformer_trace.trace.reading.weights import Bound
+from transformer_trace.trace.reading.weights import Bound, Given
 
 SUBLAYER_KINDS = (ModuleKind.USER, ModuleKind.LINEAR, ModuleKind.MULTIHEAD_ATTENTION)
 
@@ -59,12 +59,12 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, 
         captured_stream = None  # the norm read an operand itself (``x = attn_out``): the stream was left out, not found
     if captured_stream is not None:  # the stream the sublayer is added to, as the line's LayerNorm read it: a step
         kept, absent = (Ref(captured_stream), Ref(name)), ()
-    bound = source.with_tensors({**tensors, name: in_order(call.outputs[0], order)})
+    given = Given(source, {**tensors, name: in_order(call.outputs[0], order)})
     out = getattr(check, "out")
     stream = (f"; {_stream_name(source.name(streams[0]), norm)}" if norm is not None else
               f"; the stream it is added to as {captured_stream}, the input of the LayerNorm the line called"
               if captured_stream is not None else "")
-    return Bound(SublayerFromCall(out=out, operands=kept, step=check, absent=absent, called=call.module), bound, None,
+    return Bound(SublayerFromCall(out=out, operands=kept, step=check, absent=absent, called=call.module), given, None,
                  f"{missing} taken from the output of the {call.module} the line called{stream} (no captured "
                  "snapshot shows it)")
 
@@ -88,8 +88,8 @@ def _table_read(check: Any, calls: Sequence[ModuleCall], source: TensorDict) -> 
     rows = table[:first.shape[axis]]
     missing = source.name(check.operands[-1])
     name = f"{missing}, the first {len(rows)} rows of `{read}`"
-    bound = source.with_tensors({**source.tensors, name: rows if axis == 1 else rows[:, None]})
-    return Bound(dataclasses.replace(check, operands=(*check.operands[:-1], Ref(name))), bound, None,
+    given = Given(source, {**source.tensors, name: rows if axis == 1 else rows[:, None]})
+    return Bound(dataclasses.replace(check, operands=(*check.operands[:-1], Ref(name))), given, None,
                  f"{missing} taken from `{read}`, the table the line read, its first {len(rows)} rows (no captured "
                  "snapshot shows it)")
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -38,17 +39,35 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @dataclass(frozen=True)
+class Given:
+    """What a marked line's module call gives a page's view of the run (``base``): the tensors it is read with (the
+    view's own and the call's), and the modules and parameters the call rebuilt, by the catalogue's names."""
+
+    base: TensorDict
+    tensors: Mapping[str, torch.Tensor]
+    modules: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, torch.Tensor] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Bound:
-    """A check with the module call its fields were bound to: ``own_input`` is the check reading the call's own
-    input (for the diagnosis when the snapshot's input fails), ``note`` what the page says was taken from the call."""
+    """A check with the module call its fields were bound to (``given``), read through ``source``, the view made of
+    them when the check runs: ``own_input`` is the check reading the call's own input (for the diagnosis when the
+    snapshot's input fails), ``note`` what the page says was taken from the call."""
 
     check: Check
-    source: TensorDict  # the captured tensors with what the call gave (its modules, parameters, inputs)
+    given: Given
     own_input: Check | None = None
     note: str = ""
     also: tuple[Check, ...] = ()  # checks the call makes possible besides (an attention module's inputs)
     # the catalogue tensors no snapshot shows that the call's own input stood in for: (record name, the input)
     stood_in: tuple[tuple[str, torch.Tensor], ...] = ()
+
+    @cached_property
+    def source(self) -> TensorDict:
+        """The page's view of the run with what the call gave: what the bound check reads."""
+        given = self.given
+        return given.base.with_tensors(given.tensors, modules=dict(given.modules), params=dict(given.params))
 
 
 @dataclass(frozen=True)
@@ -129,12 +148,12 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
                 own_input = variant
     if not modules and not params and not missing:
         return None
-    bound = source.with_tensors(tensors, modules={**(known or {}), **modules}, params=params)
+    given = Given(source, tensors, modules={**(known or {}), **modules}, params=params)
     note = "; ".join(dict.fromkeys(taken))
     if missing:
         note += (("; " if note else "") + "its input taken from the module call on the marked line (no captured "
                  f"snapshot shows {', '.join(missing)})")
-    return Bound(check, bound, own_input, note, stood_in=tuple(stood_in))
+    return Bound(check, given, own_input, note, stood_in=tuple(stood_in))
 
 
 def _patches(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
@@ -152,8 +171,8 @@ def _patches(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main
                             padding=tuple(attrs.get("padding", (0, 0))), dilation=tuple(attrs.get("dilation", (1, 1))),
                             groups=attrs.get("groups", 1))
     tensors = {**source.tensors, image: image_read}
-    bound = source.with_tensors(tensors, modules={source.name(module): layer})
-    return Bound(ConvPatches(out=out, x=Ref(image), module=module), bound, None,
+    given = Given(source, tensors, modules={source.name(module): layer})
+    return Bound(ConvPatches(out=out, x=Ref(image), module=module), given, None,
                  f"the weights of the {conv.module} it called, on the image it was called with")
 
 
@@ -180,10 +199,10 @@ def _patch_chain(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
     refs = tuple(ModuleRef(f"{name}@{c.module}.{i}") for i, c in enumerate(layers))
     tensors = {**source.tensors, f"{name}@{first.module}.input": first_in,
                f"{name}@{first.module}.output": first_out}
-    bound = source.with_tensors(tensors, modules={ref.template: layer for ref, layer in zip(refs, built)})
+    given = Given(source, tensors, modules={ref.template: layer for ref, layer in zip(refs, built)})
     chain_text = " → ".join(c.module for c in chain)
     return Bound(PatchChain(out=out, x=Ref(f"{name}@{first.module}.input"),
-                            patches=Ref(f"{name}@{first.module}.output"), layers=refs), bound, None,
+                            patches=Ref(f"{name}@{first.module}.output"), layers=refs), given, None,
                  f"the modules it called ({chain_text}), with their own weights, on the image it was called with")
 
 
@@ -206,15 +225,15 @@ def _attention(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
         return None
     layer, derived, self_attention = found
     refs = {key.rsplit(".", 1)[1]: Ref(key) for key in derived}
-    bound = source.with_tensors({**source.tensors, **derived}, modules={source.name(module): layer})
+    given = Given(source, {**source.tensors, **derived}, modules={source.name(module): layer})
     fed = getattr(check, field_name)
     variant = check.reading(field_name, refs["concat"])
     inputs = AttentionInputs(queries=refs["query"], keys=refs["key"], values=refs["value"],
                              self_attention=self_attention)
     note = f"the weights of the {call.module} it called"
     if source.has(fed):
-        return Bound(check, bound, variant, note, (inputs,))
-    return Bound(variant, bound, None, f"{note}; {source.name(fed)} derived from the call (the heads' concatenation, "
+        return Bound(check, given, variant, note, (inputs,))
+    return Bound(variant, given, None, f"{note}; {source.name(fed)} derived from the call (the heads' concatenation, "
                  "recomputed from its inputs and weights)", (inputs,))
 
 
@@ -227,10 +246,10 @@ def _split_of_read(check: Check, calls: Sequence[ModuleCall], source: TensorDict
         return None  # none, or several tensors read: which one is the projection is not known
     names = [f"{read[0].module}@read.{i}" for i in range(len(read[0].outputs))]
     tensors = {**source.tensors, **dict(zip(names, map(_present, read[0].outputs)))}
-    bound = source.with_tensors(tensors)
+    given = Given(source, tensors)
     module = getattr(check, "module", None)  # the fused projection: its output, where a snapshot shows it
     fused = Ref(source.name(module)) if isinstance(module, ModuleRef) and source.has(Ref(source.name(module))) else None
-    return Bound(HeadsOfRead(out=out, parts=tuple(map(Ref, names)), part=part, fused=fused), bound, None,
+    return Bound(HeadsOfRead(out=out, parts=tuple(map(Ref, names)), part=part, fused=fused), given, None,
                  f"`{read[0].module}`, as the line read it")
 
 
@@ -257,12 +276,12 @@ def _projections_called(check: HeadsRejoin, calls: Sequence[ModuleCall], source:
             tensors[inputs[k]] = call.inputs[0]
     if not taken:
         return None
-    bound = source.with_tensors(tensors)
+    given = Given(source, tensors)
     also: tuple[Check, ...] = ()
     if len(inputs) == 3 and "cross" not in source.name(check.heads[0]):  # a self-attention: q, k, v of one tensor
         also = (AttentionInputs(queries=Ref(inputs[0]), keys=Ref(inputs[1]), values=Ref(inputs[2]),
                                 self_attention=True),)
-    return Bound(dataclasses.replace(check, full=tuple(full)), bound, None,
+    return Bound(dataclasses.replace(check, full=tuple(full)), given, None,
                  f"no snapshot shows the whole projections: {'; '.join(taken)}", also)
 
 
@@ -283,8 +302,8 @@ def _operand_called(check: SumOf, calls: Sequence[ModuleCall], source: TensorDic
     name = f"{missing}@{last.module}.output"
     operands = list(check.operands)
     operands[absent[0]] = Ref(name)
-    bound = source.with_tensors({**source.tensors, name: in_order(last.outputs[0], order)})
-    return Bound(SumWithCall(out=check.out, operands=tuple(operands)), bound, None,
+    given = Given(source, {**source.tensors, name: in_order(last.outputs[0], order)})
+    return Bound(SumWithCall(out=check.out, operands=tuple(operands)), given, None,
                  f"{missing} taken from the output of the {last.module} the line called last (no captured snapshot "
                  "shows it)")
 
@@ -297,8 +316,8 @@ def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDi
     if pooled is None:
         return None
     name = pooled.name if pooled.name not in source.tensors else f"{source.name(check.source)}@{pooled.name}"
-    bound = source.with_tensors({**source.tensors, name: pooled.sequence})
-    return Bound(dataclasses.replace(check, source=Ref(name)), bound, None, f"{source.name(check.source)} {pooled.how}")
+    given = Given(source, {**source.tensors, name: pooled.sequence})
+    return Bound(dataclasses.replace(check, source=Ref(name)), given, None, f"{source.name(check.source)} {pooled.how}")
 
 
 def _holds_exactly(output: torch.Tensor | None, heads: torch.Tensor) -> bool:
@@ -313,8 +332,8 @@ def _image_consumed(check: Check, source: TensorDict, known: dict[str, Any]) -> 
     if IMAGE not in known or out is None:
         return None
     name = f"{source.name(out)}@patch embedding.input"
-    bound = source.with_tensors({**source.tensors, name: known[IMAGE]})
-    return Bound(check, bound, None, "", (ConsumedImage(out=out, fed=Ref(name)),))
+    given = Given(source, {**source.tensors, name: known[IMAGE]})
+    return Bound(check, given, None, "", (ConsumedImage(out=out, fed=Ref(name)),))
 
 
 def _output(check: Check) -> Ref | None:
@@ -347,9 +366,9 @@ def modules_called(pages: list[SnapshotReading], source: TensorDict) -> CalledMo
                     and ran == {len(page.hit_values[0])}):
                 known[IMAGE] = bound.source.t(bound.check.x)
             if bound is not None:
-                known.update(bound.source.modules)
+                known.update(bound.given.modules)
                 known.update({name.removesuffix(".weight"): SimpleNamespace(weight=weight)
-                              for name, weight in bound.source.params.items() if name.endswith(".weight")})
+                              for name, weight in bound.given.params.items() if name.endswith(".weight")})
     return known
 
 

@@ -5,7 +5,8 @@ The one page class, the one tensor section the templates (generator/templates/) 
 run, by the run's contents function (one contract, ``PageContents``): a model run's recording (generator/render.py
 ``recorded_contents``), or a traced script's reading of its capture (generator/trace/reading/pages.py
 ``traced_contents``). A traced page adds one field, its ``provenance`` (the marked lines, the hit shown, the layout its
-shape was read in, the dimensions bound ...; None for a model run): the one thing a template asks of a trace.
+shape was read in, the dimensions bound ...; None for a model run): the one thing a template asks of a trace, defined
+by the trace's reading that makes it (generator/trace/reading/pages.py ``Provenance``).
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from transformer_trace.sources import Lacking, MissingTensor, NotCheckable
 from transformer_trace.tensors import TensorView
 
 if TYPE_CHECKING:  # pragma: no cover
-    from transformer_trace.trace.reading.capture import ModuleCall
-    from transformer_trace.trace.reading.verify import Layout
+    from transformer_trace.trace.reading.pages import Provenance
 
 
 @dataclass(frozen=True)
@@ -163,27 +163,6 @@ class PageTensors:
         return self.variables if self.marked else self.snap.variable
 
 
-@dataclass(frozen=True)
-class Provenance:
-    """Where a traced page's tensors come from and how they were read (generator/trace/reading/): everything a page of
-    a script's run says that a model run's does not. A model run's page has none (``SnapshotPage.provenance`` None),
-    so a template asks ``page.provenance`` once, never which kind of run it is field by field."""
-
-    marker_example: str  # how to mark the snapshot, where the script did not
-    doc: str = ""  # what the catalogue's model declares the step's tensor to be
-    hit_note: str = ""  # which hit of a line run several times the page shows
-    layout: Layout | None = None  # how the first tensor's shape reads as the named one (None: not captured)
-    bound: tuple[str, ...] = ()  # named dimensions bound from the script's tensors: "h = 4 (heads)"
-    order: int = 0  # the page's place in the order the script ran
-    shown_hit: int = 1  # which hit of its (first) marked line the page shows
-    hit_values: tuple[tuple[torch.Tensor | None, ...], ...] = ()  # per tensor: its value at every hit
-    calls: tuple[ModuleCall, ...] = ()  # the module calls its line(s) made at the shown hit
-    derived_from: tuple[str, ...] = ()  # not captured: derived from these for its readers' checks
-    not_drawn: tuple[str, ...] = ()  # its figures not drawn: "caption — needs ..."
-    data_written: bool = False  # every tensor of the page is in data/
-    left_out: int = 0  # values: above it a tensor is left out of data/ (0: none is)
-
-
 class PageContents(TypedDict):
     """What a snapshot's page shows of its run, read by the run's own contents function (a model run's:
     generator/render.py ``recorded_contents``; a traced script's: generator/trace/reading/pages.py
@@ -269,8 +248,10 @@ def snapshot_pages(report: Report, contents: Callable[[Snapshot], PageContents])
     """The report's pages, one per snapshot of its catalogue in its order: the one place a ``SnapshotPage`` is made.
     ``contents(snap)``: what the snapshot's page shows (its ``SnapshotPage`` fields beyond the report, snapshot and
     path), read from the run: recorded by a model of ours, or captured from a script. A page's neighbours are its
-    index's in this list (the writer links them: generator/render.py ``write_pages``)."""
-    return [SnapshotPage(report=report, snap=snap, path=page_path(snap), **contents(snap)) for snap in report.snapshots]
+    index's in this list (the writer links them: generator/render.py ``write_pages``). Every page's contents are read
+    from the run first, then the pages are built from them."""
+    read = [(snap, contents(snap)) for snap in report.snapshots]
+    return [SnapshotPage(report=report, snap=snap, path=page_path(snap), **shown) for snap, shown in read]
 
 
 @dataclass(frozen=True)

@@ -119,7 +119,7 @@ class Capture:
     sha256: str = ""
     kept_bytes: int = 0
     warnings: list[str] = field(default_factory=list)  # what the report could not use: Notices for the overview
-    told_apart: list[str] = field(default_factory=list)  # how a shared line's hits were assigned (pages.by_caller)
+    told_apart: list[str] = field(default_factory=list)  # a shared line's hits assigned (shared_lines.by_caller)
     sources: dict[str, str] = field(default_factory=dict)  # each marked file as it was when the run began
 
     @property

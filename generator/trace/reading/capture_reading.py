@@ -60,7 +60,7 @@ class CaptureReading:
     labels: Mapping[str, TensorLabel]  # per record name a snapshot shows (or would): where it comes from
     data: Mapping[str, torch.Tensor]  # what data/ ships: the pages' tensors, and every hit's (hit<i>_..., hits_...)
     notices: tuple[str, ...]  # what the run lacks and the report could not use, for the overview (Notices)
-    told_apart: tuple[str, ...]  # how each shared line's hits were assigned (pages.by_caller)
+    told_apart: tuple[str, ...]  # how each shared line's hits were assigned (shared_lines.by_caller)
     # the run's one layout as the overview says it, (what, variant, rests on) rows (run_layout.py ``RunLayout``)
     layout_read: tuple[tuple[str, str, str], ...]
     passes: int  # how many forward passes ran (the first is read)

@@ -19,13 +19,14 @@ import torch
 from transformer_trace.catalogue import Report, Snapshot, Stage
 from transformer_trace.sources import NotCheckable, Ref, TensorDict
 from transformer_trace.pages import (
-    CapturedTensors, DictEntry, PageContents, PageTensors, Provenance, SourceExcerpt, TensorSection,
+    CapturedTensors, DictEntry, PageContents, PageTensors, SourceExcerpt, TensorSection,
 )
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
-from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Notice, Value
+from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Value
 from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.reading.records import places_for
+from transformer_trace.trace.reading.shared_lines import by_caller
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
 from transformer_trace.trace.reading.run_layout import RunLayout, StepShape, catalogue_layout, read_run_layout
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus
@@ -113,58 +114,6 @@ def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
     if value.tensor is None:
         return None, value.note
     return value.tensor, value.note  # what it was converted from (a NumPy array, a sparse tensor), if anything
-
-
-def by_caller(marker: Marker, hits: list[Hit], catalogue: Report, notices: list[str],
-              told_apart: list[str]) -> list[tuple[Marker, list[Hit]]]:
-    """A line shared by several snapshots ("#10 or #24 or #33"): its hits split by the use the nn.Module running each
-    tells (shared_lines.py: encoder or decoder self-attention, or cross-attention), and said on the overview. Where a
-    hit's use is not told: by the user's line that called it, the callers in the order they first called, one snapshot
-    each, when there are as many; callers beyond the listed snapshots are left out (the seed's "#12 or #27" names the
-    encoder's and the masked attention's heads, not the cross-attention's); with fewer callers than snapshots none is
-    assigned, and the overview says why (``notices``, ``told_apart``: what the overview says, added to)."""
-    from dataclasses import replace
-
-    from transformer_trace.trace.reading.shared_lines import by_module, described, snapshot_use
-
-    where = f"{Path(marker.file).name}:{marker.line}: {marker.text!r}"
-    snaps = {snap.number: snap for snap in catalogue.snapshots}
-    found = by_module({n: snapshot_use(snaps[n]) if n in snaps else None for n in marker.alternatives}, hits)
-    if not found.untold:
-        taken = [f"{catalogue.label(n)} takes the {'self-attention' if group[0][1].use == 'self' else group[0][1].use} "
-                 f"({described([told for _, told in group])})" for n, group in found.groups.items()]
-        if taken:
-            told_apart.append(f"{where}, by the module running it: {'; '.join(taken)}")
-        if found.outside:
-            lines = sorted({f"{Path(hit.site[0]).name}:{hit.site[1]}" for hit, _ in found.outside if hit.site})
-            notices.append(Notice("Hits not shown", f"{where} also ran as the {found.outside[0][1].use} "
-                                           f"({described([told for _, told in found.outside])}; called at "
-                                           f"{', '.join(lines)}): those hits belong to none of its "
-                                           f"{len(marker.alternatives)} snapshots and are not shown"))
-        return [(replace(marker, number=n, alternatives=()), [hit for hit, _ in found.groups[n]])
-                for n in marker.alternatives if n in found.groups]
-    sites: dict[Any, list[Hit]] = {}
-    for hit in hits:
-        sites.setdefault(hit.site, []).append(hit)
-    untold = found.untold[0][1]
-    why = f" ({untold.module + ': ' if untold.module else ''}{untold.evidence})"
-    if len(sites) < len(marker.alternatives):
-        callers = f"{len(sites)} line{'s' if len(sites) != 1 else ''}"
-        notices.append(Notice("Not assigned", f"{where} was called from {callers} of your code for "
-                                       f"{len(marker.alternatives)} snapshots, and the module running it does not "
-                                       f"tell which use each hit is{why}, so its hits were not assigned; mark each "
-                                       "caller's line instead"))
-        return []
-    if len(sites) > len(marker.alternatives):
-        extra = [f"{Path(site[0]).name}:{site[1]}" for site in list(sites)[len(marker.alternatives):] if site]
-        notices.append(Notice("Hits not shown", f"{where} was also called from {', '.join(extra)}: those "
-                                       f"hits belong to none of its {len(marker.alternatives)} snapshots and are not "
-                                       "shown"))
-    if hits[0].module is not None:  # modules ran it but did not tell: say that the callers' lines did
-        told_apart.append(f"{where}: told apart by the lines that called it, in the order they first called, "
-                                  f"as the module running it does not tell{why}")
-    return [(replace(marker, number=number, alternatives=()), group)
-            for number, group in zip(marker.alternatives, sites.values())]
 
 
 def named_shapes(catalogue: Report, places: dict[str, str],
@@ -444,6 +393,29 @@ def bound_names(named: tuple[str, ...], layout: Layout | None, shown: tuple[int,
         if text not in found:
             found.append(text)
     return tuple(found)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a traced page's tensors come from and how they were read (generator/trace/reading/): everything a page of
+    a script's run says that a model run's does not, made here with the page's contents (``traced_contents``). A
+    model run's page has none (generator/pages.py ``SnapshotPage.provenance`` None), so a template asks
+    ``page.provenance`` once, never which kind of run it is field by field."""
+
+    marker_example: str  # how to mark the snapshot, where the script did not
+    doc: str = ""  # what the catalogue's model declares the step's tensor to be
+    hit_note: str = ""  # which hit of a line run several times the page shows
+    layout: Layout | None = None  # how the first tensor's shape reads as the named one (None: not captured)
+    bound: tuple[str, ...] = ()  # named dimensions bound from the script's tensors: "h = 4 (heads)"
+    order: int = 0  # the page's place in the order the script ran
+    shown_hit: int = 1  # which hit of its (first) marked line the page shows
+    hit_values: tuple[tuple[torch.Tensor | None, ...], ...] = ()  # per tensor: its value at every hit
+    calls: tuple[ModuleCall, ...] = ()  # the module calls its line(s) made at the shown hit
+    derived_from: tuple[str, ...] = ()  # not captured: derived from these for its readers' checks
+    not_drawn: tuple[str, ...] = ()  # its figures not drawn: "caption — needs ..."
+    data_written: bool = False  # every tensor of the page is in data/
+    left_out: int = 0  # values: above it a tensor is left out of data/ (0: none is)
+
 
 
 def traced_contents(readings: Sequence[SnapshotReading], judged: Mapping[int, Judgement],

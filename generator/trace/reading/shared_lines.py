@@ -19,17 +19,21 @@ nn.Modules running it (read at each such hit by running_module.py in the script'
    both, or neither and the line's snapshots have more than one self-attention use, the hit is not told.
    Cross-attention is the decoder's.
 
-A hit that is not told is not guessed: the overview says why (pages.by_caller then falls back to the callers' lines,
+A hit that is not told is not guessed: the overview says why (``by_caller`` then falls back to the callers' lines,
 when there are as many as snapshots, and says that too)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from transformer_trace.trace.reading.capture import Notice
 
 if TYPE_CHECKING:
-    from transformer_trace.catalogue import Snapshot
+    from transformer_trace.catalogue import Report, Snapshot
+    from transformer_trace.trace.markers import Marker
     from transformer_trace.trace.reading.capture import Hit
 
 ENCODER_SELF, DECODER_SELF, CROSS = "encoder self-attention", "decoder self-attention", "cross-attention"
@@ -139,3 +143,51 @@ def described(told: list[Told]) -> str:
     modules = list(dict.fromkeys(t.module for t in told))
     shown = ", ".join(modules[:3]) + (f" and {len(modules) - 3} more" if len(modules) > 3 else "")
     return f"{shown}: {told[0].evidence}" if told[0].evidence else shown
+
+
+def by_caller(marker: Marker, hits: list[Hit], catalogue: Report, notices: list[str],
+              told_apart: list[str]) -> list[tuple[Marker, list[Hit]]]:
+    """A line shared by several snapshots ("#10 or #24 or #33"): its hits split by the use the nn.Module running each
+    tells (shared_lines.py: encoder or decoder self-attention, or cross-attention), and said on the overview. Where a
+    hit's use is not told: by the user's line that called it, the callers in the order they first called, one snapshot
+    each, when there are as many; callers beyond the listed snapshots are left out (the seed's "#12 or #27" names the
+    encoder's and the masked attention's heads, not the cross-attention's); with fewer callers than snapshots none is
+    assigned, and the overview says why (``notices``, ``told_apart``: what the overview says, added to)."""
+    where = f"{Path(marker.file).name}:{marker.line}: {marker.text!r}"
+    snaps = {snap.number: snap for snap in catalogue.snapshots}
+    found = by_module({n: snapshot_use(snaps[n]) if n in snaps else None for n in marker.alternatives}, hits)
+    if not found.untold:
+        taken = [f"{catalogue.label(n)} takes the {'self-attention' if group[0][1].use == 'self' else group[0][1].use} "
+                 f"({described([told for _, told in group])})" for n, group in found.groups.items()]
+        if taken:
+            told_apart.append(f"{where}, by the module running it: {'; '.join(taken)}")
+        if found.outside:
+            lines = sorted({f"{Path(hit.site[0]).name}:{hit.site[1]}" for hit, _ in found.outside if hit.site})
+            notices.append(Notice("Hits not shown", f"{where} also ran as the {found.outside[0][1].use} "
+                                           f"({described([told for _, told in found.outside])}; called at "
+                                           f"{', '.join(lines)}): those hits belong to none of its "
+                                           f"{len(marker.alternatives)} snapshots and are not shown"))
+        return [(replace(marker, number=n, alternatives=()), [hit for hit, _ in found.groups[n]])
+                for n in marker.alternatives if n in found.groups]
+    sites: dict[Any, list[Hit]] = {}
+    for hit in hits:
+        sites.setdefault(hit.site, []).append(hit)
+    untold = found.untold[0][1]
+    why = f" ({untold.module + ': ' if untold.module else ''}{untold.evidence})"
+    if len(sites) < len(marker.alternatives):
+        callers = f"{len(sites)} line{'s' if len(sites) != 1 else ''}"
+        notices.append(Notice("Not assigned", f"{where} was called from {callers} of your code for "
+                                       f"{len(marker.alternatives)} snapshots, and the module running it does not "
+                                       f"tell which use each hit is{why}, so its hits were not assigned; mark each "
+                                       "caller's line instead"))
+        return []
+    if len(sites) > len(marker.alternatives):
+        extra = [f"{Path(site[0]).name}:{site[1]}" for site in list(sites)[len(marker.alternatives):] if site]
+        notices.append(Notice("Hits not shown", f"{where} was also called from {', '.join(extra)}: those "
+                                       f"hits belong to none of its {len(marker.alternatives)} snapshots and are not "
+                                       "shown"))
+    if hits[0].module is not None:  # modules ran it but did not tell: say that the callers' lines did
+        told_apart.append(f"{where}: told apart by the lines that called it, in the order they first called, "
+                                  f"as the module running it does not tell{why}")
+    return [(replace(marker, number=number, alternatives=()), group)
+            for number, group in zip(marker.alternatives, sites.values())]

@@ -416,6 +416,10 @@ def main() -> None:
     parser.add_argument("--record", type=Path, help="with --baseline: keep each measurement in this JSON file; "
                         "alone: write the side-by-side section from the rounds it holds")
     args = parser.parse_args()
+    # Every process measured runs as a user's interpreter does, its compiled modules kept in __pycache__: where the
+    # environment turns that off, each new process would compile the project's ~100 modules again (the generator's
+    # and the site plugin's imports), a cost no user pays after their first run.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     if args.baseline or args.record:
         from benchmarks.checkout import BaselineCheckout, Checkout
         from benchmarks.compare import compare, section_from_record

@@ -100,16 +100,27 @@ def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, forc
                                for p in pages if not p.check.passed]
             for wait in begun:
                 wait()
+            # Every report's figures in one pool of workers, forked once: a fork copies this whole process (the
+            # models and their weights), and the reports are drawn one after another as before.
+            planned, planning = {}, {}
             for key, run in runs.items():
-                report = reports[key]
-                result.failed_checks += failed[key]
                 started = time.perf_counter()
                 with about_report(key):
-                    drawn = render_figures(report, run, staging / key / "figures", docs / key / "figures", progress)
-                result.timings[f"{key}: figures"] = time.perf_counter() - started
-                result.figures_drawn[key] = drawn
-                log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn, len(report.figures),
-                         result.timings[f"{key}: figures"])
+                    planned[key] = plan_figures([(fig.id, fig.drawing) for fig in reports[key].figures], run,
+                                                staging / key / "figures", docs / key / "figures")
+                planning[key] = time.perf_counter() - started
+            with FigureWorkers([job for plan in planned.values() for job in plan.jobs]) as workers:
+                for key, run in runs.items():
+                    report, plan = reports[key], planned[key]
+                    result.failed_checks += failed[key]
+                    started = time.perf_counter()
+                    with about_report(key):
+                        drawn = len(plan.jobs) - len(workers.draw(plan.jobs, progress, report.short_title))
+                        plan.write_keys()
+                    result.timings[f"{key}: figures"] = planning[key] + time.perf_counter() - started
+                    result.figures_drawn[key] = drawn
+                    log.info("%s: %d of %d figures drawn (the others unchanged) in %.2f s", key, drawn,
+                             len(report.figures), result.timings[f"{key}: figures"])
             if landing:
                 write_landing(staging, landing_entries(docs, staging, set(runs), reports), reports)
             log.info("swapping the new output into %s", docs)
@@ -126,14 +137,13 @@ def _build(docs: Path, requests: dict[str, RunOptions], progress: Progress, forc
 
 
 FIGURE_INDEX = "index.json"  # figure id -> content key, to skip unchanged figures next time
-_JOBS: list[tuple[Drawing, Path]] = []  # read by forked workers: each figure's drawing and target
-_JOBS_RUN: list[ModelRun] = []  # ... and the one run they all draw
+_JOBS: list[tuple[ModelRun, Drawing, Path]] = []  # read by forked workers
 
 
 def _draw_job(index: int) -> BaseException | None:
-    drawing, path = _JOBS[index]
+    run, drawing, path = _JOBS[index]
     try:
-        drawing.draw(_JOBS_RUN[0], path)
+        drawing.draw(run, path)
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which re-raises it (Ctrl-C included)
         return exc
     return None
@@ -147,19 +157,25 @@ def _worker_init(parent: int) -> None:
     torch.set_num_threads(1)  # one figure per core; no oversubscription
 
 
-def render_figures(report: Report, run: ModelRun, out: Path, previous: Path, progress: Progress) -> int:
-    """Draw the report's figures into ``out``, in parallel; copy the ones whose content key is unchanged."""
-    drawn, _ = draw_all([(fig.id, fig.drawing) for fig in report.figures], run, out, previous, progress,
-                        report.short_title)
-    return drawn
+@dataclass
+class FigurePlan:
+    """The figures one build draws into ``out``: ``jobs`` (run, drawing, target), those whose content key changed or
+    that were never drawn; the others are already copied from ``previous``. ``keys``: each figure's content key."""
+
+    out: Path
+    previous: Path | None
+    jobs: list[tuple[ModelRun, Drawing, Path]]
+    keys: dict[str, str]
+
+    def write_keys(self) -> None:
+        if self.previous is not None:
+            (self.out / FIGURE_INDEX).write_text(json.dumps(self.keys, indent=1, sort_keys=True) + "\n",
+                                                 encoding="utf-8")
 
 
-def draw_all(figures: list[tuple[str, Drawing]], run: ModelRun, out: Path, previous: Path | None, progress: Progress,
-             label: str, parallel: bool = True) -> tuple[int, dict[str, NotCheckable]]:
-    """The one figure drawer: draw each (id, drawing) into ``out/<id>.png``; with ``previous`` (the figures folder of
-    the last build), copy a figure whose content key is unchanged and write the keys; ``parallel``: one process per
-    core (a traced script's run is drawn in its own process). Returns how many were drawn and, for a run without a
-    model (a traced script's), the figures not drawn: id -> what the drawing needed that the run lacks."""
+def plan_figures(figures: list[tuple[str, Drawing]], run: ModelRun, out: Path, previous: Path | None) -> FigurePlan:
+    """Which of ``figures`` (id, drawing) to draw into ``out/<id>.png``; with ``previous`` (the figures folder of the
+    last build), a figure whose content key is unchanged is copied from there now instead."""
     try:
         old_keys = json.loads((previous / FIGURE_INDEX).read_text(encoding="utf-8")) if previous is not None else {}
     except (OSError, ValueError):
@@ -173,18 +189,65 @@ def draw_all(figures: list[tuple[str, Drawing]], run: ModelRun, out: Path, previ
                     and not edited_by_hand(previous / target.name, previous / FIGURE_INDEX)):
                 shutil.copyfile(previous / target.name, target)
                 continue
-        jobs.append((drawing, target))  # every job draws the one run
-    lacked: dict[str, NotCheckable] = {}
-    workers = min(len(jobs), os.cpu_count() or 1) if parallel else 1
-    if workers <= 1:
-        for drawing, target in progress.iterate(jobs, f"{label} figures"):
-            if (lack := _draw(run, drawing, target)) is not None:
-                lacked[target.stem] = lack
-    else:
-        _draw_in_parallel(run, jobs, workers, progress, label)
-    if previous is not None:
-        (out / FIGURE_INDEX).write_text(json.dumps(keys, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return len(jobs) - len(lacked), lacked
+        jobs.append((run, drawing, target))
+    return FigurePlan(out, previous, jobs, keys)
+
+
+class FigureWorkers:
+    """One worker process per core (at most one per job), forked once for every job given and drawing them in any
+    batches ``draw`` is asked for; with fewer than two jobs or one core, no process: ``draw`` draws in this one."""
+
+    def __init__(self, jobs: list[tuple[ModelRun, Drawing, Path]], parallel: bool = True) -> None:
+        self.jobs = jobs
+        self.count = min(len(jobs), os.cpu_count() or 1) if parallel else 1
+        self.pool: ProcessPoolExecutor | None = None
+        self.forks = 0  # how many worker processes were started (the tests count them)
+
+    def __enter__(self) -> FigureWorkers:
+        if self.count > 1:
+            _JOBS[:] = self.jobs  # the workers inherit the runs: nothing is pickled
+            context = multiprocessing.get_context("fork")
+            self.pool = ProcessPoolExecutor(self.count, mp_context=context, initializer=_worker_init,
+                                            initargs=(os.getpid(),))
+            self.forks = self.count
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        try:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            _JOBS.clear()
+
+    def draw(self, jobs: list[tuple[ModelRun, Drawing, Path]], progress: Progress,
+             label: str) -> dict[str, NotCheckable]:
+        """Draw ``jobs`` (some of those given at the start), returning once all are drawn; a drawing's error is
+        raised here. Drawn in this process: what each figure of a run without a model lacked (id -> why)."""
+        lacked: dict[str, NotCheckable] = {}
+        if self.pool is None:
+            for job_run, drawing, target in progress.iterate(jobs, f"{label} figures"):
+                if (lack := _draw(job_run, drawing, target)) is not None:
+                    lacked[target.stem] = lack
+            return lacked
+        position = {id(job): i for i, job in enumerate(self.jobs)}
+        futures = [self.pool.submit(_draw_job, position[id(job)]) for job in jobs]
+        for future in progress.iterate(as_completed(futures), f"{label} figures", total=len(futures)):
+            if (error := future.result()) is not None:
+                raise error
+        return lacked
+
+
+def draw_all(figures: list[tuple[str, Drawing]], run: ModelRun, out: Path, previous: Path | None, progress: Progress,
+             label: str, parallel: bool = True) -> tuple[int, dict[str, NotCheckable]]:
+    """The one figure drawer for one run: draw each (id, drawing) into ``out/<id>.png``; with ``previous`` (the
+    figures folder of the last build), copy a figure whose content key is unchanged and write the keys; ``parallel``:
+    one process per core (a traced script's run is drawn in its own process). Returns how many were drawn and, for a
+    run without a model (a traced script's), the figures not drawn: id -> what the drawing needed that the run lacks."""
+    plan = plan_figures(figures, run, out, previous)
+    with FigureWorkers(plan.jobs, parallel) as workers:
+        lacked = workers.draw(plan.jobs, progress, label)
+    plan.write_keys()
+    return len(plan.jobs) - len(lacked), lacked
 
 
 def _draw(run: ModelRun, drawing: Drawing, target: Path) -> NotCheckable | None:
@@ -205,18 +268,3 @@ def _draw(run: ModelRun, drawing: Drawing, target: Path) -> NotCheckable | None:
         return NotCheckable("values this drawing can show", not_drawable(exc))
     return None
 
-
-def _draw_in_parallel(run: ModelRun, jobs: list[tuple[Drawing, Path]], workers: int, progress: Progress,
-                      label: str) -> None:
-    _JOBS[:], _JOBS_RUN[:] = jobs, [run]
-    try:
-        context = multiprocessing.get_context("fork")  # workers inherit the run: nothing is pickled
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init,
-                                 initargs=(os.getpid(),)) as pool:
-            futures = [pool.submit(_draw_job, i) for i in range(len(jobs))]
-            for future in progress.iterate(as_completed(futures), f"{label} figures", total=len(futures)):
-                if (error := future.result()) is not None:
-                    raise error
-    finally:
-        _JOBS.clear()
-        _JOBS_RUN.clear()

@@ -55,8 +55,11 @@ class TemplateCache(jinja2.FileSystemBytecodeCache):
 
 
 def use_template_cache(env: jinja2.Environment) -> jinja2.Environment:
-    """Give ``env`` a compiled-template cache for its syntax options and extensions; ``env``."""
-    options = repr([(name, getattr(env, name)) for name in SYNTAX] + sorted(env.extensions))
+    """Give ``env`` a compiled-template cache for its syntax options and extensions; ``env``. Used for the report
+    templates and for the MkDocs theme's (the site plugin's on_env): the same templates, compiled once."""
+    options = repr([(name, getattr(env, name)) for name in SYNTAX] + sorted(env.extensions)
+                   # also compiled in: async rendering, a finalize function, i18n's {% trans %} call style
+                   + [env.is_async, env.finalize is not None, getattr(env, "newstyle_gettext", None)])
     key = hashlib.sha256(f"{jinja2.__version__}\0{options}".encode()).hexdigest()[:16]
     env.bytecode_cache = TemplateCache(str(cache_root() / "templates" / key))
     return env

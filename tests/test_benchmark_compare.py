@@ -223,3 +223,20 @@ def test_the_corpus_overhead_is_set_beside_the_baselines_per_driver():
 
 def test_a_measurement_without_the_corpus_gives_no_corpus_table():
     assert "corpus driver: tracing overhead" not in page(1.0, 1.0) and page(1.0, 1.0).endswith(".\n\n")
+
+
+def test_every_measured_process_may_keep_its_compiled_modules(monkeypatch, tmp_path):
+    """benchmarks/run.py measures processes as a user's interpreter runs them: an environment's
+    PYTHONDONTWRITEBYTECODE (each process compiling the project's modules again) is not passed on."""
+    import os
+
+    from benchmarks import compare, run
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setattr(sys, "argv", ["run.py", "--record", str(tmp_path / "record.json"), "--out",
+                                      str(tmp_path / "benchmarks.md")])
+    (tmp_path / "record.json").write_text("{}", encoding="utf-8")
+    monkeypatch.setattr(compare, "section_from_record", lambda record: "")
+    monkeypatch.setattr(run, "replace_section", lambda out, text: None)
+    run.main()
+    assert "PYTHONDONTWRITEBYTECODE" not in os.environ

@@ -158,3 +158,36 @@ def test_a_dashed_line_has_gaps_where_a_solid_line_has_none(tmp_path):
     assert red(rows["solid"]) == 1.0
     assert 0.6 < red(rows["dashed"]) < 0.8  # 3.7 on, 1.6 off
     assert 0.2 < red(rows["dotted"]) < 0.5  # 1 on, 1.65 off
+
+
+def test_a_build_forks_its_figure_workers_once_for_every_report_and_draws_the_same_files(tmp_path, monkeypatch):
+    """The workers copy the whole build process (models and weights) when forked: one pool draws every report's
+    figures, report after report, and the figures are the bytes drawn in the build process itself."""
+    import multiprocessing.popen_fork
+    import os
+
+    from transformer_trace import build
+    from transformer_trace.progress import Progress
+
+    forks: list[int] = []
+    launch = multiprocessing.popen_fork.Popen._launch
+    monkeypatch.setattr(multiprocessing.popen_fork.Popen, "_launch",
+                        lambda self, process_obj: forks.append(1) or launch(self, process_obj))
+    reports = ["encoder-decoder", "toy-vit"]
+
+    def build_into(folder: str) -> None:
+        build.build(tmp_path / folder, {key: REPORTS[key].options() for key in reports}, Progress(enabled=False),
+                    reports=REPORTS)
+
+    build_into("pool")
+    figures = sum(len(REPORTS[key].figures) for key in reports)
+    cores = os.cpu_count() or 1
+    assert len(forks) == (min(figures, cores) if cores > 1 else 0)  # not that many per report
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)  # one core: every figure drawn in the build process
+    build_into("here")
+    for key in reports:
+        drawn = sorted((tmp_path / "pool" / key / "figures").glob("*.png"))
+        assert [png.stem for png in drawn] == sorted(fig.id for fig in REPORTS[key].figures)
+        for png in drawn:
+            assert png.read_bytes() == (tmp_path / "here" / key / "figures" / png.name).read_bytes(), png
+    assert build._JOBS == []

@@ -137,6 +137,22 @@ def test_cached_and_recomputed_logits_agree():
     assert result.passed, result.detail
 
 
+@pytest.mark.parametrize("weights, prompt, n_new", [("trained", "The cat sat on the mat.", 64), ("random", "Hi", 48),
+                                                     ("trained", "x", 1), ("trained", "x", 0)])
+def test_the_training_pages_continuation_is_the_bytes_generate_appends(weights, prompt, n_new):
+    """The training page's continuations skip generate's per-step recomputation, not its bytes."""
+    import torch
+
+    from transformer_trace.reports.gpt.options import GPTOptions
+    from transformer_trace.reports.gpt.runner import greedy_continuation, weighted_model
+
+    model, _, _ = weighted_model(GPTOptions(weights=weights))
+    ids = torch.tensor([encode(prompt)])
+    with torch.no_grad():
+        expected = model.generate(ids, n_new)[0][0].tolist() if n_new else []
+        assert greedy_continuation(model, ids, n_new) == expected
+
+
 def test_parameter_table_counts_the_tied_matrix_once(non_ascii):
     overview = (non_ascii / "index.md").read_text(encoding="utf-8")
     total = int(re.search(r"\| \*\*total\*\* \| \*\*([\d,]+)\*\* \|", overview)[1].replace(",", ""))

@@ -69,3 +69,53 @@ def test_a_fresh_cache_is_filled_by_a_child_and_the_templates_render_the_same(tm
     assert template_cache.missing(other) == []  # the child or this process wrote every one
     assert template_cache.compile_ahead(other)() is None and forks == [1]  # nothing missing: nothing forked
     assert [other.get_template(name).render(words=["a", "b"]) for name in expected] == list(expected.values())
+
+
+
+def test_the_mkdocs_themes_templates_are_kept_compiled_and_an_edited_one_is_compiled_again(tmp_path, monkeypatch):
+    """The site plugin's on_env gives MkDocs' theme environment the same cache: a new build process loads Material's
+    templates compiled (none compiled again), and a template whose source changed is compiled afresh."""
+    from mkdocs.theme import Theme
+
+    from transformer_trace.site.plugin import TransformerTracePlugin
+
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "cache"))
+    overrides = tmp_path / "overrides"
+    overrides.mkdir()
+    compiled: list[str | None] = []
+    real_compile = jinja2.Environment.compile
+
+    def counted(env, source, name=None, *args, **kwargs):
+        compiled.append(name)
+        return real_compile(env, source, name, *args, **kwargs)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counted)
+
+    def site_name_block(word: str) -> str:
+        """probe.html, extending Material's base.html, as a new build process loads it."""
+        (overrides / "probe.html").write_text(f"{{% extends 'base.html' %}}{{% block site_name %}}{word}{{% endblock %}}")
+        env = Theme(name="material", custom_dir=str(overrides)).get_env()
+        env = TransformerTracePlugin().on_env(env, config=None, files=None)
+        env.get_template("base.html")  # Material's own
+        template = env.get_template("probe.html")
+        return "".join(template.blocks["site_name"](template.new_context()))
+
+    assert site_name_block("first") == "first"
+    assert {"probe.html", "base.html"} <= set(compiled)
+    compiled.clear()
+    assert site_name_block("first") == "first"
+    assert compiled == []  # read back compiled: Material's templates and the override
+    assert site_name_block("second") == "second"
+    assert compiled == ["probe.html"]  # only the edited template
+
+
+def test_options_that_change_the_compiled_code_choose_another_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "cache"))
+
+    def folder(newstyle: bool = False, **options) -> str:
+        env = jinja2.Environment(extensions=["jinja2.ext.i18n"], **options)
+        env.install_null_translations(newstyle=newstyle)  # type: ignore[attr-defined]
+        return use_template_cache(env).bytecode_cache.directory  # type: ignore[union-attr]
+
+    assert folder() == folder()
+    assert len({folder(), folder(newstyle=True), folder(enable_async=True), folder(finalize=str)}) == 4

@@ -43,6 +43,7 @@ from mkdocs.structure.files import File, Files
 from transformer_trace.docs_folder.configured import PLUGIN, declarations, stale
 from transformer_trace.docs_folder.plugin_options import TransformerTraceConfig
 from transformer_trace.site.site_nav import generated_reports, navigation
+from transformer_trace.template_cache import use_template_cache
 
 log = logging.getLogger(f"mkdocs.plugins.{PLUGIN}")
 
@@ -183,6 +184,11 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
         helper, self._pages_helper = self._pages_helper, None
         if helper is not None:
             helper.close()
+
+    def on_env(self, env, *, config, files):
+        """The theme's templates compiled once and kept between builds, as the report templates are
+        (generator/template_cache.py): a new `mkdocs build` process no longer compiles Material's every time."""
+        return use_template_cache(env)
 
     # ------------------------------------------------------------------ pages
 

@@ -26,7 +26,8 @@ from transformer_trace.reports.gpt.training import (
 )
 from transformer_trace.places import Place
 from transformer_trace.run import ModelRun, resolve_device
-from transformer_trace.models.gpt import GPT, LEGEND, CausalSelfAttention, GPTConfig, byte_label, decode, encode
+from transformer_trace.models.gpt import (GPT, LEGEND, CausalSelfAttention, GPTConfig, KVCache, byte_label, decode,
+                                          encode)
 from transformer_trace.text import clean_text
 from transformer_trace.models.recording import Recording, declared_points, recording
 
@@ -274,11 +275,9 @@ def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GP
         later = held_out_bits_later(model, held_out.to(device), context)
         bits = measured_held_out_bits(model, held_out.to(device), context) if later is None else None
         n_new = min(CONTINUATION, cfg.context - T + 1)
-        more = model.generate(torch.tensor([prompt_ids], device=device), n_new)[0][0].tolist() if n_new >= 1 else []
+        more = greedy_continuation(model, torch.tensor([prompt_ids], device=device), n_new)
         sample = held_out_sample(held_out)
-        sample_new = model.generate(torch.tensor([sample["prompt"]], device=device), len(sample["truth"]))[0][
-            0
-        ].tolist()
+        sample_new = greedy_continuation(model, torch.tensor([sample["prompt"]], device=device), len(sample["truth"]))
     model.eval()
     return {
         "corpus": corpus_facts(),
@@ -297,6 +296,21 @@ def what_training_did(model: GPT, rec: Recording, prompt_ids: list[int], cfg: GP
         "sample_bytes": len(sample["truth"]),
         "sample_offset": sample["offset"],
     }, later
+
+
+def greedy_continuation(model: GPT, ids: torch.Tensor, n_new: int) -> list[int]:
+    """The ``n_new`` bytes ``model.generate`` appends to ``ids`` (1, T), by the same passes over a key/value cache,
+    without the whole-sequence pass it adds at every step for the generation check (its cost grows with the square of
+    the length, and only the bytes are shown here)."""
+    if n_new < 1:
+        return []
+    cache, new = KVCache(), []
+    logits = model(ids, cache)[:, -1]  # (1, V)
+    for step in range(n_new):
+        if step:
+            logits = model(new[-1], cache)[:, -1]  # (1, 1) -> (1, V)
+        new.append(logits.argmax(dim=-1, keepdim=True))  # (1, 1)
+    return [int(byte) for byte in torch.cat(new, dim=1)[0].tolist()]
 
 
 def held_out_sample(held_out: torch.Tensor, prompt: int = 48, truth: int = 48) -> dict:

@@ -236,3 +236,34 @@ def test_where_the_class_token_is_is_read_once_for_the_run_and_every_step_reads_
                    for label in ("S06", "S08", "S09", "S12", "S13", "S23"))
     else:
         assert code == 0 and data["outcome"]["counts"]["failed"] == 0
+
+
+def per_head_steps(scale: float, keys_from: str = "k", stored_transposed: bool = True) -> list[StepShape]:
+    """q, k, v (B, h, T, hs) with T = hs = 8 and the scores q @ K × ``scale``; K (``keys_from`` the keys, or the values
+    as a bug takes them) kept (B, h, hs, T) for the product where ``stored_transposed``, as GPT-2's split_heads does."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 8, 8) for _ in range(3))
+    keys = {"k": k, "v": v}[keys_from]
+    stored = keys.transpose(-2, -1) if stored_transposed else keys
+    named = ("B", "h", "T", "hs")
+    return [StepShape("G08", named, (2, 4, 8, 8), value=q), StepShape("G09", named, (2, 4, 8, 8), value=stored),
+            StepShape("G10", named, (2, 4, 8, 8), value=v),
+            StepShape("G11", ("B", "h", "T", "T"), (2, 4, 8, 8), value=q @ keys.transpose(-2, -1) * scale)]
+
+
+@pytest.mark.parametrize("scale, keys_from", [pytest.param(8 ** -0.5, "k", id="scaled by 1/√hs"),
+                                              pytest.param(1.0, "k", id="1/√d left out"),
+                                              pytest.param(8 ** -0.5, "v", id="K taken from the values")])
+def test_keys_stored_transposed_where_t_equals_hs_are_read_so_from_the_scores_numbers(scale, keys_from):
+    run = read_run_layout(per_head_steps(scale, keys_from), LEGEND)
+    assert [(t.step, t.named) for t in run.transposed] == [("G09", ("B", "h", "T", "hs"))]
+    assert "G11 is a constant times G08 · G09 as captured, not G08 · G09ᵀ" in run.transposed[0].because
+    assert any(what == "Keys (G09)" and variant.startswith("stored transposed") for what, variant, _ in run.recognised())
+    assert run.stored_transposed("G09", ("B", "h", "T", "hs"), torch.empty(2, 4, 8, 8))
+    assert not run.stored_transposed("G08", ("B", "h", "T", "hs"), torch.empty(2, 4, 8, 8))
+
+
+def test_keys_in_the_catalogues_orientation_or_without_scores_are_read_as_captured():
+    assert read_run_layout(per_head_steps(8 ** -0.5, stored_transposed=False), LEGEND).transposed == ()
+    no_scores = [s for s in per_head_steps(8 ** -0.5) if s.step != "G11"]  # nothing tells: as captured
+    assert read_run_layout(no_scores, LEGEND).transposed == ()

@@ -28,6 +28,7 @@ import torch
 
 from transformer_trace.models.legend import Legend
 from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.stored_transposed import Transposed, stored_transposed
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, layout
 
 # the named axes that count positions (tokens, patches, source and target lengths): what sequence-first puts first
@@ -147,6 +148,7 @@ class RunLayout:
     folded: tuple[str, ...] = ()  # steps whose heads are folded into the batch axis (B·h, …)
     class_token: str = ""  # where the class token is among the tokens (a ViT's N1 axis): first, last, absent, ""
     class_rests_on: str = ""
+    transposed: tuple[Transposed, ...] = ()  # per-head keys stored (B, h, hs, T) where T = hs (stored_transposed.py)
 
     @property
     def kind(self) -> str:
@@ -202,7 +204,15 @@ class RunLayout:
                          f"the shapes of {', '.join(dict.fromkeys(self.folded))} with B and h bound by the run"))
         if self.class_token:
             rows.append(("Class token", CLASS_PLACES[self.class_token], self.class_rests_on))
+        rows += [(f"Keys ({t.step})", "stored transposed for the product, (B, h, hs, T): read as (B, h, T, hs)",
+                  t.because) for t in self.transposed]
         return tuple(rows)
+
+    def stored_transposed(self, step: str, named: Sequence[str], canonical: torch.Tensor) -> bool:
+        """Whether the run reads this step's tensor (in the catalogue's layout by its shape) with its two last axes
+        swapped: a per-head step the run found stored transposed, where the two are the same size."""
+        return (canonical.dim() == 4 and canonical.shape[-1] == canonical.shape[-2]
+                and any(t.step == step and t.named == tuple(named) for t in self.transposed))
 
 
 def _module_says(calls: Iterable[ModuleCall], steps: Sequence[StepShape]) -> tuple[bool | None, str]:
@@ -240,7 +250,9 @@ def _steps(steps: Iterable[str], most: int = 6) -> str:
 def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall] = ()) -> RunLayout:
     """The run's layout, decided once from every captured step's shape (and, where the shapes cannot tell, the
     modules' own settings), with the reasons; see the module's docstring for the rule."""
-    return _with_class_token(_read_order(shapes, legend, calls), shapes)
+    run = _with_class_token(_read_order(shapes, legend, calls), shapes)
+    steps = [(s.step, s.named, run.as_read(s)) for s in shapes if s.value is not None]
+    return replace(run, transposed=stored_transposed(steps, SEQUENCE_AXES))
 
 
 def _read_order(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall]) -> RunLayout:
@@ -318,6 +330,10 @@ def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) ->
     notes = [f"sequence-first ({', '.join((axes[1], axes[0], *axes[2:]))}), as the whole run is read (see the "
              "overview)"] if turn else []
     canonical = found.canonical
+    if canonical is not None and run.stored_transposed(page.label, named, canonical):
+        canonical = canonical.transpose(-2, -1)
+        notes.append(f"stored transposed ({', '.join((*named[:2], named[3], named[2]))}) for the product, as the "
+                     "whole run is read (see the overview)")
     if canonical is not None and (moved := run.class_first(canonical, named)) is not canonical:
         canonical = moved
         notes.append("the class token last, read first as the whole run is (see the overview)")

@@ -97,7 +97,10 @@ class SameTensor(Check):
 class LinearOf(Check):
     """``out`` is ``module`` (a Linear) applied to ``x``, after an optional ReLU; ``index`` compares a slice."""
 
-    TRACE = TraceUse(calls={"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")})
+    # the tensors the line read: a patch convolution's output the line moves into (B, N, C), where the convolution ran
+    # on an earlier, unmarked line (trace/reading/patch_grid.py)
+    TRACE = TraceUse(calls={"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")},
+                     reads_locals=True)
 
     out: Ref = THIS
     x: Ref

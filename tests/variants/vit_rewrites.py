@@ -62,6 +62,15 @@ POSITIONS_BEFORE_CLASS_TOKEN = Rewrite(
                  "    # BREAKPOINT S06 - Embeddings AFTER adding the class token\n"),
         ("encoder_block(x_pos, blocks[0])", "encoder_block(x_tokens, blocks[0])")))
 
+# DeiT's distillation token: a second learned token after the class token, T = 1 + 1 + N (the joint reading's extra
+# tokens), and the positions added after the class token joined; or added to the patches before it joined, with a
+# table of one row per patch (timm's no_embed_class): S07 holds the patches alone
+DISTILLATION_TOKEN = Rewrite("distillation token", "a learned distillation token after the class token (DeiT): "
+                             "N1 = 1 + 1 + N tokens, the position table one row longer", (
+    (PATCH_POSITIONS, "    pos_embed = 0.02 * torch.randn(1, n_patches + 2, WIDTH)\n"
+                      "    dist_token = 0.02 * torch.randn(1, 1, WIDTH)\n"),
+    ("torch.cat([cls_tok, x_embed], dim=1)", "torch.cat([cls_tok, dist_token.expand(B, -1, -1), x_embed], dim=1)")))
+
 CLASS_TOKEN_LAST = Rewrite("class token last", "the class token appended after the patches and pooled from the last "
                            "row", (
     ("torch.cat([cls_tok, x_embed], dim=1)", "torch.cat([x_embed, cls_tok], dim=1)"),
@@ -126,7 +135,7 @@ CONV_UNMARKED = Rewrite("patch convolution on an unmarked line", "F.conv2d on an
 
 CORRECT = (EINSUM, SCALE_ON_Q, BMM_HEADS_IN_BATCH, SEPARATE_QKV, POST_NORM, SINUSOID_POSITIONS,
            POSITIONS_BEFORE_CLASS_TOKEN, CLASS_TOKEN_LAST, LAYER_SCALE, MEAN_POOLING, NORM_AND_PICK, RMS_NORM,
-           LAYER_NORM_EPS, BFLOAT16, TRAIN_MODE, SEQUENCE_FIRST, CONV_UNMARKED)
+           LAYER_NORM_EPS, BFLOAT16, TRAIN_MODE, SEQUENCE_FIRST, CONV_UNMARKED, DISTILLATION_TOKEN)
 
 SOFTMAX_WRONG_AXIS = Bug("softmax over the queries", "the softmax over dim=-2, so columns sum to 1, not rows", (
     (SOFTMAX, "attn_probs = attn_scores.softmax(dim=-2)"),), first="S13", form="softmax over the wrong axis")
@@ -165,8 +174,15 @@ GRID_RESHAPED = Bug("patch grid reshaped", "the convolution's (B, D, N) output r
                     "permuted", ((CONV_GRID, "    x_embed = maps.reshape(B, -1, WIDTH)  # (B, N, D)\n"),),
                     first="S04", form="patch grid reshaped instead of permuted")
 
+DISTILLATION_TOKEN_POOLED = Bug("the distillation token pooled", "row 1 (the distillation token) pooled instead of "
+                                "the class token's row 0", (("cls_rep = final_seq[:, 0, :]",
+                                                             "cls_rep = final_seq[:, 1, :]"),),
+                                first="S24", form="the wrong token pooled")
+
 BUGS = (SOFTMAX_WRONG_AXIS, NO_SCALE, RESIDUAL_DROPPED, HEADS_MERGED_UNMOVED, WRONG_TOKEN, NORM_OF_WRONG_TENSOR,
         PIXEL_ORDER)
 BUGS_IN_VARIANTS = ((EINSUM, EINSUM_NO_SCALE), (SINUSOID_POSITIONS, POSITIONS_TWICE),
                     (BMM_HEADS_IN_BATCH, BMM_SOFTMAX_WRONG_AXIS), (TRAIN_MODE, RESIDUAL_DROPPED),
-                    (SEQUENCE_FIRST, SEQUENCE_FIRST_WRONG_TOKEN), (CONV_UNMARKED, GRID_RESHAPED))
+                    (SEQUENCE_FIRST, SEQUENCE_FIRST_WRONG_TOKEN), (CONV_UNMARKED, GRID_RESHAPED),
+                    (DISTILLATION_TOKEN, DISTILLATION_TOKEN_POOLED),
+                    (POSITIONS_BEFORE_CLASS_TOKEN, WRONG_TOKEN))

@@ -336,7 +336,7 @@ class PlusParameter(Check):
     def operands(self, s: TensorSource) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(the step, what the table was added to, the table as added): the patch rows and the patch embeddings where
         the class token joined after the positions."""
-        if self.joined_after(s):
+        if self.patches is not None and self.joined_after(s):
             patches, param = s.t(self.patches), s.parameter(self.parameter)
             if param.dim() >= 2 and param.shape[-2] > patches.shape[-2]:  # a row for the class token besides
                 param = param[..., -patches.shape[-2]:, :]
@@ -348,7 +348,7 @@ class PlusParameter(Check):
         try:
             out, x, param = self.operands(s)
         except NotCheckable as lack:  # the table not captured: what the tensors alone say of the added term
-            if after:
+            if after and self.patches is not None:
                 claim, passed, detail = same_for_every_item(s.t(self.out)[:, 1:], s.t(self.patches), lack)
                 return claim + ", added to the patches before the class token joined", passed, detail
             return same_for_every_item(s.t(self.out), s.t(self.x), lack)

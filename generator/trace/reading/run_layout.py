@@ -224,7 +224,7 @@ class RunLayout:
         row = self.joining_row
         if step not in self.patches_alone or row is None or "N1" not in named or tensor.dim() != 3:
             return None
-        if tensor.shape[0] != row.shape[0] or tensor.shape[-1] != row.shape[-1] or tensor.shape[1] != self.dims.get("N"):
+        if (tensor.shape[0], tensor.shape[1], tensor.shape[-1]) != (row.shape[0], self.dims.get("N"), row.shape[-1]):
             return None
         return torch.cat([row.to(tensor.dtype), tensor], dim=1)
 

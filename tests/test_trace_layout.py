@@ -236,3 +236,81 @@ def test_where_the_class_token_is_is_read_once_for_the_run_and_every_step_reads_
                    for label in ("S06", "S08", "S09", "S12", "S13", "S23"))
     else:
         assert code == 0 and data["outcome"]["counts"]["failed"] == 0
+    if "after the positions" in rests_on:  # S07 holds the patches alone: read with the class token's row in front
+        assert data["outcome"]["counts"]["unrecognised"] == 0, data["outcome"]["counts"]
+        # (a batch of one: the positions' table is a local, not captured, and one item cannot show the added term
+        # depends on the position only, so S07 itself is not checkable here; tests/variants traces a batch of two)
+        assert checks["S07"]["check"]["passed"] is None and "the patches alone" in checks["S07"]["layout"]["note"]
+        assert checks["S06"]["check"]["passed"] is True and "added before the class token joined" in checks["S06"][
+            "check"]["name"] and checks["S08"]["check"]["passed"] is True
+
+
+def per_head_steps(scale: float, keys_from: str = "k", stored_transposed: bool = True) -> list[StepShape]:
+    """q, k, v (B, h, T, hs) with T = hs = 8 and the scores q @ K × ``scale``; K (``keys_from`` the keys, or the values
+    as a bug takes them) kept (B, h, hs, T) for the product where ``stored_transposed``, as GPT-2's split_heads does."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 8, 8) for _ in range(3))
+    keys = {"k": k, "v": v}[keys_from]
+    stored = keys.transpose(-2, -1) if stored_transposed else keys
+    named = ("B", "h", "T", "hs")
+    return [StepShape("G08", named, (2, 4, 8, 8), value=q), StepShape("G09", named, (2, 4, 8, 8), value=stored),
+            StepShape("G10", named, (2, 4, 8, 8), value=v),
+            StepShape("G11", ("B", "h", "T", "T"), (2, 4, 8, 8), value=q @ keys.transpose(-2, -1) * scale)]
+
+
+@pytest.mark.parametrize("scale, keys_from", [pytest.param(8 ** -0.5, "k", id="scaled by 1/√hs"),
+                                              pytest.param(1.0, "k", id="1/√d left out"),
+                                              pytest.param(8 ** -0.5, "v", id="K taken from the values")])
+def test_keys_stored_transposed_where_t_equals_hs_are_read_so_from_the_scores_numbers(scale, keys_from):
+    run = read_run_layout(per_head_steps(scale, keys_from), LEGEND)
+    assert [(t.step, t.named) for t in run.transposed] == [("G09", ("B", "h", "T", "hs"))]
+    assert "G11 is a constant times G08 · G09 as captured, not G08 · G09ᵀ" in run.transposed[0].because
+    assert any(what == "Keys (G09)" and variant.startswith("stored transposed") for what, variant, _ in run.recognised())
+    assert run.stored_transposed("G09", ("B", "h", "T", "hs"), torch.empty(2, 4, 8, 8))
+    assert not run.stored_transposed("G08", ("B", "h", "T", "hs"), torch.empty(2, 4, 8, 8))
+
+
+def test_keys_in_the_catalogues_orientation_or_without_scores_are_read_as_captured():
+    assert read_run_layout(per_head_steps(8 ** -0.5, stored_transposed=False), LEGEND).transposed == ()
+    no_scores = [s for s in per_head_steps(8 ** -0.5) if s.step != "G11"]  # nothing tells: as captured
+    assert read_run_layout(no_scores, LEGEND).transposed == ()
+
+
+VIT_LEGEND = Legend({"B": "batch", "N": "patches", "N1": "tokens", "C": "width"})
+
+
+def vit_steps(extra: int = 0, joins_after: bool = False) -> list[StepShape]:
+    """S04 patches (2, 9, 8), S05 the class token, S06 the tokens (class token, ``extra`` learned tokens, patches),
+    S07 the tokens plus positions, or (``joins_after``) the patches plus positions with S06 joining the class token
+    to them."""
+    torch.manual_seed(0)
+    patches, cls, pos = torch.randn(2, 9, 8), torch.randn(1, 1, 8).expand(2, 1, 8), torch.randn(1, 9, 8)
+    learned = torch.randn(1, extra, 8).expand(2, extra, 8)
+    with_positions = patches + pos
+    tokens = torch.cat([cls, learned, with_positions if joins_after else patches], dim=1)
+    after = with_positions if joins_after else tokens + torch.randn(1, tokens.shape[1], 8)
+    return [StepShape("S04", ("B", "N", "C"), tuple(patches.shape), value=patches),
+            StepShape("S05", ("B", "1", "C"), tuple(cls.shape), value=cls),
+            StepShape("S06", ("B", "N1", "C"), tuple(tokens.shape), value=tokens),
+            StepShape("S07", ("B", "N1", "C"), tuple(after.shape), value=after)]
+
+
+@pytest.mark.parametrize("extra", [1, 4])
+def test_extra_tokens_besides_the_class_token_are_read_once_for_the_run_and_said(extra):
+    run = read_run_layout(vit_steps(extra), VIT_LEGEND)
+    assert run.class_token == "first" and run.dims["N1"] == 10 + extra and run.dims["N"] == 9
+    rows = {what: variant for what, variant, _ in run.recognised()}
+    assert rows["Extra tokens"].startswith(f"{extra} besides the class token (distillation or register tokens)")
+    assert "Extra tokens" not in {what for what, _, _ in read_run_layout(vit_steps(0), VIT_LEGEND).recognised()}
+
+
+def test_a_class_token_joined_after_the_positions_reads_the_patches_alone_with_its_row_in_front():
+    steps = vit_steps(joins_after=True)
+    run = read_run_layout(steps, VIT_LEGEND)
+    assert run.class_token == "first" and run.patches_alone == ("S07",), run
+    s06, s07 = steps[2].value, steps[3].value
+    assert s06 is not None and s07 is not None
+    read = run.with_joining_row("S07", ("B", "N1", "C"), s07)
+    assert read is not None and torch.equal(read, s06)  # the tokens whole: what the blocks are handed
+    assert run.with_joining_row("S06", ("B", "N1", "C"), s07) is None  # only the step that holds the patches alone
+    assert read_run_layout(vit_steps(), VIT_LEGEND).patches_alone == ()

@@ -39,6 +39,39 @@ class ConvPatches(Check):
         return "equals the patch embedding (the convolution of each patch)", passed, detail
 
 
+def _grid_reshaped(check: GridMovedLast, s: TensorSource) -> Fit | None:
+    """The convolution's (B, C, h, w) output read straight as (B, N, C) by a reshape or a view: channels and positions
+    mixed."""
+    got, grid = s.t(check.out), s.t(check.grid)
+    if got.numel() != grid.numel():
+        return None
+    fits, detail = close(got, grid.reshape(got.shape), f"vs the convolution's {tuple(grid.shape)} output reshaped "
+                         f"to {tuple(got.shape)}")
+    return Fit(fits, f"the patch grid was reshaped where its channels axis must move last: your {s.name(check.out)} is "
+                     f"the convolution's {tuple(grid.shape)} output read straight as {tuple(got.shape)}, channels and "
+                     f"positions mixed ({detail})" if fits else detail)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridMovedLast(Check):
+    """``out`` (B, N, C), the patch embeddings, is ``grid``, the patch convolution's output as the marked line read it
+    (channels first: (B, C, h, w) or (B, C, h·w)), with its channels moved last, position by position (row-major): the
+    line's own step, checked where the convolution ran on an earlier, unmarked line (its weights not captured)."""
+
+    BUG_FORMS = (BugForm("patch grid reshaped instead of permuted", "the output vs the convolution's output reshaped "
+                         "straight to (B, N, C)", _grid_reshaped),)
+
+    out: Ref = THIS
+    grid: Ref
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        expected = s.t(self.grid).flatten(2).transpose(1, 2)  # (B, C, h, w) -> (B, h·w, C)
+        passed, detail = close(s.t(self.out), expected, "vs the convolution's output the line read, its channels moved "
+                               "last, positions row by row")
+        return ("is the patch convolution's output with its channels moved last (the convolution ran on an earlier "
+                "line: its weights were not captured)"), passed, detail
+
+
 def _patch_readings(image: torch.Tensor, p: int) -> dict[str, torch.Tensor]:
     """(B, N, C·p·p) rows the image's pixels are read into by the usual mistakes of a patch rearrange, one a row."""
     B, C, H, W = image.shape

@@ -190,8 +190,10 @@ class ResidualLayerNorm(Check):
     WEIGHTS_OPTIONAL = True
     TRACE = TraceUse(calls={"module": (ModuleKind.LAYER_NORM, "module"),
                             "operands": (ModuleKind.LAYER_NORM, "input")},
-                     # an unmarked sublayer output, from the module the line called (trace/reading/residuals.py)
-                     also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION}))
+                     # an unmarked sublayer output, from the module the line called or the tensor it read
+                     # (trace/reading/residuals.py)
+                     also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION}),
+                     reads_locals=True)
     LEFT_OUT = "residual dropped"
 
     out: Ref = THIS

@@ -97,7 +97,10 @@ class SameTensor(Check):
 class LinearOf(Check):
     """``out`` is ``module`` (a Linear) applied to ``x``, after an optional ReLU; ``index`` compares a slice."""
 
-    TRACE = TraceUse(calls={"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")})
+    # the tensors the line read: a patch convolution's output the line moves into (B, N, C), where the convolution ran
+    # on an earlier, unmarked line (trace/reading/patch_grid.py)
+    TRACE = TraceUse(calls={"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")},
+                     reads_locals=True)
 
     out: Ref = THIS
     x: Ref
@@ -168,17 +171,71 @@ class TokensConcat(Check):
 
     TRACE = TraceUse(calls={"cls": (ModuleKind.READ, "weight")})
 
+    OPTIONAL = (("positioned",),)
+
     out: Ref = THIS
     cls: Ref
     patches: Ref
+    # the tokens with their positions (the next step), for a class token joined after the positions were added to the
+    # patches: the run reads that step with the class token's row as it joined in front (trace/reading/run_layout.py)
+    positioned: Ref | None = None
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        claim, passed, detail = self._concatenated(s)
+        if passed or self.positioned is None or not s.has(self.positioned):
+            return claim, passed, detail
+        out, positioned = s.t(self.out), s.t(self.positioned)
+        if out.shape != positioned.shape or not close(out[:, :1], self._class_rows(s), "")[0]:
+            return claim, passed, detail
+        after, more = close(out[:, 1:], positioned[:, 1:], f"row 0 vs the class token; rows 1… vs the patches with "
+                            f"their positions ({s.name(self.positioned)})")
+        if not after:
+            return claim, passed, f"{detail}; nor the patches with their positions: {more}"
+        return ("row 0 is the class token, the rest are the patch embeddings with their positions (added before the "
+                "class token joined)"), True, more
+
+    def _class_rows(self, s: TensorSource) -> torch.Tensor:
         cls, patches = s.t(self.cls), s.t(self.patches)
+        if patches.dim() == 3 and cls.numel() == cls.shape[-1] == patches.shape[-1]:
+            return cls.reshape(1, 1, -1).expand(patches.shape[0], 1, -1)
+        return cls
+
+    def _concatenated(self, s: TensorSource) -> tuple[str, bool, str]:
+        cls, patches, out = s.t(self.cls), s.t(self.patches), s.t(self.out)
         if patches.dim() == 3 and cls.numel() == cls.shape[-1] == patches.shape[-1]:  # the parameter itself, one
             cls = cls.reshape(1, 1, -1).expand(patches.shape[0], 1, -1)  # token, (1, 1, D) or (1, D): every item's
         expected = torch.cat([cls, patches], dim=1)
-        passed, detail = close(s.t(self.out), expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
-        return "row 0 is the class token, the rest are the patch embeddings", passed, detail
+        passed, detail = close(out, expected, "row 0 vs the class token, rows 1… vs the patch embeddings")
+        if not passed and out.shape == expected.shape and out.shape[0] > 1 and close(out[:, :1], cls, "")[0]:
+            # positions added to the patches before the class token joined: rows 1… are the patches plus a term
+            # that depends on the position only
+            term = out[:, 1:] - patches
+            later, more = close(term, term[:1].expand_as(term), "row 0 vs the class token; rows 1… minus the patch "
+                                f"embeddings, each of the {term.shape[0]} items vs the first item's")
+            if later:
+                return ("row 0 is the class token, the rest are the patch embeddings with their positions (added "
+                        "before the class token joined)"), True, more
+        extra = _extra_tokens(out, cls, patches) if not passed else None
+        return extra or ("row 0 is the class token, the rest are the patch embeddings", passed, detail)
+
+
+def _extra_tokens(out: torch.Tensor, cls: torch.Tensor, patches: torch.Tensor) -> tuple[str, bool, str] | None:
+    """Tokens besides the class token (DeiT's distillation token, register tokens): ``out`` holds 1 + e + N rows, row 0
+    the class token, the N patch embeddings right after the e extra tokens or after them at the end, and each extra
+    token the same for every item (a learned token); None where ``out`` holds no more rows than 1 + N, or that fails."""
+    extra = out.shape[1] - 1 - patches.shape[1] if out.dim() == patches.dim() == 3 else 0
+    if extra <= 0 or out.shape[0] < 2 or out[:, :1].shape != cls.shape:
+        return None
+    for where, first in (("after them", 1 + extra), ("before them, at the end", 1)):
+        rows = out[:, first:first + patches.shape[1]]
+        learned = torch.cat([out[:, 1:first], out[:, first + patches.shape[1]:]], dim=1)
+        if close(out[:, :1], cls, "")[0] and close(rows, patches, "")[0] and close(
+                learned, learned[:1].expand_as(learned), "")[0]:
+            _, detail = close(rows, patches, f"row 0 vs the class token; rows {first}… vs the patch embeddings; the "
+                              f"{extra} extra rows the same for every item")
+            return (f"row 0 is the class token, then {extra} extra learned token{'s' if extra > 1 else ''} "
+                    f"(distillation or register) and the patch embeddings {where}"), True, detail
+    return None
 
 
 def whole_ids(ids: torch.Tensor) -> tuple[str, bool, str]:
@@ -235,8 +292,8 @@ class RowEquals(Check):
 
 
 def _parameter_twice(check: Any, s: TensorSource) -> Fit | None:
-    param, x = check.added(s), s.t(check.x)
-    fits, detail = close(s.t(check.out), x + 2 * param, f"vs input + 2 × {check.parameter}")
+    out, x, param = check.operands(s)
+    fits, detail = close(out, x + 2 * param, f"vs input + 2 × {check.parameter}")
     return Fit(fits, f"the positions were added twice: your {s.name(check.out)} is its input plus twice "
                f"{check.parameter} ({detail})" if fits else detail)
 
@@ -250,9 +307,15 @@ class PlusParameter(Check):
     WEIGHTS_OPTIONAL = True  # without the table: the added term the same for every item (same_for_every_item)
     BUG_FORMS = (BugForm("positions added twice", "the output vs input + 2 × the parameter", _parameter_twice),)
 
+    OPTIONAL = (("patches",),)
+
     out: Ref = THIS
     x: Ref
     parameter: ParamRef
+    # the patch embeddings, for a ViT whose class token joins after the positions were added: the step then holds
+    # the patches with their positions, read with the class token's row as it joined in front (its input, the tokens,
+    # is that same tensor), and a table of one row per patch
+    patches: Ref | None = None
 
     def added(self, s: TensorSource) -> torch.Tensor:
         """The parameter as added: a table for longer sequences, its first rows."""
@@ -261,12 +324,38 @@ class PlusParameter(Check):
             param = param[..., : s.t(self.x).shape[-2], :]
         return param
 
+    def joined_after(self, s: TensorSource) -> bool:
+        """Whether the class token joined after the positions were added: the step is its input (the tokens were read
+        with the step's rows) and holds one row more than the patches."""
+        if self.patches is None or not s.has(self.patches):
+            return False
+        out, patches = s.t(self.out), s.t(self.patches)
+        return (out.dim() == patches.dim() == 3 and out.shape[1] == patches.shape[1] + 1
+                and out.shape[0] == patches.shape[0] and bool(torch.equal(out, s.t(self.x))))
+
+    def operands(self, s: TensorSource) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(the step, what the table was added to, the table as added): the patch rows and the patch embeddings where
+        the class token joined after the positions."""
+        if self.patches is not None and self.joined_after(s):
+            patches, param = s.t(self.patches), s.parameter(self.parameter)
+            if param.dim() >= 2 and param.shape[-2] > patches.shape[-2]:  # a row for the class token besides
+                param = param[..., -patches.shape[-2]:, :]
+            return s.t(self.out)[:, 1:], patches, param
+        return s.t(self.out), s.t(self.x), self.added(s)
+
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        after = self.joined_after(s)
         try:
-            param = self.added(s)
+            out, x, param = self.operands(s)
         except NotCheckable as lack:  # the table not captured: what the tensors alone say of the added term
+            if after and self.patches is not None:
+                claim, passed, detail = same_for_every_item(s.t(self.out)[:, 1:], s.t(self.patches), lack)
+                return claim + ", added to the patches before the class token joined", passed, detail
             return same_for_every_item(s.t(self.out), s.t(self.x), lack)
-        passed, detail = close(s.t(self.out), s.t(self.x) + param, f"input + {self.parameter}")
+        passed, detail = close(out, x + param, f"{'the patches' if after else 'input'} + {self.parameter}")
+        if after:
+            return ("equals the patch embeddings plus the learned position embeddings, added before the class token "
+                    "joined"), passed, detail
         return "equals its input plus the learned position embeddings", passed, detail
 
 

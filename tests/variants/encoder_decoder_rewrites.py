@@ -111,7 +111,13 @@ FLOAT16 = Rewrite("float16", "every tensor made in float16 (torch.set_default_dt
 CORRECT = (MASK_1E9, MASK_1E10, MASK_FINFO_MIN, BOOL_ALLOWED, FLOAT_01, SQUARE_MASK, MASK_PER_ITEM, MASK_HEADS_IN_BATCH,
            SIN_THEN_COS, LEARNED_POSITIONS, EINSUM, SCALE_ON_Q, SEQUENCE_FIRST, PRE_NORM,
            TRAIN_MODE, FLOAT16)
-COMPOSED = ((SEQUENCE_FIRST, MASK_1E9, SQUARE_MASK), (PRE_NORM, SIN_THEN_COS, BOOL_ALLOWED))
+# the sublayer output reaches the residual sum on a line of its own, unmarked (tunz/transformer-pytorch's
+# `y = self.self_attention_dropout(y)`, then `x = x + y  # Snapshot #15`): #15 reads it from the line's own locals
+OPERANDS_UNMARKED = Rewrite("residual operands unmarked", "#14 not marked: the attention output reaches #15's sum "
+                            "only as a local the line reads", (
+    ("    res1_a, res1_b = enc_in, attn_out  # Snapshot #14\n", "    res1_a, res1_b = enc_in, attn_out\n"),))
+COMPOSED = ((SEQUENCE_FIRST, MASK_1E9, SQUARE_MASK), (PRE_NORM, SIN_THEN_COS, BOOL_ALLOWED),
+            (PRE_NORM, OPERANDS_UNMARKED))
 
 MASK_SEES_NEXT = Bug("mask lets a position see the next", "the causal mask's triangle one diagonal too high", (
     (MASK_AXES, "diagonal=2)[None, None]"),), first="#25", form="no query attends to a later key")
@@ -144,4 +150,4 @@ SEQUENCE_FIRST_NO_SCALE = Bug("1/√hs left out", "the encoder's scores without 
 BUGS = (MASK_SEES_NEXT, NO_SCALE, SOFTMAX_WRONG_AXIS, RESIDUAL_DROPPED, HEADS_SPLIT_UNMOVED, HEADS_MERGED_UNMOVED,
         POSITIONS_TWICE)
 BUGS_IN_VARIANTS = ((MASK_1E9, FINITE_MASK_SEES_NEXT), (SEQUENCE_FIRST, SEQUENCE_FIRST_NO_SCALE),
-                    (PRE_NORM, PRE_NORM_RESIDUAL_DROPPED))
+                    (PRE_NORM, PRE_NORM_RESIDUAL_DROPPED), (PRE_NORM, OPERANDS_UNMARKED, PRE_NORM_RESIDUAL_DROPPED))

@@ -134,9 +134,19 @@ OWN_LAYER_NORM = Rewrite("own LayerNorm class", "nanoGPT's LayerNorm class (weig
     ("self.ln_2 = nn.LayerNorm(WIDTH)", "self.ln_2 = LayerNorm(WIDTH)"),
     ("ln_f=nn.LayerNorm(WIDTH)", "ln_f=LayerNorm(WIDTH)")))
 
+# GPT-2's split_heads(key, k=True): K kept (B, h, hs, T), already transposed for the product; with 8 bytes a row T = hs,
+# so its shape cannot tell it from (B, h, T, hs): the run's numbers must (trace/reading/stored_transposed.py)
+KEYS_TRANSPOSED_SCORES = "        att = (q @ k) * (1.0 / math.sqrt(q.size(-1)))  # BREAKPOINT G11\n"
+KEYS_TRANSPOSED = Rewrite("keys stored transposed, T = hs", "K split straight into (B, h, hs, T) as GPT-2's "
+                          "split_heads(k=True) does, the scores q @ k, with T = hs = 8", (
+    ("k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)",
+     "k = k.view(B, T, self.n_head, C // self.n_head).permute(0, 2, 3, 1)"),
+    (SCORES, KEYS_TRANSPOSED_SCORES),
+    ('[list(b"Hello!"), list(b"world.")]', '[list(b"Hello!!!"), list(b"world...")]')))
+
 CORRECT = (SEPARATE_QKV, CONV1D, TENSORDOT, MASK_1E9, MASK_FINFO_MIN, ADDITIVE_MASK, BOOL_MASK, SDPA,
            BMM_HEADS_IN_BATCH, SCALE_Q_OWN_LINE, POST_NORM, RMS_NORM, SINUSOID_POSITIONS, FLOAT16, AUTOCAST,
-           TRAIN_MODE, OWN_LAYER_NORM)
+           TRAIN_MODE, OWN_LAYER_NORM, KEYS_TRANSPOSED)
 COMPOSED = ((CONV1D, POST_NORM, BOOL_MASK), (TRAIN_MODE, MASK_1E9, RMS_NORM))
 
 Q_K_SWAPPED = Bug("q and k swapped in the split", "the fused projection's first slice taken as k, the second as q", (
@@ -167,8 +177,15 @@ GAIN_BIAS_SWAPPED = Bug("gain and bias swapped", "the own LayerNorm class called
      "F.layer_norm(input, self.weight.shape, self.bias, self.weight, 1e-5)"),),
     first="G06", form="gain and bias swapped")
 
+NO_SCALE_KEYS_TRANSPOSED = Bug("1/√hs left out (keys stored transposed)", NO_SCALE.says, (
+    (KEYS_TRANSPOSED_SCORES, "        att = q @ k  # BREAKPOINT G11\n"),), first="G11", form="1/√d missing")
+K_FROM_V = Bug("k taken from the v slice", "the fused projection's third slice taken as k", (
+    ("q, k, v = qkv.split(C, dim=2)", "q, _, v = qkv.split(C, dim=2)\n        k = v"),),
+    first="G09", form="another part of the projection")
+
 BUGS = (Q_K_SWAPPED, MASK_SEES_NEXT, NO_SCALE, SOFTMAX_WRONG_AXIS, RESIDUAL_DROPPED, HEADS_MERGED_UNMOVED,
         NORM_OF_WRONG_TENSOR)
 BUGS_IN_VARIANTS = ((CONV1D, Q_K_SWAPPED), (TENSORDOT, Q_K_SWAPPED), (MASK_1E9, FINITE_MASK_SEES_NEXT),
                     (TRAIN_MODE, RESIDUAL_DROPPED), (BMM_HEADS_IN_BATCH, SOFTMAX_WRONG_AXIS),
-                    (OWN_LAYER_NORM, GAIN_BIAS_SWAPPED))
+                    (OWN_LAYER_NORM, GAIN_BIAS_SWAPPED), (KEYS_TRANSPOSED, NO_SCALE_KEYS_TRANSPOSED),
+                    (KEYS_TRANSPOSED, K_FROM_V))

@@ -62,6 +62,15 @@ POSITIONS_BEFORE_CLASS_TOKEN = Rewrite(
                  "    # BREAKPOINT S06 - Embeddings AFTER adding the class token\n"),
         ("encoder_block(x_pos, blocks[0])", "encoder_block(x_tokens, blocks[0])")))
 
+# DeiT's distillation token: a second learned token after the class token, T = 1 + 1 + N (the joint reading's extra
+# tokens), and the positions added after the class token joined; or added to the patches before it joined, with a
+# table of one row per patch (timm's no_embed_class): S07 holds the patches alone
+DISTILLATION_TOKEN = Rewrite("distillation token", "a learned distillation token after the class token (DeiT): "
+                             "N1 = 1 + 1 + N tokens, the position table one row longer", (
+    (PATCH_POSITIONS, "    pos_embed = 0.02 * torch.randn(1, n_patches + 2, WIDTH)\n"
+                      "    dist_token = 0.02 * torch.randn(1, 1, WIDTH)\n"),
+    ("torch.cat([cls_tok, x_embed], dim=1)", "torch.cat([cls_tok, dist_token.expand(B, -1, -1), x_embed], dim=1)")))
+
 CLASS_TOKEN_LAST = Rewrite("class token last", "the class token appended after the patches and pooled from the last "
                            "row", (
     ("torch.cat([cls_tok, x_embed], dim=1)", "torch.cat([x_embed, cls_tok], dim=1)"),
@@ -113,9 +122,20 @@ SEQUENCE_FIRST = Rewrite("sequence-first", "every activation from the patch embe
     ("attn_ctx.transpose(1, 2).reshape(B, N, C)", "attn_ctx.permute(2, 0, 1, 3).reshape(N, B, C)"),
     ("cls_rep = final_seq[:, 0, :]", "cls_rep = final_seq[0]")))
 
+# CLIP's patch embedding: the convolution on an unmarked line, its (B, D, N) output moved to (B, N, D) on S04's line;
+# S04 is judged from the tensor that line read (trace/reading/patch_grid.py)
+CONV_GRID = "    x_embed = maps.permute(0, 2, 1)  # (B, N, D)\n"
+CONV_UNMARKED = Rewrite("patch convolution on an unmarked line", "F.conv2d on an unmarked line, its output reshaped "
+                        "to (B, D, N) and permuted to (B, N, D) at S04, S03 not marked", (
+    ("    patches_flat = patches_4d.flatten(2)  # (B, N, C·P·P)\n    # BREAKPOINT S03 - Flattened patches\n"
+     "    x_embed = linear(patches_flat, patch_embed)  # (B, N, D)\n",
+     "    kernel = patch_embed[0].t().reshape(WIDTH, C, PATCH, PATCH)\n"
+     "    maps = F.conv2d(img_tensor, kernel, patch_embed[1], stride=PATCH)\n"
+     "    maps = maps.reshape(B, WIDTH, -1)  # (B, D, N)\n" + CONV_GRID),))
+
 CORRECT = (EINSUM, SCALE_ON_Q, BMM_HEADS_IN_BATCH, SEPARATE_QKV, POST_NORM, SINUSOID_POSITIONS,
            POSITIONS_BEFORE_CLASS_TOKEN, CLASS_TOKEN_LAST, LAYER_SCALE, MEAN_POOLING, NORM_AND_PICK, RMS_NORM,
-           LAYER_NORM_EPS, BFLOAT16, TRAIN_MODE, SEQUENCE_FIRST)
+           LAYER_NORM_EPS, BFLOAT16, TRAIN_MODE, SEQUENCE_FIRST, CONV_UNMARKED, DISTILLATION_TOKEN)
 
 SOFTMAX_WRONG_AXIS = Bug("softmax over the queries", "the softmax over dim=-2, so columns sum to 1, not rows", (
     (SOFTMAX, "attn_probs = attn_scores.softmax(dim=-2)"),), first="S13", form="softmax over the wrong axis")
@@ -150,8 +170,19 @@ PIXEL_ORDER = Bug("patches read transposed", "each patch's pixels read column by
 SEQUENCE_FIRST_WRONG_TOKEN = Bug("the wrong token pooled", "row 1 of the sequence-first final sequence pooled", (
     ("cls_rep = final_seq[0]", "cls_rep = final_seq[1]"),), first="S24", form="the wrong token pooled")
 
+GRID_RESHAPED = Bug("patch grid reshaped", "the convolution's (B, D, N) output reshaped to (B, N, D) instead of "
+                    "permuted", ((CONV_GRID, "    x_embed = maps.reshape(B, -1, WIDTH)  # (B, N, D)\n"),),
+                    first="S04", form="patch grid reshaped instead of permuted")
+
+DISTILLATION_TOKEN_POOLED = Bug("the distillation token pooled", "row 1 (the distillation token) pooled instead of "
+                                "the class token's row 0", (("cls_rep = final_seq[:, 0, :]",
+                                                             "cls_rep = final_seq[:, 1, :]"),),
+                                first="S24", form="the wrong token pooled")
+
 BUGS = (SOFTMAX_WRONG_AXIS, NO_SCALE, RESIDUAL_DROPPED, HEADS_MERGED_UNMOVED, WRONG_TOKEN, NORM_OF_WRONG_TENSOR,
         PIXEL_ORDER)
 BUGS_IN_VARIANTS = ((EINSUM, EINSUM_NO_SCALE), (SINUSOID_POSITIONS, POSITIONS_TWICE),
                     (BMM_HEADS_IN_BATCH, BMM_SOFTMAX_WRONG_AXIS), (TRAIN_MODE, RESIDUAL_DROPPED),
-                    (SEQUENCE_FIRST, SEQUENCE_FIRST_WRONG_TOKEN))
+                    (SEQUENCE_FIRST, SEQUENCE_FIRST_WRONG_TOKEN), (CONV_UNMARKED, GRID_RESHAPED),
+                    (DISTILLATION_TOKEN, DISTILLATION_TOKEN_POOLED),
+                    (POSITIONS_BEFORE_CLASS_TOKEN, WRONG_TOKEN))

@@ -101,7 +101,7 @@ SNAPSHOTS = (
         variable='x_tokens',
         stage='input',
         tensors=(model.TOKENS,),
-        checks=(TokensConcat(cls=model.CLS_TOKEN, patches=patch_embed.EMBED),),
+        checks=(TokensConcat(cls=model.CLS_TOKEN, patches=patch_embed.EMBED, positioned=model.TOKENS_POS),),
         questions=(2,),
     ),
     Snapshot(
@@ -110,7 +110,7 @@ SNAPSHOTS = (
         variable='x_pos',
         stage='input',
         tensors=(model.TOKENS_POS,),
-        checks=(PlusParameter(x=model.TOKENS, parameter=ParamRef('pos_embedding')),),
+        checks=(PlusParameter(x=model.TOKENS, parameter=ParamRef('pos_embedding'), patches=patch_embed.EMBED),),
         figures=('pos_similarity',),
         questions=(3,),
     ),

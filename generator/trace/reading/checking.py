@@ -29,6 +29,7 @@ from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.records import TensorLabel, own_tensors, shown_places
 from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.parts import evidence_in_parts
+from transformer_trace.trace.reading.patch_grid import grid_bound
 from transformer_trace.trace.reading.residuals import sublayer_bound
 from transformer_trace.trace.reading.weights import bind, run_bound
 
@@ -254,6 +255,7 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
         # the weights and inputs of the module calls the marked line made (generator/trace/reading/weights.py)
         bound = bind(check, page.calls, source, page.main_as_called, known, order) if page.calls or known else None
         bound = bound or sublayer_bound(check, page.calls, source, page.main_as_called, order)
+        bound = bound or grid_bound(check, page.calls, source)
         try:
             with _judged_with_calls(page):
                 try:

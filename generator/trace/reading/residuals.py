@@ -6,7 +6,9 @@ residual itself (a SublayerConnection, called with the stream and returning the 
 sublayer it called; a LayerNorm's output is never taken for the sublayer's. Where the stream the sublayer was added
 to is not captured as the catalogue's operands (a pre-norm block's MLP residual with the attention's output inside an
 ``nn.MultiheadAttention``), it is the input of the LayerNorm the line called, where that equals a captured step (S16,
-the attention's residual sum). Sequence-first code's calls are read in the page's layout (its tensors' axes as the
+the attention's residual sum). Where the line called no module for it (the sublayer ran on the lines before,
+``x = x + y``), the one tensor of the step's shape the line read that is none of the captured operands is the
+sublayer output. Sequence-first code's calls are read in the page's layout (its tensors' axes as the
 step's own value was permuted into the catalogue's)."""
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, 
              for ref in operands[:-1] if source.has(ref) or norm is not None}  # in the operands' order
     call = _sublayer_call(calls, main, [tensors[ref.template] for ref in known.values()])
     if call is None:
-        return _table_read(check, calls, source)
+        return _local_read(check, calls, source, main, order) or _table_read(check, calls, source)
     missing = source.name(operands[-1])
     name = f"{missing}@{call.module}.output"
     kept: tuple[Ref, ...] = (*known.values(), Ref(name))
@@ -67,6 +69,31 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, 
     return Bound(SublayerFromCall(out=out, operands=kept, step=check, absent=absent, called=call.module), given, None,
                  f"{missing} taken from the output of the {call.module} the line called{stream} (no captured "
                  "snapshot shows it)")
+
+
+def _local_read(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor,
+                order: tuple[int, ...] | None) -> Bound | None:
+    """A residual sum whose sublayer output no snapshot shows and no module call of the line gave, the sublayer run on
+    lines before (``y = self.dropout(y)``, then ``x = x + y``): that operand is the one tensor the line read (a local,
+    as it was before the line ran) of the step's shape that is none of the captured operands, the stream; None where
+    there is not exactly one, or another operand is not captured. A line that reads only the sublayer output
+    (``x = y``) leaves the stream out: named by the step's own check."""
+    operands = check.operands
+    if not all(source.has(ref) for ref in operands[:-1]):
+        return None
+    captured = [source.t(ref) for ref in operands[:-1]]
+    read = [(call.module, in_order(output, order)) for call in calls if call.kind == ModuleKind.LOCAL
+            and len(call.outputs) == 1 and isinstance(output := call.outputs[0], torch.Tensor)
+            and output.is_floating_point() and tuple(output.shape) == tuple(main.shape)]
+    others = [(local, tensor) for local, tensor in read if not any(_equal(tensor, c) for c in captured)]
+    if len(others) != 1:
+        return None
+    (local, tensor), missing = others[0], source.name(operands[-1])
+    name = f"{missing}, your `{local}` the line read"
+    bound = CallSource.over(source, {**source.tensors, name: tensor})
+    return Bound(SublayerFromCall(out=getattr(check, "out"), operands=(*operands[:-1], Ref(name)), step=check,
+                                 called=f"`{local}`"), bound, None,
+                 f"{missing} taken from `{local}`, the tensor the line read (no captured snapshot shows it)")
 
 
 def _table_read(check: Any, calls: Sequence[ModuleCall], source: TensorDict) -> Bound | None:

@@ -28,6 +28,7 @@ import torch
 
 from transformer_trace.models.legend import Legend
 from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.stored_transposed import Transposed, stored_transposed
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, layout
 
 # the named axes that count positions (tokens, patches, source and target lengths): what sequence-first puts first
@@ -147,6 +148,11 @@ class RunLayout:
     folded: tuple[str, ...] = ()  # steps whose heads are folded into the batch axis (B·h, …)
     class_token: str = ""  # where the class token is among the tokens (a ViT's N1 axis): first, last, absent, ""
     class_rests_on: str = ""
+    transposed: tuple[Transposed, ...] = ()  # per-head keys stored (B, h, hs, T) where T = hs (stored_transposed.py)
+    # the class token joined after the positions were added: the steps named with N1 tokens that hold the N patches
+    # alone, and the class token's row as it joined (B, 1, C), put in front of them when they are read
+    patches_alone: tuple[str, ...] = ()
+    joining_row: torch.Tensor | None = field(default=None, compare=False)
 
     @property
     def kind(self) -> str:
@@ -202,7 +208,31 @@ class RunLayout:
                          f"the shapes of {', '.join(dict.fromkeys(self.folded))} with B and h bound by the run"))
         if self.class_token:
             rows.append(("Class token", CLASS_PLACES[self.class_token], self.class_rests_on))
+        extra = self.dims.get("N1", 0) - self.dims.get("N", 0) - 1 if self.class_token == CLASS_FIRST else 0
+        if extra > 0 and "N" in self.dims:
+            rows.append(("Extra tokens", f"{extra} besides the class token (distillation or register tokens): "
+                         f"{self.dims['N1']} tokens = 1 + {extra} + {self.dims['N']} patches",
+                         f"N1 = {self.dims['N1']} and N = {self.dims['N']}, bound from your steps' shapes"))
+        rows += [(f"Keys ({t.step})", "stored transposed for the product, (B, h, hs, T): read as (B, h, T, hs)",
+                  t.because) for t in self.transposed]
         return tuple(rows)
+
+    def with_joining_row(self, step: str, named: Sequence[str], tensor: torch.Tensor) -> torch.Tensor | None:
+        """A step of N1 tokens that holds the N patches alone (the class token joined after the positions were
+        added), with the class token's row as it joined put in front, so the steps after it (a block's input) read
+        the tokens whole; None where the run has no such step or the tensor is not (B, N, C)."""
+        row = self.joining_row
+        if step not in self.patches_alone or row is None or "N1" not in named or tensor.dim() != 3:
+            return None
+        if (tensor.shape[0], tensor.shape[1], tensor.shape[-1]) != (row.shape[0], self.dims.get("N"), row.shape[-1]):
+            return None
+        return torch.cat([row.to(tensor.dtype), tensor], dim=1)
+
+    def stored_transposed(self, step: str, named: Sequence[str], canonical: torch.Tensor) -> bool:
+        """Whether the run reads this step's tensor (in the catalogue's layout by its shape) with its two last axes
+        swapped: a per-head step the run found stored transposed, where the two are the same size."""
+        return (canonical.dim() == 4 and canonical.shape[-1] == canonical.shape[-2]
+                and any(t.step == step and t.named == tuple(named) for t in self.transposed))
 
 
 def _module_says(calls: Iterable[ModuleCall], steps: Sequence[StepShape]) -> tuple[bool | None, str]:
@@ -240,7 +270,9 @@ def _steps(steps: Iterable[str], most: int = 6) -> str:
 def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall] = ()) -> RunLayout:
     """The run's layout, decided once from every captured step's shape (and, where the shapes cannot tell, the
     modules' own settings), with the reasons; see the module's docstring for the rule."""
-    return _with_class_token(_read_order(shapes, legend, calls), shapes)
+    run = _with_class_token(_read_order(shapes, legend, calls), shapes)
+    steps = [(s.step, s.named, run.as_read(s)) for s in shapes if s.value is not None]
+    return replace(run, transposed=stored_transposed(steps, SEQUENCE_AXES))
 
 
 def _read_order(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall]) -> RunLayout:
@@ -296,7 +328,10 @@ def _with_class_token(run: RunLayout, shapes: Sequence[StepShape]) -> RunLayout:
         first, last = (torch.allclose(value[:, row].double(), token) for row in (0, -1))
         short = [s.step for s, v in steps if v.dim() == len(s.named) and v.shape[s.named.index("N1")] == patches]
         if first or last:  # (a step of N1 named with the patches alone: the positions added before it joined)
-            return replace(run, class_token=CLASS_FIRST if first else CLASS_LAST, class_rests_on=(
+            row = value[:, :1]
+            return replace(run, class_token=CLASS_FIRST if first else CLASS_LAST,
+                           patches_alone=tuple(short) if first else (), joining_row=row if short and first else None,
+                           class_rests_on=(
                 f"{step.step}'s {'first' if first else 'last'} row is {cls[0].step}, the class token"
                 + (f"; it joins after the positions: {_steps(short)} hold{'s' if len(short) == 1 else ''} the "
                    f"{patches} patches alone" if short else "")))
@@ -318,6 +353,14 @@ def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) ->
     notes = [f"sequence-first ({', '.join((axes[1], axes[0], *axes[2:]))}), as the whole run is read (see the "
              "overview)"] if turn else []
     canonical = found.canonical
+    if canonical is None and (joined := run.with_joining_row(page.label, named, tensor)) is not None:
+        canonical = joined
+        notes.append("the patches alone: the class token joins after the positions were added (see the overview), "
+                     "its row as it joins put in front")
+    if canonical is not None and run.stored_transposed(page.label, named, canonical):
+        canonical = canonical.transpose(-2, -1)
+        notes.append(f"stored transposed ({', '.join((*named[:2], named[3], named[2]))}) for the product, as the "
+                     "whole run is read (see the overview)")
     if canonical is not None and (moved := run.class_first(canonical, named)) is not canonical:
         canonical = moved
         notes.append("the class token last, read first as the whole run is (see the overview)")

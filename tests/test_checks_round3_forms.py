@@ -1,6 +1,6 @@
-"""Correct forms that round three's fresh GPT-style and encoder–decoder implementations (tests/trace_fresh/ROUND3_GPT.md)
-wrote and the checks did not know: each passes and says the form with its fitted parameters, and the bug that looks
-like it is still named."""
+"""Correct forms that round three's fresh GPT-style and encoder–decoder implementations
+(tests/trace_fresh/ROUND3_GPT.md) wrote and the checks did not know: each passes and says the form with its fitted
+parameters, and the bug that looks like it is still named."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import torch
 from transformer_trace.checks import THIS, Check, close, whole_ids
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.registry import Registry
+from transformer_trace.reports.encoder_decoder.sinusoids import own_table
 from transformer_trace.sources import InputRef, NotCheckable, ParamRef, Ref, TensorSource
 
 
@@ -115,14 +116,21 @@ def _added_twice(check: SinusoidalPositions, s: TensorSource) -> Fit:
             return Fit(True, f"the positions were added twice: your {s.name(check.out)} is its input plus twice the "
                              f"sinusoidal table, {layout} ({detail})")
         details.append(detail)
-    return Fit(False, "; ".join(details))
+    own = own_table(out, before)
+    if own.fits and abs(own.amplitude - 2) <= 2e-3:
+        return Fit(True, f"the positions were added twice: your {s.name(check.out)} is its input plus a sinusoid "
+                         f"table of amplitude {own.amplitude:.4g} where correct code adds one of amplitude 1 "
+                         f"({own.words})")
+    return Fit(False, "; ".join([*details, own.words]))
 
 
 @dataclass(frozen=True, kw_only=True)
 class SinusoidalPositions(Check):
     """Tensors only: ``out`` is ``before`` (times a factor of the embedding's own, fitted: 1, or √C where the lookup is
     scaled on the way) plus a sinusoidal table sin/cos(pos / 10000^(2i/C)), laid out as the paper interleaves it or
-    as tensor2tensor concatenates it (the sines, then the cosines)."""
+    as tensor2tensor concatenates it (the sines, then the cosines); failing both, any table of one sinusoid per
+    feature, of amplitude 1 and frequencies of its own, fitted (sinusoids.py), the paper's table named as what it is
+    not."""
 
     BUG_FORMS = (BugForm("positions added twice", "the added term vs twice the table", _added_twice),)
 
@@ -139,7 +147,12 @@ class SinusoidalPositions(Check):
             if passed:
                 return "the added term is the sinusoidal encoding", True, detail
             details.append(detail)
-        return "the added term is the sinusoidal encoding", False, "; ".join(details)
+        own = own_table(out, before)
+        if own.fits and abs(own.amplitude - 1) <= 1e-3:
+            return "the added term is the sinusoidal encoding", True, (
+                f"a sinusoid table of frequencies of its own: {own.words} (not the standard tables: "
+                + "; ".join(details) + ")")
+        return "the added term is the sinusoidal encoding", False, "; ".join([*details, own.words])
 
 
 CHECKS: Registry[type[Check]] = Registry("check",

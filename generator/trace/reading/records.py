@@ -87,11 +87,21 @@ def layers_ran(catalogue: Report, pages: list[SnapshotReading]) -> dict[str, int
 
 
 def _layer_count(pages: list[SnapshotReading], template: str) -> int:
-    """How many layers the script ran of the loop whose pages use ``template``'s placeholders (0: none captured)."""
+    """How many layers the script ran of the loop whose pages use ``template``'s placeholders (0: none captured).
+    The layer's own steps (``{block}.output``, ``{block}.input``: one hit per layer) count first: a step of a module
+    inside the layer may run several times a layer (one ``Head`` module per attention head, each running the
+    attention's lines), so its hits are no count of layers; only where none of the layer's own steps was captured do
+    the others count."""
     names = set(re.findall(r"{(\w+)}", template))
-    return max((len(page.hit_values[0]) for page in pages if page.captured and page.hit_values
-                for ref in getattr(page.snap, "tensors", ())[:1] if names & set(re.findall(r"{(\w+)}", ref.template))),
-               default=0)
+    counts: dict[bool, list[int]] = {True: [], False: []}
+    for page in pages:
+        if not (page.captured and page.hit_values):
+            continue
+        for ref in getattr(page.snap, "tensors", ())[:1]:
+            if names & set(re.findall(r"{(\w+)}", ref.template)):
+                own_step = re.fullmatch(r"\{\w+\}\.\w+", ref.template) is not None
+                counts[own_step].append(len(page.hit_values[0]))
+    return max(counts[True] or counts[False], default=0)
 
 
 def options_for(catalogue: Any, layer: int) -> Any:
@@ -104,8 +114,11 @@ def options_for(catalogue: Any, layer: int) -> Any:
     if catalogue.options is None:
         return None
     names = {f.name for f in fields(catalogue.options)}
+    # only the places are wanted: a depth past the bundled checkpoint's is no error here (seeded weights)
+    sizes = {"layers": max(layer, 2), **({"weights": "random"} if "weights" in names else {})} \
+        if "layers" in names else {}
     try:
-        return catalogue.options(layer=layer, **({"layers": max(layer, 2)} if "layers" in names else {}))
+        return catalogue.options(layer=layer, **sizes)
     except (UserError, TypeError, ValueError):
         return None
 

@@ -5,14 +5,18 @@ now passes and says its form, and the planted bug is named with its form. Small 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_trace.checks import SumOf
+from transformer_trace.checks import ProjectionOfHeads, SameTensor, SumOf
+from transformer_trace.checks.base import needs_evidence
 from transformer_trace.checks.normalisation import ResidualThenNorm
+from transformer_trace.reports import REPORTS
 from transformer_trace.sources import ModuleRef, Ref, TensorDict
+from transformer_trace.trace.reading.run_layout import StepShape, read_run_layout
 
 B, N1, C = 2, 9, 12
 MLP_RESIDUAL = SumOf(out=Ref("out"), operands=(Ref("x"), Ref("attn_out"), Ref("mlp_out")))
@@ -97,3 +101,96 @@ def test_a_returned_dict_with_a_none_entry_is_captured_as_its_tensors_and_the_ch
     assert step["shape"] == [2, 4] and step["first"][:4] == [0.0, 1.0, 2.0, 3.0]
     page = (tmp_path / "docs" / "t" / step["page"]).read_text(encoding="utf-8")
     assert "1 None entry left out" in page and "which a page cannot show" not in page
+
+
+def registers_joined() -> tuple[torch.Tensor, torch.Tensor]:
+    """DINOv2's `torch.cat((x[:, :1], registers, x[:, 1:]), dim=1)`: (B, 1 + N, C) handed over as (B, 1 + 4 + N, C)."""
+    torch.manual_seed(4)
+    tokens, registers = torch.randn(B, N1, C), torch.randn(1, 4, C).expand(B, -1, -1)
+    return tokens, torch.cat((tokens[:, :1], registers, tokens[:, 1:]), dim=1)
+
+
+HANDED_OVER = SameTensor(out=Ref("block_input"), source=Ref("tokens_pos"), claim="is what the previous stage handed over")
+
+
+def test_a_block_input_holding_extra_tokens_is_the_handed_over_tokens_with_them_joined():
+    tokens, joined = registers_joined()
+    result = HANDED_OVER.run(TensorDict({"tokens_pos": tokens, "block_input": joined}))
+    assert result.passed and "4 extra tokens of the model's own (registers) joined at rows 1…4" in result.name
+
+
+def test_a_block_input_that_changed_a_handed_over_token_is_not_taken_for_extra_tokens():
+    tokens, joined = registers_joined()
+    joined[:, -1] += 1.0
+    assert not HANDED_OVER.run(TensorDict({"tokens_pos": tokens, "block_input": joined})).passed
+
+
+def test_the_run_reads_the_steps_before_extra_tokens_joined_with_their_own_token_count():
+    """S06 and S07 hold 1 + N tokens, every block step 1 + 4 + N: the join is found from the values, said once for
+    the run, and the earlier steps read with N1 = 1 + N instead of misfitting the run's."""
+    tokens, joined = registers_joined()
+    legend = REPORTS["vit"].dims_legend
+    shapes = [StepShape("S07", ("B", "N1", "C"), tuple(tokens.shape), value=tokens),
+              StepShape("S08", ("B", "N1", "C"), tuple(joined.shape), value=joined),
+              StepShape("S16", ("B", "N1", "C"), tuple(joined.shape), value=joined + 1),
+              StepShape("S19", ("B", "N1", "C"), tuple(joined.shape), value=joined + 2)]
+    run = read_run_layout(shapes, legend)
+    assert run.dims["N1"] == N1 + 4 and run.extra_tokens is not None
+    assert (run.extra_tokens.count, run.extra_tokens.start, run.extra_tokens.before) == (4, 1, "S07")
+    assert any(row[0] == "Extra tokens" for row in run.recognised())
+    assert run.dims_for(("B", "N1", "C"), tokens.shape)["N1"] == N1
+    assert run.dims_for(("B", "N1", "C"), joined.shape) is run.dims
+
+
+def test_a_run_without_extra_tokens_reads_every_step_with_its_one_token_count():
+    tokens = torch.randn(B, N1, C)
+    shapes = [StepShape(label, ("B", "N1", "C"), tuple(tokens.shape), value=tokens + i)
+              for i, label in enumerate(("S07", "S08", "S16"))]
+    run = read_run_layout(shapes, REPORTS["vit"].dims_legend)
+    assert run.extra_tokens is None and run.dims_for(("B", "N1", "C"), tokens.shape) is run.dims
+
+
+@dataclass
+class WithWeights(TensorDict):
+    """Captured tensors and the weights of the modules the marked lines called (as a trace binds them)."""
+
+    modules: dict = field(default_factory=dict)
+
+    def module(self, ref):
+        return self.modules[self.name(ref)]
+
+
+H, HS = 3, 4
+PROJECTION = ProjectionOfHeads(out=Ref("out"), x=Ref("concat"), module=ModuleRef("proj"), heads=Ref("ctx"))
+
+
+def projected(merge) -> WithWeights:
+    torch.manual_seed(5)
+    ctx, proj = torch.randn(B, H, N1, HS), torch.nn.Linear(H * HS, H * HS)
+    concat = merge(ctx)
+    with torch.no_grad():
+        out = proj(concat)
+    return WithWeights({"ctx": ctx, "concat": concat, "out": out}, modules={"proj": proj})
+
+
+def test_the_output_projection_of_heads_merged_back_passes_and_says_so():
+    result = PROJECTION.run(projected(lambda ctx: ctx.transpose(1, 2).reshape(B, N1, H * HS)))
+    assert result.passed and "merged back" in result.name, result.detail
+
+
+def test_heads_merged_without_moving_the_axis_back_are_named_at_the_projection():
+    """DINOv2 B3: `x.contiguous().view(B, N, C)` of the (B, h, N, hs) context: the Linear alone would pass."""
+    result = PROJECTION.run(projected(lambda ctx: ctx.reshape(B, N1, H * HS)))
+    assert result.status == "failed" and result.evidence.name == "heads merged without moving the axis back"
+
+
+def test_an_input_that_is_neither_merge_is_unrecognised_never_red():
+    result = needs_evidence(PROJECTION.run(projected(lambda ctx: ctx.permute(0, 2, 3, 1).reshape(B, N1, H * HS))))
+    assert result.status == "unrecognised", result.detail
+
+
+def test_without_the_context_per_head_the_projection_alone_is_checked():
+    tensors = projected(lambda ctx: ctx.reshape(B, N1, H * HS))
+    result = PROJECTION.run(WithWeights({"concat": tensors.t(Ref("concat")), "out": tensors.t(Ref("out"))},
+                                        modules={"proj": tensors.module(ModuleRef("proj"))}))
+    assert result.passed

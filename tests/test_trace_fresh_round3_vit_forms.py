@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -16,6 +17,7 @@ from transformer_trace.checks.base import needs_evidence
 from transformer_trace.checks.normalisation import ResidualThenNorm
 from transformer_trace.reports import REPORTS
 from transformer_trace.sources import ModuleRef, Ref, TensorDict
+from transformer_trace.trace.reading.projections import user_projection
 from transformer_trace.trace.reading.run_layout import StepShape, read_run_layout
 
 B, N1, C = 2, 9, 12
@@ -194,3 +196,27 @@ def test_without_the_context_per_head_the_projection_alone_is_checked():
     result = PROJECTION.run(WithWeights({"concat": tensors.t(Ref("concat")), "out": tensors.t(Ref("out"))},
                                         modules={"proj": tensors.module(ModuleRef("proj"))}))
     assert result.passed
+
+
+def test_a_tensordot_layer_over_the_heads_is_read_as_the_output_projection_of_them_flattened():
+    """asyml's `LinearGeneral((h, hs), (C,))`: `tensordot(x, w, dims=([2, 3], [0, 1])) + b` on (B, T, h, hs)."""
+    torch.manual_seed(9)
+    weight, bias, heads = torch.randn(H, HS, C), torch.randn(C), torch.randn(B, N1, H, HS)
+    out = torch.tensordot(heads, weight, dims=([2, 3], [0, 1])) + bias
+    call = SimpleNamespace(params={"weight": weight, "bias": bias}, inputs=[heads], outputs=[out], module="out")
+    found = user_projection(call)
+    assert found is not None and found.weight.shape == (C, H * HS)
+    assert torch.allclose(F.linear(heads.reshape(B, N1, -1), found.weight, found.bias), out, atol=1e-5)
+    assert user_projection(SimpleNamespace(**{**vars(call), "outputs": [torch.relu(out)]})) is None
+
+
+def test_the_heads_a_tensordot_projection_merges_are_compared_with_the_context_per_head():
+    """asyml B3: the heads reshaped to (B, T, h, hs) instead of permuted, then the tensordot projection."""
+    torch.manual_seed(10)
+    ctx, weight = torch.randn(B, H, N1, HS), torch.randn(H, HS, C)
+    proj = SimpleNamespace(weight=weight.reshape(-1, C).T, bias=None)
+    for given, status in ((ctx.transpose(1, 2), "passed"), (ctx.reshape(B, N1, H, HS), "failed")):
+        out = torch.tensordot(given, weight, dims=([2, 3], [0, 1]))
+        result = PROJECTION.run(WithWeights({"ctx": ctx, "concat": given, "out": out}, modules={"proj": proj}))
+        assert result.status == status, result.detail
+    assert result.evidence.name == "heads merged without moving the axis back"

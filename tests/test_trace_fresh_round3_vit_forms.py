@@ -220,3 +220,10 @@ def test_the_heads_a_tensordot_projection_merges_are_compared_with_the_context_p
         result = PROJECTION.run(WithWeights({"ctx": ctx, "concat": given, "out": out}, modules={"proj": proj}))
         assert result.status == status, result.detail
     assert result.evidence.name == "heads merged without moving the axis back"
+
+
+def test_a_residual_simply_dropped_is_never_taken_for_a_layer_norm_with_zero_gain():
+    """BrianPulfer B3 (`out = attn`): what is left for the stream is nothing, which a LayerNorm of gain 0 also gives."""
+    x, attn, _, _, _ = stream_and_sublayers()
+    result = ATTENTION_RESIDUAL.run(TensorDict({"x": x, "attn_out": attn, "out": attn}))
+    assert result.status == "failed" and result.evidence.name == "residual dropped", result.detail

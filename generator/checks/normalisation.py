@@ -193,6 +193,9 @@ def _normalised_residual(check: Any, s: TensorSource) -> Fit | None:
     out = s.t(check.out)
     for ref in operands:
         rest = out - added(s.t(other) for other in operands if other is not ref)
+        rows = rest.reshape(-1, rest.shape[-1])
+        if close(rows, rows.mean(0, keepdim=True).expand_as(rows), "")[0]:
+            continue  # the same at every position (nothing, where the operand was left out): no LayerNorm to fit
         try:
             _, normalised, detail = fitted_layer_norm(rest, s.t(ref), s.name(ref))
         except (NotCheckable, RuntimeError):

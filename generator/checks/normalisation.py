@@ -4,7 +4,7 @@ feature (for the usual epsilons)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -232,7 +232,7 @@ class ResidualLayerNorm(Check):
             return LayerNormOf(out=self.out, x=ref, module=self.module)
         return super().reading(name, ref)
 
-    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED,)
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (GAIN_AND_BIAS_SWAPPED,)
 
     def normalised(self, s: TensorSource) -> torch.Tensor:
         """What the norm is applied to: the residual sum."""

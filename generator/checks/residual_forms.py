@@ -82,7 +82,7 @@ def scaled_residual(s: TensorSource, out: Ref, operands: Sequence[Ref]) -> tuple
 def _stream_left_out(check: Any, s: TensorSource) -> Fit | None:
     """The residual dropped under LayerScale (``x = ls1(attn(norm1(x)))``): the recorded sum is the scaled sublayer
     outputs alone, the stream (the first operand) left out."""
-    operands = getattr(check, "operands", ())
+    operands: tuple[Ref, ...] = tuple(getattr(check, "operands", ()))
     if len(operands) < 2 or not all(s.has(ref) for ref in operands):
         return None
     got = s.t(check.out)

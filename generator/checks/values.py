@@ -84,9 +84,9 @@ class SameTensor(Check):
         passed, detail = close(s.t(self.out), s.t(self.source), f"{s.name(self.out)} vs {s.name(self.source)}")
         if not passed and (start := rows_joined(s.t(self.out), s.t(self.source))) is not None:
             extra = s.t(self.out).shape[1] - s.t(self.source).shape[1]
-            return (f"{self.claim}, with {extra} extra tokens of the model's own (registers) joined at rows {start}…"
-                    f"{start + extra - 1}"), True, (f"{s.name(self.out)} without rows {start}…{start + extra - 1} equals "
-                                                    f"{s.name(self.source)} (largest difference within 1e-04)")
+            rows = f"rows {start}…{start + extra - 1}"
+            return (f"{self.claim}, with {extra} extra tokens of the model's own (registers) joined at {rows}", True,
+                    f"{s.name(self.out)} without {rows} equals {s.name(self.source)} (largest difference within 1e-04)")
         if not passed and (self.or_layer_norm or self.or_pre_norm_input):
             try:
                 _, normalised, fitted = fitted_layer_norm(s.t(self.out), s.t(self.source), s.name(self.source))

@@ -41,12 +41,13 @@ from transformer_trace.checks.values import (
     SameTensor, SumOf, TokensConcat, whole_ids,
 )
 from transformer_trace.checks.post_norm import ResidualOrPostNorm, ResidualSumEitherNorm
+from transformer_trace.checks.head_merge import ProjectionOfHeads
 from transformer_trace.registry import Registry
 
 CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (
     EmbeddingLookup, SameTensor, LinearOf, SumOf, LayerNormOf, LayerNormStatistics, ResidualLayerNorm, HeadsRejoin,
     ScaledScores, SoftmaxRows, CausalMask, ContextConcat, ContextHeads, TokensConcat, RowEquals, PlusParameter,
     Probabilities, EqualsParameter, LinearHeads, GeluOfLinear, ResidualBlock, ResidualOrPostNorm, ResidualSumEitherNorm,
-    ResidualThenNorm, ResidualSumOrPostNorm,
+    ResidualThenNorm, ResidualSumOrPostNorm, ProjectionOfHeads,
 )])
 """The generic checks, any report may use them; a report's own are in its checks.py ``CHECKS``."""

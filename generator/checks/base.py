@@ -376,7 +376,15 @@ def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[bool
 
 
 def linear(s: TensorSource, module: ModuleRef, x: torch.Tensor) -> torch.Tensor:
-    return F.linear(x, *weight_and_bias(s.module(module)))
+    """The module's x·Wᵀ + b; an input whose last axes together hold W's inputs ((B, T, h, hs) for a tensordot over
+    the heads, trace/reading/projections.py) has them flattened first."""
+    weight, bias = weight_and_bias(s.module(module))
+    if x.shape[-1] != weight.shape[1]:
+        for axes in range(2, x.dim()):
+            if math.prod(x.shape[-axes:]) == weight.shape[1]:
+                x = x.reshape(*x.shape[:-axes], -1)
+                break
+    return F.linear(x, weight, bias)
 
 
 def weight_and_bias(layer: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:

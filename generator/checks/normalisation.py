@@ -4,7 +4,7 @@ feature (for the usual epsilons)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from transformer_trace.checks.base import (THIS, Check, TraceUse, UnfittableWeights, added, close, settings,
                                           weight_and_bias)
 from transformer_trace.checks.evidence import BugForm, Fit
+from transformer_trace.checks.residual_forms import scaled_residual, stream_left_out
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 from transformer_trace.tensors import fmt
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -182,6 +183,33 @@ class LayerNormStatistics(Check):
         return "every position normalised to mean 0, std 1", passed, detail
 
 
+def _normalised_residual(check: Any, s: TensorSource) -> Fit | None:
+    """A residual sum with an operand's LayerNorm where the operand belongs (``x = norm(x) + attn(norm(x))``, a
+    pre-norm block adding its sublayer's input back): the recorded sum minus the other operands is a LayerNorm of that
+    operand (the block's own norm, its gain and bias fitted per feature)."""
+    operands = getattr(check, "operands", ())
+    if len(operands) < 2 or not all(s.has(ref) for ref in operands):
+        return None
+    out = s.t(check.out)
+    for ref in operands:
+        rest = out - added(s.t(other) for other in operands if other is not ref)
+        rows = rest.reshape(-1, rest.shape[-1])
+        if close(rows, rows.mean(0, keepdim=True).expand_as(rows), "")[0]:
+            continue  # the same at every position (nothing, where the operand was left out): no LayerNorm to fit
+        try:
+            _, normalised, detail = fitted_layer_norm(rest, s.t(ref), s.name(ref))
+        except (NotCheckable, RuntimeError):
+            return None
+        if normalised:
+            return Fit(True, f"your {s.name(check.out)} adds a LayerNorm of {s.name(ref)} where {s.name(ref)} itself "
+                             f"belongs: the residual was taken from the normalised stream ({detail})")
+    return Fit(False, "no operand's LayerNorm in its place fits")
+
+
+NORMALISED_RESIDUAL = BugForm("LayerNorm of the wrong tensor", "the sum with one operand replaced by its LayerNorm "
+                              "(gain and bias fitted)", _normalised_residual)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ResidualLayerNorm(Check):
     """Post-norm: ``out`` is LayerNorm ``module`` of the sum of ``operands`` (without the weights: gain and bias
@@ -206,7 +234,7 @@ class ResidualLayerNorm(Check):
             return LayerNormOf(out=self.out, x=ref, module=self.module)
         return super().reading(name, ref)
 
-    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED,)
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (GAIN_AND_BIAS_SWAPPED,)
 
     def normalised(self, s: TensorSource) -> torch.Tensor:
         """What the norm is applied to: the residual sum."""
@@ -224,12 +252,15 @@ class ResidualThenNorm(ResidualLayerNorm):
     next step's check (``GeluOfLinear.unnormalised``)."""
 
     sum_claim = "is the residual sum input + sublayer output (its LayerNorm, the MLP's input, is taken on another line)"
+    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, NORMALISED_RESIDUAL, stream_left_out("residual dropped"))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         total = added(s.t(ref) for ref in self.operands)
         raw, detail = close(s.t(self.out), total, "input + sublayer output vs the recorded tensor")
         if raw:
             return self.sum_claim, True, detail
+        if (scaled := scaled_residual(s, self.out, self.operands)) is not None:
+            return scaled
         claim, passed, more = super().verify(s)
         if passed:
             return claim, passed, more

@@ -16,9 +16,11 @@ from transformer_trace.checks.base import (GELU_MINIMUM, THIS, BoundT, CallBinde
                                           added, close, linear, tolerance)
 from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
-from transformer_trace.checks.normalisation import fitted_layer_norm
+from transformer_trace.checks.residual_forms import scaled_residual, stream_left_out
+from transformer_trace.checks.normalisation import NORMALISED_RESIDUAL, fitted_layer_norm
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
+from transformer_trace.trace.reading.extra_tokens import rows_joined
 from transformer_trace.tensors import fmt
 from transformer_trace.trace.child.protocol import ModuleKind
 
@@ -80,6 +82,11 @@ class SameTensor(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         passed, detail = close(s.t(self.out), s.t(self.source), f"{s.name(self.out)} vs {s.name(self.source)}")
+        if not passed and (start := rows_joined(s.t(self.out), s.t(self.source))) is not None:
+            extra = s.t(self.out).shape[1] - s.t(self.source).shape[1]
+            rows = f"rows {start}…{start + extra - 1}"
+            return (f"{self.claim}, with {extra} extra tokens of the model's own (registers) joined at {rows}", True,
+                    f"{s.name(self.out)} without {rows} equals {s.name(self.source)} (largest difference within 1e-04)")
         if not passed and (self.or_layer_norm or self.or_pre_norm_input):
             try:
                 _, normalised, fitted = fitted_layer_norm(s.t(self.out), s.t(self.source), s.name(self.source))
@@ -141,7 +148,8 @@ class SumOf(Check):
     # (or the table the line read by attribute: positions from a buffer, trace/reading/residuals.py)
     TRACE = TraceUse(also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION,
                                            ModuleKind.READ}))
-    BUG_FORMS = (BugForm("added twice", "the sum with one operand counted twice", _operand_twice),)
+    BUG_FORMS = (BugForm("added twice", "the sum with one operand counted twice", _operand_twice), NORMALISED_RESIDUAL,
+                 stream_left_out("residual dropped"))
     LEFT_OUT = "residual dropped"
 
     DERIVES = "out"
@@ -161,6 +169,8 @@ class SumOf(Check):
         passed, detail = close(s.t(self.out), expected, "operands added up vs the recorded sum")
         if not passed and (dropped := sum_through_dropout(s.t(self.out), [s.t(ref) for ref in self.operands])):
             return DROPOUT_CLAIM, True, str(dropped)  # training mode: the dropout's mask read back
+        if not passed and (scaled := scaled_residual(s, self.out, self.operands)) is not None:
+            return scaled
         return "the operands add up to the residual sum", passed, detail
 
 

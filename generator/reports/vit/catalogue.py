@@ -7,6 +7,7 @@ Placeholders: {block} is the traced block, {block_prev} what feeds it, {block2} 
 from transformer_trace.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
 from transformer_trace.checks import (
     ContextHeads, EqualsParameter, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, PlusParameter, Probabilities,
+    ProjectionOfHeads,
     ResidualBlock, ResidualThenNorm, RowEquals, SameTensor, ScaledScores, SoftmaxRows, SumOf, TokensConcat,
 )
 from transformer_trace.figures import AttentionHeads, Matrix
@@ -184,7 +185,8 @@ SNAPSHOTS = (
         variable='attn_out',
         stage='block',
         tensors=(block_attn.OUT,),
-        checks=(LinearOf(x=block_attn.CONCAT, module=ModuleRef('{block}.attn.proj')),),
+        checks=(ProjectionOfHeads(x=block_attn.CONCAT, module=ModuleRef('{block}.attn.proj'),
+                                  heads=block_attn.CONTEXT),),
         questions=(5,),
     ),
     Snapshot(

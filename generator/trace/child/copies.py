@@ -169,12 +169,16 @@ def to_value(results, name, value):
     if isinstance(value, (list, tuple)) and value and _all_ints(value):
         return _value(name, ValueKind.INTS, "cpu", f"a {type(value).__name__} of ints", data=value)
     if torch is not None and isinstance(value, dict) and value and _all_tensors(value, torch):
-        size = sum(v.numel() * v.element_size() for v in value.values())
+        # a model's output dict may hold None beside its tensors (DINOv2's "masks": None): its tensors are the value
+        tensors = {key: v for key, v in value.items() if v is not None}
+        size = sum(v.numel() * v.element_size() for v in tensors.values())
         if size > results.budget_left:
-            return _value(name, ValueKind.DICT, "cpu", f"a dict of {len(value)} tensors, {results.not_copied(size)}")
-        entries = [{"key": str(key), "array": _array(results, tensor, torch)} for key, tensor in value.items()]
-        device = next(iter(value.values())).device.type
-        return _value(name, ValueKind.DICT, device, "a dict of tensors", entries=entries)
+            return _value(name, ValueKind.DICT, "cpu", f"a dict of {len(tensors)} tensors, {results.not_copied(size)}")
+        entries = [{"key": str(key), "array": _array(results, tensor, torch)} for key, tensor in tensors.items()]
+        device = next(iter(tensors.values())).device.type
+        empty = len(value) - len(tensors)
+        note = "a dict of tensors" + (f" ({empty} None entr{'y' if empty == 1 else 'ies'} left out)" if empty else "")
+        return _value(name, ValueKind.DICT, device, note, entries=entries)
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.ndarray) and value.dtype.kind in "biuf" and value.size:
         if value.nbytes <= results.budget_left:
@@ -187,7 +191,9 @@ def to_value(results, name, value):
 
 
 def _all_tensors(value, torch):
-    return all(isinstance(v, torch.Tensor) for v in value.values())
+    """Tensors (at least one), or None where a tensor is optional."""
+    return (all(v is None or isinstance(v, torch.Tensor) for v in value.values())
+            and any(v is not None for v in value.values()))
 
 
 def _all_ints(value):

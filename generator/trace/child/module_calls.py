@@ -254,10 +254,15 @@ def _norm_like(module, args):
 
 def _linear_like(module, args):
     """Whether a user's module may be a projection (trace/reading/rebuilt.py's rebuild decides, from its output): no
-    modules of its own, one 2-D parameter with an axis of its first input's width, and at most a 1-D one besides."""
+    modules of its own, one 2-D parameter with an axis of its first input's width (or one of more axes, the first
+    input's last axes and an output axis: a tensordot), and at most a 1-D one besides."""
     params = [p for p in module._parameters.values() if p is not None]
     torch = sys.modules["torch"]
     matrices = [p for p in params if p.dim() == 2]
+    tensordots = [p for p in params if p.dim() > 2]  # a tensordot over its input's last axes (projections.py)
+    if (len(tensordots) == 1 and not module._modules and len(params) <= 2 and bool(args)
+            and isinstance(args[0], torch.Tensor) and all(p.dim() == 1 for p in params if p is not tensordots[0])):
+        return tuple(args[0].shape[-(tensordots[0].dim() - 1):]) == tuple(tensordots[0].shape[:-1])
     return (not module._modules and len(matrices) == 1 and len(params) <= 2
             and all(p.dim() in (1, 2) for p in params) and bool(args) and isinstance(args[0], torch.Tensor)
             and args[0].dim() > 0 and args[0].shape[-1] in matrices[0].shape)

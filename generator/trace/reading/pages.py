@@ -109,8 +109,9 @@ def _hit(hits: list[Hit], wanted: int) -> tuple[Hit, str]:
 def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
     if value.kind == "dict":
         key, tensor = next(iter(value.tensor.items()))
-        return tensor, (f"a dict of {len(value.tensor)} tensors; its first entry {key!r} is what the checks read, "
-                        "and every entry is listed below its values (all are in data/)")
+        left_out = value.note.removeprefix("a dict of tensors") if value.note.startswith("a dict of tensors") else ""
+        return tensor, (f"a dict of {len(value.tensor)} tensors{left_out}; its first entry {key!r} is what the checks "
+                        "read, and every entry is listed below its values (all are in data/)")
     if value.tensor is None:
         return None, value.note
     return value.tensor, value.note  # what it was converted from (a NumPy array, a sparse tensor), if anything

@@ -29,6 +29,7 @@ import torch
 from transformer_trace.models.legend import Legend
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.stored_transposed import Transposed, stored_transposed
+from transformer_trace.trace.reading.extra_tokens import ExtraTokens, find_extra_tokens
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, layout
 
 # the named axes that count positions (tokens, patches, source and target lengths): what sequence-first puts first
@@ -153,6 +154,19 @@ class RunLayout:
     # alone, and the class token's row as it joined (B, 1, C), put in front of them when they are read
     patches_alone: tuple[str, ...] = ()
     joining_row: torch.Tensor | None = field(default=None, compare=False)
+    extra_tokens: ExtraTokens | None = None  # tokens of the model's own joining after the embedding steps
+
+    def dims_for(self, named: Sequence[str], shape: Sequence[int]) -> dict[str, int]:
+        """The dimensions a step is read with: the run's, or, for a step before extra tokens joined (its tokens axis
+        N1 holds N + 1 of the run's N1 + k), its own token count."""
+        extra, tokens = self.extra_tokens, self.dims.get("N1")
+        if extra is None or tokens is None or "N1" not in named:
+            return self.dims
+        axis = list(named).index("N1")
+        before = tokens - extra.count
+        if axis >= len(shape) or shape[axis] != before:
+            return self.dims
+        return {**self.dims, "N1": before, **({"N": before - 1} if "N" in self.dims else {})}
 
     @property
     def kind(self) -> str:
@@ -208,8 +222,10 @@ class RunLayout:
                          f"the shapes of {', '.join(dict.fromkeys(self.folded))} with B and h bound by the run"))
         if self.class_token:
             rows.append(("Class token", CLASS_PLACES[self.class_token], self.class_rests_on))
-        extra = self.dims.get("N1", 0) - self.dims.get("N", 0) - 1 if self.class_token == CLASS_FIRST else 0
-        if extra > 0 and "N" in self.dims:
+        if self.extra_tokens is not None:
+            rows.append(("Extra tokens", self.extra_tokens.says(), self.extra_tokens.rests_on()))
+        elif (extra := self.dims.get("N1", 0) - self.dims.get("N", 0) - 1 if self.class_token == CLASS_FIRST else 0) > 0 \
+                and "N" in self.dims:
             rows.append(("Extra tokens", f"{extra} besides the class token (distillation or register tokens): "
                          f"{self.dims['N1']} tokens = 1 + {extra} + {self.dims['N']} patches",
                          f"N1 = {self.dims['N1']} and N = {self.dims['N']}, bound from your steps' shapes"))
@@ -270,9 +286,17 @@ def _steps(steps: Iterable[str], most: int = 6) -> str:
 def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall] = ()) -> RunLayout:
     """The run's layout, decided once from every captured step's shape (and, where the shapes cannot tell, the
     modules' own settings), with the reasons; see the module's docstring for the rule."""
-    run = _with_class_token(_read_order(shapes, legend, calls), shapes)
+    run = _with_extra_tokens(_with_class_token(_read_order(shapes, legend, calls), shapes), shapes)
     steps = [(s.step, s.named, run.as_read(s)) for s in shapes if s.value is not None]
     return replace(run, transposed=stored_transposed(steps, SEQUENCE_AXES))
+
+
+def _with_extra_tokens(run: RunLayout, shapes: Sequence[StepShape]) -> RunLayout:
+    """The run with its extra tokens (extra_tokens.py), where its (B, N1, C) steps show them join."""
+    tokens = run.dims.get("N1")
+    steps = [(s.step, run.as_read(s)) for s in shapes if s.named == ("B", "N1", "C") and s.value is not None]
+    found = find_extra_tokens(steps, tokens) if tokens is not None else None
+    return replace(run, extra_tokens=found) if found is not None else run
 
 
 def _read_order(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall]) -> RunLayout:
@@ -348,10 +372,14 @@ def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) ->
     the first batch item, ``[0]``, reads a batch of several as its first item: in a sequence-first run, ``x[:, 0]``)."""
     named, first_item = page.shape_of(k), k == 0 and page.snap.index == "[0]"
     turn = run.turns(named, tensor.dim(), first_item)
-    found = layout(tensor.transpose(0, 1) if turn else tensor, named, run.dims, {}, first_item=first_item)
+    read = tensor.transpose(0, 1) if turn else tensor
+    dims = run.dims_for(named, tuple(read.shape))
+    found = layout(read, named, dims, {}, first_item=first_item)
     axes = (("B", *named) if first_item else named)
     notes = [f"sequence-first ({', '.join((axes[1], axes[0], *axes[2:]))}), as the whole run is read (see the "
              "overview)"] if turn else []
+    if dims is not run.dims:
+        notes.append(f"its {dims['N1']} tokens are those before the run's extra tokens joined (see the overview)")
     canonical = found.canonical
     if canonical is None and (joined := run.with_joining_row(page.label, named, tensor)) is not None:
         canonical = joined

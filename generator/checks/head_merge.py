@@ -1,0 +1,61 @@
+"""The attention's output projection read with the heads it merges: where the context per head (B, h, T, hs) is
+captured and the projection's input comes from the call on the marked line, that input must be those heads merged
+back, ``ctx.transpose(1, 2).reshape(B, T, h·hs)``. The Linear alone would pass on any input it was given, so a merge
+that never moved the heads axis back (``ctx.reshape(B, T, C)``: every row a mix of positions) went unseen. Where the
+input is neither merge, the form is one this check does not know: unrecognised, never red."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from transformer_trace.checks.base import close
+from transformer_trace.checks.evidence import BugForm, Fit
+from transformer_trace.checks.values import LinearOf
+from transformer_trace.sources import Ref, TensorSource
+
+
+def merged(heads: torch.Tensor) -> torch.Tensor:
+    """(B, h, T, hs) -> (B, T, h·hs): the heads side by side at each position."""
+    return heads.transpose(1, 2).reshape(heads.shape[0], heads.shape[2], -1)
+
+
+def _merged_in_place(check: Any, s: TensorSource) -> Fit | None:
+    if check.heads is None or not s.has(check.heads):
+        return None
+    heads, given = s.t(check.heads), s.t(check.x)
+    if heads.dim() != 4 or given.numel() != heads.numel():
+        return None
+    fits, detail = close(given, heads.reshape(given.shape), f"{s.name(check.x)} vs {s.name(check.heads)} reshaped "
+                                                           "without moving the heads axis")
+    if not fits:
+        return Fit(False, "nor is its input the heads reshaped without moving their axis")
+    return Fit(True, f"the heads were merged without moving the axis back: the input of {s.name(check.module)} is "
+                     f"{s.name(check.heads)} (B, h, T, hs) reshaped straight to (B, T, C), so each row mixes positions "
+                     f"of one head instead of holding every head at one position ({detail})")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectionOfHeads(LinearOf):
+    """``out`` is ``module`` applied to its input, and that input is ``heads`` merged (where both are known)."""
+
+    OPTIONAL = (("heads",),)  # without the context per head: the projection alone
+    BUG_FORMS = (BugForm("heads merged without moving the axis back", "the projection's input vs the heads reshaped "
+                         "without the transpose", _merged_in_place),)
+
+    heads: Ref | None = None
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        claim, passed, detail = super().verify(s)
+        if not passed or self.heads is None:
+            return claim, passed, detail
+        heads, given = s.t(self.heads), s.t(self.x)
+        if heads.dim() != 4 or given.numel() != heads.numel():
+            return claim, passed, detail
+        together, more = close(given, merged(heads).reshape(given.shape),
+                               f"its input vs {s.name(self.heads)} with the heads merged back")
+        if together:
+            return f"{claim}, the heads of {s.name(self.heads)} merged back", True, f"{detail}; {more}"
+        return f"{claim}, the heads of {s.name(self.heads)} merged back", False, f"{detail}; but {more}"

@@ -19,7 +19,7 @@ from transformer_trace.checks.calls import GridMovedLast
 from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
-from transformer_trace.trace.reading.weights import Bound, CallSource
+from transformer_trace.trace.reading.weights import Bound, Given
 
 
 def grid_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict) -> Bound | None:
@@ -39,7 +39,7 @@ def grid_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict) -> B
         return None
     local, grid = grids[0]
     name = f"the patch grid, your `{local}` the line read"
-    return Bound(GridMovedLast(out=check.out, grid=Ref(name)), CallSource.over(source, {**source.tensors, name: grid}),
+    return Bound(GridMovedLast(out=check.out, grid=Ref(name)), Given(source, {**source.tensors, name: grid}),
                  None, f"the patch grid taken from `{local}`, the tensor the line read (the convolution ran on an "
                  "earlier line)")
 

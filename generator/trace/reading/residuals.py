@@ -90,9 +90,9 @@ def _local_read(check: Any, calls: Sequence[ModuleCall], source: TensorDict, mai
         return None
     (local, tensor), missing = others[0], source.name(operands[-1])
     name = f"{missing}, your `{local}` the line read"
-    bound = CallSource.over(source, {**source.tensors, name: tensor})
+    given = Given(source, {**source.tensors, name: tensor})
     return Bound(SublayerFromCall(out=getattr(check, "out"), operands=(*operands[:-1], Ref(name)), step=check,
-                                 called=f"`{local}`"), bound, None,
+                                 called=f"`{local}`"), given, None,
                  f"{missing} taken from `{local}`, the tensor the line read (no captured snapshot shows it)")
 
 

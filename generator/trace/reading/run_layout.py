@@ -224,8 +224,8 @@ class RunLayout:
             rows.append(("Class token", CLASS_PLACES[self.class_token], self.class_rests_on))
         if self.extra_tokens is not None:
             rows.append(("Extra tokens", self.extra_tokens.says(), self.extra_tokens.rests_on()))
-        elif (extra := self.dims.get("N1", 0) - self.dims.get("N", 0) - 1 if self.class_token == CLASS_FIRST else 0) > 0 \
-                and "N" in self.dims:
+        elif "N" in self.dims and self.class_token == CLASS_FIRST \
+                and (extra := self.dims.get("N1", 0) - self.dims["N"] - 1) > 0:
             rows.append(("Extra tokens", f"{extra} besides the class token (distillation or register tokens): "
                          f"{self.dims['N1']} tokens = 1 + {extra} + {self.dims['N']} patches",
                          f"N1 = {self.dims['N1']} and N = {self.dims['N']}, bound from your steps' shapes"))

@@ -145,8 +145,7 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
         return files
 
     def site_nav(self, config, pages: list[str] | None = None) -> list[Any] | None:
-        """The navigation this plugin sets for ``config`` now (generator/site/warm_site.py asks, to tell a changed
-        one)."""
+        """The navigation this plugin sets for ``config`` now (warm_site.py asks, to tell a changed one)."""
         return self.navigation(Path(config.docs_dir), self._user_nav.get(id(config), config.nav), pages)
 
     def navigation(self, docs: Path, user_nav: Any, pages: list[str] | None = None) -> list[Any] | None:
@@ -185,16 +184,13 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
         if helper is not None:
             helper.close()
 
-    def on_env(self, env, *, config, files):
-        """The theme's templates compiled once and kept between builds, as the report templates are
-        (generator/template_cache.py): a new `mkdocs build` process no longer compiles Material's every time."""
+    def on_env(self, env, *, config, files):  # the theme's templates kept compiled between builds, as the reports'
         return use_template_cache(env)
 
     # ------------------------------------------------------------------ pages
 
     def on_page_content(self, html_text: str, *, page, config, **_) -> str:
-        """A report page's math as MathML and its data links for the site's URL style; the site's own pages are
-        changed only where the plugin added the math extension they use."""
+        """Report pages' math as MathML, data links for the URL style; the site's pages' math only if we added it."""
         ours = page.file.src_uri.split("/", 1)[0] in self._report_keys
         if ours and not config.use_directory_urls and Path(page.file.src_uri).stem not in ("index", "README"):
             html_text = _DATA_INDEX.sub(r"\1", html_text)  # a page's URL is its file's, not a folder one deeper

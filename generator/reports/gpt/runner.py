@@ -304,8 +304,7 @@ def greedy_continuation(model: GPT, ids: torch.Tensor, n_new: int) -> list[int]:
     the length, and only the bytes are shown here)."""
     if n_new < 1:
         return []
-    cache = KVCache()
-    new: list[torch.Tensor] = []
+    cache, new = KVCache(), list[torch.Tensor]()  # new: each step's chosen byte (1, 1)
     logits = model(ids, cache)[:, -1]  # (1, V)
     for step in range(n_new):
         if step:

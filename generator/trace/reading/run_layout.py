@@ -14,7 +14,10 @@ marked lines called decide where they say (`nn.MultiheadAttention`'s ``batch_fir
 holding the module's very input), else the catalogue's batch-first. Some steps that read as captured only
 sequence-first while others read only batch-first are a contradiction: the run keeps the reading that scores better,
 and the overview names the steps of each side in one line instead of a guess per step. The class token's place comes
-from the values (``_with_class_token``). What each decision rests on is shown in the overview's "What was recognised"
+from the values (``_with_class_token``); a step of N1 tokens that holds the patches alone (the class token joined after
+the positions were added) is read with the class token's row as it joined in front. Per-head keys stored transposed
+for the product where the shape cannot tell (T = hs) are read so from the scores' numbers (stored_transposed.py).
+What each decision rests on is shown in the overview's "What was recognised"
 (``RunLayout.recognised``), with the steps read with their heads folded into the batch.
 """
 
@@ -352,13 +355,12 @@ def _with_class_token(run: RunLayout, shapes: Sequence[StepShape]) -> RunLayout:
         first, last = (torch.allclose(value[:, row].double(), token) for row in (0, -1))
         short = [s.step for s, v in steps if v.dim() == len(s.named) and v.shape[s.named.index("N1")] == patches]
         if first or last:  # (a step of N1 named with the patches alone: the positions added before it joined)
-            row = value[:, :1]
-            return replace(run, class_token=CLASS_FIRST if first else CLASS_LAST,
-                           patches_alone=tuple(short) if first else (), joining_row=row if short and first else None,
-                           class_rests_on=(
-                f"{step.step}'s {'first' if first else 'last'} row is {cls[0].step}, the class token"
-                + (f"; it joins after the positions: {_steps(short)} hold{'s' if len(short) == 1 else ''} the "
-                   f"{patches} patches alone" if short else "")))
+            because = (f"{step.step}'s {'first' if first else 'last'} row is {cls[0].step}, the class token"
+                       + (f"; it joins after the positions: {_steps(short)} hold{'s' if len(short) == 1 else ''} the "
+                          f"{patches} patches alone" if short else ""))
+            alone = tuple(short) if first else ()  # read with the class token's row as it joined in front
+            return replace(run, class_token=CLASS_FIRST if first else CLASS_LAST, class_rests_on=because,
+                           patches_alone=alone, joining_row=value[:, :1] if alone else None)
     whole = [(s, v) for s, v in steps if v.dim() == len(s.named)]
     if whole and all(v.shape[s.named.index("N1")] == patches for s, v in whole):
         return replace(run, class_token=CLASS_ABSENT, class_rests_on=(
@@ -381,7 +383,8 @@ def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) ->
     if dims is not run.dims:
         notes.append(f"its {dims['N1']} tokens are those before the run's extra tokens joined (see the overview)")
     canonical = found.canonical
-    if canonical is None and (joined := run.with_joining_row(page.label, named, tensor)) is not None:
+    read = tensor.transpose(0, 1) if turn else tensor
+    if canonical is None and (joined := run.with_joining_row(page.label, named, read)) is not None:
         canonical = joined
         notes.append("the patches alone: the class token joins after the positions were added (see the overview), "
                      "its row as it joins put in front")

@@ -227,3 +227,14 @@ def test_a_residual_simply_dropped_is_never_taken_for_a_layer_norm_with_zero_gai
     x, attn, _, _, _ = stream_and_sublayers()
     result = ATTENTION_RESIDUAL.run(TensorDict({"x": x, "attn_out": attn, "out": attn}))
     assert result.status == "failed" and result.evidence.name == "residual dropped", result.detail
+
+
+@pytest.mark.parametrize("row", [0, N1])
+def test_one_token_joined_first_or_last_is_the_class_token_not_extra_tokens(row):
+    """A class token joined after the positions (S07 the patches alone): the class token's reading, not this one."""
+    patches, cls = torch.randn(B, N1, C), torch.randn(B, 1, C)
+    joined = torch.cat((patches[:, :row], cls, patches[:, row:]), dim=1)
+    shapes = [StepShape("S07", ("B", "N1", "C"), tuple(patches.shape), value=patches),
+              StepShape("S08", ("B", "N1", "C"), tuple(joined.shape), value=joined),
+              StepShape("S16", ("B", "N1", "C"), tuple(joined.shape), value=joined + 1)]
+    assert read_run_layout(shapes, REPORTS["vit"].dims_legend).extra_tokens is None

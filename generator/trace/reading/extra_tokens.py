@@ -50,7 +50,8 @@ def rows_joined(longer: torch.Tensor, shorter: torch.Tensor) -> int | None:
 
 def find_extra_tokens(steps: Sequence[tuple[str, torch.Tensor]], tokens: int) -> ExtraTokens | None:
     """From the steps of (B, N1, C) read in catalogue order (label, value): the join, where a step of the run's token
-    count follows a step of fewer tokens that it holds with one run of rows inserted."""
+    count follows a step of fewer tokens that it holds with one run of rows inserted; not one row first or last (the
+    class token itself, joining after the positions)."""
     shorter: tuple[str, torch.Tensor] | None = None
     for label, value in steps:
         if value.dim() != 3:
@@ -58,7 +59,8 @@ def find_extra_tokens(steps: Sequence[tuple[str, torch.Tensor]], tokens: int) ->
         if value.shape[1] < tokens:
             shorter = (label, value)
         elif value.shape[1] == tokens and shorter is not None:
-            start = rows_joined(value, shorter[1])
-            if start is not None:
-                return ExtraTokens(tokens - shorter[1].shape[1], start, shorter[0], label)
+            start, count = rows_joined(value, shorter[1]), tokens - shorter[1].shape[1]
+            if start is not None and not (count == 1 and start in (0, shorter[1].shape[1])):
+                return ExtraTokens(count, start, shorter[0], label)
+            # (one row joined first or last is the class token joining after the positions: run_layout reads it)
     return None

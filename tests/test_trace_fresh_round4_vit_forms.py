@@ -8,8 +8,10 @@ import pytest
 import torch
 from torch import nn
 
+from transformer_trace.checks import ProjectionOfHeads
+from transformer_trace.checks.base import needs_evidence
 from transformer_trace.checks.values import PlusParameter
-from transformer_trace.sources import ParamRef, Ref, TensorDict
+from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.module_calls import _torch_kind
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
@@ -111,3 +113,44 @@ class OwnModule(nn.Module):
 ], ids=lambda value: getattr(value, "__name__", str(value)))
 def test_a_subclass_of_a_pytorch_layer_keeping_its_forward_is_recorded_as_that_layer(cls, kind):
     assert _torch_kind(cls) == kind
+
+
+H, HS = 3, 2
+MERGE = ProjectionOfHeads(out=Ref("out"), x=Ref("concat"), module=ModuleRef("proj"), heads=Ref("ctx"))
+
+
+class WithProjection(TensorDict):
+    def module(self, ref: ModuleRef | str) -> nn.Linear:
+        return self.projection
+
+
+def merged_in_a_class_last_run(merge) -> WithProjection:  # noqa: ANN001 - a merge of the script's own context
+    """UdbhavPrasad's context kept (B, N1, h, hs) with the class token last: the run reads the context (S14) as
+    (B, h, N1, hs) and every tensor with the class token first; the script merged its own order."""
+    torch.manual_seed(6)
+    own, proj = torch.randn(B, N1, H, HS), nn.Linear(H * HS, H * HS)
+    concat = merge(own)
+    with torch.no_grad():
+        out = proj(concat)
+    tensors = WithProjection({"ctx": own.transpose(1, 2).roll(1, dims=2), "concat": concat.roll(1, dims=1),
+                              "out": out.roll(1, dims=1)})
+    tensors.projection = proj
+    return tensors
+
+
+def test_a_class_last_context_merged_by_a_plain_reshape_is_the_heads_merged_back():
+    result = MERGE.run(merged_in_a_class_last_run(lambda ctx: ctx.reshape(B, N1, H * HS)))
+    assert result.passed and "merged back" in result.name, result.detail
+
+
+def test_a_class_last_context_merged_after_moving_the_heads_forward_is_named_in_the_scripts_own_order():
+    """UdbhavPrasad B5: `attention.transpose(1, 2).reshape(...)` of a context that was (B, N1, h, hs) already."""
+    result = MERGE.run(merged_in_a_class_last_run(lambda ctx: ctx.transpose(1, 2).reshape(B, N1, H * HS)))
+    assert result.status == "failed" and result.evidence.name == "heads merged without moving the axis back"
+    assert "the class token last" in result.detail
+
+
+def test_another_merge_of_a_class_last_context_stays_unrecognised():
+    result = needs_evidence(MERGE.run(merged_in_a_class_last_run(
+        lambda ctx: ctx.permute(0, 3, 1, 2).reshape(B, N1, H * HS))))
+    assert result.status == "unrecognised", result.detail

@@ -34,12 +34,14 @@ def _merged_in_place(check: Any, s: TensorSource) -> Fit | None:
     if heads.dim() != 4 or given.numel() != heads.numel() or given.dim() < 2:
         return None
     for shift, order in MERGE_ORDERS.items():
-        fits, detail = close(given.roll(shift, dims=1), heads.roll(shift, dims=2).reshape(given.shape),
-                             f"{s.name(check.x)} vs {s.name(check.heads)} reshaped without moving the heads axis{order}")
+        unmoved = heads.roll(shift, dims=2).reshape(given.shape)
+        fits, detail = close(given.roll(shift, dims=1), unmoved, f"{s.name(check.x)} vs {s.name(check.heads)} "
+                             f"reshaped without moving the heads axis{order}")
         if fits:
-            return Fit(True, f"the heads were merged without moving the axis back: the input of {s.name(check.module)} "
-                             f"is {s.name(check.heads)} (B, h, T, hs) reshaped straight to (B, T, C), so each row mixes "
-                             f"positions of one head instead of holding every head at one position ({detail})")
+            return Fit(True, f"the heads were merged without moving the axis back: the input of "
+                             f"{s.name(check.module)} is {s.name(check.heads)} (B, h, T, hs) reshaped straight to "
+                             f"(B, T, C), so each row mixes positions of one head instead of holding every head at one "
+                             f"position ({detail})")
     return Fit(False, "nor is its input the heads reshaped without moving their axis")
 
 

@@ -14,6 +14,7 @@ call_to_serializable), and the module tensors the statement reads by attribute (
 ``reads``: ``{name: n}`` (reading/capture.py reads both).
 """
 
+import functools
 import os
 import sys
 
@@ -40,7 +41,6 @@ class CallRecorder:
         self.handles = ()
         self.params = {}  # (id(parameter), version) -> (parameter kept alive, its number)
         self.user_classes = {}  # class -> defined in the user's files
-        self.torch_kinds = {}  # class -> the kind of torch.nn's class whose formula it computes (None: none)
         self.attributes = {}  # class -> the ATTRIBUTES its instances may have besides their own __dict__'s
         self.wanted = {}  # id(the markers of a statement, the Tracer's lists, held for the run) -> their kinds
 
@@ -109,10 +109,7 @@ class CallRecorder:
         self.depth = max(depth - 1, 0)
         if output is None and sys.exc_info()[0] is not None:
             return  # the module raised (an always_call hook): counted out, not recorded
-        cls = type(module)
-        if cls not in self.torch_kinds:
-            self.torch_kinds[cls] = _torch_kind(cls)
-        kind = self.torch_kinds[cls]
+        kind = _torch_kind(type(module))
         if kind is ModuleKind.CONV2D and getattr(module, "padding_mode", "zeros") != "zeros":
             kind = None
         if kind is None and not self._user(module):
@@ -236,6 +233,7 @@ def _attrs(module, classes):
     return attrs
 
 
+@functools.lru_cache(maxsize=None)
 def _torch_kind(cls):
     """The kind of torch.nn's own class ``cls`` is, by name (a user's class of the same name is the user's; a quantised
     or fake-quantised Linear of torch.ao is not nn.Linear's formula); or of the torch.nn class a user's class derives

@@ -22,19 +22,27 @@ def merged(heads: torch.Tensor) -> torch.Tensor:
     return heads.transpose(1, 2).reshape(heads.shape[0], heads.shape[2], -1)
 
 
+# the token orders a merge may have run in: the catalogue's, and a run's that keeps the class token last (its steps are
+# read with it moved first, trace/reading/run_layout.py, but the script reshaped its own order)
+MERGE_ORDERS = {0: "", -1: " (in the script's own token order, the class token last)"}
+
+
 def _merged_in_place(check: Any, s: TensorSource) -> Fit | None:
     if check.heads is None or not s.has(check.heads):
         return None
     heads, given = s.t(check.heads), s.t(check.x)
-    if heads.dim() != 4 or given.numel() != heads.numel():
+    if heads.dim() != 4 or given.numel() != heads.numel() or given.dim() < 2:
         return None
-    fits, detail = close(given, heads.reshape(given.shape), f"{s.name(check.x)} vs {s.name(check.heads)} reshaped "
-                                                           "without moving the heads axis")
-    if not fits:
-        return Fit(False, "nor is its input the heads reshaped without moving their axis")
-    return Fit(True, f"the heads were merged without moving the axis back: the input of {s.name(check.module)} is "
-                     f"{s.name(check.heads)} (B, h, T, hs) reshaped straight to (B, T, C), so each row mixes positions "
-                     f"of one head instead of holding every head at one position ({detail})")
+    for shift, order in MERGE_ORDERS.items():
+        unmoved = heads.roll(shift, dims=2).reshape(given.shape)
+        fits, detail = close(given.roll(shift, dims=1), unmoved, f"{s.name(check.x)} vs {s.name(check.heads)} "
+                             f"reshaped without moving the heads axis{order}")
+        if fits:
+            return Fit(True, f"the heads were merged without moving the axis back: the input of "
+                             f"{s.name(check.module)} is {s.name(check.heads)} (B, h, T, hs) reshaped straight to "
+                             f"(B, T, C), so each row mixes positions of one head instead of holding every head at one "
+                             f"position ({detail})")
+    return Fit(False, "nor is its input the heads reshaped without moving their axis")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ call_to_serializable), and the module tensors the statement reads by attribute (
 ``reads``: ``{name: n}`` (reading/capture.py reads both).
 """
 
+import functools
 import os
 import sys
 
@@ -108,9 +109,7 @@ class CallRecorder:
         self.depth = max(depth - 1, 0)
         if output is None and sys.exc_info()[0] is not None:
             return  # the module raised (an always_call hook): counted out, not recorded
-        cls = type(module)  # torch.nn's own classes by name (a user's class of the same name is the user's; a
-        # quantised or fake-quantised Linear of torch.ao is not nn.Linear's formula), a convolution with zero padding
-        kind = protocol.TORCH_MODULES.get(cls.__name__) if cls.__module__.startswith("torch.nn.modules.") else None
+        kind = _torch_kind(type(module))
         if kind is ModuleKind.CONV2D and getattr(module, "padding_mode", "zeros") != "zeros":
             kind = None
         if kind is None and not self._user(module):
@@ -232,6 +231,20 @@ def _attrs(module, classes):
         if value is not None:
             attrs[name] = value
     return attrs
+
+
+@functools.lru_cache(maxsize=None)
+def _torch_kind(cls):
+    """The kind of torch.nn's own class ``cls`` is, by name (a user's class of the same name is the user's; a quantised
+    or fake-quantised Linear of torch.ao is not nn.Linear's formula); or of the torch.nn class a user's class derives
+    from while keeping its ``forward`` (a layer that adds methods, hooks or attributes only, as relevance-propagation
+    layers do, computes that class's formula). None for any other class."""
+    for base in cls.__mro__:
+        if base.__module__.startswith("torch.nn.modules."):
+            kind = protocol.TORCH_MODULES.get(base.__name__)
+            return kind if kind is not None and getattr(cls, "forward", None) is getattr(base, "forward", None) \
+                else None
+    return None
 
 
 def _read(kind, wanted, module, args):

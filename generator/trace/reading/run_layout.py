@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from transformer_trace.models.legend import Legend
+from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.stored_transposed import Transposed, stored_transposed
 from transformer_trace.trace.reading.extra_tokens import ExtraTokens, find_extra_tokens
@@ -186,7 +187,19 @@ class RunLayout:
         if not (self.sequence_first or self.class_token == CLASS_LAST) or "batch_first" in call.attrs:
             return call
         return replace(call, inputs=[self.as_called(t) for t in call.inputs],
-                       outputs=[self.as_called(t) for t in call.outputs])
+                       outputs=[self.as_called(t) for t in call.outputs], params=self.tables_class_first(call))
+
+    def tables_class_first(self, call: ModuleCall) -> dict[str, Any]:
+        """A tensor the line read by attribute (a position table added to the tokens) with one row per token, read as
+        the steps it is added to are: the class token's row, kept last where the run keeps the class token last, moved
+        first (its width axis, the last, never). Module weights are left as they are."""
+        if call.kind != ModuleKind.READ or self.class_token != CLASS_LAST:
+            return call.params
+        tokens = self.dims.get("N1")
+        return {name: value.roll([1] * len(axes), dims=axes)
+                if isinstance(value, torch.Tensor) and (axes := [i for i in range(value.dim() - 1)
+                                                                 if value.shape[i] == tokens]) else value
+                for name, value in call.params.items()}
 
     def as_called(self, tensor: torch.Tensor | None) -> torch.Tensor | None:
         """A tensor a marked line's module took or gave (or a local it read), read by its sizes as the run reads its

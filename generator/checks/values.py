@@ -120,6 +120,9 @@ class LinearOf(Check):
         if self.activation == "relu":
             inp = F.relu(inp)
         expected, actual = linear(s, self.module, inp), s.t(self.out)
+        if actual.shape != expected.shape and actual.numel() == expected.numel() \
+                and actual.shape[:2] == expected.shape[:2]:  # (B, L, h, hs) and (B, L, C): the heads' own axis or not
+            actual = actual.reshape(expected.shape)
         if self.index:
             expected, actual = expected[parse_index(self.index)], actual[parse_index(self.index)]
         name = s.name(self.module)

@@ -76,3 +76,29 @@ def test_a_projection_shared_by_the_heads_is_recomputed_on_the_input_split_into_
     wrong = per_head.clone()
     wrong[..., 0] += 1.0
     assert check.run(TensorDict({"q": wrong, "x": x}, modules={"proj": owner.proj})).status == "failed"
+
+
+@pytest.mark.parametrize("part", [0, 1], ids=["keys", "values"])
+def test_a_fused_key_value_projection_split_on_the_line_is_read_as_the_projection(part):
+    """sgrvinod's ``keys, values = self.cast_keys_values(x).split(h·d, dim=-1)``: one Linear(C, 2C) for both."""
+    torch.manual_seed(0)
+    fused = torch.nn.Linear(C, 2 * C)
+    x = torch.randn(B, L, C)
+    step = fused(x).detach().split(C, dim=-1)[part]
+    check = LinearOf(out=Ref("k"), x=Ref("x"), module=ModuleRef("cast_keys_values"))
+    result = check.run(TensorDict({"k": step, "x": x}, modules={"cast_keys_values": fused}))
+    assert result.passed, result.detail
+    other_input = check.run(TensorDict({"k": step, "x": torch.randn(B, L, C)}, modules={"cast_keys_values": fused}))
+    assert other_input.status == "failed"
+
+
+def test_a_first_feed_forward_layer_marked_after_its_relu_on_the_same_line_is_read_as_that_layer():
+    """sgrvinod's ``sequences = self.apply_dropout(self.relu(self.fc1(sequences)))``: the step is ReLU(fc1(x))."""
+    torch.manual_seed(0)
+    fc1 = torch.nn.Linear(C, 2 * C)
+    x = torch.randn(B, L, C)
+    check = LinearOf(out=Ref("ff1"), x=Ref("x"), module=ModuleRef("fc1"))
+    result = check.run(TensorDict({"ff1": torch.relu(fc1(x)).detach(), "x": x}, modules={"fc1": fc1}))
+    assert result.passed and "through a ReLU" in result.name, result.detail
+    wrong = check.run(TensorDict({"ff1": torch.relu(fc1(x + 1)).detach(), "x": x}, modules={"fc1": fc1}))
+    assert wrong.status == "failed"

@@ -102,3 +102,13 @@ def test_a_first_feed_forward_layer_marked_after_its_relu_on_the_same_line_is_re
     assert result.passed and "through a ReLU" in result.name, result.detail
     wrong = check.run(TensorDict({"ff1": torch.relu(fc1(x + 1)).detach(), "x": x}, modules={"fc1": fc1}))
     assert wrong.status == "failed"
+
+
+def test_a_softmax_over_the_query_axis_with_its_scale_inside_is_named_at_the_softmax_not_as_a_missing_scale():
+    torch_data = attention(1 / math.sqrt(C))
+    scores = torch_data.tensors["scores"]
+    wrong_axis = TensorDict({**torch_data.tensors, "probs": torch.softmax(scores / math.sqrt(C), dim=-2)})
+    assert SCORES.run(wrong_axis).passed
+    result = WEIGHTS.run(wrong_axis)
+    assert result.status == "failed" and result.evidence is not None, result.detail
+    assert result.evidence.name == "softmax over the wrong axis"

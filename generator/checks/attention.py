@@ -160,14 +160,18 @@ class ScaledScores(Check):
         if self.probs is None:
             return None
         probs = s.t(self.probs)
-        fitted = softmax_factor(probs, scores)
-        if fitted is None or abs(fitted[0] - 1) < 1e-3 or fitted[0] <= 0:
-            return None
-        c, used = fitted
-        same, detail = close(probs, torch.softmax(scores.masked_fill(~used, float("-inf")) * c, dim=-1),
-                             f"{self.probs_label} recomputed as the softmax over the keys of the scores × {c:.4g} "
-                             "(the factor fitted), the entries it gives no weight masked")
-        return detail if same else None
+        for axis, over in ((-1, "the keys"), (-2, "the queries: the softmax's axis is its own claim")):
+            fitted = softmax_factor(probs.transpose(axis, -1), scores.transpose(axis, -1))
+            if fitted is None or abs(fitted[0] - 1) < 1e-3 or fitted[0] <= 0:
+                continue
+            c, used = fitted
+            rebuilt = torch.softmax(scores.transpose(axis, -1).masked_fill(~used, float("-inf")) * c, dim=-1)
+            same, detail = close(probs, rebuilt.transpose(axis, -1), f"{self.probs_label} recomputed as the softmax "
+                                 f"over {over} of the scores × {c:.4g} (the factor fitted), the entries it gives no "
+                                 "weight masked")
+            if same:
+                return detail
+        return None
 
     def _scaled_later(self, s: TensorSource, scores: torch.Tensor, hs: int) -> str | None:
         """The evidence that the probabilities are the softmax of ``scores``/√hs (the entries they give no weight

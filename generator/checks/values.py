@@ -124,7 +124,8 @@ class LinearOf(Check):
                 and actual.shape[:2] == expected.shape[:2]:  # (B, L, h, hs) and (B, L, C): the heads' own axis or not
             actual = actual.reshape(expected.shape)
         parts = expected.shape[-1] // max(actual.shape[-1], 1) if actual.dim() == expected.dim() else 1
-        if parts in (2, 3) and expected.shape[:-1] == actual.shape[:-1] and expected.shape[-1] == parts * actual.shape[-1]:
+        if parts in (2, 3) and expected.shape[:-1] == actual.shape[:-1] \
+                and expected.shape[-1] == parts * actual.shape[-1]:
             # a fused projection (k and v, or q, k and v, in one Linear) split on the line: the part nearest the step
             expected = min(expected.chunk(parts, dim=-1), key=lambda part: float((part - actual).abs().max()))
         if self.index:

@@ -16,8 +16,7 @@ import transformer_trace.models.encoder_decoder as _model
 from transformer_trace.models.encoder_decoder import (MLP, DecoderLayer, EncoderDecoderTransformer, EncoderLayer,
                                                       MultiHeadAttention)
 
-# Where the tensors are recorded: a place in the model (placeholders: the traced layer) and the module class there.
-# ``place.POINT`` is the record name that class's declared point has at that place (generator/places.py).
+# Where tensors are recorded: a place in the model and its module class (``place.POINT``: generator/places.py).
 model = Place("", EncoderDecoderTransformer)
 dec = Place("{dec}", DecoderLayer)
 dec_cross_attn = Place("{dec}.cross_attn", MultiHeadAttention)
@@ -146,7 +145,7 @@ SNAPSHOTS = (
         variable='scores_pre_mask',
         stage='encoder',
         tensors=(enc_self_attn.SCORES,),
-        checks=(ScaledScores(q=enc_self_attn.Q_HEADS, k=enc_self_attn.K_HEADS, probs=enc_self_attn.PROBS, probs_label='#11'),),
+        checks=(ScaledScores(q=enc_self_attn.Q_HEADS, k=enc_self_attn.K_HEADS, probs=enc_self_attn.PROBS),),
         figures=('enc_scores',),
         questions=(3,),
     ),
@@ -281,7 +280,7 @@ SNAPSHOTS = (
         variable='scores_pre_mask_m',
         stage='decoder',
         tensors=(dec_self_attn.SCORES,),
-        checks=(ScaledScores(q=dec_self_attn.Q_HEADS, k=dec_self_attn.K_HEADS, probs=dec_self_attn.PROBS, probs_label='#26'),),
+        checks=(ScaledScores(q=dec_self_attn.Q_HEADS, k=dec_self_attn.K_HEADS, probs=dec_self_attn.PROBS),),
         questions=(3, 4),
     ),
     Snapshot(
@@ -367,7 +366,7 @@ SNAPSHOTS = (
         variable='scores_pre_mask_c',
         stage='decoder',
         tensors=(dec_cross_attn.SCORES,),
-        checks=(ScaledScores(q=dec_cross_attn.Q, k=dec_cross_attn.K, probs=dec_cross_attn.PROBS, probs_label='#34'),),
+        checks=(ScaledScores(q=dec_cross_attn.Q, k=dec_cross_attn.K, probs=dec_cross_attn.PROBS),),
         questions=(3,),
     ),
     Snapshot(

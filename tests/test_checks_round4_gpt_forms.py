@@ -104,10 +104,14 @@ def test_a_first_feed_forward_layer_marked_after_its_relu_on_the_same_line_is_re
     assert wrong.status == "failed"
 
 
-def test_a_softmax_over_the_query_axis_with_its_scale_inside_is_named_at_the_softmax_not_as_a_missing_scale():
+@pytest.mark.parametrize("padded", [False, True], ids=["no mask", "a padded key filled with -1e20"])
+def test_a_softmax_over_the_query_axis_with_its_scale_inside_is_named_at_the_softmax_not_as_a_missing_scale(padded):
     torch_data = attention(1 / math.sqrt(C))
     scores = torch_data.tensors["scores"]
-    wrong_axis = TensorDict({**torch_data.tensors, "probs": torch.softmax(scores / math.sqrt(C), dim=-2)})
+    masked = scores.clone()
+    if padded:  # aladdinpersson's masked_fill(mask == 0, -1e20): a whole key column, uniform under a softmax over queries
+        masked[..., -1] = -1e20
+    wrong_axis = TensorDict({**torch_data.tensors, "probs": torch.softmax(masked / math.sqrt(C), dim=-2)})
     assert SCORES.run(wrong_axis).passed
     result = WEIGHTS.run(wrong_axis)
     assert result.status == "failed" and result.evidence is not None, result.detail

@@ -166,6 +166,8 @@ class ScaledScores(Check):
                 continue
             c, used = fitted
             rebuilt = torch.softmax(scores.transpose(axis, -1).masked_fill(~used, float("-inf")) * c, dim=-1)
+            flat = (probs.transpose(axis, -1) - probs.transpose(axis, -1).mean(-1, keepdim=True)).abs().amax(-1) <= 1e-7
+            rebuilt = torch.where(flat.unsqueeze(-1), probs.transpose(axis, -1), rebuilt)  # every entry masked
             same, detail = close(probs, rebuilt.transpose(axis, -1), f"{self.probs_label} recomputed as the softmax "
                                  f"over {over} of the scores × {c:.4g} (the factor fitted), the entries it gives no "
                                  "weight masked")

@@ -399,11 +399,14 @@ def softmax_factor(weights: torch.Tensor, logits: torch.Tensor) -> tuple[float, 
     if weights.shape != logits.shape:
         return None
     used = torch.isfinite(logits) & (weights > 0)
-    count = used.sum(-1, keepdim=True).clamp_min(1)
-    log_w = torch.where(used, weights.clamp_min(1e-300).log(), 0.0)
-    x = torch.where(used, logits, 0.0)
-    x_c = torch.where(used, x - x.sum(-1, keepdim=True) / count, 0.0)
-    y_c = torch.where(used, log_w - log_w.sum(-1, keepdim=True) / count, 0.0)
+    # not a finite mask value (−1e9, −1e20), nor a uniform row (every key masked: uniform whatever c)
+    uniform = (weights - weights.mean(-1, keepdim=True)).abs().amax(-1, keepdim=True) <= 1e-7
+    fit = used & (logits > -1e8) & ~uniform
+    count = fit.sum(-1, keepdim=True).clamp_min(1)
+    log_w = torch.where(fit, weights.clamp_min(1e-300).log(), 0.0)
+    x = torch.where(fit, logits, 0.0)
+    x_c = torch.where(fit, x - x.sum(-1, keepdim=True) / count, 0.0)
+    y_c = torch.where(fit, log_w - log_w.sum(-1, keepdim=True) / count, 0.0)
     if float((x_c * x_c).sum()) == 0.0:
         return None
     return float((x_c * y_c).sum() / (x_c * x_c).sum()), used

@@ -10,7 +10,8 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks.base import THIS, BoundT, CallBinder, Check, TraceUse, close, linear, tolerance
+from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, TraceUse, close, linear, softmax_factor,
+                                          tolerance)
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.masks import mask_allows
@@ -138,6 +139,10 @@ class ScaledScores(Check):
             later = self._scaled_later(s, scores, hs) if unscaled else None
             if later is not None:
                 return f"equals Q·Kᵀ, the 1/√hs applied at the softmax ({self.probs_label})", True, f"{plain}; {later}"
+            other = self._other_scale_later(s, scores) if unscaled else None
+            if other is not None:
+                return (f"equals Q·Kᵀ, a scale applied at the softmax ({self.probs_label}, whose check judges its "
+                        "value)"), True, f"{plain}; {other}"
             if unscaled and self.probs is not None:
                 detail += f"; {self.probs_label} is not its softmax with the scaling either"
         return "equals Q·Kᵀ / √hs", passed, detail
@@ -147,6 +152,28 @@ class ScaledScores(Check):
         scores = s.t(self.out)
         q, k = _heads(s.t(self.q), scores.shape[1]), _heads(s.t(self.k), scores.shape[1])
         return scores, q @ k.transpose(-2, -1), q.shape[-1]
+
+    def _other_scale_later(self, s: TensorSource, scores: torch.Tensor) -> str | None:
+        """The evidence that the probabilities are the softmax over the keys of ``scores`` times a fitted c ≠ 1 (a
+        scale applied inside the softmax, of another value than 1/√hs: ``softmax(energy / √C)``): the scores are then
+        right to be unscaled, and the scale's value is the softmax step's matter, not a missing 1/√d here."""
+        if self.probs is None:
+            return None
+        probs = s.t(self.probs)
+        for axis, over in ((-1, "the keys"), (-2, "the queries: the softmax's axis is its own claim")):
+            fitted = softmax_factor(probs.transpose(axis, -1), scores.transpose(axis, -1))
+            if fitted is None or abs(fitted[0] - 1) < 1e-3 or fitted[0] <= 0:
+                continue
+            c, used = fitted
+            rebuilt = torch.softmax(scores.transpose(axis, -1).masked_fill(~used, float("-inf")) * c, dim=-1)
+            flat = (probs.transpose(axis, -1) - probs.transpose(axis, -1).mean(-1, keepdim=True)).abs().amax(-1) <= 1e-7
+            rebuilt = torch.where(flat.unsqueeze(-1), probs.transpose(axis, -1), rebuilt)  # every entry masked
+            same, detail = close(probs, rebuilt.transpose(axis, -1), f"{self.probs_label} recomputed as the softmax "
+                                 f"over {over} of the scores × {c:.4g} (the factor fitted), the entries it gives no "
+                                 "weight masked")
+            if same:
+                return detail
+        return None
 
     def _scaled_later(self, s: TensorSource, scores: torch.Tensor, hs: int) -> str | None:
         """The evidence that the probabilities are the softmax of ``scores``/√hs (the entries they give no weight
@@ -210,17 +237,10 @@ def _another_temperature(check: Any, s: TensorSource) -> Fit | None:
     """The weights are the softmax of the scores times a constant c ≠ 1 (a scaling other than the scores' own, applied
     inside the softmax: 1/√C for 1/√hs, or the 1/√hs applied twice); c fitted from the log-weights row by row."""
     weights, logits = s.t(check.out), s.t(check.scores)
-    if weights.shape != logits.shape:
+    fitted = softmax_factor(weights, logits)
+    if fitted is None:
         return None
-    used = torch.isfinite(logits) & (weights > 0)
-    count = used.sum(-1, keepdim=True).clamp_min(1)
-    log_w = torch.where(used, weights.clamp_min(1e-300).log(), 0.0)
-    x = torch.where(used, logits, 0.0)
-    x_c = torch.where(used, x - x.sum(-1, keepdim=True) / count, 0.0)
-    y_c = torch.where(used, log_w - log_w.sum(-1, keepdim=True) / count, 0.0)
-    if float((x_c * x_c).sum()) == 0.0:
-        return None
-    c = float((x_c * y_c).sum() / (x_c * x_c).sum())
+    c, used = fitted
     if abs(c - 1) < 1e-3 or c <= 0:
         return None
     fits, detail = close(weights, torch.softmax(logits.masked_fill(~used, float("-inf")) * c, dim=-1),

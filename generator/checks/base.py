@@ -377,14 +377,39 @@ def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[bool
 
 def linear(s: TensorSource, module: ModuleRef, x: torch.Tensor) -> torch.Tensor:
     """The module's x·Wᵀ + b; an input whose last axes together hold W's inputs ((B, T, h, hs) for a tensordot over
-    the heads, trace/reading/projections.py) has them flattened first."""
+    the heads, trace/reading/projections.py) has them flattened first; one whose last axis holds several of W's inputs
+    (a Linear(hs, hs) shared by every head, run on the input split into heads) is run on each slice, the outputs
+    joined again."""
     weight, bias = weight_and_bias(s.module(module))
     if x.shape[-1] != weight.shape[1]:
         for axes in range(2, x.dim()):
             if math.prod(x.shape[-axes:]) == weight.shape[1]:
                 x = x.reshape(*x.shape[:-axes], -1)
                 break
+        else:
+            if x.shape[-1] % weight.shape[1] == 0:  # one Linear(hs, ·) shared by the heads: on each head's slice
+                heads = F.linear(x.reshape(*x.shape[:-1], -1, weight.shape[1]), weight, bias)
+                return heads.reshape(*x.shape[:-1], -1)
     return F.linear(x, weight, bias)
+
+
+def softmax_factor(weights: torch.Tensor, logits: torch.Tensor) -> tuple[float, torch.Tensor] | None:
+    """The constant c with ``weights`` ≈ softmax(c · ``logits``) over the last axis, fitted from the log-weights row by
+    row over the entries that got weight, and where those are; None where nothing varies."""
+    if weights.shape != logits.shape:
+        return None
+    used = torch.isfinite(logits) & (weights > 0)
+    # not a finite mask value (−1e9, −1e20), nor a uniform row (every key masked: uniform whatever c)
+    uniform = (weights - weights.mean(-1, keepdim=True)).abs().amax(-1, keepdim=True) <= 1e-7
+    fit = used & (logits > -1e8) & ~uniform
+    count = fit.sum(-1, keepdim=True).clamp_min(1)
+    log_w = torch.where(fit, weights.clamp_min(1e-300).log(), 0.0)
+    x = torch.where(fit, logits, 0.0)
+    x_c = torch.where(fit, x - x.sum(-1, keepdim=True) / count, 0.0)
+    y_c = torch.where(fit, log_w - log_w.sum(-1, keepdim=True) / count, 0.0)
+    if float((x_c * x_c).sum()) == 0.0:
+        return None
+    return float((x_c * y_c).sum() / (x_c * x_c).sum()), used
 
 
 def weight_and_bias(layer: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -16,8 +16,7 @@ import transformer_trace.models.encoder_decoder as _model
 from transformer_trace.models.encoder_decoder import (MLP, DecoderLayer, EncoderDecoderTransformer, EncoderLayer,
                                                       MultiHeadAttention)
 
-# Where the tensors are recorded: a place in the model (placeholders: the traced layer) and the module class there.
-# ``place.POINT`` is the record name that class's declared point has at that place (generator/places.py).
+# Where tensors are recorded: a place in the model and its module class (``place.POINT``: generator/places.py).
 model = Place("", EncoderDecoderTransformer)
 dec = Place("{dec}", DecoderLayer)
 dec_cross_attn = Place("{dec}.cross_attn", MultiHeadAttention)
@@ -146,7 +145,7 @@ SNAPSHOTS = (
         variable='scores_pre_mask',
         stage='encoder',
         tensors=(enc_self_attn.SCORES,),
-        checks=(ScaledScores(q=enc_self_attn.Q_HEADS, k=enc_self_attn.K_HEADS),),
+        checks=(ScaledScores(q=enc_self_attn.Q_HEADS, k=enc_self_attn.K_HEADS, probs=enc_self_attn.PROBS),),
         figures=('enc_scores',),
         questions=(3,),
     ),
@@ -156,7 +155,7 @@ SNAPSHOTS = (
         variable='attn_weights',
         stage='encoder',
         tensors=(enc_self_attn.PROBS,),
-        checks=(SoftmaxRows(scores=enc_self_attn.SCORES),),
+        checks=(SoftmaxRows(scores=enc_self_attn.SCORES, q=enc_self_attn.Q_HEADS, k=enc_self_attn.K_HEADS),),
         figures=('enc_attention',),
         questions=(1, 3),
     ),
@@ -281,7 +280,7 @@ SNAPSHOTS = (
         variable='scores_pre_mask_m',
         stage='decoder',
         tensors=(dec_self_attn.SCORES,),
-        checks=(ScaledScores(q=dec_self_attn.Q_HEADS, k=dec_self_attn.K_HEADS),),
+        checks=(ScaledScores(q=dec_self_attn.Q_HEADS, k=dec_self_attn.K_HEADS, probs=dec_self_attn.PROBS),),
         questions=(3, 4),
     ),
     Snapshot(
@@ -300,7 +299,8 @@ SNAPSHOTS = (
         variable='attn_weights_m',
         stage='decoder',
         tensors=(dec_self_attn.PROBS,),
-        checks=(SoftmaxRows(scores=dec_self_attn.SCORES, mask=model.TGT_MASK, causal=True),),
+        checks=(SoftmaxRows(scores=dec_self_attn.SCORES, mask=model.TGT_MASK, causal=True, q=dec_self_attn.Q_HEADS,
+                             k=dec_self_attn.K_HEADS),),
         figures=('dec_attention',),
         questions=(4,),
     ),
@@ -366,7 +366,7 @@ SNAPSHOTS = (
         variable='scores_pre_mask_c',
         stage='decoder',
         tensors=(dec_cross_attn.SCORES,),
-        checks=(ScaledScores(q=dec_cross_attn.Q, k=dec_cross_attn.K),),
+        checks=(ScaledScores(q=dec_cross_attn.Q, k=dec_cross_attn.K, probs=dec_cross_attn.PROBS),),
         questions=(3,),
     ),
     Snapshot(
@@ -375,7 +375,7 @@ SNAPSHOTS = (
         variable='attn_weights_c',
         stage='decoder',
         tensors=(dec_cross_attn.PROBS,),
-        checks=(SoftmaxRows(scores=dec_cross_attn.SCORES),),
+        checks=(SoftmaxRows(scores=dec_cross_attn.SCORES, q=dec_cross_attn.Q, k=dec_cross_attn.K),),
         figures=('cross_attention',),
         questions=(1, 3),
     ),

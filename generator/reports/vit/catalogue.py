@@ -157,7 +157,7 @@ SNAPSHOTS = (
         variable='attn_scores',
         stage='block',
         tensors=(block_attn.SCORES,),
-        checks=(ScaledScores(q=block_attn.Q, k=block_attn.K),),
+        checks=(ScaledScores(q=block_attn.Q, k=block_attn.K, probs=block_attn.PROBS, probs_label='S13'),),
         questions=(4,),
     ),
     Snapshot(
@@ -166,7 +166,7 @@ SNAPSHOTS = (
         variable='attn_probs',
         stage='block',
         tensors=(block_attn.PROBS,),
-        checks=(SoftmaxRows(scores=block_attn.SCORES),),
+        checks=(SoftmaxRows(scores=block_attn.SCORES, q=block_attn.Q, k=block_attn.K),),
         figures=('attention_heads', 'cls_attention'),
         questions=(4,),
     ),

@@ -450,14 +450,19 @@ def _parameter_of_call(calls: Sequence[ModuleCall], main: torch.Tensor | None) -
 
 def _holds(output: torch.Tensor | None, main: torch.Tensor | None) -> bool:
     """Whether a call's output is the step's tensor, in whatever layout the line gave it (its values sorted alike),
-    or q, k and v side by side (three times as many values)."""
+    or q, k and v side by side (three times as many values), or k and v (twice as many, one of the two halves of its
+    last axis the step: a fused k/v projection split on the line)."""
     if output is None or main is None or not output.is_floating_point() or not main.is_floating_point():
         return False
     if output.numel() == 3 * main.numel():
         return True
+    if output.numel() == 2 * main.numel() and output.shape[-1] % 2 == 0:
+        return any(_holds(half, main) for half in output.chunk(2, dim=-1))
     if output.numel() != main.numel():
         return False
-    return close(output.double().flatten().sort().values, main.double().flatten().sort().values, "")[0]
+    values, step = output.double().flatten().sort().values, main.double().flatten().sort().values
+    # or through a ReLU on the same line (`relu(fc1(x))`: the step is the activation of the call's output)
+    return close(values, step, "")[0] or (bool((step >= 0).all()) and close(values.clamp_min(0), step, "")[0])
 
 
 def _present(tensor: torch.Tensor | None) -> torch.Tensor:

@@ -232,8 +232,7 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
         ("softmax over the wrong axis", "vit_tiny.py", "attn_scores.softmax(dim=-1)", "attn_scores.softmax(dim=-2)", "S13", ""),
         ("missing 1/√d", "vit_tiny.py", "k.transpose(-2, -1)) * self.scale", "k.transpose(-2, -1))", "S12", ""),
         ("heads merged without moving the heads axis back", "vit_tiny.py", "out = out.transpose(1, 2).reshape(B, N, D)",
-         "out = out.reshape(B, N, D)", "S15", "S15 reads the out_proj's own input (the heads' concatenation has no snapshot of "
-         "its own in the ViT numbering, and none derives it from S14)"),
+         "out = out.reshape(B, N, D)", "S15", ""),  # named since round four: S15's projection input read against S14
     ],
     "rasbt_LLMs_from_scratch": [  # the 1/√hs applied inside the softmax, after the mask: G11 holds Q·Kᵀ unscaled
         ("missing 1/√d", "gpt.py", "torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)",

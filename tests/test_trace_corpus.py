@@ -280,8 +280,7 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
          "out = self.mlp(self.la2(x)) + out", "S20", "missed: S19 needs S18 and S20 only re-adds its own operands; the "
          "la2 call recorded on the S19/S20 line is not compared with the residual sum that should feed it"),
         ("heads merged without moving the heads axis back", "layers.py", "self.o(attn.flatten(2))",
-         "self.o(attn.transpose(1, 2).reshape(b, n, f))", "S15", "missed: S15 reads the o projection's own input (no "
-         "snapshot shows the heads' concatenation, and none derives it from S14)"),
+         "self.o(attn.transpose(1, 2).reshape(b, n, f))", "S15", ""),  # named since round four: the input read vs S14
         # S10 alone recomputes k from the k Linear's own input; the q and v Linears' inputs (ln_1, not captured) differ
         ("K computed from another tensor", "layers.py", "k = self.k(x)", "k = self.k(x.flip(1))", "S10", ""),
     ],

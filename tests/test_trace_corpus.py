@@ -232,8 +232,7 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
         ("softmax over the wrong axis", "vit_tiny.py", "attn_scores.softmax(dim=-1)", "attn_scores.softmax(dim=-2)", "S13", ""),
         ("missing 1/√d", "vit_tiny.py", "k.transpose(-2, -1)) * self.scale", "k.transpose(-2, -1))", "S12", ""),
         ("heads merged without moving the heads axis back", "vit_tiny.py", "out = out.transpose(1, 2).reshape(B, N, D)",
-         "out = out.reshape(B, N, D)", "S15", "S15 reads the out_proj's own input (the heads' concatenation has no snapshot of "
-         "its own in the ViT numbering, and none derives it from S14)"),
+         "out = out.reshape(B, N, D)", "S15", ""),  # named since round four: S15's projection input read against S14
     ],
     "rasbt_LLMs_from_scratch": [  # the 1/√hs applied inside the softmax, after the mask: G11 holds Q·Kᵀ unscaled
         ("missing 1/√d", "gpt.py", "torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)",
@@ -281,8 +280,7 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
          "out = self.mlp(self.la2(x)) + out", "S20", "missed: S19 needs S18 and S20 only re-adds its own operands; the "
          "la2 call recorded on the S19/S20 line is not compared with the residual sum that should feed it"),
         ("heads merged without moving the heads axis back", "layers.py", "self.o(attn.flatten(2))",
-         "self.o(attn.transpose(1, 2).reshape(b, n, f))", "S15", "missed: S15 reads the o projection's own input (no "
-         "snapshot shows the heads' concatenation, and none derives it from S14)"),
+         "self.o(attn.transpose(1, 2).reshape(b, n, f))", "S15", ""),  # named since round four: the input read vs S14
         # S10 alone recomputes k from the k Linear's own input; the q and v Linears' inputs (ln_1, not captured) differ
         ("K computed from another tensor", "layers.py", "k = self.k(x)", "k = self.k(x.flip(1))", "S10", ""),
     ],

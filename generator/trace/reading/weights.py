@@ -186,7 +186,8 @@ def _patch_chain(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
     if not isinstance(module, ModuleRef) or out is None or not ends:
         return None
     chain = [ends[-1]]
-    while chain[0].inputs and (fed := next((c for c in calls if c.outputs and _same(c.outputs[0], chain[0].inputs[0])
+    made = [c for c in calls if c.kind not in (ModuleKind.LOCAL, ModuleKind.READ)]  # calls, not tensors the line read
+    while chain[0].inputs and (fed := next((c for c in made if c.outputs and _same(c.outputs[0], chain[0].inputs[0])
                                             and all(c is not d for d in chain)), None)) is not None:
         chain.insert(0, fed)
     first, layers = chain[0], chain[1:]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import os
 import re
 import shutil
@@ -213,3 +214,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.browser)
         if _is_slow(item):
             item.add_marker(pytest.mark.slow)
+
+
+def trace_source(tmp_path: Path, source: str) -> tuple[int, dict[str, dict]]:
+    """Trace ``source`` written as a script in ``tmp_path``: the exit status and each captured step's check by label
+    (the outcome under "")."""
+    script = tmp_path / "script.py"
+    script.write_text(source, encoding="utf-8")
+    code = main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"])
+    data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    return code, {s["label"]: s["check"] for s in data["snapshots"] if s["captured"]} | {"": data["outcome"]}

@@ -7,15 +7,12 @@ per hit (attention written as loops over the items and heads) is red where a bug
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 import torch
 import torch.nn.functional as F
 
 from transformer_trace.checks import SoftmaxRows
-from transformer_trace.cli import main
+from tests.conftest import trace_source as traced
 from transformer_trace.sources import Ref
 from transformer_trace.trace.reading.parts import evidence_in_parts
 
@@ -116,14 +113,6 @@ CASES = {
                          "return x + self.pos_embedding + self.pos_embedding", "S07", "positions added twice",
                          "the weight of the PositionalEmbedding1D it called"),
 }
-
-
-def traced(tmp_path: Path, source: str) -> tuple[int, dict[str, dict]]:
-    script = tmp_path / "script.py"
-    script.write_text(source, encoding="utf-8")
-    code = main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"])
-    data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
-    return code, {s["label"]: s["check"] for s in data["snapshots"] if s["captured"]} | {"": data["outcome"]}
 
 
 @pytest.mark.parametrize("case", CASES)

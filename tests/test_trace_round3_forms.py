@@ -6,12 +6,9 @@ wrong tensor is named there."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from transformer_trace.cli import main
+from tests.conftest import trace_source as traced
 
 PER_HEAD_GPT = '''\
 import torch
@@ -80,14 +77,6 @@ class GPT(nn.Module):
 with torch.no_grad():
     GPT().eval()(torch.randint(0, 50, (B, T)))
 '''
-
-
-def traced(tmp_path: Path, source: str) -> tuple[int, dict[str, dict]]:
-    script = tmp_path / "script.py"
-    script.write_text(source, encoding="utf-8")
-    code = main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"])
-    data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
-    return code, {s["label"]: s["check"] for s in data["snapshots"] if s["captured"]} | {"": data["outcome"]}
 
 
 def test_one_module_per_head_is_no_count_of_layers_and_the_final_norm_reads_the_last_block(tmp_path):

@@ -5,12 +5,9 @@ a block input of length 0 (the saved residual zeroed) is reported, never an inte
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from transformer_trace.cli import main
+from tests.conftest import trace_source as traced
 
 FIVE_STATEMENT_GPT = '''\
 import torch
@@ -54,14 +51,6 @@ class Block(nn.Module):
 with torch.no_grad():
     Block().eval()(torch.randn(B, T, C))
 '''
-
-
-def traced(tmp_path: Path, source: str) -> tuple[int, dict[str, dict]]:
-    script = tmp_path / "script.py"
-    script.write_text(source, encoding="utf-8")
-    code = main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"])
-    data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
-    return code, {s["label"]: s["check"] for s in data["snapshots"] if s["captured"]} | {"": data["outcome"]}
 
 
 def test_unscaled_scores_with_the_scale_inside_the_softmax_and_five_statement_residuals_pass(tmp_path):

@@ -50,7 +50,7 @@ SLOWER_BY, SLOWER_FLOOR = 0.10, 0.005
 # an empty cache, as a fresh clone; the second, as the page's "cold build", reading back what the first measured),
 # `mkdocs build`, both again with the same inputs, the imports, with its own benchmarks/measure.py; then its own
 # benchmarks/run.py's warm regeneration and trace measurements, one repeat each, and the corpus drivers' tracing
-# overhead (benchmarks/corpus.py, the minimum of five runs each). The from-scratch build's verbose log
+# overhead (benchmarks/corpus.py, the minimum of five runs each), both on one intra-op thread (ONE_INTRA_OP_THREAD). The from-scratch build's verbose log
 # goes back whole: this checkout reads its steps (``flatten``), so both sides are read by one parser, whatever the other
 # checkout's benchmarks/measure.py makes of a log.
 DRIVER = """
@@ -81,11 +81,34 @@ regeneration = {
     "import": import_seconds(py, "import transformer_trace.build, transformer_trace.reports", 1),
     "log": log,
 }
-result = {"regeneration": regeneration, "warm": run.bench_warm_regeneration(1), "trace": run.bench_trace(3),
-          "corpus": run.bench_corpus(5)}
+result = {"regeneration": regeneration, "warm": run.bench_warm_regeneration(1),
+          "trace": one_intra_op_thread(run.bench_trace, 3, processes=False),
+          "corpus": one_intra_op_thread(run.bench_corpus, 5, processes=True)}
 with open(sys.argv[1], "w", encoding="utf-8") as out:
     json.dump(result, out)
 """
+
+# The traced and plain runs of the examples and the corpus drivers, both checkouts alike (the baseline's own
+# benchmarks/ may not do it): PyTorch computes on the script's thread alone (in this process for the examples'
+# interleaved runs; through OMP_NUM_THREADS in the corpus's processes, each a new one). Their CPU time is that thread's
+# (time.thread_time); with worker threads, on a busy machine, it also counted the thread spinning while it waited for
+# workers that got no core: a 20 ms plain run measured anywhere from 11 to 100 ms of CPU, and the plain runs of one
+# unchanged script differed between the checkouts by up to 1.3x. The whole `trace` command keeps its threads.
+ONE_INTRA_OP_THREAD = """
+def one_intra_op_thread(measure, repeats, processes):
+    import torch
+    threads, variable = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
+    torch.set_num_threads(1)
+    if processes:
+        os.environ["OMP_NUM_THREADS"] = "1"
+    try:
+        return measure(repeats)
+    finally:
+        torch.set_num_threads(threads)
+        if processes:
+            os.environ.pop("OMP_NUM_THREADS") if variable is None else os.environ.__setitem__("OMP_NUM_THREADS", variable)
+"""
+DRIVER = DRIVER.replace("\nresult = {", ONE_INTRA_OP_THREAD + "\nresult = {", 1)
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ interpreter (generator/trace/child/bootstrap.py's Tracer installed, the driver a
 calls, with the markers as the `trace` command sends them: what the checks read of each line copied) and under a
 trace function that does nothing, interleaved. Before each run the entry's own modules are forgotten, so each run
 imports them again as a new process would (their bytecode cached), and the garbage collector has run. Wall and CPU
-seconds per run (time.thread_time: the script's main thread, where its Python and the tracer run; PyTorch's own worker
-threads are left out, as they spin idle after parallel work on a busy machine); the minimum of each is what the page
-reports, the machine being shared.
+seconds per run (time.thread_time: the script's main thread, where its Python and the tracer run, with PyTorch held to
+that one thread: its worker threads spin idle after parallel work on a busy machine, and the main thread spun waiting
+for them); the minimum of each is what the page reports, the machine being shared.
 `python benchmarks/run.py --only corpus [--quick]` replaces its section of docs/benchmarks.md.
 """
 
@@ -55,7 +55,11 @@ def measure_in_this_process(driver: Path, repeats: int) -> dict[str, list]:
     import runpy
 
     import numpy  # noqa: F401 - imported once, as torch is: not the driver's cost
-    import torch  # noqa: F401
+    import torch
+
+    # PyTorch computes on the script's thread alone: its CPU time is then the run's work; with worker threads on a busy
+    # machine it also counted the thread spinning for workers that got no core (one plain run 11 ms, the next 100 ms)
+    torch.set_num_threads(1)
 
     from transformer_trace.reports import REPORTS
     from transformer_trace.trace import as_traced, choose_numbering, numberings
@@ -164,7 +168,8 @@ def corpus_section(rows: list[Row]) -> list[str]:
              "every traced run must capture the same, non-zero number of hits), and, for comparison, under a trace "
              "function that does nothing (what Python 3.11's tracing mode costs by itself: the least any "
              "sys.settrace tracer costs, as this command's did before it compiled the calls in), interleaved; the "
-             "minimum of the repeats, in wall-clock seconds and in CPU seconds of the script's thread (the column "
+             "minimum of the repeats, in wall-clock seconds and in CPU seconds of the script's thread (PyTorch held to "
+             "that one thread, which otherwise spins waiting for its workers on a busy machine; the column "
              f"judged against {LIMIT}×: the machine is shared, and CPU time is what the tracer adds whatever else "
              "runs).", "",
              f"| driver | plain run | traced run | overhead (wall) | plain CPU | traced CPU | overhead (CPU) | "

@@ -382,9 +382,14 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
                 uninstall()
                 sys.argv = saved
 
-        with contextlib.redirect_stdout(io.StringIO()):
-            # milliseconds each: many pairs, a steady median
-            t = interleaved({"plain": plain, "traced": traced}, max(40, repeats * 4))
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # as benchmarks/corpus.py measures: no worker threads to wait for on a busy machine
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                # milliseconds each: many pairs, a steady median
+                t = interleaved({"plain": plain, "traced": traced}, max(40, repeats * 4))
+        finally:
+            torch.set_num_threads(threads)
         command = [sys.executable, "-m", "transformer_trace", "trace", str(script), "--out", str(work / "trace"), "-q"]
         bundled = [sys.executable, "-m", "transformer_trace", "build", "--model", key, *REPORTS[key].trace.example_size,
                    "--out", str(work / "build"), "-q"]

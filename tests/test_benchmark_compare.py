@@ -240,3 +240,32 @@ def test_every_measured_process_may_keep_its_compiled_modules(monkeypatch, tmp_p
     monkeypatch.setattr(run, "replace_section", lambda out, text: None)
     run.main()
     assert "PYTHONDONTWRITEBYTECODE" not in os.environ
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_both_checkouts_traced_and_plain_runs_are_measured_on_one_intra_op_thread(monkeypatch, processes):
+    """The driver each checkout runs (whatever its own benchmarks/ do) measures the examples' runs in its process and
+    the corpus drivers' in new ones with PyTorch on the script's thread alone; its settings are back afterwards.
+    With worker threads, a busy machine's spinning for them counted as the plain runs' CPU (unfair between the two)."""
+    import os
+
+    import torch
+
+    from benchmarks.compare import ONE_INTRA_OP_THREAD
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    namespace = {"os": os}
+    exec(compile(ONE_INTRA_OP_THREAD, "driver", "exec"), namespace)  # noqa: S102 - the driver's own text
+    threads = torch.get_num_threads()
+    seen = namespace["one_intra_op_thread"](lambda repeats: (torch.get_num_threads(), os.environ["OMP_NUM_THREADS"],
+                                                            repeats), 5, processes=processes)
+    assert seen == (1, "1" if processes else "2", 5)
+    assert torch.get_num_threads() == threads and os.environ["OMP_NUM_THREADS"] == "2"
+
+
+def test_the_driver_measures_the_trace_and_the_corpus_on_one_intra_op_thread():
+    from benchmarks.compare import DRIVER, ONE_INTRA_OP_THREAD
+
+    assert ONE_INTRA_OP_THREAD in DRIVER
+    assert "one_intra_op_thread(run.bench_trace, 3, processes=False)" in DRIVER
+    assert "one_intra_op_thread(run.bench_corpus, 5, processes=True)" in DRIVER

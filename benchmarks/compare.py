@@ -50,7 +50,8 @@ SLOWER_BY, SLOWER_FLOOR = 0.10, 0.005
 # an empty cache, as a fresh clone; the second, as the page's "cold build", reading back what the first measured),
 # `mkdocs build`, both again with the same inputs, the imports, with its own benchmarks/measure.py; then its own
 # benchmarks/run.py's warm regeneration and trace measurements, one repeat each, and the corpus drivers' tracing
-# overhead (benchmarks/corpus.py, the minimum of five runs each), both on one intra-op thread (ONE_INTRA_OP_THREAD). The from-scratch build's verbose log
+# overhead (benchmarks/corpus.py, the minimum of five runs each), both on one intra-op thread
+# (ONE_INTRA_OP_THREAD). The from-scratch build's verbose log
 # goes back whole: this checkout reads its steps (``flatten``), so both sides are read by one parser, whatever the other
 # checkout's benchmarks/measure.py makes of a log.
 DRIVER = """
@@ -106,7 +107,10 @@ def one_intra_op_thread(measure, repeats, processes):
     finally:
         torch.set_num_threads(threads)
         if processes:
-            os.environ.pop("OMP_NUM_THREADS") if variable is None else os.environ.__setitem__("OMP_NUM_THREADS", variable)
+            if variable is None:
+                del os.environ["OMP_NUM_THREADS"]
+            else:
+                os.environ["OMP_NUM_THREADS"] = variable
 """
 DRIVER = DRIVER.replace("\nresult = {", ONE_INTRA_OP_THREAD + "\nresult = {", 1)
 

@@ -8,7 +8,8 @@ The forms students write (see the seed reports):
 - ``# trace: any_name`` — a point of the user's own, outside any catalogue (its values are in the report's data/);
 - ``# SNAPSHOT #7 or #21 or #30`` — a line shared by several steps (one attention function for the encoder, the masked
   and the cross-attention): its hits are told apart by the line of the user's code that called it, the callers taken
-  in the order they first call.
+  in the order they first call; ``# BREAKPOINT S16 or S19`` the same with a letter numbering (one residual helper for
+  both sublayers), never its first snapshot alone with the rest read as a title.
 
 A marker on a statement's line (multi-line statements included) marks that statement; a marker alone on a comment
 line marks the statement just before it, as a debugger breakpoint there stops once that statement has run, unless a
@@ -36,7 +37,7 @@ _NAMES = rf"(?P<names>{_NAME}(?:\s*,\s*{_NAME})*)"
 # A name list only counts when nothing but a title separator or the end follows it ("- Raw input" is a title).
 _AFTER = rf"(?:\s*[:=]?\s*{_NAMES}(?=\s*(?:$|[-–—;#(])))?"
 _BREAKPOINT = re.compile(rf"\bBREAKPOINT\s+(?P<letter>[A-Z])\s*(?P<number>\d+)"
-                         rf"(?P<more>(?:\s*(?:,|and|&)\s*(?:BREAKPOINT\s+)?[A-Z]\s*\d+)*){_AFTER}", re.I)
+                         rf"(?P<more>(?:\s*(?:,|and|&|or|/)\s*(?:BREAKPOINT\s+)?[A-Z]\s*\d+)*){_AFTER}", re.I)
 _SNAPSHOT = re.compile(rf"\bSNAPSHOT\s*#?\s*(?P<number>\d+)(?P<more>(?:\s*(?:or|/|,|and|&)\s*#?\s*\d+)*){_AFTER}", re.I)
 # A comment of the user's may follow (`# trace: f  # noqa: E731`), as it may follow a catalogue marker.
 _CUSTOM = re.compile(rf"^\s*(?P<marker>#\s*trace\s*:\s*(?P<point>[A-Za-z_]\w*)"

@@ -34,6 +34,7 @@ import torch
 
 from transformer_trace.sources import TensorDict
 from transformer_trace.trace.markers import Marker
+from transformer_trace.trace.notebook import notebook_name, translate_error
 from transformer_trace.trace.reading.capture import Capture, Hit, Notice
 from transformer_trace.trace.reading.forward_passes import first_forward_pass
 from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, marked_snapshots,
@@ -86,6 +87,7 @@ def read(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Captu
     notices: list[str] = [*capture.warnings, *([several] if several is not None else [])]
     told_apart = list(capture.told_apart)
     marked = marked_snapshots(catalogue, capture.markers, captured, numbering, notices, told_apart)
+    notices, told_apart = _at_notebook_places(notices, capture), _at_notebook_places(told_apart, capture)
     snapshots, dims, layout = read_snapshots(catalogue, numbering, capture, hit, marked)
     if layout.contradiction:  # steps that read only in different layouts: the overview says so, once
         notices.append(Notice("Layout", layout.contradiction))
@@ -103,6 +105,19 @@ def read(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Captu
         sha256=capture.sha256, seeds=tuple(capture.seeds), seconds=capture.seconds, error=capture.error,
         error_traceback=capture.error_traceback, timed_out=capture.timed_out, markers=tuple(capture.markers),
         sources=MappingProxyType(dict(capture.sources)))
+
+
+def _at_notebook_places(texts: list[str], capture: Capture) -> list[str]:
+    """What the reading says about a notebook's marked lines (a shared line's hits not assigned) at the notebook's
+    cell and line, as the run's own warnings are (notebook.py), not at the script the cells ran as."""
+    scripts = [(Path(file), source) for file, source in capture.sources.items() if notebook_name(source)]
+    said = []
+    for text in texts:
+        placed = text
+        for script, source in scripts:
+            placed = translate_error(placed, script, source)
+        said.append(Notice(text.heading, placed) if isinstance(text, Notice) else placed)
+    return said
 
 
 BUNDLED_HITS = 16  # a marker hit more often than this writes its hits of one shape as one file, not one file each

@@ -59,7 +59,8 @@ def functional_projection(check: Any, calls: Sequence[ModuleCall], source: Tenso
                 input_name = f"{source.name(x)}@merged"
                 given = Given(source, {**source.tensors, input_name: together},
                               modules={source.name(check.module): layer})
-                return Bound(dataclasses.replace(check, x=Ref(input_name)), given, None, f"the weight and bias the line read from `{name}`"
-                             f"{'' if oriented is weight else ' (x @ W + b)'}; its input, which no snapshot shows, "
-                             f"the heads of {source.name(heads_ref)} merged back")
+                form = "" if oriented is weight else " (x @ W + b)"
+                note = (f"the weight and bias the line read from `{name}`{form}; its input, which no snapshot shows, "
+                        f"the heads of {source.name(heads_ref)} merged back")
+                return Bound(dataclasses.replace(check, x=Ref(input_name)), given, None, note)
     return None

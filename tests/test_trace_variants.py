@@ -28,16 +28,7 @@ CORRECT, BUGS = correct_variants(), bug_variants()
 KNOWN_FALSE_RED = {
 }
 # variant id -> why `trace` does not name this bug first with its form yet (each a false green: exit 0 on it)
-KNOWN_MISSED = {
-    "vit: heads merged without moving the axis back": (
-        "S15's projection is x @ W + b on tensors that are no module's: no weights are captured, and S14 → S15 (18 "
-        "rows for 25 unknowns a column) cannot be fitted as an affine map, so the concatenation is never checked"),
-    "vit: patches read transposed": (
-        "'patches read in another pixel order' is tried on a patch embedding of modules (PatchChain), not on S02's "
-        "'patches put back on the grid', which finds transposed patches unrecognised"),
-    "vit: fixed sinusoid positions + positions added twice": (
-        "S07 accepts any added table that depends on the position only; a table that is twice a sinusoid is not "
-        "compared with the sinusoid family (the encoder–decoder's #5, which knows the paper's table, names it)"),
+KNOWN_MISSED: dict[str, str] = {
 }
 
 

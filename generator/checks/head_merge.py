@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks.base import close
+from transformer_trace.checks.base import close, linear
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.checks.values import LinearOf
 from transformer_trace.sources import Ref, TensorSource
@@ -45,13 +45,32 @@ def _merged_in_place(check: Any, s: TensorSource) -> Fit | None:
     return Fit(False, "nor is its input the heads reshaped without moving their axis")
 
 
+def _projection_of_unmoved(check: Any, s: TensorSource) -> Fit | None:
+    """The step is the projection of the heads reshaped without moving their axis back (where its input is no
+    snapshot's, it is read as the heads merged back: trace/reading/functional_weights.py)."""
+    if check.heads is None or not s.has(check.heads) or s.t(check.heads).dim() != 4:
+        return None
+    heads = s.t(check.heads)
+    unmoved = heads.reshape(heads.shape[0], heads.shape[2], -1)
+    fits, detail = close(s.t(check.out), linear(s, check.module, unmoved), f"vs {s.name(check.module)} applied to "
+                         f"{s.name(check.heads)} reshaped without moving the heads axis")
+    if not fits:
+        return Fit(False, detail)
+    return Fit(True, f"the heads were merged without moving the axis back: your {s.name(check.out)} is "
+                     f"{s.name(check.module)} applied to {s.name(check.heads)} (B, h, T, hs) reshaped straight to "
+                     f"(B, T, C), so each row mixes positions of one head instead of holding every head at one "
+                     f"position ({detail})")
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProjectionOfHeads(LinearOf):
     """``out`` is ``module`` applied to its input, and that input is ``heads`` merged (where both are known)."""
 
     OPTIONAL = (("heads",),)  # without the context per head: the projection alone
     BUG_FORMS = (BugForm("heads merged without moving the axis back", "the projection's input vs the heads reshaped "
-                         "without the transpose", _merged_in_place),)
+                         "without the transpose", _merged_in_place),
+                 BugForm("heads merged without moving the axis back", "the step vs the projection of the heads "
+                         "reshaped without the transpose", _projection_of_unmoved))
 
     heads: Ref | None = None
 

@@ -18,6 +18,7 @@ from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.residual_forms import scaled_residual, stream_left_out
 from transformer_trace.checks.normalisation import NORMALISED_RESIDUAL, fitted_layer_norm
+from transformer_trace.checks.sinusoids import added_twice_without_table, same_for_every_item
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.trace.reading.extra_tokens import rows_joined
@@ -312,6 +313,18 @@ class RowEquals(Check):
         return self.claim, passed, detail
 
 
+def _table_twice(check: Any, s: TensorSource) -> Fit | None:
+    """Positions added twice where the table is not captured (a local): the added term twice a sinusoid table."""
+    try:
+        s.parameter(check.parameter)
+        return None  # the table itself is known: _parameter_twice tries it
+    except NotCheckable:
+        pass
+    joined = check.joined_after(s) and check.patches is not None
+    out, x = (s.t(check.out)[:, 1:], s.t(check.patches)) if joined else (s.t(check.out), s.t(check.x))
+    return added_twice_without_table(out, x, s.name(check.out))
+
+
 def _parameter_twice(check: Any, s: TensorSource) -> Fit | None:
     out, x, param = check.operands(s)
     fits, detail = close(out, x + 2 * param, f"vs input + 2 × {check.parameter}")
@@ -326,7 +339,9 @@ class PlusParameter(Check):
     # the table the line read, or the one parameter of the module of the user's it called (``self.pos_embed(x)``)
     TRACE = TraceUse(calls={"parameter": (ModuleKind.READ, "weight")}, also_calls=frozenset({ModuleKind.USER}))
     WEIGHTS_OPTIONAL = True  # without the table: the added term the same for every item (same_for_every_item)
-    BUG_FORMS = (BugForm("positions added twice", "the output vs input + 2 × the parameter", _parameter_twice),)
+    BUG_FORMS = (BugForm("positions added twice", "the output vs input + 2 × the parameter", _parameter_twice),
+                 BugForm("positions added twice", "without the table: the added term vs twice a sinusoid table",
+                         _table_twice))
 
     OPTIONAL = (("patches",),)
 
@@ -378,18 +393,6 @@ class PlusParameter(Check):
             return ("equals the patch embeddings plus the learned position embeddings, added before the class token "
                     "joined"), passed, detail
         return "equals its input plus the learned position embeddings", passed, detail
-
-
-def same_for_every_item(out: torch.Tensor, x: torch.Tensor, lack: NotCheckable) -> tuple[str, bool, str]:
-    """Positions without their table (a trace without the model's weights): the term added to the input depends on the
-    position only, so it is the same for every batch item; ``lack`` raised again where one item cannot tell."""
-    term = out - x
-    if term.dim() < 3 or term.shape[0] < 2:
-        raise lack
-    passed, detail = close(term, term[:1].expand_as(term), f"the added term of each of the {term.shape[0]} items vs "
-                           "the first item's")
-    return ("equals its input plus a term that depends on the position only, the same for every item (learned "
-            "positions; their table was not captured)"), passed, detail
 
 
 def _sums_to_one(check: Any, s: TensorSource) -> str | None:

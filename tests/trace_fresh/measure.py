@@ -5,7 +5,9 @@
 Run from the worktree root. The copies go to /tmp/fresh-bugs/, the reports to /tmp/fresh-docs/ (never into docs/);
 FRESH_TMP=/some/folder puts both under that folder instead (two measurements at once keep apart).
 A bug is one exact text replacement in one upstream file, listed in FOLDER/planted_bugs.json with the snapshot(s) where
-it is (`expected`): the bug is "named first" when the trace's first failing snapshot is one of them.
+it is (`expected`): the bug is "named first" when the trace's first failing snapshot is one of them, and "named at
+its own step" when one of them fails with evidence (a bug form or a property; the `form` a bug may list, where it does),
+whatever failed before it: a round whose upstream code has a true red earlier still shows whether each bug is seen.
 """
 import json
 import os
@@ -20,7 +22,28 @@ OUT = TMP / "fresh-docs"
 COPIES = TMP / "fresh-bugs"
 
 
-def trace(folder: Path, name: str) -> dict:
+def own_step_evidence(snapshots: list[dict], expected: list[str]) -> dict[str, str]:
+    """The bug's own snapshots (``expected``) that failed with evidence, each with the evidence's name (the bug form
+    or the property that made the red verdict; "" where a failure had none)."""
+    return {s["label"]: ((s.get("check") or {}).get("evidence") or {}).get("name") or "" for s in snapshots
+            if s["label"] in expected and s.get("captured") and (s.get("check") or {}).get("passed") is False}
+
+
+def named_at_own_step(found: dict[str, str], form: str | list[str] | None) -> bool:
+    """Whether the bug is named at its own step: one of its snapshots failed with evidence, and with the bug's form
+    where planted_bugs.json gives one (a list: any of them)."""
+    forms = [form] if isinstance(form, str) else form
+    return any(name and (forms is None or name in forms) for name in found.values())
+
+
+def summary(results: dict) -> dict:
+    """The totals over the planted bugs: how many, named first, named at their own step."""
+    bugs = [result for key, result in results.items() if isinstance(result, dict) and "bug" in result]
+    return {"bugs": len(bugs), "named_first": sum(bool(b["named_first"]) for b in bugs),
+            "named_at_own_step": sum(bool(b["named_at_own_step"]) for b in bugs)}
+
+
+def trace(folder: Path, name: str, expected: tuple[str, ...] | list[str] = ()) -> dict:
     script = folder / "driver.ipynb" if (folder / "driver.ipynb").exists() else folder / "driver.py"
     command = [sys.executable, "-m", "transformer_trace", "trace", str(script), "--out", str(OUT), "--name", name,
                "--junit", str(TMP / f"fresh-{name}.xml")]
@@ -39,7 +62,8 @@ def trace(folder: Path, name: str) -> dict:
                  if s["captured"] and (s.get("check") or {}).get("passed") is None]
     return {"exit": run.returncode, "terminal": terminal, "counts": outcome.get("counts"),
             "first_failure": outcome.get("first_failure"), "first_evidence": evidence.get("name"), "failed": failed,
-            "unchecked": unchecked}
+            "unchecked": unchecked,
+            **({"own_step": own_step_evidence(snapshots, list(expected))} if expected else {})}
 
 
 def main() -> None:
@@ -59,12 +83,15 @@ def main() -> None:
         if text.count(bug["old"]) != 1:
             raise SystemExit(f"{bug['id']}: the text to replace occurs {text.count(bug['old'])} times in {bug['file']}")
         target.write_text(text.replace(bug["old"], bug["new"]))
-        result = trace(copy, f"{folder.name}-{bug['id']}".lower())
-        first = (result["first_failure"] or "").split(" ")[0]
         expected = bug["expected"] if isinstance(bug["expected"], list) else [bug["expected"]]
+        result = trace(copy, f"{folder.name}-{bug['id']}".lower(), expected)
+        first = (result["first_failure"] or "").split(" ")[0]
         result["named_first"] = first in expected
+        result["named_at_own_step"] = named_at_own_step(result["own_step"], bug.get("form"))
         result["bug"] = bug
         results[bug["id"]] = result
+    if any("bug" in result for result in results.values()):
+        results["totals"] = summary(results)
     print(json.dumps(results, indent=1, ensure_ascii=False))
 
 

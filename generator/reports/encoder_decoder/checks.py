@@ -11,7 +11,7 @@ import torch
 from transformer_trace.checks import THIS, Check, close, whole_ids
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.registry import Registry
-from transformer_trace.reports.encoder_decoder.sinusoids import own_table
+from transformer_trace.checks.sinusoids import own_table
 from transformer_trace.sources import InputRef, NotCheckable, ParamRef, Ref, TensorSource
 
 
@@ -129,8 +129,8 @@ class SinusoidalPositions(Check):
     """Tensors only: ``out`` is ``before`` (times a factor of the embedding's own, fitted: 1, or √C where the lookup is
     scaled on the way) plus a sinusoidal table sin/cos(pos / 10000^(2i/C)), laid out as the paper interleaves it or
     as tensor2tensor concatenates it (the sines, then the cosines); failing both, any table of one sinusoid per
-    feature, of amplitude 1 and frequencies of its own, fitted (sinusoids.py), the paper's table named as what it is
-    not."""
+    feature, of amplitude 1 and frequencies of its own, fitted (checks/sinusoids.py), the paper's table named as what
+    it is not."""
 
     BUG_FORMS = (BugForm("positions added twice", "the added term vs twice the table", _added_twice),)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from transformer_trace.checks import THIS, Check, TraceUse, close, tolerance
+from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.registry import Registry
 from transformer_trace.sources import Ref, TensorSource
 from transformer_trace.tensors import fmt
@@ -59,22 +60,65 @@ def _normalised_image(s: TensorSource, out: Ref) -> tuple[str, bool, str]:
     )
 
 
+def _on_the_grid(patches: torch.Tensor, rows: int, cols: int, column_order: bool = False) -> torch.Tensor:
+    """(B, N, Ch, P, Q) patches put back on a rows × cols grid -> (B, Ch, rows·P, cols·Q): taken row by row, or
+    column by column (``column_order``)."""
+    B, _, Ch, P, Q = patches.shape
+    if column_order:
+        grid = patches.reshape(B, cols, rows, Ch, P, Q).permute(0, 3, 2, 4, 1, 5)
+    else:
+        grid = patches.reshape(B, rows, cols, Ch, P, Q).permute(0, 3, 1, 4, 2, 5)
+    return grid.reshape(B, Ch, rows * P, cols * Q)
+
+
+def _grid_of(patches: torch.Tensor, image: torch.Tensor) -> tuple[int, int]:
+    """The rows × cols grid the (B, N, Ch, P, Q) patches tile the (B, Ch, H, W) image in."""
+    P, Q = patches.shape[-2:]
+    rows, cols = image.shape[-2] // P, image.shape[-1] // Q
+    if patches.dim() != 5 or rows * cols != patches.shape[1] or rows * P != image.shape[-2]:
+        raise RuntimeError(f"the patches {tuple(patches.shape)} do not tile the image {tuple(image.shape)}")
+    return rows, cols
+
+
+def _pixel_order(check: PatchesReassemble, s: TensorSource) -> Fit | None:
+    """The patches hold the image's pixels, read in another order: each patch transposed (its rows and columns
+    swapped), or the patches taken column by column."""
+    patches, image = s.t(check.out), s.t(check.image)
+    rows, cols = _grid_of(patches, image)
+    readings = {
+        "each patch's pixels are read column by column (its rows and columns swapped: a transpose inside the patch)":
+            _on_the_grid(patches.transpose(-1, -2), rows, cols) if patches.shape[-1] == patches.shape[-2] else None,
+        "the patches are taken column by column ((w h) where (h w) belongs)":
+            _on_the_grid(patches, rows, cols, column_order=True) if rows == cols else None,
+    }
+    tried = []
+    for how, rebuilt in readings.items():
+        if rebuilt is None:
+            continue
+        fits, detail = close(rebuilt, image, "read that way and put back on the grid vs the input image")
+        if fits:
+            return Fit(True, f"your patches ({s.name(check.out)}) are read in another pixel order: {how} ({detail})")
+        tried.append(f"{how.split(' (')[0]}: {detail}")
+    return Fit(False, "; ".join(tried)) if tried else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class PatchesReassemble(Check):
     """Tensors only: the patches ``out`` (B, N, 3, P, P) put back on the grid are the ``image``."""
+
+    BUG_FORMS = (BugForm("patches read in another pixel order", "the patches transposed, or taken column by column, "
+                         "put back on the grid vs the image", _pixel_order),)
 
     out: Ref = THIS
     image: Ref
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         p = s.t(self.out)  # (B, N, 3, P, P)
-        B, N, Ch, P, _ = p.shape
         img = s.t(self.image)
-        side = img.shape[-1] // P
-        # -> (B, 3, H, W)
-        rebuilt = p.view(B, side, side, Ch, P, P).permute(0, 3, 1, 4, 2, 5).reshape(B, Ch, side * P, side * P)
-        passed, detail = close(rebuilt, img, f"{N} patches of {P}×{P} put back on a {side}×{side} grid vs the input "
-                                             "image")
+        rows, cols = _grid_of(p, img)
+        rebuilt = _on_the_grid(p, rows, cols)  # -> (B, 3, H, W)
+        passed, detail = close(rebuilt, img, f"{p.shape[1]} patches of {p.shape[-2]}×{p.shape[-1]} put back on a "
+                                             f"{rows}×{cols} grid vs the input image")
         return "patches re-assemble into the input image", passed, detail
 
 

@@ -195,11 +195,21 @@ def _in_folder(cls, folder):
     return path.startswith(folder) and "site-packages" not in path
 
 
+def _local_value(frame, name):
+    """A local's value, or its entry ``name`` = ``local["key"]`` (a dict's, read by the statement with a constant key:
+    reading/capture.py ``names_read``); None where there is none."""
+    local, bracket, key = name.partition('["')
+    value = frame.f_locals.get(local)
+    if not bracket:
+        return value
+    return value.get(key.removesuffix('"]')) if isinstance(value, dict) else None
+
+
 def _locals(frame, names, torch, results, tensor_value):
     """The local tensors (or a tuple of up to three) the statement reads, as calls of kind "local"."""
     found = []
     for name in names:
-        value = frame.f_locals.get(name)
+        value = _local_value(frame, name)
         tensors = value if isinstance(value, (tuple, list)) and 0 < len(value) <= 3 else (value,)
         if not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in tensors):
             continue

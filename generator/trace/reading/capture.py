@@ -189,10 +189,16 @@ def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
 
 def names_read(marker: Marker) -> list[str]:
     """The plain names the marked statement reads (``qkv`` of ``q, k, v = qkv.unbind(0)``), its inputs as they are
-    before it runs; a name it assigns and reads (``q = q.view(...)``) included."""
+    before it runs; a name it assigns and reads (``q = q.view(...)``) included; and the entries of a local it reads by
+    a constant key (``p["proj"]`` of ``linear(x, p["proj"])``: weights functional code is passed from a dict), written
+    ``p["proj"]`` (the child reads the key back: bootstrap's module_calls.py ``_local_value``)."""
     tree = _statement(marker)
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} if tree else ()
-    return sorted(names)[:6]
+    entries = {f'{n.value.id}["{n.slice.value}"]' for n in (ast.walk(tree) if tree else ())
+               if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)
+               and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)
+               and re.fullmatch(r"\w{1,40}", n.slice.value)}
+    return sorted(names)[:6] + sorted(entries)[:3]
 
 
 def _statement(marker: Marker) -> ast.Module | None:
@@ -311,7 +317,8 @@ def _call(call: protocol.Call, arrays: Arrays, params: dict[int, Kept]) -> Modul
         return [_value(entry, arrays).tensor if entry else None for entry in entries]
 
     # a class or attribute name is the user's text: one the pages can quote as code, else said without it
-    module = call.module if re.fullmatch(r"[A-Za-z_][\w.]{0,79}", str(call.module)) else "module"
+    # (or a dict's entry the line read by a constant key: names_read)
+    module = call.module if re.fullmatch(r'[A-Za-z_][\w.]{0,79}(\["\w{1,40}"\])?', str(call.module)) else "module"
     own = [params.get(number, (None, False)) for number in call.params.values()]
     if any(isinstance(value, Changed) for value, _ in own):  # its weights then are gone: no check may read other ones
         return ModuleCall(module, ModuleKind.CHANGED, call.depth, [], [], {}, {})

@@ -24,7 +24,9 @@ from transformer_trace.checks.base import needs_evidence
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.reading.verify import LayoutStatus
+from transformer_trace.trace.reading.another_lines_input import another_lines_input
 from transformer_trace.trace.reading.derived import derive_missing
+from transformer_trace.trace.reading.functional_weights import functional_projection
 from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.records import TensorLabel, own_tensors, shown_places
 from transformer_trace.trace.reading.call_layout import catalogue_order
@@ -100,6 +102,7 @@ def judge(run: TracedRun, readings: list[SnapshotReading], labels: dict[str, Ten
     with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
         results = _check_pages(readings, run, hit, dims, checked, read_labels, stand_ins)
         _stand_ins_agree(readings, results, stand_ins)
+        another_lines_input(readings, results, stand_ins)  # two readers: the one that read another line's input
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
     said = " ".join(result.detail for snapshot in readings if snapshot.captured
@@ -256,6 +259,7 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
         bound = bind(check, page.calls, source, page.main_as_called, known, order) if page.calls or known else None
         bound = bound or sublayer_bound(check, page.calls, source, page.main_as_called, order)
         bound = bound or grid_bound(check, page.calls, source)
+        bound = bound or functional_projection(check, page.calls, source)
         try:
             with _judged_with_calls(page):
                 try:

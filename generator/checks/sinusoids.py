@@ -5,7 +5,12 @@ table. The term is ``out`` − s · ``before``, s the embedding's own factor fit
 lookup is scaled on the way); it must be the same for every item, since it depends on the position only.
 
 The amplitude is what tells correct code from a bug: a = 1 is the table added once; a = 2 is the positions added
-twice. Anything else is no table this family knows."""
+twice. Anything else is no table this family knows.
+
+Where a line adds positions whose table no snapshot or module shows (a table made in a local, ``same_for_every_item``),
+the added term is judged by the tensors alone: it depends on the position only, so it is the same for every item. A
+learned table is then any such term; but a term that is exactly a sinusoid table of amplitude 2 is no learned table
+(a learned one is never one sinusoid per feature, let alone of amplitude 2): it is a fixed table added twice."""
 
 from __future__ import annotations
 
@@ -14,7 +19,9 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_trace.checks import close
+from transformer_trace.checks.base import close
+from transformer_trace.checks.evidence import Fit
+from transformer_trace.sources import NotCheckable
 
 
 @dataclass(frozen=True)
@@ -74,3 +81,39 @@ def own_table(out: torch.Tensor, before: torch.Tensor) -> OwnTable:
     fits, detail = close(table, fitted, f"the added term vs one sinusoid per feature of amplitude {amplitude:.4g}, "
                                         f"frequencies fitted{factor_words}")
     return OwnTable(fits, amplitude, detail)
+
+
+def twice_a_table(own: OwnTable) -> bool:
+    return own.fits and abs(own.amplitude - 2) <= 2e-3
+
+
+def same_for_every_item(out: torch.Tensor, x: torch.Tensor, lack: NotCheckable) -> tuple[str, bool, str]:
+    """Positions without their table (a trace without the model's weights): the term added to the input depends on the
+    position only, so it is the same for every batch item; ``lack`` raised again where one item cannot tell. A term
+    that is a sinusoid table is said to be one; twice a sinusoid table fails (``added_twice_without_table`` names it).
+    """
+    term = out - x
+    if term.dim() < 3 or term.shape[0] < 2:
+        raise lack
+    passed, detail = close(term, term[:1].expand_as(term), f"the added term of each of the {term.shape[0]} items vs "
+                           "the first item's")
+    claim = ("equals its input plus a term that depends on the position only, the same for every item (learned "
+             "positions; their table was not captured)")
+    own = own_table(out, x) if passed else None
+    if own is not None and twice_a_table(own):
+        return claim, False, f"{detail}; but that term is a sinusoid table of amplitude {own.amplitude:.4g}, twice " \
+                             f"the fixed table ({own.words})"
+    if own is not None and own.fits and abs(own.amplitude - 1) <= 1e-3:
+        return ("equals its input plus a term that depends on the position only, the same for every item: a sinusoid "
+                "table (fixed positions)"), True, f"{detail}; {own.words}"
+    return claim, passed, detail
+
+
+def added_twice_without_table(out: torch.Tensor, x: torch.Tensor, step: str) -> Fit:
+    """The bug form "positions added twice" where the table is not captured: the added term is a sinusoid table of
+    amplitude 2."""
+    own = own_table(out, x)
+    if twice_a_table(own):
+        return Fit(True, f"the positions were added twice: your {step} is its input plus a sinusoid table of amplitude "
+                         f"{own.amplitude:.4g} where correct code adds one of amplitude 1 ({own.words})")
+    return Fit(False, own.words)

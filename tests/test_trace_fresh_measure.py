@@ -1,0 +1,80 @@
+"""tests/trace_fresh/measure.py counts, for each planted bug, beside "named first" whether it is named at its own step:
+one of its `expected` snapshots fails with evidence (with the bug's `form` where planted_bugs.json gives one), whatever
+failed before it, so a round whose upstream code has a true red earlier still shows whether each bug is seen."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+MEASURE = Path(__file__).resolve().parent / "trace_fresh" / "measure.py"
+
+
+@pytest.fixture(scope="module")
+def measure():
+    spec = importlib.util.spec_from_file_location("fresh_measure", MEASURE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def snapshot(label, status, evidence=None):
+    passed = {"passed": True, "failed": False}.get(status)
+    check = {"name": "claim", "detail": "numbers", "passed": passed, "status": status,
+             **({"evidence": {"kind": "bug form", "name": evidence, "message": "why"}} if evidence else {})}
+    return {"label": label, "captured": True, "check": check}
+
+
+# upstream's own true red at #11 first; the bug's #31 red with its form; #33 unrecognised (not red)
+SNAPSHOTS = [snapshot("#10", "passed"), snapshot("#11", "failed", "another scaling inside the softmax"),
+             snapshot("#31", "failed", "computed from another tensor"), snapshot("#33", "unrecognised")]
+
+
+def test_the_own_steps_that_failed_are_listed_with_their_evidence(measure):
+    assert measure.own_step_evidence(SNAPSHOTS, ["#31", "#33"]) == {"#31": "computed from another tensor"}
+    assert measure.own_step_evidence(SNAPSHOTS, ["#33"]) == {}  # unrecognised is not a red verdict
+    assert measure.own_step_evidence(SNAPSHOTS, ["#10"]) == {}
+
+
+@pytest.mark.parametrize(("found", "form", "named"), [
+    ({"#31": "computed from another tensor"}, None, True),  # no form listed: any evidence at its step
+    ({"#31": "computed from another tensor"}, "computed from another tensor", True),
+    ({"#31": "computed from another tensor"}, ["K or V from another input", "computed from another tensor"], True),
+    ({"#31": "computed from another tensor"}, "residual dropped", False),  # red at its step, but for another reason
+    ({"#31": ""}, None, False),  # a failure without evidence names nothing
+    ({}, None, False),
+])
+def test_a_bug_is_named_at_its_own_step_only_with_evidence_there(measure, found, form, named):
+    assert measure.named_at_own_step(found, form) is named
+
+
+def test_each_bug_gets_the_new_field_and_the_run_a_total_beside_the_old_fields(measure, tmp_path, monkeypatch,
+                                                                               capsys):
+    folder = tmp_path / "impl"
+    folder.mkdir()
+    (folder / "model.py").write_text("a = 1\nb = 2\n")
+    bugs = [{"id": "B1", "file": "model.py", "old": "a = 1", "new": "a = 3", "expected": ["#31", "#33"]},
+            {"id": "B2", "file": "model.py", "old": "b = 2", "new": "b = 4", "expected": "#11",
+             "form": "1/√d missing"}]
+    (folder / "planted_bugs.json").write_text(json.dumps(bugs))
+
+    def fake_trace(copy, name, expected=()):
+        first = "#11 Attention weights: ..."
+        result = {"exit": 1, "first_failure": None if copy == folder else first, "first_evidence": None}
+        return {**result, **({"own_step": measure.own_step_evidence(SNAPSHOTS, list(expected))} if expected else {})}
+
+    monkeypatch.setattr(measure, "trace", fake_trace)
+    monkeypatch.setattr(measure, "COPIES", tmp_path / "copies")
+    monkeypatch.setattr(sys, "argv", ["measure.py", str(folder)])
+    measure.main()
+    results = json.loads(capsys.readouterr().out)
+    assert (results["B1"]["named_first"], results["B1"]["named_at_own_step"]) == (False, True)
+    # first failing at its own step, but with another form than the one listed: named first (the old field, as it
+    # was), not named at its own step with its form
+    assert (results["B2"]["named_first"], results["B2"]["named_at_own_step"]) == (True, False)
+    assert results["totals"] == {"bugs": 2, "named_first": 1, "named_at_own_step": 1}
+    assert "own_step" not in results["correct"] and results["B1"]["own_step"] == {"#31": "computed from another tensor"}

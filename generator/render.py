@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache, partial
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,11 +198,13 @@ def report_template(report: Report, name: str, env: jinja2.Environment | None = 
         return None
 
 
-def render_block(template: jinja2.Template | None, block: str, context: dict[str, Any]) -> str | None:
-    """One block of a report template that extends _select.md.j2, or None when the template or block is missing."""
+def render_block(template: jinja2.Template | None, block: str, context: Mapping[str, Any],
+                 **shown: Any) -> str | None:
+    """One block of a report template that extends _select.md.j2, rendered with ``context`` and ``shown`` (a page's
+    own: the page, its tensor), or None when the template or block is missing."""
     if template is None or block not in template.blocks:
         return None
-    return template.render(block=block, **context).strip()
+    return template.render(block=block, **context, **shown).strip()
 
 
 def missing_blocks(report: Report) -> list[str]:
@@ -234,15 +236,20 @@ def render_report(report: Report, run: ModelRun, out_dir: Path, order: int = 0) 
     return pages
 
 
-def _written(run: ModelRun, template: jinja2.Template | None, block: str, context: Callable[[], dict[str, Any]],
-             fallback: Callable[[str | None], str]) -> str:
-    """Block ``block`` of the report's ``template`` rendered with ``context()``, else ``fallback(needs)``: needs is None
-    where the report has no such block, else what the block needed that the run lacks, read from the exception (a tensor
-    not captured, an input a traced script does not know, an entry the user's tensor does not have). Only a run without
-    a model lacks such things (a traced script's): in a model run, a block that needs what the run lacks is a bug and
-    is raised; so is any exception other than the project's own "not here" (``NotCheckable`` and its kinds)."""
+def _written(run: ModelRun, template: jinja2.Template | None, block: str, context: Mapping[str, Any],
+             fallback: Callable[[str | None], str], **shown: Any) -> str:
+    """Block ``block`` of the report's ``template`` rendered with ``context`` (the writer's one context, made once) and
+    ``shown`` (a page's explanation's: the page, its tensor ``x``, or why it cannot be read so); else
+    ``fallback(needs)``: needs is None where the report has no such block, else what the block needed that the run
+    lacks, read from the exception (a tensor not captured, an input a traced script does not know, an entry the user's
+    tensor does not have). Only a run without a model lacks such things (a traced script's): in a model run, a block
+    that needs what the run lacks is a bug and is raised; so is any exception other than the project's own "not here"
+    (``NotCheckable`` and its kinds)."""
     try:
-        return render_block(template, block, context()) or fallback(None)
+        for value in shown.values():
+            if isinstance(value, NotCheckable):  # what the block would read, and the run lacks
+                raise value
+        return render_block(template, block, context, **shown) or fallback(None)
     except NotCheckable as exc:
         if run.model is not None:
             raise
@@ -284,15 +291,15 @@ def write_pages(report: Report, run: ModelRun, pages: Sequence[SnapshotPage], ou
     common = {"report": report, "run": run, "inputs": run.inputs, "dims": run.dims, "stamp": run.stamp(),
               "command": command, "outcome": overview.outcome, "title": title or report.title}
     by_number = {p.snap.number: p for p in pages}  # what the report's blocks read of each page
+    blocks = {"pages": by_number, **common}  # the one context of every explanation and answer, made once
     questions = report_template(report, "questions.md.j2", env)
-    explanations = _explain(report, run, pages, env, common)
-    answer = _answerer(run, pages, questions, env, common)
+    explanations = _explain(report, run, pages, env, blocks)
+    answer = _answerer(run, pages, questions, env, common, blocks)
     shorts = {q.number: answer(q, short=True) for q in report.questions}
-    common["written"] = {page.snap.number: PageText(explanations.get(page.snap.number, ""), tuple(
+    common["written"] = blocks["written"] = {page.snap.number: PageText(explanations.get(page.snap.number, ""), tuple(
         {"question": report.question(n), "short": shorts[n]} for n in page.snap.questions)) for page in pages}
-    answer = _answerer(run, pages, questions, env, common)  # the full answers read the pages' texts too
-    answers = {q.number: answer(q, short=False) for q in report.questions}
-    intro = _written(run, questions, "intro", lambda: {"pages": by_number, **common}, lambda needs: "")
+    answers = {q.number: answer(q, short=False) for q in report.questions}  # these read the pages' texts too
+    intro = _written(run, questions, "intro", blocks, lambda needs: "")
     by_stage = {stage.key: [p for p in pages if p.snap.stage == stage.key] for stage in report.stages}
 
     def write(rel: str, template: str, **context: Any) -> str:
@@ -353,31 +360,32 @@ class PageText:
 
 
 def _explain(report: Report, run: ModelRun, pages: Sequence[SnapshotPage], env: jinja2.Environment,
-             common: dict[str, Any]) -> dict[int, str]:
-    """Each captured page's explanation (by snapshot number): the report's block s<n> with the run's numbers; generic
-    text with them where the report has none, where the block needs what the run lacks (saying what), or where the
-    page's check failed."""
-    by_number = {p.snap.number: p for p in pages}
+             context: Mapping[str, Any]) -> dict[int, str]:
+    """Each captured page's explanation (by snapshot number), rendered with the writer's one ``context``: the report's
+    block s<n> with the run's numbers; generic text with them where the report has none, where the block needs what
+    the run lacks (saying what), or where the page's check failed. What each reads of its page, its first tensor in the
+    catalogue's layout (``x``), is read once for every page before any renders."""
     explanations, fallback = report_template(report, "explain.md.j2", env), env.get_template("_fallback_explain.md.j2")
+    read = {page.snap.number: (page, _in_catalogue_layout(page.main)) for page in pages if page.captured}
     written: dict[int, str] = {}
-    for page in pages:
-        if not page.captured:
-            continue
-
-        def explain_context(page: SnapshotPage = page) -> dict[str, Any]:
-            return {"x": page.main.view, "page": page, "pages": by_number, **common}
+    for number, (page, x) in read.items():
 
         def explain_fallback(needs: str | None, page: SnapshotPage = page, failed: bool = False) -> str:
-            context = {"x": page.main.shown, "page": page, "pages": by_number, **common, "needs": needs,
-                       "failed": failed}
-            return fallback.render(**context).strip()
+            return fallback.render(**context, x=page.main.shown, page=page, needs=needs, failed=failed).strip()
 
         if _refuted(page):
-            written[page.snap.number] = explain_fallback(None, failed=True)
+            written[number] = explain_fallback(None, failed=True)
         else:
-            written[page.snap.number] = _written(run, explanations, f"s{page.snap.number}", explain_context,
-                                                 explain_fallback)
+            written[number] = _written(run, explanations, f"s{number}", context, explain_fallback, page=page, x=x)
     return written
+
+
+def _in_catalogue_layout(section: TensorSection) -> TensorView | NotCheckable:
+    """A page's tensor as its report's blocks read it (``TensorSection.view``), or why it cannot be read so."""
+    try:
+        return section.view
+    except NotCheckable as lack:
+        return lack
 
 
 class Answer(Protocol):
@@ -387,11 +395,11 @@ class Answer(Protocol):
 
 
 def _answerer(run: ModelRun, pages: Sequence[SnapshotPage], questions: jinja2.Template | None,
-              env: jinja2.Environment, common: dict[str, Any]) -> Answer:
-    """answer(question, short): the report's written answer (block q<n> or q<n>_short) with the run's numbers; where
-    it has none, needs what the run lacks, or a snapshot informing it failed its check, the generic answer (what the
-    run shows of the snapshots that inform it) for a run without a model, nothing for a model run."""
-    context = {"pages": {p.snap.number: p for p in pages}, **common}  # what every answer reads, made once
+              env: jinja2.Environment, common: Mapping[str, Any], context: Mapping[str, Any]) -> Answer:
+    """answer(question, short): the report's written answer (block q<n> or q<n>_short) rendered with the writer's one
+    ``context``; where it has none, needs what the run lacks, or a snapshot informing it failed its check, the generic
+    answer (what the run shows of the snapshots that inform it, with ``common``) for a run without a model, nothing for
+    a model run."""
     generic = env.get_template("_fallback_answer.md.j2")
 
     def fallback(q: Question, short: bool, failed: Sequence[SnapshotPage] = ()) -> Callable[[str | None], str]:
@@ -405,7 +413,7 @@ def _answerer(run: ModelRun, pages: Sequence[SnapshotPage], questions: jinja2.Te
         if failed:
             return fallback(q, short, failed)(None)
         block = f"q{q.number}_short" if short else f"q{q.number}"
-        return _written(run, questions, block, lambda: context, fallback(q, short))
+        return _written(run, questions, block, context, fallback(q, short))
 
     return answer
 

@@ -14,8 +14,8 @@ from torch import nn
 
 from transformer_trace.errors import UserError
 from transformer_trace.indexing import parse_index
-from transformer_trace.sources import (InputRef, MissingTensor, ModuleRef, NoInput, NotCheckable, NoWeights, ParamRef,
-                                       Ref, fill)
+from transformer_trace.sources import (Float64Copies, InputRef, MissingTensor, ModuleRef, NoInput, NotCheckable,
+                                       NoWeights, ParamRef, Ref, fill)
 from transformer_trace.tensors import TensorView
 from transformer_trace.version import package_version  # the run stamp names the package version
 from transformer_trace.models.recording import Declared, Recording, declared_points
@@ -83,6 +83,8 @@ class ModelRun:
     record_points: dict[str, Declared] | None = None  # the declared record points, where no model declares them
     command: str = ""  # the command that made the run, where it is not a build of the report's options (a trace's)
     _cpu: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
+    # each tensor's float64 copy for the checks, made once (a traced run shares its views' own: trace/reading/run.py)
+    float64: Float64Copies = field(default_factory=Float64Copies, repr=False, compare=False)
     # Work the run left to finish (a measurement begun ahead, still running in a thread: the GPT's held-out score);
     # see finish()
     unfinished: list[Callable[[], None]] = field(default_factory=list, repr=False)
@@ -126,8 +128,8 @@ class ModelRun:
         return self._cpu[name]
 
     def t(self, template: Ref | str) -> torch.Tensor:
-        """The captured tensor in float64 on the CPU, for checks."""
-        return self.cpu(template).double()
+        """The captured tensor in float64 on the CPU, for checks (converted once: ``float64``)."""
+        return self.float64.of(self.cpu(template))
 
     def view(self, template: Ref | str, index: str | None = None) -> torch.Tensor:
         tensor = self.cpu(template)
@@ -154,7 +156,7 @@ class ModelRun:
 
     def parameter(self, template: ParamRef | str) -> torch.Tensor:
         name = self.name(template)
-        return self._model(f"parameter {name}").get_parameter(name).detach().double().cpu()
+        return self.float64.of(self._model(f"parameter {name}").get_parameter(name))
 
     # ------------------------------------------------------------------ facts
 

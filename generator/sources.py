@@ -21,8 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
-__all__ = ["InputRef", "Known", "Lacking", "MissingFact", "MissingTensor", "ModuleRef", "NoInput", "NotCheckable",
-           "NoWeights", "ParamRef", "Ref", "TensorDict", "TensorSource", "fill"]
+__all__ = ["Float64Copies", "InputRef", "Known", "Lacking", "MissingFact", "MissingTensor", "ModuleRef", "NoInput",
+           "NotCheckable", "NoWeights", "ParamRef", "Ref", "TensorDict", "TensorSource", "fill", "on_cpu"]
 
 
 def fill(template: str, places: Mapping[str, str]) -> str:
@@ -141,6 +141,26 @@ class Known(dict, Lacking):
         raise self.lack(key)
 
 
+def on_cpu(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` on the CPU, out of any autograd graph: itself where it is so already (a captured tensor)."""
+    return tensor if tensor.device.type == "cpu" and not tensor.requires_grad else tensor.detach().cpu()
+
+
+class Float64Copies:
+    """The float64 copy of each tensor a run's checks read (the tensor itself where it is float64 already), made the
+    first time one asks and handed to every later one: a tensor is converted for the checks once, whichever check and
+    whichever view of the run reads it (no check changes what it is given)."""
+
+    def __init__(self) -> None:
+        self._copies: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id -> (the tensor, kept alive; its copy)
+
+    def of(self, tensor: torch.Tensor) -> torch.Tensor:
+        kept = self._copies.get(id(tensor))
+        if kept is None:
+            kept = self._copies[id(tensor)] = (tensor, on_cpu(tensor).double())
+        return kept[1]
+
+
 @runtime_checkable
 class TensorSource(Protocol):
     """What a check or a figure reads. ``ModelRun`` is one; ``TensorDict`` (tensors alone) another."""
@@ -188,13 +208,15 @@ class TensorDict:
     modules: Mapping[str, Any] = field(default_factory=dict)
     params: Mapping[str, torch.Tensor] = field(default_factory=dict)
     run: TensorSource | None = None
+    # each tensor's float64 copy, made once for every view of the run (``with_tensors``): what ``t`` hands every check
+    float64: Float64Copies = field(default_factory=Float64Copies, repr=False, compare=False)
 
     def with_tensors(self, tensors: Mapping[str, torch.Tensor], modules: Mapping[str, Any] | None = None,
                      params: Mapping[str, torch.Tensor] | None = None) -> TensorDict:
         """This source's view of the same run with ``tensors`` and the weights a module call gave (``modules``,
-        ``params``): its own modules and parameters are not kept, its run is."""
+        ``params``): its own modules and parameters are not kept, its run and its float64 copies are."""
         return TensorDict(tensors, places=self.places, inputs=self.inputs, declared=self.declared,
-                          modules=modules or {}, params=params or {}, run=self.run)
+                          modules=modules or {}, params=params or {}, run=self.run, float64=self.float64)
 
     def name(self, ref: Ref | ModuleRef | ParamRef | str) -> str:
         return fill(str(ref), self.places)
@@ -202,16 +224,19 @@ class TensorDict:
     def has(self, ref: Ref | str) -> bool:
         return self.name(ref) in self.tensors
 
-    def cpu(self, ref: Ref | str) -> torch.Tensor:
+    def _tensor(self, ref: Ref | str) -> torch.Tensor:
         name = self.name(ref)
         try:
-            return self.tensors[name].detach().cpu()
+            return self.tensors[name]
         except KeyError:
             captured = ", ".join(sorted(self.tensors)) or "nothing"
             raise MissingTensor(name, f"not captured; captured: {captured}") from None
 
+    def cpu(self, ref: Ref | str) -> torch.Tensor:
+        return on_cpu(self._tensor(ref))
+
     def t(self, ref: Ref | str) -> torch.Tensor:
-        return self.cpu(ref).double()
+        return self.float64.of(self._tensor(ref))
 
     def module(self, ref: ModuleRef | str) -> Any:
         name = self.name(ref)
@@ -224,7 +249,7 @@ class TensorDict:
     def parameter(self, ref: ParamRef | str) -> torch.Tensor:
         name = self.name(ref)
         if name in self.params:
-            return self.params[name].detach().double().cpu()
+            return self.float64.of(self.params[name])
         if self.run is not None:
             return self.run.parameter(name)
         raise NoWeights(f"parameter {name}", "the tensors were captured without the model's weights")

@@ -22,7 +22,13 @@ a dataclass's generated ``__init__`` counted in its class's file) is looked at:
 A *stop* is a change of file along those calls (consecutive calls in one file are one stop); a *return* is a stop in a
 file the walk had already left. The headline walk is the sequence of new forms (where the value goes: for the bundled
 value, record -> tensor view -> section -> page -> render -> templates -> explorer data); every touch is printed too
-(it counts each template and page property that reads the page). Work in forked worker processes is not seen.
+(it counts each template and page property that reads the page).
+
+Both walks are measured alike, in this one process: calls made in a forked worker would not be seen, so the bundled
+build's figure workers are turned off for the measurement (``FigureWorkers`` drawing in this process, as a trace's
+figures always are: trace/report.py ``draw_figures``), and each walk counts its figures' drawings reading the value.
+Nothing else either command does runs in another process (the trace's script runs in a child process, before the walk
+starts; the templates compiled ahead by template_cache.py hold no value).
 """
 
 from __future__ import annotations
@@ -169,15 +175,34 @@ def _first_recorded_value(run: Any) -> list[Any]:
     return [recorded, recorded.tensor]
 
 
+@contextlib.contextmanager
+def figures_drawn_here() -> Any:
+    """The build's figure workers turned off: every figure drawn in this process, where the walk sees it (a forked
+    worker's calls are not seen), as a traced script's figures are drawn."""
+    from transformer_trace import build
+
+    forking = build.FigureWorkers.__init__
+
+    def in_this_process(self: Any, jobs: Any, parallel: bool = True) -> None:
+        forking(self, jobs, parallel=False)
+
+    build.FigureWorkers.__init__ = in_this_process  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        build.FigureWorkers.__init__ = forking  # type: ignore[method-assign]
+
+
 def measure(argv: list[str], walk: Walk) -> Walk:
     from transformer_trace.cli import main
 
-    sys.setprofile(walk.profile)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            code = main(argv)
-    finally:
-        sys.setprofile(None)
+    with figures_drawn_here():
+        sys.setprofile(walk.profile)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                code = main(argv)
+        finally:
+            sys.setprofile(None)
     if code not in (0, 1):  # 1: the trace ran and a check failed
         raise SystemExit(f"{' '.join(argv)} exited {code}")
     if not walk.done:

@@ -108,3 +108,16 @@ def test_the_check_counts_are_the_judgements_not_the_run_inputs(traced):
     assert data["facts"][-1] == ["Checks", checks]  # snapshots.json's facts: the run's, then the checks'
     assert [label for label, _ in data["facts"]] == ["Script", "Captured", "Checks"]
     assert f"| Checks | {checks} |" in print_view
+
+
+def test_a_captured_tensor_is_converted_to_float64_once_whichever_check_reads_it(traced):
+    """The run owns each captured tensor's float64 copy (sources.Float64Copies): every view of it a check reads, and
+    the run itself, hand that one copy, made the first time one asked."""
+    _, stages, run, _, _ = traced
+    sources = [source for stage, source in stages if stage == "check"]
+    assert all(source.float64 is run.float64 for source in sources)
+    read = [(source, name) for source in sources for name, tensor in source.tensors.items()
+            if tensor is run.catalogued.tensors.get(name)]
+    assert read, "the checks read the run's own captured tensors"
+    for source, name in read:
+        assert source.t(name) is run.t(name) and source.t(name).dtype == torch.float64

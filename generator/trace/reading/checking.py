@@ -29,11 +29,10 @@ from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.functional_weights import functional_projection
 from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.records import TensorLabel, own_tensors, shown_places
-from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.parts import evidence_in_parts
 from transformer_trace.trace.reading.patch_grid import grid_bound
 from transformer_trace.trace.reading.residuals import sublayer_bound
-from transformer_trace.trace.reading.weights import bind, run_bound
+from transformer_trace.trace.reading.weights import LineCalls, run_bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
@@ -179,17 +178,24 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, hit: int, dims: d
     """Each snapshot's results, one per declared check, in the user's terms (by snapshot number)."""
     variables = {page.label: page.variables for page in pages if page.captured}
     source, results = run.catalogued, {}
+    # a snapshot is judged on its own capture, even where an earlier one shows the same record point: each captured
+    # page's own tensors under its pass's names, then the run as its marked line sees it, before any check runs
+    places = {page.snap.number: shown_places(page, run.report, pages, hit) or dict(source.places)
+              for page in pages if page.captured} if source is not None and checked is not None else {}
+    own = {number: own_tensors(page, places[number]) for page in pages if (number := page.snap.number) in places}
+    views = {number: run.seen_from({**checked.tensors, **tensors}, places[number])
+             for number, tensors in own.items() if checked is not None}
+    # then the module calls each marked line made, one binder for every check of its page (trace/reading/weights.py)
+    lines = {number: LineCalls(page.calls, views[number], page.main_as_called, run.called, page.call_order)
+             for page in pages if (number := page.snap.number) in views}
     for page in pages:
-        # a snapshot is judged on its own capture, even where an earlier one shows the same record point
-        if source is not None and checked is not None and page.captured:
-            places = shown_places(page, run.report, pages, hit) or dict(source.places)
-            own = own_tensors(page, places)
-            found = page_checks(page, run.seen_from({**checked.tensors, **own}, places),
-                                {**read_labels, **dict.fromkeys(own, TensorLabel(page.label))}, run.called, stand_ins,
-                                dims)
+        number = page.snap.number
+        if number in views:
+            found = page_checks(page, views[number], {**read_labels, **dict.fromkeys(own[number], TensorLabel(
+                page.label))}, run.called, stand_ins, dims, lines[number])
         else:
             found = page_checks(page, checked, read_labels, dims=dims)
-        results[page.snap.number] = [in_users_terms(result, read_labels, variables) for result in found]
+        results[number] = [in_users_terms(result, read_labels, variables) for result in found]
     return results
 
 
@@ -203,7 +209,7 @@ def _with_derived(pages: list[SnapshotReading], source: TensorDict, labels: dict
         return TensorLabel(label, derived_from=tuple(dict.fromkeys(map(str, read))))
 
     derived.update(derive_missing(pages, tensors, read_labels, dict(source.places), label_of, dims))
-    return TensorDict(tensors, places=source.places), read_labels
+    return source.with_tensors(tensors), read_labels
 
 
 def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
@@ -214,18 +220,19 @@ def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
 def page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
                 known: dict[str, Any] | None = None,
                 stand_ins: list[StandIn] | None = None,
-                dims: dict[str, int] | None = None) -> list[CheckResult]:
+                dims: dict[str, int] | None = None, line: LineCalls | None = None) -> list[CheckResult]:
     """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said
     in the user's terms (a snapshot to capture, the weights a trace does not have); a failure without evidence is
     unrecognised (checks/base.py ``needs_evidence``: code the tool has never seen is not called wrong for a form it
     does not know). ``stand_ins`` collects (page, the result's index, a record name, the module call's input that stood
-    in for it: _stand_ins_agree)."""
-    return [needs_evidence(result) for result in _page_checks(page, source, labels, known, stand_ins, dims)]
+    in for it: _stand_ins_agree); ``line``, the binder of the module calls the page's marked line made, where made
+    already."""
+    return [needs_evidence(result) for result in _page_checks(page, source, labels, known, stand_ins, dims, line)]
 
 
 def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
                  known: dict[str, Any] | None, stand_ins: list[StandIn] | None,
-                 dims: dict[str, int] | None) -> list[CheckResult]:
+                 dims: dict[str, int] | None, line: LineCalls | None) -> list[CheckResult]:
     checks = tuple(getattr(page.snap, "checks", ()))
     claims = [c.key().replace("_", " ") for c in checks]
     if not page.captured:
@@ -253,10 +260,14 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
     results = []
     # the calls (already in the run's layout, run_layout.py) read as the step where the step is permuted further
-    order = catalogue_order(page.main_as_called, layout.canonical)
+    order = page.call_order
+    if not page.calls and not known:
+        line = None  # no module call a check could read
+    elif line is None:  # the module calls the marked line made, one binder for every check of the page
+        line = LineCalls(page.calls, source, page.main_as_called, known, order)
     for check, claim in zip(checks, claims):
-        # the weights and inputs of the module calls the marked line made (generator/trace/reading/weights.py)
-        bound = bind(check, page.calls, source, page.main_as_called, known, order) if page.calls or known else None
+        # the weights and inputs those calls give the check, in the form it reads them
+        bound = check.bound_by(line) if line is not None else None
         bound = bound or sublayer_bound(check, page.calls, source, page.main_as_called, order)
         bound = bound or grid_bound(check, page.calls, source)
         bound = bound or functional_projection(check, page.calls, source)

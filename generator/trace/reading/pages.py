@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from transformer_trace.pages import (
 )
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
+from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Value
 from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.reading.records import places_for
@@ -188,7 +190,44 @@ def _numbered(marker: Marker) -> int:
 
 
 @dataclass(frozen=True)
-class SnapshotReading(PageTensors):
+class MarkedLineCalls:
+    """The module calls one marked line of a snapshot made, at every hit (``at_hits``), and which hit its page shows
+    (``shown``, counted from 1)."""
+
+    at_hits: tuple[tuple[ModuleCall, ...], ...]
+    shown: int
+
+    def read_in(self, run: RunLayout) -> MarkedLineCalls:
+        """Its calls read in the run's one layout (run_layout.py ``RunLayout.turned_call``)."""
+        return MarkedLineCalls(tuple(tuple(map(run.turned_call, calls)) for calls in self.at_hits), self.shown)
+
+
+class _MarkedLines:
+    """A snapshot's module calls as its marked lines (``lines``) made them, kept once: those the checks read (at the hit
+    shown) and each tensor's line's at every hit are both read from the lines' own."""
+
+    lines: tuple[MarkedLineCalls, ...]
+    tensor_lines: tuple[int, ...]
+
+    @cached_property
+    def calls(self) -> tuple[ModuleCall, ...]:
+        """The module calls its line(s) made at the hit shown, line after line: what weight-aware checks read
+        (generator/trace/reading/weights.py)."""
+        return tuple(call for line in self.lines for call in line.at_hits[line.shown - 1])
+
+    @property
+    def shown_hit(self) -> int:
+        """Which hit of its (first) marked line it shows."""
+        return self.lines[0].shown if self.lines else 1
+
+    @cached_property
+    def hit_calls(self) -> tuple[tuple[tuple[ModuleCall, ...], ...], ...]:
+        """Per tensor: its line's module calls at every hit."""
+        return tuple(self.lines[line].at_hits for line in self.tensor_lines)
+
+
+@dataclass(frozen=True)
+class SnapshotReading(_MarkedLines, PageTensors):
     """One snapshot of the catalogue as a capture shows it, read once (``read_snapshots``): the user's values at the hit
     the pages show, each read in the catalogue's layout, and at every hit; the marked lines' code and module calls; the
     named shape and the dimensions it binds. What the checks (checking.py), the run (run.py ``traced_run``) and the
@@ -205,12 +244,11 @@ class SnapshotReading(PageTensors):
     layouts: tuple[Layout, ...] = ()  # how each tensor's shape (at the hit shown) reads as its named one
     bound: tuple[str, ...] = ()  # named dimensions bound from its tensors: "h = 4 (heads)"
     order: int = 0  # its place in the order the script ran
-    shown_hit: int = 1  # which hit of its (first) marked line it shows
     hit_values: tuple[tuple[torch.Tensor | None, ...], ...] = ()  # per tensor: its value at every hit
     # per tensor: its value at every hit read in the catalogue's layout (None: no value, or none of a record's)
     hit_layouts: tuple[tuple[Layout | None, ...], ...] = ()
-    calls: tuple[ModuleCall, ...] = ()  # the module calls its line(s) made at the hit shown, in the run's layout
-    hit_calls: tuple[tuple[tuple[ModuleCall, ...], ...], ...] = ()  # per tensor: its line's module calls at every hit
+    lines: tuple[MarkedLineCalls, ...] = ()  # per marked line: its module calls at every hit, in the run's layout
+    tensor_lines: tuple[int, ...] = ()  # per tensor: which of ``lines`` captured it
     run: RunLayout = RunLayout()  # the run's one layout, in which its module calls are read
 
     @property
@@ -230,9 +268,16 @@ class SnapshotReading(PageTensors):
         captured)."""
         return self.layouts[0] if self.layouts else None
 
+    @cached_property
+    def call_order(self) -> tuple[int, ...] | None:
+        """The axis order its checks read its module calls' tensors in, as its first tensor (in the run's layout) was
+        read in the catalogue's: sequence-first heads, say (call_layout.py ``catalogue_order``); None where alike."""
+        layout = self.layout
+        return catalogue_order(self.main_as_called, layout.canonical) if self.captured and layout is not None else None
+
 
 @dataclass(frozen=True)
-class _Marked(PageTensors):
+class _Marked(_MarkedLines, PageTensors):
     """A snapshot's marked lines at the hit shown, before its tensors are read in the catalogue's layout (that needs the
     dimensions every snapshot's tensors bind together)."""
 
@@ -243,10 +288,9 @@ class _Marked(PageTensors):
     named: tuple[tuple[str, ...] | None, ...]
     hit_note: str
     order: int
-    shown_hit: int
     hit_values: tuple[tuple[torch.Tensor | None, ...], ...]
-    calls: tuple[ModuleCall, ...]
-    hit_calls: tuple[tuple[tuple[ModuleCall, ...], ...], ...]
+    lines: tuple[MarkedLineCalls, ...]
+    tensor_lines: tuple[int, ...]
 
 
 def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
@@ -259,25 +303,23 @@ def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
         notes, wanted = [], hit if numbering == "none" or in_layer_loop(snap) else 1  # own points: no layer loop known
         sections: list[TensorSection] = []
         hit_values: list[tuple[torch.Tensor | None, ...]] = []
-        hit_calls: list[tuple[tuple[ModuleCall, ...], ...]] = []
-        calls: list[ModuleCall] = []
-        order, shown_hit = 0, 1
+        lines: list[MarkedLineCalls] = []
+        tensor_lines: list[int] = []
+        order = 0
         for j, (marker, hits) in enumerate(in_catalogue_order(snap, marked.get(snap.number, []))):
             chosen, note = _hit(hits, wanted)
             notes.append(note if wanted == hit or len(hits) == 1 else
                          f"{note}: a step outside the layer loop, which --hit does not count (its other hits are "
                          "another use of the line, in data/)")
-            if j == 0:
-                shown_hit = min(wanted, len(hits))
             hit_values += [tuple(_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits)
                            for k in range(len(chosen.values))]
-            hit_calls += [tuple(tuple(h.calls) for h in hits)] * len(chosen.values)
+            lines.append(MarkedLineCalls(tuple(tuple(h.calls) for h in hits), min(wanted, len(hits))))
+            tensor_lines += [j] * len(chosen.values)
             order = min(order or chosen.order, chosen.order)
-            calls += chosen.calls  # what weight-aware checks read (generator/trace/reading/weights.py)
             sections += _marked_sections(snap, marker, chosen, capture)
         return _Marked(catalogue, snap, sections, shapes[snap.number][0] or (), shapes[snap.number],
-                       "; ".join(dict.fromkeys(notes)), order, shown_hit, tuple(hit_values), tuple(calls),
-                       tuple(hit_calls))
+                       "; ".join(dict.fromkeys(notes)), order, tuple(hit_values),
+                       tuple(lines), tuple(tensor_lines))
 
     return of
 
@@ -350,9 +392,8 @@ def read_snapshots(catalogue: Report, numbering: str, capture: Capture, hit: int
         readings.append(SnapshotReading(
             m.report, m.snap, tensors, m.named_shape, m.named, example, docs[m.snap.number], m.hit_note,
             tuple(layouts), bound_names(m.named_shape, layout, shown, catalogue.dims_legend) if tensors else (),
-            m.order, m.shown_hit, m.hit_values, _hit_layouts(m, run), tuple(run.turned_call(c) for c in m.calls),
-            tuple(tuple(tuple(map(run.turned_call, calls)) for calls in per_tensor) for per_tensor in m.hit_calls),
-            run))
+            m.order, m.hit_values, _hit_layouts(m, run), tuple(line.read_in(run) for line in m.lines),
+            m.tensor_lines, run))
     return readings, dims, run
 
 

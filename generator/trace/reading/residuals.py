@@ -44,7 +44,8 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, 
     # the stream, where it is the one other operand and no snapshot shows it: from the norm the line applied to it
     # (where it is the sum of several, the norm's input is that sum, not the operand missing)
     streams: tuple[Ref, ...] = operands[:-1] if len(operands) == 2 and not source.has(operands[0]) else ()
-    norm = _normalised_stream(calls, main) if streams else None
+    norms = _stream_norms(calls, main)
+    norm = _fed_norm(norms, calls, main) if streams else None
     if norm is not None:
         tensors[_stream_name(source.name(streams[0]), norm)] = in_order(norm.inputs[0], order)
     known = {source.name(ref): Ref(source.name(ref) if source.has(ref) else _stream_name(source.name(ref), norm))
@@ -56,7 +57,7 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, 
     name = f"{missing}@{call.module}.output"
     kept: tuple[Ref, ...] = (*known.values(), Ref(name))
     absent = tuple(source.name(ref) for ref in operands[:-1] if source.name(ref) not in known)
-    captured_stream = _stream_captured(calls, main, order, source) if absent else None
+    captured_stream = _captured_stream(norms, order, source) if absent else None
     if captured_stream in {source.name(ref) for ref in kept}:
         captured_stream = None  # the norm read an operand itself (``x = attn_out``): the stream was left out, not found
     if captured_stream is not None:  # the stream the sublayer is added to, as the line's LayerNorm read it: a step
@@ -133,29 +134,33 @@ def _stream_name(record: str, norm: Any) -> str:
     return f"{record}, the input of the {norm.module} the line applied"
 
 
-def _normalised_stream(calls: Sequence[ModuleCall], main: torch.Tensor) -> Any:
-    """The norm call of a pre-norm line (``x + self.attn(self.attn_ln(x))``) whose output another call of the line was
-    given: its input is the stream the residual carries. None where no norm feeds a call, several do, or the norm's
-    output is the step (a post-norm line: its input is the sum, not the stream)."""
-    norms = [call for call in calls if (call.kind == ModuleKind.LAYER_NORM or call.kind == ModuleKind.USER
-                                        and _norm_like(call)) and call.inputs
-             and call.outputs and isinstance(call.inputs[0], torch.Tensor) and isinstance(call.outputs[0], torch.Tensor)
-             and tuple(call.inputs[0].shape) == tuple(main.shape) and not _equal(call.outputs[0], main)]
-    fed = [norm for norm in norms if any(other is not norm and other.inputs and _equal(other.inputs[0], norm.outputs[0])
-                                         for other in calls if other.kind in SUBLAYER_KINDS)]
+def _stream_norms(calls: Sequence[ModuleCall], main: torch.Tensor) -> list[ModuleCall]:
+    """The one stream finder: the norm calls the line applied to a tensor of the step's shape (a LayerNorm, or a call
+    that looks like one), whose input is the stream a pre-norm residual carries (``x + self.attn(self.attn_ln(x))``).
+    The stream operand no snapshot shows is taken from the one that fed a sublayer (``_fed_norm``); the captured step
+    that is the stream is the one equal to the input of the only one (``_captured_stream``)."""
+    return [call for call in calls if (call.kind == ModuleKind.LAYER_NORM or _norm_like(call)) and call.inputs
+            and isinstance(call.inputs[0], torch.Tensor) and tuple(call.inputs[0].shape) == tuple(main.shape)]
+
+
+def _fed_norm(norms: Sequence[ModuleCall], calls: Sequence[ModuleCall], main: torch.Tensor) -> Any:
+    """Of ``norms``, the LayerNorm (or a module of the user's that looks like one) whose output another call of the
+    line was given: its input is the stream the residual carries. None where none feeds a call, several do, or the
+    norm's output is the step (a post-norm line: its input is the sum, not the stream)."""
+    fed = [norm for norm in norms if norm.kind in (ModuleKind.LAYER_NORM, ModuleKind.USER) and norm.outputs
+           and isinstance(norm.outputs[0], torch.Tensor) and not _equal(norm.outputs[0], main)
+           and any(other is not norm and other.inputs and _equal(other.inputs[0], norm.outputs[0])
+                   for other in calls if other.kind in SUBLAYER_KINDS)]
     return fed[0] if len(fed) == 1 else None
 
 
-def _stream_captured(calls: Sequence[ModuleCall], main: torch.Tensor, order: tuple[int, ...] | None,
-                     source: TensorDict) -> str | None:
-    """The record name of the captured step equal to the input of the one LayerNorm the line called on a tensor of
-    the step's shape (``x + self.mlp(self.ln_2(x))``: ``x``, the stream); None where there is not exactly one."""
-    read_by_norms = [call.inputs[0] for call in calls if (call.kind == ModuleKind.LAYER_NORM or _norm_like(call))
-                     and call.inputs and isinstance(call.inputs[0], torch.Tensor)
-                     and tuple(call.inputs[0].shape) == tuple(main.shape)]
-    if len(read_by_norms) != 1 or read_by_norms[0] is None:
+def _captured_stream(norms: Sequence[ModuleCall], order: tuple[int, ...] | None, source: TensorDict) -> str | None:
+    """The record name of the captured step equal to the input of the one norm of ``norms`` (``x +
+    self.mlp(self.ln_2(x))``: ``x``, the stream); None where there is not exactly one."""
+    stream = norms[0].inputs[0] if len(norms) == 1 else None
+    if stream is None:
         return None
-    read = in_order(read_by_norms[0], order).double()
+    read = in_order(stream, order).double()
     equal = [name for name, tensor in source.tensors.items() if isinstance(tensor, torch.Tensor)
              and tensor.shape == read.shape and tensor.is_floating_point() and close(tensor.double(), read, "")[0]]
     return equal[0] if equal else None

@@ -20,7 +20,7 @@ import torch
 from transformer_trace.pages import Alert, Column, Dimensions, Overview, SnapshotPage, TensorSection
 from transformer_trace.render import literal_block
 from transformer_trace.run import Lacks, ModelRun
-from transformer_trace.sources import Known, MissingTensor, ModuleRef, NoWeights, ParamRef, TensorDict
+from transformer_trace.sources import Float64Copies, Known, MissingTensor, ModuleRef, NoWeights, ParamRef, TensorDict
 from transformer_trace.text import escape_text
 from transformer_trace.trace.reading.checking import TensorLabel
 from transformer_trace.trace.reading.weights import CalledModules, modules_called
@@ -105,13 +105,13 @@ class TracedRun(ModelRun):
         value = getattr(self.called.get(owner), attribute, None)
         if not isinstance(value, torch.Tensor):
             raise NoWeights(f"parameter {name}", self.lacks.weights)
-        return value.detach().double().cpu()
+        return self.float64.of(value)
 
     def seen_from(self, tensors: Mapping[str, torch.Tensor], places: Mapping[str, str]) -> TensorDict:
         """The run as one marked line's checks read it: ``tensors`` (the run's, the steps nobody marked derived from
         them, the page's own pass), record names filled at the pass the page shows (``places``), the modules and
         parameters the run's calls rebuilt."""
-        return TensorDict(tensors, places=places, inputs=self.inputs, run=self)
+        return TensorDict(tensors, places=places, inputs=self.inputs, run=self, float64=self.float64)
 
 
 def traced_run(catalogue: Report, source: TensorDict | None, labels: dict[str, TensorLabel],
@@ -149,6 +149,7 @@ def traced_run(catalogue: Report, source: TensorDict | None, labels: dict[str, T
         # No declared points: the figures' axes take the exploration's words only where a run declares its points, and
         # a trace knows no words (its pages and explorer read the catalogue's named shapes from the pages instead).
         record_points={}, command=command, catalogued=source,
+        float64=source.float64 if source is not None else Float64Copies(),  # one float64 copy per tensor: its views'
         called=modules_called(list(pages), source) if source is not None else {},
     )
 

@@ -361,8 +361,9 @@ def modules_called(pages: list[SnapshotReading], source: TensorDict) -> CalledMo
     for page in pages:
         if not page.captured or not page.calls:
             continue
+        line = LineCalls(page.calls, source, page.main_as_called)  # one binder for the page's checks
         for check in getattr(page.snap, "checks", ()):
-            bound = bind(check, page.calls, source, page.main_as_called)
+            bound = check.bound_by(line)
             if (bound is not None and isinstance(bound.check, (ConvPatches, PatchChain)) and page.hit_values
                     and ran == {len(page.hit_values[0])}):
                 known[IMAGE] = bound.source.t(bound.check.x)

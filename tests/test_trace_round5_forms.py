@@ -40,10 +40,10 @@ def test_an_attention_calls_inputs_say_self_or_cross_only_where_they_can(argumen
     assert _inputs(arguments, torch) == said
 
 
-ENCODER = [["", "EncoderDecoder", None], ["encoder", "TransformerEncoder", None], ["encoder_blocks", "ModuleList", None],
-           ["0", "TransformerEncoderBlock", None]]
-DECODER = [["", "EncoderDecoder", None], ["decoder", "TransformerDecoder", None], ["decoder_blocks", "ModuleList", None],
-           ["0", "TransformerDecoderBlock", None]]
+ENCODER = [["", "EncoderDecoder", None], ["encoder", "TransformerEncoder", None],
+           ["encoder_blocks", "ModuleList", None], ["0", "TransformerEncoderBlock", None]]
+DECODER = [["", "EncoderDecoder", None], ["decoder", "TransformerDecoder", None],
+           ["decoder_blocks", "ModuleList", None], ["0", "TransformerDecoderBlock", None]]
 
 
 @pytest.mark.parametrize("path, use", [

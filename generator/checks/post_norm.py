@@ -104,6 +104,6 @@ class ResidualOrPostNorm(SameTensor):
         if s.has(self.source):  # the LayerNorm of the second residual sum as captured: that sum's own check judges it
             _, normed, of_sum = _layer_norm(s, self.out, s.t(self.source), self.module, s.name(self.source))
             if normed:
-                return (f"is LayerNorm({s.name(self.source)}): a post-norm block ends with a norm of its second residual "
-                        "sum"), True, of_sum
+                return (f"is LayerNorm({s.name(self.source)}): a post-norm block ends with a norm of its second "
+                        "residual sum"), True, of_sum
         return claim, False, f"{detail}; nor is it the post-norm form: {more}"

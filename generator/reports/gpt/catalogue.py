@@ -226,7 +226,8 @@ SNAPSHOTS = (
         variable='mlp_in',
         stage='block',
         tensors=(block.LN_2,),
-        checks=(MlpInputNorm(x=block.RESIDUAL_1, module=ModuleRef('{block}.ln_2'), parallel=block.INPUT),),
+        checks=(MlpInputNorm(x=block.RESIDUAL_1, module=ModuleRef('{block}.ln_2'), parallel=block.INPUT,
+                              attn_in=block.LN_1),),
         questions=(2,),
     ),
     Snapshot(

@@ -166,6 +166,42 @@ class LayerNormOf(Check):
 
 
 @dataclass(frozen=True, kw_only=True)
+class MlpInputNorm(LayerNormOf):
+    """The MLP's LayerNorm: of the first residual sum ``x`` (a sequential block), or of the block input ``parallel``
+    (a parallel-residual block, GPT-J's and GPT-NeoX's ``x + attn(ln_1(x)) + mlp(ln_2(x))``: the attention and the MLP
+    both read the block input). Both are correct architectures; the claim says which held. A LayerNorm of any other
+    tensor (the attention's normalised input, its output) is still the wrong tensor."""
+
+    OPTIONAL = (("parallel",), ("attn_in",))  # without the block input: the sequential form alone
+
+    parallel: Ref | None = None
+    attn_in: Ref | None = None  # the attention's LayerNorm: with default weights LN(it) ≈ LN(block input)
+
+    def _gap(self, s: TensorSource, ref: Ref) -> float:
+        """How far the step is from the module's LayerNorm of ``ref`` (inf where that cannot be recomputed)."""
+        try:
+            ln = s.module(self.module)
+            weight, bias = weight_and_bias(ln)
+            shape, eps = settings(ln, "normalized_shape", "eps")
+            return float((s.t(self.out) - F.layer_norm(s.t(ref), shape, weight, bias, eps)).abs().max())
+        except (NotCheckable, RuntimeError, AttributeError, TypeError):
+            return float("inf")
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        claim, passed, detail = super().verify(s)
+        if passed or self.parallel is None or not s.has(self.parallel):
+            return claim, passed, detail
+        if self.attn_in is not None and s.has(self.attn_in) and \
+                self._gap(s, self.attn_in) <= self._gap(s, self.parallel):
+            return claim, passed, detail  # nearer the LayerNorm of the attention's normalised input: the wrong tensor
+        _, parallel, more = _layer_norm(s, self.out, s.t(self.parallel), self.module, "the block input")
+        if not parallel:
+            return claim, passed, f"{detail}; nor is it LayerNorm(the block input), a parallel-residual block: {more}"
+        return ("equals LayerNorm(the block input): a parallel-residual block (GPT-J, GPT-NeoX), the MLP beside the "
+                "attention, not after it"), True, more
+
+
+@dataclass(frozen=True, kw_only=True)
 class LayerNormStatistics(Check):
     """Tensors only: with no affine step (weight 1, bias 0) every position of ``out`` has mean 0 and standard
     deviation 1, and ``out`` is ``x`` normalised; for a source without the model's LayerNorm weights."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from transformer_trace.checks.base import Check, TraceUse, added, close
+from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout
 from transformer_trace.checks.normalisation import fitted_layer_norm, _layer_norm
 from transformer_trace.checks.values import SameTensor, SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
@@ -60,6 +61,9 @@ class ResidualSumEitherNorm(SumOf):
         normed_after = not close(s.t(self.block_out), out, "")[0]
         if post and normed_after:
             return "the normalised stream and the sublayer output add up to the residual sum (post-norm)", True, more
+        dropped = None if post else sum_through_dropout(out, [s.t(ref) for ref in self.post_norm])
+        if dropped is not None and normed_after:  # the sublayer output through an active dropout (train mode)
+            return DROPOUT_CLAIM, True, f"the normalised stream and the sublayer output (post-norm): {dropped}"
         why = more if not post else f"{more}, but the block output is this sum itself (no norm after it)"
         return claim, False, f"{detail}; nor is it the post-norm sum: {why}"
 
@@ -97,4 +101,9 @@ class ResidualOrPostNorm(SameTensor):
             return claim, passed, detail
         if post:
             return self.post_claim, True, more
+        if s.has(self.source):  # the LayerNorm of the second residual sum as captured: that sum's own check judges it
+            _, normed, of_sum = _layer_norm(s, self.out, s.t(self.source), self.module, s.name(self.source))
+            if normed:
+                return (f"is LayerNorm({s.name(self.source)}): a post-norm block ends with a norm of its second "
+                        "residual sum"), True, of_sum
         return claim, False, f"{detail}; nor is it the post-norm form: {more}"

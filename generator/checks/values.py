@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -467,12 +468,16 @@ class GeluOfLinear(Check):
                 f"smallest value {low:.4f}; GELU never goes below −0.1700 (without the weights of "
                 f"{s.name(self.module)}, a necessary condition only)")
         passed, detail = close(s.t(self.out), expected, "recomputed GELU(x·W₁ᵀ + b₁)")
-        if not passed:  # GPT-2's and minGPT's GELU: the tanh approximation, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715x³)))
-            pre = linear(s, self.module, s.t(self.x))
-            tanh, tanh_detail = close(s.t(self.out), F.gelu(pre, approximate="tanh"),
-                                      "recomputed GELU(x·W₁ᵀ + b₁), its tanh approximation")
-            if tanh:
-                return "equals GELU(fc1(input)), GELU's tanh approximation", True, tanh_detail
+        if passed:
+            return "equals GELU(fc1(input))", True, detail
+        pre = linear(s, self.module, s.t(self.x))
+        # the activation family: GPT-2's and minGPT's tanh GELU, the paper's FFN's ReLU, SiLU
+        for claim, activation in (("GELU(fc1(input)), GELU's tanh approximation", partial(F.gelu, approximate="tanh")),
+                                  ("ReLU(fc1(input)): the MLP's activation is a ReLU", F.relu),
+                                  ("SiLU(fc1(input)): the MLP's activation is a SiLU", F.silu)):
+            other, other_detail = close(s.t(self.out), activation(pre), f"recomputed {claim.split(':')[0]}")
+            if other:
+                return f"equals {claim}", True, other_detail
         return "equals GELU(fc1(input))", passed, detail
 
 

@@ -7,8 +7,8 @@ Placeholders (see GPTOptions.places): {block} is the traced block, {block_prev} 
 
 from transformer_trace.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
 from transformer_trace.checks import (
-    ContextConcat, ContextHeads, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, Probabilities, ResidualOrPostNorm,
-    ResidualSumEitherNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf,
+    ContextConcat, ContextHeads, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, MlpInputNorm, Probabilities,
+    ResidualOrPostNorm, ResidualSumEitherNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf,
 )
 from transformer_trace.figures import AttentionHeads, Mask, Matrix
 from transformer_trace.places import Place
@@ -226,7 +226,8 @@ SNAPSHOTS = (
         variable='mlp_in',
         stage='block',
         tensors=(block.LN_2,),
-        checks=(LayerNormOf(x=block.RESIDUAL_1, module=ModuleRef('{block}.ln_2')),),
+        checks=(MlpInputNorm(x=block.RESIDUAL_1, module=ModuleRef('{block}.ln_2'), parallel=block.INPUT,
+                              attn_in=block.LN_1),),
         questions=(2,),
     ),
     Snapshot(

@@ -13,7 +13,8 @@ def running_module(frame, names_cache):
     cross-attention): the nn.Modules whose methods are running, as the innermost one's place in the outermost one,
     from the outermost down: [[attribute, class name, inputs, projects], ...]. ``inputs`` is what the module was called
     with: "one" (a single input of the query's shape), "same" (the key input is the query input, or equal to it),
-    "differ" (it is not: cross-attention), or null where the call's arguments are not known. ``projects``: whether it
+    "differ" (it is not: cross-attention), "causal" or "projected" (three projections made before the call, with a
+    causal mask or without: ``_inputs``), or null where the call's arguments are not known. ``projects``: whether it
     owns a projection (a matrix parameter of its own, or a child without children that has one: a Linear, GPT-2's
     Conv1D, a user's Linear-like class). None when no module runs."""
     torch = sys.modules.get("torch")
@@ -64,17 +65,41 @@ def _along(outer, name):
 
 
 def _inputs(arguments, torch):
-    """"one", "same" or "differ": whether a module was called with a key input other than its query input (the first
-    argument); the key is the next floating tensor of the query's rank and feature size (a mask is not)."""
+    """"one", "same", "differ", "causal" or "projected": whether a module was called with a key input other than its
+    query input (the first argument); the key is the next floating tensor of the query's rank and feature size (a mask
+    is not). Keys of another length than the queries are another sequence: "differ". Queries, keys and values that are
+    three different tensors of one length are projections made before the call (``mha(W_q(x), W_k(x), W_v(x), mask)``):
+    they do not say self or cross, so a causal mask among the arguments says self-attention ("causal") and none says
+    nothing ("projected")."""
     if not arguments or not isinstance(arguments[0], torch.Tensor):
         return None
     query = arguments[0]
-    for other in arguments[1:]:
-        if (isinstance(other, torch.Tensor) and other.is_floating_point() and other.dim() == query.dim()
-                and other.shape[-1:] == query.shape[-1:]):
-            same = other is query or (other.shape == query.shape and bool(torch.equal(other, query)))
-            return "same" if same else "differ"
-    return "one"
+    inputs = [other for other in arguments[1:] if isinstance(other, torch.Tensor) and other.is_floating_point()
+              and other.dim() == query.dim() and other.shape[-1:] == query.shape[-1:]]
+    if not inputs:
+        return "one"
+    key = inputs[0]
+    if key is query or (key.shape == query.shape and bool(torch.equal(key, query))):
+        return "same"
+    if query.dim() >= 2 and key.shape[-2] != query.shape[-2]:
+        return "differ"
+    value = inputs[1] if len(inputs) > 1 else None
+    if value is None or value is key or (value.shape == key.shape and bool(torch.equal(value, key))):
+        return "differ"
+    masks = [m for m in arguments[1:] if isinstance(m, torch.Tensor) and all(m is not x for x in inputs)
+             and m.dim() >= 2 and m.shape[-1] == m.shape[-2] == query.shape[-2] > 1]
+    return "causal" if any(_causal(m, torch) for m in masks) else "projected"
+
+
+def _causal(mask, torch):
+    """Whether ``mask`` (…, T, T) blocks every key after its query and lets the first query see itself, in every item
+    (boolean or 0/1 either way round, or additive with a large negative value blocking): padding may block more."""
+    rows = mask.reshape(-1, mask.shape[-2], mask.shape[-1])
+    binary = mask.dtype == torch.bool or bool(((rows == 0) | (rows == 1)).all())
+    allowed = rows != 0 if binary else rows > -1e4
+    later = torch.ones(mask.shape[-1], mask.shape[-1], dtype=torch.bool, device=mask.device).triu(1)
+    return any(not bool((sees & later).any()) and bool(sees[:, 0, 0].all())
+               for sees in ((allowed, ~allowed) if binary else (allowed,)))
 
 
 class SharedLines:

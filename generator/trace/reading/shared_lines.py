@@ -76,10 +76,12 @@ def hit_use(path: list | None, self_uses: int) -> Told:
     attribute, cls, inputs = path[at][:3]
     where = ".".join(entry[0] for entry in path[1:at + 1]) or f"the outermost module {cls}"
     module = f"{where} ({cls})" if path[1:at + 1] else where
-    by_inputs = {"differ": CROSS, "same": "self", "one": "self"}.get(inputs)
+    by_inputs = {"differ": CROSS, "same": "self", "one": "self", "causal": "self"}.get(inputs)
     by_name = "self" if _SELF_NAME.search(attribute) else CROSS if _CROSS_NAME.search(attribute) else None
     said = {"differ": "its key input differs from its query input", "same": "its key input is its query input",
-            "one": "it was called with one input"}.get(inputs, "")
+            "one": "it was called with one input",
+            "causal": "it was called with three projections and a causal mask",
+            "projected": "it was called with three projections made before the call"}.get(inputs, "")
     if by_inputs and by_name and by_inputs != by_name:
         return Told(None, module, f"{said}, but its name `{attribute}` says "
                                   f"{'self' if by_name == 'self' else 'cross'}-attention")
@@ -87,11 +89,13 @@ def hit_use(path: list | None, self_uses: int) -> Told:
     because = said or (f"its name `{attribute}`" if by_name else "")
     if at not in named and _WRAPPER.search(cls):  # a layer's own line (its residual sums): no attention runs it
         kind, because = "self", f"it runs in the layer {cls}, not in an attention module"
+    sides = {side for a, c, *_ in path[:at] for side in [_side(a), _side(c)] if side}
+    if kind is None and sides == {"encoder"}:  # cross-attention is the decoder's: an encoder's attention is its own
+        kind, because = "self", f"{said or 'its inputs and name do not say'}, and the encoder has no cross-attention"
     if kind is None:
         return Told(None, module, "neither its inputs nor its name say self- or cross-attention")
     if kind == CROSS:
         return Told(CROSS, module, because)
-    sides = {side for a, c, *_ in path[:at] for side in [_side(a), _side(c)] if side}
     if len(sides) == 1:
         side = sides.pop()
         return Told(ENCODER_SELF if side == "encoder" else DECODER_SELF, module, f"{because}, and it is in the {side}")

@@ -108,10 +108,17 @@ def test_a_post_norm_blocks_unmarked_second_sum_is_derived_from_the_normalised_s
     assert torch.allclose(SECOND_SUM.derive(pre), pre.t("r1") + pre.t("mlp"))
 
 
-@pytest.mark.parametrize("bug, second_sum", [("dropped", "failed"), ("wrong tensor", "passed")])
-def test_a_dropped_residual_or_a_layer_norm_of_the_wrong_tensor_is_neither_form(bug, second_sum):
-    source = block(bug)
-    assert SECOND_SUM.run(source).status == second_sum
+def test_a_dropped_residual_fails_at_the_second_sum_and_the_output_is_read_as_that_sums_layer_norm():
+    # the bug is named where it happens; the block output, a LayerNorm of the sum as captured, does not repeat it
+    source = block("dropped")
+    assert SECOND_SUM.run(source).status == "failed"
+    result = OUTPUT.run(source)
+    assert result.status == "passed" and result.name.startswith("is LayerNorm(r2)")
+
+
+def test_a_layer_norm_of_the_wrong_tensor_is_neither_form():
+    source = block("wrong tensor")
+    assert SECOND_SUM.run(source).status == "passed"
     result = OUTPUT.run(source)
     assert result.status == "failed" and "nor is it the post-norm form" in result.detail
 

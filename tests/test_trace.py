@@ -256,9 +256,9 @@ def test_every_block_of_a_traced_report_renders_or_falls_back_naming_what_the_tr
     rendered, lacked = [], []
     original = render.render_block
 
-    def recording(template, block, context):
+    def recording(template, block, context, **shown):
         try:
-            text = original(template, block, context)
+            text = original(template, block, context, **shown)
         except NotCheckable as exc:  # anything else (a template bug) propagates and fails the trace
             lacked.append(exc)
             raise
@@ -279,8 +279,8 @@ def test_a_template_bug_in_a_trace_is_raised_not_turned_into_a_fallback():
     from transformer_trace.render import _written, environment
 
     template = environment().from_string('{% block s1 %}{{ 1 + "a" }}{% endblock %}')
-    with pytest.raises(TypeError):
-        _written(SimpleNamespace(model=None), template, "s1", dict, lambda needs: f"fallback: {needs}")
+    with pytest.raises(TypeError, match="unsupported operand"):
+        _written(SimpleNamespace(model=None), template, "s1", {}, lambda needs: f"fallback: {needs}")
 
 
 def test_an_entry_a_users_smaller_tensor_lacks_is_not_checkable_naming_it():

@@ -113,6 +113,19 @@ def test_screenshots_of_landing_and_one_snapshot_per_report(built_site, server, 
     page.close()
 
 
+def test_an_underlined_code_link_keeps_its_underscores_visible(built_site, server, browser):
+    # "models/toy_vit.py:88" must not read "models/toy vit.py:88": the underline sits below the underscore's depth
+    page = browser.new_page()
+    page.goto(f"{server}/toy-vit/attention/13-attention-weights/", wait_until="load")
+    offsets = page.evaluate("""() => Array.from(document.querySelectorAll('.md-typeset a'))
+        .filter(a => a.children.length === 1 && a.firstElementChild.tagName === 'CODE' && a.textContent.includes('_'))
+        .map(a => [a.textContent, parseFloat(getComputedStyle(a).textUnderlineOffset)
+                                  / parseFloat(getComputedStyle(a.firstElementChild).fontSize)])""")
+    assert offsets, "no code link with an underscore on the page"
+    assert all(ratio >= 0.3 for _, ratio in offsets), offsets
+    page.close()
+
+
 def test_lightbox_opens_a_figure(built_site, server, browser):
     page = browser.new_page()
     page.goto(f"{server}/encoder-decoder/encoder/11-attention-scores-after-softmax/", wait_until="load")

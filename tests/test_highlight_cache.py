@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import markdown
 import pymdownx.highlight
+import pytest
 
 from transformer_trace.site import highlight_cache
 
@@ -38,6 +39,37 @@ def test_the_same_code_is_highlighted_once_and_shows_what_highlighting_shows(mon
     assert convert(PAGE) == plain[()]
     first = len(calls)
     assert convert(PAGE) == plain[()]
-    assert len(calls) - first == 2  # the titled block and the inline code again; the plain block not
+    assert len(calls) - first == 1  # the inline code again; the plain and the titled block not
     assert convert(PAGE, line_spans="__span") == plain[(("line_spans", "__span"),)]  # other options: highlighted anew
-    assert len(calls) - first == 5
+    assert len(calls) - first == 4
+
+
+# The same blocks at other places on a page (a print view quotes every snapshot's code again): their line ids carry
+# the block's number on the page, so the HTML must be numbered anew, not copied.
+REORDERED = '# Print view\n\n' + PAGE.split("\n", 2)[2] + "\n## Again\n\n" + PAGE.split("\n", 2)[2]
+
+
+@pytest.mark.parametrize("options", [{"line_spans": "__span"}, {"line_spans": "__span", "anchor_linenums": True},
+                                     {"line_spans": "__span", "line_anchors": "__codelineno", "linenums": True}])
+def test_a_block_at_another_number_on_its_page_gets_that_number_in_its_line_ids(monkeypatch, options):
+    highlight_cache.install()
+    monkeypatch.setenv("TT_PAGE_HELPER", "0")
+    plain = convert(REORDERED, **options)
+    assert f"{options['line_spans']}-3-" in plain  # the fourth block of the page is numbered so: the test can fail
+    monkeypatch.setenv("TT_PAGE_HELPER", "1")
+    calls = []
+    real = pymdownx.highlight.highlight
+    monkeypatch.setattr(pymdownx.highlight, "highlight", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert convert(PAGE, **options) == convert(PAGE, **options)  # both blocks kept
+    before = len(calls)
+    assert convert(REORDERED, **options) == plain
+    assert len(calls) - before == 2  # only the two inline codes: the four blocks came from what was kept
+
+
+def test_code_that_holds_the_sentinel_number_is_highlighted_as_it_is(monkeypatch):
+    highlight_cache.install()
+    page = f"```python\nx = '__span-{highlight_cache.SENTINEL}-1'\n```\n"
+    monkeypatch.setenv("TT_PAGE_HELPER", "0")
+    plain = convert(page, line_spans="__span")
+    monkeypatch.setenv("TT_PAGE_HELPER", "1")
+    assert convert(page, line_spans="__span") == plain == convert(page, line_spans="__span")

@@ -5,8 +5,12 @@ serve` quotes the very same lines again: Pygments' highlighting is about a third
 :func:`install` wraps pymdownx.highlight's ``Highlight.highlight`` so that a code block whose every input (the code,
 the language, every argument, the highlighter's whole configuration) was highlighted before is given the HTML it gave
 then. Only what is a pure function of those inputs is kept: block code (not inline code, whose result is a mutable
-element) without a title (an HTML title goes into the page's own stash). A helper process (generator/site/parallel.py)
-sends back what it highlighted. ``TT_PAGE_HELPER=0`` turns this off too: MkDocs alone.
+element), with a title only in the highlighter's text mode (an HTML title goes into the page's own stash). The
+block's number on its page (``code_block_count``) is not part of the key: it only numbers the ids of the block's
+lines (``__span-3-7``), so the HTML is kept with a number no page reaches (SENTINEL) in those ids and given back with
+the block's own; a print view, which quotes every snapshot's code again at other numbers, finds it too. A helper
+process (generator/site/parallel.py) sends back what it highlighted. ``TT_PAGE_HELPER=0`` turns this off too: MkDocs
+alone.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 MAX_BLOCKS = 4096  # the least recently used go first
+SENTINEL = 7_093_512_463  # the block number the kept HTML is highlighted with (no page has that many blocks)
 _cache: OrderedDict[str, str] = OrderedDict()
 _added: list[tuple[str, str]] | None = None  # in a helper process: highlighted since the last taken()
 
@@ -53,25 +58,55 @@ def install() -> None:
             return original(self, *args, **kwargs)
         bound.apply_defaults()
         given = {name: value for name, value in bound.arguments.items() if name != "self"}
-        if given.get("inline") or given.get("title") not in (None, "") or getattr(self, "auto_title", True):
+        titled = given.get("title") not in (None, "")
+        if (given.get("inline") or getattr(self, "auto_title", True)
+                or titled and getattr(self, "title_mode", "html") != "text"):
             return original(self, *args, **kwargs)
+        number = given.pop("code_block_count", None)
         options = sorted(((name, value) for name, value in vars(self).items() if name != "md"),
                          key=lambda item: item[0])
-        key = hashlib.blake2b(repr((type(self).__qualname__, sorted(given.items()), options)).encode("utf-8",
-                                                                                                     "surrogatepass"),
-                              digest_size=20).hexdigest()
+        inputs = repr((type(self).__qualname__, sorted(given.items()), options))
+        if str(SENTINEL) in inputs:  # the code itself holds the number: it could not be told from an id
+            return original(self, *args, **kwargs)
+        key = hashlib.blake2b(inputs.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
         html = _cache.get(key)
         if html is not None:
             _cache.move_to_end(key)
-            return html
-        html = original(self, *args, **kwargs)
+            return _numbered(html, self, number)
+        if number is None:  # a pymdownx without block numbers: the HTML as it is
+            html = original(self, **given)
+        else:
+            html = original(self, **given, code_block_count=SENTINEL)
+            if not isinstance(html, str) or not _numbers_only_ids(html, self):
+                return original(self, *args, **kwargs)
         if isinstance(html, str):
             _keep(key, html)
             if _added is not None:
                 _added.append((key, html))
+            return _numbered(html, self, number)
         return html
 
     highlight.Highlight.highlight = _installed = cached
+
+
+def _id_prefixes(highlighter) -> set[str]:
+    """The prefixes of the ids pymdownx numbers with the block's number (``{prefix}-{number}-{line}``)."""
+    return {prefix for prefix in (getattr(highlighter, "line_spans", ""), getattr(highlighter, "line_anchors", ""))
+            if prefix}
+
+
+def _numbers_only_ids(html: str, highlighter) -> bool:
+    """Whether SENTINEL shows in ``html`` only as the block number of its line ids (not in the code, say)."""
+    return html.count(str(SENTINEL)) == sum(html.count(f"{prefix}-{SENTINEL}-") for prefix in _id_prefixes(highlighter))
+
+
+def _numbered(html: str, highlighter, number: int | None) -> str:
+    """The kept HTML with the block's own number in its line ids."""
+    if number is None:
+        return html
+    for prefix in _id_prefixes(highlighter):
+        html = html.replace(f"{prefix}-{SENTINEL}-", f"{prefix}-{number}-")
+    return html
 
 
 def _keep(key: str, html: str) -> None:

@@ -73,3 +73,30 @@ def test_code_that_holds_the_sentinel_number_is_highlighted_as_it_is(monkeypatch
     plain = convert(page, line_spans="__span")
     monkeypatch.setenv("TT_PAGE_HELPER", "1")
     assert convert(page, line_spans="__span") == plain == convert(page, line_spans="__span")
+
+
+@pytest.mark.parametrize("stored", ["kept", "unreadable", "absent"])
+def test_a_new_process_takes_the_blocks_a_past_one_saved_and_never_a_broken_file(monkeypatch, tmp_path, stored):
+    from collections import OrderedDict
+
+    highlight_cache.install()
+    monkeypatch.setenv("TT_PAGE_HELPER", "1")
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(highlight_cache, "_cache", OrderedDict())
+    monkeypatch.setattr(highlight_cache, "_stored", None)
+    highlight_cache.load()  # nothing there yet
+    first = convert(PAGE, line_spans="__span")
+    highlight_cache.save()
+    path = highlight_cache.store_path()
+    assert path.is_file() and path.is_relative_to(tmp_path)
+    if stored == "unreadable":
+        path.write_text('{"not": "a list of blocks"', encoding="utf-8")
+    elif stored == "absent":
+        path.unlink()
+    monkeypatch.setattr(highlight_cache, "_cache", OrderedDict())  # as in a new process
+    highlight_cache.load()
+    calls = []
+    real = pymdownx.highlight.highlight
+    monkeypatch.setattr(pymdownx.highlight, "highlight", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert convert(PAGE, line_spans="__span") == first
+    assert len(calls) == (1 if stored == "kept" else 3)  # kept: only the inline code, never kept

@@ -9,8 +9,11 @@ element), with a title only in the highlighter's text mode (an HTML title goes i
 block's number on its page (``code_block_count``) is not part of the key: it only numbers the ids of the block's
 lines (``__span-3-7``), so the HTML is kept with a number no page reaches (SENTINEL) in those ids and given back with
 the block's own; a print view, which quotes every snapshot's code again at other numbers, finds it too. A helper
-process (generator/site/parallel.py) sends back what it highlighted. ``TT_PAGE_HELPER=0`` turns this off too: MkDocs
-alone.
+process (generator/site/parallel.py) sends back what it highlighted. The blocks are kept between processes too, as
+the compiled templates are (generator/template_cache.py): :func:`load` reads them from the project's cache (a file
+named after the Pygments and pymdownx versions, which shape the HTML) when MkDocs starts, :func:`save` writes them after
+a build, so a new `mkdocs build` highlights only code it has not highlighted before. ``TT_PAGE_HELPER=0`` turns this
+off too: MkDocs alone.
 """
 
 from __future__ import annotations
@@ -18,15 +21,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import json
 import os
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 MAX_BLOCKS = 4096  # the least recently used go first
 SENTINEL = 7_093_512_463  # the block number the kept HTML is highlighted with (no page has that many blocks)
 _cache: OrderedDict[str, str] = OrderedDict()
 _added: list[tuple[str, str]] | None = None  # in a helper process: highlighted since the last taken()
+_stored: Path | None = None  # the file load() read and save() writes
+_unsaved = False  # blocks were kept since load() or save()
 
 
 _installed: Callable[..., Any] | None = None  # the wrapper install() set, so that it wraps only once
@@ -110,6 +117,8 @@ def _numbered(html: str, highlighter, number: int | None) -> str:
 
 
 def _keep(key: str, html: str) -> None:
+    global _unsaved
+    _unsaved = True
     _cache[key] = html
     while len(_cache) > MAX_BLOCKS:
         _cache.popitem(last=False)
@@ -132,3 +141,54 @@ def taken() -> list[tuple[str, str]]:
 def merge(blocks: list[tuple[str, str]] | Any) -> None:
     for key, html in blocks or ():
         _keep(key, html)
+
+
+def store_path() -> Path:
+    """The file the blocks are kept in between processes, named after what shapes their HTML besides the key."""
+    from importlib.metadata import version
+
+    from transformer_trace.template_cache import cache_root
+
+    shaped_by = f"{version('pygments')}\0{version('pymdown-extensions')}\0{SENTINEL}"
+    return cache_root() / "highlighted" / f"{hashlib.sha256(shaped_by.encode()).hexdigest()[:16]}.json"
+
+
+def load() -> None:
+    """Take in the blocks a past process kept (older than any this one highlighted); nothing when there is no file or it
+    cannot be read."""
+    global _stored, _unsaved
+    if not active():
+        return
+    try:
+        _stored = store_path()
+        blocks = json.loads(_stored.read_text(encoding="utf-8"))
+    except (ImportError, OSError, ValueError):  # PackageNotFoundError is an ImportError
+        return
+    if not isinstance(blocks, list):
+        return
+    mine = list(_cache.items())
+    _cache.clear()
+    for block in blocks:
+        if isinstance(block, list) and len(block) == 2 and all(isinstance(part, str) for part in block):
+            _cache[block[0]] = block[1]
+    for key, html in mine:
+        _cache[key] = html
+        _cache.move_to_end(key)
+    while len(_cache) > MAX_BLOCKS:
+        _cache.popitem(last=False)
+    _unsaved = bool(mine)
+
+
+def save() -> None:
+    """Write the blocks kept for the next process, if any were added since load() (whole or not at all)."""
+    global _unsaved
+    if _stored is None or not _unsaved or not active():
+        return
+    try:
+        _stored.parent.mkdir(parents=True, exist_ok=True)
+        partial = _stored.with_name(f"{_stored.name}.{os.getpid()}")
+        partial.write_text(json.dumps([[key, html] for key, html in _cache.items()]), encoding="utf-8")
+        os.replace(partial, _stored)
+        _unsaved = False
+    except OSError:
+        pass

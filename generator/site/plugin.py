@@ -42,6 +42,7 @@ from mkdocs.structure.files import File, Files
 
 from transformer_trace.docs_folder.configured import PLUGIN, declarations, stale
 from transformer_trace.docs_folder.plugin_options import TransformerTraceConfig
+from transformer_trace.site import highlight_cache
 from transformer_trace.site.site_nav import generated_reports, navigation
 from transformer_trace.template_cache import use_template_cache
 
@@ -155,10 +156,9 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
     # ------------------------------------------------------------------ a second core for the pages (parallel.py)
 
     def on_startup(self, *, command, dirty):
-        from transformer_trace.site import highlight_cache
-
         self._pages_helper_allowed = command in ("build", "gh-deploy") and not dirty
-        highlight_cache.install()  # the same code highlighted once per process (highlight_cache.py)
+        highlight_cache.install()  # the same code highlighted once (highlight_cache.py), kept between processes
+        highlight_cache.load()
 
     def on_nav(self, nav, *, config, files):
         from transformer_trace.site import parallel
@@ -175,6 +175,7 @@ class TransformerTracePlugin(BasePlugin[TransformerTraceConfig]):
 
     def on_post_build(self, *, config):
         self._close_pages_helper()
+        highlight_cache.save()  # with what the helper highlighted, sent back with its pages
 
     def on_build_error(self, *, error):
         self._close_pages_helper()

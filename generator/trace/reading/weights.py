@@ -32,6 +32,7 @@ from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, Te
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.products import PRODUCT
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
@@ -129,7 +130,9 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
             continue
         if part == "module" and (module := rebuild(call, kind)) is not None:
             modules[source.name(value)] = module
-            taken.append(f"the weights of the {call.module} it called")
+            written = call.attrs.get(PRODUCT)  # a product with a parameter the line read (products.py)
+            taken.append(f"the weights of the {call.module} it called" if written is None
+                         else f"the parameters of its product `{written}`")
         elif part == "weight" and isinstance(value, ParamRef) and (weight := call.params.get("weight")) is not None:
             params[source.name(value)] = weight
             taken.append(f"the weight of the {call.module} it called")

@@ -92,6 +92,7 @@ class Tracer:
             for key, markers in statements.items():
                 statements[key] = len(self.statements)
                 self.statements.append(Marked(self, markers, len(self.statements)))
+            self.statements += self.calls.feeding(self, statements, self.statements)  # module_calls.py Feeding
             for key, markers in entries.items():
                 entries[key] = len(self.entries)
                 self.entries.append(markers)

@@ -131,6 +131,9 @@ def value_to_serializable(name, kind, device, note, array=None, view=None, entri
     return value
 
 
+FED_AT = "fed_at"  # a call's attribute: the line of the unmarked statement that made it (module_calls.py Feeding)
+
+
 def call_to_serializable(module, kind, depth, inputs, outputs, params, attrs):
     """One module call a marked line made: its class name, kind, depth in the line (1: called by the line itself),
     its tensor inputs and outputs (values, or None), its parameters by name -> number (a ``param`` event each) and
@@ -189,6 +192,7 @@ class MarkerSpec(TypedDict):
     reads: list[str]  # attribute chains whose tensors are copied
     locals: list[str]  # names whose values are copied before the line runs
     calls: list[str] | None  # the module kinds whose calls are copied (None: every kind)
+    feeders: list[tuple[int, int]]  # unmarked statements whose calls go with its next hit (reading/feeders.py)
 
 
 class Outcome(TypedDict, total=False):

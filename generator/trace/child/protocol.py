@@ -11,8 +11,9 @@ The results folder:
 
 - ``spec.json`` (from the generator): script, argv0, argv, results folder, budget (bytes of copies), cache (a folder
   for the marked files' compiled code, instrument.py), markers
-  ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body, reads, locals, calls}], a hit
-  names its marker by index; the last three: what the checks read of the line, module_calls.py).
+  ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body, reads, locals, calls,
+  feeders}], a hit names its marker by index; the last four: what the checks read of the line and of the unmarked
+  statements feeding it, module_calls.py).
 - ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes (the same memory read
   twice is copied once: copies.py).
 - ``events.jsonl``: one JSON object a line, each with its ``kind`` (``EventKind``); the first names the version

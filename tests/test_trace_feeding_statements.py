@@ -11,9 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.conftest import trace_source as traced
-from transformer_trace.trace.reading.feeders import feeding_statements
+from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
+from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.feeders import as_read, feeding_statements
 
 SCRIPT = '''\
 import math
@@ -87,3 +90,22 @@ def forward(self, x):
 def test_the_feeding_statements_are_the_last_ones_of_the_block_that_assigned_what_the_line_reads_from_a_call(
         line: int, feeders: list[tuple[int, int]]):
     assert feeding_statements(BLOCK, line, line) == feeders
+
+
+PROJECTED = torch.randn(2, 6, 16)
+
+
+def _fed_linear(output: torch.Tensor) -> ModuleCall:
+    return ModuleCall("Linear", ModuleKind.LINEAR, 1, [torch.randn(2, 6, 16)], [output], {}, {FED_AT: 3})
+
+
+@pytest.mark.parametrize("read, kept", [
+    (PROJECTED, True),                                   # `key = self.key(x)`: the line read the call's output
+    (PROJECTED.reshape(2, 6, 2, 8).transpose(1, 2), False),  # `qkv = rearrange(self.qkv(x), ...)`: changed first
+    (PROJECTED * 2, False),
+])
+def test_a_feeding_statements_call_is_read_only_where_the_line_read_its_output_as_it_is(read, kept):
+    calls = (_fed_linear(PROJECTED), ModuleCall("key", ModuleKind.LOCAL, 0, [], [read], {}, {}))
+    found = as_read(calls)
+    assert any(call is calls[0] for call in found) == kept
+    assert any(call is calls[1] for call in found)  # the line's own are all kept

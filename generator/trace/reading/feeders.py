@@ -9,8 +9,16 @@ line, where its output is the step's tensor."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import torch
+
+from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
+
+if TYPE_CHECKING:  # pragma: no cover (capture.py reads the feeding statements from here)
+    from transformer_trace.trace.reading.capture import ModuleCall
 
 MOST_FEEDERS = 3  # per marked statement: the statements assigning the locals it reads, nearest first
 
@@ -73,3 +81,14 @@ def _bodies(node: ast.stmt) -> Iterator[list[ast.stmt]]:
         yield handler.body
     for case in getattr(node, "cases", ()):
         yield case.body
+
+
+def as_read(calls: Sequence[ModuleCall]) -> tuple[ModuleCall, ...]:
+    """The calls of a marked line's hit, those its feeding statements made kept only where the line read the call's
+    output as it is (a local equal to it: ``key = self.key(x)``, then ``key.view(...)``); one whose output the feeding
+    statement changed before the line read it (``qkv = rearrange(self.qkv(x), "b n (h d qkv) -> ...")``) says nothing
+    the line's own locals do not say better, and is left out."""
+    read = [t for c in calls if c.kind == ModuleKind.LOCAL for t in c.outputs if t is not None]
+    return tuple(call for call in calls if call.attrs.get(FED_AT) is None or any(
+        output is not None and any(output.shape == t.shape and bool(torch.equal(output, t)) for t in read)
+        for output in call.outputs))

@@ -66,23 +66,6 @@ class CallRecorder:
         self.handles = (hooks.register_module_forward_pre_hook(self._enter),
                         hooks.register_module_forward_hook(self._leave, always_call=True))
 
-    def feeding(self, tracer, statements, groups):
-        """The ``Feeding`` context managers of one file's unmarked statements that feed its marked ones (the markers'
-        ``feeders``), numbered after ``groups`` and added to ``statements`` (span -> group); a span that overlaps a
-        marked statement is its own, not a feeder."""
-        added, by_span = [], {}
-        for group in list(statements.values()):
-            marked = groups[group]
-            for first, last in {tuple(span) for _, marker in marked.markers for span in marker.get("feeders") or ()}:
-                if (first, last) not in by_span and any(a <= last and first <= b for a, b in statements):
-                    continue
-                if (first, last) not in by_span:
-                    by_span[(first, last)] = feeder = Feeding(tracer, marked.markers, first)
-                    statements[(first, last)] = len(groups) + len(added)
-                    added.append(feeder)
-                by_span[(first, last)].targets.append(marked.markers)
-        return added
-
     def stop(self):
         """The statement's capture is taken: its calls (the hooks removed once no marked statement runs)."""
         calls = self.running.pop().calls if self.running else []
@@ -195,6 +178,24 @@ class CallRecorder:
         self.params[key] = (param, number)
         self.results.event(protocol.param_to_serializable(number, value))
         return number
+
+
+def feeding(tracer, statements, groups):
+    """The ``Feeding`` context managers of one file's unmarked statements that feed its marked ones (the markers'
+    ``feeders``), numbered after ``groups`` and added to ``statements`` (span -> group); a span that overlaps a
+    marked statement is its own, not a feeder."""
+    added, by_span = [], {}
+    for group in list(statements.values()):
+        marked = groups[group]
+        for first, last in {tuple(span) for _, marker in marked.markers for span in marker.get("feeders") or ()}:
+            if (first, last) not in by_span and any(a <= last and first <= b for a, b in statements):
+                continue
+            if (first, last) not in by_span:
+                by_span[(first, last)] = feeder = Feeding(tracer, marked.markers, first)
+                statements[(first, last)] = len(groups) + len(added)
+                added.append(feeder)
+            by_span[(first, last)].targets.append(marked.markers)
+    return added
 
 
 class Feeding:

@@ -79,6 +79,8 @@ class ProjectionOfHeads(LinearOf):
         if not passed or self.heads is None:
             return claim, passed, detail
         heads, given = s.t(self.heads), s.t(self.x)
+        if heads.dim() == 4 and heads.shape[1] == 1 and given.numel() > heads.numel():
+            return _one_of_the_heads(claim, detail, heads, given, s.name(self.heads))
         if heads.dim() != 4 or given.numel() != heads.numel():
             return claim, passed, detail
         together, more = close(given, merged(heads).reshape(given.shape),
@@ -86,3 +88,21 @@ class ProjectionOfHeads(LinearOf):
         if together:
             return f"{claim}, the heads of {s.name(self.heads)} merged back", True, f"{detail}; {more}"
         return f"{claim}, the heads of {s.name(self.heads)} merged back", False, f"{detail}; but {more}"
+
+
+def _one_of_the_heads(claim: str, detail: str, head: torch.Tensor, given: torch.Tensor,
+                      name: str) -> tuple[str, bool, str]:
+    """One head's context captured (a module per head, each with its own (B, T, hs): the heads joined by ``torch.cat``
+    on the projection's line): the projection's input is heads side by side, that head one of them."""
+    width = head.shape[-1]
+    if given.dim() != 3 or given.shape[-1] % width or given.shape[:2] != (head.shape[0], head.shape[2]):
+        return claim, True, detail  # another layout: the projection alone
+    slices = given.split(width, dim=-1)
+    found = [k for k, part in enumerate(slices) if close(part, head[:, 0], "")[0]]
+    said = f"{claim}, the heads side by side, one of them the context of {name}"
+    if found:
+        _, more = close(slices[found[0]], head[:, 0], f"its input's slice {found[0]} of {len(slices)} vs {name}")
+        return said, True, f"{detail}; {more}"
+    nearest = min(range(len(slices)), key=lambda k: float((slices[k] - head[:, 0]).abs().max()))
+    _, more = close(slices[nearest], head[:, 0], f"the nearest of its input's {len(slices)} head slices vs {name}")
+    return said, False, f"{detail}; but {more}"

@@ -92,6 +92,7 @@ class Tracer:
             for key, markers in statements.items():
                 statements[key] = len(self.statements)
                 self.statements.append(Marked(self, markers, len(self.statements)))
+            self.statements += _beside("module_calls.py").feeding(self, statements, self.statements)
             for key, markers in entries.items():
                 entries[key] = len(self.entries)
                 self.entries.append(markers)
@@ -109,8 +110,7 @@ class Tracer:
     def script_code(self, script, source, namespace):
         """The script's code: its marked statements wrapped, if it has any (this tracer set in its ``namespace``); a
         notebook's: its cells' (``run_code``)."""
-        plan = self.plans.get(os.path.realpath(script))
-        instrument = _beside("instrument.py")
+        plan, instrument = self.plans.get(os.path.realpath(script)), _beside("instrument.py")
         if plan is None:  # a notebook's cells are compiled one by one all the same
             return instrument.compile_marked(source, script, None)
         namespace[instrument.HOOK] = self

@@ -43,6 +43,7 @@ class CallRecorder:
         self.user_classes = {}  # class -> defined in the user's files
         self.attributes = {}  # class -> the ATTRIBUTES its instances may have besides their own __dict__'s
         self.wanted = {}  # id(the markers of a statement, the Tracer's lists, held for the run) -> their kinds
+        self.fed = {}  # id(a marked statement's markers) -> the calls its feeding statements made since it last ran
 
     def start(self, frame, markers):
         """A marked statement begins: the local tensors it reads are copied (as they are before it rebinds them), the
@@ -53,6 +54,7 @@ class CallRecorder:
             wanted = self.wanted[id(markers)] = _wanted(markers)
         statement = Statement(self.depth, wanted)
         self.running.append(statement)
+        statement.calls.extend(self.fed.pop(id(markers), ()))  # what its unmarked feeding statements called
         if torch is None or not hasattr(torch, "nn"):
             return
         names = markers[0][1]["locals"]
@@ -176,6 +178,49 @@ class CallRecorder:
         self.params[key] = (param, number)
         self.results.event(protocol.param_to_serializable(number, value))
         return number
+
+
+def feeding(tracer, statements, groups):
+    """The ``Feeding`` context managers of one file's unmarked statements that feed its marked ones (the markers'
+    ``feeders``), numbered after ``groups`` and added to ``statements`` (span -> group); a span that overlaps a
+    marked statement is its own, not a feeder."""
+    added, by_span = [], {}
+    for group in list(statements.values()):
+        marked = groups[group]
+        for first, last in {tuple(span) for _, marker in marked.markers for span in marker.get("feeders") or ()}:
+            if (first, last) not in by_span and any(a <= last and first <= b for a, b in statements):
+                continue
+            if (first, last) not in by_span:
+                by_span[(first, last)] = feeder = Feeding(tracer, marked.markers, first)
+                statements[(first, last)] = len(groups) + len(added)
+                added.append(feeder)
+            by_span[(first, last)].targets.append(marked.markers)
+    return added
+
+
+class Feeding:
+    """The context manager an unmarked statement that feeds marked ones runs in (reading/feeders.py): its module calls
+    of the kinds the first marked one's checks read, recorded without its values or locals, handed to each marked
+    statement's next start (``CallRecorder.fed``); nothing where it raised."""
+
+    __slots__ = ("tracer", "markers", "targets", "line")
+
+    def __init__(self, tracer, markers, line):
+        self.tracer, self.targets, self.line = tracer, [], line
+        self.markers = [(index, {**marker, "locals": [], "reads": []}) for index, marker in markers]
+
+    def __enter__(self):
+        if self.tracer.pid is not None and not self.tracer.compiling():
+            self.tracer.calls.start(sys._getframe(1), self.markers)
+
+    def __exit__(self, kind, value, traceback):
+        tracer = self.tracer
+        if tracer.pid is None or tracer.compiling():
+            return False
+        calls = [{**call, "attrs": {**call["attrs"], protocol.FED_AT: self.line}} for call in tracer.calls.stop()]
+        for target in self.targets if kind is None else ():
+            tracer.calls.fed[id(target)] = calls
+        return False
 
 
 class Statement:

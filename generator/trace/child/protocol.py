@@ -11,8 +11,9 @@ The results folder:
 
 - ``spec.json`` (from the generator): script, argv0, argv, results folder, budget (bytes of copies), cache (a folder
   for the marked files' compiled code, instrument.py), markers
-  ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body, reads, locals, calls}], a hit
-  names its marker by index; the last three: what the checks read of the line, module_calls.py).
+  ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body, reads, locals, calls,
+  feeders}], a hit names its marker by index; the last four: what the checks read of the line and of the unmarked
+  statements feeding it, module_calls.py).
 - ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes (the same memory read
   twice is copied once: copies.py).
 - ``events.jsonl``: one JSON object a line, each with its ``kind`` (``EventKind``); the first names the version
@@ -131,6 +132,9 @@ def value_to_serializable(name, kind, device, note, array=None, view=None, entri
     return value
 
 
+FED_AT = "fed_at"  # a call's attribute: the line of the unmarked statement that made it (module_calls.py Feeding)
+
+
 def call_to_serializable(module, kind, depth, inputs, outputs, params, attrs):
     """One module call a marked line made: its class name, kind, depth in the line (1: called by the line itself),
     its tensor inputs and outputs (values, or None), its parameters by name -> number (a ``param`` event each) and
@@ -189,6 +193,7 @@ class MarkerSpec(TypedDict):
     reads: list[str]  # attribute chains whose tensors are copied
     locals: list[str]  # names whose values are copied before the line runs
     calls: list[str] | None  # the module kinds whose calls are copied (None: every kind)
+    feeders: list[tuple[int, int]]  # unmarked statements whose calls go with its next hit (reading/feeders.py)
 
 
 class Outcome(TypedDict, total=False):

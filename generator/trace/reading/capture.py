@@ -30,6 +30,7 @@ from transformer_trace.template_cache import cache_root
 from transformer_trace.trace.child import protocol
 from transformer_trace.trace.child.protocol import ModuleKind, ValueKind
 from transformer_trace.trace.markers import Marker, read_source
+from transformer_trace.trace.reading.feeders import feeding_statements
 from transformer_trace.trace.reading.unreached import unreached
 
 if TYPE_CHECKING:
@@ -184,7 +185,16 @@ def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
             "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
             "reads": attributes_read(marker) if kinds is None or ModuleKind.READ in kinds else [],
-            "locals": names_read(marker) if reads_locals else [], "calls": kinds}
+            "locals": names_read(marker) if reads_locals else [], "calls": kinds,
+            "feeders": _feeders(marker) if reads_locals else []}
+
+
+def _feeders(marker: Marker) -> list[tuple[int, int]]:
+    """The unmarked statements whose module calls the marked line's checks read (reading/feeders.py)."""
+    try:
+        return feeding_statements(read_source(Path(marker.file)), marker.first, marker.last)
+    except (OSError, ValueError):
+        return []
 
 
 def names_read(marker: Marker) -> list[str]:

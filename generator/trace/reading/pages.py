@@ -27,6 +27,8 @@ from transformer_trace.text import fence_title
 from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Value
 from transformer_trace.trace.markers import Marker
+from transformer_trace.trace.reading.feeders import as_read
+from transformer_trace.trace.reading.products import with_products
 from transformer_trace.trace.reading.records import places_for
 from transformer_trace.trace.reading.shared_lines import by_caller
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
@@ -313,7 +315,10 @@ def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
                          "another use of the line, in data/)")
             hit_values += [tuple(_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits)
                            for k in range(len(chosen.values))]
-            lines.append(MarkedLineCalls(tuple(tuple(h.calls) for h in hits), min(wanted, len(hits))))
+            # (a product with a parameter matrix the line read is one more Linear call: products.py; the calls of the
+            # statements feeding it, where it read their output as it is: feeders.py)
+            lines.append(MarkedLineCalls(tuple(with_products(as_read(h.calls), [_tensor_of(v)[0] for v in h.values])
+                                               for h in hits), min(wanted, len(hits))))
             tensor_lines += [j] * len(chosen.values)
             order = min(order or chosen.order, chosen.order)
             sections += _marked_sections(snap, marker, chosen, capture)

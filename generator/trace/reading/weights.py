@@ -29,9 +29,10 @@ from transformer_trace.trace.reading.rows import pooled_from
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
-from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.products import PRODUCT
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
@@ -129,7 +130,11 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
             continue
         if part == "module" and (module := rebuild(call, kind)) is not None:
             modules[source.name(value)] = module
-            taken.append(f"the weights of the {call.module} it called")
+            written = call.attrs.get(PRODUCT)  # a product with a parameter the line read (products.py)
+            fed = call.attrs.get(FED_AT) is not None  # made by an unmarked statement the line read (feeders.py)
+            taken.append(f"the parameters of its product `{written}`" if written is not None else
+                         f"the weights of the {call.module} an unmarked statement before it called, whose output it "
+                         "read" if fed else f"the weights of the {call.module} it called")
         elif part == "weight" and isinstance(value, ParamRef) and (weight := call.params.get("weight")) is not None:
             params[source.name(value)] = weight
             taken.append(f"the weight of the {call.module} it called")
@@ -151,7 +156,9 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
     given = Given(source, tensors, modules={**(known or {}), **modules}, params=params)
     note = "; ".join(dict.fromkeys(taken))
     if missing:
-        note += (("; " if note else "") + "its input taken from the module call on the marked line (no captured "
+        at = "that call" if any(c.attrs.get(FED_AT) is not None for c in chosen.values()) else \
+            "the module call on the marked line"
+        note += (("; " if note else "") + f"its input taken from {at} (no captured "
                  f"snapshot shows {', '.join(missing)})")
     return Bound(check, given, own_input, note, stood_in=tuple(stood_in))
 

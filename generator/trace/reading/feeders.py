@@ -1,0 +1,94 @@
+"""The unmarked statements that feed a marked one: where a marked line reads a local that an earlier, unmarked
+statement of the same block assigned from a call (``key = self.key(query)`` above ``key = key.view(...)  # BREAKPOINT
+S10``), the module calls that statement made are what the marked line's checks need (the projection's weights and its
+input: K projected from another input than Q and V is an affine map of the block's input all the same, so no
+tensor-only test sees it). The child records the calls of these statements (module_calls.py ``Feeding``) and hands them
+to the marked statement's next hit, as if the marked line had made them; the reading reads them as any call of the
+line, where its output is the step's tensor."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import torch
+
+from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
+
+if TYPE_CHECKING:  # pragma: no cover (capture.py reads the feeding statements from here)
+    from transformer_trace.trace.reading.capture import ModuleCall
+
+MOST_FEEDERS = 3  # per marked statement: the statements assigning the locals it reads, nearest first
+
+
+def feeding_statements(source: str, first: int, last: int) -> list[tuple[int, int]]:
+    """The (first, last) lines of each unmarked statement before the one at lines ``first``–``last`` in its block that
+    last assigned, from a call, a name the marked statement reads; [] where the source does not parse."""
+    tree = _parsed(source)
+    found = _block_of(tree.body, first, last) if tree is not None else None
+    if found is None:
+        return []
+    body, index = found
+    marked = body[index]
+    wanted = {n.id for n in ast.walk(marked) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    feeders: list[tuple[int, int]] = []
+    for node in reversed(body[:index]):
+        assigned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if not assigned & wanted:
+            continue
+        wanted -= assigned
+        if (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+                and any(isinstance(n, ast.Call) for n in ast.walk(node.value))):
+            feeders.append((node.lineno, node.end_lineno or node.lineno))
+        if not wanted or len(feeders) == MOST_FEEDERS:
+            break
+    return feeders
+
+
+@lru_cache(maxsize=8)
+def _parsed(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _block_of(body: list[ast.stmt], first: int, last: int) -> tuple[list[ast.stmt], int] | None:
+    """The statement list holding the simple statement that starts at ``first`` and ends by ``last``, and its index."""
+    for index, node in enumerate(body):
+        if node.lineno == first and (node.end_lineno or first) <= last and not _compound(node):
+            return body, index
+        if node.lineno <= first <= (node.end_lineno or node.lineno):
+            for inner in _bodies(node):
+                found = _block_of(inner, first, last)
+                if found is not None:
+                    return found
+    return None
+
+
+def _compound(node: ast.stmt) -> bool:
+    return any(True for _ in _bodies(node))
+
+
+def _bodies(node: ast.stmt) -> Iterator[list[ast.stmt]]:
+    for name in ("body", "orelse", "finalbody"):
+        inner = getattr(node, name, None)
+        if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+            yield inner
+    for handler in getattr(node, "handlers", ()):
+        yield handler.body
+    for case in getattr(node, "cases", ()):
+        yield case.body
+
+
+def as_read(calls: Sequence[ModuleCall]) -> tuple[ModuleCall, ...]:
+    """The calls of a marked line's hit, those its feeding statements made kept only where the line read the call's
+    output as it is (a local equal to it: ``key = self.key(x)``, then ``key.view(...)``); one whose output the feeding
+    statement changed before the line read it (``qkv = rearrange(self.qkv(x), "b n (h d qkv) -> ...")``) says nothing
+    the line's own locals do not say better, and is left out."""
+    read = [t for c in calls if c.kind == ModuleKind.LOCAL for t in c.outputs if t is not None]
+    return tuple(call for call in calls if call.attrs.get(FED_AT) is None or any(
+        output is not None and any(output.shape == t.shape and bool(torch.equal(output, t)) for t in read)
+        for output in call.outputs))

@@ -5,13 +5,21 @@ the marked step is the LayerNorm of the sum the module made, so it is read with 
 operands, the one equal to the captured stream as the stream, the other as the sublayer output. A stream zeroed
 among the arguments, or dropped inside the module, is "residual dropped" at its own step; the same holds where the
 line adds the tensors it read itself (``norm(attended + x)``). A single tensor normalised (``x = self.norm(x)``
-after ``x = x + attended``) may be the sum itself: never called a dropped residual."""
+after ``x = x + attended``) may be the sum itself: never called a dropped residual.
+
+One residual line shared by both sums (Zuppichini's ``x += res`` in a ``ResidualAdd(fn)`` that runs only inside an
+nn.Sequential, marked "S16 or S19"): its hits are told apart by the sublayer the running wrapper holds, an attention
+module or an MLP, so each sum is checked, and a residual dropped there is named at its own step."""
 
 from __future__ import annotations
 
 import pytest
+import torch.nn as nn
 
 from tests.conftest import trace_source as traced
+from transformer_trace.reports import REPORTS
+from transformer_trace.trace.child.running_module import _holds
+from transformer_trace.trace.reading.shared_lines import ATTENTION_RESIDUAL, MLP_RESIDUAL, snapshot_sublayer
 
 ADD_AND_NORM = '''\
 import torch
@@ -89,3 +97,84 @@ def test_a_post_norm_sum_the_line_normalises_itself_passes(tmp_path):
     assert code == 0, checks[""]
     assert checks["#15"]["passed"] is True and "as the line read it" in checks["#15"]["detail"], checks["#15"]
     assert checks["#19"]["passed"] is True, checks["#19"]
+
+
+# --- one residual line shared by both sums, run only inside an nn.Sequential (Zuppichini's ViT) ---------------------
+
+RESIDUAL_ADD = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C, H = 2, 5, 16, 2
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.projection = nn.Linear(C, 3 * C), nn.Linear(C, C)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).view(B, N, 3, H, C // H).permute(2, 0, 3, 1, 4)
+        att = torch.softmax(q @ k.transpose(-2, -1) / (C // H) ** 0.5, dim=-1)
+        out = (att @ v).transpose(1, 2).reshape(B, N, C)
+        return self.projection(out)  # BREAKPOINT S15
+
+
+class ResidualAdd(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        res = x
+        x = self.fn(x)
+        x += res  # BREAKPOINT S16 or S19
+        return x
+
+
+class Block(nn.Sequential):
+    def __init__(self):
+        super().__init__(
+            ResidualAdd(nn.Sequential(nn.LayerNorm(C), Attention())),
+            ResidualAdd(nn.Sequential(nn.LayerNorm(C), nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C))))
+
+
+model = nn.Sequential(Block(), Block()).eval()
+x = torch.randn(B, N, C)  # BREAKPOINT S08
+with torch.no_grad():
+    model(x)
+'''
+
+
+@pytest.mark.parametrize("number, sublayer", [
+    (16, ATTENTION_RESIDUAL), (19, MLP_RESIDUAL), (17, None),  # the ViT's: S17, the MLP's first Linear, is no sum
+])
+def test_a_vit_snapshot_is_told_as_the_residual_sum_of_the_sublayer_its_check_adds_last(number, sublayer):
+    snap = next(s for s in REPORTS["vit"].snapshots if s.number == number)
+    assert snapshot_sublayer(snap) == sublayer
+
+
+@pytest.mark.parametrize("wrapped, holds", [
+    (nn.Sequential(nn.LayerNorm(8), nn.MultiheadAttention(8, 2)), "attention"),
+    (nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8)), "mlp"),
+    (nn.ModuleDict({"attn": nn.MultiheadAttention(8, 2), "fc": nn.Linear(8, 8)}), None),  # a whole block: both
+    (nn.Sequential(nn.LayerNorm(8), nn.GELU()), None),                                    # neither
+])
+def test_the_module_running_a_shared_residual_line_says_which_sublayer_it_holds(wrapped, holds):
+    assert _holds(wrapped) == holds
+
+
+def test_one_residual_line_run_only_inside_sequentials_is_split_into_its_two_sums_by_the_sublayer_held(tmp_path):
+    code, checks = traced(tmp_path, RESIDUAL_ADD)
+    assert code == 0, checks[""]
+    assert checks["S16"]["passed"] is True, checks["S16"]
+    assert "S19" in checks, checks[""]  # captured, as the MLP's sum (its sublayer output no snapshot shows)
+
+
+def test_a_residual_dropped_in_the_shared_wrapper_is_named_at_the_attentions_sum(tmp_path):
+    code, checks = traced(tmp_path, RESIDUAL_ADD.replace("x += res  #", "x = x  #"))
+    assert code == 1, checks[""]
+    assert checks[""]["first_failure"].startswith("S16"), checks[""]
+    assert checks["S16"]["evidence"]["name"] == "residual dropped", checks["S16"]
+    assert checks["S19"]["evidence"]["name"] == "residual dropped", checks["S19"]

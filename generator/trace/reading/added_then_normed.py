@@ -42,7 +42,7 @@ def added_then_normed(check: Any, calls: Sequence[ModuleCall], source: TensorDic
     norm = next((call for call in reversed(calls) if _is_norm(call) and call.outputs and _equal(call.outputs[0], main)
                  and call.inputs and isinstance(call.inputs[0], torch.Tensor)), None)
     module = rebuild(norm, ModuleKind.LAYER_NORM) if norm is not None else None
-    if norm is None or module is None:
+    if norm is None or module is None or not isinstance(summed := norm.inputs[0], torch.Tensor):
         return None
     found = _added(calls, norm, main)
     if found is None:
@@ -57,7 +57,7 @@ def added_then_normed(check: Any, calls: Sequence[ModuleCall], source: TensorDic
     said, tensor = others[0]
     missing = source.name(sublayer)
     name, normed = f"{missing}, {said} {where}", f"{source.name(check.out)}@{norm.module}.input"
-    given = Given(source, {**source.tensors, name: tensor, normed: in_order(norm.inputs[0], order)},
+    given = Given(source, {**source.tensors, name: tensor, normed: in_order(summed, order)},
                   modules={source.name(check.module): module})
     return Bound(AddedThenNormed(out=check.out, operands=(*streams, Ref(name)), normed=Ref(normed), step=check),
                  given, None, f"the weights of the {norm.module} it called; {missing} taken from {said} {where}, the "
@@ -74,13 +74,14 @@ def _added(calls: Sequence[ModuleCall], norm: ModuleCall,
                 and call.outputs and _equal(call.outputs[0], main)]
     if wrappers:
         wrapper = min(wrappers, key=lambda call: call.depth)
-        arguments = [(f"argument {i + 1}", t) for i, t in enumerate(wrapper.inputs) if _of_shape(t, main)]
+        arguments = [(f"argument {i + 1}", t) for i, t in enumerate(wrapper.inputs) if t is not None
+                     and _of_shape(t, main)]
         return (f"of the {wrapper.module} the line called", arguments) if len(arguments) >= 2 else None
     if norm.depth != 1 or any(call.kind in SUBLAYERS and call is not norm and call.outputs
                               and _of_shape(call.outputs[0], main) for call in calls):
         return None  # the sublayer ran on the line: its output is the operand (trace/reading/residuals.py)
     read = [(f"`{call.module}`", t) for call in calls if call.kind == ModuleKind.LOCAL and len(call.outputs) == 1
-            and _of_shape(t := call.outputs[0], main)]
+            and (t := call.outputs[0]) is not None and _of_shape(t, main)]
     return ("as the line read it", read) if len(read) >= 2 else None
 
 

@@ -178,4 +178,3 @@ def test_a_residual_dropped_in_the_shared_wrapper_is_named_at_the_attentions_sum
     assert checks[""]["first_failure"].startswith("S16"), checks[""]
     assert checks["S16"]["evidence"]["name"] == "residual dropped", checks["S16"]
     assert checks["S19"]["evidence"]["name"] == "residual dropped", checks["S19"]
-

@@ -12,13 +12,13 @@ _CALL_FRAMES = ("_call_impl", "_wrapped_call_impl")  # nn.Module.__call__'s fram
 def running_module(frame, names_cache):
     """For a hit of a line shared by several uses (one attention function for the encoder, the masked and the
     cross-attention): the nn.Modules whose methods are running, as the innermost one's place in the outermost one,
-    from the outermost down: [[attribute, class name, inputs, projects, holds], ...]. ``inputs`` is what the module was called
-    with: "one" (a single input of the query's shape), "same" (the key input is the query input, or equal to it),
-    "differ" (it is not: cross-attention), "causal" or "projected" (three projections made before the call, with a
-    causal mask or without: ``_inputs``), or null where the call's arguments are not known. ``projects``: whether it
-    owns a projection (a matrix parameter of its own, or a child without children that has one: a Linear, GPT-2's
-    Conv1D, a user's Linear-like class). ``holds``, of the innermost only: the sublayer it holds, "attention" or
-    "mlp" (``_holds``). None when no module runs."""
+    from the outermost down: [[attribute, class name, inputs, projects, holds], ...]. ``inputs`` is what the module
+    was called with: "one" (a single input of the query's shape), "same" (the key input is the query input, or equal
+    to it), "differ" (it is not: cross-attention), "causal" or "projected" (three projections made before the call,
+    with a causal mask or without: ``_inputs``), or null where the call's arguments are not known. ``projects``:
+    whether it owns a projection (a matrix parameter of its own, or a child without children that has one: a Linear,
+    GPT-2's Conv1D, a user's Linear-like class). ``holds``, of the innermost only: the sublayer it holds, "attention"
+    or "mlp" (``_holds``). None when no module runs."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None

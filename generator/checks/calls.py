@@ -213,6 +213,15 @@ class ConsumedImage(Check):
         return "is the image the model's patch embedding was called with", passed, detail
 
 
+def _positions_first(whole: torch.Tensor, heads: tuple[int, ...]) -> torch.Tensor:
+    """A projection split into heads, (B, N, h, hs) or (B, h, N, hs) as ``heads`` is, read as (B, N, C): what a fused
+    projection's part is compared with; as it is where neither."""
+    B, H, N, hs = heads
+    if whole.shape == (B, N, H, hs):
+        return whole.flatten(-2)
+    return whole.transpose(1, 2).flatten(-2) if whole.shape == (B, H, N, hs) else whole
+
+
 @dataclass(frozen=True, kw_only=True)
 class HeadsOfRead(Check):
     """``out`` (B, h, N, hs) is part ``part`` (0 q, 1 k, 2 v) of the projection the marked line read (``parts``: one
@@ -231,6 +240,8 @@ class HeadsOfRead(Check):
         whole = s.t(self.parts[0]) if len(self.parts) == 1 else None
         fused_ref = self.fused
         fused = s.t(fused_ref) if fused_ref is not None and s.has(fused_ref) else None
+        if whole is not None and whole.dim() == 4 and fused is not None and fused.dim() == 3:
+            whole = _positions_first(whole, tuple(s.t(self.out).shape))  # split into heads on an unmarked line too
         if (not passed or whole is None or fused_ref is None or fused is None
                 or fused.shape != (*whole.shape[:-1], 3 * whole.shape[-1])):
             return claim, passed, detail

@@ -2,17 +2,19 @@
 residual sum, the raw stream plus the MLP output; a post-norm block (``x = norm1(attended + x)``, then
 ``x = norm2(ff + x)``) adds the MLP output to the normalised stream and ends with a LayerNorm of that sum. Each check
 passes on either form, names the one that held, and fails where neither does: a dropped residual or a LayerNorm of the
-wrong tensor is neither."""
+wrong tensor is neither. A post-norm step made inside one call (an ``AddAndNorm`` module of the user's) is read
+with its operands from that call's arguments (``AddedThenNormed``)."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from transformer_trace.checks.base import Check, TraceUse, added, close
-from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout
+from transformer_trace.checks.base import THIS, Check, CheckResult, TraceUse, added, close
+from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout, through_dropout
 from transformer_trace.checks.normalisation import fitted_layer_norm, _layer_norm
 from transformer_trace.checks.values import SameTensor, SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
@@ -107,3 +109,43 @@ class ResidualOrPostNorm(SameTensor):
                 return (f"is LayerNorm({s.name(self.source)}): a post-norm block ends with a norm of its second "
                         "residual sum"), True, of_sum
         return claim, False, f"{detail}; nor is it the post-norm form: {more}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AddedThenNormed(Check):
+    """A post-norm residual step one LayerNorm call of the marked line made of the tensors the line added, its sublayer
+    output shown by no snapshot: the arguments of a module of the user's (``AddAndNorm(x, sublayer_out)``, whose
+    forward is ``norm(x + dropout(sublayer_out))``) or the tensors the line read (``norm(attention + query)``).
+    ``step``, the residual check, runs with ``operands`` read the catalogue's way: the stream, a captured step, and the
+    sublayer output, the one other tensor added (trace/reading/added_then_normed.py tells them apart), so a stream
+    dropped or zeroed among the arguments is named "residual dropped" at its own step. Where that sum does not give
+    the step and no bug form fits (something ran between the addition and the norm: a dropout in training mode), the
+    step is read as before, the LayerNorm of the norm's own input ``normed``, and says why."""
+
+    SUBSTITUTES = False  # the step's own check tries its substitutes when it runs
+
+    out: Ref = THIS
+    operands: tuple[Ref, ...]
+    normed: Ref
+    step: Any = None  # the residual check (a ResidualLayerNorm), a value: its fields are read through it
+
+    def run(self, s: TensorSource) -> CheckResult:
+        result = dataclasses.replace(self.step, operands=self.operands).run(s)
+        if result.passed or result.evidence is not None or not result.checkable:
+            return result
+        own = self.step.reading("operands", self.normed).run(s)
+        if not own.passed:
+            return result
+        stream = added(s.t(ref) for ref in self.operands[:-1])
+        dropped = through_dropout(s.t(self.normed) - stream, s.t(self.operands[-1]),
+                                  "the norm's input less the stream vs the sublayer output")
+        why = (f"the stream and the sublayer output add up to the norm's input through an active dropout ({dropped})"
+               if dropped is not None else f"what the line added does not give the step as the stream + the "
+               f"sublayer output ({result.detail}), so it is read from the norm's own input")
+        return dataclasses.replace(own, detail=f"{own.detail}; {why}")
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        result = self.run(s)
+        if not result.checkable:
+            raise NotCheckable(result.missing[0] if result.missing else s.name(self.out), result.detail)
+        return result.name, result.passed, result.detail

@@ -251,7 +251,8 @@ class Hit:
     values: tuple[Value, ...]
     calls: tuple[Call, ...]
     reads: dict[str, int]  # attribute chain -> parameter number
-    # [[attribute, class name, inputs ("same", "differ" or None), projects (bool)], ...]: running_module.py
+    # [[attribute, class name, inputs ("same", "differ" or None), projects (bool), holds ("attention", "mlp" or None:
+    # the innermost's sublayer)], ...]: running_module.py
     module: list[list[str | bool | None]] | None = None
 
 

@@ -3,6 +3,7 @@ decoder's masked self-attention and the cross-attention): read in the traced scr
 line only (bootstrap.py loads this file by its path, at the first such hit). Standard library only; torch is the
 script's own, already imported."""
 
+import re
 import sys
 
 _CALL_FRAMES = ("_call_impl", "_wrapped_call_impl")  # nn.Module.__call__'s frames: they hold the inputs as passed
@@ -11,12 +12,13 @@ _CALL_FRAMES = ("_call_impl", "_wrapped_call_impl")  # nn.Module.__call__'s fram
 def running_module(frame, names_cache):
     """For a hit of a line shared by several uses (one attention function for the encoder, the masked and the
     cross-attention): the nn.Modules whose methods are running, as the innermost one's place in the outermost one,
-    from the outermost down: [[attribute, class name, inputs, projects], ...]. ``inputs`` is what the module was called
-    with: "one" (a single input of the query's shape), "same" (the key input is the query input, or equal to it),
-    "differ" (it is not: cross-attention), "causal" or "projected" (three projections made before the call, with a
-    causal mask or without: ``_inputs``), or null where the call's arguments are not known. ``projects``: whether it
-    owns a projection (a matrix parameter of its own, or a child without children that has one: a Linear, GPT-2's
-    Conv1D, a user's Linear-like class). None when no module runs."""
+    from the outermost down: [[attribute, class name, inputs, projects, holds], ...]. ``inputs`` is what the module
+    was called with: "one" (a single input of the query's shape), "same" (the key input is the query input, or equal
+    to it), "differ" (it is not: cross-attention), "causal" or "projected" (three projections made before the call,
+    with a causal mask or without: ``_inputs``), or null where the call's arguments are not known. ``projects``:
+    whether it owns a projection (a matrix parameter of its own, or a child without children that has one: a Linear,
+    GPT-2's Conv1D, a user's Linear-like class). ``holds``, of the innermost only: the sublayer it holds, "attention"
+    or "mlp" (``_holds``). None when no module runs."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
@@ -41,8 +43,29 @@ def running_module(frame, names_cache):
     if name is None and inner is not outer:  # not registered in the outermost (a plain list): the running ones
         chain = running[::-1]
     attributes = [""] + (name.split(".") if name else [""] * (len(chain) - 1))
-    return [[attribute, type(module).__name__, _inputs(calls.get(id(module)), torch), _projects(module)]
+    return [[attribute, type(module).__name__, _inputs(calls.get(id(module)), torch), _projects(module),
+             _holds(module) if module is inner else None]
             for attribute, module in zip(attributes, chain)]
+
+
+_ATTENTION = re.compile(r"attn|attention|mha|multihead|msa", re.I)  # as shared_lines.py reads attention by name
+
+
+def _holds(module):
+    """The sublayer the module running the line holds (a residual wrapper's: ``ResidualAdd(fn)``, run only inside an
+    nn.Sequential): "attention" where it holds an attention module (by attribute or class name) and no projection
+    outside it, "mlp" where it holds projections and no attention, None where it holds both (a whole block) or
+    neither."""
+    def matrix(m):
+        return any(p is not None and p.dim() == 2 for p in m._parameters.values())
+    named = [(name, m) for name, m in module.named_modules() if name]
+    attention = [name for name, m in named
+                 if _ATTENTION.search(name.rsplit(".", 1)[-1]) or _ATTENTION.search(type(m).__name__)]
+    projections = [name for name, m in named if not m._modules and matrix(m)]
+    outside = [p for p in projections if not any(p == a or p.startswith(a + ".") for a in attention)]
+    if attention and not outside:
+        return "attention"
+    return "mlp" if outside and not attention else None
 
 
 def _projects(module):

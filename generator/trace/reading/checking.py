@@ -24,6 +24,7 @@ from transformer_trace.checks.base import needs_evidence
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.reading.verify import LayoutStatus
+from transformer_trace.trace.reading.added_then_normed import added_then_normed
 from transformer_trace.trace.reading.another_lines_input import another_lines_input
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.functional_weights import functional_projection
@@ -267,7 +268,9 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
         line = LineCalls(page.calls, source, page.main_as_called, known, order)
     for check, claim in zip(checks, claims):
         # the weights and inputs those calls give the check, in the form it reads them
-        bound = check.bound_by(line) if line is not None else None
+        # a post-norm sum made inside one call: its operands from what the line added, before the norm's own input
+        bound = added_then_normed(check, page.calls, source, page.main_as_called, order)
+        bound = bound or (check.bound_by(line) if line is not None else None)
         bound = bound or sublayer_bound(check, page.calls, source, page.main_as_called, order)
         bound = bound or grid_bound(check, page.calls, source)
         bound = bound or functional_projection(check, page.calls, source)

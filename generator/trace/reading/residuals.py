@@ -76,7 +76,8 @@ def _local_read(check: Any, calls: Sequence[ModuleCall], source: TensorDict, mai
                 order: tuple[int, ...] | None) -> Bound | None:
     """A residual sum whose sublayer output no snapshot shows and no module call of the line gave, the sublayer run on
     lines before (``y = self.dropout(y)``, then ``x = x + y``): that operand is the one tensor the line read (a local,
-    as it was before the line ran) of the step's shape that is none of the captured operands, the stream; None where
+    as it was before the line ran) of the step's shape that is none of the captured operands nor their sum, the
+    stream; None where
     there is not exactly one, or another operand is not captured. A line that reads only the sublayer output
     (``x = y``) leaves the stream out: named by the step's own check."""
     operands = check.operands
@@ -86,7 +87,10 @@ def _local_read(check: Any, calls: Sequence[ModuleCall], source: TensorDict, mai
     read = [(call.module, in_order(output, order)) for call in calls if call.kind == ModuleKind.LOCAL
             and len(call.outputs) == 1 and isinstance(output := call.outputs[0], torch.Tensor)
             and output.is_floating_point() and tuple(output.shape) == tuple(main.shape)]
-    others = [(local, tensor) for local, tensor in read if not any(_equal(tensor, c) for c in captured)]
+    # the stream is a captured operand, or their sum (``x += res``, ``res`` the first residual sum where the catalogue
+    # adds the block input, the attention's and the MLP's outputs): neither is the sublayer output
+    stream = sum(captured[1:], captured[0]) if captured else None
+    others = [(local, tensor) for local, tensor in read if not any(_equal(tensor, c) for c in (*captured, stream))]
     if len(others) != 1:
         return None
     (local, tensor), missing = others[0], source.name(operands[-1])

@@ -19,6 +19,12 @@ nn.Modules running it (read at each such hit by running_module.py in the script'
    both, or neither and the line's snapshots have more than one self-attention use, the hit is not told.
    Cross-attention is the decoder's.
 
+4. In a catalogue without those uses (the ViT's, the GPT's), a line shared by residual sums ("# BREAKPOINT S16 or
+   S19": one ``x += res`` in a ``ResidualAdd(fn)`` wrapper that runs only inside an nn.Sequential) is told by the
+   sublayer the module running it holds: an attention module (by attribute or class name) and no projection outside
+   it, or projections and no attention (an MLP); each snapshot's is the sublayer output its check adds last. A module
+   that holds both (a whole block) does not tell.
+
 A hit that is not told is not guessed: the overview says why (``by_caller`` then falls back to the callers' lines,
 when there are as many as snapshots, and says that too)."""
 
@@ -141,6 +147,56 @@ def by_module(uses: dict[int, str | None], hits: list[Hit]) -> ByModule:
     return found
 
 
+ATTENTION_RESIDUAL, MLP_RESIDUAL = "attention's residual sum", "MLP's residual sum"
+# what the module running a hit holds (running_module.py ``_holds``) -> the residual sum it makes, and in words
+_HELD = {"attention": (ATTENTION_RESIDUAL, "an attention module"), "mlp": (MLP_RESIDUAL, "an MLP")}
+
+
+def snapshot_sublayer(snap: Snapshot) -> str | None:
+    """The residual sum a catalogue snapshot is, by the sublayer output its check adds last (``{block}.attn.out``,
+    ``{block}.mlp.out``): the attention's or the MLP's; None for a snapshot that is no residual sum."""
+    for check in getattr(snap, "checks", ()):
+        operands = getattr(check, "operands", ())
+        parts = operands[-1].template.split(".") if operands else []
+        sublayer = parts[-2] if len(parts) >= 2 and parts[-1] == "out" else ""
+        if _ATTENTION.search(sublayer):
+            return ATTENTION_RESIDUAL
+        if sublayer == "mlp":
+            return MLP_RESIDUAL
+    return None
+
+
+def by_sublayer(sublayers: dict[int, str], hits: list[Hit]) -> ByModule:
+    """The hits of a line shared by residual sums grouped by snapshot number (``sublayers``: number -> the residual sum
+    it is, ``snapshot_sublayer``), by the sublayer the module running each holds (rule 4)."""
+    found = ByModule()
+    numbers = {sublayer: number for number, sublayer in sublayers.items()}
+    for hit in hits:
+        path = hit.module or [["", "", None]]
+        attribute, cls = ".".join(str(entry[0]) for entry in path[1:]), str(path[-1][1])
+        module = f"{attribute} ({cls})" if attribute else cls
+        held = _HELD.get(str(path[-1][4])) if len(path[-1]) > 4 else None
+        if held is None:
+            found.untold.append((hit, Told(None, module, "it holds both an attention module and an MLP, or neither")))
+            continue
+        told = Told(held[0], module, f"it holds {held[1]}")
+        if held[0] in numbers:
+            found.groups.setdefault(numbers[held[0]], []).append((hit, told))
+        else:
+            found.outside.append((hit, told))
+    return found
+
+
+def _grouped(marker: Marker, hits: list[Hit], snaps: dict[int, Snapshot]) -> ByModule:
+    """A shared line's hits by use (encoder, decoder, cross-attention: rules 1-3), or, in a catalogue without those,
+    by the residual sum each is (rule 4)."""
+    uses = {n: snapshot_use(snaps[n]) if n in snaps else None for n in marker.alternatives}
+    sublayers = {n: snapshot_sublayer(snaps[n]) if n in snaps else None for n in marker.alternatives}
+    if None in uses.values() and None not in sublayers.values() and len(set(sublayers.values())) == len(sublayers):
+        return by_sublayer({n: s for n, s in sublayers.items() if s is not None}, hits)
+    return by_module(uses, hits)
+
+
 def described(told: list[Told]) -> str:
     """"encoder.layers.0.attn (MultiHeadAttention), encoder.layers.1.attn (...): it was called with one input; it is
     in the encoder": the modules (three at most) and what decided the first."""
@@ -159,7 +215,7 @@ def by_caller(marker: Marker, hits: list[Hit], catalogue: Report, notices: list[
     assigned, and the overview says why (``notices``, ``told_apart``: what the overview says, added to)."""
     where = f"{Path(marker.file).name}:{marker.line}: {marker.text!r}"
     snaps = {snap.number: snap for snap in catalogue.snapshots}
-    found = by_module({n: snapshot_use(snaps[n]) if n in snaps else None for n in marker.alternatives}, hits)
+    found = _grouped(marker, hits, snaps)
     if not found.untold:
         taken = [f"{catalogue.label(n)} takes the {'self-attention' if group[0][1].use == 'self' else group[0][1].use} "
                  f"({described([told for _, told in group])})" for n, group in found.groups.items()]

@@ -1,0 +1,121 @@
+"""Forms that round six's fresh GPT-style and encoder–decoder code (tests/trace_fresh/ROUND6_GPT.md) wrote and `trace`
+misread: the residual operands of a step named in another order than the catalogue's (`# Snapshot #14: x,
+residual_x`, the sublayer output first); attention rows of padded queries that see no key (a mask of −1e9 over whole
+rows: uniform weights over every key, the future ones too); and a mask given as valid lengths (d2l's `masked_softmax`:
+key j is seen by query i where j < valid_len[i])."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.conftest import trace_source as traced
+from transformer_trace.checks import CausalMask, SoftmaxRows
+from transformer_trace.sources import Ref, TensorDict
+from transformer_trace.trace.reading.verify import LayoutStatus, layout
+
+POST_NORM_LAYER = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, S, C = 2, 6, 16
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attention = nn.Linear(C, C)  # stands in for the attention: #15's form does not depend on it
+        self.norm1 = nn.LayerNorm(C)
+
+    def forward(self, x):
+        residual_x = x.clone()  # Snapshot #6
+        x = self.attention(x)  # Snapshot #14: x, residual_x
+        x = self.norm1(x + residual_x)  # Snapshot #15
+        return x
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([EncoderLayer()])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+with torch.no_grad():
+    Encoder().eval()(torch.randn(B, S, C))
+'''
+
+
+@pytest.mark.parametrize("names", ["x, residual_x", "residual_x, x"], ids=["sublayer first", "stream first"])
+def test_residual_operands_named_in_either_order_are_read_as_the_stream_and_the_sublayer_output(tmp_path, names):
+    code, checks = traced(tmp_path, POST_NORM_LAYER.replace("#14: x, residual_x", f"#14: {names}"))
+    assert code == 0, checks[""]
+    assert checks["#15"]["passed"] is True, checks["#15"]
+
+
+def test_a_residual_dropped_after_operands_named_in_another_order_is_still_named(tmp_path):
+    code, checks = traced(tmp_path, POST_NORM_LAYER.replace("self.norm1(x + residual_x)", "self.norm1(x)"))
+    assert code == 1, checks[""]
+    assert checks[""]["first_failure"].startswith("#15"), checks[""]
+
+
+B, H, T = 2, 2, 6
+LENGTHS = (4, 6)  # the first item's last two positions are padding (of the queries and of the keys)
+
+
+def padded_attention(causal: bool) -> TensorDict:
+    """Scores and their softmax under an additive −1e9 mask that blocks, per item, the keys past its length and whole
+    query rows past it (ajhalthor's create_masks): a padded query's row is uniform over every key."""
+    scores = torch.randn(B, H, T, T, generator=torch.Generator().manual_seed(0))
+    blocked = torch.zeros(B, 1, T, T, dtype=torch.bool)
+    for item, length in enumerate(LENGTHS):
+        blocked[item, :, :, length:] = True
+        blocked[item, :, length:, :] = True
+    if causal:
+        blocked |= torch.ones(T, T, dtype=torch.bool).triu(1)
+    mask = torch.zeros(B, 1, T, T).masked_fill(blocked, -1e9)
+    return TensorDict({"scores": scores, "mask": mask, "probs": torch.softmax(scores + mask, dim=-1)})
+
+
+def test_padded_query_rows_that_see_no_key_are_recognised_without_the_mask():
+    result = SoftmaxRows(out=Ref("probs"), scores=Ref("scores")).run(padded_attention(causal=False))
+    assert result.passed, result.detail
+    assert "see no key" in result.detail
+
+
+def test_a_causal_softmax_whose_padded_query_rows_are_uniform_sees_no_later_key():
+    result = SoftmaxRows(out=Ref("probs"), scores=Ref("scores"), mask=Ref("mask"), causal=True).run(
+        padded_attention(causal=True))
+    assert result.passed, result.detail
+
+
+def test_a_live_query_that_sees_a_later_key_beside_padded_rows_is_still_red():
+    data = padded_attention(causal=True)
+    probs = data.t(Ref("probs")).clone()
+    probs[1, :, 0] = torch.softmax(data.t(Ref("scores"))[1, :, 0], dim=-1)  # item 1's first query sees every key
+    result = SoftmaxRows(out=Ref("probs"), scores=Ref("scores"), mask=Ref("mask"), causal=True).run(
+        TensorDict({"scores": data.t(Ref("scores")), "mask": data.t(Ref("mask")), "probs": probs}))
+    assert result.status == "failed" and result.evidence is not None, result.detail
+    assert result.evidence.name == "no query attends to a later key"
+
+
+def test_valid_lengths_per_query_are_read_as_a_mask():
+    """d2l's decoder: ``dec_valid_lens = torch.arange(1, T + 1).repeat(B, 1)``: query i sees the keys before i + 1."""
+    found = layout(torch.arange(1, T + 1).repeat(B, 1), ("1", "1", "T", "T"), {"B": B, "T": T, "h": H}, {})
+    assert found.status is LayoutStatus.LAYOUT and "valid lengths" in found.note, found.note
+    assert found.canonical is not None
+    assert CausalMask(out=Ref("mask")).run(TensorDict({"mask": found.canonical})).passed
+
+
+def test_valid_lengths_that_let_a_query_see_the_next_key_are_a_mask_that_is_not_causal():
+    found = layout(torch.arange(2, T + 2).repeat(B, 1), ("1", "1", "T", "T"), {"B": B, "T": T, "h": H},
+                   {})
+    assert found.canonical is not None, found.note
+    result = CausalMask(out=Ref("mask")).run(TensorDict({"mask": found.canonical}))
+    assert result.status == "failed" and result.evidence is not None
+    assert result.evidence.name == "no query attends to a later key"

@@ -119,3 +119,41 @@ def test_valid_lengths_that_let_a_query_see_the_next_key_are_a_mask_that_is_not_
     result = CausalMask(out=Ref("mask")).run(TensorDict({"mask": found.canonical}))
     assert result.status == "failed" and result.evidence is not None
     assert result.evidence.name == "no query attends to a later key"
+
+
+RETURNS_STATE = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, C, V = 2, 5, 16, 32
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_f, self.lm_head = nn.LayerNorm(C), nn.Linear(C, V, bias=False)
+
+    def forward(self, x, state):
+        x = self.ln_f(x)  # BREAKPOINT G25
+        return self.lm_head(x), state  # BREAKPOINT G26
+
+
+with torch.no_grad():
+    Head().eval()(torch.randn(B, T, C), [None, 3])
+'''
+
+
+def test_a_step_returned_with_its_state_is_that_tensor_and_says_so(tmp_path):
+    """d2l's decoder: ``return self.dense(X), state``: the one tensor of the returned tuple is the step's value."""
+    code, checks = traced(tmp_path, RETURNS_STATE)
+    assert code == 0, checks[""]
+    assert checks["G26"]["passed"] is True, checks["G26"]
+    page = (tmp_path / "out" / "t").rglob("*26*.md")
+    assert any("item 0 of a tuple of 2, its one tensor" in p.read_text(encoding="utf-8") for p in page)
+
+
+def test_a_tuple_of_two_tensors_is_not_chosen_between(tmp_path):
+    code, checks = traced(tmp_path, RETURNS_STATE.replace("return self.lm_head(x), state", "return self.lm_head(x), x"))
+    assert code == 0, checks[""]
+    assert checks["G26"]["passed"] is None and "which a page cannot show" in checks["G26"]["detail"], checks["G26"]

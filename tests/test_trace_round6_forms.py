@@ -1,8 +1,10 @@
 """Forms that round six's fresh GPT-style and encoder–decoder code (tests/trace_fresh/ROUND6_GPT.md) wrote and `trace`
 misread: the residual operands of a step named in another order than the catalogue's (`# Snapshot #14: x,
 residual_x`, the sublayer output first); attention rows of padded queries that see no key (a mask of −1e9 over whole
-rows: uniform weights over every key, the future ones too); and a mask given as valid lengths (d2l's `masked_softmax`:
-key j is seen by query i where j < valid_len[i])."""
+rows: uniform weights over every key, the future ones too); a mask given as valid lengths (d2l's `masked_softmax`:
+key j is seen by query i where j < valid_len[i]); a step returned with its state (`return self.dense(X), state`); and
+positions added to a lookup nobody marked (`pos_encoding(embedding(X) * sqrt(C))`), checked on the lookup derived from
+the token IDs."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import torch
 
 from tests.conftest import trace_source as traced
 from transformer_trace.checks import CausalMask, SoftmaxRows
+from transformer_trace.reports.encoder_decoder.checks import SinusoidalPositions, _table_layouts
 from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace.reading.verify import LayoutStatus, layout
 
@@ -157,3 +160,35 @@ def test_a_tuple_of_two_tensors_is_not_chosen_between(tmp_path):
     code, checks = traced(tmp_path, RETURNS_STATE.replace("return self.lm_head(x), state", "return self.lm_head(x), x"))
     assert code == 0, checks[""]
     assert checks["G26"]["passed"] is None and "which a page cannot show" in checks["G26"]["detail"], checks["G26"]
+
+
+def positions_added(times: int, ids: torch.Tensor, table: torch.Tensor | None = None) -> TensorDict:
+    """d2l's `pos_encoding(embedding(X) * sqrt(C))` marked as #5 alone: the lookup (#4) is never captured."""
+    C = 8
+    embedding = torch.randn(32, C, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    table = _table_layouts(ids.shape[-1], C)["the paper's table (sin and cos interleaved)"] if table is None else table
+    return TensorDict({"src_ids": ids, "src_with_pos": embedding[ids] * C ** 0.5 + times * table})
+
+
+POSITIONS = SinusoidalPositions(out=Ref("src_with_pos"), before=Ref("src_embed"), ids=Ref("src_ids"))
+REPEATED = torch.tensor([[5, 12, 7, 30, 3, 1, 1, 1], [9, 4, 22, 17, 8, 26, 3, 1]])  # 1 and 3 at several positions
+
+
+def test_positions_added_to_an_unmarked_lookup_are_checked_on_the_lookup_derived_from_the_ids():
+    result = POSITIONS.run(positions_added(1, REPEATED))
+    assert result.passed, result.detail
+    assert "src_embed derived from src_ids" in result.detail
+
+
+def test_positions_added_twice_to_an_unmarked_lookup_are_named():
+    result = POSITIONS.run(positions_added(2, REPEATED))
+    assert result.status == "failed" and result.evidence is not None, result.detail
+    assert result.evidence.name == "positions added twice"
+
+
+@pytest.mark.parametrize("ids, table", [
+    (torch.arange(16).reshape(2, 8), None),  # no ID at two positions: nothing tells a lookup from another term
+    (REPEATED, torch.randn(8, 8, dtype=torch.float64)),  # learned positions: no sinusoid table leaves a lookup
+], ids=["every ID once", "a learned table"])
+def test_without_evidence_of_a_lookup_the_positions_step_stays_not_checkable(ids, table):
+    assert POSITIONS.run(positions_added(1, ids, table)).status == "not checkable"

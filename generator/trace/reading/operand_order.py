@@ -26,7 +26,7 @@ def _others(marked: list[Any]) -> dict[str, list[torch.Tensor]]:
     """Record template (``{enc}.input``) -> the tensors steps of one tensor show under it, as captured."""
     shown: dict[str, list[torch.Tensor]] = {}
     for m in marked:
-        refs = getattr(m.snap, "tensors", ())
+        refs: tuple[Any, ...] = tuple(getattr(m.snap, "tensors", ()))
         if len(refs) == 1 and len(m.tensors) == 1 and (value := _value(m.tensors[0])) is not None:
             shown.setdefault(str(refs[0]), []).append(value)
     return shown
@@ -46,8 +46,8 @@ def steps_in_catalogue_order(marked: list[Marked]) -> list[Marked]:
     shown = _others(marked)
     result = []
     for m in marked:
-        refs = getattr(m.snap, "tensors", ())  # type: ignore[attr-defined]
-        sections = m.tensors  # type: ignore[attr-defined]
+        refs: tuple[Any, ...] = tuple(getattr(getattr(m, "snap", None), "tensors", ()))
+        sections: list[Any] = list(getattr(m, "tensors", ()))
         if not shown or len(refs) < 2 or len(sections) != len(refs) or len(refs) > MOST:
             result.append(m)
             continue

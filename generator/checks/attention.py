@@ -14,7 +14,7 @@ from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, Trac
                                           tolerance)
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
-from transformer_trace.checks.masks import mask_allows
+from transformer_trace.checks.masks import mask_allows, padding_fit, sees_nothing
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
 
@@ -224,7 +224,8 @@ def _rows_sum_to_one(check: Any, s: TensorSource) -> str | None:
 def _no_later_key(check: Any, s: TensorSource) -> str | None:
     if not getattr(check, "causal", False):
         return None
-    weights = s.t(check.out)
+    weights, blind = s.t(check.out), sees_nothing(check, s)  # a padded query's uniform row says nothing of the future
+    weights = weights if blind is None else weights.masked_fill(blind, 0.0)
     queries, keys = weights.shape[-2:]
     above = torch.triu(torch.ones(queries, keys, dtype=torch.bool), diagonal=1)
     future = float(weights[..., above].abs().max()) if above.any() else 0.0
@@ -307,12 +308,8 @@ class SoftmaxRows(Check):
         what = "recomputed softmax over the keys" + (" of the masked scores" if self.mask else "")
         expected = torch.softmax(logits, dim=-1)
         same, more = close(weights, expected, what)
-        unseen = (weights == 0).all(-2, keepdim=True)  # keys no query attends to: a padding mask the step does not show
-        if not same and bool(unseen.any()) and not bool(unseen.all(-1).any()):
-            same, more = close(weights, torch.softmax(logits.masked_fill(unseen, float("-inf")), dim=-1),
-                               f"recomputed softmax over the keys any query attends to ({int(unseen.sum())} key "
-                               "positions "
-                               "get no weight from any query: a padding mask recognised)")
+        if not same and (padded := padding_fit(weights, logits)) is not None:  # a padding mask the step does not show
+            same, more = close(weights, *padded)
         if not same:
             same, more = self._scaled_inside(s, weights, logits, (same, more))
         claim = "rows are probability distributions over the keys"
@@ -324,7 +321,9 @@ class SoftmaxRows(Check):
         if self.causal:
             queries, keys = weights.shape[-2:]
             above = torch.triu(torch.ones(queries, keys, dtype=torch.bool), diagonal=1)  # keys after the query
-            future = float(weights[..., above].abs().max()) if above.any() else 0.0
+            blind = sees_nothing(self, s)  # padded queries (uniform over every key) are left out
+            live = weights if blind is None else weights.masked_fill(blind, 0.0)
+            future = float(live[..., above].abs().max()) if above.any() else 0.0
             passed &= future == 0.0
             detail += f"; largest weight on a future position: {future:g}"
         return claim + (" (causal)" if self.causal and claim != SOFTMAX_DROPOUT_CLAIM else ""), passed, detail

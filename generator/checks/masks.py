@@ -44,6 +44,33 @@ def masked_as_written(got: torch.Tensor, scores: torch.Tensor, allowed: torch.Te
     return next(((t, how) for t, how in forms if close(got, t, "")[0]), forms[0])
 
 
+def sees_nothing(check: Any, s: TensorSource) -> torch.Tensor | None:
+    """The query rows a check's captured mask (``check.mask``) blocks whole: padded queries, whose weights are uniform
+    over every key (all masked alike), the future ones too; None where no mask is captured."""
+    if getattr(check, "mask", None) is None or not s.has(check.mask):
+        return None
+    allowed, _ = mask_allows(s.cpu(check.mask))
+    return ~allowed.any(-1, keepdim=True)
+
+
+def padding_fit(weights: torch.Tensor, logits: torch.Tensor) -> tuple[torch.Tensor, str] | None:
+    """The softmax of ``logits`` under a padding mask the step does not show, read from the weights: the keys no query
+    that sees a key gives any weight are blocked, and a query whose row is uniform over every key sees none (a mask of
+    −1e9 over its whole row, as a padded query gets); None where no key is left out. The recomputed weights and how."""
+    keys = weights.shape[-1]
+    blind = (weights - 1.0 / keys).abs().amax(-1, keepdim=True) <= 1e-6  # uniform rows: queries that see no key
+    unseen = ((weights == 0) | blind).all(-2, keepdim=True)  # keys no query attends to (the blind ones aside)
+    if not bool(unseen.any()) or bool(unseen.all(-1).any()) or bool(blind.all()):
+        return None
+    recomputed = torch.softmax(logits.masked_fill(unseen, float("-inf")), dim=-1)
+    recomputed = torch.where(blind, torch.full_like(recomputed, 1.0 / keys), recomputed)
+    said = (f"recomputed softmax over the keys any query attends to ({int(unseen.sum())} key positions get no weight "
+            "from any query: a padding mask recognised")
+    if bool(blind.any()):
+        said += f"; {int(blind.sum())} query rows see no key, uniform over every key: padded queries"
+    return recomputed, said + ")"
+
+
 def _per_item(blocked: torch.Tensor) -> str:
     """How many entries of a (B, 1, T, 1)-like flag tensor are set, per batch item, as "0, 2"."""
     return ", ".join(str(int(n)) for n in blocked.reshape(blocked.shape[0] if blocked.dim() > 2 else 1, -1).sum(-1))

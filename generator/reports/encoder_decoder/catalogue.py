@@ -98,7 +98,7 @@ SNAPSHOTS = (
         variable='src_with_pos',
         stage='input',
         tensors=(model.SRC_WITH_POS,),
-        checks=(SinusoidalPositions(before=model.SRC_EMBED),),
+        checks=(SinusoidalPositions(before=model.SRC_EMBED, ids=model.SRC_IDS),),
         figures=('positional',),
         questions=(6,),
     ),

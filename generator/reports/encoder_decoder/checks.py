@@ -4,15 +4,15 @@ transformer_trace.checks.CHECKS)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
-from transformer_trace.checks import THIS, Check, close, whole_ids
+from transformer_trace.checks import THIS, Check, CheckResult, close, whole_ids
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.registry import Registry
 from transformer_trace.checks.sinusoids import own_table
-from transformer_trace.sources import InputRef, NotCheckable, ParamRef, Ref, TensorSource
+from transformer_trace.sources import InputRef, NotCheckable, ParamRef, Ref, TensorDict, TensorSource
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +105,27 @@ def _fit_positions(out: torch.Tensor, before: torch.Tensor, table: torch.Tensor,
     return PositionsFit(prediction, words)
 
 
+def lookup_under(out: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, str] | None:
+    """The embedding lookup a positions step (``out``) added a sinusoid table to, where the lookup is not captured:
+    ``out`` minus the table (the paper's or tensor2tensor's, added once or twice), one row per token ID, where that
+    leaves the same row wherever an ID stands and some ID stands at two positions (else nothing tells a lookup from
+    any other term); with the table it leaves out. None where no table leaves a lookup."""
+    if tuple(ids.shape) != tuple(out.shape[:-1]) or bool((ids != ids.round()).any()) or bool((ids < 0).any()):
+        return None
+    keys, positions = ids.reshape(-1).long(), torch.arange(out.shape[-2]).expand(ids.shape).reshape(-1)
+    if not any(len(set(positions[keys == key].tolist())) > 1 for key in keys.unique()):
+        return None
+    counts = torch.bincount(keys).clamp_min(1)[:, None]
+    for times in (1, 2):
+        for layout, table in _table_layouts(*out.shape[-2:]).items():
+            rest = (out - times * table.expand_as(out)).reshape(-1, out.shape[-1])
+            lookup = (torch.zeros(counts.shape[0], rest.shape[-1], dtype=rest.dtype).index_add_(0, keys, rest)
+                      / counts)[keys]
+            if close(rest, lookup, "")[0]:
+                return lookup.reshape(out.shape), f"{'twice ' if times == 2 else ''}{layout}"
+    return None
+
+
 def _added_twice(check: SinusoidalPositions, s: TensorSource) -> Fit:
     out, before = s.t(check.out), s.t(check.before)
     details = []
@@ -134,8 +155,23 @@ class SinusoidalPositions(Check):
 
     BUG_FORMS = (BugForm("positions added twice", "the added term vs twice the table", _added_twice),)
 
+    OPTIONAL = (("ids",),)
+
     out: Ref = THIS
     before: Ref
+    ids: Ref | None = None  # the token IDs, from which the lookup ``before`` is derived where it is not captured
+
+    def run(self, s: TensorSource) -> CheckResult:
+        """Checked as declared; where the lookup ``before`` is not captured but the token IDs are, on the lookup
+        derived from this step and the IDs (``lookup_under``), said so."""
+        if self.ids is None or s.has(self.before) or not (s.has(self.ids) and s.has(self.out)) or not isinstance(
+                s, TensorDict) or (found := lookup_under(s.t(self.out), s.t(self.ids))) is None:
+            return super().run(s)
+        lookup, table = found
+        result = super().run(s.with_tensors({**s.tensors, s.name(self.before): lookup}, dict(s.modules),
+                                            dict(s.params)))
+        return replace(result, detail=f"{result.detail} ({s.name(self.before)} derived from {s.name(self.ids)}: this "
+                                      f"step minus {table}, one row per token ID, the same wherever an ID stands)")
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         out, before = s.t(self.out), s.t(self.before)

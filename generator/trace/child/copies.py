@@ -179,6 +179,15 @@ def to_value(results, name, value):
         empty = len(value) - len(tensors)
         note = "a dict of tensors" + (f" ({empty} None entr{'y' if empty == 1 else 'ies'} left out)" if empty else "")
         return _value(name, ValueKind.DICT, device, note, entries=entries)
+    if torch is not None and isinstance(value, (list, tuple)) and sum(isinstance(v, torch.Tensor) for v in value) == 1:
+        # `return self.dense(X), state`: one tensor returned with what goes along with it (a state, a cache, None):
+        # that tensor is the step's value (two or more tensors are not chosen between)
+        index, tensor = next((i, v) for i, v in enumerate(value) if isinstance(v, torch.Tensor))
+        found = to_value(results, name, tensor)
+        rest = ", ".join(type(v).__name__ for i, v in enumerate(value) if i != index)
+        found["note"] = "; ".join(filter(None, (f"item {index} of a {type(value).__name__} of {len(value)}, its one "
+                                                f"tensor (beside: {rest})", found.get("note"))))
+        return found
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.ndarray) and value.dtype.kind in "biuf" and value.size:
         if value.nbytes <= results.budget_left:

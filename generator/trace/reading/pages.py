@@ -23,6 +23,7 @@ from transformer_trace.pages import (
     CapturedTensors, DictEntry, PageContents, PageTensors, SourceExcerpt, TensorSection,
 )
 from transformer_trace.tensors import TensorView
+from transformer_trace.trace.reading.operand_order import steps_in_catalogue_order
 from transformer_trace.text import fence_title
 from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Value
@@ -378,7 +379,7 @@ def read_snapshots(catalogue: Report, numbering: str, capture: Capture, hit: int
     ``read_run_layout``, ``catalogue_layout``). Called by the reading of the capture (capture_reading.py ``read``)
     only."""
     of = _marked(catalogue, numbering, capture, hit, marked_lines)
-    marked = [of(snap) for snap in catalogue.snapshots]
+    marked = steps_in_catalogue_order([of(snap) for snap in catalogue.snapshots])  # its names in any order
     run = read_run_layout([StepShape(m.label, m.shape_of(i), tuple(t.shown.shape), i == 0 and m.snap.index == "[0]",
                                      None if t.absent else t.shown.tensor)
                            for m in marked for i, t in enumerate(m.tensors)],

@@ -264,11 +264,19 @@ def _mask_layouts(tensor: torch.Tensor, expected: tuple[int, ...], dims: dict[st
     (B, 1, T, T): read as (B, 1, T, T), broadcast over the heads), or a buffer of the context size of which the
     first T×T is used (``bias[:, :, :T, :T]``)."""
     shape, (T, T2) = tuple(tensor.shape), expected[2:]
+    B = dims.get("B")
+    if (B and shape == (B, T) and not tensor.is_floating_point() and tensor.dtype != torch.bool
+            and bool((tensor >= 0).all())):
+        # d2l's masked_softmax: valid lengths per query, key j seen by query i where j < valid_len[i]
+        seen = torch.arange(T2)[None, None, None, :] < tensor[:, None, :, None]
+        yield Layout(LayoutStatus.LAYOUT, expected, f"valid lengths per batch item and query (B, T) = {shape} (key j "
+                     "is seen where j < the query's length); read as a boolean (B, 1, T, T) mask, True = allowed",
+                     seen)
     if shape == (T, T2):
         yield Layout(LayoutStatus.LAYOUT, expected, "a (T, T) mask without its broadcast axes; read as (1, 1, T, T)",
                      tensor[None, None])
     batch = {1, dims.get("B", 1)}
-    B, h = dims.get("B"), dims.get("h")
+    h = dims.get("h")
     if B and h and h > 1 and shape == (B * h, T, T2):  # nn.MultiheadAttention's 3-D attn_mask: (B·h, T, T)
         yield Layout(LayoutStatus.LAYOUT, expected, f"a mask per batch item and head with the heads folded into the "
                      f"batch axis (B·h = {B * h}, T, T); read as (B, h, T, T)", tensor.reshape(B, h, T, T2))

@@ -1,0 +1,1 @@
+"""Our stub: see fairscale/__init__.py."""

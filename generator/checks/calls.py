@@ -18,31 +18,10 @@ from transformer_trace.checks.values import SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 
 
-@dataclass(frozen=True, kw_only=True)
-class ConvPatches(Check):
-    """``out`` (B, N, C) is the Conv2d ``module`` applied to the image ``x`` (B, 3, H, W), its (B, C, H/p, W/p) output
-    read position by position (row-major): a patch embedding, the Linear of each flattened patch."""
-
-    out: Ref = THIS
-    x: Ref
-    module: ModuleRef
-
-    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        conv = s.module(self.module)
-        weight, bias = weight_and_bias(conv)
-        maps = F.conv2d(s.t(self.x), weight, bias, *settings(conv, "stride", "padding", "dilation", "groups"))
-        expected = maps.flatten(2).transpose(1, 2)  # (B, C, h, w) -> (B, h·w, C)
-        got = s.t(self.out)
-        passed, detail = close(got.reshape(expected.shape) if got.numel() == expected.numel() else got, expected,
-                               f"recomputed the {tuple(weight.shape[-2:])} convolution with {s.name(self.module)}'s "
-                               "weights on the image it was called with, positions row by row")
-        return "equals the patch embedding (the convolution of each patch)", passed, detail
-
-
-def _grid_reshaped(check: GridMovedLast, s: TensorSource) -> Fit | None:
-    """The convolution's (B, C, h, w) output read straight as (B, N, C) by a reshape or a view: channels and positions
-    mixed."""
-    got, grid = s.t(check.out), s.t(check.grid)
+def _grid_reshaped(check: GridMovedLast | ConvPatches, s: TensorSource) -> Fit | None:
+    """The convolution's (B, C, h, w) output (as the line read it, or recomputed from the convolution the line called)
+    read straight as (B, N, C) by a reshape or a view: channels and positions mixed."""
+    got, grid = s.t(check.out), check.grid_maps(s)
     if got.numel() != grid.numel():
         return None
     fits, detail = close(got, grid.reshape(got.shape), f"vs the convolution's {tuple(grid.shape)} output reshaped "
@@ -52,17 +31,51 @@ def _grid_reshaped(check: GridMovedLast, s: TensorSource) -> Fit | None:
                      f"positions mixed ({detail})" if fits else detail)
 
 
+GRID_RESHAPED = BugForm("patch grid reshaped instead of permuted", "the output vs the convolution's output "
+                        "reshaped straight to (B, N, C)", _grid_reshaped)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConvPatches(Check):
+    """``out`` (B, N, C) is the Conv2d ``module`` applied to the image ``x`` (B, 3, H, W), its (B, C, H/p, W/p) output
+    read position by position (row-major): a patch embedding, the Linear of each flattened patch."""
+
+    BUG_FORMS = (GRID_RESHAPED,)
+
+    out: Ref = THIS
+    x: Ref
+    module: ModuleRef
+
+    def grid_maps(self, s: TensorSource) -> torch.Tensor:
+        """The convolution's (B, C, h, w) output, recomputed from its weights on the image it was called with."""
+        conv = s.module(self.module)
+        weight, bias = weight_and_bias(conv)
+        return F.conv2d(s.t(self.x), weight, bias, *settings(conv, "stride", "padding", "dilation", "groups"))
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        weight, _ = weight_and_bias(s.module(self.module))
+        maps = self.grid_maps(s)
+        expected = maps.flatten(2).transpose(1, 2)  # (B, C, h, w) -> (B, h·w, C)
+        got = s.t(self.out)
+        passed, detail = close(got.reshape(expected.shape) if got.numel() == expected.numel() else got, expected,
+                               f"recomputed the {tuple(weight.shape[-2:])} convolution with {s.name(self.module)}'s "
+                               "weights on the image it was called with, positions row by row")
+        return "equals the patch embedding (the convolution of each patch)", passed, detail
+
+
 @dataclass(frozen=True, kw_only=True)
 class GridMovedLast(Check):
     """``out`` (B, N, C), the patch embeddings, is ``grid``, the patch convolution's output as the marked line read it
     (channels first: (B, C, h, w) or (B, C, h·w)), with its channels moved last, position by position (row-major): the
     line's own step, checked where the convolution ran on an earlier, unmarked line (its weights not captured)."""
 
-    BUG_FORMS = (BugForm("patch grid reshaped instead of permuted", "the output vs the convolution's output reshaped "
-                         "straight to (B, N, C)", _grid_reshaped),)
+    BUG_FORMS = (GRID_RESHAPED,)
 
     out: Ref = THIS
     grid: Ref
+
+    def grid_maps(self, s: TensorSource) -> torch.Tensor:
+        return s.t(self.grid)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         expected = s.t(self.grid).flatten(2).transpose(1, 2)  # (B, C, h, w) -> (B, h·w, C)

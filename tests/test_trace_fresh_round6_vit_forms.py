@@ -1,0 +1,156 @@
+"""Forms round six's fresh ViTs (tests/trace_fresh/ROUND6_VIT.md) wrote and `trace` could not judge or did not name:
+CLIP's image tower (a LayerNorm of the embeddings before block 1; the attention fused into
+``F.scaled_dot_product_attention``, so no probabilities exist: the context is checked from the captured q, k and v,
+and ``scale=1.0`` is named), a notebook's patch grid reshaped where its channels must move last (named where the
+convolution runs on the marked line too), and a head called on the pooled token inside the logits line (the token it
+was given is checked against the final sequence: the last patch pooled is named). Tiny scripts of our own, no upstream
+file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import trace_source as traced
+from transformer_trace.checks.context_heads import FUSED_CLAIM
+
+CLIP_TOWER = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+B, P, C, H = 2, 8, 16, 2
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.in_proj_weight = nn.Parameter(torch.randn(3 * C, C) / C ** 0.5)
+        self.in_proj_bias = nn.Parameter(torch.randn(3 * C) * 0.1)
+        self.out_proj = nn.Linear(C, C)
+
+    def forward(self, x):
+        N, L, _ = x.shape
+        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        q = q.reshape(N, L, H, C // H).transpose(1, 2)  # BREAKPOINT S09
+        k = k.reshape(N, L, H, C // H).transpose(1, 2)  # BREAKPOINT S10
+        v = v.reshape(N, L, H, C // H).transpose(1, 2)  # BREAKPOINT S11
+        x = F.scaled_dot_product_attention(q, k, v, scale=SCALE)  # BREAKPOINT S14
+        x = x.transpose(1, 2).reshape(N, L, C)
+        x = self.out_proj(x)  # BREAKPOINT S15
+        return x
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        self.attn = Attention()
+        self.mlp = nn.Sequential(nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))  # BREAKPOINT S16
+        x = x + self.mlp(self.ln_2(x))  # BREAKPOINT S19
+        return x
+
+
+class Tower(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, C, P, P, bias=False)
+        self.class_embedding = nn.Parameter(torch.randn(C))
+        self.positional_embedding = nn.Parameter(torch.randn(17, C))
+        self.ln_pre = nn.LayerNorm(C)
+        self.blocks = nn.ModuleList([Block(), Block()])
+
+    def forward(self, img):
+        x = self.conv1(img).reshape(img.shape[0], C, -1)
+        x = x.permute(0, 2, 1)  # BREAKPOINT S04
+        x = torch.cat([self.class_embedding.view(1, 1, -1).expand(x.shape[0], -1, -1), x], dim=1)  # BREAKPOINT S06
+        x = x + self.positional_embedding  # BREAKPOINT S07
+        x = self.ln_pre(x)  # BREAKPOINT S08
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+with torch.no_grad():
+    out = Tower().eval()(torch.randn(B, 3, 32, 32))
+'''
+
+NOTEBOOK_STYLE = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, C = 2, 16
+
+
+class ViT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.patcher = nn.Sequential(nn.Conv2d(1, C, 4, 4), nn.Flatten(2))
+        self.cls_token = nn.Parameter(torch.randn(1, 1, C))
+        self.position_embeddings = nn.Parameter(torch.randn(1, 50, C))
+        layer = nn.TransformerEncoderLayer(d_model=C, nhead=4, batch_first=True, norm_first=True)
+        self.encoder_blocks = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+        self.mlp_head = nn.Sequential(nn.LayerNorm(C), nn.Linear(C, 10))
+
+    def forward(self, img):
+        cls_token = self.cls_token.expand(img.shape[0], -1, -1)  # BREAKPOINT S05
+        x = self.patcher(img)PATCHES  # BREAKPOINT S04
+        x = torch.cat([cls_token, x], dim=1)  # BREAKPOINT S06
+        x = self.position_embeddings + x  # BREAKPOINT S07
+        x = self.encoder_blocks(x)  # BREAKPOINT S23
+        x = self.mlp_head(x[:, POOLED, :])  # BREAKPOINT S25
+        return x
+
+
+model = ViT().eval()
+with torch.no_grad():
+    logits = model(torch.randn(B, 1, 28, 28))
+'''
+
+
+def _notebook_style(patches: str = ".permute(0, 2, 1)", pooled: str = "0") -> str:
+    return NOTEBOOK_STYLE.replace("PATCHES", patches).replace("POOLED", pooled)
+
+
+def test_a_clip_tower_is_read_whole_its_layernorm_before_block_one_and_its_fused_attention(tmp_path: Path):
+    code, checks = traced(tmp_path, CLIP_TOWER.replace("SCALE", "(C // H) ** -0.5"))
+    assert code == 0, checks[""]
+    assert checks["S08"]["passed"] is True and "normalised" in checks["S08"]["name"], checks["S08"]
+    assert checks["S14"]["passed"] is True and checks["S14"]["name"] == FUSED_CLAIM, checks["S14"]
+    assert checks[""]["counts"]["unrecognised"] == 0 and checks[""]["counts"]["unchecked"] == 0, checks[""]
+
+
+def test_a_fused_attention_told_scale_one_is_named_at_the_context(tmp_path: Path):
+    code, checks = traced(tmp_path, CLIP_TOWER.replace("SCALE", "1.0"))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("S14"), checks[""]
+    assert checks["S14"]["evidence"]["name"] == "1/√d missing", checks["S14"]
+    assert "without the 1/√8" in checks["S14"]["detail"], checks["S14"]
+
+
+@pytest.mark.parametrize(("patches", "named"), [(".permute(0, 2, 1)", None),
+                                                (".reshape(img.shape[0], -1, C)", "patch grid reshaped instead of "
+                                                                                   "permuted")])
+def test_a_patch_grid_reshaped_where_the_convolution_runs_on_the_line_is_named(tmp_path: Path, patches: str,
+                                                                              named: str | None):
+    code, checks = traced(tmp_path, _notebook_style(patches=patches))
+    assert code == (0 if named is None else 1), checks[""]
+    assert checks["S04"]["passed"] is (named is None), checks["S04"]
+    assert (checks["S04"].get("evidence") or {}).get("name") == named, checks["S04"]
+
+
+@pytest.mark.parametrize(("pooled", "named"), [("0", None), ("-1", "the wrong token pooled")])
+def test_the_token_a_head_is_given_inside_the_logits_line_is_checked_against_the_final_sequence(
+        tmp_path: Path, pooled: str, named: str | None):
+    code, checks = traced(tmp_path, _notebook_style(pooled=pooled))
+    assert code == (0 if named is None else 1), checks[""]
+    assert checks["S25"]["passed"] is (named is None), checks["S25"]
+    assert (checks["S25"].get("evidence") or {}).get("name") == named, checks["S25"]
+    if named:
+        assert "row 49 of x (S23), not row 0" in checks["S25"]["detail"], checks["S25"]

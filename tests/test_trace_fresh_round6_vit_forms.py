@@ -2,9 +2,10 @@
 CLIP's image tower (a LayerNorm of the embeddings before block 1; the attention fused into
 ``F.scaled_dot_product_attention``, so no probabilities exist: the context is checked from the captured q, k and v,
 and ``scale=1.0`` is named), a notebook's patch grid reshaped where its channels must move last (named where the
-convolution runs on the marked line too), and a head called on the pooled token inside the logits line (the token it
-was given is checked against the final sequence: the last patch pooled is named). Tiny scripts of our own, no upstream
-file."""
+convolution runs on the marked line too), a head called on the pooled token inside the logits line (the token it
+was given is checked against the final sequence: the last patch pooled is named), K split from the already split
+queries (its values are q's, rearranged) and the MLP's LayerNorm given the block's input instead of the stream its
+output is added to. Tiny scripts of our own, no upstream file."""
 
 from __future__ import annotations
 
@@ -50,8 +51,8 @@ class Block(nn.Module):
         self.attn = Attention()
         self.mlp = nn.Sequential(nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C))
 
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))  # BREAKPOINT S16
+    def forward(self, q_x):
+        x = q_x + self.attn(self.ln_1(q_x))  # BREAKPOINT S16
         x = x + self.mlp(self.ln_2(x))  # BREAKPOINT S19
         return x
 
@@ -126,12 +127,19 @@ def test_a_clip_tower_is_read_whole_its_layernorm_before_block_one_and_its_fused
     assert checks[""]["counts"]["unrecognised"] == 0 and checks[""]["counts"]["unchecked"] == 0, checks[""]
 
 
-def test_a_fused_attention_told_scale_one_is_named_at_the_context(tmp_path: Path):
-    code, checks = traced(tmp_path, CLIP_TOWER.replace("SCALE", "1.0"))
+@pytest.mark.parametrize(("old", "new", "step", "form", "said"), [
+    ("scale=SCALE", "scale=1.0", "S14", "1/√d missing", "without the 1/√8"),
+    ("k = k.reshape(", "k = q.reshape(", "S10", "computed from another tensor", "holds exactly the values of q (S09)"),
+    ("self.mlp(self.ln_2(x))", "self.mlp(self.ln_2(q_x))", "S19", "LayerNorm of the wrong tensor",
+     "read a LayerNorm of x (S08), where the stream"),
+], ids=["sdpa-scale-one", "k-from-q", "mlp-norm-of-block-input"])
+def test_a_planted_bug_in_a_clip_tower_is_named_first_at_its_own_step(tmp_path: Path, old: str, new: str, step: str,
+                                                                      form: str, said: str):
+    code, checks = traced(tmp_path, CLIP_TOWER.replace(old, new).replace("SCALE", "(C // H) ** -0.5"))
     assert code == 1
-    assert checks[""]["first_failure"].startswith("S14"), checks[""]
-    assert checks["S14"]["evidence"]["name"] == "1/√d missing", checks["S14"]
-    assert "without the 1/√8" in checks["S14"]["detail"], checks["S14"]
+    assert checks[""]["first_failure"].startswith(step), checks[""]
+    assert checks[step]["evidence"]["name"] == form, checks[step]
+    assert said in checks[step]["detail"], checks[step]
 
 
 @pytest.mark.parametrize(("patches", "named"), [(".permute(0, 2, 1)", None),

@@ -160,15 +160,46 @@ class PatchChain(Check):
                 f"{rows_detail}; {detail}")
 
 
+def _normalised_another(check: SumWithCall, s: TensorSource) -> str | None:
+    """The captured tensor the sublayer's LayerNorm was given where the stream belongs, or None."""
+    if check.normalised is None:
+        return None
+    given = s.t(check.normalised)
+    if close(given, sum(s.t(ref) for ref in check.operands[:-1]), "")[0]:
+        return None
+    tensors = getattr(s, "tensors", None) or {}
+    return next((name for name, tensor in tensors.items() if name != s.name(check.normalised)
+                 and isinstance(tensor, torch.Tensor) and tensor.shape == given.shape and tensor.is_floating_point()
+                 and close(given, tensor.double(), "")[0]), None)
+
+
+def _wrong_tensor_normalised(check: SumWithCall, s: TensorSource) -> Fit | None:
+    other = _normalised_another(check, s)
+    if other is None:
+        return None
+    stream = " + ".join(s.name(ref) for ref in check.operands[:-1])
+    return Fit(True, f"LayerNorm of the wrong tensor: the sublayer your {s.name(check.out)} adds read a LayerNorm of "
+                     f"{other}, where the stream it is added to ({stream}) belongs")
+
+
 @dataclass(frozen=True, kw_only=True)
 class SumWithCall(SumOf):
     """A residual sum whose last operand is taken from a module call's output (trace/reading/weights.py; never a
     call whose output is the sum itself). Where it adds up, it passes; where it does not, the step is not checkable
     rather than failed: something after the call may change its output on the way into the sum (a dropout in training
-    mode, an activation module after the Linear the line called last), so that output is not known to be the operand."""
+    mode, an activation module after the Linear the line called last), so that output is not known to be the operand.
+    ``normalised``: what the LayerNorm that fed the sublayer on the line was given (pre-norm), the stream the sum adds
+    to in every correct form; another captured tensor there is named (``self.ln_2(block_input)``)."""
+
+    BUG_FORMS = (BugForm("LayerNorm of the wrong tensor", "the input of the LayerNorm that fed the sublayer vs the "
+                         "stream and the other captured tensors", _wrong_tensor_normalised),)
+
+    normalised: Ref | None = None
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         claim, passed, detail = super().verify(s)
+        if passed and (other := _normalised_another(self, s)) is not None:
+            return f"{claim}, the sublayer reading a LayerNorm of that stream", False, f"its LayerNorm read {other}"
         if passed:
             return claim, passed, detail
         rest = s.t(self.out) - sum(s.t(ref) for ref in self.operands[:-1])
@@ -226,11 +257,36 @@ class ConsumedImage(Check):
         return "is the image the model's patch embedding was called with", passed, detail
 
 
+def _values_of_another_part(check: HeadsOfRead, s: TensorSource) -> Fit | None:
+    """The step holds exactly the values of another of the attention's q, k and v, rearranged (``k =
+    q.reshape(...)``: the queries split into heads a second time): computed from that one where its own projection
+    belongs. Two projections of a block's input never agree value for value, so correct code never fits."""
+    name = s.name(check.out)
+    prefix, _, own = name.rpartition(".")
+    if own not in ("q", "k", "v"):
+        return None
+    got = s.t(check.out).flatten().sort().values
+    for letter in (other for other in "qkv" if other != own):
+        other = Ref(f"{prefix}.{letter}")
+        if not s.has(other) or s.t(other).numel() != got.numel():
+            continue
+        fits, detail = close(got, s.t(other).flatten().sort().values, f"its values vs those of {s.name(other)}, "
+                             "both sorted")
+        if fits:
+            return Fit(True, f"your {name} holds exactly the values of {s.name(other)}, rearranged: the "
+                             f"{own.upper()} heads were computed from the {letter.upper()} ones, where the "
+                             f"{own.upper()} projection belongs ({detail})")
+    return Fit(False, "its values are not those of another of q, k and v")
+
+
 @dataclass(frozen=True, kw_only=True)
 class HeadsOfRead(Check):
     """``out`` (B, h, N, hs) is part ``part`` (0 q, 1 k, 2 v) of the projection the marked line read (``parts``: one
     tensor, fused or not, or the three side by side), split into heads: the head split checked where the projection's
     weights were not on the marked line."""
+
+    BUG_FORMS = (BugForm("computed from another tensor", "the step's values vs those of another of q, k and v, "
+                         "rearranged", _values_of_another_part),)
 
     out: Ref = THIS
     parts: tuple[Ref, ...]

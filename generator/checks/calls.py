@@ -5,6 +5,7 @@ line read (generator/trace/reading/weights.py binds them)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import math
@@ -263,8 +264,9 @@ def _values_of_another_part(check: HeadsOfRead, s: TensorSource) -> Fit | None:
     belongs. Two projections of a block's input never agree value for value, so correct code never fits."""
     name = s.name(check.out)
     prefix, _, own = name.rpartition(".")
-    if own not in ("q", "k", "v"):
-        return None
+    if own not in ("q", "k", "v") or any(_holds(dataclasses.replace(check, part=other), s)
+                                        for other in range(3) if other != check.part):
+        return None  # another part of what the line read: the more precise form names it
     got = s.t(check.out).flatten().sort().values
     for letter in (other for other in "qkv" if other != own):
         other = Ref(f"{prefix}.{letter}")
@@ -277,6 +279,13 @@ def _values_of_another_part(check: HeadsOfRead, s: TensorSource) -> Fit | None:
                              f"{own.upper()} heads were computed from the {letter.upper()} ones, where the "
                              f"{own.upper()} projection belongs ({detail})")
     return Fit(False, "its values are not those of another of q, k and v")
+
+
+def _holds(check: Check, s: TensorSource) -> bool:
+    try:
+        return bool(check.verify(s)[1])
+    except (NotCheckable, RuntimeError, ValueError, IndexError):
+        return False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,15 +5,19 @@ and ``scale=1.0`` is named), a notebook's patch grid reshaped where its channels
 convolution runs on the marked line too), a head called on the pooled token inside the logits line (the token it
 was given is checked against the final sequence: the last patch pooled is named), K split from the already split
 queries (its values are q's, rearranged) and the MLP's LayerNorm given the block's input instead of the stream its
-output is added to. Tiny scripts of our own, no upstream file."""
+output is added to. Tiny scripts of our own, no upstream file; and the four implementations' correct code, traced
+where their marked upstream files are present (they are not committed)."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import trace_source as traced
+from transformer_trace.cli import main
 from transformer_trace.checks.context_heads import FUSED_CLAIM
 
 CLIP_TOWER = '''\
@@ -162,3 +166,22 @@ def test_the_token_a_head_is_given_inside_the_logits_line_is_checked_against_the
     assert (checks["S25"].get("evidence") or {}).get("name") == named, checks["S25"]
     if named:
         assert "row 49 of x (S23), not row 0" in checks["S25"]["detail"], checks["S25"]
+
+
+ROUND6 = Path(__file__).resolve().parent / "trace_fresh" / "round6"
+UPSTREAM = Path("/work/fresh_round6")  # the marked upstream files, never committed: present only where measured
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", sorted(path.name for path in ROUND6.iterdir() if path.is_dir()))
+def test_the_correct_code_of_a_round_six_vit_gets_no_red_verdict_where_its_upstream_files_are_present(
+        tmp_path: Path, folder: str):
+    marked = UPSTREAM / folder
+    if not (marked / "SOURCE.md").exists():
+        pytest.skip(f"the upstream files of {folder} are not on this machine (tests/trace_fresh/README.md)")
+    copy = tmp_path / folder
+    shutil.copytree(marked, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    driver = copy / "driver.ipynb" if (copy / "driver.ipynb").exists() else copy / "driver.py"
+    assert main(["trace", str(driver), "--out", str(tmp_path / "out"), "--name", "t", "-q"]) == 0
+    outcome = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))["outcome"]
+    assert outcome["counts"]["failed"] == 0, outcome

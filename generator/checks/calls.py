@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 import math
 
@@ -166,7 +167,7 @@ def _normalised_another(check: SumWithCall, s: TensorSource) -> str | None:
     if check.normalised is None:
         return None
     given = s.t(check.normalised)
-    if close(given, sum(s.t(ref) for ref in check.operands[:-1]), "")[0]:
+    if close(given, sum((s.t(ref) for ref in check.operands[:-1]), torch.zeros_like(given)), "")[0]:
         return None
     tensors = getattr(s, "tensors", None) or {}
     return next((name for name, tensor in tensors.items() if name != s.name(check.normalised)
@@ -192,8 +193,9 @@ class SumWithCall(SumOf):
     ``normalised``: what the LayerNorm that fed the sublayer on the line was given (pre-norm), the stream the sum adds
     to in every correct form; another captured tensor there is named (``self.ln_2(block_input)``)."""
 
-    BUG_FORMS = (BugForm("LayerNorm of the wrong tensor", "the input of the LayerNorm that fed the sublayer vs the "
-                         "stream and the other captured tensors", _wrong_tensor_normalised),)
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (
+        BugForm("LayerNorm of the wrong tensor", "the input of the LayerNorm that fed the sublayer vs the stream and "
+                "the other captured tensors", _wrong_tensor_normalised), *SumOf.BUG_FORMS)
 
     normalised: Ref | None = None
 

@@ -8,7 +8,7 @@ import copy
 import math
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -163,8 +163,9 @@ class SumOf(Check):
     # (or the table the line read by attribute: positions from a buffer, trace/reading/residuals.py)
     TRACE = TraceUse(also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION,
                                            ModuleKind.READ}))
-    BUG_FORMS = (BugForm("added twice", "the sum with one operand counted twice", _operand_twice), NORMALISED_RESIDUAL,
-                 stream_left_out("residual dropped"))
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (BugForm("added twice", "the sum with one operand counted twice",
+                                                        _operand_twice), NORMALISED_RESIDUAL,
+                                                stream_left_out("residual dropped"))
     LEFT_OUT = "residual dropped"
 
     DERIVES = "out"

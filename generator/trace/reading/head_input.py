@@ -3,9 +3,9 @@ for it (a classification head called on the pooled token, ``self.mlp_head(x[:, 0
 marked): the check holds for whatever the head was given, so the pick itself went unchecked (the last patch pooled
 passed). The first module the line called was given that tensor; the claims of the snapshot that shows it (the pooled
 token is row 0, the class token, of the final sequence) are checked on it, where what they read is captured: where the
-first call was given the tensor that stood in, or a LayerNorm whose output it is (a head of a LayerNorm and a Linear). A claim
-that fails with evidence (the wrong token pooled) fails the step, with it; one that passes or cannot tell changes
-nothing. Correct code gives the head what the catalogue's tensor is, so this never fires there."""
+first call was given the tensor that stood in, or a LayerNorm whose output it is (a head of a LayerNorm and a Linear).
+A claim that fails with evidence (the wrong token pooled) fails the step, with it; one that passes or cannot tell
+changes nothing. Correct code gives the head what the catalogue's tensor is, so this never fires there."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _first_input(page: SnapshotReading, stood_in: torch.Tensor) -> tuple[str, to
         if call.inputs and isinstance(call.inputs[0], torch.Tensor) and call.inputs[0].is_floating_point():
             given, output = call.inputs[0], call.outputs[0] if call.outputs else None
             norm = call.kind == ModuleKind.LAYER_NORM and isinstance(output, torch.Tensor)
-            if _same(given, stood_in) or norm and _same(output, stood_in):
+            if _same(given, stood_in) or norm and isinstance(output, torch.Tensor) and _same(output, stood_in):
                 return call.module, given
             return None
     return None

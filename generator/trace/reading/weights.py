@@ -308,9 +308,10 @@ def _operand_called(check: SumOf, calls: Sequence[ModuleCall], source: TensorDic
     fed = [call for call in calls if _norm_kind(call) and call.inputs and call.outputs
            and isinstance(call.inputs[0], torch.Tensor) and tuple(call.inputs[0].shape) == tuple(main.shape)
            and any(other is not call and other.inputs and _same(other.inputs[0], call.outputs[0]) for other in calls)]
-    normalised = Ref(f"{missing}@{fed[0].module}.input") if len(fed) == 1 else None
-    if normalised is not None:
-        given = Given(source, {**given.tensors, normalised.template: in_order(fed[0].inputs[0], order)})
+    fed_input = fed[0].inputs[0] if len(fed) == 1 else None
+    normalised = Ref(f"{missing}@{fed[0].module}.input") if fed_input is not None else None
+    if normalised is not None and fed_input is not None:
+        given = Given(source, {**given.tensors, normalised.template: in_order(fed_input, order)})
     return Bound(SumWithCall(out=check.out, operands=tuple(operands), normalised=normalised), given, None,
                  f"{missing} taken from the output of the {last.module} the line called last (no captured snapshot "
                  "shows it)")

@@ -24,8 +24,9 @@ own in its ``CHECKS`` and the report merges both (a second check under a taken n
 from __future__ import annotations
 
 from transformer_trace.checks.attention import (
-    ContextConcat, ContextHeads, HeadsRejoin, LinearHeads, ScaledScores, SoftmaxRows, _heads,
+    ContextConcat, HeadsRejoin, LinearHeads, ScaledScores, SoftmaxRows, _heads,
 )
+from transformer_trace.checks.context_heads import ContextHeads, FusedContextHeads
 from transformer_trace.checks.base import (
     FAILED, GELU_MINIMUM, INPUT, MODULE, NOT_CHECKABLE, PARAMETER, PASSED, TENSOR, TENSORS, THIS, TOLERANCE,
     UNRECOGNISED, VALUE,

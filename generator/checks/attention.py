@@ -430,44 +430,6 @@ class ContextConcat(Check):
         return "equals the heads' weights·V, concatenated", passed, detail
 
 
-def _heads_of_merged_in_place(check: Any, s: TensorSource) -> Fit | None:
-    """Per-head context read from a (B, T, C) merged without the transpose: probs·V reshaped straight to (B, T, C),
-    then split into heads as the catalogue reads it."""
-    ctx = s.t(check.probs) @ s.t(check.v_heads)
-    B, H, T, hs = ctx.shape
-    read = ctx.reshape(B, T, H * hs).reshape(B, T, H, hs).transpose(1, 2)
-    fits, detail = close(s.t(check.out), read, "vs probs·V merged without the transpose, then split into heads")
-    return Fit(fits, f"the heads were merged without moving the heads axis back: your {s.name(check.out)} is "
-               f"(probs·V) of shape (B, h, T, hs) reshaped straight to (B, T, C) ({detail})" if fits else detail)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ContextHeads(Check):
-    """Tensors only: ``out`` (B, h, T, hs) is probs·V."""
-
-    DERIVES = "out"
-    OPTIONAL = (("q", "k"),)
-    BUG_FORMS = (BugForm("heads merged without moving the axis back", "the output vs probs·V merged without the "
-                         "transpose", _heads_of_merged_in_place), *CONTEXT_FORMS)
-
-    out: Ref = THIS
-    probs: Ref
-    v_heads: Ref
-    q: Ref | None = None  # the queries and keys, per head or whole: read only by the bug forms
-    k: Ref | None = None
-
-    def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
-        return weights @ s.t(self.v_heads)
-
-    def derive(self, s: TensorSource) -> torch.Tensor | None:
-        return self.context(s, s.t(self.probs))
-
-    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        expected = self.context(s, s.t(self.probs))
-        passed, detail = close(s.t(self.out), expected, "recomputed attention probabilities @ V")
-        return "equals probabilities @ V", passed, detail
-
-
 @dataclass(frozen=True, kw_only=True)
 class LinearHeads(Check):
     """``out`` (B, h, N, hs) is part ``part`` (0 q, 1 k, 2 v) of the fused projection ``module`` of ``x``, split into

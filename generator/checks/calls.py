@@ -5,7 +5,9 @@ line read (generator/trace/reading/weights.py binds them)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 import math
 
@@ -18,31 +20,10 @@ from transformer_trace.checks.values import SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 
 
-@dataclass(frozen=True, kw_only=True)
-class ConvPatches(Check):
-    """``out`` (B, N, C) is the Conv2d ``module`` applied to the image ``x`` (B, 3, H, W), its (B, C, H/p, W/p) output
-    read position by position (row-major): a patch embedding, the Linear of each flattened patch."""
-
-    out: Ref = THIS
-    x: Ref
-    module: ModuleRef
-
-    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        conv = s.module(self.module)
-        weight, bias = weight_and_bias(conv)
-        maps = F.conv2d(s.t(self.x), weight, bias, *settings(conv, "stride", "padding", "dilation", "groups"))
-        expected = maps.flatten(2).transpose(1, 2)  # (B, C, h, w) -> (B, h·w, C)
-        got = s.t(self.out)
-        passed, detail = close(got.reshape(expected.shape) if got.numel() == expected.numel() else got, expected,
-                               f"recomputed the {tuple(weight.shape[-2:])} convolution with {s.name(self.module)}'s "
-                               "weights on the image it was called with, positions row by row")
-        return "equals the patch embedding (the convolution of each patch)", passed, detail
-
-
-def _grid_reshaped(check: GridMovedLast, s: TensorSource) -> Fit | None:
-    """The convolution's (B, C, h, w) output read straight as (B, N, C) by a reshape or a view: channels and positions
-    mixed."""
-    got, grid = s.t(check.out), s.t(check.grid)
+def _grid_reshaped(check: GridMovedLast | ConvPatches, s: TensorSource) -> Fit | None:
+    """The convolution's (B, C, h, w) output (as the line read it, or recomputed from the convolution the line called)
+    read straight as (B, N, C) by a reshape or a view: channels and positions mixed."""
+    got, grid = s.t(check.out), check.grid_maps(s)
     if got.numel() != grid.numel():
         return None
     fits, detail = close(got, grid.reshape(got.shape), f"vs the convolution's {tuple(grid.shape)} output reshaped "
@@ -52,17 +33,51 @@ def _grid_reshaped(check: GridMovedLast, s: TensorSource) -> Fit | None:
                      f"positions mixed ({detail})" if fits else detail)
 
 
+GRID_RESHAPED = BugForm("patch grid reshaped instead of permuted", "the output vs the convolution's output "
+                        "reshaped straight to (B, N, C)", _grid_reshaped)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConvPatches(Check):
+    """``out`` (B, N, C) is the Conv2d ``module`` applied to the image ``x`` (B, 3, H, W), its (B, C, H/p, W/p) output
+    read position by position (row-major): a patch embedding, the Linear of each flattened patch."""
+
+    BUG_FORMS = (GRID_RESHAPED,)
+
+    out: Ref = THIS
+    x: Ref
+    module: ModuleRef
+
+    def grid_maps(self, s: TensorSource) -> torch.Tensor:
+        """The convolution's (B, C, h, w) output, recomputed from its weights on the image it was called with."""
+        conv = s.module(self.module)
+        weight, bias = weight_and_bias(conv)
+        return F.conv2d(s.t(self.x), weight, bias, *settings(conv, "stride", "padding", "dilation", "groups"))
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        weight, _ = weight_and_bias(s.module(self.module))
+        maps = self.grid_maps(s)
+        expected = maps.flatten(2).transpose(1, 2)  # (B, C, h, w) -> (B, h·w, C)
+        got = s.t(self.out)
+        passed, detail = close(got.reshape(expected.shape) if got.numel() == expected.numel() else got, expected,
+                               f"recomputed the {tuple(weight.shape[-2:])} convolution with {s.name(self.module)}'s "
+                               "weights on the image it was called with, positions row by row")
+        return "equals the patch embedding (the convolution of each patch)", passed, detail
+
+
 @dataclass(frozen=True, kw_only=True)
 class GridMovedLast(Check):
     """``out`` (B, N, C), the patch embeddings, is ``grid``, the patch convolution's output as the marked line read it
     (channels first: (B, C, h, w) or (B, C, h·w)), with its channels moved last, position by position (row-major): the
     line's own step, checked where the convolution ran on an earlier, unmarked line (its weights not captured)."""
 
-    BUG_FORMS = (BugForm("patch grid reshaped instead of permuted", "the output vs the convolution's output reshaped "
-                         "straight to (B, N, C)", _grid_reshaped),)
+    BUG_FORMS = (GRID_RESHAPED,)
 
     out: Ref = THIS
     grid: Ref
+
+    def grid_maps(self, s: TensorSource) -> torch.Tensor:
+        return s.t(self.grid)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         expected = s.t(self.grid).flatten(2).transpose(1, 2)  # (B, C, h, w) -> (B, h·w, C)
@@ -147,15 +162,47 @@ class PatchChain(Check):
                 f"{rows_detail}; {detail}")
 
 
+def _normalised_another(check: SumWithCall, s: TensorSource) -> str | None:
+    """The captured tensor the sublayer's LayerNorm was given where the stream belongs, or None."""
+    if check.normalised is None:
+        return None
+    given = s.t(check.normalised)
+    if close(given, sum((s.t(ref) for ref in check.operands[:-1]), torch.zeros_like(given)), "")[0]:
+        return None
+    tensors = getattr(s, "tensors", None) or {}
+    return next((name for name, tensor in tensors.items() if name != s.name(check.normalised)
+                 and isinstance(tensor, torch.Tensor) and tensor.shape == given.shape and tensor.is_floating_point()
+                 and close(given, tensor.double(), "")[0]), None)
+
+
+def _wrong_tensor_normalised(check: SumWithCall, s: TensorSource) -> Fit | None:
+    other = _normalised_another(check, s)
+    if other is None:
+        return None
+    stream = " + ".join(s.name(ref) for ref in check.operands[:-1])
+    return Fit(True, f"LayerNorm of the wrong tensor: the sublayer your {s.name(check.out)} adds read a LayerNorm of "
+                     f"{other}, where the stream it is added to ({stream}) belongs")
+
+
 @dataclass(frozen=True, kw_only=True)
 class SumWithCall(SumOf):
     """A residual sum whose last operand is taken from a module call's output (trace/reading/weights.py; never a
     call whose output is the sum itself). Where it adds up, it passes; where it does not, the step is not checkable
     rather than failed: something after the call may change its output on the way into the sum (a dropout in training
-    mode, an activation module after the Linear the line called last), so that output is not known to be the operand."""
+    mode, an activation module after the Linear the line called last), so that output is not known to be the operand.
+    ``normalised``: what the LayerNorm that fed the sublayer on the line was given (pre-norm), the stream the sum adds
+    to in every correct form; another captured tensor there is named (``self.ln_2(block_input)``)."""
+
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (
+        BugForm("LayerNorm of the wrong tensor", "the input of the LayerNorm that fed the sublayer vs the stream and "
+                "the other captured tensors", _wrong_tensor_normalised), *SumOf.BUG_FORMS)
+
+    normalised: Ref | None = None
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         claim, passed, detail = super().verify(s)
+        if passed and (other := _normalised_another(self, s)) is not None:
+            return f"{claim}, the sublayer reading a LayerNorm of that stream", False, f"its LayerNorm read {other}"
         if passed:
             return claim, passed, detail
         rest = s.t(self.out) - sum(s.t(ref) for ref in self.operands[:-1])
@@ -222,11 +269,44 @@ def _positions_first(whole: torch.Tensor, heads: tuple[int, ...]) -> torch.Tenso
     return whole.transpose(1, 2).flatten(-2) if whole.shape == (B, H, N, hs) else whole
 
 
+def _values_of_another_part(check: HeadsOfRead, s: TensorSource) -> Fit | None:
+    """The step holds exactly the values of another of the attention's q, k and v, rearranged (``k =
+    q.reshape(...)``: the queries split into heads a second time): computed from that one where its own projection
+    belongs. Two projections of a block's input never agree value for value, so correct code never fits."""
+    name = s.name(check.out)
+    prefix, _, own = name.rpartition(".")
+    if own not in ("q", "k", "v") or any(_holds(dataclasses.replace(check, part=other), s)
+                                        for other in range(3) if other != check.part):
+        return None  # another part of what the line read: the more precise form names it
+    got = s.t(check.out).flatten().sort().values
+    for letter in (other for other in "qkv" if other != own):
+        other = Ref(f"{prefix}.{letter}")
+        if not s.has(other) or s.t(other).numel() != got.numel():
+            continue
+        fits, detail = close(got, s.t(other).flatten().sort().values, f"its values vs those of {s.name(other)}, "
+                             "both sorted")
+        if fits:
+            return Fit(True, f"your {name} holds exactly the values of {s.name(other)}, rearranged: the "
+                             f"{own.upper()} heads were computed from the {letter.upper()} ones, where the "
+                             f"{own.upper()} projection belongs ({detail})")
+    return Fit(False, "its values are not those of another of q, k and v")
+
+
+def _holds(check: Check, s: TensorSource) -> bool:
+    try:
+        return bool(check.verify(s)[1])
+    except (NotCheckable, RuntimeError, ValueError, IndexError):
+        return False
+
+
 @dataclass(frozen=True, kw_only=True)
 class HeadsOfRead(Check):
     """``out`` (B, h, N, hs) is part ``part`` (0 q, 1 k, 2 v) of the projection the marked line read (``parts``: one
     tensor, fused or not, or the three side by side), split into heads: the head split checked where the projection's
     weights were not on the marked line."""
+
+    BUG_FORMS = (BugForm("computed from another tensor", "the step's values vs those of another of q, k and v, "
+                         "rearranged", _values_of_another_part),)
 
     out: Ref = THIS
     parts: tuple[Ref, ...]

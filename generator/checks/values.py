@@ -8,7 +8,7 @@ import copy
 import math
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -68,7 +68,8 @@ class SameTensor(Check):
     a LayerNorm of it (gain and bias fitted): a model may normalise the embeddings before layer 1, or end a pre-norm
     stack with a final LayerNorm, and say so. ``or_pre_norm_input``: the same fit, where ``source`` is a residual sum
     that post-norm code normalises and pre-norm code (``ffn(norm(x))``) normalises only on the way into the sublayer;
-    what is handed over is still derived from ``source`` where ``out`` was not captured (post-norm, the catalogue's)."""
+    what is handed over is still derived from ``source`` where ``out`` was not captured (post-norm, the catalogue's);
+    so is it with ``or_layer_norm`` where ``derive_plain`` (CLIP's ``ln_pre``: the LayerNorm is the exception)."""
 
     DERIVES = "out"
 
@@ -77,10 +78,11 @@ class SameTensor(Check):
     claim: str
     or_layer_norm: bool = False
     or_pre_norm_input: bool = False
+    derive_plain: bool = False
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
-        """What was handed over, where nothing may come between (no LayerNorm variant allowed)."""
-        return None if self.or_layer_norm else s.t(self.source)
+        """What was handed over, where nothing may come between (no LayerNorm variant allowed, or ``derive_plain``)."""
+        return None if self.or_layer_norm and not self.derive_plain else s.t(self.source)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         passed, detail = close(s.t(self.out), s.t(self.source), f"{s.name(self.out)} vs {s.name(self.source)}")
@@ -161,8 +163,9 @@ class SumOf(Check):
     # (or the table the line read by attribute: positions from a buffer, trace/reading/residuals.py)
     TRACE = TraceUse(also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION,
                                            ModuleKind.READ}))
-    BUG_FORMS = (BugForm("added twice", "the sum with one operand counted twice", _operand_twice), NORMALISED_RESIDUAL,
-                 stream_left_out("residual dropped"))
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (BugForm("added twice", "the sum with one operand counted twice",
+                                                        _operand_twice), NORMALISED_RESIDUAL,
+                                                stream_left_out("residual dropped"))
     LEFT_OUT = "residual dropped"
 
     DERIVES = "out"

@@ -121,7 +121,9 @@ SNAPSHOTS = (
         variable='x_in',
         stage='block',
         tensors=(block.INPUT,),
-        checks=(SameTensor(source=Ref('{block_prev}'), claim='is what the previous stage handed over'),),
+        # a LayerNorm of the embeddings before the first block (CLIP's ln_pre) is recognised as such
+        checks=(SameTensor(source=Ref('{block_prev}'), claim='is what the previous stage handed over',
+                           or_layer_norm=True, derive_plain=True),),
         questions=(5,),
     ),
     Snapshot(

@@ -26,6 +26,7 @@ from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotChec
 from transformer_trace.trace.reading.verify import LayoutStatus
 from transformer_trace.trace.reading.added_then_normed import added_then_normed
 from transformer_trace.trace.reading.another_lines_input import another_lines_input
+from transformer_trace.trace.reading.head_input import head_input_checked
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.functional_weights import functional_projection
 from transformer_trace.trace.reading.dropout import said_dropout
@@ -103,6 +104,9 @@ def judge(run: TracedRun, readings: list[SnapshotReading], labels: dict[str, Ten
         results = _check_pages(readings, run, hit, dims, checked, read_labels, stand_ins)
         _stand_ins_agree(readings, results, stand_ins)
         another_lines_input(readings, results, stand_ins)  # two readers: the one that read another line's input
+        variables = {page.label: page.variables for page in readings if page.captured}
+        head_input_checked(readings, results, stand_ins, checked,  # a head's input: the pooled token's claims
+                           lambda found: in_users_terms(found, read_labels, variables))
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
     said = " ".join(result.detail for snapshot in readings if snapshot.captured

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from transformer_trace.checks import PASSED, Check, CheckResult, ResidualOrPostNorm, ResidualSumOrPostNorm
+from transformer_trace.checks.context_heads import FUSED_CLAIM
 from transformer_trace.checks.masks import mask_allows
 
 if TYPE_CHECKING:
@@ -206,6 +207,10 @@ def _probabilities_status(probabilities: SnapshotPage, pages: list[SnapshotPage]
     if probabilities.captured:
         return f"{probabilities.label} captured"
     rebuilt = [p.label for p in pages if p.captured and f"{probabilities.label} (derived from" in p.check.detail]
+    fused = [p.label for p in pages if p.captured and p.check.name == FUSED_CLAIM]
+    if fused:
+        return (f"{probabilities.label} not captured, rebuilt as softmax(Q·Kᵀ/√hs) from q and k for the check of the "
+                f"context ({', '.join(fused)})")
     if rebuilt:
         return (f"{probabilities.label} not captured, rebuilt from q and k through the scores for the checks that read "
                 f"it ({', '.join(rebuilt)})")

@@ -311,9 +311,24 @@ def _operand_called(check: SumOf, calls: Sequence[ModuleCall], source: TensorDic
     operands = list(check.operands)
     operands[absent[0]] = Ref(name)
     given = Given(source, {**source.tensors, name: in_order(last.outputs[0], order)})
-    return Bound(SumWithCall(out=check.out, operands=tuple(operands)), given, None,
+    # the one LayerNorm whose output the line fed a sublayer with (pre-norm): its input must be the stream
+    fed = [call for call in calls if _norm_kind(call) and call.inputs and call.outputs
+           and isinstance(call.inputs[0], torch.Tensor) and tuple(call.inputs[0].shape) == tuple(main.shape)
+           and any(other is not call and other.inputs and _same(other.inputs[0], call.outputs[0]) for other in calls)]
+    fed_input = fed[0].inputs[0] if len(fed) == 1 else None
+    normalised = Ref(f"{missing}@{fed[0].module}.input") if fed_input is not None else None
+    if normalised is not None and fed_input is not None:
+        given = Given(source, {**given.tensors, normalised.template: in_order(fed_input, order)})
+    return Bound(SumWithCall(out=check.out, operands=tuple(operands), normalised=normalised), given, None,
                  f"{missing} taken from the output of the {last.module} the line called last (no captured snapshot "
                  "shows it)")
+
+
+def _norm_kind(call: ModuleCall) -> bool:
+    """A LayerNorm, or a module of the user's that looks like one (a gain and a bias of one axis each)."""
+    params = [p for p in call.params.values() if isinstance(p, torch.Tensor)]
+    return call.kind == ModuleKind.LAYER_NORM or (call.kind == ModuleKind.USER and 0 < len(params) <= 2
+                                                  and all(p.dim() == 1 for p in params))
 
 
 def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDict,

@@ -1,0 +1,115 @@
+"""The context per head, ``probs·V`` (B, h, T, hs); and where the probabilities are never a tensor of the script (an
+attention fused into ``F.scaled_dot_product_attention``: nothing between the projections and the context can be
+marked), the same claim with the probabilities rebuilt from the queries and keys the script's other steps captured, as
+the call computes them: softmax(Q·Kᵀ/√hs), every key seen (a Vision Transformer's attention has no mask). A context
+computed with another scale, or merged without moving the heads axis back, is named by its bug form."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from transformer_trace.checks.attention import CONTEXT_FORMS, _heads
+from transformer_trace.checks.base import THIS, Check, CheckResult, close
+from transformer_trace.checks.evidence import BugForm, Fit
+from transformer_trace.sources import Ref, TensorSource
+
+FUSED_CLAIM = "equals softmax(Q·Kᵀ/√hs)·V, the probabilities computed inside the call"
+
+
+def _merged_in_place(context: torch.Tensor) -> torch.Tensor:
+    """A (B, h, T, hs) context merged to (B, T, C) without moving the heads axis, then split into heads as the
+    catalogue reads it."""
+    B, H, T, hs = context.shape
+    return context.reshape(B, T, H * hs).reshape(B, T, H, hs).transpose(1, 2)
+
+
+def _heads_of_merged_in_place(check: Any, s: TensorSource) -> Fit | None:
+    """Per-head context read from a (B, T, C) merged without the transpose: probs·V reshaped straight to (B, T, C),
+    then split into heads as the catalogue reads it."""
+    read = _merged_in_place(check.context(s, check.weights(s)))
+    fits, detail = close(s.t(check.out), read, "vs probs·V merged without the transpose, then split into heads")
+    return Fit(fits, f"the heads were merged without moving the heads axis back: your {s.name(check.out)} is "
+               f"(probs·V) of shape (B, h, T, hs) reshaped straight to (B, T, C) ({detail})" if fits else detail)
+
+
+MERGED_IN_PLACE = BugForm("heads merged without moving the axis back", "the output vs probs·V merged without the "
+                          "transpose", _heads_of_merged_in_place)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextHeads(Check):
+    """Tensors only: ``out`` (B, h, T, hs) is probs·V. Where the probabilities were not captured but the queries and
+    keys were, the fused form (``FusedContextHeads``) is checked instead of saying the step needs them."""
+
+    DERIVES = "out"
+    OPTIONAL = (("q", "k"),)
+    BUG_FORMS = (MERGED_IN_PLACE, *CONTEXT_FORMS)
+
+    out: Ref = THIS
+    probs: Ref
+    v_heads: Ref
+    q: Ref | None = None  # the queries and keys, per head or whole: read only by the bug forms and the fused form
+    k: Ref | None = None
+
+    def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
+        return weights @ s.t(self.v_heads)
+
+    def weights(self, s: TensorSource) -> torch.Tensor:
+        return s.t(self.probs)
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        return self.context(s, s.t(self.probs))
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        expected = self.context(s, s.t(self.probs))
+        passed, detail = close(s.t(self.out), expected, "recomputed attention probabilities @ V")
+        return "equals probabilities @ V", passed, detail
+
+    def run(self, s: TensorSource) -> CheckResult:
+        if self.q is not None and self.k is not None and not s.has(self.probs) \
+                and all(s.has(ref) for ref in (self.out, self.q, self.k, self.v_heads)):
+            return FusedContextHeads(out=self.out, v_heads=self.v_heads, q=self.q, k=self.k).run(s)
+        return super().run(s)
+
+
+def _unscaled(check: FusedContextHeads, s: TensorSource) -> Fit:
+    """The context from softmax(Q·Kᵀ) without the 1/√hs (``scale=1.0`` given to the fused call)."""
+    hs = s.t(check.out).shape[-1]
+    fits, detail = close(s.t(check.out), check.context(s, check.weights(s, scaled=False)),
+                         "vs the context from softmax(Q·Kᵀ) unscaled")
+    return Fit(fits, f"your {s.name(check.out)} is computed from Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) "
+               f"scaling ({detail})" if fits else detail)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FusedContextHeads(Check):
+    """Tensors only: ``out`` (B, h, T, hs) is softmax(Q·Kᵀ/√hs)·V, the queries ``q`` and keys ``k`` per head or whole
+    (B, T, C), every key seen: the context of an attention whose probabilities are never a tensor (the module
+    docstring)."""
+
+    BUG_FORMS = (BugForm("1/√d missing", "the output vs the context from the softmax of Q·Kᵀ unscaled", _unscaled),
+                 MERGED_IN_PLACE)
+
+    out: Ref = THIS
+    v_heads: Ref
+    q: Ref
+    k: Ref
+
+    def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
+        return weights @ _heads(s.t(self.v_heads), weights.shape[1])
+
+    def weights(self, s: TensorSource, scaled: bool = True) -> torch.Tensor:
+        """softmax(Q·Kᵀ/√hs) over the keys (unscaled where not ``scaled``), the heads those of the step."""
+        heads = s.t(self.out).shape[1]
+        q, k = _heads(s.t(self.q), heads), _heads(s.t(self.k), heads)
+        return torch.softmax(q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scaled else 1.0), dim=-1)
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        passed, detail = close(s.t(self.out), self.context(s, self.weights(s)),
+                               "recomputed softmax(Q·Kᵀ/√hs)·V from the captured q, k and v (the probabilities are "
+                               "never a tensor of the script)")
+        return FUSED_CLAIM, passed, detail

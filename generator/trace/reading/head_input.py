@@ -1,0 +1,87 @@
+"""A step checked on the input its own line's module call was given, where no snapshot shows the catalogue's tensor
+for it (a classification head called on the pooled token, ``self.mlp_head(x[:, 0])``, with no line of the pooling
+marked): the check holds for whatever the head was given, so the pick itself went unchecked (the last patch pooled
+passed). The first module the line called was given that tensor; the claims of the snapshot that shows it (the pooled
+token is row 0, the class token, of the final sequence) are checked on it, where what they read is captured: where the
+first call was given the tensor that stood in, or a LayerNorm whose output it is (a head of a LayerNorm and a Linear).
+A claim that fails with evidence (the wrong token pooled) fails the step, with it; one that passes or cannot tell
+changes nothing. Correct code gives the head what the catalogue's tensor is, so this never fires there."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import torch
+
+from transformer_trace.checks import FAILED, PASSED, CheckResult, close
+from transformer_trace.sources import NotCheckable, Ref, TensorDict
+from transformer_trace.trace.child.protocol import ModuleKind
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.trace.reading.pages import SnapshotReading
+
+# (the snapshot's number, the result's index among its checks, a record name, the module call's input that stood in)
+StandIn = tuple[int, int, str, torch.Tensor]
+
+
+def _first_input(page: SnapshotReading, stood_in: torch.Tensor) -> tuple[str, torch.Tensor] | None:
+    """The first module the page's line called and what it was given, where that is the head's own input: the
+    tensor that stood in itself, or a LayerNorm's input whose output it is (a head ``LayerNorm, Linear``); None where
+    the line's first call is anything else (``fc2(gelu(fc1(x)))``: fc1 was given no pooled token)."""
+    for call in page.calls:
+        if call.inputs and isinstance(call.inputs[0], torch.Tensor) and call.inputs[0].is_floating_point():
+            given, output = call.inputs[0], call.outputs[0] if call.outputs else None
+            norm = call.kind == ModuleKind.LAYER_NORM and isinstance(output, torch.Tensor)
+            if _same(given, stood_in) or norm and isinstance(output, torch.Tensor) and _same(output, stood_in):
+                return call.module, given
+            return None
+    return None
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and close(a.double(), b.double(), "")[0]
+
+
+def _owner(readings: list[SnapshotReading], name: str, source: TensorDict) -> SnapshotReading | None:
+    """The uncaptured snapshot whose tensor is the record ``name``."""
+    for reading in readings:
+        if not reading.captured and any(isinstance(ref, Ref) and source.name(ref) == name
+                                        for ref in reading.snap.tensors):
+            return reading
+    return None
+
+
+def head_input_checked(readings: list[SnapshotReading], results: dict[int, list[CheckResult]],
+                       stand_ins: list[StandIn], source: TensorDict | None,
+                       in_users_terms: Callable[[CheckResult], CheckResult]) -> None:
+    """Fail (in ``results``) a passed step whose line's first module call was given a tensor the claims of the
+    snapshot it stands for name wrong (the module docstring); ``in_users_terms`` names its tensors as the script
+    does."""
+    if source is None:
+        return
+    by_number = {reading.snap.number: reading for reading in readings}
+    for number, index, name, stood_in in stand_ins:
+        page, owner = by_number[number], _owner(readings, name, source)
+        first = _first_input(page, stood_in)
+        result = results[number][index]
+        if owner is None or first is None or result.status != PASSED:
+            continue
+        module, given = first
+        with_given = source.with_tensors({**source.tensors, name: given.detach().double()})
+        for check in getattr(owner.snap, "checks", ()):
+            if "out" not in check.parameters():
+                continue
+            try:
+                found = dataclasses.replace(check, out=Ref(name)).run(with_given)
+            except (NotCheckable, RuntimeError, ValueError, IndexError):
+                continue
+            found = in_users_terms(found)
+            if found.status == FAILED and found.evidence is not None:
+                message = (f"what your line's {module} was given is not {owner.label}, the step it stands for "
+                           f"({found.name}): {found.evidence.message.replace(f'your {name} ', 'it ')}")
+                results[number][index] = CheckResult(
+                    name=result.name, passed=False, status=FAILED, detail=f"{message}; {result.detail}",
+                    evidence=dataclasses.replace(found.evidence, message=message))
+                break

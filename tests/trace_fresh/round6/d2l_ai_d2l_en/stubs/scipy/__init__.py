@@ -1,0 +1,1 @@
+"""Ours: scipy is not installed; d2l/torch.py imports `scipy.spatial.distance_matrix` for a Gaussian-process plot."""

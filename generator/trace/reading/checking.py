@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from transformer_trace.checks import (
-    FAILED, NOT_CHECKABLE, PASSED, CheckResult, UnfittableWeights, close, judged_at, tolerance,
+    FAILED, Check, NOT_CHECKABLE, PASSED, CheckResult, UnfittableWeights, close, judged_at, tolerance,
 )
 from transformer_trace.checks.base import LOW_PRECISION
 from transformer_trace.checks.base import needs_evidence
@@ -32,7 +32,7 @@ from transformer_trace.trace.reading.records import TensorLabel, own_tensors, sh
 from transformer_trace.trace.reading.parts import evidence_in_parts
 from transformer_trace.trace.reading.patch_grid import grid_bound
 from transformer_trace.trace.reading.residuals import sublayer_bound
-from transformer_trace.trace.reading.weights import LineCalls, run_bound
+from transformer_trace.trace.reading.weights import Bound, LineCalls, run_bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
@@ -188,15 +188,24 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, hit: int, dims: d
     # then the module calls each marked line made, one binder for every check of its page (trace/reading/weights.py)
     lines = {number: LineCalls(page.calls, views[number], page.main_as_called, run.called, page.call_order)
              for page in pages if (number := page.snap.number) in views}
+    # then every page's checks bound to what its line's calls give them, before any check of any page runs
+    ready = {number: _ready(page, views[number], page_labels(page, own[number], read_labels), run.called,
+                            lines[number]) for page in pages if (number := page.snap.number) in views}
     for page in pages:
         number = page.snap.number
         if number in views:
-            found = page_checks(page, views[number], {**read_labels, **dict.fromkeys(own[number], TensorLabel(
-                page.label))}, run.called, stand_ins, dims, lines[number])
+            found = page_checks(page, views[number], page_labels(page, own[number], read_labels), ready[number],
+                                stand_ins)
         else:
-            found = page_checks(page, checked, read_labels, dims=dims)
+            found = page_checks(page, checked, read_labels, _ready(page, checked, read_labels))
         results[number] = [in_users_terms(result, read_labels, variables) for result in found]
     return results
+
+
+def page_labels(page: SnapshotReading, own: dict[str, torch.Tensor],
+                labels: dict[str, TensorLabel]) -> dict[str, TensorLabel]:
+    """What each record name a page's checks read comes from: its own tensors from the page itself."""
+    return {**labels, **dict.fromkeys(own, TensorLabel(page.label))}
 
 
 def _with_derived(pages: list[SnapshotReading], source: TensorDict, labels: dict[str, TensorLabel],
@@ -217,24 +226,56 @@ def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
     return CheckResult(name=name, passed=False, detail=detail, status=NOT_CHECKABLE, missing=missing, lacks=lacks)
 
 
-def page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
-                known: dict[str, Any] | None = None,
-                stand_ins: list[StandIn] | None = None,
-                dims: dict[str, int] | None = None, line: LineCalls | None = None) -> list[CheckResult]:
-    """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said
-    in the user's terms (a snapshot to capture, the weights a trace does not have); a failure without evidence is
-    unrecognised (checks/base.py ``needs_evidence``: code the tool has never seen is not called wrong for a form it
-    does not know). ``stand_ins`` collects (page, the result's index, a record name, the module call's input that stood
-    in for it: _stand_ins_agree); ``line``, the binder of the module calls the page's marked line made, where made
-    already."""
-    return [needs_evidence(result) for result in _page_checks(page, source, labels, known, stand_ins, dims, line)]
+@dataclass(frozen=True)
+class Ready:
+    """A page's declared checks ready to run: each with its claim and what its marked line's module calls give it
+    (``Bound``, or None), bound before any check runs; or, ``refused``, why none can run on it (not captured, a shape
+    no layout reads, no claim a captured tensor could test), one result per check."""
+
+    refused: tuple[CheckResult, ...] | None
+    bound: tuple[tuple[Check, str, Bound | None], ...] = ()
 
 
-def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
-                 known: dict[str, Any] | None, stand_ins: list[StandIn] | None,
-                 dims: dict[str, int] | None, line: LineCalls | None) -> list[CheckResult]:
+def page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel], ready: Ready,
+                stand_ins: list[StandIn] | None = None) -> list[CheckResult]:
+    """The snapshot's declared checks run on ``source``, each a ``CheckResult``, as ``ready`` (``_ready``) bound them;
+    what a not checkable one needs is said in the user's terms (a snapshot to capture, the weights a trace does not
+    have); a failure without evidence is unrecognised (checks/base.py ``needs_evidence``: code the tool has never seen
+    is not called wrong for a form it does not know). ``stand_ins`` collects (page, the result's index, a record name,
+    the module call's input that stood in for it: _stand_ins_agree)."""
+    found = list(ready.refused) if ready.refused is not None else _run_checks(page, source, labels, ready, stand_ins)
+    return [needs_evidence(result) for result in found]
+
+
+def _ready(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
+           known: dict[str, Any] | None = None, line: LineCalls | None = None) -> Ready:
+    """The page's checks bound to what its marked line's module calls give them (``line``, its binder, where made
+    already; ``known``, the modules other lines called), or why none can run."""
     checks = tuple(getattr(page.snap, "checks", ()))
     claims = [c.key().replace("_", " ") for c in checks]
+    refused = _refused(page, source, labels, checks, claims)
+    if refused is not None or source is None:
+        return Ready(tuple(refused or ()))
+    # the calls (already in the run's layout, run_layout.py) read as the step where the step is permuted further
+    order = page.call_order
+    if not page.calls and not known:
+        line = None  # no module call a check could read
+    elif line is None:  # the module calls the marked line made, one binder for every check of the page
+        line = LineCalls(page.calls, source, page.main_as_called, known, order)
+    bound = []
+    for check, claim in zip(checks, claims):
+        # the weights and inputs those calls give the check, in the form it reads them
+        found = check.bound_by(line) if line is not None else None
+        found = found or sublayer_bound(check, page.calls, source, page.main_as_called, order)
+        found = found or grid_bound(check, page.calls, source)
+        found = found or functional_projection(check, page.calls, source)
+        bound.append((check, claim, found))
+    return Ready(None, tuple(bound))
+
+
+def _refused(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
+             checks: tuple[Check, ...], claims: list[str]) -> list[CheckResult] | None:
+    """Why none of the page's checks can run, one result each (None: they can)."""
     if not page.captured:
         return [_not_checkable(claim, "needs this snapshot captured") for claim in claims] or [_not_checkable("", "")]
     if any(t.shown.numel == 0 and t.note for t in page.tensors):
@@ -258,19 +299,14 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
         return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]
     if source is None or not checks:
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
-    results = []
-    # the calls (already in the run's layout, run_layout.py) read as the step where the step is permuted further
-    order = page.call_order
-    if not page.calls and not known:
-        line = None  # no module call a check could read
-    elif line is None:  # the module calls the marked line made, one binder for every check of the page
-        line = LineCalls(page.calls, source, page.main_as_called, known, order)
-    for check, claim in zip(checks, claims):
-        # the weights and inputs those calls give the check, in the form it reads them
-        bound = check.bound_by(line) if line is not None else None
-        bound = bound or sublayer_bound(check, page.calls, source, page.main_as_called, order)
-        bound = bound or grid_bound(check, page.calls, source)
-        bound = bound or functional_projection(check, page.calls, source)
+    return None
+
+
+def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel], ready: Ready,
+                stand_ins: list[StandIn] | None) -> list[CheckResult]:
+    assert source is not None, "a page whose checks are ready reads a source"
+    results: list[CheckResult] = []
+    for check, claim, bound in ready.bound:
         try:
             with _judged_with_calls(page):
                 try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from transformer_trace.trace.reading.another_lines_input import another_lines_in
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.functional_weights import functional_projection
 from transformer_trace.trace.reading.dropout import said_dropout
-from transformer_trace.trace.reading.records import TensorLabel, own_tensors, shown_places
+from transformer_trace.trace.reading.records import OwnRecords, TensorLabel
 from transformer_trace.trace.reading.parts import evidence_in_parts
 from transformer_trace.trace.reading.patch_grid import grid_bound
 from transformer_trace.trace.reading.residuals import sublayer_bound
@@ -36,6 +37,7 @@ from transformer_trace.trace.reading.weights import Bound, LineCalls, run_bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
+    from transformer_trace.trace.reading.capture_reading import CaptureReading
     from transformer_trace.trace.reading.pages import SnapshotReading
     from transformer_trace.trace.reading.run import TracedRun
 
@@ -86,12 +88,12 @@ class Judgement:
 StandIn = tuple[int, int, str, torch.Tensor]
 
 
-def judge(run: TracedRun, readings: list[SnapshotReading], labels: dict[str, TensorLabel], dims: dict[str, int],
-          hit: int) -> dict[int, Judgement]:
+def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     """Each snapshot's judgement by its declared checks (by snapshot number), run on the traced run, which exists before
     them (trace/reading/run.py ``traced_run``): each check reads it as its marked line sees it (``TracedRun.seen_from``:
     the pass its page shows, and the steps nobody marked, derived from the run's tensors), its weights from the modules
     the run's marked lines called (``run.called``); ``labels``: what each record name comes from."""
+    readings, labels, dims = list(reading.snapshots), dict(reading.labels), dict(reading.dims)
     source = run.catalogued
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
     derived: dict[str, tuple[str, ...]] = {}
@@ -99,9 +101,9 @@ def judge(run: TracedRun, readings: list[SnapshotReading], labels: dict[str, Ten
                                                                                  dims)
     stand_ins: list[StandIn] = []
     with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
-        results = _check_pages(readings, run, hit, dims, checked, read_labels, stand_ins)
-        _stand_ins_agree(readings, results, stand_ins)
-        another_lines_input(readings, results, stand_ins)  # two readers: the one that read another line's input
+        results = _check_pages(readings, run, reading.own, checked, read_labels, stand_ins)
+        _stand_ins_agree(reading.by_number, results, stand_ins)
+        another_lines_input(reading.by_number, results, stand_ins)  # of two readers, which read another line's input
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
     said = " ".join(result.detail for snapshot in readings if snapshot.captured
@@ -120,12 +122,11 @@ def captured_dtypes(pages: list[SnapshotReading]) -> set[torch.dtype]:
             if isinstance(getattr(t.shown, "tensor", None), torch.Tensor)}
 
 
-def _stand_ins_agree(readings: list[SnapshotReading], results: dict[int, list[CheckResult]],
+def _stand_ins_agree(by_number: Mapping[int, SnapshotReading], results: dict[int, list[CheckResult]],
                      stand_ins: list[StandIn]) -> None:
     """Marked lines whose module calls read one catalogue tensor that no snapshot shows (the q, k and v projections of
     ln_1, each line calling its own Linear) read the same tensor: where all but one of three or more agree, the one
     that read another fails (K computed from another tensor than Q and V). Two that disagree do not tell which."""
-    by_number = {reading.snap.number: reading for reading in readings}
     readers: dict[str, dict[int, tuple[SnapshotReading, int, torch.Tensor]]] = {}
     for number, index, name, tensor in stand_ins:
         readers.setdefault(name, {}).setdefault(number, (by_number[number], index, tensor))
@@ -172,29 +173,27 @@ def in_users_terms(result: CheckResult, labels: dict[str, TensorLabel], variable
                    evidence=replace(result.evidence, message=message))
 
 
-def _check_pages(pages: list[SnapshotReading], run: TracedRun, hit: int, dims: dict[str, int],
+def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int, OwnRecords],
                  checked: TensorDict | None, read_labels: dict[str, TensorLabel],
                  stand_ins: list[StandIn]) -> dict[int, list[CheckResult]]:
-    """Each snapshot's results, one per declared check, in the user's terms (by snapshot number)."""
+    """Each snapshot's results, one per declared check, in the user's terms (by snapshot number). ``own``: each captured
+    snapshot's own tensors at the hit its page shows, as the reading filed them."""
     variables = {page.label: page.variables for page in pages if page.captured}
-    source, results = run.catalogued, {}
-    # a snapshot is judged on its own capture, even where an earlier one shows the same record point: each captured
-    # page's own tensors under its pass's names, then the run as its marked line sees it, before any check runs
-    places = {page.snap.number: shown_places(page, run.report, pages, hit) or dict(source.places)
-              for page in pages if page.captured} if source is not None and checked is not None else {}
-    own = {number: own_tensors(page, places[number]) for page in pages if (number := page.snap.number) in places}
-    views = {number: run.seen_from({**checked.tensors, **tensors}, places[number])
-             for number, tensors in own.items() if checked is not None}
+    results = {}
+    # a snapshot is judged on its own capture, even where an earlier one shows the same record point: the run as each
+    # captured page's marked line sees it (its own tensors under its hit's names), before any check runs
+    views = {number: run.seen_from({**checked.tensors, **mine.tensors}, dict(mine.places))
+             for number, mine in own.items() if checked is not None}
     # then the module calls each marked line made, one binder for every check of its page (trace/reading/weights.py)
     lines = {number: LineCalls(page.calls, views[number], page.main_as_called, run.called, page.call_order)
              for page in pages if (number := page.snap.number) in views}
     # then every page's checks bound to what its line's calls give them, before any check of any page runs
-    ready = {number: _ready(page, views[number], page_labels(page, own[number], read_labels), run.called,
+    ready = {number: _ready(page, views[number], page_labels(page, own[number].tensors, read_labels), run.called,
                             lines[number]) for page in pages if (number := page.snap.number) in views}
     for page in pages:
         number = page.snap.number
         if number in views:
-            found = page_checks(page, views[number], page_labels(page, own[number], read_labels), ready[number],
+            found = page_checks(page, views[number], page_labels(page, own[number].tensors, read_labels), ready[number],
                                 stand_ins)
         else:
             found = page_checks(page, checked, read_labels, _ready(page, checked, read_labels))
@@ -202,7 +201,7 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, hit: int, dims: d
     return results
 
 
-def page_labels(page: SnapshotReading, own: dict[str, torch.Tensor],
+def page_labels(page: SnapshotReading, own: Mapping[str, torch.Tensor],
                 labels: dict[str, TensorLabel]) -> dict[str, TensorLabel]:
     """What each record name a page's checks read comes from: its own tensors from the page itself."""
     return {**labels, **dict.fromkeys(own, TensorLabel(page.label))}

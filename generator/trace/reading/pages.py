@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -27,7 +27,7 @@ from transformer_trace.text import fence_title
 from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Value
 from transformer_trace.trace.markers import Marker
-from transformer_trace.trace.reading.records import places_for
+from transformer_trace.trace.reading.declared import bound_names, declared_docs, declared_shapes
 from transformer_trace.trace.reading.shared_lines import by_caller
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
 from transformer_trace.trace.reading.run_layout import RunLayout, StepShape, catalogue_layout, read_run_layout
@@ -117,32 +117,6 @@ def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
     if value.tensor is None:
         return None, value.note
     return value.tensor, value.note  # what it was converted from (a NumPy array, a sparse tensor), if anything
-
-
-def named_shapes(catalogue: Report, places: dict[str, str],
-                 declared: dict[str, Any]) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
-    """Snapshot number -> the named shape of each of its tensors: the catalogue's own (a slice), else the model's
-    declared record point (issue 19: shapes are declared once, in the model file)."""
-    shapes: dict[int, tuple[tuple[str, ...] | None, ...]] = {}
-    for snap in catalogue.snapshots:
-        tensors = getattr(snap, "tensors", ())
-        found: list[tuple[str, ...] | None] = []
-        for k, ref in enumerate(tensors or (None,)):
-            if k == 0 and snap.shape:
-                found.append(tuple(snap.shape))
-            elif ref is not None and (entry := declared.get(ref.name(places))) is not None:
-                found.append(tuple(entry.shape))
-            else:
-                found.append(None)
-        shapes[snap.number] = tuple(found)
-    return shapes
-
-
-def _declared_doc(snap: Snapshot, places: dict[str, str], declared: dict[str, Any]) -> str:
-    """What the catalogue's model declares its first tensor to be (models/*.py ``Point.doc``), for the explanation."""
-    refs = getattr(snap, "tensors", ())
-    entry = declared.get(refs[0].name(places)) if refs else None
-    return getattr(getattr(entry, "point", None), "doc", "") or ""
 
 
 def in_catalogue_order(snap: Snapshot, marked: list[tuple[Marker, list[Hit]]]) -> list[tuple[Marker, list[Hit]]]:
@@ -326,7 +300,7 @@ def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
             marked: dict[int, list[tuple[Marker, list[Hit]]]]) -> Callable[[Snapshot], _Marked]:
     """What each snapshot's marked lines (``marked``) held at the hit shown and at every hit, with their code and
     module calls."""
-    shapes = _named_shapes(catalogue)
+    shapes = declared_shapes(catalogue)
 
     def of(snap: Snapshot) -> _Marked:
         notes, wanted = [], hit if numbering == "none" or in_layer_loop(snap) else 1  # own points: no layer loop known
@@ -351,18 +325,6 @@ def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
                        tuple(lines), tuple(tensor_lines))
 
     return of
-
-
-def _named_shapes(catalogue: Report) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
-    places = places_for(catalogue, 1)
-    declared = catalogue.run_options().record_points() if places is not None else {}
-    return named_shapes(catalogue, places or {}, declared)
-
-
-def _declared_docs(catalogue: Report) -> dict[int, str]:
-    places = places_for(catalogue, 1)
-    declared = catalogue.run_options().record_points() if places is not None else {}
-    return {snap.number: _declared_doc(snap, places or {}, declared) for snap in catalogue.snapshots}
 
 
 def _held(snap: Snapshot, marker: Marker, chosen: Hit, capture: Capture) -> list[_Held]:
@@ -415,7 +377,7 @@ def read_snapshots(catalogue: Report, numbering: str, capture: Capture, hit: int
                            for m in marked for i, h in enumerate(m.held)],
                           catalogue.dims_legend, [call for m in marked for call in m.calls])
     dims = run.dims
-    docs = _declared_docs(catalogue)
+    docs = declared_docs(catalogue)
     readings = []
     for m in marked:
         example = marker_example(catalogue, numbering, m.snap.number)
@@ -461,20 +423,6 @@ def _in_catalogue_layout(marked: _Marked, k: int, held: _Held, found: Layout) ->
     return NotCheckable(f"snapshot {marked.label} in the catalogue's layout ({', '.join(marked.shape_of(k))})", why)
 
 
-def bound_names(named: tuple[str, ...], layout: Layout | None, shown: tuple[int, ...],
-                legend: dict[str, str]) -> tuple[str, ...]:
-    """The named dimensions a page's tensor binds: "h = 4 (attention heads)"."""
-    sizes = layout.expected if layout is not None and layout.expected else shown
-    found: list[str] = []
-    for expression, size in zip(named, sizes):
-        if expression.isdigit():  # a literal size (the mask's broadcast axes) names nothing
-            continue
-        text = f"{expression} = {size}" + (f" ({legend[expression]})" if legend.get(expression) else "")
-        if text not in found:
-            found.append(text)
-    return tuple(found)
-
-
 @dataclass(frozen=True)
 class Provenance:
     """Where a traced page's tensors come from and how they were read (generator/trace/reading/): everything a page of
@@ -498,14 +446,12 @@ class Provenance:
 
 
 
-def traced_contents(readings: Sequence[SnapshotReading], judged: Mapping[int, Judgement],
+def traced_contents(by_number: Mapping[int, SnapshotReading], judged: Mapping[int, Judgement],
                     drawn: Mapping[int, tuple[dict[str, str], ...]], not_drawn: Mapping[int, tuple[str, ...]],
                     source: TensorDict | None) -> Callable[[Snapshot], PageContents]:
     """What each snapshot's page shows of a traced script (for the one page builder, generator/pages.py
     ``snapshot_pages``): its reading, its checks' results, its figures drawn and not, and where its tensors came from
     (its ``Provenance``), all known before the page is made."""
-    by_number = {reading.snap.number: reading for reading in readings}
-
     def contents(snap: Snapshot) -> PageContents:
         reading, verdicts = by_number[snap.number], judged[snap.number]
         filed = reading.captured and source is not None and snap.tensors and source.has(snap.tensors[0])

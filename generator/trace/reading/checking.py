@@ -187,14 +187,15 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int,
     # then the module calls each marked line made, one binder for every check of its page (trace/reading/weights.py)
     lines = {number: LineCalls(page.calls, views[number], page.main_as_called, run.called, page.call_order)
              for page in pages if (number := page.snap.number) in views}
+    labels = {number: page_labels(page, own[number].tensors, read_labels)
+              for page in pages if (number := page.snap.number) in views}
     # then every page's checks bound to what its line's calls give them, before any check of any page runs
-    ready = {number: _ready(page, views[number], page_labels(page, own[number].tensors, read_labels), run.called,
-                            lines[number]) for page in pages if (number := page.snap.number) in views}
+    ready = {number: _ready(page, views[number], labels[number], run.called, lines[number])
+             for page in pages if (number := page.snap.number) in views}
     for page in pages:
         number = page.snap.number
         if number in views:
-            found = page_checks(page, views[number], page_labels(page, own[number].tensors, read_labels), ready[number],
-                                stand_ins)
+            found = page_checks(page, views[number], labels[number], ready[number], stand_ins)
         else:
             found = page_checks(page, checked, read_labels, _ready(page, checked, read_labels))
         results[number] = [in_users_terms(result, read_labels, variables) for result in found]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import torch
@@ -135,8 +136,9 @@ class PageTensors:
     def label(self) -> str:
         return self.report.label(self.snap.number)
 
-    @property
+    @cached_property
     def main(self) -> TensorSection:
+        """Its first tensor, read once: what its checks, its page's text and every template read of it."""
         return self.tensors[0]
 
     @property

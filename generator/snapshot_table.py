@@ -23,7 +23,7 @@ def table_of(reports: Mapping[str, Any]) -> dict[str, Any]:
     each snapshot, its title, variable and named shape (the catalogue's own, else the model's declared record point),
     and the shape legend."""
     from transformer_trace.trace import traceable
-    from transformer_trace.trace.reading.pages import named_shapes
+    from transformer_trace.trace.reading.declared import named_shapes
 
     found = {}
     for key, report in traceable(reports).items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import platform
 import shlex
+from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -55,8 +56,8 @@ def render(out: Path, name: str, reading: CaptureReading, command: str, timeout:
     """Write the report of a capture, from its one reading (capture_reading.py), into ``out`` (a staging folder); return
     its summary (counts, first failure). Each stage is built once, in order: the run (from the reading), the checks'
     judgements (run on the run), the data and figures, the pages."""
-    catalogue, numbering, hit, dims = reading.catalogue, reading.numbering, reading.hit, dict(reading.dims)
-    readings, source, labels = list(reading.snapshots), reading.source, dict(reading.labels)
+    catalogue, numbering, dims = reading.catalogue, reading.numbering, dict(reading.dims)
+    readings, source = list(reading.snapshots), reading.source
     run, judged = judged_run(reading, command)  # a capture becomes a run, then the checks judge it
     captured = [r for r in readings if r.captured]
     verdicts = {r.snap.number: judged[r.snap.number].verdict for r in readings}
@@ -68,8 +69,9 @@ def render(out: Path, name: str, reading: CaptureReading, command: str, timeout:
     explorers, axis_words, axes, groups = explorer_data(catalogue, readings, source, run, dims)
     write_tensor_data(out, dict(reading.data) | explorers, labels=axis_words, axes=axes, attention=groups,
                       extra={"report": name, "dims": dims})
-    drawn, not_drawn = draw_figures(catalogue, readings, verdicts, run, labels, out) if source is not None else ({}, {})
-    pages = snapshot_pages(catalogue, traced_contents(readings, judged, drawn, not_drawn, source))  # built once, here
+    drawn, not_drawn = draw_figures(reading, verdicts, run, out) if source is not None else ({}, {})
+    # the pages, built once, here
+    pages = snapshot_pages(catalogue, traced_contents(reading.by_number, judged, drawn, not_drawn, source))
     failed = in_data_flow_order([p for p in pages if p.check.status == FAILED])
     outcome = {"error": reading.error, "timed_out": reading.timed_out, "timeout": timeout, "finished": reading.finished,
                "traceback": reading.error_traceback, "warnings": list(reading.notices),
@@ -89,10 +91,10 @@ def render(out: Path, name: str, reading: CaptureReading, command: str, timeout:
 def judged_run(reading: CaptureReading, command: str) -> tuple[TracedRun, dict[int, Judgement]]:
     """The run a capture's reading becomes (before any check runs), and each snapshot's judgement by the catalogue's
     checks, run on it: what `trace` reports, and what tests/variants/judge.py reads without writing pages."""
-    readings, labels, dims, hit = list(reading.snapshots), dict(reading.labels), dict(reading.dims), reading.hit
+    readings, dims, hit = list(reading.snapshots), dict(reading.dims), reading.hit
     inputs, stamp = run_inputs(reading, readings, dims, hit), run_stamp(reading, readings, command)
-    run = traced_run(reading.catalogue, reading.source, labels, readings, inputs, dims, stamp, command)
-    return run, judge(run, readings, labels, dims, hit)
+    run = traced_run(reading, inputs, stamp, command)
+    return run, judge(run, reading)
 
 
 def run_stamp(reading: CaptureReading, readings: list[SnapshotReading], command: str) -> dict[str, Any]:
@@ -117,7 +119,7 @@ def run_inputs(reading: CaptureReading, readings: list[SnapshotReading], dims: d
     facts = [("Script", reading.script.name), ("Captured", f"{captured} {reading.catalogue.short_title} snapshots")]
     return {"script": reading.script.name, "sha256": reading.sha256, "facts": facts,
             "summary": f"Trace of {reading.script.name}: {captured} snapshots captured", "layer": hit,
-            **id_labels(reading.catalogue, readings, dims)}
+            **id_labels(reading.catalogue, reading.by_number, dims)}
 
 
 def explorer_data(catalogue: Report, pages: list[SnapshotReading], source: TensorDict | None, run: ModelRun,
@@ -165,21 +167,20 @@ NEUTRAL_CAPTIONS = {  # the catalogue's captions describe our models; a trace's 
 }
 
 
-def draw_figures(catalogue: Report, pages: list[SnapshotReading], verdicts: dict[int, CheckResult], run: ModelRun,
-                 labels: dict[str, TensorLabel], out: Path) -> tuple[dict[int, tuple[dict[str, str], ...]],
-                                                                      dict[int, tuple[str, ...]]]:
+def draw_figures(reading: CaptureReading, verdicts: dict[int, CheckResult], run: ModelRun,
+                 out: Path) -> tuple[dict[int, tuple[dict[str, str], ...]], dict[int, tuple[str, ...]]]:
     """Every figure of a captured snapshot drawn by the bundled reports' drawer (generator/build.py ``draw_all``) with
     the catalogue's own drawing from the user's tensors; axes a drawing would label with words the trace lacks are
     numbered instead. A figure that needs what a trace lacks (the sentence's words, the image, the weights, a snapshot
     not captured) is not drawn; returns, by snapshot number, the figures drawn (file, caption) and a "caption — needs
     ..." for each not drawn, read from what stopped it."""
+    catalogue, pages, labels, by_label = reading.catalogue, reading.snapshots, dict(reading.labels), reading.by_label
     by_id = {fig.id: fig for fig in catalogue.figures}
     wanted = dict.fromkeys(fid for page in pages if page.captured for fid in page.snap.figures if fid in by_id)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     drawings = [(fid, numbered_drawing(by_id[fid].drawing, run)) for fid in wanted]
     _, lacked = draw_all(drawings, run, out / "figures", None, Progress(enabled=False), catalogue.short_title,
                          parallel=False)
-    by_label = {p.label: p for p in pages}
     drawn: dict[int, list[dict[str, str]]] = {}
     not_drawn: dict[int, list[str]] = {}
     captions: dict[str, str] = {}  # figure id -> its caption, written for the first page that shows it
@@ -210,7 +211,7 @@ def numbered_drawing(drawing: Any, run: ModelRun) -> Any:
 
 
 def _caption(catalogue: Report, fig: Any, page: SnapshotReading, run: ModelRun, labels: dict[str, TensorLabel],
-             by_label: dict[str, SnapshotReading], verdicts: dict[int, CheckResult]) -> str:
+             by_label: Mapping[str, SnapshotReading], verdicts: dict[int, CheckResult]) -> str:
     """A drawn figure's caption: what is drawn, from which of the user's variables; where a check of a snapshot it
     draws failed, that it shows what the tensors hold, not the step computed right (the catalogue's caption would)."""
     what = NEUTRAL_CAPTIONS.get(fig.drawing.key(), f"drawn with the {catalogue.short_title} report's "

@@ -8,6 +8,7 @@ fires there."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import torch
@@ -33,11 +34,10 @@ def _linear_inputs(page: SnapshotReading) -> list[tuple[str, torch.Tensor]]:
             if call.kind == ModuleKind.LINEAR and call.inputs and isinstance(call.inputs[0], torch.Tensor)]
 
 
-def another_lines_input(readings: list[SnapshotReading], results: dict[int, list[CheckResult]],
+def another_lines_input(by_number: Mapping[int, SnapshotReading], results: dict[int, list[CheckResult]],
                         stand_ins: list[StandIn]) -> None:
     """Fail (in ``results``) the one of two disagreeing readers of a catalogue tensor that read another marked line's
     Linear input (the module docstring)."""
-    by_number = {reading.snap.number: reading for reading in readings}
     readers: dict[str, dict[int, tuple[int, torch.Tensor]]] = {}
     for number, index, name, tensor in stand_ins:
         readers.setdefault(name, {}).setdefault(number, (index, tensor))

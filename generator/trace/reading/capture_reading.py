@@ -39,7 +39,7 @@ from transformer_trace.trace.reading.capture import Capture, Hit, Notice
 from transformer_trace.trace.reading.forward_passes import first_forward_pass
 from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, marked_snapshots,
                                                    read_snapshots)
-from transformer_trace.trace.reading.records import RecordReading, TensorLabel, file_records
+from transformer_trace.trace.reading.records import OwnRecords, RecordReading, TensorLabel, file_records
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
@@ -55,10 +55,13 @@ class CaptureReading:
     hit: int  # the hit the pages show of the lines in the layer loop: --hit, or the last where they ran fewer times
     dims: Mapping[str, int]  # the named dimensions the captured tensors bind
     snapshots: tuple[SnapshotReading, ...]  # in the catalogue's order, captured or not
+    by_number: Mapping[int, SnapshotReading]  # each of them by its snapshot's number: the one lookup every stage reads
+    by_label: Mapping[str, SnapshotReading]  # ... and by its label ("S08")
     records: Mapping[tuple[str, int], RecordReading]  # every hit of every record name, each once
     shown: Mapping[str, RecordReading]  # the hits the pages show, by record name (its first snapshot owns it)
     source: TensorDict | None  # what the checks read: per record name the hit shown, else its last hit filed
     labels: Mapping[str, TensorLabel]  # per record name a snapshot shows (or would): where it comes from
+    own: Mapping[int, OwnRecords]  # per captured snapshot (by number): its own tensors at the hit its page shows
     data: Mapping[str, torch.Tensor]  # what data/ ships: the pages' tensors, and every hit's (hit<i>_..., hits_...)
     notices: tuple[str, ...]  # what the run lacks and the report could not use, for the overview (Notices)
     told_apart: tuple[str, ...]  # how each shared line's hits were assigned (shared_lines.by_caller)
@@ -92,14 +95,16 @@ def read(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Captu
     if layout.contradiction:  # steps that read only in different layouts: the overview says so, once
         notices.append(Notice("Layout", layout.contradiction))
     shown_hit = max((snapshot.shown_hit for snapshot in snapshots if snapshot.captured), default=1)
-    records, shown, source, labels = file_records(catalogue, snapshots, shown_hit)
+    records, shown, source, labels, own = file_records(catalogue, snapshots, shown_hit)
     data: dict[str, torch.Tensor] = {}
     for snapshot in snapshots:
         data |= {t.name: t.shown.tensor for t in snapshot.tensors if 0 < t.shown.numel <= DATA_LIMIT}
     return CaptureReading(
         catalogue=catalogue, numbering=numbering, hit=shown_hit, dims=MappingProxyType(dims),
-        snapshots=tuple(snapshots), records=MappingProxyType(records), shown=MappingProxyType(shown), source=source,
-        labels=MappingProxyType(labels), data=MappingProxyType(data | every_hit(captured, numbering)),
+        snapshots=tuple(snapshots), by_number=MappingProxyType({s.snap.number: s for s in snapshots}),
+        by_label=MappingProxyType({s.label: s for s in snapshots}), records=MappingProxyType(records),
+        shown=MappingProxyType(shown), source=source, labels=MappingProxyType(labels), own=MappingProxyType(own),
+        data=MappingProxyType(data | every_hit(captured, numbering)),
         notices=tuple(notices), told_apart=tuple(told_apart), layout_read=layout.recognised(), passes=passes,
         script=capture.script,
         sha256=capture.sha256, seeds=tuple(capture.seeds), seconds=capture.seconds, error=capture.error,

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from transformer_trace.checks import (
-    FAILED, NOT_CHECKABLE, PASSED, CheckResult, UnfittableWeights, close, judged_at, tolerance,
+    FAILED, Check, NOT_CHECKABLE, PASSED, CheckResult, UnfittableWeights, close, judged_at, tolerance,
 )
 from transformer_trace.checks.base import LOW_PRECISION
 from transformer_trace.checks.base import needs_evidence
@@ -30,14 +31,15 @@ from transformer_trace.trace.reading.head_input import head_input_checked
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.functional_weights import functional_projection
 from transformer_trace.trace.reading.dropout import said_dropout
-from transformer_trace.trace.reading.records import TensorLabel, own_tensors, shown_places
+from transformer_trace.trace.reading.records import OwnRecords, TensorLabel
 from transformer_trace.trace.reading.parts import evidence_in_parts
 from transformer_trace.trace.reading.patch_grid import grid_bound
 from transformer_trace.trace.reading.residuals import sublayer_bound
-from transformer_trace.trace.reading.weights import LineCalls, run_bound
+from transformer_trace.trace.reading.weights import Bound, LineCalls, run_bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
+    from transformer_trace.trace.reading.capture_reading import CaptureReading
     from transformer_trace.trace.reading.pages import SnapshotReading
     from transformer_trace.trace.reading.run import TracedRun
 
@@ -88,12 +90,12 @@ class Judgement:
 StandIn = tuple[int, int, str, torch.Tensor]
 
 
-def judge(run: TracedRun, readings: list[SnapshotReading], labels: dict[str, TensorLabel], dims: dict[str, int],
-          hit: int) -> dict[int, Judgement]:
+def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     """Each snapshot's judgement by its declared checks (by snapshot number), run on the traced run, which exists before
     them (trace/reading/run.py ``traced_run``): each check reads it as its marked line sees it (``TracedRun.seen_from``:
     the pass its page shows, and the steps nobody marked, derived from the run's tensors), its weights from the modules
     the run's marked lines called (``run.called``); ``labels``: what each record name comes from."""
+    readings, labels, dims = list(reading.snapshots), dict(reading.labels), dict(reading.dims)
     source = run.catalogued
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
     derived: dict[str, tuple[str, ...]] = {}
@@ -101,9 +103,9 @@ def judge(run: TracedRun, readings: list[SnapshotReading], labels: dict[str, Ten
                                                                                  dims)
     stand_ins: list[StandIn] = []
     with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
-        results = _check_pages(readings, run, hit, dims, checked, read_labels, stand_ins)
-        _stand_ins_agree(readings, results, stand_ins)
-        another_lines_input(readings, results, stand_ins)  # two readers: the one that read another line's input
+        results = _check_pages(readings, run, reading.own, checked, read_labels, stand_ins)
+        _stand_ins_agree(reading.by_number, results, stand_ins)
+        another_lines_input(reading.by_number, results, stand_ins)  # of two readers, which read another line's input
         variables = {page.label: page.variables for page in readings if page.captured}
         head_input_checked(readings, results, stand_ins, checked,  # a head's input: the pooled token's claims
                            lambda found: in_users_terms(found, read_labels, variables))
@@ -125,12 +127,11 @@ def captured_dtypes(pages: list[SnapshotReading]) -> set[torch.dtype]:
             if isinstance(getattr(t.shown, "tensor", None), torch.Tensor)}
 
 
-def _stand_ins_agree(readings: list[SnapshotReading], results: dict[int, list[CheckResult]],
+def _stand_ins_agree(by_number: Mapping[int, SnapshotReading], results: dict[int, list[CheckResult]],
                      stand_ins: list[StandIn]) -> None:
     """Marked lines whose module calls read one catalogue tensor that no snapshot shows (the q, k and v projections of
     ln_1, each line calling its own Linear) read the same tensor: where all but one of three or more agree, the one
     that read another fails (K computed from another tensor than Q and V). Two that disagree do not tell which."""
-    by_number = {reading.snap.number: reading for reading in readings}
     readers: dict[str, dict[int, tuple[SnapshotReading, int, torch.Tensor]]] = {}
     for number, index, name, tensor in stand_ins:
         readers.setdefault(name, {}).setdefault(number, (by_number[number], index, tensor))
@@ -177,31 +178,39 @@ def in_users_terms(result: CheckResult, labels: dict[str, TensorLabel], variable
                    evidence=replace(result.evidence, message=message))
 
 
-def _check_pages(pages: list[SnapshotReading], run: TracedRun, hit: int, dims: dict[str, int],
+def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int, OwnRecords],
                  checked: TensorDict | None, read_labels: dict[str, TensorLabel],
                  stand_ins: list[StandIn]) -> dict[int, list[CheckResult]]:
-    """Each snapshot's results, one per declared check, in the user's terms (by snapshot number)."""
+    """Each snapshot's results, one per declared check, in the user's terms (by snapshot number). ``own``: each captured
+    snapshot's own tensors at the hit its page shows, as the reading filed them."""
     variables = {page.label: page.variables for page in pages if page.captured}
-    source, results = run.catalogued, {}
-    # a snapshot is judged on its own capture, even where an earlier one shows the same record point: each captured
-    # page's own tensors under its pass's names, then the run as its marked line sees it, before any check runs
-    places = {page.snap.number: shown_places(page, run.report, pages, hit) or dict(source.places)
-              for page in pages if page.captured} if source is not None and checked is not None else {}
-    own = {number: own_tensors(page, places[number]) for page in pages if (number := page.snap.number) in places}
-    views = {number: run.seen_from({**checked.tensors, **tensors}, places[number])
-             for number, tensors in own.items() if checked is not None}
+    results = {}
+    # a snapshot is judged on its own capture, even where an earlier one shows the same record point: the run as each
+    # captured page's marked line sees it (its own tensors under its hit's names), before any check runs
+    views = {number: run.seen_from({**checked.tensors, **mine.tensors}, dict(mine.places))
+             for number, mine in own.items() if checked is not None}
     # then the module calls each marked line made, one binder for every check of its page (trace/reading/weights.py)
     lines = {number: LineCalls(page.calls, views[number], page.main_as_called, run.called, page.call_order)
+             for page in pages if (number := page.snap.number) in views}
+    labels = {number: page_labels(page, own[number].tensors, read_labels)
+              for page in pages if (number := page.snap.number) in views}
+    # then every page's checks bound to what its line's calls give them, before any check of any page runs
+    ready = {number: _ready(page, views[number], labels[number], run.called, lines[number])
              for page in pages if (number := page.snap.number) in views}
     for page in pages:
         number = page.snap.number
         if number in views:
-            found = page_checks(page, views[number], {**read_labels, **dict.fromkeys(own[number], TensorLabel(
-                page.label))}, run.called, stand_ins, dims, lines[number])
+            found = page_checks(page, views[number], labels[number], ready[number], stand_ins)
         else:
-            found = page_checks(page, checked, read_labels, dims=dims)
+            found = page_checks(page, checked, read_labels, _ready(page, checked, read_labels))
         results[number] = [in_users_terms(result, read_labels, variables) for result in found]
     return results
+
+
+def page_labels(page: SnapshotReading, own: Mapping[str, torch.Tensor],
+                labels: dict[str, TensorLabel]) -> dict[str, TensorLabel]:
+    """What each record name a page's checks read comes from: its own tensors from the page itself."""
+    return {**labels, **dict.fromkeys(own, TensorLabel(page.label))}
 
 
 def _with_derived(pages: list[SnapshotReading], source: TensorDict, labels: dict[str, TensorLabel],
@@ -222,24 +231,58 @@ def _not_checkable(name: str, detail: str, missing: tuple[str, ...] = (),
     return CheckResult(name=name, passed=False, detail=detail, status=NOT_CHECKABLE, missing=missing, lacks=lacks)
 
 
-def page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
-                known: dict[str, Any] | None = None,
-                stand_ins: list[StandIn] | None = None,
-                dims: dict[str, int] | None = None, line: LineCalls | None = None) -> list[CheckResult]:
-    """The snapshot's declared checks run on ``source``, each a ``CheckResult``; what a not checkable one needs is said
-    in the user's terms (a snapshot to capture, the weights a trace does not have); a failure without evidence is
-    unrecognised (checks/base.py ``needs_evidence``: code the tool has never seen is not called wrong for a form it
-    does not know). ``stand_ins`` collects (page, the result's index, a record name, the module call's input that stood
-    in for it: _stand_ins_agree); ``line``, the binder of the module calls the page's marked line made, where made
-    already."""
-    return [needs_evidence(result) for result in _page_checks(page, source, labels, known, stand_ins, dims, line)]
+@dataclass(frozen=True)
+class Ready:
+    """A page's declared checks ready to run: each with its claim and what its marked line's module calls give it
+    (``Bound``, or None), bound before any check runs; or, ``refused``, why none can run on it (not captured, a shape
+    no layout reads, no claim a captured tensor could test), one result per check."""
+
+    refused: tuple[CheckResult, ...] | None
+    bound: tuple[tuple[Check, str, Bound | None], ...] = ()
 
 
-def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
-                 known: dict[str, Any] | None, stand_ins: list[StandIn] | None,
-                 dims: dict[str, int] | None, line: LineCalls | None) -> list[CheckResult]:
+def page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel], ready: Ready,
+                stand_ins: list[StandIn] | None = None) -> list[CheckResult]:
+    """The snapshot's declared checks run on ``source``, each a ``CheckResult``, as ``ready`` (``_ready``) bound them;
+    what a not checkable one needs is said in the user's terms (a snapshot to capture, the weights a trace does not
+    have); a failure without evidence is unrecognised (checks/base.py ``needs_evidence``: code the tool has never seen
+    is not called wrong for a form it does not know). ``stand_ins`` collects (page, the result's index, a record name,
+    the module call's input that stood in for it: _stand_ins_agree)."""
+    found = list(ready.refused) if ready.refused is not None else _run_checks(page, source, labels, ready, stand_ins)
+    return [needs_evidence(result) for result in found]
+
+
+def _ready(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
+           known: dict[str, Any] | None = None, line: LineCalls | None = None) -> Ready:
+    """The page's checks bound to what its marked line's module calls give them (``line``, its binder, where made
+    already; ``known``, the modules other lines called), or why none can run."""
     checks = tuple(getattr(page.snap, "checks", ()))
     claims = [c.key().replace("_", " ") for c in checks]
+    refused = _refused(page, source, labels, checks, claims)
+    if refused is not None or source is None:
+        return Ready(tuple(refused or ()))
+    # the calls (already in the run's layout, run_layout.py) read as the step where the step is permuted further
+    order = page.call_order
+    if not page.calls and not known:
+        line = None  # no module call a check could read
+    elif line is None:  # the module calls the marked line made, one binder for every check of the page
+        line = LineCalls(page.calls, source, page.main_as_called, known, order)
+    bound = []
+    for check, claim in zip(checks, claims):
+        # the weights and inputs those calls give the check, in the form it reads them
+        # a post-norm sum made inside one call: its operands from what the line added, before the norm's own input
+        found = added_then_normed(check, page.calls, source, page.main_as_called, order)
+        found = found or (check.bound_by(line) if line is not None else None)
+        found = found or sublayer_bound(check, page.calls, source, page.main_as_called, order)
+        found = found or grid_bound(check, page.calls, source)
+        found = found or functional_projection(check, page.calls, source)
+        bound.append((check, claim, found))
+    return Ready(None, tuple(bound))
+
+
+def _refused(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
+             checks: tuple[Check, ...], claims: list[str]) -> list[CheckResult] | None:
+    """Why none of the page's checks can run, one result each (None: they can)."""
     if not page.captured:
         return [_not_checkable(claim, "needs this snapshot captured") for claim in claims] or [_not_checkable("", "")]
     if any(t.shown.numel == 0 and t.note for t in page.tensors):
@@ -263,21 +306,14 @@ def _page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[
         return [_not_checkable(claim, f"needs {needed(lack, labels)}", (lack.missing,), (lack,)) for claim in claims]
     if source is None or not checks:
         return [_not_checkable("", "the catalogue makes no claim here that captured tensors could test")]
-    results = []
-    # the calls (already in the run's layout, run_layout.py) read as the step where the step is permuted further
-    order = page.call_order
-    if not page.calls and not known:
-        line = None  # no module call a check could read
-    elif line is None:  # the module calls the marked line made, one binder for every check of the page
-        line = LineCalls(page.calls, source, page.main_as_called, known, order)
-    for check, claim in zip(checks, claims):
-        # the weights and inputs those calls give the check, in the form it reads them
-        # a post-norm sum made inside one call: its operands from what the line added, before the norm's own input
-        bound = added_then_normed(check, page.calls, source, page.main_as_called, order)
-        bound = bound or (check.bound_by(line) if line is not None else None)
-        bound = bound or sublayer_bound(check, page.calls, source, page.main_as_called, order)
-        bound = bound or grid_bound(check, page.calls, source)
-        bound = bound or functional_projection(check, page.calls, source)
+    return None
+
+
+def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel], ready: Ready,
+                stand_ins: list[StandIn] | None) -> list[CheckResult]:
+    assert source is not None, "a page whose checks are ready reads a source"
+    results: list[CheckResult] = []
+    for check, claim, bound in ready.bound:
         try:
             with _judged_with_calls(page):
                 try:

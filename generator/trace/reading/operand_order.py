@@ -17,8 +17,8 @@ Marked = TypeVar("Marked")
 MOST = 4  # orders tried: every permutation of at most this many tensors (a step lists two or three)
 
 
-def _value(section: Any) -> torch.Tensor | None:
-    tensor = None if section.absent else section.shown.tensor
+def _value(held: Any) -> torch.Tensor | None:
+    tensor = None if held.absent else held.tensor
     return tensor if isinstance(tensor, torch.Tensor) and tensor.numel() else None
 
 
@@ -27,7 +27,7 @@ def _others(marked: list[Any]) -> dict[str, list[torch.Tensor]]:
     shown: dict[str, list[torch.Tensor]] = {}
     for m in marked:
         refs: tuple[Any, ...] = tuple(getattr(m.snap, "tensors", ()))
-        if len(refs) == 1 and len(m.tensors) == 1 and (value := _value(m.tensors[0])) is not None:
+        if len(refs) == 1 and len(m.held) == 1 and (value := _value(m.held[0])) is not None:
             shown.setdefault(str(refs[0]), []).append(value)
     return shown
 
@@ -47,7 +47,7 @@ def steps_in_catalogue_order(marked: list[Marked]) -> list[Marked]:
     result = []
     for m in marked:
         refs: tuple[Any, ...] = tuple(getattr(getattr(m, "snap", None), "tensors", ()))
-        sections: list[Any] = list(getattr(m, "tensors", ()))
+        sections: list[Any] = list(getattr(m, "held", ()))
         if not shown or len(refs) < 2 or len(sections) != len(refs) or len(refs) > MOST:
             result.append(m)
             continue
@@ -58,7 +58,7 @@ def steps_in_catalogue_order(marked: list[Marked]) -> list[Marked]:
         if best == identity or _agreements(refs, values, best, shown) <= _agreements(refs, values, identity, shown):
             result.append(m)
             continue
-        result.append(replace(m, tensors=[sections[i] for i in best],  # type: ignore[type-var]
+        result.append(replace(m, held=tuple(sections[i] for i in best),  # type: ignore[type-var]
                               hit_values=tuple(m.hit_values[i] for i in best),  # type: ignore[attr-defined]
                               tensor_lines=tuple(m.tensor_lines[i] for i in best)))  # type: ignore[attr-defined]
     return result

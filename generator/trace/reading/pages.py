@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -28,9 +28,9 @@ from transformer_trace.text import fence_title
 from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Value
 from transformer_trace.trace.markers import Marker
+from transformer_trace.trace.reading.declared import bound_names, declared_docs, declared_shapes
 from transformer_trace.trace.reading.feeders import as_read
 from transformer_trace.trace.reading.products import with_products
-from transformer_trace.trace.reading.records import places_for
 from transformer_trace.trace.reading.shared_lines import by_caller
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
 from transformer_trace.trace.reading.run_layout import RunLayout, StepShape, catalogue_layout, read_run_layout
@@ -120,32 +120,6 @@ def _tensor_of(value: Value) -> tuple[torch.Tensor | None, str]:
     if value.tensor is None:
         return None, value.note
     return value.tensor, value.note  # what it was converted from (a NumPy array, a sparse tensor), if anything
-
-
-def named_shapes(catalogue: Report, places: dict[str, str],
-                 declared: dict[str, Any]) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
-    """Snapshot number -> the named shape of each of its tensors: the catalogue's own (a slice), else the model's
-    declared record point (issue 19: shapes are declared once, in the model file)."""
-    shapes: dict[int, tuple[tuple[str, ...] | None, ...]] = {}
-    for snap in catalogue.snapshots:
-        tensors = getattr(snap, "tensors", ())
-        found: list[tuple[str, ...] | None] = []
-        for k, ref in enumerate(tensors or (None,)):
-            if k == 0 and snap.shape:
-                found.append(tuple(snap.shape))
-            elif ref is not None and (entry := declared.get(ref.name(places))) is not None:
-                found.append(tuple(entry.shape))
-            else:
-                found.append(None)
-        shapes[snap.number] = tuple(found)
-    return shapes
-
-
-def _declared_doc(snap: Snapshot, places: dict[str, str], declared: dict[str, Any]) -> str:
-    """What the catalogue's model declares its first tensor to be (models/*.py ``Point.doc``), for the explanation."""
-    refs = getattr(snap, "tensors", ())
-    entry = declared.get(refs[0].name(places)) if refs else None
-    return getattr(getattr(entry, "point", None), "doc", "") or ""
 
 
 def in_catalogue_order(snap: Snapshot, marked: list[tuple[Marker, list[Hit]]]) -> list[tuple[Marker, list[Hit]]]:
@@ -280,13 +254,30 @@ class SnapshotReading(_MarkedLines, PageTensors):
 
 
 @dataclass(frozen=True)
-class _Marked(_MarkedLines, PageTensors):
-    """A snapshot's marked lines at the hit shown, before its tensors are read in the catalogue's layout (that needs the
+class _Held:
+    """One value a marked line held at the hit shown, as the capture gave it: what its page's tensor section is built
+    from, once, when the value has been read in the catalogue's layout (``_section``)."""
+
+    name: str  # its file under data/: "<snapshot number>_<variable>"
+    variable: str
+    tensor: torch.Tensor  # an empty one where the value is no tensor (``absent``)
+    note: str
+    absent: bool
+    device: str
+    source: SourceExcerpt
+    marker_line: int
+    marked_at: str
+    entries: tuple[tuple[object, torch.Tensor], ...]  # a dict of tensors: every entry
+
+
+@dataclass(frozen=True)
+class _Marked(_MarkedLines):
+    """A snapshot's marked lines at the hit shown, before its values are read in the catalogue's layout (that needs the
     dimensions every snapshot's tensors bind together)."""
 
     report: Report
     snap: Snapshot
-    tensors: list[TensorSection]
+    held: tuple[_Held, ...]
     named_shape: tuple[str, ...]
     named: tuple[tuple[str, ...] | None, ...]
     hit_note: str
@@ -295,16 +286,28 @@ class _Marked(_MarkedLines, PageTensors):
     lines: tuple[MarkedLineCalls, ...]
     tensor_lines: tuple[int, ...]
 
+    @property
+    def label(self) -> str:
+        return self.report.label(self.snap.number)
+
+    def shape_of(self, i: int) -> tuple[str, ...]:
+        named = self.named[i] if i < len(self.named) else None  # as a page reads it (PageTensors.shape_of)
+        return named or self.named_shape
+
+    def shown_at(self, k: int) -> int:
+        """Which hit of its line value ``k`` shows (counted from 0)."""
+        return self.lines[self.tensor_lines[k]].shown - 1
+
 
 def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
             marked: dict[int, list[tuple[Marker, list[Hit]]]]) -> Callable[[Snapshot], _Marked]:
     """What each snapshot's marked lines (``marked``) held at the hit shown and at every hit, with their code and
     module calls."""
-    shapes = _named_shapes(catalogue)
+    shapes = declared_shapes(catalogue)
 
     def of(snap: Snapshot) -> _Marked:
         notes, wanted = [], hit if numbering == "none" or in_layer_loop(snap) else 1  # own points: no layer loop known
-        sections: list[TensorSection] = []
+        held: list[_Held] = []
         hit_values: list[tuple[torch.Tensor | None, ...]] = []
         lines: list[MarkedLineCalls] = []
         tensor_lines: list[int] = []
@@ -322,27 +325,15 @@ def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
                                                for h in hits), min(wanted, len(hits))))
             tensor_lines += [j] * len(chosen.values)
             order = min(order or chosen.order, chosen.order)
-            sections += _marked_sections(snap, marker, chosen, capture)
-        return _Marked(catalogue, snap, sections, shapes[snap.number][0] or (), shapes[snap.number],
+            held += _held(snap, marker, chosen, capture)
+        return _Marked(catalogue, snap, tuple(held), shapes[snap.number][0] or (), shapes[snap.number],
                        "; ".join(dict.fromkeys(notes)), order, tuple(hit_values),
                        tuple(lines), tuple(tensor_lines))
 
     return of
 
 
-def _named_shapes(catalogue: Report) -> dict[int, tuple[tuple[str, ...] | None, ...]]:
-    places = places_for(catalogue, 1)
-    declared = catalogue.run_options().record_points() if places is not None else {}
-    return named_shapes(catalogue, places or {}, declared)
-
-
-def _declared_docs(catalogue: Report) -> dict[int, str]:
-    places = places_for(catalogue, 1)
-    declared = catalogue.run_options().record_points() if places is not None else {}
-    return {snap.number: _declared_doc(snap, places or {}, declared) for snap in catalogue.snapshots}
-
-
-def _marked_sections(snap: Snapshot, marker: Marker, chosen: Hit, capture: Capture) -> list[TensorSection]:
+def _held(snap: Snapshot, marker: Marker, chosen: Hit, capture: Capture) -> list[_Held]:
     """The values one marked line held at the hit shown, with the line's code (a notebook's: its cell and line)."""
     try:
         shown = str(Path(marker.file).relative_to(capture.script.parent))
@@ -353,21 +344,28 @@ def _marked_sections(snap: Snapshot, marker: Marker, chosen: Hit, capture: Captu
     at = place(text, shown, marker.first, marker.last) if cell else ""
     source = SourceExcerpt(shown, marker.first, marker.first, [], marker.last, _code_block(
         text, marker.first, marker.last, at or shown, cell[2:] if cell else None), at)
-    sections = []
+    held = []
     for value in chosen.values:
         tensor, note_text = _tensor_of(value)
         absent = tensor is None
         if tensor is None:
             tensor, note_text = torch.zeros(0), f"`{value.name}` is {note_text}"
-        view = TensorView(f"{snap.number:02d}_{value.name}", tensor)
-        index, slice_text = view.slice_text()
-        sections.append(TensorSection(name=view.name, shown=view, index=None, device=value.device, source=source,
-                                      slice_index=index, slice_text=slice_text, variable=value.name,
-                                      marker_line=marker.line, note=note_text,
-                                      marked_at=place(text, shown, marker.line), absent=absent,
-                                      entries=tuple(DictEntry.of(key, entry) for key, entry in value.tensor.items())
-                                      if value.kind == "dict" else ()))
-    return sections
+        held.append(_Held(f"{snap.number:02d}_{value.name}", value.name, tensor, note_text, absent, value.device,
+                          source, marker.line, place(text, shown, marker.line),
+                          tuple(value.tensor.items()) if value.kind == "dict" else ()))
+    return held
+
+
+def _section(marked: _Marked, k: int, held: _Held, found: Layout) -> TensorSection:
+    """Value ``k`` of a snapshot as its page shows it, built once: as the script held it, and in the catalogue's layout
+    (``found``), or why it cannot be read so."""
+    view = TensorView(held.name, held.tensor)
+    index, slice_text = view.slice_text()
+    return TensorSection(name=view.name, shown=view, index=None, device=held.device, source=held.source,
+                         slice_index=index, slice_text=slice_text, variable=held.variable,
+                         marker_line=held.marker_line, note=held.note, marked_at=held.marked_at, absent=held.absent,
+                         catalogue=_in_catalogue_layout(marked, k, held, found),
+                         entries=tuple(DictEntry.of(key, entry) for key, entry in held.entries))
 
 
 def read_snapshots(catalogue: Report, numbering: str, capture: Capture, hit: int,
@@ -380,26 +378,25 @@ def read_snapshots(catalogue: Report, numbering: str, capture: Capture, hit: int
     only."""
     of = _marked(catalogue, numbering, capture, hit, marked_lines)
     marked = steps_in_catalogue_order([of(snap) for snap in catalogue.snapshots])  # its names in any order
-    run = read_run_layout([StepShape(m.label, m.shape_of(i), tuple(t.shown.shape), i == 0 and m.snap.index == "[0]",
-                                     None if t.absent else t.shown.tensor)
-                           for m in marked for i, t in enumerate(m.tensors)],
+    run = read_run_layout([StepShape(m.label, m.shape_of(i), tuple(h.tensor.shape), i == 0 and m.snap.index == "[0]",
+                                     None if h.absent else h.tensor)
+                           for m in marked for i, h in enumerate(m.held)],
                           catalogue.dims_legend, [call for m in marked for call in m.calls])
     dims = run.dims
-    docs = _declared_docs(catalogue)
+    docs = declared_docs(catalogue)
     readings = []
     for m in marked:
         example = marker_example(catalogue, numbering, m.snap.number)
-        layouts = [_layout_of(m, k, t, run) for k, t in enumerate(m.tensors)]
+        at_hits = _hit_layouts(m, run)  # every hit's value read in the catalogue's layout once: the hit shown's too
+        layouts = [_layout_of(m, k, h, run, at_hits) for k, h in enumerate(m.held)]
         tensors = CapturedTensors(m.label, example)
-        tensors.extend(replace(t, catalogue=_in_catalogue_layout(m, k, t, found))
-                       for k, (t, found) in enumerate(zip(m.tensors, layouts)))
+        tensors.extend(_section(m, k, h, found) for k, (h, found) in enumerate(zip(m.held, layouts)))
         layout = layouts[0] if layouts else None  # the first tensor's: what the page says of its shape
         shown = tensors[0].shown.shape if tensors else ()
         readings.append(SnapshotReading(
             m.report, m.snap, tensors, m.named_shape, m.named, example, docs[m.snap.number], m.hit_note,
             tuple(layouts), bound_names(m.named_shape, layout, shown, catalogue.dims_legend) if tensors else (),
-            m.order, m.hit_values, _hit_layouts(m, run), tuple(line.read_in(run) for line in m.lines),
-            m.tensor_lines, run))
+            m.order, m.hit_values, at_hits, tuple(line.read_in(run) for line in m.lines), m.tensor_lines, run))
     return readings, dims, run
 
 
@@ -408,39 +405,28 @@ def _hit_layouts(marked: _Marked, run: RunLayout) -> tuple[tuple[Layout | None, 
     records, not one whose value at the hit shown is past the capture budget)."""
     records = len(marked.snap.tensors)
     return tuple(tuple(catalogue_layout(marked, k, value, run) if value is not None and k < records
-                       and not (k < len(marked.tensors) and marked.tensors[k].shown.numel == 0
-                                and marked.tensors[k].note) else None for value in values)
+                       and not (k < len(marked.held) and marked.held[k].tensor.numel() == 0
+                                and marked.held[k].note) else None for value in values)
                  for k, values in enumerate(marked.hit_values))
 
 
-def _layout_of(marked: _Marked, k: int, t: TensorSection, run: RunLayout) -> Layout:
-    if t.absent:  # not a shape that fails to match: no tensor at all, said as such
-        return Layout(LayoutStatus.ABSENT, None, t.note, None)
-    return catalogue_layout(marked, k, t.shown.tensor, run)
+def _layout_of(marked: _Marked, k: int, held: _Held, run: RunLayout,
+               at_hits: tuple[tuple[Layout | None, ...], ...]) -> Layout:
+    """How value ``k`` at the hit shown reads in the catalogue's layout: its hit's reading where every hit was read."""
+    if held.absent:  # not a shape that fails to match: no tensor at all, said as such
+        return Layout(LayoutStatus.ABSENT, None, held.note, None)
+    found = at_hits[k][marked.shown_at(k)] if k < len(at_hits) else None
+    return found if found is not None else catalogue_layout(marked, k, held.tensor, run)
 
 
-def _in_catalogue_layout(marked: _Marked, k: int, t: TensorSection, found: Layout) -> TensorView | NotCheckable:
-    """The section's tensor in the catalogue's layout, or why it cannot be read so: a value with no tensor says what
-    it is, not a shape."""
+def _in_catalogue_layout(marked: _Marked, k: int, held: _Held, found: Layout) -> TensorView | NotCheckable:
+    """The value in the catalogue's layout, or why it cannot be read so: a value with no tensor says what it is, not a
+    shape."""
     if found.canonical is not None:
-        return TensorView(t.variable, found.canonical)
-    why = t.note if t.absent else (f"your shape {tuple(t.shown.shape)} cannot be read as it: "
-                                   f"{found.note or 'its dimensions are not all bound'}")
+        return TensorView(held.variable, found.canonical)
+    why = held.note if held.absent else (f"your shape {tuple(held.tensor.shape)} cannot be read as it: "
+                                         f"{found.note or 'its dimensions are not all bound'}")
     return NotCheckable(f"snapshot {marked.label} in the catalogue's layout ({', '.join(marked.shape_of(k))})", why)
-
-
-def bound_names(named: tuple[str, ...], layout: Layout | None, shown: tuple[int, ...],
-                legend: dict[str, str]) -> tuple[str, ...]:
-    """The named dimensions a page's tensor binds: "h = 4 (attention heads)"."""
-    sizes = layout.expected if layout is not None and layout.expected else shown
-    found: list[str] = []
-    for expression, size in zip(named, sizes):
-        if expression.isdigit():  # a literal size (the mask's broadcast axes) names nothing
-            continue
-        text = f"{expression} = {size}" + (f" ({legend[expression]})" if legend.get(expression) else "")
-        if text not in found:
-            found.append(text)
-    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -466,14 +452,12 @@ class Provenance:
 
 
 
-def traced_contents(readings: Sequence[SnapshotReading], judged: Mapping[int, Judgement],
+def traced_contents(by_number: Mapping[int, SnapshotReading], judged: Mapping[int, Judgement],
                     drawn: Mapping[int, tuple[dict[str, str], ...]], not_drawn: Mapping[int, tuple[str, ...]],
                     source: TensorDict | None) -> Callable[[Snapshot], PageContents]:
     """What each snapshot's page shows of a traced script (for the one page builder, generator/pages.py
     ``snapshot_pages``): its reading, its checks' results, its figures drawn and not, and where its tensors came from
     (its ``Provenance``), all known before the page is made."""
-    by_number = {reading.snap.number: reading for reading in readings}
-
     def contents(snap: Snapshot) -> PageContents:
         reading, verdicts = by_number[snap.number], judged[snap.number]
         filed = reading.captured and source is not None and snap.tensors and source.has(snap.tensors[0])

@@ -6,6 +6,7 @@ read). What the reading (capture_reading.py) files every hit by, and the checks 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -176,23 +177,30 @@ def unreadable(page: SnapshotReading, k: int, places: dict[str, str]) -> str:
             else page.layouts[k].note or "its shape cannot be read as the catalogue's")
 
 
-def own_tensors(page: SnapshotReading, places: dict[str, str]) -> dict[str, torch.Tensor]:
-    """The page's own captured tensors (the hit it shows) under their record names."""
-    return dict(named for k, t in enumerate(page.tensors)
-                if (named := filed(page, k, t.shown.tensor, page.layouts[k], places)))
+@dataclass(frozen=True)
+class OwnRecords:
+    """A captured snapshot's own tensors at the hit its page shows, under that hit's record names (``places``: a line
+    that ran fewer times than the hit shown shows its last hit, under that layer's names): what its checks read before
+    the run's other tensors, so a snapshot is judged on its own capture, even where an earlier one shows the same
+    record point."""
+
+    places: Mapping[str, str]
+    tensors: Mapping[str, torch.Tensor]
 
 
-Filed = tuple[dict[tuple[str, int], RecordReading], dict[str, RecordReading], TensorDict | None, dict[str, TensorLabel]]
+Filed = tuple[dict[tuple[str, int], RecordReading], dict[str, RecordReading], TensorDict | None, dict[str, TensorLabel],
+              dict[int, OwnRecords]]
 
 
 def file_records(catalogue: Report, snapshots: list[SnapshotReading], hit: int) -> Filed:
     """Every captured tensor under its record name (hit k of a line in the layer loop under layer k's names), in the
     catalogue's layout as the snapshot reading read each hit's value; the hits the pages show; what the checks read
-    (``TensorDict``: the hits shown win, else the last hit filed); and per record name where it comes from."""
+    (``TensorDict``: the hits shown win, else the last hit filed); per record name where it comes from; and each
+    captured snapshot's own tensors at the hit its page shows (by snapshot number)."""
     layers = layers_ran(catalogue, snapshots)
     places = places_at_layer(catalogue, hit, layers) or places_at_layer(catalogue, 1, layers)
     if places is None:
-        return {}, {}, None, {}
+        return {}, {}, None, {}, {}
     tensors: dict[str, torch.Tensor] = {}
     labels: dict[str, TensorLabel] = {}  # record name -> the snapshot (and hit) its tensor came from, or would
     records: dict[tuple[str, int], RecordReading] = {}
@@ -208,16 +216,19 @@ def file_records(catalogue: Report, snapshots: list[SnapshotReading], hit: int) 
                     tensors[named[0]], labels[named[0]] = named[1], TensorLabel(
                         snapshot.label, at_hit=h if len(values) > 1 else None)
     shown: dict[str, RecordReading] = {}
+    owned: dict[int, OwnRecords] = {}
     for snapshot in snapshots:  # a line that ran fewer times than ``hit`` shows its last hit: under that layer's names
         at = shown_places(snapshot, catalogue, snapshots, hit) or places
         own = {named[0]: (k, named) for k, t in enumerate(snapshot.tensors)
                if (named := filed(snapshot, k, t.shown.tensor, snapshot.layouts[k], at))}
+        if snapshot.captured:
+            owned[snapshot.snap.number] = OwnRecords(at, {name: named[1] for name, (_, named) in own.items()})
         for name, (k, named) in own.items():
             if name not in shown:
                 shown[name] = _record(snapshot, k, named, snapshot.shown_hit, len(snapshot.hit_values[k]),
                                       snapshot.layouts[k], snapshot.calls)
                 tensors[name], labels[name] = named[1], TensorLabel(snapshot.label)
-    return records, shown, TensorDict(tensors, places=places), labels
+    return records, shown, TensorDict(tensors, places=places), labels, owned
 
 
 def _label(snapshot: SnapshotReading, places: dict[str, str], labels: dict[str, TensorLabel]) -> None:

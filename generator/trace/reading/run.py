@@ -10,7 +10,7 @@ script's error or timeout, the figures drawn from the user's tensors; ``trace_ov
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from transformer_trace.models.recording import Recorded, Recording
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
+    from transformer_trace.trace.reading.capture_reading import CaptureReading
     from transformer_trace.trace.reading.pages import SnapshotReading
 
 
@@ -40,11 +41,10 @@ def trace_inputs(catalogue: Report) -> Mapping[str, tuple[str, Any]]:
     return catalogue.trace_inputs
 
 
-def id_labels(catalogue: Report, pages: Sequence[SnapshotReading],
+def id_labels(catalogue: Report, by_number: Mapping[int, SnapshotReading],
               dims: Mapping[str, int]) -> dict[str, list[str] | list[int]]:
     """The inputs of trace_inputs() this trace can offer: those whose snapshot was captured, or whose dimension was
     bound."""
-    by_number = {p.snap.number: p for p in pages}
     found: dict[str, list[str] | list[int]] = {}
     for key, (kind, where) in trace_inputs(catalogue).items():
         if kind in ("ids", "values"):
@@ -114,20 +114,18 @@ class TracedRun(ModelRun):
         return TensorDict(tensors, places=places, inputs=self.inputs, run=self, float64=self.float64)
 
 
-def traced_run(catalogue: Report, source: TensorDict | None, labels: dict[str, TensorLabel],
-               pages: Sequence[SnapshotReading], inputs: dict[str, Any], dims: dict[str, int], stamp: dict[str, Any],
-               command: str) -> TracedRun:
+def traced_run(reading: CaptureReading, inputs: dict[str, Any], stamp: dict[str, Any], command: str) -> TracedRun:
     """The capture as the run object the bundled reports produce (generator/run.py ``ModelRun``), built before any
     check runs: the captured tensors under the catalogue's record names and in its layouts (``source``,
     trace/reading/checking.py), each with the user's file and marked line; no model, but the modules the marked lines
     called, rebuilt from the calls' own parameters (trace/reading/weights.py ``modules_called``); and what the run
     lacks, typed: the weights no call gave (``NoWeights``), the input's facts (``NoInput``), the tensors of snapshots
     not marked or not readable (``MissingTensor``, saying which and why)."""
+    catalogue, source, labels, pages = reading.catalogue, reading.source, dict(reading.labels), reading.snapshots
     captured = {p.label for p in pages if p.captured}
-    by_label = {p.label: p for p in pages}
     recording = Recording()
     for name, tensor in (source.tensors.items() if source is not None else ()):
-        page = by_label[labels[name].snapshot]
+        page = reading.by_label[labels[name].snapshot]
         shown = next((t for t in page.tensors if t.variable == labels[name].variable), page.main)
         recording[name] = Recorded(name=name, tensor=tensor, file=Path(shown.source.path), line=_marked_line(shown))
     named = [(source.name(ref), t) for page in pages for ref, t in zip(page.snap.tensors, page.tensors)
@@ -140,7 +138,7 @@ def traced_run(catalogue: Report, source: TensorDict | None, labels: dict[str, T
     absent = absent_tensors(source, labels, captured, markers) if source is not None else {}
     return TracedRun(
         report=catalogue, model=None, recording=recording, inputs=Known(inputs, "input", INPUTS_WHY),
-        dims=Known(dims, "dimension", "not bound from your tensors"),
+        dims=Known(dict(reading.dims), "dimension", "not bound from your tensors"),
         places=dict(source.places) if source is not None else {},
         seed=stamp.get("seed"), device=", ".join(stamp["devices"]), weights="the script's own",
         lacks=Lacks(weights=NO_WEIGHTS, inputs=INPUTS_WHY, tensors=absent,

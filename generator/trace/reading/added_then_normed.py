@@ -19,7 +19,7 @@ import torch
 from transformer_trace.checks import ResidualLayerNorm, close
 from transformer_trace.checks.post_norm import AddedThenNormed
 from transformer_trace.sources import Ref, TensorDict
-from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.rebuilt import looks_like, rebuild
@@ -78,8 +78,8 @@ def _added(calls: Sequence[ModuleCall], norm: ModuleCall,
                      and _of_shape(t, main)]
         return (f"of the {wrapper.module} the line called", arguments) if len(arguments) >= 2 else None
     if norm.depth != 1 or any(call.kind in SUBLAYERS and call is not norm and call.outputs
-                              and _of_shape(call.outputs[0], main) for call in calls):
-        return None  # the sublayer ran on the line: its output is the operand (trace/reading/residuals.py)
+                              and call.attrs.get(FED_AT) is None and _of_shape(call.outputs[0], main) for call in calls):
+        return None  # the sublayer ran on the line (not on a statement feeding it, feeders.py): residuals.py reads it
     read = [(f"`{call.module}`", t) for call in calls if call.kind == ModuleKind.LOCAL and len(call.outputs) == 1
             and (t := call.outputs[0]) is not None and _of_shape(t, main)]
     return ("as the line read it", read) if len(read) >= 2 else None

@@ -78,7 +78,8 @@ def _added(calls: Sequence[ModuleCall], norm: ModuleCall,
                      and _of_shape(t, main)]
         return (f"of the {wrapper.module} the line called", arguments) if len(arguments) >= 2 else None
     if norm.depth != 1 or any(call.kind in SUBLAYERS and call is not norm and call.outputs
-                              and call.attrs.get(FED_AT) is None and _of_shape(call.outputs[0], main) for call in calls):
+                              and call.attrs.get(FED_AT) is None and _of_shape(call.outputs[0], main)
+                              for call in calls):
         return None  # the sublayer ran on the line (not on a statement feeding it, feeders.py): residuals.py reads it
     read = [(f"`{call.module}`", t) for call in calls if call.kind == ModuleKind.LOCAL and len(call.outputs) == 1
             and (t := call.outputs[0]) is not None and _of_shape(t, main)]

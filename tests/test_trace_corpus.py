@@ -321,9 +321,7 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
         ("second residual taken from the block input (the second `h = x` left out)", "models/modeling.py",
          "        h = x\n        x = self.ffn_norm(x)", "        x = self.ffn_norm(x)", "S19", ""),
         ("K computed from the wrong input", "models/modeling.py", "mixed_key_layer = self.key(hidden_states)",
-         "mixed_key_layer = self.key(mixed_query_layer)", "S10",
-         "missed: S09–S11 only check the head split of the projection each line read; nothing compares the key "
-         "Linear's input with the one the query and value Linears read (LayerNorm(S08), not captured)"),
+         "mixed_key_layer = self.key(mixed_query_layer)", "S10", ""),  # the key Linear's call on its unmarked line
         ("LayerNorm's output unused: the attention reads the block input", "models/modeling.py",
          "x, weights = self.attn(x)", "x, weights = self.attn(h)", "S09",
          "missed: the attention_norm output has no snapshot, and S09–S11 do not compare the q, k, v Linears' input "

@@ -35,9 +35,10 @@ def traced(driver: Path, out: Path) -> tuple[dict[str, list[str]], str]:
     ("hyunwoongko_transformer/trace_driver.py", "post-norm", "#19: equals LayerNorm(input + sublayer output)",
      ("Mask (#25)", "byte (uint8), 1 = allowed, 0 = masked; shape (2, 1, 6, 6), one per batch item, broadcast over "
                     "the heads")),
-    # pre-norm: a final LayerNorm after the last layer; or the layer ends with its residual sum
-    ("SamLynnEvans_Transformer/trace_driver.py", "pre-norm", "a LayerNorm after the last layer, as a pre-norm stack "
-     "ends: #41: is the last decoder layer's output, normalised", ("Mask (#25)", "boolean, True = allowed")),
+    # pre-norm: the layer ends with its residual sum (SamLynnEvans' #19: the MLP's output read from the call of the
+    # statement feeding the marked line); or a final LayerNorm after the last layer
+    ("SamLynnEvans_Transformer/trace_driver.py", "pre-norm", "#19: is the residual sum input + sublayer output",
+     ("Mask (#25)", "boolean, True = allowed")),
     ("karpathy_minGPT/trace_driver.py", "pre-norm", "G24: is the second residual sum: a pre-norm block ends without a "
      "norm", ("Mask (G12)", "0/1 floats, 1 = allowed, 0 = masked; shape (1, 1, 16, 16), one for the whole batch")),
     # post-norm told by the LayerNorm module the marked line called on the residual sum (its own input)

@@ -79,7 +79,8 @@ WEIGHT_BUGS = [  # (entry, file, correct text, planted text, the snapshot named 
                  id="K split into heads without moving the heads axis (its projection on the marked line only)"),
     pytest.param("hyunwoongko_transformer", "models/layers/multi_head_attention.py",
                  "tensor.view(batch_size, length, self.n_head, d_tensor).transpose(1, 2)",
-                 "tensor.view(batch_size, self.n_head, length, d_tensor)", "#12", "as the line read it",
+                 "tensor.view(batch_size, self.n_head, length, d_tensor)", "#12",
+                 "from the output of the Linear",  # the Linear call of the statement feeding the marked line
                  id="heads split without moving the heads axis (the projections computed on an unmarked line)"),
     pytest.param("lucidrains_simple_vit", "vit_pytorch/simple_vit.py", '"b c (h p1) (w p2) -> b (h w) (p1 p2 c)"',
                  '"b c (p1 h) (p2 w) -> b (h w) (p1 p2 c)"', "S04", "the modules it called",

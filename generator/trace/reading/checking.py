@@ -102,11 +102,11 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived,
                                                                                  dims)
     stand_ins: list[StandIn] = []
+    variables = {page.label: page.variables for page in readings if page.captured}  # what the student named each step
     with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
-        results = _check_pages(readings, run, reading.own, checked, read_labels, stand_ins)
+        results = _check_pages(readings, run, reading.own, checked, read_labels, variables, stand_ins)
         _stand_ins_agree(reading.by_number, results, stand_ins)
         another_lines_input(reading.by_number, results, stand_ins)  # of two readers, which read another line's input
-        variables = {page.label: page.variables for page in readings if page.captured}
         head_input_checked(readings, results, stand_ins, checked,  # a head's input: the pooled token's claims
                            lambda found: in_users_terms(found, read_labels, variables))
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
@@ -179,11 +179,11 @@ def in_users_terms(result: CheckResult, labels: dict[str, TensorLabel], variable
 
 
 def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int, OwnRecords],
-                 checked: TensorDict | None, read_labels: dict[str, TensorLabel],
+                 checked: TensorDict | None, read_labels: dict[str, TensorLabel], variables: dict[str, str],
                  stand_ins: list[StandIn]) -> dict[int, list[CheckResult]]:
     """Each snapshot's results, one per declared check, in the user's terms (by snapshot number). ``own``: each captured
-    snapshot's own tensors at the hit its page shows, as the reading filed them."""
-    variables = {page.label: page.variables for page in pages if page.captured}
+    snapshot's own tensors at the hit its page shows, as the reading filed them; ``variables``: each captured step's
+    variable names, by label."""
     results = {}
     # a snapshot is judged on its own capture, even where an earlier one shows the same record point: the run as each
     # captured page's marked line sees it (its own tensors under its hit's names), before any check runs

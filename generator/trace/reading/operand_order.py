@@ -3,62 +3,70 @@ residual_x` names the sublayer output first, where the catalogue's ``res1_a, res
 output. The student cannot know the catalogue's order, so the names do not decide it: the tensors another step shows
 do. Where a step's tensor equals, value for value, the tensor another step captured under the record name of another
 of its positions, and the catalogue's order gives fewer such agreements than another order, the step's tensors are
-read in that order (a sum's operands, the q/k/v of a split: whatever the catalogue lists together)."""
+read in that order (a sum's operands, the q/k/v of a split: whatever the catalogue lists together).
+
+It decides orders only (indexes into each step's tensors): the reading applies them to its own marked steps
+(reading/pages.py ``_Marked.in_order``), which it reads here through ``Operands``."""
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Protocol
 
 import torch
 
-Marked = TypeVar("Marked")
+from transformer_trace.sources import Ref
+
 MOST = 4  # orders tried: every permutation of at most this many tensors (a step lists two or three)
+Order = tuple[int, ...]
 
 
-def _value(held: Any) -> torch.Tensor | None:
-    tensor = None if held.absent else held.tensor
-    return tensor if isinstance(tensor, torch.Tensor) and tensor.numel() else None
+class Operands(Protocol):
+    """What the ordering reads of a marked step: its record names in the catalogue's order, and its values at the hit
+    its page shows in the order the script marked them (None: no tensor there, or an empty one)."""
+
+    @property
+    def records(self) -> tuple[Ref, ...]: ...
+
+    @property
+    def operands(self) -> tuple[torch.Tensor | None, ...]: ...
 
 
-def _others(marked: list[Any]) -> dict[str, list[torch.Tensor]]:
+def _others(steps: Sequence[Operands]) -> dict[str, list[torch.Tensor]]:
     """Record template (``{enc}.input``) -> the tensors steps of one tensor show under it, as captured."""
     shown: dict[str, list[torch.Tensor]] = {}
-    for m in marked:
-        refs: tuple[Any, ...] = tuple(getattr(m.snap, "tensors", ()))
-        if len(refs) == 1 and len(m.held) == 1 and (value := _value(m.held[0])) is not None:
-            shown.setdefault(str(refs[0]), []).append(value)
+    for step in steps:
+        values = step.operands
+        if len(step.records) == 1 and len(values) == 1 and values[0] is not None:
+            shown.setdefault(str(step.records[0]), []).append(values[0])
     return shown
 
 
-def _agreements(refs: tuple[Any, ...], values: list[torch.Tensor | None], order: tuple[int, ...],
+def _agreements(records: tuple[Ref, ...], values: tuple[torch.Tensor | None, ...], order: Order,
                 shown: dict[str, list[torch.Tensor]]) -> int:
     """How many of the step's tensors, placed as ``order`` says, equal what another step shows under their record."""
     return sum(any(value is not None and other.shape == value.shape and bool(torch.equal(other, value))
-                   for other in shown.get(str(ref), ()))
-               for ref, value in zip(refs, (values[i] for i in order)))
+                   for other in shown.get(str(record), ()))
+               for record, value in zip(records, (values[i] for i in order)))
 
 
-def steps_in_catalogue_order(marked: list[Marked]) -> list[Marked]:
-    """``marked`` (reading/pages.py ``_Marked``), each step of several tensors read in the order the other steps'
-    tensors agree with best, the catalogue's where none agrees better."""
-    shown = _others(marked)
-    result = []
-    for m in marked:
-        refs: tuple[Any, ...] = tuple(getattr(getattr(m, "snap", None), "tensors", ()))
-        sections: list[Any] = list(getattr(m, "held", ()))
-        if not shown or len(refs) < 2 or len(sections) != len(refs) or len(refs) > MOST:
-            result.append(m)
-            continue
-        values = [_value(section) for section in sections]
-        identity = tuple(range(len(refs)))
-        best = max(itertools.permutations(identity), key=lambda order: (_agreements(refs, values, order, shown),
-                                                                        order == identity))
-        if best == identity or _agreements(refs, values, best, shown) <= _agreements(refs, values, identity, shown):
-            result.append(m)
-            continue
-        result.append(replace(m, held=tuple(sections[i] for i in best),  # type: ignore[type-var]
-                              hit_values=tuple(m.hit_values[i] for i in best),  # type: ignore[attr-defined]
-                              tensor_lines=tuple(m.tensor_lines[i] for i in best)))  # type: ignore[attr-defined]
-    return result
+def _order(step: Operands, shown: dict[str, list[torch.Tensor]]) -> Order:
+    """The order one step's tensors are read in: the one the other steps' tensors agree with best, the catalogue's
+    (the identity) where none agrees better."""
+    records, values = step.records, step.operands
+    identity = tuple(range(len(values)))
+    if not shown or len(records) < 2 or len(values) != len(records) or len(records) > MOST:
+        return identity
+    best = max(itertools.permutations(identity),
+               key=lambda order: (_agreements(records, values, order, shown), order == identity))
+    if _agreements(records, values, best, shown) <= _agreements(records, values, identity, shown):
+        return identity
+    return best
+
+
+def catalogue_orders(steps: Sequence[Operands]) -> list[Order]:
+    """Per step of ``steps``: the order its tensors are read in (indexes into its ``operands``), found from what the
+    steps of one tensor show."""
+    shown = _others(steps)
+    return [_order(step, shown) for step in steps]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,13 +23,13 @@ from transformer_trace.pages import (
     CapturedTensors, DictEntry, PageContents, PageTensors, SourceExcerpt, TensorSection,
 )
 from transformer_trace.tensors import TensorView
-from transformer_trace.trace.reading.operand_order import steps_in_catalogue_order
 from transformer_trace.text import fence_title
 from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Value
 from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.reading.declared import bound_names, declared_docs, declared_shapes
 from transformer_trace.trace.reading.feeders import as_read
+from transformer_trace.trace.reading.operand_order import Order, catalogue_orders
 from transformer_trace.trace.reading.products import with_products
 from transformer_trace.trace.reading.shared_lines import by_caller
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
@@ -298,6 +298,25 @@ class _Marked(_MarkedLines):
         """Which hit of its line value ``k`` shows (counted from 0)."""
         return self.lines[self.tensor_lines[k]].shown - 1
 
+    @property
+    def records(self) -> tuple[Ref, ...]:
+        """Its record names, in the catalogue's order."""
+        return self.snap.tensors
+
+    @property
+    def operands(self) -> tuple[torch.Tensor | None, ...]:
+        """Its values at the hit shown, in the order the script marked them (None: no tensor, or an empty one): what
+        the order its tensors are read in is found from (operand_order.py)."""
+        return tuple(None if h.absent or not h.tensor.numel() else h.tensor for h in self.held)
+
+    def in_order(self, order: Order) -> _Marked:
+        """Its tensors read in ``order`` (indexes into ``held``: operand_order.py ``catalogue_orders``)."""
+        if order == tuple(range(len(self.held))):
+            return self
+        return replace(self, held=tuple(self.held[i] for i in order),
+                       hit_values=tuple(self.hit_values[i] for i in order),
+                       tensor_lines=tuple(self.tensor_lines[i] for i in order))
+
 
 def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
             marked: dict[int, list[tuple[Marker, list[Hit]]]]) -> Callable[[Snapshot], _Marked]:
@@ -377,7 +396,8 @@ def read_snapshots(catalogue: Report, numbering: str, capture: Capture, hit: int
     ``read_run_layout``, ``catalogue_layout``). Called by the reading of the capture (capture_reading.py ``read``)
     only."""
     of = _marked(catalogue, numbering, capture, hit, marked_lines)
-    marked = steps_in_catalogue_order([of(snap) for snap in catalogue.snapshots])  # its names in any order
+    as_marked = [of(snap) for snap in catalogue.snapshots]
+    marked = [m.in_order(order) for m, order in zip(as_marked, catalogue_orders(as_marked))]  # names in any order
     run = read_run_layout([StepShape(m.label, m.shape_of(i), tuple(h.tensor.shape), i == 0 and m.snap.index == "[0]",
                                      None if h.absent else h.tensor)
                            for m in marked for i, h in enumerate(m.held)],

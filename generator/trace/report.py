@@ -28,7 +28,7 @@ from transformer_trace.sources import NotCheckable, TensorDict, fill
 from transformer_trace.tensor_data import (attention_group_of, attention_groups, axis_labels, head_labels, run_labels,
                                    write_tensor_data)
 from transformer_trace.trace.reading.capture_reading import CaptureReading
-from transformer_trace.trace.reading.checking import Judgement, judge
+from transformer_trace.trace.reading.checking import judge
 from transformer_trace.trace.reading.pages import DATA_LIMIT, SnapshotReading, traced_contents
 from transformer_trace.trace.reading.records import TensorLabel, places_at_layer
 from transformer_trace.trace.reading.run import TracedRun, TraceReport, id_labels, trace_overview, traced_run
@@ -58,7 +58,8 @@ def render(out: Path, name: str, reading: CaptureReading, command: str, timeout:
     judgements (run on the run), the data and figures, the pages."""
     catalogue, numbering, dims = reading.catalogue, reading.numbering, dict(reading.dims)
     readings, source = list(reading.snapshots), reading.source
-    run, judged = judged_run(reading, command)  # a capture becomes a run, then the checks judge it
+    run = reading_run(reading, command)  # a capture becomes a run, then the checks judge it
+    judged = judge(run, reading)
     captured = [r for r in readings if r.captured]
     verdicts = {r.snap.number: judged[r.snap.number].verdict for r in readings}
     counts = {"captured": len(captured), "total": len(readings),
@@ -88,13 +89,12 @@ def render(out: Path, name: str, reading: CaptureReading, command: str, timeout:
     return {"counts": counts, "first_failure": outcome["first_failure"], "pages": pages}
 
 
-def judged_run(reading: CaptureReading, command: str) -> tuple[TracedRun, dict[int, Judgement]]:
-    """The run a capture's reading becomes (before any check runs), and each snapshot's judgement by the catalogue's
-    checks, run on it: what `trace` reports, and what tests/variants/judge.py reads without writing pages."""
+def reading_run(reading: CaptureReading, command: str) -> TracedRun:
+    """The run a capture's reading becomes, before any check runs: what the checks judge (checking.py ``judge``), in
+    `trace` and in tests/variants/judge.py, which writes no pages."""
     readings, dims, hit = list(reading.snapshots), dict(reading.dims), reading.hit
     inputs, stamp = run_inputs(reading, readings, dims, hit), run_stamp(reading, readings, command)
-    run = traced_run(reading, inputs, stamp, command)
-    return run, judge(run, reading)
+    return traced_run(reading, inputs, stamp, command)
 
 
 def run_stamp(reading: CaptureReading, readings: list[SnapshotReading], command: str) -> dict[str, Any]:

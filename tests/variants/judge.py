@@ -1,6 +1,7 @@
 """Trace a variant and read its verdicts: the script run in its own interpreter and the catalogue's checks judged on
 the capture, exactly as `trace` does (generator/trace/__init__.py ``_trace``: scan, run_script, the capture's one
-reading, the run judged: trace/report.py ``judged_run``), without writing the report's pages and figures, which cost more than the checks and change no verdict.
+reading, the run it becomes judged: trace/report.py ``reading_run``, checking.py ``judge``), without writing the
+report's pages and figures, which cost more than the checks and change no verdict.
 tests/test_trace_variants.py holds this to what `trace` writes in snapshots.json."""
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from transformer_trace.trace.markers import scan
 from transformer_trace.trace.notebook import to_script, write_beside
 from transformer_trace.trace.reading.capture import run_script
 from transformer_trace.trace.reading.capture_reading import read
-from transformer_trace.trace.report import judged_run
+from transformer_trace.trace.reading import checking
+from transformer_trace.trace.report import reading_run
 from transformer_trace.trace.reading.user_files import user_files
 
 
@@ -61,7 +63,7 @@ def judge(path: Path) -> Judged:
     catalogue = REPORTS[numbering]
     reading = read(catalogue, numbering, capture, 1)
     readings = reading.snapshots
-    _, judged = judged_run(reading, "")
+    judged = checking.judge(reading_run(reading, ""), reading)
     verdicts = []
     for reading in sorted((r for r in readings if r.captured), key=lambda r: r.snap.number):
         verdict = judged[reading.snap.number].verdict

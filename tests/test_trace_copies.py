@@ -209,3 +209,45 @@ def test_a_copy_is_recognised_only_within_the_statement_that_made_it_nested_mark
     """)
     [first], [second] = hits["# trace: first"], hits["# trace: second"]
     assert first.values[0].tensor.tolist() == [[2.0] * 4] * 2 and second.values[0].tensor.tolist() == [[0.0] * 4] * 2
+
+
+module_calls = bootstrap._beside("module_calls.py")
+GLOBAL_HOOKS = torch.nn.modules.module._global_forward_hooks
+
+
+def _statement_markers() -> list:
+    """One marked statement whose checks read every kind of module call, and no local."""
+    return [(0, {"locals": [], "calls": None, "reads": []})]
+
+
+def test_the_module_hooks_are_in_torchs_tables_only_while_a_statement_reading_calls_runs_and_record_each_time(
+        tmp_path):
+    """The recorder puts its hooks back into torch's global tables for each such statement (registered once, not once a
+    statement): a module called between two statements runs without them, one called in either is recorded."""
+    recorder = module_calls.CallRecorder(bootstrap.Results(str(tmp_path), CAPTURE_BUDGET_BYTES), str(tmp_path), copies)
+    layer, markers, before = nn.Linear(3, 2), _statement_markers(), dict(GLOBAL_HOOKS)
+    recorded = []
+    for _ in range(3):
+        recorder.start(None, markers)
+        assert set(GLOBAL_HOOKS) - set(before)
+        layer(torch.randn(1, 3))
+        recorded.append(recorder.stop())
+        assert GLOBAL_HOOKS == before
+    assert [[call["kind"] for call in calls] for calls in recorded] == [[ModuleKind.LINEAR]] * 3
+
+
+def test_a_flush_writes_small_arrays_together_and_a_large_one_whole_each_at_its_aligned_offset(tmp_path):
+    results = bootstrap.Results(str(tmp_path), CAPTURE_BUDGET_BYTES)
+    module = bootstrap._beside("results.py")
+    tensors = [torch.arange(3.0), torch.randn(module.GATHERED // 4 + 5), torch.arange(7, dtype=torch.float64)]
+    with results.lock:
+        values = [copies.tensor_value(results, f"t{i}", t, torch) for i, t in enumerate(tensors)]
+        results.event({"kind": "test", "values": values})
+    results.flush()
+    data = (tmp_path / "tensors.bin").read_bytes()
+    for value, tensor in zip(values, tensors):
+        offset = value["array"]["offset"]
+        assert offset % module.ALIGN == 0
+        read = torch.frombuffer(bytearray(data), dtype=tensor.dtype, count=tensor.numel(), offset=offset)
+        assert torch.equal(read, tensor)
+    assert (tmp_path / "events.jsonl").read_text().count("\n") == 2  # the version's line and the event's

@@ -109,3 +109,21 @@ def test_a_feeding_statements_call_is_read_only_where_the_line_read_its_output_a
     found = as_read(calls)
     assert any(call is calls[0] for call in found) == kept
     assert any(call is calls[1] for call in found)  # the line's own are all kept
+
+
+def test_what_a_marked_statement_reads_follows_its_file_as_edited_between_two_specs(tmp_path):
+    """The spec's locals and attribute reads are a pure function of the file's text (cached by it): an edit between two
+    traces is read, never an earlier text's."""
+    from transformer_trace.reports import REPORTS
+    from transformer_trace.trace import numberings
+    from transformer_trace.trace.markers import scan
+    from transformer_trace.trace.reading.capture import marker_spec
+
+    script = tmp_path / "script.py"
+    specs = []
+    for line in ("y = x @ w  # BREAKPOINT S10", "y = x @ self.weight + b  # BREAKPOINT S10"):
+        script.write_text(f"x = w = b = 1\n{line}\n", encoding="utf-8")
+        [marker] = scan([script], numberings(REPORTS))
+        specs.append(marker_spec(marker, frozenset({10}), None))
+    assert [(spec["locals"], spec["reads"]) for spec in specs] == [
+        (["w", "x"], []), (["b", "self", "x"], ["self.weight"])]

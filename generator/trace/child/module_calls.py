@@ -38,7 +38,7 @@ class CallRecorder:
         self.live_value = copies.live_value  # a parameter kept by reference
         self.running = []  # per running statement: Statement
         self.depth = 0  # module calls running, counted while the hooks are installed
-        self.handles = ()
+        self.hooks = None  # GlobalHooks, once torch is imported
         self.params = {}  # (id(parameter), version) -> (parameter kept alive, its number)
         self.user_classes = {}  # class -> defined in the user's files
         self.attributes = {}  # class -> the ATTRIBUTES its instances may have besides their own __dict__'s
@@ -60,19 +60,17 @@ class CallRecorder:
         names = markers[0][1]["locals"]
         if names:
             statement.calls.extend(_locals(frame, names, torch, self.results, self.tensor_value))
-        if self.handles or wanted is not None and not wanted - {ModuleKind.READ}:
+        if self.hooks is None:
+            self.hooks = GlobalHooks(torch, self._enter, self._leave)
+        if self.hooks.installed or wanted is not None and not wanted - {ModuleKind.READ}:
             return  # hooks already installed, or none of the line's calls is read: none installed
-        hooks = torch.nn.modules.module
-        self.handles = (hooks.register_module_forward_pre_hook(self._enter),
-                        hooks.register_module_forward_hook(self._leave, always_call=True))
+        self.hooks.install()
 
     def stop(self):
         """The statement's capture is taken: its calls (the hooks removed once no marked statement runs)."""
         calls = self.running.pop().calls if self.running else []
-        if self.handles and not self._hooked():
-            for handle in self.handles:
-                handle.remove()
-            self.handles = ()
+        if self.hooks is not None and self.hooks.installed and not self._hooked():
+            self.hooks.remove()
             self.depth = 0
         return calls
 
@@ -180,6 +178,57 @@ class CallRecorder:
         return number
 
 
+class GlobalHooks:
+    """The recorder's global forward pre-hook and forward hook (called also when a module raises), installed while a
+    statement that reads its calls runs. Registered through PyTorch's API the first time; then the same entries are
+    put back into, and taken out of, the global hook tables the first handles named (what a handle's ``remove``
+    does): a register-and-remove pair per marked statement cost ~24 µs, as much as copying a small tensor. Through the
+    API each time where this PyTorch's handles do not name their tables."""
+
+    def __init__(self, torch, enter, leave):
+        self.module, self.enter, self.leave = torch.nn.modules.module, enter, leave
+        self.handles, self.entries, self.installed = (), None, False
+
+    def install(self):
+        if self.entries is None:
+            self.handles = (self.module.register_module_forward_pre_hook(self.enter),
+                            self.module.register_module_forward_hook(self.leave, always_call=True))
+        else:
+            for table, key, value in self.entries:
+                table[key] = value
+        self.installed = True
+
+    def remove(self):
+        if self.handles:
+            self.entries = _entries(self.handles)
+            for handle in self.handles:
+                handle.remove()
+            self.handles = ()
+        else:
+            for table, key, _ in self.entries:
+                table.pop(key, None)
+        self.installed = False
+
+
+def _entries(handles):
+    """The (table, key, value) entries the hooks' handles stand for (torch.utils.hooks.RemovableHandle: its tables by
+    weak reference), or None where they do not say."""
+    entries = []
+    try:
+        for handle in handles:
+            hooks = handle.hooks_dict_ref()
+            if hooks is None or handle.id not in hooks:
+                return None
+            entries.append((hooks, handle.id, hooks[handle.id]))
+            for ref in handle.extra_dict_ref:  # always_called: an entry of our hook where the table holds one
+                table = ref()
+                if table is not None and handle.id in table:
+                    entries.append((table, handle.id, table[handle.id]))
+    except (AttributeError, TypeError):
+        return None
+    return entries
+
+
 def feeding(tracer, statements, groups):
     """The ``Feeding`` context managers of one file's unmarked statements that feed its marked ones (the markers'
     ``feeders``), numbered after ``groups`` and added to ``statements`` (span -> group); a span that overlaps a
@@ -240,11 +289,11 @@ def _in_folder(cls, folder):
     return path.startswith(folder) and "site-packages" not in path
 
 
-def _local_value(frame, name):
+def _local_value(scope, name):
     """A local's value, or its entry ``name`` = ``local["key"]`` (a dict's, read by the statement with a constant key:
     reading/capture.py ``names_read``); None where there is none."""
     local, bracket, key = name.partition('["')
-    value = frame.f_locals.get(local)
+    value = scope.get(local)
     if not bracket:
         return value
     return value.get(key.removesuffix('"]')) if isinstance(value, dict) else None
@@ -252,9 +301,9 @@ def _local_value(frame, name):
 
 def _locals(frame, names, torch, results, tensor_value):
     """The local tensors (or a tuple of up to three) the statement reads, as calls of kind "local"."""
-    found = []
+    found, scope = [], frame.f_locals  # a function's locals gathered into a dict once, not per name
     for name in names:
-        value = _local_value(frame, name)
+        value = _local_value(scope, name)
         tensors = value if isinstance(value, (tuple, list)) and 0 < len(value) <= 3 else (value,)
         if not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in tensors):
             continue

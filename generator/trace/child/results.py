@@ -14,6 +14,7 @@ from . import protocol
 
 ALIGN = 64
 FLUSH_SECONDS = 0.1
+GATHERED = 1 << 20  # bytes of small arrays joined into one write: a flush makes few system calls, not 2 per array
 _STEP_HOOK = None  # one optimizer step pre-hook for the process: _before_a_step
 _LIVE_RESULTS: "weakref.WeakSet[Results]" = weakref.WeakSet()  # the Results holding parameters kept by reference
 
@@ -94,10 +95,14 @@ class Results:
                 pending, self.pending = self.pending, []
                 self.unwritten_live = [live for live in self.unwritten_live if not live.written]
             pending.reverse()
+            gathered, lines = _Gathered(self.arrays), []
             while pending:  # every copy is freed here, under the write lock: not by a thread the exit cuts short
-                self._write(*pending.pop())
+                self._write(*pending.pop(), gathered, lines)
+            gathered.write()  # the arrays before the events naming them: a kill in between leaves no event naming
+            _write_all(self.events, b"".join(lines))  # an array not written
 
-    def _write(self, record, arrays):
+    def _write(self, record, arrays, gathered, lines):
+        """One event's arrays, added to ``gathered`` at their aligned offsets; its line, to ``lines``."""
         for described, copy in arrays:
             live = copy if type(copy).__name__ == "Live" else None
             if live is not None:
@@ -107,14 +112,14 @@ class Results:
                 continue
             padding = -self.offset % ALIGN
             if padding:
-                _write_all(self.arrays, b"\0" * padding)
-            _write_array(self.arrays, copy)
+                gathered.add(b"\0" * padding)
+            _add_array(gathered, copy)
             self.offset += padding + described["nbytes"]
             if live is not None and live.current() is None:  # changed while it was written: not whole
                 described["changed"] = True
                 continue
             described["offset"] = self.offset - described["nbytes"]
-        _write_all(self.events, (json.dumps(record, default=_plain_json) + "\n").encode())
+        lines.append((json.dumps(record, default=_plain_json) + "\n").encode())
 
     def keep_flushing(self):
         """Flush every FLUSH_SECONDS from a low-level thread of its own, for the life of this process."""
@@ -157,12 +162,34 @@ def _write_all(file, data):
         view = view[file.write(view):]
 
 
-def _write_array(file, copy):
-    """A kept copy's raw bytes, written: a NumPy array's, or a CPU tensor's (any dtype, bfloat16 included), read in
-    place (a parameter kept by reference is not copied once more)."""
+def _add_array(gathered, copy):
+    """A kept copy's raw bytes, written or gathered: a NumPy array's, or a CPU tensor's (any dtype, bfloat16 included),
+    read in place (a parameter kept by reference is not copied once more)."""
     if not hasattr(copy, "data_ptr"):
-        _write_all(file, copy.tobytes())
+        gathered.add(memoryview(copy.tobytes()))
         return
-    copy = copy.contiguous()  # held while its memory is written
+    copy = copy.contiguous()  # held while its memory is written or gathered
     size = copy.numel() * copy.element_size()
-    _write_all(file, memoryview((ctypes.c_char * size).from_address(copy.data_ptr())).cast("B"))
+    gathered.add(memoryview((ctypes.c_char * size).from_address(copy.data_ptr())).cast("B"))
+
+
+class _Gathered:
+    """The bytes one flush appends to a file: small pieces joined (up to GATHERED bytes) and written at once, a large
+    one written as it is; never held past the flush (a fork()ed child's exit writes nothing of ours, as with an
+    unbuffered file)."""
+
+    def __init__(self, file):
+        self.file, self.joined = file, bytearray()
+
+    def add(self, data):
+        if len(self.joined) + len(data) > GATHERED:
+            self.write()
+        if len(data) >= GATHERED:
+            _write_all(self.file, data)
+        else:
+            self.joined += data  # copied now: the tensor it reads may be freed once added
+
+    def write(self):
+        if self.joined:
+            _write_all(self.file, self.joined)
+            self.joined = bytearray()

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -181,19 +182,29 @@ def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
     numbers = {n for n in (marker.number, *marker.alternatives) if n is not None}  # none for a `# trace:` point
     reads_locals = bool(locals_for & numbers)
     kinds = None if calls_for is None else sorted(set().union(*(calls_for.get(n, ()) for n in numbers)))
+    reads_attributes = kinds is None or ModuleKind.READ in kinds
+    # the file read once per marker, and what its statement reads parsed once per text and lines (cached)
+    source = _source(marker) if reads_attributes or reads_locals else None
     return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
             "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
-            "reads": attributes_read(marker) if kinds is None or ModuleKind.READ in kinds else [],
-            "locals": names_read(marker) if reads_locals else [], "calls": kinds,
-            "feeders": _feeders(marker) if reads_locals else []}
+            "reads": list(_statement_reads(source, marker.first, marker.last).attributes) if reads_attributes else [],
+            "locals": list(_statement_reads(source, marker.first, marker.last).names) if reads_locals else [],
+            "calls": kinds, "feeders": _feeders(source, marker) if reads_locals else []}
 
 
-def _feeders(marker: Marker) -> list[tuple[int, int]]:
+def _source(marker: Marker) -> str | None:
+    try:
+        return read_source(Path(marker.file))
+    except OSError:
+        return None
+
+
+def _feeders(source: str | None, marker: Marker) -> list[tuple[int, int]]:
     """The unmarked statements whose module calls the marked line's checks read (reading/feeders.py)."""
     try:
-        return feeding_statements(read_source(Path(marker.file)), marker.first, marker.last)
-    except (OSError, ValueError):
+        return feeding_statements(source, marker.first, marker.last) if source is not None else []
+    except ValueError:
         return []
 
 
@@ -202,29 +213,34 @@ def names_read(marker: Marker) -> list[str]:
     before it runs; a name it assigns and reads (``q = q.view(...)``) included; and the entries of a local it reads by
     a constant key (``p["proj"]`` of ``linear(x, p["proj"])``: weights functional code is passed from a dict), written
     ``p["proj"]`` (the child reads the key back: bootstrap's module_calls.py ``_local_value``)."""
-    tree = _statement(marker)
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} if tree else ()
-    entries = {f'{n.value.id}["{n.slice.value}"]' for n in (ast.walk(tree) if tree else ())
-               if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)
-               and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)
-               and re.fullmatch(r"\w{1,40}", n.slice.value)}
-    return sorted(names)[:6] + sorted(entries)[:3]
-
-
-def _statement(marker: Marker) -> ast.Module | None:
-    try:
-        lines = read_source(Path(marker.file)).splitlines()[marker.first - 1:marker.last]
-        return ast.parse("\n".join(line.strip() if i == 0 else line for i, line in enumerate(lines)))
-    except (SyntaxError, ValueError, OSError):
-        return None
+    return list(_statement_reads(_source(marker), marker.first, marker.last).names)
 
 
 def attributes_read(marker: Marker) -> list[str]:
     """The attribute chains the marked statement reads (``self.pos_embedding``, ``self.cls_token`` of
     ``self.cls_token.expand(B, -1, -1)``): where functional code passes a weight, the tensor it passes."""
-    tree = _statement(marker)
+    return list(_statement_reads(_source(marker), marker.first, marker.last).attributes)
+
+
+@dataclass(frozen=True)
+class StatementReads:
+    """What a marked statement reads: ``names_read``'s names and entries, ``attributes_read``'s chains."""
+
+    names: tuple[str, ...]
+    attributes: tuple[str, ...]
+
+
+@lru_cache(maxsize=4096)  # a pure function of the file's text: `trace` asks per marker, a benchmark per run
+def _statement_reads(source: str | None, first: int, last: int) -> StatementReads:
+    tree = _statement(source, first, last)
+    nodes = list(ast.walk(tree)) if tree else []
+    names = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    entries = {f'{n.value.id}["{n.slice.value}"]' for n in nodes
+               if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)
+               and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)
+               and re.fullmatch(r"\w{1,40}", n.slice.value)}
     chains: list[str] = []
-    for node in ast.walk(tree) if tree else ():
+    for node in nodes:
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             parts: list[str] = []
             while isinstance(node, ast.Attribute):
@@ -232,7 +248,22 @@ def attributes_read(marker: Marker) -> list[str]:
                 node = node.value
             if isinstance(node, ast.Name):  # every prefix: self.cls_token of self.cls_token.expand
                 chains += [".".join([node.id, *parts[:n]]) for n in range(1, len(parts) + 1)]
-    return sorted(set(chains))[:12]
+    return StatementReads((*sorted(names)[:6], *sorted(entries)[:3]), tuple(sorted(set(chains))[:12]))
+
+
+def _statement(source: str | None, first: int, last: int) -> ast.Module | None:
+    if source is None:
+        return None
+    try:
+        lines = _lines(source)[first - 1:last]
+        return ast.parse("\n".join(line.strip() if i == 0 else line for i, line in enumerate(lines)))
+    except (SyntaxError, ValueError):
+        return None
+
+
+@lru_cache(maxsize=8)
+def _lines(source: str) -> list[str]:
+    return source.splitlines()
 
 
 def _read_outcome(folder: Path) -> protocol.Outcome:

@@ -22,6 +22,7 @@ from transformer_trace.checks import (
 )
 from transformer_trace.checks.base import LOW_PRECISION
 from transformer_trace.checks.base import needs_evidence
+from transformer_trace.checks.rotary import ROTATED
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.reading.verify import LayoutStatus
@@ -29,6 +30,7 @@ from transformer_trace.trace.reading.added_then_normed import added_then_normed
 from transformer_trace.trace.reading.another_lines_input import another_lines_input
 from transformer_trace.trace.reading.head_input import head_input_checked
 from transformer_trace.trace.reading.derived import derive_missing
+from transformer_trace.trace.reading.rotary_positions import rotary_note, with_rotary
 from transformer_trace.trace.reading.functional_weights import functional_projection
 from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.records import OwnRecords, TensorLabel
@@ -99,6 +101,9 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     source = run.catalogued
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
     derived: dict[str, tuple[str, ...]] = {}
+    if source is not None:  # the queries and keys as the attention read them, where it rotated them (rotary positions)
+        source, rotated = with_rotary(readings, source, dims)
+        labels.update({name + ROTATED: TensorLabel(str(rotary)) for name, rotary in rotated.items()})
     checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived,
                                                                                  dims)
     stand_ins: list[StandIn] = []
@@ -333,6 +338,8 @@ def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
         # a loop's wiring, or steps nobody marked: say which hits it compared, what it derived
         if result.checkable and any(label.at_hit or label.derived_from for label in reads):
             result = replace(result, detail=f"{result.detail} (read: {', '.join(map(str, reads))})")
+        if result.checkable and (rotated := rotary_note([source.name(ref) for ref in read], labels)):
+            result = replace(result, detail=f"{result.detail} ({rotated})")
         if not result.checkable:
             lacks = result.lacks or tuple(MissingTensor(m) for m in result.missing)
             needs = list(dict.fromkeys(needed(lack, labels) for lack in lacks))

@@ -32,6 +32,7 @@ from transformer_trace.trace.reading.head_input import head_input_checked
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.rotary_positions import rotary_note, with_rotary
 from transformer_trace.trace.reading.functional_weights import functional_projection
+from transformer_trace.trace.reading.layered_calls import layered_calls
 from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.records import OwnRecords, TensorLabel
 from transformer_trace.trace.reading.parts import evidence_in_parts
@@ -277,6 +278,7 @@ def _ready(page: SnapshotReading, source: TensorDict | None, labels: dict[str, T
         # the weights and inputs those calls give the check, in the form it reads them
         # a post-norm sum made inside one call: its operands from what the line added, before the norm's own input
         found = added_then_normed(check, page.calls, source, page.main_as_called, order)
+        found = found or layered_calls(check, page.calls, source, page.main_as_called)  # an MLP head on one line
         found = found or (check.bound_by(line) if line is not None else None)
         found = found or sublayer_bound(check, page.calls, source, page.main_as_called, order)
         found = found or grid_bound(check, page.calls, source)

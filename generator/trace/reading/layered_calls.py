@@ -14,7 +14,7 @@ from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.rebuilt import rebuild
-from transformer_trace.trace.reading.weights import Bound, Given, _holds
+from transformer_trace.trace.reading.weights import Bound, Given, _holds, _present
 
 
 def layered_calls(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: Any) -> Bound | None:
@@ -27,14 +27,15 @@ def layered_calls(check: Any, calls: Sequence[ModuleCall], source: TensorDict, m
                and c.inputs[0] is not None and c.outputs[0] is not None]
     if len(linears) < 2 or not _holds(linears[-1].outputs[0], main):
         return None
-    chain, activations = [linears[-1]], []
+    chain, activations = [linears[-1]], list[str]()
     for layer in reversed(linears[:-1]):
-        activation = fitted_activation(layer.outputs[0], chain[0].inputs[0])
+        activation = fitted_activation(_present(layer.outputs[0]), _present(chain[0].inputs[0]))
         if activation is None:
             break
         chain.insert(0, layer)
         activations.insert(0, activation)
-    if len(chain) < 2 or chain[0].inputs[0].shape[-1] != source.t(check.x).shape[-1]:
+    first = _present(chain[0].inputs[0])
+    if len(chain) < 2 or first.shape[-1] != source.t(check.x).shape[-1]:
         return None
     last = source.name(check.module)
     names = tuple(f"{last}@layer{i}" for i in range(len(chain) - 1))
@@ -43,7 +44,7 @@ def layered_calls(check: Any, calls: Sequence[ModuleCall], source: TensorDict, m
         return None
     layered = LayersOf(out=check.out, x=check.x, module=check.module, layers=names, activations=tuple(activations))
     own = Ref(f"{source.name(check.x)}@{chain[0].module}.input")
-    given = Given(source, {**source.tensors, own.template: chain[0].inputs[0]}, modules=modules)
+    given = Given(source, {**source.tensors, own.template: first}, modules=modules)
     steps = ", ".join(f"{call.module}" for call in chain)
     return Bound(layered, given, own_input=LayersOf(out=check.out, x=own, module=check.module, layers=names,
                                                     activations=tuple(activations)),

@@ -15,6 +15,7 @@ from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, Trac
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.masks import mask_allows, padding_fit, sees_nothing
+from transformer_trace.checks.rotary import attention_operand
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
 
@@ -123,14 +124,15 @@ class ScaledScores(Check):
     probs_label: str = "the probabilities"
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
-        q, k = s.t(self.q), s.t(self.k)
+        q, k = attention_operand(s, self.q), attention_operand(s, self.k)
         if q.dim() != 4 or k.shape != q.shape:  # the heads are not known from whole tensors
             return None
         return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         scores = s.t(self.out)
-        q, k = _heads(s.t(self.q), scores.shape[1]), _heads(s.t(self.k), scores.shape[1])
+        h = scores.shape[1]
+        q, k = _heads(attention_operand(s, self.q), h), _heads(attention_operand(s, self.k), h)
         hs = q.shape[-1]
         product = q @ k.transpose(-2, -1)  # (B, h, Lq, Lk)
         passed, detail = close(scores, product / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head")
@@ -150,7 +152,8 @@ class ScaledScores(Check):
     def product(self, s: TensorSource) -> tuple[torch.Tensor, torch.Tensor, int]:
         """(the scores, Q·Kᵀ per head, hs), for the bug forms."""
         scores = s.t(self.out)
-        q, k = _heads(s.t(self.q), scores.shape[1]), _heads(s.t(self.k), scores.shape[1])
+        h = scores.shape[1]
+        q, k = _heads(attention_operand(s, self.q), h), _heads(attention_operand(s, self.k), h)
         return scores, q @ k.transpose(-2, -1), q.shape[-1]
 
     def _other_scale_later(self, s: TensorSource, scores: torch.Tensor) -> str | None:
@@ -336,7 +339,8 @@ class SoftmaxRows(Check):
         if self.q is None or self.k is None or weights.dim() != 4:
             return plain
         scores = s.t(self.scores)
-        q, k = _heads(s.t(self.q), weights.shape[1]), _heads(s.t(self.k), weights.shape[1])
+        h = weights.shape[1]
+        q, k = _heads(attention_operand(s, self.q), h), _heads(attention_operand(s, self.k), h)
         product = q @ k.transpose(-2, -1)
         finite = torch.isfinite(scores)
         if product.shape != scores.shape or not close(scores[finite], product[finite], "")[0]:
@@ -352,7 +356,7 @@ def _weights_rebuilt(check: Any, s: TensorSource, *, masked: bool, scaled: bool)
     softmax of Q·Kᵀ (÷√hs where ``scaled``), with the keys the probabilities give no weight blocked where ``masked``;
     and hs."""
     probs = s.t(check.probs)
-    q, k = _heads(s.t(check.q), probs.shape[1]), _heads(s.t(check.k), probs.shape[1])
+    q, k = _heads(attention_operand(s, check.q), probs.shape[1]), _heads(attention_operand(s, check.k), probs.shape[1])
     scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scaled else 1.0)
     if masked:
         scores = scores.masked_fill(probs == 0, float("-inf"))

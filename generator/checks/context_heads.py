@@ -15,6 +15,7 @@ import torch
 from transformer_trace.checks.attention import CONTEXT_FORMS, _heads
 from transformer_trace.checks.base import THIS, Check, CheckResult, close
 from transformer_trace.checks.evidence import BugForm, Fit
+from transformer_trace.checks.rotary import attention_operand
 from transformer_trace.sources import Ref, TensorSource
 
 FUSED_CLAIM = "equals softmax(Q·Kᵀ/√hs)·V, the probabilities computed inside the call"
@@ -105,7 +106,7 @@ class FusedContextHeads(Check):
     def weights(self, s: TensorSource, scaled: bool = True) -> torch.Tensor:
         """softmax(Q·Kᵀ/√hs) over the keys (unscaled where not ``scaled``), the heads those of the step."""
         heads = s.t(self.out).shape[1]
-        q, k = _heads(s.t(self.q), heads), _heads(s.t(self.k), heads)
+        q, k = _heads(attention_operand(s, self.q), heads), _heads(attention_operand(s, self.k), heads)
         return torch.softmax(q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scaled else 1.0), dim=-1)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:

@@ -22,6 +22,7 @@ from transformer_trace.checks import (
 )
 from transformer_trace.checks.base import LOW_PRECISION
 from transformer_trace.checks.base import needs_evidence
+from transformer_trace.checks.rotary import ROTATED
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
 from transformer_trace.trace.reading.verify import LayoutStatus
@@ -29,7 +30,9 @@ from transformer_trace.trace.reading.added_then_normed import added_then_normed
 from transformer_trace.trace.reading.another_lines_input import another_lines_input
 from transformer_trace.trace.reading.head_input import head_input_checked
 from transformer_trace.trace.reading.derived import derive_missing
+from transformer_trace.trace.reading.rotary_positions import rotary_note, with_rotary
 from transformer_trace.trace.reading.functional_weights import functional_projection
+from transformer_trace.trace.reading.layered_calls import layered_calls
 from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.records import OwnRecords, TensorLabel
 from transformer_trace.trace.reading.parts import evidence_in_parts
@@ -99,6 +102,9 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     source = run.catalogued
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
     derived: dict[str, tuple[str, ...]] = {}
+    if source is not None:  # the queries and keys as the attention read them, where it rotated them (rotary positions)
+        source, rotated = with_rotary(readings, source, dims)
+        labels.update({name + ROTATED: TensorLabel(str(rotary)) for name, rotary in rotated.items()})
     checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived,
                                                                                  dims)
     stand_ins: list[StandIn] = []
@@ -272,6 +278,7 @@ def _ready(page: SnapshotReading, source: TensorDict | None, labels: dict[str, T
         # the weights and inputs those calls give the check, in the form it reads them
         # a post-norm sum made inside one call: its operands from what the line added, before the norm's own input
         found = added_then_normed(check, page.calls, source, page.main_as_called, order)
+        found = found or layered_calls(check, page.calls, source, page.main_as_called)  # an MLP head on one line
         found = found or (check.bound_by(line) if line is not None else None)
         found = found or sublayer_bound(check, page.calls, source, page.main_as_called, order)
         found = found or grid_bound(check, page.calls, source)
@@ -333,6 +340,8 @@ def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
         # a loop's wiring, or steps nobody marked: say which hits it compared, what it derived
         if result.checkable and any(label.at_hit or label.derived_from for label in reads):
             result = replace(result, detail=f"{result.detail} (read: {', '.join(map(str, reads))})")
+        if result.checkable and (rotated := rotary_note([source.name(ref) for ref in read], labels)):
+            result = replace(result, detail=f"{result.detail} ({rotated})")
         if not result.checkable:
             lacks = result.lacks or tuple(MissingTensor(m) for m in result.missing)
             needs = list(dict.fromkeys(needed(lack, labels) for lack in lacks))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import math
 import re
 from dataclasses import dataclass
 
@@ -113,6 +114,9 @@ def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) 
             if fits and fresh:
                 dims.update(fresh)
                 changed = True
+            elif fits and (rooted := _rooted(expressions, shape, dims, legend)):
+                dims.update(rooted)
+                changed = True
             elif not fits and (last := _left_over(expressions, shape, dims, legend)):
                 dims.update(last)
                 changed = True
@@ -124,6 +128,30 @@ def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) 
                 except (KeyError, ZeroDivisionError):
                     pass
     return dims
+
+
+def _rooted(expressions: tuple[str, ...], shape: tuple[int, ...], dims: dict[str, int],
+            legend: dict[str, str]) -> dict[str, int]:
+    """An axis written as a product whose one unbound name is repeated (Ch·P·P, Ch bound, seen as 192) binds it as the
+    whole root of what the bound factors leave (P = √(192 / 3) = 8). Else nothing."""
+    for expression, size in zip(expressions, shape):
+        factors = [f.strip() for f in expression.split("·")]
+        unbound = {f for f in factors if f in legend and f not in dims}
+        if len(factors) < 2 or len(unbound) != 1:
+            continue
+        name, bound = unbound.pop(), 1
+        try:
+            for factor in factors:
+                bound *= 1 if factor == name else parse_dimension(factor, dims)
+        except ValueError:
+            continue
+        power = factors.count(name)
+        if bound <= 0 or size % bound:
+            continue
+        root = round((size // bound) ** (1 / power))
+        if root > 0 and root ** power == size // bound:
+            return {name: root}
+    return {}
 
 
 def _left_over(expressions: tuple[str, ...], shape: tuple[int, ...], dims: dict[str, int],
@@ -251,12 +279,38 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
                      tensor.flatten(2).transpose(1, 2))
     if len(expected) == 4 and expected[:2] == (1, 1):
         yield from _mask_layouts(tensor, expected, dims)
+    if (split := _split_axes(shape, expected)) is not None:
+        # three `unfold`s leave (B, 1, H/P, W/P, Ch, P, P) for (B, N, Ch, P, P): the same values, the grid unmerged
+        yield Layout(LayoutStatus.LAYOUT, expected, f"the same values with axes split further ({split}); read with "
+                     f"them merged in order, as ({names})", tensor.reshape(expected))
     if (len(expressions) == 4 and expressions[:2] == ("B", "h") and expected[0] > 1 and len(shape) == 2
             and shape[0] == expected[2] and (shape[1] == expected[3] or (expected[1] * expected[3]) % shape[1] == 0)):
         # `for item in x: for head in range(heads): q = q_maps[head](item[:, head * d: (head + 1) * d])`
         yield Layout(LayoutStatus.UNBOUND, None, f"one batch item's {shape} per hit, of the {expected[0]} items "
                      "(attention written as loops over the items, and the heads: a hit per item and head); the whole "
                      f"({names}) is never one tensor, so it is not compared", None)
+
+
+def _split_axes(shape: tuple[int, ...], expected: tuple[int, ...]) -> str | None:
+    """Where each expected axis is the product of consecutive axes of ``shape`` (a view that split some of them, axes
+    of size 1 anywhere), the groups ("1·4·4 for 16, ..."); else None. A reshape then reads the same values in order."""
+    if len(shape) <= len(expected) or not expected:
+        return None
+    groups: list[list[int]] = []
+    at = 0
+    for size in expected:
+        group = list(shape[at:at + 1])
+        at += 1
+        while math.prod(group) < size and at < len(shape):
+            group.append(shape[at])
+            at += 1
+        if math.prod(group) != size:
+            return None
+        groups.append(group)
+    if not groups or any(size != 1 for size in shape[at:]):
+        return None
+    groups[-1] += shape[at:]  # trailing axes of size 1
+    return ", ".join("·".join(map(str, group)) for group in groups if len(group) > 1) or None
 
 
 def _mask_layouts(tensor: torch.Tensor, expected: tuple[int, ...], dims: dict[str, int]):

@@ -1,0 +1,115 @@
+"""Rotary positions (RoPE) as a family of correct forms: with rotary embeddings the attention's scores are Q'·K'ᵀ/√hs,
+where Q' and K' are the queries and keys per head with each pair of their first ``dims`` channels rotated by an angle
+proportional to the position (``t · base^(-2i/dims)`` for pair i). Implementations differ by parameters, not by
+structure: the pairs are the two halves of the rotated channels (rotate-half: GPT-NeoX, Llama in Hugging Face form,
+litgpt) or neighbouring channels (interleaved: the Llama reference code, GPT-J), a part of each head or all of it, and
+the base. The steps marked on q and k show them before the rotation, so the checks that rebuild the scores, the
+probabilities and the context from them fit the rotation first (``fit_rotary``, from the captured context) and read the
+rotated tensors (``attention_operand``) instead of calling every later step unrecognised."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from transformer_trace.checks.base import close
+from transformer_trace.sources import Ref, TensorSource
+
+# appended to a record name: the tensor the attention read, that step's tensor rotated (the fit made once per run)
+ROTATED = "@rotated"
+# the bases tried, the common ones first (the first that fits is said; with few rotated pairs several fit alike)
+BASES = (10000.0, 500000.0, 1000000.0, 100000.0, 1000.0, 100.0, *(10.0 ** (e / 4) for e in range(8, 29)))
+FRACTIONS = (1, 2, 4, 8)  # the part of each head rotated: all of it, half, a quarter (GPT-NeoX, Pythia), an eighth
+
+
+@dataclass(frozen=True)
+class Rotary:
+    """One member of the family: the first ``dims`` channels of each head rotated, in ``interleaved`` pairs or halves,
+    pair i by the angle t · ``base``^(-2i/dims) at position t."""
+
+    dims: int
+    base: float
+    interleaved: bool
+
+    def apply(self, heads: torch.Tensor) -> torch.Tensor:
+        """``heads`` (…, T, hs) with the positions along its second last axis, rotated."""
+        T, n = heads.shape[-2], self.dims
+        theta = self.base ** (-torch.arange(0, n, 2, dtype=torch.float64) / n)  # (n/2,)
+        angles = torch.arange(T, dtype=torch.float64)[:, None] * theta[None, :]  # (T, n/2)
+        cos, sin = torch.cos(angles).to(heads.dtype), torch.sin(angles).to(heads.dtype)
+        part, rest = heads[..., :n], heads[..., n:]
+        if self.interleaved:
+            even, odd = part[..., 0::2], part[..., 1::2]
+            turned = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+        else:
+            first, second = part[..., :n // 2], part[..., n // 2:]
+            turned = torch.cat((first * cos - second * sin, second * cos + first * sin), dim=-1)
+        return torch.cat((turned, rest), dim=-1)
+
+    def __str__(self) -> str:
+        pairs = "neighbouring channels paired (interleaved)" if self.interleaved else "the halves paired (rotate-half)"
+        return f"rotary positions on {self.dims} channels of each head, {pairs}, base {self.base:,.6g}"
+
+
+def heads_of(x: torch.Tensor, h: int) -> torch.Tensor:
+    """A per-head tensor as it is, or a whole one (B, L, C) split into ``h`` heads."""
+    if x.dim() == 3:
+        B, L, C = x.shape
+        return x.reshape(B, L, h, C // h).transpose(1, 2)
+    return x
+
+
+def rotated_like(x: torch.Tensor, rotary: Rotary, h: int) -> torch.Tensor:
+    """``x`` rotated per head, in its own layout (a whole (B, L, C) tensor split, rotated and merged back)."""
+    turned = rotary.apply(heads_of(x, h))
+    return turned.transpose(1, 2).reshape(x.shape) if x.dim() == 3 else turned
+
+
+def attention_operand(s: TensorSource, ref: Ref) -> torch.Tensor:
+    """The queries or keys the attention read: the step's tensor rotated where the run's fit found rotary positions
+    (``ROTATED``), else the step's tensor."""
+    rotated = s.name(ref) + ROTATED
+    return s.t(rotated) if s.has(rotated) else s.t(ref)
+
+
+def _family(hs: int) -> Iterator[Rotary]:
+    for fraction in FRACTIONS:
+        dims = hs // fraction
+        if dims < 2 or dims % 2 or hs % fraction:
+            continue
+        for interleaved in (False, True):
+            for base in BASES:
+                yield Rotary(dims, base, interleaved)
+
+
+def _context(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool) -> torch.Tensor:
+    scores = q @ k.transpose(-2, -1) * scale
+    if causal:
+        T, S = scores.shape[-2:]
+        scores = scores.masked_fill(torch.ones(T, S, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def fit_rotary(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, context: torch.Tensor, h: int) -> Rotary | None:
+    """The member of the family under which the context (per head (B, h, T, hs), or merged (B, T, C)) is softmax(Q'·K'ᵀ
+    × scale)·V, every key seen or none later (the scale 1/√hs or none: a rotary attention with its scaling left out is
+    still rotary, and its scores' own check says what is missing); None where the plain product fits (no rotation) or
+    no member does. q, k and v are per head or whole, self-attention (one length)."""
+    q, k, v = heads_of(q, h), heads_of(k, h), heads_of(v, h)
+    if not (q.shape == k.shape == v.shape) or q.dim() != 4 or q.shape[-2] < 2:
+        return None
+    out = heads_of(context, h) if context.dim() == 3 else context
+    if out.shape != q.shape:
+        return None
+    hs = q.shape[-1]
+    forms = [(scale, causal) for scale in (1 / math.sqrt(hs), 1.0) for causal in (True, False)]
+    if any(close(out, _context(q, k, v, scale, causal), "")[0] for scale, causal in forms):
+        return None  # no rotation: the plain forms' checks judge it
+    for rotary in _family(hs):
+        turned_q, turned_k = rotary.apply(q), rotary.apply(k)
+        if any(close(out, _context(turned_q, turned_k, v, scale, causal), "")[0] for scale, causal in forms):
+            return rotary
+    return None

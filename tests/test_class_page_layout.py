@@ -35,7 +35,10 @@ def student_report(folder: Path, failed: str | None) -> None:
         captured = label in MARKED
         snapshots.append({"label": label, "title": f"Step {label}", "stage": "block", "page": f"block/{label}.md",
                           "captured": captured,
-                          "check": {"name": "equals Q·Kᵀ / √hs", "passed": label != failed, "detail": "off"}
+                          "check": {"name": "equals Q·Kᵀ / √hs", "passed": label != failed, "detail": "off",
+                                    **({"evidence": {"kind": "bug form", "name": "1/√d missing",
+                                                     "message": "your scores equal Q·Kᵀ without the 1/√8 scaling"}}
+                                       if label == failed else {})}
                           if captured else None})
     data = {"model": "report", "title": "Trace", "traced": True, "catalogue": "vit", "snapshots": snapshots,
             "outcome": {"first_failure": f"{failed} Step {failed}" if failed else None}}
@@ -81,6 +84,17 @@ def test_a_reports_table_shows_a_students_name_escaped_and_breakable_only_after_
     assert name_code(name) == f'<code class="tt-name">{shown}</code>'
     css = (ROOT / "generator" / "assets" / "tt-report.css").read_text(encoding="utf-8")
     assert ".md-typeset code.tt-name { word-break: normal; overflow-wrap: normal;" in css
+
+
+def test_the_common_failures_lead_with_what_is_wrong_not_the_checks_claim(class_docs):
+    page = (class_docs / "class" / "index.md").read_text(encoding="utf-8")
+    failures = page[page.index("## Failures most students hit"):page.index("## Students")]
+    assert "<thead><tr><th>What is wrong</th><th>Snapshot</th>" in failures
+    rows = [row for row in failures.splitlines() if row.startswith("<tr><td>")]
+    assert len(rows) == 3  # S11, S12 and S13 failed, each by one bug form
+    assert all(row.startswith("<tr><td><strong>1/√d missing</strong> (failed: equals Q·Kᵀ / √hs)</td>") for row in rows)
+    data = json.loads((class_docs / "class" / "class.json").read_text(encoding="utf-8"))
+    assert {g["what is wrong"] for g in data["failures"]} == {"1/√d missing"}
 
 
 def test_the_class_csv_holds_every_students_row_and_verdicts_as_text(class_docs):

@@ -107,13 +107,37 @@ def test_the_class_csv_holds_every_students_row_and_verdicts_as_text(class_docs)
     assert "[class.csv](class.csv)" in (class_docs / "class" / "index.md").read_text(encoding="utf-8")
 
 
+# The README's example with a planted bug: the encoder's scores without their 1/√d scaling.
+SCALED = "q_heads @ k_heads.transpose(-2, -1) / math.sqrt(d_head)  # Snapshot #10"
+FAILING_PAGE = "encoder/10-attention-scores-before-softmax"
+
+
 @pytest.fixture(scope="module")
-def class_site(class_docs) -> Path:
-    # a student's real trace of the README's example (scores_pre_mask_m, attn_weights_c, ...) beside the class page
-    traced = subprocess.run([sys.executable, "-m", "transformer_trace", "trace",
-                             str(ROOT / "examples" / "encoder_decoder_trace.py"), "--out", str(class_docs),
-                             "--name", "trace", "-q"], cwd=class_docs.parent, text=True, capture_output=True, timeout=300)
-    assert traced.returncode == 0, traced.stderr[-3000:]
+def traced_docs(class_docs) -> Path:
+    """A student's real trace beside the class page: the README's example (scores_pre_mask_m, attn_weights_c, ...)
+    with the scaling left out of #10."""
+    source = (ROOT / "examples" / "encoder_decoder_trace.py").read_text(encoding="utf-8")
+    assert SCALED in source
+    script = class_docs.parent / "encoder_decoder_trace.py"
+    script.write_text(source.replace(SCALED, SCALED.replace(" / math.sqrt(d_head)", "")), encoding="utf-8")
+    traced = subprocess.run([sys.executable, "-m", "transformer_trace", "trace", str(script), "--out",
+                             str(class_docs), "--name", "trace", "-q"], cwd=class_docs.parent, text=True,
+                            capture_output=True, timeout=300)
+    assert traced.returncode == 1, traced.stderr[-3000:]  # a check failed, with evidence
+    return class_docs
+
+
+def test_a_failing_page_leads_with_what_is_wrong_then_where(traced_docs):
+    page = (traced_docs / "trace" / f"{FAILING_PAGE}.md").read_text(encoding="utf-8")
+    rows = page[page.index("| --- | --- |"):].splitlines()[1:4]
+    assert rows[0].startswith("| What is wrong | your scores equal Q·Kᵀ without the 1/√"), rows
+    assert rows[1].startswith("| Your variable |") and "scores&#95;<wbr>pre&#95;<wbr>mask" in rows[1]
+    assert rows[2].startswith("| Marked at |") and "py&#58;<wbr>83" in rows[2]
+
+
+@pytest.fixture(scope="module")
+def class_site(traced_docs) -> Path:
+    class_docs = traced_docs
     (class_docs.parent / "mkdocs.yml").write_text(
         "site_name: Course\ntheme:\n  name: material\n  font: false\n"
         "plugins:\n  - search\n  - transformer-trace:\n      generate: false\n", encoding="utf-8")  # as `new` writes it
@@ -162,8 +186,9 @@ def test_the_class_page_fits_the_window_and_a_wide_heat_map_scrolls_in_its_own_b
         page.close()
 
 
-# The trace's pages whose tables show the student's names: the overview, two stage tables, a snapshot's first table.
-TRACE_PAGES = ["trace/", "trace/encoder/", "trace/decoder/", "trace/decoder/33-cross-attention-score-matrix-before-softmax/"]
+# The trace's pages whose tables show the student's names: the overview, two stage tables, snapshots' first tables.
+TRACE_PAGES = ["trace/", "trace/encoder/", "trace/decoder/", f"trace/{FAILING_PAGE}/",
+               "trace/decoder/33-cross-attention-score-matrix-before-softmax/"]
 
 
 @pytest.mark.browser

@@ -97,9 +97,9 @@ class TensorSection:
         """Its heading where a page shows several tensors: its record name, or the variable a script marked."""
         if self.marker_line is None:
             return f"`{self.name}`"
-        from transformer_trace.text import code  # the page text's escaping
+        from transformer_trace.text import name_code  # the page text's escaping, broken only at separators
 
-        return code(self.variable)
+        return name_code(self.variable)
 
 
 class CapturedTensors(list, Lacking):
@@ -222,9 +222,9 @@ class SnapshotPage(PageTensors):
         if not self.captured:
             return "not captured"
         if self.marked:
-            from transformer_trace.text import code  # the page text's escaping
+            from transformer_trace.text import name_code  # the page text's escaping, broken only at separators
 
-            return code(self.variables)
+            return name_code(self.variables)
         return f"`{self.snap.variable}`"
 
     @property

@@ -25,7 +25,7 @@ from transformer_trace.tensor_data import explore_info
 from transformer_trace.snapshots_file import snapshots_json, write_snapshots_json
 from transformer_trace.tensors import TensorView, fmt
 # noqa: F401 - user text's one path (templates' filters)
-from transformer_trace.text import code, escape_text, fence_title
+from transformer_trace.text import code, escape_text, fence_title, name_code
 
 log = logging.getLogger("transformer_trace")
 
@@ -97,6 +97,7 @@ def _environment(folders: tuple[tuple[str, Path], ...]) -> jinja2.Environment:
         literal_block=literal_block,
         thousands=lambda v: f"{int(v):,}",
         code=code,
+        name=name_code,  # a name of the user's: breaks only after its separators
         fence_title=fence_title,
         infinities_blocked=infinities_blocked,
     )

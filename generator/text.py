@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
+from typing import Any, Callable
 
 _REMOVED = re.compile(
     "[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 # Every character Markdown or HTML gives a meaning to, written as a numeric entity (shown as itself).
 _SPECIAL = re.compile(r"[\\`*_{}\[\]()#+\-.!|$<>&\"'~^=:%@]")
+# Where a name may break across lines: after each of its separators (alice_nguyen, blocks.0.attn, my_vit.py:22).
+_AFTER_SEPARATOR = re.compile(r"(?<=[_\-./@+: ])")
 
 
 def clean_text(text: str) -> str:
@@ -72,3 +74,16 @@ def escape_text(value: Any) -> str:
 def code(value: Any) -> str:
     """User text as inline code (a traced script's names and paths), escaped."""
     return f"<code>{page_text(value)}</code>"
+
+
+def breakable(name: str, escape: Callable[[str], str]) -> str:
+    """A name as HTML that a narrow table column breaks only after its separators (``scores_pre_mask`` ->
+    ``scores_<wbr>pre_<wbr>mask``), each part escaped by ``escape``: with CSS that allows no other break (the report's
+    ``code.tt-name``, the class page's cells), a name never splits inside a word. The one helper of both."""
+    return "<wbr>".join(escape(part) for part in _AFTER_SEPARATOR.split(name) if part)
+
+
+def name_code(value: Any) -> str:
+    """A name of the user's (a variable, module or file:line of their script) as inline code that breaks only after
+    its separators (``breakable``; tt-report.css keeps ``code.tt-name`` from breaking anywhere else), escaped."""
+    return f'<code class="tt-name">{breakable(clean_text(str(value)), page_text)}</code>'

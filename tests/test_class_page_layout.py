@@ -1,6 +1,7 @@
 """The class page as a teacher reads it: it fits a phone (390 px) and a laptop (1,280 px) window with no sideways
 scroll of the page (a wide table scrolls in its own box), names break only after their separators, the steps nobody
-marked are folded away, and the students' table comes as a CSV beside it.
+marked are folded away, and the students' table comes as a CSV beside it. A student's traced report in the same site
+breaks the names in its tables (the overview's, the stage tables, a snapshot page's first table) the same way.
 
 The students' reports here are written directly (a trace's snapshots.json as the class page reads it): the page's
 layout does not depend on what the traces computed, and twelve real traces would take minutes.
@@ -19,6 +20,8 @@ import pytest
 
 from transformer_trace.cli import main
 
+ROOT = Path(__file__).resolve().parent.parent
+
 LABELS = [f"S{n:02d}" for n in range(1, 27)]
 MARKED = LABELS[7:16]  # the block's steps: the nine every student of this assignment marks
 NAMES = ["alice_nguyen-tran.the.third", "bob", "=HYPERLINK(\"x\")", "chloé_de_la_fontaine_de_saint_exupéry", "dan",
@@ -32,7 +35,10 @@ def student_report(folder: Path, failed: str | None) -> None:
         captured = label in MARKED
         snapshots.append({"label": label, "title": f"Step {label}", "stage": "block", "page": f"block/{label}.md",
                           "captured": captured,
-                          "check": {"name": "equals Q·Kᵀ / √hs", "passed": label != failed, "detail": "off"}
+                          "check": {"name": "equals Q·Kᵀ / √hs", "passed": label != failed, "detail": "off",
+                                    **({"evidence": {"kind": "bug form", "name": "1/√d missing",
+                                                     "message": "your scores equal Q·Kᵀ without the 1/√8 scaling"}}
+                                       if label == failed else {})}
                           if captured else None})
     data = {"model": "report", "title": "Trace", "traced": True, "catalogue": "vit", "snapshots": snapshots,
             "outcome": {"first_failure": f"{failed} Step {failed}" if failed else None}}
@@ -67,6 +73,30 @@ def test_names_may_break_only_after_their_separators(class_docs):
     assert "overflow-wrap: normal; word-break: normal" in page
 
 
+@pytest.mark.parametrize(("name", "shown"), [
+    ("scores_pre_mask", "scores&#95;<wbr>pre&#95;<wbr>mask"),
+    ("my_vit.py:22", "my&#95;<wbr>vit&#46;<wbr>py&#58;<wbr>22"),
+    ("<b>x_y</b>", "&#60;b&#62;x&#95;<wbr>y&#60;/<wbr>b&#62;"),
+])
+def test_a_reports_table_shows_a_students_name_escaped_and_breakable_only_after_its_separators(name, shown):
+    from transformer_trace.text import name_code
+
+    assert name_code(name) == f'<code class="tt-name">{shown}</code>'
+    css = (ROOT / "generator" / "assets" / "tt-report.css").read_text(encoding="utf-8")
+    assert ".md-typeset code.tt-name { word-break: normal; overflow-wrap: normal;" in css
+
+
+def test_the_common_failures_lead_with_what_is_wrong_not_the_checks_claim(class_docs):
+    page = (class_docs / "class" / "index.md").read_text(encoding="utf-8")
+    failures = page[page.index("## Failures most students hit"):page.index("## Students")]
+    assert "<thead><tr><th>What is wrong</th><th>Snapshot</th>" in failures
+    rows = [row for row in failures.splitlines() if row.startswith("<tr><td>")]
+    assert len(rows) == 3  # S11, S12 and S13 failed, each by one bug form
+    assert all(row.startswith("<tr><td><strong>1/√d missing</strong> (failed: equals Q·Kᵀ / √hs)</td>") for row in rows)
+    data = json.loads((class_docs / "class" / "class.json").read_text(encoding="utf-8"))
+    assert {g["what is wrong"] for g in data["failures"]} == {"1/√d missing"}
+
+
 def test_the_class_csv_holds_every_students_row_and_verdicts_as_text(class_docs):
     rows = list(csv.reader(io.StringIO((class_docs / "class" / "class.csv").read_text(encoding="utf-8"))))
     header, body = rows[0], rows[1:]
@@ -77,10 +107,40 @@ def test_the_class_csv_holds_every_students_row_and_verdicts_as_text(class_docs)
     assert "[class.csv](class.csv)" in (class_docs / "class" / "index.md").read_text(encoding="utf-8")
 
 
+# The README's example with a planted bug: the encoder's scores without their 1/√d scaling.
+SCALED = "q_heads @ k_heads.transpose(-2, -1) / math.sqrt(d_head)  # Snapshot #10"
+FAILING_PAGE = "encoder/10-attention-scores-before-softmax"
+
+
 @pytest.fixture(scope="module")
-def class_site(class_docs) -> Path:
+def traced_docs(class_docs) -> Path:
+    """A student's real trace beside the class page: the README's example (scores_pre_mask_m, attn_weights_c, ...)
+    with the scaling left out of #10."""
+    source = (ROOT / "examples" / "encoder_decoder_trace.py").read_text(encoding="utf-8")
+    assert SCALED in source
+    script = class_docs.parent / "encoder_decoder_trace.py"
+    script.write_text(source.replace(SCALED, SCALED.replace(" / math.sqrt(d_head)", "")), encoding="utf-8")
+    traced = subprocess.run([sys.executable, "-m", "transformer_trace", "trace", str(script), "--out",
+                             str(class_docs), "--name", "trace", "-q"], cwd=class_docs.parent, text=True,
+                            capture_output=True, timeout=300)
+    assert traced.returncode == 1, traced.stderr[-3000:]  # a check failed, with evidence
+    return class_docs
+
+
+def test_a_failing_page_leads_with_what_is_wrong_then_where(traced_docs):
+    page = (traced_docs / "trace" / f"{FAILING_PAGE}.md").read_text(encoding="utf-8")
+    rows = page[page.index("| --- | --- |"):].splitlines()[1:4]
+    assert rows[0].startswith("| What is wrong | your scores equal Q·Kᵀ without the 1/√"), rows
+    assert rows[1].startswith("| Your variable |") and "scores&#95;<wbr>pre&#95;<wbr>mask" in rows[1]
+    assert rows[2].startswith("| Marked at |") and "py&#58;<wbr>83" in rows[2]
+
+
+@pytest.fixture(scope="module")
+def class_site(traced_docs) -> Path:
+    class_docs = traced_docs
     (class_docs.parent / "mkdocs.yml").write_text(
-        "site_name: Course\ntheme:\n  name: material\n  font: false\n", encoding="utf-8")
+        "site_name: Course\ntheme:\n  name: material\n  font: false\n"
+        "plugins:\n  - search\n  - transformer-trace:\n      generate: false\n", encoding="utf-8")  # as `new` writes it
     built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q"], cwd=class_docs.parent, text=True,
                            capture_output=True, timeout=300, env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"})
     assert built.returncode == 0, built.stderr[-3000:]
@@ -88,7 +148,10 @@ def class_site(class_docs) -> Path:
 
 
 # Where a name's rendered lines break: the text before each line break, per name (Range rects, one per character).
-LINE_BREAKS = """() => Array.from(document.querySelectorAll('.class-table a, .class-table th.student')).map(el => {
+# A trace's table also holds code that is no name: a name has a separator; a file's sha256 (none) may break anywhere,
+# and a block of source lines breaks at its own line ends.
+LINE_BREAKS = """([selector, namesOnly]) => Array.from(document.querySelectorAll(selector))
+    .filter(el => !namesOnly || (el.textContent.includes('_') && !el.textContent.includes('\\n'))).map(el => {
     const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT), chars = [];
     for (let node = walker.nextNode(); node; node = walker.nextNode())
         for (let i = 0; i < node.length; i++) {
@@ -116,7 +179,32 @@ def test_the_class_page_fits_the_window_and_a_wide_heat_map_scrolls_in_its_own_b
         assert box[0] == "auto"
         if width == 390:
             assert box[1] > box[2], "the heat map is wider than a phone: its box scrolls"
-        assert set(page.evaluate(LINE_BREAKS)) <= set("_-./@+ "), "a name broke inside a word"
+        assert set(page.evaluate(LINE_BREAKS, [".class-table a, .class-table th.student", False])) <= set("_-./@+ "), \
+            "a name broke inside a word"
         assert page.locator("details.class-unmarked").count() == 1
         assert not page.locator("details.class-unmarked").evaluate("el => el.open")
+        page.close()
+
+
+# The trace's pages whose tables show the student's names: the overview, two stage tables, snapshots' first tables.
+TRACE_PAGES = ["trace/", "trace/encoder/", "trace/decoder/", f"trace/{FAILING_PAGE}/",
+               "trace/decoder/33-cross-attention-score-matrix-before-softmax/"]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_traced_reports_tables_break_the_students_names_only_after_their_separators(class_site, browser, width):
+    from transformer_trace.pdf import serve
+
+    with serve(class_site) as url:
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        for path in TRACE_PAGES:
+            page.goto(f"{url}/{path}", wait_until="load")
+            overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 0, f"{path} scrolls sideways by {overflow} px at {width} px"
+            names = page.evaluate("""() => Array.from(document.querySelectorAll('.md-typeset table td code'))
+                .filter(el => el.textContent.includes('_')).length""")
+            assert names >= 2, f"{path}: no student's name in a table"
+            breaks = page.evaluate(LINE_BREAKS, [".md-typeset table td code", True])
+            assert set(breaks) <= set("_-./@+:, "), f"{path}: a name broke inside a word at {width} px"
         page.close()

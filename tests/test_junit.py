@@ -200,6 +200,20 @@ def test_a_refused_trace_writes_its_junit_file_with_the_reason_as_an_error(tmp_p
     assert not (tmp_path / "docs/students/dan/report").exists()
 
 
+def test_an_empty_script_argument_is_refused_as_no_script_with_its_junit_file(tmp_path, capsys, monkeypatch):
+    # the example classroom workflow's `trace "$script"` for a student who handed in no model file
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as refused:
+        main(["trace", "", "--out", "out/dan", "--name", "report", "--student", "dan", "--junit", "out/dan/junit.xml"])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and err.count("\n") == 1 and "no script given" in err and "folder" not in err
+    root = ET.parse(tmp_path / "out" / "dan" / "junit.xml").getroot()
+    assert schema_errors(root) == [] and root.find("testsuite").get("name") == "dan"
+    case = root.find(".//testcase")
+    assert case.get("name") == "trace no script given" and case.get("file") is None
+    assert "no script given" in case.find("error").get("message")
+
+
 def test_a_refusal_of_the_junit_file_itself_writes_nothing(tmp_path, capsys):
     mine = tmp_path / "notes.xml"
     mine.write_text("<notes/>", encoding="utf-8")

@@ -57,7 +57,7 @@ def test_a_value_with_no_copy_shows_no_made_up_shape_values_or_statistics_only_w
     assert [t["shape"] for t in entry["tensors"]] == [None]
     page = _notes(tmp_path)
     assert "(0,)" not in page + overview and "debugger's array view" not in page and "| min | max |" not in page
-    assert "| <code>big</code> | none |" in overview
+    assert "| <code class=\"tt-name\">big</code> | none |" in overview
 
 
 def test_a_meta_tensor_is_a_shape_without_values(tmp_path, capsys):

@@ -17,6 +17,7 @@ from markupsafe import Markup, escape
 
 from transformer_trace.classroom.students import Student
 from transformer_trace.classroom.tally import as_json, tally
+from transformer_trace.text import breakable
 from transformer_trace.trace.verdicts import FAILED, NOT_CAPTURED, NOT_CHECKABLE, PASSED, UNRECOGNISED
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "classroom"
@@ -31,11 +32,11 @@ def shown(name: str) -> str:
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), name)
 
 
-def breakable(name: str) -> Markup:
-    """A name as HTML that a narrow column breaks only after its separators (``alice_nguyen`` -> ``alice_<wbr>nguyen``),
-    never inside a word: the cells' CSS allows no other break."""
-    parts = re.split(r"(?<=[_\-./@+ ])", shown(name))
-    return Markup("<wbr>").join(escape(part) for part in parts if part)
+def breakable_name(name: str) -> Markup:
+    """A student's name as HTML that a narrow column breaks only after its separators (``alice_nguyen`` ->
+    ``alice_<wbr>nguyen``), never inside a word: the cells' CSS allows no other break. The reports' tables break their
+    names with the same helper (text.breakable)."""
+    return Markup(breakable(shown(name), lambda part: str(escape(part))))
 
 
 def _cell(value: object) -> str:
@@ -67,7 +68,7 @@ def _environment() -> jinja2.Environment:
                              autoescape=True,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["shown"] = shown
-    env.filters["breakable"] = breakable
+    env.filters["breakable"] = breakable_name
     return env
 
 

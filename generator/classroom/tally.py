@@ -14,7 +14,7 @@ from urllib.parse import quote
 from transformer_trace.classroom.students import Student
 from transformer_trace.trace.verdicts import (FAILED, NOT_CHECKABLE, PASSED, UNRECOGNISED, VERDICTS,
                                               check_text, diagnosis, exit_status,
-                                      first_failure_label, script_failed, verdict)
+                                              first_failure_label, script_failed, verdict, what_is_wrong)
 
 
 STATUSES = ("passed", "failed", "script failed", "no report")  # a student's: exit status 0, 1, 2, or no report
@@ -47,12 +47,14 @@ class SnapshotRow:
 
 @dataclass
 class FailureGroup:
-    """Students whose check of one snapshot failed the same way (the check's name is its message)."""
+    """Students whose check of one snapshot failed the same way: the same check (its name is ``message``) with the
+    same evidence (``wrong``: the bug form or broken property in a few words, "" where the failure has none)."""
 
     catalogue: str
     label: str
     title: str
     message: str
+    wrong: str
     students: list[dict[str, str]] = field(default_factory=list)  # name, link to their failed page, "first" or ""
     first_of: int = 0
 
@@ -94,7 +96,7 @@ def tally(students: list[Student], page_folder: Path) -> dict[str, Any]:
     """Everything the class page shows, as plain data (also written as class.json)."""
     rows = [student_row(s, page_folder) for s in students]
     snapshot_rows: dict[tuple[str, str], SnapshotRow] = {}
-    groups: dict[tuple[str, str, str], FailureGroup] = {}
+    groups: dict[tuple[str, str, str, str], FailureGroup] = {}
     for student, row in zip(students, rows):
         if student.folder is None:
             continue
@@ -105,9 +107,9 @@ def tally(students: list[Student], page_folder: Path) -> dict[str, Any]:
             first = row.first_failure is not None and row.first_failure["label"] == snap["label"]
             found.first_of += first
             if row.cells[snap["label"]] == FAILED:
-                message = check_text(snap)[0]
-                group = groups.setdefault((*key, message),
-                                          FailureGroup(row.catalogue, snap["label"], snap["title"], message))
+                message, wrong = check_text(snap)[0], what_is_wrong(snap)
+                group = groups.setdefault((*key, message, wrong),
+                                          FailureGroup(row.catalogue, snap["label"], snap["title"], message, wrong))
                 group.students.append({"name": row.name, "link": link(student.folder / snap["page"], page_folder),
                                        "first": "first" if first else ""})
                 group.first_of += first
@@ -132,7 +134,7 @@ def as_json(found: dict[str, Any]) -> dict[str, Any]:
         "snapshots": [{"catalogue": r.catalogue, "label": r.label, "title": r.title, "captured": r.captured,
                        **{v: r.counts[v] for v in VERDICTS}, "first_failure_of": r.first_of}
                       for c in found["catalogues"] for r in c["snapshots"]],
-        "failures": [{"catalogue": g.catalogue, "label": g.label, "message": g.message,
+        "failures": [{"catalogue": g.catalogue, "label": g.label, "what is wrong": g.wrong, "message": g.message,
                       "students": [s["name"] for s in g.students],
                       "first_failure_of": g.first_of} for g in found["failures"]],
     }

@@ -121,7 +121,7 @@ def add_parser(sub: argparse._SubParsersAction, default_out: Path | None, tracea
         usage="python -m transformer_trace trace SCRIPT.py [options] [-- SCRIPT_ARGS ...]",
     )
     t.set_defaults(script_args=[])
-    t.add_argument("script", type=Path, help="the Python script to run (its folder goes first on sys.path)")
+    t.add_argument("script", type=_script_path, help="the Python script to run (its folder goes first on sys.path)")
     t.add_argument("--report", choices=("auto", *traceable_keys, "none"), default="auto",
                    help="the numbering of the markers: auto picks it from the markers found (default: auto); none: "
                    "only # trace: points")
@@ -178,7 +178,8 @@ def _junit_on_usage_errors(t: argparse.ArgumentParser) -> None:
 def _junit_of_usage_error(t: argparse.ArgumentParser, given: list[str], message: str) -> None:
     """Read --junit (and whose trace it is) from a command line the parser refused, as plain text; write the file."""
     lenient = argparse.ArgumentParser(add_help=False, exit_on_error=False)
-    lenient.add_argument("script", nargs="?", type=Path, default=Path("script.py"))
+    lenient.add_argument("script", nargs="?", type=lambda text: Path(text) if text.strip() else Path(NO_SCRIPT),
+                         default=Path("script.py"))
     for action in t._actions:  # every option that takes a value, as text: the one refused must not stop this reading
         if action.option_strings and action.nargs is None:
             lenient.add_argument(*action.option_strings, dest=action.dest)
@@ -190,6 +191,17 @@ def _junit_of_usage_error(t: argparse.ArgumentParser, given: list[str], message:
         args.junit = Path(args.junit)
         args.junit_root = Path(args.junit_root) if args.junit_root else None
         _junit_of_refusal(args, {}, f"{t.prog}: {message}", "bad input")
+
+
+NO_SCRIPT = "no script given"  # the JUnit test case's name for an empty script argument
+
+
+def _script_path(text: str) -> Path:
+    """The script argument as a path; an empty one (a CI loop whose student handed in no file: `trace "$script"`
+    with nothing found) is refused as such, not read as the current folder ("." is a folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{NO_SCRIPT}: the script's path is empty")
+    return Path(text)
 
 
 def _positive(text: str) -> int:

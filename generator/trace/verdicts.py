@@ -16,6 +16,7 @@ EXIT_PASSED, EXIT_FAILED, EXIT_ERROR = 0, 1, 2  # as pytest tells its outcomes a
 # What a trace's snapshots.json holds, as its readers (this module, the JUnit file, the class page) read it; the writer
 # is generator/snapshots_file.py. total=False: an entry holds the keys its case has (a snapshot not captured no check).
 class EvidenceRecord(TypedDict, total=False):
+    name: str  # the bug form that fitted or the property broken, in a few words ("1/√d missing")
     message: str  # the property broken or the bug form that fitted
 
 
@@ -77,6 +78,14 @@ def diagnosis(snapshot: SnapshotRecord) -> str:
     check: CheckRecord = snapshot.get("check") or {}
     evidence: EvidenceRecord = check.get("evidence") or {}
     return str(evidence.get("message") or "")
+
+
+def what_is_wrong(snapshot: SnapshotRecord) -> str:
+    """A failure's evidence in a few words, the same for every student with that bug ("1/√d missing"): what the
+    class page groups failures by; "" where the failure has no evidence."""
+    check: CheckRecord = snapshot.get("check") or {}
+    evidence: EvidenceRecord = check.get("evidence") or {}
+    return str(evidence.get("name") or "")
 
 
 def check_text(snapshot: SnapshotRecord) -> tuple[str, str]:

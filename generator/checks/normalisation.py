@@ -74,6 +74,12 @@ def fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[
         plural = "s" if positions != 1 else ""
         raise UnfittableWeights("the LayerNorm's weights", f"{positions} position{plural}: a gain and a bias per "
                                 "feature fit anything, and the tensors were captured without the weights")
+    flat = got.reshape(-1, got.shape[-1])
+    constant, spread = close(got, flat.mean(0).expand_as(flat).reshape(got.shape), "the recorded values vs one "
+                             "constant per feature")
+    if constant:  # a gain of about 0 fits any tensor this flat: no evidence of a LayerNorm (nor against one)
+        return f"equals LayerNorm({of})", False, (f"{spread}: a LayerNorm with a fitted gain near 0 fits values this "
+                                                   "flat, so a fit proves nothing")
     tried = []
     for eps in LAYER_NORM_EPSILONS:
         normed = F.layer_norm(total, total.shape[-1:], eps=eps)

@@ -5,7 +5,11 @@ $TRACE_FRESH_ROUND7, by default /work/fresh_round7/<folder>); elsewhere (CI: ups
 
 - LayerScale at DeiT III's and CaiT's initialisation (a gain of 1e-4 in every channel) is a learned gain, not the whole
   number 0 it rounds to: the residual sums pass, and the stream dropped under it is named;
-- a LayerNorm fitted to values flat within the tolerance (a gain near 0) proves nothing.
+- a LayerNorm fitted to values flat within the tolerance (a gain near 0) proves nothing;
+- a final sequence that is the last block's output itself (no final LayerNorm: the head normalises the pooled token)
+  is a correct form of S23;
+- an `nn.MultiheadAttention` called with keyword arguments (`query=..., key=..., value=...`) is recomputed from its
+  weights and inputs as a positional call is: its output projection is checked, and K from another input is named.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import torch
 from tests.conftest import trace_source as traced
 from tests.test_trace_fresh import driver_of
 from tests.test_trace_fresh import traced as traced_driver
-from transformer_trace.checks.normalisation import fitted_layer_norm
+from transformer_trace.checks.normalisation import FinalNormOrNone, fitted_layer_norm
 from transformer_trace.checks.residual_forms import layer_scaled_sum
 
 OURS = Path(__file__).resolve().parent / "trace_fresh" / "round7"
@@ -95,3 +99,92 @@ def test_the_stream_dropped_under_layer_scale_at_its_published_initialisation_is
     assert code == 1
     assert checks[""]["first_failure"].startswith("S16"), checks[""]
     assert checks["S16"]["evidence"]["name"] == "residual dropped", checks["S16"]
+
+
+NO_FINAL_NORM = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, C = 2, 16
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(C)
+        self.mlp = nn.Sequential(nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C))
+
+    def forward(self, x):
+        x = self.mlp(self.norm(x)) + x
+        return x  # BREAKPOINT S20
+
+
+class ViT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(Block(), Block())
+        self.classifier = nn.Sequential(nn.LayerNorm(C), nn.Linear(C, 10))
+
+    def forward(self, x):
+        x = self.blocks(x)FINAL  # BREAKPOINT S23
+        return self.classifier(x[:, 0])  # BREAKPOINT S25
+
+
+with torch.no_grad():
+    logits = ViT().eval()(torch.randn(B, 17, C))
+'''
+
+
+def test_a_final_sequence_without_a_final_layer_norm_is_the_last_block_output_itself(tmp_path: Path):
+    code, checks = traced(tmp_path, NO_FINAL_NORM.replace("FINAL", ""))
+    assert code == 0, checks[""]
+    assert checks["S23"]["passed"] is True and checks["S23"]["name"] == FinalNormOrNone.NO_NORM, checks["S23"]
+    assert checks[""]["counts"]["unrecognised"] == 0, checks[""]
+
+
+def test_a_final_sequence_that_is_neither_normalised_nor_the_last_block_output_does_not_pass(tmp_path: Path):
+    _, checks = traced(tmp_path, NO_FINAL_NORM.replace("FINAL", " * 2 + 1"))
+    assert checks["S23"]["passed"] is not True, checks["S23"]
+    assert "nor is it the last block's output itself" in checks["S23"]["detail"], checks["S23"]
+
+
+KEYWORD_ATTENTION = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C = 2, 17, 16
+
+
+class MSA(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer_norm = nn.LayerNorm(C)
+        self.multihead_attn = nn.MultiheadAttention(embed_dim=C, num_heads=4, batch_first=True)
+
+    def forward(self, x):
+        layer_norm_x = self.layer_norm(x)
+        msa_output, _ = self.multihead_attn(query=layer_norm_x,
+                                            key=layer_norm_x,
+                                            value=layer_norm_x,
+                                            need_weights=False)  # BREAKPOINT S15
+        return msa_output
+
+
+with torch.no_grad():
+    out = MSA().eval()(torch.randn(B, N, C))
+'''
+
+
+def test_an_attention_module_called_with_keywords_is_recomputed_from_its_call(tmp_path: Path):
+    code, checks = traced(tmp_path, KEYWORD_ATTENTION)
+    assert code == 0, checks[""]
+    assert checks["S15"]["passed"] is True, checks["S15"]
+    assert "queries, keys and values come from one tensor" in checks["S15"]["name"], checks["S15"]
+
+
+def test_keys_from_another_input_of_an_attention_called_with_keywords_are_named(tmp_path: Path):
+    code, checks = traced(tmp_path, KEYWORD_ATTENTION.replace("key=layer_norm_x,", "key=x,"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S15"), checks[""]
+    assert checks["S15"]["evidence"]["name"] == "computed from another tensor", checks["S15"]

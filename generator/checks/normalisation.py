@@ -172,6 +172,22 @@ class LayerNormOf(Check):
 
 
 @dataclass(frozen=True, kw_only=True)
+class FinalNormOrNone(LayerNormOf):
+    """The final sequence: the LayerNorm ``module`` of the last block's output ``x`` (ViT-B/16, timm, DeiT), or that
+    output itself where the model has no final LayerNorm (the head normalises the pooled token, as the paper's head
+    did, or nothing does). Both are correct architectures; the claim says which held."""
+
+    NO_NORM = "is the last block's output itself: no final LayerNorm (the head, or nothing, normalises the pooled token)"
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        same, detail = close(s.t(self.out), s.t(self.x), "vs the last block's output")
+        if same:
+            return self.NO_NORM, True, detail
+        claim, passed, more = super().verify(s)
+        return claim, passed, more if passed else f"{more}; nor is it the last block's output itself: {detail}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class MlpInputNorm(LayerNormOf):
     """The MLP's LayerNorm: of the first residual sum ``x`` (a sequential block), or of the block input ``parallel``
     (a parallel-residual block, GPT-J's and GPT-NeoX's ``x + attn(ln_1(x)) + mlp(ln_2(x))``: the attention and the MLP

@@ -15,6 +15,7 @@ call_to_serializable), and the module tensors the statement reads by attribute (
 """
 
 import functools
+import inspect
 import os
 import sys
 
@@ -64,7 +65,7 @@ class CallRecorder:
             return  # hooks already installed, or none of the line's calls is read: none installed
         hooks = torch.nn.modules.module
         self.handles = (hooks.register_module_forward_pre_hook(self._enter),
-                        hooks.register_module_forward_hook(self._leave, always_call=True))
+                        hooks.register_module_forward_hook(self._leave, with_kwargs=True, always_call=True))
 
     def stop(self):
         """The statement's capture is taken: its calls (the hooks removed once no marked statement runs)."""
@@ -106,7 +107,9 @@ class CallRecorder:
     def _enter(self, module, args):
         self.depth += 1
 
-    def _leave(self, module, args, output):
+    def _leave(self, module, args, *rest):
+        # (kwargs, output); torch calls an always_call hook on a module that raised with (module, args, None) only
+        kwargs, output = (rest[0] or {}, rest[1]) if len(rest) == 2 else ({}, rest[-1])
         depth = self.depth
         self.depth = max(depth - 1, 0)
         if output is None and sys.exc_info()[0] is not None:
@@ -117,6 +120,8 @@ class CallRecorder:
         if kind is None and not self._user(module):
             return
         kind = kind or ModuleKind.USER
+        if kwargs and kind is not ModuleKind.USER:  # torch's own module called with keywords: its arguments in order
+            args = _in_order(type(module), args, kwargs)
         for statement in self.running:
             within = depth - statement.depth
             if 0 < within <= DEPTH and statement.counted < MOST_CALLS:
@@ -300,6 +305,26 @@ def _torch_kind(cls):
             return kind if kind is not None and getattr(cls, "forward", None) is getattr(base, "forward", None) \
                 else None
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _parameters_of(cls):
+    """The names of ``cls.forward``'s parameters after ``self``, in order."""
+    try:
+        return tuple(inspect.signature(cls.forward).parameters)[1:]
+    except (TypeError, ValueError):
+        return ()
+
+
+def _in_order(cls, args, kwargs):
+    """A call's arguments as positional ones (``mha(query=q, key=k, value=v)`` is ``mha(q, k, v)``), up to the last
+    of the kept inputs given; an argument left to its default is None."""
+    given = []  # a loop, not a comprehension: each of those is a call a trace function of the script's sees
+    for name in _parameters_of(cls)[len(args):len(INPUTS)]:
+        given.append(kwargs.get(name))
+    while given and given[-1] is None:
+        given.pop()
+    return (*args, *given)
 
 
 def _read(kind, wanted, module, args):

@@ -188,3 +188,24 @@ def test_keys_from_another_input_of_an_attention_called_with_keywords_are_named(
     code, checks = traced(tmp_path, KEYWORD_ATTENTION.replace("key=layer_norm_x,", "key=x,"))
     assert code == 1 and checks[""]["first_failure"].startswith("S15"), checks[""]
     assert checks["S15"]["evidence"]["name"] == "computed from another tensor", checks["S15"]
+
+
+def test_round_seven_has_its_three_vits_each_with_our_files_only():
+    for name in VITS:
+        assert {p.name for p in (OURS / name).iterdir()} - {"timm"} == {
+            "SOURCE.md", "driver.py", "planted_bugs.json", "markers.json"}, name
+    assert sum(len(json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))) for name in VITS) == 17
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", VITS)
+def test_round_seven_vits_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, name):
+    folder = UPSTREAM / name
+    if not driver_of(folder).exists():
+        pytest.skip(f"round seven's upstream files are not on this machine ({folder}; see {name}/SOURCE.md)")
+    mine = json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))
+    assert json.loads((folder / "planted_bugs.json").read_text(encoding="utf-8")) == mine, "the folder measured"
+    data = traced_driver(driver_of(folder), tmp_path / "out", status=0)
+    checks = [s["check"] for s in data["snapshots"] if s["captured"]]
+    assert [c["detail"] for c in checks if c["passed"] is False] == []
+    assert sum(c["passed"] is True for c in checks) >= 12, "the checks really ran"

@@ -34,8 +34,8 @@ from transformer_trace.checks.base import (
 )
 from transformer_trace.checks.masks import CausalMask, mask_allows
 from transformer_trace.checks.normalisation import (
-    LAYER_NORM_EPSILONS, FinalNormOrNone, LayerNormOf, LayerNormStatistics, MlpInputNorm, ResidualLayerNorm, ResidualSumOrPostNorm,
-    ResidualThenNorm, fitted_layer_norm, _layer_norm,
+    LAYER_NORM_EPSILONS, FinalNormOrNone, LayerNormOf, LayerNormStatistics, MlpInputNorm, ResidualLayerNorm,
+    ResidualSumOrPostNorm, ResidualThenNorm, fitted_layer_norm, _layer_norm,
 )
 from transformer_trace.checks.values import (
     EmbeddingLookup, EqualsParameter, GeluOfLinear, LinearOf, PlusParameter, Probabilities, ResidualBlock, RowEquals,

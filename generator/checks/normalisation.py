@@ -177,7 +177,8 @@ class FinalNormOrNone(LayerNormOf):
     output itself where the model has no final LayerNorm (the head normalises the pooled token, as the paper's head
     did, or nothing does). Both are correct architectures; the claim says which held."""
 
-    NO_NORM = "is the last block's output itself: no final LayerNorm (the head, or nothing, normalises the pooled token)"
+    NO_NORM = ("is the last block's output itself: no final LayerNorm (the head, or nothing, normalises the pooled "
+               "token)")
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         same, detail = close(s.t(self.out), s.t(self.x), "vs the last block's output")

@@ -70,19 +70,12 @@ class CallRecorder:
     def stop(self):
         """The statement's capture is taken: its calls (the hooks removed once no marked statement runs)."""
         calls = self.running.pop().calls if self.running else []
-        if self.handles and not self._hooked():
+        if self.handles and not _reads_calls(self.running):
             for handle in self.handles:
                 handle.remove()
             self.handles = ()
             self.depth = 0
         return calls
-
-    def _hooked(self):
-        """Whether a running statement reads its module calls."""
-        for statement in self.running:
-            if statement.wanted is None or statement.wanted - {ModuleKind.READ}:
-                return True
-        return False
 
     def reads(self, frame, names, read):
         """The tensors held by the attributes the marked statement reads (``self.pos_embedding``: a weight passed to
@@ -108,8 +101,7 @@ class CallRecorder:
         self.depth += 1
 
     def _leave(self, module, args, *rest):
-        # (kwargs, output); torch calls an always_call hook on a module that raised with (module, args, None) only
-        kwargs, output = (rest[0] or {}, rest[1]) if len(rest) == 2 else ({}, rest[-1])
+        kwargs, output = _kwargs_and_output(rest)
         depth = self.depth
         self.depth = max(depth - 1, 0)
         if output is None and sys.exc_info()[0] is not None:
@@ -120,8 +112,7 @@ class CallRecorder:
         if kind is None and not self._user(module):
             return
         kind = kind or ModuleKind.USER
-        if kwargs and kind is not ModuleKind.USER:  # torch's own module called with keywords: its arguments in order
-            args = _in_order(type(module), args, kwargs)
+        args = _in_order(type(module), args, kwargs) if kwargs and kind is not ModuleKind.USER else args
         for statement in self.running:
             within = depth - statement.depth
             if 0 < within <= DEPTH and statement.counted < MOST_CALLS:
@@ -305,6 +296,20 @@ def _torch_kind(cls):
             return kind if kind is not None and getattr(cls, "forward", None) is getattr(base, "forward", None) \
                 else None
     return None
+
+
+def _reads_calls(running):
+    """Whether a running statement reads its module calls."""
+    for statement in running:
+        if statement.wanted is None or statement.wanted - {ModuleKind.READ}:
+            return True
+    return False
+
+
+def _kwargs_and_output(rest):
+    """A forward hook's (kwargs, output): torch calls an always_call hook on a module that raised with (module, args,
+    None) only, without the keyword arguments."""
+    return (rest[0] or {}, rest[1]) if len(rest) == 2 else ({}, rest[-1])
 
 
 @functools.lru_cache(maxsize=None)

@@ -34,8 +34,8 @@ from transformer_trace.checks.base import (
 )
 from transformer_trace.checks.masks import CausalMask, mask_allows
 from transformer_trace.checks.normalisation import (
-    LAYER_NORM_EPSILONS, LayerNormOf, LayerNormStatistics, MlpInputNorm, ResidualLayerNorm, ResidualSumOrPostNorm,
-    ResidualThenNorm, fitted_layer_norm, _layer_norm,
+    LAYER_NORM_EPSILONS, FinalNormOrNone, LayerNormOf, LayerNormStatistics, MlpInputNorm, ResidualLayerNorm,
+    ResidualSumOrPostNorm, ResidualThenNorm, fitted_layer_norm, _layer_norm,
 )
 from transformer_trace.checks.values import (
     EmbeddingLookup, EqualsParameter, GeluOfLinear, LinearOf, PlusParameter, Probabilities, ResidualBlock, RowEquals,
@@ -49,6 +49,6 @@ CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (
     EmbeddingLookup, SameTensor, LinearOf, SumOf, LayerNormOf, LayerNormStatistics, ResidualLayerNorm, HeadsRejoin,
     ScaledScores, SoftmaxRows, CausalMask, ContextConcat, ContextHeads, TokensConcat, RowEquals, PlusParameter,
     Probabilities, EqualsParameter, LinearHeads, GeluOfLinear, ResidualBlock, ResidualOrPostNorm, ResidualSumEitherNorm,
-    ResidualThenNorm, ResidualSumOrPostNorm, ProjectionOfHeads, MlpInputNorm,
+    ResidualThenNorm, ResidualSumOrPostNorm, ProjectionOfHeads, MlpInputNorm, FinalNormOrNone,
 )])
 """The generic checks, any report may use them; a report's own are in its checks.py ``CHECKS``."""

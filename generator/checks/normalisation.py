@@ -74,6 +74,12 @@ def fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[
         plural = "s" if positions != 1 else ""
         raise UnfittableWeights("the LayerNorm's weights", f"{positions} position{plural}: a gain and a bias per "
                                 "feature fit anything, and the tensors were captured without the weights")
+    flat = got.reshape(-1, got.shape[-1])
+    constant, spread = close(got, flat.mean(0).expand_as(flat).reshape(got.shape), "the recorded values vs one "
+                             "constant per feature")
+    if constant:  # a gain of about 0 fits any tensor this flat: no evidence of a LayerNorm (nor against one)
+        return f"equals LayerNorm({of})", False, (f"{spread}: a LayerNorm with a fitted gain near 0 fits values this "
+                                                   "flat, so a fit proves nothing")
     tried = []
     for eps in LAYER_NORM_EPSILONS:
         normed = F.layer_norm(total, total.shape[-1:], eps=eps)
@@ -163,6 +169,23 @@ class LayerNormOf(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         return _layer_norm(s, self.out, s.t(self.x), self.module, "its input")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinalNormOrNone(LayerNormOf):
+    """The final sequence: the LayerNorm ``module`` of the last block's output ``x`` (ViT-B/16, timm, DeiT), or that
+    output itself where the model has no final LayerNorm (the head normalises the pooled token, as the paper's head
+    did, or nothing does). Both are correct architectures; the claim says which held."""
+
+    NO_NORM = ("is the last block's output itself: no final LayerNorm (the head, or nothing, normalises the pooled "
+               "token)")
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        same, detail = close(s.t(self.out), s.t(self.x), "vs the last block's output")
+        if same:
+            return self.NO_NORM, True, detail
+        claim, passed, more = super().verify(s)
+        return claim, passed, more if passed else f"{more}; nor is it the last block's output itself: {detail}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,6 +21,8 @@ from transformer_trace.tensors import fmt
 
 # positions per fitted gain below which a fit proves nothing (a gain per channel and operand fits any few rows)
 ROWS_PER_GAIN = 4
+# standard errors within which the fitted gains' mean offset from a whole number is that whole number's rounding noise
+WHOLE_NOISE = 4.0
 
 
 @dataclass(frozen=True)
@@ -63,9 +65,18 @@ def layer_scaled_sum(out: torch.Tensor, stream: torch.Tensor, scaled: Sequence[t
 
 
 def _uniform_whole(gain: torch.Tensor) -> bool:
-    """Every channel's gain the same whole number other than 1 (0, 2, -1 …)."""
+    """Every channel's gain the same whole number other than 1 (0, 2, -1 …), as far as the data tell: the gains' mean
+    offset from it is within the rounding noise of their spread. A learned gain near a whole number is not one: DeiT
+    III's and CaiT's LayerScale starts at 1e-4 in every channel, which rounds to 0 but stands far outside the noise
+    of gains fitted to a term that is really absent."""
     whole = gain.round()
-    return bool((gain - whole).abs().max() < 1e-3 and (whole == whole[0]).all() and whole[0] != 1)
+    if not bool((gain - whole).abs().max() < 1e-3 and (whole == whole[0]).all() and whole[0] != 1):
+        return False
+    offset = (gain - whole).double()
+    if offset.numel() < 2:
+        return True
+    standard_error = float(offset.std()) / offset.numel() ** 0.5
+    return abs(float(offset.mean())) <= WHOLE_NOISE * standard_error + 1e-9
 
 
 def scaled_residual(s: TensorSource, out: Ref, operands: Sequence[Ref]) -> tuple[str, bool, str] | None:

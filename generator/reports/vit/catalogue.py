@@ -6,7 +6,7 @@ Placeholders: {block} is the traced block, {block_prev} what feeds it, {block2} 
 
 from transformer_trace.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
 from transformer_trace.checks import (
-    ContextHeads, EqualsParameter, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, PlusParameter, Probabilities,
+    ContextHeads, EqualsParameter, FinalNormOrNone, GeluOfLinear, LinearHeads, LinearOf, PlusParameter, Probabilities,
     ProjectionOfHeads,
     ResidualBlock, ResidualThenNorm, RowEquals, SameTensor, ScaledScores, SoftmaxRows, SumOf, TokensConcat,
 )
@@ -272,7 +272,7 @@ SNAPSHOTS = (
         variable='final_seq',
         stage='output',
         tensors=(model.FINAL_SEQ,),
-        checks=(LayerNormOf(x=block_last.OUTPUT, module=ModuleRef('ln')),),
+        checks=(FinalNormOrNone(x=block_last.OUTPUT, module=ModuleRef('ln')),),
         differs="The seed's model had no final LayerNorm after the last block; ViT-B/16 (paper and torchvision) "
                 "applies one (`ln`) before the head, so S23 is `ln(S22)`.",
         questions=(6,),

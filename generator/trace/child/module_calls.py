@@ -15,6 +15,7 @@ call_to_serializable), and the module tensors the statement reads by attribute (
 """
 
 import functools
+import inspect
 import os
 import sys
 
@@ -69,17 +70,10 @@ class CallRecorder:
     def stop(self):
         """The statement's capture is taken: its calls (the hooks removed once no marked statement runs)."""
         calls = self.running.pop().calls if self.running else []
-        if self.hooks is not None and self.hooks.installed and not self._hooked():
+        if self.hooks is not None and self.hooks.installed and not _reads_calls(self.running):
             self.hooks.remove()
             self.depth = 0
         return calls
-
-    def _hooked(self):
-        """Whether a running statement reads its module calls."""
-        for statement in self.running:
-            if statement.wanted is None or statement.wanted - {ModuleKind.READ}:
-                return True
-        return False
 
     def reads(self, frame, names, read):
         """The tensors held by the attributes the marked statement reads (``self.pos_embedding``: a weight passed to
@@ -104,7 +98,8 @@ class CallRecorder:
     def _enter(self, module, args):
         self.depth += 1
 
-    def _leave(self, module, args, output):
+    def _leave(self, module, args, *rest):
+        kwargs, output = _kwargs_and_output(rest)
         depth = self.depth
         self.depth = max(depth - 1, 0)
         if output is None and sys.exc_info()[0] is not None:
@@ -115,6 +110,7 @@ class CallRecorder:
         if kind is None and not self._user(module):
             return
         kind = kind or ModuleKind.USER
+        args = _in_order(type(module), args, kwargs) if kwargs and kind is not ModuleKind.USER else args
         for statement in self.running:
             within = depth - statement.depth
             if 0 < within <= DEPTH and statement.counted < MOST_CALLS:
@@ -192,7 +188,8 @@ class GlobalHooks:
     def install(self):
         if self.entries is None:
             self.handles = (self.module.register_module_forward_pre_hook(self.enter),
-                            self.module.register_module_forward_hook(self.leave, always_call=True))
+                            self.module.register_module_forward_hook(self.leave, with_kwargs=True,
+                                                                         always_call=True))
         else:
             for table, key, value in self.entries:
                 table[key] = value
@@ -349,6 +346,40 @@ def _torch_kind(cls):
             return kind if kind is not None and getattr(cls, "forward", None) is getattr(base, "forward", None) \
                 else None
     return None
+
+
+def _reads_calls(running):
+    """Whether a running statement reads its module calls."""
+    for statement in running:
+        if statement.wanted is None or statement.wanted - {ModuleKind.READ}:
+            return True
+    return False
+
+
+def _kwargs_and_output(rest):
+    """A forward hook's (kwargs, output): torch calls an always_call hook on a module that raised with (module, args,
+    None) only, without the keyword arguments."""
+    return (rest[0] or {}, rest[1]) if len(rest) == 2 else ({}, rest[-1])
+
+
+@functools.lru_cache(maxsize=None)
+def _parameters_of(cls):
+    """The names of ``cls.forward``'s parameters after ``self``, in order."""
+    try:
+        return tuple(inspect.signature(cls.forward).parameters)[1:]
+    except (TypeError, ValueError):
+        return ()
+
+
+def _in_order(cls, args, kwargs):
+    """A call's arguments as positional ones (``mha(query=q, key=k, value=v)`` is ``mha(q, k, v)``), up to the last
+    of the kept inputs given; an argument left to its default is None."""
+    given = []  # a loop, not a comprehension: each of those is a call a trace function of the script's sees
+    for name in _parameters_of(cls)[len(args):len(INPUTS)]:
+        given.append(kwargs.get(name))
+    while given and given[-1] is None:
+        given.pop()
+    return (*args, *given)
 
 
 def _read(kind, wanted, module, args):

@@ -97,7 +97,8 @@ def _normalisation(pages: list[SnapshotPage]) -> list[Recognised]:
                 (pre if result.name == check.sum_claim else post).append(_evidence(page, result))
             elif _LAYER_OUTPUT.search(first) and kind == "SameTensor" and "residual" in source:
                 pre.append(_evidence(page, result))  # the layer ends with its residual sum, no norm after it
-            elif _LAST_OUTPUT.search(source) and (kind == "LayerNormOf" or result.name.endswith(", normalised")):
+            elif _LAST_OUTPUT.search(source) and (kind in ("LayerNormOf", "FinalNormOrNone") and "no final LayerNorm"
+                                                  not in result.name or result.name.endswith(", normalised")):
                 final.append(_evidence(page, result))
             elif kind == "SameTensor" and result.name.endswith(", normalised"):
                 embedding.append(_evidence(page, result))

@@ -142,7 +142,8 @@ def in_catalogue_order(snap: Snapshot, marked: list[tuple[Marker, list[Hit]]]) -
 
 def marked_snapshots(catalogue: Report, markers: Sequence[Marker], captured: Mapping[Marker, list[Hit]],
                      numbering: str, notices: list[str],
-                     told_apart: list[str]) -> dict[int, list[tuple[Marker, list[Hit]]]]:
+                     told_apart: list[str],
+                     misfed: dict[int, str] | None = None) -> dict[int, list[tuple[Marker, list[Hit]]]]:
     """Snapshot number -> the marked lines that captured it, each with its hits (in line order; ``captured``: each
     marker's hits): the markers of the chosen numbering (a line shared by several snapshots split by its callers), or
     the script's own points."""
@@ -152,7 +153,7 @@ def marked_snapshots(catalogue: Report, markers: Sequence[Marker], captured: Map
         if marker in captured and numbering == "none" and marker.point:
             by_number.setdefault(points[marker.point], []).append((marker, captured[marker]))
         elif marker in captured and marker.numbering == numbering and marker.alternatives:
-            for alternative, hits in by_caller(marker, captured[marker], catalogue, notices, told_apart):
+            for alternative, hits in by_caller(marker, captured[marker], catalogue, notices, told_apart, misfed):
                 by_number.setdefault(_numbered(alternative), []).append((alternative, hits))
         elif marker in captured and marker.numbering == numbering:
             by_number.setdefault(_numbered(marker), []).append((marker, captured[marker]))

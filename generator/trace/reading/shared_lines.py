@@ -74,7 +74,7 @@ class Told:
     layer: str = ""
     # a cross-attention called with its key input equal to its query input: why it is the cross-attention all the same
     misfed: str = ""
-    inputs: str | None = None  # what its inputs said ("same", "one", "differ"...), where they decided
+    inputs: str | None = None  # what its inputs said ("same": its key input is its query input), where they decided
 
 
 def hit_use(path: list | None, self_uses: int) -> Told:
@@ -171,11 +171,10 @@ def _second_of_a_layer(uses: dict[int, str | None], told: list[tuple[Hit, Told]]
     for _, t in told:
         if t.use == DECODER_SELF and t.layer:
             first.setdefault(t.layer, t.module)
-    fed_one = ("same", "one")  # its keys from its queries' input: what no cross-attention of correct code is
     second = ("the second attention module of its decoder layer (a decoder layer runs its masked self-attention, "
-              "then its cross-attention), was called with one input for its queries and keys")
+              "then its cross-attention), was called with its key input equal to its query input")
     return [(hit, replace(t, use=CROSS, misfed=f"{t.module}, {second}"))
-            if t.use == DECODER_SELF and t.inputs in fed_one and first.get(t.layer, t.module) != t.module else (hit, t)
+            if t.use == DECODER_SELF and t.inputs == "same" and first.get(t.layer, t.module) != t.module else (hit, t)
             for hit, t in told]
 
 

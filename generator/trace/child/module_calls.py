@@ -43,7 +43,9 @@ class CallRecorder:
         self.user_classes = {}  # class -> defined in the user's files
         self.attributes = {}  # class -> the ATTRIBUTES its instances may have besides their own __dict__'s
         self.wanted = {}  # id(the markers of a statement, the Tracer's lists, held for the run) -> their kinds
-        self.fed = {}  # id(a marked statement's markers) -> the calls its feeding statements made since it last ran
+        # id(a marked statement's markers) -> per feeding statement (its first line), the calls it made last since the
+        # marked one last ran (each its own: a projection traced back to, then a view of its output on another line)
+        self.fed = {}
 
     def start(self, frame, markers):
         """A marked statement begins: the local tensors it reads are copied (as they are before it rebinds them), the
@@ -54,7 +56,8 @@ class CallRecorder:
             wanted = self.wanted[id(markers)] = _wanted(markers)
         statement = Statement(self.depth, wanted)
         self.running.append(statement)
-        statement.calls.extend(self.fed.pop(id(markers), ()))  # what its unmarked feeding statements called
+        for fed in self.fed.pop(id(markers), {}).values():  # what its unmarked feeding statements called
+            statement.calls.extend(fed)
         if torch is None or not hasattr(torch, "nn"):
             return
         names = markers[0][1]["locals"]
@@ -219,7 +222,7 @@ class Feeding:
             return False
         calls = [{**call, "attrs": {**call["attrs"], protocol.FED_AT: self.line}} for call in tracer.calls.stop()]
         for target in self.targets if kind is None else ():
-            tracer.calls.fed[id(target)] = calls
+            tracer.calls.fed.setdefault(id(target), {})[self.line] = calls
         return False
 
 

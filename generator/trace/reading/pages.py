@@ -29,7 +29,7 @@ from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Value
 from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.reading.declared import bound_names, declared_docs, declared_shapes
-from transformer_trace.trace.reading.feeders import as_read
+from transformer_trace.trace.reading.feeders import as_read, traced_back
 from transformer_trace.trace.reading.products import with_products
 from transformer_trace.trace.reading.shared_lines import by_caller
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
@@ -322,7 +322,9 @@ def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
                            for k in range(len(chosen.values))]
             # (a product with a parameter matrix the line read is one more Linear call: products.py; the calls of the
             # statements feeding it, where it read their output as it is: feeders.py)
-            lines.append(MarkedLineCalls(tuple(with_products(as_read(h.calls), [_tensor_of(v)[0] for v in h.values])
+            traced = traced_back(capture.sources.get(marker.file, ""), marker.first, marker.last)
+            lines.append(MarkedLineCalls(tuple(with_products(as_read(h.calls, traced), [_tensor_of(v)[0] for v in
+                                                                                         h.values])
                                                for h in hits), min(wanted, len(hits))))
             tensor_lines += [j] * len(chosen.values)
             order = min(order or chosen.order, chosen.order)

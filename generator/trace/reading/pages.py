@@ -322,10 +322,11 @@ def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
                            for k in range(len(chosen.values))]
             # (a product with a parameter matrix the line read is one more Linear call: products.py; the calls of the
             # statements feeding it, where it read their output as it is: feeders.py)
+            # (and of a projection traced back to, where the line's tensor holds its output rearranged)
             traced = traced_back(capture.sources.get(marker.file, ""), marker.first, marker.last)
-            lines.append(MarkedLineCalls(tuple(with_products(as_read(h.calls, traced), [_tensor_of(v)[0] for v in
-                                                                                         h.values])
-                                               for h in hits), min(wanted, len(hits))))
+            lines.append(MarkedLineCalls(tuple(with_products(as_read(h.calls, traced),
+                                                             [_tensor_of(v)[0] for v in h.values]) for h in hits),
+                                         min(wanted, len(hits))))
             tensor_lines += [j] * len(chosen.values)
             order = min(order or chosen.order, chosen.order)
             held += _held(snap, marker, chosen, capture)

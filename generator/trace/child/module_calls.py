@@ -15,6 +15,7 @@ call_to_serializable), and the module tensors the statement reads by attribute (
 """
 
 import functools
+import itertools
 import os
 import sys
 
@@ -43,9 +44,7 @@ class CallRecorder:
         self.user_classes = {}  # class -> defined in the user's files
         self.attributes = {}  # class -> the ATTRIBUTES its instances may have besides their own __dict__'s
         self.wanted = {}  # id(the markers of a statement, the Tracer's lists, held for the run) -> their kinds
-        # id(a marked statement's markers) -> per feeding statement (its first line), the calls it made last since the
-        # marked one last ran (each its own: a projection traced back to, then a view of its output on another line)
-        self.fed = {}
+        self.fed = {}  # id(a marked statement's markers) -> {a feeding statement's first line: its calls, last run}
 
     def start(self, frame, markers):
         """A marked statement begins: the local tensors it reads are copied (as they are before it rebinds them), the
@@ -56,8 +55,7 @@ class CallRecorder:
             wanted = self.wanted[id(markers)] = _wanted(markers)
         statement = Statement(self.depth, wanted)
         self.running.append(statement)
-        for fed in self.fed.pop(id(markers), {}).values():  # what its unmarked feeding statements called
-            statement.calls.extend(fed)
+        statement.calls.extend(itertools.chain(*self.fed.pop(id(markers), {}).values()))  # feeders' calls (no frame)
         if torch is None or not hasattr(torch, "nn"):
             return
         names = markers[0][1]["locals"]

@@ -103,7 +103,9 @@ def _read(node: ast.stmt) -> frozenset[str]:
 @lru_cache(maxsize=4096)
 def _written(node: ast.stmt) -> frozenset[str]:
     """The names a statement binds and the module attributes it writes, whole or in place (``self.cache_v[:B] = x``)."""
-    targets = [*getattr(node, "targets", ()), *([node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])]
+    targets = list(getattr(node, "targets", ()))
+    if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets.append(node.target)
     found = set(_assigned(node))
     for target in targets:
         for part in ast.walk(target):

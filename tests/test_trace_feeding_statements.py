@@ -84,7 +84,8 @@ def forward(self, x):
 
 @pytest.mark.parametrize("line, feeders", [
     (8, [(3, 3)]),   # query assigned by a call; b and n by an attribute read (no call): not a feeder
-    (9, [(5, 5)]),   # the nearest assignment of key, from a call: its own
+    (9, [(5, 5), (4, 4)]),  # the nearest assignment of key, from a call; then the projection it came from, traced
+                            # back (its call read only where the line's tensor holds its output's values: as_read)
     (10, []),        # value assigned inside an `if`: not a statement of the marked one's block
 ])
 def test_the_feeding_statements_are_the_last_ones_of_the_block_that_assigned_what_the_line_reads_from_a_call(

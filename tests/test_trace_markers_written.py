@@ -263,8 +263,11 @@ def test_a_shared_line_whose_module_does_not_tell_its_use_says_so_and_assigns_no
       ["0", "TransformerDecoderLayer", None], ["multihead_attn", "MultiheadAttention", "differ"]], 2, CROSS),
     # a decoder layer driven on its own, with one self-attention among the line's snapshots
     ([["", "Block", None], ["mha", "MHA", "one"]], 1, "self"),
-    # not told: a name and the inputs at odds; a self-attention in neither stack when two are possible
-    ([["", "DecoderLayer", None], ["cross_attn", "MHA", "same"]], 2, None),
+    # a name that says cross-attention, called with its queries as keys outside the encoder: the cross-attention, fed
+    # the wrong input (tests/test_trace_cross_attention_fed.py)
+    ([["", "DecoderLayer", None], ["cross_attn", "MHA", "same"]], 2, CROSS),
+    # not told: a name and the inputs at odds in the encoder; a self-attention in neither stack when two are possible
+    ([["", "EncoderLayer", None], ["src_attn", "MHA", "same"]], 2, None),
     ([["", "Model", None], ["blocks", "ModuleList", None], ["0", "Attention", "one"]], 2, None),
     (None, 2, None),
 ])

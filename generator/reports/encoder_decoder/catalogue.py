@@ -9,7 +9,8 @@ from transformer_trace.checks import (CausalMask, ContextConcat, EmbeddingLookup
                                       ResidualSumOrPostNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf)
 from transformer_trace.figures import AttentionHeads, Mask, Matrix, Positional
 from transformer_trace.places import Place
-from transformer_trace.reports.encoder_decoder.checks import EmbeddingTableRows, SinusoidalPositions, TokenIds
+from transformer_trace.reports.encoder_decoder.checks import (EmbeddingTableRows, HandedOverOrPositions,
+                                                              SinusoidalPositions, TokenIds)
 from transformer_trace.reports.encoder_decoder.figures import Predictions, TokenTable
 from transformer_trace.sources import InputRef, ModuleRef, ParamRef, Ref
 import transformer_trace.models.encoder_decoder as _model
@@ -243,9 +244,8 @@ SNAPSHOTS = (
         variable='tgt_with_pos',
         stage='decoder',
         tensors=(dec.INPUT,),
-        checks=(SameTensor(source=Ref('{dec_prev}'), claim='is what the previous stage handed over',
-                           or_layer_norm=True),),
-        questions=(5,),
+        checks=(HandedOverOrPositions(source=Ref('{dec_prev}'), claim='is what the previous stage handed over',
+                                      or_layer_norm=True, ids=model.TGT_IDS),), questions=(5,),
     ),
     Snapshot(
         number=21,

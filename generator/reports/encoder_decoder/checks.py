@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from transformer_trace.checks import THIS, Check, CheckResult, close, whole_ids
+from transformer_trace.checks import THIS, Check, CheckResult, SameTensor, close, whole_ids
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.registry import Registry
 from transformer_trace.checks.sinusoids import own_table
@@ -191,6 +191,28 @@ class SinusoidalPositions(Check):
         return "the added term is the sinusoidal encoding", False, "; ".join([*details, own.words])
 
 
+@dataclass(frozen=True, kw_only=True)
+class HandedOverOrPositions(SameTensor):
+    """A layer's input is what the previous stage handed over (``SameTensor``); where that is not captured and is the
+    stage's own embedding with positions (the decoder's first layer reads the target lookup plus the sinusoid table,
+    which no snapshot of the catalogue shows), the step is checked as that: positions added to the lookup derived
+    from the token IDs (``lookup_under``, as #5 is for the source side). Elsewhere (a later layer's input: the stream
+    minus a table leaves no row per ID) it stays not checkable."""
+
+    OPTIONAL = (("ids",),)
+
+    ids: Ref | None = None  # the stage's token IDs, from which its lookup is derived
+
+    def run(self, s: TensorSource) -> CheckResult:
+        if (self.ids is None or s.has(self.source) or not (s.has(self.ids) and s.has(self.out))
+                or not isinstance(s, TensorDict) or lookup_under(s.t(self.out), s.t(self.ids)) is None):
+            return super().run(s)
+        lookup = Ref(f"{s.name(self.source)}@lookup")
+        result = SinusoidalPositions(out=self.out, before=lookup, ids=self.ids).run(s)
+        return replace(result, detail=f"no snapshot shows {s.name(self.source)}, what the previous stage handed over: "
+                                      f"read as the lookup of {s.name(self.ids)} plus positions; {result.detail}")
+
+
 CHECKS: Registry[type[Check]] = Registry("check",
                                          [(cls.key(), cls) for cls in (TokenIds, EmbeddingTableRows,
-                                                                       SinusoidalPositions)])
+                                                                       SinusoidalPositions, HandedOverOrPositions)])

@@ -16,6 +16,7 @@ call_to_serializable), and the module tensors the statement reads by attribute (
 
 import functools
 import inspect
+import itertools
 import os
 import sys
 
@@ -44,7 +45,7 @@ class CallRecorder:
         self.user_classes = {}  # class -> defined in the user's files
         self.attributes = {}  # class -> the ATTRIBUTES its instances may have besides their own __dict__'s
         self.wanted = {}  # id(the markers of a statement, the Tracer's lists, held for the run) -> their kinds
-        self.fed = {}  # id(a marked statement's markers) -> the calls its feeding statements made since it last ran
+        self.fed = {}  # id(a marked statement's markers) -> {a feeding statement's first line: its calls, last run}
 
     def start(self, frame, markers):
         """A marked statement begins: the local tensors it reads are copied (as they are before it rebinds them), the
@@ -55,7 +56,7 @@ class CallRecorder:
             wanted = self.wanted[id(markers)] = _wanted(markers)
         statement = Statement(self.depth, wanted)
         self.running.append(statement)
-        statement.calls.extend(self.fed.pop(id(markers), ()))  # what its unmarked feeding statements called
+        statement.calls.extend(itertools.chain(*self.fed.pop(id(markers), {}).values()))  # feeders' calls (no frame)
         if torch is None or not hasattr(torch, "nn"):
             return
         names = markers[0][1]["locals"]
@@ -265,7 +266,7 @@ class Feeding:
             return False
         calls = [{**call, "attrs": {**call["attrs"], protocol.FED_AT: self.line}} for call in tracer.calls.stop()]
         for target in self.targets if kind is None else ():
-            tracer.calls.fed[id(target)] = calls
+            tracer.calls.fed.setdefault(id(target), {})[self.line] = calls
         return False
 
 

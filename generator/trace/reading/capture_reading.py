@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -77,6 +77,8 @@ class CaptureReading:
     timed_out: bool
     markers: tuple[Marker, ...]
     sources: Mapping[str, str]  # each marked file as it was when the run began
+    # per snapshot number: why the cross-attention whose hits it shows was fed the wrong input (shared_lines.Told)
+    misfed: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def finished(self) -> bool:
@@ -88,8 +90,8 @@ def read(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Captu
     lines in the layer loop: the capture itself is left as the run wrote it."""
     captured, passes, several = first_forward_pass(capture.hits, catalogue, numbering)  # the checks read one pass
     notices: list[str] = [*capture.warnings, *([several] if several is not None else [])]
-    told_apart = list(capture.told_apart)
-    marked = marked_snapshots(catalogue, capture.markers, captured, numbering, notices, told_apart)
+    told_apart, misfed = list(capture.told_apart), dict[int, str]()
+    marked = marked_snapshots(catalogue, capture.markers, captured, numbering, notices, told_apart, misfed)
     notices, told_apart = _at_notebook_places(notices, capture), _at_notebook_places(told_apart, capture)
     snapshots, dims, layout = read_snapshots(catalogue, numbering, capture, hit, marked)
     if layout.contradiction:  # steps that read only in different layouts: the overview says so, once
@@ -109,7 +111,7 @@ def read(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Captu
         script=capture.script,
         sha256=capture.sha256, seeds=tuple(capture.seeds), seconds=capture.seconds, error=capture.error,
         error_traceback=capture.error_traceback, timed_out=capture.timed_out, markers=tuple(capture.markers),
-        sources=MappingProxyType(dict(capture.sources)))
+        sources=MappingProxyType(dict(capture.sources)), misfed=MappingProxyType(misfed))
 
 
 def _at_notebook_places(texts: list[str], capture: Capture) -> list[str]:

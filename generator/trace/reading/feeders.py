@@ -21,12 +21,24 @@ if TYPE_CHECKING:  # pragma: no cover (capture.py reads the feeding statements f
     from transformer_trace.trace.reading.capture import ModuleCall
 
 MOST_FEEDERS = 3  # per marked statement: the statements assigning the locals it reads, nearest first
+MOST_TRACED_BACK = 2  # per marked statement: the projections found further back, through what the feeders read
 
 
 def feeding_statements(source: str, first: int, last: int) -> list[tuple[int, int]]:
     """The (first, last) lines of each unmarked statement before the one at lines ``first``–``last`` in its block that
-    last assigned, from a call, a name the marked statement reads; [] where the source does not parse."""
-    return list(_feeding_statements(source, first, last))
+    last assigned, from a call, a name the marked statement reads, then the projections traced back to
+    (``traced_back``); [] where the source does not parse."""
+    direct = _feeding_statements(source, first, last)
+    return [*direct, *(span for span in _traced_back(source, first, last) if span not in direct)]
+
+
+def traced_back(source: str, first: int, last: int) -> frozenset[int]:
+    """The first lines of the statements ``feeding_statements`` traced back to: a module call's output assigned as it is
+    (``xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)``) that reaches the marked statement only through others
+    (a view, a rotary embedding, a key-value cache written in place and read back: ``self.cache_v[:B, s:e] = xv``),
+    followed back through the names and module attributes each statement on the way reads. The marked line's tensor
+    may be that output rearranged, so its projection's weights and input are the step's (feeders.py ``as_read``)."""
+    return frozenset(span[0] for span in _traced_back(source, first, last))
 
 
 @lru_cache(maxsize=1024)  # a pure function of the file's text: `trace` asks once per marker, a benchmark per run
@@ -50,6 +62,65 @@ def _feeding_statements(source: str, first: int, last: int) -> tuple[tuple[int, 
         if not wanted or len(feeders) == MOST_FEEDERS:
             break
     return tuple(feeders)
+
+
+@lru_cache(maxsize=1024)
+def _traced_back(source: str, first: int, last: int) -> tuple[tuple[int, int], ...]:
+    tree = _parsed(source)
+    found = _block_of(tree.body, first, last) if tree is not None else None
+    if found is None:
+        return ()
+    body, index = found
+    wanted, spans = _read(body[index]), []
+    for node in reversed(body[:index]):
+        written = _written(node)
+        if not written & wanted:
+            continue
+        wanted = (wanted - _assigned(node)) | _read(node)  # a name bound anew is read from here on, not before
+        if _projects(node):
+            spans.append((node.lineno, node.end_lineno or node.lineno))
+            if len(spans) == MOST_TRACED_BACK:
+                break
+    return tuple(spans)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``self.cache_v`` for an attribute chain on a name; None for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) and parts else None
+
+
+@lru_cache(maxsize=4096)
+def _read(node: ast.stmt) -> frozenset[str]:
+    """The names and module attributes (``self.cache_v``) a statement reads."""
+    found = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return frozenset(found | {d for n in ast.walk(node) if isinstance(n, ast.Attribute) and (d := _dotted(n))})
+
+
+@lru_cache(maxsize=4096)
+def _written(node: ast.stmt) -> frozenset[str]:
+    """The names a statement binds and the module attributes it writes, whole or in place (``self.cache_v[:B] = x``)."""
+    targets = list(getattr(node, "targets", ()))
+    if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets.append(node.target)
+    found = set(_assigned(node))
+    for target in targets:
+        for part in ast.walk(target):
+            base = part.value if isinstance(part, ast.Subscript) else part
+            if isinstance(base, ast.Attribute) and (dotted := _dotted(base)) is not None:
+                found.add(dotted)
+    return frozenset(found)
+
+
+def _projects(node: ast.stmt) -> bool:
+    """An assignment of module calls' outputs as they are: ``v = self.wv(x)``, or a tuple of such calls."""
+    value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+    calls = value.elts if isinstance(value, ast.Tuple) else [value]
+    return bool(calls) and all(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                               and isinstance(c.func.value, ast.Name) and c.func.value.id == "self" for c in calls)
 
 
 @lru_cache(maxsize=4096)
@@ -98,12 +169,23 @@ def _bodies(node: ast.stmt) -> Iterator[list[ast.stmt]]:
         yield case.body
 
 
-def as_read(calls: Sequence[ModuleCall]) -> tuple[ModuleCall, ...]:
+def as_read(calls: Sequence[ModuleCall], traced: frozenset[int] = frozenset()) -> tuple[ModuleCall, ...]:
     """The calls of a marked line's hit, those its feeding statements made kept only where the line read the call's
     output as it is (a local equal to it: ``key = self.key(x)``, then ``key.view(...)``); one whose output the feeding
     statement changed before the line read it (``qkv = rearrange(self.qkv(x), "b n (h d qkv) -> ...")``) says nothing
-    the line's own locals do not say better, and is left out."""
+    the line's own locals do not say better, and is left out. A call of a statement traced back to (``traced``: its
+    first lines, ``traced_back``) is kept where a local the line read holds exactly its output's values, rearranged
+    (the V projection split into heads through a cache): its weights and input are the step's."""
     read = [t for c in calls if c.kind == ModuleKind.LOCAL for t in c.outputs if t is not None]
     return tuple(call for call in calls if call.attrs.get(FED_AT) is None or any(
-        output is not None and any(output.shape == t.shape and bool(torch.equal(output, t)) for t in read)
+        output is not None and any(output.shape == t.shape and bool(torch.equal(output, t))
+                                   or call.attrs.get(FED_AT) in traced and _rearranged(output, t) for t in read)
         for output in call.outputs))
+
+
+def _rearranged(output: torch.Tensor, read: torch.Tensor) -> bool:
+    """Whether ``read`` holds exactly ``output``'s values in another layout (not a constant tensor, which any holds)."""
+    if output.numel() != read.numel() or output.numel() < 2 or output.dtype != read.dtype:
+        return False
+    values = output.flatten().sort().values
+    return bool(values[0] != values[-1]) and bool(torch.equal(values, read.flatten().sort().values))

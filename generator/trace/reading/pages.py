@@ -28,7 +28,7 @@ from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Value
 from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.reading.declared import bound_names, declared_docs, declared_shapes
-from transformer_trace.trace.reading.feeders import as_read
+from transformer_trace.trace.reading.feeders import as_read, traced_back
 from transformer_trace.trace.reading.operand_order import Order, catalogue_orders
 from transformer_trace.trace.reading.products import with_products
 from transformer_trace.trace.reading.shared_lines import by_caller
@@ -142,7 +142,8 @@ def in_catalogue_order(snap: Snapshot, marked: list[tuple[Marker, list[Hit]]]) -
 
 def marked_snapshots(catalogue: Report, markers: Sequence[Marker], captured: Mapping[Marker, list[Hit]],
                      numbering: str, notices: list[str],
-                     told_apart: list[str]) -> dict[int, list[tuple[Marker, list[Hit]]]]:
+                     told_apart: list[str],
+                     misfed: dict[int, str] | None = None) -> dict[int, list[tuple[Marker, list[Hit]]]]:
     """Snapshot number -> the marked lines that captured it, each with its hits (in line order; ``captured``: each
     marker's hits): the markers of the chosen numbering (a line shared by several snapshots split by its callers), or
     the script's own points."""
@@ -152,7 +153,7 @@ def marked_snapshots(catalogue: Report, markers: Sequence[Marker], captured: Map
         if marker in captured and numbering == "none" and marker.point:
             by_number.setdefault(points[marker.point], []).append((marker, captured[marker]))
         elif marker in captured and marker.numbering == numbering and marker.alternatives:
-            for alternative, hits in by_caller(marker, captured[marker], catalogue, notices, told_apart):
+            for alternative, hits in by_caller(marker, captured[marker], catalogue, notices, told_apart, misfed):
                 by_number.setdefault(_numbered(alternative), []).append((alternative, hits))
         elif marker in captured and marker.numbering == numbering:
             by_number.setdefault(_numbered(marker), []).append((marker, captured[marker]))
@@ -339,9 +340,11 @@ def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
             hit_values += [tuple(_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits)
                            for k in range(len(chosen.values))]
             # (a product with a parameter matrix the line read is one more Linear call: products.py; the calls of the
-            # statements feeding it, where it read their output as it is: feeders.py)
-            lines.append(MarkedLineCalls(tuple(with_products(as_read(h.calls), [_tensor_of(v)[0] for v in h.values])
-                                               for h in hits), min(wanted, len(hits))))
+            # statements feeding it where it read their output as it is, or holds it rearranged: feeders.py)
+            traced = traced_back(capture.sources.get(marker.file, ""), marker.first, marker.last)
+            lines.append(MarkedLineCalls(tuple(with_products(as_read(h.calls, traced),
+                                                             [_tensor_of(v)[0] for v in h.values]) for h in hits),
+                                         min(wanted, len(hits))))
             tensor_lines += [j] * len(chosen.values)
             order = min(order or chosen.order, chosen.order)
             held += _held(snap, marker, chosen, capture)

@@ -13,7 +13,11 @@ nn.Modules running it (read at each such hit by running_module.py in the script'
    the query's rank and feature size, not equal to it) is cross-attention; the same (or an equal) input, or a single
    input, is self-attention. Where the arguments are unknown (a `forward` called directly), its attribute name
    decides: self, slf, masked, causal -> self-attention; cross, src, enc, context, memory -> cross-attention. When
-   inputs and name disagree, the hit is not told.
+   inputs and name disagree, the hit is not told, but for one case: a module outside the encoder whose name says
+   cross-attention, called with its key input equal to its query input, is the cross-attention fed the wrong input
+   (``Told.misfed``: K and V from the decoder where the encoder output belongs), and so is, where no module of the
+   decoder reads as its cross-attention, the second attention module of a decoder layer whose two attention modules
+   both read as self-attention (a decoder layer runs its masked self-attention, then its cross-attention).
 3. Encoder or decoder: the modules above the attention module, outermost first, by attribute and class name
    (enc..., Encoder... / dec..., Decoder...; a name with both, such as EncoderDecoder, says nothing). When they name
    both, or neither and the line's snapshots have more than one self-attention use, the hit is not told.
@@ -66,6 +70,11 @@ class Told:
     use: str | None
     module: str  # "decoder.layers.0.src_attn (MultiHeadedAttention)"
     evidence: str
+    # the modules the attention module runs in ("decoder.layers.0"): one layer's attentions share it
+    layer: str = ""
+    # a cross-attention called with its key input equal to its query input: why it is the cross-attention all the same
+    misfed: str = ""
+    inputs: str | None = None  # what its inputs said ("same": its key input is its query input), where they decided
 
 
 def hit_use(path: list | None, self_uses: int) -> Told:
@@ -88,6 +97,12 @@ def hit_use(path: list | None, self_uses: int) -> Told:
             "one": "it was called with one input",
             "causal": "it was called with three projections and a causal mask",
             "projected": "it was called with three projections made before the call"}.get(inputs, "")
+    sides = {side for a, c, *_ in path[:at] for side in [_side(a), _side(c)] if side}
+    layer = ".".join(entry[0] for entry in path[1:at])
+    if inputs == "same" and by_name == CROSS and sides != {"encoder"}:
+        return Told(CROSS, module, f"its name `{attribute}` says cross-attention", layer,
+                    f"{module}, the cross-attention by its name, was called with its key input equal to its query "
+                    "input")
     if by_inputs and by_name and by_inputs != by_name:
         return Told(None, module, f"{said}, but its name `{attribute}` says "
                                   f"{'self' if by_name == 'self' else 'cross'}-attention")
@@ -95,7 +110,6 @@ def hit_use(path: list | None, self_uses: int) -> Told:
     because = said or (f"its name `{attribute}`" if by_name else "")
     if at not in named and _WRAPPER.search(cls):  # a layer's own line (its residual sums): no attention runs it
         kind, because = "self", f"it runs in the layer {cls}, not in an attention module"
-    sides = {side for a, c, *_ in path[:at] for side in [_side(a), _side(c)] if side}
     if kind is None and sides == {"encoder"}:  # cross-attention is the decoder's: an encoder's attention is its own
         kind, because = "self", f"{said or 'its inputs and name do not say'}, and the encoder has no cross-attention"
     if kind is None:
@@ -104,7 +118,8 @@ def hit_use(path: list | None, self_uses: int) -> Told:
         return Told(CROSS, module, because)
     if len(sides) == 1:
         side = sides.pop()
-        return Told(ENCODER_SELF if side == "encoder" else DECODER_SELF, module, f"{because}, and it is in the {side}")
+        return Told(ENCODER_SELF if side == "encoder" else DECODER_SELF, module, f"{because}, and it is in the {side}",
+                    layer, inputs=inputs if by_inputs else None)
     if not sides and self_uses == 1:
         return Told("self", module, f"{because}, and the line's snapshots have one self-attention")
     return Told(None, module, f"{because}, but the modules around it name " +
@@ -134,8 +149,7 @@ def by_module(uses: dict[int, str | None], hits: list[Hit]) -> ByModule:
         found.untold = [(hit, Told(None, "", "the report's snapshots are not told by use")) for hit in hits]
         return found
     self_numbers = [n for n, use in uses.items() if use != CROSS]
-    for hit in hits:
-        told = hit_use(hit.module, len(self_numbers))
+    for hit, told in _second_of_a_layer(uses, [(hit, hit_use(hit.module, len(self_numbers))) for hit in hits]):
         if told.use is None:
             found.untold.append((hit, told))
             continue
@@ -145,6 +159,23 @@ def by_module(uses: dict[int, str | None], hits: list[Hit]) -> ByModule:
         else:
             found.groups.setdefault(number, []).append((hit, told))
     return found
+
+
+def _second_of_a_layer(uses: dict[int, str | None], told: list[tuple[Hit, Told]]) -> list[tuple[Hit, Told]]:
+    """The hits with their uses, where no hit reads as the cross-attention the line's snapshots include and a decoder
+    layer ran two attention modules that both read as its self-attention: the second to run is its cross-attention,
+    called without the encoder output (``Told.misfed``)."""
+    if CROSS not in uses.values() or any(t.use == CROSS for _, t in told):
+        return told
+    first: dict[str, str] = {}  # per decoder layer: its attention module that ran first
+    for _, t in told:
+        if t.use == DECODER_SELF and t.layer:
+            first.setdefault(t.layer, t.module)
+    second = ("the second attention module of its decoder layer (a decoder layer runs its masked self-attention, "
+              "then its cross-attention), was called with its key input equal to its query input")
+    return [(hit, replace(t, use=CROSS, misfed=f"{t.module}, {second}"))
+            if t.use == DECODER_SELF and t.inputs == "same" and first.get(t.layer, t.module) != t.module else (hit, t)
+            for hit, t in told]
 
 
 ATTENTION_RESIDUAL, MLP_RESIDUAL = "attention's residual sum", "MLP's residual sum"
@@ -206,13 +237,14 @@ def described(told: list[Told]) -> str:
 
 
 def by_caller(marker: Marker, hits: list[Hit], catalogue: Report, notices: list[str],
-              told_apart: list[str]) -> list[tuple[Marker, list[Hit]]]:
+              told_apart: list[str], misfed: dict[int, str] | None = None) -> list[tuple[Marker, list[Hit]]]:
     """A line shared by several snapshots ("#10 or #24 or #33"): its hits split by the use the nn.Module running each
     tells (shared_lines.py: encoder or decoder self-attention, or cross-attention), and said on the overview. Where a
     hit's use is not told: by the user's line that called it, the callers in the order they first called, one snapshot
     each, when there are as many; callers beyond the listed snapshots are left out (the seed's "#12 or #27" names the
     encoder's and the masked attention's heads, not the cross-attention's); with fewer callers than snapshots none is
-    assigned, and the overview says why (``notices``, ``told_apart``: what the overview says, added to)."""
+    assigned, and the overview says why (``notices``, ``told_apart``: what the overview says, added to; ``misfed``:
+    per snapshot number, why the cross-attention whose hits it took was fed the wrong input, added to)."""
     where = f"{Path(marker.file).name}:{marker.line}: {marker.text!r}"
     snaps = {snap.number: snap for snap in catalogue.snapshots}
     found = _grouped(marker, hits, snaps)
@@ -221,6 +253,10 @@ def by_caller(marker: Marker, hits: list[Hit], catalogue: Report, notices: list[
                  f"({described([told for _, told in group])})" for n, group in found.groups.items()]
         if taken:
             told_apart.append(f"{where}, by the module running it: {'; '.join(taken)}")
+        for n, group in found.groups.items():
+            said = [told.misfed for _, told in group if told.misfed]
+            if said and misfed is not None:
+                misfed.setdefault(n, said[0])
         if found.outside:
             lines = sorted({f"{Path(hit.site[0]).name}:{hit.site[1]}" for hit, _ in found.outside if hit.site})
             notices.append(Notice("Hits not shown", f"{where} also ran as the {found.outside[0][1].use} "

@@ -1,15 +1,21 @@
 """Correct code in the forms round seven's fresh GPT-style implementations brought (tests/trace_fresh/ROUND7_GPT.md),
 each on small synthetic tensors: a causal mask combined with padding in a GPT (lyeoni/gpt-pytorch), a boolean mask
-added to the scores times a masking value (`x += mask * -1e4`, affjljoo3581/GPT2). Each passes and says so; the bug
-that looks like it (a position that sees the next) is still red."""
+added to the scores times a masking value (`x += mask * -1e4`, affjljoo3581/GPT2), heads folded into the batch axis
+head-major (sooftware/transformer). Each passes and says so; the bug that looks like it (a position that sees the
+next) is still red, and so are weights on keys the model's own mask blocks (sooftware's mask, repeated batch-major,
+lands on the wrong item's heads: a true deviation)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from transformer_trace.checks import SoftmaxRows
+from transformer_trace.models.legend import Legend, Quotient
 from transformer_trace.reports.gpt.checks import CausalMaskBool, MaskedFillOf
 from transformer_trace.sources import Ref, TensorDict
+from transformer_trace.trace.reading.fold_order import merged, unfolded
+from transformer_trace.trace.reading.run_layout import StepShape, read_run_layout
 
 B, H, T = 2, 3, 6
 
@@ -62,3 +68,68 @@ def test_scores_moved_by_a_small_amount_are_not_read_as_masked():
     source = _source(_mask(padded_last=False), "added")
     source.tensors["masked"] = source.tensors["scores"] - 5.0 * _mask(False).float()
     assert MASKED.run(source).status != "passed"
+
+
+# --- heads folded into the batch axis head-major (sooftware/transformer: `permute(2, 0, 1, 3).view(B * h, T, hs)`)
+
+LEGEND = Legend({"B": "batch", "S": "positions", "C": "width", "h": "heads", "hs": "head size"},
+                relations=(Quotient("hs", "C", "h"),))
+FB, FH, FS, FHS = 2, 4, 5, 3
+
+
+def _folded_steps(head_major: bool) -> list[StepShape]:
+    """A (B, S, C) projection and its heads folded into the batch axis, (B·h, S, hs), in the order asked."""
+    torch.manual_seed(0)
+    q = torch.randn(FB, FS, FH * FHS)
+    split = q.view(FB, FS, FH, FHS)
+    folded = (split.permute(2, 0, 1, 3) if head_major else split.permute(0, 2, 1, 3)).reshape(FB * FH, FS, FHS)
+    return [StepShape("#7", ("B", "S", "C"), tuple(q.shape), value=q),
+            StepShape("#12", ("B", "h", "S", "hs"), tuple(folded.shape), value=folded)]
+
+
+def test_heads_folded_head_major_are_read_so_once_for_the_run_from_the_values_and_said():
+    run = read_run_layout(_folded_steps(head_major=True), LEGEND)
+    assert run.folded == ("#12",) and "#12 re-joins to #7 only read head-major" in run.heads_major
+    heads = next(row for row in run.recognised() if row[0] == "Heads")
+    assert "head-major (h·B, …" in heads[1] and "re-joins to #7" in heads[2]
+    folded = _folded_steps(head_major=True)[1].value
+    assert folded is not None
+    joined = merged(folded, FB, FH, head_major=True)
+    assert torch.equal(joined, _folded_steps(True)[0].value)
+    assert torch.equal(unfolded(folded, FB, FH).transpose(1, 2).reshape(FB, FS, -1), joined)
+
+
+def test_heads_folded_batch_major_or_without_the_whole_projection_keep_the_catalogues_order():
+    assert read_run_layout(_folded_steps(head_major=False), LEGEND).heads_major == ""
+    assert read_run_layout(_folded_steps(head_major=True)[1:], LEGEND).heads_major == ""  # nothing to tell by
+
+
+# --- the mask the model built, not applied where it blocks (a mask folded batch-major onto head-major scores)
+
+def _weights(leak: bool) -> TensorDict:
+    """Causal + padding (the first item's last key padded) scores and their softmax; ``leak``: the first item's last
+    head given the second item's mask, as sooftware's batch-major mask on head-major folded scores does."""
+    torch.manual_seed(0)
+    blocked = _mask(padded_last=False)
+    blocked[0, :, :, -1] = True
+    scores = torch.randn(B, H, T, T)
+    applied = blocked.expand(B, H, T, T).clone()
+    if leak:
+        applied[0, -1] = blocked[1, 0]
+    nothing = applied.all(-1, keepdim=True)
+    weights = torch.softmax(scores.masked_fill(applied & ~nothing, float("-inf")).masked_fill(nothing, 0.0), -1)
+    return TensorDict({"scores": scores, "weights": weights, "mask": blocked})
+
+
+SOFTMAX = SoftmaxRows(out=Ref("weights"), scores=Ref("scores"), mask=Ref("mask"), causal=True)
+
+
+def test_weights_on_keys_the_captured_mask_blocks_are_red_with_where():
+    result = SOFTMAX.run(_weights(leak=True))
+    assert result.status == "failed"
+    assert "gives 1 weights to keys your boolean, True = blocked mask (mask) blocks" in result.detail
+    assert "(0, 2, 5, 5)" in result.detail and "the mask was not applied where it blocks" in result.detail
+
+
+def test_weights_that_honour_the_mask_pass_and_a_padded_query_row_is_no_leak():
+    assert SOFTMAX.run(_weights(leak=False)).status == "passed"

@@ -142,3 +142,29 @@ class CausalMask(Check):
         if hidden:
             detail += f"; {hidden} entries on or below the diagonal are blocked"
         return "allows each position itself and the positions before it, never a later one", passed, detail
+
+
+def _weight_where_blocked(check: Any, s: TensorSource) -> str | None:
+    """Weights on keys the captured mask (``check.mask``) blocks, for queries that see some key (a padded query that
+    sees none is uniform over every key, by any form): the mask the model built was not applied where it blocks
+    (applied to another batch item's rows, or not at all)."""
+    if getattr(check, "mask", None) is None or not s.has(check.mask):
+        return None
+    weights = s.t(check.out)
+    allowed, kind = mask_allows(s.cpu(check.mask))
+    try:
+        blocked = (~allowed & allowed.any(-1, keepdim=True)).expand_as(weights)
+    except RuntimeError:  # a mask that does not broadcast over the weights: another check's matter
+        return None
+    leaked = weights.abs().masked_fill(~blocked, 0.0)
+    if float(leaked.max()) <= LEAK_TOLERANCE:
+        return None
+    where = [int(i) for i in torch.unravel_index(leaked.argmax(), leaked.shape)]
+    return (f"your {s.name(check.out)} gives {int((leaked > LEAK_TOLERANCE).sum())} weights to keys your {kind} mask "
+            f"({s.name(check.mask)}) blocks, the largest {float(leaked.max()):.3g} (at index {tuple(where)}: batch "
+            "item, head, query, key): the mask was not applied where it blocks")
+
+
+LEAK_TOLERANCE = 1e-6  # a blocked key's weight: exp(−1e4) and below are 0 in every float type
+MASK_HONOURED = Property("no weight on a key the mask blocks", "the weights where the captured mask blocks",
+                         _weight_where_blocked)

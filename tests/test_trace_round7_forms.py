@@ -3,19 +3,25 @@ each on small synthetic tensors: a causal mask combined with padding in a GPT (l
 added to the scores times a masking value (`x += mask * -1e4`, affjljoo3581/GPT2), heads folded into the batch axis
 head-major (sooftware/transformer). Each passes and says so; the bug that looks like it (a position that sees the
 next) is still red, and so are weights on keys the model's own mask blocks (sooftware's mask, repeated batch-major,
-lands on the wrong item's heads: a true deviation)."""
+lands on the wrong item's heads: a true deviation). A sum whose every operand a module the line called gave (both
+lookups inside the marked G04 line) is checked with their outputs, and positions looked up twice are named."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 import torch
 
-from transformer_trace.checks import SoftmaxRows
+from transformer_trace.checks import CheckResult, SoftmaxRows, SumOf
 from transformer_trace.models.legend import Legend, Quotient
 from transformer_trace.reports.gpt.checks import CausalMaskBool, MaskedFillOf
 from transformer_trace.sources import Ref, TensorDict
+from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.fold_order import merged, unfolded
 from transformer_trace.trace.reading.run_layout import StepShape, read_run_layout
+from transformer_trace.trace.reading.summed_calls import operands_summed
 
 B, H, T = 2, 3, 6
 
@@ -133,3 +139,51 @@ def test_weights_on_keys_the_captured_mask_blocks_are_red_with_where():
 
 def test_weights_that_honour_the_mask_pass_and_a_padded_query_row_is_no_leak():
     assert SOFTMAX.run(_weights(leak=False)).status == "passed"
+
+
+# --- a sum whose every operand a module the marked line called gave (G04: `tok(ids) + pos(ids)`, neither marked)
+
+def _call(module: str, out: torch.Tensor, weight: torch.Tensor, depth: int = 1) -> ModuleCall:
+    return ModuleCall(module=module, kind=ModuleKind.EMBEDDING, depth=depth, inputs=[], outputs=[out],
+                      params={"weight": weight}, attrs={})
+
+
+def _embedded(positions_twice: bool) -> tuple[list[ModuleCall], TensorDict, torch.Tensor]:
+    torch.manual_seed(0)
+    tok_table, pos_table = torch.randn(10, 4), torch.randn(6, 4)
+    tok, pos = tok_table[torch.tensor([[1, 2, 3], [4, 5, 6]])], pos_table[:3].expand(2, 3, 4)
+    calls = [_call("Embedding", tok, tok_table), _call("Embedding", pos, pos_table)]
+    if positions_twice:
+        calls.append(_call("Embedding", pos, pos_table))
+    return calls, TensorDict({"embed": tok + pos * (2 if positions_twice else 1)}), tok + pos
+
+
+SUM = SumOf(out=Ref("embed"), operands=(Ref("tok_emb"), Ref("pos_emb")))
+
+
+def _bound_run(calls: list[ModuleCall], source: TensorDict) -> CheckResult:
+    found = operands_summed(SUM, calls, source, source.tensors["embed"], None)
+    assert found is not None
+    check, tensors, note = found
+    assert "taken from the outputs of the Embedding and the Embedding the line called" in note
+    return check.run(source.with_tensors({**source.tensors, **tensors}))
+
+
+def test_both_lookups_of_the_embedding_sum_are_taken_from_the_lines_calls_and_it_passes():
+    calls, source, _ = _embedded(positions_twice=False)
+    assert _bound_run(calls, source).status == "passed"
+
+
+def test_positions_looked_up_twice_are_one_operand_added_twice_and_named():
+    calls, source, _ = _embedded(positions_twice=True)
+    result = _bound_run(calls, source)
+    assert result.status == "failed" and "was added twice" in result.detail and "pos_emb" in result.detail
+
+
+def test_calls_that_do_not_give_every_operand_bind_nothing():
+    calls, source, _ = _embedded(positions_twice=False)
+    assert operands_summed(SUM, calls[:1], source, source.tensors["embed"], None) is None
+    deeper = [calls[0], dataclasses.replace(calls[1], depth=2)]  # a call inside another module's forward
+    assert operands_summed(SUM, deeper, source, source.tensors["embed"], None) is None
+    captured = source.with_tensors({**source.tensors, "tok_emb": calls[0].outputs[0]})
+    assert operands_summed(SUM, calls, captured, source.tensors["embed"], None) is None

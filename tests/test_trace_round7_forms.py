@@ -4,16 +4,19 @@ added to the scores times a masking value (`x += mask * -1e4`, affjljoo3581/GPT2
 head-major (sooftware/transformer). Each passes and says so; the bug that looks like it (a position that sees the
 next) is still red, and so are weights on keys the model's own mask blocks (sooftware's mask, repeated batch-major,
 lands on the wrong item's heads: a true deviation). A sum whose every operand a module the line called gave (both
-lookups inside the marked G04 line) is checked with their outputs, and positions looked up twice are named."""
+lookups inside the marked G04 line) is checked with their outputs, and positions looked up twice are named; a
+pre-norm layer's K projected from the block input, beside Q and V of its LayerNorm, is named (sooftware B4)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import torch
 
 from transformer_trace.checks import CheckResult, SoftmaxRows, SumOf
+from transformer_trace.cli import main
 from transformer_trace.models.legend import Legend, Quotient
 from transformer_trace.reports.gpt.checks import CausalMaskBool, MaskedFillOf
 from transformer_trace.sources import Ref, TensorDict
@@ -187,3 +190,48 @@ def test_calls_that_do_not_give_every_operand_bind_nothing():
     assert operands_summed(SUM, deeper, source, source.tensors["embed"], None) is None
     captured = source.with_tensors({**source.tensors, "tok_emb": calls[0].outputs[0]})
     assert operands_summed(SUM, calls, captured, source.tensors["embed"], None) is None
+
+
+# --- a pre-norm layer's K projected from the block input instead of its LayerNorm (sooftware B4): the three
+# projections read one tensor where the catalogue has them read the captured block input (#20)
+
+PRE_NORM_DECODER = '''import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, C = 2, 5, 16
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(C)
+        self.w_q, self.w_k, self.w_v = nn.Linear(C, C), nn.Linear(C, C), nn.Linear(C, C)
+
+    def forward(self, x):  # Snapshot #20 x
+        h = self.norm(x)
+        q = self.w_q(h)  # Snapshot #21
+        k = self.w_k(h)  # Snapshot #22
+        v = self.w_v(h)  # Snapshot #23
+        return q, k, v
+
+
+with torch.no_grad():
+    DecoderLayer().eval()(torch.randn(B, T, C))
+'''
+
+
+@pytest.mark.parametrize("keys_from, verdicts", [
+    ("h", {"#21": True, "#22": True, "#23": True}),
+    ("x", {"#21": True, "#22": False, "#23": True}),
+])
+def test_a_pre_norm_projection_that_read_another_tensor_than_the_other_two_is_named(tmp_path, keys_from, verdicts):
+    script = tmp_path / "prenorm_decoder.py"
+    script.write_text(PRE_NORM_DECODER.replace("k = self.w_k(h)", f"k = self.w_k({keys_from})"), encoding="utf-8")
+    code = main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"])
+    snapshots = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))["snapshots"]
+    checks = {s["label"]: s["check"] for s in snapshots if s["label"] in verdicts}
+    assert {label: check["passed"] for label, check in checks.items()} == verdicts
+    assert code == (0 if keys_from == "h" else 1)
+    if keys_from == "x":
+        assert "computed from another tensor than #21 and #23 read" in checks["#22"]["detail"]

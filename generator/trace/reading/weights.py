@@ -154,6 +154,8 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
                     stood_in.append((absent[0], tensor))
             elif part == "input":
                 own_input = variant
+                if not isinstance(value, tuple):  # a captured input: what the call read, for its readers to agree
+                    stood_in.append((source.name(refs[0]), tensor))
     if not modules and not params and not missing:
         return None
     given = Given(source, tensors, modules={**(known or {}), **modules}, params=params)

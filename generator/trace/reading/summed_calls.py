@@ -39,18 +39,18 @@ def operands_summed(check: SumOf, calls: Sequence[ModuleCall], source: TensorDic
     were taken from; None where an operand is captured or the line's calls do not give one each."""
     if main is None or len(check.operands) < 2 or any(source.has(ref) for ref in check.operands):
         return None
-    called: list[ModuleCall] = []  # the first call of each module the line itself called, in its order
+    called: list[tuple[ModuleCall, torch.Tensor]] = []  # each module the line itself called, first call, in order
     for call in calls:
         out = call.outputs[0] if call.outputs else None
         if (call.depth == 1 and call.kind in OPERAND_KINDS and isinstance(out, torch.Tensor) and out.is_floating_point()
                 and _broadcasts(tuple(out.shape), tuple(main.shape))
-                and not any(_same_module(call, earlier) for earlier in called)):
-            called.append(call)
+                and not any(_same_module(call, earlier) for earlier, _ in called)):
+            called.append((call, out))
     if len(called) != len(check.operands):
         return None
-    names = [f"{source.name(ref)}@{call.module}.output" for ref, call in zip(check.operands, called)]
+    names = [f"{source.name(ref)}@{call.module}.output" for ref, (call, _) in zip(check.operands, called)]
     tensors = {name: in_order(out, order) if out.shape == main.shape else out
-               for name, out in zip(names, (call.outputs[0] for call in called))}
+               for name, (_, out) in zip(names, called)}
     note = (f"{', '.join(source.name(ref) for ref in check.operands)} taken from the outputs of the "
-            f"{' and the '.join(call.module for call in called)} the line called (no captured snapshot shows them)")
+            f"{' and the '.join(call.module for call, _ in called)} the line called (no captured snapshot shows them)")
     return dataclasses.replace(check, operands=tuple(Ref(name) for name in names)), tensors, note

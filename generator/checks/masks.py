@@ -48,7 +48,8 @@ def masked_as_written(got: torch.Tensor, scores: torch.Tensor, allowed: torch.Te
     if len(offsets) and bool(torch.isfinite(offsets).all()) and float(offsets.max()) <= MASKING_OFFSET:
         value = float(offsets.median())  # a boolean mask added times a large negative number (`x += mask * -1e4`)
         forms.append((scores + value * blocked.to(scores.dtype),
-                      f"the scores plus {value:g} where the mask blocks (the mask added times a masking value, fitted)"))
+                      f"the scores plus {value:g} where the mask blocks (the mask added times a masking value, "
+                      "fitted)"))
     return next(((t, how) for t, how in forms if close(got, t, "")[0]), forms[0])
 
 

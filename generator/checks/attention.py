@@ -14,7 +14,7 @@ from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, Trac
                                           tolerance)
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
-from transformer_trace.checks.masks import mask_allows, padding_fit, sees_nothing
+from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_fit, sees_nothing
 from transformer_trace.checks.rotary import attention_operand
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -272,7 +272,7 @@ class SoftmaxRows(Check):
                  BugForm("another scaling inside the softmax", "the weights vs the softmax of the scores times a "
                          "fitted constant", _another_temperature))
     PROPERTIES = (Property("no query attends to a later key", "the weights above the diagonal (causal)",
-                           _no_later_key), ROWS_SUM_TO_ONE)
+                           _no_later_key), ROWS_SUM_TO_ONE, MASK_HONOURED)
 
     out: Ref = THIS
     scores: Ref

@@ -13,6 +13,9 @@ from transformer_trace.checks.evidence import Property
 from transformer_trace.sources import Ref, TensorSource
 
 
+MASKING_OFFSET = -1e3  # a score moved this far down gets weight exp(−1000) = 0 in every float type: masked
+
+
 def mask_allows(mask: torch.Tensor) -> tuple[torch.Tensor, str]:
     """Where a mask lets a query see a key (True), and how it says so: additive (0 allowed, −inf or ≤ −1e9 blocked) or
     boolean (True allowed, or True blocked: the diagonal, allowed but at padded positions, tells which)."""
@@ -41,7 +44,37 @@ def masked_as_written(got: torch.Tensor, scores: torch.Tensor, allowed: torch.Te
                       f"the finite masking value {float(values[0]):g} where the mask blocks (fitted; −inf elsewhere)"))
     if mask is not None and mask.is_floating_point() and mask.shape[-2:] == scores.shape[-2:]:
         forms.append((scores + mask.to(scores.dtype), "the additive mask added to the scores"))
+    offsets = (got - scores)[blocked] if bool(blocked.any()) else got.new_empty(0)
+    if len(offsets) and bool(torch.isfinite(offsets).all()) and float(offsets.max()) <= MASKING_OFFSET:
+        value = float(offsets.median())  # a boolean mask added times a large negative number (`x += mask * -1e4`)
+        forms.append((scores + value * blocked.to(scores.dtype),
+                      f"the scores plus {value:g} where the mask blocks (the mask added times a masking value, "
+                      "fitted)"))
     return next(((t, how) for t, how in forms if close(got, t, "")[0]), forms[0])
+
+
+def masked_entries(got: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """The entries a mask changed the scores at, whatever its form: set to −inf or a masking value, or moved by one
+    (a score minus 10⁴ is masked although it may lie above −10⁴)."""
+    return (got <= -1e4) | ((got - scores) <= MASKING_OFFSET)
+
+
+def causal_reading(allowed: torch.Tensor) -> tuple[int, int, torch.Tensor, torch.Tensor]:
+    """How a mask's allowed entries (…, T, S) stand to the causal rule: the future entries it leaves visible, the
+    entries on or below the diagonal it blocks that padding does not explain, and the padding it combines with the
+    rule (keys no query may see, queries that see no key: flags of (…, 1, S) and (…, T, 1))."""
+    above = torch.triu(torch.ones(allowed.shape[-2], allowed.shape[-1], dtype=torch.bool), diagonal=1)
+    keys, queries = (~allowed).all(-2, keepdim=True), (~allowed).all(-1, keepdim=True)
+    padding = (keys | queries) & ~above
+    return int(allowed[..., above].sum()), int((~allowed & ~above & ~padding).sum()), keys, queries
+
+
+def padding_said(keys: torch.Tensor, queries: torch.Tensor) -> str:
+    """The padding a causal mask combines with the rule, per batch item; "" where it has none."""
+    if not bool(keys.any() or queries.any()):
+        return ""
+    return (f"; besides, padding combined with the causal rule: {_per_item(keys)} key positions blocked for every "
+            f"query, {_per_item(queries)} query positions that see no key (per batch item)")
 
 
 def sees_nothing(check: Any, s: TensorSource) -> torch.Tensor | None:
@@ -97,16 +130,10 @@ class CausalMask(Check):
         mask = s.cpu(self.out)
         allowed, kind = mask_allows(mask)
         above = torch.triu(torch.ones(mask.shape[-2], mask.shape[-1], dtype=torch.bool), diagonal=1)
-        seen = int(allowed[..., above].sum())
-        keys, queries = (~allowed).all(-2, keepdim=True), (~allowed).all(-1, keepdim=True)  # padded positions, whole
-        padding = (keys | queries) & ~above  # keys no query may see, queries that see nothing: padding, not causality
-        hidden = int((~allowed & ~above & ~padding).sum())
+        seen, hidden, keys, queries = causal_reading(allowed)  # padded keys and queries, whole: not causality
         passed = seen == 0 and hidden == 0
         detail = (f"{kind} mask; {int(above.sum())} future entries blocked, {int((~above).sum())} on and below the "
-                  f"diagonal allowed: {passed}")
-        if bool(padding.any()):
-            detail += (f"; besides, padding combined with the causal rule: {_per_item(keys)} key positions blocked for "
-                       f"every query, {_per_item(queries)} query positions that see no key (per batch item)")
+                  f"diagonal allowed: {passed}") + padding_said(keys, queries)
         if not kind.startswith("boolean"):
             exact = bool((mask[allowed.expand_as(mask)] == 0).all()) if allowed.shape == mask.shape else True
             detail += f"; the allowed entries are exactly 0: {exact}"
@@ -116,3 +143,29 @@ class CausalMask(Check):
         if hidden:
             detail += f"; {hidden} entries on or below the diagonal are blocked"
         return "allows each position itself and the positions before it, never a later one", passed, detail
+
+
+def _weight_where_blocked(check: Any, s: TensorSource) -> str | None:
+    """Weights on keys the captured mask (``check.mask``) blocks, for queries that see some key (a padded query that
+    sees none is uniform over every key, by any form): the mask the model built was not applied where it blocks
+    (applied to another batch item's rows, or not at all)."""
+    if getattr(check, "mask", None) is None or not s.has(check.mask):
+        return None
+    weights = s.t(check.out)
+    allowed, kind = mask_allows(s.cpu(check.mask))
+    try:
+        blocked = (~allowed & allowed.any(-1, keepdim=True)).expand_as(weights)
+    except RuntimeError:  # a mask that does not broadcast over the weights: another check's matter
+        return None
+    leaked = weights.abs().masked_fill(~blocked, 0.0)
+    if float(leaked.max()) <= LEAK_TOLERANCE:
+        return None
+    where = [int(i) for i in torch.unravel_index(leaked.argmax(), leaked.shape)]
+    return (f"your {s.name(check.out)} gives {int((leaked > LEAK_TOLERANCE).sum())} weights to keys your {kind} mask "
+            f"({s.name(check.mask)}) blocks, the largest {float(leaked.max()):.3g} (at index {tuple(where)}: batch "
+            "item, head, query, key): the mask was not applied where it blocks")
+
+
+LEAK_TOLERANCE = 1e-6  # a blocked key's weight: exp(−1e4) and below are 0 in every float type
+MASK_HONOURED = Property("no weight on a key the mask blocks", "the weights where the captured mask blocks",
+                         _weight_where_blocked)

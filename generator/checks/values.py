@@ -162,7 +162,7 @@ class SumOf(Check):
     # an unmarked sublayer output, from the module the line called last
     # (or the table the line read by attribute: positions from a buffer, trace/reading/residuals.py)
     TRACE = TraceUse(also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION,
-                                           ModuleKind.READ}))
+                                           ModuleKind.READ, ModuleKind.EMBEDDING}))  # (every operand: summed_calls)
     BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (BugForm("added twice", "the sum with one operand counted twice",
                                                         _operand_twice), NORMALISED_RESIDUAL,
                                                 stream_left_out("residual dropped"))

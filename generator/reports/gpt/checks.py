@@ -17,7 +17,8 @@ import torch
 from transformer_trace.checks import THIS, Check, TraceUse, close, tolerance
 from transformer_trace.checks.base import weight_and_bias
 from transformer_trace.checks.evidence import Property
-from transformer_trace.checks.masks import mask_allows, masked_as_written
+from transformer_trace.checks.masks import (causal_reading, mask_allows, masked_as_written, masked_entries,
+                                           padding_said)
 from transformer_trace.registry import Registry
 from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.tensors import fmt
@@ -124,18 +125,20 @@ class CausalMaskBool(Check):
         allowed, kind = mask_allows(s.cpu(self.mask))  # (1, 1, T, T): boolean either way round, or additive
         T = allowed.shape[-1]
         expected = _lower_triangle(T).view(1, 1, T, T)
-        structure = torch.equal(allowed, expected.expand_as(allowed))  # per item or head: each the same triangle
+        seen, hidden, keys, queries = causal_reading(allowed)  # per item or head: the triangle, padding besides
+        structure = seen == 0 and hidden == 0
+        padding = padding_said(keys, queries)
         if self.masked is None or self.scores is None:  # the scores it masks never shown: the mask's pattern alone
             return ("True exactly on and below the diagonal", structure,
                     f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "
                     f"entries, as expected: {structure} (the {kind} mask alone: no captured step shows the scores it "
-                    "masks)" + ("" if structure else f"; {int((allowed & ~expected).sum())} future entries visible"))
+                    "masks)" + padding + ("" if structure else f"; {seen} future entries visible"))
         recomputed, how = masked_as_written(s.t(self.masked), s.t(self.scores), allowed, s.t(self.mask))
         applied, detail = close(s.t(self.masked), recomputed, f"masked scores vs scores with {how}")
         change = _optional_input(s, "prefix_change")
         invariant = change is None or change <= PREFIX_TOLERANCE
         text = (f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "
-                f"entries, as expected: {structure}; "
+                f"entries, as expected: {structure}{padding}; "
                 + detail)
         if change is None:
             text += ("; with a one-byte prompt there is no earlier position to compare" if T == 1 else
@@ -172,7 +175,7 @@ class MaskedFillOf(Check):
         got = s.t(self.out)
         recomputed, how = masked_as_written(got, s.t(self.scores), allowed, s.t(self.mask))
         passed, detail = close(got, recomputed, f"recomputed: the scores with {how}")
-        blocked = got <= -1e4  # −inf, or a finite masking value
+        blocked = masked_entries(got, s.t(self.scores))  # −inf, a finite masking value, or moved down by one
         exact = torch.equal(blocked, (~allowed).expand_as(got))
         return "the scores where the mask allows, masked where it blocks", passed and exact, (
             f"{int(blocked.sum()):,} entries are masked, exactly the blocked ones: {exact}; " + detail

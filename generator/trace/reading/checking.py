@@ -137,9 +137,10 @@ def captured_dtypes(pages: list[SnapshotReading]) -> set[torch.dtype]:
 
 def _stand_ins_agree(by_number: Mapping[int, SnapshotReading], results: dict[int, list[CheckResult]],
                      stand_ins: list[StandIn]) -> None:
-    """Marked lines whose module calls read one catalogue tensor that no snapshot shows (the q, k and v projections of
-    ln_1, each line calling its own Linear) read the same tensor: where all but one of three or more agree, the one
-    that read another fails (K computed from another tensor than Q and V). Two that disagree do not tell which."""
+    """Marked lines whose module calls read one catalogue tensor (the q, k and v projections of ln_1, each line calling
+    its own Linear; or of a captured block input, a pre-norm's LayerNorm of it) read the same tensor: where all but
+    one of three or more agree, the one that read another fails (K computed from another tensor than Q and V). Two
+    that disagree do not tell which."""
     readers: dict[str, dict[int, tuple[SnapshotReading, int, torch.Tensor]]] = {}
     for number, index, name, tensor in stand_ins:
         readers.setdefault(name, {}).setdefault(number, (by_number[number], index, tensor))
@@ -156,7 +157,7 @@ def _stand_ins_agree(by_number: Mapping[int, SnapshotReading], results: dict[int
                 continue
             _, detail = close(tensor.double(), others[0][1].double(), "this call's input vs theirs")
             message = (f"your step was computed from another tensor than {' and '.join(o.label for o, _ in others)} "
-                       f"read, where the catalogue has them all read one, {name} (no snapshot shows it): {detail}")
+                       f"read, where the catalogue has them all read one, {name}: {detail}")
             results[page.snap.number][index] = CheckResult(
                 name=result.name, passed=False, status=FAILED, detail=f"{message}; from what it read: {result.detail}",
                 evidence=Evidence(BUG_FORM, "computed from another tensor", message))

@@ -32,6 +32,7 @@ import torch
 from transformer_trace.models.legend import Legend
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.fold_order import heads_major, unfolded
 from transformer_trace.trace.reading.stored_transposed import Transposed, stored_transposed
 from transformer_trace.trace.reading.extra_tokens import ExtraTokens, find_extra_tokens
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, layout
@@ -151,6 +152,7 @@ class RunLayout:
     rests_on: str = ""
     contradiction: str = ""
     folded: tuple[str, ...] = ()  # steps whose heads are folded into the batch axis (B·h, …)
+    heads_major: str = ""  # why they are folded head-major, (h·B, …) (fold_order.py); "" for batch-major
     class_token: str = ""  # where the class token is among the tokens (a ViT's N1 axis): first, last, absent, ""
     class_rests_on: str = ""
     transposed: tuple[Transposed, ...] = ()  # per-head keys stored (B, h, hs, T) where T = hs (stored_transposed.py)
@@ -234,8 +236,10 @@ class RunLayout:
                    else "batch-first: (B, T, …) tensors, as the catalogue names them")
         rows = [("Layout (every step)", variant, self.rests_on)]
         if self.folded:
-            rows.append(("Heads", "folded into the batch axis (B·h, …), read as (B, h, …)",
-                         f"the shapes of {', '.join(dict.fromkeys(self.folded))} with B and h bound by the run"))
+            order = "head-major (h·B, …: row head·B + item)" if self.heads_major else "(B·h, …)"
+            rows.append(("Heads", f"folded into the batch axis {order}, read as (B, h, …)",
+                         f"the shapes of {', '.join(dict.fromkeys(self.folded))} with B and h bound by the run"
+                         + (f"; {self.heads_major}" if self.heads_major else "")))
         if self.class_token:
             rows.append(("Class token", CLASS_PLACES[self.class_token], self.class_rests_on))
         if self.extra_tokens is not None:
@@ -304,7 +308,8 @@ def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable
     modules' own settings), with the reasons; see the module's docstring for the rule."""
     run = _with_extra_tokens(_with_class_token(_read_order(shapes, legend, calls), shapes), shapes)
     steps = [(s.step, s.named, run.as_read(s)) for s in shapes if s.value is not None]
-    return replace(run, transposed=stored_transposed(steps, SEQUENCE_AXES))
+    return replace(run, transposed=stored_transposed(steps, SEQUENCE_AXES),
+                   heads_major=heads_major(steps, run.dims) if run.folded else "")
 
 
 def _with_extra_tokens(run: RunLayout, shapes: Sequence[StepShape]) -> RunLayout:
@@ -397,6 +402,11 @@ def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) ->
         notes.append(f"its {dims['N1']} tokens are those before the run's extra tokens joined (see the overview)")
     canonical = found.canonical
     read = tensor.transpose(0, 1) if turn else tensor
+    B, h = dims.get("B"), dims.get("h")
+    if (run.heads_major and canonical is not None and B and h and "B·h" in found.note and read.dim() >= 3
+            and read.shape[0] == B * h and canonical.shape[:2] == (B, h)):
+        canonical = unfolded(read, B, h)
+        notes.append("its heads folded head-major (h·B, …), as the whole run is read (see the overview)")
     if canonical is None and (joined := run.with_joining_row(page.label, named, read)) is not None:
         canonical = joined
         notes.append("the patches alone: the class token joins after the positions were added (see the overview), "

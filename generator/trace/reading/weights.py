@@ -33,6 +33,7 @@ from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.products import PRODUCT
+from transformer_trace.trace.reading.summed_calls import operands_summed
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
@@ -94,6 +95,8 @@ class LineCalls:
         return _projections_called(check, self.calls, self.source)
 
     def operand(self, check: SumOf) -> Bound | None:
+        if (summed := operands_summed(check, self.calls, self.source, self.main, self.order)) is not None:
+            return Bound(summed[0], Given(self.source, {**self.source.tensors, **summed[1]}), None, summed[2])
         return _operand_called(check, self.calls, self.source, self.main, self.order)
 
     def row(self, check: RowEquals) -> Bound | None:
@@ -151,6 +154,8 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
                     stood_in.append((absent[0], tensor))
             elif part == "input":
                 own_input = variant
+                if not isinstance(value, tuple):  # a captured input: what the call read, for its readers to agree
+                    stood_in.append((source.name(refs[0]), tensor))
     if not modules and not params and not missing:
         return None
     given = Given(source, tensors, modules={**(known or {}), **modules}, params=params)

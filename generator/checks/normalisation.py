@@ -77,6 +77,8 @@ def fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[
     flat = got.reshape(-1, got.shape[-1])
     constant, spread = close(got, flat.mean(0).expand_as(flat).reshape(got.shape), "the recorded values vs one "
                              "constant per feature")
+    if constant and (plain := _plain_layer_norm(got, total, of)) is not None:
+        return plain  # flat, but the LayerNorm with gain 1 and bias 0: no gain was fitted to it
     if constant:  # a gain of about 0 fits any tensor this flat: no evidence of a LayerNorm (nor against one)
         return f"equals LayerNorm({of})", False, (f"{spread}: a LayerNorm with a fitted gain near 0 fits values this "
                                                    "flat, so a fit proves nothing")
@@ -96,6 +98,17 @@ def fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[
         return rms
     passed, detail = tried[-1] if tried[-1][0] else tried[0]
     return f"equals LayerNorm({of})", passed, detail
+
+
+def _plain_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[str, bool, str] | None:
+    """``got`` as the LayerNorm of ``total`` with gain 1 and bias 0 (for the usual epsilons), or None."""
+    for eps in LAYER_NORM_EPSILONS:
+        epsilon = "" if eps == LAYER_NORM_EPSILONS[0] else f", ε = {eps:g}"
+        passed, detail = close(got, F.layer_norm(total, total.shape[-1:], eps=eps),
+                               f"LayerNorm of {of} (gain 1, bias 0{epsilon})")
+        if passed:
+            return f"equals LayerNorm({of})", True, detail
+    return None
 
 
 # The epsilons RMSNorms use (nn.RMSNorm's default, None, is the dtype's machine epsilon; Llama code uses 1e-5 or 1e-6)

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformer_trace.trace import split_script_args
 
     argv, script_args = split_script_args(sys.argv[1:] if argv is None else list(argv))
-    args = parser(argv).parse_args(argv)  # the reports (and PyTorch) only for a command that names them
+    args = parser().parse_args(argv)  # from tables written from the registry: parsing imports no PyTorch
     if script_args is not None:
         args.script_args = script_args
     _log_to_stderr()

@@ -139,7 +139,9 @@ def _add_build_parser(sub: argparse._SubParsersAction, table: OptionTable) -> No
     for option in table["options"]:
         if option["owners"]:
             title = " and ".join(option["owners"])
-            _add_option(groups.setdefault(title, b.add_argument_group(title)), option)
+            if title not in groups:
+                groups[title] = b.add_argument_group(title)
+            _add_option(groups[title], option)
     b.add_argument("--force", action="store_true",
                    help="overwrite generated files that were edited by hand (the edits are lost; "
                    "without --force the build refuses and names them). Files you added to a report folder are "

@@ -33,7 +33,7 @@ def test_a_changed_default_changes_the_table():
     size_field = next(f for f in fields(vit.run_options) if f.name == "size")
 
     @dataclass(frozen=True)
-    class SmallerVit(vit.run_options):  # type: ignore[name-defined,misc]
+    class SmallerVit(vit.run_options):
         size: str = field(default="tiny", metadata=size_field.metadata)
 
     changed = {**REPORTS, "vit": dataclasses.replace(vit, options=SmallerVit)}

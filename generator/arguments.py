@@ -18,7 +18,7 @@ from typing import NoReturn
 
 from transformer_trace.build_request import ALL, BuildRequest
 from transformer_trace.option_table import Option, OptionTable, read_table as read_option_table
-from transformer_trace.options import PARSERS, bounded_int, out_path, shown
+from transformer_trace.options import PARSERS, bounded_int, out_path, refuse_a_missing_file, shown
 from transformer_trace.version import package_version
 
 MAX_STEPS = 100_000  # `train --steps`: about ten hours of the GPT's recipe on two CPU cores (0.35 s a step)
@@ -187,8 +187,13 @@ def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
 
 def build_request(args: argparse.Namespace) -> BuildRequest:
     """What the parsed `build` arguments ask for, as the one typed request the plugin and the server make too: the
-    flags given (each read by its option's parser, as argparse did with ``type=``), by field name."""
-    names = {option["dest"] for option in read_option_table()["options"]}
-    return BuildRequest(model=args.model, given={name: value for name, value in vars(args).items()
-                                                 if name in names and value is not None},
-                        out=args.out, config=args.config, force=args.force, pdf=args.pdf, quiet=args.quiet)
+    flags given (each read by its option's parser, as argparse did with ``type=``), by field name. A file a flag names
+    that does not exist is refused here, before the reports (and PyTorch) load."""
+    options = read_option_table()["options"]
+    names = {option["dest"] for option in options}
+    given = {name: value for name, value in vars(args).items() if name in names and value is not None}
+    for option in options:
+        if option["kind"] == "path" and option["dest"] in given:
+            refuse_a_missing_file(given[option["dest"]], option["dest"].replace("_", " "), option["flag"])
+    return BuildRequest(model=args.model, given=given, out=args.out, config=args.config, force=args.force,
+                        pdf=args.pdf, quiet=args.quiet)

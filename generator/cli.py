@@ -157,11 +157,12 @@ def _new(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    request = build_request(args)  # a missing --image is refused here, before PyTorch loads
     from transformer_trace.build_request import run_build
     from transformer_trace.reports import REPORTS
 
-    started = time.perf_counter()
-    result = run_build(build_request(args), REPORTS)
+    result = run_build(request, REPORTS)
     if args.pdf:
         from transformer_trace.pdf import export
 

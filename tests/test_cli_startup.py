@@ -3,9 +3,9 @@
 Each command runs in a fresh interpreter with ``-X importtime``, whose report on stderr names every module imported.
 `build` and `train` read the reports' flags from the option table (generator/option_table.py, written from the
 registry), not from the option dataclasses, whose defaults come from the models' configurations (models/, which import
-PyTorch): their help and every refusal made while parsing, or before a model runs (a missing mkdocs.yml), import no
-PyTorch. `trace` names only the traceable reports' keys, read from the snapshot table: its refusals made before a
-script runs (bad arguments, a missing script) import no PyTorch either.
+PyTorch): their help and every refusal made while parsing, or before a model runs (a missing mkdocs.yml or image),
+import no PyTorch. `trace` names only the traceable reports' keys, read from the snapshot table: its refusals made
+before a script runs (bad arguments, a missing script) import no PyTorch either.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ COMMANDS = [
     ("build with an unknown size preset", ["build", "--model", "vit", "--vit-size", "huge"], 2),
     ("build with a missing mkdocs.yml", ["build", "--config", "TMP/missing.yml"], 2),
     ("build outside a site", ["build"], 2),
+    ("build of a missing image", ["build", "--model", "vit", "--image", "TMP/missing.jpg", "--out", "TMP/docs"], 2),
     ("train of a report without a recipe", ["train", "vit"], 2),
     ("train with no steps", ["train", "gpt", "--steps", "0"], 2),
 ]

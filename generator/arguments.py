@@ -1,28 +1,26 @@
 """The command line's arguments: the parser of `python -m transformer_trace`.
 
-The build command's options come from the reports' option dataclasses (generator/options.py and
-generator/reports/<report>/options.py): one flag per field, with its type (options.PARSERS), choices and default.
-Parsed, they become a ``BuildRequest`` (generator/build_request.py: what a build request means), the same typed
-object the MkDocs plugin and the warm server make from mkdocs.yml and a request's fields.
+The build command's options are the reports' option dataclasses' fields (generator/options.py and
+generator/reports/<report>/options.py): one flag per field, with its type (options.PARSERS), choices and default. The
+parser reads them from the option table (generator/option_table.py, written from the registry), not from the
+dataclasses, whose defaults come from the models' configurations (PyTorch): `build --help`, `train --help` and every
+refusal made while parsing start without PyTorch. Parsed, the flags become a ``BuildRequest``
+(generator/build_request.py: what a build request means), the same typed object the MkDocs plugin and the warm server
+make from mkdocs.yml and a request's fields.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import MISSING, Field, fields
 from pathlib import Path
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from transformer_trace.build_request import ALL, BuildRequest
-from transformer_trace.options import PARSERS, RunOptions, bounded_int, flag_of, option_kind, out_path, shown
+from transformer_trace.option_table import Option, OptionTable, read_table as read_option_table
+from transformer_trace.options import PARSERS, bounded_int, out_path, refuse_a_missing_file, shown
 from transformer_trace.version import package_version
 
-if TYPE_CHECKING:
-    from transformer_trace.catalogue import Report
-
-COMMON = {f.name for f in fields(RunOptions)}
 MAX_STEPS = 100_000  # `train --steps`: about ten hours of the GPT's recipe on two CPU cores (0.35 s a step)
 
 
@@ -36,18 +34,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
-def _add_option(group: argparse._ActionsContainer, f: Field, defaults: str, help_text: str | None = None) -> None:
-    meta = f.metadata
+def _add_option(group: argparse._ActionsContainer, option: Option) -> None:
     group.add_argument(
-        flag_of(f), dest=f.name, default=None, type=PARSERS[option_kind(f)], choices=meta.get("choices"),
-        metavar=None if meta.get("choices") else f.name.upper(),
-        help=f"{help_text or meta['help']} (default: {defaults})",
+        option["flag"], dest=option["dest"], default=None, type=PARSERS[option["kind"]], choices=option["choices"],
+        metavar=None if option["choices"] else option["dest"].upper(),
+        help=f"{option['help']} (default: {option['default']})",
     )
-
-
-def _default_text(f: Field) -> str:
-    default = f.default if f.default is not MISSING else None
-    return "the bundled input" if default is None else str(default)
 
 
 def _add_pdf_parser(sub: argparse._SubParsersAction) -> None:
@@ -61,14 +53,14 @@ def _add_pdf_parser(sub: argparse._SubParsersAction) -> None:
     pdf.add_argument("-v", "--verbose", action="store_true")
 
 
-def _add_train_parser(sub: argparse._SubParsersAction, reports: Mapping[str, Report]) -> None:
+def _add_train_parser(sub: argparse._SubParsersAction, table: OptionTable) -> None:
     train = sub.add_parser("train",
                            help="train a report's model on its bundled corpus and write a checkpoint and its record",
                            description="Train a report's default-size model on its bundled corpus (the byte GPT: "
                            "CPython's pydoc topics, PSF licence) on the CPU, deterministically: the same seed gives "
                            "the same loss curve. Writes the state dict and a training record (PATH with .json: corpus "
                            "sha256, schedule, loss curve, held-out bits per byte, seconds).")
-    train.add_argument("model", choices=[key for key, report in reports.items() if report.training is not None],
+    train.add_argument("model", choices=table["trainable"],
                        help="which report's model to train (the reports with a training recipe)")
     train.add_argument("--steps", type=_steps, default=None, metavar="N", help=f"optimiser steps, 1 to {MAX_STEPS:,} "
                        "(default: the recipe's, see generator/reports/<report>/training.py)")
@@ -92,35 +84,17 @@ def _add_new_parser(sub: argparse._SubParsersAction) -> None:
     new.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
 
 
-# The commands whose arguments name the reports' options (which can be built or trained): only these import the
-# registry, and with it PyTorch (a report's options take their defaults from its model's configuration). `trace` names
-# only the traceable reports' keys, read from the snapshot table (written from the catalogues): its refusals start
-# without PyTorch.
-WITH_REPORTS = ("build", "train")
-
-
-def _command(argv: Sequence[str]) -> str | None:
-    """The command ``argv`` names: its first argument that is no option (None for `--help`, `--version`, nothing)."""
-    return next((arg for arg in argv if not arg.startswith("-")), None)
-
-
-def parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The command line's parser; for ``argv`` (what it will parse), the reports are read only where its command
-    takes them (WITH_REPORTS): `--version`, `--help`, `class`, `new` and their refusals start without PyTorch. The
-    other commands are still listed, with their help; their own arguments then do not name the reports."""
-    if argv is None or _command(argv) in WITH_REPORTS:
-        from transformer_trace.reports import REPORTS
-
-        reports: Mapping[str, Report] = REPORTS
-    else:
-        reports = {}
+def parser() -> argparse.ArgumentParser:
+    """The command line's parser. The reports' options come from the option table, the traceable reports from the
+    snapshot table (both written from the registry): no command imports PyTorch to parse its arguments."""
     p = _Parser(prog=program_name(),
                 description="Generate the traced-Transformer report site from real forward passes.")
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    _add_build_parser(sub, reports)
+    options = read_option_table()
+    _add_build_parser(sub, options)
     _add_pdf_parser(sub)
-    _add_train_parser(sub, reports)
+    _add_train_parser(sub, options)
     _add_serve_parser(sub)
     _add_new_parser(sub)
     from transformer_trace.trace import add_parser as add_trace_parser
@@ -136,8 +110,8 @@ def parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return p
 
 
-def _add_build_parser(sub: argparse._SubParsersAction, reports: Mapping[str, Report]) -> None:
-    keys = ", ".join(reports)
+def _add_build_parser(sub: argparse._SubParsersAction, table: OptionTable) -> None:
+    keys = ", ".join(table["reports"])
     b = sub.add_parser(
         "build",
         help="run the models and write the report pages into docs/",
@@ -151,38 +125,23 @@ def _add_build_parser(sub: argparse._SubParsersAction, reports: Mapping[str, Rep
         "then: mkdocs serve",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    b.add_argument("--model", choices=(ALL, *reports), default=ALL,
+    b.add_argument("--model", choices=(ALL, *table["reports"]), default=ALL,
                    help=f"which report to (re)generate: {keys} or all (default: all)")
-    for f in fields(RunOptions):
-        _add_option(b, f, _default_text(f))
+    for option in table["options"]:  # RunOptions' own: every report's
+        if not option["owners"]:
+            _add_option(b, option)
     b.add_argument("--out", type=out_path, default=None,
                    help="docs folder to write into (default: the docs_dir of --config)")
     b.add_argument("--config", type=Path, default=None,
                    help="mkdocs.yml whose transformer-trace plugin declares the reports and "
                    "their options: they are this command's defaults, flags override them (default: ./mkdocs.yml)")
-    seen: dict[str, list[str]] = {}  # flag -> reports that take it (a flag shared by several reports is added once)
-    for key, report in reports.items():
-        own = [f for f in fields(report.run_options) if f.name not in COMMON and f.init]
-        for f in own:
-            seen.setdefault(flag_of(f), []).append(key)
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    added: set[str] = set()
-    for key, report in reports.items():
-        for f in fields(report.run_options):
-            flag = flag_of(f)
-            if f.name in COMMON or flag in added or not f.init:
-                continue
-            owners = {o: next(g for g in fields(reports[o].run_options) if flag_of(g) == flag) for o in seen[flag]}
-            group = groups.setdefault(" and ".join(owners), b.add_argument_group(" and ".join(owners)))
-            if len(owners) == 1:
-                _add_option(group, f, _default_text(f))
-            else:  # one flag, several reports: each report's own meaning and default
-                helps = {g.metadata["help"] for g in owners.values()}
-                shared_help = (helps.pop() if len(helps) == 1
-                               else "; ".join(f"{o}: {g.metadata['help']}" for o, g in owners.items()))
-                defaults = ", ".join(f"{_default_text(g)} for {o}" for o, g in owners.items())
-                _add_option(group, f, defaults, shared_help)
-            added.add(flag)
+    groups: dict[str, argparse._ArgumentGroup] = {}  # one per set of reports taking a flag, as the table first names it
+    for option in table["options"]:
+        if option["owners"]:
+            title = " and ".join(option["owners"])
+            if title not in groups:
+                groups[title] = b.add_argument_group(title)
+            _add_option(groups[title], option)
     b.add_argument("--force", action="store_true",
                    help="overwrite generated files that were edited by hand (the edits are lost; "
                    "without --force the build refuses and names them). Files you added to a report folder are "
@@ -228,10 +187,13 @@ def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
 
 def build_request(args: argparse.Namespace) -> BuildRequest:
     """What the parsed `build` arguments ask for, as the one typed request the plugin and the server make too: the
-    flags given (each read by its option's parser, as argparse did with ``type=``), by field name."""
-    from transformer_trace.reports import REPORTS
-
-    names = {f.name for report in REPORTS.values() for f in fields(report.run_options) if f.init}
-    return BuildRequest(model=args.model, given={name: value for name, value in vars(args).items()
-                                                 if name in names and value is not None},
-                        out=args.out, config=args.config, force=args.force, pdf=args.pdf, quiet=args.quiet)
+    flags given (each read by its option's parser, as argparse did with ``type=``), by field name. A file a flag names
+    that does not exist is refused here, before the reports (and PyTorch) load."""
+    options = read_option_table()["options"]
+    names = {option["dest"] for option in options}
+    given = {name: value for name, value in vars(args).items() if name in names and value is not None}
+    for option in options:
+        if option["kind"] == "path" and option["dest"] in given:
+            refuse_a_missing_file(given[option["dest"]], option["dest"].replace("_", " "), option["flag"])
+    return BuildRequest(model=args.model, given=given, out=args.out, config=args.config, force=args.force,
+                        pdf=args.pdf, quiet=args.quiet)

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformer_trace.trace import split_script_args
 
     argv, script_args = split_script_args(sys.argv[1:] if argv is None else list(argv))
-    args = parser(argv).parse_args(argv)  # the reports (and PyTorch) only for a command that names them
+    args = parser().parse_args(argv)  # from tables written from the registry: parsing imports no PyTorch
     if script_args is not None:
         args.script_args = script_args
     _log_to_stderr()
@@ -157,11 +157,12 @@ def _new(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    request = build_request(args)  # a missing --image is refused here, before PyTorch loads
     from transformer_trace.build_request import run_build
     from transformer_trace.reports import REPORTS
 
-    started = time.perf_counter()
-    result = run_build(build_request(args), REPORTS)
+    result = run_build(request, REPORTS)
     if args.pdf:
         from transformer_trace.pdf import export
 

@@ -108,6 +108,13 @@ def out_path(value: str) -> Path:
     return path(value)
 
 
+def refuse_a_missing_file(path: Path, name: str, flag: str) -> None:
+    """A path option that names nothing, refused in one line. The CLI checks its flags so before PyTorch loads
+    (arguments.build_request); the report reading the file checks again, for the plugin and the server."""
+    if not path.exists():
+        raise UserError(f"{name} not found: {path}; check the path given to {flag}")
+
+
 PARSERS = {"int": _integer, "positive": positive_int, "seed": seed_int, "path": path, "text": text, None: text}
 
 

@@ -72,7 +72,7 @@ def test_the_same_values_make_the_same_request_and_options_whichever_face_reads_
     argv = ["build", "--model", model, "--out", str(tmp_path), "-q"]
     for name, value in values.items():
         argv.append(f"--{name.replace('_', '-')}={value}")
-    by_cli = from_argv(parser(argv).parse_args(argv))
+    by_cli = from_argv(parser().parse_args(argv))
     by_server = from_fields({"model": model, **values}, tmp_path, forms=FORMS)
     assert by_cli == dataclasses.replace(by_server, config=None)
     assert len(by_cli.given) == len(flags) and not any(isinstance(v, str) and v.isdigit() for v in by_cli.given.values())

@@ -1,10 +1,11 @@
 """Commands that run no model start at once: they import neither PyTorch nor torchvision nor matplotlib (issue 41).
 
 Each command runs in a fresh interpreter with ``-X importtime``, whose report on stderr names every module imported.
-`build` and `train` read the reports' options, whose defaults come from the models' configurations (models/,
-which import PyTorch): those commands import it to parse their arguments (generator/arguments.py WITH_REPORTS).
-`trace` names only the traceable reports' keys, read from the snapshot table: its refusals made before a script runs
-(bad arguments, a missing script) import no PyTorch either.
+`build` and `train` read the reports' flags from the option table (generator/option_table.py, written from the
+registry), not from the option dataclasses, whose defaults come from the models' configurations (models/, which import
+PyTorch): their help and every refusal made while parsing, or before a model runs (a missing mkdocs.yml or image),
+import no PyTorch. `trace` names only the traceable reports' keys, read from the snapshot table: its refusals made
+before a script runs (bad arguments, a missing script) import no PyTorch either.
 """
 
 from __future__ import annotations
@@ -48,6 +49,16 @@ COMMANDS = [
     ("trace of a missing script", ["trace", "TMP/missing.py", "--out", "TMP/docs", "--junit", "TMP/j.xml"], 2),
     ("trace of a folder", ["trace", "TMP", "--out", "TMP/docs"], 2),
     ("trace of an unknown report", ["trace", "x.py", "--report", "bert"], 2),
+    ("build's help", ["build", "--help"], 0),
+    ("train's help", ["train", "--help"], 0),
+    ("build of an unknown report", ["build", "--model", "nope"], 2),
+    ("build with a negative seed", ["build", "--seed", "-1"], 2),
+    ("build with an unknown size preset", ["build", "--model", "vit", "--vit-size", "huge"], 2),
+    ("build with a missing mkdocs.yml", ["build", "--config", "TMP/missing.yml"], 2),
+    ("build outside a site", ["build"], 2),
+    ("build of a missing image", ["build", "--model", "vit", "--image", "TMP/missing.jpg", "--out", "TMP/docs"], 2),
+    ("train of a report without a recipe", ["train", "vit"], 2),
+    ("train with no steps", ["train", "gpt", "--steps", "0"], 2),
 ]
 
 
@@ -58,6 +69,8 @@ def test_a_command_that_runs_no_model_imports_no_pytorch(args, status, tmp_path)
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == status, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+    said = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+    assert len(said) == (1 if status == 2 else 0), said  # a refusal is one line
     assert imported(done.stderr) & HEAVY == set()
 
 

@@ -16,6 +16,7 @@ import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from transformer_trace.errors import UserError
+from transformer_trace.options import refuse_a_missing_file
 
 DEFAULT_IMAGE = Path(__file__).resolve().parent / "assets" / "default-image.jpg"
 MAX_PIXELS = 40_000_000  # ~ a 7700 x 5200 photo; larger files are refused, not decoded
@@ -39,8 +40,7 @@ def image_format(path: Path) -> str | None:
 
 def load_rgb(path: Path) -> tuple[Image.Image, str]:
     """The first frame of ``path`` as an 8-bit RGB image (EXIF rotation applied), and its original mode."""
-    if not path.exists():
-        raise UserError(f"image not found: {path}; check the path given to --image")
+    refuse_a_missing_file(path, "image", "--image")
     if path.is_dir():
         raise UserError(f"{path} is a folder; --image needs an image file")
     if not path.is_file():  # a FIFO, a device such as /dev/zero, a socket: nothing PIL should read from

@@ -57,6 +57,17 @@ def test_a_residual_dropped_under_layer_scale_is_named_as_the_residual_dropped(c
     assert "leaves out x" in result.detail
 
 
+@pytest.mark.parametrize("check", [MLP_RESIDUAL, ATTENTION_RESIDUAL], ids=["S19", "S16"])
+def test_a_residual_dropped_without_layer_scale_is_not_said_to_carry_a_gain(check):
+    """`x = self.msa_block(x)` in a ViT with no LayerScale: named as the residual dropped, the sublayer output alone."""
+    x, attn, mlp, _, _ = stream_and_sublayers()
+    tensors = {"x": x, "attn_out": attn, "mlp_out": mlp}
+    tensors["out"] = attn + (mlp if check is MLP_RESIDUAL else 0)
+    result = check.run(TensorDict(tensors))
+    assert result.status == "failed" and result.evidence.name == "residual dropped", result.detail
+    assert "leaves out x" in result.detail and "LayerScale" not in result.evidence.message, result.evidence.message
+
+
 def test_an_operand_counted_twice_is_no_layer_scale_of_gain_2():
     x, attn, mlp, _, _ = stream_and_sublayers()
     result = MLP_RESIDUAL.run(TensorDict({"x": x, "attn_out": attn, "mlp_out": mlp, "out": x + attn + 2 * mlp}))

@@ -103,6 +103,11 @@ def _stream_left_out(check: Any, s: TensorSource) -> Fit | None:
     if not fit.holds:
         return Fit(False, "the scaled sublayer outputs alone (LayerScale without the stream) do not fit")
     scaled = ", ".join(s.name(ref) for ref in operands[1:])
+    if bool(((fit.gains - 1).abs() < 1e-3).all()):  # gain 1 everywhere: the plain sum without its stream, no LayerScale
+        alone = torch.stack([s.t(ref) for ref in operands[1:]]).sum(0)
+        plain = close(got, alone, "the sublayer output alone vs the recorded sum")[1]
+        return Fit(True, f"your {s.name(check.out)} leaves out {s.name(operands[0])} (without it: {scaled} alone; "
+                         f"{plain})")
     return Fit(True, f"your {s.name(check.out)} leaves out {s.name(operands[0])} (without it: {scaled} × a gain per "
                      f"channel each, LayerScale; {fit.detail})")
 

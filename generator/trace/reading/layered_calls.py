@@ -14,7 +14,7 @@ from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.rebuilt import rebuild
-from transformer_trace.trace.reading.weights import Bound, Given, _holds, _present
+from transformer_trace.trace.reading.weights import Bound, Given, holds_output, present
 
 
 def layered_calls(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: Any) -> Bound | None:
@@ -25,16 +25,16 @@ def layered_calls(check: Any, calls: Sequence[ModuleCall], source: TensorDict, m
         return None
     linears = [c for c in calls if c.kind == ModuleKind.LINEAR and c.inputs and c.outputs
                and c.inputs[0] is not None and c.outputs[0] is not None]
-    if len(linears) < 2 or not _holds(linears[-1].outputs[0], main):
+    if len(linears) < 2 or not holds_output(linears[-1].outputs[0], main):
         return None
     chain, activations = [linears[-1]], list[str]()
     for layer in reversed(linears[:-1]):
-        activation = fitted_activation(_present(layer.outputs[0]), _present(chain[0].inputs[0]))
+        activation = fitted_activation(present(layer.outputs[0]), present(chain[0].inputs[0]))
         if activation is None:
             break
         chain.insert(0, layer)
         activations.insert(0, activation)
-    first = _present(chain[0].inputs[0])
+    first = present(chain[0].inputs[0])
     if len(chain) < 2 or first.shape[-1] != source.t(check.x).shape[-1]:
         return None
     last = source.name(check.module)

@@ -194,7 +194,7 @@ def _patch_chain(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
     rearrange of the image into rows, then LayerNorms and Linears, the last giving the step (an nn.Sequential)."""
     module, out = getattr(check, "module", None), _output(check)
     ends = [c for c in calls if c.kind in (ModuleKind.LINEAR, ModuleKind.LAYER_NORM) and c.outputs
-            and _holds(c.outputs[0], main)]
+            and holds_output(c.outputs[0], main)]
     if not isinstance(module, ModuleRef) or out is None or not ends:
         return None
     chain = [ends[-1]]
@@ -258,7 +258,7 @@ def _split_of_read(check: Check, calls: Sequence[ModuleCall], source: TensorDict
     if not check.TRACE.reads_locals or part is None or out is None or len(read) != 1:
         return None  # none, or several tensors read: which one is the projection is not known
     names = [f"{read[0].module}@read.{i}" for i in range(len(read[0].outputs))]
-    tensors = {**source.tensors, **dict(zip(names, map(_present, read[0].outputs)))}
+    tensors = {**source.tensors, **dict(zip(names, map(present, read[0].outputs)))}
     given = Given(source, tensors)
     module = getattr(check, "module", None)  # the fused projection: its output, where a snapshot shows it
     fused = Ref(source.name(module)) if isinstance(module, ModuleRef) and source.has(Ref(source.name(module))) else None
@@ -281,7 +281,7 @@ def _projections_called(check: HeadsRejoin, calls: Sequence[ModuleCall], source:
             return None
         call, output = found
         name = f"{source.name(whole)}@{call.module}.output"
-        tensors[name], full[k] = _present(output), Ref(name)
+        tensors[name], full[k] = present(output), Ref(name)
         taken.append(f"{source.name(whole)} from {'the output of the ' if call.kind == 'linear' else '`'}"
                      f"{call.module}{' it called' if call.kind == 'linear' else '`, as the line read it'}")
         if call.kind == ModuleKind.LINEAR and call.inputs and call.inputs[0] is not None:
@@ -350,7 +350,7 @@ def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDi
 
 def _holds_exactly(output: torch.Tensor | None, heads: torch.Tensor) -> bool:
     """Whether a call's output holds the values of ``heads`` (as many, alike once sorted): its whole projection."""
-    return output is not None and output.numel() == heads.numel() and output.dim() == 3 and _holds(output, heads)
+    return output is not None and output.numel() == heads.numel() and output.dim() == 3 and holds_output(output, heads)
 
 
 def _image_consumed(check: Check, source: TensorDict, known: dict[str, Any]) -> Bound | None:
@@ -457,7 +457,7 @@ def _call_of(kind: str, calls: Sequence[ModuleCall], main: torch.Tensor | None) 
                 and c.params["weight"].shape[-1:] == main.shape[-1:]]
         return read[-1] if read else _parameter_of_call(calls, main)
     found = [c for c in calls if (c.kind == kind or (c.kind == ModuleKind.USER and looks_like(kind, c)))
-             and c.outputs and _holds(c.outputs[0], main)]
+             and c.outputs and holds_output(c.outputs[0], main)]
     if not found:
         return None
     depth = min(c.depth for c in found)
@@ -472,12 +472,12 @@ def _parameter_of_call(calls: Sequence[ModuleCall], main: torch.Tensor | None) -
     for call in calls:
         params = [p for p in call.params.values() if isinstance(p, torch.Tensor)]
         if (call.kind == ModuleKind.USER and call.depth == 1 and len(params) == 1 and main is not None
-                and params[0].shape[-1:] == main.shape[-1:] and call.outputs and _holds(call.outputs[0], main)):
+                and params[0].shape[-1:] == main.shape[-1:] and call.outputs and holds_output(call.outputs[0], main)):
             found.append(dataclasses.replace(call, kind=ModuleKind.READ, params={"weight": params[0]}))
     return found[0] if len(found) == 1 else None
 
 
-def _holds(output: torch.Tensor | None, main: torch.Tensor | None) -> bool:
+def holds_output(output: torch.Tensor | None, main: torch.Tensor | None) -> bool:
     """Whether a call's output is the step's tensor, in whatever layout the line gave it (its values sorted alike),
     or q, k and v side by side (three times as many values), or k and v (twice as many, one of the two halves of its
     last axis the step: a fused k/v projection split on the line)."""
@@ -486,7 +486,7 @@ def _holds(output: torch.Tensor | None, main: torch.Tensor | None) -> bool:
     if output.numel() == 3 * main.numel():
         return True
     if output.numel() == 2 * main.numel() and output.shape[-1] % 2 == 0:
-        return any(_holds(half, main) for half in output.chunk(2, dim=-1))
+        return any(holds_output(half, main) for half in output.chunk(2, dim=-1))
     if output.numel() != main.numel():
         return False
     values, step = output.double().flatten().sort().values, main.double().flatten().sort().values
@@ -494,6 +494,6 @@ def _holds(output: torch.Tensor | None, main: torch.Tensor | None) -> bool:
     return close(values, step, "")[0] or (bool((step >= 0).all()) and close(values.clamp_min(0), step, "")[0])
 
 
-def _present(tensor: torch.Tensor | None) -> torch.Tensor:
+def present(tensor: torch.Tensor | None) -> torch.Tensor:
     assert tensor is not None, "a module call's tensor its caller found copied (its filter asked `is not None`)"
     return tensor

@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, UNRECOGNISED, SnapshotRecord,
                                               SourceRecord, TraceRecord, check_text, diagnosis, first_failure_label,
-                                              script_failed, trace_title, verdict)
+                                              marker_line, script_failed, trace_title, verdict)
 
 FIRST_FAILURE = "first failure (pipeline order)"
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")  # characters XML 1.0 cannot hold at all
@@ -74,7 +74,7 @@ def _where(snapshot: SnapshotRecord, whose: Whose) -> tuple[str | None, int | No
     file = whose.file(source["path"])
     if source.get("location"):
         return file, None, f"{file} ({source['location']})" if source["location"] != file else file
-    line = source.get("marker_line") or source.get("line")  # a file written before marker lines were recorded
+    line = marker_line(source)
     return file, line, f"{file}:{line}" if line else file
 
 

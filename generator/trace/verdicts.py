@@ -86,6 +86,24 @@ def diagnosis(snapshot: SnapshotRecord) -> str:
     return str(evidence.get("message") or "")
 
 
+def marker_line(source: SourceRecord) -> int | None:
+    """The line of a snapshot's breakpoint comment, where the trace says it was marked (a file written before marker
+    lines were recorded: the statement's)."""
+    return source.get("marker_line") or source.get("line")
+
+
+def marked_at(snapshot: SnapshotRecord) -> str:
+    """Where a snapshot was marked, as the terminal and its page say it, relative to the traced script's folder:
+    "model.py:49", a notebook's "vit.ipynb, cell 7, line 3"; "" where it was not captured."""
+    source: SourceRecord = snapshot.get("source") or {}
+    if not source.get("path"):
+        return ""
+    if source.get("location"):
+        return source["location"]
+    line = marker_line(source)
+    return f"{source['path']}:{line}" if line else source["path"]
+
+
 def what_is_wrong(snapshot: SnapshotRecord) -> str:
     """A failure's evidence in a few words, the same for every student with that bug ("1/√d missing"): what the
     class page groups failures by; "" where the failure has no evidence."""

@@ -121,6 +121,23 @@ def test_each_students_first_failure_says_where_it_was_marked_as_the_terminal_do
     assert next(row for row in rows if row[0] == "bob")[rows[0].index("marked at")] == "model.py:53"
 
 
+def test_students_with_one_bug_form_are_one_group_though_each_claim_speaks_their_own_names(tmp_path):
+    docs = tmp_path / "docs"
+    for name, variable in (("ann", "attn_ctx"), ("ben", "context")):
+        folder = docs / "students" / name / "report"
+        student_report(folder, failed="S12")
+        data = json.loads((folder / "snapshots.json").read_text(encoding="utf-8"))
+        failed = next(s for s in data["snapshots"] if s["label"] == "S12")
+        failed["check"]["name"] = f"equals Q·Kᵀ / √hs from {variable} (S11)"  # as in_users_terms says it
+        (folder / "snapshots.json").write_text(json.dumps(data), encoding="utf-8")
+    assert main(["class", str(docs / "class"), str(docs / "students" / "ann"), str(docs / "students" / "ben"),
+                 "-q"]) == 0
+    groups = json.loads((docs / "class" / "class.json").read_text(encoding="utf-8"))["failures"]
+    assert [(g["what is wrong"], g["students"], g["message"]) for g in groups] == [("1/√d missing", ["ann", "ben"], "")]
+    page = (docs / "class" / "index.md").read_text(encoding="utf-8")
+    assert "<tr><td><strong>1/√d missing</strong></td><td>S12 Step S12</td>" in page
+
+
 # The README's example with a planted bug: the encoder's scores without their 1/√d scaling.
 SCALED = "q_heads @ k_heads.transpose(-2, -1) / math.sqrt(d_head)  # Snapshot #10"
 FAILING_PAGE = "encoder/10-attention-scores-before-softmax"

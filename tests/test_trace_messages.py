@@ -167,5 +167,4 @@ def test_a_failure_of_the_projection_speaks_the_students_names_not_the_catalogue
     assert said in terminal
     assert failed["evidence"]["name"] == "heads merged without moving the axis back"
     assert projection in said
-    message = failed["evidence"]["message"]  # the diagnosis; the claim after it is the catalogue's, for every student
-    assert "blocks." not in message and "@" not in message  # the catalogue's record names, the binding's own names
+    assert "blocks." not in said and "@" not in said  # the catalogue's record names, the binding's own names

@@ -47,8 +47,10 @@ class SnapshotRow:
 
 @dataclass
 class FailureGroup:
-    """Students whose check of one snapshot failed the same way: the same check (its name is ``message``) with the
-    same evidence (``wrong``: the bug form or broken property in a few words, "" where the failure has none)."""
+    """Students whose check of one snapshot failed the same way: the same evidence (``wrong``: the bug form or broken
+    property in a few words), or where the failure has none (""), the same check (its name is ``message``). A failed
+    claim is said in each student's own names (``the heads of attn_ctx (S14) merged back``), so students with one bug
+    form may differ in it: ``message`` is then "" and the bug form alone says what is wrong."""
 
     catalogue: str
     label: str
@@ -96,7 +98,7 @@ def tally(students: list[Student], page_folder: Path) -> dict[str, Any]:
     """Everything the class page shows, as plain data (also written as class.json)."""
     rows = [student_row(s, page_folder) for s in students]
     snapshot_rows: dict[tuple[str, str], SnapshotRow] = {}
-    groups: dict[tuple[str, str, str, str], FailureGroup] = {}
+    groups: dict[tuple[str, str, str], FailureGroup] = {}
     for student, row in zip(students, rows):
         if student.folder is None:
             continue
@@ -108,8 +110,9 @@ def tally(students: list[Student], page_folder: Path) -> dict[str, Any]:
             found.first_of += first
             if row.cells[snap["label"]] == FAILED:
                 message, wrong = check_text(snap)[0], what_is_wrong(snap)
-                group = groups.setdefault((*key, message, wrong),
+                group = groups.setdefault((*key, wrong or message),
                                           FailureGroup(row.catalogue, snap["label"], snap["title"], message, wrong))
+                group.message = group.message if group.message == message else ""
                 group.students.append({"name": row.name, "link": link(student.folder / snap["page"], page_folder),
                                        "first": "first" if first else ""})
                 group.first_of += first

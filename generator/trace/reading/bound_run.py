@@ -63,8 +63,8 @@ def _normalised_between(bound: Bound) -> str:
 
 def in_callers_terms(result: CheckResult, bound: Bound) -> CheckResult:
     """``result`` with the names its binding made said as what the student's line did, in the diagnosis (the evidence's
-    message, and where the detail repeats it): what the terminal, the JUnit file and the page's first table lead with.
-    The claim stays the catalogue's, the same for every student (the class page groups failures by it)."""
+    message, and where the detail repeats it) and its claim: what the terminal, the JUnit file and the page's first
+    table lead with. A passed or not checkable claim stays the catalogue's."""
     def said(text: str) -> str:
         for name, words in sorted(bound.said, key=lambda pair: len(pair[0]), reverse=True):  # the longest first
             text = re.sub(rf"(?<![\w.@]){re.escape(name)}(?![\w.@])", words.replace("\\", "\\\\"), text)
@@ -72,6 +72,6 @@ def in_callers_terms(result: CheckResult, bound: Bound) -> CheckResult:
 
     if result.evidence is None or result.parts:  # no diagnosis: the claim as the catalogue says it
         return result
-    message = said(result.evidence.message)
-    return dataclasses.replace(result, detail=result.detail.replace(result.evidence.message, message, 1),
+    message, name = said(result.evidence.message), said(result.name)
+    return dataclasses.replace(result, name=name, detail=result.detail.replace(result.evidence.message, message, 1),
                                evidence=dataclasses.replace(result.evidence, message=message))

@@ -169,9 +169,9 @@ def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def in_users_terms(result: CheckResult, labels: dict[str, TensorLabel], variables: dict[str, str]) -> CheckResult:
-    """A failure's diagnosis with the catalogue's record names (``blocks.0.attn.scores``) replaced by the user's
-    variables and the snapshot that shows them (``att (G11)``): what a student reads first is in their own names. The
-    claim stays the catalogue's, the same for every student (the class page groups failures by it)."""
+    """A failure's diagnosis and its claim with the catalogue's record names (``blocks.0.attn.scores``) replaced by the
+    user's variables and the snapshot that shows them (``att (G11)``): what a student reads first is in their own
+    names (the class page groups failures by their bug form, which every student's says alike)."""
     if result.evidence is None or result.parts:
         return result
 
@@ -185,10 +185,10 @@ def in_users_terms(result: CheckResult, labels: dict[str, TensorLabel], variable
                 text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", literal, text)
         return text
 
-    message = said(result.evidence.message)
-    if message == result.evidence.message:
+    message, name = said(result.evidence.message), said(result.name)
+    if (message, name) == (result.evidence.message, result.name):
         return result
-    return replace(result, detail=result.detail.replace(result.evidence.message, message, 1),
+    return replace(result, name=name, detail=result.detail.replace(result.evidence.message, message, 1),
                    evidence=replace(result.evidence, message=message))
 
 

@@ -16,7 +16,7 @@ from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.functional_weights import functional_projection
-from transformer_trace.trace.reading.weights import run_bound
+from transformer_trace.trace.reading.bound_run import run_bound
 
 B, N1, C = 2, 10, 24
 

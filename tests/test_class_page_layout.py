@@ -35,6 +35,8 @@ def student_report(folder: Path, failed: str | None) -> None:
         captured = label in MARKED
         snapshots.append({"label": label, "title": f"Step {label}", "stage": "block", "page": f"block/{label}.md",
                           "captured": captured,
+                          "source": {"path": "model.py", "line": 40 + int(label[1:]),
+                                     "marker_line": 41 + int(label[1:])} if captured else None,
                           "check": {"name": "equals Q·Kᵀ / √hs", "passed": label != failed, "detail": "off",
                                     **({"evidence": {"kind": "bug form", "name": "1/√d missing",
                                                      "message": "your scores equal Q·Kᵀ without the 1/√8 scaling"}}
@@ -105,6 +107,35 @@ def test_the_class_csv_holds_every_students_row_and_verdicts_as_text(class_docs)
     bob = next(row for row in body if row[0] == "bob")
     assert bob[2] == "failed" and bob[header.index("S12")] == "failed" and bob[header.index("S01")] == "not captured"
     assert "[class.csv](class.csv)" in (class_docs / "class" / "index.md").read_text(encoding="utf-8")
+
+
+def test_each_students_first_failure_says_where_it_was_marked_as_the_terminal_does(class_docs):
+    page = (class_docs / "class" / "index.md").read_text(encoding="utf-8")
+    students = page[page.index("## Students"):page.index("## Snapshots")]
+    bob = next(row for row in students.splitlines() if ">bob</a>" in row)
+    # S12's marker is on line 53 (its statement on 52): the line the terminal's "marked at" and the JUnit file give
+    assert "your scores equal Q·Kᵀ without the 1/√8 scaling (equals Q·Kᵀ / √hs) — marked at model.py:53</td>" in bob
+    data = json.loads((class_docs / "class" / "class.json").read_text(encoding="utf-8"))
+    assert next(s for s in data["students"] if s["name"] == "bob")["first_failure"]["where"] == "model.py:53"
+    rows = list(csv.reader(io.StringIO((class_docs / "class" / "class.csv").read_text(encoding="utf-8"))))
+    assert next(row for row in rows if row[0] == "bob")[rows[0].index("marked at")] == "model.py:53"
+
+
+def test_students_with_one_bug_form_are_one_group_though_each_claim_speaks_their_own_names(tmp_path):
+    docs = tmp_path / "docs"
+    for name, variable in (("ann", "attn_ctx"), ("ben", "context")):
+        folder = docs / "students" / name / "report"
+        student_report(folder, failed="S12")
+        data = json.loads((folder / "snapshots.json").read_text(encoding="utf-8"))
+        failed = next(s for s in data["snapshots"] if s["label"] == "S12")
+        failed["check"]["name"] = f"equals Q·Kᵀ / √hs from {variable} (S11)"  # as in_users_terms says it
+        (folder / "snapshots.json").write_text(json.dumps(data), encoding="utf-8")
+    assert main(["class", str(docs / "class"), str(docs / "students" / "ann"), str(docs / "students" / "ben"),
+                 "-q"]) == 0
+    groups = json.loads((docs / "class" / "class.json").read_text(encoding="utf-8"))["failures"]
+    assert [(g["what is wrong"], g["students"], g["message"]) for g in groups] == [("1/√d missing", ["ann", "ben"], "")]
+    page = (docs / "class" / "index.md").read_text(encoding="utf-8")
+    assert "<tr><td><strong>1/√d missing</strong></td><td>S12 Step S12</td>" in page
 
 
 # The README's example with a planted bug: the encoder's scores without their 1/√d scaling.

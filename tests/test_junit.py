@@ -9,6 +9,7 @@ say and those tools rely on: counts that equal what the test cases hold, integer
 from __future__ import annotations
 
 import copy
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def snapshots_json(failed: bool = True, notebook: bool = False, script_error: st
     """A trace's snapshots.json, as much of it as the JUnit file reads: S12 failed (or passed), S13 not checkable,
     S14 not captured."""
     where = ({"path": "model.ipynb", "line": 46, "location": "model.ipynb, cell 8, line 9"} if notebook
-             else {"path": "model.py", "line": 48})
+             else {"path": "model.py", "line": 48, "marker_line": 49})  # the marker on its own line below
     snapshot = {"stage": "block", "captured": True, "source": where}
     return {
         "model": "report", "title": "Trace of model.py", "catalogue": "vit", "traced": True,
@@ -118,16 +119,25 @@ def test_the_suite_is_named_by_the_student_and_every_classname_starts_with_them(
     assert {case.get("classname") for case in suite.iter("testcase")} == {"alice.block"}
 
 
-def test_file_and_line_are_relative_to_the_repository_root(repository):
+def test_file_and_line_are_relative_to_the_repository_root_and_the_line_is_the_markers(repository):
     cases = junit_tree(snapshots_json(), whose(repository)).getroot().findall(".//testcase")
-    assert (cases[0].get("file"), cases[0].get("line")) == ("submissions/alice/model.py", "48")
+    # the breakpoint comment's line (snapshots.json's marker_line), as "marked at" says it, not the statement's (48)
+    assert (cases[0].get("file"), cases[0].get("line")) == ("submissions/alice/model.py", "49")
     assert cases[2].get("file") is None  # not captured: no marked line
+
+
+def test_a_file_written_before_marker_lines_were_recorded_gives_the_statements_line(repository):
+    data = snapshots_json()
+    for snapshot in data["snapshots"]:
+        snapshot.get("source", {}).pop("marker_line", None)
+    assert junit_tree(data, whose(repository)).getroot().find(".//testcase").get("line") == "48"
 
 
 def test_a_failure_leads_with_the_diagnosis_and_where(repository):
     failure = junit_tree(snapshots_json(), whose(repository)).getroot().find(".//failure")
     message = failure.get("message")
-    assert message.startswith("first failure (pipeline order): S12 at submissions/alice/model.py:48: ")
+    assert message.startswith("first failure (pipeline order): S12 at submissions/alice/model.py:49: ")
+    assert failure.text.endswith("marked at submissions/alice/model.py:49")
     assert "without the 1/√64" in message and "equals Q·Kᵀ / √hs" in failure.text
 
 
@@ -185,6 +195,12 @@ def test_the_repository_root_is_the_git_top_level_else_the_current_folder(reposi
     assert repository_root(elsewhere / "sub" / "model.py") == elsewhere.resolve()
 
 
+def test_a_refused_trace_and_a_report_name_their_suites_the_same_way(repository):
+    traced = junit_tree(snapshots_json(), whose(repository)).getroot()
+    refused = refusal_tree(whose(repository), "model.py: no breakpoint comment found").getroot()
+    assert traced.get("name") == refused.get("name") == "alice: Trace of model.py"
+
+
 def test_a_refused_trace_writes_its_junit_file_with_the_reason_as_an_error(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "model.py").write_text("x = 1  # no marker here\n", encoding="utf-8")
@@ -236,3 +252,36 @@ def test_a_command_line_the_parser_refuses_still_writes_the_junit_file(tmp_path,
     assert schema_errors(root) == [] and root.find("testsuite").get("name") == "eve"
     error = root.find(".//testcase/error")
     assert said in error.get("message") and root.find(".//testcase").get("file") == "model.py"
+
+
+# ----------------------------------------------------------------------------- the examples, traced
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+PLANTED = {  # a bug each, so that the terminal names a failure and where it was marked
+    "vit_trace.py": ("k.transpose(-2, -1) / math.sqrt(C // HEADS)", "k.transpose(-2, -1)"),
+    "encoder_decoder_trace.py": ("torch.softmax(scores_pre_mask, dim=-1)", "torch.softmax(scores_pre_mask, dim=-2)"),
+}
+
+
+@pytest.mark.parametrize("example", sorted(PLANTED))
+def test_junit_terminal_and_snapshots_json_give_one_line_for_each_marker(tmp_path, capfd, monkeypatch, example):
+    # vit_trace.py marks with comments on their own line (the statement above: line + 1), encoder_decoder_trace.py at
+    # the end of the statement: both read the same in every place a student or CI looks
+    (tmp_path / ".git").mkdir()
+    source = (EXAMPLES / example).read_text(encoding="utf-8")
+    assert source.count(PLANTED[example][0]) == 1
+    (tmp_path / example).write_text(source.replace(*PLANTED[example]), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["trace", example, "--out", "out", "--name", "t", "--junit", "junit.xml"]) == 1
+    terminal = capfd.readouterr()
+    data = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    cases = {case.get("name").split(" ")[0]: case for case in ET.parse(tmp_path / "junit.xml").iter("testcase")}
+    marked = {s["label"]: s["source"]["marker_line"] for s in data["snapshots"] if s.get("source")}
+    assert len(marked) == len(data["snapshots"])
+    assert {label: int(cases[label].get("line")) for label in marked} == marked
+    first = data["outcome"]["first_failure"].split(" ")[0]
+    said = f"marked at {example}:{marked[first]}"
+    assert said in terminal.out + terminal.err and data["outcome"]["first_failure"].endswith(said)
+    failure = cases[first].find("failure")
+    assert failure.get("message").startswith(f"first failure (pipeline order): {first} at {example}:{marked[first]}: ")
+    assert failure.text.endswith(said)

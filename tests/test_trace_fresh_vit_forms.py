@@ -14,7 +14,8 @@ from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.call_layout import catalogue_order, in_order
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.residuals import sublayer_bound
-from transformer_trace.trace.reading.weights import bind, run_bound
+from transformer_trace.trace.reading.bound_run import run_bound
+from transformer_trace.trace.reading.weights import bind
 
 B, T, C = 2, 5, 12
 POOLED = RowEquals(out=Ref("cls"), source=Ref("final"), row=0, claim="is row 0 ([CLS]) of the final sequence")

@@ -133,3 +133,38 @@ def test_a_marker_in_a_function_torchscript_compiles_is_not_said_to_have_run_in_
     [not_reached] = data["outcome"]["warnings"]
     assert "scale() is compiled by torch.jit, whose compiled code runs no marker (trace it with PYTORCH_JIT=0)" in \
         not_reached and "child process" not in not_reached
+
+
+# ----------------------------------------------------------------------------- a diagnosis in the student's names
+
+VIT_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "vit_trace.py"
+MERGE = 'linear(attn_ctx.transpose(1, 2).reshape(B, N, C), p["proj"])'
+PROJECTIONS = {  # the heads merged back without moving their axis, through the projection each form calls
+    "functional, weights from a dict": (
+        (MERGE, 'linear(attn_ctx.reshape(B, N, C), p["proj"])'),
+        'your attn_out (S15) is the projection with `p["proj"]` applied to attn_ctx (S14)'),
+    "an nn.Linear": ((MERGE, 'p["proj_module"](attn_ctx.reshape(B, N, C))'),
+                     "the input of the Linear your line called is attn_ctx (S14)"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(PROJECTIONS))
+def test_a_failure_of_the_projection_speaks_the_students_names_not_the_catalogues(tmp_path, capsys, form):
+    (old, new), projection = PROJECTIONS[form]
+    source = VIT_EXAMPLE.read_text(encoding="utf-8")
+    assert source.count(old) == 1
+    source = source.replace(old, new).replace('"proj": linear_params(WIDTH, WIDTH),',
+                                              '"proj": linear_params(WIDTH, WIDTH), '
+                                              '"proj_module": torch.nn.Linear(WIDTH, WIDTH),')
+    script = tmp_path / "model.py"
+    script.write_text(source, encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "docs"), "--name", "t"]) == 1
+    terminal = capsys.readouterr().err
+    data = json.loads((tmp_path / "docs" / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    failed = next(s for s in data["snapshots"] if s["label"] == "S15")["check"]
+    said = f'{failed["evidence"]["message"]} ({failed["name"]})'
+    assert data["outcome"]["first_failure"].startswith(f"S15 MHA output (concat + projection): {said}")
+    assert said in terminal
+    assert failed["evidence"]["name"] == "heads merged without moving the axis back"
+    assert projection in said
+    assert "blocks." not in said and "@" not in said  # the catalogue's record names, the binding's own names

@@ -52,13 +52,13 @@ def class_csv(found: dict[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["student", "catalogue", "status", "passed", "failed", "unrecognised", "not checkable",
-                     "first failure", "check that failed", "problem", *labels])
+                     "first failure", "check that failed", "marked at", "problem", *labels])
     for row in found["students"]:
         first = row.first_failure or {}
         writer.writerow([_cell(v) for v in (
             row.name, row.catalogue, row.status, row.counts["passed"], row.counts["failed"],
             row.counts["unrecognised"], row.counts["not checkable"], first.get("label", ""), first.get("message", ""),
-            row.problem,
+            first.get("where", ""), row.problem,
             *(row.cells.get(label, "") for label in labels))])
     return out.getvalue()
 

@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 from transformer_trace.classroom.students import Student
 from transformer_trace.trace.verdicts import (FAILED, NOT_CHECKABLE, PASSED, UNRECOGNISED, VERDICTS,
-                                              check_text, diagnosis, exit_status,
-                                              first_failure_label, script_failed, verdict, what_is_wrong)
+                                              check_text, diagnosis, exit_status, first_failure_label,
+                                              marked_at, script_failed, verdict, what_is_wrong)
 
 
 STATUSES = ("passed", "failed", "script failed", "no report")  # a student's: exit status 0, 1, 2, or no report
@@ -47,8 +47,10 @@ class SnapshotRow:
 
 @dataclass
 class FailureGroup:
-    """Students whose check of one snapshot failed the same way: the same check (its name is ``message``) with the
-    same evidence (``wrong``: the bug form or broken property in a few words, "" where the failure has none)."""
+    """Students whose check of one snapshot failed the same way: the same evidence (``wrong``: the bug form or broken
+    property in a few words), or where the failure has none (""), the same check (its name is ``message``). A failed
+    claim is said in each student's own names (``the heads of attn_ctx (S14) merged back``), so students with one bug
+    form may differ in it: ``message`` is then "" and the bug form alone says what is wrong."""
 
     catalogue: str
     label: str
@@ -66,7 +68,7 @@ class StudentRow:
     catalogue: str
     counts: dict[str, int]
     status: str  # passed / failed / script failed / no report
-    first_failure: dict[str, str] | None  # label, title, message, detail, link
+    first_failure: dict[str, str] | None  # label, title, message, detail, where (marked at), link
     problem: str  # the script's error, or why there is no report
     cells: dict[str, str]  # label -> verdict, for the heat map
 
@@ -85,7 +87,7 @@ def student_row(student: Student, page_folder: Path) -> StudentRow:
         message, detail = check_text(snap)
         message = f"{diagnosis(snap)} ({message})" if diagnosis(snap) else message  # what is wrong, first
         first_failure = {"label": first, "title": snap["title"], "message": message, "detail": detail,
-                         "link": link(student.folder / snap["page"], page_folder)}
+                         "where": marked_at(snap), "link": link(student.folder / snap["page"], page_folder)}
     code = exit_status(data)
     status = {0: "passed", 1: "failed", 2: "script failed"}[code]
     return StudentRow(student.name, link(student.folder / "index.md", page_folder), str(data.get("catalogue", "")),
@@ -96,7 +98,7 @@ def tally(students: list[Student], page_folder: Path) -> dict[str, Any]:
     """Everything the class page shows, as plain data (also written as class.json)."""
     rows = [student_row(s, page_folder) for s in students]
     snapshot_rows: dict[tuple[str, str], SnapshotRow] = {}
-    groups: dict[tuple[str, str, str, str], FailureGroup] = {}
+    groups: dict[tuple[str, str, str], FailureGroup] = {}
     for student, row in zip(students, rows):
         if student.folder is None:
             continue
@@ -108,8 +110,9 @@ def tally(students: list[Student], page_folder: Path) -> dict[str, Any]:
             found.first_of += first
             if row.cells[snap["label"]] == FAILED:
                 message, wrong = check_text(snap)[0], what_is_wrong(snap)
-                group = groups.setdefault((*key, message, wrong),
+                group = groups.setdefault((*key, wrong or message),
                                           FailureGroup(row.catalogue, snap["label"], snap["title"], message, wrong))
+                group.message = group.message if group.message == message else ""
                 group.students.append({"name": row.name, "link": link(student.folder / snap["page"], page_folder),
                                        "first": "first" if first else ""})
                 group.first_of += first
@@ -129,7 +132,7 @@ def as_json(found: dict[str, Any]) -> dict[str, Any]:
         "totals": found["totals"],
         "students": [{"name": r.name, "catalogue": r.catalogue, "status": r.status, "counts": r.counts,
                       "first_failure": r.first_failure and {k: r.first_failure[k]
-                                                             for k in ("label", "title", "message")},
+                                                             for k in ("label", "title", "message", "where")},
                       "problem": r.problem, "report": r.link} for r in found["students"]],
         "snapshots": [{"catalogue": r.catalogue, "label": r.label, "title": r.title, "captured": r.captured,
                        **{v: r.counts[v] for v in VERDICTS}, "first_failure_of": r.first_of}

@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, UNRECOGNISED, SnapshotRecord,
                                               SourceRecord, TraceRecord, check_text, diagnosis, first_failure_label,
-                                              script_failed, verdict)
+                                              marker_line, script_failed, trace_title, verdict)
 
 FIRST_FAILURE = "first failure (pipeline order)"
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")  # characters XML 1.0 cannot hold at all
@@ -64,15 +64,17 @@ def _text(value: object) -> str:
 
 
 def _where(snapshot: SnapshotRecord, whose: Whose) -> tuple[str | None, int | None, str]:
-    """The marked line of a snapshot as the ``file`` and ``line`` attributes and as text: ``model.py:50`` (a notebook's:
-    its file, no line, and "vit.ipynb, cell 7, line 3": the line of the script it ran as means nothing to CI)."""
+    """The marker of a snapshot as the ``file`` and ``line`` attributes and as text: ``model.py:49``, the line of its
+    breakpoint comment (``source.marker_line``), as the terminal's "marked at" and the page's *Marked at* row say it,
+    not the statement it captured (a comment on its own line marks the one above it); a notebook's: its file, no line,
+    and "vit.ipynb, cell 7, line 3" (the line of the script it ran as means nothing to CI)."""
     source: SourceRecord = snapshot.get("source") or {}
     if not source.get("path"):
         return None, None, ""
     file = whose.file(source["path"])
     if source.get("location"):
         return file, None, f"{file} ({source['location']})" if source["location"] != file else file
-    line = source.get("line")
+    line = marker_line(source)
     return file, line, f"{file}:{line}" if line else file
 
 
@@ -155,7 +157,7 @@ def refusal_tree(whose: Whose, why: str, kind: str = "bad input") -> ET.ElementT
     """The JUnit document of a trace that never wrote its report (bad input, an internal error): one test case whose
     error says why, so that CI shows this student too."""
     case = _error_case(whose, f"trace {whose.script.name}", kind, why)
-    return _document([case], whose, f"trace of {whose.script.name}", {"script": whose.file(whose.script.name)})
+    return _document([case], whose, trace_title(whose.script.name), {"script": whose.file(whose.script.name)})
 
 
 def write_junit(tree: ET.ElementTree, target: Path) -> None:

@@ -13,6 +13,11 @@ VERDICTS = (PASSED, FAILED, UNRECOGNISED, NOT_CHECKABLE, NOT_CAPTURED)
 EXIT_PASSED, EXIT_FAILED, EXIT_ERROR = 0, 1, 2  # as pytest tells its outcomes apart: 2 = bad input or the script failed
 
 
+def trace_title(script_name: str) -> str:
+    """A trace's title, "Trace of model.py": its report's, and its JUnit file's where the trace was refused too."""
+    return f"Trace of {script_name}"
+
+
 # What a trace's snapshots.json holds, as its readers (this module, the JUnit file, the class page) read it; the writer
 # is generator/snapshots_file.py. total=False: an entry holds the keys its case has (a snapshot not captured no check).
 class EvidenceRecord(TypedDict, total=False):
@@ -30,7 +35,8 @@ class CheckRecord(TypedDict, total=False):
 
 class SourceRecord(TypedDict, total=False):
     path: str  # the marked file
-    line: int
+    line: int  # the statement captured
+    marker_line: int  # its breakpoint comment: where the trace says it was marked
     location: str  # a notebook's: "vit.ipynb, cell 7, line 3"
 
 
@@ -78,6 +84,24 @@ def diagnosis(snapshot: SnapshotRecord) -> str:
     check: CheckRecord = snapshot.get("check") or {}
     evidence: EvidenceRecord = check.get("evidence") or {}
     return str(evidence.get("message") or "")
+
+
+def marker_line(source: SourceRecord) -> int | None:
+    """The line of a snapshot's breakpoint comment, where the trace says it was marked (a file written before marker
+    lines were recorded: the statement's)."""
+    return source.get("marker_line") or source.get("line")
+
+
+def marked_at(snapshot: SnapshotRecord) -> str:
+    """Where a snapshot was marked, as the terminal and its page say it, relative to the traced script's folder:
+    "model.py:49", a notebook's "vit.ipynb, cell 7, line 3"; "" where it was not captured."""
+    source: SourceRecord = snapshot.get("source") or {}
+    if not source.get("path"):
+        return ""
+    if source.get("location"):
+        return source["location"]
+    line = marker_line(source)
+    return f"{source['path']}:{line}" if line else source["path"]
 
 
 def what_is_wrong(snapshot: SnapshotRecord) -> str:

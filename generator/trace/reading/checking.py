@@ -39,7 +39,8 @@ from transformer_trace.trace.reading.records import OwnRecords, TensorLabel
 from transformer_trace.trace.reading.parts import evidence_in_parts
 from transformer_trace.trace.reading.patch_grid import grid_bound
 from transformer_trace.trace.reading.residuals import sublayer_bound
-from transformer_trace.trace.reading.weights import Bound, LineCalls, run_bound
+from transformer_trace.trace.reading.bound_run import in_callers_terms, run_bound
+from transformer_trace.trace.reading.weights import Bound, LineCalls
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
@@ -168,22 +169,26 @@ def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def in_users_terms(result: CheckResult, labels: dict[str, TensorLabel], variables: dict[str, str]) -> CheckResult:
-    """A failure's diagnosis with the catalogue's record names (``blocks.0.attn.scores``) replaced by the user's
-    variables and the snapshot that shows them (``att (G11)``): what a student reads first is in their own names."""
+    """A failure's diagnosis and its claim with the catalogue's record names (``blocks.0.attn.scores``) replaced by the
+    user's variables and the snapshot that shows them (``att (G11)``): what a student reads first is in their own
+    names (the class page groups failures by their bug form, which every student's says alike)."""
     if result.evidence is None or result.parts:
         return result
-    message = result.evidence.message
-    for name in sorted(labels, key=len, reverse=True):  # the longest first: one name may begin another
-        label = labels[name]
-        variable = label.variable or variables.get(label.snapshot, "")
-        # a record name that is a plain word ("mask") would be replaced in the prose too: dotted or snake names only
-        if name in message and variable and not label.derived_from and any(c in name for c in "._"):
-            said = f"{variable} ({label.snapshot})"
-            literal = said.replace("\\", "\\\\")  # a replacement string, read as written: backslashes doubled
-            message = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", literal, message)
-    if message == result.evidence.message:
+
+    def said(text: str) -> str:
+        for name in sorted(labels, key=len, reverse=True):  # the longest first: one name may begin another
+            label = labels[name]
+            variable = label.variable or variables.get(label.snapshot, "")
+            # a record name that is a plain word ("mask") would be replaced in the prose too: dotted or snake names only
+            if name in text and variable and not label.derived_from and any(c in name for c in "._"):
+                literal = f"{variable} ({label.snapshot})".replace("\\", "\\\\")  # a replacement, read as written
+                text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", literal, text)
+        return text
+
+    message, name = said(result.evidence.message), said(result.name)
+    if (message, name) == (result.evidence.message, result.name):
         return result
-    return replace(result, detail=result.detail.replace(result.evidence.message, message, 1),
+    return replace(result, name=name, detail=result.detail.replace(result.evidence.message, message, 1),
                    evidence=replace(result.evidence, message=message))
 
 
@@ -327,7 +332,7 @@ def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
         try:
             with _judged_with_calls(page):
                 try:
-                    result = run_bound(bound) if bound is not None else check.run(source)
+                    result = in_callers_terms(run_bound(bound), bound) if bound is not None else check.run(source)
                 except (RuntimeError, ValueError, IndexError):
                     if bound is None or not bound.stood_in:
                         raise

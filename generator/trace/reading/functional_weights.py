@@ -62,5 +62,7 @@ def functional_projection(check: Any, calls: Sequence[ModuleCall], source: Tenso
                 form = "" if oriented is weight else " (x @ W + b)"
                 note = (f"the weight and bias the line read from `{name}`{form}; its input, which no snapshot shows, "
                         f"the heads of {source.name(heads_ref)} merged back")
-                return Bound(dataclasses.replace(check, x=Ref(input_name)), given, None, note)
+                said = ((source.name(check.module), f"the projection with `{name}`"),
+                        (input_name, f"the heads of {source.name(heads_ref)} merged back"))
+                return Bound(dataclasses.replace(check, x=Ref(input_name)), given, None, note, said=said)
     return None

@@ -21,14 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from transformer_trace.checks import Check, CheckResult, HeadsRejoin, RowEquals, SumOf, close
+from transformer_trace.checks import Check, HeadsRejoin, RowEquals, SumOf, close
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.trace.reading.rebuilt import looks_like, rebuild
 from transformer_trace.trace.reading.rows import pooled_from
-from transformer_trace.checks.evidence import BUG_FORM, Evidence
-from transformer_trace.checks.normalisation import fitted_layer_norm
-from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorDict
+from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
@@ -64,6 +62,9 @@ class Bound:
     also: tuple[Check, ...] = ()  # checks the call makes possible besides (an attention module's inputs)
     # the catalogue tensors no snapshot shows that the call's own input stood in for: (record name, the input)
     stood_in: tuple[tuple[str, torch.Tensor], ...] = ()
+    # the catalogue's names the binding gave what the line's calls stood in for, and the student's words for them:
+    # ("blocks.0.attn.proj", "the Linear your line called"), said so in the diagnosis (bound_run.py in_callers_terms)
+    said: tuple[tuple[str, str], ...] = ()
 
     @cached_property
     def source(self) -> TensorDict:
@@ -124,7 +125,7 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
                 or _attention(check, calls, source, main)
                 or _split_of_read(check, calls, source))
     tensors, modules, params = dict(source.tensors), {}, dict[str, torch.Tensor]()
-    taken, own_input, missing = [], None, []
+    taken, own_input, missing, words = [], None, [], list[tuple[str, str]]()
     stood_in: list[tuple[str, torch.Tensor]] = []
     for name, (kind, part) in wanted.items():
         call = chosen.get(kind)
@@ -138,6 +139,9 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
             taken.append(f"the parameters of its product `{written}`" if written is not None else
                          f"the weights of the {call.module} an unmarked statement before it called, whose output it "
                          "read" if fed else f"the weights of the {call.module} it called")
+            words.append((source.name(value), f"the product `{written}`" if written is not None else
+                          f"the {call.module} an unmarked statement before your line called" if fed else
+                          f"the {call.module} your line called"))
         elif part == "weight" and isinstance(value, ParamRef) and (weight := call.params.get("weight")) is not None:
             params[source.name(value)] = weight
             taken.append(f"the weight of the {call.module} it called")
@@ -165,7 +169,7 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
             "the module call on the marked line"
         note += (("; " if note else "") + f"its input taken from {at} (no captured "
                  f"snapshot shows {', '.join(missing)})")
-    return Bound(check, given, own_input, note, stood_in=tuple(stood_in))
+    return Bound(check, given, own_input, note, stood_in=tuple(stood_in), said=tuple(words))
 
 
 def _patches(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None) -> Bound | None:
@@ -185,7 +189,8 @@ def _patches(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main
     tensors = {**source.tensors, image: image_read}
     given = Given(source, tensors, modules={source.name(module): layer})
     return Bound(ConvPatches(out=out, x=Ref(image), module=module), given, None,
-                 f"the weights of the {conv.module} it called, on the image it was called with")
+                 f"the weights of the {conv.module} it called, on the image it was called with",
+                 said=((source.name(module), f"the {conv.module} your line called"),))
 
 
 def _patch_chain(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
@@ -244,10 +249,11 @@ def _attention(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
     inputs = AttentionInputs(queries=refs["query"], keys=refs["key"], values=refs["value"],
                              self_attention=self_attention)
     note = f"the weights of the {call.module} it called"
+    said = ((source.name(module), f"the {call.module} your line called"),)
     if source.has(fed):
-        return Bound(check, given, variant, note, (inputs,))
+        return Bound(check, given, variant, note, (inputs,), said=said)
     return Bound(variant, given, None, f"{note}; {source.name(fed)} derived from the call (the heads' concatenation, "
-                 "recomputed from its inputs and weights)", (inputs,))
+                 "recomputed from its inputs and weights)", (inputs,), said=said)
 
 
 def _split_of_read(check: Check, calls: Sequence[ModuleCall], source: TensorDict) -> Bound | None:
@@ -399,47 +405,6 @@ def modules_called(pages: list[SnapshotReading], source: TensorDict) -> CalledMo
                 known.update({name.removesuffix(".weight"): SimpleNamespace(weight=weight)
                               for name, weight in bound.given.params.items() if name.endswith(".weight")})
     return known
-
-
-def run_bound(bound: Bound) -> CheckResult:
-    """The bound check's result; where it fails on the snapshot's input but passes on the call's own input, it says
-    that the step was computed from another tensor."""
-    result = bound.check.run(bound.source)
-    if result.checkable and bound.note:
-        result = dataclasses.replace(result, detail=f"{result.detail} (read: {bound.note})")
-    if bound.also:  # judged by the checks that could run, as a page is
-        return CheckResult.combined([result, *(check.run(bound.source) for check in bound.also)], judge_checkable=True)
-    if result.status == "failed" and bound.own_input is not None:
-        own = bound.own_input.run(bound.source)
-        if own.passed and (between := _normalised_between(bound)):
-            return dataclasses.replace(own, detail=f"{own.detail}; {between}")
-        if own.passed:
-            message = ("applied to the input it was actually called with, the module reproduces this step: it was "
-                       "computed from another tensor than the snapshot that should feed it")
-            if result.evidence is None:  # the diagnosis first, as evidence of its own
-                result = dataclasses.replace(result, detail=f"{message}; {result.detail}",
-                                             evidence=Evidence(BUG_FORM, "computed from another tensor", message))
-            else:
-                result = dataclasses.replace(result, detail=f"{result.detail}; {message}")
-    return result
-
-
-def _normalised_between(bound: Bound) -> str:
-    """Where the module's own input is a LayerNorm of the snapshot that should feed it (a final LayerNorm applied after
-    the class token was taken, to one row instead of all): that, in words; else ""."""
-    source = bound.source
-    if type(bound.own_input) is not type(bound.check):  # read from the sum of several snapshots: nothing to compare
-        return ""
-    field_name = next(name for name, value in vars(bound.own_input).items() if value != getattr(bound.check, name))
-    fed, own = getattr(bound.check, field_name), getattr(bound.own_input, field_name)
-    if not isinstance(fed, Ref) or not source.has(fed) or source.t(fed).shape != source.t(own).shape:
-        return ""
-    try:
-        _, normalised, fitted = fitted_layer_norm(source.t(own), source.t(fed), source.name(fed))
-    except NotCheckable:  # one or two rows: a gain and bias per feature fit anything: a LayerNorm cannot be ruled out
-        return (f"its input differs from {source.name(fed)} by what may be a LayerNorm applied after it (too few rows "
-                "to tell)")
-    return f"its input is a LayerNorm of {source.name(fed)}, recognised: {fitted}" if normalised else ""
 
 
 def call_tensor(call: ModuleCall, part: str) -> torch.Tensor | None:

@@ -139,3 +139,70 @@ def test_a_gate_that_is_no_activation_of_fc1_is_not_read_as_a_gated_mlp():
     right["out"] = right["gate"] * up
     result = check.run(TensorDict(right, modules={"fc1": fc1}))
     assert result.status == "passed" and "SiLU(fc1(input))" in result.name
+
+
+PRE_NORM_WRAPPED_ENCODER = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, S, C, H = 2, 6, 16, 2
+
+
+class Residual(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x) + x  # Snapshot #14 or #19
+
+
+class PreNorm(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.norm, self.fn = nn.LayerNorm(C), fn
+
+    def forward(self, x):
+        return self.fn(self.norm(x))
+
+
+class SelfAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.to_q, self.to_k, self.to_v, self.to_out = (nn.Linear(C, C) for _ in range(4))
+
+    def forward(self, x):
+        q, k, v = self.to_q(x), self.to_k(x), self.to_v(x)  # Snapshot #7, #8, #9
+        q, k, v = (t.view(B, S, H, C // H).transpose(1, 2) for t in (q, k, v))
+        attn = (q @ k.transpose(-2, -1) / (C // H) ** 0.5).softmax(-1)
+        return self.to_out((attn @ v).transpose(1, 2).reshape(B, S, C))
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        mlp = lambda: nn.Sequential(nn.Linear(C, 4 * C), nn.ReLU(), nn.Linear(4 * C, C))  # noqa: E731
+        self.layers = nn.ModuleList([nn.ModuleList([Residual(PreNorm(SelfAttention())), Residual(PreNorm(mlp()))])
+                                     for _ in range(2)])
+
+    def forward(self, x):
+        for attn, ff in self.layers:
+            x = attn(x)
+            x = ff(x)
+        return x
+
+
+with torch.no_grad():
+    Encoder().eval()(torch.randn(B, S, C))
+'''
+
+
+def test_a_pre_norm_encoders_residual_wrapper_shared_by_both_sums_gets_no_false_red(tmp_path):
+    # before: every hit of the wrapper's line went to #14, its one value (the sum) filed as #14's first record, the
+    # layer's input, and #7–#9 were red as "computed from" it
+    code, checks = traced(tmp_path, PRE_NORM_WRAPPED_ENCODER)
+    assert code == 0, {label: check["detail"] for label, check in checks.items() if label and check["passed"] is False}
+    assert checks["#19"]["passed"] is True, checks["#19"]["detail"]
+    told = " ".join(checks[""]["recognised"]["told_apart"])
+    assert "#14 takes the encoder's self-attention residual sum" in told and "#19 takes the encoder's MLP" in told

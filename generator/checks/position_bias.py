@@ -12,7 +12,7 @@ from transformer_trace.checks.base import close
 
 def relative_bias(scores: torch.Tensor, product: torch.Tensor) -> tuple[bool, str]:
     """Whether ``scores`` − ``product`` (both (B, h, Lq, Lk)) is a relative position bias: the same for every batch
-    item, constant along each diagonal of every head (a function of key − query only), and not zero everywhere (no
+    item, constant along each diagonal of every head (a function of key − query only), and not one constant (no
     bias at all is the plain form). Entries masked to ±inf on either side are left out. (fits, detail)."""
     if scores.dim() != 4 or scores.shape != product.shape or min(scores.shape[-2:]) < 2:
         return False, "no (B, h, L, L) scores to fit a position bias from"
@@ -23,8 +23,9 @@ def relative_bias(scores: torch.Tensor, product: torch.Tensor) -> tuple[bool, st
     shared = bias[:1].expand_as(bias)
     same_items, items = close(bias, shared, "the bias of every batch item vs the first item's")
     along, diagonals = close(bias[..., 1:, 1:], bias[..., :-1, :-1], "the bias vs itself one query and one key on")
-    present = float(bias.abs().max()) > 0.0
-    return same_items and along and present, f"{items}; {diagonals}"
+    # one constant (per head) carries no position, and no softmax sees it: that is no position bias
+    constant, _ = close(bias, bias.mean(dim=(-2, -1), keepdim=True).expand_as(bias), "")
+    return same_items and along and not constant, f"{items}; {diagonals}"
 
 
 def bias_claim(scale: str) -> str:

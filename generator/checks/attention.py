@@ -15,6 +15,7 @@ from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, Trac
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_fit, sees_nothing
+from transformer_trace.checks.position_bias import bias_claim, relative_bias
 from transformer_trace.checks.rotary import attention_operand
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -82,8 +83,11 @@ def _heads(x: torch.Tensor, h: int) -> torch.Tensor:
 def _unscaled(check: ScaledScores, s: TensorSource) -> Fit:
     scores, product, hs = check.product(s)
     fits, detail = close(scores, product, "vs Q·Kᵀ unscaled")
-    return Fit(fits, f"your scores equal Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) scaling ({detail})"
-               if fits else detail)
+    biased = "" if fits else " plus a relative position bias"
+    if not fits:  # T5's bias added to the unscaled product: still no 1/√hs
+        fits, detail = relative_bias(scores, product)
+    return Fit(fits, f"your scores equal Q·Kᵀ{biased} without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) scaling "
+               f"({detail})" if fits else detail)
 
 
 def _another_scale(check: ScaledScores, s: TensorSource) -> Fit | None:
@@ -136,6 +140,8 @@ class ScaledScores(Check):
         hs = q.shape[-1]
         product = q @ k.transpose(-2, -1)  # (B, h, Lq, Lk)
         passed, detail = close(scores, product / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head")
+        if not passed and (biased := relative_bias(scores, product / math.sqrt(hs)))[0]:
+            return bias_claim(f" / √{hs}"), True, f"{detail}; with the bias fitted: {biased[1]}"
         if not passed:
             unscaled, plain = close(scores, product, "recomputed Q·Kᵀ per head (unscaled)")
             later = self._scaled_later(s, scores, hs) if unscaled else None

@@ -443,47 +443,6 @@ class EqualsParameter(Check):
         return f"is the learned parameter {self.parameter}, repeated per image", passed, detail
 
 
-def _gelu_range(check: Any, s: TensorSource) -> str | None:
-    low = float(s.t(check.out).min())
-    return (f"your {s.name(check.out)} has a value {low:.4f}, below GELU's minimum −0.1700: it is not a GELU's output"
-            if low < GELU_MINIMUM else None)
-
-
-@dataclass(frozen=True, kw_only=True)
-class GeluOfLinear(Check):
-    """``out`` is GELU of the Linear ``module`` applied to ``x``; without the weights, every value lies in GELU's
-    range."""
-
-    WEIGHTS_OPTIONAL = True
-    TRACE = TraceUse(calls={"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")})
-    PROPERTIES = (Property("a GELU's output is at least −0.17", "the smallest value", _gelu_range),)
-
-    out: Ref = THIS
-    x: Ref
-    module: ModuleRef
-
-    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        try:
-            expected = F.gelu(linear(s, self.module, s.t(self.x)))
-        except NotCheckable:  # no weights: what GELU's output must satisfy whatever fc1 computed
-            low = float(s.t(self.out).min())
-            return "values lie in GELU's range (≥ −0.17)", low >= GELU_MINIMUM, (
-                f"smallest value {low:.4f}; GELU never goes below −0.1700 (without the weights of "
-                f"{s.name(self.module)}, a necessary condition only)")
-        passed, detail = close(s.t(self.out), expected, "recomputed GELU(x·W₁ᵀ + b₁)")
-        if passed:
-            return "equals GELU(fc1(input))", True, detail
-        pre = linear(s, self.module, s.t(self.x))
-        # the activation family: GPT-2's and minGPT's tanh GELU, the paper's FFN's ReLU, SiLU
-        for claim, activation in (("GELU(fc1(input)), GELU's tanh approximation", partial(F.gelu, approximate="tanh")),
-                                  ("ReLU(fc1(input)): the MLP's activation is a ReLU", F.relu),
-                                  ("SiLU(fc1(input)): the MLP's activation is a SiLU", F.silu)):
-            other, other_detail = close(s.t(self.out), activation(pre), f"recomputed {claim.split(':')[0]}")
-            if other:
-                return f"equals {claim}", True, other_detail
-        return "equals GELU(fc1(input))", passed, detail
-
-
 @dataclass(frozen=True, kw_only=True)
 class ResidualBlock(Check):
     """``out`` is the whole ``block`` re-run in float64 on its recorded input ``x``."""

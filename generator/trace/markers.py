@@ -361,7 +361,7 @@ def _parse_comment(comment: str, numberings: Mapping[tuple[str, str], str]
             numbers = [int(match.group("number"))] + [int(n) for n in re.findall(r"\d+", match.group("more"))]
             names = split_names(match.group("names")) if match.group("names") else ()
             if re.search(r"\bor\b|/", match.group("more")):  # the seed's "#7 or #21 or #30 (depending on caller)"
-                found.append((numbering, numbers[0], None, match.group(0).strip(), names, tuple(numbers)))
+                found += _shared_groups(numbering, match, names)
                 continue
             if names and len(numbers) > 1 and len(names) != len(numbers):
                 raise UserError(f"{match.group(0).strip()!r}: {len(numbers)} snapshots but {len(names)} names; "
@@ -370,6 +370,22 @@ def _parse_comment(comment: str, numberings: Mapping[tuple[str, str], str]
                 chosen = (names[i],) if names and len(numbers) > 1 else names
                 found.append((numbering, number, None, match.group(0).strip(), chosen, ()))
     return found
+
+
+def _shared_groups(numbering: str, match: re.Match, names: tuple[str, ...]
+                   ) -> list[tuple[str, int | None, str | None, str, tuple[str, ...], tuple[int, ...]]]:
+    """A marker of shared lines: "#7 or #21 or #30" one, "#7 or #21, #8 or #22, #9 or #23" three (one line assigning
+    q, k and v for two attentions), split at the commas, each group's snapshot told by its caller; names, where
+    given, one per group."""
+    text = match.group(0).strip()
+    groups = [[int(n) for n in re.findall(r"\d+", group)]
+              for group in re.split(r",|\band\b|&", match.group("number") + match.group("more"))]
+    if len(groups) == 1:
+        return [(numbering, groups[0][0], None, text, names, tuple(groups[0]))]
+    if names and len(names) != len(groups):
+        raise UserError(f"{text!r}: {len(groups)} markers but {len(names)} names; give one name each")
+    return [(numbering, group[0], None, text, (names[i],) if names else (), tuple(group) if len(group) > 1 else ())
+            for i, group in enumerate(groups)]
 
 
 def split_names(text: str) -> tuple[str, ...]:

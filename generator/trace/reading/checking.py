@@ -32,6 +32,7 @@ from transformer_trace.trace.reading.head_input import head_input_checked
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.rotary_positions import rotary_note, with_rotary
 from transformer_trace.trace.reading.functional_weights import functional_projection
+from transformer_trace.trace.reading.gated_mlp import gated_bound
 from transformer_trace.trace.reading.layered_calls import layered_calls
 from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.dropout import said_dropout
@@ -291,6 +292,7 @@ def _ready(page: SnapshotReading, source: TensorDict | None, labels: dict[str, T
         found = found or sublayer_bound(check, page.calls, source, page.main_as_called, order)
         found = found or grid_bound(check, page.calls, source)
         found = found or functional_projection(check, page.calls, source)
+        found = found or gated_bound(check, page.calls, source, page.main_as_called, known)
         bound.append((check, claim, found))
     return Ready(None, tuple(bound))
 

@@ -154,6 +154,9 @@ def filed(page: SnapshotReading, k: int, tensor: torch.Tensor | None, found: Lay
     if tensor is None or found is None or k >= len(refs) or (k < len(page.tensors) and page.tensors[k].shown.numel == 0
                                                               and page.tensors[k].note):
         return None  # no recorded tensor, or a value past the capture budget (its shape only)
+    if len(page.tensors) < len(refs) and getattr(page.tensors[k], "variable", None) not in \
+            page.snap.variable.split(", "):
+        return None  # one value of a step of several, under a name of its own (a sum marked as its operands): whose?
     index = page.snap.index if k == 0 else None
     if found.canonical is None:
         return None

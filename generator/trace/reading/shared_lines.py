@@ -28,6 +28,10 @@ nn.Modules running it (read at each such hit by running_module.py in the script'
    sublayer the module running it holds: an attention module (by attribute or class name) and no projection outside
    it, or projections and no attention (an MLP); each snapshot's is the sublayer output its check adds last. A module
    that holds both (a whole block) does not tell.
+5. In the encoder–decoder catalogue, a line shared by residual sums of one stage (T5's ``Residual(fn)`` wrapper:
+   ``return self.fn(x) + x  # Snapshot #14 or #19 or #29 or #36 or #40``), which rule 3 cannot tell apart, is told
+   by the stage the modules above it name and the sublayer the wrapper holds: an MLP, or an attention module, in a
+   decoder layer the first its masked self-attention and the second its cross-attention (rule 2's order).
 
 A hit that is not told is not guessed: the overview says why (``by_caller`` then falls back to the callers' lines,
 when there are as many as snapshots, and says that too)."""
@@ -218,6 +222,51 @@ def by_sublayer(sublayers: dict[int, str], hits: list[Hit]) -> ByModule:
     return found
 
 
+def residual_use(snap: Snapshot) -> tuple[str, str] | None:
+    """The residual sum an encoder–decoder snapshot is: its stage and the sublayer whose output its check adds last
+    (("encoder", "self_attn"), ("decoder", "cross_attn"), ("decoder", "mlp")); None for one that is none."""
+    for check in getattr(snap, "checks", ()):
+        operands = getattr(check, "operands", ())
+        parts = operands[-1].template.split(".") if operands else []
+        if len(parts) >= 2 and parts[-1] == "out" and snap.stage in ("encoder", "decoder"):
+            return snap.stage, parts[-2]
+    return None
+
+
+def by_stage_and_sublayer(residuals: dict[int, tuple[str, str]], hits: list[Hit]) -> ByModule:
+    """The hits of a line shared by an encoder–decoder's residual sums grouped by snapshot number (``residuals``:
+    number -> ``residual_use``), by the stage and the sublayer the wrapper running each holds (rule 5)."""
+    found = ByModule()
+    numbers = {residual: number for number, residual in residuals.items()}
+    attentions: dict[str, int] = {}  # per decoder layer: how many of its attention sums ran
+    for hit in hits:
+        path = hit.module or [["", "", None]]
+        attribute, cls = ".".join(str(entry[0]) for entry in path[1:]), str(path[-1][1])
+        module = f"{attribute} ({cls})" if attribute else cls
+        held = path[-1][4] if len(path[-1]) > 4 else None
+        sides = {side for entry in path for side in (_side(str(entry[0])), _side(str(entry[1]))) if side}
+        if held not in _HELD or len(sides) != 1:
+            found.untold.append((hit, Told(None, module, "it holds neither one attention module nor one MLP, or the "
+                                                         "modules around it name no one stage")))
+            continue
+        stage = sides.pop()
+        sublayer, why = "mlp", "it holds an MLP"
+        if held == "attention":
+            layer = ".".join(str(entry[0]) for entry in path[1:-1])
+            nth = attentions[layer] = attentions.get(layer, 0) + 1
+            sublayer = "self_attn" if stage == "encoder" or nth == 1 else "cross_attn" if nth == 2 else ""
+            why = ("it holds an attention module" if stage == "encoder" else
+                   f"it holds the {'first' if nth == 1 else 'second'} attention module of its decoder layer (a "
+                   "decoder layer runs its masked self-attention, then its cross-attention)")
+        told = Told(f"{stage}'s {sublayer.replace('_attn', '-attention').replace('mlp', 'MLP')} residual sum",
+                    module, f"{why}, and it is in the {stage}")
+        if (stage, sublayer) in numbers:
+            found.groups.setdefault(numbers[(stage, sublayer)], []).append((hit, told))
+        else:
+            found.outside.append((hit, told))
+    return found
+
+
 def _grouped(marker: Marker, hits: list[Hit], snaps: dict[int, Snapshot]) -> ByModule:
     """A shared line's hits by use (encoder, decoder, cross-attention: rules 1-3), or, in a catalogue without those,
     by the residual sum each is (rule 4)."""
@@ -225,6 +274,10 @@ def _grouped(marker: Marker, hits: list[Hit], snaps: dict[int, Snapshot]) -> ByM
     sublayers = {n: snapshot_sublayer(snaps[n]) if n in snaps else None for n in marker.alternatives}
     if None in uses.values() and None not in sublayers.values() and len(set(sublayers.values())) == len(sublayers):
         return by_sublayer({n: s for n, s in sublayers.items() if s is not None}, hits)
+    residuals = {n: residual_use(snaps[n]) if n in snaps else None for n in marker.alternatives}
+    if len(set(uses.values())) < len(uses) and None not in residuals.values() \
+            and len(set(residuals.values())) == len(residuals):  # residual sums one use cannot tell apart
+        return by_stage_and_sublayer({n: r for n, r in residuals.items() if r is not None}, hits)
     return by_module(uses, hits)
 
 

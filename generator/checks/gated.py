@@ -1,0 +1,47 @@
+"""A gated MLP's hidden layer (GeGLU in Gemma, SwiGLU in Llama): act(fc1(x)) × up(x), the activated first Linear
+times a second Linear of the same input. Such a hidden layer is no activation's output (a GELU's never goes below
+−0.17, a product of two factors does), so it is read as the product of the two factors the marked line multiplied
+(``fuse = gate * up``): the gate checked to be an activation of fc1 applied to the MLP's input, the step to be the
+product; the up projection, made by a Linear on an unmarked line, is taken as the line read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import torch.nn.functional as F
+
+from transformer_trace.checks.base import THIS, Check, close, linear
+from transformer_trace.sources import ModuleRef, Ref, TensorSource
+
+# the activations a gate is read with: GeGLU's exact and tanh GELU, SwiGLU's SiLU, ReGLU's ReLU
+GATE_ACTIVATIONS = (("GELU", F.gelu), ("GELU's tanh approximation", partial(F.gelu, approximate="tanh")),
+                    ("SiLU", F.silu), ("ReLU", F.relu))
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatedOfLinear(Check):
+    """``out`` is ``gate`` × ``up`` (the two tensors its line multiplied, either order), ``gate`` an activation of the
+    Linear ``module`` applied to ``x``."""
+
+    SUBSTITUTES = False  # the factors are the line's own: no other captured tensor stands in for them
+
+    out: Ref = THIS
+    x: Ref
+    module: ModuleRef
+    gate: Ref
+    up: Ref
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        out, pre = s.t(self.out), linear(s, self.module, s.t(self.x))
+        details = []
+        for gate, up in ((self.gate, self.up), (self.up, self.gate)):
+            product, product_detail = close(out, s.t(gate) * s.t(up), f"vs {s.name(gate)} × {s.name(up)}")
+            for name, activation in GATE_ACTIVATIONS:
+                fits, detail = close(s.t(gate), activation(pre), f"{s.name(gate)} vs {name}(fc1(input))")
+                if fits:
+                    return (f"equals {name}(fc1(input)) × the up projection the line read: a gated MLP", product,
+                            f"{detail}; {product_detail}")
+            details.append(product_detail)
+        return "equals an activation of fc1(input) × the up projection: a gated MLP", False, (
+            f"neither factor the line multiplied is GELU, SiLU or ReLU of fc1(input); {details[0]}")

@@ -1,0 +1,246 @@
+"""Put a fresh implementation's upstream files back beside our own, marked, so that `measure.py` can measure it again.
+
+    python tests/trace_fresh/restore.py FOLDER --from GIT_DIR [--from GIT_DIR ...] [--to DEST]
+
+FOLDER is a committed folder such as tests/trace_fresh/round7/sooftware_transformer (only our files: SOURCE.md,
+driver.py or our_cells.json, our stubs, planted_bugs.json, markers.json, upstream.json); GIT_DIR a git directory
+holding the commit upstream.json names (a clone or a mirror of the repository); DEST defaults to
+/work/fresh_roundN/<folder>. Fetched public code is never committed, so the marked upstream files exist only where this
+script writes them. Standard library and git only.
+
+upstream.json: {"repository": "owner/name", "commit": SHA, "files": {"path in our folder": "path upstream"}, and, for a
+notebook, "notebook": {"file": "driver.ipynb", "from": "path of the upstream notebook", "cells": [...]}}: each cell
+of the notebook we trace in order, either {"upstream_cell": N} (cell N of the upstream notebook, counted from 0 over
+all its cells, as nbformat lists them), {"ours": N} (the cell of our_cells.json whose "cell" is N) or
+{"markdown": text} (a heading of ours); an upstream cell may say "drop_last_lines": N (its last N lines, a test run
+of upstream's, left out). A "files" value may also be {"from": path, "cells": [N, ...],
+"separator": text} — a file of ours made of upstream notebook cells (or of the ```{.python .input} blocks of a book's
+markdown page, "blocks" instead of "cells"), each cell's text as it is, joined by the separator; or
+{"repository": "owner/name", "commit": SHA, "path": path} — a file of another repository or commit (give its git
+directory with a second --from).
+
+markers.json: [{"file", "line", "comment"}, ...]: the marker comment put on that line (counted from 1) of that file, or,
+with "cell", on that line of that cell of the notebook (markers with "upstream": false are on our own cells, which
+already hold them). A marker is appended to the line ("code  # BREAKPOINT S12"), the line's trailing whitespace
+dropped; on a line that ends in upstream's own comment it goes before that comment ("code  # BREAKPOINT S12  # theirs")
+unless the marker says "placement": "after_comment" (then after it). Two markers on one line are joined in the order
+markers.json lists them. Line endings (CRLF included) are kept.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tokenize
+from pathlib import Path
+
+OURS_NOT_COPIED = {"__pycache__"}
+
+
+def has_commit(git_dir: Path, commit: str) -> bool:
+    return subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "-e", f"{commit}^{{commit}}"],
+                          capture_output=True).returncode == 0
+
+
+def git_show(git_dirs: list[Path], commit: str, path: str) -> bytes:
+    """The bytes of ``path`` at ``commit``, from the first git directory holding that commit; a one-line error where
+    none does or the path is missing."""
+    holding = [git_dir for git_dir in git_dirs if has_commit(git_dir, commit)]
+    if not holding:
+        raise SystemExit(f"restore: commit {commit} is in none of {', '.join(map(str, git_dirs))}")
+    run = subprocess.run(["git", "--git-dir", str(holding[0]), "show", f"{commit}:{path}"], capture_output=True)
+    if run.returncode != 0:
+        raise SystemExit(f"restore: {path} at {commit[:12]} is not in {holding[0]}: {run.stderr.decode().strip()}")
+    return run.stdout
+
+
+def comment_columns(text: str) -> dict[int, int]:
+    """Line (from 1) -> the column where the line's trailing comment starts, for every line that ends in one.
+
+    Read with Python's tokenizer, so a '#' inside a string is no comment; text the tokenizer cannot read (a notebook
+    cell with IPython syntax) falls back to a scan of each line that skips quoted text."""
+    columns: dict[int, int] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT and tok.line[: tok.start[1]].strip():
+                columns[tok.start[0]] = tok.start[1]
+        return columns
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    for number, line in enumerate(text.splitlines(), 1):
+        quote = ""
+        for column, char in enumerate(line):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "'\"":
+                quote = char
+            elif char == "#":
+                if line[:column].strip():
+                    columns[number] = column
+                break
+    return columns
+
+
+def marked(text: str, markers: list[dict], where: str) -> str:
+    """``text`` with each marker comment placed on its line (see the module's docstring)."""
+    lines = text.splitlines(keepends=True)
+    columns = comment_columns(text)
+    on_line: dict[int, list[dict]] = {}
+    for marker in markers:
+        on_line.setdefault(marker["line"], []).append(marker)
+    for number, here in on_line.items():
+        if not 1 <= number <= len(lines):
+            raise SystemExit(f"restore: {where} has {len(lines)} lines, a marker is on line {number}")
+        line = lines[number - 1]
+        body = line.rstrip("\r\n")
+        ending = line[len(body):]
+        comment = "  ".join(marker["comment"] for marker in here)
+        column = columns.get(number)
+        if column is not None and not any(marker.get("placement") == "after_comment" for marker in here):
+            body = f"{body[:column].rstrip()}  {comment}  {body[column:].rstrip()}"
+        else:
+            body = f"{body.rstrip()}  {comment}"
+        lines[number - 1] = body + ending
+    return "".join(lines)
+
+
+def cell_source(cell: dict) -> str:
+    source = cell["source"]
+    return "".join(source) if isinstance(source, list) else source
+
+
+def without_last_lines(source: str, count: int) -> str:
+    """A cell without its last ``count`` lines (a test run at the end of an upstream cell), nor the blank lines
+    they leave at its end."""
+    if not count:
+        return source
+    return "\n".join(source.split("\n")[:-count]).rstrip(" \t\n")
+
+
+def upstream_cells(git_dirs: list[Path], commit: str, path: str) -> list[dict]:
+    return json.loads(git_show(git_dirs, commit, path).decode("utf-8"))["cells"]
+
+
+def python_blocks(markdown: str) -> list[str]:
+    """The code blocks of a book page written as ```{.python .input} ... ``` (d2l's form), each without its fences."""
+    blocks, current = [], None
+    for line in markdown.splitlines(keepends=True):
+        if current is None and line.startswith("```{.python .input"):
+            current = []
+        elif current is not None and line.startswith("```"):
+            blocks.append("".join(current))
+            current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
+def joined_file(git_dirs: list[Path], commit: str, spec: dict) -> str:
+    """A file of ours made of upstream cells or book blocks, each as it is, in the order given."""
+    if "cells" in spec:
+        cells = upstream_cells(git_dirs, commit, spec["from"])
+        parts = [cell_source(cells[n]) for n in spec["cells"]]
+    else:
+        blocks = python_blocks(git_show(git_dirs, commit, spec["from"]).decode("utf-8"))
+        parts = [blocks[n] for n in spec["blocks"]]
+    drop = spec.get("drop_first_line_if")
+    if drop:
+        parts = [part.split("\n", 1)[1] if part.startswith(drop) else part for part in parts]
+    return spec.get("separator", "\n\n").join(parts) + spec.get("end", "")
+
+
+def notebook(git_dirs: list[Path], commit: str, spec: dict, ours: list[dict], markers: list[dict]) -> str:
+    """The notebook we trace: its cells in order, upstream's marked, ours as our_cells.json holds them."""
+    upstream = upstream_cells(git_dirs, commit, spec["from"])
+    own = {cell["cell"]: cell["source"] for cell in ours}
+    cells = []
+    for index, layout in enumerate(spec["cells"]):
+        if "markdown" in layout:
+            cells.append({"cell_type": "markdown", "metadata": {}, "source": layout["markdown"]})
+            continue
+        if "ours" in layout:
+            source = own[layout["ours"]]
+        else:
+            on_cell = [m for m in markers if m.get("cell") == index and m.get("upstream", True)]
+            source = marked(without_last_lines(cell_source(upstream[layout["upstream_cell"]]),
+                                               layout.get("drop_last_lines", 0)),
+                            on_cell, f"cell {index} (upstream cell {layout['upstream_cell']})")
+        cells.append({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source})
+    unplaced = [m for m in markers if m.get("cell") is not None and m["cell"] >= len(cells)]
+    if unplaced:
+        raise SystemExit(f"restore: markers on cells the notebook does not have: {unplaced}")
+    return json.dumps({"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                                   "name": "python3"}},
+                       "nbformat": 4, "nbformat_minor": 5}, indent=1, ensure_ascii=False) + "\n"
+
+
+def restore(folder: Path, git_dirs: list[Path], dest: Path) -> list[str]:
+    """Rebuild ``dest`` from ``folder`` and the repositories at ``git_dirs``; the files written from upstream."""
+    spec = json.loads((folder / "upstream.json").read_text(encoding="utf-8"))
+    markers = json.loads((folder / "markers.json").read_text(encoding="utf-8"))
+    commit = spec["commit"]
+    if not any(has_commit(git_dir, commit) for git_dir in git_dirs):
+        raise SystemExit(f"restore: commit {commit} of {spec['repository']} is in none of the git directories given")
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(folder, dest, ignore=shutil.ignore_patterns(*OURS_NOT_COPIED))
+    written = []
+    for ours, source in spec.get("files", {}).items():
+        on_file = [m for m in markers if m["file"] == ours and m.get("cell") is None]
+        if isinstance(source, dict) and "path" in source:  # a file of another repository or commit
+            data = git_show(git_dirs, source["commit"], source["path"])
+            if on_file:
+                data = marked(data.decode("utf-8"), on_file, ours).encode("utf-8")
+        elif isinstance(source, dict):
+            data = marked(joined_file(git_dirs, commit, source), on_file, ours).encode("utf-8")
+        elif on_file:
+            data = marked(git_show(git_dirs, commit, source).decode("utf-8"), on_file, ours).encode("utf-8")
+        else:
+            data = git_show(git_dirs, commit, source)  # unmarked: the bytes as they are
+        target = dest / ours
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        written.append(ours)
+    if "notebook" in spec:
+        nb = spec["notebook"]
+        ours_cells = json.loads((folder / "our_cells.json").read_text(encoding="utf-8"))
+        on_notebook = [m for m in markers if m["file"] == nb["file"]]
+        (dest / nb["file"]).write_text(notebook(git_dirs, commit, nb, ours_cells, on_notebook), encoding="utf-8")
+        written.append(nb["file"])
+    unknown = {m["file"] for m in markers} - set(written) - {p.relative_to(folder).as_posix()
+                                                              for p in folder.rglob("*") if p.is_file()}
+    if unknown:
+        raise SystemExit(f"restore: markers.json names files upstream.json does not give: {sorted(unknown)}")
+    return written
+
+
+def default_dest(folder: Path) -> Path:
+    return Path(f"/work/fresh_{folder.parent.name}") / folder.name
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="put a fresh round's upstream files back beside ours, marked")
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--from", dest="git_dirs", type=Path, action="append", required=True,
+                        help="a git directory holding the commit (repeat it where a file comes from another repository)")
+    parser.add_argument("--to", dest="dest", type=Path, help="default: /work/fresh_roundN/<folder>")
+    args = parser.parse_args(argv)
+    folder = args.folder.resolve()
+    if not (folder / "upstream.json").is_file():
+        print(f"restore: {folder} has no upstream.json", file=sys.stderr)
+        return 2
+    dest = (args.dest or default_dest(folder)).resolve()
+    try:
+        written = restore(folder, args.git_dirs, dest)
+    except (OSError, ValueError, KeyError, IndexError) as error:
+        print(f"restore: {folder.name}: {error}", file=sys.stderr)
+        return 1
+    print(f"restored {folder.name} into {dest}: {len(written)} upstream file(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,11 +13,12 @@ notebook, "notebook": {"file": "driver.ipynb", "from": "path of the upstream not
 of the notebook we trace in order, either {"upstream_cell": N} (cell N of the upstream notebook, counted from 0 over
 all its cells, as nbformat lists them), {"ours": N} (the cell of our_cells.json whose "cell" is N) or
 {"markdown": text} (a heading of ours); an upstream cell may say "drop_last_lines": N (its last N lines, a test run
-of upstream's, left out). A "files" value may also be {"from": path, "cells": [N, ...],
+of upstream's, left out). "whole": true instead of "cells": upstream's notebook as it is (outputs included), marked. A "files" value may also be {"from": path, "cells": [N, ...],
 "separator": text} — a file of ours made of upstream notebook cells (or of the ```{.python .input} blocks of a book's
 markdown page, "blocks" instead of "cells"), each cell's text as it is, joined by the separator; or
 {"repository": "owner/name", "commit": SHA, "path": path} — a file of another repository or commit (give its git
-directory with a second --from).
+directory with a second --from); or {"blob": SHA, "path": path} — one file by its git blob hash, where the
+repository's snapshot could not be had whole (`git hash-object -w FILE` in any git directory puts it there).
 
 markers.json: [{"file", "line", "comment"}, ...]: the marker comment put on that line (counted from 1) of that file, or,
 with "cell", on that line of that cell of the notebook (markers with "upstream": false are on our own cells, which
@@ -40,21 +41,23 @@ from pathlib import Path
 OURS_NOT_COPIED = {"__pycache__"}
 
 
-def has_commit(git_dir: Path, commit: str) -> bool:
-    return subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "-e", f"{commit}^{{commit}}"],
-                          capture_output=True).returncode == 0
+def has_object(git_dir: Path, name: str) -> bool:
+    return subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "-e", name], capture_output=True).returncode == 0
+
+
+def git_object(git_dirs: list[Path], name: str) -> bytes:
+    """The bytes of a git object (``commit:path`` or a blob's hash) from the first git directory holding it; a
+    one-line error where none does."""
+    holding = [git_dir for git_dir in git_dirs if has_object(git_dir, name)]
+    if not holding:
+        raise SystemExit(f"restore: {name} is in none of {', '.join(map(str, git_dirs))}")
+    return subprocess.run(["git", "--git-dir", str(holding[0]), "cat-file", "-p", name], capture_output=True,
+                          check=True).stdout
 
 
 def git_show(git_dirs: list[Path], commit: str, path: str) -> bytes:
-    """The bytes of ``path`` at ``commit``, from the first git directory holding that commit; a one-line error where
-    none does or the path is missing."""
-    holding = [git_dir for git_dir in git_dirs if has_commit(git_dir, commit)]
-    if not holding:
-        raise SystemExit(f"restore: commit {commit} is in none of {', '.join(map(str, git_dirs))}")
-    run = subprocess.run(["git", "--git-dir", str(holding[0]), "show", f"{commit}:{path}"], capture_output=True)
-    if run.returncode != 0:
-        raise SystemExit(f"restore: {path} at {commit[:12]} is not in {holding[0]}: {run.stderr.decode().strip()}")
-    return run.stdout
+    """The bytes of ``path`` at ``commit``."""
+    return git_object(git_dirs, f"{commit}:{path}")
 
 
 def comment_columns(text: str) -> dict[int, int]:
@@ -152,8 +155,22 @@ def joined_file(git_dirs: list[Path], commit: str, spec: dict) -> str:
     return spec.get("separator", "\n\n").join(parts) + spec.get("end", "")
 
 
+def whole_notebook(git_dirs: list[Path], commit: str, spec: dict, markers: list[dict]) -> str:
+    """Upstream's notebook as it is, outputs included, its cells marked: written back as Jupyter writes it (indent 1,
+    non-ASCII kept), so that every byte but the markers is upstream's."""
+    data = json.loads(git_show(git_dirs, commit, spec["from"]).decode("utf-8"))
+    for index, cell in enumerate(data["cells"]):
+        on_cell = [m for m in markers if m.get("cell") == index]
+        if on_cell:
+            text = marked(cell_source(cell), on_cell, f"cell {index}")
+            cell["source"] = text.splitlines(keepends=True) if isinstance(cell["source"], list) else text
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
 def notebook(git_dirs: list[Path], commit: str, spec: dict, ours: list[dict], markers: list[dict]) -> str:
     """The notebook we trace: its cells in order, upstream's marked, ours as our_cells.json holds them."""
+    if spec.get("whole"):
+        return whole_notebook(git_dirs, commit, spec, markers)
     upstream = upstream_cells(git_dirs, commit, spec["from"])
     own = {cell["cell"]: cell["source"] for cell in ours}
     cells = []
@@ -182,16 +199,15 @@ def restore(folder: Path, git_dirs: list[Path], dest: Path) -> list[str]:
     spec = json.loads((folder / "upstream.json").read_text(encoding="utf-8"))
     markers = json.loads((folder / "markers.json").read_text(encoding="utf-8"))
     commit = spec["commit"]
-    if not any(has_commit(git_dir, commit) for git_dir in git_dirs):
-        raise SystemExit(f"restore: commit {commit} of {spec['repository']} is in none of the git directories given")
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(folder, dest, ignore=shutil.ignore_patterns(*OURS_NOT_COPIED))
     written = []
     for ours, source in spec.get("files", {}).items():
         on_file = [m for m in markers if m["file"] == ours and m.get("cell") is None]
-        if isinstance(source, dict) and "path" in source:  # a file of another repository or commit
-            data = git_show(git_dirs, source["commit"], source["path"])
+        if isinstance(source, dict) and ("path" in source or "blob" in source):  # another commit's, or one blob
+            data = git_object(git_dirs, source["blob"]) if "blob" in source else \
+                git_show(git_dirs, source["commit"], source["path"])
             if on_file:
                 data = marked(data.decode("utf-8"), on_file, ours).encode("utf-8")
         elif isinstance(source, dict):
@@ -206,7 +222,8 @@ def restore(folder: Path, git_dirs: list[Path], dest: Path) -> list[str]:
         written.append(ours)
     if "notebook" in spec:
         nb = spec["notebook"]
-        ours_cells = json.loads((folder / "our_cells.json").read_text(encoding="utf-8"))
+        own_cells = folder / "our_cells.json"
+        ours_cells = json.loads(own_cells.read_text(encoding="utf-8")) if own_cells.exists() else []
         on_notebook = [m for m in markers if m["file"] == nb["file"]]
         (dest / nb["file"]).write_text(notebook(git_dirs, commit, nb, ours_cells, on_notebook), encoding="utf-8")
         written.append(nb["file"])

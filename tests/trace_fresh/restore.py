@@ -8,17 +8,19 @@ holding the commit upstream.json names (a clone or a mirror of the repository); 
 /work/fresh_roundN/<folder>. Fetched public code is never committed, so the marked upstream files exist only where this
 script writes them. Standard library and git only.
 
-upstream.json: {"repository": "owner/name", "commit": SHA, "files": {"path in our folder": "path upstream"}, and, for a
-notebook, "notebook": {"file": "driver.ipynb", "from": "path of the upstream notebook", "cells": [...]}}: each cell
-of the notebook we trace in order, either {"upstream_cell": N} (cell N of the upstream notebook, counted from 0 over
-all its cells, as nbformat lists them), {"ours": N} (the cell of our_cells.json whose "cell" is N) or
-{"markdown": text} (a heading of ours); an upstream cell may say "drop_last_lines": N (its last N lines, a test run
-of upstream's, left out). "whole": true instead of "cells": upstream's notebook as it is (outputs included), marked. A "files" value may also be {"from": path, "cells": [N, ...],
-"separator": text} — a file of ours made of upstream notebook cells (or of the ```{.python .input} blocks of a book's
-markdown page, "blocks" instead of "cells"), each cell's text as it is, joined by the separator; or
-{"repository": "owner/name", "commit": SHA, "path": path} — a file of another repository or commit (give its git
-directory with a second --from); or {"blob": SHA, "path": path} — one file by its git blob hash, where the
-repository's snapshot could not be had whole (`git hash-object -w FILE` in any git directory puts it there).
+upstream.json: {"repository": "owner/name", "commit": SHA, "files": {"path in our folder": "path upstream"}}, and for
+a notebook "notebook": {"file": "driver.ipynb", "from": "path of the upstream notebook", "cells": [...]}, each cell of
+the notebook we trace in order: {"upstream_cell": N} (cell N of the upstream notebook, counted from 0 over all its
+cells, as nbformat lists them; "drop_last_lines": M leaves out its last M lines, a test run of upstream's),
+{"ours": N} (the cell of our_cells.json whose "cell" is N) or {"markdown": text} (a heading of ours); or "whole": true
+instead of "cells": upstream's notebook as it is, outputs included, marked. A "files" value may also be
+- {"from": path, "blocks": [N, ...], "separator": text, "drop_first_line_if": prefix}: a file of ours made of the
+  ```{.python .input} blocks of a book's markdown page (d2l's form), each as it is but for a first line starting with
+  the prefix (d2l's "%%tab pytorch"), joined by the separator ("cells" instead of "blocks": notebook cells);
+- {"repository": "owner/name", "commit": SHA, "path": path}: a file of another repository or commit (its git
+  directory given with a second --from);
+- {"blob": SHA, "path": path}: one file by its git blob hash, where the repository could not be had whole
+  (`git hash-object -w FILE` in any git directory puts it there).
 
 markers.json: [{"file", "line", "comment"}, ...]: the marker comment put on that line (counted from 1) of that file, or,
 with "cell", on that line of that cell of the notebook (markers with "upstream": false are on our own cells, which
@@ -41,8 +43,13 @@ from pathlib import Path
 OURS_NOT_COPIED = {"__pycache__"}
 
 
+class RestoreError(Exception):
+    """What stops a restore, said in one line."""
+
+
 def has_object(git_dir: Path, name: str) -> bool:
-    return subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "-e", name], capture_output=True).returncode == 0
+    run = subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "-e", name], capture_output=True)
+    return run.returncode == 0
 
 
 def git_object(git_dirs: list[Path], name: str) -> bytes:
@@ -50,7 +57,7 @@ def git_object(git_dirs: list[Path], name: str) -> bytes:
     one-line error where none does."""
     holding = [git_dir for git_dir in git_dirs if has_object(git_dir, name)]
     if not holding:
-        raise SystemExit(f"restore: {name} is in none of {', '.join(map(str, git_dirs))}")
+        raise RestoreError(f"{name} is in none of {', '.join(map(str, git_dirs))}")
     return subprocess.run(["git", "--git-dir", str(holding[0]), "cat-file", "-p", name], capture_output=True,
                           check=True).stdout
 
@@ -96,7 +103,7 @@ def marked(text: str, markers: list[dict], where: str) -> str:
         on_line.setdefault(marker["line"], []).append(marker)
     for number, here in on_line.items():
         if not 1 <= number <= len(lines):
-            raise SystemExit(f"restore: {where} has {len(lines)} lines, a marker is on line {number}")
+            raise RestoreError(f"{where} has {len(lines)} lines, a marker is on line {number}")
         line = lines[number - 1]
         body = line.rstrip("\r\n")
         ending = line[len(body):]
@@ -152,7 +159,7 @@ def joined_file(git_dirs: list[Path], commit: str, spec: dict) -> str:
     drop = spec.get("drop_first_line_if")
     if drop:
         parts = [part.split("\n", 1)[1] if part.startswith(drop) else part for part in parts]
-    return spec.get("separator", "\n\n").join(parts) + spec.get("end", "")
+    return spec.get("separator", "\n\n").join(parts)
 
 
 def whole_notebook(git_dirs: list[Path], commit: str, spec: dict, markers: list[dict]) -> str:
@@ -188,19 +195,32 @@ def notebook(git_dirs: list[Path], commit: str, spec: dict, ours: list[dict], ma
         cells.append({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source})
     unplaced = [m for m in markers if m.get("cell") is not None and m["cell"] >= len(cells)]
     if unplaced:
-        raise SystemExit(f"restore: markers on cells the notebook does not have: {unplaced}")
+        raise RestoreError(f"markers on cells the notebook does not have: {unplaced}")
     return json.dumps({"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
                                                                    "name": "python3"}},
                        "nbformat": 4, "nbformat_minor": 5}, indent=1, ensure_ascii=False) + "\n"
 
 
 def restore(folder: Path, git_dirs: list[Path], dest: Path) -> list[str]:
-    """Rebuild ``dest`` from ``folder`` and the repositories at ``git_dirs``; the files written from upstream."""
+    """Rebuild ``dest`` from ``folder`` and the repositories at ``git_dirs``; the files written from upstream. Built
+    beside ``dest`` first, so that a restore that fails leaves what was there."""
+    partial = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        written = build(folder, git_dirs, partial)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if dest.exists():
+        shutil.rmtree(dest)
+    partial.rename(dest)
+    return written
+
+
+def build(folder: Path, git_dirs: list[Path], dest: Path) -> list[str]:
     spec = json.loads((folder / "upstream.json").read_text(encoding="utf-8"))
     markers = json.loads((folder / "markers.json").read_text(encoding="utf-8"))
     commit = spec["commit"]
-    if dest.exists():
-        shutil.rmtree(dest)
     shutil.copytree(folder, dest, ignore=shutil.ignore_patterns(*OURS_NOT_COPIED))
     written = []
     for ours, source in spec.get("files", {}).items():
@@ -230,7 +250,7 @@ def restore(folder: Path, git_dirs: list[Path], dest: Path) -> list[str]:
     unknown = {m["file"] for m in markers} - set(written) - {p.relative_to(folder).as_posix()
                                                               for p in folder.rglob("*") if p.is_file()}
     if unknown:
-        raise SystemExit(f"restore: markers.json names files upstream.json does not give: {sorted(unknown)}")
+        raise RestoreError(f"markers.json names files upstream.json does not give: {sorted(unknown)}")
     return written
 
 
@@ -242,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="put a fresh round's upstream files back beside ours, marked")
     parser.add_argument("folder", type=Path)
     parser.add_argument("--from", dest="git_dirs", type=Path, action="append", required=True,
-                        help="a git directory holding the commit (repeat it where a file comes from another repository)")
+                        help="a git directory holding the commit (again for a file of another repository)")
     parser.add_argument("--to", dest="dest", type=Path, help="default: /work/fresh_roundN/<folder>")
     args = parser.parse_args(argv)
     folder = args.folder.resolve()
@@ -252,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     dest = (args.dest or default_dest(folder)).resolve()
     try:
         written = restore(folder, args.git_dirs, dest)
-    except (OSError, ValueError, KeyError, IndexError) as error:
+    except (RestoreError, OSError, ValueError, KeyError, IndexError) as error:
         print(f"restore: {folder.name}: {error}", file=sys.stderr)
         return 1
     print(f"restored {folder.name} into {dest}: {len(written)} upstream file(s)")

@@ -24,7 +24,8 @@ VITS = ["Yyzhang2000_VisionTransformer_PyTorch", "d2l_ai_d2l_en", "mlfoundations
 def test_round_six_has_its_seven_folders_each_with_our_files_only():
     assert FOLDERS == sorted(GPT_AND_ENCODER_DECODER + VITS)
     for name in FOLDERS:
-        assert {"SOURCE.md", "planted_bugs.json", "markers.json"} <= {p.name for p in (OURS / name).iterdir()}
+        assert {"SOURCE.md", "planted_bugs.json", "markers.json", "upstream.json"} <= {
+            p.name for p in (OURS / name).iterdir()}
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ TRUE_REDS = {"sooftware_transformer": [("#26", "the mask was not applied where i
 def test_round_seven_gpt_folders_each_hold_our_files_only():
     for name in GPT_AND_ENCODER_DECODER:
         files = {p.name for p in (OURS / name).iterdir()}
-        assert {"SOURCE.md", "driver.py", "planted_bugs.json", "markers.json"} <= files
+        assert {"SOURCE.md", "driver.py", "planted_bugs.json", "markers.json", "upstream.json"} <= files
         bugs = json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))
         assert len(bugs) >= 4 and all(bug["old"] != bug["new"] and bug["expected"] for bug in bugs)
 

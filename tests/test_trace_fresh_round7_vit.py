@@ -193,7 +193,7 @@ def test_keys_from_another_input_of_an_attention_called_with_keywords_are_named(
 def test_round_seven_has_its_three_vits_each_with_our_files_only():
     for name in VITS:
         assert {p.name for p in (OURS / name).iterdir()} - {"timm"} == {
-            "SOURCE.md", "driver.py", "planted_bugs.json", "markers.json"}, name
+            "SOURCE.md", "driver.py", "planted_bugs.json", "markers.json", "upstream.json"}, name
     assert sum(len(json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))) for name in VITS) == 17
 
 

@@ -15,6 +15,7 @@ from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, Trac
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_fit, sees_nothing
+from transformer_trace.checks.position_bias import shared_bias_fit
 from transformer_trace.checks.rotary import attention_operand
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -315,6 +316,8 @@ class SoftmaxRows(Check):
             same, more = close(weights, *padded)
         if not same:
             same, more = self._scaled_inside(s, weights, logits, (same, more))
+        if not same and self.mask is None and not self.causal and (biased := shared_bias_fit(weights, logits)):
+            same, more = biased  # a relative-position bias (ALiBi) added inside the softmax, shared by every input
         claim = "rows are probability distributions over the keys"
         if not same and (dropped := through_dropout(weights, expected, f"vs the {what}")) is not None:
             # training mode: the rows of the softmax through a dropout do not sum to 1, by design

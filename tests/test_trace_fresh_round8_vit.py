@@ -5,7 +5,9 @@ $TRACE_FRESH_ROUND8, by default /work/fresh_round8/<folder>); elsewhere (CI: ups
 
 - a bias added to the scores inside the softmax, the same for every input (ALiBi's distances times a slope per head,
   in place of position embeddings), is a correct form of the probabilities (S13), fitted from the weights: the
-  softmax over the wrong axis and a scale of another value inside the softmax are still told apart from it.
+  softmax over the wrong axis and a scale of another value inside the softmax are still told apart from it;
+- K (or V) projected by the queries' Linear (`k = self.w_q(z)` on an unmarked line, then split into heads on the marked
+  one) holds Q's values value for value, which two projections of one input never do: named at K, not passed.
 """
 
 from __future__ import annotations
@@ -114,6 +116,52 @@ def test_the_softmax_over_the_wrong_axis_beside_an_alibi_bias_is_still_named(tmp
     code, checks = traced(tmp_path, ALIBI_ATTENTION.replace("self.alibi, dim=-1)", "self.alibi, dim=-2)"))
     assert code == 1 and checks[""]["first_failure"].startswith("S13"), checks[""]
     assert checks["S13"]["evidence"]["name"] == "softmax over the wrong axis", checks["S13"]
+
+
+SEPARATE_PROJECTIONS = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+B, N, C, H = 2, 17, 16, 4
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(C)
+        self.w_q, self.w_k, self.w_v = (nn.Linear(C, C, bias=False) for _ in range(3))
+
+    def forward(self, x):
+        z = self.ln(x)
+        q = self.w_q(z)
+        k = self.w_k(z)
+        v = self.w_v(z)
+        q = q.view(B, N, H, C // H).transpose(1, 2)  # BREAKPOINT S09
+        k = k.view(B, N, H, C // H).transpose(1, 2)  # BREAKPOINT S10
+        v = v.view(B, N, H, C // H).transpose(1, 2)  # BREAKPOINT S11
+        dots = q @ k.transpose(2, 3) / (C // H) ** 0.5  # BREAKPOINT S12
+        return F.softmax(dots, dim=-1) @ v
+
+
+with torch.no_grad():
+    out = Attention().eval()(torch.randn(B, N, C))
+'''
+
+
+def test_q_k_and_v_projected_on_unmarked_lines_each_by_its_own_linear_pass(tmp_path: Path):
+    code, checks = traced(tmp_path, SEPARATE_PROJECTIONS)
+    assert code == 0, checks[""]
+    assert all(checks[step]["passed"] is True for step in ("S09", "S10", "S11", "S12")), checks
+
+
+@pytest.mark.parametrize(("slip", "step"), [("k = self.w_k(z)", "S10"), ("v = self.w_v(z)", "S11")])
+def test_k_or_v_projected_by_the_queries_linear_is_named_at_its_own_step(tmp_path: Path, slip: str, step: str):
+    code, checks = traced(tmp_path, SEPARATE_PROJECTIONS.replace(slip, slip.replace("w_k", "w_q").replace("w_v", "w_q")))
+    assert code == 1 and checks[""]["first_failure"].startswith(step), checks[""]
+    assert checks[step]["evidence"]["name"] == "computed from another tensor", checks[step]
+    assert "value for value" in checks[step]["detail"], checks[step]
 
 
 def test_round_eight_has_its_three_vits_each_with_our_files_only():

@@ -30,5 +30,7 @@ def shared_bias_fit(weights: torch.Tensor, logits: torch.Tensor) -> tuple[bool, 
     fits, detail = close(weights, torch.softmax(logits.double() + bias, dim=-1).to(weights.dtype),
                          "vs the softmax over the keys of the scores plus one bias for every input (fitted per head, "
                          f"query and key: each row's spread up to {float(bias.amax(-1).sub(bias.amin(-1)).max()):.3g})")
-    return (fits, f"the weights are the softmax of the scores plus a bias the same for every input, a relative-position "
-                  f"bias such as ALiBi's added inside the softmax ({detail})") if fits else None
+    if not fits:
+        return None
+    return True, (f"the weights are the softmax of the scores plus a bias the same for every input, a "
+                  f"relative-position bias such as ALiBi's added inside the softmax ({detail})")

@@ -15,7 +15,8 @@ from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, Trac
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_fit, sees_nothing
-from transformer_trace.checks.position_bias import bias_claim, relative_bias
+from transformer_trace.checks.position_bias import bias_claim, relative_bias, shared_bias_fit
+from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
 from transformer_trace.checks.rotary import attention_operand
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -321,6 +322,8 @@ class SoftmaxRows(Check):
             same, more = close(weights, *padded)
         if not same:
             same, more = self._scaled_inside(s, weights, logits, (same, more))
+        if not same and self.mask is None and not self.causal and (biased := shared_bias_fit(weights, logits)):
+            same, more = biased  # a relative-position bias (ALiBi) added inside the softmax, shared by every input
         claim = "rows are probability distributions over the keys"
         if not same and (dropped := through_dropout(weights, expected, f"vs the {what}")) is not None:
             # training mode: the rows of the softmax through a dropout do not sum to 1, by design
@@ -448,6 +451,8 @@ class LinearHeads(Check):
     # without the Linear on its line: the head split of the projection the line read
     TRACE = TraceUse(calls={"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")},
                      reads_locals=True)
+    BUG_FORMS = (BugForm("computed from another tensor", "the step vs an earlier of q, k and v, value for value",
+                         projected_as_another),)
 
     out: Ref = THIS
     x: Ref
@@ -465,5 +470,7 @@ class LinearHeads(Check):
         expected = part.reshape(B, N, H, C // H).transpose(1, 2)  # (B, N, C) -> (B, h, N, hs)
         letter = "qkv"[self.part]
         passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, split into {H} heads")
+        if passed and (same := equal_to_earlier_part(self, s)) is not None:  # the Linear it called is another's
+            passed, detail = False, f"{detail}; but it equals {same[0]} value for value ({same[1]})"
         what = f"the {'QKV'[self.part]} " + ("projection" if C3 == C else "part of the fused projection")
         return f"equals {what}, split into heads", passed, detail

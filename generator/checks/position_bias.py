@@ -1,7 +1,12 @@
-"""A position bias added to the attention scores (T5's learned relative bias, ALiBi's slopes): the scores are
-Q·Kᵀ × scale plus a term that is the same for every batch item and depends on the key's offset from the query only,
-one value per head and offset. Such a bias is fitted from the scores themselves (scores − Q·Kᵀ × scale), so the
-scale is still judged: Q·Kᵀ/√hs plus a relative bias is a correct form, Q·Kᵀ unscaled plus one is 1/√d missing."""
+"""A position bias added to the attention scores (T5's learned relative bias, ALiBi's slopes, Swin's table), read as
+a family of correct forms with fitted values, at either step where it shows:
+
+- the scores step (``relative_bias``): the scores are Q·Kᵀ × scale plus a term that is the same for every batch item
+  and depends on the key's offset from the query only. The bias is fitted from the scores themselves (scores −
+  Q·Kᵀ × scale), so the scale is still judged: Q·Kᵀ/√hs plus a relative bias is a correct form, Q·Kᵀ unscaled plus
+  one is 1/√d missing.
+- the probabilities step (``shared_bias_fit``): the model adds the bias inside the softmax call (no positions added
+  to its tokens), so the weights are the softmax of the captured scores plus one bias every input shares."""
 
 from __future__ import annotations
 
@@ -32,3 +37,31 @@ def bias_claim(scale: str) -> str:
     """The claim of scores that are Q·Kᵀ × ``scale`` plus a relative position bias."""
     return (f"equals Q·Kᵀ{scale} plus a relative position bias (one value per head and key − query offset, the same "
             "for every batch item: T5's learned bias, ALiBi)")
+
+
+
+def shared_bias_fit(weights: torch.Tensor, logits: torch.Tensor) -> tuple[bool, str] | None:
+    """Whether ``weights`` are the softmax over the last axis of ``logits`` plus one bias (per head, query and key) that
+    every item of the batch shares, with the comparison's detail; None where that cannot be told: fewer than two items
+    (one item's weights fit a bias of their own whatever they are), a key given no weight or a scores entry not finite
+    (a mask, whose own checks judge it), or a bias fitted that does not reproduce the weights.
+
+    The bias is fitted row by row: log(weights) − scores is the bias less each row's log-sum-exp, so it is centred per
+    row and averaged over the batch. A softmax over the wrong axis or a scale of another value inside the softmax leaves
+    a difference that depends on the input, which no bias shared by the batch reproduces."""
+    if weights.shape != logits.shape or weights.dim() < 3 or weights.shape[0] < 2:
+        return None
+    if not bool((weights > 0).all()) or not bool(torch.isfinite(logits).all()):
+        return None
+    gap = weights.double().log() - logits.double()
+    gap = gap - gap.mean(-1, keepdim=True)
+    bias = gap.mean(0, keepdim=True)
+    if float(bias.abs().max()) == 0.0:
+        return None
+    fits, detail = close(weights, torch.softmax(logits.double() + bias, dim=-1).to(weights.dtype),
+                         "vs the softmax over the keys of the scores plus one bias for every input (fitted per head, "
+                         f"query and key: each row's spread up to {float(bias.amax(-1).sub(bias.amin(-1)).max()):.3g})")
+    if not fits:
+        return None
+    return True, (f"the weights are the softmax of the scores plus a bias the same for every input, a "
+                  f"relative-position bias such as ALiBi's added inside the softmax ({detail})")

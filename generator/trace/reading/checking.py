@@ -198,20 +198,24 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int,
     # captured page's marked line sees it (its own tensors under its hit's names), before any check runs
     views = {number: run.seen_from({**checked.tensors, **mine.tensors}, dict(mine.places))
              for number, mine in own.items() if checked is not None}
-    # then the module calls each marked line made, one binder for every check of its page (trace/reading/weights.py)
-    lines = {number: LineCalls(page.calls, views[number], page.main_as_called, run.called, page.call_order)
-             for page in pages if (number := page.snap.number) in views}
     labels = {number: page_labels(page, own[number].tensors, read_labels)
               for page in pages if (number := page.snap.number) in views}
+    # then every page's shape read, once, before any module call is bound: the pages none of whose checks can run
+    refused = {number: _refused(page, views[number], labels[number])
+               for page in pages if (number := page.snap.number) in views}
+    # then the module calls the marked line made of each page its checks can run on: one binder for them (weights.py)
+    lines = {number: LineCalls(page.calls, views[number], page.main_as_called, run.called, page.call_order)
+             for page in pages if (number := page.snap.number) in views and refused[number] is None}
     # then every page's checks bound to what its line's calls give them, before any check of any page runs
-    ready = {number: _ready(page, views[number], labels[number], run.called, lines[number])
+    ready = {number: _ready(page, views[number], refused[number], run.called, lines.get(number))
              for page in pages if (number := page.snap.number) in views}
     for page in pages:
         number = page.snap.number
         if number in views:
             found = page_checks(page, views[number], labels[number], ready[number], stand_ins)
         else:
-            found = page_checks(page, checked, read_labels, _ready(page, checked, read_labels))
+            found = page_checks(page, checked, read_labels,
+                                _ready(page, checked, _refused(page, checked, read_labels)))
         results[number] = [in_users_terms(result, read_labels, variables) for result in found]
     return results
 
@@ -261,13 +265,17 @@ def page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
     return [needs_evidence(result) for result in found]
 
 
-def _ready(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
+def _claims(page: SnapshotReading) -> tuple[tuple[Check, ...], list[str]]:
+    """The page's declared checks, and each one's claim in words."""
+    checks = tuple(getattr(page.snap, "checks", ()))
+    return checks, [c.key().replace("_", " ") for c in checks]
+
+
+def _ready(page: SnapshotReading, source: TensorDict | None, refused: list[CheckResult] | None,
            known: dict[str, Any] | None = None, line: LineCalls | None = None) -> Ready:
     """The page's checks bound to what its marked line's module calls give them (``line``, its binder, where made
-    already; ``known``, the modules other lines called), or why none can run."""
-    checks = tuple(getattr(page.snap, "checks", ()))
-    claims = [c.key().replace("_", " ") for c in checks]
-    refused = _refused(page, source, labels, checks, claims)
+    already; ``known``, the modules other lines called), or why none can run (``refused``: ``_refused``)."""
+    checks, claims = _claims(page)
     if refused is not None or source is None:
         return Ready(tuple(refused or ()))
     # the calls (already in the run's layout, run_layout.py) read as the step where the step is permuted further
@@ -290,9 +298,10 @@ def _ready(page: SnapshotReading, source: TensorDict | None, labels: dict[str, T
     return Ready(None, tuple(bound))
 
 
-def _refused(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
-             checks: tuple[Check, ...], claims: list[str]) -> list[CheckResult] | None:
-    """Why none of the page's checks can run, one result each (None: they can)."""
+def _refused(page: SnapshotReading, source: TensorDict | None,
+             labels: dict[str, TensorLabel]) -> list[CheckResult] | None:
+    """Why none of the page's checks can run, one result each (None: they can): read from its capture and its shape."""
+    checks, claims = _claims(page)
     if not page.captured:
         return [_not_checkable(claim, "needs this snapshot captured") for claim in claims] or [_not_checkable("", "")]
     if any(t.shown.numel == 0 and t.note for t in page.tensors):

@@ -30,7 +30,7 @@ from transformer_trace.trace.reading.added_then_normed import added_then_normed
 from transformer_trace.trace.reading.another_lines_input import another_lines_input
 from transformer_trace.trace.reading.head_input import head_input_checked
 from transformer_trace.trace.reading.derived import derive_missing
-from transformer_trace.trace.reading.rotary_positions import rotary_note, with_rotary
+from transformer_trace.trace.reading.rotary_positions import plain_form_missed, rotary_note, with_rotary
 from transformer_trace.trace.reading.functional_weights import functional_projection
 from transformer_trace.trace.reading.layered_calls import layered_calls
 from transformer_trace.trace.reading.misfed import misfed_named
@@ -98,24 +98,19 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     """Each snapshot's judgement by its declared checks (by snapshot number), run on the traced run, which exists before
     them (trace/reading/run.py ``traced_run``): each check reads it as its marked line sees it (``TracedRun.seen_from``:
     the pass its page shows, and the steps nobody marked, derived from the run's tensors), its weights from the modules
-    the run's marked lines called (``run.called``); ``labels``: what each record name comes from."""
+    the run's marked lines called (``run.called``); ``labels``: what each record name comes from. The queries and keys
+    are read as captured; only where an attention check then found no plain form is a rotation fitted (rotary
+    positions: rotary_positions.py), and, where one fits, the run judged again with them rotated as the attention
+    read them."""
     readings, labels, dims = list(reading.snapshots), dict(reading.labels), dict(reading.dims)
     source = run.catalogued
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
-    derived: dict[str, tuple[str, ...]] = {}
-    if source is not None:  # the queries and keys as the attention read them, where it rotated them (rotary positions)
-        source, rotated = with_rotary(readings, source, dims)
-        labels.update({name + ROTATED: TensorLabel(str(rotary)) for name, rotary in rotated.items()})
-    checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived,
-                                                                                 dims)
-    stand_ins: list[StandIn] = []
-    variables = {page.label: page.variables for page in readings if page.captured}  # what the student named each step
-    with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
-        results = _check_pages(readings, run, reading.own, checked, read_labels, variables, stand_ins)
-        _stand_ins_agree(reading.by_number, results, stand_ins)
-        another_lines_input(reading.by_number, results, stand_ins)  # of two readers, which read another line's input
-        head_input_checked(readings, results, stand_ins, checked,  # a head's input: the pooled token's claims
-                           lambda found: in_users_terms(found, read_labels, variables))
+    results, derived = _results(run, reading, source, labels)
+    if source is not None and plain_form_missed(readings, results):
+        rotated_source, rotated = with_rotary(readings, source, dims)
+        if rotated:
+            labels.update({name + ROTATED: TensorLabel(str(rotary)) for name, rotary in rotated.items()})
+            results, derived = _results(run, reading, rotated_source, labels)
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     results = misfed_named(readings, results, reading.misfed, dims)  # a cross-attention fed its queries as keys
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
@@ -128,6 +123,26 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
         if roots and f"{snapshot.label} (derived from" in said:
             judged[snapshot.snap.number] = replace(judged[snapshot.snap.number], derived_from=roots)
     return judged
+
+
+def _results(run: TracedRun, reading: CaptureReading, source: TensorDict | None, labels: dict[str, TensorLabel],
+             ) -> tuple[dict[int, list[CheckResult]], dict[str, tuple[str, ...]]]:
+    """Each snapshot's results on ``source`` (the run's tensors, the queries and keys as captured or as rotated), with
+    the steps nobody marked derived from it, and the readers of one tensor compared; and, per snapshot label, the
+    captured steps its tensor was derived from."""
+    readings, dims = list(reading.snapshots), dict(reading.dims)
+    derived: dict[str, tuple[str, ...]] = {}
+    checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived,
+                                                                                 dims)
+    stand_ins: list[StandIn] = []
+    variables = {page.label: page.variables for page in readings if page.captured}  # what the student named each step
+    with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
+        results = _check_pages(readings, run, reading.own, checked, read_labels, variables, stand_ins)
+        _stand_ins_agree(reading.by_number, results, stand_ins)
+        another_lines_input(reading.by_number, results, stand_ins)  # of two readers, which read another line's input
+        head_input_checked(readings, results, stand_ins, checked,  # a head's input: the pooled token's claims
+                           lambda found: in_users_terms(found, read_labels, variables))
+    return results, derived
 
 
 def captured_dtypes(pages: list[SnapshotReading]) -> set[torch.dtype]:

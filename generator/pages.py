@@ -3,10 +3,10 @@
 The one page class, the one tensor section the templates (generator/templates/) read, and the one place pages are made
 (``snapshot_pages``), each page built once, from everything known of it, and frozen. What a page shows comes from its
 run, by the run's contents function (one contract, ``PageContents``): a model run's recording (generator/render.py
-``recorded_contents``), or a traced script's reading of its capture (generator/trace/reading/page_contents.py
+``recorded_contents``), or a traced script's reading of its capture (generator/trace/reading/pages.py
 ``traced_contents``). A traced page adds one field, its ``provenance`` (the marked lines, the hit shown, the layout its
 shape was read in, the dimensions bound ...; None for a model run): the one thing a template asks of a trace, defined
-by the trace's reading that makes it (generator/trace/reading/page_contents.py ``Provenance``).
+by the trace's reading that makes it (generator/trace/reading/pages.py ``Provenance``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from transformer_trace.sources import Lacking, MissingTensor, NotCheckable
 from transformer_trace.tensors import TensorView
 
 if TYPE_CHECKING:  # pragma: no cover
-    from transformer_trace.trace.reading.page_contents import Provenance
+    from transformer_trace.trace.reading.pages import Provenance
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ def test_a_named_pass_is_the_same_place_for_a_model_run_and_for_a_trace_of_as_ma
 
 def test_a_page_is_frozen_with_one_field_for_what_a_trace_adds():
     from transformer_trace.pages import SnapshotPage
-    from transformer_trace.trace.reading.page_contents import Provenance
+    from transformer_trace.trace.reading.pages import Provenance
 
     names = [f.name for f in dataclasses.fields(SnapshotPage)]
     assert len(names) <= 14 and "provenance" in names

@@ -29,8 +29,7 @@ from transformer_trace.tensor_data import (attention_group_of, attention_groups,
                                    write_tensor_data)
 from transformer_trace.trace.reading.capture_reading import CaptureReading
 from transformer_trace.trace.reading.checking import judge
-from transformer_trace.trace.reading.page_contents import traced_contents
-from transformer_trace.trace.reading.pages import DATA_LIMIT, SnapshotReading
+from transformer_trace.trace.reading.pages import DATA_LIMIT, SnapshotReading, traced_contents
 from transformer_trace.trace.reading.records import TensorLabel, places_at_layer
 from transformer_trace.trace.reading.run import TracedRun, TraceReport, id_labels, trace_overview, traced_run
 from transformer_trace.trace.reading.variants import recognised  # what the overview says was recognised

@@ -1,8 +1,10 @@
-"""The trace's reading of a capture: each snapshot of the chosen catalogue (captured or not) read once into a frozen
-``SnapshotReading`` (``read_snapshots``, for the capture's one reading, capture_reading.py ``read``: the user's tensors
-at the hit the pages show and at every hit, their named shapes, each read in the catalogue's layout, the dimensions
-they bind, the module calls of the marked lines), which the checks (checking.py), the run (run.py), the drawings and
-what each page shows (page_contents.py ``traced_contents``) read."""
+"""The trace's reading of a capture and its pages: each snapshot of the chosen catalogue (captured or not) read once
+into a frozen ``SnapshotReading`` (``read_snapshots``, for the capture's one reading, capture_reading.py ``read``: the
+user's tensors at the hit the pages show and at every hit, their named shapes, each read in the catalogue's layout,
+the dimensions they bind, the module calls of the marked lines), which the checks (checking.py), the run (run.py) and
+the drawings read; then what each page shows
+(``traced_contents``, for the one page builder, generator/pages.py ``snapshot_pages``): the reading, its verdicts and
+figures, and its ``Provenance``, all known before the page is made."""
 
 from __future__ import annotations
 
@@ -11,13 +13,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from transformer_trace.catalogue import Report, Snapshot, Stage
-from transformer_trace.sources import NotCheckable, Ref
+from transformer_trace.sources import NotCheckable, Ref, TensorDict
 from transformer_trace.pages import (
-    CapturedTensors, DictEntry, PageTensors, SourceExcerpt, TensorSection,
+    CapturedTensors, DictEntry, PageContents, PageTensors, SourceExcerpt, TensorSection,
 )
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
@@ -33,6 +36,9 @@ from transformer_trace.trace.notebook import cell_of, notebook_name, place
 from transformer_trace.trace.reading.run_layout import RunLayout, StepShape, catalogue_layout, read_run_layout
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus
 from transformer_trace.models.legend import Legend
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.trace.reading.checking import Judgement
 
 DATA_LIMIT = 4_000_000  # elements: larger tensors are summarised on their page but not shipped in data/
 
@@ -443,3 +449,51 @@ def _in_catalogue_layout(marked: _Marked, k: int, held: _Held, found: Layout) ->
     why = held.note if held.absent else (f"your shape {tuple(held.tensor.shape)} cannot be read as it: "
                                          f"{found.note or 'its dimensions are not all bound'}")
     return NotCheckable(f"snapshot {marked.label} in the catalogue's layout ({', '.join(marked.shape_of(k))})", why)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a traced page's tensors come from and how they were read (generator/trace/reading/): everything a page of
+    a script's run says that a model run's does not, made here with the page's contents (``traced_contents``). A
+    model run's page has none (generator/pages.py ``SnapshotPage.provenance`` None), so a template asks
+    ``page.provenance`` once, never which kind of run it is field by field."""
+
+    marker_example: str  # how to mark the snapshot, where the script did not
+    doc: str = ""  # what the catalogue's model declares the step's tensor to be
+    hit_note: str = ""  # which hit of a line run several times the page shows
+    layout: Layout | None = None  # how the first tensor's shape reads as the named one (None: not captured)
+    bound: tuple[str, ...] = ()  # named dimensions bound from the script's tensors: "h = 4 (heads)"
+    order: int = 0  # the page's place in the order the script ran
+    shown_hit: int = 1  # which hit of its (first) marked line the page shows
+    hit_values: tuple[tuple[torch.Tensor | None, ...], ...] = ()  # per tensor: its value at every hit
+    calls: tuple[ModuleCall, ...] = ()  # the module calls its line(s) made at the shown hit
+    derived_from: tuple[str, ...] = ()  # not captured: derived from these for its readers' checks
+    not_drawn: tuple[str, ...] = ()  # its figures not drawn: "caption — needs ..."
+    data_written: bool = False  # every tensor of the page is in data/
+    left_out: int = 0  # values: above it a tensor is left out of data/ (0: none is)
+
+
+
+def traced_contents(by_number: Mapping[int, SnapshotReading], judged: Mapping[int, Judgement],
+                    drawn: Mapping[int, tuple[dict[str, str], ...]], not_drawn: Mapping[int, tuple[str, ...]],
+                    source: TensorDict | None) -> Callable[[Snapshot], PageContents]:
+    """What each snapshot's page shows of a traced script (for the one page builder, generator/pages.py
+    ``snapshot_pages``): its reading, its checks' results, its figures drawn and not, and where its tensors came from
+    (its ``Provenance``), all known before the page is made."""
+    def contents(snap: Snapshot) -> PageContents:
+        reading, verdicts = by_number[snap.number], judged[snap.number]
+        filed = reading.captured and source is not None and snap.tensors and source.has(snap.tensors[0])
+        written = [t for t in reading.tensors if 0 < t.shown.numel <= DATA_LIMIT]
+        return PageContents(
+            tensors=reading.tensors, named_shape=reading.named_shape, expected_shape=(), checks=verdicts.listed,
+            verdict=verdicts.verdict, figures=drawn.get(snap.number, ()), captured=reading.captured,
+            record=source.name(snap.tensors[0]) if filed and source is not None else "", named=reading.named,
+            provenance=Provenance(
+                marker_example=reading.marker_example, doc=reading.doc, hit_note=reading.hit_note,
+                layout=reading.layout, bound=reading.bound, order=reading.order, shown_hit=reading.shown_hit,
+                hit_values=reading.hit_values, calls=reading.calls, derived_from=verdicts.derived_from,
+                not_drawn=not_drawn.get(snap.number, ()),
+                data_written=reading.captured and len(written) == len(reading.tensors),
+                left_out=DATA_LIMIT if any(t.shown.numel > DATA_LIMIT for t in reading.tensors) else 0))
+
+    return contents

@@ -30,7 +30,7 @@ from transformer_trace.trace.reading.added_then_normed import added_then_normed
 from transformer_trace.trace.reading.another_lines_input import another_lines_input
 from transformer_trace.trace.reading.head_input import head_input_checked
 from transformer_trace.trace.reading.derived import derive_missing
-from transformer_trace.trace.reading.rotary_positions import rotary_note, with_rotary
+from transformer_trace.trace.reading.rotary_positions import plain_form_missed, rotary_note, with_rotary
 from transformer_trace.trace.reading.functional_weights import functional_projection
 from transformer_trace.trace.reading.gated_mlp import gated_bound
 from transformer_trace.trace.reading.layered_calls import layered_calls
@@ -100,24 +100,19 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     """Each snapshot's judgement by its declared checks (by snapshot number), run on the traced run, which exists before
     them (trace/reading/run.py ``traced_run``): each check reads it as its marked line sees it (``TracedRun.seen_from``:
     the pass its page shows, and the steps nobody marked, derived from the run's tensors), its weights from the modules
-    the run's marked lines called (``run.called``); ``labels``: what each record name comes from."""
+    the run's marked lines called (``run.called``); ``labels``: what each record name comes from. The queries and keys
+    are read as captured; only where an attention check then found no plain form is a rotation fitted (rotary
+    positions: rotary_positions.py), and, where one fits, the run judged again with them rotated as the attention
+    read them."""
     readings, labels, dims = list(reading.snapshots), dict(reading.labels), dict(reading.dims)
     source = run.catalogued
     # the checks also read what the steps nobody marked derive to (not the run's tensors: nothing shows them)
-    derived: dict[str, tuple[str, ...]] = {}
-    if source is not None:  # the queries and keys as the attention read them, where it rotated them (rotary positions)
-        source, rotated = with_rotary(readings, source, dims)
-        labels.update({name + ROTATED: TensorLabel(str(rotary)) for name, rotary in rotated.items()})
-    checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived,
-                                                                                 dims)
-    stand_ins: list[StandIn] = []
-    variables = {page.label: page.variables for page in readings if page.captured}  # what the student named each step
-    with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
-        results = _check_pages(readings, run, reading.own, checked, read_labels, variables, stand_ins)
-        _stand_ins_agree(reading.by_number, results, stand_ins)
-        another_lines_input(reading.by_number, results, stand_ins)  # of two readers, which read another line's input
-        head_input_checked(readings, results, stand_ins, checked,  # a head's input: the pooled token's claims
-                           lambda found: in_users_terms(found, read_labels, variables))
+    results, derived = _results(run, reading, source, labels)
+    if source is not None and plain_form_missed(readings, results):
+        rotated_source, rotated = with_rotary(readings, source, dims)
+        if rotated:
+            labels.update({name + ROTATED: TensorLabel(str(rotary)) for name, rotary in rotated.items()})
+            results, derived = _results(run, reading, rotated_source, labels)
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     results = misfed_named(readings, results, reading.misfed, dims)  # a cross-attention fed its queries as keys
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
@@ -130,6 +125,26 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
         if roots and f"{snapshot.label} (derived from" in said:
             judged[snapshot.snap.number] = replace(judged[snapshot.snap.number], derived_from=roots)
     return judged
+
+
+def _results(run: TracedRun, reading: CaptureReading, source: TensorDict | None, labels: dict[str, TensorLabel],
+             ) -> tuple[dict[int, list[CheckResult]], dict[str, tuple[str, ...]]]:
+    """Each snapshot's results on ``source`` (the run's tensors, the queries and keys as captured or as rotated), with
+    the steps nobody marked derived from it, and the readers of one tensor compared; and, per snapshot label, the
+    captured steps its tensor was derived from."""
+    readings, dims = list(reading.snapshots), dict(reading.dims)
+    derived: dict[str, tuple[str, ...]] = {}
+    checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived,
+                                                                                 dims)
+    stand_ins: list[StandIn] = []
+    variables = {page.label: page.variables for page in readings if page.captured}  # what the student named each step
+    with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
+        results = _check_pages(readings, run, reading.own, checked, read_labels, variables, stand_ins)
+        _stand_ins_agree(reading.by_number, results, stand_ins)
+        another_lines_input(reading.by_number, results, stand_ins)  # of two readers, which read another line's input
+        head_input_checked(readings, results, stand_ins, checked,  # a head's input: the pooled token's claims
+                           lambda found: in_users_terms(found, read_labels, variables))
+    return results, derived
 
 
 def captured_dtypes(pages: list[SnapshotReading]) -> set[torch.dtype]:
@@ -204,20 +219,24 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int,
     # captured page's marked line sees it (its own tensors under its hit's names), before any check runs
     views = {number: run.seen_from({**checked.tensors, **mine.tensors}, dict(mine.places))
              for number, mine in own.items() if checked is not None}
-    # then the module calls each marked line made, one binder for every check of its page (trace/reading/weights.py)
-    lines = {number: LineCalls(page.calls, views[number], page.main_as_called, run.called, page.call_order)
-             for page in pages if (number := page.snap.number) in views}
     labels = {number: page_labels(page, own[number].tensors, read_labels)
               for page in pages if (number := page.snap.number) in views}
+    # then every page's shape read, once, before any module call is bound: the pages none of whose checks can run
+    refused = {number: _refused(page, views[number], labels[number])
+               for page in pages if (number := page.snap.number) in views}
+    # then the module calls the marked line made of each page its checks can run on: one binder for them (weights.py)
+    lines = {number: LineCalls(page.calls, views[number], page.main_as_called, run.called, page.call_order)
+             for page in pages if (number := page.snap.number) in views and refused[number] is None}
     # then every page's checks bound to what its line's calls give them, before any check of any page runs
-    ready = {number: _ready(page, views[number], labels[number], run.called, lines[number])
+    ready = {number: _ready(page, views[number], refused[number], run.called, lines.get(number))
              for page in pages if (number := page.snap.number) in views}
     for page in pages:
         number = page.snap.number
         if number in views:
             found = page_checks(page, views[number], labels[number], ready[number], stand_ins)
         else:
-            found = page_checks(page, checked, read_labels, _ready(page, checked, read_labels))
+            found = page_checks(page, checked, read_labels,
+                                _ready(page, checked, _refused(page, checked, read_labels)))
         results[number] = [in_users_terms(result, read_labels, variables) for result in found]
     return results
 
@@ -267,13 +286,17 @@ def page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
     return [needs_evidence(result) for result in found]
 
 
-def _ready(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
+def _claims(page: SnapshotReading) -> tuple[tuple[Check, ...], list[str]]:
+    """The page's declared checks, and each one's claim in words."""
+    checks = tuple(getattr(page.snap, "checks", ()))
+    return checks, [c.key().replace("_", " ") for c in checks]
+
+
+def _ready(page: SnapshotReading, source: TensorDict | None, refused: list[CheckResult] | None,
            known: dict[str, Any] | None = None, line: LineCalls | None = None) -> Ready:
     """The page's checks bound to what its marked line's module calls give them (``line``, its binder, where made
-    already; ``known``, the modules other lines called), or why none can run."""
-    checks = tuple(getattr(page.snap, "checks", ()))
-    claims = [c.key().replace("_", " ") for c in checks]
-    refused = _refused(page, source, labels, checks, claims)
+    already; ``known``, the modules other lines called), or why none can run (``refused``: ``_refused``)."""
+    checks, claims = _claims(page)
     if refused is not None or source is None:
         return Ready(tuple(refused or ()))
     # the calls (already in the run's layout, run_layout.py) read as the step where the step is permuted further
@@ -297,9 +320,10 @@ def _ready(page: SnapshotReading, source: TensorDict | None, labels: dict[str, T
     return Ready(None, tuple(bound))
 
 
-def _refused(page: SnapshotReading, source: TensorDict | None, labels: dict[str, TensorLabel],
-             checks: tuple[Check, ...], claims: list[str]) -> list[CheckResult] | None:
-    """Why none of the page's checks can run, one result each (None: they can)."""
+def _refused(page: SnapshotReading, source: TensorDict | None,
+             labels: dict[str, TensorLabel]) -> list[CheckResult] | None:
+    """Why none of the page's checks can run, one result each (None: they can): read from its capture and its shape."""
+    checks, claims = _claims(page)
     if not page.captured:
         return [_not_checkable(claim, "needs this snapshot captured") for claim in claims] or [_not_checkable("", "")]
     if any(t.shown.numel == 0 and t.note for t in page.tensors):

@@ -228,6 +228,9 @@ class SnapshotReading(_MarkedLines, PageTensors):
     lines: tuple[MarkedLineCalls, ...] = ()  # per marked line: its module calls at every hit, in the run's layout
     tensor_lines: tuple[int, ...] = ()  # per tensor: which of ``lines`` captured it
     run: RunLayout = RunLayout()  # the run's one layout, in which its module calls are read
+    # the axis order its checks read its module calls' tensors in, as its first tensor (in the run's layout) was read in
+    # the catalogue's: sequence-first heads, say (call_layout.py ``catalogue_order``); None where alike
+    call_order: tuple[int, ...] | None = None
 
     @property
     def captured(self) -> bool:
@@ -245,13 +248,6 @@ class SnapshotReading(_MarkedLines, PageTensors):
         """How its first tensor's shape reads as the named one: what its page says of its shape (None: not
         captured)."""
         return self.layouts[0] if self.layouts else None
-
-    @cached_property
-    def call_order(self) -> tuple[int, ...] | None:
-        """The axis order its checks read its module calls' tensors in, as its first tensor (in the run's layout) was
-        read in the catalogue's: sequence-first heads, say (call_layout.py ``catalogue_order``); None where alike."""
-        layout = self.layout
-        return catalogue_order(self.main_as_called, layout.canonical) if self.captured and layout is not None else None
 
 
 @dataclass(frozen=True)
@@ -416,10 +412,13 @@ def read_snapshots(catalogue: Report, numbering: str, capture: Capture, hit: int
         tensors.extend(_section(m, k, h, found) for k, (h, found) in enumerate(zip(m.held, layouts)))
         layout = layouts[0] if layouts else None  # the first tensor's: what the page says of its shape
         shown = tensors[0].shown.shape if tensors else ()
+        # read once with its layouts, before any stage binds the module calls its checks read in that order
+        order = catalogue_order(run.as_called(tensors[0].shown.tensor), layout.canonical) \
+            if tensors and layout is not None else None
         readings.append(SnapshotReading(
             m.report, m.snap, tensors, m.named_shape, m.named, example, docs[m.snap.number], m.hit_note,
             tuple(layouts), bound_names(m.named_shape, layout, shown, catalogue.dims_legend) if tensors else (),
-            m.order, m.hit_values, at_hits, tuple(line.read_in(run) for line in m.lines), m.tensor_lines, run))
+            m.order, m.hit_values, at_hits, tuple(line.read_in(run) for line in m.lines), m.tensor_lines, run, order))
     return readings, dims, run
 
 

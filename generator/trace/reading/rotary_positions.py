@@ -3,13 +3,16 @@ queries and keys as they are but is that of them rotated by a member of the rota
 join the run's tensors under ``ROTATED`` names, so that every check rebuilding the scores, the probabilities or the
 context from them — and every step derived from them — reads what the attention read. The fit is made from the
 context, the one step a rotation cannot hide, so a bug after the rotation (the scale left out, the heads merged
-without moving the axis back) is still named at its own step."""
+without moving the axis back) is still named at its own step. It is asked for only where an attention check found
+no plain form on the queries and keys as captured (``plain_form_missed``): a run whose attention checks pass is judged
+once, and never fitted."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from transformer_trace.checks import CheckResult
 from transformer_trace.checks.rotary import ROTATED, Rotary, fit_rotary, rotated_like
 from transformer_trace.sources import TensorDict
 
@@ -42,6 +45,16 @@ def with_rotary(pages: list[Any], source: TensorDict, dims: Mapping[str, int]) -
                 for name in names[:2]:
                     tensors[name + ROTATED], found[name] = rotated_like(source.t(name), rotary, heads), rotary
     return (source.with_tensors(tensors) if found else source), found
+
+
+def plain_form_missed(pages: list[Any], results: Mapping[int, list[CheckResult]]) -> bool:
+    """Whether an attention check (one that reads the queries and keys: the scores', the probabilities', the
+    context's) failed or was unrecognised on a captured page with the queries and keys as captured: only there can
+    rotary positions be the form it missed, so only then is a rotation fitted (``with_rotary``)."""
+    return any(result.checkable and not result.passed for page in pages if page.captured
+               and any(getattr(check, "q", None) is not None and getattr(check, "k", None) is not None
+                       for check in getattr(page.snap, "checks", ()))
+               for result in results[page.snap.number])
 
 
 def rotary_note(read: list[str], labels: Mapping[str, Any]) -> str:

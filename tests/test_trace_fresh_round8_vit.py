@@ -168,7 +168,7 @@ def test_round_eight_has_its_three_vits_each_with_our_files_only():
     stubs = {"torchinfo", "omegaconf"}
     for name in VITS:
         assert {p.name for p in (OURS / name).iterdir()} - stubs == {
-            "SOURCE.md", "driver.py", "planted_bugs.json", "markers.json"}, name
+            "SOURCE.md", "driver.py", "planted_bugs.json", "markers.json", "upstream.json"}, name
     assert sum(len(json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))) for name in VITS) == 18
 
 

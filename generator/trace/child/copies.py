@@ -42,11 +42,11 @@ def tensor_value(results, name, value, torch):
         if dtype is not None and size > 0:
             # the memory it reads: of the tensor it views where it reads it in row-major order (then any such view
             # of the same bytes shares the copy), else the tensor's own (itself only)
-            ordered = value.is_contiguous()
+            ordered, negative = value.is_contiguous(), value.is_neg()
             owner = value._base if ordered and value._base is not None else value
             # one made under torch.inference_mode() has no version counter: never recognised
             key = None if value.is_inference() else (id(owner), value._version, value.data_ptr(), size, dtype, ordered,
-                                                      value.is_neg())
+                                                      negative)
             known = results.copied.get(key) if key is not None else None
             if known is not None and known[0]() is owner:
                 described = known[1]
@@ -54,11 +54,14 @@ def tensor_value(results, name, value, torch):
                     return _value(name, ValueKind.TENSOR, "cpu", "", described, view=list(value.shape))
                 return _value(name, ValueKind.TENSOR, "cpu", "", described)
             if size <= results.budget_left:
-                copy = value.detach().clone() if value.requires_grad else value.clone()
-                if type(copy) is not torch.Tensor:  # a Parameter or another subclass: its values
-                    copy = copy.as_subclass(torch.Tensor)
+                # its memory holds its values in order: a small one's bytes copied (None: a larger one, cloned)
+                copy = results.bytes_of(value, size) if ordered and not negative else None
+                if copy is None:
+                    copy = value.detach().clone() if value.requires_grad else value.clone()
+                    if type(copy) is not torch.Tensor:  # a Parameter or another subclass: its values
+                        copy = copy.as_subclass(torch.Tensor)
                 results.budget_left -= size
-                described = results.array(copy, dtype, copy.shape, size)
+                described = results.array(copy, dtype, value.shape, size)
                 if key is not None:
                     if len(results.copied) >= MOST_HELD:
                         results.copied.clear()

@@ -77,6 +77,9 @@ def compile_marked(source, filename, plan, cache=None):
                 return marshal.loads(file.read())
         except (OSError, ValueError, EOFError, TypeError):
             pass  # not compiled yet (or a damaged entry): compiled anew
+    starts = _cell_starts(source)
+    if plan is None and starts is None:  # an unmarked script: compiled from its bytes as python does, no tree made
+        return compile(source, filename, "exec", dont_inherit=True)
     tree = ast.parse(source, filename)
     deferred = []  # the groups of marked `from __future__` imports, which no statement may precede
     if plan is not None:
@@ -86,7 +89,6 @@ def compile_marked(source, filename, plan, cache=None):
         anchor = tree.body[at] if at < len(tree.body) else (tree.body[-1] if tree.body else None)
         tree.body[at:at] = [_call("entered", (plan.file, 1, "<module>"), anchor),
                             *(_wrapped(group, [_located(ast.Pass(), anchor)], anchor) for group in deferred)]
-    starts = _cell_starts(source)
     code = compile(tree, filename, "exec", dont_inherit=True) if starts is None else _cells(tree, filename, starts)
     if path is not None:
         try:

@@ -100,9 +100,14 @@ class CallRecorder:
         self.depth += 1
 
     def _leave(self, module, args, *rest):
-        kwargs, output = _kwargs_and_output(rest)
         depth = self.depth
         self.depth = max(depth - 1, 0)
+        for statement in self.running:  # none keeps a call this deep, or more calls: nothing more to read of it
+            if 0 < depth - statement.depth <= DEPTH and statement.counted < MOST_CALLS:
+                break
+        else:
+            return
+        kwargs, output = _kwargs_and_output(rest)
         if output is None and sys.exc_info()[0] is not None:
             return  # the module raised (an always_call hook): counted out, not recorded
         kind = _torch_kind(type(module))

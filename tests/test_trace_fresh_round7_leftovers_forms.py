@@ -1,8 +1,10 @@
 """Round seven's leftovers (tests/trace_fresh/ROUND7_GPT.md and ROUND7_VIT.md, "Round 7 leftovers"): a sublayer given
-the residual stream itself where its pre-norm block gives it a LayerNorm of the stream (trace/reading/sublayer_input.py),
-held by tiny scripts of our own (no upstream file), each in the form a fresh implementation wrote it:
+the residual stream itself where its pre-norm block gives it a LayerNorm of the stream
+(trace/reading/sublayer_input.py), held by tiny scripts of our own (no upstream file), each in the form a fresh
+implementation wrote it:
 
-- farhad-dalirani B4: ``x = x + self.mha(x)``, the attention's LayerNorm left out (a fused qkv Linear inside the module);
+- farhad-dalirani B4: ``x = x + self.mha(x)``, the attention's LayerNorm left out (a fused qkv Linear inside the
+  module);
 - arda92a B4: an MLP module that normalises its input and then calls its Linears with the input itself;
 - affjljoo3581 B1: K projected from the block input, in another function than the head split (``self.attn(a, x, a)``).
 

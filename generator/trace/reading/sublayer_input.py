@@ -148,7 +148,8 @@ def stream_not_normalised(readings: Sequence[SnapshotReading],
     were."""
     stages: dict[str, list[SnapshotReading]] = {}
     for page in readings:
-        if page.captured and isinstance(page.main.shown.tensor, torch.Tensor) and page.main.shown.tensor.is_floating_point():
+        shown = page.main.shown.tensor if page.captured else None
+        if isinstance(shown, torch.Tensor) and shown.is_floating_point():
             stages.setdefault(page.snap.stage, []).append(page)
     for pages in stages.values():
         streams = _streams(pages)

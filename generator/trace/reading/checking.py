@@ -33,6 +33,7 @@ from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.rotary_positions import plain_form_missed, rotary_note, with_rotary
 from transformer_trace.trace.reading.functional_weights import functional_projection
 from transformer_trace.trace.reading.gated_mlp import gated_bound
+from transformer_trace.trace.reading.activated_calls import activated_calls
 from transformer_trace.trace.reading.layered_calls import layered_calls
 from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
@@ -313,6 +314,8 @@ def _ready(page: SnapshotReading, source: TensorDict | None, refused: list[Check
         # a post-norm sum made inside one call: its operands from what the line added, before the norm's own input
         found = added_then_normed(check, page.calls, source, page.main_as_called, order)
         found = found or layered_calls(check, page.calls, source, page.main_as_called)  # an MLP head on one line
+        # a feed-forward on one line: the activation between its Linears read from both calls
+        found = found or activated_calls(check, page.calls, source, page.main_as_called, order)
         found = found or (check.bound_by(line) if line is not None else None)
         found = found or sublayer_bound(check, page.calls, source, page.main_as_called, order)
         found = found or grid_bound(check, page.calls, source)

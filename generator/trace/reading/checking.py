@@ -35,6 +35,7 @@ from transformer_trace.trace.reading.functional_weights import functional_projec
 from transformer_trace.trace.reading.gated_mlp import gated_bound
 from transformer_trace.trace.reading.activated_calls import activated_calls
 from transformer_trace.trace.reading.layered_calls import layered_calls
+from transformer_trace.trace.reading.sublayer_alone_normed import sublayer_alone_normed
 from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
 from transformer_trace.trace.reading.dropout import said_dropout
@@ -316,6 +317,9 @@ def _ready(page: SnapshotReading, source: TensorDict | None, refused: list[Check
         found = found or layered_calls(check, page.calls, source, page.main_as_called)  # an MLP head on one line
         # a feed-forward on one line: the activation between its Linears read from both calls
         found = found or activated_calls(check, page.calls, source, page.main_as_called, order)
+        # a post-norm LayerNorm the line called on a sublayer's output alone: the residual dropped
+        found = found or sublayer_alone_normed(check, page.calls, source, page.main_as_called, order,
+                                                     page.run.as_called)
         found = found or (check.bound_by(line) if line is not None else None)
         found = found or sublayer_bound(check, page.calls, source, page.main_as_called, order)
         found = found or grid_bound(check, page.calls, source)

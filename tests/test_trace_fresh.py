@@ -24,6 +24,7 @@ NAMED_FIRST = {
     ("BrianPulfer_PapersReimplementations", "B4"): "the wrong token pooled",
     ("bentrevett_pytorch_seq2seq", "B1"): "1/√d missing",
     ("bentrevett_pytorch_seq2seq", "B2"): "no query attends to a later key",
+    ("bentrevett_pytorch_seq2seq", "B3"): "residual dropped",
     ("bentrevett_pytorch_seq2seq", "B4"): "heads merged without moving the axis back",
     ("facebookresearch_dino", "B1"): "another part of the projection",
     ("facebookresearch_dino", "B2"): "heads merged without moving the axis back",
@@ -56,8 +57,6 @@ NEEDS = "not checkable where its evidence was captured (issue 40, point 4): "
 NOT_NAMED_FIRST = {
     ("BrianPulfer_PapersReimplementations", "B1"): NEEDS + "S13 is one item's one head per hit (attention written as "
                                                    "loops), not read whole; S12 is not marked",
-    ("bentrevett_pytorch_seq2seq", "B3"): NEEDS + "#29 reads the LayerNorm call's own input (the sublayer output #28 "
-                                          "is before the output projection), so it is checked as LayerNorm(its input)",
 }
 
 

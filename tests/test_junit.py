@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -80,7 +81,8 @@ def merged(*documents: ET.Element) -> ET.Element:
     return root
 
 
-def snapshots_json(failed: bool = True, notebook: bool = False, script_error: str | None = None) -> dict:
+def snapshots_json(failed: bool = True, notebook: bool = False, script_error: str | None = None,
+                   raised_at: dict | None = None) -> dict:
     """A trace's snapshots.json, as much of it as the JUnit file reads: S12 failed (or passed), S13 not checkable,
     S14 not captured."""
     where = ({"path": "model.ipynb", "line": 46, "location": "model.ipynb, cell 8, line 9"} if notebook
@@ -89,7 +91,8 @@ def snapshots_json(failed: bool = True, notebook: bool = False, script_error: st
     return {
         "model": "report", "title": "Trace of model.py", "catalogue": "vit", "traced": True,
         "inputs": {"script": where["path"]},
-        "outcome": {"first_failure": "S12 Attention scores" if failed else None, "error": script_error},
+        "outcome": {"first_failure": "S12 Attention scores" if failed else None, "error": script_error,
+                    **({"error_at": raised_at} if raised_at else {})},
         "snapshots": [
             {**snapshot, "label": "S12", "title": "Attention scores",
              "check": {"name": "equals Q·Kᵀ / √hs", "passed": not failed,
@@ -155,6 +158,34 @@ def test_every_kind_of_file_is_valid_against_junit_10_xsd(repository, document):
         snapshots_json(failed=document != "passed", notebook=document == "notebook",
                        script_error="ValueError: boom" if document == "script failed" else None), who)
     assert schema_errors(tree.getroot()) == []
+
+
+RAISED = {  # where the script's error was raised in the student's code, as snapshots.json records it
+    "script": ({"path": "lib/layers.py", "line": 12}, "submissions/alice/lib/layers.py", "12",
+               "submissions/alice/lib/layers.py:12"),
+    "notebook": ({"path": "model.ipynb", "location": "model.ipynb, cell 4, line 2"}, "submissions/alice/model.ipynb",
+                 None, "submissions/alice/model.ipynb (model.ipynb, cell 4, line 2)"),
+}
+
+
+@pytest.mark.parametrize("kind", RAISED)
+def test_a_script_that_raised_is_an_error_at_the_line_of_the_students_code_that_raised(repository, kind):
+    raised, file, line, said = RAISED[kind]
+    error = "IndexError: tuple index out of range (at layers.py:12: return x.shape[7])"
+    root = junit_tree(snapshots_json(script_error=error, raised_at=raised), whose(repository)).getroot()
+    case = root.find(".//testcase/error/..")
+    assert (case.get("file"), case.get("line")) == (file, line)
+    message = case.find("error").get("message")
+    assert message.startswith(error)  # what is wrong first, then where
+    assert message.endswith(f"raised at {said}, the traceback's last line in the student's code")
+    assert schema_errors(root) == []
+
+
+def test_a_script_that_stopped_without_a_line_of_its_own_names_the_script(repository):
+    (repository / "submissions" / "alice" / "model.py").touch()
+    root = junit_tree(snapshots_json(script_error="the script exited with status 3"), whose(repository)).getroot()
+    case = root.find(".//testcase/error/..")
+    assert case.get("file") == "submissions/alice/model.py" and case.get("line") is None and case.find("error").get("message") == "the script exited with status 3"
 
 
 BREAKAGES = {
@@ -285,3 +316,57 @@ def test_junit_terminal_and_snapshots_json_give_one_line_for_each_marker(tmp_pat
     failure = cases[first].find("failure")
     assert failure.get("message").startswith(f"first failure (pipeline order): {first} at {example}:{marked[first]}: ")
     assert failure.text.endswith(said)
+
+
+def test_a_crashed_script_gives_its_junit_error_the_line_that_raised_in_a_module_of_its_own(tmp_path, capfd,
+                                                                                          monkeypatch):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "alice" / "lib").mkdir(parents=True)
+    (tmp_path / "alice" / "lib" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "alice" / "lib" / "shapes.py").write_text(
+        "def last_axis(t):\n    return t.shape[7]\n", encoding="utf-8")
+    (tmp_path / "alice" / "model.py").write_text(
+        "import torch\nfrom lib.shapes import last_axis\n\n"
+        "x = torch.ones(2, 3)  # BREAKPOINT S01\nlast_axis(x)\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["trace", "alice/model.py", "--out", "out", "--junit", "junit.xml", "-q"]) == 2
+    capfd.readouterr()
+    case = next(case for case in ET.parse(tmp_path / "junit.xml").iter("testcase") if case.find("error") is not None)
+    assert (case.get("file"), case.get("line")) == ("alice/lib/shapes.py", "2")
+    assert "raised at alice/lib/shapes.py:2," in case.find("error").get("message")
+
+
+def test_the_line_that_raised_is_the_students_not_an_environment_installed_in_their_folder(tmp_path, monkeypatch):
+    # a .venv/ beside the script: torch's frames are there, below the student's folder, and are not theirs
+    from transformer_trace.trace.child import bootstrap
+
+    installed = tmp_path / ".venv" / "lib" / "site-packages" / "torchish.py"
+    installed.parent.mkdir(parents=True)
+    installed.write_text("def view(t):\n    raise RuntimeError('shape mismatch')\n", encoding="utf-8")
+    (tmp_path / "model.py").write_text("def forward(t):\n    y = t + 1\n    return view(y)\n", encoding="utf-8")
+    scope: dict = {}
+    for file in (installed, tmp_path / "model.py"):
+        exec(compile(file.read_text(encoding="utf-8"), str(file), "exec"), scope)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
+    try:
+        scope["forward"](1)
+    except RuntimeError as exc:
+        text, where = bootstrap.describe(exc, str(tmp_path))
+    assert where == [str(tmp_path / "model.py"), 3] and text.endswith("(at model.py:3: return view(y))")
+
+
+def test_a_crashed_notebook_gives_its_junit_error_the_cell_and_line_that_raised(tmp_path, capfd, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": "import torch\nx = torch.ones(2, 3)  # BREAKPOINT S01"},
+             {"cell_type": "markdown", "metadata": {}, "source": "Its last axis:"},
+             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": "y = 1\nprint(x.shape[7])"}]
+    (tmp_path / "model.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                                      "nbformat_minor": 5}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["trace", "model.ipynb", "--out", "out", "--junit", "junit.xml", "-q"]) == 2
+    capfd.readouterr()
+    case = next(case for case in ET.parse(tmp_path / "junit.xml").iter("testcase") if case.find("error") is not None)
+    assert (case.get("file"), case.get("line")) == ("model.ipynb", None)
+    assert "raised at model.ipynb (model.ipynb, cell 3, line 2)," in case.find("error").get("message")

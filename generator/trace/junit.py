@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, UNRECOGNISED, SnapshotRecord,
-                                              SourceRecord, TraceRecord, check_text, diagnosis, first_failure_label,
-                                              marker_line, script_failed, trace_title, verdict)
+from transformer_trace.trace.verdicts import (FAILED, NOT_CAPTURED, NOT_CHECKABLE, UNRECOGNISED, ErrorPlace,
+                                              SnapshotRecord, SourceRecord, TraceRecord, check_text, diagnosis,
+                                              first_failure_label, marker_line, script_failed, trace_title, verdict)
 
 FIRST_FAILURE = "first failure (pipeline order)"
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")  # characters XML 1.0 cannot hold at all
@@ -107,9 +107,19 @@ def testcase(data: TraceRecord, snapshot: SnapshotRecord, first: str | None, who
     return case
 
 
-def _error_case(whose: Whose, name: str, kind: str, why: str) -> ET.Element:
+def _error_case(whose: Whose, name: str, kind: str, why: str, raised: ErrorPlace | None = None) -> ET.Element:
+    """A test case with an error: the script that failed (``raised``: where in the student's code, the ``file`` and
+    ``line`` CI annotates, and said first in the message), or a refusal (the script's file, no line)."""
     case = ET.Element("testcase", {"classname": _text(f"{whose.student}.script"), "name": _text(name), "time": "0"})
-    if whose.script.exists():
+    if raised and raised.get("path"):
+        file = whose.file(raised["path"])
+        case.set("file", _text(file))
+        if raised.get("line"):
+            case.set("line", str(raised["line"]))
+        where = (f"{file} ({raised['location']})" if raised.get("location")
+                 else f"{file}:{raised['line']}" if raised.get("line") else file)
+        why = f"{why}; raised at {where}, the traceback's last line in the student's code"
+    elif whose.script.exists():
         case.set("file", _text(whose.file(whose.script.name)))
     ET.SubElement(case, "error", {"message": _text(why), "type": kind}).text = _text(why)
     return case
@@ -147,7 +157,8 @@ def junit_tree(data: TraceRecord, whose: Whose) -> ET.ElementTree:
     cases = [testcase(data, snapshot, first, whose) for snapshot in data.get("snapshots", [])]
     stopped = script_failed(data)
     if stopped:
-        cases.append(_error_case(whose, "the script ran to its end", "script failed", stopped))
+        raised = (data.get("outcome") or {}).get("error_at")
+        cases.append(_error_case(whose, "the script ran to its end", "script failed", stopped, raised))
     script = (data.get("inputs") or {}).get("script")
     properties = {"script": whose.file(str(script)), "catalogue": str(data.get("catalogue"))} if script else {}
     return _document(cases, whose, str(data.get("title", data["model"])), properties)

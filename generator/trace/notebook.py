@@ -228,6 +228,8 @@ def as_notebook_capture(capture: Capture, notebook: Path) -> None:
                         translate_error(w, script, source) for w in capture.warnings]  # a marker never reached
     if capture.error:
         capture.error = translate_error(capture.error, script, source)
+        if capture.error_at is not None and Path(capture.error_at[0]) == script:
+            capture.error_location = place(source, script.name, capture.error_at[1])
         capture.error_traceback = re.sub(
             rf'File "(?:[^"]*/)?{re.escape(script.name)}", line (\d+)',
             lambda m: f'File "{place(source, script.name, int(m[1]))}"', capture.error_traceback)

@@ -76,7 +76,7 @@ def render(out: Path, name: str, reading: CaptureReading, command: str, timeout:
     pages = snapshot_pages(catalogue, traced_contents(reading.by_number, judged, drawn, not_drawn, source))
     failed = in_data_flow_order([p for p in pages if p.check.status == FAILED])
     outcome = {"error": reading.error, "timed_out": reading.timed_out, "timeout": timeout, "finished": reading.finished,
-               "traceback": reading.error_traceback, "warnings": list(reading.notices),
+               "error_at": reading.error_at, "traceback": reading.error_traceback, "warnings": list(reading.notices),
                "recognised": recognised(pages, reading, dims),
                "first_failure": first_failure_text(failed[0]) if failed else None,
                "counts": counts}

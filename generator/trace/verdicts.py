@@ -51,8 +51,15 @@ class SnapshotRecord(TypedDict, total=False):
     source: SourceRecord
 
 
+class ErrorPlace(TypedDict, total=False):
+    path: str  # the file of the student's code the script's error was raised in, relative to the script's folder
+    line: int
+    location: str  # a notebook's: "vit.ipynb, cell 7, line 3"
+
+
 class OutcomeRecord(TypedDict, total=False):
     error: str | None
+    error_at: ErrorPlace | None  # where the error was raised in the student's code (absent: not known)
     timed_out: bool
     timeout: float | None
     first_failure: str | None  # "S13 Attention scores: ..."

@@ -340,9 +340,13 @@ def run_code(code, namespace):
 
 
 def describe(exc, folder):
-    """"Type: message (at file.py:line: code)" and [file, line], the deepest frame in the script's folder first."""
+    """"Type: message (at file.py:line: code)" and [file, line], the deepest frame of the student's code first: in the
+    script's folder, not in an environment installed there (a .venv/ beside the script holds torch's frames)."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
-    ours = [f for f in frames if f.filename.startswith(folder)]
+    installed = tuple({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)
+                       if not os.path.join(folder, "").startswith(os.path.join(p, ""))})
+    ours = [f for f in frames
+            if f.filename.startswith(os.path.join(folder, "")) and not f.filename.startswith(installed)]
     where = ours[-1] if ours else (frames[-1] if frames else None)
     try:
         text = f"{type(exc).__name__}: {exc}".strip()

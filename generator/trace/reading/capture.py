@@ -111,7 +111,8 @@ class Capture:
     hits: dict[Marker, list[Hit]] = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None  # the exception that ended the script, with its line
-    error_at: tuple[str, int] | None = None
+    error_at: tuple[str, int] | None = None  # its file and line: the traceback's last frame in the script's folder
+    error_location: str = ""  # a notebook's: that line as its cell and line ("vit.ipynb, cell 7, line 3")
     error_traceback: str = ""  # the traceback `python SCRIPT.py` prints for it
     timed_out: bool = False
     seeds: list[int] = field(default_factory=list)

@@ -74,6 +74,7 @@ class CaptureReading:
     seconds: float
     error: str | None
     error_traceback: str
+    error_at: Mapping[str, str | int] | None  # where the student's code raised it (``error_place``)
     timed_out: bool
     markers: tuple[Marker, ...]
     sources: Mapping[str, str]  # each marked file as it was when the run began
@@ -110,8 +111,25 @@ def read(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Captu
         notices=tuple(notices), told_apart=tuple(told_apart), layout_read=layout.recognised(), passes=passes,
         script=capture.script,
         sha256=capture.sha256, seeds=tuple(capture.seeds), seconds=capture.seconds, error=capture.error,
-        error_traceback=capture.error_traceback, timed_out=capture.timed_out, markers=tuple(capture.markers),
+        error_traceback=capture.error_traceback, error_at=error_place(capture), timed_out=capture.timed_out,
+        markers=tuple(capture.markers),
         sources=MappingProxyType(dict(capture.sources)), misfed=MappingProxyType(misfed))
+
+
+def error_place(capture: Capture) -> dict[str, str | int] | None:
+    """Where the script's error was raised in the student's code (the traceback's last frame in the script's folder):
+    {"path", "line"} relative to the script's folder, a notebook's {"path", "location"} ("vit.ipynb, cell 7, line 3");
+    None where no frame of theirs is known (an exit status, a signal, an error raised outside their folder)."""
+    if capture.error_at is None:
+        return None
+    if capture.error_location:  # a notebook's cell (notebook.py), the script it ran as being gone
+        return {"path": capture.script.name, "location": capture.error_location}
+    file, line = capture.error_at
+    try:
+        path = Path(file).relative_to(capture.script.parent)
+    except ValueError:
+        return None
+    return {"path": path.as_posix(), "line": line}
 
 
 def _at_notebook_places(texts: list[str], capture: Capture) -> list[str]:

@@ -174,7 +174,10 @@ def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks
     assert by_label["#10"]["check"]["name"] == "equals Q·Kᵀ / √hs"  # transformer_trace.checks.ScaledScores, as the catalogue declares it
     assert "recomputed Q·Kᵀ/√32 per head:" in by_label["#10"]["check"]["detail"]
     assert by_label["#7"]["check"]["passed"] is None
-    assert "needs the model's weights (module encoder.layers.0.self_attn.W_q)" in by_label["#7"]["check"]["detail"]
+    # the weights said with the student's variable and line, not the catalogue's module name their code does not have
+    assert by_label["#7"]["check"]["detail"] == (
+        "needs the weights `q` was computed with, which a trace reads only from the nn.Module calls of its marked line "
+        "(encoder_decoder_trace.py:76) and the module attributes that line reads: it made none that gives them")
     assert by_label["#15"]["check"]["passed"] is True and "fitted per feature" in by_label["#15"]["check"]["detail"]  # no weights: gain and bias fitted
     assert by_label["#1"]["check"]["passed"] is True  # the IDs are whole and ≥ 0; that they spell the sentence needs the run's input
     assert by_label["#1"]["check"]["name"] == "token IDs are whole numbers ≥ 0"
@@ -188,7 +191,8 @@ def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks
 def test_a_not_checkable_check_names_everything_it_lacks_not_only_the_missing_tensor(tmp_path, label):
     _, data = trace(ENCODER_DECODER, tmp_path)  # cross-attention K and V: LinearOf(memory, W_k / W_v)
     detail = next(s for s in data["snapshots"] if s["label"] == label)["check"]["detail"]
-    assert detail.startswith("needs memory, which no snapshot of the catalogue shows; the model's weights (module decoder.layers.0.cross_attn.W_")
+    assert detail.startswith("needs memory, which no snapshot of the catalogue shows; the weights `")
+    assert "cross_attn" not in detail and f"(encoder_decoder_trace.py:{ {'#31': 110, '#32': 111}[label]})" in detail
 
 
 def test_a_check_missing_tensors_lists_the_weights_it_also_lacks_but_not_weights_it_can_do_without():

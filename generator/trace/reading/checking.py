@@ -64,11 +64,15 @@ class UnboundDimensions(NotCheckable):
                    f"cannot be read as ({', '.join(named)})")
 
 
-def needed(lack: NotCheckable, labels: dict[str, TensorLabel]) -> str:
-    """What a not checkable check lacked, in the user's terms: a snapshot to capture, weights a trace does not have."""
+def needed(lack: NotCheckable, labels: dict[str, TensorLabel], page: SnapshotReading | None = None) -> str:
+    """What a not checkable check lacked, in the user's terms: a snapshot to capture, weights a trace does not have
+    (on a captured ``page``: the weights its variable was computed with and its marked line, never the catalogue's
+    module name, which the student's code does not have)."""
     if isinstance(lack, MissingTensor):
         label = labels.get(lack.missing)
         return label.needed if label is not None else f"{lack.missing}, which no snapshot of the catalogue shows"
+    if isinstance(lack, NoWeights) and page is not None and page.marked:
+        return weights_needed(lack, page)
     if isinstance(lack, NoWeights):
         return f"the model's weights ({lack.missing}), which a trace does not capture"
     if isinstance(lack, NoInput):
@@ -76,6 +80,19 @@ def needed(lack: NotCheckable, labels: dict[str, TensorLabel]) -> str:
     if isinstance(lack, UnfittableWeights):
         return "the LayerNorm's weights (with fewer than 3 positions a fitted gain and bias prove nothing)"
     return f"{lack.missing} ({lack.why})" if lack.why else lack.missing
+
+
+def weights_needed(lack: NoWeights, page: SnapshotReading) -> str:
+    """Weights a captured step's check lacked, said with the student's variable and marked line: "the weights
+    `ff_out` was computed with, which a trace reads only from ... (vit.py:62) ..."; a parameter that is not a module's
+    weight or bias by its kind (``parameter class_token``: "the class token parameter")."""
+    kind, _, name = lack.missing.partition(" ")
+    last = name.rsplit(".", 1)[-1]
+    what = "weights" if kind != "parameter" or last in ("weight", "bias") else f"{last.replace('_', ' ')} parameter"
+    variable, at = page.main.variable, page.main.marked_at
+    return (f"the {what} `{variable}` was computed with, which a trace reads only from the nn.Module calls of its "
+            f"marked line{f' ({at})' if at else ''} and the module attributes that line reads: it made none that "
+            "gives them")
 
 
 @dataclass(frozen=True)
@@ -387,7 +404,7 @@ def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
             result = replace(result, detail=f"{result.detail} ({rotated})")
         if not result.checkable:
             lacks = result.lacks or tuple(MissingTensor(m) for m in result.missing)
-            needs = list(dict.fromkeys(needed(lack, labels) for lack in lacks))
+            needs = list(dict.fromkeys(needed(lack, labels, page) for lack in lacks))
             # phrases with commas of their own: semicolons
             what = ("; " if any(", " in n for n in needs) else ", ").join(needs)
             result = _not_checkable(claim, f"needs {what}", result.missing, lacks)

@@ -239,3 +239,23 @@ def test_a_traced_reports_tables_break_the_students_names_only_after_their_separ
             breaks = page.evaluate(LINE_BREAKS, [".md-typeset table td code", True])
             assert set(breaks) <= set("_-./@+:, "), f"{path}: a name broke inside a word at {width} px"
         page.close()
+
+
+def test_code_spans_in_a_students_messages_are_code_in_the_class_pages_html_cells_not_backticks(tmp_path):
+    # Markdown inside the page's HTML tables is not rendered: a code span must be written as <code>, escaped
+    docs = tmp_path / "docs"
+    report = docs / "students" / "ann" / "report"
+    student_report(report, failed="S12")
+    data = json.loads((report / "snapshots.json").read_text(encoding="utf-8"))
+    s12 = next(s for s in data["snapshots"] if s["label"] == "S12")
+    s12["check"]["evidence"] = {"kind": "bug form", "name": "heads merged without moving `h` back",
+                                "message": 'your `attn_out` is the projection with `p["proj"]` of `<b>x</b>`'}
+    (report / "snapshots.json").write_text(json.dumps(data), encoding="utf-8")
+    assert main(["class", str(docs / "class"), str(docs / "students" / "ann"), "-q"]) == 0
+    page = (docs / "class" / "index.md").read_text(encoding="utf-8")
+    tables = [page[start:page.index("</table>", start)] for start in range(len(page)) if page.startswith("<table", start)]
+    assert tables and not any("`" in table for table in tables)
+    failures, students = tables[0], tables[1]
+    assert "<strong>heads merged without moving <code>h</code> back</strong>" in failures
+    assert ('your <code>attn_out</code> is the projection with <code>p[&#34;proj&#34;]</code> of '
+            "<code>&lt;b&gt;x&lt;/b&gt;</code>") in students

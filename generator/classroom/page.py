@@ -39,6 +39,18 @@ def breakable_name(name: str) -> Markup:
     return Markup(breakable(shown(name), lambda part: str(escape(part))))
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def with_code(text: object) -> Markup:
+    """A check's message as an HTML cell's text: its Markdown code spans (`p["proj"]`, the student's code) as
+    <code>, since Markdown inside the page's HTML tables is not rendered; everything escaped, control characters
+    shown as escapes (``shown``)."""
+    parts = _CODE_SPAN.split(shown(str(text)))
+    return Markup("".join(f"<code>{escape(part)}</code>" if odd else str(escape(part))
+                          for odd, part in ((i % 2 == 1, part) for i, part in enumerate(parts))))
+
+
 def _cell(value: object) -> str:
     """A CSV cell a spreadsheet shows as text: one starting like a formula (=, +, -, @) gets a leading apostrophe."""
     text = str(value)
@@ -69,6 +81,7 @@ def _environment() -> jinja2.Environment:
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["shown"] = shown
     env.filters["breakable"] = breakable_name
+    env.filters["with_code"] = with_code
     return env
 
 

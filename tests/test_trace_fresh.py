@@ -6,13 +6,12 @@ that names one turns its xfail into a failure to update here."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from transformer_trace.cli import main
+from tests.fresh_rounds import driver_of, planted_bugs, with_bug
+from tests.fresh_rounds import trace_report as traced
 
 FRESH = Path(__file__).resolve().parent / "trace_fresh"
 FOLDERS = sorted(path.parent for path in FRESH.glob("*/planted_bugs.json"))
@@ -58,32 +57,6 @@ NOT_NAMED_FIRST = {
     ("BrianPulfer_PapersReimplementations", "B1"): NEEDS + "S13 is one item's one head per hit (attention written as "
                                                    "loops), not read whole; S12 is not marked",
 }
-
-
-def driver_of(folder: Path) -> Path:
-    notebook = folder / "driver.ipynb"
-    return notebook if notebook.exists() else folder / "driver.py"
-
-
-def traced(driver: Path, out: Path, status: int) -> dict:
-    """Trace ``driver`` as the CLI does, into ``out``, expecting exit ``status``; the written snapshots.json."""
-    assert main(["trace", str(driver), "--out", str(out), "--name", "t", "-q"]) == status
-    return json.loads((out / "t" / "snapshots.json").read_text(encoding="utf-8"))
-
-
-def planted_bugs(folder: Path) -> list[dict]:
-    return json.loads((folder / "planted_bugs.json").read_text(encoding="utf-8"))
-
-
-def with_bug(tmp_path: Path, folder: Path, bug: dict) -> Path:
-    """A copy of ``folder`` with the bug's one text replacement made; the copy's driver."""
-    copy = tmp_path / folder.name
-    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    target = copy / bug["file"]
-    text = target.read_text(encoding="utf-8")
-    assert text.count(bug["old"]) == 1, (bug["file"], bug["old"])
-    target.write_text(text.replace(bug["old"], bug["new"]), encoding="utf-8")
-    return driver_of(copy)
 
 
 def test_every_planted_bug_is_listed_as_named_first_or_not_with_why():

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import trace_source as traced
+from tests.fresh_rounds import msa_module
 from transformer_trace.trace.reading.sublayer_input import STREAM_NOT_NORMALISED
 
 FUSED_QKV_VIT = '''\
@@ -83,17 +84,7 @@ torch.manual_seed(0)
 B, N, C = 2, 17, 16
 
 
-class MSA(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.layer_norm = nn.LayerNorm(C)
-        self.attn = nn.MultiheadAttention(C, 4, batch_first=True)
-
-    def forward(self, x):
-        y = self.layer_norm(x)
-        out, _ = self.attn(y, y, y, need_weights=False)  # BREAKPOINT S15
-        return out
-
+''' + msa_module("layer_norm_x, layer_norm_x, layer_norm_x, need_weights=False") + '''
 
 class MLP(nn.Module):
     def __init__(self):

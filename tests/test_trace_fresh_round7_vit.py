@@ -14,21 +14,17 @@ $TRACE_FRESH_ROUND7, by default /work/fresh_round7/<folder>); elsewhere (CI: ups
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
 import torch
 
 from tests.conftest import trace_source as traced
-from tests.test_trace_fresh import driver_of
-from tests.test_trace_fresh import traced as traced_driver
+from tests.fresh_rounds import msa_module, our_files_only, red_and_passed, upstream_driver  # noqa: F401 - a fixture
+from tests.fresh_rounds import traced as traced_driver
 from transformer_trace.checks.normalisation import FinalNormOrNone, fitted_layer_norm
 from transformer_trace.checks.residual_forms import layer_scaled_sum
 
-OURS = Path(__file__).resolve().parent / "trace_fresh" / "round7"
-UPSTREAM = Path(os.environ.get("TRACE_FRESH_ROUND7", "/work/fresh_round7"))
 VITS = ["arda92a_Vision_Transformer_Implementation_From_Scracth", "facebookresearch_deit",
         "farhad_dalirani_vision_transformer_from_scratch"]
 
@@ -157,20 +153,10 @@ torch.manual_seed(0)
 B, N, C = 2, 17, 16
 
 
-class MSA(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.layer_norm = nn.LayerNorm(C)
-        self.multihead_attn = nn.MultiheadAttention(embed_dim=C, num_heads=4, batch_first=True)
-
-    def forward(self, x):
-        layer_norm_x = self.layer_norm(x)
-        msa_output, _ = self.multihead_attn(query=layer_norm_x,
+''' + msa_module("""query=layer_norm_x,
                                             key=layer_norm_x,
                                             value=layer_norm_x,
-                                            need_weights=False)  # BREAKPOINT S15
-        return msa_output
-
+                                            need_weights=False""") + '''
 
 with torch.no_grad():
     out = MSA().eval()(torch.randn(B, N, C))
@@ -191,21 +177,12 @@ def test_keys_from_another_input_of_an_attention_called_with_keywords_are_named(
 
 
 def test_round_seven_has_its_three_vits_each_with_our_files_only():
-    for name in VITS:
-        assert {p.name for p in (OURS / name).iterdir()} - {"timm"} == {
-            "SOURCE.md", "driver.py", "planted_bugs.json", "markers.json", "upstream.json"}, name
-    assert sum(len(json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))) for name in VITS) == 17
+    assert our_files_only(7, VITS, stubs={"timm"}) == 17
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", VITS)
-def test_round_seven_vits_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, name):
-    folder = UPSTREAM / name
-    if not driver_of(folder).exists():
-        pytest.skip(f"round seven's upstream files are not on this machine ({folder}; see {name}/SOURCE.md)")
-    mine = json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))
-    assert json.loads((folder / "planted_bugs.json").read_text(encoding="utf-8")) == mine, "the folder measured"
-    data = traced_driver(driver_of(folder), tmp_path / "out", status=0)
-    checks = [s["check"] for s in data["snapshots"] if s["captured"]]
-    assert [c["detail"] for c in checks if c["passed"] is False] == []
-    assert sum(c["passed"] is True for c in checks) >= 12, "the checks really ran"
+def test_round_seven_vits_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path,
+                                                                                               upstream_driver, name):
+    red, passed = red_and_passed(traced_driver(upstream_driver(7, name), tmp_path / "out"))
+    assert red == {} and passed >= 12, "the checks really ran"

@@ -12,20 +12,16 @@ $TRACE_FRESH_ROUND8, by default /work/fresh_round8/<folder>); elsewhere (CI: ups
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
 import torch
 
 from tests.conftest import trace_source as traced
-from tests.test_trace_fresh import driver_of
-from tests.test_trace_fresh import traced as traced_driver
+from tests.fresh_rounds import our_files_only, red_and_passed, upstream_driver  # noqa: F401 - a fixture
+from tests.fresh_rounds import traced as traced_driver
 from transformer_trace.checks.position_bias import shared_bias_fit
 
-OURS = Path(__file__).resolve().parent / "trace_fresh" / "round8"
-UPSTREAM = Path(os.environ.get("TRACE_FRESH_ROUND8", "/work/fresh_round8"))
 VITS = ["GuillaumeZahnd_vision_transformer", "Kobamiyannnn_vit_implementation",
         "ahanaf019_Vision_Transformer_From_Scratch"]
 
@@ -165,22 +161,12 @@ def test_k_or_v_projected_by_the_queries_linear_is_named_at_its_own_step(tmp_pat
 
 
 def test_round_eight_has_its_three_vits_each_with_our_files_only():
-    stubs = {"torchinfo", "omegaconf"}
-    for name in VITS:
-        assert {p.name for p in (OURS / name).iterdir()} - stubs == {
-            "SOURCE.md", "driver.py", "planted_bugs.json", "markers.json", "upstream.json"}, name
-    assert sum(len(json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))) for name in VITS) == 18
+    assert our_files_only(8, VITS, stubs={"torchinfo", "omegaconf"}) == 18
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", VITS)
-def test_round_eight_vits_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, name):
-    folder = UPSTREAM / name
-    if not driver_of(folder).exists():
-        pytest.skip(f"round eight's upstream files are not on this machine ({folder}; see {name}/SOURCE.md)")
-    mine = json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))
-    assert json.loads((folder / "planted_bugs.json").read_text(encoding="utf-8")) == mine, "the folder measured"
-    data = traced_driver(driver_of(folder), tmp_path / "out", status=0)
-    checks = [s["check"] for s in data["snapshots"] if s["captured"]]
-    assert [c["detail"] for c in checks if c["passed"] is False] == []
-    assert sum(c["passed"] is True for c in checks) >= 12, "the checks really ran"
+def test_round_eight_vits_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path,
+                                                                                               upstream_driver, name):
+    red, passed = red_and_passed(traced_driver(upstream_driver(8, name), tmp_path / "out"))
+    assert red == {} and passed >= 12, "the checks really ran"

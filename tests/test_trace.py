@@ -737,11 +737,12 @@ def test_gpt_numbering_is_read_and_checked(tmp_path):
     assert g04["check"]["passed"] is True
 
 
-def test_the_summary_line_states_what_was_captured_and_checked(tmp_path, capsys):
-    assert main(["trace", str(ENCODER_DECODER), "--out", str(tmp_path)]) == 0
+def test_the_summary_line_states_what_was_captured_and_checked(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the folder written, said as typed here (--out's default from mkdocs.yml is absolute)
+    assert main(["trace", str(ENCODER_DECODER), "--out", str(tmp_path / "docs")]) == 0
     assert ("traced encoder_decoder_trace.py: captured 43 of 43 Encoder–decoder snapshots; checks: 26 passed, 0 failed, "
-            "0 unrecognised, 17 not checkable") in capsys.readouterr().out
-    assert (tmp_path / "encoder-decoder-trace" / "snapshots.json").is_file()  # the default name: the script's
+            "0 unrecognised, 17 not checkable; wrote docs/encoder-decoder-trace\n") in capsys.readouterr().out
+    assert (tmp_path / "docs" / "encoder-decoder-trace" / "snapshots.json").is_file()  # the default name: the script's
 
 
 @pytest.mark.parametrize("name", ["../up", "Has Space", "vit", "<b>x</b>", "index.md", "notes.md"])

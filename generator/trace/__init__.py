@@ -332,6 +332,15 @@ def _check_numbers(markers: list, numbering: str, catalogue: Report) -> None:
                                 f"{label(min(known))}–{label(max(known))}, no {label(number)}")
 
 
+def as_typed_here(folder: Path) -> Path:
+    """A folder as the user would type it here: relative to the current folder when inside it (`docs/vit-trace`, as
+    the README says, not the absolute path --out's default resolves to), else as it is."""
+    try:
+        return folder.resolve().relative_to(Path.cwd().resolve())
+    except (ValueError, OSError):
+        return folder
+
+
 def _print_summary(summary: dict, capture: Capture, catalogue: Report, written: Path) -> None:
     """The one-line summary of a trace (stdout), and its first failing snapshot if any (stderr)."""
     counts = summary["counts"]
@@ -340,7 +349,7 @@ def _print_summary(summary: dict, capture: Capture, catalogue: Report, written: 
     print(terminal_line(f"traced {capture.script.name}: captured {counts['captured']} of {counts['total']} "
                         f"{catalogue.short_title} snapshots; checks: {counts['passed']} passed, {counts['failed']} "
                         f"failed, {counts['unrecognised']} unrecognised, {counts['unchecked']} not checkable; wrote "
-                        f"{written}"))
+                        f"{as_typed_here(written)}"))
     if summary["first_failure"]:
         print(f"first failing snapshot: {terminal_line(summary['first_failure'])}", file=sys.stderr)
 

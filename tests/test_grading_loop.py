@@ -23,6 +23,13 @@ VIT = (ROOT / "examples" / "vit_trace.py").read_text(encoding="utf-8")
 NO_SCALE = ("k.transpose(-2, -1) / math.sqrt(C // HEADS)", "k.transpose(-2, -1)")
 
 
+def readme_text(heading: str) -> str:
+    """README.md's text under ``heading`` up to its first ```bash block, the lines joined."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index(heading):]
+    return " ".join(section[:section.index("```bash")].split())
+
+
 def readme_block(heading: str) -> str:
     """The first ```bash block under ``heading`` of README.md."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -37,14 +44,16 @@ def notebook(path: Path, code: str) -> None:
                                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
 
 
-def shell(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    """``script`` run by bash in ``cwd`` with this environment's python first on PATH, as a course's CI would."""
-    bin_dir = cwd / ".bin"
-    bin_dir.mkdir(exist_ok=True)
+def shell(script: str, cwd: Path, bin_dir: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    """``script`` run by bash in ``cwd`` with this environment's python first on PATH, as a course's CI would; with
+    ``bin_dir``, that python is written there only (a clone's .venv/bin/, which the script must activate)."""
+    on_path = bin_dir is None
+    bin_dir = bin_dir or cwd / ".bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
     wrapper = bin_dir / "python"  # a link would lose the virtual environment (found beside the link)
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
     wrapper.chmod(0o755)
-    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}" if on_path else os.environ["PATH"]
     return subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True, timeout=800,
                           env={**os.environ, "PATH": path, "NO_MKDOCS_2_WARNING": "1", **env})
 
@@ -56,7 +65,13 @@ def test_the_readmes_grading_loop_runs_as_written_and_every_student_gets_a_junit
     notebook(tmp_path / "submissions" / "chloé" / "model.ipynb", "x = 1  # no breakpoint comment\n")
     assert not (tmp_path / "docs").exists()  # the loop's --out docs/students/NAME: its parents are made
 
-    done = shell(readme_block("## Grade a class"), tmp_path)
+    # as in a fresh clone: the project's python is .venv/bin's, on PATH once the README's activation line has run
+    activate = re.search(r"run `(\. \.venv/bin/activate)` first", readme_text("## Grade a class"))
+    assert activate, "the README says how the loop's python is found in a clone"
+    venv_bin = tmp_path / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "activate").write_text(f'export PATH="{venv_bin}:$PATH"\n', encoding="utf-8")
+    done = shell(f"{activate[1]}\n{readme_block('## Grade a class')}", tmp_path, bin_dir=venv_bin)
     assert done.returncode == 0, done.stderr
 
     students = tmp_path / "docs" / "students"

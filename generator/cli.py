@@ -100,9 +100,7 @@ def _run(args: argparse.Namespace) -> int:
             from transformer_trace.trace import refuse_a_missing_script, trace
 
             refuse_a_missing_script(args)  # before PyTorch loads
-            from transformer_trace.reports import REPORTS
-
-            return trace(args, REPORTS)
+            return trace(args)  # the registry's reports, loaded where a SIGTERM meanwhile writes --junit's file
         if args.command == "class":  # generator/classroom/: one page for many students' traces
             from transformer_trace.classroom import class_page
 

@@ -18,6 +18,7 @@ import pytest
 
 from transformer_trace.cli import main
 from transformer_trace.trace.junit import Whose, junit_tree, refusal_tree, repository_root
+from transformer_trace.trace.process import Terminated
 
 # junit-10.xsd, element by element: the children it allows and its attributes (required ones in REQUIRED)
 RESULT = {"children": set(), "attributes": {"type", "message"}}
@@ -245,6 +246,37 @@ def test_a_refused_trace_writes_its_junit_file_with_the_reason_as_an_error(tmp_p
     assert error.get("type") == "bad input" and error.get("message") in err
     assert root.find(".//testcase").get("classname") == "dan.script"
     assert not (tmp_path / "docs/students/dan/report").exists()
+
+
+STOPS = {"Ctrl-C": (KeyboardInterrupt, 130, "by Ctrl-C"),
+         "SIGTERM": (lambda: Terminated(143), 143, "by SIGTERM (a CI job's timeout or cancel)")}
+
+
+@pytest.mark.parametrize("stop", STOPS)
+def test_a_trace_stopped_by_ctrl_c_or_sigterm_writes_its_junit_file_with_an_error(tmp_path, capsys, monkeypatch,
+                                                                                  stop):
+    import transformer_trace.trace as trace_command
+
+    raised, status, how = STOPS[stop]
+
+    def stopped(*_):
+        raise raised()
+
+    monkeypatch.setattr(trace_command, "_trace_file", stopped)  # as the signal handlers raise while the script runs
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.py").write_text("x = 1  # BREAKPOINT S01\n", encoding="utf-8")
+    argv = ["trace", "model.py", "--out", "docs", "--student", "dan", "--junit", "junit.xml", "-q"]
+    if stop == "SIGTERM":  # the command ends with 128 + 15 (a SystemExit past main)
+        with pytest.raises(SystemExit) as ended:
+            main(argv)
+        assert ended.value.code == status
+    else:
+        assert main(argv) == status
+    root = ET.parse(tmp_path / "junit.xml").getroot()
+    assert schema_errors(root) == [] and root.find("testsuite").get("name") == "dan"
+    error = root.find(".//testcase/error")
+    assert error.get("type") == "interrupted"
+    assert error.get("message") == f"the trace was stopped {how} before it ended"
 
 
 def test_an_empty_script_argument_is_refused_as_no_script_with_its_junit_file(tmp_path, capsys, monkeypatch):

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -314,13 +315,17 @@ def test_sigterm_to_the_command_ends_the_script_and_its_children(tmp_path):
         open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}\\n')
         time.sleep(120)
     """)
-    running = subprocess.Popen(command(script, tmp_path / "out", "--report", "none"), cwd=ROOT, env=environment(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    junit = tmp_path / "junit.xml"
+    running = subprocess.Popen(command(script, tmp_path / "out", "--report", "none", "--junit", str(junit)), cwd=ROOT,
+                               env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     script_pid, child_pid = map(int, wait_for(pids).split())
     running.send_signal(signal.SIGTERM)
     _, err = running.communicate(timeout=60)
-    assert running.returncode != 0 and "Traceback" not in err
+    assert running.returncode == 128 + signal.SIGTERM and "Traceback" not in err
     assert gone(script_pid) and gone(child_pid)
+    # a CI job's timeout: its test report still shows this student, stopped
+    error = ET.parse(junit).getroot().find(".//testcase/error")
+    assert error.get("type") == "interrupted" and "SIGTERM" in error.get("message")
 
 
 STUBBORN = {

@@ -190,7 +190,7 @@ def _junit_of_usage_error(t: argparse.ArgumentParser, given: list[str], message:
     if args.junit is not None:
         args.junit = Path(args.junit)
         args.junit_root = Path(args.junit_root) if args.junit_root else None
-        _junit_of_refusal(args, {}, f"{t.prog}: {message}", "bad input")
+        _junit_of_refusal(args, f"{t.prog}: {message}", "bad input")
 
 
 NO_SCRIPT = "no script given"  # the JUnit test case's name for an empty script argument
@@ -245,22 +245,34 @@ def choose_numbering(requested: str, markers: list, script: Path, reports: Mappi
     return numbered[0]
 
 
-def trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str | None = None) -> int:
+def trace(args: argparse.Namespace, reports: Mapping[str, Report] | None = None, command: str | None = None) -> int:
     """The trace command, numbering markers for ``reports`` (the registry's, from the CLI): a script, or a notebook's
     code cells run in order (generator/trace/notebook.py: converted to a script beside it, removed after the run); the
-    exit status as generator/trace/verdicts.py says. With --junit, a refusal or an internal error writes its JUnit file
-    too (one error), so that CI shows every student."""
+    exit status as generator/trace/verdicts.py says. With --junit, a refusal, an internal error, Ctrl-C or SIGTERM (a CI
+    job's timeout or cancel) writes its JUnit file too (one error), so that CI shows every student; ``reports`` None:
+    the registry's, loaded (with PyTorch, seconds) where a SIGTERM meanwhile is caught too."""
+    from transformer_trace.trace.process import Terminated, terminated_as_exit
+
     try:
-        return _trace_file(args, reports, command)
+        with terminated_as_exit():
+            if reports is None:
+                from transformer_trace.reports import REPORTS
+
+                reports = REPORTS
+            return _trace_file(args, reports, command)
     except UserError as exc:
-        _junit_of_refusal(args, reports, str(exc), "bad input")
+        _junit_of_refusal(args, str(exc), "bad input")
+        raise
+    except (KeyboardInterrupt, Terminated) as exc:
+        how = "by Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "by SIGTERM (a CI job's timeout or cancel)"
+        _junit_of_refusal(args, f"the trace was stopped {how} before it ended", "interrupted")
         raise
     except Exception as exc:
-        _junit_of_refusal(args, reports, f"internal error: {type(exc).__name__}: {exc}", "internal error")
+        _junit_of_refusal(args, f"internal error: {type(exc).__name__}: {exc}", "internal error")
         raise
 
 
-def junit_whose(args: argparse.Namespace, reports: Mapping[str, Report], script: Path):  # -> junit.Whose
+def junit_whose(args: argparse.Namespace, script: Path):  # -> junit.Whose
     """Whose trace the JUnit file reports: --student, else the report's name; its files relative to --junit-root,
     else the script's repository."""
     from transformer_trace.trace.junit import Whose, repository_root
@@ -272,7 +284,7 @@ def junit_whose(args: argparse.Namespace, reports: Mapping[str, Report], script:
     return Whose(student, script.resolve(), root)
 
 
-def _junit_of_refusal(args: argparse.Namespace, reports: Mapping[str, Report], why: str, kind: str) -> None:
+def _junit_of_refusal(args: argparse.Namespace, why: str, kind: str) -> None:
     """Write the JUnit file of a trace that wrote no report, where --junit names a file that may be written."""
     from transformer_trace.trace import junit as junit_xml
 
@@ -280,7 +292,7 @@ def _junit_of_refusal(args: argparse.Namespace, reports: Mapping[str, Report], w
         return
     try:
         junit_xml.check_target(args.junit)
-        whose = junit_whose(args, reports, args.script)
+        whose = junit_whose(args, args.script)
         junit_xml.write_junit(junit_xml.refusal_tree(whose, terminal_line(why), kind), args.junit)
     except (UserError, OSError):  # the refusal was of the --junit file itself, or it cannot be written: said already
         return
@@ -308,7 +320,7 @@ def refuse_a_missing_script(args: argparse.Namespace) -> None:
     try:
         check_script(args.script)
     except UserError as exc:
-        _junit_of_refusal(args, {}, str(exc), "bad input")
+        _junit_of_refusal(args, str(exc), "bad input")
         raise
 
 
@@ -423,7 +435,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
         export(args.out, args.config, reports, quiet=args.quiet)
     data = json.loads((args.out / name / "snapshots.json").read_text(encoding="utf-8"))
     if getattr(args, "junit", None) is not None:
-        junit_xml.write_junit(junit_xml.junit_tree(data, junit_whose(args, reports, notebook or script)), args.junit)
+        junit_xml.write_junit(junit_xml.junit_tree(data, junit_whose(args, notebook or script)), args.junit)
     if capture.error:
         for line in capture.error_traceback.splitlines():  # as python prints it: the tool is for debugging
             print(terminal_line(line), file=sys.stderr)

@@ -11,6 +11,7 @@ interpreter sees a pipe only this process holds close and ends its own process g
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from types import FrameType
 
     Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None  # what signal.signal returns
@@ -40,6 +41,25 @@ class Ended:
 
 class Terminated(SystemExit):
     """SIGTERM to the command: the script's processes are stopped, and the command ends with 128 + 15, no report."""
+
+
+@contextlib.contextmanager
+def terminated_as_exit() -> Iterator[None]:
+    """SIGTERM to the command raises Terminated for as long as the trace runs, before and after the script's run as
+    during it, so that what the trace writes when stopped (the --junit file of a CI job's timeout) is written; the
+    handler it replaced is restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise Terminated(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run_child(command: list[str], env: dict[str, str], timeout: float | None) -> Ended:

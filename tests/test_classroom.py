@@ -271,6 +271,27 @@ def test_one_students_broken_report_is_their_no_report_row_with_a_warning_and_th
     assert page.count("unreadable report") >= len(broken)
 
 
+WROTE_NO_REPORT = {  # a student folder's JUnit file, as `trace --junit` wrote it without a report -> their row
+    "refused": ("bad input", "model.py: no breakpoint comment found",
+                "the trace was refused: model.py: no breakpoint comment found"),
+    "stopped": ("interrupted", "the trace was stopped by SIGTERM (a CI job's timeout or cancel) before it ended",
+                "the trace was stopped by SIGTERM (a CI job's timeout or cancel) before it ended"),
+    "internal error": ("internal error", "internal error: KeyError: 'x'", "internal error: KeyError: 'x'"),
+}
+
+
+@pytest.mark.parametrize("ending", WROTE_NO_REPORT)
+def test_a_student_whose_trace_wrote_no_report_is_no_report_with_why_as_their_junit_file_says(tmp_path, ending):
+    from transformer_trace.trace.junit import Whose, refusal_tree, write_junit
+
+    kind, why, said = WROTE_NO_REPORT[ending]
+    folder = tmp_path / "students" / "dan"
+    write_junit(refusal_tree(Whose("dan", folder / "model.py", tmp_path), why, kind), folder / "junit.xml")
+    assert main(["class", str(tmp_path / "class"), str(folder), "-q"]) == 0
+    dan = json.loads((tmp_path / "class" / "class.json").read_text(encoding="utf-8"))["students"][0]
+    assert dan["status"] == "no report" and dan["problem"] == said
+
+
 @pytest.mark.parametrize("folders, warned", [(["alice", "<img src=x onerror=alert(1)>", "o'brien"], 2),
                                               (["alice", "chloé-n"], 0)])
 def test_a_class_warns_in_one_line_of_folder_names_mkdocs_own_navigation_would_print_as_html(tmp_path, capsys,

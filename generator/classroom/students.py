@@ -46,7 +46,9 @@ def _name(path: Path) -> str:
 
 
 def _refusal(folder: Path) -> str | None:
-    """Why the trace wrote no report, as the JUnit file `trace --junit` wrote beside it says (its error), if any."""
+    """Why the trace wrote no report, as the JUnit file `trace --junit` wrote beside it says (its error), if any: a
+    refusal of bad input said so; an internal error or a trace stopped (Ctrl-C, a CI job's timeout) as its message
+    says it."""
     import xml.etree.ElementTree as ET
 
     for junit in sorted(folder.glob("*.xml"))[:5]:
@@ -55,7 +57,8 @@ def _refusal(folder: Path) -> str | None:
         except (ET.ParseError, OSError):
             continue
         if error is not None and error.get("message"):
-            return error.get("message")
+            refused = error.get("type") == "bad input"
+            return f"the trace was refused: {error.get('message')}" if refused else error.get("message")
     return None
 
 
@@ -68,8 +71,7 @@ def read_student(path: Path) -> Student:
     name = _name(path)
     if found is None:  # the student's trace wrote nothing (its job failed before the report): a row that says so
         why = _refusal(path) if path.is_dir() else None
-        return Student(name, None, missing=f"the trace was refused: {why}" if why
-                       else f"no {SNAPSHOTS} in the folder: the trace wrote no report")
+        return Student(name, None, missing=why or f"no {SNAPSHOTS} in the folder: the trace wrote no report")
     data, why = _read_report(found)
     if why:  # one student's broken file is that student's row, not the whole class refused
         return Student(name, None, missing=f"unreadable report: {found.name} {why}", unreadable=f"{found}: {why}")

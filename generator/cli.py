@@ -14,15 +14,19 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 import warnings
+from typing import TYPE_CHECKING
 
 from transformer_trace.arguments import build_request, parser, program_name
 from transformer_trace.errors import UserError, file_error
 from transformer_trace.docs_folder.staging import interrupted_message, site_written
 from transformer_trace.docs_folder.location import docs_dir, locate_site
 from transformer_trace.text import terminal_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.catalogue import Report
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -100,7 +104,7 @@ def _run(args: argparse.Namespace) -> int:
             from transformer_trace.trace import refuse_a_missing_script, trace
 
             refuse_a_missing_script(args)  # before PyTorch loads
-            return trace(args)  # the registry's reports, loaded where a SIGTERM meanwhile writes --junit's file
+            return trace(args, _registry)  # loaded inside it, where a SIGTERM meanwhile writes --junit's file
         if args.command == "class":  # generator/classroom/: one page for many students' traces
             from transformer_trace.classroom import class_page
 
@@ -131,6 +135,13 @@ def _run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _registry() -> Mapping[str, Report]:
+    """The reports' registry, imported when a command needs it (it loads PyTorch)."""
+    from transformer_trace.reports import REPORTS
+
+    return REPORTS
 
 
 def _browse_command(out: Path, config: Path | None) -> str:

@@ -12,7 +12,7 @@ import argparse
 import json
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypedDict
 
@@ -245,21 +245,17 @@ def choose_numbering(requested: str, markers: list, script: Path, reports: Mappi
     return numbered[0]
 
 
-def trace(args: argparse.Namespace, reports: Mapping[str, Report] | None = None, command: str | None = None) -> int:
+def trace(args: argparse.Namespace, registry: Callable[[], Mapping[str, Report]], command: str | None = None) -> int:
     """The trace command, numbering markers for ``reports`` (the registry's, from the CLI): a script, or a notebook's
     code cells run in order (generator/trace/notebook.py: converted to a script beside it, removed after the run); the
     exit status as generator/trace/verdicts.py says. With --junit, a refusal, an internal error, Ctrl-C or SIGTERM (a CI
-    job's timeout or cancel) writes its JUnit file too (one error), so that CI shows every student; ``reports`` None:
-    the registry's, loaded (with PyTorch, seconds) where a SIGTERM meanwhile is caught too."""
+    job's timeout or cancel) writes its JUnit file too (one error), so that CI shows every student;
+    ``registry`` loads the reports (with PyTorch: seconds), called where a SIGTERM meanwhile is caught too."""
     from transformer_trace.trace.process import Terminated, terminated_as_exit
 
     try:
         with terminated_as_exit():
-            if reports is None:
-                from transformer_trace.reports import REPORTS
-
-                reports = REPORTS
-            return _trace_file(args, reports, command)
+            return _trace_file(args, registry(), command)
     except UserError as exc:
         _junit_of_refusal(args, str(exc), "bad input")
         raise

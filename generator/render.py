@@ -25,7 +25,7 @@ from transformer_trace.tensor_data import explore_info
 from transformer_trace.snapshots_file import snapshots_json, write_snapshots_json
 from transformer_trace.tensors import TensorView, fmt
 # noqa: F401 - user text's one path (templates' filters)
-from transformer_trace.text import code, escape_text, fence_title, name_code
+from transformer_trace.text import code, escape_text, fence_title, name_code, text_with_code
 
 log = logging.getLogger("transformer_trace")
 
@@ -91,6 +91,7 @@ def _environment(folders: tuple[tuple[str, Path], ...]) -> jinja2.Environment:
     env.filters.update(
         f=lambda v, d=4: fmt(v, d),
         text=escape_text,
+        text_with_code=text_with_code,
         plural=lambda n, word, many=None: plural(int(n), word, many),
         shape=format_shape,
         pct=lambda v, d=1: f"{100 * float(v):.{d}f}%",

@@ -71,6 +71,17 @@ def escape_text(value: Any) -> str:
     return page_text(value)
 
 
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def text_with_code(value: Any) -> str:
+    """A message that quotes code in Markdown code spans (a check's diagnosis: "the projection with `p["proj"]`"), for
+    a page where its Markdown is not read as such (a table cell made of escaped text): each span as <code>, everything
+    else as ``page_text``; every part escaped."""
+    parts = _CODE_SPAN.split(clean_text(str(value)))
+    return "".join(f"<code>{page_text(part)}</code>" if i % 2 else page_text(part) for i, part in enumerate(parts))
+
+
 def code(value: Any) -> str:
     """User text as inline code (a traced script's names and paths), escaped."""
     return f"<code>{page_text(value)}</code>"

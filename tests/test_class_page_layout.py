@@ -166,6 +166,32 @@ def test_a_failing_page_leads_with_what_is_wrong_then_where(traced_docs):
     assert rows[2].startswith("| Marked at |") and "py&#58;<wbr>83" in rows[2]
 
 
+@pytest.mark.parametrize(("message", "shown"), [
+    ('the projection with `p["proj"]` applied', "the projection with <code>p&#91;&#34;proj&#34;&#93;</code> applied"),
+    ("`a` and `b_c`", "<code>a</code> and <code>b&#95;c</code>"),
+    ("no code, a lone ` tick | pipe", "no code, a lone &#96; tick &#124; pipe"),
+])
+def test_a_diagnosis_shows_its_code_spans_as_code_in_a_cell_of_escaped_text(message, shown):
+    from transformer_trace.text import text_with_code
+
+    assert text_with_code(message) == shown
+
+
+MERGED_STRAIGHT = ("linear(attn_ctx.transpose(1, 2).reshape(B, N, C), p[\"proj\"])",
+                   "linear(attn_ctx.reshape(B, N, C), p[\"proj\"])")
+
+
+def test_a_failing_pages_what_is_wrong_shows_the_students_code_as_code_not_backticks(tmp_path, capfd):
+    source = (ROOT / "examples" / "vit_trace.py").read_text(encoding="utf-8")
+    assert source.count(MERGED_STRAIGHT[0]) == 1
+    (tmp_path / "vit.py").write_text(source.replace(*MERGED_STRAIGHT), encoding="utf-8")
+    assert main(["trace", str(tmp_path / "vit.py"), "--out", str(tmp_path / "docs"), "--name", "ann", "-q"]) == 1
+    capfd.readouterr()
+    page = (tmp_path / "docs" / "ann" / "block" / "15-mha-output-concat-projection.md").read_text(encoding="utf-8")
+    wrong = next(row for row in page.splitlines() if row.startswith("| What is wrong |"))
+    assert "with <code>p&#91;&#34;proj&#34;&#93;</code> applied to attn&#95;ctx" in wrong and "&#96;" not in wrong
+
+
 @pytest.fixture(scope="module")
 def class_site(traced_docs) -> Path:
     class_docs = traced_docs

@@ -181,15 +181,17 @@ MERGED_STRAIGHT = ("linear(attn_ctx.transpose(1, 2).reshape(B, N, C), p[\"proj\"
                    "linear(attn_ctx.reshape(B, N, C), p[\"proj\"])")
 
 
-def test_a_failing_pages_what_is_wrong_shows_the_students_code_as_code_not_backticks(tmp_path, capfd):
+def test_a_failing_page_and_the_overview_show_the_students_code_in_what_is_wrong_as_code_not_backticks(tmp_path, capfd):
     source = (ROOT / "examples" / "vit_trace.py").read_text(encoding="utf-8")
     assert source.count(MERGED_STRAIGHT[0]) == 1
     (tmp_path / "vit.py").write_text(source.replace(*MERGED_STRAIGHT), encoding="utf-8")
     assert main(["trace", str(tmp_path / "vit.py"), "--out", str(tmp_path / "docs"), "--name", "ann", "-q"]) == 1
     capfd.readouterr()
     page = (tmp_path / "docs" / "ann" / "block" / "15-mha-output-concat-projection.md").read_text(encoding="utf-8")
-    wrong = next(row for row in page.splitlines() if row.startswith("| What is wrong |"))
-    assert "with <code>p&#91;&#34;proj&#34;&#93;</code> applied to attn&#95;ctx" in wrong and "&#96;" not in wrong
+    overview = (tmp_path / "docs" / "ann" / "index.md").read_text(encoding="utf-8")
+    for wrong in (next(row for row in page.splitlines() if row.startswith("| What is wrong |")),
+                  next(row for row in overview.splitlines() if row.startswith("| First failing snapshot"))):
+        assert "with <code>p&#91;&#34;proj&#34;&#93;</code> applied to attn&#95;ctx" in wrong and "&#96;" not in wrong
 
 
 @pytest.fixture(scope="module")

@@ -352,8 +352,11 @@ def _refused(page: SnapshotReading, source: TensorDict | None,
     checks, claims = _claims(page)
     if not page.captured:
         return [_not_checkable(claim, "needs this snapshot captured") for claim in claims] or [_not_checkable("", "")]
-    if any(t.shown.numel == 0 and t.note for t in page.tensors):
-        return [_not_checkable("; ".join(claims), "; ".join(t.note for t in page.tensors if t.note))]
+    # a value that is no tensor refuses the checks where the catalogue reads it: not where it is an argument beyond
+    # the step's tensors (``def forward(self, x, head_mask=None, output_attentions=False):``, x read, the rest None)
+    read = page.tensors[:max(1, len(page.snap.tensors))]
+    if any(t.shown.numel == 0 and t.note for t in read):
+        return [_not_checkable("; ".join(claims), "; ".join(t.note for t in read if t.note))]
     layout = page.layout
     assert layout is not None, f"{page.label}: a captured snapshot read without its layout"
     if layout.mismatch:

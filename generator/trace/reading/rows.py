@@ -5,7 +5,9 @@ LayerNorm the line applied to it. Three forms of one computation, since a LayerN
 same norm applied to the whole sequence gives the same row) and ``x[0]`` of a sequence-first (N, B, D) tensor (row 0 of
 the tokens axis: read batch-first, (B, N, D)). Where the line read only the picked row (``x = self.ln(x)`` after an
 unmarked ``x = x[0]``: labml.ai's ViT), the sequence is the captured one of the stack's last layer that holds that row,
-through the same norm."""
+through the same norm. Where the sequence is a captured snapshot (the last block's output marked as the final sequence)
+and the line normalised the row it picked from it (``self.layer_norm(z[:, 0, :])``: the model's final LayerNorm
+applied to the class row alone), the sequence is that snapshot through the same norm (``normalised_capture``)."""
 
 from __future__ import annotations
 
@@ -63,6 +65,29 @@ def pooled_from(calls: Sequence[ModuleCall], row: torch.Tensor | None,
                    f"picked first, then normalised: a LayerNorm acts on each token alone){first}")
             return PooledFrom(normed, f"{norm[0].module}({name})", how)
     return PooledFrom(sequence, name, f"as `{name}`, the sequence the line read (no captured snapshot shows it){first}")
+
+
+def normalised_capture(calls: Sequence[ModuleCall], sequence: torch.Tensor, name: str) -> PooledFrom | None:
+    """The captured ``sequence`` (B, N, D) through the one LayerNorm the line applied to it or to a row picked from it;
+    None where the line applied none, or where the sequence is normalised already (every token of mean 0 and variance
+    1: a second norm over a final norm is not the final norm's form)."""
+    norm = _norm_of(calls, sequence)
+    module = rebuild(norm[0], ModuleKind.LAYER_NORM) if norm is not None else None
+    if norm is None or module is None or _standardised(sequence):
+        return None
+    normed = F.layer_norm(sequence.float(), module.normalized_shape, module.weight.float(), module.bias.float(),
+                          module.eps).to(sequence.dtype)
+    how = (f"as `{norm[0].module}` applied to every row of {name}, the sequence captured before the norm the line "
+           f"applied to the row it picked (a LayerNorm acts on each token alone)")
+    return PooledFrom(normed, f"{norm[0].module}({name})", how)
+
+
+def _standardised(sequence: torch.Tensor) -> bool:
+    """Whether every token of ``sequence`` already has mean 0 and variance 1 over its features (a LayerNorm's output
+    before any affine step)."""
+    values = sequence.double()
+    mean, variance = values.mean(-1), values.var(-1, unbiased=False)
+    return bool(mean.abs().max() < 1e-3 and (variance - 1).abs().max() < 1e-2)
 
 
 def _norm_of(calls: Sequence[ModuleCall], sequence: torch.Tensor | None) -> tuple[ModuleCall, bool] | None:

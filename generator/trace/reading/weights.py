@@ -25,7 +25,7 @@ from transformer_trace.checks import Check, HeadsRejoin, RowEquals, SumOf, close
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.trace.reading.rebuilt import looks_like, rebuild
-from transformer_trace.trace.reading.rows import pooled_from
+from transformer_trace.trace.reading.rows import normalised_capture, pooled_from
 from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
@@ -345,8 +345,10 @@ def _norm_kind(call: ModuleCall) -> bool:
 def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDict,
                  main: torch.Tensor | None) -> Bound | None:
     """A row taken from a sequence no snapshot shows (the final sequence of a model without a final LayerNorm): checked
-    against the one sequence (B, N, D) the marked line read, with the LayerNorm the line applied (reading/rows.py)."""
-    pooled = None if source.has(check.source) else pooled_from(calls, main, source.tensors)
+    against the one sequence (B, N, D) the marked line read, with the LayerNorm the line applied (reading/rows.py); a
+    row of a captured sequence the line normalised: against that sequence through the same norm."""
+    pooled = (normalised_capture(calls, source.cpu(check.source), source.name(check.source))
+              if source.has(check.source) else pooled_from(calls, main, source.tensors))
     if pooled is None:
         return None
     name = pooled.name if pooled.name not in source.tensors else f"{source.name(check.source)}@{pooled.name}"

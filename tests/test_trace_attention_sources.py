@@ -9,10 +9,15 @@ of our own, no upstream file."""
 from __future__ import annotations
 
 import re
+import textwrap
 
 import pytest
+import torch
 
 from tests.conftest import trace_source as traced
+from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
+from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.feeders import as_read, traced_back
 
 # DETR's layer forms: post-norm sums on unmarked lines, the attention modules called on unmarked statements, the
 # positions added to the queries and keys of every attention, not to the values
@@ -186,3 +191,18 @@ def test_keys_projected_from_the_decoder_stream_are_k_or_v_from_another_input(tm
     assert evidence["name"] == "K or V from another input", checks["#31"]
     assert "given the query's input (the decoder stream)" in evidence["message"], evidence
     assert "is not the encoder output's (2, 8, 16)" in evidence["message"], evidence
+
+
+def test_the_attention_call_of_a_statement_traced_back_to_is_kept_whatever_the_line_made_of_its_output():
+    start, end = DETR_LIKE.index("    def forward(self, src"), DETR_LIKE.index("        src2 = self.linear2")
+    forward = textwrap.dedent(DETR_LIKE[start:end])
+    lines = forward.splitlines()
+    marked = next(i for i, line in enumerate(lines, 1) if "# Snapshot #15" in line)
+    attention = next(i for i, line in enumerate(lines, 1) if "self.self_attn(" in line)
+    assert attention in traced_back(forward, marked, marked)  # ``src2 = self.self_attn(...)[0]``, then the sum
+    query, value, output = torch.randn(6, 2, 16), torch.randn(6, 2, 16), torch.randn(6, 2, 16)
+    attention_call = ModuleCall("MultiheadAttention", ModuleKind.MULTIHEAD_ATTENTION, 1, [query, query, value],
+                                [output], {}, {FED_AT: attention})
+    summed = ModuleCall("src", ModuleKind.LOCAL, 0, [], [value + output], {}, {})  # the line read the sum
+    assert as_read((attention_call, summed), frozenset({attention})) == (attention_call, summed)
+    assert as_read((attention_call, summed), frozenset()) == (summed,)  # a feeder's, its output not read: left out

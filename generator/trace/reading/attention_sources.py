@@ -5,15 +5,20 @@ correctly from its arguments. What the marked lines' module calls were given sho
 
 - the catalogue says which steps project the cross-attention's keys and values (a ``LinearOf`` whose module is the
   cross-attention's W_k or W_v: the call whose output is the step's tensor was given its input), and which steps
-  read a cross-attention's output (an ``nn.MultiheadAttention`` such a line, or an unmarked statement it was traced
-  back to, called: its ``key`` and ``value`` arguments);
+  read a cross-attention's output (the one ``nn.MultiheadAttention`` such a line, or an unmarked statement it was
+  traced back to, called: its ``key`` and ``value`` arguments);
 - the encoder's output is the last hit of the encoder layer's output step, or a LayerNorm of it (a final norm no
   line marks: T5's), in the run's layout;
 - the tensor given is the encoder's output → correct; it equals the query's input (the cross-attention's ``query``
   argument, or the Q projection's input) or a captured step's tensor at some hit, and neither the encoder's output
   nor a LayerNorm of it → the bug form "K or V from another input", at the step whose line showed it. Anything else
   (the key ``memory + pos``: positions added to the encoder's output; the encoder's output not captured) leaves the
-  verdicts as they were: a form we do not know is no bug."""
+  verdicts as they were: a form we do not know is no bug.
+
+The same calls show positions added twice where no positions step is captured (DETR adds them inside every layer):
+what an attention module adds to its query or key over its value is its positions, and one that adds exactly twice
+what another attention of the run adds (``q = k = src + 2 pos`` beside ``key = memory + pos``) fails with the bug
+form "positions added twice" (``positions_added_twice``)."""
 
 from __future__ import annotations
 
@@ -100,9 +105,11 @@ def _given(readings: Sequence[SnapshotReading],
                 yield page, f"{what} ({call.module}) was given {{}}", given, query_input
         if not any(CROSS_ATTENTION in str(ref) for check in page.snap.checks for ref in check.inputs()):
             continue
-        for call in page.calls:
-            if call.kind != ModuleKind.MULTIHEAD_ATTENTION or len(call.inputs) < len(ARGUMENTS):
-                continue
+        attentions = [c for c in page.calls if c.kind == ModuleKind.MULTIHEAD_ATTENTION
+                      and len(c.inputs) >= len(ARGUMENTS)]
+        # (a line that ran a whole decoder layer called its self-attention too, given the decoder stream as its key
+        # and value as it should be: which call is the cross-attention is then not known, and none is read)
+        for call in attentions if len(attentions) == 1 else ():
             query = page.run.as_called(call.inputs[0])
             for name, argument in zip(ARGUMENTS[1:], call.inputs[1:]):
                 given = page.run.as_called(argument)

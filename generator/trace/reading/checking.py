@@ -36,6 +36,7 @@ from transformer_trace.trace.reading.gated_mlp import gated_bound
 from transformer_trace.trace.reading.activated_calls import activated_calls
 from transformer_trace.trace.reading.layered_calls import layered_calls
 from transformer_trace.trace.reading.sublayer_alone_normed import sublayer_alone_normed
+from transformer_trace.trace.reading.attention_sources import kv_from_another_input, positions_added_twice
 from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
 from transformer_trace.trace.reading.dropout import said_dropout
@@ -136,6 +137,8 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     results = misfed_named(readings, results, reading.misfed, dims)  # a cross-attention fed its queries as keys
     results = stream_not_normalised(readings, results)  # a pre-norm block's sublayer given the stream itself
+    results = kv_from_another_input(readings, results)  # a cross-attention's K or V not from the encoder's output
+    results = positions_added_twice(readings, results)  # an attention's query or key given the positions twice
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
     said = " ".join(result.detail for snapshot in readings if snapshot.captured
                     for result in results[snapshot.snap.number])

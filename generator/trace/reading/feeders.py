@@ -116,8 +116,12 @@ def _written(node: ast.stmt) -> frozenset[str]:
 
 
 def _projects(node: ast.stmt) -> bool:
-    """An assignment of module calls' outputs as they are: ``v = self.wv(x)``, or a tuple of such calls."""
+    """An assignment of module calls' outputs as they are: ``v = self.wv(x)``, or a tuple of such calls; or of one
+    output of a module returning several (``src2 = self.self_attn(q, k, value=src)[0]``: nn.MultiheadAttention's, whose
+    query, key and value arguments attention_sources.py compares with the streams they belong to)."""
     value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
+        value = value.value
     calls = value.elts if isinstance(value, ast.Tuple) else [value]
     return bool(calls) and all(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                                and isinstance(c.func.value, ast.Name) and c.func.value.id == "self" for c in calls)
@@ -175,12 +179,21 @@ def as_read(calls: Sequence[ModuleCall], traced: frozenset[int] = frozenset()) -
     statement changed before the line read it (``qkv = rearrange(self.qkv(x), "b n (h d qkv) -> ...")``) says nothing
     the line's own locals do not say better, and is left out. A call of a statement traced back to (``traced``: its
     first lines, ``traced_back``) is kept where a local the line read holds exactly its output's values, rearranged
-    (the V projection split into heads through a cache): its weights and input are the step's."""
+    (the V projection split into heads through a cache): its weights and input are the step's; and an attention
+    module's, whatever became of its output (``_attention_traced_back``)."""
     read = [t for c in calls if c.kind == ModuleKind.LOCAL for t in c.outputs if t is not None]
-    return tuple(call for call in calls if call.attrs.get(FED_AT) is None or any(
-        output is not None and any(output.shape == t.shape and bool(torch.equal(output, t))
-                                   or call.attrs.get(FED_AT) in traced and _rearranged(output, t) for t in read)
-        for output in call.outputs))
+    return tuple(call for call in calls if call.attrs.get(FED_AT) is None or _attention_traced_back(call, traced)
+                 or any(output is not None and any(output.shape == t.shape and bool(torch.equal(output, t))
+                                                   or call.attrs.get(FED_AT) in traced and _rearranged(output, t)
+                                                   for t in read)
+                        for output in call.outputs))
+
+
+def _attention_traced_back(call: ModuleCall, traced: frozenset[int]) -> bool:
+    """An attention module a statement traced back to called (``src2 = self.attn(q, k, value=src)[0]`` above the sum a
+    post-norm line normalises): what it was given is the step's evidence of which streams fed it, whatever the line
+    made of its output (attention_sources.py)."""
+    return call.kind == ModuleKind.MULTIHEAD_ATTENTION and call.depth == 1 and call.attrs.get(FED_AT) in traced
 
 
 def _rearranged(output: torch.Tensor, read: torch.Tensor) -> bool:

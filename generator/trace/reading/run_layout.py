@@ -408,8 +408,9 @@ def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) ->
                 if len(named) == 3 and named[0] == "B" and named[1] in SEQUENCE_AXES else None)
     if unmerged is not None:
         found = layout(unmerged, named, run.dims, {})
-        return Layout(found.status, found.expected, f"positions and batch merged in one axis ({named[1]}·B, "
-                      f"{named[2]}), a view of the sequence-first stream; read as ({', '.join(named)})", found.canonical)
+        note = (f"positions and batch merged in one axis ({named[1]}·B, {named[2]}), a view of the sequence-first "
+                f"stream; read as ({', '.join(named)})")
+        return Layout(found.status, found.expected, note, found.canonical)
     turn = run.turns(named, tensor.dim(), first_item)
     read = tensor.transpose(0, 1) if turn else tensor
     dims = run.dims_for(named, tuple(read.shape))

@@ -210,12 +210,25 @@ class RunLayout:
         positions = {self.dims[axis] for axis in SEQUENCE_AXES if axis in self.dims}
         if tensor is None or tensor.dim() < 2:
             return tensor
+        if (tokens := self.merged_positions_first(tensor, positions)) is not None:
+            return tokens
         if self.sequence_first and tensor.shape[1] == self.dims.get("B") and tensor.shape[0] in positions:
             tensor = tensor.transpose(0, 1)
         axes = [i for i in range(1, tensor.dim()) if tensor.shape[i] == self.dims.get("N1")]
         if self.class_token == CLASS_LAST and axes:  # its token axes: every one of the N1 tokens' size
             tensor = tensor.roll([1] * len(axes), dims=axes)
         return tensor
+
+    def merged_positions_first(self, tensor: torch.Tensor, positions: set[int]) -> torch.Tensor | None:
+        """A sequence-first run's (L·B, X) tensor, its positions and batch merged in one axis positions-major (a
+        feed-forward run on `x.view(-1, C)` of a (L, B, C) stream), read batch-first as (B, L, X); else None."""
+        B = self.dims.get("B")
+        if not (self.sequence_first and B and tensor.dim() == 2 and tensor.shape[0] % B == 0):
+            return None
+        L = tensor.shape[0] // B
+        if L < 2 or L not in positions or tensor.shape[1] == tensor.shape[0]:
+            return None
+        return tensor.reshape(L, B, tensor.shape[1]).transpose(0, 1)
 
     def as_read(self, step: StepShape) -> torch.Tensor:
         """A step's captured value with its first two axes as the run reads them (its value: required)."""
@@ -391,6 +404,13 @@ def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) ->
     or any other hit's value), against the named shape the page gives it, in the run's one layout (a snapshot showing
     the first batch item, ``[0]``, reads a batch of several as its first item: in a sequence-first run, ``x[:, 0]``)."""
     named, first_item = page.shape_of(k), k == 0 and page.snap.index == "[0]"
+    unmerged = (run.merged_positions_first(tensor, {run.dims.get(named[1], 0)})
+                if len(named) == 3 and named[0] == "B" and named[1] in SEQUENCE_AXES else None)
+    if unmerged is not None:
+        found = layout(unmerged, named, run.dims, {})
+        note = (f"positions and batch merged in one axis ({named[1]}·B, {named[2]}), a view of the sequence-first "
+                f"stream; read as ({', '.join(named)})")
+        return Layout(found.status, found.expected, note, found.canonical)
     turn = run.turns(named, tensor.dim(), first_item)
     read = tensor.transpose(0, 1) if turn else tensor
     dims = run.dims_for(named, tuple(read.shape))

@@ -97,6 +97,7 @@ def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) 
     while changed:
         changed = False
         for expressions, shape in named:
+            shape = _tokens_unmerged(expressions, shape, dims)
             if len(expressions) != len(shape):
                 continue
             fresh: dict[str, int] = {}
@@ -128,6 +129,16 @@ def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) 
                 except (KeyError, ZeroDivisionError):
                     pass
     return dims
+
+
+def _tokens_unmerged(expressions: tuple[str, ...], shape: tuple[int, ...], dims: dict[str, int]) -> tuple[int, ...]:
+    """A (B, <positions>, X) step captured with its batch and positions merged in one axis, (B·L, X) — a feed-forward
+    run on `x.view(-1, C)`, as Megatron-style and mixture-of-experts code does — read as (B, L, X) once B and L are
+    bound, so it can bind X; any other shape as it is."""
+    if len(expressions) != 3 or len(shape) != 2 or expressions[0] != "B":
+        return shape
+    B, L = dims.get("B"), dims.get(expressions[1])
+    return (B, L, shape[1]) if B and L and shape[0] == B * L and L > 1 else shape
 
 
 def _rooted(expressions: tuple[str, ...], shape: tuple[int, ...], dims: dict[str, int],
@@ -263,6 +274,17 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
             yield Layout(LayoutStatus.LAYOUT, expected,
                          f"split into {h} heads after the positions (B, L, h, hs); read with the heads joined",
                          tensor.reshape(B, L, h * hs))
+    if (len(expressions) == 4 and expressions[1] == "h" and expressions[3] == "hs" and len(shape) == 4
+            and shape[-1] != expected[-1] and h and h > 1 and expected[2] != h):
+        # queries and keys of a head size of their own, other than C/h: multi-head latent attention (DeepSeek-V3)
+        # joins a rotary part to each head's 8 features; read as they are, their own size the checks' √hs
+        if shape[:3] == expected[:3]:
+            yield Layout(LayoutStatus.LAYOUT, expected, f"heads of {shape[-1]} features, a head size of their own "
+                         f"(C/h = {expected[-1]}); read as ({names}) with that size", tensor)
+        if shape[:3] == (expected[0], expected[2], h):
+            yield Layout(LayoutStatus.LAYOUT, expected, f"split into {h} heads after the positions, of {shape[-1]} "
+                         f"features, a head size of their own (C/h = {expected[-1]}); read as ({names}) with that size",
+                         tensor.transpose(1, 2))
     if h and hs and len(expected) == 4 and expected[1] == h and expected[3] == hs and len(shape) == 3:
         B, _, L, _ = expected
         if shape == (B, L, h * hs):
@@ -272,6 +294,10 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
         axes = ", ".join(expressions[2:])
         yield Layout(LayoutStatus.LAYOUT, expected,
                      f"batch and heads merged in one axis (B·h, {axes}); read as ({names})", tensor.reshape(expected))
+    if len(expected) == 3 and expressions[0] == "B" and expected[1] > 1 and shape == (expected[0] * expected[1],
+                                                                                       expected[2]):
+        yield Layout(LayoutStatus.LAYOUT, expected, f"batch and positions merged in one axis (B·{expressions[1]}, "
+                     f"{expressions[2]}), a view the script made; read as ({names})", tensor.reshape(expected))
     if (expressions == ("B", "N", "C") and len(shape) == 4 and shape[:2] == (expected[0], expected[2])
             and shape[2] * shape[3] == expected[1]):  # the patch convolution's output, before flatten(2).transpose
         yield Layout(LayoutStatus.LAYOUT, expected, f"the patch grid as the convolution wrote it (B, C, {shape[2]}, "

@@ -1,0 +1,66 @@
+"""A minimal stand-in for einops (ours, not upstream; the project's environment has no einops): `rearrange`,
+`repeat` and `reduce` for patterns of plain axes, parenthesised groups and `()` (an axis of size 1). Enough for the
+rearranges of alibi_transformer.py (a copy of round eight's stub); the real package (pip install einops) gives the same results on these patterns."""
+import re
+
+import torch
+
+
+def _groups(side):
+    return [g[1:-1].split() if g.startswith("(") else [g] for g in re.findall(r"\([^)]*\)|\S+", side)]
+
+
+def _bind(tensor, left, sizes):
+    """Sizes of every axis on the left side, the unknown one of a group inferred from the tensor's shape."""
+    known = dict(sizes)
+    for group, size in zip(left, tensor.shape):
+        unknown = [a for a in group if a not in known]
+        product = 1
+        for a in group:
+            product *= known.get(a, 1)
+        if unknown:
+            known[unknown[0]] = size // product
+    return known
+
+
+def _compose(tensor, right, known):
+    shape = []
+    for group in right:
+        size = 1
+        for a in group:
+            size *= known[a]
+        shape.append(size)
+    return tensor.reshape(shape)
+
+
+def rearrange(tensor, pattern, **sizes):
+    left, right = (_groups(s) for s in pattern.split("->"))
+    known = _bind(tensor, left, sizes)
+    axes = [a for group in left for a in group]
+    moved = tensor.reshape([known[a] for a in axes]).permute([axes.index(a) for group in right for a in group])
+    return _compose(moved, right, known)
+
+
+def repeat(tensor, pattern, **sizes):
+    left, right = (_groups(s) for s in pattern.split("->"))
+    known = _bind(tensor, left, sizes)
+    axes = [a for group in left for a in group]
+    kept = [a for group in right for a in group if a in axes]
+    moved = tensor.reshape([known[a] for a in axes]).permute([axes.index(a) for a in kept])
+    right_axes = [a for group in right for a in group]
+    view = [known[a] if a in axes else 1 for a in right_axes]
+    expanded = moved.reshape(view).expand([known[a] for a in right_axes])
+    return _compose(expanded, right, known)
+
+
+def reduce(tensor, pattern, reduction, **sizes):
+    left, right = (_groups(s) for s in pattern.split("->"))
+    known = _bind(tensor, left, sizes)
+    axes = [a for group in left for a in group]
+    kept = {a for group in right for a in group}
+    flat = tensor.reshape([known[a] for a in axes])
+    gone = [i for i, a in enumerate(axes) if a not in kept]
+    reduced = getattr(torch, reduction)(flat, dim=gone) if gone else flat
+    rest = [a for a in axes if a in kept]
+    moved = reduced.permute([rest.index(a) for group in right for a in group])
+    return _compose(moved, right, known)

@@ -38,6 +38,7 @@ from transformer_trace.trace.reading.layered_calls import layered_calls
 from transformer_trace.trace.reading.sublayer_alone_normed import sublayer_alone_normed
 from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
+from transformer_trace.trace.reading.norm_of_another import norm_of_another
 from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.records import OwnRecords, TensorLabel
 from transformer_trace.trace.reading.parts import evidence_in_parts
@@ -119,6 +120,7 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     results = misfed_named(readings, results, reading.misfed, dims)  # a cross-attention fed its queries as keys
     results = stream_not_normalised(readings, results)  # a pre-norm block's sublayer given the stream itself
+    results = norm_of_another(readings, results)  # a sublayer's LayerNorm given a LayerNorm of another stream
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
     said = " ".join(result.detail for snapshot in readings if snapshot.captured
                     for result in results[snapshot.snap.number])

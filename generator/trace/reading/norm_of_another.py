@@ -35,14 +35,18 @@ WRONG_TENSOR = "LayerNorm of the wrong tensor"
 CLAIM = "the LayerNorm before a sublayer normalises the stream its output is added to (pre-norm)"
 
 
-def _fed_norms(page: SnapshotReading) -> Iterator[tuple[ModuleCall, torch.Tensor, ModuleCall]]:
+FedNorm = tuple[ModuleCall, torch.Tensor, ModuleCall]  # a LayerNorm call, its input, the call that read its output
+
+
+def _fed_norms(page: SnapshotReading) -> Iterator[FedNorm]:
     """Each LayerNorm the page's line called whose output another call of the line read: (it, its input, the
     reader)."""
     for call in page.calls:
         read, out = _input(page, call), _output(page, call)
         if not _is_norm(call) or read is None or out is None:
             continue
-        reader = next((c for c in page.calls if c is not call and not _is_norm(c) and _same(_input(page, c), out)), None)
+        reader = next((c for c in page.calls if c is not call and not _is_norm(c) and _same(_input(page, c), out)),
+                      None)
         if reader is not None:
             yield call, read, reader
 
@@ -51,7 +55,8 @@ def _added_to(page: SnapshotReading, pages: Sequence[SnapshotReading],
               streams: Sequence[SnapshotReading]) -> tuple[SnapshotReading, SnapshotReading] | None:
     """The stream the page's step is added to, and the step holding the sum; None where no captured step does."""
     step = page.main_as_called
-    return next(((stream, total) for stream in streams if stream is not page and stream.main_as_called.shape == step.shape
+    alike = [stream for stream in streams if stream is not page and stream.main_as_called.shape == step.shape]
+    return next(((stream, total) for stream in alike
                  for total in pages if total is not page and total is not stream
                  and _same(total.main_as_called, stream.main_as_called + step)), None)
 
@@ -82,8 +87,9 @@ def norm_of_another(readings: Sequence[SnapshotReading],
         if isinstance(shown, torch.Tensor) and shown.is_floating_point():
             stages.setdefault(page.snap.stage, []).append(page)
     for pages in stages.values():
-        streams = _streams(pages)
-        for page, norm, read, reader, (target, total) in _normalising(pages, streams):
+        fed = {page.snap.number: norms for page in pages if (norms := list(_fed_norms(page)))}
+        streams = _streams(pages) if fed else []  # (the streams compared only where a line's LayerNorm fed a call)
+        for page, norm, read, reader, (target, total) in _normalising(pages, streams, fed):
             if read.shape != target.main_as_called.shape or _same(read, target.main_as_called):
                 continue
             normalised = _normalised_from(read, streams, target)
@@ -100,14 +106,14 @@ def norm_of_another(readings: Sequence[SnapshotReading],
     return results
 
 
-def _normalising(pages: Sequence[SnapshotReading], streams: Sequence[SnapshotReading],
+def _normalising(pages: Sequence[SnapshotReading], streams: Sequence[SnapshotReading], fed: dict[int, list[FedNorm]],
                  ) -> Iterator[tuple[SnapshotReading, ModuleCall, torch.Tensor, ModuleCall,
                                      tuple[SnapshotReading, SnapshotReading]]]:
-    """Each LayerNorm a marked line called before a sublayer whose output (the line's step) is added to a stream, in
-    the catalogue's order: (the page, the LayerNorm, its input, the call that read its output, (the stream, the
-    sum))."""
+    """Each LayerNorm a marked line called before a sublayer (``fed``: per snapshot, ``_fed_norms``) whose output (the
+    line's step) is added to a stream, in the catalogue's order: (the page, the LayerNorm, its input, the call that
+    read its output, (the stream, the sum))."""
     for page in sorted(pages, key=lambda p: p.snap.number) if streams else ():
-        added = _added_to(page, pages, streams)
+        added = _added_to(page, pages, streams) if page.snap.number in fed else None
         if added is not None:
-            for norm, read, reader in _fed_norms(page):
+            for norm, read, reader in fed[page.snap.number]:
                 yield page, norm, read, reader, added

@@ -25,6 +25,7 @@ import torch
 from transformer_trace.checks import FAILED, CheckResult, UnfittableWeights, close
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
+from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.sublayer_input import _input, _is_norm, _named, _output, _same, _streams
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
 
 WRONG_TENSOR = "LayerNorm of the wrong tensor"
+SUBLAYERS = (ModuleKind.LINEAR, ModuleKind.MULTIHEAD_ATTENTION, ModuleKind.USER)  # what a sublayer's input feeds
 CLAIM = "the LayerNorm before a sublayer normalises the stream its output is added to (pre-norm)"
 
 
@@ -45,8 +47,8 @@ def _fed_norms(page: SnapshotReading) -> Iterator[FedNorm]:
         read, out = _input(page, call), _output(page, call)
         if not _is_norm(call) or read is None or out is None:
             continue
-        reader = next((c for c in page.calls if c is not call and not _is_norm(c) and _same(_input(page, c), out)),
-                      None)
+        readers = (c for c in page.calls if c.kind in SUBLAYERS and not _is_norm(c) and _same(_input(page, c), out))
+        reader = next(readers, None)
         if reader is not None:
             yield call, read, reader
 

@@ -47,7 +47,8 @@ class SublayerFromCall(Check):
             holds, claim, detail = False, "", ""
         if holds:
             left = " and ".join(self.absent)
-            made = [s.name(ref) for ref in self.operands[:-1]] + [f"the output of the {self.called} {self.caller} called"]
+            called = f"the output of the {self.called} {self.caller} called"
+            made = [s.name(ref) for ref in self.operands[:-1]] + [called]
             message = (f"residual dropped: your {s.name(self.out)} is already made by {' and '.join(made)} alone, "
                        f"without {left}, the stream the residual should carry (with it left out: {claim}; {detail})")
             return CheckResult(name=claim, passed=False, status=FAILED, detail=message,

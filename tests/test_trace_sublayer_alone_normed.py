@@ -57,3 +57,57 @@ def test_a_layer_norm_of_the_sublayer_output_alone_is_the_residual_dropped(tmp_p
     assert checks[""]["first_failure"].startswith("#15"), checks[""]
     assert checks["#15"]["evidence"]["name"] == "residual dropped", checks["#15"]
     assert "MultiheadAttention the line called alone" in checks["#15"]["evidence"]["message"], checks["#15"]
+
+
+# DETR's own form: the sum an unmarked statement above the marked LayerNorm, through a Dropout (issue 40, B1/B3)
+FED = """\
+import torch
+import torch.nn as nn
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, C=16):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(C, 2, batch_first=BATCH_FIRST)
+        self.norm1 = nn.LayerNorm(C)
+        self.dropout1 = nn.Dropout(0.1)
+
+    def forward(self, src):  # Snapshot #6 src
+        src2 = self.attn(src, src, src)[0]
+        src = src + self.dropout1(src2)
+        src = self.norm1(src)  # Snapshot #15
+        return src
+
+
+torch.manual_seed(0)
+with torch.no_grad():
+    EncoderLayer().MODE()(torch.randn(SHAPE))
+"""
+FED_DROPPED = {"src = src + self.dropout1(src2)": "src = self.dropout1(src2)"}
+MODES = [(mode, *layout) for mode in ("eval", "train") for layout in LAYOUTS]
+
+
+def _fed(mode: str, batch_first: str, shape: str, replaced: dict[str, str] | None = None) -> str:
+    text = FED.replace("MODE", mode).replace("BATCH_FIRST", batch_first).replace("SHAPE", shape)
+    for old, new in (replaced or {}).items():
+        assert old in text
+        text = text.replace(old, new)
+    return text
+
+
+@pytest.mark.parametrize("mode,batch_first,shape", MODES)
+def test_a_sum_made_by_the_statement_feeding_the_layer_norm_passes(tmp_path, mode, batch_first, shape):
+    code, checks = traced(tmp_path, _fed(mode, batch_first, shape))
+    assert code == 0, checks[""]
+    assert checks["#15"]["passed"] is True, checks["#15"]
+
+
+@pytest.mark.parametrize("mode,batch_first,shape", MODES)
+def test_a_dropout_of_the_sublayer_alone_feeding_the_layer_norm_is_the_residual_dropped(tmp_path, mode, batch_first,
+                                                                                         shape):
+    """The Dropout's own output is what the LayerNorm read, whatever mask a training-mode dropout drew."""
+    code, checks = traced(tmp_path, _fed(mode, batch_first, shape, FED_DROPPED))
+    assert code == 1, checks[""]
+    assert checks[""]["first_failure"].startswith("#15"), checks[""]
+    assert checks["#15"]["evidence"]["name"] == "residual dropped", checks["#15"]
+    assert "the output of the Dropout line 14 (the statement" in checks["#15"]["evidence"]["message"], checks["#15"]

@@ -291,8 +291,10 @@ class ResidualLayerNorm(Check):
     TRACE = TraceUse(calls={"module": (ModuleKind.LAYER_NORM, "module"),
                             "operands": (ModuleKind.LAYER_NORM, "input")},
                      # an unmarked sublayer output, from the module the line called or the tensor it read
-                     # (trace/reading/residuals.py)
-                     also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION}),
+                     # (trace/reading/residuals.py); a Dropout's output, the LayerNorm's input where the residual was
+                     # dropped on the line or the statement feeding it (trace/reading/sublayer_alone_normed.py)
+                     also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION,
+                                           ModuleKind.DROPOUT}),
                      reads_locals=True)
     LEFT_OUT = "residual dropped"
 

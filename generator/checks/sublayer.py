@@ -30,6 +30,7 @@ class SublayerFromCall(Check):
     step: Any = None  # the residual check (SumOf, ResidualLayerNorm ...), a value: its fields are read through it
     absent: tuple[str, ...] = ()
     called: str = "module"  # the class of the module whose output is the last operand, as the message names it
+    caller: str = "the line"  # what called it: the marked line, or an unmarked statement feeding it
 
     def run(self, s: TensorSource) -> CheckResult:
         check = dataclasses.replace(self.step, operands=self.operands)
@@ -46,7 +47,8 @@ class SublayerFromCall(Check):
             holds, claim, detail = False, "", ""
         if holds:
             left = " and ".join(self.absent)
-            made = [s.name(ref) for ref in self.operands[:-1]] + [f"the output of the {self.called} the line called"]
+            called = f"the output of the {self.called} {self.caller} called"
+            made = [s.name(ref) for ref in self.operands[:-1]] + [called]
             message = (f"residual dropped: your {s.name(self.out)} is already made by {' and '.join(made)} alone, "
                        f"without {left}, the stream the residual should carry (with it left out: {claim}; {detail})")
             return CheckResult(name=claim, passed=False, status=FAILED, detail=message,

@@ -7,11 +7,11 @@ when a module raises) are installed; they are removed as the statement's capture
 runs without hooks. The calls the statement makes down to depth 3 (its own modules, and what they call) of the kinds a
 check can recompute (Linear, LayerNorm, Embedding, Conv2d, MultiheadAttention: PyTorch's own classes) or of the user's
 own classes (defined under the script's folder; kind "user", read only where it has a LayerNorm's parameters) count
-towards the MOST_CALLS kept; those of the kinds read are kept with their tensor inputs, their outputs, their
-parameters (each tensor written once, in a ``param`` event, and named by its number afterwards) and the attributes a
-recomputation needs (eps, stride, heads...). The hit event carries them as its ``calls`` (protocol.py's
-call_to_serializable), and the module tensors the statement reads by attribute (``self.pos_embedding``) as its
-``reads``: ``{name: n}`` (reading/capture.py reads both).
+towards the MOST_CALLS kept (a Dropout only where a check names its kind: what a statement made of its input); those of
+the kinds read are kept with their tensor inputs, their outputs, their parameters (each tensor written once, in a
+``param`` event, and named by its number afterwards) and the attributes a recomputation needs (eps, stride, heads...).
+The hit event carries them as its ``calls`` (protocol.py's call_to_serializable), and the module tensors the statement
+reads by attribute (``self.pos_embedding``) as its ``reads``: ``{name: n}`` (reading/capture.py reads both).
 """
 
 import functools
@@ -120,6 +120,8 @@ class CallRecorder:
         for statement in self.running:
             within = depth - statement.depth
             if 0 < within <= DEPTH and statement.counted < MOST_CALLS:
+                if kind is ModuleKind.DROPOUT and (statement.wanted is None or kind not in statement.wanted):
+                    continue  # copied only where a check names it, and not counted elsewhere: the calls kept as before
                 if statement.wanted is not None and not _read(kind, statement.wanted, module, args):
                     statement.counted += 1  # not read by the line's checks: not copied, counted as it ran
                     continue

@@ -76,6 +76,7 @@ class ModuleKind(_Word):
     EMBEDDING = "embedding"
     CONV2D = "conv2d"
     MULTIHEAD_ATTENTION = "multihead_attention"
+    DROPOUT = "dropout"  # recorded only where a check names it: its output is what a statement made of its input
     USER = "user"  # a module of a class defined in the user's own files
     LOCAL = "local"  # not a call: a local tensor the marked line reads, as it was before the line ran
     READ = "read"  # not a call: a module tensor the line reads by attribute (a weight passed to functional code)
@@ -91,7 +92,7 @@ class ModuleKind(_Word):
 # PyTorch's own classes (torch.nn.modules.*) by name, and the kind a call of one is recorded as
 TORCH_MODULES = {"Linear": ModuleKind.LINEAR, "NonDynamicallyQuantizableLinear": ModuleKind.LINEAR,
                  "LayerNorm": ModuleKind.LAYER_NORM, "Embedding": ModuleKind.EMBEDDING, "Conv2d": ModuleKind.CONV2D,
-                 "MultiheadAttention": ModuleKind.MULTIHEAD_ATTENTION}
+                 "MultiheadAttention": ModuleKind.MULTIHEAD_ATTENTION, "Dropout": ModuleKind.DROPOUT}
 # whose parameters are kept by reference in a forward pass without gradients (copies.Live): the reader trusts them
 # only where they reproduce the call's own output (reading/capture.py)
 LIVE_KINDS = frozenset({ModuleKind.LINEAR, ModuleKind.LAYER_NORM})

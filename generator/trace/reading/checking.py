@@ -39,6 +39,7 @@ from transformer_trace.trace.reading.sublayer_alone_normed import sublayer_alone
 from transformer_trace.trace.reading.attention_sources import kv_from_another_input, positions_added_twice
 from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
+from transformer_trace.trace.reading.norm_of_another import norm_of_another
 from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.records import OwnRecords, TensorLabel
 from transformer_trace.trace.reading.parts import evidence_in_parts
@@ -139,6 +140,7 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     results = stream_not_normalised(readings, results)  # a pre-norm block's sublayer given the stream itself
     results = kv_from_another_input(readings, results)  # a cross-attention's K or V not from the encoder's output
     results = positions_added_twice(readings, results)  # an attention's query or key given the positions twice
+    results = norm_of_another(readings, results)  # a sublayer's LayerNorm given a LayerNorm of another stream
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
     said = " ".join(result.detail for snapshot in readings if snapshot.captured
                     for result in results[snapshot.snap.number])

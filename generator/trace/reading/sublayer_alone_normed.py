@@ -5,7 +5,10 @@ Where the catalogue's operands are the block's input (a captured step) and that 
 attention module the line called gave exactly the LayerNorm's input, which is not that input plus it, the step is read
 with the call's output as its only operand (checks/sublayer.py): a correct post-norm block's LayerNorm reads the
 stream plus the sublayer output, never the output alone (the stream is never zero), so it fails with the bug form
-"residual dropped". Anything else is bound as before."""
+"residual dropped". An ``nn.Dropout``'s output stands for the sublayer's where the sum is an unmarked statement
+feeding the line (``src = self.dropout1(src2)`` above ``src = self.norm1(src)  # Snapshot #15``: DETR's own form; the
+child hands that statement's calls to the line, feeders.py): its output is the tensor the LayerNorm read, whatever mask
+a training-mode dropout drew. Anything else is bound as before."""
 
 from __future__ import annotations
 
@@ -17,13 +20,13 @@ import torch
 from transformer_trace.checks import ResidualLayerNorm, close
 from transformer_trace.checks.sublayer import SublayerFromCall
 from transformer_trace.sources import Ref, TensorDict
-from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.rebuilt import rebuild
 from transformer_trace.trace.reading.weights import Bound, Given, holds_output
 
-SUBLAYERS = (ModuleKind.LINEAR, ModuleKind.MULTIHEAD_ATTENTION)
+SUBLAYERS = (ModuleKind.LINEAR, ModuleKind.MULTIHEAD_ATTENTION, ModuleKind.DROPOUT)
 
 
 def _first(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
@@ -60,10 +63,12 @@ def sublayer_alone_normed(check: Any, calls: Sequence[ModuleCall], source: Tenso
         alone = close(normed.double(), output.double(), "")[0]
         if not alone or close(normed.double(), carried + output.double(), "")[0]:
             continue  # the LayerNorm read something else, or the sum itself
+        fed_at = call.attrs.get(FED_AT)
+        caller = "the line" if fed_at is None else f"line {fed_at} (the statement whose output the line read)"
         name = f"{source.name(sublayer)}@{call.module}.output"
         given = Given(source, {**source.tensors, name: output}, modules={source.name(check.module): module})
         return Bound(SublayerFromCall(out=check.out, operands=(Ref(name),), step=check, absent=(source.name(stream),),
-                                      called=call.module), given, None,
-                     f"{source.name(sublayer)} taken from the output of the {call.module} the line called, the "
+                                      called=call.module, caller=caller), given, None,
+                     f"{source.name(sublayer)} taken from the output of the {call.module} {caller} called, the "
                      f"LayerNorm's input (no captured snapshot shows it)")
     return None

@@ -132,7 +132,7 @@ def value_to_serializable(name, kind, device, note, array=None, view=None, entri
     return value
 
 
-FED_AT = "fed_at"  # a call's attribute: the line of the unmarked statement that made it (module_calls.py Feeding)
+FED_AT = "fed_at"  # a call's attribute: the line of the unmarked statement that made it (fed_calls.py Feeding)
 
 
 def call_to_serializable(module, kind, depth, inputs, outputs, params, attrs):

@@ -20,9 +20,10 @@ fed_calls = bootstrap._beside("fed_calls.py")
 FEEDER_LINE = 7
 
 
-def _marked(local_names: list[str]) -> list:
-    """A marked statement's markers whose checks read every kind of call and the locals ``local_names``."""
-    return [(0, {"locals": local_names, "calls": None, "reads": []})]
+def _marked(local_names: list[str], traced: list[int]) -> list:
+    """A marked statement's markers whose checks read every kind of call and the locals ``local_names``, fed by
+    statements of which those at lines ``traced`` were traced back to (reading/feeders.py ``traced_back``)."""
+    return [(0, {"locals": local_names, "calls": None, "reads": [], "traced": traced})]
 
 
 class _Frame:
@@ -32,12 +33,12 @@ class _Frame:
         self.f_locals = scope
 
 
-def _fed_then_marked(tmp_path, layer: nn.Module, feed: torch.Tensor, local, change=None) -> list[dict]:
+def _fed_then_marked(tmp_path, layer: nn.Module, feed: torch.Tensor, local, change=None, traced=()) -> list[dict]:
     """The calls a marked statement reading ``local`` (computed from the feeding call's output) starts with, after an
     unmarked statement fed it ``layer(feed)``; ``change``: what runs on that output in between."""
     results = bootstrap.Results(str(tmp_path), CAPTURE_BUDGET_BYTES)
     recorder = module_calls.CallRecorder(results, str(tmp_path), copies, fed_calls)
-    marked = _marked(["h"])
+    marked = _marked(["h"], list(traced))
     feeding = [(0, {**marked[0][1], "locals": []})]
     recorder.start(None, feeding, feeding=True)
     output = layer(feed)
@@ -49,16 +50,18 @@ def _fed_then_marked(tmp_path, layer: nn.Module, feed: torch.Tensor, local, chan
     return recorder.stop()
 
 
-@pytest.mark.parametrize("local, kept", [
-    (lambda out: out, True),  # `h = self.proj(x)`, then the marked line reads h
-    (lambda out: out.clone(), True),  # the same values in another tensor
-    (lambda out: out.transpose(0, 1).contiguous(), True),  # rearranged (a cache written and read back)
-    (lambda out: out * 2, False),  # changed before the line read it
-    (lambda out: torch.zeros(3), False),  # another tensor altogether
+@pytest.mark.parametrize("local, traced, kept", [
+    (lambda out: out, (), True),  # `h = self.proj(x)`, then the marked line reads h
+    (lambda out: out.clone(), (), True),  # the same values in another tensor
+    # rearranged (a cache written and read back): kept where the statement was traced back to, as the reader keeps it
+    (lambda out: out.transpose(0, 1).contiguous(), (FEEDER_LINE,), True),
+    (lambda out: out.transpose(0, 1).contiguous(), (), False),
+    (lambda out: out * 2, (FEEDER_LINE,), False),  # changed before the line read it
+    (lambda out: torch.zeros(3), (), False),  # another tensor altogether
 ])
-def test_a_feeding_call_is_copied_only_where_a_local_the_line_reads_holds_its_output(tmp_path, local, kept):
+def test_a_feeding_call_is_copied_only_where_a_local_the_line_reads_holds_its_output(tmp_path, local, traced, kept):
     torch.manual_seed(0)
-    calls = _fed_then_marked(tmp_path, nn.Linear(4, 4), torch.randn(2, 4), local)
+    calls = _fed_then_marked(tmp_path, nn.Linear(4, 4), torch.randn(2, 4), local, traced=traced)
     fed = [call for call in calls if FED_AT in call["attrs"]]
     assert [call["kind"] for call in calls if call["kind"] == ModuleKind.LOCAL] == [ModuleKind.LOCAL]
     assert [(call["kind"], call["attrs"][FED_AT]) for call in fed] == ([(ModuleKind.LINEAR, FEEDER_LINE)] if kept

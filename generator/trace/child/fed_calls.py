@@ -4,12 +4,12 @@ script's own interpreter (bootstrap.py loads this file by path: standard library
 A feeding statement runs in a ``Feeding`` context manager; while it runs, module_calls.py's recorder keeps each call
 of the kinds the first marked statement's checks read as a ``PendingCall``: references to its tensors and their
 version counters, nothing copied. The marked statement's next start decides which of them its hit carries
-(``resolve``): the reader keeps a fed call only where a local tensor the marked line read holds its output as it is, or
-rearranged (feeders.py ``as_read``), so only those are copied, then, and the rest are forgotten (a feeding
-self-attention's projections, its scores, whose outputs no local holds: most of them). A tensor changed in place
-between its call and the marked statement (its version counter or its memory moved) cannot be copied as the call saw
-it: that call is left out, as one that cannot be copied is. Where a version counter cannot be read (a tensor made
-under torch.inference_mode()), the call is copied as it returns, as a marked line's own calls are.
+(``resolve``): the reader keeps a fed call only where a local tensor the marked line read holds its output as it is,
+or rearranged where the statement was traced back to (feeders.py ``as_read``), so only those are copied, then, and the
+rest are forgotten (a feeding self-attention's projections, its scores, whose outputs no local holds: most of them). A
+tensor changed in place between its call and the marked statement (its version counter or its memory moved) cannot be
+copied as the call saw it: that call is left out, as one that cannot be copied is. Where a version counter cannot be
+read (a tensor made under torch.inference_mode()), the call is copied as it returns, as a marked line's own calls are.
 
 This is the plan of what a feeding statement records: ``PendingCall`` holds what the recorder needs to write a call
 later (module_calls.py ``CallRecorder._call``); a new recording on feeding statements (another kind of call, its
@@ -110,20 +110,22 @@ def pending(module, kind, depth, args, outputs, params, torch):
     return PendingCall(module, kind, depth, inputs, results, params, torch.is_grad_enabled(), stamps)
 
 
-def resolve(fed, read, write):
+def resolve(fed, read, write, markers):
     """The records of the fed calls (``fed``: feeding line -> its calls, PendingCalls or records already written) that
     the marked statement's hit carries: those with an output that a local tensor it read (``read``) holds as it is or
-    rearranged (the reader's rule, feeders.py ``as_read``, which still decides), written by ``write`` (module_calls.py
-    ``CallRecorder._call``), each with the line of the statement that made it."""
+    rearranged (of a statement traced back to: the markers' ``traced``; the reader's rule, feeders.py ``as_read``, which
+    still decides), written by ``write`` (module_calls.py ``CallRecorder._call``), each with the line of the statement
+    that made it."""
     torch = sys.modules["torch"]
     found, held = [], _Held(read, torch)
     for line, calls in fed.items():
+        rearranged = any(line in (marker.get("traced") or ()) for _, marker in markers)
         for call in calls:
             if not isinstance(call, PendingCall):  # copied as it returned (no version counter to check)
                 found.append({**call, "attrs": {**call["attrs"], protocol.FED_AT: line}})
                 continue
             if call.written is None:
-                if not held.any_of(call.outputs) or not call.unchanged():
+                if not held.any_of(call.outputs, rearranged) or not call.unchanged():
                     continue
                 try:  # it holds what it held as it returned: copied now
                     written = write(call.module, call.kind, call.depth, call.inputs, call.outputs, call.params,
@@ -143,20 +145,21 @@ class _Held:
     def __init__(self, read, torch):
         self.read, self.torch, self.sorted = read, torch, {}
 
-    def any_of(self, outputs):
+    def any_of(self, outputs, rearranged):
         for output in outputs:
             if output is not None:
                 for index, tensor in enumerate(self.read):
-                    if output is tensor or self._holds(output, index, tensor):
+                    if output is tensor or self._holds(output, index, tensor, rearranged):
                         return True
         return False
 
-    def _holds(self, output, index, tensor):
+    def _holds(self, output, index, tensor, rearranged):
         equal = self.torch.equal
         try:
             if output.shape == tensor.shape and equal(output, tensor):
                 return True
-            if output.numel() != tensor.numel() or output.numel() < 2 or output.dtype != tensor.dtype:
+            if (not rearranged or output.numel() != tensor.numel() or output.numel() < 2
+                    or output.dtype != tensor.dtype):
                 return False
             values = output.flatten().sort().values
             if not bool(values[0] != values[-1]):

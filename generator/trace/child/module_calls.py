@@ -65,7 +65,7 @@ class CallRecorder:
         if names:
             statement.calls.extend(_locals(frame, names, torch, self.results, self.tensor_value, read))
         if fed:
-            statement.calls[:0] = self.fed_calls.resolve(fed, read, self._call)
+            statement.calls[:0] = self.fed_calls.resolve(fed, read, self._call, markers)
         if self.hooks is None:
             self.hooks = GlobalHooks(torch, self._enter, self._leave)
         if self.hooks.installed or wanted is not None and not wanted - {ModuleKind.READ}:

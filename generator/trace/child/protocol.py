@@ -194,6 +194,7 @@ class MarkerSpec(TypedDict):
     locals: list[str]  # names whose values are copied before the line runs
     calls: list[str] | None  # the module kinds whose calls are copied (None: every kind)
     feeders: list[tuple[int, int]]  # unmarked statements whose calls go with its next hit (reading/feeders.py)
+    traced: list[int]  # the first lines of those traced back to: their calls' outputs may be read rearranged
 
 
 class Outcome(TypedDict, total=False):

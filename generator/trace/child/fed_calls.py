@@ -140,32 +140,39 @@ def resolve(fed, read, write, markers):
 class _Held:
     """The local tensors a marked line read, asked whether one holds a call's output as it is or rearranged
     (feeders.py ``as_read`` and ``_rearranged``; a comparison that raises, tensors on two devices: held, the reader
-    decides); each one's values sorted once, where asked."""
+    decides): the same tensor first, then equal values, then the same values sorted (each tensor's sorted once)."""
 
     def __init__(self, read, torch):
         self.read, self.torch, self.sorted = read, torch, {}
 
     def any_of(self, outputs, rearranged):
+        outputs = [output for output in outputs if output is not None]
         for output in outputs:
-            if output is not None:
-                for index, tensor in enumerate(self.read):
-                    if output is tensor or self._holds(output, index, tensor, rearranged):
-                        return True
-        return False
-
-    def _holds(self, output, index, tensor, rearranged):
+            for tensor in self.read:
+                if output is tensor:
+                    return True
         equal = self.torch.equal
         try:
-            if output.shape == tensor.shape and equal(output, tensor):
-                return True
-            if (not rearranged or output.numel() != tensor.numel() or output.numel() < 2
-                    or output.dtype != tensor.dtype):
-                return False
-            values = output.flatten().sort().values
-            if not bool(values[0] != values[-1]):
-                return False
-            if index not in self.sorted:
-                self.sorted[index] = tensor.flatten().sort().values
-            return equal(values, self.sorted[index])
+            for output in outputs:
+                for tensor in self.read:
+                    if output.shape == tensor.shape and equal(output, tensor):
+                        return True
+            for output in outputs if rearranged else ():
+                for tensor in self.read:
+                    if self._rearranged(output, tensor):
+                        return True
         except Exception:  # noqa: BLE001 - not comparable here: the reader compares the copies
             return True
+        return False
+
+    def _rearranged(self, output, tensor):
+        if output.numel() != tensor.numel() or output.numel() < 2 or output.dtype != tensor.dtype:
+            return False
+        values = self._sorted(output)
+        return bool(values[0] != values[-1]) and self.torch.equal(values, self._sorted(tensor))
+
+    def _sorted(self, tensor):
+        found = self.sorted.get(id(tensor))
+        if found is None or found[0] is not tensor:
+            found = self.sorted[id(tensor)] = (tensor, tensor.flatten().sort().values)
+        return found[1]

@@ -3,7 +3,7 @@ ROUND5_VIT.md, B3): ``key = self.key(query)`` on an unmarked line above the mark
 projected K from the projected queries, and S10 passed, because the split line made no module call: K from the wrong
 input is an affine map of the block's input all the same. The child now records the module calls of the unmarked
 statements that assigned, from a call, the locals a marked line reads (generator/trace/reading/feeders.py,
-trace/child/module_calls.py ``Feeding``), so the head split is checked against that projection's weights and input, and
+trace/child/fed_calls.py ``Feeding``), so the head split is checked against that projection's weights and input, and
 the q, k and v of one self-attention are checked to come from one input. A tiny script of our own, no upstream file."""
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ class Tracer:
         shared = any(marker["shared_line"] for marker in self.markers)  # what tells a shared line's uses apart
         self.shared = _beside("running_module.py").SharedLines(self.user_files) if shared else None
         self.copies = _beside("copies.py")  # the values as JSON, and their copies
-        self.calls = _beside("module_calls.py").CallRecorder(results, os.path.dirname(spec["script"]), self.copies)
+        self.calls = _call_recorder(results, spec["script"], self.copies)
         self._plan()
         if "torch" in sys.modules:  # run in a process that has imported it (benchmarks/)
             self.torch_imported(sys.modules["torch"])
@@ -92,7 +92,7 @@ class Tracer:
             for key, markers in statements.items():
                 statements[key] = len(self.statements)
                 self.statements.append(Marked(self, markers, len(self.statements)))
-            self.statements += _beside("module_calls.py").feeding(self, statements, self.statements)
+            self.statements += _beside("fed_calls.py").feeding(self, statements, self.statements)
             for key, markers in entries.items():
                 entries[key] = len(self.entries)
                 self.entries.append(markers)
@@ -235,6 +235,12 @@ class Marked:
             return False
         tracer._take(sys._getframe(1), self.markers, returned, tracer.calls.stop() if self.read else None)
         return False
+
+
+def _call_recorder(results, script, copies):
+    """module_calls.py's recorder of the marked statements' module calls (and fed_calls.py's, of the statements feeding
+    them), the script's folder holding the user's own classes."""
+    return _beside("module_calls.py").CallRecorder(results, os.path.dirname(script), copies, _beside("fed_calls.py"))
 
 
 def _never():

@@ -11,12 +11,13 @@ towards the MOST_CALLS kept (a Dropout only where a check names its kind: what a
 the kinds read are kept with their tensor inputs, their outputs, their parameters (each tensor written once, in a
 ``param`` event, and named by its number afterwards) and the attributes a recomputation needs (eps, stride, heads...).
 The hit event carries them as its ``calls`` (protocol.py's call_to_serializable), and the module tensors the statement
-reads by attribute (``self.pos_embedding``) as its ``reads``: ``{name: n}`` (reading/capture.py reads both).
+reads by attribute (``self.pos_embedding``) as its ``reads``: ``{name: n}`` (reading/capture.py reads both). The calls
+of the unmarked statements feeding a marked one are kept by reference and copied only where the marked line's hit can
+read them (fed_calls.py).
 """
 
 import functools
 import inspect
-import itertools
 import os
 import sys
 
@@ -33,8 +34,9 @@ MOST_CALLS = 24  # per statement: a marked line that runs a whole model keeps it
 class CallRecorder:
     """The module calls of the marked statements that are running (nested: a marked line can call marked code)."""
 
-    def __init__(self, results, folder, copies):
+    def __init__(self, results, folder, copies, fed_calls):
         self.results = results
+        self.fed_calls = fed_calls  # fed_calls.py, as bootstrap.py loaded it
         self.folder = os.path.join(os.path.abspath(folder), "")  # the script's folder: the user's own classes
         self.tensor_value = copies.tensor_value  # a copy within the capture budget
         self.live_value = copies.live_value  # a parameter kept by reference
@@ -45,23 +47,26 @@ class CallRecorder:
         self.user_classes = {}  # class -> defined in the user's files
         self.attributes = {}  # class -> the ATTRIBUTES its instances may have besides their own __dict__'s
         self.wanted = {}  # id(the markers of a statement, the Tracer's lists, held for the run) -> their kinds
-        self.fed = {}  # id(a marked statement's markers) -> {a feeding statement's first line: its calls, last run}
+        self.fed = {}  # id(a marked statement's markers) -> {a feeding line: its calls (fed_calls.py), last run}
 
-    def start(self, frame, markers):
+    def start(self, frame, markers, feeding=False):
         """A marked statement begins: the local tensors it reads are copied (as they are before it rebinds them), the
-        calls of the kinds its checks read (all where the marker says None) recorded until ``stop``."""
+        calls of the kinds its checks read (all where the marker says None) recorded until ``stop`` (``feeding``: an
+        unmarked statement feeding marked ones, its calls kept by reference: fed_calls.py)."""
         torch = sys.modules.get("torch")
         wanted = self.wanted.get(id(markers), ())
         if wanted == ():
             wanted = self.wanted[id(markers)] = _wanted(markers)
-        statement = Statement(self.depth, wanted)
+        statement = Statement(self.depth, wanted, feeding)
         self.running.append(statement)
-        statement.calls.extend(itertools.chain(*self.fed.pop(id(markers), {}).values()))  # feeders' calls (no frame)
+        fed = self.fed.pop(id(markers), None)  # feeders' calls (no frame), copied where a local read holds one's output
         if torch is None or not hasattr(torch, "nn"):
             return
-        names = markers[0][1]["locals"]
+        names, read = markers[0][1]["locals"], []
         if names:
-            statement.calls.extend(_locals(frame, names, torch, self.results, self.tensor_value))
+            statement.calls.extend(_locals(frame, names, torch, self.results, self.tensor_value, read))
+        if fed:
+            statement.calls[:0] = self.fed_calls.resolve(fed, read, self._call, markers)
         if self.hooks is None:
             self.hooks = GlobalHooks(torch, self._enter, self._leave)
         if self.hooks.installed or wanted is not None and not wanted - {ModuleKind.READ}:
@@ -117,6 +122,7 @@ class CallRecorder:
             return
         kind = kind or ModuleKind.USER
         args = _in_order(type(module), args, kwargs) if kwargs and kind is not ModuleKind.USER else args
+        torch = sys.modules["torch"]
         for statement in self.running:
             within = depth - statement.depth
             if 0 < within <= DEPTH and statement.counted < MOST_CALLS:
@@ -126,7 +132,11 @@ class CallRecorder:
                     statement.counted += 1  # not read by the line's checks: not copied, counted as it ran
                     continue
                 try:
-                    statement.calls.append(self._call(module, kind, within, args, output))
+                    owned = _owned(module, kind)
+                    outputs = output if isinstance(output, (tuple, list)) else (output,)
+                    call = self.fed_calls.pending(module, kind, within, args, outputs, owned, torch) \
+                        if statement.feeding else None
+                    statement.calls.append(call or self._call(module, kind, within, args, outputs, owned))
                 except Exception:  # noqa: BLE001 - a call we cannot copy is left out, never the script's error
                     continue
                 statement.counted += 1
@@ -137,26 +147,19 @@ class CallRecorder:
             self.user_classes[cls] = _in_folder(cls, self.folder)
         return self.user_classes[cls]
 
-    def _call(self, module, kind, depth, args, output):
+    def _call(self, module, kind, depth, args, outputs, owned, grad=None):
+        """A call's record: its tensor ``args`` and ``outputs`` copied, its parameters ``owned`` ([(name, parameter)])
+        numbered; ``grad``: whether gradients were on as it ran (None: now)."""
         torch = sys.modules["torch"]
         tensor, value, results = torch.Tensor, self.tensor_value, self.results
-        outputs = output if isinstance(output, (tuple, list)) else (output,)
-        # module.named_parameters(recurse=False), without its generator
-        if kind is ModuleKind.USER or not module._modules:
-            owned, seen = [], set()
-            for name, param in module._parameters.items():
-                if param is not None and id(param) not in seen:
-                    seen.add(id(param))
-                    owned.append((name, param))
-        else:
-            owned = module.named_parameters()
+        grad = torch.is_grad_enabled() if grad is None else grad
         inputs, copied, params = [], [], {}  # loops, not comprehensions: each of those is a call the trace sees
         with results.lock:
             for name, argument in zip(INPUTS, args):
                 inputs.append(value(results, name, argument, torch) if isinstance(argument, tensor) else None)
             for name, result in zip(OUTPUTS, outputs):
                 copied.append(value(results, name, result, torch) if isinstance(result, tensor) else None)
-            live = (kind in protocol.LIVE_KINDS and not torch.is_grad_enabled()  # no training step runs on these
+            live = (kind in protocol.LIVE_KINDS and not grad  # no training step runs on these
                     and len(getattr(module, "normalized_shape", (0,))) == 1)  # a LayerNorm over the last axis
             for name, param in owned:
                 number = self._param(param, torch, live)
@@ -234,57 +237,28 @@ def _entries(handles):
     return entries
 
 
-def feeding(tracer, statements, groups):
-    """The ``Feeding`` context managers of one file's unmarked statements that feed its marked ones (the markers'
-    ``feeders``), numbered after ``groups`` and added to ``statements`` (span -> group); a span that overlaps a
-    marked statement is its own, not a feeder."""
-    added, by_span = [], {}
-    for group in list(statements.values()):
-        marked = groups[group]
-        for first, last in {tuple(span) for _, marker in marked.markers for span in marker.get("feeders") or ()}:
-            if (first, last) not in by_span and any(a <= last and first <= b for a, b in statements):
-                continue
-            if (first, last) not in by_span:
-                by_span[(first, last)] = feeder = Feeding(tracer, marked.markers, first)
-                statements[(first, last)] = len(groups) + len(added)
-                added.append(feeder)
-            by_span[(first, last)].targets.append(marked.markers)
-    return added
-
-
-class Feeding:
-    """The context manager an unmarked statement that feeds marked ones runs in (reading/feeders.py): its module calls
-    of the kinds the first marked one's checks read, recorded without its values or locals, handed to each marked
-    statement's next start (``CallRecorder.fed``); nothing where it raised."""
-
-    __slots__ = ("tracer", "markers", "targets", "line")
-
-    def __init__(self, tracer, markers, line):
-        self.tracer, self.targets, self.line = tracer, [], line
-        self.markers = [(index, {**marker, "locals": [], "reads": []}) for index, marker in markers]
-
-    def __enter__(self):
-        if self.tracer.pid is not None and not self.tracer.compiling():
-            self.tracer.calls.start(sys._getframe(1), self.markers)
-
-    def __exit__(self, kind, value, traceback):
-        tracer = self.tracer
-        if tracer.pid is None or tracer.compiling():
-            return False
-        calls = [{**call, "attrs": {**call["attrs"], protocol.FED_AT: self.line}} for call in tracer.calls.stop()]
-        for target in self.targets if kind is None else ():
-            tracer.calls.fed.setdefault(id(target), {})[self.line] = calls
-        return False
-
-
 class Statement:
     """A marked statement that is running: the hooks' depth when it began, its calls, the kinds of calls copied
-    (None: all) and how many of the calls it may keep ran."""
+    (None: all), how many of the calls it may keep ran, and whether it feeds marked ones (its calls kept by
+    reference)."""
 
-    __slots__ = ("depth", "wanted", "calls", "counted")
+    __slots__ = ("depth", "wanted", "calls", "counted", "feeding")
 
-    def __init__(self, depth, wanted):
-        self.depth, self.wanted, self.calls, self.counted = depth, wanted, [], 0
+    def __init__(self, depth, wanted, feeding=False):
+        self.depth, self.wanted, self.calls, self.counted, self.feeding = depth, wanted, [], 0, feeding
+
+
+def _owned(module, kind):
+    """The parameters a call's record names: a user's module's or a leaf's own (module.named_parameters(recurse=False),
+    without its generator), all of another's."""
+    if kind is not ModuleKind.USER and module._modules:
+        return list(module.named_parameters())
+    owned, seen = [], set()
+    for name, param in module._parameters.items():
+        if param is not None and id(param) not in seen:
+            seen.add(id(param))
+            owned.append((name, param))
+    return owned
 
 
 def _in_folder(cls, folder):
@@ -304,14 +278,16 @@ def _local_value(scope, name):
     return value.get(key.removesuffix('"]')) if isinstance(value, dict) else None
 
 
-def _locals(frame, names, torch, results, tensor_value):
-    """The local tensors (or a tuple of up to three) the statement reads, as calls of kind "local"."""
+def _locals(frame, names, torch, results, tensor_value, read):
+    """The local tensors (or a tuple of up to three) the statement reads, as calls of kind "local"; each tensor also
+    added to ``read``."""
     found, scope = [], frame.f_locals  # a function's locals gathered into a dict once, not per name
     for name in names:
         value = _local_value(scope, name)
         tensors = value if isinstance(value, (tuple, list)) and 0 < len(value) <= 3 else (value,)
         if not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in tensors):
             continue
+        read.extend(tensors)
         with results.lock:
             outputs = [tensor_value(results, f"{name}{i}", t, torch) for i, t in enumerate(tensors)]
         found.append(protocol.call_to_serializable(name, ModuleKind.LOCAL, 0, [], outputs, {}, {}))

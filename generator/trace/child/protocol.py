@@ -133,7 +133,7 @@ def value_to_serializable(name, kind, device, note, array=None, view=None, entri
     return value
 
 
-FED_AT = "fed_at"  # a call's attribute: the line of the unmarked statement that made it (module_calls.py Feeding)
+FED_AT = "fed_at"  # a call's attribute: the line of the unmarked statement that made it (fed_calls.py Feeding)
 
 
 def call_to_serializable(module, kind, depth, inputs, outputs, params, attrs):
@@ -195,6 +195,7 @@ class MarkerSpec(TypedDict):
     locals: list[str]  # names whose values are copied before the line runs
     calls: list[str] | None  # the module kinds whose calls are copied (None: every kind)
     feeders: list[tuple[int, int]]  # unmarked statements whose calls go with its next hit (reading/feeders.py)
+    traced: list[int]  # the first lines of those traced back to: their calls' outputs may be read rearranged
 
 
 class Outcome(TypedDict, total=False):

@@ -31,7 +31,7 @@ from transformer_trace.template_cache import cache_root
 from transformer_trace.trace.child import protocol
 from transformer_trace.trace.child.protocol import ModuleKind, ValueKind
 from transformer_trace.trace.markers import Marker, read_source
-from transformer_trace.trace.reading.feeders import feeding_statements
+from transformer_trace.trace.reading.feeders import feeding_statements, traced_back
 from transformer_trace.trace.reading.unreached import unreached
 
 if TYPE_CHECKING:
@@ -191,7 +191,8 @@ def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
             "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
             "reads": list(_statement_reads(source, marker.first, marker.last).attributes) if reads_attributes else [],
             "locals": list(_statement_reads(source, marker.first, marker.last).names) if reads_locals else [],
-            "calls": kinds, "feeders": _feeders(source, marker) if reads_locals else []}
+            "calls": kinds, "feeders": _feeders(source, marker) if reads_locals else [],
+            "traced": sorted(_traced(source, marker)) if reads_locals else []}
 
 
 def _source(marker: Marker) -> str | None:
@@ -207,6 +208,15 @@ def _feeders(source: str | None, marker: Marker) -> list[tuple[int, int]]:
         return feeding_statements(source, marker.first, marker.last) if source is not None else []
     except ValueError:
         return []
+
+
+def _traced(source: str | None, marker: Marker) -> frozenset[int]:
+    """The first lines of the feeding statements traced back to (reading/feeders.py ``traced_back``): the child asks
+    whether a local holds their calls' outputs rearranged, as the reader does, of these only."""
+    try:
+        return traced_back(source, marker.first, marker.last) if source is not None else frozenset()
+    except ValueError:
+        return frozenset()
 
 
 def names_read(marker: Marker) -> list[str]:

@@ -2,9 +2,10 @@
 statement of the same block assigned from a call (``key = self.key(query)`` above ``key = key.view(...)  # BREAKPOINT
 S10``), the module calls that statement made are what the marked line's checks need (the projection's weights and its
 input: K projected from another input than Q and V is an affine map of the block's input all the same, so no
-tensor-only test sees it). The child records the calls of these statements (module_calls.py ``Feeding``) and hands them
-to the marked statement's next hit, as if the marked line had made them; the reading reads them as any call of the
-line, where its output is the step's tensor."""
+tensor-only test sees it). The child records the calls of these statements (fed_calls.py ``Feeding``) and hands them
+to the marked statement's next hit, as if the marked line had made them, copied only where ``as_read`` can keep them
+(fed_calls.py applies its rule to the live tensors: a change to the rule here is made there too); the reading reads
+them as any call of the line, where its output is the step's tensor."""
 
 from __future__ import annotations
 

@@ -1,0 +1,178 @@
+"""The module calls of the unmarked statements that feed marked ones (reading/feeders.py), recorded in the traced
+script's own interpreter (bootstrap.py loads this file by path: standard library only, torch from sys.modules).
+
+A feeding statement runs in a ``Feeding`` context manager; while it runs, module_calls.py's recorder keeps each call
+of the kinds the first marked statement's checks read as a ``PendingCall``: references to its tensors and their
+version counters, nothing copied. The marked statement's next start decides which of them its hit carries
+(``resolve``): the reader keeps a fed call only where a local tensor the marked line read holds its output as it is,
+or rearranged where the statement was traced back to (feeders.py ``as_read``), so only those are copied, then, and the
+rest are forgotten (a feeding self-attention's projections, its scores, whose outputs no local holds: most of them). A
+tensor changed in place between its call and the marked statement (its version counter or its memory moved) cannot be
+copied as the call saw it: that call is left out, as one that cannot be copied is. Where a version counter cannot be
+read (a tensor made under torch.inference_mode()), the call is copied as it returns, as a marked line's own calls are.
+
+This is the plan of what a feeding statement records: ``PendingCall`` holds what the recorder needs to write a call
+later (module_calls.py ``CallRecorder._call``); a new recording on feeding statements (another kind of call, its
+attention inputs) adds to what ``pending`` keeps and ``resolve`` copies, and keeps the rule that only what a check can
+read is copied.
+"""
+
+import itertools
+import sys
+
+from . import protocol
+
+# the inputs and outputs a call's record keeps (module_calls.py INPUTS and OUTPUTS)
+KEPT_INPUTS, KEPT_OUTPUTS = 3, 2
+
+
+def feeding(tracer, statements, groups):
+    """The ``Feeding`` context managers of one file's unmarked statements that feed its marked ones (the markers'
+    ``feeders``), numbered after ``groups`` and added to ``statements`` (span -> group); a span that overlaps a
+    marked statement is its own, not a feeder."""
+    added, by_span = [], {}
+    for group in list(statements.values()):
+        marked = groups[group]
+        for first, last in {tuple(span) for _, marker in marked.markers for span in marker.get("feeders") or ()}:
+            if (first, last) not in by_span and any(a <= last and first <= b for a, b in statements):
+                continue
+            if (first, last) not in by_span:
+                by_span[(first, last)] = feeder = Feeding(tracer, marked.markers, first)
+                statements[(first, last)] = len(groups) + len(added)
+                added.append(feeder)
+            by_span[(first, last)].targets.append(marked.markers)
+    return added
+
+
+class Feeding:
+    """The context manager an unmarked statement that feeds marked ones runs in: its module calls of the kinds the
+    first marked one's checks read, kept without its values or locals (``PendingCall``s), handed to each marked
+    statement's next start (``CallRecorder.fed``); nothing where it raised."""
+
+    __slots__ = ("tracer", "markers", "targets", "line")
+
+    def __init__(self, tracer, markers, line):
+        self.tracer, self.targets, self.line = tracer, [], line
+        self.markers = [(index, {**marker, "locals": [], "reads": []}) for index, marker in markers]
+
+    def __enter__(self):
+        if self.tracer.pid is not None and not self.tracer.compiling():
+            self.tracer.calls.start(sys._getframe(1), self.markers, feeding=True)
+
+    def __exit__(self, kind, value, traceback):
+        tracer = self.tracer
+        if tracer.pid is None or tracer.compiling():
+            return False
+        calls = tracer.calls.stop()
+        for target in self.targets if kind is None else ():
+            tracer.calls.fed.setdefault(id(target), {})[self.line] = calls
+        return False
+
+
+class PendingCall:
+    """A feeding statement's module call, not yet copied: its module, kind and depth, its tensor inputs and outputs
+    and its parameters ([(name, parameter)]) by reference, with what their version counters and memory were as it
+    returned, and whether gradients were on; ``written``: its record once a marked statement has copied it (the same
+    call fed to several marked statements is copied once)."""
+
+    __slots__ = ("module", "kind", "depth", "inputs", "outputs", "params", "grad", "stamps", "written")
+
+    def __init__(self, module, kind, depth, inputs, outputs, params, grad, stamps):
+        self.module, self.kind, self.depth, self.inputs, self.outputs = module, kind, depth, inputs, outputs
+        self.params, self.grad, self.stamps, self.written = params, grad, stamps, None
+
+    def unchanged(self):
+        """Whether every tensor it holds still holds what it held as the call returned (an optimizer's step, an
+        in-place change: not)."""
+        held = itertools.chain(self.inputs, self.outputs, (param for _, param in self.params))
+        for tensor, stamp in zip(held, self.stamps):
+            if tensor is not None and (tensor._version, tensor.data_ptr()) != stamp:
+                return False
+        return True
+
+
+def pending(module, kind, depth, args, outputs, params, torch):
+    """A call kept by reference (``PendingCall``), or None where a tensor of it has no version counter (made under
+    torch.inference_mode(): the caller copies it now)."""
+    tensor, inputs, results = torch.Tensor, [], []  # loops, not comprehensions: each of those is a call a trace sees
+    for argument in args[:KEPT_INPUTS]:
+        inputs.append(argument if isinstance(argument, tensor) else None)
+    for output in outputs[:KEPT_OUTPUTS]:
+        results.append(output if isinstance(output, tensor) else None)
+    stamps = []
+    for held in itertools.chain(inputs, results, (param for _, param in params)):
+        if held is None:
+            stamps.append(None)
+        elif held.is_inference():
+            return None
+        else:
+            stamps.append((held._version, held.data_ptr()))
+    return PendingCall(module, kind, depth, inputs, results, params, torch.is_grad_enabled(), stamps)
+
+
+def resolve(fed, read, write, markers):
+    """The records of the fed calls (``fed``: feeding line -> its calls, PendingCalls or records already written) that
+    the marked statement's hit carries: those with an output that a local tensor it read (``read``) holds as it is or
+    rearranged (of a statement traced back to: the markers' ``traced``; the reader's rule, feeders.py ``as_read``, which
+    still decides), written by ``write`` (module_calls.py ``CallRecorder._call``), each with the line of the statement
+    that made it."""
+    torch = sys.modules["torch"]
+    found, held = [], _Held(read, torch)
+    for line, calls in fed.items():
+        rearranged = any(line in (marker.get("traced") or ()) for _, marker in markers)
+        for call in calls:
+            if not isinstance(call, PendingCall):  # copied as it returned (no version counter to check)
+                found.append({**call, "attrs": {**call["attrs"], protocol.FED_AT: line}})
+                continue
+            if call.written is None:
+                if not held.any_of(call.outputs, rearranged) or not call.unchanged():
+                    continue
+                try:  # it holds what it held as it returned: copied now
+                    written = write(call.module, call.kind, call.depth, call.inputs, call.outputs, call.params,
+                                    call.grad)
+                except Exception:  # noqa: BLE001 - a call we cannot copy is left out, never the script's error
+                    continue
+                call.written = {**written, "attrs": {**written["attrs"], protocol.FED_AT: line}}
+            found.append(call.written)
+    return found
+
+
+class _Held:
+    """The local tensors a marked line read, asked whether one holds a call's output as it is or rearranged
+    (feeders.py ``as_read`` and ``_rearranged``; a comparison that raises, tensors on two devices: held, the reader
+    decides): the same tensor first, then equal values, then the same values sorted (each tensor's sorted once)."""
+
+    def __init__(self, read, torch):
+        self.read, self.torch, self.sorted = read, torch, {}
+
+    def any_of(self, outputs, rearranged):
+        outputs = [output for output in outputs if output is not None]
+        for output in outputs:
+            for tensor in self.read:
+                if output is tensor:
+                    return True
+        equal = self.torch.equal
+        try:
+            for output in outputs:
+                for tensor in self.read:
+                    if output.shape == tensor.shape and equal(output, tensor):
+                        return True
+            for output in outputs if rearranged else ():
+                for tensor in self.read:
+                    if self._rearranged(output, tensor):
+                        return True
+        except Exception:  # noqa: BLE001 - not comparable here: the reader compares the copies
+            return True
+        return False
+
+    def _rearranged(self, output, tensor):
+        if output.numel() != tensor.numel() or output.numel() < 2 or output.dtype != tensor.dtype:
+            return False
+        values = self._sorted(output)
+        return bool(values[0] != values[-1]) and self.torch.equal(values, self._sorted(tensor))
+
+    def _sorted(self, tensor):
+        found = self.sorted.get(id(tensor))
+        if found is None or found[0] is not tensor:
+            found = self.sorted[id(tensor)] = (tensor, tensor.flatten().sort().values)
+        return found[1]

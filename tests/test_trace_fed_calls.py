@@ -1,0 +1,88 @@
+"""The module calls of the unmarked statements feeding a marked one, in the traced script's interpreter
+(trace/child/fed_calls.py): kept by reference as they run, and copied at the marked statement's start only where a
+local tensor the marked line reads holds a call's output, as it is or rearranged (what the reader keeps,
+reading/feeders.py ``as_read``); a call whose tensors changed in place in between is left out, never copied as they
+are now."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from transformer_trace.trace.child import bootstrap
+from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
+from transformer_trace.trace.reading.capture import CAPTURE_BUDGET_BYTES
+
+copies = bootstrap._beside("copies.py")
+module_calls = bootstrap._beside("module_calls.py")
+fed_calls = bootstrap._beside("fed_calls.py")
+FEEDER_LINE = 7
+
+
+def _marked(local_names: list[str], traced: list[int]) -> list:
+    """A marked statement's markers whose checks read every kind of call and the locals ``local_names``, fed by
+    statements of which those at lines ``traced`` were traced back to (reading/feeders.py ``traced_back``)."""
+    return [(0, {"locals": local_names, "calls": None, "reads": [], "traced": traced})]
+
+
+class _Frame:
+    """What ``CallRecorder.start`` reads of the marked statement's frame: its locals."""
+
+    def __init__(self, **scope: object) -> None:
+        self.f_locals = scope
+
+
+def _fed_then_marked(tmp_path, layer: nn.Module, feed: torch.Tensor, local, change=None, traced=()) -> list[dict]:
+    """The calls a marked statement reading ``local`` (computed from the feeding call's output) starts with, after an
+    unmarked statement fed it ``layer(feed)``; ``change``: what runs on that output in between."""
+    results = bootstrap.Results(str(tmp_path), CAPTURE_BUDGET_BYTES)
+    recorder = module_calls.CallRecorder(results, str(tmp_path), copies, fed_calls)
+    marked = _marked(["h"], list(traced))
+    feeding = [(0, {**marked[0][1], "locals": []})]
+    recorder.start(None, feeding, feeding=True)
+    output = layer(feed)
+    fed = recorder.stop()
+    recorder.fed[id(marked)] = {FEEDER_LINE: fed}
+    if change is not None:
+        change(output, feed)
+    recorder.start(_Frame(h=local(output)), marked)
+    return recorder.stop()
+
+
+@pytest.mark.parametrize("local, traced, kept", [
+    (lambda out: out, (), True),  # `h = self.proj(x)`, then the marked line reads h
+    (lambda out: out.clone(), (), True),  # the same values in another tensor
+    # rearranged (a cache written and read back): kept where the statement was traced back to, as the reader keeps it
+    (lambda out: out.transpose(0, 1).contiguous(), (FEEDER_LINE,), True),
+    (lambda out: out.transpose(0, 1).contiguous(), (), False),
+    (lambda out: out * 2, (FEEDER_LINE,), False),  # changed before the line read it
+    (lambda out: torch.zeros(3), (), False),  # another tensor altogether
+])
+def test_a_feeding_call_is_copied_only_where_a_local_the_line_reads_holds_its_output(tmp_path, local, traced, kept):
+    torch.manual_seed(0)
+    calls = _fed_then_marked(tmp_path, nn.Linear(4, 4), torch.randn(2, 4), local, traced=traced)
+    fed = [call for call in calls if FED_AT in call["attrs"]]
+    assert [call["kind"] for call in calls if call["kind"] == ModuleKind.LOCAL] == [ModuleKind.LOCAL]
+    assert [(call["kind"], call["attrs"][FED_AT]) for call in fed] == ([(ModuleKind.LINEAR, FEEDER_LINE)] if kept
+                                                                      else [])
+    assert calls[:len(fed)] == fed  # the fed calls come first, as the feeding statement ran first
+
+
+@pytest.mark.parametrize("change", [
+    lambda out, feed: feed.add_(1),  # its input changed in place after the call
+    lambda out, feed: out.mul_(1),  # its output written in place (the same values, a new version)
+])
+def test_a_feeding_call_whose_tensors_changed_before_the_marked_line_is_left_out(tmp_path, change):
+    torch.manual_seed(0)
+    calls = _fed_then_marked(tmp_path, nn.Linear(4, 4), torch.randn(2, 4), lambda out: out, change)
+    assert not [call for call in calls if FED_AT in call["attrs"]]
+
+
+def test_a_kept_feeding_call_carries_its_input_output_and_parameters_as_a_marked_lines_call_does(tmp_path):
+    torch.manual_seed(0)
+    layer, feed = nn.Linear(4, 4), torch.randn(2, 4)
+    with torch.no_grad():
+        [call] = [c for c in _fed_then_marked(tmp_path, layer, feed, lambda out: out) if FED_AT in c["attrs"]]
+    assert [value["array"]["shape"] for value in call["inputs"] + call["outputs"]] == [[2, 4], [2, 4]]
+    assert set(call["params"]) == {"weight", "bias"}

@@ -1,15 +1,16 @@
 """The module calls of the unmarked statements that feed marked ones (reading/feeders.py), recorded in the traced
 script's own interpreter (bootstrap.py loads this file by path: standard library only, torch from sys.modules).
 
-A feeding statement runs in a ``Feeding`` context manager; while it runs, module_calls.py's recorder keeps each call
-of the kinds the first marked statement's checks read as a ``PendingCall``: references to its tensors and their
-version counters, nothing copied. The marked statement's next start decides which of them its hit carries
-(``resolve``): the reader keeps a fed call only where a local tensor the marked line read holds its output as it is,
-or rearranged where the statement was traced back to (feeders.py ``as_read``), so only those are copied, then, and the
-rest are forgotten (a feeding self-attention's projections, its scores, whose outputs no local holds: most of them). A
-tensor changed in place between its call and the marked statement (its version counter or its memory moved) cannot be
-copied as the call saw it: that call is left out, as one that cannot be copied is. Where a version counter cannot be
-read (a tensor made under torch.inference_mode()), the call is copied as it returns, as a marked line's own calls are.
+A feeding statement runs in a ``Feeding`` context manager; while it runs, module_calls.py's recorder keeps each call of
+the kinds the first marked statement's checks read as a ``PendingCall``: references to its tensors and their version
+counters, nothing copied. The marked statement's next start decides which of them its hit carries (``resolve``): the
+reader keeps a fed call only where a local tensor the marked line read holds its output as it is, or rearranged where
+the statement was traced back to (feeders.py ``as_read``), or an attention module such a statement called, so only those
+are copied, then, and the rest are forgotten (a feeding self-attention's projections, its scores, whose outputs no local
+holds: most of them). A tensor changed in place between its call and the marked statement (its version counter or its
+memory moved) cannot be copied as the call saw it: that call is left out, as one that cannot be copied is. Where a
+version counter cannot be read (a tensor made under torch.inference_mode()), the call is copied as it returns, as a
+marked line's own calls are.
 
 This is the plan of what a feeding statement records: ``PendingCall`` holds what the recorder needs to write a call
 later (module_calls.py ``CallRecorder._call``); a new recording on feeding statements (another kind of call, its
@@ -125,7 +126,8 @@ def resolve(fed, read, write, markers):
                 found.append({**call, "attrs": {**call["attrs"], protocol.FED_AT: line}})
                 continue
             if call.written is None:
-                if not held.any_of(call.outputs, rearranged) or not call.unchanged():
+                if not (_attention_traced_back(call, rearranged) or held.any_of(call.outputs, rearranged)) \
+                        or not call.unchanged():
                     continue
                 try:  # it holds what it held as it returned: copied now
                     written = write(call.module, call.kind, call.depth, call.inputs, call.outputs, call.params,
@@ -135,6 +137,12 @@ def resolve(fed, read, write, markers):
                 call.written = {**written, "attrs": {**written["attrs"], protocol.FED_AT: line}}
             found.append(call.written)
     return found
+
+
+def _attention_traced_back(call, traced):
+    """An attention module called by a statement traced back to (``traced``): kept whatever became of its output, for
+    what it was given (the reader's rule, feeders.py ``_attention_traced_back``)."""
+    return traced and call.kind is protocol.ModuleKind.MULTIHEAD_ATTENTION and call.depth == 1
 
 
 class _Held:

@@ -118,7 +118,7 @@ class CallRecorder:
         kind = _torch_kind(type(module))
         if kind is ModuleKind.CONV2D and getattr(module, "padding_mode", "zeros") != "zeros":
             kind = None
-        if kind is None and not self._user(module):
+        if kind is None and not _users(module, self.user_classes, self.folder):
             return
         kind = kind or ModuleKind.USER
         args = _in_order(type(module), args, kwargs) if kwargs and kind is not ModuleKind.USER else args
@@ -140,12 +140,6 @@ class CallRecorder:
                 except Exception:  # noqa: BLE001 - a call we cannot copy is left out, never the script's error
                     continue
                 statement.counted += 1
-
-    def _user(self, module):
-        cls = type(module)
-        if cls not in self.user_classes:
-            self.user_classes[cls] = _in_folder(cls, self.folder)
-        return self.user_classes[cls]
 
     def _call(self, module, kind, depth, args, outputs, owned, grad=None):
         """A call's record: its tensor ``args`` and ``outputs`` copied, its parameters ``owned`` ([(name, parameter)])
@@ -259,6 +253,14 @@ def _owned(module, kind):
             seen.add(id(param))
             owned.append((name, param))
     return owned
+
+
+def _users(module, known, folder):
+    """Whether ``module`` is of a class of the user's own (``known``: each class's answer, kept for the run)."""
+    cls = type(module)
+    if cls not in known:
+        known[cls] = _in_folder(cls, folder)
+    return known[cls]
 
 
 def _in_folder(cls, folder):

@@ -7,15 +7,14 @@ The other round-eight helper's ViT folders have their own test file."""
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
-from tests.test_trace_fresh import driver_of, traced, with_bug
+from tests.fresh_rounds import ours, planted_bugs, red_and_passed, upstream_driver, with_bug  # noqa: F401 - a fixture
+from tests.fresh_rounds import trace_report as traced
+from tests.fresh_rounds import traced as traced_snapshots
 
-OURS = Path(__file__).resolve().parent / "trace_fresh" / "round8"
-UPSTREAM = Path(os.environ.get("TRACE_FRESH_ROUND8", "/work/fresh_round8"))
+OURS = ours(8)
 GPT_AND_ENCODER_DECODER = ["conceptofmind_t5_pytorch", "facebookresearch_detr", "google_gemma_pytorch"]
 # the checks that must really run on each correct code (its passed count after the fixes, less a margin)
 PASSED_AT_LEAST = {"conceptofmind_t5_pytorch": 20, "facebookresearch_detr": 7, "google_gemma_pytorch": 18}
@@ -41,27 +40,19 @@ def test_round_eight_gpt_folders_each_hold_our_files_only():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", GPT_AND_ENCODER_DECODER)
-def test_round_eight_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, name):
-    folder = UPSTREAM / name
-    if not driver_of(folder).exists():
-        pytest.skip(f"round eight's upstream files are not on this machine ({folder}; see {name}/SOURCE.md)")
-    mine = json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))
-    assert json.loads((folder / "planted_bugs.json").read_text(encoding="utf-8")) == mine, "the folder measured"
-    data = traced(driver_of(folder), tmp_path / "out", status=0)
-    checks = {s["label"]: s["check"] for s in data["snapshots"] if s["captured"]}
-    assert not {label: check["detail"] for label, check in checks.items() if check["passed"] is False}
-    assert sum(check["passed"] is True for check in checks.values()) >= PASSED_AT_LEAST[name], "the checks really ran"
+def test_round_eight_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, upstream_driver,
+                                                                                          name):
+    red, passed = red_and_passed(traced_snapshots(upstream_driver(8, name), tmp_path / "out"))
+    assert not red
+    assert passed >= PASSED_AT_LEAST[name], "the checks really ran"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, bug_id", list(NAMED_FIRST_FROM_ATTENTION_CALLS), ids=" ".join)
 def test_a_bug_in_what_an_attention_module_was_given_is_named_first_where_its_upstream_files_are_present(
-        tmp_path, name, bug_id):
-    folder = UPSTREAM / name
-    if not driver_of(folder).exists():
-        pytest.skip(f"round eight's upstream files are not on this machine ({folder}; see {name}/SOURCE.md)")
-    bug = next(b for b in json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))
-               if b["id"] == bug_id)
+        tmp_path, upstream_driver, name, bug_id):
+    folder = upstream_driver(8, name).parent
+    bug = next(b for b in planted_bugs(OURS / name) if b["id"] == bug_id)
     data = traced(with_bug(tmp_path, folder, bug), tmp_path / "out", status=1)
     first = (data["outcome"]["first_failure"] or "").split(" ")[0]
     assert first in bug["expected"], data["outcome"]["first_failure"]

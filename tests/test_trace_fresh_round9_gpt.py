@@ -7,15 +7,12 @@ The other round-nine helper's ViT folders have their own test file."""
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
-from tests.test_trace_fresh import driver_of, traced
+from tests.fresh_rounds import ours, red_and_passed, traced, upstream_driver  # noqa: F401 - a fixture
 
-OURS = Path(__file__).resolve().parent / "trace_fresh" / "round9"
-UPSTREAM = Path(os.environ.get("TRACE_FRESH_ROUND9", "/work/fresh_round9"))
+OURS = ours(9)
 GPT_AND_ENCODER_DECODER = ["Taeksu_Kim_alibi_gqa_transformer", "deepseek_ai_DeepSeek_V3", "zphang_minimal_opt"]
 # the checks that must really run on each correct code (its passed count after the fixes, less a margin)
 PASSED_AT_LEAST = {"Taeksu_Kim_alibi_gqa_transformer": 20, "deepseek_ai_DeepSeek_V3": 7, "zphang_minimal_opt": 20}
@@ -37,13 +34,8 @@ def test_round_nine_gpt_folders_each_hold_our_files_only():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", GPT_AND_ENCODER_DECODER)
-def test_round_nine_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, name):
-    folder = UPSTREAM / name
-    if not driver_of(folder).exists():
-        pytest.skip(f"round nine's upstream files are not on this machine ({folder}; see {name}/SOURCE.md)")
-    mine = json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))
-    assert json.loads((folder / "planted_bugs.json").read_text(encoding="utf-8")) == mine, "the folder measured"
-    data = traced(driver_of(folder), tmp_path / "out", status=0)
-    checks = {s["label"]: s["check"] for s in data["snapshots"] if s["captured"]}
-    assert not {label: check["detail"] for label, check in checks.items() if check["passed"] is False}
-    assert sum(check["passed"] is True for check in checks.values()) >= PASSED_AT_LEAST[name], "the checks really ran"
+def test_round_nine_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, upstream_driver,
+                                                                                         name):
+    red, passed = red_and_passed(traced(upstream_driver(9, name), tmp_path / "out"))
+    assert not red
+    assert passed >= PASSED_AT_LEAST[name], "the checks really ran"

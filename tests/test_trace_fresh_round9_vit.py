@@ -13,17 +13,15 @@ by default /work/fresh_round9/<folder>); elsewhere (CI: upstream code is never c
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import trace_source as traced
-from tests.test_trace_fresh import driver_of
-from tests.test_trace_fresh import traced as traced_driver
+from tests.fresh_rounds import ours, red_and_passed, upstream_driver  # noqa: F401 - a fixture
+from tests.fresh_rounds import traced as traced_snapshots
 
-OURS = Path(__file__).resolve().parent / "trace_fresh" / "round9"
-UPSTREAM = Path(os.environ.get("TRACE_FRESH_ROUND9", "/work/fresh_round9"))
+OURS = ours(9)
 VITS = ["emnzn_ViT_from_scratch", "JAZ201107_PyTorch_DL", "eva7wandb_Eva7_Weights_Heist"]
 
 ROW_NORMALISED = '''\
@@ -127,13 +125,8 @@ def test_round_nine_has_its_three_vits_each_with_our_files_only():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", VITS)
-def test_round_nine_vits_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, name):
-    folder = UPSTREAM / name
-    if not driver_of(folder).exists():
-        pytest.skip(f"round nine's upstream files are not on this machine ({folder}; see {name}/SOURCE.md)")
-    mine = json.loads((OURS / name / "planted_bugs.json").read_text(encoding="utf-8"))
-    assert json.loads((folder / "planted_bugs.json").read_text(encoding="utf-8")) == mine, "the folder measured"
-    data = traced_driver(driver_of(folder), tmp_path / "out", status=0)
-    checks = [s["check"] for s in data["snapshots"] if s["captured"]]
-    assert [c["detail"] for c in checks if c["passed"] is False] == []
-    assert sum(c["passed"] is True for c in checks) >= 18, "the checks really ran"
+def test_round_nine_vits_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path,
+                                                                                              upstream_driver, name):
+    red, passed = red_and_passed(traced_snapshots(upstream_driver(9, name), tmp_path / "out"))
+    assert list(red.values()) == []
+    assert passed >= 18, "the checks really ran"

@@ -89,8 +89,10 @@ def _run(args: argparse.Namespace) -> int:
             return _build(args)
         if args.command == "serve":
             from transformer_trace.reports import REPORTS
+            from transformer_trace.processes import die_with_parent
             from transformer_trace.site.server import serve
 
+            die_with_parent(os.getppid())  # a SIGKILL to what started it (make serve) ends the server too
             return serve(args, REPORTS)
         if args.command == "train":
             from transformer_trace.reports import REPORTS

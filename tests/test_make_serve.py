@@ -1,6 +1,7 @@
 """`make serve` as the README runs it: a SIGTERM to make alone (a CI job's timeout, a supervisor stopping it) ends the
 server it started, frees the port at once and leaves no process of it behind (the Makefile execs its commands, so
-make's SIGTERM reaches the server itself)."""
+make's SIGTERM reaches the server itself); so does a SIGKILL to make, which nothing can forward (the server asks Linux
+to end it with its parent)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def _wait(condition, seconds: float) -> bool:
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_sigterm_to_make_serve_ends_the_server_and_frees_its_port(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_signal_to_make_serve_alone_ends_the_server_and_frees_its_port(tmp_path, stop):
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
     (tmp_path / "mkdocs.yml").write_text(SITE, encoding="utf-8")
     (tmp_path / "docs").mkdir()
@@ -85,7 +87,7 @@ def test_sigterm_to_make_serve_ends_the_server_and_frees_its_port(tmp_path):
         assert _wait(lambda: _listening(port) or make.poll() is not None, 300), "the server never listened"
         assert make.poll() is None, (tmp_path / "make.log").read_text()
         assert len(_alive_in_group(make.pid)) >= 2  # make and the server it started
-        os.kill(make.pid, signal.SIGTERM)  # make alone, not its process group
+        os.kill(make.pid, stop)  # make alone, not its process group (SIGKILL: the server dies with its parent)
         make.wait(10)
         assert _wait(lambda: not _listening(port), 5), f"port {port} still held after make ended"
         assert _wait(lambda: not _alive_in_group(make.pid), 5), _alive_in_group(make.pid)

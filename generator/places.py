@@ -16,19 +16,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from transformer_trace.sources import Ref
-from transformer_trace.models.recording import Point, points_of
+from transformer_trace.sources import ModuleRef, Ref
+from transformer_trace.models.recording import Point, Role, points_of
 
-__all__ = ["Place", "layer_pattern"]
+__all__ = ["Place", "Role", "layer_pattern"]  # Role: what a place's module is (``Place.role``)
 
 
 @dataclass(frozen=True)
 class Place:
     """The module of class ``module`` at ``path`` in the model ("" for the model itself); its declared points, by their
-    attribute names, are references to the tensors recorded there."""
+    attribute names, are references to the tensors recorded there. ``role``: what the module at this place is, where a
+    class serves in several (the encoder–decoder's attention, as self- and cross-attention); every reference built
+    here carries it."""
 
     path: str
     module: type
+    role: Role | None = None
 
     def __getattr__(self, attribute: str) -> Ref:
         if attribute.startswith("_"):  # copy, pickle and friends probe for dunder methods
@@ -39,7 +42,15 @@ class Place:
                                  if isinstance(value, Point)) or "none"
             raise AttributeError(f"{self.module.__name__} declares no record point {attribute} "
                                  f"(its points: {declared}); used at {self.path or 'the model'}")
-        return Ref.at(self.path, point)
+        return Ref.at(self.path, point, self._roles)
+
+    @property
+    def _roles(self) -> frozenset[Role]:
+        return frozenset({self.role} if self.role is not None else ())
+
+    def submodule(self, attribute: str) -> ModuleRef:
+        """The module the one at this place holds as ``attribute`` (its ``W_k``), carrying this place's role."""
+        return ModuleRef(f"{self.path}.{attribute}" if self.path else attribute, self._roles)
 
     def points(self) -> tuple[Point, ...]:
         """Every point the module class declares."""

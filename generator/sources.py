@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.models.recording import Role
 
 __all__ = ["Float64Copies", "InputRef", "Known", "Lacking", "MissingFact", "MissingTensor", "ModuleRef", "NoInput",
            "NotCheckable", "NoWeights", "ParamRef", "Ref", "TensorDict", "TensorSource", "fill", "on_cpu"]
@@ -36,9 +39,13 @@ def fill(template: str, places: Mapping[str, str]) -> str:
 
 @dataclass(frozen=True)
 class _Placed:
-    """A name in the model with placeholders for the traced layer (the shared part of Ref, ModuleRef and ParamRef)."""
+    """A name in the model with placeholders for the traced layer (the shared part of Ref, ModuleRef and ParamRef).
+    ``roles``: what the tensor or module is, as its declarations say (the point's and its place's ``Role``, set where a
+    catalogue's ``Place`` builds it); a reader finds what it needs by them, never by the name. Not part of its
+    identity: a reference is equal to one of the same name."""
 
     template: str
+    roles: frozenset[Role] = field(default=frozenset(), compare=False, repr=False)
 
     def name(self, places: Mapping[str, str]) -> str:
         return fill(self.template, places)
@@ -57,9 +64,10 @@ class Ref(_Placed):
     """
 
     @classmethod
-    def at(cls, place: str, point: Any) -> Ref:
-        """The reference to ``point`` (a ``transformer_trace.models.recording.Point``) on the module at ``place``."""
-        return cls(point.full_name(place))
+    def at(cls, place: str, point: Any, roles: frozenset[Role] = frozenset()) -> Ref:
+        """The reference to ``point`` (a ``transformer_trace.models.recording.Point``) on the module at ``place``, with
+        the point's role and ``roles`` (its place's)."""
+        return cls(point.full_name(place), roles | ({point.role} if point.role is not None else set()))
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_trace.models.recording import Point, name_modules, record
+from transformer_trace.models.recording import Point, Role, name_modules, record
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,11 @@ _SPLIT_NOTE = ("the seed report names the projection before the head split q; th
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over h heads; queries from x_q, keys and values from x_kv."""
 
-    Q = Point("q", ("B", "Lq", "C"), "queries x_q·W_qᵀ + b_q, all heads side by side", note=_SPLIT_NOTE)
-    K = Point("k", ("B", "Lk", "C"), "keys x_kv·W_kᵀ + b_k, all heads side by side", note=_SPLIT_NOTE)
-    V = Point("v", ("B", "Lk", "C"), "values x_kv·W_vᵀ + b_v, all heads side by side", note=_SPLIT_NOTE)
+    Q = Point("q", ("B", "Lq", "C"), "queries x_q·W_qᵀ + b_q, all heads side by side", note=_SPLIT_NOTE,
+              role=Role.QUERIES)
+    K = Point("k", ("B", "Lk", "C"), "keys x_kv·W_kᵀ + b_k, all heads side by side", note=_SPLIT_NOTE, role=Role.KEYS)
+    V = Point("v", ("B", "Lk", "C"), "values x_kv·W_vᵀ + b_v, all heads side by side", note=_SPLIT_NOTE,
+              role=Role.VALUES)
     Q_HEADS = Point("q_heads", ("B", "h", "Lq", "hs"),
                     "queries split into h heads of hs features (the GPT's and ViT's attn.q)")
     K_HEADS = Point("k_heads", ("B", "h", "Lk", "hs"), "keys split into h heads (the GPT's and ViT's attn.k)")
@@ -110,7 +112,7 @@ class MultiHeadAttention(nn.Module):
     MASKED_SCORES = Point("masked_scores", ("B", "h", "Lq", "Lk"),
                           "scores plus the mask: −inf where a query may not look (masked attention only)")
     PROBS = Point("probs", ("B", "h", "Lq", "Lk"),
-                  "attention weights: softmax of the scores over the keys, rows sum to 1")
+                  "attention weights: softmax of the scores over the keys, rows sum to 1", role=Role.ATTENTION_WEIGHTS)
     CONTEXT = Point("context", ("B", "h", "Lq", "hs"), "each head's weighted sum of values, probs·V")
     CONCAT = Point("concat", ("B", "Lq", "C"), "the heads' contexts side by side")
     OUT = Point("out", ("B", "Lq", "C"), "the output projection concat·W_oᵀ + b_o")
@@ -182,10 +184,11 @@ class EncoderLayer(nn.Module):
 
     INPUT = Point("input", ("B", "S", "C"),
                   "what the layer reads: the position-encoded embeddings or the previous layer's output")
-    RESIDUAL_1 = Point("residual_1", ("B", "S", "C"), "input + self-attention output")
+    RESIDUAL_1 = Point("residual_1", ("B", "S", "C"), "input + self-attention output", role=Role.RESIDUAL_SUM)
     LN_1 = Point("ln_1", ("B", "S", "C"), "LayerNorm of residual_1 (post-norm)", note=_POST_NORM_NOTE)
-    RESIDUAL_2 = Point("residual_2", ("B", "S", "C"), "ln_1 + feed-forward output")
-    OUTPUT = Point("output", ("B", "S", "C"), "LayerNorm of residual_2: the layer's output", note=_POST_NORM_NOTE)
+    RESIDUAL_2 = Point("residual_2", ("B", "S", "C"), "ln_1 + feed-forward output", role=Role.RESIDUAL_SUM)
+    OUTPUT = Point("output", ("B", "S", "C"), "LayerNorm of residual_2: the layer's output", note=_POST_NORM_NOTE,
+                   role=Role.LAYER_OUTPUT)
 
     def __init__(self, cfg: EncoderDecoderConfig) -> None:
         super().__init__()
@@ -210,12 +213,13 @@ class DecoderLayer(nn.Module):
 
     INPUT = Point("input", ("B", "T", "C"),
                   "what the layer reads: the position-encoded target embeddings or the previous layer's output")
-    RESIDUAL_1 = Point("residual_1", ("B", "T", "C"), "input + masked self-attention output")
+    RESIDUAL_1 = Point("residual_1", ("B", "T", "C"), "input + masked self-attention output", role=Role.RESIDUAL_SUM)
     LN_1 = Point("ln_1", ("B", "T", "C"), "LayerNorm of residual_1", note=_POST_NORM_NOTE)
-    RESIDUAL_2 = Point("residual_2", ("B", "T", "C"), "ln_1 + cross-attention output")
+    RESIDUAL_2 = Point("residual_2", ("B", "T", "C"), "ln_1 + cross-attention output", role=Role.RESIDUAL_SUM)
     LN_2 = Point("ln_2", ("B", "T", "C"), "LayerNorm of residual_2")
-    RESIDUAL_3 = Point("residual_3", ("B", "T", "C"), "ln_2 + feed-forward output")
-    OUTPUT = Point("output", ("B", "T", "C"), "LayerNorm of residual_3: the layer's output", note=_POST_NORM_NOTE)
+    RESIDUAL_3 = Point("residual_3", ("B", "T", "C"), "ln_2 + feed-forward output", role=Role.RESIDUAL_SUM)
+    OUTPUT = Point("output", ("B", "T", "C"), "LayerNorm of residual_3: the layer's output", note=_POST_NORM_NOTE,
+                   role=Role.LAYER_OUTPUT)
 
     def __init__(self, cfg: EncoderDecoderConfig) -> None:
         super().__init__()
@@ -262,7 +266,7 @@ class EncoderDecoderTransformer(nn.Module):
     TGT_EMBED = Point("tgt_embed", ("B", "T", "C"), "target embeddings: the table rows of the IDs")
     TGT_WITH_POS = Point("tgt_with_pos", ("B", "T", "C"), "target embeddings plus sinusoidal positions")
     TGT_MASK = Point("tgt_mask", ("1", "1", "T", "T"), "additive causal mask: 0 on and below the diagonal, −inf above",
-                     note="additive (0 / −inf) where the GPT's mask is boolean (True where allowed)")
+                     note="additive (0 / −inf) where the GPT's mask is boolean (True where allowed)", role=Role.MASK)
     DEC_FINAL = Point("dec_final", ("B", "T", "C"), "the last decoder layer's output")
     LOGITS = Point("logits", ("B", "T", "V"), "scores over the target vocabulary at each position")
 

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_trace.models.recording import Point, is_recording, name_modules, paused, record
+from transformer_trace.models.recording import Point, Role, is_recording, name_modules, paused, record
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,8 @@ class CausalSelfAttention(nn.Module):
     MASKED_SCORES = Point("masked_scores", ("B", "h", "T", "T"),
                           "scores with −inf where the mask blocks a later position")
     PROBS = Point("probs", ("B", "h", "T", "T"),
-                  "attention weights: softmax of the masked scores over the keys, rows sum to 1")
+                  "attention weights: softmax of the masked scores over the keys, rows sum to 1",
+                  role=Role.ATTENTION_WEIGHTS)
     CONTEXT = Point("context", ("B", "h", "T", "hs"), "each head's weighted sum of values, probs·V")
     CONCAT = Point("concat", ("B", "T", "C"), "the heads' contexts side by side")
     OUT = Point("out", ("B", "T", "C"), "the output projection concat·W_projᵀ + b")
@@ -211,11 +212,11 @@ class Block(nn.Module):
 
     INPUT = Point("input", ("B", "T", "C"), "the residual stream entering the block")
     LN_1 = Point("ln_1", ("B", "T", "C"), "LayerNorm of the input: what attention reads (pre-norm)")
-    RESIDUAL_1 = Point("residual_1", ("B", "T", "C"), "input + attention output")
+    RESIDUAL_1 = Point("residual_1", ("B", "T", "C"), "input + attention output", role=Role.RESIDUAL_SUM)
     LN_2 = Point("ln_2", ("B", "T", "C"), "LayerNorm of residual_1: what the MLP reads")
-    RESIDUAL_2 = Point("residual_2", ("B", "T", "C"), "residual_1 + MLP output")
+    RESIDUAL_2 = Point("residual_2", ("B", "T", "C"), "residual_1 + MLP output", role=Role.RESIDUAL_SUM)
     OUTPUT = Point("output", ("B", "T", "C"),
-                   "the residual stream leaving the block (residual_2; no LayerNorm after it)")
+                   "the residual stream leaving the block (residual_2; no LayerNorm after it)", role=Role.LAYER_OUTPUT)
     CACHE_K = Point("cache_k", ("B", "h", "S", "hs"), "the keys the key/value cache holds after generation",
                     scope="generate")
     CACHE_V = Point("cache_v", ("B", "h", "S", "hs"), "the values the key/value cache holds after generation",
@@ -251,7 +252,8 @@ class GPT(nn.Module):
                     "are a fixed sinusoidal table")
     EMBED = Point("embed", ("B", "T", "C"), "token + position embeddings: the residual stream entering block 1")
     MASK = Point("mask", ("1", "1", "T", "T"), "boolean causal mask: True where a query may attend to a key",
-                 note="boolean (True where allowed) where the encoder–decoder's tgt_mask is additive (0 / −inf)")
+                 note="boolean (True where allowed) where the encoder–decoder's tgt_mask is additive (0 / −inf)",
+                 role=Role.MASK)
     LN_F = Point("ln_f", ("B", "T", "C"), "the final LayerNorm of the residual stream")
     LOGITS = Point("logits", ("B", "T", "V"), "scores for the next byte at each position")
     PROBS = Point("probs", ("B", "T", "V"), "softmax of the logits: the next-byte distribution at each position")

@@ -28,18 +28,36 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 import torch
 from torch import nn
 
-__all__ = ["Declared", "Point", "Recorded", "Recording", "declared_points", "is_recording", "name_modules", "paused",
-           "record",
-           "recording"]
+__all__ = ["Declared", "Point", "Recorded", "Recording", "Role", "declared_points", "is_recording", "name_modules",
+           "paused", "record", "recording"]
 
 
 NamedShape = tuple[str,
                    ...]  # one symbol of the model file's shape legend per axis: "B", "3·C", "Ch·P·P", or a literal "1"
+
+
+class Role(Enum):
+    """What a recorded tensor is in the model's flow, for the readers that must find one by what it is (a trace's
+    reading: the cross-attention's keys, the encoder's output), never by its record name. A point declares what it is
+    in its module (``Point.role``); a catalogue's ``Place`` what the module at that place is (a cross-attention, the
+    encoder's layer); a ``Ref`` built there carries both (``Ref.roles``)."""
+
+    QUERIES = "an attention's query projection"
+    KEYS = "an attention's key projection"
+    VALUES = "an attention's value projection"
+    LAYER_OUTPUT = "a layer's output, what the next layer reads"
+    RESIDUAL_SUM = "a residual sum: a layer's stream plus a sublayer's output"
+    ATTENTION_WEIGHTS = "an attention's weights: softmax rows over the keys"
+    MASK = "the mask that says which keys a query may see"
+    ENCODER = "the encoder's layer"
+    LAST_LAYER = "the last layer of the stack (what the final norm or the head reads)"
+    CROSS_ATTENTION = "a cross-attention: its keys and values come from the encoder's output"
 
 
 @dataclass(frozen=True)
@@ -53,7 +71,8 @@ class Point:
     binds them per instance in ``record_axes`` (``{"Lq": "T", "Lk": "S"}``). ``doc`` says what the
     tensor is; ``note`` why it differs from the same concept in another model, where it does.
     ``scope`` prefixes the record name, for tensors a module computes outside its forward pass
-    (the GPT's generation loop records ``generate.blocks.0.cache_k``).
+    (the GPT's generation loop records ``generate.blocks.0.cache_k``). ``role``: what the tensor is in its module,
+    where a reader needs to find it without its name (``Role``).
     """
 
     name: str
@@ -61,6 +80,7 @@ class Point:
     doc: str
     note: str = ""
     scope: str = ""
+    role: Role | None = None
 
     def __post_init__(self) -> None:
         if not self.name or any(ch in self.name for ch in "/{} "):

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_trace.models.recording import Point, name_modules, record
+from transformer_trace.models.recording import Point, Role, name_modules, record
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class SelfAttention(nn.Module):
                  note="the ViT records only the scaled scores")
     SCORES = Point("scores", ("B", "h", "N1", "N1"), "attention scores Q·Kᵀ/√hs, per head")
     PROBS = Point("probs", ("B", "h", "N1", "N1"),
-                  "attention weights: softmax of the scores over the keys, rows sum to 1")
+                  "attention weights: softmax of the scores over the keys, rows sum to 1", role=Role.ATTENTION_WEIGHTS)
     CONTEXT = Point("context", ("B", "h", "N1", "hs"), "each head's weighted sum of values, probs·V")
     CONCAT = Point("concat", ("B", "N1", "C"), "the heads' contexts side by side")
     OUT = Point("out", ("B", "N1", "C"), "the output projection concat·W_projᵀ + b")
@@ -161,12 +161,12 @@ class EncoderBlock(nn.Module):
 
     _POST_NORM = "post-norm: the ViT's pre-norm block normalises before each sub-layer instead"
     INPUT = Point("input", ("B", "N1", "C"), "the sequence entering the layer")
-    RESIDUAL_1 = Point("residual_1", ("B", "N1", "C"), "input + attention output")
+    RESIDUAL_1 = Point("residual_1", ("B", "N1", "C"), "input + attention output", role=Role.RESIDUAL_SUM)
     LN_1 = Point("ln_1", ("B", "N1", "C"), "LayerNorm of residual_1 (the first Add & Norm): what the MLP reads",
                  note=_POST_NORM)
-    RESIDUAL_2 = Point("residual_2", ("B", "N1", "C"), "ln_1 + MLP output")
+    RESIDUAL_2 = Point("residual_2", ("B", "N1", "C"), "ln_1 + MLP output", role=Role.RESIDUAL_SUM)
     LN_2 = Point("ln_2", ("B", "N1", "C"), "LayerNorm of residual_2 (the second Add & Norm)", note=_POST_NORM)
-    OUTPUT = Point("output", ("B", "N1", "C"), "the sequence leaving the layer, x¹ (ln_2)")
+    OUTPUT = Point("output", ("B", "N1", "C"), "the sequence leaving the layer, x¹ (ln_2)", role=Role.LAYER_OUTPUT)
 
     def __init__(self, cfg: ToyViTConfig) -> None:
         super().__init__()

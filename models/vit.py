@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_trace.models.recording import Point, is_recording, name_modules, record
+from transformer_trace.models.recording import Point, Role, is_recording, name_modules, record
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class SelfAttention(nn.Module):
               note=_HEADS_NOTE)
     SCORES = Point("scores", ("B", "h", "N1", "N1"), "attention scores Q·Kᵀ/√hs, per head")
     PROBS = Point("probs", ("B", "h", "N1", "N1"),
-                  "attention weights: softmax of the scores over the keys, rows sum to 1")
+                  "attention weights: softmax of the scores over the keys, rows sum to 1", role=Role.ATTENTION_WEIGHTS)
     CONTEXT = Point("context", ("B", "h", "N1", "hs"), "each head's weighted sum of values, probs·V")
     CONCAT = Point("concat", ("B", "N1", "C"), "the heads' contexts side by side")
     OUT = Point("out", ("B", "N1", "C"), "the output projection concat·W_projᵀ + b")
@@ -171,11 +171,11 @@ class EncoderBlock(nn.Module):
 
     INPUT = Point("input", ("B", "N1", "C"), "the residual stream entering the block")
     LN_1 = Point("ln_1", ("B", "N1", "C"), "LayerNorm of the input: what attention reads (pre-norm)")
-    RESIDUAL_1 = Point("residual_1", ("B", "N1", "C"), "input + attention output")
+    RESIDUAL_1 = Point("residual_1", ("B", "N1", "C"), "input + attention output", role=Role.RESIDUAL_SUM)
     LN_2 = Point("ln_2", ("B", "N1", "C"), "LayerNorm of residual_1: what the MLP reads")
-    RESIDUAL_2 = Point("residual_2", ("B", "N1", "C"), "residual_1 + MLP output")
+    RESIDUAL_2 = Point("residual_2", ("B", "N1", "C"), "residual_1 + MLP output", role=Role.RESIDUAL_SUM)
     OUTPUT = Point("output", ("B", "N1", "C"),
-                   "the residual stream leaving the block (residual_2; no LayerNorm after it)")
+                   "the residual stream leaving the block (residual_2; no LayerNorm after it)", role=Role.LAYER_OUTPUT)
 
     def __init__(self, cfg: ViTConfig) -> None:
         super().__init__()

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import re
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from tests.conftest import trace_source as traced
+from transformer_trace.models.encoder_decoder import DecoderLayer, EncoderLayer, MultiHeadAttention
+from transformer_trace.models.recording import Role
+from transformer_trace.places import Place
+from transformer_trace.reports.encoder_decoder.catalogue import SNAPSHOTS
+from transformer_trace.sources import Ref
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
+from transformer_trace.trace.reading.attention_sources import _encoder_output, _projection_pages
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.feeders import as_read, traced_back
 
@@ -150,47 +157,64 @@ def _script(text: str, placed: dict[str, str], replaced: dict[str, str] | None =
     return text
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_detr_s_own_attention_inputs_pass(tmp_path, layout):
-    code, checks = traced(tmp_path, _script(DETR_LIKE, LAYOUTS[layout]))
+CORRECT = {**{f"DETR {layout}": (_script(DETR_LIKE, placed), ("#15", "#36")) for layout, placed in LAYOUTS.items()},
+           "T5": (T5_LIKE, ("#31", "#32"))}
+# what was planted -> (the script, the step that fails first, the bug form named, what its message says)
+BUGS = {
+    **{f"DETR {layout}: the decoder given the encoder's input as memory": (
+        _script(DETR_LIKE, placed, MEMORY_FROM_THE_ENCODERS_INPUT), "#36", "K or V from another input",
+        ("was given your src (#4) as its value",)) for layout, placed in LAYOUTS.items()},
+    **{f"DETR {layout}: the encoder's query and key given the positions twice": (
+        _script(DETR_LIKE, placed, POSITIONS_TWICE), "#15", "positions added twice", ("plus twice the term", "#36"))
+       for layout, placed in LAYOUTS.items()},
+    "T5: keys and values projected from the decoder stream": (
+        _script(T5_LIKE, {}, KV_FROM_THE_DECODER), "#31", "K or V from another input",
+        ("given the query's input (the decoder stream)", "is not the encoder output's (2, 8, 16)")),
+}
+
+
+@pytest.mark.parametrize("script, steps", CORRECT.values(), ids=CORRECT)
+def test_attention_inputs_as_they_should_be_pass(tmp_path, script, steps):
+    code, checks = traced(tmp_path, script)
     assert code == 0, checks[""]
-    assert checks["#15"]["passed"] is True and checks["#36"]["passed"] is True, (checks["#15"], checks["#36"])
+    assert all(checks[step]["passed"] is True for step in steps), [checks[step] for step in steps]
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_cross_attention_given_the_encoders_input_is_k_or_v_from_another_input(tmp_path, layout):
-    code, checks = traced(tmp_path, _script(DETR_LIKE, LAYOUTS[layout], MEMORY_FROM_THE_ENCODERS_INPUT))
+@pytest.mark.parametrize("script, first, form, said", BUGS.values(), ids=BUGS)
+def test_an_attention_given_the_wrong_input_fails_with_the_bug_form_at_the_line_that_shows_it(tmp_path, script, first,
+                                                                                               form, said):
+    code, checks = traced(tmp_path, script)
     assert code == 1, checks[""]
-    assert checks[""]["first_failure"].startswith("#36"), checks[""]
-    evidence = checks["#36"]["evidence"]
-    assert evidence["name"] == "K or V from another input", checks["#36"]
-    assert "was given your src (#4) as its value" in evidence["message"], evidence
+    assert checks[""]["first_failure"].startswith(first), checks[""]
+    evidence = checks[first]["evidence"]
+    assert evidence["name"] == form, checks[first]
+    assert all(text in evidence["message"] for text in said), evidence
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_query_and_key_given_the_positions_twice_are_named(tmp_path, layout):
-    code, checks = traced(tmp_path, _script(DETR_LIKE, LAYOUTS[layout], POSITIONS_TWICE))
-    assert code == 1, checks[""]
-    assert checks[""]["first_failure"].startswith("#15"), checks[""]
-    evidence = checks["#15"]["evidence"]
-    assert evidence["name"] == "positions added twice", checks["#15"]
-    assert "plus twice the term" in evidence["message"] and "#36" in evidence["message"], evidence
+def _reading(ref: Ref, value: torch.Tensor) -> SimpleNamespace:
+    """A captured step showing ``ref`` whose one hit held ``value`` (what the readers below look at)."""
+    return SimpleNamespace(captured=True, snap=SimpleNamespace(main=ref, number=0), hit_values=((value,),),
+                           run=SimpleNamespace(as_called=lambda tensor: tensor))
 
 
-def test_t5_s_keys_and_values_from_the_normalised_encoder_output_pass(tmp_path):
-    code, checks = traced(tmp_path, T5_LIKE)
-    assert code == 0, checks[""]
-    assert checks["#31"]["passed"] is True and checks["#32"]["passed"] is True, (checks["#31"], checks["#32"])
+def test_the_cross_attention_s_steps_and_the_encoder_s_output_are_found_by_their_declared_roles_not_their_names():
+    cross = Place("{dec}.attention2", MultiHeadAttention, Role.CROSS_ATTENTION)  # no name says cross
+    named_cross = Place("{dec}.cross_attn", MultiHeadAttention)  # its name says cross; declared a self-attention
+    keys, misnamed_keys, values = (_reading(ref, torch.zeros(1)) for ref in (cross.K, named_cross.K, cross.V))
+    assert _projection_pages([keys, misnamed_keys, values], Role.KEYS) == [keys]
+    assert _projection_pages([keys, misnamed_keys, values], Role.VALUES) == [values]
+    encoder_output, decoder_output = torch.ones(2), torch.zeros(2)
+    steps = [_reading(Place("{dec}", DecoderLayer).OUTPUT, decoder_output),
+             _reading(Place("{layer}", EncoderLayer, Role.ENCODER).OUTPUT, encoder_output)]
+    found = _encoder_output(steps)
+    assert found is not None and found[0] is steps[1] and found[1] is encoder_output
 
 
-def test_keys_projected_from_the_decoder_stream_are_k_or_v_from_another_input(tmp_path):
-    code, checks = traced(tmp_path, _script(T5_LIKE, {}, KV_FROM_THE_DECODER))
-    assert code == 1, checks[""]
-    assert checks[""]["first_failure"].startswith("#31"), checks[""]
-    evidence = checks["#31"]["evidence"]
-    assert evidence["name"] == "K or V from another input", checks["#31"]
-    assert "given the query's input (the decoder stream)" in evidence["message"], evidence
-    assert "is not the encoder output's (2, 8, 16)" in evidence["message"], evidence
+def test_the_encoder_decoder_catalogue_declares_the_steps_the_cross_attention_reading_needs():
+    declared = {role: [s.number for s in SNAPSHOTS if roles <= s.main.roles] for role, roles in (
+        ("queries", {Role.CROSS_ATTENTION, Role.QUERIES}), ("keys", {Role.CROSS_ATTENTION, Role.KEYS}),
+        ("values", {Role.CROSS_ATTENTION, Role.VALUES}), ("encoder output", {Role.ENCODER, Role.LAYER_OUTPUT}))}
+    assert declared == {"queries": [30], "keys": [31], "values": [32], "encoder output": [19]}
 
 
 def test_the_attention_call_of_a_statement_traced_back_to_is_kept_whatever_the_line_made_of_its_output():

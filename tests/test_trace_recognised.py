@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
+from transformer_trace.checks import CheckResult, LayerNormOf
 from transformer_trace.cli import main
+from transformer_trace.models.vit import EncoderBlock
+from transformer_trace.places import Place
 from transformer_trace.render import escape_text
-from transformer_trace.trace.reading.variants import mask_form
+from transformer_trace.sources import ModuleRef, Ref
+from transformer_trace.trace.reading.variants import _normalisation, mask_form
 
 TESTS = Path(__file__).resolve().parent
 CORPUS = TESTS / "trace_corpus"
@@ -86,3 +91,22 @@ def test_an_embedding_layer_norm_an_additive_mask_fused_attention_and_averaged_h
 ])
 def test_a_masks_form_and_the_value_that_means_masked_are_read_from_its_dtype_and_diagonal(mask, form):
     assert mask_form(mask) == form
+
+
+def _page(main: Ref, check: LayerNormOf) -> SimpleNamespace:
+    """A captured step showing ``main`` whose one check passed (what the normalisation reading looks at)."""
+    return SimpleNamespace(snap=SimpleNamespace(tensors=(main,), checks=(check,)), label="S01",
+                           checks=(CheckResult(name="equals LayerNorm(its input)", passed=True, detail="max |Δ| 0"),))
+
+
+@pytest.mark.parametrize("main, normalisation", [
+    # declared a layer's output (the ViT block's OUTPUT point), under a record name of its own
+    (Ref("{layer}.leaving_the_layer", Place("{layer}", EncoderBlock).OUTPUT.roles),
+     ["post-norm (LayerNorm after each residual sum)"]),
+    # named like a layer's output, not declared one: nothing is read from a name
+    (Ref("{layer}.output"), ["not recognised"]),
+])
+def test_the_normalisation_is_read_from_the_steps_declared_a_layers_output_not_from_their_names(main, normalisation):
+    check = LayerNormOf(x=Ref("{layer}.residual_2"), module=ModuleRef("{layer}.ln_2"))
+    found = _normalisation([_page(main, check)])
+    assert [r.variant for r in found if r.what == "Normalisation"] == normalisation

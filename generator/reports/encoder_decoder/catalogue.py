@@ -8,7 +8,7 @@ from transformer_trace.catalogue import Figure, Question, Snapshot, Stage
 from transformer_trace.checks import (CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LinearOf,
                                       ResidualSumOrPostNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf)
 from transformer_trace.figures import AttentionHeads, Mask, Matrix, Positional
-from transformer_trace.places import Place
+from transformer_trace.places import Place, Role
 from transformer_trace.reports.encoder_decoder.checks import (EmbeddingTableRows, HandedOverOrPositions,
                                                               SinusoidalPositions, TokenIds)
 from transformer_trace.reports.encoder_decoder.figures import Predictions, TokenTable
@@ -20,10 +20,10 @@ from transformer_trace.models.encoder_decoder import (MLP, DecoderLayer, Encoder
 # Where tensors are recorded: a place in the model and its module class (``place.POINT``: generator/places.py).
 model = Place("", EncoderDecoderTransformer)
 dec = Place("{dec}", DecoderLayer)
-dec_cross_attn = Place("{dec}.cross_attn", MultiHeadAttention)
+dec_cross_attn = Place("{dec}.cross_attn", MultiHeadAttention, Role.CROSS_ATTENTION)
 dec_mlp = Place("{dec}.mlp", MLP)
 dec_self_attn = Place("{dec}.self_attn", MultiHeadAttention)
-enc = Place("{enc}", EncoderLayer)
+enc = Place("{enc}", EncoderLayer, Role.ENCODER)
 enc_mlp = Place("{enc}.mlp", MLP)
 enc_self_attn = Place("{enc}.self_attn", MultiHeadAttention)
 
@@ -339,7 +339,7 @@ SNAPSHOTS = (
         variable='q_c',
         stage='decoder',
         tensors=(dec_cross_attn.Q,),
-        checks=(LinearOf(x=dec.LN_1, module=ModuleRef('{dec}.cross_attn.W_q')),),
+        checks=(LinearOf(x=dec.LN_1, module=dec_cross_attn.submodule('W_q')),),
         questions=(2, 3),
     ),
     Snapshot(
@@ -348,7 +348,7 @@ SNAPSHOTS = (
         variable='k_c',
         stage='decoder',
         tensors=(dec_cross_attn.K,),
-        checks=(LinearOf(x=model.MEMORY, module=ModuleRef('{dec}.cross_attn.W_k')),),
+        checks=(LinearOf(x=model.MEMORY, module=dec_cross_attn.submodule('W_k')),),
         questions=(3, 6),
     ),
     Snapshot(
@@ -357,7 +357,7 @@ SNAPSHOTS = (
         variable='v_c',
         stage='decoder',
         tensors=(dec_cross_attn.V,),
-        checks=(LinearOf(x=model.MEMORY, module=ModuleRef('{dec}.cross_attn.W_v')),),
+        checks=(LinearOf(x=model.MEMORY, module=dec_cross_attn.submodule('W_v')),),
         questions=(3,),
     ),
     Snapshot(
@@ -439,8 +439,8 @@ SNAPSHOTS = (
         variable='dec_final',
         stage='output',
         tensors=(model.DEC_FINAL,),
-        checks=(SameTensor(source=Ref('{dec_last}'), claim="is the last decoder layer's output",
-                           or_layer_norm=True),),
+        checks=(SameTensor(source=Place('{dec_last}', DecoderLayer, Role.LAST_LAYER).OUTPUT,
+                           claim="is the last decoder layer's output", or_layer_norm=True),),
         questions=(6, 7),
     ),
     Snapshot(

@@ -74,7 +74,7 @@ class EncoderDecoderOptions(RunOptions):
     def n_layers(self) -> int:
         return self.layers
 
-    NAMED_PASSES = {"dec_last": (-1, "{dec}.output")}  # the decoder's output, read by the output projection
+    NAMED_PASSES = {"dec_last": (-1, "{dec}")}  # the last decoder layer: its output is the decoder's
 
     def layer_places(self, layer: int) -> dict[str, str]:
         layer -= 1

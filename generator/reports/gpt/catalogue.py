@@ -11,7 +11,7 @@ from transformer_trace.checks import (
     ResidualOrPostNorm, ResidualSumEitherNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf,
 )
 from transformer_trace.figures import AttentionHeads, Mask, Matrix
-from transformer_trace.places import Place
+from transformer_trace.places import Place, Role
 from transformer_trace.reports.gpt.checks import (
     CacheMatchesFullPass, CacheMatchesRecomputation, CausalMaskBool, EmbeddingRows, GptBlockRerun, GreedyBytes,
     MaskedFillOf, NextByte, PositionRows, PromptBytes, TiedHead, TrainingEffect,
@@ -24,7 +24,7 @@ from transformer_trace.models.gpt import Block, CausalSelfAttention, GPT, MLP
 # Where the tensors are recorded: a place in the model (placeholders: the traced layer) and the module class there.
 # ``place.POINT`` is the record name that class's declared point has at that place (generator/places.py).
 model = Place("", GPT)
-block_last = Place("{block_last}", Block)
+block_last = Place("{block_last}", Block, Role.LAST_LAYER)
 block = Place("{block}", Block)
 block_attn = Place("{block}.attn", CausalSelfAttention)
 block_mlp = Place("{block}.mlp", MLP)

@@ -11,7 +11,7 @@ from transformer_trace.checks import (
     ResidualBlock, ResidualThenNorm, RowEquals, SameTensor, ScaledScores, SoftmaxRows, SumOf, TokensConcat,
 )
 from transformer_trace.figures import AttentionHeads, Matrix
-from transformer_trace.places import Place
+from transformer_trace.places import Place, Role
 from transformer_trace.reports.vit.checks import Flattened, NormalisedImage, PatchesReassemble, RolloutRows
 from transformer_trace.reports.vit.figures import ClsAttention, InputImage, PatchMosaic, PosSimilarity, Rollout, Top5
 from transformer_trace.sources import ModuleRef, ParamRef, Ref
@@ -23,8 +23,8 @@ from transformer_trace.models.vit import EncoderBlock, MLP, PatchEmbedding, Self
 model = Place("", VisionTransformer)
 patch_embed = Place("patch_embed", PatchEmbedding)
 block2 = Place("{block2}", EncoderBlock)
-block_last = Place("{block_last}", EncoderBlock)
-block_last_attn = Place("{block_last}.attn", SelfAttention)
+block_last = Place("{block_last}", EncoderBlock, Role.LAST_LAYER)
+block_last_attn = Place("{block_last}.attn", SelfAttention, Role.LAST_LAYER)
 block = Place("{block}", EncoderBlock)
 block_attn = Place("{block}.attn", SelfAttention)
 block_mlp = Place("{block}.mlp", MLP)

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from transformer_trace.checks.base import Check, close
+from transformer_trace.models.recording import Role
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 
 if TYPE_CHECKING:
@@ -89,12 +90,13 @@ def attention_parts(call: ModuleCall) -> dict[str, torch.Tensor] | None:
 def attention_binding(call: ModuleCall, module: ModuleRef,
                       name: str) -> tuple[OutputProjection, dict[str, torch.Tensor], bool] | None:
     """For a Linear step that is an attention module's output: its output projection (as the checks read a Linear),
-    the tensors recomputed from the call under names of their own, and whether it is a self-attention (``name``, the
-    module's catalogue name, does not say cross)."""
+    the tensors recomputed from the call under names of their own (``name``: the module's catalogue name), and whether
+    it is a self-attention (the catalogue does not declare ``module`` a cross-attention's)."""
     parts = attention_parts(call)
     if parts is None:
         return None
     weight = call.params["out_proj.weight"]
     assert weight is not None  # attention_parts read it
     layer = OutputProjection(weight, call.params.get("out_proj.bias"))
-    return layer, {f"{name}@{call.module}.{key}": value for key, value in parts.items()}, "cross" not in name
+    recomputed = {f"{name}@{call.module}.{key}": value for key, value in parts.items()}
+    return layer, recomputed, Role.CROSS_ATTENTION not in module.roles

@@ -3,12 +3,12 @@ decoder handed the encoder's input as ``memory``; T5's ``self.to_k(x), self.to_v
 step's own check sees it: the K projection is W_k applied to whatever it was given, and the attention computes
 correctly from its arguments. What the marked lines' module calls were given shows it:
 
-- the catalogue says which steps project the cross-attention's keys and values (a ``LinearOf`` whose module is the
-  cross-attention's W_k or W_v: the call whose output is the step's tensor was given its input), and which steps
-  read a cross-attention's output (the one ``nn.MultiheadAttention`` such a line, or an unmarked statement it was
-  traced back to, called: its ``key`` and ``value`` arguments);
-- the encoder's output is the last hit of the encoder layer's output step, or a LayerNorm of it (a final norm no
-  line marks: T5's), in the run's layout;
+- the catalogue's declared roles (``Role``, carried by its references) say which steps are the cross-attention's keys
+  and values (the call whose output is the step's tensor was given its input), and which steps read a
+  cross-attention's tensor (the one ``nn.MultiheadAttention`` such a line, or an unmarked statement it was traced back
+  to, called: its ``key`` and ``value`` arguments);
+- the encoder's output is the last hit of the encoder layer's output step (the step declared the encoder's layer
+  output), or a LayerNorm of it (a final norm no line marks: T5's), in the run's layout;
 - the tensor given is the encoder's output → correct; it equals the query's input (the cross-attention's ``query``
   argument, or the Q projection's input) or a captured step's tensor at some hit, and neither the encoder's output
   nor a LayerNorm of it → the bug form "K or V from another input", at the step whose line showed it. Anything else
@@ -30,6 +30,7 @@ import torch
 from transformer_trace.checks import FAILED, CheckResult, UnfittableWeights, close
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
+from transformer_trace.models.recording import Role
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.misfed import CLAIM, K_OR_V_FROM_ANOTHER_INPUT
 
@@ -37,9 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.capture import ModuleCall
     from transformer_trace.trace.reading.pages import SnapshotReading
 
-CROSS_ATTENTION = ".cross_attn."  # the catalogue's cross-attention records and modules: "{dec}.cross_attn.W_k"
-ENCODER_STAGE, DECODER_STAGE = "encoder", "decoder"
-LAYER_OUTPUT = "}.output"  # the encoder layer's output step's record: "{enc}.output"
+DECODER_STAGE = "decoder"
+ENCODER_OUTPUT = frozenset({Role.ENCODER, Role.LAYER_OUTPUT})  # the encoder layer's output step's declared roles
 ARGUMENTS = ("query", "key", "value")  # nn.MultiheadAttention's, in order (the child keeps them positionally)
 
 
@@ -55,8 +55,7 @@ def _named(page: SnapshotReading) -> str:
 def _encoder_output(readings: Sequence[SnapshotReading]) -> tuple[SnapshotReading, torch.Tensor] | None:
     """The encoder layer's output step and its value at its last hit (the last layer's: the encoder's output, where
     no final norm follows), in the run's layout; None where it was not captured."""
-    page = next((p for p in readings if p.captured and p.snap.stage == ENCODER_STAGE
-                 and str(p.snap.tensors[0]).endswith(LAYER_OUTPUT)), None)
+    page = next((p for p in readings if p.captured and ENCODER_OUTPUT <= p.snap.main.roles), None)
     if page is None or not page.hit_values:
         return None
     values = [v for v in page.hit_values[0] if isinstance(v, torch.Tensor)]
@@ -82,28 +81,28 @@ def _output_of(page: SnapshotReading, calls: Sequence[ModuleCall]) -> ModuleCall
                  and _same(page.run.as_called(c.outputs[0]), step)), None)
 
 
-def _projection_pages(readings: Sequence[SnapshotReading], weight: str) -> list[SnapshotReading]:
-    """The captured steps the catalogue claims to be the cross-attention's projection ``weight`` ("W_k") of a tensor."""
-    return [p for p in readings if p.captured and any(str(module).endswith(f"{CROSS_ATTENTION}{weight}") for check
-                                                       in p.snap.checks for module in check.refs_of("module"))]
+def _projection_pages(readings: Sequence[SnapshotReading], projection: Role) -> list[SnapshotReading]:
+    """The captured steps the catalogue declares to be a cross-attention's ``projection`` (its keys: ``Role.KEYS``)."""
+    return [p for p in readings if p.captured and {Role.CROSS_ATTENTION, projection} <= p.snap.main.roles]
 
 
 def _given(readings: Sequence[SnapshotReading],
            ) -> Iterator[tuple[SnapshotReading, str, torch.Tensor, torch.Tensor | None]]:
     """Each tensor a cross-attention's keys or values were computed from, in the catalogue's order: (the page whose
     line showed it, what it is, the tensor given, the query's input where known)."""
-    queries = [(p, call) for p in _projection_pages(readings, "W_q") if (call := _output_of(p, p.calls)) is not None]
+    queries = [(p, call) for p in _projection_pages(readings, Role.QUERIES)
+               if (call := _output_of(p, p.calls)) is not None]
     query_input = queries[0][0].run.as_called(queries[0][1].inputs[0]) if queries and queries[0][1].inputs else None
-    projections = {weight: _projection_pages(readings, weight) for weight in ("W_k", "W_v")}
+    projections = {role: _projection_pages(readings, role) for role in (Role.KEYS, Role.VALUES)}
     for page in sorted(readings, key=lambda p: p.snap.number):
         if not page.captured:
             continue
-        for weight, what in (("W_k", "the keys' projection"), ("W_v", "the values' projection")):
-            call = _output_of(page, page.calls) if page in projections[weight] else None
+        for role, what in ((Role.KEYS, "the keys' projection"), (Role.VALUES, "the values' projection")):
+            call = _output_of(page, page.calls) if page in projections[role] else None
             given = page.run.as_called(call.inputs[0]) if call is not None and call.inputs else None
             if call is not None and isinstance(given, torch.Tensor):
                 yield page, f"{what} ({call.module}) was given {{}}", given, query_input
-        if not any(CROSS_ATTENTION in str(ref) for check in page.snap.checks for ref in check.inputs()):
+        if not any(Role.CROSS_ATTENTION in ref.roles for check in page.snap.checks for ref in check.inputs()):
             continue
         attentions = [c for c in page.calls if c.kind == ModuleKind.MULTIHEAD_ATTENTION
                       and len(c.inputs) >= len(ARGUMENTS)]

@@ -29,15 +29,13 @@ import torch
 from transformer_trace.checks import PASSED, Check, CheckResult, ResidualOrPostNorm, ResidualSumOrPostNorm
 from transformer_trace.checks.context_heads import FUSED_CLAIM
 from transformer_trace.checks.masks import mask_allows
+from transformer_trace.models.recording import Role
 
 if TYPE_CHECKING:
     from transformer_trace.pages import SnapshotPage
     from transformer_trace.trace.reading.capture_reading import CaptureReading
 
 NORMALISATION, MASK, ATTENTION = "Normalisation", "Mask", "Attention weights"
-_LAYER_OUTPUT = re.compile(r"\{\w+\}\.output$")  # a traced layer's output: {enc}.output, {dec}.output, {block}.output
-_LAST_OUTPUT = re.compile(r"\{\w+_last\}(\.output)?$")  # the last layer's output: {dec_last}, {block_last}.output
-_MASK = re.compile(r"(^|[._])mask$")
 
 
 @dataclass(frozen=True)
@@ -67,8 +65,14 @@ def _passed(page: SnapshotPage) -> list[tuple[Check, CheckResult]]:
     return [(check, result) for check, result in zip(page.snap.checks, page.checks) if result.status == PASSED]
 
 
-def _path(ref: object) -> str:
-    return str(ref)  # a Ref's (ModuleRef's, ParamRef's) text is its template: "{enc}.output"
+def _is(ref: object, role: Role) -> bool:
+    """Whether the catalogue declares ``ref`` to be a ``role`` (the point's or its place's, ``Ref.roles``)."""
+    return role in getattr(ref, "roles", ())
+
+
+def _shows(page: SnapshotPage, role: Role) -> bool:
+    """Whether the page's tensor is declared a ``role``."""
+    return bool(page.snap.tensors) and _is(page.snap.tensors[0], role)
 
 
 def _evidence(page: SnapshotPage, result: CheckResult) -> str:
@@ -85,20 +89,21 @@ def _normalisation(pages: list[SnapshotPage]) -> list[Recognised]:
     final: list[str] = []
     embedding: list[str] = []
     for page in pages:
-        first = _path(page.snap.tensors[0]) if page.snap.tensors else ""
+        layer_output = _shows(page, Role.LAYER_OUTPUT)
         for check, result in _passed(page):
             kind = type(check).__name__
-            source = _path(getattr(check, "x", getattr(check, "source", "")))
-            if _LAYER_OUTPUT.search(first) and kind in ("ResidualLayerNorm", "LayerNormOf"):
+            read = getattr(check, "x", getattr(check, "source", ""))
+            if layer_output and kind in ("ResidualLayerNorm", "LayerNormOf"):
                 post.append(_evidence(page, result))
-            elif _LAYER_OUTPUT.search(first) and isinstance(check, ResidualOrPostNorm):  # either form: the one held
+            elif layer_output and isinstance(check, ResidualOrPostNorm):  # either form: the one held
                 (post if result.name == check.post_claim else pre).append(_evidence(page, result))
-            elif _LAYER_OUTPUT.search(first) and isinstance(check, ResidualSumOrPostNorm):  # either: the one held
+            elif layer_output and isinstance(check, ResidualSumOrPostNorm):  # either: the one held
                 (pre if result.name == check.sum_claim else post).append(_evidence(page, result))
-            elif _LAYER_OUTPUT.search(first) and kind == "SameTensor" and "residual" in source:
+            elif layer_output and kind == "SameTensor" and _is(read, Role.RESIDUAL_SUM):
                 pre.append(_evidence(page, result))  # the layer ends with its residual sum, no norm after it
-            elif _LAST_OUTPUT.search(source) and (kind in ("LayerNormOf", "FinalNormOrNone") and "no final LayerNorm"
-                                                  not in result.name or result.name.endswith(", normalised")):
+            elif _is(read, Role.LAST_LAYER) and _is(read, Role.LAYER_OUTPUT) and (
+                    kind in ("LayerNormOf", "FinalNormOrNone") and "no final LayerNorm" not in result.name
+                    or result.name.endswith(", normalised")):
                 final.append(_evidence(page, result))
             elif kind == "SameTensor" and result.name.endswith(", normalised"):
                 embedding.append(_evidence(page, result))
@@ -146,7 +151,7 @@ def mask_form(mask: torch.Tensor) -> tuple[str, str]:
 def _masks(pages: list[SnapshotPage]) -> list[Recognised]:
     found = []
     for page in pages:
-        if not page.snap.tensors or not _MASK.search(_path(page.snap.tensors[0])) or page.main.absent:
+        if not _shows(page, Role.MASK) or page.main.absent:
             continue
         mask = page.main.shown.tensor
         if mask.dim() < 2 or mask.numel() == 0:
@@ -165,7 +170,7 @@ def _masks(pages: list[SnapshotPage]) -> list[Recognised]:
 def _attention(pages: list[SnapshotPage], dims: dict[str, int], reading: CaptureReading) -> list[Recognised]:
     found = []
     for page in pages:
-        if not page.snap.tensors or not _path(page.snap.tensors[0]).endswith(".probs") or page.main.absent:
+        if not _shows(page, Role.ATTENTION_WEIGHTS) or page.main.absent:
             continue
         named, got = page.shape, page.main.shown.shape
         heads = dims.get("h")
@@ -220,7 +225,7 @@ def _probabilities_status(probabilities: SnapshotPage, pages: list[SnapshotPage]
 
 def _fused_calls(reading: CaptureReading, pages: list[SnapshotPage]) -> list[Recognised]:
     """Marked lines that call F.scaled_dot_product_attention: the probabilities are never a tensor of the script."""
-    probabilities = [p for p in pages if p.snap.tensors and _path(p.snap.tensors[0]).endswith(".probs")]
+    probabilities = [p for p in pages if _shows(p, Role.ATTENTION_WEIGHTS)]
     found = []
     for marker in reading.markers:
         lines = reading.sources.get(marker.file, "").splitlines()[marker.first - 1:marker.last]

@@ -1,13 +1,27 @@
-"""A minimal stand-in for einops (ours, not upstream; the project's environment has no einops): `rearrange`,
-`repeat` and `reduce` for patterns of plain axes, parenthesised groups and `()` (an axis of size 1). Enough for the
-notebook traced here; the real package (pip install einops) gives the same results on these patterns."""
+"""A minimal stand-in for einops (ours, not upstream; the project's environment has no einops): `rearrange`, `repeat`
+and `reduce` for patterns of plain axes, parenthesised groups, `()` (an axis of size 1) and `...` (the axes a pattern
+does not name). Enough for the upstream code the fresh rounds and the corpus trace (tests/stubs/README.md); the real
+package (pip install einops) gives the same results on these patterns."""
 import re
 
 import torch
 
 
+def _named(pattern, tensor):
+    """``pattern`` with ``...`` replaced by names of its own for the axes the left side does not name."""
+    if "..." not in pattern:
+        return pattern
+    left = pattern.split("->")[0]
+    named = len(re.findall(r"\([^)]*\)|\S+", left)) - 1
+    return pattern.replace("...", " ".join(f"_axis{i}" for i in range(tensor.dim() - named)))
+
+
 def _groups(side):
     return [g[1:-1].split() if g.startswith("(") else [g] for g in re.findall(r"\([^)]*\)|\S+", side)]
+
+
+def _sides(tensor, pattern):
+    return [_groups(side) for side in _named(pattern, tensor).split("->")]
 
 
 def _bind(tensor, left, sizes):
@@ -34,7 +48,7 @@ def _compose(tensor, right, known):
 
 
 def rearrange(tensor, pattern, **sizes):
-    left, right = (_groups(s) for s in pattern.split("->"))
+    left, right = _sides(tensor, pattern)
     known = _bind(tensor, left, sizes)
     axes = [a for group in left for a in group]
     moved = tensor.reshape([known[a] for a in axes]).permute([axes.index(a) for group in right for a in group])
@@ -42,7 +56,7 @@ def rearrange(tensor, pattern, **sizes):
 
 
 def repeat(tensor, pattern, **sizes):
-    left, right = (_groups(s) for s in pattern.split("->"))
+    left, right = _sides(tensor, pattern)
     known = _bind(tensor, left, sizes)
     axes = [a for group in left for a in group]
     kept = [a for group in right for a in group if a in axes]
@@ -54,7 +68,7 @@ def repeat(tensor, pattern, **sizes):
 
 
 def reduce(tensor, pattern, reduction, **sizes):
-    left, right = (_groups(s) for s in pattern.split("->"))
+    left, right = _sides(tensor, pattern)
     known = _bind(tensor, left, sizes)
     axes = [a for group in left for a in group]
     kept = {a for group in right for a in group}

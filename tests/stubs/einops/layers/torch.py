@@ -1,4 +1,5 @@
-"""`Rearrange` and `Reduce` as modules, as einops.layers.torch has them (ours: a minimal stand-in, see ../__init__.py)."""
+"""`Rearrange` and `Reduce` as modules, as einops.layers.torch has them (ours: a minimal stand-in, see
+../__init__.py)."""
 from torch import nn
 
 from .. import rearrange, reduce

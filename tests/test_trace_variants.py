@@ -1,10 +1,11 @@
-"""Metamorphic tests of `trace` (issue 40 point 6): small base scripts (tests/variants/bases/: a ViT, an
-encoder–decoder, a GPT) rewritten by named source transformations (tests/variants/*_rewrites.py). A correct rewrite
-computes what the base computes, written another way (einsum, a −1e9 mask, sequence-first tensors, post-norm, a
-Linear-like class of one's own, half precision, dropout in train mode, a notebook ...): `trace` gives it no red
-verdict. A bug rewrite plants one bug: `trace` names it as the first failure, at its snapshot, with its form. Each
-rewrite's texts must match exactly once, so a rewrite that stops matching its base fails here instead of testing the
-base again. tests/variants/README.md has the counts (tests/variants/measure.py prints them)."""
+"""Metamorphic tests of `trace` (issue 40 point 6): small base scripts (a ViT and an encoder–decoder made from the
+examples, tests/variants/shrunk.py; a GPT, tests/variants/bases/gpt.py) rewritten by named source transformations
+(tests/variants/*_rewrites.py). A correct rewrite computes what the base computes, written another way (einsum, a
+−1e9 mask, sequence-first tensors, post-norm, a Linear-like class of one's own, half precision, dropout in train
+mode, a notebook ...): `trace` gives it no red verdict. A bug rewrite plants one bug: `trace` names it as the first
+failure, at its snapshot, with its form. Each rewrite's texts must match exactly once, so a rewrite that stops
+matching its base fails here instead of testing the base again. tests/variants/README.md has the counts
+(tests/variants/measure.py prints them)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Rewrites of bases/encoder_decoder.py, the post-norm encoder–decoder in plain functions, batch-first, with an
-additive −inf causal mask of shape (1, 1, T, T) (see rewrites.py for what a rewrite is)."""
+"""Rewrites of the encoder_decoder base (shrunk.py), the post-norm encoder–decoder in plain functions, batch-first,
+with an additive −inf causal mask of shape (1, 1, T, T) (see rewrites.py for what a rewrite is)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Source rewrites of the base scripts (tests/variants/bases/), in the spirit of metamorphic testing (issue 40 point 6):
-a **correct** rewrite changes how a step is written, never what it computes (einsum for @, a mask of −1e9 for −inf,
-sequence-first tensors ...), so `trace` must give it no red verdict; a **bug** rewrite plants one named bug, which
-`trace` must name as the first failure, at the snapshot where it happens, with its diagnosis (the evidence's form,
-generator/checks/evidence.py).
+"""Source rewrites of the base scripts (two examples shrunk, shrunk.py; bases/gpt.py), in the spirit of metamorphic
+testing (issue 40 point 6): a **correct** rewrite changes how a step is written, never what it computes (einsum for
+@, a mask of −1e9 for −inf, sequence-first tensors ...), so `trace` must give it no red verdict; a **bug** rewrite
+plants one named bug, which `trace` must name as the first failure, at the snapshot where it happens, with its
+diagnosis (the evidence's form, generator/checks/evidence.py).
 
 A rewrite is a list of exact text replacements, each of which must match the source **exactly once**: a base script
 edited so that a rewrite no longer applies fails the test at once, instead of silently testing the base again."""
@@ -48,7 +48,7 @@ NOTEBOOK = Rewrite("notebook", "the script's top-level statements as the code ce
 class Variant:
     """A base script with rewrites applied in order: correct ones, then at most one bug (the last)."""
 
-    base: str  # a file name under bases/ without .py: "vit", "encoder_decoder", "gpt"
+    base: str  # "vit", "encoder_decoder" (examples shrunk: shrunk.py) or "gpt" (a file under bases/, without .py)
     rewrites: tuple[Rewrite, ...]
 
     @property
@@ -61,7 +61,9 @@ class Variant:
         return f"{self.base}: {' + '.join(r.name for r in self.rewrites) or 'as written'}"
 
     def source(self) -> str:
-        source = (BASES / f"{self.base}.py").read_text(encoding="utf-8")
+        from tests.variants.shrunk import example_base  # imported here: shrunk.py's shrinks are Rewrites
+
+        source = example_base(self.base) or (BASES / f"{self.base}.py").read_text(encoding="utf-8")
         for rewrite in self.rewrites:
             source = rewrite.apply(source)
         return source

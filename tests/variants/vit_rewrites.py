@@ -1,4 +1,4 @@
-"""Rewrites of bases/vit.py, the pre-norm ViT in plain functions (see rewrites.py for what a rewrite is)."""
+"""Rewrites of the vit base (shrunk.py), the pre-norm ViT in plain functions (see rewrites.py for what a rewrite is)."""
 
 from __future__ import annotations
 

@@ -191,7 +191,9 @@ def test_the_catalogues_own_checks_run_on_the_captured_tensors_and_weight_checks
 def test_a_not_checkable_check_names_everything_it_lacks_not_only_the_missing_tensor(tmp_path, label):
     _, data = trace(ENCODER_DECODER, tmp_path)  # cross-attention K and V: LinearOf(memory, W_k / W_v)
     detail = next(s for s in data["snapshots"] if s["label"] == label)["check"]["detail"]
-    assert detail.startswith("needs memory, which no snapshot of the catalogue shows; the weights `")
+    # what is missing in words (the model's declaration of memory), and which line would show it
+    assert detail.startswith("needs the last encoder layer's output, read by every cross-attention (no marked line of "
+                             "yours shows it: mark the line that computes it); the weights `")
     assert "cross_attn" not in detail and f"(encoder_decoder_trace.py:{ {'#31': 110, '#32': 111}[label]})" in detail
 
 
@@ -216,9 +218,9 @@ def test_what_a_trace_lacks_is_typed_not_read_from_words():
     assert needed(MissingTensor("blocks.0.input"), labels) == "snapshot S08 at pass 2"
     assert needed(MissingTensor("patches"), labels) == "the whole of what S03 shows a slice of"
     assert needed(MissingTensor("q"), labels) == "snapshot S10 (q)"
-    assert needed(MissingTensor("memory"), labels) == "memory, which no snapshot of the catalogue shows"
+    assert needed(MissingTensor("memory"), labels) == "memory, which no marked line of yours shows"  # no page to read
     # a name that reads like another kind is judged by what raised it, not by its words
-    assert needed(MissingTensor("module the whole"), labels) == "module the whole, which no snapshot of the catalogue shows"
+    assert needed(MissingTensor("module the whole"), labels) == "module the whole, which no marked line of yours shows"
     assert needed(NoWeights("module fc"), labels) == "the model's weights (module fc), which a trace does not capture"
     assert needed(NoInput("input src"), labels) == "the run's input src, which a trace does not know"
     assert needed(UnfittableWeights("the LayerNorm's weights", "2 positions"), labels).startswith("the LayerNorm's weights (with fewer than 3")

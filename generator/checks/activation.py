@@ -26,6 +26,7 @@ def _gelu_range(check: Any, s: TensorSource) -> str | None:
 class GeluOfLinear(Check):
     """``out`` is GELU of the Linear ``module`` applied to ``x``; without the weights, every value lies in GELU's
     range."""
+    CLAIM = "is GELU of a Linear layer applied to its input"
 
     WEIGHTS_OPTIONAL = True
     # the locals its line read besides: a gated MLP's two factors (trace/reading/gated_mlp.py)
@@ -43,8 +44,8 @@ class GeluOfLinear(Check):
         except NotCheckable:  # no weights: what GELU's output must satisfy whatever fc1 computed
             low = float(s.t(self.out).min())
             return "values lie in GELU's range (≥ −0.17)", low >= GELU_MINIMUM, (
-                f"smallest value {low:.4f}; GELU never goes below −0.1700 (without the weights of "
-                f"{s.name(self.module)}, a necessary condition only)")
+                f"smallest value {low:.4f}; GELU never goes below −0.1700 (without the weights of the Linear before "
+                "it, a necessary condition only)")
         passed, detail = close(s.t(self.out), expected, "recomputed GELU(x·W₁ᵀ + b₁)")
         if passed:
             return "equals GELU(fc1(input))", True, detail

@@ -39,6 +39,7 @@ def _split_in_place(check: Any, s: TensorSource) -> Fit | None:
 @dataclass(frozen=True, kw_only=True)
 class HeadsRejoin(Check):
     """Head split/merge (tensors only): each per-head tensor (B, h, L, hs) re-joins to its full projection (B, L, C)."""
+    CLAIM = "each head's tensor joins back to the whole projection"
 
     # the projections a split-only line reads and no snapshot shows, or the Linear the line called
     # (trace/reading/weights.py)
@@ -116,6 +117,7 @@ class ScaledScores(Check):
     probabilities ``probs`` (``probs_label``, where captured) equal the softmax of the scores × 1/√hs with the entries
     they give no weight blocked. That test takes the softmax over the keys or over the queries: the softmax's axis is
     the probabilities' own claim, so a softmax over the wrong axis fails there, not here."""
+    CLAIM = "is Q·Kᵀ / √hs, per head"
 
     DERIVES = "out"
     OPTIONAL = (("probs",),)
@@ -271,6 +273,7 @@ class SoftmaxRows(Check):
     Weights whose columns sum to 1 instead are said to come from a softmax over the wrong axis. Given the queries ``q``
     and keys ``k`` (where captured), scores that are Q·Kᵀ unscaled may have their 1/√hs applied inside the softmax
     (``torch.softmax(scores / √hs)``): that softmax is accepted too, and said to be."""
+    CLAIM = "each row is the softmax of the scores over the keys and sums to 1"
 
     DERIVES = "out"
     OPTIONAL = (("q",), ("k",))
@@ -417,6 +420,7 @@ def _merged_in_place(check: Any, s: TensorSource) -> Fit | None:
 class ContextConcat(Check):
     """Tensors only: ``out`` (B, T, C) is probs·V per head with the heads concatenated; ``v`` per head (B, h, S, hs) or
     whole (B, S, C), then split into the probabilities' heads."""
+    CLAIM = "is probs·V per head, the heads side by side"
 
     DERIVES = "out"
     OPTIONAL = (("q", "k"),)
@@ -447,6 +451,7 @@ class ContextConcat(Check):
 class LinearHeads(Check):
     """``out`` (B, h, N, hs) is part ``part`` (0 q, 1 k, 2 v) of the fused projection ``module`` of ``x``, split into
     heads."""
+    CLAIM = "is its part (q, k or v) of the fused projection, split into heads"
 
     # without the Linear on its line: the head split of the projection the line read
     TRACE = TraceUse(calls={"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")},

@@ -245,6 +245,9 @@ class Check(Typed):
         """(the claim, whether it holds, the evidence in words), recomputed in float64 from ``s``."""
         raise NotImplementedError
 
+    # The claim in plain words, for a result whose check could not run (its step not captured, its weights missing):
+    # what a student reads beside "not checkable" ("is its input plus a learned table (the positions)")
+    CLAIM: typing.ClassVar[str] = ""
     # True where the claim has a form that tensors alone decide (its verify catches the weights' NotCheckable)
     WEIGHTS_OPTIONAL: typing.ClassVar[bool] = False
     # What a traced script's module calls can give it (``TraceUse``: one declaration; a model run reads none of it)
@@ -261,6 +264,10 @@ class Check(Typed):
     PROPERTIES: typing.ClassVar[tuple[Property, ...]] = ()
     SUBSTITUTES: typing.ClassVar[bool] = True
     LEFT_OUT: typing.ClassVar[str] = "an operand left out"
+
+    def claim_in_words(self) -> str:
+        """The claim as a student reads it where the check could not run: ``CLAIM``, else the check's name in words."""
+        return self.CLAIM or self.key().replace("_", " ")
 
     def bound_by(self, calls: CallBinder[BoundT]) -> BoundT | None:
         """This check with what the module calls of its traced line give it (None: nothing), in the form of binding

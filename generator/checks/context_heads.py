@@ -45,6 +45,7 @@ MERGED_IN_PLACE = BugForm("heads merged without moving the axis back", "the outp
 class ContextHeads(Check):
     """Tensors only: ``out`` (B, h, T, hs) is probs·V. Where the probabilities were not captured but the queries and
     keys were, the fused form (``FusedContextHeads``) is checked instead of saying the step needs them."""
+    CLAIM = "is probs·V, per head"
 
     DERIVES = "out"
     OPTIONAL = (("q", "k"),)

@@ -65,6 +65,7 @@ def _projection_of_unmoved(check: Any, s: TensorSource) -> Fit | None:
 @dataclass(frozen=True, kw_only=True)
 class ProjectionOfHeads(LinearOf):
     """``out`` is ``module`` applied to its input, and that input is ``heads`` merged (where both are known)."""
+    CLAIM = "is the output projection of the heads merged"
 
     OPTIONAL = (("heads",),)  # without the context per head: the projection alone
     BUG_FORMS = (BugForm("heads merged without moving the axis back", "the projection's input vs the heads reshaped "

@@ -121,6 +121,7 @@ def _sees_later(check: Any, s: TensorSource) -> str | None:
 class CausalMask(Check):
     """Tensors only: a causal mask allows exactly the keys on and before the query: additive (0 on and below the
     diagonal, −inf or ≤ −1e9 above) or boolean (True allowed, or True blocked)."""
+    CLAIM = "lets each query see itself and the keys before it, no later one"
 
     PROPERTIES = (Property("no query attends to a later key", "the entries above the diagonal", _sees_later),)
 

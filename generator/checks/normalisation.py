@@ -166,6 +166,7 @@ GAIN_AND_BIAS_SWAPPED = BugForm("gain and bias swapped", "the LayerNorm recomput
 class LayerNormOf(Check):
     """``out`` is the LayerNorm ``module`` applied to ``x`` (without the weights: some LayerNorm of ``x``, gain and
     bias fitted)."""
+    CLAIM = "is a LayerNorm of its input"
 
     WEIGHTS_OPTIONAL = True
     TRACE = TraceUse(calls={"module": (ModuleKind.LAYER_NORM, "module"), "x": (ModuleKind.LAYER_NORM, "input")})
@@ -189,6 +190,7 @@ class FinalNormOrNone(LayerNormOf):
     """The final sequence: the LayerNorm ``module`` of the last block's output ``x`` (ViT-B/16, timm, DeiT), or that
     output itself where the model has no final LayerNorm (the head normalises the pooled token, as the paper's head
     did, or nothing does). Both are correct architectures; the claim says which held."""
+    CLAIM = "is a final LayerNorm of the last block's output, or that output"
 
     NO_NORM = ("is the last block's output itself: no final LayerNorm (the head, or nothing, normalises the pooled "
                "token)")
@@ -207,6 +209,7 @@ class MlpInputNorm(LayerNormOf):
     (a parallel-residual block, GPT-J's and GPT-NeoX's ``x + attn(ln_1(x)) + mlp(ln_2(x))``: the attention and the MLP
     both read the block input). Both are correct architectures; the claim says which held. A LayerNorm of any other
     tensor (the attention's normalised input, its output) is still the wrong tensor."""
+    CLAIM = "is a LayerNorm of the first residual sum (or of the block's input)"
 
     OPTIONAL = (("parallel",), ("attn_in",))  # without the block input: the sequential form alone
 
@@ -324,6 +327,7 @@ class ResidualThenNorm(ResidualLayerNorm):
     MLP's input), or that sum itself, where the code adds the residual on one line and normalises it on the next and
     the marker sits on the sum. The sum passes as the sum only; whether a LayerNorm follows it before the MLP is the
     next step's check (``GeluOfLinear.unnormalised``)."""
+    CLAIM = "is a LayerNorm of the residual sum, or that sum"
 
     sum_claim = "is the residual sum input + sublayer output (its LayerNorm, the MLP's input, is taken on another line)"
     BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, NORMALISED_RESIDUAL, stream_left_out("residual dropped"))
@@ -348,6 +352,7 @@ class ResidualSumOrPostNorm(ResidualThenNorm):
     sublayer output; pre-norm (``x + sublayer(norm(x))``), that plain residual sum, with no norm after it. The ViT's
     S16 and the GPT's block end accept both forms the same way; the form that held is the claim. A pre-norm layer that
     adds the sublayer output to its normalised input, or drops the residual, is neither."""
+    CLAIM = "is the residual sum, or a LayerNorm of it (post-norm)"
 
     sum_claim = ("is the residual sum input + sublayer output: a pre-norm layer (x + sublayer(norm(x))), no norm after "
                  "the sum")

@@ -31,6 +31,7 @@ class ResidualSumEitherNorm(SumOf):
     ``post_norm`` (the normalised stream the previous LayerNorm handed on plus the sublayer output). The post-norm sum
     is accepted only where the block's output ``block_out`` (captured) is not this sum itself, i.e. a norm follows it:
     a pre-norm block that adds its LayerNorm's output back instead of the raw stream still fails."""
+    CLAIM = "is the residual sum of the stream and the sublayer's output"
 
     OPTIONAL = (("post_norm", "block_out"),)  # without them: the pre-norm sum alone
 
@@ -76,6 +77,7 @@ class ResidualOrPostNorm(SameTensor):
     post-norm, LayerNorm ``module`` of the sum of ``operands`` (the normalised stream plus the sublayer output): with
     the LayerNorm the marked line called (its weights; trace/reading/weights.py binds a LayerNorm call whose output is
     the step), else with the gain and bias fitted. ``post_claim`` names the post-norm form where it held."""
+    CLAIM = "is the block's last residual sum, or a LayerNorm of it (post-norm)"
 
     WEIGHTS_OPTIONAL = True
     TRACE = TraceUse(calls={"module": (ModuleKind.LAYER_NORM, "module"),

@@ -32,6 +32,7 @@ class EmbeddingLookup(Check):
     """Tensors only: each position is its ID's row of the captured ``table``; with ``sqrt_scaled`` the rows may also
     be multiplied by √C, as the paper does. A ``table`` holding only a leading corner of the table (what a debugger
     shows of a big one) is compared where it reaches: the positions whose ID is one of its rows, over its columns."""
+    CLAIM = "each position is its ID's row of the embedding table"
 
     TRACE = TraceUse(calls={"ids": (ModuleKind.EMBEDDING, "input"), "table": (ModuleKind.EMBEDDING, "weight")})
 
@@ -80,6 +81,9 @@ class SameTensor(Check):
     or_pre_norm_input: bool = False
     derive_plain: bool = False
 
+    def claim_in_words(self) -> str:
+        return self.claim
+
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         """What was handed over, where nothing may come between (no LayerNorm variant allowed, or ``derive_plain``)."""
         return None if self.or_layer_norm and not self.derive_plain else s.t(self.source)
@@ -107,6 +111,7 @@ class SameTensor(Check):
 @dataclass(frozen=True, kw_only=True)
 class LinearOf(Check):
     """``out`` is ``module`` (a Linear) applied to ``x``, after an optional ReLU; ``index`` compares a slice."""
+    CLAIM = "is a Linear layer applied to its input"
 
     # the tensors the line read: a patch convolution's output the line moves into (B, N, C), where the convolution ran
     # on an earlier, unmarked line (trace/reading/patch_grid.py)
@@ -158,6 +163,7 @@ def _operand_twice(check: Any, s: TensorSource) -> Fit | None:
 @dataclass(frozen=True, kw_only=True)
 class SumOf(Check):
     """A residual sum: ``out`` is the sum of ``operands`` (tensors only)."""
+    CLAIM = "is the sum of its operands (a residual sum)"
 
     # an unmarked sublayer output, from the module the line called last
     # (or the table the line read by attribute: positions from a buffer, trace/reading/residuals.py)
@@ -194,6 +200,7 @@ class SumOf(Check):
 class TokensConcat(Check):
     """Tensors only: row 0 of ``out`` is the class token ``cls``, the rest the ``patches``; where no snapshot shows
     the class token, the parameter the marked line read (``self.class_token``), one for every item."""
+    CLAIM = "row 0 is the class token, the rest the patch embeddings"
 
     TRACE = TraceUse(calls={"cls": (ModuleKind.READ, "weight")})
 
@@ -293,6 +300,7 @@ def _another_row(check: Any, s: TensorSource) -> Fit | None:
 @dataclass(frozen=True, kw_only=True)
 class RowEquals(Check):
     """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
+    CLAIM = "is one row of the sequence"
 
     # the sequence the line reads, where no snapshot shows it, or the norm the line applied to it first:
     # `self.norm(x)[:, 0]` (generator/trace/reading/weights.py)
@@ -339,6 +347,7 @@ def _parameter_twice(check: Any, s: TensorSource) -> Fit | None:
 @dataclass(frozen=True, kw_only=True)
 class PlusParameter(Check):
     """``out`` is ``x`` plus the learned ``parameter`` (e.g. position embeddings)."""
+    CLAIM = "is its input plus a learned table (the positions)"
 
     # the table the line read, or the one parameter of the module of the user's it called (``self.pos_embed(x)``)
     TRACE = TraceUse(calls={"parameter": (ModuleKind.READ, "weight")}, also_calls=frozenset({ModuleKind.USER}))
@@ -413,6 +422,7 @@ def _sums_to_one(check: Any, s: TensorSource) -> str | None:
 @dataclass(frozen=True, kw_only=True)
 class Probabilities(Check):
     """Tensors only: ``out`` is the softmax of ``logits`` and sums to 1."""
+    CLAIM = "is the softmax of the logits and sums to 1"
 
     PROPERTIES = (Property("probabilities sum to 1", "every row's sum and sign", _sums_to_one),)
 
@@ -430,6 +440,7 @@ class Probabilities(Check):
 @dataclass(frozen=True, kw_only=True)
 class EqualsParameter(Check):
     """``out`` is the learned ``parameter``, repeated over the batch."""
+    CLAIM = "is a learned parameter, repeated over the batch"
 
     TRACE = TraceUse(calls={"parameter": (ModuleKind.READ, "weight")})
 
@@ -446,6 +457,7 @@ class EqualsParameter(Check):
 @dataclass(frozen=True, kw_only=True)
 class ResidualBlock(Check):
     """``out`` is the whole ``block`` re-run in float64 on its recorded input ``x``."""
+    CLAIM = "is the whole block run again on its input"
 
     out: Ref = THIS
     x: Ref

@@ -20,6 +20,7 @@ class TokenIds(Check):
     """The IDs decode back to the sentence: ``sentence``, ``vocab`` and ``words`` are the run's text, its word -> ID
     table
     and ID -> word list; without them (captured tensors alone), the IDs are whole numbers ≥ 0."""
+    CLAIM = "the IDs decode back to the sentence"
 
     ids: Ref = THIS
     sentence: InputRef
@@ -44,6 +45,7 @@ class TokenIds(Check):
 @dataclass(frozen=True, kw_only=True)
 class EmbeddingTableRows(Check):
     """The captured table is the model's ``parameter``, one row per word of ``vocab``."""
+    CLAIM = "is the embedding table, one row per word"
 
     table: Ref = THIS
     parameter: ParamRef
@@ -152,6 +154,7 @@ class SinusoidalPositions(Check):
     as tensor2tensor concatenates it (the sines, then the cosines); failing both, any table of one sinusoid per
     feature, of amplitude 1 and frequencies of its own, fitted (checks/sinusoids.py), the paper's table named as what
     it is not."""
+    CLAIM = "is the embeddings plus a sinusoidal position table"
 
     BUG_FORMS = (BugForm("positions added twice", "the added term vs twice the table", _added_twice),)
 

@@ -17,6 +17,7 @@ from transformer_trace.tensors import fmt
 @dataclass(frozen=True, kw_only=True)
 class NormalisedImage(Check):
     """``out`` is the loaded image resized (and centre-cropped) and normalised, redone by hand from the run's inputs."""
+    CLAIM = "is the image resized and normalised"
 
     TRACE = TraceUse(model_image=True)
 
@@ -105,6 +106,7 @@ def _pixel_order(check: PatchesReassemble, s: TensorSource) -> Fit | None:
 @dataclass(frozen=True, kw_only=True)
 class PatchesReassemble(Check):
     """Tensors only: the patches ``out`` (B, N, 3, P, P) put back on the grid are the ``image``."""
+    CLAIM = "the patches put back on the grid are the image"
 
     BUG_FORMS = (BugForm("patches read in another pixel order", "the patches transposed, or taken column by column, "
                          "put back on the grid vs the image", _pixel_order),)
@@ -129,6 +131,7 @@ class RolloutRows(Check):
 
     ``block_probs`` is the record name of a block's attention probabilities with ``{i}`` for the block index.
     """
+    CLAIM = "the rollout equals its recomputation and its rows sum to 1"
 
     block_probs: str
 
@@ -155,6 +158,7 @@ def _rollout_rows(s: TensorSource, block_probs: str) -> tuple[str, bool, str]:
 @dataclass(frozen=True, kw_only=True)
 class Flattened(Check):
     """Tensors only: ``out`` is ``source`` flattened over its axes after the second."""
+    CLAIM = "is its input flattened"
 
     out: Ref = THIS
     source: Ref

@@ -14,6 +14,7 @@ from transformer_trace.checks import CheckResult
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.sources import NotCheckable, Ref
+from transformer_trace.trace.reading.users_names import said_throughout
 from transformer_trace.trace.reading.weights import Bound
 
 # a tensor a module call of the line gave, named by the binding "<record name>@<the module's class>.<input|weight>"
@@ -62,16 +63,12 @@ def _normalised_between(bound: Bound) -> str:
 
 
 def in_callers_terms(result: CheckResult, bound: Bound) -> CheckResult:
-    """``result`` with the names its binding made said as what the student's line did, in the diagnosis (the evidence's
-    message, and where the detail repeats it) and its claim: what the terminal, the JUnit file and the page's first
-    table lead with. A passed or not checkable claim stays the catalogue's."""
+    """``result`` with the names its binding made said as what the student's line did, in every text of it, passed,
+    failed or not checkable (users_names.py ``said_throughout``): what the terminal, the JUnit file and the pages
+    show."""
     def said(text: str) -> str:
         for name, words in sorted(bound.said, key=lambda pair: len(pair[0]), reverse=True):  # the longest first
             text = re.sub(rf"(?<![\w.@]){re.escape(name)}(?![\w.@])", words.replace("\\", "\\\\"), text)
         return CALL_TENSOR.sub(lambda found: f"the {found[2]} of the {found[1]} your line called", text)
 
-    if result.evidence is None or result.parts:  # no diagnosis: the claim as the catalogue says it
-        return result
-    message, name = said(result.evidence.message), said(result.name)
-    return dataclasses.replace(result, name=name, detail=result.detail.replace(result.evidence.message, message, 1),
-                               evidence=dataclasses.replace(result.evidence, message=message))
+    return said_throughout(result, said)

@@ -10,7 +10,6 @@ the checks that could run."""
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -41,11 +40,13 @@ from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
 from transformer_trace.trace.reading.norm_of_another import norm_of_another
 from transformer_trace.trace.reading.dropout import said_dropout
+from transformer_trace.trace.reading.declared import meaning_of
 from transformer_trace.trace.reading.records import OwnRecords, TensorLabel
 from transformer_trace.trace.reading.parts import evidence_in_parts
 from transformer_trace.trace.reading.patch_grid import grid_bound
 from transformer_trace.trace.reading.residuals import sublayer_bound
 from transformer_trace.trace.reading.bound_run import in_callers_terms, run_bound
+from transformer_trace.trace.reading.users_names import in_users_terms
 from transformer_trace.trace.reading.weights import Bound, LineCalls
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,13 +67,19 @@ class UnboundDimensions(NotCheckable):
                    f"cannot be read as ({', '.join(named)})")
 
 
-def needed(lack: NotCheckable, labels: dict[str, TensorLabel], page: SnapshotReading | None = None) -> str:
-    """What a not checkable check lacked, in the user's terms: a snapshot to capture, weights a trace does not have
-    (on a captured ``page``: the weights its variable was computed with and its marked line, never the catalogue's
-    module name, which the student's code does not have)."""
+def needed(lack: NotCheckable, labels: dict[str, TensorLabel], page: SnapshotReading | None = None,
+           places: Mapping[str, str] | None = None) -> str:
+    """What a not checkable check lacked, in the user's terms: a snapshot to capture, a tensor no snapshot shows (what
+    the model declares it to be, read at ``places``, and that the line computing it would show it), weights a trace
+    does not have (on a captured ``page``: the weights its variable was computed with and its marked line, never the
+    catalogue's module name, which the student's code does not have)."""
     if isinstance(lack, MissingTensor):
         label = labels.get(lack.missing)
-        return label.needed if label is not None else f"{lack.missing}, which no snapshot of the catalogue shows"
+        if label is not None:
+            return label.needed
+        meaning = meaning_of(page.snap, page.report, lack.missing, places) if page and places is not None else ""
+        return (f"{meaning} (no marked line of yours shows it: mark the line that computes it)" if meaning
+                else f"{lack.missing}, which no marked line of yours shows")
     if isinstance(lack, NoWeights) and page is not None and page.marked:
         return weights_needed(lack, page)
     if isinstance(lack, NoWeights):
@@ -163,7 +170,8 @@ def _results(run: TracedRun, reading: CaptureReading, source: TensorDict | None,
     checked, read_labels = (source, labels) if source is None else _with_derived(readings, source, labels, derived,
                                                                                  dims)
     stand_ins: list[StandIn] = []
-    variables = {page.label: page.variables for page in readings if page.captured}  # what the student named each step
+    # what the student named each step: the variable its line holds it in (a `def` line's first argument, not all)
+    variables = {page.label: page.main.variable for page in readings if page.captured}
     with judged_at(captured_dtypes(readings)):  # half-precision tensors are judged at their own precision
         results = _check_pages(readings, run, reading.own, checked, read_labels, variables, stand_ins)
         _stand_ins_agree(reading.by_number, results, stand_ins)
@@ -208,30 +216,6 @@ def _stand_ins_agree(by_number: Mapping[int, SnapshotReading], results: dict[int
 
 def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and close(a.double(), b.double(), "")[0]
-
-
-def in_users_terms(result: CheckResult, labels: dict[str, TensorLabel], variables: dict[str, str]) -> CheckResult:
-    """A failure's diagnosis and its claim with the catalogue's record names (``blocks.0.attn.scores``) replaced by the
-    user's variables and the snapshot that shows them (``att (G11)``): what a student reads first is in their own
-    names (the class page groups failures by their bug form, which every student's says alike)."""
-    if result.evidence is None or result.parts:
-        return result
-
-    def said(text: str) -> str:
-        for name in sorted(labels, key=len, reverse=True):  # the longest first: one name may begin another
-            label = labels[name]
-            variable = label.variable or variables.get(label.snapshot, "")
-            # a record name that is a plain word ("mask") would be replaced in the prose too: dotted or snake names only
-            if name in text and variable and not label.derived_from and any(c in name for c in "._"):
-                literal = f"{variable} ({label.snapshot})".replace("\\", "\\\\")  # a replacement, read as written
-                text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", literal, text)
-        return text
-
-    message, name = said(result.evidence.message), said(result.name)
-    if (message, name) == (result.evidence.message, result.name):
-        return result
-    return replace(result, name=name, detail=result.detail.replace(result.evidence.message, message, 1),
-                   evidence=replace(result.evidence, message=message))
 
 
 def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int, OwnRecords],
@@ -315,7 +299,7 @@ def page_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
 def _claims(page: SnapshotReading) -> tuple[tuple[Check, ...], list[str]]:
     """The page's declared checks, and each one's claim in words."""
     checks = tuple(getattr(page.snap, "checks", ()))
-    return checks, [c.key().replace("_", " ") for c in checks]
+    return checks, [c.claim_in_words() for c in checks]
 
 
 def _ready(page: SnapshotReading, source: TensorDict | None, refused: list[CheckResult] | None,
@@ -412,7 +396,7 @@ def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
             result = replace(result, detail=f"{result.detail} ({rotated})")
         if not result.checkable:
             lacks = result.lacks or tuple(MissingTensor(m) for m in result.missing)
-            needs = list(dict.fromkeys(needed(lack, labels, page) for lack in lacks))
+            needs = list(dict.fromkeys(needed(lack, labels, page, source.places) for lack in lacks))
             # phrases with commas of their own: semicolons
             what = ("; " if any(", " in n for n in needs) else ", ").join(needs)
             result = _not_checkable(claim, f"needs {what}", result.missing, lacks)

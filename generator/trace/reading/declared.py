@@ -5,6 +5,8 @@ and the named dimensions a page's shape binds ("h = 4 (attention heads)"). Read 
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from typing import Any
 
 from transformer_trace.catalogue import Report, Snapshot
@@ -50,6 +52,27 @@ def declared_docs(catalogue: Report) -> dict[int, str]:
     places = places_for(catalogue, 1)
     declared = catalogue.run_options().record_points() if places is not None else {}
     return {snap.number: declared_doc(snap, places or {}, declared) for snap in catalogue.snapshots}
+
+
+@functools.cache
+def _first_layers_points(catalogue: Report) -> tuple[dict[str, str], dict[str, Any]]:
+    """The catalogue's placeholders at layer 1 and its model's record points there (none for a script's own points)."""
+    places = places_for(catalogue, 1)
+    return places or {}, catalogue.run_options().record_points() if places is not None else {}
+
+
+def meaning_of(snap: Snapshot, catalogue: Report, name: str, places: Mapping[str, str]) -> str:
+    """What the catalogue's model declares the tensor ``name`` to be (its ``Point.doc``: "the last encoder layer's
+    output, read by every cross-attention"), where ``name`` is one the snapshot or its checks read at ``places``; ""
+    where the catalogue declares nothing of it."""
+    first, declared = _first_layers_points(catalogue)
+    for ref in snap.inputs():
+        try:
+            if ref.name(places) == name and (entry := declared.get(ref.name(first))) is not None:
+                return str(entry.point.doc)
+        except KeyError:  # a placeholder the layer does not fill
+            continue
+    return ""
 
 
 def bound_names(named: tuple[str, ...], layout: Layout | None, shown: tuple[int, ...],

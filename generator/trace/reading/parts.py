@@ -32,6 +32,6 @@ def evidence_in_parts(check: Any, parts: tuple[torch.Tensor | None, ...], places
             assert first is not None  # (all fit)
             message = (f"{first.message}, on each of the {len(tensors)} hits of the line (one item's one head each: "
                        "the step is never one tensor)")
-            return CheckResult(name=check.key().replace("_", " "), passed=False, status=FAILED, detail=message,
+            return CheckResult(name=check.claim_in_words(), passed=False, status=FAILED, detail=message,
                                evidence=Evidence(BUG_FORM, form.name, message))
     return None

@@ -241,7 +241,9 @@ def _label(snapshot: SnapshotReading, places: dict[str, str], labels: dict[str, 
     for k, ref in enumerate(refs):
         index = snapshot.snap.index
         sliced = k == 0 and index not in (None, "[0]") and not CORNER.fullmatch(index)
-        which = variables[k] if len(variables) == len(refs) else ""  # one of a snapshot's several tensors
+        # one of a snapshot's several tensors: the student's name for it where the line captured it
+        which = variables[k] if len(variables) == len(refs) else ""
+        which = snapshot.tensors[k].variable if which and snapshot.captured and k < len(snapshot.tensors) else which
         labels.setdefault(ref.name(places), TensorLabel(snapshot.label, sliced=True) if sliced
                           else TensorLabel(snapshot.label, which, unreadable=unreadable(snapshot, k, places)))
 

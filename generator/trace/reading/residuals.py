@@ -93,12 +93,12 @@ def _local_read(check: Any, calls: Sequence[ModuleCall], source: TensorDict, mai
     others = [(local, tensor) for local, tensor in read if not any(_equal(tensor, c) for c in (*captured, stream))]
     if len(others) != 1:
         return None
-    (local, tensor), missing = others[0], source.name(operands[-1])
-    name = f"{missing}, your `{local}` the line read"
+    local, tensor = others[0]
+    name = f"the sublayer's output, your `{local}` the line read"
     given = Given(source, {**source.tensors, name: tensor})
     return Bound(SublayerFromCall(out=getattr(check, "out"), operands=(*operands[:-1], Ref(name)), step=check,
                                  called=f"`{local}`"), given, None,
-                 f"{missing} taken from `{local}`, the tensor the line read (no captured snapshot shows it)")
+                 f"the sublayer's output taken from `{local}`, the tensor the line read (no snapshot shows it)")
 
 
 def _table_read(check: Any, calls: Sequence[ModuleCall], source: TensorDict) -> Bound | None:

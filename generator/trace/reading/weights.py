@@ -145,6 +145,7 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
         elif part == "weight" and isinstance(value, ParamRef) and (weight := call.params.get("weight")) is not None:
             params[source.name(value)] = weight
             taken.append(f"the weight of the {call.module} it called")
+            words.append((source.name(value), f"the weight of the {call.module} your line called"))
         elif part in ("input", "weight") and (tensor := call_tensor(call, part)) is not None:
             refs = value if isinstance(value, tuple) else (value,)
             absent = [source.name(ref) for ref in refs if not source.has(ref)]
@@ -167,8 +168,7 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
     if missing:
         at = "that call" if any(c.attrs.get(FED_AT) is not None for c in chosen.values()) else \
             "the module call on the marked line"
-        note += (("; " if note else "") + f"its input taken from {at} (no captured "
-                 f"snapshot shows {', '.join(missing)})")
+        note += ("; " if note else "") + f"its input taken from {at} (no snapshot shows it)"
     return Bound(check, given, own_input, note, stood_in=tuple(stood_in), said=tuple(words))
 
 

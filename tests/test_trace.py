@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -143,7 +144,8 @@ def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_layers
     _, second_hit = trace(script, tmp_path / "b", "--hit", "2")
     assert first_failure(second_hit).startswith("S08 ")
     s08 = next(s for s in second_hit["snapshots"] if s["label"] == "S08")
-    assert "blocks.1.input vs blocks.0.output" in s08["check"]["detail"]  # pass 2's input vs pass 1's output, as record points
+    # pass 2's input vs pass 1's output, in the script's variables (never the catalogue's record names)
+    assert re.search(r"\w+ \(S08\) vs \w+ \(S20\)", s08["check"]["detail"]) and "blocks." not in s08["check"]["detail"]
     assert "(read: S08, S20 at pass 1)" in s08["check"]["detail"]  # and as the snapshots they were captured at
     # the evidence: the second block's input is the first block's (an earlier layer's tensor equal to the step; a later
     # one, the next block's input, equals a block's output on correct code too and is never taken)
@@ -154,17 +156,21 @@ def test_a_loop_that_feeds_every_block_the_embeddings_fails_at_the_second_layers
 def test_the_placeholders_that_name_one_pass_are_filled_from_the_passes_the_script_ran(tmp_path):
     _, data = trace(VIT, tmp_path)  # six blocks, where the bundled ViT presets have twelve
     by_label = {s["label"]: s for s in data["snapshots"]}
-    assert by_label["S22"]["check"]["passed"] is True and "blocks.5.output vs blocks.5.residual_2" in by_label["S22"]["check"]["detail"]
-    assert by_label["S21"]["check"]["passed"] is True and "blocks.1.output vs blocks.1.residual_2" in by_label["S21"]["check"]["detail"]
+    # the last pass's (6) and the second's, said in the script's variables and the passes read
+    assert by_label["S22"]["check"]["passed"] is True and "x_last (S22) vs x_after_mlp (S19)" in by_label["S22"]["check"]["detail"]
+    assert "(read: S22, S19 at pass 6)" in by_label["S22"]["check"]["detail"]
+    assert by_label["S21"]["check"]["passed"] is True and "x_block2_out (S21) vs x_after_mlp (S19)" in by_label["S21"]["check"]["detail"]
+    assert "(read: S21, S19 at pass 2)" in by_label["S21"]["check"]["detail"]
     parts = by_label["S21"]["checks"]  # the declared checks, each with its own verdict: the block re-run needs the weights
     assert [(c["name"], c["passed"], c["status"]) for c in parts] == [
-        ("residual block", None, "not checkable"), ("is the second block's last residual sum", True, "passed")]
+        ("is the whole block run again on its input", None, "not checkable"),
+        ("is the second block's last residual sum", True, "passed")]
     script = variant(tmp_path, VIT, "x_block2_out = encoder_block(x_block1_out, blocks[1])", "x_block2_out = encoder_block(x_block1_out, blocks[1]) * 2")
     code, doubled = trace(script, tmp_path / "out")
     s21 = next(s for s in doubled["snapshots"] if s["label"] == "S21")
     # the block's own output at its second pass is not what S21 holds; doubling is no bug form a check knows, so it is
     # unrecognised (never red without evidence), with the difference, and the trace does not fail for it
-    assert s21["check"]["status"] == "unrecognised" and "blocks.1.output vs blocks.1.residual_2" in s21["check"]["detail"]
+    assert s21["check"]["status"] == "unrecognised" and "x_block2_out (S21) vs x_after_mlp (S19)" in s21["check"]["detail"]
     assert code == 0 and first_failure(doubled) is None
 
 

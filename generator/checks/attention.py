@@ -14,6 +14,8 @@ from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, Trac
                                           tolerance)
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
+from transformer_trace.checks.grouped import (as_query_heads, fitted_heads, grouped_apart, grouped_rejoin, joined_notes,
+                                             kv_heads)
 from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_fit, sees_nothing
 from transformer_trace.checks.position_bias import bias_claim, relative_bias, shared_bias_fit
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
@@ -45,7 +47,9 @@ class HeadsRejoin(Check):
     # (trace/reading/weights.py)
     TRACE = TraceUse(reads_locals=True, also_calls=frozenset({ModuleKind.LINEAR}))
     BUG_FORMS = (BugForm("heads split without moving the axis", "each per-head tensor vs its projection reshaped "
-                         "without the transpose", _split_in_place),)
+                         "without the transpose", _split_in_place),
+                 BugForm("key and value heads grouped differently", "the key and value heads vs their projections "
+                         "repeated to the query heads, each in the order that fits", grouped_apart))
 
     heads: tuple[Ref, ...]
     full: tuple[Ref, ...]
@@ -57,29 +61,25 @@ class HeadsRejoin(Check):
     def derive_by_layout(self, s: TensorSource, dims: Mapping[str, int]) -> dict[Ref, tuple[torch.Tensor, Ref]]:
         """Each per-head tensor the source lacks, split from its whole projection (B, L, C) into the ``h`` heads the
         trace bound: the catalogue's head split (B, L, C) -> (B, h, L, hs)."""
-        heads = dims.get("h")
-        return {h_ref: (_heads(s.t(f_ref), heads), f_ref) for h_ref, f_ref in zip(self.heads, self.full)
+        heads, hs = dims.get("h"), dims.get("hs")
+        return {h_ref: (as_query_heads(s.t(f_ref), heads, hs, repeat=False), f_ref)
+                for h_ref, f_ref in zip(self.heads, self.full)
                 if heads and not s.has(h_ref) and s.has(f_ref) and s.t(f_ref).dim() == 3
-                and s.t(f_ref).shape[-1] % heads == 0}
+                and (s.t(f_ref).shape[-1] % heads == 0 or kv_heads(s.t(f_ref), heads, hs))}
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        details, passed = [], True
+        details, passed, notes = [], True, []
         for h_ref, f_ref in zip(self.heads, self.full):
-            h = s.t(h_ref)  # (B, h, L, hs)
+            h, full = s.t(h_ref), s.t(f_ref)  # (B, h, L, hs)
             B, H, L, hs = h.shape
-            ok, _ = close(h.transpose(1, 2).reshape(B, L, H * hs), s.t(f_ref), "")  # (B, h, L, hs) -> (B, L, C)
+            grouped = grouped_rejoin(h, full)  # key/value heads fewer than the step's, read after their repeat
+            ok = grouped[0] if grouped else close(h.transpose(1, 2).reshape(B, L, H * hs), full, "")[0]
+            notes.append(grouped[1] if grouped else "")  # (B, h, L, hs) -> (B, L, C)
             passed &= ok
             details.append(f"{s.name(h_ref)} {'re-joins' if ok else 'does NOT re-join'} to {s.name(f_ref)}")
-        joined = "; ".join(details) + " (transpose heads back, then merge h·hs)"
+        passed &= len(set(filter(None, notes))) < 2  # the keys and values repeated alike
+        joined = "; ".join(details) + " (transpose heads back, then merge h·hs)" + joined_notes(notes)
         return "heads re-join to the full projections", passed, joined
-
-
-def _heads(x: torch.Tensor, h: int) -> torch.Tensor:
-    """A per-head tensor as it is, or a whole one (B, L, C) split into ``h`` heads."""
-    if x.dim() == 3:
-        B, L, C = x.shape
-        return x.reshape(B, L, h, C // h).transpose(1, 2)  # (B, L, C) -> (B, h, L, hs)
-    return x
 
 
 def _unscaled(check: ScaledScores, s: TensorSource) -> Fit:
@@ -137,12 +137,8 @@ class ScaledScores(Check):
         return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        scores = s.t(self.out)
-        h = scores.shape[1]
-        q, k = _heads(attention_operand(s, self.q), h), _heads(attention_operand(s, self.k), h)
-        hs = q.shape[-1]
-        product = q @ k.transpose(-2, -1)  # (B, h, Lq, Lk)
-        passed, detail = close(scores, product / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head")
+        scores, product, hs, grouped = self.read(s)  # product: (B, h, Lq, Lk)
+        passed, detail = close(scores, product / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head{grouped}")
         if not passed and (biased := relative_bias(scores, product / math.sqrt(hs)))[0]:
             return bias_claim(f" / √{hs}"), True, f"{detail}; with the bias fitted: {biased[1]}"
         if not passed:
@@ -160,10 +156,17 @@ class ScaledScores(Check):
 
     def product(self, s: TensorSource) -> tuple[torch.Tensor, torch.Tensor, int]:
         """(the scores, Q·Kᵀ per head, hs), for the bug forms."""
+        return self.read(s)[:3]
+
+    def read(self, s: TensorSource) -> tuple[torch.Tensor, torch.Tensor, int, str]:
+        """(the scores, Q·Kᵀ per head, hs, what was read of grouped keys in words, bracketed): keys of fewer heads
+        repeated in the order whose product is nearest the scores."""
         scores = s.t(self.out)
         h = scores.shape[1]
-        q, k = _heads(attention_operand(s, self.q), h), _heads(attention_operand(s, self.k), h)
-        return scores, q @ k.transpose(-2, -1), q.shape[-1]
+        q = as_query_heads(attention_operand(s, self.q), h)
+        k, note = fitted_heads(attention_operand(s, self.k), h, q.shape[-1], lambda k: q @ k.transpose(-2, -1),
+                               scores)
+        return scores, q @ k.transpose(-2, -1), q.shape[-1], joined_notes([note])
 
     def _other_scale_later(self, s: TensorSource, scores: torch.Tensor) -> str | None:
         """The evidence that the probabilities are the softmax over the keys of ``scores`` times a fitted c ≠ 1 (a
@@ -352,7 +355,8 @@ class SoftmaxRows(Check):
             return plain
         scores = s.t(self.scores)
         h = weights.shape[1]
-        q, k = _heads(attention_operand(s, self.q), h), _heads(attention_operand(s, self.k), h)
+        q = as_query_heads(attention_operand(s, self.q), h)
+        k, _ = fitted_heads(attention_operand(s, self.k), h, q.shape[-1], lambda k: q @ k.transpose(-2, -1), scores)
         product = q @ k.transpose(-2, -1)
         finite = torch.isfinite(scores)
         if product.shape != scores.shape or not close(scores[finite], product[finite], "")[0]:
@@ -368,7 +372,9 @@ def _weights_rebuilt(check: Any, s: TensorSource, *, masked: bool, scaled: bool)
     softmax of Q·Kᵀ (÷√hs where ``scaled``), with the keys the probabilities give no weight blocked where ``masked``;
     and hs."""
     probs = s.t(check.probs)
-    q, k = _heads(attention_operand(s, check.q), probs.shape[1]), _heads(attention_operand(s, check.k), probs.shape[1])
+    q = as_query_heads(attention_operand(s, check.q), probs.shape[1])
+    k, _ = fitted_heads(attention_operand(s, check.k), probs.shape[1], q.shape[-1],
+                        lambda k: torch.softmax(q @ k.transpose(-2, -1), dim=-1), probs)  # grouped keys: as probs
     scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scaled else 1.0)
     if masked:
         scores = scores.masked_fill(probs == 0, float("-inf"))
@@ -407,8 +413,7 @@ CONTEXT_FORMS = (BugForm("the context computed without its mask", "the output vs
 
 def _merged_in_place(check: Any, s: TensorSource) -> Fit | None:
     """(weights·V) of shape (B, h, T, hs) reshaped straight to (B, T, C), the heads axis not moved back first."""
-    probs = s.t(check.probs)
-    ctx = probs @ _heads(s.t(check.v), probs.shape[1])
+    ctx = check.per_head(s, s.t(check.probs))
     B, H, T, hs = ctx.shape
     fits, detail = close(s.t(check.out), ctx.reshape(B, T, H * hs), "vs (weights·V) reshaped from (B, h, T, hs) "
                          "without the transpose")
@@ -435,15 +440,29 @@ class ContextConcat(Check):
 
     def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
         """weights·V per head, the heads concatenated: (B, h, T, S) -> (B, T, C)."""
-        ctx = weights @ _heads(s.t(self.v), weights.shape[1])  # (B, h, T, hs)
+        ctx = self.per_head(s, weights)  # (B, h, T, hs)
         return ctx.transpose(1, 2).reshape(ctx.shape[0], ctx.shape[2], -1)
+
+    def per_head(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
+        return weights @ self.values(s, weights)[0]
+
+    def values(self, s: TensorSource, weights: torch.Tensor) -> tuple[torch.Tensor, str]:
+        """V per head for the h heads of ``weights``, and what was read of a grouping: values of fewer heads (grouped-
+        query) repeated in the order whose context holds the step's values (sorted: a merge in another layout keeps
+        them)."""
+        h, v = weights.shape[1], s.t(self.v)
+        queries = as_query_heads(s.t(self.q), h) if self.q is not None and s.has(self.q) else None
+        hs = s.t(self.out).shape[-1] // h if s.has(self.out) else queries.shape[-1] if queries is not None else None
+        if not s.has(self.out):
+            return as_query_heads(v, h, hs), ""
+        return fitted_heads(v, h, hs, lambda v: weights @ v, s.t(self.out), sort=True)
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         return self.context(s, s.t(self.probs))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        joined = self.context(s, s.t(self.probs))
-        passed, detail = close(s.t(self.out), joined, "recomputed (weights·V) per head, heads concatenated")
+        joined, grouped = self.context(s, s.t(self.probs)), joined_notes([self.values(s, s.t(self.probs))[1]])
+        passed, detail = close(s.t(self.out), joined, f"recomputed (weights·V) per head, heads concatenated{grouped}")
         return "equals the heads' weights·V, concatenated", passed, detail
 
 

@@ -12,9 +12,10 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks.attention import CONTEXT_FORMS, _heads
+from transformer_trace.checks.attention import CONTEXT_FORMS
 from transformer_trace.checks.base import THIS, Check, CheckResult, close
 from transformer_trace.checks.evidence import BugForm, Fit
+from transformer_trace.checks.grouped import as_query_heads, fitted_heads
 from transformer_trace.checks.rotary import attention_operand
 from transformer_trace.sources import Ref, TensorSource
 
@@ -58,7 +59,12 @@ class ContextHeads(Check):
     k: Ref | None = None
 
     def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
-        return weights @ s.t(self.v_heads)
+        """probs·V; values of fewer heads (grouped-query) repeated in the order whose context holds the step's values."""
+        v = s.t(self.v_heads)
+        if not s.has(self.out):
+            return weights @ as_query_heads(v, weights.shape[1])
+        return weights @ fitted_heads(v, weights.shape[1], v.shape[-1], lambda v: weights @ v, s.t(self.out),
+                                      sort=True)[0]
 
     def weights(self, s: TensorSource) -> torch.Tensor:
         return s.t(self.probs)
@@ -102,12 +108,13 @@ class FusedContextHeads(Check):
     k: Ref
 
     def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
-        return weights @ _heads(s.t(self.v_heads), weights.shape[1])
+        return weights @ as_query_heads(s.t(self.v_heads), weights.shape[1])
 
     def weights(self, s: TensorSource, scaled: bool = True) -> torch.Tensor:
         """softmax(Q·Kᵀ/√hs) over the keys (unscaled where not ``scaled``), the heads those of the step."""
         heads = s.t(self.out).shape[1]
-        q, k = _heads(attention_operand(s, self.q), heads), _heads(attention_operand(s, self.k), heads)
+        q = as_query_heads(attention_operand(s, self.q), heads)
+        k = as_query_heads(attention_operand(s, self.k), heads, q.shape[-1])  # grouped keys: as repeat_interleave
         return torch.softmax(q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scaled else 1.0), dim=-1)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:

@@ -2,7 +2,10 @@
 times a second Linear of the same input. Such a hidden layer is no activation's output (a GELU's never goes below
 −0.17, a product of two factors does), so it is read as the product of the two factors the marked line multiplied
 (``fuse = gate * up``): the gate checked to be an activation of fc1 applied to the MLP's input, the step to be the
-product; the up projection, made by a Linear on an unmarked line, is taken as the line read it."""
+product; the up projection, made by a Linear on an unmarked line, is taken as the line read it. A catalogue that
+claims the first Linear's output and then the second Linear of its activation (the encoder–decoder's position-wise
+FFN) reads the same family: the gate marked after its activation (``ActivatedLinearOf``), the second Linear applied to
+the gate times the up projection its line multiplied (``LinearOfGated``)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from functools import partial
 import torch.nn.functional as F
 
 from transformer_trace.checks.base import THIS, Check, close, linear
+from transformer_trace.checks.layers import ACTIVATIONS
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 
 # the activations a gate is read with: GeGLU's exact and tanh GELU, SwiGLU's SiLU, ReGLU's ReLU
@@ -45,3 +49,51 @@ class GatedOfLinear(Check):
             details.append(product_detail)
         return "equals an activation of fc1(input) × the up projection: a gated MLP", False, (
             f"neither factor the line multiplied is GELU, SiLU or ReLU of fc1(input); {details[0]}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActivatedLinearOf(Check):
+    """``out`` is ``activation`` (a member of checks/layers.py's family) of the Linear ``module`` applied to ``x``: a
+    first Linear's step marked after the activation its line applied (a gated MLP's gate, ``act_fn(gate_proj(x))``)."""
+
+    out: Ref = THIS
+    x: Ref
+    module: ModuleRef
+    activation: str
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        name = s.name(self.module)
+        passed, detail = close(s.t(self.out), ACTIVATIONS[self.activation](linear(s, self.module, s.t(self.x))),
+                               f"recomputed {self.activation}(x·Wᵀ + b) with {name}'s weights")
+        return (f"equals {name} applied to its input, through the {self.activation} its line applied (a gated MLP's "
+                "gate, or the MLP's activation)"), passed, detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinearOfGated(Check):
+    """``out`` is the Linear ``module`` applied to a gated MLP's hidden layer: ``gate`` (the first Linear's step, or an
+    activation of it, the family's member that fits) × ``up`` (the other factor the line multiplied, the up projection
+    an unmarked line made), ``factor`` the gate's factor as the line read it."""
+
+    SUBSTITUTES = False  # the factors are the line's own
+
+    out: Ref = THIS
+    gate: Ref
+    factor: Ref
+    up: Ref
+    module: ModuleRef
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        name, factor = s.name(self.module), s.t(self.factor)
+        for activation, function in ACTIVATIONS.items():
+            gate = function(s.t(self.gate))
+            if close(factor, gate, "")[0]:
+                said = f"{activation} of " if activation != "no activation" else ""  # the step after its activation
+                passed, detail = close(s.t(self.out), linear(s, self.module, gate * s.t(self.up)),
+                                       f"recomputed {name}(gate × up) with gate = {said}{s.name(self.gate)} and up "
+                                       "the other factor the line read")
+                return (f"equals {name} applied to a gated hidden layer: {said or 'the gate, '}the first Linear's "
+                        "step × the up projection the line read"), passed, detail
+        _, detail = close(factor, s.t(self.gate), f"the line's factor vs {s.name(self.gate)}")
+        return f"equals {name} applied to a gated hidden layer", False, (
+            f"neither factor the line multiplied is the first Linear's output or an activation of it: {detail}")

@@ -4,7 +4,9 @@ a family of correct forms with fitted values, at either step where it shows:
 - the scores step (``relative_bias``): the scores are Q·Kᵀ × scale plus a term that is the same for every batch item
   and depends on the key's offset from the query only. The bias is fitted from the scores themselves (scores −
   Q·Kᵀ × scale), so the scale is still judged: Q·Kᵀ/√hs plus a relative bias is a correct form, Q·Kᵀ unscaled plus
-  one is 1/√d missing.
+  one is 1/√d missing. A bias that is such a function plus one constant per query row is the same under the softmax
+  over the keys (ALiBi's key-only causal form, (j − T + 1)·slope, constant down each column, equals −(i − j)·slope
+  there): it is accepted where the softmax-normalised scores agree, the per-head slopes said where the steps are even.
 - the probabilities step (``shared_bias_fit``): the model adds the bias inside the softmax call (no positions added
   to its tokens), so the weights are the softmax of the captured scores plus one bias every input shares."""
 
@@ -28,9 +30,38 @@ def relative_bias(scores: torch.Tensor, product: torch.Tensor) -> tuple[bool, st
     shared = bias[:1].expand_as(bias)
     same_items, items = close(bias, shared, "the bias of every batch item vs the first item's")
     along, diagonals = close(bias[..., 1:, 1:], bias[..., :-1, :-1], "the bias vs itself one query and one key on")
+    if same_items and not along and (shifted := _shifted_per_row(bias))[0]:
+        return True, f"{items}; {shifted[1]}"
     # one constant (per head) carries no position, and no softmax sees it: that is no position bias
     constant, _ = close(bias, bias.mean(dim=(-2, -1), keepdim=True).expand_as(bias), "")
     return same_items and along and not constant, f"{items}; {diagonals}"
+
+
+def _shifted_per_row(bias: torch.Tensor) -> tuple[bool, str]:
+    """Whether ``bias`` (B, h, Lq, Lk) is a function of key − query plus a constant per query row: its steps from one
+    key to the next are a function of key − query (constant along the diagonals) and not all zero (a constant per row
+    alone carries no position). The function is rebuilt from the steps, and the softmax over the keys of the bias and
+    of the function compared. (fits, detail: the form, with the slopes per head where the steps are even)."""
+    steps = bias[..., 1:] - bias[..., :-1]  # f(j + 1 − i) − f(j − i)
+    if steps.shape[-1] < 2 or close(steps, torch.zeros_like(steps), "")[0]:
+        return False, "no step from key to key"
+    along, detail = close(steps[..., 1:, 1:], steps[..., :-1, :-1], "the bias's steps from key to key vs themselves "
+                          "one query and one key on")
+    if not along:
+        return False, detail
+    queries, keys = bias.shape[-2:]
+    offsets = torch.arange(keys)[None, :] - torch.arange(queries)[:, None] + queries - 1  # j − i, from 0
+    function = torch.zeros(*bias.shape[1:-2], queries + keys - 1, dtype=bias.dtype)
+    for offset in range(1 - queries, keys - 1):  # f(offset + 1) = f(offset) + the step there
+        query = max(0, -offset)
+        function[..., offset + queries] = function[..., offset + queries - 1] + steps[0, ..., query, query + offset]
+    relative = function[..., offsets].unsqueeze(0)  # (1, h, Lq, Lk)
+    same, softmaxed = close(torch.softmax(bias, -1), torch.softmax(relative, -1).expand_as(bias),
+                            "the softmax over the keys of the bias vs of the function of key − query rebuilt from it")
+    even = close(steps, steps[..., :1, :1].expand_as(steps), "")[0]
+    slopes = f"; slopes per head {', '.join(f'{v:.4g}' for v in steps[0, ..., 0, 0].flatten().tolist())}" if even else ""
+    return same, (f"a function of key − query plus a constant per query row, which the softmax over the keys removes "
+                  f"(ALiBi's key-only form{slopes}): {detail}; {softmaxed}")
 
 
 def bias_claim(scale: str) -> str:

@@ -31,7 +31,7 @@ from transformer_trace.trace.reading.head_input import head_input_checked
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.rotary_positions import plain_form_missed, rotary_note, with_rotary
 from transformer_trace.trace.reading.functional_weights import functional_projection
-from transformer_trace.trace.reading.gated_mlp import gated_bound
+from transformer_trace.trace.reading.gated_mlp import activated_gate_bound, gated_bound, gated_down_bound
 from transformer_trace.trace.reading.activated_calls import activated_calls
 from transformer_trace.trace.reading.layered_calls import layered_calls
 from transformer_trace.trace.reading.sublayer_alone_normed import sublayer_alone_normed
@@ -326,11 +326,15 @@ def _ready(page: SnapshotReading, source: TensorDict | None, refused: list[Check
         # a post-norm LayerNorm the line called on a sublayer's output alone: the residual dropped
         found = found or sublayer_alone_normed(check, page.calls, source, page.main_as_called, order,
                                                      page.run.as_called)
+        # fc2 of a gated MLP's hidden layer, where the catalogue claims fc2 of an activation of fc1 (checks/gated.py)
+        found = found or gated_down_bound(check, page.calls, source, page.main_as_called, order)
         found = found or (check.bound_by(line) if line is not None else None)
         found = found or sublayer_bound(check, page.calls, source, page.main_as_called, order)
         found = found or grid_bound(check, page.calls, source)
         found = found or functional_projection(check, page.calls, source)
         found = found or gated_bound(check, page.calls, source, page.main_as_called, known)
+        # a gated MLP's gate where the catalogue claims fc1's output: marked after its activation (checks/gated.py)
+        found = found or activated_gate_bound(check, page.calls, source, page.main_as_called, order)
         bound.append((check, claim, found))
     return Ready(None, tuple(bound))
 

@@ -1,21 +1,28 @@
 """A gated MLP's hidden layer marked on the line that multiplies its two factors (``fuse = gate * up``, Gemma's
 GeGLU): the GELU check of the MLP's hidden layer read as checks/gated.py ``GatedOfLinear``, its factors the two
-tensors the line read (copied as it ran: ``TraceUse.reads_locals``), where their product is the step."""
+tensors the line read (copied as it ran: ``TraceUse.reads_locals``), where their product is the step. The
+encoder–decoder catalogue's two FFN steps read the same family: the first Linear's output marked after its activation
+(``activated_gate_bound``), the second Linear given the gate times the up projection (``gated_down_bound``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
 
-from transformer_trace.checks import close
-from transformer_trace.checks.gated import GatedOfLinear
+from transformer_trace.checks import LinearOf, close
+from transformer_trace.checks.activation_between import IDENTITY
+from transformer_trace.checks.gated import ActivatedLinearOf, GatedOfLinear, LinearOfGated
+from transformer_trace.checks.layers import fitted_activation
 from transformer_trace.checks.activation import GeluOfLinear
 from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
-from transformer_trace.trace.reading.weights import Bound, Given
+from transformer_trace.trace.reading.rebuilt import rebuild
+from transformer_trace.trace.reading.weights import Bound, Given, holds_output, present
 
 
 def gated_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,
@@ -33,3 +40,56 @@ def gated_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, mai
                   modules=dict(known or {}))
     gated = GatedOfLinear(out=check.out, x=check.x, module=check.module, gate=Ref(names[0]), up=Ref(names[1]))
     return Bound(gated, given, None, f"`{read[0][0]}` and `{read[1][0]}`, the factors the line multiplied")
+
+
+def activated_gate_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,
+                         order: tuple[int, ...] | None = None) -> Bound | None:
+    """``check`` (a first Linear's output, ``LinearOf`` without an activation) read as ``ActivatedLinearOf`` where the
+    step is an activation of the family (not the identity) of a Linear the line called, its weights that call's; the
+    call's own input read too (a gate given the un-normalised stream: computed from another tensor). None otherwise."""
+    if type(check) is not LinearOf or check.activation or check.index or main is None:
+        return None
+    for call in reversed([c for c in calls if c.kind == ModuleKind.LINEAR and c.inputs and c.outputs
+                          and c.inputs[0] is not None and c.outputs[0] is not None]):
+        activation = fitted_activation(present(call.outputs[0]), main)  # both as the line called them
+        module = rebuild(call, ModuleKind.LINEAR)
+        if activation in (None, IDENTITY) or module is None:
+            continue
+        own = Ref(f"{source.name(check.x)}@{call.module}.input")
+        given = Given(source, {**source.tensors, own.template: in_order(present(call.inputs[0]), order)},
+                      modules={source.name(check.module): module})
+        read = ActivatedLinearOf(out=check.out, x=check.x, module=check.module, activation=activation)
+        own_input = replace(read, x=own)
+        return Bound(read if source.has(check.x) else own_input, given, own_input if source.has(check.x) else None,
+                     f"the weights of the {call.module} it called, the {activation} after it read from the step",
+                     said=((source.name(check.module), f"the {call.module} your line called"),))
+    return None
+
+
+def gated_down_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,
+                     order: tuple[int, ...] | None = None) -> Bound | None:
+    """``check`` (the second Linear of an activation of the first one's output, its input captured) read as
+    ``LinearOfGated`` where the Linear whose output is the step was given the product of two tensors the line read, one
+    of them the first Linear's step or an activation of it; None otherwise."""
+    if type(check) is not LinearOf or not check.activation or check.index or not source.has(check.x):
+        return None
+    linears = [c for c in calls if c.kind == ModuleKind.LINEAR and c.inputs and c.inputs[0] is not None
+               and c.outputs and holds_output(c.outputs[0], main)]
+    module = rebuild(linears[-1], ModuleKind.LINEAR) if linears else None
+    if module is None:
+        return None
+    hidden = present(linears[-1].inputs[0])
+    read = [(c.module, present(c.outputs[0])) for c in calls if c.kind == ModuleKind.LOCAL and len(c.outputs) == 1
+            and c.outputs[0] is not None and c.outputs[0].shape == hidden.shape]
+    if len(read) != 2 or not close(hidden, read[0][1] * read[1][1], "")[0]:
+        return None
+    gate = source.t(check.x)
+    factors = sorted(read, key=lambda named: float((in_order(named[1], order) - gate).abs().max())
+                     if in_order(named[1], order).shape == gate.shape else float("inf"))
+    names = [f"{name}@line.read" for name, _ in factors]
+    given = Given(source, {**source.tensors, **{name: in_order(t, order) for name, (_, t) in zip(names, factors)}},
+                  modules={source.name(check.module): module})
+    bound = LinearOfGated(out=check.out, gate=check.x, factor=Ref(names[0]), up=Ref(names[1]), module=check.module)
+    return Bound(bound, given, None, f"the weights of the {linears[-1].module} it called; `{factors[0][0]}` × "
+                 f"`{factors[1][0]}`, the factors the line multiplied",
+                 said=((source.name(check.module), f"the {linears[-1].module} your line called"),))

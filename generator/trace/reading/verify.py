@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from transformer_trace.catalogue import parse_dimension
+from transformer_trace.checks.grouped import kv_heads
 from transformer_trace.models.legend import Legend
 
 
@@ -285,6 +286,7 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
             yield Layout(LayoutStatus.LAYOUT, expected, f"split into {h} heads after the positions, of {shape[-1]} "
                          f"features, a head size of their own (C/h = {expected[-1]}); read as ({names}) with that size",
                          tensor.transpose(1, 2))
+    yield from _grouped_layouts(tensor, expressions, expected, h, hs)
     if h and hs and len(expected) == 4 and expected[1] == h and expected[3] == hs and len(shape) == 3:
         B, _, L, _ = expected
         if shape == (B, L, h * hs):
@@ -315,6 +317,38 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
         yield Layout(LayoutStatus.UNBOUND, None, f"one batch item's {shape} per hit, of the {expected[0]} items "
                      "(attention written as loops over the items, and the heads: a hit per item and head); the whole "
                      f"({names}) is never one tensor, so it is not compared", None)
+
+
+def _grouped_layouts(tensor: torch.Tensor, expressions: tuple[str, ...], expected: tuple[int, ...], h: int | None,
+                     hs: int | None):
+    """Keys or values of fewer heads than the queries (grouped-query or multi-query attention, checks/grouped.py): whole,
+    (B, L, h_kv·hs) for (B, L, C), or per head before their repeat, (B, h_kv, L, hs) for (B, h, L, hs), also with the
+    heads after the positions or the last two axes swapped (K kept for the product); read as they are (h_kv heads), the
+    checks repeating them to the query heads in the order that fits."""
+    shape = tuple(tensor.shape)
+    if not h or not hs or len(shape) != len(expected):
+        return
+    groups = kv_heads(tensor, h, hs)
+    if len(shape) == 3 and groups and expressions[-1] == "C" and shape[:2] == expected[:2]:
+        yield Layout(LayoutStatus.LAYOUT, expected, f"keys or values {shape[-1]} wide, grouped-query attention: "
+                     f"{groups} key/value head{'s' if groups > 1 else ''} of {hs}, fewer than the {h} query heads; "
+                     "read as they are", tensor)
+    fused = (shape[-1] - h * hs) // (2 * hs) if len(shape) == 3 and shape[-1] > h * hs else 0
+    if (expressions[-1] == "3·C" and shape[:2] == expected[:2] and 0 < fused < h and h % fused == 0
+            and shape[-1] == (h + 2 * fused) * hs):  # one projection for q, k and v: Gemma's qkv_proj
+        yield Layout(LayoutStatus.LAYOUT, expected, f"q, k and v side by side, {shape[-1]} = ({h} + 2·{fused})·{hs} "
+                     f"wide: grouped-query attention, {fused} key/value head{'s' if fused > 1 else ''} for the {h} "
+                     "query heads; read as it is", tensor)
+    if len(shape) != 4 or expressions[1] != "h" or expressions[3] != "hs":
+        return
+    B, _, L, _ = expected
+    for arranged, how in ((tensor, ""), (tensor.transpose(1, 2), ", heads after the positions"),
+                          (tensor.transpose(-2, -1), ", the last two axes swapped")):
+        if (arranged.shape[0], tuple(arranged.shape[2:])) == (B, (L, hs)) and (groups := kv_heads(arranged, h, hs)):
+            yield Layout(LayoutStatus.LAYOUT, expected, f"grouped-query attention: {groups} key/value head"
+                         f"{'s' if groups > 1 else ''} of {hs}{how}, fewer than the {h} query heads, before their "
+                         "repeat; read as they are", arranged)
+            return
 
 
 def _split_axes(shape: tuple[int, ...], expected: tuple[int, ...]) -> str | None:

@@ -14,6 +14,7 @@ from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, Trac
                                           tolerance)
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
+from transformer_trace.checks.head_merge import unmoved_merges
 from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_fit, sees_nothing
 from transformer_trace.checks.position_bias import bias_claim, relative_bias, shared_bias_fit
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
@@ -403,14 +404,17 @@ CONTEXT_FORMS = (BugForm("the context computed without its mask", "the output vs
 
 
 def _merged_in_place(check: Any, s: TensorSource) -> Fit | None:
-    """(weights·V) of shape (B, h, T, hs) reshaped straight to (B, T, C), the heads axis not moved back first."""
+    """(weights·V) of shape (B, h, T, hs) reshaped straight to the stream's layout, the heads axis not moved back
+    first."""
     probs = s.t(check.probs)
-    ctx = probs @ _heads(s.t(check.v), probs.shape[1])
-    B, H, T, hs = ctx.shape
-    fits, detail = close(s.t(check.out), ctx.reshape(B, T, H * hs), "vs (weights·V) reshaped from (B, h, T, hs) "
-                         "without the transpose")
-    return Fit(fits, f"the heads were merged without moving the heads axis back: your {s.name(check.out)} is "
-               f"(weights·V) of shape (B, h, T, hs) reshaped straight to (B, T, C) ({detail})" if fits else detail)
+    detail = ""
+    for target, unmoved in unmoved_merges(probs @ _heads(s.t(check.v), probs.shape[1])).items():
+        fits, detail = close(s.t(check.out), unmoved, f"vs (weights·V) reshaped from (B, h, T, hs) to {target} "
+                             "without the transpose")
+        if fits:
+            return Fit(True, f"the heads were merged without moving the heads axis back: your {s.name(check.out)} "
+                             f"is (weights·V) of shape (B, h, T, hs) reshaped straight to {target} ({detail})")
+    return Fit(False, detail)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -87,5 +87,5 @@ def mixture_of_experts(readings: Sequence[SnapshotReading],
 def _named(result: CheckResult, why: str) -> CheckResult:
     if result.status not in (NOT_CHECKABLE, UNRECOGNISED):
         return result
-    return dataclasses.replace(result, status=UNRECOGNISED, passed=False, detail=f"unrecognised: {why}; {result.detail}",
-                               lacks=(), missing=(), parts=())
+    return dataclasses.replace(result, status=UNRECOGNISED, passed=False, lacks=(), missing=(), parts=(),
+                               detail=f"unrecognised: {why}; {result.detail}")

@@ -194,8 +194,8 @@ def _misfed(pages: Sequence[SnapshotReading], streams: Sequence[SnapshotReading]
         for call in page.calls:
             given = _input(page, call)
             stream = next((s for s in streams if _same(_unmerged(given, s.main_as_called), s.main_as_called)), None)
-            if _projects(call) and given is not None and stream is not None:
-                given = _unmerged(given, stream.main_as_called)
-                why = _not_normalised(given, stream)
+            read = _unmerged(given, stream.main_as_called) if stream is not None else None
+            if _projects(call) and read is not None and stream is not None:
+                why = _not_normalised(read, stream)
                 if why is not None:
                     yield page, call, stream, why

@@ -8,6 +8,7 @@ import enum
 import itertools
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -302,15 +303,8 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
         axes = ", ".join(expressions[2:])
         yield Layout(LayoutStatus.LAYOUT, expected,
                      f"batch and heads merged in one axis (B·h, {axes}); read as ({names})", tensor.reshape(expected))
-    if len(expected) == 3 and expressions[0] == "B" and expected[1] > 1 and shape == (expected[0] * expected[1],
-                                                                                       expected[2]):
-        yield Layout(LayoutStatus.LAYOUT, expected, f"batch and positions merged in one axis (B·{expressions[1]}, "
-                     f"{expressions[2]}), a view the script made; read as ({names})", tensor.reshape(expected))
-    if len(expected) == 3 and expressions[0] == "B" and expected[1] > 1 and shape == (expected[0], expected[2]):
-        yield Layout(LayoutStatus.LAYOUT, expected, f"the last position only, its {expressions[1]} axis left out "
-                     f"(B, {expressions[2]}): a generation step's final norm and head on `h[:, -1]`; read as that "
-                     f"position's row of ({names}), every step it is checked against read at that position too",
-                     tensor.unsqueeze(1))
+    if len(expected) == 3 and expressions[0] == "B" and expected[1] > 1:
+        yield from _positions_axis(tensor, expressions, expected)
     if (expressions == ("B", "N", "C") and len(shape) == 4 and shape[:2] == (expected[0], expected[2])
             and shape[2] * shape[3] == expected[1]):  # the patch convolution's output, before flatten(2).transpose
         yield Layout(LayoutStatus.LAYOUT, expected, f"the patch grid as the convolution wrote it (B, C, {shape[2]}, "
@@ -328,6 +322,21 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
         yield Layout(LayoutStatus.UNBOUND, None, f"one batch item's {shape} per hit, of the {expected[0]} items "
                      "(attention written as loops over the items, and the heads: a hit per item and head); the whole "
                      f"({names}) is never one tensor, so it is not compared", None)
+
+
+def _positions_axis(tensor: torch.Tensor, expressions: tuple[str, ...],
+                    expected: tuple[int, ...]) -> Iterator[Layout]:
+    """A (B, L, X) step without an axis of its own for the positions: merged with the batch, (B·L, X), a view the
+    script made; or left out, (B, X), the last position only (verify.py ``Layout.last_position``)."""
+    shape, names = tuple(tensor.shape), ", ".join(expressions)
+    if shape == (expected[0] * expected[1], expected[2]):
+        yield Layout(LayoutStatus.LAYOUT, expected, f"batch and positions merged in one axis (B·{expressions[1]}, "
+                     f"{expressions[2]}), a view the script made; read as ({names})", tensor.reshape(expected))
+    if shape == (expected[0], expected[2]):
+        yield Layout(LayoutStatus.LAYOUT, expected, f"the last position only, its {expressions[1]} axis left out "
+                     f"(B, {expressions[2]}): a generation step's final norm and head on `h[:, -1]`; read as that "
+                     f"position's row of ({names}), every step it is checked against read at that position too",
+                     tensor.unsqueeze(1))
 
 
 def _split_axes(shape: tuple[int, ...], expected: tuple[int, ...]) -> str | None:

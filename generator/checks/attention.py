@@ -16,6 +16,7 @@ from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_drop
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.grouped import (as_query_heads, fitted_heads, grouped_apart, grouped_rejoin, joined_notes,
                                              kv_heads)
+from transformer_trace.checks.head_merge import context_merged_in_place
 from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_fit, sees_nothing
 from transformer_trace.checks.position_bias import bias_claim, relative_bias, shared_bias_fit
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
@@ -411,16 +412,6 @@ CONTEXT_FORMS = (BugForm("the context computed without its mask", "the output vs
                          "the probabilities are", _context_unscaled))
 
 
-def _merged_in_place(check: Any, s: TensorSource) -> Fit | None:
-    """(weights·V) of shape (B, h, T, hs) reshaped straight to (B, T, C), the heads axis not moved back first."""
-    ctx = check.per_head(s, s.t(check.probs))
-    B, H, T, hs = ctx.shape
-    fits, detail = close(s.t(check.out), ctx.reshape(B, T, H * hs), "vs (weights·V) reshaped from (B, h, T, hs) "
-                         "without the transpose")
-    return Fit(fits, f"the heads were merged without moving the heads axis back: your {s.name(check.out)} is "
-               f"(weights·V) of shape (B, h, T, hs) reshaped straight to (B, T, C) ({detail})" if fits else detail)
-
-
 @dataclass(frozen=True, kw_only=True)
 class ContextConcat(Check):
     """Tensors only: ``out`` (B, T, C) is probs·V per head with the heads concatenated; ``v`` per head (B, h, S, hs) or
@@ -430,7 +421,7 @@ class ContextConcat(Check):
     DERIVES = "out"
     OPTIONAL = (("q", "k"),)
     BUG_FORMS = (BugForm("heads merged without moving the axis back", "the output vs (weights·V) reshaped without "
-                         "the transpose", _merged_in_place), *CONTEXT_FORMS)
+                         "the transpose", context_merged_in_place), *CONTEXT_FORMS)
 
     out: Ref = THIS
     probs: Ref

@@ -22,6 +22,29 @@ def merged(heads: torch.Tensor) -> torch.Tensor:
     return heads.transpose(1, 2).reshape(heads.shape[0], heads.shape[2], -1)
 
 
+def unmoved_merges(heads: torch.Tensor) -> dict[str, torch.Tensor]:
+    """(B, h, T, hs) reshaped straight to a stream's layout, the heads axis never moved back, each read batch-first
+    (B, T, h·hs) as the run reads the step: by the layout reshaped to, the catalogue's (B, T, C) or a sequence-first
+    stream's (T, B, C) (which layout the run's stream has, the step's reading already decided; the other merge is a
+    bug of its own all the same)."""
+    B, H, T, hs = heads.shape
+    return {"(B, T, C)": heads.reshape(B, T, H * hs),
+            "(T, B, C), the sequence-first stream's layout": heads.reshape(T, B, H * hs).transpose(0, 1)}
+
+
+def context_merged_in_place(check: Any, s: TensorSource) -> Fit | None:
+    """The attention's context, (weights·V) of shape (B, h, T, hs), reshaped straight to the stream's layout, the
+    heads axis not moved back first (a bug form of checks/attention.py's context check)."""
+    detail = ""
+    for target, unmoved in unmoved_merges(check.per_head(s, s.t(check.probs))).items():
+        fits, detail = close(s.t(check.out), unmoved, f"vs (weights·V) reshaped from (B, h, T, hs) to {target} "
+                             "without the transpose")
+        if fits:
+            return Fit(True, f"the heads were merged without moving the heads axis back: your {s.name(check.out)} "
+                             f"is (weights·V) of shape (B, h, T, hs) reshaped straight to {target} ({detail})")
+    return Fit(False, detail)
+
+
 # the token orders a merge may have run in: the catalogue's, and a run's that keeps the class token last (its steps are
 # read with it moved first, trace/reading/run_layout.py, but the script reshaped its own order)
 MERGE_ORDERS = {0: "", -1: " (in the script's own token order, the class token last)"}
@@ -34,14 +57,14 @@ def _merged_in_place(check: Any, s: TensorSource) -> Fit | None:
     if heads.dim() != 4 or given.numel() != heads.numel() or given.dim() < 2:
         return None
     for shift, order in MERGE_ORDERS.items():
-        unmoved = heads.roll(shift, dims=2).reshape(given.shape)
-        fits, detail = close(given.roll(shift, dims=1), unmoved, f"{s.name(check.x)} vs {s.name(check.heads)} "
-                             f"reshaped without moving the heads axis{order}")
-        if fits:
-            return Fit(True, f"the heads were merged without moving the axis back: the input of "
-                             f"{s.name(check.module)} is {s.name(check.heads)} (B, h, T, hs) reshaped straight to "
-                             f"(B, T, C), so each row mixes positions of one head instead of holding every head at one "
-                             f"position ({detail})")
+        for target, unmoved in unmoved_merges(heads.roll(shift, dims=2)).items():
+            fits, detail = close(given.roll(shift, dims=1), unmoved.reshape(given.shape), f"{s.name(check.x)} vs "
+                                 f"{s.name(check.heads)} reshaped to {target} without moving the heads axis{order}")
+            if fits:
+                return Fit(True, f"the heads were merged without moving the axis back: the input of "
+                                 f"{s.name(check.module)} is {s.name(check.heads)} (B, h, T, hs) reshaped straight to "
+                                 f"{target}, so each row mixes positions of one head instead of holding every head at "
+                                 f"one position ({detail})")
     return Fit(False, "nor is its input the heads reshaped without moving their axis")
 
 
@@ -50,16 +73,16 @@ def _projection_of_unmoved(check: Any, s: TensorSource) -> Fit | None:
     snapshot's, it is read as the heads merged back: trace/reading/functional_weights.py)."""
     if check.heads is None or not s.has(check.heads) or s.t(check.heads).dim() != 4:
         return None
-    heads = s.t(check.heads)
-    unmoved = heads.reshape(heads.shape[0], heads.shape[2], -1)
-    fits, detail = close(s.t(check.out), linear(s, check.module, unmoved), f"vs {s.name(check.module)} applied to "
-                         f"{s.name(check.heads)} reshaped without moving the heads axis")
-    if not fits:
-        return Fit(False, detail)
-    return Fit(True, f"the heads were merged without moving the axis back: your {s.name(check.out)} is "
-                     f"{s.name(check.module)} applied to {s.name(check.heads)} (B, h, T, hs) reshaped straight to "
-                     f"(B, T, C), so each row mixes positions of one head instead of holding every head at one "
-                     f"position ({detail})")
+    detail = ""
+    for target, unmoved in unmoved_merges(s.t(check.heads)).items():
+        fits, detail = close(s.t(check.out), linear(s, check.module, unmoved), f"vs {s.name(check.module)} applied "
+                             f"to {s.name(check.heads)} reshaped to {target} without moving the heads axis")
+        if fits:
+            return Fit(True, f"the heads were merged without moving the axis back: your {s.name(check.out)} is "
+                             f"{s.name(check.module)} applied to {s.name(check.heads)} (B, h, T, hs) reshaped straight "
+                             f"to {target}, so each row mixes positions of one head instead of holding every head at "
+                             f"one position ({detail})")
+    return Fit(False, detail)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -374,7 +374,17 @@ def _read(kind, wanted, module, args):
     return kind in wanted or kind is ModuleKind.USER and (
         ModuleKind.USER_NORM in wanted and _norm_like(module, args)
         or ModuleKind.USER_LEAF in wanted and not module._parameters and not module._modules
-        or ModuleKind.USER_LINEAR in wanted and _linear_like(module, args))
+        or ModuleKind.USER_LINEAR in wanted and _linear_like(module, args)
+        or ModuleKind.USER_EMBEDDING in wanted and _embedding_like(module, args))
+
+
+def _embedding_like(module, args):
+    """Whether a user's module may be an embedding (trace/reading/rebuilt.py's looks_like decides, from its output):
+    no modules of its own, one parameter, a 2-D table, and a first input of integer ids."""
+    params = [p for p in module._parameters.values() if p is not None]
+    torch = sys.modules["torch"]
+    return (not module._modules and len(params) == 1 and params[0].dim() == 2 and bool(args)
+            and isinstance(args[0], torch.Tensor) and not args[0].is_floating_point() and not args[0].is_complex())
 
 
 def _norm_like(module, args):

@@ -83,10 +83,12 @@ class ModuleKind(_Word):
     CHANGED = "changed"  # set by the reader: a call whose parameters changed in place before they were written
     # Asked for, never recorded: a user's module readable as a LayerNorm (a gain and a bias of its input's width),
     # one with no parameters or modules of its own (a rearrange), one readable as a projection (a weight matrix with
-    # an axis of its input's width, at most a bias besides, no modules of its own: whisper's Linear, GPT-2's Conv1D)
+    # an axis of its input's width, at most a bias besides, no modules of its own: whisper's Linear, GPT-2's Conv1D),
+    # one readable as an embedding (a table its integer input indexes: DeepSeek-V3's ParallelEmbedding)
     USER_NORM = "user_norm"
     USER_LEAF = "user_leaf"
     USER_LINEAR = "user_linear"
+    USER_EMBEDDING = "user_embedding"  # one whose only parameter is a table (V, C), called with integer ids
 
 
 # PyTorch's own classes (torch.nn.modules.*) by name, and the kind a call of one is recorded as

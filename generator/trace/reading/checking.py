@@ -38,7 +38,9 @@ from transformer_trace.trace.reading.sublayer_alone_normed import sublayer_alone
 from transformer_trace.trace.reading.attention_sources import kv_from_another_input, positions_added_twice
 from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
+from transformer_trace.trace.reading.experts import mixture_of_experts
 from transformer_trace.trace.reading.norm_of_another import norm_of_another
+from transformer_trace.trace.reading.last_position import at_last_position, calls_at_last_position
 from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.declared import meaning_of
 from transformer_trace.trace.reading.records import OwnRecords, TensorLabel
@@ -144,6 +146,7 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
             results, derived = _results(run, reading, rotated_source, labels)
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     results = misfed_named(readings, results, reading.misfed, dims)  # a cross-attention fed its queries as keys
+    results = mixture_of_experts(readings, results)  # a mixture of experts in the MLP's place: said so
     results = stream_not_normalised(readings, results)  # a pre-norm block's sublayer given the stream itself
     results = kv_from_another_input(readings, results)  # a cross-attention's K or V not from the encoder's output
     results = positions_added_twice(readings, results)  # an attention's query or key given the positions twice
@@ -227,7 +230,9 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int,
     results = {}
     # a snapshot is judged on its own capture, even where an earlier one shows the same record point: the run as each
     # captured page's marked line sees it (its own tensors under its hit's names), before any check runs
-    views = {number: run.seen_from({**checked.tensors, **mine.tensors}, dict(mine.places))
+    layouts = {page.snap.number: page.layout for page in pages if page.captured}  # a last position's: its rows there
+    views = {number: run.seen_from(at_last_position(layouts.get(number), {**checked.tensors, **mine.tensors}),
+                                   dict(mine.places))
              for number, mine in own.items() if checked is not None}
     labels = {number: page_labels(page, own[number].tensors, read_labels)
               for page in pages if (number := page.snap.number) in views}
@@ -235,7 +240,8 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int,
     refused = {number: _refused(page, views[number], labels[number])
                for page in pages if (number := page.snap.number) in views}
     # then the module calls the marked line made of each page its checks can run on: one binder for them (weights.py)
-    lines = {number: LineCalls(page.calls, views[number], page.main_as_called, run.called, page.call_order)
+    lines = {number: LineCalls(calls_at_last_position(page.layout, page.calls), views[number], page.main_as_called,
+                               run.called, page.call_order)
              for page in pages if (number := page.snap.number) in views and refused[number] is None}
     # then every page's checks bound to what its line's calls give them, before any check of any page runs
     ready = {number: _ready(page, views[number], refused[number], run.called, lines.get(number))
@@ -244,11 +250,36 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int,
         number = page.snap.number
         if number in views:
             found = page_checks(page, views[number], labels[number], ready[number], stand_ins)
+            found = _another_position(page, found, run, {**checked.tensors, **own[number].tensors},
+                                      dict(own[number].places), labels[number]) if checked is not None else found
         else:
             found = page_checks(page, checked, read_labels,
                                 _ready(page, checked, _refused(page, checked, read_labels)))
         results[number] = [in_users_terms(result, read_labels, variables) for result in found]
     return results
+
+
+def _another_position(page: SnapshotReading, found: list[CheckResult], run: TracedRun,
+                      tensors: Mapping[str, torch.Tensor], places: dict[str, str],
+                      labels: dict[str, TensorLabel]) -> list[CheckResult]:
+    """A step read as the last position's row (last_position.py) none of whose checks passed there, but all pass at
+    another position: "the wrong position" (``h[:, 0]`` where the next token is scored from ``h[:, -1]``); else
+    ``found`` as it is."""
+    if not page.layout or not page.layout.last_position or any(r.passed for r in found):
+        return found
+    assert page.layout.expected is not None  # a last position's layout has one
+    for position in range(page.layout.expected[1] - 1):
+        view = run.seen_from(at_last_position(page.layout, tensors, position), places)
+        line = LineCalls(calls_at_last_position(page.layout, page.calls, position), view, page.main_as_called,
+                         run.called, page.call_order)
+        there = page_checks(page, view, labels, _ready(page, view, _refused(page, view, labels), run.called, line))
+        if there and all(r.passed for r in there):
+            said = (f"your {page.main.variable or page.label} is position {position}'s row, not the last "
+                    f"position's ({page.layout.expected[1] - 1}), which the next token is scored from: "
+                    + "; ".join(f"{r.name}: {r.detail}" for r in there))
+            return [CheckResult(name=found[0].name, passed=False, detail=said,
+                                evidence=Evidence(BUG_FORM, "the wrong position", said))]
+    return found
 
 
 def page_labels(page: SnapshotReading, own: Mapping[str, torch.Tensor],

@@ -18,14 +18,30 @@ EPSILON_NAMES = ("eps", "epsilon", "variance_epsilon")
 
 
 def looks_like(kind: str, call: ModuleCall) -> bool:
-    """A user's own module that is a LayerNorm by its parameters: a gain and a bias, one value per feature; or a
-    projection by its output (trace/reading/projections.py)."""
+    """A user's own module that is a LayerNorm by its parameters: a gain and a bias, one value per feature; a
+    projection by its output (trace/reading/projections.py); or an embedding by its output (``embedding_table``)."""
     if kind == ModuleKind.LINEAR:
         return user_projection(call) is not None
+    if kind == ModuleKind.EMBEDDING:
+        return embedding_table(call) is not None
     params = [p for p in call.params.values() if p is not None]
     return (kind == ModuleKind.LAYER_NORM and len(params) == 2 and all(p.dim() == 1 for p in params)
             and params[0].shape == params[1].shape and bool(call.inputs) and call.inputs[0] is not None
             and call.inputs[0].shape[-1:] == params[0].shape)
+
+
+def embedding_table(call: ModuleCall) -> str | None:
+    """The name of the one parameter of a user's module that is an embedding's table (V, C): its output is that table's
+    rows indexed by its integer input, whatever its class is called (DeepSeek-V3's ParallelEmbedding); None where it is
+    not (a table of another width, or rows the ids do not pick)."""
+    tables = [(name, p) for name, p in call.params.items() if p is not None]
+    ids = call.inputs[0] if call.inputs else None
+    output = call.outputs[0] if call.outputs else None
+    if (len(tables) != 1 or tables[0][1].dim() != 2 or ids is None or ids.is_floating_point() or output is None
+            or ids.numel() == 0 or int(ids.min()) < 0 or int(ids.max()) >= tables[0][1].shape[0]):
+        return None
+    rows = tables[0][1][ids.long()]
+    return tables[0][0] if rows.shape == output.shape and torch.equal(rows.to(output.dtype), output) else None
 
 
 def rebuild(call: ModuleCall, kind: str) -> SimpleNamespace | None:

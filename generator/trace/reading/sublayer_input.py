@@ -8,9 +8,10 @@ made of what they were given, and the residual sum adds up. The marked lines' mo
 - the block is *pre-norm* where a marked line of the same stage applied a LayerNorm to a stream, its output not the
   line's step (a post-norm block normalises sums that are its steps, and its sublayers read those LayerNorms'
   outputs, never a stream a LayerNorm also reads);
-- a Linear (or an attention module) a marked line of that stage ran was called with a stream itself, and that input
-  is no LayerNorm of the stream (a LayerNorm with a gain and bias fitted per feature does not reproduce it: a stream
-  already normalised cannot tell).
+- a Linear (or an attention module, or a projection of the user's own class: a mixture of experts' router and experts)
+  a marked line of that stage ran was called with a stream itself (or with its batch and positions merged, (B·T, C)),
+  and that input is no LayerNorm of the stream (a LayerNorm with a gain and bias fitted per feature does not reproduce
+  it: a stream already normalised cannot tell).
 
 Then the first such line (in the catalogue's order) fails with the bug form "sublayer given the stream, not its
 LayerNorm". Correct pre-norm code gives every sublayer's first Linear a LayerNorm's output, and post-norm code has no
@@ -29,6 +30,7 @@ from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.rebuilt import looks_like
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
@@ -52,6 +54,21 @@ def _input(page: SnapshotReading, call: ModuleCall) -> torch.Tensor | None:
 def _output(page: SnapshotReading, call: ModuleCall) -> torch.Tensor | None:
     first = call.outputs[0] if call.outputs else None
     return page.run.as_called(first) if isinstance(first, torch.Tensor) else None
+
+
+def _projects(call: ModuleCall) -> bool:
+    """A Linear or an attention module, or a module of the user's that is a projection by its output (a Linear class
+    of its own: a mixture of experts' router and experts, DeepSeek-V3's)."""
+    return call.kind in PROJECTIONS or call.kind == ModuleKind.USER and looks_like(ModuleKind.LINEAR, call)
+
+
+def _unmerged(given: torch.Tensor | None, stream: torch.Tensor) -> torch.Tensor | None:
+    """A call's input with the stream's batch and positions merged in one axis, (B·T, C) — a feed-forward or a mixture
+    of experts run on `x.view(-1, C)` — read in the stream's shape; any other as it is."""
+    if (given is not None and given.dim() == 2 and stream.dim() == 3 and given.shape != stream.shape
+            and given.shape[0] == stream.shape[0] * stream.shape[1] and given.shape[1] == stream.shape[2]):
+        return given.reshape(stream.shape)
+    return given
 
 
 def _is_norm(call: ModuleCall) -> bool:
@@ -176,8 +193,9 @@ def _misfed(pages: Sequence[SnapshotReading], streams: Sequence[SnapshotReading]
     for page in sorted(pages, key=lambda p: p.snap.number):
         for call in page.calls:
             given = _input(page, call)
-            stream = next((s for s in streams if _same(given, s.main_as_called)), None)
-            if call.kind in PROJECTIONS and given is not None and stream is not None:
-                why = _not_normalised(given, stream)
+            stream = next((s for s in streams if _same(_unmerged(given, s.main_as_called), s.main_as_called)), None)
+            read = _unmerged(given, stream.main_as_called) if stream is not None else None
+            if _projects(call) and read is not None and stream is not None:
+                why = _not_normalised(read, stream)
                 if why is not None:
                     yield page, call, stream, why

@@ -8,6 +8,7 @@ import enum
 import itertools
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -50,6 +51,13 @@ class Layout:
     @property
     def mismatch(self) -> bool:
         return self.status is LayoutStatus.MISMATCH
+
+    @property
+    def last_position(self) -> bool:
+        """Read as the last position's row alone (``_arrangements``: a (B, L, X) step without its positions axis)."""
+        c, e = self.canonical, self.expected
+        return (c is not None and e is not None and c.dim() == len(e) == 3 and c.shape[1] == 1 < e[1]
+                and (c.shape[0], c.shape[2]) == (e[0], e[2]))
 
 
 def bind_dims(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) -> dict[str, int]:
@@ -139,7 +147,8 @@ def _tokens_unmerged(expressions: tuple[str, ...], shape: tuple[int, ...], dims:
     if len(expressions) != 3 or len(shape) != 2 or expressions[0] != "B":
         return shape
     B, L = dims.get("B"), dims.get(expressions[1])
-    return (B, L, shape[1]) if B and L and shape[0] == B * L and L > 1 else shape
+    # or the last position's row alone, (B, X): a generation step's final norm and head on `h[:, -1]`
+    return (B, L, shape[1]) if B and L and shape[0] in (B * L, B) and L > 1 else shape
 
 
 def _rooted(expressions: tuple[str, ...], shape: tuple[int, ...], dims: dict[str, int],
@@ -296,10 +305,8 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
         axes = ", ".join(expressions[2:])
         yield Layout(LayoutStatus.LAYOUT, expected,
                      f"batch and heads merged in one axis (B·h, {axes}); read as ({names})", tensor.reshape(expected))
-    if len(expected) == 3 and expressions[0] == "B" and expected[1] > 1 and shape == (expected[0] * expected[1],
-                                                                                       expected[2]):
-        yield Layout(LayoutStatus.LAYOUT, expected, f"batch and positions merged in one axis (B·{expressions[1]}, "
-                     f"{expressions[2]}), a view the script made; read as ({names})", tensor.reshape(expected))
+    if len(expected) == 3 and expressions[0] == "B" and expected[1] > 1:
+        yield from _positions_axis(tensor, expressions, expected)
     if (expressions == ("B", "N", "C") and len(shape) == 4 and shape[:2] == (expected[0], expected[2])
             and shape[2] * shape[3] == expected[1]):  # the patch convolution's output, before flatten(2).transpose
         yield Layout(LayoutStatus.LAYOUT, expected, f"the patch grid as the convolution wrote it (B, C, {shape[2]}, "
@@ -349,6 +356,21 @@ def _grouped_layouts(tensor: torch.Tensor, expressions: tuple[str, ...], expecte
                          f"{'s' if groups > 1 else ''} of {hs}{how}, fewer than the {h} query heads, before their "
                          "repeat; read as they are", arranged)
             return
+
+
+def _positions_axis(tensor: torch.Tensor, expressions: tuple[str, ...],
+                    expected: tuple[int, ...]) -> Iterator[Layout]:
+    """A (B, L, X) step without an axis of its own for the positions: merged with the batch, (B·L, X), a view the
+    script made; or left out, (B, X), the last position only (verify.py ``Layout.last_position``)."""
+    shape, names = tuple(tensor.shape), ", ".join(expressions)
+    if shape == (expected[0] * expected[1], expected[2]):
+        yield Layout(LayoutStatus.LAYOUT, expected, f"batch and positions merged in one axis (B·{expressions[1]}, "
+                     f"{expressions[2]}), a view the script made; read as ({names})", tensor.reshape(expected))
+    if shape == (expected[0], expected[2]):
+        yield Layout(LayoutStatus.LAYOUT, expected, f"the last position only, its {expressions[1]} axis left out "
+                     f"(B, {expressions[2]}): a generation step's final norm and head on `h[:, -1]`; read as that "
+                     f"position's row of ({names}), every step it is checked against read at that position too",
+                     tensor.unsqueeze(1))
 
 
 def _split_axes(shape: tuple[int, ...], expected: tuple[int, ...]) -> str | None:

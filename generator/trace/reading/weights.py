@@ -24,7 +24,7 @@ import torch
 from transformer_trace.checks import Check, HeadsRejoin, RowEquals, SumOf, close
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
-from transformer_trace.trace.reading.rebuilt import looks_like, rebuild
+from transformer_trace.trace.reading.rebuilt import embedding_table, looks_like, rebuild
 from transformer_trace.trace.reading.rows import normalised_capture, pooled_from
 from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
@@ -428,7 +428,9 @@ def _call_of(kind: str, calls: Sequence[ModuleCall], main: torch.Tensor | None) 
     if not found:
         return None
     depth = min(c.depth for c in found)
-    return [c for c in found if c.depth == depth][-1]
+    call = [c for c in found if c.depth == depth][-1]
+    table = embedding_table(call) if kind == ModuleKind.EMBEDDING and call.kind == ModuleKind.USER else None
+    return call if table is None else dataclasses.replace(call, params={"weight": call.params[table]})  # its table
 
 
 def _parameter_of_call(calls: Sequence[ModuleCall], main: torch.Tensor | None) -> ModuleCall | None:

@@ -59,7 +59,8 @@ class ContextHeads(Check):
     k: Ref | None = None
 
     def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
-        """probs·V; values of fewer heads (grouped-query) repeated in the order whose context holds the step's values."""
+        """probs·V; values of fewer heads (grouped-query) repeated in the order whose context holds the step's
+        values."""
         v = s.t(self.v_heads)
         if not s.has(self.out):
             return weights @ as_query_heads(v, weights.shape[1])

@@ -59,7 +59,8 @@ def _shifted_per_row(bias: torch.Tensor) -> tuple[bool, str]:
     same, softmaxed = close(torch.softmax(bias, -1), torch.softmax(relative, -1).expand_as(bias),
                             "the softmax over the keys of the bias vs of the function of key − query rebuilt from it")
     even = close(steps, steps[..., :1, :1].expand_as(steps), "")[0]
-    slopes = f"; slopes per head {', '.join(f'{v:.4g}' for v in steps[0, ..., 0, 0].flatten().tolist())}" if even else ""
+    per_head = ", ".join(f"{v:.4g}" for v in steps[0, ..., 0, 0].flatten().tolist())
+    slopes = f"; slopes per head {per_head}" if even else ""
     return same, (f"a function of key − query plus a constant per query row, which the softmax over the keys removes "
                   f"(ALiBi's key-only form{slopes}): {detail}; {softmaxed}")
 

@@ -328,10 +328,11 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
 
 def _grouped_layouts(tensor: torch.Tensor, expressions: tuple[str, ...], expected: tuple[int, ...], h: int | None,
                      hs: int | None):
-    """Keys or values of fewer heads than the queries (grouped-query or multi-query attention, checks/grouped.py): whole,
-    (B, L, h_kv·hs) for (B, L, C), or per head before their repeat, (B, h_kv, L, hs) for (B, h, L, hs), also with the
-    heads after the positions or the last two axes swapped (K kept for the product); read as they are (h_kv heads), the
-    checks repeating them to the query heads in the order that fits."""
+    """Keys or values of fewer heads than the queries (grouped-query or multi-query attention, checks/grouped.py):
+    whole, (B, L, h_kv·hs) for (B, L, C), one fused projection ((h + 2·h_kv)·hs for 3·C), or per head before their
+    repeat, (B, h_kv, L, hs) for (B, h, L, hs), also with the heads after the positions or the last two axes swapped (K
+    kept for the product); read as they are (h_kv heads), the checks repeating them to the query heads in the order
+    that fits."""
     shape = tuple(tensor.shape)
     if not h or not hs or len(shape) != len(expected):
         return

@@ -113,7 +113,9 @@ def test_a_def_line_with_arguments_that_are_no_tensor_beside_the_step_is_checked
 
 def test_a_def_line_whose_tensor_is_not_the_stage_before_is_still_judged(tmp_path: Path):
     code, checks = traced(tmp_path, BLOCK_ARGUMENTS.replace("return self.block(x)", "return self.block(x * 2)"))
-    assert checks["S08"]["passed"] is not True and "vs tokens_pos" in checks["S08"]["detail"], checks["S08"]
+    # said in the script's names: the def line's tensor alone (not its other arguments), against the step before it
+    assert checks["S08"]["passed"] is not True and "hidden_states (S08) vs x (S07)" in checks["S08"]["detail"], \
+        checks["S08"]
 
 
 def test_round_nine_has_its_three_vits_each_with_our_files_only():

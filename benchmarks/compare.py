@@ -161,6 +161,13 @@ def flatten(measured: dict) -> dict[str, float]:
         figures |= {f"`{script}`: plain run": plain, f"`{script}`: traced run": traced,
                     f"`{script}`: whole `trace` command": command,
                     f"`{script}`: bundled report, same size": bundled}
+    return figures | corpus_figures(measured)
+
+
+def corpus_figures(measured: dict) -> dict[str, float]:
+    """The corpus drivers' plain and traced CPU seconds of one checkout's measurement, by the name the page gives them
+    (none where it did not measure the corpus)."""
+    figures = {}
     for name, _, _, plain_cpu, traced_cpu, _ in measured.get("corpus", []):
         figures |= {f"`{name}`: {CORPUS_PLAIN}": plain_cpu, f"`{name}`: {CORPUS_TRACED}": traced_cpu}
     return figures
@@ -309,15 +316,20 @@ def yardstick_seconds(python: str = sys.executable) -> float:
     return float(result.stdout.strip())
 
 
-def measure(checkout: Checkout) -> dict[str, float]:
+def measure(checkout: Checkout, parts: str = "all") -> dict[str, float]:
+    """One checkout's figures, measured by its own code in its own interpreter: every part (DRIVER), or (``parts``
+    "corpus") the corpus drivers' tracing overhead alone (benchmarks/corpus_compare.py)."""
+    from benchmarks.corpus_compare import CORPUS_DRIVER
+
+    driver, read = (CORPUS_DRIVER, corpus_figures) if parts == "corpus" else (DRIVER, flatten)
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as work:
         out = Path(work) / "measured.json"
         env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-        result = subprocess.run([str(checkout.python), "-c", DRIVER, str(out)], cwd=checkout.root, env=env,
+        result = subprocess.run([str(checkout.python), "-c", driver, str(out)], cwd=checkout.root, env=env,
                                 capture_output=True, text=True)
         if result.returncode:
             raise RuntimeError(f"{checkout.label}: the benchmarks failed: {result.stderr[-2000:]}")
-        return flatten(json.loads(out.read_text(encoding="utf-8")))
+        return read(json.loads(out.read_text(encoding="utf-8")))
 
 
 @contextmanager
@@ -338,18 +350,21 @@ def load_samples(into: list[float]) -> Iterator[None]:
         sampler.join()
 
 
-def compare(baseline: Checkout, current: Checkout, rounds: int, record: Path | None = None) -> str:
-    """Measure both checkouts in ``rounds`` alternating rounds; each measurement is added to ``record`` (JSON) as it
-    ends, so a run stopped early still gives the rounds it completed (``section_from_record``)."""
+def compare(baseline: Checkout, current: Checkout, rounds: int, record: Path | None = None,
+            parts: str = "all") -> str:
+    """Measure both checkouts in ``rounds`` alternating rounds (``parts``: "all", or "corpus" alone); each
+    measurement is added to ``record`` (JSON) as it ends, so a run stopped early still gives the rounds it completed
+    (``section_from_record``)."""
     kept = {"baseline": baseline.label, "current": current.label, "load": [os.getloadavg()[0]],
-            "cores": os.cpu_count() or 1, "measured": {"baseline": [], "current": []}, "yardsticks": []}
+            "cores": os.cpu_count() or 1, "measured": {"baseline": [], "current": []}, "yardsticks": [],
+            "parts": parts}
     for round_ in range(rounds):
         order = [("baseline", baseline), ("current", current)]
         for side, checkout in order if round_ % 2 == 0 else order[::-1]:
             kept["yardsticks"].append(yardstick_seconds())
             started, first_sample = time.perf_counter(), len(kept["load"])
             with load_samples(kept["load"]):
-                kept["measured"][side].append(measure(checkout))
+                kept["measured"][side].append(measure(checkout, parts))
             kept["yardsticks"].append(yardstick_seconds())
             kept["load"].append(os.getloadavg()[0])
             during = kept["load"][first_sample:]
@@ -369,6 +384,11 @@ def section_from_record(kept: dict) -> str:
         raise RuntimeError("no round measured both checkouts")
     labels = {side: Checkout(kept[side], Path(), Path()) for side in ("baseline", "current")}
     conditions = Conditions(kept["yardsticks"], kept["load"], kept.get("cores") or os.cpu_count() or 1)
+    if kept.get("parts") == "corpus":
+        from benchmarks.corpus_compare import corpus_section
+
+        return corpus_section(labels["baseline"], labels["current"], medians(kept["measured"]["baseline"][:complete]),
+                              medians(kept["measured"]["current"][:complete]), complete, conditions)
     text = section(labels["baseline"], labels["current"], medians(kept["measured"]["baseline"][:complete]),
                    medians(kept["measured"]["current"][:complete]), complete, conditions)
     if kept.get("note"):  # how this record's run departed from the plan above (said where the reader needs it)

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/run.py            # writes docs/benchmarks.md
     .venv/bin/python benchmarks/run.py --quick    # fewer repeats
     .venv/bin/python benchmarks/run.py --baseline c36410f    # beside that commit, in one run (benchmarks/compare.py)
+    .venv/bin/python benchmarks/run.py --baseline c36410f --only corpus  # the corpus's tracing overhead alone
 
 Everything is measured side by side in one run on this machine: ratios matter more than seconds.
 """
@@ -417,7 +418,8 @@ def main() -> None:
                         "from): measure "
                         "both side by side with a yardstick and replace that section of --out (benchmarks/compare.py)")
     parser.add_argument("--baseline-python", type=Path, help="its interpreter (default BASELINE/.venv/bin/python)")
-    parser.add_argument("--rounds", type=int, default=3, help="with --baseline: rounds measuring both checkouts")
+    parser.add_argument("--rounds", type=int, default=3, help="with --baseline: rounds measuring both checkouts "
+                        "(with --only corpus: the corpus drivers alone, its own section: benchmarks/corpus_compare.py)")
     parser.add_argument("--record", type=Path, help="with --baseline: keep each measurement in this JSON file; "
                         "alone: write the side-by-side section from the rounds it holds")
     args = parser.parse_args()
@@ -432,7 +434,8 @@ def main() -> None:
         if not args.baseline:
             return replace_section(args.out, section_from_record(json.loads(args.record.read_text())))
         with BaselineCheckout(args.baseline, args.baseline_python) as baseline:
-            text = compare(baseline, Checkout.at(ROOT, Path(sys.executable)), args.rounds, args.record)
+            text = compare(baseline, Checkout.at(ROOT, Path(sys.executable)), args.rounds, args.record,
+                           "corpus" if args.only == "corpus" else "all")
         return replace_section(args.out, text)
     if args.only == "plugin":
         return replace_section(args.out, "\n".join(plugin_section(bench_plugin(3 if args.quick else 5))) + "\n")

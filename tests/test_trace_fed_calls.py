@@ -86,3 +86,32 @@ def test_a_kept_feeding_call_carries_its_input_output_and_parameters_as_a_marked
         [call] = [c for c in _fed_then_marked(tmp_path, layer, feed, lambda out: out) if FED_AT in c["attrs"]]
     assert [value["array"]["shape"] for value in call["inputs"] + call["outputs"]] == [[2, 4], [2, 4]]
     assert set(call["params"]) == {"weight", "bias"}
+
+
+def _sorted_values_match(output: torch.Tensor, tensor: torch.Tensor) -> bool:
+    """The rule ``_Held`` applies to a traced-back call's output (reading/feeders.py ``_rearranged``): the same values
+    in another order, not one value throughout."""
+    values = output.flatten().sort().values
+    return bool(values[0] != values[-1]) and torch.equal(values, tensor.flatten().sort().values)
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("output, tensor", [
+    (torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([[4.0, 2.0], [3.0, 1.0]])),  # rearranged
+    (torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.5, 3.0])),  # same bounds, another value between
+    (torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0.0, 2.0, 3.0])),  # another least value
+    (torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 5.0])),  # another greatest value
+    (torch.tensor([2.0, 2.0]), torch.tensor([2.0, 2.0])),  # one value throughout
+    (torch.tensor([1.0, NAN]), torch.tensor([NAN, 1.0])),  # a NaN: never equal
+    (torch.tensor([1.0, 2.0]), torch.tensor([NAN, 1.0])),
+    (torch.tensor([-0.0, 1.0]), torch.tensor([1.0, 0.0])),  # -0.0 == 0.0: the sort decides
+    (torch.tensor([1, 3, 2]), torch.tensor([3, 2, 1])),  # integers
+    (torch.tensor([1.0, 3.0], dtype=torch.bfloat16), torch.tensor([3.0, 1.0], dtype=torch.bfloat16)),
+    (torch.tensor([True, False]), torch.tensor([False, True])),  # no bounds for bool: the sort decides
+])
+def test_a_rearranged_output_is_found_as_the_sort_finds_it(output, tensor):
+    """The least and greatest values, compared first, only spare the sort where it could not match."""
+    held = fed_calls._Held([tensor], torch)
+    assert held._rearranged(output, tensor) is _sorted_values_match(output, tensor)

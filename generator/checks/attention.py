@@ -20,7 +20,7 @@ from transformer_trace.checks.head_merge import context_merged_in_place
 from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_fit, sees_nothing
 from transformer_trace.checks.position_bias import bias_claim, relative_bias, shared_bias_fit
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
-from transformer_trace.checks.rotary import attention_operand
+from transformer_trace.checks.rotary import attention_operand, rotation_of
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
 
@@ -485,6 +485,16 @@ class LinearHeads(Check):
         expected = part.reshape(B, N, H, C // H).transpose(1, 2)  # (B, N, C) -> (B, h, N, hs)
         letter = "qkv"[self.part]
         passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, split into {H} heads")
+        hs = C // H
+        if not passed and C3 == 3 * C:  # q, k and v side by side per head (GPT-NeoX): (B, N, h, [q k v])
+            per_head = fused.reshape(B, N, H, 3 * hs)[..., self.part * hs:(self.part + 1) * hs].transpose(1, 2)
+            if close(got, per_head, "")[0] or rotation_of(got, per_head) is not None:
+                expected = per_head
+                passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, its part of each "
+                                       f"head's q, k and v side by side (GPT-NeoX's layout), {H} heads")
+        rotary = rotation_of(got, expected) if not passed and self.part < 2 else None
+        if rotary is not None:  # queries or keys marked after their rotary positions: a fitted member of the family
+            passed, detail = close(got, rotary.apply(expected), f"{detail.split(':')[0]}, rotated: {rotary}")
         if passed and (same := equal_to_earlier_part(self, s)) is not None:  # the Linear it called is another's
             passed, detail = False, f"{detail}; but it equals {same[0]} value for value ({same[1]})"
         what = f"the {'QKV'[self.part]} " + ("projection" if C3 == C else "part of the fused projection")

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from transformer_trace.checks.base import Check, THIS, close, settings, weight_and_bias
 from transformer_trace.checks.evidence import BugForm, Fit
+from transformer_trace.checks.rotary import rotation_of
 from transformer_trace.checks.values import SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 
@@ -328,6 +329,11 @@ class HeadsOfRead(Check):
         width, letter = whole.shape[-1], "QKV"[self.part]
         passed, fused_detail = close(whole, fused[..., self.part * width:(self.part + 1) * width],
                                      f"the projection the line read vs the {letter} part of {s.name(fused_ref)}")
+        H, hs = s.t(self.out).shape[1], width // s.t(self.out).shape[1]
+        per_head = fused.reshape(*fused.shape[:-1], H, 3 * hs)[..., self.part * hs:(self.part + 1) * hs].flatten(-2)
+        if not passed and close(whole, per_head, "")[0]:  # q, k and v side by side per head (GPT-NeoX's layout)
+            passed, fused_detail = close(whole, per_head, f"the projection the line read vs the {letter} part of each "
+                                         f"head of {s.name(fused_ref)} (q, k and v side by side per head)")
         return f"{claim}, the {letter} part of the fused projection", passed, f"{detail}; {fused_detail}"
 
     def _split_of_read(self, s: TensorSource) -> tuple[str, bool, str]:
@@ -340,6 +346,8 @@ class HeadsOfRead(Check):
             whole = read[0][self.part]  # q, k and v stacked first: (3, B, h, N, hs)
         elif len(read) == 1 and read[0].numel() == 3 * got.numel() and read[0].shape[-1] == 3 * H * hs:
             whole = read[0][..., self.part * H * hs:(self.part + 1) * H * hs]  # fused side by side: (B, N, 3C)
+        elif len(read) == 1 and read[0].shape == (B, H, N, 3 * hs):
+            whole = read[0][..., self.part * hs:(self.part + 1) * hs]  # q, k and v side by side per head (GPT-NeoX)
         elif len(read) == 1 and read[0].numel() == got.numel():
             whole = read[0]
         else:
@@ -355,5 +363,9 @@ class HeadsOfRead(Check):
             raise NotCheckable(s.name(self.parts[0]), f"its shape {tuple(whole.shape)} is not {B}×{N} positions")
         letter = "qkv"[self.part]
         passed, detail = close(got, expected, f"the {letter} projection the line read, {how}")
+        rotary = rotation_of(got, expected) if not passed and self.part < 2 else None
+        if rotary is not None:  # queries or keys marked after their rotary positions: a fitted member of the family
+            passed, detail = close(got, rotary.apply(expected), f"the {letter} projection the line read, {how}, "
+                                   f"rotated: {rotary}")
         return (f"is the {letter.upper()} projection the line read, split into heads (its weights were not on the "
-                "marked line)"), passed, detail
+                "marked line)" + (", rotated by its positions" if rotary is not None else "")), passed, detail

@@ -212,6 +212,9 @@ class MlpInputNorm(LayerNormOf):
     CLAIM = "is a LayerNorm of the first residual sum (or of the block's input)"
 
     OPTIONAL = (("parallel",), ("attn_in",))  # without the block input: the sequential form alone
+    # what a correct architecture gives the LayerNorm in place of the first residual sum (head_input.py): the block
+    # input, in a parallel block, which has no first residual sum to give
+    CORRECT_INPUTS = ("parallel",)
 
     parallel: Ref | None = None
     attn_in: Ref | None = None  # the attention's LayerNorm: with default weights LN(it) ≈ LN(block input)

@@ -85,6 +85,14 @@ def _family(hs: int) -> Iterator[Rotary]:
                 yield Rotary(dims, base, interleaved)
 
 
+def rotation_of(got: torch.Tensor, heads: torch.Tensor) -> Rotary | None:
+    """The member of the family that turns ``heads`` (…, T, hs, the projection split into heads) into ``got``: queries
+    or keys marked after their rotation (``q = rope(q)``); None where no member does."""
+    if got.shape != heads.shape or got.dim() < 2 or got.shape[-2] < 2:
+        return None
+    return next((rotary for rotary in _family(got.shape[-1]) if close(got, rotary.apply(heads), "")[0]), None)
+
+
 def _context(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool) -> torch.Tensor:
     scores = q @ k.transpose(-2, -1) * scale
     if causal:

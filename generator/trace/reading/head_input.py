@@ -5,7 +5,9 @@ passed). The first module the line called was given that tensor; the claims of t
 token is row 0, the class token, of the final sequence) are checked on it, where what they read is captured: where the
 first call was given the tensor that stood in, or a LayerNorm whose output it is (a head of a LayerNorm and a Linear).
 A claim that fails with evidence (the wrong token pooled) fails the step, with it; one that passes or cannot tell
-changes nothing. Correct code gives the head what the catalogue's tensor is, so this never fires there."""
+changes nothing. Correct code gives the head what the catalogue's tensor is, or what a correct architecture gives it in
+its place (a parallel block's MLP LayerNorm reads the block input: its check's ``CORRECT_INPUTS``), so this never fires
+there."""
 
 from __future__ import annotations
 
@@ -44,6 +46,18 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and close(a.double(), b.double(), "")[0]
 
 
+def _a_correct_input(page: SnapshotReading, given: torch.Tensor, source: TensorDict) -> bool:
+    """Whether ``given`` is what a correct architecture gives the step in place of the catalogue's tensor, as one of
+    the page's checks declares (``CORRECT_INPUTS``: a parallel block's MLP LayerNorm reads the block input, there being
+    no first residual sum): then the claims of the snapshot it stands for do not apply to it."""
+    for check in getattr(page.snap, "checks", ()):
+        for field in getattr(check, "CORRECT_INPUTS", ()):
+            ref = getattr(check, field, None)
+            if isinstance(ref, Ref) and source.has(ref) and _same(given, source.t(ref)):
+                return True
+    return False
+
+
 def _owner(readings: list[SnapshotReading], name: str, source: TensorDict) -> SnapshotReading | None:
     """The uncaptured snapshot whose tensor is the record ``name``."""
     for reading in readings:
@@ -69,6 +83,8 @@ def head_input_checked(readings: list[SnapshotReading], results: dict[int, list[
         if owner is None or first is None or result.status != PASSED:
             continue
         module, given = first
+        if _a_correct_input(page, given, source):
+            continue
         with_given = source.with_tensors({**source.tensors, name: given.detach().double()})
         for check in getattr(owner.snap, "checks", ()):
             if "out" not in check.parameters():

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 
-from transformer_trace.checks.base import (GELU_MINIMUM, THIS, BoundT, CallBinder, Check, TraceUse, UnfittableWeights,
-                                          added, close, linear, tolerance)
+from transformer_trace.checks.base import (GELU_MINIMUM, THIS, BoundT, CallBinder, Check, CheckResult, TraceUse,
+                                          UnfittableWeights, added, close, linear, tolerance)
 from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.residual_forms import scaled_residual, stream_left_out
@@ -290,8 +291,8 @@ def _another_row(check: Any, s: TensorSource) -> Fit | None:
     if source.dim() < 2 or source[:, 0].shape != out.shape:
         return None
     for row in range(source.shape[1]):
-        if row != check.row and close(out, source[:, row], "")[0]:
-            _, detail = close(out, source[:, row], f"vs row {row}")
+        if row != check.row and close(out, check.pooled(s, source[:, row]), "")[0]:
+            _, detail = close(out, check.pooled(s, source[:, row]), f"vs row {row}")
             return Fit(True, f"the wrong token was pooled: your {s.name(check.out)} is row {row} of "
                              f"{s.name(check.source)}, not row {check.row} ({detail})")
     return Fit(False, f"no other row of the {source.shape[1]} fits")
@@ -307,22 +308,48 @@ class RowEquals(Check):
     TRACE = TraceUse(reads_locals=True, also_calls=frozenset({ModuleKind.LAYER_NORM}))
     BUG_FORMS = (BugForm("the wrong token pooled", "the output vs every other row of the sequence", _another_row),)
 
+    OPTIONAL = (("class_token",),)
+
     out: Ref = THIS
     source: Ref
     row: int
     claim: str
+    # a trace's: the class token as captured (its S05), the evidence that row 0 is no patch, so that mean pooling may
+    # leave it out (``x[:, 1:].mean(1)``); and the LayerNorm the marked line applied to the pooled vector
+    # (``fc_norm(x.mean(1))``: generator/trace/reading/rows.py pooled_norm)
+    class_token: Ref | None = None
+    norm: ModuleRef | None = None
 
     def bound_by(self, calls: CallBinder[BoundT]) -> BoundT | None:
         """Bound to the one sequence the traced line read (or the norm it applied to it), where none is shown."""
         return calls.row(self)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        source = s.t(self.source)
-        passed, detail = close(s.t(self.out), source[:, self.row], self.claim)
-        if not passed and close(s.t(self.out), source.mean(1), "")[0]:  # mean pooling: a model without a class token
-            return ("is the mean of the final sequence's rows (mean pooling, no class token)", True,
-                    close(s.t(self.out), source.mean(1), "the mean over the positions")[1])
+        source, out = s.t(self.source), s.t(self.out)
+        passed, detail = close(out, self.pooled(s, source[:, self.row]), self.claim)
+        for mean, claim, words in () if passed else self._means(s, source):
+            if close(out, mean, "")[0]:
+                return claim, True, close(out, mean, words)[1]
         return self.claim, passed, detail
+
+    def pooled(self, s: TensorSource, vector: torch.Tensor) -> torch.Tensor:
+        """``vector`` (B, D) through the LayerNorm the line applied to the pooled vector, where it applied one."""
+        if self.norm is None:
+            return vector
+        module: Any = s.module(self.norm)  # a LayerNorm rebuilt from the line's call (rebuilt.py)
+        return F.layer_norm(vector, module.normalized_shape, module.weight.to(vector.dtype),
+                            module.bias.to(vector.dtype), module.eps)
+
+    def _means(self, s: TensorSource, source: torch.Tensor) -> Iterator[tuple[torch.Tensor, str, str]]:
+        """Mean pooling's forms: every row averaged (a model without a class token), and, where the class token was
+        captured, the rows after it (the class token left out), each through the line's LayerNorm where it has one."""
+        normed = ", then the LayerNorm the line applied to the mean" if self.norm is not None else ""
+        yield (self.pooled(s, source.mean(1)), f"is the mean of the final sequence's rows (mean pooling, no class "
+               f"token){normed}", "the mean over the positions")
+        if self.class_token is not None and source.shape[1] > 1:
+            yield (self.pooled(s, source[:, 1:].mean(1)), f"is the mean of the final sequence's rows after row 0 "
+                   f"(mean pooling that leaves the class token, {s.name(self.class_token)}, out){normed}",
+                   "the mean over the positions after row 0")
 
 
 def _table_twice(check: Any, s: TensorSource) -> Fit | None:
@@ -391,6 +418,14 @@ class PlusParameter(Check):
                 param = param[..., -patches.shape[-2]:, :]
             return s.t(self.out)[:, 1:], patches, param
         return s.t(self.out), s.t(self.x), self.added(s)
+
+    def run(self, s: TensorSource) -> CheckResult:
+        """Where the tokens are not captured and the step holds as many rows as the patches (no class token, or one
+        joining later), the positions were added to the patch embeddings themselves: read with those."""
+        if (self.patches is not None and not s.has(self.x) and s.has(self.patches) and s.has(self.out)
+                and s.t(self.out).shape == s.t(self.patches).shape):
+            return replace(self, x=self.patches, patches=None).run(s)
+        return super().run(s)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         after = self.joined_after(s)

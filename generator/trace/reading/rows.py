@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -80,6 +81,18 @@ def normalised_capture(calls: Sequence[ModuleCall], sequence: torch.Tensor, name
     how = (f"as `{norm[0].module}` applied to every row of {name}, the sequence captured before the norm the line "
            f"applied to the row it picked (a LayerNorm acts on each token alone)")
     return PooledFrom(normed, f"{norm[0].module}({name})", how)
+
+
+def pooled_norm(calls: Sequence[ModuleCall], sequence: torch.Tensor) -> SimpleNamespace | None:
+    """The one LayerNorm the line applied to a mean of ``sequence``'s rows (``fc_norm(x.mean(1))``, every row or those
+    after row 0), rebuilt from its call; None where it applied none or several. A LayerNorm of the mean is not the mean
+    of the normalised rows, so the pooled step is read as that norm of the pooled vector (RowEquals ``norm``)."""
+    means = [sequence.mean(1), sequence[:, 1:].mean(1)] if sequence.dim() == 3 and sequence.shape[1] > 1 else []
+    found = [call for call in calls if call.kind in (ModuleKind.LAYER_NORM, ModuleKind.USER) and call.inputs
+             and call.inputs[0] is not None and call.inputs[0].dim() == 2
+             and any(call.inputs[0].shape == mean.shape
+                     and torch.allclose(call.inputs[0].double(), mean.double(), atol=1e-5) for mean in means)]
+    return rebuild(found[0], ModuleKind.LAYER_NORM) if len(found) == 1 else None
 
 
 def _standardised(sequence: torch.Tensor) -> bool:

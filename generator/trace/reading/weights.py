@@ -25,7 +25,7 @@ from transformer_trace.checks import Check, HeadsRejoin, RowEquals, SumOf, close
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.trace.reading.rebuilt import embedding_table, looks_like, rebuild
-from transformer_trace.trace.reading.rows import normalised_capture, pooled_from
+from transformer_trace.trace.reading.rows import normalised_capture, pooled_from, pooled_norm
 from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
@@ -349,11 +349,24 @@ def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDi
     row of a captured sequence the line normalised: against that sequence through the same norm."""
     pooled = (normalised_capture(calls, source.cpu(check.source), source.name(check.source))
               if source.has(check.source) else pooled_from(calls, main, source.tensors))
+    # mean pooling may leave out a class token the run captured; a LayerNorm of the pooled mean is read with it
+    check = dataclasses.replace(check, class_token=CLASS_TOKEN if source.has(CLASS_TOKEN) else None)
+    sequence = pooled.sequence if pooled is not None else source.cpu(check.source) if source.has(check.source) else None
+    norm = pooled_norm(calls, sequence) if sequence is not None else None
+    if norm is not None:
+        check = dataclasses.replace(check, norm=ModuleRef(POOLED_NORM))
     if pooled is None:
-        return None
+        if norm is None and check.class_token is None:
+            return None
+        said = f"the mean pooled through `{norm.called}`, the LayerNorm the line called" if norm is not None else ""
+        return Bound(check, Given(source, source.tensors, {POOLED_NORM: norm} if norm is not None else {}), None, said)
     name = pooled.name if pooled.name not in source.tensors else f"{source.name(check.source)}@{pooled.name}"
-    given = Given(source, {**source.tensors, name: pooled.sequence})
+    given = Given(source, {**source.tensors, name: pooled.sequence}, {POOLED_NORM: norm} if norm is not None else {})
     return Bound(dataclasses.replace(check, source=Ref(name)), given, None, f"{source.name(check.source)} {pooled.how}")
+
+
+CLASS_TOKEN = Ref("cls_token")  # the ViT catalogues' class token record (S05): where the run captured it, row 0 is it
+POOLED_NORM = "@pooled norm"  # the LayerNorm a marked line applied to a pooled mean (rows.py pooled_norm)
 
 
 def _holds_exactly(output: torch.Tensor | None, heads: torch.Tensor) -> bool:

@@ -38,9 +38,10 @@ from transformer_trace.checks.normalisation import (
     ResidualSumOrPostNorm, ResidualThenNorm, fitted_layer_norm, _layer_norm,
 )
 from transformer_trace.checks.values import (
-    EmbeddingLookup, EqualsParameter, LinearOf, PlusParameter, Probabilities, ResidualBlock, RowEquals,
-    SameTensor, SumOf, TokensConcat, whole_ids,
+    EmbeddingLookup, EqualsParameter, LinearOf, PlusParameter, Probabilities, ResidualBlock, SameTensor, SumOf,
+    TokensConcat, whole_ids,
 )
+from transformer_trace.checks.pooled_row import RowEquals
 from transformer_trace.checks.activation import GeluOfLinear
 from transformer_trace.checks.post_norm import ResidualOrPostNorm, ResidualSumEitherNorm
 from transformer_trace.checks.head_merge import ProjectionOfHeads

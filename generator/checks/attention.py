@@ -16,27 +16,13 @@ from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_drop
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.grouped import (as_query_heads, fitted_heads, grouped_apart, grouped_rejoin, joined_notes,
                                              kv_heads)
-from transformer_trace.checks.head_merge import context_merged_in_place
+from transformer_trace.checks.head_merge import context_merged_in_place, split_in_place
 from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_fit, sees_nothing
 from transformer_trace.checks.position_bias import bias_claim, relative_bias, shared_bias_fit
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
 from transformer_trace.checks.rotary import attention_operand, rotation_of
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
-
-
-def _split_in_place(check: Any, s: TensorSource) -> Fit | None:
-    """Each per-head tensor the full projection (B, L, C) reshaped straight to (B, h, L, hs), no transpose."""
-    worst = []
-    for h_ref, f_ref in zip(check.heads, check.full):
-        h = s.t(h_ref)
-        fits, detail = close(h, s.t(f_ref).reshape(h.shape), f"{s.name(h_ref)} vs {s.name(f_ref)} reshaped to "
-                             "(B, h, L, hs) without the transpose")
-        if fits:
-            return Fit(True, f"the heads were split without moving the heads axis: your {s.name(h_ref)} is "
-                             f"{s.name(f_ref)} reshaped straight to (B, h, L, hs) ({detail})")
-        worst.append(detail)
-    return Fit(False, "; ".join(worst)) if worst else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,7 +34,7 @@ class HeadsRejoin(Check):
     # (trace/reading/weights.py)
     TRACE = TraceUse(reads_locals=True, also_calls=frozenset({ModuleKind.LINEAR}))
     BUG_FORMS = (BugForm("heads split without moving the axis", "each per-head tensor vs its projection reshaped "
-                         "without the transpose", _split_in_place),
+                         "without the transpose", split_in_place),
                  BugForm("key and value heads grouped differently", "the key and value heads vs their projections "
                          "repeated to the query heads, each in the order that fits", grouped_apart))
 

@@ -24,7 +24,8 @@ from transformer_trace.trace.child.protocol import ModuleKind
 
 if typing.TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.checks.attention import HeadsRejoin
-    from transformer_trace.checks.values import RowEquals, SumOf
+    from transformer_trace.checks.pooled_row import RowEquals
+    from transformer_trace.checks.values import SumOf
 
 
 TOLERANCE = 1e-4  # relative to the values' scale, for float32 tensors (our models') and wider

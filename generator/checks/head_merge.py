@@ -32,6 +32,21 @@ def unmoved_merges(heads: torch.Tensor) -> dict[str, torch.Tensor]:
             "(T, B, C), the sequence-first stream's layout": heads.reshape(T, B, H * hs).transpose(0, 1)}
 
 
+def split_in_place(check: Any, s: TensorSource) -> Fit | None:
+    """The head split's bug form (checks/attention.py HeadsRejoin): each per-head tensor the full projection
+    (B, L, C) reshaped straight to (B, h, L, hs), no transpose."""
+    worst = []
+    for h_ref, f_ref in zip(check.heads, check.full):
+        h = s.t(h_ref)
+        fits, detail = close(h, s.t(f_ref).reshape(h.shape), f"{s.name(h_ref)} vs {s.name(f_ref)} reshaped to "
+                             "(B, h, L, hs) without the transpose")
+        if fits:
+            return Fit(True, f"the heads were split without moving the heads axis: your {s.name(h_ref)} is "
+                             f"{s.name(f_ref)} reshaped straight to (B, h, L, hs) ({detail})")
+        worst.append(detail)
+    return Fit(False, "; ".join(worst)) if worst else None
+
+
 def context_merged_in_place(check: Any, s: TensorSource) -> Fit | None:
     """The attention's context, (weights·V) of shape (B, h, T, hs), reshaped straight to the stream's layout, the
     heads axis not moved back first (a bug form of checks/attention.py's context check)."""

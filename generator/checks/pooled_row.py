@@ -1,0 +1,83 @@
+"""A pooled row: the step a classifier head reads, one row of the final sequence (the class token), or a mean of its
+rows (mean pooling, with or without the class token), each possibly through a LayerNorm the marked line applied to
+it; another row fitting better is the bug form "the wrong token pooled"."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from transformer_trace.checks.base import THIS, BoundT, CallBinder, Check, TraceUse, close
+from transformer_trace.checks.evidence import BugForm, Fit
+from transformer_trace.sources import ModuleRef, Ref, TensorSource
+from transformer_trace.trace.child.protocol import ModuleKind
+
+
+def _another_row(check: Any, s: TensorSource) -> Fit | None:
+    out, source = s.t(check.out), s.t(check.source)
+    if source.dim() < 2 or source[:, 0].shape != out.shape:
+        return None
+    for row in range(source.shape[1]):
+        if row != check.row and close(out, check.pooled(s, source[:, row]), "")[0]:
+            _, detail = close(out, check.pooled(s, source[:, row]), f"vs row {row}")
+            return Fit(True, f"the wrong token was pooled: your {s.name(check.out)} is row {row} of "
+                             f"{s.name(check.source)}, not row {check.row} ({detail})")
+    return Fit(False, f"no other row of the {source.shape[1]} fits")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowEquals(Check):
+    """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
+    CLAIM = "is one row of the sequence"
+
+    # the sequence the line reads, where no snapshot shows it, or the norm the line applied to it first:
+    # `self.norm(x)[:, 0]` (generator/trace/reading/weights.py)
+    TRACE = TraceUse(reads_locals=True, also_calls=frozenset({ModuleKind.LAYER_NORM}))
+    BUG_FORMS = (BugForm("the wrong token pooled", "the output vs every other row of the sequence", _another_row),)
+
+    OPTIONAL = (("class_token",),)
+
+    out: Ref = THIS
+    source: Ref
+    row: int
+    claim: str
+    # a trace's: the class token as captured (its S05), the evidence that row 0 is no patch, so that mean pooling may
+    # leave it out (``x[:, 1:].mean(1)``); and the LayerNorm the marked line applied to the pooled vector
+    # (``fc_norm(x.mean(1))``: generator/trace/reading/rows.py pooled_norm)
+    class_token: Ref | None = None
+    norm: ModuleRef | None = None
+
+    def bound_by(self, calls: CallBinder[BoundT]) -> BoundT | None:
+        """Bound to the one sequence the traced line read (or the norm it applied to it), where none is shown."""
+        return calls.row(self)
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        source, out = s.t(self.source), s.t(self.out)
+        passed, detail = close(out, self.pooled(s, source[:, self.row]), self.claim)
+        for mean, claim, words in () if passed else self._means(s, source):
+            if close(out, mean, "")[0]:
+                return claim, True, close(out, mean, words)[1]
+        return self.claim, passed, detail
+
+    def pooled(self, s: TensorSource, vector: torch.Tensor) -> torch.Tensor:
+        """``vector`` (B, D) through the LayerNorm the line applied to the pooled vector, where it applied one."""
+        if self.norm is None:
+            return vector
+        module: Any = s.module(self.norm)  # a LayerNorm rebuilt from the line's call (rebuilt.py)
+        return F.layer_norm(vector, module.normalized_shape, module.weight.to(vector.dtype),
+                            module.bias.to(vector.dtype), module.eps)
+
+    def _means(self, s: TensorSource, source: torch.Tensor) -> Iterator[tuple[torch.Tensor, str, str]]:
+        """Mean pooling's forms: every row averaged (a model without a class token), and, where the class token was
+        captured, the rows after it (the class token left out), each through the line's LayerNorm where it has one."""
+        normed = ", then the LayerNorm the line applied to the mean" if self.norm is not None else ""
+        yield (self.pooled(s, source.mean(1)), f"is the mean of the final sequence's rows (mean pooling, no class "
+               f"token){normed}", "the mean over the positions")
+        if self.class_token is not None and source.shape[1] > 1:
+            yield (self.pooled(s, source[:, 1:].mean(1)), f"is the mean of the final sequence's rows after row 0 "
+                   f"(mean pooling that leaves the class token, {s.name(self.class_token)}, out){normed}",
+                   "the mean over the positions after row 0")

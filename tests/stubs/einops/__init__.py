@@ -1,7 +1,8 @@
 """A minimal stand-in for einops (ours, not upstream; the project's environment has no einops): `rearrange`, `repeat`
 and `reduce` for patterns of plain axes, parenthesised groups, `()` (an axis of size 1) and `...` (the axes a pattern
-does not name). Enough for the upstream code the fresh rounds and the corpus trace (tests/stubs/README.md); the real
-package (pip install einops) gives the same results on these patterns."""
+does not name), and `einsum(*tensors, pattern)` with axis names of several letters.
+Enough for the upstream code the fresh rounds and the corpus trace (tests/stubs/README.md); the real package
+(pip install einops) gives the same results on these patterns."""
 import re
 
 import torch
@@ -78,3 +79,17 @@ def reduce(tensor, pattern, reduction, **sizes):
     rest = [a for a in axes if a in kept]
     moved = reduced.permute([rest.index(a) for group in right for a in group])
     return _compose(moved, right, known)
+
+
+def einsum(*tensors_and_pattern):
+    """einops' einsum: the tensors, then a pattern whose axis names may have several letters; each name becomes one
+    letter of a torch.einsum equation."""
+    *tensors, pattern = tensors_and_pattern
+    letters = {}
+
+    def side(text):
+        return "".join(token if token == "..." else letters.setdefault(token, chr(ord("a") + len(letters)))
+                       for token in re.findall(r"\.\.\.|\w+", text))
+
+    inputs, output = pattern.split("->")
+    return torch.einsum(",".join(side(part) for part in inputs.split(",")) + "->" + side(output), *tensors)

@@ -18,9 +18,11 @@ from transformer_trace.checks.grouped import (as_query_heads, fitted_heads, grou
                                              kv_heads)
 from transformer_trace.checks.head_merge import context_merged_in_place, split_in_place
 from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_fit, sees_nothing
-from transformer_trace.checks.position_bias import bias_claim, relative_bias, shared_bias_fit
+from transformer_trace.checks.position_bias import (T5_CLAIM, bias_claim, bias_inside_softmax, relative_bias,
+                                                    t5_form)
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
 from transformer_trace.checks.rotary import attention_operand, rotation_of
+from transformer_trace.checks.scale_forms import scores_another_scale, scores_unscaled
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
 
@@ -69,33 +71,6 @@ class HeadsRejoin(Check):
         return "heads re-join to the full projections", passed, joined
 
 
-def _unscaled(check: ScaledScores, s: TensorSource) -> Fit:
-    scores, product, hs = check.product(s)
-    fits, detail = close(scores, product, "vs Q·Kᵀ unscaled")
-    biased = "" if fits else " plus a relative position bias"
-    if not fits:  # T5's bias added to the unscaled product: still no 1/√hs
-        fits, detail = relative_bias(scores, product)
-    return Fit(fits, f"your scores equal Q·Kᵀ{biased} without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) scaling "
-               f"({detail})" if fits else detail)
-
-
-def _another_scale(check: ScaledScores, s: TensorSource) -> Fit | None:
-    """The scores Q·Kᵀ times one constant that is not 1/√hs (1/√C, 1/hs): the constant fitted over the finite
-    entries."""
-    scores, product, hs = check.product(s)
-    finite = torch.isfinite(scores)
-    x, y = product[finite], scores[finite]
-    if x.numel() == 0 or float((x * x).sum()) == 0.0:
-        return None
-    c = float((x * y).sum() / (x * x).sum())
-    if abs(c * math.sqrt(hs) - 1) < 1e-3 or abs(c - 1) < 1e-3 or c <= 0:
-        return None  # the right scale, or none (the form above)
-    fits, detail = close(y, c * x, f"vs Q·Kᵀ × {c:.4g}, the factor fitted")
-    as_root = f" = 1/√{1 / c ** 2:.4g}"
-    return Fit(fits, f"your scores equal Q·Kᵀ × {c:.4g}{as_root} where the scaling is 1/√{hs} (= "
-               f"{1 / math.sqrt(hs):.4f}) ({detail})" if fits else detail)
-
-
 @dataclass(frozen=True, kw_only=True)
 class ScaledScores(Check):
     """Tensors only: ``out`` = Q·Kᵀ/√hs per head, from the queries ``q`` and keys ``k``, per head (B, h, L, hs) or whole
@@ -108,14 +83,18 @@ class ScaledScores(Check):
 
     DERIVES = "out"
     OPTIONAL = (("probs",),)
-    BUG_FORMS = (BugForm("1/√d missing", "the scores vs Q·Kᵀ unscaled", _unscaled),
-                 BugForm("another scaling than 1/√hs", "the scores vs Q·Kᵀ times a fitted constant", _another_scale))
+    BUG_FORMS = (BugForm("1/√d missing", "the scores vs Q·Kᵀ unscaled", scores_unscaled),
+                 BugForm("another scaling than 1/√hs", "the scores vs Q·Kᵀ times a fitted constant",
+                         scores_another_scale))
 
     out: Ref = THIS
     q: Ref
     k: Ref
     probs: Ref | None = None
     probs_label: str = "the probabilities"
+    # another attention of the model (its scores, q, k and probabilities), whose reading as T5's makes unscaled scores
+    # with no bias of their own T5's too (its cross-attention)
+    sibling: ScaledScores | None = None
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         q, k = attention_operand(s, self.q), attention_operand(s, self.k)
@@ -128,6 +107,8 @@ class ScaledScores(Check):
         passed, detail = close(scores, product / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head{grouped}")
         if not passed and (biased := relative_bias(scores, product / math.sqrt(hs)))[0]:
             return bias_claim(f" / √{hs}"), True, f"{detail}; with the bias fitted: {biased[1]}"
+        if not passed and (t5 := self.t5(s)) is not None:
+            return T5_CLAIM, True, f"{detail}; {t5}"
         if not passed:
             unscaled, plain = close(scores, product, "recomputed Q·Kᵀ per head (unscaled)")
             later = self._scaled_later(s, scores, hs) if unscaled else None
@@ -140,6 +121,17 @@ class ScaledScores(Check):
             if unscaled and self.probs is not None:
                 detail += f"; {self.probs_label} is not its softmax with the scaling either"
         return "equals Q·Kᵀ / √hs", passed, detail
+
+    def t5(self, s: TensorSource) -> str | None:
+        """How the scores read as T5's attention (``t5_form``), or as Q·Kᵀ unscaled beside a ``sibling`` attention
+        that reads so (T5's cross-attention has no 1/√hs and no position bias); None where neither."""
+        scores, product, _, _ = self.read(s)
+        own = t5_form(scores, product, s.t(self.probs) if self.probs is not None and s.has(self.probs) else None)
+        sibling = self.sibling
+        if own is not None or sibling is None or not all(s.has(r) for r in (sibling.out, sibling.q, sibling.k)):
+            return own
+        other = sibling.t5(s) if close(scores, product, "")[0] else None
+        return f"Q·Kᵀ unscaled as {s.name(sibling.out)} is, which reads as T5's ({other})" if other else None
 
     def product(self, s: TensorSource) -> tuple[torch.Tensor, torch.Tensor, int]:
         """(the scores, Q·Kᵀ per head, hs), for the bug forms."""
@@ -315,8 +307,9 @@ class SoftmaxRows(Check):
             same, more = close(weights, *padded)
         if not same:
             same, more = self._scaled_inside(s, weights, logits, (same, more))
-        if not same and self.mask is None and not self.causal and (biased := shared_bias_fit(weights, logits)):
-            same, more = biased  # a relative-position bias (ALiBi) added inside the softmax, shared by every input
+        if not same and (biased := bias_inside_softmax(weights, logits, s.t(self.scores),
+                                                       self.mask is None and not self.causal)):
+            same, more = biased  # a relative-position bias (ALiBi's, T5's) added inside the softmax
         claim = "rows are probability distributions over the keys"
         if not same and (dropped := through_dropout(weights, expected, f"vs the {what}")) is not None:
             # training mode: the rows of the softmax through a dropout do not sum to 1, by design

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from transformer_trace.checks.base import Check, THIS, close, settings, weight_and_bias
 from transformer_trace.checks.evidence import BugForm, Fit
+from transformer_trace.checks.grouped import fitted_heads, kv_heads
 from transformer_trace.checks.rotary import rotation_of
 from transformer_trace.checks.values import SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
@@ -339,7 +340,7 @@ class HeadsOfRead(Check):
     def _split_of_read(self, s: TensorSource) -> tuple[str, bool, str]:
         got = s.t(self.out)
         B, H, N, hs = got.shape
-        read = [s.t(ref) for ref in self.parts]
+        read, group = [s.t(ref) for ref in self.parts], ""
         if len(read) == 3 and all(r.numel() == got.numel() for r in read):
             whole = read[self.part]
         elif len(read) == 1 and read[0].numel() == 3 * got.numel() and read[0].shape[0] == 3:
@@ -350,11 +351,14 @@ class HeadsOfRead(Check):
             whole = read[0][..., self.part * hs:(self.part + 1) * hs]  # q, k and v side by side per head (GPT-NeoX)
         elif len(read) == 1 and read[0].numel() == got.numel():
             whole = read[0]
+        elif len(read) == 1 and read[0].dim() == 4 and read[0].shape[2] == N and kv_heads(read[0], H, hs) is not None:
+            whole, group = fitted_heads(read[0], H, hs, lambda heads: heads, got)  # grouped-query: the keys or values
+            # the line read before their repeat to the query heads, repeated in the order that fits
         else:
             raise NotCheckable(s.name(self.parts[0]), f"the shapes the line read, {[tuple(r.shape) for r in read]}, "
                                f"are not a projection of {B}×{N} positions")
         if whole.shape == got.shape:
-            expected, how = whole, "as read"
+            expected, how = whole, "as read" + (f", {group}" if group else "")
         elif whole.shape == (B, N, H * hs):
             expected, how = whole.reshape(B, N, H, hs).transpose(1, 2), f"(B, N, C) split into {H} heads of {hs}"
         elif whole.shape == (B, N, H, hs):

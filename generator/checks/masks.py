@@ -69,6 +69,20 @@ def causal_reading(allowed: torch.Tensor) -> tuple[int, int, torch.Tensor, torch
     return int(allowed[..., above].sum()), int((~allowed & ~above & ~padding).sum()), keys, queries
 
 
+def sliding_window(allowed: torch.Tensor) -> int | None:
+    """The window w of a sliding-window causal mask (Mistral's, Longformer's local attention): its allowed entries are
+    exactly the keys from w before the query to the query itself, for every item and head, w shorter than the queries
+    (else it is the plain causal mask); None where the mask is no such band."""
+    queries, keys = allowed.shape[-2:]
+    distance = torch.arange(queries)[:, None] - torch.arange(keys)[None, :]  # i − j: how far back the key is
+    seen = distance.expand_as(allowed)[allowed]
+    if seen.numel() == 0 or int(seen.min()) != 0:
+        return None
+    window = int(seen.max())
+    band = (distance >= 0) & (distance <= window)
+    return window if window < queries - 1 and bool((allowed == band).all()) else None
+
+
 def padding_said(keys: torch.Tensor, queries: torch.Tensor) -> str:
     """The padding a causal mask combines with the rule, per batch item; "" where it has none."""
     if not bool(keys.any() or queries.any()):
@@ -132,9 +146,14 @@ class CausalMask(Check):
         allowed, kind = mask_allows(mask)
         above = torch.triu(torch.ones(mask.shape[-2], mask.shape[-1], dtype=torch.bool), diagonal=1)
         seen, hidden, keys, queries = causal_reading(allowed)  # padded keys and queries, whole: not causality
-        passed = seen == 0 and hidden == 0
+        window = sliding_window(allowed) if seen == 0 and hidden else None
+        passed = seen == 0 and (hidden == 0 or window is not None)
         detail = (f"{kind} mask; {int(above.sum())} future entries blocked, {int((~above).sum())} on and below the "
                   f"diagonal allowed: {passed}") + padding_said(keys, queries)
+        if window is not None:  # a sliding window: each query sees itself and the ``window`` keys before it
+            return (f"allows each position itself and the {window} positions before it (a sliding-window causal "
+                    "mask), never a later one"), passed, (f"{detail}; the {hidden} entries further back than {window} "
+                                                          "positions blocked: a sliding window, its width fitted")
         if not kind.startswith("boolean"):
             exact = bool((mask[allowed.expand_as(mask)] == 0).all()) if allowed.shape == mask.shape else True
             detail += f"; the allowed entries are exactly 0: {exact}"

@@ -8,7 +8,13 @@ a family of correct forms with fitted values, at either step where it shows:
   over the keys (ALiBi's key-only causal form, (j − T + 1)·slope, constant down each column, equals −(i − j)·slope
   there): it is accepted where the softmax-normalised scores agree, the per-head slopes said where the steps are even.
 - the probabilities step (``shared_bias_fit``): the model adds the bias inside the softmax call (no positions added
-  to its tokens), so the weights are the softmax of the captured scores plus one bias every input shares."""
+  to its tokens), so the weights are the softmax of the captured scores plus one bias every input shares; or, with
+  a mask, the softmax of the scores plus one value per head and key − query offset (``relative_bias_fit``).
+
+Q·Kᵀ unscaled plus a relative bias, at either step, is T5's attention (``t5_form``): T5 leaves out the 1/√hs by
+design (it folds it into the queries' initialisation), so it is a correct form known, not 1/√d missing; Q·Kᵀ
+unscaled with no bias stays 1/√d missing, unless another attention of the model reads as T5's (T5's cross-attention
+has no bias)."""
 
 from __future__ import annotations
 
@@ -97,3 +103,88 @@ def shared_bias_fit(weights: torch.Tensor, logits: torch.Tensor) -> tuple[bool, 
         return None
     return True, (f"the weights are the softmax of the scores plus a bias the same for every input, a "
                   f"relative-position bias such as ALiBi's added inside the softmax ({detail})")
+
+
+T5_CLAIM = ("equals Q·Kᵀ unscaled, a relative position bias added before the softmax: T5's attention (no 1/√hs, which "
+            "T5 folds into the queries' initialisation)")
+
+
+def relative_bias_fit(weights: torch.Tensor, logits: torch.Tensor) -> tuple[bool, str, torch.Tensor] | None:
+    """Whether ``weights`` (B, h, Lq, Lk) are the softmax over the keys of ``logits`` plus a relative position bias
+    added on the softmax's line (T5's learned bias, added after the scores step): one value per head and key − query
+    offset, the same for every batch item, fitted by least squares on log(weights) − logits, the entries given no
+    weight masked (and rows uniform over every key, a padded query that sees none, left as they are). None where the
+    shapes do not fit, no entry has weight, or the plain softmax fits already (no position bias); else (fits, detail,
+    the bias fitted, (1, h, Lq, Lk))."""
+    if weights.dim() != 4 or weights.shape != logits.shape or min(weights.shape[-2:]) < 2:
+        return None
+    blind = (weights - 1.0 / weights.shape[-1]).abs().amax(-1, keepdim=True) <= 1e-6  # a padded query: uniform
+    live = (weights > 0) & torch.isfinite(logits) & ~blind
+    if not bool(live.any()):
+        return None
+    batch, heads, queries, keys = weights.shape
+    offsets = (torch.arange(keys)[None, :] - torch.arange(queries)[:, None] + queries - 1).expand(batch, -1, -1)
+    rows = (torch.arange(batch)[:, None, None] * queries + torch.arange(queries)[None, :, None]).expand(-1, -1, keys)
+    gap = weights.double().clamp_min(1e-300).log() - logits.double()  # the bias less each row's log-sum-exp
+    n = queries + keys - 1
+    bias = torch.zeros(heads, n, dtype=torch.float64)
+    for head in range(heads):
+        used = live[:, head]
+        design = torch.zeros(int(used.sum()), n + batch * queries, dtype=torch.float64)
+        index = torch.arange(design.shape[0])
+        design[index, offsets[used]], design[index, n + rows[used]] = 1.0, -1.0  # f(j − i) − lse(row)
+        solution = torch.linalg.lstsq(design, gap[:, head][used].unsqueeze(-1), driver="gelsd").solution[:n, 0]
+        bias[head] = solution - solution.mean()
+    table = bias[:, offsets[0]].unsqueeze(0)  # (1, h, Lq, Lk)
+    def softmax_of(x: torch.Tensor) -> torch.Tensor:
+        rebuilt = torch.softmax(x.masked_fill(~live, float("-inf")), dim=-1).nan_to_num(0.0)
+        return torch.where(blind, weights.double(), rebuilt).to(weights.dtype)
+    if close(weights, softmax_of(logits.double()), "")[0]:
+        return None  # the plain softmax fits: no position bias (what was fitted is rounding)
+    rebuilt = softmax_of(logits.double() + table)
+    fits, detail = close(weights, rebuilt, "the probabilities vs the softmax over the keys of the scores plus one "
+                         "value per head and key − query offset (fitted, the same for every batch item), the entries "
+                         "they give no weight masked")
+    return fits, detail, table.to(weights.dtype)
+
+
+def t5_form(scores: torch.Tensor, product: torch.Tensor, probs: torch.Tensor | None) -> str | None:
+    """How ``scores`` read as T5's attention, Q·Kᵀ (``product``) with no 1/√hs and a relative position bias: added on
+    the scores' line (the scores are the product plus the bias), or on the softmax's (the scores are the product and
+    the probabilities ``probs`` the softmax of them plus the bias); None where neither fits."""
+    fits, detail = relative_bias(scores, product)
+    if fits:
+        return None if linear_in_offset((scores - product)[:1]) else f"the bias on the scores' line: {detail}"
+    finite = torch.isfinite(scores)
+    if probs is None or scores.shape != product.shape or not close(scores[finite], product[finite], "")[0]:
+        return None
+    fitted = relative_bias_fit(probs, scores)
+    if fitted is None or not fitted[0] or linear_in_offset(fitted[2]):
+        return None
+    return f"the bias added at the softmax: {fitted[1]}"
+
+
+def linear_in_offset(bias: torch.Tensor) -> bool:
+    """Whether a relative bias (…, Lq, Lk) is linear in the key's offset from the query on each side of the query
+    (ALiBi's slopes, symmetric or key-only: its second differences along the keys are zero but at the query's own
+    key). ALiBi's models scale their scores by 1/√hs, so an unscaled product beside such a bias is no T5 attention,
+    whose bias is a learned table of buckets."""
+    if bias.shape[-1] < 3:
+        return True  # too few keys to tell a table from a line: not read as T5's
+    second = bias[..., 2:] - 2 * bias[..., 1:-1] + bias[..., :-2]  # centred on keys 1 … Lk − 2
+    away = torch.arange(1, bias.shape[-1] - 1)[None, :] != torch.arange(bias.shape[-2])[:, None]  # off the kink
+    return float(second[..., away].abs().max()) <= 1e-4 * max(1.0, float(bias.abs().max()))
+
+
+def bias_inside_softmax(weights: torch.Tensor, logits: torch.Tensor, scores: torch.Tensor,
+                        unmasked: bool) -> tuple[bool, str] | None:
+    """The probabilities ``weights`` as the softmax of the scores plus a relative position bias added inside the
+    softmax: one bias every input shares (``shared_bias_fit``, where the step has no mask of its own: ``unmasked``,
+    ``logits`` the scores as the softmax read them), else one value per head and key − query offset with the entries
+    given no weight masked (``relative_bias_fit`` of the ``scores`` step); None where neither fits."""
+    if unmasked and (shared := shared_bias_fit(weights, logits)) is not None:
+        return shared
+    fitted = relative_bias_fit(weights, scores)
+    if fitted is None or not fitted[0]:
+        return None
+    return True, f"the weights are the softmax of the scores plus a relative position bias (T5's) ({fitted[1]})"

@@ -4,7 +4,7 @@ Placeholders: {enc} / {dec} are the traced encoder / decoder layer, {enc_prev} /
 them, {dec_last} the last decoder layer (see EncoderDecoderOptions.places).
 """
 
-from transformer_trace.catalogue import Figure, Question, Snapshot, Stage
+from transformer_trace.catalogue import Figure, Question, Snapshot
 from transformer_trace.checks import (CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LinearOf,
                                       ResidualSumOrPostNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf)
 from transformer_trace.figures import AttentionHeads, Mask, Matrix, Positional
@@ -12,6 +12,7 @@ from transformer_trace.places import Place, Role
 from transformer_trace.reports.encoder_decoder.checks import (EmbeddingTableRows, HandedOverOrPositions,
                                                               SinusoidalPositions, TokenIds)
 from transformer_trace.reports.encoder_decoder.figures import Predictions, TokenTable
+from transformer_trace.reports.encoder_decoder.stages import STAGES  # noqa: F401 - the report's stages
 from transformer_trace.sources import InputRef, ModuleRef, ParamRef, Ref
 import transformer_trace.models.encoder_decoder as _model
 from transformer_trace.models.encoder_decoder import (MLP, DecoderLayer, EncoderDecoderTransformer, EncoderLayer,
@@ -28,14 +29,6 @@ enc_mlp = Place("{enc}.mlp", MLP)
 enc_self_attn = Place("{enc}.self_attn", MultiHeadAttention)
 
 DIMS_LEGEND = _model.LEGEND  # declared once, in the model file
-
-STAGES = (
-    Stage("input", "Input & embedding", "From words to IDs to vectors with position information."),
-    Stage("encoder", "Encoder", "One encoder layer, traced operation by operation."),
-    Stage("decoder", "Decoder", "One decoder layer: masked self-attention, cross-attention over the encoder, "
-                                "feed-forward."),
-    Stage("output", "Output", "From the decoder's last states to scores over the target vocabulary."),
-)
 
 QUESTIONS = (
     Question(1, "What do the dimensions represent at the embedding, attention, feed-forward and output stages?"),
@@ -366,7 +359,9 @@ SNAPSHOTS = (
         variable='scores_pre_mask_c',
         stage='decoder',
         tensors=(dec_cross_attn.SCORES,),
-        checks=(ScaledScores(q=dec_cross_attn.Q, k=dec_cross_attn.K, probs=dec_cross_attn.PROBS),),
+        checks=(ScaledScores(q=dec_cross_attn.Q, k=dec_cross_attn.K, probs=dec_cross_attn.PROBS,
+                             sibling=ScaledScores(out=enc_self_attn.SCORES, q=enc_self_attn.Q_HEADS,
+                                                  k=enc_self_attn.K_HEADS, probs=enc_self_attn.PROBS)),),
         questions=(3,),
     ),
     Snapshot(

@@ -18,7 +18,7 @@ from transformer_trace.checks import THIS, Check, TraceUse, close, tolerance
 from transformer_trace.checks.base import weight_and_bias
 from transformer_trace.checks.evidence import Property
 from transformer_trace.checks.masks import (causal_reading, mask_allows, masked_as_written, masked_entries,
-                                           padding_said)
+                                           padding_said, sliding_window)
 from transformer_trace.registry import Registry
 from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.tensors import fmt
@@ -130,8 +130,10 @@ class CausalMaskBool(Check):
         T = allowed.shape[-1]
         expected = _lower_triangle(T).view(1, 1, T, T)
         seen, hidden, keys, queries = causal_reading(allowed)  # per item or head: the triangle, padding besides
-        structure = seen == 0 and hidden == 0
-        padding = padding_said(keys, queries)
+        window = sliding_window(allowed) if seen == 0 and hidden else None  # Mistral's local band, its width fitted
+        structure = seen == 0 and (hidden == 0 or window is not None)
+        padding = padding_said(keys, queries) + (f"; the {hidden} entries further back than {window} positions blocked: "
+                                                 "a sliding-window causal mask" if window is not None else "")
         if self.masked is None or self.scores is None:  # the scores it masks never shown: the mask's pattern alone
             return ("True exactly on and below the diagonal", structure,
                     f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "

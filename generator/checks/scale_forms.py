@@ -1,0 +1,44 @@
+"""The scores' scaling bug forms (``ScaledScores.BUG_FORMS``): Q·Kᵀ without the 1/√hs, and Q·Kᵀ times another
+constant than 1/√hs, fitted. Q·Kᵀ unscaled plus a relative position bias of a learned table is no bug form: it is
+T5's attention, which ``ScaledScores`` passes (``position_bias.t5_form``) before any bug form is tried."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from transformer_trace.checks.base import close
+from transformer_trace.checks.evidence import Fit
+from transformer_trace.checks.position_bias import relative_bias
+from transformer_trace.sources import TensorSource
+
+
+def scores_unscaled(check: Any, s: TensorSource) -> Fit:
+    """The scores Q·Kᵀ with no scale at all (``check``: a ``ScaledScores``), or Q·Kᵀ unscaled plus a bias linear in
+    the key's offset (ALiBi's, whose models scale: T5's learned table, which does not, passed before any bug form)."""
+    scores, product, hs = check.product(s)
+    fits, detail = close(scores, product, "vs Q·Kᵀ unscaled")
+    biased = "" if fits else " plus a relative position bias"
+    if not fits:
+        fits, detail = relative_bias(scores, product)
+    return Fit(fits, f"your scores equal Q·Kᵀ{biased} without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) scaling "
+               f"({detail})" if fits else detail)
+
+
+def scores_another_scale(check: Any, s: TensorSource) -> Fit | None:
+    """The scores Q·Kᵀ times one constant that is not 1/√hs (1/√C, 1/hs): the constant fitted over the finite
+    entries."""
+    scores, product, hs = check.product(s)
+    finite = torch.isfinite(scores)
+    x, y = product[finite], scores[finite]
+    if x.numel() == 0 or float((x * x).sum()) == 0.0:
+        return None
+    c = float((x * y).sum() / (x * x).sum())
+    if abs(c * math.sqrt(hs) - 1) < 1e-3 or abs(c - 1) < 1e-3 or c <= 0:
+        return None  # the right scale, or none (the form above)
+    fits, detail = close(y, c * x, f"vs Q·Kᵀ × {c:.4g}, the factor fitted")
+    as_root = f" = 1/√{1 / c ** 2:.4g}"
+    return Fit(fits, f"your scores equal Q·Kᵀ × {c:.4g}{as_root} where the scaling is 1/√{hs} (= "
+               f"{1 / math.sqrt(hs):.4f}) ({detail})" if fits else detail)

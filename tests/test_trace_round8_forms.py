@@ -4,8 +4,9 @@ relative position bias (conceptofmind/t5-pytorch), a gated MLP's hidden layer ma
 multiplied (Gemma's GeGLU, google/gemma_pytorch), one residual wrapper's line shared by an encoder–decoder's five
 residual sums (`Residual(fn)`: `return self.fn(x) + x  # Snapshot #14 or #19 or #29 or #36 or #40`), and one line
 carrying several shared markers (`q, k, v = ...  # Snapshot #7 or #21, #8 or #22, #9 or #23`). Each passes and says
-so; the bugs that look like them (1/√d missing beside a position bias, a gate that is no activation of fc1, a residual
-dropped in the shared wrapper) are still named."""
+so; the bugs that look like them (1/√d missing without a position bias, a gate that is no activation of fc1, a
+residual dropped in the shared wrapper) are still named. Since round eleven, Q·Kᵀ unscaled plus a relative position bias
+is T5's own attention (T5 leaves out the 1/√hs by design), which passes."""
 
 from __future__ import annotations
 
@@ -47,8 +48,17 @@ def test_scores_plus_a_relative_position_bias_pass_and_say_the_bias():
     assert "plus a relative position bias" in result.name
 
 
-def test_scores_without_the_scale_beside_a_relative_position_bias_are_named_1_over_sqrt_d_missing():
+def test_scores_without_the_scale_beside_a_relative_position_bias_pass_as_t5s_attention():
+    # T5 (Mesh TensorFlow's, HF's) leaves out the 1/√hs by design: a correct form known, not 1/√d missing (round eleven)
     result = SCORES.run(_scores(1.0))
+    assert result.status == "passed", result.detail
+    assert "T5's attention" in result.name
+
+
+def test_scores_without_the_scale_and_without_a_position_bias_are_named_1_over_sqrt_d_missing():
+    torch.manual_seed(0)
+    q, k = torch.randn(B, H, T, HS), torch.randn(B, H, T, HS)
+    result = SCORES.run(TensorDict({"scores": q @ k.transpose(-2, -1), "q": q, "k": k}))
     assert result.status == "failed" and result.evidence is not None
     assert result.evidence.name == "1/√d missing", result.detail
 

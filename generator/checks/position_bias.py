@@ -151,17 +151,19 @@ def relative_bias_fit(weights: torch.Tensor, logits: torch.Tensor) -> tuple[bool
 def t5_form(scores: torch.Tensor, product: torch.Tensor, probs: torch.Tensor | None) -> str | None:
     """How ``scores`` read as T5's attention, Q·Kᵀ (``product``) with no 1/√hs and a relative position bias: added on
     the scores' line (the scores are the product plus the bias), or on the softmax's (the scores are the product and
-    the probabilities ``probs`` the softmax of them plus the bias); None where neither fits."""
+    the probabilities ``probs`` the softmax of them plus the bias, over the keys or over the queries: the softmax's
+    axis is the probabilities' own claim, judged at their step); None where neither fits."""
     fits, detail = relative_bias(scores, product)
     if fits:
         return None if linear_in_offset((scores - product)[:1]) else f"the bias on the scores' line: {detail}"
     finite = torch.isfinite(scores)
     if probs is None or scores.shape != product.shape or not close(scores[finite], product[finite], "")[0]:
         return None
-    fitted = relative_bias_fit(probs, scores)
-    if fitted is None or not fitted[0] or linear_in_offset(fitted[2]):
-        return None
-    return f"the bias added at the softmax: {fitted[1]}"
+    for axis, over in ((-1, ""), (-2, " (a softmax over the queries: the softmax's axis is its own claim)")):
+        fitted = relative_bias_fit(probs.transpose(axis, -1), scores.transpose(axis, -1))
+        if fitted is not None and fitted[0] and not linear_in_offset(fitted[2]):
+            return f"the bias added at the softmax{over}: {fitted[1]}"
+    return None
 
 
 def linear_in_offset(bias: torch.Tensor) -> bool:

@@ -132,8 +132,8 @@ class CausalMaskBool(Check):
         seen, hidden, keys, queries = causal_reading(allowed)  # per item or head: the triangle, padding besides
         window = sliding_window(allowed) if seen == 0 and hidden else None  # Mistral's local band, its width fitted
         structure = seen == 0 and (hidden == 0 or window is not None)
-        padding = padding_said(keys, queries) + (f"; the {hidden} entries further back than {window} positions blocked: "
-                                                 "a sliding-window causal mask" if window is not None else "")
+        banded = f"; the {hidden} entries further back than {window} positions blocked: a sliding-window causal mask"
+        padding = padding_said(keys, queries) + (banded if window is not None else "")
         if self.masked is None or self.scores is None:  # the scores it masks never shown: the mask's pattern alone
             return ("True exactly on and below the diagonal", structure,
                     f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "

@@ -4,7 +4,7 @@ no 1/√hs and a learned relative-position bias added between the scores and the
 −1e4; its cross-attention unscaled with no bias), a sliding-window causal mask (Mistral's), and grouped-query keys
 and values marked after their repeat to the query heads while the line reads them before it. Each passes and says
 so; the bugs that look like them (1/√d missing with no bias or beside ALiBi's linear bias, a mask that lets a
-position see the next, values taken from the keys) are still named or fail."""
+position see the next, values grouped from the keys) are still named or fail."""
 
 from __future__ import annotations
 
@@ -89,11 +89,14 @@ def test_a_sliding_window_causal_mask_passes_with_its_width_and_a_mask_that_sees
 def test_grouped_keys_marked_after_their_repeat_are_the_heads_the_line_read_and_values_from_the_keys_are_not():
     torch.manual_seed(0)
     keys, values = torch.randn(B, 2, L, HS), torch.randn(B, 2, L, HS)  # 2 key/value heads for 4 query heads
-    check = HeadsOfRead(out=Ref("v_group"), parts=(Ref("v_read"),), part=2)
-    grouped = check.run(TensorDict({"v_group": values.repeat_interleave(2, dim=1), "v_read": values}))
+    check = HeadsOfRead(out=Ref("attn.v"), parts=(Ref("v_read"),), part=2)
+    k_group = keys.repeat_interleave(2, dim=1)
+    grouped = check.run(TensorDict({"attn.v": values.repeat_interleave(2, dim=1), "v_read": values, "attn.k": k_group}))
     assert grouped.status == "passed" and "grouped-query attention: 2 key/value heads for 4" in grouped.detail
-    wrong = check.run(TensorDict({"v_group": keys.repeat_interleave(2, dim=1), "v_read": values}))
-    assert wrong.status != "passed"
+    assert check.run(TensorDict({"attn.v": k_group, "v_read": values, "attn.k": k_group})).status != "passed"
+    from_keys = check.run(TensorDict({"attn.v": k_group, "v_read": keys, "attn.k": k_group}))  # the line read the keys
+    assert from_keys.status == "failed" and from_keys.evidence is not None, from_keys.detail
+    assert from_keys.evidence.name == "computed from another tensor"
 
 
 def test_t5s_scores_still_pass_where_the_softmax_ran_over_the_queries_and_the_softmax_step_names_that():

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from transformer_trace.checks.base import Check, THIS, close, settings, weight_and_bias
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.checks.grouped import fitted_heads, kv_heads
+from transformer_trace.checks.projected_alike import equal_to_earlier_part
 from transformer_trace.checks.rotary import rotation_of
 from transformer_trace.checks.values import SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
@@ -319,6 +320,8 @@ class HeadsOfRead(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         claim, passed, detail = self._split_of_read(s)
+        if passed and (same := equal_to_earlier_part(self, s)) is not None:  # the line read another part's heads
+            passed, detail = False, f"{detail}; but it equals {same[0]} value for value ({same[1]})"
         whole = s.t(self.parts[0]) if len(self.parts) == 1 else None
         fused_ref = self.fused
         fused = s.t(fused_ref) if fused_ref is not None and s.has(fused_ref) else None

@@ -7,7 +7,10 @@ upstream files are present beside our own (the folder `measure.py` measured: $TR
   self.scale, qkv[1], qkv[2]`): S09 is that part × 1/√hs, and the scores S12, their product with the keys, are
   Q·Kᵀ/√hs, not "1/√d missing"; with the scale really left out the scores are still named;
 - the heads split without moving the axis (`q.reshape(B, h, N, hs)` for `q.view(B, N, h, hs).transpose(1, 2)`): a
-  bug form of S09–S11, the mirror of S15's merge.
+  bug form of S09–S11, the mirror of S15's merge;
+- a patch embedding normalised before and after its Linear, `nn.Sequential(LayerNorm, Linear, LayerNorm)` called on
+  the patches cut on an earlier line (S03): S04 is that chain of the captured S03, recomputed from the modules' own
+  weights; the chain given another tensor is not taken for it.
 """
 
 from __future__ import annotations
@@ -89,6 +92,48 @@ class Attention(nn.Module):
 with torch.no_grad():
     out = Attention().eval()(torch.randn(B, N, C))
 '''
+
+
+# patches cut on one line, then LayerNorm -> Linear -> LayerNorm in one nn.Sequential on the next
+NORMED_PATCH_EMBEDDING = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, C, P = 2, 8, 4
+
+
+class Embed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.patch_embed = nn.Sequential(nn.LayerNorm(3 * P * P), nn.Linear(3 * P * P, C), nn.LayerNorm(C))
+        with torch.no_grad():
+            for norm in (self.patch_embed[0], self.patch_embed[2]):
+                norm.weight.uniform_(0.5, 1.5)
+                norm.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, img):
+        out = img.reshape(B, 3, 4, P, 4, P).permute(0, 2, 4, 3, 5, 1).reshape(B, 16, 3 * P * P)  # BREAKPOINT S03
+        out = self.patch_embed(out)  # BREAKPOINT S04
+        return out
+
+
+img = torch.randn(B, 3, 16, 16)  # BREAKPOINT S01
+with torch.no_grad():
+    out = Embed().eval()(img)
+'''
+
+
+def test_a_patch_embedding_normalised_before_and_after_its_linear_is_read_as_that_chain(tmp_path):
+    code, checks = traced(tmp_path, NORMED_PATCH_EMBEDDING)
+    assert code == 0 and checks["S04"]["passed"] is True, checks["S04"]
+    assert "LayerNorm → Linear → LayerNorm" in checks["S04"]["detail"], checks["S04"]
+
+
+def test_that_chain_given_another_tensor_than_the_captured_input_is_not_taken_for_it(tmp_path):
+    code, checks = traced(tmp_path, NORMED_PATCH_EMBEDDING.replace("self.patch_embed(out)",
+                                                                   "self.patch_embed(out.flip(1))"))
+    assert checks["S04"]["passed"] is not True, checks["S04"]
 
 
 def test_queries_scaled_where_they_are_taken_give_scores_read_as_scaled(tmp_path):

@@ -126,6 +126,37 @@ def _patches_in_another_order(check: PatchChain, s: TensorSource) -> Fit | None:
     return Fit(False, "; ".join(tried)) if tried else None
 
 
+def through_layers(s: TensorSource, layers: tuple[ModuleRef, ...], rows: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """``rows`` through ``layers`` (LayerNorms and Linears, each with its own weights), and their names joined."""
+    x, names = rows, []
+    for ref in layers:
+        layer = s.module(ref)
+        weight, bias = weight_and_bias(layer)
+        if hasattr(layer, "normalized_shape"):
+            shape, eps = settings(layer, "normalized_shape", "eps")
+            x, what = F.layer_norm(x, tuple(shape), weight, bias, eps), "LayerNorm"
+        else:
+            x, what = F.linear(x, weight, bias), "Linear"
+        names.append(what)
+    return x, " → ".join(names)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayersOfInput(Check):
+    """``out`` is its input ``x`` (the step's own, as captured) through the chain of LayerNorms and Linears the marked
+    line called (``nn.Sequential(LayerNorm, Linear, LayerNorm)``: a patch embedding normalised before and after its
+    Linear), each recomputed from its own weights."""
+
+    out: Ref = THIS
+    x: Ref
+    layers: tuple[ModuleRef, ...]
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        x, names = through_layers(s, self.layers, s.t(self.x))
+        passed, detail = close(s.t(self.out), x, f"recomputed {names} from each module's own weights on {s.name(self.x)}")
+        return "is its input through the LayerNorms and the Linear the line called", passed, detail
+
+
 @dataclass(frozen=True, kw_only=True)
 class PatchChain(Check):
     """``out`` (B, N, D) is the chain of modules a patch-embedding line called: ``patches`` (B, N, C·p·p), what the
@@ -151,18 +182,8 @@ class PatchChain(Check):
         tiles = F.unfold(image, p, stride=p).transpose(1, 2)  # (B, N, C·p·p), patches row by row
         rows_ok, rows_detail = close(rows.sort(-1).values, tiles.sort(-1).values,
                                      f"each row's values vs its {p}×{p} patch of the image the line was called with")
-        x, names = rows, []
-        for ref in self.layers:
-            layer = s.module(ref)
-            weight, bias = weight_and_bias(layer)
-            if hasattr(layer, "normalized_shape"):
-                shape, eps = settings(layer, "normalized_shape", "eps")
-                x, what = F.layer_norm(x, tuple(shape), weight, bias, eps), "LayerNorm"
-            else:
-                x, what = F.linear(x, weight, bias), "Linear"
-            names.append(what)
-        passed, detail = close(s.t(self.out), x, f"recomputed {' → '.join(names)} from each module's own weights "
-                               "on those rows")
+        x, names = through_layers(s, self.layers, rows)
+        passed, detail = close(s.t(self.out), x, f"recomputed {names} from each module's own weights on those rows")
         return ("is the image's patches, one a row, through the modules the line called", rows_ok and passed,
                 f"{rows_detail}; {detail}")
 

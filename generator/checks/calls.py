@@ -153,7 +153,8 @@ class LayersOfInput(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         x, names = through_layers(s, self.layers, s.t(self.x))
-        passed, detail = close(s.t(self.out), x, f"recomputed {names} from each module's own weights on {s.name(self.x)}")
+        passed, detail = close(s.t(self.out), x, f"recomputed {names} from each module's own weights on "
+                               f"{s.name(self.x)}")
         return "is its input through the LayerNorms and the Linear the line called", passed, detail
 
 

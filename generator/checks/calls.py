@@ -36,6 +36,10 @@ def _grid_reshaped(check: GridMovedLast | ConvPatches, s: TensorSource) -> Fit |
                      f"positions mixed ({detail})" if fits else detail)
 
 
+# the claim a head split of the queries scaled by 1/√hs on the line that takes them adds: the scores of such queries are
+# Q·Kᵀ/√hs (trace/reading/scaled_queries.py reads the scores check's "1/√d missing" against it)
+QUERIES_SCALED_WHERE_TAKEN = ", scaled by 1/√hs where the queries are taken"
+HEADS_SPLIT_WITHOUT_MOVING = "heads split without moving the axis"
 GRID_RESHAPED = BugForm("patch grid reshaped instead of permuted", "the output vs the convolution's output "
                         "reshaped straight to (B, N, C)", _grid_reshaped)
 
@@ -124,6 +128,38 @@ def _patches_in_another_order(check: PatchChain, s: TensorSource) -> Fit | None:
     return Fit(False, "; ".join(tried)) if tried else None
 
 
+def through_layers(s: TensorSource, layers: tuple[ModuleRef, ...], rows: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """``rows`` through ``layers`` (LayerNorms and Linears, each with its own weights), and their names joined."""
+    x, names = rows, []
+    for ref in layers:
+        layer = s.module(ref)
+        weight, bias = weight_and_bias(layer)
+        if hasattr(layer, "normalized_shape"):
+            shape, eps = settings(layer, "normalized_shape", "eps")
+            x, what = F.layer_norm(x, tuple(shape), weight, bias, eps), "LayerNorm"
+        else:
+            x, what = F.linear(x, weight, bias), "Linear"
+        names.append(what)
+    return x, " → ".join(names)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayersOfInput(Check):
+    """``out`` is its input ``x`` (the step's own, as captured) through the chain of LayerNorms and Linears the marked
+    line called (``nn.Sequential(LayerNorm, Linear, LayerNorm)``: a patch embedding normalised before and after its
+    Linear), each recomputed from its own weights."""
+
+    out: Ref = THIS
+    x: Ref
+    layers: tuple[ModuleRef, ...]
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        x, names = through_layers(s, self.layers, s.t(self.x))
+        passed, detail = close(s.t(self.out), x, f"recomputed {names} from each module's own weights on "
+                               f"{s.name(self.x)}")
+        return "is its input through the LayerNorms and the Linear the line called", passed, detail
+
+
 @dataclass(frozen=True, kw_only=True)
 class PatchChain(Check):
     """``out`` (B, N, D) is the chain of modules a patch-embedding line called: ``patches`` (B, N, C·p·p), what the
@@ -149,18 +185,8 @@ class PatchChain(Check):
         tiles = F.unfold(image, p, stride=p).transpose(1, 2)  # (B, N, C·p·p), patches row by row
         rows_ok, rows_detail = close(rows.sort(-1).values, tiles.sort(-1).values,
                                      f"each row's values vs its {p}×{p} patch of the image the line was called with")
-        x, names = rows, []
-        for ref in self.layers:
-            layer = s.module(ref)
-            weight, bias = weight_and_bias(layer)
-            if hasattr(layer, "normalized_shape"):
-                shape, eps = settings(layer, "normalized_shape", "eps")
-                x, what = F.layer_norm(x, tuple(shape), weight, bias, eps), "LayerNorm"
-            else:
-                x, what = F.linear(x, weight, bias), "Linear"
-            names.append(what)
-        passed, detail = close(s.t(self.out), x, f"recomputed {' → '.join(names)} from each module's own weights "
-                               "on those rows")
+        x, names = through_layers(s, self.layers, rows)
+        passed, detail = close(s.t(self.out), x, f"recomputed {names} from each module's own weights on those rows")
         return ("is the image's patches, one a row, through the modules the line called", rows_ok and passed,
                 f"{rows_detail}; {detail}")
 
@@ -295,6 +321,22 @@ def _values_of_another_part(check: HeadsOfRead, s: TensorSource) -> Fit | None:
     return Fit(False, "its values are not those of another of q, k and v")
 
 
+def _split_without_moving(check: HeadsOfRead, s: TensorSource) -> Fit | None:
+    """The projection (B, N, C) reshaped straight to (B, h, N, hs), its heads axis never moved forward (``q.reshape(B,
+    h, N, hs)`` for ``q.view(B, N, h, hs).transpose(1, 2)``): each head then holds rows of several positions, the
+    mirror of the heads merged without moving the axis back."""
+    got, whole = s.t(check.out), check.part_read(s)
+    B, H, N, hs = got.shape
+    if whole.shape != (B, N, H * hs) or H == 1:
+        return None
+    fits, detail = close(got, whole.reshape(B, H, N, hs), "vs the projection the line read reshaped straight to "
+                         f"(B, {H}, {N}, {hs})")
+    return Fit(fits, f"the heads were split without moving the axis: your {s.name(check.out)} is the "
+                     f"{'QKV'[check.part]} projection the line read (B, N, C) reshaped straight to (B, h, N, hs), so "
+                     f"each head holds slices of several positions instead of one head's channels at every position "
+                     f"({detail})" if fits else detail)
+
+
 def _holds(check: Check, s: TensorSource) -> bool:
     try:
         return bool(check.verify(s)[1])
@@ -309,7 +351,9 @@ class HeadsOfRead(Check):
     weights were not on the marked line."""
 
     BUG_FORMS = (BugForm("computed from another tensor", "the step's values vs those of another of q, k and v, "
-                         "rearranged", _values_of_another_part),)
+                         "rearranged", _values_of_another_part),
+                 BugForm(HEADS_SPLIT_WITHOUT_MOVING, "the step vs the projection reshaped straight to (B, h, N, hs)",
+                         _split_without_moving))
 
     out: Ref = THIS
     parts: tuple[Ref, ...]
@@ -342,7 +386,8 @@ class HeadsOfRead(Check):
                                          f"head of {s.name(fused_ref)} (q, k and v side by side per head)")
         return f"{claim}, the {letter} part of the fused projection", passed, f"{detail}; {fused_detail}"
 
-    def _split_of_read(self, s: TensorSource) -> tuple[str, bool, str]:
+    def part_read(self, s: TensorSource) -> torch.Tensor:
+        """The part ``part`` of what the line read, whole: (B, N, C), (B, N, h, hs) or already (B, h, N, hs)."""
         got = s.t(self.out)
         B, H, N, hs = got.shape
         read, group = [s.t(ref) for ref in self.parts], ""
@@ -362,6 +407,11 @@ class HeadsOfRead(Check):
         else:
             raise NotCheckable(s.name(self.parts[0]), f"the shapes the line read, {[tuple(r.shape) for r in read]}, "
                                f"are not a projection of {B}×{N} positions")
+        return whole
+
+    def _split_of_read(self, s: TensorSource) -> tuple[str, bool, str]:
+        got, whole = s.t(self.out), self.part_read(s)
+        B, H, N, hs = got.shape
         if whole.shape == got.shape:
             expected, how = whole, "as read" + (f", {group}" if group else "")
         elif whole.shape == (B, N, H * hs):
@@ -376,5 +426,9 @@ class HeadsOfRead(Check):
         if rotary is not None:  # queries or keys marked after their rotary positions: a fitted member of the family
             passed, detail = close(got, rotary.apply(expected), f"the {letter} projection the line read, {how}, "
                                    f"rotated: {rotary}")
+        scaled = not passed and rotary is None and self.part == 0 and close(got, expected / math.sqrt(hs), "")[0]
+        if scaled:  # the queries scaled where they are taken (CaiT's `qkv[0] * self.scale`): the scores' own matter
+            passed, detail = close(got, expected / math.sqrt(hs), f"the q projection the line read, {how}, × 1/√{hs}")
         return (f"is the {letter.upper()} projection the line read, split into heads (its weights were not on the "
-                "marked line)" + (", rotated by its positions" if rotary is not None else "")), passed, detail
+                "marked line)" + (", rotated by its positions" if rotary is not None else "")
+                + (QUERIES_SCALED_WHERE_TAKEN if scaled else "")), passed, detail

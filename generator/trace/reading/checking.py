@@ -40,6 +40,7 @@ from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
 from transformer_trace.trace.reading.experts import mixture_of_experts
 from transformer_trace.trace.reading.norm_of_another import norm_of_another
+from transformer_trace.trace.reading.scaled_queries import queries_scaled_where_taken
 from transformer_trace.trace.reading.last_position import at_last_position, calls_at_last_position
 from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.declared import meaning_of
@@ -151,6 +152,7 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     results = kv_from_another_input(readings, results)  # a cross-attention's K or V not from the encoder's output
     results = positions_added_twice(readings, results)  # an attention's query or key given the positions twice
     results = norm_of_another(readings, results)  # a sublayer's LayerNorm given a LayerNorm of another stream
+    results = queries_scaled_where_taken(readings, results)  # the 1/√hs applied where the queries are taken
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
     said = " ".join(result.detail for snapshot in readings if snapshot.captured
                     for result in results[snapshot.snap.number])

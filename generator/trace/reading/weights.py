@@ -13,9 +13,8 @@ recomputed with the reference formula from its own gain and bias.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Sequence
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -32,45 +31,12 @@ from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.products import PRODUCT
 from transformer_trace.trace.reading.summed_calls import operands_summed
+from transformer_trace.trace.reading.binding import Bound, Given
+from transformer_trace.trace.reading.input_chain import layers_of_input
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
 
-
-
-@dataclass(frozen=True)
-class Given:
-    """What a marked line's module call gives a page's view of the run (``base``): the tensors it is read with (the
-    view's own and the call's), and the modules and parameters the call rebuilt, by the catalogue's names."""
-
-    base: TensorDict
-    tensors: Mapping[str, torch.Tensor]
-    modules: Mapping[str, Any] = field(default_factory=dict)
-    params: Mapping[str, torch.Tensor] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Bound:
-    """A check with the module call its fields were bound to (``given``), read through ``source``, the view made of
-    them when the check runs: ``own_input`` is the check reading the call's own input (for the diagnosis when the
-    snapshot's input fails), ``note`` what the page says was taken from the call."""
-
-    check: Check
-    given: Given
-    own_input: Check | None = None
-    note: str = ""
-    also: tuple[Check, ...] = ()  # checks the call makes possible besides (an attention module's inputs)
-    # the catalogue tensors no snapshot shows that the call's own input stood in for: (record name, the input)
-    stood_in: tuple[tuple[str, torch.Tensor], ...] = ()
-    # the catalogue's names the binding gave what the line's calls stood in for, and the student's words for them:
-    # ("blocks.0.attn.proj", "the Linear your line called"), said so in the diagnosis (bound_run.py in_callers_terms)
-    said: tuple[tuple[str, str], ...] = ()
-
-    @cached_property
-    def source(self) -> TensorDict:
-        """The page's view of the run with what the call gave: what the bound check reads."""
-        given = self.given
-        return given.base.with_tensors(given.tensors, modules=dict(given.modules), params=dict(given.params))
 
 
 @dataclass(frozen=True)
@@ -210,7 +176,9 @@ def _patch_chain(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
     first, layers = chain[0], chain[1:]
     built = [rebuild(c, c.kind) for c in layers]
     first_in, first_out = (first.inputs or [None])[0], (first.outputs or [None])[0]
-    if (first.kind != ModuleKind.USER or first.params or first_in is None or first_out is None
+    if first.kind != ModuleKind.USER:  # no rearrange on the line: the rows were made earlier, the step's input
+        return layers_of_input(check, chain, source)
+    if (first.params or first_in is None or first_out is None
             or first_in.dim() != 4 or not any(c.kind == ModuleKind.LINEAR for c in layers) or None in built):
         return None
     name = source.name(module)

@@ -25,9 +25,11 @@ def _sides(tensor, pattern):
     return [_groups(side) for side in _named(pattern, tensor).split("->")]
 
 
-def _bind(tensor, left, sizes):
-    """Sizes of every axis on the left side, the unknown one of a group inferred from the tensor's shape."""
-    known = dict(sizes)
+def _bind(tensor, left, sizes, right=()):
+    """Sizes of every axis on the left side, the unknown one of a group inferred from the tensor's shape; an axis
+    written as a number (`d -> b 1 d`) has that size."""
+    known = {a: int(a) for group in [*left, *right] for a in group if a.isdigit()}
+    known.update(sizes)
     for group, size in zip(left, tensor.shape):
         unknown = [a for a in group if a not in known]
         product = 1
@@ -50,7 +52,7 @@ def _compose(tensor, right, known):
 
 def rearrange(tensor, pattern, **sizes):
     left, right = _sides(tensor, pattern)
-    known = _bind(tensor, left, sizes)
+    known = _bind(tensor, left, sizes, right)
     axes = [a for group in left for a in group]
     moved = tensor.reshape([known[a] for a in axes]).permute([axes.index(a) for group in right for a in group])
     return _compose(moved, right, known)
@@ -58,7 +60,7 @@ def rearrange(tensor, pattern, **sizes):
 
 def repeat(tensor, pattern, **sizes):
     left, right = _sides(tensor, pattern)
-    known = _bind(tensor, left, sizes)
+    known = _bind(tensor, left, sizes, right)
     axes = [a for group in left for a in group]
     kept = [a for group in right for a in group if a in axes]
     moved = tensor.reshape([known[a] for a in axes]).permute([axes.index(a) for a in kept])
@@ -70,7 +72,7 @@ def repeat(tensor, pattern, **sizes):
 
 def reduce(tensor, pattern, reduction, **sizes):
     left, right = _sides(tensor, pattern)
-    known = _bind(tensor, left, sizes)
+    known = _bind(tensor, left, sizes, right)
     axes = [a for group in left for a in group]
     kept = {a for group in right for a in group}
     flat = tensor.reshape([known[a] for a in axes])

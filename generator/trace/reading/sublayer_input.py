@@ -122,7 +122,9 @@ def _given_a_norm(pages: Sequence[SnapshotReading],
     for page in sorted(pages, key=lambda p: p.snap.number):
         for call in page.calls:
             given = _input(page, call) if _projects(call) else None
-            for stream in streams if given is not None else ():
+            if given is None:
+                continue
+            for stream in streams:
                 if given.shape != stream.main_as_called.shape or _same(given, stream.main_as_called):
                     continue
                 try:

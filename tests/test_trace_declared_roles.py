@@ -6,11 +6,15 @@ left unrecognised, never "keys or values of fewer heads"."""
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
+import torch
 
 from transformer_trace.cli import main
+from transformer_trace.models.recording import Role
+from transformer_trace.trace.reading.verify import LayoutStatus, layout
 
 HEADER = '''\
 import math
@@ -114,3 +118,20 @@ def test_only_steps_declared_keys_or_values_are_read_as_fewer_heads_than_the_que
     assert other["layout"]["status"] == "mismatch", other["layout"]
     assert "grouped" not in other["layout"]["note"] and "axis 2 is 8, C = 16" in other["layout"]["note"]
     assert other["check"]["passed"] is None and other["check"]["status"] == "unrecognised", other["check"]
+
+
+@pytest.mark.parametrize("report", ["gpt", "vit", "encoder_decoder", "toy_vit"])
+def test_every_catalogue_declares_its_keys_and_values(report):
+    snapshots = importlib.import_module(f"transformer_trace.reports.{report}.catalogue").SNAPSHOTS
+    declared = {role for snap in snapshots for ref in snap.tensors for role in ref.roles}
+    assert {Role.KEYS, Role.VALUES} <= declared
+
+
+def test_a_fused_projection_of_fewer_key_value_heads_is_read_only_where_declared_queries_keys_and_values():
+    fused = next(s for s in importlib.import_module("transformer_trace.reports.gpt.catalogue").SNAPSHOTS
+                 if s.number == 7).main
+    dims = {"B": 2, "T": 6, "C": 16, "h": 4, "hs": 4}
+    qkv = torch.empty(2, 6, (4 + 2 * 2) * 4, device="meta")  # Gemma's qkv_proj: q of 4 heads, k and v of 2
+    read = layout(qkv, ("B", "T", "3·C"), dims, {}, roles=fused.roles)
+    assert read.status is LayoutStatus.LAYOUT and "2 key/value heads" in read.note
+    assert layout(qkv, ("B", "T", "3·C"), dims, {}).status is LayoutStatus.MISMATCH

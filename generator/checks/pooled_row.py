@@ -56,8 +56,8 @@ class RowEquals(Check):
     # `self.norm(x)[:, 0]` (generator/trace/reading/weights.py)
     TRACE = TraceUse(reads_locals=True, also_calls=frozenset({ModuleKind.LAYER_NORM}))
     BUG_FORMS = (BugForm("the wrong token pooled", "the output vs every other row of the sequence", _another_row),
-                 BugForm("the wrong rows pooled", "the output vs the mean of the patch rows but the first, or the last, "
-                         "where every row is a patch", _wrong_rows))
+                 BugForm("the wrong rows pooled", "the output vs the mean of the patch rows but the first, or the "
+                         "last, where every row is a patch", _wrong_rows))
 
     OPTIONAL = (("class_token",), ("patches",))
 

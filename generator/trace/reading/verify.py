@@ -356,7 +356,8 @@ def _grouped_layouts(tensor: torch.Tensor, expressions: tuple[str, ...], expecte
                      f"{groups} key/value head{'s' if groups > 1 else ''} of {hs}, fewer than the {h} query heads; "
                      "read as they are", tensor)
     fused = (shape[-1] - h * hs) // (2 * hs) if len(shape) == 3 and shape[-1] > h * hs else 0
-    if (Role.QUERIES_KEYS_VALUES in roles and expressions[-1] == "3·C" and shape[:2] == expected[:2] and 0 < fused < h and h % fused == 0
+    if (Role.QUERIES_KEYS_VALUES in roles and expressions[-1] == "3·C" and shape[:2] == expected[:2]
+            and 0 < fused < h and h % fused == 0
             and shape[-1] == (h + 2 * fused) * hs):  # one projection for q, k and v: Gemma's qkv_proj
         yield Layout(LayoutStatus.LAYOUT, expected, f"q, k and v side by side, {shape[-1]} = ({h} + 2·{fused})·{hs} "
                      f"wide: grouped-query attention, {fused} key/value head{'s' if fused > 1 else ''} for the {h} "

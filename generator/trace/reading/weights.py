@@ -367,7 +367,7 @@ def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDi
 
 
 CLASS_TOKEN = Ref("cls_token")  # the ViT catalogues' class token record (S05): where the run captured it, row 0 is it
-# the ViT catalogues' patch records (S04, S03, S02), (B, N, …): as many rows as the pooled sequence, no class token in it
+# the ViT catalogues' patch records (S04, S03, S02), (B, N, …): as many rows as the sequence, no class token among them
 PATCH_ROWS = (Ref("patch_embed.embed"), Ref("patch_embed.flat"), Ref("patch_embed.patches"))
 POOLED_NORM = "@pooled norm"  # the LayerNorm a marked line applied to a pooled mean (rows.py pooled_norm)
 

@@ -105,9 +105,11 @@ class MultiHeadAttention(nn.Module):
     V = Point("v", ("B", "Lk", "C"), "values x_kv·W_vᵀ + b_v, all heads side by side", note=_SPLIT_NOTE,
               role=Role.VALUES)
     Q_HEADS = Point("q_heads", ("B", "h", "Lq", "hs"),
-                    "queries split into h heads of hs features (the GPT's and ViT's attn.q)")
-    K_HEADS = Point("k_heads", ("B", "h", "Lk", "hs"), "keys split into h heads (the GPT's and ViT's attn.k)")
-    V_HEADS = Point("v_heads", ("B", "h", "Lk", "hs"), "values split into h heads (the GPT's and ViT's attn.v)")
+                    "queries split into h heads of hs features (the GPT's and ViT's attn.q)", role=Role.QUERIES)
+    K_HEADS = Point("k_heads", ("B", "h", "Lk", "hs"), "keys split into h heads (the GPT's and ViT's attn.k)",
+                    role=Role.KEYS)
+    V_HEADS = Point("v_heads", ("B", "h", "Lk", "hs"), "values split into h heads (the GPT's and ViT's attn.v)",
+                    role=Role.VALUES)
     SCORES = Point("scores", ("B", "h", "Lq", "Lk"), "attention scores Q·Kᵀ/√hs, per head")
     MASKED_SCORES = Point("masked_scores", ("B", "h", "Lq", "Lk"),
                           "scores plus the mask: −inf where a query may not look (masked attention only)")

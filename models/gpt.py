@@ -126,12 +126,14 @@ class CausalSelfAttention(nn.Module):
 
     _HEADS_NOTE = ("per head, as the encoder–decoder's q_heads/k_heads/v_heads: "
                    "the fused projection before the split is qkv")
-    QKV = Point("qkv", ("B", "T", "3·C"), "the fused projection x·W_qkvᵀ + b: q, k and v side by side")
-    Q = Point("q", ("B", "h", "T", "hs"), "queries, the first third of qkv split into h heads", note=_HEADS_NOTE)
+    QKV = Point("qkv", ("B", "T", "3·C"), "the fused projection x·W_qkvᵀ + b: q, k and v side by side",
+                role=Role.QUERIES_KEYS_VALUES)
+    Q = Point("q", ("B", "h", "T", "hs"), "queries, the first third of qkv split into h heads", note=_HEADS_NOTE,
+              role=Role.QUERIES)
     K = Point("k", ("B", "h", "T", "hs"), "keys, the second third of qkv split into heads (S positions with a cache)",
-              note=_HEADS_NOTE)
+              note=_HEADS_NOTE, role=Role.KEYS)
     V = Point("v", ("B", "h", "T", "hs"), "values, the last third of qkv split into heads (S positions with a cache)",
-              note=_HEADS_NOTE)
+              note=_HEADS_NOTE, role=Role.VALUES)
     SCORES = Point("scores", ("B", "h", "T", "T"), "attention scores Q·Kᵀ/√hs, per head")
     MASKED_SCORES = Point("masked_scores", ("B", "h", "T", "T"),
                           "scores with −inf where the mask blocks a later position")
@@ -218,9 +220,9 @@ class Block(nn.Module):
     OUTPUT = Point("output", ("B", "T", "C"),
                    "the residual stream leaving the block (residual_2; no LayerNorm after it)", role=Role.LAYER_OUTPUT)
     CACHE_K = Point("cache_k", ("B", "h", "S", "hs"), "the keys the key/value cache holds after generation",
-                    scope="generate")
+                    scope="generate", role=Role.KEYS)
     CACHE_V = Point("cache_v", ("B", "h", "S", "hs"), "the values the key/value cache holds after generation",
-                    scope="generate")
+                    scope="generate", role=Role.VALUES)
 
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()

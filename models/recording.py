@@ -51,6 +51,7 @@ class Role(Enum):
     QUERIES = "an attention's query projection"
     KEYS = "an attention's key projection"
     VALUES = "an attention's value projection"
+    QUERIES_KEYS_VALUES = "an attention's queries, keys and values side by side: one fused projection"
     LAYER_OUTPUT = "a layer's output, what the next layer reads"
     RESIDUAL_SUM = "a residual sum: a layer's stream plus a sublayer's output"
     ATTENTION_WEIGHTS = "an attention's weights: softmax rows over the keys"

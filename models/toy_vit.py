@@ -97,9 +97,12 @@ class SelfAttention(nn.Module):
     """Scaled dot-product self-attention with separate q, k, v and output projections, written out step by step."""
 
     _HEADS_NOTE = "per head, as the ViT's q/k/v"
-    Q = Point("q", ("B", "h", "N1", "hs"), "queries x·W_qᵀ + b, split into h heads", note=_HEADS_NOTE)
-    K = Point("k", ("B", "h", "N1", "hs"), "keys x·W_kᵀ + b, split into heads", note=_HEADS_NOTE)
-    V = Point("v", ("B", "h", "N1", "hs"), "values x·W_vᵀ + b, split into heads", note=_HEADS_NOTE)
+    Q = Point("q", ("B", "h", "N1", "hs"), "queries x·W_qᵀ + b, split into h heads", note=_HEADS_NOTE,
+              role=Role.QUERIES)
+    K = Point("k", ("B", "h", "N1", "hs"), "keys x·W_kᵀ + b, split into heads", note=_HEADS_NOTE,
+              role=Role.KEYS)
+    V = Point("v", ("B", "h", "N1", "hs"), "values x·W_vᵀ + b, split into heads", note=_HEADS_NOTE,
+              role=Role.VALUES)
     DOTS = Point("dots", ("B", "h", "N1", "N1"), "raw dot products Q·Kᵀ, before the scaling (the seed's 'raw scores')",
                  note="the ViT records only the scaled scores")
     SCORES = Point("scores", ("B", "h", "N1", "N1"), "attention scores Q·Kᵀ/√hs, per head")

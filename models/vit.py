@@ -105,11 +105,11 @@ class SelfAttention(nn.Module):
     _HEADS_NOTE = ("per head, as the encoder–decoder's q_heads/k_heads/v_heads "
                    "(its q is the projection before the split)")
     Q = Point("q", ("B", "h", "N1", "hs"), "queries, the first third of the fused projection split into h heads",
-              note=_HEADS_NOTE)
+              note=_HEADS_NOTE, role=Role.QUERIES)
     K = Point("k", ("B", "h", "N1", "hs"), "keys, the second third of the fused projection split into heads",
-              note=_HEADS_NOTE)
+              note=_HEADS_NOTE, role=Role.KEYS)
     V = Point("v", ("B", "h", "N1", "hs"), "values, the last third of the fused projection split into heads",
-              note=_HEADS_NOTE)
+              note=_HEADS_NOTE, role=Role.VALUES)
     SCORES = Point("scores", ("B", "h", "N1", "N1"), "attention scores Q·Kᵀ/√hs, per head")
     PROBS = Point("probs", ("B", "h", "N1", "N1"),
                   "attention weights: softmax of the scores over the keys, rows sum to 1", role=Role.ATTENTION_WEIGHTS)

@@ -461,9 +461,6 @@ def test_a_legitimate_layout_in_a_script_is_read_in_the_catalogues_layout_and_ch
     assert "already split into 4 heads" in concat["layout"]["note"] and concat["check"]["passed"] is True
 
 
-@pytest.mark.xfail(strict=True, reason="known since this stop's merge: the grouped-query reading (trace/reading/verify.py "
-                   "_grouped_layouts) reads any (B, S, C) step narrower than C as keys or values of fewer heads; the "
-                   "layout reader must ask the step's declared role (models/recording.py Role), which it cannot yet")
 def test_a_shape_that_does_not_fit_is_shown_explained_and_unrecognised_not_failed(tmp_path):
     script = variant(tmp_path, ENCODER_DECODER, "    ff_in = ln1_out  # Snapshot #16", "    ff_in = ln1_out[..., :64]  # Snapshot #16")
     script.write_text(script.read_text(encoding="utf-8").replace("ff1 = ff_in @ p[\"W_1\"]", "ff1 = ln1_out @ p[\"W_1\"]")

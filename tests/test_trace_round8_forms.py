@@ -18,6 +18,7 @@ import torch
 from tests.conftest import trace_source as traced
 from transformer_trace.checks.attention import ScaledScores
 from transformer_trace.checks.gated import GatedOfLinear
+from transformer_trace.checks.layers import GATES
 from transformer_trace.reports import REPORTS
 from transformer_trace.sources import ModuleRef, Ref, TensorDict
 from transformer_trace.trace import numberings
@@ -133,7 +134,7 @@ def test_a_gated_mlps_hidden_layer_is_read_as_the_product_of_the_factors_its_lin
     code, checks = traced(tmp_path, GEGLU_GPT)
     hidden = checks["G21"]
     assert code == 0 and hidden["passed"] is True, hidden["detail"]
-    assert "GELU's tanh approximation(fc1(input)) × the up projection" in hidden["name"]
+    assert "GELU (tanh)(fc1(input)) × the up projection" in hidden["name"]  # checks/layers.py's family's name
 
 
 def test_a_gate_that_is_no_activation_of_fc1_is_not_read_as_a_gated_mlp():
@@ -149,6 +150,20 @@ def test_a_gate_that_is_no_activation_of_fc1_is_not_read_as_a_gated_mlp():
     right["out"] = right["gate"] * up
     result = check.run(TensorDict(right, modules={"fc1": fc1}))
     assert result.status == "passed" and "SiLU(fc1(input))" in result.name
+
+
+@pytest.mark.parametrize("activation", list(GATES))
+def test_a_gate_of_any_member_of_the_one_activation_family_is_read_by_its_name(activation):
+    # the gate is read with checks/layers.py's family (less its identity), as the feed-forward's activation is: the
+    # first GLU's sigmoid and a tanh gate too, each said by the family's name
+    torch.manual_seed(0)
+    x, up = torch.randn(B, T, 8), torch.randn(B, T, 16)
+    fc1 = torch.nn.Linear(8, 16, bias=False)
+    gate = GATES[activation](fc1(x)).detach()
+    source = TensorDict({"out": gate * up, "x": x, "gate": gate, "up": up}, modules={"fc1": fc1})
+    check = GatedOfLinear(out=Ref("out"), x=Ref("x"), module=ModuleRef("fc1"), gate=Ref("gate"), up=Ref("up"))
+    result = check.run(source)
+    assert result.status == "passed" and f"{activation}(fc1(input))" in result.name, result.detail
 
 
 PRE_NORM_WRAPPED_ENCODER = '''\

@@ -44,12 +44,31 @@ GRID_RESHAPED = BugForm("patch grid reshaped instead of permuted", "the output v
                         "reshaped straight to (B, N, C)", _grid_reshaped)
 
 
+def _grid_by_columns(check: GridMovedLast | ConvPatches, s: TensorSource) -> Fit | None:
+    """The convolution's (B, C, h, w) output with its channels moved last, the positions taken column by column (its
+    grid's axes swapped before the flatten: ``transpose(2, 3).flatten(2)``), where row by row belongs."""
+    got, grid = s.t(check.out), check.grid_maps(s)
+    if grid.dim() != 4 or grid.shape[-2:] == (1, 1) or got.numel() != grid.numel():
+        return None
+    by_columns = grid.transpose(2, 3).flatten(2).transpose(1, 2)
+    fits, detail = close(got.reshape(by_columns.shape), by_columns, "vs the convolution's output, positions column by "
+                         "column")
+    return Fit(fits, f"the patches are taken column by column: your {s.name(check.out)} is the convolution's "
+                     f"{tuple(grid.shape)} output with the grid's height and width swapped before it was flattened, "
+                     f"patch (row r, column c) at position c·{grid.shape[2]} + r where r·{grid.shape[3]} + c belongs "
+                     f"({detail})" if fits else detail)
+
+
+GRID_BY_COLUMNS = BugForm("patches taken column by column", "the output vs the convolution's output flattened with "
+                          "its grid's height and width swapped", _grid_by_columns)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ConvPatches(Check):
     """``out`` (B, N, C) is the Conv2d ``module`` applied to the image ``x`` (B, 3, H, W), its (B, C, H/p, W/p) output
     read position by position (row-major): a patch embedding, the Linear of each flattened patch."""
 
-    BUG_FORMS = (GRID_RESHAPED,)
+    BUG_FORMS = (GRID_RESHAPED, GRID_BY_COLUMNS)
 
     out: Ref = THIS
     x: Ref
@@ -78,7 +97,7 @@ class GridMovedLast(Check):
     (channels first: (B, C, h, w) or (B, C, h·w)), with its channels moved last, position by position (row-major): the
     line's own step, checked where the convolution ran on an earlier, unmarked line (its weights not captured)."""
 
-    BUG_FORMS = (GRID_RESHAPED,)
+    BUG_FORMS = (GRID_RESHAPED, GRID_BY_COLUMNS)
 
     out: Ref = THIS
     grid: Ref

@@ -5,22 +5,16 @@ times a second Linear of the same input. Such a hidden layer is no activation's 
 product; the up projection, made by a Linear on an unmarked line, is taken as the line read it. A catalogue that
 claims the first Linear's output and then the second Linear of its activation (the encoder–decoder's position-wise
 FFN) reads the same family: the gate marked after its activation (``ActivatedLinearOf``), the second Linear applied to
-the gate times the up projection its line multiplied (``LinearOfGated``)."""
+the gate times the up projection its line multiplied (``LinearOfGated``). The gate's activation is checks/layers.py's
+one family (less its identity: ``GATES``), fitted, said by the family's names."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
-
-import torch.nn.functional as F
 
 from transformer_trace.checks.base import THIS, Check, close, linear
-from transformer_trace.checks.layers import ACTIVATIONS
+from transformer_trace.checks.layers import ACTIVATIONS, GATES, NO_ACTIVATION
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
-
-# the activations a gate is read with: GeGLU's exact and tanh GELU, SwiGLU's SiLU, ReGLU's ReLU
-GATE_ACTIVATIONS = (("GELU", F.gelu), ("GELU's tanh approximation", partial(F.gelu, approximate="tanh")),
-                    ("SiLU", F.silu), ("ReLU", F.relu))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,14 +35,14 @@ class GatedOfLinear(Check):
         details = []
         for gate, up in ((self.gate, self.up), (self.up, self.gate)):
             product, product_detail = close(out, s.t(gate) * s.t(up), f"vs {s.name(gate)} × {s.name(up)}")
-            for name, activation in GATE_ACTIVATIONS:
+            for name, activation in GATES.items():  # the one family checks/layers.py fits, less its identity
                 fits, detail = close(s.t(gate), activation(pre), f"{s.name(gate)} vs {name}(fc1(input))")
                 if fits:
                     return (f"equals {name}(fc1(input)) × the up projection the line read: a gated MLP", product,
                             f"{detail}; {product_detail}")
             details.append(product_detail)
         return "equals an activation of fc1(input) × the up projection: a gated MLP", False, (
-            f"neither factor the line multiplied is GELU, SiLU or ReLU of fc1(input); {details[0]}")
+            f"neither factor the line multiplied is {', '.join(GATES)} of fc1(input); {details[0]}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,7 +82,7 @@ class LinearOfGated(Check):
         for activation, function in ACTIVATIONS.items():
             gate = function(s.t(self.gate))
             if close(factor, gate, "")[0]:
-                said = f"{activation} of " if activation != "no activation" else ""  # the step after its activation
+                said = f"{activation} of " if activation != NO_ACTIVATION else ""  # the step after its activation
                 passed, detail = close(s.t(self.out), linear(s, self.module, gate * s.t(self.up)),
                                        f"recomputed {name}(gate × up) with gate = {said}{s.name(self.gate)} and up "
                                        "the other factor the line read")

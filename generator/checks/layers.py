@@ -19,6 +19,10 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "no activation": lambda x: x, "ReLU": F.relu, "GELU": F.gelu,
     "GELU (tanh)": lambda x: F.gelu(x, approximate="tanh"), "Tanh": torch.tanh, "SiLU": F.silu,
     "sigmoid": torch.sigmoid}
+NO_ACTIVATION = "no activation"
+# what a gated MLP's gate may be read with (checks/gated.py): every member that activates (GeGLU's exact and tanh GELU,
+# SwiGLU's SiLU, ReGLU's ReLU, the first GLU's sigmoid, a tanh)
+GATES = {name: act for name, act in ACTIVATIONS.items() if name != NO_ACTIVATION}
 
 
 def fitted_activation(before: torch.Tensor, after: torch.Tensor) -> str | None:

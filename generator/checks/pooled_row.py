@@ -29,6 +29,24 @@ def _another_row(check: Any, s: TensorSource) -> Fit | None:
     return Fit(False, f"no other row of the {source.shape[1]} fits")
 
 
+def _wrong_rows(check: Any, s: TensorSource) -> Fit | None:
+    """A mean of all the patch rows but one at an end, where the run shows every row of the sequence is a patch (as many
+    rows as the patch embedding has, no class token captured): the first or the last patch left out of the mean."""
+    if check.patches is None or check.class_token is not None:
+        return None
+    out, source, n = s.t(check.out), s.t(check.source), s.t(check.patches).shape[1]
+    if source.dim() != 3 or source.shape[1] != n or n < 3:
+        return None
+    for rows, words in ((slice(1, None), f"rows 1..{n - 1}, the first patch left out"),
+                        (slice(None, -1), f"rows 0..{n - 2}, the last patch left out")):
+        fits, detail = close(out, check.pooled(s, source[:, rows].mean(1)), "vs the mean of those rows")
+        if fits:
+            return Fit(True, f"the wrong rows pooled: your {s.name(check.out)} is the mean of {words} of "
+                             f"{s.name(check.source)}, where all {n} rows are patches ({s.name(check.patches)} has "
+                             f"{n}, no class token among them) ({detail})")
+    return Fit(False, f"neither the mean of rows 1..{n - 1} nor of rows 0..{n - 2} fits")
+
+
 @dataclass(frozen=True, kw_only=True)
 class RowEquals(Check):
     """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
@@ -37,9 +55,11 @@ class RowEquals(Check):
     # the sequence the line reads, where no snapshot shows it, or the norm the line applied to it first:
     # `self.norm(x)[:, 0]` (generator/trace/reading/weights.py)
     TRACE = TraceUse(reads_locals=True, also_calls=frozenset({ModuleKind.LAYER_NORM}))
-    BUG_FORMS = (BugForm("the wrong token pooled", "the output vs every other row of the sequence", _another_row),)
+    BUG_FORMS = (BugForm("the wrong token pooled", "the output vs every other row of the sequence", _another_row),
+                 BugForm("the wrong rows pooled", "the output vs the mean of the patch rows but the first, or the "
+                         "last, where every row is a patch", _wrong_rows))
 
-    OPTIONAL = (("class_token",),)
+    OPTIONAL = (("class_token",), ("patches",))
 
     out: Ref = THIS
     source: Ref
@@ -50,6 +70,9 @@ class RowEquals(Check):
     # (``fc_norm(x.mean(1))``: generator/trace/reading/rows.py pooled_norm)
     class_token: Ref | None = None
     norm: ModuleRef | None = None
+    # a trace's: the patch embedding as captured, whose patches counted against the sequence's rows show that no class
+    # token is among them (the first or last row left out of a mean is then a patch left out)
+    patches: Ref | None = None
 
     def bound_by(self, calls: CallBinder[BoundT]) -> BoundT | None:
         """Bound to the one sequence the traced line read (or the norm it applied to it), where none is shown."""

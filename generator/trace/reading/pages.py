@@ -33,7 +33,7 @@ from transformer_trace.trace.reading.operand_order import Order, catalogue_order
 from transformer_trace.trace.reading.products import with_products
 from transformer_trace.trace.reading.shared_lines import by_caller
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
-from transformer_trace.trace.reading.run_layout import RunLayout, StepShape, catalogue_layout, read_run_layout
+from transformer_trace.trace.reading.run_layout import RunLayout, catalogue_layout, read_run_layout, step_shapes
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus
 from transformer_trace.models.legend import Legend
 
@@ -397,10 +397,7 @@ def read_snapshots(catalogue: Report, numbering: str, capture: Capture, hit: int
     of = _marked(catalogue, numbering, capture, hit, marked_lines)
     as_marked = [of(snap) for snap in catalogue.snapshots]
     marked = [m.in_order(order) for m, order in zip(as_marked, catalogue_orders(as_marked))]  # names in any order
-    run = read_run_layout([StepShape(m.label, m.shape_of(i), tuple(h.tensor.shape), i == 0 and m.snap.index == "[0]",
-                                     None if h.absent else h.tensor)
-                           for m in marked for i, h in enumerate(m.held)],
-                          catalogue.dims_legend, [call for m in marked for call in m.calls])
+    run = read_run_layout(step_shapes(marked), catalogue.dims_legend, [call for m in marked for call in m.calls])
     dims = run.dims
     docs = declared_docs(catalogue)
     readings = []

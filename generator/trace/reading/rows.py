@@ -85,9 +85,11 @@ def normalised_capture(calls: Sequence[ModuleCall], sequence: torch.Tensor, name
 
 def pooled_norm(calls: Sequence[ModuleCall], sequence: torch.Tensor) -> SimpleNamespace | None:
     """The one LayerNorm the line applied to a mean of ``sequence``'s rows (``fc_norm(x.mean(1))``, every row or those
-    after row 0), rebuilt from its call; None where it applied none or several. A LayerNorm of the mean is not the mean
-    of the normalised rows, so the pooled step is read as that norm of the pooled vector (RowEquals ``norm``)."""
-    means = [sequence.mean(1), sequence[:, 1:].mean(1)] if sequence.dim() == 3 and sequence.shape[1] > 1 else []
+    after row 0; or before the last, a bug form's: RowEquals ``_wrong_rows``), rebuilt from its call; None where it
+    applied none or several. A LayerNorm of the mean is not the mean of the normalised rows, so the pooled step is read
+    as that norm of the pooled vector (RowEquals ``norm``)."""
+    means = ([sequence.mean(1), sequence[:, 1:].mean(1), sequence[:, :-1].mean(1)]
+             if sequence.dim() == 3 and sequence.shape[1] > 1 else [])
     found = [call for call in calls if call.kind in (ModuleKind.LAYER_NORM, ModuleKind.USER) and call.inputs
              and call.inputs[0] is not None and call.inputs[0].dim() == 2
              and any(call.inputs[0].shape == mean.shape

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from transformer_trace.models.legend import Legend
+from transformer_trace.models.recording import Role
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.fold_order import heads_major, unfolded
@@ -50,13 +51,15 @@ CLASS_PLACES = {CLASS_FIRST: "first, before the patches",
 @dataclass(frozen=True)
 class StepShape:
     """One captured tensor as evidence for the run's layout: the step's label, its named shape, the shape captured,
-    and whether the step shows the first batch item of its tensor (a snapshot indexed ``[0]``)."""
+    whether the step shows the first batch item of its tensor (a snapshot indexed ``[0]``), and what the catalogue
+    declares it to be (``Ref.roles``: keys or values may have fewer heads than the queries)."""
 
     step: str
     named: tuple[str, ...]
     shape: tuple[int, ...]
     first_item: bool = False
     value: torch.Tensor | None = field(default=None, compare=False)  # the tensor itself, for a module's input
+    roles: frozenset[Role] = frozenset()
 
 
 def turned(named: Sequence[str], ndim: int, first_item: bool) -> bool:
@@ -89,10 +92,12 @@ def _read_as(shapes: Sequence[StepShape], legend: Legend, sequence_first: bool) 
             return (s.shape[1], s.shape[0], *s.shape[2:])
         return s.shape
 
-    dims = _with_folded_heads(shapes, bind_dims([(s.named, arranged(s)) for s in shapes], legend), legend)
+    named = [(s.named, arranged(s)) for s in shapes]
+    dims = _with_folded_heads(shapes, bind_dims(named, legend, [s.roles for s in shapes]), legend)
     misfits, permuted, folded, direct = [], [], [], []
     for s in shapes:
-        found = layout(torch.empty(arranged(s), device="meta"), s.named, dims, legend, first_item=s.first_item)
+        found = layout(torch.empty(arranged(s), device="meta"), s.named, dims, legend, first_item=s.first_item,
+                       roles=s.roles)
         if found.status in (LayoutStatus.MISMATCH, LayoutStatus.UNBOUND) and found.canonical is None:
             misfits.append(s.step)
         elif _permuted(arranged(s), found):
@@ -399,22 +404,36 @@ def _with_class_token(run: RunLayout, shapes: Sequence[StepShape]) -> RunLayout:
     return run
 
 
+def step_shapes(pages: Sequence[Any]) -> list[StepShape]:
+    """Every tensor the traced pages hold (pages.py ``_Marked``, in the catalogue's order), as evidence for the run's
+    layout."""
+    return [StepShape(m.label, m.shape_of(i), tuple(h.tensor.shape), i == 0 and m.snap.index == "[0]",
+                      None if h.absent else h.tensor, step_roles(m, i)) for m in pages for i, h in enumerate(m.held)]
+
+
+def step_roles(page: Any, k: int) -> frozenset[Role]:
+    """What the catalogue declares tensor ``k`` of a traced page to be (its record's ``Ref.roles``; none for a tensor
+    past its records)."""
+    return page.snap.tensors[k].roles if k < len(page.snap.tensors) else frozenset()
+
+
 def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) -> Layout:
     """The one place a captured tensor is read in the catalogue's layout: tensor ``k`` of a traced page (the hit shown,
     or any other hit's value), against the named shape the page gives it, in the run's one layout (a snapshot showing
     the first batch item, ``[0]``, reads a batch of several as its first item: in a sequence-first run, ``x[:, 0]``)."""
     named, first_item = page.shape_of(k), k == 0 and page.snap.index == "[0]"
+    roles = step_roles(page, k)
     unmerged = (run.merged_positions_first(tensor, {run.dims.get(named[1], 0)})
                 if len(named) == 3 and named[0] == "B" and named[1] in SEQUENCE_AXES else None)
     if unmerged is not None:
-        found = layout(unmerged, named, run.dims, {})
+        found = layout(unmerged, named, run.dims, {}, roles=roles)
         note = (f"positions and batch merged in one axis ({named[1]}·B, {named[2]}), a view of the sequence-first "
                 f"stream; read as ({', '.join(named)})")
         return Layout(found.status, found.expected, note, found.canonical)
     turn = run.turns(named, tensor.dim(), first_item)
     read = tensor.transpose(0, 1) if turn else tensor
     dims = run.dims_for(named, tuple(read.shape))
-    found = layout(read, named, dims, {}, first_item=first_item)
+    found = layout(read, named, dims, {}, first_item=first_item, roles=roles)
     axes = (("B", *named) if first_item else named)
     notes = [f"sequence-first ({', '.join((axes[1], axes[0], *axes[2:]))}), as the whole run is read (see the "
              "overview)"] if turn else []

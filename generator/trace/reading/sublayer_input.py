@@ -7,7 +7,9 @@ made of what they were given, and the residual sum adds up. The marked lines' mo
   output of a call the line made), never a LayerNorm's output;
 - the block is *pre-norm* where a marked line of the same stage applied a LayerNorm to a stream, its output not the
   line's step (a post-norm block normalises sums that are its steps, and its sublayers read those LayerNorms'
-  outputs, never a stream a LayerNorm also reads);
+  outputs, never a stream a LayerNorm also reads); or where a marked line's projection was given a LayerNorm of a
+  stream, fitted, not the stream itself (a post-norm block's streams are already normalised: a LayerNorm of one is
+  itself; JoeyNMT's pre-norm decoder, whose LayerNorms run on unmarked lines);
 - a Linear (or an attention module, or a projection of the user's own class: a mixture of experts' router and experts)
   a marked line of that stage ran was called with a stream itself (or with its batch and positions merged, (B·T, C)),
   and that input is no LayerNorm of the stream (a LayerNorm with a gain and bias fitted per feature does not reproduce
@@ -103,11 +105,34 @@ def _streams(pages: Sequence[SnapshotReading]) -> list[SnapshotReading]:
 def _pre_norm(pages: Sequence[SnapshotReading],
               streams: Sequence[SnapshotReading]) -> tuple[SnapshotReading, SnapshotReading] | None:
     """A LayerNorm a marked line applied to a stream whose output is no stream (a sublayer's input, not the stream
-    carried on: a post-norm block's LayerNorms read sums nothing is added to before they are normalised), as (the
-    line's page, the stream); None where none did."""
+    carried on: a post-norm block's LayerNorms read sums nothing is added to before they are normalised), or else a
+    projection a marked line gave a LayerNorm of a stream (``_given_a_norm``), as (the line's page, the stream); None
+    where none did."""
     return next(((page, stream) for page in pages for call in page.calls if _is_norm(call)
                  and not any(_same(_output(page, call), other.main_as_called) for other in streams)
-                 for stream in streams if _same(_input(page, call), stream.main_as_called)), None)
+                 for stream in streams if _same(_input(page, call), stream.main_as_called)),
+                None) or _given_a_norm(pages, streams)
+
+
+def _given_a_norm(pages: Sequence[SnapshotReading],
+                  streams: Sequence[SnapshotReading]) -> tuple[SnapshotReading, SnapshotReading] | None:
+    """The first projection a marked line called (in the catalogue's order) with a LayerNorm of a stream, gain and bias
+    fitted per feature, and not the stream itself (a LayerNorm of an already normalised stream is that stream: a
+    post-norm block's), as (the line's page, the stream); None where none was."""
+    for page in sorted(pages, key=lambda p: p.snap.number):
+        for call in page.calls:
+            given = _input(page, call) if _projects(call) else None
+            if given is None:
+                continue
+            for stream in streams:
+                if given.shape != stream.main_as_called.shape or _same(given, stream.main_as_called):
+                    continue
+                try:
+                    if fitted_layer_norm(given.double(), stream.main_as_called.double(), stream.label)[1]:
+                        return page, stream
+                except UnfittableWeights:
+                    continue
+    return None
 
 
 def _made_from(output: torch.Tensor, pages: Sequence[SnapshotReading]) -> SnapshotReading | None:
@@ -155,7 +180,7 @@ def _message(page: SnapshotReading, call: ModuleCall, stream: SnapshotReading,
     line, normed = normalised
     return (f"{who} was given {_named(stream)} itself (equal within the tolerance), where a LayerNorm of it belongs: "
             f"this block normalises its stream before a sublayer (what {line.label}'s line ran normalised "
-            f"{_named(normed)}), but not here; {why}")
+            f"{_named(normed)}, or was given a LayerNorm of it), but not here; {why}")
 
 
 def stream_not_normalised(readings: Sequence[SnapshotReading],

@@ -8,7 +8,7 @@ import enum
 import itertools
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -16,6 +16,12 @@ import torch
 from transformer_trace.catalogue import parse_dimension
 from transformer_trace.checks.grouped import kv_heads
 from transformer_trace.models.legend import Legend
+from transformer_trace.models.recording import Role
+
+Roles = frozenset[Role]
+# the declared roles a step must have for keys or values of fewer heads than the queries to be read as grouped-query
+# attention (``_grouped_layouts``): any other step narrower than the catalogue names it does not fit
+GROUPED_AS_IS = frozenset({Role.KEYS, Role.VALUES})
 
 
 class LayoutStatus(enum.Enum):
@@ -60,29 +66,32 @@ class Layout:
                 and (c.shape[0], c.shape[2]) == (e[0], e[2]))
 
 
-def bind_dims(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) -> dict[str, int]:
+def bind_dims(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend,
+              roles: Sequence[Roles] = ()) -> dict[str, int]:
     """Named dimensions from observed shapes, in catalogue order: a tensor binds its unbound names only when its
     already-bound axes agree (so one odd layout cannot mislabel a dimension); repeated until nothing changes. Where no
     tensor shows the batch axis B and some leave it out, the script works on one example without a batch axis: B = 1
     and those tensors bind the other names as a batch of one. Where some tensor then fits no layout, the binding started
     from each other tensor is tried too, and the one that leaves the fewest tensors unreadable wins (a legitimate layout
-    captured first, heads after positions, must not bind h from the positions axis and fail the tensors after it)."""
+    captured first, heads after positions, must not bind h from the positions axis and fail the tensors after it).
+    ``roles``: each shape's step's declared roles, where known (``layout``)."""
     dims = _bind_batch(named, legend)
-    misfits = _misfits(named, dims, legend)
+    misfits = _misfits(named, dims, legend, roles)
     for first in dict.fromkeys(named) if misfits else ():
         candidate = _bind_batch([first, *(n for n in named if n != first)], legend)
-        if (fewer := _misfits(named, candidate, legend)) < misfits:
+        if (fewer := _misfits(named, candidate, legend, roles)) < misfits:
             dims, misfits = candidate, fewer
     return dims
 
 
-def _misfits(named: list[tuple[tuple[str, ...], tuple[int, ...]]], dims: dict[str, int], legend: dict[str, str]) -> int:
+def _misfits(named: list[tuple[tuple[str, ...], tuple[int, ...]]], dims: dict[str, int], legend: dict[str, str],
+             roles: Sequence[Roles]) -> int:
     """How many of the shapes fit no layout under ``dims``, or cannot be read for a dimension it left unbound (shapes
     only: meta tensors, no values): a binding that leaves tensors unreadable is no better than one they misfit (a mask
     buffer of the context size must not bind T and leave every other tensor unread)."""
-    return sum(layout(torch.empty(shape, device="meta"), expressions, dims,
-                      legend).status in (LayoutStatus.MISMATCH, LayoutStatus.UNBOUND)
-               for expressions, shape in named)
+    return sum(layout(torch.empty(shape, device="meta"), expressions, dims, legend,
+                      roles=roles[i] if i < len(roles) else frozenset()).status
+               in (LayoutStatus.MISMATCH, LayoutStatus.UNBOUND) for i, (expressions, shape) in enumerate(named))
 
 
 def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) -> dict[str, int]:
@@ -197,11 +206,13 @@ def _left_over(expressions: tuple[str, ...], shape: tuple[int, ...], dims: dict[
 
 
 def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, int], legend: dict[str, str],
-           first_item: bool = False) -> Layout:
+           first_item: bool = False, roles: Roles = frozenset()) -> Layout:
     """How ``tensor`` relates to the named shape ``expressions``; ``first_item``: the step shows the first batch item of
-    its tensor (a snapshot indexed ``[0]``), so a whole batch of several is read as its first item."""
+    its tensor (a snapshot indexed ``[0]``), so a whole batch of several is read as its first item. ``roles``: what
+    the catalogue declares the step to be (``Ref.roles``): only keys or values are read as fewer heads than the
+    queries."""
     if first_item and tensor.dim() == len(expressions) + 1 and tensor.shape[0] > 1:
-        item = layout(tensor[0], expressions, dims, legend)
+        item = layout(tensor[0], expressions, dims, legend, roles=roles)
         if item.canonical is not None:
             return Layout(LayoutStatus.LAYOUT, item.expected,
                           f"a batch of {tensor.shape[0]}; the step shows its first item [0], as the "
@@ -221,7 +232,7 @@ def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, i
     shape = tuple(tensor.shape)
     if shape == expected:
         return Layout(LayoutStatus.MATCH, expected, "", tensor)
-    for arrangement in _arrangements(tensor, expressions, expected, dims):
+    for arrangement in _arrangements(tensor, expressions, expected, dims, roles):
         if arrangement is not None:
             return arrangement
     return Layout(LayoutStatus.MISMATCH, expected, _mismatch(shape, expressions, expected, dims), None)
@@ -246,7 +257,8 @@ def _fits_corner(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[
     return True
 
 
-def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: tuple[int, ...], dims: dict[str, int]):
+def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: tuple[int, ...], dims: dict[str, int],
+                  roles: Roles):
     shape = tuple(tensor.shape)
     names = ", ".join(expressions)
     # a batch of one written without its batch axis, or with an extra one
@@ -295,7 +307,7 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
             yield Layout(LayoutStatus.LAYOUT, expected, f"split into {h} heads after the positions, of {shape[-1]} "
                          f"features, a head size of their own (C/h = {expected[-1]}); read as ({names}) with that size",
                          tensor.transpose(1, 2))
-    yield from _grouped_layouts(tensor, expressions, expected, h, hs)
+    yield from _grouped_layouts(tensor, expressions, expected, h, hs, roles)
     if h and hs and len(expected) == 4 and expected[1] == h and expected[3] == hs and len(shape) == 3:
         B, _, L, _ = expected
         if shape == (B, L, h * hs):
@@ -327,27 +339,30 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
 
 
 def _grouped_layouts(tensor: torch.Tensor, expressions: tuple[str, ...], expected: tuple[int, ...], h: int | None,
-                     hs: int | None):
+                     hs: int | None, roles: Roles):
     """Keys or values of fewer heads than the queries (grouped-query or multi-query attention, checks/grouped.py):
     whole, (B, L, h_kv·hs) for (B, L, C), one fused projection ((h + 2·h_kv)·hs for 3·C), or per head before their
     repeat, (B, h_kv, L, hs) for (B, h, L, hs), also with the heads after the positions or the last two axes swapped (K
     kept for the product); read as they are (h_kv heads), the checks repeating them to the query heads in the order
-    that fits."""
+    that fits. Only a step the catalogue declares keys or values (``roles``; the fused projection: its queries, keys
+    and values) is read so: a narrower step of any other (a feed-forward's input sliced) does not fit."""
     shape = tuple(tensor.shape)
     if not h or not hs or len(shape) != len(expected):
         return
     groups = kv_heads(tensor, h, hs)
-    if len(shape) == 3 and groups and expressions[-1] == "C" and shape[:2] == expected[:2]:
+    grouped = bool(roles & GROUPED_AS_IS)
+    if grouped and len(shape) == 3 and groups and expressions[-1] == "C" and shape[:2] == expected[:2]:
         yield Layout(LayoutStatus.LAYOUT, expected, f"keys or values {shape[-1]} wide, grouped-query attention: "
                      f"{groups} key/value head{'s' if groups > 1 else ''} of {hs}, fewer than the {h} query heads; "
                      "read as they are", tensor)
     fused = (shape[-1] - h * hs) // (2 * hs) if len(shape) == 3 and shape[-1] > h * hs else 0
-    if (expressions[-1] == "3·C" and shape[:2] == expected[:2] and 0 < fused < h and h % fused == 0
+    if (Role.QUERIES_KEYS_VALUES in roles and expressions[-1] == "3·C" and shape[:2] == expected[:2]
+            and 0 < fused < h and h % fused == 0
             and shape[-1] == (h + 2 * fused) * hs):  # one projection for q, k and v: Gemma's qkv_proj
         yield Layout(LayoutStatus.LAYOUT, expected, f"q, k and v side by side, {shape[-1]} = ({h} + 2·{fused})·{hs} "
                      f"wide: grouped-query attention, {fused} key/value head{'s' if fused > 1 else ''} for the {h} "
                      "query heads; read as it is", tensor)
-    if len(shape) != 4 or expressions[1] != "h" or expressions[3] != "hs":
+    if not grouped or len(shape) != 4 or expressions[1] != "h" or expressions[3] != "hs":
         return
     B, _, L, _ = expected
     for arranged, how in ((tensor, ""), (tensor.transpose(1, 2), ", heads after the positions"),

@@ -318,13 +318,14 @@ def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDi
     pooled = (normalised_capture(calls, source.cpu(check.source), source.name(check.source))
               if source.has(check.source) else pooled_from(calls, main, source.tensors))
     # mean pooling may leave out a class token the run captured; a LayerNorm of the pooled mean is read with it
-    check = dataclasses.replace(check, class_token=CLASS_TOKEN if source.has(CLASS_TOKEN) else None)
+    check = dataclasses.replace(check, class_token=CLASS_TOKEN if source.has(CLASS_TOKEN) else None,
+                                patches=next((ref for ref in PATCH_ROWS if source.has(ref)), None))
     sequence = pooled.sequence if pooled is not None else source.cpu(check.source) if source.has(check.source) else None
     norm = pooled_norm(calls, sequence) if sequence is not None else None
     if norm is not None:
         check = dataclasses.replace(check, norm=ModuleRef(POOLED_NORM))
     if pooled is None:
-        if norm is None and check.class_token is None:
+        if norm is None and check.class_token is None and check.patches is None:
             return None
         said = f"the mean pooled through `{norm.called}`, the LayerNorm the line called" if norm is not None else ""
         return Bound(check, Given(source, source.tensors, {POOLED_NORM: norm} if norm is not None else {}), None, said)
@@ -334,6 +335,8 @@ def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDi
 
 
 CLASS_TOKEN = Ref("cls_token")  # the ViT catalogues' class token record (S05): where the run captured it, row 0 is it
+# the ViT catalogues' patch records (S04, S03, S02), (B, N, …): as many rows as the sequence, no class token among them
+PATCH_ROWS = (Ref("patch_embed.embed"), Ref("patch_embed.flat"), Ref("patch_embed.patches"))
 POOLED_NORM = "@pooled norm"  # the LayerNorm a marked line applied to a pooled mean (rows.py pooled_norm)
 
 

@@ -344,7 +344,7 @@ def _split_without_moving(check: HeadsOfRead, s: TensorSource) -> Fit | None:
     """The projection (B, N, C) reshaped straight to (B, h, N, hs), its heads axis never moved forward (``q.reshape(B,
     h, N, hs)`` for ``q.view(B, N, h, hs).transpose(1, 2)``): each head then holds rows of several positions, the
     mirror of the heads merged without moving the axis back."""
-    got, whole = s.t(check.out), check.part_read(s)
+    got, (whole, _) = s.t(check.out), check.part_read(s)
     B, H, N, hs = got.shape
     if whole.shape != (B, N, H * hs) or H == 1:
         return None
@@ -405,8 +405,9 @@ class HeadsOfRead(Check):
                                          f"head of {s.name(fused_ref)} (q, k and v side by side per head)")
         return f"{claim}, the {letter} part of the fused projection", passed, f"{detail}; {fused_detail}"
 
-    def part_read(self, s: TensorSource) -> torch.Tensor:
-        """The part ``part`` of what the line read, whole: (B, N, C), (B, N, h, hs) or already (B, h, N, hs)."""
+    def part_read(self, s: TensorSource) -> tuple[torch.Tensor, str]:
+        """The part ``part`` of what the line read, whole: (B, N, C), (B, N, h, hs) or already (B, h, N, hs); and, for
+        grouped-query keys or values read before their repeat, the repeat order that fits ("" otherwise)."""
         got = s.t(self.out)
         B, H, N, hs = got.shape
         read, group = [s.t(ref) for ref in self.parts], ""
@@ -426,10 +427,10 @@ class HeadsOfRead(Check):
         else:
             raise NotCheckable(s.name(self.parts[0]), f"the shapes the line read, {[tuple(r.shape) for r in read]}, "
                                f"are not a projection of {B}×{N} positions")
-        return whole
+        return whole, group
 
     def _split_of_read(self, s: TensorSource) -> tuple[str, bool, str]:
-        got, whole = s.t(self.out), self.part_read(s)
+        got, (whole, group) = s.t(self.out), self.part_read(s)
         B, H, N, hs = got.shape
         if whole.shape == got.shape:
             expected, how = whole, "as read" + (f", {group}" if group else "")

@@ -123,6 +123,9 @@ class CallRecorder:
         kind = kind or ModuleKind.USER
         args = _in_order(type(module), args, kwargs) if kwargs and kind is not ModuleKind.USER else args
         torch = sys.modules["torch"]
+        # the call's record, made once for every running statement that keeps it (a marked line inside a marked
+        # line's call): the same copies and parameter numbers, its depth in each statement's own
+        written = owned = outputs = None
         for statement in self.running:
             within = depth - statement.depth
             if 0 < within <= DEPTH and statement.counted < MOST_CALLS:
@@ -132,11 +135,16 @@ class CallRecorder:
                     statement.counted += 1  # not read by the line's checks: not copied, counted as it ran
                     continue
                 try:
-                    owned = _owned(module, kind)
-                    outputs = output if isinstance(output, (tuple, list)) else (output,)
+                    if owned is None:
+                        owned = _owned(module, kind)
+                        outputs = output if isinstance(output, (tuple, list)) else (output,)
                     call = self.fed_calls.pending(module, kind, within, args, outputs, owned, torch) \
                         if statement.feeding else None
-                    statement.calls.append(call or self._call(module, kind, within, args, outputs, owned))
+                    if call is None:
+                        if written is None:
+                            written = self._call(module, kind, within, args, outputs, owned)
+                        call = written if written["depth"] == within else {**written, "depth": within}
+                    statement.calls.append(call)
                 except Exception:  # noqa: BLE001 - a call we cannot copy is left out, never the script's error
                     continue
                 statement.counted += 1

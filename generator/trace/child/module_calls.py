@@ -122,24 +122,7 @@ class CallRecorder:
             return
         kind = kind or ModuleKind.USER
         args = _in_order(type(module), args, kwargs) if kwargs and kind is not ModuleKind.USER else args
-        torch = sys.modules["torch"]
-        for statement in self.running:
-            within = depth - statement.depth
-            if 0 < within <= DEPTH and statement.counted < MOST_CALLS:
-                if kind is ModuleKind.DROPOUT and (statement.wanted is None or kind not in statement.wanted):
-                    continue  # copied only where a check names it, and not counted elsewhere: the calls kept as before
-                if statement.wanted is not None and not _read(kind, statement.wanted, module, args):
-                    statement.counted += 1  # not read by the line's checks: not copied, counted as it ran
-                    continue
-                try:
-                    owned = _owned(module, kind)
-                    outputs = output if isinstance(output, (tuple, list)) else (output,)
-                    call = self.fed_calls.pending(module, kind, within, args, outputs, owned, torch) \
-                        if statement.feeding else None
-                    statement.calls.append(call or self._call(module, kind, within, args, outputs, owned))
-                except Exception:  # noqa: BLE001 - a call we cannot copy is left out, never the script's error
-                    continue
-                statement.counted += 1
+        _keep(self, module, kind, depth, args, output)
 
     def _call(self, module, kind, depth, args, outputs, owned, grad=None):
         """A call's record: its tensor ``args`` and ``outputs`` copied, its parameters ``owned`` ([(name, parameter)])
@@ -177,6 +160,37 @@ class CallRecorder:
         self.params[key] = (param, number)
         self.results.event(protocol.param_to_serializable(number, value))
         return number
+
+
+def _keep(recorder, module, kind, depth, args, output):
+    """A module call of ``kind`` that returned ``output``, kept by each running statement of ``recorder`` (a
+    CallRecorder) that reads it: by reference where the statement feeds marked ones (fed_calls.py), else copied; its
+    record made once for every statement that keeps it (a marked line inside a marked line's call): the same copies and
+    parameter numbers, its depth in each statement's own."""
+    torch = sys.modules["torch"]
+    written = owned = outputs = None
+    for statement in recorder.running:
+        within = depth - statement.depth
+        if 0 < within <= DEPTH and statement.counted < MOST_CALLS:
+            if kind is ModuleKind.DROPOUT and (statement.wanted is None or kind not in statement.wanted):
+                continue  # copied only where a check names it, and not counted elsewhere: the calls kept as before
+            if statement.wanted is not None and not _read(kind, statement.wanted, module, args):
+                statement.counted += 1  # not read by the line's checks: not copied, counted as it ran
+                continue
+            try:
+                if owned is None:
+                    owned = _owned(module, kind)
+                    outputs = output if isinstance(output, (tuple, list)) else (output,)
+                call = recorder.fed_calls.pending(module, kind, within, args, outputs, owned, torch) \
+                    if statement.feeding else None
+                if call is None:
+                    if written is None:
+                        written = recorder._call(module, kind, within, args, outputs, owned)
+                    call = written if written["depth"] == within else {**written, "depth": within}
+                statement.calls.append(call)
+            except Exception:  # noqa: BLE001 - a call we cannot copy is left out, never the script's error
+                continue
+            statement.counted += 1
 
 
 class GlobalHooks:

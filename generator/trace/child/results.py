@@ -14,7 +14,9 @@ from . import protocol
 
 ALIGN = 64
 SMALL_COPY = 1 << 16  # bytes: a row-major CPU tensor up to this size is copied into a block shared with others
-BLOCK = 1 << 20  # bytes of one such block
+# bytes of the first such block, and of the largest: each new block twice the last, as a run copies more (a fresh
+# 1 MiB block per run, zeroed and faulted in page by page, cost a tiny model's traced run ~0.5 ms, more than its copies)
+FIRST_BLOCK, BLOCK = SMALL_COPY, 1 << 20
 FLUSH_SECONDS = 0.1
 GATHERED = 1 << 20  # bytes of small arrays joined into one write: a flush makes few system calls, not 2 per array
 _STEP_HOOK = None  # one optimizer step pre-hook for the process: _before_a_step
@@ -52,7 +54,7 @@ class Results:
         self.order = 0
         self.pid = os.getpid()
         self.unwritten_live = []  # the parameters kept by reference (copies.Live) that may not be written yet
-        self.block, self.block_address, self.block_used = None, 0, BLOCK  # where small copies go (bytes_of)
+        self.block, self.block_address, self.block_used = bytearray(), 0, 0  # where small copies go (bytes_of)
 
     def not_copied(self, size):
         """Why a value of ``size`` bytes was not copied: larger than the whole budget, or than what is left of it."""
@@ -75,8 +77,8 @@ class Results:
         copy in it is not written yet."""
         if nbytes > SMALL_COPY:
             return None
-        if self.block_used + nbytes > BLOCK:
-            self.block = bytearray(BLOCK)
+        if self.block_used + nbytes > len(self.block):
+            self.block = bytearray(min(BLOCK, max(FIRST_BLOCK, 2 * len(self.block))))
             self.block_address, self.block_used = ctypes.addressof(ctypes.c_char.from_buffer(self.block)), 0
         start = self.block_used
         ctypes.memmove(self.block_address + start, tensor.data_ptr(), nbytes)

@@ -37,15 +37,29 @@ def running_module(frame, names_cache):
     outer, inner = running[-1], running[0]
     cached = names_cache.get(id(outer))
     if cached is None or id(inner) not in cached[1]:  # a module added after the first look: named again
-        cached = names_cache[id(outer)] = (outer, {id(m): name for name, m in outer.named_modules()})
+        cached = names_cache[id(outer)] = (outer, {id(m): name for name, m in outer.named_modules()}, {})
     name = cached[1].get(id(inner))
     chain = [outer] if name is None else [outer, *_along(outer, name)]
     if name is None and inner is not outer:  # not registered in the outermost (a plain list): the running ones
         chain = running[::-1]
     attributes = [""] + (name.split(".") if name else [""] * (len(chain) - 1))
-    return [[attribute, type(module).__name__, _inputs(calls.get(id(module)), torch), _projects(module),
-             _holds(module) if module is inner else None]
-            for attribute, module in zip(attributes, chain)]
+    # what a module owns and holds, read once per naming of the outermost, as its names are (``_holds`` walks its
+    # submodules: ~50 µs a hit)
+    kept = cached[2]
+    found = []
+    for attribute, module in zip(attributes, chain):
+        found.append([attribute, type(module).__name__, _inputs(calls.get(id(module)), torch),
+                      _kept(kept, "projects", module, _projects),
+                      _kept(kept, "holds", module, _holds) if module is inner else None])
+    return found
+
+
+def _kept(kept, what, module, read):
+    """``read(module)``, once per module for as long as ``kept`` is kept."""
+    found = kept.get((what, id(module)))
+    if found is None or found[0] is not module:
+        found = kept[(what, id(module))] = (module, read(module))
+    return found[1]
 
 
 _ATTENTION = re.compile(r"attn|attention|mha|multihead|msa", re.I)  # as shared_lines.py reads attention by name
@@ -131,7 +145,9 @@ class SharedLines:
 
     def __init__(self, user_files):
         self.user_files = user_files
-        self.names = {}  # id of an outermost running nn.Module -> (it, {id of a submodule: its name})
+        # id of an outermost running nn.Module -> (it, {id of a submodule: its name}, {(what, id of a module it runs):
+        # (that module, whether it owns a projection or the sublayer it holds)}) (running_module)
+        self.names = {}
         # id of the frame of the latest hit and what tells it apart; forgotten as code holding a shared line is
         # entered, so that a new frame at a freed one's address is read anew (the frame is not held: nor its tensors)
         self.frame, self.found = None, None

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.test_pages import calls_of
 
@@ -36,7 +37,11 @@ def test_past_the_reading_no_module_names_the_capture():
 
 
 @pytest.mark.slow
-def test_every_hit_of_a_looped_line_is_one_record_with_its_provenance_and_the_capture_is_left_as_it_ran(tmp_path):
+@pytest.mark.parametrize("shown", [1, 2])
+def test_every_hit_of_a_looped_line_is_one_record_with_its_provenance_and_the_capture_is_left_as_it_ran(tmp_path,
+                                                                                                       shown):
+    """Every hit's values are records; its module calls are copied up to the hit the checks read (--hit, ``shown``)
+    only, and the record shown carries that hit's calls: the second layer's Linear for --hit 2."""
     from transformer_trace.reports import REPORTS
     from transformer_trace.trace import as_traced, numberings
     from transformer_trace.trace.markers import scan
@@ -49,16 +54,16 @@ def test_every_hit_of_a_looped_line_is_one_record_with_its_provenance_and_the_ca
         import torch
         from torch import nn
         torch.manual_seed(0)
-        layer = nn.Linear(4, 4)
+        layers = [nn.Linear(4, 4), nn.Linear(4, 4)]
         x = torch.randn(2, 3, 4)
-        for _ in range(2):
+        for layer in layers:
             y = layer(x)  # BREAKPOINT G20
     """), encoding="utf-8")
-    markers, reads = as_traced(scan(user_files(script), numberings(REPORTS)), "gpt", REPORTS)
+    markers, reads = as_traced(scan(user_files(script), numberings(REPORTS)), "gpt", REPORTS, shown)
     capture = run_script(script, [], markers, 60, argv0=str(script), **reads)
     hits_before, warnings_before = {m: list(h) for m, h in capture.hits.items()}, list(capture.warnings)
 
-    reading = read(REPORTS["gpt"], "gpt", capture, 1)
+    reading = read(REPORTS["gpt"], "gpt", capture, shown)
 
     filed = [(name, hit) for (name, hit), record in reading.records.items() if record.snapshot == "G20"]
     assert [hit for _, hit in filed] == [1, 2] and len({name for name, _ in filed}) == 2, "one record name a hit"
@@ -67,9 +72,15 @@ def test_every_hit_of_a_looped_line_is_one_record_with_its_provenance_and_the_ca
         assert (record.name, record.hit, record.ran, record.file, record.marker_line) == (name, hit, 2, "script.py", 7)
         assert record.layout is not None and record.tensor.shape == (2, 3, 4) and record.cell == ""
         made = [call.kind for call in record.calls if call.kind != "local"]  # "local": a tensor the line read
-        assert made == ["linear"] and any(b.startswith("M = 4") for b in record.bound)
-    assert reading.shown[filed[0][0]].hit == 1 and reading.source is not None
-    assert reading.source.tensors[filed[0][0]] is reading.shown[filed[0][0]].tensor, "the checks read the hit shown"
+        assert made == (["linear"] if hit <= shown else []), "no call copied past the hit the checks read"
+        assert any(b.startswith("M = 4") for b in record.bound)
+    name = filed[shown - 1][0]
+    assert reading.shown[name].hit == shown and reading.source is not None
+    assert reading.source.tensors[name] is reading.shown[name].tensor, "the checks read the hit shown"
+    torch.manual_seed(0)
+    weights = [torch.nn.Linear(4, 4).weight for _ in range(2)]  # the script's layers, made from its seed
+    (linear,) = [call for call in reading.shown[name].calls if call.kind == "linear"]
+    assert torch.equal(linear.params["weight"], weights[shown - 1]), "the shown hit's own layer's call"
     assert {m: list(h) for m, h in capture.hits.items()} == hits_before and capture.warnings == warnings_before
     with pytest.raises(dataclasses.FrozenInstanceError):
         reading.hit = 2  # type: ignore[misc]

@@ -36,10 +36,11 @@ _LOOKED_IN = ("in it or in the modules of its folder it imports (`import`, `from
 
 class Reads(TypedDict):
     """What the catalogue's checks read of the marked lines, as run_script takes it: the snapshots whose lines copy
-    the local tensors they read, and per snapshot the kinds of module calls copied."""
+    the local tensors they read, and per snapshot the kinds of module calls copied and the hit they are copied up to."""
 
     locals_for: frozenset[int]
     calls_for: Mapping[int, frozenset[str]]
+    calls_at: Mapping[int, int]
 
 
 def traceable(reports: Mapping[str, Report]) -> dict[str, Report]:
@@ -81,17 +82,28 @@ def calls_read(catalogue: Report) -> dict[int, frozenset[ModuleKind]]:
     return found
 
 
-def as_traced(markers: list[Marker], numbering: str, reports: Mapping[str, Report]) -> tuple[list[Marker], Reads]:
+def calls_at(catalogue: Report, hit: int) -> dict[int, int]:
+    """Per snapshot, the hit whose module calls its checks read (reading/pages.py ``_marked``: --hit for a step in the
+    layer loop, else the first): the child copies calls, locals and attributes read at no later hit (a line that ran
+    fewer times than that shows its last, an earlier one)."""
+    from transformer_trace.trace.reading.pages import in_layer_loop
+
+    return {snap.number: hit if in_layer_loop(snap) else 1 for snap in catalogue.snapshots}
+
+
+def as_traced(markers: list[Marker], numbering: str, reports: Mapping[str, Report],
+              hit: int = 1) -> tuple[list[Marker], Reads]:
     """The markers as `trace` runs them for ``numbering`` (the catalogue's variable where a marker names none), and
-    run_script's ``locals_for`` and ``calls_for``: what the catalogue's checks read of the marked lines (nothing, for
-    the script's own points). benchmarks/ measure the tracer so."""
+    run_script's ``locals_for``, ``calls_for`` and ``calls_at``: what the catalogue's checks read of the marked lines,
+    and at which hit (``hit``: --hit) (nothing, for the script's own points). benchmarks/ measure the tracer so."""
     if numbering not in reports:
-        return markers, {"locals_for": frozenset(), "calls_for": {}}
+        return markers, {"locals_for": frozenset(), "calls_for": {}, "calls_at": {}}
     from transformer_trace.trace.markers import with_catalogue_names
 
     catalogue = reports[numbering]
     markers = with_catalogue_names(markers, {snap.number: snap.variable for snap in catalogue.snapshots})
-    return markers, {"locals_for": reads_locals(catalogue), "calls_for": calls_read(catalogue)}
+    return markers, {"locals_for": reads_locals(catalogue), "calls_for": calls_read(catalogue),
+                     "calls_at": calls_at(catalogue, hit)}
 
 
 def numberings(reports: Mapping[str, Report]) -> dict[tuple[str, str], str]:
@@ -388,7 +400,7 @@ def _trace(args: argparse.Namespace, reports: Mapping[str, Report], command: str
     elif not any(m.point for m in markers):
         raise UserError(f"{args.script}: --report none reports the # trace: points, and the script has none "
                         f"({marker_forms(reports)})")
-    markers, reads = as_traced(markers, numbering, reports)
+    markers, reads = as_traced(markers, numbering, reports, args.hit)
     # before the script runs: nothing of the user's is replaced
     name = trace_name(args.name, notebook or script, args.out, reports)
     if getattr(args, "junit", None) is not None:  # refuse before the script runs and anything is written

@@ -195,14 +195,8 @@ class Tracer:
                 self.results.order += 1
                 self.results.event(protocol.hit_to_serializable(index, self.results.order, site, values, calls or [],
                                                                 reads, module if marker["shared_line"] else None))
-        self._forget_copies()
-
-    def _forget_copies(self):
-        """Once a marked statement has been taken (or raised), its copies are not recognised again, an outer marked
-        statement still running included (a change through ``.data`` or NumPy moves no version counter: a later
-        line's read of the same memory is copied anew; the outer one's later reads are copied anew too)."""
-        with self.results.lock:
-            self.results.copied.clear()
+                self.calls.taken[index] += 1  # its calls are not copied past the hit read (module_calls.py ``past``)
+        _forget_copies(self.results)
 
 
 class Marked:
@@ -230,11 +224,19 @@ class Marked:
         if kind is not None:  # the statement did not complete: nothing was assigned
             if self.read:
                 tracer.calls.stop()
-                tracer._forget_copies()
+                _forget_copies(tracer.results)
             tracer.raised(self.markers, kind)
             return False
         tracer._take(sys._getframe(1), self.markers, returned, tracer.calls.stop() if self.read else None)
         return False
+
+
+def _forget_copies(results):
+    """Once a marked statement has been taken (or raised), its copies are not recognised again, an outer marked
+    statement still running included (a change through ``.data`` or NumPy moves no version counter: a later line's
+    read of the same memory is copied anew; the outer one's later reads are copied anew too)."""
+    with results.lock:
+        results.copied.clear()
 
 
 def _call_recorder(results, script, copies):

@@ -8,7 +8,7 @@ value, or a view of it; the next call's input) is copied once: the values name t
 view is the same object (a weak reference: nothing is kept alive), their data are the same bytes read in the same order
 and sign, and the version counter is unchanged (an in-place change makes a new copy). A value that views the copy in
 another shape says so ("view"). Once a marked statement has been taken the copies are forgotten, while an outer marked
-statement runs too (bootstrap.Tracer._forget_copies): a change through ``.data`` or NumPy moves no version counter, so a
+statement runs too (bootstrap._forget_copies): a change through ``.data`` or NumPy moves no version counter, so a
 later line's read of the same memory is copied anew.
 """
 

@@ -58,14 +58,14 @@ class Feeding:
 
     def __enter__(self):
         if self.tracer.pid is not None and not self.tracer.compiling():
-            self.tracer.calls.start(sys._getframe(1), self.markers, feeding=True)
+            self.tracer.calls.start(sys._getframe(1), self.markers, feeding=True, targets=self.targets)
 
     def __exit__(self, kind, value, traceback):
         tracer = self.tracer
         if tracer.pid is None or tracer.compiling():
             return False
-        calls = tracer.calls.stop()
-        for target in self.targets if kind is None else ():
+        calls = tracer.calls.stop()  # None: every target past the hit whose calls its checks read
+        for target in self.targets if kind is None and calls is not None else ():
             tracer.calls.fed.setdefault(id(target), {})[self.line] = calls
         return False
 

@@ -16,6 +16,7 @@ of the unmarked statements feeding a marked one are kept by reference and copied
 read them (fed_calls.py).
 """
 
+import collections
 import functools
 import inspect
 import os
@@ -48,11 +49,17 @@ class CallRecorder:
         self.attributes = {}  # class -> the ATTRIBUTES its instances may have besides their own __dict__'s
         self.wanted = {}  # id(the markers of a statement, the Tracer's lists, held for the run) -> their kinds
         self.fed = {}  # id(a marked statement's markers) -> {a feeding line: its calls (fed_calls.py), last run}
+        self.taken = collections.defaultdict(int)  # a marker's index -> its hits taken (bootstrap.py ``_take``)
 
-    def start(self, frame, markers, feeding=False):
+    def start(self, frame, markers, feeding=False, targets=None):
         """A marked statement begins: the local tensors it reads are copied (as they are before it rebinds them), the
         calls of the kinds its checks read (all where the marker says None) recorded until ``stop`` (``feeding``: an
-        unmarked statement feeding marked ones, its calls kept by reference: fed_calls.py)."""
+        unmarked statement feeding marked ones, its calls kept by reference: fed_calls.py; ``targets``: the markers
+        of the statements it feeds). Nothing is recorded once its markers are past the hit their checks read."""
+        if self.past(targets or (markers,)):
+            self.running.append(PAST)  # its ``stop`` gives None: no calls, nor attributes read
+            self.fed.pop(id(markers), None)
+            return
         torch = sys.modules.get("torch")
         wanted = self.wanted.get(id(markers), ())
         if wanted == ():
@@ -73,8 +80,21 @@ class CallRecorder:
             return  # hooks already installed, or none of the line's calls is read: none installed
         self.hooks.install()
 
+    def past(self, targets):
+        """Whether every marker of ``targets`` (statements' markers) has had the hit whose calls its checks read
+        (``calls_at``; 0: every hit's): the pages read that hit's calls only (reading/pages.py ``_marked``), an
+        earlier one's where the line ran fewer times, so a later hit's are not copied."""
+        taken = self.taken
+        for markers in targets:
+            for index, marker in markers:
+                at = marker.get("calls_at", 0)
+                if not at or taken[index] < at:
+                    return False
+        return True
+
     def stop(self):
-        """The statement's capture is taken: its calls (the hooks removed once no marked statement runs)."""
+        """The statement's capture is taken: its calls (the hooks removed once no marked statement runs); None for
+        one past the hit read (``start``)."""
         calls = self.running.pop().calls if self.running else []
         if self.hooks is not None and self.hooks.installed and not _reads_calls(self.running):
             self.hooks.remove()
@@ -254,6 +274,11 @@ class Statement:
 
     def __init__(self, depth, wanted, feeding=False):
         self.depth, self.wanted, self.calls, self.counted, self.feeding = depth, wanted, [], 0, feeding
+
+
+# a statement started past the hit its checks read: keeps no call (its count is full) and installs no hooks
+PAST = Statement(0, frozenset())
+PAST.calls, PAST.counted = None, MOST_CALLS
 
 
 def _owned(module, kind):

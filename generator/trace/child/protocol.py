@@ -12,8 +12,8 @@ The results folder:
 - ``spec.json`` (from the generator): script, argv0, argv, results folder, budget (bytes of copies), cache (a folder
   for the marked files' compiled code, instrument.py), markers
   ([{file, line, first, last, names, fallback, shared_line, text, entry_line, loop_body, reads, locals, calls,
-  feeders}], a hit names its marker by index; the last four: what the checks read of the line and of the unmarked
-  statements feeding it, module_calls.py).
+  calls_at, feeders}], a hit names its marker by index; the last five: what the checks read of the line and of the
+  unmarked statements feeding it, and up to which hit, module_calls.py).
 - ``tensors.bin``: the raw bytes of every copied array, each at an offset aligned to 64 bytes (the same memory read
   twice is copied once: copies.py).
 - ``events.jsonl``: one JSON object a line, each with its ``kind`` (``EventKind``); the first names the version
@@ -32,7 +32,7 @@ import enum
 from dataclasses import dataclass
 from typing import TypedDict
 
-PROTOCOL_VERSION = 3  # 1: the unversioned format told events apart by the key present; 3: RAISED
+PROTOCOL_VERSION = 4  # 1: the unversioned format told events apart by the key present; 3: RAISED; 4: calls_at
 
 # A notebook's script (trace/notebook.py writes it): its first line names the notebook, and each cell starts after a
 # line of its own; the script's interpreter runs each cell as IPython runs it (instrument.py, bootstrap.py).
@@ -196,6 +196,7 @@ class MarkerSpec(TypedDict):
     reads: list[str]  # attribute chains whose tensors are copied
     locals: list[str]  # names whose values are copied before the line runs
     calls: list[str] | None  # the module kinds whose calls are copied (None: every kind)
+    calls_at: int  # the hit the checks read those of: calls, locals, attributes and feeders copied up to it (0: all)
     feeders: list[tuple[int, int]]  # unmarked statements whose calls go with its next hit (reading/feeders.py)
     traced: list[int]  # the first lines of those traced back to: their calls' outputs may be read rearranged
 

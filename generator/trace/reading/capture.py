@@ -132,10 +132,11 @@ class Capture:
 
 def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: float | None,
                argv0: str | None = None, locals_for: frozenset[int] = frozenset(),
-               calls_for: Mapping[int, frozenset[str]] | None = None) -> Capture:
+               calls_for: Mapping[int, frozenset[str]] | None = None,
+               calls_at: Mapping[int, int] | None = None) -> Capture:
     """Run ``script`` as ``__main__`` with ``argv`` (``sys.argv[0]``: ``argv0``, else the script's path) and the markers
-    traced, in its own interpreter; never raises for the script's own errors. ``locals_for``, ``calls_for``: what the
-    checks read of each snapshot's line (see ``marker_spec``)."""
+    traced, in its own interpreter; never raises for the script's own errors. ``locals_for``, ``calls_for``,
+    ``calls_at``: what the checks read of each snapshot's line, and at which hit (see ``marker_spec``)."""
     from transformer_trace.trace.process import run_child
 
     capture = Capture(script=script, markers=markers, sha256=hashlib.sha256(script.read_bytes()).hexdigest())
@@ -143,7 +144,8 @@ def run_script(script: Path, argv: list[str], markers: list[Marker], timeout: fl
     capture.sources = {file: read_source(Path(file)) for file in sorted({m.file for m in markers})}
     with tempfile.TemporaryDirectory(prefix="trace-") as folder:
         spec = {"script": str(script), "argv0": argv0 or str(script), "argv": list(argv), "results": folder,
-                "budget": CAPTURE_BUDGET_BYTES, "markers": [marker_spec(m, locals_for, calls_for) for m in markers],
+                "budget": CAPTURE_BUDGET_BYTES,
+                "markers": [marker_spec(m, locals_for, calls_for, calls_at) for m in markers],
                 "cache": str(cache_root() / "instrumented")}
         (Path(folder) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         command = [sys.executable, str(BOOTSTRAP), str(Path(folder) / "spec.json")]
@@ -175,12 +177,16 @@ def user_environment() -> dict[str, str]:
 
 
 def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
-                calls_for: Mapping[int, frozenset[str]] | None = None) -> protocol.MarkerSpec:
+                calls_for: Mapping[int, frozenset[str]] | None = None,
+                calls_at: Mapping[int, int] | None = None) -> protocol.MarkerSpec:
     """A marker as the script's interpreter reads it (bootstrap.py); ``locals_for``: the snapshots whose lines copy
     the local tensors they read (``TraceUse.reads_locals``); ``calls_for``: per snapshot, the kinds of module calls its
     line's checks read (generator/trace/__init__.py's calls_read; "read": the module tensors it reads by attribute),
-    the only ones copied; None: every kind."""
+    the only ones copied; None: every kind; ``calls_at``: per snapshot, the hit whose calls its checks read
+    (generator/trace/__init__.py's calls_at), those of later hits not copied; None: every hit's."""
     numbers = {n for n in (marker.number, *marker.alternatives) if n is not None}  # none for a `# trace:` point
+    # a shared line's hits are dealt out to its callers' snapshots (shared_lines.py): its count is none of theirs
+    hits_read = [calls_at.get(n, 0) for n in numbers] if calls_at is not None and not marker.alternatives else []
     reads_locals = bool(locals_for & numbers)
     kinds = None if calls_for is None else sorted(set().union(*(calls_for.get(n, ()) for n in numbers)))
     reads_attributes = kinds is None or ModuleKind.READ in kinds
@@ -191,7 +197,8 @@ def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
             "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
             "reads": list(_statement_reads(source, marker.first, marker.last).attributes) if reads_attributes else [],
             "locals": list(_statement_reads(source, marker.first, marker.last).names) if reads_locals else [],
-            "calls": kinds, "feeders": _feeders(source, marker) if reads_locals else [],
+            "calls": kinds, "calls_at": 0 if not hits_read or 0 in hits_read else max(hits_read),
+            "feeders": _feeders(source, marker) if reads_locals else [],
             "traced": sorted(_traced(source, marker)) if reads_locals else []}
 
 

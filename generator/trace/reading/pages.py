@@ -169,8 +169,8 @@ def _numbered(marker: Marker) -> int:
 
 @dataclass(frozen=True)
 class MarkedLineCalls:
-    """The module calls one marked line of a snapshot made, at every hit (``at_hits``), and which hit its page shows
-    (``shown``, counted from 1)."""
+    """The module calls one marked line of a snapshot made, at every hit (``at_hits``; none past the hit shown: the
+    child copies none, trace/__init__.py ``calls_at``), and which hit its page shows (``shown``, counted from 1)."""
 
     at_hits: tuple[tuple[ModuleCall, ...], ...]
     shown: int

@@ -69,7 +69,7 @@ class RecordReading:
     marker_line: int | None  # the line of its breakpoint comment
     cell: str  # in a notebook: "x.ipynb, cell 7, line 3"; empty for a script
     bound: tuple[str, ...]  # the named dimensions its snapshot's tensors bind: "h = 4 (heads)"
-    calls: tuple[ModuleCall, ...]  # the module calls its line made at this hit
+    calls: tuple[ModuleCall, ...]  # the module calls its line made at this hit (none past the hit shown: not copied)
 
 
 def shown_places(page: SnapshotReading, catalogue: Report, pages: list[SnapshotReading],

@@ -4,6 +4,10 @@ marked): the check holds for whatever the head was given, so the pick itself wen
 passed). The first module the line called was given that tensor; the claims of the snapshot that shows it (the pooled
 token is row 0, the class token, of the final sequence) are checked on it, where what they read is captured: where the
 first call was given the tensor that stood in, or a LayerNorm whose output it is (a head of a LayerNorm and a Linear).
+A head that is more than that, a pre-logits MLP (``nn.Sequential(Linear, Tanh, Linear)``: the step's check read its last
+Linear), was given the pooled token by its first Linear; that call is taken where the calls after it lead from its
+output to the tensor that stood in, each given the one before's output through an elementwise activation, and only
+for the pooled row's claims (an MLP line's first Linear was given no hidden activation).
 A claim that fails with evidence (the wrong token pooled) fails the step, with it; one that passes or cannot tell
 changes nothing. Correct code gives the head what the catalogue's tensor is, or what a correct architecture gives it in
 its place (a parallel block's MLP LayerNorm reads the block input: its check's ``CORRECT_INPUTS``), so this never fires
@@ -18,6 +22,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from transformer_trace.checks import FAILED, PASSED, CheckResult, close
+from transformer_trace.checks.layers import fitted_activation
+from transformer_trace.checks.pooled_row import RowEquals
 from transformer_trace.sources import NotCheckable, Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
 
@@ -40,6 +46,30 @@ def _first_input(page: SnapshotReading, stood_in: torch.Tensor) -> tuple[str, to
                 return call.module, given
             return None
     return None
+
+
+def _chained_first_input(page: SnapshotReading, stood_in: torch.Tensor) -> tuple[str, torch.Tensor] | None:
+    """The line's first module call and what it was given, where the calls after it lead from its output to the
+    tensor that stood in, each given the one before's output through a member of the activations' family
+    (checks/layers.py ``ACTIVATIONS``: a head ``Linear, Tanh, Linear`` whose last Linear the step's check read); None
+    where the chain breaks first."""
+    calls = [call for call in page.calls if call.inputs and isinstance(call.inputs[0], torch.Tensor)
+             and call.inputs[0].is_floating_point()]
+    for previous, call in zip(calls, calls[1:]):
+        output, given = previous.outputs[0] if previous.outputs else None, call.inputs[0]
+        assert given is not None
+        if not isinstance(output, torch.Tensor) or fitted_activation(output, given) is None:
+            return None
+        if _same(given, stood_in):
+            first = calls[0].inputs[0]
+            assert first is not None
+            return calls[0].module, first
+    return None
+
+
+def _pools(reading: SnapshotReading) -> bool:
+    """Whether the snapshot is the pooled row (its claims: one row of the final sequence)."""
+    return any(isinstance(check, RowEquals) for check in getattr(reading.snap, "checks", ()))
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -79,6 +109,8 @@ def head_input_checked(readings: list[SnapshotReading], results: dict[int, list[
     for number, index, name, stood_in in stand_ins:
         page, owner = by_number[number], _owner(readings, name, source)
         first = _first_input(page, stood_in)
+        if first is None and owner is not None and _pools(owner):
+            first = _chained_first_input(page, stood_in)
         result = results[number][index]
         if owner is None or first is None or result.status != PASSED:
             continue

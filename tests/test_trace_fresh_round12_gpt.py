@@ -23,3 +23,16 @@ def test_round_twelve_gpt_folders_each_hold_our_files_only_and_plant_six_bugs_ea
     assert len(planted_bugs(notebook)) == 6
     stub = ours(12) / "ltrujello_Transformer" / "transformer" / "utils.py"
     assert stub.read_text(encoding="utf-8").startswith('"""Our stub, not upstream')
+
+
+# the checks that must really run on each correct code (its passed count after the fix, less a margin)
+PASSED_AT_LEAST = {"rishikesh2715_mini_GPT2": 15, "ltrujello_Transformer": 34, NOTEBOOK: 15}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", GPT_AND_ENCODER_DECODER)
+def test_round_twelve_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, upstream_driver,
+                                                                                           name):
+    red, passed = red_and_passed(traced(upstream_driver(12, name), tmp_path / "out"))
+    assert not red
+    assert passed >= PASSED_AT_LEAST[name], "the checks really ran"

@@ -2,7 +2,8 @@
 here in a script of our own, none from the upstream code: post-norm blocks whose residual sums are marked on the
 line that normalises them (``x = self.ln1(x + self.attn(x))``, the GPT's G18 and G23), so the step captured is the
 LayerNorm of the sum. It passes as that post-norm form; the residual dropped on that line (``self.ln1(self.attn(x))``)
-is still named, and a pre-norm sum still passes as the plain sum."""
+is still named, and a pre-norm sum still passes as the plain sum. And the bug form a fresh GPT's planted bug showed
+missing: learned position IDs that start past 0 (``arange(1, T + 1)``), named "positions shifted" at G03."""
 
 from __future__ import annotations
 
@@ -88,3 +89,34 @@ def test_a_pre_norm_sum_still_passes_as_the_plain_sum(tmp_path, first, second):
     code, checks = traced(tmp_path, _script(FIRST_SUM=first, SECOND_SUM=second))
     assert code == 0, checks[""]
     assert checks["G18"]["passed"] is True and checks["G18"]["name"] == "the operands add up to the residual sum"
+
+
+LEARNED_POSITIONS = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+T, C = 6, 16
+token_table, position_table = nn.Embedding(20, C), nn.Embedding(12, C)
+ids = torch.tensor([[1, 5, 7, 2, 9, 3], [4, 4, 8, 0, 6, 1]])  # BREAKPOINT G01
+with torch.no_grad():
+    tok = token_table(ids)  # BREAKPOINT G02
+    pos = position_table(torch.arange(START, START + T))  # BREAKPOINT G03
+    x = tok + pos  # BREAKPOINT G04
+'''
+
+
+@pytest.mark.parametrize("start", [1, 3])
+def test_position_ids_that_start_past_zero_are_named_positions_shifted(tmp_path, start):
+    """rishikesh2715/mini-GPT2's B5 (round twelve): `arange(1, T + 1)` for the position IDs."""
+    code, checks = traced(tmp_path, LEARNED_POSITIONS.replace("START", str(start)))
+    assert code == 1
+    assert checks["G03"]["passed"] is False, checks["G03"]["detail"]
+    assert checks["G03"]["evidence"]["name"] == "positions shifted"
+    assert f"rows {start}…{start + 5}" in checks["G03"]["detail"]
+
+
+def test_position_ids_from_zero_still_pass(tmp_path):
+    code, checks = traced(tmp_path, LEARNED_POSITIONS.replace("START", "0"))
+    assert code == 0, checks[""]
+    assert checks["G03"]["passed"] is True, checks["G03"]["detail"]

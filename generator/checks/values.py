@@ -19,6 +19,7 @@ from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.residual_forms import scaled_residual, stream_left_out
 from transformer_trace.checks.normalisation import NORMALISED_RESIDUAL, fitted_layer_norm
+from transformer_trace.checks.post_norm_sum import NORMALISED_STREAM_LEFT_OUT, normalised_sum
 from transformer_trace.checks.sinusoids import added_twice_without_table, same_for_every_item
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
@@ -171,7 +172,7 @@ class SumOf(Check):
                                            ModuleKind.READ, ModuleKind.EMBEDDING}))  # (every operand: summed_calls)
     BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (BugForm("added twice", "the sum with one operand counted twice",
                                                         _operand_twice), NORMALISED_RESIDUAL,
-                                                stream_left_out("residual dropped"))
+                                                stream_left_out("residual dropped"), NORMALISED_STREAM_LEFT_OUT)
     LEFT_OUT = "residual dropped"
 
     DERIVES = "out"
@@ -193,6 +194,8 @@ class SumOf(Check):
             return DROPOUT_CLAIM, True, str(dropped)  # training mode: the dropout's mask read back
         if not passed and (scaled := scaled_residual(s, self.out, self.operands)) is not None:
             return scaled
+        if not passed and (normed := normalised_sum(s, self.out, self.operands)) is not None:
+            return normed  # post-norm, the marker on the line that normalises the sum
         return "the operands add up to the residual sum", passed, detail
 
 

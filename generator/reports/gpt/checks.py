@@ -16,7 +16,7 @@ import torch
 
 from transformer_trace.checks import THIS, Check, TraceUse, close, tolerance
 from transformer_trace.checks.base import weight_and_bias
-from transformer_trace.checks.evidence import Property
+from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.masks import (causal_reading, mask_allows, masked_as_written, masked_entries,
                                            padding_said, sliding_window)
 from transformer_trace.registry import Registry
@@ -68,12 +68,27 @@ class EmbeddingRows(Check):
         return f"each position is its byte's row of {self.parameter}", passed, detail
 
 
+def _rows_shifted(check: PositionRows, s: TensorSource) -> Fit | None:
+    """Position IDs that start past 0 (``arange(1, T + 1)``): the step is T consecutive rows of the table from
+    another row than 0, the first offset that fits named."""
+    got, table = s.t(check.out), s.parameter(check.parameter)
+    T = got.shape[0]
+    for offset in range(1, table.shape[0] - T + 1):
+        fits, detail = close(got, table[offset:offset + T], f"row t vs row t + {offset} of {check.parameter}")
+        if fits:
+            return Fit(True, f"the positions are shifted: your {s.name(check.out)} is rows {offset}…{offset + T - 1} "
+                             f"of {check.parameter}, position t given row t + {offset} ({detail})")
+    return Fit(False, "no other run of consecutive rows of the table fits")
+
+
 @dataclass(frozen=True, kw_only=True)
 class PositionRows(Check):
     """``out`` (T, C) is rows 0…T−1 of the position-embedding ``parameter``."""
     CLAIM = "is the first rows of the position table"
 
     TRACE = TraceUse(calls={"parameter": (ModuleKind.EMBEDDING, "weight")})
+    BUG_FORMS = (BugForm("positions shifted", "T consecutive rows of the table from another row than 0",
+                         _rows_shifted),)
 
     out: Ref = THIS
     parameter: ParamRef

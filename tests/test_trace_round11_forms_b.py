@@ -1,0 +1,99 @@
+"""Round eleven's forms still missed after its merge (issue 40, tests/trace_fresh/ROUND11_VIT.md and ROUND11_GPT.md,
+"after forms12"), each built in a tiny script of our own (no upstream code), failing without its fix, with a correct
+twin that must stay green:
+
+- a class token that joins after the blocks (CaiT's class-attention stage): every block runs on the patches alone,
+  the class token is updated by blocks of its own no marker shows, and joins them only for the final sequence. S23
+  holds one row more than the blocks: read with the class token's row first (where it joined), its other rows checked
+  as the final LayerNorm of the last block's output; the head's pick of a patch's row (the class token appended
+  last, the head still reading row 0) is the wrong token pooled, and the head reading the last row of a sequence
+  the class token joined last is correct.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import trace_source as traced
+
+# a ViT whose class token joins after the blocks, updated by class-attention blocks that are not marked
+CLASS_TOKEN_JOINS_AFTER_THE_BLOCKS = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, C, H, P, G = 2, 16, 4, 4, 3  # a 3 x 3 grid of 4 x 4 patches
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(C)
+        self.attn = nn.MultiheadAttention(C, H, batch_first=True)
+        self.norm2 = nn.LayerNorm(C)
+        self.mlp = nn.Sequential(nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C))
+
+    def forward(self, x):  # BREAKPOINT S08
+        h = self.norm1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]  # BREAKPOINT S16
+        x = x + self.mlp(self.norm2(x))  # BREAKPOINT S19
+        return x  # BREAKPOINT S20
+
+
+class ClassAttentionBlock(nn.Module):
+    """Updates the class token alone, attending to itself and the patches."""
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(C)
+        self.attn = nn.MultiheadAttention(C, H, batch_first=True)
+
+    def forward(self, x, cls):
+        u = self.norm(torch.cat((cls, x), dim=1))
+        return cls + self.attn(u[:, :1], u, u, need_weights=False)[0]
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.patch_embed = nn.Conv2d(3, C, P, P)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, C))
+        self.pos_embed = nn.Parameter(torch.randn(1, G * G, C))
+        self.blocks = nn.ModuleList([Block(), Block()])
+        self.class_blocks = nn.ModuleList([ClassAttentionBlock(), ClassAttentionBlock()])
+        self.norm = nn.LayerNorm(C)
+        self.head = nn.Linear(C, 5)
+
+    def forward(self, img):
+        x = self.patch_embed(img).flatten(2).transpose(1, 2)  # BREAKPOINT S04
+        cls_tokens = self.cls_token.expand(x.shape[0], -1, -1)  # BREAKPOINT S05
+        x = x + self.pos_embed  # BREAKPOINT S07
+        for blk in self.blocks:
+            x = blk(x)
+        for blk in self.class_blocks:
+            cls_tokens = blk(x, cls_tokens)
+        x = torch.cat((cls_tokens, x), dim=1)
+        x = self.norm(x)  # BREAKPOINT S23
+        return self.head(x[:, 0])  # BREAKPOINT S25
+
+
+with torch.no_grad():
+    logits = Model().eval()(torch.randn(B, 3, G * P, G * P))
+'''
+JOIN = "x = torch.cat((cls_tokens, x), dim=1)"
+JOINED_LAST = "x = torch.cat((x, cls_tokens), dim=1)"
+
+
+@pytest.mark.parametrize("join, pick", [(JOIN, "x[:, 0]"), (JOINED_LAST, "x[:, -1]")],
+                         ids=["joined-first-head-reads-row-0", "joined-last-head-reads-the-last-row"])
+def test_a_class_token_joining_after_the_blocks_is_read_and_its_final_sequence_checked(tmp_path, join, pick):
+    code, checks = traced(tmp_path, CLASS_TOKEN_JOINS_AFTER_THE_BLOCKS.replace(JOIN, join).replace("x[:, 0]", pick))
+    assert code == 0 and checks[""]["first_failure"] is None, checks[""]
+    assert checks["S23"]["passed"], checks["S23"]
+    assert "row 0, the class token that joined after the blocks, is not checked" in checks["S23"]["name"]
+    assert checks["S25"]["passed"], checks["S25"]
+
+
+def test_a_class_token_joined_last_while_the_head_reads_row_0_is_the_wrong_token_pooled(tmp_path):
+    code, checks = traced(tmp_path, CLASS_TOKEN_JOINS_AFTER_THE_BLOCKS.replace(JOIN, JOINED_LAST))
+    assert code == 1 and checks[""]["first_failure"].startswith("S25"), checks[""]
+    assert "the wrong token was pooled: it is row 1 of x (S23), not row 0" in checks["S25"]["detail"], checks["S25"]

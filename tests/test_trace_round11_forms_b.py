@@ -7,7 +7,10 @@ twin that must stay green:
   holds one row more than the blocks: read with the class token's row first (where it joined), its other rows checked
   as the final LayerNorm of the last block's output; the head's pick of a patch's row (the class token appended
   last, the head still reading row 0) is the wrong token pooled, and the head reading the last row of a sequence
-  the class token joined last is correct.
+  the class token joined last is correct;
+- the pre-norm rule read through LayerScale (`x = x + self.gamma_2 * self.mlp(self.norm2(x))`): a stream is also a
+  step a sublayer's output joined × a learned gain per channel, so an MLP given the stream itself, its LayerNorm left
+  out, is named as in a block without the gains.
 """
 
 from __future__ import annotations
@@ -97,3 +100,57 @@ def test_a_class_token_joined_last_while_the_head_reads_row_0_is_the_wrong_token
     code, checks = traced(tmp_path, CLASS_TOKEN_JOINS_AFTER_THE_BLOCKS.replace(JOIN, JOINED_LAST))
     assert code == 1 and checks[""]["first_failure"].startswith("S25"), checks[""]
     assert "the wrong token was pooled: it is row 1 of x (S23), not row 0" in checks["S25"]["detail"], checks["S25"]
+
+
+# a pre-norm block whose residual sums scale each sublayer output by a learned gain per channel (LayerScale)
+LAYER_SCALED_BLOCK = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C, H = 2, 9, 16, 4
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.act, self.fc2 = nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))  # BREAKPOINT S18
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(C)
+        self.attn = nn.MultiheadAttention(C, H, batch_first=True)
+        self.norm2 = nn.LayerNorm(C)
+        self.mlp = Mlp()
+        self.gamma_1 = nn.Parameter(0.1 * torch.ones(C))
+        self.gamma_2 = nn.Parameter(0.1 * torch.ones(C))
+
+    def forward(self, x):  # BREAKPOINT S08
+        h = self.norm1(x)
+        x = x + self.gamma_1 * self.attn(h, h, h, need_weights=False)[0]  # BREAKPOINT S16
+        x = x + self.gamma_2 * self.mlp(self.norm2(x))  # BREAKPOINT S19
+        return x  # BREAKPOINT S20
+
+
+with torch.no_grad():
+    out = Block().eval()(torch.randn(B, N, C))
+'''
+MLP_OF_THE_NORM = "self.gamma_2 * self.mlp(self.norm2(x))"
+
+
+def test_a_layer_scaled_pre_norm_block_passes(tmp_path):
+    code, checks = traced(tmp_path, LAYER_SCALED_BLOCK)
+    assert code == 0 and checks[""]["first_failure"] is None, checks[""]
+    assert "LayerScale" in checks["S16"]["detail"], checks["S16"]
+
+
+def test_a_layer_scaled_mlp_given_the_stream_is_named_where_its_linears_are_called(tmp_path):
+    code, checks = traced(tmp_path, LAYER_SCALED_BLOCK.replace(MLP_OF_THE_NORM, "self.gamma_2 * self.mlp(x)"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S18"), checks[""]
+    assert "was given x (S16) itself (equal within the tolerance), where a LayerNorm of it belongs" in \
+        checks["S18"]["detail"], checks["S18"]

@@ -10,7 +10,10 @@ twin that must stay green:
   the class token joined last is correct;
 - the pre-norm rule read through LayerScale (`x = x + self.gamma_2 * self.mlp(self.norm2(x))`): a stream is also a
   step a sublayer's output joined × a learned gain per channel, so an MLP given the stream itself, its LayerNorm left
-  out, is named as in a block without the gains.
+  out, is named as in a block without the gains;
+- the patch tokens averaged over the batch axis (round ten's `x[:, 1:].mean(dim=0)` for `mean(dim=1)`): the pooled
+  step (B, C) captured (N, C) reads as no layout; where it is the mean over axis 0 of the sequence the line read, the
+  bug form "averaged over the batch axis" names it, and correct mean pooling passes.
 """
 
 from __future__ import annotations
@@ -154,3 +157,50 @@ def test_a_layer_scaled_mlp_given_the_stream_is_named_where_its_linears_are_call
     assert code == 1 and checks[""]["first_failure"].startswith("S18"), checks[""]
     assert "was given x (S16) itself (equal within the tolerance), where a LayerNorm of it belongs" in \
         checks["S18"]["detail"], checks["S18"]
+
+
+# a ViT pooling the mean of its patch tokens (the class token left out), with no final sequence marked
+MEAN_POOLED = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, C, H, P, G = 2, 16, 4, 4, 3  # a 3 x 3 grid of 4 x 4 patches
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.patch_embed = nn.Conv2d(3, C, P, P)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, C))
+        self.pos_embed = nn.Parameter(torch.randn(1, G * G + 1, C))
+        layer = nn.TransformerEncoderLayer(C, H, 4 * C, dropout=0.0, batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(C)
+        self.head = nn.Linear(C, 5)
+
+    def forward(self, img):
+        x = self.patch_embed(img).flatten(2).transpose(1, 2)  # BREAKPOINT S04
+        cls_tokens = self.cls_token.expand(x.shape[0], -1, -1)  # BREAKPOINT S05
+        x = torch.cat((cls_tokens, x), dim=1)  # BREAKPOINT S06
+        x = x + self.pos_embed  # BREAKPOINT S07
+        x = self.blocks(x)
+        x = x[:, 1:].mean(dim=1)  # BREAKPOINT S24
+        return self.head(self.norm(x))  # BREAKPOINT S25
+
+
+with torch.no_grad():
+    logits = Model().eval()(torch.randn(B, 3, G * P, G * P))
+'''
+
+
+def test_mean_pooling_over_the_positions_passes(tmp_path):
+    code, checks = traced(tmp_path, MEAN_POOLED)
+    assert code == 0 and checks[""]["first_failure"] is None, checks[""]
+    assert checks["S24"]["passed"] and "the mean over the positions after row 0" in checks["S24"]["detail"]
+
+
+def test_patch_tokens_averaged_over_the_batch_axis_are_named(tmp_path):
+    code, checks = traced(tmp_path, MEAN_POOLED.replace("mean(dim=1)", "mean(dim=0)"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S24"), checks[""]
+    assert "the tokens were averaged over the batch axis" in checks["S24"]["detail"], checks["S24"]

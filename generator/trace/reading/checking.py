@@ -38,6 +38,7 @@ from transformer_trace.trace.reading.sublayer_alone_normed import sublayer_alone
 from transformer_trace.trace.reading.attention_sources import kv_from_another_input, positions_added_twice
 from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
+from transformer_trace.trace.reading.batch_mean import averaged_over_batch
 from transformer_trace.trace.reading.experts import mixture_of_experts
 from transformer_trace.trace.reading.norm_of_another import norm_of_another
 from transformer_trace.trace.reading.scaled_queries import queries_scaled_where_taken
@@ -389,6 +390,8 @@ def _refused(page: SnapshotReading, source: TensorDict | None,
         # a shape the catalogue's layouts do not read is no evidence: one batch item's one head in a loop over heads,
         # a slice of a tensor, are layouts too (a fresh implementation's per-head (N, hs) slices were called wrong so):
         # unrecognised (needs_evidence), the page's shape row saying it does not match
+        if (batch_mean := averaged_over_batch(page, source)) is not None:  # a pooled mean over the wrong axis
+            return [batch_mean]
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
                             detail=f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): "
                             f"{layout.note}")]

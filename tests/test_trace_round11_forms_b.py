@@ -13,7 +13,10 @@ twin that must stay green:
   out, is named as in a block without the gains;
 - the patch tokens averaged over the batch axis (round ten's `x[:, 1:].mean(dim=0)` for `mean(dim=1)`): the pooled
   step (B, C) captured (N, C) reads as no layout; where it is the mean over axis 0 of the sequence the line read, the
-  bug form "averaged over the batch axis" names it, and correct mean pooling passes.
+  bug form "averaged over the batch axis" names it, and correct mean pooling passes;
+- patches cut and flattened in one statement (S02 not markable): S03 is read against the captured image S01, each
+  row the pixels of one patch (in any order inside it), the patches row by row; rows holding the patches column by
+  column are named.
 """
 
 from __future__ import annotations
@@ -204,3 +207,42 @@ def test_patch_tokens_averaged_over_the_batch_axis_are_named(tmp_path):
     code, checks = traced(tmp_path, MEAN_POOLED.replace("mean(dim=1)", "mean(dim=0)"))
     assert code == 1 and checks[""]["first_failure"].startswith("S24"), checks[""]
     assert "the tokens were averaged over the batch axis" in checks["S24"]["detail"], checks["S24"]
+
+
+# patches cut from the image and flattened channel-last in one statement: no 4-D patches to mark as S02
+CUT_AND_FLATTENED = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, Ch, P, G, C = 2, 3, 4, 3, 16  # a 3 x 3 grid of 4 x 4 patches
+
+
+class PatchEmbedding(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(P * P * Ch, C)
+
+    def forward(self, img):
+        # cut and flatten in one statement, each patch channel-last (ph pw c)
+        out = img.reshape(B, Ch, G, P, G, P).permute(0, 2, 4, 3, 5, 1).reshape(B, G * G, P * P * Ch)  # BREAKPOINT S03
+        return self.proj(out)  # BREAKPOINT S04
+
+
+img = torch.randn(B, Ch, G * P, G * P)  # BREAKPOINT S01
+with torch.no_grad():
+    x = PatchEmbedding()(img)
+'''
+ROW_BY_ROW = "permute(0, 2, 4, 3, 5, 1)"
+
+
+def test_patches_cut_and_flattened_in_one_statement_are_read_against_the_image(tmp_path):
+    code, checks = traced(tmp_path, CUT_AND_FLATTENED)
+    assert code == 0 and checks[""]["first_failure"] is None, checks[""]
+    assert checks["S03"]["passed"] and "read from the image img (S01)" in checks["S03"]["name"], checks["S03"]
+
+
+def test_patches_taken_column_by_column_are_named_against_the_image(tmp_path):
+    code, checks = traced(tmp_path, CUT_AND_FLATTENED.replace(ROW_BY_ROW, "permute(0, 4, 2, 3, 5, 1)"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S03"), checks[""]
+    assert "patches taken column by column" in checks["S03"]["detail"], checks["S03"]

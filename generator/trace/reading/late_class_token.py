@@ -72,7 +72,7 @@ def find_late_class_token(shapes: Sequence[StepShape], dims: dict[str, int],
         return None
     blocks = [s for s in shapes if s.named == ("B", "N1", "C") and s.shape[1:2] == (tokens,)]
     later = [s for s in shapes if s.named == ("B", "N1", "C") and s.shape[1:2] == (tokens + 1,)]
-    called, found = list(calls), []
+    called, found = list(calls), list[tuple[str, str, int, int | None]]()
     for step in later:
         sequence = _joined_sequence(step, called)
         if sequence is None or sequence.dim() != 3:
@@ -84,8 +84,8 @@ def find_late_class_token(shapes: Sequence[StepShape], dims: dict[str, int],
             found.append((step.step, *match))
     if not found or len({row for *_, row in found}) != 1:
         return None
-    step, block, hit, row = found[0]
+    label, block, hit, row = found[0]
     where = "first" if row == 0 else "last"
-    because = (f"{step}'s sequence is {block} (hit {hit + 1}) with one row joined {where}; every block step holds the "
+    because = (f"{label}'s sequence is {block} (hit {hit + 1}) with one row joined {where}; every block step holds the "
                f"{tokens} patches alone")
-    return LateClassToken(tuple(label for label, *_ in found), tokens + 1, row == 0, because)
+    return LateClassToken(tuple(step for step, *_ in found), tokens + 1, row == 0, because)

@@ -210,7 +210,8 @@ class FinalNormOrNone(LayerNormOf):
         """A final sequence one row longer than the last block's output: a class token that joined after the blocks
         (CaiT's class-attention stage, blocks of its own no marker shows), read first (a trace's
         trace/reading/late_class_token.py). The rows after it are checked; the class token's own row cannot be."""
-        unchecked = "; row 0, the class token that joined after the blocks, is not checked (its own blocks are unmarked)"
+        unchecked = ("; row 0, the class token that joined after the blocks, is not checked (its own blocks are "
+                     "unmarked)")
         same, detail = close(rows, x, "rows 1… vs the last block's output")
         if same:
             return f"{self.NO_NORM}{unchecked}", True, detail

@@ -18,11 +18,12 @@ from transformer_trace.tensors import fmt
 from transformer_trace.trace.child.protocol import ModuleKind
 
 
-def _layer_norm(s: TensorSource, out: Ref, total: torch.Tensor, module: ModuleRef, of: str) -> tuple[str, bool, str]:
-    """``out`` is the LayerNorm ``module`` of ``total``, recomputed with the model's weights; from tensors alone (a
-    source without weights) with the per-feature gain and bias fitted by least squares, which passes only when every
-    feature of ``out`` is one affine function of ``total`` normalised per position."""
-    got = s.t(out)
+def _layer_norm(s: TensorSource, out: Ref | torch.Tensor, total: torch.Tensor, module: ModuleRef,
+                of: str) -> tuple[str, bool, str]:
+    """``out`` (a record, or rows of one) is the LayerNorm ``module`` of ``total``, recomputed with the model's
+    weights; from tensors alone (a source without weights) with the per-feature gain and bias fitted by least squares,
+    which passes only when every feature of ``out`` is one affine function of ``total`` normalised per position."""
+    got = out if isinstance(out, torch.Tensor) else s.t(out)
     try:
         ln = s.module(module)
     except NotCheckable:
@@ -196,11 +197,27 @@ class FinalNormOrNone(LayerNormOf):
                "token)")
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        same, detail = close(s.t(self.out), s.t(self.x), "vs the last block's output")
+        out, x = s.t(self.out), s.t(self.x)
+        if out.dim() == x.dim() == 3 and out.shape[1] == x.shape[1] + 1 and out[:, 1:].shape == x.shape:
+            return self._class_token_joined_after(s, out[:, 1:], x)
+        same, detail = close(out, x, "vs the last block's output")
         if same:
             return self.NO_NORM, True, detail
         claim, passed, more = super().verify(s)
         return claim, passed, more if passed else f"{more}; nor is it the last block's output itself: {detail}"
+
+    def _class_token_joined_after(self, s: TensorSource, rows: torch.Tensor, x: torch.Tensor) -> tuple[str, bool, str]:
+        """A final sequence one row longer than the last block's output: a class token that joined after the blocks
+        (CaiT's class-attention stage, blocks of its own no marker shows), read first (a trace's
+        trace/reading/late_class_token.py). The rows after it are checked; the class token's own row cannot be."""
+        unchecked = ("; row 0, the class token that joined after the blocks, is not checked (its own blocks are "
+                     "unmarked)")
+        same, detail = close(rows, x, "rows 1… vs the last block's output")
+        if same:
+            return f"{self.NO_NORM}{unchecked}", True, detail
+        claim, passed, more = _layer_norm(s, rows, x, self.module, "the last block's output")
+        return (f"{claim} in rows 1…{unchecked}", passed,
+                more if passed else f"{more}; nor are rows 1… the last block's output itself: {detail}")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -38,8 +38,10 @@ from transformer_trace.trace.reading.sublayer_alone_normed import sublayer_alone
 from transformer_trace.trace.reading.attention_sources import kv_from_another_input, positions_added_twice
 from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
+from transformer_trace.trace.reading.batch_mean import averaged_over_batch
 from transformer_trace.trace.reading.experts import mixture_of_experts
 from transformer_trace.trace.reading.norm_of_another import norm_of_another
+from transformer_trace.trace.reading.image_patches import patches_of_the_image
 from transformer_trace.trace.reading.scaled_queries import queries_scaled_where_taken
 from transformer_trace.trace.reading.last_position import at_last_position, calls_at_last_position
 from transformer_trace.trace.reading.dropout import said_dropout
@@ -152,6 +154,7 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     results = kv_from_another_input(readings, results)  # a cross-attention's K or V not from the encoder's output
     results = positions_added_twice(readings, results)  # an attention's query or key given the positions twice
     results = norm_of_another(readings, results)  # a sublayer's LayerNorm given a LayerNorm of another stream
+    results = patches_of_the_image(readings, results)  # flattened patches with no 4-D patches: read from the image
     results = queries_scaled_where_taken(readings, results)  # the 1/√hs applied where the queries are taken
     # a derived step's page says so only where a captured step's check read it (its detail names the derivation)
     said = " ".join(result.detail for snapshot in readings if snapshot.captured
@@ -389,6 +392,8 @@ def _refused(page: SnapshotReading, source: TensorDict | None,
         # a shape the catalogue's layouts do not read is no evidence: one batch item's one head in a loop over heads,
         # a slice of a tensor, are layouts too (a fresh implementation's per-head (N, hs) slices were called wrong so):
         # unrecognised (needs_evidence), the page's shape row saying it does not match
+        if (batch_mean := averaged_over_batch(page, source)) is not None:  # a pooled mean over the wrong axis
+            return [batch_mean]
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
                             detail=f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): "
                             f"{layout.note}")]

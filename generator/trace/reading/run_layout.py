@@ -36,6 +36,7 @@ from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.fold_order import heads_major, unfolded
 from transformer_trace.trace.reading.stored_transposed import Transposed, stored_transposed
 from transformer_trace.trace.reading.extra_tokens import ExtraTokens, find_extra_tokens
+from transformer_trace.trace.reading.late_class_token import LateClassToken, find_late_class_token
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, layout
 
 # the named axes that count positions (tokens, patches, source and target lengths): what sequence-first puts first
@@ -60,6 +61,7 @@ class StepShape:
     first_item: bool = False
     value: torch.Tensor | None = field(default=None, compare=False)  # the tensor itself, for a module's input
     roles: frozenset[Role] = frozenset()
+    hits: tuple[torch.Tensor, ...] = field(default=(), compare=False)  # its value at every hit of its line
 
 
 def turned(named: Sequence[str], ndim: int, first_item: bool) -> bool:
@@ -166,6 +168,7 @@ class RunLayout:
     patches_alone: tuple[str, ...] = ()
     joining_row: torch.Tensor | None = field(default=None, compare=False)
     extra_tokens: ExtraTokens | None = None  # tokens of the model's own joining after the embedding steps
+    late_class: LateClassToken | None = None  # the class token joining after the blocks (late_class_token.py)
 
     def dims_for(self, named: Sequence[str], shape: Sequence[int]) -> dict[str, int]:
         """The dimensions a step is read with: the run's, or, for a step before extra tokens joined (its tokens axis
@@ -260,6 +263,8 @@ class RunLayout:
                          + (f"; {self.heads_major}" if self.heads_major else "")))
         if self.class_token:
             rows.append(("Class token", CLASS_PLACES[self.class_token], self.class_rests_on))
+        elif self.late_class is not None:
+            rows.append(("Class token", self.late_class.says(), self.class_rests_on))
         if self.extra_tokens is not None:
             rows.append(("Extra tokens", self.extra_tokens.says(), self.extra_tokens.rests_on()))
         elif "N" in self.dims and self.class_token == CLASS_FIRST \
@@ -324,7 +329,10 @@ def _steps(steps: Iterable[str], most: int = 6) -> str:
 def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall] = ()) -> RunLayout:
     """The run's layout, decided once from every captured step's shape (and, where the shapes cannot tell, the
     modules' own settings), with the reasons; see the module's docstring for the rule."""
+    calls = tuple(calls)
     run = _with_extra_tokens(_with_class_token(_read_order(shapes, legend, calls), shapes), shapes)
+    if not run.class_token and (late := find_late_class_token(shapes, run.dims, calls)) is not None:
+        run = replace(run, late_class=late, class_rests_on=late.rests_on)
     steps = [(s.step, s.named, run.as_read(s)) for s in shapes if s.value is not None]
     return replace(run, transposed=stored_transposed(steps, SEQUENCE_AXES),
                    heads_major=heads_major(steps, run.dims) if run.folded else "")
@@ -408,7 +416,9 @@ def step_shapes(pages: Sequence[Any]) -> list[StepShape]:
     """Every tensor the traced pages hold (pages.py ``_Marked``, in the catalogue's order), as evidence for the run's
     layout."""
     return [StepShape(m.label, m.shape_of(i), tuple(h.tensor.shape), i == 0 and m.snap.index == "[0]",
-                      None if h.absent else h.tensor, step_roles(m, i)) for m in pages for i, h in enumerate(m.held)]
+                      None if h.absent else h.tensor, step_roles(m, i),
+                      tuple(v for v in (m.hit_values[i] if i < len(m.hit_values) else ()) if v is not None))
+            for m in pages for i, h in enumerate(m.held)]
 
 
 def step_roles(page: Any, k: int) -> frozenset[Role]:
@@ -432,6 +442,9 @@ def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) ->
         return Layout(found.status, found.expected, note, found.canonical)
     turn = run.turns(named, tensor.dim(), first_item)
     read = tensor.transpose(0, 1) if turn else tensor
+    if run.late_class is not None and (late := run.late_class.canonical(page.label, named, read)) is not None:
+        return Layout(LayoutStatus.LAYOUT, tuple(late.shape), f"the class token {run.late_class.says()} (see the "
+                      "overview)", late)
     dims = run.dims_for(named, tuple(read.shape))
     found = layout(read, named, dims, {}, first_item=first_item, roles=roles)
     axes = (("B", *named) if first_item else named)

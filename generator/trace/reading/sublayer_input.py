@@ -4,7 +4,7 @@ calls its Linears with the input itself). No step's own check sees it: the subla
 made of what they were given, and the residual sum adds up. The marked lines' module calls show it:
 
 - a *stream* is a captured step that a marked line added a sublayer's output to (its step equals the stream plus the
-  output of a call the line made), never a LayerNorm's output;
+  output of a call the line made, or plus that output × a gain per channel, LayerScale), never a LayerNorm's output;
 - the block is *pre-norm* where a marked line of the same stage applied a LayerNorm to a stream, its output not the
   line's step (a post-norm block normalises sums that are its steps, and its sublayers read those LayerNorms'
   outputs, never a stream a LayerNorm also reads); or where a marked line's projection was given a LayerNorm of a
@@ -30,6 +30,7 @@ import torch
 from transformer_trace.checks import FAILED, CheckResult, UnfittableWeights, close
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
+from transformer_trace.checks.residual_forms import layer_scaled_sum
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.rebuilt import looks_like
@@ -80,6 +81,15 @@ def _is_norm(call: ModuleCall) -> bool:
                                                   and all(p.dim() == 1 for p in params))
 
 
+def _added(step: torch.Tensor, stream: torch.Tensor, output: torch.Tensor) -> bool:
+    """Whether ``step`` is ``stream`` plus the sublayer ``output``, as it is or scaled by a learned gain per channel
+    (LayerScale, ``x + gamma * mlp(norm2(x))``: checks/residual_forms.py)."""
+    if _same(step, stream + output):
+        return True
+    fit = layer_scaled_sum(step.double(), stream.double(), [output.double()]) if step.shape == stream.shape else None
+    return fit is not None and fit.holds
+
+
 def _streams(pages: Sequence[SnapshotReading]) -> list[SnapshotReading]:
     """The captured steps of ``pages`` a marked line added a sublayer's output to (the module docstring): of the two
     operands of ``x = x + a`` the line read (or two captured steps it adds up), the stream is the one that ran first
@@ -93,7 +103,7 @@ def _streams(pages: Sequence[SnapshotReading]) -> list[SnapshotReading]:
         for out in outputs:
             later = [other.order for other in alike if _same(out, other.main_as_called)]
             found.update({other.snap.number: other for other in alike if all(other.order < order for order in later)
-                          and _same(step, other.main_as_called + out)})
+                          and _added(step, other.main_as_called, out)})
         found.update({stream.snap.number: stream for stream, sublayer in itertools.permutations(alike, 2)
                       if stream.order < sublayer.order  # both operands captured
                       and _same(step, stream.main_as_called + sublayer.main_as_called)})

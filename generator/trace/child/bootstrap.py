@@ -162,9 +162,9 @@ class Tracer:
         if self.pid is None or os.getpid() != self.pid:
             return
         for index, marker in markers:
-            read = self._values(frame, marker, marker["names"], returned, bool(marker["fallback"]))
+            read = _values(self, frame, marker, marker["names"], returned, bool(marker["fallback"]))
             if read is None:  # a name of it is not there: its fallback's names are read
-                read = self._values(frame, marker, marker["fallback"], returned, False)
+                read = _values(self, frame, marker, marker["fallback"], returned, False)
             reads = self.calls.reads(frame, marker["reads"], _read) if calls is not None else {}
             site = module = None
             if marker["shared_line"]:  # the line that called it and the module running it tell its uses apart
@@ -179,23 +179,6 @@ class Tracer:
                                                                 reads, module if marker["shared_line"] else None))
                 self.calls.taken[index] += 1  # its calls are not copied past the hit read (module_calls.py ``past``)
         _forget_copies(self.results)
-
-    def _values(self, frame, marker, names, returned, falls_back):
-        """[(name, its value)] of the names a marker reads (one that raises: copies.Unreadable); None where one is not
-        there and the marker ``falls_back`` (a marked `return`'s value is there where a variable names it), each name
-        read once (not checked for, then read)."""
-        read = []
-        for name in names:
-            try:
-                value = _read(frame, name) if name != "return_value" or falls_back else returned
-                read.append((name, returned if name == "return_value" else value))
-            except (KeyError, AttributeError):
-                if falls_back:
-                    return None
-                _missing(self.results, marker, name)
-            except Exception as exc:  # noqa: BLE001 - a property that raises: said, never the script's error
-                read.append((name, self.copies.Unreadable(exc)))
-        return read
 
 
 class Marked:
@@ -228,6 +211,24 @@ class Marked:
             return False
         tracer._take(sys._getframe(1), self.markers, returned, tracer.calls.stop() if self.read else None)
         return False
+
+
+def _values(tracer, frame, marker, names, returned, falls_back):
+    """[(name, its value)] of the names a marker reads (one that raises: copies.Unreadable); None where one is not
+    there and the marker ``falls_back`` (a marked `return`'s value is there where a variable names it), each name
+    read once (not checked for, then read)."""
+    read = []
+    for name in names:
+        try:
+            value = _read(frame, name) if name != "return_value" or falls_back else returned
+            read.append((name, returned if name == "return_value" else value))
+        except (KeyError, AttributeError):
+            if falls_back:
+                return None
+            _missing(tracer.results, marker, name)
+        except Exception as exc:  # noqa: BLE001 - a property that raises: said, never the script's error
+            read.append((name, tracer.copies.Unreadable(exc)))
+    return read
 
 
 def _forget_copies(results):

@@ -12,20 +12,21 @@ full comparison's section is left as it is.
 from __future__ import annotations
 
 from benchmarks.checkout import Checkout
-from benchmarks.compare import ONE_INTRA_OP_THREAD, Conditions, corpus_lines, corpus_overheads
+from benchmarks.compare import (CORPUS_MEASURE, CORPUS_REPEATS, FEW_REPEATS, ONE_INTRA_OP_THREAD, Conditions,
+                                corpus_lines, corpus_overheads)
 from benchmarks.corpus import LIMIT
 
 TITLE = "## Tracing overhead side by side"
-REPEATS = 5  # per driver and kind of run, as the whole comparison measures it (its minimum is what is compared)
 
-# Run in a checkout's own interpreter, from its root, to a JSON file: its own benchmarks/run.py's corpus measurement.
+# Run in a checkout's own interpreter, from its root, to a JSON file: each driver measured by its own
+# benchmarks/corpus.py, with the repeats the whole comparison passes both checkouts (compare.CORPUS_MEASURE).
 CORPUS_DRIVER = f"""
 import json, os, sys
 sys.path.insert(0, ".")
-from benchmarks import run
 {ONE_INTRA_OP_THREAD}
+{CORPUS_MEASURE}
 with open(sys.argv[1], "w", encoding="utf-8") as out:
-    json.dump({{"corpus": one_intra_op_thread(run.bench_corpus, {REPEATS}, processes=True)}}, out)
+    json.dump({{"corpus": one_intra_op_thread(corpus_rows, CORPUS_REPEATS, processes=True)}}, out)
 """
 
 
@@ -38,7 +39,8 @@ def corpus_section(baseline: Checkout, current: Checkout, base: dict[str, float]
         TITLE, "",
         f"This commit ({current.label}) and the commit this work started from ({baseline.label}, a worktree of it with "
         f"its own code): the corpus drivers' tracing overhead alone (traced CPU ÷ plain CPU of the script's thread, "
-        f"each the minimum of {REPEATS} interleaved runs per driver, benchmarks/corpus.py), measured by "
+        f"each the minimum of {CORPUS_REPEATS} interleaved runs per driver, {FEW_REPEATS} for one whose run takes "
+        f"seconds, both checkouts alike, benchmarks/corpus.py), measured by "
         f"`benchmarks/run.py --baseline --only corpus` in one run: {rounds} round{'s' if rounds != 1 else ''}, each "
         "measuring both checkouts in turn (the first alternating); medians over the rounds. To measure again, on a "
         f"quiet machine: `nice .venv/bin/python benchmarks/run.py --baseline {baseline.label} --only corpus "

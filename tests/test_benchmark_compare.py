@@ -264,8 +264,9 @@ def test_both_checkouts_traced_and_plain_runs_are_measured_on_one_intra_op_threa
 
 
 def test_the_driver_measures_the_trace_and_the_corpus_on_one_intra_op_thread():
-    from benchmarks.compare import DRIVER, ONE_INTRA_OP_THREAD
+    from benchmarks.compare import CORPUS_MEASURE, DRIVER, ONE_INTRA_OP_THREAD
 
-    assert ONE_INTRA_OP_THREAD in DRIVER
+    assert ONE_INTRA_OP_THREAD in DRIVER and CORPUS_MEASURE in DRIVER
+    compile(DRIVER, "driver", "exec")
     assert "one_intra_op_thread(run.bench_trace, 3, processes=False)" in DRIVER
-    assert "one_intra_op_thread(run.bench_corpus, 5, processes=True)" in DRIVER
+    assert "one_intra_op_thread(corpus_rows, CORPUS_REPEATS, processes=True)" in DRIVER

@@ -45,25 +45,58 @@ def test_a_corpus_record_gives_each_driver_s_overhead_beside_the_baseline_s(base
     assert f"On this commit {within} of 2 drivers are traced within 1.5× of their own run (CPU)." in text
 
 
-def test_the_corpus_driver_writes_only_the_checkout_s_own_corpus_measurement(monkeypatch, tmp_path):
-    """The text each checkout's interpreter runs: its benchmarks/run.py's bench_corpus (five repeats, PyTorch on one
-    intra-op thread), read back as the corpus figures alone."""
+def corpus_json(traced_cpu: float, hits: list[int]) -> str:
+    """What a checkout's `benchmarks/corpus.py DRIVER REPEATS` prints: (wall, CPU) per run of each kind, hits."""
+    return json.dumps({"plain": [[0.006, 0.005], [0.007, 0.0055]], "traced": [[0.008, traced_cpu], [0.009, 0.009]],
+                       "idle": [[0.007, 0.0065], [0.007, 0.007]], "hits": hits})
+
+
+@pytest.mark.parametrize("driver_text", [corpus_compare.CORPUS_DRIVER, compare.CORPUS_MEASURE])
+def test_both_checkouts_measure_each_driver_with_their_own_corpus_py_and_the_same_repeats(monkeypatch, tmp_path,
+                                                                                            driver_text):
+    """The text each checkout's interpreter runs: each driver by the checkout's own benchmarks/corpus.py (PyTorch on
+    one intra-op thread), CORPUS_REPEATS repeats, FEW_REPEATS for a driver whose run takes seconds; the minimum of
+    each kind is its row, as bench_corpus makes it."""
+    from benchmarks import corpus
+
     asked = []
 
-    def bench_corpus(repeats: int) -> list[list]:
+    def fake_run(command, **_):
         import torch
 
-        asked.append((repeats, torch.get_num_threads()))
-        return corpus_rows(0.007)
+        asked.append((Path(command[1]).name, corpus.driver_name(Path(command[2])), int(command[3]),
+                      torch.get_num_threads()))
+        return subprocess.CompletedProcess(command, 0, "noise\n" + corpus_json(0.0068, [7, 7]), "")
 
-    monkeypatch.setattr(run, "bench_corpus", bench_corpus)
-    out = tmp_path / "measured.json"
-    monkeypatch.setattr(sys, "argv", ["driver", str(out)])
-    exec(compile(corpus_compare.CORPUS_DRIVER, "driver", "exec"), {})  # noqa: S102 - the driver's own text
-    assert asked == [(corpus_compare.REPEATS, 1)]
-    assert compare.corpus_figures(json.loads(out.read_text(encoding="utf-8"))) == {
-        f"`{NANO}`: {compare.CORPUS_PLAIN}": 0.005, f"`{NANO}`: {compare.CORPUS_TRACED}": 0.007,
-        f"`{FORMER}`: {compare.CORPUS_PLAIN}": 0.005, f"`{FORMER}`: {compare.CORPUS_TRACED}": 0.0065}
+    drivers = [corpus.CORPUS / NANO, corpus.CORPUS / compare.SLOW_DRIVERS[0]]
+    monkeypatch.setattr(corpus, "drivers", lambda: drivers)
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    namespace = {}
+    if driver_text is corpus_compare.CORPUS_DRIVER:
+        out = tmp_path / "measured.json"
+        monkeypatch.setattr(sys, "argv", ["driver", str(out)])
+        exec(compile(driver_text, "driver", "exec"), namespace)  # noqa: S102 - the driver's own text
+        rows = json.loads(out.read_text(encoding="utf-8"))["corpus"]
+        assert [threads for *_, threads in asked] == [1, 1]
+    else:
+        exec(compile("import json, os, sys\n" + driver_text, "driver", "exec"), namespace)  # noqa: S102
+        rows = namespace["corpus_rows"](compare.CORPUS_REPEATS)
+    assert [row[:3] for row in asked] == [("corpus.py", NANO, compare.CORPUS_REPEATS),
+                                          ("corpus.py", compare.SLOW_DRIVERS[0], compare.FEW_REPEATS)]
+    assert [list(row) for row in rows][0] == [NANO, 0.006, 0.008, 0.005, 0.0068, 0.0065]
+
+
+@pytest.mark.parametrize("hits", [[], [0, 0], [7, 6]])
+def test_a_driver_whose_traced_runs_captured_nothing_or_differently_stops_the_measurement(monkeypatch, hits):
+    from benchmarks import corpus
+
+    monkeypatch.setattr(corpus, "drivers", lambda: [corpus.CORPUS / NANO])
+    monkeypatch.setattr(subprocess, "run", lambda command, **_: subprocess.CompletedProcess(
+        command, 0, corpus_json(0.007, hits), ""))
+    namespace = {}
+    exec(compile("import json, os, sys\n" + compare.CORPUS_MEASURE, "driver", "exec"), namespace)  # noqa: S102
+    with pytest.raises(RuntimeError, match=f"{NANO}: the traced runs captured"):
+        namespace["corpus_rows"](compare.CORPUS_REPEATS)
 
 
 @pytest.mark.parametrize("parts, driver", [("corpus", corpus_compare.CORPUS_DRIVER), ("all", compare.DRIVER)])

@@ -645,6 +645,22 @@ def test_two_markers_on_a_line_that_assigns_one_name_read_the_catalogues_variabl
     assert by_label["#15"]["check"]["passed"] is True  # LayerNorm of the two operands of #14
 
 
+@pytest.mark.parametrize(("operands", "read_by_14"), [("res1_a, res1_b", "res1_a, res1_b"), ("left, right", "x")])
+def test_two_markers_on_a_line_read_what_it_assigns_where_the_catalogues_variables_are_missing(tmp_path, operands,
+                                                                                                read_by_14):
+    script = tmp_path / "seed_style.py"
+    first, second = operands.split(", ")
+    script.write_text(textwrap.dedent(f"""\
+        import torch
+        {operands} = torch.ones(1, 3, 4), torch.arange(12.0).reshape(1, 3, 4)
+        x = torch.nn.functional.layer_norm({first} + {second}, (4,))  # SNAPSHOT #14 - Residual connection tensors; SNAPSHOT #15 - Layer norm output
+    """), encoding="utf-8")
+    code, data = trace(script, tmp_path / "out")
+    by_label = {s["label"]: s for s in data["snapshots"]}
+    assert code == 0 and by_label["#14"]["variable"] == read_by_14 and by_label["#15"]["variable"] == "x"
+    assert by_label["#14"]["captured"] and by_label["#15"]["captured"]
+
+
 def test_code_marked_the_way_the_seed_report_marked_it_is_traced(tmp_path):
     """nn.Module classes, one attention module for the encoder, the masked and the cross-attention ("#7 or #21 or #30"),
     a comment used as a heading (#10), two markers on a line that assigns one name (#14, #15)."""

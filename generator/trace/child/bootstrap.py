@@ -43,16 +43,6 @@ def _read(frame, name):
     return value
 
 
-def _exists(frame, name):
-    try:
-        _read(frame, name)
-    except (KeyError, AttributeError):
-        return False
-    except Exception:  # noqa: BLE001 - it exists, and reading it raises: said on its page (copies.Unreadable)
-        return True
-    return True
-
-
 class Tracer:
     """What the marked code calls (instrument.py compiles it so; ``__transformer_trace__`` in its globals): a marked
     statement's values read once it has run, with the module calls its checks read recorded while it runs; a marked
@@ -172,17 +162,9 @@ class Tracer:
         if self.pid is None or os.getpid() != self.pid:
             return
         for index, marker in markers:
-            names = marker["names"]
-            if marker["fallback"] and not all(_exists(frame, name) for name in names):
-                names = marker["fallback"]
-            read = []
-            for name in names:
-                try:
-                    read.append((name, returned if name == "return_value" else _read(frame, name)))
-                except (KeyError, AttributeError):
-                    _missing(self.results, marker, name)
-                except Exception as exc:  # noqa: BLE001 - a property that raises: said, never the script's error
-                    read.append((name, self.copies.Unreadable(exc)))
+            read = _values(self, frame, marker, marker["names"], returned, bool(marker["fallback"]))
+            if read is None:  # a name of it is not there: its fallback's names are read
+                read = _values(self, frame, marker, marker["fallback"], returned, False)
             reads = self.calls.reads(frame, marker["reads"], _read) if calls is not None else {}
             site = module = None
             if marker["shared_line"]:  # the line that called it and the module running it tell its uses apart
@@ -229,6 +211,24 @@ class Marked:
             return False
         tracer._take(sys._getframe(1), self.markers, returned, tracer.calls.stop() if self.read else None)
         return False
+
+
+def _values(tracer, frame, marker, names, returned, falls_back):
+    """[(name, its value)] of the names a marker reads (one that raises: copies.Unreadable); None where one is not
+    there and the marker ``falls_back`` (a marked `return`'s value is there where a variable names it), each name
+    read once (not checked for, then read)."""
+    read = []
+    for name in names:
+        try:
+            value = _read(frame, name) if name != "return_value" or falls_back else returned
+            read.append((name, returned if name == "return_value" else value))
+        except (KeyError, AttributeError):
+            if falls_back:
+                return None
+            _missing(tracer.results, marker, name)
+        except Exception as exc:  # noqa: BLE001 - a property that raises: said, never the script's error
+            read.append((name, tracer.copies.Unreadable(exc)))
+    return read
 
 
 def _forget_copies(results):

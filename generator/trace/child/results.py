@@ -13,10 +13,7 @@ import weakref
 from . import protocol
 
 ALIGN = 64
-SMALL_COPY = 1 << 16  # bytes: a row-major CPU tensor up to this size is copied into a block shared with others
-# bytes of the first such block, and of the largest: each new block twice the last, as a run copies more (a fresh
-# 1 MiB block per run, zeroed and faulted in page by page, cost a tiny model's traced run ~0.5 ms, more than its copies)
-FIRST_BLOCK, BLOCK = SMALL_COPY, 1 << 20
+SMALL_COPY = 1 << 16  # bytes: a row-major CPU tensor up to this size is copied into a bytes object of its own
 FLUSH_SECONDS = 0.1
 GATHERED = 1 << 20  # bytes of small arrays joined into one write: a flush makes few system calls, not 2 per array
 _STEP_HOOK = None  # one optimizer step pre-hook for the process: _before_a_step
@@ -54,7 +51,6 @@ class Results:
         self.order = 0
         self.pid = os.getpid()
         self.unwritten_live = []  # the parameters kept by reference (copies.Live) that may not be written yet
-        self.block, self.block_address, self.block_used = bytearray(), 0, 0  # where small copies go (bytes_of)
 
     def not_copied(self, size):
         """Why a value of ``size`` bytes was not copied: larger than the whole budget, or than what is left of it."""
@@ -71,19 +67,14 @@ class Results:
         return described
 
     def bytes_of(self, tensor, nbytes):
-        """A copy of a row-major CPU tensor's ``nbytes`` bytes, in a block of memory shared with other small copies: a
-        memoryview (the lock held); None where it is over SMALL_COPY. A clone of a small tensor costs an allocation
-        and PyTorch's dispatch (~5 µs, more than all else its capture does); this a memmove. A block lives while a
-        copy in it is not written yet."""
+        """A copy of a row-major CPU tensor's ``nbytes`` bytes: a bytes object (the lock held); None where it is over
+        SMALL_COPY. A clone of a small tensor costs an allocation and PyTorch's dispatch (more than all else its
+        capture does); this one malloc and a memcpy, of exactly its bytes. (Blocks shared by small copies cost more on
+        the corpus: a bytearray is zeroed as it is made, and one of 128 KiB or more is mmapped afresh and faulted in
+        page by page every run, ~0.5 ms a tiny model's run; a fixed 64 KiB one is zeroed whole all the same.)"""
         if nbytes > SMALL_COPY:
             return None
-        if self.block_used + nbytes > len(self.block):
-            self.block = bytearray(min(BLOCK, max(FIRST_BLOCK, 2 * len(self.block))))
-            self.block_address, self.block_used = ctypes.addressof(ctypes.c_char.from_buffer(self.block)), 0
-        start = self.block_used
-        ctypes.memmove(self.block_address + start, tensor.data_ptr(), nbytes)
-        self.block_used = start + nbytes
-        return memoryview(self.block)[start:start + nbytes]
+        return ctypes.string_at(tensor.data_ptr(), nbytes)
 
     def event(self, record):
         """Keep an event with the copies made for it (the lock held)."""
@@ -185,7 +176,7 @@ def _write_all(file, data):
 def _add_array(gathered, copy):
     """A kept copy's raw bytes, written or gathered: a NumPy array's, or a CPU tensor's (any dtype, bfloat16 included),
     read in place (a parameter kept by reference is not copied once more); a small copy's bytes (``bytes_of``)."""
-    if type(copy) is memoryview:
+    if type(copy) is bytes:
         gathered.add(copy)
         return
     if not hasattr(copy, "data_ptr"):

@@ -14,8 +14,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from transformer_trace.checks.base import Check, THIS, close, settings, weight_and_bias
-from transformer_trace.checks.evidence import BugForm, Fit
+from transformer_trace.checks.base import NOT_CHECKABLE, Check, CheckResult, THIS, close, settings, weight_and_bias
+from transformer_trace.checks.evidence import BugForm, Fit, find_evidence
 from transformer_trace.checks.grouped import fitted_heads, kv_heads
 from transformer_trace.checks.projected_alike import equal_to_earlier_part
 from transformer_trace.checks.rotary import rotation_of
@@ -246,6 +246,23 @@ class SumWithCall(SumOf):
                 "the other captured tensors", _wrong_tensor_normalised), *SumOf.BUG_FORMS)
 
     normalised: Ref | None = None
+
+    def run(self, s: TensorSource) -> CheckResult:
+        """Not checkable where the sum does not add up with the call's output (``verify``), unless one of the sum's
+        bug forms fits it exactly through that output (the stream taken from another point, the residual dropped, an
+        operand counted twice): what changes an output after the call (an activation, a dropout) does not make it an
+        exact fit of a bug by chance, so the fit is evidence. The forms are tried without the LayerNorm's input too: a
+        stream added from another point than the one the sublayer's LayerNorm read breaks that claim as well."""
+        result = super().run(s)
+        if result.status != NOT_CHECKABLE or not all(s.has(ref) for ref in self.inputs()):
+            return result
+        evidence, _ = find_evidence(self, s)
+        if evidence is None and self.normalised is not None:
+            evidence, _ = find_evidence(dataclasses.replace(self, normalised=None), s)
+        if evidence is None:
+            return result
+        claim, _, detail = SumOf.verify(self, s)
+        return CheckResult(name=claim, passed=False, detail=f"{evidence.message}; {detail}", evidence=evidence)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         claim, passed, detail = super().verify(s)

@@ -1,5 +1,5 @@
-"""Correct code in the forms round thirteen's fresh GPT-style implementations brought (tests/trace_fresh/ROUND13_GPT.md),
-built here in scripts of our own, none from the upstream code:
+"""Correct code in the forms round thirteen's fresh GPT-style implementations brought
+(tests/trace_fresh/ROUND13_GPT.md), built here in scripts of our own, none from the upstream code:
 
 - masked scores whose mask no line shows (the causal buffer sliced inside the ``masked_fill`` line, the GPT's G13 with
   no G12): read from the step's own masked entries, which a causal model's must put exactly above the diagonal; a mask
@@ -82,3 +82,55 @@ def test_a_tied_head_whose_logits_leave_out_its_bias_is_not_passed(tmp_path):
                                                              "logits = x @ lm_head.weight.T + 2 * lm_head.bias")
     code, checks = traced(tmp_path, source)
     assert checks["G26"]["passed"] is not True, checks["G26"]["detail"]
+
+
+PARALLEL_BLOCK = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, C, H = 2, 8, 32, 4
+
+
+class ParallelBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(C)
+        self.qkv = nn.Linear(C, 3 * C)
+        self.fc, self.proj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+
+    def forward(self, x):  # BREAKPOINT G05 x
+        h = self.ln(x)
+        q, k, v = [t.view(B, T, H, C // H).transpose(1, 2) for t in self.qkv(h).chunk(3, dim=-1)]
+        att = (q @ k.transpose(-2, -1) / (C // H) ** 0.5).masked_fill(torch.tril(torch.ones(T, T)) == 0, float("-inf"))
+        outs = (att.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, T, C)  # BREAKPOINT G16
+        mlp_out = self.proj(torch.relu(self.fc(h)))  # BREAKPOINT G22
+        return SUM  # BREAKPOINT G23
+
+
+with torch.no_grad():
+    y = ParallelBlock().eval()(torch.randn(B, T, C))
+'''
+
+
+def test_a_parallel_blocks_one_sum_with_no_first_residual_sum_passes_as_input_plus_both_sublayers(tmp_path):
+    """zhangir-azerbayev/ml-monorepo's ParallelTransformerBlock (round thirteen): `outs + mlp_out + inputs`, no
+    attention output projection, no first residual sum to mark."""
+    code, checks = traced(tmp_path, PARALLEL_BLOCK.replace("SUM", "outs + mlp_out + x"))
+    assert code == 0, checks[""]
+    assert checks["G23"]["passed"] is True, checks["G23"]["detail"]
+    assert "parallel block" in checks["G23"]["name"]
+
+
+def test_the_block_input_left_out_of_that_sum_is_named_residual_dropped(tmp_path):
+    code, checks = traced(tmp_path, PARALLEL_BLOCK.replace("SUM", "outs + mlp_out"))
+    assert code == 1
+    assert checks["G23"]["evidence"]["name"] == "residual dropped", checks["G23"]["detail"]
+
+
+def test_another_sum_with_no_first_residual_sum_is_still_not_judged(tmp_path):
+    """A value the three-operand sum does not explain (here the MLP output counted twice) is no evidence without the
+    first residual sum: the step stays not checkable, as before."""
+    code, checks = traced(tmp_path, PARALLEL_BLOCK.replace("SUM", "outs + 2 * mlp_out + x"))
+    assert checks["G23"]["passed"] is not True
+    assert checks["G23"].get("evidence") is None, checks["G23"]["detail"]

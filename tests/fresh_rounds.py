@@ -14,14 +14,15 @@ A test that needs upstream code asks for it through ``upstream_driver`` and is s
   "snapshots" of its snapshots.json (``trace_report``: the whole file).
 - ``with_bug(tmp_path, folder, bug)``: a copy of ``folder`` with one planted bug's text replacement made; its driver.
 - ``red_and_passed(snapshots)``: the details of the captured steps that failed, by label, and how many passed.
+- ``assert_no_red_verdict(driver, out, passed_at_least)``: trace a correct driver; no step red, and at least that many
+  checks passed (the checks really ran).
 
 A round's "correct code gets no red verdict" test is then::
 
     @pytest.mark.slow
     @pytest.mark.parametrize("name", FOLDERS)
     def test_round_nine_correct_code_gets_no_red_verdict(tmp_path, upstream_driver, name):
-        red, passed = red_and_passed(traced(upstream_driver(9, name), tmp_path / "out"))
-        assert red == {} and passed >= 12, "the checks really ran"
+        assert_no_red_verdict(upstream_driver(9, name), tmp_path / "out", PASSED_AT_LEAST[name])
 """
 
 from __future__ import annotations
@@ -112,6 +113,14 @@ def red_and_passed(snapshots: list[dict]) -> tuple[dict[str, str], int]:
     checks = {s["label"]: s["check"] for s in snapshots if s["captured"]}
     red = {label: check["detail"] for label, check in checks.items() if check["passed"] is False}
     return red, sum(check["passed"] is True for check in checks.values())
+
+
+def assert_no_red_verdict(driver: Path, out: Path, passed_at_least: int) -> None:
+    """Trace the correct ``driver`` into ``out``: no captured step red, and at least ``passed_at_least`` checks passed
+    (the checks really ran: a trace that reads nothing has no red verdict either)."""
+    red, passed = red_and_passed(traced(driver, out))
+    assert not red, red
+    assert passed >= passed_at_least, f"the checks really ran: {passed} passed"
 
 
 # arda92a's pre-norm attention module (round seven), as our own tiny scripts write it: a LayerNorm of its input, then

@@ -257,9 +257,7 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
         ("softmax over the wrong axis", "former/modules.py", "dot = F.softmax(dot, dim=2)  # BREAKPOINT G14",
          "dot = F.softmax(dot, dim=1)  # BREAKPOINT G14", "G14", ""),
         ("mask lets a position see the next (no mask tensor)", "former/util/util.py", "offset=0 if mask_diagonal else 1",
-         "offset=0 if mask_diagonal else 2", "G13", "G13 (the masked scores) needs snapshot G12 and the code has no mask "
-         "tensor to mark; MaskedFillOf.verify could check a causal model's pattern from the scores alone, as its "
-         "derive() does; G14 ('largest weight on a future position') is named instead"),
+         "offset=0 if mask_diagonal else 2", "G13", ""),  # no mask marked: the masked scores' own masked entries
         ("heads merged without moving the heads axis back", "former/modules.py",
          "out = out.transpose(1, 2).contiguous().view(b, t, s * h)  # BREAKPOINT G16",
          "out = out.contiguous().view(b, t, s * h)  # BREAKPOINT G16", "G16", ""),

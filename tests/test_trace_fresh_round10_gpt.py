@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fresh_rounds import our_files_only, red_and_passed, traced, upstream_driver  # noqa: F401 - a fixture
+from tests.fresh_rounds import assert_no_red_verdict, our_files_only, upstream_driver  # noqa: F401 - a fixture
 
 CS336 = "shiki_dml_My_implement_for_the_assignments_of_cs336"
 GPT_AND_ENCODER_DECODER = ["joeynmt_joeynmt", "rato_tokyo_new_llm", CS336]
@@ -26,6 +26,4 @@ def test_round_ten_gpt_folders_each_hold_our_files_only_and_plant_four_to_six_bu
 @pytest.mark.parametrize("name", GPT_AND_ENCODER_DECODER)
 def test_round_ten_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, upstream_driver,
                                                                                         name):
-    red, passed = red_and_passed(traced(upstream_driver(10, name), tmp_path / "out"))
-    assert not red
-    assert passed >= PASSED_AT_LEAST[name], "the checks really ran"
+    assert_no_red_verdict(upstream_driver(10, name), tmp_path / "out", PASSED_AT_LEAST[name])

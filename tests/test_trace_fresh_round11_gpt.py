@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fresh_rounds import ours, our_files_only, planted_bugs, red_and_passed, traced, upstream_driver  # noqa: F401
+from tests.fresh_rounds import assert_no_red_verdict, ours, our_files_only, planted_bugs, upstream_driver  # noqa: F401
 
 NOTEBOOK = "LoNebula_Lluminai"
 GPT_AND_ENCODER_DECODER = ["OliverPerrin_LexiMind", "user666acid_LLM_from_scratch", NOTEBOOK]
@@ -30,6 +30,4 @@ def test_round_eleven_gpt_folders_each_hold_our_files_only_and_plant_six_bugs_ea
 @pytest.mark.parametrize("name", GPT_AND_ENCODER_DECODER)
 def test_round_eleven_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, upstream_driver,
                                                                                            name):
-    red, passed = red_and_passed(traced(upstream_driver(11, name), tmp_path / "out"))
-    assert not red
-    assert passed >= PASSED_AT_LEAST[name], "the checks really ran"
+    assert_no_red_verdict(upstream_driver(11, name), tmp_path / "out", PASSED_AT_LEAST[name])

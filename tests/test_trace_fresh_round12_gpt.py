@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fresh_rounds import ours, our_files_only, planted_bugs, red_and_passed, traced, upstream_driver  # noqa: F401
+from tests.fresh_rounds import assert_no_red_verdict, ours, our_files_only, planted_bugs, upstream_driver  # noqa: F401
 
 NOTEBOOK = "Yeabebe_Simple_Transformer"
 GPT_AND_ENCODER_DECODER = ["rishikesh2715_mini_GPT2", "ltrujello_Transformer", NOTEBOOK]
@@ -33,6 +33,4 @@ PASSED_AT_LEAST = {"rishikesh2715_mini_GPT2": 15, "ltrujello_Transformer": 34, N
 @pytest.mark.parametrize("name", GPT_AND_ENCODER_DECODER)
 def test_round_twelve_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, upstream_driver,
                                                                                            name):
-    red, passed = red_and_passed(traced(upstream_driver(12, name), tmp_path / "out"))
-    assert not red
-    assert passed >= PASSED_AT_LEAST[name], "the checks really ran"
+    assert_no_red_verdict(upstream_driver(12, name), tmp_path / "out", PASSED_AT_LEAST[name])

@@ -189,3 +189,32 @@ def _weight_where_blocked(check: Any, s: TensorSource) -> str | None:
 LEAK_TOLERANCE = 1e-6  # a blocked key's weight: exp(−1e4) and below are 0 in every float type
 MASK_HONOURED = Property("no weight on a key the mask blocks", "the weights where the captured mask blocks",
                          _weight_where_blocked)
+
+
+def pattern_of_own(got: torch.Tensor, scores: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """Masked scores whose mask no line shows (the buffer sliced inside the ``masked_fill`` line): where they allow a
+    query to see a key, read from the entries the step itself masked (``masked_entries``), and how it says so."""
+    return ~masked_entries(got, scores), "read from the masked entries of the step itself (no mask marked)"
+
+
+def future_left_visible(got: torch.Tensor, scores: torch.Tensor) -> int:
+    """How many scores above the diagonal masked scores ``got`` leave as ``scores`` had them: a causal mask blocks
+    them all."""
+    allowed, _ = pattern_of_own(got, scores)
+    return causal_reading(allowed)[0]
+
+
+def causal_by_own_pattern(got: torch.Tensor, scores: torch.Tensor) -> tuple[bool, str]:
+    """Whether masked scores no marked mask explains are a causal model's: ``scores`` where the step's own masked
+    entries allow, masked exactly above the diagonal (padding combined with it, or a sliding window, besides), with
+    the evidence in words."""
+    allowed, how = pattern_of_own(got, scores)
+    seen, hidden, keys, queries = causal_reading(allowed)
+    window = sliding_window(allowed) if seen == 0 and hidden else None
+    causal = seen == 0 and (hidden == 0 or window is not None)
+    recomputed, written = masked_as_written(got, scores, allowed)
+    passed, detail = close(got, recomputed, f"recomputed: the scores with {written}")
+    band = f"; the entries further back than {window} positions masked too: a sliding window" if window else ""
+    return passed and causal, (
+        f"where it masks {how}: {int((~allowed).sum()):,} entries; every score above the diagonal masked: "
+        f"{seen == 0} ({seen} left as they were){band}{padding_said(keys, queries)}; " + detail)

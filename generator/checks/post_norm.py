@@ -17,7 +17,7 @@ from transformer_trace.checks.base import THIS, Check, CheckResult, TraceUse, ad
 from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout, through_dropout
 from transformer_trace.checks.normalisation import fitted_layer_norm, _layer_norm
 from transformer_trace.checks.values import SameTensor, SumOf
-from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
+from transformer_trace.sources import MissingTensor, ModuleRef, NotCheckable, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
 
 
@@ -33,10 +33,22 @@ class ResidualSumEitherNorm(SumOf):
     a pre-norm block that adds its LayerNorm's output back instead of the raw stream still fails."""
     CLAIM = "is the residual sum of the stream and the sublayer's output"
 
-    OPTIONAL = (("post_norm", "block_out"),)  # without them: the pre-norm sum alone
+    OPTIONAL = (("post_norm", "block_out"), ("three",))  # without them: the pre-norm sum alone
 
     post_norm: tuple[Ref, ...] = ()
     block_out: Ref | None = None
+    # the block input, the attention output (its heads merged, where no projection is captured) and the MLP output:
+    # the sum read from them where the first residual sum is not captured (``SumOfThree``)
+    three: tuple[Ref, ...] = ()
+
+    def _without_absent(self, s: TensorSource) -> Check:
+        if self.three and not all(s.has(ref) for ref in self.operands):
+            block_in, attn_out, heads_merged, mlp_out = self.three
+            attention = attn_out if s.has(attn_out) else heads_merged
+            if all(s.has(ref) for ref in (block_in, attention, mlp_out)):
+                return SumOfThree(out=self.out, operands=(block_in, attention, mlp_out),
+                                  first_sum=s.name(self.operands[0]))
+        return super()._without_absent(s)
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         """The pre-norm sum; the post-norm one where the captured block output is a LayerNorm of it (gain and bias
@@ -69,6 +81,27 @@ class ResidualSumEitherNorm(SumOf):
             return DROPOUT_CLAIM, True, f"the normalised stream and the sublayer output (post-norm): {dropped}"
         why = more if not post else f"{more}, but the block output is this sum itself (no norm after it)"
         return claim, False, f"{detail}; nor is it the post-norm sum: {why}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SumOfThree(SumOf):
+    """The block's last sum where no first residual sum is captured: the block input plus the attention output plus
+    the MLP output, one sum (a parallel block's, ``inputs + attn + mlp`` of GPT-J and ViT-22B) or a pre-norm block's
+    two at once. Judged only where it holds, or where the block input alone is missing from it (the residual dropped:
+    the sublayer outputs' sum); any other value leaves it as it was, needing the first residual sum (named
+    ``first_sum``)."""
+    CLAIM = "is the block input plus the attention and MLP outputs"
+
+    first_sum: str
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        out, values = s.t(self.out), [s.t(ref) for ref in self.operands]
+        passed, detail = close(out, added(values), f"{' + '.join(s.name(ref) for ref in self.operands)} vs the "
+                                                   "recorded sum")
+        if not passed and not close(out, added(values[1:]), "")[0]:
+            raise MissingTensor(self.first_sum, "not in the source")  # no form of the sum known to tell
+        return ("the block input and both sublayer outputs add up to it (one sum: a parallel block, or a pre-norm "
+                "block's two)", passed, detail)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -265,7 +265,8 @@ SNAPSHOTS = (
         stage='block',
         tensors=(block.RESIDUAL_2,),
         checks=(ResidualSumEitherNorm(operands=(block.RESIDUAL_1, block_mlp.OUT), post_norm=(block.LN_2, block_mlp.OUT),
-                                     block_out=block.OUTPUT),),
+                                     block_out=block.OUTPUT,
+                                     three=(block.INPUT, block_attn.OUT, block_attn.CONCAT, block_mlp.OUT)),),
         questions=(2,),
     ),
     Snapshot(

@@ -17,8 +17,8 @@ import torch
 from transformer_trace.checks import THIS, Check, TraceUse, close, tolerance
 from transformer_trace.checks.base import weight_and_bias
 from transformer_trace.checks.evidence import BugForm, Fit, Property
-from transformer_trace.checks.masks import (causal_reading, mask_allows, masked_as_written, masked_entries,
-                                           padding_said, sliding_window)
+from transformer_trace.checks.masks import (causal_by_own_pattern, causal_reading, future_left_visible, mask_allows,
+                                           masked_as_written, masked_entries, padding_said, sliding_window)
 from transformer_trace.registry import Registry
 from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.tensors import fmt
@@ -177,24 +177,42 @@ class CausalMaskBool(Check):
         )
 
 
+def _masked_sees_later(check: MaskedFillOf, s: TensorSource) -> str | None:
+    if check.mask is not None:  # a marked mask is judged at its own step (G12)
+        return None
+    seen = future_left_visible(s.t(check.out), s.t(check.scores))
+    return (f"a position sees the next: your {s.name(check.out)} leaves {seen} scores above the diagonal unmasked (no "
+            "mask marked: read from the step's own masked entries)") if seen else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class MaskedFillOf(Check):
-    """Tensors only: ``out`` is ``scores`` with −inf exactly where the ``mask`` blocks (``mask_allows``)."""
+    """Tensors only: ``out`` is ``scores`` with −inf exactly where the ``mask`` blocks (``mask_allows``); with no mask
+    marked (a buffer sliced inside the ``masked_fill`` line), where the step's own masked entries say, which a causal
+    model's must put exactly above the diagonal (padding and a sliding window besides, as ``CausalMaskBool``)."""
     CLAIM = "is the scores with −inf where the mask blocks"
 
     DERIVES = "out"  # where the masked scores are not marked (SDPA hides them): the probabilities derive from these
+    OPTIONAL = (("mask",),)  # without a marked mask: the step's own masked entries, the causal rule asked of them
+    PROPERTIES = (Property("no query attends to a later key", "the step's scores above the diagonal, with no mask "
+                           "marked", _masked_sees_later),)
 
     out: Ref = THIS
     scores: Ref
-    mask: Ref
+    mask: Ref | None = None
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
+        if self.mask is None:
+            return None
         allowed, _ = mask_allows(s.cpu(self.mask))
         return s.t(self.scores).masked_fill(~allowed, float("-inf"))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        allowed, _ = mask_allows(s.cpu(self.mask))
         got = s.t(self.out)
+        if self.mask is None:
+            passed, detail = causal_by_own_pattern(got, s.t(self.scores))
+            return "the scores where a causal mask allows, masked above the diagonal", passed, detail
+        allowed, _ = mask_allows(s.cpu(self.mask))
         recomputed, how = masked_as_written(got, s.t(self.scores), allowed, s.t(self.mask))
         passed, detail = close(got, recomputed, f"recomputed: the scores with {how}")
         blocked = masked_entries(got, s.t(self.scores))  # −inf, a finite masking value, or moved down by one
@@ -202,6 +220,7 @@ class MaskedFillOf(Check):
         return "the scores where the mask allows, masked where it blocks", passed and exact, (
             f"{int(blocked.sum()):,} entries are masked, exactly the blocked ones: {exact}; " + detail
         )
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -257,8 +276,10 @@ class TiedHead(Check):
         embedding = s.module(self.embedding)
         tied = head.weight is embedding.weight
         emb_weight, _ = weight_and_bias(embedding)
-        expected = s.t(self.x) @ emb_weight.T  # (B, T, C) @ (C, V) -> (B, T, V)
-        passed, detail = close(s.t(self.out), expected, f"recomputed ln_f · {self.embedding}.weightᵀ")
+        bias = weight_and_bias(head)[1] if tied else None  # a tied head may keep a bias of its own (nn.Linear's)
+        expected = s.t(self.x) @ emb_weight.T + (0 if bias is None else bias)  # (B, T, C) @ (C, V) -> (B, T, V)
+        passed, detail = close(s.t(self.out), expected, f"recomputed ln_f · {self.embedding}.weightᵀ"
+                               + ("" if bias is None else f" + {self.head}.bias (the head's own bias)"))
         V, C = emb_weight.shape
         return "equals ln_f times the token-embedding table (weight tying)", passed and tied, (
             f"{self.head}.weight is {self.embedding}.weight, one ({V}, {C}) parameter: {tied}; " + detail

@@ -60,3 +60,71 @@ def test_a_layer_norm_over_the_features_still_passes(tmp_path):
     code, checks = traced(tmp_path, _norm(-1, -1))
     assert code == 0, checks[""]
     assert checks["G06"]["passed"] is True, checks["G06"]["detail"]
+
+
+DECODER_LAYER = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, S, C, H = 2, 6, 7, 16, 4
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(C, C, bias=False) for _ in range(4))
+
+    def forward(self, q_in, k_in, v_in, causal):
+        Q = self.W_q(q_in)  # Snapshot #21 or #30
+        K = self.W_k(k_in)  # Snapshot #22 or #31
+        V = self.W_v(v_in)  # Snapshot #23 or #32
+        q, k, v = (t.view(B, -1, H, C // H).transpose(1, 2) for t in (Q, K, V))
+        scores = q @ k.transpose(-2, -1) / (C // H) ** 0.5
+        if causal:
+            scores = scores.masked_fill(~torch.ones(q.shape[2], k.shape[2]).tril().bool(), float("-inf"))
+        return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(B, -1, C))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(C), nn.LayerNorm(C), nn.LayerNorm(C)
+        self.self_attention, self.encoder_attention = Attention(), Attention()
+
+    def forward(self, x, encoder_output):  # Snapshot #20 x
+        x_norm = self.norm1(x)
+        x = x + self.self_attention(x_norm, x_norm, SELF_VALUES, True)  # Snapshot #29
+        x_norm = self.norm2(x)
+        encoder_output_norm = self.norm3(encoder_output)
+        x = x + self.encoder_attention(x_norm, encoder_output_norm, CROSS_VALUES, False)  # Snapshot #36
+        return x
+
+
+with torch.no_grad():
+    layer = DecoderLayer().eval()
+    for norm in (layer.norm1, layer.norm2, layer.norm3):
+        norm.weight.add_(0.1 * torch.randn(C))
+        norm.bias.add_(0.1 * torch.randn(C))
+    layer(torch.randn(B, T, C), 2.0 * torch.randn(B, S, C) + 1.0)
+'''
+
+
+def _decoder(self_values: str = "x_norm", cross_values: str = "encoder_output_norm") -> str:
+    return DECODER_LAYER.replace("SELF_VALUES", self_values).replace("CROSS_VALUES", cross_values)
+
+
+def test_keys_and_values_of_one_input_pass(tmp_path):
+    code, checks = traced(tmp_path, _decoder())
+    assert code == 0, checks[""]["first_failure"]
+    for label in ("#22", "#23", "#31", "#32"):
+        assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+
+
+def test_values_from_the_encoder_output_before_its_layernorm_are_named_first(tmp_path):
+    """ltrujello/Transformer's B4 (round twelve): the cross-attention's K from norm3(encoder_output), its V from
+    encoder_output."""
+    code, checks = traced(tmp_path, _decoder(cross_values="encoder_output"))
+    assert code == 1 and checks[""]["first_failure"].split(" ")[0] == "#32", checks[""]["first_failure"]
+    assert checks["#32"]["evidence"]["name"] == "K and V read from different inputs"
+    assert "#31's Linear and #32's Linear project one tensor" in checks["#32"]["detail"]

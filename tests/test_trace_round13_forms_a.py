@@ -128,3 +128,78 @@ def test_values_from_the_encoder_output_before_its_layernorm_are_named_first(tmp
     assert code == 1 and checks[""]["first_failure"].split(" ")[0] == "#32", checks[""]["first_failure"]
     assert checks["#32"]["evidence"]["name"] == "K and V read from different inputs"
     assert "#31's Linear and #32's Linear project one tensor" in checks["#32"]["detail"]
+
+
+SDPA_ATTENTION = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+B, T, C, H = 2, 8, 32, 4
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c_attn = nn.Linear(C, 3 * C)
+        self.attn_dropout = nn.Dropout(0.2)
+
+    def forward(self, x):
+        q, k, v = self.c_attn(x).chunk(3, dim=-1)
+        q = q.view(B, T, H, C // H).transpose(1, 2)  # BREAKPOINT G08
+        k = k.view(B, T, H, C // H).transpose(1, 2)  # BREAKPOINT G09
+        v = v.view(B, T, H, C // H).transpose(1, 2)  # BREAKPOINT G10
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=DROPOUT_P, is_causal=CAUSAL)  # BREAKPOINT G15
+        y = MERGE  # BREAKPOINT G16
+        return y
+
+
+attention = Attention().MODE()
+with torch.no_grad():
+    attention(torch.randn(B, T, C))
+'''
+
+SDPA = {"DROPOUT_P": "self.attn_dropout.p", "CAUSAL": "True", "MERGE": "y.transpose(1, 2).contiguous().view(B, T, C)",
+        "MODE": "eval"}
+
+
+def _sdpa(**changed: str) -> str:
+    source = SDPA_ATTENTION
+    for name, text in {**SDPA, **changed}.items():
+        source = source.replace(name, text)
+    return source
+
+
+@pytest.mark.parametrize("changed", [
+    {"MODE": "train"},  # training mode: the dropout is the model's own, a correct form
+    {"DROPOUT_P": "self.attn_dropout.p if self.training else 0.0"},  # eval mode, no dropout
+    {"DROPOUT_P": "self.attn_dropout.p if self.training else 0.0", "MODE": "train"},
+], ids=["dropout in training mode", "no dropout in eval mode", "the mode's dropout in training mode"])
+def test_an_attention_dropout_where_the_mode_allows_it_is_no_red(tmp_path, changed):
+    code, checks = traced(tmp_path, _sdpa(**changed))
+    assert code == 0, checks[""]["first_failure"]
+    for label in ("G15", "G16"):
+        assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+
+
+def test_an_attention_dropout_active_in_eval_mode_is_named_with_p(tmp_path):
+    """rishikesh2715/mini-GPT2's own bug (round twelve): ``dropout_p=self.attn_dropout.p`` after ``model.eval()``."""
+    code, checks = traced(tmp_path, _sdpa())
+    assert code == 1 and checks[""]["first_failure"].split(" ")[0] == "G15", checks[""]["first_failure"]
+    for label in ("G15", "G16"):
+        assert checks[label]["evidence"]["name"] == "attention dropout active in eval mode", checks[label]
+        assert "p = 0.2" in checks[label]["detail"] and "non-zero weights zeroed" in checks[label]["detail"]
+
+
+@pytest.mark.parametrize("changed, label, form", [
+    ({"CAUSAL": "False"}, "G15", "the context computed without its mask"),
+    ({"DROPOUT_P": "self.attn_dropout.p, scale=1.0"}, "G15", "1/√d missing"),
+    ({"MERGE": "y.contiguous().view(B, T, C)"}, "G16", "heads merged without moving the axis back"),
+], ids=["B1 causal mask off", "B2 scale 1", "B3 merge without the transpose"])
+def test_bugs_under_an_attention_dropout_are_named_with_their_form(tmp_path, changed, label, form):
+    """mini-GPT2's B1-B3 (round twelve), hidden by its attention dropout: named under the dropout's pattern."""
+    code, checks = traced(tmp_path, _sdpa(**changed, MODE="train"))
+    assert code == 1
+    assert checks[label]["evidence"]["name"] == form, checks[label]
+    assert "through a dropout on the attention weights" in checks[label]["detail"]

@@ -12,6 +12,7 @@ import torch
 
 from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, TraceUse, close, linear, softmax_factor,
                                           tolerance)
+from transformer_trace.checks.attention_dropout import DROPOUT_FORMS
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.grouped import (as_query_heads, fitted_heads, grouped_apart, grouped_rejoin, joined_notes,
@@ -400,7 +401,7 @@ class ContextConcat(Check):
     DERIVES = "out"
     OPTIONAL = (("q", "k"),)
     BUG_FORMS = (BugForm("heads merged without moving the axis back", "the output vs (weights·V) reshaped without "
-                         "the transpose", context_merged_in_place), *CONTEXT_FORMS)
+                         "the transpose", context_merged_in_place), *CONTEXT_FORMS, *DROPOUT_FORMS)
 
     out: Ref = THIS
     probs: Ref

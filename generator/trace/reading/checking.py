@@ -27,6 +27,7 @@ from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotChec
 from transformer_trace.trace.reading.verify import LayoutStatus
 from transformer_trace.trace.reading.added_then_normed import added_then_normed
 from transformer_trace.trace.reading.another_lines_input import another_lines_input
+from transformer_trace.trace.reading.eval_dropout import attention_dropout_judged
 from transformer_trace.trace.reading.head_input import head_input_checked
 from transformer_trace.trace.reading.kv_inputs import k_and_v_inputs_differ
 from transformer_trace.trace.reading.derived import derive_missing
@@ -148,6 +149,7 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
         if rotated:
             labels.update({name + ROTATED: TensorLabel(str(rotary)) for name, rotary in rotated.items()})
             results, derived = _results(run, reading, rotated_source, labels)
+    results = attention_dropout_judged(readings, results, reading.modules_training)  # by the run's mode
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     results = misfed_named(readings, results, reading.misfed, dims)  # a cross-attention fed its queries as keys
     results = mixture_of_experts(readings, results)  # a mixture of experts in the MLP's place: said so

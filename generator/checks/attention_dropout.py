@@ -19,7 +19,8 @@ import torch
 
 from transformer_trace.checks.base import close
 from transformer_trace.checks.evidence import BugForm, Fit
-from transformer_trace.checks.grouped import as_query_heads
+from transformer_trace.checks.grouped import as_query_heads, fitted_heads
+from transformer_trace.checks.rotary import attention_operand
 from transformer_trace.sources import TensorSource
 
 ATTENTION_DROPOUT = "attention dropout active"
@@ -98,23 +99,35 @@ def _under_dropout(weights_of: Callable[[Any, TensorSource], tuple[torch.Tensor,
     return test
 
 
+def weights_rebuilt(check: Any, s: TensorSource, *, masked: bool, scaled: bool) -> tuple[torch.Tensor, int]:
+    """The attention weights rebuilt from the queries and keys the context check reads (``check.q``, ``check.k``): the
+    softmax of Q·Kᵀ (÷√hs where ``scaled``), with the keys the probabilities give no weight blocked where ``masked``;
+    and hs."""
+    probs = s.t(check.probs)
+    q = as_query_heads(attention_operand(s, check.q), probs.shape[1])
+    k, _ = fitted_heads(attention_operand(s, check.k), probs.shape[1], q.shape[-1],
+                        lambda k: torch.softmax(q @ k.transpose(-2, -1), dim=-1), probs)  # grouped keys: as probs
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scaled else 1.0)
+    if masked:
+        scores = scores.masked_fill(probs == 0, float("-inf"))
+    return torch.softmax(scores, dim=-1), q.shape[-1]
+
+
 def _probabilities(check: Any, s: TensorSource) -> tuple[torch.Tensor, str]:
     return s.t(check.probs), "the probabilities"
 
 
 def _without_mask(check: Any, s: TensorSource) -> tuple[torch.Tensor, str]:
-    from transformer_trace.checks.attention import _weights_rebuilt  # attention.py's context check lists these forms
     if check.q is None or check.k is None or not bool((s.t(check.probs) == 0).any()):
         raise ValueError("no queries and keys, or no mask to leave out")
-    weights, hs = _weights_rebuilt(check, s, masked=False, scaled=True)
+    weights, hs = weights_rebuilt(check, s, masked=False, scaled=True)
     return weights, f"softmax(Q·Kᵀ/√{hs}) with no mask"
 
 
 def _unscaled(check: Any, s: TensorSource) -> tuple[torch.Tensor, str]:
-    from transformer_trace.checks.attention import _weights_rebuilt  # attention.py's context check lists these forms
     if check.q is None or check.k is None:
         raise ValueError("no queries and keys")
-    weights, hs = _weights_rebuilt(check, s, masked=True, scaled=False)
+    weights, hs = weights_rebuilt(check, s, masked=True, scaled=False)
     return weights, f"softmax(Q·Kᵀ) unscaled (no 1/√{hs} = {1 / math.sqrt(hs):.4f})"
 
 

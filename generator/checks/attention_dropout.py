@@ -10,6 +10,7 @@ still named."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,8 +50,8 @@ def dropped_weights(got: torch.Tensor, weights: torch.Tensor, v: torch.Tensor, w
             or v.shape[-2] != weights.shape[-1] or v.shape[-1] != got.shape[-1] or v.shape[-2] > v.shape[-1]:
         return None
     got, weights, v = got.double(), weights.double(), v.double()
-    coefficients = got @ torch.linalg.pinv(v)  # (B, h, T, S): each query row's weights as the context holds them
     live = weights > 1e-6 * weights.amax(-1, keepdim=True).clamp_min(1e-300)
+    coefficients = _coefficients(got, v, live)
     kept = live & (coefficients.abs() > 0.5 * weights)
     dropped = live & ~kept
     if not bool(kept.any()) or not bool(dropped.any()):
@@ -63,6 +64,18 @@ def dropped_weights(got: torch.Tensor, weights: torch.Tensor, v: torch.Tensor, w
     if not fits:
         return None
     return DroppedWeights(p=1.0 - 1.0 / scale, dropped=int(dropped.sum()), total=int(live.sum()), detail=detail)
+
+
+def _coefficients(got: torch.Tensor, v: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
+    """Each query row's weights as the context holds them, (B, h, T, S): the row read by least squares as a
+    combination of the values of the keys its weights reach (``live``: a causal row's earlier keys), 0 elsewhere."""
+    coefficients = torch.zeros(live.shape, dtype=got.dtype)
+    for b, head, row in itertools.product(*map(range, live.shape[:-1])):
+        keys = live[b, head, row]
+        if bool(keys.any()):
+            found = torch.linalg.lstsq(v[b, head][keys].T, got[b, head, row].unsqueeze(-1)).solution
+            coefficients[b, head, row, keys] = found.squeeze(-1)
+    return coefficients
 
 
 def _heads(check: Any, s: TensorSource, h: int, moved: bool) -> tuple[torch.Tensor, torch.Tensor]:

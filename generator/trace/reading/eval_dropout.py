@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
 
 IN_EVAL_MODE = "attention dropout active in eval mode"
-TRAINING_CLAIM = "equals probabilities @ V, through an active dropout on the attention weights (training mode)"
+TRAINING_CLAIM = "is probs·V, through an active dropout on the attention weights (training mode)"
 
 
 def modules_training(hits: Mapping[Marker, list[Hit]]) -> bool | None:

@@ -171,6 +171,13 @@ def _normalised_over(total: torch.Tensor, mean_axes: tuple[int, ...], var_axes: 
     return centred / torch.sqrt(total.var(var_axes, keepdim=True, unbiased=False) + eps)
 
 
+def _per_feature_affine(x: torch.Tensor, y: torch.Tensor, gain_only: bool = False) -> torch.Tensor:
+    """``y`` (positions, C) fitted as ``x``·gain + bias per feature by least squares (or the gain alone)."""
+    xm, ym = x.mean(0), y.mean(0)
+    gain = ((x - xm) * (y - ym)).mean(0) / ((x - xm) ** 2).mean(0).clamp_min(1e-12)
+    return gain if gain_only else x * gain + (ym - gain * xm)
+
+
 def _axes_named(axes: tuple[int, ...], dims: int) -> str:
     names = ["the last axis (the features)" if axis == dims - 1 else f"axis {axis}" for axis in axes]
     return " and ".join(names)
@@ -191,9 +198,10 @@ def _wrong_axis(check: Any, s: TensorSource) -> Fit | None:
         if mean_axes == var_axes == (dims - 1,):
             continue  # the correct form
         x = _normalised_over(total, mean_axes, var_axes, LAYER_NORM_EPSILONS[0]).reshape(-1, features)
-        xm, ym = x.mean(0), y.mean(0)
-        gain = ((x - xm) * (y - ym)).mean(0) / ((x - xm) ** 2).mean(0).clamp_min(1e-12)
-        fitted = (x * gain + (ym - gain * xm)).reshape(got.shape)
+        if close(x, _per_feature_affine(total.reshape(-1, features), x), "")[0]:
+            continue  # statistics constant per feature (over every other axis): the input itself, gain and bias fitted
+        fitted = _per_feature_affine(x, y).reshape(got.shape)
+        gain = _per_feature_affine(x, y, gain_only=True)
         where = (f"the mean over {_axes_named(mean_axes, dims)}, the variance over {_axes_named(var_axes, dims)}")
         fits, detail = close(got, fitted, f"the input normalised with {where}, gain and bias fitted per feature "
                              f"(fitted gain {float(gain.mean()):.3f} on average)")

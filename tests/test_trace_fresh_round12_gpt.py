@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fresh_rounds import assert_no_red_verdict, ours, our_files_only, planted_bugs, upstream_driver  # noqa: F401
+from tests.fresh_rounds import ours, our_files_only, planted_bugs, red_and_passed, traced, upstream_driver  # noqa: F401
 
 NOTEBOOK = "Yeabebe_Simple_Transformer"
 GPT_AND_ENCODER_DECODER = ["rishikesh2715_mini_GPT2", "ltrujello_Transformer", NOTEBOOK]
@@ -27,10 +27,20 @@ def test_round_twelve_gpt_folders_each_hold_our_files_only_and_plant_six_bugs_ea
 
 # the checks that must really run on each correct code (its passed count after the fix, less a margin)
 PASSED_AT_LEAST = {"rishikesh2715_mini_GPT2": 15, "ltrujello_Transformer": 34, NOTEBOOK: 15}
+# the true deviations of upstream code, judged by hand: (step, the bug form its failure names). mini-GPT2 gives
+# scaled_dot_product_attention dropout_p=self.attn_dropout.p whatever the mode: its weights dropped after model.eval()
+TRUE_REDS = {"rishikesh2715_mini_GPT2": [("G15", "attention dropout active in eval mode"),
+                                         ("G16", "attention dropout active in eval mode")]}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", GPT_AND_ENCODER_DECODER)
-def test_round_twelve_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path, upstream_driver,
-                                                                                           name):
-    assert_no_red_verdict(upstream_driver(12, name), tmp_path / "out", PASSED_AT_LEAST[name])
+def test_round_twelve_correct_code_gets_no_false_red_verdict_where_its_upstream_files_are_present(
+        tmp_path, upstream_driver, name):
+    true_reds = TRUE_REDS.get(name, [])
+    snapshots = traced(upstream_driver(12, name), tmp_path / "out", status=1 if true_reds else 0)
+    red, passed = red_and_passed(snapshots)
+    assert sorted(red) == sorted(label for label, _ in true_reds)
+    named = {s["label"]: (s["check"].get("evidence") or {}).get("name") for s in snapshots if s["captured"]}
+    assert all(named[label] == form for label, form in true_reds)
+    assert passed >= PASSED_AT_LEAST[name], "the checks really ran"

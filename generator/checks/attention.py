@@ -12,6 +12,7 @@ import torch
 
 from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, TraceUse, close, linear, softmax_factor,
                                           tolerance)
+from transformer_trace.checks.attention_dropout import DROPOUT_FORMS, weights_rebuilt
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.grouped import (as_query_heads, fitted_heads, grouped_apart, grouped_rejoin, joined_notes,
@@ -347,26 +348,12 @@ class SoftmaxRows(Check):
                      f"scores read are Q·Kᵀ unscaled: the 1/√{hs} applied inside the softmax)")
 
 
-def _weights_rebuilt(check: Any, s: TensorSource, *, masked: bool, scaled: bool) -> tuple[torch.Tensor, int]:
-    """The attention weights rebuilt from the queries and keys the context check reads (``check.q``, ``check.k``): the
-    softmax of Q·Kᵀ (÷√hs where ``scaled``), with the keys the probabilities give no weight blocked where ``masked``;
-    and hs."""
-    probs = s.t(check.probs)
-    q = as_query_heads(attention_operand(s, check.q), probs.shape[1])
-    k, _ = fitted_heads(attention_operand(s, check.k), probs.shape[1], q.shape[-1],
-                        lambda k: torch.softmax(q @ k.transpose(-2, -1), dim=-1), probs)  # grouped keys: as probs
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scaled else 1.0)
-    if masked:
-        scores = scores.masked_fill(probs == 0, float("-inf"))
-    return torch.softmax(scores, dim=-1), q.shape[-1]
-
-
 def _context_without_mask(check: Any, s: TensorSource) -> Fit | None:
     """The context from every key, a later or padded one included: the softmax of Q·Kᵀ/√hs with no mask (an SDPA call
     without ``is_causal`` or its ``attn_mask``), where the probabilities block some keys."""
     if check.q is None or check.k is None or not bool((s.t(check.probs) == 0).any()):
         return None
-    weights, hs = _weights_rebuilt(check, s, masked=False, scaled=True)
+    weights, hs = weights_rebuilt(check, s, masked=False, scaled=True)
     fits, detail = close(s.t(check.out), check.context(s, weights), f"vs the context from softmax(Q·Kᵀ/√{hs}) "
                          "with no mask")
     return Fit(fits, f"your {s.name(check.out)} is computed without its mask: every query attends to every key, "
@@ -378,7 +365,7 @@ def _context_unscaled(check: Any, s: TensorSource) -> Fit | None:
     probabilities are."""
     if check.q is None or check.k is None:
         return None
-    weights, hs = _weights_rebuilt(check, s, masked=True, scaled=False)
+    weights, hs = weights_rebuilt(check, s, masked=True, scaled=False)
     fits, detail = close(s.t(check.out), check.context(s, weights), "vs the context from softmax(Q·Kᵀ) unscaled")
     return Fit(fits, f"your {s.name(check.out)} is computed from Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) "
                f"scaling ({detail})" if fits else detail)
@@ -400,7 +387,7 @@ class ContextConcat(Check):
     DERIVES = "out"
     OPTIONAL = (("q", "k"),)
     BUG_FORMS = (BugForm("heads merged without moving the axis back", "the output vs (weights·V) reshaped without "
-                         "the transpose", context_merged_in_place), *CONTEXT_FORMS)
+                         "the transpose", context_merged_in_place), *CONTEXT_FORMS, *DROPOUT_FORMS)
 
     out: Ref = THIS
     probs: Ref

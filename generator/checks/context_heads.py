@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from transformer_trace.checks.attention import CONTEXT_FORMS
+from transformer_trace.checks.attention_dropout import DROPOUT_FORMS
 from transformer_trace.checks.base import THIS, Check, CheckResult, close
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.checks.grouped import as_query_heads, fitted_heads
@@ -50,7 +51,7 @@ class ContextHeads(Check):
 
     DERIVES = "out"
     OPTIONAL = (("q", "k"),)
-    BUG_FORMS = (MERGED_IN_PLACE, *CONTEXT_FORMS)
+    BUG_FORMS = (MERGED_IN_PLACE, *CONTEXT_FORMS, *DROPOUT_FORMS)
 
     out: Ref = THIS
     probs: Ref

@@ -3,6 +3,7 @@ feature (for the usual epsilons)."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -163,6 +164,60 @@ GAIN_AND_BIAS_SWAPPED = BugForm("gain and bias swapped", "the LayerNorm recomput
                                 "gain as the bias (its own weights)", _gain_and_bias_swapped)
 
 
+def _normalised_over(total: torch.Tensor, mean_axes: tuple[int, ...], var_axes: tuple[int, ...],
+                     eps: float) -> torch.Tensor:
+    """``total`` less its mean over ``mean_axes``, divided by the root of its variance over ``var_axes`` (+ ε)."""
+    centred = total - total.mean(mean_axes, keepdim=True)
+    return centred / torch.sqrt(total.var(var_axes, keepdim=True, unbiased=False) + eps)
+
+
+def _per_feature_affine(x: torch.Tensor, y: torch.Tensor, gain_only: bool = False) -> torch.Tensor:
+    """``y`` (positions, C) fitted as ``x``·gain + bias per feature by least squares (or the gain alone)."""
+    xm, ym = x.mean(0), y.mean(0)
+    gain = ((x - xm) * (y - ym)).mean(0) / ((x - xm) ** 2).mean(0).clamp_min(1e-12)
+    return gain if gain_only else x * gain + (ym - gain * xm)
+
+
+def _axes_named(axes: tuple[int, ...], dims: int) -> str:
+    names = ["the last axis (the features)" if axis == dims - 1 else f"axis {axis}" for axis in axes]
+    return " and ".join(names)
+
+
+def _wrong_axis(check: Any, s: TensorSource) -> Fit | None:
+    """The step as a LayerNorm whose mean or variance (or both) was taken over another axis or set of axes of its
+    input (the token axis, say, ``x.mean(1)``), each form's gain and bias fitted per feature by least squares as the
+    fitted LayerNorm is: the form that fits best, where it fits."""
+    total, got = check.normalised(s), s.t(check.out)
+    if got.shape != total.shape or total.dim() < 2:
+        return None
+    dims, features = total.dim(), total.shape[-1]
+    subsets = [axes for n in range(1, dims + 1) for axes in itertools.combinations(range(dims), n)]
+    best: tuple[float, str] | None = None
+    y = got.reshape(-1, features)
+    for mean_axes, var_axes in itertools.product(subsets, subsets):
+        if mean_axes == var_axes == (dims - 1,):
+            continue  # the correct form
+        x = _normalised_over(total, mean_axes, var_axes, LAYER_NORM_EPSILONS[0]).reshape(-1, features)
+        if close(x, _per_feature_affine(total.reshape(-1, features), x), "")[0]:
+            continue  # statistics constant per feature (over every other axis): the input itself, gain and bias fitted
+        fitted = _per_feature_affine(x, y).reshape(got.shape)
+        gain = _per_feature_affine(x, y, gain_only=True)
+        where = (f"the mean over {_axes_named(mean_axes, dims)}, the variance over {_axes_named(var_axes, dims)}")
+        fits, detail = close(got, fitted, f"the input normalised with {where}, gain and bias fitted per feature "
+                             f"(fitted gain {float(gain.mean()):.3f} on average)")
+        if fits:
+            return Fit(True, f"your LayerNorm normalises over the wrong axis: {where}, not the features alone "
+                             f"({detail})")
+        gap = float((got - fitted).abs().max())
+        if best is None or gap < best[0]:
+            best = (gap, detail)
+    return Fit(False, best[1]) if best else None
+
+
+WRONG_AXIS = BugForm("normalised over the wrong axis", "the LayerNorm with its mean or variance taken over each other "
+                     "axis or set of axes of its input (gain and bias fitted per feature)", _wrong_axis)
+
+
 @dataclass(frozen=True, kw_only=True)
 class LayerNormOf(Check):
     """``out`` is the LayerNorm ``module`` applied to ``x`` (without the weights: some LayerNorm of ``x``, gain and
@@ -176,7 +231,7 @@ class LayerNormOf(Check):
     x: Ref
     module: ModuleRef
 
-    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED,)
+    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, WRONG_AXIS)
 
     def normalised(self, s: TensorSource) -> torch.Tensor:
         """What the norm is applied to."""
@@ -331,7 +386,7 @@ class ResidualLayerNorm(Check):
             return LayerNormOf(out=self.out, x=ref, module=self.module)
         return super().reading(name, ref)
 
-    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (GAIN_AND_BIAS_SWAPPED,)
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (GAIN_AND_BIAS_SWAPPED, WRONG_AXIS)
 
     def normalised(self, s: TensorSource) -> torch.Tensor:
         """What the norm is applied to: the residual sum."""
@@ -350,7 +405,7 @@ class ResidualThenNorm(ResidualLayerNorm):
     CLAIM = "is a LayerNorm of the residual sum, or that sum"
 
     sum_claim = "is the residual sum input + sublayer output (its LayerNorm, the MLP's input, is taken on another line)"
-    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, NORMALISED_RESIDUAL, stream_left_out("residual dropped"))
+    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, WRONG_AXIS, NORMALISED_RESIDUAL, stream_left_out("residual dropped"))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         total = added(s.t(ref) for ref in self.operands)

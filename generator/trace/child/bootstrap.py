@@ -175,8 +175,10 @@ class Tracer:
                     if "[" in name:  # a slice: filed under its variable's name (data file names), said in its note
                         value["name"], value["note"] = name.split("[", 1)[0], value["note"] or f"the slice {name}"
                 self.results.order += 1
+                training = getattr(frame.f_locals.get("self"), "training", None)  # the running module's mode
                 self.results.event(protocol.hit_to_serializable(index, self.results.order, site, values, calls or [],
-                                                                reads, module if marker["shared_line"] else None))
+                                                                reads, module if marker["shared_line"] else None,
+                                                                training if isinstance(training, bool) else None))
                 self.calls.taken[index] += 1  # its calls are not copied past the hit read (module_calls.py ``past``)
         _forget_copies(self.results)
 

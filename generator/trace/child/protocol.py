@@ -32,7 +32,8 @@ import enum
 from dataclasses import dataclass
 from typing import TypedDict
 
-PROTOCOL_VERSION = 4  # 1: the unversioned format told events apart by the key present; 3: RAISED; 4: calls_at
+PROTOCOL_VERSION = 5  # 1: the unversioned format told events apart by the key present; 3: RAISED; 4: calls_at;
+# 5: a hit's ``training``
 
 # A notebook's script (trace/notebook.py writes it): its first line names the notebook, and each cell starts after a
 # line of its own; the script's interpreter runs each cell as IPython runs it (instrument.py, bootstrap.py).
@@ -146,14 +147,17 @@ def call_to_serializable(module, kind, depth, inputs, outputs, params, attrs):
             "attrs": attrs}
 
 
-def hit_to_serializable(marker, order, site, values, calls, reads, module=None):
+def hit_to_serializable(marker, order, site, values, calls, reads, module=None, training=None):
     """A marked line's values once it ran: its marker's index, the global capture order, the user's line that called
-    a shared line and the modules running it (``module``: running_module.py), the module calls it made and the module
-    tensors it read by attribute (name -> parameter number)."""
+    a shared line and the modules running it (``module``: running_module.py), the module calls it made, the module
+    tensors it read by attribute (name -> parameter number) and, where the line runs in a method of an nn.Module,
+    that module's ``training`` flag (a dropout the line applies is active in training mode only)."""
     event = {"kind": EventKind.HIT, "marker": marker, "order": order, "site": site, "values": values,
              "calls": calls, "reads": reads}
     if module is not None:
         event["module"] = module
+    if training is not None:
+        event["training"] = training
     return event
 
 
@@ -259,6 +263,7 @@ class Hit:
     # [[attribute, class name, inputs ("same", "differ" or None), projects (bool), holds ("attention", "mlp" or None:
     # the innermost's sublayer)], ...]: running_module.py
     module: list[list[str | bool | None]] | None = None
+    training: bool | None = None  # the running module's mode, where the line runs in a method of one
 
 
 @dataclass(frozen=True)
@@ -333,6 +338,12 @@ def call_from_serializable(record):
         raise ProtocolError(f"a module call record the reader does not know ({type(exc).__name__}: {exc})") from exc
 
 
+def _flag(value):
+    if value is None or isinstance(value, bool):
+        return value
+    raise ProtocolError(f"a hit's training flag that is not a bool ({value!r})")
+
+
 def event_from_serializable(record):
     """One line of events.jsonl (after its header) as its event object."""
     try:
@@ -342,7 +353,7 @@ def event_from_serializable(record):
             return Hit(int(record["marker"]), int(record["order"]), (site[0], site[1]) if site else None,
                        tuple(value_from_serializable(v) for v in record["values"]),
                        tuple(call_from_serializable(c) for c in record["calls"]), dict(record["reads"]),
-                       record.get("module"))
+                       record.get("module"), _flag(record.get("training")))
         if kind is EventKind.PARAM:
             return Param(int(record["number"]), value_from_serializable(record["value"]))
         if kind is EventKind.SEED:

@@ -102,6 +102,7 @@ class Hit:
     # (running_module.py)
     module: list | None = None
     calls: list[ModuleCall] = field(default_factory=list)  # the module calls the line made
+    training: bool | None = None  # the mode of the nn.Module whose method ran the line (None: no module's)
 
 
 @dataclass
@@ -363,7 +364,7 @@ def _hit(event: protocol.Hit, arrays: Arrays, params: dict[int, Kept], capture: 
     calls = [_call(call, arrays, params) for call in event.calls]
     calls += [ModuleCall(name, ModuleKind.READ, 1, [], [], {"weight": _param(params, number)}, {})
               for name, number in event.reads.items()]  # weights passed to functional code
-    return Hit(event.order, values, event.site, event.module, calls)
+    return Hit(event.order, values, event.site, event.module, calls, event.training)
 
 
 def _param(params: dict[int, Kept], number: int) -> torch.Tensor | None:

@@ -36,6 +36,7 @@ from transformer_trace.sources import TensorDict
 from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.notebook import notebook_name, translate_error
 from transformer_trace.trace.reading.capture import Capture, Hit, Notice
+from transformer_trace.trace.reading.eval_dropout import modules_training
 from transformer_trace.trace.reading.forward_passes import first_forward_pass
 from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, marked_snapshots,
                                                    read_snapshots)
@@ -80,6 +81,9 @@ class CaptureReading:
     sources: Mapping[str, str]  # each marked file as it was when the run began
     # per snapshot number: why the cross-attention whose hits it shows was fed the wrong input (shared_lines.Told)
     misfed: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
+    # the mode of the modules that ran the marked lines of the pass read: True where one was in training mode, False
+    # where all were in eval mode, None where no marked line ran in a module's method (eval_dropout.py)
+    modules_training: bool | None = None
 
     @property
     def finished(self) -> bool:
@@ -113,7 +117,8 @@ def read(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Captu
         sha256=capture.sha256, seeds=tuple(capture.seeds), seconds=capture.seconds, error=capture.error,
         error_traceback=capture.error_traceback, error_at=error_place(capture), timed_out=capture.timed_out,
         markers=tuple(capture.markers),
-        sources=MappingProxyType(dict(capture.sources)), misfed=MappingProxyType(misfed))
+        sources=MappingProxyType(dict(capture.sources)), misfed=MappingProxyType(misfed),
+        modules_training=modules_training(captured))
 
 
 def error_place(capture: Capture) -> dict[str, str | int] | None:

@@ -27,7 +27,9 @@ from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotChec
 from transformer_trace.trace.reading.verify import LayoutStatus
 from transformer_trace.trace.reading.added_then_normed import added_then_normed
 from transformer_trace.trace.reading.another_lines_input import another_lines_input
+from transformer_trace.trace.reading.eval_dropout import attention_dropout_judged
 from transformer_trace.trace.reading.head_input import head_input_checked
+from transformer_trace.trace.reading.kv_inputs import k_and_v_inputs_differ
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.rotary_positions import plain_form_missed, rotary_note, with_rotary
 from transformer_trace.trace.reading.functional_weights import functional_projection
@@ -147,6 +149,7 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
         if rotated:
             labels.update({name + ROTATED: TensorLabel(str(rotary)) for name, rotary in rotated.items()})
             results, derived = _results(run, reading, rotated_source, labels)
+    results = attention_dropout_judged(readings, results, reading.modules_training)  # by the run's mode
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     results = misfed_named(readings, results, reading.misfed, dims)  # a cross-attention fed its queries as keys
     results = mixture_of_experts(readings, results)  # a mixture of experts in the MLP's place: said so
@@ -184,6 +187,7 @@ def _results(run: TracedRun, reading: CaptureReading, source: TensorDict | None,
         results = _check_pages(readings, run, reading.own, checked, read_labels, variables, stand_ins)
         _stand_ins_agree(reading.by_number, results, stand_ins)
         another_lines_input(reading.by_number, results, stand_ins)  # of two readers, which read another line's input
+        k_and_v_inputs_differ(reading.by_number, results, stand_ins)  # two projections of one tensor given two
         head_input_checked(readings, results, stand_ins, checked,  # a head's input: the pooled token's claims
                            lambda found: in_users_terms(found, read_labels, variables))
     return results, derived

@@ -27,7 +27,7 @@ from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotChec
 from transformer_trace.trace.reading.verify import LayoutStatus
 from transformer_trace.trace.reading.added_then_normed import added_then_normed
 from transformer_trace.trace.reading.another_lines_input import another_lines_input
-from transformer_trace.trace.reading.head_input import head_input_checked
+from transformer_trace.trace.reading.head_input import class_kept_last, head_input_checked
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.rotary_positions import plain_form_missed, rotary_note, with_rotary
 from transformer_trace.trace.reading.functional_weights import functional_projection
@@ -185,7 +185,7 @@ def _results(run: TracedRun, reading: CaptureReading, source: TensorDict | None,
         _stand_ins_agree(reading.by_number, results, stand_ins)
         another_lines_input(reading.by_number, results, stand_ins)  # of two readers, which read another line's input
         head_input_checked(readings, results, stand_ins, checked,  # a head's input: the pooled token's claims
-                           lambda found: in_users_terms(found, read_labels, variables))
+                           lambda found: in_users_terms(found, read_labels, variables), class_kept_last(reading))
     return results, derived
 
 

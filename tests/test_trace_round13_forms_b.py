@@ -7,7 +7,10 @@ at its own step with its form.
   line itself read (its local `x`), so the wrong token pooled is named at S25;
 - the class token appended after the patches (`torch.cat((x, cls), dim=1)`): correct where the last row is pooled,
   named where row 0, a patch, is pooled, the class token read from the step that shows it (S05) or, where none does,
-  from the parameter the line read in the `cat`.
+  from the parameter the line read in the `cat`;
+- positions added inside a module the embedding line called (`x = self.pos_embed(x)`, no positions step captured):
+  the step read as its input plus positions (a sinusoid buffer, or the module's own table), so the positions added
+  twice are named at the sum.
 """
 
 from __future__ import annotations
@@ -104,3 +107,63 @@ def test_a_class_token_appended_then_row_0_pooled_is_named_at_the_head(tmp_path,
     assert checks["S25"]["evidence"]["name"] == "the wrong token pooled", checks["S25"]
     assert "the class token is the last row (S06's last row is" in checks["S25"]["detail"]
     assert "but row 0 was pooled" in checks["S25"]["detail"]
+
+
+# the token embeddings (G02), then a module that adds the positions in its own forward (G04), no G03 marked
+POSITIONS_INSIDE = '''\
+import math
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+T, C = 6, 16
+
+
+class Positions(nn.Module):
+    def __init__(self):
+        super().__init__()
+        pe = torch.zeros(32, C)
+        position = torch.arange(32).unsqueeze(1).float()
+        div = torch.exp(torch.arange(0, C, 2).float() * (-math.log(10000.0) / C))
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(position * div), torch.cos(position * div)
+        TABLE
+
+    def forward(self, x):
+        return ADDED
+
+
+token_table, positions = nn.Embedding(20, C), Positions()
+ids = torch.tensor([[1, 5, 7, 2, 9, 3], [4, 4, 8, 0, 6, 1]])
+with torch.no_grad():
+    x = token_table(ids)  # BREAKPOINT G02
+    x = positions(x)  # BREAKPOINT G04
+'''
+
+SINUSOID = 'self.register_buffer("pe", pe.unsqueeze(0))'
+LEARNED = "self.pe = nn.Parameter(torch.randn(1, 32, C))"
+ONCE, TWICE = "x + self.pe[:, :x.size(1)]", "x + self.pe[:, :x.size(1)] + self.pe[:, :x.size(1)]"
+
+
+@pytest.mark.parametrize("table", [SINUSOID, LEARNED], ids=["sinusoid buffer", "learned table"])
+def test_positions_added_once_inside_a_module_pass(tmp_path, table):
+    code, checks = traced(tmp_path, POSITIONS_INSIDE.replace("TABLE", table).replace("ADDED", ONCE))
+    assert code == 0, checks[""]
+    assert checks["G04"]["passed"] is True, checks["G04"]
+
+
+@pytest.mark.parametrize("table, said", [(SINUSOID, "a sinusoid table of amplitude 2"), (LEARNED, "twice pos_emb")],
+                         ids=["sinusoid buffer", "learned table"])
+def test_positions_added_twice_inside_a_module_are_named_at_the_sum(tmp_path, table, said):
+    """Yeabebe/Simple-Transformer's B6 (round twelve): `x + 2 * self.pe[:, :x.size(1)]` in the module's forward."""
+    code, checks = traced(tmp_path, POSITIONS_INSIDE.replace("TABLE", table).replace("ADDED", TWICE))
+    assert code == 1 and checks[""]["first_failure"].startswith("G04"), checks[""]
+    assert checks["G04"]["evidence"]["name"] == "positions added twice", checks["G04"]
+    assert said in checks["G04"]["detail"]
+
+
+def test_a_residual_added_inside_a_wrapper_is_not_read_as_positions(tmp_path):
+    """A term that differs between the items is no position table: the step stays as it was (not checkable)."""
+    source = POSITIONS_INSIDE.replace("TABLE", SINUSOID).replace("ADDED", "x + torch.tanh(x)")
+    code, checks = traced(tmp_path, source)
+    assert code == 0, checks[""]
+    assert checks["G04"]["passed"] is None and "needs snapshot G03" in checks["G04"]["detail"], checks["G04"]

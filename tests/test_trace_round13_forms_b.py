@@ -10,7 +10,10 @@ at its own step with its form.
   from the parameter the line read in the `cat`;
 - positions added inside a module the embedding line called (`x = self.pos_embed(x)`, no positions step captured):
   the step read as its input plus positions (a sinusoid buffer, or the module's own table), so the positions added
-  twice are named at the sum.
+  twice are named at the sum;
+- q, k and v each from one Linear (hs → hs) shared by every head, applied to the LayerNorm of the stream split into
+  heads (B, N, h, hs): read as one Linear on the merged heads, so S09–S11 are checked against the LayerNorm the line
+  was given, and that LayerNorm is the pre-norm evidence that names the MLP given the stream.
 """
 
 from __future__ import annotations
@@ -167,3 +170,55 @@ def test_a_residual_added_inside_a_wrapper_is_not_read_as_positions(tmp_path):
     code, checks = traced(tmp_path, source)
     assert code == 0, checks[""]
     assert checks["G04"]["passed"] is None and "needs snapshot G03" in checks["G04"]["detail"], checks["G04"]
+
+
+# a pre-norm block whose q, k, v Linears are shared by the heads, applied after the split; its MLP's LayerNorm: MLP_IN
+SHARED_HEADS = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C, H = 2, 9, 32, 4
+hs = C // H
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm_1, self.norm_2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        self.q, self.k, self.v = (nn.Linear(hs, hs, bias=False) for _ in range(3))
+        self.out = nn.Linear(C, C)
+        self.fc1, self.fc2 = nn.Linear(C, 2 * C), nn.Linear(2 * C, C)
+
+    def forward(self, x):  # BREAKPOINT S08
+        heads = self.norm_1(x).reshape(B, N, H, hs)
+        q = self.q(heads)  # BREAKPOINT S09
+        k = self.k(heads)  # BREAKPOINT S10
+        v = self.v(heads)  # BREAKPOINT S11
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / hs ** 0.5  # BREAKPOINT S12
+        probs = scores.softmax(dim=-1)  # BREAKPOINT S13
+        context = torch.einsum("bhqk,bkhd->bqhd", probs, v)  # BREAKPOINT S14
+        attended = self.out(context.reshape(B, N, C))  # BREAKPOINT S15
+        x = attended + x  # BREAKPOINT S16
+        mlp = self.fc2(torch.relu(self.fc1(MLP_IN)))  # BREAKPOINT S18
+        return mlp + x  # BREAKPOINT S19
+
+
+with torch.no_grad():
+    out = Block().eval()(torch.randn(B, N, C))
+'''
+
+
+def test_q_k_v_from_a_linear_shared_by_the_heads_are_checked_against_the_layernorm_it_was_given(tmp_path):
+    code, checks = traced(tmp_path, SHARED_HEADS.replace("MLP_IN", "self.norm_2(x)"))
+    assert code == 0, checks[""]
+    for label in ("S09", "S10", "S11", "S18", "S19"):
+        assert checks[label]["passed"] is True, (label, checks[label])
+    assert "split into 4 heads" in checks["S09"]["detail"]
+
+
+def test_the_mlp_given_the_stream_is_named_where_only_shared_head_linears_show_the_layernorm(tmp_path):
+    """ADulian/Vision_Transformer's B5 (round twelve): `norm_2` left out."""
+    code, checks = traced(tmp_path, SHARED_HEADS.replace("MLP_IN", "x"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S18"), checks[""]
+    assert checks["S18"]["evidence"]["name"] == "sublayer given the stream, not its LayerNorm", checks["S18"]

@@ -139,7 +139,8 @@ def _added_inside(check: Any, calls: Sequence[ModuleCall], source: TensorDict, m
         return None
     first = source.t(check.operands[0])
     inside = [call for call in calls if call.kind == ModuleKind.USER and call.inputs and call.outputs
-              and _equal(in_order(call.inputs[0], order), first) and _equal(in_order(call.outputs[0], order), main)]
+              and isinstance(given := call.inputs[0], torch.Tensor) and _equal(in_order(given, order), first)
+              and isinstance(made := call.outputs[0], torch.Tensor) and _equal(in_order(made, order), main)]
     term = main.double() - first.double()
     if len(inside) != 1 or first.dim() != 3 or first.shape[0] < 2 \
             or not close(term, term[:1].expand_as(term), "")[0]:
@@ -150,10 +151,11 @@ def _added_inside(check: Any, calls: Sequence[ModuleCall], source: TensorDict, m
               and table.dim() >= 2 and table.shape[-1] == first.shape[-1] and table.shape[-2] >= first.shape[1]
               and table[..., 0, :].numel() == first.shape[-1]}
     table = {missing: next(iter(tables.values()))} if len(tables) == 1 else {}
+    own = f", its table `{module}.{next(iter(tables))}`" if table else ""
     return Bound(PlusParameter(out=getattr(check, "out"), x=check.operands[0], parameter=ParamRef(missing)),
                  Given(source, source.tensors, params=table), None,
                  f"{missing} added inside `{module}`, the module the line called on {source.name(check.operands[0])}"
-                 + (f", its table `{module}.{next(iter(tables))}`" if table else "") + " (no captured snapshot shows it)")
+                 f"{own} (no captured snapshot shows it)")
 
 
 def _positions_axis(term: torch.Tensor) -> int:

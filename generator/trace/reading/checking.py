@@ -28,7 +28,7 @@ from transformer_trace.trace.reading.verify import LayoutStatus
 from transformer_trace.trace.reading.added_then_normed import added_then_normed
 from transformer_trace.trace.reading.another_lines_input import another_lines_input
 from transformer_trace.trace.reading.eval_dropout import attention_dropout_judged
-from transformer_trace.trace.reading.head_input import head_input_checked
+from transformer_trace.trace.reading.head_input import class_kept_last, head_input_checked
 from transformer_trace.trace.reading.kv_inputs import k_and_v_inputs_differ
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.rotary_positions import plain_form_missed, rotary_note, with_rotary
@@ -189,7 +189,7 @@ def _results(run: TracedRun, reading: CaptureReading, source: TensorDict | None,
         another_lines_input(reading.by_number, results, stand_ins)  # of two readers, which read another line's input
         k_and_v_inputs_differ(reading.by_number, results, stand_ins)  # two projections of one tensor given two
         head_input_checked(readings, results, stand_ins, checked,  # a head's input: the pooled token's claims
-                           lambda found: in_users_terms(found, read_labels, variables))
+                           lambda found: in_users_terms(found, read_labels, variables), class_kept_last(reading))
     return results, derived
 
 

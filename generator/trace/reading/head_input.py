@@ -16,18 +16,22 @@ there."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
 
-from transformer_trace.checks import FAILED, PASSED, CheckResult, close
+from transformer_trace.checks import FAILED, PASSED, Check, CheckResult, close
 from transformer_trace.checks.layers import fitted_activation
 from transformer_trace.checks.pooled_row import RowEquals
 from transformer_trace.sources import NotCheckable, Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.reading.run_layout import CLASS_LAST, CLASS_PLACES
+from transformer_trace.trace.reading.weights import bind
 
 if TYPE_CHECKING:  # pragma: no cover
+    from transformer_trace.trace.reading.capture_reading import CaptureReading
     from transformer_trace.trace.reading.pages import SnapshotReading
 
 # (the snapshot's number, the result's index among its checks, a record name, the module call's input that stood in)
@@ -97,12 +101,51 @@ def _owner(readings: list[SnapshotReading], name: str, source: TensorDict) -> Sn
     return None
 
 
+def _claim_checked(claim: Check, page: SnapshotReading, source: TensorDict, name: str, given: torch.Tensor,
+                   stood_in: torch.Tensor) -> CheckResult | None:
+    """``claim`` on what the head was given (as the record ``name``): on the tensors it reads where they are captured,
+    else bound to what the page's own line read (the sequence ``x`` of ``self.head(x[:, 0])``, copied as the line ran:
+    the pooled row's ``bound_by``, as on the pooled row's own line, with the LayerNorm the line applied to the row: then
+    what it is compared with is that norm's output, the tensor that stood in); None where neither gives it what it
+    reads."""
+    if all(source.has(ref) for ref in claim.inputs()):
+        return claim.run(source)
+    normed = next((call for call in page.calls if call.kind == ModuleKind.LAYER_NORM and call.outputs
+                   and isinstance(call.outputs[0], torch.Tensor) and _same(call.outputs[0], stood_in)), None)
+    out = stood_in if normed is not None else given
+    with_out = source.with_tensors({**source.tensors, name: out.detach().double()})
+    bound = bind(claim, page.calls, with_out, out)
+    return bound.check.run(bound.source) if bound is not None else None
+
+
+def _in_scripts_rows(said: str, class_last: str) -> str:
+    """The wrong token's message in the script's own rows, where the run keeps the class token last (its steps are
+    read with it moved first, so "row 1" there is the script's row 0, a patch): "the class token is the last row
+    (...) but row 0 was pooled"."""
+    pooled = _ROW_POOLED.search(said)
+    if not class_last or pooled is None:
+        return said
+    return (f"the class token is the last row ({class_last}) but row {int(pooled.group(1)) - 1} was pooled; {said} "
+            "(rows counted with the class token moved first, as the whole run is read)")
+
+
+def class_kept_last(reading: CaptureReading) -> str:
+    """Why the run keeps the class token last (the overview's "Class token" row: run_layout.py), where it does; else
+    ""."""
+    return next((rests_on for what, says, rests_on in reading.layout_read
+                 if what == "Class token" and says == CLASS_PLACES[CLASS_LAST]), "")
+
+
+_ROW_POOLED = re.compile(r"the wrong token was pooled: it is row (\d+) of ")
+
+
 def head_input_checked(readings: list[SnapshotReading], results: dict[int, list[CheckResult]],
                        stand_ins: list[StandIn], source: TensorDict | None,
-                       in_users_terms: Callable[[CheckResult], CheckResult]) -> None:
+                       in_users_terms: Callable[[CheckResult], CheckResult], class_last: str = "") -> None:
     """Fail (in ``results``) a passed step whose line's first module call was given a tensor the claims of the
     snapshot it stands for name wrong (the module docstring); ``in_users_terms`` names its tensors as the script
-    does."""
+    does; ``class_last``: why the run keeps the class token last, where it does (the rows are then named as the
+    script has them)."""
     if source is None:
         return
     by_number = {reading.snap.number: reading for reading in readings}
@@ -122,13 +165,17 @@ def head_input_checked(readings: list[SnapshotReading], results: dict[int, list[
             if "out" not in check.parameters():
                 continue
             try:
-                found = dataclasses.replace(check, out=Ref(name)).run(with_given)
+                found = _claim_checked(dataclasses.replace(check, out=Ref(name)), page, with_given, name, given,
+                                       stood_in)
             except (NotCheckable, RuntimeError, ValueError, IndexError):
+                continue
+            if found is None:
                 continue
             found = in_users_terms(found)
             if found.status == FAILED and found.evidence is not None:
+                said = found.evidence.message.replace(f'your {name} ', 'it ')
                 message = (f"what your line's {module} was given is not {owner.label}, the step it stands for "
-                           f"({found.name}): {found.evidence.message.replace(f'your {name} ', 'it ')}")
+                           f"({found.name}): {_in_scripts_rows(said, class_last)}")
                 results[number][index] = CheckResult(
                     name=result.name, passed=False, status=FAILED, detail=f"{message}; {result.detail}",
                     evidence=dataclasses.replace(found.evidence, message=message))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.extra_tokens import rows_joined
 
@@ -89,3 +90,16 @@ def find_late_class_token(shapes: Sequence[StepShape], dims: dict[str, int],
     because = (f"{label}'s sequence is {block} (hit {hit + 1}) with one row joined {where}; every block step holds the "
                f"{tokens} patches alone")
     return LateClassToken(tuple(step for step, *_ in found), tokens + 1, row == 0, because)
+
+
+def class_token_read(calls: Iterable[ModuleCall], channels: int | None) -> tuple[str, torch.Tensor] | None:
+    """The class token where no step shows it: the one parameter of one row of ``channels`` a marked line read by
+    attribute (``torch.cat([self.cls_token.expand(B, -1, -1), x], dim=1)``), as (1, 1, C), with its name; None where
+    none or several were read."""
+    read = {call.module: value for call in calls if call.kind == ModuleKind.READ
+            for value in call.params.values() if isinstance(value, torch.Tensor) and value.dim() in (2, 3)
+            and value.shape[-2:] == (1, channels) and value.numel() == channels}
+    if len(read) != 1:
+        return None
+    name, value = read.popitem()
+    return f"`{name}`, the parameter your line read", value.reshape(1, 1, -1)

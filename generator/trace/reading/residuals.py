@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks import ResidualLayerNorm, SumOf, close
+from transformer_trace.checks import PlusParameter, ResidualLayerNorm, SumOf, close
 from transformer_trace.checks.sublayer import SublayerFromCall
-from transformer_trace.sources import Ref, TensorDict
+from transformer_trace.sources import ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
@@ -52,7 +52,8 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, 
              for ref in operands[:-1] if source.has(ref) or norm is not None}  # in the operands' order
     call = _sublayer_call(calls, main, [tensors[ref.template] for ref in known.values()])
     if call is None:
-        return _local_read(check, calls, source, main, order) or _table_read(check, calls, source)
+        return (_local_read(check, calls, source, main, order) or _table_read(check, calls, source)
+                or _added_inside(check, calls, source, main, order))
     missing = source.name(operands[-1])
     name = f"{missing}@{call.module}.output"
     kept: tuple[Ref, ...] = (*known.values(), Ref(name))
@@ -124,6 +125,37 @@ def _table_read(check: Any, calls: Sequence[ModuleCall], source: TensorDict) -> 
     return Bound(dataclasses.replace(check, operands=(*check.operands[:-1], Ref(name))), given, None,
                  f"{missing} taken from `{read}`, the table the line read, its first {len(rows)} rows (no captured "
                  "snapshot shows it)")
+
+
+def _added_inside(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor,
+                  order: tuple[int, ...] | None) -> Bound | None:
+    """A sum of two operands whose last no snapshot shows, made inside a module the line called on the first
+    (``x = self.pos_embed(x)``, a buffer of positions added in its ``forward``): where the term the module added is
+    the same for every item (it depends on the position only), the step is read as its input plus positions whose
+    table is not captured (``PlusParameter`` without its table: a sinusoid table of amplitude 1 passes, of amplitude 2
+    is "positions added twice"); None where no such call, or the term differs between the items (a residual added
+    inside a wrapper: a sublayer's output)."""
+    if not isinstance(check, SumOf) or len(check.operands) != 2 or not source.has(check.operands[0]):
+        return None
+    first = source.t(check.operands[0])
+    inside = [call for call in calls if call.kind == ModuleKind.USER and call.inputs and call.outputs
+              and isinstance(given := call.inputs[0], torch.Tensor) and _equal(in_order(given, order), first)
+              and isinstance(made := call.outputs[0], torch.Tensor) and _equal(in_order(made, order), main)]
+    term = main.double() - first.double()
+    if len(inside) != 1 or first.dim() != 3 or first.shape[0] < 2 \
+            or not close(term, term[:1].expand_as(term), "")[0]:
+        return None
+    missing, module = source.name(check.operands[-1]), inside[0].module
+    # the module's one table of positions (a row per position at least, of the step's width), where it holds one
+    tables = {name: table for name, table in inside[0].params.items() if isinstance(table, torch.Tensor)
+              and table.dim() >= 2 and table.shape[-1] == first.shape[-1] and table.shape[-2] >= first.shape[1]
+              and table[..., 0, :].numel() == first.shape[-1]}
+    table = {missing: next(iter(tables.values()))} if len(tables) == 1 else {}
+    own = f", its table `{module}.{next(iter(tables))}`" if table else ""
+    return Bound(PlusParameter(out=getattr(check, "out"), x=check.operands[0], parameter=ParamRef(missing)),
+                 Given(source, source.tensors, params=table), None,
+                 f"{missing} added inside `{module}`, the module the line called on {source.name(check.operands[0])}"
+                 f"{own} (no captured snapshot shows it)")
 
 
 def _positions_axis(term: torch.Tensor) -> int:

@@ -36,7 +36,7 @@ from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.fold_order import heads_major, unfolded
 from transformer_trace.trace.reading.stored_transposed import Transposed, stored_transposed
 from transformer_trace.trace.reading.extra_tokens import ExtraTokens, find_extra_tokens
-from transformer_trace.trace.reading.late_class_token import LateClassToken, find_late_class_token
+from transformer_trace.trace.reading.late_class_token import LateClassToken, class_token_read, find_late_class_token
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, layout
 
 # the named axes that count positions (tokens, patches, source and target lengths): what sequence-first puts first
@@ -330,7 +330,7 @@ def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable
     """The run's layout, decided once from every captured step's shape (and, where the shapes cannot tell, the
     modules' own settings), with the reasons; see the module's docstring for the rule."""
     calls = tuple(calls)
-    run = _with_extra_tokens(_with_class_token(_read_order(shapes, legend, calls), shapes), shapes)
+    run = _with_extra_tokens(_with_class_token(_read_order(shapes, legend, calls), shapes, calls), shapes)
     if not run.class_token and (late := find_late_class_token(shapes, run.dims, calls)) is not None:
         run = replace(run, late_class=late, class_rests_on=late.rests_on)
     steps = [(s.step, s.named, run.as_read(s)) for s in shapes if s.value is not None]
@@ -382,7 +382,7 @@ def _read_order(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[Mod
                      "and no module says: the catalogue's batch-first", contradiction, batch.folded)
 
 
-def _with_class_token(run: RunLayout, shapes: Sequence[StepShape]) -> RunLayout:
+def _with_class_token(run: RunLayout, shapes: Sequence[StepShape], calls: Sequence[ModuleCall]) -> RunLayout:
     """Where the class token is among a ViT's tokens (N1 = N + 1), from the values: the class token step (B, 1, C)
     found as the first or the last row of the first step of N1 tokens that holds it; else, where every step of N1
     tokens holds the patches alone (N), none. Unchanged where the run has no N1 or nothing tells."""
@@ -390,16 +390,17 @@ def _with_class_token(run: RunLayout, shapes: Sequence[StepShape]) -> RunLayout:
     steps = [(s, run.as_read(s)) for s in shapes if "N1" in s.named and s.value is not None]
     if tokens is None or not steps:
         return run
-    cls = next(((s, run.as_read(s)) for s in shapes if s.named == ("B", "1", "C") and s.value is not None), None)
+    cls = next(((s.step, run.as_read(s)) for s in shapes if s.named == ("B", "1", "C") and s.value is not None),
+               None) or class_token_read(calls, run.dims.get("C"))  # else the parameter a line read by attribute
     for step, value in steps if cls is not None and cls[1].dim() == 3 else ():
         assert cls is not None
         token = cls[1][:, 0].double()
-        if value.dim() != 3 or value.shape[1] != tokens or value[:, 0].shape != token.shape:
+        if value.dim() != 3 or value.shape[1] != tokens or value[:, 0].shape[1:] != token.shape[1:]:
             continue
         first, last = (torch.allclose(value[:, row].double(), token) for row in (0, -1))
         short = [s.step for s, v in steps if v.dim() == len(s.named) and v.shape[s.named.index("N1")] == patches]
         if first or last:  # (a step of N1 named with the patches alone: the positions added before it joined)
-            because = (f"{step.step}'s {'first' if first else 'last'} row is {cls[0].step}, the class token"
+            because = (f"{step.step}'s {'first' if first else 'last'} row is {cls[0]}, the class token"
                        + (f"; it joins after the positions: {_steps(short)} hold{'s' if len(short) == 1 else ''} the "
                           f"{patches} patches alone" if short else ""))
             alone = tuple(short) if first else ()  # read with the class token's row as it joined in front

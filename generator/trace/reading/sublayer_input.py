@@ -9,7 +9,8 @@ made of what they were given, and the residual sum adds up. The marked lines' mo
   line's step (a post-norm block normalises sums that are its steps, and its sublayers read those LayerNorms'
   outputs, never a stream a LayerNorm also reads); or where a marked line's projection was given a LayerNorm of a
   stream, fitted, not the stream itself (a post-norm block's streams are already normalised: a LayerNorm of one is
-  itself; JoeyNMT's pre-norm decoder, whose LayerNorms run on unmarked lines);
+  itself; JoeyNMT's pre-norm decoder, whose LayerNorms run on unmarked lines; a Linear shared by the heads, called on
+  the stream split into them, read on the merged heads: shared_heads.py);
 - a Linear (or an attention module, or a projection of the user's own class: a mixture of experts' router and experts)
   a marked line of that stage ran was called with a stream itself (or with its batch and positions merged, (B·T, C)),
   and that input is no LayerNorm of the stream (a LayerNorm with a gain and bias fitted per feature does not reproduce
@@ -34,6 +35,7 @@ from transformer_trace.checks.residual_forms import layer_scaled_sum
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.rebuilt import looks_like
+from transformer_trace.trace.reading.shared_heads import heads_merged
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
@@ -130,7 +132,7 @@ def _given_a_norm(pages: Sequence[SnapshotReading],
     fitted per feature, and not the stream itself (a LayerNorm of an already normalised stream is that stream: a
     post-norm block's), as (the line's page, the stream); None where none was."""
     for page in sorted(pages, key=lambda p: p.snap.number):
-        for call in page.calls:
+        for call in map(heads_merged, page.calls):  # (a Linear shared by the heads: on the merged heads)
             given = _input(page, call) if _projects(call) else None
             if given is None:
                 continue

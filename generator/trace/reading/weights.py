@@ -30,6 +30,7 @@ from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.products import PRODUCT
+from transformer_trace.trace.reading.shared_heads import heads_merged
 from transformer_trace.trace.reading.summed_calls import operands_summed
 from transformer_trace.trace.reading.binding import Bound, Given
 from transformer_trace.trace.reading.input_chain import layers_of_input
@@ -83,7 +84,8 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
     read in the step's layout, ``order``); None where it declares none or the line made no call of the kind."""
     wanted = check.TRACE.calls
     kinds = {kind for kind, _ in wanted.values()}
-    chosen = {kind: call for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
+    # (a Linear shared by the heads, called on the stream split into them: read on the merged heads, shared_heads.py)
+    chosen = {kind: heads_merged(call) for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
     if not chosen:
         if ModuleKind.LINEAR not in kinds:
             return None

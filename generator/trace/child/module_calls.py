@@ -108,16 +108,15 @@ class CallRecorder:
         found = {}
         if torch is None or not names:
             return found
-        tensor, module = torch.Tensor, torch.nn.Module
         for name in names:
             try:  # a module's tensor attribute (a parameter, a buffer, a constant): never an activation
                 value = read(frame, name)
-                if not isinstance(value, tensor) or not value.is_floating_point():
+                if not isinstance(value, torch.Tensor) or not value.is_floating_point():
                     continue  # its owner read only for a tensor (most chains read a module, a size, a method)
                 owner = read(frame, name.rsplit(".", 1)[0])
             except Exception:  # noqa: BLE001 - a property that raises: not a weight
                 continue
-            if isinstance(owner, module):
+            if isinstance(owner, torch.nn.Module):
                 with self.results.lock:
                     number = self._param(value, torch)
                 if number is not None:

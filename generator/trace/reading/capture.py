@@ -267,7 +267,8 @@ def _statement_reads(source: str | None, first: int, last: int) -> StatementRead
                and re.fullmatch(r"\w{1,40}", n.slice.value)}
     chains: list[str] = []
     functions = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
-    called, uncalled = set(), set()  # whole chains read as a call's function, and read otherwise
+    called: set[str] = set()  # whole chains read as a call's function
+    uncalled: set[str] = set()  # and those read otherwise
     for node in nodes:
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             parts: list[str] = []

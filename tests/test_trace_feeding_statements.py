@@ -128,3 +128,24 @@ def test_what_a_marked_statement_reads_follows_its_file_as_edited_between_two_sp
         specs.append(marker_spec(marker, frozenset({10}), None))
     assert [(spec["locals"], spec["reads"]) for spec in specs] == [
         (["w", "x"], []), (["b", "self", "x"], ["self.weight"])]
+
+
+@pytest.mark.parametrize("line, reads", [
+    ("y = self.k_linear(x).view(2, -1)  # BREAKPOINT S10", []),  # a module the line calls: never a tensor
+    ("y = x.transpose(1, 2)  # BREAKPOINT S10", []),  # a method the line calls
+    ("y = self.cls_token.expand(2, -1, -1)  # BREAKPOINT S10", ["self.cls_token"]),  # the tensor whose method it calls
+    ("y = self.w(x) + self.w  # BREAKPOINT S10", ["self.w"]),  # called, and read as it is too
+    ("y = F.linear(x, self.proj.weight)  # BREAKPOINT S10", ["self.proj", "self.proj.weight"]),
+])
+def test_the_child_reads_no_attribute_that_the_line_only_calls(tmp_path, line, reads):
+    """A chain read only as a call's function (``self.k_linear`` of ``self.k_linear(x)``) is a module or a method,
+    never a weight passed to functional code: the child is not asked to read it at every hit."""
+    from transformer_trace.reports import REPORTS
+    from transformer_trace.trace import numberings
+    from transformer_trace.trace.markers import scan
+    from transformer_trace.trace.reading.capture import marker_spec
+
+    script = tmp_path / "script.py"
+    script.write_text(f"x = 1\n{line}\n", encoding="utf-8")
+    [marker] = scan([script], numberings(REPORTS))
+    assert marker_spec(marker, frozenset(), None)["reads"] == reads

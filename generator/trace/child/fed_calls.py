@@ -66,7 +66,10 @@ class Feeding:
             return False
         calls = tracer.calls.stop()  # None: every target past the hit whose calls its checks read
         for target in self.targets if kind is None and calls is not None else ():
-            tracer.calls.fed.setdefault(id(target), {})[self.line] = calls
+            if calls:
+                tracer.calls.fed.setdefault(id(target), {})[self.line] = calls
+            else:  # it made none: an earlier run's calls are replaced by nothing, and the hit resolves none
+                tracer.calls.fed.get(id(target), {}).pop(self.line, None)
         return False
 
 

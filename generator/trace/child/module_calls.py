@@ -110,11 +110,13 @@ class CallRecorder:
             return found
         for name in names:
             try:  # a module's tensor attribute (a parameter, a buffer, a constant): never an activation
-                owner, value = read(frame, name.rsplit(".", 1)[0]), read(frame, name)
+                value = read(frame, name)
+                if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+                    continue  # its owner read only for a tensor (most chains read a module, a size, a method)
+                owner = read(frame, name.rsplit(".", 1)[0])
             except Exception:  # noqa: BLE001 - a property that raises: not a weight
                 continue
-            if (isinstance(owner, torch.nn.Module) and isinstance(value, torch.Tensor)
-                    and value.is_floating_point()):
+            if isinstance(owner, torch.nn.Module):
                 with self.results.lock:
                     number = self._param(value, torch)
                 if number is not None:
@@ -323,16 +325,30 @@ def _locals(frame, names, torch, results, tensor_value, read):
     """The local tensors (or a tuple of up to three) the statement reads, as calls of kind "local"; each tensor also
     added to ``read``."""
     found, scope = [], frame.f_locals  # a function's locals gathered into a dict once, not per name
+    tensor = torch.Tensor
     for name in names:
         value = _local_value(scope, name)
-        tensors = value if isinstance(value, (tuple, list)) and 0 < len(value) <= 3 else (value,)
-        if not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in tensors):
+        if isinstance(value, tensor):  # the common case first: no tuple made, no generator run per name
+            if not value.is_floating_point():
+                continue
+            tensors = (value,)
+        elif isinstance(value, (tuple, list)) and 0 < len(value) <= 3 and _floating(value, tensor):
+            tensors = value
+        else:
             continue
         read.extend(tensors)
         with results.lock:
             outputs = [tensor_value(results, f"{name}{i}", t, torch) for i, t in enumerate(tensors)]
         found.append(protocol.call_to_serializable(name, ModuleKind.LOCAL, 0, [], outputs, {}, {}))
     return found
+
+
+def _floating(values, tensor):
+    """Whether every item of ``values`` is a floating-point tensor."""
+    for value in values:
+        if not isinstance(value, tensor) or not value.is_floating_point():
+            return False
+    return True
 
 
 def _attrs(module, classes):

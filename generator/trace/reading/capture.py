@@ -193,11 +193,12 @@ def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
     reads_attributes = kinds is None or ModuleKind.READ in kinds
     # the file read once per marker, and what its statement reads parsed once per text and lines (cached)
     source = _source(marker) if reads_attributes or reads_locals else None
+    statement = _statement_reads(source, marker.first, marker.last)
     return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
             "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
-            "reads": list(_statement_reads(source, marker.first, marker.last).attributes) if reads_attributes else [],
-            "locals": list(_statement_reads(source, marker.first, marker.last).names) if reads_locals else [],
+            "reads": _copied_attributes(statement) if reads_attributes else [],
+            "locals": list(statement.names) if reads_locals else [],
             "calls": kinds, "calls_at": 0 if not hits_read or 0 in hits_read else max(hits_read),
             "feeders": _feeders(source, marker) if reads_locals else [],
             "traced": sorted(_traced(source, marker)) if reads_locals else []}
@@ -247,6 +248,13 @@ class StatementReads:
 
     names: tuple[str, ...]
     attributes: tuple[str, ...]
+    called: frozenset[str] = frozenset()  # of ``attributes``, those read only as a call's function: never a tensor
+
+
+def _copied_attributes(reads: StatementReads) -> list[str]:
+    """The attribute chains whose tensors the child copies (a weight passed to functional code): ``self.proj`` of
+    ``self.proj(x)`` or ``k.transpose`` of ``k.transpose(1, 2)`` is a module or a method, read at every hit for none."""
+    return [chain for chain in reads.attributes if chain not in reads.called]
 
 
 @lru_cache(maxsize=4096)  # a pure function of the file's text: `trace` asks per marker, a benchmark per run
@@ -259,15 +267,21 @@ def _statement_reads(source: str | None, first: int, last: int) -> StatementRead
                and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)
                and re.fullmatch(r"\w{1,40}", n.slice.value)}
     chains: list[str] = []
+    functions = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    called: set[str] = set()  # whole chains read as a call's function
+    uncalled: set[str] = set()  # and those read otherwise
     for node in nodes:
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             parts: list[str] = []
+            whole = node
             while isinstance(node, ast.Attribute):
                 parts.insert(0, node.attr)
                 node = node.value
             if isinstance(node, ast.Name):  # every prefix: self.cls_token of self.cls_token.expand
                 chains += [".".join([node.id, *parts[:n]]) for n in range(1, len(parts) + 1)]
-    return StatementReads((*sorted(names)[:6], *sorted(entries)[:3]), tuple(sorted(set(chains))[:12]))
+                (called if id(whole) in functions else uncalled).add(chains[-1])
+    return StatementReads((*sorted(names)[:6], *sorted(entries)[:3]), tuple(sorted(set(chains))[:12]),
+                          frozenset(called - uncalled))
 
 
 def _statement(source: str | None, first: int, last: int) -> ast.Module | None:

@@ -102,14 +102,17 @@ def _owner(readings: list[SnapshotReading], name: str, source: TensorDict) -> Sn
 
 
 def _claim_checked(claim: Check, page: SnapshotReading, source: TensorDict, name: str, given: torch.Tensor,
-                   stood_in: torch.Tensor) -> CheckResult | None:
+                   stood_in: torch.Tensor, pooled: bool) -> CheckResult | None:
     """``claim`` on what the head was given (as the record ``name``): on the tensors it reads where they are captured,
-    else bound to what the page's own line read (the sequence ``x`` of ``self.head(x[:, 0])``, copied as the line ran:
-    the pooled row's ``bound_by``, as on the pooled row's own line, with the LayerNorm the line applied to the row: then
-    what it is compared with is that norm's output, the tensor that stood in); None where neither gives it what it
-    reads."""
+    else, for the pooled row's claims (``pooled``) only, bound to what the page's own line read (the sequence ``x`` of
+    ``self.head(x[:, 0])``, copied as the line ran: the pooled row's ``bound_by``, as on the pooled row's own line, with
+    the LayerNorm the line applied to the row: then what it is compared with is that norm's output, the tensor that
+    stood in); None where neither gives it what it reads. (Bound to another step's line, a claim would read that
+    line's own module calls as its operands: a Q projection's output taken for the residual sum's sublayer output.)"""
     if all(source.has(ref) for ref in claim.inputs()):
         return claim.run(source)
+    if not pooled:
+        return None
     normed = next((call for call in page.calls if call.kind == ModuleKind.LAYER_NORM and call.outputs
                    and isinstance(call.outputs[0], torch.Tensor) and _same(call.outputs[0], stood_in)), None)
     out = stood_in if normed is not None else given
@@ -166,7 +169,7 @@ def head_input_checked(readings: list[SnapshotReading], results: dict[int, list[
                 continue
             try:
                 found = _claim_checked(dataclasses.replace(check, out=Ref(name)), page, with_given, name, given,
-                                       stood_in)
+                                       stood_in, _pools(owner))
             except (NotCheckable, RuntimeError, ValueError, IndexError):
                 continue
             if found is None:

@@ -194,6 +194,8 @@ def _wrong_axis(check: Any, s: TensorSource) -> Fit | None:
     subsets = [axes for n in range(1, dims + 1) for axes in itertools.combinations(range(dims), n)]
     best: tuple[float, str] | None = None
     y = got.reshape(-1, features)
+    if close(y, y.mean(0).expand_as(y), "")[0]:
+        return None  # the step constant per feature: every form fits it with a gain of 0, so none is evidence
     for mean_axes, var_axes in itertools.product(subsets, subsets):
         if mean_axes == var_axes == (dims - 1,):
             continue  # the correct form

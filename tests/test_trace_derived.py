@@ -296,7 +296,8 @@ with torch.no_grad():
 
 @pytest.mark.parametrize("line, passed", [
     ("torch.cat((self.class_token.expand(x.shape[0], -1, -1), x), dim=1)", True),
-    ("torch.cat((x, self.class_token.expand(x.shape[0], -1, -1)), dim=1)", None),  # appended last: another form
+    # appended last: a correct form since forms13b, the run read as "class token last" from the parameter the cat read
+    ("torch.cat((x, self.class_token.expand(x.shape[0], -1, -1)), dim=1)", True),
 ])
 def test_the_class_token_no_snapshot_shows_is_read_from_the_parameter_the_line_read(tmp_path, line, passed):
     script = tmp_path / "embed.py"

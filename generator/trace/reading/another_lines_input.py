@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 StandIn = tuple[int, int, str, torch.Tensor]
 
 
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+def same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and close(a.double(), b.double(), "")[0]
 
 
@@ -34,29 +34,33 @@ def _linear_inputs(page: SnapshotReading) -> list[tuple[str, torch.Tensor]]:
             if call.kind == ModuleKind.LINEAR and call.inputs and isinstance(call.inputs[0], torch.Tensor)]
 
 
+def two_readers(stand_ins: list[StandIn]) -> dict[str, dict[int, tuple[int, torch.Tensor]]]:
+    """Per catalogue tensor read by exactly two snapshots' module calls: each reader's snapshot number, the result's
+    index and the input that stood in (the first stand-in of a snapshot kept)."""
+    readers: dict[str, dict[int, tuple[int, torch.Tensor]]] = {}
+    for number, index, name, tensor in stand_ins:
+        readers.setdefault(name, {}).setdefault(number, (index, tensor))
+    return {name: found for name, found in readers.items() if len(found) == 2}
+
+
 def another_lines_input(by_number: Mapping[int, SnapshotReading], results: dict[int, list[CheckResult]],
                         stand_ins: list[StandIn]) -> None:
     """Fail (in ``results``) the one of two disagreeing readers of a catalogue tensor that read another marked line's
     Linear input (the module docstring)."""
-    readers: dict[str, dict[int, tuple[int, torch.Tensor]]] = {}
-    for number, index, name, tensor in stand_ins:
-        readers.setdefault(name, {}).setdefault(number, (index, tensor))
-    for name, found in readers.items():
-        if len(found) != 2:
-            continue
+    for name, found in two_readers(stand_ins).items():
         (first, (_, a)), (second, (_, b)) = list(found.items())
-        if a.shape != b.shape or _same(a, b):
+        if a.shape != b.shape or same_tensor(a, b):
             continue  # they agree, or read another layout: nothing to tell
         others = [page for number, page in by_number.items() if page.captured and number not in found]
         for number, other_number, tensor, theirs in ((first, second, a, b), (second, first, b, a)):
             index = found[number][0]
             result = results[number][index]
             match = next(((page, module) for page in others for module, called in _linear_inputs(page)
-                          if _same(tensor, called)), None)
+                          if same_tensor(tensor, called)), None)
             if result.status != PASSED or match is None:
                 continue
             page, module = match
-            if any(_same(theirs, called) for _, called in _linear_inputs(page)):
+            if any(same_tensor(theirs, called) for _, called in _linear_inputs(page)):
                 continue  # both read what that line read: no telling
             reader = by_number[number]
             _, detail = close(tensor.double(), theirs.double(), f"this call's input vs the one "

@@ -20,31 +20,25 @@ from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.sources import NotCheckable
 from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.reading.another_lines_input import StandIn, same_tensor, two_readers
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
 
-# (the snapshot's number, the result's index among its checks, a record name, the module call's input that stood in)
-StandIn = tuple[int, int, str, torch.Tensor]
-
 DIFFERENT_INPUTS = "K and V read from different inputs"
-
-
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and close(a.double(), b.double(), "")[0]
 
 
 def _projected(page: SnapshotReading, tensor: torch.Tensor) -> str | None:
     """The Linear the page's line called with ``tensor``, by its name; None where no Linear of the line read it."""
     return next((call.module for call in page.calls if call.kind == ModuleKind.LINEAR and call.inputs
-                 and isinstance(call.inputs[0], torch.Tensor) and _same(call.inputs[0], tensor)), None)
+                 and isinstance(call.inputs[0], torch.Tensor) and same_tensor(call.inputs[0], tensor)), None)
 
 
 def _which(tensor: torch.Tensor, captured: list[SnapshotReading]) -> str:
     """What ``tensor`` is among the captured steps: one of them, or a LayerNorm of one (gain and bias fitted); or ""."""
     alike = [page for page in captured if tuple(page.main_as_called.shape) == tuple(tensor.shape)]
     for page in alike:
-        if _same(tensor, page.main_as_called):
+        if same_tensor(tensor, page.main_as_called):
             return f" (the tensor of {page.label})"
     for page in alike:
         try:
@@ -60,16 +54,11 @@ def k_and_v_inputs_differ(by_number: Mapping[int, SnapshotReading], results: dic
                           stand_ins: list[StandIn]) -> None:
     """Fail (in ``results``) the later of two projections of one catalogue tensor that were given different tensors
     (the module docstring)."""
-    readers: dict[str, dict[int, tuple[int, torch.Tensor]]] = {}
-    for number, index, name, tensor in stand_ins:
-        readers.setdefault(name, {}).setdefault(number, (index, tensor))
-    for name, found in readers.items():
-        if len(found) != 2:
-            continue
+    for name, found in two_readers(stand_ins).items():
         (first, (first_index, a)), (second, (second_index, b)) = sorted(
             found.items(), key=lambda item: by_number[item[0]].order)
         pages = by_number[first], by_number[second]
-        if a.shape != b.shape or _same(a, b) or any(results[n][i].status != PASSED for n, i in
+        if a.shape != b.shape or same_tensor(a, b) or any(results[n][i].status != PASSED for n, i in
                                                     ((first, first_index), (second, second_index))):
             continue  # they agree, read another layout, or a rule before this one judged
         modules = _projected(pages[0], a), _projected(pages[1], b)

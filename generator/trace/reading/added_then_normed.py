@@ -16,13 +16,14 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks import ResidualLayerNorm, close
+from transformer_trace.checks import ResidualLayerNorm
 from transformer_trace.checks.post_norm import AddedThenNormed
 from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.rebuilt import looks_like, rebuild
+from transformer_trace.trace.reading.same_tensors import same_tensor
 from transformer_trace.trace.reading.weights import Bound, Given
 
 SUBLAYERS = (ModuleKind.USER, ModuleKind.LINEAR, ModuleKind.MULTIHEAD_ATTENTION)
@@ -39,7 +40,8 @@ def added_then_normed(check: Any, calls: Sequence[ModuleCall], source: TensorDic
     streams, sublayer = check.operands[:-1], check.operands[-1]
     if source.has(sublayer) or not all(source.has(ref) for ref in streams):
         return None
-    norm = next((call for call in reversed(calls) if _is_norm(call) and call.outputs and _equal(call.outputs[0], main)
+    norm = next((call for call in reversed(calls) if _is_norm(call) and call.outputs
+                 and same_tensor(call.outputs[0], main)
                  and call.inputs and isinstance(call.inputs[0], torch.Tensor)), None)
     module = rebuild(norm, ModuleKind.LAYER_NORM) if norm is not None else None
     if norm is None or module is None or not isinstance(summed := norm.inputs[0], torch.Tensor):
@@ -50,7 +52,7 @@ def added_then_normed(check: Any, calls: Sequence[ModuleCall], source: TensorDic
     where, tensors = found
     captured = [source.t(ref) for ref in streams]
     read = [(said, in_order(tensor, order).double()) for said, tensor in tensors]
-    others = [(said, tensor) for said, tensor in read if not any(_equal(tensor, stream) for stream in captured)
+    others = [(said, tensor) for said, tensor in read if not any(same_tensor(tensor, stream) for stream in captured)
               and bool(tensor.ne(0).any())]  # a zeroed tensor adds nothing: it is no sublayer's output
     if len(others) != 1:
         return None
@@ -71,7 +73,7 @@ def _added(calls: Sequence[ModuleCall], norm: ModuleCall,
     user's that returned the step from two or more arguments of its shape (an add-and-norm), else the two or more
     tensors of that shape the line read, where it called no sublayer of its own; None where neither."""
     wrappers = [call for call in calls if call.kind == ModuleKind.USER and call is not norm and call.depth < norm.depth
-                and call.outputs and _equal(call.outputs[0], main)]
+                and call.outputs and same_tensor(call.outputs[0], main)]
     if wrappers:
         wrapper = min(wrappers, key=lambda call: call.depth)
         arguments = [(f"argument {i + 1}", t) for i, t in enumerate(wrapper.inputs) if t is not None
@@ -95,7 +97,3 @@ def _of_shape(tensor: Any, main: torch.Tensor) -> bool:
     return isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and tuple(tensor.shape) == tuple(main.shape)
 
 
-def _equal(a: Any, b: Any) -> bool:
-    """Equal within the checks' tolerance (NaN equal to nothing)."""
-    return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
-            and close(a.double(), b.double(), "")[0])

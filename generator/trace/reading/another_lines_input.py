@@ -16,31 +16,17 @@ import torch
 from transformer_trace.checks import FAILED, PASSED, CheckResult, close
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.reading.same_tensors import same_tensor
+from transformer_trace.trace.reading.stand_ins import StandIn, two_readers
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
-
-# (the snapshot's number, the result's index among its checks, a record name, the module call's input that stood in)
-StandIn = tuple[int, int, str, torch.Tensor]
-
-
-def same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and close(a.double(), b.double(), "")[0]
 
 
 def _linear_inputs(page: SnapshotReading) -> list[tuple[str, torch.Tensor]]:
     """The inputs the page's line called its Linears with, each with the module's name."""
     return [(call.module, call.inputs[0]) for call in page.calls
             if call.kind == ModuleKind.LINEAR and call.inputs and isinstance(call.inputs[0], torch.Tensor)]
-
-
-def two_readers(stand_ins: list[StandIn]) -> dict[str, dict[int, tuple[int, torch.Tensor]]]:
-    """Per catalogue tensor read by exactly two snapshots' module calls: each reader's snapshot number, the result's
-    index and the input that stood in (the first stand-in of a snapshot kept)."""
-    readers: dict[str, dict[int, tuple[int, torch.Tensor]]] = {}
-    for number, index, name, tensor in stand_ins:
-        readers.setdefault(name, {}).setdefault(number, (index, tensor))
-    return {name: found for name, found in readers.items() if len(found) == 2}
 
 
 def another_lines_input(by_number: Mapping[int, SnapshotReading], results: dict[int, list[CheckResult]],

@@ -33,6 +33,7 @@ from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.models.recording import Role
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.misfed import CLAIM, K_OR_V_FROM_ANOTHER_INPUT
+from transformer_trace.trace.reading.same_tensors import same_floats
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.capture import ModuleCall
@@ -41,11 +42,6 @@ if TYPE_CHECKING:  # pragma: no cover
 DECODER_STAGE = "decoder"
 ENCODER_OUTPUT = frozenset({Role.ENCODER, Role.LAYER_OUTPUT})  # the encoder layer's output step's declared roles
 ARGUMENTS = ("query", "key", "value")  # nn.MultiheadAttention's, in order (the child keeps them positionally)
-
-
-def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
-    return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
-            and a.is_floating_point() and b.is_floating_point() and close(a.double(), b.double(), "")[0])
 
 
 def _named(page: SnapshotReading) -> str:
@@ -66,7 +62,7 @@ def _encoder_output(readings: Sequence[SnapshotReading]) -> tuple[SnapshotReadin
 def _is_encoder_output(given: torch.Tensor, encoder_output: torch.Tensor) -> bool:
     """``given`` is the encoder's output, or a LayerNorm of it (gain and bias fitted per feature); where too few
     positions tell, it counts as one (nothing is claimed)."""
-    if _same(given, encoder_output):
+    if same_floats(given, encoder_output):
         return True
     try:
         return fitted_layer_norm(given.double(), encoder_output.double(), "the encoder's output")[1]
@@ -78,7 +74,7 @@ def _output_of(page: SnapshotReading, calls: Sequence[ModuleCall]) -> ModuleCall
     """The Linear call whose output is the page's step."""
     step = page.main_as_called
     return next((c for c in calls if c.kind == ModuleKind.LINEAR and c.outputs
-                 and _same(page.run.as_called(c.outputs[0]), step)), None)
+                 and same_floats(page.run.as_called(c.outputs[0]), step)), None)
 
 
 def _projection_pages(readings: Sequence[SnapshotReading], projection: Role) -> list[SnapshotReading]:
@@ -120,7 +116,7 @@ def _captured_equal(readings: Sequence[SnapshotReading], given: torch.Tensor) ->
     """The first captured step (in the catalogue's order) holding ``given`` at one of its hits."""
     for page in sorted(readings, key=lambda p: p.snap.number):
         if page.captured and page.hit_values and any(
-                isinstance(v, torch.Tensor) and _same(page.run.as_called(v), given) for v in page.hit_values[0]):
+                isinstance(v, torch.Tensor) and same_floats(page.run.as_called(v), given) for v in page.hit_values[0]):
             return page
     return None
 
@@ -144,7 +140,7 @@ def kv_from_another_input(readings: Sequence[SnapshotReading],
         if _is_encoder_output(given, encoder_output):
             continue
         other = _captured_equal(readings, given)
-        wrong = ("the query's input (the decoder stream)" if _same(given, query_input) else
+        wrong = ("the query's input (the decoder stream)" if same_floats(given, query_input) else
                  f"your {_named(other)}" if other is not None and _not_the_output(other, encoder_page) else None)
         if wrong is None:
             continue
@@ -177,7 +173,7 @@ def _position_terms(readings: Sequence[SnapshotReading],
             for name, argument in zip(ARGUMENTS[:2], call.inputs[:2]):
                 given = page.run.as_called(argument)
                 if (isinstance(given, torch.Tensor) and isinstance(value, torch.Tensor) and given.shape == value.shape
-                        and given.is_floating_point() and not _same(given, value)):
+                        and given.is_floating_point() and not same_floats(given, value)):
                     yield page, call, name, given - value
 
 
@@ -191,8 +187,8 @@ def positions_added_twice(readings: Sequence[SnapshotReading],
     terms = list(_position_terms(readings))
     for page, call, name, term in terms:
         once = next(((other, other_call, other_name, other_term) for other, other_call, other_name, other_term in terms
-                     if other_call is not call and other_term.shape == term.shape and _same(term, 2 * other_term)
-                     and not _same(term, other_term)),  # terms too small to tell once from twice: no evidence
+                     if other_call is not call and other_term.shape == term.shape and same_floats(term, 2 * other_term)
+                     and not same_floats(term, other_term)),  # terms too small to tell once from twice: no evidence
                     None)
         if once is None:
             continue

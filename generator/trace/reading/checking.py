@@ -52,6 +52,8 @@ from transformer_trace.trace.reading.records import OwnRecords, TensorLabel
 from transformer_trace.trace.reading.parts import evidence_in_parts
 from transformer_trace.trace.reading.patch_grid import grid_bound
 from transformer_trace.trace.reading.residuals import sublayer_bound
+from transformer_trace.trace.reading.same_tensors import same_tensor
+from transformer_trace.trace.reading.stand_ins import StandIn, readers
 from transformer_trace.trace.reading.bound_run import in_callers_terms, run_bound
 from transformer_trace.trace.reading.users_names import in_users_terms
 from transformer_trace.trace.reading.weights import Bound, LineCalls
@@ -127,11 +129,6 @@ class Judgement:
         return self.checks or (self.verdict,)
 
 
-# (the snapshot's number, the result's index among its checks, a record name, the module call's input that stood in
-# for it): _stand_ins_agree
-StandIn = tuple[int, int, str, torch.Tensor]
-
-
 def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     """Each snapshot's judgement by its declared checks (by snapshot number), run on the traced run, which exists before
     them (trace/reading/run.py ``traced_run``): each check reads it as its marked line sees it (``TracedRun.seen_from``:
@@ -204,19 +201,17 @@ def _stand_ins_agree(by_number: Mapping[int, SnapshotReading], results: dict[int
     its own Linear; or of a captured block input, a pre-norm's LayerNorm of it) read the same tensor: where all but
     one of three or more agree, the one that read another fails (K computed from another tensor than Q and V). Two
     that disagree do not tell which."""
-    readers: dict[str, dict[int, tuple[SnapshotReading, int, torch.Tensor]]] = {}
-    for number, index, name, tensor in stand_ins:
-        readers.setdefault(name, {}).setdefault(number, (by_number[number], index, tensor))
-    for name, found in readers.items():
-        if len(found) < 3:
+    for name, read in readers(stand_ins).items():
+        if len(read) < 3:
             continue
-        for page, index, tensor in found.values():
-            others = [(other, t) for other, _, t in found.values() if other is not page]
-            agree = all(_same_values(t, others[0][1]) for _, t in others[1:])
+        found = [(by_number[number], index, tensor) for number, (index, tensor) in read.items()]
+        for page, index, tensor in found:
+            others = [(other, t) for other, _, t in found if other is not page]
+            agree = all(same_tensor(t, others[0][1]) for _, t in others[1:])
             result = results[page.snap.number][index]
             # another layout of the same values (a Linear called on x.reshape(B * N, C)) is not told apart: no verdict
             if (not agree or result.status != PASSED or tensor.shape != others[0][1].shape
-                    or _same_values(tensor, others[0][1])):
+                    or same_tensor(tensor, others[0][1])):
                 continue
             _, detail = close(tensor.double(), others[0][1].double(), "this call's input vs theirs")
             message = (f"your step was computed from another tensor than {' and '.join(o.label for o, _ in others)} "
@@ -224,10 +219,6 @@ def _stand_ins_agree(by_number: Mapping[int, SnapshotReading], results: dict[int
             results[page.snap.number][index] = CheckResult(
                 name=result.name, passed=False, status=FAILED, detail=f"{message}; from what it read: {result.detail}",
                 evidence=Evidence(BUG_FORM, "computed from another tensor", message))
-
-
-def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and close(a.double(), b.double(), "")[0]
 
 
 def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int, OwnRecords],

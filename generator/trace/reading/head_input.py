@@ -22,21 +22,19 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from transformer_trace.checks import FAILED, PASSED, Check, CheckResult, close
+from transformer_trace.checks import FAILED, PASSED, Check, CheckResult
 from transformer_trace.checks.layers import fitted_activation
 from transformer_trace.checks.pooled_row import RowEquals
 from transformer_trace.sources import NotCheckable, Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.run_layout import CLASS_LAST, CLASS_PLACES
+from transformer_trace.trace.reading.same_tensors import same_tensor
+from transformer_trace.trace.reading.stand_ins import StandIn
 from transformer_trace.trace.reading.weights import bind
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.capture_reading import CaptureReading
     from transformer_trace.trace.reading.pages import SnapshotReading
-
-# (the snapshot's number, the result's index among its checks, a record name, the module call's input that stood in)
-StandIn = tuple[int, int, str, torch.Tensor]
-
 
 def _first_input(page: SnapshotReading, stood_in: torch.Tensor) -> tuple[str, torch.Tensor] | None:
     """The first module the page's line called and what it was given, where that is the head's own input: the
@@ -46,7 +44,8 @@ def _first_input(page: SnapshotReading, stood_in: torch.Tensor) -> tuple[str, to
         if call.inputs and isinstance(call.inputs[0], torch.Tensor) and call.inputs[0].is_floating_point():
             given, output = call.inputs[0], call.outputs[0] if call.outputs else None
             norm = call.kind == ModuleKind.LAYER_NORM and isinstance(output, torch.Tensor)
-            if _same(given, stood_in) or norm and isinstance(output, torch.Tensor) and _same(output, stood_in):
+            if (same_tensor(given, stood_in)
+                    or norm and isinstance(output, torch.Tensor) and same_tensor(output, stood_in)):
                 return call.module, given
             return None
     return None
@@ -64,7 +63,7 @@ def _chained_first_input(page: SnapshotReading, stood_in: torch.Tensor) -> tuple
         assert given is not None
         if not isinstance(output, torch.Tensor) or fitted_activation(output, given) is None:
             return None
-        if _same(given, stood_in):
+        if same_tensor(given, stood_in):
             first = calls[0].inputs[0]
             assert first is not None
             return calls[0].module, first
@@ -76,10 +75,6 @@ def _pools(reading: SnapshotReading) -> bool:
     return any(isinstance(check, RowEquals) for check in getattr(reading.snap, "checks", ()))
 
 
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and close(a.double(), b.double(), "")[0]
-
-
 def _a_correct_input(page: SnapshotReading, given: torch.Tensor, source: TensorDict) -> bool:
     """Whether ``given`` is what a correct architecture gives the step in place of the catalogue's tensor, as one of
     the page's checks declares (``CORRECT_INPUTS``: a parallel block's MLP LayerNorm reads the block input, there being
@@ -87,7 +82,7 @@ def _a_correct_input(page: SnapshotReading, given: torch.Tensor, source: TensorD
     for check in getattr(page.snap, "checks", ()):
         for field in getattr(check, "CORRECT_INPUTS", ()):
             ref = getattr(check, field, None)
-            if isinstance(ref, Ref) and source.has(ref) and _same(given, source.t(ref)):
+            if isinstance(ref, Ref) and source.has(ref) and same_tensor(given, source.t(ref)):
                 return True
     return False
 
@@ -114,7 +109,7 @@ def _claim_checked(claim: Check, page: SnapshotReading, source: TensorDict, name
     if not pooled:
         return None
     normed = next((call for call in page.calls if call.kind == ModuleKind.LAYER_NORM and call.outputs
-                   and isinstance(call.outputs[0], torch.Tensor) and _same(call.outputs[0], stood_in)), None)
+                   and isinstance(call.outputs[0], torch.Tensor) and same_tensor(call.outputs[0], stood_in)), None)
     out = stood_in if normed is not None else given
     with_out = source.with_tensors({**source.tensors, name: out.detach().double()})
     bound = bind(claim, page.calls, with_out, out)

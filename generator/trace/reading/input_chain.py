@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import torch
-
 from transformer_trace.checks import Check
 from transformer_trace.checks.calls import LayersOfInput
 from transformer_trace.sources import ModuleRef, Ref, TensorDict
@@ -16,10 +14,7 @@ from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.binding import Bound, Given
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.rebuilt import rebuild
-
-
-def _same(a: torch.Tensor | None, b: torch.Tensor) -> bool:
-    return a is not None and a.shape == b.shape and bool(torch.equal(a, b))
+from transformer_trace.trace.reading.same_tensors import equal_tensors
 
 
 def layers_of_input(check: Check, chain: Sequence[ModuleCall], source: TensorDict) -> Bound | None:
@@ -31,7 +26,7 @@ def layers_of_input(check: Check, chain: Sequence[ModuleCall], source: TensorDic
             or not any(c.kind == ModuleKind.LINEAR for c in chain)):
         return None
     built = [rebuild(c, c.kind) for c in chain]
-    if None in built or not chain[0].inputs or not _same(chain[0].inputs[0], source.t(x)):
+    if None in built or not chain[0].inputs or not equal_tensors(chain[0].inputs[0], source.t(x)):
         return None
     name = source.name(module)
     refs = tuple(ModuleRef(f"{name}@{c.module}.{i}") for i, c in enumerate(chain))

@@ -20,7 +20,8 @@ from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.sources import NotCheckable
 from transformer_trace.trace.child.protocol import ModuleKind
-from transformer_trace.trace.reading.another_lines_input import StandIn, same_tensor, two_readers
+from transformer_trace.trace.reading.same_tensors import same_tensor
+from transformer_trace.trace.reading.stand_ins import StandIn, two_readers
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading

@@ -27,7 +27,8 @@ from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
-from transformer_trace.trace.reading.sublayer_input import _input, _is_norm, _named, _output, _same, _streams
+from transformer_trace.trace.reading.same_tensors import same_floats
+from transformer_trace.trace.reading.sublayer_input import _input, _is_norm, _named, _output, _streams
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
@@ -47,7 +48,8 @@ def _fed_norms(page: SnapshotReading) -> Iterator[FedNorm]:
         read, out = _input(page, call), _output(page, call)
         if not _is_norm(call) or read is None or out is None:
             continue
-        readers = (c for c in page.calls if c.kind in SUBLAYERS and not _is_norm(c) and _same(_input(page, c), out))
+        readers = (c for c in page.calls
+                   if c.kind in SUBLAYERS and not _is_norm(c) and same_floats(_input(page, c), out))
         reader = next(readers, None)
         if reader is not None:
             yield call, read, reader
@@ -60,7 +62,7 @@ def _added_to(page: SnapshotReading, pages: Sequence[SnapshotReading],
     alike = [stream for stream in streams if stream is not page and stream.main_as_called.shape == step.shape]
     return next(((stream, total) for stream in alike
                  for total in pages if total is not page and total is not stream
-                 and _same(total.main_as_called, stream.main_as_called + step)), None)
+                 and same_floats(total.main_as_called, stream.main_as_called + step)), None)
 
 
 def _normalised_from(read: torch.Tensor, streams: Sequence[SnapshotReading],
@@ -92,7 +94,7 @@ def norm_of_another(readings: Sequence[SnapshotReading],
         fed = {page.snap.number: norms for page in pages if (norms := list(_fed_norms(page)))}
         streams = _streams(pages) if fed else []  # (the streams compared only where a line's LayerNorm fed a call)
         for page, norm, read, reader, (target, total) in _normalising(pages, streams, fed):
-            if read.shape != target.main_as_called.shape or _same(read, target.main_as_called):
+            if read.shape != target.main_as_called.shape or same_floats(read, target.main_as_called):
                 continue
             normalised = _normalised_from(read, streams, target)
             if normalised is None:

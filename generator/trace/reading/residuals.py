@@ -25,6 +25,7 @@ from transformer_trace.sources import ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.same_tensors import same_tensor
 from transformer_trace.trace.reading.weights import Bound, Given
 
 SUBLAYER_KINDS = (ModuleKind.USER, ModuleKind.LINEAR, ModuleKind.MULTIHEAD_ATTENTION)
@@ -91,7 +92,7 @@ def _local_read(check: Any, calls: Sequence[ModuleCall], source: TensorDict, mai
     # the stream is a captured operand, or their sum (``x += res``, ``res`` the first residual sum where the catalogue
     # adds the block input, the attention's and the MLP's outputs): neither is the sublayer output
     stream = sum(captured[1:], captured[0]) if captured else None
-    others = [(local, tensor) for local, tensor in read if not any(_equal(tensor, c) for c in (*captured, stream))]
+    others = [(local, tensor) for local, tensor in read if not any(same_tensor(tensor, c) for c in (*captured, stream))]
     if len(others) != 1:
         return None
     local, tensor = others[0]
@@ -139,8 +140,8 @@ def _added_inside(check: Any, calls: Sequence[ModuleCall], source: TensorDict, m
         return None
     first = source.t(check.operands[0])
     inside = [call for call in calls if call.kind == ModuleKind.USER and call.inputs and call.outputs
-              and isinstance(given := call.inputs[0], torch.Tensor) and _equal(in_order(given, order), first)
-              and isinstance(made := call.outputs[0], torch.Tensor) and _equal(in_order(made, order), main)]
+              and isinstance(given := call.inputs[0], torch.Tensor) and same_tensor(in_order(given, order), first)
+              and isinstance(made := call.outputs[0], torch.Tensor) and same_tensor(in_order(made, order), main)]
     term = main.double() - first.double()
     if len(inside) != 1 or first.dim() != 3 or first.shape[0] < 2 \
             or not close(term, term[:1].expand_as(term), "")[0]:
@@ -184,8 +185,8 @@ def _fed_norm(norms: Sequence[ModuleCall], calls: Sequence[ModuleCall], main: to
     line was given: its input is the stream the residual carries. None where none feeds a call, several do, or the
     norm's output is the step (a post-norm line: its input is the sum, not the stream)."""
     fed = [norm for norm in norms if norm.kind in (ModuleKind.LAYER_NORM, ModuleKind.USER) and norm.outputs
-           and isinstance(norm.outputs[0], torch.Tensor) and not _equal(norm.outputs[0], main)
-           and any(other is not norm and other.inputs and _equal(other.inputs[0], norm.outputs[0])
+           and isinstance(norm.outputs[0], torch.Tensor) and not same_tensor(norm.outputs[0], main)
+           and any(other is not norm and other.inputs and same_tensor(other.inputs[0], norm.outputs[0])
                    for other in calls if other.kind in SUBLAYER_KINDS)]
     return fed[0] if len(fed) == 1 else None
 
@@ -211,7 +212,8 @@ def _sublayer_call(calls: Sequence[ModuleCall], main: torch.Tensor, captured: li
         if (call.kind not in SUBLAYER_KINDS or not isinstance(output, torch.Tensor) or not output.is_floating_point()
                 or tuple(output.shape) != tuple(main.shape) or _norm_like(call)):
             continue
-        if _equal(output, main) and (not captured or any(_equal(t, c) for t in call.inputs for c in captured)):
+        if same_tensor(output, main) and (not captured
+                                          or any(same_tensor(t, c) for t in call.inputs for c in captured)):
             continue  # the step itself, from the stream: a wrapper (or, without the stream captured, cannot tell)
         found.append(call)
     if not found:
@@ -225,7 +227,3 @@ def _norm_like(call: Any) -> bool:
     return bool(params) and all(p.dim() == 1 for p in params) and len(params) <= 2
 
 
-def _equal(a: Any, b: Any) -> bool:
-    """Equal within the checks' tolerance (NaN equal to nothing: a step with NaN is no call's output)."""
-    return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
-            and close(a.double(), b.double(), "")[0])

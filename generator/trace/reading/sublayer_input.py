@@ -35,6 +35,7 @@ from transformer_trace.checks.residual_forms import layer_scaled_sum
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.rebuilt import looks_like
+from transformer_trace.trace.reading.same_tensors import same_floats
 from transformer_trace.trace.reading.shared_heads import heads_merged
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,11 +44,6 @@ if TYPE_CHECKING:  # pragma: no cover
 STREAM_NOT_NORMALISED = "sublayer given the stream, not its LayerNorm"
 CLAIM = "each sublayer is given a LayerNorm of the stream it is added to (pre-norm)"
 PROJECTIONS = (ModuleKind.LINEAR, ModuleKind.MULTIHEAD_ATTENTION)
-
-
-def _same(a: object, b: object) -> bool:
-    return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
-            and a.is_floating_point() and b.is_floating_point() and close(a.double(), b.double(), "")[0])
 
 
 def _input(page: SnapshotReading, call: ModuleCall) -> torch.Tensor | None:
@@ -86,7 +82,7 @@ def _is_norm(call: ModuleCall) -> bool:
 def _added(step: torch.Tensor, stream: torch.Tensor, output: torch.Tensor) -> bool:
     """Whether ``step`` is ``stream`` plus the sublayer ``output``, as it is or scaled by a learned gain per channel
     (LayerScale, ``x + gamma * mlp(norm2(x))``: checks/residual_forms.py)."""
-    if _same(step, stream + output):
+    if same_floats(step, stream + output):
         return True
     fit = layer_scaled_sum(step.double(), stream.double(), [output.double()]) if step.shape == stream.shape else None
     return fit is not None and fit.holds
@@ -103,15 +99,15 @@ def _streams(pages: Sequence[SnapshotReading]) -> list[SnapshotReading]:
         outputs = [out for call in page.calls if not _is_norm(call)
                    and (out := _output(page, call)) is not None and out.shape == step.shape]
         for out in outputs:
-            later = [other.order for other in alike if _same(out, other.main_as_called)]
+            later = [other.order for other in alike if same_floats(out, other.main_as_called)]
             found.update({other.snap.number: other for other in alike if all(other.order < order for order in later)
                           and _added(step, other.main_as_called, out)})
         found.update({stream.snap.number: stream for stream, sublayer in itertools.permutations(alike, 2)
                       if stream.order < sublayer.order  # both operands captured
-                      and _same(step, stream.main_as_called + sublayer.main_as_called)})
+                      and same_floats(step, stream.main_as_called + sublayer.main_as_called)})
     norm_outputs = [out for page in pages for call in page.calls
                     if _is_norm(call) and (out := _output(page, call)) is not None]
-    return [page for page in found.values() if not any(_same(page.main_as_called, out) for out in norm_outputs)]
+    return [page for page in found.values() if not any(same_floats(page.main_as_called, out) for out in norm_outputs)]
 
 
 def _pre_norm(pages: Sequence[SnapshotReading],
@@ -121,8 +117,8 @@ def _pre_norm(pages: Sequence[SnapshotReading],
     projection a marked line gave a LayerNorm of a stream (``_given_a_norm``), as (the line's page, the stream); None
     where none did."""
     return next(((page, stream) for page in pages for call in page.calls if _is_norm(call)
-                 and not any(_same(_output(page, call), other.main_as_called) for other in streams)
-                 for stream in streams if _same(_input(page, call), stream.main_as_called)),
+                 and not any(same_floats(_output(page, call), other.main_as_called) for other in streams)
+                 for stream in streams if same_floats(_input(page, call), stream.main_as_called)),
                 None) or _given_a_norm(pages, streams)
 
 
@@ -137,7 +133,7 @@ def _given_a_norm(pages: Sequence[SnapshotReading],
             if given is None:
                 continue
             for stream in streams:
-                if given.shape != stream.main_as_called.shape or _same(given, stream.main_as_called):
+                if given.shape != stream.main_as_called.shape or same_floats(given, stream.main_as_called):
                     continue
                 try:
                     if fitted_layer_norm(given.double(), stream.main_as_called.double(), stream.label)[1]:
@@ -230,7 +226,8 @@ def _misfed(pages: Sequence[SnapshotReading], streams: Sequence[SnapshotReading]
     for page in sorted(pages, key=lambda p: p.snap.number):
         for call in page.calls:
             given = _input(page, call)
-            stream = next((s for s in streams if _same(_unmerged(given, s.main_as_called), s.main_as_called)), None)
+            stream = next((s for s in streams
+                           if same_floats(_unmerged(given, s.main_as_called), s.main_as_called)), None)
             read = _unmerged(given, stream.main_as_called) if stream is not None else None
             if _projects(call) and read is not None and stream is not None:
                 why = _not_normalised(read, stream)

@@ -17,6 +17,7 @@ from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.same_tensors import equal_tensors
 
 OPERAND_KINDS = (ModuleKind.EMBEDDING, ModuleKind.USER)
 
@@ -29,8 +30,7 @@ def _same_module(call: ModuleCall, other: ModuleCall) -> bool:
     """Whether two calls are of one module (a call records its class and parameters, not the instance): one class,
     the same parameters."""
     return call.module == other.module and call.params.keys() == other.params.keys() and all(
-        isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b)
-        for a, b in zip(call.params.values(), other.params.values()))
+        equal_tensors(a, b) for a, b in zip(call.params.values(), other.params.values()))
 
 
 def operands_summed(check: SumOf, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,

@@ -34,6 +34,7 @@ from transformer_trace.trace.reading.shared_heads import heads_merged
 from transformer_trace.trace.reading.summed_calls import operands_summed
 from transformer_trace.trace.reading.binding import Bound, Given
 from transformer_trace.trace.reading.input_chain import layers_of_input
+from transformer_trace.trace.reading.same_tensors import equal_tensors
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
@@ -172,7 +173,8 @@ def _patch_chain(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
         return None
     chain = [ends[-1]]
     made = [c for c in calls if c.kind not in (ModuleKind.LOCAL, ModuleKind.READ)]  # calls, not tensors the line read
-    while chain[0].inputs and (fed := next((c for c in made if c.outputs and _same(c.outputs[0], chain[0].inputs[0])
+    while chain[0].inputs and (fed := next((c for c in made
+                                            if c.outputs and equal_tensors(c.outputs[0], chain[0].inputs[0])
                                             and all(c is not d for d in chain)), None)) is not None:
         chain.insert(0, fed)
     first, layers = chain[0], chain[1:]
@@ -192,10 +194,6 @@ def _patch_chain(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
     return Bound(PatchChain(out=out, x=Ref(f"{name}@{first.module}.input"),
                             patches=Ref(f"{name}@{first.module}.output"), layers=refs), given, None,
                  f"the modules it called ({chain_text}), with their own weights, on the image it was called with")
-
-
-def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
-    return a is not None and b is not None and a.shape == b.shape and bool(torch.equal(a, b))
 
 
 def _attention(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
@@ -285,7 +283,7 @@ def _operand_called(check: SumOf, calls: Sequence[ModuleCall], source: TensorDic
     last = calls[-1] if calls else None
     if (absent != [len(check.operands) - 1] or last is None or last.kind not in (ModuleKind.LINEAR, ModuleKind.USER)
             or not last.outputs or main is None or last.outputs[0] is None
-            or tuple(last.outputs[0].shape) != tuple(main.shape) or _same(last.outputs[0], main)):
+            or tuple(last.outputs[0].shape) != tuple(main.shape) or equal_tensors(last.outputs[0], main)):
         return None
     missing = source.name(check.operands[absent[0]])
     name = f"{missing}@{last.module}.output"
@@ -295,7 +293,8 @@ def _operand_called(check: SumOf, calls: Sequence[ModuleCall], source: TensorDic
     # the one LayerNorm whose output the line fed a sublayer with (pre-norm): its input must be the stream
     fed = [call for call in calls if _norm_kind(call) and call.inputs and call.outputs
            and isinstance(call.inputs[0], torch.Tensor) and tuple(call.inputs[0].shape) == tuple(main.shape)
-           and any(other is not call and other.inputs and _same(other.inputs[0], call.outputs[0]) for other in calls)]
+           and any(other is not call and other.inputs and equal_tensors(other.inputs[0], call.outputs[0])
+                   for other in calls)]
     fed_input = fed[0].inputs[0] if len(fed) == 1 else None
     normalised = Ref(f"{missing}@{fed[0].module}.input") if fed_input is not None else None
     if normalised is not None and fed_input is not None:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from transformer_trace.checks.base import close
+from transformer_trace.checks.dropout import DropoutFit
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.checks.grouped import as_query_heads, fitted_heads
 from transformer_trace.checks.rotary import attention_operand
@@ -29,23 +29,10 @@ ATTENTION_DROPOUT = "attention dropout active"
 UNDER_DROPOUT = "through a dropout on the attention weights"
 
 
-@dataclass(frozen=True)
-class DroppedWeights:
-    """The context read as weights·V with the weights through a dropout: p fitted, how many weights it zeroed."""
-
-    p: float
-    dropped: int
-    total: int
-    detail: str
-
-    def __str__(self) -> str:
-        return (f"{UNDER_DROPOUT}: {self.dropped:,} of {self.total:,} non-zero weights zeroed, the others times "
-                f"1/(1−p) with p = {self.p:.3f} fitted ({self.detail})")
-
-
-def dropped_weights(got: torch.Tensor, weights: torch.Tensor, v: torch.Tensor, what: str) -> DroppedWeights | None:
-    """``got`` (B, h, T, hs) as (``weights`` through a dropout)·``v`` (weights (B, h, T, S), v (B, h, S, hs)); None
-    where it is not, or where the coefficients cannot be read back (more keys than hs)."""
+def dropped_weights(got: torch.Tensor, weights: torch.Tensor, v: torch.Tensor, what: str) -> DropoutFit | None:
+    """``got`` (B, h, T, hs) as (``weights`` through a dropout)·``v`` (weights (B, h, T, S), v (B, h, S, hs)): p
+    fitted, how many of the non-zero weights it zeroed (``total``: how many there are); None where it is not, or where
+    the coefficients cannot be read back (more keys than hs)."""
     if got.dim() != 4 or weights.dim() != 4 or v.dim() != 4 or got.shape[:-1] != weights.shape[:-1] \
             or v.shape[-2] != weights.shape[-1] or v.shape[-1] != got.shape[-1] or v.shape[-2] > v.shape[-1]:
         return None
@@ -63,7 +50,13 @@ def dropped_weights(got: torch.Tensor, weights: torch.Tensor, v: torch.Tensor, w
     fits, detail = close(got, rebuilt, f"{what}, each weight zeroed where dropped and times {scale:.4f} elsewhere")
     if not fits:
         return None
-    return DroppedWeights(p=1.0 - 1.0 / scale, dropped=int(dropped.sum()), total=int(live.sum()), detail=detail)
+    return DropoutFit(p=1.0 - 1.0 / scale, zeroed=int(dropped.sum()), total=int(live.sum()), detail=detail)
+
+
+def _weights_dropped(found: DropoutFit) -> str:
+    """The fit said of the attention weights: how many of the non-zero ones it zeroed, and p."""
+    return (f"{UNDER_DROPOUT}: {found.zeroed:,} of {found.total:,} non-zero weights zeroed, the others times "
+            f"1/(1−p) with p = {found.p:.3f} fitted ({found.detail})")
 
 
 def _coefficients(got: torch.Tensor, v: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
@@ -108,7 +101,7 @@ def _under_dropout(weights_of: Callable[[Any, TensorSource], tuple[torch.Tensor,
             return Fit(False, f"the context read as ({what} through a dropout)·V does not fit" if keys <= hs else
                        f"not read: {keys} keys outnumber hs = {hs}, so the weights a context row holds are not "
                        "determined by it")
-        return Fit(True, f"your {s.name(check.out)} {said}, {found}")
+        return Fit(True, f"your {s.name(check.out)} {said}, {_weights_dropped(found)}")
     return test
 
 

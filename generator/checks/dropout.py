@@ -21,7 +21,8 @@ DROPOUT_CLAIMS = frozenset({DROPOUT_CLAIM, SOFTMAX_DROPOUT_CLAIM})
 
 @dataclass(frozen=True)
 class DropoutFit:
-    """``got`` read as ``expected`` through a dropout: the fitted probability and how many entries it zeroed."""
+    """``got`` read as ``expected`` through a dropout: the fitted probability and how many entries it zeroed (of the
+    attention weights behind a context, checks/attention_dropout.py, which says it in its own words)."""
 
     p: float
     zeroed: int

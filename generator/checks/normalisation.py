@@ -4,6 +4,7 @@ feature (for the usual epsilons)."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -100,6 +101,17 @@ def fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[
         return rms
     passed, detail = tried[-1] if tried[-1][0] else tried[0]
     return f"equals LayerNorm({of})", passed, detail
+
+
+def layer_norm_of_sum(s: TensorSource, out: Ref, operands: Sequence[Ref], of: str,
+                      module: ModuleRef | None = None) -> tuple[str, bool, str]:
+    """``out`` as a LayerNorm of the sum of ``operands`` (post-norm): ``module``'s, recomputed with its weights where
+    the source has them; with no module, or no weights, the gain and bias fitted per feature. Each caller says what
+    the edges mean to it: a shape that differs fails here, and too few positions raise UnfittableWeights."""
+    total = added(s.t(ref) for ref in operands)
+    if module is None:
+        return fitted_layer_norm(s.t(out), total, of)
+    return _layer_norm(s, out, total, module, of)
 
 
 def _plain_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[str, bool, str] | None:
@@ -395,7 +407,7 @@ class ResidualLayerNorm(Check):
         return added(s.t(ref) for ref in self.operands)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        return _layer_norm(s, self.out, self.normalised(s), self.module, "input + sublayer output")
+        return layer_norm_of_sum(s, self.out, self.operands, "input + sublayer output", self.module)
 
 
 @dataclass(frozen=True, kw_only=True)

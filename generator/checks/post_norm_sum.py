@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from transformer_trace.checks.base import added
+import torch
+
 from transformer_trace.checks.evidence import BugForm, Fit
-from transformer_trace.checks.normalisation import fitted_layer_norm
+from transformer_trace.checks.normalisation import layer_norm_of_sum
 from transformer_trace.sources import NotCheckable, Ref, TensorSource
 
 POST_NORM_SUM_CLAIM = "is a LayerNorm of the operands' sum, normalised on the sum's own line (post-norm)"
@@ -23,11 +24,10 @@ def _layer_norm_of(s: TensorSource, out: Ref, operands: Sequence[Ref], of: str) 
     None where the tensors cannot tell (too few positions, shapes that differ)."""
     if not operands or not all(s.has(ref) for ref in (out, *operands)):
         return None
-    total, got = added(s.t(ref) for ref in operands), s.t(out)
-    if total.shape != got.shape:
-        return None
+    if torch.broadcast_shapes(*(s.t(ref).shape for ref in operands)) != s.t(out).shape:
+        return None  # the sum is of another shape than the step
     try:
-        _, normalised, detail = fitted_layer_norm(got, total, of)
+        _, normalised, detail = layer_norm_of_sum(s, out, operands, of)
     except (NotCheckable, RuntimeError):
         return None
     return normalised, detail
@@ -51,12 +51,12 @@ def _normalised_without_stream(check: Any, s: TensorSource) -> Fit | None:
     if len(operands) < 2:
         return None
     rest = operands[1:]
-    fit = _layer_norm_of(s, check.out, rest, " + ".join(s.name(ref) for ref in rest))
+    alone = " + ".join(s.name(ref) for ref in rest)
+    fit = _layer_norm_of(s, check.out, rest, alone)
     if fit is None:
         return None
     if not fit[0]:
         return Fit(False, "no LayerNorm of the sublayer output alone fits")
-    alone = " + ".join(s.name(ref) for ref in rest)
     return Fit(True, f"your {s.name(check.out)} leaves out {s.name(operands[0])}: it is a LayerNorm of {alone} "
                      f"alone, the post-norm sum without its stream ({fit[1]})")
 

@@ -28,7 +28,9 @@ from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.same_tensors import same_floats
-from transformer_trace.trace.reading.sublayer_input import _input, _is_norm, _named, _output, _streams
+from transformer_trace.trace.reading.sublayer_input import (
+    _input, _is_norm, _named, _output, _streams, captured_by_stage,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
@@ -85,12 +87,7 @@ def norm_of_another(readings: Sequence[SnapshotReading],
     """``results`` with the first captured step (in the catalogue's order) whose line's LayerNorm normalised a
     LayerNorm of another stream failing with the bug form WRONG_TENSOR (the module docstring); the others as they
     were."""
-    stages: dict[str, list[SnapshotReading]] = {}
-    for page in readings:
-        shown = page.main.shown.tensor if page.captured else None
-        if isinstance(shown, torch.Tensor) and shown.is_floating_point():
-            stages.setdefault(page.snap.stage, []).append(page)
-    for pages in stages.values():
+    for pages in captured_by_stage(readings):
         fed = {page.snap.number: norms for page in pages if (norms := list(_fed_norms(page)))}
         streams = _streams(pages) if fed else []  # (the streams compared only where a line's LayerNorm fed a call)
         for page, norm, read, reader, (target, total) in _normalising(pages, streams, fed):

@@ -88,6 +88,16 @@ def _added(step: torch.Tensor, stream: torch.Tensor, output: torch.Tensor) -> bo
     return fit is not None and fit.holds
 
 
+def captured_by_stage(readings: Sequence[SnapshotReading]) -> list[list[SnapshotReading]]:
+    """The captured steps of floating-point values, stage by stage (a stream is added to within its stage)."""
+    stages: dict[str, list[SnapshotReading]] = {}
+    for page in readings:
+        shown = page.main.shown.tensor if page.captured else None
+        if isinstance(shown, torch.Tensor) and shown.is_floating_point():
+            stages.setdefault(page.snap.stage, []).append(page)
+    return list(stages.values())
+
+
 def _streams(pages: Sequence[SnapshotReading]) -> list[SnapshotReading]:
     """The captured steps of ``pages`` a marked line added a sublayer's output to (the module docstring): of the two
     operands of ``x = x + a`` the line read (or two captured steps it adds up), the stream is the one that ran first
@@ -196,12 +206,7 @@ def stream_not_normalised(readings: Sequence[SnapshotReading],
     """``results`` with the first captured step (in the catalogue's order) whose line called a Linear with a stream of
     a pre-norm block itself failing with the bug form STREAM_NOT_NORMALISED (the module docstring); the others as they
     were."""
-    stages: dict[str, list[SnapshotReading]] = {}
-    for page in readings:
-        shown = page.main.shown.tensor if page.captured else None
-        if isinstance(shown, torch.Tensor) and shown.is_floating_point():
-            stages.setdefault(page.snap.stage, []).append(page)
-    for pages in stages.values():
+    for pages in captured_by_stage(readings):
         streams = _streams(pages)
         normalised = _pre_norm(pages, streams) if streams else None
         if normalised is None:

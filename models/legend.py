@@ -112,6 +112,19 @@ class Legend(dict[str, str]):
         """(symbol, rule) for every way a relation gives one size from the others, relation by relation."""
         return tuple(derivation for relation in self.relations for derivation in relation.derivations())
 
+    def derive_into(self, dims: dict[str, int]) -> bool:
+        """Add to ``dims`` each size a relation gives from those already in it (one pass over the relations, a rule
+        whose sizes are missing, or give a zero divisor, passed over); whether any was added."""
+        added = False
+        for name, rule in self.derivations():
+            if name not in dims:
+                try:
+                    dims[name] = rule(dims)
+                    added = True
+                except (KeyError, ZeroDivisionError):
+                    pass
+        return added
+
     def sizes(self, **given: int) -> dict[str, int]:
         """Every symbol's size for one run: ``given`` plus what the relations derive, each derived size right after
         the last size it is derived from. Every symbol must be given or derived, and nothing else may be given."""

@@ -129,16 +129,8 @@ def _with_folded_heads(shapes: Sequence[StepShape], dims: dict[str, int], legend
 
 def _derived(dims: dict[str, int], legend: Legend) -> dict[str, int]:
     """``dims`` with every size that follows from them by the legend's relations (hs = C / h)."""
-    changed = True
-    while changed:
-        changed = False
-        for name, rule in legend.derivations():
-            if name not in dims:
-                try:
-                    dims[name] = rule(dims)
-                    changed = True
-                except (KeyError, ZeroDivisionError):
-                    pass
+    while legend.derive_into(dims):
+        pass
     return dims
 
 

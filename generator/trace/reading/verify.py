@@ -139,13 +139,8 @@ def _bind(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) 
             elif not fits and (last := _left_over(expressions, shape, dims, legend)):
                 dims.update(last)
                 changed = True
-        for name, rule in legend.derivations():  # sizes that follow from others (the model's relations)
-            if name not in dims:
-                try:
-                    dims[name] = rule(dims)
-                    changed = True
-                except (KeyError, ZeroDivisionError):
-                    pass
+        if legend.derive_into(dims):  # sizes that follow from others (the model's relations)
+            changed = True
     return dims
 
 

@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from transformer_trace.checks import FAILED, PASSED, CheckResult, close
-from transformer_trace.checks.evidence import BUG_FORM, Evidence
+from transformer_trace.checks import PASSED, CheckResult, close
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.same_tensors import same_tensor
-from transformer_trace.trace.reading.stand_ins import StandIn, two_readers
+from transformer_trace.trace.reading.stand_ins import StandIn, reader_failed, two_readers
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
@@ -54,6 +53,4 @@ def another_lines_input(by_number: Mapping[int, SnapshotReading], results: dict[
             message = (f"your step was computed from the tensor {page.label}'s line called its {module} with, where "
                        f"{name} belongs (the tensor {by_number[other_number].label} read; no snapshot shows it): "
                        f"{detail}")
-            results[reader.snap.number][index] = CheckResult(
-                name=result.name, passed=False, status=FAILED, detail=f"{message}; from what it read: {result.detail}",
-                evidence=Evidence(BUG_FORM, "computed from another tensor", message))
+            results[reader.snap.number][index] = reader_failed(result, "computed from another tensor", message)

@@ -53,7 +53,7 @@ from transformer_trace.trace.reading.parts import evidence_in_parts
 from transformer_trace.trace.reading.patch_grid import grid_bound
 from transformer_trace.trace.reading.residuals import sublayer_bound
 from transformer_trace.trace.reading.same_tensors import same_tensor
-from transformer_trace.trace.reading.stand_ins import StandIn, readers
+from transformer_trace.trace.reading.stand_ins import StandIn, reader_failed, readers
 from transformer_trace.trace.reading.bound_run import in_callers_terms, run_bound
 from transformer_trace.trace.reading.users_names import in_users_terms
 from transformer_trace.trace.reading.weights import Bound, LineCalls
@@ -216,9 +216,7 @@ def _stand_ins_agree(by_number: Mapping[int, SnapshotReading], results: dict[int
             _, detail = close(tensor.double(), others[0][1].double(), "this call's input vs theirs")
             message = (f"your step was computed from another tensor than {' and '.join(o.label for o, _ in others)} "
                        f"read, where the catalogue has them all read one, {name}: {detail}")
-            results[page.snap.number][index] = CheckResult(
-                name=result.name, passed=False, status=FAILED, detail=f"{message}; from what it read: {result.detail}",
-                evidence=Evidence(BUG_FORM, "computed from another tensor", message))
+            results[page.snap.number][index] = reader_failed(result, "computed from another tensor", message)
 
 
 def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int, OwnRecords],

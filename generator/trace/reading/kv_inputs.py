@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from transformer_trace.checks import FAILED, PASSED, CheckResult, close
+from transformer_trace.checks import PASSED, CheckResult, close
 from transformer_trace.checks.base import UnfittableWeights
-from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.sources import NotCheckable
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.same_tensors import same_tensor
-from transformer_trace.trace.reading.stand_ins import StandIn, two_readers
+from transformer_trace.trace.reading.stand_ins import StandIn, reader_failed, two_readers
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
@@ -72,6 +71,4 @@ def k_and_v_inputs_differ(by_number: Mapping[int, SnapshotReading], results: dic
                    f"attention, but were given different ones ({said[0]}: its line's input{_which(a, captured)}; "
                    f"{said[1]}: its line's input{_which(b, captured)}): {detail}")
         result = results[second][second_index]
-        results[second][second_index] = CheckResult(
-            name=result.name, passed=False, status=FAILED, detail=f"{message}; from what it read: {result.detail}",
-            evidence=Evidence(BUG_FORM, DIFFERENT_INPUTS, message))
+        results[second][second_index] = reader_failed(result, DIFFERENT_INPUTS, message)

@@ -207,6 +207,18 @@ def test_sizes_derive_what_follows_and_refuse_what_is_unknown_or_missing():
         Legend({"C": ""}, relations=(Quotient("hs", "C", "h"),))
 
 
+def test_one_pass_of_derivations_adds_what_follows_from_the_sizes_already_known_and_says_whether_it_added():
+    legend = Legend({"N": "", "N1": "", "C": "", "h": "", "hs": ""},
+                    relations=(Quotient("hs", "C", "h"), Offset("N1", "N", 1)))
+    dims = {"C": 8, "h": 2, "N1": 5}
+    assert legend.derive_into(dims) and dims == {"C": 8, "h": 2, "N1": 5, "hs": 4, "N": 4}
+    assert not legend.derive_into(dims)  # nothing left to derive
+    unknown = {"C": 8}  # no h, and hs = C / h needs it: passed over, not an error
+    assert not legend.derive_into(unknown) and unknown == {"C": 8}
+    zero = {"C": 8, "hs": 0}  # h = C / hs with hs = 0: passed over
+    assert not legend.derive_into(zero) and zero == {"C": 8, "hs": 0}
+
+
 def test_the_trace_binds_derived_sizes_from_the_models_relations_only():
     from transformer_trace.trace.reading.verify import bind_dims
 

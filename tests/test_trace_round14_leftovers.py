@@ -1,0 +1,97 @@
+"""Correct code and planted bugs in the forms round thirteen left unread or named late (issue 40; ROUND13_GPT.md and
+ROUND13_VIT.md, "What is left"), built here in scripts of our own, none from the upstream code:
+
+- QK normalisation: each head's queries and keys normalised (a LayerNorm or an RMSNorm over the head size, weights of
+  its own) after the split, read as a correct form of every catalogue's split-heads step (the GPT's G08/G09, the
+  ViT's S09/S10, the encoder–decoder's #12), the scores downstream reading the normalised queries and keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import trace_source as traced
+
+QK_NORM_HEADER = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+B, T, C, H = 2, 8, 32, 4
+hs = C // H
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(C, 3 * C)
+        self.q_proj, self.k_proj, self.v_proj = nn.Linear(C, C), nn.Linear(C, C), nn.Linear(C, C)
+        self.ln_q, self.ln_k = NORM, NORM
+        for norm in (self.ln_q, self.ln_k):
+            for p in norm.parameters():
+                nn.init.normal_(p, 1.0, 0.3)
+'''
+
+QK_NORM_FORWARD = {
+    "gpt": '''
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(C, dim=-1)
+        q = self.ln_q(q.view(B, T, H, hs).transpose(1, 2))  # BREAKPOINT G08
+        k = self.ln_k(k.view(B, T, H, hs).transpose(1, 2))  # BREAKPOINT G09
+        v = v.view(B, T, H, hs).transpose(1, 2)  # BREAKPOINT G10
+        att = q @ k.transpose(-2, -1) * hs ** -0.5  # BREAKPOINT G11
+        att = att.masked_fill(torch.tril(torch.ones(T, T)) == 0, float("-inf"))
+        return F.softmax(att, dim=-1) @ v  # BREAKPOINT G15
+''',
+    "vit": '''
+    def forward(self, x):
+        q = self.ln_q(self.q_proj(x).view(B, T, H, hs).transpose(1, 2))  # BREAKPOINT S09
+        k = self.ln_k(self.k_proj(x).view(B, T, H, hs).transpose(1, 2))  # BREAKPOINT S10
+        v = self.v_proj(x).view(B, T, H, hs).transpose(1, 2)  # BREAKPOINT S11
+        att = q @ k.transpose(-2, -1) * hs ** -0.5  # BREAKPOINT S12
+        return F.softmax(att, dim=-1) @ v  # BREAKPOINT S14
+''',
+    "encoder_decoder": '''
+    def forward(self, x):
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # Snapshot #7, #8, #9
+        qh = self.ln_q(q.view(B, T, H, hs).transpose(1, 2))  # Snapshot #12
+        kh = self.ln_k(k.view(B, T, H, hs).transpose(1, 2))  # Snapshot #12
+        vh = v.view(B, T, H, hs).transpose(1, 2)  # Snapshot #12
+        att = qh @ kh.transpose(-2, -1) * hs ** -0.5  # Snapshot #10
+        return F.softmax(att, dim=-1) @ vh
+''',
+}
+
+QK_NORM_RUN = '''
+
+with torch.no_grad():
+    y = Block().eval()(torch.randn(B, T, C))
+'''
+
+QK_NORMS = ["nn.LayerNorm(hs)", "nn.RMSNorm(hs)", "nn.LayerNorm(hs, elementwise_affine=False)"]
+QK_STEPS = {"gpt": ("G08", "G09", "G11"), "vit": ("S09", "S10", "S12"), "encoder_decoder": ("#12", "#10")}
+
+
+@pytest.mark.parametrize("norm", QK_NORMS)
+@pytest.mark.parametrize("catalogue", sorted(QK_NORM_FORWARD))
+def test_queries_and_keys_normalised_per_head_pass_as_the_split_heads_and_feed_the_scores(tmp_path, catalogue, norm):
+    """zhangir-azerbayev/ml-monorepo's ParallelTransformerBlock (round thirteen): `q = self.ln_q(q.view(B, T, h,
+    hs).transpose(1, 2))`, a LayerNorm over the head size of its own."""
+    source = QK_NORM_HEADER.replace("NORM", norm) + QK_NORM_FORWARD[catalogue] + QK_NORM_RUN
+    code, checks = traced(tmp_path, source)
+    assert code == 0, checks[""]
+    for label in QK_STEPS[catalogue]:
+        assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+    assert "normalised over the head size" in checks[QK_STEPS[catalogue][0]]["detail"] \
+        or "after a norm over the head size" in checks[QK_STEPS[catalogue][0]]["detail"]
+
+
+@pytest.mark.parametrize("catalogue", ["gpt", "vit"])
+def test_queries_normalised_over_the_wrong_axis_are_not_passed(tmp_path, catalogue):
+    """A norm over the positions (not the head size) is no member of the family: not read as QK normalisation."""
+    forward = QK_NORM_FORWARD[catalogue].replace("self.ln_q(", "F.layer_norm(").replace(
+        ".transpose(1, 2))  # BREAKPOINT", ".transpose(1, 2).transpose(-1, -2), (T,)).transpose(-1, -2)  # BREAKPOINT", 1)
+    source = QK_NORM_HEADER.replace("NORM", "nn.LayerNorm(hs)") + forward + QK_NORM_RUN
+    code, checks = traced(tmp_path, source)
+    label = QK_STEPS[catalogue][0]
+    assert checks[label]["passed"] is not True, checks[label]["detail"]

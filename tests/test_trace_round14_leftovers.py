@@ -95,3 +95,48 @@ def test_queries_normalised_over_the_wrong_axis_are_not_passed(tmp_path, catalog
     code, checks = traced(tmp_path, source)
     label = QK_STEPS[catalogue][0]
     assert checks[label]["passed"] is not True, checks[label]["detail"]
+
+
+LIBRARY_ATTENTION = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C = 2, 9, 16
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(C)
+        self.attn = nn.MultiheadAttention(C, 4, batch_first=True)
+
+    def forward(self, x):  # BREAKPOINT S08
+        residual = x
+        x = self.norm(x)
+        x = self.attn(ARGUMENTS)[0]  # BREAKPOINT S15
+        return x + residual  # BREAKPOINT S16
+
+
+tokens = torch.randn(B, N, C)  # BREAKPOINT S07
+with torch.no_grad():
+    y = Block().eval()(tokens)
+'''
+
+
+def test_a_library_attention_given_keys_and_values_from_the_block_input_says_which_input_each_read(tmp_path):
+    """AD6767/mnist-vit-from-scratch's B2 (round thirteen, `self.multi_head_attn(x, residual1, residual1)`): the message
+    names, in the script's names, what the keys and values read and what the queries read."""
+    code, checks = traced(tmp_path, LIBRARY_ATTENTION.replace("ARGUMENTS", "x, residual, residual"))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("S15"), checks[""]["first_failure"]
+    evidence = checks["S15"]["evidence"]
+    assert evidence["name"] == "computed from another tensor"
+    assert "keys and values from tokens (S07) and its queries from a LayerNorm of tokens (S07)" in \
+        evidence["message"], evidence["message"]
+
+
+def test_a_library_self_attention_given_one_tensor_passes(tmp_path):
+    code, checks = traced(tmp_path, LIBRARY_ATTENTION.replace("ARGUMENTS", "x, x, x"))
+    assert code == 0, checks[""]
+    assert checks["S15"]["passed"] is True, checks["S15"]["detail"]

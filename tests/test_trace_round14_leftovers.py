@@ -140,3 +140,35 @@ def test_a_library_self_attention_given_one_tensor_passes(tmp_path):
     code, checks = traced(tmp_path, LIBRARY_ATTENTION.replace("ARGUMENTS", "x, x, x"))
     assert code == 0, checks[""]
     assert checks["S15"]["passed"] is True, checks["S15"]["detail"]
+
+
+PADDED_KEYS = '''\
+import math
+import torch
+
+torch.manual_seed(0)
+B, H, L, hs = 2, 4, 7, 8
+q, k = torch.randn(B, H, L, hs), torch.randn(B, H, L, hs)
+blocked = torch.zeros(B, 1, 1, L, dtype=torch.bool)
+blocked[1, ..., 5:] = True  # the second sentence's last two keys are padding
+scores = q @ k.transpose(-2, -1) / math.sqrt(hs)  # Snapshot #10
+weights = torch.softmax(scores.masked_fill(blocked, FILL), dim=AXIS)  # Snapshot #11
+'''
+
+
+@pytest.mark.parametrize("fill", ['float("-inf")', "torch.finfo(torch.float32).min"])
+def test_a_softmax_over_the_queries_meeting_padded_key_columns_is_named_by_its_form(tmp_path, fill):
+    """Alexander-Nestor-Bergmann/pytorch-transformer-demo's B2 (round thirteen, `softmax(dim=-2)` with True-is-blocked
+    padding masks filled with −inf): a padded key column, masked for every query, is NaN under a softmax over the
+    queries; the form is fitted on the columns that are defined, not left to the row-sum property."""
+    code, checks = traced(tmp_path, PADDED_KEYS.replace("FILL", fill).replace("AXIS", "-2"))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("#11"), checks[""]["first_failure"]
+    assert checks["#11"]["evidence"]["name"] == "softmax over the wrong axis", checks["#11"]["evidence"]
+
+
+@pytest.mark.parametrize("fill", ['float("-inf")', "torch.finfo(torch.float32).min"])
+def test_a_softmax_over_the_keys_with_padded_key_columns_passes(tmp_path, fill):
+    code, checks = traced(tmp_path, PADDED_KEYS.replace("FILL", fill).replace("AXIS", "-1"))
+    assert code == 0, checks[""]
+    assert checks["#11"]["passed"] is True, checks["#11"]["detail"]

@@ -194,14 +194,23 @@ class ScaledScores(Check):
 
 
 def _over_queries(check: Any, s: TensorSource) -> Fit | None:
+    """The columns (the query axis) sum to 1, the rows do not. A key column masked for every query (a padded key,
+    −inf) is NaN under a softmax over the queries: fitted on the columns that are defined, the others said."""
     weights = s.t(check.out)
     if weights.dim() < 2:
         return None
     columns = weights.sum(-2)
-    worst = float((columns - 1).abs().max())
-    fits = worst <= tolerance() and float((weights.sum(-1) - 1).abs().max()) > tolerance()
+    defined = torch.isfinite(columns)
+    if not bool(defined.any()):
+        return None
+    worst = float((columns[defined] - 1).abs().max())
+    rows = weights.sum(-1)
+    rows_off = not bool(torch.isfinite(rows).all()) or float((rows - 1).abs().max()) > tolerance()
+    fits = worst <= tolerance() and rows_off
+    undefined = int((~defined).sum())
+    masked = f"; {undefined:,} key columns masked for every query are NaN, left out" if undefined else ""
     return Fit(fits, f"the softmax ran over the wrong axis: it is the columns (the query axis) that sum to 1 "
-               f"({columns.numel():,} columns, at most {worst:.1e} away from 1)" if fits
+               f"({int(defined.sum()):,} columns, at most {worst:.1e} away from 1{masked})" if fits
                else f"columns sum to 1 at most {worst:.1e} away")
 
 

@@ -172,3 +172,81 @@ def test_a_softmax_over_the_keys_with_padded_key_columns_passes(tmp_path, fill):
     code, checks = traced(tmp_path, PADDED_KEYS.replace("FILL", fill).replace("AXIS", "-1"))
     assert code == 0, checks[""]
     assert checks["#11"]["passed"] is True, checks["#11"]["detail"]
+
+
+PARALLEL_GPT = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+B, T, C, H, V = 2, 8, 32, 4, 40
+hs = C // H
+
+
+class ParallelBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(C)
+        self.qkv_fc = nn.Linear(C, 3 * C + 4 * C)
+        self.fc_out = nn.Linear(4 * C, C)
+
+    def forward(self, x):  # BREAKPOINT G05 x
+        fused = self.qkv_fc(BLOCK_INPUT)  # BREAKPOINT G07
+        q, k, v, hidden = torch.split(fused, [C, C, C, 4 * C], dim=-1)
+        q = q.view(B, T, H, hs).transpose(1, 2)  # BREAKPOINT G08
+        k = k.view(B, T, H, hs).transpose(1, 2)  # BREAKPOINT G09
+        v = v.view(B, T, H, hs).transpose(1, 2)  # BREAKPOINT G10
+        mlp_out = self.fc_out(F.gelu(hidden))  # BREAKPOINT G22
+        att = (q @ k.transpose(-2, -1) * hs ** -0.5).masked_fill(torch.tril(torch.ones(T, T)) == 0, float("-inf"))
+        outs = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(B, T, C)  # BREAKPOINT G16
+        return RETURNED  # BREAKPOINT G23
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed, self.pos = nn.Embedding(V, C), nn.Embedding(T, C)
+        self.blocks = nn.Sequential(ParallelBlock(), ParallelBlock())
+        self.ln_f = nn.LayerNorm(C)
+
+    def forward(self, ids):
+        x = self.embed(ids) + self.pos(torch.arange(T))  # BREAKPOINT G04
+        return self.ln_f(self.blocks(x))  # BREAKPOINT G25
+
+
+with torch.no_grad():
+    y = Model().eval()(torch.randint(0, V, (B, T)))
+'''
+
+
+def _parallel(block_input: str, returned: str = "outs + mlp_out + x") -> str:
+    return PARALLEL_GPT.replace("BLOCK_INPUT", block_input).replace("RETURNED", returned)
+
+
+def test_one_projection_giving_q_k_v_and_the_mlp_hidden_layer_is_read_by_its_first_3c_columns(tmp_path):
+    """zhangir-azerbayev/ml-monorepo's ParallelTransformerBlock (round thirteen): one Linear makes q, k, v and the MLP's
+    hidden layer (3C + 4C outputs), split by `torch.split`."""
+    code, checks = traced(tmp_path, _parallel("self.ln(x)"))
+    assert code == 0, checks[""]
+    for label in ("G07", "G08", "G09", "G10", "G22", "G23", "G25"):
+        assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+    assert "the Q part of fused (G07)" in checks["G08"]["detail"], checks["G08"]["detail"]
+
+
+def test_the_fused_projection_given_the_block_input_where_the_model_is_pre_norm_is_named(tmp_path):
+    """zhangir-azerbayev/ml-monorepo's B6 (round thirteen, `self.qkv(inputs)`): the block's only LayerNorm left out;
+    the run shows the model pre-norm by its final LayerNorm and its blocks' sums left as they are."""
+    code, checks = traced(tmp_path, _parallel("x"))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("G07"), checks[""]["first_failure"]
+    assert checks["G07"]["evidence"]["name"] == "sublayer given the stream, not its LayerNorm"
+    assert "normalises once more after its blocks (what G25's line ran)" in checks["G07"]["detail"]
+
+
+def test_a_post_norm_parallel_block_with_a_final_layernorm_is_not_called_a_missing_norm(tmp_path):
+    """A block that normalises its sum (post-norm) gives its projection the stream as it is, rightly: the final
+    LayerNorm alone is no evidence of a pre-norm model there."""
+    code, checks = traced(tmp_path, _parallel("x", "self.ln(outs + mlp_out + x)"))
+    assert checks["G07"]["passed"] is True, checks["G07"]["detail"]
+    assert code == 0, checks[""]

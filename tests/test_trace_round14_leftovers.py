@@ -250,3 +250,39 @@ def test_a_post_norm_parallel_block_with_a_final_layernorm_is_not_called_a_missi
     code, checks = traced(tmp_path, _parallel("x", "self.ln(outs + mlp_out + x)"))
     assert checks["G07"]["passed"] is True, checks["G07"]["detail"]
     assert code == 0, checks[""]
+
+
+LIBRARY_ENCODER = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C = 2, 9, 16
+layer = nn.TransformerEncoderLayer(C, 4, dim_feedforward=32, dropout=0.0, batch_first=BATCH_FIRST)
+encoder = nn.TransformerEncoder(layer, num_layers=2, norm=nn.LayerNorm(C), enable_nested_tensor=False).eval()
+cls_token, positions = torch.zeros(1, 1, C), torch.randn(1, N + 1, C)
+with torch.no_grad():
+    patches = torch.randn(B, N, C)  # BREAKPOINT S04
+    x = torch.cat([cls_token.expand(B, -1, -1), patches], dim=1)  # BREAKPOINT S06
+    x = x + positions  # BREAKPOINT S07
+    x = CALL  # BREAKPOINT S23
+'''
+
+ENCODER_CALLS = {"as it is": "encoder(x)", "swapped": "encoder(x.transpose(0, 1)).transpose(0, 1)"}
+
+
+@pytest.mark.parametrize(("batch_first", "given", "swapped"), [
+    (True, "as it is", False), (True, "swapped", True), (False, "swapped", False), (False, "as it is", True)])
+def test_an_encoder_given_the_other_layout_than_it_reads_is_named_where_its_fast_path_shows_no_layer(
+        tmp_path, batch_first, given, swapped):
+    """DogWY/My_ViT's B5 (round twelve): the sequence handed to a batch_first nn.TransformerEncoder as (N, B, C). In
+    eval mode without gradients its fast path records no layer call; the encoder's own record says how it reads."""
+    source = LIBRARY_ENCODER.replace("BATCH_FIRST", str(batch_first)).replace("CALL", ENCODER_CALLS[given])
+    code, checks = traced(tmp_path, source)
+    if swapped:
+        assert code == 1
+        assert checks["S23"]["evidence"]["name"] == "batch and sequence axes swapped", checks["S23"]
+        assert f"(batch_first={batch_first})" in checks["S23"]["detail"]
+    else:  # (the sequence-first call's final LayerNorm, read in another layout than the step, is not judged red)
+        assert code == 0, checks[""]
+        assert "evidence" not in checks["S23"], checks["S23"]

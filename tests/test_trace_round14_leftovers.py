@@ -190,12 +190,13 @@ class ParallelBlock(nn.Module):
         self.ln = nn.LayerNorm(C)
         self.qkv_fc = nn.Linear(C, 3 * C + 4 * C)
         self.fc_out = nn.Linear(4 * C, C)
+        self.ln_q, self.ln_k = nn.LayerNorm(hs), nn.LayerNorm(hs)  # QK normalisation: norms of the block's own
 
     def forward(self, x):  # BREAKPOINT G05 x
         fused = self.qkv_fc(BLOCK_INPUT)  # BREAKPOINT G07
         q, k, v, hidden = torch.split(fused, [C, C, C, 4 * C], dim=-1)
-        q = q.view(B, T, H, hs).transpose(1, 2)  # BREAKPOINT G08
-        k = k.view(B, T, H, hs).transpose(1, 2)  # BREAKPOINT G09
+        q = self.ln_q(q.view(B, T, H, hs).transpose(1, 2))  # BREAKPOINT G08
+        k = self.ln_k(k.view(B, T, H, hs).transpose(1, 2))  # BREAKPOINT G09
         v = v.view(B, T, H, hs).transpose(1, 2)  # BREAKPOINT G10
         mlp_out = self.fc_out(F.gelu(hidden))  # BREAKPOINT G22
         att = (q @ k.transpose(-2, -1) * hs ** -0.5).masked_fill(torch.tril(torch.ones(T, T)) == 0, float("-inf"))

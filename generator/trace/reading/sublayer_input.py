@@ -134,9 +134,11 @@ def _final_norm(readings: Sequence[SnapshotReading], pages: Sequence[SnapshotRea
     """A LayerNorm a marked line of a later stage applied to a tensor of the streams' shape (the final LayerNorm after
     the blocks, which a pre-norm model has and a post-norm one, whose blocks' outputs are already normalised, has no
     need of), where this stage's streams are plain sums, no LayerNorm's output, and no marked line of the stage
-    called a LayerNorm (a post-norm block's lines normalise its sums): as (that line's page, the stream); None where
-    no later line did."""
-    if any(_is_norm(call) for page in pages for call in page.calls):
+    called a LayerNorm on a tensor of their shape (a post-norm block's lines normalise its sums; a norm of the queries
+    per head is no such): as (that line's page, the stream); None where no later line did."""
+    shape = streams[0].main_as_called.shape
+    if any(_is_norm(call) and (given := _input(page, call)) is not None and given.shape == shape
+           for page in pages for call in page.calls):
         return None
     last = max(p.snap.number for p in pages)
     later = [p for p in readings if p.captured and p.snap.number > last]

@@ -3,7 +3,14 @@ ROUND13_VIT.md, "What is left"), built here in scripts of our own, none from the
 
 - QK normalisation: each head's queries and keys normalised (a LayerNorm or an RMSNorm over the head size, weights of
   its own) after the split, read as a correct form of every catalogue's split-heads step (the GPT's G08/G09, the
-  ViT's S09/S10, the encoder–decoder's #12), the scores downstream reading the normalised queries and keys."""
+  ViT's S09/S10, the encoder–decoder's #12), the scores downstream reading the normalised queries and keys;
+- a library attention given keys and values from another tensor than its queries: the message says, in the script's
+  names, which input each read;
+- a softmax over the wrong axis meeting padded key columns (NaN under a softmax over the queries): named by its form;
+- one Linear giving q, k, v and a parallel block's MLP hidden layer (3C + 4C outputs), read by its first 3C columns,
+  and its LayerNorm left out, named where the run shows the model pre-norm (a final LayerNorm, sums left as they are);
+- an nn.TransformerEncoder given the other layout than it reads (``batch_first``), whose fast path records no layer:
+  "batch and sequence axes swapped"."""
 
 from __future__ import annotations
 

@@ -78,3 +78,26 @@ def test_each_bug_gets_the_new_field_and_the_run_a_total_beside_the_old_fields(m
     assert (results["B2"]["named_first"], results["B2"]["named_at_own_step"]) == (True, False)
     assert results["totals"] == {"bugs": 2, "named_first": 1, "named_at_own_step": 1}
     assert "own_step" not in results["correct"] and results["B1"]["own_step"] == {"#31": "computed from another tensor"}
+
+
+def test_the_expected_steps_come_from_the_repositorys_record_of_the_folder(measure, tmp_path, monkeypatch):
+    """A measured folder keeps the copy of planted_bugs.json it was built with; the committed record, where it lists
+    the folder, decides which steps count (a mask bug's masked scores and probabilities alike)."""
+    recorded = tmp_path / "round13" / "impl"
+    recorded.mkdir(parents=True)
+    (recorded / "planted_bugs.json").write_text(json.dumps([{"id": "B2", "expected": ["G13", "G14"]},
+                                                            {"id": "B3", "expected": "G11"}]))
+    monkeypatch.setattr(measure, "HERE", tmp_path)
+    assert measure.recorded_expected(tmp_path / "elsewhere" / "impl") == {"B2": ["G13", "G14"], "B3": ["G11"]}
+    assert measure.recorded_expected(tmp_path / "elsewhere" / "other") == {}
+
+
+@pytest.mark.parametrize("round_dir", [MEASURE.parent / f"round{n}" for n in range(8, 14)], ids=lambda p: p.name)
+def test_a_causal_mask_bug_lists_the_probabilities_step_beside_the_masked_scores(round_dir):
+    """The convention for mask bugs (ROUND13_GPT.md, from round eight on): every step where the bug is observable,
+    up to the probabilities, so a bug whose masked scores are not checkable is still named first where it shows."""
+    for bugs in round_dir.glob("*/planted_bugs.json"):
+        for bug in json.loads(bugs.read_text()):
+            expected = bug["expected"] if isinstance(bug["expected"], list) else [bug["expected"]]
+            if "G13" in expected:
+                assert "G14" in expected, (bugs.parent.name, bug["id"])

@@ -18,6 +18,7 @@ from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.grouped import (as_query_heads, fitted_heads, grouped_apart, grouped_rejoin, joined_notes,
                                              kv_heads)
 from transformer_trace.checks.head_merge import context_merged_in_place, split_in_place
+from transformer_trace.checks.head_norm import normed_heads
 from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_fit, sees_nothing
 from transformer_trace.checks.position_bias import (T5_CLAIM, bias_claim, bias_inside_softmax, relative_bias,
                                                     t5_form)
@@ -58,17 +59,22 @@ class HeadsRejoin(Check):
                 and (s.t(f_ref).shape[-1] % heads == 0 or kv_heads(s.t(f_ref), heads, hs))}
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        details, passed, notes = [], True, []
-        for h_ref, f_ref in zip(self.heads, self.full):
+        details, passed, notes, normed_parts = [], True, [], []
+        for part, (h_ref, f_ref) in enumerate(zip(self.heads, self.full)):
             h, full = s.t(h_ref), s.t(f_ref)  # (B, h, L, hs)
             B, H, L, hs = h.shape
             grouped = grouped_rejoin(h, full)  # key/value heads fewer than the step's, read after their repeat
             ok = grouped[0] if grouped else close(h.transpose(1, 2).reshape(B, L, H * hs), full, "")[0]
-            notes.append(grouped[1] if grouped else "")  # (B, h, L, hs) -> (B, L, C)
+            normed = None if ok or grouped or part > 1 or full.shape != (B, L, H * hs) else normed_heads(
+                h, full.reshape(B, L, H, hs).transpose(1, 2), f"{s.name(f_ref)} split into {H} heads")
+            ok = ok or normed is not None  # QK normalisation: queries or keys normalised over the head size
+            notes.append(grouped[1] if grouped else "")
+            normed_parts += [f"{s.name(h_ref)} after a norm over the head size"] if normed else []
             passed &= ok
             details.append(f"{s.name(h_ref)} {'re-joins' if ok else 'does NOT re-join'} to {s.name(f_ref)}")
         passed &= len(set(filter(None, notes))) < 2  # the keys and values repeated alike
-        joined = "; ".join(details) + " (transpose heads back, then merge h·hs)" + joined_notes(notes)
+        joined = ("; ".join(details) + " (transpose heads back, then merge h·hs)" + joined_notes(notes)
+                  + joined_notes(normed_parts))
         return "heads re-join to the full projections", passed, joined
 
 
@@ -188,14 +194,23 @@ class ScaledScores(Check):
 
 
 def _over_queries(check: Any, s: TensorSource) -> Fit | None:
+    """The columns (the query axis) sum to 1, the rows do not. A key column masked for every query (a padded key,
+    −inf) is NaN under a softmax over the queries: fitted on the columns that are defined, the others said."""
     weights = s.t(check.out)
     if weights.dim() < 2:
         return None
     columns = weights.sum(-2)
-    worst = float((columns - 1).abs().max())
-    fits = worst <= tolerance() and float((weights.sum(-1) - 1).abs().max()) > tolerance()
+    defined = torch.isfinite(columns)
+    if not bool(defined.any()):
+        return None
+    worst = float((columns[defined] - 1).abs().max())
+    rows = weights.sum(-1)
+    rows_off = not bool(torch.isfinite(rows).all()) or float((rows - 1).abs().max()) > tolerance()
+    fits = worst <= tolerance() and rows_off
+    undefined = int((~defined).sum())
+    masked = f"; {undefined:,} key columns masked for every query are NaN, left out" if undefined else ""
     return Fit(fits, f"the softmax ran over the wrong axis: it is the columns (the query axis) that sum to 1 "
-               f"({columns.numel():,} columns, at most {worst:.1e} away from 1)" if fits
+               f"({int(defined.sum()):,} columns, at most {worst:.1e} away from 1{masked})" if fits
                else f"columns sum to 1 at most {worst:.1e} away")
 
 
@@ -461,6 +476,10 @@ class LinearHeads(Check):
         rotary = rotation_of(got, expected) if not passed and self.part < 2 else None
         if rotary is not None:  # queries or keys marked after their rotary positions: a fitted member of the family
             passed, detail = close(got, rotary.apply(expected), f"{detail.split(':')[0]}, rotated: {rotary}")
+        normed = normed_heads(got, expected, f"{letter} = LN(x)·W{letter}ᵀ + b split into {H} heads") \
+            if not passed and rotary is None and self.part < 2 else None
+        if normed is not None:  # QK normalisation: a norm over the head size after the split
+            passed, detail = normed
         if passed and (same := equal_to_earlier_part(self, s)) is not None:  # the Linear it called is another's
             passed, detail = False, f"{detail}; but it equals {same[0]} value for value ({same[1]})"
         what = f"the {'QKV'[self.part]} " + ("projection" if C3 == C else "part of the fused projection")

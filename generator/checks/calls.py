@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from transformer_trace.checks.base import NOT_CHECKABLE, Check, CheckResult, THIS, close, settings, weight_and_bias
 from transformer_trace.checks.evidence import BugForm, Fit, find_evidence
 from transformer_trace.checks.grouped import fitted_heads, kv_heads
+from transformer_trace.checks.head_norm import normed_heads
 from transformer_trace.checks.projected_alike import equal_to_earlier_part
 from transformer_trace.checks.rotary import rotation_of
 from transformer_trace.checks.values import SumOf
@@ -410,8 +411,9 @@ class HeadsOfRead(Check):
         if whole is not None and whole.dim() == 4 and fused is not None and fused.dim() == 3:
             whole = _positions_first(whole, tuple(s.t(self.out).shape))  # split into heads on an unmarked line too
         if (not passed or whole is None or fused_ref is None or fused is None
-                or fused.shape != (*whole.shape[:-1], 3 * whole.shape[-1])):
+                or fused.shape[:-1] != whole.shape[:-1] or fused.shape[-1] < 3 * whole.shape[-1]):
             return claim, passed, detail
+        fused = fused[..., :3 * whole.shape[-1]]  # q, k and v in its first 3C columns (a parallel block's MLP after)
         width, letter = whole.shape[-1], "QKV"[self.part]
         passed, fused_detail = close(whole, fused[..., self.part * width:(self.part + 1) * width],
                                      f"the projection the line read vs the {letter} part of {s.name(fused_ref)}")
@@ -466,6 +468,11 @@ class HeadsOfRead(Check):
         scaled = not passed and rotary is None and self.part == 0 and close(got, expected / math.sqrt(hs), "")[0]
         if scaled:  # the queries scaled where they are taken (CaiT's `qkv[0] * self.scale`): the scores' own matter
             passed, detail = close(got, expected / math.sqrt(hs), f"the q projection the line read, {how}, × 1/√{hs}")
+        normed = normed_heads(got, expected, f"{letter} projection the line read, {how}") \
+            if not passed and self.part < 2 else None
+        if normed is not None:  # QK normalisation: a norm over the head size after the split
+            passed, detail = normed
         return (f"is the {letter.upper()} projection the line read, split into heads (its weights were not on the "
                 "marked line)" + (", rotated by its positions" if rotary is not None else "")
+                + (", normalised per head" if normed is not None else "")
                 + (QUERIES_SCALED_WHERE_TAKEN if scaled else "")), passed, detail

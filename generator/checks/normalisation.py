@@ -261,6 +261,8 @@ class FinalNormOrNone(LayerNormOf):
     output itself where the model has no final LayerNorm (the head normalises the pooled token, as the paper's head
     did, or nothing does). Both are correct architectures; the claim says which held."""
     CLAIM = "is a final LayerNorm of the last block's output, or that output"
+    # and an nn.TransformerEncoder the line called: the layout it reads (trace/reading/stack_layout.py)
+    TRACE = TraceUse(calls=LayerNormOf.TRACE.calls, also_calls=frozenset({ModuleKind.TRANSFORMER_STACK}))
 
     NO_NORM = ("is the last block's output itself: no final LayerNorm (the head, or nothing, normalises the pooled "
                "token)")

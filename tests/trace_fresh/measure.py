@@ -8,6 +8,10 @@ A bug is one exact text replacement in one upstream file, listed in FOLDER/plant
 it is (`expected`): the bug is "named first" when the trace's first failing snapshot is one of them, and "named at
 its own step" when one of them fails with evidence (a bug form or a property; the `form` a bug may list, where it does),
 whatever failed before it: a round whose upstream code has a true red earlier still shows whether each bug is seen.
+A causal-mask bug lists every step of the attention where it is observable, from the first on (the mask, where the
+bug is in it; the masked scores; the probabilities): it is named first at whichever of them the trace judges first,
+the masked scores being not checkable in some layouts. The `expected` steps are read from the repository's own record
+(tests/trace_fresh/roundN/FOLDER/planted_bugs.json) where it lists the bug, a measured folder keeping an older copy.
 """
 import json
 import os
@@ -43,6 +47,13 @@ def summary(results: dict) -> dict:
             "named_at_own_step": sum(bool(b["named_at_own_step"]) for b in bugs)}
 
 
+def recorded_expected(folder: Path) -> dict[str, list[str]]:
+    """Each bug's `expected` steps as the repository records them for ``folder`` (by its name, in any round)."""
+    recorded = sorted(HERE.glob(f"round*/{folder.name}/planted_bugs.json"))
+    bugs = json.loads(recorded[0].read_text()) if recorded else []
+    return {bug["id"]: bug["expected"] if isinstance(bug["expected"], list) else [bug["expected"]] for bug in bugs}
+
+
 def trace(folder: Path, name: str, expected: tuple[str, ...] | list[str] = ()) -> dict:
     script = folder / "driver.ipynb" if (folder / "driver.ipynb").exists() else folder / "driver.py"
     command = [sys.executable, "-m", "transformer_trace", "trace", str(script), "--out", str(OUT), "--name", name,
@@ -69,7 +80,7 @@ def trace(folder: Path, name: str, expected: tuple[str, ...] | list[str] = ()) -
 def main() -> None:
     folder = (HERE / sys.argv[1]).resolve()
     only = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--only" else None
-    results = {}
+    results, recorded = {}, recorded_expected(folder)
     if only in (None, "correct"):
         results["correct"] = trace(folder, folder.name.lower())
     for bug in json.loads((folder / "planted_bugs.json").read_text()) if (folder / "planted_bugs.json").exists() else []:
@@ -83,7 +94,9 @@ def main() -> None:
         if text.count(bug["old"]) != 1:
             raise SystemExit(f"{bug['id']}: the text to replace occurs {text.count(bug['old'])} times in {bug['file']}")
         target.write_text(text.replace(bug["old"], bug["new"]))
-        expected = bug["expected"] if isinstance(bug["expected"], list) else [bug["expected"]]
+        expected = recorded.get(bug["id"]) or (bug["expected"] if isinstance(bug["expected"], list)
+                                               else [bug["expected"]])
+        bug = {**bug, "expected": expected}
         result = trace(copy, f"{folder.name}-{bug['id']}".lower(), expected)
         first = (result["first_failure"] or "").split(" ")[0]
         result["named_first"] = first in expected

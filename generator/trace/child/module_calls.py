@@ -165,7 +165,7 @@ class CallRecorder:
                 if number is not None:
                     params[name] = number
         return protocol.call_to_serializable(type(module).__name__, kind, depth, inputs, copied, params,
-                                             _attrs(module, self.attributes))
+                                             _call_attrs(module, kind, self.attributes))
 
     def _param(self, param, torch, live=False):
         """The parameter's number; its values written once, in an event of their own (the lock held): copied, or
@@ -286,6 +286,8 @@ PAST.calls, PAST.counted = None, MOST_CALLS
 def _owned(module, kind):
     """The parameters a call's record names: a user's module's or a leaf's own (module.named_parameters(recurse=False),
     without its generator), all of another's."""
+    if kind is ModuleKind.TRANSFORMER_STACK:
+        return []  # read for its layout only
     if kind is not ModuleKind.USER and module._modules:
         return list(module.named_parameters())
     owned, seen = [], set()
@@ -349,6 +351,16 @@ def _floating(values, tensor):
         if not isinstance(value, tensor) or not value.is_floating_point():
             return False
     return True
+
+
+def _call_attrs(module, kind, classes):
+    """The call's ATTRIBUTES; an nn.TransformerEncoder's (-Layer's) ``batch_first``, read where the module reads it
+    (its first layer's attention): the layout it takes its input in."""
+    attrs = _attrs(module, classes)
+    if kind is ModuleKind.TRANSFORMER_STACK:
+        layer = module.layers[0] if hasattr(module, "layers") else module
+        attrs["batch_first"] = bool(getattr(getattr(layer, "self_attn", None), "batch_first", False))
+    return attrs
 
 
 def _attrs(module, classes):

@@ -32,8 +32,8 @@ import enum
 from dataclasses import dataclass
 from typing import TypedDict
 
-PROTOCOL_VERSION = 5  # 1: the unversioned format told events apart by the key present; 3: RAISED; 4: calls_at;
-# 5: a hit's ``training``
+PROTOCOL_VERSION = 6  # 1: the unversioned format told events apart by the key present; 3: RAISED; 4: calls_at;
+# 5: a hit's ``training``; 6: the kind "transformer_stack" (its batch_first)
 
 # A notebook's script (trace/notebook.py writes it): its first line names the notebook, and each cell starts after a
 # line of its own; the script's interpreter runs each cell as IPython runs it (instrument.py, bootstrap.py).
@@ -78,6 +78,9 @@ class ModuleKind(_Word):
     CONV2D = "conv2d"
     MULTIHEAD_ATTENTION = "multihead_attention"
     DROPOUT = "dropout"  # recorded only where a check names it: its output is what a statement made of its input
+    # nn.TransformerEncoder / -Layer, recorded only where a check names it, without its parameters: the layout it
+    # reads its input in (``batch_first``: its fast path calls no module of its own a record could show)
+    TRANSFORMER_STACK = "transformer_stack"
     USER = "user"  # a module of a class defined in the user's own files
     LOCAL = "local"  # not a call: a local tensor the marked line reads, as it was before the line ran
     READ = "read"  # not a call: a module tensor the line reads by attribute (a weight passed to functional code)
@@ -95,7 +98,9 @@ class ModuleKind(_Word):
 # PyTorch's own classes (torch.nn.modules.*) by name, and the kind a call of one is recorded as
 TORCH_MODULES = {"Linear": ModuleKind.LINEAR, "NonDynamicallyQuantizableLinear": ModuleKind.LINEAR,
                  "LayerNorm": ModuleKind.LAYER_NORM, "Embedding": ModuleKind.EMBEDDING, "Conv2d": ModuleKind.CONV2D,
-                 "MultiheadAttention": ModuleKind.MULTIHEAD_ATTENTION, "Dropout": ModuleKind.DROPOUT}
+                 "MultiheadAttention": ModuleKind.MULTIHEAD_ATTENTION, "Dropout": ModuleKind.DROPOUT,
+                 "TransformerEncoder": ModuleKind.TRANSFORMER_STACK,
+                 "TransformerEncoderLayer": ModuleKind.TRANSFORMER_STACK}
 # whose parameters are kept by reference in a forward pass without gradients (copies.Live): the reader trusts them
 # only where they reproduce the call's own output (reading/capture.py)
 LIVE_KINDS = frozenset({ModuleKind.LINEAR, ModuleKind.LAYER_NORM})

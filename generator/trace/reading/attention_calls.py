@@ -13,8 +13,10 @@ import torch
 import torch.nn.functional as F
 
 from transformer_trace.checks.base import Check, close
+from transformer_trace.checks.evidence import BugForm, Fit
+from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.models.recording import Role
-from transformer_trace.sources import ModuleRef, Ref, TensorSource
+from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 
 if TYPE_CHECKING:
     from transformer_trace.trace.reading.capture import ModuleCall
@@ -28,10 +30,52 @@ class OutputProjection:
     bias: torch.Tensor | None
 
 
+def _named(s: TensorSource, tensor: torch.Tensor) -> str:
+    """``tensor`` (batch first) by the name of a captured tensor of the script that holds it (in its own layout,
+    batch first or sequence first), or a LayerNorm of one (gain and bias fitted); "" where none does."""
+    captured = [(name, t) for name, t in getattr(s, "tensors", {}).items()
+                if "@" not in name and t.is_floating_point() and t.dim() == 3]
+    for name, t in captured:
+        for layout in (t, t.transpose(0, 1)):
+            if layout.shape == tensor.shape and close(tensor, layout.double(), "")[0]:
+                return s.name(Ref(name))
+    for name, t in captured:
+        for layout in (t, t.transpose(0, 1)):
+            if layout.shape == tensor.shape and _layer_norm_of(tensor, layout.double()):
+                return f"a LayerNorm of {s.name(Ref(name))}"
+    return ""
+
+
+def _layer_norm_of(got: torch.Tensor, x: torch.Tensor) -> bool:
+    try:
+        return fitted_layer_norm(got, x, "")[1]
+    except NotCheckable:
+        return False
+
+
+def _inputs_apart(check: AttentionInputs, s: TensorSource) -> Fit | None:
+    """Which input the queries, the keys and the values each read, in the script's names: the keys and values from one
+    tensor and the queries from another in a self-attention (the keys and values from the block input, the queries
+    from its LayerNorm), or the keys and values from two."""
+    q, k, v = s.t(check.queries), s.t(check.keys), s.t(check.values)
+    kv_one = close(v, k, "")[0]
+    if kv_one and (not check.self_attention or close(q, k, "")[0]):
+        return None
+    names = {what: _named(s, t) or "a tensor no marked line shows" for what, t in (("q", q), ("k", k), ("v", v))}
+    if kv_one:
+        return Fit(True, f"your attention call read its keys and values from {names['k']} and its queries from "
+                         f"{names['q']}: in a self-attention the queries, keys and values all come from one tensor")
+    return Fit(True, f"your attention call read its keys from {names['k']} and its values from {names['v']}: the "
+                     "keys and values come from one tensor")
+
+
 @dataclass(frozen=True, kw_only=True)
 class AttentionInputs(Check):
     """The inputs an attention module was called with: keys and values from one tensor, and in a self-attention
     the queries from it too."""
+
+    BUG_FORMS = (BugForm("computed from another tensor", "which input the queries, keys and values each read, by "
+                         "the script's names", _inputs_apart),)
 
     # (not query/key/value: a field ``key`` would hide the registry name, Typed.key(), on the instance)
     queries: Ref

@@ -39,6 +39,7 @@ from transformer_trace.trace.reading.layered_calls import layered_calls
 from transformer_trace.trace.reading.sublayer_alone_normed import sublayer_alone_normed
 from transformer_trace.trace.reading.attention_sources import kv_from_another_input, positions_added_twice
 from transformer_trace.trace.reading.misfed import misfed_named
+from transformer_trace.trace.reading.stack_layout import batch_axes_swapped
 from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
 from transformer_trace.trace.reading.batch_mean import averaged_over_batch
 from transformer_trace.trace.reading.experts import mixture_of_experts
@@ -151,6 +152,7 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
     results = misfed_named(readings, results, reading.misfed, dims)  # a cross-attention fed its queries as keys
     results = mixture_of_experts(readings, results)  # a mixture of experts in the MLP's place: said so
     results = stream_not_normalised(readings, results)  # a pre-norm block's sublayer given the stream itself
+    results = batch_axes_swapped(readings, results)  # an nn.TransformerEncoder given the other layout than it reads
     results = kv_from_another_input(readings, results)  # a cross-attention's K or V not from the encoder's output
     results = positions_added_twice(readings, results)  # an attention's query or key given the positions twice
     results = norm_of_another(readings, results)  # a sublayer's LayerNorm given a LayerNorm of another stream

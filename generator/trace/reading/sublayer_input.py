@@ -115,6 +115,9 @@ def _streams(pages: Sequence[SnapshotReading]) -> list[SnapshotReading]:
         found.update({stream.snap.number: stream for stream, sublayer in itertools.permutations(alike, 2)
                       if stream.order < sublayer.order  # both operands captured
                       and same_floats(step, stream.main_as_called + sublayer.main_as_called)})
+        found.update({first.snap.number: first for first, *sublayers in itertools.combinations(
+                      sorted(alike, key=lambda p: p.order), 3)  # a parallel block's one sum: input + both sublayers
+                      if same_floats(step, first.main_as_called + sum(p.main_as_called for p in sublayers))})
     norm_outputs = [out for page in pages for call in page.calls
                     if _is_norm(call) and (out := _output(page, call)) is not None]
     return [page for page in found.values() if not any(same_floats(page.main_as_called, out) for out in norm_outputs)]
@@ -130,6 +133,24 @@ def _pre_norm(pages: Sequence[SnapshotReading],
                  and not any(same_floats(_output(page, call), other.main_as_called) for other in streams)
                  for stream in streams if same_floats(_input(page, call), stream.main_as_called)),
                 None) or _given_a_norm(pages, streams)
+
+
+def _final_norm(readings: Sequence[SnapshotReading], pages: Sequence[SnapshotReading],
+                streams: Sequence[SnapshotReading]) -> tuple[SnapshotReading, SnapshotReading] | None:
+    """A LayerNorm a marked line of a later stage applied to a tensor of the streams' shape (the final LayerNorm after
+    the blocks, which a pre-norm model has and a post-norm one, whose blocks' outputs are already normalised, has no
+    need of), where this stage's streams are plain sums, no LayerNorm's output, and no marked line of the stage
+    called a LayerNorm on a tensor of their shape (a post-norm block's lines normalise its sums; a norm of the queries
+    per head is no such): as (that line's page, the stream); None where no later line did."""
+    shape = streams[0].main_as_called.shape
+    if any(_is_norm(call) and (given := _input(page, call)) is not None and given.shape == shape
+           for page in pages for call in page.calls):
+        return None
+    last = max(p.snap.number for p in pages)
+    later = [p for p in readings if p.captured and p.snap.number > last]
+    return next(((page, stream) for page in later for call in page.calls if call.kind == ModuleKind.LAYER_NORM
+                 and (given := _input(page, call)) is not None for stream in streams[:1]
+                 if given.shape == stream.main_as_called.shape), None)
 
 
 def _given_a_norm(pages: Sequence[SnapshotReading],
@@ -196,9 +217,12 @@ def _message(page: SnapshotReading, call: ModuleCall, stream: SnapshotReading,
            f"the {call.module} an unmarked statement {page.label}'s line read called" if call.attrs.get(FED_AT)
            is not None else f"the {call.module} {page.label}'s line called")
     line, normed = normalised
+    evidence = (f"this model normalises once more after its blocks (what {line.label}'s line ran) while its blocks' "
+                f"sums are left as they are, as a pre-norm model does" if line.snap.stage != page.snap.stage else
+                f"this block normalises its stream before a sublayer (what {line.label}'s line ran normalised "
+                f"{_named(normed)}, or was given a LayerNorm of it), but not here")
     return (f"{who} was given {_named(stream)} itself (equal within the tolerance), where a LayerNorm of it belongs: "
-            f"this block normalises its stream before a sublayer (what {line.label}'s line ran normalised "
-            f"{_named(normed)}, or was given a LayerNorm of it), but not here; {why}")
+            f"{evidence}; {why}")
 
 
 def stream_not_normalised(readings: Sequence[SnapshotReading],
@@ -208,7 +232,7 @@ def stream_not_normalised(readings: Sequence[SnapshotReading],
     were."""
     for pages in captured_by_stage(readings):
         streams = _streams(pages)
-        normalised = _pre_norm(pages, streams) if streams else None
+        normalised = (_pre_norm(pages, streams) or _final_norm(readings, pages, streams)) if streams else None
         if normalised is None:
             continue
         for page, call, stream, why in _misfed(pages, streams):

@@ -357,6 +357,12 @@ def _grouped_layouts(tensor: torch.Tensor, expressions: tuple[str, ...], expecte
         yield Layout(LayoutStatus.LAYOUT, expected, f"q, k and v side by side, {shape[-1]} = ({h} + 2·{fused})·{hs} "
                      f"wide: grouped-query attention, {fused} key/value head{'s' if fused > 1 else ''} for the {h} "
                      "query heads; read as it is", tensor)
+    wider = shape[-1] - 3 * h * hs if len(shape) == 3 else 0
+    if (Role.QUERIES_KEYS_VALUES in roles and expressions[-1] == "3·C" and shape[:2] == expected[:2]
+            and wider > 0 and wider % hs == 0):  # one Linear for q, k, v and more: a parallel block's MLP input
+        yield Layout(LayoutStatus.LAYOUT, expected, f"q, k and v side by side in its first 3·C = {3 * h * hs} "
+                     f"columns, {wider} more after them (one projection giving another sublayer's input too: a "
+                     "parallel block's MLP hidden layer); read as it is", tensor)
     if not grouped or len(shape) != 4 or expressions[1] != "h" or expressions[3] != "hs":
         return
     B, _, L, _ = expected

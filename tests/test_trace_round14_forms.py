@@ -1,0 +1,49 @@
+"""Correct code in the forms round fourteen's fresh GPT-style implementations and encoder–decoders brought
+(tests/trace_fresh/ROUND14_GPT.md), built here in scripts of our own, none from the upstream code:
+
+- a gated MLP whose two factors are the halves of one projection split on an earlier line
+  (``x1, x2 = up_proj(x).split(M)``, then ``silu(x1) * x2`` on the marked line): the GPT's G21 read as an activation
+  of one factor the line read times the other, and a gate multiplied by its own half (``silu(x1) * x1``, the up half
+  never read) named;
+- logits of the last position only, its positions axis kept (``out[:, [-1], :]`` before the head, (B, 1, V)): the
+  head's vocabulary bound from that shape and the step checked on the last position's row."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import trace_source as traced
+
+SPLIT_SWIGLU = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+B, T, C, M = 2, 6, 16, 24
+up_proj = nn.Linear(C, 2 * M, bias=False)
+down_proj = nn.Linear(M, C, bias=False)
+x = torch.randn(B, T, C)
+with torch.no_grad():
+    x1, x2 = up_proj(x).split(M, dim=-1)  # BREAKPOINT G20
+    hidden = HIDDEN  # BREAKPOINT G21
+    out = down_proj(hidden)  # BREAKPOINT G22
+'''
+
+
+@pytest.mark.parametrize("hidden, activation", [("F.silu(x1) * x2", "SiLU"), ("x2 * F.gelu(x1)", "GELU")])
+def test_a_gated_hidden_layer_of_two_split_halves_passes(tmp_path, hidden, activation):
+    """AwikDhar/GPT's FeedForward (round fourteen): one up-projection split into the SwiGLU's two halves."""
+    code, checks = traced(tmp_path, SPLIT_SWIGLU.replace("HIDDEN", hidden))
+    assert code == 0, checks[""]
+    assert checks["G21"]["passed"] is True, checks["G21"]["detail"]
+    assert f"equals {activation}(x1" in checks["G21"]["name"], checks["G21"]["name"]
+
+
+def test_a_gate_multiplied_by_its_own_half_is_named(tmp_path):
+    """AwikDhar/GPT's B3 (round fourteen): ``silu(x1) * x1``, the up half never read."""
+    code, checks = traced(tmp_path, SPLIT_SWIGLU.replace("HIDDEN", "F.silu(x1) * x1"))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("G21"), checks[""]["first_failure"]
+    assert checks["G21"]["evidence"]["name"] == "the gate times itself"
+    assert "the up factor is never read" in checks["G21"]["detail"]

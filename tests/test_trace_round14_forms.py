@@ -47,3 +47,33 @@ def test_a_gate_multiplied_by_its_own_half_is_named(tmp_path):
     assert checks[""]["first_failure"].startswith("G21"), checks[""]["first_failure"]
     assert checks["G21"]["evidence"]["name"] == "the gate times itself"
     assert "the up factor is never read" in checks["G21"]["detail"]
+
+
+LAST_POSITION_HEAD = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+V, C = 40, 16
+tok_emb = nn.Embedding(V, C)
+final_norm = nn.LayerNorm(C)
+lm_head = nn.Linear(C, V)
+ids = torch.tensor([[1, 5, 7, 2, 9, 3], [4, 4, 8, 0, 6, 1]])
+with torch.no_grad():
+    tok = tok_emb(ids)  # BREAKPOINT G02
+    x = final_norm(tok)  # BREAKPOINT G25
+    x = x[:, [-1], :]
+    logits = HEAD  # BREAKPOINT G26
+'''
+
+
+def test_logits_of_the_last_position_with_its_axis_kept_are_checked_on_that_row(tmp_path):
+    """AwikDhar/GPT's head (round fourteen): ``out[:, [-1], :]`` before an untied head, logits (B, 1, V)."""
+    code, checks = traced(tmp_path, LAST_POSITION_HEAD.replace("HEAD", "lm_head(x)"))
+    assert code == 0, checks[""]
+    assert checks["G26"]["passed"] is True, checks["G26"]["detail"]
+
+
+def test_logits_of_the_last_position_that_are_not_the_head_of_it_are_not_passed(tmp_path):
+    _, checks = traced(tmp_path, LAST_POSITION_HEAD.replace("HEAD", "lm_head(x) * 2"))
+    assert checks["G26"]["passed"] is not True, checks["G26"]["detail"]

@@ -77,3 +77,33 @@ def test_logits_of_the_last_position_with_its_axis_kept_are_checked_on_that_row(
 def test_logits_of_the_last_position_that_are_not_the_head_of_it_are_not_passed(tmp_path):
     _, checks = traced(tmp_path, LAST_POSITION_HEAD.replace("HEAD", "lm_head(x) * 2"))
     assert checks["G26"]["passed"] is not True, checks["G26"]["detail"]
+
+
+SEQUENCE_FIRST_STREAM = '''\
+import math
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+V, C, S = 20, 16, 7
+embedding = nn.Embedding(V, C)
+position = torch.arange(64, dtype=torch.float).unsqueeze(1)
+frequencies = torch.exp(torch.arange(0, C, 2).float() * (-math.log(10000.0) / C))
+table = torch.zeros(64, 1, C)
+table[:, 0, 0::2] = torch.sin(position * frequencies)
+table[:, 0, 1::2] = torch.cos(position * frequencies)
+src_ids = torch.tensor([[4, 9, 13, 6, 17, 8, 11], [5, 12, 3, 16, 7, 10, 14]])  # Snapshot #1
+with torch.no_grad():
+    src_embed = embedding(src_ids).permute(1, 0, 2)  # Snapshot #4
+    src_with_pos = src_embed + table[:S]  # Snapshot #5
+'''
+
+
+def test_token_ids_batch_first_in_a_sequence_first_run_are_read_as_given(tmp_path):
+    """alex-matton/causal-transformer-decoder's driver (round fourteen): the IDs (B, S), the stream (S, B, C) from the
+    lookup's permute on."""
+    code, checks = traced(tmp_path, SEQUENCE_FIRST_STREAM)
+    assert code == 0, checks[""]
+    assert checks["#1"]["passed"] is True, checks["#1"]["detail"]
+    assert checks["#4"]["passed"] is True, checks["#4"]["detail"]
+    assert checks["#5"]["passed"] is True, checks["#5"]["detail"]

@@ -107,3 +107,33 @@ def test_token_ids_batch_first_in_a_sequence_first_run_are_read_as_given(tmp_pat
     assert checks["#1"]["passed"] is True, checks["#1"]["detail"]
     assert checks["#4"]["passed"] is True, checks["#4"]["detail"]
     assert checks["#5"]["passed"] is True, checks["#5"]["detail"]
+
+
+PROJECTIONS = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, S, C = 2, 7, 16
+W_q, W_k, W_v = nn.Linear(C, C), nn.Linear(C, C), nn.Linear(C, C)
+x = torch.randn(B, S, C)
+with torch.no_grad():
+    q = W_q(x)  # Snapshot #7
+    k = W_k(x)  # Snapshot #8
+    v = VALUES  # Snapshot #9
+'''
+
+
+def test_values_projected_by_the_key_linear_are_named_at_the_values(tmp_path):
+    """pnthi160403/research_BART's B3 (round fourteen): the cross-attention's V made by `k_proj`, the projection step
+    recomputing the Linear its line called whichever it was."""
+    code, checks = traced(tmp_path, PROJECTIONS.replace("VALUES", "W_k(x)"))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("#9"), checks[""]["first_failure"]
+    assert checks["#9"]["evidence"]["name"] == "computed from another tensor"
+
+
+def test_three_projections_of_their_own_pass(tmp_path):
+    code, checks = traced(tmp_path, PROJECTIONS.replace("VALUES", "W_v(x)"))
+    assert code == 0, checks[""]
+    assert all(checks[label]["passed"] is True for label in ("#7", "#8", "#9"))

@@ -458,8 +458,9 @@ def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) ->
     dims = run.dims_for(named, tuple(read.shape))
     found = layout(read, named, dims, {}, first_item=first_item, roles=roles)
     axes = (("B", *named) if first_item else named)
-    if turn and found.canonical is None and not tensor.is_floating_point() and (given := layout(tensor, named, run.dims, {}, first_item=first_item,
-                                                             roles=roles)).canonical is not None:
+    given = (layout(tensor, named, run.dims, {}, first_item=first_item, roles=roles)
+             if turn and found.canonical is None and not tensor.is_floating_point() else None)
+    if given is not None and given.canonical is not None:
         # token IDs batch-first as the script gave them, the stream sequence-first only after their lookup
         # (``embedding(ids).permute(1, 0, 2)``): read as given (``_ids_as_given``)
         return Layout(LayoutStatus.LAYOUT, given.expected, f"batch-first ({', '.join(axes)}) as given, where the "

@@ -11,8 +11,10 @@ one family (less its identity: ``GATES``), fitted, said by the family's names.""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from transformer_trace.checks.base import THIS, Check, close, linear
+from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.checks.layers import ACTIVATIONS, GATES, NO_ACTIVATION
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 
@@ -91,3 +93,50 @@ class LinearOfGated(Check):
         _, detail = close(factor, s.t(self.gate), f"the line's factor vs {s.name(self.gate)}")
         return f"equals {name} applied to a gated hidden layer", False, (
             f"neither factor the line multiplied is the first Linear's output or an activation of it: {detail}")
+
+
+def _gate_times_itself(check: Any, s: TensorSource) -> Fit | None:
+    """The step as one factor's activation times that factor itself (``silu(x1) * x1``): the other half of the
+    projection never read. The activation fitted from the family."""
+    out = s.t(check.out)
+    for factor in dict.fromkeys(r for r in (check.gate, check.up) if r is not None):
+        for name, activation in GATES.items():
+            fits, detail = close(out, activation(s.t(factor)) * s.t(factor), f"vs {name}({s.name(factor)}) × "
+                                 f"{s.name(factor)}")
+            if fits:
+                return Fit(True, f"your gated hidden layer multiplies {name}({s.name(factor)}) by "
+                                 f"{s.name(factor)} itself: the up factor is never read ({detail})")
+    return Fit(False, f"no factor's activation times that factor fits {s.name(check.out)}")
+
+
+GATE_TIMES_ITSELF = BugForm("the gate times itself", "the step as an activation of one factor the line read times "
+                            "that factor itself (each member of the family)", _gate_times_itself)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatedFactors(Check):
+    """``out`` is an activation (the family's member that fits) of ``gate`` times ``up``: a gated MLP's hidden layer
+    made on one line from two tensors it read (the two halves of one projection split on an earlier line,
+    ``x1, x2 = up_proj(x).split(M)``, ``silu(x1) * x2``), either order; ``up`` None where the line read only one
+    tensor of the step's shape."""
+
+    SUBSTITUTES = False  # the factors are the line's own
+    BUG_FORMS = (GATE_TIMES_ITSELF,)
+
+    out: Ref = THIS
+    gate: Ref
+    up: Ref | None
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        out, claim = s.t(self.out), "equals an activation of one factor the line read × the other: a gated MLP"
+        if self.up is None:
+            return claim, False, f"the line read one tensor of the step's shape, {s.name(self.gate)}: no second factor"
+        for gate, up in ((self.gate, self.up), (self.up, self.gate)):
+            for name, activation in GATES.items():
+                fits, detail = close(out, activation(s.t(gate)) * s.t(up), f"vs {name}({s.name(gate)}) × "
+                                     f"{s.name(up)}")
+                if fits:
+                    return f"equals {name}({s.name(gate)}) × {s.name(up)}: a gated MLP's hidden layer", True, detail
+        _, detail = close(out, s.t(self.gate) * s.t(self.up), f"vs {s.name(self.gate)} × {s.name(self.up)}")
+        return claim, False, (f"no member of the family ({', '.join(GATES)}) of either factor times the other "
+                              f"fits; {detail}")

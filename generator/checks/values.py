@@ -20,6 +20,7 @@ from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.residual_forms import scaled_residual, stream_left_out
 from transformer_trace.checks.normalisation import NORMALISED_RESIDUAL, fitted_layer_norm
 from transformer_trace.checks.post_norm_sum import NORMALISED_STREAM_LEFT_OUT, normalised_sum
+from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
 from transformer_trace.checks.sinusoids import added_twice_without_table, same_for_every_item
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
@@ -119,6 +120,10 @@ class LinearOf(Check):
     TRACE = TraceUse(calls={"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")},
                      reads_locals=True)
 
+    # K or V projected by an earlier one's Linear (checks/projected_alike.py): two projections never agree
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (BugForm("computed from another tensor", "the step vs an earlier of q, "
+                                                        "k and v, value for value", projected_as_another),)
+
     out: Ref = THIS
     x: Ref
     module: ModuleRef
@@ -142,6 +147,8 @@ class LinearOf(Check):
             expected, actual = expected[parse_index(self.index)], actual[parse_index(self.index)]
         name = s.name(self.module)
         passed, detail = close(actual, expected, f"recomputed x·Wᵀ + b with {name}'s weights")
+        if passed and (same := equal_to_earlier_part(self, s)) is not None:  # the Linear it called is another's
+            passed, detail = False, f"{detail}; but it equals {same[0]} value for value ({same[1]})"
         if not passed and bool((actual >= 0).all()) and close(actual, F.relu(expected), "")[0]:
             _, detail = close(actual, F.relu(expected), f"recomputed ReLU(x·Wᵀ + b) with {name}'s weights")
             return f"equals {name} applied to its input, through a ReLU on the same line", True, detail

@@ -6,6 +6,7 @@ encoder–decoder catalogue's two FFN steps read the same family: the first Line
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -14,8 +15,8 @@ import torch
 
 from transformer_trace.checks import LinearOf, close
 from transformer_trace.checks.activation_between import IDENTITY
-from transformer_trace.checks.gated import ActivatedLinearOf, GatedOfLinear, LinearOfGated
-from transformer_trace.checks.layers import fitted_activation
+from transformer_trace.checks.gated import ActivatedLinearOf, GatedFactors, GatedOfLinear, LinearOfGated
+from transformer_trace.checks.layers import GATES, fitted_activation
 from transformer_trace.checks.activation import GeluOfLinear
 from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -33,6 +34,8 @@ def gated_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, mai
         return None
     read = [(c.module, c.outputs[0]) for c in calls if c.kind == ModuleKind.LOCAL and len(c.outputs) == 1
             and c.outputs[0] is not None and c.outputs[0].shape == main.shape]
+    if len(read) in (1, 2) and (split := _split_halves(check, read, source, known)) is not None:
+        return split
     if len(read) != 2 or not close(main, read[0][1] * read[1][1], "")[0]:
         return None
     names = [f"{name}@line.read" for name, _ in read]
@@ -40,6 +43,26 @@ def gated_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, mai
                   modules=dict(known or {}))
     gated = GatedOfLinear(out=check.out, x=check.x, module=check.module, gate=Ref(names[0]), up=Ref(names[1]))
     return Bound(gated, given, None, f"`{read[0][0]}` and `{read[1][0]}`, the factors the line multiplied")
+
+
+def _split_halves(check: Any, read: list[tuple[str, torch.Tensor]], source: TensorDict,
+                  known: dict[str, Any] | None) -> Bound | None:
+    """The hidden layer made on its line as an activation of one tensor it read times another (``silu(x1) * x2``, the
+    halves of one projection split on an earlier line: no product of the two as read), read as checks/gated.py
+    ``GatedFactors``; or, the line reading one such tensor, as its activation times itself (the up factor never read).
+    None where neither is so."""
+    main = source.t(check.out)
+    tensors = [tensor for _, tensor in read]
+    if len(read) == 2 and close(main, tensors[0] * tensors[1], "")[0]:
+        return None  # the plain product: GatedOfLinear's reading
+    if not any(close(main, act(gate) * up, "")[0] for act in GATES.values()
+               for gate, up in itertools.permutations(tensors + tensors[:1], 2)):
+        return None
+    names = [f"{name}@line.read" for name, _ in read]
+    given = Given(source, {**source.tensors, **dict(zip(names, tensors))}, modules=dict(known or {}))
+    factors = GatedFactors(out=check.out, gate=Ref(names[0]), up=Ref(names[1]) if len(names) == 2 else None)
+    said = " and ".join(f"`{name}`" for name, _ in read)
+    return Bound(factors, given, None, f"{said}, the tensor{'s' if len(read) == 2 else ''} the line read")
 
 
 def activated_gate_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,

@@ -100,6 +100,8 @@ def _read_as(shapes: Sequence[StepShape], legend: Legend, sequence_first: bool) 
     for s in shapes:
         found = layout(torch.empty(arranged(s), device="meta"), s.named, dims, legend, first_item=s.first_item,
                        roles=s.roles)
+        if found.canonical is None and sequence_first and _ids_as_given(s, dims, legend):
+            continue  # token IDs batch-first as given: the stream is turned only after their lookup
         if found.status in (LayoutStatus.MISMATCH, LayoutStatus.UNBOUND) and found.canonical is None:
             misfits.append(s.step)
         elif _permuted(arranged(s), found):
@@ -109,6 +111,13 @@ def _read_as(shapes: Sequence[StepShape], legend: Legend, sequence_first: bool) 
         if found.status is LayoutStatus.LAYOUT and "B·h" in found.note:
             folded.append(s.step)
     return _Reading(dims, tuple(misfits), tuple(permuted), tuple(folded), tuple(direct))
+
+
+def _ids_as_given(s: StepShape, dims: dict[str, int], legend: Legend) -> bool:
+    """Whether a step of integers (token IDs) fits batch-first as captured, where the run reads it sequence-first."""
+    return (s.value is not None and not s.value.is_floating_point() and turned(s.named, len(s.shape), s.first_item)
+            and layout(torch.empty(s.shape, device="meta"), s.named, dims, legend, first_item=s.first_item,
+                       roles=s.roles).canonical is not None)
 
 
 def _with_folded_heads(shapes: Sequence[StepShape], dims: dict[str, int], legend: Legend) -> dict[str, int]:
@@ -441,6 +450,14 @@ def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) ->
     dims = run.dims_for(named, tuple(read.shape))
     found = layout(read, named, dims, {}, first_item=first_item, roles=roles)
     axes = (("B", *named) if first_item else named)
+    given = (layout(tensor, named, run.dims, {}, first_item=first_item, roles=roles)
+             if turn and found.canonical is None and not tensor.is_floating_point() else None)
+    if given is not None and given.canonical is not None:
+        # token IDs batch-first as the script gave them, the stream sequence-first only after their lookup
+        # (``embedding(ids).permute(1, 0, 2)``): read as given (``_ids_as_given``)
+        return Layout(LayoutStatus.LAYOUT, given.expected, f"batch-first ({', '.join(axes)}) as given, where the "
+                      "whole run is read sequence-first (see the overview)" + (f"; then {given.note}" if given.note
+                                                                                else ""), given.canonical)
     notes = [f"sequence-first ({', '.join((axes[1], axes[0], *axes[2:]))}), as the whole run is read (see the "
              "overview)"] if turn else []
     if dims is not run.dims:

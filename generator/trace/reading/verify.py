@@ -148,9 +148,11 @@ def _tokens_unmerged(expressions: tuple[str, ...], shape: tuple[int, ...], dims:
     """A (B, <positions>, X) step captured with its batch and positions merged in one axis, (B·L, X) — a feed-forward
     run on `x.view(-1, C)`, as Megatron-style and mixture-of-experts code does — read as (B, L, X) once B and L are
     bound, so it can bind X; any other shape as it is."""
-    if len(expressions) != 3 or len(shape) != 2 or expressions[0] != "B":
+    if len(expressions) != 3 or len(shape) not in (2, 3) or expressions[0] != "B":
         return shape
     B, L = dims.get("B"), dims.get(expressions[1])
+    if len(shape) == 3:  # the last position's row with its positions axis kept, (B, 1, X): `h[:, [-1]]`
+        return (B, L, shape[2]) if B and L and L > 1 and shape[:2] == (B, 1) else shape
     # or the last position's row alone, (B, X): a generation step's final norm and head on `h[:, -1]`
     return (B, L, shape[1]) if B and L and shape[0] in (B * L, B) and L > 1 else shape
 
@@ -383,6 +385,11 @@ def _positions_axis(tensor: torch.Tensor, expressions: tuple[str, ...],
     if shape == (expected[0] * expected[1], expected[2]):
         yield Layout(LayoutStatus.LAYOUT, expected, f"batch and positions merged in one axis (B·{expressions[1]}, "
                      f"{expressions[2]}), a view the script made; read as ({names})", tensor.reshape(expected))
+    if shape == (expected[0], 1, expected[2]):
+        yield Layout(LayoutStatus.LAYOUT, expected, f"the last position only, its {expressions[1]} axis kept at 1 "
+                     f"(B, 1, {expressions[2]}): a generation step's final norm and head on `h[:, [-1]]`; read as that "
+                     f"position's row of ({names}), every step it is checked against read at that position too",
+                     tensor)
     if shape == (expected[0], expected[2]):
         yield Layout(LayoutStatus.LAYOUT, expected, f"the last position only, its {expressions[1]} axis left out "
                      f"(B, {expressions[2]}): a generation step's final norm and head on `h[:, -1]`; read as that "

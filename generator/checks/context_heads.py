@@ -95,6 +95,19 @@ def _unscaled(check: FusedContextHeads, s: TensorSource) -> Fit:
                f"scaling ({detail})" if fits else detail)
 
 
+def _causal(check: FusedContextHeads, s: TensorSource) -> Fit | None:
+    """The context with every key after its query masked out (``is_causal=True`` given to the fused call of a model
+    whose queries see every key: an image encoder)."""
+    scores = check.scores(s)
+    if scores.shape[-1] != scores.shape[-2] or scores.shape[-1] < 2:
+        return None
+    later = torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1)
+    fits, detail = close(s.t(check.out), check.context(s, torch.softmax(scores.masked_fill(later, -math.inf), -1)),
+                         "vs the context with a causal mask (each query sees the keys up to its own position only)")
+    return Fit(fits, f"a causal mask was applied where every key belongs: your {s.name(check.out)} is computed with "
+               f"each query seeing only the keys up to its own position ({detail})" if fits else detail)
+
+
 @dataclass(frozen=True, kw_only=True)
 class FusedContextHeads(Check):
     """Tensors only: ``out`` (B, h, T, hs) is softmax(Q·Kᵀ/√hs)·V, the queries ``q`` and keys ``k`` per head or whole
@@ -102,6 +115,8 @@ class FusedContextHeads(Check):
     docstring)."""
 
     BUG_FORMS = (BugForm("1/√d missing", "the output vs the context from the softmax of Q·Kᵀ unscaled", _unscaled),
+                 BugForm("a causal mask where none belongs", "the output vs the context with every later key masked "
+                         "out", _causal),
                  MERGED_IN_PLACE)
 
     out: Ref = THIS
@@ -112,12 +127,16 @@ class FusedContextHeads(Check):
     def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
         return weights @ as_query_heads(s.t(self.v_heads), weights.shape[1])
 
-    def weights(self, s: TensorSource, scaled: bool = True) -> torch.Tensor:
-        """softmax(Q·Kᵀ/√hs) over the keys (unscaled where not ``scaled``), the heads those of the step."""
+    def scores(self, s: TensorSource, scaled: bool = True) -> torch.Tensor:
+        """Q·Kᵀ/√hs (unscaled where not ``scaled``), the heads those of the step."""
         heads = s.t(self.out).shape[1]
         q = as_query_heads(attention_operand(s, self.q), heads)
         k = as_query_heads(attention_operand(s, self.k), heads, q.shape[-1])  # grouped keys: as repeat_interleave
-        return torch.softmax(q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scaled else 1.0), dim=-1)
+        return q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scaled else 1.0)
+
+    def weights(self, s: TensorSource, scaled: bool = True) -> torch.Tensor:
+        """softmax(Q·Kᵀ/√hs) over the keys (unscaled where not ``scaled``), the heads those of the step."""
+        return torch.softmax(self.scores(s, scaled), dim=-1)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         passed, detail = close(s.t(self.out), self.context(s, self.weights(s)),

@@ -11,12 +11,23 @@ one family (less its identity: ``GATES``), fitted, said by the family's names.""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from transformer_trace.checks.base import THIS, Check, close, linear
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.checks.layers import ACTIVATIONS, GATES, NO_ACTIVATION
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
+
+
+def _gate_unactivated(check: Any, s: TensorSource) -> Fit | None:
+    """The product of fc1's raw output and the other factor: the gate's activation left out (``fc1(x) * fc3(x)``)."""
+    out, pre = s.t(check.out), linear(s, check.module, s.t(check.x))
+    for factor in (check.up, check.gate):
+        fits, detail = close(out, pre * s.t(factor), f"vs fc1(input) × {s.name(factor)}, no activation between")
+        if fits:
+            return Fit(True, f"the gate's activation was left out: your {s.name(check.out)} is fc1(input), as it "
+                             f"came out of the Linear, times the other factor ({detail})")
+    return Fit(False, "fc1(input) times either factor, without an activation, does not fit")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +36,9 @@ class GatedOfLinear(Check):
     Linear ``module`` applied to ``x``."""
 
     SUBSTITUTES = False  # the factors are the line's own: no other captured tensor stands in for them
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (
+        BugForm("the gate's activation left out", "the step vs fc1(input) × the other factor, no activation",
+                _gate_unactivated),)
 
     out: Ref = THIS
     x: Ref

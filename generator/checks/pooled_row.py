@@ -1,6 +1,8 @@
 """A pooled row: the step a classifier head reads, one row of the final sequence (the class token), or a mean of its
 rows (mean pooling, with or without the class token), each possibly through a LayerNorm the marked line applied to
-it; another row fitting better is the bug form "the wrong token pooled"."""
+it; another row fitting better is the bug form "the wrong token pooled". Sequence pooling (CCT's) is a third form: a
+Linear the line called scores each row, a softmax over the rows weighs them, and their weighted sum is the pooled
+vector; the softmax taken over the scores' own axis instead (each weight 1: the rows summed) is that form's bug."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from transformer_trace.checks.base import THIS, BoundT, CallBinder, Check, TraceUse, close
+from transformer_trace.checks.base import THIS, BoundT, CallBinder, Check, TraceUse, close, linear
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -47,6 +49,17 @@ def _wrong_rows(check: Any, s: TensorSource) -> Fit | None:
     return Fit(False, f"neither the mean of rows 1..{n - 1} nor of rows 0..{n - 2} fits")
 
 
+def _scored_over_wrong_axis(check: Any, s: TensorSource) -> Fit | None:
+    """Sequence pooling with the softmax over the scores' axis rather than the rows (``F.softmax(scores, dim=-1)``)."""
+    if check.scorer is None:
+        return None
+    fits, detail = close(s.t(check.out), check.scored(s, s.t(check.source), -1),
+                         "vs the rows weighted by a softmax over the scores' own axis")
+    return Fit(fits, f"the softmax over the wrong axis: your {s.name(check.out)} weighs the rows of "
+               f"{s.name(check.source)} by a softmax over each row's scores, not over the rows ({detail})"
+               if fits else detail)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RowEquals(Check):
     """Tensors only: ``out`` is row ``row`` (axis 1) of ``source``."""
@@ -54,10 +67,13 @@ class RowEquals(Check):
 
     # the sequence the line reads, where no snapshot shows it, or the norm the line applied to it first:
     # `self.norm(x)[:, 0]` (generator/trace/reading/weights.py)
-    TRACE = TraceUse(reads_locals=True, also_calls=frozenset({ModuleKind.LAYER_NORM}))
+    # (and the Linear that scores the rows, sequence pooling's: generator/trace/reading/rows.py pooled_scorer)
+    TRACE = TraceUse(reads_locals=True, also_calls=frozenset({ModuleKind.LAYER_NORM, ModuleKind.LINEAR}))
     BUG_FORMS = (BugForm("the wrong token pooled", "the output vs every other row of the sequence", _another_row),
                  BugForm("the wrong rows pooled", "the output vs the mean of the patch rows but the first, or the "
-                         "last, where every row is a patch", _wrong_rows))
+                         "last, where every row is a patch", _wrong_rows),
+                 BugForm("softmax over the wrong axis", "sequence pooling's weights vs a softmax over the scores' own "
+                         "axis", _scored_over_wrong_axis))
 
     OPTIONAL = (("class_token",), ("patches",))
 
@@ -73,6 +89,8 @@ class RowEquals(Check):
     # a trace's: the patch embedding as captured, whose patches counted against the sequence's rows show that no class
     # token is among them (the first or last row left out of a mean is then a patch left out)
     patches: Ref | None = None
+    # a trace's: the Linear the marked line called to score each row of the sequence (sequence pooling)
+    scorer: ModuleRef | None = None
 
     def bound_by(self, calls: CallBinder[BoundT]) -> BoundT | None:
         """Bound to the one sequence the traced line read (or the norm it applied to it), where none is shown."""
@@ -94,12 +112,22 @@ class RowEquals(Check):
         return F.layer_norm(vector, module.normalized_shape, module.weight.to(vector.dtype),
                             module.bias.to(vector.dtype), module.eps)
 
+    def scored(self, s: TensorSource, source: torch.Tensor, axis: int) -> torch.Tensor:
+        """The rows of ``source`` weighted by a softmax over ``axis`` of the scorer's output, summed (sequence pooling:
+        ``matmul(softmax(scorer(x), dim=1).transpose(-1, -2), x)``), one pooled vector per score."""
+        assert self.scorer is not None
+        weights = torch.softmax(linear(s, self.scorer, source), dim=axis)
+        return (weights.transpose(-1, -2) @ source).squeeze(-2)
+
     def _means(self, s: TensorSource, source: torch.Tensor) -> Iterator[tuple[torch.Tensor, str, str]]:
         """Mean pooling's forms: every row averaged (a model without a class token), and, where the class token was
         captured, the rows after it (the class token left out), each through the line's LayerNorm where it has one."""
         normed = ", then the LayerNorm the line applied to the mean" if self.norm is not None else ""
         yield (self.pooled(s, source.mean(1)), f"is the mean of the final sequence's rows (mean pooling, no class "
                f"token){normed}", "the mean over the positions")
+        if self.scorer is not None:
+            yield (self.scored(s, source, 1), "is the final sequence's rows weighted by a softmax over the rows of the "
+                   "scores the line's Linear gave them, summed (sequence pooling)", "the softmax-weighted rows")
         if self.class_token is not None and source.shape[1] > 1:
             yield (self.pooled(s, source[:, 1:].mean(1)), f"is the mean of the final sequence's rows after row 0 "
                    f"(mean pooling that leaves the class token, {s.name(self.class_token)}, out){normed}",

@@ -84,11 +84,12 @@ def calls_read(catalogue: Report) -> dict[int, frozenset[ModuleKind]]:
 
 def calls_at(catalogue: Report, hit: int) -> dict[int, int]:
     """Per snapshot, the hit whose module calls its checks read (reading/pages.py ``_marked``: --hit for a step in the
-    layer loop, else the first): the child copies calls, locals and attributes read at no later hit (a line that ran
-    fewer times than that shows its last, an earlier one)."""
+    layer loop, else the first, or the second where the first was a dry run before the script's input existed:
+    reading/forward_passes.py ``without_dry_runs``): the child copies calls, locals and attributes read at no later
+    hit (a line that ran fewer times than that shows its last, an earlier one)."""
     from transformer_trace.trace.reading.pages import in_layer_loop
 
-    return {snap.number: hit if in_layer_loop(snap) else 1 for snap in catalogue.snapshots}
+    return {snap.number: hit if in_layer_loop(snap) else 2 for snap in catalogue.snapshots}
 
 
 def as_traced(markers: list[Marker], numbering: str, reports: Mapping[str, Report],

@@ -37,7 +37,7 @@ from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.notebook import notebook_name, translate_error
 from transformer_trace.trace.reading.capture import Capture, Hit, Notice
 from transformer_trace.trace.reading.eval_dropout import modules_training
-from transformer_trace.trace.reading.forward_passes import first_forward_pass
+from transformer_trace.trace.reading.forward_passes import first_forward_pass, without_dry_runs
 from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, marked_snapshots,
                                                    read_snapshots)
 from transformer_trace.trace.reading.records import OwnRecords, RecordReading, TensorLabel, file_records
@@ -93,8 +93,9 @@ class CaptureReading:
 def read(catalogue: Report, numbering: str, capture: Capture, hit: int) -> CaptureReading:
     """The one reading of ``capture`` for ``catalogue`` (numbered ``numbering``), the pages showing hit ``hit`` of the
     lines in the layer loop: the capture itself is left as the run wrote it."""
-    captured, passes, several = first_forward_pass(capture.hits, catalogue, numbering)  # the checks read one pass
-    notices: list[str] = [*capture.warnings, *([several] if several is not None else [])]
+    captured, dry_run = without_dry_runs(capture.hits, catalogue, numbering)  # a model's run while it was built
+    captured, passes, several = first_forward_pass(captured, catalogue, numbering)  # the checks read one pass
+    notices: list[str] = [*capture.warnings, *(notice for notice in (dry_run, several) if notice is not None)]
     told_apart, misfed = list(capture.told_apart), dict[int, str]()
     marked = marked_snapshots(catalogue, capture.markers, captured, numbering, notices, told_apart, misfed)
     notices, told_apart = _at_notebook_places(notices, capture), _at_notebook_places(told_apart, capture)

@@ -6,7 +6,12 @@ stops in first; a later one may be in training mode, with dropout between the st
 How many forward passes ran is told by the steps outside the layer loop: several of them reached equally often, and
 every step inside the loop a whole number of times as often. The first pass ends where the earliest of them is reached
 a second time: every hit before that is kept (the input made once before the loop too), every hit after it dropped (a
-step reached only later is not shown). Where the counts do not tell, every hit is kept, as for one pass."""
+step reached only later is not shown). Where the counts do not tell, every hit is kept, as for one pass.
+
+A step may also run before the script's input exists: a model that runs its own embedding on a dummy tensor while it is
+built, to learn its sequence length (CCT's tokenizer). Hits of a step made before the first hit of the script's input
+step (the catalogue's first, S01 / #1 / G01), where that step runs again after it, are such a dry run: the report
+reads the hits after it (``without_dry_runs``), and says so."""
 
 from __future__ import annotations
 
@@ -20,6 +25,29 @@ from transformer_trace.trace.reading.capture import Hit, Notice
 
 if TYPE_CHECKING:
     from transformer_trace.catalogue import Report
+
+
+def without_dry_runs(captured: Mapping[Marker, list[Hit]], catalogue: Report,
+                     numbering: str) -> tuple[dict[Marker, list[Hit]], Notice | None]:
+    """``captured`` less the hits each of our steps made before the script's input step first ran, where the step
+    ran again after it, and the overview's notice of them (None: no step ran before the input)."""
+    first = min((snap.number for snap in catalogue.snapshots), default=None)
+    inputs = [hits[0].order for marker, hits in captured.items()
+              if marker.numbering == numbering and marker.number == first and hits]
+    if not inputs:
+        return dict(captured), None
+    made = min(inputs)
+    kept, dry = dict(captured), []
+    for marker, hits in captured.items():
+        after = [hit for hit in hits if hit.order > made]
+        if marker.numbering == numbering and marker.number != first and after and len(after) < len(hits):
+            kept[marker] = after
+            dry.append(f"{marker.text!r} ({Path(marker.file).name}:{marker.line})")
+    if not dry:
+        return kept, None
+    return kept, Notice("A run before the input", f"{', '.join(dry)} also ran before the script's input step was first "
+                        "reached (a dry run while the model was built, on a tensor of its own): the report reads the "
+                        "hits made after the input")
 
 
 def first_forward_pass(captured: Mapping[Marker, list[Hit]], catalogue: Report,

@@ -16,7 +16,7 @@ import torch
 from transformer_trace.checks import LinearOf, close
 from transformer_trace.checks.activation_between import IDENTITY
 from transformer_trace.checks.gated import ActivatedLinearOf, GatedFactors, GatedOfLinear, LinearOfGated
-from transformer_trace.checks.layers import GATES, fitted_activation
+from transformer_trace.checks.layers import ACTIVATIONS, GATES, fitted_activation
 from transformer_trace.checks.activation import GeluOfLinear
 from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -37,7 +37,7 @@ def gated_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, mai
     if len(read) in (1, 2) and (split := _split_halves(check, read, source, known)) is not None:
         return split
     if len(read) != 2 or not close(main, read[0][1] * read[1][1], "")[0]:
-        return None
+        return _called_factors_bound(check, calls, source, main, known)
     names = [f"{name}@line.read" for name, _ in read]
     given = Given(source, {**source.tensors, **{name: tensor for name, (_, tensor) in zip(names, read)}},
                   modules=dict(known or {}))
@@ -63,6 +63,35 @@ def _split_halves(check: Any, read: list[tuple[str, torch.Tensor]], source: Tens
     factors = GatedFactors(out=check.out, gate=Ref(names[0]), up=Ref(names[1]) if len(names) == 2 else None)
     said = " and ".join(f"`{name}`" for name, _ in read)
     return Bound(factors, given, None, f"{said}, the tensor{'s' if len(read) == 2 else ''} the line read")
+
+
+def _called_factors_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor,
+                          known: dict[str, Any] | None) -> Bound | None:
+    """``check`` read as a gated MLP whose line called two Linears on one input, outputs of the step's shape, and
+    multiplied an activation of one (the family's member that fits, the identity included: the gate's activation
+    left out is that bug form) by the other (``F.silu(self.fc1(x)) * self.fc3(x)``, AIMv2's SwiGLU); None otherwise."""
+    linears = [c for c in calls if c.kind == ModuleKind.LINEAR and c.inputs and c.outputs and c.inputs[0] is not None
+               and c.outputs[0] is not None and c.outputs[0].shape == main.shape]
+    if len(linears) != 2 or not close(present(linears[0].inputs[0]), present(linears[1].inputs[0]), "")[0]:
+        return None
+    for gate_call, up_call in (linears, linears[::-1]):
+        gate_out, up = present(gate_call.outputs[0]), present(up_call.outputs[0])
+        activation = next((name for name, act in ACTIVATIONS.items() if close(main, act(gate_out) * up, "")[0]), None)
+        module = rebuild(gate_call, ModuleKind.LINEAR)
+        if activation is None or module is None:
+            continue
+        names = {"x": f"{gate_call.module}.input", "gate": f"{activation}({gate_call.module})@line.called",
+                 "up": f"{up_call.module}@line.called"}
+        tensors = {names["x"]: present(gate_call.inputs[0]), names["gate"]: ACTIVATIONS[activation](gate_out),
+                   names["up"]: up}
+        given = Given(source, {**source.tensors, **tensors}, modules={**dict(known or {}),
+                                                                     source.name(check.module): module})
+        gated = GatedOfLinear(out=check.out, x=Ref(names["x"]), module=check.module, gate=Ref(names["gate"]),
+                              up=Ref(names["up"]))
+        return Bound(gated, given, None, f"the weights of the {gate_call.module} it called and the output of the "
+                     f"{up_call.module} it called, the factors the line multiplied",
+                     said=((source.name(check.module), f"the {gate_call.module} your line called"),))
+    return None
 
 
 def activated_gate_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,

@@ -97,6 +97,17 @@ def pooled_norm(calls: Sequence[ModuleCall], sequence: torch.Tensor) -> SimpleNa
     return rebuild(found[0], ModuleKind.LAYER_NORM) if len(found) == 1 else None
 
 
+def pooled_scorer(calls: Sequence[ModuleCall], sequence: torch.Tensor) -> SimpleNamespace | None:
+    """The one Linear the line applied to ``sequence`` (B, N, D) giving each row fewer scores than it has features
+    (sequence pooling's ``attention_pool``, D -> 1), rebuilt from its call; None where it applied none or several."""
+    found = [call for call in calls if call.kind == ModuleKind.LINEAR and call.inputs and call.outputs
+             and call.inputs[0] is not None and call.outputs[0] is not None and sequence.dim() == 3
+             and call.inputs[0].shape == sequence.shape and call.outputs[0].shape[:-1] == sequence.shape[:-1]
+             and call.outputs[0].shape[-1] < sequence.shape[-1]
+             and torch.allclose(call.inputs[0].double(), sequence.double(), atol=1e-5)]
+    return rebuild(found[0], ModuleKind.LINEAR) if len(found) == 1 else None
+
+
 def _standardised(sequence: torch.Tensor) -> bool:
     """Whether every token of ``sequence`` already has mean 0 and variance 1 over its features (a LayerNorm's output
     before any affine step)."""

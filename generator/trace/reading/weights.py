@@ -24,7 +24,7 @@ from transformer_trace.checks import Check, HeadsRejoin, RowEquals, SumOf, close
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.trace.reading.rebuilt import embedding_table, looks_like, rebuild
-from transformer_trace.trace.reading.rows import normalised_capture, pooled_from, pooled_norm
+from transformer_trace.trace.reading.rows import normalised_capture, pooled_from, pooled_norm, pooled_scorer
 from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
@@ -326,15 +326,18 @@ def _row_of_read(check: RowEquals, calls: Sequence[ModuleCall], source: TensorDi
                                 patches=next((ref for ref in PATCH_ROWS if source.has(ref)), None))
     sequence = pooled.sequence if pooled is not None else source.cpu(check.source) if source.has(check.source) else None
     norm = pooled_norm(calls, sequence) if sequence is not None else None
-    if norm is not None:
-        check = dataclasses.replace(check, norm=ModuleRef(POOLED_NORM))
+    scorer = pooled_scorer(calls, sequence) if sequence is not None else None  # sequence pooling's Linear
+    modules = {name: module for name, module in ((POOLED_NORM, norm), (POOLED_SCORER, scorer)) if module is not None}
+    check = dataclasses.replace(check, norm=ModuleRef(POOLED_NORM) if norm is not None else None,
+                                scorer=ModuleRef(POOLED_SCORER) if scorer is not None else None)
     if pooled is None:
-        if norm is None and check.class_token is None and check.patches is None:
+        if not modules and check.class_token is None and check.patches is None:
             return None
         said = f"the mean pooled through `{norm.called}`, the LayerNorm the line called" if norm is not None else ""
-        return Bound(check, Given(source, source.tensors, {POOLED_NORM: norm} if norm is not None else {}), None, said)
+        return Bound(check, Given(source, source.tensors, modules), None,
+                     said or ("the rows scored by the Linear the line called" if scorer is not None else ""))
     name = pooled.name if pooled.name not in source.tensors else f"{source.name(check.source)}@{pooled.name}"
-    given = Given(source, {**source.tensors, name: pooled.sequence}, {POOLED_NORM: norm} if norm is not None else {})
+    given = Given(source, {**source.tensors, name: pooled.sequence}, modules)
     return Bound(dataclasses.replace(check, source=Ref(name)), given, None, f"{source.name(check.source)} {pooled.how}")
 
 
@@ -342,6 +345,7 @@ CLASS_TOKEN = Ref("cls_token")  # the ViT catalogues' class token record (S05): 
 # the ViT catalogues' patch records (S04, S03, S02), (B, N, …): as many rows as the sequence, no class token among them
 PATCH_ROWS = (Ref("patch_embed.embed"), Ref("patch_embed.flat"), Ref("patch_embed.patches"))
 POOLED_NORM = "@pooled norm"  # the LayerNorm a marked line applied to a pooled mean (rows.py pooled_norm)
+POOLED_SCORER = "@pooled scorer"  # the Linear a marked line scored the rows with (rows.py pooled_scorer)
 
 
 def _holds_exactly(output: torch.Tensor | None, heads: torch.Tensor) -> bool:

@@ -57,7 +57,8 @@ class Feeding:
 
     def __enter__(self):
         if self.tracer.pid is not None and not self.tracer.compiling():
-            self.tracer.calls.start(sys._getframe(1), self.markers, feeding=True, targets=self.targets)
+            # no frame: a feeding statement's locals are not read (its markers' "locals" are empty)
+            self.tracer.calls.start(None, self.markers, feeding=True, targets=self.targets)
 
     def __exit__(self, kind, value, traceback):
         tracer = self.tracer
@@ -173,8 +174,8 @@ class _Held:
         return False
 
     def _rearranged(self, output, tensor):
-        if output.numel() != tensor.numel() or output.numel() < 2 or output.dtype != tensor.dtype:
-            return False
+        if output.dtype != tensor.dtype or (count := output.numel()) < 2 or count != tensor.numel():
+            return False  # (the dtype first: no call; each numel once)
         if not self._may_hold_the_same_values(output, tensor):
             return False
         values = self._sorted(output)

@@ -128,7 +128,7 @@ class CallRecorder:
 
     def _leave(self, module, args, *rest):
         depth = self.depth
-        self.depth = max(depth - 1, 0)
+        self.depth = depth - 1 if depth > 0 else 0  # (not max(): a call per module call while hooks are in)
         for statement in self.running:  # none keeps a call this deep, or more calls: nothing more to read of it
             if 0 < depth - statement.depth <= DEPTH and statement.counted < MOST_CALLS:
                 break

@@ -88,6 +88,29 @@ def test_a_kept_feeding_call_carries_its_input_output_and_parameters_as_a_marked
     assert set(call["params"]) == {"weight", "bias"}
 
 
+@pytest.mark.parametrize("layers", [1, 4])
+def test_a_feeding_statement_whose_calls_no_local_holds_copies_none_of_them(tmp_path, layers):
+    """Its calls (``layers`` Linears, a Sequential's) held by reference as it ran, forgotten at the marked line's
+    start: no call, parameter or tensor of theirs written, only the local the line read taken from the budget."""
+    torch.manual_seed(0)
+    results = bootstrap.Results(str(tmp_path), CAPTURE_BUDGET_BYTES)
+    recorder = module_calls.CallRecorder(results, str(tmp_path), copies, fed_calls)
+    marked = _marked(["h"], [])
+    feeding = [(0, {**marked[0][1], "locals": []})]
+    recorder.start(None, feeding, feeding=True)
+    nn.Sequential(*(nn.Linear(4, 4) for _ in range(layers)))(torch.randn(2, 4))
+    fed = recorder.stop()
+    assert [(call.kind, call.depth) for call in fed] == [(ModuleKind.LINEAR, 2)] * layers  # by reference, uncopied
+    assert results.budget_left == CAPTURE_BUDGET_BYTES and not results.pending
+    recorder.fed[id(marked)] = {FEEDER_LINE: fed}
+    local = torch.zeros(3)
+    recorder.start(_Frame(h=local), marked)
+    calls = recorder.stop()
+    assert [call["kind"] for call in calls] == [ModuleKind.LOCAL]
+    assert not results.pending  # no parameter event: none of the feeding calls' weights was written
+    assert CAPTURE_BUDGET_BYTES - results.budget_left == local.nbytes
+
+
 def _sorted_values_match(output: torch.Tensor, tensor: torch.Tensor) -> bool:
     """The rule ``_Held`` applies to a traced-back call's output (reading/feeders.py ``_rearranged``): the same values
     in another order, not one value throughout."""

@@ -18,7 +18,6 @@ attention inputs) adds to what ``pending`` keeps and ``resolve`` copies, and kee
 read is copied.
 """
 
-import itertools
 import sys
 
 from . import protocol
@@ -58,7 +57,8 @@ class Feeding:
 
     def __enter__(self):
         if self.tracer.pid is not None and not self.tracer.compiling():
-            self.tracer.calls.start(sys._getframe(1), self.markers, feeding=True, targets=self.targets)
+            # no frame: a feeding statement's locals are not read (its markers' "locals" are empty)
+            self.tracer.calls.start(None, self.markers, feeding=True, targets=self.targets)
 
     def __exit__(self, kind, value, traceback):
         tracer = self.tracer
@@ -74,10 +74,11 @@ class Feeding:
 
 
 class PendingCall:
-    """A feeding statement's module call, not yet copied: its module, kind and depth, its tensor inputs and outputs
-    and its parameters ([(name, parameter)]) by reference, with what their version counters and memory were as it
-    returned, and whether gradients were on; ``written``: its record once a marked statement has copied it (the same
-    call fed to several marked statements is copied once)."""
+    """A feeding statement's module call, not yet copied: its module, kind and depth, its first arguments and results
+    (tensors or not: the record keeps the tensors) and its parameters ([(name, parameter)]) by reference; ``stamps``:
+    each tensor of them with what its version counter and memory were as it returned; whether gradients were on;
+    ``written``: its record once a marked statement has copied it (the same call fed to several marked statements is
+    copied once)."""
 
     __slots__ = ("module", "kind", "depth", "inputs", "outputs", "params", "grad", "stamps", "written")
 
@@ -88,29 +89,25 @@ class PendingCall:
     def unchanged(self):
         """Whether every tensor it holds still holds what it held as the call returned (an optimizer's step, an
         in-place change: not)."""
-        held = itertools.chain(self.inputs, self.outputs, (param for _, param in self.params))
-        for tensor, stamp in zip(held, self.stamps):
-            if tensor is not None and (tensor._version, tensor.data_ptr()) != stamp:
+        for tensor, stamp in self.stamps:
+            if (tensor._version, tensor.data_ptr()) != stamp:
                 return False
         return True
 
 
 def pending(module, kind, depth, args, outputs, params, torch):
     """A call kept by reference (``PendingCall``), or None where a tensor of it has no version counter (made under
-    torch.inference_mode(): the caller copies it now)."""
-    tensor, inputs, results = torch.Tensor, [], []  # loops, not comprehensions: each of those is a call a trace sees
-    for argument in args[:KEPT_INPUTS]:
-        inputs.append(argument if isinstance(argument, tensor) else None)
-    for output in outputs[:KEPT_OUTPUTS]:
-        results.append(output if isinstance(output, tensor) else None)
-    stamps = []
-    for held in itertools.chain(inputs, results, (param for _, param in params)):
-        if held is None:
-            stamps.append(None)
-        elif held.is_inference():
-            return None
-        else:
-            stamps.append((held._version, held.data_ptr()))
+    torch.inference_mode(): the caller copies it now). Its arguments and results are kept as the slices the record
+    reads, each tensor stamped once: a feeding call is mostly never copied (most are no local's), so it is made with
+    as few calls as it can be (no list per kind of tensor, no None put in for what is not one)."""
+    tensor, inputs, results, stamps = torch.Tensor, args[:KEPT_INPUTS], outputs[:KEPT_OUTPUTS], []
+    for held in (*inputs, *results, *[param for _, param in params]):  # a list: one call (a generator: one per item)
+        if isinstance(held, tensor):
+            try:
+                version = held._version
+            except RuntimeError:  # an inference tensor: no version counter to check later
+                return None
+            stamps.append((held, (version, held.data_ptr())))
     return PendingCall(module, kind, depth, inputs, results, params, torch.is_grad_enabled(), stamps)
 
 
@@ -157,7 +154,7 @@ class _Held:
         self.read, self.torch, self.sorted, self.bounds = read, torch, {}, {}
 
     def any_of(self, outputs, rearranged):
-        outputs = [output for output in outputs if output is not None]
+        outputs = [output for output in outputs if isinstance(output, self.torch.Tensor)]
         for output in outputs:
             for tensor in self.read:
                 if output is tensor:
@@ -177,8 +174,8 @@ class _Held:
         return False
 
     def _rearranged(self, output, tensor):
-        if output.numel() != tensor.numel() or output.numel() < 2 or output.dtype != tensor.dtype:
-            return False
+        if output.dtype != tensor.dtype or (count := output.numel()) < 2 or count != tensor.numel():
+            return False  # (the dtype first: no call; each numel once)
         if not self._may_hold_the_same_values(output, tensor):
             return False
         values = self._sorted(output)

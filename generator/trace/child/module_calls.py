@@ -128,7 +128,7 @@ class CallRecorder:
 
     def _leave(self, module, args, *rest):
         depth = self.depth
-        self.depth = max(depth - 1, 0)
+        self.depth = depth - 1 if depth > 0 else 0  # (not max(): a call per module call while hooks are in)
         for statement in self.running:  # none keeps a call this deep, or more calls: nothing more to read of it
             if 0 < depth - statement.depth <= DEPTH and statement.counted < MOST_CALLS:
                 break
@@ -448,6 +448,8 @@ def _read(kind, wanted, module, args):
 def _embedding_like(module, args):
     """Whether a user's module may be an embedding (trace/reading/rebuilt.py's looks_like decides, from its output):
     no modules of its own, one parameter, a 2-D table, and a first input of integer ids."""
+    if module._modules:  # a block of the user's (most of their modules): no list made, no torch looked up
+        return False
     params = [p for p in module._parameters.values() if p is not None]
     torch = sys.modules["torch"]
     return (not module._modules and len(params) == 1 and params[0].dim() == 2 and bool(args)
@@ -457,6 +459,8 @@ def _embedding_like(module, args):
 def _norm_like(module, args):
     """Whether a user's module can be read as a LayerNorm (trace/reading/rebuilt.py's looks_like: what a user's call
     is read for): two 1-D parameters of one shape, the width of its first input's last axis."""
+    if len(module._parameters) < 2:  # a block's own parameters are mostly none: no list made
+        return False
     params = [p for p in module._parameters.values() if p is not None]
     torch = sys.modules["torch"]
     return (len(params) == 2 and all(p.dim() == 1 for p in params) and params[0].shape == params[1].shape
@@ -467,6 +471,8 @@ def _linear_like(module, args):
     """Whether a user's module may be a projection (trace/reading/rebuilt.py's rebuild decides, from its output): no
     modules of its own, one 2-D parameter with an axis of its first input's width (or one of more axes, the first
     input's last axes and an output axis: a tensordot), and at most a 1-D one besides."""
+    if module._modules:  # a block of the user's (most of their modules): no lists made, no torch looked up
+        return False
     params = [p for p in module._parameters.values() if p is not None]
     torch = sys.modules["torch"]
     matrices = [p for p in params if p.dim() == 2]

@@ -165,7 +165,7 @@ class Tracer:
             read = _values(self, frame, marker, marker["names"], returned, bool(marker["fallback"]))
             if read is None:  # a name of it is not there: its fallback's names are read
                 read = _values(self, frame, marker, marker["fallback"], returned, False)
-            reads = self.calls.reads(frame, marker["reads"], _read) if calls is not None else {}
+            reads = self.calls.reads(frame, marker["reads"], _read) if calls is not None and marker["reads"] else {}
             site = module = None
             if marker["shared_line"]:  # the line that called it and the module running it tell its uses apart
                 site, module = self.shared.site_and_module(frame)

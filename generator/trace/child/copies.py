@@ -156,6 +156,9 @@ def captured(results, name, value):
     if isinstance(value, Unreadable):
         return _value(name, ValueKind.OTHER, "cpu", f"reading it raised {value.error}")
     try:
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(value, torch.Tensor):  # the common case: to_value's first, a frame less
+            return tensor_value(results, name, value, torch)
         return to_value(results, name, value)
     except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error
         note = f"a {type(value).__name__} that could not be copied ({type(exc).__name__})"

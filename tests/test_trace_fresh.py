@@ -30,7 +30,7 @@ NAMED_FIRST = {
     ("facebookresearch_dino", "B3"): "residual dropped",
     ("facebookresearch_dino", "B4"): "the wrong token pooled",
     ("gordicaleksa_pytorch_original_transformer", "B1"): "no query attends to a later key",
-    ("gordicaleksa_pytorch_original_transformer", "B2"): "probability rows sum to 1",
+    ("gordicaleksa_pytorch_original_transformer", "B2"): "softmax over the wrong axis",  # padded keys: forms14
     ("gordicaleksa_pytorch_original_transformer", "B3"): "residual dropped",
     ("gordicaleksa_pytorch_original_transformer", "B4"): "positions added twice",
     ("lukemelas_PyTorch_Pretrained_ViT", "B1"): "1/√d missing",

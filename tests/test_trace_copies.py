@@ -213,6 +213,7 @@ def test_a_copy_is_recognised_only_within_the_statement_that_made_it_nested_mark
 
 module_calls = bootstrap._beside("module_calls.py")
 fed_calls = bootstrap._beside("fed_calls.py")
+user_modules = bootstrap._beside("user_modules.py")
 GLOBAL_HOOKS = torch.nn.modules.module._global_forward_hooks
 
 
@@ -226,7 +227,7 @@ def test_the_module_hooks_are_in_torchs_tables_only_while_a_statement_reading_ca
     """The recorder puts its hooks back into torch's global tables for each such statement (registered once, not once a
     statement): a module called between two statements runs without them, one called in either is recorded."""
     recorder = module_calls.CallRecorder(bootstrap.Results(str(tmp_path), CAPTURE_BUDGET_BYTES), str(tmp_path), copies,
-                                         fed_calls)
+                                         fed_calls, user_modules)
     layer, markers, before = nn.Linear(3, 2), _statement_markers(), dict(GLOBAL_HOOKS)
     recorded = []
     for _ in range(3):

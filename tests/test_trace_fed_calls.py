@@ -17,6 +17,7 @@ from transformer_trace.trace.reading.capture import CAPTURE_BUDGET_BYTES
 copies = bootstrap._beside("copies.py")
 module_calls = bootstrap._beside("module_calls.py")
 fed_calls = bootstrap._beside("fed_calls.py")
+user_modules = bootstrap._beside("user_modules.py")
 FEEDER_LINE = 7
 
 
@@ -37,7 +38,7 @@ def _fed_then_marked(tmp_path, layer: nn.Module, feed: torch.Tensor, local, chan
     """The calls a marked statement reading ``local`` (computed from the feeding call's output) starts with, after an
     unmarked statement fed it ``layer(feed)``; ``change``: what runs on that output in between."""
     results = bootstrap.Results(str(tmp_path), CAPTURE_BUDGET_BYTES)
-    recorder = module_calls.CallRecorder(results, str(tmp_path), copies, fed_calls)
+    recorder = module_calls.CallRecorder(results, str(tmp_path), copies, fed_calls, user_modules)
     marked = _marked(["h"], list(traced))
     feeding = [(0, {**marked[0][1], "locals": []})]
     recorder.start(None, feeding, feeding=True)
@@ -94,7 +95,7 @@ def test_a_feeding_statement_whose_calls_no_local_holds_copies_none_of_them(tmp_
     start: no call, parameter or tensor of theirs written, only the local the line read taken from the budget."""
     torch.manual_seed(0)
     results = bootstrap.Results(str(tmp_path), CAPTURE_BUDGET_BYTES)
-    recorder = module_calls.CallRecorder(results, str(tmp_path), copies, fed_calls)
+    recorder = module_calls.CallRecorder(results, str(tmp_path), copies, fed_calls, user_modules)
     marked = _marked(["h"], [])
     feeding = [(0, {**marked[0][1], "locals": []})]
     recorder.start(None, feeding, feeding=True)

@@ -244,7 +244,8 @@ def _forget_copies(results):
 def _call_recorder(results, script, copies):
     """module_calls.py's recorder of the marked statements' module calls (and fed_calls.py's, of the statements feeding
     them), the script's folder holding the user's own classes."""
-    return _beside("module_calls.py").CallRecorder(results, os.path.dirname(script), copies, _beside("fed_calls.py"))
+    return _beside("module_calls.py").CallRecorder(results, os.path.dirname(script), copies, _beside("fed_calls.py"),
+                                                   _beside("user_modules.py"))
 
 
 def _never():

@@ -35,9 +35,9 @@ MOST_CALLS = 24  # per statement: a marked line that runs a whole model keeps it
 class CallRecorder:
     """The module calls of the marked statements that are running (nested: a marked line can call marked code)."""
 
-    def __init__(self, results, folder, copies, fed_calls):
+    def __init__(self, results, folder, copies, fed_calls, user_modules):
         self.results = results
-        self.fed_calls = fed_calls  # fed_calls.py, as bootstrap.py loaded it
+        self.fed_calls, self.user_modules = fed_calls, user_modules  # as bootstrap.py loaded them
         self.folder = os.path.join(os.path.abspath(folder), "")  # the script's folder: the user's own classes
         self.tensor_value = copies.tensor_value  # a copy within the capture budget
         self.live_value = copies.live_value  # a parameter kept by reference
@@ -196,7 +196,7 @@ def _keep(recorder, module, kind, depth, args, output):
         if 0 < within <= DEPTH and statement.counted < MOST_CALLS:
             if kind is ModuleKind.DROPOUT and (statement.wanted is None or kind not in statement.wanted):
                 continue  # copied only where a check names it, and not counted elsewhere: the calls kept as before
-            if statement.wanted is not None and not _read(kind, statement.wanted, module, args):
+            if statement.wanted is not None and not recorder.user_modules.read(kind, statement.wanted, module, args):
                 statement.counted += 1  # not read by the line's checks: not copied, counted as it ran
                 continue
             try:
@@ -433,56 +433,6 @@ def _in_order(cls, args, kwargs):
     while given and given[-1] is None:
         given.pop()
     return (*args, *given)
-
-
-def _read(kind, wanted, module, args):
-    """Whether a call of ``kind`` is one the statement's checks read: a kind they name, ("user_norm") a user's module
-    that can be read as a LayerNorm, or ("user_leaf") one without parameters or modules of its own (a rearrange)."""
-    return kind in wanted or kind is ModuleKind.USER and (
-        ModuleKind.USER_NORM in wanted and _norm_like(module, args)
-        or ModuleKind.USER_LEAF in wanted and not module._parameters and not module._modules
-        or ModuleKind.USER_LINEAR in wanted and _linear_like(module, args)
-        or ModuleKind.USER_EMBEDDING in wanted and _embedding_like(module, args))
-
-
-def _embedding_like(module, args):
-    """Whether a user's module may be an embedding (trace/reading/rebuilt.py's looks_like decides, from its output):
-    no modules of its own, one parameter, a 2-D table, and a first input of integer ids."""
-    if module._modules:  # a block of the user's (most of their modules): no list made, no torch looked up
-        return False
-    params = [p for p in module._parameters.values() if p is not None]
-    torch = sys.modules["torch"]
-    return (not module._modules and len(params) == 1 and params[0].dim() == 2 and bool(args)
-            and isinstance(args[0], torch.Tensor) and not args[0].is_floating_point() and not args[0].is_complex())
-
-
-def _norm_like(module, args):
-    """Whether a user's module can be read as a LayerNorm (trace/reading/rebuilt.py's looks_like: what a user's call
-    is read for): two 1-D parameters of one shape, the width of its first input's last axis."""
-    if len(module._parameters) < 2:  # a block's own parameters are mostly none: no list made
-        return False
-    params = [p for p in module._parameters.values() if p is not None]
-    torch = sys.modules["torch"]
-    return (len(params) == 2 and all(p.dim() == 1 for p in params) and params[0].shape == params[1].shape
-            and bool(args) and isinstance(args[0], torch.Tensor) and args[0].shape[-1:] == params[0].shape)
-
-
-def _linear_like(module, args):
-    """Whether a user's module may be a projection (trace/reading/rebuilt.py's rebuild decides, from its output): no
-    modules of its own, one 2-D parameter with an axis of its first input's width (or one of more axes, the first
-    input's last axes and an output axis: a tensordot), and at most a 1-D one besides."""
-    if module._modules:  # a block of the user's (most of their modules): no lists made, no torch looked up
-        return False
-    params = [p for p in module._parameters.values() if p is not None]
-    torch = sys.modules["torch"]
-    matrices = [p for p in params if p.dim() == 2]
-    tensordots = [p for p in params if p.dim() > 2]  # a tensordot over its input's last axes (projections.py)
-    if (len(tensordots) == 1 and not module._modules and len(params) <= 2 and bool(args)
-            and isinstance(args[0], torch.Tensor) and all(p.dim() == 1 for p in params if p is not tensordots[0])):
-        return tuple(args[0].shape[-(tensordots[0].dim() - 1):]) == tuple(tensordots[0].shape[:-1])
-    return (not module._modules and len(matrices) == 1 and len(params) <= 2
-            and all(p.dim() in (1, 2) for p in params) and bool(args) and isinstance(args[0], torch.Tensor)
-            and args[0].dim() > 0 and args[0].shape[-1] in matrices[0].shape)
 
 
 def _wanted(markers):

@@ -137,3 +137,27 @@ def test_three_projections_of_their_own_pass(tmp_path):
     code, checks = traced(tmp_path, PROJECTIONS.replace("VALUES", "W_v(x)"))
     assert code == 0, checks[""]
     assert all(checks[label]["passed"] is True for label in ("#7", "#8", "#9"))
+
+
+SWISH = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, C = 2, 6, 16
+up_proj = nn.Linear(C, 4 * C)
+down_proj = nn.Linear(4 * C, C)
+x = torch.randn(B, T, C)
+with torch.no_grad():
+    h = up_proj(x)  # BREAKPOINT G20
+    hidden = h * torch.sigmoid(h)  # BREAKPOINT G21
+    out = down_proj(hidden)  # BREAKPOINT G22
+'''
+
+
+def test_swish_written_as_its_input_times_its_sigmoid_is_not_read_as_a_gate_times_itself(tmp_path):
+    """affjljoo3581/GPT2's Swish (round seven): ``x * sigmoid(x)`` is SiLU, one activation of what the line read, not
+    a gated layer whose up factor was never read (the reading the split-halves form gave it before this test)."""
+    code, checks = traced(tmp_path, SWISH)
+    assert code == 0, checks[""]
+    assert checks["G21"]["passed"] is not False, checks["G21"]["detail"]

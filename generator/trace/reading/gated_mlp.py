@@ -55,6 +55,8 @@ def _split_halves(check: Any, read: list[tuple[str, torch.Tensor]], source: Tens
     tensors = [tensor for _, tensor in read]
     if len(read) == 2 and close(main, tensors[0] * tensors[1], "")[0]:
         return None  # the plain product: GatedOfLinear's reading
+    if any(close(main, act(tensor), "")[0] for act in GATES.values() for tensor in tensors):
+        return None  # an activation of what the line read (Swish written ``x * sigmoid(x)`` is SiLU): not gated
     if not any(close(main, act(gate) * up, "")[0] for act in GATES.values()
                for gate, up in itertools.permutations(tensors + tensors[:1], 2)):
         return None

@@ -10,9 +10,11 @@ STAMP  := $(VENV)/.installed-stamp
 
 $(STAMP): pyproject.toml setup.py scripts/quiet_material.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	@# -qq: errors only. A machine whose pip configuration names package indexes that lack a package prints one
+	@# "Location ... is ignored" warning per package looked up (140 lines on a fresh machine here), none of it the user's
+	$(PY) -m pip install -qq --upgrade pip
 	@# setuptools' own notice about editable installs says nothing a user of this project can act on
-	PYTHONWARNINGS='ignore:Editable installation' $(PY) -m pip install --quiet -e '.[test]'
+	PYTHONWARNINGS='ignore:Editable installation' $(PY) -m pip install -qq -e '.[test]'
 	@# Material's end-of-life banner, printed by every plain `mkdocs` command, off for this environment's programs
 	@$(PY) scripts/quiet_material.py
 	@touch $(STAMP)

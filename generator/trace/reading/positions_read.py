@@ -33,7 +33,7 @@ def added_to_read(check: Check, calls: Sequence[ModuleCall], source: TensorDict)
     if len(inputs) != 1:
         return None  # none, or several (a batch of one: the table has the step's shape too): which is which is unknown
     name, tensor = inputs[0]
-    attributes = [(f"self.{c.module}", c.params["weight"]) for c in calls if c.kind == ModuleKind.READ
+    attributes = [(c.module, c.params["weight"]) for c in calls if c.kind == ModuleKind.READ
                   and c.params.get("weight") is not None]  # the table read by attribute (``self.pos_embed``)
     tables = [(other, table) for other, table in read + attributes if other != name and _a_table_for(table, step)]
     x = Ref(f"{source.name(check.x)}@{name}")

@@ -27,14 +27,14 @@ def added_to_read(check: Check, calls: Sequence[ModuleCall], source: TensorDict)
     if not isinstance(check, PlusParameter) or source.has(check.x) or not source.has(check.out):
         return None
     step = source.t(check.out)
-    read = [(c.module, c.outputs[0]) for c in calls if c.kind == ModuleKind.LOCAL and len(c.outputs) == 1
-            and c.outputs[0] is not None and c.outputs[0].is_floating_point()]
+    read = [(c.module, local) for c in calls if c.kind == ModuleKind.LOCAL and len(c.outputs) == 1
+            and (local := c.outputs[0]) is not None and local.is_floating_point()]
     inputs = [(name, tensor) for name, tensor in read if tuple(tensor.shape) == tuple(step.shape)]
     if len(inputs) != 1:
         return None  # none, or several (a batch of one: the table has the step's shape too): which is which is unknown
     name, tensor = inputs[0]
-    attributes = [(c.module, c.params["weight"]) for c in calls if c.kind == ModuleKind.READ
-                  and c.params.get("weight") is not None]  # the table read by attribute (``self.pos_embed``)
+    attributes = [(c.module, weight) for c in calls if c.kind == ModuleKind.READ
+                  and (weight := c.params.get("weight")) is not None]  # the table read by attribute (``self.pos_embed``)
     tables = [(other, table) for other, table in read + attributes if other != name and _a_table_for(table, step)]
     x = Ref(f"{source.name(check.x)}@{name}")
     params = {source.name(check.parameter): tables[0][1]} if len(tables) == 1 else {}

@@ -33,8 +33,9 @@ def added_to_read(check: Check, calls: Sequence[ModuleCall], source: TensorDict)
     if len(inputs) != 1:
         return None  # none, or several (a batch of one: the table has the step's shape too): which is which is unknown
     name, tensor = inputs[0]
+    # the table read by attribute (``self.pos_embed``)
     attributes = [(c.module, weight) for c in calls if c.kind == ModuleKind.READ
-                  and (weight := c.params.get("weight")) is not None]  # the table read by attribute (``self.pos_embed``)
+                  and (weight := c.params.get("weight")) is not None]
     tables = [(other, table) for other, table in read + attributes if other != name and _a_table_for(table, step)]
     x = Ref(f"{source.name(check.x)}@{name}")
     params = {source.name(check.parameter): tables[0][1]} if len(tables) == 1 else {}

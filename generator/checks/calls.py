@@ -30,11 +30,12 @@ def _grid_reshaped(check: GridMovedLast | ConvPatches, s: TensorSource) -> Fit |
     got, grid = s.t(check.out), check.grid_maps(s)
     if got.numel() != grid.numel():
         return None
-    fits, detail = close(got, grid.reshape(got.shape), f"vs the convolution's {tuple(grid.shape)} output reshaped "
-                         f"to {tuple(got.shape)}")
+    made_by = getattr(check, "made_by", "") or "the convolution's output"  # or the max-pool's, a tokenizer's map
+    fits, detail = close(got, grid.reshape(got.shape), f"vs {made_by} {tuple(grid.shape)} reshaped to "
+                         f"{tuple(got.shape)}")
     return Fit(fits, f"the patch grid was reshaped where its channels axis must move last: your {s.name(check.out)} is "
-                     f"the convolution's {tuple(grid.shape)} output read straight as {tuple(got.shape)}, channels and "
-                     f"positions mixed ({detail})" if fits else detail)
+                     f"{made_by} {tuple(grid.shape)} read straight as {tuple(got.shape)}, channels and positions mixed "
+                     f"({detail})" if fits else detail)
 
 
 # the claim a head split of the queries scaled by 1/√hs on the line that takes them adds: the scores of such queries are
@@ -102,12 +103,19 @@ class GridMovedLast(Check):
 
     out: Ref = THIS
     grid: Ref
+    # what made the grid, in words: "" for the convolution's output the line read (the convolution ran on an earlier
+    # line); a max-pool's output the line called, for a convolutional tokenizer (reading/patch_grid.py)
+    made_by: str = ""
 
     def grid_maps(self, s: TensorSource) -> torch.Tensor:
         return s.t(self.grid)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         expected = s.t(self.grid).flatten(2).transpose(1, 2)  # (B, C, h, w) -> (B, h·w, C)
+        if self.made_by:
+            passed, detail = close(s.t(self.out), expected, f"vs {self.made_by}, its channels moved last, positions "
+                                   "row by row")
+            return f"is {self.made_by} with its channels moved last (a convolutional tokenizer's map)", passed, detail
         passed, detail = close(s.t(self.out), expected, "vs the convolution's output the line read, its channels moved "
                                "last, positions row by row")
         return ("is the patch convolution's output with its channels moved last (the convolution ran on an earlier "

@@ -319,8 +319,10 @@ class PlusParameter(Check):
     """``out`` is ``x`` plus the learned ``parameter`` (e.g. position embeddings)."""
     CLAIM = "is its input plus a learned table (the positions)"
 
-    # the table the line read, or the one parameter of the module of the user's it called (``self.pos_embed(x)``)
-    TRACE = TraceUse(calls={"parameter": (ModuleKind.READ, "weight")}, also_calls=frozenset({ModuleKind.USER}))
+    # the table the line read, or the one parameter of the module of the user's it called (``self.pos_embed(x)``); the
+    # local tensors it read: its input where no snapshot shows it (a norm inside the patcher, reading/positions_read.py)
+    TRACE = TraceUse(calls={"parameter": (ModuleKind.READ, "weight")}, also_calls=frozenset({ModuleKind.USER}),
+                     reads_locals=True)
     WEIGHTS_OPTIONAL = True  # without the table: the added term the same for every item (same_for_every_item)
     BUG_FORMS = (BugForm("positions added twice", "the output vs input + 2 × the parameter", _parameter_twice),
                  BugForm("positions added twice", "without the table: the added term vs twice a sinusoid table",

@@ -56,15 +56,16 @@ def reads_locals(catalogue: Report) -> frozenset[int]:
 
 
 # The kinds of module calls trace/reading/weights.py's bind reads besides those a check declares in TRACE.calls: a
-# Linear step may be a Conv2d's patches, a chain of modules (a rearrange of the user's, LayerNorms, Linears: a patch
-# embedding), an nn.MultiheadAttention's output projection, or a product with a parameter matrix the line reads by
-# attribute (READ: reading/products.py); a LayerNorm the user's own. Of the user's modules, USER is any, USER_NORM
-# one with a gain and a bias of its input's width, USER_LEAF one without parameters or modules of its own,
-# USER_LINEAR one with a weight matrix (read as a projection where it reproduces its output), USER_EMBEDDING one
-# with a table its integer input indexes (read as an embedding where its output is the table's rows).
+# Linear step may be a Conv2d's patches (or a max-pool's map of them: reading/patch_grid.py), a chain of modules (a
+# rearrange of the user's, LayerNorms, Linears: a patch embedding), an nn.MultiheadAttention's output projection, or a
+# product with a parameter matrix the line reads by attribute (READ: reading/products.py); a LayerNorm the user's own.
+# Of the user's modules, USER is any, USER_NORM one with a gain and a bias of its input's width, USER_LEAF one without
+# parameters or modules of its own, USER_LINEAR one with a weight matrix (read as a projection where it reproduces its
+# output), USER_EMBEDDING one with a table its integer input indexes (read as an embedding where its output is the
+# table's rows).
 CALLS_READ_WITH: dict[ModuleKind, tuple[ModuleKind, ...]] = {
-    ModuleKind.LINEAR: (ModuleKind.CONV2D, ModuleKind.MULTIHEAD_ATTENTION, ModuleKind.LAYER_NORM, ModuleKind.USER_LEAF,
-                        ModuleKind.USER_LINEAR, ModuleKind.READ),
+    ModuleKind.LINEAR: (ModuleKind.CONV2D, ModuleKind.MAX_POOL2D, ModuleKind.MULTIHEAD_ATTENTION, ModuleKind.LAYER_NORM,
+                        ModuleKind.USER_LEAF, ModuleKind.USER_LINEAR, ModuleKind.READ),
     ModuleKind.LAYER_NORM: (ModuleKind.USER_NORM,),
     ModuleKind.EMBEDDING: (ModuleKind.USER_EMBEDDING,),
 }

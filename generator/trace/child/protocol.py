@@ -32,8 +32,8 @@ import enum
 from dataclasses import dataclass
 from typing import TypedDict
 
-PROTOCOL_VERSION = 6  # 1: the unversioned format told events apart by the key present; 3: RAISED; 4: calls_at;
-# 5: a hit's ``training``; 6: the kind "transformer_stack" (its batch_first)
+PROTOCOL_VERSION = 7  # 1: the unversioned format told events apart by the key present; 3: RAISED; 4: calls_at;
+# 5: a hit's ``training``; 6: the kind "transformer_stack" (its batch_first); 7: the kind "max_pool2d"
 
 # A notebook's script (trace/notebook.py writes it): its first line names the notebook, and each cell starts after a
 # line of its own; the script's interpreter runs each cell as IPython runs it (instrument.py, bootstrap.py).
@@ -76,6 +76,7 @@ class ModuleKind(_Word):
     LAYER_NORM = "layer_norm"
     EMBEDDING = "embedding"
     CONV2D = "conv2d"
+    MAX_POOL2D = "max_pool2d"  # a convolutional tokenizer's pooling (CCT): the map its line's tokens are made of
     MULTIHEAD_ATTENTION = "multihead_attention"
     DROPOUT = "dropout"  # recorded only where a check names it: its output is what a statement made of its input
     # nn.TransformerEncoder / -Layer, recorded only where a check names it, without its parameters: the layout it
@@ -98,6 +99,7 @@ class ModuleKind(_Word):
 # PyTorch's own classes (torch.nn.modules.*) by name, and the kind a call of one is recorded as
 TORCH_MODULES = {"Linear": ModuleKind.LINEAR, "NonDynamicallyQuantizableLinear": ModuleKind.LINEAR,
                  "LayerNorm": ModuleKind.LAYER_NORM, "Embedding": ModuleKind.EMBEDDING, "Conv2d": ModuleKind.CONV2D,
+                 "MaxPool2d": ModuleKind.MAX_POOL2D,
                  "MultiheadAttention": ModuleKind.MULTIHEAD_ATTENTION, "Dropout": ModuleKind.DROPOUT,
                  "TransformerEncoder": ModuleKind.TRANSFORMER_STACK,
                  "TransformerEncoderLayer": ModuleKind.TRANSFORMER_STACK}

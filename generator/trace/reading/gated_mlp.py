@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks import LinearOf, close
+from transformer_trace.checks import Check, LinearOf, close
 from transformer_trace.checks.activation_between import IDENTITY
 from transformer_trace.checks.gated import ActivatedLinearOf, GatedFactors, GatedOfLinear, LinearOfGated
 from transformer_trace.checks.layers import ACTIVATIONS, GATES, fitted_activation
@@ -61,10 +61,10 @@ def _split_halves(check: Any, read: list[tuple[str, torch.Tensor]], source: Tens
                for gate, up in itertools.permutations(tensors + tensors[:1], 2)):
         return None
     names = [f"{name}@line.read" for name, _ in read]
-    given = Given(source, {**source.tensors, **dict(zip(names, tensors))}, modules=dict(known or {}))
     factors = GatedFactors(out=check.out, gate=Ref(names[0]), up=Ref(names[1]) if len(names) == 2 else None)
     said = " and ".join(f"`{name}`" for name, _ in read)
-    return Bound(factors, given, None, f"{said}, the tensor{'s' if len(read) == 2 else ''} the line read")
+    return _factors_bound(factors, source, dict(zip(names, tensors)), known,
+                          f"{said}, the tensor{'s' if len(read) == 2 else ''} the line read")
 
 
 def _called_factors_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor,
@@ -86,14 +86,21 @@ def _called_factors_bound(check: Any, calls: Sequence[ModuleCall], source: Tenso
                  "up": f"{up_call.module}@line.called"}
         tensors = {names["x"]: present(gate_call.inputs[0]), names["gate"]: ACTIVATIONS[activation](gate_out),
                    names["up"]: up}
-        given = Given(source, {**source.tensors, **tensors}, modules={**dict(known or {}),
-                                                                     source.name(check.module): module})
         gated = GatedOfLinear(out=check.out, x=Ref(names["x"]), module=check.module, gate=Ref(names["gate"]),
                               up=Ref(names["up"]))
-        return Bound(gated, given, None, f"the weights of the {gate_call.module} it called and the output of the "
-                     f"{up_call.module} it called, the factors the line multiplied",
-                     said=((source.name(check.module), f"the {gate_call.module} your line called"),))
+        return _factors_bound(gated, source, tensors, known, f"the weights of the {gate_call.module} it called and "
+                              f"the output of the {up_call.module} it called, the factors the line multiplied",
+                              modules={source.name(check.module): module},
+                              said=((source.name(check.module), f"the {gate_call.module} your line called"),))
     return None
+
+
+def _factors_bound(read: Check, source: TensorDict, factors: dict[str, torch.Tensor], known: dict[str, Any] | None,
+                   note: str, modules: dict[str, Any] | None = None, said: tuple[tuple[str, str], ...] = ()) -> Bound:
+    """``read`` (a gated reading of the hidden layer) bound to the factors the line multiplied, by name, beside the
+    captured tensors, and to the modules other lines called (``known``) and the line's own rebuilt (``modules``)."""
+    given = Given(source, {**source.tensors, **factors}, modules={**dict(known or {}), **(modules or {})})
+    return Bound(read, given, None, note, said=said)
 
 
 def activated_gate_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,

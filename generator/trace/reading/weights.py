@@ -30,6 +30,7 @@ from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.normed_projection import projection_normed_per_head
+from transformer_trace.trace.reading.positions_read import added_to_read
 from transformer_trace.trace.reading.products import PRODUCT
 from transformer_trace.trace.reading.shared_heads import heads_merged
 from transformer_trace.trace.reading.summed_calls import operands_summed
@@ -59,6 +60,8 @@ class LineCalls:
     def declared(self, check: Check) -> Bound | None:
         if check.TRACE.model_image:
             return _image_consumed(check, self.source, self.known or {})
+        if (positions := added_to_read(check, self.calls, self.source)) is not None:
+            return positions  # the positions added to a local no snapshot shows (a norm in the patcher before)
         return _declared(check, self.calls, self.source, self.main, self.known, self.order)
 
     def projections(self, check: HeadsRejoin) -> Bound | None:

@@ -434,6 +434,8 @@ class HeadsOfRead(Check):
             whole = read[self.part]
         elif len(read) == 1 and read[0].numel() == 3 * got.numel() and read[0].shape[0] == 3:
             whole = read[0][self.part]  # q, k and v stacked first: (3, B, h, N, hs)
+        elif len(read) == 1 and self.part > 0 and read[0].numel() == 2 * got.numel() and read[0].shape[0] == 2:
+            whole = read[0][self.part - 1]  # k and v stacked first, (2, B, h, N, hs): a fused key/value projection
         elif len(read) == 1 and read[0].numel() == 3 * got.numel() and read[0].shape[-1] == 3 * H * hs:
             whole = read[0][..., self.part * H * hs:(self.part + 1) * H * hs]  # fused side by side: (B, N, 3C)
         elif len(read) == 1 and read[0].shape == (B, H, N, 3 * hs):

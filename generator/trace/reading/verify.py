@@ -17,6 +17,7 @@ from transformer_trace.catalogue import parse_dimension
 from transformer_trace.checks.grouped import kv_heads
 from transformer_trace.models.legend import Legend
 from transformer_trace.models.recording import Role
+from transformer_trace.trace.reading.reduced_keys import reduced_key_layouts
 
 Roles = frozenset[Role]
 # the declared roles a step must have for keys or values of fewer heads than the queries to be read as grouped-query
@@ -305,6 +306,8 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
                          f"features, a head size of their own (C/h = {expected[-1]}); read as ({names}) with that size",
                          tensor.transpose(1, 2))
     yield from _grouped_layouts(tensor, expressions, expected, h, hs, roles)
+    for note, read in reduced_key_layouts(tensor, expressions, expected, roles):
+        yield Layout(LayoutStatus.LAYOUT, expected, note, read)
     if h and hs and len(expected) == 4 and expected[1] == h and expected[3] == hs and len(shape) == 3:
         B, _, L, _ = expected
         if shape == (B, L, h * hs):

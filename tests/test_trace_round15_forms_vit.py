@@ -1,0 +1,88 @@
+"""Round fifteen's fresh ViTs (tests/trace_fresh/ROUND15_VIT.md): the forms behind what `trace` got wrong or left
+unread on their first result, each held by a tiny script of our own (no upstream file).
+
+- attention whose keys and values come from a reduced sequence of the same image (PVTv2's spatial-reduction
+  attention: the tokens put back on their grid, a strided convolution and a LayerNorm before a fused `kv` Linear; CvT's
+  convolutional projections with a key/value stride): the keys, the values, the scores and the probabilities have
+  fewer key positions than the N1 queries, and their steps were unrecognised ("the shape cannot be read"), a planted
+  1/√d or a softmax over the queries unseen. They are read as they are: the checks' formulas hold for any number of
+  keys. Keys and values stacked by a fused key/value projection, `k, v = kv[0], kv[1]` with `kv` (2, B, h, M, hs),
+  are read as its two parts. The attention explorer leaves out a tensor whose axis its labels cannot name.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import trace_source as traced
+
+# a pre-norm block with PVT's spatial-reduction attention: 16 queries, 4 keys and values from a 2 x 2 convolution of
+# stride 2 over the 4 x 4 token grid and a LayerNorm, one fused kv Linear stacked (2, B, h, M, hs)
+REDUCED = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, G, C, H = 2, 4, 16, 2
+N = G * G
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Linear(C, C)
+        self.kv = nn.Linear(C, 2 * C)
+        self.sr = nn.Conv2d(C, C, kernel_size=2, stride=2)
+        self.norm = nn.LayerNorm(C)
+        self.proj = nn.Linear(C, C)
+        self.scale = (C // H) ** -0.5
+
+    def forward(self, x):
+        q = self.q(x).reshape(B, N, H, C // H).permute(0, 2, 1, 3)  # BREAKPOINT S09
+        x_ = x.permute(0, 2, 1).reshape(B, C, G, G)
+        x_ = self.norm(self.sr(x_).reshape(B, C, -1).permute(0, 2, 1))
+        kv = self.kv(x_).reshape(B, -1, 2, H, C // H).permute(2, 0, 3, 1, 4)
+        k, v = kv[0], kv[1]  # BREAKPOINT S10, S11
+        attn = (q @ k.transpose(-2, -1)) * self.scale  # BREAKPOINT S12
+        attn = attn.softmax(dim=-1)  # BREAKPOINT S13
+        ctx = attn @ v  # BREAKPOINT S14
+        return self.proj(ctx.transpose(1, 2).reshape(B, N, C))  # BREAKPOINT S15
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(C)
+        self.attn = Attention()
+        self.norm2 = nn.LayerNorm(C)
+        self.mlp = nn.Sequential(nn.Linear(C, 2 * C), nn.GELU(), nn.Linear(2 * C, C))
+
+    def forward(self, x):  # BREAKPOINT S08
+        x = x + self.attn(self.norm1(x))  # BREAKPOINT S16
+        x = x + self.mlp(self.norm2(x))  # BREAKPOINT S19
+        return x  # BREAKPOINT S20
+
+
+with torch.no_grad():
+    out = nn.Sequential(Block(), Block()).eval()(torch.randn(B, N, C))
+'''
+
+ATTENTION_STEPS = ("S10", "S11", "S12", "S13", "S14")
+
+
+def test_keys_and_values_of_a_reduced_sequence_are_read_as_they_are(tmp_path):
+    code, checks = traced(tmp_path, REDUCED)
+    assert code == 0, checks[""]
+    for label in ATTENTION_STEPS:
+        assert checks[label]["passed"] is True, (label, checks[label])
+
+
+@pytest.mark.parametrize(("bug", "label", "form"), [
+    ("attn = (q @ k.transpose(-2, -1))  # BREAKPOINT S12", "S12", "1/√d missing"),
+    ("attn = attn.softmax(dim=-2)  # BREAKPOINT S13", "S13", "softmax over the wrong axis"),
+])
+def test_a_bug_in_attention_over_reduced_keys_is_named_at_its_step(tmp_path, bug, label, form):
+    line = next(line for line in REDUCED.splitlines() if line.strip().endswith(f"# BREAKPOINT {label}"))
+    code, checks = traced(tmp_path, REDUCED.replace(line.strip(), bug))
+    assert code == 1 and checks[""]["first_failure"].startswith(label), checks[""]
+    assert checks[label]["evidence"]["name"] == form, checks[label]

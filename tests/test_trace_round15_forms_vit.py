@@ -86,3 +86,46 @@ def test_a_bug_in_attention_over_reduced_keys_is_named_at_its_step(tmp_path, bug
     code, checks = traced(tmp_path, REDUCED.replace(line.strip(), bug))
     assert code == 1 and checks[""]["first_failure"].startswith(label), checks[""]
     assert checks[label]["evidence"]["name"] == form, checks[label]
+
+
+# a fused qkv Linear laid out per head (each head's q, k and v side by side in its 3·hs features), split into heads
+# before its parts, as vfdev-5's notebook writes it
+PER_HEAD = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C, H = 2, 9, 24, 3
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(C, 3 * C)
+        self.proj = nn.Linear(C, C)
+        self.scale = (C // H) ** -0.5
+
+    def forward(self, x):
+        qkv = self.qkv(x).reshape(B, N, H, -1).transpose(1, 2)
+        Q, K, V = qkv.chunk(3, dim=-1)  # BREAKPOINT S09, S10, S11
+        attention = (Q @ K.transpose(-1, -2)) * self.scale  # BREAKPOINT S12
+        attention = attention.softmax(dim=-1)  # BREAKPOINT S13
+        heads = attention @ V  # BREAKPOINT S14
+        return self.proj(heads.transpose(1, 2).reshape(B, N, -1))  # BREAKPOINT S15
+
+
+with torch.no_grad():
+    out = Attention().eval()(torch.randn(B, N, C))
+'''
+SPLIT = "Q, K, V = qkv.chunk(3, dim=-1)"
+
+
+def test_a_per_head_fused_projection_split_into_its_parts_passes(tmp_path):
+    code, checks = traced(tmp_path, PER_HEAD)
+    assert code == 0 and all(checks[label]["passed"] is True for label in ("S09", "S10", "S11", "S12")), checks
+
+
+def test_q_k_and_v_split_over_the_heads_axis_are_named_at_the_queries(tmp_path):
+    code, checks = traced(tmp_path, PER_HEAD.replace(SPLIT, "Q, K, V = qkv.chunk(3, dim=1)"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S09"), checks[""]
+    assert checks["S09"]["evidence"]["name"] == "q, k and v split over the heads axis", checks["S09"]

@@ -129,3 +129,56 @@ def test_q_k_and_v_split_over_the_heads_axis_are_named_at_the_queries(tmp_path):
     code, checks = traced(tmp_path, PER_HEAD.replace(SPLIT, "Q, K, V = qkv.chunk(3, dim=1)"))
     assert code == 1 and checks[""]["first_failure"].startswith("S09"), checks[""]
     assert checks["S09"]["evidence"]["name"] == "q, k and v split over the heads axis", checks["S09"]
+
+
+# no class token and no position table (PVT, CvT): the block input is the patch embeddings, here through the patch
+# embedding's own LayerNorm (PVT's); `POSITIONS` adds a table on an unmarked line instead
+NO_POSITIONS = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, C, H = 2, 16, 2
+
+
+class Embed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Conv2d(3, C, kernel_size=4, stride=4)
+        self.norm = nn.LayerNorm(C)
+        self.pos = nn.Parameter(torch.randn(1, 16, C))
+
+    def forward(self, img):
+        x = self.proj(img).flatten(2).transpose(1, 2)  # BREAKPOINT S04
+        x = self.norm(x)
+        return x
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(C)
+        self.attn = nn.MultiheadAttention(C, H, batch_first=True)
+
+    def forward(self, x):  # BREAKPOINT S08
+        y = self.norm1(x)
+        x = x + self.attn(y, y, y, need_weights=False)[0]  # BREAKPOINT S16
+        return x  # BREAKPOINT S20
+
+
+with torch.no_grad():
+    img = torch.randn(B, 3, 16, 16)  # BREAKPOINT S01
+    out = nn.Sequential(Embed(), Block(), Block()).eval()(img)
+'''
+POSITIONS = ("        x = self.norm(x)\n", "        x = self.norm(x) + self.pos\n")
+
+
+def test_a_block_input_without_a_position_table_is_read_as_the_patch_embeddings(tmp_path):
+    code, checks = traced(tmp_path, NO_POSITIONS)
+    assert code == 0 and checks["S08"]["passed"] is True, checks["S08"]
+    assert "no position table" in checks["S08"]["detail"], checks["S08"]
+
+
+def test_a_block_input_with_positions_added_on_an_unmarked_line_stays_unread_not_red(tmp_path):
+    code, checks = traced(tmp_path, NO_POSITIONS.replace(*POSITIONS))
+    assert code == 0 and checks["S08"]["passed"] is None, checks["S08"]

@@ -465,8 +465,9 @@ class HeadsOfRead(Check):
         elif whole.shape == (B, N, H, hs):
             expected, how = whole.transpose(1, 2), "(B, N, h, hs) with its heads axis moved forward"
         elif whole.dim() == 4 and (whole.shape[0], whole.shape[2], whole.numel()) == (B, N, got.numel()):
-            passed, detail = close(heads_merged(got), heads_merged(whole), f"your heads merged vs the {'qkv'[self.part]}"
-                                   f" part of each of the line's {whole.shape[1]} heads of {whole.shape[-1]}, merged")
+            passed, detail = close(heads_merged(got), heads_merged(whole), f"your heads merged vs the "
+                                   f"{'qkv'[self.part]} part of each of the line's {whole.shape[1]} heads of "
+                                   f"{whole.shape[-1]}, merged")
             return f"is the {'qkv'[self.part].upper()} projection the line read, split into heads", passed, detail
         else:
             raise NotCheckable(s.name(self.parts[0]), f"its shape {tuple(whole.shape)} is not {B}×{N} positions")

@@ -306,8 +306,6 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
                          f"features, a head size of their own (C/h = {expected[-1]}); read as ({names}) with that size",
                          tensor.transpose(1, 2))
     yield from _grouped_layouts(tensor, expressions, expected, h, hs, roles)
-    for note, read in reduced_key_layouts(tensor, expressions, expected, roles):
-        yield Layout(LayoutStatus.LAYOUT, expected, note, read)
     if h and hs and len(expected) == 4 and expected[1] == h and expected[3] == hs and len(shape) == 3:
         B, _, L, _ = expected
         if shape == (B, L, h * hs):
@@ -345,7 +343,10 @@ def _grouped_layouts(tensor: torch.Tensor, expressions: tuple[str, ...], expecte
     repeat, (B, h_kv, L, hs) for (B, h, L, hs), also with the heads after the positions or the last two axes swapped (K
     kept for the product); read as they are (h_kv heads), the checks repeating them to the query heads in the order
     that fits. Only a step the catalogue declares keys or values (``roles``; the fused projection: its queries, keys
-    and values) is read so: a narrower step of any other (a feed-forward's input sliced) does not fit."""
+    and values) is read so: a narrower step of any other (a feed-forward's input sliced) does not fit. Keys and values
+    at fewer positions than the queries, and their scores, are read as they are too (reduced_keys.py)."""
+    for note, read in reduced_key_layouts(tensor, expressions, expected, roles):
+        yield Layout(LayoutStatus.LAYOUT, expected, note, read)
     shape = tuple(tensor.shape)
     if not h or not hs or len(shape) != len(expected):
         return

@@ -18,6 +18,7 @@ from transformer_trace.checks.base import NOT_CHECKABLE, Check, CheckResult, THI
 from transformer_trace.checks.evidence import BugForm, Fit, find_evidence
 from transformer_trace.checks.grouped import fitted_heads, kv_heads
 from transformer_trace.checks.head_norm import normed_heads
+from transformer_trace.checks.per_head_parts import PARTS_OVER_HEADS, heads_merged, parts_over_heads, per_head_part
 from transformer_trace.checks.projected_alike import equal_to_earlier_part
 from transformer_trace.checks.rotary import rotation_of
 from transformer_trace.checks.values import SumOf
@@ -398,7 +399,9 @@ class HeadsOfRead(Check):
     BUG_FORMS = (BugForm("computed from another tensor", "the step's values vs those of another of q, k and v, "
                          "rearranged", _values_of_another_part),
                  BugForm(HEADS_SPLIT_WITHOUT_MOVING, "the step vs the projection reshaped straight to (B, h, N, hs)",
-                         _split_without_moving))
+                         _split_without_moving),
+                 BugForm(PARTS_OVER_HEADS, "the step vs the per-head projection the line read chunked over its heads",
+                         parts_over_heads))
 
     out: Ref = THIS
     parts: tuple[Ref, ...]
@@ -442,6 +445,8 @@ class HeadsOfRead(Check):
             whole = read[self.part]
         elif len(read) == 1 and read[0].numel() == 3 * got.numel() and read[0].shape[0] == 3:
             whole = read[0][self.part]  # q, k and v stacked first: (3, B, h, N, hs)
+        elif len(read) == 1 and self.part > 0 and read[0].numel() == 2 * got.numel() and read[0].shape[0] == 2:
+            whole = read[0][self.part - 1]  # k and v stacked first, (2, B, h, N, hs): a fused key/value projection
         elif len(read) == 1 and read[0].numel() == 3 * got.numel() and read[0].shape[-1] == 3 * H * hs:
             whole = read[0][..., self.part * H * hs:(self.part + 1) * H * hs]  # fused side by side: (B, N, 3C)
         elif len(read) == 1 and read[0].shape == (B, H, N, 3 * hs):
@@ -451,6 +456,8 @@ class HeadsOfRead(Check):
         elif len(read) == 1 and read[0].dim() == 4 and read[0].shape[2] == N and kv_heads(read[0], H, hs) is not None:
             whole, group = fitted_heads(read[0], H, hs, lambda heads: heads, got)  # grouped-query: the keys or values
             # the line read before their repeat to the query heads, repeated in the order that fits
+        elif len(read) == 1 and (per_head := per_head_part(read[0], got, self.part)) is not None:
+            whole = per_head  # q, k and v side by side per head, of other heads than the step binds
         else:
             raise NotCheckable(s.name(self.parts[0]), f"the shapes the line read, {[tuple(r.shape) for r in read]}, "
                                f"are not a projection of {B}×{N} positions")
@@ -465,6 +472,11 @@ class HeadsOfRead(Check):
             expected, how = whole.reshape(B, N, H, hs).transpose(1, 2), f"(B, N, C) split into {H} heads of {hs}"
         elif whole.shape == (B, N, H, hs):
             expected, how = whole.transpose(1, 2), "(B, N, h, hs) with its heads axis moved forward"
+        elif whole.dim() == 4 and (whole.shape[0], whole.shape[2], whole.numel()) == (B, N, got.numel()):
+            passed, detail = close(heads_merged(got), heads_merged(whole), f"your heads merged vs the "
+                                   f"{'qkv'[self.part]} part of each of the line's {whole.shape[1]} heads of "
+                                   f"{whole.shape[-1]}, merged")
+            return f"is the {'qkv'[self.part].upper()} projection the line read, split into heads", passed, detail
         else:
             raise NotCheckable(s.name(self.parts[0]), f"its shape {tuple(whole.shape)} is not {B}×{N} positions")
         letter = "qkv"[self.part]

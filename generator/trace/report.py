@@ -142,8 +142,12 @@ def explorer_data(catalogue: Report, pages: list[SnapshotReading], source: Tenso
                     shapes[fill(str(template), places)] = page.shape
     names = [n for n in source.tensors if n in shapes and attention_group_of(exploration, n)
              and 0 < source.tensors[n].numel() <= DATA_LIMIT and source.tensors[n].dim() == len(shapes[n])]
-    tensors = {n: source.tensors[n] for n in names}
     labels = _labels(exploration, run, dims)
+    # a tensor whose axis has another length than its label list (keys at fewer positions than the queries: a reduced
+    # key/value sequence, trace/reading/reduced_keys.py) is not one the explorer's grid can label: left out of it
+    names = [n for n in names if all(key not in labels or len(labels[key]) == size for key, size in
+                                     zip((exploration.axis_labels.get(s) for s in shapes[n]), source.tensors[n].shape))]
+    tensors = {n: source.tensors[n] for n in names}
     axes = {n: axis_labels(exploration, shapes[n], tuple(t.shape), labels, n) for n, t in tensors.items()}
     return tensors, labels, axes, attention_groups(exploration, names)
 

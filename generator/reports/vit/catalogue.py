@@ -12,7 +12,9 @@ from transformer_trace.checks import (
 )
 from transformer_trace.figures import AttentionHeads, Matrix
 from transformer_trace.places import Place, Role
-from transformer_trace.reports.vit.checks import Flattened, NormalisedImage, PatchesReassemble, RolloutRows
+from transformer_trace.reports.vit.checks import (
+    Flattened, HandedOverOrEmbedding, NormalisedImage, PatchesReassemble, RolloutRows,
+)
 from transformer_trace.reports.vit.figures import ClsAttention, InputImage, PatchMosaic, PosSimilarity, Rollout, Top5
 from transformer_trace.sources import ModuleRef, ParamRef, Ref
 import transformer_trace.models.vit as _model
@@ -122,8 +124,9 @@ SNAPSHOTS = (
         stage='block',
         tensors=(block.INPUT,),
         # a LayerNorm of the embeddings before the first block (CLIP's ln_pre) is recognised as such
-        checks=(SameTensor(source=Ref('{block_prev}'), claim='is what the previous stage handed over',
-                           or_layer_norm=True, derive_plain=True),),
+        checks=(HandedOverOrEmbedding(source=Ref('{block_prev}'), claim='is what the previous stage handed over',
+                                      or_layer_norm=True, derive_plain=True, tokens=model.TOKENS,
+                                      embed=patch_embed.EMBED),),
         questions=(5,),
     ),
     Snapshot(

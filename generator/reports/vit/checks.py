@@ -3,11 +3,12 @@ transformer_trace.checks.CHECKS)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
-from transformer_trace.checks import THIS, Check, TraceUse, close, tolerance
+from transformer_trace.checks import THIS, Check, CheckResult, TraceUse, close, tolerance
+from transformer_trace.checks.values import SameTensor
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.registry import Registry
 from transformer_trace.sources import Ref, TensorSource
@@ -170,6 +171,34 @@ class Flattened(Check):
         return "is the patches flattened (channel, row, column order)", passed, detail
 
 
+@dataclass(frozen=True, kw_only=True)
+class HandedOverOrEmbedding(SameTensor):
+    """The first block's input is what the previous stage handed over (``SameTensor``: the tokens with their
+    positions, or a LayerNorm of them). Where no snapshot shows the tokens with positions (a model without a position
+    table: PVT and CvT place tokens by their convolutions), the block input is compared with the latest earlier step
+    captured, the tokens with the class token, else the patch embeddings: equal, or a LayerNorm of them (PVT's patch
+    embedding ends in one), it passes as handed over; else it stays not checkable (positions may have been added on a
+    line nobody marked), never red."""
+
+    OPTIONAL = (("tokens",), ("embed",))
+
+    tokens: Ref | None = None  # the tokens with the class token (S06)
+    embed: Ref | None = None  # the patch embeddings (S04)
+
+    def run(self, s: TensorSource) -> CheckResult:
+        plain = SameTensor(out=self.out, source=self.source, claim=self.claim, or_layer_norm=self.or_layer_norm,
+                           derive_plain=self.derive_plain)
+        if s.has(self.source):
+            return plain.run(s)
+        for earlier in (ref for ref in (self.tokens, self.embed) if ref is not None and s.has(ref)):
+            result = replace(plain, source=earlier).run(s)
+            if result.passed:
+                return replace(result, detail=f"no snapshot shows {s.name(self.source)} (no position table): read as "
+                                              f"{s.name(earlier)}, the latest earlier step; {result.detail}")
+            break  # not what the latest earlier step shows: positions may have been added unmarked
+        return plain.run(s)
+
+
 CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (
-    NormalisedImage, PatchesReassemble, RolloutRows, Flattened,
+    NormalisedImage, PatchesReassemble, RolloutRows, Flattened, HandedOverOrEmbedding,
 )])

@@ -17,6 +17,7 @@ from transformer_trace.catalogue import parse_dimension
 from transformer_trace.checks.grouped import kv_heads
 from transformer_trace.models.legend import Legend
 from transformer_trace.models.recording import Role
+from transformer_trace.trace.reading.reduced_keys import reduced_key_layouts
 
 Roles = frozenset[Role]
 # the declared roles a step must have for keys or values of fewer heads than the queries to be read as grouped-query
@@ -342,7 +343,10 @@ def _grouped_layouts(tensor: torch.Tensor, expressions: tuple[str, ...], expecte
     repeat, (B, h_kv, L, hs) for (B, h, L, hs), also with the heads after the positions or the last two axes swapped (K
     kept for the product); read as they are (h_kv heads), the checks repeating them to the query heads in the order
     that fits. Only a step the catalogue declares keys or values (``roles``; the fused projection: its queries, keys
-    and values) is read so: a narrower step of any other (a feed-forward's input sliced) does not fit."""
+    and values) is read so: a narrower step of any other (a feed-forward's input sliced) does not fit. Keys and values
+    at fewer positions than the queries, and their scores, are read as they are too (reduced_keys.py)."""
+    for note, read in reduced_key_layouts(tensor, expressions, expected, roles):
+        yield Layout(LayoutStatus.LAYOUT, expected, note, read)
     shape = tuple(tensor.shape)
     if not h or not hs or len(shape) != len(expected):
         return

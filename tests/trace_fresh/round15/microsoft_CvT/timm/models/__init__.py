@@ -1,0 +1,1 @@
+"""Ours, a stub (see ../__init__.py)."""

@@ -1,0 +1,103 @@
+"""Correct code in the forms round fifteen's fresh GPT-style implementations and encoder–decoders brought
+(tests/trace_fresh/ROUND15_GPT.md), built here in scripts of our own, none from the upstream code:
+
+- a SwiGLU whose hidden layer is made on the second Linear's own line (``self.W2(g * z)``, ``g = silu(WG(x))`` on an
+  unmarked line): what fc2 was given is the product of two tensors its line read, of either sign, not a GELU's output
+  (nanowell/Differential-Transformer-PyTorch: a false red at G22);
+- keys and values split from one fused projection on one line and the queries on the next, both marked #12
+  (``k, v = transform_data(...)``, ``q, = transform_data(...)``): the script's names say which is which, so the
+  tensors are read as q, k, v, not in line order (RobertCsordas/transformer_generalization: false reds at #13 and
+  #28, the attention read with K in V's place)."""
+
+from __future__ import annotations
+
+from tests.conftest import trace_source as traced
+
+SWIGLU_ON_FC2_LINE = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+B, T, C, M = 2, 6, 16, 32
+
+
+class SwiGLU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.WG = nn.Linear(C, M)
+        self.W1 = nn.Linear(C, M)
+        self.W2 = nn.Linear(M, C)
+
+    def forward(self, x):
+        g = F.silu(self.WG(x))
+        z = self.W1(x)  # BREAKPOINT G20
+        return self.W2(HIDDEN)  # BREAKPOINT G22
+
+
+norm = nn.LayerNorm(C)
+ff = SwiGLU()
+x = torch.randn(B, T, C)
+with torch.no_grad():
+    h = norm(x)  # BREAKPOINT G19
+    out = ff(h)
+'''
+
+
+def test_fc2_given_a_gated_product_made_on_its_own_line_is_not_read_as_a_gelu_output(tmp_path):
+    """nanowell's SwiGLU (round fifteen): ``self.W2(g * z)``, the hidden layer negative where GELU's is not."""
+    code, checks = traced(tmp_path, SWIGLU_ON_FC2_LINE.replace("HIDDEN", "g * z"))
+    assert code == 0, checks[""]
+    assert checks["G22"]["passed"] is True, checks["G22"]["detail"]
+
+
+def test_fc2_given_a_plain_tensor_outside_gelus_range_still_fails(tmp_path):
+    """The claim still holds where fc2 was given one tensor (no product of two the line read): the up projection
+    itself, the activation left out."""
+    code, checks = traced(tmp_path, SWIGLU_ON_FC2_LINE.replace("HIDDEN", "z"))
+    assert code == 1
+    assert checks["G22"]["passed"] is False
+    assert "GELU's minimum" in checks["G22"]["detail"]
+
+
+FUSED_KV_LINE = '''\
+import math
+
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, S, C, H = 2, 5, 16, 4
+hs = C // H
+to_kv = nn.Linear(C, 2 * C, bias=False)
+to_q = nn.Linear(C, C, bias=False)
+emb = nn.Embedding(10, C)
+
+
+def split(x, proj, n):
+    return proj(x).view(B, S, H, n, hs).permute(0, 2, 1, 3, 4).reshape(B * H, S, n, hs).unbind(dim=2)
+
+
+x = emb(torch.randint(0, 10, (B, S)))  # Snapshot #4
+with torch.no_grad():
+    k, v = split(x, to_kv, 2)  # Snapshot #12
+    q, = split(x, to_q, 1)  # Snapshot #12
+    probs = torch.softmax(torch.bmm(q, k.transpose(1, 2)) / math.sqrt(hs), -1)  # Snapshot #11
+    ctx = torch.bmm(probs, v).view(B, H, S, hs).permute(0, 2, 1, 3).reshape(B, S, C)  # Snapshot #13
+'''
+
+
+def test_q_k_v_marked_on_two_lines_are_read_by_their_names(tmp_path):
+    """RobertCsordas' MultiHeadAttention (round fifteen): ``k, v`` on one line, ``q`` on the next, all #12."""
+    code, checks = traced(tmp_path, FUSED_KV_LINE)
+    assert code == 0, checks[""]
+    assert checks["#11"]["passed"] is True, checks["#11"]["detail"]
+
+
+def test_names_that_name_no_catalogue_variable_keep_the_line_order(tmp_path):
+    """``a, b`` and ``c`` name none of q_heads, k_heads, v_heads: read in line order, as before (q = a is K here)."""
+    source = FUSED_KV_LINE.replace("k, v = split", "a, b = split").replace("q, = split", "c, = split")
+    source = source.replace("torch.bmm(q, k.transpose", "torch.bmm(c, a.transpose").replace("bmm(probs, v)",
+                                                                                            "bmm(probs, b)")
+    code, checks = traced(tmp_path, source)
+    assert checks["#11"]["passed"] is not True

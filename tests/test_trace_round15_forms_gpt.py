@@ -101,3 +101,42 @@ def test_names_that_name_no_catalogue_variable_keep_the_line_order(tmp_path):
                                                                                             "bmm(probs, b)")
     code, checks = traced(tmp_path, source)
     assert checks["#11"]["passed"] is not True
+
+
+DIFFERENTIAL_MAP = '''\
+import math
+
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, C, H = 2, 6, 32, 4
+d = C // H  # each map's width; q and k are 2·d per head
+W_q = nn.Linear(C, 2 * C, bias=False)
+W_k = nn.Linear(C, 2 * C, bias=False)
+x = torch.randn(B, T, C)
+with torch.no_grad():
+    Q = W_q(x).view(B, T, H, 2 * d).transpose(1, 2)  # BREAKPOINT G08
+    K = W_k(x).view(B, T, H, 2 * d).transpose(1, 2)  # BREAKPOINT G09
+    Q1, Q2 = Q.chunk(2, dim=-1)
+    K1, K2 = K.chunk(2, dim=-1)
+    scaling = SCALE
+    A1 = torch.matmul(Q1, K1.transpose(-2, -1)) * scaling  # BREAKPOINT G11
+'''
+
+
+def test_one_map_of_a_differential_attention_is_read_from_half_of_each_heads_q_and_k(tmp_path):
+    """nanowell's MultiHeadDifferentialAttention (round fifteen): ``A1 = Q1·K1ᵀ/√d``, Q1 the first half of Q's 2·d
+    channels per head."""
+    code, checks = traced(tmp_path, DIFFERENTIAL_MAP.replace("SCALE", "1 / math.sqrt(d)"))
+    assert code == 0, checks[""]
+    assert checks["G11"]["passed"] is True, checks["G11"]["detail"]
+    assert "the first half of each head's q and k" in checks["G11"]["detail"]
+
+
+def test_one_map_of_a_differential_attention_without_its_scale_is_named(tmp_path):
+    """nanowell's B5 (round fifteen): ``scaling = 1``, named with the map's own width."""
+    code, checks = traced(tmp_path, DIFFERENTIAL_MAP.replace("SCALE", "1"))
+    assert code == 1
+    assert checks["G11"]["evidence"]["name"] == "1/√d missing", checks["G11"]["detail"]
+    assert "1/√8" in checks["G11"]["detail"]

@@ -13,6 +13,7 @@ import torch
 from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, TraceUse, close, linear, softmax_factor,
                                           tolerance)
 from transformer_trace.checks.attention_dropout import DROPOUT_FORMS, weights_rebuilt
+from transformer_trace.checks.differential import half_product
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.grouped import (as_query_heads, fitted_heads, grouped_apart, grouped_rejoin, joined_notes,
@@ -152,6 +153,8 @@ class ScaledScores(Check):
         q = as_query_heads(attention_operand(s, self.q), h)
         k, note = fitted_heads(attention_operand(s, self.k), h, q.shape[-1], lambda k: q @ k.transpose(-2, -1),
                                scores)
+        if (half := half_product(scores, q, k)) is not None:  # one map of a differential attention (differential.py)
+            return scores, half[0], half[1], joined_notes([note]) + half[2]
         return scores, q @ k.transpose(-2, -1), q.shape[-1], joined_notes([note])
 
     def _other_scale_later(self, s: TensorSource, scores: torch.Tensor) -> str | None:

@@ -140,3 +140,36 @@ def test_one_map_of_a_differential_attention_without_its_scale_is_named(tmp_path
     assert code == 1
     assert checks["G11"]["evidence"]["name"] == "1/√d missing", checks["G11"]["detail"]
     assert "1/√8" in checks["G11"]["detail"]
+
+
+SOFTMAX_OF_SCALED_LOGITS = '''\
+import math
+
+import torch
+
+torch.manual_seed(0)
+B, H, S, hs = 2, 4, 7, 8
+x = torch.randn(B, S, H * hs)
+q_heads = 4 * torch.randn(B, H, S, hs)  # Snapshot #12
+k_heads = 4 * torch.randn(B, H, S, hs)  # Snapshot #12
+v_heads = torch.randn(B, H, S, hs)  # Snapshot #12
+padded = torch.tensor([[False] * 7, [False] * 5 + [True] * 2])
+logits = q_heads @ k_heads.transpose(-2, -1)
+scale = SCALE
+probs = torch.softmax((logits * scale).masked_fill(padded[:, None, None, :], float("-inf")), -1)  # Snapshot #11
+'''
+
+
+def test_probabilities_of_unscaled_logits_are_named_where_weights_near_zero_spoil_the_fitted_factor(tmp_path):
+    """RobertCsordas' B5 (round fifteen): ``softmax(logits * self.scale)`` with the scale 1, the scores not marked
+    (derived from #12 as Q·Kᵀ/√hs): the weights are the softmax of the derived scores × √hs, which the factor fitted
+    from the log-weights of entries near 0 misses."""
+    code, checks = traced(tmp_path, SOFTMAX_OF_SCALED_LOGITS.replace("SCALE", "1.0"))
+    assert code == 1
+    assert checks["#11"]["evidence"]["name"] == "1/√d missing", checks["#11"]["detail"]
+
+
+def test_probabilities_of_scaled_logits_pass(tmp_path):
+    code, checks = traced(tmp_path, SOFTMAX_OF_SCALED_LOGITS.replace("SCALE", "1 / math.sqrt(hs)"))
+    assert code == 0, checks[""]
+    assert checks["#11"]["passed"] is True, checks["#11"]["detail"]

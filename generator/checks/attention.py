@@ -25,7 +25,7 @@ from transformer_trace.checks.position_bias import (T5_CLAIM, bias_claim, bias_i
                                                     t5_form)
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
 from transformer_trace.checks.rotary import attention_operand, rotation_of
-from transformer_trace.checks.scale_forms import scores_another_scale, scores_unscaled
+from transformer_trace.checks.scale_forms import scores_another_scale, scores_unscaled, weights_unscaled
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
 
@@ -280,6 +280,7 @@ class SoftmaxRows(Check):
     OPTIONAL = (("q",), ("k",))
     BUG_FORMS = (BugForm("softmax over the wrong axis", "the weights' columns sum to 1, their rows do not",
                          _over_queries),
+                 BugForm("1/√d missing", "the weights vs the softmax of Q·Kᵀ unscaled", weights_unscaled),
                  BugForm("another scaling inside the softmax", "the weights vs the softmax of the scores times a "
                          "fitted constant", _another_temperature))
     PROPERTIES = (Property("no query attends to a later key", "the weights above the diagonal (causal)",

@@ -173,3 +173,43 @@ def test_probabilities_of_scaled_logits_pass(tmp_path):
     code, checks = traced(tmp_path, SOFTMAX_OF_SCALED_LOGITS.replace("SCALE", "1 / math.sqrt(hs)"))
     assert code == 0, checks[""]
     assert checks["#11"]["passed"] is True, checks["#11"]["detail"]
+
+
+DIFFERENCE_OF_MAPS = '''\
+import math
+
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+B, T, H, d = 2, 6, 4, 8
+Q = torch.randn(B, H, T, 2 * d)  # BREAKPOINT G08
+K = torch.randn(B, H, T, 2 * d)  # BREAKPOINT G09
+V = torch.randn(B, H, T, 2 * d)  # BREAKPOINT G10
+lam = torch.tensor([0.3, 0.5, -0.2, 0.8]).view(1, H, 1, 1)
+Q1, Q2 = Q.chunk(2, dim=-1)
+K1, K2 = K.chunk(2, dim=-1)
+mask = torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
+A1 = Q1 @ K1.transpose(-2, -1) / math.sqrt(d) + mask
+A2 = Q2 @ K2.transpose(-2, -1) / math.sqrt(d) + MASK2
+attention1 = F.softmax(A1, dim=-1)  # BREAKPOINT G14
+attention2 = F.softmax(A2, dim=-1)
+attention = attention1 - lam * attention2
+O = torch.matmul(attention, V)  # BREAKPOINT G15
+'''
+
+
+def test_a_differential_attentions_context_is_read_from_the_maps_difference_its_line_read(tmp_path):
+    """nanowell's differential attention (round fifteen): G14 on the first map, G15 ``attention @ V`` with
+    ``attention = attention1 − λ·attention2``: a context its probs·V check did not know."""
+    code, checks = traced(tmp_path, DIFFERENCE_OF_MAPS.replace("MASK2", "mask"))
+    assert code == 0, checks[""]
+    assert checks["G15"]["passed"] is True, checks["G15"]["detail"]
+    assert "differential attention" in checks["G15"]["name"]
+
+
+def test_a_second_map_left_unmasked_is_named_as_a_causal_leak_at_the_context(tmp_path):
+    """nanowell's B4 (round fifteen): the second map's mask left off; the difference gives later keys weight."""
+    code, checks = traced(tmp_path, DIFFERENCE_OF_MAPS.replace("MASK2", "0"))
+    assert code == 1
+    assert checks["G15"]["evidence"]["name"] == "no query attends to a later key", checks["G15"]["detail"]

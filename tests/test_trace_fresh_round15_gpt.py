@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 
 from tests.fresh_rounds import (assert_no_red_verdict, our_files_only, ours, planted_bugs, red_and_passed,  # noqa: F401
-                                traced, upstream_driver)
+                                traced, upstream_driver, with_bug)
 
 MOE = "AviSoori1x_makeMoE"
 DIFF = "nanowell_Differential-Transformer-PyTorch"
 UNIVERSAL = "RobertCsordas_transformer_generalization"
 # the checks that must really run on each correct code (its passed count after the fixes, less a margin)
-PASSED_AT_LEAST = {MOE: 16, DIFF: 17, UNIVERSAL: 15}
+PASSED_AT_LEAST = {MOE: 16, DIFF: 19, UNIVERSAL: 15}
 
 
 def test_round_fifteen_gpt_folders_each_hold_our_files_only_and_plant_six_bugs_each():
@@ -46,3 +46,15 @@ def test_makemoe_is_red_only_where_upstream_scales_by_the_model_width(tmp_path, 
     check = next(s["check"] for s in snapshots if s["label"] == "G11")
     assert check["evidence"]["name"] == "another scaling than 1/√hs"
     assert passed >= PASSED_AT_LEAST[MOE]
+
+
+@pytest.mark.slow
+def test_nanowells_unmasked_second_map_is_named_at_the_context_where_upstream_is_present(tmp_path, upstream_driver):
+    """nanowell's B4 (`A2 = A2`), unseen in the first result: the maps' difference G15's line read gives later keys
+    weight."""
+    folder = upstream_driver(15, DIFF).parent
+    bug = next(b for b in planted_bugs(folder) if b["id"] == "B4")
+    snapshots = traced(with_bug(tmp_path, folder, bug), tmp_path / "out", status=1)
+    failed = [s for s in snapshots if s["captured"] and s["check"]["passed"] is False]
+    assert failed[0]["label"] == "G15"
+    assert failed[0]["check"]["evidence"]["name"] == "no query attends to a later key"

@@ -13,6 +13,7 @@ import torch
 from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, TraceUse, close, linear, softmax_factor,
                                           tolerance)
 from transformer_trace.checks.attention_dropout import DROPOUT_FORMS, weights_rebuilt
+from transformer_trace.checks.differential import half_product
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.grouped import (as_query_heads, fitted_heads, grouped_apart, grouped_rejoin, joined_notes,
@@ -24,7 +25,7 @@ from transformer_trace.checks.position_bias import (T5_CLAIM, bias_claim, bias_i
                                                     t5_form)
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
 from transformer_trace.checks.rotary import attention_operand, rotation_of
-from transformer_trace.checks.scale_forms import scores_another_scale, scores_unscaled
+from transformer_trace.checks.scale_forms import scores_another_scale, scores_unscaled, weights_unscaled
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
 
@@ -152,6 +153,8 @@ class ScaledScores(Check):
         q = as_query_heads(attention_operand(s, self.q), h)
         k, note = fitted_heads(attention_operand(s, self.k), h, q.shape[-1], lambda k: q @ k.transpose(-2, -1),
                                scores)
+        if (half := half_product(scores, q, k)) is not None:  # one map of a differential attention (differential.py)
+            return scores, half[0], half[1], joined_notes([note]) + half[2]
         return scores, q @ k.transpose(-2, -1), q.shape[-1], joined_notes([note])
 
     def _other_scale_later(self, s: TensorSource, scores: torch.Tensor) -> str | None:
@@ -277,6 +280,7 @@ class SoftmaxRows(Check):
     OPTIONAL = (("q",), ("k",))
     BUG_FORMS = (BugForm("softmax over the wrong axis", "the weights' columns sum to 1, their rows do not",
                          _over_queries),
+                 BugForm("1/√d missing", "the weights vs the softmax of Q·Kᵀ unscaled", weights_unscaled),
                  BugForm("another scaling inside the softmax", "the weights vs the softmax of the scores times a "
                          "fitted constant", _another_temperature))
     PROPERTIES = (Property("no query attends to a later key", "the weights above the diagonal (causal)",

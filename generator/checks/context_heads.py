@@ -14,7 +14,7 @@ import torch
 
 from transformer_trace.checks.attention import CONTEXT_FORMS
 from transformer_trace.checks.attention_dropout import DROPOUT_FORMS
-from transformer_trace.checks.base import THIS, Check, CheckResult, close
+from transformer_trace.checks.base import THIS, Check, CheckResult, TraceUse, close
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.checks.grouped import as_query_heads, fitted_heads
 from transformer_trace.checks.rotary import attention_operand
@@ -48,6 +48,10 @@ class ContextHeads(Check):
     """Tensors only: ``out`` (B, h, T, hs) is probs·V. Where the probabilities were not captured but the queries and
     keys were, the fused form (``FusedContextHeads``) is checked instead of saying the step needs them."""
     CLAIM = "is probs·V, per head"
+
+    # the weights the line read, where they are not the probabilities' step (a differential attention's difference of
+    # maps: trace/reading/difference_context.py)
+    TRACE = TraceUse(reads_locals=True)
 
     DERIVES = "out"
     OPTIONAL = (("q", "k"),)

@@ -1,6 +1,7 @@
-"""The scores' scaling bug forms (``ScaledScores.BUG_FORMS``): Q·Kᵀ without the 1/√hs, and Q·Kᵀ times another
-constant than 1/√hs, fitted. Q·Kᵀ unscaled plus a relative position bias of a learned table is no bug form: it is
-T5's attention, which ``ScaledScores`` passes (``position_bias.t5_form``) before any bug form is tried."""
+"""The scaling bug forms: the scores' (``ScaledScores.BUG_FORMS``), Q·Kᵀ without the 1/√hs, and Q·Kᵀ times another
+constant than 1/√hs, fitted; the probabilities' (``SoftmaxRows.BUG_FORMS``), the softmax of Q·Kᵀ without the 1/√hs. Q·Kᵀ
+unscaled plus a relative position bias of a learned table is no bug form: it is T5's attention, which
+``ScaledScores`` passes (``position_bias.t5_form``) before any bug form is tried."""
 
 from __future__ import annotations
 
@@ -42,3 +43,25 @@ def scores_another_scale(check: Any, s: TensorSource) -> Fit | None:
     as_root = f" = 1/√{1 / c ** 2:.4g}"
     return Fit(fits, f"your scores equal Q·Kᵀ × {c:.4g}{as_root} where the scaling is 1/√{hs} (= "
                f"{1 / math.sqrt(hs):.4f}) ({detail})" if fits else detail)
+
+
+def weights_unscaled(check: Any, s: TensorSource) -> Fit | None:
+    """The probabilities are the softmax of Q·Kᵀ with no 1/√hs (``check``: a ``SoftmaxRows`` whose scores a trace
+    derived, or captured, as Q·Kᵀ/√hs from its per-head ``q`` and ``k``): the softmax of the scores × √hs, the blocked
+    entries left blocked. Exact, where the factor fitted from the log-weights misses √hs by the rounding of weights
+    near 0 (``softmax(logits * self.scale)`` with the scale 1)."""
+    if check.q is None or check.k is None or not (s.has(check.q) and s.has(check.k)):
+        return None
+    weights, logits, q, k = s.t(check.out), s.t(check.scores), s.t(check.q), s.t(check.k)
+    if q.dim() != 4 or k.shape != q.shape or logits.shape != q.shape[:-1] + k.shape[-2:-1] or \
+            weights.shape != logits.shape:
+        return None
+    hs = q.shape[-1]
+    finite = torch.isfinite(logits)
+    if not close(logits[finite], (q @ k.transpose(-2, -1) / math.sqrt(hs))[finite], "")[0]:
+        return None  # scores captured unscaled (the 1/√hs applied at the softmax is a correct form), or not Q·Kᵀ
+    used = finite & (weights > 0)
+    fits, detail = close(weights, torch.softmax(logits.masked_fill(~used, float("-inf")) * math.sqrt(hs), dim=-1),
+                         "vs the softmax of Q·Kᵀ unscaled, the entries it gives no weight blocked")
+    return Fit(fits, f"your weights are the softmax of Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) scaling "
+               f"({detail})" if fits else detail)

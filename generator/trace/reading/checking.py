@@ -33,6 +33,7 @@ from transformer_trace.trace.reading.kv_inputs import k_and_v_inputs_differ
 from transformer_trace.trace.reading.derived import derive_missing
 from transformer_trace.trace.reading.rotary_positions import plain_form_missed, rotary_note, with_rotary
 from transformer_trace.trace.reading.functional_weights import functional_projection
+from transformer_trace.trace.reading.difference_context import difference_bound
 from transformer_trace.trace.reading.gated_mlp import activated_gate_bound, gated_bound, gated_down_bound
 from transformer_trace.trace.reading.activated_calls import activated_calls
 from transformer_trace.trace.reading.layered_calls import layered_calls
@@ -364,6 +365,8 @@ def _ready(page: SnapshotReading, source: TensorDict | None, refused: list[Check
         found = found or grid_bound(check, page.calls, source)
         found = found or functional_projection(check, page.calls, source)
         found = found or gated_bound(check, page.calls, source, page.main_as_called, known)
+        # a differential attention's context: the maps' difference the line read, times V (checks/differential.py)
+        found = found or difference_bound(check, page.calls, source, page.main_as_called)
         # a gated MLP's gate where the catalogue claims fc1's output: marked after its activation (checks/gated.py)
         found = found or activated_gate_bound(check, page.calls, source, page.main_as_called, order)
         bound.append((check, claim, found))

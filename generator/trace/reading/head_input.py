@@ -16,13 +16,14 @@ there."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
 
-from transformer_trace.checks import FAILED, PASSED, Check, CheckResult
+from transformer_trace.checks import FAILED, PASSED, Check, CheckResult, close
 from transformer_trace.checks.layers import fitted_activation
 from transformer_trace.checks.pooled_row import RowEquals
 from transformer_trace.sources import NotCheckable, Ref, TensorDict
@@ -85,6 +86,15 @@ def _a_correct_input(page: SnapshotReading, given: torch.Tensor, source: TensorD
             if isinstance(ref, Ref) and source.has(ref) and same_tensor(given, source.t(ref)):
                 return True
     return False
+
+
+def _a_gated_product(page: SnapshotReading, given: torch.Tensor) -> bool:
+    """Whether ``given`` is the product of two tensors the page's line read (``self.W2(g * z)``, ``g`` an activation of
+    one Linear, ``z`` another's): a gated MLP's hidden layer made on the line itself, of either sign, where the step it
+    stands for claims an activation's output (GELU's range): those claims are not its form."""
+    read = [call.outputs[0] for call in page.calls if call.kind == ModuleKind.LOCAL and len(call.outputs) == 1
+            and isinstance(call.outputs[0], torch.Tensor) and call.outputs[0].shape == given.shape]
+    return any(close(given.double(), a.double() * b.double(), "")[0] for a, b in itertools.combinations(read, 2))
 
 
 def _owner(readings: list[SnapshotReading], name: str, source: TensorDict) -> SnapshotReading | None:
@@ -156,7 +166,7 @@ def head_input_checked(readings: list[SnapshotReading], results: dict[int, list[
         if owner is None or first is None or result.status != PASSED:
             continue
         module, given = first
-        if _a_correct_input(page, given, source):
+        if _a_correct_input(page, given, source) or _a_gated_product(page, given):
             continue
         with_given = source.with_tensors({**source.tensors, name: given.detach().double()})
         for check in getattr(owner.snap, "checks", ()):

@@ -5,6 +5,10 @@ do. Where a step's tensor equals, value for value, the tensor another step captu
 of its positions, and the catalogue's order gives fewer such agreements than another order, the step's tensors are
 read in that order (a sum's operands, the q/k/v of a split: whatever the catalogue lists together).
 
+Where no other step decides, the script's own names do, when each names one of the catalogue's variables (``k, v =
+...`` and ``q, = ...`` on two lines marked #12: ``k`` is ``k_heads``), as they do for several lines of one snapshot
+(pages.py ``in_catalogue_order``).
+
 It decides orders only (indexes into each step's tensors): the reading applies them to its own marked steps
 (reading/pages.py ``_Marked.in_order``), which it reads here through ``Operands``."""
 
@@ -32,6 +36,9 @@ class Operands(Protocol):
     @property
     def operands(self) -> tuple[torch.Tensor | None, ...]: ...
 
+    @property
+    def names(self) -> tuple[tuple[str, ...], tuple[str, ...]]: ...
+
 
 def _others(steps: Sequence[Operands]) -> dict[str, list[torch.Tensor]]:
     """Record template (``{enc}.input``) -> the tensors steps of one tensor show under it, as captured."""
@@ -56,13 +63,32 @@ def _order(step: Operands, shown: dict[str, list[torch.Tensor]]) -> Order:
     (the identity) where none agrees better."""
     records, values = step.records, step.operands
     identity = tuple(range(len(values)))
-    if not shown or len(records) < 2 or len(values) != len(records) or len(records) > MOST:
+    if len(records) < 2 or len(values) != len(records) or len(records) > MOST:
         return identity
     best = max(itertools.permutations(identity),
                key=lambda order: (_agreements(records, values, order, shown), order == identity))
     if _agreements(records, values, best, shown) <= _agreements(records, values, identity, shown):
-        return identity
+        named = _named_order(*step.names)
+        agreed = _agreements(records, values, identity, shown)
+        return named if named is not None and _agreements(records, values, named, shown) >= agreed else identity
     return best
+
+
+def _named_order(variables: tuple[str, ...], names: tuple[str, ...]) -> Order | None:
+    """The order the script's names (``names``, as marked) give, where each names exactly one of the catalogue's
+    ``variables``, each a different one (``k`` -> ``k_heads``, ``q`` -> ``q_heads_m``); None otherwise (``x``,
+    ``residual`` name no operand of a sum)."""
+    if len(names) < 2 or len(names) != len(variables):
+        return None
+    places = []
+    for name in names:
+        found = [i for i, v in enumerate(variables) if v == name or v.startswith(name + "_")]
+        if len(found) != 1:
+            return None
+        places.append(found[0])
+    if len(set(places)) != len(places):
+        return None
+    return tuple(sorted(range(len(names)), key=places.__getitem__))
 
 
 def catalogue_orders(steps: Sequence[Operands]) -> list[Order]:

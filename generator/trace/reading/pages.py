@@ -302,9 +302,13 @@ class _Marked(_MarkedLines):
 
     @property
     def operands(self) -> tuple[torch.Tensor | None, ...]:
-        """Its values at the hit shown, in the order the script marked them (None: no tensor, or an empty one): what
-        the order its tensors are read in is found from (operand_order.py)."""
+        """Its values at the hit shown, as marked (None: no tensor, or an empty one): operand_order.py orders them."""
         return tuple(None if h.absent or not h.tensor.numel() else h.tensor for h in self.held)
+
+    @property
+    def names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The catalogue's variables and the script's names of its values, as marked (operand_order.py reads both)."""
+        return tuple(self.snap.variable.split(", ")), tuple(h.variable for h in self.held)
 
     def in_order(self, order: Order) -> _Marked:
         """Its tensors read in ``order`` (indexes into ``held``: operand_order.py ``catalogue_orders``)."""

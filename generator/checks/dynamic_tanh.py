@@ -88,5 +88,5 @@ def _alpha_left_out(check: Any, s: TensorSource) -> Fit | None:
     return Fit(False, detail)
 
 
-ALPHA_LEFT_OUT = BugForm("DynamicTanh without its alpha", "the DynamicTanh recomputed with alpha = 1 (its own gamma and "
-                         "beta)", _alpha_left_out)
+ALPHA_LEFT_OUT = BugForm("DynamicTanh without its alpha",
+                         "the DynamicTanh recomputed with alpha = 1 (its own gamma and beta)", _alpha_left_out)

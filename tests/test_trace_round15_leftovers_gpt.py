@@ -3,7 +3,12 @@
 
 - DynamicTanh in a LayerNorm's place (``gamma * tanh(alpha * x) + beta``, a learned scalar alpha): read as a
   normalisation family with the module's own parameters (AwikDhar/GPT's G25), alpha fitted from the tensors where no
-  weights are captured, and its alpha left out named (AwikDhar's B2)."""
+  weights are captured, and its alpha left out named (AwikDhar's B2);
+- an encoder–decoder's attention output marked on an ``nn.MultiheadAttention`` call decoding one query row
+  (``self_attn(tgt[-1:], tgt, tgt)``, then ``cross_attn(row, memory, memory)``): the call recomputed from its inputs
+  and weights and its rows read against the layer's input and the encoder's output (alex-matton's #28 and #35, not
+  checkable before), its keys taken from the query row alone (B1), the cross-attention over the decoder's own stream
+  (B2) and the first row as the query (B3) named."""
 
 from __future__ import annotations
 
@@ -85,3 +90,84 @@ def test_the_input_itself_is_not_read_as_a_dynamic_tanh_of_a_small_alpha():
     x = _stream()
     _, passed, _ = fitted_layer_norm(x.clone(), x, "its input")
     assert not passed
+
+
+ONE_ROW_DECODER = """\
+import math
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+V, C, H, S, T = 20, 16, 4, 7, 5
+embedding = nn.Embedding(V, C)
+position = torch.arange(64, dtype=torch.float).unsqueeze(1)
+frequencies = torch.exp(torch.arange(0, C, 2).float() * (-math.log(10000.0) / C))
+table = torch.zeros(64, 1, C)
+table[:, 0, 0::2] = torch.sin(position * frequencies)
+table[:, 0, 1::2] = torch.cos(position * frequencies)
+encoder_norm = nn.LayerNorm(C)
+self_attn = nn.MultiheadAttention(C, H)
+cross_attn = nn.MultiheadAttention(C, H)
+norm1, norm2 = nn.LayerNorm(C), nn.LayerNorm(C)
+for module in (self_attn, cross_attn):
+    module.eval()
+src_ids = torch.tensor([[4, 9, 13, 6, 17, 8, 11], [5, 12, 3, 16, 7, 10, 14]])  # Snapshot #1
+tgt_ids = torch.tensor([[1, 4, 4, 9, 9], [1, 5, 5, 12, 12]])  # Snapshot #2
+
+
+def decoder_layer(tgt, memory):  # Snapshot #20 tgt
+    tgt_last_tok = QUERY_ROW
+    tmp_tgt = self_attn(tgt_last_tok, SELF_KV, need_weights=False)[0]  # Snapshot #28
+    tgt_last_tok = norm1(tgt_last_tok + tmp_tgt)  # Snapshot #29
+    tmp_tgt = cross_attn(tgt_last_tok, CROSS_KV, need_weights=False)[0]  # Snapshot #35
+    tgt_last_tok = norm2(tgt_last_tok + tmp_tgt)  # Snapshot #36
+    return tgt_last_tok
+
+
+with torch.no_grad():
+    src_embed = embedding(src_ids).permute(1, 0, 2)  # Snapshot #4
+    src_with_pos = src_embed + table[:S]  # Snapshot #5
+    memory = encoder_norm(src_with_pos)  # Snapshot #19
+    tgt_with_pos = embedding(tgt_ids).permute(1, 0, 2) + table[:T]
+    out = decoder_layer(tgt_with_pos, memory)
+"""
+
+
+def _one_row(query="tgt[-1:, :, :]", self_kv="tgt, tgt", cross_kv="memory, memory") -> str:
+    return ONE_ROW_DECODER.replace("QUERY_ROW", query).replace("SELF_KV", self_kv).replace("CROSS_KV", cross_kv)
+
+
+def test_one_query_row_through_multihead_attention_calls_passes(tmp_path):
+    """alex-matton/causal-transformer-decoder's layer (round fourteen): #28 and #35 not checkable before (the heads
+    are inside nn.MultiheadAttention)."""
+    code, checks = traced(tmp_path, _one_row())
+    assert code == 0, checks[""]
+    for label in ("#28", "#35"):
+        assert checks[label]["passed"] is True, checks[label]["detail"]
+    assert "the last row (one decoded per call)" in checks["#28"]["name"]
+    assert "the keys' input is tgt (#20)" in checks["#28"]["detail"]
+    assert "cross-attention over the encoder's output" in checks["#35"]["name"]
+
+
+def test_keys_and_values_from_the_query_row_alone_are_named(tmp_path):
+    """alex-matton's B1 (round fourteen): ``self_attn(row, row, row)``, the earlier rows never attended."""
+    code, checks = traced(tmp_path, _one_row(self_kv="tgt_last_tok, tgt_last_tok"))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("#28"), checks[""]["first_failure"]
+    assert checks["#28"]["evidence"]["name"] == "keys from the query rows alone"
+
+
+def test_a_cross_attention_over_the_decoders_own_stream_is_named(tmp_path):
+    """alex-matton's B2 (round fourteen): ``cross_attn(row, tgt, tgt)``."""
+    code, checks = traced(tmp_path, _one_row(cross_kv="tgt, tgt"))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("#35"), checks[""]["first_failure"]
+    assert checks["#35"]["evidence"]["name"] == "cross-attention over the decoder's stream"
+
+
+def test_the_first_row_as_the_query_of_a_causal_decoder_is_named(tmp_path):
+    """alex-matton's B3 (round fourteen): ``tgt[:1]``, a query that attends to the rows after it."""
+    code, checks = traced(tmp_path, _one_row(query="tgt[:1, :, :]"))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("#28"), checks[""]["first_failure"]
+    assert checks["#28"]["evidence"]["name"] == "no query attends to a later key"

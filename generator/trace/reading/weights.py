@@ -23,6 +23,7 @@ import torch
 from transformer_trace.checks import Check, HeadsRejoin, RowEquals, SumOf, close
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
+from transformer_trace.trace.reading.attention_rows import attention_call_rows
 from transformer_trace.trace.reading.rebuilt import embedding_table, looks_like, rebuild
 from transformer_trace.trace.reading.rows import normalised_capture, pooled_from, pooled_norm, pooled_scorer
 from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
@@ -59,6 +60,8 @@ class LineCalls:
     def declared(self, check: Check) -> Bound | None:
         if check.TRACE.model_image:
             return _image_consumed(check, self.source, self.known or {})
+        if (rows := attention_call_rows(check, self.calls, self.source, self.main)) is not None:
+            return rows  # an nn.MultiheadAttention's output marked at the heads' concatenation (its inside hidden)
         return _declared(check, self.calls, self.source, self.main, self.known, self.order)
 
     def projections(self, check: HeadsRejoin) -> Bound | None:

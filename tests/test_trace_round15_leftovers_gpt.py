@@ -8,7 +8,9 @@
   (``self_attn(tgt[-1:], tgt, tgt)``, then ``cross_attn(row, memory, memory)``): the call recomputed from its inputs
   and weights and its rows read against the layer's input and the encoder's output (alex-matton's #28 and #35, not
   checkable before), its keys taken from the query row alone (B1), the cross-attention over the decoder's own stream
-  (B2) and the first row as the query (B3) named."""
+  (B2) and the first row as the query (B3) named;
+- learned positions in the encoder–decoder numbering (``x + self.embed_positions(pos_ids)``, BART's #5): read as its
+  input plus the rows of the position table the line looked up, the same for every item, and added twice named."""
 
 from __future__ import annotations
 
@@ -171,3 +173,42 @@ def test_the_first_row_as_the_query_of_a_causal_decoder_is_named(tmp_path):
     assert code == 1
     assert checks[""]["first_failure"].startswith("#28"), checks[""]["first_failure"]
     assert checks["#28"]["evidence"]["name"] == "no query attends to a later key"
+
+
+LEARNED_POSITIONS = """\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+V, C, S = 20, 16, 7
+embed_tokens = nn.Embedding(V, C, padding_idx=1)
+embed_positions = nn.Embedding(32, C)
+pos_ids = torch.arange(32)
+src_ids = torch.tensor([[4, 9, 13, 6, 17, 8, 11], [5, 12, 3, 16, 7, 10, 14]])  # Snapshot #1
+with torch.no_grad():
+    inputs_embeds = embed_tokens(src_ids)  # Snapshot #4
+    inputs_embeds = inputs_embeds * 4.0
+    inputs_embeds = POSITIONS  # Snapshot #5
+"""
+
+
+def test_learned_positions_looked_up_on_the_line_pass(tmp_path):
+    """pnthi160403/research_BART's #5 (round fourteen): unrecognised before (the numbering knew sinusoid tables)."""
+    code, checks = traced(tmp_path, LEARNED_POSITIONS.replace("POSITIONS",
+                                                              "inputs_embeds + embed_positions(pos_ids[:S])"))
+    assert code == 0, checks[""]
+    assert checks["#5"]["passed"] is True, checks["#5"]["detail"]
+    assert "learned position table" in checks["#5"]["name"]
+
+
+def test_learned_positions_added_twice_are_named(tmp_path):
+    code, checks = traced(tmp_path, LEARNED_POSITIONS.replace("POSITIONS",
+                                                              "inputs_embeds + 2 * embed_positions(pos_ids[:S])"))
+    assert code == 1
+    assert checks["#5"]["evidence"]["name"] == "positions added twice"
+
+
+def test_rows_of_a_position_table_in_another_order_are_not_passed(tmp_path):
+    _, checks = traced(tmp_path, LEARNED_POSITIONS.replace("POSITIONS",
+                                                           "inputs_embeds + embed_positions(pos_ids[:S]).flip(0)"))
+    assert checks["#5"]["passed"] is not True, checks["#5"]["detail"]

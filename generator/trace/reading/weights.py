@@ -24,6 +24,7 @@ from transformer_trace.checks import Check, HeadsRejoin, RowEquals, SumOf, close
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
 from transformer_trace.trace.reading.attention_rows import attention_call_rows
+from transformer_trace.trace.reading.learned_positions import learned_positions
 from transformer_trace.trace.reading.rebuilt import embedding_table, looks_like, rebuild
 from transformer_trace.trace.reading.rows import normalised_capture, pooled_from, pooled_norm, pooled_scorer
 from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
@@ -74,6 +75,9 @@ class LineCalls:
 
     def row(self, check: RowEquals) -> Bound | None:
         return _row_of_read(check, self.calls, self.source, self.main)
+
+    def positions(self, check: Check) -> Bound | None:
+        return learned_positions(check, self.calls, self.source, self.main)
 
 
 def bind(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,

@@ -8,7 +8,8 @@
   (``self_attn(tgt[-1:], tgt, tgt)``, then ``cross_attn(row, memory, memory)``): the call recomputed from its inputs
   and weights and its rows read against the layer's input and the encoder's output (alex-matton's #28 and #35, not
   checkable before), its keys taken from the query row alone (B1), the cross-attention over the decoder's own stream
-  (B2) and the first row as the query (B3) named;
+  (B2) and the first row as the query (B3) named; the decoded output read as the cached rows of the earlier positions
+  then the new row, and the new row put before the cache named (B4);
 - learned positions in the encoder–decoder numbering (``x + self.embed_positions(pos_ids)``, BART's #5): read as its
   input plus the rows of the position table the line looked up, the same for every item, and added twice named."""
 
@@ -212,3 +213,34 @@ def test_rows_of_a_position_table_in_another_order_are_not_passed(tmp_path):
     _, checks = traced(tmp_path, LEARNED_POSITIONS.replace("POSITIONS",
                                                            "inputs_embeds + embed_positions(pos_ids[:S]).flip(0)"))
     assert checks["#5"]["passed"] is not True, checks["#5"]["detail"]
+
+
+CACHED_ROWS = """\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+C, T, B = 16, 5, 2
+layer = nn.Linear(C, C)
+tgt = torch.randn(T, B, C)  # Snapshot #20 tgt
+cache = torch.randn(T - 1, B, C)
+with torch.no_grad():
+    new_row = layer(tgt[-1:])  # Snapshot #40 new_row
+    decoded = DECODED  # Snapshot #41 decoded
+"""
+
+
+def test_a_decoded_output_of_the_cache_then_the_new_row_passes(tmp_path):
+    """alex-matton's decoder (round fourteen): read before as 4 register tokens joined at either end."""
+    code, checks = traced(tmp_path, CACHED_ROWS.replace("DECODED", "torch.cat([cache, new_row], dim=0)"))
+    assert code == 0, checks[""]
+    assert checks["#41"]["passed"] is True, checks["#41"]["detail"]
+    assert "4 cached rows of the earlier positions" in checks["#41"]["name"]
+
+
+def test_the_new_row_put_before_the_cache_is_named(tmp_path):
+    """alex-matton's B4 (round fourteen): ``torch.cat([output, cache[i]])``."""
+    code, checks = traced(tmp_path, CACHED_ROWS.replace("DECODED", "torch.cat([new_row, cache], dim=0)"))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("#41"), checks[""]["first_failure"]
+    assert checks["#41"]["evidence"]["name"] == "new rows before the cache"

@@ -405,6 +405,8 @@ class ContextConcat(Check):
 
     DERIVES = "out"
     OPTIONAL = (("q", "k"),)
+    # an nn.MultiheadAttention's output marked here, its heads inside PyTorch (trace/reading/attention_rows.py)
+    TRACE = TraceUse(also_calls=frozenset({ModuleKind.MULTIHEAD_ATTENTION}))
     BUG_FORMS = (BugForm("heads merged without moving the axis back", "the output vs (weights·V) reshaped without "
                          "the transpose", context_merged_in_place), *CONTEXT_FORMS, *DROPOUT_FORMS)
 

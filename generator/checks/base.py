@@ -233,6 +233,7 @@ class CallBinder(typing.Protocol[_BoundCo]):
     def projections(self, check: HeadsRejoin) -> _BoundCo | None: ...  # a head split's whole projections
     def operand(self, check: SumOf) -> _BoundCo | None: ...  # a residual sum's unmarked sublayer output
     def row(self, check: RowEquals) -> _BoundCo | None: ...  # the sequence a row was taken from
+    def positions(self, check: Check) -> _BoundCo | None: ...  # a positions step's lookup of a learned table
 
 
 @dataclass(frozen=True, kw_only=True)

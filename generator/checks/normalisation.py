@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from transformer_trace.checks.base import (THIS, Check, TraceUse, UnfittableWeights, added, close, settings,
                                           weight_and_bias)
+from transformer_trace.checks.dynamic_tanh import ALPHA_LEFT_OUT, dynamic_tanh, fitted_dynamic_tanh, tanh_alpha
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.checks.residual_forms import scaled_residual, stream_left_out
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
@@ -30,6 +31,8 @@ def _layer_norm(s: TensorSource, out: Ref | torch.Tensor, total: torch.Tensor, m
         ln = s.module(module)
     except NotCheckable:
         return fitted_layer_norm(got, total, of)
+    if tanh_alpha(ln) is not None:  # a DynamicTanh in the LayerNorm's place: its own formula
+        return dynamic_tanh(got, total, ln, of)
     weight, bias = weight_and_bias(ln)
     shape, eps = settings(ln, "normalized_shape", "eps")
     expected = F.layer_norm(total, shape, weight, bias, eps)
@@ -99,6 +102,8 @@ def fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[
             break
     if not tried[-1][0] and (rms := _fitted_rms_norm(got, total, of)) is not None:
         return rms
+    if not tried[-1][0] and (tanh := fitted_dynamic_tanh(got, total, of)) is not None:
+        return tanh
     passed, detail = tried[-1] if tried[-1][0] else tried[0]
     return f"equals LayerNorm({of})", passed, detail
 
@@ -245,7 +250,7 @@ class LayerNormOf(Check):
     x: Ref
     module: ModuleRef
 
-    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, WRONG_AXIS)
+    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, WRONG_AXIS, ALPHA_LEFT_OUT)
 
     def normalised(self, s: TensorSource) -> torch.Tensor:
         """What the norm is applied to."""
@@ -402,7 +407,7 @@ class ResidualLayerNorm(Check):
             return LayerNormOf(out=self.out, x=ref, module=self.module)
         return super().reading(name, ref)
 
-    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (GAIN_AND_BIAS_SWAPPED, WRONG_AXIS)
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (GAIN_AND_BIAS_SWAPPED, WRONG_AXIS, ALPHA_LEFT_OUT)
 
     def normalised(self, s: TensorSource) -> torch.Tensor:
         """What the norm is applied to: the residual sum."""
@@ -421,7 +426,8 @@ class ResidualThenNorm(ResidualLayerNorm):
     CLAIM = "is a LayerNorm of the residual sum, or that sum"
 
     sum_claim = "is the residual sum input + sublayer output (its LayerNorm, the MLP's input, is taken on another line)"
-    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, WRONG_AXIS, NORMALISED_RESIDUAL, stream_left_out("residual dropped"))
+    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, WRONG_AXIS, ALPHA_LEFT_OUT, NORMALISED_RESIDUAL,
+                 stream_left_out("residual dropped"))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         total = added(s.t(ref) for ref in self.operands)

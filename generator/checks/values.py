@@ -24,6 +24,7 @@ from transformer_trace.checks.projected_alike import equal_to_earlier_part, proj
 from transformer_trace.checks.sinusoids import added_twice_without_table, same_for_every_item
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
+from transformer_trace.checks.decoded_rows import new_rows_first
 from transformer_trace.trace.reading.extra_tokens import rows_joined
 from transformer_trace.tensors import fmt
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -82,6 +83,10 @@ class SameTensor(Check):
     or_layer_norm: bool = False
     or_pre_norm_input: bool = False
     derive_plain: bool = False
+    newest_last: bool = False  # a decoder's output: rows it holds besides ``source`` are earlier positions' (a cache)
+
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (BugForm("new rows before the cache", "the output vs the new rows "
+                                                        "first, the cached rows after them", new_rows_first),)
 
     def claim_in_words(self) -> str:
         return self.claim
@@ -95,6 +100,10 @@ class SameTensor(Check):
         if not passed and (start := rows_joined(s.t(self.out), s.t(self.source))) is not None:
             extra = s.t(self.out).shape[1] - s.t(self.source).shape[1]
             rows = f"rows {start}…{start + extra - 1}"
+            if self.newest_last:  # a decoder's: the earlier positions' cached rows, the new one(s) last
+                return (f"{self.claim}, after {extra} cached rows of the earlier positions (one new row decoded per "
+                        "call)", start == 0, f"{s.name(self.out)} without {rows} equals {s.name(self.source)} "
+                        f"(largest difference within 1e-04){'' if start == 0 else ': the new rows are not last'}")
             return (f"{self.claim}, with {extra} extra tokens of the model's own (registers) joined at {rows}", True,
                     f"{s.name(self.out)} without {rows} equals {s.name(self.source)} (largest difference within 1e-04)")
         if not passed and (self.or_layer_norm or self.or_pre_norm_input):

@@ -435,7 +435,7 @@ SNAPSHOTS = (
         stage='output',
         tensors=(model.DEC_FINAL,),
         checks=(SameTensor(source=Place('{dec_last}', DecoderLayer, Role.LAST_LAYER).OUTPUT,
-                           claim="is the last decoder layer's output", or_layer_norm=True),),
+                           claim="is the last decoder layer's output", or_layer_norm=True, newest_last=True),),
         questions=(6, 7),
     ),
     Snapshot(

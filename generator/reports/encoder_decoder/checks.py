@@ -9,10 +9,12 @@ from dataclasses import dataclass, replace
 import torch
 
 from transformer_trace.checks import THIS, Check, CheckResult, SameTensor, close, whole_ids
+from transformer_trace.checks.base import BoundT, CallBinder, TraceUse
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.registry import Registry
 from transformer_trace.checks.sinusoids import own_table
 from transformer_trace.sources import InputRef, NotCheckable, ParamRef, Ref, TensorDict, TensorSource
+from transformer_trace.trace.child.protocol import ModuleKind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,12 +159,18 @@ class SinusoidalPositions(Check):
     CLAIM = "is the embeddings plus a sinusoidal position table"
 
     BUG_FORMS = (BugForm("positions added twice", "the added term vs twice the table", _added_twice),)
+    # a trace's: the line's lookup of a learned position table (BART's), read in the table's place
+    TRACE = TraceUse(also_calls=frozenset({ModuleKind.EMBEDDING}))
 
     OPTIONAL = (("ids",),)
 
     out: Ref = THIS
     before: Ref
     ids: Ref | None = None  # the token IDs, from which the lookup ``before`` is derived where it is not captured
+
+    def bound_by(self, calls: CallBinder[BoundT]) -> BoundT | None:
+        """Bound to the learned position table the traced line looked up, where it called one."""
+        return calls.positions(self)
 
     def run(self, s: TensorSource) -> CheckResult:
         """Checked as declared; where the lookup ``before`` is not captured but the token IDs are, on the lookup

@@ -33,10 +33,13 @@ def _embedding_like(module, args):
 
 def _norm_like(module, args):
     """Whether a user's module can be read as a LayerNorm (trace/reading/rebuilt.py's looks_like: what a user's call
-    is read for): two 1-D parameters of one shape, the width of its first input's last axis."""
+    is read for): two 1-D parameters of one shape, the width of its first input's last axis (a DynamicTanh,
+    ``gamma * tanh(alpha * x) + beta``, has a learned scalar besides them)."""
     if len(module._parameters) < 2:  # a block's own parameters are mostly none: no list made
         return False
     params = [p for p in module._parameters.values() if p is not None]
+    if len(params) == 3 and sum(p.numel() == 1 for p in params) == 1:  # a DynamicTanh's alpha: read beside the two
+        params = [p for p in params if p.numel() != 1]
     torch = sys.modules["torch"]
     return (len(params) == 2 and all(p.dim() == 1 for p in params) and params[0].shape == params[1].shape
             and bool(args) and isinstance(args[0], torch.Tensor) and args[0].shape[-1:] == params[0].shape)

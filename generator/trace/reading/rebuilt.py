@@ -24,10 +24,19 @@ def looks_like(kind: str, call: ModuleCall) -> bool:
         return user_projection(call) is not None
     if kind == ModuleKind.EMBEDDING:
         return embedding_table(call) is not None
-    params = [p for p in call.params.values() if p is not None]
+    scale = tanh_scale(call)
+    params = [p for name, p in call.params.items() if p is not None and name != scale]
     return (kind == ModuleKind.LAYER_NORM and len(params) == 2 and all(p.dim() == 1 for p in params)
             and params[0].shape == params[1].shape and bool(call.inputs) and call.inputs[0] is not None
             and call.inputs[0].shape[-1:] == params[0].shape)
+
+
+def tanh_scale(call: ModuleCall) -> str | None:
+    """The name of a user's norm's learned scalar where it has one beside two other parameters: a DynamicTanh's
+    ``alpha`` (``gamma * tanh(alpha * x) + beta``, in place of a LayerNorm); None elsewhere."""
+    params = {name: p for name, p in call.params.items() if p is not None}
+    scalars = [name for name, p in params.items() if p.numel() == 1]
+    return scalars[0] if call.kind == ModuleKind.USER and len(params) == 3 and len(scalars) == 1 else None
 
 
 def embedding_table(call: ModuleCall) -> str | None:
@@ -57,9 +66,10 @@ def rebuild(call: ModuleCall, kind: str) -> SimpleNamespace | None:
     width = call.inputs[0].shape[-1]
     if call.kind == ModuleKind.LAYER_NORM:
         weight, bias = params.get("weight"), params.get("bias")
-        eps, own = call.attrs.get("eps", 1e-5), False
+        eps, own, alpha = call.attrs.get("eps", 1e-5), False, None
     else:
-        names = list(params)
+        scale = tanh_scale(call)
+        names = [name for name in params if name != scale]
         bias_name = next((n for n in names if n.lower() in BIAS_NAMES), None)
         gain_name = next((n for n in names if n.lower() in GAIN_NAMES), None)
         if len(names) == 2 and (bias_name is None) != (gain_name is None):  # one of the two named: the other is
@@ -70,6 +80,8 @@ def rebuild(call: ModuleCall, kind: str) -> SimpleNamespace | None:
             return None  # which parameter is the gain is not told by its name: not guessed
         weight, bias = params[gain_name], params[bias_name]
         eps, own = next((call.attrs[n] for n in EPSILON_NAMES if n in call.attrs), 1e-5), True
+        alpha = params[scale] if scale is not None else None
     return SimpleNamespace(weight=weight if weight is not None else torch.ones(width),
                            bias=bias if bias is not None else torch.zeros(width),
-                           normalized_shape=(width,), eps=eps, own_code=own, called=call.module)
+                           normalized_shape=(width,), eps=eps, own_code=own, called=call.module,
+                           tanh_alpha=alpha)

@@ -23,6 +23,8 @@ import torch
 from transformer_trace.checks import Check, HeadsRejoin, RowEquals, SumOf, close
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
+from transformer_trace.trace.reading.attention_rows import attention_call_rows
+from transformer_trace.trace.reading.learned_positions import learned_positions
 from transformer_trace.trace.reading.rebuilt import embedding_table, looks_like, rebuild
 from transformer_trace.trace.reading.rows import normalised_capture, pooled_from, pooled_norm, pooled_scorer
 from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
@@ -62,6 +64,8 @@ class LineCalls:
             return _image_consumed(check, self.source, self.known or {})
         if (positions := added_to_read(check, self.calls, self.source)) is not None:
             return positions  # the positions added to a local no snapshot shows (a norm in the patcher before)
+        if (rows := attention_call_rows(check, self.calls, self.source, self.main)) is not None:
+            return rows  # an nn.MultiheadAttention's output marked at the heads' concatenation (its inside hidden)
         return _declared(check, self.calls, self.source, self.main, self.known, self.order)
 
     def projections(self, check: HeadsRejoin) -> Bound | None:
@@ -74,6 +78,9 @@ class LineCalls:
 
     def row(self, check: RowEquals) -> Bound | None:
         return _row_of_read(check, self.calls, self.source, self.main)
+
+    def positions(self, check: Check) -> Bound | None:
+        return learned_positions(check, self.calls, self.source, self.main)
 
 
 def bind(check: Check, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor | None,

@@ -12,6 +12,7 @@ statement runs too (bootstrap._forget_copies): a change through ``.data`` or Num
 later line's read of the same memory is copied anew.
 """
 
+import ctypes  # at the start, as results.py: the standard library's (bootstrap._unshadow)
 import sys
 import weakref
 
@@ -19,6 +20,12 @@ from . import protocol
 from .protocol import ValueKind
 
 MOST_HELD = 64  # copies remembered while a statement runs (their tensors not held: weak references)
+# bytes: a row-major CPU tensor up to this size is copied into a bytes object of its own (tensor_value). A clone of a
+# small tensor costs an allocation and PyTorch's dispatch (more than all else its capture does); this one malloc and a
+# memcpy, of exactly its bytes. (Blocks shared by small copies cost more on the corpus: a bytearray is zeroed as it is
+# made, and one of 128 KiB or more is mmapped afresh and faulted in page by page every run, ~0.5 ms a tiny model's
+# run; a fixed 64 KiB one is zeroed whole all the same.)
+SMALL_COPY = 1 << 16
 # torch dtype -> its name, for the dtypes a page shows as they are (not complex, not quantized)
 _PLAIN_DTYPES: "dict[object, str]" = {}
 
@@ -32,41 +39,49 @@ def _plain_dtype(value):
 
 
 _value = protocol.value_to_serializable
+_new_copy, _shared_copy = protocol.tensor_copy_to_serializable, protocol.shared_copy_to_serializable
+_string_at = getattr(ctypes, "_string_at", ctypes.string_at)  # string_at's own call, without its Python frame
 
 
 def tensor_value(results, name, value, torch):
-    """A tensor's value: its bytes as a CPU copy, or why there is none (as trace/reading/capture.py describes)."""
+    """A tensor's value: its bytes as a CPU copy, or why there is none (as trace/reading/capture.py describes).
+    The common case runs in this frame and one of protocol.py's: each of its tensor's attributes read once."""
     if value.is_cpu and value.layout is torch.strided:
-        dtype = _PLAIN_DTYPES.get(value.dtype) or _plain_dtype(value)
+        try:
+            dtype = _PLAIN_DTYPES[value.dtype]
+        except KeyError:
+            dtype = _plain_dtype(value)
         size = value.nbytes
         if dtype is not None and size > 0:
             # the memory it reads: of the tensor it views where it reads it in row-major order (then any such view
             # of the same bytes shares the copy), else the tensor's own (itself only)
-            ordered, negative = value.is_contiguous(), value.is_neg()
-            owner = value._base if ordered and value._base is not None else value
-            # one made under torch.inference_mode() has no version counter: never recognised
-            key = None if value.is_inference() else (id(owner), value._version, value.data_ptr(), size, dtype, ordered,
-                                                      negative)
-            known = results.copied.get(key) if key is not None else None
+            ordered, negative, pointer, shape = value.is_contiguous(), value.is_neg(), value.data_ptr(), value.shape
+            base = value._base
+            owner = base if ordered and base is not None else value
+            try:
+                key = (id(owner), value._version, pointer, size, dtype, ordered, negative)
+            except RuntimeError:  # one made under torch.inference_mode() has no version counter: never recognised
+                key = None
+            known = results.copied.get(key)
             if known is not None and known[0]() is owner:
                 described = known[1]
-                if described["shape"] != list(value.shape):
-                    return _value(name, ValueKind.TENSOR, "cpu", "", described, view=list(value.shape))
-                return _value(name, ValueKind.TENSOR, "cpu", "", described)
+                return _shared_copy(name, described, None if described["shape"] == list(shape) else list(shape))
             if size <= results.budget_left:
-                # its memory holds its values in order: a small one's bytes copied (None: a larger one, cloned)
-                copy = results.bytes_of(value, size) if ordered and not negative else None
-                if copy is None:
+                # its memory holds its values in order: a small one's bytes copied (SMALL_COPY), else cloned
+                if ordered and not negative and size <= SMALL_COPY:
+                    copy = _string_at(pointer, size)
+                else:
                     copy = value.detach().clone() if value.requires_grad else value.clone()
                     if type(copy) is not torch.Tensor:  # a Parameter or another subclass: its values
                         copy = copy.as_subclass(torch.Tensor)
                 results.budget_left -= size
-                described = results.array(copy, dtype, value.shape, size)
+                found = _new_copy(name, dtype, shape, size)
+                results.pending_arrays.append((found["array"], copy))  # Results.array's, a frame less
                 if key is not None:
                     if len(results.copied) >= MOST_HELD:
                         results.copied.clear()
-                    results.copied[key] = (weakref.ref(owner), described)
-                return _value(name, ValueKind.TENSOR, "cpu", "", described)
+                    results.copied[key] = (weakref.ref(owner), found["array"])
+                return found
     return _other_tensor(results, name, value, torch)
 
 

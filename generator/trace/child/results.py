@@ -13,7 +13,6 @@ import weakref
 from . import protocol
 
 ALIGN = 64
-SMALL_COPY = 1 << 16  # bytes: a row-major CPU tensor up to this size is copied into a bytes object of its own
 FLUSH_SECONDS = 0.1
 GATHERED = 1 << 20  # bytes of small arrays joined into one write: a flush makes few system calls, not 2 per array
 _STEP_HOOK = None  # one optimizer step pre-hook for the process: _before_a_step
@@ -65,16 +64,6 @@ class Results:
         described = protocol.array_to_serializable(dtype, shape, nbytes, live)
         self.pending_arrays.append((described, copy))
         return described
-
-    def bytes_of(self, tensor, nbytes):
-        """A copy of a row-major CPU tensor's ``nbytes`` bytes: a bytes object (the lock held); None where it is over
-        SMALL_COPY. A clone of a small tensor costs an allocation and PyTorch's dispatch (more than all else its
-        capture does); this one malloc and a memcpy, of exactly its bytes. (Blocks shared by small copies cost more on
-        the corpus: a bytearray is zeroed as it is made, and one of 128 KiB or more is mmapped afresh and faulted in
-        page by page every run, ~0.5 ms a tiny model's run; a fixed 64 KiB one is zeroed whole all the same.)"""
-        if nbytes > SMALL_COPY:
-            return None
-        return ctypes.string_at(tensor.data_ptr(), nbytes)
 
     def event(self, record):
         """Keep an event with the copies made for it (the lock held)."""
@@ -175,7 +164,7 @@ def _write_all(file, data):
 
 def _add_array(gathered, copy):
     """A kept copy's raw bytes, written or gathered: a NumPy array's, or a CPU tensor's (any dtype, bfloat16 included),
-    read in place (a parameter kept by reference is not copied once more); a small copy's bytes (``bytes_of``)."""
+    read in place (a parameter kept by reference is not copied once more); a small copy's bytes (copies.py SMALL_COPY)."""
     if type(copy) is bytes:
         gathered.add(copy)
         return

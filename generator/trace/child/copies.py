@@ -8,7 +8,7 @@ value, or a view of it; the next call's input) is copied once: the values name t
 view is the same object (a weak reference: nothing is kept alive), their data are the same bytes read in the same order
 and sign, and the version counter is unchanged (an in-place change makes a new copy). A value that views the copy in
 another shape says so ("view"). Once a marked statement has been taken the copies are forgotten, while an outer marked
-statement runs too (bootstrap._forget_copies): a change through ``.data`` or NumPy moves no version counter, so a
+statement runs too (hits.forget_copies): a change through ``.data`` or NumPy moves no version counter, so a
 later line's read of the same memory is copied anew.
 """
 
@@ -166,18 +166,25 @@ class Unreadable:
         self.error = type(error).__name__
 
 
-def captured(results, name, value):
-    """``to_value``, or what the value is where it cannot be copied."""
-    if isinstance(value, Unreadable):
-        return _value(name, ValueKind.OTHER, "cpu", f"reading it raised {value.error}")
-    try:
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(value, torch.Tensor):  # the common case: to_value's first, a frame less
-            return tensor_value(results, name, value, torch)
-        return to_value(results, name, value)
-    except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error
-        note = f"a {type(value).__name__} that could not be copied ({type(exc).__name__})"
-        return _value(name, ValueKind.OTHER, "cpu", note)
+def captured(results, read):
+    """The values of ``read`` ([(name, its value)]) as JSON (``to_value``; what one is where it cannot be copied), the
+    lock held; a slice's ("bias[:, :, :T, :T]") filed under its variable's name (data file names), said in its note."""
+    torch = sys.modules.get("torch")
+    values = []
+    for name, value in read:
+        if type(value) is Unreadable:
+            found = _value(name, ValueKind.OTHER, "cpu", f"reading it raised {value.error}")
+        else:
+            try:  # the common case, a tensor: to_value's first, a frame less
+                found = (tensor_value(results, name, value, torch) if torch is not None and
+                         isinstance(value, torch.Tensor) else to_value(results, name, value))
+            except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error
+                note = f"a {type(value).__name__} that could not be copied ({type(exc).__name__})"
+                found = _value(name, ValueKind.OTHER, "cpu", note)
+        if "[" in name:
+            found["name"], found["note"] = name.split("[", 1)[0], found["note"] or f"the slice {name}"
+        values.append(found)
+    return values
 
 
 def to_value(results, name, value):

@@ -147,6 +147,19 @@ def test_a_script_that_compiles_its_marked_code_runs_as_it_would_and_is_told_why
     assert "'# trace: y' was never reached: f() never ran as written: the script calls torch.compile" in warning
 
 
+def test_a_marked_line_torch_export_runs_with_fake_tensors_is_no_hit_and_its_eager_run_is(tmp_path):
+    """torch.export (not strict) runs the module's Python code itself, with fake tensors, under the flag
+    torch.compiler.is_compiling reads: the tracer checks that flag as well as dynamo's (Tracer.torch_imported)."""
+    data = _trace_source(tmp_path, "exported.py",
+                         "import torch\nfrom torch import nn\n\nclass Block(nn.Module):\n"
+                         "    def forward(self, x):\n        y = x + 1  # trace: y\n        return y * 2\n\n"
+                         "torch.export.export(Block(), (torch.ones(2, 3),), strict=False)\n"
+                         "Block()(torch.full((2, 3), 2.0))\n")
+    assert data["outcome"]["finished"], data["outcome"]
+    [snapshot] = data["snapshots"]  # its first hit shown: the eager call's, the only one
+    assert snapshot["first"] == [3.0] * 6 and _values(tmp_path / "out", "y") == [3.0]
+
+
 def test_future_imports_stay_first_when_they_are_marked_or_share_a_marked_line(tmp_path):
     data = _trace_source(tmp_path, "future.py",
                          '"""Doc."""\n# trace: feature annotations\nfrom __future__ import annotations\n'

@@ -41,6 +41,8 @@ class Tracer:
         self.cache = spec.get("cache")  # where marked files compiled with their calls are kept
         self.returning = {}  # (thread, statement group) -> the value its marked `return` returns
         self.compiling = _never  # torch.compiler.is_compiling once the script imports torch (torch_imported)
+        # its halves, asked on the traced line: dynamo() or compiler._is_compiling_flag (torch_imported)
+        self.dynamo, self.compiler = _never, _NoCompiler
         self.compiled = False  # whether the script called torch.compile (seed_recorder.py)
         self.user_files = {spec["script"], *(marker["file"] for marker in self.markers)}
         shared = any(marker["shared_line"] for marker in self.markers)  # what tells a shared line's uses apart
@@ -94,8 +96,16 @@ class Tracer:
 
     def torch_imported(self, torch):
         """Inside code `torch.compile` traces, every call here is a no-op that its compiler folds away (it captures
-        nothing there, and needs no graph break: `fullgraph=True` still compiles)."""
-        self.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never)
+        nothing there, and needs no graph break: `fullgraph=True` still compiles); nor while torch.export runs it.
+        The traced line asks is_compiling's two halves itself: is_dynamo_compiling(), one frame where is_compiling
+        runs two, and the flag torch.export sets (read, not called)."""
+        compiler = getattr(torch, "compiler", None)
+        self.compiling = getattr(compiler, "is_compiling", _never)
+        dynamo = getattr(compiler, "is_dynamo_compiling", None)
+        if dynamo is not None and type(getattr(compiler, "_is_compiling_flag", None)) is bool:
+            self.dynamo, self.compiler = dynamo, compiler
+        else:
+            self.dynamo, self.compiler = self.compiling, _NoCompiler
 
     def stop_in_child(self):
         """After fork(): the child runs the user's code uncaptured and writes nothing of ours."""
@@ -104,13 +114,13 @@ class Tracer:
 
     def entered_shared(self, code):
         """``entered``, of code holding a line shared by several snapshots: a new frame, whose caller is read anew."""
-        if not self.compiling():
+        if not (self.dynamo() or self.compiler._is_compiling_flag):
             self.shared.forget()
             self.entered(code)
 
     def entered(self, code):
         """Marked code begins to run (for a marker never reached: which of the marked code ran at all)."""
-        if code in self.seen or self.pid is None or self.compiling():
+        if code in self.seen or self.pid is None or self.dynamo() or self.compiler._is_compiling_flag:
             return
         self.seen.add(code)
         with self.results.lock:
@@ -126,12 +136,12 @@ class Tracer:
 
     def entry(self, group):
         """A marked `def`'s arguments, as its body begins."""
-        if self.pid is not None and not self.compiling():
+        if self.pid is not None and not (self.dynamo() or self.compiler._is_compiling_flag):
             hits.take(self, sys._getframe(1), self.entries[group])
 
     def loop(self, group):
         """A marked `for`'s loop variable, as an iteration of its body begins."""
-        if self.pid is None or self.compiling():
+        if self.pid is None or self.dynamo() or self.compiler._is_compiling_flag:
             return
         frame, loop = sys._getframe(1), self.loops[group]
         if loop.read:
@@ -140,7 +150,7 @@ class Tracer:
 
     def returned(self, group, value):
         """A marked `return`'s value, kept for its statement's exit."""
-        if not self.compiling():
+        if not (self.dynamo() or self.compiler._is_compiling_flag):
             self.returning[(threading.get_ident(), group)] = value
         return value
 
@@ -153,6 +163,12 @@ def _call_recorder(results, script, copies):
 
 def _never():
     return False
+
+
+class _NoCompiler:
+    """torch.compiler's export flag, where this PyTorch has none of its own (``Tracer.torch_imported``)."""
+
+    _is_compiling_flag = False
 
 
 def _missing(results, marker, name):

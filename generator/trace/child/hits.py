@@ -23,12 +23,13 @@ class Marked:
         self.read = any(reads_more(marker) for _, marker in markers)  # its calls, locals or attributes read
 
     def __enter__(self):
-        if self.read and self.tracer.pid is not None and not self.tracer.compiling():
-            self.tracer.calls.start(sys._getframe(1), self.markers)
+        tracer = self.tracer
+        if self.read and tracer.pid is not None and not (tracer.dynamo() or tracer.compiler._is_compiling_flag):
+            tracer.calls.start(sys._getframe(1), self.markers)
 
     def __exit__(self, kind, value, traceback):
         tracer = self.tracer
-        if tracer.compiling():
+        if tracer.dynamo() or tracer.compiler._is_compiling_flag:  # Tracer.torch_imported
             return False
         returned = tracer.returning.pop((threading.get_ident(), self.group), None) if tracer.returning else None
         if tracer.pid is None:

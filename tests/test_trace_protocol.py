@@ -49,6 +49,9 @@ def test_the_childs_one_call_builders_of_a_copied_tensor_write_what_its_general_
     """copies.py builds a copied CPU tensor's value in one call (the traced line's common case): the same record."""
     assert protocol.tensor_copy_to_serializable("x", "torch.float32", (2, 3), 24) == \
         protocol.value_to_serializable("x", ValueKind.TENSOR, "cpu", "", ARRAY)
+    assert protocol.tensor_copy_to_serializable("x", "torch.float32", (2, 3), 24, live=True) == \
+        protocol.value_to_serializable("x", ValueKind.TENSOR, "cpu", "",
+                                       protocol.array_to_serializable("torch.float32", (2, 3), 24, live=True))
     assert protocol.shared_copy_to_serializable("x", ARRAY, view) == \
         protocol.value_to_serializable("x", ValueKind.TENSOR, "cpu", "", ARRAY, view=view)
 

@@ -117,15 +117,19 @@ def live_value(results, name, value, torch):
     step); None for any other."""
     if not value.is_cpu or value.layout is not torch.strided:
         return None
-    dtype = _PLAIN_DTYPES.get(value.dtype) or _plain_dtype(value)
+    try:
+        dtype = _PLAIN_DTYPES[value.dtype]
+    except KeyError:
+        dtype = _plain_dtype(value)
     size = value.nbytes
     if dtype is None or not 0 < size <= results.budget_left:
         return None
     results.budget_left -= size
     live = Live(value)
     results.keep_live_through_steps(live)
-    array = results.array(live, dtype, value.shape, size, live=True)
-    return _value(name, ValueKind.TENSOR, "cpu", "", array)
+    found = _new_copy(name, dtype, value.shape, size, live=True)
+    results.pending_arrays.append((found["array"], live))  # Results.array's, a frame less
+    return found
 
 
 def _other_tensor(results, name, value, torch):

@@ -49,12 +49,16 @@ def take(tracer, frame, markers, returned=None, calls=None):
     ``calls`` (None: not recorded) and the attributes it reads, a ``hit`` event each."""
     if tracer.pid is None or os.getpid() != tracer.pid:
         return
-    local, results = frame.f_locals, tracer.results
-    owner = local["self"] if "self" in local else None
-    training = getattr(owner, "training", None) if owner is not None else None  # the running module's mode
-    if training is not True and training is not False:
-        training = None
-    for index, marker in markers:
+    local, results, training = frame.f_locals, tracer.results, None
+    if "self" in local:  # a method's: the running module's mode
+        try:
+            training = local["self"].training
+        except AttributeError:
+            pass
+        if training is not True and training is not False:
+            training = None
+    for entry in markers:
+        index, marker = entry
         read = _values(tracer, frame, local, marker, marker["names"], returned, bool(marker["fallback"]))
         if read is None:  # a name of it is not there: its fallback's names are read
             read = _values(tracer, frame, local, marker, marker["fallback"], returned, False)
@@ -68,8 +72,8 @@ def take(tracer, frame, markers, returned=None, calls=None):
             results.event(protocol.hit_to_serializable(index, results.order, site, values, calls or [], reads, module,
                                                        training))
             tracer.calls.taken[index] += 1  # its calls are not copied past the hit read (module_calls.py ``past``)
-    if results.copied:
-        forget_copies(results)
+            if entry is markers[-1]:  # the statement taken: its copies forgotten (``forget_copies``), the lock held
+                results.copied.clear()
 
 
 def read_name(frame, name, local=None):

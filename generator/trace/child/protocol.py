@@ -141,11 +141,13 @@ def value_to_serializable(name, kind, device, note, array=None, view=None, entri
     return value
 
 
-def tensor_copy_to_serializable(name, dtype, shape, nbytes):
-    """value_to_serializable(name, "tensor", "cpu", "", array_to_serializable(dtype, shape, nbytes)) in one call:
-    the child's common case, a CPU tensor copied (its description made per tensor on the traced line)."""
-    return {"name": name, "kind": ValueKind.TENSOR, "device": "cpu", "note": "",
-            "array": {"dtype": dtype, "shape": list(shape), "offset": None, "nbytes": nbytes}}
+def tensor_copy_to_serializable(name, dtype, shape, nbytes, live=False):
+    """value_to_serializable(name, "tensor", "cpu", "", array_to_serializable(dtype, shape, nbytes, live)) in one
+    call: the child's common case, a CPU tensor copied (its description made per tensor on the traced line)."""
+    array = {"dtype": dtype, "shape": list(shape), "offset": None, "nbytes": nbytes}
+    if live:
+        array["live"] = True
+    return {"name": name, "kind": ValueKind.TENSOR, "device": "cpu", "note": "", "array": array}
 
 
 def shared_copy_to_serializable(name, array, view=None):

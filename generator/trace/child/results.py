@@ -50,6 +50,7 @@ class Results:
         self.order = 0
         self.pid = os.getpid()
         self.unwritten_live = []  # the parameters kept by reference (copies.Live) that may not be written yet
+        self.watches_steps = False  # in _LIVE_RESULTS (once it keeps a parameter by reference)
 
     def not_copied(self, size):
         """Why a value of ``size`` bytes was not copied: larger than the whole budget, or than what is left of it."""
@@ -74,6 +75,9 @@ class Results:
         """A parameter kept by reference (copies.Live): copied before any optimizer's step, until it is written."""
         global _STEP_HOOK
         self.unwritten_live.append(live)
+        if self.watches_steps:
+            return
+        self.watches_steps = True
         _LIVE_RESULTS.add(self)
         if _STEP_HOOK is None:  # as the script's `import torch` loaded it (torch.optim does), never imported here
             register = getattr(sys.modules.get("torch.optim.optimizer"), "register_optimizer_step_pre_hook", None)

@@ -179,9 +179,9 @@ def captured(results, read):
         if type(value) is Unreadable:
             found = _value(name, ValueKind.OTHER, "cpu", f"reading it raised {value.error}")
         else:
-            try:  # the common case, a tensor: to_value's first, a frame less
-                found = (tensor_value(results, name, value, torch) if torch is not None and
-                         isinstance(value, torch.Tensor) else to_value(results, name, value))
+            try:  # the common case, a tensor (a plain one told by its type, without a call): to_value's first
+                found = (tensor_value(results, name, value, torch) if torch is not None and (
+                    type(value) is torch.Tensor or isinstance(value, torch.Tensor)) else to_value(results, name, value))
             except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error
                 note = f"a {type(value).__name__} that could not be copied ({type(exc).__name__})"
                 found = _value(name, ValueKind.OTHER, "cpu", note)

@@ -4,6 +4,7 @@ statement has run: the values of the names its markers name (copies.py), the mod
 (module_calls.py), as one ``hit`` event a marker (protocol.py). The traced line's own cost: each hit reads its
 frame's locals once (on Python 3.11 each ``frame.f_locals`` copies every local into its dict anew)."""
 
+import functools
 import os
 import sys
 import threading
@@ -62,7 +63,9 @@ def take(tracer, frame, markers, returned=None, calls=None):
         read = _values(tracer, frame, local, marker, marker["names"], returned, bool(marker["fallback"]))
         if read is None:  # a name of it is not there: its fallback's names are read
             read = _values(tracer, frame, local, marker, marker["fallback"], returned, False)
-        reads = tracer.calls.reads(frame, marker["reads"], read_name) if calls is not None and marker["reads"] else {}
+        reads = {}
+        if calls is not None and marker["reads"]:  # each chain's owner read too: the frame's locals, read once
+            reads = tracer.calls.reads(frame, marker["reads"], functools.partial(read_name, local=local))
         site = module = None
         if marker["shared_line"]:  # the line that called it and the module running it tell its uses apart
             site, module = tracer.shared.site_and_module(frame)

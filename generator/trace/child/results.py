@@ -168,7 +168,7 @@ def _write_all(file, data):
 
 def _add_array(gathered, copy):
     """A kept copy's raw bytes, written or gathered: a NumPy array's, or a CPU tensor's (any dtype, bfloat16 included),
-    read in place (a parameter kept by reference is not copied once more); a small copy's bytes (copies.py SMALL_COPY)."""
+    read in place (a parameter kept by reference is not copied once more); a small copy's bytes (copies.SMALL_COPY)."""
     if type(copy) is bytes:
         gathered.add(copy)
         return

@@ -4,6 +4,7 @@ its own."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import marshal
 import os
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 from transformer_trace.cli import main
+from transformer_trace.trace.child import bootstrap
 
 
 def _trace(script: Path, out: Path) -> dict:
@@ -145,6 +147,55 @@ def test_a_script_that_compiles_its_marked_code_runs_as_it_would_and_is_told_why
     assert data["outcome"]["finished"] and sorted(s["captured"] for s in data["snapshots"]) == [False, True]
     (warning,) = data["outcome"]["warnings"]
     assert "'# trace: y' was never reached: f() never ran as written: the script calls torch.compile" in warning
+
+
+def test_a_marked_line_torch_export_runs_with_fake_tensors_is_no_hit_and_its_eager_run_is(tmp_path):
+    """torch.export (not strict) runs the module's Python code itself, with fake tensors, under the flag
+    torch.compiler.is_compiling reads: the tracer checks that flag as well as dynamo's (Tracer.torch_imported)."""
+    data = _trace_source(tmp_path, "exported.py",
+                         "import torch\nfrom torch import nn\n\nclass Block(nn.Module):\n"
+                         "    def forward(self, x):\n        y = x + 1  # trace: y\n        return y * 2\n\n"
+                         "torch.export.export(Block(), (torch.ones(2, 3),), strict=False)\n"
+                         "Block()(torch.full((2, 3), 2.0))\n")
+    assert data["outcome"]["finished"], data["outcome"]
+    [snapshot] = data["snapshots"]  # its first hit shown: the eager call's, the only one
+    assert snapshot["first"] == [3.0] * 6 and _values(tmp_path / "out", "y") == [3.0]
+
+
+class _Hook:
+    """The tracer, as a marked module's compiled code calls it: which marked code ran (its file)."""
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+        self.statements = [contextlib.nullcontext()]
+
+    def entered(self, code: tuple) -> None:
+        self.ran.append(code[0])
+
+
+def test_a_marked_file_imported_by_its_own_path_or_another_is_compiled_marked_and_no_other_file_of_its_name(tmp_path):
+    """instrument.patch_loader knows a marked file by the markers' path without a real path, and by any other path
+    to it (a symlinked folder) by its real path; a file of the same name elsewhere is left as it is."""
+    instrument = bootstrap._beside("instrument.py")
+    real, other = tmp_path / "real", tmp_path / "other"
+    real.mkdir(), other.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    for folder in (real, other):
+        (folder / "marked_mod.py").write_text("x = 1\n", encoding="utf-8")
+    marked = str(real / "marked_mod.py")
+    hook = _Hook()
+    undo = instrument.patch_loader({os.path.realpath(marked): instrument.Plan(marked, {(1, 1): 0}, {}, {})}, hook)
+    try:
+        from importlib.util import module_from_spec, spec_from_file_location
+
+        for number, path in enumerate([real, tmp_path / "link", other]):
+            spec = spec_from_file_location(f"marked_mod_{number}", path / "marked_mod.py")
+            module = module_from_spec(spec)
+            spec.loader.exec_module(module)
+            assert module.x == 1 and (instrument.HOOK in vars(module)) == (path != other)
+    finally:
+        undo()
+    assert hook.ran == [marked, marked]
 
 
 def test_future_imports_stay_first_when_they_are_marked_or_share_a_marked_line(tmp_path):

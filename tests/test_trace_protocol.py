@@ -44,6 +44,18 @@ def test_a_value_reads_back_with_its_array_its_view_and_its_kinds_as_enum_member
     assert call.kind is ModuleKind.LINEAR and call.inputs == (value,) and call.outputs == (None,)
 
 
+@pytest.mark.parametrize("view", [None, [3, 2]])
+def test_the_childs_one_call_builders_of_a_copied_tensor_write_what_its_general_builders_write(view):
+    """copies.py builds a copied CPU tensor's value in one call (the traced line's common case): the same record."""
+    assert protocol.tensor_copy_to_serializable("x", "torch.float32", (2, 3), 24) == \
+        protocol.value_to_serializable("x", ValueKind.TENSOR, "cpu", "", ARRAY)
+    assert protocol.tensor_copy_to_serializable("x", "torch.float32", (2, 3), 24, live=True) == \
+        protocol.value_to_serializable("x", ValueKind.TENSOR, "cpu", "",
+                                       protocol.array_to_serializable("torch.float32", (2, 3), 24, live=True))
+    assert protocol.shared_copy_to_serializable("x", ARRAY, view) == \
+        protocol.value_to_serializable("x", ValueKind.TENSOR, "cpu", "", ARRAY, view=view)
+
+
 @pytest.mark.parametrize("record", [
     {"kind": "telepathy"},  # a kind this version does not know
     {"seed": 3},  # the unversioned format, told apart by its keys

@@ -25,24 +25,6 @@ _REAL_EXIT = os._exit
 _PACKAGE = "_transformer_trace_child"  # this folder, as the script's interpreter names it (_beside)
 
 
-def _read(frame, name):
-    if "[" in name:  # "bias[:, :, :T, :T]": checked to hold names, numbers and arithmetic only (markers.split_names)
-        try:
-            return eval(name, frame.f_globals, frame.f_locals)  # noqa: S307
-        except (NameError, IndexError, TypeError, ValueError) as exc:
-            raise KeyError(name) from exc
-    head, *attributes = name.split(".")
-    scope = frame.f_locals
-    if head not in scope:
-        scope = frame.f_globals
-    if head not in scope:
-        raise KeyError(head)
-    value = scope[head]
-    for attribute in attributes:
-        value = getattr(value, attribute)
-    return value
-
-
 class Tracer:
     """What the marked code calls (instrument.py compiles it so; ``__transformer_trace__`` in its globals): a marked
     statement's values read once it has run, with the module calls its checks read recorded while it runs; a marked
@@ -59,6 +41,8 @@ class Tracer:
         self.cache = spec.get("cache")  # where marked files compiled with their calls are kept
         self.returning = {}  # (thread, statement group) -> the value its marked `return` returns
         self.compiling = _never  # torch.compiler.is_compiling once the script imports torch (torch_imported)
+        # its halves, asked on the traced line: dynamo() or compiler._is_compiling_flag (torch_imported)
+        self.dynamo, self.compiler = _never, _NoCompiler
         self.compiled = False  # whether the script called torch.compile (seed_recorder.py)
         self.user_files = {spec["script"], *(marker["file"] for marker in self.markers)}
         shared = any(marker["shared_line"] for marker in self.markers)  # what tells a shared line's uses apart
@@ -68,6 +52,10 @@ class Tracer:
         self._plan()
         if "torch" in sys.modules:  # run in a process that has imported it (benchmarks/)
             self.torch_imported(sys.modules["torch"])
+
+    def missing(self, marker, name):
+        """A marked variable that is not there once its line has run: said, and the process ends (``_missing``)."""
+        _missing(self.results, marker, name)
 
     def _plan(self):
         """instrument.Plan per marked file (by real path): its statements, `def`s and `for`s, numbered as groups."""
@@ -81,14 +69,14 @@ class Tracer:
         for file, (statements, entries, loops) in by_file.items():
             for key, markers in statements.items():
                 statements[key] = len(self.statements)
-                self.statements.append(Marked(self, markers, len(self.statements)))
+                self.statements.append(hits.Marked(self, markers, len(self.statements)))
             self.statements += _beside("fed_calls.py").feeding(self, statements, self.statements)
             for key, markers in entries.items():
                 entries[key] = len(self.entries)
                 self.entries.append(markers)
             for key, markers in loops.items():  # an iteration reads its calls as a statement does (Marked.read)
                 loops[key] = len(self.loops)
-                self.loops.append(Marked(self, markers, len(self.loops)))
+                self.loops.append(hits.Marked(self, markers, len(self.loops)))
             shared = {first for (first, _), group in statements.items()
                       if any(marker["shared_line"] for _, marker in self.statements[group].markers)}
             self.plans[os.path.realpath(file)] = instrument.Plan(file, statements, entries, loops, shared)
@@ -108,8 +96,16 @@ class Tracer:
 
     def torch_imported(self, torch):
         """Inside code `torch.compile` traces, every call here is a no-op that its compiler folds away (it captures
-        nothing there, and needs no graph break: `fullgraph=True` still compiles)."""
-        self.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never)
+        nothing there, and needs no graph break: `fullgraph=True` still compiles); nor while torch.export runs it.
+        The traced line asks is_compiling's two halves itself: is_dynamo_compiling(), one frame where is_compiling
+        runs two, and the flag torch.export sets (read, not called)."""
+        compiler = getattr(torch, "compiler", None)
+        self.compiling = getattr(compiler, "is_compiling", _never)
+        dynamo = getattr(compiler, "is_dynamo_compiling", None)
+        if dynamo is not None and type(getattr(compiler, "_is_compiling_flag", None)) is bool:
+            self.dynamo, self.compiler = dynamo, compiler
+        else:
+            self.dynamo, self.compiler = self.compiling, _NoCompiler
 
     def stop_in_child(self):
         """After fork(): the child runs the user's code uncaptured and writes nothing of ours."""
@@ -118,13 +114,13 @@ class Tracer:
 
     def entered_shared(self, code):
         """``entered``, of code holding a line shared by several snapshots: a new frame, whose caller is read anew."""
-        if not self.compiling():
+        if not (self.dynamo() or self.compiler._is_compiling_flag):
             self.shared.forget()
             self.entered(code)
 
     def entered(self, code):
         """Marked code begins to run (for a marker never reached: which of the marked code ran at all)."""
-        if code in self.seen or self.pid is None or self.compiling():
+        if code in self.seen or self.pid is None or self.dynamo() or self.compiler._is_compiling_flag:
             return
         self.seen.add(code)
         with self.results.lock:
@@ -140,106 +136,23 @@ class Tracer:
 
     def entry(self, group):
         """A marked `def`'s arguments, as its body begins."""
-        if self.pid is not None and not self.compiling():
-            self._take(sys._getframe(1), self.entries[group])
+        if self.pid is not None and not (self.dynamo() or self.compiler._is_compiling_flag):
+            hits.take(self, sys._getframe(1), self.entries[group])
 
     def loop(self, group):
         """A marked `for`'s loop variable, as an iteration of its body begins."""
-        if self.pid is None or self.compiling():
+        if self.pid is None or self.dynamo() or self.compiler._is_compiling_flag:
             return
         frame, loop = sys._getframe(1), self.loops[group]
         if loop.read:
             self.calls.start(frame, loop.markers)
-        self._take(frame, loop.markers, None, self.calls.stop() if loop.read else None)
+        hits.take(self, frame, loop.markers, None, self.calls.stop() if loop.read else None)
 
     def returned(self, group, value):
         """A marked `return`'s value, kept for its statement's exit."""
-        if not self.compiling():
+        if not (self.dynamo() or self.compiler._is_compiling_flag):
             self.returning[(threading.get_ident(), group)] = value
         return value
-
-    def _take(self, frame, markers, returned=None, calls=None):
-        if self.pid is None or os.getpid() != self.pid:
-            return
-        for index, marker in markers:
-            read = _values(self, frame, marker, marker["names"], returned, bool(marker["fallback"]))
-            if read is None:  # a name of it is not there: its fallback's names are read
-                read = _values(self, frame, marker, marker["fallback"], returned, False)
-            reads = self.calls.reads(frame, marker["reads"], _read) if calls is not None and marker["reads"] else {}
-            site = module = None
-            if marker["shared_line"]:  # the line that called it and the module running it tell its uses apart
-                site, module = self.shared.site_and_module(frame)
-            with self.results.lock:
-                values = [self.copies.captured(self.results, name, value) for name, value in read]
-                for value, (name, _) in zip(values, read):
-                    if "[" in name:  # a slice: filed under its variable's name (data file names), said in its note
-                        value["name"], value["note"] = name.split("[", 1)[0], value["note"] or f"the slice {name}"
-                self.results.order += 1
-                training = getattr(frame.f_locals.get("self"), "training", None)  # the running module's mode
-                self.results.event(protocol.hit_to_serializable(index, self.results.order, site, values, calls or [],
-                                                                reads, module if marker["shared_line"] else None,
-                                                                training if isinstance(training, bool) else None))
-                self.calls.taken[index] += 1  # its calls are not copied past the hit read (module_calls.py ``past``)
-        _forget_copies(self.results)
-
-
-class Marked:
-    """The context manager a marked statement runs in (``with __transformer_trace__.statements[n]:``): its module calls
-    recorded from its start where its checks read them, its values taken once it has run, nothing when it raised.
-    Called from the statement's own frame, so it keeps no state: recursion and threads share it."""
-
-    __slots__ = ("tracer", "markers", "group", "read")
-
-    def __init__(self, tracer, markers, group):
-        self.tracer, self.markers, self.group = tracer, markers, group
-        self.read = any(_reads(marker) for _, marker in markers)  # its calls, locals or attributes read
-
-    def __enter__(self):
-        if self.read and self.tracer.pid is not None and not self.tracer.compiling():
-            self.tracer.calls.start(sys._getframe(1), self.markers)
-
-    def __exit__(self, kind, value, traceback):
-        tracer = self.tracer
-        if tracer.compiling():
-            return False
-        returned = tracer.returning.pop((threading.get_ident(), self.group), None) if tracer.returning else None
-        if tracer.pid is None:
-            return False
-        if kind is not None:  # the statement did not complete: nothing was assigned
-            if self.read:
-                tracer.calls.stop()
-                _forget_copies(tracer.results)
-            tracer.raised(self.markers, kind)
-            return False
-        tracer._take(sys._getframe(1), self.markers, returned, tracer.calls.stop() if self.read else None)
-        return False
-
-
-def _values(tracer, frame, marker, names, returned, falls_back):
-    """[(name, its value)] of the names a marker reads (one that raises: copies.Unreadable); None where one is not
-    there and the marker ``falls_back`` (a marked `return`'s value is there where a variable names it), each name
-    read once (not checked for, then read)."""
-    read = []
-    for name in names:
-        try:
-            value = _read(frame, name) if name != "return_value" or falls_back else returned
-            read.append((name, returned if name == "return_value" else value))
-        except (KeyError, AttributeError):
-            if falls_back:
-                return None
-            _missing(tracer.results, marker, name)
-        except Exception as exc:  # noqa: BLE001 - a property that raises: said, never the script's error
-            read.append((name, tracer.copies.Unreadable(exc)))
-    return read
-
-
-def _forget_copies(results):
-    """Once a marked statement has been taken (or raised), its copies are not recognised again, an outer marked
-    statement still running included (a change through ``.data`` or NumPy moves no version counter: a later line's
-    read of the same memory is copied anew; the outer one's later reads are copied anew too)."""
-    with results.lock:
-        results.copied.clear()
-
 
 def _call_recorder(results, script, copies):
     """module_calls.py's recorder of the marked statements' module calls (and fed_calls.py's, of the statements feeding
@@ -252,9 +165,10 @@ def _never():
     return False
 
 
-def _reads(marker):
-    """Whether the checks read a marked line's module calls (None: every kind), the locals or attributes it reads."""
-    return marker.get("calls") is None or bool(marker["calls"]) or bool(marker["locals"]) or bool(marker["reads"])
+class _NoCompiler:
+    """torch.compiler's export flag, where this PyTorch has none of its own (``Tracer.torch_imported``)."""
+
+    _is_compiling_flag = False
 
 
 def _missing(results, marker, name):
@@ -294,6 +208,7 @@ def _beside(file):
 
 
 protocol = _beside("protocol.py")
+hits = _beside("hits.py")  # what a marked statement's hit reads
 Results = _beside("results.py").Results
 
 

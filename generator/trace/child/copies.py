@@ -8,10 +8,11 @@ value, or a view of it; the next call's input) is copied once: the values name t
 view is the same object (a weak reference: nothing is kept alive), their data are the same bytes read in the same order
 and sign, and the version counter is unchanged (an in-place change makes a new copy). A value that views the copy in
 another shape says so ("view"). Once a marked statement has been taken the copies are forgotten, while an outer marked
-statement runs too (bootstrap._forget_copies): a change through ``.data`` or NumPy moves no version counter, so a
+statement runs too (hits.forget_copies): a change through ``.data`` or NumPy moves no version counter, so a
 later line's read of the same memory is copied anew.
 """
 
+import ctypes  # at the start, as results.py: the standard library's (bootstrap._unshadow)
 import sys
 import weakref
 
@@ -19,6 +20,12 @@ from . import protocol
 from .protocol import ValueKind
 
 MOST_HELD = 64  # copies remembered while a statement runs (their tensors not held: weak references)
+# bytes: a row-major CPU tensor up to this size is copied into a bytes object of its own (tensor_value). A clone of a
+# small tensor costs an allocation and PyTorch's dispatch (more than all else its capture does); this one malloc and a
+# memcpy, of exactly its bytes. (Blocks shared by small copies cost more on the corpus: a bytearray is zeroed as it is
+# made, and one of 128 KiB or more is mmapped afresh and faulted in page by page every run, ~0.5 ms a tiny model's
+# run; a fixed 64 KiB one is zeroed whole all the same.)
+SMALL_COPY = 1 << 16
 # torch dtype -> its name, for the dtypes a page shows as they are (not complex, not quantized)
 _PLAIN_DTYPES: "dict[object, str]" = {}
 
@@ -32,41 +39,49 @@ def _plain_dtype(value):
 
 
 _value = protocol.value_to_serializable
+_new_copy, _shared_copy = protocol.tensor_copy_to_serializable, protocol.shared_copy_to_serializable
+_string_at = getattr(ctypes, "_string_at", ctypes.string_at)  # string_at's own call, without its Python frame
 
 
 def tensor_value(results, name, value, torch):
-    """A tensor's value: its bytes as a CPU copy, or why there is none (as trace/reading/capture.py describes)."""
+    """A tensor's value: its bytes as a CPU copy, or why there is none (as trace/reading/capture.py describes).
+    The common case runs in this frame and one of protocol.py's: each of its tensor's attributes read once."""
     if value.is_cpu and value.layout is torch.strided:
-        dtype = _PLAIN_DTYPES.get(value.dtype) or _plain_dtype(value)
+        try:
+            dtype = _PLAIN_DTYPES[value.dtype]
+        except KeyError:
+            dtype = _plain_dtype(value)
         size = value.nbytes
         if dtype is not None and size > 0:
             # the memory it reads: of the tensor it views where it reads it in row-major order (then any such view
             # of the same bytes shares the copy), else the tensor's own (itself only)
-            ordered, negative = value.is_contiguous(), value.is_neg()
-            owner = value._base if ordered and value._base is not None else value
-            # one made under torch.inference_mode() has no version counter: never recognised
-            key = None if value.is_inference() else (id(owner), value._version, value.data_ptr(), size, dtype, ordered,
-                                                      negative)
-            known = results.copied.get(key) if key is not None else None
+            ordered, negative, pointer, shape = value.is_contiguous(), value.is_neg(), value.data_ptr(), value.shape
+            base = value._base
+            owner = base if ordered and base is not None else value
+            try:
+                key = (id(owner), value._version, pointer, size, dtype, ordered, negative)
+            except RuntimeError:  # one made under torch.inference_mode() has no version counter: never recognised
+                key = None
+            known = results.copied.get(key)
             if known is not None and known[0]() is owner:
                 described = known[1]
-                if described["shape"] != list(value.shape):
-                    return _value(name, ValueKind.TENSOR, "cpu", "", described, view=list(value.shape))
-                return _value(name, ValueKind.TENSOR, "cpu", "", described)
+                return _shared_copy(name, described, None if described["shape"] == list(shape) else list(shape))
             if size <= results.budget_left:
-                # its memory holds its values in order: a small one's bytes copied (None: a larger one, cloned)
-                copy = results.bytes_of(value, size) if ordered and not negative else None
-                if copy is None:
+                # its memory holds its values in order: a small one's bytes copied (SMALL_COPY), else cloned
+                if ordered and not negative and size <= SMALL_COPY:
+                    copy = _string_at(pointer, size)
+                else:
                     copy = value.detach().clone() if value.requires_grad else value.clone()
                     if type(copy) is not torch.Tensor:  # a Parameter or another subclass: its values
                         copy = copy.as_subclass(torch.Tensor)
                 results.budget_left -= size
-                described = results.array(copy, dtype, value.shape, size)
+                found = _new_copy(name, dtype, shape, size)
+                results.pending_arrays.append((found["array"], copy))  # Results.array's, a frame less
                 if key is not None:
                     if len(results.copied) >= MOST_HELD:
                         results.copied.clear()
-                    results.copied[key] = (weakref.ref(owner), described)
-                return _value(name, ValueKind.TENSOR, "cpu", "", described)
+                    results.copied[key] = (weakref.ref(owner), found["array"])
+                return found
     return _other_tensor(results, name, value, torch)
 
 
@@ -102,15 +117,19 @@ def live_value(results, name, value, torch):
     step); None for any other."""
     if not value.is_cpu or value.layout is not torch.strided:
         return None
-    dtype = _PLAIN_DTYPES.get(value.dtype) or _plain_dtype(value)
+    try:
+        dtype = _PLAIN_DTYPES[value.dtype]
+    except KeyError:
+        dtype = _plain_dtype(value)
     size = value.nbytes
     if dtype is None or not 0 < size <= results.budget_left:
         return None
     results.budget_left -= size
     live = Live(value)
     results.keep_live_through_steps(live)
-    array = results.array(live, dtype, value.shape, size, live=True)
-    return _value(name, ValueKind.TENSOR, "cpu", "", array)
+    found = _new_copy(name, dtype, value.shape, size, live=True)
+    results.pending_arrays.append((found["array"], live))  # Results.array's, a frame less
+    return found
 
 
 def _other_tensor(results, name, value, torch):
@@ -151,18 +170,25 @@ class Unreadable:
         self.error = type(error).__name__
 
 
-def captured(results, name, value):
-    """``to_value``, or what the value is where it cannot be copied."""
-    if isinstance(value, Unreadable):
-        return _value(name, ValueKind.OTHER, "cpu", f"reading it raised {value.error}")
-    try:
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(value, torch.Tensor):  # the common case: to_value's first, a frame less
-            return tensor_value(results, name, value, torch)
-        return to_value(results, name, value)
-    except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error
-        note = f"a {type(value).__name__} that could not be copied ({type(exc).__name__})"
-        return _value(name, ValueKind.OTHER, "cpu", note)
+def captured(results, read):
+    """The values of ``read`` ([(name, its value)]) as JSON (``to_value``; what one is where it cannot be copied), the
+    lock held; a slice's ("bias[:, :, :T, :T]") filed under its variable's name (data file names), said in its note."""
+    torch = sys.modules.get("torch")
+    values = []
+    for name, value in read:
+        if type(value) is Unreadable:
+            found = _value(name, ValueKind.OTHER, "cpu", f"reading it raised {value.error}")
+        else:
+            try:  # the common case, a tensor (a plain one told by its type, without a call): to_value's first
+                found = (tensor_value(results, name, value, torch) if torch is not None and (
+                    type(value) is torch.Tensor or isinstance(value, torch.Tensor)) else to_value(results, name, value))
+            except Exception as exc:  # noqa: BLE001 - a value we cannot copy must not look like the script's own error
+                note = f"a {type(value).__name__} that could not be copied ({type(exc).__name__})"
+                found = _value(name, ValueKind.OTHER, "cpu", note)
+        if "[" in name:
+            found["name"], found["note"] = name.split("[", 1)[0], found["note"] or f"the slice {name}"
+        values.append(found)
+    return values
 
 
 def to_value(results, name, value):

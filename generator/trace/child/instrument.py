@@ -293,15 +293,15 @@ def patch_loader(plans, hook, cache=None):
 
     original_code, original_exec = SourceFileLoader.get_code, SourceFileLoader.exec_module
     names = {os.path.basename(path) for path in plans}
-
-    real = {}  # a module's path -> its real path (one lstat per folder, each time: kept)
+    # a module's path -> its Plan or None, looked up once (a real path costs an lstat per folder); a marked file's
+    # own path (the markers' name for it, whose real path is its key) needs none
+    known = {plan.file: plan for plan in plans.values()}
 
     def plan_of(path):
-        if os.path.basename(path) not in names:
-            return None
-        if path not in real:
-            real[path] = os.path.realpath(path)
-        return plans.get(real[path])
+        plan = known.get(path, known)
+        if plan is known:
+            plan = known[path] = plans.get(os.path.realpath(path)) if path.rpartition(os.sep)[2] in names else None
+        return plan
 
     def get_code(self, fullname):
         path = self.get_filename(fullname)

@@ -143,6 +143,24 @@ def value_to_serializable(name, kind, device, note, array=None, view=None, entri
     return value
 
 
+def tensor_copy_to_serializable(name, dtype, shape, nbytes, live=False):
+    """value_to_serializable(name, "tensor", "cpu", "", array_to_serializable(dtype, shape, nbytes, live)) in one
+    call: the child's common case, a CPU tensor copied (its description made per tensor on the traced line)."""
+    array = {"dtype": dtype, "shape": list(shape), "offset": None, "nbytes": nbytes}
+    if live:
+        array["live"] = True
+    return {"name": name, "kind": ValueKind.TENSOR, "device": "cpu", "note": "", "array": array}
+
+
+def shared_copy_to_serializable(name, array, view=None):
+    """value_to_serializable(name, "tensor", "cpu", "", array, view) in one call: a CPU tensor whose memory another
+    value of the statement copied already (``array``: that copy; ``view``: its own shape, where it differs)."""
+    value = {"name": name, "kind": ValueKind.TENSOR, "device": "cpu", "note": "", "array": array}
+    if view is not None:
+        value["view"] = view
+    return value
+
+
 FED_AT = "fed_at"  # a call's attribute: the line of the unmarked statement that made it (fed_calls.py Feeding)
 
 

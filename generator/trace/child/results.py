@@ -13,7 +13,6 @@ import weakref
 from . import protocol
 
 ALIGN = 64
-SMALL_COPY = 1 << 16  # bytes: a row-major CPU tensor up to this size is copied into a bytes object of its own
 FLUSH_SECONDS = 0.1
 GATHERED = 1 << 20  # bytes of small arrays joined into one write: a flush makes few system calls, not 2 per array
 _STEP_HOOK = None  # one optimizer step pre-hook for the process: _before_a_step
@@ -51,6 +50,7 @@ class Results:
         self.order = 0
         self.pid = os.getpid()
         self.unwritten_live = []  # the parameters kept by reference (copies.Live) that may not be written yet
+        self.watches_steps = False  # in _LIVE_RESULTS (once it keeps a parameter by reference)
 
     def not_copied(self, size):
         """Why a value of ``size`` bytes was not copied: larger than the whole budget, or than what is left of it."""
@@ -66,16 +66,6 @@ class Results:
         self.pending_arrays.append((described, copy))
         return described
 
-    def bytes_of(self, tensor, nbytes):
-        """A copy of a row-major CPU tensor's ``nbytes`` bytes: a bytes object (the lock held); None where it is over
-        SMALL_COPY. A clone of a small tensor costs an allocation and PyTorch's dispatch (more than all else its
-        capture does); this one malloc and a memcpy, of exactly its bytes. (Blocks shared by small copies cost more on
-        the corpus: a bytearray is zeroed as it is made, and one of 128 KiB or more is mmapped afresh and faulted in
-        page by page every run, ~0.5 ms a tiny model's run; a fixed 64 KiB one is zeroed whole all the same.)"""
-        if nbytes > SMALL_COPY:
-            return None
-        return ctypes.string_at(tensor.data_ptr(), nbytes)
-
     def event(self, record):
         """Keep an event with the copies made for it (the lock held)."""
         self.pending.append((record, self.pending_arrays))
@@ -85,6 +75,9 @@ class Results:
         """A parameter kept by reference (copies.Live): copied before any optimizer's step, until it is written."""
         global _STEP_HOOK
         self.unwritten_live.append(live)
+        if self.watches_steps:
+            return
+        self.watches_steps = True
         _LIVE_RESULTS.add(self)
         if _STEP_HOOK is None:  # as the script's `import torch` loaded it (torch.optim does), never imported here
             register = getattr(sys.modules.get("torch.optim.optimizer"), "register_optimizer_step_pre_hook", None)
@@ -175,7 +168,7 @@ def _write_all(file, data):
 
 def _add_array(gathered, copy):
     """A kept copy's raw bytes, written or gathered: a NumPy array's, or a CPU tensor's (any dtype, bfloat16 included),
-    read in place (a parameter kept by reference is not copied once more); a small copy's bytes (``bytes_of``)."""
+    read in place (a parameter kept by reference is not copied once more); a small copy's bytes (copies.SMALL_COPY)."""
     if type(copy) is bytes:
         gathered.add(copy)
         return

@@ -69,17 +69,43 @@ def _holds(module):
     """The sublayer the module running the line holds (a residual wrapper's: ``ResidualAdd(fn)``, run only inside an
     nn.Sequential): "attention" where it holds an attention module (by attribute or class name) and no projection
     outside it, "mlp" where it holds projections and no attention, None where it holds both (a whole block) or
-    neither."""
-    def matrix(m):
-        return any(p is not None and p.dim() == 2 for p in m._parameters.values())
-    named = [found for found in _named(module).values() if found[0]]
-    attention = [name for name, m in named
-                 if _ATTENTION.search(name.rsplit(".", 1)[-1]) or _ATTENTION.search(type(m).__name__)]
-    projections = [name for name, m in named if not m._modules and matrix(m)]
+    neither. Read in one walk of its submodules (``_named``'s: each once, by its first name), a class's name searched
+    once a run."""
+    attention, projections, seen = [], [], {id(module)}
+
+    def visit(parent, prefix):
+        for key, child in parent._modules.items():
+            if child is not None and (number := id(child)) not in seen:
+                seen.add(number)
+                name = prefix + key
+                if _ATTENTION.search(key.rsplit(".", 1)[-1] if "." in key else key) or _attention_class(type(child)):
+                    attention.append(name)
+                if not child._modules and _matrix(child):
+                    projections.append(name)
+                visit(child, name + ".")
+    visit(module, "")
     outside = [p for p in projections if not any(p == a or p.startswith(a + ".") for a in attention)]
     if attention and not outside:
         return "attention"
     return "mlp" if outside and not attention else None
+
+
+_ATTENTION_CLASSES = {}  # class -> whether its name says attention (_attention_class)
+
+
+def _attention_class(cls):
+    found = _ATTENTION_CLASSES.get(cls)
+    if found is None:
+        found = _ATTENTION_CLASSES[cls] = _ATTENTION.search(cls.__name__) is not None
+    return found
+
+
+def _matrix(module):
+    """Whether ``module`` has a matrix parameter of its own."""
+    for param in module._parameters.values():
+        if param is not None and param.dim() == 2:
+            return True
+    return False
 
 
 def _named(outer):
@@ -103,10 +129,12 @@ def _projects(module):
     """Whether ``module`` owns a projection: a matrix parameter of its own (nn.MultiheadAttention's in_proj_weight), or
     a child with no children of its own that has one (a Linear, a Conv1D): the attention module, not a block around
     it."""
-    def matrix(m):
-        return any(p is not None and p.dim() == 2 for p in m._parameters.values())
-    return matrix(module) or any(not child._modules and matrix(child) for child in module._modules.values()
-                                 if child is not None)
+    if _matrix(module):
+        return True
+    for child in module._modules.values():
+        if child is not None and not child._modules and _matrix(child):
+            return True
+    return False
 
 
 def _along(outer, name):

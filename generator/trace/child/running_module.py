@@ -25,8 +25,12 @@ def running_module(frame, names_cache):
     running, calls = [], {}  # modules innermost first; id -> the arguments its __call__ got
     while frame is not None:
         code = frame.f_code
+        if code.co_name == "_call_impl" and frame.f_back is not None \
+                and frame.f_back.f_code.co_name == "_wrapped_call_impl":
+            frame = frame.f_back  # nn.Module.__call__'s inner frame: the outer one holds its module and arguments
+            continue
         owner = frame.f_locals.get("self") if code.co_argcount and code.co_varnames[0] == "self" else None
-        if isinstance(owner, torch.nn.Module):
+        if owner is not None and isinstance(owner, torch.nn.Module):
             if not running or running[-1] is not owner:
                 running.append(owner)
             if code.co_name in _CALL_FRAMES:
@@ -69,16 +73,20 @@ def _holds(module):
     """The sublayer the module running the line holds (a residual wrapper's: ``ResidualAdd(fn)``, run only inside an
     nn.Sequential): "attention" where it holds an attention module (by attribute or class name) and no projection
     outside it, "mlp" where it holds projections and no attention, None where it holds both (a whole block) or
-    neither. Read in one walk of its submodules (``_named``'s: each once, by its first name), a class's name searched
-    once a run."""
-    attention, projections, seen = [], [], {id(module)}
+    neither. Read in one walk of its submodules (each once, by its first name, as ``named_modules`` finds them), what
+    an attribute and a class's names say read once a run."""
+    attention, projections, seen = [], [], {module}
 
     def visit(parent, prefix):
         for key, child in parent._modules.items():
-            if child is not None and (number := id(child)) not in seen:
-                seen.add(number)
+            if child is not None and child not in seen:
+                seen.add(child)
                 name = prefix + key
-                if _ATTENTION.search(key.rsplit(".", 1)[-1] if "." in key else key) or _attention_class(type(child)):
+                says = _SAYS_ATTENTION.get((key, type(child)))
+                if says is None:
+                    says = _SAYS_ATTENTION[(key, type(child))] = bool(
+                        _ATTENTION.search(key.rsplit(".", 1)[-1]) or _ATTENTION.search(type(child).__name__))
+                if says:
                     attention.append(name)
                 if not child._modules and _matrix(child):
                     projections.append(name)
@@ -90,14 +98,7 @@ def _holds(module):
     return "mlp" if outside and not attention else None
 
 
-_ATTENTION_CLASSES = {}  # class -> whether its name says attention (_attention_class)
-
-
-def _attention_class(cls):
-    found = _ATTENTION_CLASSES.get(cls)
-    if found is None:
-        found = _ATTENTION_CLASSES[cls] = _ATTENTION.search(cls.__name__) is not None
-    return found
+_SAYS_ATTENTION = {}  # (an attribute, a class) -> whether either name says attention (_holds)
 
 
 def _matrix(module):
@@ -111,16 +112,15 @@ def _matrix(module):
 def _named(outer):
     """{id(a module): (its name, it)}, as ``outer.named_modules()`` names them, in its order ("" for ``outer``; depth
     first, each module once, by the first name found), made by one recursive function: its generators cost ~8 Python
-    calls a module (one per level each name is yielded through), this ~3 (a 100-module model's names: ~850 calls)."""
-    named = {id(outer): ("", outer)}
+    calls a module (one per level each name is yielded through), this ~4 (a 100-module model's names: ~850 calls)."""
+    named, seen = {id(outer): ("", outer)}, {outer}  # (a set of the modules, as named_modules' own: their __hash__)
 
     def visit(module, prefix):
         for name, child in module._modules.items():
-            if child is not None:
-                key = id(child)
-                if key not in named:
-                    named[key] = (prefix + name, child)
-                    visit(child, prefix + name + ".")
+            if child is not None and child not in seen:
+                seen.add(child)
+                named[id(child)] = (prefix + name, child)
+                visit(child, prefix + name + ".")
     visit(outer, "")
     return named
 

@@ -39,8 +39,7 @@ class CallRecorder:
         self.results = results
         self.fed_calls, self.user_modules = fed_calls, user_modules  # as bootstrap.py loaded them
         self.folder = os.path.join(os.path.abspath(folder), "")  # the script's folder: the user's own classes
-        self.tensor_value = copies.tensor_value  # a copy within the capture budget
-        self.live_value = copies.live_value  # a parameter kept by reference
+        self.tensor_value, self.live_value = copies.tensor_value, copies.live_value  # in the budget; by reference
         self.running = []  # per running statement: Statement
         self.depth = 0  # module calls running, counted while the hooks are installed
         self.hooks = None  # GlobalHooks, once torch is imported
@@ -135,10 +134,9 @@ class CallRecorder:
                 break
         else:
             return
-        # torch calls an always_call hook on a module that raised with (module, args, None) only, without kwargs
-        kwargs, output = (rest[0] or {}, rest[1]) if len(rest) == 2 else ({}, rest[-1])
-        if output is None and sys.exc_info()[0] is not None:
-            return  # the module raised: counted out, not recorded
+        kwargs, output = (rest[0] or {}, rest[1]) if len(rest) == 2 else ({}, rest[-1])  # (module, args, None) only:
+        if output is None and sys.exc_info()[0] is not None:  # torch's always_call hook on a module that raised
+            return  # counted out, not recorded
         kind = _torch_kind(type(module))
         if kind is ModuleKind.CONV2D and getattr(module, "padding_mode", "zeros") != "zeros":
             kind = None

@@ -98,7 +98,7 @@ def _holds(module):
     return "mlp" if outside and not attention else None
 
 
-_SAYS_ATTENTION = {}  # (an attribute, a class) -> whether either name says attention (_holds)
+_SAYS_ATTENTION: dict[tuple[str, type], bool] = {}  # (an attribute, a class) -> either name says attention
 
 
 def _matrix(module):

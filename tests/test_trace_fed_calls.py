@@ -6,6 +6,9 @@ are now."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
@@ -139,3 +142,76 @@ def test_a_rearranged_output_is_found_as_the_sort_finds_it(output, tensor):
     """The least and greatest values, compared first, only spare the sort where it could not match."""
     held = fed_calls._Held([tensor], torch)
     assert held._rearranged(output, tensor) is _sorted_values_match(output, tensor)
+
+
+def _sorts(function, *args):
+    """``function(*args)`` and the tensor sorts it ran."""
+    sorts = [0]
+
+    def count(frame, event, arg):
+        if event == "c_call" and getattr(arg, "__name__", None) == "sort":
+            sorts[0] += 1
+    sys.setprofile(count)
+    try:
+        found = function(*args)
+    finally:
+        sys.setprofile(None)
+    return found, sorts[0]
+
+
+@pytest.mark.parametrize("output, view", [
+    (torch.tensor([[1.0, 2.0], [3.0, 4.0]]), lambda out: out.view(4)),  # `keys = keys.view(b, t, h, s)`
+    (torch.tensor([[1.0, 2.0], [3.0, 4.0]]), lambda out: out.view(1, 2, 2)),
+    (torch.tensor([[2.0, 2.0], [2.0, 2.0]]), lambda out: out.view(4)),  # one value throughout: not told apart
+    (torch.tensor([[1.0, NAN], [3.0, 4.0]]), lambda out: out.view(4)),  # a NaN: never equal
+])
+def test_a_view_of_a_feeding_calls_output_is_found_rearranged_without_a_sort(output, view):
+    """A local that reads the output's memory in its order (a view) holds its values as they are: the sort that
+    compares a rearranged copy is not needed, the answer is the sort's."""
+    tensor = view(output)
+    held = fed_calls._Held([tensor], torch)
+    found, sorts = _sorts(held._rearranged, output, tensor)
+    assert found is _sorted_values_match(output, tensor) and sorts == 0
+
+
+@pytest.mark.parametrize("output, view", [
+    (torch.tensor([[1.0, 2.0], [3.0, 4.0]]), lambda out: out.t()),  # the same memory in another order
+    (torch.tensor([[True, False], [False, True]]), lambda out: out.view(4)),  # no bounds for bool
+    (torch.tensor([1.0, 2.0, 3.0, 4.0]), lambda out: out[:2].view(2)),  # part of its memory
+])
+def test_a_tensor_sharing_a_feeding_calls_memory_otherwise_is_compared_as_before(output, view):
+    tensor = view(output)
+    held = fed_calls._Held([tensor], torch)
+    assert held._rearranged(output, tensor) is _sorted_values_match(output, tensor)
+
+
+def _calls_of_ours(function) -> int:
+    """The calls (Python and built-in) made from the child's own code while ``function()`` runs."""
+    counted, child = [0], str(Path(fed_calls.__file__).parent)
+
+    def count(frame, event, arg):
+        if event in ("call", "c_call") and frame.f_code.co_filename.startswith(child):
+            counted[0] += 1
+    sys.setprofile(count)
+    try:
+        function()
+    finally:
+        sys.setprofile(None)
+    return counted[0]
+
+
+def test_a_feeding_statements_module_call_is_kept_at_a_few_calls_of_ours(tmp_path):
+    """What the trace pays for each call a feeding statement makes (most are never copied): the hook's test of its
+    kind, its parameters and tensors stamped by reference, without a comprehension or a test per parameter."""
+    results = bootstrap.Results(str(tmp_path), CAPTURE_BUDGET_BYTES)
+    recorder = module_calls.CallRecorder(results, str(tmp_path), copies, fed_calls, user_modules)
+    feeding = [(0, {**_marked(["h"], [])[0][1], "locals": []})]
+    layers, feed = nn.Sequential(*(nn.Linear(4, 4) for _ in range(8))), torch.randn(2, 4)
+
+    def statement():
+        recorder.start(None, feeding, feeding=True)
+        layers(feed)
+        assert len(recorder.stop()) == 8
+
+    statement()  # the classes' answers kept for the run
+    assert _calls_of_ours(statement) < 30 * 8  # 36 a call before

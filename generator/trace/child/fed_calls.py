@@ -101,26 +101,32 @@ def pending(module, kind, depth, args, outputs, params, torch):
     reads, each tensor stamped once: a feeding call is mostly never copied (most are no local's), so it is made with
     as few calls as it can be (no list per kind of tensor, no None put in for what is not one)."""
     tensor, inputs, results, stamps = torch.Tensor, args[:KEPT_INPUTS], outputs[:KEPT_OUTPUTS], []
-    for held in (*inputs, *results, *[param for _, param in params]):  # a list: one call (a generator: one per item)
+    for held in (*inputs, *results):
         if isinstance(held, tensor):
             try:
                 version = held._version
             except RuntimeError:  # an inference tensor: no version counter to check later
                 return None
             stamps.append((held, (version, held.data_ptr())))
+    for _, held in params:  # parameters: never None (module_calls.py ``_owned``)
+        try:
+            version = held._version
+        except RuntimeError:
+            return None
+        stamps.append((held, (version, held.data_ptr())))
     return PendingCall(module, kind, depth, inputs, results, params, torch.is_grad_enabled(), stamps)
 
 
-def resolve(fed, read, write, markers):
+def resolve(fed, read, write, markers, traced_back):
     """The records of the fed calls (``fed``: feeding line -> its calls, PendingCalls or records already written) that
     the marked statement's hit carries: those with an output that a local tensor it read (``read``) holds as it is or
     rearranged (of a statement traced back to: the markers' ``traced``; the reader's rule, feeders.py ``as_read``, which
     still decides), written by ``write`` (module_calls.py ``CallRecorder._call``), each with the line of the statement
-    that made it."""
+    that made it; ``traced_back``: ``_traced_back``'s answers, kept for the run."""
     torch = sys.modules["torch"]
     found, held = [], _Held(read, torch)
     for line, calls in fed.items():
-        rearranged = any(line in (marker.get("traced") or ()) for _, marker in markers)
+        rearranged = _traced_back(markers, line, traced_back)
         for call in calls:
             if not isinstance(call, PendingCall):  # copied as it returned (no version counter to check)
                 found.append({**call, "attrs": {**call["attrs"], protocol.FED_AT: line}})
@@ -136,6 +142,15 @@ def resolve(fed, read, write, markers):
                     continue
                 call.written = {**written, "attrs": {**written["attrs"], protocol.FED_AT: line}}
             found.append(call.written)
+    return found
+
+
+def _traced_back(markers, line, known):
+    """Whether the statement at ``line`` was traced back to by a marker of ``markers`` (the markers' ``traced``);
+    ``known``: the answers by (id(markers), line), kept for the run (the markers are the Tracer's lists, held)."""
+    found = known.get((id(markers), line))
+    if found is None:
+        found = known[(id(markers), line)] = any(line in (marker.get("traced") or ()) for _, marker in markers)
     return found
 
 
@@ -176,10 +191,28 @@ class _Held:
     def _rearranged(self, output, tensor):
         if output.dtype != tensor.dtype or (count := output.numel()) < 2 or count != tensor.numel():
             return False  # (the dtype first: no call; each numel once)
+        if self._same_memory(output, tensor):  # a view of the output (``keys.view(b, t, h, s)``): its values, in order
+            try:  # sorted, they match: rearranged where they are not one value throughout (nor hold a NaN)
+                low, high = self._bounds(output)
+            except Exception:  # noqa: BLE001 - no bounds for this dtype (bool, complex): the sort decides
+                pass
+            else:
+                return low < high
         if not self._may_hold_the_same_values(output, tensor):
             return False
         values = self._sorted(output)
         return bool(values[0] != values[-1]) and self.torch.equal(values, self._sorted(tensor))
+
+    @staticmethod
+    def _same_memory(output, tensor):
+        """Whether two tensors of one dtype and size read the same memory in the same order (both row-major from the
+        same address, on one device): no sort needed to compare their values (a view of the output is the commonest
+        local a feeding call's output becomes); False where that cannot be read (the comparison decides)."""
+        try:
+            return (output.data_ptr() == tensor.data_ptr() and output.device == tensor.device
+                    and output.is_contiguous() and tensor.is_contiguous() and output.is_neg() == tensor.is_neg())
+        except Exception:  # noqa: BLE001 - no memory of its own to read (a sparse tensor)
+            return False
 
     def _may_hold_the_same_values(self, output, tensor):
         """False only where the sorted values cannot match: the output's least and greatest values not apart (one

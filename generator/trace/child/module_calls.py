@@ -39,16 +39,16 @@ class CallRecorder:
         self.results = results
         self.fed_calls, self.user_modules = fed_calls, user_modules  # as bootstrap.py loaded them
         self.folder = os.path.join(os.path.abspath(folder), "")  # the script's folder: the user's own classes
-        self.tensor_value = copies.tensor_value  # a copy within the capture budget
-        self.live_value = copies.live_value  # a parameter kept by reference
+        self.tensor_value, self.live_value = copies.tensor_value, copies.live_value  # in the budget; by reference
         self.running = []  # per running statement: Statement
         self.depth = 0  # module calls running, counted while the hooks are installed
         self.hooks = None  # GlobalHooks, once torch is imported
         self.params = {}  # (id(parameter), version) -> (parameter kept alive, its number)
-        self.user_classes = {}  # class -> defined in the user's files
+        self.user_classes = {}  # class, and the name of a module defining one -> defined in the user's files
         self.attributes = {}  # class -> the ATTRIBUTES its instances may have besides their own __dict__'s
         self.wanted = {}  # id(the markers of a statement, the Tracer's lists, held for the run) -> their kinds
         self.fed = {}  # id(a marked statement's markers) -> {a feeding line: its calls (fed_calls.py), last run}
+        self.traced_back = {}  # (id(a marked statement's markers), a feeding line) -> traced back to (fed_calls.py)
         self.taken = collections.defaultdict(int)  # a marker's index -> its hits taken (bootstrap.py ``_take``)
 
     def start(self, frame, markers, feeding=False, targets=None):
@@ -73,7 +73,7 @@ class CallRecorder:
         if names:
             statement.calls.extend(_locals(frame, names, torch, self.results, self.tensor_value, read))
         if fed:
-            statement.calls[:0] = self.fed_calls.resolve(fed, read, self._call, markers)
+            statement.calls[:0] = self.fed_calls.resolve(fed, read, self._call, markers, self.traced_back)
         if self.hooks is None:
             self.hooks = GlobalHooks(torch, self._enter, self._leave)
         if self.hooks.installed or wanted is not None and not wanted - {ModuleKind.READ}:
@@ -134,13 +134,13 @@ class CallRecorder:
                 break
         else:
             return
-        kwargs, output = _kwargs_and_output(rest)
-        if output is None and sys.exc_info()[0] is not None:
-            return  # the module raised (an always_call hook): counted out, not recorded
+        kwargs, output = (rest[0] or {}, rest[1]) if len(rest) == 2 else ({}, rest[-1])  # (module, args, None) only:
+        if output is None and sys.exc_info()[0] is not None:  # torch's always_call hook on a module that raised
+            return  # counted out, not recorded
         kind = _torch_kind(type(module))
         if kind is ModuleKind.CONV2D and getattr(module, "padding_mode", "zeros") != "zeros":
             kind = None
-        if kind is None and not _users(module, self.user_classes, self.folder):
+        if kind is None and not self.user_modules.users(module, self.user_classes, self.folder):
             return
         kind = kind or ModuleKind.USER
         args = _in_order(type(module), args, kwargs) if kwargs and kind is not ModuleKind.USER else args
@@ -290,27 +290,15 @@ def _owned(module, kind):
         return []  # read for its layout only
     if kind is not ModuleKind.USER and module._modules:
         return list(module.named_parameters())
-    owned, seen = [], set()
+    owned = []
     for name, param in module._parameters.items():
-        if param is not None and id(param) not in seen:
-            seen.add(id(param))
-            owned.append((name, param))
+        if param is not None:
+            for _, other in owned:  # one parameter under two names: named once (a module has a few of its own)
+                if other is param:
+                    break
+            else:
+                owned.append((name, param))
     return owned
-
-
-def _users(module, known, folder):
-    """Whether ``module`` is of a class of the user's own (``known``: each class's answer, kept for the run)."""
-    cls = type(module)
-    if cls not in known:
-        known[cls] = _in_folder(cls, folder)
-    return known[cls]
-
-
-def _in_folder(cls, folder):
-    """Whether a class is defined in a file under ``folder`` (the script's: the user's own), not an installed one."""
-    file = getattr(sys.modules.get(cls.__module__), "__file__", None)
-    path = os.path.abspath(file) if file else ""
-    return path.startswith(folder) and "site-packages" not in path
 
 
 def _local_value(scope, name):
@@ -329,18 +317,19 @@ def _locals(frame, names, torch, results, tensor_value, read):
     found, scope = [], frame.f_locals  # a function's locals gathered into a dict once, not per name
     tensor = torch.Tensor
     for name in names:
-        value = _local_value(scope, name)
-        if isinstance(value, tensor):  # the common case first: no tuple made, no generator run per name
+        value = _local_value(scope, name) if '["' in name else scope.get(name)
+        if isinstance(value, tensor):  # the common case first: no tuple made, no comprehension run per name
             if not value.is_floating_point():
                 continue
-            tensors = (value,)
+            read.append(value)
+            with results.lock:
+                outputs = [tensor_value(results, name + "0", value, torch)]
         elif isinstance(value, (tuple, list)) and 0 < len(value) <= 3 and _floating(value, tensor):
-            tensors = value
+            read.extend(value)
+            with results.lock:
+                outputs = [tensor_value(results, f"{name}{i}", t, torch) for i, t in enumerate(value)]
         else:
             continue
-        read.extend(tensors)
-        with results.lock:
-            outputs = [tensor_value(results, f"{name}{i}", t, torch) for i, t in enumerate(tensors)]
         found.append(protocol.call_to_serializable(name, ModuleKind.LOCAL, 0, [], outputs, {}, {}))
     return found
 
@@ -407,12 +396,6 @@ def _reads_calls(running):
         if statement.wanted is None or statement.wanted - {ModuleKind.READ}:
             return True
     return False
-
-
-def _kwargs_and_output(rest):
-    """A forward hook's (kwargs, output): torch calls an always_call hook on a module that raised with (module, args,
-    None) only, without the keyword arguments."""
-    return (rest[0] or {}, rest[1]) if len(rest) == 2 else ({}, rest[-1])
 
 
 @functools.lru_cache(maxsize=None)

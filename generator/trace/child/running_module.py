@@ -25,8 +25,12 @@ def running_module(frame, names_cache):
     running, calls = [], {}  # modules innermost first; id -> the arguments its __call__ got
     while frame is not None:
         code = frame.f_code
+        if code.co_name == "_call_impl" and frame.f_back is not None \
+                and frame.f_back.f_code.co_name == "_wrapped_call_impl":
+            frame = frame.f_back  # nn.Module.__call__'s inner frame: the outer one holds its module and arguments
+            continue
         owner = frame.f_locals.get("self") if code.co_argcount and code.co_varnames[0] == "self" else None
-        if isinstance(owner, torch.nn.Module):
+        if owner is not None and isinstance(owner, torch.nn.Module):
             if not running or running[-1] is not owner:
                 running.append(owner)
             if code.co_name in _CALL_FRAMES:
@@ -37,8 +41,8 @@ def running_module(frame, names_cache):
     outer, inner = running[-1], running[0]
     cached = names_cache.get(id(outer))
     if cached is None or id(inner) not in cached[1]:  # a module added after the first look: named again
-        cached = names_cache[id(outer)] = (outer, {id(m): name for name, m in outer.named_modules()}, {})
-    name = cached[1].get(id(inner))
+        cached = names_cache[id(outer)] = (outer, _named(outer), {})
+    name = cached[1].get(id(inner), (None,))[0]
     chain = [outer] if name is None else [outer, *_along(outer, name)]
     if name is None and inner is not outer:  # not registered in the outermost (a plain list): the running ones
         chain = running[::-1]
@@ -69,27 +73,68 @@ def _holds(module):
     """The sublayer the module running the line holds (a residual wrapper's: ``ResidualAdd(fn)``, run only inside an
     nn.Sequential): "attention" where it holds an attention module (by attribute or class name) and no projection
     outside it, "mlp" where it holds projections and no attention, None where it holds both (a whole block) or
-    neither."""
-    def matrix(m):
-        return any(p is not None and p.dim() == 2 for p in m._parameters.values())
-    named = [(name, m) for name, m in module.named_modules() if name]
-    attention = [name for name, m in named
-                 if _ATTENTION.search(name.rsplit(".", 1)[-1]) or _ATTENTION.search(type(m).__name__)]
-    projections = [name for name, m in named if not m._modules and matrix(m)]
+    neither. Read in one walk of its submodules (each once, by its first name, as ``named_modules`` finds them), what
+    an attribute and a class's names say read once a run."""
+    attention, projections, seen = [], [], {module}
+
+    def visit(parent, prefix):
+        for key, child in parent._modules.items():
+            if child is not None and child not in seen:
+                seen.add(child)
+                name = prefix + key
+                says = _SAYS_ATTENTION.get((key, type(child)))
+                if says is None:
+                    says = _SAYS_ATTENTION[(key, type(child))] = bool(
+                        _ATTENTION.search(key.rsplit(".", 1)[-1]) or _ATTENTION.search(type(child).__name__))
+                if says:
+                    attention.append(name)
+                if not child._modules and _matrix(child):
+                    projections.append(name)
+                visit(child, name + ".")
+    visit(module, "")
     outside = [p for p in projections if not any(p == a or p.startswith(a + ".") for a in attention)]
     if attention and not outside:
         return "attention"
     return "mlp" if outside and not attention else None
 
 
+_SAYS_ATTENTION: dict[tuple[str, type], bool] = {}  # (an attribute, a class) -> either name says attention
+
+
+def _matrix(module):
+    """Whether ``module`` has a matrix parameter of its own."""
+    for param in module._parameters.values():
+        if param is not None and param.dim() == 2:
+            return True
+    return False
+
+
+def _named(outer):
+    """{id(a module): (its name, it)}, as ``outer.named_modules()`` names them, in its order ("" for ``outer``; depth
+    first, each module once, by the first name found), made by one recursive function: its generators cost ~8 Python
+    calls a module (one per level each name is yielded through), this ~4 (a 100-module model's names: ~850 calls)."""
+    named, seen = {id(outer): ("", outer)}, {outer}  # (a set of the modules, as named_modules' own: their __hash__)
+
+    def visit(module, prefix):
+        for name, child in module._modules.items():
+            if child is not None and child not in seen:
+                seen.add(child)
+                named[id(child)] = (prefix + name, child)
+                visit(child, prefix + name + ".")
+    visit(outer, "")
+    return named
+
+
 def _projects(module):
     """Whether ``module`` owns a projection: a matrix parameter of its own (nn.MultiheadAttention's in_proj_weight), or
     a child with no children of its own that has one (a Linear, a Conv1D): the attention module, not a block around
     it."""
-    def matrix(m):
-        return any(p is not None and p.dim() == 2 for p in m._parameters.values())
-    return matrix(module) or any(not child._modules and matrix(child) for child in module._modules.values()
-                                 if child is not None)
+    if _matrix(module):
+        return True
+    for child in module._modules.values():
+        if child is not None and not child._modules and _matrix(child):
+            return True
+    return False
 
 
 def _along(outer, name):
@@ -145,8 +190,8 @@ class SharedLines:
 
     def __init__(self, user_files):
         self.user_files = user_files
-        # id of an outermost running nn.Module -> (it, {id of a submodule: its name}, {(what, id of a module it runs):
-        # (that module, whether it owns a projection or the sublayer it holds)}) (running_module)
+        # id of an outermost running nn.Module -> (it, {id of a submodule: (its name, it)}, {(what, id of a module it
+        # runs): (that module, whether it owns a projection or the sublayer it holds)}) (running_module)
         self.names = {}
         # id of the frame of the latest hit and what tells it apart; forgotten as code holding a shared line is
         # entered, so that a new frame at a freed one's address is read anew (the frame is not held: nor its tensors)

@@ -1,13 +1,35 @@
-"""Which of a user's own modules a statement's checks can read, decided in the traced script's own interpreter as a
-call returns (module_calls.py's recorder asks ``read``; loaded as a module of bootstrap.py's package: standard library
+"""Which modules are the user's own (``users``: of a class defined under the script's folder), and which of those a
+statement's checks can read, decided in the traced script's own interpreter as a call returns (module_calls.py's
+recorder asks ``users``, then ``read``; loaded as a module of bootstrap.py's package: standard library
 only, torch from sys.modules). Each test is what trace/reading/rebuilt.py needs to rebuild the call from its
 parameters (a LayerNorm, a projection, an embedding), or a module with nothing of its own (a rearrange); the reading
 side decides from the call's output whether it is one.
 """
 
+import os
 import sys
 
 from .protocol import ModuleKind
+
+
+def users(module, known, folder):
+    """Whether ``module`` is of a class of the user's own (``known``: each class's answer, and each module's that
+    defines one, kept for the run)."""
+    cls = type(module)
+    found = known.get(cls)
+    if found is None:
+        found = known.get(cls.__module__)
+        if found is None:
+            found = known[cls.__module__] = _in_folder(cls.__module__, folder)
+        known[cls] = found
+    return found
+
+
+def _in_folder(name, folder):
+    """Whether the module ``name`` is a file under ``folder`` (the script's: the user's own), not an installed one."""
+    file = getattr(sys.modules.get(name), "__file__", None)
+    path = os.path.abspath(file) if file else ""
+    return path.startswith(folder) and "site-packages" not in path
 
 
 def read(kind, wanted, module, args):

@@ -82,10 +82,18 @@ def _stream() -> torch.Tensor:
 def test_a_dynamic_tanh_without_weights_is_read_with_its_alpha_fitted():
     x = _stream()
     gain = 1 + 0.1 * torch.arange(16, dtype=torch.float64)
-    claim, passed, detail = fitted_layer_norm(gain * torch.tanh(0.7 * x) - 0.2, x, "its input")
+    claim, passed, detail = fitted_layer_norm(gain * torch.tanh(0.7 * x) - 0.2, x, "its input", or_dynamic_tanh=True)
     assert passed, detail
     assert claim.startswith("equals DynamicTanh("), claim
     assert "alpha fitted (0.7" in detail, detail
+
+
+def test_a_tanh_is_no_evidence_that_a_tensor_is_a_norm_of_another():
+    """Fitted from tensors alone a DynamicTanh fits any tanh: read only where a LayerNorm step is expected, never as
+    the evidence of a bug form ("LayerNorm of the wrong tensor": a tanh after an MLP was read as a norm of its output)."""
+    x = _stream()
+    _, passed, _ = fitted_layer_norm(torch.tanh(x), x, "its input")
+    assert not passed
 
 
 def test_the_input_itself_is_not_read_as_a_dynamic_tanh_of_a_small_alpha():

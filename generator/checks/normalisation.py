@@ -30,7 +30,7 @@ def _layer_norm(s: TensorSource, out: Ref | torch.Tensor, total: torch.Tensor, m
     try:
         ln = s.module(module)
     except NotCheckable:
-        return fitted_layer_norm(got, total, of)
+        return fitted_layer_norm(got, total, of, or_dynamic_tanh=True)
     if tanh_alpha(ln) is not None:  # a DynamicTanh in the LayerNorm's place: its own formula
         return dynamic_tanh(got, total, ln, of)
     weight, bias = weight_and_bias(ln)
@@ -70,7 +70,8 @@ def _own_layer_norm(got: torch.Tensor, total: torch.Tensor, ln: Any, of: str,
 LAYER_NORM_EPSILONS = (1e-5, 1e-6, 1e-12)
 
 
-def fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[str, bool, str]:
+def fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str,
+                      or_dynamic_tanh: bool = False) -> tuple[str, bool, str]:
     """``got`` is some LayerNorm of ``total``: the gain and bias fitted per feature by least squares, for the usual
     epsilons (the first that fits is named when it is not PyTorch's default)."""
     if got.shape != total.shape:
@@ -102,7 +103,9 @@ def fitted_layer_norm(got: torch.Tensor, total: torch.Tensor, of: str) -> tuple[
             break
     if not tried[-1][0] and (rms := _fitted_rms_norm(got, total, of)) is not None:
         return rms
-    if not tried[-1][0] and (tanh := fitted_dynamic_tanh(got, total, of)) is not None:
+    # a DynamicTanh fitted from tensors alone fits any tanh of ``total``: a correct form of a LayerNorm step only,
+    # never evidence that a tensor is a norm of another (a tanh after an MLP read as a norm of its output)
+    if or_dynamic_tanh and not tried[-1][0] and (tanh := fitted_dynamic_tanh(got, total, of)) is not None:
         return tanh
     passed, detail = tried[-1] if tried[-1][0] else tried[0]
     return f"equals LayerNorm({of})", passed, detail

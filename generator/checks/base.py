@@ -187,6 +187,11 @@ class Typed:
                 refs.extend(value)
         return tuple(refs)
 
+    def inputs_read(self, s: TensorSource) -> tuple[Ref, ...]:
+        """The recorded tensors a run on ``s`` reads (what a page says it compared): ``inputs()``, unless a check
+        reads some of them only where others are missing."""
+        return self.inputs()
+
     def refs_of(self, kind: str) -> tuple[Any, ...]:
         """The values of the fields of one kind (module, parameter, input)."""
         return tuple(getattr(self, name) for name, k in self.parameters().items()

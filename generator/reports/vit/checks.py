@@ -185,6 +185,10 @@ class HandedOverOrEmbedding(SameTensor):
     tokens: Ref | None = None  # the tokens with the class token (S06)
     embed: Ref | None = None  # the patch embeddings (S04)
 
+    def inputs_read(self, s: TensorSource) -> tuple[Ref, ...]:
+        return self.inputs() if not s.has(self.source) else tuple(ref for ref in self.inputs()
+                                                                   if ref not in (self.tokens, self.embed))
+
     def run(self, s: TensorSource) -> CheckResult:
         plain = SameTensor(out=self.out, source=self.source, claim=self.claim, or_layer_norm=self.or_layer_norm,
                            derive_plain=self.derive_plain)

@@ -427,7 +427,7 @@ def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
             results.append(CheckResult(name=claim, passed=False,
                                        detail=f"the captured tensors do not fit the claim: {exc}"))
             continue
-        read = bound.check.inputs() if bound is not None else check.inputs()  # a module call's tensors: no label
+        read = bound.check.inputs() if bound is not None else check.inputs_read(source)  # a call's tensors: no label
         reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in read) if name in labels]
         # a loop's wiring, or steps nobody marked: say which hits it compared, what it derived
         if result.checkable and any(label.at_hit or label.derived_from for label in reads):

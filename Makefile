@@ -38,9 +38,13 @@ browser:
 
 # Outside CI a machine that cannot install chromium still runs the suite (browser and PDF tests skip);
 # on CI (CI set) a failed install stops here, since those tests must run.
+# The suite runs in one worker process per core, at most four (pytest-xdist), each test file whole on one worker so
+# its module fixtures are built once: on CI's two cores about half the time of one process. TEST_WORKERS=0 runs it in
+# this process alone.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 test: $(STAMP)
 	@scripts/install-chromium.sh || { test -z "$$CI" && echo "warning: chromium is missing: the browser and PDF tests will be skipped" >&2; }
-	exec env NO_MKDOCS_2_WARNING=1 $(PY) -m pytest
+	exec env NO_MKDOCS_2_WARNING=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 pdf: site browser
 	exec $(PY) -m transformer_trace pdf

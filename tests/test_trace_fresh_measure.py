@@ -76,7 +76,9 @@ def test_each_bug_gets_the_new_field_and_the_run_a_total_beside_the_old_fields(m
     # first failing at its own step, but with another form than the one listed: named first (the old field, as it
     # was), not named at its own step with its form
     assert (results["B2"]["named_first"], results["B2"]["named_at_own_step"]) == (True, False)
-    assert results["totals"] == {"bugs": 2, "named_first": 1, "named_at_own_step": 1}
+    assert results["totals"] == {"bugs": 2, "named_first": 1, "named_at_own_step": 1, "bugs_observable": 2,
+                                 "named_first_observable": 1, "named_at_own_step_observable": 1,
+                                 "indistinguishable": 0, "unmarked": 0}
     assert "own_step" not in results["correct"] and results["B1"]["own_step"] == {"#31": "computed from another tensor"}
 
 
@@ -101,3 +103,46 @@ def test_a_causal_mask_bug_lists_the_probabilities_step_beside_the_masked_scores
             expected = bug["expected"] if isinstance(bug["expected"], list) else [bug["expected"]]
             if "G13" in expected:
                 assert "G14" in expected, (bugs.parent.name, bug["id"])
+
+
+def test_a_bug_no_marked_step_can_show_is_counted_apart_from_the_observable_ones(measure, tmp_path, monkeypatch,
+                                                                                 capsys):
+    """`indistinguishable` / `unmarked` in the repository's record (a measured folder's older copy lacks them) keep
+    the bug in every total and out of the `*_observable` ones; the old keys keep their meaning."""
+    folder = tmp_path / "measured" / "impl"
+    folder.mkdir(parents=True)
+    (folder / "model.py").write_text("a = 1\nb = 2\nc = 3\n")
+    bugs = [{"id": "B1", "file": "model.py", "old": "a = 1", "new": "a = 3", "expected": "#11"},
+            {"id": "B2", "file": "model.py", "old": "b = 2", "new": "b = 4", "expected": "#31"},
+            {"id": "B3", "file": "model.py", "old": "c = 3", "new": "c = 5", "expected": "#33"}]
+    (folder / "planted_bugs.json").write_text(json.dumps(bugs))
+    record = tmp_path / "round15" / "impl"
+    record.mkdir(parents=True)
+    (record / "planted_bugs.json").write_text(json.dumps([
+        bugs[0], {**bugs[1], "indistinguishable": "a correct form without the norm gives the same numbers"},
+        {**bugs[2], "unmarked": "on an unmarked line whose result no marked step reads"}]))
+
+    def fake_trace(copy, name, expected=()):  # upstream's true red at #11 first, B2's own step red with evidence
+        result = {"exit": 1, "first_failure": None if copy == folder else "#11 Scores: ...", "first_evidence": None}
+        return {**result, **({"own_step": measure.own_step_evidence(SNAPSHOTS, list(expected))} if expected else {})}
+
+    monkeypatch.setattr(measure, "HERE", tmp_path)
+    monkeypatch.setattr(measure, "trace", fake_trace)
+    monkeypatch.setattr(measure, "COPIES", tmp_path / "copies")
+    monkeypatch.setattr(sys, "argv", ["measure.py", str(folder)])
+    measure.main()
+    results = json.loads(capsys.readouterr().out)
+    assert [results[b]["observable"] for b in ("B1", "B2", "B3")] == [True, False, False]
+    assert results["B2"]["bug"]["indistinguishable"].startswith("a correct form")
+    assert results["totals"] == {"bugs": 3, "named_first": 1, "named_at_own_step": 2, "bugs_observable": 1,
+                                 "named_first_observable": 1, "named_at_own_step_observable": 1,
+                                 "indistinguishable": 1, "unmarked": 1}
+
+
+@pytest.mark.parametrize("round_dir", sorted(MEASURE.parent.glob("round*")), ids=lambda p: p.name)
+def test_a_bug_said_unobservable_says_why(round_dir):
+    """Each field is a reason in words, never a bare flag: a reader judges it."""
+    for bugs in round_dir.glob("*/planted_bugs.json"):
+        for bug in json.loads(bugs.read_text()):
+            for field in ("indistinguishable", "unmarked"):
+                assert field not in bug or (isinstance(bug[field], str) and len(bug[field]) > 30), (bugs, bug["id"])

@@ -12,6 +12,11 @@ A causal-mask bug lists every step of the attention where it is observable, from
 bug is in it; the masked scores; the probabilities): it is named first at whichever of them the trace judges first,
 the masked scores being not checkable in some layouts. The `expected` steps are read from the repository's own record
 (tests/trace_fresh/roundN/FOLDER/planted_bugs.json) where it lists the bug, a measured folder keeping an older copy.
+
+A bug may carry, in that record, `"indistinguishable": "<why>"` (some correct implementation gives the same numbers
+at every marked step: no verdict could be evidence) or `"unmarked": "<why>"` (the bug is on a line no marker covers
+and no marked step's numbers can show it). Such a bug is still traced and counted in every total; the totals also
+count the bugs with neither field apart (`*_observable`), the ones the acceptance's "named first" can fairly ask for.
 """
 import json
 import os
@@ -40,18 +45,37 @@ def named_at_own_step(found: dict[str, str], form: str | list[str] | None) -> bo
     return any(name and (forms is None or name in forms) for name in found.values())
 
 
+# why a planted bug cannot be asked of the checks: the fields planted_bugs.json may give it
+UNOBSERVABLE = ("indistinguishable", "unmarked")
+
+
+def observable(bug: dict) -> bool:
+    """Whether the bug's numbers at the marked steps can tell it from every correct form (neither field given)."""
+    return not any(bug.get(field) for field in UNOBSERVABLE)
+
+
 def summary(results: dict) -> dict:
-    """The totals over the planted bugs: how many, named first, named at their own step."""
+    """The totals over the planted bugs: how many, named first, named at their own step; the same among the bugs
+    that are observable, and how many carry each field that says why not."""
     bugs = [result for key, result in results.items() if isinstance(result, dict) and "bug" in result]
+    seen = [b for b in bugs if observable(b["bug"])]
     return {"bugs": len(bugs), "named_first": sum(bool(b["named_first"]) for b in bugs),
-            "named_at_own_step": sum(bool(b["named_at_own_step"]) for b in bugs)}
+            "named_at_own_step": sum(bool(b["named_at_own_step"]) for b in bugs),
+            "bugs_observable": len(seen), "named_first_observable": sum(bool(b["named_first"]) for b in seen),
+            "named_at_own_step_observable": sum(bool(b["named_at_own_step"]) for b in seen),
+            **{field: sum(bool(b["bug"].get(field)) for b in bugs) for field in UNOBSERVABLE}}
+
+
+def recorded_bugs(folder: Path) -> dict[str, dict]:
+    """Each bug as the repository records it for ``folder`` (by its name, in any round)."""
+    recorded = sorted(HERE.glob(f"round*/{folder.name}/planted_bugs.json"))
+    return {bug["id"]: bug for bug in (json.loads(recorded[0].read_text()) if recorded else [])}
 
 
 def recorded_expected(folder: Path) -> dict[str, list[str]]:
-    """Each bug's `expected` steps as the repository records them for ``folder`` (by its name, in any round)."""
-    recorded = sorted(HERE.glob(f"round*/{folder.name}/planted_bugs.json"))
-    bugs = json.loads(recorded[0].read_text()) if recorded else []
-    return {bug["id"]: bug["expected"] if isinstance(bug["expected"], list) else [bug["expected"]] for bug in bugs}
+    """Each bug's `expected` steps as the repository records them for ``folder``."""
+    return {name: bug["expected"] if isinstance(bug["expected"], list) else [bug["expected"]]
+            for name, bug in recorded_bugs(folder).items()}
 
 
 def trace(folder: Path, name: str, expected: tuple[str, ...] | list[str] = ()) -> dict:
@@ -80,7 +104,7 @@ def trace(folder: Path, name: str, expected: tuple[str, ...] | list[str] = ()) -
 def main() -> None:
     folder = (HERE / sys.argv[1]).resolve()
     only = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--only" else None
-    results, recorded = {}, recorded_expected(folder)
+    results, recorded, record = {}, recorded_expected(folder), recorded_bugs(folder)
     if only in (None, "correct"):
         results["correct"] = trace(folder, folder.name.lower())
     for bug in json.loads((folder / "planted_bugs.json").read_text()) if (folder / "planted_bugs.json").exists() else []:
@@ -96,11 +120,14 @@ def main() -> None:
         target.write_text(text.replace(bug["old"], bug["new"]))
         expected = recorded.get(bug["id"]) or (bug["expected"] if isinstance(bug["expected"], list)
                                                else [bug["expected"]])
-        bug = {**bug, "expected": expected}
+        # the record's word on whether the bug is observable, a measured folder's older copy lacking it
+        why_not = {field: record.get(bug["id"], {}).get(field) or bug.get(field) for field in UNOBSERVABLE}
+        bug = {**bug, "expected": expected, **{field: why for field, why in why_not.items() if why}}
         result = trace(copy, f"{folder.name}-{bug['id']}".lower(), expected)
         first = (result["first_failure"] or "").split(" ")[0]
         result["named_first"] = first in expected
         result["named_at_own_step"] = named_at_own_step(result["own_step"], bug.get("form"))
+        result["observable"] = observable(bug)
         result["bug"] = bug
         results[bug["id"]] = result
     if any("bug" in result for result in results.values()):

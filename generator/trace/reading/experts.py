@@ -4,7 +4,8 @@ token goes through added. No MLP form the checks know is that computation, so th
 unrecognised, and is said to be one by its own name, where the marked lines' module calls show it: a module of the
 user's whose output is the step's tensor, that called two or more modules of one class each on a part of the tokens
 it was given (the routed experts: each row of their input one of its input's rows, fewer than all). What it was given
-is checked all the same (sublayer_input.py: the experts fed the un-normalised stream are named there)."""
+is checked all the same (sublayer_input.py: the experts fed the un-normalised stream are named there). Where the
+call's router and experts tell the routing whole, the step is judged as their weighted sum (expert_weights.py)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from typing import TYPE_CHECKING
 import torch
 
 from transformer_trace.checks import NOT_CHECKABLE, CheckResult
-from transformer_trace.checks.base import UNRECOGNISED
+from transformer_trace.checks.base import FAILED, UNRECOGNISED
+from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.expert_weights import CLAIM, judged, read_routing
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
@@ -67,8 +70,9 @@ def _holds(output: torch.Tensor | None, step: torch.Tensor) -> bool:
 def mixture_of_experts(readings: Sequence[SnapshotReading],
                        results: dict[int, list[CheckResult]]) -> dict[int, list[CheckResult]]:
     """``results`` with each captured step that holds a mixture of experts' output (the module docstring) and that no
-    check judged (not checkable, or unrecognised) said to be one: unrecognised, by that name; the others as they
-    were."""
+    check judged (not checkable, or unrecognised) judged from the call's router and experts (expert_weights.py):
+    passed, or failed with the bug form that fitted; where neither, said to be one: unrecognised, by that name. The
+    others as they were."""
     pages = [page for page in readings if page.captured]
     found = dict(results)
     for page in pages:
@@ -80,7 +84,18 @@ def mixture_of_experts(readings: Sequence[SnapshotReading],
                 why = (f"{MIXTURE} (the {call.module} {page.label}'s line called, whose output is your "
                        f"{step.main.variable or step.label}, ran {ran} {cls} modules, each on a part of the {tokens} "
                        f"tokens it was given)")
-                found[step.snap.number] = [_named(result, why) for result in found.get(step.snap.number, [])]
+                given = call.inputs[0]
+                routing = read_routing(given, _callees(page.calls, index), cls) if given is not None else None
+                verdict = judged(step.main_as_called, routing) if routing is not None else None
+                earlier = found.get(step.snap.number, [])
+                if verdict is None:
+                    found[step.snap.number] = [_named(result, why) for result in earlier]
+                    continue
+                judged_here = [r for r in earlier if r.status not in (NOT_CHECKABLE, UNRECOGNISED)]
+                evidence = None if verdict.passed else Evidence(BUG_FORM, verdict.form, verdict.message)
+                found[step.snap.number] = [*judged_here, CheckResult(
+                    name=CLAIM, passed=verdict.passed, detail=verdict.message,
+                    status="" if verdict.passed else FAILED, evidence=evidence)]
     return found
 
 

@@ -18,6 +18,7 @@ from transformer_trace.checks.grouped import kv_heads
 from transformer_trace.models.legend import Legend
 from transformer_trace.models.recording import Role
 from transformer_trace.trace.reading.reduced_keys import reduced_key_layouts
+from transformer_trace.trace.reading.token_grid import grid_layouts, grids_flattened
 
 Roles = frozenset[Role]
 # the declared roles a step must have for keys or values of fewer heads than the queries to be read as grouped-query
@@ -97,6 +98,8 @@ def _misfits(named: list[tuple[tuple[str, ...], tuple[int, ...]]], dims: dict[st
 
 def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) -> dict[str, int]:
     dims = _bind(named, legend)
+    if (grids := grids_flattened(named)) != named and any(n not in dims for e, _ in grids if len(e) == 3 for n in e):
+        named, dims = grids, _bind(grids, legend)  # tokens kept as a grid (token_grid.py) bind the token count
     if "B" in legend and "B" not in dims:
         batchless = [(e, (1, *shape)) if e[:1] == ("B",) and len(shape) == len(e) - 1 else (e, shape) for e,
                      shape in named]
@@ -317,6 +320,8 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
                      f"batch and heads merged in one axis (B·h, {axes}); read as ({names})", tensor.reshape(expected))
     if len(expected) == 3 and expressions[0] == "B" and expected[1] > 1:
         yield from _positions_axis(tensor, expressions, expected)
+    for note, read in grid_layouts(tensor, expressions, expected):
+        yield Layout(LayoutStatus.LAYOUT, expected, note, read)
     if (expressions == ("B", "N", "C") and len(shape) == 4 and shape[:2] == (expected[0], expected[2])
             and shape[2] * shape[3] == expected[1]):  # the patch convolution's output, before flatten(2).transpose
         yield Layout(LayoutStatus.LAYOUT, expected, f"the patch grid as the convolution wrote it (B, C, {shape[2]}, "

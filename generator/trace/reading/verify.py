@@ -320,8 +320,6 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
                      f"batch and heads merged in one axis (B·h, {axes}); read as ({names})", tensor.reshape(expected))
     if len(expected) == 3 and expressions[0] == "B" and expected[1] > 1:
         yield from _positions_axis(tensor, expressions, expected)
-    for note, read in grid_layouts(tensor, expressions, expected):
-        yield Layout(LayoutStatus.LAYOUT, expected, note, read)
     if (expressions == ("B", "N", "C") and len(shape) == 4 and shape[:2] == (expected[0], expected[2])
             and shape[2] * shape[3] == expected[1]):  # the patch convolution's output, before flatten(2).transpose
         yield Layout(LayoutStatus.LAYOUT, expected, f"the patch grid as the convolution wrote it (B, C, {shape[2]}, "
@@ -389,7 +387,8 @@ def _grouped_layouts(tensor: torch.Tensor, expressions: tuple[str, ...], expecte
 def _positions_axis(tensor: torch.Tensor, expressions: tuple[str, ...],
                     expected: tuple[int, ...]) -> Iterator[Layout]:
     """A (B, L, X) step without an axis of its own for the positions: merged with the batch, (B·L, X), a view the
-    script made; or left out, (B, X), the last position only (verify.py ``Layout.last_position``)."""
+    script made; or left out, (B, X), the last position only (verify.py ``Layout.last_position``); or split in two, a
+    grid of tokens (B, H', W', X) (token_grid.py)."""
     shape, names = tuple(tensor.shape), ", ".join(expressions)
     if shape == (expected[0] * expected[1], expected[2]):
         yield Layout(LayoutStatus.LAYOUT, expected, f"batch and positions merged in one axis (B·{expressions[1]}, "
@@ -404,6 +403,8 @@ def _positions_axis(tensor: torch.Tensor, expressions: tuple[str, ...],
                      f"(B, {expressions[2]}): a generation step's final norm and head on `h[:, -1]`; read as that "
                      f"position's row of ({names}), every step it is checked against read at that position too",
                      tensor.unsqueeze(1))
+    for note, read in grid_layouts(tensor, expressions, expected):
+        yield Layout(LayoutStatus.LAYOUT, expected, note, read)
 
 
 def _split_axes(shape: tuple[int, ...], expected: tuple[int, ...]) -> str | None:

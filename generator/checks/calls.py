@@ -18,6 +18,7 @@ from transformer_trace.checks.base import NOT_CHECKABLE, Check, CheckResult, THI
 from transformer_trace.checks.evidence import BugForm, Fit, find_evidence
 from transformer_trace.checks.grouped import fitted_heads, kv_heads
 from transformer_trace.checks.head_norm import normed_heads
+from transformer_trace.checks.interleaved_heads import head_split
 from transformer_trace.checks.per_head_parts import PARTS_OVER_HEADS, heads_merged, parts_over_heads, per_head_part
 from transformer_trace.checks.projected_alike import equal_to_earlier_part
 from transformer_trace.checks.rotary import rotation_of
@@ -468,8 +469,8 @@ class HeadsOfRead(Check):
         B, H, N, hs = got.shape
         if whole.shape == got.shape:
             expected, how = whole, "as read" + (f", {group}" if group else "")
-        elif whole.shape == (B, N, H * hs):
-            expected, how = whole.reshape(B, N, H, hs).transpose(1, 2), f"(B, N, C) split into {H} heads of {hs}"
+        elif whole.shape == (B, N, H * hs):  # the usual split, or the heads interleaved in the channels
+            expected, how = head_split(got, whole, H, hs)
         elif whole.shape == (B, N, H, hs):
             expected, how = whole.transpose(1, 2), "(B, N, h, hs) with its heads axis moved forward"
         elif whole.dim() == 4 and (whole.shape[0], whole.shape[2], whole.numel()) == (B, N, got.numel()):

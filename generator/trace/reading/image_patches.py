@@ -6,7 +6,9 @@ the pixels of one P×P patch of the image. Which patch each row holds is the ord
 (the catalogue's, and every ViT's positions are learned or tabled for it); the pixel order inside a patch is the
 script's own choice (channel-last ``(ph pw c)`` or the catalogue's ``(c ph pw)``), so a row is compared with its patch
 as a set of values. Rows that hold the patches column by column fail with the bug form "patches taken column by
-column"; rows that fit neither order leave the step as it was."""
+column"; rows that each hold P×P pixels a grid apart (`'b c (p1 h) (p2 w) -> b (h w) (p1 p2 c)'`: the patch and grid
+axes swapped, each token a strided sample of the whole image) with "pixels a grid apart, not a patch"; rows that fit
+none leave the step as it was."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
 
 COLUMN_BY_COLUMN = "patches taken column by column"
+STRIDED = "pixels a grid apart, not a patch"
 CLAIM = "each row holds the pixels of one patch of the image, the patches row by row"
 
 
@@ -61,12 +64,29 @@ def _judged(step: torch.Tensor, image: torch.Tensor, page: SnapshotReading, show
                            passed=True, status=PASSED, detail=detail)
     by_columns, more = close(rows, _patches(image.double(), size, False), "vs the patches column by column")
     if not by_columns:
-        return None
+        return _strided(rows, image, size, page, name, detail)
     message = (f"{COLUMN_BY_COLUMN}: row n of your {page.main.variable or page.label} ({page.label}) holds the pixels "
                f"of patch n of {name} counted down the columns, where the patches are read row by row ({more}; "
                f"{detail})")
     return CheckResult(name=CLAIM, passed=False, status=FAILED, detail=message,
                        evidence=Evidence(BUG_FORM, COLUMN_BY_COLUMN, message))
+
+
+def _strided(rows: torch.Tensor, image: torch.Tensor, size: int, page: SnapshotReading, name: str,
+             detail: str) -> CheckResult | None:
+    """The step's rows as P×P pixels a grid apart (the image cut `(p1 h) (p2 w)`: token (i, j) holds the pixels
+    (p1·H/P + i, p2·W/P + j)), a bug form; None where they are not."""
+    b, ch, h, w = image.shape
+    strided = image.double().reshape(b, ch, size, h // size, size, w // size).permute(0, 3, 5, 1, 2, 4)
+    fits, more = close(rows, strided.reshape(b, -1, ch * size * size).sort(-1).values,
+                       "vs the pixels a grid apart, row by row")
+    if not fits:
+        return None
+    message = (f"{STRIDED}: row n of your {page.main.variable or page.label} ({page.label}) holds {size}×{size} "
+               f"pixels of {name} {h // size} rows and {w // size} columns apart, where a patch is {size}×{size} "
+               f"neighbouring pixels: the image was cut with its patch and grid axes swapped ({more}; {detail})")
+    return CheckResult(name=CLAIM, passed=False, status=FAILED, detail=message,
+                       evidence=Evidence(BUG_FORM, STRIDED, message))
 
 
 def patches_of_the_image(readings: Sequence[SnapshotReading],

@@ -18,6 +18,7 @@ from transformer_trace.checks.grouped import kv_heads
 from transformer_trace.models.legend import Legend
 from transformer_trace.models.recording import Role
 from transformer_trace.trace.reading.reduced_keys import reduced_key_layouts
+from transformer_trace.trace.reading.token_grid import grid_layouts, grids_flattened
 
 Roles = frozenset[Role]
 # the declared roles a step must have for keys or values of fewer heads than the queries to be read as grouped-query
@@ -97,6 +98,8 @@ def _misfits(named: list[tuple[tuple[str, ...], tuple[int, ...]]], dims: dict[st
 
 def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) -> dict[str, int]:
     dims = _bind(named, legend)
+    if (grids := grids_flattened(named)) != named and any(n not in dims for e, _ in grids if len(e) == 3 for n in e):
+        named, dims = grids, _bind(grids, legend)  # tokens kept as a grid (token_grid.py) bind the token count
     if "B" in legend and "B" not in dims:
         batchless = [(e, (1, *shape)) if e[:1] == ("B",) and len(shape) == len(e) - 1 else (e, shape) for e,
                      shape in named]
@@ -384,7 +387,8 @@ def _grouped_layouts(tensor: torch.Tensor, expressions: tuple[str, ...], expecte
 def _positions_axis(tensor: torch.Tensor, expressions: tuple[str, ...],
                     expected: tuple[int, ...]) -> Iterator[Layout]:
     """A (B, L, X) step without an axis of its own for the positions: merged with the batch, (B·L, X), a view the
-    script made; or left out, (B, X), the last position only (verify.py ``Layout.last_position``)."""
+    script made; or left out, (B, X), the last position only (verify.py ``Layout.last_position``); or split in two, a
+    grid of tokens (B, H', W', X) (token_grid.py)."""
     shape, names = tuple(tensor.shape), ", ".join(expressions)
     if shape == (expected[0] * expected[1], expected[2]):
         yield Layout(LayoutStatus.LAYOUT, expected, f"batch and positions merged in one axis (B·{expressions[1]}, "
@@ -399,6 +403,8 @@ def _positions_axis(tensor: torch.Tensor, expressions: tuple[str, ...],
                      f"(B, {expressions[2]}): a generation step's final norm and head on `h[:, -1]`; read as that "
                      f"position's row of ({names}), every step it is checked against read at that position too",
                      tensor.unsqueeze(1))
+    for note, read in grid_layouts(tensor, expressions, expected):
+        yield Layout(LayoutStatus.LAYOUT, expected, note, read)
 
 
 def _split_axes(shape: tuple[int, ...], expected: tuple[int, ...]) -> str | None:

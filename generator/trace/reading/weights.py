@@ -29,7 +29,7 @@ from transformer_trace.trace.reading.rebuilt import embedding_table, looks_like,
 from transformer_trace.trace.reading.rows import normalised_capture, pooled_from, pooled_norm, pooled_scorer
 from transformer_trace.sources import ModuleRef, ParamRef, Ref, TensorDict
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
-from transformer_trace.trace.reading.call_layout import in_order
+from transformer_trace.trace.reading.call_layout import GRID_FLATTENED, in_order
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.normed_projection import projection_normed_per_head
 from transformer_trace.trace.reading.positions_read import added_to_read
@@ -97,7 +97,9 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
     wanted = check.TRACE.calls
     kinds = {kind for kind, _ in wanted.values()}
     # (a Linear shared by the heads, called on the stream split into them: read on the merged heads, shared_heads.py)
-    chosen = {kind: heads_merged(call) for kind in kinds if (call := _call_of(kind, calls, main)) is not None}
+    # (not on a grid of tokens read flattened: its (B, H', W', X) calls are no heads)
+    chosen = {kind: call if order == GRID_FLATTENED else heads_merged(call) for kind in kinds
+              if (call := _call_of(kind, calls, main)) is not None}
     if not chosen and ModuleKind.LINEAR in kinds and (normed := projection_normed_per_head(calls, main)) is not None:
         chosen = {ModuleKind.LINEAR: normed}  # the projection a norm over the head size follows on the line
     if not chosen:

@@ -44,13 +44,8 @@ PASSED_AT_LEAST = {SWIN: 8, TWINS: 5, NOTEBOOK: 15}
 TRUE_RED = {NOTEBOOK: {"S13"}}
 
 
-# Twins' S08 is a false red since the grid reading made it checkable: its position encoding (S07) runs after the first
-# layer, and block 0's input is read as "computed from S04 where S07 belongs" (ROUND16_VIT.md, "What is left")
-TWINS_S08 = pytest.mark.xfail(strict=True, reason="Twins' PEG runs after block 0: S08 read against a later S07")
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [SWIN, pytest.param(TWINS, marks=TWINS_S08), NOTEBOOK])
+@pytest.mark.parametrize("name", [SWIN, TWINS, NOTEBOOK])
 def test_round_sixteen_vits_correct_code_gets_no_false_red_verdict_where_its_upstream_files_are_present(
         tmp_path, upstream_driver, name):
     red, passed = red_and_passed(traced(upstream_driver(16, name), tmp_path / "out"))

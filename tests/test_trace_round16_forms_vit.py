@@ -162,3 +162,65 @@ def test_patches_cut_from_the_image_pass_and_pixels_a_grid_apart_are_named(tmp_p
     code, checks = traced(tmp_path / "strided", PATCHES.replace(CUT, STRIDED_CUT))
     assert code == 1 and checks[""]["first_failure"].startswith("S03"), checks[""]
     assert checks["S03"]["evidence"]["name"] == "pixels a grid apart, not a patch", checks["S03"]
+
+
+# Twins-SVT's position encoding: a depthwise convolution over the token grid added after the first block (PEG), so
+# the first block's input is the patch embeddings (after their LayerNorm), and the positions added (S07) come after it
+POSITIONS_AFTER_THE_FIRST_BLOCK = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, G, C, H = 2, 4, 16, 2
+N = G * G
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(C, 3 * C)
+        self.proj = nn.Linear(C, C)
+        self.scale = (C // H) ** -0.5
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).reshape(B, N, 3, H, C // H).permute(2, 0, 3, 1, 4)
+        attn = ((q @ k.transpose(-2, -1)) * self.scale).softmax(dim=-1)  # BREAKPOINT S13
+        return self.proj((attn @ v).transpose(1, 2).reshape(B, N, C))
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(C)
+        self.attn = Attention()
+        self.norm2 = nn.LayerNorm(C)
+        self.mlp = nn.Sequential(nn.Linear(C, 2 * C), nn.GELU(), nn.Linear(2 * C, C))
+
+    def forward(self, x):  # BREAKPOINT S08
+        x = x + self.attn(self.norm1(x))  # BREAKPOINT S16
+        x = x + self.mlp(self.norm2(x))  # BREAKPOINT S19
+        return x
+
+
+embed = nn.Linear(48, C)
+embed_norm = nn.LayerNorm(C)
+peg = nn.Conv2d(C, C, 3, padding=1, groups=C)
+blocks = nn.ModuleList([Block(), Block()]).eval()
+with torch.no_grad():
+    img = torch.randn(B, 3, 16, 16)  # BREAKPOINT S01
+    patches = img.reshape(B, 3, G, 4, G, 4).permute(0, 2, 4, 3, 5, 1).reshape(B, N, 48)
+    x = embed(patches)  # BREAKPOINT S04
+    x = embed_norm(x)
+    for i, block in enumerate(blocks):
+        x = block(x)
+        if i == 0:
+            x = x + peg(x.transpose(1, 2).reshape(B, C, G, G)).flatten(2).transpose(1, 2)  # BREAKPOINT S07
+'''
+
+
+def test_a_first_block_fed_before_the_positions_are_added_is_no_red(tmp_path):
+    # the positions (S07) are added after the first block ran: its input cannot be computed from them, so the patch
+    # embeddings it was given are no evidence of "computed from S04 where S07 belongs"
+    code, checks = traced(tmp_path, POSITIONS_AFTER_THE_FIRST_BLOCK)
+    assert code == 0, checks[""]
+    assert checks["S08"]["passed"] is not False, checks["S08"]

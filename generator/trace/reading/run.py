@@ -91,6 +91,14 @@ class TracedRun(ModelRun):
 
     called: CalledModules = field(default_factory=dict)
     catalogued: TensorDict | None = None
+    # record name -> its snapshot's place in the order the script ran (its page's first hit)
+    ran: Mapping[str, int] = field(default_factory=dict)
+
+    def ran_after(self, name: str, other: str) -> bool:
+        """Whether record ``name`` was computed after record ``other`` in this run, where the pages' order tells it:
+        both outside a loop or at its first pass (a page's place is its first hit's; a later pass's is not known)."""
+        first = all(part == "0" or not part.isdigit() for part in f"{name}.{other}".split("."))
+        return first and name in self.ran and other in self.ran and self.ran[name] > self.ran[other]
 
     def module(self, template: ModuleRef | str) -> Any:
         name = self.name(template)
@@ -149,6 +157,8 @@ def traced_run(reading: CaptureReading, inputs: dict[str, Any], stamp: dict[str,
         record_points={}, command=command, catalogued=source,
         float64=source.float64 if source is not None else Float64Copies(),  # one float64 copy per tensor: its views'
         called=modules_called(list(pages), source) if source is not None else {},
+        ran={name: reading.by_label[label.snapshot].order for name, label in labels.items()
+             if label.snapshot in reading.by_label and reading.by_label[label.snapshot].captured},
     )
 
 

@@ -3,7 +3,11 @@
 
 - Gemma 2's sandwich norms, ``x + post_norm(sublayer(pre_norm(x)))``: the residual sum adds a norm of the sublayer
   output, a correct form, not "the residual taken from the normalised stream" (JacksonCakes/GeLinear: false reds at
-  G18 and G23); the stream itself replaced by its norm stays that bug."""
+  G18 and G23); the stream itself replaced by its norm stays that bug;
+- a cross-attention inside the encoder (a Perceiver's latent array reading the input) on the line shared by the
+  encoder's self-attention and the decoder's cross-attention: no step of the numbering, its hits left out, not taken
+  for the decoder's cross-attention (esceptico/perceiver-io: a false red at #34, its (latents × inputs) weights read as
+  the decoder's (queries × latents) transposed)."""
 
 from __future__ import annotations
 
@@ -51,3 +55,63 @@ def test_the_stream_replaced_by_its_norm_is_still_named(tmp_path):
     assert code == 1
     assert checks["G18"]["passed"] is False
     assert checks["G18"]["evidence"]["name"] == "LayerNorm of the wrong tensor"
+
+
+ENCODER_CROSS_ATTENTION = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, S, N, C = 2, 8, 6, 16  # the decoder's queries are the source's positions: T = S
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(C, C), nn.Linear(C, C), nn.Linear(C, C)
+
+    def forward(self, inputs_kv, inputs_q):
+        q, k = self.q(inputs_q).unsqueeze(1), self.k(inputs_kv).unsqueeze(1)  # one head
+        scores = q @ k.transpose(-2, -1) / C ** 0.5  # Snapshot #10 or #33
+        weights = scores.softmax(dim=-1)  # Snapshot #11 or #34
+        return (weights @ self.v(inputs_kv).unsqueeze(1)).squeeze(1)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.latents = nn.Parameter(torch.randn(N, C))
+        self.cross_attn = Attention()
+        self.self_attn = Attention()
+
+    def forward(self, x):
+        latents = self.cross_attn(x, self.latents.repeat(B, 1, 1))  # Snapshot #6
+        return self.self_attn(latents, latents)
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cross_attention = Attention()
+
+    def forward(self, query, latents):
+        return self.cross_attention(latents, query)
+
+
+encoder, decoder = Encoder(), Decoder()
+with torch.no_grad():
+    embeddings = torch.randn(B, S, C)  # Snapshot #5
+    latents = encoder(embeddings)
+    query = torch.randn(B, S, C)  # Snapshot #20
+    out = decoder(query, latents)
+'''
+
+
+def test_an_encoders_cross_attention_is_not_read_as_the_decoders(tmp_path):
+    """esceptico's Perceiver IO (round sixteen): the latent array's cross-attention to the input runs in the encoder;
+    the decoder's cross-attention (#34) is the decoder's own, its rows over the latents."""
+    code, checks = traced(tmp_path, ENCODER_CROSS_ATTENTION)
+    assert code == 0, checks[""]
+    assert checks["#34"]["passed"] is True, checks["#34"]["detail"]
+    assert "16 rows over the keys" in checks["#34"]["detail"]  # the decoder's 8 queries per item, not the 6 latents
+    assert checks["#11"]["passed"] is True, checks["#11"]["detail"]

@@ -7,7 +7,9 @@
 - a cross-attention inside the encoder (a Perceiver's latent array reading the input) on the line shared by the
   encoder's self-attention and the decoder's cross-attention: no step of the numbering, its hits left out, not taken
   for the decoder's cross-attention (esceptico/perceiver-io: a false red at #34, its (latents × inputs) weights read as
-  the decoder's (queries × latents) transposed)."""
+  the decoder's (queries × latents) transposed);
+- soft-capped scores, Gemma 2's ``cap · tanh(Q·Kᵀ/√hs / cap)`` (JacksonCakes/GeLinear: G11 unrecognised), with their
+  bug forms: the cap applied to Q·Kᵀ unscaled, the tanh given the scores undivided by the cap."""
 
 from __future__ import annotations
 
@@ -115,3 +117,46 @@ def test_an_encoders_cross_attention_is_not_read_as_the_decoders(tmp_path):
     assert checks["#34"]["passed"] is True, checks["#34"]["detail"]
     assert "16 rows over the keys" in checks["#34"]["detail"]  # the decoder's 8 queries per item, not the 6 latents
     assert checks["#11"]["passed"] is True, checks["#11"]["detail"]
+
+
+SOFT_CAPPED_SCORES = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, C, H = 2, 6, 32, 4
+hs, cap = C // H, 2.0
+W_q, W_k = nn.Linear(C, C, bias=False), nn.Linear(C, C, bias=False)
+x = torch.randn(B, T, C) * 2
+with torch.no_grad():
+    q = W_q(x).view(B, T, H, hs).transpose(1, 2)  # BREAKPOINT G08
+    k = W_k(x).view(B, T, H, hs).transpose(1, 2)  # BREAKPOINT G09
+    qk = q @ k.transpose(-2, -1) * SCALE
+    scores = CAPPED  # BREAKPOINT G11
+'''
+
+
+def _capped(tmp_path, scale="hs ** -0.5", capped="cap * torch.tanh(qk / cap)"):
+    return traced(tmp_path, SOFT_CAPPED_SCORES.replace("SCALE", scale).replace("CAPPED", capped))
+
+
+def test_soft_capped_scores_are_a_correct_form(tmp_path):
+    """JacksonCakes' Gemma 2 (round sixteen): ``cap · tanh(q·kᵀ/√hs / cap)`` before the mask, unrecognised before."""
+    code, checks = _capped(tmp_path)
+    assert code == 0, checks[""]
+    assert checks["G11"]["passed"] is True, checks["G11"]["detail"]
+    assert "soft-capped" in checks["G11"]["name"]
+
+
+def test_soft_capped_scores_without_the_scale_are_named(tmp_path):
+    """The planted ``scaling_factor = 1``: the cap applied to Q·Kᵀ unscaled."""
+    code, checks = _capped(tmp_path, scale="1")
+    assert code == 1
+    assert checks["G11"]["evidence"]["name"] == "1/√d missing", checks["G11"]
+
+
+def test_a_soft_cap_whose_tanh_is_given_the_undivided_scores_is_named(tmp_path):
+    """The planted ``qk = qk`` for ``qk = qk / cap``: cap · tanh(s)."""
+    code, checks = _capped(tmp_path, capped="cap * torch.tanh(qk)")
+    assert code == 1
+    assert checks["G11"]["evidence"]["name"] == "soft cap undivided", checks["G11"]

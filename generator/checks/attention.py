@@ -26,6 +26,7 @@ from transformer_trace.checks.position_bias import (T5_CLAIM, bias_claim, bias_i
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
 from transformer_trace.checks.rotary import attention_operand, rotation_of
 from transformer_trace.checks.scale_forms import scores_another_scale, scores_unscaled, weights_unscaled
+from transformer_trace.checks.soft_cap import capped_scores, capped_undivided, capped_unscaled
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
 
@@ -93,7 +94,8 @@ class ScaledScores(Check):
     OPTIONAL = (("probs",),)
     BUG_FORMS = (BugForm("1/√d missing", "the scores vs Q·Kᵀ unscaled", scores_unscaled),
                  BugForm("another scaling than 1/√hs", "the scores vs Q·Kᵀ times a fitted constant",
-                         scores_another_scale))
+                         scores_another_scale), BugForm("1/√d missing", "soft-capped Q·Kᵀ unscaled", capped_unscaled),
+                 BugForm("soft cap undivided", "cap · tanh(the scores), cap fitted", capped_undivided))
 
     out: Ref = THIS
     q: Ref
@@ -117,6 +119,8 @@ class ScaledScores(Check):
             return bias_claim(f" / √{hs}"), True, f"{detail}; with the bias fitted: {biased[1]}"
         if not passed and (t5 := self.t5(s)) is not None:
             return T5_CLAIM, True, f"{detail}; {t5}"
+        if not passed and (capped := capped_scores(self, s)) is not None:  # Gemma 2's soft cap (soft_cap.py)
+            return capped
         if not passed:
             unscaled, plain = close(scores, product, "recomputed Q·Kᵀ per head (unscaled)")
             later = self._scaled_later(s, scores, hs) if unscaled else None

@@ -18,6 +18,7 @@ from transformer_trace.checks.base import (GELU_MINIMUM, THIS, BoundT, CallBinde
 from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.residual_forms import scaled_residual, stream_left_out
+from transformer_trace.checks.sandwich_norm import sandwich_sum
 from transformer_trace.checks.normalisation import NORMALISED_RESIDUAL, fitted_layer_norm
 from transformer_trace.checks.post_norm_sum import NORMALISED_STREAM_LEFT_OUT, normalised_sum
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
@@ -212,6 +213,8 @@ class SumOf(Check):
             return scaled
         if not passed and (normed := normalised_sum(s, self.out, self.operands)) is not None:
             return normed  # post-norm, the marker on the line that normalises the sum
+        if not passed and (sandwich := sandwich_sum(s, self.out, self.operands)) is not None:
+            return sandwich  # the sublayer output normalised before the sum (Gemma 2)
         return "the operands add up to the residual sum", passed, detail
 
 

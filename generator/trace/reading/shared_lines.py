@@ -21,7 +21,8 @@ nn.Modules running it (read at each such hit by running_module.py in the script'
 3. Encoder or decoder: the modules above the attention module, outermost first, by attribute and class name
    (enc..., Encoder... / dec..., Decoder...; a name with both, such as EncoderDecoder, says nothing). When they name
    both, or neither and the line's snapshots have more than one self-attention use, the hit is not told.
-   Cross-attention is the decoder's.
+   Cross-attention is the decoder's: a cross-attention the modules above name the encoder's (a Perceiver's latent
+   array reading the input) is no use of the numbering, its hits left out and said so.
 
 4. In a catalogue without those uses (the ViT's, the GPT's), a line shared by residual sums ("# BREAKPOINT S16 or
    S19": one ``x += res`` in a ``ResidualAdd(fn)`` wrapper that runs only inside an nn.Sequential) is told by the
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
     from transformer_trace.trace.reading.capture import Hit
 
 ENCODER_SELF, DECODER_SELF, CROSS = "encoder self-attention", "decoder self-attention", "cross-attention"
+# a cross-attention inside the encoder (a Perceiver's latent array reading the input): no snapshot of the numbering
+ENCODER_CROSS = "encoder's cross-attention"
 
 _ATTENTION = re.compile(r"attn|attention|mha|multihead|msa", re.I)
 _WRAPPER = re.compile(r"block|layer|residual", re.I)  # a class that wraps the attention (a layer), not the attention
@@ -118,6 +121,9 @@ def hit_use(path: list | None, self_uses: int) -> Told:
         kind, because = "self", f"{said or 'its inputs and name do not say'}, and the encoder has no cross-attention"
     if kind is None:
         return Told(None, module, "neither its inputs nor its name say self- or cross-attention")
+    if kind == CROSS and sides == {"encoder"}:  # the numbering's cross-attention is the decoder's: not this one
+        return Told(ENCODER_CROSS, module, f"{because}, and it is in the encoder, whose steps have no cross-attention",
+                    layer)
     if kind == CROSS:
         return Told(CROSS, module, because)
     if len(sides) == 1:

@@ -215,3 +215,40 @@ def test_a_feeding_statements_module_call_is_kept_at_a_few_calls_of_ours(tmp_pat
 
     statement()  # the classes' answers kept for the run
     assert _calls_of_ours(statement) < 30 * 8  # 36 a call before
+
+
+class _Recorder:
+    """What ``Feeding`` calls of the tracer's recorder: each start and stop, in order."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.fed: dict = {}
+
+    def start(self, frame, markers, feeding=False, targets=None) -> None:
+        self.seen.append("start")
+
+    def stop(self) -> list:
+        self.seen.append("stop")
+        return []
+
+
+class _Tracer:
+    """A tracer as ``Feeding`` reads it: is_compiling's two halves (bootstrap.Tracer.torch_imported), and is_compiling
+    itself, which a feeding statement no longer calls (three frames per run of the statement)."""
+
+    pid = 1
+
+    def __init__(self, dynamo: bool) -> None:
+        self.calls, self.dynamo = _Recorder(), lambda: dynamo
+        self.compiler = type("Compiler", (), {"_is_compiling_flag": False})
+
+    def compiling(self) -> bool:
+        raise AssertionError("is_compiling called: the statement asks its two halves")
+
+
+@pytest.mark.parametrize("dynamo, recorded", [(False, ["start", "stop"]), (True, [])])
+def test_a_feeding_statement_asks_is_compilings_halves_as_a_marked_one_does(dynamo, recorded):
+    tracer = _Tracer(dynamo)
+    with fed_calls.Feeding(tracer, _marked(["h"], []), FEEDER_LINE):
+        pass
+    assert tracer.calls.seen == recorded  # recorded outside a compiler's trace only

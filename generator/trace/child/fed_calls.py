@@ -56,13 +56,16 @@ class Feeding:
         self.markers = [(index, {**marker, "locals": [], "reads": []}) for index, marker in markers]
 
     def __enter__(self):
-        if self.tracer.pid is not None and not self.tracer.compiling():
+        tracer = self.tracer
+        # is_compiling's two halves asked here, as a marked statement asks them (bootstrap.Tracer.torch_imported):
+        # is_compiling itself is three frames a feeding statement's every run paid for
+        if tracer.pid is not None and not (tracer.dynamo() or tracer.compiler._is_compiling_flag):
             # no frame: a feeding statement's locals are not read (its markers' "locals" are empty)
-            self.tracer.calls.start(None, self.markers, feeding=True, targets=self.targets)
+            tracer.calls.start(None, self.markers, feeding=True, targets=self.targets)
 
     def __exit__(self, kind, value, traceback):
         tracer = self.tracer
-        if tracer.pid is None or tracer.compiling():
+        if tracer.pid is None or tracer.dynamo() or tracer.compiler._is_compiling_flag:
             return False
         calls = tracer.calls.stop()  # None: every target past the hit whose calls its checks read
         for target in self.targets if kind is None and calls is not None else ():

@@ -142,9 +142,10 @@ def _added_inside(check: Any, calls: Sequence[ModuleCall], source: TensorDict, m
     inside = [call for call in calls if call.kind == ModuleKind.USER and call.inputs and call.outputs
               and isinstance(given := call.inputs[0], torch.Tensor) and same_tensor(in_order(given, order), first)
               and isinstance(made := call.outputs[0], torch.Tensor) and same_tensor(in_order(made, order), main)]
+    if len(inside) != 1 or first.dim() != 3 or first.shape[0] < 2 or main.shape != first.shape:
+        return None  # the step's own shape first: a line may capture values that are no sum of its operands
     term = main.double() - first.double()
-    if len(inside) != 1 or first.dim() != 3 or first.shape[0] < 2 \
-            or not close(term, term[:1].expand_as(term), "")[0]:
+    if not close(term, term[:1].expand_as(term), "")[0]:
         return None
     missing, module = source.name(check.operands[-1]), inside[0].module
     # the module's one table of positions (a row per position at least, of the step's width), where it holds one

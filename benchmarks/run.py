@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/run.py --quick    # fewer repeats
     .venv/bin/python benchmarks/run.py --baseline c36410f    # beside that commit, in one run (benchmarks/compare.py)
     .venv/bin/python benchmarks/run.py --baseline c36410f --only corpus  # the corpus's tracing overhead alone
+    .venv/bin/python benchmarks/run.py --baseline c36410f --only corpus-work  # the tracer's work, counted (corpus_work.py)
 
 Everything is measured side by side in one run on this machine: ratios matter more than seconds.
 """
@@ -411,7 +412,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument(
         "--only",
-        choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace", "corpus", "classroom", "gpu"),
+        choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace", "corpus", "corpus-work", "classroom",
+                 "gpu"),
         help="measure only this part and replace its section of --out",
     )
     parser.add_argument("--baseline", help="a commit, or another checkout's folder (the commit this work started "
@@ -427,6 +429,17 @@ def main() -> None:
     # environment turns that off, each new process would compile the project's ~100 modules again (the generator's
     # and the site plugin's imports), a cost no user pays after their first run.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    if args.only == "corpus-work":
+        if not args.baseline:
+            parser.error("--only corpus-work counts this checkout beside --baseline")
+        from benchmarks.checkout import BaselineCheckout, Checkout
+        from benchmarks.corpus_work import count_checkout, work_section
+
+        current = Checkout.at(ROOT, Path(sys.executable))
+        with BaselineCheckout(args.baseline, args.baseline_python) as baseline:
+            counted = {checkout.label: count_checkout(checkout.python, checkout.root) for checkout in (baseline, current)}
+            labels = baseline.label, current.label
+        return replace_section(args.out, work_section(*labels, *(counted[label] for label in labels)))
     if args.baseline or args.record:
         from benchmarks.checkout import BaselineCheckout, Checkout
         from benchmarks.compare import compare, section_from_record

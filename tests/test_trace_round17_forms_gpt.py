@@ -1,0 +1,92 @@
+"""Correct code in the forms round seventeen's fresh GPT-style implementations and encoder–decoder brought
+(tests/trace_fresh/ROUND17_GPT.md), built here in scripts of our own, none from the upstream code:
+
+- retention (RetNet's parallel form): ``(Q·Kᵀ ⊙ D)·V`` with D a causal decay matrix γ^(n−m), 0 above the diagonal,
+  and no softmax: the decay mask multiplies the scores, a correct form, not "a position sees the next" (its zeros read
+  as an additive mask's allowed entries) nor "the context computed from the scores where the probabilities belong"
+  (Jamie-Stirling/RetNet: false reds at G12 and G15); its bug forms: the decay without its causal factor (the later
+  keys seen), the decay reversed (older keys weighed more);
+- scores too small for the checks' absolute tolerance (a model initialised at std 0.02): their scale is judged as a
+  ratio, so another scale than 1/√hs is named there too (lpkphd/mosaic-gpt: MLA's scores scaled by 1/√8 instead of
+  1/√(8 + 4) passed G11)."""
+
+from __future__ import annotations
+
+from tests.conftest import trace_source as traced
+
+RETENTION = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, C, h = 2, 6, 16, 2
+hs = C // h
+wq, wk, wv = nn.Linear(C, C, bias=False), nn.Linear(C, C, bias=False), nn.Linear(C, C, bias=False)
+gamma = 0.9  # one decay for every head (RetNet gives each head module its own (T, T) D)
+x = torch.randn(B, T, C)
+with torch.no_grad():
+    q = wq(x).view(B, T, h, hs).transpose(1, 2)  # BREAKPOINT G08
+    k = wk(x).view(B, T, h, hs).transpose(1, 2)  # BREAKPOINT G09
+    v = wv(x).view(B, T, h, hs).transpose(1, 2)  # BREAKPOINT G10
+    n, m = torch.arange(T).unsqueeze(1), torch.arange(T).unsqueeze(0)
+    decay = DECAY  # BREAKPOINT G12
+    retained = (q @ k.transpose(-2, -1)) * decay  # BREAKPOINT G13
+    context = retained @ v  # BREAKPOINT G15
+'''
+
+
+def test_retention_with_a_causal_decay_mask_and_no_softmax_is_a_correct_form(tmp_path):
+    code, checks = traced(tmp_path, RETENTION.replace("DECAY", "(gamma ** (n - m)) * (n >= m).float()"))
+    assert code == 0, checks[""]
+    for label in ("G12", "G13", "G15"):
+        assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+    assert "decay" in checks["G12"]["detail"]
+
+
+def test_a_decay_mask_per_head_the_layout_cannot_read_gets_no_red_verdict(tmp_path):
+    """(1, h, T, T): one decay per head in one tensor. The mask's layout is unread (unrecognised); the masked scores,
+    read from their own masked entries, are zero exactly above the diagonal: no position sees the next."""
+    per_head = "(torch.tensor([0.9, 0.7]).view(1, h, 1, 1) ** (n - m)) * (n >= m).float()"
+    code, checks = traced(tmp_path, RETENTION.replace("DECAY", per_head))
+    assert code == 0, checks[""]
+    assert all(check["passed"] is not False for label, check in checks.items() if label), checks
+
+
+def test_a_decay_mask_without_its_causal_factor_lets_a_query_see_later_keys(tmp_path):
+    code, checks = traced(tmp_path, RETENTION.replace("DECAY", "gamma ** (n - m)"))
+    assert code == 1
+    assert checks["G12"]["passed"] is False
+    assert checks["G12"]["evidence"]["name"] == "no query attends to a later key"
+
+
+def test_a_decay_that_grows_going_back_is_named(tmp_path):
+    code, checks = traced(tmp_path, RETENTION.replace("DECAY", "(gamma ** (m - n)) * (n >= m).float()"))
+    assert code == 1
+    assert checks["G12"]["passed"] is False
+    assert checks["G12"]["evidence"]["name"] == "decay reversed"
+
+
+SMALL_SCORES = '''\
+import torch
+
+torch.manual_seed(0)
+B, h, T, hs = 2, 2, 5, 12
+with torch.no_grad():
+    q = torch.randn(B, h, T, hs) * 0.003  # BREAKPOINT G08
+    k = torch.randn(B, h, T, hs) * 0.003  # BREAKPOINT G09
+    scores = q @ k.transpose(-2, -1) * SCALE  # BREAKPOINT G11
+'''
+
+
+def test_small_scores_scaled_by_one_over_root_hs_pass(tmp_path):
+    code, checks = traced(tmp_path, SMALL_SCORES.replace("SCALE", "hs ** -0.5"))
+    assert code == 0, checks[""]
+    assert checks["G11"]["passed"] is True, checks["G11"]["detail"]
+
+
+def test_small_scores_with_another_scale_are_named(tmp_path):
+    """MLA's 1/√d_head where its queries and keys are d_head + rope_dim wide (round seventeen's mosaic-gpt B1)."""
+    code, checks = traced(tmp_path, SMALL_SCORES.replace("SCALE", "8 ** -0.5"))
+    assert code == 1
+    assert checks["G11"]["passed"] is False
+    assert checks["G11"]["evidence"]["name"] == "another scaling than 1/√hs"

@@ -90,3 +90,43 @@ def test_small_scores_with_another_scale_are_named(tmp_path):
     assert code == 1
     assert checks["G11"]["passed"] is False
     assert checks["G11"]["evidence"]["name"] == "another scaling than 1/√hs"
+
+
+FIRST_LAYER_INPUT = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+emb = nn.Embedding(20, 16)
+ids = torch.randint(0, 20, (2, 5))
+with torch.no_grad():
+    tok = emb(ids)  # MARK_TOKENS
+    x = INPUT  # MARK_INPUT
+'''
+
+
+MARKERS = {"gpt": ("BREAKPOINT G02", "BREAKPOINT G05"), "encoder-decoder": ("Snapshot #4", "Snapshot #6")}
+
+
+def _first_layer(numbering: str, block_input: str) -> str:
+    tokens, layer = MARKERS[numbering]
+    return (FIRST_LAYER_INPUT.replace("MARK_TOKENS", tokens).replace("MARK_INPUT", layer)
+            .replace("x = INPUT", f"x = {block_input}"))
+
+
+def test_a_first_block_reading_the_token_embeddings_with_no_position_step_marked_passes(tmp_path):
+    """Positions inside the attention (mosaic-gpt's rotary MLA, RetNet's decay, T5's buckets): G05 and #6 were not
+    checkable, needing the catalogue's token + position step, which such a model never computes."""
+    code, checks = traced(tmp_path, _first_layer("gpt", "tok"))
+    assert code == 0, checks[""]
+    assert checks["G05"]["passed"] is True, checks["G05"]["detail"]
+    assert "token embeddings" in checks["G05"]["name"]
+    (tmp_path / "ed").mkdir()
+    code, checks = traced(tmp_path / "ed", _first_layer("encoder-decoder", "tok"))
+    assert code == 0, checks[""]
+    assert checks["#6"]["passed"] is True, checks["#6"]["detail"]
+
+
+def test_a_first_block_reading_something_else_than_the_token_embeddings_does_not_pass(tmp_path):
+    code, checks = traced(tmp_path, _first_layer("gpt", "tok * 2.0"))
+    assert checks["G05"]["passed"] is not True, checks["G05"]["detail"]

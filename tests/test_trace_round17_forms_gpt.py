@@ -130,3 +130,50 @@ def test_a_first_block_reading_the_token_embeddings_with_no_position_step_marked
 def test_a_first_block_reading_something_else_than_the_token_embeddings_does_not_pass(tmp_path):
     code, checks = traced(tmp_path, _first_layer("gpt", "tok * 2.0"))
     assert checks["G05"]["passed"] is not True, checks["G05"]["detail"]
+
+
+XPOS = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, C, hs = 2, 6, 16, 8
+wq, wk = nn.Linear(C, hs, bias=False), nn.Linear(C, hs, bias=False)
+x = torch.randn(B, T, C)  # BREAKPOINT G05 (binds B, T and C)
+
+
+def xpos(t, sign):
+    """xPos as its paper writes it (ours): neighbouring channels rotated by position · 10000^(−2i/hs), each pair scaled
+    by ζᵢ^(sign · position / 512), ζᵢ = (2i + 0.4 hs) / (1.4 hs)."""
+    n = t.shape[-1]
+    position = torch.arange(t.shape[1])[:, None]
+    angle = position * 10000 ** (-torch.arange(0, n, 2) / n)
+    zeta = ((torch.arange(0, n, 2) + 0.4 * n) / (1.4 * n)) ** (sign * position / 512)
+    cos = (torch.cos(angle) * zeta).repeat_interleave(2, -1)
+    sin = (torch.sin(angle) * zeta).repeat_interleave(2, -1)
+    turned = torch.stack((-t[..., 1::2], t[..., 0::2]), -1).flatten(-2)
+    return t * cos + turned * sin
+
+
+with torch.no_grad():
+    q_proj, k_proj = wq(x), wk(x)
+    q = xpos(q_proj, 1)  # BREAKPOINT G08
+    k = xpos(k_proj, SIGN)  # BREAKPOINT G09
+'''
+
+
+def test_xpos_queries_scaled_up_and_keys_down_are_a_rotary_form(tmp_path):
+    """RetNet's xPos (Jamie-Stirling/RetNet: G08 and G09 unrecognised)."""
+    code, checks = traced(tmp_path, XPOS.replace("SIGN", "-1"))
+    assert code == 0, checks[""]
+    for label in ("G08", "G09"):
+        assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+        assert "xPos" in checks[label]["detail"]
+
+
+def test_xpos_keys_scaled_up_like_the_queries_are_named(tmp_path):
+    """RetNet's B3: `self.xpos(K)` without `downscale=True`."""
+    code, checks = traced(tmp_path, XPOS.replace("SIGN", "1"))
+    assert code == 1
+    assert checks["G09"]["passed"] is False
+    assert checks["G09"]["evidence"]["name"] == "xPos scaled the wrong way"

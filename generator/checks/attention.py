@@ -486,7 +486,7 @@ class LinearHeads(Check):
                 expected = per_head
                 passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, its part of each "
                                        f"head's q, k and v side by side (GPT-NeoX's layout), {H} heads")
-        rotary = rotation_of(got, expected) if not passed and self.part < 2 else None
+        rotary = rotation_of(got, expected, self.part) if not passed and self.part < 2 else None
         if rotary is not None:  # queries or keys marked after their rotary positions: a fitted member of the family
             passed, detail = close(got, rotary.apply(expected), f"{detail.split(':')[0]}, rotated: {rotary}")
         normed = normed_heads(got, expected, f"{letter} = LN(x)·W{letter}ᵀ + b split into {H} heads") \

@@ -15,7 +15,7 @@ MOSAIC = "lpkphd_mosaic-gpt"
 T5 = "NovelAI_t5"
 RETNET = "Jamie-Stirling_RetNet"
 # the checks that must really run on each correct code (its passed count after the fixes, less a margin)
-PASSED_AT_LEAST = {MOSAIC: 12, T5: 7, RETNET: 7}
+PASSED_AT_LEAST = {MOSAIC: 12, T5: 7, RETNET: 9}
 
 
 def test_round_seventeen_gpt_folders_each_hold_our_files_only_and_plant_their_bugs():
@@ -44,11 +44,12 @@ def test_round_seventeen_correct_code_gets_no_red_verdict_where_its_upstream_fil
 
 @pytest.mark.slow
 @pytest.mark.parametrize("bug_id, label, form", [("B1", "G12", "no query attends to a later key"),
-                                                 ("B2", "G12", "decay reversed")])
+                                                 ("B2", "G12", "decay reversed"),
+                                                 ("B3", "G09", "xPos scaled the wrong way")])
 def test_retnets_decay_bugs_are_named_at_the_mask_where_upstream_is_present(tmp_path, upstream_driver, bug_id, label,
                                                                            form):
     """RetNet's B1 (the decay without its causal factor) and B2 (the decay reversed), named in the first result only
-    through the false red every run had at G12."""
+    through the false red every run had at G12; B3 (xPos on the keys without downscale), unseen then."""
     folder = upstream_driver(17, RETNET).parent
     bug = next(b for b in planted_bugs(folder) if b["id"] == bug_id)
     snapshots = traced(with_bug(tmp_path, folder, bug), tmp_path / "out", status=1)

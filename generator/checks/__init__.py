@@ -45,12 +45,13 @@ from transformer_trace.checks.pooled_row import RowEquals
 from transformer_trace.checks.activation import GeluOfLinear
 from transformer_trace.checks.post_norm import ResidualOrPostNorm, ResidualSumEitherNorm
 from transformer_trace.checks.head_merge import ProjectionOfHeads
+from transformer_trace.checks.handed_over import HandedOverOrTokens
 from transformer_trace.registry import Registry
 
 CHECKS: Registry[type[Check]] = Registry("check", [(cls.key(), cls) for cls in (
     EmbeddingLookup, SameTensor, LinearOf, SumOf, LayerNormOf, LayerNormStatistics, ResidualLayerNorm, HeadsRejoin,
     ScaledScores, SoftmaxRows, CausalMask, ContextConcat, ContextHeads, TokensConcat, RowEquals, PlusParameter,
     Probabilities, EqualsParameter, LinearHeads, GeluOfLinear, ResidualBlock, ResidualOrPostNorm, ResidualSumEitherNorm,
-    ResidualThenNorm, ResidualSumOrPostNorm, ProjectionOfHeads, MlpInputNorm, FinalNormOrNone,
+    ResidualThenNorm, ResidualSumOrPostNorm, ProjectionOfHeads, MlpInputNorm, FinalNormOrNone, HandedOverOrTokens,
 )])
 """The generic checks, any report may use them; a report's own are in its checks.py ``CHECKS``."""

@@ -24,8 +24,9 @@ from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_f
 from transformer_trace.checks.position_bias import (T5_CLAIM, bias_claim, bias_inside_softmax, relative_bias,
                                                     t5_form)
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
+from transformer_trace.checks.retention import is_decay
 from transformer_trace.checks.rotary import attention_operand, rotation_of
-from transformer_trace.checks.scale_forms import scores_another_scale, scores_unscaled, weights_unscaled
+from transformer_trace.checks.scale_forms import close_scaled, scores_another_scale, scores_unscaled, weights_unscaled
 from transformer_trace.checks.soft_cap import capped_scores, capped_undivided, capped_unscaled
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -114,7 +115,7 @@ class ScaledScores(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         scores, product, hs, grouped = self.read(s)  # product: (B, h, Lq, Lk)
-        passed, detail = close(scores, product / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head{grouped}")
+        passed, detail = close_scaled(scores, product, 1 / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head{grouped}")
         if not passed and (biased := relative_bias(scores, product / math.sqrt(hs)))[0]:
             return bias_claim(f" / √{hs}"), True, f"{detail}; with the bias fitted: {biased[1]}"
         if not passed and (t5 := self.t5(s)) is not None:
@@ -122,7 +123,7 @@ class ScaledScores(Check):
         if not passed and (capped := capped_scores(self, s)) is not None:  # Gemma 2's soft cap (soft_cap.py)
             return capped
         if not passed:
-            unscaled, plain = close(scores, product, "recomputed Q·Kᵀ per head (unscaled)")
+            unscaled, plain = close_scaled(scores, product, 1.0, "recomputed Q·Kᵀ per head (unscaled)")
             later = self._scaled_later(s, scores, hs) if unscaled else None
             if later is not None:
                 return f"equals Q·Kᵀ, the 1/√hs applied at the softmax ({self.probs_label})", True, f"{plain}; {later}"
@@ -281,7 +282,7 @@ class SoftmaxRows(Check):
     CLAIM = "each row is the softmax of the scores over the keys and sums to 1"
 
     DERIVES = "out"
-    OPTIONAL = (("q",), ("k",))
+    OPTIONAL = (("q",), ("k",), ("decay",))
     BUG_FORMS = (BugForm("softmax over the wrong axis", "the weights' columns sum to 1, their rows do not",
                          _over_queries),
                  BugForm("1/√d missing", "the weights vs the softmax of Q·Kᵀ unscaled", weights_unscaled),
@@ -296,11 +297,14 @@ class SoftmaxRows(Check):
     causal: bool = False
     q: Ref | None = None
     k: Ref | None = None
+    decay: Ref | None = None  # the model's mask, read only to tell a retention (retention.py): no softmax
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         """The softmax, where the blocked keys are known: from the captured mask, or the future ones of a causal
-        model (without either, a padding mask the scores do not show could change it)."""
+        model (without either, a padding mask the scores do not show could change it); a retention's, its scores."""
         logits = s.t(self.scores)
+        if self.decay is not None and s.has(self.decay) and is_decay(s.cpu(self.decay)):
+            return logits
         if self.mask is not None and s.has(self.mask):
             allowed, _ = mask_allows(s.cpu(self.mask))
         elif self.causal and self.mask is None:
@@ -349,7 +353,6 @@ class SoftmaxRows(Check):
             passed &= future == 0.0
             detail += f"; largest weight on a future position: {future:g}"
         return claim + (" (causal)" if self.causal and claim != SOFTMAX_DROPOUT_CLAIM else ""), passed, detail
-
 
     def _scaled_inside(self, s: TensorSource, weights: torch.Tensor, logits: torch.Tensor,
                        plain: tuple[bool, str]) -> tuple[bool, str]:
@@ -483,7 +486,7 @@ class LinearHeads(Check):
                 expected = per_head
                 passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, its part of each "
                                        f"head's q, k and v side by side (GPT-NeoX's layout), {H} heads")
-        rotary = rotation_of(got, expected) if not passed and self.part < 2 else None
+        rotary = rotation_of(got, expected, self.part) if not passed and self.part < 2 else None
         if rotary is not None:  # queries or keys marked after their rotary positions: a fitted member of the family
             passed, detail = close(got, rotary.apply(expected), f"{detail.split(':')[0]}, rotated: {rotary}")
         normed = normed_heads(got, expected, f"{letter} = LN(x)·W{letter}ᵀ + b split into {H} heads") \

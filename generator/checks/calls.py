@@ -21,7 +21,7 @@ from transformer_trace.checks.head_norm import normed_heads
 from transformer_trace.checks.interleaved_heads import head_split
 from transformer_trace.checks.per_head_parts import PARTS_OVER_HEADS, heads_merged, parts_over_heads, per_head_part
 from transformer_trace.checks.projected_alike import equal_to_earlier_part
-from transformer_trace.checks.rotary import rotation_of
+from transformer_trace.checks.rotary import XPOS_WRONG_WAY, rotation_of
 from transformer_trace.checks.values import SumOf
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 
@@ -402,7 +402,7 @@ class HeadsOfRead(Check):
                  BugForm(HEADS_SPLIT_WITHOUT_MOVING, "the step vs the projection reshaped straight to (B, h, N, hs)",
                          _split_without_moving),
                  BugForm(PARTS_OVER_HEADS, "the step vs the per-head projection the line read chunked over its heads",
-                         parts_over_heads))
+                         parts_over_heads), XPOS_WRONG_WAY)
 
     out: Ref = THIS
     parts: tuple[Ref, ...]
@@ -482,7 +482,7 @@ class HeadsOfRead(Check):
             raise NotCheckable(s.name(self.parts[0]), f"its shape {tuple(whole.shape)} is not {B}×{N} positions")
         letter = "qkv"[self.part]
         passed, detail = close(got, expected, f"the {letter} projection the line read, {how}")
-        rotary = rotation_of(got, expected) if not passed and self.part < 2 else None
+        rotary = rotation_of(got, expected, self.part) if not passed and self.part < 2 else None
         if rotary is not None:  # queries or keys marked after their rotary positions: a fitted member of the family
             passed, detail = close(got, rotary.apply(expected), f"the {letter} projection the line read, {how}, "
                                    f"rotated: {rotary}")

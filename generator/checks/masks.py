@@ -10,6 +10,7 @@ import torch
 
 from transformer_trace.checks.base import Check, THIS, close
 from transformer_trace.checks.evidence import Property
+from transformer_trace.checks.retention import decay_allows, decayed_scores
 from transformer_trace.sources import Ref, TensorSource
 
 
@@ -24,6 +25,8 @@ def mask_allows(mask: torch.Tensor) -> tuple[torch.Tensor, str]:
         if float(m.diagonal(dim1=-2, dim2=-1).float().mean()) > 0.5:
             return m, "boolean, True = allowed"
         return ~m, "boolean, True = blocked"
+    if (decay := decay_allows(mask)) is not None:  # retention's D: the scores times it, 0 where it blocks
+        return decay
     blocked = mask <= -1e4  # exp(−1e4) is 0 in every float type: −inf, −1e9, −1e10, finfo(dtype).min all block
     values = mask[blocked].unique()
     value = "−inf" if not len(values) or bool(torch.isneginf(values).all()) else (
@@ -35,9 +38,12 @@ def masked_as_written(got: torch.Tensor, scores: torch.Tensor, allowed: torch.Te
                       mask: torch.Tensor | None = None) -> tuple[torch.Tensor, str]:
     """The masked scores as the script's form makes them, closest to ``got``: −inf where the mask blocks; the script's
     own finite masking value there (−1e9, −1e10, ``finfo(dtype).min``: read from ``got``'s blocked entries, one
-    value); or an additive mask added to the scores. Returns the recomputed tensor and how it was masked."""
+    value); or an additive mask added to the scores; a decay mask multiplied in (retention.py). Returns the recomputed
+    tensor and how it was masked."""
     blocked = (~allowed).expand_as(got)
     forms = [(scores.masked_fill(~allowed, float("-inf")), "−inf where the mask blocks")]
+    if mask is not None and decay_allows(mask) is not None:
+        forms = decayed_scores(got, scores, mask) + forms
     values = got[blocked].unique() if bool(blocked.any()) else got.new_empty(0)
     if len(values) == 1 and bool(torch.isfinite(values).all()) and float(values[0]) <= -1e4:
         forms.append((scores.masked_fill(~allowed, float(values[0])),
@@ -54,9 +60,9 @@ def masked_as_written(got: torch.Tensor, scores: torch.Tensor, allowed: torch.Te
 
 
 def masked_entries(got: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-    """The entries a mask changed the scores at, whatever its form: set to −inf or a masking value, or moved by one
-    (a score minus 10⁴ is masked although it may lie above −10⁴)."""
-    return (got <= -1e4) | ((got - scores) <= MASKING_OFFSET)
+    """The entries a mask changed the scores at, whatever its form: set to −inf or a masking value, moved by one (a
+    score minus 10⁴ is masked although it may lie above −10⁴), or multiplied by 0 (a decay mask: retention.py)."""
+    return (got <= -1e4) | ((got - scores) <= MASKING_OFFSET) | ((got == 0) & (scores != 0))
 
 
 def causal_reading(allowed: torch.Tensor) -> tuple[int, int, torch.Tensor, torch.Tensor]:
@@ -154,7 +160,7 @@ class CausalMask(Check):
             return (f"allows each position itself and the {window} positions before it (a sliding-window causal "
                     "mask), never a later one"), passed, (f"{detail}; the {hidden} entries further back than {window} "
                                                           "positions blocked: a sliding window, its width fitted")
-        if not kind.startswith("boolean"):
+        if kind.startswith("additive"):  # a decay mask's allowed entries are its factors, not 0
             exact = bool((mask[allowed.expand_as(mask)] == 0).all()) if allowed.shape == mask.shape else True
             detail += f"; the allowed entries are exactly 0: {exact}"
             passed &= exact

@@ -12,10 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from transformer_trace.checks.base import close
+from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.sources import Ref, TensorSource
 
 # appended to a record name: the tensor the attention read, that step's tensor rotated (the fit made once per run)
@@ -28,11 +30,14 @@ FRACTIONS = (1, 2, 4, 8)  # the part of each head rotated: all of it, half, a qu
 @dataclass(frozen=True)
 class Rotary:
     """One member of the family: the first ``dims`` channels of each head rotated, in ``interleaved`` pairs or halves,
-    pair i by the angle t · ``base``^(-2i/dims) at position t."""
+    pair i by the angle t · ``base``^(-2i/dims) at position t. ``xpos``: xPos (Sun et al. 2022, RetNet's), each pair
+    also scaled by ζᵢ^(±t/``scale_base``), ζᵢ = (2i + 0.4·dims)/(1.4·dims): +1 the queries' (up), −1 the keys'."""
 
     dims: int
     base: float
     interleaved: bool
+    xpos: int = 0
+    scale_base: float = 512.0
 
     def apply(self, heads: torch.Tensor) -> torch.Tensor:
         """``heads`` (…, T, hs) with the positions along its second last axis, rotated."""
@@ -47,11 +52,18 @@ class Rotary:
         else:
             first, second = part[..., :n // 2], part[..., n // 2:]
             turned = torch.cat((first * cos - second * sin, second * cos + first * sin), dim=-1)
+        if self.xpos:
+            zeta = (torch.arange(0, n, 2, dtype=torch.float64) + 0.4 * n) / (1.4 * n)
+            factor = (zeta[None, :] ** (self.xpos * torch.arange(T, dtype=torch.float64)[:, None] / self.scale_base))
+            factor = factor.repeat_interleave(2, dim=-1) if self.interleaved else torch.cat((factor, factor), dim=-1)
+            turned = turned * factor.to(heads.dtype)
         return torch.cat((turned, rest), dim=-1)
 
     def __str__(self) -> str:
         pairs = "neighbouring channels paired (interleaved)" if self.interleaved else "the halves paired (rotate-half)"
-        return f"rotary positions on {self.dims} channels of each head, {pairs}, base {self.base:,.6g}"
+        scaled = (f", xPos: scaled by ζ^({'+' if self.xpos > 0 else '−'}t/{self.scale_base:g}), "
+                  f"{'up (queries)' if self.xpos > 0 else 'down (keys)'}") if self.xpos else ""
+        return f"rotary positions on {self.dims} channels of each head, {pairs}, base {self.base:,.6g}{scaled}"
 
 
 def heads_of(x: torch.Tensor, h: int) -> torch.Tensor:
@@ -83,14 +95,51 @@ def _family(hs: int) -> Iterator[Rotary]:
         for interleaved in (False, True):
             for base in BASES:
                 yield Rotary(dims, base, interleaved)
+    if hs >= 2 and hs % 2 == 0:  # xPos, as its paper and RetNet have it: every channel, base 10000, ζ^(±t/512)
+        for interleaved in (True, False):
+            for sign in (1, -1):
+                yield Rotary(hs, 10000.0, interleaved, sign)
 
 
-def rotation_of(got: torch.Tensor, heads: torch.Tensor) -> Rotary | None:
+def xpos_allowed(rotary: Rotary, part: int | None) -> bool:
+    """Whether ``rotary`` is a correct form for ``part`` (0 queries, 1 keys; None: either): xPos scales the queries
+    up and the keys down."""
+    return not rotary.xpos or part is None or rotary.xpos == (1 if part == 0 else -1)
+
+
+def rotation_of(got: torch.Tensor, heads: torch.Tensor, part: int | None = None,
+                wrong_way: bool = False) -> Rotary | None:
     """The member of the family that turns ``heads`` (…, T, hs, the projection split into heads) into ``got``: queries
-    or keys marked after their rotation (``q = rope(q)``); None where no member does."""
+    or keys marked after their rotation (``q = rope(q)``); None where no member does. ``part`` (0 q, 1 k) keeps the
+    xPos members to its own direction; ``wrong_way``: only the xPos members of the other one (its bug form)."""
     if got.shape != heads.shape or got.dim() < 2 or got.shape[-2] < 2:
         return None
-    return next((rotary for rotary in _family(got.shape[-1]) if close(got, rotary.apply(heads), "")[0]), None)
+    wanted = ((lambda rotary: bool(rotary.xpos) and not xpos_allowed(rotary, part)) if wrong_way
+              else (lambda rotary: xpos_allowed(rotary, part)))
+    members = (rotary for rotary in _family(got.shape[-1]) if wanted(rotary))
+    return next((rotary for rotary in members if close(got, rotary.apply(heads), "")[0]), None)
+
+
+def _xpos_wrong_way(check: Any, s: TensorSource) -> Fit | None:
+    """Queries or keys (``check``: a head split of the projection its line read, ``part`` 0 or 1) rotated by xPos in
+    the other one's direction: keys scaled up with the position like the queries (``downscale`` left out), or the
+    queries down."""
+    got, (whole, _) = s.t(check.out), check.part_read(s)
+    if check.part > 1 or got.dim() != 4:
+        return None
+    B, H, N, hs = got.shape
+    if whole.shape == (B, N, H * hs):
+        whole = whole.reshape(B, N, H, hs).transpose(1, 2)
+    found = rotation_of(got, whole, check.part, wrong_way=True) if whole.shape == got.shape else None
+    if found is None:
+        return Fit(False, "no xPos member of the other direction fits")
+    own = ("keys", "down", "queries") if check.part == 1 else ("queries", "up", "keys")
+    return Fit(True, f"xPos scaled the wrong way: your {s.name(check.out)} is the projection the line read rotated and "
+                     f"scaled as the {own[2]} are ({found}), where the {own[0]} are scaled {own[1]}")
+
+
+XPOS_WRONG_WAY = BugForm("xPos scaled the wrong way", "the step vs the projection rotated by xPos in the other "
+                         "direction", _xpos_wrong_way)
 
 
 def _context(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool) -> torch.Tensor:

@@ -16,11 +16,47 @@ from transformer_trace.checks.position_bias import relative_bias
 from transformer_trace.sources import TensorSource
 
 
+SCALE_TOLERANCE = 1e-3  # a fitted scale against the one claimed, relative: float rounding moves it by ~1e-6
+
+
+def fitted_scale(scores: torch.Tensor, product: torch.Tensor) -> tuple[float, float] | None:
+    """The constant c of scores = c·product over the finite entries, and the fit's residual relative to the scores'
+    size; None where there is nothing to fit."""
+    finite = torch.isfinite(scores) & torch.isfinite(product)
+    x, y = product[finite], scores[finite]
+    if x.numel() == 0 or float((x * x).sum()) == 0.0 or float((y * y).sum()) == 0.0:
+        return None
+    c = float((x * y).sum() / (x * x).sum())
+    return c, float((y - c * x).norm() / y.norm())
+
+
+def scale_off(scores: torch.Tensor, product: torch.Tensor, c: float, what: str) -> str | None:
+    """Why scores of magnitude below 1, which the checks' tolerance (absolute there) passes at any scale near it, are
+    not ``product`` × ``c`` after all: judged as a ratio, their scale is another; None where it is ``c`` or the scores
+    are larger (or are no multiple of the product at all)."""
+    finite = torch.isfinite(product)
+    size = float(product[finite].abs().max()) if bool(finite.any()) else 0.0
+    fitted = fitted_scale(scores, product) if 0.0 < size * abs(c) < 1.0 else None
+    if fitted is None or fitted[1] > SCALE_TOLERANCE or abs(fitted[0] / c - 1) <= SCALE_TOLERANCE:
+        return None
+    return (f"but judged as a ratio (the scores are at most {size * abs(c):.1e}, below the tolerance's scale), they "
+            f"are Q·Kᵀ × {fitted[0]:.4g}, not {what}")
+
+
+def close_scaled(scores: torch.Tensor, product: torch.Tensor, c: float, what: str) -> tuple[bool, str]:
+    """The scores compared with ``product`` × ``c`` (``close``), failed where they pass only because they are small
+    (``scale_off``): the scale judged as a ratio."""
+    passed, detail = close(scores, product * c, what)
+    if passed and (off := scale_off(scores, product, c, "unscaled" if c == 1.0 else f"× {c:.4g}")) is not None:
+        return False, f"{detail}; {off}"
+    return passed, detail
+
+
 def scores_unscaled(check: Any, s: TensorSource) -> Fit:
     """The scores Q·Kᵀ with no scale at all (``check``: a ``ScaledScores``), or Q·Kᵀ unscaled plus a bias linear in
     the key's offset (ALiBi's, whose models scale: T5's learned table, which does not, passed before any bug form)."""
     scores, product, hs = check.product(s)
-    fits, detail = close(scores, product, "vs Q·Kᵀ unscaled")
+    fits, detail = close_scaled(scores, product, 1.0, "vs Q·Kᵀ unscaled")
     biased = "" if fits else " plus a relative position bias"
     if not fits:
         fits, detail = relative_bias(scores, product)
@@ -40,6 +76,7 @@ def scores_another_scale(check: Any, s: TensorSource) -> Fit | None:
     if abs(c * math.sqrt(hs) - 1) < 1e-3 or abs(c - 1) < 1e-3 or c <= 0:
         return None  # the right scale, or none (the form above)
     fits, detail = close(y, c * x, f"vs Q·Kᵀ × {c:.4g}, the factor fitted")
+    fits &= (fitted_scale(y, x) or (c, 1.0))[1] <= SCALE_TOLERANCE  # a ratio, also where the scores are small
     as_root = f" = 1/√{1 / c ** 2:.4g}"
     return Fit(fits, f"your scores equal Q·Kᵀ × {c:.4g}{as_root} where the scaling is 1/√{hs} (= "
                f"{1 / math.sqrt(hs):.4f}) ({detail})" if fits else detail)

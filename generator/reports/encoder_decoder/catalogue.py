@@ -5,8 +5,8 @@ them, {dec_last} the last decoder layer (see EncoderDecoderOptions.places).
 """
 
 from transformer_trace.catalogue import Figure, Question, Snapshot
-from transformer_trace.checks import (CausalMask, ContextConcat, EmbeddingLookup, HeadsRejoin, LinearOf,
-                                      ResidualSumOrPostNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf)
+from transformer_trace.checks import (CausalMask, ContextConcat, EmbeddingLookup, HandedOverOrTokens, HeadsRejoin,
+                                      LinearOf, ResidualSumOrPostNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf)
 from transformer_trace.figures import AttentionHeads, Mask, Matrix, Positional
 from transformer_trace.places import Place, Role
 from transformer_trace.reports.encoder_decoder.checks import (EmbeddingTableRows, HandedOverOrPositions,
@@ -102,8 +102,8 @@ SNAPSHOTS = (
         variable='enc_in',
         stage='encoder',
         tensors=(enc.INPUT,),
-        checks=(SameTensor(source=Ref('{enc_prev}'), claim='is what the previous stage handed over',
-                           or_layer_norm=True),),
+        checks=(HandedOverOrTokens(source=Ref('{enc_prev}'), claim='is what the previous stage handed over',
+                                   or_layer_norm=True, tokens=model.SRC_EMBED, embedding='src_with_pos'),),
         questions=(6,),
     ),
     Snapshot(

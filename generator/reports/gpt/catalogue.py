@@ -7,8 +7,8 @@ Placeholders (see GPTOptions.places): {block} is the traced block, {block_prev} 
 
 from transformer_trace.catalogue import ExtraPage, Figure, Question, Snapshot, Stage
 from transformer_trace.checks import (
-    ContextConcat, ContextHeads, GeluOfLinear, LayerNormOf, LinearHeads, LinearOf, MlpInputNorm, Probabilities,
-    ResidualOrPostNorm, ResidualSumEitherNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf,
+    ContextConcat, ContextHeads, GeluOfLinear, HandedOverOrTokens, LayerNormOf, LinearHeads, LinearOf, MlpInputNorm,
+    Probabilities, ResidualOrPostNorm, ResidualSumEitherNorm, SameTensor, ScaledScores, SoftmaxRows, SumOf,
 )
 from transformer_trace.figures import AttentionHeads, Mask, Matrix
 from transformer_trace.places import Place, Role
@@ -97,7 +97,8 @@ SNAPSHOTS = (
         variable='x',
         stage='block',
         tensors=(block.INPUT,),
-        checks=(SameTensor(source=Ref('{block_prev}'), claim='is what the previous stage handed over'),),
+        checks=(HandedOverOrTokens(source=Ref('{block_prev}'), claim='is what the previous stage handed over',
+                                   tokens=model.TOK_EMB, positions=model.POS_EMB, embedding='embed'),),
         questions=(2,),
     ),
     Snapshot(
@@ -180,7 +181,8 @@ SNAPSHOTS = (
         variable='probs',
         stage='block',
         tensors=(block_attn.PROBS,),
-        checks=(SoftmaxRows(scores=block_attn.MASKED_SCORES, causal=True, q=block_attn.Q, k=block_attn.K),),
+        checks=(SoftmaxRows(scores=block_attn.MASKED_SCORES, causal=True, q=block_attn.Q, k=block_attn.K,
+                            decay=model.MASK),),
         figures=('attention',),
         questions=(1, 6),
     ),

@@ -19,6 +19,7 @@ from transformer_trace.checks.base import weight_and_bias
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.masks import (causal_by_own_pattern, causal_reading, future_left_visible, mask_allows,
                                            masked_as_written, masked_entries, padding_said, sliding_window)
+from transformer_trace.checks.retention import DECAY_REVERSED, decays, is_decay
 from transformer_trace.registry import Registry
 from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.tensors import fmt
@@ -126,6 +127,7 @@ class CausalMaskBool(Check):
 
     DERIVES = "masked"
     OPTIONAL = (("masked", "scores"),)  # without them (`nn.TransformerEncoder` masks inside): the mask alone
+    BUG_FORMS = (DECAY_REVERSED,)
     PROPERTIES = (Property("no query attends to a later key", "the mask's entries above the diagonal",
                            _mask_sees_later),)
 
@@ -149,6 +151,10 @@ class CausalMaskBool(Check):
         structure = seen == 0 and (hidden == 0 or window is not None)
         banded = f"; the {hidden} entries further back than {window} positions blocked: a sliding-window causal mask"
         padding = padding_said(keys, queries) + (banded if window is not None else "")
+        if is_decay(s.cpu(self.mask)):  # retention's D: a causal pattern that also decays going back
+            decaying, said = decays(s.cpu(self.mask))
+            structure &= decaying
+            padding += f"; {said}"
         if self.masked is None or self.scores is None:  # the scores it masks never shown: the mask's pattern alone
             return ("True exactly on and below the diagonal", structure,
                     f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "
@@ -216,6 +222,8 @@ class MaskedFillOf(Check):
         recomputed, how = masked_as_written(got, s.t(self.scores), allowed, s.t(self.mask))
         passed, detail = close(got, recomputed, f"recomputed: the scores with {how}")
         blocked = masked_entries(got, s.t(self.scores))  # −inf, a finite masking value, or moved down by one
+        if is_decay(s.cpu(self.mask)):  # a decay mask multiplied in: 0 where it blocks (retention)
+            blocked = (got == 0) & (~allowed).expand_as(got) | blocked
         exact = torch.equal(blocked, (~allowed).expand_as(got))
         return "the scores where the mask allows, masked where it blocks", passed and exact, (
             f"{int(blocked.sum()):,} entries are masked, exactly the blocked ones: {exact}; " + detail

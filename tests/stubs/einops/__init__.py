@@ -54,7 +54,8 @@ def rearrange(tensor, pattern, **sizes):
     left, right = _sides(tensor, pattern)
     known = _bind(tensor, left, sizes, right)
     axes = [a for group in left for a in group]
-    moved = tensor.reshape([known[a] for a in axes]).permute([axes.index(a) for group in right for a in group])
+    # an axis of size 1 written on the right only (`q k h -> 1 h q k`) is made by the reshape, not moved
+    moved = tensor.reshape([known[a] for a in axes]).permute([axes.index(a) for group in right for a in group if a in axes])
     return _compose(moved, right, known)
 
 

@@ -1,0 +1,99 @@
+"""Round sixteen's leftovers (tests/trace_fresh/ROUND16_GPT.md, "What is left"; helper leftovers17): correct code in
+the forms that kept most of round sixteen's steps unread, built here in scripts of our own, none from the upstream
+code:
+
+- keys and values over a memory of earlier positions before the queries' own (augustwester/transformer-xl's segment
+  memory, ``h = cat(mem, x)``): K and V (B, h, S, hs) and the scores (B, h, T, S) with S = M + T > T are read as they
+  are, and the causal rule lets query i see keys up to M + i (G09–G16 were unrecognised: "axis 2 is 12, T = 8");
+  the mask aligned to the keys' start instead (``tril(0)``: each query blind to its own key and the latest memory) is
+  named."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import trace_source as traced
+
+MEMORY = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, M, h, hs = 2, 6, 3, 2, 4
+C = h * hs
+
+q_proj, k_proj, v_proj = nn.Linear(C, C), nn.Linear(C, C), nn.Linear(C, C)
+x = torch.randn(B, T, C)
+mem = torch.randn(B, M, C)  # the previous segment's layer inputs
+with torch.no_grad():
+    hx = torch.cat((mem, x), dim=1)
+    S = hx.shape[1]
+    q = q_proj(x).view(B, T, h, hs).transpose(1, 2)  # BREAKPOINT G08
+    k = k_proj(hx).view(B, S, h, hs).transpose(1, 2)  # BREAKPOINT G09
+    v = v_proj(hx).view(B, S, h, hs).transpose(1, 2)  # BREAKPOINT G10
+    scores = q @ k.transpose(-2, -1) / hs ** 0.5  # BREAKPOINT G11
+    mask = torch.ones(T, S, dtype=torch.bool).tril(DIAGONAL)  # MASK_MARKER
+    masked = scores.masked_fill(~mask, float("-inf"))  # BREAKPOINT G13
+    probs = masked.softmax(dim=-1)  # BREAKPOINT G14
+    concat = (probs @ v).transpose(1, 2).reshape(B, T, C)  # BREAKPOINT G16
+'''
+
+
+SCALED_ON_THE_MASKING_LINE = (("scores = q @ k.transpose(-2, -1) / hs ** 0.5", "scores = q @ k.transpose(-2, -1)"),
+                              ('scores.masked_fill(~mask, float("-inf"))',
+                               'scores.masked_fill(~mask, float("-inf")) / hs ** 0.5'))
+
+
+def scaled_on_the_masking_line(source: str) -> str:
+    """Transformer-XL's ``att_score.tril(mem_len) / √hs``: the scores step unscaled, the scale on the masking line."""
+    for old, new in SCALED_ON_THE_MASKING_LINE:
+        assert old in source
+        source = source.replace(old, new)
+    return source
+
+
+@pytest.mark.parametrize("marker", ["", "BREAKPOINT G12"])
+def test_keys_over_a_memory_before_the_queries_are_read(tmp_path, marker):
+    """Transformer-XL (round sixteen's augustwester): 3 memory positions before 6 queries, each query seeing the
+    memory, the earlier queries' keys and its own; the mask marked or not."""
+    code, checks = traced(tmp_path, MEMORY.replace("DIAGONAL", "S - T").replace("MASK_MARKER", marker))
+    assert code == 0, checks[""]
+    for label in ("G09", "G10", "G11", "G13", "G14", "G16") + (("G12",) if marker else ()):
+        assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+
+
+@pytest.mark.parametrize("marker", ["", "BREAKPOINT G12"])
+def test_a_memory_mask_aligned_to_the_keys_start_is_named(tmp_path, marker):
+    """``tril(0)`` over (T, S): query i sees keys 0 … i, the memory's first, never its own key (round sixteen's
+    Transformer-XL B3), named at the mask where it is marked, else at the masked scores."""
+    code, checks = traced(tmp_path, MEMORY.replace("DIAGONAL", "0").replace("MASK_MARKER", marker))
+    label = "G12" if marker else "G13"
+    assert code == 1
+    assert checks[label]["passed"] is False, checks[label]["detail"]
+    assert checks[label]["evidence"]["name"] == "causal mask aligned to the keys' start", checks[label]
+
+
+def test_the_scale_on_the_masking_line_is_a_correct_form(tmp_path):
+    """The scores unscaled (G11 "1/√d missing", the catalogue's Q·Kᵀ/√hs), the 1/√hs applied where they are
+    masked: the masked scores pass, the scores step stays the one that says where the scale is missing."""
+    code, checks = traced(tmp_path, scaled_on_the_masking_line(MEMORY.replace("DIAGONAL", "S - T")
+                                                                .replace("MASK_MARKER", "")))
+    assert checks["G13"]["passed"] is True, checks["G13"]["detail"]
+    assert "applied on the masking line" in checks["G13"]["name"]
+    assert checks["G14"]["passed"] is True, checks["G14"]["detail"]
+
+
+def test_a_second_scale_on_the_masking_line_is_not_passed(tmp_path):
+    """Q·Kᵀ/√hs scaled again where it is masked: the masked scores are not the scores' own."""
+    source = MEMORY.replace("DIAGONAL", "S - T").replace("MASK_MARKER", "")
+    code, checks = traced(tmp_path, source.replace(*SCALED_ON_THE_MASKING_LINE[1]))
+    assert checks["G11"]["passed"] is True, checks["G11"]["detail"]
+    assert checks["G13"]["passed"] is not True, checks["G13"]["detail"]
+
+
+def test_a_memory_mask_at_the_keys_start_is_named_with_the_scale_on_its_line(tmp_path):
+    """Round sixteen's Transformer-XL B3 as upstream writes it: ``tril(0) / √hs`` on one line."""
+    code, checks = traced(tmp_path, scaled_on_the_masking_line(MEMORY.replace("DIAGONAL", "0")
+                                                                .replace("MASK_MARKER", "")))
+    assert code == 1
+    assert checks["G13"]["evidence"]["name"] == "causal mask aligned to the keys' start", checks["G13"]

@@ -6,7 +6,11 @@ code:
   memory, ``h = cat(mem, x)``): K and V (B, h, S, hs) and the scores (B, h, T, S) with S = M + T > T are read as they
   are, and the causal rule lets query i see keys up to M + i (G09–G16 were unrecognised: "axis 2 is 12, T = 8");
   the mask aligned to the keys' start instead (``tril(0)``: each query blind to its own key and the latest memory) is
-  named."""
+  named; the 1/√hs applied on the masking line (``att_score.tril(mem_len) / √hs``) is a correct form where the scores
+  step is not already scaled;
+- a conditional position encoding (Twins-SVT's PEG, rosinality/vision-transformers-pytorch: S07 unrecognised, "the
+  added term is not the same for every item"): the tokens kept as a grid plus a depthwise convolution of themselves,
+  fitted from the tensors; the convolution given the grid transposed is named."""
 
 from __future__ import annotations
 
@@ -97,3 +101,60 @@ def test_a_memory_mask_at_the_keys_start_is_named_with_the_scale_on_its_line(tmp
                                                                 .replace("MASK_MARKER", "")))
     assert code == 1
     assert checks["G13"]["evidence"]["name"] == "causal mask aligned to the keys' start", checks["G13"]
+
+
+PEG = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, H, W, C = 2, 6, 6, 8
+
+
+class PEG(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Conv2d(C, C, 3, padding=1, groups=C)
+
+    def forward(self, x):
+        out = x.permute(0, 3, 1, 2)
+        out = self.proj(out) + out
+        out = out.permute(0, 2, 3, 1)  # BREAKPOINT S07
+        return out
+
+
+embed, peg = nn.Linear(12, C), PEG()
+patches = torch.randn(B, H, W, 12)
+with torch.no_grad():
+    tokens = embed(patches)  # BREAKPOINT S04
+    x = peg(tokens)
+'''
+
+
+def test_a_conditional_position_encoding_is_a_correct_form(tmp_path):
+    """Twins' PEG: the grid plus a depthwise 3×3 convolution of it, the term added different for every item."""
+    code, checks = traced(tmp_path, PEG)
+    assert code == 0, checks[""]
+    assert checks["S07"]["passed"] is True, checks["S07"]["detail"]
+    assert "conditional position encoding" in checks["S07"]["name"]
+
+
+def test_a_conditional_position_encoding_on_the_transposed_grid_is_named(tmp_path):
+    """Round sixteen's Twins B3: the convolution given the grid with its height and width swapped, the stage going on
+    with the transposed grid."""
+    code, checks = traced(tmp_path, PEG.replace("x.permute(0, 3, 1, 2)", "x.permute(0, 3, 2, 1)"))
+    assert code == 1
+    assert checks["S07"]["evidence"]["name"] == "position encoding on the transposed grid", checks["S07"]
+
+
+def test_a_conditional_position_encoding_after_the_first_block_is_a_correct_form(tmp_path):
+    """Twins (and CPVT) place the encoding after each stage's first block, on that block's output: the step reads a
+    tensor that ran before it, not the patch embeddings, and is no "computed from another tensor"."""
+    source = PEG.replace("embed, peg = nn.Linear(12, C), PEG()",
+                         "embed, peg, mlp = nn.Linear(12, C), PEG(), nn.Linear(C, C)")
+    source = source.replace("    x = peg(tokens)\n",
+                            "    first = tokens + mlp(tokens)  # BREAKPOINT S20\n    x = peg(first)\n")
+    code, checks = traced(tmp_path, source)
+    assert code == 0, checks[""]
+    assert checks["S07"]["passed"] is True, checks["S07"]["detail"]
+    assert "placed after a block" in checks["S07"]["name"]

@@ -8,6 +8,10 @@ code:
   the mask aligned to the keys' start instead (``tril(0)``: each query blind to its own key and the latest memory) is
   named; the 1/√hs applied on the masking line (``att_score.tril(mem_len) / √hs``) is a correct form where the scores
   step is not already scaled;
+- a post-norm block's end on one line that calls its MLP (an ``nn.Sequential``) and its LayerNorm,
+  ``return self.layer_norm(self.net(x) + x)``, neither the sum nor the MLP output marked (augustwester's G24: not
+  checkable): read as the LayerNorm of the normalised stream plus the MLP's last Linear output; the residual dropped is
+  named;
 - a conditional position encoding (Twins-SVT's PEG, rosinality/vision-transformers-pytorch: S07 unrecognised, "the
   added term is not the same for every item"): the tokens kept as a grid plus a depthwise convolution of themselves,
   fitted from the tensors; the convolution given the grid transposed is named."""
@@ -158,3 +162,45 @@ def test_a_conditional_position_encoding_after_the_first_block_is_a_correct_form
     assert code == 0, checks[""]
     assert checks["S07"]["passed"] is True, checks["S07"]["detail"]
     assert "placed after a block" in checks["S07"]["name"]
+
+
+POST_NORM_END = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, C = 2, 6, 16
+
+
+class FeedForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(C, 32), nn.Dropout(0.0), nn.ReLU(), nn.Linear(32, C), nn.Dropout(0.0))
+        self.layer_norm = nn.LayerNorm(C)
+
+    def forward(self, x):
+        return self.layer_norm(SUM)  # BREAKPOINT G24
+
+
+attn_norm, proj, ff = nn.LayerNorm(C), nn.Linear(C, C), FeedForward()
+ff.eval()
+x = torch.randn(B, T, C)
+with torch.no_grad():
+    h = x  # BREAKPOINT G05
+    att_out = attn_norm(proj(h) + h)  # BREAKPOINT G19
+    out = ff(att_out)
+'''
+
+
+def test_a_post_norm_block_end_made_on_one_line_is_read(tmp_path):
+    """Transformer-XL's ``LayerNorm(net(x) + x)``: the MLP's output from its last Linear, the stream G19."""
+    code, checks = traced(tmp_path, POST_NORM_END.replace("SUM", "self.net(x) + x"))
+    assert code == 0, checks[""]
+    assert checks["G24"]["passed"] is True, checks["G24"]["detail"]
+
+
+def test_a_post_norm_block_end_without_its_residual_is_named(tmp_path):
+    """Round sixteen's Transformer-XL B6: ``LayerNorm(net(x))``."""
+    code, checks = traced(tmp_path, POST_NORM_END.replace("SUM", "self.net(x)"))
+    assert code == 1
+    assert checks["G24"]["evidence"]["name"] == "residual dropped", checks["G24"]

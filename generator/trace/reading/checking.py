@@ -359,7 +359,7 @@ def _ready(page: SnapshotReading, source: TensorDict | None, refused: list[Check
         # a post-norm LayerNorm the line called on a sublayer's output alone: the residual dropped
         found = found or sublayer_alone_normed(check, page.calls, source, page.main_as_called, order,
                                                      page.run.as_called)
-        # a post-norm block's end on one line that calls its sublayer and LayerNorm, neither the sum nor the output marked
+        # a post-norm block's end on one line calling its sublayer and LayerNorm, neither the sum nor the output marked
         found = found or sublayer_then_normed(check, page.calls, source, page.main_as_called, order)
         # fc2 of a gated MLP's hidden layer, where the catalogue claims fc2 of an activation of fc1 (checks/gated.py)
         found = found or gated_down_bound(check, page.calls, source, page.main_as_called, order)

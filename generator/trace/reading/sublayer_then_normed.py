@@ -2,10 +2,11 @@
 self.net(x) + x)``, the MLP an ``nn.Sequential`` inside the call: augustwester/transformer-xl), neither the second
 residual sum nor the MLP output marked. The block-output check (checks/post_norm.py ``ResidualOrPostNorm``) then had
 nothing to read: the sum it compares with is not captured, and the LayerNorm's own input would pass whatever was added.
-Read instead as the post-norm residual step it is (``ResidualLayerNorm``), its operands the catalogue's way: the normalised stream (a captured step) and the sublayer output,
-the output of the last Linear or module of the user's the line called whose shape is the step's and which is not the
-stream; the LayerNorm the line called whose output is the step gives the weights. A correct block is then the
-LayerNorm of their sum, and a residual dropped (the LayerNorm of the sublayer output alone) is named at its own step."""
+Read instead as the post-norm residual step it is (``ResidualLayerNorm``), its operands the catalogue's way: the
+normalised stream (a captured step) and the sublayer output, the output of the last Linear or module of the user's the
+line called whose shape is the step's and which is not the stream; the LayerNorm the line called whose output is the
+step gives the weights. A correct block is then the LayerNorm of their sum, and a residual dropped (the LayerNorm of
+the sublayer output alone) is named at its own step."""
 
 from __future__ import annotations
 

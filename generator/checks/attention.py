@@ -20,7 +20,7 @@ from transformer_trace.checks.grouped import (as_query_heads, fitted_heads, grou
                                              kv_heads)
 from transformer_trace.checks.head_merge import context_merged_in_place, split_in_place
 from transformer_trace.checks.head_norm import normed_heads
-from transformer_trace.checks.masks import MASK_HONOURED, mask_allows, padding_fit, sees_nothing
+from transformer_trace.checks.masks import MASK_HONOURED, future_entries, mask_allows, padding_fit, sees_nothing
 from transformer_trace.checks.position_bias import (T5_CLAIM, bias_claim, bias_inside_softmax, relative_bias,
                                                     t5_form)
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
@@ -244,8 +244,7 @@ def _no_later_key(check: Any, s: TensorSource) -> str | None:
         return None
     weights, blind = s.t(check.out), sees_nothing(check, s)  # a padded query's uniform row says nothing of the future
     weights = weights if blind is None else weights.masked_fill(blind, 0.0)
-    queries, keys = weights.shape[-2:]
-    above = torch.triu(torch.ones(queries, keys, dtype=torch.bool), diagonal=1)
+    above = future_entries(*weights.shape[-2:])
     future = float(weights[..., above].abs().max()) if above.any() else 0.0
     seen = int((weights[..., above] != 0).sum()) if above.any() else 0
     return (f"a position sees the next: {seen} weights on a later position, the largest {future:g}" if future
@@ -308,7 +307,7 @@ class SoftmaxRows(Check):
         if self.mask is not None and s.has(self.mask):
             allowed, _ = mask_allows(s.cpu(self.mask))
         elif self.causal and self.mask is None:
-            allowed = torch.ones(logits.shape[-2:], dtype=torch.bool).tril()
+            allowed = ~future_entries(*logits.shape[-2:])
         else:
             return None
         nothing = ~allowed.any(-1, keepdim=True)  # a padded query that sees no key: all masked alike, uniform
@@ -345,8 +344,7 @@ class SoftmaxRows(Check):
         passed &= same
         detail += ("; " if detail else "") + more
         if self.causal:
-            queries, keys = weights.shape[-2:]
-            above = torch.triu(torch.ones(queries, keys, dtype=torch.bool), diagonal=1)  # keys after the query
+            above = future_entries(*weights.shape[-2:])  # keys after the query (its own after a memory: masks.py)
             blind = sees_nothing(self, s)  # padded queries (uniform over every key) are left out
             live = weights if blind is None else weights.masked_fill(blind, 0.0)
             future = float(live[..., above].abs().max()) if above.any() else 0.0

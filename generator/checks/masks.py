@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from transformer_trace.checks.base import Check, THIS, close
-from transformer_trace.checks.evidence import Property
+from transformer_trace.checks.evidence import Fit, Property
 from transformer_trace.checks.retention import decay_allows, decayed_scores
 from transformer_trace.sources import Ref, TensorSource
 
@@ -65,11 +65,41 @@ def masked_entries(got: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
     return (got <= -1e4) | ((got - scores) <= MASKING_OFFSET) | ((got == 0) & (scores != 0))
 
 
+def memory_length(queries: int, keys: int) -> int:
+    """How many key positions come before the queries' own: M = S − T where the keys run over a memory of earlier
+    positions before the T queries (Transformer-XL's segment memory, a key/value cache read back), 0 otherwise."""
+    return max(keys - queries, 0)
+
+
+def future_entries(queries: int, keys: int) -> torch.Tensor:
+    """The (T, S) entries the causal rule blocks: key j is later than query i where j > M + i, the queries being the
+    last T of the S key positions (M = ``memory_length``; the plain upper triangle where S = T)."""
+    return torch.triu(torch.ones(queries, keys, dtype=torch.bool), diagonal=1 + memory_length(queries, keys))
+
+
+def aligned_to_keys_start(allowed: torch.Tensor, name: str) -> Fit | None:
+    """The causal rule applied as if the queries were the first T of the S > T keys (``tril(0)`` over (T, S)): query
+    i sees keys 0 … i, the memory's positions taken for its own, so it never sees its own key M + i; None where the
+    keys are no longer than the queries (nothing to align)."""
+    queries, keys = allowed.shape[-2:]
+    if keys <= queries:
+        return None
+    start = torch.ones(queries, keys, dtype=torch.bool).tril()
+    if not bool((allowed == start).all()):
+        return Fit(False, "the allowed entries are not keys 0 … i for query i")
+    M = memory_length(queries, keys)
+    return Fit(True, f"the causal mask is aligned to the keys' start, not to the queries' own positions: your {name} "
+               f"lets query i see keys 0 … i of the {keys} keys, but the queries are the last {queries} of them after "
+               f"{M} earlier positions (a memory): query i is key {M} + i, so it never sees its own key nor the {M} "
+               "before it")
+
+
 def causal_reading(allowed: torch.Tensor) -> tuple[int, int, torch.Tensor, torch.Tensor]:
     """How a mask's allowed entries (…, T, S) stand to the causal rule: the future entries it leaves visible, the
     entries on or below the diagonal it blocks that padding does not explain, and the padding it combines with the
-    rule (keys no query may see, queries that see no key: flags of (…, 1, S) and (…, T, 1))."""
-    above = torch.triu(torch.ones(allowed.shape[-2], allowed.shape[-1], dtype=torch.bool), diagonal=1)
+    rule (keys no query may see, queries that see no key: flags of (…, 1, S) and (…, T, 1)). With more keys than
+    queries the diagonal is the queries' own key positions, the last T (``future_entries``)."""
+    above = future_entries(allowed.shape[-2], allowed.shape[-1])
     keys, queries = (~allowed).all(-2, keepdim=True), (~allowed).all(-1, keepdim=True)
     padding = (keys | queries) & ~above
     return int(allowed[..., above].sum()), int((~allowed & ~above & ~padding).sum()), keys, queries
@@ -80,7 +110,8 @@ def sliding_window(allowed: torch.Tensor) -> int | None:
     exactly the keys from w before the query to the query itself, for every item and head, w shorter than the queries
     (else it is the plain causal mask); None where the mask is no such band."""
     queries, keys = allowed.shape[-2:]
-    distance = torch.arange(queries)[:, None] - torch.arange(keys)[None, :]  # i − j: how far back the key is
+    # M + i − j: how far back key j is from query i (its key position M + i, after a memory of M)
+    distance = torch.arange(queries)[:, None] + memory_length(queries, keys) - torch.arange(keys)[None, :]
     seen = distance.expand_as(allowed)[allowed]
     if seen.numel() == 0 or int(seen.min()) != 0:
         return None
@@ -132,7 +163,7 @@ def _per_item(blocked: torch.Tensor) -> str:
 def _sees_later(check: Any, s: TensorSource) -> str | None:
     mask = s.cpu(check.out)
     allowed, kind = mask_allows(mask)
-    above = torch.triu(torch.ones(mask.shape[-2], mask.shape[-1], dtype=torch.bool), diagonal=1)
+    above = future_entries(mask.shape[-2], mask.shape[-1])
     seen = int(allowed[..., above].sum())
     return f"a position sees the next: your {kind} mask leaves {seen} future entries visible" if seen else None
 
@@ -150,7 +181,7 @@ class CausalMask(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         mask = s.cpu(self.out)
         allowed, kind = mask_allows(mask)
-        above = torch.triu(torch.ones(mask.shape[-2], mask.shape[-1], dtype=torch.bool), diagonal=1)
+        above = future_entries(mask.shape[-2], mask.shape[-1])
         seen, hidden, keys, queries = causal_reading(allowed)  # padded keys and queries, whole: not causality
         window = sliding_window(allowed) if seen == 0 and hidden else None
         passed = seen == 0 and (hidden == 0 or window is not None)

@@ -113,8 +113,11 @@ class ResidualOrPostNorm(SameTensor):
     CLAIM = "is the block's last residual sum, or a LayerNorm of it (post-norm)"
 
     WEIGHTS_OPTIONAL = True
+    # the Linear or module of the user's the line called: the sublayer output where the sum is not captured
+    # (trace/reading/sublayer_then_normed.py)
     TRACE = TraceUse(calls={"module": (ModuleKind.LAYER_NORM, "module"),
-                            "operands": (ModuleKind.LAYER_NORM, "input")})
+                            "operands": (ModuleKind.LAYER_NORM, "input")},
+                     also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER}))
     OPTIONAL = (("operands",),)  # without them: the pre-norm form alone
     LEFT_OUT = "residual dropped"
 

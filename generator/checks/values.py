@@ -22,6 +22,7 @@ from transformer_trace.checks.sandwich_norm import sandwich_sum
 from transformer_trace.checks.normalisation import NORMALISED_RESIDUAL, fitted_layer_norm
 from transformer_trace.checks.post_norm_sum import NORMALISED_STREAM_LEFT_OUT, normalised_sum
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
+from transformer_trace.checks.conditional_positions import conditional_encoding, transposed_encoding
 from transformer_trace.checks.sinusoids import added_twice_without_table, same_for_every_item
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
@@ -319,6 +320,16 @@ def _table_twice(check: Any, s: TensorSource) -> Fit | None:
     return added_twice_without_table(out, x, s.name(check.out))
 
 
+def _encoding_transposed(check: Any, s: TensorSource) -> Fit | None:
+    """Where the table is not captured: a conditional position encoding run on the grid transposed
+    (conditional_positions.py)."""
+    try:
+        s.parameter(check.parameter)
+        return None
+    except NotCheckable:
+        return transposed_encoding(s, check.out, check.x)
+
+
 def _parameter_twice(check: Any, s: TensorSource) -> Fit | None:
     out, x, param = check.operands(s)
     fits, detail = close(out, x + 2 * param, f"vs input + 2 × {check.parameter}")
@@ -338,7 +349,10 @@ class PlusParameter(Check):
     WEIGHTS_OPTIONAL = True  # without the table: the added term the same for every item (same_for_every_item)
     BUG_FORMS = (BugForm("positions added twice", "the output vs input + 2 × the parameter", _parameter_twice),
                  BugForm("positions added twice", "without the table: the added term vs twice a sinusoid table",
-                         _table_twice))
+                         _table_twice),
+                 BugForm("position encoding on the transposed grid", "without the table: the step with the grid's "
+                         "height and width swapped back vs its input plus a depthwise convolution of it",
+                         _encoding_transposed))
 
     OPTIONAL = (("patches",),)
 
@@ -392,7 +406,10 @@ class PlusParameter(Check):
             if after and self.patches is not None:
                 claim, passed, detail = same_for_every_item(s.t(self.out)[:, 1:], s.t(self.patches), lack)
                 return claim + ", added to the patches before the class token joined", passed, detail
-            return same_for_every_item(s.t(self.out), s.t(self.x), lack)
+            claim, passed, detail = same_for_every_item(s.t(self.out), s.t(self.x), lack)
+            if not passed and (conditional := conditional_encoding(s, self.out, self.x)) is not None:
+                return conditional[0], True, f"{detail}; {conditional[1]}"  # the term depends on the tokens
+            return claim, passed, detail
         passed, detail = close(out, x + param, f"{'the patches' if after else 'input'} + {self.parameter}")
         if after:
             return ("equals the patch embeddings plus the learned position embeddings, added before the class token "

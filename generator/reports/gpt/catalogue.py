@@ -172,7 +172,7 @@ SNAPSHOTS = (
         variable='masked',
         stage='block',
         tensors=(block_attn.MASKED_SCORES,),
-        checks=(MaskedFillOf(scores=block_attn.SCORES, mask=model.MASK),),
+        checks=(MaskedFillOf(scores=block_attn.SCORES, mask=model.MASK, q=block_attn.Q, k=block_attn.K),),
         questions=(1,),
     ),
     Snapshot(

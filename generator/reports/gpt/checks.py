@@ -16,18 +16,14 @@ import torch
 
 from transformer_trace.checks import THIS, Check, TraceUse, close, tolerance
 from transformer_trace.checks.base import weight_and_bias
-from transformer_trace.checks.evidence import BugForm, Fit, Property
-from transformer_trace.checks.masks import (causal_by_own_pattern, causal_reading, future_left_visible, mask_allows,
-                                           masked_as_written, masked_entries, padding_said, sliding_window)
-from transformer_trace.checks.retention import DECAY_REVERSED, decays, is_decay
+from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.registry import Registry
+from transformer_trace.reports.gpt.causal_masks import CausalMaskBool, MaskedFillOf, optional_input
 from transformer_trace.sources import InputRef, ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.tensors import fmt
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.models.gpt import decode, encode
 from transformer_trace.models.recording import recording
-
-PREFIX_TOLERANCE = 1e-6  # earlier positions must not move when the last byte changes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,131 +100,6 @@ class PositionRows(Check):
             passed,
             detail + f"; {table.shape[0] - got.shape[0]} of its {table.shape[0]} rows are unused by this prompt",
         )
-
-
-def _lower_triangle(T: int, S: int | None = None) -> torch.Tensor:
-    S = T if S is None else S
-    return torch.arange(S)[None, :] <= torch.arange(S - T, S)[:, None]  # (T, S): key s allowed for query t
-
-
-def _mask_sees_later(check: CausalMaskBool, s: TensorSource) -> str | None:
-    allowed, kind = mask_allows(s.cpu(check.mask))
-    T = allowed.shape[-1]
-    seen = int((allowed & ~_lower_triangle(allowed.shape[-2], T)).sum())
-    return f"a position sees the next: your {kind} mask leaves {seen} future entries visible" if seen else None
-
-
-@dataclass(frozen=True, kw_only=True)
-class CausalMaskBool(Check):
-    """The ``mask`` (boolean either way round, or additive: ``mask_allows``) allows exactly on and below the
-    diagonal, ``masked`` is ``scores`` with −inf where it blocks,
-    and (from the run's second pass, when it has one) later bytes do not reach earlier positions."""
-    CLAIM = "lets each query see itself and the keys before it, and blocks the scores elsewhere"
-
-    DERIVES = "masked"
-    OPTIONAL = (("masked", "scores"),)  # without them (`nn.TransformerEncoder` masks inside): the mask alone
-    BUG_FORMS = (DECAY_REVERSED,)
-    PROPERTIES = (Property("no query attends to a later key", "the mask's entries above the diagonal",
-                           _mask_sees_later),)
-
-    masked: Ref | None = None
-    scores: Ref | None = None
-    mask: Ref
-
-    def derive(self, s: TensorSource) -> torch.Tensor | None:
-        """The masked scores of a causal model: −inf exactly above the diagonal (the mask itself not needed)."""
-        if self.scores is None:
-            return None
-        scores = s.t(self.scores)
-        return scores.masked_fill(~_lower_triangle(scores.shape[-2], scores.shape[-1]), float("-inf"))
-
-    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        allowed, kind = mask_allows(s.cpu(self.mask))  # (1, 1, T, T): boolean either way round, or additive
-        T = allowed.shape[-1]
-        expected = _lower_triangle(T).view(1, 1, T, T)
-        seen, hidden, keys, queries = causal_reading(allowed)  # per item or head: the triangle, padding besides
-        window = sliding_window(allowed) if seen == 0 and hidden else None  # Mistral's local band, its width fitted
-        structure = seen == 0 and (hidden == 0 or window is not None)
-        banded = f"; the {hidden} entries further back than {window} positions blocked: a sliding-window causal mask"
-        padding = padding_said(keys, queries) + (banded if window is not None else "")
-        if is_decay(s.cpu(self.mask)):  # retention's D: a causal pattern that also decays going back
-            decaying, said = decays(s.cpu(self.mask))
-            structure &= decaying
-            padding += f"; {said}"
-        if self.masked is None or self.scores is None:  # the scores it masks never shown: the mask's pattern alone
-            return ("True exactly on and below the diagonal", structure,
-                    f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "
-                    f"entries, as expected: {structure} (the {kind} mask alone: no captured step shows the scores it "
-                    "masks)" + padding + ("" if structure else f"; {seen} future entries visible"))
-        recomputed, how = masked_as_written(s.t(self.masked), s.t(self.scores), allowed, s.t(self.mask))
-        applied, detail = close(s.t(self.masked), recomputed, f"masked scores vs scores with {how}")
-        change = _optional_input(s, "prefix_change")
-        invariant = change is None or change <= PREFIX_TOLERANCE
-        text = (f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "
-                f"entries, as expected: {structure}{padding}; "
-                + detail)
-        if change is None:
-            text += ("; with a one-byte prompt there is no earlier position to compare" if T == 1 else
-                     "; no second pass with the last byte changed ran (a trace runs the script once), so the "
-                     "invariance of the earlier positions was not measured")
-        else:
-            text += (f"; a second pass with the last byte changed (0x{s.input('changed_ids')[0]:02X} → "
-                     f"0x{s.input('changed_ids')[1]:02X}) moved "
-                     f"every tensor at the {T - 1} earlier positions by at most {s.input('prefix_change'):.1e} "
-                     f"(tolerance {PREFIX_TOLERANCE:.0e})")
-        return (
-            "True exactly on and below the diagonal; later bytes cannot reach earlier positions",
-            structure and applied and invariant,
-            text,
-        )
-
-
-def _masked_sees_later(check: MaskedFillOf, s: TensorSource) -> str | None:
-    if check.mask is not None:  # a marked mask is judged at its own step (G12)
-        return None
-    seen = future_left_visible(s.t(check.out), s.t(check.scores))
-    return (f"a position sees the next: your {s.name(check.out)} leaves {seen} scores above the diagonal unmasked (no "
-            "mask marked: read from the step's own masked entries)") if seen else None
-
-
-@dataclass(frozen=True, kw_only=True)
-class MaskedFillOf(Check):
-    """Tensors only: ``out`` is ``scores`` with −inf exactly where the ``mask`` blocks (``mask_allows``); with no mask
-    marked (a buffer sliced inside the ``masked_fill`` line), where the step's own masked entries say, which a causal
-    model's must put exactly above the diagonal (padding and a sliding window besides, as ``CausalMaskBool``)."""
-    CLAIM = "is the scores with −inf where the mask blocks"
-
-    DERIVES = "out"  # where the masked scores are not marked (SDPA hides them): the probabilities derive from these
-    OPTIONAL = (("mask",),)  # without a marked mask: the step's own masked entries, the causal rule asked of them
-    PROPERTIES = (Property("no query attends to a later key", "the step's scores above the diagonal, with no mask "
-                           "marked", _masked_sees_later),)
-
-    out: Ref = THIS
-    scores: Ref
-    mask: Ref | None = None
-
-    def derive(self, s: TensorSource) -> torch.Tensor | None:
-        if self.mask is None:
-            return None
-        allowed, _ = mask_allows(s.cpu(self.mask))
-        return s.t(self.scores).masked_fill(~allowed, float("-inf"))
-
-    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        got = s.t(self.out)
-        if self.mask is None:
-            passed, detail = causal_by_own_pattern(got, s.t(self.scores))
-            return "the scores where a causal mask allows, masked above the diagonal", passed, detail
-        allowed, _ = mask_allows(s.cpu(self.mask))
-        recomputed, how = masked_as_written(got, s.t(self.scores), allowed, s.t(self.mask))
-        passed, detail = close(got, recomputed, f"recomputed: the scores with {how}")
-        blocked = masked_entries(got, s.t(self.scores))  # −inf, a finite masking value, or moved down by one
-        if is_decay(s.cpu(self.mask)):  # a decay mask multiplied in: 0 where it blocks (retention)
-            blocked = (got == 0) & (~allowed).expand_as(got) | blocked
-        exact = torch.equal(blocked, (~allowed).expand_as(got))
-        return "the scores where the mask allows, masked where it blocks", passed and exact, (
-            f"{int(blocked.sum()):,} entries are masked, exactly the blocked ones: {exact}; " + detail
-        )
-
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -335,13 +206,6 @@ def full_pass(s: TensorSource, ids: list[int]):
             model(torch.tensor([ids]))
         passes[key] = rec
     return passes[key]
-
-
-def _optional_input(s: TensorSource, key: str):
-    try:
-        return s.input(key)
-    except NotCheckable:
-        return None
 
 
 def _sequence(s: TensorSource, ids: Ref, new_ids: Ref) -> tuple[list[int], list[int]]:

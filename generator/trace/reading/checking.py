@@ -38,6 +38,7 @@ from transformer_trace.trace.reading.gated_mlp import activated_gate_bound, gate
 from transformer_trace.trace.reading.activated_calls import activated_calls
 from transformer_trace.trace.reading.layered_calls import layered_calls
 from transformer_trace.trace.reading.sublayer_alone_normed import sublayer_alone_normed
+from transformer_trace.trace.reading.sublayer_then_normed import sublayer_then_normed
 from transformer_trace.trace.reading.attention_sources import kv_from_another_input, positions_added_twice
 from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.stack_layout import batch_axes_swapped
@@ -358,6 +359,8 @@ def _ready(page: SnapshotReading, source: TensorDict | None, refused: list[Check
         # a post-norm LayerNorm the line called on a sublayer's output alone: the residual dropped
         found = found or sublayer_alone_normed(check, page.calls, source, page.main_as_called, order,
                                                      page.run.as_called)
+        # a post-norm block's end on one line calling its sublayer and LayerNorm, neither the sum nor the output marked
+        found = found or sublayer_then_normed(check, page.calls, source, page.main_as_called, order)
         # fc2 of a gated MLP's hidden layer, where the catalogue claims fc2 of an activation of fc1 (checks/gated.py)
         found = found or gated_down_bound(check, page.calls, source, page.main_as_called, order)
         found = found or (check.bound_by(line) if line is not None else None)

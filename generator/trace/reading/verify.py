@@ -17,6 +17,7 @@ from transformer_trace.catalogue import parse_dimension
 from transformer_trace.checks.grouped import kv_heads
 from transformer_trace.models.legend import Legend
 from transformer_trace.models.recording import Role
+from transformer_trace.trace.reading.memory_keys import memory_key_layouts
 from transformer_trace.trace.reading.reduced_keys import reduced_key_layouts
 from transformer_trace.trace.reading.token_grid import grid_layouts, grids_flattened
 
@@ -347,8 +348,10 @@ def _grouped_layouts(tensor: torch.Tensor, expressions: tuple[str, ...], expecte
     kept for the product); read as they are (h_kv heads), the checks repeating them to the query heads in the order
     that fits. Only a step the catalogue declares keys or values (``roles``; the fused projection: its queries, keys
     and values) is read so: a narrower step of any other (a feed-forward's input sliced) does not fit. Keys and values
-    at fewer positions than the queries, and their scores, are read as they are too (reduced_keys.py)."""
-    for note, read in reduced_key_layouts(tensor, expressions, expected, roles):
+    at fewer positions than the queries (reduced_keys.py) or more (a memory before them, memory_keys.py), and their
+    scores, are read as they are too."""
+    for note, read in (*reduced_key_layouts(tensor, expressions, expected, roles),
+                       *memory_key_layouts(tensor, expressions, expected, roles)):
         yield Layout(LayoutStatus.LAYOUT, expected, note, read)
     shape = tuple(tensor.shape)
     if not h or not hs or len(shape) != len(expected):
@@ -463,6 +466,10 @@ def _mask_layouts(tensor: torch.Tensor, expected: tuple[int, ...], dims: dict[st
         yield Layout(LayoutStatus.LAYOUT, (1, 1, *shape[:2]), f"a sequence-first ({shape[0]}, {shape[1]}, 1, 1) mask, "
                      "its query and key axes first and broadcast over the batch and heads axes after them (scores "
                      f"laid out (T, T, B, h)); read as (1, 1, {shape[0]}, {shape[1]})", tensor.permute(2, 3, 0, 1))
+    if len(shape) in (2, 4) and shape[:-2] == (1, 1)[:len(shape) - 2] and shape[-2] == T == T2 < shape[-1]:
+        yield Layout(LayoutStatus.LAYOUT, expected, f"a mask of the {T} queries over {shape[-1]} keys, "
+                     f"{shape[-1] - T} earlier positions (a memory) before the queries' own; read as (1, 1, T, "
+                     f"{shape[-1]})", tensor.reshape(1, 1, T, shape[-1]))
     if len(shape) == 4 and shape[:2] == (1, 1) and shape[2] == shape[3] > T == T2:
         yield Layout(LayoutStatus.LAYOUT, expected,
                      f"a mask buffer of the context size ({shape[2]}×{shape[3]}) of which the "

@@ -89,3 +89,46 @@ def test_a_scale_left_out_in_the_blocks_attention_is_named_at_the_first_layer(tm
                                                  "  # BREAKPOINT S12"))
     assert code == 1 and checks[""]["first_failure"].startswith("S12"), checks[""]
     assert checks["S12"]["evidence"]["name"] == "1/√d missing", checks["S12"]
+
+
+# an attention of small weights and no bias (lanl's token transformers: weights of std 0.02 over hundreds of tokens):
+# the scores are so small that a 1/√hs inside the softmax moves the probabilities by less than the tolerance
+SMALL_SCORES = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C, H = 2, 17, 16, 2
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(C, 3 * C, bias=False)
+        nn.init.trunc_normal_(self.qkv.weight, std=0.002)
+        self.scale = (C // H) ** -0.5
+
+    def forward(self, x):
+        qkv = self.qkv(x).reshape(B, N, 3, H, C // H).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]  # BREAKPOINT S09, S10, S11
+        scores = (q * self.scale) @ k.transpose(-2, -1)  # BREAKPOINT S12
+        probs = scores.softmax(dim=-1)  # BREAKPOINT S13
+        return probs @ v
+
+
+with torch.no_grad():
+    out = Attention().eval()(torch.randn(B, N, C))
+'''
+
+
+def test_small_scores_with_their_scale_pass(tmp_path):
+    code, checks = traced(tmp_path, SMALL_SCORES)
+    assert code == 0 and checks["S12"]["passed"] is True, checks["S12"]
+
+
+def test_a_scale_left_out_of_small_scores_is_not_read_as_applied_at_the_softmax(tmp_path):
+    """Before: "equals Q·Kᵀ, a scale applied at the softmax" (a factor of 0.9988 fitted from probabilities the scale
+    could not move): the softmax of the scores as they are is the exact fit, so no scale was applied anywhere."""
+    code, checks = traced(tmp_path, SMALL_SCORES.replace("(q * self.scale) @", "q @"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S12"), checks[""]
+    assert checks["S12"]["evidence"]["name"] == "1/√d missing", checks["S12"]

@@ -25,7 +25,8 @@ from transformer_trace.checks.position_bias import (T5_CLAIM, bias_claim, bias_i
                                                     t5_form)
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
 from transformer_trace.checks.rotary import attention_operand, rotation_of
-from transformer_trace.checks.scale_forms import scores_another_scale, scores_unscaled, weights_unscaled
+from transformer_trace.checks.scale_forms import (scores_another_scale, scores_unscaled, softmax_applies_no_scale,
+                                                  weights_unscaled)
 from transformer_trace.checks.soft_cap import capped_scores, capped_undivided, capped_unscaled
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -123,10 +124,12 @@ class ScaledScores(Check):
             return capped
         if not passed:
             unscaled, plain = close(scores, product, "recomputed Q·Kᵀ per head (unscaled)")
-            later = self._scaled_later(s, scores, hs) if unscaled else None
+            captured = self.probs is not None and s.has(self.probs)  # the softmax may show no scale applied either
+            scaled_later = unscaled and not (captured and softmax_applies_no_scale(s.t(self.probs), scores, hs))
+            later = self._scaled_later(s, scores, hs) if scaled_later else None
             if later is not None:
                 return f"equals Q·Kᵀ, the 1/√hs applied at the softmax ({self.probs_label})", True, f"{plain}; {later}"
-            other = self._other_scale_later(s, scores) if unscaled else None
+            other = self._other_scale_later(s, scores) if scaled_later else None
             if other is not None:
                 return (f"equals Q·Kᵀ, a scale applied at the softmax ({self.probs_label}, whose check judges its "
                         "value)"), True, f"{plain}; {other}"

@@ -6,6 +6,14 @@ unnamed on their first result, each held by a tiny script of our own (no upstrea
   the layer loop was read as layer k's step, so the dimensions were bound from the stem's hits and every step of the
   blocks was "unrecognised" (their shapes fit no binding). The hits made before the first layer began, at sizes none
   of the layers' hits has, are read as outside the loop.
+- unscaled scores so small that a 1/√hs inside the softmax moves the probabilities by less than the tolerance (lanl's
+  token transformers, weights of std 0.02): read as "a scale applied at the softmax" (a factor of 0.9988 fitted). The
+  softmax of the scores as they are is the exact fit: 1/√d missing.
+- tokens merged between a block's two residual sums (Ctrl408's ToMe ViT: 17 tokens in the attention, 15 in the MLP,
+  11 after the last block): every step after the merge was "unrecognised" (its token count fit no binding). Those steps
+  are read with their own token count, and the MLP's residual sum as the MLP output plus a merge of the attention's
+  residual sum (each token kept, or the sum or mean of a group); the MLP output alone, or a merge of the attention's
+  output without the stream, is the bug form "residual dropped".
 """
 
 from __future__ import annotations
@@ -132,3 +140,69 @@ def test_a_scale_left_out_of_small_scores_is_not_read_as_applied_at_the_softmax(
     code, checks = traced(tmp_path, SMALL_SCORES.replace("(q * self.scale) @", "q @"))
     assert code == 1 and checks[""]["first_failure"].startswith("S12"), checks[""]
     assert checks["S12"]["evidence"]["name"] == "1/√d missing", checks["S12"]
+
+
+# a class token and positions, then pre-norm blocks that merge their last four tokens into two pairs (their sums)
+# between their two residual sums: 10 tokens in the first attention, 8 in its MLP; the next block merges again (8 to 6)
+MERGING = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C, H = 2, 10, 16, 2
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+        self.fc1, self.act, self.fc2 = nn.Linear(C, 2 * C), nn.GELU(), nn.Linear(2 * C, C)
+
+    def attention(self, x):
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, H, C // H).permute(2, 0, 3, 1, 4)
+        probs = ((q @ k.transpose(-2, -1)) * (C // H) ** -0.5).softmax(dim=-1)
+        out = self.proj((probs @ v).transpose(1, 2).reshape(b, n, C))  # BREAKPOINT S15
+        return out
+
+    def forward(self, x):  # BREAKPOINT S08
+        attn_out = self.attention(self.norm1(x))
+        x = x + attn_out  # BREAKPOINT S16
+        x = torch.cat([x[:, :-4], x[:, -4:-2] + x[:, -2:]], dim=1)
+        hidden = self.act(self.fc1(self.norm2(x)))  # BREAKPOINT S17
+        out = self.fc2(hidden)  # BREAKPOINT S18
+        x = x + out  # BREAKPOINT S19
+        return x  # BREAKPOINT S20
+
+
+with torch.no_grad():
+    patches, cls, positions = torch.randn(B, N - 1, C), torch.randn(1, 1, C), torch.randn(1, N, C)
+    x = torch.cat((cls.expand(B, -1, -1), patches), dim=1)  # BREAKPOINT S06
+    x = x + positions  # BREAKPOINT S07
+    for block in [Block(), Block()]:
+        x = block(x)
+'''
+AFTER_THE_MERGE = ("S17", "S18", "S19", "S20")
+
+
+def test_the_steps_after_a_token_merge_are_read_with_their_own_token_count(tmp_path):
+    code, checks = traced(tmp_path, MERGING)
+    assert code == 0, checks[""]
+    for label in AFTER_THE_MERGE:
+        assert checks[label]["passed"] is True, (label, checks[label])
+    assert "merged" in checks["S19"]["detail"], checks["S19"]
+
+
+def test_the_mlp_output_alone_after_a_merge_is_a_residual_dropped(tmp_path):
+    code, checks = traced(tmp_path, MERGING.replace("x = x + out  # BREAKPOINT S19", "x = out  # BREAKPOINT S19"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S19"), checks[""]
+    assert checks["S19"]["evidence"]["name"] == "residual dropped", checks["S19"]
+
+
+def test_merging_the_attention_output_without_the_stream_is_a_residual_dropped(tmp_path):
+    code, checks = traced(tmp_path, MERGING.replace("x = torch.cat([x[:, :-4], x[:, -4:-2] + x[:, -2:]], dim=1)",
+                                                    "x = torch.cat([attn_out[:, :-4], attn_out[:, -4:-2] + "
+                                                    "attn_out[:, -2:]], dim=1)"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S19"), checks[""]
+    assert checks["S19"]["evidence"]["name"] == "residual dropped", checks["S19"]

@@ -4,11 +4,12 @@ ViT: 17 tokens in the first block's attention, 15 in its MLP, 11 after the last 
 the first block's, bound from its attention; the steps after the merge named with N1 tokens hold fewer, so they fit no
 binding and every check on them was "unrecognised" (the shape (2, 15, 16) cannot be read as (B, N1, C)).
 
-Read once per run, from the shapes: a step named with N1 tokens that holds fewer than N1, after a step (in the
-catalogue's order) that holds all N1, is read with its own token count (``MergedTokens.dims_for``), and the dimensions
-only it shows (the MLP's width M) taken from it. A step holding fewer tokens before any step held N1 (tokens joining
-later: extra_tokens.py) is not this. The sums that join the merged tokens to the unmerged ones (the MLP's residual sum,
-whose stream is a merge of the attention's) then still fit no operand: those stay unrecognised, never red."""
+Read once per run, from the shapes: a step of the stream, (B, N1, C) or (B, N1, M), that holds fewer than N1
+tokens, after such a step (in the catalogue's order) that holds all N1, is read with its own token count
+(``MergedTokens.dims_for``), and the dimensions only it shows (the MLP's width M) taken from it. A step holding fewer
+tokens before any step held N1 (tokens joining later: extra_tokens.py) is not this, nor keys or values of fewer tokens
+than the queries (an attention's own reduction, PVT's or Twins'), nor a grid of tokens (token_grid.py). The MLP's
+residual sum, whose stream is a merge of the attention's, is read by checks/merged_sum.py."""
 
 from __future__ import annotations
 
@@ -51,11 +52,11 @@ def find_merged_tokens(steps: Sequence[Any], dims: Mapping[str, int],
     if not tokens:
         return None
     for step in steps:
-        if "N1" not in step.named or step.value is None:
-            continue
+        if tuple(step.named[:2]) != ("B", "N1") or len(step.named) != 3 or step.value is None:
+            continue  # the stream's steps only: keys or values of fewer tokens are an attention's own matter
         value = read(step)
         axis = step.named.index("N1")
-        if axis >= value.dim():
+        if value.dim() != len(step.named):  # a grid of tokens (B, H', W', C) is read flattened (token_grid.py)
             continue
         size = value.shape[axis]
         full = full or size == tokens

@@ -124,8 +124,8 @@ class ScaledScores(Check):
             return capped
         if not passed:
             unscaled, plain = close(scores, product, "recomputed Q·Kᵀ per head (unscaled)")
-            captured = self.probs is not None and s.has(self.probs)  # the softmax may show no scale applied either
-            scaled_later = unscaled and not (captured and softmax_applies_no_scale(s.t(self.probs), scores, hs))
+            probs = s.t(self.probs) if self.probs is not None and s.has(self.probs) else None  # it may show no scale
+            scaled_later = unscaled and not (probs is not None and softmax_applies_no_scale(probs, scores, hs))
             later = self._scaled_later(s, scores, hs) if scaled_later else None
             if later is not None:
                 return f"equals Q·Kᵀ, the 1/√hs applied at the softmax ({self.probs_label})", True, f"{plain}; {later}"

@@ -31,7 +31,8 @@ def _groups_of(stream: torch.Tensor, merged: torch.Tensor) -> list[tuple[int, ..
     """One batch item: for each row of ``merged`` the rows of ``stream`` it gathers (one: kept; several: their sum or
     mean), every row of ``stream`` in exactly one group; None where no such grouping holds."""
     scale = max(1.0, float(stream.abs().max()))
-    free, groups = list(range(stream.shape[0])), [()] * merged.shape[0]
+    free = list(range(stream.shape[0]))
+    groups: list[tuple[int, ...]] = [() for _ in range(merged.shape[0])]
     for i, row in enumerate(merged):  # the rows kept as they were
         match = next((j for j in free if _rows_equal(row, stream[j], scale)), None)
         if match is not None:

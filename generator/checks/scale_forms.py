@@ -71,7 +71,8 @@ def softmax_applies_no_scale(probs: torch.Tensor, scores: torch.Tensor, hs: int)
     """Whether ``probs`` are the softmax of the unscaled ``scores`` as they are, and fit so by far better than with
     1/√hs applied inside the softmax: then no scale was applied anywhere, and a 1/√hs "applied at the softmax" is no
     reading of them. Where the scores are so small that the scale moves the probabilities by less than the tolerance
-    (weights drawn with a std of 0.02), both fit; the plain softmax, exact to float rounding, is then the closer by far."""
+    (weights drawn with a std of 0.02), both fit; the plain softmax, exact to float rounding, is then the closer by
+    far."""
     if probs.shape != scores.shape:
         return False
     blocked = probs == 0

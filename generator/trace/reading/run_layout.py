@@ -470,8 +470,8 @@ def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) ->
     notes = [f"sequence-first ({', '.join((axes[1], axes[0], *axes[2:]))}), as the whole run is read (see the "
              "overview)"] if turn else []
     if dims is not run.dims:
-        notes.append(f"its {dims['N1']} tokens are those " + ("before the run's extra tokens joined" if run.merged_tokens
-                     is None else "left after tokens were merged") + " (see the overview)")
+        when = "before the run's extra tokens joined" if run.merged_tokens is None else "left after tokens were merged"
+        notes.append(f"its {dims['N1']} tokens are those {when} (see the overview)")
     canonical = found.canonical
     read = tensor.transpose(0, 1) if turn else tensor
     B, h = dims.get("B"), dims.get("h")

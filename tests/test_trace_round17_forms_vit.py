@@ -14,6 +14,10 @@ unnamed on their first result, each held by a tiny script of our own (no upstrea
   are read with their own token count, and the MLP's residual sum as the MLP output plus a merge of the attention's
   residual sum (each token kept, or the sum or mean of a group); the MLP output alone, or a merge of the attention's
   output without the stream, is the bug form "residual dropped".
+- an attention that adds its values to its output (lanl's T2T-ViT: `x = v + x` inside the attention module, in every
+  block): the residual sums S16 and S19 fit no form with the marked output projection as the attention's output,
+  unrecognised. Judged again with every layer's attention output plus V with its heads merged, they pass, said so; a
+  skip of another term (the queries) still fits nothing.
 """
 
 from __future__ import annotations
@@ -206,3 +210,60 @@ def test_merging_the_attention_output_without_the_stream_is_a_residual_dropped(t
                                                     "attn_out[:, -2:]], dim=1)"))
     assert code == 1 and checks[""]["first_failure"].startswith("S19"), checks[""]
     assert checks["S19"]["evidence"]["name"] == "residual dropped", checks["S19"]
+
+
+# pre-norm blocks whose attention adds V, its heads merged, to its projected output (T2T's skip)
+VALUES_ADDED = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C, H = 2, 9, 16, 2
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+
+    def forward(self, x):
+        qkv = self.qkv(x).reshape(B, N, 3, H, C // H).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]  # BREAKPOINT S09, S10, S11
+        scores = (q @ k.transpose(-2, -1)) * (C // H) ** -0.5  # BREAKPOINT S12
+        probs = scores.softmax(dim=-1)  # BREAKPOINT S13
+        out = self.proj((probs @ v).transpose(1, 2).reshape(B, N, C))  # BREAKPOINT S15
+        return v.transpose(1, 2).reshape(B, N, C) + out
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        self.attn = Attention()
+        self.mlp = nn.Sequential(nn.Linear(C, 2 * C), nn.GELU(), nn.Linear(2 * C, C))
+
+    def forward(self, x):  # BREAKPOINT S08
+        x = x + self.attn(self.norm1(x))  # BREAKPOINT S16
+        x = x + self.mlp(self.norm2(x))  # BREAKPOINT S19
+        return x  # BREAKPOINT S20
+
+
+with torch.no_grad():
+    x = torch.randn(B, N, C)
+    for block in [Block(), Block()]:
+        x = block(x)
+'''
+
+
+def test_an_attention_adding_its_values_to_its_output_is_read_at_the_residual_sums(tmp_path):
+    code, checks = traced(tmp_path, VALUES_ADDED)
+    assert code == 0, checks[""]
+    for label in ("S15", "S16", "S19", "S20"):
+        assert checks[label]["passed"] is True, (label, checks[label])
+    assert "values added" in checks["S16"]["detail"] and "values added" in checks["S19"]["detail"], checks["S16"]
+
+
+def test_an_attention_adding_its_queries_is_no_such_skip(tmp_path):
+    code, checks = traced(tmp_path, VALUES_ADDED.replace("return v.transpose(1, 2)", "return q.transpose(1, 2)"))
+    assert checks["S16"]["passed"] is not True and checks["S19"]["passed"] is not True, checks["S16"]
+    assert "values added" not in checks["S16"]["detail"], checks["S16"]

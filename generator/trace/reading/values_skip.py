@@ -4,12 +4,12 @@ T2T-ViT keeps in every block's attention too. The marked output projection (S15)
 block adds to its stream is S15 plus V with its heads merged, so the residual sums (S16, S19) fit no form as the
 catalogue names their operands: unrecognised.
 
-Tried only where a captured sum of the attention's output failed or was unrecognised: the run judged again with every layer's attention output
-read as the captured output plus the captured values, heads merged ((B, h, N, hs) to (B, N, h·hs)); a step unrecognised
-before (or red: "LayerNorm of the wrong tensor" was read without this form) whose every check that runs passes so
-takes those results, said so (``with_values_added``,
-``values_added_taken``). The output projection's own step keeps its own tensor (a page reads its own capture first),
-so it is still checked as the projection. A skip of another term than V merged so fits nothing and stays unrecognised."""
+Tried only where a captured sum of the attention's output failed or was unrecognised: the run judged again with
+every layer's attention output read as the captured output plus the captured values, heads merged ((B, h, N, hs) to
+(B, N, h·hs)); a step unrecognised before (or red: "LayerNorm of the wrong tensor" was read without this form) whose
+every check that runs passes so takes those results, said so (``with_values_added``, ``values_added_taken``). The
+output projection's own step keeps its own tensor (a page reads its own capture first), so it is still checked as the
+projection. A skip of another term than V merged so fits nothing and stays unrecognised."""
 
 from __future__ import annotations
 

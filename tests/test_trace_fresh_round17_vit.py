@@ -49,7 +49,9 @@ def test_round_seventeen_vits_correct_code_gets_no_red_verdict_where_its_upstrea
 
 
 # the planted bugs the first result missed, named first at their own step since the round's fixes
-NAMED_SINCE = [(T2T, "B5", "S12", "1/√d missing"),
+NAMED_SINCE = [(T2T, "B1", "S16", "skip term's heads merged without moving their axis"),
+               (T2T, "B3", "S16", "skip term from the queries"),
+               (T2T, "B5", "S12", "1/√d missing"),
                (T2T, "B6", "S19", "residual dropped"),
                (TOME, "B1", "S19", "residual dropped"),
                (TOME, "B4", "S19", "residual dropped")]

@@ -26,7 +26,8 @@ from transformer_trace.checks.position_bias import (T5_CLAIM, bias_claim, bias_i
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
 from transformer_trace.checks.retention import is_decay
 from transformer_trace.checks.rotary import attention_operand, rotation_of
-from transformer_trace.checks.scale_forms import close_scaled, scores_another_scale, scores_unscaled, weights_unscaled
+from transformer_trace.checks.scale_forms import (close_scaled, scores_another_scale, scores_unscaled,
+                                                  softmax_applies_no_scale, weights_unscaled)
 from transformer_trace.checks.soft_cap import capped_scores, capped_undivided, capped_unscaled
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -124,10 +125,12 @@ class ScaledScores(Check):
             return capped
         if not passed:
             unscaled, plain = close_scaled(scores, product, 1.0, "recomputed Q·Kᵀ per head (unscaled)")
-            later = self._scaled_later(s, scores, hs) if unscaled else None
+            probs = s.t(self.probs) if self.probs is not None and s.has(self.probs) else None  # it may show no scale
+            scaled_later = unscaled and not (probs is not None and softmax_applies_no_scale(probs, scores, hs))
+            later = self._scaled_later(s, scores, hs) if scaled_later else None
             if later is not None:
                 return f"equals Q·Kᵀ, the 1/√hs applied at the softmax ({self.probs_label})", True, f"{plain}; {later}"
-            other = self._other_scale_later(s, scores) if unscaled else None
+            other = self._other_scale_later(s, scores) if scaled_later else None
             if other is not None:
                 return (f"equals Q·Kᵀ, a scale applied at the softmax ({self.probs_label}, whose check judges its "
                         "value)"), True, f"{plain}; {other}"

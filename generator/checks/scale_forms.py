@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks.base import close
+from transformer_trace.checks.base import close, tolerance
 from transformer_trace.checks.evidence import Fit
 from transformer_trace.checks.position_bias import relative_bias
 from transformer_trace.sources import TensorSource
@@ -102,3 +102,21 @@ def weights_unscaled(check: Any, s: TensorSource) -> Fit | None:
                          "vs the softmax of Q·Kᵀ unscaled, the entries it gives no weight blocked")
     return Fit(fits, f"your weights are the softmax of Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) scaling "
                f"({detail})" if fits else detail)
+
+
+def softmax_applies_no_scale(probs: torch.Tensor, scores: torch.Tensor, hs: int) -> bool:
+    """Whether ``probs`` are the softmax of the unscaled ``scores`` as they are, and fit so by far better than with
+    1/√hs applied inside the softmax: then no scale was applied anywhere, and a 1/√hs "applied at the softmax" is no
+    reading of them. Where the scores are so small that the scale moves the probabilities by less than the tolerance
+    (weights drawn with a std of 0.02), both fit; the plain softmax, exact to float rounding, is then the closer by
+    far."""
+    if probs.shape != scores.shape:
+        return False
+    blocked = probs == 0
+
+    def error(logits: torch.Tensor) -> float:
+        rebuilt = (torch.softmax(logits.double().masked_fill(blocked, float("-inf")), dim=axis) for axis in (-1, -2))
+        return min(float((probs.double() - r).nan_to_num(0.0).abs().max()) for r in rebuilt)
+
+    plain, scaled = error(scores), error(scores / math.sqrt(hs))
+    return plain <= tolerance() and plain * 10 < scaled

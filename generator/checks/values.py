@@ -17,6 +17,7 @@ from transformer_trace.checks.base import (GELU_MINIMUM, THIS, BoundT, CallBinde
                                           UnfittableWeights, added, close, linear, tolerance)
 from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
+from transformer_trace.checks.merged_sum import MERGED_CLAIM, MERGED_FORMS, merged_stream_left, merged_stream_sum
 from transformer_trace.checks.residual_forms import scaled_residual, stream_left_out
 from transformer_trace.checks.sandwich_norm import sandwich_sum
 from transformer_trace.checks.normalisation import NORMALISED_RESIDUAL, fitted_layer_norm
@@ -190,7 +191,8 @@ class SumOf(Check):
                                            ModuleKind.READ, ModuleKind.EMBEDDING}))  # (every operand: summed_calls)
     BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (BugForm("added twice", "the sum with one operand counted twice",
                                                         _operand_twice), NORMALISED_RESIDUAL,
-                                                stream_left_out("residual dropped"), NORMALISED_STREAM_LEFT_OUT)
+                                                stream_left_out("residual dropped"), NORMALISED_STREAM_LEFT_OUT,
+                                                *MERGED_FORMS)
     LEFT_OUT = "residual dropped"
 
     DERIVES = "out"
@@ -206,6 +208,10 @@ class SumOf(Check):
         return added(s.t(ref) for ref in self.operands)
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        if (merged := merged_stream_sum(s, self.out, self.operands)) is not None:
+            return merged  # tokens merged between the block's two sums (ToMe): the operands' shapes differ
+        if len({tuple(s.t(ref).shape) for ref in (self.out, *self.operands)}) > 1 and merged_stream_left(self, s):
+            return MERGED_CLAIM, False, "the operands hold other token counts than the step: no merge of them makes it"
         expected = added(s.t(ref) for ref in self.operands)
         passed, detail = close(s.t(self.out), expected, "operands added up vs the recorded sum")
         if not passed and (dropped := sum_through_dropout(s.t(self.out), [s.t(ref) for ref in self.operands])):

@@ -41,6 +41,7 @@ from transformer_trace.trace.reading.forward_passes import first_forward_pass, w
 from transformer_trace.trace.reading.pages import (DATA_LIMIT, SnapshotReading, marked_snapshots,
                                                    read_snapshots)
 from transformer_trace.trace.reading.records import OwnRecords, RecordReading, TensorLabel, file_records
+from transformer_trace.trace.reading.stem_hits import without_stem_hits
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
@@ -95,7 +96,8 @@ def read(catalogue: Report, numbering: str, capture: Capture, hit: int) -> Captu
     lines in the layer loop: the capture itself is left as the run wrote it."""
     captured, dry_run = without_dry_runs(capture.hits, catalogue, numbering)  # a model's run while it was built
     captured, passes, several = first_forward_pass(captured, catalogue, numbering)  # the checks read one pass
-    notices: list[str] = [*capture.warnings, *(notice for notice in (dry_run, several) if notice is not None)]
+    captured, stem = without_stem_hits(captured, catalogue, numbering)  # the layers' code run before the layers
+    notices: list[str] = [*capture.warnings, *(n for n in (dry_run, several, stem) if n is not None)]
     told_apart, misfed = list(capture.told_apart), dict[int, str]()
     marked = marked_snapshots(catalogue, capture.markers, captured, numbering, notices, told_apart, misfed)
     notices, told_apart = _at_notebook_places(notices, capture), _at_notebook_places(told_apart, capture)

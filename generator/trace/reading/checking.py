@@ -60,6 +60,7 @@ from transformer_trace.trace.reading.stand_ins import StandIn, reader_failed, re
 from transformer_trace.trace.reading.bound_run import in_callers_terms, run_bound
 from transformer_trace.trace.reading.users_names import in_users_terms
 from transformer_trace.trace.reading.weights import Bound, LineCalls
+from transformer_trace.trace.reading.values_skip import values_added_taken, with_values_added, wrong_skip_named
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.catalogue import Report
@@ -149,6 +150,9 @@ def judge(run: TracedRun, reading: CaptureReading) -> dict[int, Judgement]:
         if rotated:
             labels.update({name + ROTATED: TensorLabel(str(rotary)) for name, rotary in rotated.items()})
             results, derived = _results(run, reading, rotated_source, labels)
+    if source is not None and (skipped := with_values_added(readings, results, source)) is not None:
+        results = values_added_taken(readings, results, _results(run, reading, skipped, labels)[0])  # T2T's skip
+        results = wrong_skip_named(readings, results, source, lambda s: _results(run, reading, s, labels)[0])
     results = attention_dropout_judged(readings, results, reading.modules_training)  # by the run's mode
     results = said_dropout(readings, results)  # training mode: what no form matched ran with dropout, not unrecognised
     results = misfed_named(readings, results, reading.misfed, dims)  # a cross-attention fed its queries as keys

@@ -37,6 +37,7 @@ from transformer_trace.trace.reading.fold_order import heads_major, unfolded
 from transformer_trace.trace.reading.stored_transposed import Transposed, stored_transposed
 from transformer_trace.trace.reading.extra_tokens import ExtraTokens, find_extra_tokens
 from transformer_trace.trace.reading.late_class_token import LateClassToken, class_token_read, find_late_class_token
+from transformer_trace.trace.reading.merged_tokens import MergedTokens, find_merged_tokens
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, layout
 
 # the named axes that count positions (tokens, patches, source and target lengths): what sequence-first puts first
@@ -170,11 +171,15 @@ class RunLayout:
     joining_row: torch.Tensor | None = field(default=None, compare=False)
     extra_tokens: ExtraTokens | None = None  # tokens of the model's own joining after the embedding steps
     late_class: LateClassToken | None = None  # the class token joining after the blocks (late_class_token.py)
+    merged_tokens: MergedTokens | None = None  # tokens merged inside the blocks (merged_tokens.py)
 
     def dims_for(self, named: Sequence[str], shape: Sequence[int]) -> dict[str, int]:
         """The dimensions a step is read with: the run's, or, for a step before extra tokens joined (its tokens axis
-        N1 holds N + 1 of the run's N1 + k), its own token count."""
+        N1 holds N + 1 of the run's N1 + k) or after tokens were merged, its own token count."""
         extra, tokens = self.extra_tokens, self.dims.get("N1")
+        if self.merged_tokens is not None:
+            return dict(own) if (own := self.merged_tokens.dims_for(self.dims, named, shape)) is not self.dims \
+                else self.dims
         if extra is None or tokens is None or "N1" not in named:
             return self.dims
         axis = list(named).index("N1")
@@ -266,6 +271,8 @@ class RunLayout:
             rows.append(("Class token", CLASS_PLACES[self.class_token], self.class_rests_on))
         elif self.late_class is not None:
             rows.append(("Class token", self.late_class.says(), self.class_rests_on))
+        if self.merged_tokens is not None:
+            rows.append(("Merged tokens", self.merged_tokens.says(), self.merged_tokens.rests_on()))
         if self.extra_tokens is not None:
             rows.append(("Extra tokens", self.extra_tokens.says(), self.extra_tokens.rests_on()))
         elif "N" in self.dims and self.class_token == CLASS_FIRST \
@@ -332,6 +339,8 @@ def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable
     modules' own settings), with the reasons; see the module's docstring for the rule."""
     calls = tuple(calls)
     run = _with_extra_tokens(_with_class_token(_read_order(shapes, legend, calls), shapes, calls), shapes)
+    if run.extra_tokens is None:
+        run = replace(run, merged_tokens=find_merged_tokens(shapes, run.dims, run.as_read))
     if not run.class_token and (late := find_late_class_token(shapes, run.dims, calls)) is not None:
         run = replace(run, late_class=late, class_rests_on=late.rests_on)
     steps = [(s.step, s.named, run.as_read(s)) for s in shapes if s.value is not None]
@@ -461,7 +470,8 @@ def catalogue_layout(page: Any, k: int, tensor: torch.Tensor, run: RunLayout) ->
     notes = [f"sequence-first ({', '.join((axes[1], axes[0], *axes[2:]))}), as the whole run is read (see the "
              "overview)"] if turn else []
     if dims is not run.dims:
-        notes.append(f"its {dims['N1']} tokens are those before the run's extra tokens joined (see the overview)")
+        when = "before the run's extra tokens joined" if run.merged_tokens is None else "left after tokens were merged"
+        notes.append(f"its {dims['N1']} tokens are those {when} (see the overview)")
     canonical = found.canonical
     read = tensor.transpose(0, 1) if turn else tensor
     B, h = dims.get("B"), dims.get("h")

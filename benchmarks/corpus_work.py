@@ -6,9 +6,9 @@ worse than the baseline's), side by side with the baseline:
 Timings of these few-millisecond runs move by more than the 10 % a verdict needs on a shared machine (one plain run of
 the same code took 6 ms in one process and 16 ms in the next); counts do not. Per driver, one traced run minus one plain
 run of the same process, both after a first run of each (bytecode written, caches warm), as benchmarks/corpus.py runs
-them: the Python function calls made (cProfile), the PyTorch operators dispatched and the elements they produced
-(a TorchDispatchMode counting those called from the tracer's own files: its clones and statistics), the bytes of array data the child copied while the script
-ran, and those it kept for the parent (with the tensors it holds by reference, read once the script has ended).
+them: the Python function calls made (cProfile), the PyTorch operators the tracer's own files dispatched and the
+elements they produced (a TorchDispatchMode: its clones and statistics), the bytes of array data the child copied while
+the script ran, and those it kept for the parent (with the tensors it holds by reference, read once the script ended).
 Each checkout is counted by this file run with its own interpreter from its own root, on its own drivers, so the same
 instrument reads both; it uses only what both commits' tracers share (bootstrap.Tracer, Results, marker_spec).
 
@@ -36,11 +36,38 @@ WORK_FLOOR = {"python calls": 100, "torch ops": 5, "elements produced": 1000, "b
 
 def count_driver(driver: Path) -> dict[str, int]:
     """One traced run of ``driver`` minus one plain run, counted (see the module's doc)."""
+    import torch
+
+    torch.set_num_threads(1)
+    sys.dont_write_bytecode, sys.pycache_prefix = False, tempfile.mkdtemp(prefix="bench-work-pycache-")
+    run = _runner(driver)
+    ours = set(sys.modules)  # what the drivers import beyond it is theirs
+    calls = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        run("plain"), run("traced")  # bytecode written, caches warm
+        for kind in ("plain", "traced"):
+            profile = cProfile.Profile()
+            with _profiling(profile):
+                run(kind)
+            calls[kind] = sum(row[1] for row in pstats.Stats(profile).stats.values())
+        _import_dynamo_beside(ours)
+        ops = _tracer_ops(torch)
+        tracer = run("traced", ops)
+    arrays = [(described.get("nbytes", 0), type(copy).__name__)
+              for _, kept in tracer.results.pending for described, copy in kept]  # type: ignore[attr-defined]
+    return {"python calls": calls["traced"] - calls["plain"], "torch ops": ops.count,
+            "elements produced": ops.elements,
+            # a live reference (the tensor is not written to again) is read after the run: no copy while it runs
+            "bytes copied": sum(size for size, kind in arrays if kind != "Live"),
+            "bytes kept": sum(size for size, _ in arrays), "hits": tracer.results.order}  # type: ignore[attr-defined]
+
+
+def _runner(driver: Path):  # type: ignore[no-untyped-def]
+    """``run(kind, within)``: the driver run plainly or traced (as benchmarks/corpus.py runs it, the markers as the
+    `trace` command sends them) inside the context manager ``within``; the traced run's Tracer, or None."""
     import runpy
 
     import numpy  # noqa: F401 - imported once, as benchmarks/corpus.py does
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
 
     sys.path.insert(0, os.getcwd())
     from benchmarks.corpus import _forget_own_modules, run_traced
@@ -54,33 +81,12 @@ def count_driver(driver: Path) -> dict[str, int]:
     except ImportError:  # the baseline kept it beside the capture
         from transformer_trace.trace.reading.capture import user_files  # type: ignore[attr-defined,no-redef]
 
-    torch.set_num_threads(1)
-    tracer_code = os.path.join(os.getcwd(), "generator", "")  # the tracer's files (transformer_trace), in either checkout
-    torch_code = os.path.join(os.path.dirname(torch.__file__), "")
-    sys.dont_write_bytecode, sys.pycache_prefix = False, tempfile.mkdtemp(prefix="bench-work-pycache-")
     folder = str(driver.parent)
     found = scan(user_files(driver), numberings(REPORTS))
     found, reads = as_traced(found, choose_numbering("auto", found, driver, REPORTS), REPORTS)
     markers = [marker_spec(m, **reads) for m in found]
     work, compiled = tempfile.mkdtemp(prefix="bench-work-"), tempfile.mkdtemp(prefix="bench-work-instrumented-")
     sys.path.insert(0, folder)
-
-    class Ops(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.count = self.elements = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-            out = func(*args, **(kwargs or {}))
-            frame = sys._getframe(1)  # the first caller outside PyTorch: the tracer's code, or the script's
-            while frame is not None and frame.f_code.co_filename.startswith(torch_code):
-                frame = frame.f_back
-            if frame is None or not frame.f_code.co_filename.startswith(tracer_code):
-                return out  # the script's own operator (a driver may copy differently from one run to the next)
-            self.count += 1
-            self.elements += sum(o.numel() for o in (out if isinstance(out, (tuple, list)) else (out,))
-                                 if isinstance(o, torch.Tensor))
-            return out
 
     def run(kind: str, within: contextlib.AbstractContextManager = contextlib.nullcontext()) -> object:
         _forget_own_modules(folder)
@@ -103,32 +109,46 @@ def count_driver(driver: Path) -> dict[str, int]:
                 sys.argv = saved
         return tracer
 
-    counts: dict[str, dict[str, int]] = collections.defaultdict(dict)
-    ours = set(sys.modules)  # what the drivers import beyond it is theirs
-    with contextlib.redirect_stdout(io.StringIO()):
-        run("plain"), run("traced")  # bytecode written, caches warm
-        for kind in ("plain", "traced"):
-            profile = cProfile.Profile()
-            with _profiling(profile):
-                run(kind)
-            counts[kind]["python calls"] = sum(row[1] for row in pstats.Stats(profile).stats.values())
-        # a dispatch mode imports torch._dynamo at the first factory call, which looks up every imported module: a
-        # driver's stub (a module without a spec) would fail it: it is imported here, the stubs set aside meanwhile
-        stubs = {name: module for name, module in list(sys.modules.items())
-                 if name not in ours and getattr(module, "__spec__", 0) is None}
-        for name in stubs:
-            del sys.modules[name]
-        import torch._dynamo  # noqa: F401
-        sys.modules.update(stubs)
-        ops = Ops()
-        tracer = run("traced", ops)
-    arrays = [(described.get("nbytes", 0), type(copy).__name__)
-              for _, kept in tracer.results.pending for described, copy in kept]  # type: ignore[attr-defined]
-    return {"python calls": counts["traced"]["python calls"] - counts["plain"]["python calls"],
-            "torch ops": ops.count, "elements produced": ops.elements,
-            # a live reference (the tensor is not written to again) is read after the run: no copy while it runs
-            "bytes copied": sum(size for size, kind in arrays if kind != "Live"),
-            "bytes kept": sum(size for size, _ in arrays), "hits": tracer.results.order}  # type: ignore[attr-defined]
+    return run
+
+
+def _import_dynamo_beside(ours: set[str]) -> None:
+    """A dispatch mode imports torch._dynamo at the first factory call, which looks up every imported module: a
+    driver's stub (a module without a spec) would fail it, so it is imported here, the stubs set aside meanwhile."""
+    stubs = {name: module for name, module in list(sys.modules.items())
+             if name not in ours and getattr(module, "__spec__", 0) is None}
+    for name in stubs:
+        del sys.modules[name]
+    import torch._dynamo  # noqa: F401
+    sys.modules.update(stubs)
+
+
+def _tracer_ops(torch):  # type: ignore[no-untyped-def]
+    """A TorchDispatchMode counting the operators the tracer's own code dispatched and the elements they made: those
+    whose first caller outside PyTorch is a file of the checkout's generator/ (transformer_trace), either commit's."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    tracer_code = os.path.join(os.getcwd(), "generator", "")
+    torch_code = os.path.join(os.path.dirname(torch.__file__), "")
+
+    class Ops(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.count = self.elements = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            out = func(*args, **(kwargs or {}))
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_code.co_filename.startswith(torch_code):
+                frame = frame.f_back
+            if frame is None or not frame.f_code.co_filename.startswith(tracer_code):
+                return out  # the script's own operator (a driver may copy differently from one run to the next)
+            self.count += 1
+            self.elements += sum(o.numel() for o in (out if isinstance(out, (tuple, list)) else (out,))
+                                 if isinstance(o, torch.Tensor))
+            return out
+
+    return Ops()
 
 
 @contextlib.contextmanager
@@ -163,11 +183,13 @@ def work_section(baseline_label: str, current_label: str, base: dict[str, dict[s
              f"This commit ({current_label}) and the commit this work started from ({baseline_label}): what the tracer "
              "adds to one run of each corpus driver, counted, by `benchmarks/run.py --baseline --only corpus-work` "
              "(benchmarks/corpus_work.py): one traced run minus one plain run in one process, after a first run of "
-             "each; Python function calls (cProfile), PyTorch operators the tracer's code dispatched and the elements they produced, "
-             "the bytes of array data the child copied while the script ran, and those it kept for the report (with "
-             "the tensors it holds by reference and reads once the script has ended). Counts do not move with the machine's load, "
-             "as the timings above do; they say whether the tracer does more, not how long it takes.", "",
-             "| corpus driver | hits | Python calls | torch ops | elements produced | bytes copied | bytes kept | more work? |",
+             "each; Python function calls (cProfile), PyTorch operators the tracer's code dispatched and the elements "
+             "they produced, the bytes of array data the child copied while the script ran, and those it kept for the "
+             "report (with the tensors it holds by reference and reads once the script has ended). Counts do not move "
+             "with the machine's load, as the timings above do; they say whether the tracer does more, not how long it "
+             "takes.", "",
+             "| corpus driver | hits | Python calls | torch ops | elements produced | bytes copied | bytes kept | "
+             "more work? |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     grew = []
     for name in sorted(set(base) & set(mine)):
@@ -182,6 +204,17 @@ def work_section(baseline_label: str, current_label: str, base: dict[str, dict[s
                    f"drivers: {'; '.join(grew)}.") if grew else
               f"No driver does more work (no count over {MORE_BY:.0%} higher) than on the baseline.", ""]
     return "\n".join(lines) + "\n"
+
+
+def compare_work(baseline: str, baseline_python: Path | None, root: Path) -> str:
+    """The page's section: this checkout (``root``, the running interpreter) and ``baseline`` (a commit or a folder:
+    benchmarks/checkout.py) counted in turn."""
+    from benchmarks.checkout import BaselineCheckout, Checkout
+
+    current = Checkout.at(root, Path(sys.executable))
+    with BaselineCheckout(baseline, baseline_python) as base:
+        counted = [count_checkout(checkout.python, checkout.root) for checkout in (base, current)]
+        return work_section(base.label, current.label, *counted)
 
 
 if __name__ == "__main__":

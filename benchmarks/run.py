@@ -4,14 +4,13 @@
     .venv/bin/python benchmarks/run.py --quick    # fewer repeats
     .venv/bin/python benchmarks/run.py --baseline c36410f    # beside that commit, in one run (benchmarks/compare.py)
     .venv/bin/python benchmarks/run.py --baseline c36410f --only corpus  # the corpus's tracing overhead alone
-    .venv/bin/python benchmarks/run.py --baseline c36410f --only corpus-work  # the tracer's work, counted (corpus_work.py)
+    .venv/bin/python benchmarks/run.py --baseline c36410f --only corpus-work  # the tracer's work counted
 
 Everything is measured side by side in one run on this machine: ratios matter more than seconds.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -29,6 +28,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.arguments import arguments  # noqa: E402
 from benchmarks.corpus import run_traced, bench_corpus, corpus_section  # noqa: E402
 from benchmarks.gpu import gpu_section  # noqa: E402
 from benchmarks.measure import (  # noqa: E402
@@ -407,39 +407,18 @@ def bench_trace(repeats: int) -> list[tuple[str, float, float, float, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
-    parser.add_argument(
-        "--only",
-        choices=("warm", "limits", "plugin", "training", "gpt-weights", "trace", "corpus", "corpus-work", "classroom",
-                 "gpu"),
-        help="measure only this part and replace its section of --out",
-    )
-    parser.add_argument("--baseline", help="a commit, or another checkout's folder (the commit this work started "
-                        "from): measure "
-                        "both side by side with a yardstick and replace that section of --out (benchmarks/compare.py)")
-    parser.add_argument("--baseline-python", type=Path, help="its interpreter (default BASELINE/.venv/bin/python)")
-    parser.add_argument("--rounds", type=int, default=3, help="with --baseline: rounds measuring both checkouts "
-                        "(with --only corpus: the corpus drivers alone, its own section: benchmarks/corpus_compare.py)")
-    parser.add_argument("--record", type=Path, help="with --baseline: keep each measurement in this JSON file; "
-                        "alone: write the side-by-side section from the rounds it holds")
+    parser = arguments(__doc__, ROOT)
     args = parser.parse_args()
     # Every process measured runs as a user's interpreter does, its compiled modules kept in __pycache__: where the
     # environment turns that off, each new process would compile the project's ~100 modules again (the generator's
     # and the site plugin's imports), a cost no user pays after their first run.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    if args.only == "corpus-work":
+    if args.only == "corpus-work":  # counted, not timed: benchmarks/corpus_work.py
+        from benchmarks.corpus_work import compare_work
+
         if not args.baseline:
             parser.error("--only corpus-work counts this checkout beside --baseline")
-        from benchmarks.checkout import BaselineCheckout, Checkout
-        from benchmarks.corpus_work import count_checkout, work_section
-
-        current = Checkout.at(ROOT, Path(sys.executable))
-        with BaselineCheckout(args.baseline, args.baseline_python) as baseline:
-            counted = {checkout.label: count_checkout(checkout.python, checkout.root) for checkout in (baseline, current)}
-            labels = baseline.label, current.label
-        return replace_section(args.out, work_section(*labels, *(counted[label] for label in labels)))
+        return replace_section(args.out, compare_work(args.baseline, args.baseline_python, ROOT))
     if args.baseline or args.record:
         from benchmarks.checkout import BaselineCheckout, Checkout
         from benchmarks.compare import compare, section_from_record

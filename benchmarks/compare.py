@@ -302,6 +302,26 @@ class Conditions:
         return text
 
 
+def is_control(name: str) -> bool:
+    """A figure of the same code on both checkouts (`import torch`, a script's or a corpus driver's plain run): what
+    separates its two sides is the machine."""
+    return name == "`import torch`" or name.endswith(": plain run") or name.endswith(CORPUS_PLAIN)
+
+
+def controls_line(figures: list[Figure]) -> str:
+    """What the run did to identical code, and which figures moved beyond it (the only ones this run shows slower)."""
+    ratios = [f.ratio for f in figures if is_control(f.name) and f.ratio is not None]
+    if not ratios:
+        return ""
+    low, high = min(ratios), max(ratios)
+    beyond = [f for f in figures if f.slower and not is_control(f.name) and f.ratio is not None and f.ratio > high]
+    named = "; ".join(f"{f.name.replace('&nbsp;', '')} ({f.ratio:.2f}×)" for f in beyond)
+    return (f"The controls, {len(ratios)} figures of the same code on both checkouts (`import torch`, the plain runs of "
+            f"the trace examples and of the corpus drivers), came out {low:.2f}× to {high:.2f}× here: a ratio within "
+            "that spread is what this run did to identical code. "
+            + (f"Slower beyond it: {named}." if beyond else f"No figure is slower by more than the controls moved."))
+
+
 def section(baseline: Checkout, current: Checkout, base: dict[str, float], mine: dict[str, float], rounds: int,
             conditions: Conditions) -> str:
     """The page's section: the run and the machine's load, the yardstick multiples, every figure side by side, the
@@ -339,7 +359,9 @@ def section(baseline: Checkout, current: Checkout, base: dict[str, float], mine:
                + "; ".join(f"{f.name.replace('&nbsp;', '')} ({f.ratio:.2f}×)" for f in slower) + "."
                if slower else f"Nothing is slower than the baseline by over {SLOWER_BY:.0%} (and "
                f"{SLOWER_FLOOR * 1000:g} ms).")
-    return "\n".join(lines + ["", verdict, "", *corpus_lines(base, mine)]).rstrip("\n") + "\n\n"
+    controls = controls_line(figures)
+    return "\n".join(lines + ["", verdict, *(["", controls] if controls else []), "",
+                              *corpus_lines(base, mine)]).rstrip("\n") + "\n\n"
 
 
 def yardstick_seconds(python: str = sys.executable) -> float:

@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.checkout import Checkout  # noqa: E402
+from benchmarks import compare  # noqa: E402
 from benchmarks.compare import Conditions, Figure, flatten, medians, multiple, section, side_by_side  # noqa: E402
 
 COLD = "every report + `mkdocs build`, from scratch (cold build)"
@@ -270,3 +271,18 @@ def test_the_driver_measures_the_trace_and_the_corpus_on_one_intra_op_thread():
     compile(DRIVER, "driver", "exec")
     assert "one_intra_op_thread(run.bench_trace, 3, processes=False)" in DRIVER
     assert "one_intra_op_thread(corpus_rows, CORPUS_REPEATS, processes=True)" in DRIVER
+
+
+@pytest.mark.parametrize("torch_ratio, verdict", [
+    (1.3, "No figure is slower by more than the controls moved."),  # identical code moved 1.3×: 1.25× is the machine
+    (1.0, f"Slower beyond it: {COLD} (1.25×)."),
+])
+def test_a_figure_is_shown_slower_only_beyond_what_the_run_did_to_identical_code(torch_ratio, verdict):
+    """`import torch` and the plain runs run the same code on both checkouts: the spread of their ratios is the
+    machine's, and only a figure slower than that is evidence."""
+    figures = [Figure(COLD, 9.0, 11.25), Figure("`import torch`", 2.0, 2.0 * torch_ratio),
+               Figure("`vit_trace.py`: plain run", 0.05, 0.05)]
+    line = compare.controls_line(figures)
+    assert "The controls, 2 figures of the same code on both checkouts" in line
+    assert f"came out 1.00× to {max(torch_ratio, 1.0):.2f}× here" in line and line.endswith(verdict)
+    assert compare.controls_line([Figure(COLD, 9.0, 11.25)]) == ""  # no control measured: nothing said

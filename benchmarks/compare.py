@@ -314,11 +314,12 @@ def controls_line(figures: list[Figure]) -> str:
     if not ratios:
         return ""
     low, high = min(ratios), max(ratios)
-    beyond = [f for f in figures if f.slower and not is_control(f.name) and f.ratio is not None and f.ratio > high]
+    beyond = [f for f in figures
+              if f.slower and not is_control(f.name) and f.ratio is not None and f.ratio > high]
     named = "; ".join(f"{f.name.replace('&nbsp;', '')} ({f.ratio:.2f}×)" for f in beyond)
-    return (f"The controls, {len(ratios)} figures of the same code on both checkouts (`import torch`, the plain runs of "
-            f"the trace examples and of the corpus drivers), came out {low:.2f}× to {high:.2f}× here: a ratio within "
-            "that spread is what this run did to identical code. "
+    return (f"The controls, {len(ratios)} figures of the same code on both checkouts (`import torch`, the plain runs "
+            f"of the trace examples and of the corpus drivers), came out {low:.2f}× to {high:.2f}× here: a ratio "
+            "within that spread is what this run did to identical code. "
             + (f"Slower beyond it: {named}." if beyond else f"No figure is slower by more than the controls moved."))
 
 

@@ -109,6 +109,10 @@ T5_CLAIM = ("equals Q·Kᵀ unscaled, a relative position bias added before the 
             "T5 folds into the queries' initialisation)")
 
 
+# a head's least-squares cost (rows × unknowns²) a fit may take on: a ViT-B's 197 tokens cost 1.4e10
+MOST_FITTED = 5e10
+
+
 def relative_bias_fit(weights: torch.Tensor, logits: torch.Tensor) -> tuple[bool, str, torch.Tensor] | None:
     """Whether ``weights`` (B, h, Lq, Lk) are the softmax over the keys of ``logits`` plus a relative position bias
     added on the softmax's line (T5's learned bias, added after the scores step): one value per head and key − query
@@ -122,7 +126,14 @@ def relative_bias_fit(weights: torch.Tensor, logits: torch.Tensor) -> tuple[bool
     live = (weights > 0) & torch.isfinite(logits) & ~blind
     if not bool(live.any()):
         return None
+    def softmax_of(x: torch.Tensor) -> torch.Tensor:
+        rebuilt = torch.softmax(x.masked_fill(~live, float("-inf")), dim=-1).nan_to_num(0.0)
+        return torch.where(blind, weights.double(), rebuilt).to(weights.dtype)
+    if close(weights, softmax_of(logits.double()), "")[0]:
+        return None  # the plain softmax fits: no position bias (asked before any fit)
     batch, heads, queries, keys = weights.shape
+    if batch * queries * keys * (queries + keys + batch * queries) ** 2 > MOST_FITTED:
+        return None  # a least-squares fit this size takes minutes (a (1, 1, 2, 5000) step): not tried
     offsets = (torch.arange(keys)[None, :] - torch.arange(queries)[:, None] + queries - 1).expand(batch, -1, -1)
     rows = (torch.arange(batch)[:, None, None] * queries + torch.arange(queries)[None, :, None]).expand(-1, -1, keys)
     gap = weights.double().clamp_min(1e-300).log() - logits.double()  # the bias less each row's log-sum-exp
@@ -136,11 +147,6 @@ def relative_bias_fit(weights: torch.Tensor, logits: torch.Tensor) -> tuple[bool
         solution = torch.linalg.lstsq(design, gap[:, head][used].unsqueeze(-1), driver="gelsd").solution[:n, 0]
         bias[head] = solution - solution.mean()
     table = bias[:, offsets[0]].unsqueeze(0)  # (1, h, Lq, Lk)
-    def softmax_of(x: torch.Tensor) -> torch.Tensor:
-        rebuilt = torch.softmax(x.masked_fill(~live, float("-inf")), dim=-1).nan_to_num(0.0)
-        return torch.where(blind, weights.double(), rebuilt).to(weights.dtype)
-    if close(weights, softmax_of(logits.double()), "")[0]:
-        return None  # the plain softmax fits: no position bias (what was fitted is rounding)
     rebuilt = softmax_of(logits.double() + table)
     fits, detail = close(weights, rebuilt, "the probabilities vs the softmax over the keys of the scores plus one "
                          "value per head and key − query offset (fitted, the same for every batch item), the entries "

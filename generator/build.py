@@ -212,12 +212,22 @@ class FigureWorkers:
             self.forks = self.count
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, kind, *exc_info) -> None:
         try:
             if self.pool is not None:
+                if kind is not None:  # Ctrl-C or an error: the drawings in flight are not waited for
+                    self._stop_workers()
                 self.pool.shutdown(wait=True, cancel_futures=True)
         finally:
             _JOBS.clear()
+
+    def _stop_workers(self) -> None:
+        """Kill the worker processes now: a regeneration stopped by Ctrl-C must not wait while a loaded machine
+        draws the figures already handed out (the serve process must exit within seconds)."""
+        processes = getattr(self.pool, "_processes", None) or {}
+        for process in list(processes.values()):
+            if process.is_alive():
+                process.kill()
 
     def draw(self, jobs: list[tuple[ModelRun, Drawing, Path]], progress: Progress,
              label: str) -> dict[str, NotCheckable]:

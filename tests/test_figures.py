@@ -191,3 +191,29 @@ def test_a_build_forks_its_figure_workers_once_for_every_report_and_draws_the_sa
         for png in drawn:
             assert png.read_bytes() == (tmp_path / "here" / key / "figures" / png.name).read_bytes(), png
     assert build._JOBS == []
+
+
+def _slow_drawing(position: int) -> None:
+    import time
+
+    time.sleep(60)  # a drawing on a loaded machine: the interrupted build must not wait for it
+
+
+def test_an_interrupted_build_does_not_wait_for_the_figures_its_workers_are_drawing(monkeypatch):
+    """Ctrl-C during a build (or a regeneration of `serve`) leaves the figure pool at once: the workers drawing are
+    killed, not waited for (CI once saw serve take over 60 s to stop after a Ctrl-C under load)."""
+    import time
+
+    from transformer_trace import build
+
+    monkeypatch.setattr(build, "_draw_job", _slow_drawing)
+    workers = build.FigureWorkers([object(), object()], parallel=True)  # type: ignore[list-item]
+    workers.count = 2
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with workers:
+            workers.pool.submit(build._draw_job, 0)
+            workers.pool.submit(build._draw_job, 1)
+            time.sleep(0.5)
+            raise KeyboardInterrupt
+    assert time.monotonic() - started < 10 and build._JOBS == []

@@ -340,7 +340,9 @@ def read_run_layout(shapes: Sequence[StepShape], legend: Legend, calls: Iterable
     calls = tuple(calls)
     run = _with_extra_tokens(_with_class_token(_read_order(shapes, legend, calls), shapes, calls), shapes)
     if run.extra_tokens is None:
-        run = replace(run, merged_tokens=find_merged_tokens(shapes, run.dims, run.as_read))
+        # a step holding the patches alone is the class token joining after the positions, not a merge
+        alone = [s for s in shapes if s.step not in run.patches_alone]
+        run = replace(run, merged_tokens=find_merged_tokens(alone, run.dims, run.as_read))
     if not run.class_token and (late := find_late_class_token(shapes, run.dims, calls)) is not None:
         run = replace(run, late_class=late, class_rests_on=late.rests_on)
     steps = [(s.step, s.named, run.as_read(s)) for s in shapes if s.value is not None]

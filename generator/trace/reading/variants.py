@@ -29,6 +29,7 @@ import torch
 from transformer_trace.checks import PASSED, Check, CheckResult, ResidualOrPostNorm, ResidualSumOrPostNorm
 from transformer_trace.checks.context_heads import FUSED_CLAIM
 from transformer_trace.checks.masks import mask_allows
+from transformer_trace.checks.values import SameTensor
 from transformer_trace.models.recording import Role
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def _normalisation(pages: list[SnapshotPage]) -> list[Recognised]:
                     kind in ("LayerNormOf", "FinalNormOrNone") and "no final LayerNorm" not in result.name
                     or result.name.endswith(", normalised")):
                 final.append(_evidence(page, result))
-            elif kind == "SameTensor" and result.name.endswith(", normalised"):
+            elif isinstance(check, SameTensor) and result.name.endswith(", normalised"):  # HandedOverOrTokens too
                 embedding.append(_evidence(page, result))
     found = []
     if post and pre:

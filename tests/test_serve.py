@@ -125,7 +125,7 @@ def served(tmp_path_factory) -> Server:
     stderr = work / "stderr.txt"
     proc = subprocess.Popen([sys.executable, "-m", "transformer_trace", "serve", "--port", "0", "--docs", str(docs), "--config", str(config), "-q"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr.open("wb"), text=True,
-                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONFAULTHANDLER": "1"})
     line = proc.stdout.readline()  # "serving http://127.0.0.1:PORT/ (Ctrl-C stops)" once the site is built
     assert line.startswith("serving http://127.0.0.1:"), line + stderr.read_text()
     server = Server(proc, line.split()[1], docs, site, stderr)
@@ -754,7 +754,12 @@ def test_ctrl_c_during_a_regeneration_stops_cleanly(served):
     wait_until_busy(served.url)
     time.sleep(0.3)  # inside the build
     served.proc.send_signal(signal.SIGINT)
-    code = served.proc.wait(60)
+    try:
+        code = served.proc.wait(60)
+    except subprocess.TimeoutExpired:  # where it hangs: the fault handler writes every thread's stack on SIGABRT
+        served.proc.send_signal(signal.SIGABRT)
+        served.proc.wait(30)
+        pytest.fail("serve did not stop within 60 s of a Ctrl-C:\n" + served.stderr.read_text(errors="replace")[-6000:])
     client.join(30)
     err = served.stderr.read_text(encoding="utf-8", errors="replace")
     assert code in (0, 130), err

@@ -180,7 +180,8 @@ def flatten(measured: dict) -> dict[str, float]:
         "`import torch`": regen["import torch"],
         "`import transformer_trace.build, transformer_trace.reports`": regen["import"],
     }
-    figures |= {f"&nbsp;&nbsp;{step}": seconds for step, seconds in build_step_seconds(regen).items()}
+    figures |= with_every_reports_figures(
+        {f"&nbsp;&nbsp;{step}": seconds for step, seconds in build_step_seconds(regen).items()})
     figures |= {
         "warm regeneration in `serve`, until the new pages are served": warm["warm"],
         "&nbsp;&nbsp;the same as new processes (`build --model` + `mkdocs build`)": warm["cold"],
@@ -239,6 +240,33 @@ def build_step_seconds(regeneration: dict) -> dict[str, float]:
     steps: dict[str, list[float]] = {}
     build_steps(regeneration["log"], steps)
     return {name: values[0] for name, values in steps.items()}
+
+
+# the reports' figure steps summed: one pool of workers, forked as the first report's figures begin, draws every
+# report's (a build forks it once since 0cbd66f), so the first report's row carries the pool's start
+EVERY_REPORTS_FIGURES = "&nbsp;&nbsp;figures, every report together"
+
+
+def with_every_reports_figures(figures: dict[str, float]) -> dict[str, float]:
+    """One measurement's figures with its reports' figure steps summed beside them (where it has two or more)."""
+    drawn = [name for name in figures if name.endswith(": figures")]
+    if len(drawn) < 2:
+        return figures
+    rows = [(name, seconds) for name, seconds in figures.items() if name != EVERY_REPORTS_FIGURES]
+    after = [name for name, _ in rows].index(drawn[-1]) + 1  # beside the reports' rows it sums
+    return dict(rows[:after] + [(EVERY_REPORTS_FIGURES, sum(figures[name] for name in drawn))] + rows[after:])
+
+
+def figure_rows_line(figures: list[Figure]) -> str:
+    """Where a report's figures row is slower but every report's figures together are not: why (the one pool)."""
+    total = next((f for f in figures if f.name.endswith(EVERY_REPORTS_FIGURES)), None)
+    parts = [f for f in figures if f.slower and f.name.endswith(": figures")]
+    if total is None or total.ratio is None or total.slower or not parts:
+        return ""
+    return (f"{', '.join(f.name.replace('&nbsp;', '') for f in parts)}: a part, not a step of its own. One pool of "
+            "workers draws every report's figures, forked as the first report's begin, so the first report's row "
+            f"carries the pool's start; every report's figures together took {seconds_text(total.baseline)} on the "
+            f"baseline and {seconds_text(total.current)} here ({total.ratio:.2f}×).")
 
 
 def medians(rounds: list[dict[str, float]]) -> dict[str, float]:
@@ -360,8 +388,8 @@ def section(baseline: Checkout, current: Checkout, base: dict[str, float], mine:
                + "; ".join(f"{f.name.replace('&nbsp;', '')} ({f.ratio:.2f}×)" for f in slower) + "."
                if slower else f"Nothing is slower than the baseline by over {SLOWER_BY:.0%} (and "
                f"{SLOWER_FLOOR * 1000:g} ms).")
-    controls = controls_line(figures)
-    return "\n".join(lines + ["", verdict, *(["", controls] if controls else []), "",
+    controls, parts = controls_line(figures), figure_rows_line(figures)
+    return "\n".join(lines + ["", verdict, *(["", parts] if parts else []), *(["", controls] if controls else []), "",
                               *corpus_lines(base, mine)]).rstrip("\n") + "\n\n"
 
 
@@ -443,8 +471,10 @@ def section_from_record(kept: dict) -> str:
 
         return corpus_section(labels["baseline"], labels["current"], medians(kept["measured"]["baseline"][:complete]),
                               medians(kept["measured"]["current"][:complete]), complete, conditions)
-    text = section(labels["baseline"], labels["current"], medians(kept["measured"]["baseline"][:complete]),
-                   medians(kept["measured"]["current"][:complete]), complete, conditions)
+    rounds = {side: [with_every_reports_figures(r) for r in kept["measured"][side][:complete]]
+              for side in ("baseline", "current")}  # a record written before the sum was a row: summed here
+    text = section(labels["baseline"], labels["current"], medians(rounds["baseline"]), medians(rounds["current"]),
+                   complete, conditions)
     if kept.get("note"):  # how this record's run departed from the plan above (said where the reader needs it)
         intro_end = text.index("\n\n| as multiples of the yardstick")
         text = text[:intro_end] + "\n\n" + kept["note"] + text[intro_end:]

@@ -286,3 +286,16 @@ def test_a_figure_is_shown_slower_only_beyond_what_the_run_did_to_identical_code
     assert "The controls, 2 figures of the same code on both checkouts" in line
     assert f"came out 1.00× to {max(torch_ratio, 1.0):.2f}× here" in line and line.endswith(verdict)
     assert compare.controls_line([Figure(COLD, 9.0, 11.25)]) == ""  # no control measured: nothing said
+
+
+def test_a_report_s_figures_row_slower_only_by_the_one_pool_s_start_is_said_so_beside_every_report_s_figures():
+    base, mine = measured(), measured()
+    base["regeneration"]["steps"] = {"encoder-decoder: figures": 0.31, "vit: figures": 0.37, "gpt: figures": 0.47}
+    mine["regeneration"]["steps"] = {"encoder-decoder: figures": 0.38, "vit: figures": 0.13, "gpt: figures": 0.23}
+    figures = side_by_side(flatten(base), flatten(mine))
+    total = next(f for f in figures if f.name.endswith(compare.EVERY_REPORTS_FIGURES))
+    assert total.baseline == pytest.approx(1.15) and total.current == pytest.approx(0.74) and not total.slower
+    line = compare.figure_rows_line(figures)
+    assert line.startswith("encoder-decoder: figures: a part") and "(0.64×)" in line
+    mine["regeneration"]["steps"]["vit: figures"] = 0.9  # every report's together slower too: no excuse is made
+    assert compare.figure_rows_line(side_by_side(flatten(base), flatten(mine))) == ""

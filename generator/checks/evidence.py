@@ -144,6 +144,8 @@ def _candidates(check: Any, s: TensorSource, ref: Ref) -> list[str]:
     code (the next block's input is this block's output)."""
     tensors = getattr(s, "tensors", {})
     out = getattr(check, "out", None)
+    if not isinstance(out, Ref):  # a claim between its inputs (the mask's: masked = scores masked): the one derived
+        out = getattr(check, getattr(check, "DERIVES", "") or "out", None)
     step_name = s.name(out) if isinstance(out, Ref) else ""
     own, step = s.t(ref), s.t(out) if isinstance(out, Ref) and s.has(out) else None
     found = []
@@ -205,6 +207,8 @@ def _another_input(check: Any, s: TensorSource) -> Fit | None:
             # Twins' PEG is): the step cannot be computed from it, so another tensor in its place is no evidence
             continue
         for other in _candidates(check, s, ref):
+            if ran_after is not None and ran_after(other, _step(check, s)):
+                continue  # computed after the step: it cannot be what the step was computed from
             searched += 1
             changed = with_input(Ref(other))
             if _holds(changed, s):
@@ -232,10 +236,12 @@ def _another_added(check: Any, s: TensorSource) -> Fit | None:
     out = getattr(check, "out", None)
     step = s.name(out) if isinstance(out, Ref) else ""
     searched = 0
+    ran_after = getattr(getattr(s, "run", None), "ran_after", None)
     for ref, with_input in _captured_inputs(check, s):
         own = s.t(ref)
         for other, tensor in tensors.items():
-            if other in (s.name(ref), step) or not tensor.is_floating_point():
+            if other in (s.name(ref), step) or not tensor.is_floating_point() or (
+                    ran_after is not None and ran_after(other, _step(check, s))):  # computed after the step
                 continue
             part = _leading_part(tensor.detach().cpu().double(), own.shape)
             if part is None:

@@ -40,6 +40,15 @@ def _bind(tensor, left, sizes, right=()):
     return known
 
 
+def _squeeze_units(tensor, left):
+    """The tensor and the left side without its axes written as a number (`1 1 d -> b 1 d`): those are of that size
+    and not named, so they are dropped before the axes are moved."""
+    kept = [i for i, group in enumerate(left) if not (len(group) == 1 and group[0].isdigit())]
+    if len(kept) == len(left):
+        return tensor, left
+    return tensor.reshape([tensor.shape[i] for i in kept]), [left[i] for i in kept]
+
+
 def _compose(tensor, right, known):
     shape = []
     for group in right:
@@ -52,6 +61,7 @@ def _compose(tensor, right, known):
 
 def rearrange(tensor, pattern, **sizes):
     left, right = _sides(tensor, pattern)
+    tensor, left = _squeeze_units(tensor, left)
     known = _bind(tensor, left, sizes, right)
     axes = [a for group in left for a in group]
     # an axis of size 1 written on the right only (`q k h -> 1 h q k`) is made by the reshape, not moved
@@ -61,6 +71,7 @@ def rearrange(tensor, pattern, **sizes):
 
 def repeat(tensor, pattern, **sizes):
     left, right = _sides(tensor, pattern)
+    tensor, left = _squeeze_units(tensor, left)
     known = _bind(tensor, left, sizes, right)
     axes = [a for group in left for a in group]
     kept = [a for group in right for a in group if a in axes]
@@ -73,6 +84,7 @@ def repeat(tensor, pattern, **sizes):
 
 def reduce(tensor, pattern, reduction, **sizes):
     left, right = _sides(tensor, pattern)
+    tensor, left = _squeeze_units(tensor, left)
     known = _bind(tensor, left, sizes, right)
     axes = [a for group in left for a in group]
     kept = {a for group in right for a in group}

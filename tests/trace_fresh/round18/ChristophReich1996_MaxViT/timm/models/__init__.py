@@ -1,0 +1,1 @@
+"""Ours: see ../__init__.py."""

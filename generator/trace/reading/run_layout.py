@@ -289,7 +289,8 @@ class RunLayout:
         added), with the class token's row as it joined put in front, so the steps after it (a block's input) read
         the tokens whole; None where the run has no such step or the tensor is not (B, N, C)."""
         row = self.joining_row
-        if step not in self.patches_alone or row is None or "N1" not in named or tensor.dim() != 3:
+        # the class token's row is a row of the stream (width C): an MLP's hidden step of width M = C has none
+        if step not in self.patches_alone or row is None or "N1" not in named or tensor.dim() != 3 or named[-1] != "C":
             return None
         if (tensor.shape[0], tensor.shape[1], tensor.shape[-1]) != (row.shape[0], self.dims.get("N"), row.shape[-1]):
             return None

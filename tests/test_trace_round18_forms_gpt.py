@@ -49,3 +49,30 @@ def test_masked_scores_equal_to_the_scores_where_the_mask_allows_pass_whatever_t
     assert code == 0, checks[""]
     for label in ("G11", "G12", "G13", "G14", "G15"):
         assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+
+
+REZERO = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, S, C = 2, 6, 16
+linear1, linear2 = nn.Linear(C, 32), nn.Linear(32, C)
+alpha = nn.Parameter(torch.tensor(0.37))  # ReZero: the sublayer's output times a learned scalar, no norm anywhere
+with torch.no_grad():
+    x, attended = torch.randn(B, S, C), torch.randn(B, S, C)  # the layer's input, its attention's output
+    src = x + attended * alpha  # Snapshot #15
+    ff_in = src  # Snapshot #16
+    src2 = linear2(torch.relu(linear1(ff_in)))  # Snapshot #18
+    src = src + src2 * alpha
+    enc_out = src  # Snapshot #19
+'''
+
+
+def test_a_layer_ending_with_a_scaled_residual_sum_and_no_norm_is_not_called_post_norm(tmp_path):
+    """majumderb/rezero's overview had said "post-norm" for a model without a norm: its #19 held as a sum with a
+    scaled sublayer output (LayerScale's form), and every held claim but the plain sum's was read as post-norm."""
+    code, checks = traced(tmp_path, REZERO)
+    assert code == 0 and checks["#19"]["passed"] is True, checks["#19"]["detail"]
+    normalisation = [v for v in checks[""]["recognised"]["variants"] if v["what"] == "Normalisation"]
+    assert [v["variant"].split(" (")[0] for v in normalisation] == ["pre-norm, or no norm at all"], normalisation

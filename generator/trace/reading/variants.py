@@ -99,7 +99,9 @@ def _normalisation(pages: list[SnapshotPage]) -> list[Recognised]:
             elif layer_output and isinstance(check, ResidualOrPostNorm):  # either form: the one held
                 (post if result.name == check.post_claim else pre).append(_evidence(page, result))
             elif layer_output and isinstance(check, ResidualSumOrPostNorm):  # either: the one held
-                (pre if result.name == check.sum_claim else post).append(_evidence(page, result))
+                # a norm's claim only is post-norm evidence: a sum held as LayerScale (ReZero's α) has no norm after it
+                normed = result.name != check.sum_claim and "norm" in result.name.lower()  # LayerNorm, RMSNorm
+                (post if normed else pre).append(_evidence(page, result))
             elif layer_output and kind == "SameTensor" and _is(read, Role.RESIDUAL_SUM):
                 pre.append(_evidence(page, result))  # the layer ends with its residual sum, no norm after it
             elif _is(read, Role.LAST_LAYER) and _is(read, Role.LAYER_OUTPUT) and (
@@ -116,8 +118,8 @@ def _normalisation(pages: list[SnapshotPage]) -> list[Recognised]:
         found.append(Recognised(NORMALISATION, "post-norm (LayerNorm after each residual sum)", "; ".join(post)))
     elif pre or final:
         why = "; ".join(pre) or "a LayerNorm after the last layer, as a pre-norm stack ends: " + "; ".join(final)
-        found.append(Recognised(NORMALISATION, "pre-norm (LayerNorm before each sublayer, the residual stream left "
-                                               "un-normalised)", why))
+        found.append(Recognised(NORMALISATION, "pre-norm, or no norm at all (no LayerNorm after the residual sums: "
+                                               "the residual stream left un-normalised)", why))
     else:
         found.append(Recognised(NORMALISATION, "not recognised", "no check that tells them apart could run: mark a "
                                 "layer's output (post-norm: a LayerNorm of input + sublayer output; pre-norm: a "

@@ -371,7 +371,7 @@ def needs_evidence(result: CheckResult) -> CheckResult:
                 f"— {result.detail}" + (f"; bug forms tried: {tried}" if tried else "")))
 
 
-MASK_FILL = 1e4  # a value this large in scores is a masking value (exp(−1e4) is 0 in every float type): masks.py
+MASK_FILL = 1e4  # a score this large (negative) is a masking value: exp(−1e4) is 0 in every float type
 
 
 def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> tuple[bool, str]:

@@ -199,24 +199,24 @@ def _captured_inputs(check: Any, s: TensorSource) -> Iterator[tuple[Ref, Callabl
 
 
 def _another_input(check: Any, s: TensorSource) -> Fit | None:
-    searched = 0
+    searched, step = 0, _step(check, s)
     ran_after = getattr(getattr(s, "run", None), "ran_after", None)
     for ref, with_input in _captured_inputs(check, s):
-        if ran_after is not None and ran_after(s.name(ref), _step(check, s)):
+        if ran_after is not None and ran_after(s.name(ref), step):
             # what the catalogue feeds the step ran after it (a position encoding applied after the first block, as
             # Twins' PEG is): the step cannot be computed from it, so another tensor in its place is no evidence
             continue
         for other in _candidates(check, s, ref):
-            if ran_after is not None and ran_after(other, _step(check, s)):
+            if ran_after is not None and ran_after(other, step):
                 continue  # computed after the step: it cannot be what the step was computed from
             searched += 1
             changed = with_input(Ref(other))
             if _holds(changed, s):
                 claim, _, detail = changed.verify(s)
-                layer = _layer_of(other) if at_an_earlier_layer(other, _step(check, s)) else ""
+                layer = _layer_of(other) if at_an_earlier_layer(other, step) else ""
                 earlier = f" at an earlier layer ({layer}): the tensor an earlier layer had, handed over again" \
                     if layer else ""
-                return Fit(True, f"your {_step(check, s)} is computed from {other}{earlier} where {s.name(ref)} "
+                return Fit(True, f"your {step} is computed from {other}{earlier} where {s.name(ref)} "
                                  f"belongs (with {other} in its place: {claim}; {detail})")
     return Fit(False, f"none of the {searched} captured tensors of the inputs' shapes fits in their place") \
         if searched else None

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks.base import Check, THIS, close
+from transformer_trace.checks.base import MASK_FILL, Check, THIS, close
 from transformer_trace.checks.evidence import Fit, Property
 from transformer_trace.checks.retention import decay_allows, decayed_scores
 from transformer_trace.sources import Ref, TensorSource
@@ -27,7 +27,7 @@ def mask_allows(mask: torch.Tensor) -> tuple[torch.Tensor, str]:
         return ~m, "boolean, True = blocked"
     if (decay := decay_allows(mask)) is not None:  # retention's D: the scores times it, 0 where it blocks
         return decay
-    blocked = mask <= -1e4  # exp(−1e4) is 0 in every float type: −inf, −1e9, −1e10, finfo(dtype).min all block
+    blocked = mask <= -MASK_FILL  # exp(−1e4) is 0 in every float type: −inf, −1e9, −1e10, finfo(dtype).min all block
     values = mask[blocked].unique()
     value = "−inf" if not len(values) or bool(torch.isneginf(values).all()) else (
         f"{float(values.max()):g}" if len(values) == 1 else f"{float(values.min()):g} to {float(values.max()):g}")
@@ -45,7 +45,7 @@ def masked_as_written(got: torch.Tensor, scores: torch.Tensor, allowed: torch.Te
     if mask is not None and decay_allows(mask) is not None:
         forms = decayed_scores(got, scores, mask) + forms
     values = got[blocked].unique() if bool(blocked.any()) else got.new_empty(0)
-    if len(values) == 1 and bool(torch.isfinite(values).all()) and float(values[0]) <= -1e4:
+    if len(values) == 1 and bool(torch.isfinite(values).all()) and float(values[0]) <= -MASK_FILL:
         forms.append((scores.masked_fill(~allowed, float(values[0])),
                       f"the finite masking value {float(values[0]):g} where the mask blocks (fitted; −inf elsewhere)"))
     if mask is not None and mask.is_floating_point() and mask.shape[-2:] == scores.shape[-2:]:
@@ -62,7 +62,7 @@ def masked_as_written(got: torch.Tensor, scores: torch.Tensor, allowed: torch.Te
 def masked_entries(got: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
     """The entries a mask changed the scores at, whatever its form: set to −inf or a masking value, moved by one (a
     score minus 10⁴ is masked although it may lie above −10⁴), or multiplied by 0 (a decay mask: retention.py)."""
-    return (got <= -1e4) | ((got - scores) <= MASKING_OFFSET) | ((got == 0) & (scores != 0))
+    return (got <= -MASK_FILL) | ((got - scores) <= MASKING_OFFSET) | ((got == 0) & (scores != 0))
 
 
 def memory_length(queries: int, keys: int) -> int:

@@ -103,3 +103,47 @@ def test_scores_off_beside_a_self_mask_get_no_tolerance_from_the_masking_value(t
     checks = _scores(tmp_path, BIASED.replace("OFFSETS", "torch.randn(B, h, N, N) * 3"))
     assert checks["S12"]["passed"] is not True, checks["S12"]["detail"]
     assert "e+05" not in checks["S12"]["detail"]
+
+
+# XCiT's projections: three Linears on unmarked lines, each output split into heads kept third
+HEADS_THIRD = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C, H = 2, 9, 32, 4
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.queries_projection, self.keys_projection, self.values_projection = (nn.Linear(C, C) for _ in range(3))
+        self.num_heads = H
+
+    def forward(self, x):
+        keys = self.keys_projection(x)
+        values = self.values_projection(x)
+        queries = self.queries_projection(x)
+        keys = keys.reshape(B, N, self.num_heads, C // self.num_heads)  # BREAKPOINT S10
+        queries = queries.reshape(B, N, self.num_heads, C // self.num_heads)  # BREAKPOINT S09
+        values = values.reshape(B, N, self.num_heads, C // self.num_heads)  # BREAKPOINT S11
+        return queries, keys, values
+
+
+attention = Attention()
+with torch.no_grad():
+    x = torch.randn(B, N, C)  # BREAKPOINT S08
+    q, k, v = attention(x)
+'''
+
+
+def test_projections_split_into_heads_kept_third_are_read_with_the_heads_the_width_gives(tmp_path):
+    checks = _scores(tmp_path, HEADS_THIRD)
+    for label in ("S09", "S10", "S11"):
+        assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+
+
+def test_keys_from_the_query_projection_kept_heads_third_are_named(tmp_path):
+    checks = _scores(tmp_path, HEADS_THIRD.replace("keys = self.keys_projection(x)", "keys = self.queries_projection(x)"))
+    assert checks["S10"]["passed"] is False, checks["S10"]["detail"]
+    assert checks["S10"]["evidence"]["name"] == "computed from another tensor"

@@ -21,13 +21,13 @@ from transformer_trace.checks.grouped import (as_query_heads, fitted_heads, grou
 from transformer_trace.checks.head_merge import context_merged_in_place, split_in_place
 from transformer_trace.checks.head_norm import normed_heads
 from transformer_trace.checks.masks import MASK_HONOURED, future_entries, mask_allows, padding_fit, sees_nothing
-from transformer_trace.checks.position_bias import (T5_CLAIM, bias_claim, bias_inside_softmax, relative_bias,
-                                                    t5_form)
+from transformer_trace.checks.position_bias import T5_CLAIM, bias_inside_softmax, t5_form
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
 from transformer_trace.checks.retention import is_decay
 from transformer_trace.checks.rotary import attention_operand, rotation_of
 from transformer_trace.checks.scale_forms import (close_scaled, scores_another_scale, scores_unscaled,
                                                   softmax_applies_no_scale, weights_unscaled)
+from transformer_trace.checks.self_mask import POSITIVE_MASK, masked_or_scaled_per_head
 from transformer_trace.checks.soft_cap import capped_scores, capped_undivided, capped_unscaled
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -97,7 +97,7 @@ class ScaledScores(Check):
     BUG_FORMS = (BugForm("1/√d missing", "the scores vs Q·Kᵀ unscaled", scores_unscaled),
                  BugForm("another scaling than 1/√hs", "the scores vs Q·Kᵀ times a fitted constant",
                          scores_another_scale), BugForm("1/√d missing", "soft-capped Q·Kᵀ unscaled", capped_unscaled),
-                 BugForm("soft cap undivided", "cap · tanh(the scores), cap fitted", capped_undivided))
+                 BugForm("soft cap undivided", "cap · tanh(the scores), cap fitted", capped_undivided), POSITIVE_MASK)
 
     out: Ref = THIS
     q: Ref
@@ -117,8 +117,8 @@ class ScaledScores(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         scores, product, hs, grouped = self.read(s)  # product: (B, h, Lq, Lk)
         passed, detail = close_scaled(scores, product, 1 / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head{grouped}")
-        if not passed and (biased := relative_bias(scores, product / math.sqrt(hs)))[0]:
-            return bias_claim(f" / √{hs}"), True, f"{detail}; with the bias fitted: {biased[1]}"
+        if not passed and (read := masked_or_scaled_per_head(scores, product, hs)) is not None:
+            return read[0], read[1], f"{detail}; {read[2]}"
         if not passed and (t5 := self.t5(s)) is not None:
             return T5_CLAIM, True, f"{detail}; {t5}"
         if not passed and (capped := capped_scores(self, s)) is not None:  # Gemma 2's soft cap (soft_cap.py)

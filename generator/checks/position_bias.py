@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from transformer_trace.checks.base import close
+from transformer_trace.checks.base import MASK_FILL, close
 
 
 def relative_bias(scores: torch.Tensor, product: torch.Tensor) -> tuple[bool, str]:
@@ -33,14 +33,27 @@ def relative_bias(scores: torch.Tensor, product: torch.Tensor) -> tuple[bool, st
     finite = torch.isfinite(bias)
     if not bool(finite.all()):  # a mask applied already: only the entries every item and diagonal neighbour keep
         return False, "the scores hold masked entries: a position bias is fitted before the mask only"
+    # a masking value (−987654321 on the diagonal) is a mask, not a bias: left out of every comparison and its scale
+    masked = bias.abs() >= MASK_FILL
     shared = bias[:1].expand_as(bias)
-    same_items, items = close(bias, shared, "the bias of every batch item vs the first item's")
-    along, diagonals = close(bias[..., 1:, 1:], bias[..., :-1, :-1], "the bias vs itself one query and one key on")
-    if same_items and not along and (shifted := _shifted_per_row(bias))[0]:
+    same_items, items = _close_unmasked(bias, shared, masked | masked[:1], "the bias of every batch item vs the first "
+                                        "item's")
+    along, diagonals = _close_unmasked(bias[..., 1:, 1:], bias[..., :-1, :-1],
+                                       masked[..., 1:, 1:] | masked[..., :-1, :-1], "the bias vs itself one query and "
+                                       "one key on")
+    if same_items and not along and not bool(masked.any()) and (shifted := _shifted_per_row(bias))[0]:
         return True, f"{items}; {shifted[1]}"
     # one constant (per head) carries no position, and no softmax sees it: that is no position bias
-    constant, _ = close(bias, bias.mean(dim=(-2, -1), keepdim=True).expand_as(bias), "")
-    return same_items and along and not constant, f"{items}; {diagonals}"
+    kept = (~masked).sum(dim=(-2, -1), keepdim=True).clamp_min(1)
+    mean = bias.masked_fill(masked, 0.0).sum(dim=(-2, -1), keepdim=True) / kept
+    constant, _ = _close_unmasked(bias, mean.expand_as(bias), masked, "")
+    left_out = f" ({int(masked.sum()):,} masking-size entries left out: a mask)" if bool(masked.any()) else ""
+    return same_items and along and not constant, f"{items}; {diagonals}{left_out}"
+
+
+def _close_unmasked(actual: torch.Tensor, expected: torch.Tensor, masked: torch.Tensor, what: str) -> tuple[bool, str]:
+    """``close`` over the entries ``masked`` leaves: those are set to 0 on both sides, so they set no scale."""
+    return close(actual.masked_fill(masked, 0.0), expected.masked_fill(masked, 0.0), what)
 
 
 def _shifted_per_row(bias: torch.Tensor) -> tuple[bool, str]:

@@ -109,8 +109,12 @@ def _target_names(target: ast.expr) -> list[str] | None:
     if isinstance(target, ast.Name):
         return [target.id]
     if isinstance(target, ast.Attribute):
+        if isinstance(target.value, ast.Subscript):
+            return None  # `x[0].weight = w`: no name holds what it changed
         inner = _target_names(target.value)
         return [f"{inner[0]}.{target.attr}"] if inner and len(inner) == 1 else None
+    if isinstance(target, ast.Subscript):  # `dots[idx] = value` changes `dots` in place: the variable, once it ran
+        return _target_names(target.value)
     if isinstance(target, (ast.Tuple, ast.List)):
         names = []
         for element in target.elts:
@@ -119,7 +123,7 @@ def _target_names(target: ast.expr) -> list[str] | None:
                 return None
             names += part
         return names
-    return None  # a subscript: nothing to name
+    return None  # a call's result subscripted (`f()[0] = v`), a starred slice: nothing to name
 
 
 def assigned_names(statement: ast.stmt) -> list[str]:
@@ -127,7 +131,7 @@ def assigned_names(statement: ast.stmt) -> list[str]:
         names: list[str] = []
         for target in statement.targets:
             names += _target_names(target) or []
-        return names
+        return list(dict.fromkeys(names))  # `x[0], x[1] = a, b`: x once
     if isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
         return _target_names(statement.target) or []
     return []

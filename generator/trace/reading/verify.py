@@ -17,6 +17,7 @@ from transformer_trace.catalogue import parse_dimension
 from transformer_trace.checks.grouped import kv_heads
 from transformer_trace.models.legend import Legend
 from transformer_trace.models.recording import Role
+from transformer_trace.trace.reading.heads_third import heads_read_second
 from transformer_trace.trace.reading.memory_keys import memory_key_layouts
 from transformer_trace.trace.reading.reduced_keys import reduced_key_layouts
 from transformer_trace.trace.reading.token_grid import grid_layouts, grids_flattened
@@ -111,6 +112,8 @@ def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Le
                     for e, shape in named]
         if headless != named:
             dims = _bind(headless, legend)
+    if "h" in legend and "h" not in dims and (third := heads_read_second(named, dims)) != named:
+        dims = _bind(third, legend)  # heads kept third, (B, L, h, hs): XCiT's "b n (h e) -> b n h e"
     return dims
 
 

@@ -106,3 +106,54 @@ def test_no_correct_norm_is_red_by_the_variance_form_or_the_rows_property(tmp_pa
     assert code == 0, checks[""]
     for label in ("#15", "#19"):
         assert checks[label]["passed"] is not False, (label, checks[label]["detail"])
+
+
+# An additive padding mask over positions where a GPT's G12 names a (T, T) causal mask (LEAP's G12 had been
+# unrecognised, its inverted mask, B4, unseen): read as a padding mask, and held to the property no correct padding
+# mask breaks (trace/reading/padding_mask.py); the overview says which value keeps only where the values tell.
+PADDED = '''\
+import torch
+
+torch.manual_seed(0)
+B, h, T, hs = 2, 2, 6, 8
+with torch.no_grad():
+    q = torch.randn(B, h, T, hs)  # BREAKPOINT G08
+    k = torch.randn(B, h, T, hs)  # BREAKPOINT G09
+    v = torch.randn(B, h, T, hs)  # BREAKPOINT G10
+    attention_mask = torch.ones(B, T)
+    attention_mask[1, 4:] = 0
+    mask = MASK
+    mask = mask.LAYOUT  # BREAKPOINT G12
+    causal = torch.full((T, T), -1e9).triu(1)
+    scores = q @ k.transpose(-2, -1) / hs ** 0.5  # BREAKPOINT G11
+    masked = scores + causal + mask.reshape(B, 1, 1, T)  # BREAKPOINT G13
+'''
+KEEP_ADDITIVE = "(1.0 - attention_mask) * -10000.0"
+
+
+@pytest.mark.parametrize("layout", ["unsqueeze(2)", "unsqueeze(1)"])  # (B, T, 1) and (B, 1, T)
+def test_an_additive_padding_mask_over_positions_is_read_as_one(tmp_path, layout):
+    code, checks = traced(tmp_path, PADDED.replace("MASK", KEEP_ADDITIVE).replace("LAYOUT", layout))
+    assert checks["G12"]["passed"] is True, checks["G12"]["detail"]
+    assert checks["G12"]["name"] == "is a padding mask over the positions", checks["G12"]
+    assert "kept per batch item: 6, 4 of 6" in checks["G12"]["detail"]
+    masks = [v for v in checks[""]["recognised"]["variants"] if v["what"] == "Mask (G12)"]
+    assert "diagonal" not in masks[0]["rests_on"], masks
+
+
+@pytest.mark.parametrize("layout", ["unsqueeze(2)", "unsqueeze(1)"])
+def test_an_inverted_padding_mask_blocking_every_position_of_an_item_is_red(tmp_path, layout):
+    code, checks = traced(tmp_path, PADDED.replace("MASK", "attention_mask * -10000.0").replace("LAYOUT", layout))
+    assert code == 1 and checks["G12"]["passed"] is False, checks["G12"]["detail"]
+    evidence = checks["G12"]["evidence"]
+    assert evidence["name"] == "no query may block every key" and "batch item(s) 0" in evidence["message"], evidence
+
+
+def test_a_boolean_padding_mask_is_read_without_its_polarity(tmp_path):
+    """Which value keeps is not told by any captured tensor: passed as a padding mask, the overview saying "not
+    read", never red."""
+    code, checks = traced(tmp_path, PADDED.replace("MASK", "attention_mask.bool()").replace("LAYOUT", "unsqueeze(2)")
+                          .replace("mask.reshape(B, 1, 1, T)", "0"))
+    assert checks["G12"]["passed"] is True, checks["G12"]["detail"]
+    masks = [v for v in checks[""]["recognised"]["variants"] if v["what"] == "Mask (G12)"]
+    assert "not read" in masks[0]["variant"], masks

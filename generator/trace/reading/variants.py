@@ -31,6 +31,7 @@ from transformer_trace.checks.context_heads import FUSED_CLAIM
 from transformer_trace.checks.masks import mask_allows
 from transformer_trace.checks.values import SameTensor
 from transformer_trace.models.recording import Role
+from transformer_trace.trace.reading.padding_mask import padding_flags
 
 if TYPE_CHECKING:
     from transformer_trace.pages import SnapshotPage
@@ -160,13 +161,19 @@ def _masks(pages: list[SnapshotPage]) -> list[Recognised]:
         if mask.dim() < 2 or mask.numel() == 0:
             continue
         form, meaning = mask_form(mask)
+        dtype = str(mask.dtype).removeprefix('torch.')
+        told = "the diagonal, which a query may always see, tells which value allows"
+        if form == "additive":  # its values tell: a large negative value sends a weight to 0, 0 leaves a score as it is
+            told = "an additive mask's values tell which value allows (0 leaves a score as it is)"
+        elif padding_flags(mask) is not None:  # one flag per position: no diagonal, and no captured tensor tells
+            form, meaning = f"{form}, a padding mask over the positions", "which value keeps a position: not read"
+            told = "one flag per position, broadcast over the queries: no diagonal tells which value keeps"
         shape = tuple(mask.shape)
         per = ("one per batch item" if mask.dim() >= 3 and shape[0] > 1 else "one for the whole batch") + \
             (", broadcast over the heads" if mask.dim() == 4 and shape[1] == 1 else "")
         sliced = f"; {page.main.note}" if page.main.note.startswith("the slice") else ""
         found.append(Recognised(f"{MASK} ({page.label})", f"{form}, {meaning}; shape {shape}, {per}{sliced}",
-                                f"{page.label}'s captured tensor ({str(mask.dtype).removeprefix('torch.')}): the "
-                                "diagonal, which a query may always see, tells which value allows"))
+                                f"{page.label}'s captured tensor ({dtype}): {told}"))
     return found
 
 

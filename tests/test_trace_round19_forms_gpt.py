@@ -157,3 +157,55 @@ def test_a_boolean_padding_mask_is_read_without_its_polarity(tmp_path):
     assert checks["G12"]["passed"] is True, checks["G12"]["detail"]
     masks = [v for v in checks[""]["recognised"]["variants"] if v["what"] == "Mask (G12)"]
     assert "not read" in masks[0]["variant"], masks
+
+
+# A residual sum whose two operands the marker names (``# Snapshot #14: x, out1``) on the line that normalises it,
+# the sum no variable (DLCV's #14 had been not checkable): read from the input of the LayerNorm the line called
+# (trace/reading/sum_normed.py); a pre-norm line, whose norm reads the stream, is not read so.
+NAMED_OPERANDS = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, S, C = 2, 6, 16
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attention = nn.Linear(C, C)
+        self.norm1 = nn.LayerNorm(C)
+
+    def forward(self, x):
+        out1 = self.attention(x)
+        out2 = self.norm1(SUM)  # Snapshot #14: x, out1  # Snapshot #15
+        return out2
+
+
+layer = Layer()
+with torch.no_grad():
+    y = layer(torch.randn(B, S, C))
+'''
+
+
+def test_a_residual_sum_whose_operands_are_named_is_read_from_the_norm_the_line_called(tmp_path):
+    code, checks = traced(tmp_path, NAMED_OPERANDS.replace("SUM", "out1 + x"))
+    assert code == 0, checks[""]
+    assert checks["#14"]["passed"] is True, checks["#14"]["detail"]
+    assert checks["#15"]["passed"] is True, checks["#15"]["detail"]
+
+
+def test_a_residual_counted_twice_is_named_at_the_named_operands_sum(tmp_path):
+    code, checks = traced(tmp_path, NAMED_OPERANDS.replace("SUM", "out1 + x + x"))
+    assert checks["#14"]["passed"] is False, checks["#14"]["detail"]
+    assert checks["#14"]["evidence"]["name"] == "added twice", checks["#14"]["evidence"]
+
+
+PRE_NORM_NAMED = NAMED_OPERANDS.replace("        out1 = self.attention(x)\n", "").replace(
+    "out2 = self.norm1(SUM)  # Snapshot #14: x, out1  # Snapshot #15",
+    "out1 = self.attention(self.norm1(x))  # Snapshot #14: x, out1")
+
+
+def test_a_pre_norm_line_is_not_read_as_the_sum_its_norm_received(tmp_path):
+    code, checks = traced(tmp_path, PRE_NORM_NAMED)
+    assert checks["#14"]["passed"] is not False, checks["#14"]["detail"]

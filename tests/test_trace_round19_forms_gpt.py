@@ -209,3 +209,68 @@ PRE_NORM_NAMED = NAMED_OPERANDS.replace("        out1 = self.attention(x)\n", ""
 def test_a_pre_norm_line_is_not_read_as_the_sum_its_norm_received(tmp_path):
     code, checks = traced(tmp_path, PRE_NORM_NAMED)
     assert checks["#14"]["passed"] is not False, checks["#14"]["detail"]
+
+
+# A batch of target sequences one token longer than the decoder's positions (DLCV's #2: a (B, T + 1) target, the
+# decoder input cut inside the model, had been unrecognised, "(2, 7) cannot be read as (T)"): read as the first T of
+# each (trace/reading/verify.py).
+TARGET_CUT = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, S, T1, C, V = 2, 5, 7, 16, 11
+embed = nn.Embedding(V, C)
+with torch.no_grad():
+    ques_b = torch.randint(0, V, (B, S))  # Snapshot #1
+    ans_b = torch.randint(0, V, (B, T1))  # Snapshot #2
+    q_emb = embed(ques_b)  # Snapshot #4
+    a_emb = embed(ans_b)
+    dec_in = a_emb[:, :-1]  # Snapshot #20
+'''
+
+
+def test_a_batch_of_targets_one_token_longer_than_the_decoder_reads_is_read_as_its_first_positions(tmp_path):
+    code, checks = traced(tmp_path, TARGET_CUT)
+    assert code == 0, checks[""]
+    assert checks["#1"]["passed"] is True, checks["#1"]["detail"]
+    assert checks["#2"]["passed"] is not None, checks["#2"]["detail"]  # read, not unrecognised
+
+
+# The overview's named dimensions: h = 1 bound where no captured tensor has a heads axis (DLCV's per-head modules,
+# LEAP's (B, T, h) scores) was stated as the model's head count; now "not read" (trace/reading/variants.py).
+ONE_HEAD_WRITTEN_WITHOUT_ITS_AXIS = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, S, C = 2, 5, 8
+wq, wk = nn.Linear(C, C), nn.Linear(C, C)
+with torch.no_grad():
+    x = torch.randn(B, S, C)  # Snapshot #6
+    q = wq(x)  # Snapshot #7
+    k = wk(x)  # Snapshot #8
+    weights = torch.softmax(q @ k.transpose(-2, -1) / C ** 0.5, dim=-1)  # Snapshot #11
+'''
+
+
+def _dimension_rows(tmp_path) -> dict[str, str]:
+    index = (tmp_path / "out" / "t" / "index.md").read_text(encoding="utf-8")
+    return {row.split("|")[1].strip(" `"): row.split("|")[3].strip() for row in index.splitlines()
+            if row.startswith("| `")}
+
+
+def test_heads_no_tensor_shows_are_not_read_in_the_named_dimensions(tmp_path):
+    code, checks = traced(tmp_path, ONE_HEAD_WRITTEN_WITHOUT_ITS_AXIS)
+    assert code == 0, checks[""]
+    rows = _dimension_rows(tmp_path)
+    assert rows["h"].startswith("not read"), rows
+
+
+def test_heads_a_tensor_shows_are_read(tmp_path):
+    script = ONE_HEAD_WRITTEN_WITHOUT_ITS_AXIS.replace(
+        "weights = torch.softmax(q @ k.transpose(-2, -1)", "weights = torch.softmax(q.view(B, S, 2, 4).transpose(1, 2) "
+        "@ k.view(B, S, 2, 4).permute(0, 2, 3, 1)").replace("C ** 0.5", "4 ** 0.5")
+    code, checks = traced(tmp_path, script)
+    assert code == 0, checks[""]
+    assert _dimension_rows(tmp_path)["h"] == "2", _dimension_rows(tmp_path)

@@ -20,6 +20,7 @@ The rules:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +37,7 @@ from transformer_trace.trace.reading.padding_mask import padding_flags
 if TYPE_CHECKING:
     from transformer_trace.pages import SnapshotPage
     from transformer_trace.trace.reading.capture_reading import CaptureReading
+    from transformer_trace.trace.reading.pages import SnapshotReading
 
 NORMALISATION, MASK, ATTENTION = "Normalisation", "Mask", "Attention weights"
 
@@ -60,6 +62,19 @@ def recognised(pages: list[SnapshotPage], reading: CaptureReading, dims: dict[st
     found = [*(Recognised(*row) for row in reading.layout_read), *_normalisation(captured), *_masks(captured),
              *_attention(captured, dims, reading), *_fused_calls(reading, pages)]
     return {"variants": [r.json() for r in found], "told_apart": list(reading.told_apart)}
+
+
+def dims_as_read(readings: Sequence[SnapshotReading], dims: Mapping[str, int]) -> dict[str, int | str]:
+    """The named dimensions as the overview's table shows them: h = 1 bound where no captured tensor has a heads axis
+    (one head written without it, per-head modules, a (B, T, h) score) is the checks' reading, not the model's count,
+    and says so."""
+    shown: dict[str, int | str] = dict(dims)
+    if dims.get("h") == 1 and not any(r.captured and "h" in r.named_shape and r.tensors
+                                      and len(r.main.shown.shape) == len(r.named_shape) for r in readings):
+        shown["h"] = "not read (no captured tensor has a heads axis; the checks read one head)"
+        if "hs" in dims:
+            shown["hs"] = f"{dims['hs']}, as read with one head"
+    return shown
 
 
 def _passed(page: SnapshotPage) -> list[tuple[Check, CheckResult]]:

@@ -263,6 +263,9 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
                   roles: Roles):
     shape = tuple(tensor.shape)
     names = ", ".join(expressions)
+    if expressions == ("T",) and not tensor.is_floating_point() and shape == (expected[0] + 1,):  # teacher forcing
+        yield Layout(LayoutStatus.LAYOUT, expected, f"the whole target, one token longer than T = {expected[0]}: the "
+                     "model reads it without its last token (cut inside); read as its first T", tensor[:-1])
     # a batch of one written without its batch axis, or with an extra one
     if expressions and expressions[0] == "B" and dims.get("B") == 1 and shape == expected[1:]:
         yield Layout(LayoutStatus.LAYOUT, expected, "the batch axis (B = 1) is left out; read as one batch",

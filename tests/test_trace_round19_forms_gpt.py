@@ -274,3 +274,13 @@ def test_heads_a_tensor_shows_are_read(tmp_path):
     code, checks = traced(tmp_path, script)
     assert code == 0, checks[""]
     assert _dimension_rows(tmp_path)["h"] == "2", _dimension_rows(tmp_path)
+
+
+def test_a_padding_mask_that_masks_nothing_is_no_evidence_of_which_value_keeps(tmp_path):
+    """LEAP's correct run: every token real, its (B, T, 1) mask 0 everywhere: the overview had said "−inf = masked",
+    a value the mask never holds."""
+    code, checks = traced(tmp_path, PADDED.replace("MASK", KEEP_ADDITIVE).replace("LAYOUT", "unsqueeze(2)")
+                          .replace("attention_mask[1, 4:] = 0", "pass"))
+    assert checks["G12"]["passed"] is True, checks["G12"]["detail"]
+    masks = [v for v in checks[""]["recognised"]["variants"] if v["what"] == "Mask (G12)"]
+    assert "not read" in masks[0]["variant"] and "inf" not in masks[0]["variant"], masks

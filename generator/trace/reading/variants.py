@@ -69,7 +69,8 @@ def dims_as_read(readings: Sequence[SnapshotReading], dims: Mapping[str, int]) -
     (one head written without it, per-head modules, a (B, T, h) score) is the checks' reading, not the model's count,
     and says so."""
     shown: dict[str, int | str] = dict(dims)
-    if dims.get("h") == 1 and not any(r.captured and "h" in r.named_shape and r.tensors
+    if dims.get("h") == 1 and not any(r.captured and "h" in r.named_shape and r.tensors and r.layout is not None
+                                      and r.layout.canonical is not None and not r.layout.mismatch
                                       and len(r.main.shown.shape) == len(r.named_shape) for r in readings):
         shown["h"] = "not read (no captured tensor has a heads axis; the checks read one head)"
         if "hs" in dims:
@@ -178,10 +179,11 @@ def _masks(pages: list[SnapshotPage]) -> list[Recognised]:
         form, meaning = mask_form(mask)
         dtype = str(mask.dtype).removeprefix('torch.')
         told = "the diagonal, which a query may always see, tells which value allows"
-        if form == "additive":  # its values tell: a large negative value sends a weight to 0, 0 leaves a score as it is
+        drops = mask.is_floating_point() and bool((mask <= -1e4).any())
+        if form == "additive" and drops:  # its values tell: a large negative value sends a weight to 0
             told = "an additive mask's values tell which value allows (0 leaves a score as it is)"
         elif padding_flags(mask) is not None:  # one flag per position: no diagonal, and no captured tensor tells
-            form, meaning = f"{form}, a padding mask over the positions", "which value keeps a position: not read"
+            form, meaning = "a padding mask over the positions", "which value keeps a position: not read"
             told = "one flag per position, broadcast over the queries: no diagonal tells which value keeps"
         shape = tuple(mask.shape)
         per = ("one per batch item" if mask.dim() >= 3 and shape[0] > 1 else "one for the whole batch") + \

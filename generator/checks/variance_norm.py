@@ -65,7 +65,8 @@ def _standardised_rows(check: Any, s: TensorSource) -> str | None:
 
 
 STANDARDISED_ROWS = Property("a LayerNorm's rows have mean 0 and standard deviation 1", "the recorded rows less the "
-                             "module's bias, divided by its gain: centred, with a standard deviation of at most 1", _standardised_rows)
+                             "module's bias, divided by its gain: centred, with a standard deviation of at most 1",
+                             _standardised_rows)
 
 
 def _divided_by_variance(check: Any, s: TensorSource) -> Fit | None:

@@ -45,6 +45,8 @@ def sum_normed_on_line(check: SumOf, calls: Sequence[ModuleCall], source: Tensor
         return None
     norm = norms[0]
     received = norm.inputs[0]
+    if not isinstance(received, torch.Tensor) or norm.outputs[0] is None:
+        return None
     if any(equal_tensors(in_order(received, order), operand) for operand in operands):
         return None  # the norm reads an operand (a pre-norm line's stream): not the sum
     if any(other is not norm and other.inputs and equal_tensors(other.inputs[0], norm.outputs[0]) for other in calls):

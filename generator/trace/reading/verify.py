@@ -234,6 +234,9 @@ def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, i
     shape = tuple(tensor.shape)
     if shape == expected:
         return Layout(LayoutStatus.MATCH, expected, "", tensor)
+    if expressions == ("T",) and not tensor.is_floating_point() and shape == (expected[0] + 1,):  # teacher forcing
+        return Layout(LayoutStatus.LAYOUT, expected, f"the whole target, one token longer than T = {expected[0]}: the "
+                      "model reads it without its last token (cut inside); read as its first T", tensor[:-1])
     for arrangement in _arrangements(tensor, expressions, expected, dims, roles):
         if arrangement is not None:
             return arrangement
@@ -263,9 +266,6 @@ def _arrangements(tensor: torch.Tensor, expressions: tuple[str, ...], expected: 
                   roles: Roles):
     shape = tuple(tensor.shape)
     names = ", ".join(expressions)
-    if expressions == ("T",) and not tensor.is_floating_point() and shape == (expected[0] + 1,):  # teacher forcing
-        yield Layout(LayoutStatus.LAYOUT, expected, f"the whole target, one token longer than T = {expected[0]}: the "
-                     "model reads it without its last token (cut inside); read as its first T", tensor[:-1])
     # a batch of one written without its batch axis, or with an extra one
     if expressions and expressions[0] == "B" and dims.get("B") == 1 and shape == expected[1:]:
         yield Layout(LayoutStatus.LAYOUT, expected, "the batch axis (B = 1) is left out; read as one batch",

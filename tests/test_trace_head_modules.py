@@ -1,0 +1,87 @@
+"""One module per attention head (the form students copy most from Karpathy's "Let's build GPT" lecture: a `Head`
+class, run by a ModuleList, the heads joined by ``torch.cat([h(x) for h in self.heads], dim=-1)``): each per-head step
+is one head at each hit of its line and checks as such; the concatenation (G16) is checked against its per-head lines'
+hits of the same layer stacked on the heads axis (trace/reading/head_modules.py), where it had read one head against
+the whole width and been unrecognised. A script of our own."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import trace_source as traced
+from transformer_trace.checks import UNRECOGNISED
+from transformer_trace.cli import main
+
+PER_HEAD_GPT = '''\
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+torch.manual_seed(7)
+vocab, context, width, n_heads, n_blocks = 50, 16, 32, 4, 2
+
+
+class Head(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.key = nn.Linear(width, size, bias=False)
+        self.query = nn.Linear(width, size, bias=False)
+        self.value = nn.Linear(width, size, bias=False)
+        self.register_buffer("tril", torch.tril(torch.ones(context, context)))
+
+    def forward(self, x):
+        T = x.shape[1]
+        k = self.key(x)  # BREAKPOINT G09
+        q = self.query(x)  # BREAKPOINT G08
+        wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # BREAKPOINT G11
+        wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf"))  # BREAKPOINT G13
+        wei = F.softmax(wei, dim=-1)  # BREAKPOINT G14
+        v = self.value(x)  # BREAKPOINT G10
+        out = wei @ v  # BREAKPOINT G15
+        return out
+
+
+class MultiHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleList([Head(width // n_heads) for _ in range(n_heads)])
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        out = JOINED  # BREAKPOINT G16
+        return self.proj(out)
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sa, self.ln1 = MultiHead(), nn.LayerNorm(width)
+
+    def forward(self, x):
+        return x + self.sa(self.ln1(x))
+
+
+blocks = nn.Sequential(*[Block() for _ in range(n_blocks)]).eval()
+with torch.no_grad():
+    y = blocks(torch.randn(2, 8, width))
+'''
+CONCATENATED = "torch.cat([h(x) for h in self.heads], dim=-1)"
+
+
+@pytest.mark.parametrize("hit, read", [(1, "hits 1–4"), (2, "hits 5–8")])
+def test_heads_of_their_own_modules_are_concatenated_from_their_lines_hits_of_the_layer_shown(tmp_path, hit, read):
+    script = tmp_path / "script.py"
+    script.write_text(PER_HEAD_GPT.replace("JOINED", CONCATENATED), encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q", "--hit", str(hit)]) == 0
+    checks = {s["label"]: s["check"] for s in json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(
+        encoding="utf-8"))["snapshots"] if s["captured"]}
+    assert all(check["passed"] is True for check in checks.values()), {k: c["detail"] for k, c in checks.items()}
+    assert f"the 4 heads read from {read} of your per-head lines G14 and G10" in checks["G16"]["detail"]
+
+
+def test_a_concatenation_of_heads_in_no_form_the_checks_know_is_unrecognised_not_red(tmp_path):
+    code, checks = traced(tmp_path, PER_HEAD_GPT.replace("JOINED", CONCATENATED + " * 2"))
+    assert code == 0 and checks["G16"]["status"] == UNRECOGNISED, checks["G16"]["detail"]
+    assert "read from hits 1–4" in checks["G16"]["detail"]

@@ -16,6 +16,7 @@ from transformer_trace.checks.base import (THIS, Check, TraceUse, UnfittableWeig
 from transformer_trace.checks.dynamic_tanh import ALPHA_LEFT_OUT, dynamic_tanh, fitted_dynamic_tanh, tanh_alpha
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.checks.residual_forms import scaled_residual, stream_left_out
+from transformer_trace.checks.variance_norm import DIVIDED_BY_VARIANCE, STANDARDISED_ROWS, rows_before_affine
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 from transformer_trace.tensors import fmt
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -39,10 +40,10 @@ def _layer_norm(s: TensorSource, out: Ref | torch.Tensor, total: torch.Tensor, m
     passed, detail = close(got, expected, f"recomputed LayerNorm of {of} with {s.name(module)}'s weights")
     if getattr(ln, "own_code", False):  # a traced script's own LayerNorm class: checked against the formula
         passed, detail = _own_layer_norm(got, total, ln, of, (passed, detail))
-    normalised = F.layer_norm(total, shape, eps=eps)
-    detail += (f"; before the affine step every position has mean {fmt(float(normalised.mean(-1).abs().max()), 6)} "
-               "(max |mean|) "
-               f"and std {fmt(float(normalised.std(-1, unbiased=False).mean()), 4)}")
+    # what the recorded tensor shows, not the recomputation: a LayerNorm's rows before the affine step
+    rows = rows_before_affine(got, weight, torch.zeros_like(weight) if bias is None else bias)
+    detail += (f"; before the affine step your rows have mean {fmt(float(rows.mean(-1).abs().max()), 6)} (max |mean|) "
+               f"and std {fmt(float(rows.std(-1, unbiased=False).mean()), 4)} (on average)")
     return f"equals LayerNorm({of})", passed, detail
 
 
@@ -253,7 +254,8 @@ class LayerNormOf(Check):
     x: Ref
     module: ModuleRef
 
-    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, WRONG_AXIS, ALPHA_LEFT_OUT)
+    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, DIVIDED_BY_VARIANCE, WRONG_AXIS, ALPHA_LEFT_OUT)
+    PROPERTIES = (STANDARDISED_ROWS,)
 
     def normalised(self, s: TensorSource) -> torch.Tensor:
         """What the norm is applied to."""
@@ -410,7 +412,9 @@ class ResidualLayerNorm(Check):
             return LayerNormOf(out=self.out, x=ref, module=self.module)
         return super().reading(name, ref)
 
-    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (GAIN_AND_BIAS_SWAPPED, WRONG_AXIS, ALPHA_LEFT_OUT)
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (GAIN_AND_BIAS_SWAPPED, DIVIDED_BY_VARIANCE, WRONG_AXIS,
+                                                ALPHA_LEFT_OUT)
+    PROPERTIES = (STANDARDISED_ROWS,)
 
     def normalised(self, s: TensorSource) -> torch.Tensor:
         """What the norm is applied to: the residual sum."""
@@ -429,7 +433,7 @@ class ResidualThenNorm(ResidualLayerNorm):
     CLAIM = "is a LayerNorm of the residual sum, or that sum"
 
     sum_claim = "is the residual sum input + sublayer output (its LayerNorm, the MLP's input, is taken on another line)"
-    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, WRONG_AXIS, ALPHA_LEFT_OUT, NORMALISED_RESIDUAL,
+    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, DIVIDED_BY_VARIANCE, WRONG_AXIS, ALPHA_LEFT_OUT, NORMALISED_RESIDUAL,
                  stream_left_out("residual dropped"))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:

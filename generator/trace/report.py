@@ -32,7 +32,7 @@ from transformer_trace.trace.reading.checking import judge
 from transformer_trace.trace.reading.pages import DATA_LIMIT, SnapshotReading, traced_contents
 from transformer_trace.trace.reading.records import TensorLabel, places_at_layer
 from transformer_trace.trace.reading.run import TracedRun, TraceReport, id_labels, trace_overview, traced_run
-from transformer_trace.trace.reading.variants import recognised  # what the overview says was recognised
+from transformer_trace.trace.reading.variants import dims_as_read, recognised  # what the overview says was recognised
 from transformer_trace.trace.verdicts import trace_title
 from transformer_trace.version import package_version  # the run stamp names the package version
 
@@ -83,7 +83,8 @@ def render(out: Path, name: str, reading: CaptureReading, command: str, timeout:
     trace = TraceReport(counts=counts, outcome=outcome, first_failure=failed[0] if failed else None,
                         drawn={Path(f["file"]).stem: f["caption"] for page in pages for f in page.figures})
     title = trace_title(reading.script.name)
-    write_pages(catalogue, run, pages, out, overview=trace_overview(catalogue, trace, dims), title=escape_text(title))
+    overview = trace_overview(catalogue, trace, dims_as_read(readings, dims))
+    write_pages(catalogue, run, pages, out, overview=overview, title=escape_text(title))
     identity = {"model": name, "title": title, "short_title": name, "order": 100}
     write_snapshots_json(out, snapshots_json(identity, catalogue, run, pages, extra_pages=[], traced=True,
                                              catalogue=numbering, outcome=outcome, checked=[trace.checks_fact]))

@@ -44,6 +44,7 @@ from transformer_trace.trace.reading.misfed import misfed_named
 from transformer_trace.trace.reading.stack_layout import batch_axes_swapped
 from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
 from transformer_trace.trace.reading.batch_mean import averaged_over_batch
+from transformer_trace.trace.reading.padding_mask import padding_mask_read
 from transformer_trace.trace.reading.experts import mixture_of_experts
 from transformer_trace.trace.reading.norm_of_another import norm_of_another
 from transformer_trace.trace.reading.image_patches import patches_of_the_image
@@ -399,6 +400,8 @@ def _refused(page: SnapshotReading, source: TensorDict | None,
         # unrecognised (needs_evidence), the page's shape row saying it does not match
         if (batch_mean := averaged_over_batch(page, source)) is not None:  # a pooled mean over the wrong axis
             return [batch_mean]
+        if (padding := padding_mask_read(page)) is not None:  # one flag per position where a (T, T) mask is named
+            return [padding]
         return [CheckResult(name="; ".join(claims) or "shape", passed=False, status=FAILED,
                             detail=f"the shape {page.main.shown.shape} cannot be read as ({', '.join(page.shape)}): "
                             f"{layout.note}")]

@@ -164,8 +164,10 @@ def filed(page: SnapshotReading, k: int, tensor: torch.Tensor | None, found: Lay
         return refs[k].name(places), found.canonical
     # the page shows the first batch item: the recorded tensor is the batch (its first item with a batch axis)
     if index == "[0]":
-        return (refs[k].name(places),
-                tensor if tensor.dim() == found.canonical.dim() + 1 else found.canonical.unsqueeze(0))
+        if tensor.dim() != found.canonical.dim() + 1:
+            return refs[k].name(places), found.canonical.unsqueeze(0)
+        # the whole batch, each item cut as its first was read (a target longer than T: its first T)
+        return refs[k].name(places), tensor[(slice(None),) + tuple(slice(0, n) for n in found.canonical.shape)]
     # any other slice (one position's logits) is not the recorded tensor: checks needing it are not checkable
     return None
 

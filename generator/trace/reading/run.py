@@ -191,7 +191,7 @@ TRACE_COLUMNS = (Column("#", "link"), Column("Title", "title"), Column("Your var
                  Column("Shape", "shape"), Column("Check", "check"))
 
 
-def trace_overview(report: Report, trace: TraceReport, dims: Mapping[str, int]) -> Overview:
+def trace_overview(report: Report, trace: TraceReport, dims: Mapping[str, int | str]) -> Overview:
     """What a traced script's overview shows beyond its pages: what stopped the script, the hits not assigned, the
     dimensions bound from the user's tensors, the overview figures drawn from them."""
     outcome, alerts = trace.outcome, []

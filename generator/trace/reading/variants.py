@@ -20,6 +20,7 @@ The rules:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,10 +32,12 @@ from transformer_trace.checks.context_heads import FUSED_CLAIM
 from transformer_trace.checks.masks import mask_allows
 from transformer_trace.checks.values import SameTensor
 from transformer_trace.models.recording import Role
+from transformer_trace.trace.reading.padding_mask import padding_flags
 
 if TYPE_CHECKING:
     from transformer_trace.pages import SnapshotPage
     from transformer_trace.trace.reading.capture_reading import CaptureReading
+    from transformer_trace.trace.reading.pages import SnapshotReading
 
 NORMALISATION, MASK, ATTENTION = "Normalisation", "Mask", "Attention weights"
 
@@ -59,6 +62,20 @@ def recognised(pages: list[SnapshotPage], reading: CaptureReading, dims: dict[st
     found = [*(Recognised(*row) for row in reading.layout_read), *_normalisation(captured), *_masks(captured),
              *_attention(captured, dims, reading), *_fused_calls(reading, pages)]
     return {"variants": [r.json() for r in found], "told_apart": list(reading.told_apart)}
+
+
+def dims_as_read(readings: Sequence[SnapshotReading], dims: Mapping[str, int]) -> dict[str, int | str]:
+    """The named dimensions as the overview's table shows them: h = 1 bound where no captured tensor has a heads axis
+    (one head written without it, per-head modules, a (B, T, h) score) is the checks' reading, not the model's count,
+    and says so."""
+    shown: dict[str, int | str] = dict(dims)
+    if dims.get("h") == 1 and not any(r.captured and "h" in r.named_shape and r.tensors and r.layout is not None
+                                      and r.layout.canonical is not None and not r.layout.mismatch
+                                      and len(r.main.shown.shape) == len(r.named_shape) for r in readings):
+        shown["h"] = "not read (no captured tensor has a heads axis; the checks read one head)"
+        if "hs" in dims:
+            shown["hs"] = f"{dims['hs']}, as read with one head"
+    return shown
 
 
 def _passed(page: SnapshotPage) -> list[tuple[Check, CheckResult]]:
@@ -160,13 +177,20 @@ def _masks(pages: list[SnapshotPage]) -> list[Recognised]:
         if mask.dim() < 2 or mask.numel() == 0:
             continue
         form, meaning = mask_form(mask)
+        dtype = str(mask.dtype).removeprefix('torch.')
+        told = "the diagonal, which a query may always see, tells which value allows"
+        drops = mask.is_floating_point() and bool((mask <= -1e4).any())
+        if form == "additive" and drops:  # its values tell: a large negative value sends a weight to 0
+            told = "an additive mask's values tell which value allows (0 leaves a score as it is)"
+        elif padding_flags(mask) is not None:  # one flag per position: no diagonal, and no captured tensor tells
+            form, meaning = "a padding mask over the positions", "which value keeps a position: not read"
+            told = "one flag per position, broadcast over the queries: no diagonal tells which value keeps"
         shape = tuple(mask.shape)
         per = ("one per batch item" if mask.dim() >= 3 and shape[0] > 1 else "one for the whole batch") + \
             (", broadcast over the heads" if mask.dim() == 4 and shape[1] == 1 else "")
         sliced = f"; {page.main.note}" if page.main.note.startswith("the slice") else ""
         found.append(Recognised(f"{MASK} ({page.label})", f"{form}, {meaning}; shape {shape}, {per}{sliced}",
-                                f"{page.label}'s captured tensor ({str(mask.dtype).removeprefix('torch.')}): the "
-                                "diagonal, which a query may always see, tells which value allows"))
+                                f"{page.label}'s captured tensor ({dtype}): {told}"))
     return found
 
 

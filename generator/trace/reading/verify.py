@@ -237,6 +237,9 @@ def layout(tensor: torch.Tensor, expressions: tuple[str, ...], dims: dict[str, i
     shape = tuple(tensor.shape)
     if shape == expected:
         return Layout(LayoutStatus.MATCH, expected, "", tensor)
+    if expressions == ("T",) and not tensor.is_floating_point() and shape == (expected[0] + 1,):  # teacher forcing
+        return Layout(LayoutStatus.LAYOUT, expected, f"the whole target, one token longer than T = {expected[0]}: the "
+                      "model reads it without its last token (cut inside); read as its first T", tensor[:-1])
     for arrangement in _arrangements(tensor, expressions, expected, dims, roles):
         if arrangement is not None:
             return arrangement

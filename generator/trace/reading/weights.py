@@ -36,6 +36,7 @@ from transformer_trace.trace.reading.positions_read import added_to_read
 from transformer_trace.trace.reading.products import PRODUCT
 from transformer_trace.trace.reading.shared_heads import heads_merged
 from transformer_trace.trace.reading.summed_calls import operands_summed
+from transformer_trace.trace.reading.sum_normed import sum_normed_on_line
 from transformer_trace.trace.reading.binding import Bound, Given
 from transformer_trace.trace.reading.input_chain import layers_of_input
 from transformer_trace.trace.reading.same_tensors import equal_tensors
@@ -74,7 +75,8 @@ class LineCalls:
     def operand(self, check: SumOf) -> Bound | None:
         if (summed := operands_summed(check, self.calls, self.source, self.main, self.order)) is not None:
             return Bound(summed[0], Given(self.source, {**self.source.tensors, **summed[1]}), None, summed[2])
-        return _operand_called(check, self.calls, self.source, self.main, self.order)
+        return (_operand_called(check, self.calls, self.source, self.main, self.order)
+                or sum_normed_on_line(check, self.calls, self.source, self.order))
 
     def row(self, check: RowEquals) -> Bound | None:
         return _row_of_read(check, self.calls, self.source, self.main)

@@ -60,7 +60,8 @@ def heads_of_their_own_modules(pages: Sequence[SnapshotReading], results: dict[i
         if check is None or not page.captured or number not in views or any(r.passed or r.status == FAILED
                                                                               for r in found):
             continue  # passed, or red with evidence: not read again
-        if (probs := _hits_in_layout(pages, check.probs)) is None or (values := _hits_in_layout(pages, check.v)) is None:
+        probs, values = _hits_in_layout(pages, check.probs), _hits_in_layout(pages, check.v)
+        if probs is None or values is None:
             continue
         layout = page.layout
         whole = layout.canonical if layout is not None and layout.canonical is not None else page.main.shown.tensor
@@ -71,11 +72,11 @@ def heads_of_their_own_modules(pages: Sequence[SnapshotReading], results: dict[i
         if not ran or len(probs[1]) != heads * ran or len(values[1]) != heads * ran:
             continue  # the per-head lines ran k times for each concatenation: the heads of one layer, in order
         shown = page.lines[page.tensor_lines[0]].shown
-        stacked = {check.probs: _heads(probs[1], heads, shown), check.v: _heads(values[1], heads, shown)}
-        if any(tensor is None for tensor in stacked.values()):
+        weights, per_head = _heads(probs[1], heads, shown), _heads(values[1], heads, shown)
+        if weights is None or per_head is None:
             continue
         view = views[number]
-        tensors = {**view.tensors, **{view.name(ref): tensor for ref, tensor in stacked.items()}}
+        tensors = {**view.tensors, view.name(check.probs): weights, view.name(check.v): per_head}
         # the queries and keys, read only by the bug forms: left out (one head each, not the concatenation's heads)
         result = dataclasses.replace(check, q=None, k=None).run(view.with_tensors(tensors))
         if not result.checkable:

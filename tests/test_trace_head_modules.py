@@ -82,6 +82,11 @@ def test_heads_of_their_own_modules_are_concatenated_from_their_lines_hits_of_th
 
 
 def test_a_concatenation_of_heads_in_no_form_the_checks_know_is_unrecognised_not_red(tmp_path):
+    """...and the questions it informs say so in those words, not that it failed (round twenty's CaiT pages had said
+    "your S06 failed its check" of an unrecognised step)."""
     code, checks = traced(tmp_path, PER_HEAD_GPT.replace("JOINED", CONCATENATED + " * 2"))
     assert code == 0 and checks["G16"]["status"] == UNRECOGNISED, checks["G16"]["detail"]
     assert "read from hits 1–4" in checks["G16"]["detail"]
+    (page,) = (tmp_path / "out" / "t").glob("*/16-heads-concatenated.md")
+    text = page.read_text(encoding="utf-8")
+    assert "your G16 is unrecognised by its check" in text and "failed its check" not in text

@@ -454,3 +454,38 @@ def test_a_spawn_pool_in_a_with_block_leaves_no_process_said_to_be_running(tmp_p
     """)
     code, data = trace(script, tmp_path / "out", "--report", "none")
     assert code == 0 and captured(data)["x"] == [1, 4, 9] and data["outcome"]["warnings"] == []
+
+
+def test_ctrl_c_is_this_processs_again_whatever_the_cleanup_after_the_script_raised(monkeypatch):
+    """run_child ignores SIGINT and SIGTERM while it stops the script's processes; a cleanup that raised had left them
+    ignored, and an ignored SIGINT is inherited by every process started later (a pytest worker's `serve` and `build`
+    then never stopped on Ctrl-C: CI's stop 58 and this stop's full run)."""
+    from transformer_trace.trace import process
+
+    def vanished(child, before):
+        raise FileNotFoundError("/proc/4242/task")  # a process that ended between pathlib's check and its listing
+
+    monkeypatch.setattr(process, "end_processes", vanished)
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    with pytest.raises(FileNotFoundError):
+        process.run_child([sys.executable, "-c", "import sys; sys.exit(0)"], dict(os.environ), 30)
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
+
+
+def test_the_descendants_of_a_process_that_ends_as_they_are_read_are_those_found(monkeypatch):
+    from pathlib import Path
+
+    from transformer_trace.trace import process
+
+    listed = Path.glob
+
+    def glob(self, pattern):
+        if str(self) == "/proc/4242/task":  # gone between pathlib's is_dir and its scandir
+            raise FileNotFoundError(str(self))
+        return listed(self, pattern)
+
+    monkeypatch.setattr(Path, "glob", glob)
+    read = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: "4242" if self.name == "children" and
+                        str(self).startswith(f"/proc/{os.getpid()}/") else read(self, *a, **k))
+    assert 4242 in process.descendants(os.getpid())  # found, not a FileNotFoundError out of the cleanup

@@ -81,14 +81,16 @@ def run_child(command: list[str], env: dict[str, str], timeout: float | None) ->
     finally:
         for signum in saved:  # a second Ctrl-C must not cut the cleanup short
             signal.signal(signum, signal.SIG_IGN)
-        finished = child is not None and child.poll() is not None
-        seconds = time.monotonic() - started
-        stopped = end_processes(child, before) if child is not None else 0
-        os.close(held)
-        if subreaper:
-            _set_subreaper(False)
-        for signum, handler in saved.items():
-            signal.signal(signum, handler)
+        try:
+            finished = child is not None and child.poll() is not None
+            seconds = time.monotonic() - started
+            stopped = end_processes(child, before) if child is not None else 0
+            os.close(held)
+            if subreaper:
+                _set_subreaper(False)
+        finally:  # whatever the cleanup raised, Ctrl-C is this process's again (an ignored SIGINT is inherited by
+            for signum, handler in saved.items():  # every process it starts later: a server, a build)
+                signal.signal(signum, handler)
     return Ended(child.returncode, timed_out, seconds, stopped if finished else 0)
 
 
@@ -185,7 +187,11 @@ def descendants(pid: int) -> set[int]:
     found: set[int] = set()
     todo = [pid]
     while todo:
-        for listing in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
+        try:  # (pathlib's glob lets a folder that vanishes between its check and its listing raise)
+            listings = list(Path(f"/proc/{todo.pop()}/task").glob("*/children"))
+        except OSError:
+            continue  # the process ended meanwhile
+        for listing in listings:
             try:
                 children = {int(child) for child in listing.read_text().split()}
             except (OSError, ValueError):

@@ -52,7 +52,7 @@ def _feeding_statements(source: str, first: int, last: int) -> tuple[tuple[int, 
     marked = body[index]
     wanted = {n.id for n in ast.walk(marked) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     feeders: list[tuple[int, int]] = []
-    for node in reversed(body[:index]):
+    for node in _before(tree.body if tree is not None else [], body, index):
         assigned = _assigned(node)
         if not assigned & wanted:
             continue
@@ -63,6 +63,37 @@ def _feeding_statements(source: str, first: int, last: int) -> tuple[tuple[int, 
         if not wanted or len(feeders) == MOST_FEEDERS:
             break
     return tuple(feeders)
+
+
+def _before(top: list[ast.stmt], body: list[ast.stmt], index: int) -> Iterator[ast.stmt]:
+    """The statements that ran before ``body[index]``, nearest first: those of its own block, then, where that block is
+    a branch of an ``if``, ``with`` or ``try`` (``else: return (x_cls + x_distill) / 2`` below ``x_cls =
+    self.head(x[:, 0])``: round twenty's DeiT), those before that statement in the block holding it, outwards; never
+    past a function (another scope) nor a loop (whose body's later statements ran before it too)."""
+    yield from reversed(body[:index])
+    outer = _holding(top, body)
+    while outer is not None:
+        block, position = outer
+        if not isinstance(block[position], (ast.If, ast.With, ast.AsyncWith, ast.Try)):
+            return
+        yield from reversed(block[:position])
+        outer = _holding(top, block)
+
+
+def _holding(top: list[ast.stmt], body: list[ast.stmt]) -> tuple[list[ast.stmt], int] | None:
+    """The block and index of the compound statement one of whose bodies is ``body``; None at the top."""
+    for block in _blocks(top):
+        for position, node in enumerate(block):
+            if any(inner is body for inner in _bodies(node)):
+                return block, position
+    return None
+
+
+def _blocks(top: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
+    yield top
+    for node in top:
+        for inner in _bodies(node):
+            yield from _blocks(inner)
 
 
 @lru_cache(maxsize=1024)

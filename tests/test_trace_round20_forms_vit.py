@@ -1,0 +1,116 @@
+"""What round twenty's first result on fresh ViTs found unread (tests/trace_fresh/ROUND20_VIT.md), built here in
+scripts of our own, none from the upstream code:
+
+- a distilled ViT's two heads, called on unmarked statements before a marked ``return (x_cls + x_dist) / 2`` inside an
+  ``if``/``else``: the feeding statements are now looked for before the branch too (reading/feeders.py), and the logits
+  are read from the heads' calls (reading/head_rows.py): their mean, each head on a token of the model's own; a head
+  on a patch row and two heads summed are named;
+- a head applied to every token, its row taken on the same line (``self.head(x)[:, 0]``): the row read likewise.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import trace_source as traced
+from transformer_trace.trace.reading.feeders import feeding_statements
+
+DISTILLED = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C, K = 2, 4, 8, 5
+
+
+class Distilled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(12, C)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, C))
+        self.dist_token = nn.Parameter(torch.randn(1, 1, C))
+        self.block = nn.Linear(C, C)
+        self.head = nn.Linear(C, K)
+        self.head_dist = nn.Linear(C, K)
+
+    def forward(self, patches):
+        x = self.embed(patches)  # BREAKPOINT S04
+        x = torch.cat(TOKENS, dim=1)  # BREAKPOINT S06
+        x = x + torch.tanh(self.block(x))  # BREAKPOINT S20
+        x_cls = self.head(x[:, 0])
+        x_dist = self.head_dist(x[:, DIST_ROW])
+        if self.training:
+            return x_cls, x_dist
+        else:
+            return LOGITS  # BREAKPOINT S25
+
+
+with torch.no_grad():
+    Distilled().eval()(torch.randn(B, N, 12))
+'''
+CLS, DIST = "self.cls_token.expand(B, -1, -1)", "self.dist_token.expand(B, -1, -1)"
+
+
+def _distilled(tokens: str = f"[{CLS}, {DIST}, x]", row: int = 1, logits: str = "(x_cls + x_dist) / 2") -> str:
+    return DISTILLED.replace("TOKENS", tokens).replace("DIST_ROW", str(row)).replace("LOGITS", logits)
+
+
+def test_a_statement_before_the_branch_a_marked_line_is_in_feeds_it():
+    source = _distilled()
+    line = source.splitlines().index("            return (x_cls + x_dist) / 2  # BREAKPOINT S25") + 1
+    assert feeding_statements(source, line, line) == [(line - 4, line - 4), (line - 5, line - 5)]
+
+
+def test_a_distilled_vits_two_heads_averaged_pass_with_the_rows_they_read(tmp_path):
+    code, checks = traced(tmp_path, _distilled())
+    assert code == 0, checks[""]
+    assert checks["S25"]["passed"] is True
+    assert "the mean of the 2 heads' outputs" in checks["S25"]["detail"]
+    assert "reads row 0 of S20" in checks["S25"]["detail"] and "reads row 1 of S20" in checks["S25"]["detail"]
+
+
+@pytest.mark.parametrize("tokens, row", [
+    (f"[{CLS}, {DIST}, x]", 2),  # the distillation head on the first patch
+    (f"[{CLS}, x, {DIST}]", 1),  # the distillation token after the patches, its head still on row 1
+])
+def test_a_head_on_a_patch_row_is_named(tmp_path, tokens, row):
+    code, checks = traced(tmp_path, _distilled(tokens, row))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("S25")
+    assert checks["S25"]["evidence"]["name"] == "a head reads a patch row"
+
+
+def test_two_heads_summed_not_averaged_are_named(tmp_path):
+    code, checks = traced(tmp_path, _distilled(logits="x_cls + x_dist"))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("S25")
+    assert checks["S25"]["evidence"]["name"] == "two heads summed, not averaged"
+
+
+EVERY_TOKEN = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C, K = 2, 4, 8, 5
+embed, block, head = nn.Linear(12, C), nn.Linear(C, C), nn.Linear(C, K)
+cls_token = torch.randn(1, 1, C)
+with torch.no_grad():
+    x = embed(torch.randn(B, N, 12))  # BREAKPOINT S04
+    x = torch.cat(TOKENS, dim=1)  # BREAKPOINT S06
+    x = x + torch.tanh(block(x))  # BREAKPOINT S20
+    logits = head(x)[:, 0]  # BREAKPOINT S25
+'''
+
+
+def test_a_head_on_every_token_with_the_class_row_taken_after_it_passes(tmp_path):
+    code, checks = traced(tmp_path, EVERY_TOKEN.replace("TOKENS", "[cls_token.expand(B, -1, -1), x]"))
+    assert code == 0, checks[""]
+    assert checks["S25"]["passed"] is True
+    assert "row 0 of Linear applied to every token" in checks["S25"]["detail"]
+
+
+def test_a_head_on_every_token_reading_a_patch_row_is_named(tmp_path):
+    code, checks = traced(tmp_path, EVERY_TOKEN.replace("TOKENS", "[x, cls_token.expand(B, -1, -1)]"))
+    assert code == 1
+    assert checks["S25"]["evidence"]["name"] == "a head reads a patch row"

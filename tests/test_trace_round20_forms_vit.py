@@ -114,3 +114,52 @@ def test_a_head_on_every_token_reading_a_patch_row_is_named(tmp_path):
     code, checks = traced(tmp_path, EVERY_TOKEN.replace("TOKENS", "[x, cls_token.expand(B, -1, -1)]"))
     assert code == 1
     assert checks["S25"]["evidence"]["name"] == "a head reads a patch row"
+
+
+# a fused projection split into heads on the statement that calls it, the marked line unbinding its three parts
+FUSED_SPLIT = '''\
+import math
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C, H = 2, 6, 16, 4
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+        self.fc1, self.fc2 = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+
+    def forward(self, x):  # BREAKPOINT S08
+        qkv = self.qkv(QKV_INPUT).reshape(B, N, 3, H, C // H).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)  # BREAKPOINT S09, S10, S11
+        scores = q @ k.transpose(-2, -1) / math.sqrt(C // H)  # BREAKPOINT S12
+        probs = scores.softmax(-1)  # BREAKPOINT S13
+        context = probs @ v  # BREAKPOINT S14
+        x = x + self.proj(context.transpose(1, 2).reshape(B, N, C))  # BREAKPOINT S16
+        x = x + self.fc2(torch.nn.functional.gelu(self.fc1(self.norm2(x))))  # BREAKPOINT S19
+        return x
+
+
+with torch.no_grad():
+    Block().eval()(torch.randn(B, N, C))
+'''
+
+
+def test_q_k_and_v_split_on_the_statement_calling_the_fused_projection_are_recomputed_from_it(tmp_path):
+    """They had passed "as the line read them": the split compared with itself, the Linear not read."""
+    code, checks = traced(tmp_path, FUSED_SPLIT.replace("QKV_INPUT", "self.norm1(x)"))
+    assert code == 0, checks[""]
+    for label in ("S09", "S10", "S11"):
+        assert checks[label]["passed"] is True
+        assert "the Linear an unmarked statement before it called" in checks[label]["detail"]
+
+
+def test_the_fused_projection_given_the_stream_not_its_layernorm_is_named_at_q(tmp_path):
+    code, checks = traced(tmp_path, FUSED_SPLIT.replace("QKV_INPUT", "x"))
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("S09")
+    assert checks["S09"]["evidence"]["name"] == "sublayer given the stream, not its LayerNorm"

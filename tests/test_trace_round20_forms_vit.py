@@ -163,3 +163,17 @@ def test_the_fused_projection_given_the_stream_not_its_layernorm_is_named_at_q(t
     assert code == 1
     assert checks[""]["first_failure"].startswith("S09")
     assert checks["S09"]["evidence"]["name"] == "sublayer given the stream, not its LayerNorm"
+
+
+def test_the_mlp_hidden_step_reads_fc1_from_the_statement_before_it(tmp_path):
+    """``h = self.fc1(...)`` unmarked, then ``h = gelu(h)  # BREAKPOINT S17``: the step is no call's output, and the
+    check had read GELU's range alone (a necessary condition only); it is now GELU of that Linear, recomputed."""
+    mlp = ("        h = self.fc1(self.norm2(x))\n        h = torch.nn.functional.gelu(h)  # BREAKPOINT S17\n"
+           "        x = x + self.fc2(h)  # BREAKPOINT S19\n")
+    script = FUSED_SPLIT.replace("QKV_INPUT", "self.norm1(x)").replace(
+        "        x = x + self.fc2(torch.nn.functional.gelu(self.fc1(self.norm2(x))))  # BREAKPOINT S19\n", mlp)
+    code, checks = traced(tmp_path, script)
+    assert code == 0, checks[""]
+    assert checks["S17"]["passed"] is True
+    assert checks["S17"]["name"] == "equals GELU(fc1(input))", checks["S17"]
+    assert "necessary condition" not in checks["S17"]["detail"]

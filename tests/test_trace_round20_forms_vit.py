@@ -177,3 +177,20 @@ def test_the_mlp_hidden_step_reads_fc1_from_the_statement_before_it(tmp_path):
     assert checks["S17"]["passed"] is True
     assert checks["S17"]["name"] == "equals GELU(fc1(input))", checks["S17"]
     assert "necessary condition" not in checks["S17"]["detail"]
+
+
+def test_an_activation_after_the_mlps_output_linear_is_named_at_the_sum(tmp_path):
+    """The MLP ``fc2`` output marked, then activated again on an unmarked line before the residual sum (round twenty's
+    DeiT applies GELU after fc2 as well): the sum had been unrecognised; it is the stream plus GELU(fc2's output)."""
+    mlp = ("        h = self.fc2(torch.nn.functional.gelu(self.fc1(self.norm2(x))))  # BREAKPOINT S18\n"
+           "        h = torch.nn.functional.gelu(h)\n        x = x + h  # BREAKPOINT S19\n")
+    attention = ("        a = self.proj(context.transpose(1, 2).reshape(B, N, C))  # BREAKPOINT S15\n"
+                 "        x = x + a  # BREAKPOINT S16\n")
+    script = FUSED_SPLIT.replace("QKV_INPUT", "self.norm1(x)").replace(
+        "        x = x + self.fc2(torch.nn.functional.gelu(self.fc1(self.norm2(x))))  # BREAKPOINT S19\n", mlp).replace(
+        "        x = x + self.proj(context.transpose(1, 2).reshape(B, N, C))  # BREAKPOINT S16\n", attention)
+    code, checks = traced(tmp_path, script)
+    assert code == 1
+    assert checks[""]["first_failure"].startswith("S19"), checks[""]
+    assert checks["S19"]["evidence"]["name"] == "an activation after the sublayer's output Linear"
+    assert "adds GELU(" in checks["S19"]["evidence"]["message"]

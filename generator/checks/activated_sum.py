@@ -17,8 +17,8 @@ ACTIVATED_OUTPUT = "an activation after the sublayer's output Linear"
 
 
 def _activated_output(check: Any, s: TensorSource) -> Fit | None:
-    """The sum with one sublayer output (any operand but the first, the stream) activated; None where an operand is
-    not captured or the shapes differ."""
+    """The sum with one captured sublayer output (any operand but the first, the stream) activated; None where an
+    operand is not captured or the shapes differ."""
     operands = tuple(getattr(check, "operands", ()))
     if len(operands) < 2 or not all(s.has(ref) for ref in operands):
         return None
@@ -26,6 +26,8 @@ def _activated_output(check: Any, s: TensorSource) -> Fit | None:
     if any(value.shape != out.shape for value in values):
         return None
     for index in range(1, len(operands)):
+        if "@" in s.name(operands[index]):  # a module call's tensor stood in (a Linear inside the MLP the line
+            continue  # called): the module's own output, activation included, may be what was added, a correct form
         rest = sum(value for k, value in enumerate(values) if k != index)
         activated = s.name(operands[index])
         for name, activation in GATES.items():

@@ -147,7 +147,8 @@ def heads_on_rows(pages: Sequence[SnapshotReading], results: dict[int, list[Chec
     the module's doc)."""
     for page in pages:
         number = page.snap.number
-        if (not page.captured or number not in views or page.snap.stage != "output"
+        # a classifier's logits, one row per item (B, K): a language model's scores per position are no head on rows
+        if (not page.captured or number not in views or page.snap.stage != "output" or page.named_shape != ("B", "K")
                 or not any(isinstance(check, LinearOf) for check in page.snap.checks)
                 or any(r.status in (PASSED, FAILED) for r in results.get(number, []))):
             continue

@@ -22,10 +22,10 @@ if TYPE_CHECKING:  # pragma: no cover (capture.py reads the feeding statements f
     from transformer_trace.trace.reading.capture import ModuleCall
 
 MOST_FEEDERS = 3  # per marked statement: the statements assigning the locals it reads, nearest first
-MOST_TRACED_BACK = 2
+MOST_TRACED_BACK = 2  # per marked statement: the projections found further back, through what the feeders read
 # tensor methods that move a module call's output without changing its values (the fused projection split into heads
 # on the statement that calls it: round twenty's student ViT)
-REARRANGING = frozenset({"reshape", "view", "permute", "transpose", "contiguous", "flatten", "unflatten"})  # per marked statement: the projections found further back, through what the feeders read
+REARRANGING = frozenset({"reshape", "view", "permute", "transpose", "contiguous", "flatten", "unflatten"})
 
 
 def feeding_statements(source: str, first: int, last: int) -> list[tuple[int, int]]:

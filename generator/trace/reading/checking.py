@@ -46,6 +46,7 @@ from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
 from transformer_trace.trace.reading.batch_mean import averaged_over_batch
 from transformer_trace.trace.reading.padding_mask import padding_mask_read
 from transformer_trace.trace.reading.head_modules import heads_of_their_own_modules
+from transformer_trace.trace.reading.head_rows import heads_on_rows
 from transformer_trace.trace.reading.experts import mixture_of_experts
 from transformer_trace.trace.reading.norm_of_another import norm_of_another
 from transformer_trace.trace.reading.image_patches import patches_of_the_image
@@ -265,7 +266,9 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int,
                                 _ready(page, checked, _refused(page, checked, read_labels)))
         results[number] = [in_users_terms(result, read_labels, variables) for result in found]
     # one module per head: a concatenation of heads read from its per-head lines' hits (head_modules.py)
-    return heads_of_their_own_modules(pages, results, views, lambda r: in_users_terms(r, read_labels, variables))
+    results = heads_of_their_own_modules(pages, results, views, lambda r: in_users_terms(r, read_labels, variables))
+    # logits from heads on rows the catalogue's check cannot read (head_rows.py)
+    return heads_on_rows(pages, results, views, lambda r: in_users_terms(r, read_labels, variables))
 
 
 def _another_position(page: SnapshotReading, found: list[CheckResult], run: TracedRun,

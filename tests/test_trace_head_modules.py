@@ -95,7 +95,8 @@ def test_a_concatenation_of_heads_in_no_form_the_checks_know_is_unrecognised_not
 # The encoder-decoder's form of it (round nineteen's EECS 498 homework, DLCV): each head's module makes its own q, k and v
 # with a Linear of one head's width (#7-#9: (B, S, hs) at each hit, not the catalogue's (B, S, C)); nobody marks the
 # head split (#12), which no code of this form has. The concatenation reads the values from the projection's own hits,
-# one head's scores its q and k from the same hit of their lines.
+# one head's scores its q and k from the same hit of their lines, and each head's q, k and v are checked as the Linear
+# their line called, one head wide, on the input the catalogue names.
 PER_HEAD_ENCODER = '''\
 import math
 
@@ -156,6 +157,15 @@ def test_heads_of_their_own_modules_in_an_encoder_read_their_inputs_from_the_pro
     assert code == 0 and checks["#13"]["passed"] is True and checks["#10"]["passed"] is True, checks
     assert "the 4 heads read from hits 1–4 of your per-head lines #11 and #9" in checks["#13"]["detail"]
     assert "one head's #7, #8 read from hit 1 of your per-head lines" in checks["#10"]["detail"]
+    for label in ("#7", "#8", "#9"):
+        assert checks[label]["passed"] is True, checks[label]["detail"]
+        assert "one head's projection, 4 of the 16 channels" in checks[label]["detail"]
+
+
+def test_a_heads_projection_given_another_input_is_named_at_it(tmp_path):
+    code, checks = traced(tmp_path, per_head_encoder().replace("k = self.k(x)", "k = self.k(torch.zeros_like(x))"))
+    assert code == 1 and checks["#8"]["passed"] is False, checks["#8"]["detail"]
+    assert checks["#8"]["evidence"]["name"] == "computed from another tensor", checks["#8"]["detail"]
 
 
 def test_a_head_that_weighs_its_keys_for_its_values_is_named_at_the_concatenation(tmp_path):

@@ -20,7 +20,9 @@ import torch
 from transformer_trace.checks import FAILED, Check, CheckResult, ContextConcat, HeadsRejoin
 from transformer_trace.checks.base import needs_evidence
 from transformer_trace.sources import Ref, TensorDict
+from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.pages import SnapshotReading
+from transformer_trace.trace.reading.weights import bind
 
 
 def _hits_in_layout(pages: Sequence[SnapshotReading], ref: Ref) -> tuple[SnapshotReading, list[torch.Tensor]] | None:
@@ -81,8 +83,10 @@ def heads_of_their_own_modules(pages: Sequence[SnapshotReading], results: dict[i
                                in_terms: Callable[[CheckResult], CheckResult]) -> dict[int, list[CheckResult]]:
     """``results`` with the steps of per-head modules read from their lines' hits: a concatenation of heads from the
     hits of the layer shown stacked (``_concatenations``), a step of one head from the same hit of the lines that make
-    its inputs (``_one_head_steps``)."""
-    return _one_head_steps(pages, _concatenations(pages, results, views, in_terms), views, in_terms)
+    its inputs (``_one_head_steps``), a head's own q, k or v projection (one head wide: its shape no reading of the
+    catalogue's (B, L, C)) from the Linear its line called (``_one_head_projections``)."""
+    results = _concatenations(pages, results, views, in_terms)
+    return _one_head_projections(pages, _one_head_steps(pages, results, views, in_terms), views, in_terms)
 
 
 def _unread(found: list[CheckResult]) -> bool:
@@ -125,6 +129,39 @@ def _one_head_steps(pages: Sequence[SnapshotReading], results: dict[int, list[Ch
                     results[number] = [in_terms(needs_evidence(dataclasses.replace(result,
                                                                                     detail=result.detail + note)))]
                     break
+    return results
+
+
+def _one_head_projections(pages: Sequence[SnapshotReading], results: dict[int, list[CheckResult]],
+                          views: Mapping[int, TensorDict],
+                          in_terms: Callable[[CheckResult], CheckResult]) -> dict[int, list[CheckResult]]:
+    """Each projection step that is one head's (a per-head module's own Linear, (B, L, hs) where the catalogue has
+    (B, L, C): C = k·hs, k > 1, the line run a multiple of k times) checked as the Linear its line called, on the
+    input the catalogue names: the head's part of the projection, with its input read as for the whole one."""
+    for page in pages:
+        number, found = page.snap.number, results.get(page.snap.number, [])
+        if not page.captured or number not in views or not _unread(found) or not page.hit_values:
+            continue
+        raw, width = page.main.shown.tensor, page.run.dims.get("C")
+        if not isinstance(raw, torch.Tensor) or raw.dim() != 3 or not width or not page.calls:
+            continue
+        head_size = raw.shape[-1]
+        if head_size >= width or width % head_size or len(page.hit_values[0]) % (width // head_size):
+            continue  # not one head of k: the whole width, or a line that ran once per layer
+        view = views[number]
+        for check in page.snap.checks:
+            out = getattr(check, "out", None)
+            if check.TRACE.calls.get("module", (None,))[0] is not ModuleKind.LINEAR or not isinstance(out, Ref):
+                continue
+            step = raw.detach().double()
+            with_step = view.with_tensors({**view.tensors, view.name(out): step})
+            bound = bind(check, page.calls, with_step, step)
+            result = bound.check.run(bound.source) if bound is not None else None
+            if result is not None and result.checkable:
+                note = (f" (one head's projection, {head_size} of the {width} channels: one module per head, its "
+                        "Linear one head wide)")
+                results[number] = [in_terms(needs_evidence(dataclasses.replace(result, detail=result.detail + note)))]
+                break
     return results
 
 

@@ -12,6 +12,7 @@ import torch
 
 from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, TraceUse, close, linear, softmax_factor,
                                           tolerance)
+from transformer_trace.checks.blind_rows import EVERY_KEY_MASKED
 from transformer_trace.checks.attention_dropout import DROPOUT_FORMS, weights_rebuilt
 from transformer_trace.checks.differential import half_product
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
@@ -277,21 +278,19 @@ ROWS_SUM_TO_ONE = Property("probability rows sum to 1", "every row's sum and sig
 class SoftmaxRows(Check):
     """Tensors only: rows of ``out`` (over the last axis, the keys) are the softmax of ``scores`` (plus the ``mask``,
     when given: additive, or boolean where False blocks), sum to 1, never negative; ``causal``: no weight on a later
-    position.
-    Weights whose columns sum to 1 instead are said to come from a softmax over the wrong axis. Given the queries ``q``
-    and keys ``k`` (where captured), scores that are Q·Kᵀ unscaled may have their 1/√hs applied inside the softmax
-    (``torch.softmax(scores / √hs)``): that softmax is accepted too, and said to be."""
+    position. Weights whose columns sum to 1 are a softmax over the wrong axis. Given the queries ``q`` and keys ``k``,
+    scores that are Q·Kᵀ unscaled may have their 1/√hs applied inside the softmax: accepted too, and said to be."""
     CLAIM = "each row is the softmax of the scores over the keys and sums to 1"
 
     DERIVES = "out"
-    OPTIONAL = (("q",), ("k",), ("decay",))
+    OPTIONAL = (("q",), ("k",), ("decay",), ("tokens",))
     BUG_FORMS = (BugForm("softmax over the wrong axis", "the weights' columns sum to 1, their rows do not",
                          _over_queries),
                  BugForm("1/√d missing", "the weights vs the softmax of Q·Kᵀ unscaled", weights_unscaled),
                  BugForm("another scaling inside the softmax", "the weights vs the softmax of the scores times a "
                          "fitted constant", _another_temperature))
     PROPERTIES = (Property("no query attends to a later key", "the weights above the diagonal (causal)",
-                           _no_later_key), ROWS_SUM_TO_ONE, MASK_HONOURED)
+                           _no_later_key), ROWS_SUM_TO_ONE, MASK_HONOURED, EVERY_KEY_MASKED)
 
     out: Ref = THIS
     scores: Ref
@@ -300,6 +299,7 @@ class SoftmaxRows(Check):
     q: Ref | None = None
     k: Ref | None = None
     decay: Ref | None = None  # the model's mask, read only to tell a retention (retention.py): no softmax
+    tokens: Ref | None = None  # the keys' token IDs: evidence that real keys exist (blind_rows.py)
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         """The softmax, where the blocked keys are known: from the captured mask, or the future ones of a causal

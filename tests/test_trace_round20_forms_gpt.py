@@ -4,7 +4,11 @@ built here in scripts of our own, none from the upstream code (dwzhang00/Offline
 - Every key masked (Offline-translation B5, #11 had been unrecognised: an inverted padding mask, ``mask == True``
   filled, hides every key of every query, each row uniform): a broken property of any attention where real keys
   exist — the captured mask allows the row some key, or the keys' token IDs are not all one ID (padding is one ID).
-  A padded query of an all-padding sequence (one ID throughout) is no evidence: never red (checks/blind_rows.py)."""
+  A padded query of an all-padding sequence (one ID throughout) is no evidence: never red (checks/blind_rows.py).
+- A pre-norm encoder's residuals added inside a wrapper (Offline-translation #14 and #19 had been not checkable, B4
+  named only at the decoder's #29): #14 reads the line's value as the sum and the attention's output from the module
+  call of its line, #19 its stream from the LayerNorm the line applied; B4 is then named at #14.
+- GELU of the Linear its line called (jaketae and CSE256 G21 had been not checkable, the MLP's LayerNorm unmarked)."""
 
 from __future__ import annotations
 
@@ -55,3 +59,109 @@ def test_an_all_padding_item_whose_rows_see_no_key_is_no_evidence(tmp_path):
     code, checks = traced(tmp_path, _encoder(LAST_ITEM_PADDING, "torch.ones_like(mask)"))
     assert checks["#11"]["passed"] is False, checks["#11"]["detail"]
     assert "1 of 2 batch items" in checks["#11"]["evidence"]["message"], checks["#11"]["evidence"]
+
+
+
+# A pre-norm encoder layer whose residuals a wrapper adds inside (Offline-translation #14 and #19 had been not
+# checkable, its dropped residual, B4, named only at the decoder's #29): #14, a step listing the operands marked on the
+# line that returns their sum, reads the line's value as the sum and the attention's output from the module call of
+# its line; #19 reads its stream from the input of the LayerNorm the line applied (trace/reading/residuals.py).
+PRE_NORM_ENCODER = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, S, C = 2, 6, 16
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(C, C)
+
+    def forward(self, q, k, v):
+        return self.proj(torch.softmax(q @ k.transpose(-2, -1) / C ** 0.5, dim=-1) @ v)
+
+
+class Sublayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(C)
+
+    def forward(self, x, sublayer):
+        sub = sublayer(self.norm(x))
+        return RETURNED
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+        self.ff = nn.Sequential(nn.Linear(C, 32), nn.ReLU(), nn.Linear(32, C))
+        self.sublayer = nn.ModuleList([Sublayer(), Sublayer()])
+
+    def forward(self, x):  # Snapshot #6 x
+        x = self.sublayer[0](x, lambda x: self.attn(x, x, x))  # Snapshot #14
+        return self.sublayer[1](x, self.ff)  # Snapshot #19
+
+
+layer = Layer().eval()
+with torch.no_grad():
+    y = layer(torch.randn(B, S, C))
+'''
+
+
+def test_a_pre_norm_encoders_residuals_added_inside_a_wrapper_are_read_from_the_line(tmp_path):
+    code, checks = traced(tmp_path, PRE_NORM_ENCODER.replace("RETURNED", "x + sub"))
+    for label in ("#14", "#19"):
+        assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+    assert "the line called" in checks["#14"]["detail"], checks["#14"]["detail"]
+    assert "the input of the LayerNorm" in checks["#19"]["detail"], checks["#19"]["detail"]
+
+
+def test_the_residual_dropped_inside_the_wrapper_is_named_at_the_first_sum(tmp_path):
+    code, checks = traced(tmp_path, PRE_NORM_ENCODER.replace("RETURNED", "sub"))
+    assert code == 1 and checks["#14"]["passed"] is False, checks["#14"]["detail"]
+    assert checks["#14"]["evidence"]["name"] == "residual dropped", checks["#14"]["evidence"]
+
+
+
+# A GPT's GELU step on a line that calls its first Linear, the LayerNorm before the MLP unmarked (jaketae and CSE256
+# G21 had been not checkable, "needs snapshot G19"): its input and weights are the Linear call's
+# (trace/reading/activated_calls.py ``activation_of_call``); an activation the step's check does not recompute (a tanh)
+# is not read so: never red for it.
+MLP_LINE = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+B, T, C = 2, 6, 16
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(C, 4 * C)
+        self.fc2 = nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        x = ACTIVATION(self.fc1(x))  # BREAKPOINT G21
+        return self.fc2(x)  # BREAKPOINT G22
+
+
+mlp, norm = MLP(), nn.LayerNorm(C)
+with torch.no_grad():
+    y = mlp(norm(torch.randn(B, T, C)))
+'''
+
+
+def test_a_gelu_of_the_linear_its_line_called_is_read_from_that_call(tmp_path):
+    code, checks = traced(tmp_path, MLP_LINE.replace("ACTIVATION", "F.gelu"))
+    assert checks["G21"]["passed"] is True, checks["G21"]["detail"]
+    assert "its input taken from that call" in checks["G21"]["detail"], checks["G21"]["detail"]
+
+
+def test_a_tanh_of_the_linear_its_line_called_is_never_red_at_the_gelu_step(tmp_path):
+    code, checks = traced(tmp_path, MLP_LINE.replace("ACTIVATION", "torch.tanh"))
+    assert checks["G21"]["passed"] is not False, checks["G21"]["detail"]

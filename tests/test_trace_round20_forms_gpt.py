@@ -8,7 +8,9 @@ built here in scripts of our own, none from the upstream code (dwzhang00/Offline
 - A pre-norm encoder's residuals added inside a wrapper (Offline-translation #14 and #19 had been not checkable, B4
   named only at the decoder's #29): #14 reads the line's value as the sum and the attention's output from the module
   call of its line, #19 its stream from the LayerNorm the line applied; B4 is then named at #14.
-- GELU of the Linear its line called (jaketae and CSE256 G21 had been not checkable, the MLP's LayerNorm unmarked)."""
+- GELU of the Linear its line called (jaketae and CSE256 G21 had been not checkable, the MLP's LayerNorm unmarked).
+- Log-probabilities as the logits step (Offline-translation #42 had been not checkable, B3 unseen): the log-softmax
+  over the vocabulary of the Linear the line called; over the positions, its bug form."""
 
 from __future__ import annotations
 
@@ -165,3 +167,44 @@ def test_a_gelu_of_the_linear_its_line_called_is_read_from_that_call(tmp_path):
 def test_a_tanh_of_the_linear_its_line_called_is_never_red_at_the_gelu_step(tmp_path):
     code, checks = traced(tmp_path, MLP_LINE.replace("ACTIVATION", "torch.tanh"))
     assert checks["G21"]["passed"] is not False, checks["G21"]["detail"]
+
+
+
+# Log-probabilities as the logits step, the Linear called on the line (Offline-translation #42 had been not checkable,
+# its log-softmax over the positions, B3, unseen): read from the Linear the line called and checked as its
+# log-softmax over the vocabulary (checks/log_probs.py, trace/reading/log_probs.py).
+GENERATOR = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, C, V = 2, 5, 16, 30
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(C, V)
+
+    def forward(self, x):
+        return LOG_PROBS  # Snapshot #42
+
+
+final, generator = nn.LayerNorm(C), Generator()
+with torch.no_grad():
+    x = final(torch.randn(B, T, C))  # Snapshot #41
+    y = generator(x)
+'''
+
+
+@pytest.mark.parametrize("log_probs", ["torch.log_softmax(self.proj(x), dim=-1)", "self.proj(x).log_softmax(-1)"])
+def test_log_probabilities_of_the_linear_the_line_called_are_read_as_the_logits_step(tmp_path, log_probs):
+    code, checks = traced(tmp_path, GENERATOR.replace("LOG_PROBS", log_probs))
+    assert checks["#42"]["passed"] is True, checks["#42"]["detail"]
+    assert "log-softmax over the vocabulary" in checks["#42"]["name"], checks["#42"]
+
+
+def test_a_log_softmax_over_the_positions_is_named_at_the_logits_step(tmp_path):
+    code, checks = traced(tmp_path, GENERATOR.replace("LOG_PROBS", "torch.log_softmax(self.proj(x), dim=1)"))
+    assert code == 1 and checks["#42"]["passed"] is False, checks["#42"]["detail"]
+    assert checks["#42"]["evidence"]["name"] == "log-softmax over the wrong axis", checks["#42"]["evidence"]

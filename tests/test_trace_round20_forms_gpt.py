@@ -10,7 +10,9 @@ built here in scripts of our own, none from the upstream code (dwzhang00/Offline
   call of its line, #19 its stream from the LayerNorm the line applied; B4 is then named at #14.
 - GELU of the Linear its line called (jaketae and CSE256 G21 had been not checkable, the MLP's LayerNorm unmarked).
 - Log-probabilities as the logits step (Offline-translation #42 had been not checkable, B3 unseen): the log-softmax
-  over the vocabulary of the Linear the line called; over the positions, its bug form."""
+  over the vocabulary of the Linear the line called; over the positions, its bug form.
+- ALiBi beside a scale of its own (jaketae G11 had been unrecognised, B1 unseen): s · Q·Kᵀ plus a relative bias every
+  input shares, s fitted; the distances reversed (slopes negative in every head) its bug form."""
 
 from __future__ import annotations
 
@@ -208,3 +210,47 @@ def test_a_log_softmax_over_the_positions_is_named_at_the_logits_step(tmp_path):
     code, checks = traced(tmp_path, GENERATOR.replace("LOG_PROBS", "torch.log_softmax(self.proj(x), dim=1)"))
     assert code == 1 and checks["#42"]["passed"] is False, checks["#42"]["detail"]
     assert checks["#42"]["evidence"]["name"] == "log-softmax over the wrong axis", checks["#42"]["evidence"]
+
+
+
+# ALiBi beside a scale of its own (jaketae G11 had been unrecognised, its distances reversed, B1, unseen): the scores
+# read as s · Q·Kᵀ plus a relative bias every input shares, s fitted from the batch's items; the bias growing with the
+# distance to a past key in every head is ALiBi's bug form (checks/fitted_bias.py).
+ALIBI_SCORES = '''\
+import math
+
+import torch
+
+torch.manual_seed(0)
+B, h, T, hs = 2, 4, 6, 8
+with torch.no_grad():
+    q = torch.randn(B, h, T, hs)  # BREAKPOINT G08
+    k = torch.randn(B, h, T, hs)  # BREAKPOINT G09
+    slopes = torch.tensor([1 / 2 ** (8 * (i + 1) / h) for i in range(h)])[:, None, None]
+    distance = DISTANCE
+    scores = q @ k.transpose(-2, -1) / math.sqrt(h * hs) + slopes * distance  # BREAKPOINT G11
+'''
+FORWARD = "torch.arange(T)[None, :] - torch.arange(T)[:, None]"
+BACKWARD = "torch.arange(T)[:, None] - torch.arange(T)[None, :]"
+
+
+def test_alibi_beside_a_scale_of_its_own_is_read_with_its_slopes(tmp_path):
+    code, checks = traced(tmp_path, ALIBI_SCORES.replace("DISTANCE", FORWARD))
+    assert checks["G11"]["passed"] is True, checks["G11"]["detail"]
+    assert "ALiBi's m_h · (j − i), slopes 0.25, 0.0625" in checks["G11"]["name"], checks["G11"]["name"]
+
+
+def test_alibi_distances_reversed_are_named_at_the_scores(tmp_path):
+    code, checks = traced(tmp_path, ALIBI_SCORES.replace("DISTANCE", BACKWARD))
+    assert code == 1 and checks["G11"]["passed"] is False, checks["G11"]["detail"]
+    assert checks["G11"]["evidence"]["name"] == "ALiBi's distances reversed", checks["G11"]["evidence"]
+
+
+
+def test_alibi_with_the_keys_kept_transposed_is_read_where_positions_and_head_size_are_equal(tmp_path):
+    source = (ALIBI_SCORES.replace("DISTANCE", FORWARD).replace("B, h, T, hs = 2, 4, 6, 8", "B, h, T, hs = 2, 4, 8, 8")
+              .replace("k = torch.randn(B, h, T, hs)", "k = torch.randn(B, h, hs, T)")
+              .replace("q @ k.transpose(-2, -1)", "q @ k"))
+    code, checks = traced(tmp_path, source)
+    assert checks["G11"]["passed"] is True, checks["G11"]["detail"]
+    assert "the keys kept transposed" in checks["G11"]["name"], checks["G11"]["name"]

@@ -28,7 +28,8 @@ from transformer_trace.checks.retention import is_decay
 from transformer_trace.checks.rotary import attention_operand, rotation_of
 from transformer_trace.checks.scale_forms import (close_scaled, scores_another_scale, scores_unscaled,
                                                   softmax_applies_no_scale, weights_unscaled)
-from transformer_trace.checks.self_mask import POSITIVE_MASK, masked_or_scaled_per_head
+from transformer_trace.checks.fitted_bias import keys_kept
+from transformer_trace.checks.self_mask import SCORE_FORMS, masked_or_scaled_per_head
 from transformer_trace.checks.soft_cap import capped_scores, capped_undivided, capped_unscaled
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -86,11 +87,10 @@ class HeadsRejoin(Check):
 @dataclass(frozen=True, kw_only=True)
 class ScaledScores(Check):
     """Tensors only: ``out`` = Q·Kᵀ/√hs per head, from the queries ``q`` and keys ``k``, per head (B, h, L, hs) or whole
-    (B, L, C), then split into the scores' heads. Scores that are Q·Kᵀ without the scaling are said to be; they pass
-    only where the scale is applied later, inside the softmax (``torch.softmax(scores / √hs)`` after the mask): the
-    probabilities ``probs`` (``probs_label``, where captured) equal the softmax of the scores × 1/√hs with the entries
-    they give no weight blocked. That test takes the softmax over the keys or over the queries: the softmax's axis is
-    the probabilities' own claim, so a softmax over the wrong axis fails there, not here."""
+    (B, L, C), then split into the scores' heads. Scores that are Q·Kᵀ unscaled are said to be; they pass only where
+    the scale is applied inside the softmax: the probabilities ``probs`` (``probs_label``, where captured) equal the
+    softmax of the scores × 1/√hs with the entries they give no weight blocked, over the keys or over the queries
+    (the softmax's axis is the probabilities' own claim: a softmax over the wrong axis fails there, not here)."""
     CLAIM = "is Q·Kᵀ / √hs, per head"
 
     DERIVES = "out"
@@ -98,7 +98,7 @@ class ScaledScores(Check):
     BUG_FORMS = (BugForm("1/√d missing", "the scores vs Q·Kᵀ unscaled", scores_unscaled),
                  BugForm("another scaling than 1/√hs", "the scores vs Q·Kᵀ times a fitted constant",
                          scores_another_scale), BugForm("1/√d missing", "soft-capped Q·Kᵀ unscaled", capped_unscaled),
-                 BugForm("soft cap undivided", "cap · tanh(the scores), cap fitted", capped_undivided), POSITIVE_MASK)
+                 BugForm("soft cap undivided", "cap · tanh(the scores), cap fitted", capped_undivided), *SCORE_FORMS)
 
     out: Ref = THIS
     q: Ref
@@ -118,7 +118,7 @@ class ScaledScores(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         scores, product, hs, grouped = self.read(s)  # product: (B, h, Lq, Lk)
         passed, detail = close_scaled(scores, product, 1 / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head{grouped}")
-        if not passed and (read := masked_or_scaled_per_head(scores, product, hs)) is not None:
+        if not passed and (read := masked_or_scaled_per_head(scores, product, hs, keys_kept(self, s))) is not None:
             return read[0], read[1], f"{detail}; {read[2]}"
         if not passed and (t5 := self.t5(s)) is not None:
             return T5_CLAIM, True, f"{detail}; {t5}"

@@ -12,7 +12,8 @@ built here in scripts of our own, none from the upstream code (dwzhang00/Offline
 - Log-probabilities as the logits step (Offline-translation #42 had been not checkable, B3 unseen): the log-softmax
   over the vocabulary of the Linear the line called; over the positions, its bug form.
 - ALiBi beside a scale of its own (jaketae G11 had been unrecognised, B1 unseen): s · Q·Kᵀ plus a relative bias every
-  input shares, s fitted; the distances reversed (slopes negative in every head) its bug form."""
+  input shares, s fitted; the distances reversed (slopes negative in every head) its bug form.
+- Keys kept transposed, (B, h, hs, T), where T = hs (jaketae G09 had been unrecognised): a head split read so."""
 
 from __future__ import annotations
 
@@ -254,3 +255,32 @@ def test_alibi_with_the_keys_kept_transposed_is_read_where_positions_and_head_si
     code, checks = traced(tmp_path, source)
     assert checks["G11"]["passed"] is True, checks["G11"]["detail"]
     assert "the keys kept transposed" in checks["G11"]["name"], checks["G11"]["name"]
+
+
+
+# Keys kept transposed, (B, h, hs, T), where T = hs (jaketae G09 had been unrecognised): the split read with the
+# positions last (checks/interleaved_heads.py ``head_split``); reshaped straight to that shape stays the bug form.
+KEPT_KEYS = '''\
+import torch
+
+torch.manual_seed(0)
+B, T, h, hs = 2, 8, 4, 8
+kqv = torch.nn.Linear(h * hs, 3 * h * hs, bias=False)
+with torch.no_grad():
+    key, query, value = kqv(torch.randn(B, T, h * hs)).chunk(3, dim=-1)
+    key = KEYS  # BREAKPOINT G09
+    query = query.view(B, T, h, hs).transpose(1, 2)  # BREAKPOINT G08
+    value = value.view(B, T, h, hs).transpose(1, 2)  # BREAKPOINT G10
+'''
+
+
+def test_keys_kept_transposed_are_read_as_a_head_split(tmp_path):
+    code, checks = traced(tmp_path, KEPT_KEYS.replace("KEYS", "key.view(B, T, h, hs).permute(0, 2, 3, 1)"))
+    assert checks["G09"]["passed"] is True, checks["G09"]["detail"]
+    assert "kept transposed" in checks["G09"]["detail"], checks["G09"]["detail"]
+
+
+def test_keys_reshaped_straight_to_the_transposed_shape_are_still_named(tmp_path):
+    code, checks = traced(tmp_path, KEPT_KEYS.replace("KEYS", "key.reshape(B, h, hs, T)"))
+    assert code == 1 and checks["G09"]["passed"] is False, checks["G09"]["detail"]
+    assert checks["G09"]["evidence"]["name"] == "heads split without moving the axis", checks["G09"]["evidence"]

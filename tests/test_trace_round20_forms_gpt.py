@@ -133,8 +133,8 @@ def test_the_residual_dropped_inside_the_wrapper_is_named_at_the_first_sum(tmp_p
 
 # A GPT's GELU step on a line that calls its first Linear, the LayerNorm before the MLP unmarked (jaketae and CSE256
 # G21 had been not checkable, "needs snapshot G19"): its input and weights are the Linear call's
-# (trace/reading/activated_calls.py ``activation_of_call``); an activation the step's check does not recompute (a tanh)
-# is not read so: never red for it.
+# (trace/reading/activated_before.py); an activation the step's check does not recompute (a tanh), a monotone function
+# of that call's output, is a form it does not know: never red for it (checks/activation.py).
 MLP_LINE = '''\
 import torch
 import torch.nn as nn
@@ -164,12 +164,18 @@ with torch.no_grad():
 def test_a_gelu_of_the_linear_its_line_called_is_read_from_that_call(tmp_path):
     code, checks = traced(tmp_path, MLP_LINE.replace("ACTIVATION", "F.gelu"))
     assert checks["G21"]["passed"] is True, checks["G21"]["detail"]
-    assert "its input taken from that call" in checks["G21"]["detail"], checks["G21"]["detail"]
+    assert "its input taken from the module call on the marked line" in checks["G21"]["detail"], checks["G21"]["detail"]
 
 
 def test_a_tanh_of_the_linear_its_line_called_is_never_red_at_the_gelu_step(tmp_path):
     code, checks = traced(tmp_path, MLP_LINE.replace("ACTIVATION", "torch.tanh"))
-    assert checks["G21"]["passed"] is not False, checks["G21"]["detail"]
+    assert code == 0 and checks["G21"]["status"] == "unrecognised", checks["G21"]["detail"]
+
+
+def test_the_activation_left_out_of_the_linear_its_line_called_is_red_at_the_gelu_step(tmp_path):
+    code, checks = traced(tmp_path, MLP_LINE.replace("ACTIVATION", ""))
+    assert code == 1 and checks["G21"]["passed"] is False, checks["G21"]["detail"]
+    assert "below GELU's minimum" in checks["G21"]["detail"], checks["G21"]["detail"]
 
 
 

@@ -35,7 +35,7 @@ from transformer_trace.trace.reading.rotary_positions import plain_form_missed, 
 from transformer_trace.trace.reading.functional_weights import functional_projection
 from transformer_trace.trace.reading.difference_context import difference_bound
 from transformer_trace.trace.reading.gated_mlp import activated_gate_bound, gated_bound, gated_down_bound
-from transformer_trace.trace.reading.activated_calls import activated_calls, activation_of_call
+from transformer_trace.trace.reading.activated_calls import activated_calls
 from transformer_trace.trace.reading.log_probs import log_softmax_of_call
 from transformer_trace.trace.reading.layered_calls import layered_calls
 from transformer_trace.trace.reading.sublayer_alone_normed import sublayer_alone_normed
@@ -367,7 +367,6 @@ def _ready(page: SnapshotReading, source: TensorDict | None, refused: list[Check
         found = found or layered_calls(check, page.calls, source, page.main_as_called)  # an MLP head on one line
         # a feed-forward on one line: the activation between its Linears read from both calls
         found = found or activated_calls(check, page.calls, source, page.main_as_called, order)
-        found = found or activation_of_call(check, page.calls, source, page.main_as_called, order)  # GELU(fc1(x))
         found = found or log_softmax_of_call(check, page.calls, source, page.main_as_called, order)  # log-probs
         # a post-norm LayerNorm the line called on a sublayer's output alone: the residual dropped
         found = found or sublayer_alone_normed(check, page.calls, source, page.main_as_called, order,

@@ -295,9 +295,9 @@ BUGS = {  # entry: [(what, file, correct text, planted text, the snapshot that m
          "the evidence rule (issue 40): the Annotated Transformer's own LayerNorm of x + memory[:, :T] fits no named "
          "bug form yet, so #41 is unrecognised, not failed"),
         ("dropped residual", AT, "return x + self.dropout(sublayer(self.norm(x)))",
-         "return self.dropout(sublayer(self.norm(x)))", "#19",
-         "missed: the residual sum is one SublayerConnection line shared by every sublayer (no snapshot marks it), "
-         "#19 and #40 need #15 and #36, and #41's LayerNorm check reads the (equally wrong) last layer's output"),
+         # the shared SublayerConnection line is marked by no snapshot: #19 reads its stream from the input of the
+         # LayerNorm the line fed the FFN with (fix20gpt), and names the residual dropped
+         "return self.dropout(sublayer(self.norm(x)))", "#19", ""),
     ],
     "pytorch_vision_vit": [
         ("dropped residual", "tv/models/vision_transformer.py", "x = x + input", "x = x", "S16", ""),

@@ -224,7 +224,7 @@ class _Recorder:
         self.seen: list[str] = []
         self.fed: dict = {}
 
-    def start(self, frame, markers, feeding=False, targets=None) -> None:
+    def start(self, frame, markers, feeding=False, targets=None, use=None) -> None:
         self.seen.append("start")
 
     def stop(self) -> list:

@@ -39,7 +39,8 @@ def test_round_nineteens_student_kind_implementation_says_its_bugs_are_classic()
 
 
 # the checks that must really run on each correct code (round nineteen re-measured after its fixes)
-PASSED_AT_LEAST = {MINVIT: 21, SPT_LSA: 15, XCIT: 10, TAHA: 23, DLCV: 19, LEAP: 18}
+# (DLCV 34: its per-head modules' steps read from their lines' hits, head_modules.py)
+PASSED_AT_LEAST = {MINVIT: 21, SPT_LSA: 15, XCIT: 10, TAHA: 23, DLCV: 34, LEAP: 18}
 
 
 @pytest.mark.slow

@@ -4,7 +4,9 @@ ones the round asked for, RunpengJ's UCSD CSE 256 decoder and yusung410's ViT, w
 authors' style, said in their SOURCE.md), and their correct code is traced where their upstream files are present
 beside our own ($TRACE_FRESH_ROUND20, by default /work/fresh_round20/<folder>); elsewhere (CI) skipped. The round's
 first result had no false red; its one red is true: yusung410's attention never applies the scale it defines (S12,
-"without the 1/√8 scaling"), judged by hand in ROUND20_VIT.md."""
+"without the 1/√8 scaling"), judged by hand in ROUND20_VIT.md; after fix20vit a second is true: Kulbear's DeiT applies
+GELU after its MLP's fc2 as well (S19, "an activation after the sublayer's output Linear"), ROUND20_VIT.md "After
+fix20vit"."""
 
 from __future__ import annotations
 
@@ -34,8 +36,9 @@ def test_round_twenty_plants_at_least_three_bugs_per_implementation_in_a_form_ne
 
 
 # the checks that must really run on each correct code (the first result's passed counts)
-PASSED_AT_LEAST = {ALIBI: 14, CSE256: 20, OFFLINE: 21, STUDENT_VIT: 20, CAIT: 13, DEIT: 17}
-TRUE_RED = {STUDENT_VIT: {"S12": "without the 1/√8"}}  # upstream's own bug, judged by hand
+PASSED_AT_LEAST = {ALIBI: 14, CSE256: 20, OFFLINE: 21, STUDENT_VIT: 21, CAIT: 13, DEIT: 18}
+# upstream's own bugs, judged by hand
+TRUE_RED = {STUDENT_VIT: {"S12": "without the 1/√8"}, DEIT: {"S19": "adds GELU("}}
 
 
 @pytest.mark.slow

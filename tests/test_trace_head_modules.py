@@ -90,3 +90,91 @@ def test_a_concatenation_of_heads_in_no_form_the_checks_know_is_unrecognised_not
     (page,) = (tmp_path / "out" / "t").glob("*/16-heads-concatenated.md")
     text = page.read_text(encoding="utf-8")
     assert "your G16 is unrecognised by its check" in text and "failed its check" not in text
+
+
+# The encoder-decoder's form of it (round nineteen's EECS 498 homework, DLCV): each head's module makes its own q, k and v
+# with a Linear of one head's width (#7-#9: (B, S, hs) at each hit, not the catalogue's (B, S, C)); nobody marks the
+# head split (#12), which no code of this form has. The concatenation reads the values from the projection's own hits,
+# one head's scores its q and k from the same hit of their lines, and each head's q, k and v are checked as the Linear
+# their line called, one head wide, on the input the catalogue names.
+PER_HEAD_ENCODER = '''\
+import math
+
+import torch
+import torch.nn as nn
+
+torch.manual_seed(3)
+B, S, C, H = 2, 6, 16, 4
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(C, C // H), nn.Linear(C, C // H), nn.Linear(C, C // H)
+
+    def forward(self, x):
+        q = self.q(x)  # Snapshot #7
+        k = self.k(x)  # Snapshot #8
+        v = self.v(x)  # Snapshot #9
+        scores = q @ k.transpose(1, 2) / SCALE  # Snapshot #10
+        w = torch.softmax(scores, dim=-1)  # Snapshot #11
+        return w @ VALUES
+
+
+class MultiHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads, self.out = nn.ModuleList([Head() for _ in range(H)]), nn.Linear(C, C)
+
+    def forward(self, x):
+        y = torch.cat([head(x) for head in self.heads], dim=-1)  # Snapshot #13
+        return self.out(y)
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn, self.norm = MultiHead(), nn.LayerNorm(C)
+
+    def forward(self, x):
+        summed = x + self.attn(x)
+        return self.norm(summed)  # Snapshot #15
+
+
+layers = nn.Sequential(Layer(), Layer()).eval()
+with torch.no_grad():
+    x = torch.randn(B, S, C)  # Snapshot #6
+    layers(x)
+'''
+
+
+def per_head_encoder(values: str = "v", scale: str = "math.sqrt(q.shape[-1])") -> str:
+    return PER_HEAD_ENCODER.replace("VALUES", values).replace("SCALE", scale)
+
+
+def test_heads_of_their_own_modules_in_an_encoder_read_their_inputs_from_the_projections_own_hits(tmp_path):
+    code, checks = traced(tmp_path, per_head_encoder())
+    assert code == 0 and checks["#13"]["passed"] is True and checks["#10"]["passed"] is True, checks
+    assert "the 4 heads read from hits 1–4 of your per-head lines #11 and #9" in checks["#13"]["detail"]
+    assert "one head's #7, #8 read from hit 1 of your per-head lines" in checks["#10"]["detail"]
+    for label in ("#7", "#8", "#9"):
+        assert checks[label]["passed"] is True, checks[label]["detail"]
+        assert "one head's projection, 4 of the 16 channels" in checks[label]["detail"]
+
+
+def test_a_heads_projection_given_another_input_is_named_at_it(tmp_path):
+    code, checks = traced(tmp_path, per_head_encoder().replace("k = self.k(x)", "k = self.k(torch.zeros_like(x))"))
+    assert code == 1 and checks["#8"]["passed"] is False, checks["#8"]["detail"]
+    assert checks["#8"]["evidence"]["name"] == "computed from another tensor", checks["#8"]["detail"]
+
+
+def test_a_head_that_weighs_its_keys_for_its_values_is_named_at_the_concatenation(tmp_path):
+    code, checks = traced(tmp_path, per_head_encoder(values="k"))
+    assert code == 1 and checks["#13"]["passed"] is False, checks["#13"]["detail"]
+    assert checks["#13"]["detail"].startswith("your y (#13) is computed from k (#8) where"), checks["#13"]["detail"]
+
+
+def test_a_head_whose_scores_miss_the_scaling_is_named_at_its_scores(tmp_path):
+    code, checks = traced(tmp_path, per_head_encoder(scale="1"))
+    assert code == 1 and checks["#10"]["passed"] is False, checks["#10"]["detail"]
+    assert checks["#10"]["evidence"]["name"] == "1/√d missing", checks["#10"]["detail"]

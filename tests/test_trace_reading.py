@@ -84,3 +84,88 @@ def test_every_hit_of_a_looped_line_is_one_record_with_its_provenance_and_the_ca
     assert {m: list(h) for m, h in capture.hits.items()} == hits_before and capture.warnings == warnings_before
     with pytest.raises(dataclasses.FrozenInstanceError):
         reading.hit = 2  # type: ignore[misc]
+
+
+SHARED_ATTENTION = """\
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w_q = nn.Linear(8, 8)
+
+        def forward(self, x, memory):
+            q = self.w_q(x)  # Snapshot #7 or #21 or #30
+            return q + memory.mean()
+
+    class EncoderLayer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.self_attn = Attention()
+
+        def forward(self, x):
+            return self.self_attn(x, x)
+
+    class DecoderLayer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.self_attn, self.cross_attn = Attention(), Attention()
+
+        def forward(self, y, memory):
+            y = self.self_attn(y, y)
+            return self.cross_attn(y, memory)
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([EncoderLayer(), EncoderLayer()])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([DecoderLayer(), DecoderLayer()])
+
+        def forward(self, y, memory):
+            for layer in self.layers:
+                y = layer(y, memory)
+            return y
+
+    encoder, decoder = Encoder(), Decoder()
+    with torch.no_grad():
+        decoder(torch.randn(2, 3, 8), encoder(torch.randn(2, 5, 8)))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shown", [1, 2])
+def test_a_shared_lines_calls_are_copied_up_to_the_hit_read_of_each_of_its_uses(tmp_path, shown):
+    """One attention class runs the encoder's self-attention, the decoder's and the cross-attention, two layers each:
+    each use's page reads its own hit ``shown`` (--hit), so the line's calls are copied at each use's hits up to that
+    one and no later (the second layer's hits of every use carry none for --hit 1), while its values are taken at
+    every hit."""
+    from transformer_trace.reports import REPORTS
+    from transformer_trace.trace import as_traced, numberings
+    from transformer_trace.trace.markers import scan
+    from transformer_trace.trace.reading.capture import run_script
+    from transformer_trace.trace.reading.user_files import user_files
+
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(SHARED_ATTENTION), encoding="utf-8")
+    markers, reads = as_traced(scan(user_files(script), numberings(REPORTS)), "encoder-decoder", REPORTS, shown)
+    capture = run_script(script, [], markers, 60, argv0=str(script), **reads)
+
+    (hits,) = capture.hits.values()
+    uses = [".".join(part[0] for part in hit.module) for hit in hits]  # the modules running each hit, in order
+    assert uses == [".layers.0.self_attn", ".layers.1.self_attn", ".layers.0.self_attn",
+                    ".layers.0.cross_attn", ".layers.1.self_attn", ".layers.1.cross_attn"]
+    copied = [[call.kind for call in hit.calls if call.kind == "linear"] for hit in hits]
+    layer = [int(use.split(".")[2]) + 1 for use in uses]  # each hit's layer: its use's hit number
+    assert copied == [["linear"] if n <= shown else [] for n in layer], "calls copied up to each use's hit read"
+    assert all(hit.values for hit in hits), "every hit's values are taken"

@@ -12,6 +12,7 @@ import torch
 
 from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, TraceUse, close, linear, softmax_factor,
                                           tolerance)
+from transformer_trace.checks.blind_rows import EVERY_KEY_MASKED
 from transformer_trace.checks.attention_dropout import DROPOUT_FORMS, weights_rebuilt
 from transformer_trace.checks.differential import half_product
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
@@ -27,7 +28,8 @@ from transformer_trace.checks.retention import is_decay
 from transformer_trace.checks.rotary import attention_operand, rotation_of
 from transformer_trace.checks.scale_forms import (close_scaled, scores_another_scale, scores_unscaled,
                                                   softmax_applies_no_scale, weights_unscaled)
-from transformer_trace.checks.self_mask import POSITIVE_MASK, masked_or_scaled_per_head
+from transformer_trace.checks.fitted_bias import keys_kept
+from transformer_trace.checks.self_mask import SCORE_FORMS, masked_or_scaled_per_head
 from transformer_trace.checks.soft_cap import capped_scores, capped_undivided, capped_unscaled
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -85,11 +87,10 @@ class HeadsRejoin(Check):
 @dataclass(frozen=True, kw_only=True)
 class ScaledScores(Check):
     """Tensors only: ``out`` = Q·Kᵀ/√hs per head, from the queries ``q`` and keys ``k``, per head (B, h, L, hs) or whole
-    (B, L, C), then split into the scores' heads. Scores that are Q·Kᵀ without the scaling are said to be; they pass
-    only where the scale is applied later, inside the softmax (``torch.softmax(scores / √hs)`` after the mask): the
-    probabilities ``probs`` (``probs_label``, where captured) equal the softmax of the scores × 1/√hs with the entries
-    they give no weight blocked. That test takes the softmax over the keys or over the queries: the softmax's axis is
-    the probabilities' own claim, so a softmax over the wrong axis fails there, not here."""
+    (B, L, C), then split into the scores' heads. Scores that are Q·Kᵀ unscaled are said to be; they pass only where
+    the scale is applied inside the softmax: the probabilities ``probs`` (``probs_label``, where captured) equal the
+    softmax of the scores × 1/√hs with the entries they give no weight blocked, over the keys or over the queries
+    (the softmax's axis is the probabilities' own claim: a softmax over the wrong axis fails there, not here)."""
     CLAIM = "is Q·Kᵀ / √hs, per head"
 
     DERIVES = "out"
@@ -97,7 +98,7 @@ class ScaledScores(Check):
     BUG_FORMS = (BugForm("1/√d missing", "the scores vs Q·Kᵀ unscaled", scores_unscaled),
                  BugForm("another scaling than 1/√hs", "the scores vs Q·Kᵀ times a fitted constant",
                          scores_another_scale), BugForm("1/√d missing", "soft-capped Q·Kᵀ unscaled", capped_unscaled),
-                 BugForm("soft cap undivided", "cap · tanh(the scores), cap fitted", capped_undivided), POSITIVE_MASK)
+                 BugForm("soft cap undivided", "cap · tanh(the scores), cap fitted", capped_undivided), *SCORE_FORMS)
 
     out: Ref = THIS
     q: Ref
@@ -117,7 +118,7 @@ class ScaledScores(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         scores, product, hs, grouped = self.read(s)  # product: (B, h, Lq, Lk)
         passed, detail = close_scaled(scores, product, 1 / math.sqrt(hs), f"recomputed Q·Kᵀ/√{hs} per head{grouped}")
-        if not passed and (read := masked_or_scaled_per_head(scores, product, hs)) is not None:
+        if not passed and (read := masked_or_scaled_per_head(scores, product, hs, keys_kept(self, s))) is not None:
             return read[0], read[1], f"{detail}; {read[2]}"
         if not passed and (t5 := self.t5(s)) is not None:
             return T5_CLAIM, True, f"{detail}; {t5}"
@@ -277,21 +278,19 @@ ROWS_SUM_TO_ONE = Property("probability rows sum to 1", "every row's sum and sig
 class SoftmaxRows(Check):
     """Tensors only: rows of ``out`` (over the last axis, the keys) are the softmax of ``scores`` (plus the ``mask``,
     when given: additive, or boolean where False blocks), sum to 1, never negative; ``causal``: no weight on a later
-    position.
-    Weights whose columns sum to 1 instead are said to come from a softmax over the wrong axis. Given the queries ``q``
-    and keys ``k`` (where captured), scores that are Q·Kᵀ unscaled may have their 1/√hs applied inside the softmax
-    (``torch.softmax(scores / √hs)``): that softmax is accepted too, and said to be."""
+    position. Weights whose columns sum to 1 are a softmax over the wrong axis. Given the queries ``q`` and keys ``k``,
+    scores that are Q·Kᵀ unscaled may have their 1/√hs applied inside the softmax: accepted too, and said to be."""
     CLAIM = "each row is the softmax of the scores over the keys and sums to 1"
 
     DERIVES = "out"
-    OPTIONAL = (("q",), ("k",), ("decay",))
+    OPTIONAL = (("q",), ("k",), ("decay",), ("tokens",))
     BUG_FORMS = (BugForm("softmax over the wrong axis", "the weights' columns sum to 1, their rows do not",
                          _over_queries),
                  BugForm("1/√d missing", "the weights vs the softmax of Q·Kᵀ unscaled", weights_unscaled),
                  BugForm("another scaling inside the softmax", "the weights vs the softmax of the scores times a "
                          "fitted constant", _another_temperature))
     PROPERTIES = (Property("no query attends to a later key", "the weights above the diagonal (causal)",
-                           _no_later_key), ROWS_SUM_TO_ONE, MASK_HONOURED)
+                           _no_later_key), ROWS_SUM_TO_ONE, MASK_HONOURED, EVERY_KEY_MASKED)
 
     out: Ref = THIS
     scores: Ref
@@ -300,6 +299,7 @@ class SoftmaxRows(Check):
     q: Ref | None = None
     k: Ref | None = None
     decay: Ref | None = None  # the model's mask, read only to tell a retention (retention.py): no softmax
+    tokens: Ref | None = None  # the keys' token IDs: evidence that real keys exist (blind_rows.py)
 
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         """The softmax, where the blocked keys are known: from the captured mask, or the future ones of a causal

@@ -213,12 +213,14 @@ class TraceUse:
     check's own binding reads besides (a residual sum's unmarked sublayer output from the Linear or the user's module
     the line called last); ``reads_locals``, whether the line's local tensors are copied (the projection a head split
     read); ``model_image``, whether ``out`` is the model's input image (also checked to be what the patch embedding was
-    called with). A trace copies only the kinds of calls its checks read (``kinds``)."""
+    called with); ``mask_step``, whether the step is an attention mask (a trace reads one of one flag per position as
+    a padding mask: reading/padding_mask.py). A trace copies only the kinds of calls its checks read (``kinds``)."""
 
     calls: Mapping[str, tuple[ModuleKind, str]] = dataclasses.field(default_factory=dict)
     also_calls: frozenset[ModuleKind] = frozenset()
     reads_locals: bool = False
     model_image: bool = False
+    mask_step: bool = False
 
     @property
     def kinds(self) -> frozenset[ModuleKind]:

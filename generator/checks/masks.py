@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks.base import MASK_FILL, Check, THIS, close
+from transformer_trace.checks.base import MASK_FILL, Check, THIS, TraceUse, close
 from transformer_trace.checks.evidence import Fit, Property
 from transformer_trace.checks.retention import decay_allows, decayed_scores
 from transformer_trace.sources import Ref, TensorSource
@@ -173,6 +173,7 @@ class CausalMask(Check):
     """Tensors only: a causal mask allows exactly the keys on and before the query: additive (0 on and below the
     diagonal, −inf or ≤ −1e9 above) or boolean (True allowed, or True blocked)."""
     CLAIM = "lets each query see itself and the keys before it, no later one"
+    TRACE = TraceUse(mask_step=True)
 
     PROPERTIES = (Property("no query attends to a later key", "the entries above the diagonal", _sees_later),)
 

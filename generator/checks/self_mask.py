@@ -22,6 +22,7 @@ import torch
 
 from transformer_trace.checks.base import MASK_FILL, close
 from transformer_trace.checks.evidence import BugForm, Fit
+from transformer_trace.checks.fitted_bias import ALIBI_REVERSED, scaled_with_bias
 from transformer_trace.checks.position_bias import bias_claim, relative_bias
 from transformer_trace.sources import TensorSource
 
@@ -53,8 +54,10 @@ def _rest(scores: torch.Tensor, expected: torch.Tensor, keep: torch.Tensor, what
     return close(scores.masked_fill(~keep, 0.0), expected.masked_fill(~keep, 0.0), what)
 
 
-def masked_or_scaled_per_head(scores: torch.Tensor, product: torch.Tensor, hs: int) -> tuple[str, bool, str] | None:
-    """How the scores read when they are not Q·Kᵀ/√hs whole (``product``: Q·Kᵀ per head, (B, h, Lq, Lk)): a correct
+def masked_or_scaled_per_head(scores: torch.Tensor, product: torch.Tensor, hs: int,
+                              kept: torch.Tensor | None = None) -> tuple[str, bool, str] | None:
+    """How the scores read when they are not Q·Kᵀ/√hs whole (``product``: Q·Kᵀ per head, (B, h, Lq, Lk); ``kept``: Q·K
+    with the keys read kept transposed, for a bias beside a scale of its own only, fitted_bias.py): a correct
     form (the claim, True, the detail), a form told apart from none of the bug forms (a claim, False, why: the check
     is then unrecognised), or None (not a form of this module's: the scores' other forms and bug forms are tried)."""
     if scores.dim() != 4 or scores.shape != product.shape:
@@ -73,6 +76,8 @@ def masked_or_scaled_per_head(scores: torch.Tensor, product: torch.Tensor, hs: i
         return f"equals Q·Kᵀ / √hs{mask}", True, detail
     if (biased := relative_bias(scores, expected))[0]:
         return bias_claim(f" / √{hs}") + mask, True, f"with the bias fitted: {biased[1]}"
+    if not mask and (with_bias := scaled_with_bias(scores, product, hs, kept)) is not None:
+        return with_bias  # a relative bias beside a scale of its own, fitted (ALiBi's with 1/√C: fitted_bias.py)
     scales = _scales_per_head(scores, product, keep)
     if scales is None or bool((scales <= 0).any()):
         return None
@@ -114,3 +119,4 @@ def _positive_mask(check: Any, s: TensorSource) -> Fit | None:
 
 POSITIVE_MASK = BugForm("masked with a large positive value", "the masked entries ≥ +1e4, the rest Q·Kᵀ × a scale",
                         _positive_mask)
+SCORE_FORMS = (POSITIVE_MASK, ALIBI_REVERSED)  # the scores' bug forms read beside a mask or a bias

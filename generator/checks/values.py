@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from transformer_trace.checks.base import (GELU_MINIMUM, THIS, BoundT, CallBinder, Check, CheckResult, TraceUse,
                                           UnfittableWeights, added, close, linear, tolerance)
+from transformer_trace.checks.activated_sum import ACTIVATED_SUBLAYER
 from transformer_trace.checks.dropout import DROPOUT_CLAIM, sum_through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.merged_sum import MERGED_CLAIM, MERGED_FORMS, merged_stream_left, merged_stream_sum
@@ -192,7 +193,7 @@ class SumOf(Check):
     BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (BugForm("added twice", "the sum with one operand counted twice",
                                                         _operand_twice), NORMALISED_RESIDUAL,
                                                 stream_left_out("residual dropped"), NORMALISED_STREAM_LEFT_OUT,
-                                                *MERGED_FORMS)
+                                                ACTIVATED_SUBLAYER, *MERGED_FORMS)
     LEFT_OUT = "residual dropped"
 
     DERIVES = "out"

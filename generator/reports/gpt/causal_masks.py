@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_trace.checks import THIS, Check, close
+from transformer_trace.checks import THIS, Check, TraceUse, close
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.masks import (aligned_to_keys_start, causal_by_own_pattern, causal_reading,
                                            future_left_visible, mask_allows, masked_as_written, masked_entries,
@@ -55,6 +55,7 @@ class CausalMaskBool(Check):
     diagonal, ``masked`` is ``scores`` with −inf where it blocks,
     and (from the run's second pass, when it has one) later bytes do not reach earlier positions."""
     CLAIM = "lets each query see itself and the keys before it, and blocks the scores elsewhere"
+    TRACE = TraceUse(mask_step=True)
 
     DERIVES = "masked"
     OPTIONAL = (("masked", "scores"),)  # without them (`nn.TransformerEncoder` masks inside): the mask alone

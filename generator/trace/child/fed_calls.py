@@ -49,19 +49,24 @@ class Feeding:
     first marked one's checks read, kept without its values or locals (``PendingCall``s), handed to each marked
     statement's next start (``CallRecorder.fed``); nothing where it raised."""
 
-    __slots__ = ("tracer", "markers", "targets", "line")
+    __slots__ = ("tracer", "markers", "targets", "line", "shared")
 
     def __init__(self, tracer, markers, line):
         self.tracer, self.targets, self.line = tracer, [], line
         self.markers = [(index, {**marker, "locals": [], "reads": []}) for index, marker in markers]
+        self.shared = None  # whether a statement it feeds is a shared line's: its hits counted per use (below)
 
     def __enter__(self):
         tracer = self.tracer
         # is_compiling's two halves asked here, as a marked statement asks them (bootstrap.Tracer.torch_imported):
         # is_compiling itself is three frames a feeding statement's every run paid for
         if tracer.pid is not None and not (tracer.dynamo() or tracer.compiler._is_compiling_flag):
-            # no frame: a feeding statement's locals are not read (its markers' "locals" are empty)
-            tracer.calls.start(None, self.markers, feeding=True, targets=self.targets)
+            # no frame: a feeding statement's locals are not read (its markers' "locals" are empty); the use of the
+            # shared line it feeds, read from its own frame, the one the marked line runs in (read once, cached)
+            if self.shared is None:
+                self.shared = any(marker["shared_line"] for target in self.targets for _, marker in target)
+            use = tracer.shared.use(sys._getframe(1)) if self.shared else None
+            tracer.calls.start(None, self.markers, feeding=True, targets=self.targets, use=use)
 
     def __exit__(self, kind, value, traceback):
         tracer = self.tracer

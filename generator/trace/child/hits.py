@@ -17,16 +17,18 @@ class Marked:
     recorded from its start where its checks read them, its values taken once it has run, nothing when it raised.
     Called from the statement's own frame, so it keeps no state: recursion and threads share it."""
 
-    __slots__ = ("tracer", "markers", "group", "read")
+    __slots__ = ("tracer", "markers", "group", "read", "shared")
 
     def __init__(self, tracer, markers, group):
         self.tracer, self.markers, self.group = tracer, markers, group
         self.read = any(reads_more(marker) for _, marker in markers)  # its calls, locals or attributes read
+        self.shared = any(marker["shared_line"] for _, marker in markers)  # its hits counted per use
 
     def __enter__(self):
         tracer = self.tracer
         if self.read and tracer.pid is not None and not (tracer.dynamo() or tracer.compiler._is_compiling_flag):
-            tracer.calls.start(sys._getframe(1), self.markers)
+            frame = sys._getframe(1)
+            tracer.calls.start(frame, self.markers, use=tracer.shared.use(frame) if self.shared else None)
 
     def __exit__(self, kind, value, traceback):
         tracer = self.tracer
@@ -69,12 +71,13 @@ def take(tracer, frame, markers, returned=None, calls=None):
         site = module = None
         if marker["shared_line"]:  # the line that called it and the module running it tell its uses apart
             site, module = tracer.shared.site_and_module(frame)
+            tracer.calls.taken_by_use[(index, tracer.shared.use(frame))] += 1
         with results.lock:
             values = tracer.copies.captured(results, read)
             results.order += 1
             results.event(protocol.hit_to_serializable(index, results.order, site, values, calls or [], reads, module,
                                                        training))
-            tracer.calls.taken[index] += 1  # its calls are not copied past the hit read (module_calls.py ``past``)
+            tracer.calls.taken[index] += 1  # its calls are not copied past the hit read (module_calls.py ``_past``)
             if entry is markers[-1]:  # the statement taken: its copies forgotten (``forget_copies``), the lock held
                 results.copied.clear()
 

@@ -50,13 +50,15 @@ class CallRecorder:
         self.fed = {}  # id(a marked statement's markers) -> {a feeding line: its calls (fed_calls.py), last run}
         self.traced_back = {}  # (id(a marked statement's markers), a feeding line) -> traced back to (fed_calls.py)
         self.taken = collections.defaultdict(int)  # a marker's index -> its hits taken (bootstrap.py ``_take``)
+        self.taken_by_use = collections.defaultdict(int)  # (a shared line's marker index, ``SharedLines.use``) -> hits
 
-    def start(self, frame, markers, feeding=False, targets=None):
+    def start(self, frame, markers, feeding=False, targets=None, use=None):
         """A marked statement begins: the local tensors it reads are copied (as they are before it rebinds them), the
         calls of the kinds its checks read (all where the marker says None) recorded until ``stop`` (``feeding``: an
         unmarked statement feeding marked ones, its calls kept by reference: fed_calls.py; ``targets``: the markers
-        of the statements it feeds). Nothing is recorded once its markers are past the hit their checks read."""
-        if self.past(targets or (markers,)):
+        of the statements it feeds; ``use``: a shared line's, ``_past``). Nothing is recorded once its markers are past
+        the hit their checks read."""
+        if _past(self, targets or (markers,), use):
             self.running.append(PAST)  # its ``stop`` gives None: no calls, nor attributes read
             self.fed.pop(id(markers), None)
             return
@@ -79,18 +81,6 @@ class CallRecorder:
         if self.hooks.installed or wanted is not None and not wanted - {ModuleKind.READ}:
             return  # hooks already installed, or none of the line's calls is read: none installed
         self.hooks.install()
-
-    def past(self, targets):
-        """Whether every marker of ``targets`` (statements' markers) has had the hit whose calls its checks read
-        (``calls_at``; 0: every hit's): the pages read that hit's calls only (reading/pages.py ``_marked``), an
-        earlier one's where the line ran fewer times, so a later hit's are not copied."""
-        taken = self.taken
-        for markers in targets:
-            for index, marker in markers:
-                at = marker.get("calls_at", 0)
-                if not at or taken[index] < at:
-                    return False
-        return True
 
     def stop(self):
         """The statement's capture is taken: its calls (the hooks removed once no marked statement runs); None for
@@ -182,6 +172,20 @@ class CallRecorder:
         self.params[key] = (param, number)
         self.results.event(protocol.param_to_serializable(number, value))
         return number
+
+
+def _past(recorder, targets, use=None):
+    """Whether every marker of ``targets`` (statements' markers) has had the hit whose calls its checks read
+    (``calls_at``; 0: every hit's): the pages read that hit's calls only (reading/pages.py ``_marked``), an
+    earlier one's where the line ran fewer times, so a later hit's are not copied; a shared line's counted per
+    ``use`` (each snapshot's page reads that hit of its own use: running_module.py ``SharedLines.use``)."""
+    taken, by_use = recorder.taken, recorder.taken_by_use
+    for markers in targets:
+        for index, marker in markers:
+            at = marker.get("calls_at", 0)
+            if not at or (by_use[(index, use)] if marker["shared_line"] else taken[index]) < at:
+                return False
+    return True
 
 
 def _keep(recorder, module, kind, depth, args, output):

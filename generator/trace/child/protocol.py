@@ -32,8 +32,9 @@ import enum
 from dataclasses import dataclass
 from typing import TypedDict
 
-PROTOCOL_VERSION = 7  # 1: the unversioned format told events apart by the key present; 3: RAISED; 4: calls_at;
-# 5: a hit's ``training``; 6: the kind "transformer_stack" (its batch_first); 7: the kind "max_pool2d"
+PROTOCOL_VERSION = 8  # 1: the unversioned format told events apart by the key present; 3: RAISED; 4: calls_at;
+# 5: a hit's ``training``; 6: the kind "transformer_stack" (its batch_first); 7: the kind "max_pool2d"; 8: a shared
+# line's calls_at counted per use
 
 # A notebook's script (trace/notebook.py writes it): its first line names the notebook, and each cell starts after a
 # line of its own; the script's interpreter runs each cell as IPython runs it (instrument.py, bootstrap.py).
@@ -225,7 +226,8 @@ class MarkerSpec(TypedDict):
     reads: list[str]  # attribute chains whose tensors are copied
     locals: list[str]  # names whose values are copied before the line runs
     calls: list[str] | None  # the module kinds whose calls are copied (None: every kind)
-    calls_at: int  # the hit the checks read those of: calls, locals, attributes and feeders copied up to it (0: all)
+    calls_at: int  # the hit the checks read those of: calls, locals, attributes and feeders copied up to it (0: all;
+    # a shared line's: that hit of each use)
     feeders: list[tuple[int, int]]  # unmarked statements whose calls go with its next hit (reading/feeders.py)
     traced: list[int]  # the first lines of those traced back to: their calls' outputs may be read rearranged
 

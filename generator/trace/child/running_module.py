@@ -203,6 +203,15 @@ class SharedLines:
             self.frame, self.found = id(frame), (self.call_site(frame), self.module(frame))
         return self.found
 
+    def use(self, frame):
+        """What tells this frame's use of a shared line from another's, as the reader tells them (shared_lines.py:
+        from the calling line and the running modules' attributes, classes, inputs and what they own and hold), the
+        layers' numbers left out: the encoder's second layer is the same use as its first."""
+        site, module = self.site_and_module(frame)
+        return (tuple(site) if site else None,
+                tuple(("#" if attribute.isdigit() else attribute, name, inputs, projects, holds)
+                      for attribute, name, inputs, projects, holds in module) if module else None)
+
     def forget(self):
         """Code holding a shared line is entered: a new frame (Tracer.entered_shared)."""
         self.frame = None

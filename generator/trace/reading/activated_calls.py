@@ -2,14 +2,16 @@
 activation(linear1(x))))``), where the catalogue claims the second Linear of an activation of the first one's output
 (``LinearOf`` with ``activation``) and no snapshot shows that output: the claim is read with the first Linear's output
 its call recorded (checks/activation_between.py ``LinearOfActivated``), so the activation between is checked against
-what the second Linear was given, not assumed from it."""
+what the second Linear was given, not assumed from it. Likewise a line that applies the activation to a Linear it
+called (``x = F.gelu(self.fc1(x))`` inside the MLP, the LayerNorm before it unmarked): the GELU step's input and
+weights are that call's (``activation_of_call``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from transformer_trace.checks import LinearOf
+from transformer_trace.checks import GeluOfLinear, LinearOf
 from transformer_trace.checks.activation_between import LinearOfActivated
 from transformer_trace.checks.layers import fitted_activation
 from transformer_trace.sources import Ref, TensorDict
@@ -44,3 +46,30 @@ def activated_calls(check: Any, calls: Sequence[ModuleCall], source: TensorDict,
     bound = LinearOfActivated(out=check.out, x=hidden, module=check.module, activation=check.activation)
     return Bound(bound, given, note=f"the weights of the {second.module} it called; the output of the {first.module} "
                                     "it called before it, the activation between them read from both calls")
+
+
+# the members GeluOfLinear recomputes: a line whose output is another (a tanh) is not read as a GELU step
+GELU_STEP_MEMBERS = ("GELU", "GELU (tanh)", "ReLU", "SiLU")
+
+
+def activation_of_call(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: Any,
+                       order: tuple[int, ...] | None = None) -> Bound | None:
+    """``check`` (a ``GeluOfLinear``, its input not captured) read with the input and weights of the last Linear the
+    line called whose output an activation the check recomputes makes the step from; None where there is none."""
+    if type(check) is not GeluOfLinear or source.has(check.x) or main is None:
+        return None
+    linears = [c for c in calls if c.kind == ModuleKind.LINEAR and c.inputs and c.outputs
+               and c.inputs[0] is not None and c.outputs[0] is not None
+               and tuple(c.outputs[0].shape) == tuple(main.shape)]
+    if not linears or fitted_activation(present(linears[-1].outputs[0]), present(main)) not in GELU_STEP_MEMBERS:
+        return None
+    call = linears[-1]
+    module = rebuild(call, ModuleKind.LINEAR)
+    if module is None:
+        return None
+    x = Ref(f"{source.name(check.x)}@{call.module}.input")
+    given = Given(source, {**source.tensors, x.template: in_order(present(call.inputs[0]), order)},
+                  modules={source.name(check.module): module})
+    return Bound(GeluOfLinear(out=check.out, x=x, module=check.module), given,
+                 note=f"the weights of the {call.module} it called; its input taken from that call (no snapshot "
+                      "shows it)")

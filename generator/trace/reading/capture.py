@@ -186,8 +186,9 @@ def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
     the only ones copied; None: every kind; ``calls_at``: per snapshot, the hit whose calls its checks read
     (generator/trace/__init__.py's calls_at), those of later hits not copied; None: every hit's."""
     numbers = {n for n in (marker.number, *marker.alternatives) if n is not None}  # none for a `# trace:` point
-    # a shared line's hits are dealt out to its callers' snapshots (shared_lines.py): its count is none of theirs
-    hits_read = [calls_at.get(n, 0) for n in numbers] if calls_at is not None and not marker.alternatives else []
+    # a shared line's hits are dealt out to its callers' snapshots (shared_lines.py): the child counts its hits per
+    # use (running_module.py ``SharedLines.use``), each use's page reading that hit of its own
+    hits_read = [calls_at.get(n, 0) for n in numbers] if calls_at is not None else []
     reads_locals = bool(locals_for & numbers)
     kinds = None if calls_for is None else sorted(set().union(*(calls_for.get(n, ()) for n in numbers)))
     reads_attributes = kinds is None or ModuleKind.READ in kinds

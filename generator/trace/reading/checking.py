@@ -35,7 +35,8 @@ from transformer_trace.trace.reading.rotary_positions import plain_form_missed, 
 from transformer_trace.trace.reading.functional_weights import functional_projection
 from transformer_trace.trace.reading.difference_context import difference_bound
 from transformer_trace.trace.reading.gated_mlp import activated_gate_bound, gated_bound, gated_down_bound
-from transformer_trace.trace.reading.activated_calls import activated_calls
+from transformer_trace.trace.reading.activated_calls import activated_calls, activation_of_call
+from transformer_trace.trace.reading.log_probs import log_softmax_of_call
 from transformer_trace.trace.reading.layered_calls import layered_calls
 from transformer_trace.trace.reading.sublayer_alone_normed import sublayer_alone_normed
 from transformer_trace.trace.reading.sublayer_then_normed import sublayer_then_normed
@@ -46,6 +47,7 @@ from transformer_trace.trace.reading.sublayer_input import stream_not_normalised
 from transformer_trace.trace.reading.batch_mean import averaged_over_batch
 from transformer_trace.trace.reading.padding_mask import padding_mask_read
 from transformer_trace.trace.reading.head_modules import heads_of_their_own_modules
+from transformer_trace.trace.reading.head_rows import heads_on_rows
 from transformer_trace.trace.reading.experts import mixture_of_experts
 from transformer_trace.trace.reading.norm_of_another import norm_of_another
 from transformer_trace.trace.reading.image_patches import patches_of_the_image
@@ -265,7 +267,9 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int,
                                 _ready(page, checked, _refused(page, checked, read_labels)))
         results[number] = [in_users_terms(result, read_labels, variables) for result in found]
     # one module per head: a concatenation of heads read from its per-head lines' hits (head_modules.py)
-    return heads_of_their_own_modules(pages, results, views, lambda r: in_users_terms(r, read_labels, variables))
+    results = heads_of_their_own_modules(pages, results, views, lambda r: in_users_terms(r, read_labels, variables))
+    # logits from heads on rows the catalogue's check cannot read (head_rows.py)
+    return heads_on_rows(pages, results, views, lambda r: in_users_terms(r, read_labels, variables))
 
 
 def _another_position(page: SnapshotReading, found: list[CheckResult], run: TracedRun,
@@ -363,6 +367,8 @@ def _ready(page: SnapshotReading, source: TensorDict | None, refused: list[Check
         found = found or layered_calls(check, page.calls, source, page.main_as_called)  # an MLP head on one line
         # a feed-forward on one line: the activation between its Linears read from both calls
         found = found or activated_calls(check, page.calls, source, page.main_as_called, order)
+        found = found or activation_of_call(check, page.calls, source, page.main_as_called, order)  # GELU(fc1(x))
+        found = found or log_softmax_of_call(check, page.calls, source, page.main_as_called, order)  # log-probs
         # a post-norm LayerNorm the line called on a sublayer's output alone: the residual dropped
         found = found or sublayer_alone_normed(check, page.calls, source, page.main_as_called, order,
                                                      page.run.as_called)

@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # pragma: no cover (capture.py reads the feeding statements f
 
 MOST_FEEDERS = 3  # per marked statement: the statements assigning the locals it reads, nearest first
 MOST_TRACED_BACK = 2  # per marked statement: the projections found further back, through what the feeders read
+# tensor methods that move a module call's output without changing its values (the fused projection split into heads
+# on the statement that calls it: round twenty's student ViT)
+REARRANGING = frozenset({"reshape", "view", "permute", "transpose", "contiguous", "flatten", "unflatten"})
 
 
 def feeding_statements(source: str, first: int, last: int) -> list[tuple[int, int]]:
@@ -52,7 +55,7 @@ def _feeding_statements(source: str, first: int, last: int) -> tuple[tuple[int, 
     marked = body[index]
     wanted = {n.id for n in ast.walk(marked) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     feeders: list[tuple[int, int]] = []
-    for node in reversed(body[:index]):
+    for node in _before(tree.body if tree is not None else [], body, index):
         assigned = _assigned(node)
         if not assigned & wanted:
             continue
@@ -63,6 +66,37 @@ def _feeding_statements(source: str, first: int, last: int) -> tuple[tuple[int, 
         if not wanted or len(feeders) == MOST_FEEDERS:
             break
     return tuple(feeders)
+
+
+def _before(top: list[ast.stmt], body: list[ast.stmt], index: int) -> Iterator[ast.stmt]:
+    """The statements that ran before ``body[index]``, nearest first: those of its own block, then, where that block is
+    a branch of an ``if``, ``with`` or ``try`` (``else: return (x_cls + x_distill) / 2`` below ``x_cls =
+    self.head(x[:, 0])``: round twenty's DeiT), those before that statement in the block holding it, outwards; never
+    past a function (another scope) nor a loop (whose body's later statements ran before it too)."""
+    yield from reversed(body[:index])
+    outer = _holding(top, body)
+    while outer is not None:
+        block, position = outer
+        if not isinstance(block[position], (ast.If, ast.With, ast.AsyncWith, ast.Try)):
+            return
+        yield from reversed(block[:position])
+        outer = _holding(top, block)
+
+
+def _holding(top: list[ast.stmt], body: list[ast.stmt]) -> tuple[list[ast.stmt], int] | None:
+    """The block and index of the compound statement one of whose bodies is ``body``; None at the top."""
+    for block in _blocks(top):
+        for position, node in enumerate(block):
+            if any(inner is body for inner in _bodies(node)):
+                return block, position
+    return None
+
+
+def _blocks(top: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
+    yield top
+    for node in top:
+        for inner in _bodies(node):
+            yield from _blocks(inner)
 
 
 @lru_cache(maxsize=1024)
@@ -117,12 +151,16 @@ def _written(node: ast.stmt) -> frozenset[str]:
 
 
 def _projects(node: ast.stmt) -> bool:
-    """An assignment of module calls' outputs as they are: ``v = self.wv(x)``, or a tuple of such calls; or of one
+    """An assignment of module calls' outputs as they are, or only rearranged (``qkv = self.qkv(x).reshape(...)``:
+    ``REARRANGING``): ``v = self.wv(x)``, or a tuple of such calls; or of one
     output of a module returning several (``src2 = self.self_attn(q, k, value=src)[0]``: nn.MultiheadAttention's, whose
     query, key and value arguments attention_sources.py compares with the streams they belong to)."""
     value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
     if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
         value = value.value
+    while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+           and value.func.attr in REARRANGING and isinstance(value.func.value, ast.Call)):
+        value = value.func.value  # ``self.qkv(x).reshape(B, N, 3, h, hs).permute(2, 0, 3, 1, 4)``: the call's values
     calls = value.elts if isinstance(value, ast.Tuple) else [value]
     return bool(calls) and all(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                                and isinstance(c.func.value, ast.Name) and c.func.value.id == "self" for c in calls)

@@ -17,10 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
-from transformer_trace.checks import FAILED, CheckResult, ContextConcat
+from transformer_trace.checks import FAILED, Check, CheckResult, ContextConcat, HeadsRejoin
 from transformer_trace.checks.base import needs_evidence
 from transformer_trace.sources import Ref, TensorDict
+from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.pages import SnapshotReading
+from transformer_trace.trace.reading.weights import bind
 
 
 def _hits_in_layout(pages: Sequence[SnapshotReading], ref: Ref) -> tuple[SnapshotReading, list[torch.Tensor]] | None:
@@ -38,6 +40,34 @@ def _hits_in_layout(pages: Sequence[SnapshotReading], ref: Ref) -> tuple[Snapsho
     return None
 
 
+def _whole_projection(pages: Sequence[SnapshotReading], ref: Ref) -> Ref:
+    """The whole projection (B, L, C) the catalogue splits into the per-head record ``ref`` (its HeadsRejoin); else
+    ``ref`` itself (a whole projection a check splits into the probabilities' heads)."""
+    for page in pages:
+        for check in page.snap.checks:
+            if isinstance(check, HeadsRejoin) and ref in check.heads:
+                return check.full[check.heads.index(ref)]
+    return ref
+
+
+def _per_head_hits(pages: Sequence[SnapshotReading], ref: Ref) -> tuple[SnapshotReading, list[torch.Tensor]] | None:
+    """A per-head record's value at every hit: from the page holding it; else, where its head split's whole projection
+    (or the whole projection ``ref``) is captured one head at each hit (a per-head module's own Linear: (B, L, hs), the
+    whole's width over the heads), those hits, each one head (B, 1, L, hs) (from (L, B, hs) in a sequence-first run)."""
+    if (held := _hits_in_layout(pages, ref)) is not None:
+        return held
+    whole = _whole_projection(pages, ref)
+    page = next((p for p in pages if p.captured and whole in p.snap.tensors), None)
+    if page is None:
+        return None
+    k = page.snap.tensors.index(whole)
+    hits = [hit for hit in (page.hit_values[k] if k < len(page.hit_values) else ()) if hit is not None]
+    if not hits or len(hits) != len(page.hit_values[k]) or any(hit.dim() != 3 or hit.shape != hits[0].shape
+                                                                for hit in hits):
+        return None
+    return page, [(hit.transpose(0, 1) if page.run.sequence_first else hit).unsqueeze(1) for hit in hits]
+
+
 def _heads(hits: list[torch.Tensor], heads: int, shown: int) -> torch.Tensor | None:
     """Hits (shown − 1)·heads … shown·heads − 1 (counted from 0), each one head (B, 1, L, ·), stacked on the heads
     axis; None where they are not one head each, or there are not that many."""
@@ -51,16 +81,108 @@ def _heads(hits: list[torch.Tensor], heads: int, shown: int) -> torch.Tensor | N
 def heads_of_their_own_modules(pages: Sequence[SnapshotReading], results: dict[int, list[CheckResult]],
                                views: Mapping[int, TensorDict],
                                in_terms: Callable[[CheckResult], CheckResult]) -> dict[int, list[CheckResult]]:
+    """``results`` with the steps of per-head modules read from their lines' hits: a concatenation of heads from the
+    hits of the layer shown stacked (``_concatenations``), a step of one head from the same hit of the lines that make
+    its inputs (``_one_head_steps``), a head's own q, k or v projection (one head wide: its shape no reading of the
+    catalogue's (B, L, C)) from the Linear its line called (``_one_head_projections``)."""
+    results = _concatenations(pages, results, views, in_terms)
+    return _one_head_projections(pages, _one_head_steps(pages, results, views, in_terms), views, in_terms)
+
+
+def _unread(found: list[CheckResult]) -> bool:
+    """Whether no check passed nor found a bug (a red with evidence, or a pass, is not read again)."""
+    return not any(r.passed or r.status == FAILED for r in found)
+
+
+def _one_head_steps(pages: Sequence[SnapshotReading], results: dict[int, list[CheckResult]],
+                    views: Mapping[int, TensorDict],
+                    in_terms: Callable[[CheckResult], CheckResult]) -> dict[int, list[CheckResult]]:
+    """Each step of one head (read with h = 1: a per-head module's scores) whose check lacks the per-head inputs no
+    marker shows (q and k split into heads, #12), read from the same hit of the lines that made them one head each
+    (the head's own q and k Linears, (B, L, hs) at each hit: ``_per_head_hits``), where those lines ran as often."""
+    for page in pages:
+        number, found = page.snap.number, results.get(page.snap.number, [])
+        if not page.captured or number not in views or not _unread(found) or not page.hit_values:
+            continue
+        view, own = views[number], page.main.shown.tensor
+        layout = page.layout
+        own = layout.canonical if layout is not None and layout.canonical is not None else own
+        if not isinstance(own, torch.Tensor) or own.dim() != 4 or own.shape[1] != 1:
+            continue  # not one head's step
+        ran, shown = len(page.hit_values[0]), page.lines[page.tensor_lines[0]].shown
+        for check in page.snap.checks:
+            missing = [ref for name, ref in _tensor_fields(check) if not view.has(ref)]
+            tensors, read = dict(view.tensors), []
+            for ref in missing:
+                hits = _per_head_hits(pages, ref)
+                if hits is None or len(hits[1]) != ran or hits[1][shown - 1].shape[:2] != own.shape[:2]:
+                    break
+                tensors[view.name(ref)] = hits[1][shown - 1]
+                read.append(hits[0].label)
+            else:
+                if not missing:
+                    continue
+                result = check.run(view.with_tensors(tensors))
+                if result.checkable:
+                    note = (f" (one head's {', '.join(dict.fromkeys(read))} read from hit {shown} of your per-head "
+                            "lines, as this step's own: one module per head)")
+                    results[number] = [in_terms(needs_evidence(dataclasses.replace(result,
+                                                                                    detail=result.detail + note)))]
+                    break
+    return results
+
+
+def _one_head_projections(pages: Sequence[SnapshotReading], results: dict[int, list[CheckResult]],
+                          views: Mapping[int, TensorDict],
+                          in_terms: Callable[[CheckResult], CheckResult]) -> dict[int, list[CheckResult]]:
+    """Each projection step that is one head's (a per-head module's own Linear, (B, L, hs) where the catalogue has
+    (B, L, C): C = k·hs, k > 1, the line run a multiple of k times) checked as the Linear its line called, on the
+    input the catalogue names: the head's part of the projection, with its input read as for the whole one."""
+    for page in pages:
+        number, found = page.snap.number, results.get(page.snap.number, [])
+        if not page.captured or number not in views or not _unread(found) or not page.hit_values:
+            continue
+        raw, width = page.main.shown.tensor, page.run.dims.get("C")
+        if not isinstance(raw, torch.Tensor) or raw.dim() != 3 or not width or not page.calls:
+            continue
+        head_size = raw.shape[-1]
+        if head_size >= width or width % head_size or len(page.hit_values[0]) % (width // head_size):
+            continue  # not one head of k: the whole width, or a line that ran once per layer
+        view = views[number]
+        for check in page.snap.checks:
+            out = getattr(check, "out", None)
+            if check.TRACE.calls.get("module", (None,))[0] is not ModuleKind.LINEAR or not isinstance(out, Ref):
+                continue
+            step = raw.detach().double()
+            with_step = view.with_tensors({**view.tensors, view.name(out): step})
+            bound = bind(check, page.calls, with_step, step)
+            result = bound.check.run(bound.source) if bound is not None else None
+            if result is not None and result.checkable:
+                note = (f" (one head's projection, {head_size} of the {width} channels: one module per head, its "
+                        "Linear one head wide)")
+                results[number] = [in_terms(needs_evidence(dataclasses.replace(result, detail=result.detail + note)))]
+                break
+    return results
+
+
+def _tensor_fields(check: Check) -> list[tuple[str, Ref]]:
+    """The check's tensor inputs by field (its step, ``out``, left out)."""
+    return [(name, value) for name, kind in check.parameters().items()
+            if kind == "tensor" and name != "out" and isinstance(value := getattr(check, name), Ref)]
+
+
+def _concatenations(pages: Sequence[SnapshotReading], results: dict[int, list[CheckResult]],
+                    views: Mapping[int, TensorDict],
+                    in_terms: Callable[[CheckResult], CheckResult]) -> dict[int, list[CheckResult]]:
     """``results`` with each concatenation of heads whose checks neither passed nor found a bug read from its per-head
     lines' hits, where they are one head each (see the module's doc); ``views``: each captured page's view of the run.
     A failure there needs evidence as every check's does (base.py ``needs_evidence``)."""
     for page in pages:
         number, found = page.snap.number, results.get(page.snap.number, [])
         check = next((c for c in page.snap.checks if isinstance(c, ContextConcat)), None)
-        if check is None or not page.captured or number not in views or any(r.passed or r.status == FAILED
-                                                                              for r in found):
+        if check is None or not page.captured or number not in views or not _unread(found):
             continue  # passed, or red with evidence: not read again
-        probs, values = _hits_in_layout(pages, check.probs), _hits_in_layout(pages, check.v)
+        probs, values = _hits_in_layout(pages, check.probs), _per_head_hits(pages, check.v)
         if probs is None or values is None:
             continue
         layout = page.layout
@@ -73,12 +195,23 @@ def heads_of_their_own_modules(pages: Sequence[SnapshotReading], results: dict[i
             continue  # the per-head lines ran k times for each concatenation: the heads of one layer, in order
         shown = page.lines[page.tensor_lines[0]].shown
         weights, per_head = _heads(probs[1], heads, shown), _heads(values[1], heads, shown)
-        if weights is None or per_head is None:
+        if weights is None or per_head is None or per_head.shape[:2] != weights.shape[:2] \
+                or per_head.shape[-2] != weights.shape[-1]:
             continue
         view = views[number]
         tensors = {**view.tensors, view.name(check.probs): weights, view.name(check.v): per_head}
-        # the queries and keys, read only by the bug forms: left out (one head each, not the concatenation's heads)
-        result = dataclasses.replace(check, q=None, k=None).run(view.with_tensors(tensors))
+        # the queries and keys, read only by the bug forms (K where V belongs), stacked alike where their per-head
+        # lines ran as often; else left out (one head each, not the concatenation's heads)
+        parts = {}
+        for field in ("q", "k"):
+            ref = getattr(check, field)
+            read = _per_head_hits(pages, ref) if ref is not None else None
+            stacked = _heads(read[1], heads, shown) if read is not None and len(read[1]) == heads * ran else None
+            if stacked is not None and stacked.shape[:2] == per_head.shape[:2]:
+                tensors[view.name(ref)], parts[field] = stacked, ref
+        reading = dataclasses.replace(check, q=parts.get("q"), k=parts.get("k")) if len(parts) == 2 else \
+            dataclasses.replace(check, q=None, k=None)
+        result = reading.run(view.with_tensors(tensors))
         if not result.checkable:
             continue
         first, last = (shown - 1) * heads + 1, shown * heads

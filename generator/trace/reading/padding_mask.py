@@ -33,9 +33,9 @@ def padding_flags(mask: torch.Tensor) -> torch.Tensor | None:
 
 
 def padding_mask_read(page: SnapshotReading) -> CheckResult | None:
-    """The mask step (a causal-mask check's page) read as a padding mask over positions, where its shape is one; else
-    None (the shape stays unread)."""
-    if not any("Mask" in type(check).__name__ for check in page.snap.checks):
+    """The mask step (a page whose check declares ``TraceUse.mask_step``) read as a padding mask over positions, where
+    its shape is one; else None (the shape stays unread)."""
+    if not any(check.TRACE.mask_step for check in page.snap.checks):
         return None
     mask = page.main.shown.tensor
     if not isinstance(mask, torch.Tensor) or (flags := padding_flags(mask.detach().cpu())) is None:

@@ -40,7 +40,7 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, 
         return None
     operands = check.operands
     if source.has(operands[-1]):
-        return None
+        return _stream_from_norm(check, calls, source, main, order)
     tensors = dict(source.tensors)
     # the stream, where it is the one other operand and no snapshot shows it: from the norm the line applied to it
     # (where it is the sum of several, the norm's input is that sum, not the operand missing)
@@ -66,12 +66,45 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, 
         kept, absent = (Ref(captured_stream), Ref(name)), ()
     given = Given(source, {**tensors, name: in_order(call.outputs[0], order)})
     out = getattr(check, "out")
+    if not source.has(out) and _marks_the_sum(calls, main, [tensors[ref.template] for ref in known.values()]):
+        out = Ref(f"{source.name(out)}, the value of the marked line")  # the step lists the operands, the line the sum
+        given = Given(source, {**given.tensors, out.template: in_order(main, order)})
     stream = (f"; {_stream_name(source.name(streams[0]), norm)}" if norm is not None else
               f"; the stream it is added to as {captured_stream}, the input of the LayerNorm the line called"
               if captured_stream is not None else "")
-    return Bound(SublayerFromCall(out=out, operands=kept, step=check, absent=absent, called=call.module), given, None,
+    step = check if out is getattr(check, "out") else dataclasses.replace(check, out=out)
+    return Bound(SublayerFromCall(out=out, operands=kept, step=step, absent=absent, called=call.module), given, None,
                  f"{missing} taken from the output of the {call.module} the line called{stream} (no captured "
                  "snapshot shows it)")
+
+
+def _marks_the_sum(calls: Sequence[ModuleCall], main: torch.Tensor, captured: list[torch.Tensor]) -> bool:
+    """Whether the marked line's value is the residual sum (a step that lists the operands, ``res1_a, res1_b``, marked
+    on the line that adds them): a call that returned it was given a captured operand (a wrapper adding the residual
+    inside, ``self.sublayer[0](x, lambda x: self.attn(x, x, x))``), or no call returned it (``x + self.attn(...)`` on
+    the line); not where a sublayer's call returned it from another input (the operand marked, not the sum)."""
+    returned = [call for call in calls if call.outputs and isinstance(call.outputs[0], torch.Tensor)
+                and tuple(call.outputs[0].shape) == tuple(main.shape) and same_tensor(call.outputs[0], main)]
+    return not returned or any(same_tensor(given, c) for call in returned for given in call.inputs
+                               if isinstance(given, torch.Tensor) for c in captured)
+
+
+def _stream_from_norm(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor,
+                      order: tuple[int, ...] | None) -> Bound | None:
+    """A pre-norm sum whose sublayer output is captured and whose stream no snapshot shows (an encoder's block output
+    ``x + ffn(norm(x))`` read as post-norm: its first operand the LayerNorm a pre-norm layer has no step for): the
+    stream is the input of the LayerNorm whose output the line fed the sublayer; None where there is not one."""
+    operands = check.operands
+    if len(operands) != 2 or source.has(operands[0]) or not source.has(getattr(check, "out")):
+        return None
+    norm = _fed_norm(_stream_norms(calls, main), calls, main)
+    if norm is None:
+        return None
+    name = _stream_name(source.name(operands[0]), norm)
+    given = Given(source, {**source.tensors, name: in_order(norm.inputs[0], order)})
+    return Bound(dataclasses.replace(check, operands=(Ref(name), operands[1])), given, None,
+                 f"the stream taken from the input of the {norm.module} the line applied (a pre-norm layer: no "
+                 f"snapshot shows {source.name(operands[0])})")
 
 
 def _local_read(check: Any, calls: Sequence[ModuleCall], source: TensorDict, main: torch.Tensor,

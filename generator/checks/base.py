@@ -307,6 +307,9 @@ class Check(Typed):
             return plain.run(s)
         lacks: tuple[NotCheckable, ...] = tuple(MissingTensor(s.name(ref), "not in the source")
                                                 for ref in self.inputs() if not s.has(ref))
+        if lacks and (alone := self._broken_alone(s)) is not None:  # the step itself breaks a property of its own
+            return CheckResult(name=self.key(), passed=False, detail=f"{alone.message} (tested on this step alone: "
+                               f"{', '.join(lack.missing for lack in lacks)} not captured)", evidence=alone)
         if lacks:
             missing = tuple(lack.missing for lack in lacks)
             lacks += self._lacking_weights(s)
@@ -324,6 +327,13 @@ class Check(Typed):
         if evidence is not None:  # the diagnosis first: what is wrong, then the forms compared
             detail = f"{evidence.message}; {detail}"
         return CheckResult(name=name, passed=False, detail=detail, evidence=evidence, tried=tried)
+
+    def _broken_alone(self, s: TensorSource) -> Evidence | None:
+        """The first property tested on the step alone (``Property.alone``) the step breaks, where ``s`` holds it."""
+        for prop in type(self).PROPERTIES:
+            if prop.alone and (evidence := prop.broken(self, s)) is not None:
+                return evidence
+        return None
 
     def _without_absent(self, s: TensorSource) -> Check:
         """This check with each ``OPTIONAL`` group that reads a tensor ``s`` lacks reset to its defaults."""

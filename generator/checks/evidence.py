@@ -50,6 +50,8 @@ class Property:
     name: str
     tested: str  # how it is tested, in words
     test: Callable[[Any, TensorSource], str | None]
+    # tested on the step alone: where the check's other inputs are not captured, a broken one is still evidence
+    alone: bool = False
 
     def broken(self, check: Any, s: TensorSource) -> Evidence | None:
         message = _guarded(self.test, check, s)

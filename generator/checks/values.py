@@ -440,7 +440,7 @@ class Probabilities(Check):
     """Tensors only: ``out`` is the softmax of ``logits`` and sums to 1."""
     CLAIM = "is the softmax of the logits and sums to 1"
 
-    PROPERTIES = (Property("probabilities sum to 1", "every row's sum and sign", _sums_to_one),)
+    PROPERTIES = (Property("probabilities sum to 1", "every row's sum and sign", _sums_to_one, alone=True),)
 
     out: Ref = THIS
     logits: Ref

@@ -47,7 +47,7 @@ class GeluOfLinear(Check):
     WEIGHTS_OPTIONAL = True
     # the locals its line read besides: a gated MLP's two factors (trace/reading/gated_mlp.py)
     TRACE = TraceUse(calls={"module": (ModuleKind.LINEAR, "module"), "x": (ModuleKind.LINEAR, "input")},
-                     reads_locals=True)
+                     reads_locals=True, activated=True)
     PROPERTIES = (Property("a GELU's output is at least −0.17", "the smallest value", _gelu_range),)
 
     out: Ref = THIS

@@ -214,13 +214,16 @@ class TraceUse:
     the line called last); ``reads_locals``, whether the line's local tensors are copied (the projection a head split
     read); ``model_image``, whether ``out`` is the model's input image (also checked to be what the patch embedding was
     called with); ``mask_step``, whether the step is an attention mask (a trace reads one of one flag per position as
-    a padding mask: reading/padding_mask.py). A trace copies only the kinds of calls its checks read (``kinds``)."""
+    a padding mask: reading/padding_mask.py); ``activated``, whether the step is an activation of the Linear its line
+    called (a trace takes that Linear where no call's output is the step: reading/activated_before.py). A trace copies
+    only the kinds of calls its checks read (``kinds``)."""
 
     calls: Mapping[str, tuple[ModuleKind, str]] = dataclasses.field(default_factory=dict)
     also_calls: frozenset[ModuleKind] = frozenset()
     reads_locals: bool = False
     model_image: bool = False
     mask_step: bool = False
+    activated: bool = False
 
     @property
     def kinds(self) -> frozenset[ModuleKind]:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from transformer_trace.checks import Check, HeadsRejoin, RowEquals, SumOf, close
-from transformer_trace.checks.activation import GeluOfLinear
 from transformer_trace.checks.calls import ConsumedImage, ConvPatches, HeadsOfRead, PatchChain, SumWithCall
 from transformer_trace.trace.reading.activated_before import activated_linear
 from transformer_trace.trace.reading.attention_calls import AttentionInputs, attention_binding
@@ -104,7 +103,7 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
     # (not on a grid of tokens read flattened: its (B, H', W', X) calls are no heads)
     chosen = {kind: call if order == GRID_FLATTENED else heads_merged(call) for kind in kinds
               if (call := _call_of(kind, calls, main)) is not None}
-    if not chosen and isinstance(check, GeluOfLinear) and (activated := activated_linear(calls, main)) is not None:
+    if not chosen and check.TRACE.activated and (activated := activated_linear(calls, main)) is not None:
         chosen = {ModuleKind.LINEAR: activated}  # the Linear the line activated: the MLP's hidden step
     if not chosen and ModuleKind.LINEAR in kinds and (normed := projection_normed_per_head(calls, main)) is not None:
         chosen = {ModuleKind.LINEAR: normed}  # the projection a norm over the head size follows on the line

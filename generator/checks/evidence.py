@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from transformer_trace.sources import NotCheckable, Ref, TensorSource
+from transformer_trace.trace.child.protocol import ModuleKind
 
 PROPERTY, BUG_FORM = "property", "bug form"
 
@@ -211,6 +213,8 @@ def _another_input(check: Any, s: TensorSource) -> Fit | None:
         for other in _candidates(check, s, ref):
             if ran_after is not None and ran_after(other, step):
                 continue  # computed after the step: it cannot be what the step was computed from
+            if _unobserved_both(check, s, ref, other) or _another_hit(s.name(ref), other, step):
+                continue
             searched += 1
             changed = with_input(Ref(other))
             if _holds(changed, s):
@@ -222,6 +226,29 @@ def _another_input(check: Any, s: TensorSource) -> Fit | None:
                                  f"belongs (with {other} in its place: {claim}; {detail})")
     return Fit(False, f"none of the {searched} captured tensors of the inputs' shapes fits in their place") \
         if searched else None
+
+
+def _another_hit(name: str, other: str, step: str) -> bool:
+    """Whether ``other`` is the same record as ``name`` at another layer, not one before the step's: a line that ran
+    more times per layer than the catalogue's one (three attention calls in a layer) pairs its hits with the layers
+    wrongly, so a fit with another of them is a pairing the reading missed, no evidence (an earlier layer's, handed
+    over again, is a bug form of its own)."""
+    digits = re.compile(r"\.\d+\.")
+    same = digits.sub(".#.", other) == digits.sub(".#.", name)
+    return other != name and same and not at_an_earlier_layer(other, step)
+
+
+def _unobserved_both(check: Any, s: TensorSource, ref: Ref, other: str) -> bool:
+    """Whether ``other`` is the input of a call the step's own line made (``name@Module.input``, no step of the
+    script's) and either ``ref`` is a step no marker captured (derived from others by the catalogue's relation) or the
+    claim is a normalisation of its input (the norm's own input always gives the norm's output): the line's input in
+    ``ref``'s place then says only that the script computes it in a form the derivation or the claim does not know
+    (DeepNorm's LayerNorm(α·x + y) for LayerNorm(x + y)), no evidence of another tensor."""
+    if "@" not in other:
+        return False
+    ran = getattr(getattr(s, "run", None), "ran", None)
+    norm = any(kind is ModuleKind.LAYER_NORM for kind, _ in type(check).TRACE.calls.values())
+    return norm or (isinstance(ran, Mapping) and s.name(ref) not in ran)
 
 
 def _leading_part(tensor: torch.Tensor, shape: torch.Size) -> torch.Tensor | None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from transformer_trace.checks import CheckResult
+import torch
+
+from transformer_trace.checks import CheckResult, close
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.sources import NotCheckable, Ref
@@ -31,9 +33,17 @@ def run_bound(bound: Bound) -> CheckResult:
         return CheckResult.combined([result, *(check.run(bound.source) for check in bound.also)], judge_checkable=True)
     if result.status == "failed" and bound.own_input is not None:
         own = bound.own_input.run(bound.source)
-        if own.passed and (between := _normalised_between(bound)):
+        if own.passed and (between := _normalised_between(bound) or _scaled_operands(bound)
+                           or _tokens_changed(bound)):
             return dataclasses.replace(own, detail=f"{own.detail}; {between}")
-        if own.passed:
+        if own.passed and (derived := _fed_by_a_derived_step(bound)):
+            # the step that should feed it is no capture but the catalogue's relation applied to captured ones: the
+            # module's own input may be that step in a form the relation does not know (DeepNorm's α·x + y for x + y)
+            message = (f"applied to the input it was actually called with, the module reproduces this step; that input "
+                       f"is not {derived} as derived from the captured steps (a form of it the derivation does not "
+                       "know, or a wrong one: the numbers do not tell them apart)")
+            result = dataclasses.replace(result, detail=f"{result.detail}; {message}")
+        elif own.passed:
             message = ("applied to the input it was actually called with, the module reproduces this step: it was "
                        "computed from another tensor than the snapshot that should feed it")
             if result.evidence is None:  # the diagnosis first, as evidence of its own
@@ -42,6 +52,63 @@ def run_bound(bound: Bound) -> CheckResult:
             else:
                 result = dataclasses.replace(result, detail=f"{result.detail}; {message}")
     return result
+
+
+def _tokens_changed(bound: Bound) -> str:
+    """Where the step that should feed the module holds another number of tokens than the module's own input, each
+    token as wide (tokens merged or cut between them: ToMe), that, in words: no other tensor, the same stream
+    shortened; else ""."""
+    source, own = bound.source, bound.own_input
+    if own is None or type(own) is not type(bound.check):
+        return ""
+    for name, value in vars(own).items():
+        fed = getattr(bound.check, name)
+        if value == fed or not isinstance(fed, Ref) or not isinstance(value, Ref) \
+                or not (source.has(fed) and source.has(value)):
+            continue
+        want, got = source.t(fed).shape, source.t(value).shape
+        if len(want) == len(got) and want[0] == got[0] and want[-1] == got[-1] and want[1:-1] != got[1:-1]:
+            return (f"its input, {tuple(got)}, holds another number of tokens than {source.name(fed)}, "
+                    f"{tuple(want)}: tokens merged or cut between them")
+    return ""
+
+
+def _scaled_operands(bound: Bound) -> str:
+    """Where the check sums captured operands and the module's own input is their sum with each scaled by a constant,
+    none 0 (DeepNorm's LayerNorm(α·x + sublayer(x)): the stream scaled by α = (2N)^¼), that, in words; else ""."""
+    source, own = bound.source, bound.own_input
+    if own is None or type(own) is not type(bound.check):
+        return ""
+    for name, value in vars(own).items():
+        operands = getattr(bound.check, name)
+        if value == operands or not isinstance(operands, tuple) or len(operands) < 2 or not isinstance(value, tuple) \
+                or len(value) != 1 or not all(isinstance(r, Ref) and source.has(r) for r in (*operands, *value)):
+            continue
+        given = source.t(value[0]).double().flatten()
+        parts = [source.t(r).double().flatten() for r in operands]
+        if any(part.shape != given.shape for part in parts):
+            return ""
+        basis = torch.stack(parts, dim=1)
+        scales = torch.linalg.lstsq(basis, given.unsqueeze(1)).solution.flatten()
+        fits = close(given, basis @ scales, "")[0]
+        if not fits or any(abs(float(c)) < 1e-3 for c in scales) or all(abs(float(c) - 1) < 1e-3 for c in scales):
+            return ""
+        said = " + ".join(f"{float(c):.4g}·{source.name(r)}" for c, r in zip(scales, operands))
+        return (f"its input is {said}: the operands summed, each scaled by a constant, as DeepNorm scales the "
+                "stream (α = (2N)^¼), fitted")
+    return ""
+
+
+def _fed_by_a_derived_step(bound: Bound) -> str:
+    """The name of the step the module should have been fed, where no marker captured it (derived from captured
+    steps: the run lists the captured ones, ``ran``); else ""."""
+    source, own = bound.source, bound.own_input
+    ran = getattr(getattr(source, "run", None), "ran", None)
+    if own is None or type(own) is not type(bound.check) or ran is None:
+        return ""
+    fed = [getattr(bound.check, name) for name, value in vars(own).items() if value != getattr(bound.check, name)]
+    derived = [source.name(ref) for ref in fed if isinstance(ref, Ref) and source.name(ref) not in ran]
+    return derived[0] if derived and len(derived) == len(fed) else ""
 
 
 def _normalised_between(bound: Bound) -> str:

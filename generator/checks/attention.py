@@ -1,5 +1,5 @@
-"""Attention checks (tensors only, but the fused projection): the heads split and re-joined, the scores Q·Kᵀ/√hs,
-the probability rows (a padding mask the step does not show recognised), and the context weights·V."""
+"""Attention checks (tensors only, but the fused projection): the heads split and re-joined, the scores Q·Kᵀ/√hs, the
+probability rows (a padding mask the step does not show recognised), the context weights·V."""
 
 from __future__ import annotations
 
@@ -454,8 +454,7 @@ class ContextConcat(Check):
 
 @dataclass(frozen=True, kw_only=True)
 class LinearHeads(Check):
-    """``out`` (B, h, N, hs) is part ``part`` (0 q, 1 k, 2 v) of the fused projection ``module`` of ``x``, split into
-    heads."""
+    """``out`` (B, h, N, hs): part ``part`` (0 q, 1 k, 2 v) of the fused projection ``module`` of ``x``, in heads."""
     CLAIM = "is its part (q, k or v) of the fused projection, split into heads"
 
     # without the Linear on its line: the head split of the projection the line read
@@ -474,9 +473,10 @@ class LinearHeads(Check):
         B, N, C3 = fused.shape
         got = s.t(self.out)  # (B, h, N, hs)
         H = got.shape[1]
-        # a projection of its own (a trace's Linear W_q, W_k or W_v), or part ``part`` of the fused one
-        C = C3 if C3 == H * got.shape[-1] else C3 // 3
-        part = fused if C3 == C else fused[..., self.part * C:(self.part + 1) * C]
+        # its own projection (a trace's W_q, W_k or W_v), its part of the fused one, or of k and v fused (PVT's kv)
+        C, index = H * got.shape[-1], self.part - 1 if C3 == 2 * H * got.shape[-1] and self.part else self.part
+        C = C if C3 in (C, 2 * C) else C3 // 3
+        part = fused if C3 == C else fused[..., index * C:(index + 1) * C]
         expected = part.reshape(B, N, H, C // H).transpose(1, 2)  # (B, N, C) -> (B, h, N, hs)
         letter = "qkv"[self.part]
         passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, split into {H} heads")

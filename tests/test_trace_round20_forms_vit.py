@@ -149,6 +149,12 @@ with torch.no_grad():
 '''
 
 
+NOT_TRACED_BACK = ("a fused projection split on the statement that calls it is not traced back to (feeders.py): "
+                   "the trace-back (73a1e59) read q scaled where taken (fresh round 11) and a split over the heads "
+                   "axis (round 15) wrongly, so it was taken out; q, k and v are read as the line read them")
+
+
+@pytest.mark.xfail(strict=True, reason=NOT_TRACED_BACK)
 def test_q_k_and_v_split_on_the_statement_calling_the_fused_projection_are_recomputed_from_it(tmp_path):
     """They had passed "as the line read them": the split compared with itself, the Linear not read."""
     code, checks = traced(tmp_path, FUSED_SPLIT.replace("QKV_INPUT", "self.norm1(x)"))
@@ -158,6 +164,7 @@ def test_q_k_and_v_split_on_the_statement_calling_the_fused_projection_are_recom
         assert "the Linear an unmarked statement before it called" in checks[label]["detail"]
 
 
+@pytest.mark.xfail(strict=True, reason=NOT_TRACED_BACK)
 def test_the_fused_projection_given_the_stream_not_its_layernorm_is_named_at_q(tmp_path):
     code, checks = traced(tmp_path, FUSED_SPLIT.replace("QKV_INPUT", "x"))
     assert code == 1

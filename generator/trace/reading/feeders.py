@@ -23,9 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover (capture.py reads the feeding statements f
 
 MOST_FEEDERS = 3  # per marked statement: the statements assigning the locals it reads, nearest first
 MOST_TRACED_BACK = 2  # per marked statement: the projections found further back, through what the feeders read
-# tensor methods that move a module call's output without changing its values (the fused projection split into heads
-# on the statement that calls it: round twenty's student ViT)
-REARRANGING = frozenset({"reshape", "view", "permute", "transpose", "contiguous", "flatten", "unflatten"})
 
 
 def feeding_statements(source: str, first: int, last: int) -> list[tuple[int, int]]:
@@ -151,16 +148,12 @@ def _written(node: ast.stmt) -> frozenset[str]:
 
 
 def _projects(node: ast.stmt) -> bool:
-    """An assignment of module calls' outputs as they are, or only rearranged (``qkv = self.qkv(x).reshape(...)``:
-    ``REARRANGING``): ``v = self.wv(x)``, or a tuple of such calls; or of one
+    """An assignment of module calls' outputs as they are: ``v = self.wv(x)``, or a tuple of such calls; or of one
     output of a module returning several (``src2 = self.self_attn(q, k, value=src)[0]``: nn.MultiheadAttention's, whose
     query, key and value arguments attention_sources.py compares with the streams they belong to)."""
     value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
     if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
         value = value.value
-    while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-           and value.func.attr in REARRANGING and isinstance(value.func.value, ast.Call)):
-        value = value.func.value  # ``self.qkv(x).reshape(B, N, 3, h, hs).permute(2, 0, 3, 1, 4)``: the call's values
     calls = value.elts if isinstance(value, ast.Tuple) else [value]
     return bool(calls) and all(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                                and isinstance(c.func.value, ast.Name) and c.func.value.id == "self" for c in calls)

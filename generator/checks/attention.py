@@ -23,7 +23,7 @@ from transformer_trace.checks.head_merge import context_merged_in_place, split_i
 from transformer_trace.checks.head_norm import normed_heads
 from transformer_trace.checks.masks import MASK_HONOURED, future_entries, mask_allows, padding_fit, sees_nothing
 from transformer_trace.checks.position_bias import T5_CLAIM, bias_inside_softmax, t5_form
-from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
+from transformer_trace.checks.projected_alike import equal_to_earlier_part, kv_part, projected_as_another
 from transformer_trace.checks.retention import is_decay
 from transformer_trace.checks.rotary import attention_operand, rotation_of
 from transformer_trace.checks.scale_forms import (close_scaled, scores_another_scale, scores_unscaled,
@@ -473,13 +473,13 @@ class LinearHeads(Check):
         B, N, C3 = fused.shape
         got = s.t(self.out)  # (B, h, N, hs)
         H = got.shape[1]
-        # its own projection (a trace's W_q, W_k or W_v), its part of the fused one, or of k and v fused (PVT's kv)
-        C, index = H * got.shape[-1], self.part - 1 if C3 == 2 * H * got.shape[-1] and self.part else self.part
-        C = C if C3 in (C, 2 * C) else C3 // 3
-        part = fused if C3 == C else fused[..., index * C:(index + 1) * C]
+        # a projection of its own (a trace's Linear W_q, W_k or W_v), or part ``part`` of the fused one
+        C = C3 if C3 == H * got.shape[-1] else C3 // 3
+        part = fused if C3 == C else fused[..., self.part * C:(self.part + 1) * C]
         expected = part.reshape(B, N, H, C // H).transpose(1, 2)  # (B, N, C) -> (B, h, N, hs)
         letter = "qkv"[self.part]
         passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, split into {H} heads")
+        expected, passed, detail = (not passed and kv_part(fused, got, self.part)) or (expected, passed, detail)
         hs = C // H
         if not passed and C3 == 3 * C:  # q, k and v side by side per head (GPT-NeoX): (B, N, h, [q k v])
             per_head = fused.reshape(B, N, H, 3 * hs)[..., self.part * hs:(self.part + 1) * hs].transpose(1, 2)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from transformer_trace.checks.base import close
 from transformer_trace.checks.evidence import Fit
 from transformer_trace.sources import Ref, TensorSource
@@ -36,3 +38,15 @@ def projected_as_another(check: Any, s: TensorSource) -> Fit | None:
     return Fit(True, f"your {s.name(check.out)} equals {found[0]} value for value: the {own} heads were computed "
                      f"with the projection (or from the heads) of {found[0]}, where the {own} projection belongs "
                      f"({found[1]})")
+
+
+def kv_part(fused: torch.Tensor, got: torch.Tensor, part: int) -> tuple[torch.Tensor, bool, str] | None:
+    """Part ``part`` (1 k, 2 v) of a Linear making k and v side by side without q (PVT's ``kv`` of the reduced
+    sequence), split into ``got``'s heads, where ``got`` (B, h, N, hs) is that part value for value: (it, True, the
+    comparison); else None."""
+    B, N, width = fused.shape
+    if part < 1 or width != 2 * got.shape[1] * got.shape[-1]:
+        return None
+    kv = fused[..., (part - 1) * width // 2:part * width // 2].reshape(B, N, got.shape[1], -1).transpose(1, 2)
+    passed, detail = close(got, kv, f"recomputed {'qkv'[part]}: its part of k and v fused, {got.shape[1]} heads")
+    return (kv, True, detail) if passed else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
 
 import torch
 
@@ -54,17 +55,23 @@ def run_bound(bound: Bound) -> CheckResult:
     return result
 
 
+def _fed_and_own(bound: Bound) -> list[tuple[Any, Any]]:
+    """Per field in which the check and its twin on the module's own input differ: (what the check reads, what the
+    twin reads); none where there is no twin of the check's own class (read from the sum of several snapshots)."""
+    own = bound.own_input
+    if own is None or type(own) is not type(bound.check):
+        return []
+    return [(getattr(bound.check, name), value) for name, value in vars(own).items()
+            if value != getattr(bound.check, name)]
+
+
 def _tokens_changed(bound: Bound) -> str:
     """Where the step that should feed the module holds another number of tokens than the module's own input, each
     token as wide (tokens merged or cut between them: ToMe), that, in words: no other tensor, the same stream
     shortened; else ""."""
-    source, own = bound.source, bound.own_input
-    if own is None or type(own) is not type(bound.check):
-        return ""
-    for name, value in vars(own).items():
-        fed = getattr(bound.check, name)
-        if value == fed or not isinstance(fed, Ref) or not isinstance(value, Ref) \
-                or not (source.has(fed) and source.has(value)):
+    source = bound.source
+    for fed, value in _fed_and_own(bound):
+        if not isinstance(fed, Ref) or not isinstance(value, Ref) or not (source.has(fed) and source.has(value)):
             continue
         want, got = source.t(fed).shape, source.t(value).shape
         if len(want) == len(got) and want[0] == got[0] and want[-1] == got[-1] and want[1:-1] != got[1:-1]:
@@ -76,13 +83,10 @@ def _tokens_changed(bound: Bound) -> str:
 def _scaled_operands(bound: Bound) -> str:
     """Where the check sums captured operands and the module's own input is their sum with each scaled by a constant,
     none 0 (DeepNorm's LayerNorm(α·x + sublayer(x)): the stream scaled by α = (2N)^¼), that, in words; else ""."""
-    source, own = bound.source, bound.own_input
-    if own is None or type(own) is not type(bound.check):
-        return ""
-    for name, value in vars(own).items():
-        operands = getattr(bound.check, name)
-        if value == operands or not isinstance(operands, tuple) or len(operands) < 2 or not isinstance(value, tuple) \
-                or len(value) != 1 or not all(isinstance(r, Ref) and source.has(r) for r in (*operands, *value)):
+    source = bound.source
+    for operands, value in _fed_and_own(bound):
+        if not isinstance(operands, tuple) or len(operands) < 2 or not isinstance(value, tuple) or len(value) != 1 \
+                or not all(isinstance(r, Ref) and source.has(r) for r in (*operands, *value)):
             continue
         given = source.t(value[0]).double().flatten()
         parts = [source.t(r).double().flatten() for r in operands]
@@ -102,11 +106,11 @@ def _scaled_operands(bound: Bound) -> str:
 def _fed_by_a_derived_step(bound: Bound) -> str:
     """The name of the step the module should have been fed, where no marker captured it (derived from captured
     steps: the run lists the captured ones, ``ran``); else ""."""
-    source, own = bound.source, bound.own_input
+    source, pairs = bound.source, _fed_and_own(bound)
     ran = getattr(getattr(source, "run", None), "ran", None)
-    if own is None or type(own) is not type(bound.check) or ran is None:
+    if not pairs or ran is None:
         return ""
-    fed = [getattr(bound.check, name) for name, value in vars(own).items() if value != getattr(bound.check, name)]
+    fed = [checked for checked, _ in pairs]
     derived = [source.name(ref) for ref in fed if isinstance(ref, Ref) and source.name(ref) not in ran]
     return derived[0] if derived and len(derived) == len(fed) else ""
 
@@ -114,11 +118,10 @@ def _fed_by_a_derived_step(bound: Bound) -> str:
 def _normalised_between(bound: Bound) -> str:
     """Where the module's own input is a LayerNorm of the snapshot that should feed it (a final LayerNorm applied after
     the class token was taken, to one row instead of all): that, in words; else ""."""
-    source = bound.source
-    if type(bound.own_input) is not type(bound.check):  # read from the sum of several snapshots: nothing to compare
+    source, pairs = bound.source, _fed_and_own(bound)
+    if not pairs:  # no twin of the check's class (read from the sum of several snapshots): nothing to compare
         return ""
-    field_name = next(name for name, value in vars(bound.own_input).items() if value != getattr(bound.check, name))
-    fed, own = getattr(bound.check, field_name), getattr(bound.own_input, field_name)
+    fed, own = pairs[0]
     if not isinstance(fed, Ref) or not source.has(fed) or source.t(fed).shape != source.t(own).shape:
         return ""
     try:

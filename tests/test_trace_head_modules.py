@@ -178,3 +178,22 @@ def test_a_head_whose_scores_miss_the_scaling_is_named_at_its_scores(tmp_path):
     code, checks = traced(tmp_path, per_head_encoder(scale="1"))
     assert code == 1 and checks["#10"]["passed"] is False, checks["#10"]["detail"]
     assert checks["#10"]["evidence"]["name"] == "1/√d missing", checks["#10"]["detail"]
+
+
+def test_a_run_of_one_module_per_head_is_explained_with_the_model_s_head_count_not_the_one_head_each_step_shows(
+        tmp_path):
+    """Each per-head step shows one head (h = 1 is how the checks read it), but the model has as many heads as the
+    concatenation joins: the overview's dimensions, snapshots.json and the explanations count those (they had said "the
+    1 heads' contexts are put back side by side" and "56 entries = 1 heads × 28 blocked pairs" of a batch of two)."""
+    code, checks = traced(tmp_path, PER_HEAD_GPT.replace("JOINED", CONCATENATED))
+    assert code == 0, checks
+    report = tmp_path / "out" / "t"
+    dims = json.loads((report / "snapshots.json").read_text(encoding="utf-8"))["dims"]
+    assert (dims["h"], dims["hs"]) == (4, 8)
+    overview = (report / "index.md").read_text(encoding="utf-8")
+    assert "| `h` | attention heads | 4 (your heads are modules of their own" in overview
+    (joined,) = report.glob("*/16-heads-concatenated.md")
+    assert "The 4 heads' contexts are put back side by side" in joined.read_text(encoding="utf-8")
+    (masked,) = report.glob("*/13-masked-scores.md")
+    assert "with 56 entries = 2 sequences × 1 head ×\n28 blocked pairs" in masked.read_text(encoding="utf-8")
+

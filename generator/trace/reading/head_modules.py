@@ -171,6 +171,45 @@ def _tensor_fields(check: Check) -> list[tuple[str, Ref]]:
             if kind == "tensor" and name != "out" and isinstance(value := getattr(check, name), Ref)]
 
 
+@dataclasses.dataclass(frozen=True)
+class JoinedHeads:
+    """A concatenation's heads read from its per-head lines' hits: ``heads`` modules, their lines run ``heads`` times
+    for each of the concatenation's ``ran`` hits, the weights' and values' pages with their values at every hit."""
+
+    heads: int
+    ran: int
+    probs: tuple[SnapshotReading, list[torch.Tensor]]
+    values: tuple[SnapshotReading, list[torch.Tensor]]
+
+
+def joined_heads(pages: Sequence[SnapshotReading], page: SnapshotReading, check: ContextConcat) -> JoinedHeads | None:
+    """How the concatenation ``page`` (checked by ``check``) joins heads of their own modules: the per-head weights and
+    values one head each at every hit, k = the concatenation's width / the values' head size > 1, their lines run k
+    times for each of its hits (the heads of one layer, in order); None where it does not."""
+    probs, values = _hits_in_layout(pages, check.probs), _per_head_hits(pages, check.v)
+    if probs is None or values is None:
+        return None
+    layout = page.layout
+    whole = layout.canonical if layout is not None and layout.canonical is not None else page.main.shown.tensor
+    head_size = values[1][0].shape[-1]
+    if whole.dim() < 1 or not head_size or whole.shape[-1] % head_size or whole.shape[-1] == head_size:
+        return None
+    heads, ran = whole.shape[-1] // head_size, len(page.hit_values[0]) if page.hit_values else 0
+    if not ran or len(probs[1]) != heads * ran or len(values[1]) != heads * ran:
+        return None
+    return JoinedHeads(heads, ran, probs, values)
+
+
+def heads_joined(pages: Sequence[SnapshotReading]) -> int | None:
+    """The number of heads a run of one module per head joins (the first concatenation read from its per-head lines'
+    hits): the model's h, which no captured tensor shows on an axis of its own; None where no concatenation is so."""
+    for page in pages:
+        check = next((c for c in page.snap.checks if isinstance(c, ContextConcat)), None)
+        if check is not None and page.captured and (joined := joined_heads(pages, page, check)) is not None:
+            return joined.heads
+    return None
+
+
 def _concatenations(pages: Sequence[SnapshotReading], results: dict[int, list[CheckResult]],
                     views: Mapping[int, TensorDict],
                     in_terms: Callable[[CheckResult], CheckResult]) -> dict[int, list[CheckResult]]:
@@ -182,17 +221,10 @@ def _concatenations(pages: Sequence[SnapshotReading], results: dict[int, list[Ch
         check = next((c for c in page.snap.checks if isinstance(c, ContextConcat)), None)
         if check is None or not page.captured or number not in views or not _unread(found):
             continue  # passed, or red with evidence: not read again
-        probs, values = _hits_in_layout(pages, check.probs), _per_head_hits(pages, check.v)
-        if probs is None or values is None:
+        joined = joined_heads(pages, page, check)
+        if joined is None:
             continue
-        layout = page.layout
-        whole = layout.canonical if layout is not None and layout.canonical is not None else page.main.shown.tensor
-        head_size = values[1][0].shape[-1]
-        if whole.dim() < 1 or not head_size or whole.shape[-1] % head_size or whole.shape[-1] == head_size:
-            continue
-        heads, ran = whole.shape[-1] // head_size, len(page.hit_values[0]) if page.hit_values else 0
-        if not ran or len(probs[1]) != heads * ran or len(values[1]) != heads * ran:
-            continue  # the per-head lines ran k times for each concatenation: the heads of one layer, in order
+        heads, ran, probs, values = joined.heads, joined.ran, joined.probs, joined.values
         shown = page.lines[page.tensor_lines[0]].shown
         weights, per_head = _heads(probs[1], heads, shown), _heads(values[1], heads, shown)
         if weights is None or per_head is None or per_head.shape[:2] != weights.shape[:2] \

@@ -10,7 +10,7 @@ script's error or timeout, the figures drawn from the user's tensors; ``trace_ov
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ from transformer_trace.run import Lacks, ModelRun
 from transformer_trace.sources import Float64Copies, Known, MissingTensor, ModuleRef, NoWeights, ParamRef, TensorDict
 from transformer_trace.text import escape_text
 from transformer_trace.trace.reading.checking import TensorLabel
+from transformer_trace.trace.reading.head_modules import heads_joined
 from transformer_trace.trace.reading.weights import CalledModules, modules_called
 from transformer_trace.models.recording import Recorded, Recording
 
@@ -146,7 +147,7 @@ def traced_run(reading: CaptureReading, inputs: dict[str, Any], stamp: dict[str,
     absent = absent_tensors(source, labels, captured, markers) if source is not None else {}
     return TracedRun(
         report=catalogue, model=None, recording=recording, inputs=Known(inputs, "input", INPUTS_WHY),
-        dims=Known(dict(reading.dims), "dimension", "not bound from your tensors"),
+        dims=Known(model_dims(reading.dims, reading.snapshots), "dimension", "not bound from your tensors"),
         places=dict(source.places) if source is not None else {},
         seed=stamp.get("seed"), device=", ".join(stamp["devices"]), weights="the script's own",
         lacks=Lacks(weights=NO_WEIGHTS, inputs=INPUTS_WHY, tensors=absent,
@@ -160,6 +161,16 @@ def traced_run(reading: CaptureReading, inputs: dict[str, Any], stamp: dict[str,
         ran={name: reading.by_label[label.snapshot].order for name, label in labels.items()
              if label.snapshot in reading.by_label and reading.by_label[label.snapshot].captured},
     )
+
+
+def model_dims(dims: Mapping[str, int], pages: Sequence[SnapshotReading]) -> dict[str, int]:
+    """The named dimensions as the model has them, for what the pages say: as the checks read them (``dims``), but
+    where the run is of one module per head (h = 1 read, no tensor has a heads axis) h and hs are the heads its
+    concatenation joins (head_modules.py ``heads_joined``), so that an explanation counts the model's heads."""
+    model = dict(dims)
+    if model.get("h") == 1 and model.get("C") and (heads := heads_joined(pages)) and model["C"] % heads == 0:
+        model.update(h=heads, hs=model["C"] // heads)
+    return model
 
 
 def _marked_line(t: TensorSection) -> int:

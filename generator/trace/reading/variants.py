@@ -33,6 +33,7 @@ from transformer_trace.checks.masks import mask_allows
 from transformer_trace.checks.values import SameTensor
 from transformer_trace.models.recording import Role
 from transformer_trace.trace.reading.padding_mask import padding_flags
+from transformer_trace.trace.reading.run import model_dims
 
 if TYPE_CHECKING:
     from transformer_trace.pages import SnapshotPage
@@ -69,7 +70,12 @@ def dims_as_read(readings: Sequence[SnapshotReading], dims: Mapping[str, int]) -
     (one head written without it, per-head modules, a (B, T, h) score) is the checks' reading, not the model's count,
     and says so."""
     shown: dict[str, int | str] = dict(dims)
-    if dims.get("h") == 1 and not any(r.captured and "h" in r.named_shape and r.tensors and r.layout is not None
+    model = model_dims(dims, readings)
+    if model.get("h") != dims.get("h"):
+        shown["h"] = (f"{model['h']} (your heads are modules of their own: the concatenation joins {model['h']} hits of "
+                      "each per-head line; each per-head step is read as one head)")
+        shown["hs"] = model["hs"]
+    elif dims.get("h") == 1 and not any(r.captured and "h" in r.named_shape and r.tensors and r.layout is not None
                                       and r.layout.canonical is not None and not r.layout.mismatch
                                       and len(r.main.shown.shape) == len(r.named_shape) for r in readings):
         shown["h"] = "not read (no captured tensor has a heads axis; the checks read one head)"

@@ -13,6 +13,7 @@ import torch
 
 from transformer_trace.checks.base import THIS, Check, close, linear, tolerance
 from transformer_trace.checks.evidence import BugForm, Fit, Property
+from transformer_trace.checks.values import farthest_row_sum
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 
 
@@ -32,12 +33,11 @@ def _over_another_axis(check: Any, s: TensorSource) -> Fit | None:
 
 def _sum_to_one(check: Any, s: TensorSource) -> str | None:
     """Positions whose probabilities (``exp`` of the step) do not sum to 1 over the vocabulary."""
-    sums = s.t(check.out).double().exp().sum(-1)
-    worst = float((sums - 1).abs().max())
+    row_sum, worst = farthest_row_sum(s.t(check.out).double().exp())
     if worst <= tolerance() * 10:
         return None
     return (f"your {s.name(check.out)} are no log-probabilities over the vocabulary: exp of a position's row sums to "
-            f"{float(sums.flatten()[int((sums - 1).abs().argmax())]):.4g} ({worst:.1e} away from 1)")
+            f"{row_sum:.4g} ({worst:.1e} away from 1)")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -424,15 +424,21 @@ class PlusParameter(Check):
         return "equals its input plus the learned position embeddings", passed, detail
 
 
+def farthest_row_sum(probs: torch.Tensor) -> tuple[float, float]:
+    """The sum over the last axis farthest from 1, and how far it is: the property every probability row keeps."""
+    off = (probs.sum(-1) - 1).flatten()
+    at = int(off.abs().argmax())
+    return float(off[at]) + 1, float(off[at].abs())
+
+
 def _sums_to_one(check: Any, s: TensorSource) -> str | None:
     probs = s.t(check.out)
-    sums = probs.sum(-1)
-    worst = float((sums - 1).abs().max())
+    row_sum, worst = farthest_row_sum(probs)
     negative = int((probs < 0).sum())
     if worst <= tolerance() and negative == 0:
         return None
     return (f"your {s.name(check.out)} is not a probability distribution over its last axis: a row sums to "
-            f"{float(sums.flatten()[int((sums - 1).abs().argmax())]):.4g}, {negative} negative values")
+            f"{row_sum:.4g}, {negative} negative values")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -197,3 +197,69 @@ def test_a_run_of_one_module_per_head_is_explained_with_the_model_s_head_count_n
     (masked,) = report.glob("*/13-masked-scores.md")
     assert "with 56 entries = 2 sequences × 1 head ×\n28 blocked pairs" in masked.read_text(encoding="utf-8")
 
+
+
+# Grouped-query attention as one module per key/value head (round twenty-two's Sora-mmh ViT, whose trace had ended in an
+# internal error): each branch's K and V Linears are one head wide, (B, N, hs), where the catalogue's S10 and S11 are the
+# heads split, (B, h, N, hs); the query heads of a group stacked on the leading axis. A step the catalogue has split
+# into heads is not read as one head's projection, and a per-head reading whose tensors do not fit a claim leaves the
+# step as its own reading found it: a report, never an internal error.
+GROUPED_BRANCHES = '''\
+import math
+
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, N, C, hs, groups, per_group = 1, 5, 32, 8, 2, 2
+
+
+class Branch(nn.Module):
+    """One key/value head and the query heads that share it."""
+
+    def __init__(self):
+        super().__init__()
+        self.queries = nn.ModuleList([nn.Linear(C, hs) for _ in range(per_group)])
+        self.key, self.value = nn.Linear(C, hs), nn.Linear(C, hs)
+
+    def forward(self, x):
+        q = torch.cat([query(x) for query in self.queries], dim=0)  # BREAKPOINT S09
+        k = self.key(x)  # BREAKPOINT S10
+        v = self.value(x)  # BREAKPOINT S11
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(hs)).unsqueeze(0)  # BREAKPOINT S12
+        weights = scores.softmax(dim=-1)  # BREAKPOINT S13
+        return weights @ v.unsqueeze(1)  # BREAKPOINT S14
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.branches = nn.ModuleList([Branch() for _ in range(groups)])
+        self.proj = nn.Linear(C, C)
+
+    def forward(self, x):
+        heads = torch.cat([branch(x) for branch in self.branches], dim=1)
+        merged = heads.transpose(1, 2).reshape(x.shape[0], x.shape[1], C)
+        return self.proj(merged)  # BREAKPOINT S15
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm, self.attn = nn.LayerNorm(C), Attention()
+
+    def forward(self, x):  # BREAKPOINT S08
+        return x + self.attn(self.norm(x))  # BREAKPOINT S16
+
+
+blocks = nn.Sequential(Block(), Block()).eval()
+with torch.no_grad():
+    blocks(torch.randn(B, N, C))
+'''
+
+
+def test_grouped_query_branches_of_one_key_value_head_each_are_traced_without_an_internal_error(tmp_path):
+    code, checks = traced(tmp_path, GROUPED_BRANCHES)
+    assert code == 0, checks[""]
+    assert {"S09", "S10", "S11", "S12", "S13", "S14", "S15"} <= set(checks)
+    assert not any(check["passed"] is False and check["evidence"] for label, check in checks.items() if label), checks

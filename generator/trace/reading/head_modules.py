@@ -19,7 +19,7 @@ import torch
 
 from transformer_trace.checks import FAILED, Check, CheckResult, ContextConcat, HeadsRejoin
 from transformer_trace.checks.base import needs_evidence
-from transformer_trace.sources import Ref, TensorDict
+from transformer_trace.sources import Ref, TensorDict, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.pages import SnapshotReading
 from transformer_trace.trace.reading.weights import bind
@@ -122,8 +122,8 @@ def _one_head_steps(pages: Sequence[SnapshotReading], results: dict[int, list[Ch
             else:
                 if not missing:
                     continue
-                result = check.run(view.with_tensors(tensors))
-                if result.checkable:
+                result = _tried(check, view.with_tensors(tensors))
+                if result is not None and result.checkable:
                     note = (f" (one head's {', '.join(dict.fromkeys(read))} read from hit {shown} of your per-head "
                             "lines, as this step's own: one module per head)")
                     results[number] = [in_terms(needs_evidence(dataclasses.replace(result,
@@ -143,8 +143,9 @@ def _one_head_projections(pages: Sequence[SnapshotReading], results: dict[int, l
         if not page.captured or number not in views or not _unread(found) or not page.hit_values:
             continue
         raw, width = page.main.shown.tensor, page.run.dims.get("C")
-        if not isinstance(raw, torch.Tensor) or raw.dim() != 3 or not width or not page.calls:
-            continue
+        if (not isinstance(raw, torch.Tensor) or raw.dim() != 3 or not width or not page.calls
+                or len(page.named_shape) != 3):
+            continue  # a step the catalogue has (B, L, C), given one head wide, only
         head_size = raw.shape[-1]
         if head_size >= width or width % head_size or len(page.hit_values[0]) % (width // head_size):
             continue  # not one head of k: the whole width, or a line that ran once per layer
@@ -156,13 +157,23 @@ def _one_head_projections(pages: Sequence[SnapshotReading], results: dict[int, l
             step = raw.detach().double()
             with_step = view.with_tensors({**view.tensors, view.name(out): step})
             bound = bind(check, page.calls, with_step, step)
-            result = bound.check.run(bound.source) if bound is not None else None
+            result = _tried(bound.check, bound.source) if bound is not None else None
             if result is not None and result.checkable:
                 note = (f" (one head's projection, {head_size} of the {width} channels: one module per head, its "
                         "Linear one head wide)")
                 results[number] = [in_terms(needs_evidence(dataclasses.replace(result, detail=result.detail + note)))]
                 break
     return results
+
+
+def _tried(check: Check, source: TensorSource) -> CheckResult | None:
+    """``check`` run on what a per-head reading gave it; None where those tensors do not fit the claim at all (a
+    shape the check cannot read): the step keeps what its own reading found, as a page's checks do
+    (checking.py ``_run_checks``)."""
+    try:
+        return check.run(source)
+    except (RuntimeError, ValueError, IndexError):
+        return None
 
 
 def _tensor_fields(check: Check) -> list[tuple[str, Ref]]:
@@ -243,8 +254,8 @@ def _concatenations(pages: Sequence[SnapshotReading], results: dict[int, list[Ch
                 tensors[view.name(ref)], parts[field] = stacked, ref
         reading = dataclasses.replace(check, q=parts.get("q"), k=parts.get("k")) if len(parts) == 2 else \
             dataclasses.replace(check, q=None, k=None)
-        result = reading.run(view.with_tensors(tensors))
-        if not result.checkable:
+        result = _tried(reading, view.with_tensors(tensors))
+        if result is None or not result.checkable:
             continue
         first, last = (shown - 1) * heads + 1, shown * heads
         note = (f" (the {heads} heads read from hits {first}–{last} of your per-head lines {probs[0].label} and "

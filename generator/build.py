@@ -19,7 +19,7 @@ from transformer_trace.errors import about_report
 from transformer_trace.figures import Drawing
 from transformer_trace.landing import landing_entries, landing_is_ours, pdf_is_current, write_landing
 from transformer_trace.options import RunOptions
-from transformer_trace.processes import die_with_parent
+from transformer_trace.processes import die_with_parent, signals_held_over_fork
 from transformer_trace.progress import Progress
 from transformer_trace.render import environment, render_report
 from transformer_trace.text import not_drawable
@@ -240,7 +240,8 @@ class FigureWorkers:
                     lacked[target.stem] = lack
             return lacked
         position = {id(job): i for i, job in enumerate(self.jobs)}
-        futures = [self.pool.submit(_draw_job, position[id(job)]) for job in jobs]
+        with signals_held_over_fork():  # the first submit forks the workers
+            futures = [self.pool.submit(_draw_job, position[id(job)]) for job in jobs]
         for future in progress.iterate(as_completed(futures), f"{label} figures", total=len(futures)):
             if (error := future.result()) is not None:
                 raise error

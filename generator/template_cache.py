@@ -18,7 +18,7 @@ from pathlib import Path
 
 import jinja2
 
-from transformer_trace.processes import die_with_parent
+from transformer_trace.processes import die_with_parent, signals_held_over_fork
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,8 @@ def compile_ahead(env: jinja2.Environment) -> Callable[[], None]:
         return lambda: None
     parent = os.getpid()
     try:
-        pid = os.fork()
+        with signals_held_over_fork():
+            pid = os.fork()
     except OSError:
         return lambda: None
     if pid == 0:  # the child: never returns

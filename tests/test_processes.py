@@ -60,3 +60,40 @@ def test_a_child_is_killed_when_its_parent_is_sigkilled():
         parent.kill()
         if child is not None and not _gone(child):  # the failure above: not left behind either
             os.kill(child, signal.SIGKILL)
+
+
+CTRL_C_DURING_A_FORK = """
+import os, signal, sys
+from transformer_trace.processes import signals_held_over_fork
+
+
+def ctrl_c_in_the_hooks():  # a Ctrl-C that lands while the at-fork hooks run, as logging's lock release does
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(100_000):  # Python runs the signal's handler here, inside the hook
+        pass
+
+
+os.register_at_fork(after_in_parent=ctrl_c_in_the_hooks)
+try:
+    if sys.argv[1] == "held":
+        with signals_held_over_fork():
+            pid = os.fork()
+    else:
+        pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print("went on")
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+@pytest.mark.parametrize("how", ["held", "bare"])
+def test_a_ctrl_c_during_a_fork_is_raised_after_it_where_a_bare_fork_loses_it(how):
+    done = subprocess.run([sys.executable, "-c", CTRL_C_DURING_A_FORK, how], capture_output=True, text=True,
+                          timeout=60)
+    if how == "held":
+        assert (done.stdout.strip(), done.stderr) == ("interrupted", ""), done.stderr
+    else:  # why the hold exists: Python prints the KeyboardInterrupt raised in a hook and drops it
+        assert done.stdout.strip() == "went on" and "Exception ignored" in done.stderr, (done.stdout, done.stderr)

@@ -126,9 +126,20 @@ def test_round_nine_has_its_three_vits_each_with_our_files_only():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", VITS)
+@pytest.mark.parametrize("name", [name for name in VITS if name != "JAZ201107_PyTorch_DL"])
 def test_round_nine_vits_correct_code_gets_no_red_verdict_where_its_upstream_files_are_present(tmp_path,
                                                                                               upstream_driver, name):
     red, passed = red_and_passed(traced_snapshots(upstream_driver(9, name), tmp_path / "out"))
     assert list(red.values()) == []
+    assert passed >= 18, "the checks really ran"
+
+
+@pytest.mark.slow
+def test_round_nine_deit_whose_distillation_head_reads_the_last_patch_is_red_at_its_logits_and_nowhere_else(
+        tmp_path, upstream_driver):
+    # upstream's own deviation, seen by hand in round nine (ROUND9_VIT.md) and named by the checks since da2b7c5: the
+    # distillation token is row 1 of the sequence, but `x[:, -1, :]` hands its head the last row, a patch
+    red, passed = red_and_passed(traced_snapshots(upstream_driver(9, "JAZ201107_PyTorch_DL"), tmp_path / "out", 1))
+    assert list(red) == ["S25"], red
+    assert "reads row 17 of S23, a patch" in red["S25"], red
     assert passed >= 18, "the checks really ran"

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from transformer_trace.processes import die_with_parent
+from transformer_trace.processes import die_with_parent, signals_held_over_fork
 from transformer_trace.site import highlight_cache
 
 log = logging.getLogger("transformer_trace")
@@ -139,7 +139,8 @@ class Helper:
         self.dir = tempfile.mkdtemp(prefix="tt-pages-")
         read_end, write_end = os.pipe()
         parent = os.getpid()
-        pid = os.fork()
+        with signals_held_over_fork():
+            pid = os.fork()
         if pid == 0:  # the child: never returns
             code = 1
             try:

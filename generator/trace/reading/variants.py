@@ -72,8 +72,8 @@ def dims_as_read(readings: Sequence[SnapshotReading], dims: Mapping[str, int]) -
     shown: dict[str, int | str] = dict(dims)
     model = model_dims(dims, readings)
     if model.get("h") != dims.get("h"):
-        shown["h"] = (f"{model['h']} (your heads are modules of their own: the concatenation joins {model['h']} hits of "
-                      "each per-head line; each per-head step is read as one head)")
+        shown["h"] = (f"{model['h']} (your heads are modules of their own: the concatenation joins {model['h']} "
+                      "hits of each per-head line; each per-head step is read as one head)")
         shown["hs"] = model["hs"]
     elif dims.get("h") == 1 and not any(r.captured and "h" in r.named_shape and r.tensors and r.layout is not None
                                       and r.layout.canonical is not None and not r.layout.mismatch

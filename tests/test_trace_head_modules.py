@@ -263,3 +263,16 @@ def test_grouped_query_branches_of_one_key_value_head_each_are_traced_without_an
     assert code == 0, checks[""]
     assert {"S09", "S10", "S11", "S12", "S13", "S14", "S15"} <= set(checks)
     assert not any(check["passed"] is False and check["evidence"] for label, check in checks.items() if label), checks
+
+
+def test_per_head_lines_marked_alone_read_their_first_axis_as_the_batch_not_as_heads(tmp_path):
+    # only the per-head lines are marked: (2, 8, 8) fits both "one head of a batch of 2" and "2 heads of one example";
+    # the q, k and v lines' Linear called on a (2, 8, 32) stream says which (a projection makes no heads axis)
+    script = tmp_path / "script.py"
+    script.write_text(PER_HEAD_GPT.replace("JOINED", CONCATENATED).replace("  # BREAKPOINT G16", ""), encoding="utf-8")
+    assert main(["trace", str(script), "--out", str(tmp_path / "out"), "--name", "t", "-q"]) == 0
+    written = json.loads((tmp_path / "out" / "t" / "snapshots.json").read_text(encoding="utf-8"))
+    checks = {s["label"]: s["check"] for s in written["snapshots"] if s["captured"]}
+    assert set(checks) == {"G08", "G09", "G10", "G11", "G13", "G14", "G15"}
+    assert all(check["passed"] is True for check in checks.values()), {k: c["detail"] for k, c in checks.items()}
+    assert (written["dims"]["B"], written["dims"]["h"], written["dims"]["T"]) == (2, 1, 8)

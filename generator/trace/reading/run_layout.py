@@ -38,6 +38,7 @@ from transformer_trace.trace.reading.stored_transposed import Transposed, stored
 from transformer_trace.trace.reading.extra_tokens import ExtraTokens, find_extra_tokens
 from transformer_trace.trace.reading.late_class_token import LateClassToken, class_token_read, find_late_class_token
 from transformer_trace.trace.reading.merged_tokens import MergedTokens, find_merged_tokens
+from transformer_trace.trace.reading.calls_say import batch_first_said, one_head_of_a_batch
 from transformer_trace.trace.reading.verify import Layout, LayoutStatus, bind_dims, layout
 
 # the named axes that count positions (tokens, patches, source and target lengths): what sequence-first puts first
@@ -89,14 +90,14 @@ class _Reading:
         return len(set(self.misfits)), len(set(self.permuted))
 
 
-def _read_as(shapes: Sequence[StepShape], legend: Legend, sequence_first: bool) -> _Reading:
+def _read_as(shapes: Sequence[StepShape], legend: Legend, sequence_first: bool, one_head_each: bool) -> _Reading:
     def arranged(s: StepShape) -> tuple[int, ...]:
         if sequence_first and turned(s.named, len(s.shape), s.first_item):
             return (s.shape[1], s.shape[0], *s.shape[2:])
         return s.shape
 
     named = [(s.named, arranged(s)) for s in shapes]
-    dims = _with_folded_heads(shapes, bind_dims(named, legend, [s.roles for s in shapes]), legend)
+    dims = _with_folded_heads(shapes, bind_dims(named, legend, [s.roles for s in shapes], one_head_each), legend)
     misfits, permuted, folded, direct = [], [], [], []
     for s in shapes:
         found = layout(torch.empty(arranged(s), device="meta"), s.named, dims, legend, first_item=s.first_item,
@@ -303,31 +304,6 @@ class RunLayout:
                 and any(t.step == step and t.named == tuple(named) for t in self.transposed))
 
 
-def _module_says(calls: Iterable[ModuleCall], steps: Sequence[StepShape]) -> tuple[bool | None, str]:
-    """What the modules the marked lines called say of the layout (their ``batch_first`` setting), where the steps
-    show it: a module's input is (batch, positions, …) or (positions, batch, …) by its setting, and a step whose first
-    two axes are those sizes, in either order, is in the one layout or the other (where batch and positions are the
-    same size, only a step holding the module's very input says). None: no module says, or they disagree."""
-    votes: dict[bool, set[str]] = {}
-    for call in calls:
-        given = call.inputs[0] if call.inputs else None
-        if "batch_first" not in call.attrs or given is None or given.dim() != 3:
-            continue
-        first = bool(call.attrs["batch_first"])
-        batch, positions = (given.shape[0], given.shape[1]) if first else (given.shape[1], given.shape[0])
-        for step in steps:
-            ahead = tuple(step.shape[:2])
-            if batch != positions and ahead in ((positions, batch), (batch, positions)):
-                votes.setdefault(ahead == (positions, batch), set()).add(call.module)
-            elif step.value is not None and step.value.shape == given.shape and torch.equal(step.value, given):
-                votes.setdefault(not first, set()).add(call.module)
-    if len(votes) != 1:
-        return None, ""
-    sequence_first, modules = votes.popitem()
-    return sequence_first, (f"the modules your marked lines called say so ({', '.join(sorted(modules))}: "
-                            f"batch_first={not sequence_first}, with your steps' shapes)")
-
-
 def _steps(steps: Iterable[str], most: int = 6) -> str:
     """The steps named, the first ``most`` of them: "#4, #5 and 12 more"."""
     named = list(dict.fromkeys(steps))
@@ -360,7 +336,8 @@ def _with_extra_tokens(run: RunLayout, shapes: Sequence[StepShape]) -> RunLayout
 
 
 def _read_order(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[ModuleCall]) -> RunLayout:
-    batch, sequence = _read_as(shapes, legend, False), _read_as(shapes, legend, True)
+    one_head_each = one_head_of_a_batch(shapes, tuple(calls))
+    batch, sequence = (_read_as(shapes, legend, first, one_head_each) for first in (False, True))
     turnable = [s for s in shapes if turned(s.named, len(s.shape), s.first_item)]
     only_sequence = [s for s in (*batch.misfits, *sequence.direct) if s not in (*sequence.misfits, *batch.direct)]
     only_batch = [s for s in (*sequence.misfits, *batch.direct) if s not in (*batch.misfits, *sequence.direct)]
@@ -385,7 +362,7 @@ def _read_order(shapes: Sequence[StepShape], legend: Legend, calls: Iterable[Mod
                "their axes permuted")
         return RunLayout(batch.dims, False, f"read jointly from every captured step: {why}", contradiction,
                          batch.folded)
-    says, because = _module_says(calls, turnable)
+    says, because = batch_first_said(calls, turnable)
     if says is not None:
         chosen = sequence if says else batch
         return RunLayout(chosen.dims, says, f"the shapes read alike both ways; {because}", contradiction,

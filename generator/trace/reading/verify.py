@@ -71,18 +71,20 @@ class Layout:
 
 
 def bind_dims(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend,
-              roles: Sequence[Roles] = ()) -> dict[str, int]:
+              roles: Sequence[Roles] = (), one_head_each: bool = False) -> dict[str, int]:
     """Named dimensions from observed shapes, in catalogue order: a tensor binds its unbound names only when its
     already-bound axes agree (so one odd layout cannot mislabel a dimension); repeated until nothing changes. Where no
     tensor shows the batch axis B and some leave it out, the script works on one example without a batch axis: B = 1
     and those tensors bind the other names as a batch of one. Where some tensor then fits no layout, the binding started
     from each other tensor is tried too, and the one that leaves the fewest tensors unreadable wins (a legitimate layout
     captured first, heads after positions, must not bind h from the positions axis and fail the tensors after it).
-    ``roles``: each shape's step's declared roles, where known (``layout``)."""
-    dims = _bind_batch(named, legend)
+    ``roles``: each shape's step's declared roles, where known (``layout``). ``one_head_each``: the run shows its
+    per-head steps are one head of a batch each (a module per head), so a per-head step without its heads axis is read
+    as one head before it is read as every head of one example without a batch axis."""
+    dims = _bind_batch(named, legend, one_head_each)
     misfits = _misfits(named, dims, legend, roles)
     for first in dict.fromkeys(named) if misfits else ():
-        candidate = _bind_batch([first, *(n for n in named if n != first)], legend)
+        candidate = _bind_batch([first, *(n for n in named if n != first)], legend, one_head_each)
         if (fewer := _misfits(named, candidate, legend, roles)) < misfits:
             dims, misfits = candidate, fewer
     return dims
@@ -98,20 +100,23 @@ def _misfits(named: list[tuple[tuple[str, ...], tuple[int, ...]]], dims: dict[st
                in (LayoutStatus.MISMATCH, LayoutStatus.UNBOUND) for i, (expressions, shape) in enumerate(named))
 
 
-def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend) -> dict[str, int]:
+def _bind_batch(named: list[tuple[tuple[str, ...], tuple[int, ...]]], legend: Legend,
+                one_head_each: bool = False) -> dict[str, int]:
     dims = _bind(named, legend)
     if (grids := grids_flattened(named)) != named and any(n not in dims for e, _ in grids if len(e) == 3 for n in e):
         named, dims = grids, _bind(grids, legend)  # tokens kept as a grid (token_grid.py) bind the token count
+    # one head written without its heads axis: (B, L, hs) for (B, h, L, hs)
+    headless = [(e, (shape[0], 1, *shape[1:])) if len(e) == 4 and e[1] == "h" and len(shape) == 3 else (e, shape)
+                for e, shape in named]
+    if one_head_each and "h" in legend and "h" not in dims and headless != named:
+        dims = _bind(headless, legend)
     if "B" in legend and "B" not in dims:
         batchless = [(e, (1, *shape)) if e[:1] == ("B",) and len(shape) == len(e) - 1 else (e, shape) for e,
                      shape in named]
         if batchless != named:
             dims = _bind(batchless, legend)
-    if "h" in legend and "h" not in dims:  # one head written without its heads axis: (B, L, hs) for (B, h, L, hs)
-        headless = [(e, (shape[0], 1, *shape[1:])) if len(e) == 4 and e[1] == "h" and len(shape) == 3 else (e, shape)
-                    for e, shape in named]
-        if headless != named:
-            dims = _bind(headless, legend)
+    if "h" in legend and "h" not in dims and headless != named:
+        dims = _bind(headless, legend)
     if "h" in legend and "h" not in dims and (third := heads_read_second(named, dims)) != named:
         dims = _bind(third, legend)  # heads kept third, (B, L, h, hs): XCiT's "b n (h e) -> b n h e"
     return dims

@@ -43,6 +43,28 @@ MERGED_IN_PLACE = BugForm("heads merged without moving the axis back", "the outp
                           "transpose", _heads_of_merged_in_place)
 
 
+def _values_alone(check: Any, s: TensorSource) -> Fit | None:
+    """The context that is its values row for row: each query's weights summed to 1 and dropped (an einsum that labels
+    the values by the query axis). Read beyond the first row, which a causal context's row 0 equals whatever its
+    weights; evidence only where a weighted sum of the rows would differ: more than one position, and value rows
+    beyond the first unlike it (values alike in every row give V back whatever the weights)."""
+    out, v = s.t(check.out), s.t(check.v_heads)
+    if out.dim() != 4 or out.shape[-2] < 2:
+        return None
+    values = fitted_heads(v, out.shape[1], out.shape[-1], lambda heads: heads, out)[0]
+    if values.shape != out.shape or close(values[..., 1:, :], values[..., :1, :].expand_as(values[..., 1:, :]), "")[0]:
+        return None
+    fits, detail = close(out[..., 1:, :], values[..., 1:, :], f"vs {s.name(check.v_heads)} itself, every row beyond "
+                         "the first")
+    return Fit(fits, f"the weights were not applied: your {s.name(check.out)} is {s.name(check.v_heads)} itself, each "
+               "query's context its own value row, where the weighted sum of the values belongs (the weights summed "
+               f"away, as by an einsum that labels the values by the query axis) ({detail})" if fits else detail)
+
+
+VALUES_ALONE = BugForm("the weights not applied: the context equals V", "the output vs V itself, row for row beyond "
+                       "the first", _values_alone)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ContextHeads(Check):
     """Tensors only: ``out`` (B, h, T, hs) is probs·V. Where the probabilities were not captured but the queries and
@@ -55,7 +77,7 @@ class ContextHeads(Check):
 
     DERIVES = "out"
     OPTIONAL = (("q", "k"),)
-    BUG_FORMS = (MERGED_IN_PLACE, *CONTEXT_FORMS, *DROPOUT_FORMS)
+    BUG_FORMS = (VALUES_ALONE, MERGED_IN_PLACE, *CONTEXT_FORMS, *DROPOUT_FORMS)
 
     out: Ref = THIS
     probs: Ref
@@ -121,7 +143,7 @@ class FusedContextHeads(Check):
     BUG_FORMS = (BugForm("1/√d missing", "the output vs the context from the softmax of Q·Kᵀ unscaled", _unscaled),
                  BugForm("a causal mask where none belongs", "the output vs the context with every later key masked "
                          "out", _causal),
-                 MERGED_IN_PLACE)
+                 VALUES_ALONE, MERGED_IN_PLACE)
 
     out: Ref = THIS
     v_heads: Ref

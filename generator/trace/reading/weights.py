@@ -41,6 +41,7 @@ from transformer_trace.trace.reading.sum_normed import sum_normed_on_line
 from transformer_trace.trace.reading.binding import Bound, Given
 from transformer_trace.trace.reading.input_chain import layers_of_input
 from transformer_trace.trace.reading.same_tensors import equal_tensors
+from transformer_trace.trace.reading.shared_projection import OwnKeyProjection, one_linear
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.trace.reading.pages import SnapshotReading
@@ -265,6 +266,7 @@ def _projections_called(check: HeadsRejoin, calls: Sequence[ModuleCall], source:
     the marked line read) whose output holds that head tensor's values, so the split itself is checked; in a
     self-attention, the three Linears' inputs are checked to be one tensor."""
     tensors, full, taken, inputs = dict(source.tensors), list(check.full), [], {}
+    made: list[ModuleCall | None] = [None] * len(check.heads)  # the call that made each part, q, k and v
     for k, (heads, whole) in enumerate(zip(check.heads, check.full)):
         if source.has(whole) or not source.has(heads):
             continue
@@ -274,6 +276,7 @@ def _projections_called(check: HeadsRejoin, calls: Sequence[ModuleCall], source:
         if found is None:
             return None
         call, output = found
+        made[k] = call
         name = f"{source.name(whole)}@{call.module}.output"
         tensors[name], full[k] = present(output), Ref(name)
         taken.append(f"{source.name(whole)} from {'the output of the ' if call.kind == 'linear' else '`'}"
@@ -283,12 +286,16 @@ def _projections_called(check: HeadsRejoin, calls: Sequence[ModuleCall], source:
             tensors[inputs[k]] = call.inputs[0]
     if not taken:
         return None
-    given = Given(source, tensors)
     also: tuple[Check, ...] = ()
     if len(inputs) == 3 and "cross" not in source.name(check.heads[0]):  # a self-attention: q, k, v of one tensor
         also = (AttentionInputs(queries=Ref(inputs[0]), keys=Ref(inputs[1]), values=Ref(inputs[2]),
                                 self_attention=True),)
-    return Bound(dataclasses.replace(check, full=tuple(full)), given, None,
+    if (weight := one_linear(made)) is not None:  # the keys' line called the queries' Linear (shared_projection.py)
+        names = [f"{source.name(whole)}@Linear.weight" for whole in check.full[:2]]
+        tensors.update(dict.fromkeys(names, weight))
+        also += (OwnKeyProjection(query_heads=check.heads[0], key_heads=check.heads[1], query_weight=Ref(names[0]),
+                                  key_weight=Ref(names[1])),)
+    return Bound(dataclasses.replace(check, full=tuple(full)), Given(source, tensors), None,
                  f"no snapshot shows the whole projections: {'; '.join(taken)}", also)
 
 

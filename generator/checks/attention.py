@@ -13,7 +13,8 @@ import torch
 from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, TraceUse, close, linear, softmax_factor,
                                           tolerance)
 from transformer_trace.checks.blind_rows import EVERY_KEY_MASKED
-from transformer_trace.checks.attention_dropout import DROPOUT_FORMS, weights_rebuilt
+from transformer_trace.checks.context_forms import CONTEXT_FORMS
+from transformer_trace.checks.attention_dropout import DROPOUT_FORMS
 from transformer_trace.checks.differential import half_product
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
@@ -373,36 +374,6 @@ class SoftmaxRows(Check):
         return close(weights, torch.softmax(logits / math.sqrt(hs), dim=-1),
                      f"recomputed softmax over the keys of the {'masked ' if self.mask else ''}scores / √{hs} (the "
                      f"scores read are Q·Kᵀ unscaled: the 1/√{hs} applied inside the softmax)")
-
-
-def _context_without_mask(check: Any, s: TensorSource) -> Fit | None:
-    """The context from every key, a later or padded one included: the softmax of Q·Kᵀ/√hs with no mask (an SDPA call
-    without ``is_causal`` or its ``attn_mask``), where the probabilities block some keys."""
-    if check.q is None or check.k is None or not bool((s.t(check.probs) == 0).any()):
-        return None
-    weights, hs = weights_rebuilt(check, s, masked=False, scaled=True)
-    fits, detail = close(s.t(check.out), check.context(s, weights), f"vs the context from softmax(Q·Kᵀ/√{hs}) "
-                         "with no mask")
-    return Fit(fits, f"your {s.name(check.out)} is computed without its mask: every query attends to every key, "
-               f"those its probabilities give no weight included ({detail})" if fits else detail)
-
-
-def _context_unscaled(check: Any, s: TensorSource) -> Fit | None:
-    """The context from the softmax of Q·Kᵀ without the 1/√hs (an SDPA call told ``scale=1.0``), masked as the
-    probabilities are."""
-    if check.q is None or check.k is None:
-        return None
-    weights, hs = weights_rebuilt(check, s, masked=True, scaled=False)
-    fits, detail = close(s.t(check.out), check.context(s, weights), "vs the context from softmax(Q·Kᵀ) unscaled")
-    return Fit(fits, f"your {s.name(check.out)} is computed from Q·Kᵀ without the 1/√{hs} (= {1 / math.sqrt(hs):.4f}) "
-               f"scaling ({detail})" if fits else detail)
-
-
-# the context rebuilt from the queries and keys (where the check reads them): the mask or the scale left out
-CONTEXT_FORMS = (BugForm("the context computed without its mask", "the output vs the context from the softmax of "
-                         "Q·Kᵀ/√hs with no mask", _context_without_mask),
-                 BugForm("1/√d missing", "the output vs the context from the softmax of Q·Kᵀ unscaled, masked as "
-                         "the probabilities are", _context_unscaled))
 
 
 @dataclass(frozen=True, kw_only=True)

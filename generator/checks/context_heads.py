@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks.attention import CONTEXT_FORMS
+from transformer_trace.checks.context_forms import CONTEXT_FORMS
 from transformer_trace.checks.attention_dropout import DROPOUT_FORMS
 from transformer_trace.checks.base import THIS, Check, CheckResult, TraceUse, close
 from transformer_trace.checks.evidence import BugForm, Fit

@@ -1,0 +1,56 @@
+"""The wrong forms of an attention's context that a trace names, per head (G15) and with the heads concatenated (G16),
+read on scripts of our own (checks/context_forms.py): the probabilities transposed, Pᵀ·V, as an einsum with its query
+and key labels swapped writes it (round twenty-two's picoclvr B6, `einsum("nhst,nhsd->nthd", a, v)`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import trace_source as traced
+
+ATTENTION = '''\
+import math
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+B, T, C, H = 2, 10, 32, 4
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q_proj, self.k_proj, self.v_proj = nn.Linear(C, C), nn.Linear(C, C), nn.Linear(C, C)
+
+    def forward(self, x):
+        q = self.q_proj(x).view(B, T, H, C // H).transpose(1, 2)  # BREAKPOINT G08
+        k = self.k_proj(x).view(B, T, H, C // H).transpose(1, 2)  # BREAKPOINT G09
+        v = self.v_proj(x).view(B, T, H, C // H).transpose(1, 2)  # BREAKPOINT G10
+        scores = q @ k.transpose(-2, -1) / math.sqrt(C // H)  # BREAKPOINT G11
+        mask = torch.tril(torch.ones(T, T)).view(1, 1, T, T)  # BREAKPOINT G12
+        masked = scores.masked_fill(mask == 0, float("-inf"))  # BREAKPOINT G13
+        probs = torch.softmax(masked, dim=-1)  # BREAKPOINT G14
+        CONTEXT
+        return context
+
+
+with torch.no_grad():
+    Attention().eval()(torch.randn(B, T, C))
+'''
+PER_HEAD = 'context = torch.einsum("LABELS->bhqd", probs, v)  # BREAKPOINT G15'
+MERGED = 'context = torch.einsum("LABELS->bqhd", probs, v).flatten(2)  # BREAKPOINT G16'
+TRANSPOSED = "the probabilities transposed"
+
+
+@pytest.mark.parametrize("step, line", [("G15", PER_HEAD), ("G16", MERGED)])
+def test_a_context_over_the_keys_passes(tmp_path, step, line):
+    code, checks = traced(tmp_path, ATTENTION.replace("CONTEXT", line.replace("LABELS", "bhqk,bhkd")))
+    assert code == 0 and checks[step]["passed"] is True, checks[step]["detail"]
+
+
+@pytest.mark.parametrize("step, line", [("G15", PER_HEAD), ("G16", MERGED)])
+def test_a_context_from_the_probabilities_transposed_is_named_at_its_step(tmp_path, step, line):
+    code, checks = traced(tmp_path, ATTENTION.replace("CONTEXT", line.replace("LABELS", "bhkq,bhkd")))
+    assert code == 1 and checks[""]["first_failure"].startswith(step), checks[""]
+    assert checks[step]["evidence"]["name"] == TRANSPOSED, checks[step]
+    assert "the values of the queries that attend to it" in checks[step]["detail"], checks[step]["detail"]

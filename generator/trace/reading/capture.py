@@ -32,6 +32,7 @@ from transformer_trace.trace.child import protocol
 from transformer_trace.trace.child.protocol import ModuleKind, ValueKind
 from transformer_trace.trace.markers import Marker, read_source
 from transformer_trace.trace.reading.feeders import feeding_statements, traced_back
+from transformer_trace.trace.reading.product_feeders import feeder_reads
 from transformer_trace.trace.reading.unreached import unreached
 
 if TYPE_CHECKING:
@@ -195,11 +196,15 @@ def marker_spec(marker: Marker, locals_for: frozenset[int] = frozenset(),
     # the file read once per marker, and what its statement reads parsed once per text and lines (cached)
     source = _source(marker) if reads_attributes or reads_locals else None
     statement = _statement_reads(source, marker.first, marker.last)
+    # a raw product on a statement before it that it reads: that product's input and parameters too (product_feeders)
+    fed_names, fed_chains = feeder_reads(source, marker.first, marker.last) if reads_locals else ((), ())
     return {"file": marker.file, "line": marker.line, "first": marker.first, "last": marker.last,
             "names": list(marker.names), "fallback": list(marker.fallback), "shared_line": bool(marker.alternatives),
             "text": marker.text, "entry_line": marker.entry_line, "loop_body": marker.loop_body,
-            "reads": _copied_attributes(statement) if reads_attributes else [],
-            "locals": list(statement.names) if reads_locals else [],
+            "reads": [*_copied_attributes(statement), *(chain for chain, _ in fed_chains if chain not in
+                                                        statement.attributes)] if reads_attributes else [],
+            "locals": [*statement.names, *(name for name in fed_names if name not in statement.names)]
+            if reads_locals else [],
             "calls": kinds, "calls_at": 0 if not hits_read or 0 in hits_read else max(hits_read),
             "feeders": _feeders(source, marker) if reads_locals else [],
             "traced": sorted(_traced(source, marker)) if reads_locals else []}

@@ -19,18 +19,16 @@ import torch
 
 from transformer_trace.catalogue import Report, Snapshot, Stage
 from transformer_trace.sources import NotCheckable, Ref, TensorDict
-from transformer_trace.pages import (
-    CapturedTensors, DictEntry, PageContents, PageTensors, SourceExcerpt, TensorSection,
-)
+from transformer_trace.pages import CapturedTensors, DictEntry, PageContents, PageTensors, SourceExcerpt, TensorSection
 from transformer_trace.tensors import TensorView
 from transformer_trace.text import fence_title
 from transformer_trace.trace.reading.call_layout import catalogue_order
 from transformer_trace.trace.reading.capture import Capture, Hit, ModuleCall, Value
 from transformer_trace.trace.markers import Marker
 from transformer_trace.trace.reading.declared import bound_names, declared_docs, declared_shapes
-from transformer_trace.trace.reading.feeders import as_read, traced_back
+from transformer_trace.trace.reading.feeders import traced_back
 from transformer_trace.trace.reading.operand_order import Order, catalogue_orders
-from transformer_trace.trace.reading.products import with_products
+from transformer_trace.trace.reading.called_names import read_calls
 from transformer_trace.trace.reading.shared_lines import by_caller
 from transformer_trace.trace.notebook import cell_of, notebook_name, place
 from transformer_trace.trace.reading.run_layout import RunLayout, catalogue_layout, read_run_layout, step_shapes
@@ -339,11 +337,11 @@ def _marked(catalogue: Report, numbering: str, capture: Capture, hit: int,
                          "another use of the line, in data/)")
             hit_values += [tuple(_tensor_of(h.values[k])[0] if k < len(h.values) else None for h in hits)
                            for k in range(len(chosen.values))]
-            # (a product with a parameter matrix the line read is one more Linear call: products.py; the calls of the
-            # statements feeding it where it read their output as it is, or holds it rearranged: feeders.py)
-            traced = traced_back(capture.sources.get(marker.file, ""), marker.first, marker.last)
-            lines.append(MarkedLineCalls(tuple(with_products(as_read(h.calls, traced),
-                                                             [_tensor_of(v)[0] for v in h.values]) for h in hits),
+            # (with the calls of the statements feeding it, and the products with parameter matrices: called_names.py)
+            text = capture.sources.get(marker.file, "")
+            traced = traced_back(text, marker.first, marker.last)
+            lines.append(MarkedLineCalls(tuple(read_calls(h.calls, [_tensor_of(v)[0] for v in h.values], text,
+                                                          marker.first, marker.last, traced) for h in hits),
                                          min(wanted, len(hits))))
             tensor_lines += [j] * len(chosen.values)
             order = min(order or chosen.order, chosen.order)

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import torch
 
 from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.reading.called_names import CALLED_AS
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.projections import user_projection
 
@@ -58,7 +59,9 @@ def rebuild(call: ModuleCall, kind: str) -> SimpleNamespace | None:
     parameters; None where they were not copied."""
     params = call.params
     if kind == ModuleKind.LINEAR and call.kind == ModuleKind.LINEAR and params.get("weight") is not None:
-        return SimpleNamespace(weight=params["weight"], bias=params.get("bias"), traced=True)
+        # (with the attribute its statement called it by, where one is read: called_names.py)
+        return SimpleNamespace(weight=params["weight"], bias=params.get("bias"), traced=True,
+                               called_as=call.attrs.get(CALLED_AS))
     if kind == ModuleKind.LINEAR and call.kind == ModuleKind.USER:
         return user_projection(call)
     if kind != ModuleKind.LAYER_NORM or not call.inputs or call.inputs[0] is None:

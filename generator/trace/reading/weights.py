@@ -126,10 +126,12 @@ def _declared(check: Check, calls: Sequence[ModuleCall], source: TensorDict, mai
             modules[source.name(value)] = module
             written = call.attrs.get(PRODUCT)  # a product with a parameter the line read (products.py)
             fed = call.attrs.get(FED_AT) is not None  # made by an unmarked statement the line read (feeders.py)
-            taken.append(f"the parameters of its product `{written}`" if written is not None else
+            taken.append(f"the parameters of {'the unmarked product' if fed else 'its product'} `{written}`"
+                         + (" before it, whose output it read" if fed else "") if written is not None else
                          f"the weights of the {call.module} an unmarked statement before it called, whose output it "
                          "read" if fed else f"the weights of the {call.module} it called")
-            words.append((source.name(value), f"the product `{written}`" if written is not None else
+            words.append((source.name(value), f"the product `{written}`" + (" on a statement before your line"
+                                                                             if fed else "") if written is not None else
                           f"the {call.module} an unmarked statement before your line called" if fed else
                           f"the {call.module} your line called"))
         elif part == "weight" and isinstance(value, ParamRef) and (weight := call.params.get("weight")) is not None:

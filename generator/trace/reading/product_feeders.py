@@ -1,0 +1,67 @@
+"""Raw-parameter products on the unmarked statements feeding a marked one (round twenty-one's Apzmie: ``Q =
+torch.matmul(x, self.W_Q)`` above ``Q = Q.view(...).transpose(1, 2)  # BREAKPOINT S09``; ``linear1 = torch.matmul(x,
+self.W1) + self.b1`` above ``gelu = self.gelu(linear1)  # BREAKPOINT S17``). No module call makes such a projection, so
+the feeding statements' recorded calls (fed_calls.py) hold nothing of it, and the step was read "as the line read it"
+(a head split) or by GELU's range alone. The marked line copies, besides its own, the locals and the parameters such a
+statement read: its input, which the marked line still holds where nothing between rebinds it, and its matrix and
+bias by attribute; the reading then finds the product among them (products.py) as a Linear that statement computed."""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+
+from transformer_trace.trace.reading.feeders import MOST_FEEDERS, _assigned, _block_of, _dotted, _parsed
+
+PRODUCTS = ("matmul", "mm", "bmm", "linear")  # the functions a raw-parameter projection is written with
+
+
+@lru_cache(maxsize=1024)  # a pure function of the file's text: `trace` asks once per marker
+def feeder_reads(source: str | None, first: int, last: int) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
+    """The names and the parameter chains (each with its statement's first line) that the raw products feeding the
+    statement at lines ``first``–``last`` read: the statements of its block before it that last assigned a name it
+    reads from a product of a local with a ``self`` attribute, none of whose names a statement between rebinds (nor
+    the product itself: ``x = x @ self.W``); ((), ()) where none does or the source does not parse."""
+    tree = _parsed(source) if source is not None else None
+    found = _block_of(tree.body, first, last) if tree is not None else None
+    if found is None:
+        return (), ()
+    body, index = found
+    wanted = {n.id for n in ast.walk(body[index]) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    names: dict[str, None] = {}
+    chains: dict[str, int] = {}
+    rebound: set[str] = set()  # the names the statements after the one looked at bind, up to the marked one
+    for node in reversed(body[:index]):
+        assigned = _assigned(node)
+        if assigned & wanted:
+            wanted -= assigned
+            read, parameters = _product_reads(node)
+            if parameters and not read & (rebound | assigned):
+                names.update(dict.fromkeys(sorted(read)))
+                chains.update({chain: node.lineno for chain in parameters if chain not in chains})
+                if len(chains) >= 2 * MOST_FEEDERS:
+                    break
+        rebound |= assigned
+        if not wanted:
+            break
+    return tuple(names), tuple(chains.items())
+
+
+def _product_reads(node: ast.stmt) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The names a raw-parameter product's assignment reads, and the ``self`` attributes it passes (not calls:
+    ``self.W_Q`` of ``torch.matmul(x, self.W_Q)``); ((), ()) for any other statement."""
+    value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+    if value is None or not any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)
+                                or isinstance(n, ast.Call) and _function(n.func) in PRODUCTS for n in ast.walk(value)):
+        return frozenset(), ()
+    functions = {id(n.func) for n in ast.walk(value) if isinstance(n, ast.Call)}
+    parameters = tuple(dict.fromkeys(chain for n in ast.walk(value) if isinstance(n, ast.Attribute)
+                                     and id(n) not in functions and isinstance(n.ctx, ast.Load)
+                                     and (chain := _dotted(n)) is not None and chain.startswith("self.")))
+    read = frozenset(n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                     and n.id != "self")
+    return read, parameters
+
+
+def _function(func: ast.expr) -> str | None:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None

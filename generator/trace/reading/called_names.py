@@ -17,7 +17,7 @@ import torch
 
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
-from transformer_trace.trace.reading.feeders import _block_of, _dotted, _parsed, as_read
+from transformer_trace.trace.reading.feeders import block_of, dotted_name, parsed_source, as_read
 from transformer_trace.trace.reading.product_feeders import feeder_reads
 from transformer_trace.trace.reading.products import PRODUCT, with_products
 
@@ -46,12 +46,12 @@ def _named(call: ModuleCall, source: str, first: int, last: int) -> ModuleCall:
 def _called(source: str, first: int, last: int) -> str | None:
     """The one ``self`` attribute chain the statement starting at ``first`` calls, leaving out the norms and
     activations it may call around it (``self.wq(self.norm(x))``); None where it calls none or several."""
-    tree = _parsed(source)
-    found = _block_of(tree.body, first, max(last, first + 200)) if tree is not None else None
+    tree = parsed_source(source)
+    found = block_of(tree.body, first, max(last, first + 200)) if tree is not None else None
     if found is None:
         return None
     body, index = found
     chains = {chain for n in ast.walk(body[index]) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-              and (chain := _dotted(n.func)) is not None and chain.startswith("self.")
+              and (chain := dotted_name(n.func)) is not None and chain.startswith("self.")
               and not any(word in chain.rsplit(".", 1)[-1].lower() for word in ("norm", "act", "gelu", "relu", "drop"))}
     return chains.pop() if len(chains) == 1 else None

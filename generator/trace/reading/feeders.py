@@ -44,8 +44,8 @@ def traced_back(source: str, first: int, last: int) -> frozenset[int]:
 
 @lru_cache(maxsize=1024)  # a pure function of the file's text: `trace` asks once per marker, a benchmark per run
 def _feeding_statements(source: str, first: int, last: int) -> tuple[tuple[int, int], ...]:
-    tree = _parsed(source)
-    found = _block_of(tree.body, first, last) if tree is not None else None
+    tree = parsed_source(source)
+    found = block_of(tree.body, first, last) if tree is not None else None
     if found is None:
         return ()
     body, index = found
@@ -53,7 +53,7 @@ def _feeding_statements(source: str, first: int, last: int) -> tuple[tuple[int, 
     wanted = {n.id for n in ast.walk(marked) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     feeders: list[tuple[int, int]] = []
     for node in _before(tree.body if tree is not None else [], body, index):
-        assigned = _assigned(node)
+        assigned = names_bound(node)
         if not assigned & wanted:
             continue
         wanted -= assigned
@@ -98,8 +98,8 @@ def _blocks(top: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
 
 @lru_cache(maxsize=1024)
 def _traced_back(source: str, first: int, last: int) -> tuple[tuple[int, int], ...]:
-    tree = _parsed(source)
-    found = _block_of(tree.body, first, last) if tree is not None else None
+    tree = parsed_source(source)
+    found = block_of(tree.body, first, last) if tree is not None else None
     if found is None:
         return ()
     body, index = found
@@ -108,7 +108,7 @@ def _traced_back(source: str, first: int, last: int) -> tuple[tuple[int, int], .
         written = _written(node)
         if not written & wanted:
             continue
-        wanted = (wanted - _assigned(node)) | _read(node)  # a name bound anew is read from here on, not before
+        wanted = (wanted - names_bound(node)) | _read(node)  # a name bound anew is read from here on, not before
         if _projects(node):
             spans.append((node.lineno, node.end_lineno or node.lineno))
             if len(spans) == MOST_TRACED_BACK:
@@ -116,7 +116,7 @@ def _traced_back(source: str, first: int, last: int) -> tuple[tuple[int, int], .
     return tuple(spans)
 
 
-def _dotted(node: ast.expr) -> str | None:
+def dotted_name(node: ast.expr) -> str | None:
     """``self.cache_v`` for an attribute chain on a name; None for anything else."""
     parts = []
     while isinstance(node, ast.Attribute):
@@ -129,7 +129,7 @@ def _dotted(node: ast.expr) -> str | None:
 def _read(node: ast.stmt) -> frozenset[str]:
     """The names and module attributes (``self.cache_v``) a statement reads."""
     found = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return frozenset(found | {d for n in ast.walk(node) if isinstance(n, ast.Attribute) and (d := _dotted(n))})
+    return frozenset(found | {d for n in ast.walk(node) if isinstance(n, ast.Attribute) and (d := dotted_name(n))})
 
 
 @lru_cache(maxsize=4096)
@@ -138,11 +138,11 @@ def _written(node: ast.stmt) -> frozenset[str]:
     targets = list(getattr(node, "targets", ()))
     if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
         targets.append(node.target)
-    found = set(_assigned(node))
+    found = set(names_bound(node))
     for target in targets:
         for part in ast.walk(target):
             base = part.value if isinstance(part, ast.Subscript) else part
-            if isinstance(base, ast.Attribute) and (dotted := _dotted(base)) is not None:
+            if isinstance(base, ast.Attribute) and (dotted := dotted_name(base)) is not None:
                 found.add(dotted)
     return frozenset(found)
 
@@ -160,7 +160,7 @@ def _projects(node: ast.stmt) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def _assigned(node: ast.stmt) -> frozenset[str]:
+def names_bound(node: ast.stmt) -> frozenset[str]:
     """The names a statement of the block binds, each statement of a parsed file walked once (every marked line walks
     back through its block: a flat script of 20 marked lines walked its statements ~240 times, 13 ms of the parent's
     time); a function or class binds its own name only (what its body assigns is its own scope's)."""
@@ -170,21 +170,21 @@ def _assigned(node: ast.stmt) -> frozenset[str]:
 
 
 @lru_cache(maxsize=8)
-def _parsed(source: str) -> ast.Module | None:
+def parsed_source(source: str) -> ast.Module | None:
     try:
         return ast.parse(source)
     except (SyntaxError, ValueError):
         return None
 
 
-def _block_of(body: list[ast.stmt], first: int, last: int) -> tuple[list[ast.stmt], int] | None:
+def block_of(body: list[ast.stmt], first: int, last: int) -> tuple[list[ast.stmt], int] | None:
     """The statement list holding the simple statement that starts at ``first`` and ends by ``last``, and its index."""
     for index, node in enumerate(body):
         if node.lineno == first and (node.end_lineno or first) <= last and not _compound(node):
             return body, index
         if node.lineno <= first <= (node.end_lineno or node.lineno):
             for inner in _bodies(node):
-                found = _block_of(inner, first, last)
+                found = block_of(inner, first, last)
                 if found is not None:
                     return found
     return None

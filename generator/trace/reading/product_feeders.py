@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
-from transformer_trace.trace.reading.feeders import MOST_FEEDERS, _assigned, _block_of, _dotted, _parsed
+from transformer_trace.trace.reading.feeders import MOST_FEEDERS, names_bound, block_of, dotted_name, parsed_source
 
 PRODUCTS = ("matmul", "mm", "bmm", "linear")  # the functions a raw-parameter projection is written with
 
@@ -22,8 +22,8 @@ def feeder_reads(source: str | None, first: int, last: int) -> tuple[tuple[str, 
     statement at lines ``first``–``last`` read: the statements of its block before it that last assigned a name it
     reads from a product of a local with a ``self`` attribute, none of whose names a statement between rebinds (nor
     the product itself: ``x = x @ self.W``); ((), ()) where none does or the source does not parse."""
-    tree = _parsed(source) if source is not None else None
-    found = _block_of(tree.body, first, last) if tree is not None else None
+    tree = parsed_source(source) if source is not None else None
+    found = block_of(tree.body, first, last) if tree is not None else None
     if found is None:
         return (), ()
     body, index = found
@@ -32,7 +32,7 @@ def feeder_reads(source: str | None, first: int, last: int) -> tuple[tuple[str, 
     chains: dict[str, int] = {}
     rebound: set[str] = set()  # the names the statements after the one looked at bind, up to the marked one
     for node in reversed(body[:index]):
-        assigned = _assigned(node)
+        assigned = names_bound(node)
         if assigned & wanted:
             wanted -= assigned
             read, parameters = _product_reads(node)
@@ -57,7 +57,7 @@ def _product_reads(node: ast.stmt) -> tuple[frozenset[str], tuple[str, ...]]:
     functions = {id(n.func) for n in ast.walk(value) if isinstance(n, ast.Call)}
     parameters = tuple(dict.fromkeys(chain for n in ast.walk(value) if isinstance(n, ast.Attribute)
                                      and id(n) not in functions and isinstance(n.ctx, ast.Load)
-                                     and (chain := _dotted(n)) is not None and chain.startswith("self.")))
+                                     and (chain := dotted_name(n)) is not None and chain.startswith("self.")))
     read = frozenset(n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
                      and n.id != "self")
     return read, parameters

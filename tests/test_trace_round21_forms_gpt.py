@@ -217,3 +217,14 @@ def test_keys_split_from_the_queries_linear_on_their_own_line_are_named_at_the_s
     assert code == 1 and checks[""]["first_failure"].startswith("#12"), checks[""]
     assert checks["#12"]["evidence"]["name"] == "computed from another tensor", checks["#12"]
     assert "your keys hold the queries' values" in checks["#12"]["evidence"]["message"], checks["#12"]
+
+
+def test_q_k_and_v_from_clones_of_one_untrained_linear_pass_though_their_parts_are_equal(tmp_path):
+    # round twenty's Offline-translation: `clones(nn.Linear(d, d), 4)` deep-copies one Linear, so untrained q, k and v
+    # of one input are equal; the values cannot tell which Linear made which part: no evidence of a shared one
+    cloned = SPLIT_LINES.replace("KEYS", "k_proj").replace(
+        "self.q_proj, self.k_proj, self.v_proj = nn.Linear(C, C), nn.Linear(C, C), nn.Linear(C, C)",
+        "self.q_proj, self.k_proj, self.v_proj = (copy.deepcopy(one) for one in [nn.Linear(C, C)] * 3)").replace(
+        "import math\n", "import copy\nimport math\n")
+    code, checks = traced(tmp_path, cloned)
+    assert code == 0 and checks["#12"]["passed"] is True, checks["#12"]["detail"]

@@ -52,9 +52,14 @@ class OwnKeyProjection(Check):
         return "the keys are projected by a Linear of their own", not same, detail
 
 
-def one_linear(found: Sequence[ModuleCall | None]) -> torch.Tensor | None:
-    """The weight the queries' and the keys' calls (``found``'s first two) both read, where they called one Linear (the
-    very same parameter tensor); None where they called two, or either is no Linear call with a weight."""
-    weights = [call.params.get("weight") if call is not None and call.kind == ModuleKind.LINEAR else None
-               for call in found[:2]]
-    return weights[0] if len(weights) == 2 and weights[0] is not None and weights[0] is weights[1] else None
+def one_linear(made: Sequence[Sequence[ModuleCall]]) -> torch.Tensor | None:
+    """The weight the queries' and the keys' parts (``made``'s first two: every call whose output holds that part's
+    values) were both made with, where every such call is of one Linear (the very same parameter tensor); None where
+    two Linears could have made either (clones of one untrained Linear give equal parts: the values cannot tell), or a
+    part has no Linear call with a weight."""
+    if len(made) < 2 or not made[0] or not made[1]:
+        return None
+    weights = [call.params.get("weight") if call.kind == ModuleKind.LINEAR else None for part in made[:2]
+               for call in part]
+    first = weights[0]
+    return first if first is not None and all(weight is first for weight in weights) else None

@@ -268,17 +268,18 @@ def _projections_called(check: HeadsRejoin, calls: Sequence[ModuleCall], source:
     the marked line read) whose output holds that head tensor's values, so the split itself is checked; in a
     self-attention, the three Linears' inputs are checked to be one tensor."""
     tensors, full, taken, inputs = dict(source.tensors), list(check.full), [], {}
-    made: list[ModuleCall | None] = [None] * len(check.heads)  # the call that made each part, q, k and v
+    # every call whose output holds each part's values, q, k and v (several where the parts are equal, as clones of
+    # one untrained Linear make them)
+    made: list[list[ModuleCall]] = [[] for _ in check.heads]
     for k, (heads, whole) in enumerate(zip(check.heads, check.full)):
         if source.has(whole) or not source.has(heads):
             continue
-        found = next(((call, output) for kind in (ModuleKind.LINEAR, ModuleKind.LOCAL) for call in calls
-                      if call.kind == kind for output in call.outputs if _holds_exactly(output, source.t(heads))),
-                     None)
-        if found is None:
+        holding = [(call, output) for kind in (ModuleKind.LINEAR, ModuleKind.LOCAL) for call in calls
+                   if call.kind == kind for output in call.outputs if _holds_exactly(output, source.t(heads))]
+        if not holding:
             return None
-        call, output = found
-        made[k] = call
+        call, output = holding[0]
+        made[k] = [c for c, _ in holding]
         name = f"{source.name(whole)}@{call.module}.output"
         tensors[name], full[k] = present(output), Ref(name)
         taken.append(f"{source.name(whole)} from {'the output of the ' if call.kind == 'linear' else '`'}"

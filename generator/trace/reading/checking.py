@@ -440,9 +440,9 @@ def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
                     # a module call's input in another layout than the tensor it stands in for (a Linear called on
                     # x.reshape(B * N, C)): ours to read, not the script's error; the check without it
                     bound, result = None, check.run(source)
-        except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
-            results.append(CheckResult(name=claim, passed=False,
-                                       detail=f"the captured tensors do not fit the claim: {exc}"))
+        except (RuntimeError, ValueError, IndexError):  # shapes that do not fit the claim at all: a form not known
+            results.append(CheckResult(name=claim, passed=False, detail=_form_unknown(
+                check if bound is None else bound.check, source if bound is None else bound.source)))
             continue
         read = bound.check.inputs() if bound is not None else check.inputs_read(source)  # a call's tensors: no label
         reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in read) if name in labels]
@@ -462,6 +462,14 @@ def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
                           if tensor is not None]
         results.append(result)
     return results
+
+
+def _form_unknown(check: Any, source: Any) -> str:
+    """What a page says where the tensors' shapes fit no form the check knows: the shapes it read, not the error they
+    raised (a form the checks do not know is no evidence of a bug)."""
+    refs = dict.fromkeys(ref for ref in check.inputs() if source.has(ref))
+    shapes = ", ".join(f"{source.name(ref)} {tuple(source.t(ref).shape)}" for ref in refs)
+    return f"a form the checks do not know: the shapes read ({shapes}) fit none of the forms of the claim together"
 
 
 def _judged_with_calls(page: SnapshotReading) -> Any:

@@ -4,7 +4,8 @@ round asked for, fudonglin's "Transformers from Scratch" encoder–decoder, whos
 author's style, said in its SOURCE.md), and their correct code is traced where their upstream files are present beside
 our own ($TRACE_FRESH_ROUND22, by default /work/fresh_round22/<folder>); elsewhere (CI) skipped. The round's first
 result had no red verdict on correct code and no internal error: modern_llm's attention sinks leave its attention
-steps unrecognised and picoclvr's per-head einsum projections leave q, k and v unread, but nothing is called a bug."""
+steps unrecognised and picoclvr's per-head einsum projections leave q, k and v unread, but nothing is called a bug;
+since the attention sinks are read as a form (checks/sinks.py), modern_llm's mask, masked scores and context pass."""
 
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ def test_round_twenty_two_gpt_student_kind_plants_classic_bugs_only():
     assert not any(bug["new_form"] for bug in planted_bugs(ours(22) / STUDENT))
 
 
-# the checks that must really run on each correct code (the first result's passed counts)
-PASSED_AT_LEAST = {STUDENT: 28, SINKS: 16, PICOCLVR: 8}
+# the checks that must really run on each correct code (the first result's passed counts; modern_llm's four more
+# since its attention sinks are read: G12, G13, G15, G16)
+PASSED_AT_LEAST = {STUDENT: 28, SINKS: 20, PICOCLVR: 8}
 
 
 @pytest.mark.slow

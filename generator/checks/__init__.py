@@ -24,9 +24,9 @@ own in its ``CHECKS`` and the report merges both (a second check under a taken n
 from __future__ import annotations
 
 from transformer_trace.checks.attention import (
-    ContextConcat, HeadsRejoin, LinearHeads, ScaledScores, SoftmaxRows,
+    HeadsRejoin, LinearHeads, ScaledScores, SoftmaxRows,
 )
-from transformer_trace.checks.context_heads import ContextHeads, FusedContextHeads
+from transformer_trace.checks.context_heads import ContextConcat, ContextHeads, FusedContextHeads
 from transformer_trace.checks.base import (
     FAILED, GELU_MINIMUM, INPUT, MODULE, NOT_CHECKABLE, PARAMETER, PASSED, TENSOR, TENSORS, THIS, TOLERANCE,
     UNRECOGNISED, VALUE,

@@ -1,5 +1,6 @@
 """Attention checks (tensors only, but the fused projection): the heads split and re-joined, the scores Q·Kᵀ/√hs, the
-probability rows (a padding mask the step does not show recognised), the context weights·V."""
+probability rows (a padding mask the step does not show recognised); the context weights·V is context_heads.py's. Scores
+and probabilities over attention sinks besides the positions are read on their token columns (sinks.py)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,12 @@ import torch
 from transformer_trace.checks.base import (THIS, BoundT, CallBinder, Check, TraceUse, close, linear, softmax_factor,
                                           tolerance)
 from transformer_trace.checks.blind_rows import EVERY_KEY_MASKED
-from transformer_trace.checks.context_forms import CONTEXT_FORMS
-from transformer_trace.checks.attention_dropout import DROPOUT_FORMS
 from transformer_trace.checks.differential import half_product
 from transformer_trace.checks.dropout import SOFTMAX_DROPOUT_CLAIM, through_dropout
 from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.grouped import (as_query_heads, fitted_heads, grouped_apart, grouped_rejoin, joined_notes,
                                              kv_heads)
-from transformer_trace.checks.head_merge import context_merged_in_place, split_in_place
+from transformer_trace.checks.head_merge import split_in_place
 from transformer_trace.checks.head_norm import normed_heads
 from transformer_trace.checks.masks import MASK_HONOURED, future_entries, mask_allows, padding_fit, sees_nothing
 from transformer_trace.checks.position_bias import T5_CLAIM, bias_inside_softmax, t5_form
@@ -31,6 +30,7 @@ from transformer_trace.checks.scale_forms import (close_scaled, scores_another_s
                                                   softmax_applies_no_scale, weights_unscaled)
 from transformer_trace.checks.fitted_bias import keys_kept
 from transformer_trace.checks.self_mask import SCORE_FORMS, masked_or_scaled_per_head
+from transformer_trace.checks.sinks import sink_count, sinks_said
 from transformer_trace.checks.soft_cap import capped_scores, capped_undivided, capped_unscaled
 from transformer_trace.sources import ModuleRef, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -127,7 +127,7 @@ class ScaledScores(Check):
             return capped
         if not passed:
             unscaled, plain = close_scaled(scores, product, 1.0, "recomputed Q·Kᵀ per head (unscaled)")
-            probs = s.t(self.probs) if self.probs is not None and s.has(self.probs) else None  # it may show no scale
+            probs = self.probs_over(s, scores)  # it may show no scale
             scaled_later = unscaled and not (probs is not None and softmax_applies_no_scale(probs, scores, hs))
             later = self._scaled_later(s, scores, hs) if scaled_later else None
             if later is not None:
@@ -144,12 +144,18 @@ class ScaledScores(Check):
         """How the scores read as T5's attention (``t5_form``), or as Q·Kᵀ unscaled beside a ``sibling`` attention
         that reads so (T5's cross-attention has no 1/√hs and no position bias); None where neither."""
         scores, product, _, _ = self.read(s)
-        own = t5_form(scores, product, s.t(self.probs) if self.probs is not None and s.has(self.probs) else None)
+        own = t5_form(scores, product, self.probs_over(s, scores))
         sibling = self.sibling
         if own is not None or sibling is None or not all(s.has(r) for r in (sibling.out, sibling.q, sibling.k)):
             return own
         other = sibling.t5(s) if close(scores, product, "")[0] else None
         return f"Q·Kᵀ unscaled as {s.name(sibling.out)} is, which reads as T5's ({other})" if other else None
+
+    def probs_over(self, s: TensorSource, scores: torch.Tensor) -> torch.Tensor | None:
+        """The probabilities, where captured over the keys ``scores`` hold (not where they also weigh sinks whose
+        columns the scores read leave out: sinks.py)."""
+        probs = s.t(self.probs) if self.probs is not None and s.has(self.probs) else None
+        return probs if probs is not None and probs.shape[-1] == scores.shape[-1] else None
 
     def product(self, s: TensorSource) -> tuple[torch.Tensor, torch.Tensor, int]:
         """(the scores, Q·Kᵀ per head, hs), for the bug forms."""
@@ -158,22 +164,25 @@ class ScaledScores(Check):
     def read(self, s: TensorSource) -> tuple[torch.Tensor, torch.Tensor, int, str]:
         """(the scores, Q·Kᵀ per head, hs, what was read of grouped keys in words, bracketed): keys of fewer heads
         repeated in the order whose product is nearest the scores."""
-        scores = s.t(self.out)
+        scores, keys = s.t(self.out), attention_operand(s, self.k)
+        sinks = sink_count(scores.shape[-1], keys.shape[-2])
+        scores = scores[..., sinks:]  # the token columns: the sinks' keys are no snapshot's (sinks.py)
         h = scores.shape[1]
         q = as_query_heads(attention_operand(s, self.q), h)
-        k, note = fitted_heads(attention_operand(s, self.k), h, q.shape[-1], lambda k: q @ k.transpose(-2, -1),
-                               scores)
+        k, note = fitted_heads(keys, h, q.shape[-1], lambda k: q @ k.transpose(-2, -1), scores)
+        notes = [note] + ([f"on the {scores.shape[-1]} token columns: {sinks_said(sinks, sinks + scores.shape[-1])}, "
+                           "their columns reported, not judged (no snapshot shows their keys)"] if sinks else [])
         if (half := half_product(scores, q, k)) is not None:  # one map of a differential attention (differential.py)
-            return scores, half[0], half[1], joined_notes([note]) + half[2]
-        return scores, q @ k.transpose(-2, -1), q.shape[-1], joined_notes([note])
+            return scores, half[0], half[1], joined_notes(notes) + half[2]
+        return scores, q @ k.transpose(-2, -1), q.shape[-1], joined_notes(notes)
 
     def _other_scale_later(self, s: TensorSource, scores: torch.Tensor) -> str | None:
         """The evidence that the probabilities are the softmax over the keys of ``scores`` times a fitted c ≠ 1 (a
         scale applied inside the softmax, of another value than 1/√hs: ``softmax(energy / √C)``): the scores are then
         right to be unscaled, and the scale's value is the softmax step's matter, not a missing 1/√d here."""
-        if self.probs is None:
+        probs = self.probs_over(s, scores)
+        if probs is None:
             return None
-        probs = s.t(self.probs)
         for axis, over in ((-1, "the keys"), (-2, "the queries: the softmax's axis is its own claim")):
             fitted = softmax_factor(probs.transpose(axis, -1), scores.transpose(axis, -1))
             if fitted is None or abs(fitted[0] - 1) < 1e-3 or fitted[0] <= 0:
@@ -192,9 +201,9 @@ class ScaledScores(Check):
     def _scaled_later(self, s: TensorSource, scores: torch.Tensor, hs: int) -> str | None:
         """The evidence that the probabilities are the softmax of ``scores``/√hs (the entries they give no weight
         masked), over the keys or the queries; None where they are not (or were not captured)."""
-        if self.probs is None:
+        probs = self.probs_over(s, scores)
+        if probs is None:
             return None
-        probs = s.t(self.probs)
         if probs.shape != scores.shape:
             return None
         scaled = (scores / math.sqrt(hs)).masked_fill(probs == 0, float("-inf"))
@@ -248,7 +257,7 @@ def _no_later_key(check: Any, s: TensorSource) -> str | None:
     if not getattr(check, "causal", False):
         return None
     weights, blind = s.t(check.out), sees_nothing(check, s)  # a padded query's uniform row says nothing of the future
-    weights = weights if blind is None else weights.masked_fill(blind, 0.0)
+    weights = (weights if blind is None else weights.masked_fill(blind, 0.0))[..., check.sinks(s):]  # token columns
     above = future_entries(*weights.shape[-2:])
     future = float(weights[..., above].abs().max()) if above.any() else 0.0
     seen = int((weights[..., above] != 0).sum()) if above.any() else 0
@@ -331,7 +340,10 @@ class SoftmaxRows(Check):
             allowed, _ = mask_allows(s.cpu(self.mask))
             nothing = ~allowed.any(-1, keepdim=True)  # a padded query that sees no key: all masked alike, uniform
             logits = logits.masked_fill(~allowed & ~nothing, float("-inf")).masked_fill(nothing, 0.0)
-        what = "recomputed softmax over the keys" + (" of the masked scores" if self.mask else "")
+        sinks = self.sinks(s)
+        what = "recomputed softmax over the keys" + (" of the masked scores" if self.mask else "") + (
+            f" (the {sinks} sinks' columns and the {weights.shape[-1] - sinks} positions': "
+            f"{sinks_said(sinks, weights.shape[-1])})" if sinks else "")
         expected = torch.softmax(logits, dim=-1)
         same, more = close(weights, expected, what)
         if not same and (padded := padding_fit(weights, logits)) is not None:  # a padding mask the step does not show
@@ -348,13 +360,21 @@ class SoftmaxRows(Check):
         passed &= same
         detail += ("; " if detail else "") + more
         if self.causal:
-            above = future_entries(*weights.shape[-2:])  # keys after the query (its own after a memory: masks.py)
+            live = weights[..., sinks:]  # the sinks are no positions: never later than a query (sinks.py)
+            above = future_entries(*live.shape[-2:])  # keys after the query (its own after a memory: masks.py)
             blind = sees_nothing(self, s)  # padded queries (uniform over every key) are left out
-            live = weights if blind is None else weights.masked_fill(blind, 0.0)
+            live = live if blind is None else live.masked_fill(blind, 0.0)
             future = float(live[..., above].abs().max()) if above.any() else 0.0
             passed &= future == 0.0
-            detail += f"; largest weight on a future position: {future:g}"
+            detail += f"; largest weight on a future position: {future:g}" + (
+                f" (on the {live.shape[-1]} token columns: the sinks' columns are always allowed)" if sinks else "")
         return claim + (" (causal)" if self.causal and claim != SOFTMAX_DROPOUT_CLAIM else ""), passed, detail
+
+    def sinks(self, s: TensorSource) -> int:
+        """The attention sinks in front of the keys (sinks.py): the weights' width minus the captured keys'
+        positions; 0 where the keys are not captured or as wide."""
+        return sink_count(s.t(self.out).shape[-1], s.t(self.k).shape[-2]) if self.k is not None and s.has(self.k) \
+            else 0
 
     def _scaled_inside(self, s: TensorSource, weights: torch.Tensor, logits: torch.Tensor,
                        plain: tuple[bool, str]) -> tuple[bool, str]:
@@ -374,53 +394,6 @@ class SoftmaxRows(Check):
         return close(weights, torch.softmax(logits / math.sqrt(hs), dim=-1),
                      f"recomputed softmax over the keys of the {'masked ' if self.mask else ''}scores / √{hs} (the "
                      f"scores read are Q·Kᵀ unscaled: the 1/√{hs} applied inside the softmax)")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ContextConcat(Check):
-    """Tensors only: ``out`` (B, T, C) is probs·V per head with the heads concatenated; ``v`` per head (B, h, S, hs) or
-    whole (B, S, C), then split into the probabilities' heads."""
-    CLAIM = "is probs·V per head, the heads side by side"
-
-    DERIVES = "out"
-    OPTIONAL = (("q", "k"),)
-    # an nn.MultiheadAttention's output marked here, its heads inside PyTorch (trace/reading/attention_rows.py)
-    TRACE = TraceUse(also_calls=frozenset({ModuleKind.MULTIHEAD_ATTENTION}))
-    BUG_FORMS = (BugForm("heads merged without moving the axis back", "the output vs (weights·V) reshaped without "
-                         "the transpose", context_merged_in_place), *CONTEXT_FORMS, *DROPOUT_FORMS)
-
-    out: Ref = THIS
-    probs: Ref
-    v: Ref
-    q: Ref | None = None  # the queries and keys, per head or whole: read only by the bug forms
-    k: Ref | None = None
-
-    def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
-        """weights·V per head, the heads concatenated: (B, h, T, S) -> (B, T, C)."""
-        ctx = self.per_head(s, weights)  # (B, h, T, hs)
-        return ctx.transpose(1, 2).reshape(ctx.shape[0], ctx.shape[2], -1)
-
-    def per_head(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
-        return weights @ self.values(s, weights)[0]
-
-    def values(self, s: TensorSource, weights: torch.Tensor) -> tuple[torch.Tensor, str]:
-        """V per head for the h heads of ``weights``, and what was read of a grouping: values of fewer heads (grouped-
-        query) repeated in the order whose context holds the step's values (sorted: a merge in another layout keeps
-        them)."""
-        h, v = weights.shape[1], s.t(self.v)
-        queries = as_query_heads(s.t(self.q), h) if self.q is not None and s.has(self.q) else None
-        hs = s.t(self.out).shape[-1] // h if s.has(self.out) else queries.shape[-1] if queries is not None else None
-        if not s.has(self.out):
-            return as_query_heads(v, h, hs), ""
-        return fitted_heads(v, h, hs, lambda v: weights @ v, s.t(self.out), sort=True)
-
-    def derive(self, s: TensorSource) -> torch.Tensor | None:
-        return self.context(s, s.t(self.probs))
-
-    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        joined, grouped = self.context(s, s.t(self.probs)), joined_notes([self.values(s, s.t(self.probs))[1]])
-        passed, detail = close(s.t(self.out), joined, f"recomputed (weights·V) per head, heads concatenated{grouped}")
-        return "equals the heads' weights·V, concatenated", passed, detail
 
 
 @dataclass(frozen=True, kw_only=True)

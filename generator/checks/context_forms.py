@@ -1,5 +1,5 @@
 """The forms a context (the probabilities times the values, per head or with the heads concatenated) takes when it is
-computed wrongly from what the step's check reads (checks/attention.py ``ContextConcat``, checks/context_heads.py
+computed wrongly from what the step's check reads (checks/context_heads.py ``ContextConcat`` and
 ``ContextHeads``): the context rebuilt from the queries and keys with the mask or the scale left out, or computed from
 the probabilities transposed. Each needs a ``context(s, weights)`` of the check: its context from given weights."""
 

@@ -2,7 +2,9 @@
 attention fused into ``F.scaled_dot_product_attention``: nothing between the projections and the context can be
 marked), the same claim with the probabilities rebuilt from the queries and keys the script's other steps captured, as
 the call computes them: softmax(Q·Kᵀ/√hs), every key seen (a Vision Transformer's attention has no mask). A context
-computed with another scale, or merged without moving the heads axis back, is named by its bug form."""
+computed with another scale, or merged without moving the heads axis back, is named by its bug form. The heads'
+contexts concatenated (``ContextConcat``, B, T, C) likewise. Over attention sinks, V's sink rows are fitted
+(sinks.py)."""
 
 from __future__ import annotations
 
@@ -12,15 +14,70 @@ from typing import Any
 
 import torch
 
-from transformer_trace.checks.context_forms import CONTEXT_FORMS
 from transformer_trace.checks.attention_dropout import DROPOUT_FORMS
+from transformer_trace.checks.context_forms import CONTEXT_FORMS
 from transformer_trace.checks.base import THIS, Check, CheckResult, TraceUse, close
 from transformer_trace.checks.evidence import BugForm, Fit
-from transformer_trace.checks.grouped import as_query_heads, fitted_heads
+from transformer_trace.checks.grouped import as_query_heads, fitted_heads, joined_notes
+from transformer_trace.checks.head_merge import context_merged_in_place
 from transformer_trace.checks.rotary import attention_operand
+from transformer_trace.checks.sinks import values_with_sinks
 from transformer_trace.sources import Ref, TensorSource
+from transformer_trace.trace.child.protocol import ModuleKind
 
 FUSED_CLAIM = "equals softmax(Q·Kᵀ/√hs)·V, the probabilities computed inside the call"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextConcat(Check):
+    """Tensors only: ``out`` (B, T, C) is probs·V per head with the heads concatenated; ``v`` per head (B, h, S, hs) or
+    whole (B, S, C), then split into the probabilities' heads."""
+    CLAIM = "is probs·V per head, the heads side by side"
+
+    DERIVES = "out"
+    OPTIONAL = (("q", "k"),)
+    # an nn.MultiheadAttention's output marked here, its heads inside PyTorch (trace/reading/attention_rows.py)
+    TRACE = TraceUse(also_calls=frozenset({ModuleKind.MULTIHEAD_ATTENTION}))
+    BUG_FORMS = (BugForm("heads merged without moving the axis back", "the output vs (weights·V) reshaped without "
+                         "the transpose", context_merged_in_place), *CONTEXT_FORMS, *DROPOUT_FORMS)
+
+    out: Ref = THIS
+    probs: Ref
+    v: Ref
+    q: Ref | None = None  # the queries and keys, per head or whole: read only by the bug forms
+    k: Ref | None = None
+
+    def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
+        """weights·V per head, the heads concatenated: (B, h, T, S) -> (B, T, C)."""
+        ctx = self.per_head(s, weights)  # (B, h, T, hs)
+        return ctx.transpose(1, 2).reshape(ctx.shape[0], ctx.shape[2], -1)
+
+    def per_head(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
+        return weights @ self.values(s, weights)[0]
+
+    def values(self, s: TensorSource, weights: torch.Tensor) -> tuple[torch.Tensor, str]:
+        """V per head for the h heads of ``weights``, and what was read of a grouping: values of fewer heads (grouped-
+        query) repeated in the order whose context holds the step's values (sorted: a merge in another layout keeps
+        them)."""
+        h, v = weights.shape[1], s.t(self.v)
+        queries = as_query_heads(s.t(self.q), h) if self.q is not None and s.has(self.q) else None
+        hs = s.t(self.out).shape[-1] // h if s.has(self.out) else queries.shape[-1] if queries is not None else None
+        if not s.has(self.out):
+            return as_query_heads(v, h, hs), ""
+        out = s.t(self.out)  # the sinks' value rows fitted from it, per head (sinks.py)
+        per_head = out.reshape(out.shape[0], out.shape[1], h, -1).transpose(1, 2) if out.dim() == 3 else out
+        read, note = fitted_heads(v, h, hs, lambda v: weights @ values_with_sinks(v, weights, per_head)[0], out,
+                                  sort=True)
+        read, sinks = values_with_sinks(read, weights, per_head)
+        return read, "; ".join(filter(None, (note, sinks)))
+
+    def derive(self, s: TensorSource) -> torch.Tensor | None:
+        return self.context(s, s.t(self.probs))
+
+    def verify(self, s: TensorSource) -> tuple[str, bool, str]:
+        joined, grouped = self.context(s, s.t(self.probs)), joined_notes([self.values(s, s.t(self.probs))[1]])
+        passed, detail = close(s.t(self.out), joined, f"recomputed (weights·V) per head, heads concatenated{grouped}")
+        return "equals the heads' weights·V, concatenated", passed, detail
 
 
 def _merged_in_place(context: torch.Tensor) -> torch.Tensor:
@@ -88,11 +145,18 @@ class ContextHeads(Check):
     def context(self, s: TensorSource, weights: torch.Tensor) -> torch.Tensor:
         """probs·V; values of fewer heads (grouped-query) repeated in the order whose context holds the step's
         values."""
+        return weights @ self.values(s, weights)[0]
+
+    def values(self, s: TensorSource, weights: torch.Tensor) -> tuple[torch.Tensor, str]:
+        """V as the heads of ``weights`` read it, and what was fitted of it in words: the sinks' value rows in front
+        where the weights are over attention sinks too (sinks.py)."""
         v = s.t(self.v_heads)
         if not s.has(self.out):
-            return weights @ as_query_heads(v, weights.shape[1])
-        return weights @ fitted_heads(v, weights.shape[1], v.shape[-1], lambda v: weights @ v, s.t(self.out),
-                                      sort=True)[0]
+            return as_query_heads(v, weights.shape[1]), ""
+        out = s.t(self.out)
+        heads = fitted_heads(v, weights.shape[1], v.shape[-1],
+                             lambda v: weights @ values_with_sinks(v, weights, out)[0], out, sort=True)[0]
+        return values_with_sinks(heads, weights, out)
 
     def weights(self, s: TensorSource) -> torch.Tensor:
         return s.t(self.probs)
@@ -101,8 +165,9 @@ class ContextHeads(Check):
         return self.context(s, s.t(self.probs))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
-        expected = self.context(s, s.t(self.probs))
-        passed, detail = close(s.t(self.out), expected, "recomputed attention probabilities @ V")
+        values, sinks = self.values(s, s.t(self.probs))
+        passed, detail = close(s.t(self.out), s.t(self.probs) @ values, "recomputed attention probabilities @ V"
+                               + (f" ({sinks})" if sinks else ""))
         return "equals probabilities @ V", passed, detail
 
     def run(self, s: TensorSource) -> CheckResult:

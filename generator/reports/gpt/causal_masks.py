@@ -16,6 +16,7 @@ from transformer_trace.checks.masks import (aligned_to_keys_start, causal_by_own
                                            future_left_visible, mask_allows, masked_as_written, masked_entries,
                                            padding_said, pattern_of_own, sliding_window)
 from transformer_trace.checks.retention import DECAY_REVERSED, decays, is_decay
+from transformer_trace.checks.sinks import SINKS_MASKED_BEHIND, allowed_with_sinks, sinks_said
 from transformer_trace.sources import NotCheckable, Ref, TensorSource
 
 PREFIX_TOLERANCE = 1e-6  # earlier positions must not move when the last byte changes
@@ -93,8 +94,13 @@ class CausalMaskBool(Check):
                     f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "
                     f"entries, as expected: {structure} (the {kind} mask alone: no captured step shows the scores it "
                     "masks)" + padding + ("" if structure else f"; {seen} future entries visible"))
-        recomputed, how = masked_as_written(s.t(self.masked), s.t(self.scores), allowed, s.t(self.mask))
+        # attention sinks: the scores' keys n learned rows and the T positions the mask covers (checks/sinks.py)
+        widened_allowed, widened, sinks = allowed_with_sinks(s.cpu(self.mask), s.t(self.masked).shape[-1])
+        recomputed, how = masked_as_written(s.t(self.masked), s.t(self.scores), widened_allowed, widened)
         applied, detail = close(s.t(self.masked), recomputed, f"masked scores vs scores with {how}")
+        if sinks:
+            detail = (f"the mask read with {sinks} always-allowed columns in front ({sinks_said(sinks, S + sinks)}; "
+                      f"the causal rule judged on the {S} token columns alone); {detail}")
         change = optional_input(s, "prefix_change")
         invariant = change is None or change <= PREFIX_TOLERANCE
         text = (f"{int(expected.sum())} allowed (on or below the diagonal) and {int((~expected).sum())} blocked "
@@ -172,7 +178,7 @@ class MaskedFillOf(Check):
     PROPERTIES = (Property("no query attends to a later key", "the step's scores above the diagonal, with no mask "
                            "marked", _masked_sees_later),)
     BUG_FORMS = (BugForm(MASK_AT_KEYS_START, "the masked entries vs keys 0 … i allowed for query i, more keys than "
-                         "queries", _masked_at_keys_start),)
+                         "queries", _masked_at_keys_start), SINKS_MASKED_BEHIND)
 
     out: Ref = THIS
     scores: Ref
@@ -183,7 +189,7 @@ class MaskedFillOf(Check):
     def derive(self, s: TensorSource) -> torch.Tensor | None:
         if self.mask is None:
             return None
-        allowed, _ = mask_allows(s.cpu(self.mask))
+        allowed = allowed_with_sinks(s.cpu(self.mask), s.t(self.scores).shape[-1])[0]
         return s.t(self.scores).masked_fill(~allowed, float("-inf"))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
@@ -199,9 +205,11 @@ class MaskedFillOf(Check):
         if self.mask is None:
             passed, detail = causal_by_own_pattern(got, scores)
             return "the scores where a causal mask allows, masked above the diagonal", passed, detail
-        allowed, _ = mask_allows(s.cpu(self.mask))
-        recomputed, how = masked_as_written(got, scores, allowed, s.t(self.mask))
-        passed, detail = close(got, recomputed, f"recomputed: the scores with {how}")
+        allowed, mask, sinks = allowed_with_sinks(s.cpu(self.mask), got.shape[-1])  # sinks' columns (sinks.py)
+        recomputed, how = masked_as_written(got, scores, allowed, mask)
+        passed, detail = close(got, recomputed, f"recomputed: the scores with {how}" + (
+            f", the mask read with {sinks} always-allowed columns in front ({sinks_said(sinks, got.shape[-1])})"
+            if sinks else ""))
         blocked = masked_entries(got, scores)  # −inf, a finite masking value, or moved down by one
         if is_decay(s.cpu(self.mask)):  # a decay mask multiplied in: 0 where it blocks (retention)
             blocked = (got == 0) & (~allowed).expand_as(got) | blocked

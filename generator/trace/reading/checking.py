@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from functools import partial
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -271,29 +272,16 @@ def _check_pages(pages: list[SnapshotReading], run: TracedRun, own: Mapping[int,
                                 _ready(page, checked, _refused(page, checked, read_labels)))
         results[number] = [in_users_terms(result, read_labels, variables) for result in found]
 
-    def in_terms(result: CheckResult) -> CheckResult:
-        return in_users_terms(result, read_labels, variables)
-
-    # one module per head: a concatenation of heads read from its per-head lines' hits (head_modules.py)
-    results = _refined(results, "one module per head", lambda found: heads_of_their_own_modules(pages, found, views,
-                                                                                                  in_terms))
-    # logits from heads on rows the catalogue's check cannot read (head_rows.py)
-    return _refined(results, "heads on rows", lambda found: heads_on_rows(pages, found, views, in_terms))
-
-
-def _refined(results: dict[int, list[CheckResult]], reading: str,
-             refine: Callable[[dict[int, list[CheckResult]]], dict[int, list[CheckResult]]]
-             ) -> dict[int, list[CheckResult]]:
-    """``refine(results)``: a reading of several pages together that runs once every page's checks ran; where it
-    fails on a form it does not know, ``results`` as the pages' own checks left them, said in one line. A reading
-    that only refines verdicts must never cost the report (round twenty-two's GQA ViT ended in an internal error in
-    one, with no report written)."""
-    try:
-        return refine(results)
-    except Exception as exc:  # noqa: BLE001 - the report stands without the refinement
-        log.warning("trace: the %s reading was left out (%s: %s); those steps are as their own checks judged them",
-                    reading, type(exc).__name__, exc)
-        return results
+    in_terms = partial(in_users_terms, labels=read_labels, variables=variables)
+    # one module per head: a concatenation of heads read from its per-head lines' hits (head_modules.py); logits from
+    # heads on rows the catalogue's check cannot read (head_rows.py)
+    for reading, refine in (("one module per head", heads_of_their_own_modules), ("heads on rows", heads_on_rows)):
+        try:  # a reading that only refines verdicts never costs the report (round twenty-two's GQA ViT: it did)
+            results = refine(pages, results, views, in_terms)
+        except Exception as exc:  # noqa: BLE001 - the pages as their own checks judged them, said in one line
+            log.warning("trace: the %s reading was left out (%s: %s); those steps are as their own checks judged "
+                        "them", reading, type(exc).__name__, exc)
+    return results
 
 
 def _another_position(page: SnapshotReading, found: list[CheckResult], run: TracedRun,
@@ -464,9 +452,9 @@ def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
                     # a module call's input in another layout than the tensor it stands in for (a Linear called on
                     # x.reshape(B * N, C)): ours to read, not the script's error; the check without it
                     bound, result = None, check.run(source)
-        except (RuntimeError, ValueError, IndexError) as exc:  # shapes that do not fit the claim at all
-            results.append(CheckResult(name=claim, passed=False,
-                                       detail=f"the captured tensors do not fit the claim: {exc}"))
+        except (RuntimeError, ValueError, IndexError):  # shapes that do not fit the claim at all: a form not known
+            results.append(CheckResult(name=claim, passed=False, detail=_form_unknown(
+                check if bound is None else bound.check, source if bound is None else bound.source)))
             continue
         read = bound.check.inputs() if bound is not None else check.inputs_read(source)  # a call's tensors: no label
         reads = [labels[name] for name in dict.fromkeys(source.name(ref) for ref in read) if name in labels]
@@ -486,6 +474,14 @@ def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
                           if tensor is not None]
         results.append(result)
     return results
+
+
+def _form_unknown(check: Any, source: Any) -> str:
+    """What a page says where the tensors' shapes fit no form the check knows: the shapes it read, not the error they
+    raised (a form the checks do not know is no evidence of a bug)."""
+    refs = dict.fromkeys(ref for ref in check.inputs() if source.has(ref))
+    shapes = ", ".join(f"{source.name(ref)} {tuple(source.t(ref).shape)}" for ref in refs)
+    return f"a form the checks do not know: the shapes read ({shapes}) fit none of the forms of the claim together"
 
 
 def _judged_with_calls(page: SnapshotReading) -> Any:

@@ -25,7 +25,7 @@ from transformer_trace.checks.base import LOW_PRECISION
 from transformer_trace.checks.base import needs_evidence
 from transformer_trace.checks.rotary import ROTATED
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
-from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict
+from transformer_trace.sources import MissingTensor, NoInput, NoWeights, NotCheckable, TensorDict, TensorSource
 from transformer_trace.trace.reading.verify import LayoutStatus
 from transformer_trace.trace.reading.added_then_normed import added_then_normed
 from transformer_trace.trace.reading.another_lines_input import another_lines_input
@@ -476,7 +476,7 @@ def _run_checks(page: SnapshotReading, source: TensorDict | None, labels: dict[s
     return results
 
 
-def _form_unknown(check: Any, source: Any) -> str:
+def _form_unknown(check: Check, source: TensorSource) -> str:
     """What a page says where the tensors' shapes fit no form the check knows: the shapes it read, not the error they
     raised (a form the checks do not know is no evidence of a bug)."""
     refs = dict.fromkeys(ref for ref in check.inputs() if source.has(ref))

@@ -22,12 +22,42 @@ from transformer_trace.sources import ModuleRef, Ref, TensorSource
 def _gate_unactivated(check: Any, s: TensorSource) -> Fit | None:
     """The product of fc1's raw output and the other factor: the gate's activation left out (``fc1(x) * fc3(x)``)."""
     out, pre = s.t(check.out), linear(s, check.module, s.t(check.x))
+    if (halves := fused_halves(pre, out)) is not None:  # fc1 fused: its two halves multiplied as they came out
+        fits, detail = close(out, halves[0][1] * halves[1][1], "vs fc1(input)'s two halves multiplied, no activation")
+        return Fit(fits, f"the gate's activation was left out: your {s.name(check.out)} is the product of the two "
+                         f"halves of fc1(input), as they came out of the Linear ({detail})" if fits else detail)
     for factor in (check.up, check.gate):
         fits, detail = close(out, pre * s.t(factor), f"vs fc1(input) × {s.name(factor)}, no activation between")
         if fits:
             return Fit(True, f"the gate's activation was left out: your {s.name(check.out)} is fc1(input), as it "
                              f"came out of the Linear, times the other factor ({detail})")
     return Fit(False, "fc1(input) times either factor, without an activation, does not fit")
+
+
+def fused_halves(pre: Any, out: Any) -> tuple[tuple[str, Any], tuple[str, Any]] | None:
+    """fc1's output split into its two halves (``chunk(2, dim=-1)``), each named, where it is twice the step's width
+    and of the step's other sizes; None otherwise."""
+    if pre.dim() != out.dim() or pre.shape[:-1] != out.shape[:-1] or pre.shape[-1] != 2 * out.shape[-1]:
+        return None
+    first, second = pre.chunk(2, dim=-1)
+    return ("first", first), ("second", second)
+
+
+def _activated_own_half(check: Any, s: TensorSource) -> Fit | None:
+    """The step as an activation of one half of the fused fc1(input) times that same half (``swish(up) * up``): the
+    activation applied to the up half, the gate half never read."""
+    out = s.t(check.out)
+    halves = fused_halves(linear(s, check.module, s.t(check.x)), out)
+    if halves is None:
+        return None
+    for which, half in halves:
+        for name, activation in GATES.items():
+            fits, detail = close(out, activation(half) * half, f"vs {name}(fc1(input)'s {which} half) × that half")
+            if fits:
+                return Fit(True, f"the gate was applied to the wrong half: your {s.name(check.out)} is {name} of "
+                                 f"fc1(input)'s {which} half times that same half, so the other half is never read "
+                                 f"({detail})")
+    return Fit(False, "no activation of a half of fc1(input) times that same half fits")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,7 +68,9 @@ class GatedOfLinear(Check):
     SUBSTITUTES = False  # the factors are the line's own: no other captured tensor stands in for them
     BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (
         BugForm("the gate's activation left out", "the step vs fc1(input) × the other factor, no activation",
-                _gate_unactivated),)
+                _gate_unactivated),
+        BugForm("the gate applied to the wrong half", "the step vs an activation of one half of the fused fc1(input) "
+                "× that same half", _activated_own_half))
 
     out: Ref = THIS
     x: Ref
@@ -48,6 +80,8 @@ class GatedOfLinear(Check):
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         out, pre = s.t(self.out), linear(s, self.module, s.t(self.x))
+        if (halves := fused_halves(pre, out)) is not None:
+            return self._of_halves(s, halves)
         details = []
         for gate, up in ((self.gate, self.up), (self.up, self.gate)):
             product, product_detail = close(out, s.t(gate) * s.t(up), f"vs {s.name(gate)} × {s.name(up)}")
@@ -59,6 +93,26 @@ class GatedOfLinear(Check):
             details.append(product_detail)
         return "equals an activation of fc1(input) × the up projection: a gated MLP", False, (
             f"neither factor the line multiplied is {', '.join(GATES)} of fc1(input); {details[0]}")
+
+    def _of_halves(self, s: TensorSource, halves: tuple[Any, Any]) -> tuple[str, bool, str]:
+        """fc1 fused, its output twice the step's width (``gate, up = self.fc1(x).chunk(2, dim=-1)`` on a line before):
+        one factor the line multiplied an activation of one half (made on a statement before it: ``activated =
+        swish(gate)``), the other factor the other half, and the step their product."""
+        out = s.t(self.out)
+        for gate, up in ((self.gate, self.up), (self.up, self.gate)):
+            for (first, gate_half), (_, up_half) in ((halves[0], halves[1]), (halves[1], halves[0])):
+                for name, activation in GATES.items():
+                    if not close(s.t(gate), activation(gate_half), "")[0]:
+                        continue
+                    own_up, up_detail = close(s.t(up), up_half, f"{s.name(up)} vs fc1(input)'s other half")
+                    product, detail = close(out, activation(gate_half) * up_half,
+                                            f"recomputed {name}(fc1(input)'s {first} half) × its other half")
+                    return (f"equals {name} of one half of the fused fc1(input) × its other half: a gated MLP",
+                            own_up and product, f"{s.name(gate)} is {name} of fc1(input)'s {first} half; {up_detail}; "
+                                                f"{detail}")
+        return "equals an activation of one half of the fused fc1(input) × its other half: a gated MLP", False, (
+            f"neither factor the line multiplied is {', '.join(GATES)} of either half of fc1(input) (fc1's output "
+            "twice the step's width: a fused gate and up projection)")
 
 
 @dataclass(frozen=True, kw_only=True)

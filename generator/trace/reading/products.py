@@ -66,14 +66,14 @@ def _product(matrix: ModuleCall, inputs: Sequence[torch.Tensor], vectors: Sequen
             for vector in (None, *biases):
                 bias = None if vector is None else vector.params["weight"]
                 output = product if bias is None else product + bias.double()
-                if any(_alike(output, step) for step in steps):
+                if any(holds_values(output, step) for step in steps):
                     written = f"{form.replace('W', matrix.module)}" + (f" + {vector.module}" if vector else "")
                     return ModuleCall(matrix.module, ModuleKind.LINEAR, 1, [x], [output.to(x.dtype)],
                                       {"weight": weight.contiguous(), "bias": bias}, {PRODUCT: written})
     return None
 
 
-def _alike(output: torch.Tensor, step: torch.Tensor) -> bool:
+def holds_values(output: torch.Tensor, step: torch.Tensor) -> bool:
     """Whether ``output`` holds the step's values, in whatever layout the line gave them (a view on the same line)."""
     return output.numel() == step.numel() and close(output.flatten().sort().values,
                                                     step.double().flatten().sort().values, "")[0]

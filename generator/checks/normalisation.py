@@ -382,6 +382,37 @@ def _normalised_residual(check: Any, s: TensorSource) -> Fit | None:
     return Fit(False, "no operand's LayerNorm in its place fits")
 
 
+def _normalised_stream(check: Any, s: TensorSource) -> Fit | None:
+    """The stream read as the sum of several captured operands (the MLP's residual ``x + attn_out``, S16 itself not
+    on the check) with a LayerNorm of that whole stream in their place (``x = x + self.mlp(x)`` where ``x =
+    self.norm2(x)`` on the line before: Differential_ViT's B6 at S19): the sum less its last operand, the sublayer's
+    output, is a LayerNorm of the other operands' sum (gain and bias fitted per feature); None where it is not."""
+    operands: tuple[Ref, ...] = tuple(getattr(check, "operands", ()))
+    if len(operands) < 3 or not all(s.has(ref) for ref in operands):
+        return None
+    stream = added(s.t(ref) for ref in operands[:-1])
+    rest = s.t(check.out) - s.t(operands[-1])
+    try:
+        _, normalised, detail = fitted_layer_norm(rest, stream, "the stream")
+    except (NotCheckable, RuntimeError):
+        return None
+    if not normalised:
+        return Fit(False, f"the sum less its sublayer output is no LayerNorm of the stream ({detail})")
+    named = _captured_as(s, stream) or " + ".join(s.name(ref) for ref in operands[:-1])
+    return Fit(True, f"your {s.name(check.out)} adds a LayerNorm of {named} where {named} itself belongs: the "
+                     f"sublayer's own normalised input added back ({detail})")
+
+
+def _captured_as(s: TensorSource, stream: torch.Tensor) -> str | None:
+    """The captured tensor the stream is (S16, the attention's residual sum), by name; None where none is."""
+    tensors = getattr(s, "tensors", None) or {}
+    return next((name for name, tensor in tensors.items() if isinstance(tensor, torch.Tensor)
+                 and tensor.shape == stream.shape and tensor.is_floating_point()
+                 and close(stream, tensor.double(), "")[0]), None)
+
+
+NORMALISED_STREAM = BugForm("the residual adds the normalised stream", "the sum less its sublayer output vs a "
+                            "LayerNorm of its other operands' sum (gain and bias fitted)", _normalised_stream)
 NORMALISED_RESIDUAL = BugForm("LayerNorm of the wrong tensor", "the sum with one operand replaced by its LayerNorm "
                               "(gain and bias fitted)", _normalised_residual)
 

@@ -21,7 +21,7 @@ from transformer_trace.checks.evidence import BugForm, Fit, Property
 from transformer_trace.checks.merged_sum import MERGED_CLAIM, MERGED_FORMS, merged_stream_left, merged_stream_sum
 from transformer_trace.checks.residual_forms import scaled_residual, stream_left_out
 from transformer_trace.checks.sandwich_norm import sandwich_sum
-from transformer_trace.checks.normalisation import NORMALISED_RESIDUAL, fitted_layer_norm
+from transformer_trace.checks.normalisation import NORMALISED_RESIDUAL, NORMALISED_STREAM, fitted_layer_norm
 from transformer_trace.checks.post_norm_sum import NORMALISED_STREAM_LEFT_OUT, normalised_sum
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
 from transformer_trace.checks.conditional_positions import conditional_encoding, transposed_encoding
@@ -191,7 +191,7 @@ class SumOf(Check):
     TRACE = TraceUse(also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION,
                                            ModuleKind.READ, ModuleKind.EMBEDDING}))  # (every operand: summed_calls)
     BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (BugForm("added twice", "the sum with one operand counted twice",
-                                                        _operand_twice), NORMALISED_RESIDUAL,
+                                                        _operand_twice), NORMALISED_RESIDUAL, NORMALISED_STREAM,
                                                 stream_left_out("residual dropped"), NORMALISED_STREAM_LEFT_OUT,
                                                 ACTIVATED_SUBLAYER, *MERGED_FORMS)
     LEFT_OUT = "residual dropped"

@@ -4,13 +4,13 @@ script's own interpreter (bootstrap.py loads this file by path: standard library
 A feeding statement runs in a ``Feeding`` context manager; while it runs, module_calls.py's recorder keeps each call of
 the kinds the first marked statement's checks read as a ``PendingCall``: references to its tensors and their version
 counters, nothing copied. The marked statement's next start decides which of them its hit carries (``resolve``): the
-reader keeps a fed call only where a local tensor the marked line read holds its output as it is, or rearranged where
-the statement was traced back to (feeders.py ``as_read``), or an attention module such a statement called, so only those
-are copied, then, and the rest are forgotten (a feeding self-attention's projections, its scores, whose outputs no local
-holds: most of them). A tensor changed in place between its call and the marked statement (its version counter or its
-memory moved) cannot be copied as the call saw it: that call is left out, as one that cannot be copied is. Where a
-version counter cannot be read (a tensor made under torch.inference_mode()), the call is copied as it returns, as a
-marked line's own calls are.
+reader keeps a fed call only where a local tensor the marked line read holds its output as it is, or rearranged (or
+one part of it split on its last axis) where the statement was traced back to (feeders.py ``as_read``), or an
+attention module such a statement called, so only those are copied, then, and the rest are forgotten (a feeding
+self-attention's projections, its scores, whose outputs no local holds: most of them). A tensor changed in place
+between its call and the marked statement (its version counter or its memory moved) cannot be copied as the call saw
+it: that call is left out, as one that cannot be copied is. Where a version counter cannot be read (a tensor made
+under torch.inference_mode()), the call is copied as it returns, as a marked line's own calls are.
 
 This is the plan of what a feeding statement records: ``PendingCall`` holds what the recorder needs to write a call
 later (module_calls.py ``CallRecorder._call``); a new recording on feeding statements (another kind of call, its
@@ -190,7 +190,7 @@ class _Held:
                         return True
             for output in outputs if rearranged else ():
                 for tensor in self.read:
-                    if self._rearranged(output, tensor):
+                    if self._rearranged(output, tensor) or self._a_part(output, tensor):
                         return True
         except Exception:  # noqa: BLE001 - not comparable here: the reader compares the copies
             return True
@@ -210,6 +210,18 @@ class _Held:
             return False
         values = self._sorted(output)
         return bool(values[0] != values[-1]) and self.torch.equal(values, self._sorted(tensor))
+
+    def _a_part(self, output, tensor):
+        """Whether ``tensor`` is exactly one of the equal parts ``output`` splits into on its last axis (``q`` of
+        ``q, k, v = qkv.chunk(3, dim=-1)``): the reader keeps it only where the source splits it so
+        (chunked_feeders.py)."""
+        if output.dtype != tensor.dtype or output.dim() == 0 or output.shape[:-1] != tensor.shape[:-1]:
+            return False
+        width, whole = tensor.shape[-1], output.shape[-1]
+        if width == 0 or whole % width or whole == width:
+            return False
+        equal = self.torch.equal
+        return any(equal(output[..., i:i + width], tensor) for i in range(0, whole, width))
 
     @staticmethod
     def _same_memory(output, tensor):

@@ -17,6 +17,7 @@ import torch
 
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
+from transformer_trace.trace.reading.chunked_feeders import chunked_projections
 from transformer_trace.trace.reading.einsum_products import einsum_operands, with_einsums
 from transformer_trace.trace.reading.feeders import block_of, dotted_name, parsed_source, as_read
 from transformer_trace.trace.reading.product_feeders import feeder_reads
@@ -30,8 +31,10 @@ def read_calls(calls: Sequence[ModuleCall], made: Sequence[torch.Tensor | None],
     """A hit's calls as its checks read them: those of the statements feeding it where it read their output
     (feeders.py ``as_read``; ``traced``: the statements traced back to), the products with parameter matrices it or a
     raw product before it read (products.py) and the einsums of a local with a parameter it made
-    (einsum_products.py), each Linear named as its statement called it (the module docstring)."""
-    found = with_products(as_read(calls, traced), made, feeder_reads(source, first, last)[1])
+    (einsum_products.py), each Linear named as its statement called it (the module docstring); a fused projection
+    chunked on the statement before keeps its call where the line read one of its parts (chunked_feeders.py)."""
+    found = with_products(as_read(calls, traced, chunked_projections(source, first, last)), made,
+                          feeder_reads(source, first, last)[1])
     found = with_einsums(found, made, einsum_operands(source, first, last))
     return tuple(_named(call, source, first, last) for call in found)
 

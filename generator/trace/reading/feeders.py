@@ -109,7 +109,7 @@ def _traced_back(source: str, first: int, last: int) -> tuple[tuple[int, int], .
         if not written & wanted:
             continue
         wanted = (wanted - names_bound(node)) | _read(node)  # a name bound anew is read from here on, not before
-        if _projects(node):
+        if projects(node):
             spans.append((node.lineno, node.end_lineno or node.lineno))
             if len(spans) == MOST_TRACED_BACK:
                 break
@@ -147,7 +147,7 @@ def _written(node: ast.stmt) -> frozenset[str]:
     return frozenset(found)
 
 
-def _projects(node: ast.stmt) -> bool:
+def projects(node: ast.stmt) -> bool:
     """An assignment of module calls' outputs as they are: ``v = self.wv(x)``, or a tuple of such calls; or of one
     output of a module returning several (``src2 = self.self_attn(q, k, value=src)[0]``: nn.MultiheadAttention's, whose
     query, key and value arguments attention_sources.py compares with the streams they belong to)."""
@@ -205,20 +205,35 @@ def _bodies(node: ast.stmt) -> Iterator[list[ast.stmt]]:
         yield case.body
 
 
-def as_read(calls: Sequence[ModuleCall], traced: frozenset[int] = frozenset()) -> tuple[ModuleCall, ...]:
+def as_read(calls: Sequence[ModuleCall], traced: frozenset[int] = frozenset(),
+            chunked: frozenset[int] = frozenset()) -> tuple[ModuleCall, ...]:
     """The calls of a marked line's hit, those its feeding statements made kept only where the line read the call's
     output as it is (a local equal to it: ``key = self.key(x)``, then ``key.view(...)``); one whose output the feeding
     statement changed before the line read it (``qkv = rearrange(self.qkv(x), "b n (h d qkv) -> ...")``) says nothing
     the line's own locals do not say better, and is left out. A call of a statement traced back to (``traced``: its
     first lines, ``traced_back``) is kept where a local the line read holds exactly its output's values, rearranged
     (the V projection split into heads through a cache): its weights and input are the step's; and an attention
-    module's, whatever became of its output (``_attention_traced_back``)."""
+    module's, whatever became of its output (``_attention_traced_back``). A call of a statement whose output the line's
+    feeding statement split on its last axis (``chunked``: chunked_feeders.py) is kept where a local holds one of its
+    parts exactly: the fused projection the line's q, k or v is a part of."""
     read = [t for c in calls if c.kind == ModuleKind.LOCAL for t in c.outputs if t is not None]
     return tuple(call for call in calls if call.attrs.get(FED_AT) is None or _attention_traced_back(call, traced)
                  or any(output is not None and any(output.shape == t.shape and bool(torch.equal(output, t))
                                                    or call.attrs.get(FED_AT) in traced and _rearranged(output, t)
+                                                   or call.attrs.get(FED_AT) in chunked and holds_a_part(output, t)
                                                    for t in read)
                         for output in call.outputs))
+
+
+def holds_a_part(output: torch.Tensor, read: torch.Tensor) -> bool:
+    """Whether ``read`` is exactly one of the equal parts ``output`` splits into on its last axis (``q`` of ``q, k, v =
+    qkv.chunk(3, dim=-1)``), two parts or more."""
+    if output.dim() == 0 or output.shape[:-1] != read.shape[:-1] or read.dtype != output.dtype:
+        return False
+    width, whole = read.shape[-1], output.shape[-1]
+    if width == 0 or whole % width or whole == width:
+        return False
+    return any(bool(torch.equal(output[..., i:i + width], read)) for i in range(0, whole, width))
 
 
 def _attention_traced_back(call: ModuleCall, traced: frozenset[int]) -> bool:

@@ -138,3 +138,19 @@ def test_the_mlp_residual_adding_the_normalised_stream_is_named_at_its_sum(tmp_p
     assert checks["S16"]["passed"] is True, checks["S16"]["detail"]
     assert checks["S19"]["evidence"]["name"] == "the residual adds the normalised stream", checks["S19"]
     assert "adds a LayerNorm of x (S16) where x (S16) itself belongs" in checks["S19"]["detail"], checks["S19"]
+
+
+def test_a_block_whose_stream_is_its_layernorm_is_not_red_at_the_mlp_residual(tmp_path):
+    # round fourteen's CCT: `src = self.norm1(src)  # S16` makes the normalised tensor the stream the MLP's residual
+    # adds; no step holds the attention's sum unnormalised, so its LayerNorm added back is no evidence of a bug
+    cct = MLP_RESIDUAL.replace('''        x_residual = x
+        x = self.norm1(x)
+        x = x_residual + self.attn(x)  # BREAKPOINT S16
+        x_residual = x
+        x = self.norm2(x)
+        x = STREAM + self.mlp(x)  # BREAKPOINT S19''', '''        x = x + self.attn(self.norm2(x))
+        x = self.norm1(x)  # BREAKPOINT S16
+        x = x + self.mlp(x)  # BREAKPOINT S19''')
+    code, checks = traced(tmp_path, cct)
+    assert code == 0, {label: check["detail"] for label, check in checks.items() if label}
+    assert checks["S19"]["passed"] is not False, checks["S19"]["detail"]

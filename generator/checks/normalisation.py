@@ -386,7 +386,9 @@ def _normalised_stream(check: Any, s: TensorSource) -> Fit | None:
     """The stream read as the sum of several captured operands (the MLP's residual ``x + attn_out``, S16 itself not
     on the check) with a LayerNorm of that whole stream in their place (``x = x + self.mlp(x)`` where ``x =
     self.norm2(x)`` on the line before: Differential_ViT's B6 at S19): the sum less its last operand, the sublayer's
-    output, is a LayerNorm of the other operands' sum (gain and bias fitted per feature); None where it is not."""
+    output, is a LayerNorm of the other operands' sum (gain and bias fitted per feature), and a captured step holds
+    that sum unnormalised (the script's stream; where none does, the normalised tensor may be the model's stream, as
+    CCT's ``src = self.norm1(src)``: no evidence); None where it is not."""
     operands: tuple[Ref, ...] = tuple(getattr(check, "operands", ()))
     if len(operands) < 3 or not all(s.has(ref) for ref in operands):
         return None
@@ -398,7 +400,10 @@ def _normalised_stream(check: Any, s: TensorSource) -> Fit | None:
         return None
     if not normalised:
         return Fit(False, f"the sum less its sublayer output is no LayerNorm of the stream ({detail})")
-    named = _captured_as(s, stream) or " + ".join(s.name(ref) for ref in operands[:-1])
+    named = _captured_as(s, stream)
+    if named is None:  # no step holds the stream unnormalised: a model whose stream is its LayerNorm (CCT's norm1)
+        return Fit(False, "the sum less its sublayer output is a LayerNorm of its other operands' sum, but no "
+                          "captured step holds that sum unnormalised: the normalised tensor may be the stream itself")
     return Fit(True, f"your {s.name(check.out)} adds a LayerNorm of {named} where {named} itself belongs: the "
                      f"sublayer's own normalised input added back ({detail})")
 

@@ -27,6 +27,8 @@ def feeder_reads(source: str | None, first: int, last: int) -> tuple[tuple[str, 
     if found is None:
         return (), ()
     body, index = found
+    if tree is not None and _calls_own_module(tree, body[index]):
+        return (), ()
     wanted = {n.id for n in ast.walk(body[index]) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     names: dict[str, None] = {}
     chains: dict[str, int] = {}
@@ -51,9 +53,9 @@ def _product_reads(node: ast.stmt) -> tuple[frozenset[str], tuple[str, ...]]:
     """The names a raw-parameter product's assignment reads, and the ``self`` attributes it passes (not calls:
     ``self.W_Q`` of ``torch.matmul(x, self.W_Q)``); ((), ()) for any other statement."""
     value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-    if value is None or not any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)
-                                or isinstance(n, ast.Call) and _function(n.func) in PRODUCTS for n in ast.walk(value)):
-        return frozenset(), ()
+    if value is None or not _is_product(value) or isinstance(node, ast.Assign) and (
+            len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name)):
+        return frozenset(), ()  # the local must be the product itself (a bias added at most), not a part of it
     functions = {id(n.func) for n in ast.walk(value) if isinstance(n, ast.Call)}
     parameters = tuple(dict.fromkeys(chain for n in ast.walk(value) if isinstance(n, ast.Attribute)
                                      and id(n) not in functions and isinstance(n.ctx, ast.Load)
@@ -61,6 +63,27 @@ def _product_reads(node: ast.stmt) -> tuple[frozenset[str], tuple[str, ...]]:
     read = frozenset(n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
                      and n.id != "self")
     return read, parameters
+
+
+def _calls_own_module(tree: ast.Module, statement: ast.stmt) -> bool:
+    """Whether ``statement`` calls ``self.<name>(...)`` where the file builds ``self.<name>`` from a class of the
+    user's own (a bare name: ``self.xpos = XPOS(hs)``, not ``nn.GELU()``): what that module does to the product (RetNet's
+    xPos rotation of K) the product reading cannot see through, so the marked step is read as before."""
+    called = {chain.removeprefix("self.") for n in ast.walk(statement) if isinstance(n, ast.Call)
+              and (chain := dotted_name(n.func)) is not None and chain.startswith("self.") and chain.count(".") == 1}
+    return bool(called) and any(
+        isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
+        and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                and t.attr in called for t in n.targets) for n in ast.walk(tree))
+
+
+def _is_product(value: ast.expr) -> bool:
+    """Whether ``value`` is a raw product (``x @ W``, ``torch.matmul(x, W)``, ``F.linear(x, W, b)``), a bias added to
+    it at most; a product split or indexed (``F.linear(x, W, b).chunk(3, dim=-1)``) is not: the local holds a part."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return _is_product(value.left) or _is_product(value.right)
+    return (isinstance(value, ast.BinOp) and isinstance(value.op, ast.MatMult)
+            or isinstance(value, ast.Call) and _function(value.func) in PRODUCTS)
 
 
 def _function(func: ast.expr) -> str | None:

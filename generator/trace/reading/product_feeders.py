@@ -67,8 +67,8 @@ def _product_reads(node: ast.stmt) -> tuple[frozenset[str], tuple[str, ...]]:
 
 def _calls_own_module(tree: ast.Module, statement: ast.stmt) -> bool:
     """Whether ``statement`` calls ``self.<name>(...)`` where the file builds ``self.<name>`` from a class of the
-    user's own (a bare name: ``self.xpos = XPOS(hs)``, not ``nn.GELU()``): what that module does to the product (RetNet's
-    xPos rotation of K) the product reading cannot see through, so the marked step is read as before."""
+    user's own (a bare name: ``self.xpos = XPOS(hs)``, not ``nn.GELU()``): what that module does to the product
+    (RetNet's xPos rotation of K) the product reading cannot see through, so the marked step is read as before."""
     called = {chain.removeprefix("self.") for n in ast.walk(statement) if isinstance(n, ast.Call)
               and (chain := dotted_name(n.func)) is not None and chain.startswith("self.") and chain.count(".") == 1}
     return bool(called) and any(

@@ -7,36 +7,10 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import trace_source as traced
+from tests.test_trace_round21_forms_gpt import CONTEXT_EINSUM
 
-ATTENTION = '''\
-import math
-import torch
-import torch.nn as nn
-
-torch.manual_seed(0)
-B, T, C, H = 2, 10, 32, 4
-
-
-class Attention(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.q_proj, self.k_proj, self.v_proj = nn.Linear(C, C), nn.Linear(C, C), nn.Linear(C, C)
-
-    def forward(self, x):
-        q = self.q_proj(x).view(B, T, H, C // H).transpose(1, 2)  # BREAKPOINT G08
-        k = self.k_proj(x).view(B, T, H, C // H).transpose(1, 2)  # BREAKPOINT G09
-        v = self.v_proj(x).view(B, T, H, C // H).transpose(1, 2)  # BREAKPOINT G10
-        scores = q @ k.transpose(-2, -1) / math.sqrt(C // H)  # BREAKPOINT G11
-        mask = torch.tril(torch.ones(T, T)).view(1, 1, T, T)  # BREAKPOINT G12
-        masked = scores.masked_fill(mask == 0, float("-inf"))  # BREAKPOINT G13
-        probs = torch.softmax(masked, dim=-1)  # BREAKPOINT G14
-        CONTEXT
-        return context
-
-
-with torch.no_grad():
-    Attention().eval()(torch.randn(B, T, C))
-'''
+# round twenty-one's causal attention of ours, its context line given per test
+ATTENTION = CONTEXT_EINSUM.replace("context = torch.einsum(LABELS, probs, v)  # BREAKPOINT G15", "CONTEXT")
 PER_HEAD = 'context = torch.einsum("LABELS->bhqd", probs, v)  # BREAKPOINT G15'
 MERGED = 'context = torch.einsum("LABELS->bqhd", probs, v).flatten(2)  # BREAKPOINT G16'
 TRANSPOSED = "the probabilities transposed"

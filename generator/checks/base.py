@@ -4,8 +4,6 @@ evidence comes from."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
 import functools
 import math
@@ -28,27 +26,8 @@ if typing.TYPE_CHECKING:  # pragma: no cover
     from transformer_trace.checks.values import SumOf
 
 
-TOLERANCE = 1e-4  # relative to the values' scale, for float32 tensors (our models') and wider
-# A script's tensors in a half-precision dtype carry about 3 (float16) or 2 (bfloat16) significant digits, and what the
-# checks recompute from them inherits that: judged at that precision (``judged_at``), not at float32's.
-LOW_PRECISION = {torch.float16: 1e-2, torch.bfloat16: 6e-2}
-_TOLERANCE = contextvars.ContextVar("tolerance", default=TOLERANCE)
-
-
-def tolerance() -> float:
-    """The tolerance of the checks running now: TOLERANCE, or a half precision's while its tensors are judged."""
-    return _TOLERANCE.get()
-
-
-@contextlib.contextmanager
-def judged_at(dtypes: typing.Iterable[torch.dtype]):
-    """Run checks at the coarsest precision among ``dtypes`` (the captured tensors'); yields that dtype's tolerance."""
-    coarse = max((LOW_PRECISION.get(dtype, TOLERANCE) for dtype in dtypes), default=TOLERANCE)
-    token = _TOLERANCE.set(coarse)
-    try:
-        yield coarse
-    finally:
-        _TOLERANCE.reset(token)
+from transformer_trace.checks.precision import (  # noqa: E402,F401 - the checks' names for it
+    LOW_PRECISION, TOLERANCE, judged_as_evidence, judged_at, tolerance)
 
 
 GELU_MINIMUM = -0.1701  # GELU's minimum, −0.16997 (−0.17004 with the tanh approximation), at x ≈ −0.75

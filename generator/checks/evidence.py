@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from transformer_trace.checks.precision import judged_as_evidence
 from transformer_trace.sources import NotCheckable, Ref, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
 
@@ -104,7 +105,8 @@ def find_evidence(check: Any, s: TensorSource) -> tuple[Evidence | None, tuple[s
     breaks, NaN included), and what each bug form tried found where none fitted (how far the step is from each)."""
     tried = []
     for form in (*type(check).BUG_FORMS, *_substitutions(check)):
-        fit = form.tried(check, s)
+        with judged_as_evidence():
+            fit = form.tried(check, s)
         if fit is not None and fit.fits:
             return Evidence(BUG_FORM, form.name, fit.message), ()
         if fit is not None:

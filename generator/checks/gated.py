@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import torch
+
 from transformer_trace.checks.base import THIS, Check, close, linear
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.checks.layers import ACTIVATIONS, GATES, NO_ACTIVATION
@@ -198,6 +200,12 @@ class GatedFactors(Check):
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         out, claim = s.t(self.out), "equals an activation of one factor the line read × the other: a gated MLP"
         if self.up is None:
+            # relu(x)·x is relu(x)²: the squared ReLU of one tensor (So et al.'s Primer, modded-nanogpt's
+            # F.relu(x).square()) is an activation, a correct MLP, where a gate's own factor would be a bug
+            squared, detail = close(out, torch.relu(s.t(self.gate)) ** 2, f"vs ReLU({s.name(self.gate)})²")
+            if squared:
+                return (f"equals ReLU({s.name(self.gate)})²: the squared ReLU of the one tensor the line read (Primer's "
+                        "activation, not a gated layer)"), True, detail
             return claim, False, f"the line read one tensor of the step's shape, {s.name(self.gate)}: no second factor"
         for gate, up in ((self.gate, self.up), (self.up, self.gate)):
             for name, activation in GATES.items():

@@ -144,9 +144,14 @@ KEYS_TRANSPOSED = Rewrite("keys stored transposed, T = hs", "K split straight in
     (SCORES, KEYS_TRANSPOSED_SCORES),
     ('[list(b"Hello!"), list(b"world.")]', '[list(b"Hello!!!"), list(b"world...")]')))
 
+# Primer's squared ReLU (modded-nanogpt's F.relu(x).square()): relu(x)·x exactly, so it must not read as a gated
+# layer whose gate multiplies its own factor (round twenty-three's false red at G21)
+RELU_SQUARED = Rewrite("squared ReLU", "the MLP's activation F.relu(x).square() (Primer) for GELU", (
+    ("        x = self.gelu(x)  # BREAKPOINT G21\n", "        x = F.relu(x).square()  # BREAKPOINT G21\n"),))
+
 CORRECT = (SEPARATE_QKV, CONV1D, TENSORDOT, MASK_1E9, MASK_FINFO_MIN, ADDITIVE_MASK, BOOL_MASK, SDPA,
            BMM_HEADS_IN_BATCH, SCALE_Q_OWN_LINE, POST_NORM, RMS_NORM, SINUSOID_POSITIONS, FLOAT16, AUTOCAST,
-           TRAIN_MODE, OWN_LAYER_NORM, KEYS_TRANSPOSED)
+           TRAIN_MODE, OWN_LAYER_NORM, KEYS_TRANSPOSED, RELU_SQUARED)
 COMPOSED = ((CONV1D, POST_NORM, BOOL_MASK), (TRAIN_MODE, MASK_1E9, RMS_NORM))
 
 Q_K_SWAPPED = Bug("q and k swapped in the split", "the fused projection's first slice taken as k, the second as q", (

@@ -40,8 +40,15 @@ if TYPE_CHECKING:  # pragma: no cover
 def _first_input(page: SnapshotReading, stood_in: torch.Tensor) -> tuple[str, torch.Tensor] | None:
     """The first module the page's line called and what it was given, where that is the head's own input: the
     tensor that stood in itself, or a LayerNorm's input whose output it is (a head ``LayerNorm, Linear``); None where
-    the line's first call is anything else (``fc2(gelu(fc1(x)))``: fc1 was given no pooled token)."""
+    the line's first call is anything else (``fc2(gelu(fc1(x)))``: fc1 was given no pooled token). A call that made a
+    tensor the line read (``out = self.norm(x)`` on the statement before ``self.head(out[:, 0])``) ran before the line
+    and is not one of its own."""
+    read = [call.outputs[0] for call in page.calls if call.kind == ModuleKind.LOCAL and call.outputs
+            and isinstance(call.outputs[0], torch.Tensor)]
     for call in page.calls:
+        if call.kind == ModuleKind.LOCAL or (call.outputs and isinstance(call.outputs[0], torch.Tensor)
+                                            and any(same_tensor(call.outputs[0], local) for local in read)):
+            continue
         if call.inputs and isinstance(call.inputs[0], torch.Tensor) and call.inputs[0].is_floating_point():
             given, output = call.inputs[0], call.outputs[0] if call.outputs else None
             norm = call.kind == ModuleKind.LAYER_NORM and isinstance(output, torch.Tensor)

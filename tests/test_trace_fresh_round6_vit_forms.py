@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import trace_source as traced
+from tests.fresh_rounds import upstream
 from transformer_trace.cli import main
 from transformer_trace.checks.context_heads import FUSED_CLAIM
 
@@ -169,7 +170,7 @@ def test_the_token_a_head_is_given_inside_the_logits_line_is_checked_against_the
 
 
 ROUND6 = Path(__file__).resolve().parent / "trace_fresh" / "round6"
-UPSTREAM = Path("/work/fresh_round6")  # the marked upstream files, never committed: present only where measured
+UPSTREAM = upstream(6)  # the marked upstream files, never committed: present only where measured
 
 
 @pytest.mark.slow

@@ -204,8 +204,8 @@ class GatedFactors(Check):
             # F.relu(x).square()) is an activation, a correct MLP, where a gate's own factor would be a bug
             squared, detail = close(out, torch.relu(s.t(self.gate)) ** 2, f"vs ReLU({s.name(self.gate)})²")
             if squared:
-                return (f"equals ReLU({s.name(self.gate)})²: the squared ReLU of the one tensor the line read (Primer's "
-                        "activation, not a gated layer)"), True, detail
+                return (f"equals ReLU({s.name(self.gate)})²: the squared ReLU of the one tensor the line read "
+                        "(Primer's activation, not a gated layer)"), True, detail
             return claim, False, f"the line read one tensor of the step's shape, {s.name(self.gate)}: no second factor"
         for gate, up in ((self.gate, self.up), (self.up, self.gate)):
             for name, activation in GATES.items():

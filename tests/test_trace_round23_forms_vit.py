@@ -6,7 +6,13 @@ and the marked line (Andreathegm's ``q, k, v = qkv.chunk(3, dim=-1)``, ``q = q.v
 q.transpose(1, 2)  # BREAKPOINT S09``), had passed "as the line read them": the chain was followed one statement only,
 so the fused Linear's input (the stream, where norm1 of it belongs: Andreathegm's B4) was never read. The chain is
 followed through any number of rearranging statements (chunked_feeders.py), the part read viewed or transposed
-(feeders.py ``holds_a_part``)."""
+(feeders.py ``holds_a_part``).
+
+Positions where every token got position 0's vector (luulecmg's B3, ``x += self.pos_embed[:1].expand(B, -1, C)``;
+Bhav7's B1, ``x = x + pos_embeddings[0]``) were unrecognised, or green on "the same term for every image": the form is
+named where the table's rows differ (position_rows.py), and a table of equal rows (zeros) gives no verdict. Positions
+looked up from an ``nn.Embedding`` on an unmarked statement are read as the rows of its weight the positions pick
+(learned_positions.py)."""
 
 from __future__ import annotations
 
@@ -109,3 +115,105 @@ def test_a_scale_between_the_chunk_and_the_line_is_not_followed(tmp_path):
         "/ self.hs ** 0.5  # BREAKPOINT S12", " # BREAKPOINT S12")
     _, checks = traced(tmp_path, source)
     assert checks["S09"]["passed"] is True and "as the line read it" in checks["S09"]["detail"], checks["S09"]
+
+
+TABLE_IN_PLACE = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+
+
+class Embed(nn.Module):
+    def __init__(self, d=16, n=4):
+        super().__init__()
+        self.proj = nn.Conv2d(3, d, kernel_size=4, stride=4)
+        self.cls_token = nn.Parameter(torch.randn(1, d))
+        self.pos_embed = nn.Parameter(TABLE(n + 1, d))
+        self.d = d
+
+    def forward(self, img):
+        B = img.shape[0]
+        x = self.proj(img).flatten(2).transpose(1, 2)  # BREAKPOINT S04
+        cls = self.cls_token.expand(B, 1, -1)  # BREAKPOINT S05
+        x = torch.cat([cls, x], dim=1)  # BREAKPOINT S06
+        x += ADDED.expand(B, -1, self.d)  # BREAKPOINT S07
+        return x
+
+
+with torch.no_grad():
+    Embed()(torch.randn(2, 3, 8, 8))
+'''
+
+EMBEDDING_LOOKUP = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+
+
+class Embed(nn.Module):
+    def __init__(self, d=16, n=4):
+        super().__init__()
+        self.proj = nn.Linear(48, d)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, d))
+        self.position_embeddings = nn.Embedding(n + 1, d)
+        INIT
+
+    def forward(self, patches):
+        B = patches.shape[0]
+        x = self.proj(patches)  # BREAKPOINT S04
+        cls = self.cls_token.repeat(B, 1, 1)  # BREAKPOINT S05
+        x = torch.cat((cls, x), dim=1)  # BREAKPOINT S06
+        pos_indices = torch.arange(x.shape[1], device=x.device)
+        pos_embeddings = self.position_embeddings(pos_indices)
+        x = x + ADDED  # BREAKPOINT S07
+        return x
+
+
+with torch.no_grad():
+    Embed()(torch.randn(2, 4, 48))
+'''
+ZEROS = "nn.init.zeros_(self.position_embeddings.weight)"
+
+
+def test_a_table_added_in_place_passes(tmp_path):
+    code, checks = traced(tmp_path, TABLE_IN_PLACE.replace("TABLE", "torch.rand").replace("ADDED", "self.pos_embed"))
+    assert code == 0 and checks["S07"]["passed"] is True, checks["S07"]["detail"]
+
+
+def test_the_tables_first_row_added_to_every_token_is_named(tmp_path):
+    """luulecmg's B3: ``x += self.pos_embed[:1].expand(B, -1, C)``."""
+    code, checks = traced(tmp_path, TABLE_IN_PLACE.replace("TABLE", "torch.rand")
+                          .replace("ADDED", "self.pos_embed[:1]"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S07"), checks[""]
+    assert checks["S07"]["evidence"]["name"] == "every token got position 0's vector", checks["S07"]
+    assert "is its input plus row 0 of" in checks["S07"]["detail"], checks["S07"]["detail"]
+
+
+def test_the_first_row_of_a_zero_table_is_no_evidence(tmp_path):
+    """Every row of a zero-initialised table is its first: no verdict can tell which was added."""
+    code, checks = traced(tmp_path, TABLE_IN_PLACE.replace("TABLE", "torch.zeros")
+                          .replace("ADDED", "self.pos_embed[:1]"))
+    assert code == 0 and checks["S07"]["passed"] is True, checks["S07"]
+
+
+@pytest.mark.parametrize("init", ["pass", ZEROS])
+def test_positions_looked_up_from_an_embedding_on_a_statement_before_are_its_rows(tmp_path, init):
+    """Bhav7's S07: the step is its input plus the rows of the Embedding's weight ``arange(N1)`` picks, not only the
+    same term for every image."""
+    code, checks = traced(tmp_path, EMBEDDING_LOOKUP.replace("INIT", init).replace("ADDED", "pos_embeddings"))
+    assert code == 0 and checks["S07"]["passed"] is True, checks["S07"]["detail"]
+    assert "rows 0–4 of the weight of the" in checks["S07"]["detail"], checks["S07"]["detail"]
+
+
+def test_the_lookups_first_row_added_to_every_token_is_named(tmp_path):
+    """Bhav7's B1: ``x = x + pos_embeddings[0]``."""
+    code, checks = traced(tmp_path, EMBEDDING_LOOKUP.replace("INIT", "pass").replace("ADDED", "pos_embeddings[0]"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S07"), checks[""]
+    assert checks["S07"]["evidence"]["name"] == "every token got position 0's vector", checks["S07"]
+
+
+def test_the_first_row_of_an_all_equal_lookup_is_no_evidence(tmp_path):
+    code, checks = traced(tmp_path, EMBEDDING_LOOKUP.replace("INIT", ZEROS).replace("ADDED", "pos_embeddings[0]"))
+    assert code == 0 and checks["S07"]["passed"] is True, checks["S07"]

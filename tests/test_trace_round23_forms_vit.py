@@ -12,7 +12,11 @@ Positions where every token got position 0's vector (luulecmg's B3, ``x += self.
 Bhav7's B1, ``x = x + pos_embeddings[0]``) were unrecognised, or green on "the same term for every image": the form is
 named where the table's rows differ (position_rows.py), and a table of equal rows (zeros) gives no verdict. Positions
 looked up from an ``nn.Embedding`` on an unmarked statement are read as the rows of its weight the positions pick
-(learned_positions.py)."""
+(learned_positions.py).
+
+q, k and v interleaved on the last axis of a fused projection, the heads moved first (luulecmg's ``qkv.reshape(B, N,
+h, hs, 3).permute(2, 0, 1, 3, 4)``), were unrecognised: the interleave is a known form of the fused projection
+(checks/attention.py ``LinearHeads``)."""
 
 from __future__ import annotations
 
@@ -217,3 +221,64 @@ def test_the_lookups_first_row_added_to_every_token_is_named(tmp_path):
 def test_the_first_row_of_an_all_equal_lookup_is_no_evidence(tmp_path):
     code, checks = traced(tmp_path, EMBEDDING_LOOKUP.replace("INIT", ZEROS).replace("ADDED", "pos_embeddings[0]"))
     assert code == 0 and checks["S07"]["passed"] is True, checks["S07"]
+
+
+INTERLEAVED_HEADS_FIRST = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+
+
+class Attention(nn.Module):
+    def __init__(self, d=16, heads=2):
+        super().__init__()
+        self.num_head = heads
+        self.qkv_proj = nn.Linear(d, 3 * d)
+        self.scale = (d // heads) ** -0.5
+        self.out_proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        B, N, _ = x.shape
+        qkv = self.qkv_proj(x)
+        qkv = qkv.reshape(B, N, self.num_head, -1, 3).permute(2, 0, 1, 3, 4)
+        q = qkv[..., 0]  # BREAKPOINT S09
+        k = qkv[..., 1]  # BREAKPOINT S10
+        v = qkv[..., 2]  # BREAKPOINT S11
+        attn = (self.scale * q @ k.transpose(-1, -2))  # BREAKPOINT S12
+        attn = F.softmax(attn, dim=-1)  # BREAKPOINT S13
+        out = (attn @ v).permute(1, 2, 0, 3).reshape(B, N, -1)
+        return self.out_proj(out)  # BREAKPOINT S15
+
+
+class Block(nn.Module):
+    def __init__(self, d=16):
+        super().__init__()
+        self.norm1, self.attn = nn.LayerNorm(d), Attention(d)
+
+    def forward(self, x):  # BREAKPOINT S08
+        out = self.attn(self.norm1(x))
+        x = x + out  # BREAKPOINT S16
+        return x
+
+
+with torch.no_grad():
+    Block()(torch.randn(3, 5, 16))
+'''
+
+
+def test_q_k_v_interleaved_on_the_last_axis_heads_first_are_recomputed_from_the_fused_linear(tmp_path):
+    """luulecmg's ``qkv.reshape(B, N, h, hs, 3).permute(2, 0, 1, 3, 4)``, then ``q = qkv[..., 0]``: feature ``j·3 +
+    part`` of each head, the heads first, (h, B, N, hs)."""
+    code, checks = traced(tmp_path, INTERLEAVED_HEADS_FIRST)
+    assert code == 0, checks[""]
+    for label in ("S09", "S10", "S11"):
+        assert checks[label]["passed"] is True, checks[label]["detail"]
+        assert "interleaved on the last axis" in checks[label]["detail"], checks[label]["detail"]
+
+
+def test_keys_from_the_interleaves_query_slot_are_named(tmp_path):
+    code, checks = traced(tmp_path, INTERLEAVED_HEADS_FIRST.replace("k = qkv[..., 1]", "k = qkv[..., 0]"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S10"), checks[""]
+    assert checks["S09"]["passed"] is True, checks["S09"]["detail"]

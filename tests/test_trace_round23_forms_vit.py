@@ -16,7 +16,12 @@ looked up from an ``nn.Embedding`` on an unmarked statement are read as the rows
 
 q, k and v interleaved on the last axis of a fused projection, the heads moved first (luulecmg's ``qkv.reshape(B, N,
 h, hs, 3).permute(2, 0, 1, 3, 4)``), were unrecognised: the interleave is a known form of the fused projection
-(checks/attention.py ``LinearHeads``)."""
+(checks/attention.py ``LinearHeads``).
+
+A residual sum whose sublayer operand an unmarked statement before made with a module of the user's (luulecmg's ``out
+= self.mlp(self.norm2(x))``, then ``x = x + out  # BREAKPOINT S19``) was not checkable: the line's locals and the
+statements feeding them are read for a residual sum, so the MLP's output is the operand, and the MLP given the stream
+itself (B6) is named where no norm runs inside it (reading/sublayer_input.py)."""
 
 from __future__ import annotations
 
@@ -282,3 +287,71 @@ def test_keys_from_the_interleaves_query_slot_are_named(tmp_path):
     code, checks = traced(tmp_path, INTERLEAVED_HEADS_FIRST.replace("k = qkv[..., 1]", "k = qkv[..., 0]"))
     assert code == 1 and checks[""]["first_failure"].startswith("S10"), checks[""]
     assert checks["S09"]["passed"] is True, checks["S09"]["detail"]
+
+
+MLP_ON_THE_LINE_BEFORE = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+
+
+class Attention(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.out_proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.out_proj(x)  # BREAKPOINT S15
+
+
+class MLP(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.mlp = nn.Sequential(INNER nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        return self.mlp(x)
+
+
+class Block(nn.Module):
+    def __init__(self, d=16):
+        super().__init__()
+        self.norm1, self.norm2, self.attn, self.mlp = nn.LayerNorm(d), nn.LayerNorm(d), Attention(d), MLP(d)
+
+    def forward(self, x):  # BREAKPOINT S08
+        out = self.attn(self.norm1(x))
+        x = x + out  # BREAKPOINT S16
+        out = self.mlp(MLP_INPUT)
+        x = x + out  # BREAKPOINT S19
+        return x  # BREAKPOINT S20
+
+
+with torch.no_grad():
+    Block().eval()(torch.randn(2, 5, 16))
+'''
+
+
+def _mlp(given: str, inner: str = "") -> str:
+    return MLP_ON_THE_LINE_BEFORE.replace("MLP_INPUT", given).replace("INNER ", inner)
+
+
+def test_a_residual_sum_reads_the_mlp_called_on_the_statement_before(tmp_path):
+    """luulecmg's S19 was not checkable ("needs snapshot S18"): the sublayer operand is the output of the MLP an
+    unmarked statement called."""
+    code, checks = traced(tmp_path, _mlp("self.norm2(x)"))
+    assert code == 0 and checks["S19"]["passed"] is True, checks["S19"]
+    assert "the MLP an unmarked statement before the line called" in checks["S19"]["detail"], checks["S19"]["detail"]
+
+
+def test_the_mlp_given_the_stream_on_the_statement_before_is_named_at_its_sum(tmp_path):
+    """luulecmg's B6: ``out = self.mlp(x)`` where ``self.mlp(self.norm2(x))`` belongs."""
+    code, checks = traced(tmp_path, _mlp("x"))
+    assert code == 1 and checks[""]["first_failure"].startswith("S19"), checks[""]
+    assert checks["S19"]["evidence"]["name"] == "sublayer given the stream, not its LayerNorm", checks["S19"]
+
+
+def test_an_mlp_that_normalises_inside_given_the_stream_passes(tmp_path):
+    """``nn.Sequential(nn.LayerNorm(d), ...)`` (lucidrains' FeedForward) is given the stream by correct code."""
+    code, checks = traced(tmp_path, _mlp("x", "nn.LayerNorm(d), "))
+    assert code == 0 and checks["S19"]["passed"] is True, checks["S19"]

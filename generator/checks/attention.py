@@ -431,6 +431,13 @@ class LinearHeads(Check):
                 expected = per_head
                 passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, its part of each "
                                        f"head's q, k and v side by side (GPT-NeoX's layout), {H} heads")
+        if not passed and C3 == 3 * C:  # q, k and v interleaved on the last axis: ``qkv.reshape(B, N, h, hs, 3)``
+            interleaved = fused.reshape(B, N, H, hs, 3)[..., self.part].transpose(1, 2)
+            if close(got, interleaved, "")[0]:
+                expected = interleaved
+                passed, detail = close(got, expected, f"recomputed {letter} = LN(x)·W{letter}ᵀ + b, feature "
+                                       f"{self.part} of every three of each head's (q, k and v interleaved on the last "
+                                       f"axis, `reshape(B, N, h, hs, 3)`), {H} heads")
         rotary = rotation_of(got, expected, self.part) if not passed and self.part < 2 else None
         if rotary is not None:  # queries or keys marked after their rotary positions: a fitted member of the family
             passed, detail = close(got, rotary.apply(expected), f"{detail.split(':')[0]}, rotated: {rotary}")

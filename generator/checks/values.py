@@ -26,6 +26,7 @@ from transformer_trace.checks.post_norm_sum import NORMALISED_STREAM_LEFT_OUT, n
 from transformer_trace.checks.projected_alike import equal_to_earlier_part, projected_as_another
 from transformer_trace.checks.conditional_positions import conditional_encoding, transposed_encoding
 from transformer_trace.checks.sinusoids import added_twice_without_table, same_for_every_item
+from transformer_trace.checks.position_rows import FIRST_ROW_EVERYWHERE, TESTED, first_row_of_parameter
 from transformer_trace.indexing import parse_index
 from transformer_trace.sources import ModuleRef, NotCheckable, ParamRef, Ref, TensorSource
 from transformer_trace.checks.decoded_rows import new_rows_first
@@ -189,7 +190,7 @@ class SumOf(Check):
     # an unmarked sublayer output, from the module the line called last
     # (or the table the line read by attribute: positions from a buffer, trace/reading/residuals.py)
     TRACE = TraceUse(also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION,
-                                           ModuleKind.READ, ModuleKind.EMBEDDING}))  # (every operand: summed_calls)
+                                           ModuleKind.READ, ModuleKind.EMBEDDING}), reads_locals=True)  # (summed_calls)
     BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (BugForm("added twice", "the sum with one operand counted twice",
                                                         _operand_twice), NORMALISED_RESIDUAL, NORMALISED_STREAM,
                                                 stream_left_out("residual dropped"), NORMALISED_STREAM_LEFT_OUT,
@@ -351,15 +352,15 @@ class PlusParameter(Check):
 
     # the table the line read, or the one parameter of the module of the user's it called (``self.pos_embed(x)``); the
     # local tensors it read: its input where no snapshot shows it (a norm inside the patcher, reading/positions_read.py)
-    TRACE = TraceUse(calls={"parameter": (ModuleKind.READ, "weight")}, also_calls=frozenset({ModuleKind.USER}),
-                     reads_locals=True)
+    TRACE = TraceUse(calls={"parameter": (ModuleKind.READ, "weight")},
+                     also_calls=frozenset({ModuleKind.USER, ModuleKind.EMBEDDING}), reads_locals=True)
     WEIGHTS_OPTIONAL = True  # without the table: the added term the same for every item (same_for_every_item)
     BUG_FORMS = (BugForm("positions added twice", "the output vs input + 2 × the parameter", _parameter_twice),
                  BugForm("positions added twice", "without the table: the added term vs twice a sinusoid table",
                          _table_twice),
                  BugForm("position encoding on the transposed grid", "without the table: the step with the grid's "
                          "height and width swapped back vs its input plus a depthwise convolution of it",
-                         _encoding_transposed))
+                         _encoding_transposed), BugForm(FIRST_ROW_EVERYWHERE, TESTED, first_row_of_parameter))
 
     OPTIONAL = (("patches",),)
 
@@ -370,6 +371,10 @@ class PlusParameter(Check):
     # the patches with their positions, read with the class token's row as it joined in front (its input, the tokens,
     # is that same tensor), and a table of one row per patch
     patches: Ref | None = None
+
+    def bound_by(self, calls: CallBinder[BoundT]) -> BoundT | None:
+        """The table the line read, or an ``nn.Embedding``'s lookup of the positions it read (learned_positions.py)."""
+        return calls.declared(self) or calls.positions(self)
 
     def added(self, s: TensorSource) -> torch.Tensor:
         """The parameter as added: a table for longer sequences, its first rows."""

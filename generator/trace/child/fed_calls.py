@@ -213,15 +213,28 @@ class _Held:
 
     def _a_part(self, output, tensor):
         """Whether ``tensor`` is exactly one of the equal parts ``output`` splits into on its last axis (``q`` of
-        ``q, k, v = qkv.chunk(3, dim=-1)``): the reader keeps it only where the source splits it so
-        (chunked_feeders.py)."""
-        if output.dtype != tensor.dtype or output.dim() == 0 or output.shape[:-1] != tensor.shape[:-1]:
+        ``q, k, v = qkv.chunk(3, dim=-1)``), or such a part rearranged (``q = q.view(B, N, h, hs)``, a transpose,
+        between the chunk and the line: its values, sorted, one part's): the reader keeps it only where the source
+        splits it so (chunked_feeders.py; feeders.py ``holds_a_part``, the same rule)."""
+        if output.dtype != tensor.dtype or output.dim() == 0 or output.numel() == 0 or tensor.numel() == 0:
             return False
-        width, whole = tensor.shape[-1], output.shape[-1]
+        whole = output.shape[-1]
+        rows = output.numel() // whole
+        if tensor.numel() % rows:
+            return False
+        width = tensor.numel() // rows
         if width == 0 or whole % width or whole == width:
             return False
-        equal = self.torch.equal
-        return any(equal(output[..., i:i + width], tensor) for i in range(0, whole, width))
+        equal, axes = self.torch.equal, output.dim()
+        if tensor.shape[:axes - 1] == output.shape[:-1] and tensor.dim() >= axes:
+            flat = tensor.flatten(axes - 1)
+            if flat.shape[-1] == width and any(equal(output[..., i:i + width], flat) for i in range(0, whole, width)):
+                return True
+        for i in range(0, whole, width):
+            part = output[..., i:i + width].flatten().sort().values
+            if bool(part[0] != part[-1]) and equal(part, self._sorted(tensor)):
+                return True
+        return False
 
     @staticmethod
     def _same_memory(output, tensor):

@@ -350,10 +350,23 @@ def _call_attrs(module, kind, classes):
     """The call's ATTRIBUTES; an nn.TransformerEncoder's (-Layer's) ``batch_first``, read where the module reads it
     (its first layer's attention): the layout it takes its input in."""
     attrs = _attrs(module, classes)
+    if kind is ModuleKind.USER:
+        attrs[protocol.NORMS_INSIDE] = _norms_inside(module)
     if kind is ModuleKind.TRANSFORMER_STACK:
         layer = module.layers[0] if hasattr(module, "layers") else module
         attrs["batch_first"] = bool(getattr(getattr(layer, "self_attn", None), "batch_first", False))
     return attrs
+
+
+def _norms_inside(module):
+    """How many of a user's module's submodules are norms, by their class's name (nn.LayerNorm, nn.RMSNorm, a norm of
+    the user's own): an MLP module that normalises its input itself (``nn.Sequential(nn.LayerNorm(d), ...)``) is given
+    the stream by correct pre-norm code."""
+    count = 0
+    for inner in module.modules():
+        if inner is not module and "norm" in type(inner).__name__.lower():
+            count += 1
+    return count
 
 
 def _attrs(module, classes):

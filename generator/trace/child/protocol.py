@@ -163,6 +163,9 @@ def shared_copy_to_serializable(name, array, view=None):
 
 
 FED_AT = "fed_at"  # a call's attribute: the line of the unmarked statement that made it (fed_calls.py Feeding)
+# a user's module call's attribute: how many of its submodules are norms, by class name (module_calls.py; a sublayer
+# given the stream itself is a pre-norm block's bug only where no norm runs inside it: reading/sublayer_input.py)
+NORMS_INSIDE = "norms_inside"
 
 
 def call_to_serializable(module, kind, depth, inputs, outputs, params, attrs):

@@ -4,7 +4,10 @@ BREAKPOINT S09``; met before in rounds twenty and twenty-one). The marked line r
 so no local holds that output as it is or rearranged (feeders.py ``as_read``), and q, k and v were read "as the line
 read them": a K taken from the wrong chunk was not seen. Read here in that exact form only: the statement that
 assigned the name the marked line reads splits, on its last axis, the output of a module call assigned as it is, and
-the marked line only rearranges that part (a view, a reshape, a transpose). Round twenty's trace-back of a projection
+the marked line only rearranges that part (a view, a reshape, a transpose), or rearranges a local that statements
+between only rearranged from it (round twenty-three's Andreathegm: ``q, k, v = qkv.chunk(3, dim=-1)``, ``q =
+q.view(B, N, h, hs)``, then ``q = q.transpose(1, 2)  # BREAKPOINT S09``: followed however many such statements lie
+between). Round twenty's trace-back of a projection
 rearranged on its own statement (73a1e59) was taken out for reading other forms (queries scaled where taken, a split
 over the heads axis): a scale, an index or a split on another axis is not this form, and its line reads as before."""
 
@@ -22,8 +25,8 @@ REARRANGING = ("reshape", "view", "transpose", "permute", "contiguous", "flatten
 @lru_cache(maxsize=1024)  # a pure function of the file's text: `trace` asks once per hit
 def chunked_projections(source: str, first: int, last: int) -> frozenset[int]:
     """The first line of the statement whose module call's output the statement feeding the marked one (lines
-    ``first``–``last``) split on its last axis, where the marked line only rearranges one of the parts; empty
-    where the code is not of that form."""
+    ``first``–``last``) split on its last axis, where the marked line only rearranges one of the parts (or a local
+    only rearranged from one by the statements between); empty where the code is not of that form."""
     tree = parsed_source(source)
     found = block_of(tree.body, first, last) if tree is not None else None
     if found is None:
@@ -34,6 +37,12 @@ def chunked_projections(source: str, first: int, last: int) -> frozenset[int]:
         return frozenset()
     earlier = list(reversed(body[:index]))
     split_at = next((i for i, node in enumerate(earlier) if part in names_bound(node)), len(earlier))
+    while split_at < len(earlier) and _split_of(earlier[split_at], part) is None:
+        part = _rearranged_name(earlier[split_at])  # ``q = q.view(B, N, h, hs)`` between the chunk and the line
+        if part is None:
+            return frozenset()
+        split_at = next((i for i, node in enumerate(earlier) if i > split_at and part in names_bound(node)),
+                        len(earlier))
     fused = _split_of(earlier[split_at], part) if split_at < len(earlier) else None
     if fused is None:
         return frozenset()

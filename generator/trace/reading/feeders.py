@@ -227,13 +227,22 @@ def as_read(calls: Sequence[ModuleCall], traced: frozenset[int] = frozenset(),
 
 def holds_a_part(output: torch.Tensor, read: torch.Tensor) -> bool:
     """Whether ``read`` is exactly one of the equal parts ``output`` splits into on its last axis (``q`` of ``q, k, v =
-    qkv.chunk(3, dim=-1)``), two parts or more."""
-    if output.dim() == 0 or output.shape[:-1] != read.shape[:-1] or read.dtype != output.dtype:
+    qkv.chunk(3, dim=-1)``), two parts or more; or such a part rearranged (``q = q.view(B, N, h, hs)``, a transpose,
+    on statements between the chunk and the line, chunked_feeders.py): its values, sorted, one part's."""
+    if output.dim() == 0 or read.dtype != output.dtype or output.numel() == 0 or read.numel() == 0:
         return False
-    width, whole = read.shape[-1], output.shape[-1]
+    rows, whole = output.numel() // output.shape[-1], output.shape[-1]
+    if read.numel() % rows:
+        return False
+    width = read.numel() // rows
     if width == 0 or whole % width or whole == width:
         return False
-    return any(bool(torch.equal(output[..., i:i + width], read)) for i in range(0, whole, width))
+    if read.shape[:output.dim() - 1] == output.shape[:-1]:  # the part as it is, or its last axis viewed as several
+        flat = read.flatten(output.dim() - 1) if read.dim() >= output.dim() else None
+        if flat is not None and flat.shape == output[..., :width].shape \
+                and any(bool(torch.equal(output[..., i:i + width], flat)) for i in range(0, whole, width)):
+            return True
+    return any(_rearranged(output[..., i:i + width], read) for i in range(0, whole, width))
 
 
 def _attention_traced_back(call: ModuleCall, traced: frozenset[int]) -> bool:

@@ -1,7 +1,13 @@
 """Learned positions in the encoder–decoder numbering (which names sinusoid tables): a positions step whose line
 looks the positions up in an embedding table of its own (``x + self.embed_positions(pos_ids)``, BART's), read from the
 call as its input plus that lookup's rows, the same for every item, the embedding scaled on the way or not (fitted).
-Named where the lookup was added twice; unrecognised where neither fits."""
+Named where the lookup was added twice, or where its row 0 alone was added to every token (position_rows.py);
+unrecognised where none fits.
+
+A ViT's positions step reads the lookup too where an unmarked statement before it made it (round twenty-three's
+Bhav7: ``pos_embeddings = self.position_embeddings(torch.arange(N1))``, then ``x = x + pos_embeddings  # BREAKPOINT
+S07``: values.py ``PlusParameter``, whose input is ``x``): the step is its input plus the rows of the Embedding's
+weight the positions pick, not only "the same term for every item"."""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import torch
 
 from transformer_trace.checks.base import THIS, Check, close
 from transformer_trace.checks.evidence import BugForm, Fit
+from transformer_trace.checks.position_rows import FIRST_ROW_EVERYWHERE, TESTED, first_row_everywhere
 from transformer_trace.sources import Ref, TensorDict, TensorSource
 from transformer_trace.trace.child.protocol import ModuleKind
 from transformer_trace.trace.reading.binding import Bound, Given
@@ -37,13 +44,19 @@ def _added_twice(check: Any, s: TensorSource) -> Fit | None:
     return Fit(fits, f"your positions are added twice ({detail})" if fits else detail)
 
 
+def _first_row(check: Any, s: TensorSource) -> Fit | None:
+    return first_row_everywhere(s.t(check.out), s.t(check.before), s.t(check.term), "the position lookup",
+                                s.name(check.out))
+
+
 @dataclass(frozen=True, kw_only=True)
 class LearnedPositionsAdded(Check):
     """``out`` is ``before`` (times a factor fitted) plus ``term``: the rows of a position table the line looked up,
     the same for every item."""
     CLAIM = "is the embeddings plus a learned position table's rows"
 
-    BUG_FORMS = (BugForm("positions added twice", "the output vs its input plus twice the lookup", _added_twice),)
+    BUG_FORMS = (BugForm("positions added twice", "the output vs its input plus twice the lookup", _added_twice),
+                 BugForm(FIRST_ROW_EVERYWHERE, TESTED, _first_row))
     SUBSTITUTES = False  # the term is the call's own output
 
     out: Ref = THIS
@@ -67,10 +80,11 @@ def _positions(ids: torch.Tensor | None) -> bool:
 
 def learned_positions(check: Check, calls: Sequence[ModuleCall], source: TensorDict,
                       main: torch.Tensor | None) -> Bound | None:
-    """A positions step (``check`` reads ``out`` and ``before``) whose line called an embedding of the positions
-    (an ``nn.Embedding``, or a module of the user's that is one): read as ``LearnedPositionsAdded`` of that call's
-    output; None where the line made no such call."""
-    before = getattr(check, "before", None)
+    """A positions step (``check`` reads ``out`` and ``before``, or ``x``: what the positions were added to) whose
+    line, or an unmarked statement whose output it read, called an embedding of the positions (an ``nn.Embedding``,
+    or a module of the user's that is one): read as ``LearnedPositionsAdded`` of the rows of that embedding's table the
+    positions pick (its output, where the table does not give it back); None where no such call was made."""
+    before = getattr(check, "before", None) or getattr(check, "x", None)
     if main is None or not isinstance(before, Ref) or not source.has(before):
         return None
     lookups = [c for c in calls if (c.kind == ModuleKind.EMBEDDING or c.kind == ModuleKind.USER
@@ -80,9 +94,22 @@ def learned_positions(check: Check, calls: Sequence[ModuleCall], source: TensorD
     if len(lookups) != 1:
         return None  # none, or several: which is the positions' is not told
     call, out = lookups[0], getattr(check, "out", THIS)
-    term = call.outputs[0]
-    assert term is not None  # a lookup kept above
+    term, words = _table_rows(call)
     name = f"{source.name(out)}@{call.module}.output"
     given = Given(source, {**source.tensors, name: term})
-    return Bound(LearnedPositionsAdded(out=out, before=before, term=Ref(name)), given, None,
-                 f"the rows the {call.module} it called looked up (the positions {call.module} was given)")
+    return Bound(LearnedPositionsAdded(out=out, before=before, term=Ref(name)), given, None, words)
+
+
+def _table_rows(call: ModuleCall) -> tuple[torch.Tensor, str]:
+    """The rows of the call's table its positions pick (``weight[ids]``), with the words that say so; its output
+    where the table is not kept or does not give it back (parameters written late, weights.py)."""
+    output, ids = call.outputs[0], call.inputs[0]
+    assert output is not None and ids is not None  # a lookup kept by ``learned_positions``
+    table = call.params.get("weight") if call.kind == ModuleKind.EMBEDDING else None
+    if table is not None and table.dim() == 2 and int(ids.max()) < table.shape[0]:
+        rows = table[ids.long()]
+        if rows.shape == output.shape and bool(torch.equal(rows.to(output.dtype), output)):
+            first, last = int(ids.min()), int(ids.max())
+            return rows.to(output.dtype), (f"rows {first}–{last} of the weight of the {call.module} (an embedding of "
+                                           "the positions), looked up by the positions it was given")
+    return output, f"the rows the {call.module} it called looked up (the positions {call.module} was given)"

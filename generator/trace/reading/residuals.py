@@ -22,7 +22,7 @@ import torch
 from transformer_trace.checks import PlusParameter, ResidualLayerNorm, SumOf, close
 from transformer_trace.checks.sublayer import SublayerFromCall
 from transformer_trace.sources import ParamRef, Ref, TensorDict
-from transformer_trace.trace.child.protocol import ModuleKind
+from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.same_tensors import same_tensor
@@ -74,7 +74,9 @@ def sublayer_bound(check: Any, calls: Sequence[ModuleCall], source: TensorDict, 
               if captured_stream is not None else "")
     step = check if out is getattr(check, "out") else dataclasses.replace(check, out=out)
     return Bound(SublayerFromCall(out=out, operands=kept, step=step, absent=absent, called=call.module), given, None,
-                 f"{missing} taken from the output of the {call.module} the line called{stream} (no captured "
+                 f"{missing} taken from the output of the {call.module} "
+                 f"{'an unmarked statement before the line' if call.attrs.get(FED_AT) is not None else 'the line'} "
+                 f"called{stream} (no captured "
                  "snapshot shows it)")
 
 

@@ -32,7 +32,7 @@ from transformer_trace.checks import FAILED, CheckResult, UnfittableWeights, clo
 from transformer_trace.checks.evidence import BUG_FORM, Evidence
 from transformer_trace.checks.normalisation import fitted_layer_norm
 from transformer_trace.checks.residual_forms import layer_scaled_sum
-from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
+from transformer_trace.trace.child.protocol import FED_AT, NORMS_INSIDE, ModuleKind
 from transformer_trace.trace.reading.capture import ModuleCall
 from transformer_trace.trace.reading.rebuilt import looks_like
 from transformer_trace.trace.reading.same_tensors import same_floats
@@ -61,6 +61,18 @@ def _projects(call: ModuleCall) -> bool:
     """A Linear or an attention module, or a module of the user's that is a projection by its output (a Linear class
     of its own: a mixture of experts' router and experts, DeepSeek-V3's)."""
     return call.kind in PROJECTIONS or call.kind == ModuleKind.USER and looks_like(ModuleKind.LINEAR, call)
+
+
+def _sublayer_module(page: SnapshotReading, call: ModuleCall, stream: SnapshotReading) -> bool:
+    """A module of the user's, no norm inside it, called by the line or by an unmarked statement whose output it read
+    (round twenty-three's luulecmg: ``out = self.mlp(self.norm2(x))``, then ``x = x + out  # BREAKPOINT S19``, the
+    MLP an ``nn.Sequential`` in a class of the user's), whose output the step adds to the stream: the sublayer
+    itself, its input the one its first Linear was given (a module that normalises inside, ``nn.Sequential(
+    nn.LayerNorm(d), ...)``, is given the stream by correct code: not this)."""
+    output = _output(page, call)
+    return (call.kind == ModuleKind.USER and call.depth == 1 and call.attrs.get(NORMS_INSIDE) == 0
+            and output is not None and output.shape == stream.main_as_called.shape
+            and _added(page.main_as_called, stream.main_as_called, output))
 
 
 def _unmerged(given: torch.Tensor | None, stream: torch.Tensor) -> torch.Tensor | None:
@@ -258,7 +270,7 @@ def _misfed(pages: Sequence[SnapshotReading], streams: Sequence[SnapshotReading]
             stream = next((s for s in streams
                            if same_floats(_unmerged(given, s.main_as_called), s.main_as_called)), None)
             read = _unmerged(given, stream.main_as_called) if stream is not None else None
-            if _projects(call) and read is not None and stream is not None:
+            if read is not None and stream is not None and (_projects(call) or _sublayer_module(page, call, stream)):
                 why = _not_normalised(read, stream)
                 if why is not None:
                     yield page, call, stream, why

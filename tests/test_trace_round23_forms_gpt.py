@@ -1,0 +1,187 @@
+"""Round twenty-three's GPT-side forms (tests/trace_fresh/ROUND23_GPT.md, "What the checks missed"), built in a script
+of our own shaped as the student's encoder–decoder is (henok3878's: one attention class with q/k/v Linears on lines of
+their own, post-norm layers with a LayerNorm class of the author's own, unbiased std and ε added to it, the paper's
+table in an nn.Sequential): each planted bug the checks did not name, named at its own step, and the correct forms
+beside it kept green.
+
+1. The residual dropped on a post-norm line, ``x = self.norm_attn(self.dropout_attn(attn_out))``, the sublayer output
+   made on the line before: the LayerNorm (a class of one's own) read the Dropout's output alone, where correct code
+   gives it the block input plus it (trace/reading/sublayer_alone_normed.py): "residual dropped".
+2. A LayerNorm class that does not subtract the mean (``weight * x / (std + eps) + bias``): "mean not subtracted"
+   (checks/variance_norm.py); an RMSNorm class with a gain and a bias, x/√(mean(x²) + ε), a correct member of the
+   family, green.
+3. The sinusoid table with sin where cos belongs (``table[:, 1::2] = torch.sin(...)``): "sin where cos belongs"
+   (reports/encoder_decoder/checks.py, SinusoidalPositions)."""
+
+from __future__ import annotations
+
+from tests.conftest import trace_source as traced
+
+ENCODER_DECODER = '''\
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+D, H, FF, L = 32, 4, 64, 2
+
+
+class OwnLayerNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        std = x.std(dim=-1, keepdim=True)
+        return self.weight * (x - mean) / (std + self.eps) + self.bias
+
+
+class Positions(nn.Module):
+    def __init__(self, length, d):
+        super().__init__()
+        table = torch.zeros(length, d)
+        pos = torch.arange(0, length, dtype=torch.float).unsqueeze(1)
+        div = torch.exp(-math.log(10000.0) / d * torch.arange(0, d, 2))
+        table[:, 0::2] = torch.sin(pos * div)
+        table[:, 1::2] = torch.cos(pos * div)
+        self.register_buffer("table", table.unsqueeze(0))
+
+    def forward(self, x):
+        return x + self.table[:, :x.size(1), :]
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hd = D // H
+        self.q_proj, self.k_proj, self.v_proj = (nn.Linear(D, D, bias=False) for _ in range(3))
+        self.out_proj = nn.Linear(D, D)
+
+    def forward(self, x, kv, mask=None):
+        B, T, S = x.size(0), x.size(1), kv.size(1)
+        query = self.q_proj(x)  # Snapshot #7 or #21 or #30
+        key = self.k_proj(kv)  # Snapshot #8 or #22 or #31
+        value = self.v_proj(kv)  # Snapshot #9 or #23 or #32
+        query = query.view(B, T, H, self.hd).transpose(1, 2)  # Snapshot #12 or #27
+        key = key.view(B, S, H, self.hd).transpose(1, 2)  # Snapshot #12 or #27
+        value = value.view(B, S, H, self.hd).transpose(1, 2)  # Snapshot #12 or #27
+        scores = (query @ key.transpose(-2, -1)) / math.sqrt(self.hd)  # Snapshot #10 or #24 or #33
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        attn = F.softmax(scores, dim=-1)  # Snapshot #11 or #26 or #34
+        out = (attn @ value).transpose(1, 2).contiguous().view(B, T, D)  # Snapshot #13 or #28 or #35
+        return self.out_proj(out)
+
+
+class FeedForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear1, self.linear2 = nn.Linear(D, FF), nn.Linear(FF, D)
+        self.relu, self.dropout = nn.ReLU(), nn.Dropout(0.1)
+
+    def forward(self, x):
+        output1 = self.relu(self.linear1(x))  # Snapshot #17 or #38
+        return self.linear2(self.dropout(output1))  # Snapshot #18 or #39
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.self_attn, self.ffn = Attention(), FeedForward()
+        self.dropout_attn, self.dropout_ffn = nn.Dropout(0.1), nn.Dropout(0.1)
+        self.norm_attn, self.norm_ffn = OwnLayerNorm(D), OwnLayerNorm(D)
+
+    def forward(self, x, mask):
+        attn_out = self.self_attn(x, x, mask=mask)  # Snapshot #6 x
+        x = self.norm_attn(x + self.dropout_attn(attn_out))  # Snapshot #15
+        ffn_out = self.ffn(x)
+        x = self.norm_ffn(x + self.dropout_ffn(ffn_out))  # Snapshot #19
+        return x
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.self_attn, self.cross_attn, self.ffn = Attention(), Attention(), FeedForward()
+        self.drop1, self.drop2, self.drop3 = nn.Dropout(0.1), nn.Dropout(0.1), nn.Dropout(0.1)
+        self.norm1, self.norm2, self.norm3 = OwnLayerNorm(D), OwnLayerNorm(D), OwnLayerNorm(D)
+
+    def forward(self, x, memory, src_mask, tgt_mask):
+        self_attn = self.self_attn(x, x, mask=tgt_mask)  # Snapshot #20 x
+        x = self.norm1(x + self.drop1(self_attn))  # Snapshot #29
+        cross = self.cross_attn(x, memory, mask=src_mask)
+        x = self.norm2(x + self.drop2(cross))  # Snapshot #36
+        ffn_out = self.ffn(x)
+        x = self.norm3(x + self.drop3(ffn_out))  # Snapshot #40
+        return x
+
+
+class Embed(nn.Module):
+    def __init__(self, vocab):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, D)
+
+    def forward(self, ids):
+        return self.embedding(ids) * math.sqrt(D)  # Snapshot #4
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.src_embed = nn.Sequential(Embed(48), Positions(16, D), nn.Dropout(0.1))
+        self.tgt_embed = nn.Sequential(Embed(40), Positions(16, D), nn.Dropout(0.1))
+        self.encoder = nn.ModuleList([EncoderLayer() for _ in range(L)])
+        self.decoder = nn.ModuleList([DecoderLayer() for _ in range(L)])
+        self.output_proj = nn.Linear(D, 40, bias=False)
+        self.output_proj.weight = self.tgt_embed[0].embedding.weight
+
+    def forward(self, src, tgt, src_mask, tgt_mask):
+        src_emb = self.src_embed(src)  # Snapshot #5
+        x = src_emb
+        for layer in self.encoder:
+            x = layer(x, src_mask)
+        memory = x
+        y = self.tgt_embed(tgt)
+        for layer in self.decoder:
+            y = layer(y, memory, src_mask, tgt_mask)
+        logits = self.output_proj(y)  # Snapshot #42
+        return logits
+
+
+model = Model().eval()
+src = torch.randint(1, 48, (2, 7))  # Snapshot #1
+src[1, -2:] = 0
+tgt = torch.randint(1, 40, (2, 6))  # Snapshot #2
+src_mask = (src != 0).unsqueeze(1).unsqueeze(2)
+tgt_mask = (tgt != 0).unsqueeze(1).unsqueeze(2) & torch.tril(torch.ones(6, 6)).bool()  # Snapshot #25
+with torch.no_grad():
+    logits = model(src, tgt, src_mask, tgt_mask)
+'''
+
+RESIDUAL = "x = self.norm_attn(x + self.dropout_attn(attn_out))"
+LAYER_NORM = "return self.weight * (x - mean) / (std + self.eps) + self.bias"
+COSINES = "table[:, 1::2] = torch.cos(pos * div)"
+
+
+def _details(checks: dict[str, dict]) -> dict[str, str]:
+    return {label: check["detail"] for label, check in checks.items() if label and check["passed"] is not True}
+
+
+def test_the_students_encoder_decoder_is_green_at_every_post_norm_step_and_the_table(tmp_path):
+    code, checks = traced(tmp_path, ENCODER_DECODER)
+    assert code == 0, _details(checks)
+    for label in ("#5", "#15", "#19", "#29", "#36", "#40"):
+        assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+    assert "the Annotated Transformer's LayerNorm" in checks["#15"]["detail"]
+
+
+def test_a_post_norm_line_that_normalises_the_dropped_out_sublayer_output_alone_names_the_residual_dropped(tmp_path):
+    dropped = "x = self.norm_attn(self.dropout_attn(attn_out))"
+    code, checks = traced(tmp_path, ENCODER_DECODER.replace(RESIDUAL, dropped))
+    assert code == 1 and checks[""]["first_failure"].startswith("#15"), checks[""]
+    assert checks["#15"]["evidence"]["name"] == "residual dropped", checks["#15"]["detail"]
+    assert "without x (#6)" in checks["#15"]["detail"], checks["#15"]["detail"]

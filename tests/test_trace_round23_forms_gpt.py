@@ -185,3 +185,29 @@ def test_a_post_norm_line_that_normalises_the_dropped_out_sublayer_output_alone_
     assert code == 1 and checks[""]["first_failure"].startswith("#15"), checks[""]
     assert checks["#15"]["evidence"]["name"] == "residual dropped", checks["#15"]["detail"]
     assert "without x (#6)" in checks["#15"]["detail"], checks["#15"]["detail"]
+
+
+def test_a_layer_norm_class_without_the_mean_subtracted_is_named_at_the_first_post_norm_step(tmp_path):
+    code, checks = traced(tmp_path, ENCODER_DECODER.replace(LAYER_NORM, "return self.weight * x / (std + self.eps) "
+                                                                        "+ self.bias"))
+    assert code == 1 and checks[""]["first_failure"].startswith("#15"), checks[""]
+    for label in ("#15", "#19", "#29", "#36", "#40"):
+        assert checks[label]["evidence"]["name"] == "mean not subtracted", (label, checks[label]["detail"])
+    assert "does not subtract the mean" in checks["#15"]["detail"]
+
+
+def test_the_nn_layer_norm_formula_without_the_mean_is_named_too(tmp_path):
+    root = "return self.weight * x / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + self.eps) + self.bias"
+    code, checks = traced(tmp_path, ENCODER_DECODER.replace(LAYER_NORM, root))
+    assert code == 1 and checks[""]["first_failure"].startswith("#15"), checks[""]
+    assert checks["#15"]["evidence"]["name"] == "mean not subtracted", checks["#15"]["detail"]
+
+
+def test_an_rms_norm_class_with_a_gain_and_a_bias_is_a_correct_member_of_the_family(tmp_path):
+    rms = "return self.weight * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) + self.bias"
+    code, checks = traced(tmp_path, ENCODER_DECODER.replace(LAYER_NORM, rms))
+    assert code == 0, _details(checks)
+    for label in ("#15", "#19", "#29", "#36", "#40"):
+        assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+    assert "recomputed an RMSNorm of input + sublayer output" in checks["#15"]["detail"], checks["#15"]["detail"]
+

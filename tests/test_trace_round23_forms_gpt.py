@@ -211,3 +211,9 @@ def test_an_rms_norm_class_with_a_gain_and_a_bias_is_a_correct_member_of_the_fam
         assert checks[label]["passed"] is True, (label, checks[label]["detail"])
     assert "recomputed an RMSNorm of input + sublayer output" in checks["#15"]["detail"], checks["#15"]["detail"]
 
+
+def test_a_sinusoid_table_with_sin_where_cos_belongs_is_named_at_the_positions_step(tmp_path):
+    code, checks = traced(tmp_path, ENCODER_DECODER.replace(COSINES, "table[:, 1::2] = torch.sin(pos * div)"))
+    assert code == 1 and checks[""]["first_failure"].startswith("#5"), checks[""]
+    assert checks["#5"]["evidence"]["name"] == "sin where cos belongs", checks["#5"]["detail"]
+    assert "the paper's table (sin and cos interleaved) with every cosine replaced by a sine" in checks["#5"]["detail"]

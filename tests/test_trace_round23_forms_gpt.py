@@ -11,11 +11,19 @@ beside it kept green.
    (checks/variance_norm.py); an RMSNorm class with a gain and a bias, x/√(mean(x²) + ε), a correct member of the
    family, green.
 3. The sinusoid table with sin where cos belongs (``table[:, 1::2] = torch.sin(...)``): "sin where cos belongs"
-   (reports/encoder_decoder/checks.py, SinusoidalPositions)."""
+   (reports/encoder_decoder/checks.py, SinusoidalPositions).
+4. A GPT's last-position logits (modded-nanogpt's ``self.lm_head(x[:, [-1], :])``, on tests/variants/bases/gpt.py)
+   computed from position 0's row: "the wrong position" (trace/reading/last_position.py ``wrong_row_read``), the last
+   row green."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.conftest import trace_source as traced
+
+GPT = (Path(__file__).parent / "variants" / "bases" / "gpt.py").read_text(encoding="utf-8")
+FULL_LOGITS = "logits = self.lm_head(x)  # BREAKPOINT G26"
 
 ENCODER_DECODER = '''\
 import math
@@ -217,3 +225,16 @@ def test_a_sinusoid_table_with_sin_where_cos_belongs_is_named_at_the_positions_s
     assert code == 1 and checks[""]["first_failure"].startswith("#5"), checks[""]
     assert checks["#5"]["evidence"]["name"] == "sin where cos belongs", checks["#5"]["detail"]
     assert "the paper's table (sin and cos interleaved) with every cosine replaced by a sine" in checks["#5"]["detail"]
+
+
+def test_last_position_logits_from_the_last_row_are_green(tmp_path):
+    code, checks = traced(tmp_path, GPT.replace(FULL_LOGITS, "logits = self.lm_head(x[:, [-1], :])  # BREAKPOINT G26"))
+    assert code == 0, _details(checks)
+    assert checks["G26"]["passed"] is True and checks["G27"]["passed"] is True, checks["G26"]["detail"]
+
+
+def test_last_position_logits_from_position_0_are_the_wrong_position(tmp_path):
+    code, checks = traced(tmp_path, GPT.replace(FULL_LOGITS, "logits = self.lm_head(x[:, [0], :])  # BREAKPOINT G26"))
+    assert code == 1 and checks[""]["first_failure"].startswith("G26"), checks[""]
+    assert checks["G26"]["evidence"]["name"] == "the wrong position", checks["G26"]["detail"]
+    assert "computed from position 0's row of x (G25), not the last position's (5)" in checks["G26"]["detail"]

@@ -14,7 +14,11 @@ beside it kept green.
    (reports/encoder_decoder/checks.py, SinusoidalPositions).
 4. A GPT's last-position logits (modded-nanogpt's ``self.lm_head(x[:, [-1], :])``, on tests/variants/bases/gpt.py)
    computed from position 0's row: "the wrong position" (trace/reading/last_position.py ``wrong_row_read``), the last
-   row green."""
+   row green.
+5. modded-nanogpt's attention, on the same base: q, k and v viewed per head and marked, then rotary positions with
+   every angle negated (``x1·cos + x2·sin``) from bfloat16 tables, then a QK-norm (``F.rms_norm`` per head), then
+   SDPA: a member of the rotary family (checks/rotary.py), the context and the merge green; the heads then merged
+   without the transpose named at the merge (hidden before: the context itself was unrecognised)."""
 
 from __future__ import annotations
 
@@ -238,3 +242,56 @@ def test_last_position_logits_from_position_0_are_the_wrong_position(tmp_path):
     assert code == 1 and checks[""]["first_failure"].startswith("G26"), checks[""]
     assert checks["G26"]["evidence"]["name"] == "the wrong position", checks["G26"]["detail"]
     assert "computed from position 0's row of x (G25), not the last position's (5)" in checks["G26"]["detail"]
+
+
+QK_NORMED = '''\
+    def forward(self, x):
+        B, T, C = x.size()
+        qkv = self.c_attn(x)  # BREAKPOINT G07
+        q, k, v = qkv.split(C, dim=2)
+        q = q.view(B, T, self.n_head, C // self.n_head)  # BREAKPOINT G08
+        k = k.view(B, T, self.n_head, C // self.n_head)  # BREAKPOINT G09
+        v = v.view(B, T, self.n_head, C // self.n_head)  # BREAKPOINT G10
+        cos, sin = rotary_tables(T, C // self.n_head)
+        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        q, k = F.rms_norm(q, (q.size(-1),)), F.rms_norm(k, (k.size(-1),))
+        y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                           is_causal=True)  # BREAKPOINT G15
+        y = y.transpose(1, 2).contiguous().view_as(x)  # BREAKPOINT G16
+        y = self.resid_dropout(self.c_proj(y))  # BREAKPOINT G17
+        return y
+
+
+def rotary_tables(T, hs):
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, hs, 2).float() / hs))
+    freqs = torch.outer(torch.arange(T).float(), inv_freq)
+    return freqs.cos().bfloat16()[None, :, None, :], freqs.sin().bfloat16()[None, :, None, :]
+
+
+def apply_rotary(x, cos, sin):
+    d = x.shape[3] // 2
+    x1, x2 = x[..., :d], x[..., d:]
+    return torch.cat([x1 * cos + x2 * sin, x1 * (-sin) + x2 * cos], 3).type_as(x)
+
+
+'''
+MERGE = "y = y.transpose(1, 2).contiguous().view_as(x)  # BREAKPOINT G16"
+
+
+def _qk_normed() -> str:
+    start, end = GPT.index("    def forward(self, x):\n        B, T, C = x.size()"), GPT.index("class MLP")
+    return GPT[:start] + QK_NORMED + GPT[end:]
+
+
+def test_rotary_with_negated_angles_from_bfloat16_tables_then_a_qk_norm_is_a_rotary_member(tmp_path):
+    code, checks = traced(tmp_path, _qk_normed())
+    assert code == 0, _details(checks)
+    for label in ("G15", "G16"):
+        assert checks[label]["passed"] is True, (label, checks[label]["detail"])
+        assert "every angle negated, bfloat16 tables, then a QK-norm" in checks[label]["detail"], checks[label]
+
+
+def test_heads_merged_without_the_transpose_after_a_qk_normed_rotary_attention_are_named_at_the_merge(tmp_path):
+    code, checks = traced(tmp_path, _qk_normed().replace(MERGE, "y = y.contiguous().view_as(x)  # BREAKPOINT G16"))
+    assert code == 1 and checks[""]["first_failure"].startswith("G16"), checks[""]
+    assert checks["G16"]["evidence"]["name"] == "heads merged without moving the axis back", checks["G16"]["detail"]

@@ -5,9 +5,9 @@ structure: the pairs are the two halves of the rotated channels (rotate-half: GP
 litgpt) or neighbouring channels (interleaved: the Llama reference code, GPT-J), a part of each head or all of it, and
 the base; the angles' sign, tables rounded to bfloat16 and a QK-norm after the rotation (modded-nanogpt's
 ``F.rms_norm`` of each head) are tried on every channel for the common bases. The steps marked on q and k show them
-before the rotation, so the checks that rebuild the scores, the
-probabilities and the context from them fit the rotation first (``fit_rotary``, from the captured context) and read the
-rotated tensors (``attention_operand``) instead of calling every later step unrecognised."""
+before the rotation, so the checks that rebuild the scores, the probabilities and the context from them fit the
+rotation first (``fit_rotary``, from the captured context) and read the rotated tensors (``attention_operand``) instead
+of calling every later step unrecognised."""
 
 from __future__ import annotations
 

@@ -37,8 +37,9 @@ def test_round_twenty_three_gpt_student_kind_plants_classic_bugs_only():
 
 
 # the checks that must really run on each correct code (the first result's passed counts; nGPT's G08-G10 and
-# modded-nanogpt's G21 pass since the false reds were mended)
-PASSED_AT_LEAST = {STUDENT: 36, NGPT: 7, MODDED: 14}
+# modded-nanogpt's G21 pass since the false reds were mended; modded-nanogpt's G15, G16 since fix23gpt: the rotary
+# family with negated angles, bfloat16 tables and a QK-norm after it, checks/rotary.py)
+PASSED_AT_LEAST = {STUDENT: 36, NGPT: 7, MODDED: 16}
 
 
 @pytest.mark.slow

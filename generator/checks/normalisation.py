@@ -16,7 +16,8 @@ from transformer_trace.checks.base import (THIS, Check, TraceUse, UnfittableWeig
 from transformer_trace.checks.dynamic_tanh import ALPHA_LEFT_OUT, dynamic_tanh, fitted_dynamic_tanh, tanh_alpha
 from transformer_trace.checks.evidence import BugForm, Fit
 from transformer_trace.checks.residual_forms import scaled_residual, stream_left_out
-from transformer_trace.checks.variance_norm import DIVIDED_BY_VARIANCE, STANDARDISED_ROWS, rows_before_affine
+from transformer_trace.checks.variance_norm import (DIVIDED_BY_VARIANCE, MEAN_NOT_SUBTRACTED, STANDARDISED_ROWS,
+                                                   own_rms_norm, rows_before_affine)
 from transformer_trace.sources import ModuleRef, NotCheckable, Ref, TensorSource
 from transformer_trace.tensors import fmt
 from transformer_trace.trace.child.protocol import ModuleKind
@@ -50,7 +51,7 @@ def _layer_norm(s: TensorSource, out: Ref | torch.Tensor, total: torch.Tensor, m
 def _own_layer_norm(got: torch.Tensor, total: torch.Tensor, ln: Any, of: str,
                     reference: tuple[bool, str]) -> tuple[bool, str]:
     """A user's own LayerNorm class (a trace's): the reference formula with its own gain and bias, or the Annotated
-    Transformer's form (unbiased standard deviation, ε added to it), said when recognised."""
+    Transformer's form (unbiased standard deviation, ε added to it), or an RMSNorm's, said when recognised."""
     passed, detail = reference
     detail = detail.replace("recomputed LayerNorm", f"recomputed nn.LayerNorm's formula (your {ln.called}'s gain "
                             f"and bias, ε = {ln.eps:g})", 1)
@@ -61,6 +62,7 @@ def _own_layer_norm(got: torch.Tensor, total: torch.Tensor, ln: Any, of: str,
     annotated = weight * centred / (total.std(-1, keepdim=True) + ln.eps) + bias
     same, more = close(got, annotated, f"recomputed the Annotated Transformer's LayerNorm of {of} (unbiased std, ε "
                        f"added to it; your {ln.called}'s gain and bias)")
+    same, more = (same, more) if same else own_rms_norm(got, total, ln, of)  # an RMSNorm with a bias: correct too
     return (True, more) if same else (False, detail)
 
 
@@ -254,7 +256,7 @@ class LayerNormOf(Check):
     x: Ref
     module: ModuleRef
 
-    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, DIVIDED_BY_VARIANCE, WRONG_AXIS, ALPHA_LEFT_OUT)
+    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, DIVIDED_BY_VARIANCE, MEAN_NOT_SUBTRACTED, WRONG_AXIS, ALPHA_LEFT_OUT)
     PROPERTIES = (STANDARDISED_ROWS,)
 
     def normalised(self, s: TensorSource) -> torch.Tensor:
@@ -448,8 +450,8 @@ class ResidualLayerNorm(Check):
             return LayerNormOf(out=self.out, x=ref, module=self.module)
         return super().reading(name, ref)
 
-    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (GAIN_AND_BIAS_SWAPPED, DIVIDED_BY_VARIANCE, WRONG_AXIS,
-                                                ALPHA_LEFT_OUT)
+    BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (GAIN_AND_BIAS_SWAPPED, DIVIDED_BY_VARIANCE, MEAN_NOT_SUBTRACTED,
+                                                WRONG_AXIS, ALPHA_LEFT_OUT)
     PROPERTIES = (STANDARDISED_ROWS,)
 
     def normalised(self, s: TensorSource) -> torch.Tensor:
@@ -469,8 +471,8 @@ class ResidualThenNorm(ResidualLayerNorm):
     CLAIM = "is a LayerNorm of the residual sum, or that sum"
 
     sum_claim = "is the residual sum input + sublayer output (its LayerNorm, the MLP's input, is taken on another line)"
-    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, DIVIDED_BY_VARIANCE, WRONG_AXIS, ALPHA_LEFT_OUT, NORMALISED_RESIDUAL,
-                 stream_left_out("residual dropped"))
+    BUG_FORMS = (GAIN_AND_BIAS_SWAPPED, DIVIDED_BY_VARIANCE, MEAN_NOT_SUBTRACTED, WRONG_AXIS, ALPHA_LEFT_OUT,
+                 NORMALISED_RESIDUAL, stream_left_out("residual dropped"))
 
     def verify(self, s: TensorSource) -> tuple[str, bool, str]:
         total = added(s.t(ref) for ref in self.operands)

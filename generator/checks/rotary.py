@@ -3,12 +3,15 @@ where Q' and K' are the queries and keys per head with each pair of their first 
 proportional to the position (``t · base^(-2i/dims)`` for pair i). Implementations differ by parameters, not by
 structure: the pairs are the two halves of the rotated channels (rotate-half: GPT-NeoX, Llama in Hugging Face form,
 litgpt) or neighbouring channels (interleaved: the Llama reference code, GPT-J), a part of each head or all of it, and
-the base. The steps marked on q and k show them before the rotation, so the checks that rebuild the scores, the
-probabilities and the context from them fit the rotation first (``fit_rotary``, from the captured context) and read the
-rotated tensors (``attention_operand``) instead of calling every later step unrecognised."""
+the base; the angles' sign, tables rounded to bfloat16 and a QK-norm after the rotation (modded-nanogpt's
+``F.rms_norm`` of each head) are tried on every channel for the common bases. The steps marked on q and k show them
+before the rotation, so the checks that rebuild the scores, the probabilities and the context from them fit the
+rotation first (``fit_rotary``, from the captured context) and read the rotated tensors (``attention_operand``) instead
+of calling every later step unrecognised."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,20 +34,31 @@ FRACTIONS = (1, 2, 4, 8)  # the part of each head rotated: all of it, half, a qu
 class Rotary:
     """One member of the family: the first ``dims`` channels of each head rotated, in ``interleaved`` pairs or halves,
     pair i by the angle t · ``base``^(-2i/dims) at position t. ``xpos``: xPos (Sun et al. 2022, RetNet's), each pair
-    also scaled by ζᵢ^(±t/``scale_base``), ζᵢ = (2i + 0.4·dims)/(1.4·dims): +1 the queries' (up), −1 the keys'."""
+    also scaled by ζᵢ^(±t/``scale_base``), ζᵢ = (2i + 0.4·dims)/(1.4·dims): +1 the queries' (up), −1 the keys'.
+    ``sign`` −1: every angle negated (``x1·cos + x2·sin``, modded-nanogpt's); ``rounded``: the cos and sin tables
+    computed in float32 and rounded to bfloat16 (``freqs.cos().bfloat16()``); ``normed``: a QK-norm after the
+    rotation, each head's vector RMS-normalised (``F.rms_norm(q, (hs,))``; a unit norm differs by √hs, a scale the
+    scores' fit takes)."""
 
     dims: int
     base: float
     interleaved: bool
     xpos: int = 0
     scale_base: float = 512.0
+    sign: int = 1
+    rounded: bool = False
+    normed: bool = False
 
     def apply(self, heads: torch.Tensor) -> torch.Tensor:
         """``heads`` (…, T, hs) with the positions along its second last axis, rotated."""
         T, n = heads.shape[-2], self.dims
-        theta = self.base ** (-torch.arange(0, n, 2, dtype=torch.float64) / n)  # (n/2,)
-        angles = torch.arange(T, dtype=torch.float64)[:, None] * theta[None, :]  # (T, n/2)
-        cos, sin = torch.cos(angles).to(heads.dtype), torch.sin(angles).to(heads.dtype)
+        kind = torch.float32 if self.rounded else torch.float64  # a bfloat16 table is rounded from float32's
+        theta = 1.0 / self.base ** (torch.arange(0, n, 2, dtype=kind) / n)  # (n/2,)
+        angles = torch.arange(T, dtype=kind)[:, None] * theta[None, :]  # (T, n/2)
+        cos, sin = torch.cos(angles), self.sign * torch.sin(angles)
+        if self.rounded:
+            cos, sin = cos.bfloat16(), sin.bfloat16()
+        cos, sin = cos.to(heads.dtype), sin.to(heads.dtype)
         part, rest = heads[..., :n], heads[..., n:]
         if self.interleaved:
             even, odd = part[..., 0::2], part[..., 1::2]
@@ -57,13 +71,19 @@ class Rotary:
             factor = (zeta[None, :] ** (self.xpos * torch.arange(T, dtype=torch.float64)[:, None] / self.scale_base))
             factor = factor.repeat_interleave(2, dim=-1) if self.interleaved else torch.cat((factor, factor), dim=-1)
             turned = turned * factor.to(heads.dtype)
-        return torch.cat((turned, rest), dim=-1)
+        turned = torch.cat((turned, rest), dim=-1)
+        if self.normed:
+            turned = turned * torch.rsqrt(turned.pow(2).mean(-1, keepdim=True) + torch.finfo(torch.float32).eps)
+        return turned
 
     def __str__(self) -> str:
         pairs = "neighbouring channels paired (interleaved)" if self.interleaved else "the halves paired (rotate-half)"
         scaled = (f", xPos: scaled by ζ^({'+' if self.xpos > 0 else '−'}t/{self.scale_base:g}), "
                   f"{'up (queries)' if self.xpos > 0 else 'down (keys)'}") if self.xpos else ""
-        return f"rotary positions on {self.dims} channels of each head, {pairs}, base {self.base:,.6g}{scaled}"
+        forms = [("every angle negated", self.sign < 0), ("bfloat16 tables", self.rounded),
+                 ("then a QK-norm (each head RMS-normalised)", self.normed)]
+        more = "".join(f", {words}" for words, held in forms if held)
+        return f"rotary positions on {self.dims} channels of each head, {pairs}, base {self.base:,.6g}{scaled}{more}"
 
 
 def heads_of(x: torch.Tensor, h: int) -> torch.Tensor:
@@ -99,6 +119,11 @@ def _family(hs: int) -> Iterator[Rotary]:
         for interleaved in (True, False):
             for sign in (1, -1):
                 yield Rotary(hs, 10000.0, interleaved, sign)
+    if hs >= 2 and hs % 2 == 0:  # every channel, a common base: the angles negated, bfloat16 tables, a QK-norm after
+        for sign, rounded, normed in itertools.product((1, -1), (False, True), (False, True)):
+            for interleaved, base in itertools.product((False, True), BASES[:6]):
+                if (sign, rounded, normed) != (1, False, False):
+                    yield Rotary(hs, base, interleaved, sign=sign, rounded=rounded, normed=normed)
 
 
 def xpos_allowed(rotary: Rotary, part: int | None) -> bool:

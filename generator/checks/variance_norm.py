@@ -7,7 +7,9 @@ of at most 1 (ε and Bessel's correction only take off it; a large ε, hard-code
 spread below 1 is evidence only where the variance form fits it exactly). The property is tested on the recorded tensor
 with the module's own weights, and only on rows that are centred (an RMSNorm's rows are not: it is not held to it);
 a standard deviation that is the same in every row is a gain no weight shows (a LayerNorm times a constant) and is no
-evidence either."""
+evidence either. A class that never subtracts the mean (``weight * x / (std + eps) + bias``, henok3878's B3) is the
+bug form "mean not subtracted", named only where no RMSNorm with the same weights (``x / √(mean(x²) + ε)``, a correct
+member of the family: ``own_rms_norm``) fits as well."""
 
 from __future__ import annotations
 
@@ -96,3 +98,50 @@ def _divided_by_variance(check: Any, s: TensorSource) -> Fit | None:
 
 DIVIDED_BY_VARIANCE = BugForm("divides by the variance, not the standard deviation", "the LayerNorm recomputed as "
                               "(x − mean)/(var + ε) with its own gain and bias", _divided_by_variance)
+
+
+def own_rms_norm(got: torch.Tensor, total: torch.Tensor, ln: Any, of: str) -> tuple[bool, str]:
+    """``got`` as an RMSNorm of ``total`` (``gain · x / √(mean(x²) + ε) + bias``, no mean subtracted: a correct member
+    of the family) with a user's own norm class's gain and bias, recomputed."""
+    weight, bias = ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu()
+    rms = weight * total * torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + ln.eps) + bias
+    return close(got, rms, f"recomputed an RMSNorm of {of}, x·rsqrt(mean(x²) + ε), with your {ln.called}'s gain and "
+                 f"bias (ε = {ln.eps:g}; no mean subtracted: an RMSNorm, a correct member of the LayerNorm family)")
+
+
+def _mean_not_subtracted(check: Any, s: TensorSource) -> Fit | None:
+    """The step recomputed as ``gain · x / σ + bias``, the mean never subtracted (σ the rows' standard deviation,
+    biased or unbiased, ε added to it or under the root), with the module's own weights. An RMSNorm (``x / √(mean(x²)
+    + ε)``, a correct member of the family) is no such form: where it fits as well, the form is not named; and rows
+    whose mean is about 0 tell the two apart from a correct LayerNorm no better than the correct form does."""
+    try:
+        module, weight, bias = _module_weights(check, s)
+    except NotCheckable:
+        return None  # from tensors alone a per-feature gain and bias fit too much to name this
+    got, total = s.t(check.out), check.normalised(s)
+    eps = float(getattr(module, "eps", 1e-5))
+    called = getattr(module, "called", s.name(check.module))
+    rms = weight * total * torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + eps) + bias
+    forms = {"σ + ε, σ unbiased": total.std(-1, keepdim=True) + eps,
+             "σ + ε, σ biased": total.std(-1, unbiased=False, keepdim=True) + eps,
+             "√(var + ε), var biased": torch.sqrt(total.var(-1, unbiased=False, keepdim=True) + eps),
+             "√(var + ε), var unbiased": torch.sqrt(total.var(-1, keepdim=True) + eps)}
+    tried = []
+    for form, spread in forms.items():
+        expected = weight * total / spread + bias
+        fits, detail = close(got, expected, f"recomputed gain·x/({form}) + bias with your {called}'s weights, ε = "
+                             f"{eps:g} (the mean not subtracted)")
+        if fits:
+            if close(got, rms, "")[0] or float((got - expected).abs().max()) >= float((got - rms).abs().max()):
+                return Fit(False, f"{detail}; an RMSNorm with the same weights fits as well")
+            means = rows_before_affine(got, weight, bias).mean(-1).abs()
+            return Fit(True, f"your {called} does not subtract the mean: it divides x itself, not x − mean, by the "
+                             f"rows' spread: {detail}; before its gain and bias its rows have mean up to "
+                             f"{fmt(float(means.max()), 4)}, not 0")
+        tried.append(detail)
+    return Fit(False, tried[0])
+
+
+MEAN_NOT_SUBTRACTED = BugForm("mean not subtracted", "the LayerNorm recomputed as x/σ (σ the rows' standard deviation: "
+                              "x, not x − mean) with its own gain and bias, where no RMSNorm fits as well",
+                              _mean_not_subtracted)

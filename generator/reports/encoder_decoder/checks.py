@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 
@@ -63,17 +64,18 @@ class EmbeddingTableRows(Check):
         )
 
 
-def _table_layouts(L: int, C: int) -> dict[str, torch.Tensor]:
+def _table_layouts(L: int, C: int, cos: Any = torch.cos) -> dict[str, torch.Tensor]:
     """The sinusoid tables correct code adds, (L, C) each: the paper's (sin on even features, cos on odd ones) and
-    tensor2tensor's (the sines of every frequency, then the cosines: ``torch.cat([sin, cos], dim=1)``)."""
+    tensor2tensor's (the sines of every frequency, then the cosines: ``torch.cat([sin, cos], dim=1)``); with ``cos``
+    ``torch.sin``, the bug form's tables (sin where cos belongs)."""
     pos = torch.arange(L, dtype=torch.float64)[:, None]
     i = torch.arange(C, dtype=torch.float64)[None, :]
     angle = pos / torch.pow(10000.0, (2 * torch.div(i, 2, rounding_mode="floor")) / C)
-    interleaved = torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle))
+    interleaved = torch.where(i % 2 == 0, torch.sin(angle), cos(angle))
     half = C // 2
     timescales = torch.exp(torch.arange(half, dtype=torch.float64) * -(math.log(10000.0) / max(half - 1, 1)))
     scaled = pos * timescales[None, :]
-    halves = torch.nn.functional.pad(torch.cat([torch.sin(scaled), torch.cos(scaled)], dim=1), (0, C % 2))
+    halves = torch.nn.functional.pad(torch.cat([torch.sin(scaled), cos(scaled)], dim=1), (0, C % 2))
     return {"the paper's table (sin and cos interleaved)": interleaved,
             "sin half, then cos half (tensor2tensor's layout)": halves}
 
@@ -149,6 +151,22 @@ def _added_twice(check: SinusoidalPositions, s: TensorSource) -> Fit:
     return Fit(False, "; ".join([*details, own.words]))
 
 
+def _sin_for_cos(check: SinusoidalPositions, s: TensorSource) -> Fit:
+    """The paper's or tensor2tensor's table with sin where cos belongs (``pe[:, 1::2] = torch.sin(...)``: every column
+    a sine), added once to the input, the embedding's factor fitted as for the correct tables."""
+    out, before = s.t(check.out), s.t(check.before)
+    details = []
+    for layout, table in _table_layouts(*out.shape[-2:], cos=torch.sin).items():
+        fitted = _fit_positions(out, before, table, times=1)
+        fits, detail = close(out, fitted.prediction, f"vs its input plus {layout} with sin where cos belongs"
+                             + (f" ({fitted.words})" if fitted.words else ""))
+        if fits:
+            return Fit(True, f"your position table has sin where cos belongs: your {s.name(check.out)} is its input "
+                             f"plus {layout} with every cosine replaced by a sine ({detail})")
+        details.append(detail)
+    return Fit(False, "; ".join(details))
+
+
 @dataclass(frozen=True, kw_only=True)
 class SinusoidalPositions(Check):
     """Tensors only: ``out`` is ``before`` (times a factor of the embedding's own, fitted: 1, or √C where the lookup is
@@ -158,7 +176,8 @@ class SinusoidalPositions(Check):
     it is not."""
     CLAIM = "is the embeddings plus a sinusoidal position table"
 
-    BUG_FORMS = (BugForm("positions added twice", "the added term vs twice the table", _added_twice),)
+    BUG_FORMS = (BugForm("positions added twice", "the added term vs twice the table", _added_twice),
+                 BugForm("sin where cos belongs", "the added term vs a table whose cosines are sines", _sin_for_cos))
     # a trace's: the line's lookup of a learned position table (BART's), read in the table's place
     TRACE = TraceUse(also_calls=frozenset({ModuleKind.EMBEDDING}))
 

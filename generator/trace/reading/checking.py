@@ -54,7 +54,7 @@ from transformer_trace.trace.reading.experts import mixture_of_experts
 from transformer_trace.trace.reading.norm_of_another import norm_of_another
 from transformer_trace.trace.reading.image_patches import patches_of_the_image
 from transformer_trace.trace.reading.scaled_queries import queries_scaled_where_taken
-from transformer_trace.trace.reading.last_position import at_last_position, calls_at_last_position
+from transformer_trace.trace.reading.last_position import at_last_position, calls_at_last_position, wrong_row_read
 from transformer_trace.trace.reading.dropout import said_dropout
 from transformer_trace.trace.reading.declared import meaning_of
 from transformer_trace.trace.reading.records import OwnRecords, TensorLabel
@@ -290,7 +290,11 @@ def _another_position(page: SnapshotReading, found: list[CheckResult], run: Trac
     """A step read as the last position's row (last_position.py) none of whose checks passed there, but all pass at
     another position: "the wrong position" (``h[:, 0]`` where the next token is scored from ``h[:, -1]``); else
     ``found`` as it is."""
-    if not page.layout or not page.layout.last_position or any(r.passed for r in found):
+    if not page.layout or not page.layout.last_position or not found:
+        return found
+    if all(r.passed for r in found):  # the row the line took tied to the last position of what it read
+        return wrong_row_read(page, found, run.seen_from(tensors, places))
+    if any(r.passed for r in found):
         return found
     assert page.layout.expected is not None  # a last position's layout has one
     for position in range(page.layout.expected[1] - 1):

@@ -1,6 +1,7 @@
 """A post-norm residual step whose LayerNorm the marked line called on a sublayer's output alone (``src =
 self.norm1(self.self_attn(src, src, src)[0])``, the residual dropped), the sublayer output shown by no snapshot: the
 step's own check, bound to the LayerNorm's input as the sum's stand-in, passed as a LayerNorm of whatever it read.
+The LayerNorm is nn.LayerNorm or a class of the user's own read as one (a gain and a bias of the input's width).
 Where the catalogue's operands are the block's input (a captured step) and that sublayer output, and a Linear or an
 attention module the line called gave exactly the LayerNorm's input, which is not that input plus it, the step is read
 with the call's output as its only operand (checks/sublayer.py): a correct post-norm block's LayerNorm reads the
@@ -23,10 +24,17 @@ from transformer_trace.sources import Ref, TensorDict
 from transformer_trace.trace.child.protocol import FED_AT, ModuleKind
 from transformer_trace.trace.reading.call_layout import in_order
 from transformer_trace.trace.reading.capture import ModuleCall
-from transformer_trace.trace.reading.rebuilt import rebuild
+from transformer_trace.trace.reading.rebuilt import looks_like, rebuild
 from transformer_trace.trace.reading.weights import Bound, Given, holds_output
 
 SUBLAYERS = (ModuleKind.LINEAR, ModuleKind.MULTIHEAD_ATTENTION, ModuleKind.DROPOUT)
+
+
+def _is_norm(call: ModuleCall) -> bool:
+    """nn.LayerNorm, or a module of the user's own read as one (a gain and a bias: the Annotated Transformer's
+    class, henok3878's)."""
+    return call.kind == ModuleKind.LAYER_NORM or (call.kind == ModuleKind.USER
+                                                  and looks_like(ModuleKind.LAYER_NORM, call))
 
 
 def _first(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
@@ -46,7 +54,7 @@ def sublayer_alone_normed(check: Any, calls: Sequence[ModuleCall], source: Tenso
     stream, sublayer = check.operands
     if not source.has(stream) or source.has(sublayer):
         return None
-    norm = next((c for c in calls if c.kind == ModuleKind.LAYER_NORM and (out := _first(c.outputs)) is not None
+    norm = next((c for c in calls if _is_norm(c) and (out := _first(c.outputs)) is not None
                  and _first(c.inputs) is not None and holds_output(out, main)), None)
     module = rebuild(norm, ModuleKind.LAYER_NORM) if norm is not None else None
     read = _first(norm.inputs) if norm is not None else None

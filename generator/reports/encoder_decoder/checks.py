@@ -156,7 +156,7 @@ def _sin_for_cos(check: SinusoidalPositions, s: TensorSource) -> Fit:
     a sine), added once to the input, the embedding's factor fitted as for the correct tables."""
     out, before = s.t(check.out), s.t(check.before)
     details = []
-    for layout, table in _table_layouts(*out.shape[-2:], cos=torch.sin).items():
+    for layout, table in _table_layouts(out.shape[-2], out.shape[-1], cos=torch.sin).items():
         fitted = _fit_positions(out, before, table, times=1)
         fits, detail = close(out, fitted.prediction, f"vs its input plus {layout} with sin where cos belongs"
                              + (f" ({fitted.words})" if fitted.words else ""))

@@ -32,7 +32,7 @@ def test_round_twenty_three_student_kind_plants_classic_bugs_only():
 
 
 # the checks that must really run on each correct code (the first result's passed counts)
-PASSED_AT_LEAST = {STUDENT: 21, INTERLEAVED: 17, EMBEDDING: 19}  # after fix23vit (13 for INTERLEAVED before)
+PASSED_AT_LEAST = {STUDENT: 21, INTERLEAVED: 16, EMBEDDING: 19}  # after fix23vit (13 before; 17 with S19, whose reading was taken back)
 # a correct code with a FALSE red in the first result (correct code in a form the checks did not know): xfail, strict;
 # the first result had none (no red verdict on any correct code, false or true)
 FALSE_RED: dict[str, str] = {}

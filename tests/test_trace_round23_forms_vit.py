@@ -336,6 +336,13 @@ def _mlp(given: str, inner: str = "") -> str:
     return MLP_ON_THE_LINE_BEFORE.replace("MLP_INPUT", given).replace("INNER ", inner)
 
 
+LOCALS_TAKEN_BACK = pytest.mark.xfail(strict=True, reason=(
+    "reads_locals on the residual sum (SumOf, 4ab8e05) taken back: with it, a student's dropped attention residual "
+    "(x = attn_out on an unmarked line, tests/test_trace_derived.py) was no longer named at S19 but 'needs snapshot "
+    "S08'; the sublayer operand from a call on the statement before needs a reading that keeps that case"))
+
+
+@LOCALS_TAKEN_BACK
 def test_a_residual_sum_reads_the_mlp_called_on_the_statement_before(tmp_path):
     """luulecmg's S19 was not checkable ("needs snapshot S18"): the sublayer operand is the output of the MLP an
     unmarked statement called."""
@@ -344,6 +351,7 @@ def test_a_residual_sum_reads_the_mlp_called_on_the_statement_before(tmp_path):
     assert "the MLP an unmarked statement before the line called" in checks["S19"]["detail"], checks["S19"]["detail"]
 
 
+@LOCALS_TAKEN_BACK
 def test_the_mlp_given_the_stream_on_the_statement_before_is_named_at_its_sum(tmp_path):
     """luulecmg's B6: ``out = self.mlp(x)`` where ``self.mlp(self.norm2(x))`` belongs."""
     code, checks = traced(tmp_path, _mlp("x"))
@@ -351,6 +359,7 @@ def test_the_mlp_given_the_stream_on_the_statement_before_is_named_at_its_sum(tm
     assert checks["S19"]["evidence"]["name"] == "sublayer given the stream, not its LayerNorm", checks["S19"]
 
 
+@LOCALS_TAKEN_BACK
 def test_an_mlp_that_normalises_inside_given_the_stream_passes(tmp_path):
     """``nn.Sequential(nn.LayerNorm(d), ...)`` (lucidrains' FeedForward) is given the stream by correct code."""
     code, checks = traced(tmp_path, _mlp("x", "nn.LayerNorm(d), "))

@@ -190,7 +190,7 @@ class SumOf(Check):
     # an unmarked sublayer output, from the module the line called last
     # (or the table the line read by attribute: positions from a buffer, trace/reading/residuals.py)
     TRACE = TraceUse(also_calls=frozenset({ModuleKind.LINEAR, ModuleKind.USER, ModuleKind.MULTIHEAD_ATTENTION,
-                                           ModuleKind.READ, ModuleKind.EMBEDDING}), reads_locals=True)  # (summed_calls)
+                                           ModuleKind.READ, ModuleKind.EMBEDDING}))  # (every operand: summed_calls)
     BUG_FORMS: ClassVar[tuple[BugForm, ...]] = (BugForm("added twice", "the sum with one operand counted twice",
                                                         _operand_twice), NORMALISED_RESIDUAL, NORMALISED_STREAM,
                                                 stream_left_out("residual dropped"), NORMALISED_STREAM_LEFT_OUT,

@@ -100,11 +100,15 @@ DIVIDED_BY_VARIANCE = BugForm("divides by the variance, not the standard deviati
                               "(x − mean)/(var + ε) with its own gain and bias", _divided_by_variance)
 
 
+def rms_norm(total: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
+    """``gain · x / √(mean(x²) + ε) + bias`` over the last axis: an RMSNorm, no mean subtracted."""
+    return weight * total * torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + eps) + bias
+
+
 def own_rms_norm(got: torch.Tensor, total: torch.Tensor, ln: Any, of: str) -> tuple[bool, str]:
     """``got`` as an RMSNorm of ``total`` (``gain · x / √(mean(x²) + ε) + bias``, no mean subtracted: a correct member
     of the family) with a user's own norm class's gain and bias, recomputed."""
-    weight, bias = ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu()
-    rms = weight * total * torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + ln.eps) + bias
+    rms = rms_norm(total, ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu(), ln.eps)
     return close(got, rms, f"recomputed an RMSNorm of {of}, x·rsqrt(mean(x²) + ε), with your {ln.called}'s gain and "
                  f"bias (ε = {ln.eps:g}; no mean subtracted: an RMSNorm, a correct member of the LayerNorm family)")
 
@@ -121,7 +125,7 @@ def _mean_not_subtracted(check: Any, s: TensorSource) -> Fit | None:
     got, total = s.t(check.out), check.normalised(s)
     eps = float(getattr(module, "eps", 1e-5))
     called = getattr(module, "called", s.name(check.module))
-    rms = weight * total * torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + eps) + bias
+    rms = rms_norm(total, weight, bias, eps)
     forms = {"σ + ε, σ unbiased": total.std(-1, keepdim=True) + eps,
              "σ + ε, σ biased": total.std(-1, unbiased=False, keepdim=True) + eps,
              "√(var + ε), var biased": torch.sqrt(total.var(-1, unbiased=False, keepdim=True) + eps),
